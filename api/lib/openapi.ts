@@ -1,0 +1,71 @@
+import { z } from 'zod';
+import type { RouteDef } from './define-route';
+import { API_PREFIX } from './paths';
+
+function schemaOf(s: z.ZodType, io: 'input' | 'output') {
+  const json = z.toJSONSchema(s, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
+  delete json.$schema;
+  return json;
+}
+
+/** The OpenAPI 3.1 document, built from the route table. */
+export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes) {
+    const parameters: unknown[] = [];
+    for (const [where, schema] of [['path', r.params], ['query', r.query]] as const) {
+      if (!schema) continue;
+      const json = schemaOf(schema, 'input') as { properties?: Record<string, unknown>; required?: string[] };
+      for (const [name, s] of Object.entries(json.properties ?? {})) {
+        parameters.push({ name, in: where, required: where === 'path' || (json.required ?? []).includes(name), schema: s });
+      }
+    }
+    const responses: Record<string, unknown> = {};
+    for (const [status, res] of Object.entries(r.responses)) {
+      responses[status] = {
+        description: res.description,
+        ...(res.schema ? { content: { [res.contentType ?? 'application/json']: { schema: schemaOf(res.schema, 'output') } } } : {}),
+      };
+    }
+    const security =
+      r.auth === 'none' ? [] : r.auth === 'token' ? [{ session: [] }, { cliSession: [] }, { accessToken: [] }] : [{ session: [] }, { cliSession: [] }];
+    const op: Record<string, unknown> = {
+      operationId: r.operationId,
+      summary: r.summary,
+      ...(r.description ? { description: r.description } : {}),
+      tags: r.tags ?? [],
+      security,
+      'x-token-reachable': r.auth === 'token',
+      ...(r.recentSignInMinutes ? { 'x-recent-sign-in-minutes': r.recentSignInMinutes } : {}),
+      ...(parameters.length ? { parameters } : {}),
+      responses,
+    };
+    if (r.body) {
+      const content: Record<string, unknown> = {};
+      for (const type of r.bodyTypes ?? ['json']) {
+        content[type === 'json' ? 'application/json' : 'multipart/form-data'] = { schema: schemaOf(r.body, 'input') };
+      }
+      op.requestBody = { required: false, content };
+    }
+    (paths[r.path] ??= {})[r.method] = op;
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Hosting Console API',
+      version: 'v1',
+      description:
+        'Everything the console does. Bodies are JSON. Errors: {"error": {"code", "message", "fields"?}}. ' +
+        'Lists: {"data": [...]}, paged lists add "next_before".',
+    },
+    servers: [{ url: `${baseUrl}${API_PREFIX}` }],
+    components: {
+      securitySchemes: {
+        session: { type: 'apiKey', in: 'cookie', name: 'vc_session', description: 'Browser session; writes also send X-CSRF-Token from GET /session/token' },
+        cliSession: { type: 'http', scheme: 'bearer', description: 'Command-line sign-in (device flow): a vcs_ bearer' },
+        accessToken: { type: 'http', scheme: 'bearer', description: 'Personal access token: a vcp_ bearer' },
+      },
+    },
+    paths,
+  };
+}

@@ -1,0 +1,96 @@
+import type { Knex } from 'knex';
+import { Membership } from '../../db/models/membership';
+import type { Actor } from './actor';
+import { errors } from './errors';
+
+export type Role = 'owner' | 'admin' | 'developer' | 'viewer';
+export const ROLES: readonly Role[] = ['owner', 'admin', 'developer', 'viewer'];
+
+/**
+ * Every team permission, decided here and nowhere else.
+ * - viewer: reads only.
+ * - developer: reads projects and environments, deploys, builds, reads tasks and logs, validates.
+ * - admin: everything in the team but deleting it, billing and making owners.
+ * - owner: everything.
+ */
+export type Action =
+  | 'team:read'
+  | 'team:update'
+  | 'team:delete'
+  | 'team:billing'
+  | 'members:read'
+  | 'members:invite'
+  | 'members:manage'
+  | 'members:manage-owners'
+  | 'project:read'
+  | 'project:create'
+  | 'project:update'
+  | 'project:delete'
+  | 'environment:read'
+  | 'environment:create'
+  | 'environment:update'
+  | 'environment:delete'
+  | 'deploy'
+  | 'build'
+  | 'task:read'
+  | 'task:cancel'
+  | 'validate';
+
+const VIEWER: Action[] = ['team:read', 'members:read', 'project:read', 'environment:read', 'task:read', 'validate'];
+const DEVELOPER: Action[] = [...VIEWER, 'deploy', 'build', 'task:cancel'];
+const ADMIN: Action[] = [
+  ...DEVELOPER,
+  'team:update',
+  'members:invite',
+  'members:manage',
+  'project:create',
+  'project:update',
+  'project:delete',
+  'environment:create',
+  'environment:update',
+  'environment:delete',
+];
+const OWNER: Action[] = [...ADMIN, 'team:delete', 'team:billing', 'members:manage-owners'];
+
+const PERMISSIONS: Record<Role, ReadonlySet<Action>> = {
+  viewer: new Set(VIEWER),
+  developer: new Set(DEVELOPER),
+  admin: new Set(ADMIN),
+  owner: new Set(OWNER),
+};
+
+export function can(role: Role, action: Action): boolean {
+  return PERMISSIONS[role].has(action);
+}
+
+/**
+ * The teams the caller reaches: all of a signed-in user's memberships; for a token, only its one
+ * team, and only while its issuer is still a member there.
+ */
+export async function reachableMemberships(knex: Knex, actor: Actor): Promise<Membership[]> {
+  const q = Membership.query(knex).where('user_id', actor.user.id);
+  if (actor.kind === 'token') q.where('team_id', actor.token.team_id);
+  return q;
+}
+
+export async function reachableTeamIds(knex: Knex, actor: Actor): Promise<string[]> {
+  return (await reachableMemberships(knex, actor)).map((m) => m.team_id);
+}
+
+/** The caller's role in a team, or undefined when the team is out of reach (answer 404 then). */
+export async function roleIn(knex: Knex, actor: Actor, teamId: string): Promise<Role | undefined> {
+  if (actor.kind === 'token' && actor.token.team_id !== teamId) return undefined;
+  const m = await Membership.query(knex).findOne({ user_id: actor.user.id, team_id: teamId });
+  return m?.role;
+}
+
+/**
+ * Throws 404 when the team is out of the caller's reach (a resource of another team does not exist
+ * for them), 403 forbidden when their role may not do the action. Returns the role.
+ */
+export async function authorize(knex: Knex, actor: Actor, teamId: string, action: Action, what = 'resource'): Promise<Role> {
+  const role = await roleIn(knex, actor, teamId);
+  if (!role) throw errors.notFound(what);
+  if (!can(role, action)) throw errors.forbidden();
+  return role;
+}

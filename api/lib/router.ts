@@ -1,0 +1,99 @@
+import Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import { koaBody } from 'koa-body';
+import { timingSafeEqual } from 'node:crypto';
+import type { Deps } from '../../system/deps';
+import type { Actor } from './actor';
+import { AppError, errors } from './errors';
+import { issuesToFields, type RouteDef } from './define-route';
+import { toRouterPath } from './paths';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** Who may call, decided from the route's `auth` (token reach), CSRF and the recent sign-in rule. */
+export function checkCaller(def: RouteDef, ctx: Context): Actor | undefined {
+  const actor = ctx.state.actor as Actor | undefined;
+  if (def.auth === 'none') return actor;
+  if (!actor) throw errors.unauthenticated();
+  if (actor.kind === 'token' && def.auth !== 'token') throw errors.tokenNotAllowed();
+  if (actor.kind === 'session' && actor.via === 'session' && !SAFE_METHODS.has(ctx.method)) {
+    const given = ctx.get('x-csrf-token');
+    if (!given || !sameSecret(given, actor.session.csrf_token)) {
+      throw new AppError(403, 'forbidden', 'Browser session writes need the X-CSRF-Token header, its value from GET /session/token');
+    }
+  }
+  if (def.recentSignInMinutes !== undefined) {
+    const signedIn = actor.kind === 'session' ? actor.session.authenticated_at.getTime() : 0;
+    if (Date.now() - signedIn > def.recentSignInMinutes * 60_000) throw errors.reauthenticationRequired();
+  }
+  return actor;
+}
+
+function bodyParser(def: RouteDef, limit: number): Middleware | undefined {
+  if (!def.body) return undefined;
+  const multipart = def.bodyTypes?.includes('multipart') ?? false;
+  return koaBody({
+    json: true,
+    jsonStrict: false,
+    urlencoded: false,
+    text: false,
+    multipart,
+    jsonLimit: limit,
+    formidable: multipart ? { maxFileSize: 10 * 1024 * 1024, maxFiles: 5, multiples: true } : undefined,
+    parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
+  });
+}
+
+function hasBody(ctx: Context): boolean {
+  return Number(ctx.get('content-length') || 0) > 0 || Boolean(ctx.get('transfer-encoding'));
+}
+
+/** Builds the Koa router from the route table. */
+export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Router {
+  const router = new Router({ prefix });
+  for (const def of routes) {
+    const parse = bodyParser(def, deps.config.bodyLimitBytes);
+    const handler: Middleware = async (ctx, next) => {
+      const actor = checkCaller(def, ctx);
+      // Path parameters that cannot name anything answer 404, like a missing resource.
+      let params: unknown = ctx.params ?? {};
+      if (def.params) {
+        const r = def.params.safeParse(ctx.params ?? {});
+        if (!r.success) throw errors.notFound();
+        params = r.data;
+      }
+      if (parse && hasBody(ctx)) {
+        if (!ctx.is('application/json', ...(def.bodyTypes?.includes('multipart') ? ['multipart/form-data'] : []))) {
+          throw new AppError(415, 'unsupported_media_type', 'Send the body as application/json');
+        }
+        await parse(ctx, async () => undefined);
+      }
+      const fields: Record<string, string> = {};
+      let query: unknown = ctx.query;
+      if (def.query) {
+        const r = def.query.safeParse(ctx.query);
+        if (r.success) query = r.data;
+        else Object.assign(fields, issuesToFields(r.error.issues));
+      }
+      let body: unknown = (ctx.request as { body?: unknown }).body;
+      if (def.body) {
+        const raw = body === undefined || (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0 && !hasBody(ctx)) ? {} : body;
+        const r = def.body.safeParse(raw);
+        if (r.success) body = r.data;
+        else Object.assign(fields, issuesToFields(r.error.issues));
+      }
+      if (Object.keys(fields).length > 0) throw errors.invalid(fields);
+      Object.assign(ctx, { input: { params, query, body }, actor, deps });
+      await def.handler(ctx as never);
+      void next;
+    };
+    router[def.method](def.operationId, toRouterPath(def.path), handler);
+  }
+  return router;
+}

@@ -1,0 +1,3 @@
+import type { RouteDef } from '../lib/define-route';
+
+export const routes: RouteDef[] = [];

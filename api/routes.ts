@@ -1,0 +1,23 @@
+import type { RouteDef } from './lib/define-route';
+import { routes as systemRoutes } from './system/routes';
+import { routes as accountRoutes } from './account/routes';
+import { routes as tokenRoutes } from './tokens/routes';
+import { routes as teamRoutes } from './teams/routes';
+import { routes as projectRoutes } from './projects/routes';
+import { routes as environmentRoutes } from './environments/routes';
+import { routes as deployRoutes } from './deploys/routes';
+import { routes as taskRoutes } from './tasks/routes';
+
+/** The whole route table, one list per area of the spec. */
+export function allRoutes(): RouteDef[] {
+  return [
+    ...systemRoutes,
+    ...accountRoutes,
+    ...tokenRoutes,
+    ...teamRoutes,
+    ...projectRoutes,
+    ...environmentRoutes,
+    ...deployRoutes,
+    ...taskRoutes,
+  ] as RouteDef[];
+}

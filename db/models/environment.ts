@@ -1,0 +1,14 @@
+import { BaseModel } from './base-model';
+
+export class Environment extends BaseModel {
+  static tableName = 'environments';
+  team_id!: string;
+  project_id!: string;
+  name!: string;
+  git_ref!: string;
+  auto_deploy!: boolean;
+  port!: number;
+  live_release_id!: string | null;
+  created_at!: Date;
+  updated_at!: Date;
+}

@@ -1,0 +1,17 @@
+export { BaseModel } from './base-model';
+export { User } from './user';
+export { EmailConfirmation } from './email-confirmation';
+export { Session } from './session';
+export { CliDeviceCode } from './cli-device-code';
+export { SshKey } from './ssh-key';
+export { Team } from './team';
+export { Membership } from './membership';
+export { Invitation } from './invitation';
+export { AccessToken } from './access-token';
+export { TokenReminder } from './token-reminder';
+export { Project } from './project';
+export { Environment } from './environment';
+export { Release } from './release';
+export { Deployment } from './deployment';
+export { Task } from './task';
+export { ActivityEvent } from './activity-event';

@@ -1,0 +1,22 @@
+import { BaseModel } from './base-model';
+
+export class Task extends BaseModel {
+  static tableName = 'tasks';
+  seq!: number;
+  team_id!: string;
+  project_id!: string | null;
+  environment_id!: string | null;
+  kind!: 'deployments' | 'backups' | 'machines' | 'configuration' | 'maintenance';
+  type!: string;
+  status!: 'pending' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+  account_user_id!: string | null;
+  account_via!: 'session' | 'cli' | 'token' | 'system';
+  workflow_id!: string;
+  run_id!: string | null;
+  params!: Record<string, unknown>;
+  result!: Record<string, unknown> | null;
+  error!: string | null;
+  created_at!: Date;
+  started_at!: Date | null;
+  finished_at!: Date | null;
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+// Entry point of `npm start`, `npm test`, `npm run bench` and `npm run typecheck`.
+// Installs what is missing (npm packages, the Temporal CLI), saying what it does, then runs the command.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensureTemporalCli } from './temporal-cli.mjs';
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+const command = process.argv[2];
+const rest = process.argv.slice(3);
+const say = (m) => console.error(`[${command}] ${m}`);
+
+function ensureNodeModules() {
+  const marker = join(root, 'node_modules', '.package-lock.json');
+  const lock = join(root, 'package-lock.json');
+  const fresh = existsSync(marker) && existsSync(join(root, 'node_modules', '.bin', 'tsx')) &&
+    (!existsSync(lock) || statSync(marker).mtimeMs >= statSync(lock).mtimeMs - 1000);
+  if (fresh) return;
+  say('Installing npm packages (npm ci)...');
+  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  if (r.status !== 0) {
+    say('npm ci failed; see the output above.');
+    process.exit(r.status ?? 1);
+  }
+}
+
+function run(bin, args, env = {}) {
+  const child = spawn(join(root, 'node_modules', '.bin', bin), args, {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, ...env },
+  });
+  const forward = (sig) => child.kill(sig);
+  process.on('SIGINT', forward);
+  process.on('SIGTERM', forward);
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+}
+
+const major = Number(process.versions.node.split('.')[0]);
+if (major < 20) {
+  console.error(`Node ${process.versions.node} is too old: this project needs Node 20 or newer.`);
+  process.exit(1);
+}
+
+switch (command) {
+  case 'typecheck':
+    ensureNodeModules();
+    run('tsc', ['--noEmit', '-p', 'tsconfig.json', ...rest]);
+    break;
+  case 'test': {
+    ensureNodeModules();
+    const cli = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
+    run('vitest', ['run', ...rest], { TEMPORAL_CLI: cli });
+    break;
+  }
+  case 'bench': {
+    ensureNodeModules();
+    const cli = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
+    run('tsx', ['bench/index.ts', ...rest], { TEMPORAL_CLI: cli });
+    break;
+  }
+  case 'start': {
+    ensureNodeModules();
+    const env = {};
+    if (!process.env.TEMPORAL_ADDRESS) env.TEMPORAL_CLI = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
+    run('tsx', ['system/start.ts', ...rest], env);
+    break;
+  }
+  default:
+    console.error('usage: node scripts/bootstrap.mjs start|test|bench|typecheck');
+    process.exit(2);
+}

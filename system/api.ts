@@ -1,0 +1,20 @@
+import { loadConfig } from './config';
+import { createDeps } from './deps';
+import { startApiServer } from './api-server';
+
+// The API process: `tsx system/api.ts`, configured by the environment (see README).
+const config = loadConfig();
+const deps = await createDeps(config, { name: 'api' });
+const server = await startApiServer(deps);
+deps.logger.info({ url: `${config.baseUrl}/api/vc/v1` }, 'API listening');
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  server.close();
+  server.closeAllConnections();
+  await deps.close();
+  process.exit(0);
+};
+process.once('SIGINT', stop);
+process.once('SIGTERM', stop);

@@ -1,0 +1,78 @@
+import { resolve } from 'node:path';
+
+export interface Config {
+  port: number;
+  host: string;
+  baseUrl: string;
+  databaseUrl: string | undefined;
+  temporalAddress: string | undefined;
+  temporalNamespace: string;
+  temporalPort: number;
+  taskQueue: string;
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  dataDir: string;
+  buildConcurrency: number;
+  redisUrl: string | undefined;
+  trustProxyHops: number;
+  logLevel: string;
+  /** Public host name of environments served by the local provider. */
+  environmentHost: string;
+  /** Range of ports the local provider gives environments. */
+  environmentPorts: { from: number; to: number };
+  rateLimit: { perMinute: number };
+  failedCredentials: { limit: number; windowSeconds: number; blockSeconds: number; dailyCap: number };
+  session: { ttlHours: number; cliTtlDays: number };
+  bodyLimitBytes: number;
+  stepTimeoutSeconds: number;
+  reminderHourUtc: number;
+  /** Secrets: given in the environment, or generated once and kept under dataDir (see secrets.ts). */
+  tokenHmacKey: string | undefined;
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative whole number, got "${raw}"`);
+  return n;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = int(env, 'PORT', 8080);
+  const ports = (env.ENVIRONMENT_PORTS ?? '20000-20999').split('-').map(Number);
+  if (ports.length !== 2 || !ports.every(Number.isInteger) || ports[0] > ports[1]) {
+    throw new Error(`ENVIRONMENT_PORTS must look like 20000-20999, got "${env.ENVIRONMENT_PORTS}"`);
+  }
+  return {
+    port,
+    host: env.HOST ?? '0.0.0.0',
+    baseUrl: (env.BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    databaseUrl: env.DATABASE_URL || undefined,
+    temporalAddress: env.TEMPORAL_ADDRESS || undefined,
+    temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
+    temporalPort: int(env, 'TEMPORAL_PORT', 7233),
+    taskQueue: env.TEMPORAL_TASK_QUEUE || 'vc-console',
+    smtpUrl: env.SMTP_URL || undefined,
+    mailFrom: env.MAIL_FROM || 'Hosting Console <console@localhost>',
+    dataDir: resolve(env.DATA_DIR || 'var'),
+    buildConcurrency: Math.max(1, int(env, 'BUILD_CONCURRENCY', 2)),
+    redisUrl: env.REDIS_URL || undefined,
+    trustProxyHops: int(env, 'TRUST_PROXY_HOPS', 0),
+    logLevel: env.LOG_LEVEL || 'info',
+    environmentHost: env.ENVIRONMENT_HOST || 'localhost',
+    environmentPorts: { from: ports[0], to: ports[1] },
+    rateLimit: { perMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600) },
+    failedCredentials: {
+      limit: int(env, 'FAILED_CREDENTIALS_LIMIT', 10),
+      windowSeconds: int(env, 'FAILED_CREDENTIALS_WINDOW_SECONDS', 600),
+      blockSeconds: int(env, 'FAILED_CREDENTIALS_BLOCK_SECONDS', 900),
+      dailyCap: int(env, 'FAILED_CREDENTIALS_DAILY_CAP', 100),
+    },
+    session: { ttlHours: int(env, 'SESSION_TTL_HOURS', 24 * 14), cliTtlDays: int(env, 'CLI_SESSION_TTL_DAYS', 30) },
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
+    stepTimeoutSeconds: int(env, 'STEP_TIMEOUT_SECONDS', 900),
+    reminderHourUtc: int(env, 'REMINDER_HOUR_UTC', 9),
+    tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
+  };
+}

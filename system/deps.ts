@@ -1,0 +1,51 @@
+import type { Knex } from 'knex';
+import { Model } from 'objection';
+import { Client, Connection } from '@temporalio/client';
+import type { Config } from './config';
+import type { Secrets } from './secrets';
+import { loadSecrets } from './secrets';
+import { createKnex } from '../db/knex';
+import { createLogger, type Logger } from './logger';
+import { createMailer, type Mailer } from '../activities/mail/transport';
+import { createGuards, type Guards } from '../api/middleware/guards';
+import { join } from 'node:path';
+
+/** Everything a service, route or activity needs, created once per process and passed down. */
+export interface Deps {
+  config: Config;
+  secrets: Secrets;
+  knex: Knex;
+  logger: Logger;
+  temporal: Client;
+  mailer: Mailer;
+  guards: Guards;
+  close(): Promise<void>;
+}
+
+export async function createDeps(config: Config, opts: { name?: string; connectTemporal?: boolean } = {}): Promise<Deps> {
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
+  if (!config.temporalAddress) throw new Error('TEMPORAL_ADDRESS is not set');
+  const logger = createLogger(config.logLevel, opts.name ?? 'vc-console');
+  const secrets = loadSecrets(config.dataDir, config.tokenHmacKey);
+  const knex = createKnex(config.databaseUrl);
+  Model.knex(knex);
+  const connection = await Connection.connect({ address: config.temporalAddress });
+  const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  const mailer = createMailer({ smtpUrl: config.smtpUrl, mailDir: join(config.dataDir, 'mail'), from: config.mailFrom, logger });
+  const guards = await createGuards(config, logger);
+  return {
+    config,
+    secrets,
+    knex,
+    logger,
+    temporal,
+    mailer,
+    guards,
+    async close() {
+      await guards.close();
+      mailer.close();
+      await connection.close();
+      await knex.destroy();
+    },
+  };
+}

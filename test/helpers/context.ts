@@ -1,0 +1,97 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { join } from 'node:path';
+import { afterAll, beforeAll, inject } from 'vitest';
+import { createDatabase, dropDatabase, withDatabase } from '../../db/database';
+import { loadConfig, type Config } from '../../system/config';
+import { createDeps, type Deps } from '../../system/deps';
+import { startApiServer } from '../../system/api-server';
+import { startWorker, type RunningWorker } from '../../system/worker-runtime';
+import { startSmtpServer } from './smtp';
+import { Agent } from './http';
+
+export interface TestContext {
+  deps: Deps;
+  config: Config;
+  /** http://127.0.0.1:PORT */
+  baseUrl: string;
+  /** baseUrl + /api/vc/v1 */
+  apiUrl: string;
+  server: Server;
+  worker?: RunningWorker;
+  smtp?: Awaited<ReturnType<typeof startSmtpServer>>;
+  databaseUrl: string;
+  dataDir: string;
+  /** A new client with its own cookie jar. */
+  agent(): Agent;
+}
+
+export interface TestContextOptions {
+  /** Run a Temporal worker in this process on the file's own task queue. */
+  worker?: boolean;
+  /** A real SMTP server on loopback; mail goes there. */
+  smtp?: boolean;
+  /** Environment overrides (as the process environment would give them). */
+  env?: Record<string, string>;
+}
+
+/**
+ * Per test file: a database cloned from the migrated template, the API on an ephemeral port, and
+ * optionally a worker (own task queue on the run's Temporal dev server) and an SMTP server.
+ * Use in a describe/file body: `const t = useTestContext({ worker: true })`, then read t.* in tests.
+ */
+export function useTestContext(opts: TestContextOptions = {}): TestContext {
+  const ctx = {} as TestContext;
+  const dbName = `vc_t_${randomBytes(6).toString('hex')}`;
+  beforeAll(async () => {
+    const admin = inject('adminDatabaseUrl');
+    await createDatabase(admin, dbName, inject('templateDatabase'));
+    const dataDir = mkdtempSync(join(inject('runDir'), 'data-'));
+    const smtp = opts.smtp ? await startSmtpServer() : undefined;
+    const portBase = 21000 + Math.floor(Math.random() * 400) * 100;
+    const config = loadConfig({
+      PORT: '0',
+      DATABASE_URL: withDatabase(admin, dbName),
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_TASK_QUEUE: `test-${dbName}`,
+      DATA_DIR: dataDir,
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      ENVIRONMENT_PORTS: `${portBase}-${portBase + 99}`,
+      ...(smtp ? { SMTP_URL: smtp.url } : {}),
+      ...(opts.env ?? {}),
+    });
+    const deps = await createDeps(config, { name: 'test' });
+    const server = await startApiServer(deps, 0, '127.0.0.1');
+    const port = (server.address() as { port: number }).port;
+    const baseUrl = `http://127.0.0.1:${port}`;
+    deps.config.baseUrl = baseUrl;
+    const worker = opts.worker
+      ? await startWorker(deps, { workflowBundle: { code: readFileSync(inject('workflowBundlePath'), 'utf8') } })
+      : undefined;
+    Object.assign(ctx, {
+      deps,
+      config,
+      baseUrl,
+      apiUrl: `${baseUrl}/api/vc/v1`,
+      server,
+      worker,
+      smtp,
+      databaseUrl: config.databaseUrl,
+      dataDir,
+      agent: () => new Agent(`${baseUrl}/api/vc/v1`),
+    });
+  });
+  afterAll(async () => {
+    await ctx.worker?.shutdown().catch(() => undefined);
+    if (ctx.server) {
+      ctx.server.closeAllConnections();
+      await new Promise((r) => ctx.server.close(r));
+    }
+    await ctx.deps?.close().catch(() => undefined);
+    await ctx.smtp?.stop();
+    await dropDatabase(inject('adminDatabaseUrl'), dbName).catch(() => undefined);
+    if (ctx.dataDir) rmSync(ctx.dataDir, { recursive: true, force: true });
+  });
+  return ctx;
+}

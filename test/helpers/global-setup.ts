@@ -1,0 +1,60 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startTemporalDevServer, type DevServer } from '../../system/temporal';
+import { bundleWorkflows } from '../../system/worker-runtime';
+import { createDatabase, dropDatabase, withDatabase } from '../../db/database';
+import { createKnex } from '../../db/knex';
+import { migrateLatest } from '../../db/migrate';
+import { freePort } from './ports';
+// @ts-expect-error plain JS module shared with scripts/bootstrap.mjs
+import { ensureTemporalCli } from '../../scripts/temporal-cli.mjs';
+
+export const ADMIN_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    temporalAddress: string;
+    templateDatabase: string;
+    adminDatabaseUrl: string;
+    workflowBundlePath: string;
+    runDir: string;
+  }
+}
+
+let server: DevServer | undefined;
+let templateDatabase: string | undefined;
+let runDir: string | undefined;
+
+/** One real Temporal dev server per run, one migrated template database, one workflow bundle. */
+export async function setup(project: TestProject) {
+  runDir = mkdtempSync(join(tmpdir(), 'vc-test-'));
+  const cli = ensureTemporalCli((m: string) => console.log(m));
+  const [port, bundle] = await Promise.all([
+    freePort(),
+    bundleWorkflows(),
+  ]);
+  server = await startTemporalDevServer({ cliPath: cli, dataDir: runDir, port, namespace: 'default', headless: true });
+  templateDatabase = `vc_tpl_${process.pid}_${Date.now().toString(36)}`;
+  await createDatabase(ADMIN_DATABASE_URL, templateDatabase);
+  const knex = createKnex(withDatabase(ADMIN_DATABASE_URL, templateDatabase));
+  try {
+    await migrateLatest(knex);
+  } finally {
+    await knex.destroy();
+  }
+  const workflowBundlePath = join(runDir, 'workflow-bundle.js');
+  writeFileSync(workflowBundlePath, bundle.code);
+  project.provide('temporalAddress', server.address);
+  project.provide('templateDatabase', templateDatabase);
+  project.provide('adminDatabaseUrl', ADMIN_DATABASE_URL);
+  project.provide('workflowBundlePath', workflowBundlePath);
+  project.provide('runDir', runDir);
+}
+
+export async function teardown() {
+  await server?.stop();
+  if (templateDatabase) await dropDatabase(ADMIN_DATABASE_URL, templateDatabase).catch(() => undefined);
+  if (runDir) rmSync(runDir, { recursive: true, force: true });
+}
