@@ -1,4 +1,8 @@
 import type { Deps } from '../system/deps';
+import { createReminderActivities } from './reminders';
+import { Supervisor } from './provider/supervisor';
+import { createBuildActivities, createDeployActivities } from './deploys';
+import { createTaskActivities } from './tasks';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -11,6 +15,21 @@ export interface ActivitySet {
 
 /** The activities of every area, created with their dependencies (activities-dependency-injection). */
 export async function createActivities(deps: Deps): Promise<ActivitySet> {
-  void deps;
-  return { activities: {} };
+  // The local provider: this worker process owns the environments' proxies and web processes.
+  const supervisor = new Supervisor({ dataDir: deps.config.dataDir, listenHost: deps.config.environmentBind });
+  return {
+    activities: {
+      ...createReminderActivities(deps),
+      ...createTaskActivities(deps),
+      ...createDeployActivities(deps, supervisor),
+      ...createBuildActivities(deps),
+    },
+    async onWorkerStart() {
+      const restored = await supervisor.restoreAll();
+      for (const r of restored.filter((x) => !x.ok)) deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
+    },
+    async onWorkerStop() {
+      await supervisor.stopAll();
+    },
+  };
 }

@@ -27,7 +27,10 @@ function ensureNodeModules() {
 }
 
 function run(bin, args, env = {}) {
-  const child = spawn(join(root, 'node_modules', '.bin', bin), args, {
+  // TypeScript entry points run in one node process with the tsx loader (no wrapper process), so
+  // signals reach them directly and they decide the stop order.
+  const [file, fileArgs] = bin === 'tsx' ? [process.execPath, ['--import', 'tsx', ...args]] : [join(root, 'node_modules', '.bin', bin), args];
+  const child = spawn(file, fileArgs, {
     cwd: root,
     stdio: 'inherit',
     env: { ...process.env, ...env },

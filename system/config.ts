@@ -18,9 +18,12 @@ export interface Config {
   logLevel: string;
   /** Public host name of environments served by the local provider. */
   environmentHost: string;
+  /** Address the environments' proxies listen on (0.0.0.0 in a container). */
+  environmentBind: string;
   /** Range of ports the local provider gives environments. */
   environmentPorts: { from: number; to: number };
-  rateLimit: { perMinute: number };
+  /** Requests a minute per personal access token; `prefix` namespaces the shared (Redis) counters. */
+  rateLimit: { perMinute: number; prefix: string };
   failedCredentials: { limit: number; windowSeconds: number; blockSeconds: number; dailyCap: number };
   session: { ttlHours: number; cliTtlDays: number };
   bodyLimitBytes: number;
@@ -36,6 +39,13 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative whole number, got "${raw}"`);
   return n;
+}
+
+/** A whole hour of the day, 0-23. */
+function hourOfDay(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const hour = int(env, name, fallback);
+  if (hour > 23) throw new Error(`${name} must be an hour from 0 to 23, got "${env[name]}"`);
+  return hour;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -61,18 +71,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxyHops: int(env, 'TRUST_PROXY_HOPS', 0),
     logLevel: env.LOG_LEVEL || 'info',
     environmentHost: env.ENVIRONMENT_HOST || 'localhost',
+    environmentBind: env.ENVIRONMENT_BIND || '127.0.0.1',
     environmentPorts: { from: ports[0], to: ports[1] },
-    rateLimit: { perMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600) },
+    rateLimit: { perMinute: Math.max(1, int(env, 'RATE_LIMIT_PER_MINUTE', 600)), prefix: env.RATE_LIMIT_PREFIX || 'vc' },
     failedCredentials: {
-      limit: int(env, 'FAILED_CREDENTIALS_LIMIT', 10),
-      windowSeconds: int(env, 'FAILED_CREDENTIALS_WINDOW_SECONDS', 600),
-      blockSeconds: int(env, 'FAILED_CREDENTIALS_BLOCK_SECONDS', 900),
-      dailyCap: int(env, 'FAILED_CREDENTIALS_DAILY_CAP', 100),
+      limit: Math.max(1, int(env, 'FAILED_CREDENTIALS_LIMIT', 10)),
+      windowSeconds: Math.max(1, int(env, 'FAILED_CREDENTIALS_WINDOW_SECONDS', 600)),
+      blockSeconds: Math.max(1, int(env, 'FAILED_CREDENTIALS_BLOCK_SECONDS', 900)),
+      dailyCap: Math.max(1, int(env, 'FAILED_CREDENTIALS_DAILY_CAP', 100)),
     },
     session: { ttlHours: int(env, 'SESSION_TTL_HOURS', 24 * 14), cliTtlDays: int(env, 'CLI_SESSION_TTL_DAYS', 30) },
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
     stepTimeoutSeconds: int(env, 'STEP_TIMEOUT_SECONDS', 900),
-    reminderHourUtc: int(env, 'REMINDER_HOUR_UTC', 9),
+    reminderHourUtc: hourOfDay(env, 'REMINDER_HOUR_UTC', 9),
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
   };
 }

@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
+
+const { temporal } = proto;
 
 /** Keyword search attributes on every task's workflow, so operators can filter in the Web UI. */
 export const SEARCH_ATTRIBUTES = ['TeamId', 'ProjectId', 'EnvironmentId', 'TaskKind', 'TaskType', 'TaskId'] as const;
@@ -90,7 +92,7 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
   const existing = new Set(Object.keys(listed.customAttributes ?? {}));
   const missing = SEARCH_ATTRIBUTES.filter((n) => !existing.has(n));
   if (missing.length === 0) return;
-  const searchAttributes: Record<string, temporal.api.enums.v1.IndexedValueType> = {};
+  const searchAttributes: Record<string, number> = {};
   for (const name of missing) searchAttributes[name] = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
   try {
     await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });

@@ -3,6 +3,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Deps } from './deps';
 import { createActivities } from '../activities';
+import { BUILD_ACTIVITY_NAMES } from '../activities/deploys';
+import { buildTaskQueue } from '../workflows/deploys-shared';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 export const WORKFLOWS_PATH = join(root, 'workflows', 'index.ts');
@@ -42,23 +44,36 @@ export async function startWorker(
     connection,
     namespace: deps.config.temporalNamespace,
     taskQueue: opts.taskQueue ?? deps.config.taskQueue,
-    identity: opts.identity,
+    ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { logger: quietBundlerLogger } as never }),
     activities: activities.activities,
     shutdownGraceTime: '5s',
   });
-  await activities.onWorkerStart?.();
-  const done = worker.run().finally(async () => {
-    await activities.onWorkerStop?.();
-    await connection.close();
+  // Builds: their own task queue, served with at most config.buildConcurrency at once; a build waiting for
+  // a slot stays scheduled (its task `pending`), taken in the order the queue hands them out.
+  const builds = await Worker.create({
+    connection,
+    namespace: deps.config.temporalNamespace,
+    taskQueue: buildTaskQueue(opts.taskQueue ?? deps.config.taskQueue),
+    ...(opts.identity ? { identity: `${opts.identity}-builds` } : {}),
+    activities: Object.fromEntries(BUILD_ACTIVITY_NAMES.map((name) => [name, activities.activities[name]])),
+    maxConcurrentActivityTaskExecutions: deps.config.buildConcurrency,
+    shutdownGraceTime: '5s',
   });
+  await activities.onWorkerStart?.();
+  const done = Promise.all([worker.run(), builds.run()])
+    .then(() => undefined)
+    .finally(async () => {
+      await activities.onWorkerStop?.();
+      await connection.close();
+    });
   return {
     worker,
     done,
     async shutdown() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
+      if (builds.getState() === 'RUNNING') builds.shutdown();
       await done;
     },
   };
 }
-

@@ -1,12 +1,27 @@
 import { loadConfig } from './config';
 import { createDeps } from './deps';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startWorker } from './worker-runtime';
+import { ensureReminderSchedule } from '../activities/reminders/schedule';
 
 // The worker process: `tsx system/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
+Runtime.install({ logger: new DefaultLogger(config.logLevel === 'debug' ? 'DEBUG' : 'WARN') });
 const deps = await createDeps(config, { name: 'worker' });
 const running = await startWorker(deps);
 deps.logger.info({ taskQueue: config.taskQueue, namespace: config.temporalNamespace }, 'worker running');
+// The daily token-expiry reminders (created once, brought up to the current settings on every start;
+// an operator's pause is kept). A failure here leaves the worker running and is logged.
+try {
+  const ensured = await ensureReminderSchedule(deps.temporal, {
+    taskQueue: config.taskQueue,
+    hourUtc: config.reminderHourUtc,
+    namespace: config.temporalNamespace,
+  });
+  deps.logger.info({ scheduleId: ensured.scheduleId, created: ensured.created, hourUtc: config.reminderHourUtc }, 'token-expiry reminder schedule ensured');
+} catch (err) {
+  deps.logger.error({ err }, 'token-expiry reminder schedule could not be ensured; reminders will not go out until the worker restarts');
+}
 let stopping = false;
 const stop = async () => {
   if (stopping) return;

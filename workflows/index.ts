@@ -1,2 +1,5 @@
 // Every workflow of the system. Deterministic code only: workflows reach the world through activities.
 export {};
+export { sendTokenExpiryReminders } from './token-reminders';
+export { deployEnvironment } from './deploy';
+export { buildEnvironment } from './build';

@@ -1,3 +1,127 @@
-import type { RouteDef } from '../lib/define-route';
+import { defineRoute, type RouteDef } from '../lib/define-route';
+import { idParams as projectParams } from '../projects/schemas';
+import { presentEnvironment } from './presenter';
+import * as s from './schemas';
+import * as environments from './service';
 
-export const routes: RouteDef[] = [];
+const tags = ['environments'];
+const error = (description: string) => ({ description });
+
+export const routes: RouteDef[] = [
+  defineRoute({
+    method: 'get',
+    path: '/projects/{id}/environments/choices',
+    operationId: 'getEnvironmentChoices',
+    summary: "What creating an environment in the project asks for: name rules and the repository's branches",
+    description:
+      'Blocked (`blocked: true`) with `reason` no_repository (no repository connected), repository_unreachable (git cannot read it now) ' +
+      'or no_branches (nothing pushed yet).',
+    tags,
+    auth: 'session',
+    permission: 'environment:create (admin, owner)',
+    params: projectParams,
+    responses: {
+      200: { description: 'Choices, or a blocked answer', schema: s.environmentChoicesSchema },
+      403: error('Role may not create environments'),
+      404: error('No such project'),
+    },
+    async handler(ctx) {
+      ctx.body = await environments.environmentChoices(ctx.deps, ctx.actor, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/projects/{id}/environments',
+    operationId: 'createEnvironment',
+    summary: 'Creates an environment of the project, served on a port of its own',
+    description:
+      'Names follow the project name rules and are unique in the project (409 on name). git_ref must be a branch, tag or commit id of the ' +
+      'connected repository (422 on git_ref); no repository: 409 no_repository; repository unreadable: 409 repository_unreachable. ' +
+      'The environment gets the lowest free port of the range (409 no_port_available when spent); `url` is where it is served.',
+    tags,
+    auth: 'session',
+    permission: 'environment:create (admin, owner)',
+    params: projectParams,
+    body: s.createEnvironmentBody,
+    responses: {
+      201: { description: 'The environment', schema: s.environmentSchema },
+      403: error('Role may not'),
+      404: error('No such project'),
+      409: error('Name taken, no_repository, repository_unreachable or no_port_available'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      ctx.status = 201;
+      ctx.body = await environments.createEnvironment(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/environments',
+    operationId: 'listEnvironments',
+    summary: 'Environments the caller reaches (a token: its one team), newest first, a page at a time',
+    description:
+      'Filters team_id and project_id; `limit` 1-100 (default 100). `next_before` (null on the last page) is passed back as `before` ' +
+      'for the next page; it is opaque.',
+    tags,
+    auth: 'token',
+    permission: 'environment:read',
+    query: s.listEnvironmentsQuery,
+    responses: { 200: { description: 'A page of environments', schema: s.environmentPageSchema }, 422: error('Invalid filter or cursor') },
+    async handler(ctx) {
+      ctx.body = await environments.listEnvironments(ctx.deps, ctx.actor, ctx.input.query);
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/environments/{id}',
+    operationId: 'getEnvironment',
+    summary: 'One environment',
+    tags,
+    auth: 'token',
+    permission: 'environment:read',
+    params: s.idParams,
+    responses: { 200: { description: 'The environment', schema: s.environmentSchema }, 404: error('No such environment') },
+    async handler(ctx) {
+      ctx.body = presentEnvironment(await environments.findEnvironment(ctx.deps, ctx.actor, ctx.input.params.id, 'environment:read'));
+    },
+  }),
+  defineRoute({
+    method: 'patch',
+    path: '/environments/{id}',
+    operationId: 'updateEnvironment',
+    summary: "Changes an environment's git_ref and/or auto_deploy",
+    description: 'A new git_ref must be a branch, tag or commit id of the repository (422 on git_ref).',
+    tags,
+    auth: 'session',
+    permission: 'environment:update (admin, owner)',
+    params: s.idParams,
+    body: s.updateEnvironmentBody,
+    responses: {
+      200: { description: 'The environment', schema: s.environmentSchema },
+      403: error('Role may not'),
+      404: error('No such environment'),
+      409: error('no_repository or repository_unreachable'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      ctx.body = await environments.updateEnvironment(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/environments/{id}',
+    operationId: 'deleteEnvironment',
+    summary: 'Deletes an environment',
+    description: 'Refused with 409 deploy_in_progress (with task_id) while a task is pending or running on it.',
+    tags,
+    auth: 'session',
+    permission: 'environment:delete (admin, owner)',
+    params: s.idParams,
+    responses: { 204: { description: 'Deleted' }, 403: error('Role may not'), 404: error('No such environment'), 409: error('deploy_in_progress') },
+    async handler(ctx) {
+      await environments.deleteEnvironment(ctx.deps, ctx.actor, ctx.input.params.id);
+      ctx.status = 204;
+    },
+  }),
+] as RouteDef[];

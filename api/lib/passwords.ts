@@ -1,7 +1,10 @@
-import { hash, verify, Algorithm } from '@node-rs/argon2';
+import { hash, verify } from '@node-rs/argon2';
+
+/** Algorithm.Argon2id (an ambient const enum, so not importable under isolatedModules). */
+const ARGON2ID = 2;
 
 /** argon2id with the OWASP-recommended minimum parameters (19 MiB, 2 passes). */
-const OPTIONS = { algorithm: Algorithm.Argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 };
+const OPTIONS = { algorithm: ARGON2ID, memoryCost: 19_456, timeCost: 2, parallelism: 1 };
 
 export function hashPassword(password: string): Promise<string> {
   return hash(password, OPTIONS);

@@ -94,3 +94,46 @@ export async function authorize(knex: Knex, actor: Actor, teamId: string, action
   if (!can(role, action)) throw errors.forbidden();
   return role;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Role decisions about people (invitations and memberships). Only owners make, unmake or remove
+// owners; a team always keeps at least one owner.
+
+export const ROLE_DESCRIPTIONS: Record<Role, string> = {
+  owner: 'Everything in the team, including deleting it, billing and making or removing owners.',
+  admin: "Everything in the team but deleting it, billing and owners: people, projects, environments, settings.",
+  developer: 'Reads projects and environments, deploys, builds, reads tasks and logs, validates manifests.',
+  viewer: 'Reads only.',
+};
+
+/** The roles a caller with `actorRole` may give (by invitation or by a role change). */
+export function assignableRoles(actorRole: Role): Role[] {
+  if (!can(actorRole, 'members:invite') && !can(actorRole, 'members:manage')) return [];
+  return ROLES.filter((r) => r !== 'owner' || can(actorRole, 'members:manage-owners'));
+}
+
+/** Invite someone as `role`: admin+; only owners invite owners. */
+export function assertMayInvite(actorRole: Role, role: Role): void {
+  if (!can(actorRole, 'members:invite')) throw errors.forbidden();
+  if (role === 'owner' && !can(actorRole, 'members:manage-owners')) throw errors.forbidden('Only owners may invite owners');
+}
+
+/** Change a member's role from `from` to `to`: admin+; only owners make or unmake owners. */
+export function assertMayChangeRole(actorRole: Role, from: Role, to: Role): void {
+  if (!can(actorRole, 'members:manage')) throw errors.forbidden();
+  if ((from === 'owner' || to === 'owner') && from !== to && !can(actorRole, 'members:manage-owners')) {
+    throw errors.forbidden('Only owners may make or unmake owners');
+  }
+}
+
+/** Remove a membership: anyone may leave a team themselves; otherwise admin+, and only owners remove owners. */
+export function assertMayRemove(actorRole: Role, targetRole: Role, self: boolean): void {
+  if (self) return;
+  if (!can(actorRole, 'members:manage')) throw errors.forbidden();
+  if (targetRole === 'owner' && !can(actorRole, 'members:manage-owners')) throw errors.forbidden('Only owners may remove owners');
+}
+
+/** True when changing (or removing, `to` null) a membership of role `from` would leave the team without an owner. */
+export function leavesNoOwner(ownerCount: number, from: Role, to: Role | null): boolean {
+  return from === 'owner' && to !== 'owner' && ownerCount <= 1;
+}

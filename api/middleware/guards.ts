@@ -1,3 +1,4 @@
+import { isIPv6 } from 'node:net';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../../system/config';
@@ -15,8 +16,10 @@ export interface RateHeaders {
  * - failed credentials per client address: `limit` failures within `windowSeconds` refuse the address
  *   for `blockSeconds`, whatever credential comes next; a working credential clears that count, while a
  *   daily cap per address never resets on success (one valid token cannot launder guesses);
- * - 600 requests a minute per personal access token.
- * With REDIS_URL the counters are shared by every API process; otherwise they live in this process.
+ * - 600 requests a minute per personal access token (every answer counts, 304 included).
+ * With REDIS_URL the counters are shared by every API process (keys under `RATE_LIMIT_PREFIX`);
+ * otherwise they live in this process. While Redis cannot be reached, each process falls back to its
+ * own in-memory counters rather than failing requests.
  */
 export interface Guards {
   /** Throws 429 (with Retry-After) while the address is refused. */
@@ -30,17 +33,59 @@ export interface Guards {
   close(): Promise<void>;
 }
 
-export async function createGuards(config: Config, logger: Logger, prefix = 'vc'): Promise<Guards> {
+/**
+ * The key an address is counted under: IPv4 (also IPv4-mapped IPv6) as is; IPv6 by its /64 prefix,
+ * since one subscriber usually holds a whole /64 and could otherwise rotate through addresses.
+ */
+export function addressKey(address: string): string {
+  const a = address.trim().toLowerCase().replace(/%.*$/, '');
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
+  if (mapped) return mapped[1];
+  if (!isIPv6(a)) return a;
+  const [head, tail = ''] = a.split('::');
+  const left = head ? head.split(':') : [];
+  const right = a.includes('::') && tail ? tail.split(':') : [];
+  const groups = a.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => (g.includes('.') ? g : String(parseInt(g, 16).toString(16)))).join(':')}::/64`;
+}
+
+const limited = (e: unknown): RateLimiterRes => {
+  if (e instanceof RateLimiterRes) return e;
+  throw e;
+};
+
+export async function createGuards(config: Config, logger: Logger, prefix = config.rateLimit.prefix): Promise<Guards> {
   const fc = config.failedCredentials;
   let redis: Redis | undefined;
-  const make = (keyPrefix: string, points: number, duration: number): RateLimiterAbstract =>
-    redis
-      ? new RateLimiterRedis({ storeClient: redis, keyPrefix: `${prefix}:${keyPrefix}`, points, duration })
-      : new RateLimiterMemory({ keyPrefix, points, duration });
   if (config.redisUrl) {
     redis = new Redis(config.redisUrl, { enableOfflineQueue: true, maxRetriesPerRequest: 2, lazyConnect: false });
     redis.on('error', (err) => logger.warn({ err: err.message }, 'redis error (rate limits)'));
+    const ready = redis;
+    // Wait (briefly) for the connection, so the first requests already share the counters.
+    await new Promise<void>((resolve) => {
+      if (ready.status === 'ready') return resolve();
+      const timer = setTimeout(() => {
+        logger.warn('redis not ready after 3 s; rate limits use this process until it is');
+        resolve();
+      }, 3000);
+      ready.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
+  const make = (name: string, points: number, duration: number): RateLimiterAbstract => {
+    const memory = new RateLimiterMemory({ keyPrefix: `${prefix}:${name}`, points, duration });
+    if (!redis) return memory;
+    return new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: `${prefix}:${name}`,
+      points,
+      duration,
+      rejectIfRedisNotReady: true,
+      insuranceLimiter: memory,
+    });
+  };
   const failures = make('fail', fc.limit, fc.windowSeconds);
   const daily = make('fail-day', fc.dailyCap, 86_400);
   const tokens = make('token', config.rateLimit.perMinute, 60);
@@ -57,21 +102,22 @@ export async function createGuards(config: Config, logger: Logger, prefix = 'vc'
 
   return {
     async assertAddressAllowed(address) {
-      const [f, d] = await Promise.all([failures.get(address), daily.get(address)]);
-      if (f && f.consumedPoints >= fc.limit) throw refuse(f.msBeforeNext);
-      if (d && d.consumedPoints >= fc.dailyCap) throw refuse(d.msBeforeNext);
+      const key = addressKey(address);
+      const [f, d] = await Promise.all([failures.get(key), daily.get(key)]);
+      const waits: number[] = [];
+      if (f && f.consumedPoints >= fc.limit) waits.push(f.msBeforeNext);
+      if (d && d.consumedPoints >= fc.dailyCap) waits.push(d.msBeforeNext);
+      if (waits.length > 0) throw refuse(Math.max(...waits));
     },
     async recordFailure(address) {
-      const swallow = (e: unknown) => {
-        if (!(e instanceof RateLimiterRes)) throw e;
-      };
-      const f = await failures.consume(address).catch(swallow);
-      await daily.consume(address).catch(swallow);
-      // The limit-th failure refuses the address for blockSeconds from now.
-      if (f && f.consumedPoints >= fc.limit) await failures.block(address, fc.blockSeconds);
+      const key = addressKey(address);
+      const [f] = await Promise.all([failures.consume(key).catch(limited), daily.consume(key).catch(limited)]);
+      // The limit-th failure (or any beyond it, from requests in flight) refuses the address for
+      // blockSeconds from now.
+      if (f.consumedPoints >= fc.limit) await failures.block(key, fc.blockSeconds);
     },
     async recordSuccess(address) {
-      await failures.delete(address);
+      await failures.delete(addressKey(address));
     },
     async consumeTokenRequest(tokenId) {
       const limit = config.rateLimit.perMinute;
@@ -80,11 +126,11 @@ export async function createGuards(config: Config, logger: Logger, prefix = 'vc'
         return {
           'RateLimit-Limit': String(limit),
           'RateLimit-Remaining': String(r.remainingPoints),
-          'RateLimit-Reset': String(Math.ceil(r.msBeforeNext / 1000)),
+          'RateLimit-Reset': String(Math.max(1, Math.ceil(r.msBeforeNext / 1000))),
         };
       } catch (e) {
-        if (!(e instanceof RateLimiterRes)) throw e;
-        const reset = String(Math.max(1, Math.ceil(e.msBeforeNext / 1000)));
+        const res = limited(e);
+        const reset = String(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
         throw new AppError(429, 'rate_limited', `More than ${limit} requests a minute with this token; wait and repeat the request unchanged`, undefined, undefined, {
           'Retry-After': reset,
           'RateLimit-Limit': String(limit),

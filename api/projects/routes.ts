@@ -1,3 +1,111 @@
-import type { RouteDef } from '../lib/define-route';
+import { defineRoute, type RouteDef } from '../lib/define-route';
+import * as s from './schemas';
+import * as projects from './service';
 
-export const routes: RouteDef[] = [];
+const tags = ['projects'];
+const error = (description: string) => ({ description });
+
+export const routes: RouteDef[] = [
+  defineRoute({
+    method: 'get',
+    path: '/projects',
+    operationId: 'listProjects',
+    summary: 'The projects of the teams the caller reaches (a token: its one team); optional team_id filter',
+    tags,
+    auth: 'token',
+    permission: 'project:read',
+    query: s.listProjectsQuery,
+    responses: { 200: { description: 'Projects', schema: s.projectListSchema }, 422: error('Invalid filter') },
+    async handler(ctx) {
+      ctx.body = { data: await projects.listProjects(ctx.deps, ctx.actor, ctx.input.query) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/projects/new',
+    operationId: 'getNewProjectChoices',
+    summary: 'What creating a project asks for: the teams the caller may create projects in and the name rules',
+    description: 'Blocked (`blocked: true, reason: "no_team"`) when the caller is owner or admin of no team.',
+    tags,
+    auth: 'session',
+    responses: { 200: { description: 'Choices', schema: s.newProjectSchema } },
+    async handler(ctx) {
+      ctx.body = await projects.newProjectChoices(ctx.deps, ctx.actor);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/projects',
+    operationId: 'createProject',
+    summary: 'Creates a project in a team',
+    description: 'Admins and owners. Names: 1-63 of a-z, 0-9 and "-", no dash first or last, unique in the team (409 on name).',
+    tags,
+    auth: 'session',
+    permission: 'project:create (admin, owner)',
+    body: s.createProjectBody,
+    responses: {
+      201: { description: 'The project', schema: s.projectSchema },
+      403: error('Role may not create projects'),
+      404: error('No such team'),
+      409: error('Name taken in the team'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      ctx.status = 201;
+      ctx.body = await projects.createProject(ctx.deps, ctx.actor, ctx.input.body);
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/projects/{id}',
+    operationId: 'deleteProject',
+    summary: 'Deletes a project that has no environments',
+    tags,
+    auth: 'session',
+    permission: 'project:delete (admin, owner)',
+    params: s.idParams,
+    responses: { 204: { description: 'Deleted' }, 403: error('Role may not'), 404: error('No such project'), 409: error('project_not_empty') },
+    async handler(ctx) {
+      await projects.deleteProject(ctx.deps, ctx.actor, ctx.input.params.id);
+      ctx.status = 204;
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/projects/{id}/repository',
+    operationId: 'getProjectRepository',
+    summary: "The project's git repository (shown without credentials), or url null",
+    tags,
+    auth: 'session',
+    permission: 'project:read',
+    params: s.idParams,
+    responses: { 200: { description: 'Repository', schema: s.repositorySchema }, 404: error('No such project') },
+    async handler(ctx) {
+      ctx.body = await projects.getRepository(ctx.deps, ctx.actor, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/projects/{id}/repository',
+    operationId: 'connectProjectRepository',
+    summary: 'Connects a git repository: any URL or path that `git clone` accepts',
+    description:
+      'Checked with `git ls-remote` (20 s, never prompting); when git cannot read it the answer is 422 on url and nothing changes. ' +
+      'Credentials in the URL are kept for fetching and never shown: answers show the URL without its password ' +
+      '(for http(s), without any user info).',
+    tags,
+    auth: 'session',
+    permission: 'project:update (admin, owner)',
+    params: s.idParams,
+    body: s.connectRepositoryBody,
+    responses: {
+      200: { description: 'Connected', schema: s.repositorySchema },
+      403: error('Role may not'),
+      404: error('No such project'),
+      422: error('Not a repository git can read'),
+    },
+    async handler(ctx) {
+      ctx.body = await projects.connectRepository(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+    },
+  }),
+] as RouteDef[];

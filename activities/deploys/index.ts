@@ -1,0 +1,258 @@
+/**
+ * Deploy activities on the local provider: resolve the commit, pick or create the release, build it (on
+ * the builds task queue, capped at config.buildConcurrency), run the deploy steps, go live. Faults of the
+ * user's making come back as `{ok: false, message}`; faults of the host are thrown and retried.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { randomUUID } from 'node:crypto';
+import type { Deps } from '../../system/deps';
+import { GitError, redactUrl, resolveRef } from '../provider/git';
+import { buildRelease, gitCacheDir, runDeploySteps as runManifestDeploySteps, type BuildResult } from '../provider/releases';
+import type { OnLine } from '../provider/run-step';
+import type { Supervisor } from '../provider/supervisor';
+import { createTaskLog, type TaskLog } from '../tasks/log-writer';
+import { markTaskRunning } from '../tasks/transitions';
+import { liveRelease, rollbackTarget, type ReleaseRow } from './queries';
+import { stepEnv, withHeartbeat } from './step-env';
+import { shortSha, type DeployType } from '../../workflows/deploys-shared';
+
+export type StepOutcome = { ok: true } | { ok: false; message: string };
+
+const HEALTH_TIMEOUT_MS = 60_000;
+
+function logLines(log: TaskLog): OnLine {
+  return (_stream, line) => log.line(line);
+}
+
+async function withTaskLog<T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
+  const log = createTaskLog(deps.knex, taskId);
+  try {
+    return await fn(log);
+  } finally {
+    await log.close();
+  }
+}
+
+async function loadRelease(deps: Deps, releaseId: string): Promise<ReleaseRow> {
+  const release = await deps.knex('releases').where({ id: releaseId }).first();
+  if (!release) throw ApplicationFailure.nonRetryable(`release ${releaseId} no longer exists`, 'ReleaseMissing');
+  return release;
+}
+
+async function repositoryUrl(deps: Deps, projectId: string): Promise<string> {
+  const project = await deps.knex('projects').where({ id: projectId }).first('repository_url');
+  if (!project?.repository_url) {
+    throw ApplicationFailure.nonRetryable('the project has no repository connected', 'NoRepository');
+  }
+  return project.repository_url;
+}
+
+/**
+ * The built release on this host: its directory and manifest. A release built on this host is reused at
+ * once; one whose directory is gone (another host, a cleaned disk) is built again from its commit.
+ */
+async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, signal?: AbortSignal): Promise<BuildResult> {
+  return buildRelease({
+    dataDir: deps.config.dataDir,
+    envId: release.environment_id,
+    releaseId: release.id,
+    repoUrl: await repositoryUrl(deps, release.project_id),
+    sha: release.commit_sha,
+    env: stepEnv(),
+    stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
+    signal,
+    onLine: logLines(log),
+  });
+}
+
+export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
+  const { knex } = deps;
+  return {
+    /** The commit the environment's git ref names now. */
+    async resolveCommit(input: { taskId: string; projectId: string; gitRef: string }): Promise<string> {
+      return withTaskLog(deps, input.taskId, async (log) => {
+        const url = await repositoryUrl(deps, input.projectId);
+        log.line(`==> Resolving ${input.gitRef} in ${redactUrl(url)}`);
+        try {
+          const sha = await resolveRef(url, input.gitRef, { cacheDir: gitCacheDir(deps.config.dataDir), timeoutMs: 60_000 });
+          log.line(`==> ${input.gitRef} is at ${shortSha(sha)}`);
+          return sha;
+        } catch (err) {
+          if (err instanceof GitError) {
+            log.line(`error: ${err.message}`);
+            if (err.code === 'ref_not_found') throw ApplicationFailure.nonRetryable(err.message, 'RefNotFound');
+            const attempt = Context.current().info.attempt;
+            if (attempt >= 3) throw ApplicationFailure.nonRetryable(err.message, 'RepositoryUnreachable');
+          }
+          throw err;
+        }
+      });
+    },
+
+    /**
+     * The release to deploy for this commit: a ready one of the environment (no build then), else the one
+     * this task already created (a retry), else a new `building` one.
+     */
+    async prepareRelease(input: {
+      taskId: string;
+      teamId: string;
+      projectId: string;
+      environmentId: string;
+      gitRef: string;
+      sha: string;
+      reuseReady: boolean;
+    }): Promise<{ releaseId: string; ready: boolean }> {
+      if (input.reuseReady) {
+        const ready = await knex('releases')
+          .where({ environment_id: input.environmentId, commit_sha: input.sha, status: 'ready' })
+          .orderBy('built_at', 'desc')
+          .first('id');
+        if (ready) return { releaseId: ready.id, ready: true };
+      }
+      await knex.raw(
+        `INSERT INTO releases (id, team_id, project_id, environment_id, git_ref, commit_sha, status, task_id)
+         VALUES (?, ?, ?, ?, ?, ?, 'building', ?)
+         ON CONFLICT (task_id) WHERE task_id IS NOT NULL DO NOTHING`,
+        [randomUUID(), input.teamId, input.projectId, input.environmentId, input.gitRef, input.sha, input.taskId],
+      );
+      const mine = await knex('releases').where({ task_id: input.taskId }).first('id', 'status');
+      return { releaseId: mine.id, ready: mine.status === 'ready' };
+    },
+
+    /** The release a redeploy (the live one) or a rollback (the one before the last deployment) puts live. */
+    async chooseRelease(input: {
+      taskId: string;
+      environmentId: string;
+      type: Exclude<DeployType, 'deploy'>;
+    }): Promise<{ ok: true; releaseId: string; sha: string; gitRef: string } | { ok: false; message: string }> {
+      const release =
+        input.type === 'redeploy' ? await liveRelease(knex, input.environmentId) : await rollbackTarget(knex, input.environmentId);
+      if (!release) {
+        return {
+          ok: false,
+          message: input.type === 'redeploy' ? 'nothing is live to redeploy' : 'no earlier release to roll back to',
+        };
+      }
+      await withTaskLog(deps, input.taskId, async (log) => {
+        log.line(
+          input.type === 'redeploy'
+            ? `==> Redeploying release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)})`
+            : `==> Rolling back to release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)}); code only, no deploy steps`,
+        );
+      });
+      return { ok: true, releaseId: release.id, sha: release.commit_sha, gitRef: release.git_ref };
+    },
+
+    /** The manifest's deploy steps, run in the release directory before it goes live. */
+    async runDeploySteps(input: { taskId: string; releaseId: string }): Promise<StepOutcome> {
+      return withTaskLog(deps, input.taskId, (log) =>
+        withHeartbeat(async (signal) => {
+          const release = await loadRelease(deps, input.releaseId);
+          const opened = await openRelease(deps, release, log, signal);
+          if (!opened.ok) return { ok: false, message: opened.message };
+          if (opened.manifest.deploy.length === 0) {
+            log.line('==> No deploy steps in service.yaml');
+            return { ok: true };
+          }
+          log.line('==> Running deploy steps');
+          const r = await runManifestDeploySteps({
+            releaseDir: opened.releaseDir,
+            manifest: opened.manifest,
+            env: stepEnv(),
+            stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
+            signal,
+            onLine: logLines(log),
+          });
+          return r.ok ? { ok: true } : { ok: false, message: r.message };
+        }),
+      );
+    },
+
+    /**
+     * Puts the release live on the environment's port and records it: one deployments row per task
+     * (deployments.task_id is unique) and environments.live_release_id. A retry after the switch finds the
+     * release already live (or the row already written) and does not switch again.
+     */
+    async goLive(input: {
+      taskId: string;
+      releaseId: string;
+      type: DeployType;
+      skipSteps: boolean;
+    }): Promise<{ ok: true; deploymentId: string; url: string } | { ok: false; message: string }> {
+      return withTaskLog(deps, input.taskId, (log) =>
+        withHeartbeat(async (signal) => {
+          const release = await loadRelease(deps, input.releaseId);
+          const env = await knex('environments').where({ id: release.environment_id }).first('id', 'port');
+          if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
+          const url = `http://${deps.config.environmentHost}:${env.port}`;
+          const done = await knex('deployments').where({ task_id: input.taskId }).first('id');
+          if (done) return { ok: true, deploymentId: done.id, url };
+
+          const opened = await openRelease(deps, release, log, signal);
+          if (!opened.ok) return { ok: false, message: opened.message };
+          log.line(`==> Starting release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)})`);
+          const live = await supervisor.goLive({
+            envId: env.id,
+            port: env.port,
+            releaseId: release.id,
+            releaseDir: opened.releaseDir,
+            manifest: opened.manifest,
+            env: stepEnv(),
+            healthTimeoutMs: HEALTH_TIMEOUT_MS,
+            onLine: logLines(log),
+          });
+          if (!live.ok) return { ok: false, message: `${live.message}; the previous release keeps serving` };
+
+          const deploymentId = await knex.transaction(async (trx) => {
+            await trx.raw(
+              `INSERT INTO deployments (id, environment_id, release_id, task_id, type, skip_steps)
+               VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO NOTHING`,
+              [randomUUID(), env.id, release.id, input.taskId, input.type, input.skipSteps],
+            );
+            await trx('environments').where({ id: env.id }).update({ live_release_id: release.id, updated_at: trx.fn.now() });
+            return (await trx('deployments').where({ task_id: input.taskId }).first('id')).id as string;
+          });
+          log.line(`==> Live: release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)}) at ${url}`);
+          return { ok: true, deploymentId, url };
+        }),
+      );
+    },
+  };
+}
+
+/**
+ * The build activity, served on the builds task queue by a worker whose activity slots are
+ * config.buildConcurrency: a task waits `pending` until a slot takes it; its first act is the
+ * pending -> running compare-and-set (a task cancelled meanwhile is not built).
+ */
+export function createBuildActivities(deps: Deps) {
+  const { knex } = deps;
+  return {
+    async buildTaskRelease(input: { taskId: string; releaseId: string }): Promise<
+      { started: false } | { started: true; ok: true; reused: boolean } | { started: true; ok: false; message: string }
+    > {
+      if (!(await markTaskRunning(knex, input.taskId))) return { started: false };
+      return withTaskLog(deps, input.taskId, (log) =>
+        withHeartbeat(async (signal) => {
+          const release = await loadRelease(deps, input.releaseId);
+          if (release.status === 'failed') return { started: true, ok: false, message: 'the build of this release failed' };
+          log.line(`==> Building ${release.git_ref}@${shortSha(release.commit_sha)} (release ${release.id})`);
+          const r = await openRelease(deps, release, log, signal);
+          if (!r.ok) {
+            if (r.reason !== 'cancelled') await knex('releases').where({ id: release.id }).update({ status: 'failed' });
+            return { started: true, ok: false, message: r.reason === 'cancelled' ? 'cancelled' : r.message };
+          }
+          await knex('releases')
+            .where({ id: release.id })
+            .update({ status: 'ready', built_at: knex.raw('COALESCE(built_at, now())') });
+          return { started: true, ok: true, reused: r.reused };
+        }),
+      );
+    },
+  };
+}
+
+export type DeployActivities = ReturnType<typeof createDeployActivities>;
+export type BuildActivities = ReturnType<typeof createBuildActivities>;
+/** The activities the builds worker serves. */
+export const BUILD_ACTIVITY_NAMES = ['buildTaskRelease'] as const;

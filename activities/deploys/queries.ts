@@ -1,0 +1,40 @@
+/** Which release a redeploy or a rollback puts live; shared by the API (to refuse early) and the activities. */
+import type { Knex } from 'knex';
+
+export interface ReleaseRow {
+  id: string;
+  team_id: string;
+  project_id: string;
+  environment_id: string;
+  git_ref: string;
+  commit_sha: string;
+  status: 'building' | 'ready' | 'failed';
+  task_id: string | null;
+}
+
+/** The live release of the environment (redeploy), or undefined. */
+export async function liveRelease(knex: Knex, environmentId: string): Promise<ReleaseRow | undefined> {
+  const env = await knex('environments').where({ id: environmentId }).first('live_release_id');
+  if (!env?.live_release_id) return undefined;
+  return knex('releases').where({ id: env.live_release_id, status: 'ready' }).first();
+}
+
+/**
+ * The release that ran before the last successful deployment (deployments ordered by went_live_at): the
+ * newest earlier deployment whose release differs from the last one's. Undefined when there is none.
+ */
+export async function rollbackTarget(knex: Knex, environmentId: string): Promise<ReleaseRow | undefined> {
+  const last = await knex('deployments')
+    .where({ environment_id: environmentId })
+    .orderBy([{ column: 'went_live_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+    .first('release_id', 'went_live_at');
+  if (!last) return undefined;
+  return knex('releases as r')
+    .join('deployments as d', 'd.release_id', 'r.id')
+    .where('d.environment_id', environmentId)
+    .andWhere('d.went_live_at', '<=', last.went_live_at)
+    .andWhereNot('d.release_id', last.release_id)
+    .andWhere('r.status', 'ready')
+    .orderBy('d.went_live_at', 'desc')
+    .first('r.*');
+}

@@ -1,0 +1,138 @@
+/**
+ * `service.yaml`: the manifest at the repository root (CONTRACT "The manifest").
+ *
+ *   build:  [ "npm ci" ]          # run in the release directory when the release is built
+ *   deploy: [ "node migrate.js" ] # run before the release goes live (skipped with skip_steps)
+ *   web:    "node server.js"      # optional; gets PORT
+ *   health: "/healthz"            # optional; must answer 2xx before the release goes live
+ *
+ * `build` and `deploy` may be left out (they mean "no steps"). Unknown keys and wrong types are refused;
+ * every fault is reported, each under its dotted key path, with the line it sits on.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { z } from 'zod';
+
+export const MANIFEST_FILE = 'service.yaml';
+
+const command = z.string().trim().min(1);
+
+export const manifestSchema = z.strictObject({
+  build: z.array(command).default([]),
+  deploy: z.array(command).default([]),
+  web: command.optional(),
+  health: z.string().regex(/^\/\S*$/).optional(),
+});
+
+export type Manifest = z.output<typeof manifestSchema>;
+
+export type ManifestResult = { ok: true; manifest: Manifest } | { ok: false; fields: Record<string, string> };
+
+export const emptyManifest = (): Manifest => ({ build: [], deploy: [] });
+
+type Segment = string | number;
+
+/** Parses and checks the text of a `service.yaml`. An empty document is an empty manifest. */
+export function parseManifest(text: string): ManifestResult {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const lineOf = (offset: number) => lineCounter.linePos(offset).line;
+
+  if (doc.errors.length > 0) {
+    const reasons = doc.errors.map((e) => {
+      const line = e.linePos?.[0]?.line ?? lineOf(e.pos[0]);
+      return `${firstSentence(e.message)} (line ${line})`;
+    });
+    return { ok: false, fields: { manifest: `invalid YAML: ${reasons.join('; ')}` } };
+  }
+
+  const contents = doc.contents;
+  if (contents === null || (isScalar(contents) && (contents.value === null || contents.value === undefined))) {
+    return { ok: true, manifest: emptyManifest() };
+  }
+  if (!isMap(contents)) {
+    const line = contents.range ? lineOf(contents.range[0]) : 1;
+    return { ok: false, fields: { manifest: `expected a mapping of build, deploy, web and health (line ${line})` } };
+  }
+
+  const parsed = manifestSchema.safeParse(doc.toJS());
+  if (parsed.success) return { ok: true, manifest: parsed.data };
+
+  const fields: Record<string, string> = {};
+  const add = (segments: Segment[], reason: string) => {
+    const key = segments.length ? segments.join('.') : 'manifest';
+    const line = locate(doc, segments, lineOf);
+    const text = line ? `${reason} (line ${line})` : reason;
+    fields[key] = fields[key] ? `${fields[key]}; ${text}` : text;
+  };
+
+  for (const issue of parsed.error.issues) {
+    const at = issue.path.filter((p): p is Segment => typeof p !== 'symbol');
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) add([...at, key], 'unknown key');
+      continue;
+    }
+    add(at, reasonFor(at));
+  }
+  return { ok: false, fields };
+}
+
+/**
+ * Reads `<dir>/service.yaml`. A repository without the file has an empty manifest (no build or deploy
+ * steps, no web process): the release is still built and recorded live; the environment then answers
+ * 503 "no web process". A file that exists but is invalid is a failure with fields.
+ */
+export async function readManifest(dir: string): Promise<ManifestResult & { present: boolean }> {
+  let text: string;
+  try {
+    text = await readFile(path.join(dir, MANIFEST_FILE), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, manifest: emptyManifest(), present: false };
+    throw err;
+  }
+  return { ...parseManifest(text), present: true };
+}
+
+/** One line naming every fault, for task logs: "build.1: expected a string (line 2); colour: unknown key (line 5)". */
+export function describeManifestFaults(fields: Record<string, string>): string {
+  return Object.entries(fields)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('; ');
+}
+
+function reasonFor(at: Segment[]): string {
+  const [key, index] = at;
+  if (key === 'build' || key === 'deploy') {
+    return index === undefined ? 'expected an array of strings' : 'expected a non-empty string';
+  }
+  if (key === 'web') return 'expected a non-empty string';
+  if (key === 'health') return "expected a path starting with '/', such as /healthz";
+  return 'invalid value';
+}
+
+function firstSentence(message: string): string {
+  return message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '').trim();
+}
+
+/** Line of the node at `segments` (its value, or its key when the value is empty). */
+function locate(doc: Document, segments: Segment[], lineOf: (offset: number) => number): number | undefined {
+  let node: unknown = doc.contents;
+  let line = (node as Node | null)?.range ? lineOf((node as Node).range![0]) : undefined;
+  for (const segment of segments) {
+    if (isMap(node)) {
+      const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(segment));
+      if (!pair) return line;
+      const keyNode = pair.key as Node;
+      if (keyNode.range) line = lineOf(keyNode.range[0]);
+      node = pair.value;
+    } else if (isSeq(node) && typeof segment === 'number') {
+      node = node.items[segment];
+    } else {
+      return line;
+    }
+    const range = (node as Node | null)?.range;
+    if (range) line = lineOf(range[0]);
+  }
+  return line;
+}

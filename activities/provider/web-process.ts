@@ -1,0 +1,218 @@
+/**
+ * One release's `web` process: `/bin/sh -c <web>` in its own process group, PORT set, output appended to
+ * the environment's web.log. Once `supervise()`d, an unexpected exit is followed by a restart on the same
+ * port after a backoff (doubling, capped; reset after a stable run). `stop()` takes the whole group down.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, closeSync, openSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { groupAlive, killGroup } from './run-step';
+
+export interface Backoff {
+  initialMs: number;
+  maxMs: number;
+  /** A run at least this long resets the backoff. */
+  stableMs: number;
+}
+
+export interface WebProcessOptions {
+  label: string;
+  command: string;
+  cwd: string;
+  env: Record<string, string | undefined>;
+  port: number;
+  logPath: string;
+  backoff: Backoff;
+  /** Called after every (re)start with the new pid. */
+  onStart?: (pid: number) => void;
+}
+
+export class WebProcess {
+  readonly port: number;
+  readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  restarts = 0;
+  lastExit: { code: number | null; signal: string | null } | null = null;
+  private child: ChildProcess | null = null;
+  private running = false;
+  private supervised = false;
+  private stopped = false;
+  private timer: NodeJS.Timeout | null = null;
+  private failures = 0;
+  private startedAt = 0;
+
+  constructor(private readonly opts: WebProcessOptions) {
+    this.port = opts.port;
+  }
+
+  get pid(): number | null {
+    return this.running ? (this.child?.pid ?? null) : null;
+  }
+
+  get isRunning(): boolean {
+    return this.running;
+  }
+
+  start(): void {
+    if (this.stopped || this.running) return;
+    this.note(`starting "${this.opts.command}" on internal port ${this.port}`);
+    const fd = openSync(this.opts.logPath, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn('/bin/sh', ['-c', this.opts.command], {
+        cwd: this.opts.cwd,
+        env: { ...this.opts.env, PORT: String(this.port) } as NodeJS.ProcessEnv,
+        detached: true,
+        stdio: ['ignore', fd, fd],
+      });
+    } finally {
+      closeSync(fd);
+    }
+    this.child = child;
+    this.running = true;
+    this.startedAt = Date.now();
+    child.on('error', (err) => {
+      this.note(`could not start: ${err.message}`);
+      this.exited(child, null, null);
+    });
+    child.on('exit', (code, signal) => this.exited(child, code, signal));
+    if (child.pid) this.opts.onStart?.(child.pid);
+  }
+
+  /** From now on an exit is restarted. */
+  supervise(): void {
+    this.supervised = true;
+    if (!this.running && !this.stopped) this.scheduleRestart();
+  }
+
+  /** SIGTERM to the group, SIGKILL after graceMs; resolves when the group is gone. */
+  async stop(graceMs: number): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const pgid = this.child?.pid;
+    if (pgid !== undefined && (this.running || groupAlive(pgid))) {
+      killGroup(pgid, 'SIGTERM');
+      const deadline = Date.now() + graceMs;
+      while ((this.running || groupAlive(pgid)) && Date.now() < deadline) await delay(25);
+      killGroup(pgid, 'SIGKILL');
+      const hard = Date.now() + 2000;
+      while ((this.running || groupAlive(pgid)) && Date.now() < hard) await delay(25);
+    }
+    this.agent.destroy();
+  }
+
+  private exited(child: ChildProcess, code: number | null, signal: string | null): void {
+    if (child !== this.child || !this.running) return;
+    this.running = false;
+    this.lastExit = { code, signal };
+    // Whatever the shell left in its group (a server it forked) must not hold the port for the next start.
+    if (child.pid) killGroup(child.pid, 'SIGKILL');
+    if (this.stopped) {
+      this.note(`stopped`);
+      return;
+    }
+    this.note(`exited ${code !== null ? `with code ${code}` : `on ${signal}`}`);
+    if (this.supervised) this.scheduleRestart();
+  }
+
+  private scheduleRestart(): void {
+    if (this.timer || this.stopped) return;
+    if (Date.now() - this.startedAt >= this.opts.backoff.stableMs) this.failures = 0;
+    const wait = Math.min(this.opts.backoff.maxMs, this.opts.backoff.initialMs * 2 ** this.failures);
+    this.failures += 1;
+    this.note(`restarting in ${wait} ms`);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (this.stopped) return;
+      this.restarts += 1;
+      this.start();
+    }, wait);
+  }
+
+  private note(text: string): void {
+    try {
+      appendFileSync(this.opts.logPath, `[${new Date().toISOString()}] ${this.opts.label}: ${text}\n`);
+    } catch {
+      // the log is best effort
+    }
+  }
+}
+
+export function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** A port that was free on 127.0.0.1 a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** One health probe: the status of GET path (or 'connected' for a bare TCP check), or an error text. */
+export function probe(port: number, pathname: string | undefined, timeoutMs: number): Promise<number | 'connected' | string> {
+  return new Promise((resolve) => {
+    if (!pathname) {
+      const s = net.connect(port, '127.0.0.1');
+      const t = setTimeout(() => {
+        s.destroy();
+        resolve('connection timed out');
+      }, timeoutMs);
+      s.once('connect', () => {
+        clearTimeout(t);
+        s.destroy();
+        resolve('connected');
+      });
+      s.once('error', (err) => {
+        clearTimeout(t);
+        resolve(err.message);
+      });
+      return;
+    }
+    const req = http.get({ host: '127.0.0.1', port, path: pathname, agent: false, timeout: timeoutMs }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer in time')));
+    req.on('error', (err) => resolve(err.message));
+  });
+}
+
+/**
+ * Waits until the process answers: `health` with 2xx, or (no health) until the port accepts connections.
+ * Fails early when the process exits.
+ */
+export async function waitReady(
+  proc: WebProcess,
+  health: string | undefined,
+  timeoutMs: number,
+): Promise<{ ok: true; status: number | null } | { ok: false; message: string }> {
+  const deadline = Date.now() + timeoutMs;
+  let last = 'no answer';
+  for (;;) {
+    if (!proc.isRunning) {
+      const e = proc.lastExit;
+      return {
+        ok: false,
+        message: `web process exited ${e?.code !== null && e?.code !== undefined ? `with code ${e.code}` : `on ${e?.signal ?? 'an error'}`} before it was ready`,
+      };
+    }
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    const r = await probe(proc.port, health, Math.min(2000, Math.max(left, 50)));
+    if (r === 'connected') return { ok: true, status: null };
+    if (typeof r === 'number' && r >= 200 && r < 300) return { ok: true, status: r };
+    last = typeof r === 'number' ? `status ${r}` : r;
+    if (Date.now() >= deadline) break;
+    await delay(100);
+  }
+  const what = health ? `health check ${health} did not answer 2xx` : `port ${proc.port} did not accept connections`;
+  return { ok: false, message: `${what} within ${timeoutMs} ms (last: ${last})` };
+}

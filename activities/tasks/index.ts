@@ -1,0 +1,34 @@
+import type { Deps } from '../../system/deps';
+import type { TaskRecord } from '../../workflows/deploys-shared';
+import { appendLogChunk } from './log-writer';
+import { finishTask, insertTask, markTaskRunning } from './transitions';
+
+/** Task activities: the workflow records every transition of its task through these (all idempotent). */
+export function createTaskActivities(deps: Deps) {
+  const { knex } = deps;
+  return {
+    /** Inserts the task row unless the API already did (INSERT ... ON CONFLICT (id) DO NOTHING). */
+    async recordTask(task: TaskRecord & { run_id?: string | null }): Promise<void> {
+      await insertTask(knex, task);
+    },
+    /** pending -> running; false when the task was cancelled before anything started it. */
+    async startTask(taskId: string): Promise<boolean> {
+      return markTaskRunning(knex, taskId);
+    },
+    async finishTask(input: {
+      taskId: string;
+      status: 'succeeded' | 'failed' | 'cancelled';
+      result?: Record<string, unknown> | null;
+      error?: string | null;
+    }): Promise<string | undefined> {
+      return finishTask(knex, input.taskId, input);
+    },
+    /** A few lines of the workflow's own (headings, the final outcome) appended to the task log. */
+    async appendTaskLog(input: { taskId: string; lines: string[] }): Promise<void> {
+      if (input.lines.length === 0) return;
+      await appendLogChunk(knex, input.taskId, input.lines.join('\n') + '\n');
+    },
+  };
+}
+
+export type TaskActivities = ReturnType<typeof createTaskActivities>;

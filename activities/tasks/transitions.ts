@@ -1,0 +1,79 @@
+/**
+ * Task state transitions, each one idempotent and guarded by compare-and-set in PostgreSQL:
+ *   pending -> running            (only from pending: a task cancelled while pending is never started)
+ *   pending -> cancelled          (only from pending: "cancellable only while nothing has started it")
+ *   pending|running -> succeeded|failed|cancelled   (sets finished_at once)
+ * Used by the workflows' activities and by the API's cancel.
+ */
+import type { Knex } from 'knex';
+import type { TaskRecord } from '../../workflows/deploys-shared';
+
+export type TaskStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+
+/** Inserts the task row unless it exists (the API and the workflow both call this with the same record). */
+export async function insertTask(knex: Knex, task: TaskRecord & { run_id?: string | null }): Promise<void> {
+  await knex('tasks')
+    .insert({
+      id: task.id,
+      team_id: task.team_id,
+      project_id: task.project_id,
+      environment_id: task.environment_id,
+      kind: task.kind,
+      type: task.type,
+      status: 'pending',
+      account_user_id: task.account_user_id,
+      account_via: task.account_via,
+      workflow_id: task.workflow_id,
+      run_id: task.run_id ?? null,
+      params: JSON.stringify(task.params ?? {}),
+      created_at: task.created_at,
+    })
+    .onConflict('id')
+    .ignore();
+  if (task.run_id) await knex('tasks').where({ id: task.id }).whereNull('run_id').update({ run_id: task.run_id });
+}
+
+/**
+ * pending -> running. True when the task runs now (also when it already ran: a retried activity);
+ * false when it was cancelled (or finished) before anything started it.
+ */
+export async function markTaskRunning(knex: Knex, taskId: string): Promise<boolean> {
+  const moved = await knex('tasks')
+    .where({ id: taskId, status: 'pending' })
+    .update({ status: 'running', started_at: knex.fn.now() });
+  if (moved > 0) return true;
+  const row = await knex('tasks').where({ id: taskId }).first('status');
+  return row?.status === 'running';
+}
+
+/** pending -> cancelled. True when this call cancelled it; false when something had started it (or it ended). */
+export async function cancelPendingTask(knex: Knex, taskId: string): Promise<boolean> {
+  const moved = await knex('tasks')
+    .where({ id: taskId, status: 'pending' })
+    .update({ status: 'cancelled', finished_at: knex.fn.now(), error: 'cancelled before it started' });
+  return moved > 0;
+}
+
+/** pending|running -> a final status. A task that already ended keeps its first ending. */
+export async function finishTask(
+  knex: Knex,
+  taskId: string,
+  outcome: { status: 'succeeded' | 'failed' | 'cancelled'; result?: Record<string, unknown> | null; error?: string | null },
+): Promise<TaskStatus | undefined> {
+  await knex('tasks')
+    .where({ id: taskId })
+    .whereIn('status', ['pending', 'running'])
+    .update({
+      status: outcome.status,
+      result: outcome.result ? JSON.stringify(outcome.result) : null,
+      error: outcome.error ?? null,
+      finished_at: knex.fn.now(),
+    });
+  const row = await knex('tasks').where({ id: taskId }).first('status');
+  return row?.status;
+}
+
+export async function taskStatus(knex: Knex, taskId: string): Promise<TaskStatus | undefined> {
+  const row = await knex('tasks').where({ id: taskId }).first('status');
+  return row?.status;
+}

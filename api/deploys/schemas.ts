@@ -1,0 +1,20 @@
+import { z } from 'zod';
+export { taskSchema } from '../tasks/presenter';
+
+export const environmentParams = z.object({ id: z.uuid() });
+
+/** Deploy and redeploy: optional `skip_steps` (go live without the manifest's deploy steps). */
+export const deployBody = z.strictObject({
+  skip_steps: z.boolean().optional(),
+});
+
+/** Rollback and build take no fields. */
+export const emptyBody = z.strictObject({});
+
+export const errorSchema = z.object({
+  error: z.object({ code: z.string(), message: z.string(), fields: z.record(z.string(), z.string()).optional() }),
+});
+
+export const deployInProgressSchema = z.object({
+  error: z.object({ code: z.literal('deploy_in_progress'), message: z.string(), task_id: z.string().nullable() }),
+});

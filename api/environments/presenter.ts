@@ -1,0 +1,33 @@
+import type { Environment } from '../../db/models/environment';
+import type { Config } from '../../system/config';
+
+/** An environment as the services hand it out: the row plus its public address. */
+export type EnvironmentRecord = Environment & { url: string };
+
+/** `http://{environmentHost}:{port}`: where the local provider serves the environment. */
+export function environmentUrl(config: Pick<Config, 'environmentHost'>, port: number): string {
+  return `http://${config.environmentHost}:${port}`;
+}
+
+/** Attaches the address to a loaded row (see findEnvironment in ./service). */
+export function withUrl(config: Pick<Config, 'environmentHost'>, env: Environment): EnvironmentRecord {
+  return Object.assign(env, { url: environmentUrl(config, env.port) });
+}
+
+/**
+ * The one presenter of an environment. Other areas add their fields through `extra` (e.g. the deploy
+ * state); the internal port and live release id stay out of it unless an area adds them on purpose.
+ */
+export function presentEnvironment(env: EnvironmentRecord, extra: Record<string, unknown> = {}) {
+  return {
+    id: env.id,
+    project_id: env.project_id,
+    team_id: env.team_id,
+    name: env.name,
+    git_ref: env.git_ref,
+    auto_deploy: env.auto_deploy,
+    url: env.url,
+    created_at: new Date(env.created_at).toISOString(),
+    ...extra,
+  };
+}

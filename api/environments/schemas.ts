@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { resourceName } from '../projects/schemas';
+
+export const idParams = z.object({ id: z.uuid() });
+
+/** A branch, tag, full ref or commit id, as git allows it (check-ref-format, roughly). */
+export const gitRef = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(255, 'must be at most 255 characters')
+  .refine(
+    (s) =>
+      !/[\u0000-\u0020\u007f~^:?*[\\]/.test(s) &&
+      !s.startsWith('-') &&
+      !s.startsWith('/') &&
+      !s.endsWith('/') &&
+      !s.endsWith('.') &&
+      !s.endsWith('.lock') &&
+      !s.includes('..') &&
+      !s.includes('//') &&
+      !s.includes('@{') &&
+      s !== '@',
+    'must be a branch, tag or commit name git accepts',
+  );
+
+export const createEnvironmentBody = z.strictObject({
+  name: resourceName,
+  git_ref: gitRef,
+  auto_deploy: z.boolean().optional(),
+});
+
+export const updateEnvironmentBody = z
+  .strictObject({ git_ref: gitRef.optional(), auto_deploy: z.boolean().optional() })
+  .refine((b) => b.git_ref !== undefined || b.auto_deploy !== undefined, { message: 'give git_ref, auto_deploy or both', path: ['body'] });
+
+export const listEnvironmentsQuery = z.object({
+  team_id: z.uuid('must be a team id').optional(),
+  project_id: z.uuid('must be a project id').optional(),
+  limit: z.coerce.number('must be a whole number from 1 to 100').int('must be a whole number from 1 to 100').min(1, 'must be at least 1').max(100, 'must be at most 100').default(100),
+  before: z.string().max(200, 'is not a cursor from next_before').optional(),
+});
+
+export const environmentSchema = z
+  .object({
+    id: z.uuid(),
+    project_id: z.uuid(),
+    team_id: z.uuid(),
+    name: z.string(),
+    git_ref: z.string(),
+    auto_deploy: z.boolean(),
+    url: z.string(),
+    created_at: z.string(),
+  })
+  .loose();
+export const environmentPageSchema = z.object({ data: z.array(environmentSchema), next_before: z.string().nullable() });
+export const environmentChoicesSchema = z
+  .object({ blocked: z.boolean(), reason: z.string().optional(), message: z.string().optional() })
+  .loose();

@@ -1,0 +1,177 @@
+import { UniqueViolationError } from 'objection';
+import type { Deps } from '../../system/deps';
+import { Environment } from '../../db/models/environment';
+import { Project } from '../../db/models/project';
+import { Task } from '../../db/models/task';
+import type { Actor } from '../lib/actor';
+import { AppError, errors } from '../lib/errors';
+import { authorize, reachableTeamIds, type Action } from '../lib/policy';
+import { branchesOf, lsRemote, refExists } from '../projects/git';
+import { NAME_RULES } from '../projects/schemas';
+import { findProject } from '../projects/service';
+import { presentEnvironment, withUrl, type EnvironmentRecord } from './presenter';
+
+const nameTaken = () =>
+  new AppError(409, 'conflict', 'An environment of that name exists in this project', { name: 'is already used by another environment of this project' });
+const noRepository = () =>
+  new AppError(409, 'no_repository', 'Connect a git repository to the project first (POST /projects/{id}/repository)');
+
+/** Loads an environment the caller may act on; another team's environment answers 404. */
+export async function findEnvironment(deps: Deps, actor: Actor, id: string, action: Action): Promise<EnvironmentRecord> {
+  const env = await Environment.query(deps.knex).findById(id);
+  if (!env) throw errors.notFound('environment');
+  await authorize(deps.knex, actor, env.team_id, action, 'environment');
+  return withUrl(deps.config, env);
+}
+
+/** What creating an environment asks for: name rules and the repository's branches, or why nothing can be asked. */
+export async function environmentChoices(deps: Deps, actor: Actor, projectId: string) {
+  const { project } = await findProject(deps, actor, projectId, 'environment:create');
+  if (!project.repository_url) {
+    return { blocked: true, reason: 'no_repository', message: 'Connect a git repository to the project first (POST /projects/{id}/repository)' };
+  }
+  const remote = await lsRemote(project.repository_url);
+  if (!remote.ok) {
+    return { blocked: true, reason: 'repository_unreachable', message: `The repository cannot be read right now: ${remote.reason}` };
+  }
+  const branches = branchesOf(remote.refs);
+  if (branches.length === 0) {
+    return { blocked: true, reason: 'no_branches', message: 'The repository has no branches yet; push a commit first' };
+  }
+  const taken = (await Environment.query(deps.knex).where({ project_id: projectId }).select('name').orderBy('name')).map((e) => e.name);
+  const defaultBranch = remote.head && branches.includes(remote.head) ? remote.head : branches[0];
+  return {
+    blocked: false,
+    fields: {
+      name: { ...NAME_RULES, unique_within: 'project', taken },
+      git_ref: { required: true, branches, default: defaultBranch, description: 'a branch (or a tag or commit id) of the repository' },
+      auto_deploy: { required: false, default: false },
+    },
+  };
+}
+
+/** 422 on git_ref unless the repository knows it; 409 when the repository cannot be read. */
+async function checkRef(repositoryUrl: string, gitRef: string): Promise<void> {
+  const remote = await lsRemote(repositoryUrl);
+  if (!remote.ok) {
+    throw new AppError(409, 'repository_unreachable', `The repository cannot be read right now, so git_ref cannot be checked: ${remote.reason}`);
+  }
+  if (!refExists(remote.refs, gitRef)) throw errors.invalid({ git_ref: 'is not a branch, tag or commit id of the repository' });
+}
+
+/** The lowest port of the range no environment uses; undefined when the range is spent. */
+async function lowestFreePort(deps: Deps): Promise<number | undefined> {
+  const { from, to } = deps.config.environmentPorts;
+  const row = await deps.knex
+    .select(deps.knex.raw('min(p) as port'))
+    .from(deps.knex.raw('generate_series(?::int, ?::int) as p', [from, to]))
+    .whereNotExists(deps.knex('environments').where('port', deps.knex.raw('p')))
+    .first();
+  return row?.port ?? undefined;
+}
+
+/**
+ * Creates an environment in the project on a port of its own: the lowest free one of the range,
+ * retried when another creation took it meanwhile; 409 no_port_available when the range is spent.
+ */
+export async function createEnvironment(deps: Deps, actor: Actor, projectId: string, input: { name: string; git_ref: string; auto_deploy?: boolean }) {
+  const { project } = await findProject(deps, actor, projectId, 'environment:create');
+  if (!project.repository_url) throw noRepository();
+  if (await Environment.query(deps.knex).findOne({ project_id: projectId, name: input.name })) throw nameTaken();
+  await checkRef(project.repository_url, input.git_ref);
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const port = await lowestFreePort(deps);
+    if (port === undefined) {
+      throw new AppError(409, 'no_port_available', 'Every port of the range for environments is in use; delete an environment first');
+    }
+    try {
+      const env = await Environment.query(deps.knex).insertAndFetch({
+        team_id: project.team_id,
+        project_id: project.id,
+        name: input.name,
+        git_ref: input.git_ref,
+        auto_deploy: input.auto_deploy ?? false,
+        port,
+      } as Partial<Environment>);
+      return presentEnvironment(withUrl(deps.config, env));
+    } catch (err) {
+      if (err instanceof UniqueViolationError) {
+        if (err.columns?.includes('port') || err.constraint?.includes('port')) continue;
+        throw nameTaken();
+      }
+      throw err;
+    }
+  }
+  throw new AppError(409, 'no_port_available', 'No port could be given to the environment; try again');
+}
+
+// ---- listing -----------------------------------------------------------------------------------
+
+/** The opaque cursor: the exact (microsecond) created_at and the id of the last row shown. */
+function encodeCursor(createdAt: string, id: string): string {
+  return Buffer.from(`${createdAt}|${id}`, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: string; id: string } {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)\|([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(text);
+  if (!m || Number.isNaN(Date.parse(m[1]))) throw errors.invalid({ before: 'is not a cursor from next_before' });
+  return { createdAt: m[1], id: m[2] };
+}
+
+/** Environments of the reachable teams, newest first (created_at, id), a page at a time. */
+export async function listEnvironments(
+  deps: Deps,
+  actor: Actor,
+  query: { team_id?: string; project_id?: string; limit: number; before?: string },
+) {
+  const cursor = query.before !== undefined ? decodeCursor(query.before) : undefined;
+  let teamIds = await reachableTeamIds(deps.knex, actor);
+  if (query.team_id) teamIds = teamIds.filter((id) => id === query.team_id);
+  if (teamIds.length === 0) return { data: [], next_before: null };
+  const q = Environment.query(deps.knex)
+    .select('environments.*', deps.knex.raw(`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at`))
+    .whereIn('team_id', teamIds)
+    .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+    .limit(query.limit + 1);
+  if (query.project_id) q.where('project_id', query.project_id);
+  if (cursor) q.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [cursor.createdAt, cursor.id]);
+  const rows = (await q) as Array<Environment & { cursor_at: string }>;
+  const page = rows.slice(0, query.limit);
+  const last = page.at(-1);
+  return {
+    data: page.map((row) => presentEnvironment(withUrl(deps.config, row))),
+    next_before: rows.length > query.limit && last ? encodeCursor(last.cursor_at, last.id) : null,
+  };
+}
+
+// ---- changes -----------------------------------------------------------------------------------
+
+export async function updateEnvironment(deps: Deps, actor: Actor, id: string, input: { git_ref?: string; auto_deploy?: boolean }) {
+  const env = await findEnvironment(deps, actor, id, 'environment:update');
+  const patch: Partial<Environment> = {};
+  if (input.git_ref !== undefined && input.git_ref !== env.git_ref) {
+    const project = await Project.query(deps.knex).findById(env.project_id);
+    if (!project?.repository_url) throw noRepository();
+    await checkRef(project.repository_url, input.git_ref);
+    patch.git_ref = input.git_ref;
+  }
+  if (input.auto_deploy !== undefined) patch.auto_deploy = input.auto_deploy;
+  if (Object.keys(patch).length === 0) return presentEnvironment(env);
+  const updated = await Environment.query(deps.knex).patchAndFetchById(id, { ...patch, updated_at: new Date() });
+  if (!updated) throw errors.notFound('environment');
+  return presentEnvironment(withUrl(deps.config, updated));
+}
+
+/** Deletes an environment, refused (409 deploy_in_progress) while one of its tasks is pending or running. */
+export async function deleteEnvironment(deps: Deps, actor: Actor, id: string): Promise<void> {
+  await findEnvironment(deps, actor, id, 'environment:delete');
+  await deps.knex.transaction(async (trx) => {
+    await trx('environments').where({ id }).forUpdate().first();
+    const running = await Task.query(trx).where({ environment_id: id }).whereIn('status', ['pending', 'running']).orderBy('seq').first();
+    if (running) {
+      throw errors.conflict('deploy_in_progress', 'A task is pending or running on this environment; wait for it or cancel it first', { task_id: running.id });
+    }
+    await trx('environments').where({ id }).delete();
+  });
+}

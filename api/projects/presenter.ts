@@ -1,0 +1,13 @@
+import type { Project } from '../../db/models/project';
+import { displayUrl } from './git';
+
+/** A project; the repository URL is shown without credentials. */
+export function presentProject(p: Project) {
+  return {
+    id: p.id,
+    team_id: p.team_id,
+    name: p.name,
+    repository: p.repository_url ? { url: displayUrl(p.repository_url) } : null,
+    created_at: new Date(p.created_at).toISOString(),
+  };
+}

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+
+export const NAME_PATTERN = '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$';
+export const NAME_RULES = {
+  required: true,
+  min_length: 1,
+  max_length: 63,
+  pattern: NAME_PATTERN,
+  description: 'lowercase letters, digits and dashes; no dash first or last',
+};
+
+/** Project and environment names: 1-63 of [a-z0-9-], no leading or trailing dash. */
+export const resourceName = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(63, 'must be at most 63 characters')
+  .regex(new RegExp(NAME_PATTERN), 'must be lowercase letters, digits and dashes, not starting or ending with a dash');
+
+export const idParams = z.object({ id: z.uuid() });
+
+export const repositoryUrl = z
+  .string()
+  .trim()
+  .min(1, 'must not be empty')
+  .max(2048, 'must be at most 2048 characters')
+  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not contain control characters')
+  .refine((s) => !s.startsWith('-'), 'must not start with "-"');
+
+export const listProjectsQuery = z.object({ team_id: z.uuid('must be a team id').optional() });
+export const createProjectBody = z.strictObject({ team_id: z.uuid('must be a team id'), name: resourceName });
+export const connectRepositoryBody = z.strictObject({ url: repositoryUrl });
+
+export const projectSchema = z.object({
+  id: z.uuid(),
+  team_id: z.uuid(),
+  name: z.string(),
+  repository: z.object({ url: z.string() }).nullable(),
+  created_at: z.string(),
+});
+export const projectListSchema = z.object({ data: z.array(projectSchema) });
+export const newProjectSchema = z.object({
+  blocked: z.boolean(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  teams: z.array(z.object({ id: z.uuid(), name: z.string() })),
+  fields: z.object({ team_id: z.object({ required: z.boolean() }), name: z.object({}).loose() }),
+});
+export const repositorySchema = z.object({ url: z.string().nullable() });

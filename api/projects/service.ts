@@ -1,0 +1,94 @@
+import { UniqueViolationError } from 'objection';
+import type { Deps } from '../../system/deps';
+import { Project } from '../../db/models/project';
+import { Team } from '../../db/models/team';
+import type { Actor } from '../lib/actor';
+import { AppError, errors } from '../lib/errors';
+import { authorize, can, reachableMemberships, reachableTeamIds, type Action } from '../lib/policy';
+import { displayUrl, lsRemote } from './git';
+import { presentProject } from './presenter';
+import { NAME_RULES } from './schemas';
+
+const nameTaken = () =>
+  new AppError(409, 'conflict', 'A project of that name exists in this team', { name: 'is already used by another project in this team' });
+
+/** Loads a project the caller may act on; another team's project answers 404. */
+export async function findProject(deps: Deps, actor: Actor, id: string, action: Action) {
+  const project = await Project.query(deps.knex).findById(id);
+  if (!project) throw errors.notFound('project');
+  const role = await authorize(deps.knex, actor, project.team_id, action, 'project');
+  return { project, role };
+}
+
+export async function listProjects(deps: Deps, actor: Actor, query: { team_id?: string }) {
+  let teamIds = await reachableTeamIds(deps.knex, actor);
+  if (query.team_id) teamIds = teamIds.filter((id) => id === query.team_id);
+  if (teamIds.length === 0) return [];
+  const projects = await Project.query(deps.knex).whereIn('team_id', teamIds).orderBy([{ column: 'name' }, { column: 'id' }]);
+  return projects.map(presentProject);
+}
+
+/** The teams the caller may create projects in, and the name rules; blocked when there is none. */
+export async function newProjectChoices(deps: Deps, actor: Actor) {
+  const memberships = (await reachableMemberships(deps.knex, actor)).filter((m) => can(m.role, 'project:create'));
+  const teams = memberships.length
+    ? await Team.query(deps.knex).whereIn('id', memberships.map((m) => m.team_id)).orderBy([{ column: 'name' }, { column: 'id' }])
+    : [];
+  const fields = { team_id: { required: true }, name: { ...NAME_RULES, unique_within: 'team' } };
+  const choices = teams.map((t) => ({ id: t.id, name: t.name }));
+  if (choices.length === 0) {
+    return {
+      blocked: true,
+      reason: 'no_team',
+      message: 'You are not an owner or admin of any team; create a team first (POST /teams) or ask an admin',
+      teams: choices,
+      fields,
+    };
+  }
+  return { blocked: false, teams: choices, fields };
+}
+
+export async function createProject(deps: Deps, actor: Actor, input: { team_id: string; name: string }) {
+  await authorize(deps.knex, actor, input.team_id, 'project:create', 'team');
+  const taken = await Project.query(deps.knex).findOne({ team_id: input.team_id, name: input.name });
+  if (taken) throw nameTaken();
+  try {
+    const project = await Project.query(deps.knex).insertAndFetch({ team_id: input.team_id, name: input.name, repository_url: null } as Partial<Project>);
+    return presentProject(project);
+  } catch (err) {
+    if (err instanceof UniqueViolationError) throw nameTaken();
+    throw err;
+  }
+}
+
+/** Deletes a project that has no environments (409 project_not_empty otherwise). */
+export async function deleteProject(deps: Deps, actor: Actor, id: string): Promise<void> {
+  await findProject(deps, actor, id, 'project:delete');
+  await deps.knex.transaction(async (trx) => {
+    await trx('projects').where({ id }).forUpdate().first();
+    const envs = Number(((await trx('environments').where({ project_id: id }).count<{ n: string }[]>({ n: '*' }))[0] as { n: string }).n);
+    if (envs > 0) {
+      throw errors.conflict('project_not_empty', `The project still has ${envs} environment${envs === 1 ? '' : 's'}; delete them first`, { environments: envs });
+    }
+    await trx('projects').where({ id }).delete();
+  });
+}
+
+export async function getRepository(deps: Deps, actor: Actor, id: string) {
+  const { project } = await findProject(deps, actor, id, 'project:read');
+  return { url: project.repository_url ? displayUrl(project.repository_url) : null };
+}
+
+/**
+ * Connects a git repository: anything `git clone` accepts (URL or a path on this host). It is checked
+ * with `git ls-remote` first (20 s); a repository git cannot read is refused with 422 on url.
+ * The URL is kept as given (credentials included, for fetching) and shown without its password.
+ */
+export async function connectRepository(deps: Deps, actor: Actor, id: string, input: { url: string }) {
+  await findProject(deps, actor, id, 'project:update');
+  const check = await lsRemote(input.url);
+  if (!check.ok) throw errors.invalid({ url: `is not a repository git can read: ${check.reason}` });
+  const project = await Project.query(deps.knex).patchAndFetchById(id, { repository_url: input.url, updated_at: new Date() } as Partial<Project>);
+  if (!project) throw errors.notFound('project');
+  return { url: displayUrl(project.repository_url!) };
+}

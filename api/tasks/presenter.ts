@@ -1,0 +1,43 @@
+import { z } from 'zod';
+import type { Task } from '../../db/models/task';
+
+export const taskSchema = z.object({
+  id: z.string(),
+  kind: z.enum(['deployments', 'backups', 'machines', 'configuration', 'maintenance']),
+  type: z.string(),
+  status: z.enum(['pending', 'running', 'succeeded', 'failed', 'cancelled']),
+  team_id: z.string(),
+  project_id: z.string().nullable(),
+  environment_id: z.string().nullable(),
+  account: z.object({ id: z.string().nullable(), name: z.string().nullable(), via: z.enum(['session', 'cli', 'token', 'system']) }),
+  params: z.record(z.string(), z.unknown()),
+  result: z.record(z.string(), z.unknown()).nullable(),
+  error: z.string().nullable(),
+  workflow_id: z.string(),
+  created_at: z.string(),
+  started_at: z.string().nullable(),
+  finished_at: z.string().nullable(),
+});
+
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+
+/** The task as clients see it (CONTRACT "Tasks"); `account` is who asked, and how. */
+export function presentTask(task: Task, account: { id: string | null; name: string | null }): z.infer<typeof taskSchema> {
+  return {
+    id: task.id,
+    kind: task.kind,
+    type: task.type,
+    status: task.status,
+    team_id: task.team_id,
+    project_id: task.project_id,
+    environment_id: task.environment_id,
+    account: { id: account.id, name: account.name, via: task.account_via },
+    params: task.params ?? {},
+    result: task.result ?? null,
+    error: task.error ?? null,
+    workflow_id: task.workflow_id,
+    created_at: iso(task.created_at)!,
+    started_at: iso(task.started_at),
+    finished_at: iso(task.finished_at),
+  };
+}

@@ -1,0 +1,46 @@
+import type { Invitation } from '../../db/models/invitation';
+import type { Membership } from '../../db/models/membership';
+import type { Team } from '../../db/models/team';
+import type { User } from '../../db/models/user';
+import type { Role } from '../lib/policy';
+
+const iso = (d: Date | string) => new Date(d).toISOString();
+
+export function presentTeam(team: Team, role: Role) {
+  return { id: team.id, name: team.name, role, created_at: iso(team.created_at) };
+}
+
+/** `{id, name, ...settings}`: the stored settings beside the team's name, plus what may be changed. */
+export function presentTeamSettings(team: Team, role: Role) {
+  return {
+    ...(team.settings ?? {}),
+    id: team.id,
+    name: team.name,
+    role,
+    created_at: iso(team.created_at),
+    fields: { name: { max_length: 100, editable: role === 'owner' || role === 'admin' } },
+  };
+}
+
+export function presentMembership(m: Membership, user: Pick<User, 'name' | 'email'>) {
+  return { id: m.id, team_id: m.team_id, user_id: m.user_id, name: user.name, email: user.email, role: m.role, created_at: iso(m.created_at) };
+}
+
+export function invitationStatus(inv: Invitation, now = new Date()): 'open' | 'expired' | 'accepted' | 'revoked' {
+  if (inv.accepted_at) return 'accepted';
+  if (inv.revoked_at) return 'revoked';
+  if (new Date(inv.expires_at).getTime() <= now.getTime()) return 'expired';
+  return 'open';
+}
+
+export function presentInvitation(inv: Invitation) {
+  return {
+    id: inv.id,
+    team_id: inv.team_id,
+    email: inv.email,
+    role: inv.role,
+    status: invitationStatus(inv),
+    expires_at: iso(inv.expires_at),
+    created_at: iso(inv.created_at),
+  };
+}

@@ -1,0 +1,237 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkout, GitError, listBranchCommits, redactUrl, resolveRef } from '../../../activities/provider/git';
+import { buildRelease, gitCacheDir, runDeploySteps, type BuildResult } from '../../../activities/provider/releases';
+import { processAlive } from '../../../activities/provider/run-step';
+import { currentRelease, statePath, Supervisor } from '../../../activities/provider/supervisor';
+import { freePort } from '../../../activities/provider/web-process';
+
+const SERVER = `
+const http = require('node:http');
+const fs = require('node:fs');
+const version = fs.readFileSync(__dirname + '/VERSION', 'utf8').trim();
+http.createServer((req, res) => {
+  if (req.url === '/healthz') { res.writeHead(200); return res.end('ok'); }
+  if (req.url === '/broken') { res.writeHead(500); return res.end('no'); }
+  if (req.method === 'POST') { res.writeHead(201, { 'set-cookie': ['a=1', 'b=2'] }); return req.pipe(res); }
+  res.writeHead(200, { 'content-type': 'text/plain', 'x-release': version });
+  res.end(version + ' ' + process.env.GREETING + ' built=' + fs.existsSync(__dirname + '/BUILT'));
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+let root: string;
+let repo: string;
+let dataDir: string;
+let supervisor: Supervisor;
+const shas: Record<string, string> = {};
+const env = { PATH: process.env.PATH, HOME: process.env.HOME, GREETING: 'hello' };
+const pidsSeen: number[] = [];
+
+function sh(cwd: string, cmd: string, args: string[]): string {
+  return execFileSync(cmd, args, { cwd, encoding: 'utf8' }).trim();
+}
+
+async function commit(name: string, files: Record<string, string>): Promise<string> {
+  for (const [file, text] of Object.entries(files)) await writeFile(path.join(repo, file), text);
+  sh(repo, 'git', ['add', '-A']);
+  sh(repo, 'git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', name]);
+  shas[name] = sh(repo, 'git', ['rev-parse', 'HEAD']);
+  return shas[name];
+}
+
+async function get(port: number, p = '/'): Promise<{ status: number; text: string; release: string | null }> {
+  const res = await fetch(`http://127.0.0.1:${port}${p}`);
+  return { status: res.status, text: await res.text(), release: res.headers.get('x-release') };
+}
+
+const lines: string[] = [];
+const onLine = (_s: 'stdout' | 'stderr', l: string) => void lines.push(l);
+const build = (envId: string, releaseId: string, sha: string, extra: Partial<Parameters<typeof buildRelease>[0]> = {}) =>
+  buildRelease({ dataDir, envId, releaseId, repoUrl: repo, sha, env, stepTimeoutMs: 10_000, onLine, ...extra });
+
+function okBuild(r: BuildResult): Extract<BuildResult, { ok: true }> {
+  if (!r.ok) throw new Error(`build failed: ${r.message}`);
+  return r;
+}
+
+const goLive = (envId: string, port: number, releaseId: string, r: Extract<BuildResult, { ok: true }>, healthTimeoutMs = 5000) =>
+  supervisor.goLive({ envId, port, releaseId, releaseDir: r.releaseDir, manifest: r.manifest, env, healthTimeoutMs, onLine });
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'vc-provider-'));
+  repo = path.join(root, 'repo');
+  dataDir = path.join(root, 'data');
+  sh(root, 'git', ['init', '-q', '-b', 'main', repo]);
+  await commit('v1', {
+    'server.js': SERVER,
+    VERSION: 'v1\n',
+    'service.yaml': 'build: ["echo building $GREETING", "echo yes > BUILT"]\ndeploy: ["echo migrating"]\nweb: node server.js\nhealth: /healthz\n',
+  });
+  supervisor = new Supervisor({ dataDir, stopGraceMs: 1000, restartBackoff: { initialMs: 100 } });
+});
+
+afterAll(async () => {
+  await supervisor?.stopAll();
+  for (const pid of pidsSeen) if (processAlive(pid)) process.kill(pid, 'SIGKILL');
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('git', () => {
+  it('resolves branches, HEAD and abbreviated shas; refuses unknown refs', async () => {
+    const cacheDir = gitCacheDir(dataDir);
+    expect(await resolveRef(repo, 'main')).toBe(shas.v1);
+    expect(await resolveRef(repo, '')).toBe(shas.v1);
+    expect(await resolveRef(repo, shas.v1.slice(0, 10), { cacheDir })).toBe(shas.v1);
+    await expect(resolveRef(repo, 'nope', { cacheDir })).rejects.toMatchObject({ code: 'ref_not_found' });
+    await expect(resolveRef(path.join(root, 'missing'), 'main')).rejects.toBeInstanceOf(GitError);
+  });
+
+  it('checks out an exact commit without .git and lists branch commits', async () => {
+    const dir = path.join(root, 'co');
+    await checkout({ repoUrl: repo, sha: shas.v1, dir, cacheDir: gitCacheDir(dataDir) });
+    expect(await readFile(path.join(dir, 'VERSION'), 'utf8')).toBe('v1\n');
+    expect(existsSync(path.join(dir, '.git'))).toBe(false);
+    const commits = await listBranchCommits(repo, 'main', { cacheDir: gitCacheDir(dataDir) });
+    expect(commits.map((c) => c.sha)).toEqual([shas.v1]);
+    expect(commits[0].subject).toBe('v1');
+  });
+
+  it('never prints credentials of a URL', () => {
+    expect(redactUrl('cloning https://bob:s3cret@git.example.com/x.git failed')).toBe('cloning https://git.example.com/x.git failed');
+  });
+});
+
+describe('releases and the supervisor', () => {
+  let port: number;
+  let v1: Extract<BuildResult, { ok: true }>;
+
+  it('builds v1 (steps run in order, in the release dir) and puts it live', async () => {
+    port = await freePort();
+    v1 = okBuild(await build('prod', 'r1', shas.v1));
+    expect(v1.reused).toBe(false);
+    expect(v1.releaseDir).toBe(path.join(dataDir, 'environments', 'prod', 'releases', 'r1'));
+    expect(lines).toContain('building hello');
+    expect(existsSync(path.join(v1.releaseDir, '.git'))).toBe(false);
+
+    const deploy = await runDeploySteps({ releaseDir: v1.releaseDir, manifest: v1.manifest, env, stepTimeoutMs: 5000, onLine });
+    expect(deploy).toEqual({ ok: true });
+    expect(lines).toContain('migrating');
+
+    expect(await goLive('prod', port, 'r1', v1)).toEqual({ ok: true, alreadyLive: false, internalPort: expect.any(Number) });
+    expect(await get(port)).toMatchObject({ status: 200, text: 'v1 hello built=true', release: 'v1' });
+    expect(await currentRelease(dataDir, 'prod')).toMatchObject({ releaseId: 'r1', port, web: true });
+    expect((await stat(statePath(dataDir, 'prod'))).mode & 0o777).toBe(0o600);
+    expect(await readFile(path.join(dataDir, 'environments', 'prod', 'web.log'), 'utf8')).toContain('release r1: starting');
+  });
+
+  it('is idempotent: the same release is neither rebuilt nor restarted', async () => {
+    const pid = supervisor.status('prod')!.pid;
+    expect(okBuild(await build('prod', 'r1', shas.v1)).reused).toBe(true);
+    expect(await goLive('prod', port, 'r1', v1)).toMatchObject({ ok: true, alreadyLive: true });
+    expect(supervisor.status('prod')!.pid).toBe(pid);
+  });
+
+  it('puts v2 live and stops v1', async () => {
+    await commit('v2', { VERSION: 'v2\n' });
+    expect(await resolveRef(repo, 'main')).toBe(shas.v2);
+    const v1Pid = supervisor.status('prod')!.pid!;
+    pidsSeen.push(v1Pid);
+    const v2 = okBuild(await build('prod', 'r2', shas.v2));
+    expect(await goLive('prod', port, 'r2', v2)).toMatchObject({ ok: true, alreadyLive: false });
+    expect((await get(port)).text).toBe('v2 hello built=true');
+    expect(processAlive(v1Pid)).toBe(false);
+    // bodies stream through the proxy both ways; status and repeated headers pass
+    const big = 'x'.repeat(1_000_000);
+    const echoed = await fetch(`http://127.0.0.1:${port}/echo`, { method: 'POST', body: big });
+    expect(echoed.status).toBe(201);
+    expect(echoed.headers.getSetCookie()).toEqual(['a=1', 'b=2']);
+    expect(await echoed.text()).toBe(big);
+    expect((await currentRelease(dataDir, 'prod'))?.releaseId).toBe('r2');
+  });
+
+  it('refuses a release whose health never answers 2xx; the previous one keeps serving', async () => {
+    await commit('v3', { VERSION: 'v3\n', 'service.yaml': 'web: node server.js\nhealth: /broken\n' });
+    const v3 = okBuild(await build('prod', 'r3', shas.v3));
+    const r = await goLive('prod', port, 'r3', v3, 800);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.message).toMatch(/health check \/broken did not answer 2xx .*status 500/);
+    expect((await get(port)).text).toBe('v2 hello built=true');
+    expect((await currentRelease(dataDir, 'prod'))?.releaseId).toBe('r2');
+  });
+
+  it('fails a build at its failing step and leaves no release dir; v2 keeps serving', async () => {
+    await commit('v4', { VERSION: 'v4\n', 'service.yaml': 'build: ["echo first", "exit 3", "echo never"]\nweb: node server.js\n' });
+    const r = await build('prod', 'r4', shas.v4);
+    expect(r).toMatchObject({ ok: false, reason: 'step_failed', failedStep: { index: 1, command: 'exit 3', exitCode: 3 } });
+    expect(lines).not.toContain('never');
+    expect(existsSync(path.join(dataDir, 'environments', 'prod', 'releases', 'r4'))).toBe(false);
+    expect((await get(port)).text).toBe('v2 hello built=true');
+  });
+
+  it('fails a build with an invalid manifest, naming each fault', async () => {
+    await commit('v5', { 'service.yaml': 'build: npm ci\ncolour: red\n' });
+    const r = await build('prod', 'r5', shas.v5);
+    expect(r).toMatchObject({
+      ok: false,
+      reason: 'manifest_invalid',
+      fields: { build: 'expected an array of strings (line 1)', colour: 'unknown key (line 2)' },
+    });
+  });
+
+  it('restarts the live web process when it dies', async () => {
+    const before = supervisor.status('prod')!;
+    pidsSeen.push(before.pid!);
+    process.kill(before.pid!, 'SIGKILL');
+    const deadline = Date.now() + 5000;
+    let text = '';
+    while (Date.now() < deadline) {
+      const s = supervisor.status('prod')!;
+      if (s.running && s.pid !== before.pid) {
+        const r = await get(port).catch(() => null);
+        if (r?.status === 200) {
+          text = r.text;
+          break;
+        }
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(text).toBe('v2 hello built=true');
+    expect(supervisor.status('prod')!.restarts).toBe(1);
+  });
+
+  it('records a release without web as live and answers 503 "no web process"', async () => {
+    await commit('v6', { 'service.yaml': 'build: []\n' });
+    const staticPort = await freePort();
+    const r = okBuild(await build('static', 's1', shas.v6));
+    expect(await goLive('static', staticPort, 's1', r)).toMatchObject({ ok: true });
+    expect(await get(staticPort)).toMatchObject({ status: 503, text: 'no web process\n' });
+    expect((await currentRelease(dataDir, 'static'))?.web).toBe(false);
+  });
+
+  it('brings every environment back with restoreAll after stopAll', async () => {
+    const stagingPort = await freePort();
+    const s1 = okBuild(await build('staging', 'r1', shas.v1));
+    expect(await goLive('staging', stagingPort, 'r1', s1)).toMatchObject({ ok: true });
+    const livePids = [supervisor.status('prod')!.pid!, supervisor.status('staging')!.pid!];
+    pidsSeen.push(...livePids);
+
+    await supervisor.stopAll();
+    for (const pid of livePids) expect(processAlive(pid)).toBe(false);
+    await expect(get(port)).rejects.toThrow();
+
+    supervisor = new Supervisor({ dataDir, stopGraceMs: 1000, restartBackoff: { initialMs: 100 } });
+    const restored = await supervisor.restoreAll();
+    expect(restored.sort((a, b) => a.envId.localeCompare(b.envId))).toEqual([
+      { envId: 'prod', releaseId: 'r2', ok: true },
+      { envId: 'staging', releaseId: 'r1', ok: true },
+      { envId: 'static', releaseId: 's1', ok: true },
+    ]);
+    expect((await get(port)).text).toBe('v2 hello built=true');
+    expect((await get(stagingPort)).text).toBe('v1 hello built=true');
+    pidsSeen.push(supervisor.status('prod')!.pid!, supervisor.status('staging')!.pid!);
+  });
+});

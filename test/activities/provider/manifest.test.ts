@@ -1,0 +1,57 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseManifest, readManifest } from '../../../activities/provider/manifest';
+
+describe('service.yaml', () => {
+  it('accepts a valid manifest', () => {
+    const r = parseManifest('build: ["npm ci"]\ndeploy:\n  - node migrate.js\nweb: node server.js\nhealth: /healthz\n');
+    expect(r).toEqual({
+      ok: true,
+      manifest: { build: ['npm ci'], deploy: ['node migrate.js'], web: 'node server.js', health: '/healthz' },
+    });
+  });
+
+  it('treats missing build and deploy as no steps', () => {
+    expect(parseManifest('web: node server.js\n')).toEqual({ ok: true, manifest: { build: [], deploy: [], web: 'node server.js' } });
+    expect(parseManifest('')).toEqual({ ok: true, manifest: { build: [], deploy: [] } });
+  });
+
+  it('reports every unknown key and wrong type, each with its line', () => {
+    const r = parseManifest(['build: npm ci', 'deploy:', '  - ok', '  - 3', 'colour: red', 'health: healthz', 'web:'].join('\n'));
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.fields).toEqual({
+      build: 'expected an array of strings (line 1)',
+      'deploy.1': 'expected a non-empty string (line 4)',
+      colour: 'unknown key (line 5)',
+      health: "expected a path starting with '/', such as /healthz (line 6)",
+      web: 'expected a non-empty string (line 7)',
+    });
+  });
+
+  it('reports a YAML syntax error and a document that is not a mapping under "manifest"', () => {
+    const bad = parseManifest('build: [npm ci\ndeploy: []\n');
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.fields.manifest).toMatch(/^invalid YAML: .*\(line \d+\)/);
+
+    const list = parseManifest('- npm ci\n');
+    expect(list).toEqual({ ok: false, fields: { manifest: 'expected a mapping of build, deploy, web and health (line 1)' } });
+
+    const dup = parseManifest('web: a\nweb: b\n');
+    expect(dup.ok).toBe(false);
+    if (!dup.ok) expect(dup.fields.manifest).toContain('(line 2)');
+  });
+
+  it('reads an absent file as an empty manifest and an invalid one as a failure', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'vc-manifest-'));
+    try {
+      expect(await readManifest(dir)).toEqual({ ok: true, manifest: { build: [], deploy: [] }, present: false });
+      await writeFile(path.join(dir, 'service.yaml'), 'build: [1]\n');
+      expect(await readManifest(dir)).toEqual({ ok: false, fields: { 'build.0': 'expected a non-empty string (line 1)' }, present: true });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

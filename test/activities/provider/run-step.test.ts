@@ -1,0 +1,87 @@
+import os from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { processAlive, runStep } from '../../../activities/provider/run-step';
+
+const env = { PATH: process.env.PATH, HOME: process.env.HOME };
+
+describe('runStep', () => {
+  it('streams stdout and stderr line by line as they are printed, partial last line included', async () => {
+    const start = Date.now();
+    const seen: { at: number; stream: string; line: string }[] = [];
+    const r = await runStep({
+      command: 'echo one; sleep 0.4; echo two >&2; printf "three"',
+      cwd: os.tmpdir(),
+      env,
+      timeoutMs: 10_000,
+      onLine: (stream, line) => seen.push({ at: Date.now() - start, stream, line }),
+    });
+    expect(r).toEqual({ exitCode: 0, signal: null, timedOut: false, cancelled: false });
+    expect(seen.map((s) => `${s.stream}:${s.line}`)).toEqual(['stdout:one', 'stderr:two', 'stdout:three']);
+    // "one" arrived while the step was still sleeping, not at its end
+    expect(seen[1].at - seen[0].at).toBeGreaterThanOrEqual(300);
+  });
+
+  it('reports the exit code and runs with the given env and cwd', async () => {
+    const lines: string[] = [];
+    const r = await runStep({
+      command: 'echo "$GREETING $(pwd)"; exit 7',
+      cwd: '/',
+      env: { ...env, GREETING: 'hi' },
+      timeoutMs: 10_000,
+      onLine: (_s, l) => lines.push(l),
+    });
+    expect(r.exitCode).toBe(7);
+    expect(lines).toEqual(['hi /']);
+  });
+
+  it('kills the whole process group on timeout, SIGKILL for what ignores SIGTERM', async () => {
+    const lines: string[] = [];
+    const start = Date.now();
+    // the grandchild sleep ignores SIGTERM (inherited from the trap) and is not the shell's direct child
+    const r = await runStep({
+      command: `sh -c 'trap "" TERM; sleep 30 & echo $!; wait'`,
+      cwd: os.tmpdir(),
+      env,
+      timeoutMs: 400,
+      killGraceMs: 300,
+      onLine: (_s, l) => lines.push(l),
+    });
+    expect(r.timedOut).toBe(true);
+    expect(r.exitCode).toBeNull();
+    const grandchild = Number(lines[0]);
+    expect(grandchild).toBeGreaterThan(1);
+    expect(processAlive(grandchild)).toBe(false);
+    expect(Date.now() - start).toBeLessThan(4000);
+  });
+
+  it('stops on abort and reports cancelled', async () => {
+    const ac = new AbortController();
+    const lines: string[] = [];
+    setTimeout(() => ac.abort(), 200);
+    const r = await runStep({
+      command: 'sleep 20 & echo $!; wait',
+      cwd: os.tmpdir(),
+      env,
+      timeoutMs: 10_000,
+      signal: ac.signal,
+      killGraceMs: 300,
+      onLine: (_s, l) => lines.push(l),
+    });
+    expect(r.cancelled).toBe(true);
+    expect(r.timedOut).toBe(false);
+    expect(processAlive(Number(lines[0]))).toBe(false);
+  });
+
+  it('kills what a successful step left running in the background', async () => {
+    const lines: string[] = [];
+    const r = await runStep({
+      command: 'sleep 30 >/dev/null 2>&1 & echo $!',
+      cwd: os.tmpdir(),
+      env,
+      timeoutMs: 10_000,
+      onLine: (_s, l) => lines.push(l),
+    });
+    expect(r.exitCode).toBe(0);
+    expect(processAlive(Number(lines[0]))).toBe(false);
+  });
+});

@@ -1,0 +1,196 @@
+import { describe, expect, it } from 'vitest';
+import { useTestContext } from '../../helpers/context';
+import type { Agent } from '../../helpers/http';
+import type { ReceivedMessage } from '../../helpers/smtp';
+import { createUser } from '../../helpers/fixtures';
+
+const t = useTestContext({ smtp: true });
+
+let n = 0;
+const uniqueEmail = (tag: string) => `${tag}-${++n}-${Date.now()}@example.test`;
+const PASSWORD = 'a long enough password';
+
+function codeFrom(message: ReceivedMessage): string {
+  const m = /^Confirmation code: (\S+)$/m.exec(message.text);
+  if (!m) throw new Error(`no confirmation code line in:\n${message.text}`);
+  return m[1];
+}
+
+async function signUp(agent: Agent, email: string, name = 'Ada Lovelace') {
+  const res = await agent.post('/signup', { email, password: PASSWORD, name });
+  expect(res.status).toBe(201);
+  const mail = await t.smtp!.waitFor((m) => m.to.includes(email.toLowerCase()));
+  return { user: res.body, code: codeFrom(mail), mail };
+}
+
+function cookieHeader(res: { headers: Headers }): string {
+  const c = res.headers.getSetCookie().find((h) => h.startsWith('vc_session='));
+  if (!c) throw new Error('no vc_session cookie set');
+  return c;
+}
+
+describe('POST /signup', () => {
+  it('creates an unconfirmed account and e-mails a confirmation code', async () => {
+    const email = uniqueEmail('new');
+    const res = await t.agent().post('/signup', { email, password: PASSWORD, name: 'Ada' });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({ id: expect.any(String), email, name: 'Ada', email_confirmed: false, created_at: expect.any(String) });
+    expect(JSON.stringify(res.body)).not.toContain('password');
+    const mail = await t.smtp!.waitFor((m) => m.to.includes(email));
+    expect(codeFrom(mail)).toMatch(/^[A-Z0-9]{4}-[A-Z0-9]{4}-[A-Z0-9]{4}$/);
+    expect(mail.subject).not.toContain(codeFrom(mail));
+  });
+
+  it('stores only a digest of the code and an argon2id hash of the password', async () => {
+    const email = uniqueEmail('digest');
+    const { user, code } = await signUp(t.agent(), email);
+    const row = await t.deps.knex('email_confirmations').where({ user_id: user.id }).first();
+    expect(row.code_digest).toMatch(/^[0-9a-f]{64}$/);
+    expect(row.code_digest).not.toContain(code.replace(/-/g, ''));
+    expect(new Date(row.expires_at).getTime() - Date.now()).toBeGreaterThan(23.9 * 3600_000);
+    const u = await t.deps.knex('users').where({ id: user.id }).first();
+    expect(u.password_hash).toMatch(/^\$argon2id\$/);
+  });
+
+  it('reports every invalid field at once and creates nothing', async () => {
+    const res = await t.agent().post('/signup', { email: 'not-an-address', password: 'short', name: '', extra: 1 });
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('invalid');
+    expect(Object.keys(res.body.error.fields).sort()).toEqual(['email', 'extra', 'name', 'password']);
+    const missing = await t.agent().post('/signup', {});
+    expect(Object.keys(missing.body.error.fields).sort()).toEqual(['email', 'name', 'password']);
+    expect(await t.deps.knex('users').where({ email: 'not-an-address' }).first()).toBeUndefined();
+  });
+
+  it('refuses a password over 200 characters and a name over 100', async () => {
+    const res = await t.agent().post('/signup', { email: uniqueEmail('long'), password: 'x'.repeat(201), name: 'n'.repeat(101) });
+    expect(res.status).toBe(422);
+    expect(Object.keys(res.body.error.fields).sort()).toEqual(['name', 'password']);
+  });
+
+  it('answers 409 on email for an address that has an account, whatever its case', async () => {
+    const email = uniqueEmail('dup');
+    await signUp(t.agent(), email);
+    const res = await t.agent().post('/signup', { email: email.toUpperCase(), password: PASSWORD, name: 'Other' });
+    expect(res.status).toBe(409);
+    expect(res.body.error.fields).toEqual({ email: expect.any(String) });
+    const [{ count }] = await t.deps.knex('users').whereRaw('email = ?', [email]).count();
+    expect(Number(count)).toBe(1);
+  });
+});
+
+describe('POST /signup/confirm', () => {
+  it('confirms the address with the e-mailed code, tolerating lower case and no dashes', async () => {
+    const { code } = await signUp(t.agent(), uniqueEmail('confirm'));
+    const res = await t.agent().post('/signup/confirm', { code: code.toLowerCase().replace(/-/g, '') });
+    expect(res.status).toBe(200);
+    expect(res.body.email_confirmed).toBe(true);
+  });
+
+  it('refuses a used code with 422 on code', async () => {
+    const { code } = await signUp(t.agent(), uniqueEmail('used'));
+    expect((await t.agent().post('/signup/confirm', { code })).status).toBe(200);
+    const again = await t.agent().post('/signup/confirm', { code });
+    expect(again.status).toBe(422);
+    expect(Object.keys(again.body.error.fields)).toEqual(['code']);
+  });
+
+  it('refuses a wrong code and an expired code with 422 on code', async () => {
+    const { user, code } = await signUp(t.agent(), uniqueEmail('expired'));
+    const wrong = await t.agent().post('/signup/confirm', { code: 'CCCC-CCCC-CCCC' });
+    expect(wrong.status).toBe(422);
+    expect(wrong.body.error.fields.code).toBeTruthy();
+    await t.deps.knex('email_confirmations').where({ user_id: user.id }).update({ expires_at: new Date(Date.now() - 1000) });
+    const expired = await t.agent().post('/signup/confirm', { code });
+    expect(expired.status).toBe(422);
+    expect(expired.body.error.fields.code).toBeTruthy();
+    expect((await t.deps.knex('users').where({ id: user.id }).first()).email_confirmed_at).toBeNull();
+  });
+});
+
+describe('POST /signup/resend', () => {
+  it('sends a fresh code to an unconfirmed account; the old code stops working', async () => {
+    const email = uniqueEmail('resend');
+    const first = await signUp(t.agent(), email);
+    const res = await t.agent().post('/signup/resend', { email });
+    expect(res.status).toBe(202);
+    const second = await t.smtp!.waitFor((m) => m.to.includes(email) && codeFrom(m) !== first.code);
+    expect((await t.agent().post('/signup/confirm', { code: first.code })).status).toBe(422);
+    expect((await t.agent().post('/signup/confirm', { code: codeFrom(second) })).status).toBe(200);
+  });
+
+  it('answers 202 for an unknown address and sends nothing', async () => {
+    const email = uniqueEmail('nobody');
+    const res = await t.agent().post('/signup/resend', { email });
+    expect(res.status).toBe(202);
+    // A marker message sent after it arrives after anything the resend could have sent.
+    const marker = uniqueEmail('marker');
+    await signUp(t.agent(), marker);
+    expect(t.smtp!.messages.some((m) => m.to.includes(email))).toBe(false);
+  });
+});
+
+describe('sign-up to sign-out', () => {
+  it('signs up, confirms from the e-mail, signs in with a cookie, writes with CSRF, and signs out', async () => {
+    const email = uniqueEmail('journey');
+    const browser = t.agent();
+    const { code } = await signUp(browser, email);
+
+    const early = await browser.post('/session', { email, password: PASSWORD });
+    expect(early.status).toBe(403);
+    expect(early.body.error.code).toBe('email_not_confirmed');
+
+    expect((await browser.post('/signup/confirm', { code })).status).toBe(200);
+
+    const signIn = await browser.post('/session', { email: email.toUpperCase(), password: PASSWORD });
+    expect(signIn.status).toBe(201);
+    expect(signIn.body.user).toMatchObject({ email, email_confirmed: true });
+    const cookie = cookieHeader(signIn);
+    expect(cookie).toMatch(/; HttpOnly/);
+    expect(cookie).toMatch(/; SameSite=Lax/);
+    expect(cookie).toMatch(/; Path=\//);
+    expect(cookie).not.toMatch(/Secure/); // plain http test server
+    const secret = browser.cookies.get('vc_session')!;
+    const row = await t.deps.knex('sessions').where({ kind: 'browser' }).orderBy('created_at', 'desc').first();
+    expect(row.secret_digest).not.toBe(secret);
+    expect(JSON.stringify(await t.deps.knex('sessions'))).not.toContain(secret);
+
+    expect((await browser.get('/me')).body).toMatchObject({ email, via: 'session' });
+
+    const refused = await browser.post('/me/ssh-keys', { name: 'x', public_key: 'x' });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('forbidden');
+
+    const token = await browser.get('/session/token');
+    expect(token.status).toBe(200);
+    browser.csrf = token.body.token;
+    const wrongToken = await browser.post('/me/ssh-keys', { name: 'x', public_key: 'x' }, { headers: { 'x-csrf-token': 'nope' } });
+    expect(wrongToken.status).toBe(403);
+    const accepted = await browser.post('/me/ssh-keys', { name: 'x', public_key: 'x' });
+    expect(accepted.status).toBe(422); // past CSRF, on to validation
+
+    const out = await browser.delete('/session');
+    expect(out.status).toBe(204);
+    expect(browser.cookies.has('vc_session')).toBe(false);
+    const stale = t.agent();
+    stale.cookies.set('vc_session', secret);
+    expect((await stale.get('/me')).status).toBe(401);
+  });
+
+  it('gives a new session id at every sign-in and ends the one the browser had', async () => {
+    const user = await createUser(t, { email: uniqueEmail('twice') });
+    const browser = t.agent();
+    const first = await browser.post('/session', { email: user.email, password: 'correct horse battery staple' });
+    expect(first.status).toBe(201);
+    const firstSecret = browser.cookies.get('vc_session')!;
+    const second = await browser.post('/session', { email: user.email, password: 'correct horse battery staple' });
+    expect(second.status).toBe(201);
+    const secondSecret = browser.cookies.get('vc_session')!;
+    expect(secondSecret).not.toBe(firstSecret);
+    const rows = await t.deps.knex('sessions').where({ user_id: user.id }).orderBy('created_at');
+    expect(rows).toHaveLength(2);
+    expect(rows[0].id).not.toBe(rows[1].id);
+    expect(rows[0].ended_at).not.toBeNull();
+    expect(rows[1].ended_at).toBeNull();
+  });
+});

@@ -1,0 +1,124 @@
+import { writeFileSync } from 'node:fs';
+import { describe, expect, it, beforeAll } from 'vitest';
+import { useTestContext } from '../../helpers/context';
+import { createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
+
+const t = useTestContext({ worker: true });
+let w: Awaited<ReturnType<typeof createDeployWorld>>;
+const url = () => `/environments/${w.environment.id}`;
+
+beforeAll(async () => {
+  w = await createDeployWorld(t);
+  writeFileSync(w.repo.gate, '');
+});
+
+async function run(path: string, body?: unknown) {
+  const res = await w.api.post(path, body);
+  expect(res.status, res.text).toBe(202);
+  return waitForTask(t, w.api, res.body.id);
+}
+
+describe('POST /environments/{id}/deploy', () => {
+  it('builds the head of the git ref, runs the deploy steps and puts v1 live on the environment port', async () => {
+    const res = await w.api.post(`${url()}/deploy`);
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ kind: 'deployments', type: 'deploy', environment_id: w.environment.id, account: { id: w.developer.id, via: 'token' } });
+    expect(['pending', 'running', 'succeeded']).toContain(res.body.status);
+    const task = await waitForTask(t, w.api, res.body.id);
+    expect(task.status, task.error ?? '').toBe('succeeded');
+    expect(task.result).toMatchObject({ git_ref: 'main', release_id: expect.any(String), deployment_id: expect.any(String) });
+    expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v1' });
+    expect(w.repo.deployRuns()).toBe(1);
+    const log = await taskLog(t, w.api, task.id);
+    expect(log).toMatch(/==> Building main@[0-9a-f]{7}/);
+    expect(log).toContain('$ echo built > BUILT');
+    expect(log).toMatch(/==> Live: release /);
+  });
+
+  it('deploys a new commit: v2 serves, deploy steps ran again', async () => {
+    w.repo.commit('v2');
+    const task = await run(`${url()}/deploy`);
+    expect(task.status, task.error ?? '').toBe('succeeded');
+    expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v2' });
+    expect(w.repo.deployRuns()).toBe(2);
+  });
+
+  it('skips the build when the commit already has a ready release, and the deploy steps with skip_steps', async () => {
+    const task = await run(`${url()}/deploy`, { skip_steps: true });
+    expect(task.status, task.error ?? '').toBe('succeeded');
+    const log = await taskLog(t, w.api, task.id);
+    expect(log).toContain('is already built; skipping the build');
+    expect(log).toContain('Skipping deploy steps (skip_steps)');
+    expect(w.repo.deployRuns()).toBe(2);
+  });
+
+  it('leaves the live release serving when the build fails, and fails the task with a readable error', async () => {
+    w.repo.commit('v3', { buildSteps: ['echo compiling', 'exit 3'] });
+    const task = await run(`${url()}/deploy`);
+    expect(task.status).toBe('failed');
+    expect(task.error).toMatch(/build failed: build step 3 \(exit 3\) exited with code 3/);
+    expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v2' });
+    expect(await taskLog(t, w.api, task.id)).toContain('==> Failed: build failed');
+  });
+});
+
+describe('POST /environments/{id}/rollback', () => {
+  it('puts the release before the last deployment live again, without deploy steps', async () => {
+    const before = w.repo.deployRuns();
+    const task = await run(`${url()}/rollback`);
+    expect(task.status, task.error ?? '').toBe('succeeded');
+    expect(task.type).toBe('rollback');
+    expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v1' });
+    expect(w.repo.deployRuns()).toBe(before);
+  });
+
+  it('refuses fields in the body', async () => {
+    const res = await w.api.post(`${url()}/rollback`, { skip_steps: true });
+    expect(res.status).toBe(422);
+    expect(res.body.error.fields).toEqual({ skip_steps: 'unknown field' });
+  });
+});
+
+describe('POST /environments/{id}/redeploy', () => {
+  it('deploys the live release again with its deploy steps, or without them with skip_steps', async () => {
+    const before = w.repo.deployRuns();
+    const again = await run(`${url()}/redeploy`);
+    expect(again.status, again.error ?? '').toBe('succeeded');
+    expect(w.repo.deployRuns()).toBe(before + 1);
+    const skipped = await run(`${url()}/redeploy`, { skip_steps: true });
+    expect(skipped.status, skipped.error ?? '').toBe('succeeded');
+    expect(w.repo.deployRuns()).toBe(before + 1);
+    expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v1' });
+  });
+
+  it('refuses a skip_steps that is not a boolean, naming the field', async () => {
+    const res = await w.api.post(`${url()}/redeploy`, { skip_steps: 'yes' });
+    expect(res.status).toBe(422);
+    expect(Object.keys(res.body.error.fields)).toEqual(['skip_steps']);
+  });
+});
+
+describe('deployments and the Temporal workflow list', () => {
+  it('records one deployment per successful deploy and lists every task under its search attributes', async () => {
+    const tasks = await t.deps.knex('tasks').where({ environment_id: w.environment.id }).select('id', 'status');
+    const deployments = await t.deps.knex('deployments').where({ environment_id: w.environment.id });
+    expect(deployments.length).toBe(tasks.filter((x) => x.status === 'succeeded').length);
+    const one = tasks[0].id;
+    const deadline = Date.now() + 20_000;
+    let listed: { workflowId: string; taskId: unknown }[] = [];
+    for (;;) {
+      listed = [];
+      for await (const wf of t.deps.temporal.workflow.list({ query: `EnvironmentId = "${w.environment.id}"` })) {
+        listed.push({ workflowId: wf.workflowId, taskId: wf.searchAttributes.TaskId?.[0] });
+      }
+      if (listed.length >= tasks.length || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(listed.map((x) => x.taskId).sort()).toEqual(tasks.map((x) => x.id).sort());
+    expect(new Set(listed.map((x) => x.workflowId))).toEqual(new Set([`deploy-env-${w.environment.id}`]));
+    const byTask = [];
+    for await (const wf of t.deps.temporal.workflow.list({ query: `TaskId = "${one}"` })) byTask.push(wf);
+    expect(byTask).toHaveLength(1);
+    expect(await t.deps.temporal.workflow.getHandle(byTask[0].workflowId, byTask[0].runId).describe().then((d) => d.staticSummary())).toMatch(/ to production \(|production \(/);
+  });
+});

@@ -1,0 +1,3 @@
+import { failedCredentialsSuite } from './failed-credentials.suite';
+
+failedCredentialsSuite('redis');

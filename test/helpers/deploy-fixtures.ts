@@ -1,0 +1,152 @@
+/**
+ * Deploy tests' world: a real git repository of a tiny node web app, a team with a project connected to
+ * it, an environment with its port, tokens; and a way to wait for a task's end.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Environment } from '../../db/models/environment';
+import { Task } from '../../db/models/task';
+import { allRoutes } from '../../api/routes';
+import type { TestContext } from './context';
+import { addMember, createAccessToken, createProject, createTeam, createUser } from './fixtures';
+import type { Agent } from './http';
+
+export const SERVER_JS = `
+const http = require('node:http');
+const fs = require('node:fs');
+const version = fs.readFileSync(__dirname + '/VERSION', 'utf8').trim();
+http.createServer((req, res) => {
+  if (req.url === '/healthz') { res.writeHead(200); return res.end('ok'); }
+  res.writeHead(200, { 'content-type': 'text/plain' });
+  res.end(version);
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+export interface AppRepo {
+  dir: string;
+  /** Where the deploy step appends one line per run (outside any release directory). */
+  marker: string;
+  /** A build step waits for this file while `gated` (see commit). */
+  gate: string;
+  commit(version: string, opts?: { buildSteps?: string[]; gated?: boolean }): string;
+  /** Lines in the marker file: how many times deploy steps ran. */
+  deployRuns(): number;
+}
+
+function sh(cwd: string, cmd: string, args: string[]): string {
+  return execFileSync(cmd, args, { cwd, encoding: 'utf8' }).trim();
+}
+
+/** A git repository (branch main) whose commits are versions of the app. */
+export function createAppRepo(root: string): AppRepo {
+  const dir = path.join(root, 'app');
+  const marker = path.join(root, 'deploy-steps.log');
+  const gate = path.join(root, 'gate');
+  mkdirSync(dir, { recursive: true });
+  sh(root, 'git', ['init', '-q', '-b', 'main', dir]);
+  const repo: AppRepo = {
+    dir,
+    marker,
+    gate,
+    commit(version, opts = {}) {
+      const build = [...(opts.gated ? [`while [ ! -f '${gate}' ]; do sleep 0.1; done`] : []), 'echo built > BUILT', ...(opts.buildSteps ?? [])];
+      const manifest = [
+        `build: ${JSON.stringify(build)}`,
+        `deploy: ${JSON.stringify([`echo ${version} >> '${marker}'`])}`,
+        'web: node server.js',
+        'health: /healthz',
+        '',
+      ].join('\n');
+      writeFileSync(path.join(dir, 'server.js'), SERVER_JS);
+      writeFileSync(path.join(dir, 'VERSION'), `${version}\n`);
+      writeFileSync(path.join(dir, 'service.yaml'), manifest);
+      sh(dir, 'git', ['add', '-A']);
+      sh(dir, 'git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', version, '--allow-empty']);
+      return sh(dir, 'git', ['rev-parse', 'HEAD']);
+    },
+    deployRuns() {
+      return existsSync(marker) ? readFileSync(marker, 'utf8').split('\n').filter(Boolean).length : 0;
+    },
+  };
+  return repo;
+}
+
+let portCounter = 0;
+
+export async function createEnvironment(t: TestContext, project: { id: string; team_id: string }, attrs: Partial<{ name: string; git_ref: string }> = {}) {
+  const { from, to } = t.config.environmentPorts;
+  const port = from + (portCounter++ % (to - from + 1));
+  return Environment.query(t.deps.knex).insertAndFetch({
+    team_id: project.team_id,
+    project_id: project.id,
+    name: attrs.name ?? `env-${portCounter}`,
+    git_ref: attrs.git_ref ?? 'main',
+    port,
+  });
+}
+
+/** A team whose project is connected to a fresh app repository, one environment, and tokens by role. */
+export async function createDeployWorld(t: TestContext, opts: { gatedFirstCommit?: boolean } = {}) {
+  const root = mkdtempSync(path.join(t.dataDir, 'repo-'));
+  const repo = createAppRepo(root);
+  repo.commit('v1', { gated: opts.gatedFirstCommit });
+  const owner = await createUser(t);
+  const team = await createTeam(t, owner);
+  const project = await createProject(t, team, { repository_url: repo.dir });
+  const environment = await createEnvironment(t, project, { name: 'production' });
+  const developer = await createUser(t);
+  await addMember(t, team, developer, 'developer');
+  const viewer = await createUser(t);
+  await addMember(t, team, viewer, 'viewer');
+  const api = t.agent().withBearer(await createAccessToken(t, developer, team));
+  const viewerApi = t.agent().withBearer(await createAccessToken(t, viewer, team));
+  return { root, repo, owner, team, project, environment, developer, api, viewerApi };
+}
+
+const hasTaskRoute = () => allRoutes().some((r) => r.method === 'get' && r.path === '/tasks/{id}');
+
+/** The task as GET /tasks/{id} shows it (or its row, while that route does not exist). */
+export async function getTask(t: TestContext, api: Agent, id: string): Promise<{ id: string; status: string; error: string | null; result: any; started_at: string | null; type: string }> {
+  if (hasTaskRoute()) {
+    const res = await api.get(`/tasks/${id}`);
+    if (res.status !== 200) throw new Error(`GET /tasks/${id} answered ${res.status}: ${res.text}`);
+    return res.body;
+  }
+  const row = await Task.query(t.deps.knex).findById(id);
+  if (!row) throw new Error(`no task ${id}`);
+  return { ...row, started_at: row.started_at ? row.started_at.toISOString() : null } as never;
+}
+
+/** Polls until the task ends (or `until` holds); fails after the deadline. */
+export async function waitForTask(
+  t: TestContext,
+  api: Agent,
+  id: string,
+  opts: { timeoutMs?: number; until?: (task: Awaited<ReturnType<typeof getTask>>) => boolean } = {},
+) {
+  const until = opts.until ?? ((task) => ['succeeded', 'failed', 'cancelled'].includes(task.status));
+  const deadline = Date.now() + (opts.timeoutMs ?? 45_000);
+  for (;;) {
+    const task = await getTask(t, api, id);
+    if (until(task)) return task;
+    if (Date.now() > deadline) throw new Error(`task ${id} still ${task.status} after the deadline`);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
+/** The task's log as GET /tasks/{id}/log shows it (or its rows, while that route does not exist). */
+export async function taskLog(t: TestContext, api: Agent, id: string): Promise<string> {
+  if (allRoutes().some((r) => r.method === 'get' && r.path === '/tasks/{id}/log')) {
+    const res = await api.get(`/tasks/${id}/log`);
+    return res.text;
+  }
+  const rows = await t.deps.knex('task_logs').where({ task_id: id }).orderBy('seq');
+  return rows.map((r: { chunk: string }) => r.chunk).join('');
+}
+
+/** What the environment's public port answers on `/`. */
+export async function fetchEnvironment(port: number): Promise<{ status: number; text: string }> {
+  const res = await fetch(`http://127.0.0.1:${port}/`);
+  return { status: res.status, text: (await res.text()).trim() };
+}
