@@ -47,6 +47,15 @@ export async function requestTask(
   if (!project.repository_url) {
     throw errors.conflict('no_repository', 'The project has no repository connected: connect one with POST /projects/{id}/repository');
   }
+  if (input.type !== 'build') {
+    // Answered before what a redeploy or rollback would need: a deploy runs, so none of them may start now.
+    const running = await Task.query(knex)
+      .where({ workflow_id: workflowIds.environmentDeploy(env.id) })
+      .whereIn('status', ['pending', 'running'])
+      .orderBy('seq', 'desc')
+      .first();
+    if (running) throw deployInProgress(running.id);
+  }
   if (input.type === 'redeploy' && !(await liveRelease(knex, env.id))) {
     throw errors.conflict('nothing_to_redeploy', 'Nothing is live on this environment yet: deploy it first');
   }
@@ -112,15 +121,17 @@ export async function requestTask(
       const running = await runningTaskId(deps, workflowId);
       // The running workflow's task has already ended (the workflow is closing): wait for it, then start.
       if (attempt < 3 && running && (await workflowClosing(deps, workflowId, running))) continue;
-      throw errors.conflict('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', {
-        task_id: running,
-      });
+      throw deployInProgress(running);
     }
   }
 
   await insertTask(knex, { ...task, run_id: runId });
   const row = await Task.query(knex).findById(taskId);
   return presentTask(row!, { id: actor.user.id, name: actor.user.name });
+}
+
+function deployInProgress(taskId: string | null) {
+  return errors.conflict('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', { task_id: taskId });
 }
 
 /**
@@ -130,8 +141,10 @@ export async function requestTask(
 async function workflowClosing(deps: Deps, workflowId: string, taskId: string): Promise<boolean> {
   const row = await Task.query(deps.knex).findById(taskId);
   if (!row || !['succeeded', 'failed', 'cancelled'].includes(row.status)) return false;
+  const desc = await deps.temporal.workflow.getHandle(workflowId).describe().catch(() => undefined);
+  if (!desc || desc.typedSearchAttributes.get(searchAttributeKeys.TaskId) !== taskId) return true;
   const closed = deps.temporal.workflow
-    .getHandle(workflowId)
+    .getHandle(workflowId, desc.runId)
     .result()
     .then(
       () => true,

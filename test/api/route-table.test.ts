@@ -91,24 +91,23 @@ describe('the route table', () => {
 });
 
 describe('a personal access token', () => {
-  let bearer: ReturnType<typeof t.agent>;
-  const ready = (async () => undefined)();
-  it.each(sessionRoutes.map((r) => [name(r), r] as const))('on signed-in-only %s answers 403 token_not_allowed', async (_, r) => {
-    await ready;
+  let bearer: ReturnType<typeof t.agent> | undefined;
+  /** One token (its issuer owns a team) for the whole walk. */
+  const tokenAgent = async () => {
     if (!bearer) {
       const user = await createUser(t);
       bearer = t.agent().withBearer(await createAccessToken(t, user, await createTeam(t, user)));
     }
-    const res = await send(bearer, r);
+    return bearer;
+  };
+
+  it.each(sessionRoutes.map((r) => [name(r), r] as const))('on signed-in-only %s answers 403 token_not_allowed', async (_, r) => {
+    const res = await send(await tokenAgent(), r);
     expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status: 403, code: 'token_not_allowed' });
   });
 
   it.each(tokenRoutes.map((r) => [name(r), r] as const))('on token-reachable %s is not answered token_not_allowed', async (_, r) => {
-    if (!bearer) {
-      const user = await createUser(t);
-      bearer = t.agent().withBearer(await createAccessToken(t, user, await createTeam(t, user)));
-    }
-    const res = await send(bearer, r);
+    const res = await send(await tokenAgent(), r);
     expect(res.status).not.toBe(401);
     expect(res.body?.error?.code).not.toBe('token_not_allowed');
     expect(res.status).toBeLessThan(500);

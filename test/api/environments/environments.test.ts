@@ -39,7 +39,7 @@ async function memberAgent(team: Team, role: 'admin' | 'developer' | 'viewer') {
 }
 
 /** An environment row made directly (for listings), with a port far from the API's range. */
-let nextPort = 40000;
+let nextPort = 62000;
 async function insertEnvironment(team: Team, projectId: string, attrs: Partial<Environment> = {}) {
   return Environment.query(t.deps.knex).insertAndFetch({
     team_id: team.id,

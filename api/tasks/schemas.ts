@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { limitParam, seqCursorParam } from '../lib/pagination';
+import { taskSchema } from './presenter';
+
+export { taskSchema };
+
+export const TASK_KINDS = ['deployments', 'backups', 'machines', 'configuration', 'maintenance'] as const;
+
+export const idParams = z.object({ id: z.uuid() });
+
+/** The cursor kind of GET /tasks (a cursor of another list is refused). */
+export const TASKS_CURSOR = 't';
+
+export const listTasksQuery = z.object({
+  team_id: z.uuid('must be a team id').optional(),
+  project_id: z.uuid('must be a project id').optional(),
+  environment_id: z.uuid('must be an environment id').optional(),
+  kind: z.enum(TASK_KINDS, `must be one of ${TASK_KINDS.join(', ')}`).optional(),
+  type: z
+    .string('must be a task type such as deploy or build')
+    .regex(/^[a-z][a-z0-9_-]{0,39}$/, 'must be a task type such as deploy or build')
+    .optional(),
+  limit: limitParam(20),
+  before: seqCursorParam(TASKS_CURSOR).optional(),
+});
+
+export const taskPageSchema = z.object({ data: z.array(taskSchema), next_before: z.string().nullable() });
+
+export const getTaskQuery = z.object({
+  include: z
+    .string('must be "log"')
+    .regex(/^log(,log)*$/, 'must be "log"')
+    .optional(),
+});
+
+export const taskWithLogSchema = taskSchema.extend({
+  log_tail: z.string().optional().describe('The last ~4 KB of the log, starting at a line start (include=log)'),
+  log_seq: z.number().int().optional().describe('Sequence number of the last log chunk; pass it as `after` to GET /tasks/{id}/log'),
+});
+
+export const taskLogQuery = z.object({
+  after: z.coerce
+    .number('must be a whole number, the X-Log-Seq of an earlier read')
+    .int('must be a whole number, the X-Log-Seq of an earlier read')
+    .min(0, 'must be 0 or more')
+    .max(2_147_483_647, 'must be at most 2147483647')
+    .optional(),
+});
+
+export const errorSchema = z.object({
+  error: z.object({ code: z.string(), message: z.string(), fields: z.record(z.string(), z.string()).optional() }).loose(),
+});

@@ -1,0 +1,146 @@
+/**
+ * Tasks: the list (newest first, keyset pages over tasks.seq, an ETag over the page), one task with its
+ * account and optionally the end of its log, the log itself (incrementally, by chunk seq), and cancel
+ * (only while pending: compare-and-set in PostgreSQL, then the workflow run is cancelled).
+ */
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Knex } from 'knex';
+import type { Deps } from '../../system/deps';
+import { Task } from '../../db/models/task';
+import { cancelPendingTask } from '../../activities/tasks/transitions';
+import type { Actor } from '../lib/actor';
+import { AppError, errors } from '../lib/errors';
+import { authorize, can, reachableMemberships, type Action } from '../lib/policy';
+import { strongEtag } from '../lib/etag';
+import { encodeCursor, pageOf } from '../lib/pagination';
+import { presentTask } from './presenter';
+import { TASKS_CURSOR } from './schemas';
+
+type TaskRow = Task & { account_name: string | null };
+
+export interface ListTasksQuery {
+  team_id?: string;
+  project_id?: string;
+  environment_id?: string;
+  kind?: Task['kind'];
+  type?: string;
+  limit: number;
+  before?: number;
+}
+
+/** The teams whose tasks the caller may read (a token: its one team). */
+async function readableTeamIds(knex: Knex, actor: Actor): Promise<string[]> {
+  return (await reachableMemberships(knex, actor)).filter((m) => can(m.role, 'task:read')).map((m) => m.team_id);
+}
+
+const withAccount = (knex: Knex) =>
+  Task.query(knex).select('tasks.*', 'users.name as account_name').leftJoin('users', 'users.id', 'tasks.account_user_id');
+
+const present = (row: TaskRow) => presentTask(row, { id: row.account_user_id, name: row.account_name ?? null });
+
+/**
+ * A page of the caller's tasks, newest first, and its strong ETag: a hash of the rows' ids, statuses and
+ * finished_at, and next_before (the only things of a page that change once its rows exist).
+ */
+export async function listTasks(deps: Deps, actor: Actor, query: ListTasksQuery) {
+  let teamIds = await readableTeamIds(deps.knex, actor);
+  if (query.team_id) teamIds = teamIds.filter((id) => id === query.team_id);
+  let rows: TaskRow[] = [];
+  if (teamIds.length > 0) {
+    const q = withAccount(deps.knex).orderBy('tasks.seq', 'desc').limit(query.limit + 1);
+    if (teamIds.length === 1) q.where('tasks.team_id', teamIds[0]);
+    else q.whereIn('tasks.team_id', teamIds);
+    if (query.project_id) q.where('tasks.project_id', query.project_id);
+    if (query.environment_id) q.where('tasks.environment_id', query.environment_id);
+    if (query.kind) q.where('tasks.kind', query.kind);
+    if (query.type) q.where('tasks.type', query.type);
+    if (query.before !== undefined) q.where('tasks.seq', '<', query.before);
+    rows = (await q) as TaskRow[];
+  }
+  const { page, more } = pageOf(rows, query.limit);
+  const nextBefore = more ? encodeCursor(TASKS_CURSOR, [page.at(-1)!.seq]) : null;
+  const etag = strongEtag([
+    ...page.flatMap((r) => [r.id, r.status, r.finished_at ? new Date(r.finished_at).toISOString() : '']),
+    nextBefore,
+  ]);
+  return { etag, body: { data: page.map(present), next_before: nextBefore } };
+}
+
+/** A task the caller may act on; another team's task answers 404. */
+export async function findTask(deps: Deps, actor: Actor, id: string, action: Action): Promise<TaskRow> {
+  const row = (await withAccount(deps.knex).where('tasks.id', id).first()) as TaskRow | undefined;
+  if (!row) throw errors.notFound('task');
+  await authorize(deps.knex, actor, row.team_id, action, 'task');
+  return row;
+}
+
+export const LOG_TAIL_CHARS = 4096;
+
+/** The last ~4 KB of the log, starting at a line start, and the seq of its last chunk (0: nothing yet). */
+export async function logTail(knex: Knex, taskId: string): Promise<{ text: string; seq: number }> {
+  // The shortest run of newest chunks holding at least LOG_TAIL_CHARS characters (or the whole log).
+  const { rows } = await knex.raw<{ rows: Array<{ seq: number; chunk: string }> }>(
+    `SELECT seq, chunk FROM (
+       SELECT seq, chunk, sum(length(chunk)) OVER (ORDER BY seq DESC) AS acc FROM task_logs WHERE task_id = ?
+     ) x WHERE acc - length(chunk) < ? ORDER BY seq`,
+    [taskId, LOG_TAIL_CHARS],
+  );
+  const seq = rows.at(-1)?.seq ?? 0;
+  const all = rows.map((r) => r.chunk).join('');
+  // Every chunk ends with a newline, so a chunk start is a line start.
+  if (all.length <= LOG_TAIL_CHARS) return { text: all, seq };
+  let start = all.length - LOG_TAIL_CHARS;
+  if (all[start - 1] !== '\n') {
+    const nl = all.indexOf('\n', start);
+    // A single line longer than the tail is shown cut; anything else starts at a line start.
+    if (nl >= 0 && nl < all.length - 1) start = nl + 1;
+  }
+  return { text: all.slice(start), seq };
+}
+
+export async function getTask(deps: Deps, actor: Actor, id: string, include: string | undefined) {
+  const row = await findTask(deps, actor, id, 'task:read');
+  const task = present(row);
+  if (!include) return task;
+  const tail = await logTail(deps.knex, row.id);
+  return { ...task, log_tail: tail.text, log_seq: tail.seq };
+}
+
+/**
+ * What the task printed after chunk `after` (everything when absent), in order, with the task's status
+ * read first: a client that sees a final status has then read the whole log.
+ */
+export async function readTaskLog(deps: Deps, actor: Actor, id: string, after: number | undefined) {
+  const row = await findTask(deps, actor, id, 'task:read');
+  const status = (await deps.knex('tasks').where({ id: row.id }).first('status'))?.status ?? row.status;
+  const chunks: Array<{ seq: number; chunk: string }> = await deps.knex('task_logs')
+    .where({ task_id: row.id })
+    .andWhere('seq', '>', after ?? 0)
+    .orderBy('seq')
+    .select('seq', 'chunk');
+  return { status: status as Task['status'], seq: chunks.at(-1)?.seq ?? after ?? 0, text: chunks.map((c) => c.chunk).join('') };
+}
+
+/**
+ * Cancels a task nothing has started: pending -> cancelled by compare-and-set, then its workflow run is
+ * asked to cancel (the row decides: a build slot that takes the task later finds it cancelled and does not
+ * start it, so a Temporal hiccup here changes nothing for the outcome). Otherwise 409 task_not_cancellable.
+ */
+export async function cancelTask(deps: Deps, actor: Actor, id: string) {
+  const row = await findTask(deps, actor, id, 'task:cancel');
+  if (!(await cancelPendingTask(deps.knex, row.id))) {
+    const now = (await deps.knex('tasks').where({ id: row.id }).first('status'))?.status ?? row.status;
+    throw new AppError(409, 'task_not_cancellable', `The task is ${now}; only a pending task (nothing has started it) can be cancelled`, undefined, {
+      status: now,
+    });
+  }
+  try {
+    await deps.temporal.workflow.getHandle(row.workflow_id, row.run_id ?? undefined).cancel();
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) {
+      deps.logger.warn({ taskId: row.id, err: (err as Error).message }, 'task cancelled; its workflow could not be asked to cancel');
+    }
+  }
+  const fresh = (await withAccount(deps.knex).where('tasks.id', row.id).first()) as TaskRow;
+  return present(fresh);
+}

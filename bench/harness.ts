@@ -1,0 +1,101 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { createDatabase, dropDatabase, withDatabase } from '../db/database';
+import { createKnex } from '../db/knex';
+import { migrateLatest } from '../db/migrate';
+import { loadConfig } from '../system/config';
+import { createDeps, type Deps } from '../system/deps';
+import { startApiServer } from '../system/api-server';
+import { startTemporalDevServer, type DevServer } from '../system/temporal';
+import { freePort } from '../test/helpers/ports';
+// @ts-expect-error plain JS module shared with scripts/bootstrap.mjs
+import { ensureTemporalCli } from '../scripts/temporal-cli.mjs';
+
+export const ADMIN_DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface BenchSystem {
+  deps: Deps;
+  server: Server;
+  apiUrl: string;
+  dataDir: string;
+  temporal: DevServer;
+  close(): Promise<void>;
+}
+
+/** A whole system for one benchmark: its own Temporal dev server, database, deps and API server. */
+export async function startBenchSystem(name: string, env: Record<string, string> = {}): Promise<BenchSystem> {
+  const dataDir = mkdtempSync(join(tmpdir(), `vc-bench-${name}-`));
+  const temporal = await startTemporalDevServer({
+    cliPath: ensureTemporalCli(),
+    dataDir,
+    port: await freePort(),
+    namespace: 'default',
+    headless: true,
+  });
+  const dbName = `vc_bench_${name}_${process.pid}`;
+  await dropDatabase(ADMIN_DATABASE_URL, dbName);
+  await createDatabase(ADMIN_DATABASE_URL, dbName);
+  const databaseUrl = withDatabase(ADMIN_DATABASE_URL, dbName);
+  const knex = createKnex(databaseUrl);
+  await migrateLatest(knex);
+  await knex.destroy();
+  const config = loadConfig({
+    PORT: '0',
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporal.address,
+    TEMPORAL_TASK_QUEUE: `bench-${name}`,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PER_MINUTE: '100000000',
+    ...env,
+  });
+  const deps = await createDeps(config, { name: 'bench' });
+  const server = await startApiServer(deps, 0, '127.0.0.1');
+  const port = (server.address() as { port: number }).port;
+  deps.config.baseUrl = `http://127.0.0.1:${port}`;
+  return {
+    deps,
+    server,
+    apiUrl: `http://127.0.0.1:${port}/api/vc/v1`,
+    dataDir,
+    temporal,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      await deps.close();
+      await temporal.stop();
+      await dropDatabase(ADMIN_DATABASE_URL, dbName).catch(() => undefined);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface LoadResult {
+  name: string;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+/** Runs autocannon against one URL and returns throughput and latency. */
+export async function load(name: string, url: string, headers: Record<string, string>, seconds = 8, connections = 10): Promise<LoadResult> {
+  const result = await autocannon({ url, headers, duration: seconds, connections, pipelining: 1 });
+  return {
+    name,
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+  };
+}
+
+export function printTable(title: string, rows: Array<Record<string, string | number>>) {
+  console.log(`\n${title}`);
+  console.table(rows);
+}

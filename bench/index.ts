@@ -1,0 +1,14 @@
+// `npm run bench`: every benchmark, each measuring its baseline in the same run.
+// `npm run bench -- environments` runs one by name.
+const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = {
+  environments: () => import('./environments'),
+  deploys: () => import('./deploys'),
+};
+
+const only = process.argv.slice(2);
+for (const [name, load] of Object.entries(benches)) {
+  if (only.length && !only.includes(name)) continue;
+  const mod = await load();
+  await mod.run();
+}
+process.exit(0);
