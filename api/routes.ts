@@ -7,6 +7,8 @@ import { routes as projectRoutes } from './projects/routes';
 import { routes as environmentRoutes } from './environments/routes';
 import { routes as deployRoutes } from './deploys/routes';
 import { routes as taskRoutes } from './tasks/routes';
+import { routes as pipelineRoutes } from './pipeline/routes';
+import { routes as manifestRoutes } from './manifests/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -19,5 +21,7 @@ export function allRoutes(): RouteDef[] {
     ...environmentRoutes,
     ...deployRoutes,
     ...taskRoutes,
+    ...pipelineRoutes,
+    ...manifestRoutes,
   ] as RouteDef[];
 }

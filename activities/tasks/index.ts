@@ -21,7 +21,10 @@ export function createTaskActivities(deps: Deps) {
       result?: Record<string, unknown> | null;
       error?: string | null;
     }): Promise<string | undefined> {
-      return finishTask(knex, input.taskId, input);
+      const status = await finishTask(knex, input.taskId, input);
+      // A release this task began and did not finish is not going to be: it failed.
+      if (status !== 'succeeded') await knex('releases').where({ task_id: input.taskId, status: 'building' }).update({ status: 'failed' });
+      return status;
     },
     /** A few lines of the workflow's own (headings, the final outcome) appended to the task log. */
     async appendTaskLog(input: { taskId: string; lines: string[] }): Promise<void> {

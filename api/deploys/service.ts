@@ -54,7 +54,7 @@ export async function requestTask(
       .whereIn('status', ['pending', 'running'])
       .orderBy('seq', 'desc')
       .first();
-    if (running) throw deployInProgress(running.id);
+    if (running && (await workflowOpen(deps, running.workflow_id))) throw deployInProgress(running.id);
   }
   if (input.type === 'redeploy' && !(await liveRelease(knex, env.id))) {
     throw errors.conflict('nothing_to_redeploy', 'Nothing is live on this environment yet: deploy it first');
@@ -128,6 +128,16 @@ export async function requestTask(
   await insertTask(knex, { ...task, run_id: runId });
   const row = await Task.query(knex).findById(taskId);
   return presentTask(row!, { id: actor.user.id, name: actor.user.name });
+}
+
+/** Whether the workflow is still open (a row left `running` by a terminated workflow does not block). */
+async function workflowOpen(deps: Deps, workflowId: string): Promise<boolean> {
+  try {
+    const desc = await deps.temporal.workflow.getHandle(workflowId).describe();
+    return desc.status.name === 'RUNNING';
+  } catch {
+    return false;
+  }
 }
 
 function deployInProgress(taskId: string | null) {

@@ -96,8 +96,10 @@ describe('token reach', () => {
       expect(asViewer.body.error.code).toBe('forbidden');
 
       await setRole(user, tokenTeam, 'developer');
+      // The project has no repository: past the role check the deploy is refused for that (409), not for the role.
       const asDeveloper = await bearer.post(`/environments/${env.id}/deploy`, {});
-      expect(asDeveloper.status).not.toBe(403);
+      expect(asDeveloper.status, JSON.stringify(asDeveloper.body)).not.toBe(403);
+      expect(asDeveloper.status).not.toBe(404);
       expect(asDeveloper.status).toBeLessThan(500);
 
       await setRole(user, tokenTeam, 'viewer');

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+
+export const idParams = z.object({ id: z.uuid() });
+
+export const MAX_MANIFEST_CHARS = 64 * 1024;
+
+const manifestText = z.string('must be the text of a service.yaml').max(MAX_MANIFEST_CHARS, 'must be at most 64 KB');
+
+export const validateBody = z.strictObject({ manifest: manifestText });
+export const validateEnvironmentBody = z.strictObject({ manifest: manifestText.optional() });
+
+export const manifestSchema = z.object({
+  build: z.array(z.string()),
+  deploy: z.array(z.string()),
+  web: z.string().optional(),
+  health: z.string().optional(),
+});
+
+export const sourceSchema = z.object({
+  git_ref: z.string(),
+  commit_sha: z.string(),
+  present: z.boolean().describe('False when the commit has no service.yaml (an empty manifest)'),
+});
+
+export const validResultSchema = z.object({
+  valid: z.literal(true),
+  manifest: manifestSchema.describe('The manifest as it will be read, defaults filled in'),
+  source: sourceSchema.optional().describe("Where the manifest was read (environment variant without a body): the ref's head"),
+});
+
+export const errorSchema = z.object({
+  error: z.object({ code: z.string(), message: z.string(), fields: z.record(z.string(), z.string()).optional() }).loose(),
+});

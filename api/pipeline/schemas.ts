@@ -1,0 +1,62 @@
+import { z } from 'zod';
+import { gitRef } from '../environments/schemas';
+import { limitParam, timeIdCursorParam } from '../lib/pagination';
+
+export const idParams = z.object({ id: z.uuid() });
+
+export const RELEASES_CURSOR = 'r';
+
+export const listReleasesQuery = z.object({
+  branch: gitRef.optional(),
+  limit: limitParam(20),
+  before: timeIdCursorParam(RELEASES_CURSOR).optional(),
+});
+
+export const releaseSchema = z.object({
+  id: z.uuid(),
+  environment_id: z.uuid(),
+  git_ref: z.string(),
+  commit_sha: z.string(),
+  status: z.enum(['building', 'ready', 'failed']),
+  built_at: z.string().nullable(),
+  created_at: z.string(),
+  live: z.boolean().describe("True while it is its environment's live release"),
+});
+export const releasePageSchema = z.object({ data: z.array(releaseSchema), next_before: z.string().nullable() });
+
+const releaseRef = z.object({ id: z.uuid(), git_ref: z.string(), commit_sha: z.string(), built_at: z.string().nullable() });
+
+export const DEPLOY_BLOCKS = ['forbidden', 'no_repository', 'deploy_in_progress', 'repository_unreachable', 'ref_not_found'] as const;
+
+export const deployChoicesSchema = z.union([
+  z.object({
+    allowed: z.literal(true),
+    git_ref: z.string(),
+    head_commit: z.string().describe('The commit a deploy would build and put live now'),
+    head_built: z.boolean().describe('A ready release of that commit exists: a deploy skips the build'),
+    live_release: releaseRef.nullable(),
+    rollback_release: releaseRef.nullable().describe('What POST /environments/{id}/rollback would put live; null: nothing to roll back to'),
+    skip_steps_allowed: z.literal(true),
+  }),
+  z.object({
+    allowed: z.literal(false),
+    reason: z.enum(DEPLOY_BLOCKS),
+    message: z.string(),
+    git_ref: z.string(),
+    task_id: z.uuid().optional().describe('deploy_in_progress: the running task'),
+  }),
+]);
+
+export const sourceSchema = z.object({
+  repository: z.object({ url: z.string().describe('Without credentials') }).nullable(),
+  git_ref: z.string(),
+  head_commit: z.string().nullable(),
+  error: z
+    .object({ code: z.enum(['repository_unreachable', 'ref_not_found']), message: z.string() })
+    .optional()
+    .describe('Why head_commit is null while a repository is connected'),
+});
+
+export const errorSchema = z.object({
+  error: z.object({ code: z.string(), message: z.string(), fields: z.record(z.string(), z.string()).optional() }).loose(),
+});
