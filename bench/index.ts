@@ -1,3 +1,4 @@
+export {};
 // `npm run bench`: every benchmark, each measuring its baseline in the same run.
 // `npm run bench -- environments` runs one by name.
 const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = {
