@@ -1,11 +1,16 @@
 import type { User } from '../../db/models/user';
 import type { Session } from '../../db/models/session';
 import type { AccessToken } from '../../db/models/access-token';
+import type { Membership } from '../../db/models/membership';
 
 /** Who is calling, and how. Set by the authentication middleware on ctx.state.actor. */
 export type Actor =
   | { kind: 'session'; via: 'session' | 'cli'; user: User; session: Session }
-  | { kind: 'token'; via: 'token'; user: User; token: AccessToken };
+  /**
+   * A personal access token: its issuer, and the issuer's membership in the token's one team as read
+   * when the request was authenticated (the current role at request time).
+   */
+  | { kind: 'token'; via: 'token'; user: User; token: AccessToken; membership: Membership };
 
 export function isToken(actor: Actor): actor is Extract<Actor, { kind: 'token' }> {
   return actor.kind === 'token';

@@ -68,9 +68,8 @@ export function can(role: Role, action: Action): boolean {
  * team, and only while its issuer is still a member there.
  */
 export async function reachableMemberships(knex: Knex, actor: Actor): Promise<Membership[]> {
-  const q = Membership.query(knex).where('user_id', actor.user.id);
-  if (actor.kind === 'token') q.where('team_id', actor.token.team_id);
-  return q;
+  if (actor.kind === 'token') return [actor.membership];
+  return Membership.query(knex).where('user_id', actor.user.id);
 }
 
 export async function reachableTeamIds(knex: Knex, actor: Actor): Promise<string[]> {
@@ -79,7 +78,7 @@ export async function reachableTeamIds(knex: Knex, actor: Actor): Promise<string
 
 /** The caller's role in a team, or undefined when the team is out of reach (answer 404 then). */
 export async function roleIn(knex: Knex, actor: Actor, teamId: string): Promise<Role | undefined> {
-  if (actor.kind === 'token' && actor.token.team_id !== teamId) return undefined;
+  if (actor.kind === 'token') return actor.token.team_id === teamId ? actor.membership.role : undefined;
   const m = await Membership.query(knex).findOne({ user_id: actor.user.id, team_id: teamId });
   return m?.role;
 }

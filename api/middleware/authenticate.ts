@@ -10,35 +10,63 @@ import { isWellFormed, sessionDigest, tokenDigest } from '../lib/token-format';
 
 export const SESSION_COOKIE = 'vc_session';
 
-/** A live session (browser or command line) by its secret, with its user. */
-export async function findLiveSession(deps: Deps, secret: string): Promise<{ session: Session; user: User } | undefined> {
-  const session = await Session.query(deps.knex)
-    .findOne({ secret_digest: sessionDigest(secret) })
-    .whereNull('ended_at')
-    .where('expires_at', '>', new Date());
-  if (!session) return undefined;
-  const user = await User.query(deps.knex).findById(session.user_id);
-  return user ? { session, user } : undefined;
+const USER_COLUMNS = ['id', 'email', 'name', 'password_hash', 'email_confirmed_at', 'created_at', 'updated_at'];
+const MEMBERSHIP_COLUMNS = ['id', 'team_id', 'user_id', 'role', 'created_at', 'updated_at'];
+
+/** `prefix__column` fields of a joined row, as one record (null when the left join found nothing). */
+function pick(row: Record<string, unknown>, prefix: string, columns: string[]): Record<string, unknown> | null {
+  if (row[`${prefix}__id`] === null || row[`${prefix}__id`] === undefined) return null;
+  return Object.fromEntries(columns.map((c) => [c, row[`${prefix}__${c}`]]));
 }
 
-type TokenCheck = { ok: true; actor: Actor } | { ok: false; reason: string };
+/** A live session (browser or command line) by its secret, with its user: one query. */
+export async function findLiveSession(deps: Deps, secret: string): Promise<{ session: Session; user: User } | undefined> {
+  const row = await deps.knex('sessions as s')
+    .join('users as u', 'u.id', 's.user_id')
+    .where('s.secret_digest', sessionDigest(secret))
+    .whereNull('s.ended_at')
+    .where('s.expires_at', '>', new Date())
+    .select('s.*', ...USER_COLUMNS.map((c) => `u.${c} as u__${c}`))
+    .first();
+  if (!row) return undefined;
+  const user = pick(row, 'u', USER_COLUMNS)!;
+  for (const c of USER_COLUMNS) delete row[`u__${c}`];
+  return { session: Session.fromDatabaseJson(row), user: User.fromDatabaseJson(user) };
+}
 
+type TokenCheck =
+  | { ok: true; actor: Actor }
+  | { ok: false; reason: string }
+  /** A working token whose issuer has left its team: counted as a working credential, reaches nothing. */
+  | { ok: false; reason: string; memberless: AccessToken };
+
+/**
+ * The token by its keyed digest (under the current key and any previous ones), with its issuer and
+ * the issuer's membership in the token's team: one query on the hot path.
+ */
 async function checkAccessToken(deps: Deps, raw: string): Promise<TokenCheck> {
   const { tokenKey, previousTokenKeys } = deps.secrets;
-  let token = await AccessToken.query(deps.knex).findOne({ digest: tokenDigest(raw, tokenKey.key) });
-  if (!token) {
-    for (const key of previousTokenKeys.values()) {
-      token = await AccessToken.query(deps.knex).findOne({ digest: tokenDigest(raw, key) });
-      if (token) break;
-    }
-  }
-  if (!token) return { ok: false, reason: 'The token does not work' };
+  const digests = [tokenKey.key, ...previousTokenKeys.values()].map((key) => tokenDigest(raw, key));
+  const row = await deps.knex('access_tokens as t')
+    .join('users as u', 'u.id', 't.user_id')
+    .leftJoin('memberships as m', (j) => j.on('m.user_id', 't.user_id').andOn('m.team_id', 't.team_id'))
+    .whereIn('t.digest', digests)
+    .select('t.*', ...USER_COLUMNS.map((c) => `u.${c} as u__${c}`), ...MEMBERSHIP_COLUMNS.map((c) => `m.${c} as m__${c}`))
+    .first();
+  if (!row) return { ok: false, reason: 'The token does not work' };
+  const user = pick(row, 'u', USER_COLUMNS)!;
+  const membership = pick(row, 'm', MEMBERSHIP_COLUMNS);
+  for (const c of USER_COLUMNS) delete row[`u__${c}`];
+  for (const c of MEMBERSHIP_COLUMNS) delete row[`m__${c}`];
+  const token = AccessToken.fromDatabaseJson(row);
   const status = token.statusAt();
   if (status === 'revoked') return { ok: false, reason: 'The token was revoked' };
   if (status === 'expired') return { ok: false, reason: 'The token has expired' };
-  const user = await User.query(deps.knex).findById(token.user_id);
-  if (!user) return { ok: false, reason: 'The token does not work' };
-  return { ok: true, actor: { kind: 'token', via: 'token', user, token } };
+  if (!membership) return { ok: false, reason: "The token's issuer is no longer a member of its team; the token reaches nothing", memberless: token };
+  return {
+    ok: true,
+    actor: { kind: 'token', via: 'token', user: User.fromDatabaseJson(user), token, membership: Membership.fromDatabaseJson(membership) },
+  };
 }
 
 /**
@@ -62,22 +90,19 @@ export function authenticate(deps: Deps): Middleware {
           result = { ok: true, actor: { kind: 'session', via: 'cli', user: found.user, session: found.session } };
         }
       }
-      if (!result.ok) {
+      if (!result.ok && !('memberless' in result)) {
         await deps.guards.recordFailure(address);
         throw errors.unauthenticated(result.reason);
       }
       await deps.guards.recordSuccess(address);
-      const actor = result.actor;
-      if (actor.kind === 'token') {
-        const headers = await deps.guards.consumeTokenRequest(actor.token.id);
+      const token = result.ok ? (result.actor.kind === 'token' ? result.actor.token : undefined) : result.memberless;
+      if (token) {
+        const headers = await deps.guards.consumeTokenRequest(token.id);
         for (const [k, v] of Object.entries(headers)) ctx.set(k, v);
-        await touchLastUsed(deps, actor.token);
-        const member = await Membership.query(deps.knex).findOne({ user_id: actor.user.id, team_id: actor.token.team_id });
-        if (!member) {
-          throw new AppError(403, 'forbidden', "The token's issuer is no longer a member of its team; the token reaches nothing");
-        }
+        await touchLastUsed(deps, token);
       }
-      ctx.state.actor = actor;
+      if (!result.ok) throw new AppError(403, 'forbidden', result.reason);
+      ctx.state.actor = result.actor;
     } else {
       const cookie = ctx.cookies.get(SESSION_COOKIE);
       if (cookie) {
