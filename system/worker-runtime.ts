@@ -1,4 +1,5 @@
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Deps } from './deps';
@@ -40,6 +41,9 @@ export async function startWorker(
 ): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address: deps.config.temporalAddress });
   const activities = await createActivities(deps);
+  // A prebuilt bundle (tests run worker processes with the run's bundle instead of bundling again).
+  const prebuilt = process.env.VC_WORKFLOW_BUNDLE_PATH;
+  if (!opts.workflowBundle && prebuilt) opts = { ...opts, workflowBundle: { code: readFileSync(prebuilt, 'utf8') } };
   const worker = await Worker.create({
     connection,
     namespace: deps.config.temporalNamespace,

@@ -1,0 +1,89 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { useTestContext } from '../helpers/context';
+import { createDeployWorld, fetchEnvironment, waitForTask } from '../helpers/deploy-fixtures';
+
+// The worker runs as its own process (as in production) so that it can be killed with SIGKILL.
+const t = useTestContext();
+let w: Awaited<ReturnType<typeof createDeployWorld>>;
+const children: ChildProcess[] = [];
+
+function startWorkerProcess(): ChildProcess {
+  const { from, to } = t.config.environmentPorts;
+  const child = spawn('npx', ['tsx', 'system/worker.ts'], {
+    cwd: path.resolve(__dirname, '../..'),
+    detached: true, // its own process group: npx, tsx and node die together
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: {
+      ...process.env,
+      DATABASE_URL: t.databaseUrl,
+      TEMPORAL_ADDRESS: t.config.temporalAddress,
+      TEMPORAL_TASK_QUEUE: t.config.taskQueue,
+      DATA_DIR: t.dataDir,
+      ENVIRONMENT_PORTS: `${from}-${to}`,
+      LOG_LEVEL: 'silent',
+      VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+    },
+  });
+  child.stderr?.resume();
+  children.push(child);
+  return child;
+}
+
+function kill(child: ChildProcess, signal: NodeJS.Signals) {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // already gone
+  }
+}
+
+beforeAll(async () => {
+  w = await createDeployWorld(t);
+  writeFileSync(w.repo.gate, '');
+});
+
+afterAll(async () => {
+  writeFileSync(w.repo.gate, ''); // lets an orphaned build step end
+  for (const c of children) {
+    if (c.exitCode !== null || c.signalCode !== null) continue;
+    const exited = new Promise((r) => c.once('exit', r));
+    kill(c, 'SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    kill(c, 'SIGKILL');
+  }
+});
+
+describe('a worker killed in the middle of a build', () => {
+  it('ends the task correctly after the worker restarts, and puts the release live once', async () => {
+    const first = startWorkerProcess();
+    const v1 = await w.api.post(`/environments/${w.environment.id}/deploy`);
+    expect(v1.status).toBe(202);
+    expect((await waitForTask(t, w.api, v1.body.id, { timeoutMs: 60_000 })).status).toBe('succeeded');
+    expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v1' });
+
+    rmSync(w.repo.gate);
+    w.repo.commit('v2', { gated: true });
+    const v2 = await w.api.post(`/environments/${w.environment.id}/deploy`);
+    expect(v2.status).toBe(202);
+    await waitForTask(t, w.api, v2.body.id, { until: (x) => x.status === 'running' });
+    const exited = new Promise((r) => first.once('exit', r));
+    kill(first, 'SIGKILL');
+    await exited;
+
+    startWorkerProcess();
+    writeFileSync(w.repo.gate, '');
+    const done = await waitForTask(t, w.api, v2.body.id, { timeoutMs: 60_000 });
+    expect(done.status, done.error ?? '').toBe('succeeded');
+    expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v2' });
+
+    const deployments = await t.deps.knex('deployments').where({ environment_id: w.environment.id });
+    expect(deployments.map((d) => d.task_id).sort()).toEqual([v1.body.id, v2.body.id].sort());
+    const webLog = readFileSync(path.join(t.dataDir, 'environments', w.environment.id, 'web.log'), 'utf8');
+    const starts = webLog.split('\n').filter((l) => l.includes(`release ${done.result.release_id}: starting`));
+    expect(starts).toHaveLength(1);
+    expect(w.repo.deployRuns()).toBe(2);
+  });
+});
