@@ -29,6 +29,8 @@ export interface Config {
   bodyLimitBytes: number;
   stepTimeoutSeconds: number;
   reminderHourUtc: number;
+  /** Whether this worker ensures the token-expiry reminder schedule (off for extra workers, e.g. in tests). */
+  reminderSchedule: boolean;
   /** Secrets: given in the environment, or generated once and kept under dataDir (see secrets.ts). */
   tokenHmacKey: string | undefined;
 }
@@ -84,6 +86,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
     stepTimeoutSeconds: int(env, 'STEP_TIMEOUT_SECONDS', 900),
     reminderHourUtc: hourOfDay(env, 'REMINDER_HOUR_UTC', 9),
+    reminderSchedule: !['0', 'false', 'off', 'no'].includes((env.REMINDER_SCHEDULE ?? 'on').toLowerCase()),
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
   };
 }

@@ -12,16 +12,20 @@ const running = await startWorker(deps);
 deps.logger.info({ taskQueue: config.taskQueue, namespace: config.temporalNamespace }, 'worker running');
 // The daily token-expiry reminders (created once, brought up to the current settings on every start;
 // an operator's pause is kept). A failure here leaves the worker running and is logged.
-try {
-  const ensured = await ensureReminderSchedule(deps.temporal, {
-    taskQueue: config.taskQueue,
-    hourUtc: config.reminderHourUtc,
-    namespace: config.temporalNamespace,
-  });
-  deps.logger.info({ scheduleId: ensured.scheduleId, created: ensured.created, hourUtc: config.reminderHourUtc }, 'token-expiry reminder schedule ensured');
-} catch (err) {
-  deps.logger.error({ err }, 'token-expiry reminder schedule could not be ensured; reminders will not go out until the worker restarts');
+// REMINDER_SCHEDULE=off leaves the schedule to another worker.
+async function ensureReminders() {
+  try {
+    const ensured = await ensureReminderSchedule(deps.temporal, {
+      taskQueue: config.taskQueue,
+      hourUtc: config.reminderHourUtc,
+      namespace: config.temporalNamespace,
+    });
+    deps.logger.info({ scheduleId: ensured.scheduleId, created: ensured.created, hourUtc: config.reminderHourUtc }, 'token-expiry reminder schedule ensured');
+  } catch (err) {
+    deps.logger.error({ err }, 'token-expiry reminder schedule could not be ensured; reminders will not go out until the worker restarts');
+  }
 }
+if (config.reminderSchedule) await ensureReminders();
 let stopping = false;
 const stop = async () => {
   if (stopping) return;

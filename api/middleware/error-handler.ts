@@ -29,6 +29,10 @@ export function errorHandler(logger: Logger): Middleware {
       if (ctx.status === 404 && ctx.body === undefined) {
         throw new AppError(404, 'not_found', `No route ${ctx.method} ${ctx.path}`);
       }
+      if (ctx.status === 405 && !ctx.body) {
+        // The router has set Allow; say it in the body too.
+        throw new AppError(405, 'method_not_allowed', `${ctx.method} is not allowed here; allowed: ${ctx.response.get('Allow')}`);
+      }
     } catch (err) {
       let appErr = toAppError(err);
       if (!appErr) {

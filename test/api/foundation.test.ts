@@ -31,3 +31,40 @@ describe('API foundations', () => {
     expect(res.headers.get('x-request-id')).toBe('ci-run-12345');
   });
 });
+
+describe('request bodies', () => {
+  it('answers malformed JSON with 400 malformed_body', async () => {
+    const res = await t.agent().request('POST', '/signup', { rawBody: '{"email": "a@b.test",', headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('malformed_body');
+  });
+
+  it('answers an oversized body with 413 and creates nothing', async () => {
+    const big = JSON.stringify({ email: 'big@example.test', password: 'x'.repeat(2 * 1024 * 1024), name: 'Big' });
+    const res = await t.agent().request('POST', '/signup', { rawBody: big, headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('payload_too_large');
+    const users = await t.deps.knex('users').where({ email: 'big@example.test' });
+    expect(users).toHaveLength(0);
+  });
+
+  it('answers a body that is not JSON with 415', async () => {
+    const res = await t.agent().request('POST', '/signup', { rawBody: 'email=a@b.test', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(res.status).toBe(415);
+    expect(res.body.error.code).toBe('unsupported_media_type');
+  });
+
+  it('reports every failing field at once with 422 invalid', async () => {
+    const res = await t.agent().post('/signup', { email: 'not-an-address', password: 'short', name: 42, colour: 'blue' });
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('invalid');
+    expect(Object.keys(res.body.error.fields).sort()).toEqual(['colour', 'email', 'name', 'password']);
+  });
+
+  it('answers a method the route does not have with a JSON 405 naming the allowed ones', async () => {
+    const res = await t.agent().request('PUT', '/health');
+    expect(res.status).toBe(405);
+    expect(res.body.error.code).toBe('method_not_allowed');
+    expect(res.headers.get('allow')).toContain('GET');
+  });
+});

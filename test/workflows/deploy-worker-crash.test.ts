@@ -24,6 +24,7 @@ function startWorkerProcess(): ChildProcess {
       DATA_DIR: t.dataDir,
       ENVIRONMENT_PORTS: `${from}-${to}`,
       LOG_LEVEL: 'silent',
+      REMINDER_SCHEDULE: 'off', // the schedule's id is fixed; only the reminders test owns it
       VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
     },
   });
