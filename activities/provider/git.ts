@@ -37,15 +37,64 @@ export function redactUrl(text: string): string {
   return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]+@/gi, '$1');
 }
 
+/**
+ * Every git call: never prompts, never asks the host's credential helpers, and may use only the usual
+ * transports (file, git, http(s), ssh; never `ext::`, which runs commands).
+ */
+const SAFE_CONFIG = [
+  '-c', 'protocol.allow=never',
+  '-c', 'protocol.file.allow=always',
+  '-c', 'protocol.git.allow=always',
+  '-c', 'protocol.http.allow=always',
+  '-c', 'protocol.https.allow=always',
+  '-c', 'protocol.ssh.allow=always',
+  '-c', 'credential.helper=',
+  '-c', 'core.askPass=true',
+];
+
 function gitEnv(): NodeJS.ProcessEnv {
   return {
     ...process.env,
     GIT_TERMINAL_PROMPT: '0',
     GIT_ASKPASS: 'true',
     SSH_ASKPASS: 'true',
-    GIT_SSH_COMMAND: process.env.GIT_SSH_COMMAND ?? 'ssh -o BatchMode=yes',
+    GIT_SSH_COMMAND: process.env.GIT_SSH_COMMAND ?? 'ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new',
+    LANG: 'C',
     LC_ALL: 'C',
   };
+}
+
+/** A URL to show people: a password always removed; for http(s) a lone user name too (often a token). */
+export function displayUrl(url: string): string {
+  const m = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*@)(.*)$/is.exec(url);
+  if (!m) return url;
+  const [, scheme, userinfo, rest] = m;
+  const info = userinfo.slice(0, -1);
+  const colon = info.indexOf(':');
+  const user = colon >= 0 ? info.slice(0, colon) : info;
+  if (colon < 0 && /^https?:\/\//i.test(scheme)) return scheme + rest;
+  return user ? `${scheme}${user}@${rest}` : scheme + rest;
+}
+
+/** Removes the credentials of `url` (as given and percent-decoded) from a message, and any userinfo. */
+function scrub(text: string, url: string): string {
+  const info = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)@/is.exec(url)?.[1];
+  let out = redactUrl(text);
+  if (info) {
+    for (const part of info.split(':')) {
+      if (part.length < 3) continue;
+      for (const secret of new Set([part, safeDecode(part)])) out = out.split(secret).join('***');
+    }
+  }
+  return out;
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }
 
 interface RunOpts {
@@ -60,14 +109,14 @@ export function git(args: string[], opts: RunOpts = {}): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       'git',
-      args,
+      [...SAFE_CONFIG, ...args],
       { cwd: opts.cwd, env: opts.env ?? gitEnv(), timeout, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 },
       (err, stdout, stderr) => {
         if (!err) return resolve(stdout);
         const e = err as NodeJS.ErrnoException & { killed?: boolean; code?: number | string };
         const what = `git ${subcommand(args)}`;
         if (e.killed) return reject(new GitError('timeout', `${what} did not finish within ${timeout} ms`));
-        const all = redactUrl(String(stderr || e.message));
+        const all = args.reduce((text, arg) => (arg.includes('@') ? scrub(text, arg) : text), redactUrl(String(stderr || e.message)));
         const detail = all
           .split('\n')
           .map((l) => l.trim())
