@@ -24,6 +24,9 @@ const quietBundlerLogger = {
   log: () => undefined,
 };
 
+/** Build activities one worker process holds at once, waiting for a slot or building. */
+const BUILDS_TAKEN_PER_WORKER = 200;
+
 export interface RunningWorker {
   worker: Worker;
   /** Resolves when the worker has stopped. */
@@ -53,15 +56,19 @@ export async function startWorker(
     activities: activities.activities,
     shutdownGraceTime: '5s',
   });
-  // Builds: their own task queue, served with at most config.buildConcurrency at once; a build waiting for
-  // a slot stays scheduled (its task `pending`), taken in the order the queue hands them out.
+  // Builds: their own task queue (waiting builds do not take the main worker's activity slots). How many
+  // run at once across the system, and in which order, is decided in PostgreSQL (build-gate.ts): a build
+  // activity taken here may wait there, pending and heartbeating, so this worker takes many of them at once
+  // (every one is then in the line in request order) and sends heartbeats often (a cancellation reaches a
+  // waiting build within about a second).
   const builds = await Worker.create({
     connection,
     namespace: deps.config.temporalNamespace,
     taskQueue: buildTaskQueue(opts.taskQueue ?? deps.config.taskQueue),
     ...(opts.identity ? { identity: `${opts.identity}-builds` } : {}),
     activities: Object.fromEntries(BUILD_ACTIVITY_NAMES.map((name) => [name, activities.activities[name]])),
-    maxConcurrentActivityTaskExecutions: deps.config.buildConcurrency,
+    maxConcurrentActivityTaskExecutions: Math.max(BUILDS_TAKEN_PER_WORKER, deps.config.buildConcurrency),
+    maxHeartbeatThrottleInterval: '1s',
     shutdownGraceTime: '5s',
   });
   await activities.onWorkerStart?.();

@@ -1,22 +1,14 @@
 /**
  * buildEnvironment: builds a release of the environment's git ref head without putting it live
  * (workflow id workflowIds.build(taskId)). A ready release of that commit is reused. The task waits
- * `pending` until a build slot takes it.
+ * `pending` until a build slot of the whole system takes it, in request order (build-gate.ts).
  */
-import { ActivityCancellationType, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { BuildActivities } from '../activities/deploys';
-import { cancelled, deployActs, failure, runTask } from './deploy';
-import { buildTaskQueue, shortSha, type DeployOutcome, type DeployWorkflowInput } from './deploys-shared';
+import { buildActivities, cancelled, deployActs, failure, runTask } from './deploy';
+import { shortSha, type DeployOutcome, type DeployWorkflowInput } from './deploys-shared';
 
 export async function buildEnvironment(input: DeployWorkflowInput): Promise<DeployOutcome> {
   const { task, environment } = input;
-  const builds = proxyActivities<BuildActivities>({
-    taskQueue: buildTaskQueue(workflowInfo().taskQueue),
-    startToCloseTimeout: `${input.stepTimeoutSeconds * 20 + 600}s`,
-    heartbeatTimeout: '10s',
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },
-  });
+  const builds = buildActivities();
 
   return runTask(input, async ({ log, start }) => {
     const gitRef = task.params.git_ref ?? environment.git_ref;

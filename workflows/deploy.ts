@@ -35,21 +35,31 @@ export const deployActs = proxyActivities<DeployActivities>({
 });
 
 /** Long activities: heartbeats every second; a dead worker is noticed within heartbeatTimeout. */
+const longBase = {
+  heartbeatTimeout: '10s',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },
+} as const;
+
+/**
+ * The build activity (builds task queue): it waits, heartbeating, for a build slot of the whole system
+ * (activities/deploys/build-gate.ts), for as long as the line ahead takes, then builds within its own limit
+ * (checkout and up to 20 steps); so only the heartbeat bounds the attempt, and a worker killed while
+ * waiting or building is noticed within heartbeatTimeout and the build retried on another worker.
+ */
+export function buildActivities() {
+  return proxyActivities<BuildActivities>({
+    ...longBase,
+    taskQueue: buildTaskQueue(workflowInfo().taskQueue),
+    startToCloseTimeout: '7d',
+  });
+}
+
 function longActivities(stepTimeoutSeconds: number) {
-  const base = {
-    heartbeatTimeout: '10s',
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },
-  } as const;
   return {
-    build: proxyActivities<BuildActivities>({
-      ...base,
-      taskQueue: buildTaskQueue(workflowInfo().taskQueue),
-      // a build of up to 20 steps, plus the checkout; waiting for a build slot is not limited
-      startToCloseTimeout: `${stepTimeoutSeconds * 20 + 600}s`,
-    }),
+    build: buildActivities(),
     steps: proxyActivities<DeployActivities>({
-      ...base,
+      ...longBase,
       startToCloseTimeout: `${stepTimeoutSeconds * 20 + 300}s`,
     }),
   };

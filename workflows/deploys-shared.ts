@@ -51,7 +51,10 @@ export interface TaskResult {
   [key: string]: unknown;
 }
 
-/** The task queue of build activities (served by a worker capped at config.buildConcurrency). */
+/**
+ * The task queue of build activities. Every worker serves it; how many builds run at once across the system
+ * (config.buildConcurrency) and in which order is decided in PostgreSQL (activities/deploys/build-gate.ts).
+ */
 export const buildTaskQueue = (taskQueue: string) => `${taskQueue}-builds`;
 
 /** A readable one-line summary shown by the Temporal Web UI. */

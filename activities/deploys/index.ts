@@ -1,7 +1,8 @@
 /**
  * Deploy activities on the local provider: resolve the commit, pick or create the release, build it (on
- * the builds task queue, capped at config.buildConcurrency), run the deploy steps, go live. Faults of the
- * user's making come back as `{ok: false, message}`; faults of the host are thrown and retried.
+ * the builds task queue, at most config.buildConcurrency at once across the system: build-gate.ts), run
+ * the deploy steps, go live. Faults of the user's making come back as `{ok: false, message}`; faults of the
+ * host are thrown and retried.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { randomUUID } from 'node:crypto';
@@ -11,9 +12,9 @@ import { buildRelease, gitCacheDir, runDeploySteps as runManifestDeploySteps, ty
 import type { OnLine } from '../provider/run-step';
 import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog, type TaskLog } from '../tasks/log-writer';
-import { markTaskRunning } from '../tasks/transitions';
 import { liveRelease, rollbackTarget, type ReleaseRow } from './queries';
 import { stepEnv, withHeartbeat } from './step-env';
+import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 
 export type StepOutcome = { ok: true } | { ok: false; message: string };
@@ -221,33 +222,54 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
 }
 
 /**
- * The build activity, served on the builds task queue by a worker whose activity slots are
- * config.buildConcurrency: a task waits `pending` until a slot takes it; its first act is the
- * pending -> running compare-and-set (a task cancelled meanwhile is not built).
+ * The build activity, served on the builds task queue. It first waits, `pending`, for one of the
+ * BUILD_CONCURRENCY build slots of the whole system, in request order (build-gate.ts); taking the slot moves
+ * the task to `running` (a task cancelled meanwhile is not built). The slot is given back when the build
+ * ends, fails or is cancelled, and frees itself if this worker dies.
  */
 export function createBuildActivities(deps: Deps) {
   const { knex } = deps;
+  // The build itself (checkout and up to 20 steps); the wait for a slot before it is not limited.
+  const buildTimeoutMs = (deps.config.stepTimeoutSeconds * 20 + 600) * 1000;
   return {
     async buildTaskRelease(input: { taskId: string; releaseId: string }): Promise<
       { started: false } | { started: true; ok: true; reused: boolean } | { started: true; ok: false; message: string }
     > {
-      if (!(await markTaskRunning(knex, input.taskId))) return { started: false };
-      return withTaskLog(deps, input.taskId, (log) =>
-        withHeartbeat(async (signal) => {
-          const release = await loadRelease(deps, input.releaseId);
-          if (release.status === 'failed') return { started: true, ok: false, message: 'the build of this release failed' };
-          log.line(`==> Building ${release.git_ref}@${shortSha(release.commit_sha)} (release ${release.id})`);
-          const r = await openRelease(deps, release, log, signal);
-          if (!r.ok) {
-            if (r.reason !== 'cancelled') await knex('releases').where({ id: release.id }).update({ status: 'failed' });
-            return { started: true, ok: false, message: r.reason === 'cancelled' ? 'cancelled' : r.message };
-          }
-          await knex('releases')
-            .where({ id: release.id })
-            .update({ status: 'ready', built_at: knex.raw('COALESCE(built_at, now())') });
-          return { started: true, ok: true, reused: r.reused };
-        }),
-      );
+      const slot = await acquireBuildSlot({
+        knex,
+        databaseUrl: deps.config.databaseUrl!,
+        capacity: deps.config.buildConcurrency,
+        taskId: input.taskId,
+      });
+      if (!slot) return { started: false };
+      try {
+        return await withTaskLog(deps, input.taskId, (log) =>
+          withHeartbeat(async (cancelled) => {
+            const tooLong = AbortSignal.timeout(buildTimeoutMs);
+            const signal = AbortSignal.any([cancelled, slot.lost, tooLong]);
+            const release = await loadRelease(deps, input.releaseId);
+            if (release.status === 'failed') return { started: true, ok: false, message: 'the build of this release failed' };
+            log.line(`==> Building ${release.git_ref}@${shortSha(release.commit_sha)} (release ${release.id})`);
+            const r = await openRelease(deps, release, log, signal);
+            if (!r.ok) {
+              if (r.reason === 'cancelled' && !cancelled.aborted) {
+                // Lost its slot (the database connection dropped): build again with a slot of its own.
+                if (!tooLong.aborted) throw ApplicationFailure.retryable('the build lost its build slot', 'BuildSlotLost');
+                await knex('releases').where({ id: release.id }).update({ status: 'failed' });
+                return { started: true, ok: false, message: `the build did not finish within ${buildTimeoutMs / 1000} s` };
+              }
+              if (r.reason !== 'cancelled') await knex('releases').where({ id: release.id }).update({ status: 'failed' });
+              return { started: true, ok: false, message: r.reason === 'cancelled' ? 'cancelled' : r.message };
+            }
+            await knex('releases')
+              .where({ id: release.id })
+              .update({ status: 'ready', built_at: knex.raw('COALESCE(built_at, now())') });
+            return { started: true, ok: true, reused: r.reused };
+          }),
+        );
+      } finally {
+        await slot.release();
+      }
     },
   };
 }

@@ -24,6 +24,8 @@ export function createTaskActivities(deps: Deps) {
       const status = await finishTask(knex, input.taskId, input);
       // A release this task began and did not finish is not going to be: it failed.
       if (status !== 'succeeded') await knex('releases').where({ task_id: input.taskId, status: 'building' }).update({ status: 'failed' });
+      // Nor is it waiting for build capacity any more.
+      await knex('build_queue').where({ task_id: input.taskId }).del();
       return status;
     },
     /** A few lines of the workflow's own (headings, the final outcome) appended to the task log. */

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { sendWithEtag } from '../lib/etag';
 import * as s from './schemas';
@@ -67,7 +68,7 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     query: s.taskLogQuery,
     responses: {
-      200: { description: 'The log text', contentType: 'text/plain; charset=utf-8' },
+      200: { description: 'The log text', schema: z.string(), contentType: 'text/plain; charset=utf-8' },
       404: error('No such task (or another team\'s)'),
       422: error('Invalid `after`'),
     },

@@ -15,13 +15,12 @@ beforeAll(async () => {
   rmSync(w.repo.gate, { force: true });
 });
 
-/** Waits until the workflow's build activity is scheduled and not taken by any worker (no free slot). */
+/** Waits until the workflow's build waits for a build slot (in the build queue: no free slot). */
 async function waitQueued(workflowId: string) {
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const d = await t.deps.temporal.workflow.getHandle(workflowId).describe();
-    const raw = d.raw.pendingActivities ?? [];
-    if (raw.some((a) => a.activityType?.name === 'buildTaskRelease' && String(a.state) !== '2' && !a.lastStartedTime)) return;
+    const waiting = await t.deps.knex('build_queue as q').join('tasks as t', 't.id', 'q.task_id').where('t.workflow_id', workflowId).first('q.task_id');
+    if (waiting) return;
     if (Date.now() > deadline) throw new Error(`${workflowId} has no queued build`);
     await new Promise((r) => setTimeout(r, 100));
   }
