@@ -83,9 +83,14 @@ export function issuesToFields(issues: z.core.$ZodIssue[], prefix = ''): Record<
 
 function humanMessage(issue: z.core.$ZodIssue): string {
   if (issue.code === 'invalid_type') {
-    const received = (issue as { input?: unknown }).input;
-    if (received === undefined) return 'is required';
-    return `must be ${issue.expected === 'int' ? 'a whole number' : `a ${issue.expected}`}`;
+    // Parsed with reportInput (api/lib/router.ts): a missing field is "required", whatever the schema says.
+    if ('input' in issue && issue.input === undefined) return 'is required';
+    if (issue.message.startsWith('Invalid input')) {
+      const expected = issue.expected as string;
+      const noun =
+        expected === 'int' ? 'a whole number' : expected === 'array' || expected === 'object' ? `an ${expected}` : `a ${expected}`;
+      return `must be ${noun}`;
+    }
   }
   return issue.message;
 }

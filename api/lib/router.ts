@@ -77,14 +77,14 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
       const fields: Record<string, string> = {};
       let query: unknown = ctx.query;
       if (def.query) {
-        const r = def.query.safeParse(ctx.query);
+        const r = def.query.safeParse(ctx.query, { reportInput: true });
         if (r.success) query = r.data;
         else Object.assign(fields, issuesToFields(r.error.issues));
       }
       let body: unknown = (ctx.request as { body?: unknown }).body;
       if (def.body) {
         const raw = body === undefined || (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0 && !hasBody(ctx)) ? {} : body;
-        const r = def.body.safeParse(raw);
+        const r = def.body.safeParse(raw, { reportInput: true });
         if (r.success) body = r.data;
         else Object.assign(fields, issuesToFields(r.error.issues));
       }

@@ -59,6 +59,14 @@ describe('request bodies', () => {
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('invalid');
     expect(Object.keys(res.body.error.fields).sort()).toEqual(['colour', 'email', 'name', 'password']);
+    expect(res.body.error.fields.name).toBe('must be a string');
+    expect(res.body.error.fields.colour).toBe('unknown field');
+  });
+
+  it('says a missing field is required', async () => {
+    const res = await t.agent().post('/signup', { email: 'someone@example.test' });
+    expect(res.status).toBe(422);
+    expect(res.body.error.fields).toMatchObject({ password: 'is required', name: 'is required' });
   });
 
   it('answers a method the route does not have with a JSON 405 naming the allowed ones', async () => {
