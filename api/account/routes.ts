@@ -15,9 +15,9 @@ import {
 import { decideDeviceAuthorization, findPendingByUserCode, pollDeviceToken, startDeviceAuthorization } from './device-flow';
 import { displayCode, sendVerifyPage } from './verify-page';
 import { addSshKey, listSshKeys, removeSshKey } from './ssh-keys';
+import { errorResponse as err } from '../lib/responses';
 
 const tags = ['account'];
-const err = (description: string) => ({ description, schema: s.errorSchema });
 const INVALID = err('Invalid fields; `error.fields` names each one');
 
 const signupRoutes = [

@@ -123,6 +123,3 @@ export const sshKeySchema = z.object({
 });
 export const sshKeyListSchema = z.object({ data: z.array(sshKeySchema) });
 
-export const errorSchema = z.object({
-  error: z.object({ code: z.string(), message: z.string(), fields: z.record(z.string(), z.string()).optional() }),
-});

@@ -3,9 +3,9 @@ import { idParams as projectParams } from '../projects/schemas';
 import { presentEnvironment } from './presenter';
 import * as s from './schemas';
 import * as environments from './service';
+import { errorResponse as error } from '../lib/responses';
 
 const tags = ['environments'];
-const error = (description: string) => ({ description });
 
 export const routes: RouteDef[] = [
   defineRoute({

@@ -1,9 +1,9 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import * as s from './schemas';
 import { validateEnvironmentManifest, validateManifest } from './service';
+import { errorResponse as error } from '../lib/responses';
 
 const tags = ['manifests'];
-const error = (description: string) => ({ description, schema: s.errorSchema });
 const FIELDS =
   '422 `invalid`: `fields` names each fault under its key path in the manifest (`colour`: unknown key, `build.1`: wrong type, ' +
   '`manifest`: the document as a whole, e.g. YAML syntax), each reason ending with its line, e.g. "unknown key (line 5)".';

@@ -28,6 +28,3 @@ export const validResultSchema = z.object({
   source: sourceSchema.optional().describe("Where the manifest was read (environment variant without a body): the ref's head"),
 });
 
-export const errorSchema = z.object({
-  error: z.object({ code: z.string(), message: z.string(), fields: z.record(z.string(), z.string()).optional() }).loose(),
-});

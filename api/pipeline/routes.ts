@@ -1,9 +1,9 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import * as s from './schemas';
 import { deployChoices, environmentSource, listReleases } from './service';
+import { errorResponse as error } from '../lib/responses';
 
 const tags = ['pipeline'];
-const error = (description: string) => ({ description, schema: s.errorSchema });
 
 export const routes: RouteDef[] = [
   defineRoute({

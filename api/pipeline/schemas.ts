@@ -57,6 +57,3 @@ export const sourceSchema = z.object({
     .describe('Why head_commit is null while a repository is connected'),
 });
 
-export const errorSchema = z.object({
-  error: z.object({ code: z.string(), message: z.string(), fields: z.record(z.string(), z.string()).optional() }).loose(),
-});

@@ -1,9 +1,9 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import * as s from './schemas';
 import * as projects from './service';
+import { errorResponse as error } from '../lib/responses';
 
 const tags = ['projects'];
-const error = (description: string) => ({ description });
 
 export const routes: RouteDef[] = [
   defineRoute({

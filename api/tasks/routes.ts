@@ -3,9 +3,9 @@ import { defineRoute, type RouteDef } from '../lib/define-route';
 import { sendWithEtag } from '../lib/etag';
 import * as s from './schemas';
 import { cancelTask, getTask, listTasks, readTaskLog } from './service';
+import { errorResponse as error } from '../lib/responses';
 
 const tags = ['tasks'];
-const error = (description: string) => ({ description, schema: s.errorSchema });
 
 export const routes: RouteDef[] = [
   defineRoute({

@@ -47,6 +47,3 @@ export const taskLogQuery = z.object({
     .optional(),
 });
 
-export const errorSchema = z.object({
-  error: z.object({ code: z.string(), message: z.string(), fields: z.record(z.string(), z.string()).optional() }).loose(),
-});

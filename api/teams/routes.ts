@@ -2,9 +2,9 @@ import { defineRoute, type RouteDef } from '../lib/define-route';
 import * as s from './schemas';
 import * as teams from './service';
 import * as people from './people-service';
+import { errorResponse as error } from '../lib/responses';
 
 const tags = ['teams'];
-const error = (description: string) => ({ description });
 
 const teamRoutes = [
   defineRoute({
