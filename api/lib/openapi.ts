@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { RouteDef } from './define-route';
 import { API_PREFIX } from './paths';
+import { errorBodySchema } from './responses';
 
 function schemaOf(s: z.ZodType, io: 'input' | 'output') {
   const json = z.toJSONSchema(s, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
@@ -22,9 +23,11 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
     }
     const responses: Record<string, unknown> = {};
     for (const [status, res] of Object.entries(r.responses)) {
+      // Every error answer has the one error body unless the route documents a more specific one.
+      const schema = res.schema ?? (Number(status) >= 400 ? errorBodySchema : undefined);
       responses[status] = {
         description: res.description,
-        ...(res.schema ? { content: { [res.contentType ?? 'application/json']: { schema: schemaOf(res.schema, 'output') } } } : {}),
+        ...(schema ? { content: { [res.contentType ?? 'application/json']: { schema: schemaOf(schema, 'output') } } } : {}),
       };
     }
     const security =

@@ -76,3 +76,14 @@ describe('request bodies', () => {
     expect(res.headers.get('allow')).toContain('GET');
   });
 });
+
+describe('GET /openapi.json', () => {
+  it('documents every error answer with the error body', async () => {
+    const doc = (await t.agent().get('/openapi.json')).body;
+    const errorAnswers = Object.values<any>(doc.paths).flatMap((ops) =>
+      Object.values<any>(ops).flatMap((op) => Object.entries<any>(op.responses).filter(([status]) => Number(status) >= 400).map(([, r]) => r)),
+    );
+    expect(errorAnswers.length).toBeGreaterThan(50);
+    for (const r of errorAnswers) expect(r.content?.['application/json']?.schema).toBeDefined();
+  });
+});
