@@ -18,10 +18,12 @@ function ensureNodeModules() {
   const fresh = existsSync(marker) && existsSync(join(root, 'node_modules', '.bin', 'tsx')) &&
     (!existsSync(lock) || statSync(marker).mtimeMs >= statSync(lock).mtimeMs - 1000);
   if (fresh) return;
-  say('Installing npm packages (npm ci)...');
-  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  // `npm install` with the lock file installs the locked versions. (Not `npm ci`: it refuses a lock
+  // whose optional packages for other platforms, e.g. @swc/core-darwin-*, a registry does not carry.)
+  say('Installing npm packages (npm install, from package-lock.json)...');
+  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) {
-    say('npm ci failed; see the output above.');
+    say('npm install failed; see the output above.');
     process.exit(r.status ?? 1);
   }
 }

@@ -15,6 +15,7 @@ import {
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
   isCancellation,
   proxyActivities,
   TimeoutFailure,
@@ -107,13 +108,17 @@ export async function runTask(
     await taskActs.finishTask({ taskId, status: 'succeeded', result });
     return { status: 'succeeded', result };
   } catch (err) {
-    if (err instanceof TaskCancelled || isCancellation(err)) {
+    // The workflow was asked to cancel: it ends cancelled, also when the activity it waited on could not say
+    // so itself (e.g. its worker died before it noticed, and it timed out).
+    const cancelRequested = CancellationScope.current().consideredCancelled;
+    if (err instanceof TaskCancelled || isCancellation(err) || cancelRequested) {
       await CancellationScope.nonCancellable(async () => {
         await taskActs.recordTask(record);
         await log('==> Cancelled');
         await taskActs.finishTask({ taskId, status: 'cancelled', error: 'cancelled' });
       });
       if (isCancellation(err)) throw err;
+      if (cancelRequested) throw new CancelledFailure('cancelled');
       return { status: 'cancelled', error: 'cancelled' };
     }
     const message = err instanceof TaskFailed ? err.message : describeError(err);

@@ -23,6 +23,13 @@ import { taskSummary, type DeployWorkflowInput, type TaskRecord, type TaskType }
 import type { deployEnvironment } from '../../workflows/deploy';
 import type { buildEnvironment } from '../../workflows/build';
 
+/**
+ * Test hook, nothing else reads it: VC_FAULT_INJECT=kill-after-workflow-start makes this API process SIGKILL
+ * itself right after a task's workflow start returns, before it inserts the task row (the crash that the
+ * workflow's first activity covers; test/workflows/api-crash.test.ts). Read once, at startup.
+ */
+const KILL_AFTER_WORKFLOW_START = process.env.VC_FAULT_INJECT === 'kill-after-workflow-start';
+
 const kw = (name: string) => defineSearchAttributeKey(name, SearchAttributeType.KEYWORD);
 export const searchAttributeKeys = {
   TeamId: kw('TeamId'),
@@ -125,6 +132,7 @@ export async function requestTask(
     }
   }
 
+  if (KILL_AFTER_WORKFLOW_START) process.kill(process.pid, 'SIGKILL');
   await insertTask(knex, { ...task, run_id: runId });
   const row = await Task.query(knex).findById(taskId);
   return presentTask(row!, { id: actor.user.id, name: actor.user.name });

@@ -1,0 +1,177 @@
+/**
+ * The API killed right after accepting: it starts a task's workflow first and inserts the task row next,
+ * and the workflow's first activity inserts the same row; so whatever instant the API dies at, no task row
+ * is left without its workflow and no workflow without its row, and no task stays `pending`. The API runs
+ * as its own process (as in production) so that it can be killed with SIGKILL; this file's in-process
+ * worker serves the task queue.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestContext } from '../helpers/context';
+import { createDeployWorld, createEnvironment, waitForTask } from '../helpers/deploy-fixtures';
+import { Agent } from '../helpers/http';
+import { freePort } from '../helpers/ports';
+import { searchAttributeKeys } from '../../api/deploys/service';
+
+const t = useTestContext({ worker: true });
+let w: Awaited<ReturnType<typeof createDeployWorld>>;
+const children: ChildProcess[] = [];
+const FINAL = ['succeeded', 'failed', 'cancelled'];
+
+/** `tsx system/api.ts` on a free port with this file's database, Temporal task queue and data directory. */
+async function startApiProcess(env: Record<string, string> = {}): Promise<{ child: ChildProcess; api: Agent }> {
+  const port = await freePort();
+  const { from, to } = t.config.environmentPorts;
+  const child = spawn('npx', ['tsx', 'system/api.ts'], {
+    cwd: path.resolve(__dirname, '../..'),
+    detached: true, // its own process group: npx, tsx and node die together
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      BASE_URL: `http://127.0.0.1:${port}`,
+      DATABASE_URL: t.databaseUrl,
+      TEMPORAL_ADDRESS: t.config.temporalAddress,
+      TEMPORAL_TASK_QUEUE: t.config.taskQueue,
+      DATA_DIR: t.dataDir,
+      ENVIRONMENT_PORTS: `${from}-${to}`,
+      LOG_LEVEL: 'silent',
+      ...env,
+    },
+  });
+  child.stderr?.resume();
+  children.push(child);
+  const api = new Agent(`http://127.0.0.1:${port}/api/vc/v1`).withBearer(w.api.bearer!);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const ok = await api.get('/health').then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ok) return { child, api };
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error('the API process did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function kill(child: ChildProcess, signal: NodeJS.Signals) {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // already gone
+  }
+}
+
+async function killAndWait(child: ChildProcess) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  kill(child, 'SIGKILL');
+  await exited;
+}
+
+async function workflowExists(workflowId: string, runId: string | null): Promise<boolean> {
+  try {
+    await t.deps.temporal.workflow.getHandle(workflowId, runId ?? undefined).describe();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+beforeAll(async () => {
+  w = await createDeployWorld(t);
+});
+
+afterAll(async () => {
+  for (const c of children) await killAndWait(c);
+});
+
+describe('the API killed right after accepting a deploy', () => {
+  it('killed between the workflow start and the row insert: no answer, yet the workflow records the task and runs it', async () => {
+    const env = await createEnvironment(t, w.project, { name: 'killed-after-start' });
+    const { child, api } = await startApiProcess({ VC_FAULT_INJECT: 'kill-after-workflow-start' });
+    const exited = new Promise<NodeJS.Signals | number | null>((r) => child.once('exit', (code, signal) => r(signal ?? code)));
+
+    const answer = await api.post(`/environments/${env.id}/deploy`).then(
+      (res) => res,
+      (err: Error) => err,
+    );
+    expect(answer).toBeInstanceOf(Error); // the connection was reset: no status at all
+    await exited;
+
+    // The workflow's first activity inserts the row the API never did, and the deploy runs to its end.
+    const deadline = Date.now() + 20_000;
+    let row: { id: string; workflow_id: string; run_id: string | null } | undefined;
+    while (!(row = await t.deps.knex('tasks').where({ environment_id: env.id }).first())) {
+      if (Date.now() > deadline) throw new Error('no task row appeared');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(row.workflow_id).toBe(`deploy-env-${env.id}`);
+    expect(row.run_id).toEqual(expect.any(String));
+    const done = await waitForTask(t, w.api, row.id, { timeoutMs: 45_000 });
+    expect(done.status, done.error ?? '').toBe('succeeded');
+    const desc = await t.deps.temporal.workflow.getHandle(row.workflow_id, row.run_id!).describe();
+    expect(desc.status.name).toBe('COMPLETED');
+    expect(desc.typedSearchAttributes.get(searchAttributeKeys.TaskId)).toBe(row.id);
+  });
+
+  it('killed at a random instant among 20 concurrent deploys and builds: every row has its workflow, every workflow its row, none stays pending', async () => {
+    const envs = [];
+    for (let i = 0; i < 20; i++) envs.push(await createEnvironment(t, w.project, { name: `random-${i}` }));
+    const ids = envs.map((e) => e.id);
+    const { child, api } = await startApiProcess();
+
+    // Warm up the process (authentication, database pool), so that the kill falls among the 20 requests.
+    expect((await api.get(`/tasks?environment_id=${ids[0]}`)).status).toBe(200);
+    let firstAnswer = false;
+    // Settled at once (a reset connection is an answer here, not an unhandled rejection).
+    const requests = envs.map((e, i) =>
+      api.post(`/environments/${e.id}/${i % 2 === 0 ? 'deploy' : 'build'}`).then(
+        (res) => ((firstAnswer = true), res.status),
+        () => ((firstAnswer = true), 0),
+      ),
+    );
+    // SIGKILL a random few ms after the first task exists: some requests answered, some with their workflow
+    // started and no row yet, some not started at all.
+    const waitUntil = Date.now() + 10_000;
+    while (!firstAnswer && Date.now() < waitUntil && !(await t.deps.knex('tasks').whereIn('environment_id', ids).first('id'))) {
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 150)));
+    await killAndWait(child);
+    const accepted = (await Promise.all(requests)).filter((status) => status === 202).length;
+
+    // Once the worker has drained: rows and workflows match one to one, and no task is left pending.
+    type Row = { id: string; workflow_id: string; run_id: string | null; status: string };
+    const query = `TaskType IN ("deploy","build") AND EnvironmentId IN (${ids.map((id) => `"${id}"`).join(',')})`;
+    const deadline = Date.now() + 50_000;
+    let rows: Row[] = [];
+    let listed: Array<{ workflowId: string; taskId: string | undefined }> = [];
+    for (;;) {
+      rows = await t.deps.knex('tasks').whereIn('environment_id', ids).select('id', 'workflow_id', 'run_id', 'status');
+      listed = [];
+      for await (const wf of t.deps.temporal.workflow.list({ query })) {
+        listed.push({ workflowId: wf.workflowId, taskId: wf.typedSearchAttributes.get(searchAttributeKeys.TaskId) });
+      }
+      const settled = rows.every((r) => FINAL.includes(r.status));
+      const matched = listed.length === rows.length && listed.every((l) => rows.some((r) => r.id === l.taskId));
+      if ((settled && matched) || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+
+    expect(rows.length).toBeGreaterThanOrEqual(accepted);
+    for (const r of rows) {
+      expect(await workflowExists(r.workflow_id, r.run_id), `workflow of task ${r.id}`).toBe(true);
+      expect(r.status, `task ${r.id}`).not.toBe('pending');
+      expect(FINAL, `task ${r.id} is ${r.status}`).toContain(r.status);
+    }
+    for (const l of listed) {
+      expect(rows.map((r) => r.id), `row of workflow ${l.workflowId}`).toContain(l.taskId);
+    }
+    expect(listed.length).toBe(rows.length);
+  });
+});
