@@ -22,8 +22,9 @@ import { markTaskRunning } from '../tasks/transitions';
 
 /** First key of the advisory locks that are build slots ("vc", builds); the second key is the slot number. */
 export const BUILD_SLOT_LOCK_KEY = 0x76630b01;
-/** How often a waiting build looks at the queue. */
+/** How often a waiting build looks at the queue: the first two in line often, the others less. */
 export const BUILD_QUEUE_POLL_MS = 200;
+const BUILD_QUEUE_FAR_POLL_MS = 1000;
 /** A waiting row not refreshed for this long is passed over until its task's retry refreshes it. */
 export const BUILD_QUEUE_LEASE_SECONDS = 30;
 /** Once its task is found cancelled, how long the activity waits for the workflow's cancellation to reach it. */
@@ -37,11 +38,19 @@ export interface BuildSlot {
   release(): Promise<void>;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 /** Waits `ms` or until the activity is cancelled, whichever comes first. */
-async function pause(ctx: Context, ms: number): Promise<void> {
-  await Promise.race([sleep(ms), ctx.cancelled.catch(() => undefined)]);
+function pause(ctx: Context, ms: number): Promise<void> {
+  const signal = ctx.cancellationSignal;
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 /** The activity was cancelled: by its workflow (the wait ends cancelled) or by its worker (retried elsewhere). */
@@ -51,24 +60,26 @@ function throwIfCancelled(ctx: Context): void {
   throw ApplicationFailure.retryable('the worker stopped while the build waited for capacity', 'WorkerStopped');
 }
 
-/** Which task is first in line now (rows of ended tasks and stale rows other than `taskId`'s are passed over). */
-async function queueState(knex: Knex, taskId: string): Promise<{ status: string | undefined; head: string | undefined }> {
+/**
+ * Puts the task in line (or refreshes its row) and says how many live waiting tasks are ahead of it (rows of
+ * ended tasks and rows not refreshed within the lease are passed over).
+ */
+async function queueState(knex: Knex, taskId: string): Promise<{ status: string | undefined; ahead: number }> {
   await knex.raw(
     `INSERT INTO build_queue (task_id, task_seq)
      SELECT id, seq FROM tasks WHERE id = ? AND status IN ('pending', 'running')
      ON CONFLICT (task_id) DO UPDATE SET seen_at = now()`,
     [taskId],
   );
-  const { rows } = await knex.raw<{ rows: Array<{ status: string; head: string | null }> }>(
+  const { rows } = await knex.raw<{ rows: Array<{ status: string; ahead: number }> }>(
     `SELECT t.status,
-            (SELECT q.task_id FROM build_queue q JOIN tasks o ON o.id = q.task_id
-              WHERE o.status IN ('pending', 'running')
-                AND (q.seen_at > now() - make_interval(secs => ?) OR q.task_id = t.id)
-              ORDER BY q.task_seq LIMIT 1) AS head
+            (SELECT count(*) FROM build_queue q JOIN tasks o ON o.id = q.task_id
+              WHERE q.task_seq < t.seq AND o.status IN ('pending', 'running')
+                AND q.seen_at > now() - make_interval(secs => ?))::int AS ahead
        FROM tasks t WHERE t.id = ?`,
     [BUILD_QUEUE_LEASE_SECONDS, taskId],
   );
-  return { status: rows[0]?.status, head: rows[0]?.head ?? undefined };
+  return { status: rows[0]?.status, ahead: rows[0]?.ahead ?? 0 };
 }
 
 async function leaveQueue(knex: Knex, taskId: string): Promise<void> {
@@ -125,7 +136,7 @@ export async function acquireBuildSlot(opts: { knex: Knex; databaseUrl: string; 
         if (state.status === 'cancelled') await awaitCancellation(ctx);
         return null;
       }
-      if (state.head === taskId) {
+      if (state.ahead === 0) {
         try {
           conn ??= await openSlotConnection(opts.databaseUrl);
           const slot = await tryTakeSlot(conn.client, opts.capacity);
@@ -154,7 +165,7 @@ export async function acquireBuildSlot(opts: { knex: Knex; databaseUrl: string; 
           await closeConn();
         }
       }
-      await pause(ctx, BUILD_QUEUE_POLL_MS);
+      await pause(ctx, state.ahead <= 1 ? BUILD_QUEUE_POLL_MS : BUILD_QUEUE_FAR_POLL_MS);
     }
   } catch (err) {
     await closeConn();

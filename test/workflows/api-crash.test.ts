@@ -12,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, createEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { Agent } from '../helpers/http';
-import { freePort } from '../helpers/ports';
 import { searchAttributeKeys } from '../../api/deploys/service';
 
 const t = useTestContext({ worker: true });
@@ -20,10 +19,12 @@ let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const children: ChildProcess[] = [];
 const FINAL = ['succeeded', 'failed', 'cancelled'];
 
-/** `tsx system/api.ts` on a free port with this file's database, Temporal task queue and data directory. */
+/** `tsx system/api.ts` on a port of this file's range, with this file's database, Temporal task queue and data directory. */
 async function startApiProcess(env: Record<string, string> = {}): Promise<{ child: ChildProcess; api: Agent }> {
-  const port = await freePort();
   const { from, to } = t.config.environmentPorts;
+  // From the top of this file's own range of environment ports (environments take them from the bottom):
+  // an ephemeral port could be another test file's environment port.
+  const port = to - children.length;
   const child = spawn('npx', ['tsx', 'system/api.ts'], {
     cwd: path.resolve(__dirname, '../..'),
     detached: true, // its own process group: npx, tsx and node die together
@@ -114,7 +115,9 @@ describe('the API killed right after accepting a deploy', () => {
     expect(row.run_id).toEqual(expect.any(String));
     const done = await waitForTask(t, w.api, row.id, { timeoutMs: 45_000 });
     expect(done.status, done.error ?? '').toBe('succeeded');
-    const desc = await t.deps.temporal.workflow.getHandle(row.workflow_id, row.run_id!).describe();
+    const handle = t.deps.temporal.workflow.getHandle(row.workflow_id, row.run_id!);
+    expect(await handle.result()).toMatchObject({ status: 'succeeded' });
+    const desc = await handle.describe();
     expect(desc.status.name).toBe('COMPLETED');
     expect(desc.typedSearchAttributes.get(searchAttributeKeys.TaskId)).toBe(row.id);
   });
