@@ -7,7 +7,7 @@ import { finishTask, insertTask, markTaskRunning } from './transitions';
 export function createTaskActivities(deps: Deps) {
   const { knex } = deps;
   return {
-    /** Inserts the task row unless the API already did (INSERT ... ON CONFLICT (id) DO NOTHING). */
+    /** Inserts the task row unless the API already did (one INSERT ... ON CONFLICT (id) statement). */
     async recordTask(task: TaskRecord & { run_id?: string | null }): Promise<void> {
       await insertTask(knex, task);
     },

@@ -7,12 +7,15 @@
  */
 import type { Knex } from 'knex';
 import type { TaskRecord } from '../../workflows/deploys-shared';
+import { Task } from '../../db/models/task';
 
 export type TaskStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'cancelled';
 
 /** Inserts the task row unless it exists (the API and the workflow both call this with the same record). */
-export async function insertTask(knex: Knex, task: TaskRecord & { run_id?: string | null }): Promise<void> {
-  await knex('tasks')
+export async function insertTask(knex: Knex, task: TaskRecord & { run_id?: string | null }): Promise<Task> {
+  // One statement whoever comes first (the API after starting the workflow, or the workflow's first
+  // activity after an API crash): the row is created once; a known run id fills a missing one.
+  const [row] = await knex('tasks')
     .insert({
       id: task.id,
       team_id: task.team_id,
@@ -29,8 +32,9 @@ export async function insertTask(knex: Knex, task: TaskRecord & { run_id?: strin
       created_at: task.created_at,
     })
     .onConflict('id')
-    .ignore();
-  if (task.run_id) await knex('tasks').where({ id: task.id }).whereNull('run_id').update({ run_id: task.run_id });
+    .merge({ run_id: knex.raw('COALESCE(tasks.run_id, EXCLUDED.run_id)') })
+    .returning('*');
+  return Task.fromDatabaseJson(row);
 }
 
 /**

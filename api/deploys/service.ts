@@ -1,9 +1,9 @@
 /**
  * Deploy, redeploy, rollback and build: each creates a task and starts its workflow so that neither
- * exists without the other. Order: choose the task id, start the workflow with the whole task record in
- * its input (deploys: the environment's one deploy workflow id, conflict policy FAIL), then insert the
- * row; the workflow's first activity inserts the same row (ON CONFLICT DO NOTHING). A failed start
- * inserts nothing; a crash after the start leaves the workflow to insert it.
+ * exists without the other. The workflow gets the whole task record in its input (deploys: the
+ * environment's one deploy workflow id, conflict policy FAIL) and its first activity upserts the row; the
+ * API's own insert is committed only after the start succeeded. A refused start leaves nothing; a crash
+ * after the start leaves the workflow to insert the row.
  */
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy } from '@temporalio/client';
@@ -13,7 +13,6 @@ import type { Actor } from '../lib/actor';
 import { authorize } from '../lib/policy';
 import { errors } from '../lib/errors';
 import { Environment } from '../../db/models/environment';
-import { Project } from '../../db/models/project';
 import { Task } from '../../db/models/task';
 import { presentTask } from '../tasks/presenter';
 import { insertTask } from '../../activities/tasks/transitions';
@@ -25,7 +24,7 @@ import type { buildEnvironment } from '../../workflows/build';
 
 /**
  * Test hook, nothing else reads it: VC_FAULT_INJECT=kill-after-workflow-start makes this API process SIGKILL
- * itself right after a task's workflow start returns, before it inserts the task row (the crash that the
+ * itself right after a task's workflow start returns, before the task row is committed (the crash that the
  * workflow's first activity covers; test/workflows/api-crash.test.ts). Read once, at startup.
  */
 const KILL_AFTER_WORKFLOW_START = process.env.VC_FAULT_INJECT === 'kill-after-workflow-start';
@@ -46,16 +45,22 @@ export async function requestTask(
   input: { environmentId: string; type: TaskType; skipSteps?: boolean },
 ) {
   const { knex } = deps;
-  const env = await Environment.query(knex).findById(input.environmentId);
+  // The environment with its project's name and repository: one query.
+  const env = (await knex('environments')
+    .join('projects', 'projects.id', 'environments.project_id')
+    .where('environments.id', input.environmentId)
+    .first('environments.*', 'projects.name as project_name', 'projects.repository_url')) as
+    | (Environment & { project_name: string; repository_url: string | null })
+    | undefined;
   if (!env) throw errors.notFound('environment');
   await authorize(knex, actor, env.team_id, input.type === 'build' ? 'build' : 'deploy', 'environment');
-  const project = await Project.query(knex).findById(env.project_id);
-  if (!project) throw errors.notFound('environment');
-  if (!project.repository_url) {
+  const project = { id: env.project_id, name: env.project_name };
+  if (!env.repository_url) {
     throw errors.conflict('no_repository', 'The project has no repository connected: connect one with POST /projects/{id}/repository');
   }
-  if (input.type !== 'build') {
-    // Answered before what a redeploy or rollback would need: a deploy runs, so none of them may start now.
+  if (input.type === 'redeploy' || input.type === 'rollback') {
+    // Answered before what a redeploy or rollback would need: a deploy runs, so none of them may start
+    // now. (A deploy needs no such look-up: the workflow id's FAIL conflict policy answers for it.)
     const running = await Task.query(knex)
       .where({ workflow_id: workflowIds.environmentDeploy(env.id) })
       .whereIn('status', ['pending', 'running'])
@@ -113,29 +118,47 @@ export async function requestTask(
     ],
   };
 
-  let runId: string | undefined;
-  for (let attempt = 0; runId === undefined; attempt++) {
-    try {
-      const handle = isBuild
-        ? await deps.temporal.workflow.start<typeof buildEnvironment>('buildEnvironment', options)
-        : await deps.temporal.workflow.start<typeof deployEnvironment>('deployEnvironment', {
-            ...options,
-            workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
-          });
-      runId = handle.firstExecutionRunId;
-    } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      const running = await runningTaskId(deps, workflowId);
-      // The running workflow's task has already ended (the workflow is closing): wait for it, then start.
-      if (attempt < 3 && running && (await workflowClosing(deps, workflowId, running))) continue;
-      throw deployInProgress(running);
-    }
+  const start = async (): Promise<string> => {
+    const handle = isBuild
+      ? await deps.temporal.workflow.start<typeof buildEnvironment>('buildEnvironment', options)
+      : await deps.temporal.workflow.start<typeof deployEnvironment>('deployEnvironment', {
+          ...options,
+          workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+        });
+    return handle.firstExecutionRunId;
+  };
+  const present = (row: Task) => presentTask(row, { id: actor.user.id, name: actor.user.name });
+
+  // Usually: the row is written in a transaction that overlaps the workflow start and commits only once
+  // the start has succeeded. A refused start rolls it back (neither exists); a crash before the commit
+  // leaves the workflow, whose first activity inserts the same row (waiting on this transaction's row
+  // lock, if any, then upserting).
+  const trx = await knex.transaction();
+  try {
+    // run_id is left to the workflow's first activity (it records its own run); until then a cancel
+    // addresses the workflow id, whose one open run (conflict policy FAIL) is this task's.
+    const [row] = await Promise.all([insertTask(trx, task), start()]);
+    if (KILL_AFTER_WORKFLOW_START) process.kill(process.pid, 'SIGKILL');
+    await trx.commit();
+    return present(row);
+  } catch (err) {
+    await trx.rollback().catch(() => undefined);
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }
 
-  if (KILL_AFTER_WORKFLOW_START) process.kill(process.pid, 'SIGKILL');
-  await insertTask(knex, { ...task, run_id: runId });
-  const row = await Task.query(knex).findById(taskId);
-  return presentTask(row!, { id: actor.user.id, name: actor.user.name });
+  // The environment's deploy workflow is open. Its task may have just ended (the workflow is closing):
+  // wait for that and start again, outside any transaction; else refuse, naming the running task.
+  for (let attempt = 0; ; attempt++) {
+    const running = await runningTaskId(deps, workflowId);
+    if (!(attempt < 3 && running && (await workflowClosing(deps, workflowId, running)))) throw deployInProgress(running);
+    try {
+      const runId = await start();
+      if (KILL_AFTER_WORKFLOW_START) process.kill(process.pid, 'SIGKILL');
+      return present(await insertTask(knex, { ...task, run_id: runId }));
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+  }
 }
 
 /** Whether the workflow is still open (a row left `running` by a terminated workflow does not block). */
