@@ -8,7 +8,14 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import { GitError, redactUrl, resolveRef } from '../provider/git';
-import { buildRelease, gitCacheDir, runDeploySteps as runManifestDeploySteps, type BuildResult } from '../provider/releases';
+import {
+  buildRelease,
+  gitCacheDir,
+  readReleaseMarker,
+  releaseDirFor,
+  runDeploySteps as runManifestDeploySteps,
+  type BuildResult,
+} from '../provider/releases';
 import type { OnLine } from '../provider/run-step';
 import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog, type TaskLog } from '../tasks/log-writer';
@@ -53,6 +60,10 @@ async function repositoryUrl(deps: Deps, projectId: string): Promise<string> {
  * once; one whose directory is gone (another host, a cleaned disk) is built again from its commit.
  */
 async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, signal?: AbortSignal): Promise<BuildResult> {
+  const releaseDir = releaseDirFor(deps.config.dataDir, release.environment_id, release.id);
+  const marker = await readReleaseMarker(releaseDir);
+  // Built here already (the usual case): open it quietly; the build phase has said so in the log.
+  if (marker?.sha === release.commit_sha) return { ok: true, manifest: marker.manifest, releaseDir, reused: true };
   return buildRelease({
     dataDir: deps.config.dataDir,
     envId: release.environment_id,
