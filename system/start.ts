@@ -35,7 +35,7 @@ async function shutdown(code: number) {
       (c) =>
         new Promise<void>((resolve) => {
           if (c.exitCode !== null || c.signalCode !== null) return resolve();
-          const timer = setTimeout(() => c.kill('SIGKILL'), 15_000);
+          const timer = setTimeout(() => c.kill('SIGKILL'), 30_000); // the worker stops its web processes first
           c.once('exit', () => {
             clearTimeout(timer);
             resolve();

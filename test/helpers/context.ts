@@ -10,6 +10,7 @@ import { startApiServer } from '../../system/api-server';
 import { startWorker, type RunningWorker } from '../../system/worker-runtime';
 import { startSmtpServer } from './smtp';
 import { Agent } from './http';
+import { killProcessesUnder } from './processes';
 
 export interface TestContext {
   deps: Deps;
@@ -91,7 +92,10 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     await ctx.deps?.close().catch(() => undefined);
     await ctx.smtp?.stop();
     await dropDatabase(inject('adminDatabaseUrl'), dbName).catch(() => undefined);
-    if (ctx.dataDir) rmSync(ctx.dataDir, { recursive: true, force: true });
+    if (ctx.dataDir) {
+      killProcessesUnder(ctx.dataDir); // what a worker killed on purpose left behind
+      rmSync(ctx.dataDir, { recursive: true, force: true });
+    }
   });
   return ctx;
 }
