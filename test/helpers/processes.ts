@@ -1,4 +1,8 @@
 import { readdirSync, readlinkSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { inject } from 'vitest';
+import type { TestContext } from './context';
 
 /**
  * Kills every process whose working directory lies under `dir` (the web processes and steps of a test
@@ -30,4 +34,64 @@ export function killProcessesUnder(dir: string): number {
     }
   }
   return killed;
+}
+
+
+const root = path.resolve(__dirname, '../..');
+
+/**
+ * A real system process (`system/worker.ts` or `system/api.ts`) with this test file's database, Temporal
+ * task queue, data directory and port range, in its own process group so that the test can kill it
+ * whole (SIGKILL, as a crash would). Extra env wins. Worker processes leave the fixed-id reminder
+ * schedule alone and load the run's prebuilt workflow bundle.
+ */
+export function spawnSystemProcess(t: TestContext, script: 'system/worker.ts' | 'system/api.ts', env: Record<string, string> = {}): ChildProcess {
+  const { from, to } = t.config.environmentPorts;
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: root,
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: {
+      ...process.env,
+      DATABASE_URL: t.databaseUrl,
+      TEMPORAL_ADDRESS: t.config.temporalAddress,
+      TEMPORAL_TASK_QUEUE: t.config.taskQueue,
+      DATA_DIR: t.dataDir,
+      ENVIRONMENT_PORTS: `${from}-${to}`,
+      LOG_LEVEL: 'silent',
+      REMINDER_SCHEDULE: 'off',
+      VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+      ...env,
+    },
+  });
+  child.stderr?.resume();
+  return child;
+}
+
+/** Sends a signal to the child's whole process group. */
+export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** Kills the child's process group with `signal` and waits for the child to exit. */
+export async function killAndWait(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  killGroup(child, signal);
+  await exited;
+}
+
+/** For afterAll: each child still running gets SIGTERM, and SIGKILL after `graceMs`. */
+export async function stopChildren(children: ChildProcess[], graceMs = 10_000): Promise<void> {
+  for (const c of children) {
+    if (c.exitCode !== null || c.signalCode !== null) continue;
+    const exited = new Promise((r) => c.once('exit', r));
+    killGroup(c, 'SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, graceMs))]);
+    killGroup(c, 'SIGKILL');
+  }
 }

@@ -5,11 +5,11 @@
  * as its own process (as in production) so that it can be killed with SIGKILL; this file's in-process
  * worker serves the task queue.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
+import { killAndWait, spawnSystemProcess } from '../helpers/processes';
 import { createDeployWorld, createEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { Agent } from '../helpers/http';
 import { searchAttributeKeys } from '../../api/deploys/service';
@@ -21,29 +21,16 @@ const FINAL = ['succeeded', 'failed', 'cancelled'];
 
 /** `tsx system/api.ts` on a port of this file's range, with this file's database, Temporal task queue and data directory. */
 async function startApiProcess(env: Record<string, string> = {}): Promise<{ child: ChildProcess; api: Agent }> {
-  const { from, to } = t.config.environmentPorts;
+  const { to } = t.config.environmentPorts;
   // From the top of this file's own range of environment ports (environments take them from the bottom):
   // an ephemeral port could be another test file's environment port.
   const port = to - children.length;
-  const child = spawn('npx', ['tsx', 'system/api.ts'], {
-    cwd: path.resolve(__dirname, '../..'),
-    detached: true, // its own process group: npx, tsx and node die together
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      BASE_URL: `http://127.0.0.1:${port}`,
-      DATABASE_URL: t.databaseUrl,
-      TEMPORAL_ADDRESS: t.config.temporalAddress,
-      TEMPORAL_TASK_QUEUE: t.config.taskQueue,
-      DATA_DIR: t.dataDir,
-      ENVIRONMENT_PORTS: `${from}-${to}`,
-      LOG_LEVEL: 'silent',
-      ...env,
-    },
+  const child = spawnSystemProcess(t, 'system/api.ts', {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    BASE_URL: `http://127.0.0.1:${port}`,
+    ...env,
   });
-  child.stderr?.resume();
   children.push(child);
   const api = new Agent(`http://127.0.0.1:${port}/api/vc/v1`).withBearer(w.api.bearer!);
   const deadline = Date.now() + 60_000;
@@ -58,20 +45,6 @@ async function startApiProcess(env: Record<string, string> = {}): Promise<{ chil
   }
 }
 
-function kill(child: ChildProcess, signal: NodeJS.Signals) {
-  try {
-    process.kill(-child.pid!, signal);
-  } catch {
-    // already gone
-  }
-}
-
-async function killAndWait(child: ChildProcess) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  kill(child, 'SIGKILL');
-  await exited;
-}
 
 async function workflowExists(workflowId: string, runId: string | null): Promise<boolean> {
   try {

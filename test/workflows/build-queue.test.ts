@@ -3,12 +3,12 @@
  * processes serve the task queue, this test's in-process worker and a `system/worker.ts` child, both with
  * BUILD_CONCURRENCY=1.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { temporal } from '@temporalio/proto';
 import { useTestContext } from '../helpers/context';
+import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
 import { createDeployWorld, createEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
 import { startWorker } from '../../system/worker-runtime';
@@ -22,35 +22,9 @@ const children: ChildProcess[] = [];
 const gates: string[] = [];
 
 function startWorkerProcess(): ChildProcess {
-  const { from, to } = t.config.environmentPorts;
-  const c = spawn('npx', ['tsx', 'system/worker.ts'], {
-    cwd: path.resolve(__dirname, '../..'),
-    detached: true, // its own process group: npx, tsx and node die together
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: {
-      ...process.env,
-      DATABASE_URL: t.databaseUrl,
-      TEMPORAL_ADDRESS: t.config.temporalAddress,
-      TEMPORAL_TASK_QUEUE: t.config.taskQueue,
-      DATA_DIR: t.dataDir,
-      ENVIRONMENT_PORTS: `${from}-${to}`,
-      BUILD_CONCURRENCY: '1',
-      LOG_LEVEL: 'silent',
-      REMINDER_SCHEDULE: 'off',
-      VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
-    },
-  });
-  c.stderr?.resume();
+  const c = spawnSystemProcess(t, 'system/worker.ts', { BUILD_CONCURRENCY: '1' });
   children.push(c);
   return c;
-}
-
-function kill(c: ChildProcess, signal: NodeJS.Signals) {
-  try {
-    process.kill(-c.pid!, signal);
-  } catch {
-    // already gone
-  }
 }
 
 async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
@@ -141,13 +115,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const g of gates) writeFileSync(g, ''); // lets orphaned build steps end
-  for (const c of children) {
-    if (c.exitCode !== null || c.signalCode !== null) continue;
-    const exited = new Promise((r) => c.once('exit', r));
-    kill(c, 'SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-    kill(c, 'SIGKILL');
-  }
+  await stopChildren(children);
 });
 
 describe('build capacity across the system (BUILD_CONCURRENCY=1)', () => {
@@ -246,9 +214,7 @@ describe('build capacity across the system (BUILD_CONCURRENCY=1)', () => {
     expect(next, 'no build was taken by this process').toBeDefined();
     expect(await status(next!.id)).toBe('pending');
 
-    const exited = new Promise((r) => child.once('exit', r));
-    kill(child, 'SIGKILL');
-    await exited;
+    await killAndWait(child, 'SIGKILL');
     const killedAt = Date.now();
     // The dead worker's connection is gone and its slot with it: the next build starts well before the
     // killed build's activity times out (heartbeat timeout 10 s).

@@ -1,8 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
+import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
 import { createDeployWorld, fetchEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 
 // The worker runs as its own process (as in production) so that it can be killed with SIGKILL.
@@ -11,34 +12,9 @@ let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const children: ChildProcess[] = [];
 
 function startWorkerProcess(): ChildProcess {
-  const { from, to } = t.config.environmentPorts;
-  const child = spawn('npx', ['tsx', 'system/worker.ts'], {
-    cwd: path.resolve(__dirname, '../..'),
-    detached: true, // its own process group: npx, tsx and node die together
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: {
-      ...process.env,
-      DATABASE_URL: t.databaseUrl,
-      TEMPORAL_ADDRESS: t.config.temporalAddress,
-      TEMPORAL_TASK_QUEUE: t.config.taskQueue,
-      DATA_DIR: t.dataDir,
-      ENVIRONMENT_PORTS: `${from}-${to}`,
-      LOG_LEVEL: 'silent',
-      REMINDER_SCHEDULE: 'off', // the schedule's id is fixed; only the reminders test owns it
-      VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
-    },
-  });
-  child.stderr?.resume();
+  const child = spawnSystemProcess(t, 'system/worker.ts');
   children.push(child);
   return child;
-}
-
-function kill(child: ChildProcess, signal: NodeJS.Signals) {
-  try {
-    process.kill(-child.pid!, signal);
-  } catch {
-    // already gone
-  }
 }
 
 beforeAll(async () => {
@@ -48,13 +24,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   writeFileSync(w.repo.gate, ''); // lets an orphaned build step end
-  for (const c of children) {
-    if (c.exitCode !== null || c.signalCode !== null) continue;
-    const exited = new Promise((r) => c.once('exit', r));
-    kill(c, 'SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-    kill(c, 'SIGKILL');
-  }
+  await stopChildren(children);
 });
 
 describe('a worker killed in the middle of a build', () => {
@@ -70,9 +40,7 @@ describe('a worker killed in the middle of a build', () => {
     const v2 = await w.api.post(`/environments/${w.environment.id}/deploy`);
     expect(v2.status).toBe(202);
     await waitForTask(t, w.api, v2.body.id, { until: (x) => x.status === 'running' });
-    const exited = new Promise((r) => first.once('exit', r));
-    kill(first, 'SIGKILL');
-    await exited;
+    await killAndWait(first, 'SIGKILL');
 
     startWorkerProcess();
     writeFileSync(w.repo.gate, '');
