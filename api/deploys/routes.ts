@@ -1,108 +1,90 @@
 import type { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
+import { errorBodySchema, errorResponse } from '../lib/responses';
 import * as s from './schemas';
 import { requestTask } from './service';
+import type { TaskType } from '../../workflows/deploys-shared';
 
-const tags = ['deploys'];
-const error = (description: string, schema: z.ZodType = s.errorSchema) => ({ description, schema });
-const refusals = {
-  403: error('forbidden: the caller\'s role may not deploy'),
-  404: error('No such environment'),
-  422: error('Invalid body (`fields` names each fault)'),
-};
+/**
+ * The four task-starting routes of an environment. Each answers 202 with the task; they differ in the
+ * task type, the permission, the body they take and the conflicts they name.
+ */
+function taskRoute(def: {
+  type: TaskType;
+  operationId: string;
+  summary: string;
+  description?: string;
+  body: z.ZodType<{ skip_steps?: boolean }>;
+  conflicts: string;
+}): RouteDef {
+  const isBuild = def.type === 'build';
+  return defineRoute({
+    method: 'post',
+    path: `/environments/{id}/${def.type}`,
+    operationId: def.operationId,
+    summary: def.summary,
+    description:
+      'Answers 202 with the task; poll GET /tasks/{id} for the outcome and read GET /tasks/{id}/log. ' + (def.description ?? ''),
+    tags: ['deploys'],
+    auth: 'token',
+    permission: isBuild ? 'build' : 'deploy',
+    params: s.environmentParams,
+    body: def.body,
+    responses: {
+      202: { description: 'The task', schema: s.taskSchema },
+      403: errorResponse(`forbidden: the caller's role may not ${isBuild ? 'build' : 'deploy'}`),
+      404: errorResponse('No such environment'),
+      409: errorResponse(def.conflicts, isBuild ? errorBodySchema : errorBodySchema.or(s.deployInProgressSchema)),
+      422: errorResponse('Invalid body (`fields` names each fault)'),
+    },
+    async handler(ctx) {
+      ctx.status = 202;
+      ctx.body = await requestTask(ctx.deps, ctx.actor, {
+        environmentId: ctx.input.params.id,
+        type: def.type,
+        skipSteps: ctx.input.body.skip_steps,
+      });
+    },
+  }) as RouteDef;
+}
+
+const NEVER_QUEUED =
+  'Refused with 409 `deploy_in_progress` (with `task_id` of the running task) while a deploy, redeploy or rollback runs ' +
+  'on the environment; never queued.';
 
 export const routes: RouteDef[] = [
-  defineRoute({
-    method: 'post',
-    path: '/environments/{id}/deploy',
+  taskRoute({
+    type: 'deploy',
     operationId: 'deployEnvironment',
-    summary: 'Deploy the head of the environment\'s git ref: build (unless already built), deploy steps (unless skip_steps), go live',
-    description:
-      'Answers 202 with the task; poll GET /tasks/{id} for the outcome and read GET /tasks/{id}/log. Refused with 409 ' +
-      '`deploy_in_progress` (with `task_id` of the running task) while a deploy, redeploy or rollback runs on the environment; ' +
-      'never queued. 409 `no_repository` when the project has no repository.',
-    tags,
-    auth: 'token',
-    permission: 'deploy',
-    params: s.environmentParams,
+    summary: "Deploy the head of the environment's git ref: build (unless already built), deploy steps (unless skip_steps), go live",
+    description: `${NEVER_QUEUED} 409 \`no_repository\` when the project has no repository.`,
     body: s.deployBody,
-    responses: {
-      202: { description: 'The task', schema: s.taskSchema },
-      ...refusals,
-      409: error('deploy_in_progress (with task_id) or no_repository', s.errorSchema.or(s.deployInProgressSchema)),
-    },
-    async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await requestTask(ctx.deps, ctx.actor, {
-        environmentId: ctx.input.params.id,
-        type: 'deploy',
-        skipSteps: ctx.input.body.skip_steps,
-      });
-    },
+    conflicts: 'deploy_in_progress (with task_id) or no_repository',
   }),
-  defineRoute({
-    method: 'post',
-    path: '/environments/{id}/redeploy',
+  taskRoute({
+    type: 'redeploy',
     operationId: 'redeployEnvironment',
     summary: 'Deploy the live release again, deploy steps included unless skip_steps',
-    tags,
-    auth: 'token',
-    permission: 'deploy',
-    params: s.environmentParams,
+    description: NEVER_QUEUED,
     body: s.deployBody,
-    responses: {
-      202: { description: 'The task', schema: s.taskSchema },
-      ...refusals,
-      409: error('deploy_in_progress (with task_id), no_repository or nothing_to_redeploy', s.errorSchema.or(s.deployInProgressSchema)),
-    },
-    async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await requestTask(ctx.deps, ctx.actor, {
-        environmentId: ctx.input.params.id,
-        type: 'redeploy',
-        skipSteps: ctx.input.body.skip_steps,
-      });
-    },
+    conflicts: 'deploy_in_progress (with task_id), no_repository or nothing_to_redeploy',
   }),
-  defineRoute({
-    method: 'post',
-    path: '/environments/{id}/rollback',
+  taskRoute({
+    type: 'rollback',
     operationId: 'rollbackEnvironment',
     summary: 'Deploy the release that ran before the last successful deployment; code only (no deploy steps)',
-    tags,
-    auth: 'token',
-    permission: 'deploy',
-    params: s.environmentParams,
+    description: NEVER_QUEUED,
     body: s.emptyBody,
-    responses: {
-      202: { description: 'The task', schema: s.taskSchema },
-      ...refusals,
-      409: error('deploy_in_progress (with task_id), no_repository or nothing_to_roll_back', s.errorSchema.or(s.deployInProgressSchema)),
-    },
-    async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await requestTask(ctx.deps, ctx.actor, { environmentId: ctx.input.params.id, type: 'rollback' });
-    },
+    conflicts: 'deploy_in_progress (with task_id), no_repository or nothing_to_roll_back',
   }),
-  defineRoute({
-    method: 'post',
-    path: '/environments/{id}/build',
+  taskRoute({
+    type: 'build',
     operationId: 'buildEnvironment',
-    summary: 'Build a release of the environment\'s git ref head without putting it live',
-    description: 'The task waits `pending` while every build slot (BUILD_CONCURRENCY) is taken.',
-    tags,
-    auth: 'token',
-    permission: 'build',
-    params: s.environmentParams,
+    summary: "Build a release of the environment's git ref head without putting it live",
+    description:
+      'At most BUILD_CONCURRENCY builds run at once across the system, in request order; the task waits `pending` ' +
+      '(cancellable) until a slot frees.',
     body: s.emptyBody,
-    responses: {
-      202: { description: 'The task', schema: s.taskSchema },
-      ...refusals,
-      409: error('no_repository'),
-    },
-    async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await requestTask(ctx.deps, ctx.actor, { environmentId: ctx.input.params.id, type: 'build' });
-    },
+    conflicts: 'no_repository',
   }),
-] as RouteDef[];
+];

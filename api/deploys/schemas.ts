@@ -11,10 +11,6 @@ export const deployBody = z.strictObject({
 /** Rollback and build take no fields. */
 export const emptyBody = z.strictObject({});
 
-export const errorSchema = z.object({
-  error: z.object({ code: z.string(), message: z.string(), fields: z.record(z.string(), z.string()).optional() }),
-});
-
 export const deployInProgressSchema = z.object({
   error: z.object({ code: z.literal('deploy_in_progress'), message: z.string(), task_id: z.string().nullable() }),
 });
