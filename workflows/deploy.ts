@@ -56,14 +56,11 @@ export function buildActivities() {
   });
 }
 
-function longActivities(stepTimeoutSeconds: number) {
-  return {
-    build: buildActivities(),
-    steps: proxyActivities<DeployActivities>({
-      ...longBase,
-      startToCloseTimeout: `${stepTimeoutSeconds * 20 + 300}s`,
-    }),
-  };
+function stepActivities(stepTimeoutSeconds: number) {
+  return proxyActivities<DeployActivities>({
+    ...longBase,
+    startToCloseTimeout: `${stepTimeoutSeconds * 20 + 300}s`,
+  });
 }
 
 /** Ends the task: raised inside the runner with the readable reason. */
@@ -131,37 +128,49 @@ export async function runTask(
   }
 }
 
+/**
+ * The release of the environment's git ref head: resolves the commit, reuses a ready release of it,
+ * else builds one (waiting `pending` for a build slot of the whole system). Shared by deploy and build.
+ */
+export async function buildHead(
+  input: DeployWorkflowInput,
+  { log, start }: { log: (...lines: string[]) => Promise<void>; start: () => Promise<void> },
+): Promise<{ releaseId: string; sha: string; gitRef: string }> {
+  const { task, environment } = input;
+  const gitRef = task.params.git_ref ?? environment.git_ref;
+  const sha = await deployActs.resolveCommit({ taskId: task.id, projectId: task.project_id, gitRef });
+  const prepared = await deployActs.prepareRelease({
+    taskId: task.id,
+    teamId: task.team_id,
+    projectId: task.project_id,
+    environmentId: environment.id,
+    gitRef,
+    sha,
+    reuseReady: true,
+  });
+  if (prepared.ready) {
+    await start();
+    await log(`==> Release ${prepared.releaseId} of ${gitRef}@${shortSha(sha)} is already built; skipping the build`);
+  } else {
+    await log('==> Waiting for build capacity');
+    const built = await buildActivities().buildTaskRelease({ taskId: task.id, releaseId: prepared.releaseId });
+    if (!built.started) cancelled();
+    if (!built.ok) failure(`build failed: ${built.message}`);
+  }
+  return { releaseId: prepared.releaseId, sha, gitRef };
+}
+
 export async function deployEnvironment(input: DeployWorkflowInput): Promise<DeployOutcome> {
   const { task, environment, skipSteps } = input;
   const type = task.type as 'deploy' | 'redeploy' | 'rollback';
-  const long = longActivities(input.stepTimeoutSeconds);
+  const steps = stepActivities(input.stepTimeoutSeconds);
 
   return runTask(input, async ({ log, start }) => {
     let releaseId: string;
     let sha: string;
     let gitRef: string;
     if (type === 'deploy') {
-      gitRef = task.params.git_ref ?? environment.git_ref;
-      sha = await deployActs.resolveCommit({ taskId: task.id, projectId: task.project_id, gitRef });
-      const prepared = await deployActs.prepareRelease({
-        taskId: task.id,
-        teamId: task.team_id,
-        projectId: task.project_id,
-        environmentId: environment.id,
-        gitRef,
-        sha,
-        reuseReady: true,
-      });
-      releaseId = prepared.releaseId;
-      if (prepared.ready) {
-        await start();
-        await log(`==> Release ${releaseId} of ${gitRef}@${shortSha(sha)} is already built; skipping the build`);
-      } else {
-        await log('==> Waiting for build capacity');
-        const built = await long.build.buildTaskRelease({ taskId: task.id, releaseId });
-        if (!built.started) cancelled();
-        if (!built.ok) failure(`build failed: ${built.message}`);
-      }
+      ({ releaseId, sha, gitRef } = await buildHead(input, { log, start }));
     } else {
       await start();
       const chosen = await deployActs.chooseRelease({ taskId: task.id, environmentId: environment.id, type });
@@ -172,11 +181,11 @@ export async function deployEnvironment(input: DeployWorkflowInput): Promise<Dep
     if (type === 'rollback') await log('==> Skipping deploy steps: a rollback deploys code only');
     else if (skipSteps) await log('==> Skipping deploy steps (skip_steps)');
     else {
-      const steps = await long.steps.runDeploySteps({ taskId: task.id, releaseId });
-      if (!steps.ok) failure(`deploy steps failed: ${steps.message}; the previous release keeps serving`);
+      const ran = await steps.runDeploySteps({ taskId: task.id, releaseId });
+      if (!ran.ok) failure(`deploy steps failed: ${ran.message}; the previous release keeps serving`);
     }
 
-    const live = await long.steps.goLive({ taskId: task.id, releaseId, type, skipSteps: type === 'rollback' || skipSteps });
+    const live = await steps.goLive({ taskId: task.id, releaseId, type, skipSteps: type === 'rollback' || skipSteps });
     if (!live.ok) failure(live.message);
     return { release_id: releaseId, commit_sha: sha, git_ref: gitRef, deployment_id: live.deploymentId, url: live.url };
   });
