@@ -10,6 +10,7 @@ import { loadConfig } from '../system/config';
 import { createDeps, type Deps } from '../system/deps';
 import { startApiServer } from '../system/api-server';
 import { startTemporalDevServer, type DevServer } from '../system/temporal';
+import { spawn } from 'node:child_process';
 import { freePort } from '../test/helpers/ports';
 // @ts-expect-error plain JS module shared with scripts/bootstrap.mjs
 import { ensureTemporalCli } from '../scripts/temporal-cli.mjs';
@@ -98,4 +99,45 @@ export async function load(name: string, url: string, headers: Record<string, st
 export function printTable(title: string, rows: Array<Record<string, string | number>>) {
   console.log(`\n${title}`);
   console.table(rows);
+}
+
+/**
+ * The API as its own process (`system/api.ts`), as in production, on the bench system's database,
+ * Temporal server and data directory (so it shares the token key).
+ */
+export async function spawnApiProcess(sys: BenchSystem): Promise<{ apiUrl: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const c = sys.deps.config;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'system/api.ts'], {
+    cwd: join(import.meta.dirname ?? '.', '..'),
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: c.databaseUrl,
+      TEMPORAL_ADDRESS: c.temporalAddress,
+      TEMPORAL_TASK_QUEUE: c.taskQueue,
+      DATA_DIR: c.dataDir,
+      LOG_LEVEL: 'silent',
+      RATE_LIMIT_PER_MINUTE: String(c.rateLimit.perMinute),
+    },
+  });
+  const apiUrl = `http://127.0.0.1:${port}/api/vc/v1`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const ok = await fetch(`${apiUrl}/health`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error('the API process did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    apiUrl,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
 }
