@@ -1,3 +1,4 @@
+import SwaggerParser from '@apidevtools/swagger-parser';
 import { describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 
@@ -78,6 +79,11 @@ describe('request bodies', () => {
 });
 
 describe('GET /openapi.json', () => {
+  it('is a valid OpenAPI 3.1 document (validated against the specification schema)', async () => {
+    const doc = (await t.agent().get('/openapi.json')).body;
+    await expect(SwaggerParser.validate(doc)).resolves.toBeDefined();
+  });
+
   it('documents every error answer with the error body', async () => {
     const doc = (await t.agent().get('/openapi.json')).body;
     const errorAnswers = Object.values<any>(doc.paths).flatMap((ops) =>
