@@ -53,7 +53,6 @@ export async function run(): Promise<{ ratio: number }> {
     console.log('[bench] environments: measuring the bare handler, then the API (8 s each, 10 connections)...');
     const baseline = await load('bare Koa + same SQL', `http://127.0.0.1:${barePort}/`, {});
     const api = await load('GET /environments (token)', `${sys.apiUrl}/environments?limit=100`, { authorization: `Bearer ${token}` });
-    bareServer.closeAllConnections();
     await new Promise((r) => bareServer.close(r));
     const ratio = api.requestsPerSecond / baseline.requestsPerSecond;
     printTable('Token-authenticated GET /environments, page of 100', [

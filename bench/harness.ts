@@ -64,7 +64,7 @@ export async function startBenchSystem(name: string, env: Record<string, string>
     dataDir,
     temporal,
     async close() {
-      server.closeAllConnections();
+      // Let requests still in flight (a load generator's last ones) finish before the pool closes.
       await new Promise((r) => server.close(r));
       await deps.close();
       await temporal.stop();

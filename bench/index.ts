@@ -1,4 +1,7 @@
-export {};
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+
+// Workers run in this process: their runtime logs warnings only, as the worker process does.
+Runtime.install({ logger: new DefaultLogger('WARN') });
 // `npm run bench`: every benchmark, each measuring its baseline in the same run.
 // `npm run bench -- environments` runs one by name.
 const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = {
