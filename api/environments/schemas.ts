@@ -1,5 +1,9 @@
 import { z } from 'zod';
 import { resourceName } from '../projects/schemas';
+import { limitParam, timeIdCursorParam } from '../lib/pagination';
+
+/** The kind of the `before` cursors of GET /environments (api/lib/pagination.ts). */
+export const ENVIRONMENTS_CURSOR = 'e';
 
 export const idParams = z.object({ id: z.uuid() });
 
@@ -36,8 +40,8 @@ export const updateEnvironmentBody = z
 export const listEnvironmentsQuery = z.object({
   team_id: z.uuid('must be a team id').optional(),
   project_id: z.uuid('must be a project id').optional(),
-  limit: z.coerce.number('must be a whole number from 1 to 100').int('must be a whole number from 1 to 100').min(1, 'must be at least 1').max(100, 'must be at most 100').default(100),
-  before: z.string().max(200, 'is not a cursor from next_before').optional(),
+  limit: limitParam(100),
+  before: timeIdCursorParam(ENVIRONMENTS_CURSOR).optional(),
 });
 
 export const environmentSchema = z

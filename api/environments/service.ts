@@ -8,6 +8,8 @@ import { AppError, errors } from '../lib/errors';
 import { authorize, reachableTeamIds, type Action } from '../lib/policy';
 import { branchesOf, lsRemote, refExists } from '../projects/git';
 import { NAME_RULES } from '../projects/schemas';
+import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
+import { ENVIRONMENTS_CURSOR } from './schemas';
 import { findProject } from '../projects/service';
 import { presentEnvironment, withUrl, type EnvironmentRecord } from './presenter';
 
@@ -107,41 +109,27 @@ export async function createEnvironment(deps: Deps, actor: Actor, projectId: str
 
 // ---- listing -----------------------------------------------------------------------------------
 
-/** The opaque cursor: the exact (microsecond) created_at and the id of the last row shown. */
-function encodeCursor(createdAt: string, id: string): string {
-  return Buffer.from(`${createdAt}|${id}`, 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: string): { createdAt: string; id: string } {
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)\|([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(text);
-  if (!m || Number.isNaN(Date.parse(m[1]))) throw errors.invalid({ before: 'is not a cursor from next_before' });
-  return { createdAt: m[1], id: m[2] };
-}
-
 /** Environments of the reachable teams, newest first (created_at, id), a page at a time. */
 export async function listEnvironments(
   deps: Deps,
   actor: Actor,
-  query: { team_id?: string; project_id?: string; limit: number; before?: string },
+  query: { team_id?: string; project_id?: string; limit: number; before?: { at: string; id: string } },
 ) {
-  const cursor = query.before !== undefined ? decodeCursor(query.before) : undefined;
   let teamIds = await reachableTeamIds(deps.knex, actor);
   if (query.team_id) teamIds = teamIds.filter((id) => id === query.team_id);
   if (teamIds.length === 0) return { data: [], next_before: null };
   const q = Environment.query(deps.knex)
-    .select('environments.*', deps.knex.raw(`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at`))
+    .select('environments.*', deps.knex.raw(`${cursorTimeSql('created_at')} as cursor_at`))
     .whereIn('team_id', teamIds)
     .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
     .limit(query.limit + 1);
   if (query.project_id) q.where('project_id', query.project_id);
-  if (cursor) q.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [cursor.createdAt, cursor.id]);
-  const rows = (await q) as Array<Environment & { cursor_at: string }>;
-  const page = rows.slice(0, query.limit);
+  if (query.before) q.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [query.before.at, query.before.id]);
+  const { page, more } = pageOf((await q) as Array<Environment & { cursor_at: string }>, query.limit);
   const last = page.at(-1);
   return {
     data: page.map((row) => presentEnvironment(withUrl(deps.config, row))),
-    next_before: rows.length > query.limit && last ? encodeCursor(last.cursor_at, last.id) : null,
+    next_before: more && last ? encodeCursor(ENVIRONMENTS_CURSOR, [last.cursor_at, last.id]) : null,
   };
 }
 
