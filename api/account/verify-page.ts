@@ -3,12 +3,10 @@ import { randomBytes } from 'node:crypto';
 import type { User } from '../../db/models/user';
 import { API_PREFIX } from '../lib/paths';
 import { groupByFour, normalizeCode } from './codes';
+import { escapeHtml as esc } from '../../activities/mail/layout';
 
 /** The page a person opens to approve a command-line sign-in (RFC 8628 verification_uri). */
 
-function esc(s: unknown): string {
-  return String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
 
 export type VerifyState =
   | { kind: 'signed-out'; userCode?: string }

@@ -1,6 +1,4 @@
-function esc(s: unknown): string {
-  return String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
+import { escapeHtml as esc } from '../../activities/mail/layout';
 
 type Doc = ReturnType<typeof import('../lib/openapi').buildOpenApi>;
 
