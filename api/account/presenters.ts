@@ -1,8 +1,8 @@
 import type { User } from '../../db/models/user';
 import type { SshKey } from '../../db/models/ssh-key';
 import type { Actor } from '../lib/actor';
+import { iso } from '../lib/time';
 
-const iso = (d: Date | string) => new Date(d).toISOString();
 
 /** The account as the API shows it: never the password hash. */
 export function presentUser(user: User) {

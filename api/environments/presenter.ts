@@ -1,5 +1,6 @@
 import type { Environment } from '../../db/models/environment';
 import type { Config } from '../../system/config';
+import { iso } from '../lib/time';
 
 /** An environment as the services hand it out: the row plus its public address. */
 export type EnvironmentRecord = Environment & { url: string };
@@ -27,7 +28,7 @@ export function presentEnvironment(env: EnvironmentRecord, extra: Record<string,
     git_ref: env.git_ref,
     auto_deploy: env.auto_deploy,
     url: env.url,
-    created_at: new Date(env.created_at).toISOString(),
+    created_at: iso(env.created_at),
     ...extra,
   };
 }

@@ -15,10 +15,10 @@ import { displayUrl } from '../projects/git';
 import { findProject } from '../projects/service';
 import { findEnvironment } from '../environments/service';
 import { RELEASES_CURSOR } from './schemas';
+import { iso, isoOrNull } from '../lib/time';
 
 export const GIT_READ_TIMEOUT_MS = 20_000;
 
-const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
 
 export async function listReleases(
   deps: Deps,
@@ -55,8 +55,8 @@ export async function listReleases(
       git_ref: r.git_ref,
       commit_sha: r.commit_sha,
       status: r.status,
-      built_at: iso(r.built_at),
-      created_at: iso(r.created_at)!,
+      built_at: isoOrNull(r.built_at),
+      created_at: iso(r.created_at),
       live: Boolean(r.live),
     })),
     next_before: more && last ? encodeCursor(RELEASES_CURSOR, [last.cursor_at, last.id]) : null,
@@ -91,7 +91,7 @@ async function runningDeploy(knex: Knex, environmentId: string): Promise<string 
 }
 
 const releaseRef = (r: (ReleaseRow & { built_at?: Date | string | null }) | undefined) =>
-  r ? { id: r.id, git_ref: r.git_ref, commit_sha: r.commit_sha, built_at: iso(r.built_at) } : null;
+  r ? { id: r.id, git_ref: r.git_ref, commit_sha: r.commit_sha, built_at: isoOrNull(r.built_at) } : null;
 
 /** What a deploy of the environment would do now, or why none can be asked. */
 export async function deployChoices(deps: Deps, actor: Actor, environmentId: string) {

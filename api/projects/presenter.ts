@@ -1,5 +1,6 @@
 import type { Project } from '../../db/models/project';
 import { displayUrl } from './git';
+import { iso } from '../lib/time';
 
 /** A project; the repository URL is shown without credentials. */
 export function presentProject(p: Project) {
@@ -8,6 +9,6 @@ export function presentProject(p: Project) {
     team_id: p.team_id,
     name: p.name,
     repository: p.repository_url ? { url: displayUrl(p.repository_url) } : null,
-    created_at: new Date(p.created_at).toISOString(),
+    created_at: iso(p.created_at),
   };
 }

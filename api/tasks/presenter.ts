@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Task } from '../../db/models/task';
+import { iso, isoOrNull } from '../lib/time';
 
 export const taskSchema = z.object({
   id: z.string(),
@@ -19,7 +20,6 @@ export const taskSchema = z.object({
   finished_at: z.string().nullable(),
 });
 
-const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
 /** The task as clients see it (CONTRACT "Tasks"); `account` is who asked, and how. */
 export function presentTask(task: Task, account: { id: string | null; name: string | null }): z.infer<typeof taskSchema> {
@@ -36,8 +36,8 @@ export function presentTask(task: Task, account: { id: string | null; name: stri
     result: task.result ?? null,
     error: task.error ?? null,
     workflow_id: task.workflow_id,
-    created_at: iso(task.created_at)!,
-    started_at: iso(task.started_at),
-    finished_at: iso(task.finished_at),
+    created_at: iso(task.created_at),
+    started_at: isoOrNull(task.started_at),
+    finished_at: isoOrNull(task.finished_at),
   };
 }

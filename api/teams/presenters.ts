@@ -3,8 +3,8 @@ import type { Membership } from '../../db/models/membership';
 import type { Team } from '../../db/models/team';
 import type { User } from '../../db/models/user';
 import type { Role } from '../lib/policy';
+import { iso } from '../lib/time';
 
-const iso = (d: Date | string) => new Date(d).toISOString();
 
 export function presentTeam(team: Team, role: Role) {
   return { id: team.id, name: team.name, role, created_at: iso(team.created_at) };
