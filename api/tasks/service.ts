@@ -13,6 +13,7 @@ import { AppError, errors } from '../lib/errors';
 import { authorize, can, reachableMemberships, type Action } from '../lib/policy';
 import { strongEtag } from '../lib/etag';
 import { encodeCursor, pageOf } from '../lib/pagination';
+import { isoOrNull } from '../lib/time';
 import { presentTask } from './presenter';
 import { TASKS_CURSOR } from './schemas';
 
@@ -60,7 +61,7 @@ export async function listTasks(deps: Deps, actor: Actor, query: ListTasksQuery)
   const { page, more } = pageOf(rows, query.limit);
   const nextBefore = more ? encodeCursor(TASKS_CURSOR, [page.at(-1)!.seq]) : null;
   const etag = strongEtag([
-    ...page.flatMap((r) => [r.id, r.status, r.finished_at ? new Date(r.finished_at).toISOString() : '']),
+    ...page.flatMap((r) => [r.id, r.status, isoOrNull(r.finished_at) ?? '']),
     nextBefore,
   ]);
   return { etag, body: { data: page.map(present), next_before: nextBefore } };
@@ -111,14 +112,14 @@ export async function getTask(deps: Deps, actor: Actor, id: string, include: str
  * read first: a client that sees a final status has then read the whole log.
  */
 export async function readTaskLog(deps: Deps, actor: Actor, id: string, after: number | undefined) {
+  // findTask read the row (its status) before the chunks below are read.
   const row = await findTask(deps, actor, id, 'task:read');
-  const status = (await deps.knex('tasks').where({ id: row.id }).first('status'))?.status ?? row.status;
   const chunks: Array<{ seq: number; chunk: string }> = await deps.knex('task_logs')
     .where({ task_id: row.id })
     .andWhere('seq', '>', after ?? 0)
     .orderBy('seq')
     .select('seq', 'chunk');
-  return { status: status as Task['status'], seq: chunks.at(-1)?.seq ?? after ?? 0, text: chunks.map((c) => c.chunk).join('') };
+  return { status: row.status, seq: chunks.at(-1)?.seq ?? after ?? 0, text: chunks.map((c) => c.chunk).join('') };
 }
 
 /**
