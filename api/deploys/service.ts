@@ -16,7 +16,7 @@ import { Environment } from '../../db/models/environment';
 import { Task } from '../../db/models/task';
 import { presentTask } from '../tasks/presenter';
 import { insertTask } from '../../activities/tasks/transitions';
-import { liveRelease, rollbackTarget } from '../../activities/deploys/queries';
+import { liveRelease, rollbackTarget, runningDeployTask } from '../../activities/deploys/queries';
 import { workflowIds } from '../../workflows/shared';
 import { taskSummary, type DeployWorkflowInput, type TaskRecord, type TaskType } from '../../workflows/deploys-shared';
 import type { deployEnvironment } from '../../workflows/deploy';
@@ -61,11 +61,7 @@ export async function requestTask(
   if (input.type === 'redeploy' || input.type === 'rollback') {
     // Answered before what a redeploy or rollback would need: a deploy runs, so none of them may start
     // now. (A deploy needs no such look-up: the workflow id's FAIL conflict policy answers for it.)
-    const running = await Task.query(knex)
-      .where({ workflow_id: workflowIds.environmentDeploy(env.id) })
-      .whereIn('status', ['pending', 'running'])
-      .orderBy('seq', 'desc')
-      .first();
+    const running = await runningDeployTask(knex, env.id);
     if (running && (await workflowOpen(deps, running.workflow_id))) throw deployInProgress(running.id);
   }
   if (input.type === 'redeploy' && !(await liveRelease(knex, env.id))) {
@@ -149,7 +145,7 @@ export async function requestTask(
   // The environment's deploy workflow is open. Its task may have just ended (the workflow is closing):
   // wait for that and start again, outside any transaction; else refuse, naming the running task.
   for (let attempt = 0; ; attempt++) {
-    const running = await runningTaskId(deps, workflowId);
+    const running = await runningTaskId(deps, env.id);
     if (!(attempt < 3 && running && (await workflowClosing(deps, workflowId, running)))) throw deployInProgress(running);
     try {
       const runId = await start();
@@ -196,7 +192,8 @@ async function workflowClosing(deps: Deps, workflowId: string, taskId: string): 
 }
 
 /** The task of the deploy workflow running on the environment: its TaskId search attribute, else the row. */
-async function runningTaskId(deps: Deps, workflowId: string): Promise<string | null> {
+async function runningTaskId(deps: Deps, environmentId: string): Promise<string | null> {
+  const workflowId = workflowIds.environmentDeploy(environmentId);
   try {
     const desc = await deps.temporal.workflow.getHandle(workflowId).describe();
     const id = desc.typedSearchAttributes.get(searchAttributeKeys.TaskId);
@@ -204,10 +201,5 @@ async function runningTaskId(deps: Deps, workflowId: string): Promise<string | n
   } catch {
     // fall back on the database
   }
-  const row = await Task.query(deps.knex)
-    .where({ workflow_id: workflowId })
-    .whereIn('status', ['pending', 'running'])
-    .orderBy('seq', 'desc')
-    .first();
-  return row?.id ?? null;
+  return (await runningDeployTask(deps.knex, environmentId))?.id ?? null;
 }

@@ -2,12 +2,11 @@
  * The reads a pipeline needs before and around a deploy: the project's releases, what a deploy of an
  * environment would do now (or why it cannot), and where the environment's code comes from.
  */
-import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import { Project } from '../../db/models/project';
 import { GitError, resolveRef } from '../../activities/provider/git';
 import { gitCacheDir } from '../../activities/provider/releases';
-import { liveRelease, rollbackTarget, type ReleaseRow } from '../../activities/deploys/queries';
+import { liveRelease, rollbackTarget, runningDeployTask, type ReleaseRow } from '../../activities/deploys/queries';
 import type { Actor } from '../lib/actor';
 import { can, roleIn } from '../lib/policy';
 import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
@@ -18,7 +17,6 @@ import { RELEASES_CURSOR } from './schemas';
 import { iso, isoOrNull } from '../lib/time';
 
 export const GIT_READ_TIMEOUT_MS = 20_000;
-
 
 export async function listReleases(
   deps: Deps,
@@ -79,17 +77,6 @@ export async function headCommit(deps: Deps, repositoryUrl: string, gitRef: stri
   }
 }
 
-/** The deploy task (deploy, redeploy, rollback) pending or running on the environment, if any. */
-async function runningDeploy(knex: Knex, environmentId: string): Promise<string | undefined> {
-  const row = await knex('tasks')
-    .where({ environment_id: environmentId, kind: 'deployments' })
-    .whereIn('type', ['deploy', 'redeploy', 'rollback'])
-    .whereIn('status', ['pending', 'running'])
-    .orderBy('seq', 'desc')
-    .first('id');
-  return row?.id;
-}
-
 const releaseRef = (r: (ReleaseRow & { built_at?: Date | string | null }) | undefined) =>
   r ? { id: r.id, git_ref: r.git_ref, commit_sha: r.commit_sha, built_at: isoOrNull(r.built_at) } : null;
 
@@ -110,8 +97,8 @@ export async function deployChoices(deps: Deps, actor: Actor, environmentId: str
   if (!project?.repository_url) {
     return blocked('no_repository', 'The project has no repository connected: connect one with POST /projects/{id}/repository');
   }
-  const running = await runningDeploy(knex, env.id);
-  if (running) return blocked('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', { task_id: running });
+  const running = await runningDeployTask(knex, env.id);
+  if (running) return blocked('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', { task_id: running.id });
   const head = await headCommit(deps, project.repository_url, env.git_ref);
   if (!head.ok) return blocked(head.code, head.message);
   const [live, rollback, built] = await Promise.all([
