@@ -1,4 +1,4 @@
-import { createHash, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 
 /** Letters and digits that cannot be misread for one another (no 0/O, 1/I/L, 5/S, 8/B, 2/Z, vowels). */
 export const CONFIRMATION_ALPHABET = 'CDFGHJKMNPQRTVWXY34679';
@@ -19,8 +19,4 @@ export function groupByFour(code: string): string {
 /** What a person typed back: upper-cased, dashes and spaces dropped. */
 export function normalizeCode(input: string): string {
   return input.toUpperCase().replace(/[\s-]+/g, '');
-}
-
-export function sha256(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
 }

@@ -5,9 +5,9 @@ import { User } from '../../db/models/user';
 import type { Session } from '../../db/models/session';
 import type { Actor } from '../lib/actor';
 import { AppError, errors } from '../lib/errors';
-import { generateSecret, randomToken } from '../lib/token-format';
+import { generateSecret, randomToken, sha256Hex } from '../lib/token-format';
 import { API_PREFIX } from '../lib/paths';
-import { USER_CODE_ALPHABET, groupByFour, normalizeCode, randomCode, sha256 } from './codes';
+import { USER_CODE_ALPHABET, groupByFour, normalizeCode, randomCode } from './codes';
 import { startSession } from './sessions';
 
 /** Command-line sign-in through the browser: the OAuth 2.0 device authorization grant (RFC 8628). */
@@ -41,7 +41,7 @@ export async function startDeviceAuthorization(deps: Deps) {
     const userCode = randomCode(USER_CODE_ALPHABET, USER_CODE_LENGTH);
     try {
       await CliDeviceCode.query(deps.knex).insert({
-        device_code_digest: sha256(deviceCode),
+        device_code_digest: sha256Hex(deviceCode),
         user_code: userCode,
         interval_seconds: DEVICE_INTERVAL_SECONDS,
         expires_at: new Date(Date.now() + DEVICE_EXPIRES_IN_SECONDS * 1000),
@@ -105,7 +105,7 @@ export async function pollDeviceToken(deps: Deps, input: { device_code: string }
   const secret = generateSecret('vcs_');
   type Outcome = { error: DevicePollError } | { user: User; session: Session };
   const result = await deps.knex.transaction(async (trx): Promise<Outcome> => {
-    const row = await CliDeviceCode.query(trx).findOne({ device_code_digest: sha256(input.device_code) }).forUpdate();
+    const row = await CliDeviceCode.query(trx).findOne({ device_code_digest: sha256Hex(input.device_code) }).forUpdate();
     const now = new Date();
     if (!row || row.status === 'consumed' || row.expires_at.getTime() <= now.getTime()) return { error: 'expired_token' as const };
     if (row.status === 'denied') return { error: 'access_denied' as const };

@@ -6,7 +6,8 @@ import { EmailConfirmation } from '../../db/models/email-confirmation';
 import { confirmationEmail } from '../../activities/mail/templates';
 import { AppError, errors } from '../lib/errors';
 import { hashPassword } from '../lib/passwords';
-import { CONFIRMATION_ALPHABET, groupByFour, normalizeCode, randomCode, sha256 } from './codes';
+import { CONFIRMATION_ALPHABET, groupByFour, normalizeCode, randomCode } from './codes';
+import { sha256Hex } from '../lib/token-format';
 
 const CODE_LENGTH = 12; // 22^12: about 53 bits
 const CODE_TTL_MS = 24 * 3600_000;
@@ -24,7 +25,7 @@ async function issueCode(trx: Knex, userId: string): Promise<{ code: string; exp
   await EmailConfirmation.query(trx).where({ user_id: userId }).whereNull('used_at').where('expires_at', '>', now).patch({ expires_at: now });
   const code = randomCode(CONFIRMATION_ALPHABET, CODE_LENGTH);
   const expiresAt = new Date(now.getTime() + CODE_TTL_MS);
-  await EmailConfirmation.query(trx).insert({ user_id: userId, code_digest: sha256(code), expires_at: expiresAt });
+  await EmailConfirmation.query(trx).insert({ user_id: userId, code_digest: sha256Hex(code), expires_at: expiresAt });
   return { code, expiresAt };
 }
 
@@ -64,7 +65,7 @@ export async function signUp(deps: Deps, input: { email: string; password: strin
 /** A code that is wrong, used or expired answers 422 on `code`, and counts as a failed credential. */
 export async function confirmEmail(deps: Deps, address: string, input: { code: string }): Promise<User> {
   await deps.guards.assertAddressAllowed(address);
-  const digest = sha256(normalizeCode(input.code));
+  const digest = sha256Hex(normalizeCode(input.code));
   const user = await deps.knex.transaction(async (trx) => {
     const now = new Date();
     const used = await EmailConfirmation.query(trx)

@@ -51,9 +51,14 @@ export function tokenDigest(token: string, key: Buffer): string {
   return createHmac('sha256', key).update(token).digest('hex');
 }
 
+/** SHA-256 in hex: the stored form of a code or secret that is only ever compared, never shown again. */
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value).digest('hex');
+}
+
 /** Digest of a high-entropy session secret (cookie value or vcs_ bearer). */
 export function sessionDigest(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return sha256Hex(secret);
 }
 
 /** Random URL-safe string for CSRF tokens, codes and ids. */

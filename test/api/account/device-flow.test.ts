@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { createUser, sessionAgent } from '../../helpers/fixtures';
-import { sha256 } from '../../../api/account/codes';
+import { sha256Hex as sha256 } from '../../../api/lib/token-format';
 
 const t = useTestContext();
 
