@@ -90,3 +90,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
   };
 }
+
+/** `http://{environmentHost}:{port}`: where the local provider serves an environment. */
+export function environmentUrl(config: Pick<Config, 'environmentHost'>, port: number): string {
+  return `http://${config.environmentHost}:${port}`;
+}

@@ -23,6 +23,7 @@ import { liveRelease, rollbackTarget, type ReleaseRow } from './queries';
 import { stepEnv, withHeartbeat } from './step-env';
 import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
+import { environmentUrl } from '../../system/config';
 
 export type StepOutcome = { ok: true } | { ok: false; message: string };
 
@@ -196,7 +197,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
           const release = await loadRelease(deps, input.releaseId);
           const env = await knex('environments').where({ id: release.environment_id }).first('id', 'port');
           if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
-          const url = `http://${deps.config.environmentHost}:${env.port}`;
+          const url = environmentUrl(deps.config, env.port);
           const done = await knex('deployments').where({ task_id: input.taskId }).first('id');
           if (done) return { ok: true, deploymentId: done.id, url };
 

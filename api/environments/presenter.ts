@@ -1,14 +1,9 @@
 import type { Environment } from '../../db/models/environment';
-import type { Config } from '../../system/config';
+import { environmentUrl, type Config } from '../../system/config';
 import { iso } from '../lib/time';
 
 /** An environment as the services hand it out: the row plus its public address. */
 export type EnvironmentRecord = Environment & { url: string };
-
-/** `http://{environmentHost}:{port}`: where the local provider serves the environment. */
-export function environmentUrl(config: Pick<Config, 'environmentHost'>, port: number): string {
-  return `http://${config.environmentHost}:${port}`;
-}
 
 /** Attaches the address to a loaded row (see findEnvironment in ./service). */
 export function withUrl(config: Pick<Config, 'environmentHost'>, env: Environment): EnvironmentRecord {
