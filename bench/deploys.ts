@@ -13,14 +13,8 @@ import { mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
-import { startBenchSystem, printTable, spawnApiProcess } from './harness';
+import { startBenchSystem, printTable, seedDeveloperWithToken, spawnApiProcess } from './harness';
 import { startWorker } from '../system/worker-runtime';
-import { User } from '../db/models/user';
-import { Team } from '../db/models/team';
-import { Membership } from '../db/models/membership';
-import { Project } from '../db/models/project';
-import { AccessToken } from '../db/models/access-token';
-import { generateSecret, tokenDigest } from '../api/lib/token-format';
 import { searchAttributeKeys } from '../api/deploys/service';
 import { createAppRepo } from '../test/helpers/deploy-fixtures';
 import type { DeployWorkflowInput } from '../workflows/deploys-shared';
@@ -50,18 +44,10 @@ export async function run(): Promise<void> {
     // The world: a developer's token in a team whose project is connected to a real git repository.
     const repo = createAppRepo(mkdtempSync(path.join(sys.dataDir, 'repo-')));
     repo.commit('v1');
-    const user = await User.query(knex).insertAndFetch({ email: 'bench@example.test', name: 'Bench', password_hash: 'x', email_confirmed_at: new Date() });
-    const team = await Team.query(knex).insertAndFetch({ name: 'Bench', settings: {} });
-    await Membership.query(knex).insert({ team_id: team.id, user_id: user.id, role: 'developer' });
-    const project = await Project.query(knex).insertAndFetch({ team_id: team.id, name: 'bench', repository_url: repo.dir });
+    const { user, team, project, token } = await seedDeveloperWithToken(sys, repo.dir);
     const envs = await knex('environments')
       .insert(Array.from({ length: 2 * DEPLOYS + 1 }, (_, i) => ({ team_id: team.id, project_id: project.id, name: `env-${i}`, git_ref: 'main', port: portBase + i })))
       .returning(['id', 'name', 'git_ref', 'port']);
-    const token = generateSecret('vcp_');
-    await AccessToken.query(knex).insert({
-      user_id: user.id, team_id: team.id, purpose: 'bench', digest: tokenDigest(token, deps.secrets.tokenKey.key),
-      key_id: deps.secrets.tokenKey.id, expires_in_days: 7, expires_at: new Date(Date.now() + 7 * 86_400_000),
-    });
     const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const post = async (p: string, body: unknown = {}, apiUrl = sys.apiUrl) => {
       const res = await fetch(`${apiUrl}${p}`, { method: 'POST', headers: auth, body: JSON.stringify(body) });

@@ -1,12 +1,6 @@
 import { createServer } from 'node:http';
 import Koa from 'koa';
-import { startBenchSystem, load, printTable } from './harness';
-import { User } from '../db/models/user';
-import { Team } from '../db/models/team';
-import { Membership } from '../db/models/membership';
-import { Project } from '../db/models/project';
-import { AccessToken } from '../db/models/access-token';
-import { generateSecret, tokenDigest } from '../api/lib/token-format';
+import { startBenchSystem, load, printTable, seedDeveloperWithToken } from './harness';
 
 /**
  * Token-authenticated `GET /environments` (a page of 100) through the whole API stack, against a
@@ -17,18 +11,10 @@ export async function run(): Promise<{ ratio: number }> {
   const sys = await startBenchSystem('environments');
   try {
     const { knex } = sys.deps;
-    const user = await User.query(knex).insertAndFetch({ email: 'bench@example.test', name: 'Bench', password_hash: 'x', email_confirmed_at: new Date() });
-    const team = await Team.query(knex).insertAndFetch({ name: 'Bench', settings: {} });
-    await Membership.query(knex).insert({ team_id: team.id, user_id: user.id, role: 'developer' });
-    const project = await Project.query(knex).insertAndFetch({ team_id: team.id, name: 'bench', repository_url: null });
+    const { team, project, token } = await seedDeveloperWithToken(sys);
     await knex('environments').insert(
       Array.from({ length: 150 }, (_, i) => ({ team_id: team.id, project_id: project.id, name: `env-${i}`, git_ref: 'main', port: 30000 + i })),
     );
-    const token = generateSecret('vcp_');
-    await AccessToken.query(knex).insert({
-      user_id: user.id, team_id: team.id, purpose: 'bench', digest: tokenDigest(token, sys.deps.secrets.tokenKey.key),
-      key_id: sys.deps.secrets.tokenKey.id, expires_in_days: 7, expires_at: new Date(Date.now() + 7 * 86_400_000),
-    });
 
     // The baseline: the same page query with no authentication, policy, validation or presenter.
     const bare = new Koa();

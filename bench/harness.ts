@@ -11,6 +11,12 @@ import { createDeps, type Deps } from '../system/deps';
 import { startApiServer } from '../system/api-server';
 import { startTemporalDevServer, type DevServer } from '../system/temporal';
 import { spawn } from 'node:child_process';
+import { User } from '../db/models/user';
+import { Team } from '../db/models/team';
+import { Membership } from '../db/models/membership';
+import { Project } from '../db/models/project';
+import { AccessToken } from '../db/models/access-token';
+import { generateSecret, tokenDigest } from '../api/lib/token-format';
 import { freePort } from '../test/helpers/ports';
 // @ts-expect-error plain JS module shared with scripts/bootstrap.mjs
 import { ensureTemporalCli } from '../scripts/temporal-cli.mjs';
@@ -140,4 +146,22 @@ export async function spawnApiProcess(sys: BenchSystem): Promise<{ apiUrl: strin
         child.kill('SIGTERM');
       }),
   };
+}
+
+/**
+ * What each benchmark measures against: a developer with a personal access token (the string is
+ * returned) in a team with one project, connected to `repositoryUrl` when given.
+ */
+export async function seedDeveloperWithToken(sys: BenchSystem, repositoryUrl: string | null = null) {
+  const { knex, secrets } = sys.deps;
+  const user = await User.query(knex).insertAndFetch({ email: 'bench@example.test', name: 'Bench', password_hash: 'x', email_confirmed_at: new Date() });
+  const team = await Team.query(knex).insertAndFetch({ name: 'Bench', settings: {} });
+  await Membership.query(knex).insert({ team_id: team.id, user_id: user.id, role: 'developer' });
+  const project = await Project.query(knex).insertAndFetch({ team_id: team.id, name: 'bench', repository_url: repositoryUrl });
+  const token = generateSecret('vcp_');
+  await AccessToken.query(knex).insert({
+    user_id: user.id, team_id: team.id, purpose: 'bench', digest: tokenDigest(token, secrets.tokenKey.key),
+    key_id: secrets.tokenKey.id, expires_in_days: 7, expires_at: new Date(Date.now() + 7 * 86_400_000),
+  });
+  return { user, team, project, token };
 }
