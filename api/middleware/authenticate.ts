@@ -79,7 +79,7 @@ export function authenticate(deps: Deps): Middleware {
     const header = ctx.get('authorization');
     if (header) {
       const address = ctx.ip;
-      await deps.guards.assertAddressAllowed(address);
+      const { failures } = await deps.guards.assertAddressAllowed(address);
       const raw = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] ?? '';
       let result: TokenCheck = { ok: false, reason: 'The credential does not work' };
       if (isWellFormed(raw, 'vcp_')) {
@@ -94,7 +94,8 @@ export function authenticate(deps: Deps): Middleware {
         await deps.guards.recordFailure(address);
         throw errors.unauthenticated(result.reason);
       }
-      await deps.guards.recordSuccess(address);
+      // A working credential clears the address's consecutive failures (a store round trip: only if any).
+      if (failures > 0) await deps.guards.recordSuccess(address);
       const token = result.ok ? (result.actor.kind === 'token' ? result.actor.token : undefined) : result.memberless;
       if (token) {
         const headers = await deps.guards.consumeTokenRequest(token.id);

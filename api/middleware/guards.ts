@@ -22,8 +22,11 @@ export interface RateHeaders {
  * own in-memory counters rather than failing requests.
  */
 export interface Guards {
-  /** Throws 429 (with Retry-After) while the address is refused. */
-  assertAddressAllowed(address: string): Promise<void>;
+  /**
+   * Throws 429 (with Retry-After) while the address is refused; otherwise answers how many consecutive
+   * failures it has (so a working credential need clear nothing when there are none).
+   */
+  assertAddressAllowed(address: string): Promise<{ failures: number }>;
   /** Counts a credential that does not work. */
   recordFailure(address: string): Promise<void>;
   /** A working credential clears the consecutive count (not the daily cap). */
@@ -108,6 +111,7 @@ export async function createGuards(config: Config, logger: Logger, prefix = conf
       if (f && f.consumedPoints >= fc.limit) waits.push(f.msBeforeNext);
       if (d && d.consumedPoints >= fc.dailyCap) waits.push(d.msBeforeNext);
       if (waits.length > 0) throw refuse(Math.max(...waits));
+      return { failures: f?.consumedPoints ?? 0 };
     },
     async recordFailure(address) {
       const key = addressKey(address);
