@@ -33,6 +33,8 @@ export interface Config {
   reminderSchedule: boolean;
   /** Secrets: given in the environment, or generated once and kept under dataDir (see secrets.ts). */
   tokenHmacKey: string | undefined;
+  /** AES-256-GCM key of values encrypted at rest (ENCRYPTION_KEY), else generated under dataDir. */
+  encryptionKey: string | undefined;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -88,6 +90,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reminderHourUtc: hourOfDay(env, 'REMINDER_HOUR_UTC', 9),
     reminderSchedule: !['0', 'false', 'off', 'no'].includes((env.REMINDER_SCHEDULE ?? 'on').toLowerCase()),
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
+    encryptionKey: env.ENCRYPTION_KEY || undefined,
   };
 }
 

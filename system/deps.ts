@@ -26,7 +26,7 @@ export async function createDeps(config: Config, opts: { name?: string; connectT
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
   if (!config.temporalAddress) throw new Error('TEMPORAL_ADDRESS is not set');
   const logger = createLogger(config.logLevel, opts.name ?? 'vc-console');
-  const secrets = loadSecrets(config.dataDir, config.tokenHmacKey);
+  const secrets = loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey });
   const knex = createKnex(config.databaseUrl);
   Model.knex(knex);
   const connection = await Connection.connect({ address: config.temporalAddress });

@@ -20,7 +20,7 @@ const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const say = (m: string) => console.log(`[start] ${m}`);
 const config = loadConfig();
 mkdirSync(config.dataDir, { recursive: true });
-loadSecrets(config.dataDir, config.tokenHmacKey); // generated once here, before two processes race for it
+loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey }); // generated once here, before two processes race for it
 
 const stops: Array<() => Promise<unknown>> = [];
 const children: ChildProcess[] = [];
