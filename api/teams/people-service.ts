@@ -186,7 +186,7 @@ async function lockedMembership(trx: Knex, actor: Actor, id: string) {
   if (!fresh) throw errors.notFound('membership');
   const owners = await Membership.query(trx).where({ team_id: fresh.team_id, role: 'owner' }).resultSize();
   // The caller's role read again under the lock.
-  const role = (await roleIn(trx, actor, fresh.team_id)) ?? actorRole;
+  const role = (await roleIn(trx, actor, fresh.team_id, { fresh: true })) ?? actorRole;
   return { target: fresh, actorRole: role, owners };
 }
 
