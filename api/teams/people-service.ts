@@ -5,7 +5,7 @@ import { Invitation } from '../../db/models/invitation';
 import { Membership } from '../../db/models/membership';
 import { Team } from '../../db/models/team';
 import { User } from '../../db/models/user';
-import { invitationEmail } from '../../activities/mail/templates';
+import { invitationEmail } from '../../system/mail/templates';
 import type { Actor } from '../lib/actor';
 import { AppError, errors } from '../lib/errors';
 import {
