@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { ApiError, CliError, EXIT } from './errors';
 import { note, red } from './output';
@@ -25,8 +26,11 @@ Examples:
   VC_TOKEN=vcp_... service deploy production --wait --queue     # in CI
   service tasks --environment shop/production --json`;
 
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
 export function buildProgram(): Command {
   const program = new Command('service')
+    .version(VERSION, '-V, --version', 'print the client\'s version')
     .description('The hosting console from the command line: sign in, deploy and watch, tasks, variables')
     .addOption(new Option('--api <url>', "the console's origin, e.g. http://localhost:8080 (or VC_API)"))
     .option('--json', "print the API's JSON and nothing else on stdout")

@@ -9,15 +9,15 @@ import { CliError } from '../errors';
 const flags = (options: readonly Option[]) => options.flatMap((o) => [o.long, o.short].filter(Boolean) as string[]);
 
 function bashScript(program: Command): string {
-  const global = [...flags(program.options), '--help'];
-  const top = program.commands.map((c) => c.name());
+  const global = [...flags(program.options).filter((f) => !['--version', '-V'].includes(f)), '--help'];
+  const top = [...program.commands.flatMap((c) => [c.name(), ...c.aliases()]), '--version'];
   const cases = program.commands.map((c) => {
     const words = [...c.commands.map((s) => s.name()), ...flags(c.options), ...global];
     const nested = c.commands.map((s) => `        ${s.name()}) words="${[...flags(s.options), ...global].join(' ')}" ;;`);
     const body = nested.length
       ? `      if [ "$COMP_CWORD" -gt 2 ]; then\n        case "\${COMP_WORDS[2]}" in\n${nested.join('\n')}\n        esac\n      fi`
       : '';
-    return `    ${c.name()}) words="${words.join(' ')}"\n${body}\n      ;;`;
+    return `    ${[c.name(), ...c.aliases()].join('|')}) words="${words.join(' ')}"${body ? `\n${body}` : ''} ;;`;
   });
   return `# bash completion for service (source <(service completion bash))
 _service_complete() {

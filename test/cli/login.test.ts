@@ -43,10 +43,10 @@ async function openPage(context: BrowserContext, url: string): Promise<{ page: P
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
+    if (m.type() === 'error') errors.push(`${m.text()} (${m.location().url})`);
   });
   page.on('pageerror', (e) => errors.push(e.message));
-  const res = await page.goto(url);
+  const res = await page.goto(url, { waitUntil: 'networkidle' });
   expect(res?.status()).toBe(200);
   return { page, errors };
 }
@@ -68,7 +68,7 @@ describe('service login', () => {
     const login = runCli(t, ['login'], home);
     const [, url, code] = await login.waitFor(URL_LINE);
     const shown = decodeURIComponent(code);
-    expect(login.output().stdout).toContain(`shows the code ${shown}`);
+    await login.waitFor(new RegExp(`check that it shows the code ${shown}`));
 
     // Not signed in yet: the page asks for a sign-in first, showing the code.
     await context.clearCookies();
