@@ -83,6 +83,6 @@ export async function waitForTask(client: Client, taskId: string, label: string)
 
 /** The closing line of a followed task, on stderr. */
 export function reportOutcome(task: Task): void {
-  const what = `Task ${task.id} (${task.type}) ${paintStatus(task.status)}`;
+  const what = `Task ${task.id} (${task.type}) ${paintStatus(task.status, process.stderr)}`;
   note(task.error ? `${what}: ${task.error}` : what);
 }

@@ -68,7 +68,7 @@ export function report(err: unknown): number {
 function explain(err: ApiError): string {
   if (err.status === 401) {
     return process.env.VC_TOKEN
-      ? `${err.message}: VC_TOKEN does not work; issue a new personal access token`
+      ? `VC_TOKEN was refused (${err.message}): issue a new personal access token in the console`
       : `${err.message}: run \`service login\` to sign in again`;
   }
   if (err.code === 'token_not_allowed') {
@@ -79,6 +79,8 @@ function explain(err: ApiError): string {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  // `service tasks | head -1`: a reader that went away is not an error worth a stack trace.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => process.exit(err.code === 'EPIPE' ? EXIT.ok : EXIT.refused));
   let code: number = EXIT.ok;
   try {
     await buildProgram().parseAsync(argv);

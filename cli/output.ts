@@ -33,14 +33,15 @@ export function printJson(value: unknown): void {
   out(JSON.stringify(value, null, 2));
 }
 
-const STATUS_COLOURS: Record<string, (t: string) => string> = {
+const STATUS_COLOURS: Record<string, (t: string, stream?: NodeJS.WriteStream) => string> = {
   succeeded: green,
   failed: red,
   cancelled: yellow,
   running: bold,
 };
 
-export const status = (s: string) => (STATUS_COLOURS[s] ?? ((t: string) => t))(s);
+/** A task status, coloured when the stream it goes to shows colours. */
+export const status = (s: string, stream: NodeJS.WriteStream = process.stdout) => STATUS_COLOURS[s]?.(s, stream) ?? s;
 
 /** Plain columns, a header in capitals; an empty list says so on stderr. */
 export function table(columns: string[], rows: (string | number | boolean | null | undefined)[][], empty = 'Nothing to show'): void {
@@ -81,7 +82,8 @@ export class Progress {
     if (!this.enabled || text === this.last) return;
     this.last = text;
     if (process.stderr.isTTY && env.TERM !== 'dumb') {
-      if (!this.spinner) this.spinner = yoctoSpinner({ text, stream: process.stderr, handleSignals: false }).start();
+      // On Ctrl-C the spinner shows the cursor again before the process ends (handleSignals).
+      if (!this.spinner) this.spinner = yoctoSpinner({ text, stream: process.stderr }).start();
       else this.spinner.text = text;
     } else {
       note(text);

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { Client, sleep } from '../client';
-import { normalizeOrigin, readStore, resolveTarget, writeStore } from '../config';
+import { readStore, resolveTarget, writeStore } from '../config';
 import { contextOf, type GlobalOptions } from '../context';
 import { ApiError, CliError } from '../errors';
 import { bold, details, note, out, printJson } from '../output';
@@ -82,7 +82,7 @@ async function login(cmd: Command, opts: { browser: boolean }): Promise<void> {
 async function logout(cmd: Command): Promise<void> {
   const { api } = cmd.optsWithGlobals<GlobalOptions>();
   const store = readStore();
-  const origin = normalizeOrigin(api ?? (process.env.VC_API?.trim() || undefined) ?? store.default_api ?? 'http://localhost:8080');
+  const origin = resolveTarget(api, { ...process.env, VC_TOKEN: '' }).origin;
   const session = store.sessions[origin];
   if (!session) {
     note(`Not signed in to ${origin}; nothing to do.`);

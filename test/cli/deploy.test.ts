@@ -4,13 +4,15 @@
  * describe share the environment and run in order.
  */
 import { rmSync, writeFileSync } from 'node:fs';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { runCli, cliHome, type CliRun } from '../helpers/cli';
 import { storeCliSession } from '../helpers/cli-session';
 
 const t = useTestContext({ worker: true, env: { BUILD_CONCURRENCY: '1' } });
+// Each test runs the client (a node process) several times: slow on a busy machine.
+vi.setConfig({ testTimeout: 120_000 });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 let token: string;
 let home: Record<string, string>;

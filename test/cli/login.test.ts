@@ -5,7 +5,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, type TestContext as VitestContext } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi, type TestContext as VitestContext } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createUser, PASSWORD } from '../helpers/fixtures';
 import { cliHome, runCli } from '../helpers/cli';
@@ -13,6 +13,8 @@ import { ensureChromium, launchBrowser } from '../helpers/browser';
 import { credentialsPath } from '../../cli/config';
 
 const t = useTestContext();
+// Each test runs the client (a node process) several times: slow on a busy machine.
+vi.setConfig({ testTimeout: 120_000 });
 let browser: BrowserContext | undefined;
 let noBrowser: string | undefined;
 

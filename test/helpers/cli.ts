@@ -58,7 +58,7 @@ export function runCli(t: TestContext, args: string[], env: Record<string, strin
   }) as CliRun;
   done.child = child;
   done.output = () => ({ stdout, stderr });
-  done.waitFor = (pattern, stream = 'stdout', timeoutMs = 30_000) =>
+  done.waitFor = (pattern, stream = 'stdout', timeoutMs = 50_000) =>
     new Promise((resolve, reject) => {
       const check = () => {
         const m = (stream === 'stdout' ? stdout : stderr).match(pattern);
