@@ -4,7 +4,7 @@
  * browser can be had the caller skips, printing why.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
@@ -50,5 +50,7 @@ export function ensureChromium(): { path: string } | { reason: string } {
 /** A headless chromium with a fresh profile; the caller closes it. */
 export async function launchBrowser(executablePath: string): Promise<BrowserContext> {
   const profile = mkdtempSync(path.join(tmpdir(), 'vc-chromium-'));
-  return chromium.launchPersistentContext(profile, { executablePath, headless: true, args: ARGS });
+  const context = await chromium.launchPersistentContext(profile, { executablePath, headless: true, args: ARGS });
+  context.on('close', () => rmSync(profile, { recursive: true, force: true }));
+  return context;
 }
