@@ -16,6 +16,7 @@ const t = useTestContext();
 // Each test runs the client (a node process) several times: slow on a busy machine.
 vi.setConfig({ testTimeout: 120_000 });
 let browser: BrowserContext | undefined;
+let closeBrowser: (() => Promise<void>) | undefined;
 let noBrowser: string | undefined;
 
 beforeAll(async () => {
@@ -25,11 +26,11 @@ beforeAll(async () => {
     console.log(`[cli login] browser tests skipped: ${noBrowser}`);
     return;
   }
-  browser = await launchBrowser(found.path);
+  ({ context: browser, close: closeBrowser } = await launchBrowser(found.path));
 }, 600_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await closeBrowser?.();
 });
 
 function needBrowser(ctx: VitestContext): BrowserContext {
@@ -115,14 +116,20 @@ describe('service login', () => {
     expect(again.stderr).toContain('service login');
   });
 
-  it('a sign-in denied in the browser exits 4 saying so, and stores nothing', async (ctx) => {
+  it('a code typed on the page, then denied: the client exits 4 saying so, and stores nothing', async (ctx) => {
     const context = needBrowser(ctx);
     const user = await createUser(t);
     const home = cliHome(t);
     const login = runCli(t, ['login', '--api', t.baseUrl], { ...home, VC_API: undefined });
-    const [, url] = await login.waitFor(URL_LINE);
+    const [, , code] = await login.waitFor(URL_LINE);
+    const [, plainUrl] = await login.waitFor(/\(or open (\S+) and enter the code\)/);
     await signInBrowser(context, user.email);
-    const { page, errors } = await openPage(context, url);
+    // The page without the code asks for it; the code typed in lower case, without its dash, is found.
+    const { page, errors } = await openPage(context, plainUrl);
+    await page.locator('#user_code').fill(decodeURIComponent(code).replace('-', '').toLowerCase());
+    await page.locator('input[type=submit]').click();
+    await page.locator('#deny').waitFor();
+    await expect(page.locator('.code').textContent()).resolves.toBe(decodeURIComponent(code));
     await page.locator('#deny').click();
     await page.locator('#result', { hasText: 'Denied' }).waitFor();
     expect(errors).toEqual([]);

@@ -47,10 +47,15 @@ export function ensureChromium(): { path: string } | { reason: string } {
   return existsSync(CHROMIUM) ? { path: CHROMIUM } : { reason: `apt-get installed chromium but ${CHROMIUM} is still missing` };
 }
 
-/** A headless chromium with a fresh profile; the caller closes it. */
-export async function launchBrowser(executablePath: string): Promise<BrowserContext> {
+/** A headless chromium with a fresh profile; `close` ends it and removes the profile. */
+export async function launchBrowser(executablePath: string): Promise<{ context: BrowserContext; close(): Promise<void> }> {
   const profile = mkdtempSync(path.join(tmpdir(), 'vc-chromium-'));
   const context = await chromium.launchPersistentContext(profile, { executablePath, headless: true, args: ARGS });
-  context.on('close', () => rmSync(profile, { recursive: true, force: true }));
-  return context;
+  return {
+    context,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+    },
+  };
 }
