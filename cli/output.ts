@@ -44,7 +44,9 @@ const STATUS_COLOURS: Record<string, (t: string, stream?: NodeJS.WriteStream) =>
 export const status = (s: string, stream: NodeJS.WriteStream = process.stdout) => STATUS_COLOURS[s]?.(s, stream) ?? s;
 
 /** Plain columns, a header in capitals; an empty list says so on stderr. */
-export function table(columns: string[], rows: (string | number | boolean | null | undefined)[][], empty = 'Nothing to show'): void {
+type Cell = string | number | boolean | null | undefined;
+
+export function table(columns: string[], rows: Cell[][], empty = 'Nothing to show'): void {
   if (rows.length === 0) {
     note(empty);
     return;

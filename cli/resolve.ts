@@ -31,11 +31,15 @@ export async function listProjects(client: Client, teamId?: string): Promise<Pro
 }
 
 /** Every environment the caller reaches (all pages), optionally of one project or team. */
-export async function listEnvironments(client: Client, filter: { project_id?: string; team_id?: string } = {}): Promise<Environment[]> {
+export async function listEnvironments(
+  client: Client,
+  filter: { project_id?: string; team_id?: string } = {},
+): Promise<Environment[]> {
   const all: Environment[] = [];
   let before: string | undefined;
   do {
-    const page = await client.get<{ data: Environment[]; next_before: string | null }>('/environments', { ...filter, limit: 100, before });
+    type Page = { data: Environment[]; next_before: string | null };
+    const page = await client.get<Page>('/environments', { ...filter, limit: 100, before });
     all.push(...page.data);
     before = page.next_before ?? undefined;
   } while (before);
@@ -62,7 +66,10 @@ export async function resolveEnvironment(client: Client, ref: string): Promise<E
     const project = await resolveProject(client, trimmed.slice(0, slash));
     const name = trimmed.slice(slash + 1);
     const env = (await listEnvironments(client, { project_id: project.id })).find((e) => e.name === name);
-    if (!env) throw new CliError(`Project ${project.name} has no environment "${name}": \`service environments --project ${project.name}\` lists them`);
+    if (!env) {
+      const hint = `\`service environments --project ${project.name}\` lists them`;
+      throw new CliError(`Project ${project.name} has no environment "${name}": ${hint}`);
+    }
     return env;
   }
   const matches = (await listEnvironments(client)).filter((e) => e.name === trimmed);

@@ -70,7 +70,9 @@ async function login(cmd: Command, opts: { browser: boolean }): Promise<void> {
         interval += SLOW_DOWN_SECONDS;
         continue;
       }
-      if (err.code === 'access_denied') throw new CliError('The sign-in was denied in the browser; run `service login` to try again');
+      if (err.code === 'access_denied') {
+        throw new CliError('The sign-in was denied in the browser; run `service login` to try again');
+      }
       if (err.code === 'expired_token' || Date.now() > deadline) {
         throw new CliError('The code expired before it was approved; run `service login` again');
       }
@@ -117,7 +119,7 @@ async function whoami(cmd: Command): Promise<void> {
     ['Console', ctx.target.origin],
     ['Name', me.name],
     ['E-mail', me.email],
-    ['Signed in', me.via === 'token' ? `with a personal access token (VC_TOKEN): ${me.token?.purpose}` : 'through the browser (service login)'],
+    ['Signed in', me.token ? `with a personal access token (VC_TOKEN): ${me.token.purpose}` : 'through the browser (service login)'],
     ...(me.token
       ? ([
           ['Team', me.token.team_id],

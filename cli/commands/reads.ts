@@ -72,7 +72,10 @@ export function register(program: Command): void {
       const names = new Map((await listProjects(ctx.client)).map((p) => [p.id, p.name]));
       table(
         ['name', 'id', 'git ref', 'auto deploy', 'url'],
-        envs.map((e) => [`${names.get(e.project_id) ?? e.project_id}/${e.name}`, e.id, e.git_ref, e.auto_deploy ? 'on' : 'off', e.url]),
+        envs.map((e) => {
+          const label = `${names.get(e.project_id) ?? e.project_id}/${e.name}`;
+          return [label, e.id, e.git_ref, e.auto_deploy ? 'on' : 'off', e.url];
+        }),
         'No environments',
       );
     });

@@ -62,10 +62,12 @@ export function register(program: Command): void {
       const env = await resolveEnvironment(ctx.client, ref);
       const saved: Variable[] = [];
       for (const { name, value } of parsed) {
-        saved.push(await ctx.client.post<Variable>(`/environments/${env.id}/variables`, { name, value, ...(opts.secret ? { secret: true } : {}) }));
+        const body = { name, value, ...(opts.secret ? { secret: true } : {}) };
+        saved.push(await ctx.client.post<Variable>(`/environments/${env.id}/variables`, body));
       }
       if (ctx.json) return printJson({ data: saved });
-      out(`Set ${parsed.map((p) => p.name).join(', ')} on ${env.name}. Running processes get them with \`service vars apply ${ref}\` or the next deploy.`);
+      out(`Set ${parsed.map((p) => p.name).join(', ')} on ${env.name}.`);
+      note(`Running processes get them with \`service vars apply ${ref}\` or the next deploy.`);
     });
 
   vars

@@ -19,7 +19,11 @@ export async function storeCliSession(t: TestContext, user: User, home: Record<s
   });
   const env = { ...process.env, ...home };
   const store = readStore(env);
-  store.sessions[t.baseUrl] = { token: secret, user: { id: user.id, email: user.email, name: user.name }, signed_in_at: new Date().toISOString() };
+  store.sessions[t.baseUrl] = {
+    token: secret,
+    user: { id: user.id, email: user.email, name: user.name },
+    signed_in_at: new Date().toISOString(),
+  };
   writeStore(store, env);
   return secret;
 }

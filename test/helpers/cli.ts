@@ -33,7 +33,12 @@ export function cliHome(t: TestContext): Record<string, string> {
  * Starts the client. The environment is the test process's minus anything VC_ or colour related, plus
  * VC_API (this file's API) and `env`.
  */
-export function runCli(t: TestContext, args: string[], env: Record<string, string | undefined> = {}, opts: { cwd?: string; command?: string[] } = {}): CliRun {
+export function runCli(
+  t: TestContext,
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  opts: { cwd?: string; command?: string[] } = {},
+): CliRun {
   const base = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith('VC_') && !['NO_COLOR', 'FORCE_COLOR', 'CI'].includes(k)),
   );
