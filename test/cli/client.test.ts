@@ -142,6 +142,15 @@ describe('429 and network failures', () => {
   });
 });
 
+describe('refusals', () => {
+  it('a refusal that names no running task exits 4 with the API\'s message', async () => {
+    const res = await runCli(t, ['deploy', envLabel, '--wait'], asToken());
+    expect(res.code).toBe(4);
+    expect(res.stderr).toMatch(/^Error: .*repository/m);
+    expect(res.stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
 describe('service validate', () => {
   it('a valid service.yaml: exit 0 and the manifest as it will be read', async () => {
     const res = await runCli(t, ['validate'], asToken(), { cwd: home.HOME });

@@ -7,7 +7,7 @@ import { readFileSync, statSync } from 'node:fs';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi, type TestContext as VitestContext } from 'vitest';
 import { useTestContext } from '../helpers/context';
-import { createUser, PASSWORD } from '../helpers/fixtures';
+import { createAccessToken, createTeam, createUser, PASSWORD } from '../helpers/fixtures';
 import { cliHome, runCli } from '../helpers/cli';
 import { ensureChromium, launchBrowser } from '../helpers/browser';
 import { credentialsPath } from '../../cli/config';
@@ -98,10 +98,15 @@ describe('service login', () => {
     const stored = JSON.parse(readFileSync(file, 'utf8'));
     expect(stored.sessions[t.baseUrl].token).toMatch(/^vcs_/);
 
-    // whoami acts with it; VC_TOKEN would take precedence (see below), --api names the console.
+    // whoami acts with it (the console of the last login when neither --api nor VC_API says)...
     const me = await runCli(t, ['whoami', '--json'], { ...home, VC_API: undefined });
     expect(me.code, me.stderr).toBe(0);
     expect(JSON.parse(me.stdout)).toMatchObject({ email: user.email, via: 'cli' });
+    // ...and VC_TOKEN takes precedence over it.
+    const other = await createUser(t);
+    const token = await createAccessToken(t, other, await createTeam(t, other));
+    const asToken = await runCli(t, ['whoami', '--json'], { ...home, VC_TOKEN: token });
+    expect(JSON.parse(asToken.stdout)).toMatchObject({ email: other.email, via: 'token' });
 
     // logout ends the session on the server, not only here.
     const out = await runCli(t, ['logout'], home);
