@@ -78,6 +78,7 @@ describe('service login', () => {
     const before = await openPage(context, url);
     await expect(before.page.locator('h1').textContent()).resolves.toBe('Sign in to continue');
     await expect(before.page.locator('.code').textContent()).resolves.toBe(shown);
+    expect(before.errors).toEqual([]);
     await before.page.close();
 
     await signInBrowser(context, user.email);
