@@ -11,6 +11,7 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ipaddr from 'ipaddr.js';
 import type { Config } from '../../system/config';
 import { checkOutboundHost, normalizeHost, OutboundRefused } from './outbound';
 
@@ -65,6 +66,13 @@ function rawHost(input: string): string | null {
   return m ? m[1] : null;
 }
 
+/** The same host: equal names, or the same address however written. */
+function sameHost(a: string, b: string): boolean {
+  const [x, y] = [normalizeHost(a), normalizeHost(b)];
+  if (x === y) return true;
+  return ipaddr.isValid(x) && ipaddr.isValid(y) && ipaddr.parse(x).toNormalizedString() === ipaddr.parse(y).toNormalizedString();
+}
+
 /**
  * What a client sent as a repository: `https://`, `http://`, `ssh://`, `git://`, scp-style `user@host:path`,
  * an absolute path or a `file://` URL. Returns the URL to keep (for http(s) without any user info; for
@@ -86,7 +94,7 @@ export function parseRepositoryUrl(input: string): ParsedRepositoryUrl {
     const kind = ({ http: 'http', https: 'http', ssh: 'ssh', 'git+ssh': 'ssh', 'ssh+git': 'ssh', git: 'git' } as const)[scheme];
     if (!kind) return { ok: false, reason: 'must be an https://, http://, ssh:// or git:// URL, user@host:path or a local path' };
     const raw = rawHost(input);
-    if (!u.hostname || raw === null || normalizeHost(raw) !== normalizeHost(u.hostname)) {
+    if (!u.hostname || raw === null || !sameHost(raw, u.hostname)) {
       return { ok: false, reason: 'must name its host plainly' };
     }
     const username = decode(u.username);
