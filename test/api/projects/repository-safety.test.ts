@@ -10,6 +10,7 @@ import { startEmptyReplyServer, startGitHttpServer, startRedirectServer, type Gi
 import { freePort } from '../../helpers/ports';
 import { ensureMirror } from '../../../activities/provider/git';
 import { Project } from '../../../db/models/project';
+import { repositoryOf } from '../../../db/queries/repository';
 
 const t = useTestContext({ worker: true });
 const roots = () => mkdtempSync(join(repositoriesDir(), 'safety-'));
@@ -266,5 +267,40 @@ describe('service.yaml as a symlink', () => {
     const log = await taskLog(t, api, deploy.body.id);
     expect(log).toMatch(/service\.yaml is a symlink/);
     expect(log).not.toContain('root:x:0:0');
+  });
+});
+
+describe('migration 110: repository credentials apart from the URL', () => {
+  it('moves credentials out of existing URLs, sealed to the project, and leaves other URLs alone', async () => {
+    const { knex } = t.deps;
+    const { up } = await import('../../../db/migrations/110_repository_credentials');
+    const { team } = await ownerProject();
+    await knex.schema.alterTable('projects', (tb) => tb.dropColumn('repository_credentials'));
+    const withToken = await knex('projects')
+      .insert({ team_id: team.id, name: 'legacy-https', repository_url: 'https://ci:s3cr%40t-tok@git.example.com/org/app.git' })
+      .returning('id');
+    const withSsh = await knex('projects')
+      .insert({ team_id: team.id, name: 'legacy-ssh', repository_url: 'ssh://git:hunter22@git.example.com/org/app.git' })
+      .returning('id');
+    const plain = await knex('projects').insert({ team_id: team.id, name: 'legacy-plain', repository_url: '/srv/git/app' }).returning('id');
+    const savedDataDir = process.env.DATA_DIR;
+    process.env.DATA_DIR = t.dataDir;
+    try {
+      await up(knex);
+    } finally {
+      if (savedDataDir === undefined) delete process.env.DATA_DIR;
+      else process.env.DATA_DIR = savedDataDir;
+    }
+    const rows = await knex('projects').whereIn('id', [withToken[0].id, withSsh[0].id, plain[0].id]).orderBy('name');
+    const [https, plainRow, ssh] = rows;
+    expect(https.repository_url).toBe('https://git.example.com/org/app.git');
+    expect(repositoryOf(t.deps.secrets, https)!.credentials).toEqual({ username: 'ci', password: 's3cr@t-tok' });
+    expect(ssh.repository_url).toBe('ssh://git@git.example.com/org/app.git');
+    expect(ssh.repository_credentials).toBeNull();
+    expect(plainRow).toMatchObject({ repository_url: '/srv/git/app', repository_credentials: null });
+    // Bound to its project: the sealed value does not open for another one.
+    expect(() => repositoryOf(t.deps.secrets, { ...https, id: plainRow.id })).toThrow();
+    const dump = execFileSync('pg_dump', ['--data-only', t.databaseUrl], { encoding: 'utf8', maxBuffer: 256 << 20 });
+    expect(dump).not.toMatch(/s3cr|hunter22/);
   });
 });
