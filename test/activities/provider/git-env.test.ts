@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureMirror, resolveRef } from '../../../activities/provider/git';
+import { prepareRemote } from '../../../activities/provider/git-remote';
 
 let root: string;
 let repo: string;
@@ -43,5 +44,18 @@ describe('git runs in an environment of its own', () => {
     expect(readdirSync(path.join(dataDir, 'git', 'home'))).toEqual([]);
     expect(statSync(path.join(dataDir, 'git', 'known_hosts')).isFile()).toBe(true);
     expect(statSync(path.join(dataDir, 'git', 'askpass')).mode & 0o777).toBe(0o700);
+  });
+});
+
+describe('prepareRemote', () => {
+  it('pins git to the addresses the guard checked (no second DNS answer between check and connect)', async () => {
+    const access = { dataDir, localRepositoryRoots: [], outboundAllowedHosts: ['localhost'] };
+    const http = await prepareRemote({ url: 'http://localhost:8080/app.git' }, access);
+    expect(http.config).toEqual(['-c', expect.stringMatching(/^http\.curloptResolve=localhost:8080:(\[::1\]|127\.0\.0\.1)/)]);
+    const ssh = await prepareRemote({ url: 'git@localhost:app.git' }, access);
+    expect(ssh.sshOptions).toEqual(['-o', expect.stringMatching(/^HostName=(::1|127\.0\.0\.1)$/), '-o', 'HostKeyAlias=localhost']);
+    const daemon = await prepareRemote({ url: 'git://localhost/app.git' }, access);
+    expect(daemon.target).toMatch(/^git:\/\/(\[::1\]|127\.0\.0\.1)\/app\.git$/);
+    await expect(prepareRemote({ url: 'git@localhost:app.git' }, { ...access, outboundAllowedHosts: [] })).rejects.toThrow(/internal address/);
   });
 });
