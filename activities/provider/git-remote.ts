@@ -33,8 +33,7 @@ export interface GitRepo {
 export type RemoteKind = 'local' | 'http' | 'ssh' | 'git';
 
 export type ParsedRepositoryUrl =
-  | { ok: true; url: string; credentials: Credentials | null; kind: RemoteKind }
-  | { ok: false; reason: string };
+  { ok: true; url: string; credentials: Credentials | null; kind: RemoteKind } | { ok: false; reason: string };
 
 /** A location git must not be run on; `message` is a phrase for `error.fields.url` and task logs. */
 export class LocationRefused extends Error {
@@ -48,6 +47,14 @@ export class LocationRefused extends Error {
   }
 }
 
+const SCHEMES: Record<string, Exclude<RemoteKind, 'local'> | undefined> = {
+  http: 'http',
+  https: 'http',
+  ssh: 'ssh',
+  'git+ssh': 'ssh',
+  'ssh+git': 'ssh',
+  git: 'git',
+};
 const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
 // scp-like syntax: [user@]host:path, no slash before the first colon (git's own rule).
 const SCP = /^(?:([^@/:]+)@)?(\[[0-9a-f:.]+\]|[^@/:[\]]+):(.*)$/i;
@@ -70,7 +77,11 @@ function rawHost(input: string): string | null {
 function sameHost(a: string, b: string): boolean {
   const [x, y] = [normalizeHost(a), normalizeHost(b)];
   if (x === y) return true;
-  return ipaddr.isValid(x) && ipaddr.isValid(y) && ipaddr.parse(x).toNormalizedString() === ipaddr.parse(y).toNormalizedString();
+  return (
+    ipaddr.isValid(x) &&
+    ipaddr.isValid(y) &&
+    ipaddr.parse(x).toNormalizedString() === ipaddr.parse(y).toNormalizedString()
+  );
 }
 
 /**
@@ -91,8 +102,12 @@ export function parseRepositoryUrl(input: string): ParsedRepositoryUrl {
       if (u.host) return { ok: false, reason: 'must be a file:// URL of this host (file:///path)' };
       return { ok: true, url: input, credentials: null, kind: 'local' };
     }
-    const kind = ({ http: 'http', https: 'http', ssh: 'ssh', 'git+ssh': 'ssh', 'ssh+git': 'ssh', git: 'git' } as const)[scheme];
-    if (!kind) return { ok: false, reason: 'must be an https://, http://, ssh:// or git:// URL, user@host:path or a local path' };
+    const kind = SCHEMES[scheme];
+    if (!kind)
+      return {
+        ok: false,
+        reason: 'must be an https://, http://, ssh:// or git:// URL, user@host:path or a local path',
+      };
     const raw = rawHost(input);
     if (!u.hostname || raw === null || !sameHost(raw, u.hostname)) {
       return { ok: false, reason: 'must name its host plainly' };
@@ -111,10 +126,14 @@ export function parseRepositoryUrl(input: string): ParsedRepositoryUrl {
   if (input.startsWith('/')) return { ok: true, url: input, credentials: null, kind: 'local' };
   const scp = SCP.exec(input);
   if (scp && !/^[a-z0-9+.-]+::/i.test(input)) {
-    if (scp[1]?.includes(':')) return { ok: false, reason: 'must not carry a password for ssh (use https with a token)' };
+    if (scp[1]?.includes(':'))
+      return { ok: false, reason: 'must not carry a password for ssh (use https with a token)' };
     return { ok: true, url: input, credentials: null, kind: 'ssh' };
   }
-  return { ok: false, reason: 'must be an https://, http://, ssh:// or git:// URL, user@host:path or an absolute local path' };
+  return {
+    ok: false,
+    reason: 'must be an https://, http://, ssh:// or git:// URL, user@host:path or an absolute local path',
+  };
 }
 
 /** What git is run with for one repository: the URL or path to hand it, and extra config and environment. */
@@ -143,7 +162,12 @@ export async function prepareRemote(repo: GitRepo, access: GitAccess): Promise<P
     const port = u.port || (u.protocol === 'https:' ? '443' : '80');
     const literal = addresses.length === 1 && addresses[0] === host;
     const pinned = addresses.map((a) => (a.includes(':') ? `[${a}]` : a)).join(',');
-    return { kind: 'http', target: parsed.url, config: literal ? [] : ['-c', `http.curloptResolve=${host}:${port}:${pinned}`], sshOptions: [] };
+    return {
+      kind: 'http',
+      target: parsed.url,
+      config: literal ? [] : ['-c', `http.curloptResolve=${host}:${port}:${pinned}`],
+      sshOptions: [],
+    };
   }
   if (parsed.kind === 'git') {
     const u = new URL(repo.url);
@@ -154,7 +178,12 @@ export async function prepareRemote(repo: GitRepo, access: GitAccess): Promise<P
   }
   const host = sshHost(repo.url);
   const [address] = await checkOutboundHost(host, access);
-  return { kind: 'ssh', target: repo.url, config: [], sshOptions: ['-o', `HostName=${address}`, '-o', `HostKeyAlias=${normalizeHost(host)}`] };
+  return {
+    kind: 'ssh',
+    target: repo.url,
+    config: [],
+    sshOptions: ['-o', `HostName=${address}`, '-o', `HostKeyAlias=${normalizeHost(host)}`],
+  };
 }
 
 function sshHost(url: string): string {
@@ -187,8 +216,12 @@ export async function checkLocalRepository(p: string, access: GitAccess): Promis
   }
   const roots = (await Promise.all(access.localRepositoryRoots.map(realOrNull))).filter((r): r is string => r !== null);
   const dataDir = (await realOrNull(access.dataDir)) ?? path.resolve(access.dataDir);
-  const allowed = (real: string) => roots.some((root) => within(real, root)) && !within(real, dataDir) && !within(dataDir, real);
-  const outside = () => new LocationRefused('is not under a directory of LOCAL_REPOSITORY_ROOTS, or is inside the console\'s data directory');
+  const allowed = (real: string) =>
+    roots.some((root) => within(real, root)) && !within(real, dataDir) && !within(dataDir, real);
+  const outside = () =>
+    new LocationRefused(
+      "is not under a directory of LOCAL_REPOSITORY_ROOTS, or is inside the console's data directory",
+    );
 
   const real = await realOrNull(p);
   if (!real) {
@@ -215,11 +248,14 @@ async function gitDirsOf(real: string): Promise<string[]> {
   }
   dirs.push(gitDir);
   const common = (await readFile(path.join(gitDir, 'commondir'), 'utf8').catch(() => '')).trim();
-  const commonDir = common ? ((await realOrNull(path.resolve(gitDir, common))) ?? path.resolve(gitDir, common)) : gitDir;
+  const commonDir = common
+    ? ((await realOrNull(path.resolve(gitDir, common))) ?? path.resolve(gitDir, common))
+    : gitDir;
   if (common) dirs.push(commonDir);
   for (const base of new Set([gitDir, commonDir])) {
     const alternates = await readFile(path.join(base, 'objects', 'info', 'alternates'), 'utf8').catch(() => '');
-    for (const line of alternates.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))) {
+    const lines = alternates.split('\n').map((l) => l.trim());
+    for (const line of lines.filter((l) => l && !l.startsWith('#'))) {
       const alt = path.resolve(base, 'objects', line);
       dirs.push((await realOrNull(alt)) ?? alt);
     }

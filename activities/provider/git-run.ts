@@ -31,7 +31,10 @@ export type GitErrorCode =
   | 'git_failed';
 
 /** The only things said about a failing repository (API answers and task logs alike). */
-export const GIT_FAILURES: Record<Exclude<GitErrorCode, 'ref_not_found' | 'location_refused' | 'git_failed'>, string> = {
+export const GIT_FAILURES: Record<
+  Exclude<GitErrorCode, 'ref_not_found' | 'location_refused' | 'git_failed'>,
+  string
+> = {
   repository_unreachable: 'the repository could not be reached',
   repository_not_found: 'no git repository was found at this address',
   authentication_failed: 'authentication failed: the repository refused the credentials, or needs some',
@@ -49,7 +52,9 @@ export class GitError extends Error {
 
   /** A phrase for `error.fields.url`. */
   get fieldReason(): string {
-    return this.code === 'location_refused' ? this.message.replace(/^the repository's address /, '') : `is not a repository git can read: ${this.message}`;
+    return this.code === 'location_refused'
+      ? this.message.replace(/^the repository's address /, '')
+      : `is not a repository git can read: ${this.message}`;
   }
 }
 
@@ -65,16 +70,16 @@ export interface GitOptions {
  * only the usual transports (file, git, http(s), ssh; never `ext::`, which runs commands).
  */
 const SAFE_CONFIG = [
-  '-c', 'protocol.allow=never',
-  '-c', 'protocol.file.allow=always',
-  '-c', 'protocol.git.allow=always',
-  '-c', 'protocol.http.allow=always',
-  '-c', 'protocol.https.allow=always',
-  '-c', 'protocol.ssh.allow=always',
-  '-c', 'credential.helper=',
-  '-c', 'http.followRedirects=false',
-  '-c', 'core.hooksPath=/dev/null',
-];
+  'protocol.allow=never',
+  'protocol.file.allow=always',
+  'protocol.git.allow=always',
+  'protocol.http.allow=always',
+  'protocol.https.allow=always',
+  'protocol.ssh.allow=always',
+  'credential.helper=',
+  'http.followRedirects=false',
+  'core.hooksPath=/dev/null',
+].flatMap((setting) => ['-c', setting]);
 
 /** git's own directory under DATA_DIR: an empty HOME, the known-hosts file, the askpass script. */
 interface GitHome {
@@ -114,18 +119,17 @@ function gitHome(dataDir: string): Promise<GitHome> {
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 function gitEnv(home: GitHome, remote?: PreparedRemote, credentials?: Credentials | null): NodeJS.ProcessEnv {
-  const ssh = [
-    'ssh', '-F', '/dev/null',
-    '-o', 'BatchMode=yes',
-    '-o', 'IdentitiesOnly=yes',
-    '-o', 'IdentityFile=none',
-    '-o', 'IdentityAgent=none',
-    '-o', `UserKnownHostsFile=${home.knownHosts}`,
-    '-o', 'GlobalKnownHostsFile=/dev/null',
-    '-o', 'StrictHostKeyChecking=accept-new',
-    '-o', 'ConnectTimeout=20',
-    ...(remote?.sshOptions ?? []),
-  ];
+  const options = [
+    'BatchMode=yes',
+    'IdentitiesOnly=yes',
+    'IdentityFile=none',
+    'IdentityAgent=none',
+    `UserKnownHostsFile=${home.knownHosts}`,
+    'GlobalKnownHostsFile=/dev/null',
+    'StrictHostKeyChecking=accept-new',
+    'ConnectTimeout=20',
+  ].flatMap((option) => ['-o', option]);
+  const ssh = ['ssh', '-F', '/dev/null', ...options, ...(remote?.sshOptions ?? [])];
   return {
     PATH: process.env.PATH || '/usr/local/bin:/usr/bin:/bin',
     HOME: home.home,
@@ -155,11 +159,19 @@ interface RunOpts {
 
 /** Which fixed failure git's text amounts to (the text itself goes nowhere). */
 function classify(stderr: string): GitErrorCode {
-  if (/authentication failed|could not read (username|password)|terminal prompts disabled|permission denied|returned error: 40[13]\b/i.test(stderr)) {
+  if (
+    /authentication failed|could not read (username|password)|terminal prompts disabled|permission denied|returned error: 40[13]\b/i.test(
+      stderr,
+    )
+  ) {
     return 'authentication_failed';
   }
   if (/returned error: 3\d\d\b|redirect/i.test(stderr)) return 'redirected';
-  if (/returned error: 404\b|not found|does not appear to be a git repository|not a git repository|no such file or directory|not valid: is this a git repository/i.test(stderr)) {
+  if (
+    /returned error: 404\b|not found|does not appear to be a git repository|not a git repository|no such file or directory|not valid: is this a git repository/i.test(
+      stderr,
+    )
+  ) {
     return 'repository_not_found';
   }
   return 'repository_unreachable';
@@ -180,7 +192,9 @@ export async function git(args: string[], opts: RunOpts): Promise<string> {
         if (!err) return resolve(stdout);
         const e = err as NodeJS.ErrnoException & { killed?: boolean };
         if (!opts.remote) {
-          return reject(new GitError('git_failed', e.killed ? `${what} did not finish within ${timeout} ms` : `${what} failed`));
+          return reject(
+            new GitError('git_failed', e.killed ? `${what} did not finish within ${timeout} ms` : `${what} failed`),
+          );
         }
         const code = e.killed ? 'repository_unreachable' : classify(String(stderr || ''));
         reject(new GitError(code, GIT_FAILURES[code as keyof typeof GIT_FAILURES]));
@@ -194,7 +208,8 @@ export async function remoteFor(repo: GitRepo, opts: GitOptions): Promise<Prepar
   try {
     return await prepareRemote(repo, opts.access);
   } catch (err) {
-    if (err instanceof LocationRefused && err.notFound) throw new GitError('repository_not_found', GIT_FAILURES.repository_not_found);
+    if (err instanceof LocationRefused && err.notFound)
+      throw new GitError('repository_not_found', GIT_FAILURES.repository_not_found);
     if (err instanceof LocationRefused || err instanceof OutboundRefused) {
       throw new GitError('location_refused', `the repository's address ${err.message}`);
     }
@@ -203,9 +218,20 @@ export async function remoteFor(repo: GitRepo, opts: GitOptions): Promise<Prepar
 }
 
 /** Runs git against the repository itself (ls-remote, clone, fetch): checked, pinned, with its credentials. */
-export async function gitRemote(repo: GitRepo, opts: GitOptions, args: (target: string, remote: PreparedRemote) => string[], extra: Partial<RunOpts> = {}) {
+export async function gitRemote(
+  repo: GitRepo,
+  opts: GitOptions,
+  args: (target: string, remote: PreparedRemote) => string[],
+  extra: Partial<RunOpts> = {},
+) {
   const remote = await remoteFor(repo, opts);
-  return git(args(remote.target, remote), { access: opts.access, timeoutMs: opts.timeoutMs, remote, credentials: repo.credentials, ...extra });
+  return git(args(remote.target, remote), {
+    access: opts.access,
+    timeoutMs: opts.timeoutMs,
+    remote,
+    credentials: repo.credentials,
+    ...extra,
+  });
 }
 
 /** The git subcommand of an argument list (options such as --git-dir and their values skipped). */
@@ -216,4 +242,3 @@ function subcommand(args: string[]): string {
   }
   return '';
 }
-

@@ -115,7 +115,15 @@ export async function listBranchCommits(
   let out: string;
   try {
     out = await git(
-      ['--git-dir', mirror, 'log', `-n${opts.limit ?? 20}`, '--format=%H%x1f%an%x1f%cI%x1f%s', `refs/heads/${branch}`, '--'],
+      [
+        '--git-dir',
+        mirror,
+        'log',
+        `-n${opts.limit ?? 20}`,
+        '--format=%H%x1f%an%x1f%cI%x1f%s',
+        `refs/heads/${branch}`,
+        '--',
+      ],
       { access: opts.access, timeoutMs: opts.timeoutMs },
     );
   } catch {
@@ -164,7 +172,8 @@ export async function mirrorWithCommit(repo: GitRepo, sha: string, opts: GitOpti
   if (!(await revParseCommit(mirror, sha, opts))) {
     await fetchMirror(mirror, repo, opts);
     if (!(await revParseCommit(mirror, sha, opts))) await fetchSha(mirror, repo, sha, opts);
-    if (!(await revParseCommit(mirror, sha, opts))) throw new GitError('ref_not_found', `commit ${sha} is not in the repository`);
+    if (!(await revParseCommit(mirror, sha, opts)))
+      throw new GitError('ref_not_found', `commit ${sha} is not in the repository`);
   }
   return mirror;
 }
@@ -176,7 +185,10 @@ export function mirrorsDir(dataDir: string): string {
 
 /** Path of the bare mirror of a repository: one per project and URL, whatever the credentials. */
 export function mirrorPath(cacheDir: string, repo: GitRepo): string {
-  const key = createHash('sha256').update(`${repo.scope ?? ''}\n${repo.url}`).digest('hex').slice(0, 24);
+  const key = createHash('sha256')
+    .update(`${repo.scope ?? ''}\n${repo.url}`)
+    .digest('hex')
+    .slice(0, 24);
   return path.join(cacheDir, `${key}.git`);
 }
 
@@ -206,7 +218,13 @@ export async function ensureMirror(repo: GitRepo, opts: GitOptions): Promise<str
     const tmp = `${mirror}.tmp-${randomBytes(4).toString('hex')}`;
     try {
       await gitRemote(repo, opts, (target, remote) => [
-        'clone', '--mirror', '--quiet', ...(remote.kind === 'local' ? ['--no-local'] : []), '--', target, tmp,
+        'clone',
+        '--mirror',
+        '--quiet',
+        ...(remote.kind === 'local' ? ['--no-local'] : []),
+        '--',
+        target,
+        tmp,
       ]);
       await rm(mirror, { recursive: true, force: true });
       await rename(tmp, mirror);
@@ -220,14 +238,24 @@ export async function ensureMirror(repo: GitRepo, opts: GitOptions): Promise<str
 /** `git fetch --prune` of every ref into the mirror, from the checked location. */
 export function fetchMirror(mirror: string, repo: GitRepo, opts: GitOptions): Promise<void> {
   return withLock(mirror, async () => {
-    await gitRemote(repo, opts, (target) => ['--git-dir', mirror, 'fetch', '--prune', '--quiet', target, '+refs/*:refs/*']);
+    await gitRemote(repo, opts, (target) => [
+      '--git-dir',
+      mirror,
+      'fetch',
+      '--prune',
+      '--quiet',
+      target,
+      '+refs/*:refs/*',
+    ]);
   });
 }
 
 /** Fetches one commit by sha (servers that allow it); failure is not an error here. */
 function fetchSha(mirror: string, repo: GitRepo, sha: string, opts: GitOptions): Promise<void> {
   return withLock(mirror, async () => {
-    await gitRemote(repo, opts, (target) => ['--git-dir', mirror, 'fetch', '--quiet', target, sha]).catch(() => undefined);
+    await gitRemote(repo, opts, (target) => ['--git-dir', mirror, 'fetch', '--quiet', target, sha]).catch(
+      () => undefined,
+    );
   });
 }
 
@@ -244,8 +272,16 @@ async function revParseCommit(mirror: string, rev: string, opts: GitOptions): Pr
 }
 
 /** What `path` is in commit `sha` of the mirror: 'blob', 'symlink', 'tree', 'commit' (a submodule) or null. */
-export async function treeEntryKind(mirror: string, sha: string, file: string, opts: GitOptions): Promise<string | null> {
-  const listed = await git(['--git-dir', mirror, 'ls-tree', sha, '--', file], { access: opts.access, timeoutMs: opts.timeoutMs });
+export async function treeEntryKind(
+  mirror: string,
+  sha: string,
+  file: string,
+  opts: GitOptions,
+): Promise<string | null> {
+  const listed = await git(['--git-dir', mirror, 'ls-tree', sha, '--', file], {
+    access: opts.access,
+    timeoutMs: opts.timeoutMs,
+  });
   const m = /^(\d{6}) (\w+) /.exec(listed);
   if (!m) return null;
   if (m[1] === '120000') return 'symlink';

@@ -39,7 +39,8 @@ export class OutboundRefused extends Error {
   }
 }
 
-const INTERNAL = 'resolves to a loopback, private, link-local or otherwise internal address (an operator may list the host in OUTBOUND_ALLOWED_HOSTS)';
+const INTERNAL =
+  'resolves to a loopback, private, link-local or otherwise internal address (an operator may list the host in OUTBOUND_ALLOWED_HOSTS)';
 
 const HOST_NAME = /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 
@@ -47,7 +48,10 @@ const HOST_NAME = /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0
 export function parseAllowList(entries: readonly string[]): AllowList {
   const list: AllowList = { hosts: new Set(), cidrs: [] };
   for (const raw of entries) {
-    const entry = raw.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+    const entry = raw
+      .trim()
+      .toLowerCase()
+      .replace(/^\[(.*)\]$/, '$1');
     if (entry.includes('/')) {
       try {
         list.cidrs.push(ipaddr.parseCIDR(entry));
@@ -78,7 +82,11 @@ function allowListOf(config: OutboundConfig): AllowList {
 
 /** `[::1]` -> `::1`, lower case, no trailing dot. */
 export function normalizeHost(host: string): string {
-  return host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
+  return host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '');
 }
 
 /** True when the address is public unicast, or listed (itself or by CIDR) in the allow list. */
@@ -89,7 +97,8 @@ function addressAllowed(address: string, list: AllowList): boolean {
   } catch {
     return false;
   }
-  if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()) addr = (addr as ipaddr.IPv6).toIPv4Address();
+  if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress())
+    addr = (addr as ipaddr.IPv6).toIPv4Address();
   if (list.cidrs.some(([net, bits]) => net.kind() === addr.kind() && addr.match(net, bits))) return true;
   return addr.range() === 'unicast';
 }
@@ -122,7 +131,10 @@ export async function checkOutboundHost(host: string, config: OutboundConfig): P
 }
 
 /** Checks the host of an absolute URL; returns the parsed URL and the addresses to connect to. */
-export async function checkOutboundUrl(url: string | URL, config: OutboundConfig): Promise<{ url: URL; addresses: string[] }> {
+export async function checkOutboundUrl(
+  url: string | URL,
+  config: OutboundConfig,
+): Promise<{ url: URL; addresses: string[] }> {
   let parsed: URL;
   try {
     parsed = typeof url === 'string' ? new URL(url) : url;
@@ -143,7 +155,8 @@ export function guardedLookup(config: OutboundConfig): LookupFunction {
         const entries = addresses
           .map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
           .filter((e) => !options?.family || e.family === options.family);
-        if (entries.length === 0) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }));
+        if (entries.length === 0)
+          return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }));
         if (options?.all) return callback(null, entries);
         callback(null, entries[0].address, entries[0].family);
       },
@@ -176,7 +189,11 @@ export interface OutboundRequestOptions {
  * socket's own lookup), and every redirect is checked the same way before it is followed. Only http and
  * https; a redirect turns POST into GET as browsers do (303, and 301/302 after POST).
  */
-export async function outboundRequest(url: string, opts: OutboundRequestOptions, config: OutboundConfig): Promise<OutboundResponse> {
+export async function outboundRequest(
+  url: string,
+  opts: OutboundRequestOptions,
+  config: OutboundConfig,
+): Promise<OutboundResponse> {
   const lookup = guardedLookup(config);
   let current = new URL(url);
   let method = (opts.method ?? 'GET').toUpperCase();
@@ -186,7 +203,11 @@ export async function outboundRequest(url: string, opts: OutboundRequestOptions,
       throw new OutboundRefused('invalid_host', 'is not an http(s) URL');
     }
     await checkOutboundUrl(current, config);
-    const res = await once(current, { method, headers: opts.headers, body, timeoutMs: opts.timeoutMs ?? 10_000, maxBytes: opts.maxBytes ?? 1 << 20 }, lookup);
+    const res = await once(
+      current,
+      { method, headers: opts.headers, body, timeoutMs: opts.timeoutMs ?? 10_000, maxBytes: opts.maxBytes ?? 1 << 20 },
+      lookup,
+    );
     const location = res.headers.location;
     if (res.status >= 300 && res.status < 400 && location && hop < (opts.maxRedirects ?? 5)) {
       current = new URL(location, current);
@@ -202,21 +223,33 @@ export async function outboundRequest(url: string, opts: OutboundRequestOptions,
 
 function once(
   url: URL,
-  opts: { method: string; headers?: Record<string, string>; body?: string | Buffer; timeoutMs: number; maxBytes: number },
+  opts: {
+    method: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    timeoutMs: number;
+    maxBytes: number;
+  },
   lookup: LookupFunction,
 ): Promise<Omit<OutboundResponse, 'url'>> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const req = client.request(url, { method: opts.method, headers: opts.headers, lookup, agent: false, timeout: opts.timeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        if (size < opts.maxBytes) chunks.push(chunk.subarray(0, opts.maxBytes - size));
-        size += chunk.length;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
+    const req = client.request(
+      url,
+      { method: opts.method, headers: opts.headers, lookup, agent: false, timeout: opts.timeoutMs },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          if (size < opts.maxBytes) chunks.push(chunk.subarray(0, opts.maxBytes - size));
+          size += chunk.length;
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('the request timed out')));
     req.on('error', reject);
     req.end(opts.body);

@@ -24,7 +24,10 @@ export async function lsRemote(repo: GitRepo, access: GitAccess, timeoutMs = GIT
 }
 
 export function branchesOf(refs: Array<{ ref: string }>): string[] {
-  return refs.filter((r) => r.ref.startsWith('refs/heads/')).map((r) => r.ref.slice('refs/heads/'.length)).sort();
+  return refs
+    .filter((r) => r.ref.startsWith('refs/heads/'))
+    .map((r) => r.ref.slice('refs/heads/'.length))
+    .sort();
 }
 
 /** True when `gitRef` names a branch, a tag or a full ref of the repository, or looks like a commit id. */

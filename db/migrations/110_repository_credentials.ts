@@ -22,13 +22,18 @@ export async function up(knex: Knex): Promise<void> {
     // Userinfo the parser keeps in the URL (an ssh user name) is an address, not a credential.
     if (!parsed.ok) {
       // An ssh or git:// URL with a password, refused today: keep the address, drop the password.
-      await knex('projects').where({ id: row.id }).update({ repository_url: row.repository_url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*):[^/?#@]*@/i, '$1@') });
+      await knex('projects')
+        .where({ id: row.id })
+        .update({ repository_url: row.repository_url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*):[^/?#@]*@/i, '$1@') });
       continue;
     }
     if (!parsed.credentials && parsed.url === row.repository_url) continue;
     if (parsed.credentials) {
       const config = loadConfig(process.env);
-      secrets ??= loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey });
+      secrets ??= loadSecrets(config.dataDir, {
+        tokenHmacKey: config.tokenHmacKey,
+        encryptionKey: config.encryptionKey,
+      });
     }
     await knex('projects')
       .where({ id: row.id })

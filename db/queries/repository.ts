@@ -20,7 +20,11 @@ type Keys = Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>;
 export const credentialsAad = (projectId: string) => `projects.repository_credentials:${projectId}`;
 
 export function sealCredentials(secrets: Keys, projectId: string, credentials: Credentials): string {
-  return seal(secrets, JSON.stringify({ username: credentials.username, password: credentials.password }), credentialsAad(projectId));
+  return seal(
+    secrets,
+    JSON.stringify({ username: credentials.username, password: credentials.password }),
+    credentialsAad(projectId),
+  );
 }
 
 /** The repository of a loaded project row, credentials opened; null when none is connected. */

@@ -17,7 +17,9 @@ export interface GitHttpServer {
 }
 
 function listen(server: http.Server | net.Server): Promise<number> {
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port)));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port)),
+  );
 }
 
 function closer(server: http.Server | net.Server): () => Promise<void> {
@@ -37,7 +39,10 @@ function basic(header: string | undefined): { user: string; password: string } |
 }
 
 /** Serves the bare or non-bare repositories under `root` over smart HTTP; with `auth`, only to those credentials. */
-export async function startGitHttpServer(root: string, auth?: { user: string; password: string }): Promise<GitHttpServer> {
+export async function startGitHttpServer(
+  root: string,
+  auth?: { user: string; password: string },
+): Promise<GitHttpServer> {
   const requests: GitHttpServer['requests'] = [];
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');

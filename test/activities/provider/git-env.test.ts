@@ -18,12 +18,19 @@ beforeAll(async () => {
   dataDir = path.join(root, 'data');
   mkdirSync(repo, { recursive: true });
   execFileSync('git', ['init', '-q', '-b', 'main', repo]);
-  execFileSync('git', ['-c', 'user.email=t@example.test', '-c', 'user.name=T', 'commit', '-q', '--allow-empty', '-m', 'one'], { cwd: repo });
+  execFileSync(
+    'git',
+    ['-c', 'user.email=t@example.test', '-c', 'user.name=T', 'commit', '-q', '--allow-empty', '-m', 'one'],
+    { cwd: repo },
+  );
   // The host's git setup, as a worker might have it: a global config that rewrites every URL and a
   // credential helper, and git variables in the process environment. None of it may reach git.
   const home = path.join(root, 'host-home');
   mkdirSync(home);
-  writeFileSync(path.join(home, '.gitconfig'), '[url "file:///nonexistent/"]\n\tinsteadOf = /\n[credential]\n\thelper = store\n');
+  writeFileSync(
+    path.join(home, '.gitconfig'),
+    '[url "file:///nonexistent/"]\n\tinsteadOf = /\n[credential]\n\thelper = store\n',
+  );
   process.env.HOME = home;
   process.env.GIT_DIR = path.join(root, 'nowhere');
   process.env.GIT_CONFIG_PARAMETERS = "'url.file:///nonexistent/.insteadof'='/'";
@@ -37,7 +44,11 @@ afterAll(async () => {
 describe('git runs in an environment of its own', () => {
   it("ignores the host's config, HOME and git variables, and keeps its own empty HOME and known-hosts file under DATA_DIR", async () => {
     const access = { dataDir, localRepositoryRoots: [path.join(root, 'repos')], outboundAllowedHosts: [] };
-    const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repo, encoding: 'utf8', env: { PATH: process.env.PATH } }).trim();
+    const head = execFileSync('git', ['rev-parse', 'HEAD'], {
+      cwd: repo,
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH },
+    }).trim();
     expect(await resolveRef({ url: repo }, 'main', { access })).toBe(head);
     const mirror = await ensureMirror({ url: repo, scope: 'p1' }, { access });
     expect(readFileSync(path.join(mirror, 'config'), 'utf8')).not.toContain('nonexistent');
@@ -51,11 +62,21 @@ describe('prepareRemote', () => {
   it('pins git to the addresses the guard checked (no second DNS answer between check and connect)', async () => {
     const access = { dataDir, localRepositoryRoots: [], outboundAllowedHosts: ['localhost'] };
     const http = await prepareRemote({ url: 'http://localhost:8080/app.git' }, access);
-    expect(http.config).toEqual(['-c', expect.stringMatching(/^http\.curloptResolve=localhost:8080:(\[::1\]|127\.0\.0\.1)/)]);
+    expect(http.config).toEqual([
+      '-c',
+      expect.stringMatching(/^http\.curloptResolve=localhost:8080:(\[::1\]|127\.0\.0\.1)/),
+    ]);
     const ssh = await prepareRemote({ url: 'git@localhost:app.git' }, access);
-    expect(ssh.sshOptions).toEqual(['-o', expect.stringMatching(/^HostName=(::1|127\.0\.0\.1)$/), '-o', 'HostKeyAlias=localhost']);
+    expect(ssh.sshOptions).toEqual([
+      '-o',
+      expect.stringMatching(/^HostName=(::1|127\.0\.0\.1)$/),
+      '-o',
+      'HostKeyAlias=localhost',
+    ]);
     const daemon = await prepareRemote({ url: 'git://localhost/app.git' }, access);
     expect(daemon.target).toMatch(/^git:\/\/(\[::1\]|127\.0\.0\.1)\/app\.git$/);
-    await expect(prepareRemote({ url: 'git@localhost:app.git' }, { ...access, outboundAllowedHosts: [] })).rejects.toThrow(/internal address/);
+    await expect(
+      prepareRemote({ url: 'git@localhost:app.git' }, { ...access, outboundAllowedHosts: [] }),
+    ).rejects.toThrow(/internal address/);
   });
 });

@@ -30,7 +30,9 @@ beforeAll(async () => {
   });
   targetPort = await listen(target);
   redirector = http.createServer((req, res) => {
-    res.writeHead(302, { location: req.url === '/same' ? `http://localhost:${redirectorPort}/end` : `http://127.0.0.1:${targetPort}/` });
+    res.writeHead(302, {
+      location: req.url === '/same' ? `http://localhost:${redirectorPort}/end` : `http://127.0.0.1:${targetPort}/`,
+    });
     res.end();
   });
   redirectorPort = await listen(redirector);
@@ -43,9 +45,28 @@ afterAll(async () => {
 
 describe('checkOutboundHost', () => {
   it('refuses internal addresses of every kind, however written', async () => {
-    const internal = ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1',
-      '255.255.255.255', '::1', '[::1]', '::', 'fe80::1', 'fc00::1', 'fd12:3456::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1',
-      '64:ff9b::7f00:1', 'localhost'];
+    const internal = [
+      '127.0.0.1',
+      '10.0.0.1',
+      '172.16.5.4',
+      '192.168.0.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::1',
+      '[::1]',
+      '::',
+      'fe80::1',
+      'fc00::1',
+      'fd12:3456::1',
+      'ff02::1',
+      '::ffff:127.0.0.1',
+      '::ffff:10.0.0.1',
+      '64:ff9b::7f00:1',
+      'localhost',
+    ];
     for (const host of internal) {
       await expect(checkOutboundHost(host, none), host).rejects.toBeInstanceOf(OutboundRefused);
     }
@@ -69,7 +90,11 @@ describe('checkOutboundHost', () => {
 
 describe('OUTBOUND_ALLOWED_HOSTS', () => {
   it('takes host names, addresses and CIDRs, and refuses anything else at start', () => {
-    expect(loadConfig({ OUTBOUND_ALLOWED_HOSTS: ' git.internal , 10.0.0.0/8,::1 ' }).outboundAllowedHosts).toEqual(['git.internal', '10.0.0.0/8', '::1']);
+    expect(loadConfig({ OUTBOUND_ALLOWED_HOSTS: ' git.internal , 10.0.0.0/8,::1 ' }).outboundAllowedHosts).toEqual([
+      'git.internal',
+      '10.0.0.0/8',
+      '::1',
+    ]);
     expect(parseAllowList(['git.internal', '10.0.0.0/8', '[::1]']).cidrs).toHaveLength(2);
     expect(() => loadConfig({ OUTBOUND_ALLOWED_HOSTS: '10.0.0.0/99' })).toThrow(/OUTBOUND_ALLOWED_HOSTS/);
     expect(() => loadConfig({ OUTBOUND_ALLOWED_HOSTS: 'http://x' })).toThrow(/OUTBOUND_ALLOWED_HOSTS/);
@@ -84,19 +109,27 @@ describe('outboundRequest (the guarded fetch)', () => {
   });
 
   it('checks every redirect: an allowed server cannot send it to a loopback one', async () => {
-    await expect(outboundRequest(`http://localhost:${redirectorPort}/`, {}, allow('localhost'))).rejects.toBeInstanceOf(OutboundRefused);
+    await expect(outboundRequest(`http://localhost:${redirectorPort}/`, {}, allow('localhost'))).rejects.toBeInstanceOf(
+      OutboundRefused,
+    );
     expect(targetHits).toBe(0);
-    const same = await outboundRequest(`http://localhost:${redirectorPort}/same`, { maxRedirects: 1 }, allow('localhost'));
+    const same = await outboundRequest(
+      `http://localhost:${redirectorPort}/same`,
+      { maxRedirects: 1 },
+      allow('localhost'),
+    );
     expect(same.status).toBe(302);
     const allowed = await outboundRequest(`http://localhost:${redirectorPort}/`, {}, allow('localhost', '127.0.0.1'));
     expect(allowed.body.toString()).toBe('internal');
     expect(targetHits).toBe(1);
   });
 
-  it('checks inside the connection\'s own DNS lookup (a name that resolves to loopback at connect time)', async () => {
+  it("checks inside the connection's own DNS lookup (a name that resolves to loopback at connect time)", async () => {
     const lookup = guardedLookup(none);
     const err = await new Promise<Error | null>((resolve) => {
-      const req = http.get({ host: 'localhost', port: targetPort, path: '/', lookup, agent: false }, () => resolve(null));
+      const req = http.get({ host: 'localhost', port: targetPort, path: '/', lookup, agent: false }, () =>
+        resolve(null),
+      );
       req.on('error', resolve);
     });
     expect(err).toBeInstanceOf(OutboundRefused);

@@ -6,7 +6,12 @@ import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { repositoriesDir, useTestContext } from '../../helpers/context';
 import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { taskLog, waitForTask } from '../../helpers/deploy-fixtures';
-import { startEmptyReplyServer, startGitHttpServer, startRedirectServer, type GitHttpServer } from '../../helpers/git-http-server';
+import {
+  startEmptyReplyServer,
+  startGitHttpServer,
+  startRedirectServer,
+  type GitHttpServer,
+} from '../../helpers/git-http-server';
 import { freePort } from '../../helpers/ports';
 import { ensureMirror } from '../../../activities/provider/git';
 import { Project } from '../../../db/models/project';
@@ -20,7 +25,10 @@ function sh(cwd: string, ...args: string[]): string {
 }
 
 /** A real git repository (branch main) with a service.yaml that builds and has no web process. */
-function gitRepository(dir: string, files: Record<string, string> = { 'service.yaml': 'build: ["echo built"]\n' }): string {
+function gitRepository(
+  dir: string,
+  files: Record<string, string> = { 'service.yaml': 'build: ["echo built"]\n' },
+): string {
   mkdirSync(dir, { recursive: true });
   sh(dir, 'init', '-q', '-b', 'main');
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
@@ -60,7 +68,7 @@ describe('POST /projects/{id}/repository: local paths', () => {
     expect((await connect(`file://${dir}`)).res.status).toBe(200);
   });
 
-  it('refuses a repository outside the roots (the console\'s own checkout, a file:// URL) with 422 on url', async () => {
+  it("refuses a repository outside the roots (the console's own checkout, a file:// URL) with 422 on url", async () => {
     for (const url of [process.cwd(), `file://${process.cwd()}`, '/work', '/etc']) {
       const { res } = await connect(url);
       expect(res.status, url).toBe(422);
@@ -90,7 +98,14 @@ describe('POST /projects/{id}/repository: local paths', () => {
     writeFileSync(join(tricks, 'gitfile', '.git'), `gitdir: ${mirror}\n`);
     const outside = gitRepository(join(inject('runDir'), `outside-${randomBytes(4).toString('hex')}`));
     const dotdot = join(repositoriesDir(), '..', outside.split('/').at(-1)!);
-    for (const url of [mirror, `file://${mirror}`, join(tricks, 'link.git'), join(tricks, 'gitfile'), dotdot, `${tricks}/../../${outside.split('/').at(-1)}`]) {
+    for (const url of [
+      mirror,
+      `file://${mirror}`,
+      join(tricks, 'link.git'),
+      join(tricks, 'gitfile'),
+      dotdot,
+      `${tricks}/../../${outside.split('/').at(-1)}`,
+    ]) {
       const { res } = await connect(url);
       expect(res.status, url).toBe(422);
       expect(res.body.error.fields.url).toMatch(/LOCAL_REPOSITORY_ROOTS/);
@@ -146,7 +161,11 @@ describe('POST /projects/{id}/repository: the outbound guard', () => {
   });
 
   it('reaches a loopback server once its host is listed in OUTBOUND_ALLOWED_HOSTS (by address, CIDR or name)', async () => {
-    for (const [entry, host] of [['127.0.0.1', '127.0.0.1'], ['127.0.0.0/8', '127.0.0.1'], ['localhost', 'localhost']]) {
+    for (const [entry, host] of [
+      ['127.0.0.1', '127.0.0.1'],
+      ['127.0.0.0/8', '127.0.0.1'],
+      ['localhost', 'localhost'],
+    ]) {
       allowOutbound(entry);
       const { res } = await connect(`http://deploy:${password}@${host}:${served.port}/app.git`);
       expect(res.status, entry).toBe(200);
@@ -187,7 +206,7 @@ describe('POST /projects/{id}/repository: the outbound guard', () => {
     }
   });
 
-  it('says authentication failed for wrong or missing credentials, and nothing of git\'s text', async () => {
+  it("says authentication failed for wrong or missing credentials, and nothing of git's text", async () => {
     allowOutbound('127.0.0.1');
     try {
       for (const url of [served.url('app.git'), `http://deploy:wrong@127.0.0.1:${served.port}/app.git`]) {
@@ -196,7 +215,9 @@ describe('POST /projects/{id}/repository: the outbound guard', () => {
         expect(res.body.error.fields.url).toMatch(/authentication failed/);
         expect(res.text).not.toMatch(/fatal|remote:|wrong/);
       }
-      expect((await connect(`http://deploy:${password}@127.0.0.1:${served.port}/missing.git`)).res.body.error.fields.url).toMatch(/no git repository/);
+      expect(
+        (await connect(`http://deploy:${password}@127.0.0.1:${served.port}/missing.git`)).res.body.error.fields.url,
+      ).toMatch(/no git repository/);
     } finally {
       allowOutbound();
     }
@@ -223,8 +244,13 @@ describe('POST /projects/{id}/repository: the outbound guard', () => {
       expect(row.repository_credentials).toMatch(/^v1\./);
       const dump = execFileSync('pg_dump', ['--data-only', t.databaseUrl], { encoding: 'utf8', maxBuffer: 256 << 20 });
       expect(dump).toContain(row.repository_credentials);
-      const answers = [res.text, (await agent.get(`/projects/${project.id}/repository`)).text, (await agent.get('/projects')).text,
-        (await agent.get(`/environments/${env.body.id}/source`)).text, log];
+      const answers = [
+        res.text,
+        (await agent.get(`/projects/${project.id}/repository`)).text,
+        (await agent.get('/projects')).text,
+        (await agent.get(`/environments/${env.body.id}/source`)).text,
+        log,
+      ];
       for (const text of [dump, ...answers, ...filesUnder(join(t.dataDir, 'git-mirrors'))]) {
         expect(text).not.toContain(password);
         expect(text).not.toContain(encodeURIComponent(password));
@@ -277,12 +303,22 @@ describe('migration 110: repository credentials apart from the URL', () => {
     const { team } = await ownerProject();
     await knex.schema.alterTable('projects', (tb) => tb.dropColumn('repository_credentials'));
     const withToken = await knex('projects')
-      .insert({ team_id: team.id, name: 'legacy-https', repository_url: 'https://ci:s3cr%40t-tok@git.example.com/org/app.git' })
+      .insert({
+        team_id: team.id,
+        name: 'legacy-https',
+        repository_url: 'https://ci:s3cr%40t-tok@git.example.com/org/app.git',
+      })
       .returning('id');
     const withSsh = await knex('projects')
-      .insert({ team_id: team.id, name: 'legacy-ssh', repository_url: 'ssh://git:hunter22@git.example.com/org/app.git' })
+      .insert({
+        team_id: team.id,
+        name: 'legacy-ssh',
+        repository_url: 'ssh://git:hunter22@git.example.com/org/app.git',
+      })
       .returning('id');
-    const plain = await knex('projects').insert({ team_id: team.id, name: 'legacy-plain', repository_url: '/srv/git/app' }).returning('id');
+    const plain = await knex('projects')
+      .insert({ team_id: team.id, name: 'legacy-plain', repository_url: '/srv/git/app' })
+      .returning('id');
     const savedDataDir = process.env.DATA_DIR;
     process.env.DATA_DIR = t.dataDir;
     try {
