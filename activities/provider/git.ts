@@ -4,7 +4,7 @@
  * git-run.ts (clean environment, location checked and pinned, fixed failure messages).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { git, GitError, gitRemote, type GitOptions } from './git-run';
@@ -212,6 +212,7 @@ function withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
 export async function ensureMirror(repo: GitRepo, opts: GitOptions): Promise<string> {
   const cacheDir = mirrorsDir(opts.access.dataDir);
   const mirror = mirrorPath(cacheDir, repo);
+  await sweepLegacyMirrors(cacheDir);
   return withLock(mirror, async () => {
     if (await exists(path.join(mirror, 'HEAD'))) return mirror;
     await mkdir(cacheDir, { recursive: true });
@@ -233,6 +234,29 @@ export async function ensureMirror(repo: GitRepo, opts: GitOptions): Promise<str
     }
     return mirror;
   });
+}
+
+const swept = new Map<string, Promise<void>>();
+
+/**
+ * Mirrors cloned before credentials were kept apart (their config holds a URL with user info) are
+ * removed once per process: nothing uses them any more (mirror keys now include the project).
+ */
+function sweepLegacyMirrors(cacheDir: string): Promise<void> {
+  let done = swept.get(cacheDir);
+  if (!done) {
+    done = (async () => {
+      const names = await readdir(cacheDir).catch(() => [] as string[]);
+      for (const name of names.filter((n) => n.endsWith('.git'))) {
+        const config = await readFile(path.join(cacheDir, name, 'config'), 'utf8').catch(() => '');
+        if (/^\s*url\s*=\s*(https?:\/\/[^/\s]*@|[a-z][a-z0-9+.-]*:\/\/[^/\s@:]*:[^/\s@]*@)/im.test(config)) {
+          await rm(path.join(cacheDir, name), { recursive: true, force: true });
+        }
+      }
+    })();
+    swept.set(cacheDir, done);
+  }
+  return done;
 }
 
 /** `git fetch --prune` of every ref into the mirror, from the checked location. */

@@ -32,6 +32,10 @@ beforeAll(async () => {
     '[url "file:///nonexistent/"]\n\tinsteadOf = /\n[credential]\n\thelper = store\n',
   );
   process.env.HOME = home;
+  // A mirror cloned before credentials were kept apart: its config holds them.
+  const legacy = path.join(dataDir, 'git-mirrors', 'legacy.git');
+  mkdirSync(legacy, { recursive: true });
+  writeFileSync(path.join(legacy, 'config'), '[remote "origin"]\n\turl = https://ci:s3cret@git.example.com/app.git\n');
   process.env.GIT_DIR = path.join(root, 'nowhere');
   process.env.GIT_CONFIG_PARAMETERS = "'url.file:///nonexistent/.insteadof'='/'";
 });
@@ -52,6 +56,7 @@ describe('git runs in an environment of its own', () => {
     expect(await resolveRef({ url: repo }, 'main', { access })).toBe(head);
     const mirror = await ensureMirror({ url: repo, scope: 'p1' }, { access });
     expect(readFileSync(path.join(mirror, 'config'), 'utf8')).not.toContain('nonexistent');
+    expect(readdirSync(path.join(dataDir, 'git-mirrors'))).not.toContain('legacy.git');
     expect(readdirSync(path.join(dataDir, 'git', 'home'))).toEqual([]);
     expect(statSync(path.join(dataDir, 'git', 'known_hosts')).isFile()).toBe(true);
     expect(statSync(path.join(dataDir, 'git', 'askpass')).mode & 0o777).toBe(0o700);
