@@ -7,6 +7,7 @@ import type { RouteDef } from './lib/define-route';
 import { requestId } from './middleware/request-id';
 import { errorHandler, requestLog } from './middleware/error-handler';
 import { authenticate } from './middleware/authenticate';
+import { securityHeaders } from './middleware/security-headers';
 
 /** The Koa app: middleware stack and the route table. No I/O at import time. */
 export function createApp(deps: Deps, routes: RouteDef[] = allRoutes()): Koa {
@@ -17,6 +18,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = allRoutes()): Koa {
   }
   app.silent = true; // errors are logged by errorHandler, with the request id
   const router = buildRouter(deps, routes, API_PREFIX);
+  app.use(securityHeaders());
   app.use(requestId());
   app.use(requestLog(deps.logger));
   app.use(errorHandler(deps.logger));

@@ -143,7 +143,7 @@ const sessionRoutes = [
     method: 'post',
     path: '/users/{id}/sessions/end-others',
     operationId: 'endOtherSessions',
-    summary: 'End every browser and command-line session of your account but this one',
+    summary: 'End every browser session of your account but this one (command-line sessions stay)',
     description: 'Only for your own user id. Needs a sign-in within the last 60 minutes (else 403 reauthentication_required).',
     tags,
     auth: 'session',

@@ -7,6 +7,7 @@ import type { Actor } from './actor';
 import { AppError, errors } from './errors';
 import { issuesToFields, type RouteDef } from './define-route';
 import { toRouterPath } from './paths';
+import { nulFields } from './nul-bytes';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -88,6 +89,8 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
         if (r.success) body = r.data;
         else Object.assign(fields, issuesToFields(r.error.issues));
       }
+      // NUL in any string is refused on its field, whatever the route's schema (PostgreSQL refuses it).
+      Object.assign(fields, nulFields(ctx.query), def.body ? nulFields((ctx.request as { body?: unknown }).body) : {});
       if (Object.keys(fields).length > 0) throw errors.invalid(fields);
       Object.assign(ctx, { input: { params, query, body }, actor, deps });
       await def.handler(ctx as never);
