@@ -27,6 +27,10 @@ export interface Config {
   failedCredentials: { limit: number; windowSeconds: number; blockSeconds: number; dailyCap: number };
   session: { ttlHours: number; cliTtlDays: number };
   bodyLimitBytes: number;
+  /** How long an API process may keep a token look-up (changes reach it at once through NOTIFY); 0: off. */
+  credentialCacheSeconds: number;
+  /** The most a task's log keeps; output beyond it is dropped, with one marker line saying so. */
+  taskLogLimitBytes: number;
   stepTimeoutSeconds: number;
   reminderHourUtc: number;
   /** Whether this worker ensures the token-expiry reminder schedule (off for extra workers, e.g. in tests). */
@@ -86,6 +90,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     session: { ttlHours: int(env, 'SESSION_TTL_HOURS', 24 * 14), cliTtlDays: int(env, 'CLI_SESSION_TTL_DAYS', 30) },
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
+    credentialCacheSeconds: int(env, 'CREDENTIAL_CACHE_SECONDS', 10),
+    taskLogLimitBytes: Math.max(1024, int(env, 'TASK_LOG_LIMIT_BYTES', 10 * 1024 * 1024)),
     stepTimeoutSeconds: int(env, 'STEP_TIMEOUT_SECONDS', 900),
     reminderHourUtc: hourOfDay(env, 'REMINDER_HOUR_UTC', 9),
     reminderSchedule: !['0', 'false', 'off', 'no'].includes((env.REMINDER_SCHEDULE ?? 'on').toLowerCase()),
