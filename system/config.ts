@@ -25,6 +25,8 @@ export interface Config {
   /** Requests a minute per personal access token; `prefix` namespaces the shared (Redis) counters. */
   rateLimit: { perMinute: number; prefix: string };
   failedCredentials: { limit: number; windowSeconds: number; blockSeconds: number; dailyCap: number };
+  /** Creations per client address an hour: invitations sent, command-line device codes started. */
+  creationLimits: { invitationsPerHour: number; deviceCodesPerHour: number };
   session: { ttlHours: number; cliTtlDays: number };
   bodyLimitBytes: number;
   /** How long an API process may keep a token look-up (changes reach it at once through NOTIFY); 0: off. */
@@ -87,6 +89,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       windowSeconds: Math.max(1, int(env, 'FAILED_CREDENTIALS_WINDOW_SECONDS', 600)),
       blockSeconds: Math.max(1, int(env, 'FAILED_CREDENTIALS_BLOCK_SECONDS', 900)),
       dailyCap: Math.max(1, int(env, 'FAILED_CREDENTIALS_DAILY_CAP', 100)),
+    },
+    creationLimits: {
+      invitationsPerHour: Math.max(1, int(env, 'INVITATIONS_PER_HOUR', 60)),
+      deviceCodesPerHour: Math.max(1, int(env, 'DEVICE_CODES_PER_HOUR', 30)),
     },
     session: { ttlHours: int(env, 'SESSION_TTL_HOURS', 24 * 14), cliTtlDays: int(env, 'CLI_SESSION_TTL_DAYS', 30) },
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
