@@ -35,6 +35,8 @@ export interface Config {
   taskLogLimitBytes: number;
   stepTimeoutSeconds: number;
   reminderHourUtc: number;
+  /** Hour (UTC) of the daily prune-expired run (at :30). */
+  pruneHourUtc: number;
   /** Whether this worker ensures the token-expiry reminder schedule (off for extra workers, e.g. in tests). */
   reminderSchedule: boolean;
   /** Secrets: given in the environment, or generated once and kept under dataDir (see secrets.ts). */
@@ -100,6 +102,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     taskLogLimitBytes: Math.max(1024, int(env, 'TASK_LOG_LIMIT_BYTES', 10 * 1024 * 1024)),
     stepTimeoutSeconds: int(env, 'STEP_TIMEOUT_SECONDS', 900),
     reminderHourUtc: hourOfDay(env, 'REMINDER_HOUR_UTC', 9),
+    pruneHourUtc: hourOfDay(env, 'PRUNE_HOUR_UTC', 3),
     reminderSchedule: !['0', 'false', 'off', 'no'].includes((env.REMINDER_SCHEDULE ?? 'on').toLowerCase()),
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
     encryptionKey: env.ENCRYPTION_KEY || undefined,
