@@ -34,7 +34,7 @@ function logLines(log: TaskLog): OnLine {
 }
 
 async function withTaskLog<T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
-  const log = createTaskLog(deps.knex, taskId);
+  const log = createTaskLog(deps.knex, taskId, { limitBytes: deps.config.taskLogLimitBytes });
   try {
     return await fn(log);
   } finally {

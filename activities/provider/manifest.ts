@@ -31,10 +31,21 @@ export type ManifestResult = { ok: true; manifest: Manifest } | { ok: false; fie
 
 export const emptyManifest = (): Manifest => ({ build: [], deploy: [] });
 
+/** The largest manifest read (pasted or from a commit): a service.yaml is a few lines. */
+export const MAX_MANIFEST_BYTES = 64 * 1024;
+/**
+ * Aliases expanded at most when the document is read: a handful is plenty for a manifest, and a
+ * "billion laughs" document (aliases of aliases) is refused instead of expanded.
+ */
+const MAX_ALIAS_COUNT = 50;
+
 type Segment = string | number;
 
 /** Parses and checks the text of a `service.yaml`. An empty document is an empty manifest. */
 export function parseManifest(text: string): ManifestResult {
+  if (Buffer.byteLength(text, 'utf8') > MAX_MANIFEST_BYTES) {
+    return { ok: false, fields: { manifest: `is larger than ${MAX_MANIFEST_BYTES / 1024} KB` } };
+  }
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   const lineOf = (offset: number) => lineCounter.linePos(offset).line;
@@ -56,7 +67,15 @@ export function parseManifest(text: string): ManifestResult {
     return { ok: false, fields: { manifest: `expected a mapping of build, deploy, web and health (line ${line})` } };
   }
 
-  const parsed = manifestSchema.safeParse(doc.toJS());
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (err) {
+    // yaml throws a ReferenceError when aliases expand beyond maxAliasCount (or an alias is unresolved).
+    if (!(err instanceof ReferenceError)) throw err;
+    return { ok: false, fields: { manifest: `too many or unresolved aliases (*name): at most ${MAX_ALIAS_COUNT} expansions` } };
+  }
+  const parsed = manifestSchema.safeParse(value);
   if (parsed.success) return { ok: true, manifest: parsed.data };
 
   const fields: Record<string, string> = {};

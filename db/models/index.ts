@@ -15,3 +15,5 @@ export { Release } from './release';
 export { Deployment } from './deployment';
 export { Task } from './task';
 export { ActivityEvent } from './activity-event';
+export { TaskLogSize } from './task-log-size';
+export { WorkerHeartbeat } from './worker-heartbeat';

@@ -74,7 +74,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       ...(smtp ? { SMTP_URL: smtp.url } : {}),
       ...(opts.env ?? {}),
     });
-    const deps = await createDeps(config, { name: 'test' });
+    const deps = await createDeps(config, { name: 'test', credentialCache: true });
     const server = await startApiServer(deps, 0, '127.0.0.1');
     const port = (server.address() as { port: number }).port;
     const baseUrl = `http://127.0.0.1:${port}`;
