@@ -20,7 +20,7 @@
  *   worker. Both are announced once, loudly.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { chmod, chown, lstat, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -438,4 +438,18 @@ function ipv4(n: number): string {
 export function safeSegment(value: string, what: string): string {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(value)) throw new Error(`invalid ${what}: ${JSON.stringify(value)}`);
   return value;
+}
+
+/** Removes the networks of every port in from-to (a test file's environments, when it ends). */
+export async function removeNetworksInRange(from: number, to: number): Promise<void> {
+  let names: string[] = [];
+  try {
+    names = readdirSync('/run/netns');
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const port = Number(/^vc-(\d+)$/.exec(name)?.[1]);
+    if (port >= from && port <= to) await removeNetwork(port);
+  }
 }

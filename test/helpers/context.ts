@@ -11,6 +11,7 @@ import { startWorker, type RunningWorker } from '../../system/worker-runtime';
 import { startSmtpServer } from './smtp';
 import { Agent } from './http';
 import { killProcessesUnder } from './processes';
+import { removeNetworksInRange } from '../../activities/provider/sandbox';
 
 export interface TestContext {
   deps: Deps;
@@ -92,6 +93,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     await ctx.deps?.close().catch(() => undefined);
     await ctx.smtp?.stop();
     await dropDatabase(inject('adminDatabaseUrl'), dbName).catch(() => undefined);
+    if (ctx.config) await removeNetworksInRange(ctx.config.environmentPorts.from, ctx.config.environmentPorts.to);
     if (ctx.dataDir) {
       killProcessesUnder(ctx.dataDir); // what a worker killed on purpose left behind
       rmSync(ctx.dataDir, { recursive: true, force: true });

@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { environmentHome } from '../../activities/provider/sandbox';
 import { Environment } from '../../db/models/environment';
 import { Task } from '../../db/models/task';
 import { allRoutes } from '../../api/routes';
@@ -25,10 +26,15 @@ http.createServer((req, res) => {
 
 export interface AppRepo {
   dir: string;
-  /** Where the deploy step appends one line per run (outside any release directory). */
-  marker: string;
-  /** A build step waits for this file while `gated` (see commit). */
-  gate: string;
+  /**
+   * The environment's HOME on this host (set by createDeployWorld): the one place outside its release trees
+   * where its sandboxed steps may write, and whose files they can read.
+   */
+  home: string;
+  /** Where the deploy step appends one line per run: `$HOME/deploy-steps.log` of the environment. */
+  readonly marker: string;
+  /** A build step waits for this file (`$HOME/gate` of the environment) while `gated` (see commit). */
+  readonly gate: string;
   commit(version: string, opts?: { buildSteps?: string[]; gated?: boolean }): string;
   /** Lines in the marker file: how many times deploy steps ran. */
   deployRuns(): number;
@@ -41,19 +47,23 @@ function sh(cwd: string, cmd: string, args: string[]): string {
 /** A git repository (branch main) whose commits are versions of the app. */
 export function createAppRepo(root: string): AppRepo {
   const dir = path.join(root, 'app');
-  const marker = path.join(root, 'deploy-steps.log');
-  const gate = path.join(root, 'gate');
   mkdirSync(dir, { recursive: true });
   sh(root, 'git', ['init', '-q', '-b', 'main', dir]);
   const repo: AppRepo = {
     dir,
-    marker,
-    gate,
+    home: path.join(root, 'home'),
+    get marker() {
+      return path.join(repo.home, 'deploy-steps.log');
+    },
+    get gate() {
+      return path.join(repo.home, 'gate');
+    },
     commit(version, opts = {}) {
-      const build = [...(opts.gated ? [`while [ ! -f '${gate}' ]; do sleep 0.1; done`] : []), 'echo built > BUILT', ...(opts.buildSteps ?? [])];
+      // $HOME is expanded in the sandbox: the steps name no host path
+      const build = [...(opts.gated ? ['while [ ! -f "$HOME/gate" ]; do sleep 0.1; done'] : []), 'echo built > BUILT', ...(opts.buildSteps ?? [])];
       const manifest = [
         `build: ${JSON.stringify(build)}`,
-        `deploy: ${JSON.stringify([`echo ${version} >> '${marker}'`])}`,
+        `deploy: ${JSON.stringify([`echo ${version} >> "$HOME/deploy-steps.log"`])}`,
         'web: node server.js',
         'health: /healthz',
         '',
@@ -66,7 +76,7 @@ export function createAppRepo(root: string): AppRepo {
       return sh(dir, 'git', ['rev-parse', 'HEAD']);
     },
     deployRuns() {
-      return existsSync(marker) ? readFileSync(marker, 'utf8').split('\n').filter(Boolean).length : 0;
+      return existsSync(repo.marker) ? readFileSync(repo.marker, 'utf8').split('\n').filter(Boolean).length : 0;
     },
   };
   return repo;
@@ -95,6 +105,9 @@ export async function createDeployWorld(t: TestContext, opts: { gatedFirstCommit
   const team = await createTeam(t, owner);
   const project = await createProject(t, team, { repository_url: repo.dir });
   const environment = await createEnvironment(t, project, { name: 'production' });
+  // The sandbox takes this directory over (owner, mode) when the environment's first step runs.
+  repo.home = environmentHome(t.dataDir, environment.id);
+  mkdirSync(repo.home, { recursive: true });
   const developer = await createUser(t);
   await addMember(t, team, developer, 'developer');
   const viewer = await createUser(t);
