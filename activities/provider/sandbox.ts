@@ -22,7 +22,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { ensureHostNetwork, ensureNetwork, jailAddresses, netnsName, removeNetwork } from './sandbox-network';
 
-export { jailAddresses, removeNetwork, removeNetworksInRange } from './sandbox-network';
+export { jailAddresses, netnsName, removeNetwork, removeNetworksInRange } from './sandbox-network';
 
 const run = promisify(execFile);
 
@@ -116,10 +116,11 @@ const opened = new Map<string, Promise<Jail>>();
 
 /**
  * The environment's sandbox, set up if needed (directories and their owners, network namespace, firewall).
- * Idempotent, and cheap after the first call in a process; a worker start calls it again for every
- * environment it restores (the namespaces do not survive a host restart).
+ * Idempotent. The directories are set up once per process; the network is checked every time (two `ip`
+ * calls) and made again when it is gone (a host restart, an operator), so that every step and every
+ * restore of the worker finds it whole.
  */
-export function openJail(dataDir: string, envId: string, port: number): Promise<Jail> {
+export async function openJail(dataDir: string, envId: string, port: number): Promise<Jail> {
   const key = `${path.resolve(dataDir)}\0${envId}\0${port}`;
   let jail = opened.get(key);
   if (!jail) {
@@ -127,7 +128,12 @@ export function openJail(dataDir: string, envId: string, port: number): Promise<
     opened.set(key, jail);
     jail.catch(() => opened.delete(key));
   }
-  return jail;
+  const ready = await jail;
+  if (ready.mode === 'namespaces') {
+    await ensureHostNetwork();
+    await ensureNetwork(port);
+  }
+  return ready;
 }
 
 /** Takes the environment's network off this host (the environment is retired). Its files stay. */
@@ -149,14 +155,9 @@ async function setUp(dataDir: string, envId: string, port: number): Promise<Jail
     await chmod(home, 0o700);
     await checkTraversable(home);
   }
-  let netns: string | null = null;
-  let address = '127.0.0.1';
-  if (mode === 'namespaces') {
-    await ensureHostNetwork();
-    await ensureNetwork(port);
-    netns = netnsName(port);
-    address = jailAddresses(port).env;
-  }
+  const namespaces = mode === 'namespaces';
+  const netns = namespaces ? netnsName(port) : null;
+  const address = namespaces ? jailAddresses(port).env : '127.0.0.1';
   return { mode, envId, port, uid, gid: uid, home, netns, address };
 }
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkout, GitError, listBranchCommits, redactUrl, resolveRef } from '../../../activities/provider/git';
 import { buildRelease, gitCacheDir, runDeploySteps, type BuildResult } from '../../../activities/provider/releases';
 import { processAlive } from '../../../activities/provider/run-step';
-import { openJail, removeNetwork } from '../../../activities/provider/sandbox';
+import { netnsName, openJail, removeNetwork } from '../../../activities/provider/sandbox';
 import { currentRelease, statePath, Supervisor } from '../../../activities/provider/supervisor';
 import { freePort } from '../../../activities/provider/web-process';
 
@@ -230,6 +230,9 @@ describe('releases and the supervisor', () => {
     for (const pid of livePids) expect(processAlive(pid)).toBe(false);
     await expect(get(port)).rejects.toThrow();
 
+    // as after a host restart: the environments' network namespaces are gone too
+    await removeNetwork(port);
+    expect(existsSync(`/run/netns/${netnsName(port)}`)).toBe(false);
     supervisor = new Supervisor({ dataDir, stopGraceMs: 1000, restartBackoff: { initialMs: 100 } });
     const restored = await supervisor.restoreAll();
     expect(restored.sort((a, b) => a.envId.localeCompare(b.envId))).toEqual([
@@ -240,5 +243,15 @@ describe('releases and the supervisor', () => {
     expect((await get(port)).text).toBe('v2 hello built=true');
     expect((await get(stagingPort)).text).toBe('v1 hello built=true');
     pidsSeen.push(supervisor.status('prod')!.pid!, supervisor.status('staging')!.pid!);
+  });
+
+  it('retires an environment: its web process stops and its network namespace goes', async () => {
+    const pid = supervisor.status('staging')!.pid!;
+    expect(existsSync(`/run/netns/${netnsName(ports.staging)}`)).toBe(true);
+    await supervisor.retire('staging');
+    expect(processAlive(pid)).toBe(false);
+    expect(existsSync(`/run/netns/${netnsName(ports.staging)}`)).toBe(false);
+    await expect(get(ports.staging)).rejects.toThrow();
+    expect((await get(port)).text).toBe('v2 hello built=true');
   });
 });
