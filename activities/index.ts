@@ -1,7 +1,7 @@
 import type { Deps } from '../system/deps';
 import { createReminderActivities } from './reminders';
 import { Supervisor } from './provider/supervisor';
-import { sandboxMode } from './provider/sandbox';
+import { configureSandbox, sandboxMode } from './provider/sandbox';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
 
@@ -18,6 +18,7 @@ export interface ActivitySet {
 export async function createActivities(deps: Deps): Promise<ActivitySet> {
   // The local provider: this worker process owns the environments' proxies and web processes, each
   // environment's code in its own sandbox (a loud warning, once, where this host cannot isolate fully).
+  configureSandbox({ sharedDirs: deps.config.sandboxSharedDirs });
   const isolation = sandboxMode((m) => deps.logger.warn(m));
   if (isolation.mode === 'namespaces') deps.logger.info(`tenant isolation: ${isolation.reason}`);
   const supervisor = new Supervisor({ dataDir: deps.config.dataDir, listenHost: deps.config.environmentBind });

@@ -90,16 +90,20 @@ export function sandboxMode(warn: (message: string) => void = (m) => console.war
 function detect(): { mode: SandboxMode; reason: string } {
   if (process.platform !== 'linux') return { mode: 'none', reason: `the host is ${process.platform}, not Linux` };
   if (process.getuid?.() !== 0) return { mode: 'none', reason: 'the worker does not run as root' };
-  const missing = ['bwrap', 'nsenter', 'ip', 'nft'].filter((tool) => !onPath(tool));
+  const missing = ['bwrap', 'nsenter', 'unshare', 'ip', 'nft'].filter((tool) => !onPath(tool));
   if (missing.length) return { mode: 'uid', reason: `missing on PATH: ${missing.join(', ')}` };
-  try {
-    execFileSync('nsenter', ['--setuid=65534', '--setgid=65534', '--', 'bwrap', ...systemMounts(), '--unshare-user', '--disable-userns', '--unshare-pid', '--proc', '/proc', '--', '/bin/true'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-      timeout: 10_000,
-    });
-  } catch (err) {
-    const stderr = String((err as { stderr?: Buffer }).stderr ?? (err as Error).message).trim();
-    return { mode: 'uid', reason: `bwrap cannot create its namespaces here: ${stderr}` };
+  const trials: [string, string, string[]][] = [
+    ['bwrap cannot create its namespaces here', 'nsenter', ['--setuid=65534', '--setgid=65534', '--', 'bwrap', ...systemMounts(), '--unshare-user', '--disable-userns', '--unshare-pid', '--proc', '/proc', '--', '/bin/true']],
+    ['no network namespaces here', 'unshare', ['--net', '--', '/bin/true']],
+    ['nftables is not usable here', 'nft', ['list', 'tables']],
+  ];
+  for (const [what, file, args] of trials) {
+    try {
+      execFileSync(file, args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
+    } catch (err) {
+      const stderr = String((err as { stderr?: Buffer }).stderr ?? (err as Error).message).trim();
+      return { mode: 'uid', reason: `${what}: ${stderr}` };
+    }
   }
   return { mode: 'namespaces', reason: 'bwrap, network namespaces and nftables' };
 }
@@ -113,6 +117,12 @@ function onPath(tool: string): boolean {
 // Setting an environment up
 
 const opened = new Map<string, Promise<Jail>>();
+let sharedDirs: string[] = [];
+
+/** Host directories every sandbox sees read-only (SANDBOX_SHARED_DIRS); set once by the worker. */
+export function configureSandbox(o: { sharedDirs: string[] }): void {
+  sharedDirs = o.sharedDirs.map((d) => path.resolve(d));
+}
 
 /**
  * The environment's sandbox, set up if needed (directories and their owners, network namespace, firewall).
@@ -233,6 +243,7 @@ export function launch(jail: Jail, command: string, o: { cwd: string; env: Recor
     '--symlink',
     '../run',
     '/var/run',
+    ...sharedDirs.flatMap((d) => ['--ro-bind-try', d, d]),
     ...writable.flatMap((d) => ['--bind', d, d]),
     '--chdir',
     path.resolve(o.cwd),

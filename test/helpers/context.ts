@@ -60,6 +60,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       DATA_DIR: dataDir,
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       ENVIRONMENT_PORTS: `${portBase}-${portBase + 99}`,
+      SANDBOX_SHARED_DIRS: join(inject('runDir'), 'shared'),
       ...(smtp ? { SMTP_URL: smtp.url } : {}),
       ...(opts.env ?? {}),
     });

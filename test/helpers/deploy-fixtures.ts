@@ -3,8 +3,9 @@
  * it, an environment with its port, tokens; and a way to wait for a task's end.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { inject } from 'vitest';
 import { environmentHome } from '../../activities/provider/sandbox';
 import { Environment } from '../../db/models/environment';
 import { Task } from '../../db/models/task';
@@ -33,8 +34,11 @@ export interface AppRepo {
   home: string;
   /** Where the deploy step appends one line per run: `$HOME/deploy-steps.log` of the environment. */
   readonly marker: string;
-  /** A build step waits for this file (`$HOME/gate` of the environment) while `gated` (see commit). */
-  readonly gate: string;
+  /**
+   * A build step waits for this file while `gated` (see commit), in every environment of the repository:
+   * it lies in the tests' SANDBOX_SHARED_DIRS, which every sandbox sees read-only.
+   */
+  gate: string;
   commit(version: string, opts?: { buildSteps?: string[]; gated?: boolean }): string;
   /** Lines in the marker file: how many times deploy steps ran. */
   deployRuns(): number;
@@ -49,18 +53,19 @@ export function createAppRepo(root: string): AppRepo {
   const dir = path.join(root, 'app');
   mkdirSync(dir, { recursive: true });
   sh(root, 'git', ['init', '-q', '-b', 'main', dir]);
+  const gateDir = mkdtempSync(path.join(inject('runDir'), 'shared', 'gate-'));
+  chmodSync(gateDir, 0o755);
+  const gate = path.join(gateDir, 'gate');
   const repo: AppRepo = {
     dir,
     home: path.join(root, 'home'),
+    gate,
     get marker() {
       return path.join(repo.home, 'deploy-steps.log');
     },
-    get gate() {
-      return path.join(repo.home, 'gate');
-    },
     commit(version, opts = {}) {
-      // $HOME is expanded in the sandbox: the steps name no host path
-      const build = [...(opts.gated ? ['while [ ! -f "$HOME/gate" ]; do sleep 0.1; done'] : []), 'echo built > BUILT', ...(opts.buildSteps ?? [])];
+      // the deploy step writes to $HOME (expanded in the sandbox), the one place it may write besides its tree
+      const build = [...(opts.gated ? [`while [ ! -f '${gate}' ]; do sleep 0.1; done`] : []), 'echo built > BUILT', ...(opts.buildSteps ?? [])];
       const manifest = [
         `build: ${JSON.stringify(build)}`,
         `deploy: ${JSON.stringify([`echo ${version} >> "$HOME/deploy-steps.log"`])}`,

@@ -58,6 +58,7 @@ export function spawnSystemProcess(t: TestContext, script: 'system/worker.ts' | 
       TEMPORAL_TASK_QUEUE: t.config.taskQueue,
       DATA_DIR: t.dataDir,
       ENVIRONMENT_PORTS: `${from}-${to}`,
+      SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
       LOG_LEVEL: 'silent',
       REMINDER_SCHEDULE: 'off',
       VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
