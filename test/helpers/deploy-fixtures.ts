@@ -48,13 +48,14 @@ function sh(cwd: string, cmd: string, args: string[]): string {
   return execFileSync(cmd, args, { cwd, encoding: 'utf8' }).trim();
 }
 
-/** A git repository (branch main) whose commits are versions of the app. */
-export function createAppRepo(root: string): AppRepo {
+/**
+ * A git repository (branch main) whose commits are versions of the app. Its gate lies in `gateDir`, which
+ * the sandboxes must see (createDeployWorld: a directory of the tests' SANDBOX_SHARED_DIRS).
+ */
+export function createAppRepo(root: string, gateDir = root): AppRepo {
   const dir = path.join(root, 'app');
   mkdirSync(dir, { recursive: true });
   sh(root, 'git', ['init', '-q', '-b', 'main', dir]);
-  const gateDir = mkdtempSync(path.join(inject('runDir'), 'shared', 'gate-'));
-  chmodSync(gateDir, 0o755);
   const gate = path.join(gateDir, 'gate');
   const repo: AppRepo = {
     dir,
@@ -104,7 +105,9 @@ export async function createEnvironment(t: TestContext, project: { id: string; t
 /** A team whose project is connected to a fresh app repository, one environment, and tokens by role. */
 export async function createDeployWorld(t: TestContext, opts: { gatedFirstCommit?: boolean } = {}) {
   const root = mkdtempSync(path.join(t.dataDir, 'repo-'));
-  const repo = createAppRepo(root);
+  const gateDir = mkdtempSync(path.join(inject('runDir'), 'shared', 'gate-'));
+  chmodSync(gateDir, 0o755);
+  const repo = createAppRepo(root, gateDir);
   repo.commit('v1', { gated: opts.gatedFirstCommit });
   const owner = await createUser(t);
   const team = await createTeam(t, owner);
