@@ -3,8 +3,9 @@
  * environment holds DATABASE_URL, as in production): one team's build step and web process try to read the
  * worker's environment, the console's secrets, another environment's release, HOME and web.log, to connect
  * to the console's PostgreSQL (TCP and unix socket), Redis, API and Temporal, to the host's other addresses and
- * to another environment's web process. Each probe prints a LEAK line only when it succeeds; the tests
- * assert that no LEAK line appears while the probe's CLOSED line (it ran) does.
+ * to another environment's web process. Each probe prints a LEAK (or OPEN) line only when it succeeds; the
+ * tests assert that none appears while each probe's CLOSED line (it ran) does, and that the host's name
+ * servers (what an environment needs outside) stay reachable.
  */
 import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
@@ -27,7 +28,7 @@ const stamp = `vc-isolation-${process.pid}-${Date.now().toString(36)}`;
 const hostTmpFile = path.join('/tmp', stamp);
 const hostUsrFile = path.join('/usr/local', stamp);
 
-/** Prints LEAK-<name> for every target it can connect to, CLOSED-<name> for the others. */
+/** Prints OPEN-<name> for every target it can connect to, CLOSED-<name> for the others. */
 const PROBE_JS = `
 const net = require('node:net');
 const [label, ...targets] = process.argv.slice(2);
@@ -42,7 +43,7 @@ for (const target of targets) {
     if (done) return;
     done = true;
     s.destroy();
-    console.log(label + ':' + (ok ? 'LEAK-' : 'CLOSED-') + name);
+    console.log(label + ':' + (ok ? 'OPEN-' : 'CLOSED-') + name);
     if (--left === 0) process.exit(0);
   };
   s.setTimeout(1500, () => end(false));
@@ -109,6 +110,8 @@ function hostAddress(): string | null {
 }
 
 let targets: string[];
+/** What an environment needs and may reach: the host's name servers (when they are not on its loopback). */
+let allowed: string[];
 let buildLog: string;
 
 beforeAll(async () => {
@@ -144,6 +147,8 @@ beforeAll(async () => {
     `victimweblo=127.0.0.1:${internalPort}`,
     `victimproxy=127.0.0.1:${victim.environment.port}`,
   ];
+  const resolver = /^\s*nameserver\s+(\d+\.\d+\.\d+\.\d+)\s*$/m.exec(readFileSync('/etc/resolv.conf', 'utf8'))?.[1];
+  allowed = resolver && !resolver.startsWith('127.') ? [`resolver=${resolver}:53`] : [];
   const release = v.result.release_id as string;
   const files = {
     secrets: path.join(t.dataDir, 'secrets', 'token-hmac-key.json'),
@@ -157,7 +162,7 @@ beforeAll(async () => {
   for (const f of Object.values(files)) expect(existsSync(f), f).toBe(true);
 
   const dir = attacker.repo.dir;
-  writeFileSync(path.join(dir, 'attack.sh'), attackScript(files, targets));
+  writeFileSync(path.join(dir, 'attack.sh'), attackScript(files, [...targets, ...allowed]));
   writeFileSync(path.join(dir, 'probe.js'), PROBE_JS);
   writeFileSync(path.join(dir, 'server.js'), SERVER_JS);
   writeFileSync(path.join(dir, 'service.yaml'), 'build: ["sh attack.sh build"]\nweb: node server.js\nhealth: /healthz\n');
@@ -180,6 +185,7 @@ function expectContained(output: string, label: 'build' | 'web') {
   expect(lines, output).toContain(`${label}:DONE`);
   expect(lines.filter((l) => l.includes('LEAK-')), output).toEqual([]);
   for (const target of targets) expect(lines).toContain(`${label}:CLOSED-${target.split('=')[0]}`);
+  for (const target of allowed) expect(lines).toContain(`${label}:OPEN-${target.split('=')[0]}`);
   expect(lines).toContain(`${label}:UID=${tenantUid(attacker.environment.port)}`);
   expect(lines).toContain(`${label}:HOME=${environmentHome(t.dataDir, attacker.environment.id)}`);
   expect(lines).toContain(`${label}:WROTE-home`);
