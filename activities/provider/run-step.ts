@@ -104,12 +104,13 @@ export function runStep(opts: RunStepOptions): Promise<RunStepResult> {
         cancelled,
       });
     };
-    // Resolves once the shell has exited, both pipes are closed and (when it was stopped) its group is gone.
+    // Resolves once the shell has exited, both pipes are closed and its group is gone (what it left behind
+    // got SIGKILL at its exit; under load that takes a moment to land).
     let finishing = false;
     const maybeFinish = () => {
       if (!exited || open > 0 || finishing) return;
       finishing = true;
-      if (!(timedOut || cancelled) || pgid === undefined) return finish();
+      if (pgid === undefined) return finish();
       void waitForGroup(pgid, graceMs).then(() => {
         killGroup(pgid, 'SIGKILL');
         finish();
