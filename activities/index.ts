@@ -1,7 +1,7 @@
 import type { Deps } from '../system/deps';
 import { createReminderActivities } from './reminders';
 import { Supervisor } from './provider/supervisor';
-import { configureSandbox, sandboxMode } from './provider/sandbox';
+import { configureSandbox, prepareHost, sandboxMode } from './provider/sandbox';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
 
@@ -30,6 +30,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createBuildActivities(deps),
     },
     async onWorkerStart() {
+      await prepareHost(deps.config.dataDir);
       const restored = await supervisor.restoreAll();
       for (const r of restored.filter((x) => !x.ok)) deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
     },

@@ -171,6 +171,11 @@ async function setUp(dataDir: string, envId: string, port: number): Promise<Jail
   return { mode, envId, port, uid, gid: uid, home, netns, address };
 }
 
+/** At worker start: DATA_DIR's modes as the sandbox wants them, before any environment runs. */
+export async function prepareHost(dataDir: string): Promise<void> {
+  if (sandboxMode().mode !== 'none') await hardenDataDir(path.resolve(dataDir));
+}
+
 /**
  * DATA_DIR and DATA_DIR/environments: traverse-only for others (a tenant uid must reach its own HOME to be
  * bound into its sandbox); every other entry of DATA_DIR (secrets, git mirrors, mail, Temporal data) 0700.
