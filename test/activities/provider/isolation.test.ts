@@ -112,6 +112,7 @@ function hostAddress(): string | null {
 let targets: string[];
 /** What an environment needs and may reach: the host's name servers (when they are not on its loopback). */
 let allowed: string[];
+/** The attacker's deploy task log: its build step's and its deploy step's output. */
 let buildLog: string;
 
 beforeAll(async () => {
@@ -165,7 +166,7 @@ beforeAll(async () => {
   writeFileSync(path.join(dir, 'attack.sh'), attackScript(files, [...targets, ...allowed]));
   writeFileSync(path.join(dir, 'probe.js'), PROBE_JS);
   writeFileSync(path.join(dir, 'server.js'), SERVER_JS);
-  writeFileSync(path.join(dir, 'service.yaml'), 'build: ["sh attack.sh build"]\nweb: node server.js\nhealth: /healthz\n');
+  writeFileSync(path.join(dir, 'service.yaml'), 'build: ["sh attack.sh build"]\ndeploy: ["sh attack.sh deploy"]\nweb: node server.js\nhealth: /healthz\n');
   git(dir, ['add', '-A']);
   git(dir, ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', 'attack']);
   const a = await deploy(attacker);
@@ -180,7 +181,7 @@ afterAll(async () => {
   rmSync(hostUsrFile, { force: true });
 });
 
-function expectContained(output: string, label: 'build' | 'web') {
+function expectContained(output: string, label: 'build' | 'deploy' | 'web') {
   const lines = output.split('\n').filter((l) => l.startsWith(`${label}:`));
   expect(lines, output).toContain(`${label}:DONE`);
   expect(lines.filter((l) => l.includes('LEAK-')), output).toEqual([]);
@@ -202,6 +203,10 @@ describe('the sandbox of an environment', () => {
 
   it('keeps a build step from the console and from other environments', () => {
     expectContained(buildLog, 'build');
+  });
+
+  it('keeps a deploy step from them too', () => {
+    expectContained(buildLog, 'deploy');
   });
 
   it('keeps a running web process from them too, and it still serves through the environment port', async () => {
