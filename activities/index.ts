@@ -1,6 +1,7 @@
 import type { Deps } from '../system/deps';
 import { createReminderActivities } from './reminders';
 import { Supervisor } from './provider/supervisor';
+import { configureSandbox, prepareHost, sandboxMode } from './provider/sandbox';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
 import { createMaintenanceActivities } from './maintenance/prune';
@@ -16,7 +17,11 @@ export interface ActivitySet {
 
 /** The activities of every area, created with their dependencies (activities-dependency-injection). */
 export async function createActivities(deps: Deps): Promise<ActivitySet> {
-  // The local provider: this worker process owns the environments' proxies and web processes.
+  // The local provider: this worker process owns the environments' proxies and web processes, each
+  // environment's code in its own sandbox (a loud warning, once, where this host cannot isolate fully).
+  configureSandbox({ sharedDirs: deps.config.sandboxSharedDirs });
+  const isolation = sandboxMode((m) => deps.logger.warn(m));
+  if (isolation.mode === 'namespaces') deps.logger.info(`tenant isolation: ${isolation.reason}`);
   const supervisor = new Supervisor({ dataDir: deps.config.dataDir, listenHost: deps.config.environmentBind });
   return {
     activities: {
@@ -27,6 +32,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createMaintenanceActivities(deps),
     },
     async onWorkerStart() {
+      await prepareHost(deps.config.dataDir);
       const restored = await supervisor.restoreAll();
       for (const r of restored.filter((x) => !x.ok)) deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
     },

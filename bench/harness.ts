@@ -20,6 +20,7 @@ import { generateSecret, tokenDigest } from '../api/lib/token-format';
 import { freePort } from '../test/helpers/ports';
 // @ts-expect-error plain JS module shared with scripts/bootstrap.mjs
 import { ensureTemporalCli } from '../scripts/temporal-cli.mjs';
+import { removeNetworksInRange } from '../activities/provider/sandbox';
 
 export const ADMIN_DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -75,6 +76,7 @@ export async function startBenchSystem(name: string, env: Record<string, string>
       await deps.close();
       await temporal.stop();
       await dropDatabase(ADMIN_DATABASE_URL, dbName).catch(() => undefined);
+      await removeNetworksInRange(config.environmentPorts.from, config.environmentPorts.to);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

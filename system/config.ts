@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
 import { parseAllowList } from '../activities/provider/outbound';
 
 export interface Config {
@@ -23,6 +23,8 @@ export interface Config {
   environmentBind: string;
   /** Range of ports the local provider gives environments. */
   environmentPorts: { from: number; to: number };
+  /** Host directories every environment's sandbox sees read-only at the same path (shared toolchains). */
+  sandboxSharedDirs: string[];
   /** Requests a minute per personal access token; `prefix` namespaces the shared (Redis) counters. */
   rateLimit: { perMinute: number; prefix: string };
   failedCredentials: { limit: number; windowSeconds: number; blockSeconds: number; dailyCap: number };
@@ -83,6 +85,13 @@ function allowedHosts(raw: string | undefined): string[] {
   return entries;
 }
 
+/** Comma-separated absolute directories (SANDBOX_SHARED_DIRS). */
+function sharedDirs(raw: string | undefined): string[] {
+  const dirs = (raw ?? '').split(',').map((d) => d.trim()).filter(Boolean);
+  for (const d of dirs) if (!isAbsolute(d)) throw new Error(`SANDBOX_SHARED_DIRS must list absolute directories, got "${d}"`);
+  return dirs.map((d) => resolve(d));
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int(env, 'PORT', 8080);
   const ports = (env.ENVIRONMENT_PORTS ?? '20000-20999').split('-').map(Number);
@@ -108,6 +117,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     environmentHost: env.ENVIRONMENT_HOST || 'localhost',
     environmentBind: env.ENVIRONMENT_BIND || '127.0.0.1',
     environmentPorts: { from: ports[0], to: ports[1] },
+    sandboxSharedDirs: sharedDirs(env.SANDBOX_SHARED_DIRS),
     rateLimit: { perMinute: Math.max(1, int(env, 'RATE_LIMIT_PER_MINUTE', 600)), prefix: env.RATE_LIMIT_PREFIX || 'vc' },
     failedCredentials: {
       limit: Math.max(1, int(env, 'FAILED_CREDENTIALS_LIMIT', 10)),

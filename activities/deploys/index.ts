@@ -17,6 +17,7 @@ import {
   type BuildResult,
 } from '../provider/releases';
 import type { OnLine } from '../provider/run-step';
+import { openJail } from '../provider/sandbox';
 import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog, type TaskLog } from '../tasks/log-writer';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
@@ -64,8 +65,11 @@ async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, signal
   const marker = await readReleaseMarker(releaseDir);
   // Built here already (the usual case): open it quietly; the build phase has said so in the log.
   if (marker?.sha === release.commit_sha) return { ok: true, manifest: marker.manifest, releaseDir, reused: true };
+  const env = await deps.knex('environments').where({ id: release.environment_id }).first('port');
+  if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
   return buildRelease({
     dataDir: deps.config.dataDir,
+    jail: await openJail(deps.config.dataDir, release.environment_id, env.port),
     envId: release.environment_id,
     releaseId: release.id,
     repo: await repository(deps, release.project_id),
@@ -169,7 +173,10 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             return { ok: true };
           }
           log.line('==> Running deploy steps');
+          const env = await knex('environments').where({ id: release.environment_id }).first('port');
+          if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
           const r = await runManifestDeploySteps({
+            jail: await openJail(deps.config.dataDir, release.environment_id, env.port),
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
             env: stepEnv(),

@@ -1,16 +1,15 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 
 /**
- * The environment of build steps, deploy steps and web processes: a minimal, fixed set from the worker's
- * own environment (no worker secret such as DATABASE_URL leaks into a user's commands). Environment
- * variables of projects, when they exist, are merged on top by their area; values are never printed.
+ * The environment of build steps, deploy steps and web processes: a minimal, fixed set (no worker secret
+ * such as DATABASE_URL, nor the worker's HOME or TMPDIR, leaks into a user's commands; the sandbox sets the
+ * environment's own HOME). Environment variables of projects, when they exist, are merged on top by their
+ * area; values are never printed.
  */
 export function stepEnv(extra: Record<string, string> = {}): Record<string, string | undefined> {
   const base: Record<string, string | undefined> = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     LANG: process.env.LANG ?? 'C.UTF-8',
-    TMPDIR: process.env.TMPDIR,
   };
   return { ...base, ...extra };
 }

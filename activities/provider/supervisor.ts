@@ -9,14 +9,18 @@
  *
  * current.json holds the environment given to the web process, so that restoreAll() can bring it back
  * after a worker restart; it is written with mode 0600 and `currentRelease()` never returns that part.
+ *
+ * Every web process runs in its environment's sandbox (sandbox.ts, set up again by restoreAll after a host
+ * restart): the proxy reaches it at the sandbox's address; retire() removes the sandbox's network.
  */
-import { mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
-import { readlinkSync } from 'node:fs';
+import { chmod, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { closeSync, openSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { Manifest } from './manifest';
 import { startProxy, type Proxy, type Route } from './proxy';
 import { environmentDir } from './releases';
 import { groupAlive, killGroup, type OnLine } from './run-step';
+import { closeJail, openJail } from './sandbox';
 import { delay, freePort, waitReady, WebProcess, type Backoff } from './web-process';
 
 export interface SupervisorOptions {
@@ -150,7 +154,12 @@ export class Supervisor {
 
     let web: WebProcess | null = null;
     if (o.manifest.web) {
-      web = await this.spawnWeb(o.envId, o.releaseId, o.releaseDir, o.manifest.web, o.env);
+      try {
+        web = await this.spawnWeb(o.envId, o.port, o.releaseId, o.releaseDir, o.manifest.web, o.env);
+      } catch (err) {
+        if (!rt.live) await this.closeProxy(rt);
+        throw err;
+      }
       say(`Started "${o.manifest.web}" for release ${o.releaseId} (pid ${web.pid ?? '?'}); output goes to ${WEB_LOG}`);
       const ready = await waitReady(web, o.manifest.health, o.healthTimeoutMs);
       if (!ready.ok) {
@@ -210,7 +219,14 @@ export class Supervisor {
       return { ...base, ok: false, message: `port ${s.port} is not available: ${(err as Error).message}` };
     }
     let web: WebProcess | null = null;
-    if (s.manifest.web) web = await this.spawnWeb(s.envId, s.releaseId, s.releaseDir, s.manifest.web, s.env);
+    if (s.manifest.web) {
+      try {
+        web = await this.spawnWeb(s.envId, s.port, s.releaseId, s.releaseDir, s.manifest.web, s.env);
+      } catch (err) {
+        await this.closeProxy(rt);
+        return { ...base, ok: false, message: `its sandbox could not be set up: ${(err as Error).message}` };
+      }
+    }
     rt.live = { releaseId: s.releaseId, releaseDir: s.releaseDir, manifest: s.manifest, env: s.env, since: s.since, web };
     web?.supervise(); // it is the live release: whatever happens, keep it running
     await this.writeState(rt);
@@ -237,10 +253,12 @@ export class Supervisor {
   async retire(envId: string): Promise<void> {
     await this.exclusive(envId, async () => {
       const rt = this.runtime(envId);
+      const port = rt.proxy?.port ?? (await readState(statePath(this.dataDir, envId)))?.port;
       await rt.live?.web?.stop(this.graceMs);
       await this.closeProxy(rt);
       rt.live = null;
       await rm(statePath(this.dataDir, envId), { force: true });
+      if (port) await closeJail(this.dataDir, envId, port);
       this.envs.delete(envId);
     });
   }
@@ -291,7 +309,7 @@ export class Supervisor {
     const web = rt.live?.web;
     if (!rt.live) return { kind: 'unavailable', text: 'no release is live' };
     if (!web) return { kind: 'unavailable', text: 'no web process' };
-    return { kind: 'upstream', port: web.port, agent: web.agent };
+    return { kind: 'upstream', host: web.host, port: web.port, agent: web.agent };
   }
 
   private async ensureProxy(rt: Runtime, port: number): Promise<void> {
@@ -310,20 +328,28 @@ export class Supervisor {
 
   private async spawnWeb(
     envId: string,
+    port: number,
     releaseId: string,
     releaseDir: string,
     command: string,
     env: Record<string, string | undefined>,
   ): Promise<WebProcess> {
-    const envDir = environmentDir(this.dataDir, envId);
-    await mkdir(envDir, { recursive: true });
+    const jail = await openJail(this.dataDir, envId, port);
+    const logPath = path.join(environmentDir(this.dataDir, envId), WEB_LOG);
+    closeSync(openSync(logPath, 'a', 0o600));
+    await chmod(logPath, 0o600); // the worker's alone: not readable by any environment
+    // The previous release keeps its port until the switch (same namespace): the new one takes another.
+    const taken = this.envs.get(envId)?.live?.web?.port;
+    let internal = await freePort();
+    while (internal === taken) internal = await freePort();
     const web = new WebProcess({
       label: `release ${releaseId}`,
       command,
       cwd: releaseDir,
       env,
-      port: await freePort(),
-      logPath: path.join(envDir, WEB_LOG),
+      jail,
+      port: internal,
+      logPath,
       backoff: this.backoff,
       onStart: () => {
         // record the new pid so that a later worker can find an orphaned group

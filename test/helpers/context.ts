@@ -11,6 +11,7 @@ import { startWorker, type RunningWorker } from '../../system/worker-runtime';
 import { startSmtpServer } from './smtp';
 import { Agent } from './http';
 import { killProcessesUnder } from './processes';
+import { removeNetworksInRange } from '../../activities/provider/sandbox';
 
 export interface TestContext {
   deps: Deps;
@@ -71,6 +72,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       VC_CHECK_RESPONSES: '1',
       ENVIRONMENT_PORTS: `${portBase}-${portBase + 99}`,
       LOCAL_REPOSITORY_ROOTS: repositoriesDir(),
+      SANDBOX_SHARED_DIRS: join(inject('runDir'), 'shared'),
       ...(smtp ? { SMTP_URL: smtp.url } : {}),
       ...(opts.env ?? {}),
     });
@@ -104,6 +106,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     await ctx.deps?.close().catch(() => undefined);
     await ctx.smtp?.stop();
     await dropDatabase(inject('adminDatabaseUrl'), dbName).catch(() => undefined);
+    if (ctx.config) await removeNetworksInRange(ctx.config.environmentPorts.from, ctx.config.environmentPorts.to);
     if (ctx.dataDir) {
       killProcessesUnder(ctx.dataDir); // what a worker killed on purpose left behind
       rmSync(ctx.dataDir, { recursive: true, force: true });

@@ -60,6 +60,7 @@ export function spawnSystemProcess(t: TestContext, script: 'system/worker.ts' | 
       ENVIRONMENT_PORTS: `${from}-${to}`,
       LOCAL_REPOSITORY_ROOTS: t.config.localRepositoryRoots.join(','),
       OUTBOUND_ALLOWED_HOSTS: t.config.outboundAllowedHosts.join(','),
+      SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
       LOG_LEVEL: 'silent',
       REMINDER_SCHEDULE: 'off',
       VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
