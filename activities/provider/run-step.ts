@@ -22,6 +22,8 @@ export interface RunStepOptions {
   onLine: OnLine;
   /** Time between SIGTERM and SIGKILL when the group is stopped (default 2000 ms). */
   killGraceMs?: number;
+  /** Called right after spawn with the shell's pid (e.g. to hold it to its plan: cgroups.ts). */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface RunStepResult {
@@ -51,6 +53,14 @@ export function runStep(opts: RunStepOptions): Promise<RunStepResult> {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const pgid = child.pid;
+    if (pgid !== undefined && opts.onSpawn) {
+      try {
+        opts.onSpawn(pgid);
+      } catch (err) {
+        killGroup(pgid, 'SIGKILL'); // a step that cannot be held to its plan does not run
+        throw err;
+      }
+    }
     let timedOut = false;
     let cancelled = false;
     let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;

@@ -10,9 +10,10 @@
  * current.json holds the environment given to the web process, so that restoreAll() can bring it back
  * after a worker restart; it is written with mode 0600 and `currentRelease()` never returns that part.
  */
-import { mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { readlinkSync } from 'node:fs';
 import path from 'node:path';
+import { holdProcess, limitEnv, removeEnvironmentCgroups, type Limits } from './cgroups';
 import type { Manifest } from './manifest';
 import { startProxy, type Proxy, type Route } from './proxy';
 import { environmentDir } from './releases';
@@ -40,6 +41,8 @@ export interface GoLiveOptions {
   env: Record<string, string | undefined>;
   healthTimeoutMs: number;
   onLine?: OnLine;
+  /** The plan of the environment's web server: each web process is held to it (cgroups.ts) and told it. */
+  limits?: Limits;
 }
 
 export type GoLiveResult =
@@ -61,7 +64,10 @@ interface StateFile extends CurrentRelease {
   manifest: Manifest;
   env: Record<string, string | undefined>;
   pid: number | null;
+  limits?: Limits;
 }
+
+export type RestartResult = { ok: true; restarted: boolean } | { ok: false; message: string };
 
 export interface EnvironmentStatus {
   releaseId: string;
@@ -79,6 +85,7 @@ interface Live {
   env: Record<string, string | undefined>;
   since: string;
   web: WebProcess | null;
+  limits?: Limits;
 }
 
 interface Runtime {
@@ -150,7 +157,7 @@ export class Supervisor {
 
     let web: WebProcess | null = null;
     if (o.manifest.web) {
-      web = await this.spawnWeb(o.envId, o.releaseId, o.releaseDir, o.manifest.web, o.env);
+      web = await this.spawnWeb(o.envId, o.releaseId, o.releaseDir, o.manifest.web, o.env, o.limits);
       say(`Started "${o.manifest.web}" for release ${o.releaseId} (pid ${web.pid ?? '?'}); output goes to ${WEB_LOG}`);
       const ready = await waitReady(web, o.manifest.health, o.healthTimeoutMs);
       if (!ready.ok) {
@@ -166,7 +173,15 @@ export class Supervisor {
     }
 
     const previous = rt.live;
-    rt.live = { releaseId: o.releaseId, releaseDir: o.releaseDir, manifest: o.manifest, env: o.env, since: new Date().toISOString(), web };
+    rt.live = {
+      releaseId: o.releaseId,
+      releaseDir: o.releaseDir,
+      manifest: o.manifest,
+      env: o.env,
+      since: new Date().toISOString(),
+      web,
+      limits: o.limits,
+    };
     web?.supervise();
     try {
       await this.writeState(rt);
@@ -210,8 +225,8 @@ export class Supervisor {
       return { ...base, ok: false, message: `port ${s.port} is not available: ${(err as Error).message}` };
     }
     let web: WebProcess | null = null;
-    if (s.manifest.web) web = await this.spawnWeb(s.envId, s.releaseId, s.releaseDir, s.manifest.web, s.env);
-    rt.live = { releaseId: s.releaseId, releaseDir: s.releaseDir, manifest: s.manifest, env: s.env, since: s.since, web };
+    if (s.manifest.web) web = await this.spawnWeb(s.envId, s.releaseId, s.releaseDir, s.manifest.web, s.env, s.limits);
+    rt.live = { releaseId: s.releaseId, releaseDir: s.releaseDir, manifest: s.manifest, env: s.env, since: s.since, web, limits: s.limits };
     web?.supervise(); // it is the live release: whatever happens, keep it running
     await this.writeState(rt);
     if (!web) return { ...base, ok: true };
@@ -227,6 +242,7 @@ export class Supervisor {
           await rt.live?.web?.stop(this.graceMs);
           await this.closeProxy(rt);
           rt.live = null;
+          removeEnvironmentCgroups(rt.envId);
         }),
       ),
     );
@@ -241,6 +257,7 @@ export class Supervisor {
       await this.closeProxy(rt);
       rt.live = null;
       await rm(statePath(this.dataDir, envId), { force: true });
+      removeEnvironmentCgroups(envId);
       this.envs.delete(envId);
     });
   }
@@ -251,6 +268,43 @@ export class Supervisor {
       const rt = this.runtime(envId);
       rt.maintenance = on ? { on, ...(note ? { note } : {}) } : { on: false };
       if (rt.live) await this.writeState(rt);
+    });
+  }
+
+  /**
+   * Restarts the live release's web process (reboot, resize: with `limits`, the new plan): a new process is
+   * started and must be ready (health) before the proxy moves to it and the old one is stopped; if it is not
+   * ready, it is stopped and the old one keeps serving. The supervisor runs one web process per environment,
+   * so "one instance at a time" is this one replacement. Nothing live: `restarted: false`.
+   */
+  restartWeb(envId: string, o: { limits?: Limits; healthTimeoutMs: number; onLine?: OnLine }): Promise<RestartResult> {
+    return this.exclusive(envId, async () => {
+      const say = (line: string) => safe(o.onLine, `==> ${line}`);
+      const rt = this.runtime(envId);
+      const live = rt.live;
+      if (!live) return { ok: true, restarted: false };
+      const limits = o.limits ?? live.limits;
+      if (!live.manifest.web) {
+        live.limits = limits;
+        await this.writeState(rt);
+        return { ok: true, restarted: false };
+      }
+      const web = await this.spawnWeb(envId, live.releaseId, live.releaseDir, live.manifest.web, live.env, limits);
+      say(`Started a new web process for release ${live.releaseId} (pid ${web.pid ?? '?'})`);
+      const ready = await waitReady(web, live.manifest.health, o.healthTimeoutMs);
+      if (!ready.ok) {
+        await web.stop(this.graceMs);
+        const message = `the new web process did not become ready: ${ready.message}; the old one keeps serving`;
+        safe(o.onLine, message, 'stderr');
+        return { ok: false, message };
+      }
+      const old = live.web;
+      rt.live = { ...live, web, limits };
+      web.supervise();
+      await this.writeState(rt);
+      say(`The new web process serves; stopping the old one (pid ${old?.pid ?? '?'})`);
+      await old?.stop(this.graceMs);
+      return { ok: true, restarted: true };
     });
   }
 
@@ -314,6 +368,7 @@ export class Supervisor {
     releaseDir: string,
     command: string,
     env: Record<string, string | undefined>,
+    limits?: Limits,
   ): Promise<WebProcess> {
     const envDir = environmentDir(this.dataDir, envId);
     await mkdir(envDir, { recursive: true });
@@ -321,11 +376,19 @@ export class Supervisor {
       label: `release ${releaseId}`,
       command,
       cwd: releaseDir,
-      env,
+      env: limits ? { ...env, ...limitEnv(limits) } : env,
       port: await freePort(),
       logPath: path.join(envDir, WEB_LOG),
       backoff: this.backoff,
-      onStart: () => {
+      onStart: (pid) => {
+        if (limits) {
+          try {
+            holdProcess(envId, 'web', pid, limits);
+          } catch (err) {
+            const line = `[${new Date().toISOString()}] could not hold pid ${pid} to its plan: ${(err as Error).message}\n`;
+            void appendFile(path.join(envDir, WEB_LOG), line).catch(() => undefined);
+          }
+        }
         // record the new pid so that a later worker can find an orphaned group
         const rt = this.envs.get(envId);
         if (rt?.live?.web === web) void this.writeState(rt).catch(() => undefined);
@@ -350,6 +413,7 @@ export class Supervisor {
       manifest: live.manifest,
       env: live.env,
       pid: live.web?.pid ?? null,
+      limits: live.limits,
     };
     const file = statePath(this.dataDir, rt.envId);
     await mkdir(path.dirname(file), { recursive: true });

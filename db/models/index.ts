@@ -15,3 +15,6 @@ export { Release } from './release';
 export { Deployment } from './deployment';
 export { Task } from './task';
 export { ActivityEvent } from './activity-event';
+export { Server } from './server';
+export { BuildMachine } from './build-machine';
+export { ResourceSample } from './resource-sample';
