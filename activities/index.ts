@@ -3,6 +3,8 @@ import { createReminderActivities } from './reminders';
 import { Supervisor } from './provider/supervisor';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
+import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
+import { createMachineActivities } from './machines/activities';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -17,18 +19,23 @@ export interface ActivitySet {
 export async function createActivities(deps: Deps): Promise<ActivitySet> {
   // The local provider: this worker process owns the environments' proxies and web processes.
   const supervisor = new Supervisor({ dataDir: deps.config.dataDir, listenHost: deps.config.environmentBind });
+  let sampler: ResourceSampler | null = null;
   return {
     activities: {
       ...createReminderActivities(deps),
       ...createTaskActivities(deps),
       ...createDeployActivities(deps, supervisor),
       ...createBuildActivities(deps),
+      ...createResourceActivities(deps),
+      ...createMachineActivities(deps, supervisor),
     },
     async onWorkerStart() {
       const restored = await supervisor.restoreAll();
       for (const r of restored.filter((x) => !x.ok)) deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
+      sampler = startResourceSampler(deps, supervisor, { intervalSeconds: deps.config.resourceSampleSeconds });
     },
     async onWorkerStop() {
+      sampler?.stop();
       await supervisor.stopAll();
     },
   };

@@ -3,6 +3,7 @@ import { createDeps } from './deps';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startWorker } from './worker-runtime';
 import { ensureReminderSchedule } from '../activities/reminders/schedule';
+import { ensureResourcePruneSchedule } from '../activities/machines/prune';
 
 // The worker process: `tsx system/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
@@ -26,6 +27,13 @@ async function ensureReminders() {
   }
 }
 if (config.reminderSchedule) await ensureReminders();
+// The daily prune of resource samples older than 90 days: same rules (REMINDER_SCHEDULE=off leaves it too).
+if (config.reminderSchedule) {
+  await ensureResourcePruneSchedule(deps.temporal, config.taskQueue).then(
+    (r) => deps.logger.info({ scheduleId: 'resource-samples-prune', created: r.created }, 'resource sample prune schedule ensured'),
+    (err) => deps.logger.error({ err }, 'resource sample prune schedule could not be ensured'),
+  );
+}
 let stopping = false;
 const stop = async () => {
   if (stopping) return;

@@ -24,6 +24,8 @@ import { stepEnv, withHeartbeat } from './step-env';
 import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 import { environmentUrl } from '../../system/config';
+import { buildMachineSize, webServerSize } from '../../db/queries/machines';
+import { heldSteps } from '../machines/limits';
 
 export type StepOutcome = { ok: true } | { ok: false; message: string };
 
@@ -65,16 +67,18 @@ async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, signal
   const marker = await readReleaseMarker(releaseDir);
   // Built here already (the usual case): open it quietly; the build phase has said so in the log.
   if (marker?.sha === release.commit_sha) return { ok: true, manifest: marker.manifest, releaseDir, reused: true };
+  const held = heldSteps(release.environment_id, 'build', await buildMachineSize(deps.knex, release.environment_id));
   return buildRelease({
     dataDir: deps.config.dataDir,
     envId: release.environment_id,
     releaseId: release.id,
     repoUrl: await repositoryUrl(deps, release.project_id),
     sha: release.commit_sha,
-    env: stepEnv(),
+    env: stepEnv(held.env),
     stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
     signal,
     onLine: logLines(log),
+    onSpawn: held.onSpawn,
   });
 }
 
@@ -168,10 +172,12 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             return { ok: true };
           }
           log.line('==> Running deploy steps');
+          const held = heldSteps(release.environment_id, 'deploy', await webServerSize(knex, release.environment_id));
           const r = await runManifestDeploySteps({
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
-            env: stepEnv(),
+            onSpawn: held.onSpawn,
+            env: stepEnv(held.env),
             stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
             signal,
             onLine: logLines(log),
@@ -213,6 +219,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             env: stepEnv(),
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: logLines(log),
+            limits: (await webServerSize(knex, env.id)) ?? undefined,
           });
           if (!live.ok) return { ok: false, message: `${live.message}; the previous release keeps serving` };
 
