@@ -6,10 +6,11 @@ import type { Knex } from 'knex';
  * keeps its size when the price list changes), the build machine of each environment, and the resource
  * samples of every environment (kept 90 days by the `resource-samples-prune` schedule).
  *
- * Existing environments get their `web` server here, on the plan new environments get (the first plan of
- * the price list shipped with the project at the time of this migration).
+ * Existing environments get their `web` server and build machine here, on the plans new environments get
+ * (the shipped price list's `default_plan` and first local build plan at the time of this migration).
  */
-const FIRST_PLAN = { id: 's-1', cpu: 1, memory_mb: 1024, disk_gb: 25 };
+const DEFAULT_PLAN = { id: 'small', cpu: 0.5, memory_mb: 512, disk_gb: 10 };
+const DEFAULT_BUILD = { provider: 'local', plan: 'build-small', cpu: 1, memory_mb: 1024 };
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('servers', (t) => {
@@ -31,7 +32,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(
     `INSERT INTO servers (team_id, project_id, environment_id, role, name, plan, cpu, memory_mb, disk_gb, created_at, updated_at)
      SELECT team_id, project_id, id, 'web', name || '-web', ?, ?, ?, ?, created_at, now() FROM environments`,
-    [FIRST_PLAN.id, FIRST_PLAN.cpu, FIRST_PLAN.memory_mb, FIRST_PLAN.disk_gb],
+    [DEFAULT_PLAN.id, DEFAULT_PLAN.cpu, DEFAULT_PLAN.memory_mb, DEFAULT_PLAN.disk_gb],
   );
 
   await knex.schema.createTable('build_machines', (t) => {
@@ -42,6 +43,10 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('memory_mb').notNullable();
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
   });
+  await knex.raw(
+    `INSERT INTO build_machines (environment_id, provider, plan, cpu, memory_mb) SELECT id, ?, ?, ?, ? FROM environments`,
+    [DEFAULT_BUILD.provider, DEFAULT_BUILD.plan, DEFAULT_BUILD.cpu, DEFAULT_BUILD.memory_mb],
+  );
 
   // One row a minute an environment; the primary key carries the values so that a window is read from the
   // index alone (GET /environments/{id}/resources: one range scan, grouped by date_bin).

@@ -15,11 +15,8 @@ export async function webServerSize(knex: Knex, environmentId: string): Promise<
   return row ? size(row) : null;
 }
 
-/**
- * The size builds of the environment run with: its build machine's plan, or, until one is chosen, its web
- * server's (a build then has what the app has).
- */
+/** The size builds of the environment run with (its build machine's plan), or null when it has none. */
 export async function buildMachineSize(knex: Knex, environmentId: string): Promise<Size | null> {
   const row = await knex('build_machines').where({ environment_id: environmentId }).first('cpu', 'memory_mb');
-  return row ? size(row) : webServerSize(knex, environmentId);
+  return row ? size(row) : null;
 }
