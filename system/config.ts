@@ -33,10 +33,14 @@ export interface Config {
   reminderSchedule: boolean;
   /** Secrets: given in the environment, or generated once and kept under dataDir (see secrets.ts). */
   tokenHmacKey: string | undefined;
-  /** AES-256-GCM key of values encrypted at rest (ENCRYPTION_KEY), else generated under dataDir. */
-  encryptionKey: string | undefined;
+  /** Test hook (VC_CHECK_RESPONSES=1): every 2xx body is checked against its documented schema (api/lib/router.ts). */
+  checkResponses: boolean;
+  /** Bearer token of GET /metrics; unset: metrics are served to loopback clients only. */
+  metricsToken: string | undefined;
   /** Another price list than the one shipped (system/price-list.json). */
   priceList: string | undefined;
+  /** AES-256-GCM key of values encrypted at rest (ENCRYPTION_KEY), else generated under dataDir. */
+  encryptionKey: string | undefined;
   /** Seconds between two resource samples of every environment (the worker's sampler). */
   resourceSampleSeconds: number;
 }
@@ -95,8 +99,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reminderSchedule: !['0', 'false', 'off', 'no'].includes((env.REMINDER_SCHEDULE ?? 'on').toLowerCase()),
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
     encryptionKey: env.ENCRYPTION_KEY || undefined,
-    priceList: env.PRICE_LIST || undefined,
     resourceSampleSeconds: Math.max(1, int(env, 'RESOURCE_SAMPLE_SECONDS', 60)),
+    checkResponses: env.VC_CHECK_RESPONSES === '1',
+    priceList: env.PRICE_LIST || undefined,
+    metricsToken: env.METRICS_TOKEN || undefined,
   };
 }
 
