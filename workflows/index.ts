@@ -4,3 +4,4 @@ export { sendTokenExpiryReminders } from './token-reminders';
 export { deployEnvironment } from './deploy';
 export { buildEnvironment } from './build';
 export { pruneResourceSamples } from './resources';
+export { resizeServer, rebootServer } from './machines';

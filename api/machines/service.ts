@@ -14,6 +14,9 @@ import { errors } from '../lib/errors';
 import type { Actor } from '../lib/actor';
 import { reachableTeamIds } from '../lib/policy';
 import { presentServer } from './presenter';
+import { startTask } from '../lib/tasks';
+import { recordActivity } from '../../db/queries/activity';
+import type { Task } from '../../db/models/task';
 
 const priceList = (deps: Deps): PriceList => loadPriceList(deps.config);
 
@@ -93,6 +96,42 @@ export function resizeTarget(deps: Deps, server: Server, planId: string) {
   return plan;
 }
 
+/**
+ * Starts the resize (`machines`/`resize`, one change at a time per environment): the plan's size goes into
+ * the task's params, so the workflow needs no price list.
+ */
+export async function requestResize(deps: Deps, actor: Actor, server: Server, planId: string): Promise<Task> {
+  const plan = resizeTarget(deps, server, planId);
+  return startTask(deps, actor, {
+    type: 'resize',
+    teamId: server.team_id,
+    projectId: server.project_id,
+    environmentId: server.environment_id,
+    params: {
+      server_id: server.id,
+      server_name: server.name,
+      from_plan: server.plan,
+      plan: plan.id,
+      cpu: plan.cpu,
+      memory_mb: plan.memory_mb,
+      disk_gb: plan.disk_gb,
+    },
+    summary: `resize ${server.name} from ${server.plan} to ${plan.id}`,
+  });
+}
+
+/** Starts the reboot (`machines`/`reboot`). */
+export async function requestReboot(deps: Deps, actor: Actor, server: Server): Promise<Task> {
+  return startTask(deps, actor, {
+    type: 'reboot',
+    teamId: server.team_id,
+    projectId: server.project_id,
+    environmentId: server.environment_id,
+    params: { server_id: server.id, server_name: server.name },
+    summary: `reboot ${server.name}`,
+  });
+}
+
 // ---- build machines -----------------------------------------------------------------------------
 
 function providersOf(list: PriceList) {
@@ -145,6 +184,28 @@ export async function setBuildMachine(
     .onConflict('environment_id')
     .merge({ provider: input.provider, plan: plan.id, cpu: plan.cpu, memory_mb: plan.memory_mb, updated_at: new Date() });
   return plan;
+}
+
+/** Sets the environment's build machine and records the change (activity `machines`/`build_machine_set`). */
+export async function changeBuildMachine(
+  deps: Deps,
+  actor: Actor,
+  env: { id: string; team_id: string; project_id: string; name: string },
+  input: { provider: string; plan: string },
+) {
+  await deps.knex.transaction(async (trx) => {
+    const plan = await setBuildMachine(deps, env.id, input, trx);
+    await recordActivity(trx, {
+      teamId: env.team_id,
+      actor,
+      kind: 'machines',
+      type: 'build_machine_set',
+      projectId: env.project_id,
+      environmentId: env.id,
+      summary: `builds of ${env.name} run on ${input.provider}/${plan.id} (${plan.cpu} CPU, ${plan.memory_mb} MB)`,
+    });
+  });
+  return getBuildMachine(deps, env.id);
 }
 
 // ---- resources ----------------------------------------------------------------------------------
