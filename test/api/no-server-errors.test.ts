@@ -44,5 +44,5 @@ describe('no client input produces a 500', () => {
     }
     expect(requests).toBeGreaterThan(1000);
     expect(failures).toEqual([]);
-  });
+  }, 300_000); // a few thousand requests: over a minute on a busy 2-core machine
 });
