@@ -216,16 +216,39 @@ export function sweep(envId: string): void {
   }
 }
 
-/** Takes the environment's cgroups away once nothing runs in them (environment retired, worker stopped). */
-export function removeEnvironmentCgroups(envId: string): void {
-  sweep(envId);
-  for (const dir of envDirs(cgroupHost(), envId)) {
+/**
+ * Takes the environment's cgroups away once nothing runs in them (environment retired, worker stopped). A
+ * process just killed may still be leaving its cgroup: busy directories are tried again for up to a second.
+ */
+export async function removeEnvironmentCgroups(envId: string): Promise<void> {
+  const dirs = envDirs(cgroupHost(), envId);
+  for (let attempt = 0; attempt < 20; attempt++) {
+    sweep(envId);
+    let busy = false;
+    for (const dir of dirs) {
+      try {
+        rmdirSync(dir);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') busy = true;
+      }
+    }
+    if (!busy) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Removes this worker's `vc-console` directories when no environment has cgroups left (worker stopped). */
+export function removeCgroupBase(): void {
+  const h = cgroupHost();
+  const bases = h.kind === 'v1' ? [h.memory, h.cpu, h.cpuacct] : h.kind === 'v2' ? [h.dir] : [];
+  for (const dir of bases) {
     try {
       rmdirSync(dir);
     } catch {
-      // busy or already gone
+      // another worker's environments still live there
     }
   }
+  detected = undefined; // created again on the next placement
 }
 
 export interface CgroupUsage {

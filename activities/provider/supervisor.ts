@@ -13,7 +13,7 @@
 import { appendFile, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { readlinkSync } from 'node:fs';
 import path from 'node:path';
-import { holdProcess, limitEnv, removeEnvironmentCgroups, type Limits } from './cgroups';
+import { holdProcess, limitEnv, removeCgroupBase, removeEnvironmentCgroups, type Limits } from './cgroups';
 import type { Manifest } from './manifest';
 import { startProxy, type Proxy, type Route } from './proxy';
 import { environmentDir } from './releases';
@@ -242,11 +242,12 @@ export class Supervisor {
           await rt.live?.web?.stop(this.graceMs);
           await this.closeProxy(rt);
           rt.live = null;
-          removeEnvironmentCgroups(rt.envId);
+          await removeEnvironmentCgroups(rt.envId);
         }),
       ),
     );
     this.envs.clear();
+    removeCgroupBase();
   }
 
   /** Takes an environment off this host (environment deleted): process, proxy and current.json. */
@@ -257,7 +258,7 @@ export class Supervisor {
       await this.closeProxy(rt);
       rt.live = null;
       await rm(statePath(this.dataDir, envId), { force: true });
-      removeEnvironmentCgroups(envId);
+      await removeEnvironmentCgroups(envId);
       this.envs.delete(envId);
     });
   }

@@ -43,7 +43,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const id of envIds) removeEnvironmentCgroups(id);
+  for (const id of envIds) await removeEnvironmentCgroups(id);
   await rm(root, { recursive: true, force: true });
 });
 
@@ -98,7 +98,7 @@ describe('cgroups on this host', () => {
     expect(r.lines[0]).toContain(`/vc-console/${envId}/build-`);
     const h = cgroupHost();
     const memoryDir = path.join(h.kind === 'v1' ? h.memory : h.kind === 'v2' ? h.dir : '/nonexistent', envId);
-    removeEnvironmentCgroups(envId);
+    await removeEnvironmentCgroups(envId);
     expect(existsSync(memoryDir)).toBe(false);
   });
 });

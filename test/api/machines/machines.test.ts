@@ -146,7 +146,8 @@ describe('the web server plan on the real web process', () => {
     const before = await info();
     const res = await fetch(`http://127.0.0.1:${envPort()}/hog/700`).then((r) => r.status, () => 'connection lost');
     expect(res).not.toBe(200);
-    expect(processAlive(before.pid)).toBe(false);
+    await waitFor(async () => !processAlive(before.pid), 5000);
+    await waitFor(async () => (await info().catch(() => null))?.memory === '512');
   });
 });
 
@@ -218,6 +219,19 @@ describe('POST /servers/{id}/resize', () => {
   });
 });
 
+describe('one change at a time', () => {
+  it('a resize while another runs on the environment is refused with 409 task_in_progress naming it', async () => {
+    const first = await owner.post(`/servers/${server.id}/resize`, { plan: 'large' });
+    expect(first.status, first.text).toBe(202);
+    const second = await owner.post(`/servers/${server.id}/resize`, { plan: 'xlarge' });
+    expect(second.status).toBe(409);
+    expect(second.body.error).toMatchObject({ code: 'task_in_progress', task_id: first.body.id });
+    const done = await waitForTask(t, owner, first.body.id, { timeoutMs: 90_000 });
+    expect(done.status, done.error ?? '').toBe('succeeded');
+    expect(await info()).toMatchObject({ cpu: '2', memory: '2048' });
+  });
+});
+
 describe('POST /servers/{id}/reboot', () => {
   it('replaces the instance by a healthy one on the same plan', async () => {
     const before = await info();
@@ -225,7 +239,7 @@ describe('POST /servers/{id}/reboot', () => {
     expect(task).toMatchObject({ status: 'succeeded', type: 'reboot', kind: 'machines' });
     const after = await info();
     expect(after.pid).not.toBe(before.pid);
-    expect(after).toMatchObject({ cpu: '1', memory: '1024' });
+    expect(after).toMatchObject({ cpu: '2', memory: '2048' });
   });
 });
 
