@@ -148,7 +148,7 @@ export const routes: RouteDef[] = [
       422: error('Unknown provider'),
     },
     async handler(ctx) {
-      ctx.body = machines.buildOptions(ctx.deps, ctx.input.body.provider);
+      ctx.body = await machines.buildOptions(ctx.deps, ctx.input.params.id, ctx.input.body.provider);
     },
   }),
   defineRoute({

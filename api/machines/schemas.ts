@@ -54,7 +54,13 @@ export const resourcesSchema = z.object({
   }),
 });
 
-const buildPlan = z.object({ id: z.string(), cpu: z.number(), memory_mb: z.number().int(), monthly_price: z.number() });
+const buildPlan = z.object({
+  id: z.string(),
+  cpu: z.number(),
+  memory_mb: z.number().int(),
+  monthly_price: z.number(),
+  monthly_price_delta: z.number().describe("This plan's monthly price minus the current build plan's"),
+});
 export const buildMachineSchema = z.object({
   provider: z.string(),
   plan: z.string(),

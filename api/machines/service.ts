@@ -134,8 +134,15 @@ export async function requestReboot(deps: Deps, actor: Actor, server: Server): P
 
 // ---- build machines -----------------------------------------------------------------------------
 
-function providersOf(list: PriceList) {
-  return Object.entries(list.build_machines).map(([id, plans]) => ({ id, plans }));
+/** Build plans with what each would change on the monthly bill against the current build plan's price. */
+const priced = (plans: PriceList['build_machines'][string], current: number) =>
+  plans.map((p) => ({ ...p, monthly_price_delta: monthlyPriceDelta(current, p.monthly_price) }));
+
+/** The monthly price of the environment's build machine now (0 when its plan is no longer on the list). */
+function currentBuildPrice(list: PriceList, row: { provider: string; plan: string } | undefined): number {
+  const current = row ?? { provider: defaultBuildPlan(list).provider, plan: defaultBuildPlan(list).plan.id };
+  const plans = Object.hasOwn(list.build_machines, current.provider) ? list.build_machines[current.provider] : [];
+  return plans.find((p) => p.id === current.plan)?.monthly_price ?? 0;
 }
 
 /** The environment's build machine (provider and plan) and what it could be. */
@@ -143,23 +150,25 @@ export async function getBuildMachine(deps: Deps, environmentId: string) {
   const list = priceList(deps);
   const row = await BuildMachine.query(deps.knex).findById(environmentId);
   const fallback = defaultBuildPlan(list);
+  const current = currentBuildPrice(list, row);
   return {
     provider: row?.provider ?? fallback.provider,
     plan: row?.plan ?? fallback.plan.id,
     cpu: Number(row?.cpu ?? fallback.plan.cpu),
     memory_mb: row?.memory_mb ?? fallback.plan.memory_mb,
     currency: list.currency,
-    providers: providersOf(list),
+    providers: Object.entries(list.build_machines).map(([id, plans]) => ({ id, plans: priced(plans, current) })),
   };
 }
 
-/** One provider's build plans (422 on provider when unknown). */
-export function buildOptions(deps: Deps, provider: string) {
+/** One provider's build plans, priced against the environment's current one (422 on provider when unknown). */
+export async function buildOptions(deps: Deps, environmentId: string, provider: string) {
   const list = priceList(deps);
   if (!Object.hasOwn(list.build_machines, provider)) {
     throw errors.invalid({ provider: `is not a build provider (${Object.keys(list.build_machines).join(', ')})` });
   }
-  return { provider, currency: list.currency, plans: list.build_machines[provider] };
+  const current = currentBuildPrice(list, await BuildMachine.query(deps.knex).findById(environmentId));
+  return { provider, currency: list.currency, plans: priced(list.build_machines[provider], current) };
 }
 
 /** Sets the plan the environment's builds run on; 422 naming provider or plan when either is unknown. */

@@ -255,6 +255,7 @@ describe('build machines', () => {
     const ok = await owner.post(`/environments/${env.id}/build-machines/options`, { provider: 'local' });
     expect(ok.status).toBe(200);
     expect(ok.body.plans.map((p: { id: string }) => p.id)).toEqual(['build-small', 'build-large']);
+    expect(ok.body.plans[1]).toMatchObject({ monthly_price: 10, monthly_price_delta: 10 });
     const bad = await owner.post(`/environments/${env.id}/build-machines/options`, { provider: 'mars' });
     expect(bad.status).toBe(422);
     expect(Object.keys(bad.body.error.fields)).toEqual(['provider']);
