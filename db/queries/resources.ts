@@ -17,12 +17,17 @@ export const WINDOW_SECONDS: Record<ResourceWindow, number> = {
 export const RESOURCE_RETENTION_DAYS = 90;
 export const MAX_POINTS = 500;
 
+/** Windows of days are read from the hourly sums (migration 501), shorter ones from the minute samples. */
+export const HOURLY_WINDOWS: readonly ResourceWindow[] = ['7d', '30d', '90d'];
+
 /**
- * Seconds each point averages: the window over 499, rounded up to whole minutes (a sample a minute), so
- * that buckets aligned on the epoch stay the same between two calls and at most 500 of them meet the window.
+ * Seconds each point averages: the window over 499 (so that, with bins aligned on the epoch and stable
+ * between two calls, at most 500 meet the window), rounded up to whole minutes, or whole hours for windows
+ * read from the hourly sums: 1h 60 s, 24h 180 s, 7d 1 h, 30d 2 h, 90d 5 h.
  */
 export function stepSeconds(window: ResourceWindow): number {
-  return Math.max(60, Math.ceil(WINDOW_SECONDS[window] / (MAX_POINTS - 1) / 60) * 60);
+  const unit = HOURLY_WINDOWS.includes(window) ? 3600 : 60;
+  return Math.max(unit, Math.ceil(WINDOW_SECONDS[window] / (MAX_POINTS - 1) / unit) * unit);
 }
 
 export interface Point {
@@ -36,36 +41,47 @@ export interface ResourceSeries {
   series: { cpu: Point[]; memory: Point[]; disk: Point[] };
 }
 
+/** Minute samples averaged per bin: one range scan of the primary key (index only: the values are INCLUDEd). */
+export const MINUTE_SERIES_SQL = `
+  SELECT date_bin(make_interval(secs => :step), at, TIMESTAMPTZ 'epoch') AS bucket,
+         CAST(avg(cpu) AS float8) AS cpu, CAST(avg(memory_bytes) AS float8) AS memory, CAST(avg(disk_bytes) AS float8) AS disk
+    FROM resource_samples
+   WHERE environment_id = :env AND at > now() - make_interval(secs => :window)
+   GROUP BY 1
+   ORDER BY 1`;
+
 /**
- * The SQL of one window, one statement: the window's epoch-aligned bins (date_bin), and for each the average
- * of its samples, read by a range scan of the primary key (index only: the values are INCLUDEd). Bins without
- * samples are left out. Binned this way nothing is sorted: a GROUP BY over date_bin sorts (or hashes) every
- * sample of the window, which on 90 days of minute samples costs more than the scan itself.
+ * Hourly sums per bin, the average of every sample in it: at most 2,161 rows of the primary key for 90 days.
+ * The hour the window starts in counts whole.
  */
-export const SERIES_SQL = `
-  WITH w AS (SELECT make_interval(secs => :step) AS step, now() - make_interval(secs => :window) AS since)
-  SELECT b.bucket, s.cpu, s.memory, s.disk
-    FROM w
-   CROSS JOIN generate_series(date_bin(w.step, w.since, CAST('epoch' AS timestamptz)), now(), w.step) AS b(bucket)
-   CROSS JOIN LATERAL (
-         SELECT CAST(avg(r.cpu) AS float8) AS cpu, CAST(avg(r.memory_bytes) AS float8) AS memory,
-                CAST(avg(r.disk_bytes) AS float8) AS disk, count(*) AS n
-           FROM resource_samples r
-          WHERE r.environment_id = :env AND r.at >= b.bucket AND r.at < b.bucket + w.step AND r.at > w.since) s
-   WHERE s.n > 0
-   ORDER BY b.bucket`;
+export const HOURLY_SERIES_SQL = `
+  SELECT date_bin(make_interval(secs => :step), hour, TIMESTAMPTZ 'epoch') AS bucket,
+         sum(cpu_sum) / sum(samples) AS cpu,
+         CAST(sum(memory_sum) AS float8) / sum(samples) AS memory,
+         CAST(sum(disk_sum) AS float8) / sum(samples) AS disk
+    FROM resource_hourly
+   WHERE environment_id = :env AND hour > now() - make_interval(secs => :window) - INTERVAL '1 hour'
+   GROUP BY 1
+   ORDER BY 1`;
+
+/** The one statement a window is answered with. */
+export function seriesSql(window: ResourceWindow): string {
+  return HOURLY_WINDOWS.includes(window) ? HOURLY_SERIES_SQL : MINUTE_SERIES_SQL;
+}
 
 /** The same statement with $1 (env), $2 (step), $3 (window) for a bare pg client (the benchmark's baseline). */
-export const SERIES_SQL_POSITIONAL = SERIES_SQL.replace(/:env\b/g, '$1').replace(/:step\b/g, '$2').replace(/:window\b/g, '$3');
+export function positional(sql: string): string {
+  return sql.replace(/:env\b/g, '$1').replace(/:step\b/g, '$2').replace(/:window\b/g, '$3');
+}
 
 /** The environment's usage over the window, averaged per step (oldest first, bins with samples only). */
 export async function resourceSeries(knex: Knex, environmentId: string, window: ResourceWindow): Promise<ResourceSeries> {
   const step = stepSeconds(window);
-  const { rows } = await knex.raw(SERIES_SQL, { env: environmentId, step, window: WINDOW_SECONDS[window] });
+  const { rows } = await knex.raw(seriesSql(window), { env: environmentId, step, window: WINDOW_SECONDS[window] });
   return toSeries(window, step, rows);
 }
 
-/** Rows of SERIES_SQL as the API answers them. */
+/** Rows of a series statement as the API answers them. */
 export function toSeries(
   window: ResourceWindow,
   step: number,
@@ -95,12 +111,13 @@ export async function insertSamples(knex: Knex, rows: SampleRow[]): Promise<void
   await knex('resource_samples').insert(rows).onConflict(['environment_id', 'at']).ignore();
 }
 
-/** Deletes samples older than the retention, a batch at a time; returns how many went. */
+/** Deletes samples (and hourly sums) older than the retention, a batch at a time; returns how many samples went. */
 export async function deleteOldSamples(knex: Knex, batch = 50_000): Promise<number> {
   const { rowCount } = await knex.raw(
     `DELETE FROM resource_samples WHERE ctid IN (
        SELECT ctid FROM resource_samples WHERE at < now() - make_interval(days => ?) LIMIT ?)`,
     [RESOURCE_RETENTION_DAYS, batch],
   );
+  await knex.raw(`DELETE FROM resource_hourly WHERE hour < now() - make_interval(days => ?) - INTERVAL '1 hour'`, [RESOURCE_RETENTION_DAYS]);
   return rowCount ?? 0;
 }

@@ -3,6 +3,7 @@ import { useTestContext } from '../helpers/context';
 import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
 import { ensureResourcePruneSchedule } from '../../activities/machines/prune';
 import { SCHEDULE_RESOURCE_SAMPLES_PRUNE } from '../../workflows/shared';
+import { resourceSeries } from '../../db/queries/resources';
 
 const t = useTestContext({ worker: true, env: { RESOURCE_SAMPLE_SECONDS: '1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
@@ -46,6 +47,32 @@ describe('the resource sampler (RESOURCE_SAMPLE_SECONDS)', () => {
   });
 });
 
+describe('the hourly sums (windows of days)', () => {
+  it('average exactly as the minute samples do: a bin is the mean of every sample in it', async () => {
+    const hour = new Date(Math.floor((Date.now() - 5 * DAY) / 3_600_000) * 3_600_000);
+    const at = (min: number) => new Date(hour.getTime() + min * 60_000);
+    // two statements into the same hour: the trigger adds the second batch to the first one's sums
+    await t.deps.knex('resource_samples').insert([
+      { environment_id: w.environment.id, at: at(1), cpu: 10, memory_bytes: 100, disk_bytes: 1000 },
+      { environment_id: w.environment.id, at: at(2), cpu: 20, memory_bytes: 200, disk_bytes: 1000 },
+    ]);
+    await t.deps.knex('resource_samples').insert({ environment_id: w.environment.id, at: at(3), cpu: 60, memory_bytes: 600, disk_bytes: 4000 });
+    const hourly = await t.deps.knex('resource_hourly').where({ environment_id: w.environment.id, hour }).first();
+    expect(hourly).toMatchObject({ samples: 3, cpu_sum: 90 });
+    const week = await resourceSeries(t.deps.knex, w.environment.id, '7d');
+    expect(week.step).toBe(3600);
+    const i = week.series.cpu.findIndex((p) => p.at === hour.toISOString());
+    expect(week.series.cpu[i].value).toBe(30);
+    expect(week.series.memory[i].value).toBe(300);
+    expect(week.series.disk[i].value).toBe(2000);
+    // the last day from the minute samples: the samples the sampler wrote, nothing from 5 days ago
+    const day = await resourceSeries(t.deps.knex, w.environment.id, '24h');
+    expect(day.step).toBe(180);
+    expect(day.series.cpu.length).toBeGreaterThan(0);
+    expect(day.series.cpu.every((p) => new Date(p.at).getTime() > Date.now() - DAY - 180_000)).toBe(true);
+  });
+});
+
 describe('the daily prune (schedule resource-samples-prune, workflow pruneResourceSamples)', () => {
   it('deletes samples older than 90 days and keeps the others', async () => {
     const at = (days: number) => new Date(Date.now() - days * DAY);
@@ -66,6 +93,8 @@ describe('the daily prune (schedule resource-samples-prune, workflow pruneResour
     });
     const kept = await t.deps.knex('resource_samples').where({ environment_id: w.environment.id }).where('at', '<', at(88)).count('* as n').first();
     expect(Number(kept!.n)).toBe(1);
+    const hours = await t.deps.knex('resource_hourly').where({ environment_id: w.environment.id }).where('hour', '<', at(88)).pluck('hour');
+    expect(hours.map((h: Date) => Math.round((Date.now() - h.getTime()) / DAY))).toEqual([89]);
     // ensuring again (a worker restart) updates the same schedule
     expect((await ensureResourcePruneSchedule(t.deps.temporal, t.config.taskQueue)).created).toBe(false);
   });

@@ -299,7 +299,7 @@ describe('GET /environments/{id}/resources', () => {
   it('averages 90 days into at most 500 points of `step` seconds', async () => {
     const res = await owner.get(`/environments/${env.id}/resources?window=90d`);
     expect(res.status).toBe(200);
-    expect(res.body.step).toBe(15_600);
+    expect(res.body.step).toBe(18_000);
     expect(res.body.series.cpu.length).toBeLessThanOrEqual(500);
   });
 
