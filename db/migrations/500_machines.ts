@@ -49,7 +49,8 @@ export async function up(knex: Knex): Promise<void> {
   );
 
   // One row a minute an environment; the primary key carries the values so that a window is read from the
-  // index alone (GET /environments/{id}/resources: one range scan, grouped by date_bin).
+  // index alone (GET /environments/{id}/resources, 1h and 24h: one range scan, grouped by date_bin; longer
+  // windows read the hourly sums of migration 501).
   await knex.raw(`
     CREATE TABLE resource_samples (
       environment_id uuid NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
