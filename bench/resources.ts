@@ -29,7 +29,15 @@ export async function run(): Promise<{ p50: number }> {
     const { user, team, project } = await seedDeveloperWithToken(sys);
     const envIds: string[] = (
       await knex('environments')
-        .insert(Array.from({ length: ENVIRONMENTS }, (_, i) => ({ team_id: team.id, project_id: project.id, name: `env-${i}`, git_ref: 'main', port: 30000 + i })))
+        .insert(
+          Array.from({ length: ENVIRONMENTS }, (_, i) => ({
+            team_id: team.id,
+            project_id: project.id,
+            name: `env-${i}`,
+            git_ref: 'main',
+            port: 30000 + i,
+          })),
+        )
         .returning('id')
     ).map((r: { id: string }) => r.id);
     const envId = envIds[0];
@@ -43,7 +51,9 @@ export async function run(): Promise<{ p50: number }> {
     });
     const auth = { authorization: `Bearer ${secret}` };
 
-    console.log(`[bench] resources: inserting ${(ENVIRONMENTS * MINUTES).toLocaleString('en')} samples (${MINUTES.toLocaleString('en')} per environment)...`);
+    console.log(
+      `[bench] resources: inserting ${(ENVIRONMENTS * MINUTES).toLocaleString('en')} samples (${MINUTES.toLocaleString('en')} per environment)...`,
+    );
     const started = process.hrtime.bigint();
     await knex.raw(
       `INSERT INTO resource_samples (environment_id, at, cpu, memory_bytes, disk_bytes)
@@ -83,7 +93,14 @@ export async function run(): Promise<{ p50: number }> {
     await bare.end();
     const p50 = percentile(apiTimes, 0.5);
     printTable('Resources', [
-      { case: 'bare pg: same SQL, window 90d', n: REQUESTS, 'p50 ms': ms(percentile(bareTimes, 0.5)), 'p99 ms': ms(percentile(bareTimes, 0.99)), target: '', result: '' },
+      {
+        case: 'bare pg: same SQL, window 90d',
+        n: REQUESTS,
+        'p50 ms': ms(percentile(bareTimes, 0.5)),
+        'p99 ms': ms(percentile(bareTimes, 0.99)),
+        target: '',
+        result: '',
+      },
       {
         case: 'GET /environments/{id}/resources?window=90d',
         n: REQUESTS,
@@ -92,7 +109,14 @@ export async function run(): Promise<{ p50: number }> {
         target: 'p50 < 50 ms',
         result: `${p50 < 50 ? 'met' : 'NOT met'}; ${(p50 / percentile(bareTimes, 0.5)).toFixed(1)}x bare`,
       },
-      { case: `insert ${(ENVIRONMENTS * MINUTES).toLocaleString('en')} samples + VACUUM ANALYZE`, n: 1, 'p50 ms': Math.round(insertMs), 'p99 ms': '', target: '', result: '' },
+      {
+        case: `insert ${(ENVIRONMENTS * MINUTES).toLocaleString('en')} samples + VACUUM ANALYZE`,
+        n: 1,
+        'p50 ms': Math.round(insertMs),
+        'p99 ms': '',
+        target: '',
+        result: '',
+      },
     ]);
     return { p50 };
   } finally {

@@ -45,7 +45,9 @@ export async function resizeServer(input: TaskWorkflowInput) {
   const p = input.task.params as ResizeParams;
   return runTask(input, async ({ log, start }) => {
     await start();
-    await log(`==> Resizing ${p.server_name} from ${p.from_plan} to ${p.plan} (${p.cpu} CPU, ${p.memory_mb} MB, ${p.disk_gb} GB)`);
+    await log(
+      `==> Resizing ${p.server_name} from ${p.from_plan} to ${p.plan} (${p.cpu} CPU, ${p.memory_mb} MB, ${p.disk_gb} GB)`,
+    );
     return whileMarked(p.server_id, 'resizing', async () => {
       const r = await restartActs.restartServerInstances({
         taskId: input.task.id,
@@ -53,7 +55,13 @@ export async function resizeServer(input: TaskWorkflowInput) {
         size: { cpu: p.cpu, memoryMb: p.memory_mb },
       });
       if (!r.ok) failure(`${r.message}; ${p.server_name} stays on ${p.from_plan}`);
-      await acts.recordServerPlan({ serverId: p.server_id, plan: p.plan, cpu: p.cpu, memory_mb: p.memory_mb, disk_gb: p.disk_gb });
+      await acts.recordServerPlan({
+        serverId: p.server_id,
+        plan: p.plan,
+        cpu: p.cpu,
+        memory_mb: p.memory_mb,
+        disk_gb: p.disk_gb,
+      });
       await log(`==> ${p.server_name} runs on ${p.plan}`);
       return { server_id: p.server_id, plan: p.plan, instances_restarted: r.restarted };
     });

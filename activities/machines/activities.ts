@@ -24,7 +24,14 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
   const loadServer = async (serverId: string) => {
     const server = await knex('servers').where({ id: serverId }).first();
     if (!server) throw ApplicationFailure.nonRetryable('the server no longer exists', 'ServerMissing');
-    return server as { id: string; environment_id: string; role: 'web' | 'database'; name: string; cpu: string; memory_mb: number };
+    return server as {
+      id: string;
+      environment_id: string;
+      role: 'web' | 'database';
+      name: string;
+      cpu: string;
+      memory_mb: number;
+    };
   };
   return {
     /** The server's status while a change runs on it (`resizing`, `rebooting`) and after (`running`). */
@@ -46,7 +53,8 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
         return await withHeartbeat(async () => {
           const server = await loadServer(input.serverId);
           const size = input.size ?? { cpu: Number(server.cpu), memoryMb: server.memory_mb };
-          if (server.role !== 'web') return { ok: false, message: `a ${server.role} server cannot be restarted here yet` };
+          if (server.role !== 'web')
+            return { ok: false, message: `a ${server.role} server cannot be restarted here yet` };
           log.line(`==> ${server.name}: instance 1 of 1, ${size.cpu} CPU and ${size.memoryMb} MB`);
           const r = await supervisor.restartWeb(server.environment_id, {
             limits: size,
@@ -54,7 +62,11 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
             onLine: (_s, line) => log.line(line),
           });
           if (!r.ok) return { ok: false, message: r.message };
-          log.line(r.restarted ? `==> ${server.name}: instance 1 restarted and healthy` : `==> ${server.name}: nothing is live; no instance to restart`);
+          log.line(
+            r.restarted
+              ? `==> ${server.name}: instance 1 restarted and healthy`
+              : `==> ${server.name}: nothing is live; no instance to restart`,
+          );
           return { ok: true, restarted: r.restarted ? 1 : 0 };
         });
       } finally {

@@ -4,7 +4,7 @@
  * Created when the worker starts and brought up to date on every start, keeping an operator's pause.
  */
 import { Context } from '@temporalio/activity';
-import { Client, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
+import { type Client, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
 import type { Deps } from '../../system/deps';
 import { deleteOldSamples } from '../../db/queries/resources';
@@ -48,7 +48,13 @@ export async function ensureResourcePruneSchedule(client: Client, taskQueue: str
   };
   const policies = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 day', pauseOnFailure: false };
   try {
-    await client.schedule.create({ scheduleId, spec, action, policies, state: { note: 'Deletes resource samples older than 90 days.' } });
+    await client.schedule.create({
+      scheduleId,
+      spec,
+      action,
+      policies,
+      state: { note: 'Deletes resource samples older than 90 days.' },
+    });
     return { created: true };
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;
@@ -57,7 +63,11 @@ export async function ensureResourcePruneSchedule(client: Client, taskQueue: str
     spec,
     action,
     policies,
-    state: { paused: previous.state.paused, note: previous.state.note, remainingActions: previous.state.remainingActions },
+    state: {
+      paused: previous.state.paused,
+      note: previous.state.note,
+      remainingActions: previous.state.remainingActions,
+    },
     typedSearchAttributes: previous.typedSearchAttributes,
   }));
   return { created: false };

@@ -29,7 +29,11 @@ export interface ResourceSampler {
   stop(): void;
 }
 
-export function startResourceSampler(deps: Deps, supervisor: Supervisor, opts: { intervalSeconds: number }): ResourceSampler {
+export function startResourceSampler(
+  deps: Deps,
+  supervisor: Supervisor,
+  opts: { intervalSeconds: number },
+): ResourceSampler {
   const last = new Map<string, Reading>();
   let running: Promise<number> | null = null;
 
@@ -58,7 +62,10 @@ export function startResourceSampler(deps: Deps, supervisor: Supervisor, opts: {
       await insertSamples(deps.knex, rows);
     } catch {
       const alive = new Set((await deps.knex('environments').select('id')).map((e: { id: string }) => e.id));
-      await insertSamples(deps.knex, rows.filter((r) => alive.has(r.environment_id)));
+      await insertSamples(
+        deps.knex,
+        rows.filter((r) => alive.has(r.environment_id)),
+      );
     }
     return rows.length;
   };

@@ -73,7 +73,10 @@ function detect(): CgroupHost {
     .filter(Boolean)
     .map((line) => {
       const [, controllers, p] = line.split(':');
-      return { controllers: controllers.split(','), path: line.slice(line.indexOf(':', line.indexOf(':') + 1) + 1) || p };
+      return {
+        controllers: controllers.split(','),
+        path: line.slice(line.indexOf(':', line.indexOf(':') + 1) + 1) || p,
+      };
     });
   const v1Dir = (controller: string): string | null => {
     const m = mounts.find((x) => x.fstype === 'cgroup' && x.options.includes(controller));
@@ -101,7 +104,10 @@ function detect(): CgroupHost {
       writeFileSync(path.join(dir, 'cgroup.subtree_control'), '+memory +cpu');
       return { kind: 'v2', dir };
     } catch (err) {
-      return { kind: 'none', reason: `cgroup v2 controllers cannot be delegated at ${ownDir}: ${(err as Error).message}` };
+      return {
+        kind: 'none',
+        reason: `cgroup v2 controllers cannot be delegated at ${ownDir}: ${(err as Error).message}`,
+      };
     }
   }
   return { kind: 'none', reason: 'no cgroup v1 memory/cpu/cpuacct hierarchies and no cgroup v2 mount' };
@@ -124,7 +130,8 @@ function usable(h: CgroupHost & { kind: 'v1' }): CgroupHost {
 
 /** The environment's directories, one per controller hierarchy (one for v2). */
 function envDirs(h: CgroupHost, envId: string): string[] {
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(envId)) throw new Error(`invalid environment id ${JSON.stringify(envId)}`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(envId))
+    throw new Error(`invalid environment id ${JSON.stringify(envId)}`);
   if (h.kind === 'v1') return [h.memory, h.cpu, h.cpuacct].map((d) => path.join(d, envId));
   if (h.kind === 'v2') return [path.join(h.dir, envId)];
   return [];
@@ -202,7 +209,9 @@ export function sweep(envId: string): void {
   for (const parent of envDirs(h, envId)) {
     let names: string[];
     try {
-      names = readdirSync(parent, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+      names = readdirSync(parent, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
     } catch {
       continue;
     }

@@ -226,7 +226,15 @@ export class Supervisor {
     }
     let web: WebProcess | null = null;
     if (s.manifest.web) web = await this.spawnWeb(s.envId, s.releaseId, s.releaseDir, s.manifest.web, s.env, s.limits);
-    rt.live = { releaseId: s.releaseId, releaseDir: s.releaseDir, manifest: s.manifest, env: s.env, since: s.since, web, limits: s.limits };
+    rt.live = {
+      releaseId: s.releaseId,
+      releaseDir: s.releaseDir,
+      manifest: s.manifest,
+      env: s.env,
+      since: s.since,
+      web,
+      limits: s.limits,
+    };
     web?.supervise(); // it is the live release: whatever happens, keep it running
     await this.writeState(rt);
     if (!web) return { ...base, ok: true };

@@ -31,13 +31,17 @@ export const routes: RouteDef[] = [
     path: '/servers/{id}/resize',
     operationId: 'getServerResize',
     summary: "The server's plan and the plans it can be resized to, each with its monthly price and what it changes",
-    description: '`monthly_price_delta` is the choice\'s monthly price minus the current plan\'s (price list: PRICE_LIST).',
+    description:
+      "`monthly_price_delta` is the choice's monthly price minus the current plan's (price list: PRICE_LIST).",
     tags,
     auth: 'session',
     permission: 'machines:read',
     scope: serverScope,
     params: s.idParams,
-    responses: { 200: { description: 'Plan and choices', schema: s.resizeChoicesSchema }, 404: error('No such server') },
+    responses: {
+      200: { description: 'Plan and choices', schema: s.resizeChoicesSchema },
+      404: error('No such server'),
+    },
     async handler(ctx) {
       ctx.body = machines.resizeChoices(ctx.deps, ctx.scope.row);
     },
@@ -111,7 +115,11 @@ export const routes: RouteDef[] = [
     scope: scopes.environment,
     params: s.idParams,
     query: s.resourcesQuery,
-    responses: { 200: { description: 'Series', schema: s.resourcesSchema }, 404: error('No such environment'), 422: error('Invalid window') },
+    responses: {
+      200: { description: 'Series', schema: s.resourcesSchema },
+      404: error('No such environment'),
+      422: error('Invalid window'),
+    },
     async handler(ctx) {
       ctx.body = await machines.environmentResources(ctx.deps, ctx.input.params.id, ctx.input.query.window);
     },
@@ -126,7 +134,10 @@ export const routes: RouteDef[] = [
     permission: 'machines:read',
     scope: scopes.environment,
     params: s.idParams,
-    responses: { 200: { description: 'The build machine', schema: s.buildMachineSchema }, 404: error('No such environment') },
+    responses: {
+      200: { description: 'The build machine', schema: s.buildMachineSchema },
+      404: error('No such environment'),
+    },
     async handler(ctx) {
       ctx.body = await machines.getBuildMachine(ctx.deps, ctx.input.params.id);
     },

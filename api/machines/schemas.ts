@@ -71,4 +71,7 @@ export const buildMachineSchema = z.object({
 });
 export const buildOptionsBody = z.strictObject({ provider: z.string().min(1, 'must name a provider').max(40) });
 export const buildOptionsSchema = z.object({ provider: z.string(), currency: z.string(), plans: z.array(buildPlan) });
-export const setBuildMachineBody = z.strictObject({ provider: z.string().min(1, 'must name a provider').max(40), plan: planId });
+export const setBuildMachineBody = z.strictObject({
+  provider: z.string().min(1, 'must name a provider').max(40),
+  plan: planId,
+});

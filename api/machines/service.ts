@@ -62,7 +62,9 @@ export async function listServers(deps: Deps, actor: Actor, query: { team?: stri
   let teamIds = await reachableTeamIds(deps.knex, actor);
   if (query.team) teamIds = teamIds.filter((id) => id === query.team);
   if (teamIds.length === 0) return { data: [] };
-  const rows = await Server.query(deps.knex).whereIn('team_id', teamIds).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+  const rows = await Server.query(deps.knex)
+    .whereIn('team_id', teamIds)
+    .orderBy([{ column: 'created_at' }, { column: 'id' }]);
   const list = priceList(deps);
   return { data: rows.map((s) => presentServer(s, list)) };
 }
@@ -91,7 +93,8 @@ export function resizeChoices(deps: Deps, server: Server) {
 export function resizeTarget(deps: Deps, server: Server, planId: string) {
   const list = priceList(deps);
   const plan = planById(list, planId);
-  if (!plan) throw errors.invalid({ plan: `is not a plan of the price list (${list.plans.map((p) => p.id).join(', ')})` });
+  if (!plan)
+    throw errors.invalid({ plan: `is not a plan of the price list (${list.plans.map((p) => p.id).join(', ')})` });
   if (plan.id === server.plan) throw errors.invalid({ plan: 'is the plan the server has' });
   return plan;
 }
@@ -189,9 +192,21 @@ export async function setBuildMachine(
     });
   }
   await (trx ?? deps.knex)('build_machines')
-    .insert({ environment_id: environmentId, provider: input.provider, plan: plan.id, cpu: plan.cpu, memory_mb: plan.memory_mb })
+    .insert({
+      environment_id: environmentId,
+      provider: input.provider,
+      plan: plan.id,
+      cpu: plan.cpu,
+      memory_mb: plan.memory_mb,
+    })
     .onConflict('environment_id')
-    .merge({ provider: input.provider, plan: plan.id, cpu: plan.cpu, memory_mb: plan.memory_mb, updated_at: new Date() });
+    .merge({
+      provider: input.provider,
+      plan: plan.id,
+      cpu: plan.cpu,
+      memory_mb: plan.memory_mb,
+      updated_at: new Date(),
+    });
   return plan;
 }
 

@@ -7,7 +7,10 @@ export interface Size {
 }
 
 /** numeric columns come back from pg as strings */
-const size = (row: { cpu: string | number; memory_mb: number }): Size => ({ cpu: Number(row.cpu), memoryMb: row.memory_mb });
+const size = (row: { cpu: string | number; memory_mb: number }): Size => ({
+  cpu: Number(row.cpu),
+  memoryMb: row.memory_mb,
+});
 
 /** The size of the environment's web server (its processes' limits), or null when it has none. */
 export async function webServerSize(knex: Knex, environmentId: string): Promise<Size | null> {

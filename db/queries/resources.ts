@@ -71,11 +71,18 @@ export function seriesSql(window: ResourceWindow): string {
 
 /** The same statement with $1 (env), $2 (step), $3 (window) for a bare pg client (the benchmark's baseline). */
 export function positional(sql: string): string {
-  return sql.replace(/:env\b/g, '$1').replace(/:step\b/g, '$2').replace(/:window\b/g, '$3');
+  return sql
+    .replace(/:env\b/g, '$1')
+    .replace(/:step\b/g, '$2')
+    .replace(/:window\b/g, '$3');
 }
 
 /** The environment's usage over the window, averaged per step (oldest first, bins with samples only). */
-export async function resourceSeries(knex: Knex, environmentId: string, window: ResourceWindow): Promise<ResourceSeries> {
+export async function resourceSeries(
+  knex: Knex,
+  environmentId: string,
+  window: ResourceWindow,
+): Promise<ResourceSeries> {
   const step = stepSeconds(window);
   const { rows } = await knex.raw(seriesSql(window), { env: environmentId, step, window: WINDOW_SECONDS[window] });
   return toSeries(window, step, rows);
@@ -118,6 +125,8 @@ export async function deleteOldSamples(knex: Knex, batch = 50_000): Promise<numb
        SELECT ctid FROM resource_samples WHERE at < now() - make_interval(days => ?) LIMIT ?)`,
     [RESOURCE_RETENTION_DAYS, batch],
   );
-  await knex.raw(`DELETE FROM resource_hourly WHERE hour < now() - make_interval(days => ?) - INTERVAL '1 hour'`, [RESOURCE_RETENTION_DAYS]);
+  await knex.raw(`DELETE FROM resource_hourly WHERE hour < now() - make_interval(days => ?) - INTERVAL '1 hour'`, [
+    RESOURCE_RETENTION_DAYS,
+  ]);
   return rowCount ?? 0;
 }

@@ -19,7 +19,10 @@ beforeAll(async () => {
 
 // The schedule id is fixed and the namespace shared by every test file: only this file creates it.
 afterAll(async () => {
-  await t.deps?.temporal.schedule.getHandle(SCHEDULE_RESOURCE_SAMPLES_PRUNE).delete().catch(() => undefined);
+  await t.deps?.temporal.schedule
+    .getHandle(SCHEDULE_RESOURCE_SAMPLES_PRUNE)
+    .delete()
+    .catch(() => undefined);
 });
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
@@ -35,7 +38,11 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
 describe('the resource sampler (RESOURCE_SAMPLE_SECONDS)', () => {
   it("writes a sample of every environment each interval: its web process's memory and CPU, its directories' bytes", async () => {
     const rows = await until('two samples with a running web process', async () => {
-      const r = await t.deps.knex('resource_samples').where({ environment_id: w.environment.id, }).where('memory_bytes', '>', 0).orderBy('at');
+      const r = await t.deps
+        .knex('resource_samples')
+        .where({ environment_id: w.environment.id })
+        .where('memory_bytes', '>', 0)
+        .orderBy('at');
       return r.length >= 2 ? r : undefined;
     });
     // a node web server holds well over 10 MB resident; the release directory holds the checked-out app
@@ -56,7 +63,9 @@ describe('the hourly sums (windows of days)', () => {
       { environment_id: w.environment.id, at: at(1), cpu: 10, memory_bytes: 100, disk_bytes: 1000 },
       { environment_id: w.environment.id, at: at(2), cpu: 20, memory_bytes: 200, disk_bytes: 1000 },
     ]);
-    await t.deps.knex('resource_samples').insert({ environment_id: w.environment.id, at: at(3), cpu: 60, memory_bytes: 600, disk_bytes: 4000 });
+    await t.deps
+      .knex('resource_samples')
+      .insert({ environment_id: w.environment.id, at: at(3), cpu: 60, memory_bytes: 600, disk_bytes: 4000 });
     const hourly = await t.deps.knex('resource_hourly').where({ environment_id: w.environment.id, hour }).first();
     expect(hourly).toMatchObject({ samples: 3, cpu_sum: 90 });
     const week = await resourceSeries(t.deps.knex, w.environment.id, '7d');
@@ -88,12 +97,26 @@ describe('the daily prune (schedule resource-samples-prune, workflow pruneResour
     expect(described.spec.calendars?.[0]).toMatchObject({ hour: [{ start: 4, end: 4, step: 1 }] });
     await handle.trigger();
     await until('the old samples to go', async () => {
-      const old = await t.deps.knex('resource_samples').where({ environment_id: w.environment.id }).where('at', '<', at(90)).count('* as n').first();
+      const old = await t.deps
+        .knex('resource_samples')
+        .where({ environment_id: w.environment.id })
+        .where('at', '<', at(90))
+        .count('* as n')
+        .first();
       return Number(old!.n) === 0 ? true : undefined;
     });
-    const kept = await t.deps.knex('resource_samples').where({ environment_id: w.environment.id }).where('at', '<', at(88)).count('* as n').first();
+    const kept = await t.deps
+      .knex('resource_samples')
+      .where({ environment_id: w.environment.id })
+      .where('at', '<', at(88))
+      .count('* as n')
+      .first();
     expect(Number(kept!.n)).toBe(1);
-    const hours = await t.deps.knex('resource_hourly').where({ environment_id: w.environment.id }).where('hour', '<', at(88)).pluck('hour');
+    const hours = await t.deps
+      .knex('resource_hourly')
+      .where({ environment_id: w.environment.id })
+      .where('hour', '<', at(88))
+      .pluck('hour');
     expect(hours.map((h: Date) => Math.round((Date.now() - h.getTime()) / DAY))).toEqual([89]);
     // ensuring again (a worker restart) updates the same schedule
     expect((await ensureResourcePruneSchedule(t.deps.temporal, t.config.taskQueue)).created).toBe(false);

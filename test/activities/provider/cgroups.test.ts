@@ -4,7 +4,13 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cgroupHost, environmentUsage, holdProcess, limitEnv, removeEnvironmentCgroups } from '../../../activities/provider/cgroups';
+import {
+  cgroupHost,
+  environmentUsage,
+  holdProcess,
+  limitEnv,
+  removeEnvironmentCgroups,
+} from '../../../activities/provider/cgroups';
 import { processAlive, runStep } from '../../../activities/provider/run-step';
 import { Supervisor } from '../../../activities/provider/supervisor';
 import { freePort } from '../../../activities/provider/web-process';
@@ -15,7 +21,8 @@ import { freePort } from '../../../activities/provider/web-process';
  */
 const env = { PATH: process.env.PATH, HOME: process.env.HOME };
 /** Allocates (and touches) `MB` mebibytes, one at a time, then says so. */
-const HOG = (mb: number) => `node -e 'const a=[];for(let i=0;i<${mb};i++)a.push(Buffer.alloc(1<<20,1));console.log("allocated ${mb}")'`;
+const HOG = (mb: number) =>
+  `node -e 'const a=[];for(let i=0;i<${mb};i++)a.push(Buffer.alloc(1<<20,1));console.log("allocated ${mb}")'`;
 
 const SERVER = `
 const http = require('node:http');
@@ -82,7 +89,10 @@ describe('cgroups on this host', () => {
   it("cap a busy step's CPU time to its share and count it in the environment's usage", async () => {
     const envId = newEnv();
     const started = Date.now();
-    const r = await runHeld(envId, `node -e 'const end=Date.now()+1500;while(Date.now()<end){}'`, { cpu: 0.2, memoryMb: 256 });
+    const r = await runHeld(envId, `node -e 'const end=Date.now()+1500;while(Date.now()<end){}'`, {
+      cpu: 0.2,
+      memoryMb: 256,
+    });
     const wall = (Date.now() - started) / 1000;
     expect(r.exitCode).toBe(0);
     const used = environmentUsage(envId)!.cpuNs / 1e9;
@@ -94,7 +104,10 @@ describe('cgroups on this host', () => {
   it('place what the process already started too, and remove leaves once their processes are gone', async () => {
     const envId = newEnv();
     // the inner shell is forked at once (before the placement, usually); it is found and moved, grep inherits
-    const r = await runHeld(envId, `sh -c 'sh -c "sleep 0.3; grep memory /proc/self/cgroup"'`, { cpu: 1, memoryMb: 128 });
+    const r = await runHeld(envId, `sh -c 'sh -c "sleep 0.3; grep memory /proc/self/cgroup"'`, {
+      cpu: 1,
+      memoryMb: 128,
+    });
     expect(r.lines[0]).toContain(`/vc-console/${envId}/build-`);
     const h = cgroupHost();
     const memoryDir = path.join(h.kind === 'v1' ? h.memory : h.kind === 'v2' ? h.dir : '/nonexistent', envId);
@@ -111,7 +124,11 @@ describe('the supervisor holds web processes to the web server plan', () => {
 
   beforeAll(async () => {
     envIds.push(envId);
-    supervisor = new Supervisor({ dataDir: path.join(root, 'data'), stopGraceMs: 1000, restartBackoff: { initialMs: 100 } });
+    supervisor = new Supervisor({
+      dataDir: path.join(root, 'data'),
+      stopGraceMs: 1000,
+      restartBackoff: { initialMs: 100 },
+    });
     releaseDir = path.join(root, 'release');
     await mkdir(releaseDir, { recursive: true });
     await writeFile(path.join(releaseDir, 'server.js'), SERVER);

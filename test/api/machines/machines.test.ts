@@ -57,7 +57,16 @@ function createRepo(root: string): { dir: string; commit(version: string): void 
         ].join('\n'),
       );
       sh(dir, 'git', ['add', '-A']);
-      sh(dir, 'git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', version, '--allow-empty']);
+      sh(dir, 'git', [
+        '-c',
+        'user.name=t',
+        '-c',
+        'user.email=t@example.com',
+        'commit',
+        '-qm',
+        version,
+        '--allow-empty',
+      ]);
     },
   };
 }
@@ -71,7 +80,13 @@ let env: { id: string; url: string; name: string };
 let server: Record<string, any>;
 
 const envPort = () => Number(new URL(env.url).port);
-const info = async () => (await (await fetch(`http://127.0.0.1:${envPort()}/`)).json()) as { pid: number; cpu: string; memory: string; cgroup: string };
+const info = async () =>
+  (await (await fetch(`http://127.0.0.1:${envPort()}/`)).json()) as {
+    pid: number;
+    cpu: string;
+    memory: string;
+    cgroup: string;
+  };
 
 async function runTask(agent: Agent, p: string, body?: unknown) {
   const res = await agent.post(p, body);
@@ -144,7 +159,10 @@ describe('the web server plan on the real web process', () => {
 
   it('a web process that allocates past its plan is killed (and brought back by the supervisor)', async () => {
     const before = await info();
-    const res = await fetch(`http://127.0.0.1:${envPort()}/hog/700`).then((r) => r.status, () => 'connection lost');
+    const res = await fetch(`http://127.0.0.1:${envPort()}/hog/700`).then(
+      (r) => r.status,
+      () => 'connection lost',
+    );
     expect(res).not.toBe(200);
     await waitFor(async () => !processAlive(before.pid), 5000);
     await waitFor(async () => (await info().catch(() => null))?.memory === '512');
@@ -157,7 +175,14 @@ describe('GET /servers/{id}/resize', () => {
     expect(res.status).toBe(200);
     expect(res.body.plan).toBe('small');
     expect(res.body.choices.map((c: { plan: string }) => c.plan)).toEqual(['nano', 'medium', 'large', 'xlarge']);
-    expect(res.body.choices[0]).toEqual({ plan: 'nano', cpu: 0.25, memory_mb: 256, disk_gb: 5, monthly_price: 4, monthly_price_delta: -4 });
+    expect(res.body.choices[0]).toEqual({
+      plan: 'nano',
+      cpu: 0.25,
+      memory_mb: 256,
+      disk_gb: 5,
+      monthly_price: 4,
+      monthly_price_delta: -4,
+    });
     expect(res.body.choices[1]).toMatchObject({ plan: 'medium', monthly_price: 16, monthly_price_delta: 8 });
   });
 
@@ -188,7 +213,10 @@ describe('POST /servers/{id}/resize', () => {
     let polling = true;
     const poller = (async () => {
       while (polling) {
-        const ok = await fetch(`http://127.0.0.1:${envPort()}/healthz`).then((r) => r.status === 200, () => false);
+        const ok = await fetch(`http://127.0.0.1:${envPort()}/healthz`).then(
+          (r) => r.status === 200,
+          () => false,
+        );
         if (ok) answered++;
         else failures++;
         await new Promise((r) => setTimeout(r, 20));
@@ -207,7 +235,14 @@ describe('POST /servers/{id}/resize', () => {
     // 700 MB did not fit in 512; it fits in 1024
     expect(await (await fetch(`http://127.0.0.1:${envPort()}/hog/700`)).text()).toBe('survived');
     const listed = (await owner.get('/servers')).body.data[0];
-    expect(listed).toMatchObject({ plan: 'medium', cpu: 1, memory_mb: 1024, disk_gb: 20, status: 'running', monthly_price: 16 });
+    expect(listed).toMatchObject({
+      plan: 'medium',
+      cpu: 1,
+      memory_mb: 1024,
+      disk_gb: 20,
+      status: 'running',
+      monthly_price: 16,
+    });
     expect(await taskLog(t, owner, task.id)).toContain('==> production-web runs on medium');
   });
 
@@ -265,7 +300,10 @@ describe('build machines', () => {
     const bad = await owner.post(`/environments/${env.id}/build-machines`, { provider: 'local', plan: 'build-huge' });
     expect(bad.status).toBe(422);
     expect(Object.keys(bad.body.error.fields)).toEqual(['plan']);
-    expect((await developer.post(`/environments/${env.id}/build-machines`, { provider: 'local', plan: 'build-large' })).status).toBe(403);
+    expect(
+      (await developer.post(`/environments/${env.id}/build-machines`, { provider: 'local', plan: 'build-large' }))
+        .status,
+    ).toBe(403);
   });
 
   it('POST sets the plan, and the next build runs with its limits', async () => {

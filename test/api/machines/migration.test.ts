@@ -15,7 +15,15 @@ describe('migration 500 (machines)', () => {
     const env = await createEnvironment(t, project, { name: 'staging' });
     await up(t.deps.knex);
     const server = await t.deps.knex('servers').where({ environment_id: env.id }).first();
-    expect(server).toMatchObject({ role: 'web', name: 'staging-web', plan: 'small', memory_mb: 512, disk_gb: 10, team_id: team.id, project_id: project.id });
+    expect(server).toMatchObject({
+      role: 'web',
+      name: 'staging-web',
+      plan: 'small',
+      memory_mb: 512,
+      disk_gb: 10,
+      team_id: team.id,
+      project_id: project.id,
+    });
     expect(Number(server.cpu)).toBe(0.5);
     const build = await t.deps.knex('build_machines').where({ environment_id: env.id }).first();
     expect(build).toMatchObject({ provider: 'local', plan: 'build-small', memory_mb: 1024 });
