@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useTestContext } from '../../helpers/context';
+import { repositoriesDir, useTestContext } from '../../helpers/context';
 import { taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { addMember, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
@@ -95,7 +95,7 @@ async function runTask(agent: Agent, p: string, body?: unknown) {
 }
 
 beforeAll(async () => {
-  repo = createRepo(mkdtempSync(path.join(t.dataDir, 'repo-')));
+  repo = createRepo(mkdtempSync(path.join(repositoriesDir(), 'machines-')));
   repo.commit('v1');
   const user = await createUser(t);
   const team = await createTeam(t, user);
