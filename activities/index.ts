@@ -5,6 +5,8 @@ import { configureSandbox, prepareHost, sandboxMode } from './provider/sandbox';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
 import { createMaintenanceActivities } from './maintenance/prune';
+import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
+import { createMachineActivities } from './machines/activities';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -23,6 +25,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
   const isolation = sandboxMode((m) => deps.logger.warn(m));
   if (isolation.mode === 'namespaces') deps.logger.info(`tenant isolation: ${isolation.reason}`);
   const supervisor = new Supervisor({ dataDir: deps.config.dataDir, listenHost: deps.config.environmentBind });
+  let sampler: ResourceSampler | null = null;
   return {
     activities: {
       ...createReminderActivities(deps),
@@ -30,13 +33,17 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createDeployActivities(deps, supervisor),
       ...createBuildActivities(deps),
       ...createMaintenanceActivities(deps),
+      ...createResourceActivities(deps),
+      ...createMachineActivities(deps, supervisor),
     },
     async onWorkerStart() {
       await prepareHost(deps.config.dataDir);
       const restored = await supervisor.restoreAll();
       for (const r of restored.filter((x) => !x.ok)) deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
+      sampler = startResourceSampler(deps, supervisor, { intervalSeconds: deps.config.resourceSampleSeconds });
     },
     async onWorkerStop() {
+      sampler?.stop();
       await supervisor.stopAll();
     },
   };

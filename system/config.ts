@@ -52,6 +52,8 @@ export interface Config {
   priceList: string | undefined;
   /** AES-256-GCM key of values encrypted at rest (ENCRYPTION_KEY), else generated under dataDir. */
   encryptionKey: string | undefined;
+  /** Seconds between two resource samples of every environment (the worker's sampler). */
+  resourceSampleSeconds: number;
   /** Directories local repository paths and `file://` URLs may be under (LOCAL_REPOSITORY_ROOTS); none: refused. */
   localRepositoryRoots: string[];
   /** Hosts, addresses and CIDRs tenant connections may reach although internal (OUTBOUND_ALLOWED_HOSTS). */
@@ -139,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reminderSchedule: !['0', 'false', 'off', 'no'].includes((env.REMINDER_SCHEDULE ?? 'on').toLowerCase()),
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
     encryptionKey: env.ENCRYPTION_KEY || undefined,
+    resourceSampleSeconds: Math.max(1, int(env, 'RESOURCE_SAMPLE_SECONDS', 60)),
     checkResponses: env.VC_CHECK_RESPONSES === '1',
     priceList: env.PRICE_LIST || undefined,
     metricsToken: env.METRICS_TOKEN || undefined,

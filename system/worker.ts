@@ -5,6 +5,7 @@ import { startWorker } from './worker-runtime';
 import { ensureReminderSchedule } from '../activities/reminders/schedule';
 import { ensurePruneSchedule } from '../activities/maintenance/schedule';
 import { announceReady } from './worker-readiness';
+import { ensureResourcePruneSchedule } from '../activities/machines/prune';
 
 // The worker process: `tsx system/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
@@ -36,7 +37,14 @@ async function ensurePrune() {
     deps.logger.error({ err }, 'prune-expired schedule could not be ensured; expired records stay until the worker restarts');
   }
 }
-if (config.reminderSchedule) await Promise.all([ensureReminders(), ensurePrune()]);
+// The daily prune of resource samples older than 90 days: same rules (REMINDER_SCHEDULE=off leaves it too).
+async function ensureResourcePrune() {
+  await ensureResourcePruneSchedule(deps.temporal, config.taskQueue).then(
+    (r) => deps.logger.info({ scheduleId: 'resource-samples-prune', created: r.created }, 'resource sample prune schedule ensured'),
+    (err) => deps.logger.error({ err }, 'resource sample prune schedule could not be ensured'),
+  );
+}
+if (config.reminderSchedule) await Promise.all([ensureReminders(), ensurePrune(), ensureResourcePrune()]);
 // Ready: environments restored (startWorker) and schedules ensured. `npm start` waits for this row.
 const readiness = await announceReady(deps.knex, config.taskQueue);
 deps.logger.info('worker ready');

@@ -4,3 +4,5 @@ export { sendTokenExpiryReminders } from './token-reminders';
 export { deployEnvironment } from './deploy';
 export { buildEnvironment } from './build';
 export { pruneExpiredRecords } from './prune-expired';
+export { pruneResourceSamples } from './resources';
+export { resizeServer, rebootServer } from './machines';

@@ -17,3 +17,4 @@ export const workflowIds = {
 };
 
 export const SCHEDULE_TOKEN_EXPIRY_REMINDERS = 'token-expiry-reminders';
+export const SCHEDULE_RESOURCE_SAMPLES_PRUNE = 'resource-samples-prune';

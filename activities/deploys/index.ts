@@ -25,6 +25,8 @@ import { stepEnv, withHeartbeat } from './step-env';
 import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 import { environmentUrl } from '../../system/config';
+import { buildMachineSize, webServerSize } from '../../db/queries/machines';
+import { heldSteps } from '../machines/limits';
 
 export type StepOutcome = { ok: true } | { ok: false; message: string };
 
@@ -67,6 +69,7 @@ async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, signal
   if (marker?.sha === release.commit_sha) return { ok: true, manifest: marker.manifest, releaseDir, reused: true };
   const env = await deps.knex('environments').where({ id: release.environment_id }).first('port');
   if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
+  const held = heldSteps(release.environment_id, 'build', await buildMachineSize(deps.knex, release.environment_id));
   return buildRelease({
     dataDir: deps.config.dataDir,
     jail: await openJail(deps.config.dataDir, release.environment_id, env.port),
@@ -75,10 +78,11 @@ async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, signal
     repo: await repository(deps, release.project_id),
     access: deps.config,
     sha: release.commit_sha,
-    env: stepEnv(),
+    env: stepEnv(held.env),
     stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
     signal,
     onLine: logLines(log),
+    onSpawn: held.onSpawn,
   });
 }
 
@@ -175,11 +179,13 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
           log.line('==> Running deploy steps');
           const env = await knex('environments').where({ id: release.environment_id }).first('port');
           if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
+          const held = heldSteps(release.environment_id, 'deploy', await webServerSize(knex, release.environment_id));
           const r = await runManifestDeploySteps({
             jail: await openJail(deps.config.dataDir, release.environment_id, env.port),
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
-            env: stepEnv(),
+            onSpawn: held.onSpawn,
+            env: stepEnv(held.env),
             stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
             signal,
             onLine: logLines(log),
@@ -221,6 +227,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             env: stepEnv(),
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: logLines(log),
+            limits: (await webServerSize(knex, env.id)) ?? undefined,
           });
           if (!live.ok) return { ok: false, message: `${live.message}; the previous release keeps serving` };
 

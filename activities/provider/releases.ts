@@ -63,6 +63,8 @@ interface StepOptions {
   signal?: AbortSignal;
   onLine: OnLine;
   killGraceMs?: number;
+  /** Called right after each step's spawn with its pid (holds it to the plan: cgroups.ts). */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface BuildReleaseOptions extends StepOptions {
@@ -220,6 +222,7 @@ async function runSteps(
       signal: opts.signal,
       onLine: opts.onLine,
       killGraceMs: opts.killGraceMs,
+      onSpawn: opts.onSpawn,
     });
     if (r.cancelled) return cancelledResult();
     if (r.exitCode === 0) continue;

@@ -25,6 +25,8 @@ export interface RunStepOptions {
   killGraceMs?: number;
   /** The environment's sandbox (sandbox.ts); without it the step runs as the worker (tests of this module). */
   jail?: Jail;
+  /** Called right after spawn with the shell's pid (e.g. to hold it to its plan: cgroups.ts). */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface RunStepResult {
@@ -56,6 +58,14 @@ export function runStep(opts: RunStepOptions): Promise<RunStepResult> {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const pgid = child.pid;
+    if (pgid !== undefined && opts.onSpawn) {
+      try {
+        opts.onSpawn(pgid);
+      } catch (err) {
+        killGroup(pgid, 'SIGKILL'); // a step that cannot be held to its plan does not run
+        throw err;
+      }
+    }
     let timedOut = false;
     let cancelled = false;
     let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;

@@ -13,9 +13,10 @@
  * Every web process runs in its environment's sandbox (sandbox.ts, set up again by restoreAll after a host
  * restart): the proxy reaches it at the sandbox's address; retire() removes the sandbox's network.
  */
-import { chmod, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { closeSync, openSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
+import { holdProcess, limitEnv, removeCgroupBase, removeEnvironmentCgroups, type Limits } from './cgroups';
 import type { Manifest } from './manifest';
 import { startProxy, type Proxy, type Route } from './proxy';
 import { environmentDir } from './releases';
@@ -44,6 +45,8 @@ export interface GoLiveOptions {
   env: Record<string, string | undefined>;
   healthTimeoutMs: number;
   onLine?: OnLine;
+  /** The plan of the environment's web server: each web process is held to it (cgroups.ts) and told it. */
+  limits?: Limits;
 }
 
 export type GoLiveResult =
@@ -65,7 +68,10 @@ interface StateFile extends CurrentRelease {
   manifest: Manifest;
   env: Record<string, string | undefined>;
   pid: number | null;
+  limits?: Limits;
 }
+
+export type RestartResult = { ok: true; restarted: boolean } | { ok: false; message: string };
 
 export interface EnvironmentStatus {
   releaseId: string;
@@ -83,6 +89,7 @@ interface Live {
   env: Record<string, string | undefined>;
   since: string;
   web: WebProcess | null;
+  limits?: Limits;
 }
 
 interface Runtime {
@@ -155,7 +162,7 @@ export class Supervisor {
     let web: WebProcess | null = null;
     if (o.manifest.web) {
       try {
-        web = await this.spawnWeb(o.envId, o.port, o.releaseId, o.releaseDir, o.manifest.web, o.env);
+        web = await this.spawnWeb(o.envId, o.port, o.releaseId, o.releaseDir, o.manifest.web, o.env, o.limits);
       } catch (err) {
         if (!rt.live) await this.closeProxy(rt);
         throw err;
@@ -175,7 +182,15 @@ export class Supervisor {
     }
 
     const previous = rt.live;
-    rt.live = { releaseId: o.releaseId, releaseDir: o.releaseDir, manifest: o.manifest, env: o.env, since: new Date().toISOString(), web };
+    rt.live = {
+      releaseId: o.releaseId,
+      releaseDir: o.releaseDir,
+      manifest: o.manifest,
+      env: o.env,
+      since: new Date().toISOString(),
+      web,
+      limits: o.limits,
+    };
     web?.supervise();
     try {
       await this.writeState(rt);
@@ -221,13 +236,21 @@ export class Supervisor {
     let web: WebProcess | null = null;
     if (s.manifest.web) {
       try {
-        web = await this.spawnWeb(s.envId, s.port, s.releaseId, s.releaseDir, s.manifest.web, s.env);
+        web = await this.spawnWeb(s.envId, s.port, s.releaseId, s.releaseDir, s.manifest.web, s.env, s.limits);
       } catch (err) {
         await this.closeProxy(rt);
         return { ...base, ok: false, message: `its sandbox could not be set up: ${(err as Error).message}` };
       }
     }
-    rt.live = { releaseId: s.releaseId, releaseDir: s.releaseDir, manifest: s.manifest, env: s.env, since: s.since, web };
+    rt.live = {
+      releaseId: s.releaseId,
+      releaseDir: s.releaseDir,
+      manifest: s.manifest,
+      env: s.env,
+      since: s.since,
+      web,
+      limits: s.limits,
+    };
     web?.supervise(); // it is the live release: whatever happens, keep it running
     await this.writeState(rt);
     if (!web) return { ...base, ok: true };
@@ -243,10 +266,12 @@ export class Supervisor {
           await rt.live?.web?.stop(this.graceMs);
           await this.closeProxy(rt);
           rt.live = null;
+          await removeEnvironmentCgroups(rt.envId);
         }),
       ),
     );
     this.envs.clear();
+    removeCgroupBase();
   }
 
   /** Takes an environment off this host (environment deleted): process, proxy and current.json. */
@@ -259,6 +284,7 @@ export class Supervisor {
       rt.live = null;
       await rm(statePath(this.dataDir, envId), { force: true });
       if (port) await closeJail(this.dataDir, envId, port);
+      await removeEnvironmentCgroups(envId);
       this.envs.delete(envId);
     });
   }
@@ -269,6 +295,44 @@ export class Supervisor {
       const rt = this.runtime(envId);
       rt.maintenance = on ? { on, ...(note ? { note } : {}) } : { on: false };
       if (rt.live) await this.writeState(rt);
+    });
+  }
+
+  /**
+   * Restarts the live release's web process (reboot, resize: with `limits`, the new plan): a new process is
+   * started and must be ready (health) before the proxy moves to it and the old one is stopped; if it is not
+   * ready, it is stopped and the old one keeps serving. The supervisor runs one web process per environment,
+   * so "one instance at a time" is this one replacement. Nothing live: `restarted: false`.
+   */
+  restartWeb(envId: string, o: { limits?: Limits; healthTimeoutMs: number; onLine?: OnLine }): Promise<RestartResult> {
+    return this.exclusive(envId, async () => {
+      const say = (line: string) => safe(o.onLine, `==> ${line}`);
+      const rt = this.runtime(envId);
+      const live = rt.live;
+      if (!live) return { ok: true, restarted: false };
+      const limits = o.limits ?? live.limits;
+      if (!live.manifest.web) {
+        live.limits = limits;
+        await this.writeState(rt);
+        return { ok: true, restarted: false };
+      }
+      if (!rt.proxy) return { ok: true, restarted: false };
+      const web = await this.spawnWeb(envId, rt.proxy.port, live.releaseId, live.releaseDir, live.manifest.web, live.env, limits);
+      say(`Started a new web process for release ${live.releaseId} (pid ${web.pid ?? '?'})`);
+      const ready = await waitReady(web, live.manifest.health, o.healthTimeoutMs);
+      if (!ready.ok) {
+        await web.stop(this.graceMs);
+        const message = `the new web process did not become ready: ${ready.message}; the old one keeps serving`;
+        safe(o.onLine, message, 'stderr');
+        return { ok: false, message };
+      }
+      const old = live.web;
+      rt.live = { ...live, web, limits };
+      web.supervise();
+      await this.writeState(rt);
+      say(`The new web process serves; stopping the old one (pid ${old?.pid ?? '?'})`);
+      await old?.stop(this.graceMs);
+      return { ok: true, restarted: true };
     });
   }
 
@@ -333,6 +397,7 @@ export class Supervisor {
     releaseDir: string,
     command: string,
     env: Record<string, string | undefined>,
+    limits?: Limits,
   ): Promise<WebProcess> {
     const jail = await openJail(this.dataDir, envId, port);
     const logPath = path.join(environmentDir(this.dataDir, envId), WEB_LOG);
@@ -346,12 +411,20 @@ export class Supervisor {
       label: `release ${releaseId}`,
       command,
       cwd: releaseDir,
-      env,
+      env: limits ? { ...env, ...limitEnv(limits) } : env,
       jail,
       port: internal,
       logPath,
       backoff: this.backoff,
-      onStart: () => {
+      onStart: (pid) => {
+        if (limits) {
+          try {
+            holdProcess(envId, 'web', pid, limits);
+          } catch (err) {
+            const line = `[${new Date().toISOString()}] could not hold pid ${pid} to its plan: ${(err as Error).message}\n`;
+            void appendFile(logPath, line).catch(() => undefined);
+          }
+        }
         // record the new pid so that a later worker can find an orphaned group
         const rt = this.envs.get(envId);
         if (rt?.live?.web === web) void this.writeState(rt).catch(() => undefined);
@@ -376,6 +449,7 @@ export class Supervisor {
       manifest: live.manifest,
       env: live.env,
       pid: live.web?.pid ?? null,
+      limits: live.limits,
     };
     const file = statePath(this.dataDir, rt.envId);
     await mkdir(path.dirname(file), { recursive: true });

@@ -14,6 +14,7 @@ import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
 import { ENVIRONMENTS_CURSOR } from './schemas';
 import { findProject } from '../projects/service';
 import { presentEnvironment, withUrl, type EnvironmentRecord } from './presenter';
+import { createEnvironmentMachines } from '../machines/service';
 
 const nameTaken = () =>
   appError('conflict', 'An environment of that name exists in this project', { fields: { name: 'is already used by another environment of this project' } });
@@ -89,14 +90,19 @@ export async function createEnvironment(deps: Deps, actor: Actor, projectId: str
       throw appError('no_port_available', 'Every port of the range for environments is in use; delete an environment first');
     }
     try {
-      const env = await Environment.query(deps.knex).insertAndFetch({
-        team_id: project.team_id,
-        project_id: project.id,
-        name: input.name,
-        git_ref: input.git_ref,
-        auto_deploy: input.auto_deploy ?? false,
-        port,
-      } as Partial<Environment>);
+      // The environment and its machines (a web server, a build machine) exist together or not at all.
+      const env = await deps.knex.transaction(async (trx) => {
+        const created = await Environment.query(trx).insertAndFetch({
+          team_id: project.team_id,
+          project_id: project.id,
+          name: input.name,
+          git_ref: input.git_ref,
+          auto_deploy: input.auto_deploy ?? false,
+          port,
+        } as Partial<Environment>);
+        await createEnvironmentMachines(trx, deps, created);
+        return created;
+      });
       return presentEnvironment(withUrl(deps.config, env));
     } catch (err) {
       if (err instanceof UniqueViolationError) {

@@ -17,3 +17,6 @@ export { Task } from './task';
 export { ActivityEvent } from './activity-event';
 export { TaskLogSize } from './task-log-size';
 export { WorkerHeartbeat } from './worker-heartbeat';
+export { Server } from './server';
+export { BuildMachine } from './build-machine';
+export { ResourceSample } from './resource-sample';

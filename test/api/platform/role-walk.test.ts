@@ -40,6 +40,9 @@ async function world() {
     .returning('id');
   const other = await createUser(t);
   const membership = await addMember(t, team, other, 'viewer');
+  const [server] = await t.deps.knex('servers')
+    .insert({ team_id: team.id, project_id: project.id, environment_id: environment.id, role: 'web', name: 'web', plan: 'small', cpu: 0.5, memory_mb: 512, disk_gb: 10 })
+    .returning('id');
   /** The id a scope kind names, in this world. */
   const ids: Record<string, string> = {
     team: team.id,
@@ -48,6 +51,7 @@ async function world() {
     task: taskId,
     invitation: invitation.id,
     membership: membership.id,
+    server: server.id,
   };
   return { agents, ids };
 }
