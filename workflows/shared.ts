@@ -10,6 +10,10 @@ export const workflowIds = {
   environmentDeploy: (environmentId: string) => `deploy-env-${environmentId}`,
   build: (taskId: string) => `build-${taskId}`,
   tokenExpiryReminders: 'token-expiry-reminders',
+  /** The timer that ends a cancelled subscription at its period end: one per order. */
+  subscriptionEnd: (order: string) => `subscription-end-${order}`,
+  /** One delivery of one event to one integration. */
+  integrationDelivery: (deliveryId: string) => `integration-delivery-${deliveryId}`,
 };
 
 export const SCHEDULE_TOKEN_EXPIRY_REMINDERS = 'token-expiry-reminders';

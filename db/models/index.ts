@@ -15,3 +15,8 @@ export { Release } from './release';
 export { Deployment } from './deployment';
 export { Task } from './task';
 export { ActivityEvent } from './activity-event';
+export { BillingDetails } from './billing-details';
+export { Subscription } from './subscription';
+export { Integration } from './integration';
+export { IntegrationDelivery } from './integration-delivery';
+export { TeamMemberState } from './team-member-state';
