@@ -34,7 +34,8 @@ export type Action =
   | 'build'
   | 'task:read'
   | 'task:cancel'
-  | 'validate';
+  | 'validate'
+  | 'integrations:manage';
 
 const VIEWER: Action[] = ['team:read', 'members:read', 'project:read', 'environment:read', 'task:read', 'validate'];
 const DEVELOPER: Action[] = [...VIEWER, 'deploy', 'build', 'task:cancel'];
@@ -49,6 +50,7 @@ const ADMIN: Action[] = [
   'environment:create',
   'environment:update',
   'environment:delete',
+  'integrations:manage',
 ];
 const OWNER: Action[] = [...ADMIN, 'team:delete', 'team:billing', 'members:manage-owners'];
 

@@ -13,7 +13,7 @@ async function owner() {
   return { user, team, agent: await sessionAgent(t, user) };
 }
 
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
+async function until<T>(read: () => PromiseLike<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await read();
@@ -148,7 +148,7 @@ describe('POST /teams/{id}/subscriptions/{order}/cancel', () => {
     expect(res.body).toMatchObject({ order: sub.order, status: 'cancelling', ends_at: preview.body.ends_at });
     expect((await agent.post(path, { confirm: true })).body.error.code).toBe('subscription_not_active');
 
-    const done = await until(() => Subscription.query(t.deps.knex).findById(sub.id), (s) => s!.status === 'ended');
+    const done = await until(async () => Subscription.query(t.deps.knex).findById(sub.id), (s) => s!.status === 'ended');
     expect(done!.status).toBe('ended');
     expect(done!.ended_at!.toISOString()).toBe(preview.body.ends_at);
     const billing = await agent.get(`/teams/${team.id}/billing`);
