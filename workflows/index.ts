@@ -4,3 +4,4 @@ export { sendTokenExpiryReminders } from './token-reminders';
 export { deployEnvironment } from './deploy';
 export { buildEnvironment } from './build';
 export { endSubscription } from './subscriptions';
+export { deliverIntegrationEvent } from './integrations';

@@ -6,12 +6,9 @@ import { IntegrationDelivery } from '../../db/models/integration-delivery';
 import type { Actor } from '../lib/actor';
 import { errors } from '../lib/errors';
 import { authorize } from '../lib/policy';
-import { INTEGRATION_EVENTS, INTEGRATION_KINDS, KIND_NAMES, type IntegrationKind } from './kinds';
+import { INTEGRATION_EVENTS, INTEGRATION_KINDS, integrationAad, KIND_NAMES, type IntegrationKind } from './kinds';
 import { presentIntegration } from './presenter';
 import type { CreateBody, UpdateBody } from './schemas';
-
-/** Binds a sealed integration secret to its row: a copy on another row does not open. */
-export const integrationAad = (id: string) => `integration:${id}`;
 
 export async function newIntegrationChoices(deps: Deps, actor: Actor, teamId: string) {
   await authorize(deps.knex, actor, teamId, 'integrations:manage', 'team');

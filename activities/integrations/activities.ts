@@ -1,0 +1,78 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { Webhook } from 'standardwebhooks';
+import type { Deps } from '../../system/deps';
+import { open } from '../../system/crypto';
+import { Integration } from '../../db/models/integration';
+import { IntegrationDelivery } from '../../db/models/integration-delivery';
+import { integrationAad } from '../../api/integrations/kinds';
+import { slackText } from './slack-message';
+
+export interface DeliveryInput {
+  deliveryId: string;
+}
+
+const TIMEOUT_MS = 10_000;
+
+/**
+ * One attempt at a delivery. A webhook gets the event as JSON, signed as Standard Webhooks specify
+ * (`webhook-id` is the event id, the same on every attempt, so receivers can drop repeats); Slack
+ * gets `{text}`. A 2xx answer delivers it; anything else fails the attempt and Temporal retries it
+ * with backoff. Error messages never carry the URL (a Slack URL is a secret) nor the key.
+ */
+export function createIntegrationActivities(deps: Deps) {
+  return {
+    async sendIntegrationDelivery(input: DeliveryInput): Promise<'delivered' | 'gone'> {
+      const delivery = await IntegrationDelivery.query(deps.knex).findById(input.deliveryId);
+      if (!delivery) return 'gone';
+      if (delivery.status === 'delivered') return 'delivered';
+      const integration = await Integration.query(deps.knex).findById(delivery.integration_id);
+      if (!integration) return 'gone';
+      const secret = open(deps.secrets, integration.sealed_secret, integrationAad(integration.id));
+      const payload = delivery.payload as { event: string; data: Record<string, unknown> };
+
+      let url: string;
+      let body: string;
+      const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'HostingConsole-Webhooks/1' };
+      if (integration.kind === 'webhook') {
+        url = integration.config.url;
+        body = JSON.stringify(delivery.payload);
+        const now = new Date();
+        headers['webhook-id'] = delivery.event_id;
+        headers['webhook-timestamp'] = String(Math.floor(now.getTime() / 1000));
+        headers['webhook-signature'] = new Webhook(secret).sign(delivery.event_id, now, body);
+      } else {
+        url = secret;
+        body = JSON.stringify({ text: slackText(payload.event, payload.data) });
+      }
+
+      let status: number | null = null;
+      let failure: string | null = null;
+      try {
+        const res = await fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(TIMEOUT_MS) });
+        status = res.status;
+        await res.arrayBuffer().catch(() => undefined);
+        if (status < 200 || status >= 300) failure = `the receiver answered ${status}`;
+      } catch (err) {
+        failure = (err as Error).name === 'TimeoutError' ? 'the receiver did not answer in time' : 'the receiver could not be reached';
+      }
+      await IntegrationDelivery.query(deps.knex)
+        .findById(delivery.id)
+        .patch({
+          attempts: deps.knex.raw('attempts + 1') as unknown as number,
+          response_status: status,
+          last_error: failure,
+          last_attempt_at: new Date(),
+          ...(failure ? {} : { status: 'delivered' }),
+        });
+      if (failure) throw ApplicationFailure.retryable(failure, 'DeliveryFailed');
+      return 'delivered';
+    },
+
+    /** After the last attempt: the delivery is failed (GET /integrations/{id} shows it). */
+    async failIntegrationDelivery(input: DeliveryInput): Promise<void> {
+      await IntegrationDelivery.query(deps.knex).findById(input.deliveryId).where({ status: 'pending' }).patch({ status: 'failed' });
+    },
+  };
+}
+
+export type IntegrationActivities = ReturnType<typeof createIntegrationActivities>;
