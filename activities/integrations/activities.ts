@@ -6,6 +6,8 @@ import { Integration } from '../../db/models/integration';
 import { IntegrationDelivery } from '../../db/models/integration-delivery';
 import { integrationAad } from '../../api/integrations/kinds';
 import { slackText } from './slack-message';
+import { Task } from '../../db/models/task';
+import { emitIntegrationEvent } from '../../api/lib/integration-events';
 
 export interface DeliveryInput {
   deliveryId: string;
@@ -66,6 +68,35 @@ export function createIntegrationActivities(deps: Deps) {
         });
       if (failure) throw ApplicationFailure.retryable(failure, 'DeliveryFailed');
       return 'delivered';
+    },
+
+    /**
+     * Tells the team's integrations that a task ended (task.succeeded / task.failed). The event id is
+     * the task's, so a retried call delivers nothing twice. Cancelled tasks are not announced.
+     */
+    async announceTaskEnd(input: { taskId: string }): Promise<number> {
+      const task = await Task.query(deps.knex).findById(input.taskId);
+      if (!task || (task.status !== 'succeeded' && task.status !== 'failed')) return 0;
+      const [project, environment] = await Promise.all([
+        task.project_id ? deps.knex('projects').where({ id: task.project_id }).first('id', 'name') : undefined,
+        task.environment_id ? deps.knex('environments').where({ id: task.environment_id }).first('id', 'name') : undefined,
+      ]);
+      const started = await emitIntegrationEvent(deps, {
+        teamId: task.team_id,
+        event: task.status === 'succeeded' ? 'task.succeeded' : 'task.failed',
+        eventId: `evt_task_${task.id}`,
+        occurredAt: task.finished_at ?? new Date(),
+        data: {
+          task: {
+            id: task.id, kind: task.kind, type: task.type, status: task.status,
+            url: `${deps.config.baseUrl.replace(/\/$/, '')}/api/vc/v1/tasks/${task.id}`,
+          },
+          project: project ?? null,
+          environment: environment ?? null,
+          ...(task.status === 'failed' && task.error ? { reason: task.error } : {}),
+        },
+      });
+      return started.length;
     },
 
     /** After the last attempt: the delivery is failed (GET /integrations/{id} shows it). */

@@ -1,6 +1,7 @@
 import type { Deps } from '../../system/deps';
+import { loadPriceList } from '../lib/pricing';
 
-/** The currency bills are in: the price list's (the platform's api/lib/pricing.ts once merged). */
-export function billingCurrency(_deps: Deps): string {
-  return 'EUR';
+/** The currency bills are in: the price list's (system/price-list.json, or the file PRICE_LIST names). */
+export function billingCurrency(deps: Deps): string {
+  return loadPriceList(deps.config).currency;
 }

@@ -1,5 +1,6 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
+import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as billing from './service';
 import * as subscriptions from './subscriptions-service';
@@ -31,10 +32,11 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'session',
     permission: 'team:billing',
+    scope: scopes.team,
     params: s.idParams,
     responses: { 200: { description: 'Billing', schema: s.billingSchema }, 403: error('Not an owner'), 404: error('No such team') },
     async handler(ctx) {
-      ctx.body = await billing.getBilling(ctx.deps, ctx.actor, ctx.input.params.id);
+      ctx.body = await billing.getBilling(ctx.deps, ctx.scope.teamId);
     },
   }),
   defineRoute({
@@ -48,6 +50,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'session',
     permission: 'team:billing',
+    scope: scopes.team,
     params: s.idParams,
     body: s.billingBody,
     responses: {
@@ -57,7 +60,7 @@ export const routes: RouteDef[] = [
       422: error('Missing or invalid fields'),
     },
     async handler(ctx) {
-      ctx.body = await billing.saveBilling(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+      ctx.body = await billing.saveBilling(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.body);
     },
   }),
   defineRoute({
@@ -68,10 +71,11 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'session',
     permission: 'team:billing',
+    scope: scopes.team,
     params: s.orderParams,
     responses: { 200: { description: 'What ends', schema: s.cancelPreviewSchema }, 403: error('Not an owner'), 404: error('No such order') },
     async handler(ctx) {
-      ctx.body = await subscriptions.previewCancel(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.params.order);
+      ctx.body = await subscriptions.previewCancel(ctx.deps, ctx.scope.teamId, ctx.input.params.order);
     },
   }),
   defineRoute({
@@ -83,6 +87,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'session',
     permission: 'team:billing',
+    scope: scopes.team,
     params: s.orderParams,
     body: s.cancelBody,
     responses: {
@@ -93,7 +98,7 @@ export const routes: RouteDef[] = [
       422: error('confirm is not true'),
     },
     async handler(ctx) {
-      ctx.body = await subscriptions.cancelSubscription(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.params.order);
+      ctx.body = await subscriptions.cancelSubscription(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.params.order);
     },
   }),
 ] as RouteDef[];

@@ -3,12 +3,11 @@ import { Subscription } from '../../db/models/subscription';
 import { currentPeriodEnd } from '../../db/queries/subscriptions';
 import { workflowIds } from '../../workflows/shared';
 import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
-import { authorize } from '../lib/policy';
+import { appError, errors } from '../lib/errors';
+import { recordActivity } from '../../db/queries/activity';
 import { money, presentSubscription } from './presenter';
 
-async function load(deps: Deps, actor: Actor, teamId: string, order: string) {
-  await authorize(deps.knex, actor, teamId, 'team:billing', 'team');
+async function load(deps: Deps, teamId: string, order: string) {
   const sub = await Subscription.query(deps.knex).findOne({ team_id: teamId, order });
   if (!sub) throw errors.notFound('subscription');
   return sub;
@@ -32,8 +31,8 @@ function endsSentence(sub: Subscription, endsAt: Date): string {
 }
 
 /** What cancelling a subscription ends, and when (the end of its current monthly period). */
-export async function previewCancel(deps: Deps, actor: Actor, teamId: string, order: string) {
-  const sub = await load(deps, actor, teamId, order);
+export async function previewCancel(deps: Deps, teamId: string, order: string) {
+  const sub = await load(deps, teamId, order);
   const endsAt = sub.ended_at ?? sub.cancel_at ?? currentPeriodEnd(sub.started_at);
   return {
     order: sub.order,
@@ -51,18 +50,22 @@ export async function previewCancel(deps: Deps, actor: Actor, teamId: string, or
  * so neither exists without the other. 409 subscription_not_active when already cancelled or ended.
  */
 export async function cancelSubscription(deps: Deps, actor: Actor, teamId: string, order: string) {
-  await load(deps, actor, teamId, order);
+  await load(deps, teamId, order);
   const sub = await deps.knex.transaction(async (trx) => {
     const locked = await Subscription.query(trx).findOne({ team_id: teamId, order }).forUpdate();
     if (!locked) throw errors.notFound('subscription');
     if (locked.status !== 'active') {
-      throw errors.conflict('subscription_not_active', `This subscription is already ${locked.status === 'ended' ? 'ended' : 'cancelled'}`);
+      throw appError('subscription_not_active', `This subscription is already ${locked.status === 'ended' ? 'ended' : 'cancelled'}`);
     }
     const cancelAt = currentPeriodEnd(locked.started_at);
     const updated = await Subscription.query(trx).patchAndFetchById(locked.id, {
       status: 'cancelling',
       cancel_at: cancelAt,
       cancelled_by: actor.user.id,
+    });
+    await recordActivity(trx, {
+      teamId, actor, kind: 'configuration', type: 'subscription_cancelled', projectId: locked.project_id,
+      environmentId: locked.environment_id, summary: `Cancelled ${locked.item} (${order}); it ends ${cancelAt.toISOString()}`,
     });
     await deps.temporal.workflow.start('endSubscription', {
       taskQueue: deps.config.taskQueue,

@@ -1,5 +1,7 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
+import { scopes } from '../lib/scopes';
+import type { Integration } from '../../db/models/integration';
 import * as s from './schemas';
 import * as integrations from './service';
 
@@ -14,10 +16,11 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'session',
     permission: 'integrations:manage',
+    scope: scopes.team,
     params: s.idParams,
     responses: { 200: { description: 'Kinds', schema: s.newIntegrationSchema }, 403: error('Role may not'), 404: error('No such team') },
     async handler(ctx) {
-      ctx.body = await integrations.newIntegrationChoices(ctx.deps, ctx.actor, ctx.input.params.id);
+      ctx.body = integrations.newIntegrationChoices();
     },
   }),
   defineRoute({
@@ -28,6 +31,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'session',
     permission: 'integrations:manage',
+    scope: scopes.team,
     params: s.idParams,
     body: s.fieldsBody,
     responses: {
@@ -37,7 +41,7 @@ export const routes: RouteDef[] = [
       422: error('Unknown kind'),
     },
     async handler(ctx) {
-      ctx.body = await integrations.kindFields(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body.kind);
+      ctx.body = integrations.kindFields(ctx.input.body.kind);
     },
   }),
   defineRoute({
@@ -52,6 +56,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'session',
     permission: 'integrations:manage',
+    scope: scopes.team,
     params: s.idParams,
     body: s.createBody,
     responses: {
@@ -62,7 +67,7 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 201;
-      ctx.body = await integrations.createIntegration(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+      ctx.body = await integrations.createIntegration(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.body);
     },
   }),
   defineRoute({
@@ -72,11 +77,12 @@ export const routes: RouteDef[] = [
     summary: 'One integration and its last deliveries',
     tags,
     auth: 'session',
-    permission: 'integrations:manage',
+    permission: 'integrations:read',
+    scope: scopes.integration,
     params: s.idParams,
     responses: { 200: { description: 'The integration', schema: s.integrationSchema }, 403: error('Role may not'), 404: error('No such integration') },
     async handler(ctx) {
-      ctx.body = await integrations.getIntegration(ctx.deps, ctx.actor, ctx.input.params.id);
+      ctx.body = await integrations.getIntegration(ctx.deps, ctx.input.params.id);
     },
   }),
   defineRoute({
@@ -87,6 +93,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'session',
     permission: 'integrations:manage',
+    scope: scopes.integration,
     params: s.idParams,
     body: s.updateBody,
     responses: {
@@ -96,7 +103,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      ctx.body = await integrations.updateIntegration(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+      ctx.body = await integrations.updateIntegration(ctx.deps, ctx.actor, ctx.scope.row as unknown as Integration, ctx.input.body);
     },
   }),
   defineRoute({
@@ -107,10 +114,11 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'session',
     permission: 'integrations:manage',
+    scope: scopes.integration,
     params: s.idParams,
     responses: { 204: { description: 'Deleted' }, 403: error('Role may not'), 404: error('No such integration') },
     async handler(ctx) {
-      await integrations.deleteIntegration(ctx.deps, ctx.actor, ctx.input.params.id);
+      await integrations.deleteIntegration(ctx.deps, ctx.actor, ctx.scope.row as unknown as Integration);
       ctx.status = 204;
     },
   }),

@@ -5,6 +5,7 @@ import { addMember, createTeam, createUser, sessionAgent } from '../../helpers/f
 import { freePort } from '../../helpers/ports';
 import { startReceiver, type Receiver } from '../../helpers/receiver';
 import { emitIntegrationEvent } from '../../../api/lib/integration-events';
+import { createDeployWorld } from '../../helpers/deploy-fixtures';
 import { Integration } from '../../../db/models/integration';
 
 const t = useTestContext({ worker: true });
@@ -176,5 +177,28 @@ describe('delivering events', () => {
     });
     const both = await r.waitFor(2);
     expect(JSON.parse(both[1].body).text).toBe(':lock: Domain *shop.example.com* is verified for *shop / production*');
+  });
+});
+
+describe('task events', () => {
+  it('tells the webhook when a deploy succeeds, with the task, project and environment', async () => {
+    const w = await createDeployWorld(t);
+    const owner = await sessionAgent(t, w.owner);
+    const r = await receiver();
+    const created = await owner.post(`/teams/${w.team.id}/integrations`, { kind: 'webhook', name: 'CI', events: ['task.succeeded', 'task.failed'], url: r.url });
+    const deploy = await w.api.post(`/environments/${w.environment.id}/deploy`);
+    expect(deploy.status).toBe(202);
+    const [got] = await r.waitFor(1, 60_000);
+    const event = new Webhook(created.body.secret).verify(got.body, got.headers as Record<string, string>) as any;
+    expect(event).toMatchObject({
+      id: `evt_task_${deploy.body.id}`,
+      event: 'task.succeeded',
+      team_id: w.team.id,
+      data: {
+        task: { id: deploy.body.id, type: 'deploy', kind: 'deployments', status: 'succeeded' },
+        project: { id: w.project.id, name: w.project.name },
+        environment: { id: w.environment.id, name: 'production' },
+      },
+    });
   });
 });
