@@ -11,6 +11,7 @@ import { routes as pipelineRoutes } from './pipeline/routes';
 import { routes as manifestRoutes } from './manifests/routes';
 import { routes as billingRoutes } from './billing/routes';
 import { routes as integrationRoutes } from './integrations/routes';
+import { routes as notificationRoutes } from './notifications/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -27,5 +28,6 @@ export function allRoutes(): RouteDef[] {
     ...manifestRoutes,
     ...billingRoutes,
     ...integrationRoutes,
+    ...notificationRoutes,
   ] as RouteDef[];
 }
