@@ -12,6 +12,7 @@ import { routes as manifestRoutes } from './manifests/routes';
 import { routes as billingRoutes } from './billing/routes';
 import { routes as integrationRoutes } from './integrations/routes';
 import { routes as notificationRoutes } from './notifications/routes';
+import { routes as ticketRoutes } from './tickets/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -29,5 +30,6 @@ export function allRoutes(): RouteDef[] {
     ...billingRoutes,
     ...integrationRoutes,
     ...notificationRoutes,
+    ...ticketRoutes,
   ] as RouteDef[];
 }

@@ -45,4 +45,5 @@ export const scopes = {
   invitation: defineScope('invitation', byId('invitations')),
   membership: defineScope('membership', byId('memberships')),
   integration: defineScope('integration', byId('integrations')),
+  ticket: defineScope('ticket', byId('tickets')),
 };

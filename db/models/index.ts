@@ -20,3 +20,5 @@ export { Subscription } from './subscription';
 export { Integration } from './integration';
 export { IntegrationDelivery } from './integration-delivery';
 export { TeamMemberState } from './team-member-state';
+export { Ticket } from './ticket';
+export { TicketReply } from './ticket-reply';

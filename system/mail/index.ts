@@ -9,3 +9,4 @@ export type {
   TokenExpiryReminderInput,
 } from './templates';
 export { escapeHtml, PRODUCT_NAME } from './layout';
+export { supportReplyEmail, supportTicketEmail } from './support';
