@@ -13,6 +13,9 @@ import { routes as billingRoutes } from './billing/routes';
 import { routes as integrationRoutes } from './integrations/routes';
 import { routes as notificationRoutes } from './notifications/routes';
 import { routes as ticketRoutes } from './tickets/routes';
+import { routes as registryRoutes } from './registries/routes';
+import { routes as termsRoutes } from './terms/routes';
+import { projectRuleRoutes } from './notifications/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -31,5 +34,8 @@ export function allRoutes(): RouteDef[] {
     ...integrationRoutes,
     ...notificationRoutes,
     ...ticketRoutes,
+    ...registryRoutes,
+    ...termsRoutes,
+    ...projectRuleRoutes,
   ] as RouteDef[];
 }

@@ -4,6 +4,7 @@ import { sendWithEtag } from '../lib/etag';
 import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as notifications from './service';
+import * as rules from './rules';
 
 const tags = ['notifications'];
 
@@ -59,6 +60,47 @@ export const routes: RouteDef[] = [
     async handler(ctx) {
       await notifications.hideNextSteps(ctx.deps, ctx.scope.teamId, ctx.actor.user.id);
       ctx.status = 204;
+    },
+  }),
+] as RouteDef[];
+
+type ProjectRow = { id: string; team_id: string };
+
+export const projectRuleRoutes: RouteDef[] = [
+  defineRoute({
+    method: 'get',
+    path: '/projects/{id}/notifications',
+    operationId: 'getProjectNotificationRules',
+    summary: "Who hears of the project's events: e-mail to members, admins or none, and which integrations",
+    tags,
+    auth: 'session',
+    permission: 'config:read',
+    scope: scopes.project,
+    params: s.idParams,
+    responses: { 200: { description: 'Rules', schema: rules.rulesSchema }, 404: error('No such project') },
+    async handler(ctx) {
+      ctx.body = { rules: await rules.projectRules(ctx.deps.knex, ctx.scope.row as unknown as ProjectRow) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/projects/{id}/notifications',
+    operationId: 'saveProjectNotificationRules',
+    summary: 'Saves the rules of the events given; the others keep theirs',
+    tags,
+    auth: 'session',
+    permission: 'config:write',
+    scope: scopes.project,
+    params: s.idParams,
+    body: rules.rulesBody,
+    responses: {
+      200: { description: 'Rules', schema: rules.rulesSchema },
+      403: error('Role may not'),
+      404: error('No such project'),
+      422: error('Invalid rules'),
+    },
+    async handler(ctx) {
+      ctx.body = await rules.saveRules(ctx.deps, ctx.actor, ctx.scope.row as unknown as ProjectRow, ctx.input.body);
     },
   }),
 ] as RouteDef[];
