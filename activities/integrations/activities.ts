@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { Webhook } from 'standardwebhooks';
 import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
@@ -8,6 +8,8 @@ import { integrationAad } from '../../api/integrations/kinds';
 import { slackText } from './slack-message';
 import { Task } from '../../db/models/task';
 import { emitIntegrationEvent } from '../../api/lib/integration-events';
+import { storedRule } from '../../db/queries/notification-rules';
+import { taskEventEmail } from '../../system/mail';
 
 export interface DeliveryInput {
   deliveryId: string;
@@ -81,21 +83,36 @@ export function createIntegrationActivities(deps: Deps) {
         task.project_id ? deps.knex('projects').where({ id: task.project_id }).first('id', 'name') : undefined,
         task.environment_id ? deps.knex('environments').where({ id: task.environment_id }).first('id', 'name') : undefined,
       ]);
+      const event = task.status === 'succeeded' ? 'task.succeeded' : 'task.failed';
+      // The project's rule for the event, when it has one, names the integrations and who gets an e-mail.
+      const rule = task.project_id ? await storedRule(deps.knex, task.project_id, event) : undefined;
+      const taskUrl = `${deps.config.baseUrl}/api/vc/v1/tasks/${task.id}`;
       const started = await emitIntegrationEvent(deps, {
         teamId: task.team_id,
-        event: task.status === 'succeeded' ? 'task.succeeded' : 'task.failed',
+        event,
         eventId: `evt_task_${task.id}`,
         occurredAt: task.finished_at ?? new Date(),
         data: {
           task: {
             id: task.id, kind: task.kind, type: task.type, status: task.status,
-            url: `${deps.config.baseUrl.replace(/\/$/, '')}/api/vc/v1/tasks/${task.id}`,
+            url: taskUrl,
           },
           project: project ?? null,
           environment: environment ?? null,
           ...(task.status === 'failed' && task.error ? { reason: task.error } : {}),
         },
-      });
+      }, rule?.integration_ids);
+      if (rule && rule.email !== 'none' && Context.current().info.attempt === 1) {
+        const roles = rule.email === 'admins' ? ['owner', 'admin'] : ['owner', 'admin', 'developer', 'viewer'];
+        const people = await deps.knex('memberships as m').join('users as u', 'u.id', 'm.user_id')
+          .where('m.team_id', task.team_id).whereIn('m.role', roles).select('u.email');
+        const mail = taskEventEmail({
+          outcome: task.status, taskType: task.type, taskUrl, project: project?.name ?? null, environment: environment?.name ?? null, reason: task.error,
+        });
+        for (const person of people) {
+          await deps.mailer.send({ to: person.email, ...mail }).catch((err) => deps.logger.warn({ err: String(err), taskId: task.id }, 'task e-mail not sent'));
+        }
+      }
       return started.length;
     },
 

@@ -50,10 +50,6 @@ export async function projectRules(knex: Knex, project: { id: string; team_id: s
   });
 }
 
-/** The rule for one event of a project, if one is stored (callers fall back to the team-wide default). */
-export async function storedRule(knex: Knex, projectId: string, event: string): Promise<Rule | undefined> {
-  return knex('project_notification_rules').where({ project_id: projectId, event }).first();
-}
 
 /** Saves the rules given (other events keep theirs); integration ids must be the team's. */
 export async function saveRules(deps: Deps, actor: Actor, project: { id: string; team_id: string }, body: RulesBody) {

@@ -10,3 +10,4 @@ export type {
 } from './templates';
 export { escapeHtml, PRODUCT_NAME } from './layout';
 export { supportReplyEmail, supportTicketEmail } from './support';
+export { taskEventEmail } from './events';

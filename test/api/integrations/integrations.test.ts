@@ -8,7 +8,7 @@ import { emitIntegrationEvent } from '../../../api/lib/integration-events';
 import { createDeployWorld } from '../../helpers/deploy-fixtures';
 import { Integration } from '../../../db/models/integration';
 
-const t = useTestContext({ worker: true });
+const t = useTestContext({ worker: true, smtp: true });
 const receivers: Receiver[] = [];
 afterAll(async () => {
   await Promise.all(receivers.map((r) => r.stop()));
@@ -181,11 +181,16 @@ describe('delivering events', () => {
 });
 
 describe('task events', () => {
-  it('tells the webhook when a deploy succeeds, with the task, project and environment', async () => {
+  it('tells the webhook the project rule names when a deploy succeeds, and e-mails the admins', async () => {
     const w = await createDeployWorld(t);
     const owner = await sessionAgent(t, w.owner);
     const r = await receiver();
     const created = await owner.post(`/teams/${w.team.id}/integrations`, { kind: 'webhook', name: 'CI', events: ['task.succeeded', 'task.failed'], url: r.url });
+    const left = await owner.post(`/teams/${w.team.id}/integrations`, { kind: 'webhook', name: 'Other', events: ['task.succeeded'], url: r.url + '/other' });
+    const rule = await owner.post(`/projects/${w.project.id}/notifications`, {
+      rules: [{ event: 'task.succeeded', email: 'admins', integration_ids: [created.body.id] }],
+    });
+    expect(rule.status).toBe(200);
     const deploy = await w.api.post(`/environments/${w.environment.id}/deploy`);
     expect(deploy.status).toBe(202);
     const [got] = await r.waitFor(1, 60_000);
@@ -200,5 +205,10 @@ describe('task events', () => {
         environment: { id: w.environment.id, name: 'production' },
       },
     });
+    // The rule left the other webhook out; the owner (an admin) got an e-mail, the developer did not.
+    expect((await owner.get(`/integrations/${left.body.id}`)).body.deliveries).toEqual([]);
+    const mail = await t.smtp!.waitFor((m) => m.to.includes(w.owner.email) && m.subject === 'Deploy of ' + w.project.name + ' / production succeeded');
+    expect(mail.text).toContain(`/tasks/${deploy.body.id}`);
+    expect(t.smtp!.messages.some((m) => m.to.includes(w.developer.email))).toBe(false);
   });
 });
