@@ -21,6 +21,7 @@ import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog, type TaskLog } from '../tasks/log-writer';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
 import { stepEnv, withHeartbeat } from './step-env';
+import { prepareRegistryAuth } from './registry-auth';
 import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 import { environmentUrl } from '../../system/config';
@@ -65,17 +66,23 @@ async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, signal
   const marker = await readReleaseMarker(releaseDir);
   // Built here already (the usual case): open it quietly; the build phase has said so in the log.
   if (marker?.sha === release.commit_sha) return { ok: true, manifest: marker.manifest, releaseDir, reused: true };
-  return buildRelease({
-    dataDir: deps.config.dataDir,
-    envId: release.environment_id,
-    releaseId: release.id,
-    repoUrl: await repositoryUrl(deps, release.project_id),
-    sha: release.commit_sha,
-    env: stepEnv(),
-    stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
-    signal,
-    onLine: logLines(log),
-  });
+  // The project's registry credentials reach the build steps as files, never their output.
+  const auth = await prepareRegistryAuth(deps, release.project_id);
+  try {
+    return await buildRelease({
+      dataDir: deps.config.dataDir,
+      envId: release.environment_id,
+      releaseId: release.id,
+      repoUrl: await repositoryUrl(deps, release.project_id),
+      sha: release.commit_sha,
+      env: stepEnv(auth.env),
+      stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
+      signal,
+      onLine: auth.redact(logLines(log)),
+    });
+  } finally {
+    await auth.cleanup();
+  }
 }
 
 export function createDeployActivities(deps: Deps, supervisor: Supervisor) {

@@ -1,11 +1,10 @@
 import type { Deps } from '../../system/deps';
 import { seal } from '../../system/crypto';
 import { recordActivity } from '../../db/queries/activity';
+import { registryAad } from '../../db/queries/registries';
 import type { Actor } from '../lib/actor';
 import { errors } from '../lib/errors';
 
-/** Binds a sealed registry password to its project and host. */
-export const registryAad = (projectId: string, host: string) => `registry:${projectId}:${host}`;
 
 const present = (r: { host: string; username: string; created_at: Date }) => ({ host: r.host, username: r.username, created_at: r.created_at.toISOString() });
 
