@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { parseAllowList } from '../activities/provider/outbound';
 
 export interface Config {
   port: number;
@@ -43,6 +44,10 @@ export interface Config {
   priceList: string | undefined;
   /** AES-256-GCM key of values encrypted at rest (ENCRYPTION_KEY), else generated under dataDir. */
   encryptionKey: string | undefined;
+  /** Directories local repository paths and `file://` URLs may be under (LOCAL_REPOSITORY_ROOTS); none: refused. */
+  localRepositoryRoots: string[];
+  /** Hosts, addresses and CIDRs tenant connections may reach although internal (OUTBOUND_ALLOWED_HOSTS). */
+  outboundAllowedHosts: string[];
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -58,6 +63,18 @@ function hourOfDay(env: NodeJS.ProcessEnv, name: string, fallback: number): numb
   const hour = int(env, name, fallback);
   if (hour > 23) throw new Error(`${name} must be an hour from 0 to 23, got "${env[name]}"`);
   return hour;
+}
+
+/** A comma-separated setting: trimmed, empty entries dropped. */
+function list(raw: string | undefined): string[] {
+  return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** OUTBOUND_ALLOWED_HOSTS, each entry checked now (a typo fails at start, not at the first connection). */
+function allowedHosts(raw: string | undefined): string[] {
+  const entries = list(raw);
+  parseAllowList(entries);
+  return entries;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -103,6 +120,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     checkResponses: env.VC_CHECK_RESPONSES === '1',
     priceList: env.PRICE_LIST || undefined,
     metricsToken: env.METRICS_TOKEN || undefined,
+    localRepositoryRoots: list(env.LOCAL_REPOSITORY_ROOTS).map((dir) => resolve(dir)),
+    outboundAllowedHosts: allowedHosts(env.OUTBOUND_ALLOWED_HOSTS),
   };
 }
 

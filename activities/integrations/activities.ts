@@ -6,6 +6,7 @@ import { Integration } from '../../db/models/integration';
 import { IntegrationDelivery } from '../../db/models/integration-delivery';
 import { integrationAad } from '../../api/integrations/kinds';
 import { slackText } from './slack-message';
+import { OutboundRefused, outboundRequest } from '../provider/outbound';
 import { Task } from '../../db/models/task';
 import { emitIntegrationEvent } from '../../api/lib/integration-events';
 import { storedRule } from '../../db/queries/notification-rules';
@@ -51,13 +52,17 @@ export function createIntegrationActivities(deps: Deps) {
 
       let status: number | null = null;
       let failure: string | null = null;
+      let refused = false;
       try {
-        const res = await fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(TIMEOUT_MS) });
+        // Through the outbound guard (no internal addresses, checked after DNS); a redirect is not followed.
+        const res = await outboundRequest(url, { method: 'POST', headers, body, timeoutMs: TIMEOUT_MS, maxRedirects: 0, maxBytes: 4096 }, deps.config);
         status = res.status;
-        await res.arrayBuffer().catch(() => undefined);
         if (status < 200 || status >= 300) failure = `the receiver answered ${status}`;
       } catch (err) {
-        failure = (err as Error).name === 'TimeoutError' ? 'the receiver did not answer in time' : 'the receiver could not be reached';
+        refused = err instanceof OutboundRefused;
+        failure = refused
+          ? `the receiver's address ${(err as Error).message}`
+          : /timed out/.test((err as Error).message) ? 'the receiver did not answer in time' : 'the receiver could not be reached';
       }
       await IntegrationDelivery.query(deps.knex)
         .findById(delivery.id)
@@ -68,6 +73,7 @@ export function createIntegrationActivities(deps: Deps) {
           last_attempt_at: new Date(),
           ...(failure ? {} : { status: 'delivered' }),
         });
+      if (refused) throw ApplicationFailure.nonRetryable(failure!, 'DeliveryRefused');
       if (failure) throw ApplicationFailure.retryable(failure, 'DeliveryFailed');
       return 'delivered';
     },

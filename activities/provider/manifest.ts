@@ -9,7 +9,7 @@
  * `build` and `deploy` may be left out (they mean "no steps"). Unknown keys and wrong types are refused;
  * every fault is reported, each under its dotted key path, with the line it sits on.
  */
-import { readFile } from 'node:fs/promises';
+import { lstat, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import { z } from 'zod';
@@ -84,14 +84,30 @@ export function parseManifest(text: string): ManifestResult {
  * 503 "no web process". A file that exists but is invalid is a failure with fields.
  */
 export async function readManifest(dir: string): Promise<ManifestResult & { present: boolean }> {
-  let text: string;
+  const file = path.join(dir, MANIFEST_FILE);
+  let kind: ManifestFileKind;
   try {
-    text = await readFile(path.join(dir, MANIFEST_FILE), 'utf8');
+    const st = await lstat(file);
+    kind = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : 'other';
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, manifest: emptyManifest(), present: false };
     throw err;
   }
-  return { ...parseManifest(text), present: true };
+  const refused = manifestFileFault(kind);
+  if (refused) return { ok: false, fields: refused, present: true };
+  return { ...parseManifest(await readFile(file, 'utf8')), present: true };
+}
+
+export type ManifestFileKind = 'file' | 'symlink' | 'other';
+
+/**
+ * service.yaml is read only as a regular file of the commit: a symlink could point anywhere on the host
+ * (another tenant's files, the console's secrets), so it is refused by name, as is a directory or a submodule.
+ */
+export function manifestFileFault(kind: ManifestFileKind): Record<string, string> | null {
+  if (kind === 'symlink') return { manifest: `${MANIFEST_FILE} is a symlink; it must be a regular file` };
+  if (kind === 'other') return { manifest: `${MANIFEST_FILE} is not a regular file` };
+  return null;
 }
 
 /** One line naming every fault, for task logs: "build.1: expected a string (line 2); colour: unknown key (line 5)". */

@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { fileTypeFromBuffer } from 'file-type';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import { ATTACHMENT_LIMITS, ATTACHMENT_TYPES } from './schemas';
 
 export interface UploadedFile {
@@ -29,15 +29,15 @@ export async function checkAttachments(files: Record<string, UploadedFile | Uplo
   if (unknown.length) throw errors.invalid(Object.fromEntries(unknown.map((k) => [k, `unknown file field; send files as ${FIELD}`])));
   const list = ([] as UploadedFile[]).concat(files[FIELD] ?? []);
   if (list.length > ATTACHMENT_LIMITS.maxFiles) {
-    throw new AppError(413, 'payload_too_large', `At most ${ATTACHMENT_LIMITS.maxFiles} attachments`, {
-      [`attachments[${ATTACHMENT_LIMITS.maxFiles}]`]: `one too many: at most ${ATTACHMENT_LIMITS.maxFiles} files`,
+    throw appError('payload_too_large', `At most ${ATTACHMENT_LIMITS.maxFiles} attachments`, {
+      fields: { [`attachments[${ATTACHMENT_LIMITS.maxFiles}]`]: `one too many: at most ${ATTACHMENT_LIMITS.maxFiles} files` },
     });
   }
   const tooLarge: Record<string, string> = {};
   list.forEach((f, i) => {
     if (f.size > ATTACHMENT_LIMITS.maxFileBytes) tooLarge[`attachments[${i}]`] = `${f.originalFilename ?? 'the file'} is larger than ${ATTACHMENT_LIMITS.maxFileBytes} bytes`;
   });
-  if (Object.keys(tooLarge).length) throw new AppError(413, 'payload_too_large', 'An attachment is too large', tooLarge);
+  if (Object.keys(tooLarge).length) throw appError('payload_too_large', 'An attachment is too large', { fields: tooLarge });
   const checked: CheckedAttachment[] = [];
   const notImages: Record<string, string> = {};
   for (const [i, f] of list.entries()) {

@@ -4,7 +4,7 @@ import { supportReplyEmail, supportTicketEmail } from '../../system/mail';
 import { Ticket } from '../../db/models/ticket';
 import { TicketReply } from '../../db/models/ticket-reply';
 import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import type { CheckedAttachment } from './attachments';
 import { ATTACHMENT_LIMITS, ATTACHMENT_TYPES, TICKET_CATEGORIES, type CreateBody } from './schemas';
 
@@ -53,7 +53,7 @@ async function send(deps: Deps, message: Parameters<Deps['mailer']['send']>[0]) 
   try {
     await deps.mailer.send(message);
   } catch {
-    throw new AppError(503, 'mail_not_sent', 'The ticket could not be e-mailed to support, so nothing was kept; try again shortly');
+    throw appError('mail_not_sent', 'The ticket could not be e-mailed to support, so nothing was kept; try again shortly');
   }
 }
 

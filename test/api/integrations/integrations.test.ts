@@ -8,7 +8,7 @@ import { emitIntegrationEvent } from '../../../api/lib/integration-events';
 import { createDeployWorld } from '../../helpers/deploy-fixtures';
 import { Integration } from '../../../db/models/integration';
 
-const t = useTestContext({ worker: true, smtp: true });
+const t = useTestContext({ worker: true, smtp: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 const receivers: Receiver[] = [];
 afterAll(async () => {
   await Promise.all(receivers.map((r) => r.stop()));
@@ -161,6 +161,14 @@ describe('delivering events', () => {
     const done = await until(() => agent.get(`/integrations/${created.body.id}`), (res) => res.body.deliveries[0]?.status === 'delivered');
     expect(done.body.deliveries[0]).toMatchObject({ status: 'delivered', response_status: 200 });
     expect(done.body.deliveries[0].attempts).toBeGreaterThanOrEqual(3);
+  });
+
+  it('never reaches an internal address that OUTBOUND_ALLOWED_HOSTS does not list: the delivery fails at once', async () => {
+    const { team, agent } = await admin();
+    const created = await agent.post(`/teams/${team.id}/integrations`, { kind: 'webhook', name: 'Inside', events: ['task.failed'], url: 'http://10.0.0.1:9/hook' });
+    await emitIntegrationEvent(t.deps, { teamId: team.id, event: 'task.failed', data: taskData });
+    const done = await until(() => agent.get(`/integrations/${created.body.id}`), (res) => res.body.deliveries[0]?.status === 'failed');
+    expect(done.body.deliveries[0]).toMatchObject({ status: 'failed', attempts: 1, response_status: null });
   });
 
   it('posts Slack a {text} that reads well', async () => {
