@@ -17,7 +17,9 @@ export interface DeliverIntegrationEventInput {
   deliveryId: string;
 }
 
-export async function deliverIntegrationEvent(input: DeliverIntegrationEventInput): Promise<'delivered' | 'gone' | 'failed'> {
+export async function deliverIntegrationEvent(
+  input: DeliverIntegrationEventInput,
+): Promise<'delivered' | 'gone' | 'failed'> {
   try {
     return await sendIntegrationDelivery(input);
   } catch {

@@ -37,7 +37,11 @@ export async function prepareRegistryAuth(deps: Deps, projectId: string): Promis
     npmrc.push(`//${r.host}/:_auth=${auth}`, `//${r.host}/:always-auth=true`);
     auths[r.host] = { auth };
   }
-  const files = { '.npmrc': npmrc.join('\n') + '\n', 'config.json': JSON.stringify({ auths }), 'auth.json': JSON.stringify({ auths }) };
+  const files = {
+    '.npmrc': npmrc.join('\n') + '\n',
+    'config.json': JSON.stringify({ auths }),
+    'auth.json': JSON.stringify({ auths }),
+  };
   for (const [name, content] of Object.entries(files)) {
     await writeFile(join(dir, name), content, { mode: 0o600 });
     await chmod(join(dir, name), 0o600);
@@ -45,7 +49,11 @@ export async function prepareRegistryAuth(deps: Deps, projectId: string): Promis
   const hide = secrets.filter((s) => s.length >= 4).sort((a, b) => b.length - a.length);
   return {
     env: { NPM_CONFIG_USERCONFIG: join(dir, '.npmrc'), DOCKER_CONFIG: dir, REGISTRY_AUTH_FILE: join(dir, 'auth.json') },
-    redact: (onLine) => (stream, line) => onLine(stream, hide.reduce((l, s) => l.split(s).join('[redacted]'), line)),
+    redact: (onLine) => (stream, line) =>
+      onLine(
+        stream,
+        hide.reduce((l, s) => l.split(s).join('[redacted]'), line),
+      ),
     cleanup: () => rm(dir, { recursive: true, force: true }),
   };
 }

@@ -37,7 +37,10 @@ export function createIntegrationActivities(deps: Deps) {
 
       let url: string;
       let body: string;
-      const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'HostingConsole-Webhooks/1' };
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'user-agent': 'HostingConsole-Webhooks/1',
+      };
       if (integration.kind === 'webhook') {
         url = integration.config.url;
         body = JSON.stringify(delivery.payload);
@@ -55,14 +58,20 @@ export function createIntegrationActivities(deps: Deps) {
       let refused = false;
       try {
         // Through the outbound guard (no internal addresses, checked after DNS); a redirect is not followed.
-        const res = await outboundRequest(url, { method: 'POST', headers, body, timeoutMs: TIMEOUT_MS, maxRedirects: 0, maxBytes: 4096 }, deps.config);
+        const res = await outboundRequest(
+          url,
+          { method: 'POST', headers, body, timeoutMs: TIMEOUT_MS, maxRedirects: 0, maxBytes: 4096 },
+          deps.config,
+        );
         status = res.status;
         if (status < 200 || status >= 300) failure = `the receiver answered ${status}`;
       } catch (err) {
         refused = err instanceof OutboundRefused;
         failure = refused
           ? `the receiver's address ${(err as Error).message}`
-          : /timed out/.test((err as Error).message) ? 'the receiver did not answer in time' : 'the receiver could not be reached';
+          : /timed out/.test((err as Error).message)
+            ? 'the receiver did not answer in time'
+            : 'the receiver could not be reached';
       }
       await IntegrationDelivery.query(deps.knex)
         .findById(delivery.id)
@@ -87,36 +96,56 @@ export function createIntegrationActivities(deps: Deps) {
       if (!task || (task.status !== 'succeeded' && task.status !== 'failed')) return 0;
       const [project, environment] = await Promise.all([
         task.project_id ? deps.knex('projects').where({ id: task.project_id }).first('id', 'name') : undefined,
-        task.environment_id ? deps.knex('environments').where({ id: task.environment_id }).first('id', 'name') : undefined,
+        task.environment_id
+          ? deps.knex('environments').where({ id: task.environment_id }).first('id', 'name')
+          : undefined,
       ]);
       const event = task.status === 'succeeded' ? 'task.succeeded' : 'task.failed';
       // The project's rule for the event, when it has one, names the integrations and who gets an e-mail.
       const rule = task.project_id ? await storedRule(deps.knex, task.project_id, event) : undefined;
       const taskUrl = `${deps.config.baseUrl}/api/vc/v1/tasks/${task.id}`;
-      const started = await emitIntegrationEvent(deps, {
-        teamId: task.team_id,
-        event,
-        eventId: `evt_task_${task.id}`,
-        occurredAt: task.finished_at ?? new Date(),
-        data: {
-          task: {
-            id: task.id, kind: task.kind, type: task.type, status: task.status,
-            url: taskUrl,
+      const started = await emitIntegrationEvent(
+        deps,
+        {
+          teamId: task.team_id,
+          event,
+          eventId: `evt_task_${task.id}`,
+          occurredAt: task.finished_at ?? new Date(),
+          data: {
+            task: {
+              id: task.id,
+              kind: task.kind,
+              type: task.type,
+              status: task.status,
+              url: taskUrl,
+            },
+            project: project ?? null,
+            environment: environment ?? null,
+            ...(task.status === 'failed' && task.error ? { reason: task.error } : {}),
           },
-          project: project ?? null,
-          environment: environment ?? null,
-          ...(task.status === 'failed' && task.error ? { reason: task.error } : {}),
         },
-      }, rule?.integration_ids);
+        rule?.integration_ids,
+      );
       if (rule && rule.email !== 'none' && Context.current().info.attempt === 1) {
         const roles = rule.email === 'admins' ? ['owner', 'admin'] : ['owner', 'admin', 'developer', 'viewer'];
-        const people = await deps.knex('memberships as m').join('users as u', 'u.id', 'm.user_id')
-          .where('m.team_id', task.team_id).whereIn('m.role', roles).select('u.email');
+        const people = await deps
+          .knex('memberships as m')
+          .join('users as u', 'u.id', 'm.user_id')
+          .where('m.team_id', task.team_id)
+          .whereIn('m.role', roles)
+          .select('u.email');
         const mail = taskEventEmail({
-          outcome: task.status, taskType: task.type, taskUrl, project: project?.name ?? null, environment: environment?.name ?? null, reason: task.error,
+          outcome: task.status,
+          taskType: task.type,
+          taskUrl,
+          project: project?.name ?? null,
+          environment: environment?.name ?? null,
+          reason: task.error,
         });
         for (const person of people) {
-          await deps.mailer.send({ to: person.email, ...mail }).catch((err) => deps.logger.warn({ err: String(err), taskId: task.id }, 'task e-mail not sent'));
+          await deps.mailer
+            .send({ to: person.email, ...mail })
+            .catch((err) => deps.logger.warn({ err: String(err), taskId: task.id }, 'task e-mail not sent'));
         }
       }
       return started.length;
@@ -124,7 +153,10 @@ export function createIntegrationActivities(deps: Deps) {
 
     /** After the last attempt: the delivery is failed (GET /integrations/{id} shows it). */
     async failIntegrationDelivery(input: DeliveryInput): Promise<void> {
-      await IntegrationDelivery.query(deps.knex).findById(input.deliveryId).where({ status: 'pending' }).patch({ status: 'failed' });
+      await IntegrationDelivery.query(deps.knex)
+        .findById(input.deliveryId)
+        .where({ status: 'pending' })
+        .patch({ status: 'failed' });
     },
   };
 }

@@ -1,7 +1,14 @@
 /** One readable Slack line per event (mrkdwn), from the event's data. */
-const esc = (s: unknown) => String(s ?? '').replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const esc = (s: unknown) =>
+  String(s ?? '')
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;');
 
-interface Named { id?: string; name?: string }
+interface Named {
+  id?: string;
+  name?: string;
+}
 interface EventData {
   task?: { id?: string; type?: string; status?: string; url?: string };
   project?: Named;
@@ -13,7 +20,12 @@ interface EventData {
 }
 
 const TASK_WORDS: Record<string, string> = {
-  deploy: 'Deploy', redeploy: 'Redeploy', rollback: 'Rollback', build: 'Build', backup: 'Backup', restore: 'Restore',
+  deploy: 'Deploy',
+  redeploy: 'Redeploy',
+  rollback: 'Rollback',
+  build: 'Build',
+  backup: 'Backup',
+  restore: 'Restore',
 };
 
 function where(d: EventData, preposition = 'of'): string {

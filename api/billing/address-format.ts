@@ -22,18 +22,42 @@ const API_NAMES = {
 } as const;
 type LibField = keyof typeof API_NAMES;
 export type AddressField = (typeof API_NAMES)[LibField];
-const LIB_NAMES = Object.fromEntries(Object.entries(API_NAMES).map(([lib, api]) => [api, lib])) as Record<AddressField, LibField>;
+const LIB_NAMES = Object.fromEntries(Object.entries(API_NAMES).map(([lib, api]) => [api, lib])) as Record<
+  AddressField,
+  LibField
+>;
 
 /** The address fields a billing body may carry (`name` is the billing name itself). */
 export const ADDRESS_FIELDS = Object.values(API_NAMES).filter((f) => f !== 'name') as Exclude<AddressField, 'name'>[];
 
 const LABELS: Record<string, string> = {
-  name: 'Name', company_name: 'Company', street_address: 'Street address', sorting_code: 'Sorting code',
+  name: 'Name',
+  company_name: 'Company',
+  street_address: 'Street address',
+  sorting_code: 'Sorting code',
   // Region, locality and postal code labels follow the country's own word for them.
-  area: 'Area', county: 'County', department: 'Department', district: 'District', do_si: 'Do/Si', emirate: 'Emirate',
-  island: 'Island', oblast: 'Oblast', parish: 'Parish', prefecture: 'Prefecture', province: 'Province', state: 'State',
-  city: 'City', post_town: 'Post town', suburb: 'Suburb', village_township: 'Village/township', neighborhood: 'Neighborhood',
-  townland: 'Townland', postal: 'Postal code', zip: 'ZIP code', eircode: 'Eircode', pin: 'PIN code',
+  area: 'Area',
+  county: 'County',
+  department: 'Department',
+  district: 'District',
+  do_si: 'Do/Si',
+  emirate: 'Emirate',
+  island: 'Island',
+  oblast: 'Oblast',
+  parish: 'Parish',
+  prefecture: 'Prefecture',
+  province: 'Province',
+  state: 'State',
+  city: 'City',
+  post_town: 'Post town',
+  suburb: 'Suburb',
+  village_township: 'Village/township',
+  neighborhood: 'Neighborhood',
+  townland: 'Townland',
+  postal: 'Postal code',
+  zip: 'ZIP code',
+  eircode: 'Eircode',
+  pin: 'PIN code',
 };
 
 export interface AddressFormat {
@@ -57,12 +81,23 @@ export async function addressFormat(country: string): Promise<AddressFormat> {
   const toApi = (f: string) => API_NAMES[f as LibField];
   const labelOf = (f: LibField) =>
     LABELS[
-      (f === 'countryArea' ? rules.countryAreaType : f === 'city' ? rules.cityType : f === 'cityArea' ? rules.cityAreaType
-        : f === 'postalCode' ? rules.postalCodeType : undefined) ?? API_NAMES[f]
-    ] ?? LABELS[API_NAMES[f]] ?? API_NAMES[f];
-  const lines = (rules.addressFormat)
+      (f === 'countryArea'
+        ? rules.countryAreaType
+        : f === 'city'
+          ? rules.cityType
+          : f === 'cityArea'
+            ? rules.cityAreaType
+            : f === 'postalCode'
+              ? rules.postalCodeType
+              : undefined) ?? API_NAMES[f]
+    ] ??
+    LABELS[API_NAMES[f]] ??
+    API_NAMES[f];
+  const lines = rules.addressFormat
     .split('%n')
-    .map((line) => [...line.matchAll(/%([ACDNOSXZ])/g)].map((m) => toApi(CODE_FIELDS[m[1] as keyof typeof CODE_FIELDS])))
+    .map((line) =>
+      [...line.matchAll(/%([ACDNOSXZ])/g)].map((m) => toApi(CODE_FIELDS[m[1] as keyof typeof CODE_FIELDS])),
+    )
     .filter((l) => l.length > 0);
   const seen = rules.allowedFields.filter((f) => f in API_NAMES) as LibField[];
   return {
@@ -83,7 +118,16 @@ export async function addressFormat(country: string): Promise<AddressFormat> {
   };
 }
 
-const CODE_FIELDS = { A: 'streetAddress', C: 'city', D: 'cityArea', N: 'name', O: 'companyName', S: 'countryArea', X: 'sortingCode', Z: 'postalCode' } as const;
+const CODE_FIELDS = {
+  A: 'streetAddress',
+  C: 'city',
+  D: 'cityArea',
+  N: 'name',
+  O: 'companyName',
+  S: 'countryArea',
+  X: 'sortingCode',
+  Z: 'postalCode',
+} as const;
 
 /**
  * Checks an address against its country's rules. Returns the normalized address (regions matched to
@@ -93,19 +137,22 @@ const CODE_FIELDS = { A: 'streetAddress', C: 'city', D: 'cityArea', N: 'name', O
 export async function checkAddress(
   country: string,
   address: Partial<Record<AddressField, string>>,
-): Promise<{ ok: true; address: Partial<Record<AddressField, string>> } | { ok: false; fields: Record<string, string> }> {
+): Promise<
+  { ok: true; address: Partial<Record<AddressField, string>> } | { ok: false; fields: Record<string, string> }
+> {
   const lib: Record<string, string> = { countryCode: country };
   for (const [k, v] of Object.entries(address)) if (v !== undefined) lib[LIB_NAMES[k as AddressField]] = v;
   try {
     const normalized = await normalizeAddress(lib);
     const out: Partial<Record<AddressField, string>> = {};
-    for (const [libName, apiName] of Object.entries(API_NAMES)) if (normalized[libName]) out[apiName] = normalized[libName];
+    for (const [libName, apiName] of Object.entries(API_NAMES))
+      if (normalized[libName]) out[apiName] = normalized[libName];
     return { ok: true, address: out };
   } catch (err) {
     if (!(err instanceof InvalidAddress)) throw err;
     const fields: Record<string, string> = {};
     for (const [libName, reason] of Object.entries(err.errors)) {
-      const name = libName === 'countryCode' ? 'country' : API_NAMES[libName as LibField] ?? libName;
+      const name = libName === 'countryCode' ? 'country' : (API_NAMES[libName as LibField] ?? libName);
       fields[name] = reason === 'required' ? `is required in ${country}` : `is not valid in ${country}`;
     }
     return { ok: false, fields };

@@ -12,7 +12,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/billing/address-format',
     operationId: 'getAddressFormat',
-    summary: "How a country writes a postal address: its fields, which are required, and their lines",
+    summary: 'How a country writes a postal address: its fields, which are required, and their lines',
     description:
       "From Google's address data (libaddressinput). The billing details use the field names given here; " +
       '`choices` lists the accepted regions where the country has a fixed list.',
@@ -34,7 +34,11 @@ export const routes: RouteDef[] = [
     permission: 'team:billing',
     scope: scopes.team,
     params: s.idParams,
-    responses: { 200: { description: 'Billing', schema: s.billingSchema }, 403: error('Not an owner'), 404: error('No such team') },
+    responses: {
+      200: { description: 'Billing', schema: s.billingSchema },
+      403: error('Not an owner'),
+      404: error('No such team'),
+    },
     async handler(ctx) {
       ctx.body = await billing.getBilling(ctx.deps, ctx.scope.teamId);
     },
@@ -73,7 +77,11 @@ export const routes: RouteDef[] = [
     permission: 'team:billing',
     scope: scopes.team,
     params: s.orderParams,
-    responses: { 200: { description: 'What ends', schema: s.cancelPreviewSchema }, 403: error('Not an owner'), 404: error('No such order') },
+    responses: {
+      200: { description: 'What ends', schema: s.cancelPreviewSchema },
+      403: error('Not an owner'),
+      404: error('No such order'),
+    },
     async handler(ctx) {
       ctx.body = await subscriptions.previewCancel(ctx.deps, ctx.scope.teamId, ctx.input.params.order);
     },

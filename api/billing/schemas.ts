@@ -2,7 +2,10 @@ import { z } from 'zod';
 import { ADDRESS_FIELDS } from './address-format';
 
 export const idParams = z.object({ id: z.uuid() });
-export const orderParams = z.object({ id: z.uuid(), order: z.string().regex(/^ord_[a-z0-9]{1,40}$/, 'is not an order id') });
+export const orderParams = z.object({
+  id: z.uuid(),
+  order: z.string().regex(/^ord_[a-z0-9]{1,40}$/, 'is not an order id'),
+});
 
 const country = z
   .string()
@@ -18,7 +21,9 @@ export const billingBody = z.strictObject({
   name: line(200).min(1, 'must not be empty'),
   email: z.string().trim().max(254).pipe(z.email('must be an e-mail address')),
   country,
-  vat_id: line(40).regex(/^[A-Za-z0-9 .-]*$/, 'may hold letters, digits, spaces, dots and dashes').optional(),
+  vat_id: line(40)
+    .regex(/^[A-Za-z0-9 .-]*$/, 'may hold letters, digits, spaces, dots and dashes')
+    .optional(),
   ...Object.fromEntries(ADDRESS_FIELDS.map((f) => [f, line(200).optional()])),
 }) as z.ZodType<BillingBody>;
 export type BillingBody = { name: string; email: string; country: string; vat_id?: string } & Partial<

@@ -23,7 +23,8 @@ const WHAT_ENDS: Record<string, string> = {
 function endsSentence(sub: Subscription, endsAt: Date): string {
   const what = WHAT_ENDS[sub.kind] ?? 'it is given back';
   if (sub.status === 'ended') return `${sub.item} ended on ${endsAt.toISOString()}.`;
-  if (sub.status === 'cancelling') return `${sub.item} is cancelled and runs until ${endsAt.toISOString()}; then ${what}.`;
+  if (sub.status === 'cancelling')
+    return `${sub.item} is cancelled and runs until ${endsAt.toISOString()}; then ${what}.`;
   return (
     `${sub.item} runs until the end of its period, ${endsAt.toISOString()}; then ${what} and it is no longer billed. ` +
     'Send {"confirm": true} to cancel.'
@@ -55,7 +56,10 @@ export async function cancelSubscription(deps: Deps, actor: Actor, teamId: strin
     const locked = await Subscription.query(trx).findOne({ team_id: teamId, order }).forUpdate();
     if (!locked) throw errors.notFound('subscription');
     if (locked.status !== 'active') {
-      throw appError('subscription_not_active', `This subscription is already ${locked.status === 'ended' ? 'ended' : 'cancelled'}`);
+      throw appError(
+        'subscription_not_active',
+        `This subscription is already ${locked.status === 'ended' ? 'ended' : 'cancelled'}`,
+      );
     }
     const cancelAt = currentPeriodEnd(locked.started_at);
     const updated = await Subscription.query(trx).patchAndFetchById(locked.id, {
@@ -64,8 +68,13 @@ export async function cancelSubscription(deps: Deps, actor: Actor, teamId: strin
       cancelled_by: actor.user.id,
     });
     await recordActivity(trx, {
-      teamId, actor, kind: 'configuration', type: 'subscription_cancelled', projectId: locked.project_id,
-      environmentId: locked.environment_id, summary: `Cancelled ${locked.item} (${order}); it ends ${cancelAt.toISOString()}`,
+      teamId,
+      actor,
+      kind: 'configuration',
+      type: 'subscription_cancelled',
+      projectId: locked.project_id,
+      environmentId: locked.environment_id,
+      summary: `Cancelled ${locked.item} (${order}); it ends ${cancelAt.toISOString()}`,
     });
     await deps.temporal.workflow.start('endSubscription', {
       taskQueue: deps.config.taskQueue,

@@ -1,5 +1,11 @@
 /** The kinds of integration, what each asks for, and the events they can hear of (CONTRACT). */
-export const INTEGRATION_EVENTS = ['task.succeeded', 'task.failed', 'domain.verified', 'backup.failed', 'token.expiring'] as const;
+export const INTEGRATION_EVENTS = [
+  'task.succeeded',
+  'task.failed',
+  'domain.verified',
+  'backup.failed',
+  'token.expiring',
+] as const;
 export type IntegrationEvent = (typeof INTEGRATION_EVENTS)[number];
 
 export interface KindField {
@@ -15,13 +21,25 @@ export const INTEGRATION_KINDS = {
   webhook: {
     name: 'Webhook',
     fields: [
-      { name: 'url', type: 'url', required: true, secret: false, description: 'Receives a signed POST (Standard Webhooks) per event' },
+      {
+        name: 'url',
+        type: 'url',
+        required: true,
+        secret: false,
+        description: 'Receives a signed POST (Standard Webhooks) per event',
+      },
     ],
   },
   slack: {
     name: 'Slack',
     fields: [
-      { name: 'webhook_url', type: 'url', required: true, secret: true, description: "The channel's incoming-webhook URL" },
+      {
+        name: 'webhook_url',
+        type: 'url',
+        required: true,
+        secret: true,
+        description: "The channel's incoming-webhook URL",
+      },
     ],
   },
 } as const satisfies Record<string, { name: string; fields: readonly KindField[] }>;

@@ -18,7 +18,11 @@ export const routes: RouteDef[] = [
     permission: 'integrations:manage',
     scope: scopes.team,
     params: s.idParams,
-    responses: { 200: { description: 'Kinds', schema: s.newIntegrationSchema }, 403: error('Role may not'), 404: error('No such team') },
+    responses: {
+      200: { description: 'Kinds', schema: s.newIntegrationSchema },
+      403: error('Role may not'),
+      404: error('No such team'),
+    },
     async handler(ctx) {
       ctx.body = integrations.newIntegrationChoices();
     },
@@ -80,7 +84,11 @@ export const routes: RouteDef[] = [
     permission: 'integrations:read',
     scope: scopes.integration,
     params: s.idParams,
-    responses: { 200: { description: 'The integration', schema: s.integrationSchema }, 403: error('Role may not'), 404: error('No such integration') },
+    responses: {
+      200: { description: 'The integration', schema: s.integrationSchema },
+      403: error('Role may not'),
+      404: error('No such integration'),
+    },
     async handler(ctx) {
       ctx.body = await integrations.getIntegration(ctx.deps, ctx.input.params.id);
     },
@@ -103,7 +111,12 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      ctx.body = await integrations.updateIntegration(ctx.deps, ctx.actor, ctx.scope.row as unknown as Integration, ctx.input.body);
+      ctx.body = await integrations.updateIntegration(
+        ctx.deps,
+        ctx.actor,
+        ctx.scope.row as unknown as Integration,
+        ctx.input.body,
+      );
     },
   }),
   defineRoute({

@@ -22,7 +22,9 @@ const url = z
     }
   }, 'must be an http:// or https:// URL (without credentials)');
 
-const kind = z.enum(KIND_NAMES as [IntegrationKind, ...IntegrationKind[]], { error: `must be one of ${KIND_NAMES.join(', ')}` });
+const kind = z.enum(KIND_NAMES as [IntegrationKind, ...IntegrationKind[]], {
+  error: `must be one of ${KIND_NAMES.join(', ')}`,
+});
 export const fieldsBody = z.strictObject({ kind });
 
 export const createBody = z.discriminatedUnion(
@@ -36,7 +38,12 @@ export const createBody = z.discriminatedUnion(
 export type CreateBody = z.infer<typeof createBody>;
 
 /** Changes what it is given; the kind stays. */
-export const updateBody = z.strictObject({ name: name.optional(), events: events.optional(), url: url.optional(), webhook_url: url.optional() });
+export const updateBody = z.strictObject({
+  name: name.optional(),
+  events: events.optional(),
+  url: url.optional(),
+  webhook_url: url.optional(),
+});
 export type UpdateBody = z.infer<typeof updateBody>;
 
 // ---- responses -------------------------------------------------------------------------------
@@ -46,7 +53,15 @@ export const newIntegrationSchema = z.object({
   events: z.array(z.string()),
 });
 export const fieldsSchema = z.object({
-  fields: z.array(z.object({ name: z.string(), type: z.string(), required: z.boolean(), secret: z.boolean(), description: z.string() })),
+  fields: z.array(
+    z.object({
+      name: z.string(),
+      type: z.string(),
+      required: z.boolean(),
+      secret: z.boolean(),
+      description: z.string(),
+    }),
+  ),
 });
 
 export const deliverySchema = z.object({
@@ -66,11 +81,11 @@ export const integrationSchema = z.object({
   kind: z.string(),
   name: z.string(),
   events: z.array(z.string()),
-  url: z.string().optional().describe('A webhook\'s URL (a Slack URL is secret and not shown)'),
+  url: z.string().optional().describe("A webhook's URL (a Slack URL is secret and not shown)"),
   created_at: z.string(),
   updated_at: z.string(),
   deliveries: z.array(deliverySchema).optional().describe('The last 20 deliveries, newest first'),
 });
 export const createdIntegrationSchema = integrationSchema.extend({
-  secret: z.string().optional().describe('A webhook\'s signing secret, `whsec_<base64 key>`: shown only in this answer'),
+  secret: z.string().optional().describe("A webhook's signing secret, `whsec_<base64 key>`: shown only in this answer"),
 });

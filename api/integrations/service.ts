@@ -11,7 +11,10 @@ import { presentIntegration } from './presenter';
 import type { CreateBody, UpdateBody } from './schemas';
 
 export function newIntegrationChoices() {
-  return { kinds: KIND_NAMES.map((kind) => ({ kind, name: INTEGRATION_KINDS[kind].name })), events: [...INTEGRATION_EVENTS] };
+  return {
+    kinds: KIND_NAMES.map((kind) => ({ kind, name: INTEGRATION_KINDS[kind].name })),
+    events: [...INTEGRATION_EVENTS],
+  };
 }
 
 export function kindFields(kind: IntegrationKind) {
@@ -37,7 +40,11 @@ export async function createIntegration(deps: Deps, actor: Actor, teamId: string
       created_by: actor.user.id,
     } as Partial<Integration>);
     await recordActivity(trx, {
-      teamId, actor, kind: 'configuration', type: 'integration_added', summary: `Integration "${body.name}" (${body.kind}) added`,
+      teamId,
+      actor,
+      kind: 'configuration',
+      type: 'integration_added',
+      summary: `Integration "${body.name}" (${body.kind}) added`,
     });
     return inserted;
   });
@@ -50,25 +57,34 @@ export async function getIntegration(deps: Deps, id: string) {
   if (!row) throw errors.notFound('integration');
   const deliveries = await IntegrationDelivery.query(deps.knex)
     .where({ integration_id: id })
-    .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
     .limit(20);
   return presentIntegration(row, deliveries);
 }
 
 export async function updateIntegration(deps: Deps, actor: Actor, row: Integration, body: UpdateBody) {
   const fields: Record<string, string> = {};
-  if (row.kind === 'webhook' && body.webhook_url !== undefined) fields.webhook_url = 'is not a field of a webhook integration';
+  if (row.kind === 'webhook' && body.webhook_url !== undefined)
+    fields.webhook_url = 'is not a field of a webhook integration';
   if (row.kind === 'slack' && body.url !== undefined) fields.url = 'is not a field of a slack integration';
   if (Object.keys(fields).length) throw errors.invalid(fields);
   const patch: Partial<Integration> = { updated_at: new Date() };
   if (body.name !== undefined) patch.name = body.name;
   if (body.events !== undefined) patch.events = body.events;
   if (body.url !== undefined) patch.config = { ...row.config, url: body.url };
-  if (body.webhook_url !== undefined) patch.sealed_secret = seal(deps.secrets, body.webhook_url, integrationAad(row.id));
+  if (body.webhook_url !== undefined)
+    patch.sealed_secret = seal(deps.secrets, body.webhook_url, integrationAad(row.id));
   await deps.knex.transaction(async (trx) => {
     await Integration.query(trx).patch(patch).where({ id: row.id });
     await recordActivity(trx, {
-      teamId: row.team_id, actor, kind: 'configuration', type: 'integration_changed', summary: `Integration "${patch.name ?? row.name}" changed`,
+      teamId: row.team_id,
+      actor,
+      kind: 'configuration',
+      type: 'integration_changed',
+      summary: `Integration "${patch.name ?? row.name}" changed`,
     });
   });
   return getIntegration(deps, row.id);
@@ -78,7 +94,11 @@ export async function deleteIntegration(deps: Deps, actor: Actor, row: Integrati
   await deps.knex.transaction(async (trx) => {
     await Integration.query(trx).deleteById(row.id);
     await recordActivity(trx, {
-      teamId: row.team_id, actor, kind: 'configuration', type: 'integration_removed', summary: `Integration "${row.name}" (${row.kind}) removed`,
+      teamId: row.team_id,
+      actor,
+      kind: 'configuration',
+      type: 'integration_removed',
+      summary: `Integration "${row.name}" (${row.kind}) removed`,
     });
   });
 }

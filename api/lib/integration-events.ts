@@ -9,7 +9,7 @@ import type { Knex } from 'knex';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { Integration } from '../../db/models/integration';
-import { IntegrationDelivery } from '../../db/models/integration-delivery';
+import type { IntegrationDelivery } from '../../db/models/integration-delivery';
 import { workflowIds } from '../../workflows/shared';
 import type { IntegrationEvent } from '../integrations/kinds';
 
@@ -33,7 +33,13 @@ export async function emitIntegrationEvent(
   if (only) q = q.whereIn('id', only.length ? only : ['00000000-0000-0000-0000-000000000000']);
   const integrations = await q;
   const eventId = e.eventId ?? `evt_${randomBytes(12).toString('hex')}`;
-  const payload = { id: eventId, event: e.event, occurred_at: (e.occurredAt ?? new Date()).toISOString(), team_id: e.teamId, data: e.data };
+  const payload = {
+    id: eventId,
+    event: e.event,
+    occurred_at: (e.occurredAt ?? new Date()).toISOString(),
+    team_id: e.teamId,
+    data: e.data,
+  };
   const started: string[] = [];
   for (const integration of integrations) {
     await deps.knex.transaction(async (trx) => {

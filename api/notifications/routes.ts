@@ -14,7 +14,8 @@ export const routes: RouteDef[] = [
     path: '/teams/{id}/notifications',
     operationId: 'getTeamNotifications',
     summary: 'The two bells: what is waiting and what finished since the caller last looked, with their first rows',
-    description: 'Answers with an ETag; sending it back as If-None-Match answers 304 with no body while nothing changed.',
+    description:
+      'Answers with an ETag; sending it back as If-None-Match answers 304 with no body while nothing changed.',
     tags,
     auth: 'session',
     permission: 'team:read',
@@ -50,7 +51,8 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/teams/{id}/next-steps/hide',
     operationId: 'hideTeamNextSteps',
-    summary: "Hides the team's next-steps checklist for the caller (GET /teams/{id}/settings then shows next_steps null)",
+    summary:
+      "Hides the team's next-steps checklist for the caller (GET /teams/{id}/settings then shows next_steps null)",
     tags,
     auth: 'session',
     permission: 'team:read',

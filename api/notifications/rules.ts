@@ -46,21 +46,31 @@ export async function projectRules(knex: Knex, project: { id: string; team_id: s
   return INTEGRATION_EVENTS.map((event) => {
     const r = byEvent.get(event);
     if (r) return { event, email: r.email, integration_ids: r.integration_ids };
-    return { event, email: 'none', integration_ids: integrations.filter((i) => i.events.includes(event)).map((i) => i.id) };
+    return {
+      event,
+      email: 'none',
+      integration_ids: integrations.filter((i) => i.events.includes(event)).map((i) => i.id),
+    };
   });
 }
-
 
 /** Saves the rules given (other events keep theirs); integration ids must be the team's. */
 export async function saveRules(deps: Deps, actor: Actor, project: { id: string; team_id: string }, body: RulesBody) {
   const fields: Record<string, string> = {};
   const ids = [...new Set(body.rules.flatMap((r) => r.integration_ids))];
-  const known = new Set(ids.length ? (await deps.knex('integrations').where({ team_id: project.team_id }).whereIn('id', ids).select('id')).map((r) => r.id) : []);
+  const known = new Set(
+    ids.length
+      ? (await deps.knex('integrations').where({ team_id: project.team_id }).whereIn('id', ids).select('id')).map(
+          (r) => r.id,
+        )
+      : [],
+  );
   const seen = new Set<string>();
   body.rules.forEach((r, i) => {
     if (seen.has(r.event)) fields[`rules.${i}.event`] = 'is given twice';
     seen.add(r.event);
-    if (r.integration_ids.some((id) => !known.has(id))) fields[`rules.${i}.integration_ids`] = 'must be integrations of this team';
+    if (r.integration_ids.some((id) => !known.has(id)))
+      fields[`rules.${i}.integration_ids`] = 'must be integrations of this team';
   });
   if (Object.keys(fields).length) throw errors.invalid(fields);
   await deps.knex.transaction(async (trx) => {
@@ -71,7 +81,11 @@ export async function saveRules(deps: Deps, actor: Actor, project: { id: string;
         .merge(['email', 'integration_ids']);
     }
     await recordActivity(trx, {
-      teamId: project.team_id, actor, kind: 'configuration', type: 'notification_rules_changed', projectId: project.id,
+      teamId: project.team_id,
+      actor,
+      kind: 'configuration',
+      type: 'notification_rules_changed',
+      projectId: project.id,
       summary: `Notification rules changed for ${body.rules.map((r) => r.event).join(', ') || 'no event'}`,
     });
   });

@@ -7,8 +7,16 @@ import { strongEtag } from '../lib/etag';
 const FIRST_ROWS = 5;
 
 interface Row {
-  id: string; kind: string; type: string; status: string; project_id: string | null; environment_id: string | null;
-  created_at: Date; finished_at: Date | null; project_name: string | null; environment_name: string | null;
+  id: string;
+  kind: string;
+  type: string;
+  status: string;
+  project_id: string | null;
+  environment_id: string | null;
+  created_at: Date;
+  finished_at: Date | null;
+  project_name: string | null;
+  environment_name: string | null;
 }
 
 const present = (r: Row) => ({
@@ -40,8 +48,18 @@ export async function getNotifications(deps: Deps, teamId: string, userId: strin
   const { knex } = deps;
   const state = await knex('team_member_state').where({ team_id: teamId, user_id: userId }).first('activity_seen_at');
   const seenAt: Date | null = state?.activity_seen_at ?? null;
-  const cols = ['t.id', 't.kind', 't.type', 't.status', 't.project_id', 't.environment_id', 't.created_at', 't.finished_at',
-    'p.name as project_name', 'e.name as environment_name'];
+  const cols = [
+    't.id',
+    't.kind',
+    't.type',
+    't.status',
+    't.project_id',
+    't.environment_id',
+    't.created_at',
+    't.finished_at',
+    'p.name as project_name',
+    'e.name as environment_name',
+  ];
   const waiting = () => tasks(knex, teamId).whereIn('t.status', ['pending', 'running']);
   const finished = () => {
     const q = tasks(knex, teamId).whereIn('t.status', FINAL_TASK_STATUSES as string[]);
@@ -50,9 +68,21 @@ export async function getNotifications(deps: Deps, teamId: string, userId: strin
   const count = async (q: Knex.QueryBuilder) => Number((await q.count({ n: '*' }))[0].n);
   const [waitingCount, waitingRows, finishedCount, finishedRows] = await Promise.all([
     count(waiting()),
-    waiting().select(cols).orderBy([{ column: 't.created_at', order: 'desc' }, { column: 't.id', order: 'desc' }]).limit(FIRST_ROWS),
+    waiting()
+      .select(cols)
+      .orderBy([
+        { column: 't.created_at', order: 'desc' },
+        { column: 't.id', order: 'desc' },
+      ])
+      .limit(FIRST_ROWS),
     count(finished()),
-    finished().select(cols).orderBy([{ column: 't.finished_at', order: 'desc' }, { column: 't.id', order: 'desc' }]).limit(FIRST_ROWS),
+    finished()
+      .select(cols)
+      .orderBy([
+        { column: 't.finished_at', order: 'desc' },
+        { column: 't.id', order: 'desc' },
+      ])
+      .limit(FIRST_ROWS),
   ]);
   const body = {
     waiting: { count: waitingCount, data: (waitingRows as Row[]).map(present) },

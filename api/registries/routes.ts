@@ -12,7 +12,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/projects/{id}/registries',
     operationId: 'listProjectRegistries',
-    summary: 'The private package and container registries builds can pull from (hosts and user names; never passwords)',
+    summary:
+      'The private package and container registries builds can pull from (hosts and user names; never passwords)',
     tags,
     auth: 'session',
     permission: 'config:read',
@@ -27,7 +28,8 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/projects/{id}/registries',
     operationId: 'saveProjectRegistry',
-    summary: "Saves a registry's credentials (replacing those of the same host); builds get them as .npmrc and a container auth file",
+    summary:
+      "Saves a registry's credentials (replacing those of the same host); builds get them as .npmrc and a container auth file",
     tags,
     auth: 'session',
     permission: 'config:write',
@@ -42,7 +44,12 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 201;
-      ctx.body = await registries.saveRegistry(ctx.deps, ctx.actor, ctx.scope.row as unknown as ProjectRow, ctx.input.body);
+      ctx.body = await registries.saveRegistry(
+        ctx.deps,
+        ctx.actor,
+        ctx.scope.row as unknown as ProjectRow,
+        ctx.input.body,
+      );
     },
   }),
   defineRoute({
@@ -55,9 +62,18 @@ export const routes: RouteDef[] = [
     permission: 'config:write',
     scope: scopes.project,
     params: s.hostParams,
-    responses: { 204: { description: 'Forgotten' }, 403: error('Role may not'), 404: error('No such project or registry') },
+    responses: {
+      204: { description: 'Forgotten' },
+      403: error('Role may not'),
+      404: error('No such project or registry'),
+    },
     async handler(ctx) {
-      await registries.deleteRegistry(ctx.deps, ctx.actor, ctx.scope.row as unknown as ProjectRow, ctx.input.params.host);
+      await registries.deleteRegistry(
+        ctx.deps,
+        ctx.actor,
+        ctx.scope.row as unknown as ProjectRow,
+        ctx.input.params.host,
+      );
       ctx.status = 204;
     },
   }),

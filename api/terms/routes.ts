@@ -21,14 +21,24 @@ const termsSchema = z.object({
 });
 
 async function readTerms(deps: Deps, projectId: string) {
-  const last = await deps.knex('project_terms_acceptances as a')
+  const last = await deps
+    .knex('project_terms_acceptances as a')
     .leftJoin('users as u', 'u.id', 'a.user_id')
     .where('a.project_id', projectId)
-    .orderBy([{ column: 'a.accepted_at', order: 'desc' }, { column: 'a.id', order: 'desc' }])
+    .orderBy([
+      { column: 'a.accepted_at', order: 'desc' },
+      { column: 'a.id', order: 'desc' },
+    ])
     .first('a.version', 'a.user_id', 'u.name', 'a.accepted_at');
   return {
     version: TERMS_VERSION,
-    accepted: last ? { version: last.version, by: last.user_id ? { id: last.user_id, name: last.name } : null, at: last.accepted_at.toISOString() } : null,
+    accepted: last
+      ? {
+          version: last.version,
+          by: last.user_id ? { id: last.user_id, name: last.name } : null,
+          at: last.accepted_at.toISOString(),
+        }
+      : null,
   };
 }
 
@@ -66,11 +76,20 @@ export const routes: RouteDef[] = [
       422: error('Not the version in force'),
     },
     async handler(ctx) {
-      if (ctx.input.body.version !== TERMS_VERSION) throw errors.invalid({ version: `must be the version in force, ${TERMS_VERSION}` });
+      if (ctx.input.body.version !== TERMS_VERSION)
+        throw errors.invalid({ version: `must be the version in force, ${TERMS_VERSION}` });
       await ctx.deps.knex.transaction(async (trx) => {
-        await trx('project_terms_acceptances').insert({ project_id: ctx.input.params.id, version: TERMS_VERSION, user_id: ctx.actor.user.id });
+        await trx('project_terms_acceptances').insert({
+          project_id: ctx.input.params.id,
+          version: TERMS_VERSION,
+          user_id: ctx.actor.user.id,
+        });
         await recordActivity(trx, {
-          teamId: ctx.scope.teamId, actor: ctx.actor, kind: 'configuration', type: 'terms_accepted', projectId: ctx.input.params.id,
+          teamId: ctx.scope.teamId,
+          actor: ctx.actor,
+          kind: 'configuration',
+          type: 'terms_accepted',
+          projectId: ctx.input.params.id,
           summary: `Terms ${TERMS_VERSION} accepted`,
         });
       });

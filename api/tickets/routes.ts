@@ -18,7 +18,11 @@ export const routes: RouteDef[] = [
     permission: 'tickets:write',
     scope: scopes.team,
     params: s.idParams,
-    responses: { 200: { description: 'Choices', schema: s.newTicketSchema }, 403: error('Role may not'), 404: error('No such team') },
+    responses: {
+      200: { description: 'Choices', schema: s.newTicketSchema },
+      403: error('Role may not'),
+      404: error('No such team'),
+    },
     handler(ctx) {
       ctx.body = tickets.newTicketChoices();
     },
@@ -49,7 +53,9 @@ export const routes: RouteDef[] = [
       503: error('mail_not_sent'),
     },
     async handler(ctx) {
-      const files = await checkAttachments((ctx.request as { files?: Record<string, UploadedFile | UploadedFile[]> }).files);
+      const files = await checkAttachments(
+        (ctx.request as { files?: Record<string, UploadedFile | UploadedFile[]> }).files,
+      );
       ctx.status = 201;
       ctx.body = await tickets.createTicket(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.body, files);
     },

@@ -7,7 +7,8 @@ export const ATTACHMENT_LIMITS = { maxFiles: 5, maxFileBytes: 5 * 1024 * 1024 };
 
 export const idParams = z.object({ id: z.uuid() });
 
-const text = (max: number) => z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+const text = (max: number) =>
+  z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
 
 /** The same fields as JSON or as multipart/form-data fields (strings), besides `attachments[]`. */
 export const createBody = z.strictObject({
@@ -27,7 +28,11 @@ export const replyBody = z.strictObject({
 
 export const newTicketSchema = z.object({
   categories: z.array(z.string()),
-  attachments: z.object({ max_files: z.number(), max_bytes: z.number().describe('Per file'), types: z.array(z.string()) }),
+  attachments: z.object({
+    max_files: z.number(),
+    max_bytes: z.number().describe('Per file'),
+    types: z.array(z.string()),
+  }),
 });
 
 const attachment = z.object({ name: z.string(), bytes: z.number(), type: z.string() });

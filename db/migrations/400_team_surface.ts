@@ -40,7 +40,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.index(['team_id', 'status']);
   });
-  await knex.raw(`ALTER TABLE subscriptions ADD CONSTRAINT subscriptions_status_check CHECK (status IN ('active', 'cancelling', 'ended'))`);
+  await knex.raw(
+    `ALTER TABLE subscriptions ADD CONSTRAINT subscriptions_status_check CHECK (status IN ('active', 'cancelling', 'ended'))`,
+  );
   await knex.schema.createTable('integrations', (t) => {
     t.uuid('id').primary().defaultTo(knex.raw('gen_random_uuid()'));
     t.uuid('team_id').notNullable().references('teams.id').onDelete('CASCADE');
@@ -79,7 +81,13 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of ['team_member_state', 'integration_deliveries', 'integrations', 'subscriptions', 'billing_details']) {
+  for (const table of [
+    'team_member_state',
+    'integration_deliveries',
+    'integrations',
+    'subscriptions',
+    'billing_details',
+  ]) {
     await knex.schema.dropTableIfExists(table);
   }
 }

@@ -31,5 +31,6 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of ['project_terms_acceptances', 'project_notification_rules', 'project_registries']) await knex.schema.dropTableIfExists(table);
+  for (const table of ['project_terms_acceptances', 'project_notification_rules', 'project_registries'])
+    await knex.schema.dropTableIfExists(table);
 }

@@ -8,5 +8,7 @@ export interface StoredRule {
 
 /** A project's stored rule for one event (api/notifications/rules.ts); none: the team-wide default applies. */
 export async function storedRule(knex: Knex, projectId: string, event: string): Promise<StoredRule | undefined> {
-  return knex('project_notification_rules').where({ project_id: projectId, event }).first('event', 'email', 'integration_ids');
+  return knex('project_notification_rules')
+    .where({ project_id: projectId, event })
+    .first('event', 'email', 'integration_ids');
 }

@@ -52,7 +52,10 @@ export function addMonths(date: Date, months: number): Date {
 
 /** The end of the monthly period running at `now` for something started at `startedAt`. */
 export function currentPeriodEnd(startedAt: Date, now = new Date()): Date {
-  let months = Math.max(1, (now.getUTCFullYear() - startedAt.getUTCFullYear()) * 12 + now.getUTCMonth() - startedAt.getUTCMonth());
+  let months = Math.max(
+    1,
+    (now.getUTCFullYear() - startedAt.getUTCFullYear()) * 12 + now.getUTCMonth() - startedAt.getUTCMonth(),
+  );
   while (months > 1 && addMonths(startedAt, months - 1) > now) months -= 1;
   while (addMonths(startedAt, months) <= now) months += 1;
   return addMonths(startedAt, months);

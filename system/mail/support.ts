@@ -20,11 +20,28 @@ export function supportTicketEmail(input: SupportTicketEmailInput): RenderedEmai
     preheader: `${input.from.name} (${input.teamName}) opened a ${input.category} ticket.`,
     greeting: 'Hi support,',
     blocks: [
-      p(strong(input.from.name), ` <${input.from.email}> of the team `, strong(input.teamName), ` (${input.teamId}) opened a ticket.`),
+      p(
+        strong(input.from.name),
+        ` <${input.from.email}> of the team `,
+        strong(input.teamName),
+        ` (${input.teamId}) opened a ticket.`,
+      ),
       { kind: 'code', label: 'Category', value: input.category },
-      ...(input.environment ? [{ kind: 'code' as const, label: 'Environment', value: `${input.environment.name} (${input.environment.id})` }] : []),
+      ...(input.environment
+        ? [
+            {
+              kind: 'code' as const,
+              label: 'Environment',
+              value: `${input.environment.name} (${input.environment.id})`,
+            },
+          ]
+        : []),
       ...input.body.split(/\n{2,}/).map((para) => p(para)),
-      p(input.attachments.length ? `Attached: ${input.attachments.map((a) => `${a.name} (${a.bytes} bytes)`).join(', ')}.` : 'No attachments.'),
+      p(
+        input.attachments.length
+          ? `Attached: ${input.attachments.map((a) => `${a.name} (${a.bytes} bytes)`).join(', ')}.`
+          : 'No attachments.',
+      ),
     ],
     footer: `Ticket ${input.ticketId} on ${PRODUCT_NAME}. Reply through the console's API: POST /tickets/${input.ticketId}/replies.`,
   });
@@ -44,7 +61,10 @@ export function supportReplyEmail(input: SupportReplyEmailInput): RenderedEmail 
     preheader: `${input.from.name} replied${input.resolved ? ' and marked the ticket resolved' : ''}.`,
     greeting: 'Hi support,',
     blocks: [
-      p(strong(input.from.name), ` <${input.from.email}> replied${input.resolved ? ' and marked the ticket resolved' : ''}:`),
+      p(
+        strong(input.from.name),
+        ` <${input.from.email}> replied${input.resolved ? ' and marked the ticket resolved' : ''}:`,
+      ),
       ...input.body.split(/\n{2,}/).map((para) => p(para)),
     ],
     footer: `Ticket ${input.ticketId} on ${PRODUCT_NAME}.`,

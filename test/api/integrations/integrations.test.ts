@@ -46,10 +46,15 @@ describe('GET /teams/{id}/integrations/new and POST .../fields', () => {
     const { team, agent } = await admin();
     const kinds = await agent.get(`/teams/${team.id}/integrations/new`);
     expect(kinds.status).toBe(200);
-    expect(kinds.body.kinds).toEqual([{ kind: 'webhook', name: 'Webhook' }, { kind: 'slack', name: 'Slack' }]);
+    expect(kinds.body.kinds).toEqual([
+      { kind: 'webhook', name: 'Webhook' },
+      { kind: 'slack', name: 'Slack' },
+    ]);
     expect(kinds.body.events).toContain('task.failed');
     const slack = await agent.post(`/teams/${team.id}/integrations/fields`, { kind: 'slack' });
-    expect(slack.body.fields).toEqual([expect.objectContaining({ name: 'webhook_url', type: 'url', required: true, secret: true })]);
+    expect(slack.body.fields).toEqual([
+      expect.objectContaining({ name: 'webhook_url', type: 'url', required: true, secret: true }),
+    ]);
     const bad = await agent.post(`/teams/${team.id}/integrations/fields`, { kind: 'irc' });
     expect(bad.status).toBe(422);
     expect(Object.keys(bad.body.error.fields)).toEqual(['kind']);
@@ -60,12 +65,20 @@ describe('POST /teams/{id}/integrations', () => {
   it('creates a webhook and shows its whsec_ secret once', async () => {
     const { team, agent } = await admin();
     const res = await agent.post(`/teams/${team.id}/integrations`, {
-      kind: 'webhook', name: 'CI', events: ['task.succeeded'], url: 'https://hooks.example.test/vc',
+      kind: 'webhook',
+      name: 'CI',
+      events: ['task.succeeded'],
+      url: 'https://hooks.example.test/vc',
     });
     expect(res.status).toBe(201);
     expect(res.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const got = await agent.get(`/integrations/${res.body.id}`);
-    expect(got.body).toMatchObject({ kind: 'webhook', name: 'CI', url: 'https://hooks.example.test/vc', deliveries: [] });
+    expect(got.body).toMatchObject({
+      kind: 'webhook',
+      name: 'CI',
+      url: 'https://hooks.example.test/vc',
+      deliveries: [],
+    });
     expect(got.text).not.toContain(res.body.secret.slice(6));
     const row = await Integration.query(t.deps.knex).findById(res.body.id);
     expect(row!.sealed_secret).not.toContain(res.body.secret.slice(6));
@@ -74,15 +87,25 @@ describe('POST /teams/{id}/integrations', () => {
   it('refuses a URL that is not http(s), an unknown kind or event, naming each field, and keeps nothing', async () => {
     const { team, agent } = await admin();
     const bad = await agent.post(`/teams/${team.id}/integrations`, {
-      kind: 'webhook', name: '', events: ['task.exploded'], url: 'ftp://example.test/x',
+      kind: 'webhook',
+      name: '',
+      events: ['task.exploded'],
+      url: 'ftp://example.test/x',
     });
     expect(bad.status).toBe(422);
     expect(Object.keys(bad.body.error.fields).sort()).toEqual(['events.0', 'name', 'url']);
     const creds = await agent.post(`/teams/${team.id}/integrations`, {
-      kind: 'slack', name: 'x', events: ['task.failed'], webhook_url: 'javascript:alert(1)',
+      kind: 'slack',
+      name: 'x',
+      events: ['task.failed'],
+      webhook_url: 'javascript:alert(1)',
     });
     expect(Object.keys(creds.body.error.fields)).toEqual(['webhook_url']);
-    const kind = await agent.post(`/teams/${team.id}/integrations`, { kind: 'irc', name: 'x', events: ['task.failed'] });
+    const kind = await agent.post(`/teams/${team.id}/integrations`, {
+      kind: 'irc',
+      name: 'x',
+      events: ['task.failed'],
+    });
     expect(Object.keys(kind.body.error.fields)).toEqual(['kind']);
     expect(await Integration.query(t.deps.knex).where({ team_id: team.id })).toEqual([]);
   });
@@ -102,11 +125,17 @@ describe('POST and DELETE /integrations/{id}', () => {
   it('changes the name and events, then deletes it', async () => {
     const { team, agent } = await admin();
     const created = await agent.post(`/teams/${team.id}/integrations`, {
-      kind: 'slack', name: 'Ops', events: ['task.failed'], webhook_url: 'https://hooks.slack.example/services/T/B/X',
+      kind: 'slack',
+      name: 'Ops',
+      events: ['task.failed'],
+      webhook_url: 'https://hooks.slack.example/services/T/B/X',
     });
     expect(created.body.secret).toBeUndefined();
     expect(JSON.stringify(created.body)).not.toContain('hooks.slack');
-    const changed = await agent.post(`/integrations/${created.body.id}`, { name: 'Ops alerts', events: ['task.failed', 'backup.failed'] });
+    const changed = await agent.post(`/integrations/${created.body.id}`, {
+      name: 'Ops alerts',
+      events: ['task.failed', 'backup.failed'],
+    });
     expect(changed.status).toBe(200);
     expect(changed.body).toMatchObject({ name: 'Ops alerts', events: ['task.failed', 'backup.failed'] });
     const wrong = await agent.post(`/integrations/${created.body.id}`, { url: 'https://x.test/' });
@@ -123,7 +152,12 @@ describe('delivering events', () => {
   it('POSTs the event to a webhook signed as Standard Webhooks specify, verified by the standardwebhooks package', async () => {
     const { team, agent } = await admin();
     const r = await receiver();
-    const created = await agent.post(`/teams/${team.id}/integrations`, { kind: 'webhook', name: 'CI', events: ['task.succeeded'], url: r.url });
+    const created = await agent.post(`/teams/${team.id}/integrations`, {
+      kind: 'webhook',
+      name: 'CI',
+      events: ['task.succeeded'],
+      url: r.url,
+    });
     const ids = await emitIntegrationEvent(t.deps, { teamId: team.id, event: 'task.succeeded', data: taskData });
     expect(ids).toHaveLength(1);
     // An event the integration does not listen for is not sent.
@@ -133,9 +167,14 @@ describe('delivering events', () => {
     expect(verified).toMatchObject({ event: 'task.succeeded', team_id: team.id, data: taskData });
     expect(got.headers['webhook-id']).toBe(verified.id);
     expect(got.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
-    expect(() => new Webhook(created.body.secret).verify(got.body.replace('shop', 'shoq'), got.headers as Record<string, string>)).toThrow();
+    expect(() =>
+      new Webhook(created.body.secret).verify(got.body.replace('shop', 'shoq'), got.headers as Record<string, string>),
+    ).toThrow();
 
-    const shown = await until(() => agent.get(`/integrations/${created.body.id}`), (res) => res.body.deliveries[0]?.status === 'delivered');
+    const shown = await until(
+      () => agent.get(`/integrations/${created.body.id}`),
+      (res) => res.body.deliveries[0]?.status === 'delivered',
+    );
     expect(shown.body.deliveries).toEqual([
       expect.objectContaining({ event: 'task.succeeded', status: 'delivered', attempts: 1, response_status: 204 }),
     ]);
@@ -145,11 +184,17 @@ describe('delivering events', () => {
     const { team, agent } = await admin();
     const port = await freePort();
     const created = await agent.post(`/teams/${team.id}/integrations`, {
-      kind: 'webhook', name: 'CI', events: ['task.failed'], url: `http://127.0.0.1:${port}/hook`,
+      kind: 'webhook',
+      name: 'CI',
+      events: ['task.failed'],
+      url: `http://127.0.0.1:${port}/hook`,
     });
     await emitIntegrationEvent(t.deps, { teamId: team.id, event: 'task.failed', data: taskData });
     // Nothing listens: the first attempt fails to connect.
-    const first = await until(() => agent.get(`/integrations/${created.body.id}`), (res) => res.body.deliveries[0]?.attempts >= 1);
+    const first = await until(
+      () => agent.get(`/integrations/${created.body.id}`),
+      (res) => res.body.deliveries[0]?.attempts >= 1,
+    );
     expect(first.body.deliveries[0]).toMatchObject({ status: 'pending', response_status: null });
     // Back, but answering 503 once, then 200.
     const r = await receiver(port);
@@ -158,30 +203,56 @@ describe('delivering events', () => {
     const got = await r.waitFor(2);
     expect(got[0].headers['webhook-id']).toBe(got[1].headers['webhook-id']);
     new Webhook(created.body.secret).verify(got[1].body, got[1].headers as Record<string, string>);
-    const done = await until(() => agent.get(`/integrations/${created.body.id}`), (res) => res.body.deliveries[0]?.status === 'delivered');
+    const done = await until(
+      () => agent.get(`/integrations/${created.body.id}`),
+      (res) => res.body.deliveries[0]?.status === 'delivered',
+    );
     expect(done.body.deliveries[0]).toMatchObject({ status: 'delivered', response_status: 200 });
     expect(done.body.deliveries[0].attempts).toBeGreaterThanOrEqual(3);
   });
 
   it('never reaches an internal address that OUTBOUND_ALLOWED_HOSTS does not list: the delivery fails at once', async () => {
     const { team, agent } = await admin();
-    const created = await agent.post(`/teams/${team.id}/integrations`, { kind: 'webhook', name: 'Inside', events: ['task.failed'], url: 'http://10.0.0.1:9/hook' });
+    const created = await agent.post(`/teams/${team.id}/integrations`, {
+      kind: 'webhook',
+      name: 'Inside',
+      events: ['task.failed'],
+      url: 'http://10.0.0.1:9/hook',
+    });
     await emitIntegrationEvent(t.deps, { teamId: team.id, event: 'task.failed', data: taskData });
-    const done = await until(() => agent.get(`/integrations/${created.body.id}`), (res) => res.body.deliveries[0]?.status === 'failed');
+    const done = await until(
+      () => agent.get(`/integrations/${created.body.id}`),
+      (res) => res.body.deliveries[0]?.status === 'failed',
+    );
     expect(done.body.deliveries[0]).toMatchObject({ status: 'failed', attempts: 1, response_status: null });
   });
 
   it('posts Slack a {text} that reads well', async () => {
     const { team, agent } = await admin();
     const r = await receiver();
-    await agent.post(`/teams/${team.id}/integrations`, { kind: 'slack', name: 'Ops', events: ['task.failed', 'domain.verified'], webhook_url: r.url });
-    await emitIntegrationEvent(t.deps, { teamId: team.id, event: 'task.failed', data: { ...taskData, reason: 'npm ci exited with 1' } });
+    await agent.post(`/teams/${team.id}/integrations`, {
+      kind: 'slack',
+      name: 'Ops',
+      events: ['task.failed', 'domain.verified'],
+      webhook_url: r.url,
+    });
+    await emitIntegrationEvent(t.deps, {
+      teamId: team.id,
+      event: 'task.failed',
+      data: { ...taskData, reason: 'npm ci exited with 1' },
+    });
     const [got] = await r.waitFor(1);
     expect(JSON.parse(got.body)).toEqual({
       text: ':x: Deploy of *shop / production* failed: npm ci exited with 1 (task 7d9c2c1e-0000-4000-8000-000000000001)',
     });
     await emitIntegrationEvent(t.deps, {
-      teamId: team.id, event: 'domain.verified', data: { domain: { hostname: 'shop.example.com' }, project: { name: 'shop' }, environment: { name: 'production' } },
+      teamId: team.id,
+      event: 'domain.verified',
+      data: {
+        domain: { hostname: 'shop.example.com' },
+        project: { name: 'shop' },
+        environment: { name: 'production' },
+      },
     });
     const both = await r.waitFor(2);
     expect(JSON.parse(both[1].body).text).toBe(':lock: Domain *shop.example.com* is verified for *shop / production*');
@@ -193,8 +264,18 @@ describe('task events', () => {
     const w = await createDeployWorld(t);
     const owner = await sessionAgent(t, w.owner);
     const r = await receiver();
-    const created = await owner.post(`/teams/${w.team.id}/integrations`, { kind: 'webhook', name: 'CI', events: ['task.succeeded', 'task.failed'], url: r.url });
-    const left = await owner.post(`/teams/${w.team.id}/integrations`, { kind: 'webhook', name: 'Other', events: ['task.succeeded'], url: r.url + '/other' });
+    const created = await owner.post(`/teams/${w.team.id}/integrations`, {
+      kind: 'webhook',
+      name: 'CI',
+      events: ['task.succeeded', 'task.failed'],
+      url: r.url,
+    });
+    const left = await owner.post(`/teams/${w.team.id}/integrations`, {
+      kind: 'webhook',
+      name: 'Other',
+      events: ['task.succeeded'],
+      url: r.url + '/other',
+    });
     const rule = await owner.post(`/projects/${w.project.id}/notifications`, {
       rules: [{ event: 'task.succeeded', email: 'admins', integration_ids: [created.body.id] }],
     });
@@ -215,7 +296,9 @@ describe('task events', () => {
     });
     // The rule left the other webhook out; the owner (an admin) got an e-mail, the developer did not.
     expect((await owner.get(`/integrations/${left.body.id}`)).body.deliveries).toEqual([]);
-    const mail = await t.smtp!.waitFor((m) => m.to.includes(w.owner.email) && m.subject === 'Deploy of ' + w.project.name + ' / production succeeded');
+    const mail = await t.smtp!.waitFor(
+      (m) => m.to.includes(w.owner.email) && m.subject === 'Deploy of ' + w.project.name + ' / production succeeded',
+    );
     expect(mail.text).toContain(`/tasks/${deploy.body.id}`);
     expect(t.smtp!.messages.some((m) => m.to.includes(w.developer.email))).toBe(false);
   });

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { useTestContext } from '../../helpers/context';
-import { addMember, createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
+import {
+  addMember,
+  createAccessToken,
+  createProject,
+  createTeam,
+  createUser,
+  sessionAgent,
+} from '../../helpers/fixtures';
 import type { Team } from '../../../db/models/team';
 
 const t = useTestContext();
@@ -11,8 +18,15 @@ async function task(team: Team, status: string, attrs: { type?: string; projectI
   const id = randomUUID();
   const final = ['succeeded', 'failed', 'cancelled'].includes(status);
   await t.deps.knex('tasks').insert({
-    id, team_id: team.id, project_id: attrs.projectId ?? null, kind: 'deployments', type: attrs.type ?? 'deploy', status,
-    account_via: 'system', workflow_id: `test-${id}`, finished_at: final ? attrs.finishedAt ?? new Date() : null,
+    id,
+    team_id: team.id,
+    project_id: attrs.projectId ?? null,
+    kind: 'deployments',
+    type: attrs.type ?? 'deploy',
+    status,
+    account_via: 'system',
+    workflow_id: `test-${id}`,
+    finished_at: final ? (attrs.finishedAt ?? new Date()) : null,
   });
   return id;
 }
@@ -31,13 +45,19 @@ describe('GET /teams/{id}/notifications', () => {
     expect(res.body.waiting.count).toBe(2);
     expect(res.body.waiting.data.map((r: any) => r.task_id)).toContain(running);
     expect(res.body.waiting.data.find((r: any) => r.task_id === running).summary).toBe('Deploy of shop running');
-    expect(res.body.finished).toMatchObject({ count: 1, data: [expect.objectContaining({ task_id: old, status: 'succeeded' })] });
+    expect(res.body.finished).toMatchObject({
+      count: 1,
+      data: [expect.objectContaining({ task_id: old, status: 'succeeded' })],
+    });
     expect(res.body.seen_at).toBeNull();
 
     expect((await agent.post(`/teams/${team.id}/activity/seen`)).status).toBe(204);
     const failed = await task(team, 'failed', { finishedAt: new Date(Date.now() + 1000) });
     const after = await agent.get(`/teams/${team.id}/notifications`);
-    expect(after.body.finished).toMatchObject({ count: 1, data: [expect.objectContaining({ task_id: failed, status: 'failed' })] });
+    expect(after.body.finished).toMatchObject({
+      count: 1,
+      data: [expect.objectContaining({ task_id: failed, status: 'failed' })],
+    });
     expect(after.body.seen_at).not.toBeNull();
   });
 
@@ -77,7 +97,9 @@ describe('GET /teams/{id}/notifications', () => {
     const owner = await createUser(t);
     const own = await createTeam(t, owner);
     const token = await createAccessToken(t, owner, own);
-    expect((await t.agent().withBearer(token).get(`/teams/${own.id}/notifications`)).body.error.code).toBe('token_not_allowed');
+    expect((await t.agent().withBearer(token).get(`/teams/${own.id}/notifications`)).body.error.code).toBe(
+      'token_not_allowed',
+    );
   });
 });
 
@@ -86,18 +108,33 @@ describe('GET /teams/{id}/settings next_steps and POST /teams/{id}/next-steps/hi
     const user = await createUser(t);
     const team = await createTeam(t, user);
     const agent = await sessionAgent(t, user);
-    const steps = async (a = agent) => Object.fromEntries((await a.get(`/teams/${team.id}/settings`)).body.next_steps.map((s: any) => [s.id, s.done]));
-    expect(await steps()).toEqual({ connect_repository: false, first_deploy: false, add_domain: false, create_token: false, invite_teammate: false });
+    const steps = async (a = agent) =>
+      Object.fromEntries((await a.get(`/teams/${team.id}/settings`)).body.next_steps.map((s: any) => [s.id, s.done]));
+    expect(await steps()).toEqual({
+      connect_repository: false,
+      first_deploy: false,
+      add_domain: false,
+      create_token: false,
+      invite_teammate: false,
+    });
 
     await createProject(t, team, { repository_url: 'https://git.example.test/acme/shop.git' });
     await task(team, 'succeeded');
     await createAccessToken(t, user, team);
     const mate = await createUser(t);
     await addMember(t, team, mate, 'developer');
-    expect(await steps()).toEqual({ connect_repository: true, first_deploy: true, add_domain: false, create_token: true, invite_teammate: true });
+    expect(await steps()).toEqual({
+      connect_repository: true,
+      first_deploy: true,
+      add_domain: false,
+      create_token: true,
+      invite_teammate: true,
+    });
 
     expect((await agent.post(`/teams/${team.id}/next-steps/hide`)).status).toBe(204);
     expect((await agent.get(`/teams/${team.id}/settings`)).body.next_steps).toBeNull();
-    expect(Array.isArray((await (await sessionAgent(t, mate)).get(`/teams/${team.id}/settings`)).body.next_steps)).toBe(true);
+    expect(Array.isArray((await (await sessionAgent(t, mate)).get(`/teams/${team.id}/settings`)).body.next_steps)).toBe(
+      true,
+    );
   });
 });

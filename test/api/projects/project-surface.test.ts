@@ -14,13 +14,20 @@ async function world() {
 describe('/projects/{id}/registries', () => {
   it('saves credentials, lists hosts and user names only, replaces and forgets them', async () => {
     const { project, agent } = await world();
-    const saved = await agent.post(`/projects/${project.id}/registries`, { host: 'NPM.Example.test:8443', username: 'ci', password: 's3cret-registry-pass' });
+    const saved = await agent.post(`/projects/${project.id}/registries`, {
+      host: 'NPM.Example.test:8443',
+      username: 'ci',
+      password: 's3cret-registry-pass',
+    });
     expect(saved.status).toBe(201);
     expect(saved.body).toMatchObject({ host: 'npm.example.test:8443', username: 'ci' });
     await agent.post(`/projects/${project.id}/registries`, { host: 'ghcr.io', username: 'bot', password: 'ghp_other' });
     await agent.post(`/projects/${project.id}/registries`, { host: 'ghcr.io', username: 'bot2', password: 'ghp_new' });
     const list = await agent.get(`/projects/${project.id}/registries`);
-    expect(list.body.data.map((r: any) => [r.host, r.username])).toEqual([['ghcr.io', 'bot2'], ['npm.example.test:8443', 'ci']]);
+    expect(list.body.data.map((r: any) => [r.host, r.username])).toEqual([
+      ['ghcr.io', 'bot2'],
+      ['npm.example.test:8443', 'ci'],
+    ]);
     expect(list.text).not.toContain('s3cret');
     const stored = await t.deps.knex('project_registries').where({ project_id: project.id });
     expect(JSON.stringify(stored)).not.toContain('s3cret-registry-pass');
@@ -31,7 +38,11 @@ describe('/projects/{id}/registries', () => {
 
   it('names bad fields, and refuses a developer (403) and another team (404)', async () => {
     const { team, project, agent } = await world();
-    const bad = await agent.post(`/projects/${project.id}/registries`, { host: 'https://npm.example.test/x', username: 'a b', password: '' });
+    const bad = await agent.post(`/projects/${project.id}/registries`, {
+      host: 'https://npm.example.test/x',
+      username: 'a b',
+      password: '',
+    });
     expect(bad.status).toBe(422);
     expect(Object.keys(bad.body.error.fields).sort()).toEqual(['host', 'password', 'username']);
     const dev = await createUser(t);
@@ -60,22 +71,47 @@ describe('/projects/{id}/terms', () => {
 describe('/projects/{id}/notifications', () => {
   it('gives every event a rule, saves the ones given, and refuses integrations of another team', async () => {
     const { team, project, agent } = await world();
-    const hook = await agent.post(`/teams/${team.id}/integrations`, { kind: 'webhook', name: 'CI', events: ['task.failed'], url: 'https://example.test/h' });
+    const hook = await agent.post(`/teams/${team.id}/integrations`, {
+      kind: 'webhook',
+      name: 'CI',
+      events: ['task.failed'],
+      url: 'https://example.test/h',
+    });
     const rules = await agent.get(`/projects/${project.id}/notifications`);
     expect(rules.body.rules).toHaveLength(5);
-    expect(rules.body.rules.find((r: any) => r.event === 'task.failed')).toEqual({ event: 'task.failed', email: 'none', integration_ids: [hook.body.id] });
-    const saved = await agent.post(`/projects/${project.id}/notifications`, { rules: [{ event: 'task.failed', email: 'admins', integration_ids: [] }] });
+    expect(rules.body.rules.find((r: any) => r.event === 'task.failed')).toEqual({
+      event: 'task.failed',
+      email: 'none',
+      integration_ids: [hook.body.id],
+    });
+    const saved = await agent.post(`/projects/${project.id}/notifications`, {
+      rules: [{ event: 'task.failed', email: 'admins', integration_ids: [] }],
+    });
     expect(saved.status).toBe(200);
-    expect(saved.body.rules.find((r: any) => r.event === 'task.failed')).toEqual({ event: 'task.failed', email: 'admins', integration_ids: [] });
+    expect(saved.body.rules.find((r: any) => r.event === 'task.failed')).toEqual({
+      event: 'task.failed',
+      email: 'admins',
+      integration_ids: [],
+    });
 
     const other = await world();
-    const foreign = await other.agent.post(`/teams/${other.team.id}/integrations`, { kind: 'webhook', name: 'X', events: ['task.failed'], url: 'https://example.test/x' });
+    const foreign = await other.agent.post(`/teams/${other.team.id}/integrations`, {
+      kind: 'webhook',
+      name: 'X',
+      events: ['task.failed'],
+      url: 'https://example.test/x',
+    });
     const refused = await agent.post(`/projects/${project.id}/notifications`, {
-      rules: [{ event: 'task.succeeded', email: 'members', integration_ids: [foreign.body.id] }, { event: 'task.exploded', email: 'all', integration_ids: [] }],
+      rules: [
+        { event: 'task.succeeded', email: 'members', integration_ids: [foreign.body.id] },
+        { event: 'task.exploded', email: 'all', integration_ids: [] },
+      ],
     });
     expect(refused.status).toBe(422);
     expect(Object.keys(refused.body.error.fields).sort()).toEqual(['rules.1.email', 'rules.1.event']);
-    const refused2 = await agent.post(`/projects/${project.id}/notifications`, { rules: [{ event: 'task.succeeded', email: 'members', integration_ids: [foreign.body.id] }] });
+    const refused2 = await agent.post(`/projects/${project.id}/notifications`, {
+      rules: [{ event: 'task.succeeded', email: 'members', integration_ids: [foreign.body.id] }],
+    });
     expect(refused2.body.error.fields).toEqual({ 'rules.0.integration_ids': 'must be integrations of this team' });
   });
 });

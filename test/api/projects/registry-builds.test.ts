@@ -13,8 +13,17 @@ describe('POST /projects/{id}/registries reaching builds', () => {
     const w = await createDeployWorld(t);
     const owner = await sessionAgent(t, w.owner);
     const password = 'npm_registry_pass_4c1f';
-    expect((await owner.post(`/projects/${w.project.id}/registries`, { host: 'npm.example.test', username: 'ci', password })).status).toBe(201);
-    w.repo.commit('v2', { buildSteps: ['cat "$NPM_CONFIG_USERCONFIG"', 'cp "$REGISTRY_AUTH_FILE" auth-copy.json', 'test -f "$DOCKER_CONFIG/config.json"'] });
+    expect(
+      (await owner.post(`/projects/${w.project.id}/registries`, { host: 'npm.example.test', username: 'ci', password }))
+        .status,
+    ).toBe(201);
+    w.repo.commit('v2', {
+      buildSteps: [
+        'cat "$NPM_CONFIG_USERCONFIG"',
+        'cp "$REGISTRY_AUTH_FILE" auth-copy.json',
+        'test -f "$DOCKER_CONFIG/config.json"',
+      ],
+    });
 
     const deploy = await w.api.post(`/environments/${w.environment.id}/deploy`);
     expect(deploy.status).toBe(202);
@@ -27,8 +36,14 @@ describe('POST /projects/{id}/registries reaching builds', () => {
     expect(task.status, log).toBe('succeeded');
 
     const auth = Buffer.from(`ci:${password}`).toString('base64');
-    const release = await t.deps.knex('releases').where({ environment_id: w.environment.id }).orderBy('created_at', 'desc').first('id');
-    const copied = JSON.parse(readFileSync(join(releaseDirFor(t.dataDir, w.environment.id, release.id), 'auth-copy.json'), 'utf8'));
+    const release = await t.deps
+      .knex('releases')
+      .where({ environment_id: w.environment.id })
+      .orderBy('created_at', 'desc')
+      .first('id');
+    const copied = JSON.parse(
+      readFileSync(join(releaseDirFor(t.dataDir, w.environment.id, release.id), 'auth-copy.json'), 'utf8'),
+    );
     expect(copied).toEqual({ auths: { 'npm.example.test': { auth } } });
     expect(log).toContain('//npm.example.test/:_auth=[redacted]');
     expect(log).not.toContain(password);

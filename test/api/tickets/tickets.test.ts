@@ -6,7 +6,10 @@ import { Ticket } from '../../../db/models/ticket';
 const t = useTestContext({ smtp: true, env: { SUPPORT_EMAIL: 'help@support.test' } });
 
 // A real 1x1 PNG and a real GIF header: file-type recognises them by their bytes.
-const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64',
+);
 const GIF = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
 async function member(role: 'owner' | 'developer' | 'viewer' = 'owner') {
@@ -21,11 +24,16 @@ async function member(role: 'owner' | 'developer' | 'viewer' = 'owner') {
 function form(fields: Record<string, string>, files: Array<{ name: string; bytes: Buffer; type?: string }>) {
   const fd = new FormData();
   for (const [k, v] of Object.entries(fields)) fd.append(k, v);
-  for (const f of files) fd.append('attachments[]', new Blob([new Uint8Array(f.bytes)], { type: f.type ?? 'image/png' }), f.name);
+  for (const f of files)
+    fd.append('attachments[]', new Blob([new Uint8Array(f.bytes)], { type: f.type ?? 'image/png' }), f.name);
   return fd;
 }
 
-const fields = { subject: 'Deploy stuck', body: 'The deploy has been pending for an hour.\n\nScreenshots attached.', category: 'deploys' };
+const fields = {
+  subject: 'Deploy stuck',
+  body: 'The deploy has been pending for an hour.\n\nScreenshots attached.',
+  category: 'deploys',
+};
 
 describe('GET /teams/{id}/tickets/new', () => {
   it('gives the categories and the attachment limits', async () => {
@@ -33,7 +41,11 @@ describe('GET /teams/{id}/tickets/new', () => {
     const res = await agent.get(`/teams/${team.id}/tickets/new`);
     expect(res.status).toBe(200);
     expect(res.body.categories).toContain('deploys');
-    expect(res.body.attachments).toEqual({ max_files: 5, max_bytes: 5 * 1024 * 1024, types: ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] });
+    expect(res.body.attachments).toEqual({
+      max_files: 5,
+      max_bytes: 5 * 1024 * 1024,
+      types: ['image/png', 'image/jpeg', 'image/gif', 'image/webp'],
+    });
   });
 });
 
@@ -41,7 +53,10 @@ describe('POST /teams/{id}/tickets', () => {
   it('opens a ticket from multipart with screenshots and e-mails it with them to SUPPORT_EMAIL', async () => {
     const { user, team, agent } = await member('developer');
     const res = await agent.request('POST', `/teams/${team.id}/tickets`, {
-      rawBody: form(fields, [{ name: 'screen.png', bytes: PNG }, { name: 'anim.gif', bytes: GIF, type: 'application/octet-stream' }]),
+      rawBody: form(fields, [
+        { name: 'screen.png', bytes: PNG },
+        { name: 'anim.gif', bytes: GIF, type: 'application/octet-stream' },
+      ]),
     });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ subject: 'Deploy stuck', category: 'deploys', status: 'open' });
@@ -53,13 +68,20 @@ describe('POST /teams/{id}/tickets', () => {
     expect(mail.text).toContain(user.email);
     expect(mail.text).toContain('pending for an hour');
     expect(mail.headers['reply-to']).toContain(user.email);
-    expect(mail.attachments.map((a) => [a.filename, a.type])).toEqual([['screen.png', 'image/png'], ['anim.gif', 'image/gif']]);
+    expect(mail.attachments.map((a) => [a.filename, a.type])).toEqual([
+      ['screen.png', 'image/png'],
+      ['anim.gif', 'image/gif'],
+    ]);
     expect(mail.attachments[0].content.equals(PNG)).toBe(true);
   });
 
   it('opens a ticket from JSON without attachments', async () => {
     const { team, agent } = await member();
-    const res = await agent.post(`/teams/${team.id}/tickets`, { ...fields, subject: 'Billing question', category: 'billing' });
+    const res = await agent.post(`/teams/${team.id}/tickets`, {
+      ...fields,
+      subject: 'Billing question',
+      category: 'billing',
+    });
     expect(res.status).toBe(201);
     expect(res.body.attachments).toEqual([]);
     await t.smtp!.waitFor((m) => m.subject.includes('Billing question'));
@@ -68,7 +90,10 @@ describe('POST /teams/{id}/tickets', () => {
   it('refuses a non-image renamed .png with 422 naming the part, and keeps nothing', async () => {
     const { team, agent } = await member();
     const res = await agent.request('POST', `/teams/${team.id}/tickets`, {
-      rawBody: form(fields, [{ name: 'ok.png', bytes: PNG }, { name: 'evil.png', bytes: Buffer.from('#!/bin/sh\necho hi\n') }]),
+      rawBody: form(fields, [
+        { name: 'ok.png', bytes: PNG },
+        { name: 'evil.png', bytes: Buffer.from('#!/bin/sh\necho hi\n') },
+      ]),
     });
     expect(res.status).toBe(422);
     expect(res.body.error.fields).toEqual({ 'attachments[1]': 'evil.png is not a PNG, JPEG, GIF or WebP image' });
@@ -82,7 +107,12 @@ describe('POST /teams/{id}/tickets', () => {
     expect(many.status).toBe(413);
     expect(Object.keys(many.body.error.fields)).toEqual(['attachments[5]']);
     const big = Buffer.concat([PNG, Buffer.alloc(5 * 1024 * 1024)]);
-    const large = await agent.request('POST', `/teams/${team.id}/tickets`, { rawBody: form(fields, [{ name: 'a.png', bytes: PNG }, { name: 'big.png', bytes: big }]) });
+    const large = await agent.request('POST', `/teams/${team.id}/tickets`, {
+      rawBody: form(fields, [
+        { name: 'a.png', bytes: PNG },
+        { name: 'big.png', bytes: big },
+      ]),
+    });
     expect(large.status).toBe(413);
     expect(Object.keys(large.body.error.fields)).toEqual(['attachments[1]']);
     expect(await Ticket.query(t.deps.knex).where({ team_id: team.id })).toEqual([]);
@@ -93,7 +123,9 @@ describe('POST /teams/{id}/tickets', () => {
     const json = await agent.post(`/teams/${team.id}/tickets`, { subject: '', category: 'rant' });
     expect(json.status).toBe(422);
     expect(Object.keys(json.body.error.fields).sort()).toEqual(['body', 'category', 'subject']);
-    const multi = await agent.request('POST', `/teams/${team.id}/tickets`, { rawBody: form({ subject: 'x', category: 'deploys' }, []) });
+    const multi = await agent.request('POST', `/teams/${team.id}/tickets`, {
+      rawBody: form({ subject: 'x', category: 'deploys' }, []),
+    });
     expect(multi.status).toBe(422);
     expect(Object.keys(multi.body.error.fields)).toEqual(['body']);
   });
@@ -109,11 +141,20 @@ describe('POST /teams/{id}/tickets', () => {
 describe('POST /tickets/{id}/replies, GET /tickets/{id} and GET /teams/{id}/tickets', () => {
   it('replies, resolves, and reads the ticket and the list', async () => {
     const { team, agent } = await member();
-    const created = await agent.post(`/teams/${team.id}/tickets`, { ...fields, subject: 'Domain will not verify', category: 'domains' });
-    const reply = await agent.post(`/tickets/${created.body.id}/replies`, { body: 'Fixed it: the CNAME was wrong.', resolved: true });
+    const created = await agent.post(`/teams/${team.id}/tickets`, {
+      ...fields,
+      subject: 'Domain will not verify',
+      category: 'domains',
+    });
+    const reply = await agent.post(`/tickets/${created.body.id}/replies`, {
+      body: 'Fixed it: the CNAME was wrong.',
+      resolved: true,
+    });
     expect(reply.status).toBe(201);
     expect(reply.body).toMatchObject({ body: 'Fixed it: the CNAME was wrong.', resolved: true });
-    await t.smtp!.waitFor((m) => m.subject.startsWith('Re: ') && m.subject.includes('Domain will not verify (resolved)'));
+    await t.smtp!.waitFor(
+      (m) => m.subject.startsWith('Re: ') && m.subject.includes('Domain will not verify (resolved)'),
+    );
     const one = await agent.get(`/tickets/${created.body.id}`);
     expect(one.body).toMatchObject({ status: 'resolved', replies: [expect.objectContaining({ resolved: true })] });
     expect(one.body.resolved_at).not.toBeNull();
