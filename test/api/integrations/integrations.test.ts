@@ -6,6 +6,7 @@ import { freePort } from '../../helpers/ports';
 import { startReceiver, type Receiver } from '../../helpers/receiver';
 import { emitIntegrationEvent } from '../../../api/lib/integration-events';
 import { createDeployWorld } from '../../helpers/deploy-fixtures';
+import { createAccessToken } from '../../helpers/fixtures';
 import { Integration } from '../../../db/models/integration';
 
 const t = useTestContext({ worker: true, smtp: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
@@ -256,6 +257,29 @@ describe('delivering events', () => {
     });
     const both = await r.waitFor(2);
     expect(JSON.parse(both[1].body).text).toBe(':lock: Domain *shop.example.com* is verified for *shop / production*');
+  });
+});
+
+describe('token.expiring', () => {
+  it('is posted to Slack when the expiry reminder of a team token is sent', async () => {
+    const { user, team, agent } = await admin();
+    const r = await receiver();
+    await agent.post(`/teams/${team.id}/integrations`, {
+      kind: 'slack',
+      name: 'Ops',
+      events: ['token.expiring'],
+      webhook_url: r.url,
+    });
+    await createAccessToken(t, user, team, 7, 'CI deploys');
+    await t.deps.temporal.workflow.execute('sendTokenExpiryReminders', {
+      taskQueue: t.config.taskQueue,
+      workflowId: `reminders-test-${team.id}`,
+      args: [{}],
+    });
+    const [got] = await r.waitFor(1);
+    expect(JSON.parse(got.body).text).toMatch(
+      new RegExp(`^:hourglass: Access token "CI deploys" of \\*${team.name}\\* expires on \\d{4}-\\d{2}-\\d{2}$`),
+    );
   });
 });
 
