@@ -7,6 +7,8 @@ import { createTaskActivities } from './tasks';
 import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';
+import { createBillingActivities } from './billing';
+import { createIntegrationActivities } from './integrations';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -35,6 +37,8 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createMaintenanceActivities(deps),
       ...createResourceActivities(deps),
       ...createMachineActivities(deps, supervisor),
+      ...createBillingActivities(deps),
+      ...createIntegrationActivities(deps),
     },
     async onWorkerStart() {
       await prepareHost(deps.config.dataDir);

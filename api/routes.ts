@@ -10,6 +10,13 @@ import { routes as taskRoutes } from './tasks/routes';
 import { routes as pipelineRoutes } from './pipeline/routes';
 import { routes as manifestRoutes } from './manifests/routes';
 import { routes as machineRoutes } from './machines/routes';
+import { routes as billingRoutes } from './billing/routes';
+import { routes as integrationRoutes } from './integrations/routes';
+import { routes as notificationRoutes } from './notifications/routes';
+import { routes as ticketRoutes } from './tickets/routes';
+import { routes as registryRoutes } from './registries/routes';
+import { routes as termsRoutes } from './terms/routes';
+import { projectRuleRoutes } from './notifications/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -25,5 +32,12 @@ export function allRoutes(): RouteDef[] {
     ...pipelineRoutes,
     ...manifestRoutes,
     ...machineRoutes,
+    ...billingRoutes,
+    ...integrationRoutes,
+    ...notificationRoutes,
+    ...ticketRoutes,
+    ...registryRoutes,
+    ...termsRoutes,
+    ...projectRuleRoutes,
   ] as RouteDef[];
 }

@@ -12,6 +12,8 @@ export interface Config {
   taskQueue: string;
   smtpUrl: string | undefined;
   mailFrom: string;
+  /** Where support tickets and their replies are e-mailed. */
+  supportEmail: string;
   dataDir: string;
   buildConcurrency: number;
   redisUrl: string | undefined;
@@ -111,6 +113,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     taskQueue: env.TEMPORAL_TASK_QUEUE || 'vc-console',
     smtpUrl: env.SMTP_URL || undefined,
     mailFrom: env.MAIL_FROM || 'Hosting Console <console@localhost>',
+    supportEmail: env.SUPPORT_EMAIL || 'support@localhost',
     dataDir: resolve(env.DATA_DIR || 'var'),
     buildConcurrency: Math.max(1, int(env, 'BUILD_CONCURRENCY', 2)),
     redisUrl: env.REDIS_URL || undefined,

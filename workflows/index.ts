@@ -6,3 +6,5 @@ export { buildEnvironment } from './build';
 export { pruneExpiredRecords } from './prune-expired';
 export { pruneResourceSamples } from './resources';
 export { resizeServer, rebootServer } from './machines';
+export { endSubscription } from './subscriptions';
+export { deliverIntegrationEvent } from './integrations';

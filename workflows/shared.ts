@@ -14,6 +14,10 @@ export const workflowIds = {
   /** Any other task: its type and id. */
   task: (type: string, taskId: string) => `${type}-${taskId}`,
   tokenExpiryReminders: 'token-expiry-reminders',
+  /** The timer that ends a cancelled subscription at its period end: one per order. */
+  subscriptionEnd: (order: string) => `subscription-end-${order}`,
+  /** One delivery of one event to one integration. */
+  integrationDelivery: (deliveryId: string) => `integration-delivery-${deliveryId}`,
 };
 
 export const SCHEDULE_TOKEN_EXPIRY_REMINDERS = 'token-expiry-reminders';

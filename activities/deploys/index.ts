@@ -22,6 +22,7 @@ import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog, type TaskLog } from '../tasks/log-writer';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
 import { stepEnv, withHeartbeat } from './step-env';
+import { prepareRegistryAuth } from './registry-auth';
 import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 import { environmentUrl } from '../../system/config';
@@ -70,20 +71,27 @@ async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, signal
   const env = await deps.knex('environments').where({ id: release.environment_id }).first('port');
   if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
   const held = heldSteps(release.environment_id, 'build', await buildMachineSize(deps.knex, release.environment_id));
-  return buildRelease({
-    dataDir: deps.config.dataDir,
-    jail: await openJail(deps.config.dataDir, release.environment_id, env.port),
-    envId: release.environment_id,
-    releaseId: release.id,
-    repo: await repository(deps, release.project_id),
-    access: deps.config,
-    sha: release.commit_sha,
-    env: stepEnv(held.env),
-    stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
-    signal,
-    onLine: logLines(log),
-    onSpawn: held.onSpawn,
-  });
+  const jail = await openJail(deps.config.dataDir, release.environment_id, env.port);
+  // The project's registry credentials reach the build steps as files, never their output.
+  const auth = await prepareRegistryAuth(deps, release.project_id, jail);
+  try {
+    return await buildRelease({
+      dataDir: deps.config.dataDir,
+      jail,
+      envId: release.environment_id,
+      releaseId: release.id,
+      repo: await repository(deps, release.project_id),
+      access: deps.config,
+      sha: release.commit_sha,
+      env: stepEnv({ ...held.env, ...auth.env }),
+      stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
+      signal,
+      onLine: auth.redact(logLines(log)),
+      onSpawn: held.onSpawn,
+    });
+  } finally {
+    await auth.cleanup();
+  }
 }
 
 export function createDeployActivities(deps: Deps, supervisor: Supervisor) {

@@ -43,6 +43,8 @@ export function checkCaller(def: RouteDef, ctx: Context): Actor | undefined {
 function bodyParser(def: RouteDef, limit: number): Middleware | undefined {
   if (!def.body) return undefined;
   const multipart = def.bodyTypes?.includes('multipart') ?? false;
+  const files = def.multipartLimits ? { maxFiles: def.multipartLimits.maxFiles * 2, maxFileSize: def.multipartLimits.maxFileBytes * 2 }
+    : { maxFiles: 5, maxFileSize: 10 * 1024 * 1024 };
   return koaBody({
     json: true,
     jsonStrict: false,
@@ -50,7 +52,19 @@ function bodyParser(def: RouteDef, limit: number): Middleware | undefined {
     text: false,
     multipart,
     jsonLimit: limit,
-    formidable: multipart ? { maxFileSize: 10 * 1024 * 1024, maxFiles: 5, multiples: true } : undefined,
+    formidable: multipart
+      ? { ...files, maxTotalFileSize: files.maxFiles * files.maxFileSize, allowEmptyFiles: true, minFileSize: 0 }
+      : undefined,
+    onError(err: Error & { httpCode?: number }) {
+      // formidable's refusals carry httpCode (413 past its limits, 400 for a broken body), not status.
+      if (err.httpCode === 413) {
+        throw appError('payload_too_large', `Too many files or a file too large: at most ${files.maxFiles} files of ${files.maxFileSize} bytes`, {
+          fields: { 'attachments[]': 'too many or too large' },
+        });
+      }
+      if (err.httpCode) throw appError('malformed_body', 'The multipart body could not be read');
+      throw err;
+    },
     parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
   });
 }

@@ -44,4 +44,6 @@ export const scopes = {
   task: defineScope('task', byId('tasks')),
   invitation: defineScope('invitation', byId('invitations')),
   membership: defineScope('membership', byId('memberships')),
+  integration: defineScope('integration', byId('integrations')),
+  ticket: defineScope('ticket', byId('tickets')),
 };
