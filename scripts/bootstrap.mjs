@@ -78,6 +78,19 @@ switch (command) {
     ensureNodeModules();
     run('tsc', ['--noEmit', '-p', 'tsconfig.json', ...rest]);
     break;
+  case 'check': {
+    // Formatting and lint (Biome), then the types (tsc): what CI checks before the tests.
+    ensureNodeModules();
+    say('Checking formatting and lint (biome ci)...');
+    const biome = spawnSync(join(root, 'node_modules', '.bin', 'biome'), ['ci', '.'], { cwd: root, stdio: 'inherit' });
+    if (biome.status !== 0) {
+      say('Formatting or lint failed: `npx biome check --write .` fixes what it can.');
+      process.exit(biome.status ?? 1);
+    }
+    say('Checking types (tsc)...');
+    run('tsc', ['--noEmit', '-p', 'tsconfig.json', ...rest]);
+    break;
+  }
   case 'test': {
     ensureNodeModules();
     ensureSandboxTools();
@@ -100,6 +113,6 @@ switch (command) {
     break;
   }
   default:
-    console.error('usage: node scripts/bootstrap.mjs start|test|bench|typecheck');
+    console.error('usage: node scripts/bootstrap.mjs start|test|bench|typecheck|check');
     process.exit(2);
 }
