@@ -35,6 +35,10 @@ export interface Config {
   tokenHmacKey: string | undefined;
   /** AES-256-GCM key of values encrypted at rest (ENCRYPTION_KEY), else generated under dataDir. */
   encryptionKey: string | undefined;
+  /** PostgreSQL server (superuser URL) that environments' database services are created on; default: databaseUrl. */
+  servicesDatabaseUrl: string | undefined;
+  /** Host the environments' processes reach their database service at (DATABASE_URL, PGHOST). */
+  servicesHost: string;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -91,6 +95,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reminderSchedule: !['0', 'false', 'off', 'no'].includes((env.REMINDER_SCHEDULE ?? 'on').toLowerCase()),
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
     encryptionKey: env.ENCRYPTION_KEY || undefined,
+    servicesDatabaseUrl: env.SERVICES_DATABASE_URL || undefined,
+    servicesHost: env.SERVICES_HOST || '127.0.0.1',
   };
 }
 

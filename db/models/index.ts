@@ -15,3 +15,7 @@ export { Release } from './release';
 export { Deployment } from './deployment';
 export { Task } from './task';
 export { ActivityEvent } from './activity-event';
+export { Service } from './service';
+export { BackupDestination } from './backup-destination';
+export { Backup } from './backup';
+export { BackupWindow } from './backup-window';
