@@ -93,6 +93,7 @@ export async function createEnvironment(deps: Deps, actor: Actor, projectId: str
         name: input.name,
         git_ref: input.git_ref,
         auto_deploy: input.auto_deploy ?? false,
+        protected: input.name === 'production',
         port,
       } as Partial<Environment>);
       return presentEnvironment(withUrl(deps.config, env));

@@ -34,9 +34,14 @@ export type Action =
   | 'build'
   | 'task:read'
   | 'task:cancel'
-  | 'validate';
+  | 'validate'
+  | 'data:read'
+  | 'data:write'
+  | 'data:restore'
+  | 'backup-key:reveal'
+  | 'activity:read';
 
-const VIEWER: Action[] = ['team:read', 'members:read', 'project:read', 'environment:read', 'task:read', 'validate'];
+const VIEWER: Action[] = ['team:read', 'members:read', 'project:read', 'environment:read', 'task:read', 'validate', 'data:read', 'activity:read'];
 const DEVELOPER: Action[] = [...VIEWER, 'deploy', 'build', 'task:cancel'];
 const ADMIN: Action[] = [
   ...DEVELOPER,
@@ -49,6 +54,11 @@ const ADMIN: Action[] = [
   'environment:create',
   'environment:update',
   'environment:delete',
+  // Data: services, backup destinations and windows, backups and their downloads (data:write); restore,
+  // sync and reset (data:restore); revealing an environment's backup key.
+  'data:write',
+  'data:restore',
+  'backup-key:reveal',
 ];
 const OWNER: Action[] = [...ADMIN, 'team:delete', 'team:billing', 'members:manage-owners'];
 
