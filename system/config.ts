@@ -33,6 +33,12 @@ export interface Config {
   reminderSchedule: boolean;
   /** Secrets: given in the environment, or generated once and kept under dataDir (see secrets.ts). */
   tokenHmacKey: string | undefined;
+  /** Test hook (VC_CHECK_RESPONSES=1): every 2xx body is checked against its documented schema (api/lib/router.ts). */
+  checkResponses: boolean;
+  /** Bearer token of GET /metrics; unset: metrics are served to loopback clients only. */
+  metricsToken: string | undefined;
+  /** Another price list than the one shipped (system/price-list.json). */
+  priceList: string | undefined;
   /** AES-256-GCM key of values encrypted at rest (ENCRYPTION_KEY), else generated under dataDir. */
   encryptionKey: string | undefined;
   /** PostgreSQL server (superuser URL) that environments' database services are created on; default: databaseUrl. */
@@ -97,6 +103,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     encryptionKey: env.ENCRYPTION_KEY || undefined,
     servicesDatabaseUrl: env.SERVICES_DATABASE_URL || undefined,
     servicesHost: env.SERVICES_HOST || '127.0.0.1',
+    checkResponses: env.VC_CHECK_RESPONSES === '1',
+    priceList: env.PRICE_LIST || undefined,
+    metricsToken: env.METRICS_TOKEN || undefined,
   };
 }
 

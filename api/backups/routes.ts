@@ -1,6 +1,7 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { idParams as projectParams } from '../projects/schemas';
+import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as destinations from './destinations';
 import * as backups from './service';
@@ -16,7 +17,8 @@ const destinationRoutes = [
     summary: 'What adding a backup destination asks for: the kinds and their fields (secret ones are never shown back)',
     tags,
     auth: 'session',
-    permission: 'data:write (admin, owner)',
+    permission: 'data:write',
+    scope: scopes.team,
     params: s.idParams,
     responses: { 200: { description: 'Kinds and fields', schema: s.destinationKindsSchema }, 404: error('No such team') },
     async handler(ctx) {
@@ -32,6 +34,7 @@ const destinationRoutes = [
     tags,
     auth: 'session',
     permission: 'data:read',
+    scope: scopes.team,
     params: s.idParams,
     responses: { 200: { description: 'Destinations', schema: s.destinationListSchema }, 404: error('No such team') },
     async handler(ctx) {
@@ -46,7 +49,8 @@ const destinationRoutes = [
     description: 'A failed probe answers 422 naming the field most likely at fault. `local.path` must be an existing directory outside DATA_DIR.',
     tags,
     auth: 'session',
-    permission: 'data:write (admin, owner)',
+    permission: 'data:write',
+    scope: scopes.team,
     params: s.idParams,
     body: s.createDestinationBody,
     responses: {
@@ -69,6 +73,7 @@ const destinationRoutes = [
     tags,
     auth: 'session',
     permission: 'data:read',
+    scope: scopes.backupDestination,
     params: s.idParams,
     responses: { 200: { description: 'The destination', schema: s.destinationSchema }, 404: error('No such destination') },
     async handler(ctx) {
@@ -82,7 +87,8 @@ const destinationRoutes = [
     summary: 'Changes the fields given (probing the destination again); fields of another kind are refused',
     tags,
     auth: 'session',
-    permission: 'data:write (admin, owner)',
+    permission: 'data:write',
+    scope: scopes.backupDestination,
     params: s.idParams,
     body: s.updateDestinationBody,
     responses: {
@@ -107,6 +113,7 @@ const windowRoutes = [
     tags,
     auth: 'session',
     permission: 'data:read',
+    scope: scopes.project,
     params: projectParams,
     responses: { 200: { description: 'The window', schema: s.backupWindowSchema }, 404: error('No such project') },
     async handler(ctx) {
@@ -120,7 +127,8 @@ const windowRoutes = [
     summary: 'Sets the backup window: the Temporal schedule backups-<project_id> backs every environment with data up then',
     tags,
     auth: 'session',
-    permission: 'data:write (admin, owner)',
+    permission: 'data:write',
+    scope: scopes.project,
     params: projectParams,
     body: s.setBackupWindowBody,
     responses: {
@@ -140,7 +148,8 @@ const windowRoutes = [
     summary: 'Returns the backup window to the default (its schedule is deleted)',
     tags,
     auth: 'session',
-    permission: 'data:write (admin, owner)',
+    permission: 'data:write',
+    scope: scopes.project,
     params: projectParams,
     responses: { 200: { description: 'The default window', schema: s.backupWindowSchema }, 403: error('Role may not'), 404: error('No such project') },
     async handler(ctx) {
@@ -158,6 +167,7 @@ const snapshotRoutes = [
     tags,
     auth: 'session',
     permission: 'data:read',
+    scope: scopes.environment,
     params: s.idParams,
     responses: { 200: { description: 'Snapshots', schema: s.backupListSchema }, 404: error('No such environment') },
     async handler(ctx) {
@@ -171,7 +181,8 @@ const snapshotRoutes = [
     summary: 'Deletes a snapshot from its destination',
     tags,
     auth: 'session',
-    permission: 'data:write (admin, owner)',
+    permission: 'data:write',
+    scope: scopes.environment,
     params: s.snapshotParams,
     responses: { 204: { description: 'Deleted' }, 403: error('Role may not'), 404: error('No such snapshot'), 409: error('snapshot_running') },
     async handler(ctx) {
@@ -187,7 +198,8 @@ const snapshotRoutes = [
     description: 'Decrypt it with the backup key (POST /environments/{id}/backup-key) and scripts/decrypt-backup.mjs; see the README.',
     tags,
     auth: 'session',
-    permission: 'data:write (admin, owner)',
+    permission: 'data:write',
+    scope: scopes.environment,
     params: s.snapshotParams,
     body: s.emptyBody,
     responses: {
@@ -233,6 +245,7 @@ const keyRoutes = [
     tags,
     auth: 'session',
     permission: 'data:read',
+    scope: scopes.environment,
     params: s.idParams,
     responses: { 200: { description: 'The key description', schema: s.backupKeySchema }, 404: error('No such environment') },
     async handler(ctx) {
@@ -246,7 +259,8 @@ const keyRoutes = [
     summary: "Reveals the environment's backup key; needs a recent sign-in; written to the activity log with the address",
     tags,
     auth: 'session',
-    permission: 'backup-key:reveal (admin, owner)',
+    permission: 'backup-key:reveal',
+    scope: scopes.environment,
     recentSignInMinutes: RECENT_SIGN_IN_MINUTES,
     params: s.idParams,
     body: s.emptyBody,

@@ -58,6 +58,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       TEMPORAL_TASK_QUEUE: `test-${dbName}`,
       DATA_DIR: dataDir,
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      VC_CHECK_RESPONSES: '1',
       ENVIRONMENT_PORTS: `${portBase}-${portBase + 99}`,
       ...(smtp ? { SMTP_URL: smtp.url } : {}),
       ...(opts.env ?? {}),

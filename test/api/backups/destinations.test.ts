@@ -169,9 +169,9 @@ describe('backup key and downloads', () => {
     const res = await owner.post(`/environments/${envId}/backup-key`, {});
     expect(res.status).toBe(200);
     expect(Buffer.from(res.body.key, 'base64')).toHaveLength(32);
-    const events = await t.deps.knex('activity_events').where({ team_id: teamId, action: 'backup_key_revealed' });
+    const events = await t.deps.knex('activity_events').where({ team_id: teamId, type: 'backup_key_revealed' });
     expect(events).toHaveLength(1);
-    expect(events[0].details).toMatchObject({ environment_id: envId, address: expect.stringMatching(/127\.0\.0\.1/) });
+    expect(events[0]).toMatchObject({ kind: 'backups', environment_id: envId, address: expect.stringMatching(/127\.0\.0\.1/) });
   });
 
   it('the download URL serves the encrypted snapshot for 15 minutes without credentials; it decrypts with the key', async () => {
