@@ -3,6 +3,7 @@ import { createReminderActivities } from './reminders';
 import { Supervisor } from './provider/supervisor';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
+import { createDataActivities } from './data';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -23,6 +24,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createTaskActivities(deps),
       ...createDeployActivities(deps, supervisor),
       ...createBuildActivities(deps),
+      ...createDataActivities(deps, supervisor),
     },
     async onWorkerStart() {
       const restored = await supervisor.restoreAll();

@@ -10,6 +10,8 @@ import { routes as taskRoutes } from './tasks/routes';
 import { routes as pipelineRoutes } from './pipeline/routes';
 import { routes as manifestRoutes } from './manifests/routes';
 import { routes as backupRoutes } from './backups/routes';
+import { routes as backupTaskRoutes } from './backups/task-routes';
+import { routes as serviceRoutes } from './services/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -25,5 +27,7 @@ export function allRoutes(): RouteDef[] {
     ...pipelineRoutes,
     ...manifestRoutes,
     ...backupRoutes,
+    ...backupTaskRoutes,
+    ...serviceRoutes,
   ] as RouteDef[];
 }

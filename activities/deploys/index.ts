@@ -21,6 +21,7 @@ import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog, type TaskLog } from '../tasks/log-writer';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
 import { stepEnv, withHeartbeat } from './step-env';
+import { serviceEnv } from '../data/service-env';
 import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 import { environmentUrl } from '../../system/config';
@@ -171,7 +172,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
           const r = await runManifestDeploySteps({
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
-            env: stepEnv(),
+            env: stepEnv(await serviceEnv(deps, release.environment_id)),
             stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
             signal,
             onLine: logLines(log),
@@ -210,7 +211,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             releaseId: release.id,
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
-            env: stepEnv(),
+            env: stepEnv(await serviceEnv(deps, env.id)),
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: logLines(log),
           });

@@ -254,6 +254,31 @@ export class Supervisor {
     });
   }
 
+  /**
+   * Starts the live release's web process again with `env` merged into its environment (data put back, a new
+   * database service): the new process is ready before the old one stops. Not ok when nothing is live here.
+   */
+  restartWeb(envId: string, env: Record<string, string> = {}, healthTimeoutMs = 30_000): Promise<{ ok: boolean; message?: string }> {
+    return this.exclusive(envId, async () => {
+      const rt = this.envs.get(envId);
+      const live = rt?.live;
+      if (!rt || !live?.manifest.web) return { ok: false, message: 'no web process is live on this host' };
+      const nextEnv = { ...live.env, ...env };
+      const web = await this.spawnWeb(envId, live.releaseId, live.releaseDir, live.manifest.web, nextEnv);
+      const ready = await waitReady(web, live.manifest.health, healthTimeoutMs);
+      if (!ready.ok) {
+        await web.stop(this.graceMs);
+        return { ok: false, message: ready.message };
+      }
+      const previous = live.web;
+      rt.live = { ...live, env: nextEnv, web };
+      web.supervise();
+      await this.writeState(rt);
+      await previous?.stop(this.graceMs);
+      return { ok: true };
+    });
+  }
+
   status(envId: string): EnvironmentStatus | null {
     const rt = this.envs.get(envId);
     if (!rt?.live || !rt.proxy) return null;

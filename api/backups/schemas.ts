@@ -98,3 +98,7 @@ export const backupKeySchema = z.object({
 export const revealKeySchema = z.object({ key: z.string().describe('base64 of the 32-byte key') });
 export const emptyBody = z.strictObject({});
 export const destinationListSchema = z.object({ data: z.array(destinationSchema) });
+export const restoreBody = z.strictObject({ password: z.string().max(200).optional() });
+export const syncSourcesSchema = z.object({ sources: z.array(z.object({ environment_id: z.uuid(), name: z.string() })) });
+export const syncBody = z.strictObject({ from_environment_id: z.uuid(), confirm: z.boolean().optional(), password: z.string().max(200).optional() });
+export const resetDatabaseBody = z.strictObject({ confirm: z.string().max(200).optional(), password: z.string().max(200).optional() });
