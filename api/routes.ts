@@ -12,6 +12,7 @@ import { routes as manifestRoutes } from './manifests/routes';
 import { routes as backupRoutes } from './backups/routes';
 import { routes as backupTaskRoutes } from './backups/task-routes';
 import { routes as serviceRoutes } from './services/routes';
+import { routes as activityRoutes } from './activity/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -29,5 +30,6 @@ export function allRoutes(): RouteDef[] {
     ...backupRoutes,
     ...backupTaskRoutes,
     ...serviceRoutes,
+    ...activityRoutes,
   ] as RouteDef[];
 }
