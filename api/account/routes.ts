@@ -1,5 +1,5 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
-import { AppError } from '../lib/errors';
+import { appError } from '../lib/errors';
 import * as s from './schemas';
 import { presentMe, presentSshKey, presentUser } from './presenters';
 import { confirmEmail, resendConfirmation, signUp } from './signup';
@@ -105,7 +105,7 @@ const sessionRoutes = [
     responses: { 200: { description: 'The token', schema: s.csrfTokenSchema }, 403: err('Not a browser session (the command line needs no CSRF token)') },
     handler(ctx) {
       const actor = sessionActor(ctx.actor);
-      if (actor.via !== 'session') throw new AppError(403, 'forbidden', 'Only a browser session has a CSRF token; a vcs_ bearer needs none');
+      if (actor.via !== 'session') throw appError('forbidden', 'Only a browser session has a CSRF token; a vcs_ bearer needs none');
       ctx.set('Cache-Control', 'no-store');
       ctx.body = { token: actor.session.csrf_token };
     },

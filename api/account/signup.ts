@@ -4,7 +4,7 @@ import type { Deps } from '../../system/deps';
 import { User } from '../../db/models/user';
 import { EmailConfirmation } from '../../db/models/email-confirmation';
 import { confirmationEmail } from '../../system/mail/templates';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import { hashPassword } from '../lib/passwords';
 import { CONFIRMATION_ALPHABET, groupByFour, normalizeCode, randomCode } from './codes';
 import { sha256Hex } from '../lib/token-format';
@@ -15,9 +15,9 @@ const CODE_TTL_MS = 24 * 3600_000;
 const CODES_PER_HOUR = 5;
 
 const emailTaken = () =>
-  new AppError(409, 'email_taken', 'An account with this e-mail address already exists; sign in instead', {
+  appError('email_taken', 'An account with this e-mail address already exists; sign in instead', { fields: {
     email: 'already has an account',
-  });
+  } });
 
 /** Stores the digest of a new code (older unused codes stop working) and returns the code. */
 async function issueCode(trx: Knex, userId: string): Promise<{ code: string; expiresAt: Date }> {

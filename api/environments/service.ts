@@ -4,7 +4,7 @@ import { Environment } from '../../db/models/environment';
 import { Project } from '../../db/models/project';
 import { Task } from '../../db/models/task';
 import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import { authorize, reachableTeamIds, type Action } from '../lib/policy';
 import { branchesOf, lsRemote, refExists } from '../projects/git';
 import { NAME_RULES } from '../projects/schemas';
@@ -14,9 +14,9 @@ import { findProject } from '../projects/service';
 import { presentEnvironment, withUrl, type EnvironmentRecord } from './presenter';
 
 const nameTaken = () =>
-  new AppError(409, 'conflict', 'An environment of that name exists in this project', { name: 'is already used by another environment of this project' });
+  appError('conflict', 'An environment of that name exists in this project', { fields: { name: 'is already used by another environment of this project' } });
 const noRepository = () =>
-  new AppError(409, 'no_repository', 'Connect a git repository to the project first (POST /projects/{id}/repository)');
+  appError('no_repository', 'Connect a git repository to the project first (POST /projects/{id}/repository)');
 
 /** Loads an environment the caller may act on; another team's environment answers 404. */
 export async function findEnvironment(deps: Deps, actor: Actor, id: string, action: Action): Promise<EnvironmentRecord> {
@@ -56,7 +56,7 @@ export async function environmentChoices(deps: Deps, actor: Actor, projectId: st
 async function checkRef(repositoryUrl: string, gitRef: string): Promise<void> {
   const remote = await lsRemote(repositoryUrl);
   if (!remote.ok) {
-    throw new AppError(409, 'repository_unreachable', `The repository cannot be read right now, so git_ref cannot be checked: ${remote.reason}`);
+    throw appError('repository_unreachable', `The repository cannot be read right now, so git_ref cannot be checked: ${remote.reason}`);
   }
   if (!refExists(remote.refs, gitRef)) throw errors.invalid({ git_ref: 'is not a branch, tag or commit id of the repository' });
 }
@@ -84,7 +84,7 @@ export async function createEnvironment(deps: Deps, actor: Actor, projectId: str
   for (let attempt = 0; attempt < 20; attempt++) {
     const port = await lowestFreePort(deps);
     if (port === undefined) {
-      throw new AppError(409, 'no_port_available', 'Every port of the range for environments is in use; delete an environment first');
+      throw appError('no_port_available', 'Every port of the range for environments is in use; delete an environment first');
     }
     try {
       const env = await Environment.query(deps.knex).insertAndFetch({
@@ -105,7 +105,7 @@ export async function createEnvironment(deps: Deps, actor: Actor, projectId: str
       throw err;
     }
   }
-  throw new AppError(409, 'no_port_available', 'No port could be given to the environment; try again');
+  throw appError('no_port_available', 'No port could be given to the environment; try again');
 }
 
 // ---- listing -----------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ import { koaBody } from 'koa-body';
 import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import type { Actor } from './actor';
-import { AppError, errors } from './errors';
+import { appError, errors } from './errors';
 import { issuesToFields, type RouteDef } from './define-route';
 import { toRouterPath } from './paths';
 import { can, roleIn } from './policy';
@@ -29,7 +29,7 @@ export function checkCaller(def: RouteDef, ctx: Context): Actor | undefined {
   if (actor.kind === 'session' && actor.via === 'session' && !SAFE_METHODS.has(ctx.method)) {
     const given = ctx.get('x-csrf-token');
     if (!given || !sameSecret(given, actor.session.csrf_token)) {
-      throw new AppError(403, 'forbidden', 'Browser session writes need the X-CSRF-Token header, its value from GET /session/token');
+      throw appError('forbidden', 'Browser session writes need the X-CSRF-Token header, its value from GET /session/token');
     }
   }
   if (def.recentSignInMinutes !== undefined) {
@@ -108,7 +108,7 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
       const scope = await resolveScope(def, deps, actor, params as Record<string, unknown>);
       if (parse && hasBody(ctx)) {
         if (!ctx.is('application/json', ...(def.bodyTypes?.includes('multipart') ? ['multipart/form-data'] : []))) {
-          throw new AppError(415, 'unsupported_media_type', 'Send the body as application/json');
+          throw appError('unsupported_media_type', 'Send the body as application/json');
         }
         await parse(ctx, async () => undefined);
       }

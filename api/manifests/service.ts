@@ -9,7 +9,7 @@ import { ensureMirror, fetchMirror, git, GitError, type GitOptions } from '../..
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../activities/provider/manifest';
 import { gitCacheDir } from '../../activities/provider/releases';
 import type { Actor } from '../lib/actor';
-import { AppError } from '../lib/errors';
+import { appError } from '../lib/errors';
 import { authorize } from '../lib/policy';
 import { findEnvironment } from '../environments/service';
 import { GIT_READ_TIMEOUT_MS, headCommit } from '../pipeline/service';
@@ -19,7 +19,7 @@ type Source = { git_ref: string; commit_sha: string; present: boolean };
 function check(text: string, source?: Source): { valid: true; manifest: Manifest; source?: Source } {
   const result = parseManifest(text);
   if (!result.ok) {
-    throw new AppError(422, 'invalid', 'The manifest is not valid: `fields` names each fault with its line', result.fields, source ? { source } : undefined);
+    throw appError('invalid', 'The manifest is not valid: `fields` names each fault with its line', { fields: result.fields, extra: source ? { source } : undefined });
   }
   return { valid: true, manifest: result.manifest, ...(source ? { source } : {}) };
 }
@@ -52,15 +52,15 @@ export async function validateEnvironmentManifest(deps: Deps, actor: Actor, envi
   if (input.manifest !== undefined) return check(input.manifest);
   const project = await Project.query(deps.knex).findById(env.project_id);
   if (!project?.repository_url) {
-    throw new AppError(409, 'no_repository', 'The project has no repository connected: send the manifest in the body, or connect a repository');
+    throw appError('no_repository', 'The project has no repository connected: send the manifest in the body, or connect a repository');
   }
   const head = await headCommit(deps, project.repository_url, env.git_ref);
-  if (!head.ok) throw new AppError(409, head.code, head.message);
+  if (!head.ok) throw appError(head.code, head.message);
   let text: string | null;
   try {
     text = await manifestAt(project.repository_url, head.sha, { cacheDir: gitCacheDir(deps.config.dataDir), timeoutMs: GIT_READ_TIMEOUT_MS });
   } catch (err) {
-    if (err instanceof GitError) throw new AppError(409, 'repository_unreachable', `The repository cannot be read right now: ${err.message}`);
+    if (err instanceof GitError) throw appError('repository_unreachable', `The repository cannot be read right now: ${err.message}`);
     throw err;
   }
   return check(text ?? '', { git_ref: env.git_ref, commit_sha: head.sha, present: text !== null });

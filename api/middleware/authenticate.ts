@@ -5,7 +5,7 @@ import { Membership } from '../../db/models/membership';
 import { Session } from '../../db/models/session';
 import { User } from '../../db/models/user';
 import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import { isWellFormed, sessionDigest, tokenDigest } from '../lib/token-format';
 
 export const SESSION_COOKIE = 'vc_session';
@@ -102,7 +102,7 @@ export function authenticate(deps: Deps): Middleware {
         for (const [k, v] of Object.entries(headers)) ctx.set(k, v);
         await touchLastUsed(deps, token);
       }
-      if (!result.ok) throw new AppError(403, 'forbidden', result.reason);
+      if (!result.ok) throw appError('forbidden', result.reason);
       ctx.state.actor = result.actor;
     } else {
       const cookie = ctx.cookies.get(SESSION_COOKIE);

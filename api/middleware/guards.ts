@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../../system/config';
 import type { Logger } from '../../system/logger';
-import { AppError } from '../lib/errors';
+import { appError } from '../lib/errors';
 
 export interface RateHeaders {
   'RateLimit-Limit': string;
@@ -94,14 +94,7 @@ export async function createGuards(config: Config, logger: Logger, prefix = conf
   const tokens = make('token', config.rateLimit.perMinute, 60);
 
   const refuse = (ms: number) =>
-    new AppError(
-      429,
-      'rate_limited',
-      'Too many failed credentials from this address; wait before trying again',
-      undefined,
-      undefined,
-      { 'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))) },
-    );
+    appError('rate_limited', 'Too many failed credentials from this address; wait before trying again', { headers: { 'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))) } });
 
   return {
     async assertAddressAllowed(address) {
@@ -135,12 +128,12 @@ export async function createGuards(config: Config, logger: Logger, prefix = conf
       } catch (e) {
         const res = limited(e);
         const reset = String(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
-        throw new AppError(429, 'rate_limited', `More than ${limit} requests a minute with this token; wait and repeat the request unchanged`, undefined, undefined, {
+        throw appError('rate_limited', `More than ${limit} requests a minute with this token; wait and repeat the request unchanged`, { headers: {
           'Retry-After': reset,
           'RateLimit-Limit': String(limit),
           'RateLimit-Remaining': '0',
           'RateLimit-Reset': reset,
-        });
+        } });
       }
     },
     async close() {

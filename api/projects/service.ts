@@ -3,14 +3,14 @@ import type { Deps } from '../../system/deps';
 import { Project } from '../../db/models/project';
 import { Team } from '../../db/models/team';
 import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import { authorize, can, reachableMemberships, reachableTeamIds, type Action } from '../lib/policy';
 import { displayUrl, lsRemote } from './git';
 import { presentProject } from './presenter';
 import { NAME_RULES } from './schemas';
 
 const nameTaken = () =>
-  new AppError(409, 'conflict', 'A project of that name exists in this team', { name: 'is already used by another project in this team' });
+  appError('conflict', 'A project of that name exists in this team', { fields: { name: 'is already used by another project in this team' } });
 
 /** Loads a project the caller may act on; another team's project answers 404. */
 export async function findProject(deps: Deps, actor: Actor, id: string, action: Action) {
