@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -40,9 +40,9 @@ export async function run(): Promise<{ ratio: number; peakMb: number }> {
     const plain = async () => {
       const began = performance.now();
       const admin = new URL(ADMIN_DATABASE_URL);
-      const child = spawn('pg_dump', ['-Fc', '-h', admin.hostname, '-p', admin.port || '5432', '-U', login.role, '-d', login.database, '-f', '/dev/null'], {
+      const child = spawn('pg_dump', ['-Fc', '-h', admin.hostname, '-p', admin.port || '5432', '-U', login.role, '-d', login.database], {
         env: { PATH: process.env.PATH, PGPASSWORD: login.password },
-        stdio: 'inherit',
+        stdio: ['ignore', openSync('/dev/null', 'w'), 'inherit'],
       });
       const code = await new Promise<number | null>((r) => child.on('close', r));
       if (code !== 0) throw new Error(`pg_dump exited ${code}`);

@@ -8,6 +8,7 @@ import { createDeployWorld, waitForTask } from '../../helpers/deploy-fixtures';
 import { PASSWORD, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { dropServiceDatabase } from '../../../activities/data/pg-server';
+import { startS3 } from '../../helpers/s3';
 
 /**
  * The data round trip through the real stack: a postgresql service, an app deployed with DATABASE_URL
@@ -150,5 +151,56 @@ describe('backups, restore and reset', () => {
     const res = await owner.post(`${env()}/sync`, { from_environment_id: w.environment.id });
     expect(res.status).toBe(422);
     expect(res.body.error.fields).toHaveProperty('confirm');
+  });
+});
+
+describe('the backup window schedule', () => {
+  it('a run takes a scheduled backup of every environment with data and deletes snapshots past the retention', async () => {
+    const set = await owner.post(`/projects/${w.project.id}/backup-window`, { hour_utc: 4, retention_days: 2, destination_id: destinationId });
+    expect(set.status).toBe(200);
+    const [old] = await t.deps
+      .knex('backups')
+      .insert({
+        team_id: w.team.id, project_id: w.project.id, environment_id: w.environment.id, destination_id: destinationId, status: 'available',
+        trigger: 'scheduled', contents: JSON.stringify(['files']), object_key: `${w.environment.id}/old.vcb`, size_bytes: 1, key_fingerprint: 'x',
+        created_at: new Date(Date.now() - 5 * 86_400_000),
+      })
+      .returning('id');
+    await t.deps.temporal.schedule.getHandle(`backups-${w.project.id}`).trigger();
+    const deadline = Date.now() + 60_000;
+    let list: Array<{ id: string; trigger: string; status: string }> = [];
+    while (Date.now() < deadline) {
+      list = (await owner.get(`${env()}/backups`)).body.data;
+      if (list.some((b) => b.trigger === 'scheduled' && b.status === 'available') && !list.some((b) => b.id === old.id)) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(list.filter((b) => b.trigger === 'scheduled').map((b) => b.status)).toEqual(['available']);
+    expect(list.some((b) => b.id === old.id)).toBe(false);
+    const task = await t.deps.knex('tasks').where({ type: 'backup', account_via: 'schedule' }).first();
+    expect(task).toBeTruthy();
+    await owner.delete(`/projects/${w.project.id}/backup-window`);
+  });
+});
+
+describe('a destination that stops answering', () => {
+  it('fails the backup with a clear message and leaves the earlier snapshots as they were', async () => {
+    const s3 = await startS3();
+    try {
+      const dest = await owner.post(`/teams/${w.team.id}/backup-destinations`, {
+        kind: 's3', name: 'flaky', endpoint: s3.endpoint, region: 'us-east-1', bucket: 'backups', access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey,
+      });
+      expect(dest.status).toBe(201);
+      await runTask(owner, `${env()}/backups`, { destination_id: dest.body.id });
+      await s3.stop();
+      const res = await owner.post(`${env()}/backups`, { destination_id: dest.body.id });
+      const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 90_000 });
+      expect(task.status).toBe('failed');
+      expect(task.error).toMatch(/the snapshot could not be taken/);
+      const atFlaky = (await owner.get(`${env()}/backups`)).body.data.filter((b: { destination_id: string }) => b.destination_id === dest.body.id);
+      expect(atFlaky.map((b: { status: string }) => b.status).sort()).toEqual(['available', 'failed']);
+      expect((await owner.get(`/backup-destinations/${dest.body.id}`)).body.snapshots).toBe(1);
+    } finally {
+      await s3.stop();
+    }
   });
 });
