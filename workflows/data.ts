@@ -14,7 +14,10 @@ const acts = proxyActivities<DataActivities>({
   heartbeatTimeout: '30s',
   retry: { initialInterval: '2s', maximumInterval: '30s', maximumAttempts: 3 },
 });
-const quick = proxyActivities<DataActivities>({ startToCloseTimeout: '2m', retry: { initialInterval: '1s', maximumAttempts: 5 } });
+const quick = proxyActivities<DataActivities>({
+  startToCloseTimeout: '2m',
+  retry: { initialInterval: '1s', maximumAttempts: 5 },
+});
 
 const param = (input: TaskWorkflowInput, name: string): string => {
   const v = input.task.params[name];
@@ -62,7 +65,13 @@ export async function backupEnvironment(input: TaskWorkflowInput) {
 export async function restoreBackup(input: TaskWorkflowInput) {
   return runTask(input, async ({ start }) => {
     await start();
-    return step(() => acts.restoreBackup({ taskId: input.task.id, backupId: param(input, 'backup_id'), environmentId: input.task.environment_id! }));
+    return step(() =>
+      acts.restoreBackup({
+        taskId: input.task.id,
+        backupId: param(input, 'backup_id'),
+        environmentId: input.task.environment_id!,
+      }),
+    );
   });
 }
 
@@ -70,7 +79,11 @@ export async function syncEnvironment(input: TaskWorkflowInput) {
   return runTask(input, async ({ start }) => {
     await start();
     return step(() =>
-      acts.syncData({ taskId: input.task.id, fromEnvironmentId: param(input, 'from_environment_id'), environmentId: input.task.environment_id! }),
+      acts.syncData({
+        taskId: input.task.id,
+        fromEnvironmentId: param(input, 'from_environment_id'),
+        environmentId: input.task.environment_id!,
+      }),
     );
   });
 }

@@ -15,7 +15,13 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { Config } from '../../system/config';
 import { environmentDir } from '../provider/releases';
-import { createRestoreTarget, serverMajorVersion, servicesAdminUrl, swapInRestored, type ServiceLogin } from './pg-server';
+import {
+  createRestoreTarget,
+  serverMajorVersion,
+  servicesAdminUrl,
+  swapInRestored,
+  type ServiceLogin,
+} from './pg-server';
 import { decryptSnapshot, encryptSnapshot, type PartName } from './snapshot-format';
 import type { ObjectStore } from './destinations';
 
@@ -47,7 +53,9 @@ async function clientMajor(tool: string): Promise<number> {
 export async function checkClientVersion(config: PgConfig, tool: 'pg_dump' | 'pg_restore'): Promise<void> {
   const [client, server] = await Promise.all([clientMajor(tool), serverMajorVersion(config).then(Number)]);
   if (client < server) {
-    throw new Error(`${tool} ${client} cannot work with the PostgreSQL ${server} server of the services: install the PostgreSQL ${server} client tools`);
+    throw new Error(
+      `${tool} ${client} cannot work with the PostgreSQL ${server} server of the services: install the PostgreSQL ${server} client tools`,
+    );
   }
 }
 
@@ -59,7 +67,8 @@ async function* output(child: ChildProcessWithoutNullStreams, what: string): Asy
   try {
     for await (const chunk of child.stdout) yield chunk as Buffer;
     const [code, sig] = await exited;
-    if (code !== 0) throw new Error(`${what} failed (${sig ?? `exit ${code}`}): ${stderr.trim().split('\n').slice(-3).join(' ')}`);
+    if (code !== 0)
+      throw new Error(`${what} failed (${sig ?? `exit ${code}`}): ${stderr.trim().split('\n').slice(-3).join(' ')}`);
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
   }
@@ -71,15 +80,22 @@ export interface DataSource {
 }
 
 /** The parts of an environment's data, each read lazily when the consumer gets to it. */
-export function dataParts(config: PgConfig, src: DataSource): Array<{ part: PartName; source: () => AsyncIterable<Buffer> }> {
+export function dataParts(
+  config: PgConfig,
+  src: DataSource,
+): Array<{ part: PartName; source: () => AsyncIterable<Buffer> }> {
   const parts: Array<{ part: PartName; source: () => AsyncIterable<Buffer> }> = [];
   if (src.login) {
     const { args, env } = pgLogin(config, src.login);
-    parts.push({ part: 'database', source: () => output(spawn('pg_dump', ['-Fc', '--no-owner', '--no-acl', ...args], { env }), 'pg_dump') });
+    parts.push({
+      part: 'database',
+      source: () => output(spawn('pg_dump', ['-Fc', '--no-owner', '--no-acl', ...args], { env }), 'pg_dump'),
+    });
   }
   parts.push({
     part: 'files',
-    source: () => (existsSync(src.volume) ? output(spawn('tar', ['-C', src.volume, '-cf', '-', '.']), 'tar') : emptySource()),
+    source: () =>
+      existsSync(src.volume) ? output(spawn('tar', ['-C', src.volume, '-cf', '-', '.']), 'tar') : emptySource(),
   });
   return parts;
 }
@@ -118,13 +134,20 @@ export async function takeSnapshot(opts: {
 /** Writes to a child's stdin with back-pressure; rejects when the child is gone. */
 async function write(child: ChildProcessWithoutNullStreams, data: Buffer): Promise<void> {
   if (child.stdin.write(data)) return;
-  await Promise.race([once(child.stdin, 'drain'), once(child, 'close').then(() => Promise.reject(new Error('the restoring process ended early')))]);
+  await Promise.race([
+    once(child.stdin, 'drain'),
+    once(child, 'close').then(() => Promise.reject(new Error('the restoring process ended early'))),
+  ]);
 }
 
 async function finish(child: ChildProcessWithoutNullStreams, what: string, stderr: () => string): Promise<void> {
   child.stdin.end();
-  const [code, sig] = (child.exitCode !== null ? [child.exitCode, null] : await once(child, 'close')) as [number | null, string | null];
-  if (code !== 0) throw new Error(`${what} failed (${sig ?? `exit ${code}`}): ${stderr().trim().split('\n').slice(-3).join(' ')}`);
+  const [code, sig] = (child.exitCode !== null ? [child.exitCode, null] : await once(child, 'close')) as [
+    number | null,
+    string | null,
+  ];
+  if (code !== 0)
+    throw new Error(`${what} failed (${sig ?? `exit ${code}`}): ${stderr().trim().split('\n').slice(-3).join(' ')}`);
 }
 
 function spawnSink(cmd: string, args: string[], env?: Record<string, string | undefined>) {
@@ -209,14 +232,29 @@ export async function restoreSnapshot(opts: {
 }): Promise<PartName[]> {
   const body = await opts.store.get(opts.objectKey);
   try {
-    return await putBack({ config: opts.config, target: opts.target, parts: decryptSnapshot(opts.key, body), onLine: opts.onLine });
+    return await putBack({
+      config: opts.config,
+      target: opts.target,
+      parts: decryptSnapshot(opts.key, body),
+      onLine: opts.onLine,
+    });
   } finally {
     body.destroy();
   }
 }
 
 /** Copies one environment's data into another (sync), no snapshot in between. */
-export async function copyData(opts: { config: PgConfig; source: DataSource; target: DataSource; onLine?: (line: string) => void }) {
+export async function copyData(opts: {
+  config: PgConfig;
+  source: DataSource;
+  target: DataSource;
+  onLine?: (line: string) => void;
+}) {
   if (opts.source.login) await checkClientVersion(opts.config, 'pg_dump');
-  return putBack({ config: opts.config, target: opts.target, parts: flatten(dataParts(opts.config, opts.source)), onLine: opts.onLine });
+  return putBack({
+    config: opts.config,
+    target: opts.target,
+    parts: flatten(dataParts(opts.config, opts.source)),
+    onLine: opts.onLine,
+  });
 }

@@ -70,7 +70,11 @@ class LocalStore implements ObjectStore {
     const partial = `${file}.partial`;
     await mkdir(path.dirname(file), { recursive: true });
     try {
-      await pipeline(body instanceof Readable ? body : Readable.from(body), createWriteStream(partial, { mode: 0o600 }), { signal });
+      await pipeline(
+        body instanceof Readable ? body : Readable.from(body),
+        createWriteStream(partial, { mode: 0o600 }),
+        { signal },
+      );
       await rename(partial, file);
     } catch (err) {
       await rm(partial, { force: true });
@@ -109,7 +113,10 @@ class S3Store implements ObjectStore {
   }
   async put(key: string, body: AsyncIterable<Buffer> | Readable, signal?: AbortSignal): Promise<number> {
     let bytes = 0;
-    const counted = (body instanceof Readable ? body : Readable.from(body)).on('data', (c: Buffer) => (bytes += c.length));
+    const counted = (body instanceof Readable ? body : Readable.from(body)).on(
+      'data',
+      (c: Buffer) => (bytes += c.length),
+    );
     const upload = new Upload({
       client: this.client,
       params: { Bucket: this.settings.bucket, Key: this.key(key), Body: counted },

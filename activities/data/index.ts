@@ -32,7 +32,10 @@ const fail = (message: string, type = 'DataTaskFailed') => ApplicationFailure.no
 
 export function createDataActivities(deps: Deps, supervisor: Supervisor) {
   const { knex, config } = deps;
-  const source = async (envId: string) => ({ login: await serviceLogin(deps, envId), volume: volumeDir(config.dataDir, envId) });
+  const source = async (envId: string) => ({
+    login: await serviceLogin(deps, envId),
+    volume: volumeDir(config.dataDir, envId),
+  });
 
   /** Restarts the environment's web process with its current service variables (when it runs here). */
   const restartWeb = async (envId: string, log: TaskLog) => {
@@ -57,11 +60,19 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
     },
 
     async markServiceFailed(input: { serviceId: string }): Promise<void> {
-      await knex('services').where({ id: input.serviceId, status: 'creating' }).update({ status: 'failed', updated_at: knex.fn.now() });
+      await knex('services')
+        .where({ id: input.serviceId, status: 'creating' })
+        .update({ status: 'failed', updated_at: knex.fn.now() });
     },
 
     /** Takes the snapshot (its row `running` until the object is complete; then `available`, or `failed`). */
-    async takeBackup(input: { taskId: string; backupId: string; environmentId: string; destinationId: string; trigger: 'manual' | 'scheduled' }) {
+    async takeBackup(input: {
+      taskId: string;
+      backupId: string;
+      environmentId: string;
+      destinationId: string;
+      trigger: 'manual' | 'scheduled';
+    }) {
       return withLog(deps, input.taskId, (log) =>
         withHeartbeat(async (signal) => {
           const env = await knex('environments').where({ id: input.environmentId }).first();
@@ -73,21 +84,41 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
           await knex.raw(
             `INSERT INTO backups (id, team_id, project_id, environment_id, destination_id, task_id, status, trigger, object_key, key_fingerprint)
              VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = 'running', error = NULL`,
-            [input.backupId, env.team_id, env.project_id, env.id, destination.id, input.taskId, input.trigger, objectKey, keyFingerprint(key)],
+            [
+              input.backupId,
+              env.team_id,
+              env.project_id,
+              env.id,
+              destination.id,
+              input.taskId,
+              input.trigger,
+              objectKey,
+              keyFingerprint(key),
+            ],
           );
           const src = await source(env.id);
-          log.line(`==> Snapshot ${input.backupId} of ${env.name} to "${destination.name}" (${destination.kind}): ${src.login ? 'database and files' : 'files'}`);
+          log.line(
+            `==> Snapshot ${input.backupId} of ${env.name} to "${destination.name}" (${destination.kind}): ${src.login ? 'database and files' : 'files'}`,
+          );
           const store = openStore(destinationSpec(deps, destination));
           try {
             const taken = await takeSnapshot({ config, source: src, key, store, objectKey, signal });
-            await knex('backups').where({ id: input.backupId }).update({
-              status: 'available', size_bytes: taken.sizeBytes, sha256: taken.sha256, contents: JSON.stringify(taken.contents), finished_at: knex.fn.now(),
-            });
+            await knex('backups')
+              .where({ id: input.backupId })
+              .update({
+                status: 'available',
+                size_bytes: taken.sizeBytes,
+                sha256: taken.sha256,
+                contents: JSON.stringify(taken.contents),
+                finished_at: knex.fn.now(),
+              });
             log.line(`==> Stored ${taken.sizeBytes} bytes (encrypted), sha256 ${taken.sha256}`);
             return { backup_id: input.backupId, size_bytes: taken.sizeBytes, sha256: taken.sha256 };
           } catch (err) {
             const message = `the snapshot could not be taken: ${(err as Error).message}`;
-            await knex('backups').where({ id: input.backupId }).update({ status: 'failed', error: message, finished_at: knex.fn.now() });
+            await knex('backups')
+              .where({ id: input.backupId })
+              .update({ status: 'failed', error: message, finished_at: knex.fn.now() });
             await store.delete(objectKey).catch(() => undefined);
             throw fail(message, 'BackupFailed');
           } finally {
@@ -101,15 +132,27 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
       return withLog(deps, input.taskId, (log) =>
         withHeartbeat(async () => {
           const row = await knex('backups').where({ id: input.backupId, environment_id: input.environmentId }).first();
-          if (!row || row.status !== 'available') throw fail('the snapshot is not available');
-          const destination = row.destination_id ? await BackupDestination.query(knex).findById(row.destination_id) : undefined;
+          if (row?.status !== 'available') throw fail('the snapshot is not available');
+          const destination = row.destination_id
+            ? await BackupDestination.query(knex).findById(row.destination_id)
+            : undefined;
           if (!destination) throw fail('the destination of the snapshot was deleted');
           const key = await ensureBackupKey(knex, deps.secrets, input.environmentId);
-          if (keyFingerprint(key) !== row.key_fingerprint) throw fail('the snapshot was taken under another backup key');
+          if (keyFingerprint(key) !== row.key_fingerprint)
+            throw fail('the snapshot was taken under another backup key');
           const store = openStore(destinationSpec(deps, destination));
           try {
-            log.line(`==> Restoring snapshot ${row.id} (${(row.contents as string[]).join(' and ')}); the live data stays until it is complete`);
-            const parts = await restoreSnapshot({ config, target: await source(input.environmentId), key, store, objectKey: row.object_key, onLine: (l) => log.line(l) });
+            log.line(
+              `==> Restoring snapshot ${row.id} (${(row.contents as string[]).join(' and ')}); the live data stays until it is complete`,
+            );
+            const parts = await restoreSnapshot({
+              config,
+              target: await source(input.environmentId),
+              key,
+              store,
+              objectKey: row.object_key,
+              onLine: (l) => log.line(l),
+            });
             log.line(`==> Put back: ${parts.join(' and ')}`);
             await restartWeb(input.environmentId, log);
             return { backup_id: row.id, restored: parts };
@@ -130,7 +173,12 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
           if (!from) throw fail('the source environment no longer exists');
           log.line(`==> Copying the data of ${from.name} in; the live data stays until the copy is complete`);
           try {
-            const parts = await copyData({ config, source: await source(input.fromEnvironmentId), target: await source(input.environmentId), onLine: (l) => log.line(l) });
+            const parts = await copyData({
+              config,
+              source: await source(input.fromEnvironmentId),
+              target: await source(input.environmentId),
+              onLine: (l) => log.line(l),
+            });
             log.line(`==> Copied: ${parts.join(' and ')}`);
             await restartWeb(input.environmentId, log);
             return { from_environment_id: input.fromEnvironmentId, copied: parts };

@@ -21,7 +21,11 @@ export function servicesAdminUrl(config: Pick<Config, 'servicesDatabaseUrl' | 'd
 }
 
 /** Where the worker itself connects for a service (pg_dump, pg_restore): the admin URL's host and port. */
-export function serviceUrl(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>, login: ServiceLogin, host?: string): string {
+export function serviceUrl(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+  host?: string,
+): string {
   const admin = new URL(servicesAdminUrl(config));
   const url = new URL(`postgres://${admin.host}`);
   url.hostname = host ?? admin.hostname;
@@ -33,7 +37,10 @@ export function serviceUrl(config: Pick<Config, 'servicesDatabaseUrl' | 'databas
 }
 
 /** What the environment's processes get: DATABASE_URL and the PG* variables saying the same. */
-export function serviceVariables(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl' | 'servicesHost'>, login: ServiceLogin) {
+export function serviceVariables(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl' | 'servicesHost'>,
+  login: ServiceLogin,
+) {
   const admin = new URL(servicesAdminUrl(config));
   return {
     DATABASE_URL: serviceUrl(config, login, config.servicesHost),
@@ -45,7 +52,10 @@ export function serviceVariables(config: Pick<Config, 'servicesDatabaseUrl' | 'd
   };
 }
 
-export async function withAdmin<T>(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+export async function withAdmin<T>(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  fn: (c: pg.Client) => Promise<T>,
+): Promise<T> {
   const client = new pg.Client({ connectionString: servicesAdminUrl(config) });
   await client.connect();
   try {
@@ -69,12 +79,17 @@ export async function serverMajorVersion(config: Pick<Config, 'servicesDatabaseU
 }
 
 /** Creates the role and its database (idempotent: an activity retried after a crash finds them there). */
-export async function createServiceDatabase(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>, login: ServiceLogin): Promise<void> {
+export async function createServiceDatabase(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+): Promise<void> {
   await withAdmin(config, async (c) => {
     const role = ident(login.role);
     const password = c.escapeLiteral(login.password);
     const hasRole = await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [login.role]);
-    await c.query(`${hasRole.rowCount ? 'ALTER' : 'CREATE'} ROLE ${role} LOGIN PASSWORD ${password} NOSUPERUSER NOCREATEDB NOCREATEROLE`);
+    await c.query(
+      `${hasRole.rowCount ? 'ALTER' : 'CREATE'} ROLE ${role} LOGIN PASSWORD ${password} NOSUPERUSER NOCREATEDB NOCREATEROLE`,
+    );
     const hasDb = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [login.database]);
     if (!hasDb.rowCount) await c.query(`CREATE DATABASE ${ident(login.database)} OWNER ${role}`);
     await c.query(`REVOKE ALL ON DATABASE ${ident(login.database)} FROM PUBLIC`);
@@ -84,11 +99,17 @@ export async function createServiceDatabase(config: Pick<Config, 'servicesDataba
 
 /** Ends every session on a database (before it is renamed or dropped). */
 export async function disconnectAll(c: pg.Client, database: string): Promise<void> {
-  await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
+  await c.query(
+    'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+    [database],
+  );
 }
 
 /** Drops the database and its role (environment gone, or a test cleaning up). */
-export async function dropServiceDatabase(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>, login: Pick<ServiceLogin, 'database' | 'role'>): Promise<void> {
+export async function dropServiceDatabase(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: Pick<ServiceLogin, 'database' | 'role'>,
+): Promise<void> {
   await withAdmin(config, async (c) => {
     for (const db of [login.database, `${login.database}_restore`]) {
       await disconnectAll(c, db);
@@ -102,7 +123,10 @@ export async function dropServiceDatabase(config: Pick<Config, 'servicesDatabase
  * Creates an empty database `<name>_restore` owned by the role, to restore into; `swapInRestored` then puts it
  * in place of the live one in two renames, so a restore that fails half way never touches the live data.
  */
-export async function createRestoreTarget(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>, login: ServiceLogin): Promise<ServiceLogin> {
+export async function createRestoreTarget(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+): Promise<ServiceLogin> {
   const target = `${login.database}_restore`;
   await withAdmin(config, async (c) => {
     await disconnectAll(c, target);
@@ -114,13 +138,17 @@ export async function createRestoreTarget(config: Pick<Config, 'servicesDatabase
   return { ...login, database: target };
 }
 
-export async function swapInRestored(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>, login: ServiceLogin): Promise<void> {
+export async function swapInRestored(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+): Promise<void> {
   const live = login.database;
   const restored = `${live}_restore`;
   const old = `${live}_old`;
   await withAdmin(config, async (c) => {
     await c.query(`DROP DATABASE IF EXISTS ${ident(old)}`);
-    const has = async (db: string) => ((await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [db])).rowCount ?? 0) > 0;
+    const has = async (db: string) =>
+      ((await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [db])).rowCount ?? 0) > 0;
     if (!(await has(restored))) {
       if (await has(live)) return; // a retry after the swap: done already
       throw new Error('the restored database is missing');
@@ -136,7 +164,10 @@ export async function swapInRestored(config: Pick<Config, 'servicesDatabaseUrl' 
 }
 
 /** Empties a database: drops and creates it again, owned by the role (reset-database). */
-export async function recreateServiceDatabase(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>, login: ServiceLogin): Promise<void> {
+export async function recreateServiceDatabase(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+): Promise<void> {
   await createRestoreTarget(config, login);
   await swapInRestored(config, login);
 }

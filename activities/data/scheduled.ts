@@ -14,14 +14,30 @@ import { volumeDir } from './backup-engine';
 export async function startScheduledBackups(deps: Deps, projectId: string): Promise<string[]> {
   const window = await BackupWindow.query(deps.knex).findById(projectId);
   if (!window?.destination_id) return [];
-  const envs = await deps.knex('environments').where({ project_id: projectId }).select('id', 'team_id', 'project_id', 'name');
+  const envs = await deps
+    .knex('environments')
+    .where({ project_id: projectId })
+    .select('id', 'team_id', 'project_id', 'name');
   const withService = new Set(
-    (await deps.knex('services').whereIn('environment_id', envs.map((e: { id: string }) => e.id)).where({ status: 'available' }).pluck('environment_id')) as string[],
+    (await deps
+      .knex('services')
+      .whereIn(
+        'environment_id',
+        envs.map((e: { id: string }) => e.id),
+      )
+      .where({ status: 'available' })
+      .pluck('environment_id')) as string[],
   );
   const started: string[] = [];
   for (const env of envs) {
     if (!withService.has(env.id) && !existsSync(volumeDir(deps.config.dataDir, env.id))) continue;
-    const task = await startBackupTask(deps, { via: 'schedule', userId: null }, env, window.destination_id, 'scheduled');
+    const task = await startBackupTask(
+      deps,
+      { via: 'schedule', userId: null },
+      env,
+      window.destination_id,
+      'scheduled',
+    );
     started.push(task.id);
   }
   return started;
@@ -38,7 +54,9 @@ export async function pruneSnapshots(deps: Deps, projectId: string): Promise<num
     .where('created_at', '<', deps.knex.raw(`now() - make_interval(days => ?)`, [window.retention_days]));
   let deleted = 0;
   for (const row of old) {
-    const destination = row.destination_id ? await BackupDestination.query(deps.knex).findById(row.destination_id) : undefined;
+    const destination = row.destination_id
+      ? await BackupDestination.query(deps.knex).findById(row.destination_id)
+      : undefined;
     if (destination) {
       const store = openStore(destinationSpec(deps, destination));
       try {

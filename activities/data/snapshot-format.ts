@@ -49,7 +49,12 @@ export async function* encryptSnapshot(
   parts: Array<{ part: PartName; source: () => AsyncIterable<Buffer | string> }>,
 ): AsyncGenerator<Buffer> {
   if (key.length !== 32) throw new Error('a backup key is 32 bytes');
-  const header = Buffer.concat([MAGIC, Buffer.from([VERSION]), Buffer.from(keyFingerprint(key), 'hex'), randomBytes(8)]);
+  const header = Buffer.concat([
+    MAGIC,
+    Buffer.from([VERSION]),
+    Buffer.from(keyFingerprint(key), 'hex'),
+    randomBytes(8),
+  ]);
   const prefix = header.subarray(HEADER_LENGTH - 8);
   yield header;
   let index = 0;
@@ -112,12 +117,16 @@ export function readHeader(header: Buffer): { version: number; fingerprint: stri
  * Decrypts a snapshot stream, yielding each part's plaintext in order. Throws SnapshotFormatError on a
  * wrong key, a damaged or reordered frame, or a stream that ends before its end frame.
  */
-export async function* decryptSnapshot(key: Buffer, input: AsyncIterable<Buffer | string>): AsyncGenerator<{ part: PartName; data: Buffer }> {
+export async function* decryptSnapshot(
+  key: Buffer,
+  input: AsyncIterable<Buffer | string>,
+): AsyncGenerator<{ part: PartName; data: Buffer }> {
   const reader = new ByteReader(input[Symbol.asyncIterator]());
   const header = await reader.read(HEADER_LENGTH);
   if (!header || header.length < HEADER_LENGTH) throw new SnapshotFormatError('the snapshot is empty or cut short');
   const { fingerprint } = readHeader(header);
-  if (fingerprint !== keyFingerprint(key)) throw new SnapshotFormatError(`the snapshot was encrypted under another key (fingerprint ${fingerprint})`);
+  if (fingerprint !== keyFingerprint(key))
+    throw new SnapshotFormatError(`the snapshot was encrypted under another key (fingerprint ${fingerprint})`);
   const prefix = header.subarray(HEADER_LENGTH - 8);
   for (let index = 0; ; index++) {
     const head = await reader.read(5);

@@ -19,7 +19,11 @@ export const routes: RouteDef[] = [
     scope: scopes.team,
     params: s.idParams,
     query: s.activityQuery,
-    responses: { 200: { description: 'A page of events', schema: s.activityPageSchema }, 404: error('No such team'), 422: error('Invalid filter or cursor') },
+    responses: {
+      200: { description: 'A page of events', schema: s.activityPageSchema },
+      404: error('No such team'),
+      422: error('Invalid filter or cursor'),
+    },
     async handler(ctx) {
       ctx.body = await listActivity(ctx.deps, ctx.input.params.id, ctx.input.query);
     },

@@ -8,7 +8,10 @@ export const activityQuery = z.strictObject({
   project: z.uuid().optional(),
   environment: z.uuid().optional(),
   kind: z.enum(ACTIVITY_KINDS, { error: `must be one of ${ACTIVITY_KINDS.join(', ')}` }).optional(),
-  type: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be a type name (snake_case)').optional(),
+  type: z
+    .string()
+    .regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be a type name (snake_case)')
+    .optional(),
   limit: limitParam(50),
   before: timeIdCursorParam(ACTIVITY_CURSOR).optional(),
 });

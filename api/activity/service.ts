@@ -30,15 +30,29 @@ export async function listActivity(deps: Deps, teamId: string, q: ActivityQuery)
     if (q.environment) b.where(`${prefix}.environment_id`, q.environment);
     if (q.kind) b.where(`${prefix}.kind`, q.kind);
     if (q.type) b.where(`${prefix}.type`, q.type);
-    if (q.before) b.whereRaw(`(${prefix}.created_at, ${prefix}.id) < (?::timestamptz, ?::uuid)`, [q.before.at, q.before.id]);
-    return b.orderBy([{ column: `${prefix}.created_at`, order: 'desc' }, { column: `${prefix}.id`, order: 'desc' }]).limit(q.limit + 1);
+    if (q.before)
+      b.whereRaw(`(${prefix}.created_at, ${prefix}.id) < (?::timestamptz, ?::uuid)`, [q.before.at, q.before.id]);
+    return b
+      .orderBy([
+        { column: `${prefix}.created_at`, order: 'desc' },
+        { column: `${prefix}.id`, order: 'desc' },
+      ])
+      .limit(q.limit + 1);
   };
   const tasks = filter(
     knex('tasks as t')
       .leftJoin('environments as e', 'e.id', 't.environment_id')
       .select(
-        't.id', 't.created_at as at', 't.account_user_id as user_id', 't.account_via as via', 't.kind', 't.type', 't.project_id',
-        't.environment_id', 't.id as task_id', knex.raw('NULL::text AS address'),
+        't.id',
+        't.created_at as at',
+        't.account_user_id as user_id',
+        't.account_via as via',
+        't.kind',
+        't.type',
+        't.project_id',
+        't.environment_id',
+        't.id as task_id',
+        knex.raw('NULL::text AS address'),
         knex.raw(`t.type || coalesce(' on ' || e.name, '') || ' (' || t.status || ')' AS summary`),
       ),
     't',
@@ -46,14 +60,29 @@ export async function listActivity(deps: Deps, teamId: string, q: ActivityQuery)
   const events = filter(
     knex('activity_events as a')
       .whereNotNull('a.kind')
-      .select('a.id', 'a.created_at as at', 'a.user_id', knex.raw(`coalesce(a.actor_via, 'system') AS via`), 'a.kind', 'a.type', 'a.project_id', 'a.environment_id', 'a.task_id', 'a.address', knex.raw(`coalesce(a.summary, a.type) AS summary`)),
+      .select(
+        'a.id',
+        'a.created_at as at',
+        'a.user_id',
+        knex.raw(`coalesce(a.actor_via, 'system') AS via`),
+        'a.kind',
+        'a.type',
+        'a.project_id',
+        'a.environment_id',
+        'a.task_id',
+        'a.address',
+        knex.raw(`coalesce(a.summary, a.type) AS summary`),
+      ),
     'a',
   );
   const rows = (await knex
     .select('x.*', 'u.name as user_name', knex.raw(`${cursorTimeSql('x.at')} AS cursor_at`))
     .from(knex.raw('((?) UNION ALL (?)) AS x', [tasks, events]))
     .leftJoin('users as u', 'u.id', 'x.user_id')
-    .orderBy([{ column: 'x.at', order: 'desc' }, { column: 'x.id', order: 'desc' }])
+    .orderBy([
+      { column: 'x.at', order: 'desc' },
+      { column: 'x.id', order: 'desc' },
+    ])
     .limit(q.limit + 1)) as Row[];
   const { page, more } = pageOf(rows, q.limit);
   const last = page.at(-1);

@@ -40,7 +40,10 @@ export async function presentDestination(deps: Deps, row: BackupDestination) {
   const usage = (await deps
     .knex('backups')
     .where({ destination_id: row.id, status: 'available' })
-    .first(deps.knex.raw('count(*)::int AS snapshots'), deps.knex.raw('coalesce(sum(size_bytes), 0)::bigint AS used'))) as { snapshots: number; used: string };
+    .first(
+      deps.knex.raw('count(*)::int AS snapshots'),
+      deps.knex.raw('coalesce(sum(size_bytes), 0)::bigint AS used'),
+    )) as { snapshots: number; used: string };
   return {
     id: row.id,
     team_id: row.team_id,
@@ -84,7 +87,10 @@ async function probe(spec: DestinationSpec): Promise<void> {
         : /AccessDenied|SignatureDoesNotMatch|InvalidAccessKeyId|credential|40[13]/i.test(reason)
           ? 'secret_access_key'
           : 'endpoint';
-  throw errors.invalid({ [field]: `the probe (write, read, delete) failed: ${reason}` }, 'The destination could not be written, read and cleaned up');
+  throw errors.invalid(
+    { [field]: `the probe (write, read, delete) failed: ${reason}` },
+    'The destination could not be written, read and cleaned up',
+  );
 }
 
 async function loadTeamDestination(deps: Deps, actor: Actor, id: string, action: Action) {
@@ -104,9 +110,18 @@ export async function getDestination(deps: Deps, actor: Actor, id: string) {
   return presentDestination(deps, await loadTeamDestination(deps, actor, id, 'data:read'));
 }
 
-const nameTaken = () => new AppError(409, 'conflict', 'The team has a destination of that name', { name: 'is already used by another destination of this team' });
+const nameTaken = () =>
+  new AppError(409, 'conflict', 'The team has a destination of that name', {
+    name: 'is already used by another destination of this team',
+  });
 
-export async function createDestination(deps: Deps, actor: Actor, teamId: string, input: CreateDestination, address: string) {
+export async function createDestination(
+  deps: Deps,
+  actor: Actor,
+  teamId: string,
+  input: CreateDestination,
+  address: string,
+) {
   await authorize(deps.knex, actor, teamId, 'data:write', 'team');
   const id = randomUUID();
   let settings: Record<string, string>;
@@ -117,7 +132,12 @@ export async function createDestination(deps: Deps, actor: Actor, teamId: string
     settings = { path: real };
     spec = { kind: 'local', settings: { path: real } };
   } else {
-    settings = { endpoint: input.endpoint, region: input.region, bucket: input.bucket, ...(input.prefix ? { prefix: input.prefix } : {}) };
+    settings = {
+      endpoint: input.endpoint,
+      region: input.region,
+      bucket: input.bucket,
+      ...(input.prefix ? { prefix: input.prefix } : {}),
+    };
     const secrets = { access_key_id: input.access_key_id, secret_access_key: input.secret_access_key };
     secretsSealed = seal(deps.secrets, JSON.stringify(secrets), aad(id));
     spec = { kind: 's3', settings: settings as never, secrets };
@@ -126,8 +146,21 @@ export async function createDestination(deps: Deps, actor: Actor, teamId: string
   await probe(spec);
   try {
     const row = await deps.knex.transaction(async (trx) => {
-      const r = await BackupDestination.query(trx).insertAndFetch({ id, team_id: teamId, name: input.name, kind: input.kind, settings, secrets_sealed: secretsSealed });
-      await recordBackupsEvent(trx, { teamId, actor, type: 'backup_destination_added', address, summary: `Backup destination "${input.name}" (${input.kind}) added` });
+      const r = await BackupDestination.query(trx).insertAndFetch({
+        id,
+        team_id: teamId,
+        name: input.name,
+        kind: input.kind,
+        settings,
+        secrets_sealed: secretsSealed,
+      });
+      await recordBackupsEvent(trx, {
+        teamId,
+        actor,
+        type: 'backup_destination_added',
+        address,
+        summary: `Backup destination "${input.name}" (${input.kind}) added`,
+      });
       return r;
     });
     return presentDestination(deps, row);
@@ -137,10 +170,17 @@ export async function createDestination(deps: Deps, actor: Actor, teamId: string
   }
 }
 
-export async function updateDestination(deps: Deps, actor: Actor, id: string, input: UpdateDestination, address: string) {
+export async function updateDestination(
+  deps: Deps,
+  actor: Actor,
+  id: string,
+  input: UpdateDestination,
+  address: string,
+) {
   const row = await loadTeamDestination(deps, actor, id, 'data:write');
   const wrongKind = Object.keys(input).filter((k) => k !== 'name' && !FIELDS[row.kind].includes(k));
-  if (wrongKind.length) throw errors.invalid(Object.fromEntries(wrongKind.map((k) => [k, `is not a field of a ${row.kind} destination`])));
+  if (wrongKind.length)
+    throw errors.invalid(Object.fromEntries(wrongKind.map((k) => [k, `is not a field of a ${row.kind} destination`])));
   const current = destinationSpec(deps, row);
   let spec: DestinationSpec;
   let settings = { ...row.settings };
@@ -149,13 +189,18 @@ export async function updateDestination(deps: Deps, actor: Actor, id: string, in
     if (input.path !== undefined) settings = { path: await checkLocalPath(deps, input.path) };
     spec = { kind: 'local', settings: { path: settings.path } };
   } else {
-    for (const k of ['endpoint', 'region', 'bucket', 'prefix'] as const) if (input[k] !== undefined) settings[k] = input[k]!;
+    for (const k of ['endpoint', 'region', 'bucket', 'prefix'] as const)
+      if (input[k] !== undefined) settings[k] = input[k]!;
     const secrets = { ...current.secrets };
     for (const k of SECRET_FIELDS) if (input[k] !== undefined) secrets[k] = input[k]!;
     secretsSealed = seal(deps.secrets, JSON.stringify(secrets), aad(row.id));
     spec = { kind: 's3', settings: settings as never, secrets };
   }
-  if (input.name !== undefined && input.name !== row.name && (await BackupDestination.query(deps.knex).findOne({ team_id: row.team_id, name: input.name }))) {
+  if (
+    input.name !== undefined &&
+    input.name !== row.name &&
+    (await BackupDestination.query(deps.knex).findOne({ team_id: row.team_id, name: input.name }))
+  ) {
     throw nameTaken();
   }
   await probe(spec);
@@ -167,7 +212,13 @@ export async function updateDestination(deps: Deps, actor: Actor, id: string, in
         secrets_sealed: secretsSealed,
         updated_at: new Date(),
       });
-      await recordBackupsEvent(trx, { teamId: row.team_id, actor, type: 'backup_destination_changed', address, summary: `Backup destination "${r.name}" changed` });
+      await recordBackupsEvent(trx, {
+        teamId: row.team_id,
+        actor,
+        type: 'backup_destination_changed',
+        address,
+        summary: `Backup destination "${r.name}" changed`,
+      });
       return r;
     });
     return presentDestination(deps, updated);

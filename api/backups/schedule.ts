@@ -21,7 +21,13 @@ export async function syncBackupSchedule(deps: Deps, projectId: string, hourUtc:
   };
   const policies = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 hour' };
   try {
-    await deps.temporal.schedule.create({ scheduleId, spec, action, policies, state: { note: `Daily backups of project ${projectId}` } });
+    await deps.temporal.schedule.create({
+      scheduleId,
+      spec,
+      action,
+      policies,
+      state: { note: `Daily backups of project ${projectId}` },
+    });
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;
     await deps.temporal.schedule.getHandle(scheduleId).update((previous) => ({ ...previous, spec, action, policies }));

@@ -52,7 +52,12 @@ export const destinationSchema = z.object({
 });
 
 export const destinationKindsSchema = z.object({
-  kinds: z.array(z.object({ kind: z.string(), fields: z.array(z.object({ name: z.string(), required: z.boolean(), secret: z.boolean() })) })),
+  kinds: z.array(
+    z.object({
+      kind: z.string(),
+      fields: z.array(z.object({ name: z.string(), required: z.boolean(), secret: z.boolean() })),
+    }),
+  ),
 });
 
 export const backupWindowSchema = z.object({
@@ -92,13 +97,24 @@ export const downloadQuery = z.strictObject({
 
 export const backupKeySchema = z.object({
   algorithm: z.literal('AES-256-GCM'),
-  fingerprint: z.string().describe('First 16 bytes of SHA-256 of the key, hex; every snapshot names the fingerprint of its key'),
+  fingerprint: z
+    .string()
+    .describe('First 16 bytes of SHA-256 of the key, hex; every snapshot names the fingerprint of its key'),
   opens: z.object({ snapshots: z.number().int(), oldest: z.string().nullable(), newest: z.string().nullable() }),
 });
 export const revealKeySchema = z.object({ key: z.string().describe('base64 of the 32-byte key') });
 export const emptyBody = z.strictObject({});
 export const destinationListSchema = z.object({ data: z.array(destinationSchema) });
 export const restoreBody = z.strictObject({ password: z.string().max(200).optional() });
-export const syncSourcesSchema = z.object({ sources: z.array(z.object({ environment_id: z.uuid(), name: z.string() })) });
-export const syncBody = z.strictObject({ from_environment_id: z.uuid(), confirm: z.boolean().optional(), password: z.string().max(200).optional() });
-export const resetDatabaseBody = z.strictObject({ confirm: z.string().max(200).optional(), password: z.string().max(200).optional() });
+export const syncSourcesSchema = z.object({
+  sources: z.array(z.object({ environment_id: z.uuid(), name: z.string() })),
+});
+export const syncBody = z.strictObject({
+  from_environment_id: z.uuid(),
+  confirm: z.boolean().optional(),
+  password: z.string().max(200).optional(),
+});
+export const resetDatabaseBody = z.strictObject({
+  confirm: z.string().max(200).optional(),
+  password: z.string().max(200).optional(),
+});

@@ -48,7 +48,12 @@ export function presentBackup(row: Backup) {
 
 export async function listBackups(deps: Deps, actor: Actor, envId: string) {
   await loadEnvironment(deps, actor, envId, 'data:read');
-  const rows = await Backup.query(deps.knex).where({ environment_id: envId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]);
+  const rows = await Backup.query(deps.knex)
+    .where({ environment_id: envId })
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ]);
   return { data: rows.map(presentBackup) };
 }
 
@@ -62,16 +67,22 @@ async function loadSnapshot(deps: Deps, actor: Actor, envId: string, snapshotId:
 /** A snapshot that can be read back: available, at a destination that still exists. */
 export async function availableSnapshot(deps: Deps, actor: Actor, envId: string, snapshotId: string, action: Action) {
   const { env, row } = await loadSnapshot(deps, actor, envId, snapshotId, action);
-  if (row.status !== 'available') throw errors.conflict('snapshot_not_available', `The snapshot is ${row.status}, not available`);
-  const destination = row.destination_id ? await BackupDestination.query(deps.knex).findById(row.destination_id) : undefined;
+  if (row.status !== 'available')
+    throw errors.conflict('snapshot_not_available', `The snapshot is ${row.status}, not available`);
+  const destination = row.destination_id
+    ? await BackupDestination.query(deps.knex).findById(row.destination_id)
+    : undefined;
   if (!destination) throw errors.conflict('snapshot_not_available', 'The destination of this snapshot was deleted');
   return { env, row, destination };
 }
 
 export async function deleteBackup(deps: Deps, actor: Actor, envId: string, snapshotId: string, address: string) {
   const { env, row } = await loadSnapshot(deps, actor, envId, snapshotId, 'data:write');
-  if (row.status === 'running') throw errors.conflict('snapshot_running', 'The snapshot is still being taken; wait for its task to end');
-  const destination = row.destination_id ? await BackupDestination.query(deps.knex).findById(row.destination_id) : undefined;
+  if (row.status === 'running')
+    throw errors.conflict('snapshot_running', 'The snapshot is still being taken; wait for its task to end');
+  const destination = row.destination_id
+    ? await BackupDestination.query(deps.knex).findById(row.destination_id)
+    : undefined;
   if (destination) {
     const store = openStore(destinationSpec(deps, destination));
     try {
@@ -83,7 +94,12 @@ export async function deleteBackup(deps: Deps, actor: Actor, envId: string, snap
   await deps.knex.transaction(async (trx) => {
     await trx('backups').where({ id: row.id }).delete();
     await recordBackupsEvent(trx, {
-      teamId: env.team_id, actor, type: 'backup_deleted', projectId: env.project_id, environmentId: env.id, address,
+      teamId: env.team_id,
+      actor,
+      type: 'backup_deleted',
+      projectId: env.project_id,
+      environmentId: env.id,
+      address,
       summary: `Snapshot ${row.id} of ${env.name} deleted`,
     });
   });
@@ -92,7 +108,9 @@ export async function deleteBackup(deps: Deps, actor: Actor, envId: string, snap
 // ---- downloads: a URL signed for 15 minutes -------------------------------------------------------
 
 function downloadSignature(deps: Deps, snapshotId: string, expires: number): string {
-  return createHmac('sha256', deps.secrets.encryptionKey.key).update(`snapshot-download:${snapshotId}:${expires}`).digest('hex');
+  return createHmac('sha256', deps.secrets.encryptionKey.key)
+    .update(`snapshot-download:${snapshotId}:${expires}`)
+    .digest('hex');
 }
 
 export async function downloadUrl(deps: Deps, actor: Actor, envId: string, snapshotId: string) {
@@ -109,15 +127,22 @@ export async function downloadUrl(deps: Deps, actor: Actor, envId: string, snaps
 export async function openDownload(deps: Deps, snapshotId: string, q: { expires: number; signature: string }) {
   const expected = Buffer.from(downloadSignature(deps, snapshotId, q.expires));
   const given = Buffer.from(q.signature);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw errors.forbidden('The download URL is not valid');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    throw errors.forbidden('The download URL is not valid');
   if (q.expires * 1000 < Date.now()) throw errors.forbidden('The download URL has expired; ask for a new one');
   const row = await Backup.query(deps.knex).findById(snapshotId);
-  const destination = row?.destination_id ? await BackupDestination.query(deps.knex).findById(row.destination_id) : undefined;
-  if (!row || row.status !== 'available' || !destination) throw errors.notFound('snapshot');
+  const destination = row?.destination_id
+    ? await BackupDestination.query(deps.knex).findById(row.destination_id)
+    : undefined;
+  if (row?.status !== 'available' || !destination) throw errors.notFound('snapshot');
   const store = openStore(destinationSpec(deps, destination));
   const body = await store.get(row.object_key);
   body.once('close', () => store.close());
-  return { body, size: row.size_bytes === null ? undefined : Number(row.size_bytes), filename: `snapshot-${row.id}.vcb` };
+  return {
+    body,
+    size: row.size_bytes === null ? undefined : Number(row.size_bytes),
+    filename: `snapshot-${row.id}.vcb`,
+  };
 }
 
 // ---- backup key ---------------------------------------------------------------------------------
@@ -128,12 +153,20 @@ export async function describeBackupKey(deps: Deps, actor: Actor, envId: string)
   const opens = (await deps
     .knex('backups')
     .where({ environment_id: env.id, status: 'available', key_fingerprint: fingerprint })
-    .first(deps.knex.raw('count(*)::int AS snapshots'), deps.knex.raw('min(created_at) AS oldest'), deps.knex.raw('max(created_at) AS newest'))) as {
+    .first(
+      deps.knex.raw('count(*)::int AS snapshots'),
+      deps.knex.raw('min(created_at) AS oldest'),
+      deps.knex.raw('max(created_at) AS newest'),
+    )) as {
     snapshots: number;
     oldest: Date | null;
     newest: Date | null;
   };
-  return { algorithm: 'AES-256-GCM' as const, fingerprint, opens: { snapshots: opens.snapshots, oldest: isoOrNull(opens.oldest), newest: isoOrNull(opens.newest) } };
+  return {
+    algorithm: 'AES-256-GCM' as const,
+    fingerprint,
+    opens: { snapshots: opens.snapshots, oldest: isoOrNull(opens.oldest), newest: isoOrNull(opens.newest) },
+  };
 }
 
 export async function revealBackupKey(deps: Deps, actor: Actor, envId: string, address: string) {
@@ -141,7 +174,12 @@ export async function revealBackupKey(deps: Deps, actor: Actor, envId: string, a
   const key = await ensureBackupKey(deps.knex, deps.secrets, env.id);
   await deps.knex.transaction((trx) =>
     recordBackupsEvent(trx, {
-      teamId: env.team_id, actor, type: 'backup_key_revealed', projectId: env.project_id, environmentId: env.id, address,
+      teamId: env.team_id,
+      actor,
+      type: 'backup_key_revealed',
+      projectId: env.project_id,
+      environmentId: env.id,
+      address,
       summary: `Backup key of ${env.name} revealed to ${actor.user.name} from ${address}`,
     }),
   );
@@ -162,18 +200,27 @@ export async function getBackupWindow(deps: Deps, actor: Actor, projectId: strin
 }
 
 export async function setBackupWindow(
-  deps: Deps, actor: Actor, projectId: string, input: { hour_utc: number; retention_days: number; destination_id: string }, address: string,
+  deps: Deps,
+  actor: Actor,
+  projectId: string,
+  input: { hour_utc: number; retention_days: number; destination_id: string },
+  address: string,
 ) {
   const { project } = await findProject(deps, actor, projectId, 'data:write');
   const destination = await BackupDestination.query(deps.knex).findById(input.destination_id);
-  if (!destination || destination.team_id !== project.team_id) throw errors.invalid({ destination_id: "is not a backup destination of the project's team" });
+  if (!destination || destination.team_id !== project.team_id)
+    throw errors.invalid({ destination_id: "is not a backup destination of the project's team" });
   const row = await deps.knex.transaction(async (trx) => {
     await trx('backup_windows')
       .insert({ project_id: projectId, ...input })
       .onConflict('project_id')
       .merge({ ...input, updated_at: trx.fn.now() });
     await recordBackupsEvent(trx, {
-      teamId: project.team_id, actor, type: 'backup_window_set', projectId, address,
+      teamId: project.team_id,
+      actor,
+      type: 'backup_window_set',
+      projectId,
+      address,
       summary: `Backups of ${project.name} daily at ${String(input.hour_utc).padStart(2, '0')}:00 UTC to "${destination.name}", kept ${input.retention_days} days`,
     });
     return BackupWindow.query(trx).findById(projectId);
@@ -186,7 +233,15 @@ export async function resetBackupWindow(deps: Deps, actor: Actor, projectId: str
   const { project } = await findProject(deps, actor, projectId, 'data:write');
   await deps.knex.transaction(async (trx) => {
     const n = await trx('backup_windows').where({ project_id: projectId }).delete();
-    if (n) await recordBackupsEvent(trx, { teamId: project.team_id, actor, type: 'backup_window_reset', projectId, address, summary: `Backup window of ${project.name} back to the default` });
+    if (n)
+      await recordBackupsEvent(trx, {
+        teamId: project.team_id,
+        actor,
+        type: 'backup_window_reset',
+        projectId,
+        address,
+        summary: `Backup window of ${project.name} back to the default`,
+      });
   });
   await deleteBackupSchedule(deps, projectId);
   return presentWindow(undefined);

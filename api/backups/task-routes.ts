@@ -8,7 +8,8 @@ import * as tasks from './tasks';
 
 const tags = ['backups'];
 const env = (ctx: { scope: { row: unknown } }) => ctx.scope.row as Environment;
-const PROTECTED = 'Over a protected environment the body needs `password` and a recent sign-in, else 403 reauthentication_required.';
+const PROTECTED =
+  'Over a protected environment the body needs `password` and a recent sign-in, else 403 reauthentication_required.';
 
 export const routes: RouteDef[] = [
   defineRoute({
@@ -24,7 +25,12 @@ export const routes: RouteDef[] = [
     startsTask: true,
     params: s.idParams,
     body: s.createBackupBody,
-    responses: { 202: { description: 'The task', schema: taskSchema }, 403: error('Role may not'), 404: error('No such environment'), 422: error('Invalid fields') },
+    responses: {
+      202: { description: 'The task', schema: taskSchema },
+      403: error('Role may not'),
+      404: error('No such environment'),
+      422: error('Invalid fields'),
+    },
     async handler(ctx) {
       ctx.status = 202;
       ctx.body = await tasks.requestBackup(ctx.deps, ctx.actor, env(ctx), ctx.input.body);
@@ -34,7 +40,8 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/environments/{id}/backups/{snapshot}/restore',
     operationId: 'restoreBackup',
-    summary: "Puts the snapshot's database and files back and restarts the web processes: 202 with the backups/restore task",
+    summary:
+      "Puts the snapshot's database and files back and restarts the web processes: 202 with the backups/restore task",
     description: `Never by a personal access token. ${PROTECTED} A wrong password counts as a failed credential of the address.`,
     tags,
     auth: 'session',
@@ -52,7 +59,14 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 202;
-      ctx.body = await tasks.requestRestore(ctx.deps, ctx.actor, env(ctx), ctx.input.params.snapshot, ctx.input.body, ctx.ip);
+      ctx.body = await tasks.requestRestore(
+        ctx.deps,
+        ctx.actor,
+        env(ctx),
+        ctx.input.params.snapshot,
+        ctx.input.body,
+        ctx.ip,
+      );
     },
   }),
   defineRoute({

@@ -3,6 +3,8 @@
  * restore, sync and reset-database (exclusive: one change at a time per environment).
  */
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { volumeDir } from '../../activities/data/backup-engine';
 import type { Deps } from '../../system/deps';
 import { startTask, type TaskRequester } from '../lib/tasks';
 import { presentTask } from '../tasks/presenter';
@@ -18,7 +20,13 @@ const who = (actor: Actor) => ({ id: actor.user.id, name: actor.user.name });
 
 type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
 
-export async function startBackupTask(deps: Deps, by: TaskRequester, env: EnvRow, destinationId: string, trigger: 'manual' | 'scheduled') {
+export async function startBackupTask(
+  deps: Deps,
+  by: TaskRequester,
+  env: EnvRow,
+  destinationId: string,
+  trigger: 'manual' | 'scheduled',
+) {
   const backupId = randomUUID();
   return startTask(deps, by, {
     type: 'backup',
@@ -35,10 +43,12 @@ export async function requestBackup(deps: Deps, actor: Actor, env: EnvRow, input
   let destinationId = input.destination_id;
   if (!destinationId) {
     destinationId = (await BackupWindow.query(deps.knex).findById(env.project_id))?.destination_id ?? undefined;
-    if (!destinationId) throw errors.invalid({ destination_id: 'is required: the project has no backup window with a destination' });
+    if (!destinationId)
+      throw errors.invalid({ destination_id: 'is required: the project has no backup window with a destination' });
   }
   const destination = await BackupDestination.query(deps.knex).findById(destinationId);
-  if (!destination || destination.team_id !== env.team_id) throw errors.invalid({ destination_id: "is not a backup destination of the environment's team" });
+  if (!destination || destination.team_id !== env.team_id)
+    throw errors.invalid({ destination_id: "is not a backup destination of the environment's team" });
   return presentTask(await startBackupTask(deps, actor, env, destinationId, 'manual'), who(actor));
 }
 
@@ -46,7 +56,13 @@ export async function requestBackup(deps: Deps, actor: Actor, env: EnvRow, input
  * Over a protected environment: the caller's password again (a wrong one counts as a failed credential for
  * the address guard) and a sign-in younger than the re-authentication window.
  */
-export async function assertMayOverwrite(deps: Deps, actor: Actor, env: Pick<Environment, 'protected'>, password: string | undefined, address: string) {
+export async function assertMayOverwrite(
+  deps: Deps,
+  actor: Actor,
+  env: Pick<Environment, 'protected'>,
+  password: string | undefined,
+  address: string,
+) {
   if (!env.protected) return;
   if (actor.kind !== 'session') throw errors.tokenNotAllowed();
   const recent = Date.now() - actor.session.authenticated_at.getTime() <= RECENT_SIGN_IN_MINUTES * 60_000;
@@ -59,13 +75,24 @@ export async function assertMayOverwrite(deps: Deps, actor: Actor, env: Pick<Env
 }
 export const RECENT_SIGN_IN_MINUTES = 60;
 
-export async function requestRestore(deps: Deps, actor: Actor, env: EnvRow & Pick<Environment, 'protected'>, snapshotId: string, input: { password?: string }, address: string) {
+export async function requestRestore(
+  deps: Deps,
+  actor: Actor,
+  env: EnvRow & Pick<Environment, 'protected'>,
+  snapshotId: string,
+  input: { password?: string },
+  address: string,
+) {
   const { row } = await availableSnapshot(deps, actor, env.id, snapshotId, 'data:restore');
   await assertMayOverwrite(deps, actor, env, input.password, address);
   return presentTask(
     await startTask(deps, actor, {
-      type: 'restore', teamId: env.team_id, projectId: env.project_id, environmentId: env.id,
-      params: { backup_id: row.id }, summary: `Restore of ${env.name} from snapshot ${row.id}`,
+      type: 'restore',
+      teamId: env.team_id,
+      projectId: env.project_id,
+      environmentId: env.id,
+      params: { backup_id: row.id },
+      summary: `Restore of ${env.name} from snapshot ${row.id}`,
     }),
     who(actor),
   );
@@ -73,33 +100,70 @@ export async function requestRestore(deps: Deps, actor: Actor, env: EnvRow & Pic
 
 /** The project's other environments with data (a database service or files). */
 export async function syncSources(deps: Deps, env: EnvRow) {
-  const rows = await deps.knex('environments').where({ project_id: env.project_id }).whereNot({ id: env.id }).orderBy('name').select('id', 'name');
-  return { sources: rows.map((r: { id: string; name: string }) => ({ environment_id: r.id, name: r.name })) };
+  const rows: Array<{ id: string; name: string; has_service: boolean }> = await deps
+    .knex('environments as e')
+    .where({ 'e.project_id': env.project_id })
+    .whereNot({ 'e.id': env.id })
+    .orderBy('e.name')
+    .select(
+      'e.id',
+      'e.name',
+      deps.knex.raw(
+        `EXISTS (SELECT 1 FROM services s WHERE s.environment_id = e.id AND s.status = 'available') AS has_service`,
+      ),
+    );
+  const withData = rows.filter((r) => r.has_service || existsSync(volumeDir(deps.config.dataDir, r.id)));
+  return { sources: withData.map((r) => ({ environment_id: r.id, name: r.name })) };
 }
 
-export async function requestSync(deps: Deps, actor: Actor, env: EnvRow & Pick<Environment, 'protected'>, input: { from_environment_id: string; confirm?: boolean; password?: string }, address: string) {
-  if (input.confirm !== true) throw errors.invalid({ confirm: 'must be true: the environment\'s data is replaced by the other\'s' });
-  const from = await deps.knex('environments').where({ id: input.from_environment_id, project_id: env.project_id }).first('id', 'name');
-  if (!from || from.id === env.id) throw errors.invalid({ from_environment_id: 'is not another environment of the project' });
+export async function requestSync(
+  deps: Deps,
+  actor: Actor,
+  env: EnvRow & Pick<Environment, 'protected'>,
+  input: { from_environment_id: string; confirm?: boolean; password?: string },
+  address: string,
+) {
+  if (input.confirm !== true)
+    throw errors.invalid({ confirm: "must be true: the environment's data is replaced by the other's" });
+  const from = await deps
+    .knex('environments')
+    .where({ id: input.from_environment_id, project_id: env.project_id })
+    .first('id', 'name');
+  if (!from || from.id === env.id)
+    throw errors.invalid({ from_environment_id: 'is not another environment of the project' });
   await assertMayOverwrite(deps, actor, env, input.password, address);
   return presentTask(
     await startTask(deps, actor, {
-      type: 'sync', teamId: env.team_id, projectId: env.project_id, environmentId: env.id,
-      params: { from_environment_id: from.id }, summary: `Sync of ${env.name} from ${from.name}`,
+      type: 'sync',
+      teamId: env.team_id,
+      projectId: env.project_id,
+      environmentId: env.id,
+      params: { from_environment_id: from.id },
+      summary: `Sync of ${env.name} from ${from.name}`,
     }),
     who(actor),
   );
 }
 
-export async function requestResetDatabase(deps: Deps, actor: Actor, env: EnvRow & Pick<Environment, 'protected'>, input: { confirm?: string; password?: string }, address: string) {
+export async function requestResetDatabase(
+  deps: Deps,
+  actor: Actor,
+  env: EnvRow & Pick<Environment, 'protected'>,
+  input: { confirm?: string; password?: string },
+  address: string,
+) {
   if (input.confirm !== env.name) throw errors.invalid({ confirm: `must be the environment's name (${env.name})` });
   const service = await deps.knex('services').where({ environment_id: env.id, status: 'available' }).first('id');
   if (!service) throw errors.conflict('no_database_service', 'The environment has no database service to reset');
   await assertMayOverwrite(deps, actor, env, input.password, address);
   return presentTask(
     await startTask(deps, actor, {
-      type: 'reset_database', teamId: env.team_id, projectId: env.project_id, environmentId: env.id,
-      params: {}, summary: `Reset of the database of ${env.name}`,
+      type: 'reset_database',
+      teamId: env.team_id,
+      projectId: env.project_id,
+      environmentId: env.id,
+      params: {},
+      summary: `Reset of the database of ${env.name}`,
     }),
     who(actor),
   );

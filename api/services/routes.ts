@@ -35,7 +35,12 @@ export const routes: RouteDef[] = [
     scope: scopes.environment,
     params: s.idParams,
     body: s.serviceBody,
-    responses: { 200: { description: 'The preview', schema: s.previewSchema }, 403: error('Role may not'), 404: error('No such environment'), 422: error('Invalid fields') },
+    responses: {
+      200: { description: 'The preview', schema: s.previewSchema },
+      403: error('Role may not'),
+      404: error('No such environment'),
+      422: error('Invalid fields'),
+    },
     async handler(ctx) {
       ctx.body = await services.previewService(ctx.deps, ctx.scope.row as unknown as Environment, ctx.input.body);
     },
@@ -45,7 +50,8 @@ export const routes: RouteDef[] = [
     path: '/environments/{id}/services',
     operationId: 'createService',
     summary: 'Adds a database service to the environment: 202 with the machines/service_create task',
-    description: 'A postgresql service is a database with its own login; the environment gets DATABASE_URL and PG* for it. One per kind (409 service_exists).',
+    description:
+      'A postgresql service is a database with its own login; the environment gets DATABASE_URL and PG* for it. One per kind (409 service_exists).',
     tags,
     auth: 'session',
     permission: 'data:write',
@@ -62,7 +68,12 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 202;
-      ctx.body = await services.createService(ctx.deps, ctx.actor, ctx.scope.row as unknown as Environment, ctx.input.body);
+      ctx.body = await services.createService(
+        ctx.deps,
+        ctx.actor,
+        ctx.scope.row as unknown as Environment,
+        ctx.input.body,
+      );
     },
   }),
   defineRoute({

@@ -22,7 +22,8 @@ type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
 let versionCache: { at: number; versions: string[] } | undefined;
 /** The PostgreSQL versions offered: the services server's own major version. */
 async function versions(deps: Deps): Promise<string[]> {
-  if (!versionCache || Date.now() - versionCache.at > 60_000) versionCache = { at: Date.now(), versions: [await serverMajorVersion(deps.config)] };
+  if (!versionCache || Date.now() - versionCache.at > 60_000)
+    versionCache = { at: Date.now(), versions: [await serverMajorVersion(deps.config)] };
   return versionCache.versions;
 }
 
@@ -34,13 +35,21 @@ async function checkChoice(deps: Deps, input: { kind: 'postgresql'; plan: string
   const plan = planById(loadPriceList(deps.config), input.plan);
   const offered = await versions(deps);
   const fields: Record<string, string> = {};
-  if (!plan) fields.plan = `must be one of ${loadPriceList(deps.config).plans.map((p) => p.id).join(', ')}`;
-  if (input.version !== undefined && !offered.includes(input.version)) fields.version = `must be one of ${offered.join(', ')}`;
+  if (!plan)
+    fields.plan = `must be one of ${loadPriceList(deps.config)
+      .plans.map((p) => p.id)
+      .join(', ')}`;
+  if (input.version !== undefined && !offered.includes(input.version))
+    fields.version = `must be one of ${offered.join(', ')}`;
   if (Object.keys(fields).length) throw errors.invalid(fields);
   return { plan: plan!, version: input.version ?? offered[0] };
 }
 
-export async function previewService(deps: Deps, env: EnvRow, input: { kind: 'postgresql'; plan: string; version?: string }) {
+export async function previewService(
+  deps: Deps,
+  env: EnvRow,
+  input: { kind: 'postgresql'; plan: string; version?: string },
+) {
   const { plan, version } = await checkChoice(deps, input);
   const list = loadPriceList(deps.config);
   return {
@@ -54,7 +63,15 @@ export async function previewService(deps: Deps, env: EnvRow, input: { kind: 'po
 }
 
 export function presentService(row: Service) {
-  return { id: row.id, kind: row.kind, version: row.version, plan: row.plan, status: row.status, server_id: row.server_id, created_at: iso(row.created_at) };
+  return {
+    id: row.id,
+    kind: row.kind,
+    version: row.version,
+    plan: row.plan,
+    status: row.status,
+    server_id: row.server_id,
+    created_at: iso(row.created_at),
+  };
 }
 
 export async function listServices(deps: Deps, envId: string) {
@@ -62,22 +79,44 @@ export async function listServices(deps: Deps, envId: string) {
   return { data: rows.map(presentService) };
 }
 
-export async function createService(deps: Deps, actor: Actor, env: EnvRow, input: { kind: 'postgresql'; plan: string; version?: string }) {
+export async function createService(
+  deps: Deps,
+  actor: Actor,
+  env: EnvRow,
+  input: { kind: 'postgresql'; plan: string; version?: string },
+) {
   const { plan, version } = await checkChoice(deps, input);
-  const existing = await Service.query(deps.knex).findOne({ environment_id: env.id, kind: input.kind }).whereNot({ status: 'failed' });
-  if (existing) throw errors.conflict('service_exists', `The environment has a ${input.kind} service already`, { service_id: existing.id });
+  const existing = await Service.query(deps.knex)
+    .findOne({ environment_id: env.id, kind: input.kind })
+    .whereNot({ status: 'failed' });
+  if (existing)
+    throw errors.conflict('service_exists', `The environment has a ${input.kind} service already`, {
+      service_id: existing.id,
+    });
   await Service.query(deps.knex).where({ environment_id: env.id, kind: input.kind, status: 'failed' }).delete();
   const id = randomUUID();
   const name = `svc_${id.replace(/-/g, '').slice(0, 20)}`;
   await Service.query(deps.knex).insert({
-    id, team_id: env.team_id, project_id: env.project_id, environment_id: env.id, kind: input.kind, version, plan: plan.id,
-    status: 'creating', database_name: name, role_name: name,
+    id,
+    team_id: env.team_id,
+    project_id: env.project_id,
+    environment_id: env.id,
+    kind: input.kind,
+    version,
+    plan: plan.id,
+    status: 'creating',
+    database_name: name,
+    role_name: name,
     password_sealed: seal(deps.secrets, randomBytes(24).toString('base64url'), servicePasswordAad(id)),
   });
   try {
     const task = await startTask(deps, actor, {
-      type: 'service_create', teamId: env.team_id, projectId: env.project_id, environmentId: env.id,
-      params: { service_id: id, kind: input.kind, plan: plan.id, version }, summary: `PostgreSQL ${version} service for ${env.name}`,
+      type: 'service_create',
+      teamId: env.team_id,
+      projectId: env.project_id,
+      environmentId: env.id,
+      params: { service_id: id, kind: input.kind, plan: plan.id, version },
+      summary: `PostgreSQL ${version} service for ${env.name}`,
     });
     await Service.query(deps.knex).findById(id).patch({ task_id: task.id });
     return presentTask(task, { id: actor.user.id, name: actor.user.name });

@@ -76,7 +76,8 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of ['backup_windows', 'backups', 'backup_destinations', 'services']) await knex.schema.dropTableIfExists(table);
+  for (const table of ['backup_windows', 'backups', 'backup_destinations', 'services'])
+    await knex.schema.dropTableIfExists(table);
   await knex.schema.alterTable('environments', (t) => {
     t.dropColumn('protected');
     t.dropColumn('backup_key_sealed');

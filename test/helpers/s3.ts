@@ -10,7 +10,13 @@ import S3rver from 's3rver';
  */
 export async function startS3(buckets: string[] = ['backups']) {
   const directory = mkdtempSync(join(tmpdir(), 'vc-s3-'));
-  const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: buckets.map((name) => ({ name })) });
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory,
+    configureBuckets: buckets.map((name) => ({ name })),
+  });
   const { port } = (await server.run()) as { port: number };
   return {
     endpoint: `http://127.0.0.1:${port}`,

@@ -5,7 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createServiceDatabase, dropServiceDatabase, serviceUrl, type ServiceLogin } from '../../../activities/data/pg-server';
+import {
+  createServiceDatabase,
+  dropServiceDatabase,
+  serviceUrl,
+  type ServiceLogin,
+} from '../../../activities/data/pg-server';
 import { copyData, restoreSnapshot, takeSnapshot } from '../../../activities/data/backup-engine';
 import { listLocal, openStore, probeStore } from '../../../activities/data/destinations';
 import { decryptSnapshot } from '../../../activities/data/snapshot-format';
@@ -13,7 +18,11 @@ import { startS3 } from '../../helpers/s3';
 
 const config = { servicesDatabaseUrl: inject('adminDatabaseUrl'), databaseUrl: undefined };
 const tag = randomBytes(4).toString('hex');
-const login = (n: string): ServiceLogin => ({ database: `svc_t${tag}${n}`, role: `svc_t${tag}${n}`, password: randomBytes(16).toString('hex') });
+const login = (n: string): ServiceLogin => ({
+  database: `svc_t${tag}${n}`,
+  role: `svc_t${tag}${n}`,
+  password: randomBytes(16).toString('hex'),
+});
 const a = login('a');
 const b = login('b');
 const root = mkdtempSync(join(tmpdir(), 'vc-engine-'));
@@ -34,7 +43,10 @@ beforeAll(async () => {
   s3 = await startS3();
   await createServiceDatabase(config, a);
   await createServiceDatabase(config, b);
-  await sql(a, "CREATE TABLE notes (id int primary key, body text); INSERT INTO notes VALUES (1, 'original'), (2, 'kept')");
+  await sql(
+    a,
+    "CREATE TABLE notes (id int primary key, body text); INSERT INTO notes VALUES (1, 'original'), (2, 'kept')",
+  );
   mkdirSync(join(root, 'vol-a', 'uploads'), { recursive: true });
   writeFileSync(join(root, 'vol-a', 'uploads', 'cat.txt'), 'meow');
 });
@@ -75,7 +87,15 @@ describe('snapshots', () => {
 
   it('decrypts with scripts/decrypt-backup.mjs to a dump that pg_restore --list reads', async () => {
     const out = join(root, 'plain');
-    execFileSync('node', ['scripts/decrypt-backup.mjs', '--key', key.toString('base64'), '--in', join(root, 'dest', 'env', 'one.vcb'), '--out', out]);
+    execFileSync('node', [
+      'scripts/decrypt-backup.mjs',
+      '--key',
+      key.toString('base64'),
+      '--in',
+      join(root, 'dest', 'env', 'one.vcb'),
+      '--out',
+      out,
+    ]);
     expect(execFileSync('pg_restore', ['--list', join(out, 'database.dump')]).toString()).toMatch(/TABLE public notes/);
     expect(execFileSync('tar', ['-tf', join(out, 'files.tar')]).toString()).toMatch(/uploads\/cat.txt/);
   });
@@ -87,8 +107,12 @@ describe('snapshots', () => {
     writeFileSync(join(root, 'dest', 'env', 'bad.vcb'), bytes);
     await sql(a, "UPDATE notes SET body = 'live' WHERE id = 1");
     const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } });
-    await expect(restoreSnapshot({ config, target: source, key, store, objectKey: 'env/bad.vcb' })).rejects.toThrow(/authenticate/);
-    await expect(restoreSnapshot({ config, target: source, key: randomBytes(32), store, objectKey: 'env/one.vcb' })).rejects.toThrow(/another key/);
+    await expect(restoreSnapshot({ config, target: source, key, store, objectKey: 'env/bad.vcb' })).rejects.toThrow(
+      /authenticate/,
+    );
+    await expect(
+      restoreSnapshot({ config, target: source, key: randomBytes(32), store, objectKey: 'env/one.vcb' }),
+    ).rejects.toThrow(/another key/);
     expect(await sql(a, 'SELECT body FROM notes WHERE id = 1')).toEqual([{ body: 'live' }]);
     expect(existsSync(join(root, 'vol-a.restore'))).toBe(false);
   });
@@ -104,7 +128,8 @@ describe('snapshots', () => {
     const store = openStore(spec);
     const taken = await takeSnapshot({ config, source, key, store, objectKey: 'env/two.vcb' });
     const chunks: Buffer[] = [];
-    for await (const p of decryptSnapshot(key, await store.get('env/two.vcb'))) if (p.part === 'database') chunks.push(p.data);
+    for await (const p of decryptSnapshot(key, await store.get('env/two.vcb')))
+      if (p.part === 'database') chunks.push(p.data);
     expect(Buffer.concat(chunks).subarray(0, 5).toString()).toBe('PGDMP');
     expect(taken.sizeBytes).toBeGreaterThan(100);
     store.close();
@@ -113,7 +138,15 @@ describe('snapshots', () => {
   it('a failing part fails the snapshot and leaves no object', async () => {
     const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } });
     const gone = { ...a, password: 'x', database: `svc_t${tag}nothere` };
-    await expect(takeSnapshot({ config, source: { login: gone, volume: join(root, 'nothing') }, key, store, objectKey: 'env/fail.vcb' })).rejects.toThrow(/pg_dump failed/);
+    await expect(
+      takeSnapshot({
+        config,
+        source: { login: gone, volume: join(root, 'nothing') },
+        key,
+        store,
+        objectKey: 'env/fail.vcb',
+      }),
+    ).rejects.toThrow(/pg_dump failed/);
     expect((await listLocal(join(root, 'dest'))).filter((f) => f.includes('fail'))).toEqual([]);
   });
 

@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
-import { createDeployWorld, waitForTask } from '../../helpers/deploy-fixtures';
+import { createDeployWorld, createEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
 import { PASSWORD, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
-import { dropServiceDatabase } from '../../../activities/data/pg-server';
+import { dropServiceDatabase, serviceUrl } from '../../../activities/data/pg-server';
+import { serviceLogin } from '../../../activities/data/service-env';
 import { startS3 } from '../../helpers/s3';
 
 /**
@@ -54,13 +55,23 @@ beforeAll(async () => {
   writeFileSync(join(w.repo.dir, 'server.js'), APP);
   writeFileSync(
     join(w.repo.dir, 'service.yaml'),
-    ['build: []', `deploy: ${JSON.stringify(['psql "$DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS notes (id serial primary key, body text)"'])}`, 'web: node server.js', 'health: /healthz', ''].join('\n'),
+    [
+      'build: []',
+      `deploy: ${JSON.stringify(['psql "$DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS notes (id serial primary key, body text)"'])}`,
+      'web: node server.js',
+      'health: /healthz',
+      '',
+    ].join('\n'),
   );
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'db app'], { cwd: w.repo.dir });
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'db app'], {
+    cwd: w.repo.dir,
+  });
   owner = await sessionAgent(t, w.owner);
   const dir = join(t.dataDir, '..', `dest-${w.environment.id}`);
   mkdirSync(dir);
-  destinationId = (await owner.post(`/teams/${w.team.id}/backup-destinations`, { kind: 'local', name: 'disk', path: dir })).body.id;
+  destinationId = (
+    await owner.post(`/teams/${w.team.id}/backup-destinations`, { kind: 'local', name: 'disk', path: dir })
+  ).body.id;
   expect(destinationId).toBeTruthy();
 }, 120_000);
 
@@ -75,11 +86,15 @@ describe('POST /environments/{id}/services', () => {
     expect(choices.body.data[0]).toMatchObject({ kind: 'postgresql', versions: ['15'] });
     const preview = await owner.post(`${env()}/services/preview`, { kind: 'postgresql', plan: 'small' });
     expect(preview.body).toMatchObject({ monthly_price_delta: 8, currency: 'EUR' });
-    expect((await owner.post(`${env()}/services/preview`, { kind: 'postgresql', plan: 'huge' })).body.error.fields).toHaveProperty('plan');
+    expect(
+      (await owner.post(`${env()}/services/preview`, { kind: 'postgresql', plan: 'huge' })).body.error.fields,
+    ).toHaveProperty('plan');
     const task = await runTask(owner, `${env()}/services`, { kind: 'postgresql', plan: 'small' });
     expect(task).toMatchObject({ kind: 'machines', type: 'service_create' });
     const list = await owner.get(`${env()}/services`);
-    expect(list.body.data).toEqual([expect.objectContaining({ kind: 'postgresql', version: '15', plan: 'small', status: 'available' })]);
+    expect(list.body.data).toEqual([
+      expect.objectContaining({ kind: 'postgresql', version: '15', plan: 'small', status: 'available' }),
+    ]);
     expect((await owner.post(`${env()}/services`, { kind: 'postgresql', plan: 'small' })).status).toBe(409);
 
     await runTask(w.api, `${env()}/deploy`, {});
@@ -89,7 +104,11 @@ describe('POST /environments/{id}/services', () => {
   it('keeps the database to its own login: the console role is not it and the password is sealed', async () => {
     const row = await t.deps.knex('services').first();
     expect(row.password_sealed).toMatch(/^v1\./);
-    const c = new pg.Client({ connectionString: t.config.databaseUrl!.replace(/\/[^/]*$/, `/${row.database_name}`).replace('postgres@', 'nobody@') });
+    const c = new pg.Client({
+      connectionString: t.config
+        .databaseUrl!.replace(/\/[^/]*$/, `/${row.database_name}`)
+        .replace('postgres@', 'nobody@'),
+    });
     await expect(c.connect()).rejects.toThrow();
   });
 });
@@ -104,7 +123,13 @@ describe('backups, restore and reset', () => {
     const list = await owner.get(`${env()}/backups`);
     expect(list.body.data).toHaveLength(1);
     snapshotId = list.body.data[0].id;
-    expect(list.body.data[0]).toMatchObject({ status: 'available', trigger: 'manual', contents: ['database', 'files'], destination_id: destinationId, task_id: task.id });
+    expect(list.body.data[0]).toMatchObject({
+      status: 'available',
+      trigger: 'manual',
+      contents: ['database', 'files'],
+      destination_id: destinationId,
+      task_id: task.id,
+    });
     expect(list.body.data[0].size_bytes).toBeGreaterThan(0);
     const dest = await owner.get(`/backup-destinations/${destinationId}`);
     expect(dest.body).toMatchObject({ snapshots: 1, used_bytes: list.body.data[0].size_bytes });
@@ -129,13 +154,35 @@ describe('backups, restore and reset', () => {
     expect(await app('/')).toEqual({ status: 200, text: 'original' });
   });
 
+  it("sync copies production's database into another environment of the project", async () => {
+    const staging = await createEnvironment(t, w.project, { name: 'staging' });
+    const path = `/environments/${staging.id}`;
+    expect((await owner.get(`${path}/sync`)).body.sources).toEqual([
+      { environment_id: w.environment.id, name: w.environment.name },
+    ]);
+    await runTask(owner, `${path}/services`, { kind: 'postgresql', plan: 'nano' });
+    const task = await runTask(owner, `${path}/sync`, { from_environment_id: w.environment.id, confirm: true });
+    expect(task).toMatchObject({
+      kind: 'backups',
+      type: 'sync',
+      result: { copied: expect.arrayContaining(['database']) },
+    });
+    const login = await serviceLogin(t.deps, staging.id);
+    const c = new pg.Client({ connectionString: serviceUrl(t.config, login!) });
+    await c.connect();
+    expect((await c.query('SELECT body FROM notes ORDER BY id')).rows).toEqual([{ body: 'original' }]);
+    await c.end();
+  });
+
   it('the downloaded snapshot decrypts to a dump that pg_restore --list reads', async () => {
     const link = await owner.post(`${env()}/backups/${snapshotId}/download`, {});
     const file = join(t.dataDir, 'download.vcb');
     writeFileSync(file, Buffer.from(await (await fetch(link.body.url)).arrayBuffer()));
     const key = (await owner.post(`${env()}/backup-key`, {})).body.key;
     execFileSync('node', ['scripts/decrypt-backup.mjs', '--key', key, '--in', file, '--out', join(t.dataDir, 'plain')]);
-    expect(execFileSync('pg_restore', ['--list', join(t.dataDir, 'plain', 'database.dump')]).toString()).toMatch(/TABLE DATA public notes/);
+    expect(execFileSync('pg_restore', ['--list', join(t.dataDir, 'plain', 'database.dump')]).toString()).toMatch(
+      /TABLE DATA public notes/,
+    );
   });
 
   it('reset-database needs the name in confirm, then leaves the database empty', async () => {
@@ -156,13 +203,25 @@ describe('backups, restore and reset', () => {
 
 describe('the backup window schedule', () => {
   it('a run takes a scheduled backup of every environment with data and deletes snapshots past the retention', async () => {
-    const set = await owner.post(`/projects/${w.project.id}/backup-window`, { hour_utc: 4, retention_days: 2, destination_id: destinationId });
+    const set = await owner.post(`/projects/${w.project.id}/backup-window`, {
+      hour_utc: 4,
+      retention_days: 2,
+      destination_id: destinationId,
+    });
     expect(set.status).toBe(200);
     const [old] = await t.deps
       .knex('backups')
       .insert({
-        team_id: w.team.id, project_id: w.project.id, environment_id: w.environment.id, destination_id: destinationId, status: 'available',
-        trigger: 'scheduled', contents: JSON.stringify(['files']), object_key: `${w.environment.id}/old.vcb`, size_bytes: 1, key_fingerprint: 'x',
+        team_id: w.team.id,
+        project_id: w.project.id,
+        environment_id: w.environment.id,
+        destination_id: destinationId,
+        status: 'available',
+        trigger: 'scheduled',
+        contents: JSON.stringify(['files']),
+        object_key: `${w.environment.id}/old.vcb`,
+        size_bytes: 1,
+        key_fingerprint: 'x',
         created_at: new Date(Date.now() - 5 * 86_400_000),
       })
       .returning('id');
@@ -171,7 +230,8 @@ describe('the backup window schedule', () => {
     let list: Array<{ id: string; trigger: string; status: string }> = [];
     while (Date.now() < deadline) {
       list = (await owner.get(`${env()}/backups`)).body.data;
-      if (list.some((b) => b.trigger === 'scheduled' && b.status === 'available') && !list.some((b) => b.id === old.id)) break;
+      if (list.some((b) => b.trigger === 'scheduled' && b.status === 'available') && !list.some((b) => b.id === old.id))
+        break;
       await new Promise((r) => setTimeout(r, 250));
     }
     expect(list.filter((b) => b.trigger === 'scheduled').map((b) => b.status)).toEqual(['available']);
@@ -187,7 +247,13 @@ describe('a destination that stops answering', () => {
     const s3 = await startS3();
     try {
       const dest = await owner.post(`/teams/${w.team.id}/backup-destinations`, {
-        kind: 's3', name: 'flaky', endpoint: s3.endpoint, region: 'us-east-1', bucket: 'backups', access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey,
+        kind: 's3',
+        name: 'flaky',
+        endpoint: s3.endpoint,
+        region: 'us-east-1',
+        bucket: 'backups',
+        access_key_id: s3.accessKeyId,
+        secret_access_key: s3.secretAccessKey,
       });
       expect(dest.status).toBe(201);
       await runTask(owner, `${env()}/backups`, { destination_id: dest.body.id });
@@ -196,7 +262,9 @@ describe('a destination that stops answering', () => {
       const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 90_000 });
       expect(task.status).toBe('failed');
       expect(task.error).toMatch(/the snapshot could not be taken/);
-      const atFlaky = (await owner.get(`${env()}/backups`)).body.data.filter((b: { destination_id: string }) => b.destination_id === dest.body.id);
+      const atFlaky = (await owner.get(`${env()}/backups`)).body.data.filter(
+        (b: { destination_id: string }) => b.destination_id === dest.body.id,
+      );
       expect(atFlaky.map((b: { status: string }) => b.status).sort()).toEqual(['available', 'failed']);
       expect((await owner.get(`/backup-destinations/${dest.body.id}`)).body.snapshots).toBe(1);
     } finally {

@@ -40,8 +40,15 @@ afterAll(async () => {
 });
 
 const s3Body = (extra: Record<string, unknown> = {}) => ({
-  kind: 's3', name: `s3-${Math.random().toString(36).slice(2, 8)}`, endpoint: s3.endpoint, region: 'us-east-1', bucket: 'backups',
-  prefix: 'vc', access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey, ...extra,
+  kind: 's3',
+  name: `s3-${Math.random().toString(36).slice(2, 8)}`,
+  endpoint: s3.endpoint,
+  region: 'us-east-1',
+  bucket: 'backups',
+  prefix: 'vc',
+  access_key_id: s3.accessKeyId,
+  secret_access_key: s3.secretAccessKey,
+  ...extra,
 });
 
 describe('GET /teams/{id}/backup-destinations/new', () => {
@@ -49,7 +56,10 @@ describe('GET /teams/{id}/backup-destinations/new', () => {
     const res = await owner.get(`/teams/${teamId}/backup-destinations/new`);
     expect(res.status).toBe(200);
     const s3Kind = res.body.kinds.find((k: { kind: string }) => k.kind === 's3');
-    expect(s3Kind.fields.filter((f: { secret: boolean }) => f.secret).map((f: { name: string }) => f.name)).toEqual(['access_key_id', 'secret_access_key']);
+    expect(s3Kind.fields.filter((f: { secret: boolean }) => f.secret).map((f: { name: string }) => f.name)).toEqual([
+      'access_key_id',
+      'secret_access_key',
+    ]);
     expect(res.body.kinds.map((k: { kind: string }) => k.kind)).toEqual(['local', 's3']);
   });
 });
@@ -59,7 +69,13 @@ describe('POST /teams/{id}/backup-destinations', () => {
     const res = await owner.post(`/teams/${teamId}/backup-destinations`, s3Body());
     expect(res.status).toBe(201);
     expect(res.text).not.toContain(s3.secretAccessKey);
-    expect(res.body).toMatchObject({ kind: 's3', settings: { bucket: 'backups', prefix: 'vc' }, secret_fields: ['access_key_id', 'secret_access_key'], snapshots: 0, used_bytes: 0 });
+    expect(res.body).toMatchObject({
+      kind: 's3',
+      settings: { bucket: 'backups', prefix: 'vc' },
+      secret_fields: ['access_key_id', 'secret_access_key'],
+      snapshots: 0,
+      used_bytes: 0,
+    });
     const row = await t.deps.knex('backup_destinations').where({ id: res.body.id }).first();
     expect(JSON.stringify(row)).not.toContain(s3.secretAccessKey);
     const again = await owner.get(`/backup-destinations/${res.body.id}`);
@@ -82,10 +98,25 @@ describe('POST /teams/{id}/backup-destinations', () => {
   });
 
   it('adds a local directory, refusing one inside DATA_DIR or missing', async () => {
-    expect((await owner.post(`/teams/${teamId}/backup-destinations`, { kind: 'local', name: 'in-data', path: t.dataDir })).body.error.fields).toHaveProperty('path');
-    expect((await owner.post(`/teams/${teamId}/backup-destinations`, { kind: 'local', name: 'gone', path: join(root, 'missing') })).status).toBe(422);
+    expect(
+      (await owner.post(`/teams/${teamId}/backup-destinations`, { kind: 'local', name: 'in-data', path: t.dataDir }))
+        .body.error.fields,
+    ).toHaveProperty('path');
+    expect(
+      (
+        await owner.post(`/teams/${teamId}/backup-destinations`, {
+          kind: 'local',
+          name: 'gone',
+          path: join(root, 'missing'),
+        })
+      ).status,
+    ).toBe(422);
     mkdirSync(join(root, 'local'));
-    const res = await owner.post(`/teams/${teamId}/backup-destinations`, { kind: 'local', name: 'disk', path: join(root, 'local') });
+    const res = await owner.post(`/teams/${teamId}/backup-destinations`, {
+      kind: 'local',
+      name: 'disk',
+      path: join(root, 'local'),
+    });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ kind: 'local', settings: { path: join(root, 'local') }, secret_fields: [] });
   });
@@ -114,9 +145,18 @@ describe('POST /backup-destinations/{id}', () => {
 
 describe('backup window', () => {
   it('GET shows the default; POST sets it with its schedule; DELETE returns to the default', async () => {
-    expect((await owner.get(`/projects/${project.id}/backup-window`)).body).toEqual({ hour_utc: 3, retention_days: 7, destination_id: null, default: true });
+    expect((await owner.get(`/projects/${project.id}/backup-window`)).body).toEqual({
+      hour_utc: 3,
+      retention_days: 7,
+      destination_id: null,
+      default: true,
+    });
     const dest = (await owner.post(`/teams/${teamId}/backup-destinations`, s3Body())).body;
-    const set = await owner.post(`/projects/${project.id}/backup-window`, { hour_utc: 22, retention_days: 3, destination_id: dest.id });
+    const set = await owner.post(`/projects/${project.id}/backup-window`, {
+      hour_utc: 22,
+      retention_days: 3,
+      destination_id: dest.id,
+    });
     expect(set.status).toBe(200);
     expect(set.body).toEqual({ hour_utc: 22, retention_days: 3, destination_id: dest.id, default: false });
     const schedule = await t.deps.temporal.schedule.getHandle(`backups-${project.id}`).describe();
@@ -125,8 +165,12 @@ describe('backup window', () => {
     await expect(t.deps.temporal.schedule.getHandle(`backups-${project.id}`).describe()).rejects.toThrow();
   });
 
-  it('refuses another team\'s destination with 422 on destination_id', async () => {
-    const res = await owner.post(`/projects/${project.id}/backup-window`, { hour_utc: 1, retention_days: 3, destination_id: '00000000-0000-4000-8000-000000000000' });
+  it("refuses another team's destination with 422 on destination_id", async () => {
+    const res = await owner.post(`/projects/${project.id}/backup-window`, {
+      hour_utc: 1,
+      retention_days: 3,
+      destination_id: '00000000-0000-4000-8000-000000000000',
+    });
     expect(res.status).toBe(422);
     expect(res.body.error.fields).toHaveProperty('destination_id');
   });
@@ -138,15 +182,35 @@ describe('backup key and downloads', () => {
     // A snapshot taken by the engine itself (the backup task is tested in backups.test.ts).
     const dir = join(root, 'dl');
     mkdirSync(dir);
-    const dest = (await owner.post(`/teams/${teamId}/backup-destinations`, { kind: 'local', name: 'dl', path: dir })).body;
+    const dest = (await owner.post(`/teams/${teamId}/backup-destinations`, { kind: 'local', name: 'dl', path: dir }))
+      .body;
     const key = await ensureBackupKey(t.deps.knex, t.deps.secrets, envId);
     const vol = join(root, 'vol');
     mkdirSync(vol);
     writeFileSync(join(vol, 'hello.txt'), 'hello');
-    const taken = await takeSnapshot({ config: t.config, source: { login: null, volume: vol }, key, store: openStore({ kind: 'local', settings: { path: dir } }), objectKey: `${envId}/s1.vcb` });
+    const taken = await takeSnapshot({
+      config: t.config,
+      source: { login: null, volume: vol },
+      key,
+      store: openStore({ kind: 'local', settings: { path: dir } }),
+      objectKey: `${envId}/s1.vcb`,
+    });
     const [row] = await t.deps
       .knex('backups')
-      .insert({ team_id: teamId, project_id: project.id, environment_id: envId, destination_id: dest.id, status: 'available', trigger: 'manual', contents: JSON.stringify(taken.contents), object_key: `${envId}/s1.vcb`, size_bytes: taken.sizeBytes, sha256: taken.sha256, key_fingerprint: keyFingerprint(key), finished_at: new Date() })
+      .insert({
+        team_id: teamId,
+        project_id: project.id,
+        environment_id: envId,
+        destination_id: dest.id,
+        status: 'available',
+        trigger: 'manual',
+        contents: JSON.stringify(taken.contents),
+        object_key: `${envId}/s1.vcb`,
+        size_bytes: taken.sizeBytes,
+        sha256: taken.sha256,
+        key_fingerprint: keyFingerprint(key),
+        finished_at: new Date(),
+      })
       .returning('id');
     snapshotId = row.id;
   });
@@ -171,7 +235,11 @@ describe('backup key and downloads', () => {
     expect(Buffer.from(res.body.key, 'base64')).toHaveLength(32);
     const events = await t.deps.knex('activity_events').where({ team_id: teamId, type: 'backup_key_revealed' });
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ kind: 'backups', environment_id: envId, address: expect.stringMatching(/127\.0\.0\.1/) });
+    expect(events[0]).toMatchObject({
+      kind: 'backups',
+      environment_id: envId,
+      address: expect.stringMatching(/127\.0\.0\.1/),
+    });
   });
 
   it('the download URL serves the encrypted snapshot for 15 minutes without credentials; it decrypts with the key', async () => {
@@ -186,7 +254,15 @@ describe('backup key and downloads', () => {
     expect(tampered.status).toBe(403);
     const key = (await owner.post(`/environments/${envId}/backup-key`, {})).body.key;
     writeFileSync(join(root, 's.vcb'), bytes);
-    execFileSync('node', ['scripts/decrypt-backup.mjs', '--key', key, '--in', join(root, 's.vcb'), '--out', join(root, 'plain')]);
+    execFileSync('node', [
+      'scripts/decrypt-backup.mjs',
+      '--key',
+      key,
+      '--in',
+      join(root, 's.vcb'),
+      '--out',
+      join(root, 'plain'),
+    ]);
     expect(execFileSync('tar', ['-xOf', join(root, 'plain', 'files.tar'), './hello.txt']).toString()).toBe('hello');
     expect(readFileSync(join(root, 'plain', 'database.dump'))).toHaveLength(0);
   });
