@@ -14,7 +14,7 @@ import { loadPriceList, monthlyPriceDelta, planById } from '../lib/pricing';
 import { startTask } from '../lib/tasks';
 import { presentTask } from '../tasks/presenter';
 import { seal } from '../../system/crypto';
-import { serverMajorVersion } from '../../activities/data/pg-server';
+import { dropServiceDatabase, serverMajorVersion } from '../../activities/data/pg-server';
 import { servicePasswordAad } from '../../activities/data/service-env';
 
 type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
@@ -123,5 +123,17 @@ export async function createService(
   } catch (err) {
     await Service.query(deps.knex).deleteById(id);
     throw err;
+  }
+}
+
+/**
+ * After an environment was deleted (its service rows went with it): drops the databases and roles its
+ * services had, looked up by their generated names. A failure is logged, never the caller's error.
+ */
+export async function dropEnvironmentServices(deps: Deps, envId: string, names: string[]): Promise<void> {
+  for (const name of names) {
+    await dropServiceDatabase(deps.config, { database: name, role: name }).catch((err) =>
+      deps.logger.warn({ envId, err: (err as Error).message }, 'could not drop the database of a deleted service'),
+    );
   }
 }

@@ -172,6 +172,9 @@ describe('backups, restore and reset', () => {
     await c.connect();
     expect((await c.query('SELECT body FROM notes ORDER BY id')).rows).toEqual([{ body: 'original' }]);
     await c.end();
+    // Deleting the environment drops its database and role.
+    expect((await owner.delete(path)).status).toBe(204);
+    expect((await t.deps.knex.raw('SELECT 1 FROM pg_database WHERE datname = ?', [login!.database])).rowCount).toBe(0);
   });
 
   it('the downloaded snapshot decrypts to a dump that pg_restore --list reads', async () => {
