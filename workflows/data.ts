@@ -50,15 +50,22 @@ export async function createService(input: TaskWorkflowInput) {
 export async function backupEnvironment(input: TaskWorkflowInput) {
   return runTask(input, async ({ start }) => {
     await start();
-    return step(() =>
-      acts.takeBackup({
+    const backupId = param(input, 'backup_id');
+    try {
+      return await acts.takeBackup({
         taskId: input.task.id,
-        backupId: param(input, 'backup_id'),
+        backupId,
         environmentId: input.task.environment_id!,
         destinationId: param(input, 'destination_id'),
         trigger: input.task.params.trigger === 'scheduled' ? 'scheduled' : 'manual',
-      }),
-    );
+      });
+    } catch (err) {
+      // The activity gave up without saying so itself (e.g. its worker was killed on the last attempt):
+      // the snapshot is never left `running`.
+      const reason = describeError(err);
+      await quick.markBackupFailed({ backupId, error: reason });
+      return failure(reason);
+    }
   });
 }
 

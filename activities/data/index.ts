@@ -59,6 +59,12 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
       });
     },
 
+    async markBackupFailed(input: { backupId: string; error: string }): Promise<void> {
+      await knex('backups')
+        .where({ id: input.backupId, status: 'running' })
+        .update({ status: 'failed', error: input.error, finished_at: knex.fn.now() });
+    },
+
     async markServiceFailed(input: { serviceId: string }): Promise<void> {
       await knex('services')
         .where({ id: input.serviceId, status: 'creating' })

@@ -123,12 +123,25 @@ export async function dropServiceDatabase(
  * Creates an empty database `<name>_restore` owned by the role, to restore into; `swapInRestored` then puts it
  * in place of the live one in two renames, so a restore that fails half way never touches the live data.
  */
+/**
+ * A swap interrupted between its two renames (worker killed) leaves `<name>_old` and no `<name>`: the
+ * original is renamed back and opened to connections again, so the environment never stays without its data.
+ */
+async function recoverInterruptedSwap(c: pg.Client, live: string): Promise<void> {
+  const has = async (db: string) => ((await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [db])).rowCount ?? 0) > 0;
+  if (!(await has(live)) && (await has(`${live}_old`))) {
+    await c.query(`ALTER DATABASE ${ident(`${live}_old`)} RENAME TO ${ident(live)}`);
+    await c.query(`ALTER DATABASE ${ident(live)} WITH ALLOW_CONNECTIONS true`);
+  }
+}
+
 export async function createRestoreTarget(
   config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
   login: ServiceLogin,
 ): Promise<ServiceLogin> {
   const target = `${login.database}_restore`;
   await withAdmin(config, async (c) => {
+    await recoverInterruptedSwap(c, login.database);
     await disconnectAll(c, target);
     await c.query(`DROP DATABASE IF EXISTS ${ident(target)}`);
     await c.query(`CREATE DATABASE ${ident(target)} OWNER ${ident(login.role)}`);
@@ -146,6 +159,7 @@ export async function swapInRestored(
   const restored = `${live}_restore`;
   const old = `${live}_old`;
   await withAdmin(config, async (c) => {
+    await recoverInterruptedSwap(c, live);
     await c.query(`DROP DATABASE IF EXISTS ${ident(old)}`);
     const has = async (db: string) =>
       ((await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [db])).rowCount ?? 0) > 0;
