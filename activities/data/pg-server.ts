@@ -128,7 +128,8 @@ export async function dropServiceDatabase(
  * original is renamed back and opened to connections again, so the environment never stays without its data.
  */
 async function recoverInterruptedSwap(c: pg.Client, live: string): Promise<void> {
-  const has = async (db: string) => ((await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [db])).rowCount ?? 0) > 0;
+  const has = async (db: string) =>
+    ((await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [db])).rowCount ?? 0) > 0;
   if (!(await has(live)) && (await has(`${live}_old`))) {
     await c.query(`ALTER DATABASE ${ident(`${live}_old`)} RENAME TO ${ident(live)}`);
     await c.query(`ALTER DATABASE ${ident(live)} WITH ALLOW_CONNECTIONS true`);

@@ -9,6 +9,8 @@ import {
   createServiceDatabase,
   dropServiceDatabase,
   serviceUrl,
+  withAdmin,
+  createRestoreTarget,
   type ServiceLogin,
 } from '../../../activities/data/pg-server';
 import { copyData, restoreSnapshot, takeSnapshot } from '../../../activities/data/backup-engine';
@@ -155,5 +157,17 @@ describe('snapshots', () => {
     expect(parts).toEqual(['database', 'files']);
     expect(await sql(b, 'SELECT count(*)::int AS n FROM notes')).toEqual([{ n: 2 }]);
     expect(readFileSync(join(root, 'vol-b', 'uploads', 'cat.txt'), 'utf8')).toBe('meow');
+  });
+});
+
+describe('a restore interrupted between its two renames (worker killed)', () => {
+  it('gets the original database back before anything else happens', async () => {
+    await withAdmin(config, async (c) => {
+      await c.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, [b.database]);
+      await c.query(`ALTER DATABASE ${b.database} WITH ALLOW_CONNECTIONS false`);
+      await c.query(`ALTER DATABASE ${b.database} RENAME TO ${b.database}_old`);
+    });
+    await createRestoreTarget(config, b);
+    expect(await sql(b, 'SELECT count(*)::int AS n FROM notes')).toEqual([{ n: 2 }]);
   });
 });
