@@ -4,6 +4,7 @@ import { Supervisor } from './provider/supervisor';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
 import { createDataActivities } from './data';
+import { createMaintenanceActivities } from './maintenance/prune';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -25,6 +26,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createDeployActivities(deps, supervisor),
       ...createBuildActivities(deps),
       ...createDataActivities(deps, supervisor),
+      ...createMaintenanceActivities(deps),
     },
     async onWorkerStart() {
       const restored = await supervisor.restoreAll();

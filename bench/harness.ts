@@ -59,7 +59,7 @@ export async function startBenchSystem(name: string, env: Record<string, string>
     RATE_LIMIT_PER_MINUTE: '100000000',
     ...env,
   });
-  const deps = await createDeps(config, { name: 'bench' });
+  const deps = await createDeps(config, { name: 'bench', credentialCache: true });
   const server = await startApiServer(deps, 0, '127.0.0.1');
   const port = (server.address() as { port: number }).port;
   deps.config.baseUrl = `http://127.0.0.1:${port}`;

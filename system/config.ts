@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { parseAllowList } from '../activities/provider/outbound';
 
 export interface Config {
   port: number;
@@ -25,10 +26,18 @@ export interface Config {
   /** Requests a minute per personal access token; `prefix` namespaces the shared (Redis) counters. */
   rateLimit: { perMinute: number; prefix: string };
   failedCredentials: { limit: number; windowSeconds: number; blockSeconds: number; dailyCap: number };
+  /** Creations per client address an hour: invitations sent, command-line device codes started. */
+  creationLimits: { invitationsPerHour: number; deviceCodesPerHour: number };
   session: { ttlHours: number; cliTtlDays: number };
   bodyLimitBytes: number;
+  /** How long an API process may keep a token look-up (changes reach it at once through NOTIFY); 0: off. */
+  credentialCacheSeconds: number;
+  /** The most a task's log keeps; output beyond it is dropped, with one marker line saying so. */
+  taskLogLimitBytes: number;
   stepTimeoutSeconds: number;
   reminderHourUtc: number;
+  /** Hour (UTC) of the daily prune-expired run (at :30). */
+  pruneHourUtc: number;
   /** Whether this worker ensures the token-expiry reminder schedule (off for extra workers, e.g. in tests). */
   reminderSchedule: boolean;
   /** Secrets: given in the environment, or generated once and kept under dataDir (see secrets.ts). */
@@ -45,6 +54,10 @@ export interface Config {
   servicesDatabaseUrl: string | undefined;
   /** Host the environments' processes reach their database service at (DATABASE_URL, PGHOST). */
   servicesHost: string;
+  /** Directories local repository paths and `file://` URLs may be under (LOCAL_REPOSITORY_ROOTS); none: refused. */
+  localRepositoryRoots: string[];
+  /** Hosts, addresses and CIDRs tenant connections may reach although internal (OUTBOUND_ALLOWED_HOSTS). */
+  outboundAllowedHosts: string[];
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -60,6 +73,18 @@ function hourOfDay(env: NodeJS.ProcessEnv, name: string, fallback: number): numb
   const hour = int(env, name, fallback);
   if (hour > 23) throw new Error(`${name} must be an hour from 0 to 23, got "${env[name]}"`);
   return hour;
+}
+
+/** A comma-separated setting: trimmed, empty entries dropped. */
+function list(raw: string | undefined): string[] {
+  return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** OUTBOUND_ALLOWED_HOSTS, each entry checked now (a typo fails at start, not at the first connection). */
+function allowedHosts(raw: string | undefined): string[] {
+  const entries = list(raw);
+  parseAllowList(entries);
+  return entries;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -94,10 +119,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       blockSeconds: Math.max(1, int(env, 'FAILED_CREDENTIALS_BLOCK_SECONDS', 900)),
       dailyCap: Math.max(1, int(env, 'FAILED_CREDENTIALS_DAILY_CAP', 100)),
     },
+    creationLimits: {
+      invitationsPerHour: Math.max(1, int(env, 'INVITATIONS_PER_HOUR', 60)),
+      deviceCodesPerHour: Math.max(1, int(env, 'DEVICE_CODES_PER_HOUR', 30)),
+    },
     session: { ttlHours: int(env, 'SESSION_TTL_HOURS', 24 * 14), cliTtlDays: int(env, 'CLI_SESSION_TTL_DAYS', 30) },
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
+    credentialCacheSeconds: int(env, 'CREDENTIAL_CACHE_SECONDS', 10),
+    taskLogLimitBytes: Math.max(1024, int(env, 'TASK_LOG_LIMIT_BYTES', 10 * 1024 * 1024)),
     stepTimeoutSeconds: int(env, 'STEP_TIMEOUT_SECONDS', 900),
     reminderHourUtc: hourOfDay(env, 'REMINDER_HOUR_UTC', 9),
+    pruneHourUtc: hourOfDay(env, 'PRUNE_HOUR_UTC', 3),
     reminderSchedule: !['0', 'false', 'off', 'no'].includes((env.REMINDER_SCHEDULE ?? 'on').toLowerCase()),
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
     encryptionKey: env.ENCRYPTION_KEY || undefined,
@@ -106,6 +138,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     checkResponses: env.VC_CHECK_RESPONSES === '1',
     priceList: env.PRICE_LIST || undefined,
     metricsToken: env.METRICS_TOKEN || undefined,
+    localRepositoryRoots: list(env.LOCAL_REPOSITORY_ROOTS).map((dir) => resolve(dir)),
+    outboundAllowedHosts: allowedHosts(env.OUTBOUND_ALLOWED_HOSTS),
   };
 }
 

@@ -4,3 +4,4 @@ export { sendTokenExpiryReminders } from './token-reminders';
 export { deployEnvironment } from './deploy';
 export { buildEnvironment } from './build';
 export { createService, backupEnvironment, restoreBackup, syncEnvironment, resetDatabase, scheduledBackups } from './data';
+export { pruneExpiredRecords } from './prune-expired';

@@ -7,10 +7,10 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
-import { GitError, redactUrl, resolveRef } from '../provider/git';
+import { displayUrl, GitError, resolveRef, type GitRepo } from '../provider/git';
+import { projectRepository } from '../../db/queries/repository';
 import {
   buildRelease,
-  gitCacheDir,
   readReleaseMarker,
   releaseDirFor,
   runDeploySteps as runManifestDeploySteps,
@@ -35,7 +35,7 @@ function logLines(log: TaskLog): OnLine {
 }
 
 async function withTaskLog<T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
-  const log = createTaskLog(deps.knex, taskId);
+  const log = createTaskLog(deps.knex, taskId, { limitBytes: deps.config.taskLogLimitBytes });
   try {
     return await fn(log);
   } finally {
@@ -49,12 +49,11 @@ async function loadRelease(deps: Deps, releaseId: string): Promise<ReleaseRow> {
   return release;
 }
 
-async function repositoryUrl(deps: Deps, projectId: string): Promise<string> {
-  const project = await deps.knex('projects').where({ id: projectId }).first('repository_url');
-  if (!project?.repository_url) {
-    throw ApplicationFailure.nonRetryable('the project has no repository connected', 'NoRepository');
-  }
-  return project.repository_url;
+/** The project's repository as git is given it (URL and credentials apart); every git call here uses it. */
+async function repository(deps: Deps, projectId: string): Promise<GitRepo> {
+  const repo = await projectRepository(deps.knex, deps.secrets, projectId);
+  if (!repo) throw ApplicationFailure.nonRetryable('the project has no repository connected', 'NoRepository');
+  return repo;
 }
 
 /**
@@ -70,7 +69,8 @@ async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, signal
     dataDir: deps.config.dataDir,
     envId: release.environment_id,
     releaseId: release.id,
-    repoUrl: await repositoryUrl(deps, release.project_id),
+    repo: await repository(deps, release.project_id),
+    access: deps.config,
     sha: release.commit_sha,
     env: stepEnv(),
     stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
@@ -85,16 +85,17 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
     /** The commit the environment's git ref names now. */
     async resolveCommit(input: { taskId: string; projectId: string; gitRef: string }): Promise<string> {
       return withTaskLog(deps, input.taskId, async (log) => {
-        const url = await repositoryUrl(deps, input.projectId);
-        log.line(`==> Resolving ${input.gitRef} in ${redactUrl(url)}`);
+        const repo = await repository(deps, input.projectId);
+        log.line(`==> Resolving ${input.gitRef} in ${displayUrl(repo.url)}`);
         try {
-          const sha = await resolveRef(url, input.gitRef, { cacheDir: gitCacheDir(deps.config.dataDir), timeoutMs: 60_000 });
+          const sha = await resolveRef(repo, input.gitRef, { access: deps.config, timeoutMs: 60_000 });
           log.line(`==> ${input.gitRef} is at ${shortSha(sha)}`);
           return sha;
         } catch (err) {
           if (err instanceof GitError) {
             log.line(`error: ${err.message}`);
             if (err.code === 'ref_not_found') throw ApplicationFailure.nonRetryable(err.message, 'RefNotFound');
+            if (err.code === 'location_refused') throw ApplicationFailure.nonRetryable(err.message, 'RepositoryRefused');
             const attempt = Context.current().info.attempt;
             if (attempt >= 3) throw ApplicationFailure.nonRetryable(err.message, 'RepositoryUnreachable');
           }

@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { checkout, redactUrl } from './git';
+import { checkout, displayUrl, mirrorsDir, type GitAccess, type GitRepo } from './git';
 import { describeManifestFaults, readManifest, type Manifest } from './manifest';
 import { runStep, type OnLine, type RunStepResult } from './run-step';
 
@@ -63,7 +63,9 @@ export interface BuildReleaseOptions extends StepOptions {
   dataDir: string;
   envId: string;
   releaseId: string;
-  repoUrl: string;
+  /** The repository (URL without credentials, credentials apart) and where repositories may be. */
+  repo: GitRepo;
+  access: GitAccess;
   sha: string;
   gitTimeoutMs?: number;
 }
@@ -87,7 +89,7 @@ export function releaseDirFor(dataDir: string, envId: string, releaseId: string)
 
 /** Where bare git mirrors are kept. */
 export function gitCacheDir(dataDir: string): string {
-  return path.join(path.resolve(dataDir), 'git-mirrors');
+  return mirrorsDir(dataDir);
 }
 
 /** The completion marker of a built release, or null when the directory is absent or incomplete. */
@@ -119,7 +121,7 @@ export async function buildRelease(opts: BuildReleaseOptions): Promise<BuildResu
 }
 
 async function buildOnce(opts: BuildReleaseOptions, finalDir: string): Promise<BuildResult> {
-  const { dataDir, envId, releaseId, repoUrl, sha, onLine } = opts;
+  const { dataDir, envId, releaseId, repo, sha, onLine } = opts;
   const say = (line: string) => safeLine(onLine, 'stdout', `==> ${line}`);
 
   const done = await completed(finalDir, sha, releaseId);
@@ -137,8 +139,8 @@ async function buildOnce(opts: BuildReleaseOptions, finalDir: string): Promise<B
 
   try {
     if (opts.signal?.aborted) return cancelledResult();
-    say(`Checking out ${sha.slice(0, 12)} from ${redactUrl(repoUrl)}`);
-    await checkout({ repoUrl, sha, dir: tmpDir, cacheDir: gitCacheDir(dataDir), timeoutMs: opts.gitTimeoutMs });
+    say(`Checking out ${sha.slice(0, 12)} from ${displayUrl(repo.url)}`);
+    await checkout({ repo, sha, dir: tmpDir, access: opts.access, timeoutMs: opts.gitTimeoutMs });
 
     const read = await readManifest(tmpDir);
     if (!read.ok) {

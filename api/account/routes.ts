@@ -143,7 +143,7 @@ const sessionRoutes = [
     method: 'post',
     path: '/users/{id}/sessions/end-others',
     operationId: 'endOtherSessions',
-    summary: 'End every browser and command-line session of your account but this one',
+    summary: 'End every browser session of your account but this one (command-line sessions stay)',
     description: 'Only for your own user id. Needs a sign-in within the last 60 minutes (else 403 reauthentication_required).',
     tags,
     auth: 'session',
@@ -180,8 +180,12 @@ const deviceRoutes = [
     summary: 'Command-line sign-in, step 1 (RFC 8628): a device code to poll with and a user code to approve in the browser',
     tags,
     auth: 'none',
-    responses: { 200: { description: 'Device authorization', schema: s.deviceAuthorizationSchema } },
+    responses: {
+      200: { description: 'Device authorization', schema: s.deviceAuthorizationSchema },
+      429: err('rate_limited: more than DEVICE_CODES_PER_HOUR sign-ins started from this address (Retry-After)'),
+    },
     async handler(ctx) {
+      await ctx.deps.guards.consumeCreation('device-codes', ctx.ip);
       ctx.set('Cache-Control', 'no-store');
       ctx.body = await startDeviceAuthorization(ctx.deps);
     },

@@ -75,11 +75,15 @@ export async function reauthenticate(deps: Deps, address: string, actor: Session
   return now;
 }
 
-/** Ends every browser and command-line session of the caller but the one making the request. */
+/**
+ * Ends every browser session of the caller but the one making the request (the spec: "ends every
+ * browser session but the current one"). Command-line sessions are left alone: they are ended one by
+ * one from the command line (DELETE /session with the bearer).
+ */
 export async function endOtherSessions(deps: Deps, actor: SessionActor, userId: string): Promise<number> {
   if (userId !== actor.user.id) throw errors.notFound('user');
   return Session.query(deps.knex)
-    .where({ user_id: actor.user.id })
+    .where({ user_id: actor.user.id, kind: 'browser' })
     .whereNot({ id: actor.session.id })
     .whereNull('ended_at')
     .patch({ ended_at: new Date() });

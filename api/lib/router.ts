@@ -11,6 +11,7 @@ import { can, roleIn } from './policy';
 import type { ResolvedScope } from './scopes';
 import { withIdempotency } from './idempotency';
 import { replayTasks } from '../tasks/replay';
+import { nulFields } from './nul-bytes';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -127,6 +128,8 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
         if (r.success) body = r.data;
         else Object.assign(fields, issuesToFields(r.error.issues));
       }
+      // NUL in any string is refused on its field, whatever the route's schema (PostgreSQL refuses it).
+      Object.assign(fields, nulFields(ctx.query), def.body ? nulFields((ctx.request as { body?: unknown }).body) : {});
       if (Object.keys(fields).length > 0) throw errors.invalid(fields);
       Object.assign(ctx, { input: { params, query, body }, actor, deps, scope });
       const run = async () => {

@@ -19,3 +19,5 @@ export { Service } from './service';
 export { BackupDestination } from './backup-destination';
 export { Backup } from './backup';
 export { BackupWindow } from './backup-window';
+export { TaskLogSize } from './task-log-size';
+export { WorkerHeartbeat } from './worker-heartbeat';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, inject } from 'vitest';
@@ -38,6 +38,16 @@ export interface TestContextOptions {
 }
 
 /**
+ * Where tests create git repositories: a directory of the run outside every DATA_DIR, which the test
+ * context lists in LOCAL_REPOSITORY_ROOTS (a repository under DATA_DIR is refused, as in production).
+ */
+export function repositoriesDir(): string {
+  const dir = join(inject('runDir'), 'repos');
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/**
  * Per test file: a database cloned from the migrated template, the API on an ephemeral port, and
  * optionally a worker (own task queue on the run's Temporal dev server) and an SMTP server.
  * Use in a describe/file body: `const t = useTestContext({ worker: true })`, then read t.* in tests.
@@ -60,10 +70,11 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       VC_CHECK_RESPONSES: '1',
       ENVIRONMENT_PORTS: `${portBase}-${portBase + 99}`,
+      LOCAL_REPOSITORY_ROOTS: repositoriesDir(),
       ...(smtp ? { SMTP_URL: smtp.url } : {}),
       ...(opts.env ?? {}),
     });
-    const deps = await createDeps(config, { name: 'test' });
+    const deps = await createDeps(config, { name: 'test', credentialCache: true });
     const server = await startApiServer(deps, 0, '127.0.0.1');
     const port = (server.address() as { port: number }).port;
     const baseUrl = `http://127.0.0.1:${port}`;

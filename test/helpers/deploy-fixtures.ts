@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Environment } from '../../db/models/environment';
 import { Task } from '../../db/models/task';
 import { allRoutes } from '../../api/routes';
-import type { TestContext } from './context';
+import { repositoriesDir, type TestContext } from './context';
 import { addMember, createAccessToken, createProject, createTeam, createUser } from './fixtures';
 import type { Agent } from './http';
 
@@ -88,7 +88,7 @@ export async function createEnvironment(t: TestContext, project: { id: string; t
 
 /** A team whose project is connected to a fresh app repository, one environment, and tokens by role. */
 export async function createDeployWorld(t: TestContext, opts: { gatedFirstCommit?: boolean } = {}) {
-  const root = mkdtempSync(path.join(t.dataDir, 'repo-'));
+  const root = mkdtempSync(path.join(repositoriesDir(), 'repo-'));
   const repo = createAppRepo(root);
   repo.commit('v1', { gated: opts.gatedFirstCommit });
   const owner = await createUser(t);

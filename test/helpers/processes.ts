@@ -58,6 +58,8 @@ export function spawnSystemProcess(t: TestContext, script: 'system/worker.ts' | 
       TEMPORAL_TASK_QUEUE: t.config.taskQueue,
       DATA_DIR: t.dataDir,
       ENVIRONMENT_PORTS: `${from}-${to}`,
+      LOCAL_REPOSITORY_ROOTS: t.config.localRepositoryRoots.join(','),
+      OUTBOUND_ALLOWED_HOSTS: t.config.outboundAllowedHosts.join(','),
       LOG_LEVEL: 'silent',
       REMINDER_SCHEDULE: 'off',
       VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkout, GitError, listBranchCommits, redactUrl, resolveRef } from '../../../activities/provider/git';
-import { buildRelease, gitCacheDir, runDeploySteps, type BuildResult } from '../../../activities/provider/releases';
+import { buildRelease, runDeploySteps, type BuildResult } from '../../../activities/provider/releases';
 import { processAlive } from '../../../activities/provider/run-step';
 import { currentRelease, statePath, Supervisor } from '../../../activities/provider/supervisor';
 import { freePort } from '../../../activities/provider/web-process';
@@ -50,8 +50,11 @@ async function get(port: number, p = '/'): Promise<{ status: number; text: strin
 
 const lines: string[] = [];
 const onLine = (_s: 'stdout' | 'stderr', l: string) => void lines.push(l);
+/** Where git may read: the test's root (the repository), never DATA_DIR. */
+const access = () => ({ dataDir, localRepositoryRoots: [root], outboundAllowedHosts: [] });
+const git = () => ({ access: access() });
 const build = (envId: string, releaseId: string, sha: string, extra: Partial<Parameters<typeof buildRelease>[0]> = {}) =>
-  buildRelease({ dataDir, envId, releaseId, repoUrl: repo, sha, env, stepTimeoutMs: 10_000, onLine, ...extra });
+  buildRelease({ dataDir, envId, releaseId, repo: { url: repo }, access: access(), sha, env, stepTimeoutMs: 10_000, onLine, ...extra });
 
 function okBuild(r: BuildResult): Extract<BuildResult, { ok: true }> {
   if (!r.ok) throw new Error(`build failed: ${r.message}`);
@@ -82,20 +85,19 @@ afterAll(async () => {
 
 describe('git', () => {
   it('resolves branches, HEAD and abbreviated shas; refuses unknown refs', async () => {
-    const cacheDir = gitCacheDir(dataDir);
-    expect(await resolveRef(repo, 'main')).toBe(shas.v1);
-    expect(await resolveRef(repo, '')).toBe(shas.v1);
-    expect(await resolveRef(repo, shas.v1.slice(0, 10), { cacheDir })).toBe(shas.v1);
-    await expect(resolveRef(repo, 'nope', { cacheDir })).rejects.toMatchObject({ code: 'ref_not_found' });
-    await expect(resolveRef(path.join(root, 'missing'), 'main')).rejects.toBeInstanceOf(GitError);
+    expect(await resolveRef({ url: repo }, 'main', git())).toBe(shas.v1);
+    expect(await resolveRef({ url: repo }, '', git())).toBe(shas.v1);
+    expect(await resolveRef({ url: repo }, shas.v1.slice(0, 10), git())).toBe(shas.v1);
+    await expect(resolveRef({ url: repo }, 'nope', git())).rejects.toMatchObject({ code: 'ref_not_found' });
+    await expect(resolveRef({ url: path.join(root, 'missing') }, 'main', git())).rejects.toBeInstanceOf(GitError);
   });
 
   it('checks out an exact commit without .git and lists branch commits', async () => {
     const dir = path.join(root, 'co');
-    await checkout({ repoUrl: repo, sha: shas.v1, dir, cacheDir: gitCacheDir(dataDir) });
+    await checkout({ repo: { url: repo }, sha: shas.v1, dir, ...git() });
     expect(await readFile(path.join(dir, 'VERSION'), 'utf8')).toBe('v1\n');
     expect(existsSync(path.join(dir, '.git'))).toBe(false);
-    const commits = await listBranchCommits(repo, 'main', { cacheDir: gitCacheDir(dataDir) });
+    const commits = await listBranchCommits({ url: repo }, 'main', git());
     expect(commits.map((c) => c.sha)).toEqual([shas.v1]);
     expect(commits[0].subject).toBe('v1');
   });
@@ -137,7 +139,7 @@ describe('releases and the supervisor', () => {
 
   it('puts v2 live and stops v1', async () => {
     await commit('v2', { VERSION: 'v2\n' });
-    expect(await resolveRef(repo, 'main')).toBe(shas.v2);
+    expect(await resolveRef({ url: repo }, 'main', git())).toBe(shas.v2);
     const v1Pid = supervisor.status('prod')!.pid!;
     pidsSeen.push(v1Pid);
     const v2 = okBuild(await build('prod', 'r2', shas.v2));
