@@ -53,7 +53,7 @@ export async function run(): Promise<{ ratio: number; peakMb: number }> {
       return (performance.now() - began) / 1000;
     };
     const engine = async () => {
-      const store = openStore({ kind: 'local', settings: { path: dir } });
+      const store = openStore({ kind: 'local', settings: { path: dir } }, { outboundAllowedHosts: [] });
       let peak = process.memoryUsage().rss;
       const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 100);
       const began = performance.now();

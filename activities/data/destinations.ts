@@ -11,6 +11,9 @@ import { pipeline } from 'node:stream/promises';
 import { randomBytes } from 'node:crypto';
 import { DeleteObjectCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import http from 'node:http';
+import https from 'node:https';
+import { checkOutboundHost, guardedLookup, type OutboundConfig } from '../provider/outbound';
 
 export interface LocalSettings {
   path: string;
@@ -93,13 +96,23 @@ class LocalStore implements ObjectStore {
   close() {}
 }
 
+/**
+ * An S3-compatible store, reached through the outbound guard (activities/provider/outbound.ts): the
+ * endpoint's host is checked before the first request (address literals never go through a DNS lookup) and
+ * every connection's own lookup is guarded, so an endpoint on loopback or a private network is refused
+ * unless OUTBOUND_ALLOWED_HOSTS lists it.
+ */
 class S3Store implements ObjectStore {
   private readonly client: S3Client;
+  private checked: Promise<unknown> | undefined;
   constructor(
     private readonly settings: S3Settings,
     secrets: S3Secrets,
+    private readonly outbound: OutboundConfig,
   ) {
+    const lookup = guardedLookup(outbound);
     this.client = new S3Client({
+      requestHandler: { httpAgent: new http.Agent({ lookup }), httpsAgent: new https.Agent({ lookup }) },
       endpoint: settings.endpoint,
       region: settings.region,
       forcePathStyle: true,
@@ -107,11 +120,16 @@ class S3Store implements ObjectStore {
       maxAttempts: 2,
     });
   }
+  private guard(): Promise<unknown> {
+    this.checked ??= checkOutboundHost(new URL(this.settings.endpoint).hostname.replace(/^\[|\]$/g, ''), this.outbound);
+    return this.checked;
+  }
   private key(key: string) {
     const prefix = (this.settings.prefix ?? '').replace(/^\/+|\/+$/g, '');
     return prefix ? `${prefix}/${safeKey(key)}` : safeKey(key);
   }
   async put(key: string, body: AsyncIterable<Buffer> | Readable, signal?: AbortSignal): Promise<number> {
+    await this.guard();
     let bytes = 0;
     const counted = (body instanceof Readable ? body : Readable.from(body)).on(
       'data',
@@ -134,10 +152,12 @@ class S3Store implements ObjectStore {
     return bytes;
   }
   async get(key: string): Promise<Readable> {
+    await this.guard();
     const out = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
     return out.Body as Readable;
   }
   async delete(key: string): Promise<void> {
+    await this.guard();
     await this.client.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
   }
   close() {
@@ -145,16 +165,18 @@ class S3Store implements ObjectStore {
   }
 }
 
-export function openStore(spec: DestinationSpec): ObjectStore {
-  return spec.kind === 'local' ? new LocalStore(spec.settings.path) : new S3Store(spec.settings, spec.secrets);
+export function openStore(spec: DestinationSpec, outbound: OutboundConfig): ObjectStore {
+  return spec.kind === 'local'
+    ? new LocalStore(spec.settings.path)
+    : new S3Store(spec.settings, spec.secrets, outbound);
 }
 
 /**
  * Writes, reads back and deletes a probe object. Resolves with null when all three worked, else with
  * the reason (a sentence, never a secret).
  */
-export async function probeStore(spec: DestinationSpec): Promise<string | null> {
-  const store = openStore(spec);
+export async function probeStore(spec: DestinationSpec, outbound: OutboundConfig): Promise<string | null> {
+  const store = openStore(spec, outbound);
   const key = `vc-probe-${randomBytes(8).toString('hex')}`;
   const content = Buffer.from(`probe ${key}`);
   try {

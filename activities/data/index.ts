@@ -106,7 +106,7 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
           log.line(
             `==> Snapshot ${input.backupId} of ${env.name} to "${destination.name}" (${destination.kind}): ${src.login ? 'database and files' : 'files'}`,
           );
-          const store = openStore(destinationSpec(deps, destination));
+          const store = openStore(destinationSpec(deps, destination), deps.config);
           try {
             const taken = await takeSnapshot({ config, source: src, key, store, objectKey, signal });
             await knex('backups')
@@ -146,7 +146,7 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
           const key = await ensureBackupKey(knex, deps.secrets, input.environmentId);
           if (keyFingerprint(key) !== row.key_fingerprint)
             throw fail('the snapshot was taken under another backup key');
-          const store = openStore(destinationSpec(deps, destination));
+          const store = openStore(destinationSpec(deps, destination), deps.config);
           try {
             log.line(
               `==> Restoring snapshot ${row.id} (${(row.contents as string[]).join(' and ')}); the live data stays until it is complete`,

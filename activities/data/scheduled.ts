@@ -58,7 +58,7 @@ export async function pruneSnapshots(deps: Deps, projectId: string): Promise<num
       ? await BackupDestination.query(deps.knex).findById(row.destination_id)
       : undefined;
     if (destination) {
-      const store = openStore(destinationSpec(deps, destination));
+      const store = openStore(destinationSpec(deps, destination), deps.config);
       try {
         await store.delete(row.object_key);
       } finally {

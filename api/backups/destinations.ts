@@ -76,8 +76,8 @@ async function checkLocalPath(deps: Deps, p: string): Promise<string> {
 }
 
 /** Probes the store; a failure is a 422 on the field most likely at fault. */
-async function probe(spec: DestinationSpec): Promise<void> {
-  const reason = await probeStore(spec);
+async function probe(deps: Deps, spec: DestinationSpec): Promise<void> {
+  const reason = await probeStore(spec, deps.config);
   if (!reason) return;
   const field =
     spec.kind === 'local'
@@ -143,7 +143,7 @@ export async function createDestination(
     spec = { kind: 's3', settings: settings as never, secrets };
   }
   if (await BackupDestination.query(deps.knex).findOne({ team_id: teamId, name: input.name })) throw nameTaken();
-  await probe(spec);
+  await probe(deps, spec);
   try {
     const row = await deps.knex.transaction(async (trx) => {
       const r = await BackupDestination.query(trx).insertAndFetch({
@@ -203,7 +203,7 @@ export async function updateDestination(
   ) {
     throw nameTaken();
   }
-  await probe(spec);
+  await probe(deps, spec);
   try {
     const updated = await deps.knex.transaction(async (trx) => {
       const r = await BackupDestination.query(trx).patchAndFetchById(id, {

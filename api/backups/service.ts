@@ -84,7 +84,7 @@ export async function deleteBackup(deps: Deps, actor: Actor, envId: string, snap
     ? await BackupDestination.query(deps.knex).findById(row.destination_id)
     : undefined;
   if (destination) {
-    const store = openStore(destinationSpec(deps, destination));
+    const store = openStore(destinationSpec(deps, destination), deps.config);
     try {
       await store.delete(row.object_key);
     } finally {
@@ -135,7 +135,7 @@ export async function openDownload(deps: Deps, snapshotId: string, q: { expires:
     ? await BackupDestination.query(deps.knex).findById(row.destination_id)
     : undefined;
   if (row?.status !== 'available' || !destination) throw errors.notFound('snapshot');
-  const store = openStore(destinationSpec(deps, destination));
+  const store = openStore(destinationSpec(deps, destination), deps.config);
   const body = await store.get(row.object_key);
   body.once('close', () => store.close());
   return {

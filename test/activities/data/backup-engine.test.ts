@@ -29,6 +29,8 @@ const a = login('a');
 const b = login('b');
 const root = mkdtempSync(join(tmpdir(), 'vc-engine-'));
 const key = randomBytes(32);
+/** The loopback S3 server is listed, as an operator would list an internal store. */
+const outbound = { outboundAllowedHosts: ['127.0.0.1'] };
 let s3: Awaited<ReturnType<typeof startS3>>;
 
 async function sql(l: ServiceLogin, text: string) {
@@ -70,7 +72,7 @@ describe('snapshots', () => {
   const source = { login: a, volume: join(root, 'vol-a') };
 
   it('round-trip through a local destination: database and files come back after a change', async () => {
-    const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } });
+    const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } }, outbound);
     const taken = await takeSnapshot({ config, source, key, store, objectKey: 'env/one.vcb' });
     expect(taken.contents).toEqual(['database', 'files']);
     expect(taken.sizeBytes).toBe(readFileSync(join(root, 'dest', 'env', 'one.vcb')).length);
@@ -108,7 +110,7 @@ describe('snapshots', () => {
     bytes[bytes.length - 40] ^= 1;
     writeFileSync(join(root, 'dest', 'env', 'bad.vcb'), bytes);
     await sql(a, "UPDATE notes SET body = 'live' WHERE id = 1");
-    const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } });
+    const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } }, outbound);
     await expect(restoreSnapshot({ config, target: source, key, store, objectKey: 'env/bad.vcb' })).rejects.toThrow(
       /authenticate/,
     );
@@ -125,9 +127,12 @@ describe('snapshots', () => {
       settings: { endpoint: s3.endpoint, region: 'us-east-1', bucket: 'backups', prefix: 'team-x' },
       secrets: { access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey },
     };
-    expect(await probeStore(spec)).toBeNull();
-    expect(await probeStore({ ...spec, settings: { ...spec.settings, bucket: 'missing' } })).toMatch(/NoSuchBucket/);
-    const store = openStore(spec);
+    expect(await probeStore(spec, { outboundAllowedHosts: [] })).toMatch(/internal address/);
+    expect(await probeStore(spec, outbound)).toBeNull();
+    expect(await probeStore({ ...spec, settings: { ...spec.settings, bucket: 'missing' } }, outbound)).toMatch(
+      /NoSuchBucket/,
+    );
+    const store = openStore(spec, outbound);
     const taken = await takeSnapshot({ config, source, key, store, objectKey: 'env/two.vcb' });
     const chunks: Buffer[] = [];
     for await (const p of decryptSnapshot(key, await store.get('env/two.vcb')))
@@ -138,7 +143,7 @@ describe('snapshots', () => {
   });
 
   it('a failing part fails the snapshot and leaves no object', async () => {
-    const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } });
+    const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } }, outbound);
     const gone = { ...a, password: 'x', database: `svc_t${tag}nothere` };
     await expect(
       takeSnapshot({

@@ -16,7 +16,7 @@ import { startS3 } from '../../helpers/s3';
  * writing rows through it, a backup to a local destination, the rows changed, a restore, the app reading
  * the original rows again; the download decrypting to a dump pg_restore reads; reset-database.
  */
-const t = useTestContext({ worker: true });
+const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 let owner: Agent;
 let destinationId: string;

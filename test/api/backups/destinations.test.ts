@@ -13,7 +13,7 @@ import { openStore } from '../../../activities/data/destinations';
 import { takeSnapshot } from '../../../activities/data/backup-engine';
 import { keyFingerprint } from '../../../activities/data/snapshot-format';
 
-const t: TestContext = useTestContext();
+const t: TestContext = useTestContext({ env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 const root = mkdtempSync(join(tmpdir(), 'vc-dest-'));
 let s3: Awaited<ReturnType<typeof startS3>>;
 let owner: Agent;
@@ -192,7 +192,7 @@ describe('backup key and downloads', () => {
       config: t.config,
       source: { login: null, volume: vol },
       key,
-      store: openStore({ kind: 'local', settings: { path: dir } }),
+      store: openStore({ kind: 'local', settings: { path: dir } }, { outboundAllowedHosts: [] }),
       objectKey: `${envId}/s1.vcb`,
     });
     const [row] = await t.deps
