@@ -4,6 +4,7 @@ import { Supervisor } from './provider/supervisor';
 import { configureSandbox, prepareHost, sandboxMode } from './provider/sandbox';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
+import { createDataActivities } from './data';
 import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';
@@ -34,6 +35,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createTaskActivities(deps),
       ...createDeployActivities(deps, supervisor),
       ...createBuildActivities(deps),
+      ...createDataActivities(deps, supervisor),
       ...createMaintenanceActivities(deps),
       ...createResourceActivities(deps),
       ...createMachineActivities(deps, supervisor),

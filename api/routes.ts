@@ -17,6 +17,10 @@ import { routes as ticketRoutes } from './tickets/routes';
 import { routes as registryRoutes } from './registries/routes';
 import { routes as termsRoutes } from './terms/routes';
 import { projectRuleRoutes } from './notifications/routes';
+import { routes as backupRoutes } from './backups/routes';
+import { routes as backupTaskRoutes } from './backups/task-routes';
+import { routes as serviceRoutes } from './services/routes';
+import { routes as activityRoutes } from './activity/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -39,5 +43,9 @@ export function allRoutes(): RouteDef[] {
     ...registryRoutes,
     ...termsRoutes,
     ...projectRuleRoutes,
+    ...backupRoutes,
+    ...backupTaskRoutes,
+    ...serviceRoutes,
+    ...activityRoutes,
   ] as RouteDef[];
 }

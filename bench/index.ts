@@ -8,6 +8,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = 
   environments: () => import('./environments'),
   deploys: () => import('./deploys'),
   resources: () => import('./resources'),
+  backups: () => import('./backups'),
 };
 
 const only = process.argv.slice(2);

@@ -56,6 +56,10 @@ export interface Config {
   encryptionKey: string | undefined;
   /** Seconds between two resource samples of every environment (the worker's sampler). */
   resourceSampleSeconds: number;
+  /** PostgreSQL server (superuser URL) that environments' database services are created on; default: databaseUrl. */
+  servicesDatabaseUrl: string | undefined;
+  /** Host the environments' processes reach their database service at (DATABASE_URL, PGHOST). */
+  servicesHost: string;
   /** Directories local repository paths and `file://` URLs may be under (LOCAL_REPOSITORY_ROOTS); none: refused. */
   localRepositoryRoots: string[];
   /** Hosts, addresses and CIDRs tenant connections may reach although internal (OUTBOUND_ALLOWED_HOSTS). */
@@ -145,6 +149,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
     encryptionKey: env.ENCRYPTION_KEY || undefined,
     resourceSampleSeconds: Math.max(1, int(env, 'RESOURCE_SAMPLE_SECONDS', 60)),
+    servicesDatabaseUrl: env.SERVICES_DATABASE_URL || undefined,
+    servicesHost: env.SERVICES_HOST || '127.0.0.1',
     checkResponses: env.VC_CHECK_RESPONSES === '1',
     priceList: env.PRICE_LIST || undefined,
     metricsToken: env.METRICS_TOKEN || undefined,

@@ -3,6 +3,7 @@ export {};
 export { sendTokenExpiryReminders } from './token-reminders';
 export { deployEnvironment } from './deploy';
 export { buildEnvironment } from './build';
+export { createService, backupEnvironment, restoreBackup, syncEnvironment, resetDatabase, scheduledBackups } from './data';
 export { pruneExpiredRecords } from './prune-expired';
 export { pruneResourceSamples } from './resources';
 export { resizeServer, rebootServer } from './machines';

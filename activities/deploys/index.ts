@@ -23,6 +23,7 @@ import { createTaskLog, type TaskLog } from '../tasks/log-writer';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
 import { stepEnv, withHeartbeat } from './step-env';
 import { prepareRegistryAuth } from './registry-auth';
+import { serviceEnv } from '../data/service-env';
 import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 import { environmentUrl } from '../../system/config';
@@ -193,7 +194,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
             onSpawn: held.onSpawn,
-            env: stepEnv(held.env),
+            env: stepEnv({ ...held.env, ...(await serviceEnv(deps, release.environment_id)) }),
             stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
             signal,
             onLine: logLines(log),
@@ -232,7 +233,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             releaseId: release.id,
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
-            env: stepEnv(),
+            env: stepEnv(await serviceEnv(deps, env.id)),
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: logLines(log),
             limits: (await webServerSize(knex, env.id)) ?? undefined,

@@ -302,9 +302,13 @@ export class Supervisor {
    * Restarts the live release's web process (reboot, resize: with `limits`, the new plan): a new process is
    * started and must be ready (health) before the proxy moves to it and the old one is stopped; if it is not
    * ready, it is stopped and the old one keeps serving. The supervisor runs one web process per environment,
-   * so "one instance at a time" is this one replacement. Nothing live: `restarted: false`.
+   * so "one instance at a time" is this one replacement. With `env`, that is merged into the process's
+   * environment (data put back, a new database service). Nothing live: `restarted: false`.
    */
-  restartWeb(envId: string, o: { limits?: Limits; healthTimeoutMs: number; onLine?: OnLine }): Promise<RestartResult> {
+  restartWeb(
+    envId: string,
+    o: { limits?: Limits; env?: Record<string, string>; healthTimeoutMs: number; onLine?: OnLine },
+  ): Promise<RestartResult> {
     return this.exclusive(envId, async () => {
       const say = (line: string) => safe(o.onLine, `==> ${line}`);
       const rt = this.runtime(envId);
@@ -317,7 +321,8 @@ export class Supervisor {
         return { ok: true, restarted: false };
       }
       if (!rt.proxy) return { ok: true, restarted: false };
-      const web = await this.spawnWeb(envId, rt.proxy.port, live.releaseId, live.releaseDir, live.manifest.web, live.env, limits);
+      const nextEnv = { ...live.env, ...(o.env ?? {}) };
+      const web = await this.spawnWeb(envId, rt.proxy.port, live.releaseId, live.releaseDir, live.manifest.web, nextEnv, limits);
       say(`Started a new web process for release ${live.releaseId} (pid ${web.pid ?? '?'})`);
       const ready = await waitReady(web, live.manifest.health, o.healthTimeoutMs);
       if (!ready.ok) {
@@ -327,7 +332,7 @@ export class Supervisor {
         return { ok: false, message };
       }
       const old = live.web;
-      rt.live = { ...live, web, limits };
+      rt.live = { ...live, env: nextEnv, web, limits };
       web.supervise();
       await this.writeState(rt);
       say(`The new web process serves; stopping the old one (pid ${old?.pid ?? '?'})`);

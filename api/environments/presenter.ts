@@ -23,6 +23,7 @@ export function presentEnvironment(env: EnvironmentRecord, extra: Record<string,
     git_ref: env.git_ref,
     auto_deploy: env.auto_deploy,
     url: env.url,
+    protected: env.protected ?? false,
     created_at: iso(env.created_at),
     ...extra,
   };

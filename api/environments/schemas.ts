@@ -53,6 +53,7 @@ export const environmentSchema = z
     git_ref: z.string(),
     auto_deploy: z.boolean(),
     url: z.string(),
+    protected: z.boolean().describe('Restoring over it needs the password again and a recent sign-in; an environment named production is protected when created'),
     created_at: z.string(),
   })
   .loose();

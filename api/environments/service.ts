@@ -15,6 +15,7 @@ import { ENVIRONMENTS_CURSOR } from './schemas';
 import { findProject } from '../projects/service';
 import { presentEnvironment, withUrl, type EnvironmentRecord } from './presenter';
 import { createEnvironmentMachines } from '../machines/service';
+import { dropEnvironmentServices } from '../services/service';
 
 const nameTaken = () =>
   appError('conflict', 'An environment of that name exists in this project', { fields: { name: 'is already used by another environment of this project' } });
@@ -98,6 +99,7 @@ export async function createEnvironment(deps: Deps, actor: Actor, projectId: str
           name: input.name,
           git_ref: input.git_ref,
           auto_deploy: input.auto_deploy ?? false,
+          protected: input.name === 'production',
           port,
         } as Partial<Environment>);
         await createEnvironmentMachines(trx, deps, created);
@@ -165,12 +167,15 @@ export async function updateEnvironment(deps: Deps, actor: Actor, id: string, in
 /** Deletes an environment, refused (409 deploy_in_progress) while one of its tasks is pending or running. */
 export async function deleteEnvironment(deps: Deps, actor: Actor, id: string): Promise<void> {
   await findEnvironment(deps, actor, id, 'environment:delete');
-  await deps.knex.transaction(async (trx) => {
+  const serviceDatabases = await deps.knex.transaction(async (trx) => {
     await trx('environments').where({ id }).forUpdate().first();
     const running = await Task.query(trx).where({ environment_id: id }).whereIn('status', ['pending', 'running']).orderBy('seq').first();
     if (running) {
       throw errors.conflict('deploy_in_progress', 'A task is pending or running on this environment; wait for it or cancel it first', { task_id: running.id });
     }
+    const names: string[] = await trx('services').where({ environment_id: id }).pluck('database_name');
     await trx('environments').where({ id }).delete();
+    return names;
   });
+  await dropEnvironmentServices(deps, id, serviceDatabases);
 }

@@ -46,4 +46,5 @@ export const scopes = {
   membership: defineScope('membership', byId('memberships')),
   integration: defineScope('integration', byId('integrations')),
   ticket: defineScope('ticket', byId('tickets')),
+  backupDestination: defineScope('backup destination', byId('backup_destinations')),
 };

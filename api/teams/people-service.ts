@@ -1,4 +1,5 @@
 import { UniqueViolationError } from 'objection';
+import { recordActivity } from '../../db/queries/activity';
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import { Invitation } from '../../db/models/invitation';
@@ -107,6 +108,7 @@ export async function createInvitation(deps: Deps, actor: Actor, teamId: string,
         invited_by: actor.user.id,
         expires_at: expiry(),
       } as Partial<Invitation>);
+      await recordActivity(trx, { teamId, actor, kind: 'access', type: 'invitation_sent', summary: `${input.email} invited as ${input.role}` });
       await sendInvitation(deps, actor, team, inv);
       return presentInvitation(inv);
     });
@@ -149,6 +151,7 @@ export async function revokeInvitation(deps: Deps, actor: Actor, id: string): Pr
     if (status === 'accepted' || status === 'revoked') throw notOpen(status);
     const now = new Date();
     await Invitation.query(trx).patch({ revoked_at: now, updated_at: now } as Partial<Invitation>).where({ id });
+    await recordActivity(trx, { teamId: inv.team_id, actor, kind: 'access', type: 'invitation_revoked', summary: `Invitation of ${inv.email} revoked` });
   });
 }
 
@@ -171,6 +174,7 @@ export async function acceptInvitation(deps: Deps, actor: Actor, id: string) {
     const now = new Date();
     await Invitation.query(trx).patch({ accepted_at: now, updated_at: now } as Partial<Invitation>).where({ id });
     const m = await Membership.query(trx).insertAndFetch({ team_id: inv.team_id, user_id: user.id, role: inv.role } as Partial<Membership>);
+    await recordActivity(trx, { teamId: inv.team_id, actor, kind: 'access', type: 'member_joined', summary: `${user.email} joined as ${inv.role}` });
     return presentMembership(m, user);
   });
 }
@@ -200,6 +204,9 @@ export async function updateMembership(deps: Deps, actor: Actor, id: string, inp
         ? target
         : await Membership.query(trx).patchAndFetchById(id, { role: input.role, updated_at: new Date() } as Partial<Membership>);
     const user = await User.query(trx).findById(updated.user_id);
+    if (target.role !== input.role) {
+      await recordActivity(trx, { teamId: target.team_id, actor, kind: 'access', type: 'member_role_changed', summary: `${user!.email}: ${target.role} -> ${input.role}` });
+    }
     return presentMembership(updated, user!);
   });
 }
@@ -210,5 +217,7 @@ export async function deleteMembership(deps: Deps, actor: Actor, id: string): Pr
     assertMayRemove(actorRole, target.role, target.user_id === actor.user.id);
     if (leavesNoOwner(owners, target.role, null)) throw lastOwner();
     await Membership.query(trx).deleteById(id);
+    const user = await User.query(trx).findById(target.user_id);
+    await recordActivity(trx, { teamId: target.team_id, actor, kind: 'access', type: 'member_removed', summary: `${user?.email ?? target.user_id} left the team` });
   });
 }

@@ -5,6 +5,7 @@ import type { Actor } from '../lib/actor';
 import { errors } from '../lib/errors';
 import { generateSecret, tokenDigest } from '../lib/token-format';
 import type { CreateTokenInput } from './schemas';
+import { recordActivity } from '../../db/queries/activity';
 
 /**
  * Issues a personal access token for one team the caller is a member of. The string is returned
@@ -17,15 +18,19 @@ export async function issueToken(deps: Deps, actor: Actor, input: CreateTokenInp
   if (!member) throw errors.invalid({ team_id: 'must be the id of a team you are a member of' });
   const secret = generateSecret('vcp_');
   const now = new Date();
-  const token = await AccessToken.query(deps.knex).insertAndFetch({
-    user_id: actor.user.id,
-    team_id: input.team_id,
-    purpose: input.purpose,
-    digest: tokenDigest(secret, deps.secrets.tokenKey.key),
-    key_id: deps.secrets.tokenKey.id,
-    expires_in_days: input.expires_in_days,
-    created_at: now,
-    expires_at: new Date(now.getTime() + input.expires_in_days * 86_400_000),
+  const token = await deps.knex.transaction(async (trx) => {
+    const row = await AccessToken.query(trx).insertAndFetch({
+      user_id: actor.user.id,
+      team_id: input.team_id,
+      purpose: input.purpose,
+      digest: tokenDigest(secret, deps.secrets.tokenKey.key),
+      key_id: deps.secrets.tokenKey.id,
+      expires_in_days: input.expires_in_days,
+      created_at: now,
+      expires_at: new Date(now.getTime() + input.expires_in_days * 86_400_000),
+    });
+    await recordActivity(trx, { teamId: input.team_id, actor, kind: 'access', type: 'token_issued', summary: `Token "${input.purpose}" issued for ${input.expires_in_days} days` });
+    return row;
   });
   deps.logger.info({ tokenId: token.id, userId: actor.user.id, teamId: token.team_id }, 'access token issued');
   return { token, secret };
@@ -44,11 +49,15 @@ export async function revokeToken(deps: Deps, actor: Actor, id: string): Promise
   const token = await AccessToken.query(deps.knex).findOne({ id, user_id: actor.user.id });
   if (!token) throw errors.notFound('token');
   if (token.revoked_at) return token;
-  const [updated] = (await AccessToken.query(deps.knex)
-    .patch({ revoked_at: new Date() })
-    .where({ id, user_id: actor.user.id })
-    .whereNull('revoked_at')
-    .returning('*')) as unknown as AccessToken[];
+  const [updated] = await deps.knex.transaction(async (trx) => {
+    const rows = (await AccessToken.query(trx)
+      .patch({ revoked_at: new Date() })
+      .where({ id, user_id: actor.user.id })
+      .whereNull('revoked_at')
+      .returning('*')) as unknown as AccessToken[];
+    if (rows[0]) await recordActivity(trx, { teamId: token.team_id, actor, kind: 'access', type: 'token_revoked', summary: `Token "${token.purpose}" revoked` });
+    return rows;
+  });
   if (updated) deps.logger.info({ tokenId: id, userId: actor.user.id }, 'access token revoked');
   // A concurrent revoke won the race: answer with what it stored.
   return updated ?? (await AccessToken.query(deps.knex).findById(id))!;

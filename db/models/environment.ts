@@ -9,6 +9,8 @@ export class Environment extends BaseModel {
   auto_deploy!: boolean;
   port!: number;
   live_release_id!: string | null;
+  protected!: boolean;
+  backup_key_sealed!: string | null;
   created_at!: Date;
   updated_at!: Date;
 }

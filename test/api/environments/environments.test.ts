@@ -90,6 +90,7 @@ describe('POST /projects/{id}/environments', () => {
       git_ref: 'main',
       auto_deploy: false,
       url: expect.stringMatching(/^http:\/\/localhost:\d+$/),
+      protected: true, // an environment named production is protected when created
       created_at: expect.any(String),
     });
     const port = Number(new URL(res.body.url).port);

@@ -1,0 +1,260 @@
+/**
+ * What a snapshot holds and how it is taken and put back, streamed end to end:
+ * - take: `pg_dump -Fc` of the service's database and a tar of the environment's volume, as the parts of
+ *   snapshot-format.ts, encrypted, hashed (SHA-256 of the stored bytes) and streamed to the object store;
+ * - put back: the decrypted parts streamed into `pg_restore` (into a fresh database swapped in only when
+ *   the restore completed, pg-server.ts) and `tar -x` (into a fresh directory swapped in the same way);
+ * - sync: the same parts of one environment streamed straight into the other's put back.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import type { Config } from '../../system/config';
+import { environmentDir } from '../provider/releases';
+import {
+  createRestoreTarget,
+  serverMajorVersion,
+  servicesAdminUrl,
+  swapInRestored,
+  type ServiceLogin,
+} from './pg-server';
+import { decryptSnapshot, encryptSnapshot, type PartName } from './snapshot-format';
+import type { ObjectStore } from './destinations';
+
+type PgConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>;
+
+/** The environment's volume: its files, kept across releases (backed up as the `files` part). */
+export function volumeDir(dataDir: string, envId: string): string {
+  return path.join(environmentDir(dataDir, envId), 'volume');
+}
+
+/** Arguments and environment that make pg_dump/pg_restore log in as the service role (the password never in argv). */
+function pgLogin(config: PgConfig, login: ServiceLogin) {
+  const admin = new URL(servicesAdminUrl(config));
+  return {
+    args: ['-h', admin.hostname, '-p', admin.port || '5432', '-U', login.role, '-d', login.database],
+    env: { PATH: process.env.PATH, PGPASSWORD: login.password, PGCONNECT_TIMEOUT: '10' },
+  };
+}
+
+async function clientMajor(tool: string): Promise<number> {
+  const child = spawn(tool, ['--version']);
+  let out = '';
+  child.stdout.on('data', (c) => (out += c));
+  await once(child, 'close');
+  return Number(/(\d+)(?:\.\d+)?/.exec(out)?.[1] ?? 0);
+}
+
+/** pg_dump (or pg_restore) must be at least the server's major version; says so plainly when not. */
+export async function checkClientVersion(config: PgConfig, tool: 'pg_dump' | 'pg_restore'): Promise<void> {
+  const [client, server] = await Promise.all([clientMajor(tool), serverMajorVersion(config).then(Number)]);
+  if (client < server) {
+    throw new Error(
+      `${tool} ${client} cannot work with the PostgreSQL ${server} server of the services: install the PostgreSQL ${server} client tools`,
+    );
+  }
+}
+
+/** Yields a child's stdout, then throws unless it exited 0 (with the end of its stderr). */
+async function* output(child: ChildProcessWithoutNullStreams, what: string): AsyncGenerator<Buffer> {
+  let stderr = '';
+  child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
+  const exited = once(child, 'close') as Promise<[number | null, string | null]>;
+  try {
+    for await (const chunk of child.stdout) yield chunk as Buffer;
+    const [code, sig] = await exited;
+    if (code !== 0)
+      throw new Error(`${what} failed (${sig ?? `exit ${code}`}): ${stderr.trim().split('\n').slice(-3).join(' ')}`);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
+}
+
+export interface DataSource {
+  login: ServiceLogin | null;
+  volume: string;
+}
+
+/** The parts of an environment's data, each read lazily when the consumer gets to it. */
+export function dataParts(
+  config: PgConfig,
+  src: DataSource,
+): Array<{ part: PartName; source: () => AsyncIterable<Buffer> }> {
+  const parts: Array<{ part: PartName; source: () => AsyncIterable<Buffer> }> = [];
+  if (src.login) {
+    const { args, env } = pgLogin(config, src.login);
+    parts.push({
+      part: 'database',
+      source: () => output(spawn('pg_dump', ['-Fc', '--no-owner', '--no-acl', ...args], { env }), 'pg_dump'),
+    });
+  }
+  parts.push({
+    part: 'files',
+    source: () =>
+      existsSync(src.volume) ? output(spawn('tar', ['-C', src.volume, '-cf', '-', '.']), 'tar') : emptySource(),
+  });
+  return parts;
+}
+
+async function* emptySource(): AsyncGenerator<Buffer> {}
+
+async function* flatten(parts: ReturnType<typeof dataParts>): AsyncGenerator<{ part: PartName; data: Buffer }> {
+  for (const { part, source } of parts) for await (const data of source()) yield { part, data };
+}
+
+/**
+ * Takes a snapshot to `store` under `objectKey`. Resolves with the stored size and SHA-256; a failure
+ * anywhere (a part's command, the store) rejects, and the store keeps no partial object.
+ */
+export async function takeSnapshot(opts: {
+  config: PgConfig;
+  source: DataSource;
+  key: Buffer;
+  store: ObjectStore;
+  objectKey: string;
+  signal?: AbortSignal;
+}): Promise<{ sizeBytes: number; sha256: string; contents: PartName[] }> {
+  if (opts.source.login) await checkClientVersion(opts.config, 'pg_dump');
+  const hash = createHash('sha256');
+  const parts = dataParts(opts.config, opts.source);
+  async function* hashed() {
+    for await (const chunk of encryptSnapshot(opts.key, parts)) {
+      hash.update(chunk);
+      yield chunk;
+    }
+  }
+  const sizeBytes = await opts.store.put(opts.objectKey, Readable.from(hashed()), opts.signal);
+  return { sizeBytes, sha256: hash.digest('hex'), contents: parts.map((p) => p.part) };
+}
+
+/** Writes to a child's stdin with back-pressure; rejects when the child is gone. */
+async function write(child: ChildProcessWithoutNullStreams, data: Buffer): Promise<void> {
+  if (child.stdin.write(data)) return;
+  await Promise.race([
+    once(child.stdin, 'drain'),
+    once(child, 'close').then(() => Promise.reject(new Error('the restoring process ended early'))),
+  ]);
+}
+
+async function finish(child: ChildProcessWithoutNullStreams, what: string, stderr: () => string): Promise<void> {
+  child.stdin.end();
+  const [code, sig] = (child.exitCode !== null ? [child.exitCode, null] : await once(child, 'close')) as [
+    number | null,
+    string | null,
+  ];
+  if (code !== 0)
+    throw new Error(`${what} failed (${sig ?? `exit ${code}`}): ${stderr().trim().split('\n').slice(-3).join(' ')}`);
+}
+
+function spawnSink(cmd: string, args: string[], env?: Record<string, string | undefined>) {
+  const child = spawn(cmd, args, { env: env ?? { PATH: process.env.PATH } });
+  let stderr = '';
+  child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
+  child.stdin.on('error', () => undefined); // EPIPE: reported by the exit code
+  return { child, stderr: () => stderr };
+}
+
+/**
+ * Puts parts back into the environment: the database into a fresh `<db>_restore` database and the files
+ * into a fresh `<volume>.restore` directory; only when every part is complete are both swapped in. Until
+ * then the live database and files are untouched, so a failure (or a worker killed) leaves them as they were.
+ */
+export async function putBack(opts: {
+  config: PgConfig;
+  target: DataSource;
+  parts: AsyncIterable<{ part: PartName; data: Buffer }>;
+  onLine?: (line: string) => void;
+}): Promise<PartName[]> {
+  const { config, target } = opts;
+  const say = opts.onLine ?? (() => undefined);
+  const seen: PartName[] = [];
+  const stagedVolume = `${target.volume}.restore`;
+  let sink: ReturnType<typeof spawnSink> | null = null;
+  let sinkPart: PartName | null = null;
+  const close = async () => {
+    if (sink && sinkPart) await finish(sink.child, sinkPart === 'database' ? 'pg_restore' : 'tar -x', sink.stderr);
+    sink = null;
+  };
+  const open = async (part: PartName) => {
+    await close();
+    sinkPart = part;
+    seen.push(part);
+    if (part === 'database') {
+      if (!target.login) throw new Error('the snapshot holds a database but the environment has no database service');
+      await checkClientVersion(config, 'pg_restore');
+      const restoreLogin = await createRestoreTarget(config, target.login);
+      const { args, env } = pgLogin(config, restoreLogin);
+      say('==> Restoring the database into a fresh copy');
+      sink = spawnSink('pg_restore', ['--no-owner', '--no-acl', '--exit-on-error', ...args], env);
+    } else {
+      await rm(stagedVolume, { recursive: true, force: true });
+      await mkdir(stagedVolume, { recursive: true });
+      say('==> Restoring the files into a fresh copy');
+      sink = spawnSink('tar', ['-C', stagedVolume, '-xf', '-']);
+    }
+  };
+  try {
+    for await (const { part, data } of opts.parts) {
+      if (part !== sinkPart) await open(part);
+      if (data.length) await write(sink!.child, data);
+    }
+    await close();
+  } catch (err) {
+    if (sink) (sink as ReturnType<typeof spawnSink>).child.kill('SIGKILL');
+    await rm(stagedVolume, { recursive: true, force: true });
+    throw err;
+  }
+  // Every part is complete: swap them in.
+  if (seen.includes('database') && target.login) await swapInRestored(config, target.login);
+  if (seen.includes('files')) {
+    if (!existsSync(stagedVolume)) await mkdir(stagedVolume, { recursive: true });
+    const old = `${target.volume}.old`;
+    await rm(old, { recursive: true, force: true });
+    if (existsSync(target.volume)) await rename(target.volume, old);
+    await rename(stagedVolume, target.volume);
+    await rm(old, { recursive: true, force: true });
+  }
+  return seen;
+}
+
+/** Decrypts a stored snapshot into the environment (restore). */
+export async function restoreSnapshot(opts: {
+  config: PgConfig;
+  target: DataSource;
+  key: Buffer;
+  store: ObjectStore;
+  objectKey: string;
+  onLine?: (line: string) => void;
+}): Promise<PartName[]> {
+  const body = await opts.store.get(opts.objectKey);
+  try {
+    return await putBack({
+      config: opts.config,
+      target: opts.target,
+      parts: decryptSnapshot(opts.key, body),
+      onLine: opts.onLine,
+    });
+  } finally {
+    body.destroy();
+  }
+}
+
+/** Copies one environment's data into another (sync), no snapshot in between. */
+export async function copyData(opts: {
+  config: PgConfig;
+  source: DataSource;
+  target: DataSource;
+  onLine?: (line: string) => void;
+}) {
+  if (opts.source.login) await checkClientVersion(opts.config, 'pg_dump');
+  return putBack({
+    config: opts.config,
+    target: opts.target,
+    parts: flatten(dataParts(opts.config, opts.source)),
+    onLine: opts.onLine,
+  });
+}

@@ -1,0 +1,214 @@
+/**
+ * The data area's activities on the local provider: creating database services, taking snapshots to a
+ * destination, putting them back (restore), copying one environment's data into another (sync), emptying a
+ * database (reset), and what the backup window's schedule runs. Long ones heartbeat, so a worker that dies is
+ * noticed and the activity retried; every put-back swaps the new data in only once it is complete.
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Deps } from '../../system/deps';
+import { createTaskLog, type TaskLog } from '../tasks/log-writer';
+import { withHeartbeat } from '../deploys/step-env';
+import type { Supervisor } from '../provider/supervisor';
+import { BackupDestination } from '../../db/models/backup-destination';
+import { destinationSpec } from '../../api/backups/destinations';
+import { ensureBackupKey } from '../../api/backups/keys';
+import { keyFingerprint } from './snapshot-format';
+import { openStore } from './destinations';
+import { copyData, restoreSnapshot, takeSnapshot, volumeDir } from './backup-engine';
+import { createServiceDatabase, recreateServiceDatabase, serviceVariables } from './pg-server';
+import { serviceLogin } from './service-env';
+import { startScheduledBackups, pruneSnapshots } from './scheduled';
+
+async function withLog<T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
+  const log = createTaskLog(deps.knex, taskId);
+  try {
+    return await fn(log);
+  } finally {
+    await log.close();
+  }
+}
+
+const fail = (message: string, type = 'DataTaskFailed') => ApplicationFailure.nonRetryable(message, type);
+
+export function createDataActivities(deps: Deps, supervisor: Supervisor) {
+  const { knex, config } = deps;
+  const source = async (envId: string) => ({
+    login: await serviceLogin(deps, envId),
+    volume: volumeDir(config.dataDir, envId),
+  });
+
+  /** Restarts the environment's web process with its current service variables (when it runs here). */
+  const restartWeb = async (envId: string, log: TaskLog) => {
+    const login = await serviceLogin(deps, envId);
+    const r = await supervisor.restartWeb(envId, { env: login ? serviceVariables(config, login) : {}, healthTimeoutMs: 30_000 });
+    log.line(r.ok ? (r.restarted ? '==> Web process restarted' : '==> No web process runs here') : `==> Web process not restarted: ${r.message}`);
+  };
+
+  return {
+    async createServiceDatabase(input: { taskId: string; serviceId: string }): Promise<{ database: string }> {
+      return withLog(deps, input.taskId, async (log) => {
+        const row = await knex('services').where({ id: input.serviceId }).first();
+        if (!row) throw fail('the service no longer exists');
+        const login = await serviceLogin(deps, row.environment_id, ['creating', 'available', 'failed']);
+        log.line(`==> Creating PostgreSQL database ${row.database_name} with its own role`);
+        await createServiceDatabase(config, login!);
+        await knex('services').where({ id: row.id }).update({ status: 'available', updated_at: knex.fn.now() });
+        log.line('==> The environment gets DATABASE_URL and PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE');
+        await restartWeb(row.environment_id, log);
+        return { database: row.database_name };
+      });
+    },
+
+    async markBackupFailed(input: { backupId: string; error: string }): Promise<void> {
+      await knex('backups')
+        .where({ id: input.backupId, status: 'running' })
+        .update({ status: 'failed', error: input.error, finished_at: knex.fn.now() });
+    },
+
+    async markServiceFailed(input: { serviceId: string }): Promise<void> {
+      await knex('services')
+        .where({ id: input.serviceId, status: 'creating' })
+        .update({ status: 'failed', updated_at: knex.fn.now() });
+    },
+
+    /** Takes the snapshot (its row `running` until the object is complete; then `available`, or `failed`). */
+    async takeBackup(input: {
+      taskId: string;
+      backupId: string;
+      environmentId: string;
+      destinationId: string;
+      trigger: 'manual' | 'scheduled';
+    }) {
+      return withLog(deps, input.taskId, (log) =>
+        withHeartbeat(async (signal) => {
+          const env = await knex('environments').where({ id: input.environmentId }).first();
+          if (!env) throw fail('the environment no longer exists');
+          const destination = await BackupDestination.query(knex).findById(input.destinationId);
+          if (!destination) throw fail('the backup destination no longer exists');
+          const key = await ensureBackupKey(knex, deps.secrets, env.id);
+          const objectKey = `${env.id}/${input.backupId}.vcb`;
+          await knex.raw(
+            `INSERT INTO backups (id, team_id, project_id, environment_id, destination_id, task_id, status, trigger, object_key, key_fingerprint)
+             VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = 'running', error = NULL`,
+            [
+              input.backupId,
+              env.team_id,
+              env.project_id,
+              env.id,
+              destination.id,
+              input.taskId,
+              input.trigger,
+              objectKey,
+              keyFingerprint(key),
+            ],
+          );
+          const src = await source(env.id);
+          log.line(
+            `==> Snapshot ${input.backupId} of ${env.name} to "${destination.name}" (${destination.kind}): ${src.login ? 'database and files' : 'files'}`,
+          );
+          const store = openStore(destinationSpec(deps, destination), deps.config);
+          try {
+            const taken = await takeSnapshot({ config, source: src, key, store, objectKey, signal });
+            await knex('backups')
+              .where({ id: input.backupId })
+              .update({
+                status: 'available',
+                size_bytes: taken.sizeBytes,
+                sha256: taken.sha256,
+                contents: JSON.stringify(taken.contents),
+                finished_at: knex.fn.now(),
+              });
+            log.line(`==> Stored ${taken.sizeBytes} bytes (encrypted), sha256 ${taken.sha256}`);
+            return { backup_id: input.backupId, size_bytes: taken.sizeBytes, sha256: taken.sha256 };
+          } catch (err) {
+            const message = `the snapshot could not be taken: ${(err as Error).message}`;
+            await knex('backups')
+              .where({ id: input.backupId })
+              .update({ status: 'failed', error: message, finished_at: knex.fn.now() });
+            await store.delete(objectKey).catch(() => undefined);
+            throw fail(message, 'BackupFailed');
+          } finally {
+            store.close();
+          }
+        }),
+      );
+    },
+
+    async restoreBackup(input: { taskId: string; backupId: string; environmentId: string }) {
+      return withLog(deps, input.taskId, (log) =>
+        withHeartbeat(async () => {
+          const row = await knex('backups').where({ id: input.backupId, environment_id: input.environmentId }).first();
+          if (row?.status !== 'available') throw fail('the snapshot is not available');
+          const destination = row.destination_id
+            ? await BackupDestination.query(knex).findById(row.destination_id)
+            : undefined;
+          if (!destination) throw fail('the destination of the snapshot was deleted');
+          const key = await ensureBackupKey(knex, deps.secrets, input.environmentId);
+          if (keyFingerprint(key) !== row.key_fingerprint)
+            throw fail('the snapshot was taken under another backup key');
+          const store = openStore(destinationSpec(deps, destination), deps.config);
+          try {
+            log.line(
+              `==> Restoring snapshot ${row.id} (${(row.contents as string[]).join(' and ')}); the live data stays until it is complete`,
+            );
+            const parts = await restoreSnapshot({
+              config,
+              target: await source(input.environmentId),
+              key,
+              store,
+              objectKey: row.object_key,
+              onLine: (l) => log.line(l),
+            });
+            log.line(`==> Put back: ${parts.join(' and ')}`);
+            await restartWeb(input.environmentId, log);
+            return { backup_id: row.id, restored: parts };
+          } catch (err) {
+            if (err instanceof ApplicationFailure) throw err;
+            throw fail(`the restore failed, nothing was changed: ${(err as Error).message}`, 'RestoreFailed');
+          } finally {
+            store.close();
+          }
+        }),
+      );
+    },
+
+    async syncData(input: { taskId: string; fromEnvironmentId: string; environmentId: string }) {
+      return withLog(deps, input.taskId, (log) =>
+        withHeartbeat(async () => {
+          const from = await knex('environments').where({ id: input.fromEnvironmentId }).first('name');
+          if (!from) throw fail('the source environment no longer exists');
+          log.line(`==> Copying the data of ${from.name} in; the live data stays until the copy is complete`);
+          try {
+            const parts = await copyData({
+              config,
+              source: await source(input.fromEnvironmentId),
+              target: await source(input.environmentId),
+              onLine: (l) => log.line(l),
+            });
+            log.line(`==> Copied: ${parts.join(' and ')}`);
+            await restartWeb(input.environmentId, log);
+            return { from_environment_id: input.fromEnvironmentId, copied: parts };
+          } catch (err) {
+            throw fail(`the sync failed, nothing was changed: ${(err as Error).message}`, 'SyncFailed');
+          }
+        }),
+      );
+    },
+
+    async resetDatabase(input: { taskId: string; environmentId: string }) {
+      return withLog(deps, input.taskId, async (log) => {
+        const login = await serviceLogin(deps, input.environmentId);
+        if (!login) throw fail('the environment has no database service');
+        log.line(`==> Emptying database ${login.database}`);
+        await recreateServiceDatabase(config, login);
+        await restartWeb(input.environmentId, log);
+        return { database: login.database };
+      });
+    },
+
+    startScheduledBackups: (input: { projectId: string }) => startScheduledBackups(deps, input.projectId),
+    pruneSnapshots: (input: { projectId: string }) => pruneSnapshots(deps, input.projectId),
+  };
+}
+
+export type DataActivities = ReturnType<typeof createDataActivities>;

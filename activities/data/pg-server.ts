@@ -1,0 +1,188 @@
+/**
+ * The local provider's database services: each `postgresql` service is a database of its own with a login
+ * role of its own on the SERVICES_DATABASE_URL server (default: the console's own server). CONNECT is revoked
+ * from PUBLIC, so only the service's role (and superusers) can open it. The environment's processes reach it at
+ * SERVICES_HOST and the server's port.
+ */
+import pg from 'pg';
+import type { Config } from '../../system/config';
+
+export interface ServiceLogin {
+  database: string;
+  role: string;
+  password: string;
+}
+
+/** The superuser URL services are created with. */
+export function servicesAdminUrl(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>): string {
+  const url = config.servicesDatabaseUrl ?? config.databaseUrl;
+  if (!url) throw new Error('SERVICES_DATABASE_URL (or DATABASE_URL) is not set');
+  return url;
+}
+
+/** Where the worker itself connects for a service (pg_dump, pg_restore): the admin URL's host and port. */
+export function serviceUrl(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+  host?: string,
+): string {
+  const admin = new URL(servicesAdminUrl(config));
+  const url = new URL(`postgres://${admin.host}`);
+  url.hostname = host ?? admin.hostname;
+  url.port = admin.port || '5432';
+  url.username = login.role;
+  url.password = login.password;
+  url.pathname = `/${login.database}`;
+  return url.toString();
+}
+
+/** What the environment's processes get: DATABASE_URL and the PG* variables saying the same. */
+export function serviceVariables(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl' | 'servicesHost'>,
+  login: ServiceLogin,
+) {
+  const admin = new URL(servicesAdminUrl(config));
+  return {
+    DATABASE_URL: serviceUrl(config, login, config.servicesHost),
+    PGHOST: config.servicesHost,
+    PGPORT: admin.port || '5432',
+    PGUSER: login.role,
+    PGPASSWORD: login.password,
+    PGDATABASE: login.database,
+  };
+}
+
+export async function withAdmin<T>(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  fn: (c: pg.Client) => Promise<T>,
+): Promise<T> {
+  const client = new pg.Client({ connectionString: servicesAdminUrl(config) });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+const ident = (name: string) => {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`not a service identifier: ${name}`);
+  return `"${name}"`;
+};
+
+/** The server's major version (e.g. "15"). */
+export async function serverMajorVersion(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>): Promise<string> {
+  return withAdmin(config, async (c) => {
+    const r = await c.query('SHOW server_version_num');
+    return String(Math.floor(Number(r.rows[0].server_version_num) / 10000));
+  });
+}
+
+/** Creates the role and its database (idempotent: an activity retried after a crash finds them there). */
+export async function createServiceDatabase(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+): Promise<void> {
+  await withAdmin(config, async (c) => {
+    const role = ident(login.role);
+    const password = c.escapeLiteral(login.password);
+    const hasRole = await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [login.role]);
+    await c.query(
+      `${hasRole.rowCount ? 'ALTER' : 'CREATE'} ROLE ${role} LOGIN PASSWORD ${password} NOSUPERUSER NOCREATEDB NOCREATEROLE`,
+    );
+    const hasDb = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [login.database]);
+    if (!hasDb.rowCount) await c.query(`CREATE DATABASE ${ident(login.database)} OWNER ${role}`);
+    await c.query(`REVOKE ALL ON DATABASE ${ident(login.database)} FROM PUBLIC`);
+    await c.query(`GRANT ALL ON DATABASE ${ident(login.database)} TO ${role}`);
+  });
+}
+
+/** Ends every session on a database (before it is renamed or dropped). */
+export async function disconnectAll(c: pg.Client, database: string): Promise<void> {
+  await c.query(
+    'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+    [database],
+  );
+}
+
+/** Drops the database and its role (environment gone, or a test cleaning up). */
+export async function dropServiceDatabase(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: Pick<ServiceLogin, 'database' | 'role'>,
+): Promise<void> {
+  await withAdmin(config, async (c) => {
+    for (const db of [login.database, `${login.database}_restore`]) {
+      await disconnectAll(c, db);
+      await c.query(`DROP DATABASE IF EXISTS ${ident(db)}`);
+    }
+    await c.query(`DROP ROLE IF EXISTS ${ident(login.role)}`);
+  });
+}
+
+/**
+ * Creates an empty database `<name>_restore` owned by the role, to restore into; `swapInRestored` then puts it
+ * in place of the live one in two renames, so a restore that fails half way never touches the live data.
+ */
+/**
+ * A swap interrupted between its two renames (worker killed) leaves `<name>_old` and no `<name>`: the
+ * original is renamed back and opened to connections again, so the environment never stays without its data.
+ */
+async function recoverInterruptedSwap(c: pg.Client, live: string): Promise<void> {
+  const has = async (db: string) =>
+    ((await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [db])).rowCount ?? 0) > 0;
+  if (!(await has(live)) && (await has(`${live}_old`))) {
+    await c.query(`ALTER DATABASE ${ident(`${live}_old`)} RENAME TO ${ident(live)}`);
+    await c.query(`ALTER DATABASE ${ident(live)} WITH ALLOW_CONNECTIONS true`);
+  }
+}
+
+export async function createRestoreTarget(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+): Promise<ServiceLogin> {
+  const target = `${login.database}_restore`;
+  await withAdmin(config, async (c) => {
+    await recoverInterruptedSwap(c, login.database);
+    await disconnectAll(c, target);
+    await c.query(`DROP DATABASE IF EXISTS ${ident(target)}`);
+    await c.query(`CREATE DATABASE ${ident(target)} OWNER ${ident(login.role)}`);
+    await c.query(`REVOKE ALL ON DATABASE ${ident(target)} FROM PUBLIC`);
+    await c.query(`GRANT ALL ON DATABASE ${ident(target)} TO ${ident(login.role)}`);
+  });
+  return { ...login, database: target };
+}
+
+export async function swapInRestored(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+): Promise<void> {
+  const live = login.database;
+  const restored = `${live}_restore`;
+  const old = `${live}_old`;
+  await withAdmin(config, async (c) => {
+    await recoverInterruptedSwap(c, live);
+    await c.query(`DROP DATABASE IF EXISTS ${ident(old)}`);
+    const has = async (db: string) =>
+      ((await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [db])).rowCount ?? 0) > 0;
+    if (!(await has(restored))) {
+      if (await has(live)) return; // a retry after the swap: done already
+      throw new Error('the restored database is missing');
+    }
+    // Connections come back quickly (apps reconnect): refuse them while the names change.
+    await c.query(`ALTER DATABASE ${ident(live)} WITH ALLOW_CONNECTIONS false`).catch(() => undefined);
+    await disconnectAll(c, live);
+    await disconnectAll(c, restored);
+    if (await has(live)) await c.query(`ALTER DATABASE ${ident(live)} RENAME TO ${ident(old)}`);
+    await c.query(`ALTER DATABASE ${ident(restored)} RENAME TO ${ident(live)}`);
+    await c.query(`DROP DATABASE IF EXISTS ${ident(old)}`);
+  });
+}
+
+/** Empties a database: drops and creates it again, owned by the role (reset-database). */
+export async function recreateServiceDatabase(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+): Promise<void> {
+  await createRestoreTarget(config, login);
+  await swapInRestored(config, login);
+}

@@ -1,0 +1,36 @@
+/**
+ * The variables the environment's database service gives its deploy steps and web processes: DATABASE_URL
+ * and PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE (CONTRACT "Services"). Empty without an available service.
+ */
+import type { Deps } from '../../system/deps';
+import { open } from '../../system/crypto';
+import { serviceVariables, type ServiceLogin } from './pg-server';
+
+export const servicePasswordAad = (serviceId: string) => `service-password:${serviceId}`;
+
+/** The login of the environment's postgresql service (password opened), or null. */
+export async function serviceLogin(
+  deps: Pick<Deps, 'knex' | 'secrets'>,
+  envId: string,
+  statuses = ['available'],
+): Promise<ServiceLogin | null> {
+  const row = await deps
+    .knex('services')
+    .where({ environment_id: envId, kind: 'postgresql' })
+    .whereIn('status', statuses)
+    .first();
+  if (!row) return null;
+  return {
+    database: row.database_name,
+    role: row.role_name,
+    password: open(deps.secrets, row.password_sealed, servicePasswordAad(row.id)),
+  };
+}
+
+export async function serviceEnv(
+  deps: Pick<Deps, 'knex' | 'secrets' | 'config'>,
+  envId: string,
+): Promise<Record<string, string>> {
+  const login = await serviceLogin(deps, envId);
+  return login ? serviceVariables(deps.config, login) : {};
+}

@@ -1,0 +1,308 @@
+import { defineRoute, type RouteDef } from '../lib/define-route';
+import { errorResponse as error } from '../lib/responses';
+import { idParams as projectParams } from '../projects/schemas';
+import { scopes } from '../lib/scopes';
+import * as s from './schemas';
+import * as destinations from './destinations';
+import * as backups from './service';
+
+const tags = ['backups'];
+const RECENT_SIGN_IN_MINUTES = 60;
+
+const destinationRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/teams/{id}/backup-destinations/new',
+    operationId: 'getNewBackupDestinationChoices',
+    summary: 'What adding a backup destination asks for: the kinds and their fields (secret ones are never shown back)',
+    tags,
+    auth: 'session',
+    permission: 'data:write',
+    scope: scopes.team,
+    params: s.idParams,
+    responses: {
+      200: { description: 'Kinds and fields', schema: s.destinationKindsSchema },
+      404: error('No such team'),
+    },
+    handler(ctx) {
+      ctx.body = destinations.destinationKinds();
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/teams/{id}/backup-destinations',
+    operationId: 'listBackupDestinations',
+    summary: "The team's backup destinations with their snapshot counts and used bytes",
+    tags,
+    auth: 'session',
+    permission: 'data:read',
+    scope: scopes.team,
+    params: s.idParams,
+    responses: { 200: { description: 'Destinations', schema: s.destinationListSchema }, 404: error('No such team') },
+    async handler(ctx) {
+      ctx.body = await destinations.listDestinations(ctx.deps, ctx.actor, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/teams/{id}/backup-destinations',
+    operationId: 'createBackupDestination',
+    summary:
+      'Adds a backup destination (local directory or S3-compatible store) after a probe object was written, read and deleted there',
+    description:
+      'A failed probe answers 422 naming the field most likely at fault. `local.path` must be an existing directory outside DATA_DIR.',
+    tags,
+    auth: 'session',
+    permission: 'data:write',
+    scope: scopes.team,
+    params: s.idParams,
+    body: s.createDestinationBody,
+    responses: {
+      201: { description: 'The destination (secret fields never shown)', schema: s.destinationSchema },
+      403: error('Role may not'),
+      404: error('No such team'),
+      409: error('Name taken'),
+      422: error('Invalid fields, or the probe failed'),
+    },
+    async handler(ctx) {
+      ctx.status = 201;
+      ctx.body = await destinations.createDestination(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body, ctx.ip);
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/backup-destinations/{id}',
+    operationId: 'getBackupDestination',
+    summary: 'One backup destination with its snapshot count and used bytes',
+    tags,
+    auth: 'session',
+    permission: 'data:read',
+    scope: scopes.backupDestination,
+    params: s.idParams,
+    responses: {
+      200: { description: 'The destination', schema: s.destinationSchema },
+      404: error('No such destination'),
+    },
+    async handler(ctx) {
+      ctx.body = await destinations.getDestination(ctx.deps, ctx.actor, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/backup-destinations/{id}',
+    operationId: 'updateBackupDestination',
+    summary: 'Changes the fields given (probing the destination again); fields of another kind are refused',
+    tags,
+    auth: 'session',
+    permission: 'data:write',
+    scope: scopes.backupDestination,
+    params: s.idParams,
+    body: s.updateDestinationBody,
+    responses: {
+      200: { description: 'The destination', schema: s.destinationSchema },
+      403: error('Role may not'),
+      404: error('No such destination'),
+      409: error('Name taken'),
+      422: error('Invalid fields, or the probe failed'),
+    },
+    async handler(ctx) {
+      ctx.body = await destinations.updateDestination(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body, ctx.ip);
+    },
+  }),
+];
+
+const windowRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/projects/{id}/backup-window',
+    operationId: 'getBackupWindow',
+    summary: "The project's daily backup window (default: 03:00 UTC, 7 days, no destination, so no scheduled backups)",
+    tags,
+    auth: 'session',
+    permission: 'data:read',
+    scope: scopes.project,
+    params: projectParams,
+    responses: { 200: { description: 'The window', schema: s.backupWindowSchema }, 404: error('No such project') },
+    async handler(ctx) {
+      ctx.body = await backups.getBackupWindow(ctx.deps, ctx.actor, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/projects/{id}/backup-window',
+    operationId: 'setBackupWindow',
+    summary:
+      'Sets the backup window: the Temporal schedule backups-<project_id> backs every environment with data up then',
+    tags,
+    auth: 'session',
+    permission: 'data:write',
+    scope: scopes.project,
+    params: projectParams,
+    body: s.setBackupWindowBody,
+    responses: {
+      200: { description: 'The window', schema: s.backupWindowSchema },
+      403: error('Role may not'),
+      404: error('No such project'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      ctx.body = await backups.setBackupWindow(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body, ctx.ip);
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/projects/{id}/backup-window',
+    operationId: 'resetBackupWindow',
+    summary: 'Returns the backup window to the default (its schedule is deleted)',
+    tags,
+    auth: 'session',
+    permission: 'data:write',
+    scope: scopes.project,
+    params: projectParams,
+    responses: {
+      200: { description: 'The default window', schema: s.backupWindowSchema },
+      403: error('Role may not'),
+      404: error('No such project'),
+    },
+    async handler(ctx) {
+      ctx.body = await backups.resetBackupWindow(ctx.deps, ctx.actor, ctx.input.params.id, ctx.ip);
+    },
+  }),
+];
+
+const snapshotRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/environments/{id}/backups',
+    operationId: 'listBackups',
+    summary: "The environment's snapshots, newest first",
+    tags,
+    auth: 'session',
+    permission: 'data:read',
+    scope: scopes.environment,
+    params: s.idParams,
+    responses: { 200: { description: 'Snapshots', schema: s.backupListSchema }, 404: error('No such environment') },
+    async handler(ctx) {
+      ctx.body = await backups.listBackups(ctx.deps, ctx.actor, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/environments/{id}/backups/{snapshot}',
+    operationId: 'deleteBackup',
+    summary: 'Deletes a snapshot from its destination',
+    tags,
+    auth: 'session',
+    permission: 'data:write',
+    scope: scopes.environment,
+    params: s.snapshotParams,
+    responses: {
+      204: { description: 'Deleted' },
+      403: error('Role may not'),
+      404: error('No such snapshot'),
+      409: error('snapshot_running'),
+    },
+    async handler(ctx) {
+      await backups.deleteBackup(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.params.snapshot, ctx.ip);
+      ctx.status = 204;
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/backups/{snapshot}/download',
+    operationId: 'createBackupDownload',
+    summary: 'A URL that serves the encrypted snapshot for 15 minutes without other credentials',
+    description:
+      'Decrypt it with the backup key (POST /environments/{id}/backup-key) and scripts/decrypt-backup.mjs; see the README.',
+    tags,
+    auth: 'session',
+    permission: 'data:write',
+    scope: scopes.environment,
+    params: s.snapshotParams,
+    body: s.emptyBody,
+    responses: {
+      200: { description: 'The URL', schema: s.downloadSchema },
+      403: error('Role may not'),
+      404: error('No such snapshot'),
+      409: error('snapshot_not_available'),
+    },
+    async handler(ctx) {
+      ctx.body = await backups.downloadUrl(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.params.snapshot);
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/snapshots/{id}/file',
+    operationId: 'downloadBackupFile',
+    summary: 'The encrypted snapshot, streamed from its destination (the signed URL of createBackupDownload)',
+    tags,
+    auth: 'none',
+    params: s.idParams,
+    query: s.downloadQuery,
+    responses: {
+      200: {
+        description: 'The encrypted snapshot (format: README "Backups")',
+        contentType: 'application/octet-stream',
+      },
+      403: error('Signature wrong or expired'),
+      404: error('No such snapshot'),
+    },
+    async handler(ctx) {
+      const file = await backups.openDownload(ctx.deps, ctx.input.params.id, ctx.input.query);
+      ctx.type = 'application/octet-stream';
+      ctx.set('Content-Disposition', `attachment; filename="${file.filename}"`);
+      if (file.size !== undefined) ctx.length = file.size;
+      ctx.body = file.body;
+    },
+  }),
+];
+
+const keyRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/environments/{id}/backup-key',
+    operationId: 'getBackupKey',
+    summary: "What the environment's backup key opens (the key itself is not shown here)",
+    tags,
+    auth: 'session',
+    permission: 'data:read',
+    scope: scopes.environment,
+    params: s.idParams,
+    responses: {
+      200: { description: 'The key description', schema: s.backupKeySchema },
+      404: error('No such environment'),
+    },
+    async handler(ctx) {
+      ctx.body = await backups.describeBackupKey(ctx.deps, ctx.actor, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/backup-key',
+    operationId: 'revealBackupKey',
+    summary:
+      "Reveals the environment's backup key; needs a recent sign-in; written to the activity log with the address",
+    tags,
+    auth: 'session',
+    permission: 'backup-key:reveal',
+    scope: scopes.environment,
+    recentSignInMinutes: RECENT_SIGN_IN_MINUTES,
+    params: s.idParams,
+    body: s.emptyBody,
+    responses: {
+      200: { description: 'The key', schema: s.revealKeySchema },
+      403: error('Role may not, or reauthentication_required'),
+      404: error('No such environment'),
+    },
+    async handler(ctx) {
+      ctx.body = await backups.revealBackupKey(ctx.deps, ctx.actor, ctx.input.params.id, ctx.ip);
+    },
+  }),
+];
+
+export const routes: RouteDef[] = [
+  ...destinationRoutes,
+  ...windowRoutes,
+  ...snapshotRoutes,
+  ...keyRoutes,
+] as RouteDef[];

@@ -1,0 +1,248 @@
+/**
+ * Snapshots of an environment (list, delete, download URLs), its backup key, and a project's backup window.
+ * Taking, restoring and syncing are tasks (./tasks.ts).
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Deps } from '../../system/deps';
+import { Backup } from '../../db/models/backup';
+import { BackupDestination } from '../../db/models/backup-destination';
+import { BackupWindow } from '../../db/models/backup-window';
+import { Environment } from '../../db/models/environment';
+import type { Actor } from '../lib/actor';
+import { errors } from '../lib/errors';
+import { authorize, type Action } from '../lib/policy';
+import { iso, isoOrNull } from '../lib/time';
+import { findProject } from '../projects/service';
+import { openStore } from '../../activities/data/destinations';
+import { destinationSpec } from './destinations';
+import { ensureBackupKey, keyFingerprint } from './keys';
+import { recordBackupsEvent } from './events';
+import { syncBackupSchedule, deleteBackupSchedule } from './schedule';
+
+export const DOWNLOAD_TTL_SECONDS = 15 * 60;
+export const DEFAULT_WINDOW = { hour_utc: 3, retention_days: 7 };
+
+export async function loadEnvironment(deps: Deps, actor: Actor, id: string, action: Action) {
+  const env = await Environment.query(deps.knex).findById(id);
+  if (!env) throw errors.notFound('environment');
+  await authorize(deps.knex, actor, env.team_id, action, 'environment');
+  return env;
+}
+
+export function presentBackup(row: Backup) {
+  return {
+    id: row.id,
+    status: row.status,
+    trigger: row.trigger,
+    created_at: iso(row.created_at),
+    finished_at: isoOrNull(row.finished_at),
+    size_bytes: row.size_bytes === null ? null : Number(row.size_bytes),
+    sha256: row.sha256,
+    destination_id: row.destination_id,
+    contents: row.contents as Array<'database' | 'files'>,
+    key_fingerprint: row.key_fingerprint,
+    task_id: row.task_id,
+    error: row.error,
+  };
+}
+
+export async function listBackups(deps: Deps, actor: Actor, envId: string) {
+  await loadEnvironment(deps, actor, envId, 'data:read');
+  const rows = await Backup.query(deps.knex)
+    .where({ environment_id: envId })
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ]);
+  return { data: rows.map(presentBackup) };
+}
+
+async function loadSnapshot(deps: Deps, actor: Actor, envId: string, snapshotId: string, action: Action) {
+  const env = await loadEnvironment(deps, actor, envId, action);
+  const row = await Backup.query(deps.knex).findOne({ id: snapshotId, environment_id: envId });
+  if (!row) throw errors.notFound('snapshot');
+  return { env, row };
+}
+
+/** A snapshot that can be read back: available, at a destination that still exists. */
+export async function availableSnapshot(deps: Deps, actor: Actor, envId: string, snapshotId: string, action: Action) {
+  const { env, row } = await loadSnapshot(deps, actor, envId, snapshotId, action);
+  if (row.status !== 'available')
+    throw errors.conflict('snapshot_not_available', `The snapshot is ${row.status}, not available`);
+  const destination = row.destination_id
+    ? await BackupDestination.query(deps.knex).findById(row.destination_id)
+    : undefined;
+  if (!destination) throw errors.conflict('snapshot_not_available', 'The destination of this snapshot was deleted');
+  return { env, row, destination };
+}
+
+export async function deleteBackup(deps: Deps, actor: Actor, envId: string, snapshotId: string, address: string) {
+  const { env, row } = await loadSnapshot(deps, actor, envId, snapshotId, 'data:write');
+  if (row.status === 'running')
+    throw errors.conflict('snapshot_running', 'The snapshot is still being taken; wait for its task to end');
+  const destination = row.destination_id
+    ? await BackupDestination.query(deps.knex).findById(row.destination_id)
+    : undefined;
+  if (destination) {
+    const store = openStore(destinationSpec(deps, destination), deps.config);
+    try {
+      await store.delete(row.object_key);
+    } finally {
+      store.close();
+    }
+  }
+  await deps.knex.transaction(async (trx) => {
+    await trx('backups').where({ id: row.id }).delete();
+    await recordBackupsEvent(trx, {
+      teamId: env.team_id,
+      actor,
+      type: 'backup_deleted',
+      projectId: env.project_id,
+      environmentId: env.id,
+      address,
+      summary: `Snapshot ${row.id} of ${env.name} deleted`,
+    });
+  });
+}
+
+// ---- downloads: a URL signed for 15 minutes -------------------------------------------------------
+
+function downloadSignature(deps: Deps, snapshotId: string, expires: number): string {
+  return createHmac('sha256', deps.secrets.encryptionKey.key)
+    .update(`snapshot-download:${snapshotId}:${expires}`)
+    .digest('hex');
+}
+
+export async function downloadUrl(deps: Deps, actor: Actor, envId: string, snapshotId: string) {
+  await availableSnapshot(deps, actor, envId, snapshotId, 'data:write');
+  const expires = Math.floor(Date.now() / 1000) + DOWNLOAD_TTL_SECONDS;
+  const signature = downloadSignature(deps, snapshotId, expires);
+  return {
+    url: `${deps.config.baseUrl}/api/vc/v1/snapshots/${snapshotId}/file?expires=${expires}&signature=${signature}`,
+    expires_at: new Date(expires * 1000).toISOString(),
+  };
+}
+
+/** The encrypted snapshot as a stream, when the URL's signature holds and has not expired (else 403). */
+export async function openDownload(deps: Deps, snapshotId: string, q: { expires: number; signature: string }) {
+  const expected = Buffer.from(downloadSignature(deps, snapshotId, q.expires));
+  const given = Buffer.from(q.signature);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    throw errors.forbidden('The download URL is not valid');
+  if (q.expires * 1000 < Date.now()) throw errors.forbidden('The download URL has expired; ask for a new one');
+  const row = await Backup.query(deps.knex).findById(snapshotId);
+  const destination = row?.destination_id
+    ? await BackupDestination.query(deps.knex).findById(row.destination_id)
+    : undefined;
+  if (row?.status !== 'available' || !destination) throw errors.notFound('snapshot');
+  const store = openStore(destinationSpec(deps, destination), deps.config);
+  const body = await store.get(row.object_key);
+  body.once('close', () => store.close());
+  return {
+    body,
+    size: row.size_bytes === null ? undefined : Number(row.size_bytes),
+    filename: `snapshot-${row.id}.vcb`,
+  };
+}
+
+// ---- backup key ---------------------------------------------------------------------------------
+
+export async function describeBackupKey(deps: Deps, actor: Actor, envId: string) {
+  const env = await loadEnvironment(deps, actor, envId, 'data:read');
+  const fingerprint = keyFingerprint(await ensureBackupKey(deps.knex, deps.secrets, env.id));
+  const opens = (await deps
+    .knex('backups')
+    .where({ environment_id: env.id, status: 'available', key_fingerprint: fingerprint })
+    .first(
+      deps.knex.raw('count(*)::int AS snapshots'),
+      deps.knex.raw('min(created_at) AS oldest'),
+      deps.knex.raw('max(created_at) AS newest'),
+    )) as {
+    snapshots: number;
+    oldest: Date | null;
+    newest: Date | null;
+  };
+  return {
+    algorithm: 'AES-256-GCM' as const,
+    fingerprint,
+    opens: { snapshots: opens.snapshots, oldest: isoOrNull(opens.oldest), newest: isoOrNull(opens.newest) },
+  };
+}
+
+export async function revealBackupKey(deps: Deps, actor: Actor, envId: string, address: string) {
+  const env = await loadEnvironment(deps, actor, envId, 'backup-key:reveal');
+  const key = await ensureBackupKey(deps.knex, deps.secrets, env.id);
+  await deps.knex.transaction((trx) =>
+    recordBackupsEvent(trx, {
+      teamId: env.team_id,
+      actor,
+      type: 'backup_key_revealed',
+      projectId: env.project_id,
+      environmentId: env.id,
+      address,
+      summary: `Backup key of ${env.name} revealed to ${actor.user.name} from ${address}`,
+    }),
+  );
+  return { key: key.toString('base64') };
+}
+
+// ---- backup window --------------------------------------------------------------------------------
+
+function presentWindow(w: BackupWindow | undefined) {
+  return w
+    ? { hour_utc: w.hour_utc, retention_days: w.retention_days, destination_id: w.destination_id, default: false }
+    : { ...DEFAULT_WINDOW, destination_id: null, default: true };
+}
+
+export async function getBackupWindow(deps: Deps, actor: Actor, projectId: string) {
+  await findProject(deps, actor, projectId, 'data:read');
+  return presentWindow(await BackupWindow.query(deps.knex).findById(projectId));
+}
+
+export async function setBackupWindow(
+  deps: Deps,
+  actor: Actor,
+  projectId: string,
+  input: { hour_utc: number; retention_days: number; destination_id: string },
+  address: string,
+) {
+  const { project } = await findProject(deps, actor, projectId, 'data:write');
+  const destination = await BackupDestination.query(deps.knex).findById(input.destination_id);
+  if (!destination || destination.team_id !== project.team_id)
+    throw errors.invalid({ destination_id: "is not a backup destination of the project's team" });
+  const row = await deps.knex.transaction(async (trx) => {
+    await trx('backup_windows')
+      .insert({ project_id: projectId, ...input })
+      .onConflict('project_id')
+      .merge({ ...input, updated_at: trx.fn.now() });
+    await recordBackupsEvent(trx, {
+      teamId: project.team_id,
+      actor,
+      type: 'backup_window_set',
+      projectId,
+      address,
+      summary: `Backups of ${project.name} daily at ${String(input.hour_utc).padStart(2, '0')}:00 UTC to "${destination.name}", kept ${input.retention_days} days`,
+    });
+    return BackupWindow.query(trx).findById(projectId);
+  });
+  await syncBackupSchedule(deps, projectId, input.hour_utc);
+  return presentWindow(row);
+}
+
+export async function resetBackupWindow(deps: Deps, actor: Actor, projectId: string, address: string) {
+  const { project } = await findProject(deps, actor, projectId, 'data:write');
+  await deps.knex.transaction(async (trx) => {
+    const n = await trx('backup_windows').where({ project_id: projectId }).delete();
+    if (n)
+      await recordBackupsEvent(trx, {
+        teamId: project.team_id,
+        actor,
+        type: 'backup_window_reset',
+        projectId,
+        address,
+        summary: `Backup window of ${project.name} back to the default`,
+      });
+  });
+  await deleteBackupSchedule(deps, projectId);
+  return presentWindow(undefined);
+}

@@ -1,0 +1,137 @@
+import { defineRoute, type RouteDef } from '../lib/define-route';
+import { errorResponse as error } from '../lib/responses';
+import { scopes } from '../lib/scopes';
+import { taskSchema } from '../tasks/presenter';
+import type { Environment } from '../../db/models/environment';
+import * as s from './schemas';
+import * as tasks from './tasks';
+
+const tags = ['backups'];
+const env = (ctx: { scope: { row: unknown } }) => ctx.scope.row as Environment;
+const PROTECTED =
+  'Over a protected environment the body needs `password` and a recent sign-in, else 403 reauthentication_required.';
+
+export const routes: RouteDef[] = [
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/backups',
+    operationId: 'createBackup',
+    summary: 'Takes a snapshot of the environment (database and files): 202 with the backups/backup task',
+    description: "Without destination_id, the backup window's destination; none set: 422 on destination_id.",
+    tags,
+    auth: 'session',
+    permission: 'data:write',
+    scope: scopes.environment,
+    startsTask: true,
+    params: s.idParams,
+    body: s.createBackupBody,
+    responses: {
+      202: { description: 'The task', schema: taskSchema },
+      403: error('Role may not'),
+      404: error('No such environment'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      ctx.status = 202;
+      ctx.body = await tasks.requestBackup(ctx.deps, ctx.actor, env(ctx), ctx.input.body);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/backups/{snapshot}/restore',
+    operationId: 'restoreBackup',
+    summary:
+      "Puts the snapshot's database and files back and restarts the web processes: 202 with the backups/restore task",
+    description: `Never by a personal access token. ${PROTECTED} A wrong password counts as a failed credential of the address.`,
+    tags,
+    auth: 'session',
+    permission: 'data:restore',
+    scope: scopes.environment,
+    startsTask: true,
+    params: s.snapshotParams,
+    body: s.restoreBody,
+    responses: {
+      202: { description: 'The task', schema: taskSchema },
+      403: error('Role may not, token_not_allowed or reauthentication_required'),
+      404: error('No such snapshot'),
+      409: error('task_in_progress, deploy_in_progress or snapshot_not_available'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      ctx.status = 202;
+      ctx.body = await tasks.requestRestore(
+        ctx.deps,
+        ctx.actor,
+        env(ctx),
+        ctx.input.params.snapshot,
+        ctx.input.body,
+        ctx.ip,
+      );
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/environments/{id}/sync',
+    operationId: 'getSyncSources',
+    summary: "The project's other environments whose data can be copied in",
+    tags,
+    auth: 'session',
+    permission: 'data:read',
+    scope: scopes.environment,
+    params: s.idParams,
+    responses: { 200: { description: 'Sources', schema: s.syncSourcesSchema }, 404: error('No such environment') },
+    async handler(ctx) {
+      ctx.body = await tasks.syncSources(ctx.deps, env(ctx));
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/sync',
+    operationId: 'syncEnvironment',
+    summary: "Replaces the environment's database and files by another environment's: 202 with the backups/sync task",
+    description: `Needs confirm: true (else 422 on confirm, nothing changes). ${PROTECTED}`,
+    tags,
+    auth: 'session',
+    permission: 'data:restore',
+    scope: scopes.environment,
+    startsTask: true,
+    params: s.idParams,
+    body: s.syncBody,
+    responses: {
+      202: { description: 'The task', schema: taskSchema },
+      403: error('Role may not or reauthentication_required'),
+      404: error('No such environment'),
+      409: error('task_in_progress or deploy_in_progress'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      ctx.status = 202;
+      ctx.body = await tasks.requestSync(ctx.deps, ctx.actor, env(ctx), ctx.input.body, ctx.ip);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/reset-database',
+    operationId: 'resetDatabase',
+    summary: "Leaves the environment's database empty: 202 with the backups/reset_database task",
+    description: `Needs the environment's name in confirm (else 422 on confirm, nothing changes). ${PROTECTED}`,
+    tags,
+    auth: 'session',
+    permission: 'data:restore',
+    scope: scopes.environment,
+    startsTask: true,
+    params: s.idParams,
+    body: s.resetDatabaseBody,
+    responses: {
+      202: { description: 'The task', schema: taskSchema },
+      403: error('Role may not or reauthentication_required'),
+      404: error('No such environment'),
+      409: error('no_database_service, task_in_progress or deploy_in_progress'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      ctx.status = 202;
+      ctx.body = await tasks.requestResetDatabase(ctx.deps, ctx.actor, env(ctx), ctx.input.body, ctx.ip);
+    },
+  }),
+] as RouteDef[];

@@ -1,0 +1,170 @@
+/**
+ * The data area's tasks, started through the task platform (api/lib/tasks.ts): backup (not exclusive),
+ * restore, sync and reset-database (exclusive: one change at a time per environment).
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { volumeDir } from '../../activities/data/backup-engine';
+import type { Deps } from '../../system/deps';
+import { startTask, type TaskRequester } from '../lib/tasks';
+import { presentTask } from '../tasks/presenter';
+import { errors } from '../lib/errors';
+import { BackupWindow } from '../../db/models/backup-window';
+import { BackupDestination } from '../../db/models/backup-destination';
+import type { Environment } from '../../db/models/environment';
+import type { Actor } from '../lib/actor';
+import { verifyPassword } from '../lib/passwords';
+import { availableSnapshot } from './service';
+
+const who = (actor: Actor) => ({ id: actor.user.id, name: actor.user.name });
+
+type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
+
+export async function startBackupTask(
+  deps: Deps,
+  by: TaskRequester,
+  env: EnvRow,
+  destinationId: string,
+  trigger: 'manual' | 'scheduled',
+) {
+  const backupId = randomUUID();
+  return startTask(deps, by, {
+    type: 'backup',
+    teamId: env.team_id,
+    projectId: env.project_id,
+    environmentId: env.id,
+    params: { backup_id: backupId, destination_id: destinationId, trigger },
+    summary: `Backup of ${env.name} (${trigger})`,
+  });
+}
+
+/** POST /environments/{id}/backups: to the given destination, else the backup window's (none: 422). */
+export async function requestBackup(deps: Deps, actor: Actor, env: EnvRow, input: { destination_id?: string }) {
+  let destinationId = input.destination_id;
+  if (!destinationId) {
+    destinationId = (await BackupWindow.query(deps.knex).findById(env.project_id))?.destination_id ?? undefined;
+    if (!destinationId)
+      throw errors.invalid({ destination_id: 'is required: the project has no backup window with a destination' });
+  }
+  const destination = await BackupDestination.query(deps.knex).findById(destinationId);
+  if (!destination || destination.team_id !== env.team_id)
+    throw errors.invalid({ destination_id: "is not a backup destination of the environment's team" });
+  return presentTask(await startBackupTask(deps, actor, env, destinationId, 'manual'), who(actor));
+}
+
+/**
+ * Over a protected environment: the caller's password again (a wrong one counts as a failed credential for
+ * the address guard) and a sign-in younger than the re-authentication window.
+ */
+export async function assertMayOverwrite(
+  deps: Deps,
+  actor: Actor,
+  env: Pick<Environment, 'protected'>,
+  password: string | undefined,
+  address: string,
+) {
+  if (!env.protected) return;
+  if (actor.kind !== 'session') throw errors.tokenNotAllowed();
+  const recent = Date.now() - actor.session.authenticated_at.getTime() <= RECENT_SIGN_IN_MINUTES * 60_000;
+  if (password === undefined || !recent) throw errors.reauthenticationRequired();
+  await deps.guards.assertAddressAllowed(address);
+  if (!(await verifyPassword(actor.user.password_hash, password))) {
+    await deps.guards.recordFailure(address);
+    throw errors.reauthenticationRequired();
+  }
+}
+export const RECENT_SIGN_IN_MINUTES = 60;
+
+export async function requestRestore(
+  deps: Deps,
+  actor: Actor,
+  env: EnvRow & Pick<Environment, 'protected'>,
+  snapshotId: string,
+  input: { password?: string },
+  address: string,
+) {
+  const { row } = await availableSnapshot(deps, actor, env.id, snapshotId, 'data:restore');
+  await assertMayOverwrite(deps, actor, env, input.password, address);
+  return presentTask(
+    await startTask(deps, actor, {
+      type: 'restore',
+      teamId: env.team_id,
+      projectId: env.project_id,
+      environmentId: env.id,
+      params: { backup_id: row.id },
+      summary: `Restore of ${env.name} from snapshot ${row.id}`,
+    }),
+    who(actor),
+  );
+}
+
+/** The project's other environments with data (a database service or files). */
+export async function syncSources(deps: Deps, env: EnvRow) {
+  const rows: Array<{ id: string; name: string; has_service: boolean }> = await deps
+    .knex('environments as e')
+    .where({ 'e.project_id': env.project_id })
+    .whereNot({ 'e.id': env.id })
+    .orderBy('e.name')
+    .select(
+      'e.id',
+      'e.name',
+      deps.knex.raw(
+        `EXISTS (SELECT 1 FROM services s WHERE s.environment_id = e.id AND s.status = 'available') AS has_service`,
+      ),
+    );
+  const withData = rows.filter((r) => r.has_service || existsSync(volumeDir(deps.config.dataDir, r.id)));
+  return { sources: withData.map((r) => ({ environment_id: r.id, name: r.name })) };
+}
+
+export async function requestSync(
+  deps: Deps,
+  actor: Actor,
+  env: EnvRow & Pick<Environment, 'protected'>,
+  input: { from_environment_id: string; confirm?: boolean; password?: string },
+  address: string,
+) {
+  if (input.confirm !== true)
+    throw errors.invalid({ confirm: "must be true: the environment's data is replaced by the other's" });
+  const from = await deps
+    .knex('environments')
+    .where({ id: input.from_environment_id, project_id: env.project_id })
+    .first('id', 'name');
+  if (!from || from.id === env.id)
+    throw errors.invalid({ from_environment_id: 'is not another environment of the project' });
+  await assertMayOverwrite(deps, actor, env, input.password, address);
+  return presentTask(
+    await startTask(deps, actor, {
+      type: 'sync',
+      teamId: env.team_id,
+      projectId: env.project_id,
+      environmentId: env.id,
+      params: { from_environment_id: from.id },
+      summary: `Sync of ${env.name} from ${from.name}`,
+    }),
+    who(actor),
+  );
+}
+
+export async function requestResetDatabase(
+  deps: Deps,
+  actor: Actor,
+  env: EnvRow & Pick<Environment, 'protected'>,
+  input: { confirm?: string; password?: string },
+  address: string,
+) {
+  if (input.confirm !== env.name) throw errors.invalid({ confirm: `must be the environment's name (${env.name})` });
+  const service = await deps.knex('services').where({ environment_id: env.id, status: 'available' }).first('id');
+  if (!service) throw errors.conflict('no_database_service', 'The environment has no database service to reset');
+  await assertMayOverwrite(deps, actor, env, input.password, address);
+  return presentTask(
+    await startTask(deps, actor, {
+      type: 'reset_database',
+      teamId: env.team_id,
+      projectId: env.project_id,
+      environmentId: env.id,
+      params: {},
+      summary: `Reset of the database of ${env.name}`,
+    }),
+    who(actor),
+  );
+}

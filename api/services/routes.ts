@@ -1,0 +1,94 @@
+import { defineRoute, type RouteDef } from '../lib/define-route';
+import { errorResponse as error } from '../lib/responses';
+import { scopes } from '../lib/scopes';
+import { taskSchema } from '../tasks/presenter';
+import type { Environment } from '../../db/models/environment';
+import * as s from './schemas';
+import * as services from './service';
+
+const tags = ['services'];
+
+export const routes: RouteDef[] = [
+  defineRoute({
+    method: 'get',
+    path: '/environments/{id}/services/choices',
+    operationId: 'getServiceChoices',
+    summary: 'The kinds of service an environment can have, their versions and plans with monthly prices',
+    tags,
+    auth: 'session',
+    permission: 'data:read',
+    scope: scopes.environment,
+    params: s.idParams,
+    responses: { 200: { description: 'Choices', schema: s.serviceChoicesSchema }, 404: error('No such environment') },
+    async handler(ctx) {
+      ctx.body = await services.serviceChoices(ctx.deps);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/services/preview',
+    operationId: 'previewService',
+    summary: 'What adding the service would change and cost a month; changes nothing',
+    tags,
+    auth: 'session',
+    permission: 'data:write',
+    scope: scopes.environment,
+    params: s.idParams,
+    body: s.serviceBody,
+    responses: {
+      200: { description: 'The preview', schema: s.previewSchema },
+      403: error('Role may not'),
+      404: error('No such environment'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      ctx.body = await services.previewService(ctx.deps, ctx.scope.row as unknown as Environment, ctx.input.body);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/services',
+    operationId: 'createService',
+    summary: 'Adds a database service to the environment: 202 with the machines/service_create task',
+    description:
+      'A postgresql service is a database with its own login; the environment gets DATABASE_URL and PG* for it. One per kind (409 service_exists).',
+    tags,
+    auth: 'session',
+    permission: 'data:write',
+    scope: scopes.environment,
+    startsTask: true,
+    params: s.idParams,
+    body: s.serviceBody,
+    responses: {
+      202: { description: 'The task', schema: taskSchema },
+      403: error('Role may not'),
+      404: error('No such environment'),
+      409: error('service_exists'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      ctx.status = 202;
+      ctx.body = await services.createService(
+        ctx.deps,
+        ctx.actor,
+        ctx.scope.row as unknown as Environment,
+        ctx.input.body,
+      );
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/environments/{id}/services',
+    operationId: 'listServices',
+    summary: "The environment's services",
+    tags,
+    auth: 'session',
+    permission: 'data:read',
+    scope: scopes.environment,
+    params: s.idParams,
+    responses: { 200: { description: 'Services', schema: s.serviceListSchema }, 404: error('No such environment') },
+    async handler(ctx) {
+      ctx.body = await services.listServices(ctx.deps, ctx.input.params.id);
+    },
+  }),
+] as RouteDef[];

@@ -1,0 +1,35 @@
+import { z } from 'zod';
+
+export const idParams = z.object({ id: z.uuid() });
+export const serviceKind = z.enum(['postgresql'], { error: 'must be postgresql' });
+const planSchema = z.object({
+  id: z.string(),
+  cpu: z.number(),
+  memory_mb: z.number().int(),
+  disk_gb: z.number().int(),
+  monthly_price: z.number(),
+});
+
+export const serviceChoicesSchema = z.object({
+  data: z.array(z.object({ kind: z.string(), versions: z.array(z.string()), plans: z.array(planSchema) })),
+});
+export const serviceBody = z.strictObject({
+  kind: serviceKind,
+  plan: z.string().min(1, 'must not be empty').max(40),
+  version: z.string().max(10).optional(),
+});
+export const previewSchema = z.object({
+  monthly_price_delta: z.number(),
+  currency: z.string(),
+  changes: z.array(z.string()),
+});
+export const serviceSchema = z.object({
+  id: z.uuid(),
+  kind: z.string(),
+  version: z.string(),
+  plan: z.string(),
+  status: z.enum(['creating', 'available', 'failed']),
+  server_id: z.uuid().nullable(),
+  created_at: z.string(),
+});
+export const serviceListSchema = z.object({ data: z.array(serviceSchema) });

@@ -1,0 +1,139 @@
+/**
+ * Database services of an environment (CONTRACT "Services"). A `postgresql` service is created by a
+ * `machines`/`service_create` task: a database and a login role of its own on the services server, its
+ * password generated here and sealed at rest (never shown); the environment's processes get DATABASE_URL.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Deps } from '../../system/deps';
+import type { Actor } from '../lib/actor';
+import type { Environment } from '../../db/models/environment';
+import { Service } from '../../db/models/service';
+import { errors } from '../lib/errors';
+import { iso } from '../lib/time';
+import { loadPriceList, monthlyPriceDelta, planById } from '../lib/pricing';
+import { startTask } from '../lib/tasks';
+import { presentTask } from '../tasks/presenter';
+import { seal } from '../../system/crypto';
+import { dropServiceDatabase, serverMajorVersion } from '../../activities/data/pg-server';
+import { servicePasswordAad } from '../../activities/data/service-env';
+
+type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
+
+let versionCache: { at: number; versions: string[] } | undefined;
+/** The PostgreSQL versions offered: the services server's own major version. */
+async function versions(deps: Deps): Promise<string[]> {
+  if (!versionCache || Date.now() - versionCache.at > 60_000)
+    versionCache = { at: Date.now(), versions: [await serverMajorVersion(deps.config)] };
+  return versionCache.versions;
+}
+
+export async function serviceChoices(deps: Deps) {
+  return { data: [{ kind: 'postgresql', versions: await versions(deps), plans: loadPriceList(deps.config).plans }] };
+}
+
+async function checkChoice(deps: Deps, input: { kind: 'postgresql'; plan: string; version?: string }) {
+  const plan = planById(loadPriceList(deps.config), input.plan);
+  const offered = await versions(deps);
+  const fields: Record<string, string> = {};
+  if (!plan)
+    fields.plan = `must be one of ${loadPriceList(deps.config)
+      .plans.map((p) => p.id)
+      .join(', ')}`;
+  if (input.version !== undefined && !offered.includes(input.version))
+    fields.version = `must be one of ${offered.join(', ')}`;
+  if (Object.keys(fields).length) throw errors.invalid(fields);
+  return { plan: plan!, version: input.version ?? offered[0] };
+}
+
+export async function previewService(
+  deps: Deps,
+  env: EnvRow,
+  input: { kind: 'postgresql'; plan: string; version?: string },
+) {
+  const { plan, version } = await checkChoice(deps, input);
+  const list = loadPriceList(deps.config);
+  return {
+    monthly_price_delta: monthlyPriceDelta(0, plan.monthly_price),
+    currency: list.currency,
+    changes: [
+      `A PostgreSQL ${version} database for ${env.name} on plan ${plan.id} (${plan.cpu} CPU, ${plan.memory_mb} MB, ${plan.disk_gb} GB)`,
+      'Its processes get DATABASE_URL and PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE; the web process restarts with them',
+    ],
+  };
+}
+
+export function presentService(row: Service) {
+  return {
+    id: row.id,
+    kind: row.kind,
+    version: row.version,
+    plan: row.plan,
+    status: row.status,
+    server_id: row.server_id,
+    created_at: iso(row.created_at),
+  };
+}
+
+export async function listServices(deps: Deps, envId: string) {
+  const rows = await Service.query(deps.knex).where({ environment_id: envId }).orderBy('created_at');
+  return { data: rows.map(presentService) };
+}
+
+export async function createService(
+  deps: Deps,
+  actor: Actor,
+  env: EnvRow,
+  input: { kind: 'postgresql'; plan: string; version?: string },
+) {
+  const { plan, version } = await checkChoice(deps, input);
+  const existing = await Service.query(deps.knex)
+    .findOne({ environment_id: env.id, kind: input.kind })
+    .whereNot({ status: 'failed' });
+  if (existing)
+    throw errors.conflict('service_exists', `The environment has a ${input.kind} service already`, {
+      service_id: existing.id,
+    });
+  await Service.query(deps.knex).where({ environment_id: env.id, kind: input.kind, status: 'failed' }).delete();
+  const id = randomUUID();
+  const name = `svc_${id.replace(/-/g, '').slice(0, 20)}`;
+  await Service.query(deps.knex).insert({
+    id,
+    team_id: env.team_id,
+    project_id: env.project_id,
+    environment_id: env.id,
+    kind: input.kind,
+    version,
+    plan: plan.id,
+    status: 'creating',
+    database_name: name,
+    role_name: name,
+    password_sealed: seal(deps.secrets, randomBytes(24).toString('base64url'), servicePasswordAad(id)),
+  });
+  try {
+    const task = await startTask(deps, actor, {
+      type: 'service_create',
+      teamId: env.team_id,
+      projectId: env.project_id,
+      environmentId: env.id,
+      params: { service_id: id, kind: input.kind, plan: plan.id, version },
+      summary: `PostgreSQL ${version} service for ${env.name}`,
+    });
+    await Service.query(deps.knex).findById(id).patch({ task_id: task.id });
+    return presentTask(task, { id: actor.user.id, name: actor.user.name });
+  } catch (err) {
+    await Service.query(deps.knex).deleteById(id);
+    throw err;
+  }
+}
+
+/**
+ * After an environment was deleted (its service rows went with it): drops the databases and roles its
+ * services had, looked up by their generated names. A failure is logged, never the caller's error.
+ */
+export async function dropEnvironmentServices(deps: Deps, envId: string, names: string[]): Promise<void> {
+  for (const name of names) {
+    await dropServiceDatabase(deps.config, { database: name, role: name }).catch((err) =>
+      deps.logger.warn({ envId, err: (err as Error).message }, 'could not drop the database of a deleted service'),
+    );
+  }
+}

@@ -1,0 +1,13 @@
+import { BaseModel } from './base-model';
+
+/** Where a team's snapshots are kept: a local directory or an S3-compatible bucket. */
+export class BackupDestination extends BaseModel {
+  static tableName = 'backup_destinations';
+  team_id!: string;
+  name!: string;
+  kind!: 'local' | 's3';
+  settings!: Record<string, string>;
+  secrets_sealed!: string | null;
+  created_at!: Date;
+  updated_at!: Date;
+}

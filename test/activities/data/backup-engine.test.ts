@@ -1,0 +1,178 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  createServiceDatabase,
+  dropServiceDatabase,
+  serviceUrl,
+  withAdmin,
+  createRestoreTarget,
+  type ServiceLogin,
+} from '../../../activities/data/pg-server';
+import { copyData, restoreSnapshot, takeSnapshot } from '../../../activities/data/backup-engine';
+import { listLocal, openStore, probeStore } from '../../../activities/data/destinations';
+import { decryptSnapshot } from '../../../activities/data/snapshot-format';
+import { startS3 } from '../../helpers/s3';
+
+const config = { servicesDatabaseUrl: inject('adminDatabaseUrl'), databaseUrl: undefined };
+const tag = randomBytes(4).toString('hex');
+const login = (n: string): ServiceLogin => ({
+  database: `svc_t${tag}${n}`,
+  role: `svc_t${tag}${n}`,
+  password: randomBytes(16).toString('hex'),
+});
+const a = login('a');
+const b = login('b');
+const root = mkdtempSync(join(tmpdir(), 'vc-engine-'));
+const key = randomBytes(32);
+/** The loopback S3 server is listed, as an operator would list an internal store. */
+const outbound = { outboundAllowedHosts: ['127.0.0.1'] };
+let s3: Awaited<ReturnType<typeof startS3>>;
+
+async function sql(l: ServiceLogin, text: string) {
+  const c = new pg.Client({ connectionString: serviceUrl(config, l) });
+  await c.connect();
+  try {
+    return (await c.query(text)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+beforeAll(async () => {
+  s3 = await startS3();
+  await createServiceDatabase(config, a);
+  await createServiceDatabase(config, b);
+  await sql(
+    a,
+    "CREATE TABLE notes (id int primary key, body text); INSERT INTO notes VALUES (1, 'original'), (2, 'kept')",
+  );
+  mkdirSync(join(root, 'vol-a', 'uploads'), { recursive: true });
+  writeFileSync(join(root, 'vol-a', 'uploads', 'cat.txt'), 'meow');
+});
+afterAll(async () => {
+  await dropServiceDatabase(config, a);
+  await dropServiceDatabase(config, b);
+  await s3?.stop();
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('a postgresql service', () => {
+  it('is reachable by its own role and not by another service role', async () => {
+    expect(await sql(a, 'SELECT count(*)::int AS n FROM notes')).toEqual([{ n: 2 }]);
+    await expect(sql({ ...b, database: a.database }, 'SELECT 1')).rejects.toThrow(/permission denied/);
+  });
+});
+
+describe('snapshots', () => {
+  const source = { login: a, volume: join(root, 'vol-a') };
+
+  it('round-trip through a local destination: database and files come back after a change', async () => {
+    const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } }, outbound);
+    const taken = await takeSnapshot({ config, source, key, store, objectKey: 'env/one.vcb' });
+    expect(taken.contents).toEqual(['database', 'files']);
+    expect(taken.sizeBytes).toBe(readFileSync(join(root, 'dest', 'env', 'one.vcb')).length);
+    expect(readFileSync(join(root, 'dest', 'env', 'one.vcb')).includes(Buffer.from('original'))).toBe(false);
+
+    await sql(a, "UPDATE notes SET body = 'changed' WHERE id = 1; DELETE FROM notes WHERE id = 2");
+    writeFileSync(join(root, 'vol-a', 'uploads', 'cat.txt'), 'woof');
+    const parts = await restoreSnapshot({ config, target: source, key, store, objectKey: 'env/one.vcb' });
+    expect(parts).toEqual(['database', 'files']);
+    expect(await sql(a, 'SELECT id, body FROM notes ORDER BY id')).toEqual([
+      { id: 1, body: 'original' },
+      { id: 2, body: 'kept' },
+    ]);
+    expect(readFileSync(join(root, 'vol-a', 'uploads', 'cat.txt'), 'utf8')).toBe('meow');
+  });
+
+  it('decrypts with scripts/decrypt-backup.mjs to a dump that pg_restore --list reads', async () => {
+    const out = join(root, 'plain');
+    execFileSync('node', [
+      'scripts/decrypt-backup.mjs',
+      '--key',
+      key.toString('base64'),
+      '--in',
+      join(root, 'dest', 'env', 'one.vcb'),
+      '--out',
+      out,
+    ]);
+    expect(execFileSync('pg_restore', ['--list', join(out, 'database.dump')]).toString()).toMatch(/TABLE public notes/);
+    expect(execFileSync('tar', ['-tf', join(out, 'files.tar')]).toString()).toMatch(/uploads\/cat.txt/);
+  });
+
+  it('refuses a damaged snapshot and a wrong key, leaving the live data as it was', async () => {
+    const file = join(root, 'dest', 'env', 'one.vcb');
+    const bytes = readFileSync(file);
+    bytes[bytes.length - 40] ^= 1;
+    writeFileSync(join(root, 'dest', 'env', 'bad.vcb'), bytes);
+    await sql(a, "UPDATE notes SET body = 'live' WHERE id = 1");
+    const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } }, outbound);
+    await expect(restoreSnapshot({ config, target: source, key, store, objectKey: 'env/bad.vcb' })).rejects.toThrow(
+      /authenticate/,
+    );
+    await expect(
+      restoreSnapshot({ config, target: source, key: randomBytes(32), store, objectKey: 'env/one.vcb' }),
+    ).rejects.toThrow(/another key/);
+    expect(await sql(a, 'SELECT body FROM notes WHERE id = 1')).toEqual([{ body: 'live' }]);
+    expect(existsSync(join(root, 'vol-a.restore'))).toBe(false);
+  });
+
+  it('round-trip through a real S3-compatible server, with a probe', async () => {
+    const spec = {
+      kind: 's3' as const,
+      settings: { endpoint: s3.endpoint, region: 'us-east-1', bucket: 'backups', prefix: 'team-x' },
+      secrets: { access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey },
+    };
+    expect(await probeStore(spec, { outboundAllowedHosts: [] })).toMatch(/internal address/);
+    expect(await probeStore(spec, outbound)).toBeNull();
+    expect(await probeStore({ ...spec, settings: { ...spec.settings, bucket: 'missing' } }, outbound)).toMatch(
+      /NoSuchBucket/,
+    );
+    const store = openStore(spec, outbound);
+    const taken = await takeSnapshot({ config, source, key, store, objectKey: 'env/two.vcb' });
+    const chunks: Buffer[] = [];
+    for await (const p of decryptSnapshot(key, await store.get('env/two.vcb')))
+      if (p.part === 'database') chunks.push(p.data);
+    expect(Buffer.concat(chunks).subarray(0, 5).toString()).toBe('PGDMP');
+    expect(taken.sizeBytes).toBeGreaterThan(100);
+    store.close();
+  });
+
+  it('a failing part fails the snapshot and leaves no object', async () => {
+    const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } }, outbound);
+    const gone = { ...a, password: 'x', database: `svc_t${tag}nothere` };
+    await expect(
+      takeSnapshot({
+        config,
+        source: { login: gone, volume: join(root, 'nothing') },
+        key,
+        store,
+        objectKey: 'env/fail.vcb',
+      }),
+    ).rejects.toThrow(/pg_dump failed/);
+    expect((await listLocal(join(root, 'dest'))).filter((f) => f.includes('fail'))).toEqual([]);
+  });
+
+  it('sync copies one database and volume into another', async () => {
+    const parts = await copyData({ config, source, target: { login: b, volume: join(root, 'vol-b') } });
+    expect(parts).toEqual(['database', 'files']);
+    expect(await sql(b, 'SELECT count(*)::int AS n FROM notes')).toEqual([{ n: 2 }]);
+    expect(readFileSync(join(root, 'vol-b', 'uploads', 'cat.txt'), 'utf8')).toBe('meow');
+  });
+});
+
+describe('a restore interrupted between its two renames (worker killed)', () => {
+  it('gets the original database back before anything else happens', async () => {
+    await withAdmin(config, async (c) => {
+      await c.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, [b.database]);
+      await c.query(`ALTER DATABASE ${b.database} WITH ALLOW_CONNECTIONS false`);
+      await c.query(`ALTER DATABASE ${b.database} RENAME TO ${b.database}_old`);
+    });
+    await createRestoreTarget(config, b);
+    expect(await sql(b, 'SELECT count(*)::int AS n FROM notes')).toEqual([{ n: 2 }]);
+  });
+});

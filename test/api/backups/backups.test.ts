@@ -1,0 +1,277 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestContext } from '../../helpers/context';
+import { createDeployWorld, createEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
+import { PASSWORD, sessionAgent } from '../../helpers/fixtures';
+import type { Agent } from '../../helpers/http';
+import { dropServiceDatabase, serviceUrl } from '../../../activities/data/pg-server';
+import { serviceLogin } from '../../../activities/data/service-env';
+import { startS3 } from '../../helpers/s3';
+
+/**
+ * The data round trip through the real stack: a postgresql service, an app deployed with DATABASE_URL
+ * writing rows through it, a backup to a local destination, the rows changed, a restore, the app reading
+ * the original rows again; the download decrypting to a dump pg_restore reads; reset-database.
+ */
+const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
+let w: Awaited<ReturnType<typeof createDeployWorld>>;
+let owner: Agent;
+let destinationId: string;
+const env = () => `/environments/${w.environment.id}`;
+
+const APP = `
+const http = require('node:http');
+const { execFileSync } = require('node:child_process');
+const psql = (sql) => execFileSync('psql', [process.env.DATABASE_URL, '-Atc', sql], { encoding: 'utf8' }).trim();
+http.createServer((req, res) => {
+  const u = new URL(req.url, 'http://x');
+  try {
+    if (u.pathname === '/healthz') return res.end('ok');
+    if (u.pathname === '/write') psql("INSERT INTO notes (body) VALUES ('" + u.searchParams.get('body').replace(/'/g, "''") + "')");
+    if (u.pathname === '/clear') psql('DELETE FROM notes');
+    res.end(psql('SELECT string_agg(body, \\',\\' ORDER BY id) FROM notes'));
+  } catch (e) { res.writeHead(500); res.end(String(e.stderr || e.message)); }
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+async function app(path: string): Promise<{ status: number; text: string }> {
+  const res = await fetch(`http://127.0.0.1:${w.environment.port}${path}`);
+  return { status: res.status, text: (await res.text()).trim() };
+}
+
+async function runTask(agent: Agent, path: string, body: unknown) {
+  const res = await agent.post(path, body);
+  expect(res.status, res.text).toBe(202);
+  const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 90_000 });
+  expect(task.status, task.error ?? '').toBe('succeeded');
+  return task;
+}
+
+beforeAll(async () => {
+  w = await createDeployWorld(t);
+  writeFileSync(join(w.repo.dir, 'server.js'), APP);
+  writeFileSync(
+    join(w.repo.dir, 'service.yaml'),
+    [
+      'build: []',
+      `deploy: ${JSON.stringify(['psql "$DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS notes (id serial primary key, body text)"'])}`,
+      'web: node server.js',
+      'health: /healthz',
+      '',
+    ].join('\n'),
+  );
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'db app'], {
+    cwd: w.repo.dir,
+  });
+  owner = await sessionAgent(t, w.owner);
+  const dir = join(t.dataDir, '..', `dest-${w.environment.id}`);
+  mkdirSync(dir);
+  destinationId = (
+    await owner.post(`/teams/${w.team.id}/backup-destinations`, { kind: 'local', name: 'disk', path: dir })
+  ).body.id;
+  expect(destinationId).toBeTruthy();
+}, 120_000);
+
+afterAll(async () => {
+  const rows = await t.deps.knex('services').select('database_name', 'role_name');
+  for (const r of rows) await dropServiceDatabase(t.config, { database: r.database_name, role: r.role_name });
+});
+
+describe('POST /environments/{id}/services', () => {
+  it('previews the price, then creates a postgresql database the deployed app reaches through DATABASE_URL', async () => {
+    const choices = await owner.get(`${env()}/services/choices`);
+    expect(choices.body.data[0]).toMatchObject({ kind: 'postgresql', versions: ['15'] });
+    const preview = await owner.post(`${env()}/services/preview`, { kind: 'postgresql', plan: 'small' });
+    expect(preview.body).toMatchObject({ monthly_price_delta: 8, currency: 'EUR' });
+    expect(
+      (await owner.post(`${env()}/services/preview`, { kind: 'postgresql', plan: 'huge' })).body.error.fields,
+    ).toHaveProperty('plan');
+    const task = await runTask(owner, `${env()}/services`, { kind: 'postgresql', plan: 'small' });
+    expect(task).toMatchObject({ kind: 'machines', type: 'service_create' });
+    const list = await owner.get(`${env()}/services`);
+    expect(list.body.data).toEqual([
+      expect.objectContaining({ kind: 'postgresql', version: '15', plan: 'small', status: 'available' }),
+    ]);
+    expect((await owner.post(`${env()}/services`, { kind: 'postgresql', plan: 'small' })).status).toBe(409);
+
+    await runTask(w.api, `${env()}/deploy`, {});
+    expect(await app('/write?body=original')).toEqual({ status: 200, text: 'original' });
+  });
+
+  it('keeps the database to its own login: the console role is not it and the password is sealed', async () => {
+    const row = await t.deps.knex('services').first();
+    expect(row.password_sealed).toMatch(/^v1\./);
+    const c = new pg.Client({
+      connectionString: t.config
+        .databaseUrl!.replace(/\/[^/]*$/, `/${row.database_name}`)
+        .replace('postgres@', 'nobody@'),
+    });
+    await expect(c.connect()).rejects.toThrow();
+  });
+});
+
+describe('backups, restore and reset', () => {
+  let snapshotId: string;
+
+  it('POST /environments/{id}/backups takes an encrypted snapshot to the destination', async () => {
+    expect((await owner.post(`${env()}/backups`, {})).body.error.fields).toHaveProperty('destination_id');
+    const task = await runTask(owner, `${env()}/backups`, { destination_id: destinationId });
+    expect(task).toMatchObject({ kind: 'backups', type: 'backup' });
+    const list = await owner.get(`${env()}/backups`);
+    expect(list.body.data).toHaveLength(1);
+    snapshotId = list.body.data[0].id;
+    expect(list.body.data[0]).toMatchObject({
+      status: 'available',
+      trigger: 'manual',
+      contents: ['database', 'files'],
+      destination_id: destinationId,
+      task_id: task.id,
+    });
+    expect(list.body.data[0].size_bytes).toBeGreaterThan(0);
+    const dest = await owner.get(`/backup-destinations/${destinationId}`);
+    expect(dest.body).toMatchObject({ snapshots: 1, used_bytes: list.body.data[0].size_bytes });
+  });
+
+  it('restore is refused to a token, and over a protected environment without the password', async () => {
+    await t.deps.knex('environments').where({ id: w.environment.id }).update({ protected: true });
+    expect(await app('/write?body=changed')).toEqual({ status: 200, text: 'original,changed' });
+    const byToken = await w.api.post(`${env()}/backups/${snapshotId}/restore`, {});
+    expect(byToken.body.error.code).toBe('token_not_allowed');
+    const noPassword = await owner.post(`${env()}/backups/${snapshotId}/restore`, {});
+    expect(noPassword.status).toBe(403);
+    expect(noPassword.body.error.code).toBe('reauthentication_required');
+    const wrong = await owner.post(`${env()}/backups/${snapshotId}/restore`, { password: 'not it at all' });
+    expect(wrong.body.error.code).toBe('reauthentication_required');
+    expect(Number((await t.deps.knex('tasks').where({ type: 'restore' }).count({ n: '*' }).first())?.n)).toBe(0);
+  });
+
+  it('restore puts the database back: the app reads the original rows again', async () => {
+    const task = await runTask(owner, `${env()}/backups/${snapshotId}/restore`, { password: PASSWORD });
+    expect(task).toMatchObject({ kind: 'backups', type: 'restore' });
+    expect(await app('/')).toEqual({ status: 200, text: 'original' });
+  });
+
+  it("sync copies production's database into another environment of the project", async () => {
+    const staging = await createEnvironment(t, w.project, { name: 'staging' });
+    const path = `/environments/${staging.id}`;
+    expect((await owner.get(`${path}/sync`)).body.sources).toEqual([
+      { environment_id: w.environment.id, name: w.environment.name },
+    ]);
+    await runTask(owner, `${path}/services`, { kind: 'postgresql', plan: 'nano' });
+    const task = await runTask(owner, `${path}/sync`, { from_environment_id: w.environment.id, confirm: true });
+    expect(task).toMatchObject({
+      kind: 'backups',
+      type: 'sync',
+      result: { copied: expect.arrayContaining(['database']) },
+    });
+    const login = await serviceLogin(t.deps, staging.id);
+    const c = new pg.Client({ connectionString: serviceUrl(t.config, login!) });
+    await c.connect();
+    expect((await c.query('SELECT body FROM notes ORDER BY id')).rows).toEqual([{ body: 'original' }]);
+    await c.end();
+    // Deleting the environment drops its database and role.
+    expect((await owner.delete(path)).status).toBe(204);
+    expect((await t.deps.knex.raw('SELECT 1 FROM pg_database WHERE datname = ?', [login!.database])).rowCount).toBe(0);
+  });
+
+  it('the downloaded snapshot decrypts to a dump that pg_restore --list reads', async () => {
+    const link = await owner.post(`${env()}/backups/${snapshotId}/download`, {});
+    const file = join(t.dataDir, 'download.vcb');
+    writeFileSync(file, Buffer.from(await (await fetch(link.body.url)).arrayBuffer()));
+    const key = (await owner.post(`${env()}/backup-key`, {})).body.key;
+    execFileSync('node', ['scripts/decrypt-backup.mjs', '--key', key, '--in', file, '--out', join(t.dataDir, 'plain')]);
+    expect(execFileSync('pg_restore', ['--list', join(t.dataDir, 'plain', 'database.dump')]).toString()).toMatch(
+      /TABLE DATA public notes/,
+    );
+  });
+
+  it('reset-database needs the name in confirm, then leaves the database empty', async () => {
+    const refused = await owner.post(`${env()}/reset-database`, { confirm: 'nope', password: PASSWORD });
+    expect(refused.status).toBe(422);
+    expect(refused.body.error.fields).toHaveProperty('confirm');
+    expect(await app('/')).toEqual({ status: 200, text: 'original' });
+    await runTask(owner, `${env()}/reset-database`, { confirm: w.environment.name, password: PASSWORD });
+    expect((await app('/')).text).toMatch(/relation "notes" does not exist/);
+  });
+
+  it('sync needs confirm true', async () => {
+    const res = await owner.post(`${env()}/sync`, { from_environment_id: w.environment.id });
+    expect(res.status).toBe(422);
+    expect(res.body.error.fields).toHaveProperty('confirm');
+  });
+});
+
+describe('the backup window schedule', () => {
+  it('a run takes a scheduled backup of every environment with data and deletes snapshots past the retention', async () => {
+    const set = await owner.post(`/projects/${w.project.id}/backup-window`, {
+      hour_utc: 4,
+      retention_days: 2,
+      destination_id: destinationId,
+    });
+    expect(set.status).toBe(200);
+    const [old] = await t.deps
+      .knex('backups')
+      .insert({
+        team_id: w.team.id,
+        project_id: w.project.id,
+        environment_id: w.environment.id,
+        destination_id: destinationId,
+        status: 'available',
+        trigger: 'scheduled',
+        contents: JSON.stringify(['files']),
+        object_key: `${w.environment.id}/old.vcb`,
+        size_bytes: 1,
+        key_fingerprint: 'x',
+        created_at: new Date(Date.now() - 5 * 86_400_000),
+      })
+      .returning('id');
+    await t.deps.temporal.schedule.getHandle(`backups-${w.project.id}`).trigger();
+    const deadline = Date.now() + 60_000;
+    let list: Array<{ id: string; trigger: string; status: string }> = [];
+    while (Date.now() < deadline) {
+      list = (await owner.get(`${env()}/backups`)).body.data;
+      if (list.some((b) => b.trigger === 'scheduled' && b.status === 'available') && !list.some((b) => b.id === old.id))
+        break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(list.filter((b) => b.trigger === 'scheduled').map((b) => b.status)).toEqual(['available']);
+    expect(list.some((b) => b.id === old.id)).toBe(false);
+    const task = await t.deps.knex('tasks').where({ type: 'backup', account_via: 'schedule' }).first();
+    expect(task).toBeTruthy();
+    await owner.delete(`/projects/${w.project.id}/backup-window`);
+  });
+});
+
+describe('a destination that stops answering', () => {
+  it('fails the backup with a clear message and leaves the earlier snapshots as they were', async () => {
+    const s3 = await startS3();
+    try {
+      const dest = await owner.post(`/teams/${w.team.id}/backup-destinations`, {
+        kind: 's3',
+        name: 'flaky',
+        endpoint: s3.endpoint,
+        region: 'us-east-1',
+        bucket: 'backups',
+        access_key_id: s3.accessKeyId,
+        secret_access_key: s3.secretAccessKey,
+      });
+      expect(dest.status).toBe(201);
+      await runTask(owner, `${env()}/backups`, { destination_id: dest.body.id });
+      await s3.stop();
+      const res = await owner.post(`${env()}/backups`, { destination_id: dest.body.id });
+      const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 90_000 });
+      expect(task.status).toBe('failed');
+      expect(task.error).toMatch(/the snapshot could not be taken/);
+      const atFlaky = (await owner.get(`${env()}/backups`)).body.data.filter(
+        (b: { destination_id: string }) => b.destination_id === dest.body.id,
+      );
+      expect(atFlaky.map((b: { status: string }) => b.status).sort()).toEqual(['available', 'failed']);
+      expect((await owner.get(`/backup-destinations/${dest.body.id}`)).body.snapshots).toBe(1);
+    } finally {
+      await s3.stop();
+    }
+  });
+});

@@ -1,0 +1,110 @@
+/**
+ * The data area's task workflows (db/vocabulary.ts names them): createService, backupEnvironment,
+ * restoreBackup, syncEnvironment, resetDatabase; and scheduledBackups, the run of a project's backup-window
+ * schedule (not a task itself: it starts a backup task per environment with data, then prunes).
+ * Long activities heartbeat: a worker killed mid-way is noticed within the heartbeat timeout and the activity
+ * runs again from the start on another worker (a put-back swaps data in only once complete, so a rerun is safe).
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { DataActivities } from '../activities/data';
+import { runTask, failure, describeError, type TaskWorkflowInput } from './task-runner';
+
+const acts = proxyActivities<DataActivities>({
+  startToCloseTimeout: '6h',
+  heartbeatTimeout: '30s',
+  retry: { initialInterval: '2s', maximumInterval: '30s', maximumAttempts: 3 },
+});
+const quick = proxyActivities<DataActivities>({
+  startToCloseTimeout: '2m',
+  retry: { initialInterval: '1s', maximumAttempts: 5 },
+});
+
+const param = (input: TaskWorkflowInput, name: string): string => {
+  const v = input.task.params[name];
+  if (typeof v !== 'string') throw new Error(`task parameter ${name} is missing`);
+  return v;
+};
+
+/** Runs the activity; its failure ends the task failed with the activity's own reason. */
+async function step<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    return failure(describeError(err));
+  }
+}
+
+export async function createService(input: TaskWorkflowInput) {
+  return runTask(input, async ({ start }) => {
+    await start();
+    const serviceId = param(input, 'service_id');
+    try {
+      return await quick.createServiceDatabase({ taskId: input.task.id, serviceId });
+    } catch (err) {
+      await quick.markServiceFailed({ serviceId });
+      return failure(describeError(err));
+    }
+  });
+}
+
+export async function backupEnvironment(input: TaskWorkflowInput) {
+  return runTask(input, async ({ start }) => {
+    await start();
+    const backupId = param(input, 'backup_id');
+    try {
+      return await acts.takeBackup({
+        taskId: input.task.id,
+        backupId,
+        environmentId: input.task.environment_id!,
+        destinationId: param(input, 'destination_id'),
+        trigger: input.task.params.trigger === 'scheduled' ? 'scheduled' : 'manual',
+      });
+    } catch (err) {
+      // The activity gave up without saying so itself (e.g. its worker was killed on the last attempt):
+      // the snapshot is never left `running`.
+      const reason = describeError(err);
+      await quick.markBackupFailed({ backupId, error: reason });
+      return failure(reason);
+    }
+  });
+}
+
+export async function restoreBackup(input: TaskWorkflowInput) {
+  return runTask(input, async ({ start }) => {
+    await start();
+    return step(() =>
+      acts.restoreBackup({
+        taskId: input.task.id,
+        backupId: param(input, 'backup_id'),
+        environmentId: input.task.environment_id!,
+      }),
+    );
+  });
+}
+
+export async function syncEnvironment(input: TaskWorkflowInput) {
+  return runTask(input, async ({ start }) => {
+    await start();
+    return step(() =>
+      acts.syncData({
+        taskId: input.task.id,
+        fromEnvironmentId: param(input, 'from_environment_id'),
+        environmentId: input.task.environment_id!,
+      }),
+    );
+  });
+}
+
+export async function resetDatabase(input: TaskWorkflowInput) {
+  return runTask(input, async ({ start }) => {
+    await start();
+    return step(() => acts.resetDatabase({ taskId: input.task.id, environmentId: input.task.environment_id! }));
+  });
+}
+
+/** One run of the `backups-<project_id>` schedule. */
+export async function scheduledBackups(input: { projectId: string }): Promise<{ started: string[]; pruned: number }> {
+  const started = await quick.startScheduledBackups({ projectId: input.projectId });
+  const pruned = await quick.pruneSnapshots({ projectId: input.projectId });
+  return { started, pruned };
+}
