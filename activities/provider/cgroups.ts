@@ -150,6 +150,8 @@ export interface Placement {
  * unheld for the first moment (about a millisecond: spawn to placement), so a command that is over within
  * that moment may finish outside; anything that lives longer is held. Returns null when the host has no
  * usable cgroups; a failure to place is thrown (the caller decides whether that is fatal).
+ * A sandboxed process (sandbox.ts) is `nsenter`, which becomes `bwrap`: its children (the sandbox's init and
+ * the tenant's command, in their own pid namespace) inherit the leaf or are moved by their host pids.
  */
 export function holdProcess(envId: string, role: string, pid: number, limits: Limits): Placement | null {
   const h = cgroupHost();

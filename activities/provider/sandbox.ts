@@ -230,7 +230,9 @@ export function launch(jail: Jail, command: string, o: { cwd: string; env: Recor
     '--unshare-pid',
     '--unshare-ipc',
     '--unshare-uts',
-    '--unshare-cgroup-try',
+    // No cgroup namespace: its root would be fixed when bwrap creates it, a moment before or after the
+    // worker places the process tree in its plan's cgroup (cgroups.ts, right after spawn), so the tenant
+    // would see "/" or its real leaf at random. The path tells it nothing secret (its environment id).
     '--hostname',
     'app',
     '--die-with-parent',

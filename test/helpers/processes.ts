@@ -1,4 +1,4 @@
-import { readdirSync, readlinkSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { inject } from 'vitest';
@@ -97,4 +97,30 @@ export async function stopChildren(children: ChildProcess[], graceMs = 10_000): 
     await Promise.race([exited, new Promise((r) => setTimeout(r, graceMs))]);
     killGroup(c, 'SIGKILL');
   }
+}
+
+/**
+ * A sandboxed process seen from the host. It runs in its own pid namespace, so the pid it reports (its
+ * `process.pid`) is not the host's: this finds, among the host's processes in one of the environment's
+ * `<role>-*` cgroups, the one whose innermost pid is `nsPid` (the newest, when a replacement overlaps), and
+ * answers its host pid and its cgroup as the host sees it. null when there is none.
+ */
+export function sandboxedProcess(envId: string, role: string, nsPid: number): { pid: number; cgroup: string } | null {
+  let found: { pid: number; cgroup: string; start: number } | null = null;
+  for (const entry of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cgroups = readFileSync(`/proc/${entry}/cgroup`, 'utf8').split('\n');
+      const line = cgroups.find((l) => /^\d+:[^:]*\bmemory\b[^:]*:/.test(l)) ?? cgroups.find((l) => l.startsWith('0::'));
+      const cgroup = line?.slice(line.indexOf(':', line.indexOf(':') + 1) + 1) ?? '';
+      if (!cgroup.includes(`/vc-console/${envId}/${role}-`)) continue;
+      const nspid = /^NSpid:\s+(.+)$/m.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1].trim().split(/\s+/) ?? [];
+      if (Number(nspid.at(-1)) !== nsPid) continue; // without a pid namespace: the host pid itself
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const start = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+      if (!found || start > found.start) found = { pid: Number(entry), cgroup, start };
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found && { pid: found.pid, cgroup: found.cgroup };
 }

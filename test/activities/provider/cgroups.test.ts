@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,7 @@ import {
 import { processAlive, runStep } from '../../../activities/provider/run-step';
 import { Supervisor } from '../../../activities/provider/supervisor';
 import { freePort } from '../../../activities/provider/web-process';
+import { sandboxedProcess } from '../../helpers/processes';
 
 /**
  * Real limits on this host's cgroups: what a process is held to is seen from outside (it is killed past its
@@ -47,6 +48,7 @@ const newEnv = () => {
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'vc-cgroups-'));
+  await chmod(root, 0o711); // the sandbox binds the environment's HOME as its uid: others must get through
 });
 
 afterAll(async () => {
@@ -138,7 +140,11 @@ describe('the supervisor holds web processes to the web server plan', () => {
     await supervisor?.stopAll();
   });
 
-  const info = async () => (await (await fetch(`http://127.0.0.1:${port}/`)).json()) as Record<string, string | number>;
+  /** What the web process says of itself, and its host pid (it runs in its own pid namespace). */
+  const info = async () => {
+    const me = (await (await fetch(`http://127.0.0.1:${port}/`)).json()) as { pid: number; cpu: string; memory: string; cgroup: string };
+    return { ...me, hostPid: sandboxedProcess(envId, 'web', me.pid)?.pid ?? -1 };
+  };
 
   it('starts the web process inside a leaf limited to the plan, told the plan', async () => {
     const live = await supervisor.goLive({
@@ -155,6 +161,7 @@ describe('the supervisor holds web processes to the web server plan', () => {
     const me = await info();
     expect(me).toMatchObject({ cpu: '0.5', memory: '128' });
     expect(me.cgroup).toContain(`/vc-console/${envId}/web-`);
+    expect(me.hostPid).toBeGreaterThan(0); // found from the host in that leaf
     const h = cgroupHost();
     if (h.kind === 'v1') {
       const leaf = path.join(h.memory, envId, path.basename(String(me.cgroup)));
@@ -166,24 +173,29 @@ describe('the supervisor holds web processes to the web server plan', () => {
 
   it('a web process that allocates past its plan is killed, then restarted by the supervisor', async () => {
     const before = await info();
+    expect(before.hostPid).toBeGreaterThan(0);
     const hog = await fetch(`http://127.0.0.1:${port}/hog`).then(
       (r) => r.status,
       () => 'connection lost',
     );
     expect(hog).not.toBe(200);
-    expect(processAlive(Number(before.pid))).toBe(false);
+    // the proxy answers as soon as the connection drops; the killed process may take a moment to be gone
+    const killed = Date.now() + 5000;
+    while (processAlive(before.hostPid) && Date.now() < killed) await new Promise((r) => setTimeout(r, 50));
+    expect(processAlive(before.hostPid)).toBe(false);
     const deadline = Date.now() + 15_000;
-    let after: Record<string, string | number> | null = null;
+    let after: Awaited<ReturnType<typeof info>> | null = null;
     while (Date.now() < deadline && !after) {
       after = await info().catch(() => null);
       if (!after) await new Promise((r) => setTimeout(r, 100));
     }
-    expect(after?.pid).not.toBe(before.pid);
+    expect(after?.hostPid).not.toBe(before.hostPid);
     expect(after?.memory).toBe('128');
   });
 
   it('restartWeb moves the web process to a new plan without a failed request', async () => {
     const before = await info();
+    expect(before.hostPid).toBeGreaterThan(0);
     let failures = 0;
     let answered = 0;
     let polling = true;
@@ -207,8 +219,8 @@ describe('the supervisor holds web processes to the web server plan', () => {
     expect(answered).toBeGreaterThan(0);
     const after = await info();
     expect(after).toMatchObject({ cpu: '1', memory: '512' });
-    expect(after.pid).not.toBe(before.pid);
-    expect(processAlive(Number(before.pid))).toBe(false);
+    expect(after.hostPid).not.toBe(before.hostPid);
+    expect(processAlive(before.hostPid)).toBe(false);
     // and the new plan holds: 400 MiB now fits
     expect(await (await fetch(`http://127.0.0.1:${port}/hog`)).text()).toBe('survived');
   });

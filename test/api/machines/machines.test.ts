@@ -7,6 +7,7 @@ import { taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { addMember, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { processAlive } from '../../../activities/provider/run-step';
+import { sandboxedProcess } from '../../helpers/processes';
 
 /**
  * Machines through the API and a real worker: the web server every environment gets, its plan held on the
@@ -80,13 +81,16 @@ let env: { id: string; url: string; name: string };
 let server: Record<string, any>;
 
 const envPort = () => Number(new URL(env.url).port);
-const info = async () =>
-  (await (await fetch(`http://127.0.0.1:${envPort()}/`)).json()) as {
+/** What the web process says of itself (through the public port), and its host pid (it has its own pid namespace). */
+const info = async () => {
+  const me = (await (await fetch(`http://127.0.0.1:${envPort()}/`)).json()) as {
     pid: number;
     cpu: string;
     memory: string;
     cgroup: string;
   };
+  return { ...me, hostPid: sandboxedProcess(env.id, 'web', me.pid)?.pid ?? -1 };
+};
 
 async function runTask(agent: Agent, p: string, body?: unknown) {
   const res = await agent.post(p, body);
@@ -159,12 +163,13 @@ describe('the web server plan on the real web process', () => {
 
   it('a web process that allocates past its plan is killed (and brought back by the supervisor)', async () => {
     const before = await info();
+    expect(before.hostPid).toBeGreaterThan(0);
     const res = await fetch(`http://127.0.0.1:${envPort()}/hog/700`).then(
       (r) => r.status,
       () => 'connection lost',
     );
     expect(res).not.toBe(200);
-    await waitFor(async () => !processAlive(before.pid), 5000);
+    await waitFor(async () => !processAlive(before.hostPid), 5000);
     await waitFor(async () => (await info().catch(() => null))?.memory === '512');
   });
 });
@@ -208,6 +213,7 @@ describe('POST /servers/{id}/resize', () => {
   it('restarts the instance on the new plan without a failed request, then records the plan', async () => {
     await waitFor(async () => (await info().catch(() => null)) !== null);
     const before = await info();
+    expect(before.hostPid).toBeGreaterThan(0);
     let failures = 0;
     let answered = 0;
     let polling = true;
@@ -230,8 +236,8 @@ describe('POST /servers/{id}/resize', () => {
     expect(answered).toBeGreaterThan(0);
     const after = await info();
     expect(after).toMatchObject({ cpu: '1', memory: '1024' });
-    expect(after.pid).not.toBe(before.pid);
-    expect(processAlive(before.pid)).toBe(false);
+    expect(after.hostPid).not.toBe(before.hostPid);
+    expect(processAlive(before.hostPid)).toBe(false);
     // 700 MB did not fit in 512; it fits in 1024
     expect(await (await fetch(`http://127.0.0.1:${envPort()}/hog/700`)).text()).toBe('survived');
     const listed = (await owner.get('/servers')).body.data[0];
@@ -270,10 +276,11 @@ describe('one change at a time', () => {
 describe('POST /servers/{id}/reboot', () => {
   it('replaces the instance by a healthy one on the same plan', async () => {
     const before = await info();
+    expect(before.hostPid).toBeGreaterThan(0);
     const task = await runTask(owner, `/servers/${server.id}/reboot`);
     expect(task).toMatchObject({ status: 'succeeded', type: 'reboot', kind: 'machines' });
     const after = await info();
-    expect(after.pid).not.toBe(before.pid);
+    expect(after.hostPid).not.toBe(before.hostPid);
     expect(after).toMatchObject({ cpu: '2', memory: '2048' });
   });
 });
