@@ -3,6 +3,8 @@ import { createReminderActivities } from './reminders';
 import { Supervisor } from './provider/supervisor';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
+import { createVariableActivities } from './variables';
+import { open, seal } from '../system/crypto';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -16,13 +18,19 @@ export interface ActivitySet {
 /** The activities of every area, created with their dependencies (activities-dependency-injection). */
 export async function createActivities(deps: Deps): Promise<ActivitySet> {
   // The local provider: this worker process owns the environments' proxies and web processes.
-  const supervisor = new Supervisor({ dataDir: deps.config.dataDir, listenHost: deps.config.environmentBind });
+  const supervisor = new Supervisor({
+    dataDir: deps.config.dataDir,
+    listenHost: deps.config.environmentBind,
+    // current.json keeps the web processes' variables: sealed, like every value at rest
+    protectEnv: { seal: (text) => seal(deps.secrets, text, 'supervisor-env'), open: (sealed) => open(deps.secrets, sealed, 'supervisor-env') },
+  });
   return {
     activities: {
       ...createReminderActivities(deps),
       ...createTaskActivities(deps),
       ...createDeployActivities(deps, supervisor),
       ...createBuildActivities(deps),
+      ...createVariableActivities(deps, supervisor),
     },
     async onWorkerStart() {
       const restored = await supervisor.restoreAll();

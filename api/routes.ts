@@ -9,6 +9,7 @@ import { routes as deployRoutes } from './deploys/routes';
 import { routes as taskRoutes } from './tasks/routes';
 import { routes as pipelineRoutes } from './pipeline/routes';
 import { routes as manifestRoutes } from './manifests/routes';
+import { routes as variableRoutes } from './variables/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -23,5 +24,6 @@ export function allRoutes(): RouteDef[] {
     ...taskRoutes,
     ...pipelineRoutes,
     ...manifestRoutes,
+    ...variableRoutes,
   ] as RouteDef[];
 }

@@ -20,7 +20,7 @@ import type { OnLine } from '../provider/run-step';
 import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog, type TaskLog } from '../tasks/log-writer';
 import { liveRelease, rollbackTarget, type ReleaseRow } from './queries';
-import { stepEnv, withHeartbeat } from './step-env';
+import { tenantEnv, withHeartbeat } from './step-env';
 import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 import { environmentUrl } from '../../system/config';
@@ -29,9 +29,12 @@ export type StepOutcome = { ok: true } | { ok: false; message: string };
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
-function logLines(log: TaskLog): OnLine {
-  return (_stream, line) => log.line(line);
+/** Output lines into the task log, secret variable values replaced by `[secret]`. */
+function logLines(log: TaskLog, redact: (line: string) => string = (l) => l): OnLine {
+  return (_stream, line) => log.line(redact(line));
 }
+
+type TenantEnv = Awaited<ReturnType<typeof tenantEnv>>;
 
 async function withTaskLog<T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
   const log = createTaskLog(deps.knex, taskId);
@@ -60,7 +63,7 @@ async function repositoryUrl(deps: Deps, projectId: string): Promise<string> {
  * The built release on this host: its directory and manifest. A release built on this host is reused at
  * once; one whose directory is gone (another host, a cleaned disk) is built again from its commit.
  */
-async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, signal?: AbortSignal): Promise<BuildResult> {
+async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, tenant: TenantEnv, signal?: AbortSignal): Promise<BuildResult> {
   const releaseDir = releaseDirFor(deps.config.dataDir, release.environment_id, release.id);
   const marker = await readReleaseMarker(releaseDir);
   // Built here already (the usual case): open it quietly; the build phase has said so in the log.
@@ -71,10 +74,10 @@ async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, signal
     releaseId: release.id,
     repoUrl: await repositoryUrl(deps, release.project_id),
     sha: release.commit_sha,
-    env: stepEnv(),
+    env: tenant.env,
     stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
     signal,
-    onLine: logLines(log),
+    onLine: logLines(log, tenant.redact),
   });
 }
 
@@ -161,7 +164,8 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
       return withTaskLog(deps, input.taskId, (log) =>
         withHeartbeat(async (signal) => {
           const release = await loadRelease(deps, input.releaseId);
-          const opened = await openRelease(deps, release, log, signal);
+          const tenant = await tenantEnv(deps, release.environment_id);
+          const opened = await openRelease(deps, release, log, tenant, signal);
           if (!opened.ok) return { ok: false, message: opened.message };
           if (opened.manifest.deploy.length === 0) {
             log.line('==> No deploy steps in service.yaml');
@@ -171,10 +175,10 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
           const r = await runManifestDeploySteps({
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
-            env: stepEnv(),
+            env: tenant.env,
             stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
             signal,
-            onLine: logLines(log),
+            onLine: logLines(log, tenant.redact),
           });
           return r.ok ? { ok: true } : { ok: false, message: r.message };
         }),
@@ -201,7 +205,8 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
           const done = await knex('deployments').where({ task_id: input.taskId }).first('id');
           if (done) return { ok: true, deploymentId: done.id, url };
 
-          const opened = await openRelease(deps, release, log, signal);
+          const tenant = await tenantEnv(deps, release.environment_id);
+          const opened = await openRelease(deps, release, log, tenant, signal);
           if (!opened.ok) return { ok: false, message: opened.message };
           log.line(`==> Starting release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)})`);
           const live = await supervisor.goLive({
@@ -210,9 +215,9 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             releaseId: release.id,
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
-            env: stepEnv(),
+            env: tenant.env,
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
-            onLine: logLines(log),
+            onLine: logLines(log, tenant.redact),
           });
           if (!live.ok) return { ok: false, message: `${live.message}; the previous release keeps serving` };
 
@@ -262,7 +267,7 @@ export function createBuildActivities(deps: Deps) {
             const release = await loadRelease(deps, input.releaseId);
             if (release.status === 'failed') return { started: true, ok: false, message: 'the build of this release failed' };
             log.line(`==> Building ${release.git_ref}@${shortSha(release.commit_sha)} (release ${release.id})`);
-            const r = await openRelease(deps, release, log, signal);
+            const r = await openRelease(deps, release, log, await tenantEnv(deps, release.environment_id), signal);
             if (!r.ok) {
               if (r.reason === 'cancelled' && !cancelled.aborted) {
                 // Lost its slot (the database connection dropped): build again with a slot of its own.

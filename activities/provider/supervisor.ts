@@ -8,7 +8,8 @@
  * If anything fails before the switch, the new process is killed and the previous release keeps serving.
  *
  * current.json holds the environment given to the web process, so that restoreAll() can bring it back
- * after a worker restart; it is written with mode 0600 and `currentRelease()` never returns that part.
+ * after a worker restart; it is written with mode 0600, sealed when `protectEnv` is given (it holds the
+ * user's variables, secrets included), and `currentRelease()` never returns that part.
  */
 import { mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { readlinkSync } from 'node:fs';
@@ -28,6 +29,16 @@ export interface SupervisorOptions {
   restartBackoff?: Partial<Backoff>;
   /** Readiness wait of each environment in restoreAll (default 30000 ms). */
   restoreHealthTimeoutMs?: number;
+  /** Seals the web processes' environment in current.json (system/crypto.ts under the console's key). */
+  protectEnv?: { seal(text: string): string; open(sealed: string): string };
+}
+
+export interface RestartOptions {
+  envId: string;
+  /** Complete new environment of the web process (PORT is set by the supervisor). */
+  env: Record<string, string | undefined>;
+  healthTimeoutMs: number;
+  onLine?: OnLine;
 }
 
 export interface GoLiveOptions {
@@ -59,7 +70,9 @@ export interface CurrentRelease {
 interface StateFile extends CurrentRelease {
   version: 1;
   manifest: Manifest;
-  env: Record<string, string | undefined>;
+  env?: Record<string, string | undefined>;
+  /** The env, sealed (SupervisorOptions.protectEnv). */
+  envSealed?: string;
   pid: number | null;
 }
 
@@ -118,6 +131,7 @@ export class Supervisor {
   private readonly graceMs: number;
   private readonly backoff: Backoff;
   private readonly restoreTimeoutMs: number;
+  private readonly protectEnv: SupervisorOptions['protectEnv'];
 
   constructor(opts: SupervisorOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -125,6 +139,7 @@ export class Supervisor {
     this.graceMs = opts.stopGraceMs ?? 5000;
     this.backoff = { initialMs: 500, maxMs: 30_000, stableMs: 30_000, ...opts.restartBackoff };
     this.restoreTimeoutMs = opts.restoreHealthTimeoutMs ?? 30_000;
+    this.protectEnv = opts.protectEnv;
   }
 
   /** Puts a built release live (see the file comment). Idempotent: the release already live is left running. */
@@ -180,6 +195,48 @@ export class Supervisor {
     return { ok: true, alreadyLive: false, internalPort: web?.port ?? null };
   }
 
+  /**
+   * Restarts the live release's web process with a new environment, without a build: a new process on a
+   * fresh port, ready (health 2xx, or the port accepting) before the proxy switches to it; on failure the
+   * running process keeps serving with its old environment.
+   */
+  restartWeb(o: RestartOptions): Promise<GoLiveResult> {
+    return this.exclusive(o.envId, async () => {
+      const say = (line: string) => safe(o.onLine, `==> ${line}`);
+      const rt = this.runtime(o.envId);
+      const live = rt.live;
+      if (!live) return { ok: false, message: 'no release is live on this environment' };
+      if (!live.manifest.web) {
+        rt.live = { ...live, env: o.env };
+        await this.writeState(rt);
+        say('No web command in service.yaml: nothing to restart; the new variables are kept for the next start');
+        return { ok: true, alreadyLive: true, internalPort: null };
+      }
+      const web = await this.spawnWeb(o.envId, live.releaseId, live.releaseDir, live.manifest.web, o.env);
+      say(`Started "${live.manifest.web}" for release ${live.releaseId} with the current variables (pid ${web.pid ?? '?'})`);
+      const ready = await waitReady(web, live.manifest.health, o.healthTimeoutMs);
+      if (!ready.ok) {
+        await web.stop(this.graceMs);
+        const message = `the restarted process did not become ready: ${ready.message}`;
+        safe(o.onLine, message, 'stderr');
+        return { ok: false, message };
+      }
+      say(live.manifest.health ? `${live.manifest.health} answered ${ready.status}` : `port ${web.port} accepts connections`);
+      rt.live = { ...live, env: o.env, web };
+      web.supervise();
+      try {
+        await this.writeState(rt);
+      } catch (err) {
+        rt.live = live;
+        await web.stop(this.graceMs);
+        throw err;
+      }
+      if (live.web) await live.web.stop(this.graceMs);
+      say(`Release ${live.releaseId} serves with the current variables`);
+      return { ok: true, alreadyLive: false, internalPort: web.port };
+    });
+  }
+
   /** Brings back every environment recorded in a current.json (after a worker start). */
   async restoreAll(): Promise<{ envId: string; releaseId: string; ok: boolean; message?: string }[]> {
     const root = path.join(this.dataDir, 'environments');
@@ -209,9 +266,15 @@ export class Supervisor {
     } catch (err) {
       return { ...base, ok: false, message: `port ${s.port} is not available: ${(err as Error).message}` };
     }
+    let env: Record<string, string | undefined>;
+    try {
+      env = s.envSealed && this.protectEnv ? JSON.parse(this.protectEnv.open(s.envSealed)) : (s.env ?? {});
+    } catch (err) {
+      return { ...base, ok: false, message: `the recorded environment cannot be opened: ${(err as Error).message}` };
+    }
     let web: WebProcess | null = null;
-    if (s.manifest.web) web = await this.spawnWeb(s.envId, s.releaseId, s.releaseDir, s.manifest.web, s.env);
-    rt.live = { releaseId: s.releaseId, releaseDir: s.releaseDir, manifest: s.manifest, env: s.env, since: s.since, web };
+    if (s.manifest.web) web = await this.spawnWeb(s.envId, s.releaseId, s.releaseDir, s.manifest.web, env);
+    rt.live = { releaseId: s.releaseId, releaseDir: s.releaseDir, manifest: s.manifest, env, since: s.since, web };
     web?.supervise(); // it is the live release: whatever happens, keep it running
     await this.writeState(rt);
     if (!web) return { ...base, ok: true };
@@ -348,7 +411,7 @@ export class Supervisor {
       since: live.since,
       maintenance: rt.maintenance,
       manifest: live.manifest,
-      env: live.env,
+      ...(this.protectEnv ? { envSealed: this.protectEnv.seal(JSON.stringify(live.env)) } : { env: live.env }),
       pid: live.web?.pid ?? null,
     };
     const file = statePath(this.dataDir, rt.envId);

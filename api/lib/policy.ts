@@ -34,10 +34,13 @@ export type Action =
   | 'build'
   | 'task:read'
   | 'task:cancel'
-  | 'validate';
+  | 'validate'
+  | 'variables:read'
+  | 'variables:write';
 
 const VIEWER: Action[] = ['team:read', 'members:read', 'project:read', 'environment:read', 'task:read', 'validate'];
-const DEVELOPER: Action[] = [...VIEWER, 'deploy', 'build', 'task:cancel'];
+// Developers read variables (secrets show as null) because they deploy with them; admins change them.
+const DEVELOPER: Action[] = [...VIEWER, 'deploy', 'build', 'task:cancel', 'variables:read'];
 const ADMIN: Action[] = [
   ...DEVELOPER,
   'team:update',
@@ -49,6 +52,7 @@ const ADMIN: Action[] = [
   'environment:create',
   'environment:update',
   'environment:delete',
+  'variables:write',
 ];
 const OWNER: Action[] = [...ADMIN, 'team:delete', 'team:billing', 'members:manage-owners'];
 

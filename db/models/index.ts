@@ -15,3 +15,4 @@ export { Release } from './release';
 export { Deployment } from './deployment';
 export { Task } from './task';
 export { ActivityEvent } from './activity-event';
+export { Variable } from './variable';
