@@ -4,6 +4,7 @@ import { Supervisor } from './provider/supervisor';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
 import { createVariableActivities } from './variables';
+import { createDomainActivities } from './domains';
 import { open, seal } from '../system/crypto';
 
 export interface ActivitySet {
@@ -31,6 +32,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createDeployActivities(deps, supervisor),
       ...createBuildActivities(deps),
       ...createVariableActivities(deps, supervisor),
+      ...createDomainActivities(deps),
     },
     async onWorkerStart() {
       const restored = await supervisor.restoreAll();

@@ -10,6 +10,7 @@ import { routes as taskRoutes } from './tasks/routes';
 import { routes as pipelineRoutes } from './pipeline/routes';
 import { routes as manifestRoutes } from './manifests/routes';
 import { routes as variableRoutes } from './variables/routes';
+import { routes as domainRoutes } from './domains/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -25,5 +26,6 @@ export function allRoutes(): RouteDef[] {
     ...pipelineRoutes,
     ...manifestRoutes,
     ...variableRoutes,
+    ...domainRoutes,
   ] as RouteDef[];
 }

@@ -3,3 +3,4 @@ export {};
 export { sendTokenExpiryReminders } from './token-reminders';
 export { deployEnvironment } from './deploy';
 export { buildEnvironment } from './build';
+export { recheckDomain } from './domains';

@@ -10,6 +10,8 @@ export const workflowIds = {
   environmentDeploy: (environmentId: string) => `deploy-env-${environmentId}`,
   build: (taskId: string) => `build-${taskId}`,
   tokenExpiryReminders: 'token-expiry-reminders',
+  /** The background re-check of a pending domain: one per domain. */
+  domainRecheck: (domainId: string) => `domain-recheck-${domainId}`,
 };
 
 export const SCHEDULE_TOKEN_EXPIRY_REMINDERS = 'token-expiry-reminders';

@@ -36,7 +36,8 @@ export type Action =
   | 'task:cancel'
   | 'validate'
   | 'variables:read'
-  | 'variables:write';
+  | 'variables:write'
+  | 'domains:write';
 
 const VIEWER: Action[] = ['team:read', 'members:read', 'project:read', 'environment:read', 'task:read', 'validate'];
 // Developers read variables (secrets show as null) because they deploy with them; admins change them.
@@ -53,6 +54,7 @@ const ADMIN: Action[] = [
   'environment:update',
   'environment:delete',
   'variables:write',
+  'domains:write',
 ];
 const OWNER: Action[] = [...ADMIN, 'team:delete', 'team:billing', 'members:manage-owners'];
 

@@ -16,3 +16,4 @@ export { Deployment } from './deployment';
 export { Task } from './task';
 export { ActivityEvent } from './activity-event';
 export { Variable } from './variable';
+export { Domain } from './domain';
