@@ -6,6 +6,7 @@ import { createTaskActivities } from './tasks';
 import { createVariableActivities } from './variables';
 import { createDomainActivities } from './domains';
 import { open, seal } from '../system/crypto';
+import { publishEdgeRoute } from '../db/queries/edge-routes';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -24,6 +25,10 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     listenHost: deps.config.environmentBind,
     // current.json keeps the web processes' variables: sealed, like every value at rest
     protectEnv: { seal: (text) => seal(deps.secrets, text, 'supervisor-env'), open: (sealed) => open(deps.secrets, sealed, 'supervisor-env') },
+    // The edge (system/edge.ts, its own process) serves the environments' ports from what is published here,
+    // so serving goes on while this worker is down or restarting.
+    proxies: false,
+    publish: (envId, route) => publishEdgeRoute(deps.knex, envId, route),
   });
   return {
     activities: {

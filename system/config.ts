@@ -35,6 +35,8 @@ export interface Config {
   tokenHmacKey: string | undefined;
   /** AES-256-GCM key of values encrypted at rest (ENCRYPTION_KEY), else generated under dataDir. */
   encryptionKey: string | undefined;
+  /** Port of the edge's Host-header listener (verified domains); every environment also has its own port. */
+  edgePort: number;
   /** Resolvers of domain verification (`ip` or `ip:port`); undefined: the system's. */
   dnsServers: string[] | undefined;
   /** Domains a project may have unless its settings say otherwise. */
@@ -108,6 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reminderSchedule: !['0', 'false', 'off', 'no'].includes((env.REMINDER_SCHEDULE ?? 'on').toLowerCase()),
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
     encryptionKey: env.ENCRYPTION_KEY || undefined,
+    edgePort: int(env, 'EDGE_PORT', 8000),
     dnsServers: dnsServers(env.DNS_SERVERS),
     domainAllowance: int(env, 'DOMAIN_ALLOWANCE', 10),
     domainRecheckSeconds: Math.max(1, int(env, 'DOMAIN_RECHECK_SECONDS', 60)),

@@ -31,7 +31,20 @@ export interface SupervisorOptions {
   restoreHealthTimeoutMs?: number;
   /** Seals the web processes' environment in current.json (system/crypto.ts under the console's key). */
   protectEnv?: { seal(text: string): string; open(sealed: string): string };
+  /**
+   * Whether this supervisor listens on the environments' public ports itself (default true). False when
+   * the edge, a process of its own, serves them: the supervisor then only publishes where each
+   * environment's web process answers, through `publish`.
+   */
+  proxies?: boolean;
+  /** Called after every change of where an environment is served (null: taken off this host). */
+  publish?: (envId: string, route: PublishedRoute | null) => Promise<void>;
 }
+
+/** Where an environment is served, as the edge needs it: host AND port (the host may be a namespace's). */
+export type PublishedRoute =
+  | { kind: 'upstream'; host: string; port: number; releaseId: string }
+  | { kind: 'unavailable'; text: string; releaseId: string | null };
 
 export interface RestartOptions {
   envId: string;
@@ -132,6 +145,8 @@ export class Supervisor {
   private readonly backoff: Backoff;
   private readonly restoreTimeoutMs: number;
   private readonly protectEnv: SupervisorOptions['protectEnv'];
+  private readonly proxies: boolean;
+  private readonly publishRoute: SupervisorOptions['publish'];
 
   constructor(opts: SupervisorOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -140,6 +155,8 @@ export class Supervisor {
     this.backoff = { initialMs: 500, maxMs: 30_000, stableMs: 30_000, ...opts.restartBackoff };
     this.restoreTimeoutMs = opts.restoreHealthTimeoutMs ?? 30_000;
     this.protectEnv = opts.protectEnv;
+    this.proxies = opts.proxies ?? true;
+    this.publishRoute = opts.publish;
   }
 
   /** Puts a built release live (see the file comment). Idempotent: the release already live is left running. */
@@ -185,6 +202,7 @@ export class Supervisor {
     web?.supervise();
     try {
       await this.writeState(rt);
+      await this.publish(rt);
     } catch (err) {
       rt.live = previous;
       await web?.stop(this.graceMs);
@@ -226,6 +244,7 @@ export class Supervisor {
       web.supervise();
       try {
         await this.writeState(rt);
+        await this.publish(rt);
       } catch (err) {
         rt.live = live;
         await web.stop(this.graceMs);
@@ -277,6 +296,7 @@ export class Supervisor {
     rt.live = { releaseId: s.releaseId, releaseDir: s.releaseDir, manifest: s.manifest, env, since: s.since, web };
     web?.supervise(); // it is the live release: whatever happens, keep it running
     await this.writeState(rt);
+    await this.publish(rt);
     if (!web) return { ...base, ok: true };
     const ready = await waitReady(web, s.manifest.health, this.restoreTimeoutMs);
     return ready.ok ? { ...base, ok: true } : { ...base, ok: false, message: ready.message };
@@ -305,6 +325,7 @@ export class Supervisor {
       rt.live = null;
       await rm(statePath(this.dataDir, envId), { force: true });
       this.envs.delete(envId);
+      await this.publishRoute?.(envId, null);
     });
   }
 
@@ -314,6 +335,7 @@ export class Supervisor {
       const rt = this.runtime(envId);
       rt.maintenance = on ? { on, ...(note ? { note } : {}) } : { on: false };
       if (rt.live) await this.writeState(rt);
+      await this.publish(rt);
     });
   }
 
@@ -357,8 +379,25 @@ export class Supervisor {
     return { kind: 'upstream', port: web.port, agent: web.agent };
   }
 
+  /** Tells the edge where the environment is served now (SupervisorOptions.publish). */
+  private async publish(rt: Runtime): Promise<void> {
+    if (!this.publishRoute) return;
+    const live = rt.live;
+    const web = live?.web;
+    const route: PublishedRoute =
+      live && web
+        ? { kind: 'upstream', host: '127.0.0.1', port: web.port, releaseId: live.releaseId }
+        : { kind: 'unavailable', text: live ? 'no web process' : 'no release is live', releaseId: live?.releaseId ?? null };
+    await this.publishRoute(rt.envId, route);
+  }
+
   private async ensureProxy(rt: Runtime, port: number): Promise<void> {
     if (rt.proxy?.port === port) return;
+    if (!this.proxies) {
+      // the edge serves the port; the supervisor only remembers it
+      rt.proxy = { port, close: async () => undefined };
+      return;
+    }
     const proxy = await startProxy(this.host, port, () => this.route(rt));
     const old = rt.proxy;
     rt.proxy = proxy;

@@ -13,7 +13,7 @@ import { createEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtu
 import { spawnSystemProcess, stopChildren } from '../helpers/processes';
 import type { Agent } from '../helpers/http';
 
-const t = useTestContext();
+const t = useTestContext({ edge: true });
 const children: ChildProcess[] = [];
 const SECRET = 's3cr3t-value-7f3a9c';
 let admin: Agent;

@@ -1,0 +1,245 @@
+/**
+ * The edge: ONE component in front of every environment, run as its own process (system/edge.ts) so that
+ * serving never depends on the worker. It answers on each environment's own public port and on EDGE_PORT
+ * by Host header (verified domains), and forwards to the upstream the supervisor published in
+ * `edge_routes` (host and port). It reads everything from PostgreSQL and refreshes on the `vc_edge`
+ * notification (triggers on the tables it reads), plus a periodic reload in case a notification was lost.
+ *
+ * An upstream that refuses (the release just switched, before the notification arrived) makes the edge
+ * read that environment's route again and retry once, for requests without a body.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import type { Knex } from 'knex';
+import pg from 'pg';
+import { forwardHeaders, responseHeaders } from '../activities/provider/proxy';
+import { loadEdgeState, loadRoute, type EdgeRoute, type EdgeState } from './state';
+
+export interface EdgeOptions {
+  knex: Knex;
+  databaseUrl: string;
+  /** Address every listener binds (ENVIRONMENT_BIND). */
+  host: string;
+  /** EDGE_PORT; 0: an ephemeral port (tests). */
+  edgePort: number;
+  logger?: { warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
+  /** Reload period in case a notification was lost (default 30 s). */
+  refreshMs?: number;
+}
+
+export interface Edge {
+  /** The port EDGE_PORT resolved to. */
+  port: number;
+  reload(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const CHANNEL = 'vc_edge';
+
+function plain(res: http.ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return void res.destroy();
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', ...headers });
+  res.end(`${text}\n`);
+}
+
+function hostOf(req: http.IncomingMessage): string {
+  const raw = (req.headers.host ?? '').toLowerCase();
+  return raw.startsWith('[') ? raw.slice(0, raw.indexOf(']') + 1) : raw.replace(/:\d+$/, '').replace(/\.$/, '');
+}
+
+function hasBody(req: http.IncomingMessage): boolean {
+  return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+}
+
+export async function startEdge(o: EdgeOptions): Promise<Edge> {
+  let state: EdgeState = await loadEdgeState(o.knex);
+  const listeners = new Map<number, { server: http.Server; sockets: Set<net.Socket> }>();
+  const agents = new Map<string, http.Agent>();
+  let closed = false;
+
+  const agentFor = (host: string, port: number) => {
+    const key = `${host}:${port}`;
+    let agent = agents.get(key);
+    if (!agent) agents.set(key, (agent = new http.Agent({ keepAlive: true, maxSockets: 256 })));
+    return agent;
+  };
+
+  function forward(envId: string, req: http.IncomingMessage, res: http.ServerResponse, route: EdgeRoute, retried: boolean): void {
+    if (route.kind === 'unavailable') {
+      req.resume();
+      return plain(res, 503, route.text);
+    }
+    const upstream = http.request({
+      host: route.host,
+      port: route.port,
+      method: req.method,
+      path: req.url,
+      headers: forwardHeaders(req),
+      agent: agentFor(route.host, route.port),
+    });
+    upstream.on('response', (up) => {
+      res.writeHead(up.statusCode ?? 502, up.statusMessage, responseHeaders(up.rawHeaders));
+      up.pipe(res);
+      up.on('error', () => res.destroy());
+    });
+    upstream.on('error', () => {
+      if (res.headersSent) return void res.destroy();
+      if (retried || hasBody(req)) return plain(res, 502, 'bad gateway: the web process is not answering');
+      // The route may have changed a moment ago: read it again and retry once.
+      loadRoute(o.knex, envId)
+        .then((fresh) => {
+          const next = fresh ?? { kind: 'unavailable' as const, text: 'no release is live' };
+          if (fresh) state.routes.set(envId, fresh);
+          forward(envId, req, res, next, true);
+        })
+        .catch(() => plain(res, 502, 'bad gateway: the web process is not answering'));
+    });
+    res.on('close', () => {
+      if (!res.writableFinished) upstream.destroy();
+    });
+    if (hasBody(req)) req.pipe(upstream);
+    else upstream.end();
+  }
+
+  function serve(envId: string | undefined, req: http.IncomingMessage, res: http.ServerResponse): void {
+    if (!envId) {
+      req.resume();
+      return plain(res, 404, 'no site is served at this address');
+    }
+    forward(envId, req, res, state.routes.get(envId) ?? { kind: 'unavailable', text: 'no release is live' }, false);
+  }
+
+  function upgrade(envId: string | undefined, req: http.IncomingMessage, socket: net.Socket, head: Buffer, sockets: Set<net.Socket>): void {
+    const route = envId ? state.routes.get(envId) : undefined;
+    if (!route || route.kind !== 'upstream') {
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nunavailable\n');
+      return;
+    }
+    const up = net.connect(route.port, route.host);
+    sockets.add(up);
+    up.on('close', () => sockets.delete(up));
+    up.on('connect', () => {
+      let text = `${req.method} ${req.url} HTTP/1.1\r\n`;
+      for (const [name, value] of Object.entries(forwardHeaders(req, true))) {
+        for (const v of Array.isArray(value) ? value : [value]) text += `${name}: ${v}\r\n`;
+      }
+      up.write(`${text}\r\n`);
+      if (head.length) up.write(head);
+      up.pipe(socket);
+      socket.pipe(up);
+    });
+    const bail = () => {
+      up.destroy();
+      socket.destroy();
+    };
+    up.on('error', bail);
+    socket.on('error', bail);
+  }
+
+  async function listen(port: number, pick: (req: http.IncomingMessage) => string | undefined): Promise<http.Server> {
+    const sockets = new Set<net.Socket>();
+    const server = http.createServer((req, res) => serve(pick(req), req, res));
+    server.keepAliveTimeout = 5000;
+    server.on('connection', (s) => {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+    });
+    server.on('upgrade', (req, socket, head) => upgrade(pick(req), req, socket as net.Socket, head, sockets));
+    server.on('clientError', (_err, socket) => {
+      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, o.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    listeners.set((server.address() as net.AddressInfo).port, { server, sockets });
+    return server;
+  }
+
+  function stop(port: number): void {
+    const l = listeners.get(port);
+    if (!l) return;
+    listeners.delete(port);
+    l.server.close();
+    l.server.closeAllConnections();
+    for (const s of l.sockets) s.destroy();
+  }
+
+  const edgeServer = await listen(o.edgePort, (req) => state.domains.get(hostOf(req)));
+  const edgePort = (edgeServer.address() as net.AddressInfo).port;
+
+  /** Listens on every environment's port, and stops listening on ports no environment has any more. */
+  async function reconcile(): Promise<void> {
+    for (const port of [...listeners.keys()]) if (port !== edgePort && !state.envByPort.has(port)) stop(port);
+    for (const port of state.envByPort.keys()) {
+      if (listeners.has(port)) continue;
+      try {
+        await listen(port, () => state.envByPort.get(port));
+      } catch (err) {
+        o.logger?.warn({ port, err: (err as Error).message }, 'the edge cannot listen on an environment port yet; retrying at the next refresh');
+      }
+    }
+  }
+
+  let reloading: Promise<void> | null = null;
+  let again = false;
+  async function reload(): Promise<void> {
+    if (reloading) {
+      again = true;
+      return reloading;
+    }
+    reloading = (async () => {
+      do {
+        again = false;
+        state = await loadEdgeState(o.knex);
+        if (!closed) await reconcile();
+      } while (again && !closed);
+    })().finally(() => {
+      reloading = null;
+    });
+    return reloading;
+  }
+  await reconcile();
+
+  // LISTEN on a connection of its own, reconnected when it drops (then reloaded: changes may have been missed).
+  let client: pg.Client | null = null;
+  async function subscribe(): Promise<void> {
+    while (!closed) {
+      const c = new pg.Client({ connectionString: o.databaseUrl });
+      try {
+        await c.connect();
+        c.on('notification', () => void reload().catch(() => undefined));
+        await c.query(`LISTEN ${CHANNEL}`);
+        client = c;
+        c.on('error', () => {
+          client = null;
+          void c.end().catch(() => undefined);
+          if (!closed) setTimeout(() => void subscribe(), 1000);
+        });
+        await reload();
+        return;
+      } catch {
+        await c.end().catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  }
+  await subscribe();
+  const timer = setInterval(() => void reload().catch(() => undefined), o.refreshMs ?? 30_000);
+  timer.unref();
+
+  return {
+    port: edgePort,
+    reload,
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      await client?.end().catch(() => undefined);
+      for (const port of [...listeners.keys()]) stop(port);
+      for (const a of agents.values()) a.destroy();
+    },
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * What the edge knows, read from PostgreSQL: the environments' public ports, where each one's web process
+ * answers (edge_routes, written by the supervisor), and the verified domains by hostname.
+ */
+import type { Knex } from 'knex';
+
+export type EdgeRoute = { kind: 'upstream'; host: string; port: number } | { kind: 'unavailable'; text: string };
+
+export interface EdgeState {
+  envByPort: Map<number, string>;
+  routes: Map<string, EdgeRoute>;
+  domains: Map<string, string>;
+}
+
+function toRoute(row: { upstream_host: string | null; upstream_port: number | null; unavailable: string | null }): EdgeRoute {
+  if (row.upstream_host && row.upstream_port) return { kind: 'upstream', host: row.upstream_host, port: row.upstream_port };
+  return { kind: 'unavailable', text: row.unavailable ?? 'no release is live' };
+}
+
+export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
+  const [envs, routes, domains] = await Promise.all([
+    knex('environments').select('id', 'port'),
+    knex('edge_routes').select('environment_id', 'upstream_host', 'upstream_port', 'unavailable'),
+    knex('domains').where({ status: 'verified' }).select('hostname', 'environment_id'),
+  ]);
+  return {
+    envByPort: new Map(envs.map((e: { id: string; port: number }) => [e.port, e.id])),
+    routes: new Map(routes.map((r: { environment_id: string } & Parameters<typeof toRoute>[0]) => [r.environment_id, toRoute(r)])),
+    domains: new Map(domains.map((d: { hostname: string; environment_id: string }) => [d.hostname, d.environment_id])),
+  };
+}
+
+/** One environment's route, read now (after a failed upstream, before the notification arrived). */
+export async function loadRoute(knex: Knex, envId: string): Promise<EdgeRoute | null> {
+  const row = await knex('edge_routes').where({ environment_id: envId }).first();
+  return row ? toRoute(row) : null;
+}
