@@ -7,6 +7,31 @@ import type { RouteDef } from './lib/define-route';
 import { requestId } from './middleware/request-id';
 import { errorHandler, requestLog } from './middleware/error-handler';
 import { authenticate } from './middleware/authenticate';
+import { measureRequests, registry, watchTasks } from './lib/metrics';
+import { timingSafeEqual } from 'node:crypto';
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+
+/**
+ * `GET /metrics` (Prometheus text format): with METRICS_TOKEN set, for `Authorization: Bearer <it>`;
+ * without, for clients on loopback only.
+ */
+function metricsEndpoint(token: string | undefined): Koa.Middleware {
+  return async (ctx, next) => {
+    if (ctx.path !== '/metrics' || ctx.method !== 'GET') return next();
+    const given = Buffer.from(ctx.get('authorization').replace(/^Bearer\s+/i, ''));
+    const allowed = token
+      ? given.length === Buffer.byteLength(token) && timingSafeEqual(given, Buffer.from(token))
+      : LOOPBACK.has(ctx.socket.remoteAddress ?? '');
+    if (!allowed) {
+      ctx.status = 403;
+      ctx.body = { error: { code: 'forbidden', message: 'Metrics are served to loopback clients, or with METRICS_TOKEN' } };
+      return;
+    }
+    ctx.type = registry.contentType;
+    ctx.body = await registry.metrics();
+  };
+}
 
 /** The Koa app: middleware stack and the route table. No I/O at import time. */
 export function createApp(deps: Deps, routes: RouteDef[] = allRoutes()): Koa {
@@ -17,7 +42,10 @@ export function createApp(deps: Deps, routes: RouteDef[] = allRoutes()): Koa {
   }
   app.silent = true; // errors are logged by errorHandler, with the request id
   const router = buildRouter(deps, routes, API_PREFIX);
+  watchTasks(deps.knex);
   app.use(requestId());
+  app.use(measureRequests());
+  app.use(metricsEndpoint(deps.config.metricsToken));
   app.use(requestLog(deps.logger));
   app.use(errorHandler(deps.logger));
   app.use(async (ctx, next) => {

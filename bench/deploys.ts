@@ -15,7 +15,7 @@ import pg from 'pg';
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import { startBenchSystem, printTable, seedDeveloperWithToken, spawnApiProcess } from './harness';
 import { startWorker } from '../system/worker-runtime';
-import { searchAttributeKeys } from '../api/deploys/service';
+import { searchAttributeKeys } from '../api/lib/tasks';
 import { createAppRepo } from '../test/helpers/deploy-fixtures';
 import type { DeployWorkflowInput } from '../workflows/deploys-shared';
 
@@ -95,7 +95,7 @@ export async function run(): Promise<void> {
     const apiStart = async (i: number, apiUrl = sys.apiUrl) => {
       const started = process.hrtime.bigint();
       const task = await post(`/environments/${envs[i].id}/deploy`, {}, apiUrl);
-      return { ms: since(started), workflowId: `deploy-env-${envs[i].id}`, taskId: task.id };
+      return { ms: since(started), workflowId: `env-change-${envs[i].id}`, taskId: task.id };
     };
     // The API also as its own process, as in production (the in-process API shares this event loop
     // with the load generator and the bare client).
@@ -105,7 +105,7 @@ export async function run(): Promise<void> {
     for (let i = 0; i < 3; i++) toTerminate.push((await bareStart(2 * DEPLOYS)).workflowId);
     for (const url of [sys.apiUrl, apiProcess.apiUrl]) {
       await apiStart(2 * DEPLOYS, url);
-      await deps.temporal.workflow.getHandle(`deploy-env-${envs[2 * DEPLOYS].id}`).terminate('bench warm-up');
+      await deps.temporal.workflow.getHandle(`env-change-${envs[2 * DEPLOYS].id}`).terminate('bench warm-up');
     }
     const times = { bare: [] as number[], api: [] as number[], apiProcess: [] as number[] };
     // Rotate which goes first: a start leaves the server busy for a moment (history, visibility),

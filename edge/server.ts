@@ -179,10 +179,18 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       try {
         await listen(port, () => state.envByPort.get(port));
       } catch (err) {
-        o.logger?.warn({ port, err: (err as Error).message }, 'the edge cannot listen on an environment port yet; retrying at the next refresh');
+        o.logger?.warn({ port, err: (err as Error).message }, 'the edge cannot listen on an environment port yet; retrying in a second');
+        if (!retry && !closed) {
+          retry = setTimeout(() => {
+            retry = null;
+            void reload().catch(() => undefined);
+          }, 1000);
+          retry.unref();
+        }
       }
     }
   }
+  let retry: NodeJS.Timeout | null = null;
 
   let reloading: Promise<void> | null = null;
   let again = false;
@@ -237,6 +245,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     async close() {
       closed = true;
       clearInterval(timer);
+      if (retry) clearTimeout(retry);
       await client?.end().catch(() => undefined);
       for (const port of [...listeners.keys()]) stop(port);
       for (const a of agents.values()) a.destroy();

@@ -33,6 +33,12 @@ export interface Config {
   reminderSchedule: boolean;
   /** Secrets: given in the environment, or generated once and kept under dataDir (see secrets.ts). */
   tokenHmacKey: string | undefined;
+  /** Test hook (VC_CHECK_RESPONSES=1): every 2xx body is checked against its documented schema (api/lib/router.ts). */
+  checkResponses: boolean;
+  /** Bearer token of GET /metrics; unset: metrics are served to loopback clients only. */
+  metricsToken: string | undefined;
+  /** Another price list than the one shipped (system/price-list.json). */
+  priceList: string | undefined;
   /** AES-256-GCM key of values encrypted at rest (ENCRYPTION_KEY), else generated under dataDir. */
   encryptionKey: string | undefined;
   /** Port of the edge's Host-header listener (verified domains); every environment also has its own port. */
@@ -114,6 +120,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dnsServers: dnsServers(env.DNS_SERVERS),
     domainAllowance: int(env, 'DOMAIN_ALLOWANCE', 10),
     domainRecheckSeconds: Math.max(1, int(env, 'DOMAIN_RECHECK_SECONDS', 60)),
+    checkResponses: env.VC_CHECK_RESPONSES === '1',
+    priceList: env.PRICE_LIST || undefined,
+    metricsToken: env.METRICS_TOKEN || undefined,
   };
 }
 

@@ -6,7 +6,7 @@ import type { Secrets } from './secrets';
 import { loadSecrets } from './secrets';
 import { createKnex } from '../db/knex';
 import { createLogger, type Logger } from './logger';
-import { createMailer, type Mailer } from '../activities/mail/transport';
+import { createMailer, type Mailer } from './mail/transport';
 import { createGuards, type Guards } from '../api/middleware/guards';
 import { join } from 'node:path';
 

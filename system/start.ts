@@ -9,7 +9,7 @@ import { startTemporalDevServer, ensureSearchAttributes } from './temporal';
 import { createKnex } from '../db/knex';
 import { migrateLatest } from '../db/migrate';
 import { Connection } from '@temporalio/client';
-import { describeSmtpUrl } from '../activities/mail/transport';
+import { describeSmtpUrl } from './mail/transport';
 
 /**
  * `npm start`: the whole system on embedded defaults. PostgreSQL (DATABASE_URL, else embedded under

@@ -3,11 +3,10 @@ import { mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
+// Keyword search attributes on every task's workflow, so operators can filter in the Web UI.
+import { SEARCH_ATTRIBUTES } from '../db/vocabulary';
 
 const { temporal } = proto;
-
-/** Keyword search attributes on every task's workflow, so operators can filter in the Web UI. */
-export const SEARCH_ATTRIBUTES = ['TeamId', 'ProjectId', 'EnvironmentId', 'TaskKind', 'TaskType', 'TaskId'] as const;
 
 export interface DevServer {
   address: string;

@@ -3,7 +3,8 @@
  * (workflow id workflowIds.build(taskId)). A ready release of that commit is reused. The task waits
  * `pending` until a build slot of the whole system takes it, in request order (build-gate.ts).
  */
-import { buildHead, runTask } from './deploy';
+import { buildHead } from './deploy';
+import { runTask } from './task-runner';
 import type { DeployOutcome, DeployWorkflowInput } from './deploys-shared';
 
 export async function buildEnvironment(input: DeployWorkflowInput): Promise<DeployOutcome> {

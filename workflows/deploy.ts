@@ -1,6 +1,6 @@
 /**
  * deployEnvironment: deploy, redeploy and rollback of one environment (workflow id
- * workflowIds.environmentDeploy(envId), started with the FAIL conflict policy: one at a time).
+ * workflowIds.environmentChange(envId), started with the FAIL conflict policy: one at a time).
  *
  *   deploy   = resolve the git ref's head, build the release (skipped when a ready release of that commit
  *              exists for the environment), run the deploy steps unless skip_steps, go live;
@@ -10,25 +10,10 @@
  * The task row is recorded and moved by idempotent activities; whatever fails, the previous release keeps
  * serving and the task ends `failed` with a readable error. Cancelled while pending: ends `cancelled`.
  */
-import {
-  ActivityCancellationType,
-  ActivityFailure,
-  ApplicationFailure,
-  CancellationScope,
-  CancelledFailure,
-  isCancellation,
-  proxyActivities,
-  TimeoutFailure,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { ActivityCancellationType, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { BuildActivities, DeployActivities } from '../activities/deploys';
-import type { TaskActivities } from '../activities/tasks';
-import { buildTaskQueue, shortSha, type DeployOutcome, type DeployWorkflowInput, type TaskResult } from './deploys-shared';
-
-export const taskActs = proxyActivities<TaskActivities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', maximumInterval: '20s' },
-});
+import { buildTaskQueue, shortSha, type DeployOutcome, type DeployWorkflowInput } from './deploys-shared';
+import { cancelled, failure, runTask, type TaskContext } from './task-runner';
 
 export const deployActs = proxyActivities<DeployActivities>({
   startToCloseTimeout: '3m',
@@ -63,86 +48,21 @@ function stepActivities(stepTimeoutSeconds: number) {
   });
 }
 
-/** Ends the task: raised inside the runner with the readable reason. */
-class TaskFailed extends Error {}
-class TaskCancelled extends Error {}
-
-export function failure(message: string): never {
-  throw new TaskFailed(message);
-}
-
-/** The task was cancelled before anything started it. */
-export function cancelled(): never {
-  throw new TaskCancelled('cancelled');
-}
-
-/** A readable reason out of what a workflow step threw. */
-export function describeError(err: unknown): string {
-  let e: unknown = err;
-  while (e instanceof ActivityFailure && e.cause) e = e.cause;
-  if (e instanceof TimeoutFailure) return 'a step did not finish in time';
-  if (e instanceof Error) return e.message || e.name;
-  return String(e);
-}
-
-/**
- * Runs a task's body between its recording and its ending: records the row, runs `body`, and ends the task
- * (succeeded with the result, failed with the reason, cancelled) in the log and the row.
- */
-export async function runTask(
-  input: DeployWorkflowInput,
-  body: (ctx: { log: (...lines: string[]) => Promise<void>; start: () => Promise<void> }) => Promise<TaskResult>,
-): Promise<DeployOutcome> {
-  const taskId = input.task.id;
-  const record = { ...input.task, run_id: workflowInfo().firstExecutionRunId };
-  const log = (...lines: string[]) => taskActs.appendTaskLog({ taskId, lines });
-  const start = async () => {
-    if (!(await taskActs.startTask(taskId))) cancelled();
-  };
-  try {
-    await taskActs.recordTask(record);
-    const result = await body({ log, start });
-    await taskActs.finishTask({ taskId, status: 'succeeded', result });
-    return { status: 'succeeded', result };
-  } catch (err) {
-    // The workflow was asked to cancel: it ends cancelled, also when the activity it waited on could not say
-    // so itself (e.g. its worker died before it noticed, and it timed out).
-    const cancelRequested = CancellationScope.current().consideredCancelled;
-    if (err instanceof TaskCancelled || isCancellation(err) || cancelRequested) {
-      await CancellationScope.nonCancellable(async () => {
-        await taskActs.recordTask(record);
-        await log('==> Cancelled');
-        await taskActs.finishTask({ taskId, status: 'cancelled', error: 'cancelled' });
-      });
-      if (isCancellation(err)) throw err;
-      if (cancelRequested) throw new CancelledFailure('cancelled');
-      return { status: 'cancelled', error: 'cancelled' };
-    }
-    const message = err instanceof TaskFailed ? err.message : describeError(err);
-    await CancellationScope.nonCancellable(async () => {
-      await taskActs.recordTask(record);
-      await log(`==> Failed: ${message}`);
-      await taskActs.finishTask({ taskId, status: 'failed', error: message });
-    });
-    throw ApplicationFailure.nonRetryable(message, 'TaskFailed');
-  }
-}
-
 /**
  * The release of the environment's git ref head: resolves the commit, reuses a ready release of it,
  * else builds one (waiting `pending` for a build slot of the whole system). Shared by deploy and build.
  */
 export async function buildHead(
   input: DeployWorkflowInput,
-  { log, start }: { log: (...lines: string[]) => Promise<void>; start: () => Promise<void> },
+  { log, start }: TaskContext,
 ): Promise<{ releaseId: string; sha: string; gitRef: string }> {
-  const { task, environment } = input;
+  const { task, environment, project } = input;
   const gitRef = task.params.git_ref ?? environment.git_ref;
-  const sha = await deployActs.resolveCommit({ taskId: task.id, projectId: task.project_id, gitRef });
+  const sha = await deployActs.resolveCommit({ taskId: task.id, projectId: project.id, gitRef });
   const prepared = await deployActs.prepareRelease({
     taskId: task.id,
     teamId: task.team_id,
-    projectId: task.project_id,
+    projectId: project.id,
     environmentId: environment.id,
     gitRef,
     sha,

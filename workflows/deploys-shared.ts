@@ -3,32 +3,13 @@
  * Deterministic: no I/O here (imported by the workflow bundle).
  */
 
-export type DeployType = 'deploy' | 'redeploy' | 'rollback';
-export type TaskType = DeployType | 'build';
-export type TaskVia = 'session' | 'cli' | 'token' | 'system';
+import type { DeployType, TaskType } from '../db/vocabulary';
+import type { TaskOutcome, TaskRecord, TaskResult, TaskWorkflowInput } from './task-record';
 
-/**
- * The whole task row as the API chose it. The API starts the workflow with it, then inserts it; the
- * workflow's first activity inserts the same row (ON CONFLICT DO NOTHING), so neither exists without the
- * other whatever crashes in between.
- */
-export interface TaskRecord {
-  id: string;
-  team_id: string;
-  project_id: string;
-  environment_id: string;
-  kind: 'deployments';
-  type: TaskType;
-  account_user_id: string | null;
-  account_via: TaskVia;
-  workflow_id: string;
-  params: { git_ref?: string; skip_steps?: boolean };
-  created_at: string;
-}
+export type { DeployType, TaskRecord, TaskType };
 
 /** Input of deployEnvironment and buildEnvironment. No secret (repository URLs are read by activities). */
-export interface DeployWorkflowInput {
-  task: TaskRecord;
+export interface DeployWorkflowInput extends TaskWorkflowInput {
   environment: { id: string; name: string; git_ref: string };
   project: { id: string; name: string };
   skipSteps: boolean;
@@ -36,19 +17,14 @@ export interface DeployWorkflowInput {
   stepTimeoutSeconds: number;
 }
 
-export interface DeployOutcome {
-  status: 'succeeded' | 'failed' | 'cancelled';
-  result?: TaskResult;
-  error?: string;
-}
+export type DeployOutcome = TaskOutcome & { result?: DeployResult };
 
-export interface TaskResult {
+export interface DeployResult extends TaskResult {
   release_id?: string;
   commit_sha?: string;
   git_ref?: string;
   deployment_id?: string;
   url?: string;
-  [key: string]: unknown;
 }
 
 /**
@@ -58,7 +34,7 @@ export interface TaskResult {
 export const buildTaskQueue = (taskQueue: string) => `${taskQueue}-builds`;
 
 /** A readable one-line summary shown by the Temporal Web UI. */
-export function taskSummary(type: TaskType, env: { name: string; git_ref: string }, project: { name: string }): string {
+export function deploySummary(type: DeployType | 'build', env: { name: string; git_ref: string }, project: { name: string }): string {
   const where = `${env.name} (${project.name})`;
   switch (type) {
     case 'deploy':

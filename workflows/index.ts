@@ -4,3 +4,4 @@ export { sendTokenExpiryReminders } from './token-reminders';
 export { deployEnvironment } from './deploy';
 export { buildEnvironment } from './build';
 export { recheckDomain } from './domains';
+export { applyVariables } from './variables';

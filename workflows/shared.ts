@@ -6,9 +6,13 @@ export const TASK_QUEUE_DEFAULT = 'vc-console';
 
 /** Workflow ids are business keys. */
 export const workflowIds = {
-  /** Deploy, redeploy and rollback of one environment share this id: one at a time (FAIL conflict policy). */
-  environmentDeploy: (environmentId: string) => `deploy-env-${environmentId}`,
-  build: (taskId: string) => `build-${taskId}`,
+  /**
+   * Every exclusive task of one environment (deploys, restores, resizes...: db/vocabulary.ts) shares this
+   * id: one change at a time (FAIL conflict policy).
+   */
+  environmentChange: (environmentId: string) => `env-change-${environmentId}`,
+  /** Any other task: its type and id. */
+  task: (type: string, taskId: string) => `${type}-${taskId}`,
   tokenExpiryReminders: 'token-expiry-reminders',
   /** The background re-check of a pending domain: one per domain. */
   domainRecheck: (domainId: string) => `domain-recheck-${domainId}`,

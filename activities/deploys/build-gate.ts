@@ -18,7 +18,7 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { Knex } from 'knex';
 import pg from 'pg';
-import { markTaskRunning } from '../tasks/transitions';
+import { markTaskRunning } from '../../db/queries/tasks';
 
 /** First key of the advisory locks that are build slots ("vc", builds); the second key is the slot number. */
 export const BUILD_SLOT_LOCK_KEY = 0x76630b01;

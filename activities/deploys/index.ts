@@ -19,7 +19,7 @@ import {
 import type { OnLine } from '../provider/run-step';
 import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog, type TaskLog } from '../tasks/log-writer';
-import { liveRelease, rollbackTarget, type ReleaseRow } from './queries';
+import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
 import { tenantEnv, withHeartbeat } from './step-env';
 import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';

@@ -4,8 +4,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
-import { isPermanentMailError } from '../mail/transport';
-import { tokenExpiryReminderEmail } from '../mail/templates';
+import { isPermanentMailError } from '../../system/mail/transport';
+import { tokenExpiryReminderEmail } from '../../system/mail/templates';
 import { REMINDER_INTERVAL_DAYS, REMINDER_LEAD_DAYS, parseReminderKey, reminderKey, utcDay } from './keys';
 
 export interface DueReminder {

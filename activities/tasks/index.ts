@@ -1,7 +1,7 @@
 import type { Deps } from '../../system/deps';
-import type { TaskRecord } from '../../workflows/deploys-shared';
+import type { TaskRecord } from '../../workflows/task-record';
 import { appendLogChunk } from './log-writer';
-import { finishTask, insertTask, markTaskRunning } from './transitions';
+import { finishTask, insertTask, markTaskRunning } from '../../db/queries/tasks';
 
 /** Task activities: the workflow records every transition of its task through these (all idempotent). */
 export function createTaskActivities(deps: Deps) {

@@ -3,7 +3,7 @@ import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
 import { User } from '../../db/models/user';
 import { EmailConfirmation } from '../../db/models/email-confirmation';
-import { confirmationEmail } from '../../activities/mail/templates';
+import { confirmationEmail } from '../../system/mail/templates';
 import { AppError, errors } from '../lib/errors';
 import { hashPassword } from '../lib/passwords';
 import { CONFIRMATION_ALPHABET, groupByFour, normalizeCode, randomCode } from './codes';

@@ -2,15 +2,20 @@ import type { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorBodySchema, errorResponse } from '../lib/responses';
 import * as s from './schemas';
-import { requestTask } from './service';
-import type { TaskType } from '../../workflows/deploys-shared';
+import { environmentWithProject, requestTask, type EnvironmentWithProject } from './service';
+import type { DeployType } from '../../db/vocabulary';
+import { defineScope } from '../lib/scopes';
+import { presentTask } from '../tasks/presenter';
+
+/** The environment with its project's name and repository, read once for the permission check and the task. */
+const environmentScope = defineScope<EnvironmentWithProject>('environment', environmentWithProject);
 
 /**
  * The four task-starting routes of an environment. Each answers 202 with the task; they differ in the
  * task type, the permission, the body they take and the conflicts they name.
  */
 function taskRoute(def: {
-  type: TaskType;
+  type: DeployType | 'build';
   operationId: string;
   summary: string;
   description?: string;
@@ -28,6 +33,8 @@ function taskRoute(def: {
     tags: ['deploys'],
     auth: 'token',
     permission: isBuild ? 'build' : 'deploy',
+    scope: environmentScope,
+    startsTask: true,
     params: s.environmentParams,
     body: def.body,
     responses: {
@@ -38,12 +45,9 @@ function taskRoute(def: {
       422: errorResponse('Invalid body (`fields` names each fault)'),
     },
     async handler(ctx) {
+      const task = await requestTask(ctx.deps, ctx.actor, ctx.scope.row, { type: def.type, skipSteps: ctx.input.body.skip_steps });
       ctx.status = 202;
-      ctx.body = await requestTask(ctx.deps, ctx.actor, {
-        environmentId: ctx.input.params.id,
-        type: def.type,
-        skipSteps: ctx.input.body.skip_steps,
-      });
+      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
     },
   }) as RouteDef;
 }

@@ -2,6 +2,7 @@ import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import * as s from './schemas';
 import * as domains from './service';
+import { scopes } from '../lib/scopes';
 
 const tags = ['domains'];
 
@@ -14,6 +15,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'session',
     permission: 'environment:read',
+    scope: scopes.environment,
     params: s.idParams,
     responses: { 200: { description: 'Domains', schema: s.domainListSchema }, 404: error('No such environment') },
     async handler(ctx) {
@@ -31,7 +33,8 @@ export const routes: RouteDef[] = [
       'the background for a week). A hostname on any environment: 409 domain_taken; past the allowance: 409 domain_allowance_spent.',
     tags,
     auth: 'session',
-    permission: 'domains:write (admin, owner)',
+    permission: 'config:write',
+    scope: scopes.environment,
     params: s.idParams,
     body: s.addDomainBody,
     responses: {
@@ -54,7 +57,8 @@ export const routes: RouteDef[] = [
     description: 'At most 12 calls an hour per domain (the background re-checks do not count): then 429 rate_limited with Retry-After.',
     tags,
     auth: 'session',
-    permission: 'domains:write (admin, owner)',
+    permission: 'config:write',
+    scope: scopes.domain,
     params: s.idParams,
     responses: {
       200: { description: 'The domain', schema: s.domainSchema },
@@ -73,7 +77,8 @@ export const routes: RouteDef[] = [
     summary: 'Moves the domain to another environment of the same project',
     tags,
     auth: 'session',
-    permission: 'domains:write (admin, owner)',
+    permission: 'config:write',
+    scope: scopes.domain,
     params: s.idParams,
     body: s.moveDomainBody,
     responses: {
@@ -93,7 +98,8 @@ export const routes: RouteDef[] = [
     summary: 'Removes the domain; the edge stops serving it at once',
     tags,
     auth: 'session',
-    permission: 'domains:write (admin, owner)',
+    permission: 'config:write',
+    scope: scopes.domain,
     params: s.idParams,
     responses: { 204: { description: 'Removed' }, 403: error('Role may not'), 404: error('No such domain') },
     async handler(ctx) {

@@ -15,6 +15,7 @@ import { randomToken } from '../lib/token-format';
 import { findEnvironment } from '../environments/service';
 import { workflowIds } from '../../workflows/shared';
 import { presentDomain } from './presenter';
+import { recordActivity } from '../../db/queries/activity';
 
 export const VERIFY_CALLS_PER_HOUR = 12;
 const WEEK_MS = 7 * 86_400_000;
@@ -42,7 +43,7 @@ export async function listDomains(deps: Deps, actor: Actor, environmentId: strin
 }
 
 export async function addDomain(deps: Deps, actor: Actor, environmentId: string, input: { hostname: string }) {
-  const env = await findEnvironment(deps, actor, environmentId, 'domains:write');
+  const env = await findEnvironment(deps, actor, environmentId, 'config:write');
   const domain = await deps.knex
     .transaction(async (trx) => {
       await trx('projects').where({ id: env.project_id }).forUpdate().first('id');
@@ -53,6 +54,15 @@ export async function addDomain(deps: Deps, actor: Actor, environmentId: string,
           allowance: { used, limit },
         });
       }
+      await recordActivity(trx, {
+        teamId: env.team_id,
+        actor,
+        kind: 'configuration',
+        type: 'domain_added',
+        projectId: env.project_id,
+        environmentId: env.id,
+        summary: `added ${input.hostname} to ${env.name}`,
+      });
       return Domain.query(trx).insertAndFetch({
         team_id: env.team_id,
         project_id: env.project_id,
@@ -87,7 +97,7 @@ async function startRecheck(deps: Deps, domain: Domain): Promise<void> {
  * Retry-After (when the oldest call of the hour leaves it), recording nothing.
  */
 export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
-  await findDomain(deps, actor, id, 'domains:write');
+  await findDomain(deps, actor, id, 'config:write');
   await deps.knex.transaction(async (trx) => {
     await trx('domains').where({ id }).forUpdate().first('id');
     const calls = await trx('domain_verify_calls')
@@ -108,19 +118,41 @@ export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
 
 /** Moves a domain to another environment of the same project. */
 export async function moveDomain(deps: Deps, actor: Actor, id: string, input: { environment_id: string }) {
-  const domain = await findDomain(deps, actor, id, 'domains:write');
+  const domain = await findDomain(deps, actor, id, 'config:write');
   const target = await deps.knex('environments').where({ id: input.environment_id }).first('id', 'project_id');
   if (!target || target.project_id !== domain.project_id) {
     throw errors.invalid({ environment_id: 'must be an environment of the same project' });
   }
-  const moved = await Domain.query(deps.knex).patchAndFetchById(id, { environment_id: target.id, updated_at: new Date() } as Partial<Domain>);
+  const moved = await deps.knex.transaction(async (trx) => {
+    await recordActivity(trx, {
+      teamId: domain.team_id,
+      actor,
+      kind: 'configuration',
+      type: 'domain_moved',
+      projectId: domain.project_id,
+      environmentId: target.id,
+      summary: `moved ${domain.hostname} to another environment`,
+    });
+    return Domain.query(trx).patchAndFetchById(id, { environment_id: target.id, updated_at: new Date() } as Partial<Domain>);
+  });
   if (!moved) throw errors.notFound('domain');
   return presentDomain(moved);
 }
 
 export async function deleteDomain(deps: Deps, actor: Actor, id: string): Promise<void> {
-  await findDomain(deps, actor, id, 'domains:write');
-  await deps.knex('domains').where({ id }).delete();
+  const domain = await findDomain(deps, actor, id, 'config:write');
+  await deps.knex.transaction(async (trx) => {
+    await trx('domains').where({ id }).delete();
+    await recordActivity(trx, {
+      teamId: domain.team_id,
+      actor,
+      kind: 'configuration',
+      type: 'domain_deleted',
+      projectId: domain.project_id,
+      environmentId: domain.environment_id,
+      summary: `removed ${domain.hostname}`,
+    });
+  });
   // The re-check would find it gone by itself; stopping it now keeps the Web UI tidy.
   await deps.temporal.workflow
     .getHandle(workflowIds.domainRecheck(id))

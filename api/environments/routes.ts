@@ -1,4 +1,5 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
+import { scopes } from '../lib/scopes';
 import { idParams as projectParams } from '../projects/schemas';
 import { presentEnvironment } from './presenter';
 import * as s from './schemas';
@@ -18,7 +19,8 @@ export const routes: RouteDef[] = [
       'or no_branches (nothing pushed yet).',
     tags,
     auth: 'session',
-    permission: 'environment:create (admin, owner)',
+    permission: 'environment:create',
+    scope: scopes.project,
     params: projectParams,
     responses: {
       200: { description: 'Choices, or a blocked answer', schema: s.environmentChoicesSchema },
@@ -40,7 +42,8 @@ export const routes: RouteDef[] = [
       'The environment gets the lowest free port of the range (409 no_port_available when spent); `url` is where it is served.',
     tags,
     auth: 'session',
-    permission: 'environment:create (admin, owner)',
+    permission: 'environment:create',
+    scope: scopes.project,
     params: projectParams,
     body: s.createEnvironmentBody,
     responses: {
@@ -80,6 +83,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'token',
     permission: 'environment:read',
+    scope: scopes.environment,
     params: s.idParams,
     responses: { 200: { description: 'The environment', schema: s.environmentSchema }, 404: error('No such environment') },
     async handler(ctx) {
@@ -94,7 +98,8 @@ export const routes: RouteDef[] = [
     description: 'A new git_ref must be a branch, tag or commit id of the repository (422 on git_ref).',
     tags,
     auth: 'session',
-    permission: 'environment:update (admin, owner)',
+    permission: 'environment:update',
+    scope: scopes.environment,
     params: s.idParams,
     body: s.updateEnvironmentBody,
     responses: {
@@ -116,7 +121,8 @@ export const routes: RouteDef[] = [
     description: 'Refused with 409 deploy_in_progress (with task_id) while a task is pending or running on it.',
     tags,
     auth: 'session',
-    permission: 'environment:delete (admin, owner)',
+    permission: 'environment:delete',
+    scope: scopes.environment,
     params: s.idParams,
     responses: { 204: { description: 'Deleted' }, 403: error('Role may not'), 404: error('No such environment'), 409: error('deploy_in_progress') },
     async handler(ctx) {

@@ -12,6 +12,17 @@ export type Actor =
    */
   | { kind: 'token'; via: 'token'; user: User; token: AccessToken; membership: Membership };
 
+/**
+ * The caller's role per team, read at most once per request (the router's permission check and a
+ * service's own check share it). Kept beside the actor object, which lives for one request.
+ */
+const rolesOf = new WeakMap<Actor, Map<string, string | null>>();
+export function requestRoles(actor: Actor): Map<string, string | null> {
+  let m = rolesOf.get(actor);
+  if (!m) rolesOf.set(actor, (m = new Map()));
+  return m;
+}
+
 export function isToken(actor: Actor): actor is Extract<Actor, { kind: 'token' }> {
   return actor.kind === 'token';
 }

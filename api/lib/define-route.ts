@@ -2,6 +2,8 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Actor } from './actor';
 import type { Deps } from '../../system/deps';
+import type { Action } from './policy';
+import type { ResolvedScope, Scope, ScopeRow } from './scopes';
 
 /**
  * Who may call a route:
@@ -25,13 +27,15 @@ export interface RouteInput<P, Q, B> {
   body: B;
 }
 
-export interface RouteContext<P, Q, B> extends Context {
+export interface RouteContext<P, Q, B, R extends ScopeRow = ScopeRow> extends Context {
   input: RouteInput<P, Q, B>;
   actor: Actor;
   deps: Deps;
+  /** Set when the route has a `scope`: the resource its path names, its team and the caller's role there. */
+  scope: ResolvedScope<R>;
 }
 
-export interface RouteDef<P = any, Q = any, B = any> {
+export interface RouteDef<P = any, Q = any, B = any, R extends ScopeRow = any> {
   method: Method;
   /** OpenAPI-style path relative to /api/vc/v1, e.g. `/teams/{id}`. */
   path: string;
@@ -40,8 +44,16 @@ export interface RouteDef<P = any, Q = any, B = any> {
   description?: string;
   tags?: string[];
   auth: AuthMode;
-  /** Documentation of the team permission the service checks (see api/lib/policy.ts). */
-  permission?: string;
+  /**
+   * The team action this route needs (api/lib/policy.ts). With a `scope`, the router enforces it for the
+   * resource's team before validating the request (403 forbidden); without one (lists, creations naming
+   * their team in the body) the service applies it. Published as `x-permission`.
+   */
+  permission?: Action;
+  /** How to find the team of the resource the path names (api/lib/scopes.ts); 404 when missing or out of reach. */
+  scope?: Scope<R>;
+  /** The route starts tasks: it honours `Idempotency-Key` (api/lib/idempotency.ts). */
+  startsTask?: boolean;
   /** Demands a sign-in younger than this many minutes (403 reauthentication_required). */
   recentSignInMinutes?: number;
   /** Body media types accepted; JSON by default. */
@@ -50,13 +62,13 @@ export interface RouteDef<P = any, Q = any, B = any> {
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
   responses: Record<number, ResponseDef>;
-  handler: (ctx: RouteContext<P, Q, B>) => unknown | Promise<unknown>;
+  handler: (ctx: RouteContext<P, Q, B, R>) => unknown | Promise<unknown>;
 }
 
 /** Declares one endpoint; the same schemas validate requests and build the OpenAPI document. */
-export function defineRoute<P = Record<string, never>, Q = Record<string, never>, B = undefined>(
-  def: RouteDef<P, Q, B>,
-): RouteDef<P, Q, B> {
+export function defineRoute<P = Record<string, never>, Q = Record<string, never>, B = undefined, R extends ScopeRow = ScopeRow>(
+  def: RouteDef<P, Q, B, R>,
+): RouteDef<P, Q, B, R> {
   if (!def.operationId || !def.summary || Object.keys(def.responses).length === 0) {
     throw new Error(`route ${def.method.toUpperCase()} ${def.path} needs an operationId, a summary and its responses`);
   }

@@ -39,10 +39,22 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
       tags: r.tags ?? [],
       security,
       'x-token-reachable': r.auth === 'token',
+      ...(r.permission ? { 'x-permission': r.permission } : {}),
+      ...(r.startsTask ? { 'x-idempotency-key': true } : {}),
       ...(r.recentSignInMinutes ? { 'x-recent-sign-in-minutes': r.recentSignInMinutes } : {}),
       ...(parameters.length ? { parameters } : {}),
       responses,
     };
+    if (r.startsTask) {
+      parameters.push({
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        description: 'The same key with the same request within 24 hours answers the same task (200) instead of starting another; with another request, 422.',
+        schema: { type: 'string', minLength: 1, maxLength: 255 },
+      });
+      if (!op.parameters) op.parameters = parameters;
+    }
     if (r.body) {
       const content: Record<string, unknown> = {};
       for (const type of r.bodyTypes ?? ['json']) {

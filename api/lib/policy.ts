@@ -1,16 +1,19 @@
 import type { Knex } from 'knex';
 import { Membership } from '../../db/models/membership';
-import type { Actor } from './actor';
+import { requestRoles, type Actor } from './actor';
 import { errors } from './errors';
 
-export type Role = 'owner' | 'admin' | 'developer' | 'viewer';
-export const ROLES: readonly Role[] = ['owner', 'admin', 'developer', 'viewer'];
+import { ROLES, type Role } from '../../db/vocabulary';
+
+export { ROLES, type Role };
 
 /**
  * Every team permission, decided here and nowhere else.
  * - viewer: reads only.
- * - developer: reads projects and environments, deploys, builds, reads tasks and logs, validates.
- * - admin: everything in the team but deleting it, billing and making owners.
+ * - developer: reads projects and environments, deploys, builds, reads tasks and logs, validates (and
+ *   opens support tickets).
+ * - admin: everything in the team but deleting it, billing and making owners: configuration, data,
+ *   machines, integrations.
  * - owner: everything.
  */
 export type Action =
@@ -35,15 +38,43 @@ export type Action =
   | 'task:read'
   | 'task:cancel'
   | 'validate'
-  | 'variables:read'
-  | 'variables:write'
-  | 'domains:write';
+  | 'activity:read'
+  | 'config:read'
+  | 'config:write'
+  | 'data:read'
+  | 'data:write'
+  | 'data:restore'
+  | 'backup-key:reveal'
+  | 'machines:read'
+  | 'machines:write'
+  | 'integrations:read'
+  | 'integrations:manage'
+  | 'tickets:read'
+  | 'tickets:write';
 
-const VIEWER: Action[] = ['team:read', 'members:read', 'project:read', 'environment:read', 'task:read', 'validate'];
-// Developers read variables (secrets show as null) because they deploy with them; admins change them.
-const DEVELOPER: Action[] = [...VIEWER, 'deploy', 'build', 'task:cancel', 'variables:read'];
+/** Every action, for walks and the OpenAPI document. */
+export const ACTIONS: readonly Action[] = [
+  'team:read', 'team:update', 'team:delete', 'team:billing', 'members:read', 'members:invite', 'members:manage',
+  'members:manage-owners', 'project:read', 'project:create', 'project:update', 'project:delete', 'environment:read',
+  'environment:create', 'environment:update', 'environment:delete', 'deploy', 'build', 'task:read', 'task:cancel',
+  'validate', 'activity:read', 'config:read', 'config:write', 'data:read', 'data:write', 'data:restore',
+  'backup-key:reveal', 'machines:read', 'machines:write', 'integrations:read', 'integrations:manage', 'tickets:read',
+  'tickets:write',
+];
+
+const VIEWER: Action[] = [
+  'team:read', 'members:read', 'project:read', 'environment:read', 'task:read', 'validate', 'activity:read',
+  'config:read', 'data:read', 'machines:read', 'integrations:read', 'tickets:read',
+];
+const DEVELOPER: Action[] = [...VIEWER, 'deploy', 'build', 'task:cancel', 'tickets:write'];
 const ADMIN: Action[] = [
   ...DEVELOPER,
+  'config:write',
+  'data:write',
+  'data:restore',
+  'backup-key:reveal',
+  'machines:write',
+  'integrations:manage',
   'team:update',
   'members:invite',
   'members:manage',
@@ -53,8 +84,6 @@ const ADMIN: Action[] = [
   'environment:create',
   'environment:update',
   'environment:delete',
-  'variables:write',
-  'domains:write',
 ];
 const OWNER: Action[] = [...ADMIN, 'team:delete', 'team:billing', 'members:manage-owners'];
 
@@ -83,9 +112,12 @@ export async function reachableTeamIds(knex: Knex, actor: Actor): Promise<string
 }
 
 /** The caller's role in a team, or undefined when the team is out of reach (answer 404 then). */
-export async function roleIn(knex: Knex, actor: Actor, teamId: string): Promise<Role | undefined> {
+export async function roleIn(knex: Knex, actor: Actor, teamId: string, opts: { fresh?: boolean } = {}): Promise<Role | undefined> {
   if (actor.kind === 'token') return actor.token.team_id === teamId ? actor.membership.role : undefined;
+  const known = requestRoles(actor);
+  if (known.has(teamId) && !opts.fresh) return (known.get(teamId) ?? undefined) as Role | undefined;
   const m = await Membership.query(knex).findOne({ user_id: actor.user.id, team_id: teamId });
+  known.set(teamId, m?.role ?? null);
   return m?.role;
 }
 

@@ -7,6 +7,10 @@ import type { Actor } from './actor';
 import { AppError, errors } from './errors';
 import { issuesToFields, type RouteDef } from './define-route';
 import { toRouterPath } from './paths';
+import { can, roleIn } from './policy';
+import type { ResolvedScope } from './scopes';
+import { withIdempotency } from './idempotency';
+import { replayTasks } from '../tasks/replay';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -54,20 +58,54 @@ function hasBody(ctx: Context): boolean {
   return Number(ctx.get('content-length') || 0) > 0 || Boolean(ctx.get('transfer-encoding'));
 }
 
+/** The query parameters a route's schema names (an object schema's keys); anything else is refused. */
+function queryNames(def: RouteDef): Set<string> {
+  const shape = (def.query as { shape?: Record<string, unknown> } | undefined)?.shape;
+  return new Set(shape ? Object.keys(shape) : []);
+}
+
+/**
+ * The route's scope: the resource its path names, read once; 404 when it is missing or its team is out of
+ * the caller's reach, 403 when the caller's role there may not do the route's permission.
+ */
+async function resolveScope(def: RouteDef, deps: Deps, actor: Actor | undefined, params: Record<string, unknown>): Promise<ResolvedScope | undefined> {
+  if (!def.scope || !actor) return undefined;
+  const id = params[def.scope.param ?? 'id'];
+  const row = typeof id === 'string' ? await def.scope.load(deps.knex, id) : undefined;
+  if (!row) throw errors.notFound(def.scope.what);
+  const role = await roleIn(deps.knex, actor, row.team_id);
+  if (!role) throw errors.notFound(def.scope.what);
+  if (def.permission && !can(role, def.permission)) throw errors.forbidden();
+  return { teamId: row.team_id, role, row };
+}
+
+/** Test hook (VC_CHECK_RESPONSES=1): a 2xx body that does not match its documented schema is a 500. */
+function checkResponse(def: RouteDef, ctx: Context): void {
+  const schema = def.responses[ctx.status]?.schema;
+  const body = ctx.body;
+  if (!schema || body === null || body === undefined || typeof body !== 'object' || Buffer.isBuffer(body) || typeof (body as { pipe?: unknown }).pipe === 'function') return;
+  const r = schema.safeParse(body);
+  if (!r.success) {
+    throw new Error(`${def.method.toUpperCase()} ${def.path} answered ${ctx.status} with a body outside its documented schema: ${JSON.stringify(issuesToFields(r.error.issues))}`);
+  }
+}
+
 /** Builds the Koa router from the route table. */
 export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Router {
   const router = new Router({ prefix });
   for (const def of routes) {
     const parse = bodyParser(def, deps.config.bodyLimitBytes);
+    const allowedQuery = queryNames(def);
     const handler: Middleware = async (ctx, next) => {
       const actor = checkCaller(def, ctx);
       // Path parameters that cannot name anything answer 404, like a missing resource.
       let params: unknown = ctx.params ?? {};
       if (def.params) {
         const r = def.params.safeParse(ctx.params ?? {});
-        if (!r.success) throw errors.notFound();
+        if (!r.success) throw errors.notFound(def.scope?.what);
         params = r.data;
       }
+      const scope = await resolveScope(def, deps, actor, params as Record<string, unknown>);
       if (parse && hasBody(ctx)) {
         if (!ctx.is('application/json', ...(def.bodyTypes?.includes('multipart') ? ['multipart/form-data'] : []))) {
           throw new AppError(415, 'unsupported_media_type', 'Send the body as application/json');
@@ -75,6 +113,7 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
         await parse(ctx, async () => undefined);
       }
       const fields: Record<string, string> = {};
+      for (const name of Object.keys(ctx.query)) if (!allowedQuery.has(name)) fields[name] = 'unknown query parameter';
       let query: unknown = ctx.query;
       if (def.query) {
         const r = def.query.safeParse(ctx.query, { reportInput: true });
@@ -89,8 +128,13 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
         else Object.assign(fields, issuesToFields(r.error.issues));
       }
       if (Object.keys(fields).length > 0) throw errors.invalid(fields);
-      Object.assign(ctx, { input: { params, query, body }, actor, deps });
-      await def.handler(ctx as never);
+      Object.assign(ctx, { input: { params, query, body }, actor, deps, scope });
+      const run = async () => {
+        await def.handler(ctx as never);
+      };
+      if (def.startsTask && actor) await withIdempotency(ctx, deps.knex, actor, body, run, (ids, single) => replayTasks(deps, ids, single));
+      else await run();
+      if (deps.config.checkResponses) checkResponse(def, ctx);
       void next;
     };
     router[def.method](def.operationId, toRouterPath(def.path), handler);

@@ -1,4 +1,5 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
+import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import { validateEnvironmentManifest, validateManifest } from './service';
 import { errorResponse as error } from '../lib/responses';
@@ -40,6 +41,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'token',
     permission: 'validate',
+    scope: scopes.environment,
     params: s.idParams,
     body: s.validateEnvironmentBody,
     responses: {

@@ -1,4 +1,5 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
+import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import { deployChoices, environmentSource, listReleases } from './service';
 import { errorResponse as error } from '../lib/responses';
@@ -15,6 +16,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'token',
     permission: 'project:read',
+    scope: scopes.project,
     params: s.idParams,
     query: s.listReleasesQuery,
     responses: {
@@ -38,6 +40,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'token',
     permission: 'environment:read',
+    scope: scopes.environment,
     params: s.idParams,
     responses: {
       200: { description: 'The choices, or a blocked answer', schema: s.deployChoicesSchema },
@@ -58,6 +61,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'token',
     permission: 'environment:read',
+    scope: scopes.environment,
     params: s.idParams,
     responses: {
       200: { description: 'The source', schema: s.sourceSchema },

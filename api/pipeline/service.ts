@@ -6,7 +6,8 @@ import type { Deps } from '../../system/deps';
 import { Project } from '../../db/models/project';
 import { GitError, resolveRef } from '../../activities/provider/git';
 import { gitCacheDir } from '../../activities/provider/releases';
-import { liveRelease, rollbackTarget, runningDeployTask, type ReleaseRow } from '../../activities/deploys/queries';
+import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
+import { runningExclusiveTask } from '../../db/queries/tasks';
 import type { Actor } from '../lib/actor';
 import { can, roleIn } from '../lib/policy';
 import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
@@ -97,7 +98,7 @@ export async function deployChoices(deps: Deps, actor: Actor, environmentId: str
   if (!project?.repository_url) {
     return blocked('no_repository', 'The project has no repository connected: connect one with POST /projects/{id}/repository');
   }
-  const running = await runningDeployTask(knex, env.id);
+  const running = await runningExclusiveTask(knex, env.id);
   if (running) return blocked('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', { task_id: running.id });
   const head = await headCommit(deps, project.repository_url, env.git_ref);
   if (!head.ok) return blocked(head.code, head.message);

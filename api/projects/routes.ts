@@ -1,4 +1,5 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
+import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as projects from './service';
 import { errorResponse as error } from '../lib/responses';
@@ -41,7 +42,7 @@ export const routes: RouteDef[] = [
     description: 'Admins and owners. Names: 1-63 of a-z, 0-9 and "-", no dash first or last, unique in the team (409 on name).',
     tags,
     auth: 'session',
-    permission: 'project:create (admin, owner)',
+    permission: 'project:create',
     body: s.createProjectBody,
     responses: {
       201: { description: 'The project', schema: s.projectSchema },
@@ -62,7 +63,8 @@ export const routes: RouteDef[] = [
     summary: 'Deletes a project that has no environments',
     tags,
     auth: 'session',
-    permission: 'project:delete (admin, owner)',
+    permission: 'project:delete',
+    scope: scopes.project,
     params: s.idParams,
     responses: { 204: { description: 'Deleted' }, 403: error('Role may not'), 404: error('No such project'), 409: error('project_not_empty') },
     async handler(ctx) {
@@ -78,6 +80,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'session',
     permission: 'project:read',
+    scope: scopes.project,
     params: s.idParams,
     responses: { 200: { description: 'Repository', schema: s.repositorySchema }, 404: error('No such project') },
     async handler(ctx) {
@@ -95,7 +98,8 @@ export const routes: RouteDef[] = [
       '(for http(s), without any user info).',
     tags,
     auth: 'session',
-    permission: 'project:update (admin, owner)',
+    permission: 'project:update',
+    scope: scopes.project,
     params: s.idParams,
     body: s.connectRepositoryBody,
     responses: {

@@ -1,16 +1,17 @@
 import { z } from 'zod';
 import type { Task } from '../../db/models/task';
 import { iso, isoOrNull } from '../lib/time';
+import { ACCOUNT_VIA, TASK_KINDS, TASK_STATUSES } from '../../db/vocabulary';
 
 export const taskSchema = z.object({
   id: z.string(),
-  kind: z.enum(['deployments', 'backups', 'machines', 'configuration', 'maintenance']),
+  kind: z.enum(TASK_KINDS),
   type: z.string(),
-  status: z.enum(['pending', 'running', 'succeeded', 'failed', 'cancelled']),
+  status: z.enum(TASK_STATUSES),
   team_id: z.string(),
   project_id: z.string().nullable(),
   environment_id: z.string().nullable(),
-  account: z.object({ id: z.string().nullable(), name: z.string().nullable(), via: z.enum(['session', 'cli', 'token', 'system']) }),
+  account: z.object({ id: z.string().nullable(), name: z.string().nullable(), via: z.enum(ACCOUNT_VIA) }),
   params: z.record(z.string(), z.unknown()),
   result: z.record(z.string(), z.unknown()).nullable(),
   error: z.string().nullable(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { scopes } from '../lib/scopes';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { sendWithEtag } from '../lib/etag';
 import * as s from './schemas';
@@ -14,7 +15,7 @@ export const routes: RouteDef[] = [
     operationId: 'listTasks',
     summary: 'Tasks of the teams the caller reaches, newest first, a page at a time',
     description:
-      'Filters: team_id, project_id, environment_id, kind, type. `limit` 1-100 (default 20); pass `next_before` back as ' +
+      'Filters: team, project, environment, kind, type. `limit` 1-100 (default 20); pass `next_before` back as ' +
       '`before` for the next page (null on the last). Answers with a strong ETag; `If-None-Match` with it answers 304 with no ' +
       'body while the page is unchanged (a token request still counts toward its rate limit). A token sees its one team.',
     tags,
@@ -42,6 +43,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'token',
     permission: 'task:read',
+    scope: scopes.task,
     params: s.idParams,
     query: s.getTaskQuery,
     responses: {
@@ -65,6 +67,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'token',
     permission: 'task:read',
+    scope: scopes.task,
     params: s.idParams,
     query: s.taskLogQuery,
     responses: {
@@ -91,6 +94,7 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'session',
     permission: 'task:cancel',
+    scope: scopes.task,
     params: s.idParams,
     responses: {
       200: { description: 'The cancelled task', schema: s.taskSchema },

@@ -4,7 +4,9 @@ import { taskSchema } from './presenter';
 
 export { taskSchema };
 
-export const TASK_KINDS = ['deployments', 'backups', 'machines', 'configuration', 'maintenance'] as const;
+import { TASK_KINDS } from '../../db/vocabulary';
+
+export { TASK_KINDS };
 
 export const idParams = z.object({ id: z.uuid() });
 
@@ -12,9 +14,9 @@ export const idParams = z.object({ id: z.uuid() });
 export const TASKS_CURSOR = 't';
 
 export const listTasksQuery = z.object({
-  team_id: z.uuid('must be a team id').optional(),
-  project_id: z.uuid('must be a project id').optional(),
-  environment_id: z.uuid('must be an environment id').optional(),
+  team: z.uuid('must be a team id').optional(),
+  project: z.uuid('must be a project id').optional(),
+  environment: z.uuid('must be an environment id').optional(),
   kind: z.enum(TASK_KINDS, `must be one of ${TASK_KINDS.join(', ')}`).optional(),
   type: z
     .string('must be a task type such as deploy or build')

@@ -3,13 +3,12 @@
  * account and optionally the end of its log, the log itself (incrementally, by chunk seq), and cancel
  * (only while pending: compare-and-set in PostgreSQL, then the workflow run is cancelled).
  */
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import { Task } from '../../db/models/task';
-import { cancelPendingTask } from '../../activities/tasks/transitions';
+import { cancelTask as cancelPendingTask } from '../lib/tasks';
 import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import { authorize, can, reachableMemberships, type Action } from '../lib/policy';
 import { strongEtag } from '../lib/etag';
 import { encodeCursor, pageOf } from '../lib/pagination';
@@ -20,9 +19,9 @@ import { TASKS_CURSOR } from './schemas';
 type TaskRow = Task & { account_name: string | null };
 
 export interface ListTasksQuery {
-  team_id?: string;
-  project_id?: string;
-  environment_id?: string;
+  team?: string;
+  project?: string;
+  environment?: string;
   kind?: Task['kind'];
   type?: string;
   limit: number;
@@ -45,14 +44,14 @@ const present = (row: TaskRow) => presentTask(row, { id: row.account_user_id, na
  */
 export async function listTasks(deps: Deps, actor: Actor, query: ListTasksQuery) {
   let teamIds = await readableTeamIds(deps.knex, actor);
-  if (query.team_id) teamIds = teamIds.filter((id) => id === query.team_id);
+  if (query.team) teamIds = teamIds.filter((id) => id === query.team);
   let rows: TaskRow[] = [];
   if (teamIds.length > 0) {
     const q = withAccount(deps.knex).orderBy('tasks.seq', 'desc').limit(query.limit + 1);
     if (teamIds.length === 1) q.where('tasks.team_id', teamIds[0]);
     else q.whereIn('tasks.team_id', teamIds);
-    if (query.project_id) q.where('tasks.project_id', query.project_id);
-    if (query.environment_id) q.where('tasks.environment_id', query.environment_id);
+    if (query.project) q.where('tasks.project_id', query.project);
+    if (query.environment) q.where('tasks.environment_id', query.environment);
     if (query.kind) q.where('tasks.kind', query.kind);
     if (query.type) q.where('tasks.type', query.type);
     if (query.before !== undefined) q.where('tasks.seq', '<', query.before);
@@ -123,24 +122,15 @@ export async function readTaskLog(deps: Deps, actor: Actor, id: string, after: n
 }
 
 /**
- * Cancels a task nothing has started: pending -> cancelled by compare-and-set, then its workflow run is
- * asked to cancel (the row decides: a build slot that takes the task later finds it cancelled and does not
- * start it, so a Temporal hiccup here changes nothing for the outcome). Otherwise 409 task_not_cancellable.
+ * Cancels a task nothing has started (api/lib/tasks.ts cancelTask); otherwise 409 task_not_cancellable.
  */
 export async function cancelTask(deps: Deps, actor: Actor, id: string) {
   const row = await findTask(deps, actor, id, 'task:cancel');
-  if (!(await cancelPendingTask(deps.knex, row.id))) {
+  if (!(await cancelPendingTask(deps, row))) {
     const now = (await deps.knex('tasks').where({ id: row.id }).first('status'))?.status ?? row.status;
-    throw new AppError(409, 'task_not_cancellable', `The task is ${now}; only a pending task (nothing has started it) can be cancelled`, undefined, {
-      status: now,
+    throw appError('task_not_cancellable', `The task is ${now}; only a pending task (nothing has started it) can be cancelled`, {
+      extra: { status: now },
     });
-  }
-  try {
-    await deps.temporal.workflow.getHandle(row.workflow_id, row.run_id ?? undefined).cancel();
-  } catch (err) {
-    if (!(err instanceof WorkflowNotFoundError)) {
-      deps.logger.warn({ taskId: row.id, err: (err as Error).message }, 'task cancelled; its workflow could not be asked to cancel');
-    }
   }
   const fresh = (await withAccount(deps.knex).where('tasks.id', row.id).first()) as TaskRow;
   return present(fresh);

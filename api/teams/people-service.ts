@@ -5,7 +5,7 @@ import { Invitation } from '../../db/models/invitation';
 import { Membership } from '../../db/models/membership';
 import { Team } from '../../db/models/team';
 import { User } from '../../db/models/user';
-import { invitationEmail } from '../../activities/mail/templates';
+import { invitationEmail } from '../../system/mail/templates';
 import type { Actor } from '../lib/actor';
 import { AppError, errors } from '../lib/errors';
 import {
@@ -186,7 +186,7 @@ async function lockedMembership(trx: Knex, actor: Actor, id: string) {
   if (!fresh) throw errors.notFound('membership');
   const owners = await Membership.query(trx).where({ team_id: fresh.team_id, role: 'owner' }).resultSize();
   // The caller's role read again under the lock.
-  const role = (await roleIn(trx, actor, fresh.team_id)) ?? actorRole;
+  const role = (await roleIn(trx, actor, fresh.team_id, { fresh: true })) ?? actorRole;
   return { target: fresh, actorRole: role, owners };
 }
 

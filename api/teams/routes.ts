@@ -1,4 +1,5 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
+import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as teams from './service';
 import * as people from './people-service';
@@ -54,6 +55,7 @@ const teamRoutes = [
     tags,
     auth: 'session',
     permission: 'team:read',
+    scope: scopes.team,
     params: s.idParams,
     responses: { 200: { description: 'Settings', schema: s.teamSettingsSchema }, 404: error('No such team') },
     async handler(ctx) {
@@ -67,7 +69,8 @@ const teamRoutes = [
     summary: "Changes the team's settings (its name)",
     tags,
     auth: 'session',
-    permission: 'team:update (admin, owner)',
+    permission: 'team:update',
+    scope: scopes.team,
     params: s.idParams,
     body: s.updateTeamSettingsBody,
     responses: {
@@ -90,7 +93,8 @@ const teamRoutes = [
       'members other than the caller, open invitations, or active access tokens of other people.',
     tags,
     auth: 'session',
-    permission: 'team:delete (owner)',
+    permission: 'team:delete',
+    scope: scopes.team,
     params: s.idParams,
     responses: { 204: { description: 'Deleted' }, 403: error('Not an owner'), 404: error('No such team'), 409: error('team_not_empty') },
     async handler(ctx) {
@@ -112,6 +116,7 @@ const peopleRoutes = [
     tags,
     auth: 'session',
     permission: 'members:read',
+    scope: scopes.team,
     params: s.idParams,
     responses: { 200: { description: 'People', schema: s.peopleSchema }, 404: error('No such team') },
     async handler(ctx) {
@@ -129,7 +134,8 @@ const peopleRoutes = [
       'The e-mail is sent before anything is kept: when it cannot be sent the answer is 503 mail_not_sent and nothing changes.',
     tags,
     auth: 'session',
-    permission: 'members:invite (admin, owner; owner role: owner)',
+    permission: 'members:invite',
+    scope: scopes.team,
     params: s.idParams,
     body: s.createInvitationBody,
     responses: {
@@ -153,6 +159,7 @@ const peopleRoutes = [
     tags,
     auth: 'session',
     permission: 'members:invite',
+    scope: scopes.invitation,
     params: s.idParams,
     responses: {
       200: { description: 'The invitation', schema: s.invitationSchema },
@@ -173,6 +180,7 @@ const peopleRoutes = [
     tags,
     auth: 'session',
     permission: 'members:invite',
+    scope: scopes.invitation,
     params: s.idParams,
     responses: {
       204: { description: 'Revoked' },
@@ -214,7 +222,8 @@ const peopleRoutes = [
     description: 'Admins and owners; only owners make or unmake owners. The last owner cannot be demoted (409 last_owner).',
     tags,
     auth: 'session',
-    permission: 'members:manage (owner role: members:manage-owners)',
+    permission: 'members:manage',
+    scope: scopes.membership,
     params: s.idParams,
     body: s.updateMembershipBody,
     responses: {
@@ -236,7 +245,8 @@ const peopleRoutes = [
     description: 'Admins and owners remove members (only owners remove owners); anyone may leave. The last owner cannot leave (409 last_owner).',
     tags,
     auth: 'session',
-    permission: 'members:manage, or self',
+    // Removing a membership: members:manage, or anyone leaving the team themselves (the service decides).
+    permission: undefined,
     params: s.idParams,
     responses: { 204: { description: 'Removed' }, 403: error('Role may not'), 404: error('No such membership'), 409: error('last_owner') },
     async handler(ctx) {

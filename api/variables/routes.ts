@@ -3,6 +3,11 @@ import { errorResponse as error } from '../lib/responses';
 import * as s from './schemas';
 import * as variables from './service';
 import { environmentScope, projectScope } from './scopes';
+import { scopes } from '../lib/scopes';
+import { z } from 'zod';
+import { taskSchema } from '../tasks/schemas';
+import { presentTask } from '../tasks/presenter';
+import { applyToEnvironment, applyToProject } from './apply';
 
 const tags = ['variables'];
 const SECRET_NOTE = 'A secret value is write-only: every answer shows it as null.';
@@ -37,11 +42,12 @@ export const routes: RouteDef[] = [
     description: SECRET_NOTE,
     tags,
     auth: 'session',
-    permission: 'variables:read (developer, admin, owner)',
+    permission: 'config:read',
+    scope: scopes.project,
     params: s.idParams,
     responses: { 200: { description: 'Variables', schema: s.variableListSchema }, 403: error('Role may not'), 404: error('No such project') },
     async handler(ctx) {
-      const scope = await projectScope(ctx.deps, ctx.actor, ctx.input.params.id, 'variables:read');
+      const scope = projectScope(ctx.scope.row as never);
       ctx.body = { data: await variables.listOwn(ctx.deps, scope) };
     },
   }),
@@ -53,7 +59,8 @@ export const routes: RouteDef[] = [
     description: `${SECRET_NOTE} Names: [A-Za-z_][A-Za-z0-9_]*, at most 128; PORT and VC_* are reserved. Values up to 64 KiB; 500 a scope.`,
     tags,
     auth: 'session',
-    permission: 'variables:write (admin, owner)',
+    permission: 'config:write',
+    scope: scopes.project,
     params: s.idParams,
     body: s.setVariableBody,
     responses: {
@@ -64,8 +71,8 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      const scope = await projectScope(ctx.deps, ctx.actor, ctx.input.params.id, 'variables:write');
-      const r = await variables.setVariable(ctx.deps, scope, ctx.input.body);
+      const scope = projectScope(ctx.scope.row as never);
+      const r = await variables.setVariable(ctx.deps, ctx.actor, scope, ctx.input.body);
       ctx.status = r.created ? 201 : 200;
       ctx.body = r.variable;
     },
@@ -77,12 +84,13 @@ export const routes: RouteDef[] = [
     summary: 'Removes a project variable',
     tags,
     auth: 'session',
-    permission: 'variables:write (admin, owner)',
+    permission: 'config:write',
+    scope: scopes.project,
     params: s.nameParams,
     responses: { 204: { description: 'Removed' }, 403: error('Role may not'), 404: error('No such project or variable') },
     async handler(ctx) {
-      const scope = await projectScope(ctx.deps, ctx.actor, ctx.input.params.id, 'variables:write');
-      await variables.deleteVariable(ctx.deps, scope, ctx.input.params.name);
+      const scope = projectScope(ctx.scope.row as never);
+      await variables.deleteVariable(ctx.deps, ctx.actor, scope, ctx.input.params.name);
       ctx.status = 204;
     },
   }),
@@ -94,7 +102,8 @@ export const routes: RouteDef[] = [
     description: IMPORT_NOTE,
     tags,
     auth: 'session',
-    permission: 'variables:write (admin, owner)',
+    permission: 'config:write',
+    scope: scopes.project,
     params: s.idParams,
     body: s.importBody,
     responses: {
@@ -104,8 +113,8 @@ export const routes: RouteDef[] = [
       422: error('A malformed line, or too many variables'),
     },
     async handler(ctx) {
-      const scope = await projectScope(ctx.deps, ctx.actor, ctx.input.params.id, 'variables:write');
-      ctx.body = await variables.importVariables(ctx.deps, scope, ctx.input.body);
+      const scope = projectScope(ctx.scope.row as never);
+      ctx.body = await variables.importVariables(ctx.deps, ctx.actor, scope, ctx.input.body);
     },
   }),
 
@@ -118,7 +127,8 @@ export const routes: RouteDef[] = [
     description: SECRET_NOTE,
     tags,
     auth: 'session',
-    permission: 'variables:read (developer, admin, owner)',
+    permission: 'config:read',
+    scope: scopes.environment,
     params: s.idParams,
     responses: {
       200: { description: 'The effective set', schema: s.effectiveVariableListSchema },
@@ -126,7 +136,7 @@ export const routes: RouteDef[] = [
       404: error('No such environment'),
     },
     async handler(ctx) {
-      const scope = await environmentScope(ctx.deps, ctx.actor, ctx.input.params.id, 'variables:read');
+      const scope = environmentScope(ctx.scope.row as never);
       ctx.body = { data: await variables.listEffective(ctx.deps, scope.environmentId!) };
     },
   }),
@@ -138,7 +148,8 @@ export const routes: RouteDef[] = [
     description: SECRET_NOTE,
     tags,
     auth: 'session',
-    permission: 'variables:read (developer, admin, owner)',
+    permission: 'config:read',
+    scope: scopes.environment,
     params: s.nameParams,
     responses: {
       200: { description: 'The entry', schema: s.effectiveVariableSchema },
@@ -146,7 +157,7 @@ export const routes: RouteDef[] = [
       404: error('No such environment or variable'),
     },
     async handler(ctx) {
-      const scope = await environmentScope(ctx.deps, ctx.actor, ctx.input.params.id, 'variables:read');
+      const scope = environmentScope(ctx.scope.row as never);
       ctx.body = await variables.getEffective(ctx.deps, scope.environmentId!, ctx.input.params.name);
     },
   }),
@@ -158,7 +169,8 @@ export const routes: RouteDef[] = [
     description: `${SECRET_NOTE} It overrides the project's value of the same name. Rules as for project variables.`,
     tags,
     auth: 'session',
-    permission: 'variables:write (admin, owner)',
+    permission: 'config:write',
+    scope: scopes.environment,
     params: s.idParams,
     body: s.setVariableBody,
     responses: {
@@ -169,8 +181,8 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      const scope = await environmentScope(ctx.deps, ctx.actor, ctx.input.params.id, 'variables:write');
-      const r = await variables.setVariable(ctx.deps, scope, ctx.input.body);
+      const scope = environmentScope(ctx.scope.row as never);
+      const r = await variables.setVariable(ctx.deps, ctx.actor, scope, ctx.input.body);
       ctx.status = r.created ? 201 : 200;
       ctx.body = r.variable;
     },
@@ -182,12 +194,13 @@ export const routes: RouteDef[] = [
     summary: "Removes the environment's own value (the project's, if any, applies again)",
     tags,
     auth: 'session',
-    permission: 'variables:write (admin, owner)',
+    permission: 'config:write',
+    scope: scopes.environment,
     params: s.nameParams,
     responses: { 204: { description: 'Removed' }, 403: error('Role may not'), 404: error('No such environment, or it has no own value') },
     async handler(ctx) {
-      const scope = await environmentScope(ctx.deps, ctx.actor, ctx.input.params.id, 'variables:write');
-      await variables.deleteVariable(ctx.deps, scope, ctx.input.params.name);
+      const scope = environmentScope(ctx.scope.row as never);
+      await variables.deleteVariable(ctx.deps, ctx.actor, scope, ctx.input.params.name);
       ctx.status = 204;
     },
   }),
@@ -199,7 +212,8 @@ export const routes: RouteDef[] = [
     description: IMPORT_NOTE,
     tags,
     auth: 'session',
-    permission: 'variables:write (admin, owner)',
+    permission: 'config:write',
+    scope: scopes.environment,
     params: s.idParams,
     body: s.importBody,
     responses: {
@@ -209,8 +223,54 @@ export const routes: RouteDef[] = [
       422: error('A malformed line, or too many variables'),
     },
     async handler(ctx) {
-      const scope = await environmentScope(ctx.deps, ctx.actor, ctx.input.params.id, 'variables:write');
-      ctx.body = await variables.importVariables(ctx.deps, scope, ctx.input.body);
+      const scope = environmentScope(ctx.scope.row as never);
+      ctx.body = await variables.importVariables(ctx.deps, ctx.actor, scope, ctx.input.body);
     },
   }),
 ] as RouteDef[];
+
+const applyRoutes: RouteDef[] = [
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/variables/apply',
+    operationId: 'applyEnvironmentVariables',
+    summary: "Restarts the environment's web processes with the current variables, without a build",
+    description: 'A `configuration`/`apply_variables` task; not refused while other tasks run. Fails when no release is live.',
+    tags,
+    auth: 'session',
+    permission: 'deploy',
+    scope: scopes.environment,
+    startsTask: true,
+    params: s.idParams,
+    responses: { 202: { description: 'The task', schema: taskSchema }, 403: error('Role may not'), 404: error('No such environment') },
+    async handler(ctx) {
+      ctx.status = 202;
+      ctx.body = presentTask(await applyToEnvironment(ctx.deps, ctx.actor, ctx.scope.row as never), { id: ctx.actor.user.id, name: ctx.actor.user.name });
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/projects/{id}/variables/apply',
+    operationId: 'applyProjectVariables',
+    summary: 'Applies the current variables to every environment of the project with a live release',
+    description: 'One `apply_variables` task for each environment with a live release (none: an empty list).',
+    tags,
+    auth: 'session',
+    permission: 'deploy',
+    scope: scopes.project,
+    startsTask: true,
+    params: s.idParams,
+    responses: {
+      202: { description: 'The tasks', schema: z.object({ data: z.array(taskSchema) }) },
+      403: error('Role may not'),
+      404: error('No such project'),
+    },
+    async handler(ctx) {
+      const tasks = await applyToProject(ctx.deps, ctx.actor, ctx.input.params.id);
+      ctx.status = 202;
+      ctx.body = { data: tasks.map((task) => presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name })) };
+    },
+  }),
+] as RouteDef[];
+
+routes.push(...applyRoutes);

@@ -8,6 +8,8 @@ import type { Deps } from '../../system/deps';
 import { Variable } from '../../db/models/variable';
 import { effectiveVariables, openVariable, sealVariable, type VariableScope } from '../../db/queries/variables';
 import { errors } from '../lib/errors';
+import type { Actor } from '../lib/actor';
+import { recordActivity } from '../../db/queries/activity';
 import { parseDotenv } from './dotenv';
 import { MAX_PER_SCOPE } from './rules';
 import { presentEffective, presentVariable } from './presenter';
@@ -51,10 +53,26 @@ export async function getEffective(deps: Deps, environmentId: string, name: stri
   return presentEffective(found);
 }
 
+const where = (scope: Scope) => (scope.environmentId ? 'the environment' : 'the project');
+
+/** The activity event of a variable change (never a value). */
+function event(trx: Knex.Transaction, actor: Actor, scope: Scope, type: string, summary: string) {
+  return recordActivity(trx, {
+    teamId: scope.teamId,
+    actor,
+    kind: 'configuration',
+    type,
+    projectId: scope.projectId,
+    environmentId: scope.environmentId,
+    summary,
+  });
+}
+
 /** Creates or replaces one variable; `created` tells 201 from 200. A replace without `secret` keeps the flag. */
-export async function setVariable(deps: Deps, scope: Scope, input: { name: string; value: string; secret?: boolean }) {
+export async function setVariable(deps: Deps, actor: Actor, scope: Scope, input: { name: string; value: string; secret?: boolean }) {
   return deps.knex.transaction(async (trx) => {
     await lockProject(trx, scope.projectId);
+    await event(trx, actor, scope, 'variable_set', `set ${input.name} on ${where(scope)}`);
     const existing = (await scoped(trx('variables'), scope).where({ name: input.name }).first()) as Variable | undefined;
     const value_sealed = sealVariable(deps.secrets, scope, input.name, input.value);
     if (existing) {
@@ -81,9 +99,12 @@ export async function setVariable(deps: Deps, scope: Scope, input: { name: strin
 }
 
 /** Removes the scope's own value; 404 when it has none. */
-export async function deleteVariable(deps: Deps, scope: Scope, name: string): Promise<void> {
-  const n = await scoped(deps.knex('variables'), scope).where({ name }).delete();
-  if (n === 0) throw errors.notFound('variable');
+export async function deleteVariable(deps: Deps, actor: Actor, scope: Scope, name: string): Promise<void> {
+  await deps.knex.transaction(async (trx) => {
+    const n = await scoped(trx('variables'), scope).where({ name }).delete();
+    if (n === 0) throw errors.notFound('variable');
+    await event(trx, actor, scope, 'variable_deleted', `deleted ${name} from ${where(scope)}`);
+  });
 }
 
 /** POST /variables/parse: what an import would read, saving nothing. */
@@ -97,7 +118,7 @@ export function parseText(text: string) {
  * Saves what parse reads, all or nothing: new names are created; an existing name is skipped unless
  * `overwrite`, then updated when its value or secret flag changes, else unchanged.
  */
-export async function importVariables(deps: Deps, scope: Scope, input: { text: string; secret?: boolean; overwrite?: boolean }) {
+export async function importVariables(deps: Deps, actor: Actor, scope: Scope, input: { text: string; secret?: boolean; overwrite?: boolean }) {
   const { data } = parseText(input.text);
   return deps.knex.transaction(async (trx) => {
     await lockProject(trx, scope.projectId);
@@ -133,6 +154,10 @@ export async function importVariables(deps: Deps, scope: Scope, input: { text: s
         await trx('variables').where({ id: row.id }).update({ value_sealed, secret, updated_at: trx.fn.now() });
         result.updated.push(d.name);
       }
+    }
+    if (result.created.length + result.updated.length > 0) {
+      const summary = `imported variables into ${where(scope)}: ${result.created.length} created, ${result.updated.length} updated`;
+      await event(trx, actor, scope, 'variables_imported', summary);
     }
     return result;
   });

@@ -1,4 +1,5 @@
 import { BaseModel } from './base-model';
+import type { AccountVia, TaskKind, TaskStatus } from '../vocabulary';
 
 export class Task extends BaseModel {
   static tableName = 'tasks';
@@ -6,11 +7,11 @@ export class Task extends BaseModel {
   team_id!: string;
   project_id!: string | null;
   environment_id!: string | null;
-  kind!: 'deployments' | 'backups' | 'machines' | 'configuration' | 'maintenance';
+  kind!: TaskKind;
   type!: string;
-  status!: 'pending' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+  status!: TaskStatus;
   account_user_id!: string | null;
-  account_via!: 'session' | 'cli' | 'token' | 'system';
+  account_via!: AccountVia;
   workflow_id!: string;
   run_id!: string | null;
   params!: Record<string, unknown>;

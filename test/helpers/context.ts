@@ -55,7 +55,9 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     await createDatabase(admin, dbName, inject('templateDatabase'));
     const dataDir = mkdtempSync(join(inject('runDir'), 'data-'));
     const smtp = opts.smtp ? await startSmtpServer() : undefined;
-    const portBase = 21000 + Math.floor(Math.random() * 400) * 100;
+    // Below the kernel's ephemeral range (32768-60999): a port the edge must listen on is never a web
+    // process's internal port (port 0) or a connection's local port.
+    const portBase = 21000 + Math.floor(Math.random() * 117) * 100;
     const config = loadConfig({
       PORT: '0',
       DATABASE_URL: withDatabase(admin, dbName),
@@ -63,6 +65,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       TEMPORAL_TASK_QUEUE: `test-${dbName}`,
       DATA_DIR: dataDir,
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      VC_CHECK_RESPONSES: '1',
       ENVIRONMENT_PORTS: `${portBase}-${portBase + 99}`,
       ...(smtp ? { SMTP_URL: smtp.url } : {}),
       ...(opts.env ?? {}),
@@ -73,7 +76,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     const baseUrl = `http://127.0.0.1:${port}`;
     deps.config.baseUrl = baseUrl;
     const edge = (opts.edge ?? opts.worker)
-      ? await startEdge({ knex: deps.knex, databaseUrl: config.databaseUrl!, host: '127.0.0.1', edgePort: 0, refreshMs: 5000 })
+      ? await startEdge({ knex: deps.knex, databaseUrl: config.databaseUrl!, host: '127.0.0.1', edgePort: 0, refreshMs: 5000, logger: deps.logger })
       : undefined;
     const worker = opts.worker
       ? await startWorker(deps, { workflowBundle: { code: readFileSync(inject('workflowBundlePath'), 'utf8') } })

@@ -12,7 +12,7 @@ import { useTestContext } from '../helpers/context';
 import { killAndWait, spawnSystemProcess } from '../helpers/processes';
 import { createDeployWorld, createEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { Agent } from '../helpers/http';
-import { searchAttributeKeys } from '../../api/deploys/service';
+import { searchAttributeKeys } from '../../api/lib/tasks';
 
 const t = useTestContext({ worker: true });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
@@ -84,7 +84,7 @@ describe('the API killed right after accepting a deploy', () => {
       if (Date.now() > deadline) throw new Error('no task row appeared');
       await new Promise((r) => setTimeout(r, 100));
     }
-    expect(row.workflow_id).toBe(`deploy-env-${env.id}`);
+    expect(row.workflow_id).toBe(`env-change-${env.id}`);
     expect(row.run_id).toEqual(expect.any(String));
     const done = await waitForTask(t, w.api, row.id, { timeoutMs: 45_000 });
     expect(done.status, done.error ?? '').toBe('succeeded');
@@ -102,7 +102,7 @@ describe('the API killed right after accepting a deploy', () => {
     const { child, api } = await startApiProcess();
 
     // Warm up the process (authentication, database pool), so that the kill falls among the 20 requests.
-    expect((await api.get(`/tasks?environment_id=${ids[0]}`)).status).toBe(200);
+    expect((await api.get(`/tasks?environment=${ids[0]}`)).status).toBe(200);
     let firstAnswer = false;
     // Settled at once (a reset connection is an answer here, not an unhandled rejection).
     const requests = envs.map((e, i) =>

@@ -4,7 +4,7 @@ import { useTestContext } from '../helpers/context';
 import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
 import { allRoutes } from '../../api/routes';
-import { cancelPendingTask } from '../../activities/tasks/transitions';
+import { cancelPendingTask } from '../../db/queries/tasks';
 
 const t = useTestContext({ worker: true, env: { BUILD_CONCURRENCY: '1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;

@@ -48,7 +48,7 @@ describe('the Temporal server restarted while a deploy runs', () => {
     const done = await waitForTask(t, w.api, res.body.id, { timeoutMs: 60_000 });
     expect(done.status, done.error ?? '').toBe('succeeded');
     expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v1' });
-    const handle = t.deps.temporal.workflow.getHandle(`deploy-env-${w.environment.id}`);
+    const handle = t.deps.temporal.workflow.getHandle(`env-change-${w.environment.id}`);
     expect(await handle.result()).toMatchObject({ status: 'succeeded' });
     expect(await t.deps.knex('deployments').where({ task_id: res.body.id })).toHaveLength(1);
   });

@@ -5,7 +5,7 @@ import { useTestContext } from '../helpers/context';
 import { createAccessToken, createTeam, createUser } from '../helpers/fixtures';
 import { AccessToken } from '../../db/models/access-token';
 import { Membership } from '../../db/models/membership';
-import { formatUtc } from '../../activities/mail/layout';
+import { formatUtc } from '../../system/mail/layout';
 import { ensureReminderSchedule } from '../../activities/reminders/schedule';
 import { SCHEDULE_TOKEN_EXPIRY_REMINDERS } from '../../workflows/shared';
 import type { SendTokenExpiryRemindersResult } from '../../workflows/token-reminders';

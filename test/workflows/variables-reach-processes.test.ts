@@ -19,6 +19,7 @@ const SECRET = 's3cr3t-value-7f3a9c';
 let admin: Agent;
 let api: Agent;
 let env: { id: string; port: number };
+let projectId: string;
 
 const SERVER = `
 const http = require('node:http');
@@ -42,6 +43,7 @@ beforeAll(async () => {
   const team = await createTeam(t, owner);
   const project = await createProject(t, team, { repository_url: dir });
   env = await createEnvironment(t, project, { name: 'production' });
+  projectId = project.id;
   admin = await sessionAgent(t, owner);
   api = t.agent().withBearer(await createAccessToken(t, owner, team));
   await admin.post(`/projects/${project.id}/variables`, { name: 'GREETING', value: 'from-project' });
@@ -79,5 +81,28 @@ describe('variables in builds, deploy steps and web processes', () => {
     for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'DATA_DIR', 'ENCRYPTION_KEY', 'TEMPORAL_TASK_QUEUE']) {
       expect(served[name], name).toBeUndefined();
     }
+  });
+
+  it('POST /environments/{id}/variables/apply restarts the web process with the current variables, without a build', async () => {
+    await admin.post(`/environments/${env.id}/variables`, { name: 'GREETING', value: 'applied' });
+    const res = await admin.post(`/environments/${env.id}/variables/apply`);
+    expect(res.status, res.text).toBe(202);
+    expect(res.body).toMatchObject({ kind: 'configuration', type: 'apply_variables', environment_id: env.id });
+    const task = await waitForTask(t, api, res.body.id, { timeoutMs: 60_000 });
+    expect(task.status, task.error ?? '').toBe('succeeded');
+    const log = await taskLog(t, api, task.id);
+    expect(log).toContain('API_SECRET');
+    expect(log).not.toContain(SECRET);
+    expect(log).not.toContain('==> Building');
+    const served = (await (await fetch(`http://127.0.0.1:${env.port}/`)).json()) as Record<string, string>;
+    expect(served.GREETING).toBe('applied');
+  });
+
+  it('POST /projects/{id}/variables/apply starts one task per environment with a live release', async () => {
+    await createEnvironment(t, { id: projectId, team_id: (await t.deps.knex('projects').where({ id: projectId }).first()).team_id }, { name: 'never-deployed' });
+    const res = await admin.post(`/projects/${projectId}/variables/apply`);
+    expect(res.status, res.text).toBe(202);
+    expect(res.body.data.map((task: { environment_id: string }) => task.environment_id)).toEqual([env.id]);
+    expect((await waitForTask(t, api, res.body.data[0].id, { timeoutMs: 60_000 })).status).toBe('succeeded');
   });
 });

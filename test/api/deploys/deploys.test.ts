@@ -115,7 +115,7 @@ describe('deployments and the Temporal workflow list', () => {
       await new Promise((r) => setTimeout(r, 250));
     }
     expect(listed.map((x) => x.taskId).sort()).toEqual(tasks.map((x) => x.id).sort());
-    expect(new Set(listed.map((x) => x.workflowId))).toEqual(new Set([`deploy-env-${w.environment.id}`]));
+    expect(new Set(listed.map((x) => x.workflowId))).toEqual(new Set([`env-change-${w.environment.id}`]));
     const byTask = [];
     for await (const wf of t.deps.temporal.workflow.list({ query: `TaskId = "${one}"` })) byTask.push(wf);
     expect(byTask).toHaveLength(1);

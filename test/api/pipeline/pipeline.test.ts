@@ -108,7 +108,7 @@ describe('GET /environments/{id}/deploy', () => {
   it('is blocked with deploy_in_progress and the task id while a deploy runs', async () => {
     const env = await createEnvironment(t, w.project, { name: 'busy' });
     const taskId = randomUUID();
-    await t.deps.knex('tasks').insert({ id: taskId, team_id: env.team_id, project_id: env.project_id, environment_id: env.id, kind: 'deployments', type: 'deploy', status: 'running', account_via: 'token', workflow_id: `deploy-env-${env.id}` });
+    await t.deps.knex('tasks').insert({ id: taskId, team_id: env.team_id, project_id: env.project_id, environment_id: env.id, kind: 'deployments', type: 'deploy', status: 'running', account_via: 'token', workflow_id: `env-change-${env.id}` });
     const res = await w.api.get(`/environments/${env.id}/deploy`);
     expect(res.body).toEqual({ allowed: false, reason: 'deploy_in_progress', task_id: taskId, git_ref: 'main', message: expect.any(String) });
   });

@@ -99,7 +99,7 @@ describe('POST /tasks/{id}/cancel', () => {
   });
 
   it('lists the cancelled and the finished build with GET /tasks', async () => {
-    const res = await w.api.get(`/tasks?team_id=${w.team.id}&type=build`);
+    const res = await w.api.get(`/tasks?team=${w.team.id}&type=build`);
     expect(res.body.data.map((x: { id: string; status: string }) => [x.id, x.status])).toEqual([
       [waiting, 'cancelled'],
       [holder, 'succeeded'],

@@ -99,9 +99,9 @@ describe('GET /tasks', () => {
   });
 
   it('filters by project, environment, kind and type, together', async () => {
-    const byProject = await walk(api, `limit=100&project_id=${projectIds[1]}`);
+    const byProject = await walk(api, `limit=100&project=${projectIds[1]}`);
     expect(byProject.ids).toEqual(newestFirst().filter((r) => r.project_id === projectIds[1]).map((r) => r.id));
-    const byEnv = await walk(api, `limit=100&environment_id=${envIds[0]}&kind=backups`);
+    const byEnv = await walk(api, `limit=100&environment=${envIds[0]}&kind=backups`);
     expect(byEnv.ids).toEqual(newestFirst().filter((r) => r.environment_id === envIds[0] && r.kind === 'backups').map((r) => r.id));
     const byType = await walk(api, 'limit=100&type=build&kind=machines');
     expect(byType.ids.length).toBeGreaterThan(0);
@@ -111,13 +111,13 @@ describe('GET /tasks', () => {
   it('answers an empty page for a team the token does not reach', async () => {
     const other = await createUser(t);
     const otherTeam = await createTeam(t, other);
-    const res = await api.get(`/tasks?team_id=${otherTeam.id}`);
+    const res = await api.get(`/tasks?team=${otherTeam.id}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ data: [], next_before: null });
   });
 
   it("shows a session caller the tasks of each team they belong to", async () => {
-    const res = await api.get(`/tasks?team_id=${teamId}&limit=1`);
+    const res = await api.get(`/tasks?team=${teamId}&limit=1`);
     expect(res.body.data).toHaveLength(1);
     const owner = await t.deps.knex('memberships').where({ team_id: teamId, role: 'owner' }).first('user_id');
     const user = await t.deps.knex('users').where({ id: owner.user_id }).first();
@@ -146,10 +146,20 @@ describe('GET /tasks', () => {
   });
 
   it('names every invalid filter in one 422', async () => {
-    const res = await api.get('/tasks?team_id=nope&project_id=1&environment_id=x&kind=parties&type=Not%20A%20Type&before=garbage');
+    const res = await api.get('/tasks?team=nope&project=1&environment=x&kind=parties&type=Not%20A%20Type&before=garbage');
     expect(res.status).toBe(422);
-    expect(Object.keys(res.body.error.fields).sort()).toEqual(['before', 'environment_id', 'kind', 'project_id', 'team_id', 'type']);
+    expect(Object.keys(res.body.error.fields).sort()).toEqual(['before', 'environment', 'kind', 'project', 'team', 'type']);
     expect(res.body.error.fields.kind).toMatch(/deployments, backups, machines, configuration, maintenance/);
+  });
+
+  it('refuses the old filter names and any unknown parameter with 422 naming each (never ignored)', async () => {
+    const res = await api.get(`/tasks?environment_id=${randomUUID()}&team_id=x&colour=red`);
+    expect(res.status).toBe(422);
+    expect(res.body.error.fields).toEqual({
+      environment_id: 'unknown query parameter',
+      team_id: 'unknown query parameter',
+      colour: 'unknown query parameter',
+    });
   });
 
   it('refuses a cursor of another list', async () => {

@@ -6,10 +6,13 @@
  * Used by the workflows' activities and by the API's cancel.
  */
 import type { Knex } from 'knex';
-import type { TaskRecord } from '../../workflows/deploys-shared';
-import { Task } from '../../db/models/task';
+import type { TaskRecord } from '../../workflows/task-record';
+import { Task } from '../models/task';
+import { workflowIds } from '../../workflows/shared';
 
-export type TaskStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+import type { TaskStatus } from '../vocabulary';
+
+export type { TaskStatus };
 
 /** Inserts the task row unless it exists (the API and the workflow both call this with the same record). */
 export async function insertTask(knex: Knex, task: TaskRecord & { run_id?: string | null }): Promise<Task> {
@@ -80,4 +83,19 @@ export async function finishTask(
 export async function taskStatus(knex: Knex, taskId: string): Promise<TaskStatus | undefined> {
   const row = await knex('tasks').where({ id: taskId }).first('status');
   return row?.status;
+}
+
+/**
+ * The exclusive task (deploy, restore, resize...) pending or running on the environment, newest first (they
+ * share the environment's one change workflow id), as far as the tasks table knows.
+ */
+export async function runningExclusiveTask(
+  knex: Knex,
+  environmentId: string,
+): Promise<{ id: string; workflow_id: string; kind: Task['kind']; type: string } | undefined> {
+  return knex('tasks')
+    .where({ workflow_id: workflowIds.environmentChange(environmentId) })
+    .whereIn('status', ['pending', 'running'])
+    .orderBy('seq', 'desc')
+    .first('id', 'workflow_id', 'kind', 'type');
 }

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { escapeHtml, html, layout } from '../../../activities/mail/layout';
+import { escapeHtml, html, layout } from '../../../system/mail/layout';
 import {
   confirmationEmail,
   expiryPhrase,
   invitationEmail,
   tokenExpiryReminderEmail,
-} from '../../../activities/mail/templates';
+} from '../../../system/mail/templates';
 
 const BASE_URL = 'https://console.example.test/';
 

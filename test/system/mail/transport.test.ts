@@ -2,8 +2,8 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createMailer, describeSmtpUrl, emlFileName, isPermanentMailError, type MailLogger } from '../../../activities/mail/transport';
-import { confirmationEmail } from '../../../activities/mail/templates';
+import { createMailer, describeSmtpUrl, emlFileName, isPermanentMailError, type MailLogger } from '../../../system/mail/transport';
+import { confirmationEmail } from '../../../system/mail/templates';
 import { parseMessage, startSmtpServer, type TestSmtpServer } from '../../helpers/smtp';
 
 const FROM = 'Hosting Console <no-reply@console.test>';

@@ -1,6 +1,5 @@
 /** Which release a redeploy or a rollback puts live; shared by the API (to refuse early) and the activities. */
 import type { Knex } from 'knex';
-import { workflowIds } from '../../workflows/shared';
 
 export interface ReleaseRow {
   id: string;
@@ -38,16 +37,4 @@ export async function rollbackTarget(knex: Knex, environmentId: string): Promise
     .andWhere('r.status', 'ready')
     .orderBy('d.went_live_at', 'desc')
     .first('r.*');
-}
-
-/**
- * The deploy, redeploy or rollback task pending or running on the environment, newest first (they share
- * the environment's one deploy workflow id), as far as the tasks table knows.
- */
-export async function runningDeployTask(knex: Knex, environmentId: string): Promise<{ id: string; workflow_id: string } | undefined> {
-  return knex('tasks')
-    .where({ workflow_id: workflowIds.environmentDeploy(environmentId) })
-    .whereIn('status', ['pending', 'running'])
-    .orderBy('seq', 'desc')
-    .first('id', 'workflow_id');
 }

@@ -1,0 +1,70 @@
+/**
+ * Prometheus metrics of the API process (`GET /metrics`, prom-client): request latency by route, refusals
+ * by error code, workflow start latency by task type, and tasks by kind, type and status (read from
+ * PostgreSQL when scraped, so every API process reports the same counts).
+ */
+import type { Knex } from 'knex';
+import type { Middleware } from 'koa';
+import client from 'prom-client';
+
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry });
+
+export const metrics = {
+  requestSeconds: new client.Histogram({
+    name: 'vc_http_request_duration_seconds',
+    help: 'API request latency by method, route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  }),
+  refusals: new client.Counter({
+    name: 'vc_http_refusals_total',
+    help: 'Requests answered with an error, by error code',
+    labelNames: ['code', 'status'] as const,
+    registers: [registry],
+  }),
+  workflowStart: new client.Histogram({
+    name: 'vc_workflow_start_duration_seconds',
+    help: "Latency of starting a task's workflow, by task type",
+    labelNames: ['type'] as const,
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [registry],
+  }),
+};
+
+let tasksGauge: client.Gauge<'kind' | 'type' | 'status'> | undefined;
+
+/** The tasks gauge reads its values from the database at scrape time (one GROUP BY). */
+export function watchTasks(knex: Knex): void {
+  if (tasksGauge) return;
+  tasksGauge = new client.Gauge({
+    name: 'vc_tasks',
+    help: 'Tasks by kind, type and status',
+    labelNames: ['kind', 'type', 'status'] as const,
+    registers: [registry],
+    async collect() {
+      const rows: Array<{ kind: string; type: string; status: string; n: number }> = await knex('tasks')
+        .select('kind', 'type', 'status')
+        .count<Array<{ kind: string; type: string; status: string; n: number }>>({ n: '*' })
+        .groupBy('kind', 'type', 'status');
+      this.reset();
+      for (const r of rows) this.set({ kind: r.kind, type: r.type, status: r.status }, Number(r.n));
+    },
+  });
+}
+
+/** Observes every request (outermost, after the error handler has chosen the status). */
+export function measureRequests(): Middleware {
+  return async (ctx, next) => {
+    const end = metrics.requestSeconds.startTimer();
+    try {
+      await next();
+    } finally {
+      const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      end({ method: ctx.method, route: String(route), status: String(ctx.status) });
+      const code = (ctx.body as { error?: { code?: string } } | undefined)?.error?.code;
+      if (ctx.status >= 400 && code) metrics.refusals.inc({ code, status: String(ctx.status) });
+    }
+  };
+}

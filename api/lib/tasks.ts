@@ -1,0 +1,220 @@
+/**
+ * The task client: the only caller of `client.workflow.start/getHandle` for tasks. Starting a task writes
+ * its row and starts its workflow so that neither exists without the other: the workflow gets the whole
+ * task record in its input and its first activity upserts the row; the API's own insert is committed only
+ * after the start succeeded (a refused start leaves nothing; a crash after the start leaves the workflow to
+ * insert the row). Every workflow carries the six search attributes and a readable summary.
+ *
+ * One change at a time per environment: exclusive types (db/vocabulary.ts) share the environment's change
+ * workflow id with the FAIL conflict policy, so Temporal itself refuses a second one; the answer is 409
+ * `deploy_in_progress` (the running task is a deployment) or `task_in_progress`, with its `task_id`.
+ */
+import { randomUUID } from 'node:crypto';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { Deps } from '../../system/deps';
+import type { Actor } from './actor';
+import { errors } from './errors';
+import { Task } from '../../db/models/task';
+import { FINAL_TASK_STATUSES, TASK_TYPES, type AccountVia, type TaskType } from '../../db/vocabulary';
+import { cancelPendingTask, insertTask, runningExclusiveTask } from '../../db/queries/tasks';
+import { workflowIds } from '../../workflows/shared';
+import type { TaskRecord } from '../../workflows/task-record';
+import { metrics } from './metrics';
+
+/**
+ * Test hook, nothing else reads it: VC_FAULT_INJECT=kill-after-workflow-start makes this API process SIGKILL
+ * itself right after a task's workflow start returns, before the task row is committed (the crash that the
+ * workflow's first activity covers; test/workflows/api-crash.test.ts). Read once, at startup.
+ */
+const KILL_AFTER_WORKFLOW_START = process.env.VC_FAULT_INJECT === 'kill-after-workflow-start';
+
+const kw = (name: string) => defineSearchAttributeKey(name, SearchAttributeType.KEYWORD);
+export const searchAttributeKeys = {
+  TeamId: kw('TeamId'),
+  ProjectId: kw('ProjectId'),
+  EnvironmentId: kw('EnvironmentId'),
+  TaskKind: kw('TaskKind'),
+  TaskType: kw('TaskType'),
+  TaskId: kw('TaskId'),
+};
+
+/** Who asked: a caller of the API, or the system itself (auto-deploy, a schedule). */
+export type TaskRequester = Actor | { via: Extract<AccountVia, 'auto_deploy' | 'schedule' | 'system'>; userId: string | null };
+
+export interface TaskSpec {
+  type: TaskType;
+  teamId: string;
+  projectId: string | null;
+  environmentId: string | null;
+  /** What the type needs, kept on the row and given to the workflow. Never a secret. */
+  params?: Record<string, unknown>;
+  /** More workflow input beside the task record (never a secret). */
+  input?: Record<string, unknown>;
+  /** One readable line for the Temporal Web UI. */
+  summary: string;
+}
+
+const account = (by: TaskRequester) =>
+  'kind' in by ? { account_user_id: by.user.id, account_via: by.via as AccountVia } : { account_user_id: by.userId, account_via: by.via };
+
+/** The workflow id a task of this type gets. */
+export function taskWorkflowId(type: TaskType, taskId: string, environmentId: string | null): string {
+  if (TASK_TYPES[type].exclusive) {
+    if (!environmentId) throw new Error(`a ${type} task needs its environment`);
+    return workflowIds.environmentChange(environmentId);
+  }
+  return workflowIds.task(type, taskId);
+}
+
+/** Starts a task (see the file comment). Returns its row; routes present it and answer 202. */
+export async function startTask(deps: Deps, by: TaskRequester, spec: TaskSpec): Promise<Task> {
+  const def = TASK_TYPES[spec.type];
+  const taskId = randomUUID();
+  const workflowId = taskWorkflowId(spec.type, taskId, spec.environmentId);
+  const task: TaskRecord = {
+    id: taskId,
+    team_id: spec.teamId,
+    project_id: spec.projectId,
+    environment_id: spec.environmentId,
+    kind: def.kind,
+    type: spec.type,
+    ...account(by),
+    workflow_id: workflowId,
+    params: spec.params ?? {},
+    created_at: new Date().toISOString(),
+  };
+  const k = searchAttributeKeys;
+  const options = {
+    taskQueue: deps.config.taskQueue,
+    workflowId,
+    args: [{ ...spec.input, task }],
+    staticSummary: spec.summary,
+    typedSearchAttributes: [
+      { key: k.TeamId, value: spec.teamId },
+      ...(spec.projectId ? [{ key: k.ProjectId, value: spec.projectId }] : []),
+      ...(spec.environmentId ? [{ key: k.EnvironmentId, value: spec.environmentId }] : []),
+      { key: k.TaskKind, value: def.kind },
+      { key: k.TaskType, value: spec.type },
+      { key: k.TaskId, value: taskId },
+    ],
+    ...(def.exclusive ? { workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL } : {}),
+  };
+  const start = async (): Promise<string> => {
+    const began = performance.now();
+    const handle = await deps.temporal.workflow.start(def.workflow, options);
+    metrics.workflowStart.observe({ type: spec.type }, (performance.now() - began) / 1000);
+    return handle.firstExecutionRunId;
+  };
+
+  // Usually: the row is written in a transaction that overlaps the workflow start and commits only once
+  // the start has succeeded. A refused start rolls it back (neither exists); a crash before the commit
+  // leaves the workflow, whose first activity inserts the same row (waiting on this transaction's row
+  // lock, if any, then upserting).
+  const trx = await deps.knex.transaction();
+  try {
+    // run_id is left to the workflow's first activity (it records its own run); until then a cancel
+    // addresses the workflow id, whose one open run is this task's.
+    const [row] = await Promise.all([insertTask(trx, task), start()]);
+    if (KILL_AFTER_WORKFLOW_START) process.kill(process.pid, 'SIGKILL');
+    await trx.commit();
+    return row;
+  } catch (err) {
+    await trx.rollback().catch(() => undefined);
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError) || !spec.environmentId) throw err;
+  }
+
+  // The environment's change workflow is open. Its task may have just ended (the workflow is closing):
+  // wait for that and start again, outside any transaction; else refuse, naming the running task.
+  for (let attempt = 0; ; attempt++) {
+    const running = await runningTask(deps, spec.environmentId);
+    if (!(attempt < 3 && running && (await workflowClosing(deps, workflowId, running.id)))) throw inProgress(running);
+    try {
+      const runId = await start();
+      if (KILL_AFTER_WORKFLOW_START) process.kill(process.pid, 'SIGKILL');
+      return await insertTask(deps.knex, { ...task, run_id: runId });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+  }
+}
+
+/** 409 naming the running exclusive task: `deploy_in_progress` for a deployment, else `task_in_progress`. */
+export function inProgress(running: { id: string; kind: string } | null) {
+  if (!running || running.kind === 'deployments') {
+    return errors.conflict('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', { task_id: running?.id ?? null });
+  }
+  return errors.conflict('task_in_progress', 'Another change runs on this environment; wait for it to finish', { task_id: running.id });
+}
+
+/**
+ * Refuses early (409) when an exclusive task is pending or running on the environment and its workflow is
+ * open (a row left `running` by a terminated workflow does not block). For checks that must answer before
+ * what the new task would need is looked at; startTask itself is the authority.
+ */
+export async function assertNoExclusiveTask(deps: Deps, environmentId: string): Promise<void> {
+  const running = await runningExclusiveTask(deps.knex, environmentId);
+  if (running && (await workflowOpen(deps, running.workflow_id))) throw inProgress(running);
+}
+
+/** Whether the workflow is still open. */
+async function workflowOpen(deps: Deps, workflowId: string): Promise<boolean> {
+  try {
+    const desc = await deps.temporal.workflow.getHandle(workflowId).describe();
+    return desc.status.name === 'RUNNING';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * True when the task of the still-open workflow has already ended (its last activity recorded the
+ * outcome; the workflow closes right after) and the workflow closed within a short wait.
+ */
+async function workflowClosing(deps: Deps, workflowId: string, taskId: string): Promise<boolean> {
+  const row = await Task.query(deps.knex).findById(taskId);
+  if (!row || !FINAL_TASK_STATUSES.includes(row.status)) return false;
+  const desc = await deps.temporal.workflow.getHandle(workflowId).describe().catch(() => undefined);
+  if (!desc || desc.typedSearchAttributes.get(searchAttributeKeys.TaskId) !== taskId) return true;
+  const closed = deps.temporal.workflow
+    .getHandle(workflowId, desc.runId)
+    .result()
+    .then(
+      () => true,
+      () => true,
+    );
+  const timeout = new Promise<boolean>((r) => setTimeout(() => r(false), 5000).unref());
+  return Promise.race([closed, timeout]);
+}
+
+/** The task of the exclusive workflow running on the environment: its search attributes, else the row. */
+async function runningTask(deps: Deps, environmentId: string): Promise<{ id: string; kind: string } | null> {
+  const workflowId = workflowIds.environmentChange(environmentId);
+  try {
+    const desc = await deps.temporal.workflow.getHandle(workflowId).describe();
+    const id = desc.typedSearchAttributes.get(searchAttributeKeys.TaskId);
+    const kind = desc.typedSearchAttributes.get(searchAttributeKeys.TaskKind);
+    if (id) return { id, kind: kind ?? 'deployments' };
+  } catch {
+    // fall back on the database
+  }
+  const row = await runningExclusiveTask(deps.knex, environmentId);
+  return row ? { id: row.id, kind: row.kind } : null;
+}
+
+/**
+ * Cancels a task nothing has started: pending -> cancelled by compare-and-set, then its workflow run is
+ * asked to cancel (the row decides: whatever takes the task later finds it cancelled and does not start
+ * it, so a Temporal hiccup here changes nothing for the outcome). False when something had started it.
+ */
+export async function cancelTask(deps: Deps, task: Pick<Task, 'id' | 'workflow_id' | 'run_id'>): Promise<boolean> {
+  if (!(await cancelPendingTask(deps.knex, task.id))) return false;
+  try {
+    await deps.temporal.workflow.getHandle(task.workflow_id, task.run_id ?? undefined).cancel();
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) {
+      deps.logger.warn({ taskId: task.id, err: (err as Error).message }, 'task cancelled; its workflow could not be asked to cancel');
+    }
+  }
+  return true;
+}

@@ -1,0 +1,68 @@
+/**
+ * The one list of each word the system shares between migrations, models, schemas, the API and the
+ * workflows: roles, task kinds, task types and statuses, and how a task was asked for. Deterministic and
+ * free of I/O (the workflow bundle imports it).
+ */
+
+export const ROLES = ['owner', 'admin', 'developer', 'viewer'] as const;
+export type Role = (typeof ROLES)[number];
+
+export const TASK_KINDS = ['deployments', 'backups', 'machines', 'configuration', 'maintenance'] as const;
+export type TaskKind = (typeof TASK_KINDS)[number];
+
+export const TASK_STATUSES = ['pending', 'running', 'succeeded', 'failed', 'cancelled'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+export const FINAL_TASK_STATUSES: readonly TaskStatus[] = ['succeeded', 'failed', 'cancelled'];
+
+/** How a task was asked for: a person (session, cli), a pipeline (token) or the system itself. */
+export const ACCOUNT_VIA = ['session', 'cli', 'token', 'auto_deploy', 'schedule', 'system'] as const;
+export type AccountVia = (typeof ACCOUNT_VIA)[number];
+
+export interface TaskTypeDef {
+  kind: TaskKind;
+  /**
+   * One change at a time per environment (CONTRACT "Tasks of every kind"): while one exclusive task is
+   * pending or running on an environment, another is refused with 409.
+   */
+  exclusive: boolean;
+  /** The workflow function (workflows/index.ts) that runs tasks of this type. */
+  workflow: string;
+}
+
+/** Every task type: adding one is an entry here plus its workflow. */
+export const TASK_TYPES = {
+  deploy: { kind: 'deployments', exclusive: true, workflow: 'deployEnvironment' },
+  redeploy: { kind: 'deployments', exclusive: true, workflow: 'deployEnvironment' },
+  rollback: { kind: 'deployments', exclusive: true, workflow: 'deployEnvironment' },
+  build: { kind: 'deployments', exclusive: false, workflow: 'buildEnvironment' },
+  apply_variables: { kind: 'configuration', exclusive: false, workflow: 'applyVariables' },
+  cdn_clear: { kind: 'configuration', exclusive: false, workflow: 'clearCdn' },
+  maintenance_on: { kind: 'maintenance', exclusive: false, workflow: 'setMaintenance' },
+  maintenance_off: { kind: 'maintenance', exclusive: false, workflow: 'setMaintenance' },
+  backup: { kind: 'backups', exclusive: false, workflow: 'backupEnvironment' },
+  restore: { kind: 'backups', exclusive: true, workflow: 'restoreBackup' },
+  sync: { kind: 'backups', exclusive: true, workflow: 'syncEnvironment' },
+  reset_database: { kind: 'backups', exclusive: true, workflow: 'resetDatabase' },
+  service_create: { kind: 'machines', exclusive: false, workflow: 'createService' },
+  resize: { kind: 'machines', exclusive: true, workflow: 'resizeServer' },
+  reboot: { kind: 'machines', exclusive: false, workflow: 'rebootServer' },
+  scale: { kind: 'machines', exclusive: true, workflow: 'scaleEnvironment' },
+  reshape: { kind: 'machines', exclusive: true, workflow: 'reshapeEnvironment' },
+  discard_old_database: { kind: 'machines', exclusive: false, workflow: 'discardOldDatabase' },
+  storage_move: { kind: 'machines', exclusive: true, workflow: 'moveStorage' },
+  storage_discard: { kind: 'machines', exclusive: false, workflow: 'discardStorage' },
+  volume_grow: { kind: 'machines', exclusive: false, workflow: 'growVolume' },
+} as const satisfies Record<string, TaskTypeDef>;
+
+export type TaskType = keyof typeof TASK_TYPES;
+export const TASK_TYPE_NAMES = Object.keys(TASK_TYPES) as TaskType[];
+export type DeployType = 'deploy' | 'redeploy' | 'rollback';
+
+export const isTaskType = (s: string): s is TaskType => Object.hasOwn(TASK_TYPES, s);
+
+/** The Keyword search attributes every task's workflow carries (registered on the Temporal namespace). */
+export const SEARCH_ATTRIBUTES = ['TeamId', 'ProjectId', 'EnvironmentId', 'TaskKind', 'TaskType', 'TaskId'] as const;
+
+/** Activity event kinds (GET /teams/{id}/activity): task kinds, plus changes that are not tasks. */
+export const ACTIVITY_KINDS = [...TASK_KINDS, 'access'] as const;
+export type ActivityKind = (typeof ACTIVITY_KINDS)[number];

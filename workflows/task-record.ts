@@ -1,0 +1,40 @@
+/**
+ * Shapes shared by every task's workflow, the activities and the API's task client (api/lib/tasks.ts).
+ * Deterministic: no I/O here (imported by the workflow bundle).
+ */
+import type { AccountVia, TaskKind, TaskType } from '../db/vocabulary';
+
+/**
+ * The whole task row as the API chose it. The API starts the workflow with it, then inserts it; the
+ * workflow's first activity inserts the same row (ON CONFLICT DO NOTHING), so neither exists without the
+ * other whatever crashes in between.
+ */
+export interface TaskRecord {
+  id: string;
+  team_id: string;
+  project_id: string | null;
+  environment_id: string | null;
+  kind: TaskKind;
+  type: TaskType;
+  account_user_id: string | null;
+  account_via: AccountVia;
+  workflow_id: string;
+  /** What the type needs (never a secret); shown on the task as `params`. */
+  params: Record<string, any>;
+  created_at: string;
+}
+
+/** The input of every task's workflow: the record, plus what its type adds (never a secret). */
+export interface TaskWorkflowInput {
+  task: TaskRecord;
+}
+
+export interface TaskResult {
+  [key: string]: unknown;
+}
+
+export interface TaskOutcome {
+  status: 'succeeded' | 'failed' | 'cancelled';
+  result?: TaskResult;
+  error?: string;
+}

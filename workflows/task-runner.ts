@@ -1,0 +1,98 @@
+/**
+ * The generic task runner: every task's workflow runs its body between recording its task row and ending
+ * it (succeeded with the result, failed with a readable reason, cancelled), writing the outcome to the
+ * task log. A task workflow is `runTask(input, async ({ log, start }) => { await start(); ...; return result })`.
+ * Deterministic code only: the world is reached through activities.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  isCancellation,
+  proxyActivities,
+  TimeoutFailure,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { TaskActivities } from '../activities/tasks';
+import type { TaskOutcome, TaskResult, TaskWorkflowInput } from './task-record';
+
+export type { TaskWorkflowInput } from './task-record';
+
+export interface TaskContext {
+  /** Appends lines of the workflow's own (headings, outcomes) to the task log. */
+  log: (...lines: string[]) => Promise<void>;
+  /** pending -> running; ends the task `cancelled` when it was cancelled before anything started it. */
+  start: () => Promise<void>;
+}
+
+export const taskActs = proxyActivities<TaskActivities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', maximumInterval: '20s' },
+});
+
+/** Ends the task: raised inside the runner with the readable reason. */
+class TaskFailed extends Error {}
+class TaskCancelled extends Error {}
+
+export function failure(message: string): never {
+  throw new TaskFailed(message);
+}
+
+/** The task was cancelled before anything started it. */
+export function cancelled(): never {
+  throw new TaskCancelled('cancelled');
+}
+
+/** A readable reason out of what a workflow step threw. */
+export function describeError(err: unknown): string {
+  let e: unknown = err;
+  while (e instanceof ActivityFailure && e.cause) e = e.cause;
+  if (e instanceof TimeoutFailure) return 'a step did not finish in time';
+  if (e instanceof Error) return e.message || e.name;
+  return String(e);
+}
+
+/**
+ * Runs a task's body between its recording and its ending: records the row, runs `body`, and ends the task
+ * (succeeded with the result, failed with the reason, cancelled) in the log and the row.
+ */
+export async function runTask<R extends TaskResult>(
+  input: TaskWorkflowInput,
+  body: (ctx: TaskContext) => Promise<R>,
+): Promise<TaskOutcome & { result?: R }> {
+  const taskId = input.task.id;
+  const record = { ...input.task, run_id: workflowInfo().firstExecutionRunId };
+  const log = (...lines: string[]) => taskActs.appendTaskLog({ taskId, lines });
+  const start = async () => {
+    if (!(await taskActs.startTask(taskId))) cancelled();
+  };
+  try {
+    await taskActs.recordTask(record);
+    const result = await body({ log, start });
+    await taskActs.finishTask({ taskId, status: 'succeeded', result });
+    return { status: 'succeeded', result };
+  } catch (err) {
+    // The workflow was asked to cancel: it ends cancelled, also when the activity it waited on could not say
+    // so itself (e.g. its worker died before it noticed, and it timed out).
+    const cancelRequested = CancellationScope.current().consideredCancelled;
+    if (err instanceof TaskCancelled || isCancellation(err) || cancelRequested) {
+      await CancellationScope.nonCancellable(async () => {
+        await taskActs.recordTask(record);
+        await log('==> Cancelled');
+        await taskActs.finishTask({ taskId, status: 'cancelled', error: 'cancelled' });
+      });
+      if (isCancellation(err)) throw err;
+      if (cancelRequested) throw new CancelledFailure('cancelled');
+      return { status: 'cancelled', error: 'cancelled' };
+    }
+    const message = err instanceof TaskFailed ? err.message : describeError(err);
+    await CancellationScope.nonCancellable(async () => {
+      await taskActs.recordTask(record);
+      await log(`==> Failed: ${message}`);
+      await taskActs.finishTask({ taskId, status: 'failed', error: message });
+    });
+    throw ApplicationFailure.nonRetryable(message, 'TaskFailed');
+  }
+}
+
