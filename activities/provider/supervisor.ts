@@ -278,7 +278,9 @@ export class Supervisor {
     const rt = this.runtime(s.envId);
     const base = { envId: s.envId, releaseId: s.releaseId };
     if (rt.live) return { ...base, ok: true };
-    if (s.pid) await this.killOrphan(s.pid, s.releaseDir);
+    // Behind the edge, the orphan of the previous worker keeps serving until its successor is ready.
+    const handOver = Boolean(this.publishRoute);
+    if (s.pid && !handOver) await this.killOrphan(s.pid, s.releaseDir);
     rt.maintenance = s.maintenance ?? { on: false };
     try {
       await this.ensureProxy(rt, s.port);
@@ -295,11 +297,13 @@ export class Supervisor {
     if (s.manifest.web) web = await this.spawnWeb(s.envId, s.releaseId, s.releaseDir, s.manifest.web, env);
     rt.live = { releaseId: s.releaseId, releaseDir: s.releaseDir, manifest: s.manifest, env, since: s.since, web };
     web?.supervise(); // it is the live release: whatever happens, keep it running
+    const ready = web && handOver ? await waitReady(web, s.manifest.health, this.restoreTimeoutMs) : null;
     await this.writeState(rt);
     await this.publish(rt);
+    if (s.pid && handOver) await this.killOrphan(s.pid, s.releaseDir);
     if (!web) return { ...base, ok: true };
-    const ready = await waitReady(web, s.manifest.health, this.restoreTimeoutMs);
-    return ready.ok ? { ...base, ok: true } : { ...base, ok: false, message: ready.message };
+    const done = ready ?? (await waitReady(web, s.manifest.health, this.restoreTimeoutMs));
+    return done.ok ? { ...base, ok: true } : { ...base, ok: false, message: done.message };
   }
 
   /** Stops every web process group and closes every proxy (worker shutdown). current.json files stay. */

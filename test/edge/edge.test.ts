@@ -1,0 +1,88 @@
+/**
+ * The edge serves every environment on its own port and verified domains on EDGE_PORT by Host, and it
+ * does not depend on the worker: requests keep being answered while the worker is SIGKILLed and restarted.
+ */
+import type { ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestContext } from '../helpers/context';
+import { createDeployWorld, fetchEnvironment, waitForTask } from '../helpers/deploy-fixtures';
+import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
+
+const t = useTestContext({ edge: true });
+const children: ChildProcess[] = [];
+let w: Awaited<ReturnType<typeof createDeployWorld>>;
+
+beforeAll(async () => {
+  w = await createDeployWorld(t);
+  children.push(spawnSystemProcess(t, 'system/worker.ts'));
+  const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
+  expect(res.status, res.text).toBe(202);
+  const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });
+  expect(task.status, task.error ?? '').toBe('succeeded');
+}, 120_000);
+afterAll(() => stopChildren(children));
+
+/** GET / on the edge's Host listener with the given Host header. */
+function viaHost(host: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port: t.edge!.port, path: '/', headers: { host }, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: text.trim() }));
+    });
+    req.on('error', reject);
+  });
+}
+
+async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (ok(v) || Date.now() > deadline) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('the edge', () => {
+  it("serves the environment on its own port", async () => {
+    expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v1' });
+  });
+
+  it('serves a verified domain on EDGE_PORT by Host; pending, unknown and deleted ones get 404', async () => {
+    const base = { team_id: w.team.id, project_id: w.project.id, environment_id: w.environment.id, verification_value: 'x' };
+    const [verified] = await t.deps.knex('domains').insert({ ...base, hostname: 'shop.example.test', status: 'verified', verified_at: new Date() }).returning('id');
+    await t.deps.knex('domains').insert({ ...base, hostname: 'pending.example.test', status: 'pending' });
+    expect(await until(() => viaHost('Shop.Example.Test:8000'), (r) => r.status === 200)).toEqual({ status: 200, text: 'v1' });
+    expect((await viaHost('pending.example.test')).status).toBe(404);
+    expect((await viaHost('unknown.example.test')).status).toBe(404);
+    await t.deps.knex('domains').where({ id: verified.id }).delete();
+    expect((await until(() => viaHost('shop.example.test'), (r) => r.status === 404)).status).toBe(404);
+  });
+
+  it('keeps answering while the worker is SIGKILLed and restarted, and deploys again after', async () => {
+    let stop = false;
+    const statuses: number[] = [];
+    const load = (async () => {
+      while (!stop) {
+        statuses.push((await fetchEnvironment(w.environment.port).catch(() => ({ status: 0, text: '' }))).status);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 300));
+    await killAndWait(children[0], 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 1000)); // the worker is down: the edge serves on
+    children.push(spawnSystemProcess(t, 'system/worker.ts'));
+    await new Promise((r) => setTimeout(r, 3000)); // the new worker restores the web process and publishes it
+    stop = true;
+    await load;
+    expect(statuses.length).toBeGreaterThan(20);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+
+    w.repo.commit('v2');
+    const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
+    const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });
+    expect(task.status, task.error ?? '').toBe('succeeded');
+    expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v2' });
+  });
+});
