@@ -5,6 +5,7 @@ import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
 import { createVariableActivities } from './variables';
 import { createDomainActivities } from './domains';
+import { createMaintenanceActivities } from './maintenance';
 import { open, seal } from '../system/crypto';
 import { publishEdgeRoute } from '../db/queries/edge-routes';
 
@@ -38,6 +39,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createBuildActivities(deps),
       ...createVariableActivities(deps, supervisor),
       ...createDomainActivities(deps),
+      ...createMaintenanceActivities(deps),
     },
     async onWorkerStart() {
       const restored = await supervisor.restoreAll();

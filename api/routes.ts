@@ -11,6 +11,7 @@ import { routes as pipelineRoutes } from './pipeline/routes';
 import { routes as manifestRoutes } from './manifests/routes';
 import { routes as variableRoutes } from './variables/routes';
 import { routes as domainRoutes } from './domains/routes';
+import { routes as maintenanceRoutes } from './maintenance/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -27,5 +28,6 @@ export function allRoutes(): RouteDef[] {
     ...manifestRoutes,
     ...variableRoutes,
     ...domainRoutes,
+    ...maintenanceRoutes,
   ] as RouteDef[];
 }

@@ -35,6 +35,19 @@ export interface Edge {
 }
 
 const CHANNEL = 'vc_edge';
+const MAINTENANCE_RETRY_SECONDS = 300;
+const DEFAULT_MAINTENANCE_PAGE =
+  '<!doctype html><html><head><meta charset="utf-8"><title>Down for maintenance</title></head>' +
+  '<body><h1>Down for maintenance</h1><p>{{note}}</p></body></html>\n';
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+/** The project's maintenance page (or the default), `{{note}}` replaced by the note, escaped. */
+export function maintenancePage(page: string | null, note: string | null): string {
+  return (page ?? DEFAULT_MAINTENANCE_PAGE).replaceAll('{{note}}', escapeHtml(note ?? ''));
+}
 
 function plain(res: http.ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
   if (res.headersSent) return void res.destroy();
@@ -105,6 +118,12 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     if (!envId) {
       req.resume();
       return plain(res, 404, 'no site is served at this address');
+    }
+    const maintenance = state.maintenance.get(envId);
+    if (maintenance) {
+      req.resume();
+      res.writeHead(503, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'retry-after': String(MAINTENANCE_RETRY_SECONDS) });
+      return void res.end(maintenancePage(null, maintenance.note));
     }
     forward(envId, req, res, state.routes.get(envId) ?? { kind: 'unavailable', text: 'no release is live' }, false);
   }

@@ -10,6 +10,8 @@ export interface EdgeState {
   envByPort: Map<number, string>;
   routes: Map<string, EdgeRoute>;
   domains: Map<string, string>;
+  /** Environments under maintenance, with their note. */
+  maintenance: Map<string, { note: string | null }>;
 }
 
 function toRoute(row: { upstream_host: string | null; upstream_port: number | null; unavailable: string | null }): EdgeRoute {
@@ -19,13 +21,18 @@ function toRoute(row: { upstream_host: string | null; upstream_port: number | nu
 
 export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
   const [envs, routes, domains] = await Promise.all([
-    knex('environments').select('id', 'port'),
+    knex('environments').select('id', 'port', 'maintenance_on', 'maintenance_note'),
     knex('edge_routes').select('environment_id', 'upstream_host', 'upstream_port', 'unavailable'),
     knex('domains').where({ status: 'verified' }).select('hostname', 'environment_id'),
   ]);
   return {
     envByPort: new Map(envs.map((e: { id: string; port: number }) => [e.port, e.id])),
     routes: new Map(routes.map((r: { environment_id: string } & Parameters<typeof toRoute>[0]) => [r.environment_id, toRoute(r)])),
+    maintenance: new Map(
+      envs
+        .filter((e: { maintenance_on: boolean }) => e.maintenance_on)
+        .map((e: { id: string; maintenance_note: string | null }) => [e.id, { note: e.maintenance_note }]),
+    ),
     domains: new Map(domains.map((d: { hostname: string; environment_id: string }) => [d.hostname, d.environment_id])),
   };
 }

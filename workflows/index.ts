@@ -5,3 +5,4 @@ export { deployEnvironment } from './deploy';
 export { buildEnvironment } from './build';
 export { recheckDomain } from './domains';
 export { applyVariables } from './variables';
+export { setMaintenance } from './maintenance';

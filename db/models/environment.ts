@@ -9,6 +9,9 @@ export class Environment extends BaseModel {
   auto_deploy!: boolean;
   port!: number;
   live_release_id!: string | null;
+  maintenance_on!: boolean;
+  maintenance_note!: string | null;
+  maintenance_since!: Date | null;
   created_at!: Date;
   updated_at!: Date;
 }

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, fetchEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
+import { sessionAgent } from '../helpers/fixtures';
 
 const t = useTestContext({ edge: true });
 const children: ChildProcess[] = [];
@@ -58,6 +59,25 @@ describe('the edge', () => {
     expect((await viaHost('unknown.example.test')).status).toBe(404);
     await t.deps.knex('domains').where({ id: verified.id }).delete();
     expect((await until(() => viaHost('shop.example.test'), (r) => r.status === 404)).status).toBe(404);
+  });
+
+  it('POST /environments/{id}/maintenance: 503 with Retry-After and the note while on, traffic again when off', async () => {
+    const owner = await sessionAgent(t, w.owner);
+    const on = await owner.post(`/environments/${w.environment.id}/maintenance`, { maintenance: true, note: 'Back at <5pm>' });
+    expect(on.status, on.text).toBe(202);
+    expect(on.body).toMatchObject({ kind: 'maintenance', type: 'maintenance_on' });
+    expect((await waitForTask(t, w.api, on.body.id, { timeoutMs: 30_000 })).status).toBe('succeeded');
+    const res = await until(() => fetch(`http://127.0.0.1:${w.environment.port}/`), (r) => r.status === 503);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('300');
+    expect(await res.text()).toContain('Back at &lt;5pm&gt;');
+    const shown = (await owner.get(`/environments/${w.environment.id}`)).body.maintenance;
+    expect(shown).toEqual({ on: true, note: 'Back at <5pm>', since: expect.any(String) });
+
+    const off = await owner.post(`/environments/${w.environment.id}/maintenance`, { maintenance: false });
+    expect((await waitForTask(t, w.api, off.body.id, { timeoutMs: 30_000 })).status).toBe('succeeded');
+    expect(await until(() => fetchEnvironment(w.environment.port), (r) => r.status === 200)).toEqual({ status: 200, text: 'v1' });
+    expect((await owner.get(`/environments/${w.environment.id}`)).body.maintenance).toEqual({ on: false, note: null, since: null });
   });
 
   it('keeps answering while the worker is SIGKILLed and restarted, and deploys again after', async () => {
