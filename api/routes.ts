@@ -12,6 +12,7 @@ import { routes as manifestRoutes } from './manifests/routes';
 import { routes as variableRoutes } from './variables/routes';
 import { routes as domainRoutes } from './domains/routes';
 import { routes as maintenanceRoutes } from './maintenance/routes';
+import { routes as projectSettingsRoutes } from './projects/settings-routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -29,5 +30,6 @@ export function allRoutes(): RouteDef[] {
     ...variableRoutes,
     ...domainRoutes,
     ...maintenanceRoutes,
+    ...projectSettingsRoutes,
   ] as RouteDef[];
 }

@@ -159,3 +159,19 @@ describe('DELETE /domains/{id}', () => {
     expect((await agent.post(`/environments/${environment.id}/domains`, { hostname })).status).toBe(201);
   });
 });
+
+describe('GET/POST /projects/{id}/settings', () => {
+  it('changes only the fields given; domain_allowance governs adding domains; null goes back to the default', async () => {
+    const { project, environment, agent } = await world();
+    expect((await agent.get(`/projects/${project.id}/settings`)).body).toEqual({ name: project.name, domain_allowance: 3, domain_allowance_is_default: true });
+    const res = await agent.post(`/projects/${project.id}/settings`, { domain_allowance: 1 });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ name: project.name, domain_allowance: 1, domain_allowance_is_default: false });
+    expect((await agent.post(`/environments/${environment.id}/domains`, { hostname: host() })).status).toBe(201);
+    expect((await agent.post(`/environments/${environment.id}/domains`, { hostname: host() })).body.error.code).toBe('domain_allowance_spent');
+    const bad = await agent.post(`/projects/${project.id}/settings`, { domain_allowance: -1, name: 'Bad Name' });
+    expect(bad.status).toBe(422);
+    expect(Object.keys(bad.body.error.fields).sort()).toEqual(['domain_allowance', 'name']);
+    expect((await agent.post(`/projects/${project.id}/settings`, { domain_allowance: null })).body.domain_allowance).toBe(3);
+  });
+});
