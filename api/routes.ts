@@ -13,6 +13,7 @@ import { routes as variableRoutes } from './variables/routes';
 import { routes as domainRoutes } from './domains/routes';
 import { routes as maintenanceRoutes } from './maintenance/routes';
 import { routes as projectSettingsRoutes } from './projects/settings-routes';
+import { routes as edgeRoutes } from './edge/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -31,5 +32,6 @@ export function allRoutes(): RouteDef[] {
     ...domainRoutes,
     ...maintenanceRoutes,
     ...projectSettingsRoutes,
+    ...edgeRoutes,
   ] as RouteDef[];
 }

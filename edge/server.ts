@@ -13,7 +13,9 @@ import net from 'node:net';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { forwardHeaders, responseHeaders } from '../activities/provider/proxy';
-import { loadEdgeState, loadRoute, type EdgeRoute, type EdgeState } from './state';
+import { loadEdgeState, loadRoute, type EdgeRoute, type EdgeState, type EnvironmentRules } from './state';
+import { createHash } from 'node:crypto';
+import { verifyPassword } from '../api/lib/passwords';
 
 export interface EdgeOptions {
   knex: Knex;
@@ -77,7 +79,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     return agent;
   };
 
-  function forward(envId: string, req: http.IncomingMessage, res: http.ServerResponse, route: EdgeRoute, retried: boolean): void {
+  function forward(envId: string, req: http.IncomingMessage, res: http.ServerResponse, route: EdgeRoute, retried: boolean, extra: string[] = []): void {
     if (route.kind === 'unavailable') {
       req.resume();
       return plain(res, 503, route.text);
@@ -91,7 +93,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       agent: agentFor(route.host, route.port),
     });
     upstream.on('response', (up) => {
-      res.writeHead(up.statusCode ?? 502, up.statusMessage, responseHeaders(up.rawHeaders));
+      res.writeHead(up.statusCode ?? 502, up.statusMessage, [...responseHeaders(up.rawHeaders), ...extra]);
       up.pipe(res);
       up.on('error', () => res.destroy());
     });
@@ -103,7 +105,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
         .then((fresh) => {
           const next = fresh ?? { kind: 'unavailable' as const, text: 'no release is live' };
           if (fresh) state.routes.set(envId, fresh);
-          forward(envId, req, res, next, true);
+          forward(envId, req, res, next, true, extra);
         })
         .catch(() => plain(res, 502, 'bad gateway: the web process is not answering'));
     });
@@ -114,10 +116,54 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     else upstream.end();
   }
 
+  /** Basic credentials checked against the argon2id hash; a match is remembered (by digest) so the hash runs once. */
+  const goodCredentials = new Map<string, string>();
+  async function passwordOk(envId: string, req: http.IncomingMessage, want: { username: string; hash: string }): Promise<boolean> {
+    const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(req.headers.authorization ?? '');
+    if (!m) return false;
+    const decoded = Buffer.from(m[1], 'base64').toString('utf8');
+    const i = decoded.indexOf(':');
+    if (i < 0 || decoded.slice(0, i) !== want.username) return false;
+    const key = createHash('sha256').update(`${envId}\0${decoded}`).digest('hex');
+    if (goodCredentials.get(key) === want.hash) return true;
+    if (!(await verifyPassword(want.hash, decoded.slice(i + 1)))) return false;
+    if (goodCredentials.size > 10_000) goodCredentials.clear();
+    goodCredentials.set(key, want.hash);
+    return true;
+  }
+
   function serve(envId: string | undefined, req: http.IncomingMessage, res: http.ServerResponse): void {
     if (!envId) {
       req.resume();
       return plain(res, 404, 'no site is served at this address');
+    }
+    const rules = state.rules.get(envId);
+    if (rules?.allowed && !rules.allowed(req.socket.remoteAddress)) {
+      req.resume();
+      return plain(res, 403, 'forbidden: your address may not reach this site');
+    }
+    if (rules?.password) {
+      const want = rules.password;
+      void passwordOk(envId, req, want).then(
+        (ok) => {
+          if (!ok) {
+            req.resume();
+            return plain(res, 401, 'this site needs a username and password', { 'www-authenticate': 'Basic realm="site", charset="UTF-8"' });
+          }
+          admit(envId, rules, req, res);
+        },
+        () => plain(res, 502, 'bad gateway'),
+      );
+      return;
+    }
+    admit(envId, rules, req, res);
+  }
+
+  function admit(envId: string, rules: EnvironmentRules | undefined, req: http.IncomingMessage, res: http.ServerResponse): void {
+    const extra: string[] = [];
+    if (rules?.stickiness && !/(?:^|;\s*)vc_instance=/.test(req.headers.cookie ?? '')) {
+      // One instance serves an environment today; the cookie names it so that a client stays on it.
+      extra.push('set-cookie', `vc_instance=${createHash('sha256').update(envId).digest('hex').slice(0, 16)}; Path=/; HttpOnly; SameSite=Lax`);
     }
     const maintenance = state.maintenance.get(envId);
     if (maintenance) {
@@ -125,7 +171,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       res.writeHead(503, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'retry-after': String(MAINTENANCE_RETRY_SECONDS) });
       return void res.end(maintenancePage(null, maintenance.note));
     }
-    forward(envId, req, res, state.routes.get(envId) ?? { kind: 'unavailable', text: 'no release is live' }, false);
+    forward(envId, req, res, state.routes.get(envId) ?? { kind: 'unavailable', text: 'no release is live' }, false, extra);
   }
 
   function upgrade(envId: string | undefined, req: http.IncomingMessage, socket: net.Socket, head: Buffer, sockets: Set<net.Socket>): void {

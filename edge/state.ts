@@ -3,6 +3,15 @@
  * answers (edge_routes, written by the supervisor), and the verified domains by hostname.
  */
 import type { Knex } from 'knex';
+import { cidrMatcher, type CidrMatcher } from '../api/lib/cidr';
+
+/** The environment edge's rules, ready to check. */
+export interface EnvironmentRules {
+  /** null: everyone may connect. */
+  allowed: CidrMatcher | null;
+  password: { username: string; hash: string } | null;
+  stickiness: boolean;
+}
 
 export type EdgeRoute = { kind: 'upstream'; host: string; port: number } | { kind: 'unavailable'; text: string };
 
@@ -12,6 +21,7 @@ export interface EdgeState {
   domains: Map<string, string>;
   /** Environments under maintenance, with their note. */
   maintenance: Map<string, { note: string | null }>;
+  rules: Map<string, EnvironmentRules>;
 }
 
 function toRoute(row: { upstream_host: string | null; upstream_port: number | null; unavailable: string | null }): EdgeRoute {
@@ -20,14 +30,24 @@ function toRoute(row: { upstream_host: string | null; upstream_port: number | nu
 }
 
 export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
-  const [envs, routes, domains] = await Promise.all([
+  const [envs, routes, domains, edges] = await Promise.all([
     knex('environments').select('id', 'port', 'maintenance_on', 'maintenance_note'),
     knex('edge_routes').select('environment_id', 'upstream_host', 'upstream_port', 'unavailable'),
     knex('domains').where({ status: 'verified' }).select('hostname', 'environment_id'),
+    knex('environment_edges').select('environment_id', 'allowed_addresses', 'password_username', 'password_hash', 'stickiness'),
   ]);
+  const rules = new Map<string, EnvironmentRules>();
+  for (const e of edges as Array<{ environment_id: string; allowed_addresses: string[]; password_username: string | null; password_hash: string | null; stickiness: boolean }>) {
+    rules.set(e.environment_id, {
+      allowed: e.allowed_addresses.length ? cidrMatcher(e.allowed_addresses) : null,
+      password: e.password_hash && e.password_username ? { username: e.password_username, hash: e.password_hash } : null,
+      stickiness: e.stickiness,
+    });
+  }
   return {
     envByPort: new Map(envs.map((e: { id: string; port: number }) => [e.port, e.id])),
     routes: new Map(routes.map((r: { environment_id: string } & Parameters<typeof toRoute>[0]) => [r.environment_id, toRoute(r)])),
+    rules,
     maintenance: new Map(
       envs
         .filter((e: { maintenance_on: boolean }) => e.maintenance_on)

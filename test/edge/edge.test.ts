@@ -36,6 +36,18 @@ function viaHost(host: string): Promise<{ status: number; text: string }> {
   });
 }
 
+/** GET / on the environment's port from a given loopback address, with optional headers. */
+function fromAddress(localAddress: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port: w.environment.port, path: '/', localAddress, headers, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: text.trim() }));
+    });
+    req.on('error', reject);
+  });
+}
+
 async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
@@ -78,6 +90,38 @@ describe('the edge', () => {
     expect((await waitForTask(t, w.api, off.body.id, { timeoutMs: 30_000 })).status).toBe('succeeded');
     expect(await until(() => fetchEnvironment(w.environment.port), (r) => r.status === 200)).toEqual({ status: 200, text: 'v1' });
     expect((await owner.get(`/environments/${w.environment.id}`)).body.maintenance).toEqual({ on: false, note: null, since: null });
+  });
+
+  it('PATCH /environments/{id}/edge: allowed addresses (403 outside), a Basic password (401), stickiness; a refused save keeps nothing', async () => {
+    const owner = await sessionAgent(t, w.owner);
+    const edgeUrl = `/environments/${w.environment.id}/edge`;
+    const bad = await owner.patch(edgeUrl, { allowed_addresses: ['127.0.0.1/32', 'nonsense', '10.0.0.0/33'], stickiness: true });
+    expect(bad.status).toBe(422);
+    expect(Object.keys(bad.body.error.fields).sort()).toEqual(['allowed_addresses.1', 'allowed_addresses.2']);
+    expect((await owner.get(edgeUrl)).body).toEqual({ allowed_addresses: [], password: { enabled: false, username: null }, stickiness: false });
+
+    const allowed = await owner.patch(edgeUrl, { allowed_addresses: ['127.0.0.1'] });
+    expect(allowed.body.allowed_addresses).toEqual(['127.0.0.1/32']);
+    expect((await until(() => fromAddress('127.0.0.2'), (r) => r.status === 403)).status).toBe(403);
+    expect((await fromAddress('127.0.0.1')).status).toBe(200);
+
+    const withPassword = await owner.patch(edgeUrl, { password: { username: 'team', password: 'open sesame 1' }, stickiness: true });
+    expect(withPassword.body).toEqual({ allowed_addresses: ['127.0.0.1/32'], password: { enabled: true, username: 'team' }, stickiness: true });
+    expect(withPassword.text).not.toContain('open sesame');
+    const row = await t.deps.knex('environment_edges').where({ environment_id: w.environment.id }).first();
+    expect(row.password_hash).toMatch(/^\$argon2id\$/);
+    const denied = await until(() => fromAddress('127.0.0.1'), (r) => r.status === 401);
+    expect(denied.status).toBe(401);
+    expect(denied.headers['www-authenticate']).toMatch(/^Basic /);
+    const basic = (u: string, p: string) => ({ authorization: `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}` });
+    expect((await fromAddress('127.0.0.1', basic('team', 'wrong password'))).status).toBe(401);
+    const ok = await fromAddress('127.0.0.1', basic('team', 'open sesame 1'));
+    expect(ok).toMatchObject({ status: 200, text: 'v1' });
+    expect(String(ok.headers['set-cookie'])).toMatch(/^vc_instance=/);
+    expect((await fromAddress('127.0.0.2', basic('team', 'open sesame 1'))).status).toBe(403);
+
+    await owner.patch(edgeUrl, { allowed_addresses: [], password: null, stickiness: false });
+    expect((await until(() => fromAddress('127.0.0.2'), (r) => r.status === 200)).status).toBe(200);
   });
 
   it('keeps answering while the worker is SIGKILLed and restarted, and deploys again after', async () => {
