@@ -13,7 +13,8 @@ import net from 'node:net';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { forwardHeaders, responseHeaders } from '../activities/provider/proxy';
-import { loadEdgeState, loadRoute, type EdgeRoute, type EdgeState, type EnvironmentRules } from './state';
+import { loadEdgeState, loadRoute, type EdgeRoute, type EdgeState, type EnvironmentRules, type ProjectRules } from './state';
+import { blockedAgent, clientAddress, compressorFor, hstsValue, isHttps, RateWindows } from './rules';
 import { createHash } from 'node:crypto';
 import { verifyPassword } from '../api/lib/passwords';
 
@@ -27,6 +28,8 @@ export interface EdgeOptions {
   logger?: { warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
   /** Reload period in case a notification was lost (default 30 s). */
   refreshMs?: number;
+  /** Proxies in front of the edge whose X-Forwarded-For/-Proto are believed (TRUST_PROXY_HOPS). */
+  trustProxyHops?: number;
 }
 
 export interface Edge {
@@ -82,7 +85,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   function forward(envId: string, req: http.IncomingMessage, res: http.ServerResponse, route: EdgeRoute, retried: boolean, extra: string[] = []): void {
     if (route.kind === 'unavailable') {
       req.resume();
-      return plain(res, 503, route.text);
+      return failed(envId, res, 503, route.text, extra);
     }
     const upstream = http.request({
       host: route.host,
@@ -93,13 +96,23 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       agent: agentFor(route.host, route.port),
     });
     upstream.on('response', (up) => {
-      res.writeHead(up.statusCode ?? 502, up.statusMessage, [...responseHeaders(up.rawHeaders), ...extra]);
-      up.pipe(res);
+      const status = up.statusCode ?? 502;
+      const rules = projectRulesOf(envId);
+      const zip = rules?.compression ? compressorFor(req, status, up.headers) : null;
+      let headers = [...responseHeaders(up.rawHeaders), ...extra];
+      if (zip) {
+        headers = headers.filter((_, i, all) => !['content-length', 'vary'].includes(all[i - (i % 2)].toLowerCase()));
+        const vary = up.headers.vary ? `${up.headers.vary}, Accept-Encoding` : 'Accept-Encoding';
+        headers.push('content-encoding', zip.encoding, 'vary', vary);
+      }
+      res.writeHead(status, up.statusMessage, headers);
+      if (zip) up.pipe(zip.stream).pipe(res);
+      else up.pipe(res);
       up.on('error', () => res.destroy());
     });
     upstream.on('error', () => {
       if (res.headersSent) return void res.destroy();
-      if (retried || hasBody(req)) return plain(res, 502, 'bad gateway: the web process is not answering');
+      if (retried || hasBody(req)) return failed(envId, res, 502, 'bad gateway: the web process is not answering', extra);
       // The route may have changed a moment ago: read it again and retry once.
       loadRoute(o.knex, envId)
         .then((fresh) => {
@@ -107,13 +120,31 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
           if (fresh) state.routes.set(envId, fresh);
           forward(envId, req, res, next, true, extra);
         })
-        .catch(() => plain(res, 502, 'bad gateway: the web process is not answering'));
+        .catch(() => failed(envId, res, 502, 'bad gateway: the web process is not answering', extra));
     });
     res.on('close', () => {
       if (!res.writableFinished) upstream.destroy();
     });
     if (hasBody(req)) req.pipe(upstream);
     else upstream.end();
+  }
+
+  const trustHops = o.trustProxyHops ?? 0;
+  const rates = new RateWindows();
+  const projectRulesOf = (envId: string): ProjectRules | undefined => {
+    const projectId = state.projectOf.get(envId);
+    return projectId ? state.projectRules.get(projectId) : undefined;
+  };
+
+  /** An answer of the edge's own when no web process can answer: the project's error page, if it has one. */
+  function failed(envId: string, res: http.ServerResponse, status: number, text: string, extra: string[]): void {
+    const page = projectRulesOf(envId)?.errorPage;
+    if (res.headersSent) return void res.destroy();
+    const headers: Record<string, string> = {};
+    for (let i = 0; i + 1 < extra.length; i += 2) headers[extra[i]] = extra[i + 1];
+    if (!page) return plain(res, status, text, headers);
+    res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...headers });
+    res.end(page);
   }
 
   /** Basic credentials checked against the argon2id hash; a match is remembered (by digest) so the hash runs once. */
@@ -137,8 +168,23 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       req.resume();
       return plain(res, 404, 'no site is served at this address');
     }
+    const address = clientAddress(req, trustHops);
+    const project = projectRulesOf(envId);
+    if (project) {
+      if (project.blocked?.(address) || blockedAgent(req.headers['user-agent'], project.agents)) {
+        req.resume();
+        return plain(res, 403, 'forbidden');
+      }
+      if (project.rateLimit) {
+        const wait = rates.hit(`${state.projectOf.get(envId)}|${address}`, project.rateLimit);
+        if (wait !== null) {
+          req.resume();
+          return plain(res, 429, 'too many requests; slow down', { 'retry-after': String(wait) });
+        }
+      }
+    }
     const rules = state.rules.get(envId);
-    if (rules?.allowed && !rules.allowed(req.socket.remoteAddress)) {
+    if (rules?.allowed && !rules.allowed(address)) {
       req.resume();
       return plain(res, 403, 'forbidden: your address may not reach this site');
     }
@@ -161,6 +207,8 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
 
   function admit(envId: string, rules: EnvironmentRules | undefined, req: http.IncomingMessage, res: http.ServerResponse): void {
     const extra: string[] = [];
+    const hsts = projectRulesOf(envId)?.hsts;
+    if (hsts && isHttps(req, trustHops)) extra.push('strict-transport-security', hstsValue(hsts));
     if (rules?.stickiness && !/(?:^|;\s*)vc_instance=/.test(req.headers.cookie ?? '')) {
       // One instance serves an environment today; the cookie names it so that a client stays on it.
       extra.push('set-cookie', `vc_instance=${createHash('sha256').update(envId).digest('hex').slice(0, 16)}; Path=/; HttpOnly; SameSite=Lax`);
@@ -169,7 +217,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     if (maintenance) {
       req.resume();
       res.writeHead(503, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'retry-after': String(MAINTENANCE_RETRY_SECONDS) });
-      return void res.end(maintenancePage(null, maintenance.note));
+      return void res.end(maintenancePage(projectRulesOf(envId)?.maintenancePage ?? null, maintenance.note));
     }
     forward(envId, req, res, state.routes.get(envId) ?? { kind: 'unavailable', text: 'no release is live' }, false, extra);
   }

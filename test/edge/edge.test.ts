@@ -4,6 +4,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, fetchEnvironment, waitForTask } from '../helpers/deploy-fixtures';
@@ -43,6 +44,18 @@ function fromAddress(localAddress: string, headers: Record<string, string> = {})
       let text = '';
       res.on('data', (c) => (text += c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: text.trim() }));
+    });
+    req.on('error', reject);
+  });
+}
+
+/** The raw answer (body as bytes) of GET / on the environment's port. */
+function raw(localAddress: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port: w.environment.port, path: '/', localAddress, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
     });
     req.on('error', reject);
   });
@@ -122,6 +135,53 @@ describe('the edge', () => {
 
     await owner.patch(edgeUrl, { allowed_addresses: [], password: null, stickiness: false });
     expect((await until(() => fromAddress('127.0.0.2'), (r) => r.status === 200)).status).toBe(200);
+  });
+
+  it('PATCH /projects/{id}/edge: one save (faults named, nothing kept); blocks, rate limit, compression, no HSTS over http', async () => {
+    const owner = await sessionAgent(t, w.owner);
+    const edgeUrl = `/projects/${w.project.id}/edge`;
+    const before = (await owner.get(edgeUrl)).body;
+    const bad = await owner.patch(edgeUrl, {
+      blocked_addresses: ['10.0.0.0/8', 'x', '127.0.0.2'],
+      rate_limit: { requests: 0, per_seconds: 10 },
+      hsts: { max_age: -1 },
+      compression: 'yes',
+    });
+    expect(bad.status).toBe(422);
+    expect(Object.keys(bad.body.error.fields).sort()).toEqual(['blocked_addresses.1', 'compression', 'hsts.max_age', 'rate_limit.requests']);
+    expect((await owner.get(edgeUrl)).body).toEqual(before);
+    expect((await raw('127.0.0.2')).status).toBe(200);
+
+    const saved = await owner.patch(edgeUrl, {
+      blocked_addresses: ['127.0.0.2'],
+      blocked_user_agents: ['EvilBot'],
+      compression: true,
+      hsts: { max_age: 600, include_subdomains: true },
+    });
+    expect(saved.status, saved.text).toBe(200);
+    expect(saved.body).toMatchObject({ blocked_addresses: ['127.0.0.2/32'], compression: true, hsts: { max_age: 600, include_subdomains: true, preload: false } });
+    expect((await until(() => raw('127.0.0.2'), (r) => r.status === 403)).status).toBe(403);
+    expect((await raw('127.0.0.1', { 'user-agent': 'Mozilla/5.0 evilbot/2.1' })).status).toBe(403);
+    const zipped = await raw('127.0.0.1', { 'accept-encoding': 'gzip', 'x-forwarded-proto': 'https' });
+    expect(zipped.status).toBe(200);
+    expect(zipped.headers['content-encoding']).toBe('gzip');
+    expect(zlib.gunzipSync(zipped.body).toString().trim()).toBe('v1');
+    expect(zipped.headers['strict-transport-security']).toBeUndefined();
+    const br = await raw('127.0.0.1', { 'accept-encoding': 'br;q=1, gzip;q=0.5' });
+    expect(br.headers['content-encoding']).toBe('br');
+    expect(zlib.brotliDecompressSync(br.body).toString().trim()).toBe('v1');
+    expect((await raw('127.0.0.1')).headers['content-encoding']).toBeUndefined();
+
+    await owner.patch(edgeUrl, { rate_limit: { requests: 3, per_seconds: 60 } });
+    await t.edge!.reload(); // the edge reads the new rule now, whether or not the notification arrived yet
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push(await raw('127.0.0.3'));
+    expect(statuses.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+    expect(Number(statuses[3].headers['retry-after'])).toBeGreaterThan(0);
+    expect((await raw('127.0.0.4')).status).toBe(200);
+
+    await owner.patch(edgeUrl, { blocked_addresses: [], blocked_user_agents: [], rate_limit: null, hsts: null, compression: false });
+    expect((await until(() => raw('127.0.0.2'), (r) => r.status === 200)).status).toBe(200);
   });
 
   it('keeps answering while the worker is SIGKILLed and restarted, and deploys again after', async () => {
