@@ -359,6 +359,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       closed = true;
       clearInterval(timer);
       if (retry) clearTimeout(retry);
+      await reloading?.catch(() => undefined);
       await client?.end().catch(() => undefined);
       for (const port of [...listeners.keys()]) stop(port);
       for (const a of agents.values()) a.destroy();

@@ -7,7 +7,7 @@ import http from 'node:http';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
-import { createDeployWorld, fetchEnvironment, waitForTask } from '../helpers/deploy-fixtures';
+import { createDeployWorld, createEnvironment, fetchEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
 import { sessionAgent } from '../helpers/fixtures';
 
@@ -180,7 +180,15 @@ describe('the edge', () => {
     expect(Number(statuses[3].headers['retry-after'])).toBeGreaterThan(0);
     expect((await raw('127.0.0.4')).status).toBe(200);
 
-    await owner.patch(edgeUrl, { blocked_addresses: [], blocked_user_agents: [], rate_limit: null, hsts: null, compression: false });
+    // The error page replaces the edge's own 502/503/504: here, an environment of the project with no release.
+    const idle = await createEnvironment(t, w.project, { name: 'idle' });
+    await owner.patch(edgeUrl, { pages: { error: '<h1>We will be right back</h1>' } });
+    await t.edge!.reload();
+    const page = await until(() => fetch(`http://127.0.0.1:${idle.port}/`).catch(() => null), (r) => r?.status === 503);
+    expect(page?.status).toBe(503);
+    expect(await page?.text()).toBe('<h1>We will be right back</h1>');
+
+    await owner.patch(edgeUrl, { blocked_addresses: [], blocked_user_agents: [], rate_limit: null, hsts: null, compression: false, pages: { error: null } });
     expect((await until(() => raw('127.0.0.2'), (r) => r.status === 200)).status).toBe(200);
   });
 
