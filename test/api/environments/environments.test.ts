@@ -92,6 +92,7 @@ describe('POST /projects/{id}/environments', () => {
       auto_deploy: false,
       url: expect.stringMatching(/^http:\/\/localhost:\d+$/),
       created_at: expect.any(String),
+      maintenance: { on: false, note: null, since: null },
     });
     const port = Number(new URL(res.body.url).port);
     expect(port).toBeGreaterThanOrEqual(t.config.environmentPorts.from);

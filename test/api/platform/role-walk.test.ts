@@ -40,6 +40,9 @@ async function world() {
     .returning('id');
   const other = await createUser(t);
   const membership = await addMember(t, team, other, 'viewer');
+  const [domain] = await t.deps.knex('domains')
+    .insert({ team_id: team.id, project_id: project.id, environment_id: environment.id, hostname: `${randomUUID()}.example.test`, verification_value: 'x' })
+    .returning('id');
   /** The id a scope kind names, in this world. */
   const ids: Record<string, string> = {
     team: team.id,
@@ -48,6 +51,7 @@ async function world() {
     task: taskId,
     invitation: invitation.id,
     membership: membership.id,
+    domain: domain.id,
   };
   return { agents, ids };
 }
