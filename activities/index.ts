@@ -1,13 +1,19 @@
 import type { Deps } from '../system/deps';
 import { createReminderActivities } from './reminders';
 import { Supervisor } from './provider/supervisor';
+import { configureSandbox, prepareHost, sandboxMode } from './provider/sandbox';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
 import { createVariableActivities } from './variables';
 import { createDomainActivities } from './domains';
-import { createMaintenanceActivities } from './maintenance';
+import { createEnvironmentMaintenanceActivities } from './maintenance/environment';
 import { open, seal } from '../system/crypto';
 import { publishEdgeRoute } from '../db/queries/edge-routes';
+import { createMaintenanceActivities } from './maintenance/prune';
+import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
+import { createMachineActivities } from './machines/activities';
+import { createBillingActivities } from './billing';
+import { createIntegrationActivities } from './integrations';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -20,7 +26,11 @@ export interface ActivitySet {
 
 /** The activities of every area, created with their dependencies (activities-dependency-injection). */
 export async function createActivities(deps: Deps): Promise<ActivitySet> {
-  // The local provider: this worker process owns the environments' proxies and web processes.
+  // The local provider: this worker process owns the environments' proxies and web processes, each
+  // environment's code in its own sandbox (a loud warning, once, where this host cannot isolate fully).
+  configureSandbox({ sharedDirs: deps.config.sandboxSharedDirs });
+  const isolation = sandboxMode((m) => deps.logger.warn(m));
+  if (isolation.mode === 'namespaces') deps.logger.info(`tenant isolation: ${isolation.reason}`);
   const supervisor = new Supervisor({
     dataDir: deps.config.dataDir,
     listenHost: deps.config.environmentBind,
@@ -31,6 +41,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     proxies: false,
     publish: (envId, route) => publishEdgeRoute(deps.knex, envId, route),
   });
+  let sampler: ResourceSampler | null = null;
   return {
     activities: {
       ...createReminderActivities(deps),
@@ -39,13 +50,21 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createBuildActivities(deps),
       ...createVariableActivities(deps, supervisor),
       ...createDomainActivities(deps),
+      ...createEnvironmentMaintenanceActivities(deps),
       ...createMaintenanceActivities(deps),
+      ...createResourceActivities(deps),
+      ...createMachineActivities(deps, supervisor),
+      ...createBillingActivities(deps),
+      ...createIntegrationActivities(deps),
     },
     async onWorkerStart() {
+      await prepareHost(deps.config.dataDir);
       const restored = await supervisor.restoreAll();
       for (const r of restored.filter((x) => !x.ok)) deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
+      sampler = startResourceSampler(deps, supervisor, { intervalSeconds: deps.config.resourceSampleSeconds });
     },
     async onWorkerStop() {
+      sampler?.stop();
       await supervisor.stopAll();
     },
   };

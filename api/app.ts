@@ -32,6 +32,7 @@ function metricsEndpoint(token: string | undefined): Koa.Middleware {
     ctx.body = await registry.metrics();
   };
 }
+import { securityHeaders } from './middleware/security-headers';
 
 /** The Koa app: middleware stack and the route table. No I/O at import time. */
 export function createApp(deps: Deps, routes: RouteDef[] = allRoutes()): Koa {
@@ -43,6 +44,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = allRoutes()): Koa {
   app.silent = true; // errors are logged by errorHandler, with the request id
   const router = buildRouter(deps, routes, API_PREFIX);
   watchTasks(deps.knex);
+  app.use(securityHeaders());
   app.use(requestId());
   app.use(measureRequests());
   app.use(metricsEndpoint(deps.config.metricsToken));

@@ -14,6 +14,14 @@ import { routes as domainRoutes } from './domains/routes';
 import { routes as maintenanceRoutes } from './maintenance/routes';
 import { routes as projectSettingsRoutes } from './projects/settings-routes';
 import { routes as edgeRoutes } from './edge/routes';
+import { routes as machineRoutes } from './machines/routes';
+import { routes as billingRoutes } from './billing/routes';
+import { routes as integrationRoutes } from './integrations/routes';
+import { routes as notificationRoutes } from './notifications/routes';
+import { routes as ticketRoutes } from './tickets/routes';
+import { routes as registryRoutes } from './registries/routes';
+import { routes as termsRoutes } from './terms/routes';
+import { projectRuleRoutes } from './notifications/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -33,5 +41,13 @@ export function allRoutes(): RouteDef[] {
     ...maintenanceRoutes,
     ...projectSettingsRoutes,
     ...edgeRoutes,
+    ...machineRoutes,
+    ...billingRoutes,
+    ...integrationRoutes,
+    ...notificationRoutes,
+    ...ticketRoutes,
+    ...registryRoutes,
+    ...termsRoutes,
+    ...projectRuleRoutes,
   ] as RouteDef[];
 }

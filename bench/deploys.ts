@@ -9,7 +9,8 @@
  *      p50 over 200 sequential requests against the same SQL through a bare pg query. Target: p50 under 20 ms.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
@@ -35,14 +36,16 @@ const since = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 export async function run(): Promise<void> {
   console.log('[bench] deploys: starting a Temporal dev server, a database and the API...');
   const portBase = 31000 + Math.floor(Math.random() * 200) * 100;
-  const sys = await startBenchSystem('deploys', { ENVIRONMENT_PORTS: `${portBase}-${portBase + 99}` });
+  // The repository lives outside DATA_DIR, under a directory listed in LOCAL_REPOSITORY_ROOTS.
+  const reposDir = mkdtempSync(path.join(os.tmpdir(), 'vc-bench-repos-'));
+  const sys = await startBenchSystem('deploys', { ENVIRONMENT_PORTS: `${portBase}-${portBase + 99}`, LOCAL_REPOSITORY_ROOTS: reposDir });
   const { deps } = sys;
   const { knex } = deps;
   let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
   const rows: Array<Record<string, string | number>> = [];
   try {
     // The world: a developer's token in a team whose project is connected to a real git repository.
-    const repo = createAppRepo(mkdtempSync(path.join(sys.dataDir, 'repo-')));
+    const repo = createAppRepo(mkdtempSync(path.join(reposDir, 'repo-')));
     repo.commit('v1');
     const { user, team, project, token } = await seedDeveloperWithToken(sys, repo.dir);
     const envs = await knex('environments')
@@ -241,5 +244,6 @@ export async function run(): Promise<void> {
   } finally {
     await worker?.shutdown().catch(() => undefined);
     await sys.close();
+    rmSync(reposDir, { recursive: true, force: true });
   }
 }

@@ -20,6 +20,7 @@ import { generateSecret, tokenDigest } from '../api/lib/token-format';
 import { freePort } from '../test/helpers/ports';
 // @ts-expect-error plain JS module shared with scripts/bootstrap.mjs
 import { ensureTemporalCli } from '../scripts/temporal-cli.mjs';
+import { removeNetworksInRange } from '../activities/provider/sandbox';
 
 export const ADMIN_DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -59,7 +60,7 @@ export async function startBenchSystem(name: string, env: Record<string, string>
     RATE_LIMIT_PER_MINUTE: '100000000',
     ...env,
   });
-  const deps = await createDeps(config, { name: 'bench' });
+  const deps = await createDeps(config, { name: 'bench', credentialCache: true });
   const server = await startApiServer(deps, 0, '127.0.0.1');
   const port = (server.address() as { port: number }).port;
   deps.config.baseUrl = `http://127.0.0.1:${port}`;
@@ -75,6 +76,7 @@ export async function startBenchSystem(name: string, env: Record<string, string>
       await deps.close();
       await temporal.stop();
       await dropDatabase(ADMIN_DATABASE_URL, dbName).catch(() => undefined);
+      await removeNetworksInRange(config.environmentPorts.from, config.environmentPorts.to);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -8,6 +8,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = 
   environments: () => import('./environments'),
   deploys: () => import('./deploys'),
   edge: () => import('./edge'),
+  resources: () => import('./resources'),
 };
 
 const only = process.argv.slice(2);

@@ -28,6 +28,30 @@ function ensureNodeModules() {
   }
 }
 
+/**
+ * Tenant isolation (activities/provider/sandbox.ts) needs bubblewrap, iproute2, util-linux's nsenter and
+ * nftables. As root on a Debian-like Linux, the missing ones are installed with apt-get, saying so; elsewhere
+ * the worker runs with reduced isolation and says so loudly.
+ */
+function ensureSandboxTools() {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) return;
+  const onPath = (tool) => spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status === 0;
+  const packages = [['bwrap', 'bubblewrap'], ['nft', 'nftables'], ['ip', 'iproute2'], ['nsenter', 'util-linux']]
+    .filter(([tool]) => !onPath(tool))
+    .map(([, pkg]) => pkg);
+  if (packages.length === 0) return;
+  if (!onPath('apt-get')) {
+    say(`Tenant isolation needs ${packages.join(', ')}; install them (no apt-get here). Until then the worker isolates less.`);
+    return;
+  }
+  say(`Installing ${packages.join(' ')} for tenant isolation (apt-get install -y ${packages.join(' ')})...`);
+  const install = () => spawnSync('apt-get', ['install', '-y', '-q', ...packages], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
+  if (!install()) {
+    spawnSync('apt-get', ['update', '-q'], { stdio: 'inherit' });
+    if (!install()) say(`Could not install ${packages.join(', ')}: the worker will isolate tenants less (it says how when it starts).`);
+  }
+}
+
 function run(bin, args, env = {}) {
   // TypeScript entry points run in one node process with the tsx loader (no wrapper process), so
   // signals reach them directly and they decide the stop order.
@@ -54,8 +78,22 @@ switch (command) {
     ensureNodeModules();
     run('tsc', ['--noEmit', '-p', 'tsconfig.json', ...rest]);
     break;
+  case 'check': {
+    // Formatting and lint (Biome), then the types (tsc): what CI checks before the tests.
+    ensureNodeModules();
+    say('Checking formatting and lint (biome ci)...');
+    const biome = spawnSync(join(root, 'node_modules', '.bin', 'biome'), ['ci', '.'], { cwd: root, stdio: 'inherit' });
+    if (biome.status !== 0) {
+      say('Formatting or lint failed: `npx biome check --write .` fixes what it can.');
+      process.exit(biome.status ?? 1);
+    }
+    say('Checking types (tsc)...');
+    run('tsc', ['--noEmit', '-p', 'tsconfig.json', ...rest]);
+    break;
+  }
   case 'test': {
     ensureNodeModules();
+    ensureSandboxTools();
     const cli = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
     run('vitest', ['run', ...rest], { TEMPORAL_CLI: cli });
     break;
@@ -68,12 +106,13 @@ switch (command) {
   }
   case 'start': {
     ensureNodeModules();
+    ensureSandboxTools();
     const env = {};
     if (!process.env.TEMPORAL_ADDRESS) env.TEMPORAL_CLI = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
     run('tsx', ['system/start.ts', ...rest], env);
     break;
   }
   default:
-    console.error('usage: node scripts/bootstrap.mjs start|test|bench|typecheck');
+    console.error('usage: node scripts/bootstrap.mjs start|test|bench|typecheck|check');
     process.exit(2);
 }

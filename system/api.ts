@@ -4,7 +4,7 @@ import { startApiServer } from './api-server';
 
 // The API process: `tsx system/api.ts`, configured by the environment (see README).
 const config = loadConfig();
-const deps = await createDeps(config, { name: 'api' });
+const deps = await createDeps(config, { name: 'api', credentialCache: true });
 const server = await startApiServer(deps);
 deps.logger.info({ url: `${config.baseUrl}/api/vc/v1` }, 'API listening');
 let stopping = false;

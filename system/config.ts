@@ -1,4 +1,5 @@
-import { resolve } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
+import { parseAllowList } from '../activities/provider/outbound';
 
 export interface Config {
   port: number;
@@ -11,6 +12,8 @@ export interface Config {
   taskQueue: string;
   smtpUrl: string | undefined;
   mailFrom: string;
+  /** Where support tickets and their replies are e-mailed. */
+  supportEmail: string;
   dataDir: string;
   buildConcurrency: number;
   redisUrl: string | undefined;
@@ -22,13 +25,23 @@ export interface Config {
   environmentBind: string;
   /** Range of ports the local provider gives environments. */
   environmentPorts: { from: number; to: number };
+  /** Host directories every environment's sandbox sees read-only at the same path (shared toolchains). */
+  sandboxSharedDirs: string[];
   /** Requests a minute per personal access token; `prefix` namespaces the shared (Redis) counters. */
   rateLimit: { perMinute: number; prefix: string };
   failedCredentials: { limit: number; windowSeconds: number; blockSeconds: number; dailyCap: number };
+  /** Creations per client address an hour: invitations sent, command-line device codes started. */
+  creationLimits: { invitationsPerHour: number; deviceCodesPerHour: number };
   session: { ttlHours: number; cliTtlDays: number };
   bodyLimitBytes: number;
+  /** How long an API process may keep a token look-up (changes reach it at once through NOTIFY); 0: off. */
+  credentialCacheSeconds: number;
+  /** The most a task's log keeps; output beyond it is dropped, with one marker line saying so. */
+  taskLogLimitBytes: number;
   stepTimeoutSeconds: number;
   reminderHourUtc: number;
+  /** Hour (UTC) of the daily prune-expired run (at :30). */
+  pruneHourUtc: number;
   /** Whether this worker ensures the token-expiry reminder schedule (off for extra workers, e.g. in tests). */
   reminderSchedule: boolean;
   /** Secrets: given in the environment, or generated once and kept under dataDir (see secrets.ts). */
@@ -49,6 +62,12 @@ export interface Config {
   domainAllowance: number;
   /** First wait of the background re-check of a pending domain (doubling, at most an hour). */
   domainRecheckSeconds: number;
+  /** Seconds between two resource samples of every environment (the worker's sampler). */
+  resourceSampleSeconds: number;
+  /** Directories local repository paths and `file://` URLs may be under (LOCAL_REPOSITORY_ROOTS); none: refused. */
+  localRepositoryRoots: string[];
+  /** Hosts, addresses and CIDRs tenant connections may reach although internal (OUTBOUND_ALLOWED_HOSTS). */
+  outboundAllowedHosts: string[];
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -77,6 +96,25 @@ function dnsServers(raw: string | undefined): string[] | undefined {
   return list.length ? list : undefined;
 }
 
+/** A comma-separated setting: trimmed, empty entries dropped. */
+function list(raw: string | undefined): string[] {
+  return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** OUTBOUND_ALLOWED_HOSTS, each entry checked now (a typo fails at start, not at the first connection). */
+function allowedHosts(raw: string | undefined): string[] {
+  const entries = list(raw);
+  parseAllowList(entries);
+  return entries;
+}
+
+/** Comma-separated absolute directories (SANDBOX_SHARED_DIRS). */
+function sharedDirs(raw: string | undefined): string[] {
+  const dirs = (raw ?? '').split(',').map((d) => d.trim()).filter(Boolean);
+  for (const d of dirs) if (!isAbsolute(d)) throw new Error(`SANDBOX_SHARED_DIRS must list absolute directories, got "${d}"`);
+  return dirs.map((d) => resolve(d));
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int(env, 'PORT', 8080);
   const ports = (env.ENVIRONMENT_PORTS ?? '20000-20999').split('-').map(Number);
@@ -94,6 +132,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     taskQueue: env.TEMPORAL_TASK_QUEUE || 'vc-console',
     smtpUrl: env.SMTP_URL || undefined,
     mailFrom: env.MAIL_FROM || 'Hosting Console <console@localhost>',
+    supportEmail: env.SUPPORT_EMAIL || 'support@localhost',
     dataDir: resolve(env.DATA_DIR || 'var'),
     buildConcurrency: Math.max(1, int(env, 'BUILD_CONCURRENCY', 2)),
     redisUrl: env.REDIS_URL || undefined,
@@ -102,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     environmentHost: env.ENVIRONMENT_HOST || 'localhost',
     environmentBind: env.ENVIRONMENT_BIND || '127.0.0.1',
     environmentPorts: { from: ports[0], to: ports[1] },
+    sandboxSharedDirs: sharedDirs(env.SANDBOX_SHARED_DIRS),
     rateLimit: { perMinute: Math.max(1, int(env, 'RATE_LIMIT_PER_MINUTE', 600)), prefix: env.RATE_LIMIT_PREFIX || 'vc' },
     failedCredentials: {
       limit: Math.max(1, int(env, 'FAILED_CREDENTIALS_LIMIT', 10)),
@@ -109,10 +149,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       blockSeconds: Math.max(1, int(env, 'FAILED_CREDENTIALS_BLOCK_SECONDS', 900)),
       dailyCap: Math.max(1, int(env, 'FAILED_CREDENTIALS_DAILY_CAP', 100)),
     },
+    creationLimits: {
+      invitationsPerHour: Math.max(1, int(env, 'INVITATIONS_PER_HOUR', 60)),
+      deviceCodesPerHour: Math.max(1, int(env, 'DEVICE_CODES_PER_HOUR', 30)),
+    },
     session: { ttlHours: int(env, 'SESSION_TTL_HOURS', 24 * 14), cliTtlDays: int(env, 'CLI_SESSION_TTL_DAYS', 30) },
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
+    credentialCacheSeconds: int(env, 'CREDENTIAL_CACHE_SECONDS', 10),
+    taskLogLimitBytes: Math.max(1024, int(env, 'TASK_LOG_LIMIT_BYTES', 10 * 1024 * 1024)),
     stepTimeoutSeconds: int(env, 'STEP_TIMEOUT_SECONDS', 900),
     reminderHourUtc: hourOfDay(env, 'REMINDER_HOUR_UTC', 9),
+    pruneHourUtc: hourOfDay(env, 'PRUNE_HOUR_UTC', 3),
     reminderSchedule: !['0', 'false', 'off', 'no'].includes((env.REMINDER_SCHEDULE ?? 'on').toLowerCase()),
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
     encryptionKey: env.ENCRYPTION_KEY || undefined,
@@ -120,9 +167,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dnsServers: dnsServers(env.DNS_SERVERS),
     domainAllowance: int(env, 'DOMAIN_ALLOWANCE', 10),
     domainRecheckSeconds: Math.max(1, int(env, 'DOMAIN_RECHECK_SECONDS', 60)),
+    resourceSampleSeconds: Math.max(1, int(env, 'RESOURCE_SAMPLE_SECONDS', 60)),
     checkResponses: env.VC_CHECK_RESPONSES === '1',
     priceList: env.PRICE_LIST || undefined,
     metricsToken: env.METRICS_TOKEN || undefined,
+    localRepositoryRoots: list(env.LOCAL_REPOSITORY_ROOTS).map((dir) => resolve(dir)),
+    outboundAllowedHosts: allowedHosts(env.OUTBOUND_ALLOWED_HOSTS),
   };
 }
 

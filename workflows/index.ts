@@ -6,3 +6,8 @@ export { buildEnvironment } from './build';
 export { recheckDomain } from './domains';
 export { applyVariables } from './variables';
 export { setMaintenance } from './maintenance';
+export { pruneExpiredRecords } from './prune-expired';
+export { pruneResourceSamples } from './resources';
+export { resizeServer, rebootServer } from './machines';
+export { endSubscription } from './subscriptions';
+export { deliverIntegrationEvent } from './integrations';

@@ -1,9 +1,9 @@
 /** setMaintenance (`maintenance`/`maintenance_on` or `maintenance_off`): switches the edge's answer for the environment. */
 import { proxyActivities } from '@temporalio/workflow';
-import type { MaintenanceActivities } from '../activities/maintenance';
+import type { EnvironmentMaintenanceActivities } from '../activities/maintenance/environment';
 import { failure, runTask, type TaskWorkflowInput } from './task-runner';
 
-const acts = proxyActivities<MaintenanceActivities>({ startToCloseTimeout: '30s', retry: { initialInterval: '1s', maximumInterval: '10s' } });
+const acts = proxyActivities<EnvironmentMaintenanceActivities>({ startToCloseTimeout: '30s', retry: { initialInterval: '1s', maximumInterval: '10s' } });
 
 export async function setMaintenance(input: TaskWorkflowInput) {
   return runTask(input, async ({ start }) => {

@@ -16,6 +16,11 @@ export const workflowIds = {
   tokenExpiryReminders: 'token-expiry-reminders',
   /** The background re-check of a pending domain: one per domain. */
   domainRecheck: (domainId: string) => `domain-recheck-${domainId}`,
+  /** The timer that ends a cancelled subscription at its period end: one per order. */
+  subscriptionEnd: (order: string) => `subscription-end-${order}`,
+  /** One delivery of one event to one integration. */
+  integrationDelivery: (deliveryId: string) => `integration-delivery-${deliveryId}`,
 };
 
 export const SCHEDULE_TOKEN_EXPIRY_REMINDERS = 'token-expiry-reminders';
+export const SCHEDULE_RESOURCE_SAMPLES_PRUNE = 'resource-samples-prune';

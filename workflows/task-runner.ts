@@ -15,6 +15,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { TaskActivities } from '../activities/tasks';
+import type { IntegrationActivities } from '../activities/integrations';
 import type { TaskOutcome, TaskResult, TaskWorkflowInput } from './task-record';
 
 export type { TaskWorkflowInput } from './task-record';
@@ -30,6 +31,16 @@ export const taskActs = proxyActivities<TaskActivities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', maximumInterval: '20s' },
 });
+
+const integrationActs = proxyActivities<IntegrationActivities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: 5 },
+});
+
+/** Tells the team's integrations how the task ended; never changes the task's outcome. */
+async function announce(taskId: string): Promise<void> {
+  await integrationActs.announceTaskEnd({ taskId }).catch(() => undefined);
+}
 
 /** Ends the task: raised inside the runner with the readable reason. */
 class TaskFailed extends Error {}
@@ -71,6 +82,7 @@ export async function runTask<R extends TaskResult>(
     await taskActs.recordTask(record);
     const result = await body({ log, start });
     await taskActs.finishTask({ taskId, status: 'succeeded', result });
+    await announce(taskId);
     return { status: 'succeeded', result };
   } catch (err) {
     // The workflow was asked to cancel: it ends cancelled, also when the activity it waited on could not say
@@ -91,6 +103,7 @@ export async function runTask<R extends TaskResult>(
       await taskActs.recordTask(record);
       await log(`==> Failed: ${message}`);
       await taskActs.finishTask({ taskId, status: 'failed', error: message });
+      await announce(taskId);
     });
     throw ApplicationFailure.nonRetryable(message, 'TaskFailed');
   }

@@ -7,23 +7,27 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
-import { GitError, redactUrl, resolveRef } from '../provider/git';
+import { displayUrl, GitError, resolveRef, type GitRepo } from '../provider/git';
+import { projectRepository } from '../../db/queries/repository';
 import {
   buildRelease,
-  gitCacheDir,
   readReleaseMarker,
   releaseDirFor,
   runDeploySteps as runManifestDeploySteps,
   type BuildResult,
 } from '../provider/releases';
 import type { OnLine } from '../provider/run-step';
+import { openJail } from '../provider/sandbox';
 import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog, type TaskLog } from '../tasks/log-writer';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
-import { tenantEnv, withHeartbeat } from './step-env';
+import { stepEnv, tenantEnv, withHeartbeat } from './step-env';
+import { prepareRegistryAuth } from './registry-auth';
 import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 import { environmentUrl } from '../../system/config';
+import { buildMachineSize, webServerSize } from '../../db/queries/machines';
+import { heldSteps } from '../machines/limits';
 
 export type StepOutcome = { ok: true } | { ok: false; message: string };
 
@@ -37,7 +41,7 @@ function logLines(log: TaskLog, redact: (line: string) => string = (l) => l): On
 type TenantEnv = Awaited<ReturnType<typeof tenantEnv>>;
 
 async function withTaskLog<T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
-  const log = createTaskLog(deps.knex, taskId);
+  const log = createTaskLog(deps.knex, taskId, { limitBytes: deps.config.taskLogLimitBytes });
   try {
     return await fn(log);
   } finally {
@@ -51,12 +55,11 @@ async function loadRelease(deps: Deps, releaseId: string): Promise<ReleaseRow> {
   return release;
 }
 
-async function repositoryUrl(deps: Deps, projectId: string): Promise<string> {
-  const project = await deps.knex('projects').where({ id: projectId }).first('repository_url');
-  if (!project?.repository_url) {
-    throw ApplicationFailure.nonRetryable('the project has no repository connected', 'NoRepository');
-  }
-  return project.repository_url;
+/** The project's repository as git is given it (URL and credentials apart); every git call here uses it. */
+async function repository(deps: Deps, projectId: string): Promise<GitRepo> {
+  const repo = await projectRepository(deps.knex, deps.secrets, projectId);
+  if (!repo) throw ApplicationFailure.nonRetryable('the project has no repository connected', 'NoRepository');
+  return repo;
 }
 
 /**
@@ -68,17 +71,30 @@ async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, tenant
   const marker = await readReleaseMarker(releaseDir);
   // Built here already (the usual case): open it quietly; the build phase has said so in the log.
   if (marker?.sha === release.commit_sha) return { ok: true, manifest: marker.manifest, releaseDir, reused: true };
-  return buildRelease({
-    dataDir: deps.config.dataDir,
-    envId: release.environment_id,
-    releaseId: release.id,
-    repoUrl: await repositoryUrl(deps, release.project_id),
-    sha: release.commit_sha,
-    env: tenant.env,
-    stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
-    signal,
-    onLine: logLines(log, tenant.redact),
-  });
+  const env = await deps.knex('environments').where({ id: release.environment_id }).first('port');
+  if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
+  const held = heldSteps(release.environment_id, 'build', await buildMachineSize(deps.knex, release.environment_id));
+  const jail = await openJail(deps.config.dataDir, release.environment_id, env.port);
+  // The project's registry credentials reach the build steps as files, never their output.
+  const auth = await prepareRegistryAuth(deps, release.project_id, jail);
+  try {
+    return await buildRelease({
+      dataDir: deps.config.dataDir,
+      jail,
+      envId: release.environment_id,
+      releaseId: release.id,
+      repo: await repository(deps, release.project_id),
+      access: deps.config,
+      sha: release.commit_sha,
+      env: stepEnv(tenant.vars, { ...held.env, ...auth.env }),
+      stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
+      signal,
+      onLine: auth.redact(logLines(log, tenant.redact)),
+      onSpawn: held.onSpawn,
+    });
+  } finally {
+    await auth.cleanup();
+  }
 }
 
 export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
@@ -87,16 +103,17 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
     /** The commit the environment's git ref names now. */
     async resolveCommit(input: { taskId: string; projectId: string; gitRef: string }): Promise<string> {
       return withTaskLog(deps, input.taskId, async (log) => {
-        const url = await repositoryUrl(deps, input.projectId);
-        log.line(`==> Resolving ${input.gitRef} in ${redactUrl(url)}`);
+        const repo = await repository(deps, input.projectId);
+        log.line(`==> Resolving ${input.gitRef} in ${displayUrl(repo.url)}`);
         try {
-          const sha = await resolveRef(url, input.gitRef, { cacheDir: gitCacheDir(deps.config.dataDir), timeoutMs: 60_000 });
+          const sha = await resolveRef(repo, input.gitRef, { access: deps.config, timeoutMs: 60_000 });
           log.line(`==> ${input.gitRef} is at ${shortSha(sha)}`);
           return sha;
         } catch (err) {
           if (err instanceof GitError) {
             log.line(`error: ${err.message}`);
             if (err.code === 'ref_not_found') throw ApplicationFailure.nonRetryable(err.message, 'RefNotFound');
+            if (err.code === 'location_refused') throw ApplicationFailure.nonRetryable(err.message, 'RepositoryRefused');
             const attempt = Context.current().info.attempt;
             if (attempt >= 3) throw ApplicationFailure.nonRetryable(err.message, 'RepositoryUnreachable');
           }
@@ -172,10 +189,15 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             return { ok: true };
           }
           log.line('==> Running deploy steps');
+          const env = await knex('environments').where({ id: release.environment_id }).first('port');
+          if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
+          const held = heldSteps(release.environment_id, 'deploy', await webServerSize(knex, release.environment_id));
           const r = await runManifestDeploySteps({
+            jail: await openJail(deps.config.dataDir, release.environment_id, env.port),
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
-            env: tenant.env,
+            onSpawn: held.onSpawn,
+            env: stepEnv(tenant.vars, held.env),
             stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
             signal,
             onLine: logLines(log, tenant.redact),
@@ -218,6 +240,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             env: tenant.env,
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: logLines(log, tenant.redact),
+            limits: (await webServerSize(knex, env.id)) ?? undefined,
           });
           if (!live.ok) return { ok: false, message: `${live.message}; the previous release keeps serving` };
 

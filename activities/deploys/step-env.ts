@@ -4,15 +4,14 @@ import { processVariables } from '../../db/queries/variables';
 
 /**
  * The environment of build steps, deploy steps and web processes: the user's variables, then a minimal,
- * fixed set from the worker's own environment on top (built-ins win; no worker setting such as
- * DATABASE_URL, keys or DATA_DIR leaks into a user's commands). Values are never printed.
+ * fixed set on top (built-ins win; no worker setting such as DATABASE_URL, keys or DATA_DIR, nor the
+ * worker's HOME or TMPDIR, leaks into a user's commands; the sandbox sets the environment's own HOME).
+ * Values are never printed.
  */
 export function stepEnv(userVars: Record<string, string> = {}, builtIns: Record<string, string> = {}): Record<string, string | undefined> {
   const base: Record<string, string | undefined> = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     LANG: process.env.LANG ?? 'C.UTF-8',
-    TMPDIR: process.env.TMPDIR,
   };
   return { ...userVars, ...base, ...builtIns };
 }
@@ -28,7 +27,7 @@ export function redactor(secretValues: string[]): (line: string) => string {
 /** What an environment's processes get now (variables merged under the built-ins) and its log redactor. */
 export async function tenantEnv(deps: Pick<Deps, 'knex' | 'secrets'>, environmentId: string) {
   const { vars, secretValues } = await processVariables(deps.knex, deps.secrets, environmentId);
-  return { env: stepEnv(vars), redact: redactor(secretValues) };
+  return { vars, env: stepEnv(vars), redact: redactor(secretValues) };
 }
 
 /**

@@ -9,7 +9,7 @@
  * `build` and `deploy` may be left out (they mean "no steps"). Unknown keys and wrong types are refused;
  * every fault is reported, each under its dotted key path, with the line it sits on.
  */
-import { readFile } from 'node:fs/promises';
+import { lstat, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import { z } from 'zod';
@@ -31,10 +31,21 @@ export type ManifestResult = { ok: true; manifest: Manifest } | { ok: false; fie
 
 export const emptyManifest = (): Manifest => ({ build: [], deploy: [] });
 
+/** The largest manifest read (pasted or from a commit): a service.yaml is a few lines. */
+export const MAX_MANIFEST_BYTES = 64 * 1024;
+/**
+ * Aliases expanded at most when the document is read: a handful is plenty for a manifest, and a
+ * "billion laughs" document (aliases of aliases) is refused instead of expanded.
+ */
+const MAX_ALIAS_COUNT = 50;
+
 type Segment = string | number;
 
 /** Parses and checks the text of a `service.yaml`. An empty document is an empty manifest. */
 export function parseManifest(text: string): ManifestResult {
+  if (Buffer.byteLength(text, 'utf8') > MAX_MANIFEST_BYTES) {
+    return { ok: false, fields: { manifest: `is larger than ${MAX_MANIFEST_BYTES / 1024} KB` } };
+  }
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   const lineOf = (offset: number) => lineCounter.linePos(offset).line;
@@ -56,7 +67,15 @@ export function parseManifest(text: string): ManifestResult {
     return { ok: false, fields: { manifest: `expected a mapping of build, deploy, web and health (line ${line})` } };
   }
 
-  const parsed = manifestSchema.safeParse(doc.toJS());
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (err) {
+    // yaml throws a ReferenceError when aliases expand beyond maxAliasCount (or an alias is unresolved).
+    if (!(err instanceof ReferenceError)) throw err;
+    return { ok: false, fields: { manifest: `too many or unresolved aliases (*name): at most ${MAX_ALIAS_COUNT} expansions` } };
+  }
+  const parsed = manifestSchema.safeParse(value);
   if (parsed.success) return { ok: true, manifest: parsed.data };
 
   const fields: Record<string, string> = {};
@@ -84,14 +103,30 @@ export function parseManifest(text: string): ManifestResult {
  * 503 "no web process". A file that exists but is invalid is a failure with fields.
  */
 export async function readManifest(dir: string): Promise<ManifestResult & { present: boolean }> {
-  let text: string;
+  const file = path.join(dir, MANIFEST_FILE);
+  let kind: ManifestFileKind;
   try {
-    text = await readFile(path.join(dir, MANIFEST_FILE), 'utf8');
+    const st = await lstat(file);
+    kind = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : 'other';
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, manifest: emptyManifest(), present: false };
     throw err;
   }
-  return { ...parseManifest(text), present: true };
+  const refused = manifestFileFault(kind);
+  if (refused) return { ok: false, fields: refused, present: true };
+  return { ...parseManifest(await readFile(file, 'utf8')), present: true };
+}
+
+export type ManifestFileKind = 'file' | 'symlink' | 'other';
+
+/**
+ * service.yaml is read only as a regular file of the commit: a symlink could point anywhere on the host
+ * (another tenant's files, the console's secrets), so it is refused by name, as is a directory or a submodule.
+ */
+export function manifestFileFault(kind: ManifestFileKind): Record<string, string> | null {
+  if (kind === 'symlink') return { manifest: `${MANIFEST_FILE} is a symlink; it must be a regular file` };
+  if (kind === 'other') return { manifest: `${MANIFEST_FILE} is not a regular file` };
+  return null;
 }
 
 /** One line naming every fault, for task logs: "build.1: expected a string (line 2); colour: unknown key (line 5)". */

@@ -8,7 +8,7 @@ import http from 'node:http';
 import net from 'node:net';
 
 export type Route =
-  | { kind: 'upstream'; port: number; agent: http.Agent }
+  | { kind: 'upstream'; host: string; port: number; agent: http.Agent }
   | { kind: 'unavailable'; text: string };
 
 const HOP_BY_HOP = new Set([
@@ -93,7 +93,7 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse, route: Rout
     return plain(res, 503, route.text);
   }
   const upstream = http.request({
-    host: '127.0.0.1',
+    host: route.host,
     port: route.port,
     method: req.method,
     path: req.url,
@@ -120,7 +120,7 @@ function upgrade(req: http.IncomingMessage, socket: net.Socket, head: Buffer, ro
     socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${route.text}\n`);
     return;
   }
-  const up = net.connect(route.port, '127.0.0.1');
+  const up = net.connect(route.port, route.host);
   sockets.add(up);
   up.on('close', () => sockets.delete(up));
   up.on('connect', () => {

@@ -10,11 +10,15 @@
  * `ok: false`; faults of the host (git unreachable, disk) are thrown, so the caller may retry them.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { chmod, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { checkout, redactUrl } from './git';
+import { checkout, displayUrl, mirrorsDir, type GitAccess, type GitRepo } from './git';
 import { describeManifestFaults, readManifest, type Manifest } from './manifest';
 import { runStep, type OnLine, type RunStepResult } from './run-step';
+import { environmentDir, giveTree, safeSegment, type Jail } from './sandbox';
+
+export { environmentDir };
 
 export const RELEASE_MARKER = '.vc-release.json';
 
@@ -51,19 +55,25 @@ export type BuildResult =
     };
 
 interface StepOptions {
-  /** Complete environment of every step (the caller merges variables onto PATH, HOME and the like). */
+  /** Complete environment of every step (the caller merges variables onto PATH and the like; HOME is the jail's). */
   env: Record<string, string | undefined>;
+  /** The environment's sandbox: every step runs in it, as its uid, in a tree it owns. */
+  jail: Jail;
   stepTimeoutMs: number;
   signal?: AbortSignal;
   onLine: OnLine;
   killGraceMs?: number;
+  /** Called right after each step's spawn with its pid (holds it to the plan: cgroups.ts). */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface BuildReleaseOptions extends StepOptions {
   dataDir: string;
   envId: string;
   releaseId: string;
-  repoUrl: string;
+  /** The repository (URL without credentials, credentials apart) and where repositories may be. */
+  repo: GitRepo;
+  access: GitAccess;
   sha: string;
   gitTimeoutMs?: number;
 }
@@ -71,10 +81,6 @@ export interface BuildReleaseOptions extends StepOptions {
 export interface DeployStepsOptions extends StepOptions {
   releaseDir: string;
   manifest: Manifest;
-}
-
-export function environmentDir(dataDir: string, envId: string): string {
-  return path.join(path.resolve(dataDir), 'environments', safeSegment(envId, 'environment id'));
 }
 
 export function releasesDir(dataDir: string, envId: string): string {
@@ -87,15 +93,36 @@ export function releaseDirFor(dataDir: string, envId: string, releaseId: string)
 
 /** Where bare git mirrors are kept. */
 export function gitCacheDir(dataDir: string): string {
-  return path.join(path.resolve(dataDir), 'git-mirrors');
+  return mirrorsDir(dataDir);
 }
 
-/** The completion marker of a built release, or null when the directory is absent or incomplete. */
+/**
+ * The completion marker of a built release, or null when the directory is absent or incomplete. The tree
+ * belongs to the tenant: a symlink or a FIFO planted there is not followed (nor waited on) by the worker.
+ */
 export async function readReleaseMarker(releaseDir: string): Promise<ReleaseMarker | null> {
   try {
-    return JSON.parse(await readFile(path.join(releaseDir, RELEASE_MARKER), 'utf8')) as ReleaseMarker;
+    const fh = await open(path.join(releaseDir, RELEASE_MARKER), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      if (!(await fh.stat()).isFile()) return null;
+      return JSON.parse(await fh.readFile('utf8')) as ReleaseMarker;
+    } finally {
+      await fh.close();
+    }
   } catch {
     return null;
+  }
+}
+
+/** Writes the marker into a tree the tenant owned while its steps ran: whatever it left under that name goes first. */
+async function writeReleaseMarker(dir: string, marker: ReleaseMarker): Promise<void> {
+  const file = path.join(dir, RELEASE_MARKER);
+  await rm(file, { recursive: true, force: true });
+  const fh = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+  try {
+    await fh.writeFile(JSON.stringify(marker, null, 2));
+  } finally {
+    await fh.close();
   }
 }
 
@@ -119,7 +146,7 @@ export async function buildRelease(opts: BuildReleaseOptions): Promise<BuildResu
 }
 
 async function buildOnce(opts: BuildReleaseOptions, finalDir: string): Promise<BuildResult> {
-  const { dataDir, envId, releaseId, repoUrl, sha, onLine } = opts;
+  const { dataDir, envId, releaseId, repo, sha, onLine } = opts;
   const say = (line: string) => safeLine(onLine, 'stdout', `==> ${line}`);
 
   const done = await completed(finalDir, sha, releaseId);
@@ -130,6 +157,8 @@ async function buildOnce(opts: BuildReleaseOptions, finalDir: string): Promise<B
 
   const parent = releasesDir(dataDir, envId);
   await mkdir(parent, { recursive: true });
+  // root's: the tenant may not add, swap or rename entries here, only work inside its own release trees
+  if (opts.jail.uid !== null) await chmod(parent, 0o711);
   await removeStale(parent, releaseId);
   // Without its marker a release directory is not ours to keep (we never rename an incomplete one in).
   await rm(finalDir, { recursive: true, force: true });
@@ -137,8 +166,9 @@ async function buildOnce(opts: BuildReleaseOptions, finalDir: string): Promise<B
 
   try {
     if (opts.signal?.aborted) return cancelledResult();
-    say(`Checking out ${sha.slice(0, 12)} from ${redactUrl(repoUrl)}`);
-    await checkout({ repoUrl, sha, dir: tmpDir, cacheDir: gitCacheDir(dataDir), timeoutMs: opts.gitTimeoutMs });
+    say(`Checking out ${sha.slice(0, 12)} from ${displayUrl(repo.url)}`);
+    await checkout({ repo, sha, dir: tmpDir, access: opts.access, timeoutMs: opts.gitTimeoutMs });
+    await giveTree(opts.jail, tmpDir);
 
     const read = await readManifest(tmpDir);
     if (!read.ok) {
@@ -153,7 +183,7 @@ async function buildOnce(opts: BuildReleaseOptions, finalDir: string): Promise<B
     if (!steps.ok) return { ...steps, manifest };
 
     const marker: ReleaseMarker = { releaseId, envId, sha, manifest, builtAt: new Date().toISOString() };
-    await writeFile(path.join(tmpDir, RELEASE_MARKER), JSON.stringify(marker, null, 2));
+    await writeReleaseMarker(tmpDir, marker);
     try {
       await rename(tmpDir, finalDir);
     } catch (err) {
@@ -187,10 +217,12 @@ async function runSteps(
       command,
       cwd,
       env: opts.env,
+      jail: opts.jail,
       timeoutMs: opts.stepTimeoutMs,
       signal: opts.signal,
       onLine: opts.onLine,
       killGraceMs: opts.killGraceMs,
+      onSpawn: opts.onSpawn,
     });
     if (r.cancelled) return cancelledResult();
     if (r.exitCode === 0) continue;
@@ -234,9 +266,4 @@ function safeLine(onLine: OnLine, stream: 'stdout' | 'stderr', line: string): vo
   } catch {
     // a failing log sink does not fail the build
   }
-}
-
-function safeSegment(value: string, what: string): string {
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(value)) throw new Error(`invalid ${what}: ${JSON.stringify(value)}`);
-  return value;
 }

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable } from 'node:stream';
+import { launch, type Jail } from './sandbox';
 
 export type OutputStream = 'stdout' | 'stderr';
 export type OnLine = (stream: OutputStream, line: string) => void;
@@ -22,6 +23,10 @@ export interface RunStepOptions {
   onLine: OnLine;
   /** Time between SIGTERM and SIGKILL when the group is stopped (default 2000 ms). */
   killGraceMs?: number;
+  /** The environment's sandbox (sandbox.ts); without it the step runs as the worker (tests of this module). */
+  jail?: Jail;
+  /** Called right after spawn with the shell's pid (e.g. to hold it to its plan: cgroups.ts). */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface RunStepResult {
@@ -44,13 +49,23 @@ export function runStep(opts: RunStepOptions): Promise<RunStepResult> {
   }
 
   return new Promise<RunStepResult>((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', command], {
-      cwd,
-      env: env as NodeJS.ProcessEnv,
+    const how = opts.jail ? launch(opts.jail, command, { cwd, env }) : { file: '/bin/sh', args: ['-c', command], cwd, env };
+    const child = spawn(how.file, how.args, {
+      cwd: how.cwd,
+      env: how.env as NodeJS.ProcessEnv,
+      ...('uid' in how && how.uid !== undefined ? { uid: how.uid, gid: how.gid } : {}),
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const pgid = child.pid;
+    if (pgid !== undefined && opts.onSpawn) {
+      try {
+        opts.onSpawn(pgid);
+      } catch (err) {
+        killGroup(pgid, 'SIGKILL'); // a step that cannot be held to its plan does not run
+        throw err;
+      }
+    }
     let timedOut = false;
     let cancelled = false;
     let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
@@ -99,12 +114,13 @@ export function runStep(opts: RunStepOptions): Promise<RunStepResult> {
         cancelled,
       });
     };
-    // Resolves once the shell has exited, both pipes are closed and (when it was stopped) its group is gone.
+    // Resolves once the shell has exited, both pipes are closed and its group is gone (what it left behind
+    // got SIGKILL at its exit; under load that takes a moment to land).
     let finishing = false;
     const maybeFinish = () => {
       if (!exited || open > 0 || finishing) return;
       finishing = true;
-      if (!(timedOut || cancelled) || pgid === undefined) return finish();
+      if (pgid === undefined) return finish();
       void waitForGroup(pgid, graceMs).then(() => {
         killGroup(pgid, 'SIGKILL');
         finish();

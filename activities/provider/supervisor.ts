@@ -10,14 +10,19 @@
  * current.json holds the environment given to the web process, so that restoreAll() can bring it back
  * after a worker restart; it is written with mode 0600, sealed when `protectEnv` is given (it holds the
  * user's variables, secrets included), and `currentRelease()` never returns that part.
+ *
+ * Every web process runs in its environment's sandbox (sandbox.ts, set up again by restoreAll after a host
+ * restart): the proxy reaches it at the sandbox's address; retire() removes the sandbox's network.
  */
-import { mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
-import { readlinkSync } from 'node:fs';
+import { appendFile, chmod, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { closeSync, openSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
+import { holdProcess, limitEnv, removeCgroupBase, removeEnvironmentCgroups, type Limits } from './cgroups';
 import type { Manifest } from './manifest';
 import { startProxy, type Proxy, type Route } from './proxy';
 import { environmentDir } from './releases';
 import { groupAlive, killGroup, type OnLine } from './run-step';
+import { closeJail, openJail } from './sandbox';
 import { delay, freePort, waitReady, WebProcess, type Backoff } from './web-process';
 
 export interface SupervisorOptions {
@@ -64,6 +69,8 @@ export interface GoLiveOptions {
   env: Record<string, string | undefined>;
   healthTimeoutMs: number;
   onLine?: OnLine;
+  /** The plan of the environment's web server: each web process is held to it (cgroups.ts) and told it. */
+  limits?: Limits;
 }
 
 export type GoLiveResult =
@@ -87,7 +94,10 @@ interface StateFile extends CurrentRelease {
   /** The env, sealed (SupervisorOptions.protectEnv). */
   envSealed?: string;
   pid: number | null;
+  limits?: Limits;
 }
+
+export type RestartResult = { ok: true; restarted: boolean } | { ok: false; message: string };
 
 export interface EnvironmentStatus {
   releaseId: string;
@@ -105,6 +115,7 @@ interface Live {
   env: Record<string, string | undefined>;
   since: string;
   web: WebProcess | null;
+  limits?: Limits;
 }
 
 interface Runtime {
@@ -182,7 +193,12 @@ export class Supervisor {
 
     let web: WebProcess | null = null;
     if (o.manifest.web) {
-      web = await this.spawnWeb(o.envId, o.releaseId, o.releaseDir, o.manifest.web, o.env);
+      try {
+        web = await this.spawnWeb(o.envId, o.port, o.releaseId, o.releaseDir, o.manifest.web, o.env, o.limits);
+      } catch (err) {
+        if (!rt.live) await this.closeProxy(rt);
+        throw err;
+      }
       say(`Started "${o.manifest.web}" for release ${o.releaseId} (pid ${web.pid ?? '?'}); output goes to ${WEB_LOG}`);
       const ready = await waitReady(web, o.manifest.health, o.healthTimeoutMs);
       if (!ready.ok) {
@@ -198,7 +214,15 @@ export class Supervisor {
     }
 
     const previous = rt.live;
-    rt.live = { releaseId: o.releaseId, releaseDir: o.releaseDir, manifest: o.manifest, env: o.env, since: new Date().toISOString(), web };
+    rt.live = {
+      releaseId: o.releaseId,
+      releaseDir: o.releaseDir,
+      manifest: o.manifest,
+      env: o.env,
+      since: new Date().toISOString(),
+      web,
+      limits: o.limits,
+    };
     web?.supervise();
     try {
       await this.writeState(rt);
@@ -218,7 +242,7 @@ export class Supervisor {
    * fresh port, ready (health 2xx, or the port accepting) before the proxy switches to it; on failure the
    * running process keeps serving with its old environment.
    */
-  restartWeb(o: RestartOptions): Promise<GoLiveResult> {
+  restartWithEnv(o: RestartOptions): Promise<GoLiveResult> {
     return this.exclusive(o.envId, async () => {
       const say = (line: string) => safe(o.onLine, `==> ${line}`);
       const rt = this.runtime(o.envId);
@@ -230,7 +254,7 @@ export class Supervisor {
         say('No web command in service.yaml: nothing to restart; the new variables are kept for the next start');
         return { ok: true, alreadyLive: true, internalPort: null };
       }
-      const web = await this.spawnWeb(o.envId, live.releaseId, live.releaseDir, live.manifest.web, o.env);
+      const web = await this.spawnWeb(o.envId, rt.proxy?.port ?? 0, live.releaseId, live.releaseDir, live.manifest.web, o.env, live.limits);
       say(`Started "${live.manifest.web}" for release ${live.releaseId} with the current variables (pid ${web.pid ?? '?'})`);
       const ready = await waitReady(web, live.manifest.health, o.healthTimeoutMs);
       if (!ready.ok) {
@@ -294,8 +318,23 @@ export class Supervisor {
       return { ...base, ok: false, message: `the recorded environment cannot be opened: ${(err as Error).message}` };
     }
     let web: WebProcess | null = null;
-    if (s.manifest.web) web = await this.spawnWeb(s.envId, s.releaseId, s.releaseDir, s.manifest.web, env);
-    rt.live = { releaseId: s.releaseId, releaseDir: s.releaseDir, manifest: s.manifest, env, since: s.since, web };
+    if (s.manifest.web) {
+      try {
+        web = await this.spawnWeb(s.envId, s.port, s.releaseId, s.releaseDir, s.manifest.web, env, s.limits);
+      } catch (err) {
+        await this.closeProxy(rt);
+        return { ...base, ok: false, message: `its sandbox could not be set up: ${(err as Error).message}` };
+      }
+    }
+    rt.live = {
+      releaseId: s.releaseId,
+      releaseDir: s.releaseDir,
+      manifest: s.manifest,
+      env,
+      since: s.since,
+      web,
+      limits: s.limits,
+    };
     web?.supervise(); // it is the live release: whatever happens, keep it running
     const ready = web && handOver ? await waitReady(web, s.manifest.health, this.restoreTimeoutMs) : null;
     await this.writeState(rt);
@@ -314,20 +353,25 @@ export class Supervisor {
           await rt.live?.web?.stop(this.graceMs);
           await this.closeProxy(rt);
           rt.live = null;
+          await removeEnvironmentCgroups(rt.envId);
         }),
       ),
     );
     this.envs.clear();
+    removeCgroupBase();
   }
 
   /** Takes an environment off this host (environment deleted): process, proxy and current.json. */
   async retire(envId: string): Promise<void> {
     await this.exclusive(envId, async () => {
       const rt = this.runtime(envId);
+      const port = rt.proxy?.port ?? (await readState(statePath(this.dataDir, envId)))?.port;
       await rt.live?.web?.stop(this.graceMs);
       await this.closeProxy(rt);
       rt.live = null;
       await rm(statePath(this.dataDir, envId), { force: true });
+      if (port) await closeJail(this.dataDir, envId, port);
+      await removeEnvironmentCgroups(envId);
       this.envs.delete(envId);
       await this.publishRoute?.(envId, null);
     });
@@ -340,6 +384,45 @@ export class Supervisor {
       rt.maintenance = on ? { on, ...(note ? { note } : {}) } : { on: false };
       if (rt.live) await this.writeState(rt);
       await this.publish(rt);
+    });
+  }
+
+  /**
+   * Restarts the live release's web process (reboot, resize: with `limits`, the new plan): a new process is
+   * started and must be ready (health) before the proxy moves to it and the old one is stopped; if it is not
+   * ready, it is stopped and the old one keeps serving. The supervisor runs one web process per environment,
+   * so "one instance at a time" is this one replacement. Nothing live: `restarted: false`.
+   */
+  restartWeb(envId: string, o: { limits?: Limits; healthTimeoutMs: number; onLine?: OnLine }): Promise<RestartResult> {
+    return this.exclusive(envId, async () => {
+      const say = (line: string) => safe(o.onLine, `==> ${line}`);
+      const rt = this.runtime(envId);
+      const live = rt.live;
+      if (!live) return { ok: true, restarted: false };
+      const limits = o.limits ?? live.limits;
+      if (!live.manifest.web) {
+        live.limits = limits;
+        await this.writeState(rt);
+        return { ok: true, restarted: false };
+      }
+      if (!rt.proxy) return { ok: true, restarted: false };
+      const web = await this.spawnWeb(envId, rt.proxy.port, live.releaseId, live.releaseDir, live.manifest.web, live.env, limits);
+      say(`Started a new web process for release ${live.releaseId} (pid ${web.pid ?? '?'})`);
+      const ready = await waitReady(web, live.manifest.health, o.healthTimeoutMs);
+      if (!ready.ok) {
+        await web.stop(this.graceMs);
+        const message = `the new web process did not become ready: ${ready.message}; the old one keeps serving`;
+        safe(o.onLine, message, 'stderr');
+        return { ok: false, message };
+      }
+      const old = live.web;
+      rt.live = { ...live, web, limits };
+      web.supervise();
+      await this.writeState(rt);
+      await this.publish(rt);
+      say(`The new web process serves; stopping the old one (pid ${old?.pid ?? '?'})`);
+      await old?.stop(this.graceMs);
+      return { ok: true, restarted: true };
     });
   }
 
@@ -380,7 +463,7 @@ export class Supervisor {
     const web = rt.live?.web;
     if (!rt.live) return { kind: 'unavailable', text: 'no release is live' };
     if (!web) return { kind: 'unavailable', text: 'no web process' };
-    return { kind: 'upstream', port: web.port, agent: web.agent };
+    return { kind: 'upstream', host: web.host, port: web.port, agent: web.agent };
   }
 
   /** Tells the edge where the environment is served now (SupervisorOptions.publish). */
@@ -390,7 +473,7 @@ export class Supervisor {
     const web = live?.web;
     const route: PublishedRoute =
       live && web
-        ? { kind: 'upstream', host: '127.0.0.1', port: web.port, releaseId: live.releaseId }
+        ? { kind: 'upstream', host: web.host, port: web.port, releaseId: live.releaseId }
         : { kind: 'unavailable', text: live ? 'no web process' : 'no release is live', releaseId: live?.releaseId ?? null };
     await this.publishRoute(rt.envId, route);
   }
@@ -416,22 +499,39 @@ export class Supervisor {
 
   private async spawnWeb(
     envId: string,
+    port: number,
     releaseId: string,
     releaseDir: string,
     command: string,
     env: Record<string, string | undefined>,
+    limits?: Limits,
   ): Promise<WebProcess> {
-    const envDir = environmentDir(this.dataDir, envId);
-    await mkdir(envDir, { recursive: true });
+    const jail = await openJail(this.dataDir, envId, port);
+    const logPath = path.join(environmentDir(this.dataDir, envId), WEB_LOG);
+    closeSync(openSync(logPath, 'a', 0o600));
+    await chmod(logPath, 0o600); // the worker's alone: not readable by any environment
+    // The previous release keeps its port until the switch (same namespace): the new one takes another.
+    const taken = this.envs.get(envId)?.live?.web?.port;
+    let internal = await freePort();
+    while (internal === taken) internal = await freePort();
     const web = new WebProcess({
       label: `release ${releaseId}`,
       command,
       cwd: releaseDir,
-      env,
-      port: await freePort(),
-      logPath: path.join(envDir, WEB_LOG),
+      env: limits ? { ...env, ...limitEnv(limits) } : env,
+      jail,
+      port: internal,
+      logPath,
       backoff: this.backoff,
-      onStart: () => {
+      onStart: (pid) => {
+        if (limits) {
+          try {
+            holdProcess(envId, 'web', pid, limits);
+          } catch (err) {
+            const line = `[${new Date().toISOString()}] could not hold pid ${pid} to its plan: ${(err as Error).message}\n`;
+            void appendFile(logPath, line).catch(() => undefined);
+          }
+        }
         // record the new pid so that a later worker can find an orphaned group
         const rt = this.envs.get(envId);
         if (rt?.live?.web === web) void this.writeState(rt).catch(() => undefined);
@@ -456,6 +556,7 @@ export class Supervisor {
       manifest: live.manifest,
       ...(this.protectEnv ? { envSealed: this.protectEnv.seal(JSON.stringify(live.env)) } : { env: live.env }),
       pid: live.web?.pid ?? null,
+      limits: live.limits,
     };
     const file = statePath(this.dataDir, rt.envId);
     await mkdir(path.dirname(file), { recursive: true });

@@ -1,6 +1,7 @@
 /**
- * One release's `web` process: `/bin/sh -c <web>` in its own process group, PORT set, output appended to
- * the environment's web.log. Once `supervise()`d, an unexpected exit is followed by a restart on the same
+ * One release's `web` process: `/bin/sh -c <web>` in the environment's sandbox (sandbox.ts) and its own
+ * process group, PORT set, output appended to the environment's web.log. It is reached at the sandbox's
+ * address (its veth address when it has its own network namespace). Once `supervise()`d, an unexpected exit is followed by a restart on the same
  * port after a backoff (doubling, capped; reset after a stable run). `stop()` takes the whole group down.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -8,6 +9,7 @@ import { appendFileSync, closeSync, openSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { groupAlive, killGroup } from './run-step';
+import { launch, type Jail } from './sandbox';
 
 export interface Backoff {
   initialMs: number;
@@ -21,6 +23,7 @@ export interface WebProcessOptions {
   command: string;
   cwd: string;
   env: Record<string, string | undefined>;
+  jail: Jail;
   port: number;
   logPath: string;
   backoff: Backoff;
@@ -30,6 +33,8 @@ export interface WebProcessOptions {
 
 export class WebProcess {
   readonly port: number;
+  /** Where the proxy and the health probes reach it. */
+  readonly host: string;
   readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   restarts = 0;
   lastExit: { code: number | null; signal: string | null } | null = null;
@@ -43,6 +48,7 @@ export class WebProcess {
 
   constructor(private readonly opts: WebProcessOptions) {
     this.port = opts.port;
+    this.host = opts.jail.address;
   }
 
   get pid(): number | null {
@@ -59,9 +65,11 @@ export class WebProcess {
     const fd = openSync(this.opts.logPath, 'a');
     let child: ChildProcess;
     try {
-      child = spawn('/bin/sh', ['-c', this.opts.command], {
-        cwd: this.opts.cwd,
-        env: { ...this.opts.env, PORT: String(this.port) } as NodeJS.ProcessEnv,
+      const how = launch(this.opts.jail, this.opts.command, { cwd: this.opts.cwd, env: { ...this.opts.env, PORT: String(this.port) } });
+      child = spawn(how.file, how.args, {
+        cwd: how.cwd,
+        env: how.env as NodeJS.ProcessEnv,
+        ...(how.uid !== undefined ? { uid: how.uid, gid: how.gid } : {}),
         detached: true,
         stdio: ['ignore', fd, fd],
       });
@@ -157,10 +165,10 @@ export function freePort(): Promise<number> {
 }
 
 /** One health probe: the status of GET path (or 'connected' for a bare TCP check), or an error text. */
-export function probe(port: number, pathname: string | undefined, timeoutMs: number): Promise<number | 'connected' | string> {
+export function probe(host: string, port: number, pathname: string | undefined, timeoutMs: number): Promise<number | 'connected' | string> {
   return new Promise((resolve) => {
     if (!pathname) {
-      const s = net.connect(port, '127.0.0.1');
+      const s = net.connect(port, host);
       const t = setTimeout(() => {
         s.destroy();
         resolve('connection timed out');
@@ -176,7 +184,7 @@ export function probe(port: number, pathname: string | undefined, timeoutMs: num
       });
       return;
     }
-    const req = http.get({ host: '127.0.0.1', port, path: pathname, agent: false, timeout: timeoutMs }, (res) => {
+    const req = http.get({ host, port, path: pathname, agent: false, timeout: timeoutMs }, (res) => {
       res.resume();
       resolve(res.statusCode ?? 0);
     });
@@ -206,7 +214,7 @@ export async function waitReady(
     }
     const left = deadline - Date.now();
     if (left <= 0) break;
-    const r = await probe(proc.port, health, Math.min(2000, Math.max(left, 50)));
+    const r = await probe(proc.host, proc.port, health, Math.min(2000, Math.max(left, 50)));
     if (r === 'connected') return { ok: true, status: null };
     if (typeof r === 'number' && r >= 200 && r < 300) return { ok: true, status: r };
     last = typeof r === 'number' ? `status ${r}` : r;

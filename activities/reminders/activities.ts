@@ -1,6 +1,7 @@
 // Token-expiry reminders (CONTRACT "Personal access tokens", Reminders): which tokens are due, and
 // sending one reminder exactly once. The workflow `sendTokenExpiryReminders` drives these.
 
+import { emitIntegrationEvent } from '../../api/lib/integration-events';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
@@ -120,12 +121,12 @@ export function createReminderActivities(deps: Deps) {
         if (claim.sent_at) return 'already_sent';
 
         const token:
-          | { id: string; purpose: string; expires_at: Date; email: string; user_name: string; team_name: string }
+          | { id: string; purpose: string; expires_at: Date; email: string; user_name: string; team_name: string; team_id: string }
           | undefined = await dueTokens(trx, asOf, input.key)
           .where('t.id', tokenId)
           .join('users as u', 'u.id', 't.user_id')
           .join('teams as tm', 'tm.id', 't.team_id')
-          .first('t.id', 't.purpose', 't.expires_at', 'u.email', 'u.name as user_name', 'tm.name as team_name');
+          .first('t.id', 't.purpose', 't.expires_at', 'u.email', 'u.name as user_name', 'tm.name as team_name', 't.team_id');
         if (!token) {
           await trx('token_reminders').where('reminder_key', input.key).whereNull('sent_at').delete();
           deps.logger.info({ tokenId, key: input.key }, 'token reminder no longer due');
@@ -152,6 +153,16 @@ export function createReminderActivities(deps: Deps) {
         }
         await trx('token_reminders').where('reminder_key', input.key).update({ sent_at: trx.fn.now() });
         deps.logger.info({ tokenId, key: input.key }, 'token reminder sent');
+        // The team's integrations hear of it too (token.expiring; the reminder key makes it once only).
+        await emitIntegrationEvent(deps, {
+          teamId: token.team_id,
+          event: 'token.expiring',
+          eventId: `evt_token_${input.key}`,
+          data: {
+            token: { id: token.id, purpose: token.purpose, expires_at: token.expires_at.toISOString() },
+            team: { id: token.team_id, name: token.team_name },
+          },
+        }).catch((err) => deps.logger.warn({ err: String(err), tokenId }, 'token.expiring not announced'));
         return 'sent';
       });
     },

@@ -28,10 +28,10 @@ export function createTaskActivities(deps: Deps) {
       await knex('build_queue').where({ task_id: input.taskId }).del();
       return status;
     },
-    /** A few lines of the workflow's own (headings, the final outcome) appended to the task log. */
+    /** A few lines of the workflow's own (headings, the final outcome) appended to the task log, even beyond its cap. */
     async appendTaskLog(input: { taskId: string; lines: string[] }): Promise<void> {
       if (input.lines.length === 0) return;
-      await appendLogChunk(knex, input.taskId, input.lines.join('\n') + '\n');
+      await appendLogChunk(knex, input.taskId, input.lines.join('\n') + '\n', { always: true });
     },
   };
 }

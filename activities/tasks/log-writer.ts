@@ -3,6 +3,13 @@
  * flushed at least every 250 ms or every 50 lines; every chunk ends with a newline, so the log is the
  * chunks concatenated in seq order. seq keeps increasing across activities and retries of one task.
  * Never give it secrets: callers print commands and their output, never variables' values.
+ *
+ * The log of one task keeps at most TASK_LOG_LIMIT_BYTES (UTF-8) of output, counted in
+ * `task_log_sizes` across every activity and retry of the task, whichever worker writes. The head is
+ * kept: output from the first line that does not fit is dropped, and one marker line stands where it
+ * was dropped, "[... N bytes of output dropped: the task log is limited to 10 MiB (TASK_LOG_LIMIT_BYTES) ...]",
+ * its count brought up to date as more is dropped. The workflow's own few lines (headings, the outcome)
+ * are always kept, after the marker, so the log still ends with how the task ended.
  */
 import type { Knex } from 'knex';
 
@@ -15,24 +22,68 @@ export interface TaskLog {
 }
 
 const MAX_LINE = 8192;
+export const DEFAULT_TASK_LOG_LIMIT_BYTES = 10 * 1024 * 1024;
 
-/** Appends one chunk with the next seq of the task (retries when another writer took that seq). */
-export async function appendLogChunk(knex: Knex, taskId: string, chunk: string): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await knex.raw(
-        `INSERT INTO task_logs (task_id, seq, chunk)
-         SELECT ?, COALESCE(MAX(seq), 0) + 1, ? FROM task_logs WHERE task_id = ?`,
-        [taskId, chunk, taskId],
-      );
-      return;
-    } catch (err) {
-      if ((err as { code?: string }).code !== '23505' || attempt >= 20) throw err;
-    }
-  }
+export interface AppendOptions {
+  /** The cap of the task's log (TASK_LOG_LIMIT_BYTES). */
+  limitBytes?: number;
+  /** Kept even beyond the cap: the workflow's own headings and outcome (a few short lines). */
+  always?: boolean;
 }
 
-export function createTaskLog(knex: Knex, taskId: string, opts: { flushMs?: number; maxLines?: number } = {}): TaskLog {
+function readableSize(bytes: number): string {
+  if (bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
+
+export function droppedMarker(dropped: number, limitBytes: number): string {
+  return `[... ${dropped} bytes of output dropped: the task log is limited to ${readableSize(limitBytes)} (TASK_LOG_LIMIT_BYTES) ...]\n`;
+}
+
+/** The whole lines at the start of `chunk` that fit in `room` bytes ('' when none does). */
+function linesThatFit(chunk: string, room: number): string {
+  if (room <= 0) return '';
+  const buf = Buffer.from(chunk, 'utf8');
+  if (buf.length <= room) return chunk;
+  const cut = buf.subarray(0, room).lastIndexOf(0x0a);
+  return cut < 0 ? '' : buf.subarray(0, cut + 1).toString('utf8');
+}
+
+/**
+ * Appends one chunk with the next seq of the task, within the task's cap. One transaction that locks
+ * the task's size row, so concurrent writers of one task take turns and the count stays exact.
+ */
+export async function appendLogChunk(knex: Knex, taskId: string, chunk: string, opts: AppendOptions = {}): Promise<void> {
+  const limit = opts.limitBytes ?? DEFAULT_TASK_LOG_LIMIT_BYTES;
+  await knex.transaction(async (trx) => {
+    await trx.raw('INSERT INTO task_log_sizes (task_id) VALUES (?) ON CONFLICT (task_id) DO NOTHING', [taskId]);
+    const size = await trx('task_log_sizes').where({ task_id: taskId }).forUpdate().first('bytes', 'dropped', 'marker_seq');
+    const last = await trx('task_logs').where({ task_id: taskId }).max('seq as seq').first();
+    let seq = Number(last?.seq ?? 0);
+    const bytes = Number(size.bytes);
+    let dropped = Number(size.dropped);
+    // Once anything was dropped, later capped output is dropped too: the marker stays where the gap is.
+    const kept = opts.always ? chunk : dropped > 0 ? '' : linesThatFit(chunk, limit - bytes);
+    const keptBytes = Buffer.byteLength(kept, 'utf8');
+    const droppedNow = Buffer.byteLength(chunk, 'utf8') - keptBytes;
+    let markerSeq: number | null = size.marker_seq;
+    if (kept) await trx('task_logs').insert({ task_id: taskId, seq: ++seq, chunk: kept });
+    if (droppedNow > 0) {
+      dropped += droppedNow;
+      const marker = droppedMarker(dropped, limit);
+      if (markerSeq) await trx('task_logs').where({ task_id: taskId, seq: markerSeq }).update({ chunk: marker });
+      else await trx('task_logs').insert({ task_id: taskId, seq: (markerSeq = ++seq), chunk: marker });
+    }
+    await trx('task_log_sizes').where({ task_id: taskId }).update({ bytes: bytes + keptBytes, dropped, marker_seq: markerSeq });
+  });
+}
+
+export function createTaskLog(
+  knex: Knex,
+  taskId: string,
+  opts: { flushMs?: number; maxLines?: number; limitBytes?: number } = {},
+): TaskLog {
   const flushMs = opts.flushMs ?? 250;
   const maxLines = opts.maxLines ?? 50;
   let buffer: string[] = [];
@@ -49,7 +100,7 @@ export function createTaskLog(knex: Knex, taskId: string, opts: { flushMs?: numb
     const chunk = buffer.join('\n') + '\n';
     buffer = [];
     chain = chain.then(() =>
-      appendLogChunk(knex, taskId, chunk).catch(() => {
+      appendLogChunk(knex, taskId, chunk, { limitBytes: opts.limitBytes }).catch(() => {
         // The log is best effort: a failing write must not fail the step it describes.
         failures += 1;
       }),

@@ -22,7 +22,7 @@ export function createVariableActivities(deps: Deps, supervisor: Supervisor) {
           const names = (await effectiveVariables(deps.knex, deps.secrets, input.environmentId)).map((v) => v.name);
           const tenant = await tenantEnv(deps, input.environmentId);
           log.line(`==> ${names.length} variable${names.length === 1 ? '' : 's'}: ${names.join(', ') || '(none)'}`);
-          const r = await supervisor.restartWeb({
+          const r = await supervisor.restartWithEnv({
             envId: input.environmentId,
             env: tenant.env,
             healthTimeoutMs: HEALTH_TIMEOUT_MS,

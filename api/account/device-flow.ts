@@ -4,7 +4,7 @@ import { CliDeviceCode } from '../../db/models/cli-device-code';
 import { User } from '../../db/models/user';
 import type { Session } from '../../db/models/session';
 import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import { generateSecret, randomToken, sha256Hex } from '../lib/token-format';
 import { API_PREFIX } from '../lib/paths';
 import { USER_CODE_ALPHABET, groupByFour, normalizeCode, randomCode } from './codes';
@@ -26,7 +26,7 @@ const MESSAGES: Record<DevicePollError, string> = {
   access_denied: 'The sign-in was denied in the browser',
 };
 
-export const pollError = (code: DevicePollError) => new AppError(400, code, MESSAGES[code]);
+export const pollError = (code: DevicePollError) => appError(code, MESSAGES[code]);
 
 export function verificationUri(deps: Deps): string {
   return `${deps.config.baseUrl}${API_PREFIX}/cli/verify`;

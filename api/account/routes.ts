@@ -1,5 +1,5 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
-import { AppError } from '../lib/errors';
+import { appError } from '../lib/errors';
 import * as s from './schemas';
 import { presentMe, presentSshKey, presentUser } from './presenters';
 import { confirmEmail, resendConfirmation, signUp } from './signup';
@@ -105,7 +105,7 @@ const sessionRoutes = [
     responses: { 200: { description: 'The token', schema: s.csrfTokenSchema }, 403: err('Not a browser session (the command line needs no CSRF token)') },
     handler(ctx) {
       const actor = sessionActor(ctx.actor);
-      if (actor.via !== 'session') throw new AppError(403, 'forbidden', 'Only a browser session has a CSRF token; a vcs_ bearer needs none');
+      if (actor.via !== 'session') throw appError('forbidden', 'Only a browser session has a CSRF token; a vcs_ bearer needs none');
       ctx.set('Cache-Control', 'no-store');
       ctx.body = { token: actor.session.csrf_token };
     },
@@ -143,7 +143,7 @@ const sessionRoutes = [
     method: 'post',
     path: '/users/{id}/sessions/end-others',
     operationId: 'endOtherSessions',
-    summary: 'End every browser and command-line session of your account but this one',
+    summary: 'End every browser session of your account but this one (command-line sessions stay)',
     description: 'Only for your own user id. Needs a sign-in within the last 60 minutes (else 403 reauthentication_required).',
     tags,
     auth: 'session',
@@ -180,8 +180,12 @@ const deviceRoutes = [
     summary: 'Command-line sign-in, step 1 (RFC 8628): a device code to poll with and a user code to approve in the browser',
     tags,
     auth: 'none',
-    responses: { 200: { description: 'Device authorization', schema: s.deviceAuthorizationSchema } },
+    responses: {
+      200: { description: 'Device authorization', schema: s.deviceAuthorizationSchema },
+      429: err('rate_limited: more than DEVICE_CODES_PER_HOUR sign-ins started from this address (Retry-After)'),
+    },
     async handler(ctx) {
+      await ctx.deps.guards.consumeCreation('device-codes', ctx.ip);
       ctx.set('Cache-Control', 'no-store');
       ctx.body = await startDeviceAuthorization(ctx.deps);
     },

@@ -4,7 +4,7 @@ import type { Deps } from '../../system/deps';
 import { Session } from '../../db/models/session';
 import { User } from '../../db/models/user';
 import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import { dummyHash, verifyPassword } from '../lib/passwords';
 import { randomToken, sessionDigest } from '../lib/token-format';
 import { SESSION_COOKIE } from '../middleware/authenticate';
@@ -49,11 +49,7 @@ export async function signIn(
     throw errors.unauthenticated(WRONG_CREDENTIALS);
   }
   if (!user.email_confirmed_at) {
-    throw new AppError(
-      403,
-      'email_not_confirmed',
-      'Confirm your e-mail address first: enter the code we sent (POST /signup/confirm), or ask for a new one (POST /signup/resend)',
-    );
+    throw appError('email_not_confirmed', 'Confirm your e-mail address first: enter the code we sent (POST /signup/confirm), or ask for a new one (POST /signup/resend)');
   }
   await deps.guards.recordSuccess(address);
   // A browser that signs in again leaves its previous session behind, ended.
@@ -79,11 +75,15 @@ export async function reauthenticate(deps: Deps, address: string, actor: Session
   return now;
 }
 
-/** Ends every browser and command-line session of the caller but the one making the request. */
+/**
+ * Ends every browser session of the caller but the one making the request (the spec: "ends every
+ * browser session but the current one"). Command-line sessions are left alone: they are ended one by
+ * one from the command line (DELETE /session with the bearer).
+ */
 export async function endOtherSessions(deps: Deps, actor: SessionActor, userId: string): Promise<number> {
   if (userId !== actor.user.id) throw errors.notFound('user');
   return Session.query(deps.knex)
-    .where({ user_id: actor.user.id })
+    .where({ user_id: actor.user.id, kind: 'browser' })
     .whereNot({ id: actor.session.id })
     .whereNull('ended_at')
     .patch({ ended_at: new Date() });

@@ -4,7 +4,7 @@ import type { Deps } from '../../system/deps';
 import { User } from '../../db/models/user';
 import { EmailConfirmation } from '../../db/models/email-confirmation';
 import { confirmationEmail } from '../../system/mail/templates';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import { hashPassword } from '../lib/passwords';
 import { CONFIRMATION_ALPHABET, groupByFour, normalizeCode, randomCode } from './codes';
 import { sha256Hex } from '../lib/token-format';
@@ -15,9 +15,9 @@ const CODE_TTL_MS = 24 * 3600_000;
 const CODES_PER_HOUR = 5;
 
 const emailTaken = () =>
-  new AppError(409, 'email_taken', 'An account with this e-mail address already exists; sign in instead', {
+  appError('email_taken', 'An account with this e-mail address already exists; sign in instead', { fields: {
     email: 'already has an account',
-  });
+  } });
 
 /** Stores the digest of a new code (older unused codes stop working) and returns the code. */
 async function issueCode(trx: Knex, userId: string): Promise<{ code: string; expiresAt: Date }> {
@@ -39,13 +39,51 @@ async function sendCode(deps: Deps, user: User, code: string, expiresAt: Date): 
   }
 }
 
+const pendingSignUp = (until: Date) =>
+  appError(
+    'email_taken',
+    `A sign-up for this address waits for its confirmation code until ${until.toISOString()}: enter the e-mailed code ` +
+      '(POST /signup/confirm) or ask for a new one (POST /signup/resend); after that time the address can be signed up again',
+    { fields: { email: 'has a sign-up waiting for confirmation' } },
+  );
+
+/**
+ * An unconfirmed sign-up lives as long as its newest confirmation code: 24 hours from the sign-up (or
+ * from the last resend). Until then the address is taken (409: the code went to the address, so only
+ * its owner can finish it); after that the address is free again: the stale account is removed by the
+ * next sign-up for it (and by the daily `prune-expired` schedule), so an address never stays blocked
+ * by someone who signed it up without owning it.
+ */
+export async function pendingSignUpUntil(knex: Knex, userId: string): Promise<Date | undefined> {
+  const row = await EmailConfirmation.query(knex).where({ user_id: userId }).whereNull('used_at').max('expires_at as until').first();
+  const until = (row as unknown as { until: Date | null } | undefined)?.until;
+  return until && until.getTime() > Date.now() ? until : undefined;
+}
+
+/** Removes an unconfirmed account whose sign-up has expired (no live code); answers whether it did. */
+export async function removeExpiredSignUp(knex: Knex, userId: string): Promise<boolean> {
+  const removed = await User.query(knex)
+    .findById(userId)
+    .whereNull('email_confirmed_at')
+    .whereNotExists(EmailConfirmation.query(knex).where('user_id', userId).whereNull('used_at').where('expires_at', '>', new Date()))
+    .delete();
+  return removed > 0;
+}
+
 export async function signUp(deps: Deps, input: { email: string; password: string; name: string }): Promise<User> {
-  if (await User.query(deps.knex).findOne({ email: input.email })) throw emailTaken();
+  const existing = await User.query(deps.knex).findOne({ email: input.email });
+  if (existing?.email_confirmed_at) throw emailTaken();
+  if (existing) {
+    const until = await pendingSignUpUntil(deps.knex, existing.id);
+    if (until) throw pendingSignUp(until);
+  }
   const passwordHash = await hashPassword(input.password);
   let user: User;
   let issued: { code: string; expiresAt: Date };
   try {
     ({ user, issued } = await deps.knex.transaction(async (trx) => {
+      // The address's expired sign-up (checked again here: a code may have been sent since) makes way.
+      if (existing && !(await removeExpiredSignUp(trx, existing.id))) throw emailTaken();
       const u = await User.query(trx).insertAndFetch({
         email: input.email,
         name: input.name,

@@ -2,11 +2,11 @@ import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
 import { SshKey } from '../../db/models/ssh-key';
 import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import type { SshPublicKey } from './ssh-key-format';
 
 const duplicate = (fingerprint: string) =>
-  new AppError(409, 'conflict', 'You already added this key', { public_key: `is already added (${fingerprint})` });
+  appError('conflict', 'You already added this key', { fields: { public_key: `is already added (${fingerprint})` } });
 
 /** The caller's own keys, oldest first. */
 export async function listSshKeys(deps: Deps, actor: Actor): Promise<SshKey[]> {

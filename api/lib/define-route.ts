@@ -58,6 +58,11 @@ export interface RouteDef<P = any, Q = any, B = any, R extends ScopeRow = any> {
   recentSignInMinutes?: number;
   /** Body media types accepted; JSON by default. */
   bodyTypes?: Array<'json' | 'multipart'>;
+  /**
+   * Multipart: the files the route accepts. The parser stops at twice these (413) so that the service can
+   * name the part at fault within them; default 5 files of 10 MB.
+   */
+  multipartLimits?: { maxFiles: number; maxFileBytes: number };
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;

@@ -34,6 +34,7 @@ export const ERROR_CODES = {
   nothing_to_redeploy: 409,
   nothing_to_roll_back: 409,
   idempotency_key_in_use: 409,
+  subscription_not_active: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   invalid: 422,

@@ -4,13 +4,14 @@ import { koaBody } from 'koa-body';
 import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import type { Actor } from './actor';
-import { AppError, errors } from './errors';
+import { appError, errors } from './errors';
 import { issuesToFields, type RouteDef } from './define-route';
 import { toRouterPath } from './paths';
 import { can, roleIn } from './policy';
 import type { ResolvedScope } from './scopes';
 import { withIdempotency } from './idempotency';
 import { replayTasks } from '../tasks/replay';
+import { nulFields } from './nul-bytes';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -29,7 +30,7 @@ export function checkCaller(def: RouteDef, ctx: Context): Actor | undefined {
   if (actor.kind === 'session' && actor.via === 'session' && !SAFE_METHODS.has(ctx.method)) {
     const given = ctx.get('x-csrf-token');
     if (!given || !sameSecret(given, actor.session.csrf_token)) {
-      throw new AppError(403, 'forbidden', 'Browser session writes need the X-CSRF-Token header, its value from GET /session/token');
+      throw appError('forbidden', 'Browser session writes need the X-CSRF-Token header, its value from GET /session/token');
     }
   }
   if (def.recentSignInMinutes !== undefined) {
@@ -42,6 +43,8 @@ export function checkCaller(def: RouteDef, ctx: Context): Actor | undefined {
 function bodyParser(def: RouteDef, limit: number): Middleware | undefined {
   if (!def.body) return undefined;
   const multipart = def.bodyTypes?.includes('multipart') ?? false;
+  const files = def.multipartLimits ? { maxFiles: def.multipartLimits.maxFiles * 2, maxFileSize: def.multipartLimits.maxFileBytes * 2 }
+    : { maxFiles: 5, maxFileSize: 10 * 1024 * 1024 };
   return koaBody({
     json: true,
     jsonStrict: false,
@@ -49,7 +52,19 @@ function bodyParser(def: RouteDef, limit: number): Middleware | undefined {
     text: false,
     multipart,
     jsonLimit: limit,
-    formidable: multipart ? { maxFileSize: 10 * 1024 * 1024, maxFiles: 5, multiples: true } : undefined,
+    formidable: multipart
+      ? { ...files, maxTotalFileSize: files.maxFiles * files.maxFileSize, allowEmptyFiles: true, minFileSize: 0 }
+      : undefined,
+    onError(err: Error & { httpCode?: number }) {
+      // formidable's refusals carry httpCode (413 past its limits, 400 for a broken body), not status.
+      if (err.httpCode === 413) {
+        throw appError('payload_too_large', `Too many files or a file too large: at most ${files.maxFiles} files of ${files.maxFileSize} bytes`, {
+          fields: { 'attachments[]': 'too many or too large' },
+        });
+      }
+      if (err.httpCode) throw appError('malformed_body', 'The multipart body could not be read');
+      throw err;
+    },
     parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
   });
 }
@@ -108,7 +123,7 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
       const scope = await resolveScope(def, deps, actor, params as Record<string, unknown>);
       if (parse && hasBody(ctx)) {
         if (!ctx.is('application/json', ...(def.bodyTypes?.includes('multipart') ? ['multipart/form-data'] : []))) {
-          throw new AppError(415, 'unsupported_media_type', 'Send the body as application/json');
+          throw appError('unsupported_media_type', 'Send the body as application/json');
         }
         await parse(ctx, async () => undefined);
       }
@@ -127,6 +142,8 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
         if (r.success) body = r.data;
         else Object.assign(fields, issuesToFields(r.error.issues));
       }
+      // NUL in any string is refused on its field, whatever the route's schema (PostgreSQL refuses it).
+      Object.assign(fields, nulFields(ctx.query), def.body ? nulFields((ctx.request as { body?: unknown }).body) : {});
       if (Object.keys(fields).length > 0) throw errors.invalid(fields);
       Object.assign(ctx, { input: { params, query, body }, actor, deps, scope });
       const run = async () => {

@@ -45,4 +45,6 @@ export const scopes = {
   invitation: defineScope('invitation', byId('invitations')),
   membership: defineScope('membership', byId('memberships')),
   domain: defineScope('domain', byId('domains')),
+  integration: defineScope('integration', byId('integrations')),
+  ticket: defineScope('ticket', byId('tickets')),
 };

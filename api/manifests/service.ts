@@ -5,11 +5,11 @@
  */
 import type { Deps } from '../../system/deps';
 import { Project } from '../../db/models/project';
-import { ensureMirror, fetchMirror, git, GitError, type GitOptions } from '../../activities/provider/git';
-import { MANIFEST_FILE, parseManifest, type Manifest } from '../../activities/provider/manifest';
-import { gitCacheDir } from '../../activities/provider/releases';
+import { git, GitError, mirrorWithCommit, treeEntryKind, type GitOptions, type GitRepo } from '../../activities/provider/git';
+import { MANIFEST_FILE, manifestFileFault, parseManifest, type Manifest } from '../../activities/provider/manifest';
+import { repositoryOf } from '../../db/queries/repository';
 import type { Actor } from '../lib/actor';
-import { AppError } from '../lib/errors';
+import { appError } from '../lib/errors';
 import { authorize } from '../lib/policy';
 import { findEnvironment } from '../environments/service';
 import { GIT_READ_TIMEOUT_MS, headCommit } from '../pipeline/service';
@@ -19,7 +19,7 @@ type Source = { git_ref: string; commit_sha: string; present: boolean };
 function check(text: string, source?: Source): { valid: true; manifest: Manifest; source?: Source } {
   const result = parseManifest(text);
   if (!result.ok) {
-    throw new AppError(422, 'invalid', 'The manifest is not valid: `fields` names each fault with its line', result.fields, source ? { source } : undefined);
+    throw appError('invalid', 'The manifest is not valid: `fields` names each fault with its line', { fields: result.fields, extra: source ? { source } : undefined });
   }
   return { valid: true, manifest: result.manifest, ...(source ? { source } : {}) };
 }
@@ -30,16 +30,16 @@ export async function validateManifest(deps: Deps, actor: Actor, input: { manife
   return check(input.manifest);
 }
 
-/** The text of service.yaml in commit `sha` (null when the commit has none), read through the mirror. */
-async function manifestAt(repoUrl: string, sha: string, opts: GitOptions): Promise<string | null> {
-  const mirror = await ensureMirror(repoUrl, opts);
-  const has = await git(['--git-dir', mirror, 'cat-file', '-e', `${sha}^{commit}`], opts).then(
-    () => true,
-    () => false,
-  );
-  if (!has) await fetchMirror(mirror, opts);
-  const listed = await git(['--git-dir', mirror, 'ls-tree', sha, '--', MANIFEST_FILE], opts);
-  if (!/\sblob\s/.test(listed)) return null;
+/**
+ * service.yaml in commit `sha`, read from the commit's tree through the mirror: its text, null when the
+ * commit has none, or the fault when it is not a regular file (a symlink is refused by name).
+ */
+async function manifestAt(repo: GitRepo, sha: string, opts: GitOptions): Promise<string | null | { fields: Record<string, string> }> {
+  const mirror = await mirrorWithCommit(repo, sha, opts);
+  const kind = await treeEntryKind(mirror, sha, MANIFEST_FILE, opts);
+  if (kind === null) return null;
+  const fault = manifestFileFault(kind === 'blob' ? 'file' : kind === 'symlink' ? 'symlink' : 'other');
+  if (fault) return { fields: fault };
   return git(['--git-dir', mirror, 'cat-file', 'blob', `${sha}:${MANIFEST_FILE}`], opts);
 }
 
@@ -52,16 +52,21 @@ export async function validateEnvironmentManifest(deps: Deps, actor: Actor, envi
   if (input.manifest !== undefined) return check(input.manifest);
   const project = await Project.query(deps.knex).findById(env.project_id);
   if (!project?.repository_url) {
-    throw new AppError(409, 'no_repository', 'The project has no repository connected: send the manifest in the body, or connect a repository');
+    throw appError('no_repository', 'The project has no repository connected: send the manifest in the body, or connect a repository');
   }
-  const head = await headCommit(deps, project.repository_url, env.git_ref);
-  if (!head.ok) throw new AppError(409, head.code, head.message);
-  let text: string | null;
+  const repo = repositoryOf(deps.secrets, project)!;
+  const head = await headCommit(deps, repo, env.git_ref);
+  if (!head.ok) throw appError(head.code, head.message);
+  let text: Awaited<ReturnType<typeof manifestAt>>;
   try {
-    text = await manifestAt(project.repository_url, head.sha, { cacheDir: gitCacheDir(deps.config.dataDir), timeoutMs: GIT_READ_TIMEOUT_MS });
+    text = await manifestAt(repo, head.sha, { access: deps.config, timeoutMs: GIT_READ_TIMEOUT_MS });
   } catch (err) {
-    if (err instanceof GitError) throw new AppError(409, 'repository_unreachable', `The repository cannot be read right now: ${err.message}`);
+    if (err instanceof GitError) throw appError('repository_unreachable', `The repository cannot be read right now: ${err.message}`);
     throw err;
+  }
+  const source = { git_ref: env.git_ref, commit_sha: head.sha, present: text !== null };
+  if (text !== null && typeof text === 'object') {
+    throw appError('invalid', 'The manifest is not valid: `fields` names each fault with its line', { fields: text.fields, extra: { source } });
   }
   return check(text ?? '', { git_ref: env.git_ref, commit_sha: head.sha, present: text !== null });
 }

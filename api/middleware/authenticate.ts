@@ -5,7 +5,7 @@ import { Membership } from '../../db/models/membership';
 import { Session } from '../../db/models/session';
 import { User } from '../../db/models/user';
 import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import { isWellFormed, sessionDigest, tokenDigest } from '../lib/token-format';
 
 export const SESSION_COOKIE = 'vc_session';
@@ -40,13 +40,30 @@ type TokenCheck =
   /** A working token whose issuer has left its team: counted as a working credential, reaches nothing. */
   | { ok: false; reason: string; memberless: AccessToken };
 
+/** What a token look-up finds for a working token: kept by the credential cache (credential-cache.ts). */
+export interface TokenFound {
+  token: AccessToken;
+  user: User;
+  membership: Membership;
+}
+
+/** Expiry is decided here, on every request, so a cached token stops at its expires_at to the second. */
+function verdict(found: TokenFound): TokenCheck {
+  if (found.token.statusAt() === 'expired') return { ok: false, reason: 'The token has expired' };
+  return { ok: true, actor: { kind: 'token', via: 'token', ...found } };
+}
+
 /**
  * The token by its keyed digest (under the current key and any previous ones), with its issuer and
- * the issuer's membership in the token's team: one query on the hot path.
+ * the issuer's membership in the token's team: one query, or none while the cache holds it.
  */
 async function checkAccessToken(deps: Deps, raw: string): Promise<TokenCheck> {
   const { tokenKey, previousTokenKeys } = deps.secrets;
-  const digests = [tokenKey.key, ...previousTokenKeys.values()].map((key) => tokenDigest(raw, key));
+  const current = tokenDigest(raw, tokenKey.key);
+  const cached = deps.credentials?.get(current);
+  if (cached) return verdict(cached);
+  const ticket = deps.credentials?.ticket() ?? 0;
+  const digests = [current, ...[...previousTokenKeys.values()].map((key) => tokenDigest(raw, key))];
   const row = await deps.knex('access_tokens as t')
     .join('users as u', 'u.id', 't.user_id')
     .leftJoin('memberships as m', (j) => j.on('m.user_id', 't.user_id').andOn('m.team_id', 't.team_id'))
@@ -63,10 +80,10 @@ async function checkAccessToken(deps: Deps, raw: string): Promise<TokenCheck> {
   if (status === 'revoked') return { ok: false, reason: 'The token was revoked' };
   if (status === 'expired') return { ok: false, reason: 'The token has expired' };
   if (!membership) return { ok: false, reason: "The token's issuer is no longer a member of its team; the token reaches nothing", memberless: token };
-  return {
-    ok: true,
-    actor: { kind: 'token', via: 'token', user: User.fromDatabaseJson(user), token, membership: Membership.fromDatabaseJson(membership) },
-  };
+  const found: TokenFound = { token, user: User.fromDatabaseJson(user), membership: Membership.fromDatabaseJson(membership) };
+  // Kept under the current key's digest only (a token under a previous key is looked up each time).
+  if (token.digest === current) deps.credentials?.set(current, found, { tokenId: token.id, userId: token.user_id, teamId: token.team_id }, ticket);
+  return verdict(found);
 }
 
 /**
@@ -102,7 +119,7 @@ export function authenticate(deps: Deps): Middleware {
         for (const [k, v] of Object.entries(headers)) ctx.set(k, v);
         await touchLastUsed(deps, token);
       }
-      if (!result.ok) throw new AppError(403, 'forbidden', result.reason);
+      if (!result.ok) throw appError('forbidden', result.reason);
       ctx.state.actor = result.actor;
     } else {
       const cookie = ctx.cookies.get(SESSION_COOKIE);
@@ -117,10 +134,12 @@ export function authenticate(deps: Deps): Middleware {
   };
 }
 
-/** last_used_at is written at most once a minute per token. */
+/** last_used_at is written at most once a minute per token (and per API process). */
 async function touchLastUsed(deps: Deps, token: AccessToken): Promise<void> {
   const now = new Date();
   if (token.last_used_at && now.getTime() - token.last_used_at.getTime() < 60_000) return;
+  // The cached token remembers the write, so the next requests of this minute skip it.
+  token.last_used_at = now;
   await deps.knex('access_tokens')
     .where({ id: token.id })
     .andWhere((q) => q.whereNull('last_used_at').orWhere('last_used_at', '<', new Date(now.getTime() - 60_000)))

@@ -1,23 +1,23 @@
 import type { Middleware } from 'koa';
 import { ZodError } from 'zod';
 import { NotFoundError, UniqueViolationError, ForeignKeyViolationError, CheckViolationError, DataError } from 'objection';
-import { AppError } from '../lib/errors';
+import { appError, AppError } from '../lib/errors';
 import { issuesToFields } from '../lib/define-route';
 import type { Logger } from '../../system/logger';
 
 function toAppError(err: unknown): AppError | undefined {
   if (err instanceof AppError) return err;
-  if (err instanceof ZodError) return new AppError(422, 'invalid', 'The request has invalid fields', issuesToFields(err.issues));
+  if (err instanceof ZodError) return appError('invalid', 'The request has invalid fields', { fields: issuesToFields(err.issues) });
   if (err instanceof UniqueViolationError) {
     const column = err.columns?.filter((c) => !c.endsWith('_id') || err.columns.length === 1).at(-1);
-    return new AppError(409, 'conflict', 'That already exists', column ? { [column]: 'already exists' } : undefined);
+    return appError('conflict', 'That already exists', { fields: column ? { [column]: 'already exists' } : undefined });
   }
-  if (err instanceof NotFoundError) return new AppError(404, 'not_found', 'No such resource');
+  if (err instanceof NotFoundError) return appError('not_found', 'No such resource');
   const status = (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
   const expose = (err as { expose?: boolean }).expose;
-  if (status === 400 && expose !== false) return new AppError(400, 'malformed_body', 'The request body is not valid JSON');
-  if (status === 413) return new AppError(413, 'payload_too_large', 'The request body is too large');
-  if (status === 415) return new AppError(415, 'unsupported_media_type', 'Send the body as application/json');
+  if (status === 400 && expose !== false) return appError('malformed_body', 'The request body is not valid JSON');
+  if (status === 413) return appError('payload_too_large', 'The request body is too large');
+  if (status === 415) return appError('unsupported_media_type', 'Send the body as application/json');
   return undefined;
 }
 
@@ -27,18 +27,18 @@ export function errorHandler(logger: Logger): Middleware {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) {
-        throw new AppError(404, 'not_found', `No route ${ctx.method} ${ctx.path}`);
+        throw appError('not_found', `No route ${ctx.method} ${ctx.path}`);
       }
       if (ctx.status === 405 && !ctx.body) {
         // The router has set Allow; say it in the body too.
-        throw new AppError(405, 'method_not_allowed', `${ctx.method} is not allowed here; allowed: ${ctx.response.get('Allow')}`);
+        throw appError('method_not_allowed', `${ctx.method} is not allowed here; allowed: ${ctx.response.get('Allow')}`);
       }
     } catch (err) {
       let appErr = toAppError(err);
       if (!appErr) {
         const dbError = err instanceof ForeignKeyViolationError || err instanceof CheckViolationError || err instanceof DataError;
         logger.error({ err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, dbError }, 'unhandled error');
-        appErr = new AppError(500, 'internal', `Something went wrong on our side; quote request id ${ctx.state.requestId}`);
+        appErr = appError('internal', `Something went wrong on our side; quote request id ${ctx.state.requestId}`);
       }
       ctx.status = appErr.status;
       for (const [k, v] of Object.entries(appErr.headers ?? {})) ctx.set(k, v);

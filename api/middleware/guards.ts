@@ -3,7 +3,9 @@ import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../../system/config';
 import type { Logger } from '../../system/logger';
-import { AppError } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
+
+export type CreationKind = 'invitations' | 'device-codes';
 
 export interface RateHeaders {
   'RateLimit-Limit': string;
@@ -33,6 +35,12 @@ export interface Guards {
   recordSuccess(address: string): Promise<void>;
   /** Counts a token request; throws 429 beyond the ceiling. Returns the RateLimit-* headers. */
   consumeTokenRequest(tokenId: string): Promise<RateHeaders>;
+  /**
+   * Counts one creation of something that sends mail or holds a pending code (an invitation, a
+   * command-line device code) for a client address; throws 429 rate_limited with Retry-After beyond
+   * the hourly ceiling (INVITATIONS_PER_HOUR, DEVICE_CODES_PER_HOUR).
+   */
+  consumeCreation(kind: CreationKind, address: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -92,16 +100,17 @@ export async function createGuards(config: Config, logger: Logger, prefix = conf
   const failures = make('fail', fc.limit, fc.windowSeconds);
   const daily = make('fail-day', fc.dailyCap, 86_400);
   const tokens = make('token', config.rateLimit.perMinute, 60);
+  const creations: Record<CreationKind, { limiter: RateLimiterAbstract; perHour: number; what: string }> = {
+    invitations: { limiter: make('invitations', config.creationLimits.invitationsPerHour, 3600), perHour: config.creationLimits.invitationsPerHour, what: 'invitations' },
+    'device-codes': {
+      limiter: make('device-codes', config.creationLimits.deviceCodesPerHour, 3600),
+      perHour: config.creationLimits.deviceCodesPerHour,
+      what: 'command-line sign-ins started',
+    },
+  };
 
   const refuse = (ms: number) =>
-    new AppError(
-      429,
-      'rate_limited',
-      'Too many failed credentials from this address; wait before trying again',
-      undefined,
-      undefined,
-      { 'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))) },
-    );
+    appError('rate_limited', 'Too many failed credentials from this address; wait before trying again', { headers: { 'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))) } });
 
   return {
     async assertAddressAllowed(address) {
@@ -135,12 +144,21 @@ export async function createGuards(config: Config, logger: Logger, prefix = conf
       } catch (e) {
         const res = limited(e);
         const reset = String(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
-        throw new AppError(429, 'rate_limited', `More than ${limit} requests a minute with this token; wait and repeat the request unchanged`, undefined, undefined, {
+        throw appError('rate_limited', `More than ${limit} requests a minute with this token; wait and repeat the request unchanged`, { headers: {
           'Retry-After': reset,
           'RateLimit-Limit': String(limit),
           'RateLimit-Remaining': '0',
           'RateLimit-Reset': reset,
-        });
+        } });
+      }
+    },
+    async consumeCreation(kind, address) {
+      const { limiter, perHour, what } = creations[kind];
+      try {
+        await limiter.consume(addressKey(address));
+      } catch (e) {
+        const res = limited(e);
+        throw errors.rateLimited(res.msBeforeNext / 1000, `More than ${perHour} ${what} an hour from this address; wait before trying again`);
       }
     },
     async close() {

@@ -4,8 +4,8 @@
  */
 import type { Deps } from '../../system/deps';
 import { Project } from '../../db/models/project';
-import { GitError, resolveRef } from '../../activities/provider/git';
-import { gitCacheDir } from '../../activities/provider/releases';
+import { GitError, resolveRef, type GitRepo } from '../../activities/provider/git';
+import { repositoryOf } from '../../db/queries/repository';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
 import { runningExclusiveTask } from '../../db/queries/tasks';
 import type { Actor } from '../lib/actor';
@@ -65,9 +65,9 @@ export async function listReleases(
 type HeadResult = { ok: true; sha: string } | { ok: false; code: 'repository_unreachable' | 'ref_not_found'; message: string };
 
 /** The commit the git ref names now (git ls-remote), or why it cannot be told. */
-export async function headCommit(deps: Deps, repositoryUrl: string, gitRef: string): Promise<HeadResult> {
+export async function headCommit(deps: Deps, repo: GitRepo, gitRef: string): Promise<HeadResult> {
   try {
-    const sha = await resolveRef(repositoryUrl, gitRef, { cacheDir: gitCacheDir(deps.config.dataDir), timeoutMs: GIT_READ_TIMEOUT_MS });
+    const sha = await resolveRef(repo, gitRef, { access: deps.config, timeoutMs: GIT_READ_TIMEOUT_MS });
     return { ok: true, sha };
   } catch (err) {
     if (!(err instanceof GitError)) throw err;
@@ -100,7 +100,7 @@ export async function deployChoices(deps: Deps, actor: Actor, environmentId: str
   }
   const running = await runningExclusiveTask(knex, env.id);
   if (running) return blocked('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', { task_id: running.id });
-  const head = await headCommit(deps, project.repository_url, env.git_ref);
+  const head = await headCommit(deps, repositoryOf(deps.secrets, project)!, env.git_ref);
   if (!head.ok) return blocked(head.code, head.message);
   const [live, rollback, built] = await Promise.all([
     liveRelease(knex, env.id),
@@ -123,7 +123,7 @@ export async function environmentSource(deps: Deps, actor: Actor, environmentId:
   const env = await findEnvironment(deps, actor, environmentId, 'environment:read');
   const project = await Project.query(deps.knex).findById(env.project_id);
   if (!project?.repository_url) return { repository: null, git_ref: env.git_ref, head_commit: null };
-  const head = await headCommit(deps, project.repository_url, env.git_ref);
+  const head = await headCommit(deps, repositoryOf(deps.secrets, project)!, env.git_ref);
   return {
     repository: { url: displayUrl(project.repository_url) },
     git_ref: env.git_ref,

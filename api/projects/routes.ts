@@ -91,11 +91,13 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/projects/{id}/repository',
     operationId: 'connectProjectRepository',
-    summary: 'Connects a git repository: any URL or path that `git clone` accepts',
+    summary: 'Connects a git repository: an https, http, ssh or git URL, user@host:path, or a local path under LOCAL_REPOSITORY_ROOTS',
     description:
       'Checked with `git ls-remote` (20 s, never prompting); when git cannot read it the answer is 422 on url and nothing changes. ' +
-      'Credentials in the URL are kept for fetching and never shown: answers show the URL without its password ' +
-      '(for http(s), without any user info).',
+      'Local paths and file:// URLs only under LOCAL_REPOSITORY_ROOTS and never inside DATA_DIR; hosts that resolve to ' +
+      'loopback, private or link-local addresses only when listed in OUTBOUND_ALLOWED_HOSTS. Failures read as a few fixed ' +
+      'reasons (unreachable, not found, authentication failed), never git\'s own text. Credentials in an http(s) URL are ' +
+      'kept encrypted apart from it and never shown: answers show the URL without user info.',
     tags,
     auth: 'session',
     permission: 'project:update',

@@ -3,14 +3,16 @@ import type { Deps } from '../../system/deps';
 import { Project } from '../../db/models/project';
 import { Team } from '../../db/models/team';
 import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import { authorize, can, reachableMemberships, reachableTeamIds, type Action } from '../lib/policy';
+import { parseRepositoryUrl } from '../../activities/provider/git-remote';
+import { sealCredentials } from '../../db/queries/repository';
 import { displayUrl, lsRemote } from './git';
 import { presentProject } from './presenter';
 import { NAME_RULES } from './schemas';
 
 const nameTaken = () =>
-  new AppError(409, 'conflict', 'A project of that name exists in this team', { name: 'is already used by another project in this team' });
+  appError('conflict', 'A project of that name exists in this team', { fields: { name: 'is already used by another project in this team' } });
 
 /** Loads a project the caller may act on; another team's project answers 404. */
 export async function findProject(deps: Deps, actor: Actor, id: string, action: Action) {
@@ -80,15 +82,23 @@ export async function getRepository(deps: Deps, actor: Actor, id: string) {
 }
 
 /**
- * Connects a git repository: anything `git clone` accepts (URL or a path on this host). It is checked
- * with `git ls-remote` first (20 s); a repository git cannot read is refused with 422 on url.
- * The URL is kept as given (credentials included, for fetching) and shown without its password.
+ * Connects a git repository (CONTRACT "Teams, projects, environments"): an http(s), ssh or git:// URL,
+ * scp-style address, or a local path / file:// URL under LOCAL_REPOSITORY_ROOTS. It is checked with
+ * `git ls-remote` first (20 s), through the location rules and the outbound guard; a repository that
+ * cannot be read is refused with 422 on url and nothing changes. Credentials in the URL are split off and
+ * kept sealed apart from it; the URL is kept without them.
  */
 export async function connectRepository(deps: Deps, actor: Actor, id: string, input: { url: string }) {
   await findProject(deps, actor, id, 'project:update');
-  const check = await lsRemote(input.url);
-  if (!check.ok) throw errors.invalid({ url: `is not a repository git can read: ${check.reason}` });
-  const project = await Project.query(deps.knex).patchAndFetchById(id, { repository_url: input.url, updated_at: new Date() } as Partial<Project>);
+  const parsed = parseRepositoryUrl(input.url);
+  if (!parsed.ok) throw errors.invalid({ url: parsed.reason });
+  const check = await lsRemote({ url: parsed.url, credentials: parsed.credentials, scope: id }, deps.config);
+  if (!check.ok) throw errors.invalid({ url: check.fieldReason });
+  const project = await Project.query(deps.knex).patchAndFetchById(id, {
+    repository_url: parsed.url,
+    repository_credentials: parsed.credentials ? sealCredentials(deps.secrets, id, parsed.credentials) : null,
+    updated_at: new Date(),
+  } as Partial<Project>);
   if (!project) throw errors.notFound('project');
   return { url: displayUrl(project.repository_url!) };
 }

@@ -2,7 +2,10 @@ import { escapeHtml as esc } from '../../system/mail/layout';
 
 type Doc = ReturnType<typeof import('../lib/openapi').buildOpenApi>;
 
-/** A self-contained page (no CDN: it must work offline) listing every operation with its schemas. */
+/**
+ * A self-contained page (no CDN: it must work offline) listing every operation with its schemas. Its
+ * empty icon keeps browsers from asking for /favicon.ico, which the console does not serve (a 404 in the console).
+ */
 export function renderDocsPage(doc: Doc): string {
   const rows: string[] = [];
   for (const [path, ops] of Object.entries(doc.paths)) {
@@ -20,6 +23,7 @@ ${op.requestBody ? `<details><summary>Body</summary><pre>${esc(JSON.stringify(op
   }
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(doc.info.title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 code,pre{font:13px ui-monospace,monospace}pre{background:#f6f6f6;padding:.5rem;overflow:auto}
 .m{display:inline-block;min-width:4rem;font:600 12px ui-monospace,monospace;padding:2px 6px;border-radius:4px;background:#eee}

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { buildOpenApi } from '../lib/openapi';
 import { renderDocsPage } from './docs-page';
+import { CHECK_TIMEOUT_MS, checkHealth, healthSchema } from './health';
+import { WORKER_STALE_MS } from '../../system/worker-readiness';
 
 let cached: { doc: unknown; key: RouteDef[] } | undefined;
 
@@ -38,13 +40,22 @@ export const routes = [
     method: 'get',
     path: '/health',
     operationId: 'getHealth',
-    summary: 'Liveness and database reachability',
+    summary: 'Health of each component: the database, Temporal and the workers',
+    description:
+      '200 while this API can serve (its database answers), `status` `ok` when every component is, else `degraded`; ' +
+      '503 `unavailable` when the database does not answer. A worker is `ok` while one has reported ready within the last ' +
+      `${WORKER_STALE_MS / 1000} seconds. Each check is bounded by ${CHECK_TIMEOUT_MS} ms.`,
     tags: ['system'],
     auth: 'none',
-    responses: { 200: { description: 'Healthy', schema: z.object({ status: z.literal('ok') }) } },
+    responses: {
+      200: { description: 'Serving; `status` says whether every component is', schema: healthSchema },
+      503: { description: 'The database does not answer', schema: healthSchema },
+    },
     async handler(ctx) {
-      await ctx.deps.knex.raw('select 1');
-      ctx.body = { status: 'ok' };
+      const health = await checkHealth(ctx.deps);
+      ctx.set('Cache-Control', 'no-store');
+      ctx.status = health.components.database.status === 'ok' ? 200 : 503;
+      ctx.body = health;
     },
   }),
 ];

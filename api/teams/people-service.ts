@@ -7,7 +7,7 @@ import { Team } from '../../db/models/team';
 import { User } from '../../db/models/user';
 import { invitationEmail } from '../../system/mail/templates';
 import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import {
   assertMayChangeRole,
   assertMayInvite,
@@ -23,9 +23,9 @@ import { invitationStatus, presentInvitation, presentMembership } from './presen
 export const INVITATION_DAYS = 7;
 
 const notOpen = (status: string) =>
-  new AppError(409, 'invitation_not_open', `The invitation is ${status}; only an open invitation can be used`, undefined, { status });
+  appError('invitation_not_open', `The invitation is ${status}; only an open invitation can be used`, { extra: { status } });
 const lastOwner = () =>
-  new AppError(409, 'last_owner', 'A team keeps at least one owner: make someone else owner first');
+  appError('last_owner', 'A team keeps at least one owner: make someone else owner first');
 
 /** Members (with name and e-mail) and the invitations still waiting (open or expired, not revoked or accepted). */
 export async function listPeople(deps: Deps, actor: Actor, teamId: string) {
@@ -67,7 +67,7 @@ async function sendInvitation(deps: Deps, actor: Actor, team: Team, inv: Invitat
   try {
     await deps.mailer.send({ to: inv.email, ...mail });
   } catch {
-    throw new AppError(503, 'mail_not_sent', 'The invitation e-mail could not be sent, so nothing was changed; try again shortly');
+    throw appError('mail_not_sent', 'The invitation e-mail could not be sent, so nothing was changed; try again shortly');
   }
 }
 
@@ -92,7 +92,7 @@ export async function createInvitation(deps: Deps, actor: Actor, teamId: string,
         .where('u.email', input.email)
         .first();
       if (member) {
-        throw new AppError(409, 'conflict', 'That address belongs to a member of this team already', { email: 'is already a member of this team' });
+        throw appError('conflict', 'That address belongs to a member of this team already', { fields: { email: 'is already a member of this team' } });
       }
       const now = new Date();
       await Invitation.query(trx)
@@ -112,7 +112,7 @@ export async function createInvitation(deps: Deps, actor: Actor, teamId: string,
     });
   } catch (err) {
     if (err instanceof UniqueViolationError) {
-      throw new AppError(409, 'conflict', 'An invitation for that address is being sent right now', { email: 'has a pending invitation' });
+      throw appError('conflict', 'An invitation for that address is being sent right now', { fields: { email: 'has a pending invitation' } });
     }
     throw err;
   }
@@ -162,12 +162,12 @@ export async function acceptInvitation(deps: Deps, actor: Actor, id: string) {
     const user = await User.query(trx).findById(actor.user.id);
     if (!inv || !user || user.email.toLowerCase() !== inv.email.toLowerCase()) throw errors.notFound('invitation');
     if (!user.email_confirmed_at) {
-      throw new AppError(403, 'email_not_confirmed', 'Confirm your e-mail address first (POST /signup/confirm), then accept the invitation');
+      throw appError('email_not_confirmed', 'Confirm your e-mail address first (POST /signup/confirm), then accept the invitation');
     }
     const status = invitationStatus(inv);
     if (status !== 'open') throw notOpen(status);
     const existing = await Membership.query(trx).findOne({ team_id: inv.team_id, user_id: user.id });
-    if (existing) throw new AppError(409, 'conflict', 'You are a member of this team already');
+    if (existing) throw appError('conflict', 'You are a member of this team already');
     const now = new Date();
     await Invitation.query(trx).patch({ accepted_at: now, updated_at: now } as Partial<Invitation>).where({ id });
     const m = await Membership.query(trx).insertAndFetch({ team_id: inv.team_id, user_id: user.id, role: inv.role } as Partial<Membership>);

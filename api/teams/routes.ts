@@ -144,9 +144,11 @@ const peopleRoutes = [
       404: error('No such team'),
       409: error('Already a member'),
       422: error('Invalid fields'),
+      429: error('rate_limited: more than INVITATIONS_PER_HOUR invitations from this address (Retry-After)'),
       503: error('mail_not_sent'),
     },
     async handler(ctx) {
+      await ctx.deps.guards.consumeCreation('invitations', ctx.ip);
       ctx.status = 201;
       ctx.body = await people.createInvitation(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
     },
@@ -166,9 +168,11 @@ const peopleRoutes = [
       403: error('Role may not'),
       404: error('No such invitation'),
       409: error('invitation_not_open (accepted or revoked)'),
+      429: error('rate_limited: more than INVITATIONS_PER_HOUR invitations (new or renewed) from this address (Retry-After)'),
       503: error('mail_not_sent'),
     },
     async handler(ctx) {
+      await ctx.deps.guards.consumeCreation('invitations', ctx.ip);
       ctx.body = await people.renewInvitation(ctx.deps, ctx.actor, ctx.input.params.id);
     },
   }),

@@ -37,7 +37,17 @@ export const newTeamSchema = z.object({
   roles: z.array(z.object({ name: role, description: z.string() })),
 });
 export const teamSettingsSchema = z
-  .object({ id: z.uuid(), name: z.string(), role, created_at: z.string(), fields: z.record(z.string(), z.unknown()) })
+  .object({
+    id: z.uuid(),
+    name: z.string(),
+    role,
+    created_at: z.string(),
+    fields: z.record(z.string(), z.unknown()),
+    next_steps: z
+      .array(z.object({ id: z.string(), done: z.boolean() }))
+      .nullable()
+      .describe("The caller's checklist (connect_repository, first_deploy, add_domain, create_token, invite_teammate); null once hidden"),
+  })
   .loose();
 
 export const membershipSchema = z.object({

@@ -3,10 +3,11 @@ import type { Deps } from '../../system/deps';
 import { Membership } from '../../db/models/membership';
 import { Team } from '../../db/models/team';
 import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import { appError, errors } from '../lib/errors';
 import { authorize, reachableMemberships, ROLE_DESCRIPTIONS, ROLES, type Role } from '../lib/policy';
 import { presentTeam, presentTeamSettings } from './presenters';
 import { TEAM_NAME_MAX } from './schemas';
+import { nextStepsFor } from '../../db/queries/next-steps';
 
 /** The teams the caller reaches (a token: only its one team), with the caller's role in each. */
 export async function listTeams(deps: Deps, actor: Actor) {
@@ -43,14 +44,15 @@ async function loadTeam(deps: Deps, actor: Actor, id: string, action: Parameters
 
 export async function getTeamSettings(deps: Deps, actor: Actor, id: string) {
   const { team, role } = await loadTeam(deps, actor, id, 'team:read');
-  return presentTeamSettings(team, role);
+  return { ...presentTeamSettings(team, role), next_steps: await nextStepsFor(deps.knex, id, actor.user.id) };
 }
 
 export async function updateTeamSettings(deps: Deps, actor: Actor, id: string, input: { name?: string }) {
   const { team, role } = await loadTeam(deps, actor, id, 'team:update');
-  if (input.name === undefined || input.name === team.name) return presentTeamSettings(team, role);
+  const steps = () => nextStepsFor(deps.knex, id, actor.user.id);
+  if (input.name === undefined || input.name === team.name) return { ...presentTeamSettings(team, role), next_steps: await steps() };
   const updated = await Team.query(deps.knex).patchAndFetchById(id, { name: input.name, updated_at: new Date() } as Partial<Team>);
-  return presentTeamSettings(updated, role);
+  return { ...presentTeamSettings(updated, role), next_steps: await steps() };
 }
 
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
@@ -90,7 +92,7 @@ export async function deleteTeam(deps: Deps, actor: Actor, id: string): Promise<
   } catch (err) {
     // Something another area keeps for the team (and does not delete with it) is still there.
     if (err instanceof ForeignKeyViolationError || (err as { code?: string }).code === '23503') {
-      throw new AppError(409, 'team_not_empty', 'The team is not empty; it still holds other resources. Remove them first.');
+      throw appError('team_not_empty', 'The team is not empty; it still holds other resources. Remove them first.');
     }
     throw err;
   }

@@ -4,9 +4,18 @@ export class Project extends BaseModel {
   static tableName = 'projects';
   team_id!: string;
   name!: string;
+  /** Without credentials; those are in repository_credentials, sealed (db/queries/repository.ts). */
   repository_url!: string | null;
   /** The project's own domain allowance; null: DOMAIN_ALLOWANCE. */
   domain_allowance?: number | null;
+  repository_credentials!: string | null;
   created_at!: Date;
   updated_at!: Date;
+
+  /** Never serialised: the sealed credentials stay in the database. */
+  $formatJson(json: Record<string, unknown>) {
+    const out = super.$formatJson(json);
+    delete out.repository_credentials;
+    return out;
+  }
 }

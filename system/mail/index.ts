@@ -9,3 +9,5 @@ export type {
   TokenExpiryReminderInput,
 } from './templates';
 export { escapeHtml, PRODUCT_NAME } from './layout';
+export { supportReplyEmail, supportTicketEmail } from './support';
+export { taskEventEmail } from './events';

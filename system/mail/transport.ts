@@ -11,6 +11,9 @@ export interface MailMessage {
   subject: string;
   text: string;
   html: string;
+  /** Files sent with the message (support tickets' screenshots). */
+  attachments?: Array<{ filename: string; content: Buffer; contentType: string }>;
+  replyTo?: string;
 }
 
 export interface SendResult {

@@ -10,7 +10,7 @@ import { bodiesFor, queriesFor } from '../helpers/junk';
 const t = useTestContext({ worker: true, env: { RATE_LIMIT_PER_MINUTE: '100000' } });
 
 describe('no client input produces a 500', () => {
-  it('walks every route with junk bodies, queries and ids, as a signed-in owner and as a token', async () => {
+  it('walks every route with junk bodies, queries and ids, as a signed-in owner and as a token', { timeout: 600_000 }, async () => {
     const w = await createDeployWorld(t);
     const owner = await sessionAgent(t, w.owner);
     const ids: Record<string, string> = { teams: w.team.id, projects: w.project.id, environments: w.environment.id };
@@ -34,16 +34,20 @@ describe('no client input produces a 500', () => {
           const path = pathFor(route, idStyle);
           const sends: Array<{ path: string; body?: unknown }> = queriesFor(route).map((q) => ({ path: path + q }));
           if (method !== 'GET') for (const body of bodiesFor(route)) sends.push({ path, body });
-          for (const send of sends) {
-            const res = await caller.request(method, send.path, send.body === undefined ? {} : { body: send.body });
-            requests++;
-            if (res.status >= 500) failures.push(`${method} ${send.path.slice(0, 120)} ${JSON.stringify(send.body)?.slice(0, 80)} -> ${res.status}`);
+          // A few requests at a time: the walk grows with every route.
+          for (let i = 0; i < sends.length; i += 8) {
+            await Promise.all(
+              sends.slice(i, i + 8).map(async (send) => {
+                const res = await caller.request(method, send.path, send.body === undefined ? {} : { body: send.body });
+                requests++;
+                if (res.status >= 500) failures.push(`${method} ${send.path.slice(0, 120)} ${JSON.stringify(send.body)?.slice(0, 80)} -> ${res.status}`);
+              }),
+            );
           }
         }
       }
     }
     expect(requests).toBeGreaterThan(1000);
     expect(failures).toEqual([]);
-    // The walk sends thousands of requests over every route; on a loaded machine it takes minutes.
-  }, 300_000);
+  });
 });

@@ -22,7 +22,7 @@ async function databaseFingerprint(): Promise<string> {
 }
 
 describe('a refused request', () => {
-  it('changes nothing (every 4xx of a walk of junk bodies over every write route, as a signed-in owner)', async () => {
+  it('changes nothing (every 4xx of a walk of junk bodies over every write route, as a signed-in owner)', { timeout: 600_000 }, async () => {
     const w = await createDeployWorld(t);
     const owner = await sessionAgent(t, w.owner);
     const ids: Record<string, string> = { teams: w.team.id, projects: w.project.id, environments: w.environment.id };
@@ -30,14 +30,27 @@ describe('a refused request', () => {
     let refused = 0;
     const changed: string[] = [];
     let before = await databaseFingerprint();
+    const send = (path: string, route: (typeof routes)[number], body: unknown) => owner.request(route.method.toUpperCase(), path, { body });
     for (const route of routes) {
       const path = route.path.replace(/\{([a-z_]+)\}/gi, (_, name: string) => {
         const area = route.path.split('/')[1];
         return name === 'id' && ids[area] ? ids[area] : crypto.randomUUID();
       });
-      for (const body of bodiesFor(route)) {
-        const res = await owner.request(route.method.toUpperCase(), path, { body });
-        const after = await databaseFingerprint();
+      // A route's junk is sent as a batch and the database compared once after it; only a route that
+      // accepted something (or changed anything) is walked again one request at a time.
+      const bodies = bodiesFor(route);
+      const statuses = [];
+      for (const body of bodies) statuses.push((await send(path, route, body)).status);
+      let after = await databaseFingerprint();
+      const allRefused = statuses.every((s) => s >= 400 && s < 500);
+      if (allRefused && after === before) {
+        refused += statuses.length;
+        continue;
+      }
+      before = after;
+      for (const body of bodies) {
+        const res = await send(path, route, body);
+        after = await databaseFingerprint();
         if (res.status >= 400 && res.status < 500) {
           refused++;
           if (after !== before) changed.push(`${route.method.toUpperCase()} ${path} ${JSON.stringify(body).slice(0, 80)} -> ${res.status}`);
@@ -47,6 +60,5 @@ describe('a refused request', () => {
     }
     expect(refused).toBeGreaterThan(500);
     expect(changed).toEqual([]);
-    // The walk sends thousands of requests over every route; on a loaded machine it takes minutes.
-  }, 300_000);
+  });
 });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, inject } from 'vitest';
@@ -12,6 +12,7 @@ import { startSmtpServer } from './smtp';
 import { Agent } from './http';
 import { killProcessesUnder } from './processes';
 import { startEdge, type Edge } from '../../edge/server';
+import { removeNetworksInRange } from '../../activities/provider/sandbox';
 
 export interface TestContext {
   deps: Deps;
@@ -43,6 +44,16 @@ export interface TestContextOptions {
 }
 
 /**
+ * Where tests create git repositories: a directory of the run outside every DATA_DIR, which the test
+ * context lists in LOCAL_REPOSITORY_ROOTS (a repository under DATA_DIR is refused, as in production).
+ */
+export function repositoriesDir(): string {
+  const dir = join(inject('runDir'), 'repos');
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/**
  * Per test file: a database cloned from the migrated template, the API on an ephemeral port, and
  * optionally a worker (own task queue on the run's Temporal dev server) and an SMTP server.
  * Use in a describe/file body: `const t = useTestContext({ worker: true })`, then read t.* in tests.
@@ -67,10 +78,12 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       VC_CHECK_RESPONSES: '1',
       ENVIRONMENT_PORTS: `${portBase}-${portBase + 99}`,
+      LOCAL_REPOSITORY_ROOTS: repositoriesDir(),
+      SANDBOX_SHARED_DIRS: join(inject('runDir'), 'shared'),
       ...(smtp ? { SMTP_URL: smtp.url } : {}),
       ...(opts.env ?? {}),
     });
-    const deps = await createDeps(config, { name: 'test' });
+    const deps = await createDeps(config, { name: 'test', credentialCache: true });
     const server = await startApiServer(deps, 0, '127.0.0.1');
     const port = (server.address() as { port: number }).port;
     const baseUrl = `http://127.0.0.1:${port}`;
@@ -105,6 +118,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     await ctx.deps?.close().catch(() => undefined);
     await ctx.smtp?.stop();
     await dropDatabase(inject('adminDatabaseUrl'), dbName).catch(() => undefined);
+    if (ctx.config) await removeNetworksInRange(ctx.config.environmentPorts.from, ctx.config.environmentPorts.to);
     if (ctx.dataDir) {
       killProcessesUnder(ctx.dataDir); // what a worker killed on purpose left behind
       rmSync(ctx.dataDir, { recursive: true, force: true });

@@ -3,12 +3,14 @@
  * it, an environment with its port, tokens; and a way to wait for a task's end.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { inject } from 'vitest';
+import { environmentHome } from '../../activities/provider/sandbox';
 import { Environment } from '../../db/models/environment';
 import { Task } from '../../db/models/task';
 import { allRoutes } from '../../api/routes';
-import type { TestContext } from './context';
+import { repositoriesDir, type TestContext } from './context';
 import { addMember, createAccessToken, createProject, createTeam, createUser } from './fixtures';
 import type { Agent } from './http';
 
@@ -25,9 +27,17 @@ http.createServer((req, res) => {
 
 export interface AppRepo {
   dir: string;
-  /** Where the deploy step appends one line per run (outside any release directory). */
-  marker: string;
-  /** A build step waits for this file while `gated` (see commit). */
+  /**
+   * The environment's HOME on this host (set by createDeployWorld): the one place outside its release trees
+   * where its sandboxed steps may write, and whose files they can read.
+   */
+  home: string;
+  /** Where the deploy step appends one line per run: `$HOME/deploy-steps.log` of the environment. */
+  readonly marker: string;
+  /**
+   * A build step waits for this file while `gated` (see commit), in every environment of the repository:
+   * it lies in the tests' SANDBOX_SHARED_DIRS, which every sandbox sees read-only.
+   */
   gate: string;
   commit(version: string, opts?: { buildSteps?: string[]; gated?: boolean }): string;
   /** Lines in the marker file: how many times deploy steps ran. */
@@ -38,22 +48,28 @@ function sh(cwd: string, cmd: string, args: string[]): string {
   return execFileSync(cmd, args, { cwd, encoding: 'utf8' }).trim();
 }
 
-/** A git repository (branch main) whose commits are versions of the app. */
-export function createAppRepo(root: string): AppRepo {
+/**
+ * A git repository (branch main) whose commits are versions of the app. Its gate lies in `gateDir`, which
+ * the sandboxes must see (createDeployWorld: a directory of the tests' SANDBOX_SHARED_DIRS).
+ */
+export function createAppRepo(root: string, gateDir = root): AppRepo {
   const dir = path.join(root, 'app');
-  const marker = path.join(root, 'deploy-steps.log');
-  const gate = path.join(root, 'gate');
   mkdirSync(dir, { recursive: true });
   sh(root, 'git', ['init', '-q', '-b', 'main', dir]);
+  const gate = path.join(gateDir, 'gate');
   const repo: AppRepo = {
     dir,
-    marker,
+    home: path.join(root, 'home'),
     gate,
+    get marker() {
+      return path.join(repo.home, 'deploy-steps.log');
+    },
     commit(version, opts = {}) {
+      // the deploy step writes to $HOME (expanded in the sandbox), the one place it may write besides its tree
       const build = [...(opts.gated ? [`while [ ! -f '${gate}' ]; do sleep 0.1; done`] : []), 'echo built > BUILT', ...(opts.buildSteps ?? [])];
       const manifest = [
         `build: ${JSON.stringify(build)}`,
-        `deploy: ${JSON.stringify([`echo ${version} >> '${marker}'`])}`,
+        `deploy: ${JSON.stringify([`echo ${version} >> "$HOME/deploy-steps.log"`])}`,
         'web: node server.js',
         'health: /healthz',
         '',
@@ -66,7 +82,7 @@ export function createAppRepo(root: string): AppRepo {
       return sh(dir, 'git', ['rev-parse', 'HEAD']);
     },
     deployRuns() {
-      return existsSync(marker) ? readFileSync(marker, 'utf8').split('\n').filter(Boolean).length : 0;
+      return existsSync(repo.marker) ? readFileSync(repo.marker, 'utf8').split('\n').filter(Boolean).length : 0;
     },
   };
   return repo;
@@ -88,13 +104,18 @@ export async function createEnvironment(t: TestContext, project: { id: string; t
 
 /** A team whose project is connected to a fresh app repository, one environment, and tokens by role. */
 export async function createDeployWorld(t: TestContext, opts: { gatedFirstCommit?: boolean } = {}) {
-  const root = mkdtempSync(path.join(t.dataDir, 'repo-'));
-  const repo = createAppRepo(root);
+  const root = mkdtempSync(path.join(repositoriesDir(), 'repo-'));
+  const gateDir = mkdtempSync(path.join(inject('runDir'), 'shared', 'gate-'));
+  chmodSync(gateDir, 0o755);
+  const repo = createAppRepo(root, gateDir);
   repo.commit('v1', { gated: opts.gatedFirstCommit });
   const owner = await createUser(t);
   const team = await createTeam(t, owner);
   const project = await createProject(t, team, { repository_url: repo.dir });
   const environment = await createEnvironment(t, project, { name: 'production' });
+  // The sandbox takes this directory over (owner, mode) when the environment's first step runs.
+  repo.home = environmentHome(t.dataDir, environment.id);
+  mkdirSync(repo.home, { recursive: true });
   const developer = await createUser(t);
   await addMember(t, team, developer, 'developer');
   const viewer = await createUser(t);

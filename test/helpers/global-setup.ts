@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -30,6 +30,10 @@ let runDir: string | undefined;
 /** One real Temporal dev server per run, one migrated template database, one workflow bundle. */
 export async function setup(project: TestProject) {
   runDir = mkdtempSync(join(tmpdir(), 'vc-test-'));
+  // Traversable: the sandboxed environments' uids reach their own directories under the files' DATA_DIRs.
+  chmodSync(runDir, 0o711);
+  // Seen read-only by every sandbox (SANDBOX_SHARED_DIRS of the tests): the build gates live there.
+  mkdirSync(join(runDir, 'shared'), { mode: 0o755 });
   const cli = ensureTemporalCli((m: string) => console.log(m));
   const [port, bundle] = await Promise.all([
     freePort(),

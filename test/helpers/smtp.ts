@@ -16,7 +16,15 @@ export interface ReceivedMessage {
   html: string | null;
   /** Top-level headers, lower-case names, unfolded, encoded-words decoded. */
   headers: Record<string, string>;
+  /** Parts sent as attachments, decoded. */
+  attachments: MailAttachment[];
   raw: string;
+}
+
+export interface MailAttachment {
+  filename: string;
+  type: string;
+  content: Buffer;
 }
 
 export interface TestSmtpServer {
@@ -62,6 +70,7 @@ export async function startSmtpServer(opts: { failFirst?: number } = {}): Promis
           text: parsed.text ?? '',
           html: parsed.html,
           headers: parsed.headers,
+          attachments: parsed.attachments,
           raw: raw.toString('utf8'),
         };
         messages.push(message);
@@ -121,6 +130,7 @@ export interface ParsedMessage {
   headers: Record<string, string>;
   text: string | null;
   html: string | null;
+  attachments: MailAttachment[];
 }
 
 export function parseMessage(raw: Buffer | string): ParsedMessage {
@@ -128,7 +138,7 @@ export function parseMessage(raw: Buffer | string): ParsedMessage {
   const root = parseEntity(source);
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(root.headers)) headers[name] = decodeWords(toUtf8(value));
-  const found: { text: string | null; html: string | null } = { text: null, html: null };
+  const found: Found = { text: null, html: null, attachments: [] };
   collectParts(root, found);
   return { headers, ...found };
 }
@@ -164,14 +174,24 @@ function headerParams(value: string): { value: string; params: Record<string, st
   return { value: first.trim().toLowerCase(), params };
 }
 
-function collectParts(entity: Entity, found: { text: string | null; html: string | null }): void {
+type Found = { text: string | null; html: string | null; attachments: MailAttachment[] };
+
+function collectParts(entity: Entity, found: Found): void {
   const type = headerParams(entity.headers['content-type'] ?? 'text/plain');
-  const disposition = headerParams(entity.headers['content-disposition'] ?? 'inline').value;
+  const dispositionHeader = headerParams(entity.headers['content-disposition'] ?? 'inline');
+  const disposition = dispositionHeader.value;
   if (type.value.startsWith('multipart/') && type.params.boundary) {
     for (const part of splitMultipart(entity.body, type.params.boundary)) collectParts(parseEntity(part), found);
     return;
   }
-  if (disposition === 'attachment') return;
+  if (disposition === 'attachment') {
+    found.attachments.push({
+      filename: decodeWords(toUtf8(dispositionHeader.params.filename ?? type.params.name ?? '')),
+      type: type.value,
+      content: decodeTransfer(entity.body, entity.headers['content-transfer-encoding'] ?? '7bit'),
+    });
+    return;
+  }
   if (type.value !== 'text/plain' && type.value !== 'text/html') return;
   const bytes = decodeTransfer(entity.body, entity.headers['content-transfer-encoding'] ?? '7bit');
   const text = decodeCharset(bytes, type.params.charset ?? 'utf-8');

@@ -1,12 +1,13 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkout, GitError, listBranchCommits, redactUrl, resolveRef } from '../../../activities/provider/git';
-import { buildRelease, gitCacheDir, runDeploySteps, type BuildResult } from '../../../activities/provider/releases';
+import { buildRelease, runDeploySteps, type BuildResult } from '../../../activities/provider/releases';
 import { processAlive } from '../../../activities/provider/run-step';
+import { netnsName, openJail, removeNetwork } from '../../../activities/provider/sandbox';
 import { currentRelease, statePath, Supervisor } from '../../../activities/provider/supervisor';
 import { freePort } from '../../../activities/provider/web-process';
 
@@ -28,8 +29,10 @@ let repo: string;
 let dataDir: string;
 let supervisor: Supervisor;
 const shas: Record<string, string> = {};
-const env = { PATH: process.env.PATH, HOME: process.env.HOME, GREETING: 'hello' };
+const env = { PATH: process.env.PATH, GREETING: 'hello' };
 const pidsSeen: number[] = [];
+/** Each environment's public port (its sandbox is derived from it). */
+const ports: Record<string, number> = {};
 
 function sh(cwd: string, cmd: string, args: string[]): string {
   return execFileSync(cmd, args, { cwd, encoding: 'utf8' }).trim();
@@ -50,8 +53,12 @@ async function get(port: number, p = '/'): Promise<{ status: number; text: strin
 
 const lines: string[] = [];
 const onLine = (_s: 'stdout' | 'stderr', l: string) => void lines.push(l);
-const build = (envId: string, releaseId: string, sha: string, extra: Partial<Parameters<typeof buildRelease>[0]> = {}) =>
-  buildRelease({ dataDir, envId, releaseId, repoUrl: repo, sha, env, stepTimeoutMs: 10_000, onLine, ...extra });
+/** Where git may read: the test's root (the repository), never DATA_DIR. */
+const access = () => ({ dataDir, localRepositoryRoots: [root], outboundAllowedHosts: [] });
+const git = () => ({ access: access() });
+const jail = (envId: string) => openJail(dataDir, envId, ports[envId]);
+const build = async (envId: string, releaseId: string, sha: string, extra: Partial<Parameters<typeof buildRelease>[0]> = {}) =>
+  buildRelease({ dataDir, jail: await jail(envId), envId, releaseId, repo: { url: repo }, access: access(), sha, env, stepTimeoutMs: 10_000, onLine, ...extra });
 
 function okBuild(r: BuildResult): Extract<BuildResult, { ok: true }> {
   if (!r.ok) throw new Error(`build failed: ${r.message}`);
@@ -63,6 +70,8 @@ const goLive = (envId: string, port: number, releaseId: string, r: Extract<Build
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'vc-provider-'));
+  await chmod(root, 0o711); // the environments' uids pass through to their own directories
+  for (const envId of ['prod', 'staging', 'static']) ports[envId] = await freePort();
   repo = path.join(root, 'repo');
   dataDir = path.join(root, 'data');
   sh(root, 'git', ['init', '-q', '-b', 'main', repo]);
@@ -76,26 +85,26 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await supervisor?.stopAll();
+  for (const port of Object.values(ports)) await removeNetwork(port);
   for (const pid of pidsSeen) if (processAlive(pid)) process.kill(pid, 'SIGKILL');
   await rm(root, { recursive: true, force: true });
 });
 
 describe('git', () => {
   it('resolves branches, HEAD and abbreviated shas; refuses unknown refs', async () => {
-    const cacheDir = gitCacheDir(dataDir);
-    expect(await resolveRef(repo, 'main')).toBe(shas.v1);
-    expect(await resolveRef(repo, '')).toBe(shas.v1);
-    expect(await resolveRef(repo, shas.v1.slice(0, 10), { cacheDir })).toBe(shas.v1);
-    await expect(resolveRef(repo, 'nope', { cacheDir })).rejects.toMatchObject({ code: 'ref_not_found' });
-    await expect(resolveRef(path.join(root, 'missing'), 'main')).rejects.toBeInstanceOf(GitError);
+    expect(await resolveRef({ url: repo }, 'main', git())).toBe(shas.v1);
+    expect(await resolveRef({ url: repo }, '', git())).toBe(shas.v1);
+    expect(await resolveRef({ url: repo }, shas.v1.slice(0, 10), git())).toBe(shas.v1);
+    await expect(resolveRef({ url: repo }, 'nope', git())).rejects.toMatchObject({ code: 'ref_not_found' });
+    await expect(resolveRef({ url: path.join(root, 'missing') }, 'main', git())).rejects.toBeInstanceOf(GitError);
   });
 
   it('checks out an exact commit without .git and lists branch commits', async () => {
     const dir = path.join(root, 'co');
-    await checkout({ repoUrl: repo, sha: shas.v1, dir, cacheDir: gitCacheDir(dataDir) });
+    await checkout({ repo: { url: repo }, sha: shas.v1, dir, ...git() });
     expect(await readFile(path.join(dir, 'VERSION'), 'utf8')).toBe('v1\n');
     expect(existsSync(path.join(dir, '.git'))).toBe(false);
-    const commits = await listBranchCommits(repo, 'main', { cacheDir: gitCacheDir(dataDir) });
+    const commits = await listBranchCommits({ url: repo }, 'main', git());
     expect(commits.map((c) => c.sha)).toEqual([shas.v1]);
     expect(commits[0].subject).toBe('v1');
   });
@@ -110,14 +119,14 @@ describe('releases and the supervisor', () => {
   let v1: Extract<BuildResult, { ok: true }>;
 
   it('builds v1 (steps run in order, in the release dir) and puts it live', async () => {
-    port = await freePort();
+    port = ports.prod;
     v1 = okBuild(await build('prod', 'r1', shas.v1));
     expect(v1.reused).toBe(false);
     expect(v1.releaseDir).toBe(path.join(dataDir, 'environments', 'prod', 'releases', 'r1'));
     expect(lines).toContain('building hello');
     expect(existsSync(path.join(v1.releaseDir, '.git'))).toBe(false);
 
-    const deploy = await runDeploySteps({ releaseDir: v1.releaseDir, manifest: v1.manifest, env, stepTimeoutMs: 5000, onLine });
+    const deploy = await runDeploySteps({ releaseDir: v1.releaseDir, manifest: v1.manifest, env, jail: await jail('prod'), stepTimeoutMs: 5000, onLine });
     expect(deploy).toEqual({ ok: true });
     expect(lines).toContain('migrating');
 
@@ -137,7 +146,7 @@ describe('releases and the supervisor', () => {
 
   it('puts v2 live and stops v1', async () => {
     await commit('v2', { VERSION: 'v2\n' });
-    expect(await resolveRef(repo, 'main')).toBe(shas.v2);
+    expect(await resolveRef({ url: repo }, 'main', git())).toBe(shas.v2);
     const v1Pid = supervisor.status('prod')!.pid!;
     pidsSeen.push(v1Pid);
     const v2 = okBuild(await build('prod', 'r2', shas.v2));
@@ -205,7 +214,7 @@ describe('releases and the supervisor', () => {
 
   it('records a release without web as live and answers 503 "no web process"', async () => {
     await commit('v6', { 'service.yaml': 'build: []\n' });
-    const staticPort = await freePort();
+    const staticPort = ports.static;
     const r = okBuild(await build('static', 's1', shas.v6));
     expect(await goLive('static', staticPort, 's1', r)).toMatchObject({ ok: true });
     expect(await get(staticPort)).toMatchObject({ status: 503, text: 'no web process\n' });
@@ -213,7 +222,7 @@ describe('releases and the supervisor', () => {
   });
 
   it('brings every environment back with restoreAll after stopAll', async () => {
-    const stagingPort = await freePort();
+    const stagingPort = ports.staging;
     const s1 = okBuild(await build('staging', 'r1', shas.v1));
     expect(await goLive('staging', stagingPort, 'r1', s1)).toMatchObject({ ok: true });
     const livePids = [supervisor.status('prod')!.pid!, supervisor.status('staging')!.pid!];
@@ -223,6 +232,9 @@ describe('releases and the supervisor', () => {
     for (const pid of livePids) expect(processAlive(pid)).toBe(false);
     await expect(get(port)).rejects.toThrow();
 
+    // as after a host restart: the environments' network namespaces are gone too
+    await removeNetwork(port);
+    expect(existsSync(`/run/netns/${netnsName(port)}`)).toBe(false);
     supervisor = new Supervisor({ dataDir, stopGraceMs: 1000, restartBackoff: { initialMs: 100 } });
     const restored = await supervisor.restoreAll();
     expect(restored.sort((a, b) => a.envId.localeCompare(b.envId))).toEqual([
@@ -233,5 +245,15 @@ describe('releases and the supervisor', () => {
     expect((await get(port)).text).toBe('v2 hello built=true');
     expect((await get(stagingPort)).text).toBe('v1 hello built=true');
     pidsSeen.push(supervisor.status('prod')!.pid!, supervisor.status('staging')!.pid!);
+  });
+
+  it('retires an environment: its web process stops and its network namespace goes', async () => {
+    const pid = supervisor.status('staging')!.pid!;
+    expect(existsSync(`/run/netns/${netnsName(ports.staging)}`)).toBe(true);
+    await supervisor.retire('staging');
+    expect(processAlive(pid)).toBe(false);
+    expect(existsSync(`/run/netns/${netnsName(ports.staging)}`)).toBe(false);
+    await expect(get(ports.staging)).rejects.toThrow();
+    expect((await get(port)).text).toBe('v2 hello built=true');
   });
 });

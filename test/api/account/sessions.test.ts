@@ -68,7 +68,7 @@ describe('POST /session/reauthenticate', () => {
 });
 
 describe('POST /users/{id}/sessions/end-others', () => {
-  it('asks an old sign-in to reauthenticate, then ends every other browser and cli session', async () => {
+  it('asks an old sign-in to reauthenticate, then ends every other browser session and no command-line session', async () => {
     const user = await createUser(t);
     const current = await signIn(user);
     const otherBrowser = await signIn(user);
@@ -94,11 +94,11 @@ describe('POST /users/{id}/sessions/end-others', () => {
 
     const ended = await current.post(`/users/${user.id}/sessions/end-others`);
     expect(ended.status).toBe(200);
-    expect(ended.body).toEqual({ ended: 2 });
+    expect(ended.body).toEqual({ ended: 1 });
     expect((await otherBrowser.get('/me')).status).toBe(401);
     expect((await current.get('/me')).status).toBe(200);
-    const live = await t.deps.knex('sessions').where({ user_id: user.id }).whereNull('ended_at');
-    expect(live.map((s) => s.id)).toEqual([currentRow.id]);
+    const live = await t.deps.knex('sessions').where({ user_id: user.id }).whereNull('ended_at').orderBy('kind');
+    expect(live.map((s) => [s.kind, s.id === currentRow.id])).toEqual([['browser', true], ['cli', false]]);
   });
 
   it("answers 404 for another user's id and ends nothing", async () => {

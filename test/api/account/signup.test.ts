@@ -79,6 +79,45 @@ describe('POST /signup', () => {
   });
 });
 
+describe('POST /signup for an address with an unconfirmed sign-up', () => {
+  it('answers 409 email_taken while the sign-up is younger than 24 hours, saying until when', async () => {
+    const email = uniqueEmail('pending');
+    await signUp(t.agent(), email);
+    const res = await t.agent().post('/signup', { email, password: PASSWORD, name: 'The Owner' });
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('email_taken');
+    expect(res.body.error.fields).toEqual({ email: 'has a sign-up waiting for confirmation' });
+    expect(res.body.error.message).toMatch(/until \d{4}-\d{2}-\d{2}T/);
+  });
+
+  it('succeeds once that sign-up has expired (24 hours, never confirmed): the stale account and its codes are gone', async () => {
+    const email = uniqueEmail('squatted');
+    const first = await signUp(t.agent(), email, 'Not The Owner');
+    const dayAgo = new Date(Date.now() - 25 * 3600_000);
+    await t.deps.knex('users').where({ id: first.user.id }).update({ created_at: dayAgo });
+    await t.deps.knex('email_confirmations').where({ user_id: first.user.id }).update({ created_at: dayAgo, expires_at: new Date(Date.now() - 3600_000) });
+
+    const res = await t.agent().post('/signup', { email, password: PASSWORD, name: 'The Owner' });
+    expect(res.status).toBe(201);
+    const mail = await t.smtp!.waitFor((m) => m.to.includes(email) && m !== first.mail);
+    const owner = { user: res.body, code: codeFrom(mail) };
+    expect(owner.user.id).not.toBe(first.user.id);
+    expect(await t.deps.knex('users').where({ id: first.user.id }).first()).toBeUndefined();
+    expect((await t.agent().post('/signup/confirm', { code: first.code })).status).toBe(422);
+    const confirmed = await t.agent().post('/signup/confirm', { code: owner.code });
+    expect(confirmed.status).toBe(200);
+    expect((await t.agent().post('/session', { email, password: PASSWORD })).status).toBe(201);
+  });
+
+  it('still answers 409 for a confirmed account, however old', async () => {
+    const user = await createUser(t);
+    await t.deps.knex('users').where({ id: user.id }).update({ created_at: new Date(Date.now() - 90 * 86_400_000) });
+    const res = await t.agent().post('/signup', { email: user.email, password: PASSWORD, name: 'Other' });
+    expect(res.status).toBe(409);
+    expect(res.body.error.fields).toEqual({ email: 'already has an account' });
+  });
+});
+
 describe('POST /signup/confirm', () => {
   it('confirms the address with the e-mailed code, tolerating lower case and no dashes', async () => {
     const { code } = await signUp(t.agent(), uniqueEmail('confirm'));

@@ -1,16 +1,15 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { useTestContext, type TestContext } from '../../helpers/context';
+import { repositoriesDir, useTestContext, type TestContext } from '../../helpers/context';
 import { addMember, createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { Environment } from '../../../db/models/environment';
 import type { Team } from '../../../db/models/team';
 
 const t = useTestContext();
-const scratch = mkdtempSync(join(tmpdir(), 'vc-environments-test-'));
+const scratch = mkdtempSync(join(repositoriesDir(), 'vc-environments-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 /** A real git repository with one commit on main, a branch `staging` and a tag `v1`. */

@@ -6,6 +6,7 @@ import { useTestContext } from '../../helpers/context';
 import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { createDeployWorld, createEnvironment } from '../../helpers/deploy-fixtures';
 import type { Agent } from '../../helpers/http';
+import { ALIAS_BOMB } from '../../helpers/junk';
 
 const t = useTestContext();
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
@@ -62,6 +63,18 @@ describe('POST /validate', () => {
     expect(empty.body.error.fields).toEqual({ manifest: 'is required' });
   });
 
+  it('refuses a YAML alias bomb ("billion laughs") with 422 on manifest, without expanding it', async () => {
+    const res = await w.api.post('/validate', { manifest: ALIAS_BOMB });
+    expect(res.status).toBe(422);
+    expect(res.body.error.fields).toEqual({ manifest: expect.stringMatching(/aliases/) });
+  });
+
+  it('refuses a manifest with a NUL character with 422 on manifest', async () => {
+    const res = await w.api.post('/validate', { manifest: 'web: node\u0000 server.js\n' });
+    expect(res.status).toBe(422);
+    expect(Object.keys(res.body.error.fields)).toEqual(['manifest']);
+  });
+
   it("is open to a viewer's token and to a signed-in session", async () => {
     expect((await w.viewerApi.post('/validate', { manifest: '' })).status).toBe(200);
     const session = await sessionAgent(t, w.developer);
@@ -92,6 +105,17 @@ describe('POST /environments/{id}/validate', () => {
     expect(res.status).toBe(422);
     expect(res.body.error.fields.colour).toBe('unknown key (line 4)');
     expect(res.body.error.source).toEqual({ git_ref: 'main', commit_sha: sha, present: true });
+  });
+
+  it('refuses an alias bomb, in the body or pushed as service.yaml, with 422 on manifest', async () => {
+    const inBody = await w.api.post(url(), { manifest: ALIAS_BOMB });
+    expect(inBody.status).toBe(422);
+    expect(inBody.body.error.fields.manifest).toMatch(/aliases/);
+    commitManifest(ALIAS_BOMB);
+    const pushed = await w.api.post(url());
+    expect(pushed.status).toBe(422);
+    expect(pushed.body.error.fields.manifest).toMatch(/aliases/);
+    commitManifest('web: node server.js\n');
   });
 
   it('takes a commit without service.yaml as an empty, valid manifest', async () => {

@@ -44,6 +44,18 @@ async function world() {
     .insert({ team_id: team.id, project_id: project.id, environment_id: environment.id, hostname: `${randomUUID()}.example.test`, verification_value: 'x' })
     .returning('id');
   /** The id a scope kind names, in this world. */
+  const [server] = await t.deps.knex('servers')
+    .insert({ team_id: team.id, project_id: project.id, environment_id: environment.id, role: 'web', name: 'web', plan: 'small', cpu: 0.5, memory_mb: 512, disk_gb: 10 })
+    .returning('id');
+  const order = `ord_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
+  await t.deps.knex('subscriptions').insert({ order, team_id: team.id, kind: 'server', item: 'web server', monthly_price: 8, currency: 'EUR' });
+  const [integration] = await t.deps.knex('integrations')
+    .insert({ team_id: team.id, kind: 'webhook', name: 'hook', events: ['task.failed'], config: { url: 'https://example.com/hook' }, sealed_secret: 'x' })
+    .returning('id');
+  const [ticket] = await t.deps.knex('tickets')
+    .insert({ team_id: team.id, subject: 'help', body: 'please', category: 'other' })
+    .returning('id');
+  /** The id a scope kind (or another path parameter) names, in this world. */
   const ids: Record<string, string> = {
     team: team.id,
     project: project.id,
@@ -52,6 +64,10 @@ async function world() {
     invitation: invitation.id,
     membership: membership.id,
     domain: domain.id,
+    server: server.id,
+    integration: integration.id,
+    ticket: ticket.id,
+    order,
   };
   return { agents, ids };
 }
@@ -74,7 +90,7 @@ describe('every role', () => {
     const w = await world();
     const id = w.ids[r.scope!.what];
     expect(id, `the walk knows how to make a ${r.scope!.what}: add it to world()`).toBeTruthy();
-    const path = r.path.replace(/\{([a-z_]+)\}/gi, (_m, p: string) => (p === (r.scope!.param ?? 'id') ? id : 'x'));
+    const path = r.path.replace(/\{([a-z_]+)\}/gi, (_m, p: string) => (p === (r.scope!.param ?? 'id') ? id : (w.ids[p] ?? 'x')));
     const outcomes: Record<string, string> = {};
     const expected: Record<string, string> = {};
     // Roles the policy refuses go first: an allowed DELETE would leave nothing for the next role.

@@ -1,16 +1,15 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { useTestContext } from '../../helpers/context';
+import { repositoriesDir, useTestContext } from '../../helpers/context';
 import { addMember, createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { Project } from '../../../db/models/project';
 import type { Team } from '../../../db/models/team';
 
 const t = useTestContext();
-const scratch = mkdtempSync(join(tmpdir(), 'vc-projects-test-'));
+const scratch = mkdtempSync(join(repositoriesDir(), 'vc-projects-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 /** A real git repository with one commit on main and a second branch. */

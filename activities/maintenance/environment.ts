@@ -6,7 +6,7 @@
 import type { Deps } from '../../system/deps';
 import { createTaskLog } from '../tasks/log-writer';
 
-export function createMaintenanceActivities(deps: Deps) {
+export function createEnvironmentMaintenanceActivities(deps: Deps) {
   return {
     async setEnvironmentMaintenance(input: { taskId: string; environmentId: string; on: boolean; note: string | null }): Promise<{ ok: boolean }> {
       const log = createTaskLog(deps.knex, input.taskId);
@@ -28,4 +28,4 @@ export function createMaintenanceActivities(deps: Deps) {
   };
 }
 
-export type MaintenanceActivities = ReturnType<typeof createMaintenanceActivities>;
+export type EnvironmentMaintenanceActivities = ReturnType<typeof createEnvironmentMaintenanceActivities>;

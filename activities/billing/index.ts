@@ -1,0 +1,2 @@
+export { createBillingActivities } from './activities';
+export type { BillingActivities, EndSubscriptionInput } from './activities';

@@ -1,0 +1,2 @@
+export { createIntegrationActivities } from './activities';
+export type { DeliveryInput, IntegrationActivities } from './activities';

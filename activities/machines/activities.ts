@@ -1,0 +1,91 @@
+/**
+ * Machine activities on the local provider: a server's web instances restarted one at a time, health-checked
+ * (reboot; resize with the new plan's limits), and the server's record. A server whose environment has
+ * nothing live has no process to restart: its record alone changes.
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Deps } from '../../system/deps';
+import type { Size } from '../../db/queries/machines';
+import type { Supervisor } from '../provider/supervisor';
+import { createTaskLog } from '../tasks/log-writer';
+import { withHeartbeat } from '../deploys/step-env';
+
+const HEALTH_TIMEOUT_MS = 60_000;
+
+export interface ServerPlan {
+  plan: string;
+  cpu: number;
+  memory_mb: number;
+  disk_gb: number;
+}
+
+export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
+  const { knex } = deps;
+  const loadServer = async (serverId: string) => {
+    const server = await knex('servers').where({ id: serverId }).first();
+    if (!server) throw ApplicationFailure.nonRetryable('the server no longer exists', 'ServerMissing');
+    return server as {
+      id: string;
+      environment_id: string;
+      role: 'web' | 'database';
+      name: string;
+      cpu: string;
+      memory_mb: number;
+    };
+  };
+  return {
+    /** The server's status while a change runs on it (`resizing`, `rebooting`) and after (`running`). */
+    async markServer(input: { serverId: string; status: 'running' | 'resizing' | 'rebooting' }): Promise<void> {
+      await knex('servers').where({ id: input.serverId }).update({ status: input.status, updated_at: knex.fn.now() });
+    },
+
+    /**
+     * Restarts the server's instances one at a time: each replacement must answer its health check before
+     * the old instance stops (else the old one keeps serving and the task fails). `size`: the new plan's.
+     */
+    async restartServerInstances(input: {
+      taskId: string;
+      serverId: string;
+      size?: Size;
+    }): Promise<{ ok: true; restarted: number } | { ok: false; message: string }> {
+      const log = createTaskLog(knex, input.taskId);
+      try {
+        return await withHeartbeat(async () => {
+          const server = await loadServer(input.serverId);
+          const size = input.size ?? { cpu: Number(server.cpu), memoryMb: server.memory_mb };
+          if (server.role !== 'web')
+            return { ok: false, message: `a ${server.role} server cannot be restarted here yet` };
+          log.line(`==> ${server.name}: instance 1 of 1, ${size.cpu} CPU and ${size.memoryMb} MB`);
+          const r = await supervisor.restartWeb(server.environment_id, {
+            limits: size,
+            healthTimeoutMs: HEALTH_TIMEOUT_MS,
+            onLine: (_s, line) => log.line(line),
+          });
+          if (!r.ok) return { ok: false, message: r.message };
+          log.line(
+            r.restarted
+              ? `==> ${server.name}: instance 1 restarted and healthy`
+              : `==> ${server.name}: nothing is live; no instance to restart`,
+          );
+          return { ok: true, restarted: r.restarted ? 1 : 0 };
+        });
+      } finally {
+        await log.close();
+      }
+    },
+
+    /** Records the server's new plan and size (after its instances run on it). */
+    async recordServerPlan(input: { serverId: string } & ServerPlan): Promise<void> {
+      await knex('servers').where({ id: input.serverId }).update({
+        plan: input.plan,
+        cpu: input.cpu,
+        memory_mb: input.memory_mb,
+        disk_gb: input.disk_gb,
+        status: 'running',
+        updated_at: knex.fn.now(),
+      });
+    },
+  };
+}
+
+export type MachineActivities = ReturnType<typeof createMachineActivities>;

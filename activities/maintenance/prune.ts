@@ -1,0 +1,77 @@
+// Pruning what has expired (the `prune-expired` schedule, workflow `pruneExpiredRecords`): rows that
+// no request can use any more and that nothing shows. Each kind is deleted in batches, so no statement
+// holds many locks or runs long on a large table.
+
+import { ApplicationFailure } from '@temporalio/common';
+import type { Knex } from 'knex';
+import type { Deps } from '../../system/deps';
+
+/** Ended sessions are kept a day (a session list may still show "ended just now"), then pruned. */
+export const ENDED_SESSION_RETENTION_DAYS = 1;
+/**
+ * Reminder rows are the once-only keys of token-expiry reminders; a reminder looks back 7 days
+ * (REMINDER_INTERVAL_DAYS), so rows well past that have no use.
+ */
+export const REMINDER_RETENTION_DAYS = 30;
+const BATCH = 5_000;
+const DAY_MS = 86_400_000;
+
+export interface PruneExpiredInput {
+  /** The instant the run acts for (ISO 8601); now when omitted. */
+  asOf?: string;
+}
+
+export interface PruneExpiredResult {
+  asOf: string;
+  sessions: number;
+  deviceCodes: number;
+  emailConfirmations: number;
+  unconfirmedUsers: number;
+  tokenReminders: number;
+}
+
+/** Deletes up to BATCH rows of `table` matching `where`, again and again until none is left. */
+async function deleteInBatches(knex: Knex, table: string, where: (q: Knex.QueryBuilder) => void): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await knex(table)
+      .whereIn('ctid', (q) => {
+        q.select('ctid').from(table).limit(BATCH);
+        where(q);
+      })
+      .delete();
+    total += n;
+    if (n < BATCH) return total;
+  }
+}
+
+export function createMaintenanceActivities(deps: Deps) {
+  return {
+    async pruneExpired(input: PruneExpiredInput = {}): Promise<PruneExpiredResult> {
+      const asOf = input.asOf ? new Date(input.asOf) : new Date();
+      if (Number.isNaN(asOf.getTime())) throw ApplicationFailure.nonRetryable(`asOf is not a date: "${input.asOf}"`, 'InvalidInput');
+      const { knex } = deps;
+      // Sign-ups never confirmed whose code has expired (api/account/signup.ts): the address is free again.
+      const unconfirmedUsers = await deleteInBatches(knex, 'users', (q) =>
+        q
+          .whereNull('email_confirmed_at')
+          .where('created_at', '<', new Date(asOf.getTime() - DAY_MS))
+          .whereNotExists((s) => s.select(knex.raw('1')).from('email_confirmations as c').whereRaw('c.user_id = users.id').whereNull('c.used_at').where('c.expires_at', '>', asOf))
+          .whereNotExists((s) => s.select(knex.raw('1')).from('memberships as m').whereRaw('m.user_id = users.id')),
+      );
+      const sessions = await deleteInBatches(knex, 'sessions', (q) =>
+        q.where('expires_at', '<', asOf).orWhere('ended_at', '<', new Date(asOf.getTime() - ENDED_SESSION_RETENTION_DAYS * DAY_MS)),
+      );
+      const deviceCodes = await deleteInBatches(knex, 'cli_device_codes', (q) => q.where('expires_at', '<', asOf));
+      const emailConfirmations = await deleteInBatches(knex, 'email_confirmations', (q) => q.where('expires_at', '<', asOf).orWhereNotNull('used_at'));
+      const tokenReminders = await deleteInBatches(knex, 'token_reminders', (q) =>
+        q.where('reminder_date', '<', new Date(asOf.getTime() - REMINDER_RETENTION_DAYS * DAY_MS)),
+      );
+      const result = { asOf: asOf.toISOString(), sessions, deviceCodes, emailConfirmations, unconfirmedUsers, tokenReminders };
+      deps.logger.info(result, 'expired records pruned');
+      return result;
+    },
+  };
+}
+
+export type MaintenanceActivities = ReturnType<typeof createMaintenanceActivities>;

@@ -1,0 +1,191 @@
+/**
+ * The network half of the sandbox (sandbox.ts): per environment a network namespace `vc-<port>` joined to the
+ * host by a veth pair (`vch<port>` on the host, `eth0` inside) on its own /30 of 10.200.0.0/14, and one host
+ * firewall for all of them (nft tables `inet vc_sandbox` and `ip vc_sandbox_nat`): from a veth nothing reaches
+ * the host itself (its loopback services, its other addresses), another environment, or a private,
+ * link-local or loopback address, except the IPv4 resolvers of /etc/resolv.conf on port 53; everything else
+ * is masqueraded out. Inside, TCP arriving on eth0 goes to 127.0.0.1 (route_localnet), so a web process
+ * bound to 127.0.0.1 or to every address is reached at `<env address>:PORT`. Everything is idempotent.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+const NETWORK_BASE = (10 << 24) | (200 << 16); // 10.200.0.0/14: a /30 for each port 0-65535
+const NETWORK_CIDR = '10.200.0.0/14';
+const PRIVATE_RANGES = [
+  '0.0.0.0/8',
+  '10.0.0.0/8',
+  '100.64.0.0/10',
+  '127.0.0.0/8',
+  '169.254.0.0/16',
+  '172.16.0.0/12',
+  '192.168.0.0/16',
+  '224.0.0.0/3',
+];
+
+/** Host side and environment side of the environment's /30. */
+export function jailAddresses(port: number): { host: string; env: string } {
+  const base = NETWORK_BASE + port * 4;
+  return { host: ipv4(base + 1), env: ipv4(base + 2) };
+}
+
+export function netnsName(port: number): string {
+  return `vc-${port}`;
+}
+
+export function vethName(port: number): string {
+  return `vch${port}`;
+}
+
+let hostNetwork: Promise<void> | null = null;
+
+/** ip_forward, and the nft tables every environment's veth is filtered and masqueraded by (atomic, idempotent). */
+export function ensureHostNetwork(): Promise<void> {
+  hostNetwork ??= (async () => {
+    const resolvers = readResolvers();
+    const rules = `
+table inet vc_sandbox {}
+flush table inet vc_sandbox
+table inet vc_sandbox {
+  chain input {
+    type filter hook input priority filter - 10; policy accept;
+    iifname "vch*" ct state established,related accept
+    iifname "vch*" drop
+  }
+  chain forward {
+    type filter hook forward priority filter - 10; policy accept;
+    iifname "vch*" oifname "vch*" drop
+    oifname "vch*" ct state established,related accept
+    oifname "vch*" drop
+    iifname "vch*" ct state established,related accept
+    iifname "vch*" meta nfproto ipv6 drop
+${resolvers.length ? `    iifname "vch*" ip daddr { ${resolvers.join(', ')} } meta l4proto { tcp, udp } th dport 53 accept\n` : ''}    iifname "vch*" ip daddr { ${PRIVATE_RANGES.join(', ')} } drop
+    iifname "vch*" accept
+  }
+}
+table ip vc_sandbox_nat {}
+flush table ip vc_sandbox_nat
+table ip vc_sandbox_nat {
+  chain postrouting {
+    type nat hook postrouting priority srcnat; policy accept;
+    ip saddr ${NETWORK_CIDR} oifname != "vch*" masquerade
+  }
+}
+`;
+    await nft(rules);
+    await run('sysctl', ['-qw', 'net.ipv4.ip_forward=1']);
+  })();
+  hostNetwork.catch(() => {
+    hostNetwork = null;
+  });
+  return hostNetwork;
+}
+
+/** The IPv4 name servers of /etc/resolv.conf: an environment may ask them (port 53), nothing else private. */
+function readResolvers(): string[] {
+  try {
+    return readFileSync('/etc/resolv.conf', 'utf8')
+      .split('\n')
+      .map((l) => /^\s*nameserver\s+(\d+\.\d+\.\d+\.\d+)\s*$/.exec(l)?.[1])
+      .filter((a): a is string => Boolean(a) && !a!.startsWith('127.'));
+  } catch {
+    return [];
+  }
+}
+
+const networkLocks = new Map<number, Promise<void>>();
+
+/** The environment's namespace and veth pair, as they should be; a half-made one is made again. */
+export function ensureNetwork(port: number): Promise<void> {
+  const prev = networkLocks.get(port) ?? Promise.resolve();
+  const next = prev.then(async () => {
+    if (await networkReady(port)) return;
+    await removeNetwork(port);
+    try {
+      await createNetwork(port);
+    } catch (err) {
+      // another worker process made it meanwhile
+      if (await networkReady(port)) return;
+      throw err;
+    }
+  });
+  networkLocks.set(port, next.catch(() => undefined));
+  return next;
+}
+
+async function networkReady(port: number): Promise<boolean> {
+  const ns = netnsName(port);
+  const { host, env } = jailAddresses(port);
+  if (!existsSync(`/run/netns/${ns}`)) return false;
+  const outside = await run('ip', ['-4', '-o', 'addr', 'show', 'dev', vethName(port)]).catch(() => null);
+  const inside = await run('ip', ['-n', ns, '-4', '-o', 'addr', 'show', 'dev', 'eth0']).catch(() => null);
+  return Boolean(outside?.stdout.includes(`${host}/30`) && inside?.stdout.includes(`${env}/30`));
+}
+
+async function createNetwork(port: number): Promise<void> {
+  const ns = netnsName(port);
+  const veth = vethName(port);
+  const { host, env } = jailAddresses(port);
+  await ip(['netns', 'add', ns]);
+  await ip(['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
+  await run('sysctl', ['-qw', `net.ipv6.conf.${veth}.disable_ipv6=1`]).catch(() => undefined);
+  await ip(['addr', 'add', `${host}/30`, 'dev', veth]);
+  await ip(['link', 'set', veth, 'up']);
+  const inNs = (file: string, args: string[]) => run('nsenter', [`--net=/run/netns/${ns}`, '--', file, ...args]);
+  await inNs('sysctl', ['-qw', 'net.ipv6.conf.all.disable_ipv6=1', 'net.ipv6.conf.default.disable_ipv6=1']).catch(() => undefined);
+  await inNs('sysctl', ['-qw', 'net.ipv4.conf.all.route_localnet=1', 'net.ipv4.conf.eth0.route_localnet=1']);
+  await ip(['-n', ns, 'addr', 'add', `${env}/30`, 'dev', 'eth0']);
+  await ip(['-n', ns, 'link', 'set', 'lo', 'up']);
+  await ip(['-n', ns, 'link', 'set', 'eth0', 'up']);
+  await ip(['-n', ns, 'route', 'add', 'default', 'via', host]);
+  // The web process may listen on 127.0.0.1: what the host sends to the env address goes there.
+  await nft(
+    `table ip vc_env {}\nflush table ip vc_env\ntable ip vc_env {\n  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n    iifname "eth0" meta l4proto tcp dnat to 127.0.0.1\n  }\n}\n`,
+    ns,
+  );
+}
+
+/** Removes the namespace and the host end of the veth pair (absent ones are fine). */
+export async function removeNetwork(port: number): Promise<void> {
+  await run('ip', ['netns', 'delete', netnsName(port)]).catch(() => undefined);
+  await run('ip', ['link', 'delete', vethName(port)]).catch(() => undefined);
+}
+
+async function ip(args: string[]): Promise<void> {
+  try {
+    await run('ip', args);
+  } catch (err) {
+    throw new Error(`ip ${args.join(' ')} failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}`);
+  }
+}
+
+function nft(rules: string, netns?: string): Promise<void> {
+  const [file, args] = netns ? ['nsenter', [`--net=/run/netns/${netns}`, '--', 'nft', '-f', '-']] : ['nft', ['-f', '-']];
+  return new Promise((resolve, reject) => {
+    const child = execFile(file, args, (err, _out, stderr) =>
+      err ? reject(new Error(`nft failed: ${String(stderr || err.message).trim()}`)) : resolve(),
+    );
+    child.stdin?.end(rules);
+  });
+}
+
+function ipv4(n: number): string {
+  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+}
+
+/** Removes the networks of every port in from-to (a test file's environments, when it ends). */
+export async function removeNetworksInRange(from: number, to: number): Promise<void> {
+  let names: string[] = [];
+  try {
+    names = readdirSync('/run/netns');
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const port = Number(/^vc-(\d+)$/.exec(name)?.[1]);
+    if (port >= from && port <= to) await removeNetwork(port);
+  }
+}

@@ -1,0 +1,88 @@
+import type { Deps } from '../../system/deps';
+import { Subscription } from '../../db/models/subscription';
+import { currentPeriodEnd } from '../../db/queries/subscriptions';
+import { workflowIds } from '../../workflows/shared';
+import type { Actor } from '../lib/actor';
+import { appError, errors } from '../lib/errors';
+import { recordActivity } from '../../db/queries/activity';
+import { money, presentSubscription } from './presenter';
+
+async function load(deps: Deps, teamId: string, order: string) {
+  const sub = await Subscription.query(deps.knex).findOne({ team_id: teamId, order });
+  if (!sub) throw errors.notFound('subscription');
+  return sub;
+}
+
+const WHAT_ENDS: Record<string, string> = {
+  server: 'the server stops and its plan is given back',
+  service: 'the service stops and is removed',
+  storage: 'the storage beyond the allowance is given back',
+  volume: 'the volume size beyond the allowance is given back',
+};
+
+function endsSentence(sub: Subscription, endsAt: Date): string {
+  const what = WHAT_ENDS[sub.kind] ?? 'it is given back';
+  if (sub.status === 'ended') return `${sub.item} ended on ${endsAt.toISOString()}.`;
+  if (sub.status === 'cancelling')
+    return `${sub.item} is cancelled and runs until ${endsAt.toISOString()}; then ${what}.`;
+  return (
+    `${sub.item} runs until the end of its period, ${endsAt.toISOString()}; then ${what} and it is no longer billed. ` +
+    'Send {"confirm": true} to cancel.'
+  );
+}
+
+/** What cancelling a subscription ends, and when (the end of its current monthly period). */
+export async function previewCancel(deps: Deps, teamId: string, order: string) {
+  const sub = await load(deps, teamId, order);
+  const endsAt = sub.ended_at ?? sub.cancel_at ?? currentPeriodEnd(sub.started_at);
+  return {
+    order: sub.order,
+    item: sub.item,
+    status: sub.status,
+    monthly_price: money(sub.monthly_price),
+    ends_at: endsAt.toISOString(),
+    ends: endsSentence(sub, endsAt),
+  };
+}
+
+/**
+ * Cancels at the end of the current period. The end is a Temporal timer: a workflow sleeping until
+ * `cancel_at` (workflows/subscriptions.ts), started in the transaction that marks the subscription,
+ * so neither exists without the other. 409 subscription_not_active when already cancelled or ended.
+ */
+export async function cancelSubscription(deps: Deps, actor: Actor, teamId: string, order: string) {
+  await load(deps, teamId, order);
+  const sub = await deps.knex.transaction(async (trx) => {
+    const locked = await Subscription.query(trx).findOne({ team_id: teamId, order }).forUpdate();
+    if (!locked) throw errors.notFound('subscription');
+    if (locked.status !== 'active') {
+      throw appError(
+        'subscription_not_active',
+        `This subscription is already ${locked.status === 'ended' ? 'ended' : 'cancelled'}`,
+      );
+    }
+    const cancelAt = currentPeriodEnd(locked.started_at);
+    const updated = await Subscription.query(trx).patchAndFetchById(locked.id, {
+      status: 'cancelling',
+      cancel_at: cancelAt,
+      cancelled_by: actor.user.id,
+    });
+    await recordActivity(trx, {
+      teamId,
+      actor,
+      kind: 'configuration',
+      type: 'subscription_cancelled',
+      projectId: locked.project_id,
+      environmentId: locked.environment_id,
+      summary: `Cancelled ${locked.item} (${order}); it ends ${cancelAt.toISOString()}`,
+    });
+    await deps.temporal.workflow.start('endSubscription', {
+      taskQueue: deps.config.taskQueue,
+      workflowId: workflowIds.subscriptionEnd(order),
+      args: [{ order, endsAt: cancelAt.toISOString() }],
+      staticSummary: `End subscription ${order} (${locked.item}) at ${cancelAt.toISOString()}`,
+    });
+    return updated;
+  });
+  return presentSubscription(sub);
+}

@@ -1,0 +1,51 @@
+/** The kinds of integration, what each asks for, and the events they can hear of (CONTRACT). */
+export const INTEGRATION_EVENTS = [
+  'task.succeeded',
+  'task.failed',
+  'domain.verified',
+  'backup.failed',
+  'token.expiring',
+] as const;
+export type IntegrationEvent = (typeof INTEGRATION_EVENTS)[number];
+
+export interface KindField {
+  name: string;
+  type: 'url' | 'string';
+  required: boolean;
+  /** Kept sealed; never shown again after it is given. */
+  secret: boolean;
+  description: string;
+}
+
+export const INTEGRATION_KINDS = {
+  webhook: {
+    name: 'Webhook',
+    fields: [
+      {
+        name: 'url',
+        type: 'url',
+        required: true,
+        secret: false,
+        description: 'Receives a signed POST (Standard Webhooks) per event',
+      },
+    ],
+  },
+  slack: {
+    name: 'Slack',
+    fields: [
+      {
+        name: 'webhook_url',
+        type: 'url',
+        required: true,
+        secret: true,
+        description: "The channel's incoming-webhook URL",
+      },
+    ],
+  },
+} as const satisfies Record<string, { name: string; fields: readonly KindField[] }>;
+
+export type IntegrationKind = keyof typeof INTEGRATION_KINDS;
+export const KIND_NAMES = Object.keys(INTEGRATION_KINDS) as IntegrationKind[];
+
+/** Binds a sealed integration secret to its row: a copy on another row does not open. */
+export const integrationAad = (id: string) => `integration:${id}`;

@@ -1,0 +1,30 @@
+import type { Integration } from '../../db/models/integration';
+import type { IntegrationDelivery } from '../../db/models/integration-delivery';
+
+/** Never the sealed secret: a webhook shows its URL, a Slack integration nothing of its URL. */
+export function presentIntegration(i: Integration, deliveries?: IntegrationDelivery[]) {
+  return {
+    id: i.id,
+    team_id: i.team_id,
+    kind: i.kind,
+    name: i.name,
+    events: i.events,
+    ...(i.kind === 'webhook' ? { url: i.config.url } : {}),
+    created_at: i.created_at.toISOString(),
+    updated_at: i.updated_at.toISOString(),
+    ...(deliveries ? { deliveries: deliveries.map(presentDelivery) } : {}),
+  };
+}
+
+export function presentDelivery(d: IntegrationDelivery) {
+  return {
+    id: d.id,
+    event: d.event,
+    event_id: d.event_id,
+    status: d.status,
+    attempts: d.attempts,
+    response_status: d.response_status,
+    last_attempt_at: d.last_attempt_at?.toISOString() ?? null,
+    created_at: d.created_at.toISOString(),
+  };
+}

@@ -1,0 +1,138 @@
+import { defineRoute, type RouteDef } from '../lib/define-route';
+import { errorResponse as error } from '../lib/responses';
+import { scopes } from '../lib/scopes';
+import type { Integration } from '../../db/models/integration';
+import * as s from './schemas';
+import * as integrations from './service';
+
+const tags = ['integrations'];
+
+export const routes: RouteDef[] = [
+  defineRoute({
+    method: 'get',
+    path: '/teams/{id}/integrations/new',
+    operationId: 'getNewIntegrationChoices',
+    summary: 'The kinds of integration a team can connect, and the events they can hear of',
+    tags,
+    auth: 'session',
+    permission: 'integrations:manage',
+    scope: scopes.team,
+    params: s.idParams,
+    responses: {
+      200: { description: 'Kinds', schema: s.newIntegrationSchema },
+      403: error('Role may not'),
+      404: error('No such team'),
+    },
+    async handler(ctx) {
+      ctx.body = integrations.newIntegrationChoices();
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/teams/{id}/integrations/fields',
+    operationId: 'getIntegrationFields',
+    summary: 'What one kind of integration asks for',
+    tags,
+    auth: 'session',
+    permission: 'integrations:manage',
+    scope: scopes.team,
+    params: s.idParams,
+    body: s.fieldsBody,
+    responses: {
+      200: { description: 'Fields', schema: s.fieldsSchema },
+      403: error('Role may not'),
+      404: error('No such team'),
+      422: error('Unknown kind'),
+    },
+    async handler(ctx) {
+      ctx.body = integrations.kindFields(ctx.input.body.kind);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/teams/{id}/integrations',
+    operationId: 'createIntegration',
+    summary: 'Connects a webhook or a Slack channel to hear of the events it names',
+    description:
+      'A webhook answers its signing secret (`whsec_...`) in `secret`, only here. Each event is POSTed as ' +
+      '`{id, event, occurred_at, team_id, data}` signed as Standard Webhooks specify (`webhook-id`, `webhook-timestamp`, ' +
+      '`webhook-signature`). A Slack integration posts `{text}` to its incoming-webhook URL.',
+    tags,
+    auth: 'session',
+    permission: 'integrations:manage',
+    scope: scopes.team,
+    params: s.idParams,
+    body: s.createBody,
+    responses: {
+      201: { description: 'The integration (with `secret` for a webhook)', schema: s.createdIntegrationSchema },
+      403: error('Role may not'),
+      404: error('No such team'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      ctx.status = 201;
+      ctx.body = await integrations.createIntegration(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.body);
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/integrations/{id}',
+    operationId: 'getIntegration',
+    summary: 'One integration and its last deliveries',
+    tags,
+    auth: 'session',
+    permission: 'integrations:read',
+    scope: scopes.integration,
+    params: s.idParams,
+    responses: {
+      200: { description: 'The integration', schema: s.integrationSchema },
+      403: error('Role may not'),
+      404: error('No such integration'),
+    },
+    async handler(ctx) {
+      ctx.body = await integrations.getIntegration(ctx.deps, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/integrations/{id}',
+    operationId: 'updateIntegration',
+    summary: 'Changes an integration: its name, events or URL',
+    tags,
+    auth: 'session',
+    permission: 'integrations:manage',
+    scope: scopes.integration,
+    params: s.idParams,
+    body: s.updateBody,
+    responses: {
+      200: { description: 'The integration', schema: s.integrationSchema },
+      403: error('Role may not'),
+      404: error('No such integration'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      ctx.body = await integrations.updateIntegration(
+        ctx.deps,
+        ctx.actor,
+        ctx.scope.row as unknown as Integration,
+        ctx.input.body,
+      );
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/integrations/{id}',
+    operationId: 'deleteIntegration',
+    summary: 'Disconnects an integration; deliveries under way stop',
+    tags,
+    auth: 'session',
+    permission: 'integrations:manage',
+    scope: scopes.integration,
+    params: s.idParams,
+    responses: { 204: { description: 'Deleted' }, 403: error('Role may not'), 404: error('No such integration') },
+    async handler(ctx) {
+      await integrations.deleteIntegration(ctx.deps, ctx.actor, ctx.scope.row as unknown as Integration);
+      ctx.status = 204;
+    },
+  }),
+] as RouteDef[];

@@ -1,0 +1,104 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Deps } from '../../system/deps';
+import { seal } from '../../system/crypto';
+import { Integration } from '../../db/models/integration';
+import { IntegrationDelivery } from '../../db/models/integration-delivery';
+import { recordActivity } from '../../db/queries/activity';
+import type { Actor } from '../lib/actor';
+import { errors } from '../lib/errors';
+import { INTEGRATION_EVENTS, INTEGRATION_KINDS, integrationAad, KIND_NAMES, type IntegrationKind } from './kinds';
+import { presentIntegration } from './presenter';
+import type { CreateBody, UpdateBody } from './schemas';
+
+export function newIntegrationChoices() {
+  return {
+    kinds: KIND_NAMES.map((kind) => ({ kind, name: INTEGRATION_KINDS[kind].name })),
+    events: [...INTEGRATION_EVENTS],
+  };
+}
+
+export function kindFields(kind: IntegrationKind) {
+  return { fields: [...INTEGRATION_KINDS[kind].fields] };
+}
+
+/**
+ * Creates an integration. A webhook gets a signing key made here, answered once as `secret`
+ * (`whsec_<base64>`, Standard Webhooks) and kept sealed; a Slack URL is a secret too, kept sealed.
+ */
+export async function createIntegration(deps: Deps, actor: Actor, teamId: string, body: CreateBody) {
+  const id = randomUUID();
+  const secret = body.kind === 'webhook' ? `whsec_${randomBytes(32).toString('base64')}` : body.webhook_url;
+  const row = await deps.knex.transaction(async (trx) => {
+    const inserted = await Integration.query(trx).insertAndFetch({
+      id,
+      team_id: teamId,
+      kind: body.kind,
+      name: body.name,
+      events: body.events,
+      config: body.kind === 'webhook' ? { url: body.url } : {},
+      sealed_secret: seal(deps.secrets, secret, integrationAad(id)),
+      created_by: actor.user.id,
+    } as Partial<Integration>);
+    await recordActivity(trx, {
+      teamId,
+      actor,
+      kind: 'configuration',
+      type: 'integration_added',
+      summary: `Integration "${body.name}" (${body.kind}) added`,
+    });
+    return inserted;
+  });
+  return { ...presentIntegration(row), ...(body.kind === 'webhook' ? { secret } : {}) };
+}
+
+/** One integration with its last 20 deliveries, newest first. */
+export async function getIntegration(deps: Deps, id: string) {
+  const row = await Integration.query(deps.knex).findById(id);
+  if (!row) throw errors.notFound('integration');
+  const deliveries = await IntegrationDelivery.query(deps.knex)
+    .where({ integration_id: id })
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(20);
+  return presentIntegration(row, deliveries);
+}
+
+export async function updateIntegration(deps: Deps, actor: Actor, row: Integration, body: UpdateBody) {
+  const fields: Record<string, string> = {};
+  if (row.kind === 'webhook' && body.webhook_url !== undefined)
+    fields.webhook_url = 'is not a field of a webhook integration';
+  if (row.kind === 'slack' && body.url !== undefined) fields.url = 'is not a field of a slack integration';
+  if (Object.keys(fields).length) throw errors.invalid(fields);
+  const patch: Partial<Integration> = { updated_at: new Date() };
+  if (body.name !== undefined) patch.name = body.name;
+  if (body.events !== undefined) patch.events = body.events;
+  if (body.url !== undefined) patch.config = { ...row.config, url: body.url };
+  if (body.webhook_url !== undefined)
+    patch.sealed_secret = seal(deps.secrets, body.webhook_url, integrationAad(row.id));
+  await deps.knex.transaction(async (trx) => {
+    await Integration.query(trx).patch(patch).where({ id: row.id });
+    await recordActivity(trx, {
+      teamId: row.team_id,
+      actor,
+      kind: 'configuration',
+      type: 'integration_changed',
+      summary: `Integration "${patch.name ?? row.name}" changed`,
+    });
+  });
+  return getIntegration(deps, row.id);
+}
+
+export async function deleteIntegration(deps: Deps, actor: Actor, row: Integration) {
+  await deps.knex.transaction(async (trx) => {
+    await Integration.query(trx).deleteById(row.id);
+    await recordActivity(trx, {
+      teamId: row.team_id,
+      actor,
+      kind: 'configuration',
+      type: 'integration_removed',
+      summary: `Integration "${row.name}" (${row.kind}) removed`,
+    });
+  });
+}

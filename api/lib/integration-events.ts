@@ -1,0 +1,68 @@
+/**
+ * Events for integrations (CONTRACT: task.succeeded, task.failed, domain.verified, backup.failed,
+ * token.expiring). Emitting writes one delivery per integration of the team that listens for the
+ * event and starts one workflow per delivery (workflows/integrations.ts), which sends it with backoff.
+ * Used by the API and by activities alike (both reach it through this module).
+ */
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { Integration } from '../../db/models/integration';
+import type { IntegrationDelivery } from '../../db/models/integration-delivery';
+import { workflowIds } from '../../workflows/shared';
+import type { IntegrationEvent } from '../integrations/kinds';
+
+export interface EmittedEvent {
+  teamId: string;
+  event: IntegrationEvent;
+  /** What happened, e.g. `{task: {...}, project: {...}, environment: {...}}`; never a secret. */
+  data: Record<string, unknown>;
+  /** A stable id makes emitting again (a retried activity) deliver nothing twice. */
+  eventId?: string;
+  occurredAt?: Date;
+}
+
+/** Integrations may narrow who hears of what (project notification rules): ids allowed, or all when undefined. */
+export async function emitIntegrationEvent(
+  deps: { knex: Knex; temporal: Client; config: { taskQueue: string } },
+  e: EmittedEvent,
+  only?: string[],
+): Promise<string[]> {
+  let q = Integration.query(deps.knex).where({ team_id: e.teamId }).whereRaw('? = ANY(events)', [e.event]);
+  if (only) q = q.whereIn('id', only.length ? only : ['00000000-0000-0000-0000-000000000000']);
+  const integrations = await q;
+  const eventId = e.eventId ?? `evt_${randomBytes(12).toString('hex')}`;
+  const payload = {
+    id: eventId,
+    event: e.event,
+    occurred_at: (e.occurredAt ?? new Date()).toISOString(),
+    team_id: e.teamId,
+    data: e.data,
+  };
+  const started: string[] = [];
+  for (const integration of integrations) {
+    await deps.knex.transaction(async (trx) => {
+      const [row] = await trx('integration_deliveries')
+        .insert({ integration_id: integration.id, event_id: eventId, event: e.event, payload: JSON.stringify(payload) })
+        .onConflict(['integration_id', 'event_id'])
+        .ignore()
+        .returning('id');
+      if (!row) return; // emitted before: its workflow runs already
+      try {
+        await deps.temporal.workflow.start('deliverIntegrationEvent', {
+          taskQueue: deps.config.taskQueue,
+          workflowId: workflowIds.integrationDelivery(row.id),
+          args: [{ deliveryId: row.id }],
+          staticSummary: `${e.event} to integration "${integration.name}" (${integration.kind})`,
+        });
+      } catch (err) {
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      }
+      started.push(row.id);
+    });
+  }
+  return started;
+}
+
+export type { IntegrationDelivery };

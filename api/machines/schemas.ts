@@ -1,0 +1,77 @@
+import { z } from 'zod';
+import { RESOURCE_WINDOWS } from '../../db/queries/resources';
+
+export const idParams = z.object({ id: z.uuid() });
+const planId = z.string().min(1, 'must name a plan').max(40, 'must name a plan');
+
+export const listServersQuery = z.object({ team: z.uuid('must be a team id').optional() });
+
+export const serverSchema = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  team_id: z.uuid(),
+  project_id: z.uuid(),
+  environment_id: z.uuid(),
+  role: z.enum(['web', 'database']),
+  plan: z.string(),
+  cpu: z.number(),
+  memory_mb: z.number().int(),
+  disk_gb: z.number().int(),
+  status: z.enum(['running', 'resizing', 'rebooting']),
+  monthly_price: z.number().nullable().describe('From the price list; null when the plan is no longer on it'),
+  currency: z.string(),
+  created_at: z.string(),
+});
+export const serverListSchema = z.object({ data: z.array(serverSchema) });
+
+export const resizeChoicesSchema = z.object({
+  plan: z.string().describe('The current plan'),
+  currency: z.string(),
+  choices: z.array(
+    z.object({
+      plan: z.string(),
+      cpu: z.number(),
+      memory_mb: z.number().int(),
+      disk_gb: z.number().int(),
+      monthly_price: z.number(),
+      monthly_price_delta: z.number().describe("The choice's monthly price minus the current one"),
+    }),
+  ),
+});
+export const resizeBody = z.strictObject({ plan: planId });
+
+export const resourcesQuery = z.object({
+  window: z.enum(RESOURCE_WINDOWS, { error: `must be one of ${RESOURCE_WINDOWS.join(', ')}` }),
+});
+const points = z.array(z.object({ at: z.string(), value: z.number() }));
+export const resourcesSchema = z.object({
+  window: z.enum(RESOURCE_WINDOWS),
+  step: z.number().int().describe('Seconds each point averages'),
+  series: z.object({
+    cpu: points.describe('Percent of one core'),
+    memory: points.describe('Bytes'),
+    disk: points.describe('Bytes'),
+  }),
+});
+
+const buildPlan = z.object({
+  id: z.string(),
+  cpu: z.number(),
+  memory_mb: z.number().int(),
+  monthly_price: z.number(),
+  monthly_price_delta: z.number().describe("This plan's monthly price minus the current build plan's"),
+});
+export const buildMachineSchema = z.object({
+  provider: z.string(),
+  plan: z.string(),
+  cpu: z.number(),
+  memory_mb: z.number().int(),
+  currency: z.string(),
+  providers: z.array(z.object({ id: z.string(), plans: z.array(buildPlan) })),
+});
+export const buildOptionsBody = z.strictObject({ provider: z.string().min(1, 'must name a provider').max(40) });
+export const buildOptionsSchema = z.object({ provider: z.string(), currency: z.string(), plans: z.array(buildPlan) });
+export const setBuildMachineBody = z.strictObject({
+  provider: z.string().min(1, 'must name a provider').max(40),
+  plan: planId,
+});

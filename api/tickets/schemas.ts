@@ -1,0 +1,60 @@
+import { z } from 'zod';
+
+export const TICKET_CATEGORIES = ['deploys', 'domains', 'data', 'billing', 'account', 'other'] as const;
+/** Images, checked by their content (file-type), not by their name or the type the client claims. */
+export const ATTACHMENT_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
+export const ATTACHMENT_LIMITS = { maxFiles: 5, maxFileBytes: 5 * 1024 * 1024 };
+
+export const idParams = z.object({ id: z.uuid() });
+
+const text = (max: number) =>
+  z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+
+/** The same fields as JSON or as multipart/form-data fields (strings), besides `attachments[]`. */
+export const createBody = z.strictObject({
+  subject: text(200),
+  body: text(20_000),
+  category: z.enum(TICKET_CATEGORIES, { error: `must be one of ${TICKET_CATEGORIES.join(', ')}` }),
+  environment_id: z.uuid('must be an environment id').optional(),
+});
+export type CreateBody = z.infer<typeof createBody>;
+
+export const replyBody = z.strictObject({
+  body: text(20_000),
+  resolved: z.boolean().optional().default(false),
+});
+
+// ---- responses -------------------------------------------------------------------------------
+
+export const newTicketSchema = z.object({
+  categories: z.array(z.string()),
+  attachments: z.object({
+    max_files: z.number(),
+    max_bytes: z.number().describe('Per file'),
+    types: z.array(z.string()),
+  }),
+});
+
+const attachment = z.object({ name: z.string(), bytes: z.number(), type: z.string() });
+export const replySchema = z.object({
+  id: z.uuid(),
+  ticket_id: z.uuid(),
+  body: z.string(),
+  by: z.object({ id: z.uuid(), name: z.string() }).nullable(),
+  resolved: z.boolean(),
+  created_at: z.string(),
+});
+export const ticketSchema = z.object({
+  id: z.uuid(),
+  team_id: z.uuid(),
+  environment_id: z.uuid().nullable(),
+  subject: z.string(),
+  body: z.string(),
+  category: z.string(),
+  status: z.enum(['open', 'resolved']),
+  attachments: z.array(attachment),
+  created_at: z.string(),
+  resolved_at: z.string().nullable(),
+  replies: z.array(replySchema).optional(),
+});
+export const ticketListSchema = z.object({ data: z.array(ticketSchema) });

@@ -1,0 +1,136 @@
+import { ApiError, CliError } from './errors';
+
+/** Every path of the API is under this prefix of the console's origin (CONTRACT). */
+export const API_PATH = '/api/vc/v1';
+
+const NETWORK_RETRIES = 5;
+const RATE_LIMIT_RETRIES = 20;
+const RETRIED_STATUSES = new Set([502, 503, 504]);
+
+export interface Answer<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  query?: Record<string, string | number | boolean | undefined>;
+  /** Send this bearer instead of the client's (logout sends the stored session, whatever VC_TOKEN says). */
+  bearer?: string | null;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Seconds to wait from a Retry-After header (seconds or an HTTP date); 1 when absent or unreadable. */
+export function retryAfterSeconds(value: string | null): number {
+  if (!value) return 1;
+  if (/^\d+$/.test(value.trim())) return Math.max(1, Number(value));
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? 1 : Math.max(1, Math.ceil((at - Date.now()) / 1000));
+}
+
+/**
+ * The API as the client sees it: JSON both ways, a bearer when there is one. Every 429 is waited out
+ * per Retry-After and sent again (the API refused it whole, so repeating any method is safe); reads
+ * are retried with backoff when the network fails or a proxy answers 502-504. A write whose request
+ * may have arrived is never repeated.
+ */
+export class Client {
+  constructor(
+    readonly origin: string,
+    private readonly credential: string | undefined,
+    /** Where the client says what it waits for (stderr). */
+    private readonly notice: (message: string) => void,
+  ) {}
+
+  get apiUrl(): string {
+    return this.origin + API_PATH;
+  }
+
+  get signedIn(): boolean {
+    return Boolean(this.credential);
+  }
+
+  async get<T = any>(path: string, query?: RequestOptions['query']): Promise<T> {
+    return (await this.request<T>('GET', path, { query })).body;
+  }
+
+  async post<T = any>(path: string, body: unknown = {}): Promise<T> {
+    return (await this.request<T>('POST', path, { body })).body;
+  }
+
+  async request<T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<Answer<T>> {
+    const url = new URL(this.apiUrl + path);
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { accept: 'application/json, text/plain' };
+    const bearer = opts.bearer === undefined ? this.credential : opts.bearer;
+    if (bearer) headers.authorization = `Bearer ${bearer}`;
+    if (opts.body !== undefined) headers['content-type'] = 'application/json';
+    const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    const read = method === 'GET' || method === 'HEAD';
+    let networkFailures = 0;
+    let rateLimited = 0;
+    for (;;) {
+      let res: Response;
+      try {
+        res = await fetch(url, { method, headers, body, redirect: 'follow' });
+      } catch (err) {
+        if (read && networkFailures < NETWORK_RETRIES) {
+          const wait = 500 * 2 ** networkFailures++;
+          this.notice(`Cannot reach ${this.origin} (${reason(err)}); trying again in ${wait / 1000} s`);
+          await sleep(wait);
+          continue;
+        }
+        throw new CliError(
+          `Cannot reach the console at ${this.origin} (${reason(err)}): check that it runs and that --api or VC_API names it`,
+        );
+      }
+      if (res.status === 429 && rateLimited < RATE_LIMIT_RETRIES) {
+        rateLimited++;
+        const wait = retryAfterSeconds(res.headers.get('retry-after'));
+        await res.arrayBuffer().catch(() => undefined);
+        this.notice(`Rate limited by the console: waiting ${wait} s (Retry-After) before trying again`);
+        await sleep(wait * 1000);
+        continue;
+      }
+      if (read && RETRIED_STATUSES.has(res.status) && networkFailures < NETWORK_RETRIES) {
+        const wait = 500 * 2 ** networkFailures++;
+        await res.arrayBuffer().catch(() => undefined);
+        this.notice(`The console answered ${res.status}; trying again in ${wait / 1000} s`);
+        await sleep(wait);
+        continue;
+      }
+      return this.answer<T>(res);
+    }
+  }
+
+  private async answer<T>(res: Response): Promise<Answer<T>> {
+    const text = await res.text();
+    const json = (res.headers.get('content-type') ?? '').includes('json') && text ? safeJson(text) : undefined;
+    if (res.ok) return { status: res.status, headers: res.headers, body: (json ?? text) as T, text };
+    const error = (json as { error?: { code?: string; message?: string; fields?: Record<string, string> } } | undefined)?.error;
+    throw new ApiError(
+      res.status,
+      error?.code ?? `http_${res.status}`,
+      error?.message ?? `The console answered ${res.status} ${res.statusText}`.trim(),
+      error?.fields,
+      (json as Record<string, unknown>) ?? {},
+    );
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The network reason in a few words (fetch hides it in `cause`). */
+function reason(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (err as Error).message ?? String(err);
+}

@@ -1,0 +1,88 @@
+import { sleep, type Client } from './client';
+import { EXIT } from './errors';
+import { note, Progress, status as paintStatus } from './output';
+
+/** Following a task: its log as it is written, its state, and the exit code of its outcome. */
+
+export interface Task {
+  id: string;
+  kind: string;
+  type: string;
+  status: 'pending' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+  team_id: string;
+  project_id: string | null;
+  environment_id: string | null;
+  account: { id: string | null; name: string | null; via: string };
+  error: string | null;
+  result: Record<string, unknown> | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
+const POLL_MS = 500;
+
+export const hasEnded = (s: string) => ENDED.has(s);
+
+/** 0 succeeded, 1 failed, 2 cancelled (CONTRACT); a task still going is not an outcome. */
+export function exitCodeOf(task: Pick<Task, 'status'>): number {
+  if (task.status === 'failed') return EXIT.failed;
+  if (task.status === 'cancelled') return EXIT.cancelled;
+  return EXIT.ok;
+}
+
+/**
+ * Reads GET /tasks/{id}/log?after= until the status read with it (X-Task-Status, read before the
+ * log) has ended, so the last read holds everything the task printed. The log goes to `write`
+ * (stdout; stderr with --json), the state to a spinner or plain lines.
+ */
+export async function followTask(
+  client: Client,
+  taskId: string,
+  opts: { write: (text: string) => void; label: string; after?: number },
+): Promise<Task> {
+  const progress = new Progress();
+  let after = opts.after;
+  let endsWithNewline = true;
+  try {
+    for (;;) {
+      const res = await client.request<string>('GET', `/tasks/${taskId}/log`, { query: { after } });
+      const seq = Number(res.headers.get('x-log-seq'));
+      const state = res.headers.get('x-task-status') ?? 'unknown';
+      if (Number.isInteger(seq) && seq > 0) after = seq;
+      if (res.text) {
+        opts.write(res.text);
+        endsWithNewline = res.text.endsWith('\n');
+      }
+      if (hasEnded(state)) break;
+      progress.update(`${opts.label}: ${state}`);
+      await sleep(POLL_MS);
+    }
+  } finally {
+    progress.stop();
+  }
+  if (!endsWithNewline) opts.write('\n');
+  return client.get<Task>(`/tasks/${taskId}`);
+}
+
+/** Waits for a task to end without its log (--queue waiting for the task that holds the environment). */
+export async function waitForTask(client: Client, taskId: string, label: string): Promise<Task> {
+  const progress = new Progress();
+  try {
+    for (;;) {
+      const task = await client.get<Task>(`/tasks/${taskId}`);
+      if (hasEnded(task.status)) return task;
+      progress.update(`${label}: ${task.status}`);
+      await sleep(1000);
+    }
+  } finally {
+    progress.stop();
+  }
+}
+
+/** The closing line of a followed task, on stderr. */
+export function reportOutcome(task: Task): void {
+  const what = `Task ${task.id} (${task.type}) ${paintStatus(task.status, process.stderr)}`;
+  note(task.error ? `${what}: ${task.error}` : what);
+}

@@ -1,0 +1,19 @@
+import { BaseModel } from './base-model';
+
+/** A machine an environment runs on (migration 500): its plan, and the size that plan gave it. */
+export class Server extends BaseModel {
+  static tableName = 'servers';
+  team_id!: string;
+  project_id!: string;
+  environment_id!: string;
+  role!: 'web' | 'database';
+  name!: string;
+  plan!: string;
+  /** numeric in PostgreSQL: read as a string by pg, see `serverLimits`. */
+  cpu!: string | number;
+  memory_mb!: number;
+  disk_gb!: number;
+  status!: 'running' | 'resizing' | 'rebooting';
+  created_at!: Date;
+  updated_at!: Date;
+}

@@ -1,0 +1,43 @@
+/**
+ * A project's repository as git is given it: the URL (kept without credentials) and the credentials,
+ * kept sealed in their own column (system/crypto.ts, bound to the project) and opened only here, for the
+ * git call that needs them. Every place that runs git for a project gets its repository from here.
+ */
+import type { Knex } from 'knex';
+import type { Credentials, GitRepo } from '../../activities/provider/git-remote';
+import { open, seal } from '../../system/crypto';
+import type { Secrets } from '../../system/secrets';
+
+export interface ProjectRepositoryRow {
+  id: string;
+  repository_url: string | null;
+  repository_credentials?: string | null;
+}
+
+type Keys = Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>;
+
+/** What sealed credentials are bound to: a sealed value copied to another project does not open there. */
+export const credentialsAad = (projectId: string) => `projects.repository_credentials:${projectId}`;
+
+export function sealCredentials(secrets: Keys, projectId: string, credentials: Credentials): string {
+  return seal(
+    secrets,
+    JSON.stringify({ username: credentials.username, password: credentials.password }),
+    credentialsAad(projectId),
+  );
+}
+
+/** The repository of a loaded project row, credentials opened; null when none is connected. */
+export function repositoryOf(secrets: Keys, project: ProjectRepositoryRow): GitRepo | null {
+  if (!project.repository_url) return null;
+  const credentials = project.repository_credentials
+    ? (JSON.parse(open(secrets, project.repository_credentials, credentialsAad(project.id))) as Credentials)
+    : null;
+  return { url: project.repository_url, credentials, scope: project.id };
+}
+
+/** The repository of a project by id (null when the project has none or is gone). */
+export async function projectRepository(knex: Knex, secrets: Keys, projectId: string): Promise<GitRepo | null> {
+  const row = await knex('projects').where({ id: projectId }).first('id', 'repository_url', 'repository_credentials');
+  return row ? repositoryOf(secrets, row) : null;
+}

@@ -1,0 +1,132 @@
+/**
+ * Resource samples of environments (migration 500): the series GET /environments/{id}/resources answers,
+ * shared by the API and the benchmark so that both measure the same SQL.
+ */
+import type { Knex } from 'knex';
+
+export const RESOURCE_WINDOWS = ['1h', '24h', '7d', '30d', '90d'] as const;
+export type ResourceWindow = (typeof RESOURCE_WINDOWS)[number];
+export const WINDOW_SECONDS: Record<ResourceWindow, number> = {
+  '1h': 3600,
+  '24h': 86_400,
+  '7d': 7 * 86_400,
+  '30d': 30 * 86_400,
+  '90d': 90 * 86_400,
+};
+/** Samples are kept this long (CONTRACT: three months), then deleted by the daily prune. */
+export const RESOURCE_RETENTION_DAYS = 90;
+export const MAX_POINTS = 500;
+
+/** Windows of days are read from the hourly sums (migration 501), shorter ones from the minute samples. */
+export const HOURLY_WINDOWS: readonly ResourceWindow[] = ['7d', '30d', '90d'];
+
+/**
+ * Seconds each point averages: the window over 499 (so that, with bins aligned on the epoch and stable
+ * between two calls, at most 500 meet the window), rounded up to whole minutes, or whole hours for windows
+ * read from the hourly sums: 1h 60 s, 24h 180 s, 7d 1 h, 30d 2 h, 90d 5 h.
+ */
+export function stepSeconds(window: ResourceWindow): number {
+  const unit = HOURLY_WINDOWS.includes(window) ? 3600 : 60;
+  return Math.max(unit, Math.ceil(WINDOW_SECONDS[window] / (MAX_POINTS - 1) / unit) * unit);
+}
+
+export interface Point {
+  at: string;
+  value: number;
+}
+
+export interface ResourceSeries {
+  window: ResourceWindow;
+  step: number;
+  series: { cpu: Point[]; memory: Point[]; disk: Point[] };
+}
+
+/** Minute samples averaged per bin: one range scan of the primary key (index only: the values are INCLUDEd). */
+export const MINUTE_SERIES_SQL = `
+  SELECT date_bin(make_interval(secs => :step), at, TIMESTAMPTZ 'epoch') AS bucket,
+         CAST(avg(cpu) AS float8) AS cpu, CAST(avg(memory_bytes) AS float8) AS memory, CAST(avg(disk_bytes) AS float8) AS disk
+    FROM resource_samples
+   WHERE environment_id = :env AND at > now() - make_interval(secs => :window)
+   GROUP BY 1
+   ORDER BY 1`;
+
+/**
+ * Hourly sums per bin, the average of every sample in it: at most 2,161 rows of the primary key for 90 days.
+ * The hour the window starts in counts whole.
+ */
+export const HOURLY_SERIES_SQL = `
+  SELECT date_bin(make_interval(secs => :step), hour, TIMESTAMPTZ 'epoch') AS bucket,
+         sum(cpu_sum) / sum(samples) AS cpu,
+         CAST(sum(memory_sum) AS float8) / sum(samples) AS memory,
+         CAST(sum(disk_sum) AS float8) / sum(samples) AS disk
+    FROM resource_hourly
+   WHERE environment_id = :env AND hour > now() - make_interval(secs => :window) - INTERVAL '1 hour'
+   GROUP BY 1
+   ORDER BY 1`;
+
+/** The one statement a window is answered with. */
+export function seriesSql(window: ResourceWindow): string {
+  return HOURLY_WINDOWS.includes(window) ? HOURLY_SERIES_SQL : MINUTE_SERIES_SQL;
+}
+
+/** The same statement with $1 (env), $2 (step), $3 (window) for a bare pg client (the benchmark's baseline). */
+export function positional(sql: string): string {
+  return sql
+    .replace(/:env\b/g, '$1')
+    .replace(/:step\b/g, '$2')
+    .replace(/:window\b/g, '$3');
+}
+
+/** The environment's usage over the window, averaged per step (oldest first, bins with samples only). */
+export async function resourceSeries(
+  knex: Knex,
+  environmentId: string,
+  window: ResourceWindow,
+): Promise<ResourceSeries> {
+  const step = stepSeconds(window);
+  const { rows } = await knex.raw(seriesSql(window), { env: environmentId, step, window: WINDOW_SECONDS[window] });
+  return toSeries(window, step, rows);
+}
+
+/** Rows of a series statement as the API answers them. */
+export function toSeries(
+  window: ResourceWindow,
+  step: number,
+  rows: Array<{ bucket: Date; cpu: number; memory: number; disk: number }>,
+): ResourceSeries {
+  const series: ResourceSeries['series'] = { cpu: [], memory: [], disk: [] };
+  for (const r of rows) {
+    const at = r.bucket.toISOString();
+    series.cpu.push({ at, value: Math.round(r.cpu * 100) / 100 });
+    series.memory.push({ at, value: Math.round(r.memory) });
+    series.disk.push({ at, value: Math.round(r.disk) });
+  }
+  return { window, step, series };
+}
+
+export interface SampleRow {
+  environment_id: string;
+  at: Date;
+  cpu: number;
+  memory_bytes: number;
+  disk_bytes: number;
+}
+
+/** Writes one round of samples (a retried round writes nothing twice). */
+export async function insertSamples(knex: Knex, rows: SampleRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await knex('resource_samples').insert(rows).onConflict(['environment_id', 'at']).ignore();
+}
+
+/** Deletes samples (and hourly sums) older than the retention, a batch at a time; returns how many samples went. */
+export async function deleteOldSamples(knex: Knex, batch = 50_000): Promise<number> {
+  const { rowCount } = await knex.raw(
+    `DELETE FROM resource_samples WHERE ctid IN (
+       SELECT ctid FROM resource_samples WHERE at < now() - make_interval(days => ?) LIMIT ?)`,
+    [RESOURCE_RETENTION_DAYS, batch],
+  );
+  await knex.raw(`DELETE FROM resource_hourly WHERE hour < now() - make_interval(days => ?) - INTERVAL '1 hour'`, [
+    RESOURCE_RETENTION_DAYS,
+  ]);
+  return rowCount ?? 0;
+}

@@ -1,0 +1,28 @@
+// E-mail about a project's events, sent to the people its notification rules name.
+
+import { p, PRODUCT_NAME, renderEmail, strong, type RenderedEmail } from './layout';
+
+export interface TaskEventEmailInput {
+  outcome: 'succeeded' | 'failed';
+  taskType: string;
+  taskUrl: string;
+  project: string | null;
+  environment: string | null;
+  reason?: string | null;
+}
+
+export function taskEventEmail(input: TaskEventEmailInput): RenderedEmail {
+  const what = `${input.taskType[0].toUpperCase()}${input.taskType.slice(1).replace(/_/g, ' ')}`;
+  const where = [input.project, input.environment].filter(Boolean).join(' / ');
+  return renderEmail({
+    subject: `${what}${where ? ` of ${where}` : ''} ${input.outcome}`,
+    preheader: input.outcome === 'failed' && input.reason ? input.reason : `${what} ${input.outcome}.`,
+    greeting: 'Hi,',
+    blocks: [
+      p(`${what}`, ...(where ? [' of ', strong(where)] : []), ` ${input.outcome}.`),
+      ...(input.outcome === 'failed' && input.reason ? [p(`Reason: ${input.reason}`)] : []),
+      { kind: 'button', label: 'See the task', url: input.taskUrl },
+    ],
+    footer: `You're receiving this because the project's notification rules on ${PRODUCT_NAME} send these events to you.`,
+  });
+}

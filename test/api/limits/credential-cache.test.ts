@@ -1,0 +1,164 @@
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestContext } from '../../helpers/context';
+import { addMember, createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
+import { Agent } from '../../helpers/http';
+import { freePort } from '../../helpers/ports';
+import { spawnSystemProcess, stopChildren } from '../../helpers/processes';
+import { Environment } from '../../../db/models/environment';
+import type { Team } from '../../../db/models/team';
+
+/**
+ * Token look-ups are cached in each API process (api/middleware/credential-cache.ts) and invalidated
+ * through PostgreSQL LISTEN/NOTIFY. Two real API processes: a change made through one is in force on
+ * the other within 100 ms. Process B keeps entries for 60 s, so only the invalidation can explain a
+ * refusal that comes sooner.
+ */
+const t = useTestContext();
+const children: ChildProcess[] = [];
+let a: string;
+let b: string;
+let envs = 0;
+
+async function startApi(env: Record<string, string> = {}): Promise<string> {
+  const port = await freePort();
+  children.push(spawnSystemProcess(t, 'system/api.ts', { PORT: String(port), HOST: '127.0.0.1', ...env }));
+  const url = `http://127.0.0.1:${port}/api/vc/v1`;
+  const deadline = Date.now() + 60_000;
+  while (!(await fetch(`${url}/health`).then((r) => r.ok, () => false))) {
+    if (Date.now() > deadline) throw new Error('the API process did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return url;
+}
+
+/** Repeats `probe` until it answers `status`; returns the milliseconds that took. */
+async function msUntil(status: number, probe: () => Promise<{ status: number }>, limitMs = 2_000): Promise<number> {
+  const start = performance.now();
+  for (;;) {
+    const res = await probe();
+    const elapsed = performance.now() - start;
+    if (res.status === status) return elapsed;
+    if (elapsed > limitMs) throw new Error(`still ${res.status} after ${Math.round(elapsed)} ms`);
+  }
+}
+
+/** The cache's listen connection in process B (and A): what B's database session looks like. */
+const listenBackends = () =>
+  t.deps.knex.raw(`SELECT pid FROM pg_stat_activity WHERE application_name = 'vc-credential-cache' AND datname = current_database()`);
+
+beforeAll(async () => {
+  [a, b] = await Promise.all([startApi(), startApi({ CREDENTIAL_CACHE_SECONDS: '60' })]);
+  // Both processes listen before the tests start.
+  const deadline = Date.now() + 20_000;
+  while ((await listenBackends()).rows.length < 3) {
+    if (Date.now() > deadline) throw new Error('the API processes do not listen');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}, 90_000);
+afterAll(() => stopChildren(children));
+
+async function world(role: 'developer' | 'admin' = 'developer') {
+  const owner = await createUser(t);
+  const dev = await createUser(t);
+  const team: Team = await createTeam(t, owner);
+  const membership = await addMember(t, team, dev, role);
+  const project = await createProject(t, team);
+  const env = await Environment.query(t.deps.knex).insertAndFetch({
+    team_id: team.id,
+    project_id: project.id,
+    name: `env-${envs + 1}`,
+    git_ref: 'main',
+    auto_deploy: false,
+    port: t.config.environmentPorts.from + ++envs,
+  });
+  const token = await createAccessToken(t, dev, team);
+  const tokenId = (await t.deps.knex('access_tokens').where({ user_id: dev.id }).first()).id as string;
+  const ownerOn = async (url: string) => {
+    const agent = await sessionAgent(t, owner);
+    return Object.assign(new Agent(url), { cookies: agent.cookies, csrf: agent.csrf });
+  };
+  const devSession = async (url: string) => {
+    const agent = await sessionAgent(t, dev);
+    return Object.assign(new Agent(url), { cookies: agent.cookies, csrf: agent.csrf });
+  };
+  return { owner, dev, team, membership, env, token, tokenId, ownerOn, devSession, on: (url: string) => new Agent(url).withBearer(token) };
+}
+
+describe('a token look-up cached by another API process', () => {
+  it('is dropped when the token is revoked on one process: the other refuses it within 100 ms; last_used_at is still written', async () => {
+    const w = await world();
+    expect((await w.on(b).get('/me')).status).toBe(200);
+    expect((await t.deps.knex('access_tokens').where({ id: w.tokenId }).first()).last_used_at).not.toBeNull();
+    const revoked = await (await w.devSession(a)).delete(`/me/tokens/${w.tokenId}`);
+    expect(revoked.status).toBe(200);
+    const ms = await msUntil(401, () => w.on(b).get('/me'));
+    expect(ms).toBeLessThan(100);
+    expect((await w.on(b).get('/me')).body.error.message).toMatch(/revoked/);
+  });
+
+  it('follows a role change made on one process: the other enforces the new role within 100 ms', async () => {
+    const w = await world('developer');
+    // A developer may deploy (this project has no repository, so the answer is 409 and nothing starts).
+    expect((await w.on(b).post(`/environments/${w.env.id}/deploy`)).status).toBe(409);
+    const changed = await (await w.ownerOn(a)).patch(`/memberships/${w.membership.id}`, { role: 'viewer' });
+    expect(changed.status).toBe(200);
+    const ms = await msUntil(403, () => w.on(b).post(`/environments/${w.env.id}/deploy`));
+    expect(ms).toBeLessThan(100);
+    // And back: the promotion is in force as fast.
+    await (await w.ownerOn(a)).patch(`/memberships/${w.membership.id}`, { role: 'developer' });
+    expect(await msUntil(409, () => w.on(b).post(`/environments/${w.env.id}/deploy`))).toBeLessThan(100);
+  });
+
+  it('follows a removed membership: the token reaches nothing on the other process within 100 ms', async () => {
+    const w = await world();
+    expect((await w.on(b).get(`/environments/${w.env.id}`)).status).toBe(200);
+    const removed = await (await w.ownerOn(a)).delete(`/memberships/${w.membership.id}`);
+    expect(removed.status).toBe(204);
+    expect(await msUntil(403, () => w.on(b).get(`/environments/${w.env.id}`))).toBeLessThan(100);
+  });
+
+  it('is kept while nothing is notified (it is a cache), and dropped by the notification alone', async () => {
+    const w = await world();
+    expect((await w.on(b).get('/me')).status).toBe(200);
+    await t.deps.knex.raw('ALTER TABLE access_tokens DISABLE TRIGGER access_tokens_notify_credentials');
+    try {
+      await t.deps.knex('access_tokens').where({ id: w.tokenId }).update({ revoked_at: new Date() });
+    } finally {
+      await t.deps.knex.raw('ALTER TABLE access_tokens ENABLE TRIGGER access_tokens_notify_credentials');
+    }
+    // Process A never looked this token up: it reads the database and refuses.
+    expect((await w.on(a).get('/me')).status).toBe(401);
+    // Process B still holds it: without the trigger's NOTIFY it would for up to a minute.
+    expect((await w.on(b).get('/me')).status).toBe(200);
+    await t.deps.knex.raw('SELECT pg_notify(?, ?)', ['vc_credentials', JSON.stringify({ table: 'access_tokens', id: w.tokenId })]);
+    expect(await msUntil(401, () => w.on(b).get('/me'))).toBeLessThan(100);
+  });
+
+  it('is bypassed once the listen connection is lost, until it is back', async () => {
+    const w = await world();
+    expect((await w.on(b).get('/me')).status).toBe(200);
+    await t.deps.knex.raw('ALTER TABLE access_tokens DISABLE TRIGGER access_tokens_notify_credentials');
+    try {
+      await t.deps.knex('access_tokens').where({ id: w.tokenId }).update({ revoked_at: new Date() });
+    } finally {
+      await t.deps.knex.raw('ALTER TABLE access_tokens ENABLE TRIGGER access_tokens_notify_credentials');
+    }
+    expect((await w.on(b).get('/me')).status).toBe(200);
+    // Every cache's listen connection is cut (as a database restart or a network fault would).
+    await t.deps.knex.raw(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'vc-credential-cache' AND datname = current_database()`,
+    );
+    expect(await msUntil(401, () => w.on(b).get('/me'))).toBeLessThan(1_000);
+    // It listens again, and caches again.
+    const deadline = Date.now() + 10_000;
+    while ((await listenBackends()).rows.length < 3) {
+      if (Date.now() > deadline) throw new Error('the caches did not listen again');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const next = await world();
+    expect((await next.on(b).get('/me')).status).toBe(200);
+    await (await next.devSession(a)).delete(`/me/tokens/${next.tokenId}`);
+    expect(await msUntil(401, () => next.on(b).get('/me'))).toBeLessThan(100);
+  });
+});

@@ -1,0 +1,51 @@
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { useTestContext } from '../../helpers/context';
+import { killAndWait, spawnSystemProcess, stopChildren } from '../../helpers/processes';
+
+const t = useTestContext();
+const children: ChildProcess[] = [];
+afterAll(() => stopChildren(children));
+
+async function healthUntil(predicate: (body: any) => boolean, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await t.agent().get('/health');
+    if (predicate(res.body)) return res;
+    if (Date.now() > deadline) throw new Error(`health still ${JSON.stringify(res.body)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('GET /health', () => {
+  it('reports each component: no worker running is degraded (200), a ready worker makes it ok, a stopped one is gone', async () => {
+    const before = await t.agent().get('/health');
+    expect(before.status).toBe(200);
+    expect(before.body).toEqual({
+      status: 'degraded',
+      components: { database: { status: 'ok' }, temporal: { status: 'ok' }, worker: { status: 'unavailable', ready: 0, seen_at: null } },
+    });
+
+    const worker = spawnSystemProcess(t, 'system/worker.ts');
+    children.push(worker);
+    const ready = await healthUntil((b) => b.components.worker.status === 'ok');
+    expect(ready.status).toBe(200);
+    expect(ready.body).toMatchObject({ status: 'ok', components: { worker: { status: 'ok', ready: 1 } } });
+    const row = await t.deps.knex('worker_heartbeats').first();
+    expect(row.identity).toMatch(new RegExp(`:${worker.pid}$`));
+
+    // A clean stop removes the worker's row at once.
+    await killAndWait(worker, 'SIGTERM');
+    const after = await t.agent().get('/health');
+    expect(after.body).toMatchObject({ status: 'degraded', components: { worker: { status: 'unavailable', ready: 0 } } });
+  });
+
+  it('counts a worker that died without stopping as gone once its row is stale', async () => {
+    await t.deps.knex('worker_heartbeats').insert({ identity: 'elsewhere:1', task_queue: 'q', seen_at: new Date(Date.now() - 60_000) });
+    const res = await t.agent().get('/health');
+    expect(res.body.components.worker).toEqual({ status: 'unavailable', ready: 0, seen_at: null });
+    await t.deps.knex('worker_heartbeats').where({ identity: 'elsewhere:1' }).update({ seen_at: new Date() });
+    expect((await t.agent().get('/health')).body.components.worker).toMatchObject({ status: 'ok', ready: 1 });
+    await t.deps.knex('worker_heartbeats').where({ identity: 'elsewhere:1' }).delete();
+  });
+});

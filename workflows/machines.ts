@@ -1,0 +1,83 @@
+/**
+ * Machine tasks of a server (CONTRACT "Machines"): resizeServer (exclusive on the environment) and
+ * rebootServer. Both restart the server's instances one at a time, each health-checked before the old one
+ * stops (activities/machines/activities.ts); the environment's one web process is replaced by a new one
+ * that is ready first, so it keeps answering. A failed restart leaves the old instance serving, the plan
+ * unchanged, and the task failed with the reason.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { MachineActivities } from '../activities/machines/activities';
+import { failure, runTask, type TaskWorkflowInput } from './task-runner';
+
+const acts = proxyActivities<MachineActivities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', maximumInterval: '20s' },
+});
+
+/** Restarting waits for health checks (up to a minute an instance); heartbeats say the worker lives. */
+const restartActs = proxyActivities<MachineActivities>({
+  startToCloseTimeout: '10m',
+  heartbeatTimeout: '10s',
+  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },
+});
+
+export interface ResizeParams {
+  server_id: string;
+  server_name: string;
+  from_plan: string;
+  plan: string;
+  cpu: number;
+  memory_mb: number;
+  disk_gb: number;
+}
+
+/** Holds the server in `status` while `fn` runs, and back to `running` whatever happens. */
+async function whileMarked<T>(serverId: string, status: 'resizing' | 'rebooting', fn: () => Promise<T>): Promise<T> {
+  await acts.markServer({ serverId, status });
+  try {
+    return await fn();
+  } finally {
+    await acts.markServer({ serverId, status: 'running' });
+  }
+}
+
+export async function resizeServer(input: TaskWorkflowInput) {
+  const p = input.task.params as ResizeParams;
+  return runTask(input, async ({ log, start }) => {
+    await start();
+    await log(
+      `==> Resizing ${p.server_name} from ${p.from_plan} to ${p.plan} (${p.cpu} CPU, ${p.memory_mb} MB, ${p.disk_gb} GB)`,
+    );
+    return whileMarked(p.server_id, 'resizing', async () => {
+      const r = await restartActs.restartServerInstances({
+        taskId: input.task.id,
+        serverId: p.server_id,
+        size: { cpu: p.cpu, memoryMb: p.memory_mb },
+      });
+      if (!r.ok) failure(`${r.message}; ${p.server_name} stays on ${p.from_plan}`);
+      await acts.recordServerPlan({
+        serverId: p.server_id,
+        plan: p.plan,
+        cpu: p.cpu,
+        memory_mb: p.memory_mb,
+        disk_gb: p.disk_gb,
+      });
+      await log(`==> ${p.server_name} runs on ${p.plan}`);
+      return { server_id: p.server_id, plan: p.plan, instances_restarted: r.restarted };
+    });
+  });
+}
+
+export async function rebootServer(input: TaskWorkflowInput) {
+  const p = input.task.params as { server_id: string; server_name: string };
+  return runTask(input, async ({ log, start }) => {
+    await start();
+    await log(`==> Rebooting ${p.server_name}`);
+    return whileMarked(p.server_id, 'rebooting', async () => {
+      const r = await restartActs.restartServerInstances({ taskId: input.task.id, serverId: p.server_id });
+      if (!r.ok) failure(r.message);
+      await log(`==> ${p.server_name} rebooted`);
+      return { server_id: p.server_id, instances_restarted: r.restarted };
+    });
+  });
+}
