@@ -7,7 +7,7 @@ import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTestContext } from '../helpers/context';
+import { repositoriesDir, useTestContext } from '../helpers/context';
 import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import { createEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { spawnSystemProcess, stopChildren } from '../helpers/processes';
@@ -30,7 +30,7 @@ http.createServer((req, res) => {
 `;
 
 beforeAll(async () => {
-  const dir = path.join(mkdtempSync(path.join(t.dataDir, 'repo-')), 'app');
+  const dir = path.join(mkdtempSync(path.join(repositoriesDir(), 'repo-')), 'app');
   mkdirSync(dir);
   const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, stdio: 'pipe' });
   git('init', '-q', '-b', 'main');
