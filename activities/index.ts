@@ -5,6 +5,11 @@ import { configureSandbox, prepareHost, sandboxMode } from './provider/sandbox';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
 import { createDataActivities } from './data';
+import { createVariableActivities } from './variables';
+import { createDomainActivities } from './domains';
+import { createEnvironmentMaintenanceActivities } from './maintenance/environment';
+import { open, seal } from '../system/crypto';
+import { publishEdgeRoute } from '../db/queries/edge-routes';
 import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';
@@ -27,7 +32,16 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
   configureSandbox({ sharedDirs: deps.config.sandboxSharedDirs });
   const isolation = sandboxMode((m) => deps.logger.warn(m));
   if (isolation.mode === 'namespaces') deps.logger.info(`tenant isolation: ${isolation.reason}`);
-  const supervisor = new Supervisor({ dataDir: deps.config.dataDir, listenHost: deps.config.environmentBind });
+  const supervisor = new Supervisor({
+    dataDir: deps.config.dataDir,
+    listenHost: deps.config.environmentBind,
+    // current.json keeps the web processes' variables: sealed, like every value at rest
+    protectEnv: { seal: (text) => seal(deps.secrets, text, 'supervisor-env'), open: (sealed) => open(deps.secrets, sealed, 'supervisor-env') },
+    // The edge (system/edge.ts, its own process) serves the environments' ports from what is published here,
+    // so serving goes on while this worker is down or restarting.
+    proxies: false,
+    publish: (envId, route) => publishEdgeRoute(deps.knex, envId, route),
+  });
   let sampler: ResourceSampler | null = null;
   return {
     activities: {
@@ -36,6 +50,9 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createDeployActivities(deps, supervisor),
       ...createBuildActivities(deps),
       ...createDataActivities(deps, supervisor),
+      ...createVariableActivities(deps, supervisor),
+      ...createDomainActivities(deps),
+      ...createEnvironmentMaintenanceActivities(deps),
       ...createMaintenanceActivities(deps),
       ...createResourceActivities(deps),
       ...createMachineActivities(deps, supervisor),

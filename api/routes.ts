@@ -9,6 +9,11 @@ import { routes as deployRoutes } from './deploys/routes';
 import { routes as taskRoutes } from './tasks/routes';
 import { routes as pipelineRoutes } from './pipeline/routes';
 import { routes as manifestRoutes } from './manifests/routes';
+import { routes as variableRoutes } from './variables/routes';
+import { routes as domainRoutes } from './domains/routes';
+import { routes as maintenanceRoutes } from './maintenance/routes';
+import { routes as projectSettingsRoutes } from './projects/settings-routes';
+import { routes as edgeRoutes } from './edge/routes';
 import { routes as machineRoutes } from './machines/routes';
 import { routes as billingRoutes } from './billing/routes';
 import { routes as integrationRoutes } from './integrations/routes';
@@ -35,6 +40,11 @@ export function allRoutes(): RouteDef[] {
     ...taskRoutes,
     ...pipelineRoutes,
     ...manifestRoutes,
+    ...variableRoutes,
+    ...domainRoutes,
+    ...maintenanceRoutes,
+    ...projectSettingsRoutes,
+    ...edgeRoutes,
     ...machineRoutes,
     ...billingRoutes,
     ...integrationRoutes,

@@ -7,6 +7,7 @@ Runtime.install({ logger: new DefaultLogger('WARN') });
 const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = {
   environments: () => import('./environments'),
   deploys: () => import('./deploys'),
+  edge: () => import('./edge'),
   resources: () => import('./resources'),
   backups: () => import('./backups'),
 };

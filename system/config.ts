@@ -54,6 +54,14 @@ export interface Config {
   priceList: string | undefined;
   /** AES-256-GCM key of values encrypted at rest (ENCRYPTION_KEY), else generated under dataDir. */
   encryptionKey: string | undefined;
+  /** Port of the edge's Host-header listener (verified domains); every environment also has its own port. */
+  edgePort: number;
+  /** Resolvers of domain verification (`ip` or `ip:port`); undefined: the system's. */
+  dnsServers: string[] | undefined;
+  /** Domains a project may have unless its settings say otherwise. */
+  domainAllowance: number;
+  /** First wait of the background re-check of a pending domain (doubling, at most an hour). */
+  domainRecheckSeconds: number;
   /** Seconds between two resource samples of every environment (the worker's sampler). */
   resourceSampleSeconds: number;
   /** PostgreSQL server (superuser URL) that environments' database services are created on; default: databaseUrl. */
@@ -79,6 +87,17 @@ function hourOfDay(env: NodeJS.ProcessEnv, name: string, fallback: number): numb
   const hour = int(env, name, fallback);
   if (hour > 23) throw new Error(`${name} must be an hour from 0 to 23, got "${env[name]}"`);
   return hour;
+}
+
+/** DNS_SERVERS: comma-separated `ip` or `ip:port` (`[v6]:port`); empty: the system's resolvers. */
+function dnsServers(raw: string | undefined): string[] | undefined {
+  const list = (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const s of list) {
+    if (!/^(\d{1,3}(\.\d{1,3}){3}(:\d+)?|\[[0-9a-f:]+\](:\d+)?|[0-9a-f:]+)$/i.test(s)) {
+      throw new Error(`DNS_SERVERS must be comma-separated addresses (ip or ip:port), got "${s}"`);
+    }
+  }
+  return list.length ? list : undefined;
 }
 
 /** A comma-separated setting: trimmed, empty entries dropped. */
@@ -148,6 +167,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reminderSchedule: !['0', 'false', 'off', 'no'].includes((env.REMINDER_SCHEDULE ?? 'on').toLowerCase()),
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
     encryptionKey: env.ENCRYPTION_KEY || undefined,
+    edgePort: int(env, 'EDGE_PORT', 8000),
+    dnsServers: dnsServers(env.DNS_SERVERS),
+    domainAllowance: int(env, 'DOMAIN_ALLOWANCE', 10),
+    domainRecheckSeconds: Math.max(1, int(env, 'DOMAIN_RECHECK_SECONDS', 60)),
     resourceSampleSeconds: Math.max(1, int(env, 'RESOURCE_SAMPLE_SECONDS', 60)),
     servicesDatabaseUrl: env.SERVICES_DATABASE_URL || undefined,
     servicesHost: env.SERVICES_HOST || '127.0.0.1',

@@ -94,7 +94,8 @@ try {
   say(applied.length ? `Applied ${applied.length} migration(s).` : 'Database is up to date.');
 
   const env = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, DATA_DIR: config.dataDir };
-  for (const [name, script] of [['worker', 'system/worker.ts'], ['api', 'system/api.ts']] as const) {
+  // The edge first (it serves the environments' ports and EDGE_PORT, needing only PostgreSQL), then the worker and the API.
+  for (const [name, script] of [['edge', 'system/edge.ts'], ['worker', 'system/worker.ts'], ['api', 'system/api.ts']] as const) {
     say(`Starting the ${name} process...`);
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, script)], { cwd: root, env, stdio: 'inherit' });
     child.once('exit', (code, signal) => {
@@ -116,6 +117,7 @@ try {
       'Hosting Console is running.',
       `  API base URL:     ${config.baseUrl}/api/vc/v1   (docs: ${config.baseUrl}/api/vc/v1/docs)`,
       `  Temporal Web UI:  ${uiUrl}   (namespace ${config.temporalNamespace})`,
+      `  Edge:             http://${config.environmentHost}:${config.edgePort}   (verified domains by Host header; each environment also on its own port)`,
       `  E-mail goes to:   ${mail}`,
       `  Data:             ${config.dataDir}`,
       'Press Ctrl-C to stop.',

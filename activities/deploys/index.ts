@@ -21,7 +21,7 @@ import { openJail } from '../provider/sandbox';
 import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog, type TaskLog } from '../tasks/log-writer';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
-import { stepEnv, withHeartbeat } from './step-env';
+import { stepEnv, tenantEnv, withHeartbeat } from './step-env';
 import { prepareRegistryAuth } from './registry-auth';
 import { serviceEnv } from '../data/service-env';
 import { acquireBuildSlot } from './build-gate';
@@ -34,9 +34,12 @@ export type StepOutcome = { ok: true } | { ok: false; message: string };
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
-function logLines(log: TaskLog): OnLine {
-  return (_stream, line) => log.line(line);
+/** Output lines into the task log, secret variable values replaced by `[secret]`. */
+function logLines(log: TaskLog, redact: (line: string) => string = (l) => l): OnLine {
+  return (_stream, line) => log.line(redact(line));
 }
+
+type TenantEnv = Awaited<ReturnType<typeof tenantEnv>>;
 
 async function withTaskLog<T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
   const log = createTaskLog(deps.knex, taskId, { limitBytes: deps.config.taskLogLimitBytes });
@@ -64,7 +67,7 @@ async function repository(deps: Deps, projectId: string): Promise<GitRepo> {
  * The built release on this host: its directory and manifest. A release built on this host is reused at
  * once; one whose directory is gone (another host, a cleaned disk) is built again from its commit.
  */
-async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, signal?: AbortSignal): Promise<BuildResult> {
+async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, tenant: TenantEnv, signal?: AbortSignal): Promise<BuildResult> {
   const releaseDir = releaseDirFor(deps.config.dataDir, release.environment_id, release.id);
   const marker = await readReleaseMarker(releaseDir);
   // Built here already (the usual case): open it quietly; the build phase has said so in the log.
@@ -84,10 +87,10 @@ async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, signal
       repo: await repository(deps, release.project_id),
       access: deps.config,
       sha: release.commit_sha,
-      env: stepEnv({ ...held.env, ...auth.env }),
+      env: stepEnv(tenant.vars, { ...held.env, ...auth.env }),
       stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
       signal,
-      onLine: auth.redact(logLines(log)),
+      onLine: auth.redact(logLines(log, tenant.redact)),
       onSpawn: held.onSpawn,
     });
   } finally {
@@ -179,7 +182,8 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
       return withTaskLog(deps, input.taskId, (log) =>
         withHeartbeat(async (signal) => {
           const release = await loadRelease(deps, input.releaseId);
-          const opened = await openRelease(deps, release, log, signal);
+          const tenant = await tenantEnv(deps, release.environment_id);
+          const opened = await openRelease(deps, release, log, tenant, signal);
           if (!opened.ok) return { ok: false, message: opened.message };
           if (opened.manifest.deploy.length === 0) {
             log.line('==> No deploy steps in service.yaml');
@@ -194,10 +198,10 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
             onSpawn: held.onSpawn,
-            env: stepEnv({ ...held.env, ...(await serviceEnv(deps, release.environment_id)) }),
+            env: stepEnv(tenant.vars, { ...held.env, ...(await serviceEnv(deps, release.environment_id)) }),
             stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
             signal,
-            onLine: logLines(log),
+            onLine: logLines(log, tenant.redact),
           });
           return r.ok ? { ok: true } : { ok: false, message: r.message };
         }),
@@ -224,7 +228,8 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
           const done = await knex('deployments').where({ task_id: input.taskId }).first('id');
           if (done) return { ok: true, deploymentId: done.id, url };
 
-          const opened = await openRelease(deps, release, log, signal);
+          const tenant = await tenantEnv(deps, release.environment_id);
+          const opened = await openRelease(deps, release, log, tenant, signal);
           if (!opened.ok) return { ok: false, message: opened.message };
           log.line(`==> Starting release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)})`);
           const live = await supervisor.goLive({
@@ -233,9 +238,9 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             releaseId: release.id,
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
-            env: stepEnv(await serviceEnv(deps, env.id)),
+            env: stepEnv(tenant.vars, await serviceEnv(deps, env.id)),
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
-            onLine: logLines(log),
+            onLine: logLines(log, tenant.redact),
             limits: (await webServerSize(knex, env.id)) ?? undefined,
           });
           if (!live.ok) return { ok: false, message: `${live.message}; the previous release keeps serving` };
@@ -286,7 +291,7 @@ export function createBuildActivities(deps: Deps) {
             const release = await loadRelease(deps, input.releaseId);
             if (release.status === 'failed') return { started: true, ok: false, message: 'the build of this release failed' };
             log.line(`==> Building ${release.git_ref}@${shortSha(release.commit_sha)} (release ${release.id})`);
-            const r = await openRelease(deps, release, log, signal);
+            const r = await openRelease(deps, release, log, await tenantEnv(deps, release.environment_id), signal);
             if (!r.ok) {
               if (r.reason === 'cancelled' && !cancelled.aborted) {
                 // Lost its slot (the database connection dropped): build again with a slot of its own.

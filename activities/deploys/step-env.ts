@@ -1,17 +1,33 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
+import type { Deps } from '../../system/deps';
+import { processVariables } from '../../db/queries/variables';
 
 /**
- * The environment of build steps, deploy steps and web processes: a minimal, fixed set (no worker secret
- * such as DATABASE_URL, nor the worker's HOME or TMPDIR, leaks into a user's commands; the sandbox sets the
- * environment's own HOME). Environment variables of projects, when they exist, are merged on top by their
- * area; values are never printed.
+ * The environment of build steps, deploy steps and web processes: the user's variables, then a minimal,
+ * fixed set on top (built-ins win; no worker setting such as DATABASE_URL, keys or DATA_DIR, nor the
+ * worker's HOME or TMPDIR, leaks into a user's commands; the sandbox sets the environment's own HOME).
+ * Values are never printed.
  */
-export function stepEnv(extra: Record<string, string> = {}): Record<string, string | undefined> {
+export function stepEnv(userVars: Record<string, string> = {}, builtIns: Record<string, string> = {}): Record<string, string | undefined> {
   const base: Record<string, string | undefined> = {
     PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     LANG: process.env.LANG ?? 'C.UTF-8',
   };
-  return { ...base, ...extra };
+  return { ...userVars, ...base, ...builtIns };
+}
+
+/** A task log line with every secret value (each of its lines) replaced by `[secret]`. */
+export function redactor(secretValues: string[]): (line: string) => string {
+  const parts = [...new Set(secretValues.flatMap((v) => v.split('\n')).filter((p) => p.length > 0))].sort((a, b) => b.length - a.length);
+  if (parts.length === 0) return (line) => line;
+  const pattern = new RegExp(parts.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
+  return (line) => line.replace(pattern, '[secret]');
+}
+
+/** What an environment's processes get now (variables merged under the built-ins) and its log redactor. */
+export async function tenantEnv(deps: Pick<Deps, 'knex' | 'secrets'>, environmentId: string) {
+  const { vars, secretValues } = await processVariables(deps.knex, deps.secrets, environmentId);
+  return { vars, env: stepEnv(vars), redact: redactor(secretValues) };
 }
 
 /**

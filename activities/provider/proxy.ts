@@ -64,7 +64,7 @@ function plain(res: http.ServerResponse, status: number, text: string): void {
   res.end(`${text}\n`);
 }
 
-function forwardHeaders(req: http.IncomingMessage, keepUpgrade = false): http.OutgoingHttpHeaders {
+export function forwardHeaders(req: http.IncomingMessage, keepUpgrade = false): http.OutgoingHttpHeaders {
   const headers: http.OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined) continue;
@@ -79,7 +79,7 @@ function forwardHeaders(req: http.IncomingMessage, keepUpgrade = false): http.Ou
   return headers;
 }
 
-function responseHeaders(raw: string[]): string[] {
+export function responseHeaders(raw: string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i + 1 < raw.length; i += 2) {
     if (!HOP_BY_HOP.has(raw[i].toLowerCase())) out.push(raw[i], raw[i + 1]);

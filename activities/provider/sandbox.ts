@@ -210,7 +210,11 @@ async function checkTraversable(dir: string): Promise<void> {
  * How to spawn `/bin/sh -c command` for the environment, in `cwd` (which, like HOME, it may write), with
  * exactly `env` (nothing of the worker's own environment).
  */
-export function launch(jail: Jail, command: string, o: { cwd: string; env: Record<string, string | undefined> }): Launch {
+export function launch(
+  jail: Jail,
+  command: string,
+  o: { cwd: string; env: Record<string, string | undefined>; outliveParent?: boolean },
+): Launch {
   const env = { ...o.env, HOME: jail.home };
   if (jail.mode === 'none' || jail.uid === null || jail.gid === null) {
     return { file: '/bin/sh', args: ['-c', command], cwd: o.cwd, env };
@@ -235,7 +239,9 @@ export function launch(jail: Jail, command: string, o: { cwd: string; env: Recor
     // would see "/" or its real leaf at random. The path tells it nothing secret (its environment id).
     '--hostname',
     'app',
-    '--die-with-parent',
+    // A web process outlives its worker (the edge keeps serving it; the next worker takes over from it);
+    // build and deploy steps do not.
+    ...(o.outliveParent ? [] : ['--die-with-parent']),
     ...systemMounts(),
     '--dev',
     '/dev',

@@ -8,7 +8,8 @@
  * If anything fails before the switch, the new process is killed and the previous release keeps serving.
  *
  * current.json holds the environment given to the web process, so that restoreAll() can bring it back
- * after a worker restart; it is written with mode 0600 and `currentRelease()` never returns that part.
+ * after a worker restart; it is written with mode 0600, sealed when `protectEnv` is given (it holds the
+ * user's variables, secrets included), and `currentRelease()` never returns that part.
  *
  * Every web process runs in its environment's sandbox (sandbox.ts, set up again by restoreAll after a host
  * restart): the proxy reaches it at the sandbox's address; retire() removes the sandbox's network.
@@ -33,6 +34,29 @@ export interface SupervisorOptions {
   restartBackoff?: Partial<Backoff>;
   /** Readiness wait of each environment in restoreAll (default 30000 ms). */
   restoreHealthTimeoutMs?: number;
+  /** Seals the web processes' environment in current.json (system/crypto.ts under the console's key). */
+  protectEnv?: { seal(text: string): string; open(sealed: string): string };
+  /**
+   * Whether this supervisor listens on the environments' public ports itself (default true). False when
+   * the edge, a process of its own, serves them: the supervisor then only publishes where each
+   * environment's web process answers, through `publish`.
+   */
+  proxies?: boolean;
+  /** Called after every change of where an environment is served (null: taken off this host). */
+  publish?: (envId: string, route: PublishedRoute | null) => Promise<void>;
+}
+
+/** Where an environment is served, as the edge needs it: host AND port (the host may be a namespace's). */
+export type PublishedRoute =
+  | { kind: 'upstream'; host: string; port: number; releaseId: string }
+  | { kind: 'unavailable'; text: string; releaseId: string | null };
+
+export interface RestartOptions {
+  envId: string;
+  /** Complete new environment of the web process (PORT is set by the supervisor). */
+  env: Record<string, string | undefined>;
+  healthTimeoutMs: number;
+  onLine?: OnLine;
 }
 
 export interface GoLiveOptions {
@@ -66,7 +90,9 @@ export interface CurrentRelease {
 interface StateFile extends CurrentRelease {
   version: 1;
   manifest: Manifest;
-  env: Record<string, string | undefined>;
+  env?: Record<string, string | undefined>;
+  /** The env, sealed (SupervisorOptions.protectEnv). */
+  envSealed?: string;
   pid: number | null;
   limits?: Limits;
 }
@@ -129,6 +155,9 @@ export class Supervisor {
   private readonly graceMs: number;
   private readonly backoff: Backoff;
   private readonly restoreTimeoutMs: number;
+  private readonly protectEnv: SupervisorOptions['protectEnv'];
+  private readonly proxies: boolean;
+  private readonly publishRoute: SupervisorOptions['publish'];
 
   constructor(opts: SupervisorOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -136,6 +165,9 @@ export class Supervisor {
     this.graceMs = opts.stopGraceMs ?? 5000;
     this.backoff = { initialMs: 500, maxMs: 30_000, stableMs: 30_000, ...opts.restartBackoff };
     this.restoreTimeoutMs = opts.restoreHealthTimeoutMs ?? 30_000;
+    this.protectEnv = opts.protectEnv;
+    this.proxies = opts.proxies ?? true;
+    this.publishRoute = opts.publish;
   }
 
   /** Puts a built release live (see the file comment). Idempotent: the release already live is left running. */
@@ -194,6 +226,7 @@ export class Supervisor {
     web?.supervise();
     try {
       await this.writeState(rt);
+      await this.publish(rt);
     } catch (err) {
       rt.live = previous;
       await web?.stop(this.graceMs);
@@ -202,6 +235,49 @@ export class Supervisor {
     say(`Release ${o.releaseId} is live on port ${o.port}`);
     if (previous?.web) await previous.web.stop(this.graceMs);
     return { ok: true, alreadyLive: false, internalPort: web?.port ?? null };
+  }
+
+  /**
+   * Restarts the live release's web process with a new environment, without a build: a new process on a
+   * fresh port, ready (health 2xx, or the port accepting) before the proxy switches to it; on failure the
+   * running process keeps serving with its old environment.
+   */
+  restartWithEnv(o: RestartOptions): Promise<GoLiveResult> {
+    return this.exclusive(o.envId, async () => {
+      const say = (line: string) => safe(o.onLine, `==> ${line}`);
+      const rt = this.runtime(o.envId);
+      const live = rt.live;
+      if (!live) return { ok: false, message: 'no release is live on this environment' };
+      if (!live.manifest.web) {
+        rt.live = { ...live, env: o.env };
+        await this.writeState(rt);
+        say('No web command in service.yaml: nothing to restart; the new variables are kept for the next start');
+        return { ok: true, alreadyLive: true, internalPort: null };
+      }
+      const web = await this.spawnWeb(o.envId, rt.proxy?.port ?? 0, live.releaseId, live.releaseDir, live.manifest.web, o.env, live.limits);
+      say(`Started "${live.manifest.web}" for release ${live.releaseId} with the current variables (pid ${web.pid ?? '?'})`);
+      const ready = await waitReady(web, live.manifest.health, o.healthTimeoutMs);
+      if (!ready.ok) {
+        await web.stop(this.graceMs);
+        const message = `the restarted process did not become ready: ${ready.message}`;
+        safe(o.onLine, message, 'stderr');
+        return { ok: false, message };
+      }
+      say(live.manifest.health ? `${live.manifest.health} answered ${ready.status}` : `port ${web.port} accepts connections`);
+      rt.live = { ...live, env: o.env, web };
+      web.supervise();
+      try {
+        await this.writeState(rt);
+        await this.publish(rt);
+      } catch (err) {
+        rt.live = live;
+        await web.stop(this.graceMs);
+        throw err;
+      }
+      if (live.web) await live.web.stop(this.graceMs);
+      say(`Release ${live.releaseId} serves with the current variables`);
+      return { ok: true, alreadyLive: false, internalPort: web.port };
+    });
   }
 
   /** Brings back every environment recorded in a current.json (after a worker start). */
@@ -226,17 +302,25 @@ export class Supervisor {
     const rt = this.runtime(s.envId);
     const base = { envId: s.envId, releaseId: s.releaseId };
     if (rt.live) return { ...base, ok: true };
-    if (s.pid) await this.killOrphan(s.pid, s.releaseDir);
+    // Behind the edge, the orphan of the previous worker keeps serving until its successor is ready.
+    const handOver = Boolean(this.publishRoute);
+    if (s.pid && !handOver) await this.killOrphan(s.pid, s.releaseDir);
     rt.maintenance = s.maintenance ?? { on: false };
     try {
       await this.ensureProxy(rt, s.port);
     } catch (err) {
       return { ...base, ok: false, message: `port ${s.port} is not available: ${(err as Error).message}` };
     }
+    let env: Record<string, string | undefined>;
+    try {
+      env = s.envSealed && this.protectEnv ? JSON.parse(this.protectEnv.open(s.envSealed)) : (s.env ?? {});
+    } catch (err) {
+      return { ...base, ok: false, message: `the recorded environment cannot be opened: ${(err as Error).message}` };
+    }
     let web: WebProcess | null = null;
     if (s.manifest.web) {
       try {
-        web = await this.spawnWeb(s.envId, s.port, s.releaseId, s.releaseDir, s.manifest.web, s.env, s.limits);
+        web = await this.spawnWeb(s.envId, s.port, s.releaseId, s.releaseDir, s.manifest.web, env, s.limits);
       } catch (err) {
         await this.closeProxy(rt);
         return { ...base, ok: false, message: `its sandbox could not be set up: ${(err as Error).message}` };
@@ -246,16 +330,19 @@ export class Supervisor {
       releaseId: s.releaseId,
       releaseDir: s.releaseDir,
       manifest: s.manifest,
-      env: s.env,
+      env,
       since: s.since,
       web,
       limits: s.limits,
     };
     web?.supervise(); // it is the live release: whatever happens, keep it running
+    const ready = web && handOver ? await waitReady(web, s.manifest.health, this.restoreTimeoutMs) : null;
     await this.writeState(rt);
+    await this.publish(rt);
+    if (s.pid && handOver) await this.killOrphan(s.pid, s.releaseDir);
     if (!web) return { ...base, ok: true };
-    const ready = await waitReady(web, s.manifest.health, this.restoreTimeoutMs);
-    return ready.ok ? { ...base, ok: true } : { ...base, ok: false, message: ready.message };
+    const done = ready ?? (await waitReady(web, s.manifest.health, this.restoreTimeoutMs));
+    return done.ok ? { ...base, ok: true } : { ...base, ok: false, message: done.message };
   }
 
   /** Stops every web process group and closes every proxy (worker shutdown). current.json files stay. */
@@ -286,6 +373,7 @@ export class Supervisor {
       if (port) await closeJail(this.dataDir, envId, port);
       await removeEnvironmentCgroups(envId);
       this.envs.delete(envId);
+      await this.publishRoute?.(envId, null);
     });
   }
 
@@ -295,6 +383,7 @@ export class Supervisor {
       const rt = this.runtime(envId);
       rt.maintenance = on ? { on, ...(note ? { note } : {}) } : { on: false };
       if (rt.live) await this.writeState(rt);
+      await this.publish(rt);
     });
   }
 
@@ -335,6 +424,7 @@ export class Supervisor {
       rt.live = { ...live, env: nextEnv, web, limits };
       web.supervise();
       await this.writeState(rt);
+      await this.publish(rt);
       say(`The new web process serves; stopping the old one (pid ${old?.pid ?? '?'})`);
       await old?.stop(this.graceMs);
       return { ok: true, restarted: true };
@@ -381,8 +471,25 @@ export class Supervisor {
     return { kind: 'upstream', host: web.host, port: web.port, agent: web.agent };
   }
 
+  /** Tells the edge where the environment is served now (SupervisorOptions.publish). */
+  private async publish(rt: Runtime): Promise<void> {
+    if (!this.publishRoute) return;
+    const live = rt.live;
+    const web = live?.web;
+    const route: PublishedRoute =
+      live && web
+        ? { kind: 'upstream', host: web.host, port: web.port, releaseId: live.releaseId }
+        : { kind: 'unavailable', text: live ? 'no web process' : 'no release is live', releaseId: live?.releaseId ?? null };
+    await this.publishRoute(rt.envId, route);
+  }
+
   private async ensureProxy(rt: Runtime, port: number): Promise<void> {
     if (rt.proxy?.port === port) return;
+    if (!this.proxies) {
+      // the edge serves the port; the supervisor only remembers it
+      rt.proxy = { port, close: async () => undefined };
+      return;
+    }
     const proxy = await startProxy(this.host, port, () => this.route(rt));
     const old = rt.proxy;
     rt.proxy = proxy;
@@ -452,7 +559,7 @@ export class Supervisor {
       since: live.since,
       maintenance: rt.maintenance,
       manifest: live.manifest,
-      env: live.env,
+      ...(this.protectEnv ? { envSealed: this.protectEnv.seal(JSON.stringify(live.env)) } : { env: live.env }),
       pid: live.web?.pid ?? null,
       limits: live.limits,
     };

@@ -65,7 +65,7 @@ export class WebProcess {
     const fd = openSync(this.opts.logPath, 'a');
     let child: ChildProcess;
     try {
-      const how = launch(this.opts.jail, this.opts.command, { cwd: this.opts.cwd, env: { ...this.opts.env, PORT: String(this.port) } });
+      const how = launch(this.opts.jail, this.opts.command, { cwd: this.opts.cwd, env: { ...this.opts.env, PORT: String(this.port) }, outliveParent: true });
       child = spawn(how.file, how.args, {
         cwd: how.cwd,
         env: how.env as NodeJS.ProcessEnv,

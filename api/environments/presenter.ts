@@ -1,6 +1,6 @@
 import type { Environment } from '../../db/models/environment';
 import { environmentUrl, type Config } from '../../system/config';
-import { iso } from '../lib/time';
+import { iso, isoOrNull } from '../lib/time';
 
 /** An environment as the services hand it out: the row plus its public address. */
 export type EnvironmentRecord = Environment & { url: string };
@@ -25,6 +25,7 @@ export function presentEnvironment(env: EnvironmentRecord, extra: Record<string,
     url: env.url,
     protected: env.protected ?? false,
     created_at: iso(env.created_at),
+    maintenance: { on: env.maintenance_on ?? false, note: env.maintenance_note ?? null, since: isoOrNull(env.maintenance_since) },
     ...extra,
   };
 }

@@ -44,6 +44,7 @@ export const scopes = {
   task: defineScope('task', byId('tasks')),
   invitation: defineScope('invitation', byId('invitations')),
   membership: defineScope('membership', byId('memberships')),
+  domain: defineScope('domain', byId('domains')),
   integration: defineScope('integration', byId('integrations')),
   ticket: defineScope('ticket', byId('tickets')),
   backupDestination: defineScope('backup destination', byId('backup_destinations')),

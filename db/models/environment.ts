@@ -11,6 +11,9 @@ export class Environment extends BaseModel {
   live_release_id!: string | null;
   protected!: boolean;
   backup_key_sealed!: string | null;
+  maintenance_on!: boolean;
+  maintenance_note!: string | null;
+  maintenance_since!: Date | null;
   created_at!: Date;
   updated_at!: Date;
 }

@@ -19,6 +19,8 @@ export { Service } from './service';
 export { BackupDestination } from './backup-destination';
 export { Backup } from './backup';
 export { BackupWindow } from './backup-window';
+export { Variable } from './variable';
+export { Domain } from './domain';
 export { TaskLogSize } from './task-log-size';
 export { WorkerHeartbeat } from './worker-heartbeat';
 export { Server } from './server';

@@ -6,6 +6,8 @@ export class Project extends BaseModel {
   name!: string;
   /** Without credentials; those are in repository_credentials, sealed (db/queries/repository.ts). */
   repository_url!: string | null;
+  /** The project's own domain allowance; null: DOMAIN_ALLOWANCE. */
+  domain_allowance?: number | null;
   repository_credentials!: string | null;
   created_at!: Date;
   updated_at!: Date;

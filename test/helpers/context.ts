@@ -11,6 +11,7 @@ import { startWorker, type RunningWorker } from '../../system/worker-runtime';
 import { startSmtpServer } from './smtp';
 import { Agent } from './http';
 import { killProcessesUnder } from './processes';
+import { startEdge, type Edge } from '../../edge/server';
 import { removeNetworksInRange } from '../../activities/provider/sandbox';
 
 export interface TestContext {
@@ -22,6 +23,8 @@ export interface TestContext {
   apiUrl: string;
   server: Server;
   worker?: RunningWorker;
+  /** The edge, serving the environments' ports and (on edge.port) verified domains by Host. */
+  edge?: Edge;
   smtp?: Awaited<ReturnType<typeof startSmtpServer>>;
   databaseUrl: string;
   dataDir: string;
@@ -32,6 +35,8 @@ export interface TestContext {
 export interface TestContextOptions {
   /** Run a Temporal worker in this process on the file's own task queue. */
   worker?: boolean;
+  /** Run the edge in this process (default: with a worker). */
+  edge?: boolean;
   /** A real SMTP server on loopback; mail goes there. */
   smtp?: boolean;
   /** Environment overrides (as the process environment would give them). */
@@ -61,7 +66,9 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     await createDatabase(admin, dbName, inject('templateDatabase'));
     const dataDir = mkdtempSync(join(inject('runDir'), 'data-'));
     const smtp = opts.smtp ? await startSmtpServer() : undefined;
-    const portBase = 21000 + Math.floor(Math.random() * 400) * 100;
+    // Below the kernel's ephemeral range (32768-60999): a port the edge must listen on is never a web
+    // process's internal port (port 0) or a connection's local port.
+    const portBase = 21000 + Math.floor(Math.random() * 117) * 100;
     const config = loadConfig({
       PORT: '0',
       DATABASE_URL: withDatabase(admin, dbName),
@@ -81,6 +88,9 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     const port = (server.address() as { port: number }).port;
     const baseUrl = `http://127.0.0.1:${port}`;
     deps.config.baseUrl = baseUrl;
+    const edge = (opts.edge ?? opts.worker)
+      ? await startEdge({ knex: deps.knex, databaseUrl: config.databaseUrl!, host: '127.0.0.1', edgePort: 0, refreshMs: 5000, logger: deps.logger })
+      : undefined;
     const worker = opts.worker
       ? await startWorker(deps, { workflowBundle: { code: readFileSync(inject('workflowBundlePath'), 'utf8') } })
       : undefined;
@@ -91,6 +101,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       apiUrl: `${baseUrl}/api/vc/v1`,
       server,
       worker,
+      edge,
       smtp,
       databaseUrl: config.databaseUrl,
       dataDir,
@@ -99,6 +110,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
   });
   afterAll(async () => {
     await ctx.worker?.shutdown().catch(() => undefined);
+    await ctx.edge?.close().catch(() => undefined);
     if (ctx.server) {
       ctx.server.closeAllConnections();
       await new Promise((r) => ctx.server.close(r));

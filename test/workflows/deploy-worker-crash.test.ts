@@ -7,7 +7,7 @@ import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/proces
 import { createDeployWorld, fetchEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 
 // The worker runs as its own process (as in production) so that it can be killed with SIGKILL.
-const t = useTestContext();
+const t = useTestContext({ edge: true });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const children: ChildProcess[] = [];
 

@@ -19,7 +19,7 @@ import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { spawnSystemProcess, stopChildren } from '../../helpers/processes';
 
-const t = useTestContext();
+const t = useTestContext({ edge: true });
 const children: ChildProcess[] = [];
 let victim: Awaited<ReturnType<typeof createDeployWorld>>;
 let attacker: Awaited<ReturnType<typeof createDeployWorld>>;

@@ -92,6 +92,7 @@ describe('POST /projects/{id}/environments', () => {
       url: expect.stringMatching(/^http:\/\/localhost:\d+$/),
       protected: true, // an environment named production is protected when created
       created_at: expect.any(String),
+      maintenance: { on: false, note: null, since: null },
     });
     const port = Number(new URL(res.body.url).port);
     expect(port).toBeGreaterThanOrEqual(t.config.environmentPorts.from);

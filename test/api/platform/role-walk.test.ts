@@ -40,6 +40,10 @@ async function world() {
     .returning('id');
   const other = await createUser(t);
   const membership = await addMember(t, team, other, 'viewer');
+  const [domain] = await t.deps.knex('domains')
+    .insert({ team_id: team.id, project_id: project.id, environment_id: environment.id, hostname: `${randomUUID()}.example.test`, verification_value: 'x' })
+    .returning('id');
+  /** The id a scope kind names, in this world. */
   const [server] = await t.deps.knex('servers')
     .insert({ team_id: team.id, project_id: project.id, environment_id: environment.id, role: 'web', name: 'web', plan: 'small', cpu: 0.5, memory_mb: 512, disk_gb: 10 })
     .returning('id');
@@ -59,6 +63,7 @@ async function world() {
     task: taskId,
     invitation: invitation.id,
     membership: membership.id,
+    domain: domain.id,
     server: server.id,
     integration: integration.id,
     ticket: ticket.id,

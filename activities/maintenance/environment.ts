@@ -1,0 +1,31 @@
+/**
+ * maintenance_on / maintenance_off: the environment's maintenance state lives in PostgreSQL, where the
+ * edge reads it (a change is announced on `vc_edge` by the environments trigger), so it takes effect on
+ * every edge at once and survives restarts of the worker and the edge.
+ */
+import type { Deps } from '../../system/deps';
+import { createTaskLog } from '../tasks/log-writer';
+
+export function createEnvironmentMaintenanceActivities(deps: Deps) {
+  return {
+    async setEnvironmentMaintenance(input: { taskId: string; environmentId: string; on: boolean; note: string | null }): Promise<{ ok: boolean }> {
+      const log = createTaskLog(deps.knex, input.taskId);
+      try {
+        const n = await deps.knex('environments')
+          .where({ id: input.environmentId })
+          .update(
+            input.on
+              ? { maintenance_on: true, maintenance_note: input.note, maintenance_since: deps.knex.raw('COALESCE(CASE WHEN maintenance_on THEN maintenance_since END, now())') }
+              : { maintenance_on: false, maintenance_note: null, maintenance_since: null },
+          );
+        if (n === 0) return { ok: false };
+        log.line(input.on ? '==> Maintenance on: the edge answers 503 with the maintenance page' : '==> Maintenance off: traffic flows again');
+        return { ok: true };
+      } finally {
+        await log.close();
+      }
+    },
+  };
+}
+
+export type EnvironmentMaintenanceActivities = ReturnType<typeof createEnvironmentMaintenanceActivities>;

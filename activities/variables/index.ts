@@ -1,0 +1,41 @@
+/**
+ * apply_variables on the local provider: the live release's web process is restarted with the
+ * environment's current variables, without a build (Supervisor.restartWeb). The log names the variables,
+ * never their values; whatever the process prints of a secret shows as `[secret]`.
+ */
+import type { Deps } from '../../system/deps';
+import type { Supervisor } from '../provider/supervisor';
+import { createTaskLog } from '../tasks/log-writer';
+import { effectiveVariables } from '../../db/queries/variables';
+import { tenantEnv, withHeartbeat } from '../deploys/step-env';
+
+const HEALTH_TIMEOUT_MS = 60_000;
+
+export function createVariableActivities(deps: Deps, supervisor: Supervisor) {
+  return {
+    async restartWithVariables(input: { taskId: string; environmentId: string }): Promise<
+      { ok: true; restarted: boolean; variables: number } | { ok: false; message: string }
+    > {
+      const log = createTaskLog(deps.knex, input.taskId);
+      try {
+        return await withHeartbeat(async () => {
+          const names = (await effectiveVariables(deps.knex, deps.secrets, input.environmentId)).map((v) => v.name);
+          const tenant = await tenantEnv(deps, input.environmentId);
+          log.line(`==> ${names.length} variable${names.length === 1 ? '' : 's'}: ${names.join(', ') || '(none)'}`);
+          const r = await supervisor.restartWithEnv({
+            envId: input.environmentId,
+            env: tenant.env,
+            healthTimeoutMs: HEALTH_TIMEOUT_MS,
+            onLine: (_stream, line) => log.line(tenant.redact(line)),
+          });
+          if (!r.ok) return { ok: false, message: r.message };
+          return { ok: true, restarted: !r.alreadyLive, variables: names.length };
+        });
+      } finally {
+        await log.close();
+      }
+    },
+  };
+}
+
+export type VariableActivities = ReturnType<typeof createVariableActivities>;

@@ -1,0 +1,110 @@
+import { defineRoute, type RouteDef } from '../lib/define-route';
+import { errorResponse as error } from '../lib/responses';
+import * as s from './schemas';
+import * as domains from './service';
+import { scopes } from '../lib/scopes';
+
+const tags = ['domains'];
+
+export const routes: RouteDef[] = [
+  defineRoute({
+    method: 'get',
+    path: '/environments/{id}/domains',
+    operationId: 'listEnvironmentDomains',
+    summary: "The environment's domains, and the project's allowance (used counts pending ones too)",
+    tags,
+    auth: 'session',
+    permission: 'environment:read',
+    scope: scopes.environment,
+    params: s.idParams,
+    responses: { 200: { description: 'Domains', schema: s.domainListSchema }, 404: error('No such environment') },
+    async handler(ctx) {
+      ctx.body = await domains.listDomains(ctx.deps, ctx.actor, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/domains',
+    operationId: 'addEnvironmentDomain',
+    summary: 'Adds a domain to the environment, pending until its TXT record is found',
+    description:
+      'The hostname alone: lower-cased, IDNA to punycode, at least two labels, no scheme, port, path or wildcard (422 on hostname). ' +
+      'Put the TXT record `verification.name` = `verification.value` in DNS, then POST /domains/{id}/verify (it is also re-checked in ' +
+      'the background for a week). A hostname on any environment: 409 domain_taken; past the allowance: 409 domain_allowance_spent.',
+    tags,
+    auth: 'session',
+    permission: 'config:write',
+    scope: scopes.environment,
+    params: s.idParams,
+    body: s.addDomainBody,
+    responses: {
+      201: { description: 'The domain', schema: s.domainSchema },
+      403: error('Role may not'),
+      404: error('No such environment'),
+      409: error('domain_taken or domain_allowance_spent'),
+      422: error('Invalid hostname'),
+    },
+    async handler(ctx) {
+      ctx.status = 201;
+      ctx.body = await domains.addDomain(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/domains/{id}/verify',
+    operationId: 'verifyDomain',
+    summary: 'Looks the TXT record up in DNS now; verified when it holds the value',
+    description: 'At most 12 calls an hour per domain (the background re-checks do not count): then 429 rate_limited with Retry-After.',
+    tags,
+    auth: 'session',
+    permission: 'config:write',
+    scope: scopes.domain,
+    params: s.idParams,
+    responses: {
+      200: { description: 'The domain', schema: s.domainSchema },
+      403: error('Role may not'),
+      404: error('No such domain'),
+      429: error('Checked 12 times in the last hour'),
+    },
+    async handler(ctx) {
+      ctx.body = await domains.verifyDomain(ctx.deps, ctx.actor, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'patch',
+    path: '/domains/{id}',
+    operationId: 'moveDomain',
+    summary: 'Moves the domain to another environment of the same project',
+    tags,
+    auth: 'session',
+    permission: 'config:write',
+    scope: scopes.domain,
+    params: s.idParams,
+    body: s.moveDomainBody,
+    responses: {
+      200: { description: 'The domain', schema: s.domainSchema },
+      403: error('Role may not'),
+      404: error('No such domain'),
+      422: error('Not an environment of the same project'),
+    },
+    async handler(ctx) {
+      ctx.body = await domains.moveDomain(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/domains/{id}',
+    operationId: 'deleteDomain',
+    summary: 'Removes the domain; the edge stops serving it at once',
+    tags,
+    auth: 'session',
+    permission: 'config:write',
+    scope: scopes.domain,
+    params: s.idParams,
+    responses: { 204: { description: 'Removed' }, 403: error('Role may not'), 404: error('No such domain') },
+    async handler(ctx) {
+      await domains.deleteDomain(ctx.deps, ctx.actor, ctx.input.params.id);
+      ctx.status = 204;
+    },
+  }),
+] as RouteDef[];

@@ -1,0 +1,161 @@
+/**
+ * Custom domains (CONTRACT "Domains"). Adding locks the project's row so that the allowance counts every
+ * domain of the project, pending ones included, without a race; hostnames are unique system-wide.
+ * Verification: POST /domains/{id}/verify looks the TXT record up now (12 calls an hour per domain), and a
+ * background workflow re-checks a pending domain with backoff for a week.
+ */
+import { UniqueViolationError } from 'objection';
+import type { Deps } from '../../system/deps';
+import { Domain } from '../../db/models/domain';
+import { checkDomain } from '../../db/queries/domains';
+import type { Actor } from '../lib/actor';
+import { errors } from '../lib/errors';
+import { authorize, type Action } from '../lib/policy';
+import { randomToken } from '../lib/token-format';
+import { findEnvironment } from '../environments/service';
+import { workflowIds } from '../../workflows/shared';
+import { presentDomain } from './presenter';
+import { recordActivity } from '../../db/queries/activity';
+
+export const VERIFY_CALLS_PER_HOUR = 12;
+const WEEK_MS = 7 * 86_400_000;
+
+const taken = () => errors.conflict('domain_taken', 'That hostname is already on an environment');
+
+/** Loads a domain the caller may act on; another team's domain answers 404. */
+export async function findDomain(deps: Deps, actor: Actor, id: string, action: Action): Promise<Domain> {
+  const domain = await Domain.query(deps.knex).findById(id);
+  if (!domain) throw errors.notFound('domain');
+  await authorize(deps.knex, actor, domain.team_id, action, 'domain');
+  return domain;
+}
+
+async function allowance(deps: Deps, projectId: string, knex = deps.knex) {
+  const project = await knex('projects').where({ id: projectId }).first('domain_allowance');
+  const row = await knex('domains').where({ project_id: projectId }).count<{ n: string }[]>({ n: '*' }).first();
+  return { used: Number(row?.n ?? 0), limit: (project?.domain_allowance as number | null) ?? deps.config.domainAllowance };
+}
+
+export async function listDomains(deps: Deps, actor: Actor, environmentId: string) {
+  const env = await findEnvironment(deps, actor, environmentId, 'environment:read');
+  const rows = await Domain.query(deps.knex).where({ environment_id: env.id }).orderBy('hostname');
+  return { data: rows.map(presentDomain), allowance: await allowance(deps, env.project_id) };
+}
+
+export async function addDomain(deps: Deps, actor: Actor, environmentId: string, input: { hostname: string }) {
+  const env = await findEnvironment(deps, actor, environmentId, 'config:write');
+  const domain = await deps.knex
+    .transaction(async (trx) => {
+      await trx('projects').where({ id: env.project_id }).forUpdate().first('id');
+      if (await trx('domains').where({ hostname: input.hostname }).first('id')) throw taken();
+      const { used, limit } = await allowance(deps, env.project_id, trx);
+      if (used >= limit) {
+        throw errors.conflict('domain_allowance_spent', `The project has used its allowance of ${limit} domains; remove one or raise domain_allowance`, {
+          allowance: { used, limit },
+        });
+      }
+      await recordActivity(trx, {
+        teamId: env.team_id,
+        actor,
+        kind: 'configuration',
+        type: 'domain_added',
+        projectId: env.project_id,
+        environmentId: env.id,
+        summary: `added ${input.hostname} to ${env.name}`,
+      });
+      return Domain.query(trx).insertAndFetch({
+        team_id: env.team_id,
+        project_id: env.project_id,
+        environment_id: env.id,
+        hostname: input.hostname,
+        verification_value: `vc-verify=${randomToken(18)}`,
+        status: 'pending',
+      } as Partial<Domain>);
+    })
+    .catch((err) => {
+      throw err instanceof UniqueViolationError ? taken() : err;
+    });
+  await startRecheck(deps, domain);
+  return presentDomain(domain);
+}
+
+/** The background re-check; if Temporal cannot be reached now, POST /domains/{id}/verify still works. */
+async function startRecheck(deps: Deps, domain: Domain): Promise<void> {
+  try {
+    await deps.temporal.workflow.start('recheckDomain', {
+      taskQueue: deps.config.taskQueue,
+      workflowId: workflowIds.domainRecheck(domain.id),
+      args: [{ domainId: domain.id, firstWaitSeconds: deps.config.domainRecheckSeconds, giveUpAt: new Date(domain.created_at.getTime() + WEEK_MS).toISOString() }],
+    });
+  } catch (err) {
+    deps.logger.warn({ err, domainId: domain.id }, 'could not start the background re-check of a domain');
+  }
+}
+
+/**
+ * Looks the TXT record up now. The 13th call for a domain within an hour is refused with 429 and
+ * Retry-After (when the oldest call of the hour leaves it), recording nothing.
+ */
+export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
+  await findDomain(deps, actor, id, 'config:write');
+  await deps.knex.transaction(async (trx) => {
+    await trx('domains').where({ id }).forUpdate().first('id');
+    const calls = await trx('domain_verify_calls')
+      .where({ domain_id: id })
+      .andWhere('at', '>', trx.raw("now() - interval '1 hour'"))
+      .orderBy('at')
+      .select(trx.raw("extract(epoch from (at + interval '1 hour' - now())) as left"));
+    if (calls.length >= VERIFY_CALLS_PER_HOUR) {
+      throw errors.rateLimited(Number(calls[0].left), `At most ${VERIFY_CALLS_PER_HOUR} checks an hour per domain; try again later`);
+    }
+    await trx('domain_verify_calls').insert({ domain_id: id });
+  });
+  await checkDomain(deps.knex, deps.config.dnsServers, id);
+  const domain = await Domain.query(deps.knex).findById(id);
+  if (!domain) throw errors.notFound('domain');
+  return presentDomain(domain);
+}
+
+/** Moves a domain to another environment of the same project. */
+export async function moveDomain(deps: Deps, actor: Actor, id: string, input: { environment_id: string }) {
+  const domain = await findDomain(deps, actor, id, 'config:write');
+  const target = await deps.knex('environments').where({ id: input.environment_id }).first('id', 'project_id');
+  if (!target || target.project_id !== domain.project_id) {
+    throw errors.invalid({ environment_id: 'must be an environment of the same project' });
+  }
+  const moved = await deps.knex.transaction(async (trx) => {
+    await recordActivity(trx, {
+      teamId: domain.team_id,
+      actor,
+      kind: 'configuration',
+      type: 'domain_moved',
+      projectId: domain.project_id,
+      environmentId: target.id,
+      summary: `moved ${domain.hostname} to another environment`,
+    });
+    return Domain.query(trx).patchAndFetchById(id, { environment_id: target.id, updated_at: new Date() } as Partial<Domain>);
+  });
+  if (!moved) throw errors.notFound('domain');
+  return presentDomain(moved);
+}
+
+export async function deleteDomain(deps: Deps, actor: Actor, id: string): Promise<void> {
+  const domain = await findDomain(deps, actor, id, 'config:write');
+  await deps.knex.transaction(async (trx) => {
+    await trx('domains').where({ id }).delete();
+    await recordActivity(trx, {
+      teamId: domain.team_id,
+      actor,
+      kind: 'configuration',
+      type: 'domain_deleted',
+      projectId: domain.project_id,
+      environmentId: domain.environment_id,
+      summary: `removed ${domain.hostname}`,
+    });
+  });
+  // The re-check would find it gone by itself; stopping it now keeps the Web UI tidy.
+  await deps.temporal.workflow
+    .getHandle(workflowIds.domainRecheck(id))
+    .terminate('domain deleted')
+    .catch(() => undefined);
+}

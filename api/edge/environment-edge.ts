@@ -1,0 +1,58 @@
+/**
+ * The environment edge (CONTRACT "The edge"): allowed client CIDRs (403 outside a non-empty list), a Basic
+ * password (401 with WWW-Authenticate; stored as an argon2id hash only, never shown) and stickiness.
+ */
+import type { Deps } from '../../system/deps';
+import type { Actor } from '../lib/actor';
+import { hashPassword } from '../lib/passwords';
+import { recordActivity } from '../../db/queries/activity';
+
+interface EdgeRow {
+  allowed_addresses: string[];
+  password_username: string | null;
+  password_hash: string | null;
+  stickiness: boolean;
+}
+
+function present(row: EdgeRow | undefined) {
+  return {
+    allowed_addresses: row?.allowed_addresses ?? [],
+    password: { enabled: Boolean(row?.password_hash), username: row?.password_hash ? row.password_username : null },
+    stickiness: row?.stickiness ?? false,
+  };
+}
+
+export async function getEnvironmentEdge(deps: Deps, environmentId: string) {
+  return present(await deps.knex('environment_edges').where({ environment_id: environmentId }).first());
+}
+
+export async function updateEnvironmentEdge(
+  deps: Deps,
+  actor: Actor,
+  env: { id: string; team_id: string; project_id: string; name: string },
+  input: { allowed_addresses?: string[]; password?: { username: string; password: string } | null; stickiness?: boolean },
+) {
+  const patch: Record<string, unknown> = {};
+  if (input.allowed_addresses !== undefined) patch.allowed_addresses = JSON.stringify([...new Set(input.allowed_addresses)]);
+  if (input.password === null) Object.assign(patch, { password_username: null, password_hash: null });
+  else if (input.password) Object.assign(patch, { password_username: input.password.username, password_hash: await hashPassword(input.password.password) });
+  if (input.stickiness !== undefined) patch.stickiness = input.stickiness;
+  const row = await deps.knex.transaction(async (trx) => {
+    const [saved] = await trx('environment_edges')
+      .insert({ environment_id: env.id, ...patch, updated_at: trx.fn.now() })
+      .onConflict('environment_id')
+      .merge({ ...patch, updated_at: trx.fn.now() })
+      .returning('*');
+    await recordActivity(trx, {
+      teamId: env.team_id,
+      actor,
+      kind: 'configuration',
+      type: 'environment_edge_changed',
+      projectId: env.project_id,
+      environmentId: env.id,
+      summary: `changed ${Object.keys(input).join(', ')} of the edge of ${env.name}`,
+    });
+    return saved as EdgeRow;
+  });
+  return present(row);
+}

@@ -1,0 +1,93 @@
+import { z } from 'zod';
+import { defineRoute, type RouteDef } from '../lib/define-route';
+import { errorResponse as error } from '../lib/responses';
+import { scopes } from '../lib/scopes';
+import * as s from './schemas';
+import { getEnvironmentEdge, updateEnvironmentEdge } from './environment-edge';
+import { getProjectEdge, updateProjectEdge } from './project-edge';
+
+const tags = ['edge'];
+const idParams = z.object({ id: z.uuid() });
+
+export const routes: RouteDef[] = [
+  defineRoute({
+    method: 'get',
+    path: '/environments/{id}/edge',
+    operationId: 'getEnvironmentEdge',
+    summary: "The environment's edge: allowed addresses, password (never shown) and stickiness",
+    tags,
+    auth: 'session',
+    permission: 'config:read',
+    scope: scopes.environment,
+    params: idParams,
+    responses: { 200: { description: 'The edge', schema: s.environmentEdgeSchema }, 404: error('No such environment') },
+    async handler(ctx) {
+      ctx.body = await getEnvironmentEdge(ctx.deps, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'patch',
+    path: '/environments/{id}/edge',
+    operationId: 'updateEnvironmentEdge',
+    summary: "Changes the environment's edge",
+    description:
+      'allowed_addresses: CIDRs (empty: everyone); a client outside a non-empty list gets 403. password: {username, password} or null; ' +
+      'without the right Basic credentials a request gets 401 with WWW-Authenticate. stickiness: a cookie keeps a client on one instance.',
+    tags,
+    auth: 'session',
+    permission: 'config:write',
+    scope: scopes.environment,
+    params: idParams,
+    body: s.environmentEdgeBody,
+    responses: {
+      200: { description: 'The edge', schema: s.environmentEdgeSchema },
+      403: error('Role may not'),
+      404: error('No such environment'),
+      422: error('Invalid fields, each named (allowed_addresses.2, password.password)'),
+    },
+    async handler(ctx) {
+      ctx.body = await updateEnvironmentEdge(ctx.deps, ctx.actor, ctx.scope.row as never, ctx.input.body);
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/projects/{id}/edge',
+    operationId: 'getProjectEdge',
+    summary: "The project's edge: blocked addresses and user agents, rate limit, HSTS, compression, pages",
+    tags,
+    auth: 'session',
+    permission: 'config:read',
+    scope: scopes.project,
+    params: idParams,
+    responses: { 200: { description: 'The edge', schema: s.projectEdgeSchema }, 404: error('No such project') },
+    async handler(ctx) {
+      ctx.body = await getProjectEdge(ctx.deps, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'patch',
+    path: '/projects/{id}/edge',
+    operationId: 'updateProjectEdge',
+    summary: "Changes the project's edge in one save",
+    description:
+      'Every part is checked and any fault is refused with 422 naming each (`blocked_addresses.2`, `rate_limit.requests`, ...); ' +
+      'nothing is kept then. Applied on every environment of the project: blocked addresses and user agents (substring, ' +
+      'case-insensitive) get 403; past `requests` in a `per_seconds` window a client address gets 429 with Retry-After; HSTS is ' +
+      'sent only on HTTPS requests; text answers are gzip- or br-compressed; the error page replaces 502/503/504 of the edge.',
+    tags,
+    auth: 'session',
+    permission: 'config:write',
+    scope: scopes.project,
+    params: idParams,
+    body: s.projectEdgeBody,
+    responses: {
+      200: { description: 'The edge', schema: s.projectEdgeSchema },
+      403: error('Role may not'),
+      404: error('No such project'),
+      422: error('Invalid parts, each named'),
+    },
+    async handler(ctx) {
+      ctx.body = await updateProjectEdge(ctx.deps, ctx.actor, ctx.scope.row as never, ctx.input.body);
+    },
+  }),
+] as RouteDef[];

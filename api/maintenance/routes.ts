@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { defineRoute, type RouteDef } from '../lib/define-route';
+import { errorResponse as error } from '../lib/responses';
+import { scopes } from '../lib/scopes';
+import { startTask } from '../lib/tasks';
+import { taskSchema } from '../tasks/schemas';
+import { presentTask } from '../tasks/presenter';
+
+const body = z.strictObject({
+  maintenance: z.boolean(),
+  note: z.string().max(2000, 'must be at most 2000 characters').optional().describe('Shown where the maintenance page has {{note}}'),
+});
+
+export const routes: RouteDef[] = [
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/maintenance',
+    operationId: 'setEnvironmentMaintenance',
+    summary: 'Turns maintenance on (the edge answers 503 with the maintenance page and the note) or off',
+    description:
+      'A `maintenance`/`maintenance_on` or `maintenance_off` task. While on, every request gets 503 with `Retry-After` and the ' +
+      "project's maintenance page (or a plain default), `{{note}}` replaced by the note. GET /environments/{id} shows `maintenance`.",
+    tags: ['maintenance'],
+    auth: 'session',
+    permission: 'deploy',
+    scope: scopes.environment,
+    startsTask: true,
+    params: z.object({ id: z.uuid() }),
+    body,
+    responses: {
+      202: { description: 'The task', schema: taskSchema },
+      403: error('Role may not'),
+      404: error('No such environment'),
+      422: error('Invalid body'),
+    },
+    async handler(ctx) {
+      const env = ctx.scope.row as unknown as { id: string; team_id: string; project_id: string; name: string };
+      const on = ctx.input.body.maintenance;
+      const task = await startTask(ctx.deps, ctx.actor, {
+        type: on ? 'maintenance_on' : 'maintenance_off',
+        teamId: env.team_id,
+        projectId: env.project_id,
+        environmentId: env.id,
+        params: on && ctx.input.body.note ? { note: ctx.input.body.note } : {},
+        summary: `maintenance ${on ? 'on' : 'off'} for ${env.name}`,
+      });
+      ctx.status = 202;
+      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+    },
+  }),
+] as RouteDef[];

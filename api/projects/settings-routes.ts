@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { defineRoute, type RouteDef } from '../lib/define-route';
+import { errorResponse as error } from '../lib/responses';
+import { scopes } from '../lib/scopes';
+import { resourceName } from './schemas';
+import { getSettings, updateSettings } from './settings';
+
+const settingsSchema = z.object({
+  name: z.string(),
+  domain_allowance: z.number().int().describe('Domains the project may have (pending ones count)'),
+  domain_allowance_is_default: z.boolean().describe('true: DOMAIN_ALLOWANCE applies'),
+});
+const settingsBody = z
+  .strictObject({
+    name: resourceName.optional(),
+    domain_allowance: z.number().int('must be a whole number').min(0, 'must be 0 or more').max(1000, 'must be at most 1000').nullable().optional(),
+  })
+  .refine((b) => b.name !== undefined || b.domain_allowance !== undefined, { message: 'give name, domain_allowance or both', path: ['body'] });
+
+export const routes: RouteDef[] = [
+  defineRoute({
+    method: 'get',
+    path: '/projects/{id}/settings',
+    operationId: 'getProjectSettings',
+    summary: "The project's settings",
+    tags: ['projects'],
+    auth: 'session',
+    permission: 'project:read',
+    scope: scopes.project,
+    params: z.object({ id: z.uuid() }),
+    responses: { 200: { description: 'Settings', schema: settingsSchema }, 404: error('No such project') },
+    async handler(ctx) {
+      ctx.body = await getSettings(ctx.deps, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/projects/{id}/settings',
+    operationId: 'updateProjectSettings',
+    summary: 'Changes the settings it is given (name, domain_allowance; null: back to the default)',
+    tags: ['projects'],
+    auth: 'session',
+    permission: 'project:update',
+    scope: scopes.project,
+    params: z.object({ id: z.uuid() }),
+    body: settingsBody,
+    responses: {
+      200: { description: 'Settings', schema: settingsSchema },
+      403: error('Role may not'),
+      404: error('No such project'),
+      409: error('Name taken in the team'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      ctx.body = await updateSettings(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+    },
+  }),
+] as RouteDef[];

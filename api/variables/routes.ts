@@ -1,0 +1,276 @@
+import { defineRoute, type RouteDef } from '../lib/define-route';
+import { errorResponse as error } from '../lib/responses';
+import * as s from './schemas';
+import * as variables from './service';
+import { environmentScope, projectScope } from './scopes';
+import { scopes } from '../lib/scopes';
+import { z } from 'zod';
+import { taskSchema } from '../tasks/schemas';
+import { presentTask } from '../tasks/presenter';
+import { applyToEnvironment, applyToProject } from './apply';
+
+const tags = ['variables'];
+const SECRET_NOTE = 'A secret value is write-only: every answer shows it as null.';
+const IMPORT_NOTE =
+  'Saves what POST /variables/parse reads, all or nothing: a name that exists is skipped unless `overwrite`; ' +
+  '`secret` marks every created or updated variable secret. A malformed line: 422 on text ("line N: reason"), nothing saved.';
+
+export const routes: RouteDef[] = [
+  defineRoute({
+    method: 'post',
+    path: '/variables/parse',
+    operationId: 'parseVariables',
+    summary: 'Reads a pasted .env back, saving nothing',
+    description:
+      'Blank lines and # comments are skipped; `export NAME=value` is accepted; \'...\' is literal; "..." may span lines and knows ' +
+      '\\n, \\" and \\\\; an unquoted value ends at " #". Any other line, or a name given twice: 422 on text ("line N: reason").',
+    tags,
+    auth: 'session',
+    body: s.parseBody,
+    responses: { 200: { description: 'The variables read, with their lines', schema: s.parsedSchema }, 422: error('A line is malformed') },
+    async handler(ctx) {
+      ctx.body = variables.parseText(ctx.input.body.text);
+    },
+  }),
+
+  // ---- project ------------------------------------------------------------------------------------
+  defineRoute({
+    method: 'get',
+    path: '/projects/{id}/variables',
+    operationId: 'listProjectVariables',
+    summary: "The project's variables, by name",
+    description: SECRET_NOTE,
+    tags,
+    auth: 'session',
+    permission: 'config:read',
+    scope: scopes.project,
+    params: s.idParams,
+    responses: { 200: { description: 'Variables', schema: s.variableListSchema }, 403: error('Role may not'), 404: error('No such project') },
+    async handler(ctx) {
+      const scope = projectScope(ctx.scope.row as never);
+      ctx.body = { data: await variables.listOwn(ctx.deps, scope) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/projects/{id}/variables',
+    operationId: 'setProjectVariable',
+    summary: 'Creates (201) or replaces (200) a project variable',
+    description: `${SECRET_NOTE} Names: [A-Za-z_][A-Za-z0-9_]*, at most 128; PORT and VC_* are reserved. Values up to 64 KiB; 500 a scope.`,
+    tags,
+    auth: 'session',
+    permission: 'config:write',
+    scope: scopes.project,
+    params: s.idParams,
+    body: s.setVariableBody,
+    responses: {
+      200: { description: 'Replaced', schema: s.variableSchema },
+      201: { description: 'Created', schema: s.variableSchema },
+      403: error('Role may not'),
+      404: error('No such project'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      const scope = projectScope(ctx.scope.row as never);
+      const r = await variables.setVariable(ctx.deps, ctx.actor, scope, ctx.input.body);
+      ctx.status = r.created ? 201 : 200;
+      ctx.body = r.variable;
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/projects/{id}/variables/{name}',
+    operationId: 'deleteProjectVariable',
+    summary: 'Removes a project variable',
+    tags,
+    auth: 'session',
+    permission: 'config:write',
+    scope: scopes.project,
+    params: s.nameParams,
+    responses: { 204: { description: 'Removed' }, 403: error('Role may not'), 404: error('No such project or variable') },
+    async handler(ctx) {
+      const scope = projectScope(ctx.scope.row as never);
+      await variables.deleteVariable(ctx.deps, ctx.actor, scope, ctx.input.params.name);
+      ctx.status = 204;
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/projects/{id}/variables/import',
+    operationId: 'importProjectVariables',
+    summary: 'Imports pasted .env text into the project, all or nothing',
+    description: IMPORT_NOTE,
+    tags,
+    auth: 'session',
+    permission: 'config:write',
+    scope: scopes.project,
+    params: s.idParams,
+    body: s.importBody,
+    responses: {
+      200: { description: 'What happened to each name', schema: s.importResultSchema },
+      403: error('Role may not'),
+      404: error('No such project'),
+      422: error('A malformed line, or too many variables'),
+    },
+    async handler(ctx) {
+      const scope = projectScope(ctx.scope.row as never);
+      ctx.body = await variables.importVariables(ctx.deps, ctx.actor, scope, ctx.input.body);
+    },
+  }),
+
+  // ---- environment --------------------------------------------------------------------------------
+  defineRoute({
+    method: 'get',
+    path: '/environments/{id}/variables',
+    operationId: 'listEnvironmentVariables',
+    summary: "The environment's effective variables: the project's, overridden by its own; each with its source",
+    description: SECRET_NOTE,
+    tags,
+    auth: 'session',
+    permission: 'config:read',
+    scope: scopes.environment,
+    params: s.idParams,
+    responses: {
+      200: { description: 'The effective set', schema: s.effectiveVariableListSchema },
+      403: error('Role may not'),
+      404: error('No such environment'),
+    },
+    async handler(ctx) {
+      const scope = environmentScope(ctx.scope.row as never);
+      ctx.body = { data: await variables.listEffective(ctx.deps, scope.environmentId!) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/environments/{id}/variables/{name}',
+    operationId: 'getEnvironmentVariable',
+    summary: 'One entry of the effective set, with its source',
+    description: SECRET_NOTE,
+    tags,
+    auth: 'session',
+    permission: 'config:read',
+    scope: scopes.environment,
+    params: s.nameParams,
+    responses: {
+      200: { description: 'The entry', schema: s.effectiveVariableSchema },
+      403: error('Role may not'),
+      404: error('No such environment or variable'),
+    },
+    async handler(ctx) {
+      const scope = environmentScope(ctx.scope.row as never);
+      ctx.body = await variables.getEffective(ctx.deps, scope.environmentId!, ctx.input.params.name);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/variables',
+    operationId: 'setEnvironmentVariable',
+    summary: "Creates (201) or replaces (200) the environment's own value of a variable",
+    description: `${SECRET_NOTE} It overrides the project's value of the same name. Rules as for project variables.`,
+    tags,
+    auth: 'session',
+    permission: 'config:write',
+    scope: scopes.environment,
+    params: s.idParams,
+    body: s.setVariableBody,
+    responses: {
+      200: { description: 'Replaced', schema: s.variableSchema },
+      201: { description: 'Created', schema: s.variableSchema },
+      403: error('Role may not'),
+      404: error('No such environment'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      const scope = environmentScope(ctx.scope.row as never);
+      const r = await variables.setVariable(ctx.deps, ctx.actor, scope, ctx.input.body);
+      ctx.status = r.created ? 201 : 200;
+      ctx.body = r.variable;
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/environments/{id}/variables/{name}',
+    operationId: 'deleteEnvironmentVariable',
+    summary: "Removes the environment's own value (the project's, if any, applies again)",
+    tags,
+    auth: 'session',
+    permission: 'config:write',
+    scope: scopes.environment,
+    params: s.nameParams,
+    responses: { 204: { description: 'Removed' }, 403: error('Role may not'), 404: error('No such environment, or it has no own value') },
+    async handler(ctx) {
+      const scope = environmentScope(ctx.scope.row as never);
+      await variables.deleteVariable(ctx.deps, ctx.actor, scope, ctx.input.params.name);
+      ctx.status = 204;
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/variables/import',
+    operationId: 'importEnvironmentVariables',
+    summary: 'Imports pasted .env text as the environment\'s own values, all or nothing',
+    description: IMPORT_NOTE,
+    tags,
+    auth: 'session',
+    permission: 'config:write',
+    scope: scopes.environment,
+    params: s.idParams,
+    body: s.importBody,
+    responses: {
+      200: { description: 'What happened to each name', schema: s.importResultSchema },
+      403: error('Role may not'),
+      404: error('No such environment'),
+      422: error('A malformed line, or too many variables'),
+    },
+    async handler(ctx) {
+      const scope = environmentScope(ctx.scope.row as never);
+      ctx.body = await variables.importVariables(ctx.deps, ctx.actor, scope, ctx.input.body);
+    },
+  }),
+] as RouteDef[];
+
+const applyRoutes: RouteDef[] = [
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/variables/apply',
+    operationId: 'applyEnvironmentVariables',
+    summary: "Restarts the environment's web processes with the current variables, without a build",
+    description: 'A `configuration`/`apply_variables` task; not refused while other tasks run. Fails when no release is live.',
+    tags,
+    auth: 'session',
+    permission: 'deploy',
+    scope: scopes.environment,
+    startsTask: true,
+    params: s.idParams,
+    responses: { 202: { description: 'The task', schema: taskSchema }, 403: error('Role may not'), 404: error('No such environment') },
+    async handler(ctx) {
+      ctx.status = 202;
+      ctx.body = presentTask(await applyToEnvironment(ctx.deps, ctx.actor, ctx.scope.row as never), { id: ctx.actor.user.id, name: ctx.actor.user.name });
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/projects/{id}/variables/apply',
+    operationId: 'applyProjectVariables',
+    summary: 'Applies the current variables to every environment of the project with a live release',
+    description: 'One `apply_variables` task for each environment with a live release (none: an empty list).',
+    tags,
+    auth: 'session',
+    permission: 'deploy',
+    scope: scopes.project,
+    startsTask: true,
+    params: s.idParams,
+    responses: {
+      202: { description: 'The tasks', schema: z.object({ data: z.array(taskSchema) }) },
+      403: error('Role may not'),
+      404: error('No such project'),
+    },
+    async handler(ctx) {
+      const tasks = await applyToProject(ctx.deps, ctx.actor, ctx.input.params.id);
+      ctx.status = 202;
+      ctx.body = { data: tasks.map((task) => presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name })) };
+    },
+  }),
+] as RouteDef[];
+
+routes.push(...applyRoutes);

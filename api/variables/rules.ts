@@ -1,0 +1,25 @@
+/** The variable rules of CONTRACT "Variables", shared by the request schemas and the `.env` reading. */
+export const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export const MAX_NAME_LENGTH = 128;
+export const MAX_VALUE_BYTES = 64 * 1024;
+export const MAX_PER_SCOPE = 500;
+
+/** Reserved: the platform sets them (PORT) or keeps them for itself (VC_*). */
+export function isReserved(name: string): boolean {
+  return name === 'PORT' || name.startsWith('VC_');
+}
+
+/** Why a name is refused, or null. */
+export function checkVariableName(name: string): string | null {
+  if (name.length > MAX_NAME_LENGTH) return `must be at most ${MAX_NAME_LENGTH} characters`;
+  if (!NAME_PATTERN.test(name)) return 'must be letters, digits and _, not starting with a digit';
+  if (isReserved(name)) return 'is reserved (PORT and names starting VC_ are set by the platform)';
+  return null;
+}
+
+/** Why a value is refused, or null. */
+export function checkVariableValue(value: string): string | null {
+  if (Buffer.byteLength(value) > MAX_VALUE_BYTES) return 'must be at most 64 KiB';
+  if (value.includes('\u0000')) return 'must not contain NUL characters';
+  return null;
+}

@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import { checkVariableName, checkVariableValue } from './rules';
+
+export const variableName = z.string().superRefine((name, ctx) => {
+  const fault = checkVariableName(name);
+  if (fault) ctx.addIssue({ code: 'custom', message: fault });
+});
+
+export const variableValue = z.string().superRefine((value, ctx) => {
+  const fault = checkVariableValue(value);
+  if (fault) ctx.addIssue({ code: 'custom', message: fault });
+});
+
+export const idParams = z.object({ id: z.uuid() });
+export const nameParams = z.object({ id: z.uuid(), name: z.string().min(1).max(128) });
+
+export const setVariableBody = z.strictObject({
+  name: variableName,
+  value: variableValue,
+  secret: z.boolean().optional().describe('Write-only: the value is never shown again. Omitted on a replace: kept as it was'),
+});
+
+/** Pasted `.env` text; the body limit (BODY_LIMIT_BYTES) bounds it. */
+const dotenvText = z.string().max(4 * 1024 * 1024, 'must be at most 4 MiB');
+export const parseBody = z.strictObject({ text: dotenvText });
+export const importBody = z.strictObject({
+  text: dotenvText,
+  secret: z.boolean().optional().describe('Marks every created or updated variable secret'),
+  overwrite: z.boolean().optional().describe('Replace existing names (default: skip them)'),
+});
+
+export const variableSchema = z.object({
+  name: z.string(),
+  value: z.string().nullable().describe('null for a secret'),
+  secret: z.boolean(),
+  updated_at: z.string(),
+});
+export const effectiveVariableSchema = variableSchema.extend({ source: z.enum(['project', 'environment']) });
+export const variableListSchema = z.object({ data: z.array(variableSchema) });
+export const effectiveVariableListSchema = z.object({ data: z.array(effectiveVariableSchema) });
+export const parsedSchema = z.object({ data: z.array(z.object({ name: z.string(), value: z.string(), line: z.number().int() })) });
+export const importResultSchema = z.object({
+  created: z.array(z.string()),
+  updated: z.array(z.string()),
+  unchanged: z.array(z.string()),
+  skipped: z.array(z.string()),
+});

@@ -1,0 +1,30 @@
+/**
+ * `edge_routes`: where each environment's web process answers, written by the supervisor (through the
+ * worker's publish hook) and read by the edge. The table's trigger announces each change on `vc_edge`.
+ */
+import type { Knex } from 'knex';
+import type { PublishedRoute } from '../../activities/provider/supervisor';
+
+export async function publishEdgeRoute(knex: Knex, envId: string, route: PublishedRoute | null): Promise<void> {
+  if (!route) {
+    await knex('edge_routes').where({ environment_id: envId }).delete();
+    return;
+  }
+  const env = await knex('environments').where({ id: envId }).first('id');
+  if (!env) return; // deleted meanwhile
+  const row =
+    route.kind === 'upstream'
+      ? { upstream_host: route.host, upstream_port: route.port, unavailable: null, release_id: route.releaseId }
+      : { upstream_host: null, upstream_port: null, unavailable: route.text, release_id: route.releaseId };
+  await knex('edge_routes')
+    .insert({ environment_id: envId, ...row, updated_at: knex.fn.now() })
+    .onConflict('environment_id')
+    .merge();
+}
+
+export interface EdgeRouteRow {
+  environment_id: string;
+  upstream_host: string | null;
+  upstream_port: number | null;
+  unavailable: string | null;
+}

@@ -1,0 +1,66 @@
+/**
+ * Variables as both sides need them: the API seals and opens them, the deploy activities read the merged
+ * set an environment's processes get. Values are sealed with the console's encryption key; the aad binds a
+ * sealed value to its scope and name.
+ */
+import type { Knex } from 'knex';
+import { open, seal } from '../../system/crypto';
+import type { Secrets } from '../../system/secrets';
+
+type Keys = Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>;
+
+export interface VariableScope {
+  projectId: string;
+  /** null: the project's own variables. */
+  environmentId: string | null;
+}
+
+export function variableAad(scope: VariableScope, name: string): string {
+  return `variable:${scope.projectId}:${scope.environmentId ?? '-'}:${name}`;
+}
+
+export function sealVariable(secrets: Keys, scope: VariableScope, name: string, value: string): string {
+  return seal(secrets, value, variableAad(scope, name));
+}
+
+export function openVariable(secrets: Keys, row: { project_id: string; environment_id: string | null; name: string; value_sealed: string }): string {
+  return open(secrets, row.value_sealed, variableAad({ projectId: row.project_id, environmentId: row.environment_id }, row.name));
+}
+
+export interface EffectiveVariable {
+  name: string;
+  value: string;
+  secret: boolean;
+  source: 'project' | 'environment';
+  updated_at: Date;
+}
+
+/** The set an environment's processes get: the project's variables, each overridden by the environment's own. */
+export async function effectiveVariables(knex: Knex, secrets: Keys, environmentId: string): Promise<EffectiveVariable[]> {
+  const env = await knex('environments').where({ id: environmentId }).first('project_id');
+  if (!env) return [];
+  const rows = await knex('variables')
+    .where({ project_id: env.project_id })
+    .andWhere((q) => q.whereNull('environment_id').orWhere('environment_id', environmentId))
+    .orderBy('name');
+  const byName = new Map<string, EffectiveVariable>();
+  for (const row of rows) {
+    const source = row.environment_id ? 'environment' : 'project';
+    if (source === 'project' && byName.has(row.name)) continue;
+    byName.set(row.name, { name: row.name, value: openVariable(secrets, row), secret: row.secret, source, updated_at: row.updated_at });
+  }
+  return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** What a process gets from the user's variables, and the secret values a task log must not show. */
+export async function processVariables(
+  knex: Knex,
+  secrets: Keys,
+  environmentId: string,
+): Promise<{ vars: Record<string, string>; secretValues: string[] }> {
+  const all = await effectiveVariables(knex, secrets, environmentId);
+  return {
+    vars: Object.fromEntries(all.map((v) => [v.name, v.value])),
+    secretValues: all.filter((v) => v.secret).map((v) => v.value),
+  };
+}

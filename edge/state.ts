@@ -1,0 +1,94 @@
+/**
+ * What the edge knows, read from PostgreSQL: the environments' public ports, where each one's web process
+ * answers (edge_routes, written by the supervisor), and the verified domains by hostname.
+ */
+import type { Knex } from 'knex';
+import { cidrMatcher, type CidrMatcher } from '../api/lib/cidr';
+
+/** The environment edge's rules, ready to check. */
+export interface EnvironmentRules {
+  /** null: everyone may connect. */
+  allowed: CidrMatcher | null;
+  password: { username: string; hash: string } | null;
+  stickiness: boolean;
+}
+
+export type EdgeRoute = { kind: 'upstream'; host: string; port: number } | { kind: 'unavailable'; text: string };
+
+/** The project edge's rules, ready to check. */
+export interface ProjectRules {
+  blocked: CidrMatcher | null;
+  /** Lower-cased substrings. */
+  agents: string[];
+  rateLimit: { requests: number; per_seconds: number } | null;
+  hsts: { max_age: number; include_subdomains: boolean; preload: boolean } | null;
+  compression: boolean;
+  maintenancePage: string | null;
+  errorPage: string | null;
+}
+
+export interface EdgeState {
+  /** environment id -> project id */
+  projectOf: Map<string, string>;
+  projectRules: Map<string, ProjectRules>;
+  envByPort: Map<number, string>;
+  routes: Map<string, EdgeRoute>;
+  domains: Map<string, string>;
+  /** Environments under maintenance, with their note. */
+  maintenance: Map<string, { note: string | null }>;
+  rules: Map<string, EnvironmentRules>;
+}
+
+function toRoute(row: { upstream_host: string | null; upstream_port: number | null; unavailable: string | null }): EdgeRoute {
+  if (row.upstream_host && row.upstream_port) return { kind: 'upstream', host: row.upstream_host, port: row.upstream_port };
+  return { kind: 'unavailable', text: row.unavailable ?? 'no release is live' };
+}
+
+export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
+  const [envs, routes, domains, edges, projectEdges] = await Promise.all([
+    knex('environments').select('id', 'port', 'project_id', 'maintenance_on', 'maintenance_note'),
+    knex('edge_routes').select('environment_id', 'upstream_host', 'upstream_port', 'unavailable'),
+    knex('domains').where({ status: 'verified' }).select('hostname', 'environment_id'),
+    knex('environment_edges').select('environment_id', 'allowed_addresses', 'password_username', 'password_hash', 'stickiness'),
+    knex('project_edges').select('*'),
+  ]);
+  const projectRules = new Map<string, ProjectRules>();
+  for (const p of projectEdges) {
+    projectRules.set(p.project_id, {
+      blocked: p.blocked_addresses.length ? cidrMatcher(p.blocked_addresses) : null,
+      agents: (p.blocked_user_agents as string[]).map((a) => a.toLowerCase()),
+      rateLimit: p.rate_limit,
+      hsts: p.hsts,
+      compression: p.compression,
+      maintenancePage: p.maintenance_page,
+      errorPage: p.error_page,
+    });
+  }
+  const rules = new Map<string, EnvironmentRules>();
+  for (const e of edges as Array<{ environment_id: string; allowed_addresses: string[]; password_username: string | null; password_hash: string | null; stickiness: boolean }>) {
+    rules.set(e.environment_id, {
+      allowed: e.allowed_addresses.length ? cidrMatcher(e.allowed_addresses) : null,
+      password: e.password_hash && e.password_username ? { username: e.password_username, hash: e.password_hash } : null,
+      stickiness: e.stickiness,
+    });
+  }
+  return {
+    envByPort: new Map(envs.map((e: { id: string; port: number }) => [e.port, e.id])),
+    routes: new Map(routes.map((r: { environment_id: string } & Parameters<typeof toRoute>[0]) => [r.environment_id, toRoute(r)])),
+    rules,
+    projectRules,
+    projectOf: new Map(envs.map((e: { id: string; project_id: string }) => [e.id, e.project_id])),
+    maintenance: new Map(
+      envs
+        .filter((e: { maintenance_on: boolean }) => e.maintenance_on)
+        .map((e: { id: string; maintenance_note: string | null }) => [e.id, { note: e.maintenance_note }]),
+    ),
+    domains: new Map(domains.map((d: { hostname: string; environment_id: string }) => [d.hostname, d.environment_id])),
+  };
+}
+
+/** One environment's route, read now (after a failed upstream, before the notification arrived). */
+export async function loadRoute(knex: Knex, envId: string): Promise<EdgeRoute | null> {
+  const row = await knex('edge_routes').where({ environment_id: envId }).first();
+  return row ? toRoute(row) : null;
+}

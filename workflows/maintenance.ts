@@ -1,0 +1,19 @@
+/** setMaintenance (`maintenance`/`maintenance_on` or `maintenance_off`): switches the edge's answer for the environment. */
+import { proxyActivities } from '@temporalio/workflow';
+import type { EnvironmentMaintenanceActivities } from '../activities/maintenance/environment';
+import { failure, runTask, type TaskWorkflowInput } from './task-runner';
+
+const acts = proxyActivities<EnvironmentMaintenanceActivities>({ startToCloseTimeout: '30s', retry: { initialInterval: '1s', maximumInterval: '10s' } });
+
+export async function setMaintenance(input: TaskWorkflowInput) {
+  return runTask(input, async ({ start }) => {
+    await start();
+    const environmentId = input.task.environment_id;
+    if (!environmentId) failure('the task names no environment');
+    const on = input.task.type === 'maintenance_on';
+    const note = typeof input.task.params.note === 'string' ? input.task.params.note : null;
+    const r = await acts.setEnvironmentMaintenance({ taskId: input.task.id, environmentId, on, note });
+    if (!r.ok) failure('the environment no longer exists');
+    return { maintenance: on };
+  });
+}

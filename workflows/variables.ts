@@ -1,0 +1,25 @@
+/**
+ * applyVariables (`configuration`/`apply_variables`): the environment's web process restarts with the
+ * current variables, without a build; whatever fails, the running process keeps serving.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { VariableActivities } from '../activities/variables';
+import { failure, runTask, type TaskWorkflowInput } from './task-runner';
+
+const acts = proxyActivities<VariableActivities>({
+  startToCloseTimeout: '3m',
+  heartbeatTimeout: '10s',
+  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },
+});
+
+export async function applyVariables(input: TaskWorkflowInput) {
+  return runTask(input, async ({ log, start }) => {
+    await start();
+    const environmentId = input.task.environment_id;
+    if (!environmentId) failure('the task names no environment');
+    await log('==> Restarting the web process with the current variables (no build)');
+    const r = await acts.restartWithVariables({ taskId: input.task.id, environmentId });
+    if (!r.ok) failure(r.message);
+    return { restarted: r.restarted, variables: r.variables };
+  });
+}
