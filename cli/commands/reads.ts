@@ -95,9 +95,9 @@ export function register(program: Command): void {
       const project = opts.project ? await resolveProject(ctx.client, String(opts.project), opts.team as string) : undefined;
       const env = opts.environment ? await resolveEnvironment(ctx.client, String(opts.environment)) : undefined;
       const page = await ctx.client.get<{ data: Task[]; next_before: string | null }>('/tasks', {
-        team_id: opts.team as string | undefined,
-        project_id: project?.id,
-        environment_id: env?.id,
+        team: opts.team as string | undefined,
+        project: project?.id,
+        environment: env?.id,
         kind: opts.kind as string | undefined,
         type: opts.type as string | undefined,
         limit: opts.limit as number | undefined,

@@ -87,7 +87,7 @@ describe('service deploy ENV --wait', () => {
 
 describe('service task ID --follow', () => {
   it('prints the log of an ended task and exits with its outcome', async () => {
-    const failed = (await w.api.get(`/tasks?environment_id=${w.environment.id}&type=deploy`)).body.data.find(
+    const failed = (await w.api.get(`/tasks?environment=${w.environment.id}&type=deploy`)).body.data.find(
       (x: { status: string }) => x.status === 'failed',
     );
     const res = await runCli(t, ['task', failed.id, '--follow'], asToken());
@@ -142,7 +142,7 @@ describe('reads', () => {
     expect(JSON.parse(projects.stdout).data.map((p: { id: string }) => p.id)).toEqual([w.project.id]);
     expect(JSON.parse(envs.stdout).data.map((e: { id: string }) => e.id)).toEqual([w.environment.id]);
     const page = JSON.parse(tasks.stdout);
-    expect(page).toEqual((await w.api.get(`/tasks?environment_id=${w.environment.id}&limit=3`)).body);
+    expect(page).toEqual((await w.api.get(`/tasks?environment=${w.environment.id}&limit=3`)).body);
     expect(JSON.parse(releases.stdout)).toEqual((await w.api.get(`/projects/${w.project.id}/releases`)).body);
     const one = await runCli(t, ['task', page.data[0].id, '--json'], env);
     expect(JSON.parse(one.stdout)).toEqual((await w.api.get(`/tasks/${page.data[0].id}`)).body);

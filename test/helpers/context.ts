@@ -68,7 +68,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     const smtp = opts.smtp ? await startSmtpServer() : undefined;
     // Below the kernel's ephemeral range (32768-60999): a port the edge must listen on is never a web
     // process's internal port (port 0) or a connection's local port.
-    const portBase = 21000 + Math.floor(Math.random() * 117) * 100;
+    const portBase = 21000 + Math.floor(Math.random() * 39) * 300;
     const config = loadConfig({
       PORT: '0',
       DATABASE_URL: withDatabase(admin, dbName),
@@ -77,7 +77,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       DATA_DIR: dataDir,
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       VC_CHECK_RESPONSES: '1',
-      ENVIRONMENT_PORTS: `${portBase}-${portBase + 99}`,
+      ENVIRONMENT_PORTS: `${portBase}-${portBase + 299}`,
       LOCAL_REPOSITORY_ROOTS: repositoriesDir(),
       SANDBOX_SHARED_DIRS: join(inject('runDir'), 'shared'),
       ...(smtp ? { SMTP_URL: smtp.url } : {}),

@@ -55,6 +55,15 @@ async function world() {
   const [ticket] = await t.deps.knex('tickets')
     .insert({ team_id: team.id, subject: 'help', body: 'please', category: 'other' })
     .returning('id');
+  const [destination] = await t.deps.knex('backup_destinations')
+    .insert({ team_id: team.id, name: 'dest', kind: 'local', settings: { path: '/nonexistent' } })
+    .returning('id');
+  const [snapshot] = await t.deps.knex('backups')
+    .insert({
+      team_id: team.id, project_id: project.id, environment_id: environment.id, destination_id: destination.id, status: 'available',
+      trigger: 'manual', object_key: 'x', key_fingerprint: 'x',
+    })
+    .returning('id');
   /** The id a scope kind (or another path parameter) names, in this world. */
   const ids: Record<string, string> = {
     team: team.id,
@@ -65,6 +74,8 @@ async function world() {
     membership: membership.id,
     domain: domain.id,
     server: server.id,
+    'backup destination': destination.id,
+    snapshot: snapshot.id,
     integration: integration.id,
     ticket: ticket.id,
     order,
