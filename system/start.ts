@@ -94,6 +94,7 @@ try {
   say(applied.length ? `Applied ${applied.length} migration(s).` : 'Database is up to date.');
 
   const env = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, DATA_DIR: config.dataDir };
+  const started = new Map<string, ChildProcess>();
   // The edge first (it serves the environments' ports and EDGE_PORT, needing only PostgreSQL), then the worker and the API.
   for (const [name, script] of [['edge', 'system/edge.ts'], ['worker', 'system/worker.ts'], ['api', 'system/api.ts']] as const) {
     say(`Starting the ${name} process...`);
@@ -105,10 +106,11 @@ try {
       }
     });
     children.push(child);
+    started.set(name, child);
   }
   await waitForApi(`http://127.0.0.1:${config.port}/api/vc/v1/health`);
   say('Waiting for the worker to be ready (schedules, environments restored)...');
-  await waitForWorker(knex, workerIdentity(children[0].pid));
+  await waitForWorker(knex, workerIdentity(started.get('worker')!.pid));
   await knex.destroy();
   const mail = config.smtpUrl ? describeSmtpUrl(config.smtpUrl) : `.eml files under ${join(config.dataDir, 'mail')}`;
   console.log(

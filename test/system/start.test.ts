@@ -12,6 +12,7 @@ const root = path.resolve(__dirname, '../..');
 describe('npm start (system/start.ts)', () => {
   it('says "Hosting Console is running" only once its worker is ready, and then /health is ok', async () => {
     const port = await freePort();
+    const edgePort = await freePort();
     const child = spawn(process.execPath, ['--import', 'tsx', 'system/start.ts'], {
       cwd: root,
       detached: true,
@@ -23,6 +24,7 @@ describe('npm start (system/start.ts)', () => {
         TEMPORAL_TASK_QUEUE: `${t.config.taskQueue}-start`,
         DATA_DIR: mkdtempSync(path.join(t.dataDir, 'start-')),
         PORT: String(port),
+        EDGE_PORT: String(edgePort),
         HOST: '127.0.0.1',
         BASE_URL: `http://127.0.0.1:${port}`,
         LOG_LEVEL: 'silent',
