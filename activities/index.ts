@@ -5,6 +5,7 @@ import { configureSandbox, prepareHost, sandboxMode } from './provider/sandbox';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createTaskActivities } from './tasks';
 import { createDataActivities } from './data';
+import { tenantServicesPort } from './data/pg-server';
 import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';
@@ -24,7 +25,9 @@ export interface ActivitySet {
 export async function createActivities(deps: Deps): Promise<ActivitySet> {
   // The local provider: this worker process owns the environments' proxies and web processes, each
   // environment's code in its own sandbox (a loud warning, once, where this host cannot isolate fully).
-  configureSandbox({ sharedDirs: deps.config.sandboxSharedDirs });
+  const services = await tenantServicesPort(deps.config);
+  if (services.reason) deps.logger.warn(services.reason);
+  configureSandbox({ sharedDirs: deps.config.sandboxSharedDirs, servicesPort: services.port });
   const isolation = sandboxMode((m) => deps.logger.warn(m));
   if (isolation.mode === 'namespaces') deps.logger.info(`tenant isolation: ${isolation.reason}`);
   const supervisor = new Supervisor({ dataDir: deps.config.dataDir, listenHost: deps.config.environmentBind });

@@ -4,8 +4,11 @@
  * firewall for all of them (nft tables `inet vc_sandbox` and `ip vc_sandbox_nat`): from a veth nothing reaches
  * the host itself (its loopback services, its other addresses), another environment, or a private,
  * link-local or loopback address, except the IPv4 resolvers of /etc/resolv.conf on port 53; everything else
- * is masqueraded out. Inside, TCP arriving on eth0 goes to 127.0.0.1 (route_localnet), so a web process
- * bound to 127.0.0.1 or to every address is reached at `<env address>:PORT`. Everything is idempotent.
+ * is masqueraded out. The one host port an environment does reach is the database services server's (when
+ * it listens on the host's loopback): TCP to its gateway (the host side of its veth) on that port is DNATed
+ * to 127.0.0.1 (route_localnet on the host-side veth); that server demands a password (data/pg-server.ts).
+ * Inside, TCP arriving on eth0 goes to 127.0.0.1 (route_localnet), so a web process bound to 127.0.0.1 or to
+ * every address is reached at `<env address>:PORT`. Everything is idempotent.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -14,7 +17,8 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 const NETWORK_BASE = (10 << 24) | (200 << 16); // 10.200.0.0/14: a /30 for each port 0-65535
-const NETWORK_CIDR = '10.200.0.0/14';
+/** Every environment's addresses: a services server's pg_hba.conf lets these in (with a password). */
+export const NETWORK_CIDR = '10.200.0.0/14';
 const PRIVATE_RANGES = [
   '0.0.0.0/8',
   '10.0.0.0/8',
@@ -41,11 +45,19 @@ export function vethName(port: number): string {
 }
 
 let hostNetwork: Promise<void> | null = null;
+let servicesPort: number | null = null;
+
+/** The loopback port of the services server environments may reach at their gateway (null: none). */
+export function setServicesPort(port: number | null): void {
+  if (port !== servicesPort) hostNetwork = null;
+  servicesPort = port;
+}
 
 /** ip_forward, and the nft tables every environment's veth is filtered and masqueraded by (atomic, idempotent). */
 export function ensureHostNetwork(): Promise<void> {
   hostNetwork ??= (async () => {
     const resolvers = readResolvers();
+    const services = servicesPort;
     const rules = `
 table inet vc_sandbox {}
 flush table inet vc_sandbox
@@ -53,7 +65,7 @@ table inet vc_sandbox {
   chain input {
     type filter hook input priority filter - 10; policy accept;
     iifname "vch*" ct state established,related accept
-    iifname "vch*" drop
+${services ? `    iifname "vch*" ip daddr 127.0.0.1 tcp dport ${services} ct status dnat accept\n` : ''}    iifname "vch*" drop
   }
   chain forward {
     type filter hook forward priority filter - 10; policy accept;
@@ -69,6 +81,9 @@ ${resolvers.length ? `    iifname "vch*" ip daddr { ${resolvers.join(', ')} } me
 table ip vc_sandbox_nat {}
 flush table ip vc_sandbox_nat
 table ip vc_sandbox_nat {
+  chain prerouting {
+    type nat hook prerouting priority dstnat; policy accept;
+${services ? `    iifname "vch*" ip daddr ${NETWORK_CIDR} tcp dport ${services} dnat to 127.0.0.1\n` : ''}  }
   chain postrouting {
     type nat hook postrouting priority srcnat; policy accept;
     ip saddr ${NETWORK_CIDR} oifname != "vch*" masquerade
@@ -122,7 +137,18 @@ async function networkReady(port: number): Promise<boolean> {
   if (!existsSync(`/run/netns/${ns}`)) return false;
   const outside = await run('ip', ['-4', '-o', 'addr', 'show', 'dev', vethName(port)]).catch(() => null);
   const inside = await run('ip', ['-n', ns, '-4', '-o', 'addr', 'show', 'dev', 'eth0']).catch(() => null);
-  return Boolean(outside?.stdout.includes(`${host}/30`) && inside?.stdout.includes(`${env}/30`));
+  return Boolean(
+    outside?.stdout.includes(`${host}/30`) && inside?.stdout.includes(`${env}/30`) && routeLocalnet(vethName(port)),
+  );
+}
+
+/** The host-side veth lets DNATed packets to 127.0.0.1 (the services server) in, and their replies out. */
+function routeLocalnet(veth: string): boolean {
+  try {
+    return readFileSync(`/proc/sys/net/ipv4/conf/${veth}/route_localnet`, 'utf8').trim() === '1';
+  } catch {
+    return false;
+  }
 }
 
 async function createNetwork(port: number): Promise<void> {
@@ -132,6 +158,7 @@ async function createNetwork(port: number): Promise<void> {
   await ip(['netns', 'add', ns]);
   await ip(['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
   await run('sysctl', ['-qw', `net.ipv6.conf.${veth}.disable_ipv6=1`]).catch(() => undefined);
+  await run('sysctl', ['-qw', `net.ipv4.conf.${veth}.route_localnet=1`]);
   await ip(['addr', 'add', `${host}/30`, 'dev', veth]);
   await ip(['link', 'set', veth, 'up']);
   const inNs = (file: string, args: string[]) => run('nsenter', [`--net=/run/netns/${ns}`, '--', file, ...args]);
