@@ -5,7 +5,9 @@
  * to the console's PostgreSQL (TCP and unix socket), Redis, API and Temporal, to the host's other addresses and
  * to another environment's web process. Each probe prints a LEAK (or OPEN) line only when it succeeds; the
  * tests assert that none appears while each probe's CLOSED line (it ran) does, and that the host's name
- * servers (what an environment needs outside) stay reachable.
+ * servers and the database services server at its gateway (what an environment needs) stay reachable. That
+ * server answers, but refuses a login without the password, with a wrong superuser password, or as another
+ * environment's role (REFUSED lines: the server said so).
  */
 import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
@@ -14,6 +16,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServiceDatabase, dropServiceDatabase } from '../../../activities/data/pg-server';
 import { environmentDir, environmentHome, jailAddresses, sandboxMode, tenantUid } from '../../../activities/provider/sandbox';
 import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
@@ -68,6 +71,10 @@ http.createServer((req, res) => {
 }).listen(Number(process.env.PORT));
 `;
 
+/** The PostgreSQL logins the attacker tries at the services server: each must be refused by the server. */
+let logins: Record<string, string> = {};
+const otherService = { database: `vc_iso_${process.pid}`, role: `vc_iso_${process.pid}`, password: `pw-${Date.now()}` };
+
 function attackScript(v: Record<string, string>, targets: string[]): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   return `#!/bin/sh
@@ -88,6 +95,13 @@ echo x > ${q(hostTmpFile)} 2>/dev/null
 echo x > ${q(hostUsrFile)} 2>/dev/null && say LEAK-rootfs
 echo mine > "$HOME/own-$L" && say WROTE-home
 node probe.js "$L" ${targets.map(q).join(' ')}
+pgtry() {
+  out=$(env -u PGPASSWORD PGCONNECT_TIMEOUT=5 psql -w "$2" -c 'select 1' 2>&1) && say LEAK-pg-$1
+  echo "$out" | grep -Eq 'password authentication failed|no password supplied' && say REFUSED-pg-$1
+}
+${Object.entries(logins)
+  .map(([name, conninfo]) => `pgtry ${name} ${q(conninfo)}`)
+  .join('\n')}
 say DONE
 `;
 }
@@ -150,6 +164,20 @@ beforeAll(async () => {
   ];
   const resolver = /^\s*nameserver\s+(\d+\.\d+\.\d+\.\d+)\s*$/m.exec(readFileSync('/etc/resolv.conf', 'utf8'))?.[1];
   allowed = resolver && !resolver.startsWith('127.') ? [`resolver=${resolver}:53`] : [];
+  // The database services server (password auth), at the gateway: it answers, and refuses these logins.
+  const services = new URL(t.config.servicesDatabaseUrl!);
+  await createServiceDatabase(t.config, otherService);
+  if (namespaces) {
+    targets.push(`gatewaypg=${gateway}:${pg.port || 5432}`);
+    allowed.push(`services=${gateway}:${services.port}`);
+    const at = `host=${gateway} port=${services.port}`;
+    logins = {
+      nopassword: `${at} user=postgres dbname=postgres`,
+      wrongsuper: `${at} user=postgres password=wrong-${Date.now()} dbname=postgres`,
+      otherrole: `${at} user=${otherService.role} dbname=${otherService.database}`,
+      otherrolewrong: `${at} user=${otherService.role} password=wrong dbname=${otherService.database}`,
+    };
+  }
   const release = v.result.release_id as string;
   const files = {
     secrets: path.join(t.dataDir, 'secrets', 'token-hmac-key.json'),
@@ -177,6 +205,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopChildren(children);
   hostService?.close();
+  await dropServiceDatabase(t.config, otherService).catch(() => undefined);
   rmSync(hostTmpFile, { force: true });
   rmSync(hostUsrFile, { force: true });
 });
@@ -187,6 +216,7 @@ function expectContained(output: string, label: 'build' | 'deploy' | 'web') {
   expect(lines.filter((l) => l.includes('LEAK-')), output).toEqual([]);
   for (const target of targets) expect(lines).toContain(`${label}:CLOSED-${target.split('=')[0]}`);
   for (const target of allowed) expect(lines).toContain(`${label}:OPEN-${target.split('=')[0]}`);
+  for (const name of Object.keys(logins)) expect(lines, output).toContain(`${label}:REFUSED-pg-${name}`);
   expect(lines).toContain(`${label}:UID=${tenantUid(attacker.environment.port)}`);
   expect(lines).toContain(`${label}:HOME=${environmentHome(t.dataDir, attacker.environment.id)}`);
   expect(lines).toContain(`${label}:WROTE-home`);
