@@ -134,6 +134,9 @@ export async function createServiceDatabase(
     if (!hasDb.rowCount) await c.query(`CREATE DATABASE ${ident(login.database)} OWNER ${role}`);
     await c.query(`REVOKE ALL ON DATABASE ${ident(login.database)} FROM PUBLIC`);
     await c.query(`GRANT ALL ON DATABASE ${ident(login.database)} TO ${role}`);
+    // Tenants reach this server: the admin URL's database (the console's own, with the embedded server)
+    // is not theirs to open either (superusers and its owner still can).
+    await c.query(`DO $$ BEGIN EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', current_database()); END $$`);
   });
 }
 

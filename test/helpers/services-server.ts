@@ -8,7 +8,10 @@ import { allowSandboxes } from '../../system/embedded-postgres';
  * generated superuser password and scram-sha-256 for every connection (no trust line), because sandboxed
  * environments reach its port. The console's own databases stay on TEST_DATABASE_URL, which they never reach.
  */
-export async function startServicesServer(runDir: string, port: number): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function startServicesServer(
+  runDir: string,
+  port: number,
+): Promise<{ url: string; stop: () => Promise<void> }> {
   const password = randomBytes(18).toString('hex');
   const databaseDir = join(runDir, 'services-pg');
   const server = new EmbeddedPostgres({

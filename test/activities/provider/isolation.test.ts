@@ -15,6 +15,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceDatabase, dropServiceDatabase } from '../../../activities/data/pg-server';
 import { environmentDir, environmentHome, jailAddresses, sandboxMode, tenantUid } from '../../../activities/provider/sandbox';
@@ -254,5 +255,15 @@ describe('the sandbox of an environment', () => {
     expect(st).toBe(`${tenantUid(attacker.environment.port)} 700`);
     expect(execFileSync('stat', ['-c', '%a', path.join(t.dataDir, 'secrets')], { encoding: 'utf8' }).trim()).toBe('700');
     expect(execFileSync('stat', ['-c', '%a', path.join(environmentDir(t.dataDir, victim.environment.id), 'web.log')], { encoding: 'utf8' }).trim()).toBe('600');
+  });
+
+  it("lets a service's role open its own database on the services server, not the server's admin database", async () => {
+    const services = new URL(t.config.servicesDatabaseUrl!);
+    const login = (database: string) =>
+      new pg.Client({ host: services.hostname, port: Number(services.port), user: otherService.role, password: otherService.password, database });
+    const own = login(otherService.database);
+    await own.connect();
+    await own.end();
+    await expect(login(services.pathname.slice(1)).connect()).rejects.toMatchObject({ code: '42501' });
   });
 });
