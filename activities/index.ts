@@ -27,7 +27,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
   // environment's code in its own sandbox (a loud warning, once, where this host cannot isolate fully).
   const services = await tenantServicesPort(deps.config);
   if (services.reason) deps.logger.warn(services.reason);
-  configureSandbox({ sharedDirs: deps.config.sandboxSharedDirs, servicesPort: services.port });
+  configureSandbox({ sharedDirs: deps.config.sandboxSharedDirs, servicesPort: services.port, trustingPort: services.trusting });
   const isolation = sandboxMode((m) => deps.logger.warn(m));
   if (isolation.mode === 'namespaces') deps.logger.info(`tenant isolation: ${isolation.reason}`);
   const supervisor = new Supervisor({ dataDir: deps.config.dataDir, listenHost: deps.config.environmentBind });

@@ -65,7 +65,7 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
  */
 export async function tenantServicesPort(
   config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
-): Promise<{ port: number | null; reason?: string }> {
+): Promise<{ port: number | null; trusting?: number; reason?: string }> {
   let admin: URL;
   try {
     admin = new URL(servicesAdminUrl(config));
@@ -85,7 +85,7 @@ export async function tenantServicesPort(
   try {
     await probe.connect();
     await probe.end().catch(() => undefined);
-    return { port: null, reason: `the services server 127.0.0.1:${port} accepts a wrong password (trust auth): sandboxed environments cannot reach it` };
+    return { port: null, trusting: port, reason: `the services server 127.0.0.1:${port} accepts a wrong password (trust auth): sandboxed environments cannot reach it` };
   } catch (err) {
     if ((err as { code?: string }).code === '28P01') return { port };
     return { port: null, reason: `the services server 127.0.0.1:${port} did not answer as expected: ${(err as Error).message}` };

@@ -45,19 +45,28 @@ export function vethName(port: number): string {
 }
 
 let hostNetwork: Promise<void> | null = null;
-let servicesPort: number | null = null;
+let servicesPorts: { open: number | null; close: number | null } = { open: null, close: null };
 
-/** The loopback port of the services server environments may reach at their gateway (null: none). */
-export function setServicesPort(port: number | null): void {
-  if (port !== servicesPort) hostNetwork = null;
-  servicesPort = port;
+/**
+ * The loopback port of the services server environments may reach at their gateway (`open`), and one that
+ * must not be (`close`: a server found to trust without a password). The ports are elements of a set in a
+ * table of its own, `ip vc_services`, never flushed, so workers of one host (test files) do not close each
+ * other's; `closeServicesPort` takes one out when its server goes away.
+ */
+export function setServicesPorts(ports: { open: number | null; close: number | null }): void {
+  if (ports.open !== servicesPorts.open || ports.close !== servicesPorts.close) hostNetwork = null;
+  servicesPorts = ports;
+}
+
+/** Takes a services port out of the set (its server stopped: the port may be reused by anything). */
+export async function closeServicesPort(port: number): Promise<void> {
+  await nft(`${SERVICES_TABLE}add element ip vc_services ports { ${port} }\ndelete element ip vc_services ports { ${port} }\n`);
 }
 
 /** ip_forward, and the nft tables every environment's veth is filtered and masqueraded by (atomic, idempotent). */
 export function ensureHostNetwork(): Promise<void> {
   hostNetwork ??= (async () => {
     const resolvers = readResolvers();
-    const services = servicesPort;
     const rules = `
 table inet vc_sandbox {}
 flush table inet vc_sandbox
@@ -65,7 +74,8 @@ table inet vc_sandbox {
   chain input {
     type filter hook input priority filter - 10; policy accept;
     iifname "vch*" ct state established,related accept
-${services ? `    iifname "vch*" ip daddr 127.0.0.1 tcp dport ${services} ct status dnat accept\n` : ''}    iifname "vch*" drop
+    iifname "vch*" ip daddr 127.0.0.1 ct status dnat accept
+    iifname "vch*" drop
   }
   chain forward {
     type filter hook forward priority filter - 10; policy accept;
@@ -81,9 +91,6 @@ ${resolvers.length ? `    iifname "vch*" ip daddr { ${resolvers.join(', ')} } me
 table ip vc_sandbox_nat {}
 flush table ip vc_sandbox_nat
 table ip vc_sandbox_nat {
-  chain prerouting {
-    type nat hook prerouting priority dstnat; policy accept;
-${services ? `    iifname "vch*" ip daddr ${NETWORK_CIDR} tcp dport ${services} dnat to 127.0.0.1\n` : ''}  }
   chain postrouting {
     type nat hook postrouting priority srcnat; policy accept;
     ip saddr ${NETWORK_CIDR} oifname != "vch*" masquerade
@@ -91,12 +98,28 @@ ${services ? `    iifname "vch*" ip daddr ${NETWORK_CIDR} tcp dport ${services} 
 }
 `;
     await nft(rules);
+    await nft(servicesRules(servicesPorts));
     await run('sysctl', ['-qw', 'net.ipv4.ip_forward=1']);
   })();
   hostNetwork.catch(() => {
     hostNetwork = null;
   });
   return hostNetwork;
+}
+
+/** The only DNAT from a veth to the host's loopback (the input chain lets exactly those in): the services ports. */
+const SERVICES_TABLE = `add table ip vc_services
+add set ip vc_services ports { type inet_service; }
+add chain ip vc_services prerouting { type nat hook prerouting priority dstnat; policy accept; }
+flush chain ip vc_services prerouting
+add rule ip vc_services prerouting iifname "vch*" ip daddr ${NETWORK_CIDR} tcp dport @ports dnat to 127.0.0.1
+`;
+
+function servicesRules(ports: { open: number | null; close: number | null }): string {
+  let rules = SERVICES_TABLE;
+  if (ports.close) rules += `add element ip vc_services ports { ${ports.close} }\ndelete element ip vc_services ports { ${ports.close} }\n`;
+  if (ports.open) rules += `add element ip vc_services ports { ${ports.open} }\n`;
+  return rules;
 }
 
 /** The IPv4 name servers of /etc/resolv.conf: an environment may ask them (port 53), nothing else private. */

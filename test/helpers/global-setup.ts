@@ -9,6 +9,7 @@ import { createKnex } from '../../db/knex';
 import { migrateLatest } from '../../db/migrate';
 import { freePort } from './ports';
 import { startServicesServer } from './services-server';
+import { closeServicesPort } from '../../activities/provider/sandbox';
 // @ts-expect-error plain JS module shared with scripts/bootstrap.mjs
 import { ensureTemporalCli } from '../../scripts/temporal-cli.mjs';
 
@@ -66,6 +67,8 @@ export async function setup(project: TestProject) {
 export async function teardown() {
   await server?.stop();
   await services?.stop().catch(() => undefined);
+  // Its port is free again: no sandbox may reach whatever listens there next.
+  if (services) await closeServicesPort(Number(new URL(services.url).port)).catch(() => undefined);
   if (templateDatabase) await dropDatabase(ADMIN_DATABASE_URL, templateDatabase).catch(() => undefined);
   if (runDir) rmSync(runDir, { recursive: true, force: true });
 }

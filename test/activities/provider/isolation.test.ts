@@ -97,8 +97,8 @@ echo x > ${q(hostUsrFile)} 2>/dev/null && say LEAK-rootfs
 echo mine > "$HOME/own-$L" && say WROTE-home
 node probe.js "$L" ${targets.map(q).join(' ')}
 pgtry() {
-  out=$(env -u PGPASSWORD PGCONNECT_TIMEOUT=5 psql -w "$2" -c 'select 1' 2>&1) && say LEAK-pg-$1
-  echo "$out" | grep -Eq 'password authentication failed|no password supplied' && say REFUSED-pg-$1
+  out=$(env -u PGPASSWORD PGCONNECT_TIMEOUT=10 psql -w "$2" -c 'select 1' 2>&1) && say LEAK-pg-$1
+  echo "$out" | grep -Eq 'password authentication failed|no password supplied' && say REFUSED-pg-$1 || echo "$L:pg-$1: $out"
 }
 ${Object.entries(logins)
   .map(([name, conninfo]) => `pgtry ${name} ${q(conninfo)}`)
