@@ -59,6 +59,12 @@ export function serviceVariables(
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
+/** Whether the services server listens on this host's loopback (sandboxes then reach it at their gateway). */
+export function servicesOnLoopback(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>): boolean {
+  const url = config.servicesDatabaseUrl ?? config.databaseUrl;
+  return Boolean(url && LOOPBACK.has(new URL(url).hostname));
+}
+
 /**
  * The services server's port when it listens on this host's loopback and demands a password (a wrong one
  * is refused): the one host port sandboxed environments may reach. Else null (nothing is opened), with why.
