@@ -10,6 +10,7 @@ import { createDomainActivities } from './domains';
 import { createEnvironmentMaintenanceActivities } from './maintenance/environment';
 import { open, seal } from '../system/crypto';
 import { publishEdgeRoute } from '../db/queries/edge-routes';
+import { tenantServicesPort } from './data/pg-server';
 import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';
@@ -29,7 +30,9 @@ export interface ActivitySet {
 export async function createActivities(deps: Deps): Promise<ActivitySet> {
   // The local provider: this worker process owns the environments' proxies and web processes, each
   // environment's code in its own sandbox (a loud warning, once, where this host cannot isolate fully).
-  configureSandbox({ sharedDirs: deps.config.sandboxSharedDirs });
+  const services = await tenantServicesPort(deps.config);
+  if (services.reason) deps.logger.warn(services.reason);
+  configureSandbox({ sharedDirs: deps.config.sandboxSharedDirs, servicesPort: services.port, trustingPort: services.trusting });
   const isolation = sandboxMode((m) => deps.logger.warn(m));
   if (isolation.mode === 'namespaces') deps.logger.info(`tenant isolation: ${isolation.reason}`);
   const supervisor = new Supervisor({

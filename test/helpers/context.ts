@@ -80,6 +80,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       ENVIRONMENT_PORTS: `${portBase}-${portBase + 299}`,
       LOCAL_REPOSITORY_ROOTS: repositoriesDir(),
       SANDBOX_SHARED_DIRS: join(inject('runDir'), 'shared'),
+      SERVICES_DATABASE_URL: inject('servicesDatabaseUrl'),
       ...(smtp ? { SMTP_URL: smtp.url } : {}),
       ...(opts.env ?? {}),
     });

@@ -8,6 +8,8 @@ import { createDatabase, dropDatabase, withDatabase } from '../../db/database';
 import { createKnex } from '../../db/knex';
 import { migrateLatest } from '../../db/migrate';
 import { freePort } from './ports';
+import { startServicesServer } from './services-server';
+import { closeServicesPort } from '../../activities/provider/sandbox';
 // @ts-expect-error plain JS module shared with scripts/bootstrap.mjs
 import { ensureTemporalCli } from '../../scripts/temporal-cli.mjs';
 
@@ -18,6 +20,8 @@ declare module 'vitest' {
     temporalAddress: string;
     templateDatabase: string;
     adminDatabaseUrl: string;
+    /** Superuser URL of the password-auth server database services live on (SERVICES_DATABASE_URL). */
+    servicesDatabaseUrl: string;
     workflowBundlePath: string;
     runDir: string;
   }
@@ -26,8 +30,12 @@ declare module 'vitest' {
 let server: DevServer | undefined;
 let templateDatabase: string | undefined;
 let runDir: string | undefined;
+let services: Awaited<ReturnType<typeof startServicesServer>> | undefined;
 
-/** One real Temporal dev server per run, one migrated template database, one workflow bundle. */
+/**
+ * One real Temporal dev server per run, one migrated template database, one workflow bundle, and one
+ * password-auth PostgreSQL for the environments' database services (sandboxes reach it, never 5432).
+ */
 export async function setup(project: TestProject) {
   runDir = mkdtempSync(join(tmpdir(), 'vc-test-'));
   // Traversable: the sandboxed environments' uids reach their own directories under the files' DATA_DIRs.
@@ -35,10 +43,8 @@ export async function setup(project: TestProject) {
   // Seen read-only by every sandbox (SANDBOX_SHARED_DIRS of the tests): the build gates live there.
   mkdirSync(join(runDir, 'shared'), { mode: 0o755 });
   const cli = ensureTemporalCli((m: string) => console.log(m));
-  const [port, bundle] = await Promise.all([
-    freePort(),
-    bundleWorkflows(),
-  ]);
+  const [port, bundle, servicesPort] = await Promise.all([freePort(), bundleWorkflows(), freePort()]);
+  services = await startServicesServer(runDir, servicesPort);
   server = await startTemporalDevServer({ cliPath: cli, dataDir: runDir, port, namespace: 'default', headless: true });
   templateDatabase = `vc_tpl_${process.pid}_${Date.now().toString(36)}`;
   await createDatabase(ADMIN_DATABASE_URL, templateDatabase);
@@ -53,12 +59,16 @@ export async function setup(project: TestProject) {
   project.provide('temporalAddress', server.address);
   project.provide('templateDatabase', templateDatabase);
   project.provide('adminDatabaseUrl', ADMIN_DATABASE_URL);
+  project.provide('servicesDatabaseUrl', services.url);
   project.provide('workflowBundlePath', workflowBundlePath);
   project.provide('runDir', runDir);
 }
 
 export async function teardown() {
   await server?.stop();
+  await services?.stop().catch(() => undefined);
+  // Its port is free again: no sandbox may reach whatever listens there next.
+  if (services) await closeServicesPort(Number(new URL(services.url).port)).catch(() => undefined);
   if (templateDatabase) await dropDatabase(ADMIN_DATABASE_URL, templateDatabase).catch(() => undefined);
   if (runDir) rmSync(runDir, { recursive: true, force: true });
 }

@@ -61,6 +61,7 @@ export function spawnSystemProcess(t: TestContext, script: 'system/worker.ts' | 
       LOCAL_REPOSITORY_ROOTS: t.config.localRepositoryRoots.join(','),
       OUTBOUND_ALLOWED_HOSTS: t.config.outboundAllowedHosts.join(','),
       SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
+      SERVICES_DATABASE_URL: t.config.servicesDatabaseUrl ?? '',
       LOG_LEVEL: 'silent',
       REMINDER_SCHEDULE: 'off',
       VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),

