@@ -32,14 +32,21 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
   // environment's code in its own sandbox (a loud warning, once, where this host cannot isolate fully).
   const services = await tenantServicesPort(deps.config);
   if (services.reason) deps.logger.warn(services.reason);
-  configureSandbox({ sharedDirs: deps.config.sandboxSharedDirs, servicesPort: services.port, trustingPort: services.trusting });
+  configureSandbox({
+    sharedDirs: deps.config.sandboxSharedDirs,
+    servicesPort: services.port,
+    trustingPort: services.trusting,
+  });
   const isolation = sandboxMode((m) => deps.logger.warn(m));
   if (isolation.mode === 'namespaces') deps.logger.info(`tenant isolation: ${isolation.reason}`);
   const supervisor = new Supervisor({
     dataDir: deps.config.dataDir,
     listenHost: deps.config.environmentBind,
     // current.json keeps the web processes' variables: sealed, like every value at rest
-    protectEnv: { seal: (text) => seal(deps.secrets, text, 'supervisor-env'), open: (sealed) => open(deps.secrets, sealed, 'supervisor-env') },
+    protectEnv: {
+      seal: (text) => seal(deps.secrets, text, 'supervisor-env'),
+      open: (sealed) => open(deps.secrets, sealed, 'supervisor-env'),
+    },
     // The edge (system/edge.ts, its own process) serves the environments' ports from what is published here,
     // so serving goes on while this worker is down or restarting.
     proxies: false,
@@ -65,7 +72,8 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     async onWorkerStart() {
       await prepareHost(deps.config.dataDir);
       const restored = await supervisor.restoreAll();
-      for (const r of restored.filter((x) => !x.ok)) deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
+      for (const r of restored.filter((x) => !x.ok))
+        deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
       sampler = startResourceSampler(deps, supervisor, { intervalSeconds: deps.config.resourceSampleSeconds });
     },
     async onWorkerStop() {

@@ -25,7 +25,9 @@ function metricsEndpoint(token: string | undefined): Koa.Middleware {
       : LOOPBACK.has(ctx.socket.remoteAddress ?? '');
     if (!allowed) {
       ctx.status = 403;
-      ctx.body = { error: { code: 'forbidden', message: 'Metrics are served to loopback clients, or with METRICS_TOKEN' } };
+      ctx.body = {
+        error: { code: 'forbidden', message: 'Metrics are served to loopback clients, or with METRICS_TOKEN' },
+      };
       return;
     }
     ctx.type = registry.contentType;

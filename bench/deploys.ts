@@ -38,7 +38,10 @@ export async function run(): Promise<void> {
   const portBase = 31000 + Math.floor(Math.random() * 200) * 100;
   // The repository lives outside DATA_DIR, under a directory listed in LOCAL_REPOSITORY_ROOTS.
   const reposDir = mkdtempSync(path.join(os.tmpdir(), 'vc-bench-repos-'));
-  const sys = await startBenchSystem('deploys', { ENVIRONMENT_PORTS: `${portBase}-${portBase + 99}`, LOCAL_REPOSITORY_ROOTS: reposDir });
+  const sys = await startBenchSystem('deploys', {
+    ENVIRONMENT_PORTS: `${portBase}-${portBase + 99}`,
+    LOCAL_REPOSITORY_ROOTS: reposDir,
+  });
   const { deps } = sys;
   const { knex } = deps;
   let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
@@ -49,7 +52,15 @@ export async function run(): Promise<void> {
     repo.commit('v1');
     const { user, team, project, token } = await seedDeveloperWithToken(sys, repo.dir);
     const envs = await knex('environments')
-      .insert(Array.from({ length: 2 * DEPLOYS + 1 }, (_, i) => ({ team_id: team.id, project_id: project.id, name: `env-${i}`, git_ref: 'main', port: portBase + i })))
+      .insert(
+        Array.from({ length: 2 * DEPLOYS + 1 }, (_, i) => ({
+          team_id: team.id,
+          project_id: project.id,
+          name: `env-${i}`,
+          git_ref: 'main',
+          port: portBase + i,
+        })),
+      )
       .returning(['id', 'name', 'git_ref', 'port']);
     const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const post = async (p: string, body: unknown = {}, apiUrl = sys.apiUrl) => {
@@ -60,15 +71,25 @@ export async function run(): Promise<void> {
     };
 
     // ---- (a) POST deploy against a bare workflow start ----------------------------------------------
-    console.log(`[bench] deploys: (a) ${DEPLOYS} POST /environments/{id}/deploy against ${DEPLOYS} bare workflow starts...`);
+    console.log(
+      `[bench] deploys: (a) ${DEPLOYS} POST /environments/{id}/deploy against ${DEPLOYS} bare workflow starts...`,
+    );
     const bareStart = async (i: number) => {
       const taskId = randomUUID();
       const env = envs[i];
       const workflowId = `bench-bare-${i}-${taskId}`;
       const input: DeployWorkflowInput = {
         task: {
-          id: taskId, team_id: team.id, project_id: project.id, environment_id: env.id, kind: 'deployments', type: 'deploy',
-          account_user_id: user.id, account_via: 'token', workflow_id: workflowId, params: { git_ref: 'main', skip_steps: false },
+          id: taskId,
+          team_id: team.id,
+          project_id: project.id,
+          environment_id: env.id,
+          kind: 'deployments',
+          type: 'deploy',
+          account_user_id: user.id,
+          account_via: 'token',
+          workflow_id: workflowId,
+          params: { git_ref: 'main', skip_steps: false },
           created_at: new Date().toISOString(),
         },
         environment: { id: env.id, name: env.name, git_ref: env.git_ref },
@@ -118,26 +139,62 @@ export async function run(): Promise<void> {
       for (let j = 0; j < kinds.length; j++) {
         const which = kinds[(i + j) % kinds.length];
         const r =
-          which === 'bare' ? await bareStart(i) : which === 'api' ? await apiStart(i) : await apiStart(DEPLOYS + i, apiProcess.apiUrl);
+          which === 'bare'
+            ? await bareStart(i)
+            : which === 'api'
+              ? await apiStart(i)
+              : await apiStart(DEPLOYS + i, apiProcess.apiUrl);
         times[which].push(r.ms);
         toTerminate.push(r.workflowId);
       }
     }
     await apiProcess.stop();
-    await Promise.all(toTerminate.map((id) => deps.temporal.workflow.getHandle(id).terminate('bench: start latency only').catch(() => undefined)));
+    await Promise.all(
+      toTerminate.map((id) =>
+        deps.temporal.workflow
+          .getHandle(id)
+          .terminate('bench: start latency only')
+          .catch(() => undefined),
+      ),
+    );
     // Their tasks would otherwise stay pending (and count as deploys in progress).
-    await knex('tasks').whereIn('status', ['pending', 'running']).update({ status: 'cancelled', finished_at: knex.fn.now(), error: 'terminated by the bench' });
+    await knex('tasks')
+      .whereIn('status', ['pending', 'running'])
+      .update({ status: 'cancelled', finished_at: knex.fn.now(), error: 'terminated by the bench' });
     const bareP50 = percentile(times.bare, 0.5);
     const ratioOf = (xs: number[]) => percentile(xs, 0.5) / bareP50;
     const verdict = (r: number) => `${r.toFixed(2)}x ${r <= 1.5 ? 'met' : 'NOT met'}`;
     rows.push(
-      { case: '(a) bare client.workflow.start', n: DEPLOYS, 'p50 ms': ms(bareP50), 'p99 ms': ms(percentile(times.bare, 0.99)), target: '', result: '' },
-      { case: '(a) POST deploy, API in this process', n: DEPLOYS, 'p50 ms': ms(percentile(times.api, 0.5)), 'p99 ms': ms(percentile(times.api, 0.99)), target: 'p50 <= 1.5x bare', result: verdict(ratioOf(times.api)) },
-      { case: '(a) POST deploy, API as its own process', n: DEPLOYS, 'p50 ms': ms(percentile(times.apiProcess, 0.5)), 'p99 ms': ms(percentile(times.apiProcess, 0.99)), target: 'p50 <= 1.5x bare', result: verdict(ratioOf(times.apiProcess)) },
+      {
+        case: '(a) bare client.workflow.start',
+        n: DEPLOYS,
+        'p50 ms': ms(bareP50),
+        'p99 ms': ms(percentile(times.bare, 0.99)),
+        target: '',
+        result: '',
+      },
+      {
+        case: '(a) POST deploy, API in this process',
+        n: DEPLOYS,
+        'p50 ms': ms(percentile(times.api, 0.5)),
+        'p99 ms': ms(percentile(times.api, 0.99)),
+        target: 'p50 <= 1.5x bare',
+        result: verdict(ratioOf(times.api)),
+      },
+      {
+        case: '(a) POST deploy, API as its own process',
+        n: DEPLOYS,
+        'p50 ms': ms(percentile(times.apiProcess, 0.5)),
+        'p99 ms': ms(percentile(times.apiProcess, 0.99)),
+        target: 'p50 <= 1.5x bare',
+        result: verdict(ratioOf(times.apiProcess)),
+      },
     );
 
     // ---- (b) a no-op deploy end to end ------------------------------------------------------------
-    console.log('[bench] deploys: (b) starting a worker (bundles the workflows) and deploying once to build the release...');
+    console.log(
+      '[bench] deploys: (b) starting a worker (bundles the workflows) and deploying once to build the release...',
+    );
     worker = await startWorker(deps);
     const env = envs[2 * DEPLOYS]; // the spare: only warmed up above
     const waitDone = async (taskId: string, deadlineMs: number) => {
@@ -192,11 +249,24 @@ export async function run(): Promise<void> {
               ?::uuid, 'token', 'bench-' || g,
               now() - make_interval(secs => (? - g)), now() - make_interval(secs => (? - g)), now() - make_interval(secs => (? - g))
        FROM generate_series(1, ?) AS g`,
-      [`{${teamIds.join(',')}}`, team.id, project.id, `{${envIds.join(',')}}`, envIds.length, user.id, TASK_ROWS, TASK_ROWS, TASK_ROWS, TASK_ROWS],
+      [
+        `{${teamIds.join(',')}}`,
+        team.id,
+        project.id,
+        `{${envIds.join(',')}}`,
+        envIds.length,
+        user.id,
+        TASK_ROWS,
+        TASK_ROWS,
+        TASK_ROWS,
+        TASK_ROWS,
+      ],
     );
     await knex.raw('ANALYZE tasks');
     const insertMs = since(insertStarted);
-    console.log(`[bench] deploys: (c) inserted in ${(insertMs / 1000).toFixed(1)} s; ${LIST_REQUESTS} requests each...`);
+    console.log(
+      `[bench] deploys: (c) inserted in ${(insertMs / 1000).toFixed(1)} s; ${LIST_REQUESTS} requests each...`,
+    );
 
     const bare = new pg.Pool({ connectionString: deps.config.databaseUrl, max: 2 });
     const sql =
@@ -205,7 +275,8 @@ export async function run(): Promise<void> {
     const listUrl = `${sys.apiUrl}/tasks?limit=100`;
     const check = await fetch(listUrl, { headers: auth });
     const page = (await check.json()) as { data: unknown[]; next_before: string | null };
-    if (check.status !== 200 || page.data.length !== 100 || !page.next_before) throw new Error(`GET /tasks answered ${check.status} with ${page.data?.length} rows`);
+    if (check.status !== 200 || page.data.length !== 100 || !page.next_before)
+      throw new Error(`GET /tasks answered ${check.status} with ${page.data?.length} rows`);
     for (let i = 0; i < 20; i++) {
       await bare.query(sql, [team.id]);
       await (await fetch(listUrl, { headers: auth })).arrayBuffer();
@@ -228,7 +299,14 @@ export async function run(): Promise<void> {
     const listP50 = percentile([...apiList, ...apiDeep], 0.5);
     const listRatio = listP50 / percentile(bareList, 0.5);
     rows.push(
-      { case: `(c) bare pg: same SQL, ${TASK_ROWS / 1e6}M tasks`, n: LIST_REQUESTS, 'p50 ms': ms(percentile(bareList, 0.5)), 'p99 ms': ms(percentile(bareList, 0.99)), target: '', result: '' },
+      {
+        case: `(c) bare pg: same SQL, ${TASK_ROWS / 1e6}M tasks`,
+        n: LIST_REQUESTS,
+        'p50 ms': ms(percentile(bareList, 0.5)),
+        'p99 ms': ms(percentile(bareList, 0.99)),
+        target: '',
+        result: '',
+      },
       {
         case: '(c) GET /tasks?limit=100 (token)',
         n: LIST_REQUESTS,
@@ -237,8 +315,22 @@ export async function run(): Promise<void> {
         target: 'p50 < 20 ms',
         result: `${listP50 < 20 ? 'met' : 'NOT met'}; ${listRatio.toFixed(1)}x bare`,
       },
-      { case: '    first page / page 2 (before=)', n: `${apiList.length}/${apiDeep.length}`, 'p50 ms': `${ms(percentile(apiList, 0.5))} / ${ms(percentile(apiDeep, 0.5))}`, 'p99 ms': '', target: '', result: '' },
-      { case: `(c) insert ${TASK_ROWS.toLocaleString('en')} tasks (generate_series)`, n: 1, 'p50 ms': Math.round(insertMs), 'p99 ms': '', target: '', result: '' },
+      {
+        case: '    first page / page 2 (before=)',
+        n: `${apiList.length}/${apiDeep.length}`,
+        'p50 ms': `${ms(percentile(apiList, 0.5))} / ${ms(percentile(apiDeep, 0.5))}`,
+        'p99 ms': '',
+        target: '',
+        result: '',
+      },
+      {
+        case: `(c) insert ${TASK_ROWS.toLocaleString('en')} tasks (generate_series)`,
+        n: 1,
+        'p50 ms': Math.round(insertMs),
+        'p99 ms': '',
+        target: '',
+        result: '',
+      },
     );
     printTable('Deploys and the task list', rows);
   } finally {

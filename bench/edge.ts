@@ -35,7 +35,10 @@ export async function run(): Promise<{ ratio: number }> {
     .insert({ team_id: team.id, project_id: project.id, name: 'production', git_ref: 'main', port: envPort })
     .returning('id');
   await knex('edge_routes').insert({ environment_id: env.id, upstream_host: '127.0.0.1', upstream_port: appPort });
-  await knex('environment_edges').insert({ environment_id: env.id, allowed_addresses: JSON.stringify(['127.0.0.0/8', '::1/128']) });
+  await knex('environment_edges').insert({
+    environment_id: env.id,
+    allowed_addresses: JSON.stringify(['127.0.0.0/8', '::1/128']),
+  });
   await knex('project_edges').insert({
     project_id: project.id,
     blocked_addresses: JSON.stringify(['10.0.0.0/8', '192.0.2.0/24', '2001:db8::/32']),
@@ -56,11 +59,25 @@ export async function run(): Promise<{ ratio: number }> {
     const through = await load('through the edge, all rules on', `http://127.0.0.1:${envPort}/`, {});
     const ratio = through.requestsPerSecond / direct.requestsPerSecond;
     printTable('A small GET: the app directly vs through the edge', [
-      { case: direct.name, 'req/s': Math.round(direct.requestsPerSecond), 'p50 ms': direct.p50, 'p99 ms': direct.p99, errors: direct.errors + direct.non2xx },
-      { case: through.name, 'req/s': Math.round(through.requestsPerSecond), 'p50 ms': through.p50, 'p99 ms': through.p99, errors: through.errors + through.non2xx },
+      {
+        case: direct.name,
+        'req/s': Math.round(direct.requestsPerSecond),
+        'p50 ms': direct.p50,
+        'p99 ms': direct.p99,
+        errors: direct.errors + direct.non2xx,
+      },
+      {
+        case: through.name,
+        'req/s': Math.round(through.requestsPerSecond),
+        'p50 ms': through.p50,
+        'p99 ms': through.p99,
+        errors: through.errors + through.non2xx,
+      },
     ]);
     const added = through.p50 - direct.p50;
-    console.log(`throughput ratio edge / direct = ${ratio.toFixed(2)} (target >= 0.80): ${ratio >= 0.8 ? 'met' : 'NOT met'}`);
+    console.log(
+      `throughput ratio edge / direct = ${ratio.toFixed(2)} (target >= 0.80): ${ratio >= 0.8 ? 'met' : 'NOT met'}`,
+    );
     console.log(`p50 added by the edge = ${added.toFixed(2)} ms (target < 1 ms): ${added < 1 ? 'met' : 'NOT met'}`);
     return { ratio };
   } finally {

@@ -21,7 +21,13 @@ export async function run(): Promise<{ ratio: number }> {
     const { knex } = sys.deps;
     const { team, project, token } = await seedDeveloperWithToken(sys);
     await knex('environments').insert(
-      Array.from({ length: 150 }, (_, i) => ({ team_id: team.id, project_id: project.id, name: `env-${i}`, git_ref: 'main', port: 30000 + i })),
+      Array.from({ length: 150 }, (_, i) => ({
+        team_id: team.id,
+        project_id: project.id,
+        name: `env-${i}`,
+        git_ref: 'main',
+        port: 30000 + i,
+      })),
     );
 
     // The baseline: the same page query with no authentication, policy, validation or presenter.
@@ -29,7 +35,10 @@ export async function run(): Promise<{ ratio: number }> {
     bare.use(async (ctx) => {
       const rows = await knex('environments')
         .whereIn('team_id', [team.id])
-        .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+        .orderBy([
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
         .limit(101);
       ctx.body = { data: rows.slice(0, 100), next_before: null };
     });
@@ -51,12 +60,15 @@ export async function run(): Promise<{ ratio: number }> {
     for (const c of cases.slice(1)) {
       const check = await fetch(c.url, { headers: c.headers });
       const body = (await check.json()) as { data: unknown[] };
-      if (check.status !== 200 || body.data.length !== 100) throw new Error(`${c.name} answered ${check.status} with ${body.data?.length} rows`);
+      if (check.status !== 200 || body.data.length !== 100)
+        throw new Error(`${c.name} answered ${check.status} with ${body.data?.length} rows`);
     }
 
     console.log('[bench] environments: warming up...');
     for (const c of cases) await load('warm-up', c.url, c.headers, 2);
-    console.log(`[bench] environments: ${ROUNDS} rounds of ${ROUND_SECONDS} s per case, taking turns (10 connections)...`);
+    console.log(
+      `[bench] environments: ${ROUNDS} rounds of ${ROUND_SECONDS} s per case, taking turns (10 connections)...`,
+    );
     const results: LoadResult[][] = cases.map(() => []);
     for (let round = 0; round < ROUNDS; round++) {
       for (const [i, c] of cases.entries()) results[i].push(await load(c.name, c.url, c.headers, ROUND_SECONDS));
@@ -69,18 +81,27 @@ export async function run(): Promise<{ ratio: number }> {
       errors: rs.reduce((s, r) => s + r.errors + r.non2xx, 0),
     }));
     const [baseline, before, api] = summary;
-    printTable('Token-authenticated GET /environments, page of 100', summary.map((s) => ({
-      case: s.name,
-      'req/s': Math.round(s.requestsPerSecond),
-      'p50 ms': s.p50,
-      'p99 ms': s.p99,
-      errors: s.errors,
-      'x bare': Number((s.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)),
-    })));
+    printTable(
+      'Token-authenticated GET /environments, page of 100',
+      summary.map((s) => ({
+        case: s.name,
+        'req/s': Math.round(s.requestsPerSecond),
+        'p50 ms': s.p50,
+        'p99 ms': s.p99,
+        errors: s.errors,
+        'x bare': Number((s.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)),
+      })),
+    );
     const ratio = api.requestsPerSecond / baseline.requestsPerSecond;
-    const rounds = results[2].map((r, i) => (r.requestsPerSecond / results[0][i].requestsPerSecond).toFixed(2)).join(', ');
-    console.log(`ratio per round (API / bare): ${rounds}; without the cache: ${(before.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)}`);
-    console.log(`throughput ratio API / bare = ${ratio.toFixed(2)} (target >= 0.80): ${ratio >= 0.8 ? 'met' : 'NOT met'}`);
+    const rounds = results[2]
+      .map((r, i) => (r.requestsPerSecond / results[0][i].requestsPerSecond).toFixed(2))
+      .join(', ');
+    console.log(
+      `ratio per round (API / bare): ${rounds}; without the cache: ${(before.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)}`,
+    );
+    console.log(
+      `throughput ratio API / bare = ${ratio.toFixed(2)} (target >= 0.80): ${ratio >= 0.8 ? 'met' : 'NOT met'}`,
+    );
     return { ratio };
   } finally {
     for (const s of servers) {

@@ -92,7 +92,13 @@ export interface LoadResult {
 }
 
 /** Runs autocannon against one URL and returns throughput and latency. */
-export async function load(name: string, url: string, headers: Record<string, string>, seconds = 8, connections = 10): Promise<LoadResult> {
+export async function load(
+  name: string,
+  url: string,
+  headers: Record<string, string>,
+  seconds = 8,
+  connections = 10,
+): Promise<LoadResult> {
   const result = await autocannon({ url, headers, duration: seconds, connections, pipelining: 1 });
   return {
     name,
@@ -134,7 +140,10 @@ export async function spawnApiProcess(sys: BenchSystem): Promise<{ apiUrl: strin
   const apiUrl = `http://127.0.0.1:${port}/api/vc/v1`;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const ok = await fetch(`${apiUrl}/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${apiUrl}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (child.exitCode !== null || Date.now() > deadline) throw new Error('the API process did not start');
     await new Promise((r) => setTimeout(r, 100));
@@ -156,14 +165,28 @@ export async function spawnApiProcess(sys: BenchSystem): Promise<{ apiUrl: strin
  */
 export async function seedDeveloperWithToken(sys: BenchSystem, repositoryUrl: string | null = null) {
   const { knex, secrets } = sys.deps;
-  const user = await User.query(knex).insertAndFetch({ email: 'bench@example.test', name: 'Bench', password_hash: 'x', email_confirmed_at: new Date() });
+  const user = await User.query(knex).insertAndFetch({
+    email: 'bench@example.test',
+    name: 'Bench',
+    password_hash: 'x',
+    email_confirmed_at: new Date(),
+  });
   const team = await Team.query(knex).insertAndFetch({ name: 'Bench', settings: {} });
   await Membership.query(knex).insert({ team_id: team.id, user_id: user.id, role: 'developer' });
-  const project = await Project.query(knex).insertAndFetch({ team_id: team.id, name: 'bench', repository_url: repositoryUrl });
+  const project = await Project.query(knex).insertAndFetch({
+    team_id: team.id,
+    name: 'bench',
+    repository_url: repositoryUrl,
+  });
   const token = generateSecret('vcp_');
   await AccessToken.query(knex).insert({
-    user_id: user.id, team_id: team.id, purpose: 'bench', digest: tokenDigest(token, secrets.tokenKey.key),
-    key_id: secrets.tokenKey.id, expires_in_days: 7, expires_at: new Date(Date.now() + 7 * 86_400_000),
+    user_id: user.id,
+    team_id: team.id,
+    purpose: 'bench',
+    digest: tokenDigest(token, secrets.tokenKey.key),
+    key_id: secrets.tokenKey.id,
+    expires_in_days: 7,
+    expires_at: new Date(Date.now() + 7 * 86_400_000),
   });
   return { user, team, project, token };
 }

@@ -110,7 +110,8 @@ export class Client {
     const text = await res.text();
     const json = (res.headers.get('content-type') ?? '').includes('json') && text ? safeJson(text) : undefined;
     if (res.ok) return { status: res.status, headers: res.headers, body: (json ?? text) as T, text };
-    const error = (json as { error?: { code?: string; message?: string; fields?: Record<string, string> } } | undefined)?.error;
+    const error = (json as { error?: { code?: string; message?: string; fields?: Record<string, string> } } | undefined)
+      ?.error;
     throw new ApiError(
       res.status,
       error?.code ?? `http_${res.status}`,

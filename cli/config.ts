@@ -80,7 +80,9 @@ export function resolveTarget(api: string | undefined, env: NodeJS.ProcessEnv = 
   const token = env.VC_TOKEN?.trim();
   if (token) {
     if (!token.startsWith('vcp_')) {
-      throw new CliError('VC_TOKEN must be a personal access token (vcp_...): issue one in the console under Account > Tokens');
+      throw new CliError(
+        'VC_TOKEN must be a personal access token (vcp_...): issue one in the console under Account > Tokens',
+      );
     }
     return { origin, credential: token, via: 'VC_TOKEN' };
   }

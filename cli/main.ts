@@ -26,11 +26,12 @@ Examples:
   VC_TOKEN=vcp_... service deploy production --wait --queue     # in CI
   service tasks --environment shop/production --json`;
 
-const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+  .version;
 
 export function buildProgram(): Command {
   const program = new Command('service')
-    .version(VERSION, '-V, --version', 'print the client\'s version')
+    .version(VERSION, '-V, --version', "print the client's version")
     .description('The hosting console from the command line: sign in, deploy and watch, tasks, variables')
     .addOption(new Option('--api <url>', "the console's origin, e.g. http://localhost:8080 (or VC_API)"))
     .option('--json', "print the API's JSON and nothing else on stdout")
@@ -80,7 +81,9 @@ function explain(err: ApiError): string {
 
 export async function main(argv: string[]): Promise<void> {
   // `service tasks | head -1`: a reader that went away is not an error worth a stack trace.
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => process.exit(err.code === 'EPIPE' ? EXIT.ok : EXIT.refused));
+  process.stdout.on('error', (err: NodeJS.ErrnoException) =>
+    process.exit(err.code === 'EPIPE' ? EXIT.ok : EXIT.refused),
+  );
   let code: number = EXIT.ok;
   try {
     await buildProgram().parseAsync(argv);

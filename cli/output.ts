@@ -12,8 +12,10 @@ export function colourOn(stream: NodeJS.WriteStream): boolean {
   return Boolean(stream.isTTY) && !env.NO_COLOR && env.TERM !== 'dumb';
 }
 
-const paint = (code: number) => (text: string, stream: NodeJS.WriteStream = process.stdout) =>
-  colourOn(stream) ? `\u001b[${code}m${text}\u001b[0m` : text;
+const paint =
+  (code: number) =>
+  (text: string, stream: NodeJS.WriteStream = process.stdout) =>
+    colourOn(stream) ? `\u001b[${code}m${text}\u001b[0m` : text;
 
 export const bold = paint(1);
 export const dim = paint(2);
@@ -67,7 +69,8 @@ export function table(columns: string[], rows: Cell[][], empty = 'Nothing to sho
 /** Key: value lines for one record. */
 export function details(pairs: [string, string | number | boolean | null | undefined][]): void {
   const width = Math.max(...pairs.map(([k]) => k.length));
-  for (const [k, v] of pairs) out(`${dim(`${k}:`.padEnd(width + 1))} ${v === null || v === undefined || v === '' ? '-' : v}`);
+  for (const [k, v] of pairs)
+    out(`${dim(`${k}:`.padEnd(width + 1))} ${v === null || v === undefined || v === '' ? '-' : v}`);
 }
 
 /**

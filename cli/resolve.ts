@@ -74,10 +74,13 @@ export async function resolveEnvironment(client: Client, ref: string): Promise<E
   }
   const matches = (await listEnvironments(client)).filter((e) => e.name === trimmed);
   if (matches.length === 1) return matches[0];
-  if (matches.length === 0) throw new CliError(`No environment "${trimmed}" that you reach: \`service environments\` lists them`);
+  if (matches.length === 0)
+    throw new CliError(`No environment "${trimmed}" that you reach: \`service environments\` lists them`);
   const projects = new Map((await listProjects(client)).map((p) => [p.id, p.name]));
   const names = matches.map((e) => `${projects.get(e.project_id) ?? e.project_id}/${e.name}`);
-  throw new CliError(`Several environments are named "${trimmed}": name one as project/environment (${names.join(', ')})`);
+  throw new CliError(
+    `Several environments are named "${trimmed}": name one as project/environment (${names.join(', ')})`,
+  );
 }
 
 /** `project/environment` labels for a list of environments. */

@@ -8,7 +8,9 @@ const migrationsDir = join(dirname(fileURLToPath(import.meta.url)), 'migrations'
 /** Migrations are the files `db/migrations/NNN_name.ts`, applied in name order. */
 class DirectoryMigrationSource implements Knex.MigrationSource<string> {
   async getMigrations(): Promise<string[]> {
-    return readdirSync(migrationsDir).filter((f) => /^\d+_.+\.ts$/.test(f)).sort();
+    return readdirSync(migrationsDir)
+      .filter((f) => /^\d+_.+\.ts$/.test(f))
+      .sort();
   }
   getMigrationName(migration: string): string {
     return migration.replace(/\.ts$/, '');

@@ -8,14 +8,19 @@ import type { Transform } from 'node:stream';
 export function clientAddress(req: http.IncomingMessage, trustProxyHops: number): string | undefined {
   const socket = req.socket.remoteAddress;
   if (trustProxyHops <= 0) return socket;
-  const chain = String(req.headers['x-forwarded-for'] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const chain = String(req.headers['x-forwarded-for'] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   return chain.length >= trustProxyHops ? chain[chain.length - trustProxyHops] : socket;
 }
 
 /** HTTPS: the edge has no TLS of its own, so only a trusted proxy's X-Forwarded-Proto says so. */
 export function isHttps(req: http.IncomingMessage, trustProxyHops: number): boolean {
   if (trustProxyHops <= 0) return false;
-  const proto = String(req.headers['x-forwarded-proto'] ?? '').split(',').map((s) => s.trim());
+  const proto = String(req.headers['x-forwarded-proto'] ?? '')
+    .split(',')
+    .map((s) => s.trim());
   return proto[proto.length - 1]?.toLowerCase() === 'https';
 }
 
@@ -53,11 +58,16 @@ export function hstsValue(h: { max_age: number; include_subdomains: boolean; pre
 const TEXT = /^(text\/|application\/(json|javascript|xml|xhtml\+xml|rss\+xml|atom\+xml|ld\+json)|image\/svg\+xml)/i;
 
 /** A compressor for a text answer the client accepts compressed (br preferred), or null. */
-export function compressorFor(req: http.IncomingMessage, status: number, headers: http.IncomingHttpHeaders): { encoding: string; stream: Transform } | null {
+export function compressorFor(
+  req: http.IncomingMessage,
+  status: number,
+  headers: http.IncomingHttpHeaders,
+): { encoding: string; stream: Transform } | null {
   if (req.method === 'HEAD' || status < 200 || status === 204 || status === 304) return null;
   if (headers['content-encoding'] || !TEXT.test(String(headers['content-type'] ?? ''))) return null;
   const encoding = new Negotiator(req).encoding(['br', 'gzip']);
-  if (encoding === 'br') return { encoding, stream: zlib.createBrotliCompress({ params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } }) };
+  if (encoding === 'br')
+    return { encoding, stream: zlib.createBrotliCompress({ params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } }) };
   if (encoding === 'gzip') return { encoding, stream: zlib.createGzip() };
   return null;
 }

@@ -13,7 +13,14 @@ import net from 'node:net';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { forwardHeaders, responseHeaders } from '../activities/provider/proxy';
-import { loadEdgeState, loadRoute, type EdgeRoute, type EdgeState, type EnvironmentRules, type ProjectRules } from './state';
+import {
+  loadEdgeState,
+  loadRoute,
+  type EdgeRoute,
+  type EdgeState,
+  type EnvironmentRules,
+  type ProjectRules,
+} from './state';
 import { blockedAgent, clientAddress, compressorFor, hstsValue, isHttps, RateWindows } from './rules';
 import { createHash } from 'node:crypto';
 import { verifyPassword } from '../api/lib/passwords';
@@ -82,7 +89,14 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     return agent;
   };
 
-  function forward(envId: string, req: http.IncomingMessage, res: http.ServerResponse, route: EdgeRoute, retried: boolean, extra: string[] = []): void {
+  function forward(
+    envId: string,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    route: EdgeRoute,
+    retried: boolean,
+    extra: string[] = [],
+  ): void {
     if (route.kind === 'unavailable') {
       req.resume();
       return failed(envId, res, 503, route.text, extra);
@@ -112,7 +126,8 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     });
     upstream.on('error', () => {
       if (res.headersSent) return void res.destroy();
-      if (retried || hasBody(req)) return failed(envId, res, 502, 'bad gateway: the web process is not answering', extra);
+      if (retried || hasBody(req))
+        return failed(envId, res, 502, 'bad gateway: the web process is not answering', extra);
       // The route may have changed a moment ago: read it again and retry once.
       loadRoute(o.knex, envId)
         .then((fresh) => {
@@ -149,7 +164,11 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
 
   /** Basic credentials checked against the argon2id hash; a match is remembered (by digest) so the hash runs once. */
   const goodCredentials = new Map<string, string>();
-  async function passwordOk(envId: string, req: http.IncomingMessage, want: { username: string; hash: string }): Promise<boolean> {
+  async function passwordOk(
+    envId: string,
+    req: http.IncomingMessage,
+    want: { username: string; hash: string },
+  ): Promise<boolean> {
     const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(req.headers.authorization ?? '');
     if (!m) return false;
     const decoded = Buffer.from(m[1], 'base64').toString('utf8');
@@ -194,7 +213,9 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
         (ok) => {
           if (!ok) {
             req.resume();
-            return plain(res, 401, 'this site needs a username and password', { 'www-authenticate': 'Basic realm="site", charset="UTF-8"' });
+            return plain(res, 401, 'this site needs a username and password', {
+              'www-authenticate': 'Basic realm="site", charset="UTF-8"',
+            });
           }
           admit(envId, rules, req, res);
         },
@@ -205,27 +226,54 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     admit(envId, rules, req, res);
   }
 
-  function admit(envId: string, rules: EnvironmentRules | undefined, req: http.IncomingMessage, res: http.ServerResponse): void {
+  function admit(
+    envId: string,
+    rules: EnvironmentRules | undefined,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ): void {
     const extra: string[] = [];
     const hsts = projectRulesOf(envId)?.hsts;
     if (hsts && isHttps(req, trustHops)) extra.push('strict-transport-security', hstsValue(hsts));
     if (rules?.stickiness && !/(?:^|;\s*)vc_instance=/.test(req.headers.cookie ?? '')) {
       // One instance serves an environment today; the cookie names it so that a client stays on it.
-      extra.push('set-cookie', `vc_instance=${createHash('sha256').update(envId).digest('hex').slice(0, 16)}; Path=/; HttpOnly; SameSite=Lax`);
+      extra.push(
+        'set-cookie',
+        `vc_instance=${createHash('sha256').update(envId).digest('hex').slice(0, 16)}; Path=/; HttpOnly; SameSite=Lax`,
+      );
     }
     const maintenance = state.maintenance.get(envId);
     if (maintenance) {
       req.resume();
-      res.writeHead(503, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'retry-after': String(MAINTENANCE_RETRY_SECONDS) });
+      res.writeHead(503, {
+        'content-type': 'text/html; charset=utf-8',
+        'cache-control': 'no-store',
+        'retry-after': String(MAINTENANCE_RETRY_SECONDS),
+      });
       return void res.end(maintenancePage(projectRulesOf(envId)?.maintenancePage ?? null, maintenance.note));
     }
-    forward(envId, req, res, state.routes.get(envId) ?? { kind: 'unavailable', text: 'no release is live' }, false, extra);
+    forward(
+      envId,
+      req,
+      res,
+      state.routes.get(envId) ?? { kind: 'unavailable', text: 'no release is live' },
+      false,
+      extra,
+    );
   }
 
-  function upgrade(envId: string | undefined, req: http.IncomingMessage, socket: net.Socket, head: Buffer, sockets: Set<net.Socket>): void {
+  function upgrade(
+    envId: string | undefined,
+    req: http.IncomingMessage,
+    socket: net.Socket,
+    head: Buffer,
+    sockets: Set<net.Socket>,
+  ): void {
     const route = envId ? state.routes.get(envId) : undefined;
-    if (!route || route.kind !== 'upstream') {
-      socket.end('HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nunavailable\n');
+    if (route?.kind !== 'upstream') {
+      socket.end(
+        'HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nunavailable\n',
+      );
       return;
     }
     const up = net.connect(route.port, route.host);
@@ -292,7 +340,10 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       try {
         await listen(port, () => state.envByPort.get(port));
       } catch (err) {
-        o.logger?.warn({ port, err: (err as Error).message }, 'the edge cannot listen on an environment port yet; retrying in a second');
+        o.logger?.warn(
+          { port, err: (err as Error).message },
+          'the edge cannot listen on an environment port yet; retrying in a second',
+        );
         if (!retry && !closed) {
           retry = setTimeout(() => {
             retry = null;

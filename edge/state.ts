@@ -39,8 +39,13 @@ export interface EdgeState {
   rules: Map<string, EnvironmentRules>;
 }
 
-function toRoute(row: { upstream_host: string | null; upstream_port: number | null; unavailable: string | null }): EdgeRoute {
-  if (row.upstream_host && row.upstream_port) return { kind: 'upstream', host: row.upstream_host, port: row.upstream_port };
+function toRoute(row: {
+  upstream_host: string | null;
+  upstream_port: number | null;
+  unavailable: string | null;
+}): EdgeRoute {
+  if (row.upstream_host && row.upstream_port)
+    return { kind: 'upstream', host: row.upstream_host, port: row.upstream_port };
   return { kind: 'unavailable', text: row.unavailable ?? 'no release is live' };
 }
 
@@ -49,7 +54,13 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
     knex('environments').select('id', 'port', 'project_id', 'maintenance_on', 'maintenance_note'),
     knex('edge_routes').select('environment_id', 'upstream_host', 'upstream_port', 'unavailable'),
     knex('domains').where({ status: 'verified' }).select('hostname', 'environment_id'),
-    knex('environment_edges').select('environment_id', 'allowed_addresses', 'password_username', 'password_hash', 'stickiness'),
+    knex('environment_edges').select(
+      'environment_id',
+      'allowed_addresses',
+      'password_username',
+      'password_hash',
+      'stickiness',
+    ),
     knex('project_edges').select('*'),
   ]);
   const projectRules = new Map<string, ProjectRules>();
@@ -65,16 +76,25 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
     });
   }
   const rules = new Map<string, EnvironmentRules>();
-  for (const e of edges as Array<{ environment_id: string; allowed_addresses: string[]; password_username: string | null; password_hash: string | null; stickiness: boolean }>) {
+  for (const e of edges as Array<{
+    environment_id: string;
+    allowed_addresses: string[];
+    password_username: string | null;
+    password_hash: string | null;
+    stickiness: boolean;
+  }>) {
     rules.set(e.environment_id, {
       allowed: e.allowed_addresses.length ? cidrMatcher(e.allowed_addresses) : null,
-      password: e.password_hash && e.password_username ? { username: e.password_username, hash: e.password_hash } : null,
+      password:
+        e.password_hash && e.password_username ? { username: e.password_username, hash: e.password_hash } : null,
       stickiness: e.stickiness,
     });
   }
   return {
     envByPort: new Map(envs.map((e: { id: string; port: number }) => [e.port, e.id])),
-    routes: new Map(routes.map((r: { environment_id: string } & Parameters<typeof toRoute>[0]) => [r.environment_id, toRoute(r)])),
+    routes: new Map(
+      routes.map((r: { environment_id: string } & Parameters<typeof toRoute>[0]) => [r.environment_id, toRoute(r)]),
+    ),
     rules,
     projectRules,
     projectOf: new Map(envs.map((e: { id: string; project_id: string }) => [e.id, e.project_id])),

@@ -15,7 +15,9 @@ const say = (m) => console.error(`[${command}] ${m}`);
 function ensureNodeModules() {
   const marker = join(root, 'node_modules', '.package-lock.json');
   const lock = join(root, 'package-lock.json');
-  const fresh = existsSync(marker) && existsSync(join(root, 'node_modules', '.bin', 'tsx')) &&
+  const fresh =
+    existsSync(marker) &&
+    existsSync(join(root, 'node_modules', '.bin', 'tsx')) &&
     (!existsSync(lock) || statSync(marker).mtimeMs >= statSync(lock).mtimeMs - 1000);
   if (fresh) return;
   // `npm install` with the lock file installs the locked versions. (Not `npm ci`: it refuses a lock
@@ -36,26 +38,41 @@ function ensureNodeModules() {
 function ensureSandboxTools() {
   if (process.platform !== 'linux' || process.getuid?.() !== 0) return;
   const onPath = (tool) => spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status === 0;
-  const packages = [['bwrap', 'bubblewrap'], ['nft', 'nftables'], ['ip', 'iproute2'], ['nsenter', 'util-linux']]
+  const packages = [
+    ['bwrap', 'bubblewrap'],
+    ['nft', 'nftables'],
+    ['ip', 'iproute2'],
+    ['nsenter', 'util-linux'],
+  ]
     .filter(([tool]) => !onPath(tool))
     .map(([, pkg]) => pkg);
   if (packages.length === 0) return;
   if (!onPath('apt-get')) {
-    say(`Tenant isolation needs ${packages.join(', ')}; install them (no apt-get here). Until then the worker isolates less.`);
+    say(
+      `Tenant isolation needs ${packages.join(', ')}; install them (no apt-get here). Until then the worker isolates less.`,
+    );
     return;
   }
   say(`Installing ${packages.join(' ')} for tenant isolation (apt-get install -y ${packages.join(' ')})...`);
-  const install = () => spawnSync('apt-get', ['install', '-y', '-q', ...packages], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
+  const install = () =>
+    spawnSync('apt-get', ['install', '-y', '-q', ...packages], {
+      stdio: 'inherit',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    }).status === 0;
   if (!install()) {
     spawnSync('apt-get', ['update', '-q'], { stdio: 'inherit' });
-    if (!install()) say(`Could not install ${packages.join(', ')}: the worker will isolate tenants less (it says how when it starts).`);
+    if (!install())
+      say(
+        `Could not install ${packages.join(', ')}: the worker will isolate tenants less (it says how when it starts).`,
+      );
   }
 }
 
 function run(bin, args, env = {}) {
   // TypeScript entry points run in one node process with the tsx loader (no wrapper process), so
   // signals reach them directly and they decide the stop order.
-  const [file, fileArgs] = bin === 'tsx' ? [process.execPath, ['--import', 'tsx', ...args]] : [join(root, 'node_modules', '.bin', bin), args];
+  const [file, fileArgs] =
+    bin === 'tsx' ? [process.execPath, ['--import', 'tsx', ...args]] : [join(root, 'node_modules', '.bin', bin), args];
   const child = spawn(file, fileArgs, {
     cwd: root,
     stdio: 'inherit',

@@ -46,7 +46,9 @@ export function ensureTemporalCli(log = (m) => console.error(m)) {
   const goBin = onPath('go') || (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
   if (!goBin) {
     throw new Error(
-      'The Temporal CLI was not found (env TEMPORAL_CLI, PATH, or ' + dir + ') and Go is not installed to build it.\n' +
+      'The Temporal CLI was not found (env TEMPORAL_CLI, PATH, or ' +
+        dir +
+        ') and Go is not installed to build it.\n' +
         'Get the CLI one of these ways, then run the command again:\n' +
         '  - install Go (https://go.dev/dl/) and let this script build it, or run\n' +
         `    GOBIN=${dir} go install github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}\n` +
@@ -55,7 +57,9 @@ export function ensureTemporalCli(log = (m) => console.error(m)) {
     );
   }
   mkdirSync(dir, { recursive: true });
-  log(`[setup] Building the Temporal CLI v${TEMPORAL_CLI_VERSION} with Go into ${dir} (once; the first build takes several minutes)...`);
+  log(
+    `[setup] Building the Temporal CLI v${TEMPORAL_CLI_VERSION} with Go into ${dir} (once; the first build takes several minutes)...`,
+  );
   try {
     execFileSync(goBin, ['install', `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`], {
       stdio: ['ignore', 'inherit', 'inherit'],

@@ -12,4 +12,3 @@ export async function startApiServer(deps: Deps, port = deps.config.port, host =
   });
   return server;
 }
-

@@ -91,7 +91,10 @@ function hourOfDay(env: NodeJS.ProcessEnv, name: string, fallback: number): numb
 
 /** DNS_SERVERS: comma-separated `ip` or `ip:port` (`[v6]:port`); empty: the system's resolvers. */
 function dnsServers(raw: string | undefined): string[] | undefined {
-  const list = (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const list = (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const s of list) {
     if (!/^(\d{1,3}(\.\d{1,3}){3}(:\d+)?|\[[0-9a-f:]+\](:\d+)?|[0-9a-f:]+)$/i.test(s)) {
       throw new Error(`DNS_SERVERS must be comma-separated addresses (ip or ip:port), got "${s}"`);
@@ -102,7 +105,10 @@ function dnsServers(raw: string | undefined): string[] | undefined {
 
 /** A comma-separated setting: trimmed, empty entries dropped. */
 function list(raw: string | undefined): string[] {
-  return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /** OUTBOUND_ALLOWED_HOSTS, each entry checked now (a typo fails at start, not at the first connection). */
@@ -114,8 +120,12 @@ function allowedHosts(raw: string | undefined): string[] {
 
 /** Comma-separated absolute directories (SANDBOX_SHARED_DIRS). */
 function sharedDirs(raw: string | undefined): string[] {
-  const dirs = (raw ?? '').split(',').map((d) => d.trim()).filter(Boolean);
-  for (const d of dirs) if (!isAbsolute(d)) throw new Error(`SANDBOX_SHARED_DIRS must list absolute directories, got "${d}"`);
+  const dirs = (raw ?? '')
+    .split(',')
+    .map((d) => d.trim())
+    .filter(Boolean);
+  for (const d of dirs)
+    if (!isAbsolute(d)) throw new Error(`SANDBOX_SHARED_DIRS must list absolute directories, got "${d}"`);
   return dirs.map((d) => resolve(d));
 }
 
@@ -146,7 +156,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     environmentBind: env.ENVIRONMENT_BIND || '127.0.0.1',
     environmentPorts: { from: ports[0], to: ports[1] },
     sandboxSharedDirs: sharedDirs(env.SANDBOX_SHARED_DIRS),
-    rateLimit: { perMinute: Math.max(1, int(env, 'RATE_LIMIT_PER_MINUTE', 600)), prefix: env.RATE_LIMIT_PREFIX || 'vc' },
+    rateLimit: {
+      perMinute: Math.max(1, int(env, 'RATE_LIMIT_PER_MINUTE', 600)),
+      prefix: env.RATE_LIMIT_PREFIX || 'vc',
+    },
     failedCredentials: {
       limit: Math.max(1, int(env, 'FAILED_CREDENTIALS_LIMIT', 10)),
       windowSeconds: Math.max(1, int(env, 'FAILED_CREDENTIALS_WINDOW_SECONDS', 600)),

@@ -21,10 +21,15 @@ export function seal(secrets: Pick<Secrets, 'encryptionKey'>, plaintext: string 
   return `v1.${id}.${Buffer.concat([nonce, body, cipher.getAuthTag()]).toString('base64url')}`;
 }
 
-export function openBuffer(secrets: Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>, sealed: string, aad = ''): Buffer {
+export function openBuffer(
+  secrets: Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>,
+  sealed: string,
+  aad = '',
+): Buffer {
   const [version, keyId, data] = sealed.split('.');
   if (version !== 'v1' || !keyId || data === undefined) throw new Error('not a sealed value');
-  const key = keyId === secrets.encryptionKey.id ? secrets.encryptionKey.key : secrets.previousEncryptionKeys.get(keyId);
+  const key =
+    keyId === secrets.encryptionKey.id ? secrets.encryptionKey.key : secrets.previousEncryptionKeys.get(keyId);
   if (!key) throw new Error(`sealed with an unknown key (${keyId})`);
   const raw = Buffer.from(data, 'base64url');
   if (raw.length < NONCE + TAG) throw new Error('sealed value is too short');
@@ -34,6 +39,10 @@ export function openBuffer(secrets: Pick<Secrets, 'encryptionKey' | 'previousEnc
   return Buffer.concat([decipher.update(raw.subarray(NONCE, raw.length - TAG)), decipher.final()]);
 }
 
-export function open(secrets: Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>, sealed: string, aad = ''): string {
+export function open(
+  secrets: Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>,
+  sealed: string,
+  aad = '',
+): string {
   return openBuffer(secrets, sealed, aad).toString('utf8');
 }

@@ -33,16 +33,29 @@ export async function createDeps(
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
   if (!config.temporalAddress) throw new Error('TEMPORAL_ADDRESS is not set');
   const logger = createLogger(config.logLevel, opts.name ?? 'vc-console');
-  const secrets = loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey });
+  const secrets = loadSecrets(config.dataDir, {
+    tokenHmacKey: config.tokenHmacKey,
+    encryptionKey: config.encryptionKey,
+  });
   const knex = createKnex(config.databaseUrl);
   Model.knex(knex);
   const connection = await Connection.connect({ address: config.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
-  const mailer = createMailer({ smtpUrl: config.smtpUrl, mailDir: join(config.dataDir, 'mail'), from: config.mailFrom, logger });
+  const mailer = createMailer({
+    smtpUrl: config.smtpUrl,
+    mailDir: join(config.dataDir, 'mail'),
+    from: config.mailFrom,
+    logger,
+  });
   const guards = await createGuards(config, logger);
   const credentials =
     opts.credentialCache && config.credentialCacheSeconds > 0
-      ? createCredentialCache<TokenFound>({ databaseUrl: config.databaseUrl, knex, logger, ttlMs: config.credentialCacheSeconds * 1000 })
+      ? createCredentialCache<TokenFound>({
+          databaseUrl: config.databaseUrl,
+          knex,
+          logger,
+          ttlMs: config.credentialCacheSeconds * 1000,
+        })
       : undefined;
   return {
     config,

@@ -9,7 +9,14 @@ const config = loadConfig();
 if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
 const logger = createLogger(config.logLevel, 'edge');
 const knex = createKnex(config.databaseUrl);
-const edge = await startEdge({ knex, databaseUrl: config.databaseUrl, host: config.environmentBind, edgePort: config.edgePort, logger, trustProxyHops: config.trustProxyHops });
+const edge = await startEdge({
+  knex,
+  databaseUrl: config.databaseUrl,
+  host: config.environmentBind,
+  edgePort: config.edgePort,
+  logger,
+  trustProxyHops: config.trustProxyHops,
+});
 logger.info({ port: edge.port }, 'edge running');
 const stop = async () => {
   await edge.close();

@@ -37,7 +37,8 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   }
   allowSandboxes(databaseDir);
   await server.start();
-  const admin = (pw: string) => new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password: pw, database: 'postgres' });
+  const admin = (pw: string) =>
+    new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password: pw, database: 'postgres' });
   let client = admin(password);
   try {
     await client.connect();
@@ -68,9 +69,13 @@ const SANDBOX_NETWORK = '10.200.0.0/14';
  */
 export function allowSandboxes(databaseDir: string): void {
   const file = join(databaseDir, 'pg_hba.conf');
-  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
-  if (lines.some((l) => /\btrust\b/.test(l))) throw new Error(`${file} has a trust line: every connection must need a password`);
-  if (!lines.some((l) => l.includes(SANDBOX_NETWORK))) appendFileSync(file, `host    all             all             ${SANDBOX_NETWORK}          scram-sha-256\n`);
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() && !l.trim().startsWith('#'));
+  if (lines.some((l) => /\btrust\b/.test(l)))
+    throw new Error(`${file} has a trust line: every connection must need a password`);
+  if (!lines.some((l) => l.includes(SANDBOX_NETWORK)))
+    appendFileSync(file, `host    all             all             ${SANDBOX_NETWORK}          scram-sha-256\n`);
 }
 
 /** The cluster's superuser password: generated once under dataDir/secrets (mode 0600). */

@@ -58,7 +58,9 @@ export function loadSecrets(dataDir: string, o: SecretOverrides = {}): Secrets {
   return {
     tokenKey: o.tokenHmacKey ? fromEnv('TOKEN_HMAC_KEY', o.tokenHmacKey) : keyFile(dataDir, 'token-hmac-key.json'),
     previousTokenKeys: new Map(),
-    encryptionKey: o.encryptionKey ? fromEnv('ENCRYPTION_KEY', o.encryptionKey) : keyFile(dataDir, 'encryption-key.json'),
+    encryptionKey: o.encryptionKey
+      ? fromEnv('ENCRYPTION_KEY', o.encryptionKey)
+      : keyFile(dataDir, 'encryption-key.json'),
     previousEncryptionKeys: new Map(),
   };
 }

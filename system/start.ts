@@ -93,12 +93,25 @@ try {
   const applied = await migrateLatest(knex);
   say(applied.length ? `Applied ${applied.length} migration(s).` : 'Database is up to date.');
 
-  const env = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, DATA_DIR: config.dataDir };
+  const env = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    DATA_DIR: config.dataDir,
+  };
   const started = new Map<string, ChildProcess>();
   // The edge first (it serves the environments' ports and EDGE_PORT, needing only PostgreSQL), then the worker and the API.
-  for (const [name, script] of [['edge', 'system/edge.ts'], ['worker', 'system/worker.ts'], ['api', 'system/api.ts']] as const) {
+  for (const [name, script] of [
+    ['edge', 'system/edge.ts'],
+    ['worker', 'system/worker.ts'],
+    ['api', 'system/api.ts'],
+  ] as const) {
     say(`Starting the ${name} process...`);
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, script)], { cwd: root, env, stdio: 'inherit' });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, script)], {
+      cwd: root,
+      env,
+      stdio: 'inherit',
+    });
     child.once('exit', (code, signal) => {
       if (!stopping) {
         say(`The ${name} process exited (${signal ?? code}); stopping the rest.`);
@@ -149,7 +162,12 @@ async function waitForApi(url: string) {
 async function waitForWorker(knex: Knex, identity: string) {
   const deadline = Date.now() + 300_000;
   while (Date.now() < deadline && !stopping) {
-    if (await WorkerHeartbeat.query(knex).findById(identity).catch(() => undefined)) return;
+    if (
+      await WorkerHeartbeat.query(knex)
+        .findById(identity)
+        .catch(() => undefined)
+    )
+      return;
     await new Promise((r) => setTimeout(r, 300));
   }
   if (!stopping) throw new Error('The worker did not become ready');

@@ -33,12 +33,18 @@ export async function startTemporalDevServer(opts: {
   const ip = opts.ip ?? '127.0.0.1';
   const uiPort = opts.uiPort ?? opts.port + 1000;
   const args = [
-    'server', 'start-dev',
-    '--db-filename', join(dir, 'temporal.sqlite'),
-    '--ip', ip,
-    '--port', String(opts.port),
-    '--namespace', opts.namespace,
-    '--log-level', 'warn',
+    'server',
+    'start-dev',
+    '--db-filename',
+    join(dir, 'temporal.sqlite'),
+    '--ip',
+    ip,
+    '--port',
+    String(opts.port),
+    '--namespace',
+    opts.namespace,
+    '--log-level',
+    'warn',
     ...(opts.headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
     ...SEARCH_ATTRIBUTES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
   ];
@@ -92,7 +98,8 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
   const missing = SEARCH_ATTRIBUTES.filter((n) => !existing.has(n));
   if (missing.length === 0) return;
   const searchAttributes: Record<string, number> = {};
-  for (const name of missing) searchAttributes[name] = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+  for (const name of missing)
+    searchAttributes[name] = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
   try {
     await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
   } catch (err) {

@@ -12,7 +12,11 @@ export const workerIdentity = (pid = process.pid) => `${hostname()}:${pid}`;
  * The worker's readiness row (worker_heartbeats): written once the worker is ready, refreshed every
  * WORKER_HEARTBEAT_MS, removed on a clean stop. A worker that dies leaves a row that goes stale.
  */
-export async function announceReady(knex: Knex, taskQueue: string, identity = workerIdentity()): Promise<{ stop(): Promise<void> }> {
+export async function announceReady(
+  knex: Knex,
+  taskQueue: string,
+  identity = workerIdentity(),
+): Promise<{ stop(): Promise<void> }> {
   const now = new Date();
   await WorkerHeartbeat.query(knex)
     .insert({ identity, task_queue: taskQueue, started_at: now, ready_at: now, seen_at: now })
@@ -28,7 +32,9 @@ export async function announceReady(knex: Knex, taskQueue: string, identity = wo
   return {
     async stop() {
       clearInterval(timer);
-      await WorkerHeartbeat.query(knex).deleteById(identity).catch(() => undefined);
+      await WorkerHeartbeat.query(knex)
+        .deleteById(identity)
+        .catch(() => undefined);
     },
   };
 }

@@ -52,7 +52,9 @@ export async function startWorker(
     namespace: deps.config.temporalNamespace,
     taskQueue: opts.taskQueue ?? deps.config.taskQueue,
     ...(opts.identity ? { identity: opts.identity } : {}),
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { logger: quietBundlerLogger } as never }),
+    ...(opts.workflowBundle
+      ? { workflowBundle: opts.workflowBundle }
+      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { logger: quietBundlerLogger } as never }),
     activities: activities.activities,
     shutdownGraceTime: '5s',
   });

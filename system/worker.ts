@@ -23,24 +23,44 @@ async function ensureReminders() {
       hourUtc: config.reminderHourUtc,
       namespace: config.temporalNamespace,
     });
-    deps.logger.info({ scheduleId: ensured.scheduleId, created: ensured.created, hourUtc: config.reminderHourUtc }, 'token-expiry reminder schedule ensured');
+    deps.logger.info(
+      { scheduleId: ensured.scheduleId, created: ensured.created, hourUtc: config.reminderHourUtc },
+      'token-expiry reminder schedule ensured',
+    );
   } catch (err) {
-    deps.logger.error({ err }, 'token-expiry reminder schedule could not be ensured; reminders will not go out until the worker restarts');
+    deps.logger.error(
+      { err },
+      'token-expiry reminder schedule could not be ensured; reminders will not go out until the worker restarts',
+    );
   }
 }
 // The daily prune of expired sessions, codes, stale sign-ups and old reminder rows: same rules.
 async function ensurePrune() {
   try {
-    const ensured = await ensurePruneSchedule(deps.temporal, { taskQueue: config.taskQueue, hourUtc: config.pruneHourUtc, namespace: config.temporalNamespace });
-    deps.logger.info({ scheduleId: ensured.scheduleId, created: ensured.created, hourUtc: config.pruneHourUtc }, 'prune-expired schedule ensured');
+    const ensured = await ensurePruneSchedule(deps.temporal, {
+      taskQueue: config.taskQueue,
+      hourUtc: config.pruneHourUtc,
+      namespace: config.temporalNamespace,
+    });
+    deps.logger.info(
+      { scheduleId: ensured.scheduleId, created: ensured.created, hourUtc: config.pruneHourUtc },
+      'prune-expired schedule ensured',
+    );
   } catch (err) {
-    deps.logger.error({ err }, 'prune-expired schedule could not be ensured; expired records stay until the worker restarts');
+    deps.logger.error(
+      { err },
+      'prune-expired schedule could not be ensured; expired records stay until the worker restarts',
+    );
   }
 }
 // The daily prune of resource samples older than 90 days: same rules (REMINDER_SCHEDULE=off leaves it too).
 async function ensureResourcePrune() {
   await ensureResourcePruneSchedule(deps.temporal, config.taskQueue).then(
-    (r) => deps.logger.info({ scheduleId: 'resource-samples-prune', created: r.created }, 'resource sample prune schedule ensured'),
+    (r) =>
+      deps.logger.info(
+        { scheduleId: 'resource-samples-prune', created: r.created },
+        'resource sample prune schedule ensured',
+      ),
     (err) => deps.logger.error({ err }, 'resource sample prune schedule could not be ensured'),
   );
 }

@@ -34,7 +34,11 @@ export interface DeployResult extends TaskResult {
 export const buildTaskQueue = (taskQueue: string) => `${taskQueue}-builds`;
 
 /** A readable one-line summary shown by the Temporal Web UI. */
-export function deploySummary(type: DeployType | 'build', env: { name: string; git_ref: string }, project: { name: string }): string {
+export function deploySummary(
+  type: DeployType | 'build',
+  env: { name: string; git_ref: string },
+  project: { name: string },
+): string {
   const where = `${env.name} (${project.name})`;
   switch (type) {
     case 'deploy':

@@ -1,9 +1,14 @@
-// Every workflow of the system. Deterministic code only: workflows reach the world through activities.
-export {};
 export { sendTokenExpiryReminders } from './token-reminders';
 export { deployEnvironment } from './deploy';
 export { buildEnvironment } from './build';
-export { createService, backupEnvironment, restoreBackup, syncEnvironment, resetDatabase, scheduledBackups } from './data';
+export {
+  createService,
+  backupEnvironment,
+  restoreBackup,
+  syncEnvironment,
+  resetDatabase,
+  scheduledBackups,
+} from './data';
 export { recheckDomain } from './domains';
 export { applyVariables } from './variables';
 export { setMaintenance } from './maintenance';

@@ -3,7 +3,10 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { EnvironmentMaintenanceActivities } from '../activities/maintenance/environment';
 import { failure, runTask, type TaskWorkflowInput } from './task-runner';
 
-const acts = proxyActivities<EnvironmentMaintenanceActivities>({ startToCloseTimeout: '30s', retry: { initialInterval: '1s', maximumInterval: '10s' } });
+const acts = proxyActivities<EnvironmentMaintenanceActivities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', maximumInterval: '10s' },
+});
 
 export async function setMaintenance(input: TaskWorkflowInput) {
   return runTask(input, async ({ start }) => {

@@ -8,7 +8,13 @@ export const SCHEDULE_PRUNE_EXPIRED = 'prune-expired';
 
 const { pruneExpired } = proxyActivities<MaintenanceActivities>({
   startToCloseTimeout: '30 minutes',
-  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 10, nonRetryableErrorTypes: ['InvalidInput'] },
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '5 minutes',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: ['InvalidInput'],
+  },
 });
 
 export async function pruneExpiredRecords(input: PruneExpiredInput = {}): Promise<PruneExpiredResult> {

@@ -108,4 +108,3 @@ export async function runTask<R extends TaskResult>(
     throw ApplicationFailure.nonRetryable(message, 'TaskFailed');
   }
 }
-

@@ -47,15 +47,20 @@ export interface SendTokenExpiryRemindersResult {
   failed: number;
 }
 
-export async function sendTokenExpiryReminders(input: SendTokenExpiryRemindersInput = {}): Promise<SendTokenExpiryRemindersResult> {
+export async function sendTokenExpiryReminders(
+  input: SendTokenExpiryRemindersInput = {},
+): Promise<SendTokenExpiryRemindersResult> {
   const asOf = input.asOf ?? new Date(Date.now()).toISOString();
-  if (Number.isNaN(new Date(asOf).getTime())) throw ApplicationFailure.nonRetryable(`asOf is not a date: "${asOf}"`, 'InvalidInput');
+  if (Number.isNaN(new Date(asOf).getTime()))
+    throw ApplicationFailure.nonRetryable(`asOf is not a date: "${asOf}"`, 'InvalidInput');
   const totals: SendTokenExpiryRemindersResult = input.totals ?? { asOf, due: 0, sent: 0, skipped: 0, failed: 0 };
 
   const due = await findDueReminders({ asOf, after: input.after, limit: PAGE_SIZE });
   totals.due += due.length;
   for (let i = 0; i < due.length; i += CONCURRENCY) {
-    const outcomes = await Promise.allSettled(due.slice(i, i + CONCURRENCY).map((r) => sendTokenReminder({ key: r.key, asOf })));
+    const outcomes = await Promise.allSettled(
+      due.slice(i, i + CONCURRENCY).map((r) => sendTokenReminder({ key: r.key, asOf })),
+    );
     outcomes.forEach((outcome, j) => {
       if (outcome.status === 'rejected') {
         totals.failed += 1;

@@ -40,8 +40,17 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
   /** Restarts the environment's web process with its current service variables (when it runs here). */
   const restartWeb = async (envId: string, log: TaskLog) => {
     const login = await serviceLogin(deps, envId);
-    const r = await supervisor.restartWeb(envId, { env: login ? serviceVariables(config, login, await serviceHost(deps, envId)) : {}, healthTimeoutMs: 30_000 });
-    log.line(r.ok ? (r.restarted ? '==> Web process restarted' : '==> No web process runs here') : `==> Web process not restarted: ${r.message}`);
+    const r = await supervisor.restartWeb(envId, {
+      env: login ? serviceVariables(config, login, await serviceHost(deps, envId)) : {},
+      healthTimeoutMs: 30_000,
+    });
+    log.line(
+      r.ok
+        ? r.restarted
+          ? '==> Web process restarted'
+          : '==> No web process runs here'
+        : `==> Web process not restarted: ${r.message}`,
+    );
   };
 
   return {

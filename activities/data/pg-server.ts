@@ -91,10 +91,17 @@ export async function tenantServicesPort(
   try {
     await probe.connect();
     await probe.end().catch(() => undefined);
-    return { port: null, trusting: port, reason: `the services server 127.0.0.1:${port} accepts a wrong password (trust auth): sandboxed environments cannot reach it` };
+    return {
+      port: null,
+      trusting: port,
+      reason: `the services server 127.0.0.1:${port} accepts a wrong password (trust auth): sandboxed environments cannot reach it`,
+    };
   } catch (err) {
     if ((err as { code?: string }).code === '28P01') return { port };
-    return { port: null, reason: `the services server 127.0.0.1:${port} did not answer as expected: ${(err as Error).message}` };
+    return {
+      port: null,
+      reason: `the services server 127.0.0.1:${port} did not answer as expected: ${(err as Error).message}`,
+    };
   }
 }
 
@@ -142,7 +149,9 @@ export async function createServiceDatabase(
     await c.query(`GRANT ALL ON DATABASE ${ident(login.database)} TO ${role}`);
     // Tenants reach this server: the admin URL's database (the console's own, with the embedded server)
     // is not theirs to open either (superusers and its owner still can).
-    await c.query(`DO $$ BEGIN EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', current_database()); END $$`);
+    await c.query(
+      `DO $$ BEGIN EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', current_database()); END $$`,
+    );
   });
 }
 

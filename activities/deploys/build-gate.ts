@@ -56,7 +56,8 @@ function pause(ctx: Context, ms: number): Promise<void> {
 /** The activity was cancelled: by its workflow (the wait ends cancelled) or by its worker (retried elsewhere). */
 function throwIfCancelled(ctx: Context): void {
   if (!ctx.cancellationSignal.aborted) return;
-  if (ctx.cancellationDetails?.cancelRequested) throw new CancelledFailure('cancelled while waiting for build capacity');
+  if (ctx.cancellationDetails?.cancelRequested)
+    throw new CancelledFailure('cancelled while waiting for build capacity');
   throw ApplicationFailure.retryable('the worker stopped while the build waited for capacity', 'WorkerStopped');
 }
 
@@ -98,7 +99,10 @@ async function openSlotConnection(databaseUrl: string): Promise<{ client: pg.Cli
 
 async function tryTakeSlot(client: pg.Client, capacity: number): Promise<number | undefined> {
   for (let slot = 0; slot < capacity; slot++) {
-    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::int, $2::int) AS ok', [BUILD_SLOT_LOCK_KEY, slot]);
+    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::int, $2::int) AS ok', [
+      BUILD_SLOT_LOCK_KEY,
+      slot,
+    ]);
     if (rows[0]?.ok) return slot;
   }
   return undefined;
@@ -109,7 +113,12 @@ async function tryTakeSlot(client: pg.Client, capacity: number): Promise<number 
  * task to `running`. Null when the task no longer wants a build (cancelled or ended meanwhile). A task
  * already `running` (a retry after its worker died) takes a slot again in its original place in line.
  */
-export async function acquireBuildSlot(opts: { knex: Knex; databaseUrl: string; capacity: number; taskId: string }): Promise<BuildSlot | null> {
+export async function acquireBuildSlot(opts: {
+  knex: Knex;
+  databaseUrl: string;
+  capacity: number;
+  taskId: string;
+}): Promise<BuildSlot | null> {
   const { knex, taskId } = opts;
   const ctx = Context.current();
   let conn: Awaited<ReturnType<typeof openSlotConnection>> | null = null;
@@ -154,7 +163,9 @@ export async function acquireBuildSlot(opts: { knex: Knex; databaseUrl: string; 
               slot,
               lost: held.lost.signal,
               async release() {
-                await held.client.query('SELECT pg_advisory_unlock($1::int, $2::int)', [BUILD_SLOT_LOCK_KEY, slot]).catch(() => undefined);
+                await held.client
+                  .query('SELECT pg_advisory_unlock($1::int, $2::int)', [BUILD_SLOT_LOCK_KEY, slot])
+                  .catch(() => undefined);
                 await held.client.end().catch(() => undefined);
               },
             };

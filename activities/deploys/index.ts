@@ -67,7 +67,13 @@ async function repository(deps: Deps, projectId: string): Promise<GitRepo> {
  * The built release on this host: its directory and manifest. A release built on this host is reused at
  * once; one whose directory is gone (another host, a cleaned disk) is built again from its commit.
  */
-async function openRelease(deps: Deps, release: ReleaseRow, log: TaskLog, tenant: TenantEnv, signal?: AbortSignal): Promise<BuildResult> {
+async function openRelease(
+  deps: Deps,
+  release: ReleaseRow,
+  log: TaskLog,
+  tenant: TenantEnv,
+  signal?: AbortSignal,
+): Promise<BuildResult> {
   const releaseDir = releaseDirFor(deps.config.dataDir, release.environment_id, release.id);
   const marker = await readReleaseMarker(releaseDir);
   // Built here already (the usual case): open it quietly; the build phase has said so in the log.
@@ -114,7 +120,8 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
           if (err instanceof GitError) {
             log.line(`error: ${err.message}`);
             if (err.code === 'ref_not_found') throw ApplicationFailure.nonRetryable(err.message, 'RefNotFound');
-            if (err.code === 'location_refused') throw ApplicationFailure.nonRetryable(err.message, 'RepositoryRefused');
+            if (err.code === 'location_refused')
+              throw ApplicationFailure.nonRetryable(err.message, 'RepositoryRefused');
             const attempt = Context.current().info.attempt;
             if (attempt >= 3) throw ApplicationFailure.nonRetryable(err.message, 'RepositoryUnreachable');
           }
@@ -160,7 +167,9 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
       type: Exclude<DeployType, 'deploy'>;
     }): Promise<{ ok: true; releaseId: string; sha: string; gitRef: string } | { ok: false; message: string }> {
       const release =
-        input.type === 'redeploy' ? await liveRelease(knex, input.environmentId) : await rollbackTarget(knex, input.environmentId);
+        input.type === 'redeploy'
+          ? await liveRelease(knex, input.environmentId)
+          : await rollbackTarget(knex, input.environmentId);
       if (!release) {
         return {
           ok: false,
@@ -251,7 +260,9 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
                VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO NOTHING`,
               [randomUUID(), env.id, release.id, input.taskId, input.type, input.skipSteps],
             );
-            await trx('environments').where({ id: env.id }).update({ live_release_id: release.id, updated_at: trx.fn.now() });
+            await trx('environments')
+              .where({ id: env.id })
+              .update({ live_release_id: release.id, updated_at: trx.fn.now() });
             return (await trx('deployments').where({ task_id: input.taskId }).first('id')).id as string;
           });
           log.line(`==> Live: release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)}) at ${url}`);
@@ -273,7 +284,10 @@ export function createBuildActivities(deps: Deps) {
   // The build itself (checkout and up to 20 steps); the wait for a slot before it is not limited.
   const buildTimeoutMs = (deps.config.stepTimeoutSeconds * 20 + 600) * 1000;
   return {
-    async buildTaskRelease(input: { taskId: string; releaseId: string }): Promise<
+    async buildTaskRelease(input: {
+      taskId: string;
+      releaseId: string;
+    }): Promise<
       { started: false } | { started: true; ok: true; reused: boolean } | { started: true; ok: false; message: string }
     > {
       const slot = await acquireBuildSlot({
@@ -289,17 +303,24 @@ export function createBuildActivities(deps: Deps) {
             const tooLong = AbortSignal.timeout(buildTimeoutMs);
             const signal = AbortSignal.any([cancelled, slot.lost, tooLong]);
             const release = await loadRelease(deps, input.releaseId);
-            if (release.status === 'failed') return { started: true, ok: false, message: 'the build of this release failed' };
+            if (release.status === 'failed')
+              return { started: true, ok: false, message: 'the build of this release failed' };
             log.line(`==> Building ${release.git_ref}@${shortSha(release.commit_sha)} (release ${release.id})`);
             const r = await openRelease(deps, release, log, await tenantEnv(deps, release.environment_id), signal);
             if (!r.ok) {
               if (r.reason === 'cancelled' && !cancelled.aborted) {
                 // Lost its slot (the database connection dropped): build again with a slot of its own.
-                if (!tooLong.aborted) throw ApplicationFailure.retryable('the build lost its build slot', 'BuildSlotLost');
+                if (!tooLong.aborted)
+                  throw ApplicationFailure.retryable('the build lost its build slot', 'BuildSlotLost');
                 await knex('releases').where({ id: release.id }).update({ status: 'failed' });
-                return { started: true, ok: false, message: `the build did not finish within ${buildTimeoutMs / 1000} s` };
+                return {
+                  started: true,
+                  ok: false,
+                  message: `the build did not finish within ${buildTimeoutMs / 1000} s`,
+                };
               }
-              if (r.reason !== 'cancelled') await knex('releases').where({ id: release.id }).update({ status: 'failed' });
+              if (r.reason !== 'cancelled')
+                await knex('releases').where({ id: release.id }).update({ status: 'failed' });
               return { started: true, ok: false, message: r.reason === 'cancelled' ? 'cancelled' : r.message };
             }
             await knex('releases')

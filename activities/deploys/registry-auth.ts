@@ -28,7 +28,9 @@ export async function prepareRegistryAuth(deps: Deps, projectId: string, jail?: 
   if (rows.length === 0) return NONE;
   // Inside the environment's own HOME (the only place of the host its sandboxed build sees besides its
   // tree), in a directory of its own that no other environment can read; removed after the build.
-  const dir = jail ? join(jail.home, `.vc-registry-auth-${randomBytes(12).toString('hex')}`) : join(deps.config.dataDir, 'build-auth', randomBytes(12).toString('hex'));
+  const dir = jail
+    ? join(jail.home, `.vc-registry-auth-${randomBytes(12).toString('hex')}`)
+    : join(deps.config.dataDir, 'build-auth', randomBytes(12).toString('hex'));
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const secrets: string[] = [];
   const npmrc: string[] = [];

@@ -8,7 +8,10 @@ import { processVariables } from '../../db/queries/variables';
  * worker's HOME or TMPDIR, leaks into a user's commands; the sandbox sets the environment's own HOME).
  * Values are never printed.
  */
-export function stepEnv(userVars: Record<string, string> = {}, builtIns: Record<string, string> = {}): Record<string, string | undefined> {
+export function stepEnv(
+  userVars: Record<string, string> = {},
+  builtIns: Record<string, string> = {},
+): Record<string, string | undefined> {
   const base: Record<string, string | undefined> = {
     PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     LANG: process.env.LANG ?? 'C.UTF-8',
@@ -18,7 +21,9 @@ export function stepEnv(userVars: Record<string, string> = {}, builtIns: Record<
 
 /** A task log line with every secret value (each of its lines) replaced by `[secret]`. */
 export function redactor(secretValues: string[]): (line: string) => string {
-  const parts = [...new Set(secretValues.flatMap((v) => v.split('\n')).filter((p) => p.length > 0))].sort((a, b) => b.length - a.length);
+  const parts = [...new Set(secretValues.flatMap((v) => v.split('\n')).filter((p) => p.length > 0))].sort(
+    (a, b) => b.length - a.length,
+  );
   if (parts.length === 0) return (line) => line;
   const pattern = new RegExp(parts.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
   return (line) => line.replace(pattern, '[secret]');

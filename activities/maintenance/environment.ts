@@ -8,18 +8,34 @@ import { createTaskLog } from '../tasks/log-writer';
 
 export function createEnvironmentMaintenanceActivities(deps: Deps) {
   return {
-    async setEnvironmentMaintenance(input: { taskId: string; environmentId: string; on: boolean; note: string | null }): Promise<{ ok: boolean }> {
+    async setEnvironmentMaintenance(input: {
+      taskId: string;
+      environmentId: string;
+      on: boolean;
+      note: string | null;
+    }): Promise<{ ok: boolean }> {
       const log = createTaskLog(deps.knex, input.taskId);
       try {
-        const n = await deps.knex('environments')
+        const n = await deps
+          .knex('environments')
           .where({ id: input.environmentId })
           .update(
             input.on
-              ? { maintenance_on: true, maintenance_note: input.note, maintenance_since: deps.knex.raw('COALESCE(CASE WHEN maintenance_on THEN maintenance_since END, now())') }
+              ? {
+                  maintenance_on: true,
+                  maintenance_note: input.note,
+                  maintenance_since: deps.knex.raw(
+                    'COALESCE(CASE WHEN maintenance_on THEN maintenance_since END, now())',
+                  ),
+                }
               : { maintenance_on: false, maintenance_note: null, maintenance_since: null },
           );
         if (n === 0) return { ok: false };
-        log.line(input.on ? '==> Maintenance on: the edge answers 503 with the maintenance page' : '==> Maintenance off: traffic flows again');
+        log.line(
+          input.on
+            ? '==> Maintenance on: the edge answers 503 with the maintenance page'
+            : '==> Maintenance off: traffic flows again',
+        );
         return { ok: true };
       } finally {
         await log.close();

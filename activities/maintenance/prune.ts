@@ -49,25 +49,44 @@ export function createMaintenanceActivities(deps: Deps) {
   return {
     async pruneExpired(input: PruneExpiredInput = {}): Promise<PruneExpiredResult> {
       const asOf = input.asOf ? new Date(input.asOf) : new Date();
-      if (Number.isNaN(asOf.getTime())) throw ApplicationFailure.nonRetryable(`asOf is not a date: "${input.asOf}"`, 'InvalidInput');
+      if (Number.isNaN(asOf.getTime()))
+        throw ApplicationFailure.nonRetryable(`asOf is not a date: "${input.asOf}"`, 'InvalidInput');
       const { knex } = deps;
       // Sign-ups never confirmed whose code has expired (api/account/signup.ts): the address is free again.
       const unconfirmedUsers = await deleteInBatches(knex, 'users', (q) =>
         q
           .whereNull('email_confirmed_at')
           .where('created_at', '<', new Date(asOf.getTime() - DAY_MS))
-          .whereNotExists((s) => s.select(knex.raw('1')).from('email_confirmations as c').whereRaw('c.user_id = users.id').whereNull('c.used_at').where('c.expires_at', '>', asOf))
+          .whereNotExists((s) =>
+            s
+              .select(knex.raw('1'))
+              .from('email_confirmations as c')
+              .whereRaw('c.user_id = users.id')
+              .whereNull('c.used_at')
+              .where('c.expires_at', '>', asOf),
+          )
           .whereNotExists((s) => s.select(knex.raw('1')).from('memberships as m').whereRaw('m.user_id = users.id')),
       );
       const sessions = await deleteInBatches(knex, 'sessions', (q) =>
-        q.where('expires_at', '<', asOf).orWhere('ended_at', '<', new Date(asOf.getTime() - ENDED_SESSION_RETENTION_DAYS * DAY_MS)),
+        q
+          .where('expires_at', '<', asOf)
+          .orWhere('ended_at', '<', new Date(asOf.getTime() - ENDED_SESSION_RETENTION_DAYS * DAY_MS)),
       );
       const deviceCodes = await deleteInBatches(knex, 'cli_device_codes', (q) => q.where('expires_at', '<', asOf));
-      const emailConfirmations = await deleteInBatches(knex, 'email_confirmations', (q) => q.where('expires_at', '<', asOf).orWhereNotNull('used_at'));
+      const emailConfirmations = await deleteInBatches(knex, 'email_confirmations', (q) =>
+        q.where('expires_at', '<', asOf).orWhereNotNull('used_at'),
+      );
       const tokenReminders = await deleteInBatches(knex, 'token_reminders', (q) =>
         q.where('reminder_date', '<', new Date(asOf.getTime() - REMINDER_RETENTION_DAYS * DAY_MS)),
       );
-      const result = { asOf: asOf.toISOString(), sessions, deviceCodes, emailConfirmations, unconfirmedUsers, tokenReminders };
+      const result = {
+        asOf: asOf.toISOString(),
+        sessions,
+        deviceCodes,
+        emailConfirmations,
+        unconfirmedUsers,
+        tokenReminders,
+      };
       deps.logger.info(result, 'expired records pruned');
       return result;
     },

@@ -1,7 +1,13 @@
 // The Temporal schedule `prune-expired`: once a day, at PRUNE_HOUR_UTC. Created when the worker
 // starts and brought up to the current settings on every start; an operator's pause is kept.
 
-import { Client, ScheduleAlreadyRunning, ScheduleOverlapPolicy, type ScheduleOptionsStartWorkflowAction, type Workflow } from '@temporalio/client';
+import {
+  Client,
+  ScheduleAlreadyRunning,
+  ScheduleOverlapPolicy,
+  type ScheduleOptionsStartWorkflowAction,
+  type Workflow,
+} from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
 import { SCHEDULE_PRUNE_EXPIRED } from '../../workflows/prune-expired';
 
@@ -33,7 +39,10 @@ function action(taskQueue: string): ScheduleOptionsStartWorkflowAction<Workflow>
   };
 }
 
-export async function ensurePruneSchedule(client: Client, settings: PruneScheduleSettings): Promise<{ scheduleId: string; created: boolean }> {
+export async function ensurePruneSchedule(
+  client: Client,
+  settings: PruneScheduleSettings,
+): Promise<{ scheduleId: string; created: boolean }> {
   if (!Number.isInteger(settings.hourUtc) || settings.hourUtc < 0 || settings.hourUtc > 23) {
     throw new Error(`PRUNE_HOUR_UTC must be a whole hour from 0 to 23, got ${settings.hourUtc}`);
   }
@@ -42,7 +51,14 @@ export async function ensurePruneSchedule(client: Client, settings: PruneSchedul
       ? new Client({ connection: client.connection, namespace: settings.namespace })
       : client;
   const spec = {
-    calendars: [{ hour: settings.hourUtc, minute: 30, second: 0, comment: `every day at ${String(settings.hourUtc).padStart(2, '0')}:30 UTC` }],
+    calendars: [
+      {
+        hour: settings.hourUtc,
+        minute: 30,
+        second: 0,
+        comment: `every day at ${String(settings.hourUtc).padStart(2, '0')}:30 UTC`,
+      },
+    ],
     timezone: 'UTC',
   };
   const scheduleId = SCHEDULE_PRUNE_EXPIRED;
@@ -52,7 +68,9 @@ export async function ensurePruneSchedule(client: Client, settings: PruneSchedul
       spec,
       action: action(settings.taskQueue),
       policies: POLICIES,
-      state: { note: 'Deletes expired sessions, device codes, e-mail confirmations, stale sign-ups and old reminder rows.' },
+      state: {
+        note: 'Deletes expired sessions, device codes, e-mail confirmations, stale sign-ups and old reminder rows.',
+      },
     });
     return { scheduleId, created: true };
   } catch (err) {
@@ -62,7 +80,11 @@ export async function ensurePruneSchedule(client: Client, settings: PruneSchedul
     spec,
     action: action(settings.taskQueue),
     policies: POLICIES,
-    state: { paused: previous.state.paused, note: previous.state.note, remainingActions: previous.state.remainingActions },
+    state: {
+      paused: previous.state.paused,
+      note: previous.state.note,
+      remainingActions: previous.state.remainingActions,
+    },
     typedSearchAttributes: previous.typedSearchAttributes,
   }));
   return { scheduleId, created: false };

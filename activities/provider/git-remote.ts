@@ -33,7 +33,8 @@ export interface GitRepo {
 export type RemoteKind = 'local' | 'http' | 'ssh' | 'git';
 
 export type ParsedRepositoryUrl =
-  { ok: true; url: string; credentials: Credentials | null; kind: RemoteKind } | { ok: false; reason: string };
+  | { ok: true; url: string; credentials: Credentials | null; kind: RemoteKind }
+  | { ok: false; reason: string };
 
 /** A location git must not be run on; `message` is a phrase for `error.fields.url` and task logs. */
 export class LocationRefused extends Error {

@@ -22,7 +22,10 @@ export const manifestSchema = z.strictObject({
   build: z.array(command).default([]),
   deploy: z.array(command).default([]),
   web: command.optional(),
-  health: z.string().regex(/^\/\S*$/).optional(),
+  health: z
+    .string()
+    .regex(/^\/\S*$/)
+    .optional(),
 });
 
 export type Manifest = z.output<typeof manifestSchema>;
@@ -73,7 +76,10 @@ export function parseManifest(text: string): ManifestResult {
   } catch (err) {
     // yaml throws a ReferenceError when aliases expand beyond maxAliasCount (or an alias is unresolved).
     if (!(err instanceof ReferenceError)) throw err;
-    return { ok: false, fields: { manifest: `too many or unresolved aliases (*name): at most ${MAX_ALIAS_COUNT} expansions` } };
+    return {
+      ok: false,
+      fields: { manifest: `too many or unresolved aliases (*name): at most ${MAX_ALIAS_COUNT} expansions` },
+    };
   }
   const parsed = manifestSchema.safeParse(value);
   if (parsed.success) return { ok: true, manifest: parsed.data };
@@ -109,7 +115,8 @@ export async function readManifest(dir: string): Promise<ManifestResult & { pres
     const st = await lstat(file);
     kind = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : 'other';
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, manifest: emptyManifest(), present: false };
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      return { ok: true, manifest: emptyManifest(), present: false };
     throw err;
   }
   const refused = manifestFileFault(kind);
@@ -147,7 +154,10 @@ function reasonFor(at: Segment[]): string {
 }
 
 function firstSentence(message: string): string {
-  return message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '').trim();
+  return message
+    .split('\n')[0]
+    .replace(/ at line \d+, column \d+:?$/, '')
+    .trim();
 }
 
 /** Line of the node at `segments` (its value, or its key when the value is empty). */

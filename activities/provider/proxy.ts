@@ -115,9 +115,17 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse, route: Rout
   req.pipe(upstream);
 }
 
-function upgrade(req: http.IncomingMessage, socket: net.Socket, head: Buffer, route: Route, sockets: Set<net.Socket>): void {
+function upgrade(
+  req: http.IncomingMessage,
+  socket: net.Socket,
+  head: Buffer,
+  route: Route,
+  sockets: Set<net.Socket>,
+): void {
   if (route.kind === 'unavailable') {
-    socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${route.text}\n`);
+    socket.end(
+      `HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${route.text}\n`,
+    );
     return;
   }
   const up = net.connect(route.port, route.host);

@@ -102,7 +102,10 @@ export function gitCacheDir(dataDir: string): string {
  */
 export async function readReleaseMarker(releaseDir: string): Promise<ReleaseMarker | null> {
   try {
-    const fh = await open(path.join(releaseDir, RELEASE_MARKER), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const fh = await open(
+      path.join(releaseDir, RELEASE_MARKER),
+      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    );
     try {
       if (!(await fh.stat()).isFile()) return null;
       return JSON.parse(await fh.readFile('utf8')) as ReleaseMarker;
@@ -226,7 +229,14 @@ async function runSteps(
     });
     if (r.cancelled) return cancelledResult();
     if (r.exitCode === 0) continue;
-    const failedStep: FailedStep = { phase, index, command, exitCode: r.exitCode, signal: r.signal, timedOut: r.timedOut };
+    const failedStep: FailedStep = {
+      phase,
+      index,
+      command,
+      exitCode: r.exitCode,
+      signal: r.signal,
+      timedOut: r.timedOut,
+    };
     const why = r.timedOut
       ? `did not finish within ${Math.round(opts.stepTimeoutMs / 1000)} s`
       : r.exitCode !== null

@@ -49,7 +49,9 @@ export function runStep(opts: RunStepOptions): Promise<RunStepResult> {
   }
 
   return new Promise<RunStepResult>((resolve, reject) => {
-    const how = opts.jail ? launch(opts.jail, command, { cwd, env }) : { file: '/bin/sh', args: ['-c', command], cwd, env };
+    const how = opts.jail
+      ? launch(opts.jail, command, { cwd, env })
+      : { file: '/bin/sh', args: ['-c', command], cwd, env };
     const child = spawn(how.file, how.args, {
       cwd: how.cwd,
       env: how.env as NodeJS.ProcessEnv,

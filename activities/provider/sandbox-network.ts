@@ -60,7 +60,9 @@ export function setServicesPorts(ports: { open: number | null; close: number | n
 
 /** Takes a services port out of the set (its server stopped: the port may be reused by anything). */
 export async function closeServicesPort(port: number): Promise<void> {
-  await nft(`${SERVICES_TABLE}add element ip vc_services ports { ${port} }\ndelete element ip vc_services ports { ${port} }\n`);
+  await nft(
+    `${SERVICES_TABLE}add element ip vc_services ports { ${port} }\ndelete element ip vc_services ports { ${port} }\n`,
+  );
 }
 
 /** ip_forward, and the nft tables every environment's veth is filtered and masqueraded by (atomic, idempotent). */
@@ -117,7 +119,8 @@ add rule ip vc_services prerouting iifname "vch*" ip daddr ${NETWORK_CIDR} tcp d
 
 function servicesRules(ports: { open: number | null; close: number | null }): string {
   let rules = SERVICES_TABLE;
-  if (ports.close) rules += `add element ip vc_services ports { ${ports.close} }\ndelete element ip vc_services ports { ${ports.close} }\n`;
+  if (ports.close)
+    rules += `add element ip vc_services ports { ${ports.close} }\ndelete element ip vc_services ports { ${ports.close} }\n`;
   if (ports.open) rules += `add element ip vc_services ports { ${ports.open} }\n`;
   return rules;
 }
@@ -150,7 +153,10 @@ export function ensureNetwork(port: number): Promise<void> {
       throw err;
     }
   });
-  networkLocks.set(port, next.catch(() => undefined));
+  networkLocks.set(
+    port,
+    next.catch(() => undefined),
+  );
   return next;
 }
 
@@ -185,7 +191,9 @@ async function createNetwork(port: number): Promise<void> {
   await ip(['addr', 'add', `${host}/30`, 'dev', veth]);
   await ip(['link', 'set', veth, 'up']);
   const inNs = (file: string, args: string[]) => run('nsenter', [`--net=/run/netns/${ns}`, '--', file, ...args]);
-  await inNs('sysctl', ['-qw', 'net.ipv6.conf.all.disable_ipv6=1', 'net.ipv6.conf.default.disable_ipv6=1']).catch(() => undefined);
+  await inNs('sysctl', ['-qw', 'net.ipv6.conf.all.disable_ipv6=1', 'net.ipv6.conf.default.disable_ipv6=1']).catch(
+    () => undefined,
+  );
   await inNs('sysctl', ['-qw', 'net.ipv4.conf.all.route_localnet=1', 'net.ipv4.conf.eth0.route_localnet=1']);
   await ip(['-n', ns, 'addr', 'add', `${env}/30`, 'dev', 'eth0']);
   await ip(['-n', ns, 'link', 'set', 'lo', 'up']);
@@ -208,12 +216,16 @@ async function ip(args: string[]): Promise<void> {
   try {
     await run('ip', args);
   } catch (err) {
-    throw new Error(`ip ${args.join(' ')} failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}`);
+    throw new Error(
+      `ip ${args.join(' ')} failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}`,
+    );
   }
 }
 
 function nft(rules: string, netns?: string): Promise<void> {
-  const [file, args] = netns ? ['nsenter', [`--net=/run/netns/${netns}`, '--', 'nft', '-f', '-']] : ['nft', ['-f', '-']];
+  const [file, args] = netns
+    ? ['nsenter', [`--net=/run/netns/${netns}`, '--', 'nft', '-f', '-']]
+    : ['nft', ['-f', '-']];
   return new Promise((resolve, reject) => {
     const child = execFile(file, args, (err, _out, stderr) =>
       err ? reject(new Error(`nft failed: ${String(stderr || err.message).trim()}`)) : resolve(),

@@ -20,7 +20,14 @@ import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { chmod, chown, lstat, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ensureHostNetwork, ensureNetwork, jailAddresses, netnsName, removeNetwork, setServicesPorts } from './sandbox-network';
+import {
+  ensureHostNetwork,
+  ensureNetwork,
+  jailAddresses,
+  netnsName,
+  removeNetwork,
+  setServicesPorts,
+} from './sandbox-network';
 
 export { closeServicesPort, jailAddresses, netnsName, removeNetwork, removeNetworksInRange } from './sandbox-network';
 
@@ -75,7 +82,10 @@ let detected: { mode: SandboxMode; reason: string } | null = null;
 let warned = false;
 
 /** The strongest mode this host allows (checked once per process, with a real trial of bwrap). */
-export function sandboxMode(warn: (message: string) => void = (m) => console.warn(m)): { mode: SandboxMode; reason: string } {
+export function sandboxMode(warn: (message: string) => void = (m) => console.warn(m)): {
+  mode: SandboxMode;
+  reason: string;
+} {
   if (!detected) detected = detect();
   if (detected.mode !== 'namespaces' && !warned) {
     warned = true;
@@ -93,7 +103,24 @@ function detect(): { mode: SandboxMode; reason: string } {
   const missing = ['bwrap', 'nsenter', 'unshare', 'ip', 'nft'].filter((tool) => !onPath(tool));
   if (missing.length) return { mode: 'uid', reason: `missing on PATH: ${missing.join(', ')}` };
   const trials: [string, string, string[]][] = [
-    ['bwrap cannot create its namespaces here', 'nsenter', ['--setuid=65534', '--setgid=65534', '--', 'bwrap', ...systemMounts(), '--unshare-user', '--disable-userns', '--unshare-pid', '--proc', '/proc', '--', '/bin/true']],
+    [
+      'bwrap cannot create its namespaces here',
+      'nsenter',
+      [
+        '--setuid=65534',
+        '--setgid=65534',
+        '--',
+        'bwrap',
+        ...systemMounts(),
+        '--unshare-user',
+        '--disable-userns',
+        '--unshare-pid',
+        '--proc',
+        '/proc',
+        '--',
+        '/bin/true',
+      ],
+    ],
     ['no network namespaces here', 'unshare', ['--net', '--', '/bin/true']],
     ['nftables is not usable here', 'nft', ['list', 'tables']],
   ];
@@ -124,7 +151,11 @@ let sharedDirs: string[] = [];
  * password-protected services server environments reach at their gateway (and one that trusts, kept
  * closed); set by the worker.
  */
-export function configureSandbox(o: { sharedDirs: string[]; servicesPort?: number | null; trustingPort?: number | null }): void {
+export function configureSandbox(o: {
+  sharedDirs: string[];
+  servicesPort?: number | null;
+  trustingPort?: number | null;
+}): void {
   sharedDirs = o.sharedDirs.map((d) => path.resolve(d));
   setServicesPorts({ open: o.servicesPort ?? null, close: o.trustingPort ?? null });
 }
@@ -202,7 +233,9 @@ async function checkTraversable(dir: string): Promise<void> {
   for (let d = path.dirname(dir); ; d = path.dirname(d)) {
     const st = await lstat(d);
     if ((st.mode & 0o001) === 0) {
-      throw new Error(`${d} does not let other users through (mode ${(st.mode & 0o777).toString(8)}): environments under it cannot be sandboxed; chmod o+x it`);
+      throw new Error(
+        `${d} does not let other users through (mode ${(st.mode & 0o777).toString(8)}): environments under it cannot be sandboxed; chmod o+x it`,
+      );
     }
     if (d === path.dirname(d)) return;
   }
@@ -275,7 +308,20 @@ export function launch(
 
 /** The read-only system a sandbox sees: /usr, /etc, /opt, /sys and the merged-/usr links (or directories). */
 function systemMounts(): string[] {
-  const out: string[] = ['--ro-bind', '/usr', '/usr', '--ro-bind', '/etc', '/etc', '--ro-bind-try', '/opt', '/opt', '--ro-bind-try', '/sys', '/sys'];
+  const out: string[] = [
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--ro-bind',
+    '/etc',
+    '/etc',
+    '--ro-bind-try',
+    '/opt',
+    '/opt',
+    '--ro-bind-try',
+    '/sys',
+    '/sys',
+  ];
   for (const top of ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']) {
     let target: string | null = null;
     try {
@@ -305,4 +351,3 @@ export function safeSegment(value: string, what: string): string {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(value)) throw new Error(`invalid ${what}: ${JSON.stringify(value)}`);
   return value;
 }
-

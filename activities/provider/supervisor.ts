@@ -254,8 +254,18 @@ export class Supervisor {
         say('No web command in service.yaml: nothing to restart; the new variables are kept for the next start');
         return { ok: true, alreadyLive: true, internalPort: null };
       }
-      const web = await this.spawnWeb(o.envId, rt.proxy?.port ?? 0, live.releaseId, live.releaseDir, live.manifest.web, o.env, live.limits);
-      say(`Started "${live.manifest.web}" for release ${live.releaseId} with the current variables (pid ${web.pid ?? '?'})`);
+      const web = await this.spawnWeb(
+        o.envId,
+        rt.proxy?.port ?? 0,
+        live.releaseId,
+        live.releaseDir,
+        live.manifest.web,
+        o.env,
+        live.limits,
+      );
+      say(
+        `Started "${live.manifest.web}" for release ${live.releaseId} with the current variables (pid ${web.pid ?? '?'})`,
+      );
       const ready = await waitReady(web, live.manifest.health, o.healthTimeoutMs);
       if (!ready.ok) {
         await web.stop(this.graceMs);
@@ -263,7 +273,11 @@ export class Supervisor {
         safe(o.onLine, message, 'stderr');
         return { ok: false, message };
       }
-      say(live.manifest.health ? `${live.manifest.health} answered ${ready.status}` : `port ${web.port} accepts connections`);
+      say(
+        live.manifest.health
+          ? `${live.manifest.health} answered ${ready.status}`
+          : `port ${web.port} accepts connections`,
+      );
       rt.live = { ...live, env: o.env, web };
       web.supervise();
       try {
@@ -411,7 +425,15 @@ export class Supervisor {
       }
       if (!rt.proxy) return { ok: true, restarted: false };
       const nextEnv = { ...live.env, ...(o.env ?? {}) };
-      const web = await this.spawnWeb(envId, rt.proxy.port, live.releaseId, live.releaseDir, live.manifest.web, nextEnv, limits);
+      const web = await this.spawnWeb(
+        envId,
+        rt.proxy.port,
+        live.releaseId,
+        live.releaseDir,
+        live.manifest.web,
+        nextEnv,
+        limits,
+      );
       say(`Started a new web process for release ${live.releaseId} (pid ${web.pid ?? '?'})`);
       const ready = await waitReady(web, live.manifest.health, o.healthTimeoutMs);
       if (!ready.ok) {
@@ -479,7 +501,11 @@ export class Supervisor {
     const route: PublishedRoute =
       live && web
         ? { kind: 'upstream', host: web.host, port: web.port, releaseId: live.releaseId }
-        : { kind: 'unavailable', text: live ? 'no web process' : 'no release is live', releaseId: live?.releaseId ?? null };
+        : {
+            kind: 'unavailable',
+            text: live ? 'no web process' : 'no release is live',
+            releaseId: live?.releaseId ?? null,
+          };
     await this.publishRoute(rt.envId, route);
   }
 

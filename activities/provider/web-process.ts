@@ -65,7 +65,11 @@ export class WebProcess {
     const fd = openSync(this.opts.logPath, 'a');
     let child: ChildProcess;
     try {
-      const how = launch(this.opts.jail, this.opts.command, { cwd: this.opts.cwd, env: { ...this.opts.env, PORT: String(this.port) }, outliveParent: true });
+      const how = launch(this.opts.jail, this.opts.command, {
+        cwd: this.opts.cwd,
+        env: { ...this.opts.env, PORT: String(this.port) },
+        outliveParent: true,
+      });
       child = spawn(how.file, how.args, {
         cwd: how.cwd,
         env: how.env as NodeJS.ProcessEnv,
@@ -165,7 +169,12 @@ export function freePort(): Promise<number> {
 }
 
 /** One health probe: the status of GET path (or 'connected' for a bare TCP check), or an error text. */
-export function probe(host: string, port: number, pathname: string | undefined, timeoutMs: number): Promise<number | 'connected' | string> {
+export function probe(
+  host: string,
+  port: number,
+  pathname: string | undefined,
+  timeoutMs: number,
+): Promise<number | 'connected' | string> {
   return new Promise((resolve) => {
     if (!pathname) {
       const s = net.connect(port, host);

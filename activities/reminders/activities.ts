@@ -35,7 +35,8 @@ const LOCK_CLASS = 4050;
 
 function parseInstant(value: string, field: string): Date {
   const at = new Date(value);
-  if (Number.isNaN(at.getTime())) throw ApplicationFailure.nonRetryable(`${field} is not a date: "${value}"`, 'InvalidInput');
+  if (Number.isNaN(at.getTime()))
+    throw ApplicationFailure.nonRetryable(`${field} is not a date: "${value}"`, 'InvalidInput');
   return at;
 }
 
@@ -50,9 +51,17 @@ function dueTokens(knex: Knex, asOf: Date, excludeKey: string | null) {
   return knex('access_tokens as t')
     .whereNull('t.revoked_at')
     .where('t.expires_at', '>', knex.raw('greatest(?::timestamptz, now())', [asOf.toISOString()]))
-    .where('t.expires_at', '<=', knex.raw(`?::timestamptz + make_interval(days => ?)`, [asOf.toISOString(), REMINDER_LEAD_DAYS]))
+    .where(
+      't.expires_at',
+      '<=',
+      knex.raw(`?::timestamptz + make_interval(days => ?)`, [asOf.toISOString(), REMINDER_LEAD_DAYS]),
+    )
     .whereExists((q) =>
-      q.select(knex.raw('1')).from('memberships as m').whereRaw('m.team_id = t.team_id').whereRaw('m.user_id = t.user_id'),
+      q
+        .select(knex.raw('1'))
+        .from('memberships as m')
+        .whereRaw('m.team_id = t.team_id')
+        .whereRaw('m.user_id = t.user_id'),
     )
     .whereNotExists((q) => {
       q.select(knex.raw('1'))
@@ -97,7 +106,10 @@ export function createReminderActivities(deps: Deps) {
       if (!parsed) throw ApplicationFailure.nonRetryable(`not a reminder key: "${input.key}"`, 'InvalidInput');
       const asOf = parseInstant(input.asOf, 'asOf');
       if (utcDay(asOf) !== parsed.day) {
-        throw ApplicationFailure.nonRetryable(`reminder key ${input.key} does not belong to ${input.asOf}`, 'InvalidInput');
+        throw ApplicationFailure.nonRetryable(
+          `reminder key ${input.key} does not belong to ${input.asOf}`,
+          'InvalidInput',
+        );
       }
       const { tokenId, day } = parsed;
 
@@ -121,12 +133,28 @@ export function createReminderActivities(deps: Deps) {
         if (claim.sent_at) return 'already_sent';
 
         const token:
-          | { id: string; purpose: string; expires_at: Date; email: string; user_name: string; team_name: string; team_id: string }
+          | {
+              id: string;
+              purpose: string;
+              expires_at: Date;
+              email: string;
+              user_name: string;
+              team_name: string;
+              team_id: string;
+            }
           | undefined = await dueTokens(trx, asOf, input.key)
           .where('t.id', tokenId)
           .join('users as u', 'u.id', 't.user_id')
           .join('teams as tm', 'tm.id', 't.team_id')
-          .first('t.id', 't.purpose', 't.expires_at', 'u.email', 'u.name as user_name', 'tm.name as team_name', 't.team_id');
+          .first(
+            't.id',
+            't.purpose',
+            't.expires_at',
+            'u.email',
+            'u.name as user_name',
+            'tm.name as team_name',
+            't.team_id',
+          );
         if (!token) {
           await trx('token_reminders').where('reminder_key', input.key).whereNull('sent_at').delete();
           deps.logger.info({ tokenId, key: input.key }, 'token reminder no longer due');

@@ -34,7 +34,9 @@ export interface EnsuredSchedule {
 
 export function reminderScheduleSpec(hourUtc: number): ScheduleSpec {
   return {
-    calendars: [{ hour: hourUtc, minute: 0, second: 0, comment: `every day at ${String(hourUtc).padStart(2, '0')}:00 UTC` }],
+    calendars: [
+      { hour: hourUtc, minute: 0, second: 0, comment: `every day at ${String(hourUtc).padStart(2, '0')}:00 UTC` },
+    ],
     timezone: 'UTC',
   };
 }
@@ -67,7 +69,10 @@ const POLICIES = {
  * Creates the schedule, or brings an existing one up to the current settings (spec, action,
  * policies); its paused state and note are left as an operator set them. Safe to call on every start.
  */
-export async function ensureReminderSchedule(client: Client, settings: ReminderScheduleSettings): Promise<EnsuredSchedule> {
+export async function ensureReminderSchedule(
+  client: Client,
+  settings: ReminderScheduleSettings,
+): Promise<EnsuredSchedule> {
   if (!Number.isInteger(settings.hourUtc) || settings.hourUtc < 0 || settings.hourUtc > 23) {
     throw new Error(`REMINDER_HOUR_UTC must be a whole hour from 0 to 23, got ${settings.hourUtc}`);
   }
@@ -94,7 +99,11 @@ export async function ensureReminderSchedule(client: Client, settings: ReminderS
     spec,
     action,
     policies: POLICIES,
-    state: { paused: previous.state.paused, note: previous.state.note, remainingActions: previous.state.remainingActions },
+    state: {
+      paused: previous.state.paused,
+      note: previous.state.note,
+      remainingActions: previous.state.remainingActions,
+    },
     typedSearchAttributes: previous.typedSearchAttributes,
   }));
   return { scheduleId, created: false };

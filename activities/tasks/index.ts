@@ -23,7 +23,8 @@ export function createTaskActivities(deps: Deps) {
     }): Promise<string | undefined> {
       const status = await finishTask(knex, input.taskId, input);
       // A release this task began and did not finish is not going to be: it failed.
-      if (status !== 'succeeded') await knex('releases').where({ task_id: input.taskId, status: 'building' }).update({ status: 'failed' });
+      if (status !== 'succeeded')
+        await knex('releases').where({ task_id: input.taskId, status: 'building' }).update({ status: 'failed' });
       // Nor is it waiting for build capacity any more.
       await knex('build_queue').where({ task_id: input.taskId }).del();
       return status;

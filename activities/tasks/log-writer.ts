@@ -54,11 +54,19 @@ function linesThatFit(chunk: string, room: number): string {
  * Appends one chunk with the next seq of the task, within the task's cap. One transaction that locks
  * the task's size row, so concurrent writers of one task take turns and the count stays exact.
  */
-export async function appendLogChunk(knex: Knex, taskId: string, chunk: string, opts: AppendOptions = {}): Promise<void> {
+export async function appendLogChunk(
+  knex: Knex,
+  taskId: string,
+  chunk: string,
+  opts: AppendOptions = {},
+): Promise<void> {
   const limit = opts.limitBytes ?? DEFAULT_TASK_LOG_LIMIT_BYTES;
   await knex.transaction(async (trx) => {
     await trx.raw('INSERT INTO task_log_sizes (task_id) VALUES (?) ON CONFLICT (task_id) DO NOTHING', [taskId]);
-    const size = await trx('task_log_sizes').where({ task_id: taskId }).forUpdate().first('bytes', 'dropped', 'marker_seq');
+    const size = await trx('task_log_sizes')
+      .where({ task_id: taskId })
+      .forUpdate()
+      .first('bytes', 'dropped', 'marker_seq');
     const last = await trx('task_logs').where({ task_id: taskId }).max('seq as seq').first();
     let seq = Number(last?.seq ?? 0);
     const bytes = Number(size.bytes);
@@ -75,7 +83,9 @@ export async function appendLogChunk(knex: Knex, taskId: string, chunk: string, 
       if (markerSeq) await trx('task_logs').where({ task_id: taskId, seq: markerSeq }).update({ chunk: marker });
       else await trx('task_logs').insert({ task_id: taskId, seq: (markerSeq = ++seq), chunk: marker });
     }
-    await trx('task_log_sizes').where({ task_id: taskId }).update({ bytes: bytes + keptBytes, dropped, marker_seq: markerSeq });
+    await trx('task_log_sizes')
+      .where({ task_id: taskId })
+      .update({ bytes: bytes + keptBytes, dropped, marker_seq: markerSeq });
   });
 }
 

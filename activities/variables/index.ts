@@ -13,9 +13,10 @@ const HEALTH_TIMEOUT_MS = 60_000;
 
 export function createVariableActivities(deps: Deps, supervisor: Supervisor) {
   return {
-    async restartWithVariables(input: { taskId: string; environmentId: string }): Promise<
-      { ok: true; restarted: boolean; variables: number } | { ok: false; message: string }
-    > {
+    async restartWithVariables(input: {
+      taskId: string;
+      environmentId: string;
+    }): Promise<{ ok: true; restarted: boolean; variables: number } | { ok: false; message: string }> {
       const log = createTaskLog(deps.knex, input.taskId);
       try {
         return await withHeartbeat(async () => {

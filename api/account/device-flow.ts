@@ -35,7 +35,9 @@ export function verificationUri(deps: Deps): string {
 /** POST /cli/sessions: a device code for the client (only its digest kept) and a user code for the person. */
 export async function startDeviceAuthorization(deps: Deps) {
   // Codes long past their expiry are of no use to anyone; clearing them keeps user codes free.
-  await CliDeviceCode.query(deps.knex).where('expires_at', '<', new Date(Date.now() - 86_400_000)).delete();
+  await CliDeviceCode.query(deps.knex)
+    .where('expires_at', '<', new Date(Date.now() - 86_400_000))
+    .delete();
   const deviceCode = randomToken(32);
   for (let attempt = 0; ; attempt++) {
     const userCode = randomCode(USER_CODE_ALPHABET, USER_CODE_LENGTH);
@@ -105,9 +107,12 @@ export async function pollDeviceToken(deps: Deps, input: { device_code: string }
   const secret = generateSecret('vcs_');
   type Outcome = { error: DevicePollError } | { user: User; session: Session };
   const result = await deps.knex.transaction(async (trx): Promise<Outcome> => {
-    const row = await CliDeviceCode.query(trx).findOne({ device_code_digest: sha256Hex(input.device_code) }).forUpdate();
+    const row = await CliDeviceCode.query(trx)
+      .findOne({ device_code_digest: sha256Hex(input.device_code) })
+      .forUpdate();
     const now = new Date();
-    if (!row || row.status === 'consumed' || row.expires_at.getTime() <= now.getTime()) return { error: 'expired_token' as const };
+    if (!row || row.status === 'consumed' || row.expires_at.getTime() <= now.getTime())
+      return { error: 'expired_token' as const };
     if (row.status === 'denied') return { error: 'access_denied' as const };
     if (row.status === 'approved') {
       const user = row.user_id ? await User.query(trx).findById(row.user_id) : undefined;
@@ -118,7 +123,10 @@ export async function pollDeviceToken(deps: Deps, input: { device_code: string }
     const tooSoon = row.last_polled_at && now.getTime() - row.last_polled_at.getTime() < row.interval_seconds * 1000;
     await CliDeviceCode.query(trx)
       .findById(row.id)
-      .patch({ last_polled_at: now, ...(tooSoon ? { interval_seconds: row.interval_seconds + SLOW_DOWN_STEP_SECONDS } : {}) });
+      .patch({
+        last_polled_at: now,
+        ...(tooSoon ? { interval_seconds: row.interval_seconds + SLOW_DOWN_STEP_SECONDS } : {}),
+      });
     return { error: tooSoon ? ('slow_down' as const) : ('authorization_pending' as const) };
   });
   if (!('user' in result)) throw pollError(result.error);

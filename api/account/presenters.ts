@@ -3,7 +3,6 @@ import type { SshKey } from '../../db/models/ssh-key';
 import type { Actor } from '../lib/actor';
 import { iso } from '../lib/time';
 
-
 /** The account as the API shows it: never the password hash. */
 export function presentUser(user: User) {
   return {

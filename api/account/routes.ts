@@ -12,7 +12,12 @@ import {
   setSessionCookie,
   signIn,
 } from './sessions';
-import { decideDeviceAuthorization, findPendingByUserCode, pollDeviceToken, startDeviceAuthorization } from './device-flow';
+import {
+  decideDeviceAuthorization,
+  findPendingByUserCode,
+  pollDeviceToken,
+  startDeviceAuthorization,
+} from './device-flow';
 import { displayCode, sendVerifyPage } from './verify-page';
 import { addSshKey, listSshKeys, removeSshKey } from './ssh-keys';
 import { errorResponse as err } from '../lib/responses';
@@ -30,7 +35,11 @@ const signupRoutes = [
     tags,
     auth: 'none',
     body: s.signupBody,
-    responses: { 201: { description: 'The new account', schema: s.userSchema }, 409: err('The e-mail address has an account (fields.email)'), 422: INVALID },
+    responses: {
+      201: { description: 'The new account', schema: s.userSchema },
+      409: err('The e-mail address has an account (fields.email)'),
+      422: INVALID,
+    },
     async handler(ctx) {
       ctx.status = 201;
       ctx.body = presentUser(await signUp(ctx.deps, ctx.input.body));
@@ -41,11 +50,16 @@ const signupRoutes = [
     path: '/signup/confirm',
     operationId: 'confirmAccountEmail',
     summary: 'Confirm the e-mail address with the code it received',
-    description: 'Codes work once, for 24 hours; a newer code replaces older ones. Dashes and case do not matter. A wrong code counts as a failed credential for the address.',
+    description:
+      'Codes work once, for 24 hours; a newer code replaces older ones. Dashes and case do not matter. A wrong code counts as a failed credential for the address.',
     tags,
     auth: 'none',
     body: s.confirmBody,
-    responses: { 200: { description: 'The account, address confirmed', schema: s.userSchema }, 422: err('Wrong, expired or used code (fields.code)'), 429: err('Too many failed credentials from this address') },
+    responses: {
+      200: { description: 'The account, address confirmed', schema: s.userSchema },
+      422: err('Wrong, expired or used code (fields.code)'),
+      429: err('Too many failed credentials from this address'),
+    },
     async handler(ctx) {
       ctx.body = presentUser(await confirmEmail(ctx.deps, ctx.ip, ctx.input.body));
     },
@@ -63,7 +77,9 @@ const signupRoutes = [
     handler(ctx) {
       const { deps } = ctx;
       // Not awaited: neither the answer nor its timing says whether the account exists.
-      resendConfirmation(deps, ctx.input.body).catch((e: Error) => deps.logger.warn({ err: e.message }, 'confirmation resend failed'));
+      resendConfirmation(deps, ctx.input.body).catch((e: Error) =>
+        deps.logger.warn({ err: e.message }, 'confirmation resend failed'),
+      );
       ctx.status = 202;
       ctx.body = { message: 'If an unconfirmed account has this address, a new confirmation code is on its way' };
     },
@@ -76,7 +92,8 @@ const sessionRoutes = [
     path: '/session',
     operationId: 'createSession',
     summary: 'Sign in: sets the HttpOnly session cookie (a new session at every sign-in)',
-    description: 'Writes with the cookie also send X-CSRF-Token (GET /session/token). Wrong credentials count toward the per-address block.',
+    description:
+      'Writes with the cookie also send X-CSRF-Token (GET /session/token). Wrong credentials count toward the per-address block.',
     tags,
     auth: 'none',
     body: s.signInBody,
@@ -102,10 +119,14 @@ const sessionRoutes = [
     summary: "The browser session's CSRF token, for the X-CSRF-Token header on writes",
     tags,
     auth: 'session',
-    responses: { 200: { description: 'The token', schema: s.csrfTokenSchema }, 403: err('Not a browser session (the command line needs no CSRF token)') },
+    responses: {
+      200: { description: 'The token', schema: s.csrfTokenSchema },
+      403: err('Not a browser session (the command line needs no CSRF token)'),
+    },
     handler(ctx) {
       const actor = sessionActor(ctx.actor);
-      if (actor.via !== 'session') throw appError('forbidden', 'Only a browser session has a CSRF token; a vcs_ bearer needs none');
+      if (actor.via !== 'session')
+        throw appError('forbidden', 'Only a browser session has a CSRF token; a vcs_ bearer needs none');
       ctx.set('Cache-Control', 'no-store');
       ctx.body = { token: actor.session.csrf_token };
     },
@@ -133,7 +154,11 @@ const sessionRoutes = [
     tags,
     auth: 'session',
     body: s.reauthenticateBody,
-    responses: { 200: { description: 'Sign-in time renewed', schema: s.reauthenticatedSchema }, 422: err('Wrong password (fields.password)'), 429: err('Too many failed credentials from this address') },
+    responses: {
+      200: { description: 'Sign-in time renewed', schema: s.reauthenticatedSchema },
+      422: err('Wrong password (fields.password)'),
+      429: err('Too many failed credentials from this address'),
+    },
     async handler(ctx) {
       const at = await reauthenticate(ctx.deps, ctx.ip, sessionActor(ctx.actor), ctx.input.body);
       ctx.body = { authenticated_at: at.toISOString() };
@@ -144,7 +169,8 @@ const sessionRoutes = [
     path: '/users/{id}/sessions/end-others',
     operationId: 'endOtherSessions',
     summary: 'End every browser session of your account but this one (command-line sessions stay)',
-    description: 'Only for your own user id. Needs a sign-in within the last 60 minutes (else 403 reauthentication_required).',
+    description:
+      'Only for your own user id. Needs a sign-in within the last 60 minutes (else 403 reauthentication_required).',
     tags,
     auth: 'session',
     recentSignInMinutes: 60,
@@ -177,7 +203,8 @@ const deviceRoutes = [
     method: 'post',
     path: '/cli/sessions',
     operationId: 'createCliDeviceAuthorization',
-    summary: 'Command-line sign-in, step 1 (RFC 8628): a device code to poll with and a user code to approve in the browser',
+    summary:
+      'Command-line sign-in, step 1 (RFC 8628): a device code to poll with and a user code to approve in the browser',
     tags,
     auth: 'none',
     responses: {
@@ -202,9 +229,11 @@ const deviceRoutes = [
     async handler(ctx) {
       const actor = ctx.state.actor as typeof ctx.actor | undefined;
       const userCode = displayCode(ctx.input.query.user_code);
-      if (actor?.kind !== 'session' || actor.via !== 'session') return sendVerifyPage(ctx, { kind: 'signed-out', userCode });
+      if (actor?.kind !== 'session' || actor.via !== 'session')
+        return sendVerifyPage(ctx, { kind: 'signed-out', userCode });
       const pending = userCode ? await findPendingByUserCode(ctx.deps, userCode) : undefined;
-      if (!pending) return sendVerifyPage(ctx, { kind: 'enter-code', user: actor.user, userCode, unknown: Boolean(userCode) });
+      if (!pending)
+        return sendVerifyPage(ctx, { kind: 'enter-code', user: actor.user, userCode, unknown: Boolean(userCode) });
       sendVerifyPage(ctx, { kind: 'confirm', user: actor.user, userCode: userCode! });
     },
   }),
@@ -216,7 +245,10 @@ const deviceRoutes = [
     tags,
     auth: 'session',
     body: s.userCodeBody,
-    responses: { 200: { description: 'Approved', schema: s.deviceDecisionSchema }, 422: err('No sign-in waits for this code (fields.user_code)') },
+    responses: {
+      200: { description: 'Approved', schema: s.deviceDecisionSchema },
+      422: err('No sign-in waits for this code (fields.user_code)'),
+    },
     async handler(ctx) {
       ctx.body = await decideDeviceAuthorization(ctx.deps, ctx.actor, ctx.input.body, 'approved');
     },
@@ -229,7 +261,10 @@ const deviceRoutes = [
     tags,
     auth: 'session',
     body: s.userCodeBody,
-    responses: { 200: { description: 'Denied', schema: s.deviceDecisionSchema }, 422: err('No sign-in waits for this code (fields.user_code)') },
+    responses: {
+      200: { description: 'Denied', schema: s.deviceDecisionSchema },
+      422: err('No sign-in waits for this code (fields.user_code)'),
+    },
     async handler(ctx) {
       ctx.body = await decideDeviceAuthorization(ctx.deps, ctx.actor, ctx.input.body, 'denied');
     },
@@ -238,14 +273,18 @@ const deviceRoutes = [
     method: 'post',
     path: '/cli/sessions/token',
     operationId: 'pollCliDeviceToken',
-    summary: 'Command-line sign-in, step 2: poll with the device code; 201 with the vcs_ bearer once approved (exactly once)',
+    summary:
+      'Command-line sign-in, step 2: poll with the device code; 201 with the vcs_ bearer once approved (exactly once)',
     description: 'Poll no faster than `interval` seconds; each slow_down adds 5 seconds to it.',
     tags,
     auth: 'none',
     body: s.deviceTokenBody,
     responses: {
       201: { description: 'Signed in: the vcs_ bearer', schema: s.deviceTokenSchema },
-      400: { description: 'authorization_pending, slow_down, expired_token or access_denied', schema: s.deviceErrorSchema },
+      400: {
+        description: 'authorization_pending, slow_down, expired_token or access_denied',
+        schema: s.deviceErrorSchema,
+      },
       422: INVALID,
     },
     async handler(ctx) {

@@ -33,7 +33,9 @@ export const idParams = z.object({ id: z.uuid() });
 // Bodies
 
 export const signupBody = z.strictObject({ email, password: newPassword, name });
-export const confirmBody = z.strictObject({ code: z.string().trim().min(1, 'is required').max(64, 'is not a confirmation code') });
+export const confirmBody = z.strictObject({
+  code: z.string().trim().min(1, 'is required').max(64, 'is not a confirmation code'),
+});
 export const resendBody = z.strictObject({ email });
 export const signInBody = z.strictObject({
   email: z.string().trim().min(1, 'is required').max(254, 'must be at most 254 characters'),
@@ -122,4 +124,3 @@ export const sshKeySchema = z.object({
   created_at: z.string(),
 });
 export const sshKeyListSchema = z.object({ data: z.array(sshKeySchema) });
-

@@ -21,7 +21,8 @@ export async function startSession(
   secret: string,
   db: Knex = deps.knex,
 ): Promise<Session> {
-  const ttlMs = kind === 'browser' ? deps.config.session.ttlHours * 3600_000 : deps.config.session.cliTtlDays * 86_400_000;
+  const ttlMs =
+    kind === 'browser' ? deps.config.session.ttlHours * 3600_000 : deps.config.session.cliTtlDays * 86_400_000;
   return Session.query(db).insertAndFetch({
     secret_digest: sessionDigest(secret),
     user_id: userId,
@@ -49,7 +50,10 @@ export async function signIn(
     throw errors.unauthenticated(WRONG_CREDENTIALS);
   }
   if (!user.email_confirmed_at) {
-    throw appError('email_not_confirmed', 'Confirm your e-mail address first: enter the code we sent (POST /signup/confirm), or ask for a new one (POST /signup/resend)');
+    throw appError(
+      'email_not_confirmed',
+      'Confirm your e-mail address first: enter the code we sent (POST /signup/confirm), or ask for a new one (POST /signup/resend)',
+    );
   }
   await deps.guards.recordSuccess(address);
   // A browser that signs in again leaves its previous session behind, ended.
@@ -64,7 +68,12 @@ export async function endSession(deps: Deps, sessionId: string): Promise<void> {
 }
 
 /** POST /session/reauthenticate: the password again renews the sign-in time of this session. */
-export async function reauthenticate(deps: Deps, address: string, actor: SessionActor, input: { password: string }): Promise<Date> {
+export async function reauthenticate(
+  deps: Deps,
+  address: string,
+  actor: SessionActor,
+  input: { password: string },
+): Promise<Date> {
   await deps.guards.assertAddressAllowed(address);
   if (!(await verifyPassword(actor.user.password_hash, input.password))) {
     await deps.guards.recordFailure(address);
@@ -117,7 +126,14 @@ export function setSessionCookie(deps: Deps, ctx: Context, secret: string, expir
 }
 
 export function clearSessionCookie(deps: Deps, ctx: Context): void {
-  const parts = [`${SESSION_COOKIE}=`, 'Path=/', 'Max-Age=0', 'Expires=Thu, 01 Jan 1970 00:00:00 GMT', 'HttpOnly', 'SameSite=Lax'];
+  const parts = [
+    `${SESSION_COOKIE}=`,
+    'Path=/',
+    'Max-Age=0',
+    'Expires=Thu, 01 Jan 1970 00:00:00 GMT',
+    'HttpOnly',
+    'SameSite=Lax',
+  ];
   if (cookieIsSecure(deps, ctx)) parts.push('Secure');
   ctx.append('Set-Cookie', parts.join('; '));
 }

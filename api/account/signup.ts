@@ -15,14 +15,20 @@ const CODE_TTL_MS = 24 * 3600_000;
 const CODES_PER_HOUR = 5;
 
 const emailTaken = () =>
-  appError('email_taken', 'An account with this e-mail address already exists; sign in instead', { fields: {
-    email: 'already has an account',
-  } });
+  appError('email_taken', 'An account with this e-mail address already exists; sign in instead', {
+    fields: {
+      email: 'already has an account',
+    },
+  });
 
 /** Stores the digest of a new code (older unused codes stop working) and returns the code. */
 async function issueCode(trx: Knex, userId: string): Promise<{ code: string; expiresAt: Date }> {
   const now = new Date();
-  await EmailConfirmation.query(trx).where({ user_id: userId }).whereNull('used_at').where('expires_at', '>', now).patch({ expires_at: now });
+  await EmailConfirmation.query(trx)
+    .where({ user_id: userId })
+    .whereNull('used_at')
+    .where('expires_at', '>', now)
+    .patch({ expires_at: now });
   const code = randomCode(CONFIRMATION_ALPHABET, CODE_LENGTH);
   const expiresAt = new Date(now.getTime() + CODE_TTL_MS);
   await EmailConfirmation.query(trx).insert({ user_id: userId, code_digest: sha256Hex(code), expires_at: expiresAt });
@@ -55,7 +61,11 @@ const pendingSignUp = (until: Date) =>
  * by someone who signed it up without owning it.
  */
 export async function pendingSignUpUntil(knex: Knex, userId: string): Promise<Date | undefined> {
-  const row = await EmailConfirmation.query(knex).where({ user_id: userId }).whereNull('used_at').max('expires_at as until').first();
+  const row = await EmailConfirmation.query(knex)
+    .where({ user_id: userId })
+    .whereNull('used_at')
+    .max('expires_at as until')
+    .first();
   const until = (row as unknown as { until: Date | null } | undefined)?.until;
   return until && until.getTime() > Date.now() ? until : undefined;
 }
@@ -65,7 +75,9 @@ export async function removeExpiredSignUp(knex: Knex, userId: string): Promise<b
   const removed = await User.query(knex)
     .findById(userId)
     .whereNull('email_confirmed_at')
-    .whereNotExists(EmailConfirmation.query(knex).where('user_id', userId).whereNull('used_at').where('expires_at', '>', new Date()))
+    .whereNotExists(
+      EmailConfirmation.query(knex).where('user_id', userId).whereNull('used_at').where('expires_at', '>', new Date()),
+    )
     .delete();
   return removed > 0;
 }

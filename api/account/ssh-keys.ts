@@ -10,12 +10,19 @@ const duplicate = (fingerprint: string) =>
 
 /** The caller's own keys, oldest first. */
 export async function listSshKeys(deps: Deps, actor: Actor): Promise<SshKey[]> {
-  return SshKey.query(deps.knex).where({ user_id: actor.user.id }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+  return SshKey.query(deps.knex)
+    .where({ user_id: actor.user.id })
+    .orderBy([{ column: 'created_at' }, { column: 'id' }]);
 }
 
-export async function addSshKey(deps: Deps, actor: Actor, input: { name: string; public_key: SshPublicKey }): Promise<SshKey> {
+export async function addSshKey(
+  deps: Deps,
+  actor: Actor,
+  input: { name: string; public_key: SshPublicKey },
+): Promise<SshKey> {
   const key = input.public_key;
-  if (await SshKey.query(deps.knex).findOne({ user_id: actor.user.id, fingerprint: key.fingerprint })) throw duplicate(key.fingerprint);
+  if (await SshKey.query(deps.knex).findOne({ user_id: actor.user.id, fingerprint: key.fingerprint }))
+    throw duplicate(key.fingerprint);
   try {
     return await SshKey.query(deps.knex).insertAndFetch({
       user_id: actor.user.id,

@@ -7,7 +7,6 @@ import { escapeHtml as esc } from '../../system/mail/layout';
 
 /** The page a person opens to approve a command-line sign-in (RFC 8628 verification_uri). */
 
-
 export type VerifyState =
   | { kind: 'signed-out'; userCode?: string }
   | { kind: 'enter-code'; user: User; userCode?: string; unknown: boolean }
@@ -102,7 +101,10 @@ ${extra}
 /** Sends the page with headers that keep it out of frames, caches and other origins' scripts. */
 export function sendVerifyPage(ctx: Context, state: VerifyState): void {
   const nonce = randomBytes(16).toString('base64');
-  ctx.set('Content-Security-Policy', `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`);
+  ctx.set(
+    'Content-Security-Policy',
+    `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+  );
   ctx.set('X-Frame-Options', 'DENY');
   ctx.set('Cache-Control', 'no-store');
   ctx.set('Referrer-Policy', 'no-referrer');

@@ -29,7 +29,8 @@ function taskRoute(def: {
     operationId: def.operationId,
     summary: def.summary,
     description:
-      'Answers 202 with the task; poll GET /tasks/{id} for the outcome and read GET /tasks/{id}/log. ' + (def.description ?? ''),
+      'Answers 202 with the task; poll GET /tasks/{id} for the outcome and read GET /tasks/{id}/log. ' +
+      (def.description ?? ''),
     tags: ['deploys'],
     auth: 'token',
     permission: isBuild ? 'build' : 'deploy',
@@ -45,7 +46,10 @@ function taskRoute(def: {
       422: errorResponse('Invalid body (`fields` names each fault)'),
     },
     async handler(ctx) {
-      const task = await requestTask(ctx.deps, ctx.actor, ctx.scope.row, { type: def.type, skipSteps: ctx.input.body.skip_steps });
+      const task = await requestTask(ctx.deps, ctx.actor, ctx.scope.row, {
+        type: def.type,
+        skipSteps: ctx.input.body.skip_steps,
+      });
       ctx.status = 202;
       ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
     },
@@ -60,7 +64,8 @@ export const routes: RouteDef[] = [
   taskRoute({
     type: 'deploy',
     operationId: 'deployEnvironment',
-    summary: "Deploy the head of the environment's git ref: build (unless already built), deploy steps (unless skip_steps), go live",
+    summary:
+      "Deploy the head of the environment's git ref: build (unless already built), deploy steps (unless skip_steps), go live",
     description: `${NEVER_QUEUED} 409 \`no_repository\` when the project has no repository.`,
     body: s.deployBody,
     conflicts: 'deploy_in_progress (with task_id) or no_repository',

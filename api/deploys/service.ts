@@ -15,18 +15,29 @@ import { deploySummary, type DeployWorkflowInput } from '../../workflows/deploys
 export type EnvironmentWithProject = Environment & { project_name: string; repository_url: string | null };
 
 /** The environment with its project's name and repository: one query (the deploy routes' scope). */
-export async function environmentWithProject(knex: Deps['knex'], id: string): Promise<EnvironmentWithProject | undefined> {
+export async function environmentWithProject(
+  knex: Deps['knex'],
+  id: string,
+): Promise<EnvironmentWithProject | undefined> {
   return knex('environments')
     .join('projects', 'projects.id', 'environments.project_id')
     .where('environments.id', id)
     .first('environments.*', 'projects.name as project_name', 'projects.repository_url');
 }
 
-export async function requestTask(deps: Deps, actor: Actor, env: EnvironmentWithProject, input: { type: DeployType | 'build'; skipSteps?: boolean }) {
+export async function requestTask(
+  deps: Deps,
+  actor: Actor,
+  env: EnvironmentWithProject,
+  input: { type: DeployType | 'build'; skipSteps?: boolean },
+) {
   const { knex } = deps;
   const project = { id: env.project_id, name: env.project_name };
   if (!env.repository_url) {
-    throw errors.conflict('no_repository', 'The project has no repository connected: connect one with POST /projects/{id}/repository');
+    throw errors.conflict(
+      'no_repository',
+      'The project has no repository connected: connect one with POST /projects/{id}/repository',
+    );
   }
   if (input.type === 'redeploy' || input.type === 'rollback') {
     // Answered before what a redeploy or rollback would need: a change runs, so none of them may start

@@ -10,7 +10,8 @@ const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 export function normalizeHostname(input: string): { ok: true; hostname: string } | { ok: false; reason: string } {
   const raw = input.trim();
   if (raw === '') return { ok: false, reason: 'must not be empty' };
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) return { ok: false, reason: 'must be the hostname alone, without a scheme' };
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw))
+    return { ok: false, reason: 'must be the hostname alone, without a scheme' };
   if (raw.includes('*')) return { ok: false, reason: 'must not be a wildcard' };
   if (/[/?#]/.test(raw)) return { ok: false, reason: 'must be the hostname alone, without a path' };
   if (raw.includes('@')) return { ok: false, reason: 'must be the hostname alone, without credentials' };
@@ -23,7 +24,10 @@ export function normalizeHostname(input: string): { ok: true; hostname: string }
   const labels = ascii.split('.');
   if (labels.length < 2) return { ok: false, reason: 'must have at least two labels (like example.com)' };
   if (!labels.every((l) => LABEL.test(l))) {
-    return { ok: false, reason: 'each label must be 1-63 letters, digits or dashes, not starting or ending with a dash' };
+    return {
+      ok: false,
+      reason: 'each label must be 1-63 letters, digits or dashes, not starting or ending with a dash',
+    };
   }
   if (/^\d+$/.test(labels[labels.length - 1])) return { ok: false, reason: 'must be a name, not an address' };
   return { ok: true, hostname: ascii };

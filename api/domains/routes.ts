@@ -54,7 +54,8 @@ export const routes: RouteDef[] = [
     path: '/domains/{id}/verify',
     operationId: 'verifyDomain',
     summary: 'Looks the TXT record up in DNS now; verified when it holds the value',
-    description: 'At most 12 calls an hour per domain (the background re-checks do not count): then 429 rate_limited with Retry-After.',
+    description:
+      'At most 12 calls an hour per domain (the background re-checks do not count): then 429 rate_limited with Retry-After.',
     tags,
     auth: 'session',
     permission: 'config:write',

@@ -33,7 +33,10 @@ export async function findDomain(deps: Deps, actor: Actor, id: string, action: A
 async function allowance(deps: Deps, projectId: string, knex = deps.knex) {
   const project = await knex('projects').where({ id: projectId }).first('domain_allowance');
   const row = await knex('domains').where({ project_id: projectId }).count<{ n: string }[]>({ n: '*' }).first();
-  return { used: Number(row?.n ?? 0), limit: (project?.domain_allowance as number | null) ?? deps.config.domainAllowance };
+  return {
+    used: Number(row?.n ?? 0),
+    limit: (project?.domain_allowance as number | null) ?? deps.config.domainAllowance,
+  };
 }
 
 export async function listDomains(deps: Deps, actor: Actor, environmentId: string) {
@@ -50,9 +53,13 @@ export async function addDomain(deps: Deps, actor: Actor, environmentId: string,
       if (await trx('domains').where({ hostname: input.hostname }).first('id')) throw taken();
       const { used, limit } = await allowance(deps, env.project_id, trx);
       if (used >= limit) {
-        throw errors.conflict('domain_allowance_spent', `The project has used its allowance of ${limit} domains; remove one or raise domain_allowance`, {
-          allowance: { used, limit },
-        });
+        throw errors.conflict(
+          'domain_allowance_spent',
+          `The project has used its allowance of ${limit} domains; remove one or raise domain_allowance`,
+          {
+            allowance: { used, limit },
+          },
+        );
       }
       await recordActivity(trx, {
         teamId: env.team_id,
@@ -85,7 +92,13 @@ async function startRecheck(deps: Deps, domain: Domain): Promise<void> {
     await deps.temporal.workflow.start('recheckDomain', {
       taskQueue: deps.config.taskQueue,
       workflowId: workflowIds.domainRecheck(domain.id),
-      args: [{ domainId: domain.id, firstWaitSeconds: deps.config.domainRecheckSeconds, giveUpAt: new Date(domain.created_at.getTime() + WEEK_MS).toISOString() }],
+      args: [
+        {
+          domainId: domain.id,
+          firstWaitSeconds: deps.config.domainRecheckSeconds,
+          giveUpAt: new Date(domain.created_at.getTime() + WEEK_MS).toISOString(),
+        },
+      ],
     });
   } catch (err) {
     deps.logger.warn({ err, domainId: domain.id }, 'could not start the background re-check of a domain');
@@ -106,7 +119,10 @@ export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
       .orderBy('at')
       .select(trx.raw("extract(epoch from (at + interval '1 hour' - now())) as left"));
     if (calls.length >= VERIFY_CALLS_PER_HOUR) {
-      throw errors.rateLimited(Number(calls[0].left), `At most ${VERIFY_CALLS_PER_HOUR} checks an hour per domain; try again later`);
+      throw errors.rateLimited(
+        Number(calls[0].left),
+        `At most ${VERIFY_CALLS_PER_HOUR} checks an hour per domain; try again later`,
+      );
     }
     await trx('domain_verify_calls').insert({ domain_id: id });
   });
@@ -133,7 +149,10 @@ export async function moveDomain(deps: Deps, actor: Actor, id: string, input: { 
       environmentId: target.id,
       summary: `moved ${domain.hostname} to another environment`,
     });
-    return Domain.query(trx).patchAndFetchById(id, { environment_id: target.id, updated_at: new Date() } as Partial<Domain>);
+    return Domain.query(trx).patchAndFetchById(id, {
+      environment_id: target.id,
+      updated_at: new Date(),
+    } as Partial<Domain>);
   });
   if (!moved) throw errors.notFound('domain');
   return presentDomain(moved);

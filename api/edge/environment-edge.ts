@@ -30,12 +30,21 @@ export async function updateEnvironmentEdge(
   deps: Deps,
   actor: Actor,
   env: { id: string; team_id: string; project_id: string; name: string },
-  input: { allowed_addresses?: string[]; password?: { username: string; password: string } | null; stickiness?: boolean },
+  input: {
+    allowed_addresses?: string[];
+    password?: { username: string; password: string } | null;
+    stickiness?: boolean;
+  },
 ) {
   const patch: Record<string, unknown> = {};
-  if (input.allowed_addresses !== undefined) patch.allowed_addresses = JSON.stringify([...new Set(input.allowed_addresses)]);
+  if (input.allowed_addresses !== undefined)
+    patch.allowed_addresses = JSON.stringify([...new Set(input.allowed_addresses)]);
   if (input.password === null) Object.assign(patch, { password_username: null, password_hash: null });
-  else if (input.password) Object.assign(patch, { password_username: input.password.username, password_hash: await hashPassword(input.password.password) });
+  else if (input.password)
+    Object.assign(patch, {
+      password_username: input.password.username,
+      password_hash: await hashPassword(input.password.password),
+    });
   if (input.stickiness !== undefined) patch.stickiness = input.stickiness;
   const row = await deps.knex.transaction(async (trx) => {
     const [saved] = await trx('environment_edges')

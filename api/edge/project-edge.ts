@@ -42,9 +42,12 @@ export async function updateProjectEdge(
   },
 ) {
   const patch: Record<string, unknown> = {};
-  if (input.blocked_addresses !== undefined) patch.blocked_addresses = JSON.stringify([...new Set(input.blocked_addresses)]);
-  if (input.blocked_user_agents !== undefined) patch.blocked_user_agents = JSON.stringify([...new Set(input.blocked_user_agents)]);
-  if (input.rate_limit !== undefined) patch.rate_limit = input.rate_limit === null ? null : JSON.stringify(input.rate_limit);
+  if (input.blocked_addresses !== undefined)
+    patch.blocked_addresses = JSON.stringify([...new Set(input.blocked_addresses)]);
+  if (input.blocked_user_agents !== undefined)
+    patch.blocked_user_agents = JSON.stringify([...new Set(input.blocked_user_agents)]);
+  if (input.rate_limit !== undefined)
+    patch.rate_limit = input.rate_limit === null ? null : JSON.stringify(input.rate_limit);
   if (input.hsts !== undefined) patch.hsts = input.hsts === null ? null : JSON.stringify(input.hsts);
   if (input.compression !== undefined) patch.compression = input.compression;
   if (input.pages?.maintenance !== undefined) patch.maintenance_page = input.pages.maintenance;

@@ -16,14 +16,21 @@ export const environmentEdgeBody = z
     allowed_addresses: z.array(cidr).max(200, 'at most 200 entries').optional(),
     password: z
       .strictObject({
-        username: z.string().min(1, 'must not be empty').max(64, 'must be at most 64 characters').refine((u) => !u.includes(':'), 'must not contain ":"'),
+        username: z
+          .string()
+          .min(1, 'must not be empty')
+          .max(64, 'must be at most 64 characters')
+          .refine((u) => !u.includes(':'), 'must not contain ":"'),
         password: z.string().min(8, 'must be at least 8 characters').max(256, 'must be at most 256 characters'),
       })
       .nullable()
       .optional(),
     stickiness: z.boolean().optional(),
   })
-  .refine((b) => Object.keys(b).length > 0, { message: 'give allowed_addresses, password or stickiness', path: ['body'] });
+  .refine((b) => Object.keys(b).length > 0, {
+    message: 'give allowed_addresses, password or stickiness',
+    path: ['body'],
+  });
 
 export const environmentEdgeSchema = z.object({
   allowed_addresses: z.array(z.string()),
@@ -37,17 +44,32 @@ const page = z.string().max(100_000, 'must be at most 100000 characters').nullab
 export const projectEdgeBody = z
   .strictObject({
     blocked_addresses: z.array(cidr).max(1000, 'at most 1000 entries').optional(),
-    blocked_user_agents: z.array(z.string().trim().min(1, 'must not be empty').max(256, 'must be at most 256 characters')).max(200, 'at most 200 entries').optional(),
+    blocked_user_agents: z
+      .array(z.string().trim().min(1, 'must not be empty').max(256, 'must be at most 256 characters'))
+      .max(200, 'at most 200 entries')
+      .optional(),
     rate_limit: z
       .strictObject({
-        requests: z.number().int('must be a whole number').min(1, 'must be at least 1').max(1_000_000, 'must be at most 1000000'),
-        per_seconds: z.number().int('must be a whole number').min(1, 'must be at least 1').max(86_400, 'must be at most 86400'),
+        requests: z
+          .number()
+          .int('must be a whole number')
+          .min(1, 'must be at least 1')
+          .max(1_000_000, 'must be at most 1000000'),
+        per_seconds: z
+          .number()
+          .int('must be a whole number')
+          .min(1, 'must be at least 1')
+          .max(86_400, 'must be at most 86400'),
       })
       .nullable()
       .optional(),
     hsts: z
       .strictObject({
-        max_age: z.number().int('must be a whole number').min(0, 'must be 0 or more').max(63_072_000, 'must be at most 63072000 (two years)'),
+        max_age: z
+          .number()
+          .int('must be a whole number')
+          .min(0, 'must be 0 or more')
+          .max(63_072_000, 'must be at most 63072000 (two years)'),
         include_subdomains: z.boolean().default(false),
         preload: z.boolean().default(false),
       })

@@ -25,7 +25,11 @@ export function presentEnvironment(env: EnvironmentRecord, extra: Record<string,
     url: env.url,
     protected: env.protected ?? false,
     created_at: iso(env.created_at),
-    maintenance: { on: env.maintenance_on ?? false, note: env.maintenance_note ?? null, since: isoOrNull(env.maintenance_since) },
+    maintenance: {
+      on: env.maintenance_on ?? false,
+      note: env.maintenance_note ?? null,
+      since: isoOrNull(env.maintenance_since),
+    },
     ...extra,
   };
 }

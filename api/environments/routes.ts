@@ -70,7 +70,10 @@ export const routes: RouteDef[] = [
     auth: 'token',
     permission: 'environment:read',
     query: s.listEnvironmentsQuery,
-    responses: { 200: { description: 'A page of environments', schema: s.environmentPageSchema }, 422: error('Invalid filter or cursor') },
+    responses: {
+      200: { description: 'A page of environments', schema: s.environmentPageSchema },
+      422: error('Invalid filter or cursor'),
+    },
     async handler(ctx) {
       ctx.body = await environments.listEnvironments(ctx.deps, ctx.actor, ctx.input.query);
     },
@@ -85,9 +88,14 @@ export const routes: RouteDef[] = [
     permission: 'environment:read',
     scope: scopes.environment,
     params: s.idParams,
-    responses: { 200: { description: 'The environment', schema: s.environmentSchema }, 404: error('No such environment') },
+    responses: {
+      200: { description: 'The environment', schema: s.environmentSchema },
+      404: error('No such environment'),
+    },
     async handler(ctx) {
-      ctx.body = presentEnvironment(await environments.findEnvironment(ctx.deps, ctx.actor, ctx.input.params.id, 'environment:read'));
+      ctx.body = presentEnvironment(
+        await environments.findEnvironment(ctx.deps, ctx.actor, ctx.input.params.id, 'environment:read'),
+      );
     },
   }),
   defineRoute({
@@ -124,7 +132,12 @@ export const routes: RouteDef[] = [
     permission: 'environment:delete',
     scope: scopes.environment,
     params: s.idParams,
-    responses: { 204: { description: 'Deleted' }, 403: error('Role may not'), 404: error('No such environment'), 409: error('deploy_in_progress') },
+    responses: {
+      204: { description: 'Deleted' },
+      403: error('Role may not'),
+      404: error('No such environment'),
+      409: error('deploy_in_progress'),
+    },
     async handler(ctx) {
       await environments.deleteEnvironment(ctx.deps, ctx.actor, ctx.input.params.id);
       ctx.status = 204;

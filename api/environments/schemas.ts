@@ -35,7 +35,10 @@ export const createEnvironmentBody = z.strictObject({
 
 export const updateEnvironmentBody = z
   .strictObject({ git_ref: gitRef.optional(), auto_deploy: z.boolean().optional() })
-  .refine((b) => b.git_ref !== undefined || b.auto_deploy !== undefined, { message: 'give git_ref, auto_deploy or both', path: ['body'] });
+  .refine((b) => b.git_ref !== undefined || b.auto_deploy !== undefined, {
+    message: 'give git_ref, auto_deploy or both',
+    path: ['body'],
+  });
 
 export const listEnvironmentsQuery = z.object({
   team_id: z.uuid('must be a team id').optional(),
@@ -53,7 +56,11 @@ export const environmentSchema = z
     git_ref: z.string(),
     auto_deploy: z.boolean(),
     url: z.string(),
-    protected: z.boolean().describe('Restoring over it needs the password again and a recent sign-in; an environment named production is protected when created'),
+    protected: z
+      .boolean()
+      .describe(
+        'Restoring over it needs the password again and a recent sign-in; an environment named production is protected when created',
+      ),
     created_at: z.string(),
   })
   .loose();

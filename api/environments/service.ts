@@ -18,12 +18,19 @@ import { createEnvironmentMachines } from '../machines/service';
 import { dropEnvironmentServices } from '../services/service';
 
 const nameTaken = () =>
-  appError('conflict', 'An environment of that name exists in this project', { fields: { name: 'is already used by another environment of this project' } });
+  appError('conflict', 'An environment of that name exists in this project', {
+    fields: { name: 'is already used by another environment of this project' },
+  });
 const noRepository = () =>
   appError('no_repository', 'Connect a git repository to the project first (POST /projects/{id}/repository)');
 
 /** Loads an environment the caller may act on; another team's environment answers 404. */
-export async function findEnvironment(deps: Deps, actor: Actor, id: string, action: Action): Promise<EnvironmentRecord> {
+export async function findEnvironment(
+  deps: Deps,
+  actor: Actor,
+  id: string,
+  action: Action,
+): Promise<EnvironmentRecord> {
   const env = await Environment.query(deps.knex).findById(id);
   if (!env) throw errors.notFound('environment');
   await authorize(deps.knex, actor, env.team_id, action, 'environment');
@@ -34,23 +41,38 @@ export async function findEnvironment(deps: Deps, actor: Actor, id: string, acti
 export async function environmentChoices(deps: Deps, actor: Actor, projectId: string) {
   const { project } = await findProject(deps, actor, projectId, 'environment:create');
   if (!project.repository_url) {
-    return { blocked: true, reason: 'no_repository', message: 'Connect a git repository to the project first (POST /projects/{id}/repository)' };
+    return {
+      blocked: true,
+      reason: 'no_repository',
+      message: 'Connect a git repository to the project first (POST /projects/{id}/repository)',
+    };
   }
   const remote = await lsRemote(repositoryOf(deps.secrets, project)!, deps.config);
   if (!remote.ok) {
-    return { blocked: true, reason: 'repository_unreachable', message: `The repository cannot be read right now: ${remote.reason}` };
+    return {
+      blocked: true,
+      reason: 'repository_unreachable',
+      message: `The repository cannot be read right now: ${remote.reason}`,
+    };
   }
   const branches = branchesOf(remote.refs);
   if (branches.length === 0) {
     return { blocked: true, reason: 'no_branches', message: 'The repository has no branches yet; push a commit first' };
   }
-  const taken = (await Environment.query(deps.knex).where({ project_id: projectId }).select('name').orderBy('name')).map((e) => e.name);
+  const taken = (
+    await Environment.query(deps.knex).where({ project_id: projectId }).select('name').orderBy('name')
+  ).map((e) => e.name);
   const defaultBranch = remote.head && branches.includes(remote.head) ? remote.head : branches[0];
   return {
     blocked: false,
     fields: {
       name: { ...NAME_RULES, unique_within: 'project', taken },
-      git_ref: { required: true, branches, default: defaultBranch, description: 'a branch (or a tag or commit id) of the repository' },
+      git_ref: {
+        required: true,
+        branches,
+        default: defaultBranch,
+        description: 'a branch (or a tag or commit id) of the repository',
+      },
       auto_deploy: { required: false, default: false },
     },
   };
@@ -60,9 +82,13 @@ export async function environmentChoices(deps: Deps, actor: Actor, projectId: st
 async function checkRef(deps: Deps, repo: GitRepo, gitRef: string): Promise<void> {
   const remote = await lsRemote(repo, deps.config);
   if (!remote.ok) {
-    throw appError('repository_unreachable', `The repository cannot be read right now, so git_ref cannot be checked: ${remote.reason}`);
+    throw appError(
+      'repository_unreachable',
+      `The repository cannot be read right now, so git_ref cannot be checked: ${remote.reason}`,
+    );
   }
-  if (!refExists(remote.refs, gitRef)) throw errors.invalid({ git_ref: 'is not a branch, tag or commit id of the repository' });
+  if (!refExists(remote.refs, gitRef))
+    throw errors.invalid({ git_ref: 'is not a branch, tag or commit id of the repository' });
 }
 
 /** The lowest port of the range no environment uses; undefined when the range is spent. */
@@ -80,7 +106,12 @@ async function lowestFreePort(deps: Deps): Promise<number | undefined> {
  * Creates an environment in the project on a port of its own: the lowest free one of the range,
  * retried when another creation took it meanwhile; 409 no_port_available when the range is spent.
  */
-export async function createEnvironment(deps: Deps, actor: Actor, projectId: string, input: { name: string; git_ref: string; auto_deploy?: boolean }) {
+export async function createEnvironment(
+  deps: Deps,
+  actor: Actor,
+  projectId: string,
+  input: { name: string; git_ref: string; auto_deploy?: boolean },
+) {
   const { project } = await findProject(deps, actor, projectId, 'environment:create');
   if (!project.repository_url) throw noRepository();
   if (await Environment.query(deps.knex).findOne({ project_id: projectId, name: input.name })) throw nameTaken();
@@ -88,7 +119,10 @@ export async function createEnvironment(deps: Deps, actor: Actor, projectId: str
   for (let attempt = 0; attempt < 20; attempt++) {
     const port = await lowestFreePort(deps);
     if (port === undefined) {
-      throw appError('no_port_available', 'Every port of the range for environments is in use; delete an environment first');
+      throw appError(
+        'no_port_available',
+        'Every port of the range for environments is in use; delete an environment first',
+      );
     }
     try {
       // The environment and its machines (a web server, a build machine) exist together or not at all.
@@ -131,10 +165,14 @@ export async function listEnvironments(
   if (query.team_id) teamIds = teamIds.filter((id) => id === query.team_id);
   if (teamIds.length === 0) return { data: [], next_before: null };
   // Plain rows of the columns the presenter shows (a page of 100 model instances costs more than the query).
-  const q = deps.knex('environments')
+  const q = deps
+    .knex('environments')
     .select(...LIST_COLUMNS, deps.knex.raw(`${cursorTimeSql('created_at')} as cursor_at`))
     .whereIn('team_id', teamIds)
-    .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
     .limit(query.limit + 1);
   if (query.project_id) q.where('project_id', query.project_id);
   if (query.before) q.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [query.before.at, query.before.id]);
@@ -148,7 +186,12 @@ export async function listEnvironments(
 
 // ---- changes -----------------------------------------------------------------------------------
 
-export async function updateEnvironment(deps: Deps, actor: Actor, id: string, input: { git_ref?: string; auto_deploy?: boolean }) {
+export async function updateEnvironment(
+  deps: Deps,
+  actor: Actor,
+  id: string,
+  input: { git_ref?: string; auto_deploy?: boolean },
+) {
   const env = await findEnvironment(deps, actor, id, 'environment:update');
   const patch: Partial<Environment> = {};
   if (input.git_ref !== undefined && input.git_ref !== env.git_ref) {
@@ -169,9 +212,17 @@ export async function deleteEnvironment(deps: Deps, actor: Actor, id: string): P
   await findEnvironment(deps, actor, id, 'environment:delete');
   const serviceDatabases = await deps.knex.transaction(async (trx) => {
     await trx('environments').where({ id }).forUpdate().first();
-    const running = await Task.query(trx).where({ environment_id: id }).whereIn('status', ['pending', 'running']).orderBy('seq').first();
+    const running = await Task.query(trx)
+      .where({ environment_id: id })
+      .whereIn('status', ['pending', 'running'])
+      .orderBy('seq')
+      .first();
     if (running) {
-      throw errors.conflict('deploy_in_progress', 'A task is pending or running on this environment; wait for it or cancel it first', { task_id: running.id });
+      throw errors.conflict(
+        'deploy_in_progress',
+        'A task is pending or running on this environment; wait for it or cancel it first',
+        { task_id: running.id },
+      );
     }
     const names: string[] = await trx('services').where({ environment_id: id }).pluck('database_name');
     await trx('environments').where({ id }).delete();

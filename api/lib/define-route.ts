@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Actor } from './actor';
 import type { Deps } from '../../system/deps';
 import type { Action } from './policy';
@@ -71,9 +71,12 @@ export interface RouteDef<P = any, Q = any, B = any, R extends ScopeRow = any> {
 }
 
 /** Declares one endpoint; the same schemas validate requests and build the OpenAPI document. */
-export function defineRoute<P = Record<string, never>, Q = Record<string, never>, B = undefined, R extends ScopeRow = ScopeRow>(
-  def: RouteDef<P, Q, B, R>,
-): RouteDef<P, Q, B, R> {
+export function defineRoute<
+  P = Record<string, never>,
+  Q = Record<string, never>,
+  B = undefined,
+  R extends ScopeRow = ScopeRow,
+>(def: RouteDef<P, Q, B, R>): RouteDef<P, Q, B, R> {
   if (!def.operationId || !def.summary || Object.keys(def.responses).length === 0) {
     throw new Error(`route ${def.method.toUpperCase()} ${def.path} needs an operationId, a summary and its responses`);
   }
@@ -105,7 +108,11 @@ function humanMessage(issue: z.core.$ZodIssue): string {
     if (issue.message.startsWith('Invalid input')) {
       const expected = issue.expected as string;
       const noun =
-        expected === 'int' ? 'a whole number' : expected === 'array' || expected === 'object' ? `an ${expected}` : `a ${expected}`;
+        expected === 'int'
+          ? 'a whole number'
+          : expected === 'array' || expected === 'object'
+            ? `an ${expected}`
+            : `a ${expected}`;
       return `must be ${noun}`;
     }
   }

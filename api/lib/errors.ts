@@ -95,8 +95,11 @@ export const errors = {
       'This change needs a recent sign-in: confirm your password with POST /session/reauthenticate, then repeat the request',
     ),
   notFound: (what = 'resource') => appError('not_found', `No such ${what}`),
-  invalid: (fields: Record<string, string>, message = 'The request has invalid fields') => appError('invalid', message, { fields }),
+  invalid: (fields: Record<string, string>, message = 'The request has invalid fields') =>
+    appError('invalid', message, { fields }),
   conflict: (code: ErrorCode, message: string, extra?: Record<string, unknown>) => appError(code, message, { extra }),
   rateLimited: (retryAfterSeconds: number, message = 'Too many requests; wait and repeat the request unchanged') =>
-    appError('rate_limited', message, { headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) } }),
+    appError('rate_limited', message, {
+      headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+    }),
 };

@@ -24,14 +24,17 @@ interface KeyRow {
 }
 
 function requestHash(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${path}\n${JSON.stringify(body ?? null)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
+    .digest('hex');
 }
 
 /** The ids of the task(s) an answer carries: one task, or `{data: [tasks]}`. */
 function taskIdsOf(body: unknown): { ids: string[]; single: boolean } | null {
   const b = body as { id?: unknown; data?: Array<{ id?: unknown }> } | null;
   if (b && typeof b.id === 'string') return { ids: [b.id], single: true };
-  if (b && Array.isArray(b.data) && b.data.every((t) => typeof t?.id === 'string')) return { ids: b.data.map((t) => t.id as string), single: false };
+  if (b && Array.isArray(b.data) && b.data.every((t) => typeof t?.id === 'string'))
+    return { ids: b.data.map((t) => t.id as string), single: false };
   return null;
 }
 
@@ -51,7 +54,10 @@ export async function withIdempotency(
   if (!KEY_RE.test(key)) throw errors.invalid({ [IDEMPOTENCY_HEADER]: 'must be 1 to 255 visible ASCII characters' });
   const hash = requestHash(ctx.method, ctx.path, body);
   const owner = actor.user.id;
-  await knex('idempotency_keys').where({ user_id: owner, key }).where('created_at', '<', knex.raw("now() - interval '24 hours'")).del();
+  await knex('idempotency_keys')
+    .where({ user_id: owner, key })
+    .where('created_at', '<', knex.raw("now() - interval '24 hours'"))
+    .del();
   const inserted = await knex('idempotency_keys')
     .insert({ user_id: owner, key, request_hash: hash, status: 'pending' })
     .onConflict(['user_id', 'key'])
@@ -66,7 +72,10 @@ export async function withIdempotency(
       throw err;
     }
     const tasks = ctx.status >= 200 && ctx.status < 300 ? taskIdsOf(ctx.body) : null;
-    if (tasks) await knex('idempotency_keys').where({ id }).update({ status: 'done', task_ids: tasks.ids, single: tasks.single });
+    if (tasks)
+      await knex('idempotency_keys')
+        .where({ id })
+        .update({ status: 'done', task_ids: tasks.ids, single: tasks.single });
     else await knex('idempotency_keys').where({ id }).del();
     return;
   }
@@ -75,7 +84,9 @@ export async function withIdempotency(
     const row = (await knex('idempotency_keys').where({ user_id: owner, key }).first()) as KeyRow | undefined;
     if (!row) return withIdempotency(ctx, knex, actor, body, run, replay); // given back meanwhile: ours now
     if (row.request_hash !== hash) {
-      throw errors.invalid({ [IDEMPOTENCY_HEADER]: 'was used with another request in the last 24 hours; use a new key' });
+      throw errors.invalid({
+        [IDEMPOTENCY_HEADER]: 'was used with another request in the last 24 hours; use a new key',
+      });
     }
     if (row.status === 'done' && row.task_ids) {
       ctx.status = 200;
@@ -84,7 +95,10 @@ export async function withIdempotency(
       return;
     }
     if (Date.now() > deadline) {
-      throw appError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being answered; repeat it in a moment');
+      throw appError(
+        'idempotency_key_in_use',
+        'A request with this Idempotency-Key is still being answered; repeat it in a moment',
+      );
     }
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -14,11 +14,19 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const parameters: unknown[] = [];
-    for (const [where, schema] of [['path', r.params], ['query', r.query]] as const) {
+    for (const [where, schema] of [
+      ['path', r.params],
+      ['query', r.query],
+    ] as const) {
       if (!schema) continue;
       const json = schemaOf(schema, 'input') as { properties?: Record<string, unknown>; required?: string[] };
       for (const [name, s] of Object.entries(json.properties ?? {})) {
-        parameters.push({ name, in: where, required: where === 'path' || (json.required ?? []).includes(name), schema: s });
+        parameters.push({
+          name,
+          in: where,
+          required: where === 'path' || (json.required ?? []).includes(name),
+          schema: s,
+        });
       }
     }
     const responses: Record<string, unknown> = {};
@@ -27,11 +35,17 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
       const schema = res.schema ?? (Number(status) >= 400 ? errorBodySchema : undefined);
       responses[status] = {
         description: res.description,
-        ...(schema ? { content: { [res.contentType ?? 'application/json']: { schema: schemaOf(schema, 'output') } } } : {}),
+        ...(schema
+          ? { content: { [res.contentType ?? 'application/json']: { schema: schemaOf(schema, 'output') } } }
+          : {}),
       };
     }
     const security =
-      r.auth === 'none' ? [] : r.auth === 'token' ? [{ session: [] }, { cliSession: [] }, { accessToken: [] }] : [{ session: [] }, { cliSession: [] }];
+      r.auth === 'none'
+        ? []
+        : r.auth === 'token'
+          ? [{ session: [] }, { cliSession: [] }, { accessToken: [] }]
+          : [{ session: [] }, { cliSession: [] }];
     const op: Record<string, unknown> = {
       operationId: r.operationId,
       summary: r.summary,
@@ -50,7 +64,8 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
         name: 'Idempotency-Key',
         in: 'header',
         required: false,
-        description: 'The same key with the same request within 24 hours answers the same task (200) instead of starting another; with another request, 422.',
+        description:
+          'The same key with the same request within 24 hours answers the same task (200) instead of starting another; with another request, 422.',
         schema: { type: 'string', minLength: 1, maxLength: 255 },
       });
       if (!op.parameters) op.parameters = parameters;
@@ -76,8 +91,17 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
     servers: [{ url: `${baseUrl}${API_PREFIX}` }],
     components: {
       securitySchemes: {
-        session: { type: 'apiKey', in: 'cookie', name: 'vc_session', description: 'Browser session; writes also send X-CSRF-Token from GET /session/token' },
-        cliSession: { type: 'http', scheme: 'bearer', description: 'Command-line sign-in (device flow): a vcs_ bearer' },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'vc_session',
+          description: 'Browser session; writes also send X-CSRF-Token from GET /session/token',
+        },
+        cliSession: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'Command-line sign-in (device flow): a vcs_ bearer',
+        },
         accessToken: { type: 'http', scheme: 'bearer', description: 'Personal access token: a vcp_ bearer' },
       },
     },

@@ -73,4 +73,5 @@ export function pageOf<T>(rows: T[], limit: number): { page: T[]; more: boolean 
 }
 
 /** SQL expression giving a timestamptz column as the exact text a time cursor carries. */
-export const cursorTimeSql = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+export const cursorTimeSql = (column: string) =>
+  `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;

@@ -54,17 +54,55 @@ export type Action =
 
 /** Every action, for walks and the OpenAPI document. */
 export const ACTIONS: readonly Action[] = [
-  'team:read', 'team:update', 'team:delete', 'team:billing', 'members:read', 'members:invite', 'members:manage',
-  'members:manage-owners', 'project:read', 'project:create', 'project:update', 'project:delete', 'environment:read',
-  'environment:create', 'environment:update', 'environment:delete', 'deploy', 'build', 'task:read', 'task:cancel',
-  'validate', 'activity:read', 'config:read', 'config:write', 'data:read', 'data:write', 'data:restore',
-  'backup-key:reveal', 'machines:read', 'machines:write', 'integrations:read', 'integrations:manage', 'tickets:read',
+  'team:read',
+  'team:update',
+  'team:delete',
+  'team:billing',
+  'members:read',
+  'members:invite',
+  'members:manage',
+  'members:manage-owners',
+  'project:read',
+  'project:create',
+  'project:update',
+  'project:delete',
+  'environment:read',
+  'environment:create',
+  'environment:update',
+  'environment:delete',
+  'deploy',
+  'build',
+  'task:read',
+  'task:cancel',
+  'validate',
+  'activity:read',
+  'config:read',
+  'config:write',
+  'data:read',
+  'data:write',
+  'data:restore',
+  'backup-key:reveal',
+  'machines:read',
+  'machines:write',
+  'integrations:read',
+  'integrations:manage',
+  'tickets:read',
   'tickets:write',
 ];
 
 const VIEWER: Action[] = [
-  'team:read', 'members:read', 'project:read', 'environment:read', 'task:read', 'validate', 'activity:read',
-  'config:read', 'data:read', 'machines:read', 'integrations:read', 'tickets:read',
+  'team:read',
+  'members:read',
+  'project:read',
+  'environment:read',
+  'task:read',
+  'validate',
+  'activity:read',
+  'config:read',
+  'data:read',
+  'machines:read',
+  'integrations:read',
+  'tickets:read',
 ];
 const DEVELOPER: Action[] = [...VIEWER, 'deploy', 'build', 'task:cancel', 'tickets:write'];
 const ADMIN: Action[] = [
@@ -112,7 +150,12 @@ export async function reachableTeamIds(knex: Knex, actor: Actor): Promise<string
 }
 
 /** The caller's role in a team, or undefined when the team is out of reach (answer 404 then). */
-export async function roleIn(knex: Knex, actor: Actor, teamId: string, opts: { fresh?: boolean } = {}): Promise<Role | undefined> {
+export async function roleIn(
+  knex: Knex,
+  actor: Actor,
+  teamId: string,
+  opts: { fresh?: boolean } = {},
+): Promise<Role | undefined> {
   if (actor.kind === 'token') return actor.token.team_id === teamId ? actor.membership.role : undefined;
   const known = requestRoles(actor);
   if (known.has(teamId) && !opts.fresh) return (known.get(teamId) ?? undefined) as Role | undefined;
@@ -125,7 +168,13 @@ export async function roleIn(knex: Knex, actor: Actor, teamId: string, opts: { f
  * Throws 404 when the team is out of the caller's reach (a resource of another team does not exist
  * for them), 403 forbidden when their role may not do the action. Returns the role.
  */
-export async function authorize(knex: Knex, actor: Actor, teamId: string, action: Action, what = 'resource'): Promise<Role> {
+export async function authorize(
+  knex: Knex,
+  actor: Actor,
+  teamId: string,
+  action: Action,
+  what = 'resource',
+): Promise<Role> {
   const role = await roleIn(knex, actor, teamId);
   if (!role) throw errors.notFound(what);
   if (!can(role, action)) throw errors.forbidden();
@@ -138,7 +187,7 @@ export async function authorize(knex: Knex, actor: Actor, teamId: string, action
 
 export const ROLE_DESCRIPTIONS: Record<Role, string> = {
   owner: 'Everything in the team, including deleting it, billing and making or removing owners.',
-  admin: "Everything in the team but deleting it, billing and owners: people, projects, environments, settings.",
+  admin: 'Everything in the team but deleting it, billing and owners: people, projects, environments, settings.',
   developer: 'Reads projects and environments, deploys, builds, reads tasks and logs, validates manifests.',
   viewer: 'Reads only.',
 };
@@ -152,7 +201,8 @@ export function assignableRoles(actorRole: Role): Role[] {
 /** Invite someone as `role`: admin+; only owners invite owners. */
 export function assertMayInvite(actorRole: Role, role: Role): void {
   if (!can(actorRole, 'members:invite')) throw errors.forbidden();
-  if (role === 'owner' && !can(actorRole, 'members:manage-owners')) throw errors.forbidden('Only owners may invite owners');
+  if (role === 'owner' && !can(actorRole, 'members:manage-owners'))
+    throw errors.forbidden('Only owners may invite owners');
 }
 
 /** Change a member's role from `from` to `to`: admin+; only owners make or unmake owners. */
@@ -167,7 +217,8 @@ export function assertMayChangeRole(actorRole: Role, from: Role, to: Role): void
 export function assertMayRemove(actorRole: Role, targetRole: Role, self: boolean): void {
   if (self) return;
   if (!can(actorRole, 'members:manage')) throw errors.forbidden();
-  if (targetRole === 'owner' && !can(actorRole, 'members:manage-owners')) throw errors.forbidden('Only owners may remove owners');
+  if (targetRole === 'owner' && !can(actorRole, 'members:manage-owners'))
+    throw errors.forbidden('Only owners may remove owners');
 }
 
 /** True when changing (or removing, `to` null) a membership of role `from` would leave the team without an owner. */

@@ -41,7 +41,8 @@ export function loadPriceList(config: { priceList?: string }): PriceList {
     const parsed = priceListSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
     if (!parsed.success) throw new Error(`the price list ${file} is not valid: ${parsed.error.message}`);
     list = parsed.data;
-    if (!list.plans.some((p) => p.id === list!.default_plan)) throw new Error(`the price list's default_plan is not one of its plans`);
+    if (!list.plans.some((p) => p.id === list!.default_plan))
+      throw new Error(`the price list's default_plan is not one of its plans`);
     cache.set(file, list);
   }
   return list;

@@ -30,7 +30,10 @@ export function checkCaller(def: RouteDef, ctx: Context): Actor | undefined {
   if (actor.kind === 'session' && actor.via === 'session' && !SAFE_METHODS.has(ctx.method)) {
     const given = ctx.get('x-csrf-token');
     if (!given || !sameSecret(given, actor.session.csrf_token)) {
-      throw appError('forbidden', 'Browser session writes need the X-CSRF-Token header, its value from GET /session/token');
+      throw appError(
+        'forbidden',
+        'Browser session writes need the X-CSRF-Token header, its value from GET /session/token',
+      );
     }
   }
   if (def.recentSignInMinutes !== undefined) {
@@ -43,7 +46,8 @@ export function checkCaller(def: RouteDef, ctx: Context): Actor | undefined {
 function bodyParser(def: RouteDef, limit: number): Middleware | undefined {
   if (!def.body) return undefined;
   const multipart = def.bodyTypes?.includes('multipart') ?? false;
-  const files = def.multipartLimits ? { maxFiles: def.multipartLimits.maxFiles * 2, maxFileSize: def.multipartLimits.maxFileBytes * 2 }
+  const files = def.multipartLimits
+    ? { maxFiles: def.multipartLimits.maxFiles * 2, maxFileSize: def.multipartLimits.maxFileBytes * 2 }
     : { maxFiles: 5, maxFileSize: 10 * 1024 * 1024 };
   return koaBody({
     json: true,
@@ -58,9 +62,13 @@ function bodyParser(def: RouteDef, limit: number): Middleware | undefined {
     onError(err: Error & { httpCode?: number }) {
       // formidable's refusals carry httpCode (413 past its limits, 400 for a broken body), not status.
       if (err.httpCode === 413) {
-        throw appError('payload_too_large', `Too many files or a file too large: at most ${files.maxFiles} files of ${files.maxFileSize} bytes`, {
-          fields: { 'attachments[]': 'too many or too large' },
-        });
+        throw appError(
+          'payload_too_large',
+          `Too many files or a file too large: at most ${files.maxFiles} files of ${files.maxFileSize} bytes`,
+          {
+            fields: { 'attachments[]': 'too many or too large' },
+          },
+        );
       }
       if (err.httpCode) throw appError('malformed_body', 'The multipart body could not be read');
       throw err;
@@ -83,7 +91,12 @@ function queryNames(def: RouteDef): Set<string> {
  * The route's scope: the resource its path names, read once; 404 when it is missing or its team is out of
  * the caller's reach, 403 when the caller's role there may not do the route's permission.
  */
-async function resolveScope(def: RouteDef, deps: Deps, actor: Actor | undefined, params: Record<string, unknown>): Promise<ResolvedScope | undefined> {
+async function resolveScope(
+  def: RouteDef,
+  deps: Deps,
+  actor: Actor | undefined,
+  params: Record<string, unknown>,
+): Promise<ResolvedScope | undefined> {
   if (!def.scope || !actor) return undefined;
   const id = params[def.scope.param ?? 'id'];
   const row = typeof id === 'string' ? await def.scope.load(deps.knex, id) : undefined;
@@ -98,10 +111,20 @@ async function resolveScope(def: RouteDef, deps: Deps, actor: Actor | undefined,
 function checkResponse(def: RouteDef, ctx: Context): void {
   const schema = def.responses[ctx.status]?.schema;
   const body = ctx.body;
-  if (!schema || body === null || body === undefined || typeof body !== 'object' || Buffer.isBuffer(body) || typeof (body as { pipe?: unknown }).pipe === 'function') return;
+  if (
+    !schema ||
+    body === null ||
+    body === undefined ||
+    typeof body !== 'object' ||
+    Buffer.isBuffer(body) ||
+    typeof (body as { pipe?: unknown }).pipe === 'function'
+  )
+    return;
   const r = schema.safeParse(body);
   if (!r.success) {
-    throw new Error(`${def.method.toUpperCase()} ${def.path} answered ${ctx.status} with a body outside its documented schema: ${JSON.stringify(issuesToFields(r.error.issues))}`);
+    throw new Error(
+      `${def.method.toUpperCase()} ${def.path} answered ${ctx.status} with a body outside its documented schema: ${JSON.stringify(issuesToFields(r.error.issues))}`,
+    );
   }
 }
 
@@ -137,7 +160,15 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
       }
       let body: unknown = (ctx.request as { body?: unknown }).body;
       if (def.body) {
-        const raw = body === undefined || (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0 && !hasBody(ctx)) ? {} : body;
+        const raw =
+          body === undefined ||
+          (typeof body === 'object' &&
+            body !== null &&
+            !Array.isArray(body) &&
+            Object.keys(body).length === 0 &&
+            !hasBody(ctx))
+            ? {}
+            : body;
         const r = def.body.safeParse(raw, { reportInput: true });
         if (r.success) body = r.data;
         else Object.assign(fields, issuesToFields(r.error.issues));
@@ -149,7 +180,8 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
       const run = async () => {
         await def.handler(ctx as never);
       };
-      if (def.startsTask && actor) await withIdempotency(ctx, deps.knex, actor, body, run, (ids, single) => replayTasks(deps, ids, single));
+      if (def.startsTask && actor)
+        await withIdempotency(ctx, deps.knex, actor, body, run, (ids, single) => replayTasks(deps, ids, single));
       else await run();
       if (deps.config.checkResponses) checkResponse(def, ctx);
       void next;

@@ -30,7 +30,11 @@ const byId =
   (knex: Knex, id: string): Promise<(ScopeRow & Record<string, any>) | undefined> =>
     knex(table).where({ id }).first();
 
-export function defineScope<R extends ScopeRow>(what: string, load: (knex: Knex, id: string) => Promise<R | undefined>, param?: string): Scope<R> {
+export function defineScope<R extends ScopeRow>(
+  what: string,
+  load: (knex: Knex, id: string) => Promise<R | undefined>,
+  param?: string,
+): Scope<R> {
   return { what, load, param };
 }
 

@@ -10,7 +10,11 @@
  * `deploy_in_progress` (the running task is a deployment) or `task_in_progress`, with its `task_id`.
  */
 import { randomUUID } from 'node:crypto';
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowIdConflictPolicy,
+  WorkflowNotFoundError,
+} from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { Deps } from '../../system/deps';
 import type { Actor } from './actor';
@@ -40,7 +44,9 @@ export const searchAttributeKeys = {
 };
 
 /** Who asked: a caller of the API, or the system itself (auto-deploy, a schedule). */
-export type TaskRequester = Actor | { via: Extract<AccountVia, 'auto_deploy' | 'schedule' | 'system'>; userId: string | null };
+export type TaskRequester =
+  | Actor
+  | { via: Extract<AccountVia, 'auto_deploy' | 'schedule' | 'system'>; userId: string | null };
 
 export interface TaskSpec {
   type: TaskType;
@@ -56,7 +62,9 @@ export interface TaskSpec {
 }
 
 const account = (by: TaskRequester) =>
-  'kind' in by ? { account_user_id: by.user.id, account_via: by.via as AccountVia } : { account_user_id: by.userId, account_via: by.via };
+  'kind' in by
+    ? { account_user_id: by.user.id, account_via: by.via as AccountVia }
+    : { account_user_id: by.userId, account_via: by.via };
 
 /** The workflow id a task of this type gets. */
 export function taskWorkflowId(type: TaskType, taskId: string, environmentId: string | null): string {
@@ -142,9 +150,13 @@ export async function startTask(deps: Deps, by: TaskRequester, spec: TaskSpec): 
 /** 409 naming the running exclusive task: `deploy_in_progress` for a deployment, else `task_in_progress`. */
 export function inProgress(running: { id: string; kind: string } | null) {
   if (!running || running.kind === 'deployments') {
-    return errors.conflict('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', { task_id: running?.id ?? null });
+    return errors.conflict('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', {
+      task_id: running?.id ?? null,
+    });
   }
-  return errors.conflict('task_in_progress', 'Another change runs on this environment; wait for it to finish', { task_id: running.id });
+  return errors.conflict('task_in_progress', 'Another change runs on this environment; wait for it to finish', {
+    task_id: running.id,
+  });
 }
 
 /**
@@ -174,7 +186,10 @@ async function workflowOpen(deps: Deps, workflowId: string): Promise<boolean> {
 async function workflowClosing(deps: Deps, workflowId: string, taskId: string): Promise<boolean> {
   const row = await Task.query(deps.knex).findById(taskId);
   if (!row || !FINAL_TASK_STATUSES.includes(row.status)) return false;
-  const desc = await deps.temporal.workflow.getHandle(workflowId).describe().catch(() => undefined);
+  const desc = await deps.temporal.workflow
+    .getHandle(workflowId)
+    .describe()
+    .catch(() => undefined);
   if (!desc || desc.typedSearchAttributes.get(searchAttributeKeys.TaskId) !== taskId) return true;
   const closed = deps.temporal.workflow
     .getHandle(workflowId, desc.runId)
@@ -213,7 +228,10 @@ export async function cancelTask(deps: Deps, task: Pick<Task, 'id' | 'workflow_i
     await deps.temporal.workflow.getHandle(task.workflow_id, task.run_id ?? undefined).cancel();
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) {
-      deps.logger.warn({ taskId: task.id, err: (err as Error).message }, 'task cancelled; its workflow could not be asked to cancel');
+      deps.logger.warn(
+        { taskId: task.id, err: (err as Error).message },
+        'task cancelled; its workflow could not be asked to cancel',
+      );
     }
   }
   return true;

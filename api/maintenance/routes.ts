@@ -8,7 +8,11 @@ import { presentTask } from '../tasks/presenter';
 
 const body = z.strictObject({
   maintenance: z.boolean(),
-  note: z.string().max(2000, 'must be at most 2000 characters').optional().describe('Shown where the maintenance page has {{note}}'),
+  note: z
+    .string()
+    .max(2000, 'must be at most 2000 characters')
+    .optional()
+    .describe('Shown where the maintenance page has {{note}}'),
 });
 
 export const routes: RouteDef[] = [

@@ -46,7 +46,7 @@ export const routes: RouteDef[] = [
     body: s.validateEnvironmentBody,
     responses: {
       200: { description: 'Valid', schema: s.validResultSchema },
-      404: error('No such environment (or another team\'s)'),
+      404: error("No such environment (or another team's)"),
       409: error('no_repository, repository_unreachable or ref_not_found'),
       422: error('Invalid manifest (fields name each fault with its line)'),
     },

@@ -25,6 +25,7 @@ export const sourceSchema = z.object({
 export const validResultSchema = z.object({
   valid: z.literal(true),
   manifest: manifestSchema.describe('The manifest as it will be read, defaults filled in'),
-  source: sourceSchema.optional().describe("Where the manifest was read (environment variant without a body): the ref's head"),
+  source: sourceSchema
+    .optional()
+    .describe("Where the manifest was read (environment variant without a body): the ref's head"),
 });
-

@@ -20,8 +20,12 @@ function pick(row: Record<string, unknown>, prefix: string, columns: string[]): 
 }
 
 /** A live session (browser or command line) by its secret, with its user: one query. */
-export async function findLiveSession(deps: Deps, secret: string): Promise<{ session: Session; user: User } | undefined> {
-  const row = await deps.knex('sessions as s')
+export async function findLiveSession(
+  deps: Deps,
+  secret: string,
+): Promise<{ session: Session; user: User } | undefined> {
+  const row = await deps
+    .knex('sessions as s')
     .join('users as u', 'u.id', 's.user_id')
     .where('s.secret_digest', sessionDigest(secret))
     .whereNull('s.ended_at')
@@ -64,11 +68,16 @@ async function checkAccessToken(deps: Deps, raw: string): Promise<TokenCheck> {
   if (cached) return verdict(cached);
   const ticket = deps.credentials?.ticket() ?? 0;
   const digests = [current, ...[...previousTokenKeys.values()].map((key) => tokenDigest(raw, key))];
-  const row = await deps.knex('access_tokens as t')
+  const row = await deps
+    .knex('access_tokens as t')
     .join('users as u', 'u.id', 't.user_id')
     .leftJoin('memberships as m', (j) => j.on('m.user_id', 't.user_id').andOn('m.team_id', 't.team_id'))
     .whereIn('t.digest', digests)
-    .select('t.*', ...USER_COLUMNS.map((c) => `u.${c} as u__${c}`), ...MEMBERSHIP_COLUMNS.map((c) => `m.${c} as m__${c}`))
+    .select(
+      't.*',
+      ...USER_COLUMNS.map((c) => `u.${c} as u__${c}`),
+      ...MEMBERSHIP_COLUMNS.map((c) => `m.${c} as m__${c}`),
+    )
     .first();
   if (!row) return { ok: false, reason: 'The token does not work' };
   const user = pick(row, 'u', USER_COLUMNS)!;
@@ -79,10 +88,20 @@ async function checkAccessToken(deps: Deps, raw: string): Promise<TokenCheck> {
   const status = token.statusAt();
   if (status === 'revoked') return { ok: false, reason: 'The token was revoked' };
   if (status === 'expired') return { ok: false, reason: 'The token has expired' };
-  if (!membership) return { ok: false, reason: "The token's issuer is no longer a member of its team; the token reaches nothing", memberless: token };
-  const found: TokenFound = { token, user: User.fromDatabaseJson(user), membership: Membership.fromDatabaseJson(membership) };
+  if (!membership)
+    return {
+      ok: false,
+      reason: "The token's issuer is no longer a member of its team; the token reaches nothing",
+      memberless: token,
+    };
+  const found: TokenFound = {
+    token,
+    user: User.fromDatabaseJson(user),
+    membership: Membership.fromDatabaseJson(membership),
+  };
   // Kept under the current key's digest only (a token under a previous key is looked up each time).
-  if (token.digest === current) deps.credentials?.set(current, found, { tokenId: token.id, userId: token.user_id, teamId: token.team_id }, ticket);
+  if (token.digest === current)
+    deps.credentials?.set(current, found, { tokenId: token.id, userId: token.user_id, teamId: token.team_id }, ticket);
   return verdict(found);
 }
 
@@ -126,7 +145,12 @@ export function authenticate(deps: Deps): Middleware {
       if (cookie) {
         const found = await findLiveSession(deps, cookie);
         if (found && found.session.kind === 'browser') {
-          ctx.state.actor = { kind: 'session', via: 'session', user: found.user, session: found.session } satisfies Actor;
+          ctx.state.actor = {
+            kind: 'session',
+            via: 'session',
+            user: found.user,
+            session: found.session,
+          } satisfies Actor;
         }
       }
     }
@@ -140,7 +164,8 @@ async function touchLastUsed(deps: Deps, token: AccessToken): Promise<void> {
   if (token.last_used_at && now.getTime() - token.last_used_at.getTime() < 60_000) return;
   // The cached token remembers the write, so the next requests of this minute skip it.
   token.last_used_at = now;
-  await deps.knex('access_tokens')
+  await deps
+    .knex('access_tokens')
     .where({ id: token.id })
     .andWhere((q) => q.whereNull('last_used_at').orWhere('last_used_at', '<', new Date(now.getTime() - 60_000)))
     .update({ last_used_at: now });

@@ -48,11 +48,18 @@ export const CREDENTIALS_CHANNEL = 'vc_credentials';
 const HEARTBEAT_MS = 5_000;
 const HEARTBEAT_TIMEOUT_MS = 2_000;
 const MAX_ENTRIES = 10_000;
-const WATCHED_WRITE = /^\s*(?:with\b[\s\S]*?)?(?:update|delete\s+from|insert\s+into)\s+"?(?:access_tokens|memberships|users)\b/i;
+const WATCHED_WRITE =
+  /^\s*(?:with\b[\s\S]*?)?(?:update|delete\s+from|insert\s+into)\s+"?(?:access_tokens|memberships|users)\b/i;
 /** authenticate.ts's once-a-minute last_used_at write changes nothing the look-up decides on. */
-const LAST_USED_WRITE = /^update "access_tokens" set "last_used_at" = (?:\?|\$1) where "id" = (?:\?|\$2) and \("last_used_at" is null/;
+const LAST_USED_WRITE =
+  /^update "access_tokens" set "last_used_at" = (?:\?|\$1) where "id" = (?:\?|\$2) and \("last_used_at" is null/;
 
-export function createCredentialCache<T>(opts: { databaseUrl: string; knex: Knex; logger: Logger; ttlMs: number }): CredentialCache<T> {
+export function createCredentialCache<T>(opts: {
+  databaseUrl: string;
+  knex: Knex;
+  logger: Logger;
+  ttlMs: number;
+}): CredentialCache<T> {
   const { logger, ttlMs } = opts;
   const entries = new Map<string, Entry<T>>();
   const waiters = new Map<string, () => void>();
@@ -107,14 +114,21 @@ export function createCredentialCache<T>(opts: { databaseUrl: string; knex: Knex
     c.removeAllListeners('notification');
     void c.end().catch(() => undefined);
     if (closed) return;
-    logger.warn({ err: err?.message }, 'credential cache: listen connection lost; token look-ups go to the database until it is back');
+    logger.warn(
+      { err: err?.message },
+      'credential cache: listen connection lost; token look-ups go to the database until it is back',
+    );
     reconnect = setTimeout(() => void connect(), retryMs);
     retryMs = Math.min(retryMs * 2, 5_000);
   };
 
   const connect = async () => {
     if (closed) return;
-    const c = new pg.Client({ connectionString: opts.databaseUrl, keepAlive: true, application_name: 'vc-credential-cache' });
+    const c = new pg.Client({
+      connectionString: opts.databaseUrl,
+      keepAlive: true,
+      application_name: 'vc-credential-cache',
+    });
     client = c;
     c.on('error', (err) => lost(c, err));
     c.on('end', () => lost(c));

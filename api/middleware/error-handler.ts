@@ -1,19 +1,27 @@
 import type { Middleware } from 'koa';
 import { ZodError } from 'zod';
-import { NotFoundError, UniqueViolationError, ForeignKeyViolationError, CheckViolationError, DataError } from 'objection';
+import {
+  NotFoundError,
+  UniqueViolationError,
+  ForeignKeyViolationError,
+  CheckViolationError,
+  DataError,
+} from 'objection';
 import { appError, AppError } from '../lib/errors';
 import { issuesToFields } from '../lib/define-route';
 import type { Logger } from '../../system/logger';
 
 function toAppError(err: unknown): AppError | undefined {
   if (err instanceof AppError) return err;
-  if (err instanceof ZodError) return appError('invalid', 'The request has invalid fields', { fields: issuesToFields(err.issues) });
+  if (err instanceof ZodError)
+    return appError('invalid', 'The request has invalid fields', { fields: issuesToFields(err.issues) });
   if (err instanceof UniqueViolationError) {
     const column = err.columns?.filter((c) => !c.endsWith('_id') || err.columns.length === 1).at(-1);
     return appError('conflict', 'That already exists', { fields: column ? { [column]: 'already exists' } : undefined });
   }
   if (err instanceof NotFoundError) return appError('not_found', 'No such resource');
-  const status = (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
+  const status =
+    (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
   const expose = (err as { expose?: boolean }).expose;
   if (status === 400 && expose !== false) return appError('malformed_body', 'The request body is not valid JSON');
   if (status === 413) return appError('payload_too_large', 'The request body is too large');
@@ -31,13 +39,20 @@ export function errorHandler(logger: Logger): Middleware {
       }
       if (ctx.status === 405 && !ctx.body) {
         // The router has set Allow; say it in the body too.
-        throw appError('method_not_allowed', `${ctx.method} is not allowed here; allowed: ${ctx.response.get('Allow')}`);
+        throw appError(
+          'method_not_allowed',
+          `${ctx.method} is not allowed here; allowed: ${ctx.response.get('Allow')}`,
+        );
       }
     } catch (err) {
       let appErr = toAppError(err);
       if (!appErr) {
-        const dbError = err instanceof ForeignKeyViolationError || err instanceof CheckViolationError || err instanceof DataError;
-        logger.error({ err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, dbError }, 'unhandled error');
+        const dbError =
+          err instanceof ForeignKeyViolationError || err instanceof CheckViolationError || err instanceof DataError;
+        logger.error(
+          { err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, dbError },
+          'unhandled error',
+        );
         appErr = appError('internal', `Something went wrong on our side; quote request id ${ctx.state.requestId}`);
       }
       ctx.status = appErr.status;
@@ -56,7 +71,14 @@ export function requestLog(logger: Logger): Middleware {
     } finally {
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
       logger.info(
-        { requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, via: ctx.state.actor?.via },
+        {
+          requestId: ctx.state.requestId,
+          method: ctx.method,
+          path: ctx.path,
+          status: ctx.status,
+          ms: Math.round(ms * 10) / 10,
+          via: ctx.state.actor?.via,
+        },
         'request',
       );
     }

@@ -56,8 +56,13 @@ export function addressKey(address: string): string {
   const [head, tail = ''] = a.split('::');
   const left = head ? head.split(':') : [];
   const right = a.includes('::') && tail ? tail.split(':') : [];
-  const groups = a.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => (g.includes('.') ? g : String(parseInt(g, 16).toString(16)))).join(':')}::/64`;
+  const groups = a.includes('::')
+    ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right]
+    : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => (g.includes('.') ? g : String(parseInt(g, 16).toString(16))))
+    .join(':')}::/64`;
 }
 
 const limited = (e: unknown): RateLimiterRes => {
@@ -101,7 +106,11 @@ export async function createGuards(config: Config, logger: Logger, prefix = conf
   const daily = make('fail-day', fc.dailyCap, 86_400);
   const tokens = make('token', config.rateLimit.perMinute, 60);
   const creations: Record<CreationKind, { limiter: RateLimiterAbstract; perHour: number; what: string }> = {
-    invitations: { limiter: make('invitations', config.creationLimits.invitationsPerHour, 3600), perHour: config.creationLimits.invitationsPerHour, what: 'invitations' },
+    invitations: {
+      limiter: make('invitations', config.creationLimits.invitationsPerHour, 3600),
+      perHour: config.creationLimits.invitationsPerHour,
+      what: 'invitations',
+    },
     'device-codes': {
       limiter: make('device-codes', config.creationLimits.deviceCodesPerHour, 3600),
       perHour: config.creationLimits.deviceCodesPerHour,
@@ -110,7 +119,9 @@ export async function createGuards(config: Config, logger: Logger, prefix = conf
   };
 
   const refuse = (ms: number) =>
-    appError('rate_limited', 'Too many failed credentials from this address; wait before trying again', { headers: { 'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))) } });
+    appError('rate_limited', 'Too many failed credentials from this address; wait before trying again', {
+      headers: { 'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))) },
+    });
 
   return {
     async assertAddressAllowed(address) {
@@ -144,12 +155,18 @@ export async function createGuards(config: Config, logger: Logger, prefix = conf
       } catch (e) {
         const res = limited(e);
         const reset = String(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
-        throw appError('rate_limited', `More than ${limit} requests a minute with this token; wait and repeat the request unchanged`, { headers: {
-          'Retry-After': reset,
-          'RateLimit-Limit': String(limit),
-          'RateLimit-Remaining': '0',
-          'RateLimit-Reset': reset,
-        } });
+        throw appError(
+          'rate_limited',
+          `More than ${limit} requests a minute with this token; wait and repeat the request unchanged`,
+          {
+            headers: {
+              'Retry-After': reset,
+              'RateLimit-Limit': String(limit),
+              'RateLimit-Remaining': '0',
+              'RateLimit-Reset': reset,
+            },
+          },
+        );
       }
     },
     async consumeCreation(kind, address) {
@@ -158,7 +175,10 @@ export async function createGuards(config: Config, logger: Logger, prefix = conf
         await limiter.consume(addressKey(address));
       } catch (e) {
         const res = limited(e);
-        throw errors.rateLimited(res.msBeforeNext / 1000, `More than ${perHour} ${what} an hour from this address; wait before trying again`);
+        throw errors.rateLimited(
+          res.msBeforeNext / 1000,
+          `More than ${perHour} ${what} an hour from this address; wait before trying again`,
+        );
       }
     },
     async close() {

@@ -12,7 +12,8 @@ export const routes: RouteDef[] = [
     path: '/projects/{id}/releases',
     operationId: 'listProjectReleases',
     summary: "The project's releases, newest first; `branch` narrows to one git ref",
-    description: '`live` marks the release its environment serves now. `limit` 1-100 (default 20); `next_before` back as `before` for the next page.',
+    description:
+      '`live` marks the release its environment serves now. `limit` 1-100 (default 20); `next_before` back as `before` for the next page.',
     tags,
     auth: 'token',
     permission: 'project:read',
@@ -21,7 +22,7 @@ export const routes: RouteDef[] = [
     query: s.listReleasesQuery,
     responses: {
       200: { description: 'A page of releases', schema: s.releasePageSchema },
-      404: error('No such project (or another team\'s)'),
+      404: error("No such project (or another team's)"),
       422: error('Invalid branch, limit or cursor'),
     },
     async handler(ctx) {
@@ -44,7 +45,7 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: {
       200: { description: 'The choices, or a blocked answer', schema: s.deployChoicesSchema },
-      404: error('No such environment (or another team\'s)'),
+      404: error("No such environment (or another team's)"),
     },
     async handler(ctx) {
       ctx.body = await deployChoices(ctx.deps, ctx.actor, ctx.input.params.id);
@@ -65,7 +66,7 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: {
       200: { description: 'The source', schema: s.sourceSchema },
-      404: error('No such environment (or another team\'s)'),
+      404: error("No such environment (or another team's)"),
     },
     async handler(ctx) {
       ctx.body = await environmentSource(ctx.deps, ctx.actor, ctx.input.params.id);

@@ -24,9 +24,20 @@ export const releaseSchema = z.object({
 });
 export const releasePageSchema = z.object({ data: z.array(releaseSchema), next_before: z.string().nullable() });
 
-const releaseRef = z.object({ id: z.uuid(), git_ref: z.string(), commit_sha: z.string(), built_at: z.string().nullable() });
+const releaseRef = z.object({
+  id: z.uuid(),
+  git_ref: z.string(),
+  commit_sha: z.string(),
+  built_at: z.string().nullable(),
+});
 
-export const DEPLOY_BLOCKS = ['forbidden', 'no_repository', 'deploy_in_progress', 'repository_unreachable', 'ref_not_found'] as const;
+export const DEPLOY_BLOCKS = [
+  'forbidden',
+  'no_repository',
+  'deploy_in_progress',
+  'repository_unreachable',
+  'ref_not_found',
+] as const;
 
 export const deployChoicesSchema = z.union([
   z.object({
@@ -35,7 +46,9 @@ export const deployChoicesSchema = z.union([
     head_commit: z.string().describe('The commit a deploy would build and put live now'),
     head_built: z.boolean().describe('A ready release of that commit exists: a deploy skips the build'),
     live_release: releaseRef.nullable(),
-    rollback_release: releaseRef.nullable().describe('What POST /environments/{id}/rollback would put live; null: nothing to roll back to'),
+    rollback_release: releaseRef
+      .nullable()
+      .describe('What POST /environments/{id}/rollback would put live; null: nothing to roll back to'),
     skip_steps_allowed: z.literal(true),
   }),
   z.object({
@@ -56,4 +69,3 @@ export const sourceSchema = z.object({
     .optional()
     .describe('Why head_commit is null while a repository is connected'),
 });
-

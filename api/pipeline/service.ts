@@ -41,7 +41,10 @@ export async function listReleases(
       knex.raw('(e.live_release_id IS NOT DISTINCT FROM r.id) AS live'),
       knex.raw(`${cursorTimeSql('r.created_at')} AS cursor_at`),
     )
-    .orderBy([{ column: 'r.created_at', order: 'desc' }, { column: 'r.id', order: 'desc' }])
+    .orderBy([
+      { column: 'r.created_at', order: 'desc' },
+      { column: 'r.id', order: 'desc' },
+    ])
     .limit(query.limit + 1);
   if (query.branch) q.where('r.git_ref', query.branch);
   if (query.before) q.whereRaw('(r.created_at, r.id) < (?::timestamptz, ?::uuid)', [query.before.at, query.before.id]);
@@ -62,7 +65,9 @@ export async function listReleases(
   };
 }
 
-type HeadResult = { ok: true; sha: string } | { ok: false; code: 'repository_unreachable' | 'ref_not_found'; message: string };
+type HeadResult =
+  | { ok: true; sha: string }
+  | { ok: false; code: 'repository_unreachable' | 'ref_not_found'; message: string };
 
 /** The commit the git ref names now (git ls-remote), or why it cannot be told. */
 export async function headCommit(deps: Deps, repo: GitRepo, gitRef: string): Promise<HeadResult> {
@@ -72,9 +77,17 @@ export async function headCommit(deps: Deps, repo: GitRepo, gitRef: string): Pro
   } catch (err) {
     if (!(err instanceof GitError)) throw err;
     if (err.code === 'ref_not_found') {
-      return { ok: false, code: 'ref_not_found', message: `No branch, tag or commit named "${gitRef}" in the repository` };
+      return {
+        ok: false,
+        code: 'ref_not_found',
+        message: `No branch, tag or commit named "${gitRef}" in the repository`,
+      };
     }
-    return { ok: false, code: 'repository_unreachable', message: `The repository cannot be read right now: ${err.message}` };
+    return {
+      ok: false,
+      code: 'repository_unreachable',
+      message: `The repository cannot be read right now: ${err.message}`,
+    };
   }
 }
 
@@ -96,10 +109,16 @@ export async function deployChoices(deps: Deps, actor: Actor, environmentId: str
   if (!role || !can(role, 'deploy')) return blocked('forbidden', 'Your role in this team does not allow deploys');
   const project = await Project.query(knex).findById(env.project_id);
   if (!project?.repository_url) {
-    return blocked('no_repository', 'The project has no repository connected: connect one with POST /projects/{id}/repository');
+    return blocked(
+      'no_repository',
+      'The project has no repository connected: connect one with POST /projects/{id}/repository',
+    );
   }
   const running = await runningExclusiveTask(knex, env.id);
-  if (running) return blocked('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', { task_id: running.id });
+  if (running)
+    return blocked('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', {
+      task_id: running.id,
+    });
   const head = await headCommit(deps, repositoryOf(deps.secrets, project)!, env.git_ref);
   if (!head.ok) return blocked(head.code, head.message);
   const [live, rollback, built] = await Promise.all([

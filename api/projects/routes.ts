@@ -39,7 +39,8 @@ export const routes: RouteDef[] = [
     path: '/projects',
     operationId: 'createProject',
     summary: 'Creates a project in a team',
-    description: 'Admins and owners. Names: 1-63 of a-z, 0-9 and "-", no dash first or last, unique in the team (409 on name).',
+    description:
+      'Admins and owners. Names: 1-63 of a-z, 0-9 and "-", no dash first or last, unique in the team (409 on name).',
     tags,
     auth: 'session',
     permission: 'project:create',
@@ -66,7 +67,12 @@ export const routes: RouteDef[] = [
     permission: 'project:delete',
     scope: scopes.project,
     params: s.idParams,
-    responses: { 204: { description: 'Deleted' }, 403: error('Role may not'), 404: error('No such project'), 409: error('project_not_empty') },
+    responses: {
+      204: { description: 'Deleted' },
+      403: error('Role may not'),
+      404: error('No such project'),
+      409: error('project_not_empty'),
+    },
     async handler(ctx) {
       await projects.deleteProject(ctx.deps, ctx.actor, ctx.input.params.id);
       ctx.status = 204;
@@ -91,12 +97,13 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/projects/{id}/repository',
     operationId: 'connectProjectRepository',
-    summary: 'Connects a git repository: an https, http, ssh or git URL, user@host:path, or a local path under LOCAL_REPOSITORY_ROOTS',
+    summary:
+      'Connects a git repository: an https, http, ssh or git URL, user@host:path, or a local path under LOCAL_REPOSITORY_ROOTS',
     description:
       'Checked with `git ls-remote` (20 s, never prompting); when git cannot read it the answer is 422 on url and nothing changes. ' +
       'Local paths and file:// URLs only under LOCAL_REPOSITORY_ROOTS and never inside DATA_DIR; hosts that resolve to ' +
       'loopback, private or link-local addresses only when listed in OUTBOUND_ALLOWED_HOSTS. Failures read as a few fixed ' +
-      'reasons (unreachable, not found, authentication failed), never git\'s own text. Credentials in an http(s) URL are ' +
+      "reasons (unreachable, not found, authentication failed), never git's own text. Credentials in an http(s) URL are " +
       'kept encrypted apart from it and never shown: answers show the URL without user info.',
     tags,
     auth: 'session',

@@ -12,7 +12,9 @@ import { presentProject } from './presenter';
 import { NAME_RULES } from './schemas';
 
 const nameTaken = () =>
-  appError('conflict', 'A project of that name exists in this team', { fields: { name: 'is already used by another project in this team' } });
+  appError('conflict', 'A project of that name exists in this team', {
+    fields: { name: 'is already used by another project in this team' },
+  });
 
 /** Loads a project the caller may act on; another team's project answers 404. */
 export async function findProject(deps: Deps, actor: Actor, id: string, action: Action) {
@@ -26,7 +28,9 @@ export async function listProjects(deps: Deps, actor: Actor, query: { team_id?: 
   let teamIds = await reachableTeamIds(deps.knex, actor);
   if (query.team_id) teamIds = teamIds.filter((id) => id === query.team_id);
   if (teamIds.length === 0) return [];
-  const projects = await Project.query(deps.knex).whereIn('team_id', teamIds).orderBy([{ column: 'name' }, { column: 'id' }]);
+  const projects = await Project.query(deps.knex)
+    .whereIn('team_id', teamIds)
+    .orderBy([{ column: 'name' }, { column: 'id' }]);
   return projects.map(presentProject);
 }
 
@@ -34,7 +38,12 @@ export async function listProjects(deps: Deps, actor: Actor, query: { team_id?: 
 export async function newProjectChoices(deps: Deps, actor: Actor) {
   const memberships = (await reachableMemberships(deps.knex, actor)).filter((m) => can(m.role, 'project:create'));
   const teams = memberships.length
-    ? await Team.query(deps.knex).whereIn('id', memberships.map((m) => m.team_id)).orderBy([{ column: 'name' }, { column: 'id' }])
+    ? await Team.query(deps.knex)
+        .whereIn(
+          'id',
+          memberships.map((m) => m.team_id),
+        )
+        .orderBy([{ column: 'name' }, { column: 'id' }])
     : [];
   const fields = { team_id: { required: true }, name: { ...NAME_RULES, unique_within: 'team' } };
   const choices = teams.map((t) => ({ id: t.id, name: t.name }));
@@ -55,7 +64,11 @@ export async function createProject(deps: Deps, actor: Actor, input: { team_id: 
   const taken = await Project.query(deps.knex).findOne({ team_id: input.team_id, name: input.name });
   if (taken) throw nameTaken();
   try {
-    const project = await Project.query(deps.knex).insertAndFetch({ team_id: input.team_id, name: input.name, repository_url: null } as Partial<Project>);
+    const project = await Project.query(deps.knex).insertAndFetch({
+      team_id: input.team_id,
+      name: input.name,
+      repository_url: null,
+    } as Partial<Project>);
     return presentProject(project);
   } catch (err) {
     if (err instanceof UniqueViolationError) throw nameTaken();
@@ -68,9 +81,15 @@ export async function deleteProject(deps: Deps, actor: Actor, id: string): Promi
   await findProject(deps, actor, id, 'project:delete');
   await deps.knex.transaction(async (trx) => {
     await trx('projects').where({ id }).forUpdate().first();
-    const envs = Number(((await trx('environments').where({ project_id: id }).count<{ n: string }[]>({ n: '*' }))[0] as { n: string }).n);
+    const envs = Number(
+      ((await trx('environments').where({ project_id: id }).count<{ n: string }[]>({ n: '*' }))[0] as { n: string }).n,
+    );
     if (envs > 0) {
-      throw errors.conflict('project_not_empty', `The project still has ${envs} environment${envs === 1 ? '' : 's'}; delete them first`, { environments: envs });
+      throw errors.conflict(
+        'project_not_empty',
+        `The project still has ${envs} environment${envs === 1 ? '' : 's'}; delete them first`,
+        { environments: envs },
+      );
     }
     await trx('projects').where({ id }).delete();
   });

@@ -13,9 +13,18 @@ const settingsSchema = z.object({
 const settingsBody = z
   .strictObject({
     name: resourceName.optional(),
-    domain_allowance: z.number().int('must be a whole number').min(0, 'must be 0 or more').max(1000, 'must be at most 1000').nullable().optional(),
+    domain_allowance: z
+      .number()
+      .int('must be a whole number')
+      .min(0, 'must be 0 or more')
+      .max(1000, 'must be at most 1000')
+      .nullable()
+      .optional(),
   })
-  .refine((b) => b.name !== undefined || b.domain_allowance !== undefined, { message: 'give name, domain_allowance or both', path: ['body'] });
+  .refine((b) => b.name !== undefined || b.domain_allowance !== undefined, {
+    message: 'give name, domain_allowance or both',
+    path: ['body'],
+  });
 
 export const routes: RouteDef[] = [
   defineRoute({

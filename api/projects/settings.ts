@@ -16,7 +16,11 @@ interface ProjectRow {
 }
 
 export function presentSettings(deps: Deps, p: ProjectRow) {
-  return { name: p.name, domain_allowance: p.domain_allowance ?? deps.config.domainAllowance, domain_allowance_is_default: p.domain_allowance === null };
+  return {
+    name: p.name,
+    domain_allowance: p.domain_allowance ?? deps.config.domainAllowance,
+    domain_allowance_is_default: p.domain_allowance === null,
+  };
 }
 
 export async function getSettings(deps: Deps, projectId: string) {
@@ -25,13 +29,21 @@ export async function getSettings(deps: Deps, projectId: string) {
   return presentSettings(deps, p);
 }
 
-export async function updateSettings(deps: Deps, actor: Actor, projectId: string, input: { name?: string; domain_allowance?: number | null }) {
+export async function updateSettings(
+  deps: Deps,
+  actor: Actor,
+  projectId: string,
+  input: { name?: string; domain_allowance?: number | null },
+) {
   const patch: Record<string, unknown> = {};
   if (input.name !== undefined) patch.name = input.name;
   if (input.domain_allowance !== undefined) patch.domain_allowance = input.domain_allowance;
   try {
     const row = await deps.knex.transaction(async (trx) => {
-      const [updated] = await trx('projects').where({ id: projectId }).update({ ...patch, updated_at: trx.fn.now() }).returning('*');
+      const [updated] = await trx('projects')
+        .where({ id: projectId })
+        .update({ ...patch, updated_at: trx.fn.now() })
+        .returning('*');
       if (!updated) throw errors.notFound('project');
       await recordActivity(trx, {
         teamId: updated.team_id,
@@ -46,7 +58,9 @@ export async function updateSettings(deps: Deps, actor: Actor, projectId: string
     return presentSettings(deps, row);
   } catch (err) {
     if (err instanceof UniqueViolationError || (err as { code?: string }).code === '23505') {
-      throw new AppError(409, 'conflict', 'A project of that name exists in this team', { name: 'is already used by another project in this team' });
+      throw new AppError(409, 'conflict', 'A project of that name exists in this team', {
+        name: 'is already used by another project in this team',
+      });
     }
     throw err;
   }

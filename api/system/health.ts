@@ -15,16 +15,21 @@ export const healthSchema = z.object({
   components: z.object({
     database: z.object({ status: state }),
     temporal: z.object({ status: state }),
-    worker: z.object({ status: state, ready: z.number().int().describe('Workers that reported ready recently'), seen_at: z.string().nullable() }),
+    worker: z.object({
+      status: state,
+      ready: z.number().int().describe('Workers that reported ready recently'),
+      seen_at: z.string().nullable(),
+    }),
   }),
 });
 export type Health = z.infer<typeof healthSchema>;
 
 function within<T>(ms: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([work, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), ms)))]).finally(() =>
-    clearTimeout(timer),
-  );
+  return Promise.race([
+    work,
+    new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -35,7 +40,8 @@ export async function checkHealth(deps: Deps): Promise<Health> {
   const [db, temporal] = await Promise.allSettled([
     within(
       CHECK_TIMEOUT_MS,
-      deps.knex('worker_heartbeats')
+      deps
+        .knex('worker_heartbeats')
         .where('seen_at', '>', deps.knex.raw(`now() - interval '${WORKER_STALE_MS / 1000} seconds'`))
         .first(deps.knex.raw('count(*)::int as ready'), deps.knex.raw('max(seen_at) as seen_at')),
     ),
@@ -45,7 +51,11 @@ export async function checkHealth(deps: Deps): Promise<Health> {
   const components: Health['components'] = {
     database: { status: row ? 'ok' : 'unavailable' },
     temporal: { status: temporal.status === 'fulfilled' && temporal.value.status === SERVING ? 'ok' : 'unavailable' },
-    worker: { status: row && row.ready > 0 ? 'ok' : 'unavailable', ready: row?.ready ?? 0, seen_at: row?.seen_at ? new Date(row.seen_at).toISOString() : null },
+    worker: {
+      status: row && row.ready > 0 ? 'ok' : 'unavailable',
+      ready: row?.ready ?? 0,
+      seen_at: row?.seen_at ? new Date(row.seen_at).toISOString() : null,
+    },
   };
   const status = !row ? 'unavailable' : Object.values(components).every((c) => c.status === 'ok') ? 'ok' : 'degraded';
   return { status, components };

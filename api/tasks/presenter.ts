@@ -21,9 +21,11 @@ export const taskSchema = z.object({
   finished_at: z.string().nullable(),
 });
 
-
 /** The task as clients see it (CONTRACT "Tasks"); `account` is who asked, and how. */
-export function presentTask(task: Task, account: { id: string | null; name: string | null }): z.infer<typeof taskSchema> {
+export function presentTask(
+  task: Task,
+  account: { id: string | null; name: string | null },
+): z.infer<typeof taskSchema> {
   return {
     id: task.id,
     kind: task.kind,

@@ -48,7 +48,7 @@ export const routes: RouteDef[] = [
     query: s.getTaskQuery,
     responses: {
       200: { description: 'The task', schema: s.taskWithLogSchema },
-      404: error('No such task (or another team\'s)'),
+      404: error("No such task (or another team's)"),
       422: error('Invalid include'),
     },
     async handler(ctx) {
@@ -72,7 +72,7 @@ export const routes: RouteDef[] = [
     query: s.taskLogQuery,
     responses: {
       200: { description: 'The log text', schema: z.string(), contentType: 'text/plain; charset=utf-8' },
-      404: error('No such task (or another team\'s)'),
+      404: error("No such task (or another team's)"),
       422: error('Invalid `after`'),
     },
     async handler(ctx) {
@@ -90,7 +90,8 @@ export const routes: RouteDef[] = [
     path: '/tasks/{id}/cancel',
     operationId: 'cancelTask',
     summary: 'Cancel a task nothing has started yet (status pending)',
-    description: 'Answers the task, now cancelled. A task that is running or has ended answers 409 `task_not_cancellable` with its `status`.',
+    description:
+      'Answers the task, now cancelled. A task that is running or has ended answers 409 `task_not_cancellable` with its `status`.',
     tags,
     auth: 'session',
     permission: 'task:cancel',
@@ -98,8 +99,8 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: {
       200: { description: 'The cancelled task', schema: s.taskSchema },
-      403: error('forbidden: the caller\'s role may not cancel tasks'),
-      404: error('No such task (or another team\'s)'),
+      403: error("forbidden: the caller's role may not cancel tasks"),
+      404: error("No such task (or another team's)"),
       409: error('task_not_cancellable (with `status`): something has started the task, or it has ended'),
     },
     async handler(ctx) {

@@ -37,7 +37,11 @@ export const getTaskQuery = z.object({
 
 export const taskWithLogSchema = taskSchema.extend({
   log_tail: z.string().optional().describe('The last ~4 KB of the log, starting at a line start (include=log)'),
-  log_seq: z.number().int().optional().describe('Sequence number of the last log chunk; pass it as `after` to GET /tasks/{id}/log'),
+  log_seq: z
+    .number()
+    .int()
+    .optional()
+    .describe('Sequence number of the last log chunk; pass it as `after` to GET /tasks/{id}/log'),
 });
 
 export const taskLogQuery = z.object({
@@ -48,4 +52,3 @@ export const taskLogQuery = z.object({
     .max(2_147_483_647, 'must be at most 2147483647')
     .optional(),
 });
-

@@ -34,7 +34,9 @@ async function readableTeamIds(knex: Knex, actor: Actor): Promise<string[]> {
 }
 
 const withAccount = (knex: Knex) =>
-  Task.query(knex).select('tasks.*', 'users.name as account_name').leftJoin('users', 'users.id', 'tasks.account_user_id');
+  Task.query(knex)
+    .select('tasks.*', 'users.name as account_name')
+    .leftJoin('users', 'users.id', 'tasks.account_user_id');
 
 const present = (row: TaskRow) => presentTask(row, { id: row.account_user_id, name: row.account_name ?? null });
 
@@ -47,7 +49,9 @@ export async function listTasks(deps: Deps, actor: Actor, query: ListTasksQuery)
   if (query.team) teamIds = teamIds.filter((id) => id === query.team);
   let rows: TaskRow[] = [];
   if (teamIds.length > 0) {
-    const q = withAccount(deps.knex).orderBy('tasks.seq', 'desc').limit(query.limit + 1);
+    const q = withAccount(deps.knex)
+      .orderBy('tasks.seq', 'desc')
+      .limit(query.limit + 1);
     if (teamIds.length === 1) q.where('tasks.team_id', teamIds[0]);
     else q.whereIn('tasks.team_id', teamIds);
     if (query.project) q.where('tasks.project_id', query.project);
@@ -59,10 +63,7 @@ export async function listTasks(deps: Deps, actor: Actor, query: ListTasksQuery)
   }
   const { page, more } = pageOf(rows, query.limit);
   const nextBefore = more ? encodeCursor(TASKS_CURSOR, [page.at(-1)!.seq]) : null;
-  const etag = strongEtag([
-    ...page.flatMap((r) => [r.id, r.status, isoOrNull(r.finished_at) ?? '']),
-    nextBefore,
-  ]);
+  const etag = strongEtag([...page.flatMap((r) => [r.id, r.status, isoOrNull(r.finished_at) ?? '']), nextBefore]);
   return { etag, body: { data: page.map(present), next_before: nextBefore } };
 }
 
@@ -113,7 +114,8 @@ export async function getTask(deps: Deps, actor: Actor, id: string, include: str
 export async function readTaskLog(deps: Deps, actor: Actor, id: string, after: number | undefined) {
   // findTask read the row (its status) before the chunks below are read.
   const row = await findTask(deps, actor, id, 'task:read');
-  const chunks: Array<{ seq: number; chunk: string }> = await deps.knex('task_logs')
+  const chunks: Array<{ seq: number; chunk: string }> = await deps
+    .knex('task_logs')
     .where({ task_id: row.id })
     .andWhere('seq', '>', after ?? 0)
     .orderBy('seq')
@@ -128,9 +130,13 @@ export async function cancelTask(deps: Deps, actor: Actor, id: string) {
   const row = await findTask(deps, actor, id, 'task:cancel');
   if (!(await cancelPendingTask(deps, row))) {
     const now = (await deps.knex('tasks').where({ id: row.id }).first('status'))?.status ?? row.status;
-    throw appError('task_not_cancellable', `The task is ${now}; only a pending task (nothing has started it) can be cancelled`, {
-      extra: { status: now },
-    });
+    throw appError(
+      'task_not_cancellable',
+      `The task is ${now}; only a pending task (nothing has started it) can be cancelled`,
+      {
+        extra: { status: now },
+      },
+    );
   }
   const fresh = (await withAccount(deps.knex).where('tasks.id', row.id).first()) as TaskRow;
   return present(fresh);

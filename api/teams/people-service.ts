@@ -24,9 +24,10 @@ import { invitationStatus, presentInvitation, presentMembership } from './presen
 export const INVITATION_DAYS = 7;
 
 const notOpen = (status: string) =>
-  appError('invitation_not_open', `The invitation is ${status}; only an open invitation can be used`, { extra: { status } });
-const lastOwner = () =>
-  appError('last_owner', 'A team keeps at least one owner: make someone else owner first');
+  appError('invitation_not_open', `The invitation is ${status}; only an open invitation can be used`, {
+    extra: { status },
+  });
+const lastOwner = () => appError('last_owner', 'A team keeps at least one owner: make someone else owner first');
 
 /** Members (with name and e-mail) and the invitations still waiting (open or expired, not revoked or accepted). */
 export async function listPeople(deps: Deps, actor: Actor, teamId: string) {
@@ -45,7 +46,11 @@ export async function listPeople(deps: Deps, actor: Actor, teamId: string) {
   return {
     data: rows.map((r) => {
       const row = r as Membership & { user_name: string; user_email: string };
-      const { team_id: _t, created_at: _c, ...m } = presentMembership(row, { name: row.user_name, email: row.user_email });
+      const {
+        team_id: _t,
+        created_at: _c,
+        ...m
+      } = presentMembership(row, { name: row.user_name, email: row.user_email });
       return m;
     }),
     invitations: invitations.map((i) => {
@@ -68,7 +73,10 @@ async function sendInvitation(deps: Deps, actor: Actor, team: Team, inv: Invitat
   try {
     await deps.mailer.send({ to: inv.email, ...mail });
   } catch {
-    throw appError('mail_not_sent', 'The invitation e-mail could not be sent, so nothing was changed; try again shortly');
+    throw appError(
+      'mail_not_sent',
+      'The invitation e-mail could not be sent, so nothing was changed; try again shortly',
+    );
   }
 }
 
@@ -93,7 +101,9 @@ export async function createInvitation(deps: Deps, actor: Actor, teamId: string,
         .where('u.email', input.email)
         .first();
       if (member) {
-        throw appError('conflict', 'That address belongs to a member of this team already', { fields: { email: 'is already a member of this team' } });
+        throw appError('conflict', 'That address belongs to a member of this team already', {
+          fields: { email: 'is already a member of this team' },
+        });
       }
       const now = new Date();
       await Invitation.query(trx)
@@ -108,13 +118,21 @@ export async function createInvitation(deps: Deps, actor: Actor, teamId: string,
         invited_by: actor.user.id,
         expires_at: expiry(),
       } as Partial<Invitation>);
-      await recordActivity(trx, { teamId, actor, kind: 'access', type: 'invitation_sent', summary: `${input.email} invited as ${input.role}` });
+      await recordActivity(trx, {
+        teamId,
+        actor,
+        kind: 'access',
+        type: 'invitation_sent',
+        summary: `${input.email} invited as ${input.role}`,
+      });
       await sendInvitation(deps, actor, team, inv);
       return presentInvitation(inv);
     });
   } catch (err) {
     if (err instanceof UniqueViolationError) {
-      throw appError('conflict', 'An invitation for that address is being sent right now', { fields: { email: 'has a pending invitation' } });
+      throw appError('conflict', 'An invitation for that address is being sent right now', {
+        fields: { email: 'has a pending invitation' },
+      });
     }
     throw err;
   }
@@ -137,7 +155,10 @@ export async function renewInvitation(deps: Deps, actor: Actor, id: string) {
     const status = invitationStatus(inv);
     if (status === 'accepted' || status === 'revoked') throw notOpen(status);
     const team = await Team.query(trx).findById(inv.team_id);
-    const renewed = await Invitation.query(trx).patchAndFetchById(id, { expires_at: expiry(), updated_at: new Date() } as Partial<Invitation>);
+    const renewed = await Invitation.query(trx).patchAndFetchById(id, {
+      expires_at: expiry(),
+      updated_at: new Date(),
+    } as Partial<Invitation>);
     await sendInvitation(deps, actor, team!, renewed);
     return presentInvitation(renewed);
   });
@@ -150,8 +171,16 @@ export async function revokeInvitation(deps: Deps, actor: Actor, id: string): Pr
     const status = invitationStatus(inv);
     if (status === 'accepted' || status === 'revoked') throw notOpen(status);
     const now = new Date();
-    await Invitation.query(trx).patch({ revoked_at: now, updated_at: now } as Partial<Invitation>).where({ id });
-    await recordActivity(trx, { teamId: inv.team_id, actor, kind: 'access', type: 'invitation_revoked', summary: `Invitation of ${inv.email} revoked` });
+    await Invitation.query(trx)
+      .patch({ revoked_at: now, updated_at: now } as Partial<Invitation>)
+      .where({ id });
+    await recordActivity(trx, {
+      teamId: inv.team_id,
+      actor,
+      kind: 'access',
+      type: 'invitation_revoked',
+      summary: `Invitation of ${inv.email} revoked`,
+    });
   });
 }
 
@@ -165,16 +194,31 @@ export async function acceptInvitation(deps: Deps, actor: Actor, id: string) {
     const user = await User.query(trx).findById(actor.user.id);
     if (!inv || !user || user.email.toLowerCase() !== inv.email.toLowerCase()) throw errors.notFound('invitation');
     if (!user.email_confirmed_at) {
-      throw appError('email_not_confirmed', 'Confirm your e-mail address first (POST /signup/confirm), then accept the invitation');
+      throw appError(
+        'email_not_confirmed',
+        'Confirm your e-mail address first (POST /signup/confirm), then accept the invitation',
+      );
     }
     const status = invitationStatus(inv);
     if (status !== 'open') throw notOpen(status);
     const existing = await Membership.query(trx).findOne({ team_id: inv.team_id, user_id: user.id });
     if (existing) throw appError('conflict', 'You are a member of this team already');
     const now = new Date();
-    await Invitation.query(trx).patch({ accepted_at: now, updated_at: now } as Partial<Invitation>).where({ id });
-    const m = await Membership.query(trx).insertAndFetch({ team_id: inv.team_id, user_id: user.id, role: inv.role } as Partial<Membership>);
-    await recordActivity(trx, { teamId: inv.team_id, actor, kind: 'access', type: 'member_joined', summary: `${user.email} joined as ${inv.role}` });
+    await Invitation.query(trx)
+      .patch({ accepted_at: now, updated_at: now } as Partial<Invitation>)
+      .where({ id });
+    const m = await Membership.query(trx).insertAndFetch({
+      team_id: inv.team_id,
+      user_id: user.id,
+      role: inv.role,
+    } as Partial<Membership>);
+    await recordActivity(trx, {
+      teamId: inv.team_id,
+      actor,
+      kind: 'access',
+      type: 'member_joined',
+      summary: `${user.email} joined as ${inv.role}`,
+    });
     return presentMembership(m, user);
   });
 }
@@ -202,10 +246,19 @@ export async function updateMembership(deps: Deps, actor: Actor, id: string, inp
     const updated =
       target.role === input.role
         ? target
-        : await Membership.query(trx).patchAndFetchById(id, { role: input.role, updated_at: new Date() } as Partial<Membership>);
+        : await Membership.query(trx).patchAndFetchById(id, {
+            role: input.role,
+            updated_at: new Date(),
+          } as Partial<Membership>);
     const user = await User.query(trx).findById(updated.user_id);
     if (target.role !== input.role) {
-      await recordActivity(trx, { teamId: target.team_id, actor, kind: 'access', type: 'member_role_changed', summary: `${user!.email}: ${target.role} -> ${input.role}` });
+      await recordActivity(trx, {
+        teamId: target.team_id,
+        actor,
+        kind: 'access',
+        type: 'member_role_changed',
+        summary: `${user!.email}: ${target.role} -> ${input.role}`,
+      });
     }
     return presentMembership(updated, user!);
   });
@@ -218,6 +271,12 @@ export async function deleteMembership(deps: Deps, actor: Actor, id: string): Pr
     if (leavesNoOwner(owners, target.role, null)) throw lastOwner();
     await Membership.query(trx).deleteById(id);
     const user = await User.query(trx).findById(target.user_id);
-    await recordActivity(trx, { teamId: target.team_id, actor, kind: 'access', type: 'member_removed', summary: `${user?.email ?? target.user_id} left the team` });
+    await recordActivity(trx, {
+      teamId: target.team_id,
+      actor,
+      kind: 'access',
+      type: 'member_removed',
+      summary: `${user?.email ?? target.user_id} left the team`,
+    });
   });
 }

@@ -5,7 +5,6 @@ import type { User } from '../../db/models/user';
 import type { Role } from '../lib/policy';
 import { iso } from '../lib/time';
 
-
 export function presentTeam(team: Team, role: Role) {
   return { id: team.id, name: team.name, role, created_at: iso(team.created_at) };
 }
@@ -23,7 +22,15 @@ export function presentTeamSettings(team: Team, role: Role) {
 }
 
 export function presentMembership(m: Membership, user: Pick<User, 'name' | 'email'>) {
-  return { id: m.id, team_id: m.team_id, user_id: m.user_id, name: user.name, email: user.email, role: m.role, created_at: iso(m.created_at) };
+  return {
+    id: m.id,
+    team_id: m.team_id,
+    user_id: m.user_id,
+    name: user.name,
+    email: user.email,
+    role: m.role,
+    created_at: iso(m.created_at),
+  };
 }
 
 export function invitationStatus(inv: Invitation, now = new Date()): 'open' | 'expired' | 'accepted' | 'revoked' {

@@ -96,7 +96,12 @@ const teamRoutes = [
     permission: 'team:delete',
     scope: scopes.team,
     params: s.idParams,
-    responses: { 204: { description: 'Deleted' }, 403: error('Not an owner'), 404: error('No such team'), 409: error('team_not_empty') },
+    responses: {
+      204: { description: 'Deleted' },
+      403: error('Not an owner'),
+      404: error('No such team'),
+      409: error('team_not_empty'),
+    },
     async handler(ctx) {
       await teams.deleteTeam(ctx.deps, ctx.actor, ctx.input.params.id);
       ctx.status = 204;
@@ -168,7 +173,9 @@ const peopleRoutes = [
       403: error('Role may not'),
       404: error('No such invitation'),
       409: error('invitation_not_open (accepted or revoked)'),
-      429: error('rate_limited: more than INVITATIONS_PER_HOUR invitations (new or renewed) from this address (Retry-After)'),
+      429: error(
+        'rate_limited: more than INVITATIONS_PER_HOUR invitations (new or renewed) from this address (Retry-After)',
+      ),
       503: error('mail_not_sent'),
     },
     async handler(ctx) {
@@ -223,7 +230,8 @@ const peopleRoutes = [
     path: '/memberships/{id}',
     operationId: 'updateMembership',
     summary: "Changes a member's role",
-    description: 'Admins and owners; only owners make or unmake owners. The last owner cannot be demoted (409 last_owner).',
+    description:
+      'Admins and owners; only owners make or unmake owners. The last owner cannot be demoted (409 last_owner).',
     tags,
     auth: 'session',
     permission: 'members:manage',
@@ -246,13 +254,19 @@ const peopleRoutes = [
     path: '/memberships/{id}',
     operationId: 'deleteMembership',
     summary: 'Removes a member from the team, or leaves it (your own membership)',
-    description: 'Admins and owners remove members (only owners remove owners); anyone may leave. The last owner cannot leave (409 last_owner).',
+    description:
+      'Admins and owners remove members (only owners remove owners); anyone may leave. The last owner cannot leave (409 last_owner).',
     tags,
     auth: 'session',
     // Removing a membership: members:manage, or anyone leaving the team themselves (the service decides).
     permission: undefined,
     params: s.idParams,
-    responses: { 204: { description: 'Removed' }, 403: error('Role may not'), 404: error('No such membership'), 409: error('last_owner') },
+    responses: {
+      204: { description: 'Removed' },
+      403: error('Role may not'),
+      404: error('No such membership'),
+      409: error('last_owner'),
+    },
     async handler(ctx) {
       await people.deleteMembership(ctx.deps, ctx.actor, ctx.input.params.id);
       ctx.status = 204;

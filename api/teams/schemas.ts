@@ -14,11 +14,7 @@ const teamName = z
 
 export const role = z.enum(ROLES as unknown as ['owner', 'admin', 'developer', 'viewer']);
 
-const email = z
-  .string()
-  .trim()
-  .max(254, 'must be at most 254 characters')
-  .pipe(z.email('must be an e-mail address'));
+const email = z.string().trim().max(254, 'must be at most 254 characters').pipe(z.email('must be an e-mail address'));
 
 // ---- request bodies --------------------------------------------------------------------------
 
@@ -46,7 +42,9 @@ export const teamSettingsSchema = z
     next_steps: z
       .array(z.object({ id: z.string(), done: z.boolean() }))
       .nullable()
-      .describe("The caller's checklist (connect_repository, first_deploy, add_domain, create_token, invite_teammate); null once hidden"),
+      .describe(
+        "The caller's checklist (connect_repository, first_deploy, add_domain, create_token, invite_teammate); null once hidden",
+      ),
   })
   .loose();
 

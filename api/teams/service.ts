@@ -14,7 +14,9 @@ export async function listTeams(deps: Deps, actor: Actor) {
   const memberships = await reachableMemberships(deps.knex, actor);
   if (memberships.length === 0) return [];
   const roles = new Map(memberships.map((m) => [m.team_id, m.role]));
-  const teams = await Team.query(deps.knex).whereIn('id', [...roles.keys()]).orderBy([{ column: 'name' }, { column: 'id' }]);
+  const teams = await Team.query(deps.knex)
+    .whereIn('id', [...roles.keys()])
+    .orderBy([{ column: 'name' }, { column: 'id' }]);
   return teams.map((t) => presentTeam(t, roles.get(t.id)!));
 }
 
@@ -50,8 +52,12 @@ export async function getTeamSettings(deps: Deps, actor: Actor, id: string) {
 export async function updateTeamSettings(deps: Deps, actor: Actor, id: string, input: { name?: string }) {
   const { team, role } = await loadTeam(deps, actor, id, 'team:update');
   const steps = () => nextStepsFor(deps.knex, id, actor.user.id);
-  if (input.name === undefined || input.name === team.name) return { ...presentTeamSettings(team, role), next_steps: await steps() };
-  const updated = await Team.query(deps.knex).patchAndFetchById(id, { name: input.name, updated_at: new Date() } as Partial<Team>);
+  if (input.name === undefined || input.name === team.name)
+    return { ...presentTeamSettings(team, role), next_steps: await steps() };
+  const updated = await Team.query(deps.knex).patchAndFetchById(id, {
+    name: input.name,
+    updated_at: new Date(),
+  } as Partial<Team>);
   return { ...presentTeamSettings(updated, role), next_steps: await steps() };
 }
 
@@ -68,24 +74,38 @@ export async function deleteTeam(deps: Deps, actor: Actor, id: string): Promise<
     await deps.knex.transaction(async (trx) => {
       // Locks the team row: a project, membership or invitation added meanwhile waits for us.
       await trx('teams').where({ id }).forUpdate().first();
-      const count = async (q: ReturnType<typeof trx>) => Number(((await q.count<{ n: string }[]>({ n: '*' }))[0] as { n: string }).n);
+      const count = async (q: ReturnType<typeof trx>) =>
+        Number(((await q.count<{ n: string }[]>({ n: '*' }))[0] as { n: string }).n);
       const left = {
         projects: await count(trx('projects').where({ team_id: id })),
         members: await count(trx('memberships').where({ team_id: id }).whereNot({ user_id: actor.user.id })),
         invitations: await count(
-          trx('invitations').where({ team_id: id }).whereNull('accepted_at').whereNull('revoked_at').where('expires_at', '>', now),
+          trx('invitations')
+            .where({ team_id: id })
+            .whereNull('accepted_at')
+            .whereNull('revoked_at')
+            .where('expires_at', '>', now),
         ),
         tokens: await count(
-          trx('access_tokens').where({ team_id: id }).whereNot({ user_id: actor.user.id }).whereNull('revoked_at').where('expires_at', '>', now),
+          trx('access_tokens')
+            .where({ team_id: id })
+            .whereNot({ user_id: actor.user.id })
+            .whereNull('revoked_at')
+            .where('expires_at', '>', now),
         ),
       };
       const parts: string[] = [];
       if (left.projects) parts.push(plural(left.projects, 'project', 'projects'));
       if (left.members) parts.push(plural(left.members, 'other member', 'other members'));
       if (left.invitations) parts.push(plural(left.invitations, 'open invitation', 'open invitations'));
-      if (left.tokens) parts.push(plural(left.tokens, "active access token of someone else", "active access tokens of others"));
+      if (left.tokens)
+        parts.push(plural(left.tokens, 'active access token of someone else', 'active access tokens of others'));
       if (parts.length) {
-        throw errors.conflict('team_not_empty', `The team is not empty; still left: ${parts.join(', ')}. Remove them first.`, { left });
+        throw errors.conflict(
+          'team_not_empty',
+          `The team is not empty; still left: ${parts.join(', ')}. Remove them first.`,
+          { left },
+        );
       }
       await trx('teams').where({ id }).delete();
     });

@@ -11,7 +11,11 @@ import { recordActivity } from '../../db/queries/activity';
  * Issues a personal access token for one team the caller is a member of. The string is returned
  * here only; the database keeps its keyed digest and the id of the key.
  */
-export async function issueToken(deps: Deps, actor: Actor, input: CreateTokenInput): Promise<{ token: AccessToken; secret: string }> {
+export async function issueToken(
+  deps: Deps,
+  actor: Actor,
+  input: CreateTokenInput,
+): Promise<{ token: AccessToken; secret: string }> {
   if (actor.kind === 'token') throw errors.tokenNotAllowed();
   const member = await Membership.query(deps.knex).findOne({ user_id: actor.user.id, team_id: input.team_id });
   // Whether the team exists is not revealed: any team the caller is not in gets the same answer.
@@ -29,7 +33,13 @@ export async function issueToken(deps: Deps, actor: Actor, input: CreateTokenInp
       created_at: now,
       expires_at: new Date(now.getTime() + input.expires_in_days * 86_400_000),
     });
-    await recordActivity(trx, { teamId: input.team_id, actor, kind: 'access', type: 'token_issued', summary: `Token "${input.purpose}" issued for ${input.expires_in_days} days` });
+    await recordActivity(trx, {
+      teamId: input.team_id,
+      actor,
+      kind: 'access',
+      type: 'token_issued',
+      summary: `Token "${input.purpose}" issued for ${input.expires_in_days} days`,
+    });
     return row;
   });
   deps.logger.info({ tokenId: token.id, userId: actor.user.id, teamId: token.team_id }, 'access token issued');
@@ -38,10 +48,12 @@ export async function issueToken(deps: Deps, actor: Actor, input: CreateTokenInp
 
 /** Every token the caller issued, newest first, revoked and expired ones included. */
 export async function listTokens(deps: Deps, actor: Actor): Promise<AccessToken[]> {
-  return AccessToken.query(deps.knex).where('user_id', actor.user.id).orderBy([
-    { column: 'created_at', order: 'desc' },
-    { column: 'id', order: 'desc' },
-  ]);
+  return AccessToken.query(deps.knex)
+    .where('user_id', actor.user.id)
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ]);
 }
 
 /** Revokes one of the caller's tokens; revoking a revoked token changes nothing. */
@@ -55,7 +67,14 @@ export async function revokeToken(deps: Deps, actor: Actor, id: string): Promise
       .where({ id, user_id: actor.user.id })
       .whereNull('revoked_at')
       .returning('*')) as unknown as AccessToken[];
-    if (rows[0]) await recordActivity(trx, { teamId: token.team_id, actor, kind: 'access', type: 'token_revoked', summary: `Token "${token.purpose}" revoked` });
+    if (rows[0])
+      await recordActivity(trx, {
+        teamId: token.team_id,
+        actor,
+        kind: 'access',
+        type: 'token_revoked',
+        summary: `Token "${token.purpose}" revoked`,
+      });
     return rows;
   });
   if (updated) deps.logger.info({ tokenId: id, userId: actor.user.id }, 'access token revoked');

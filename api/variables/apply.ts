@@ -8,7 +8,11 @@ import type { Actor } from '../lib/actor';
 import { startTask } from '../lib/tasks';
 import type { Task } from '../../db/models/task';
 
-export function applyToEnvironment(deps: Deps, actor: Actor, env: { id: string; team_id: string; project_id: string; name: string }): Promise<Task> {
+export function applyToEnvironment(
+  deps: Deps,
+  actor: Actor,
+  env: { id: string; team_id: string; project_id: string; name: string },
+): Promise<Task> {
   return startTask(deps, actor, {
     type: 'apply_variables',
     teamId: env.team_id,
@@ -19,7 +23,11 @@ export function applyToEnvironment(deps: Deps, actor: Actor, env: { id: string; 
 }
 
 export async function applyToProject(deps: Deps, actor: Actor, projectId: string): Promise<Task[]> {
-  const envs = await deps.knex('environments').where({ project_id: projectId }).whereNotNull('live_release_id').orderBy('name');
+  const envs = await deps
+    .knex('environments')
+    .where({ project_id: projectId })
+    .whereNotNull('live_release_id')
+    .orderBy('name');
   const tasks: Task[] = [];
   for (const env of envs) tasks.push(await applyToEnvironment(deps, actor, env));
   return tasks;

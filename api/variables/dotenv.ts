@@ -43,12 +43,14 @@ export function parseDotenv(text: string): ParseResult {
     if (rest.startsWith("'")) {
       const end = rest.indexOf("'", 1);
       if (end < 0) return { ok: false, line: lineNo, reason: 'the single quote is not closed on this line' };
-      if (!restIsComment(rest.slice(end + 1))) return { ok: false, line: lineNo, reason: 'unexpected text after the closing quote' };
+      if (!restIsComment(rest.slice(end + 1)))
+        return { ok: false, line: lineNo, reason: 'unexpected text after the closing quote' };
       value = rest.slice(1, end);
     } else if (rest.startsWith('"')) {
       const read = readDoubleQuoted(lines, i, rest.slice(1));
       if (!read.ok) return { ok: false, line: lineNo, reason: read.reason };
-      if (!restIsComment(read.after)) return { ok: false, line: read.endLine + 1, reason: 'unexpected text after the closing quote' };
+      if (!restIsComment(read.after))
+        return { ok: false, line: read.endLine + 1, reason: 'unexpected text after the closing quote' };
       value = read.value;
       i = read.endLine;
     } else {
@@ -58,7 +60,8 @@ export function parseDotenv(text: string): ParseResult {
     const valueFault = checkVariableValue(value);
     if (valueFault) return { ok: false, line: lineNo, reason: `the value of ${name} ${valueFault}` };
     const seen = firstLine.get(name);
-    if (seen !== undefined) return { ok: false, line: lineNo, reason: `${name} is given twice (first on line ${seen})` };
+    if (seen !== undefined)
+      return { ok: false, line: lineNo, reason: `${name} is given twice (first on line ${seen})` };
     firstLine.set(name, lineNo);
     data.push({ name, value, line: lineNo });
   }

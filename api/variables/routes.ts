@@ -27,7 +27,10 @@ export const routes: RouteDef[] = [
     tags,
     auth: 'session',
     body: s.parseBody,
-    responses: { 200: { description: 'The variables read, with their lines', schema: s.parsedSchema }, 422: error('A line is malformed') },
+    responses: {
+      200: { description: 'The variables read, with their lines', schema: s.parsedSchema },
+      422: error('A line is malformed'),
+    },
     async handler(ctx) {
       ctx.body = variables.parseText(ctx.input.body.text);
     },
@@ -45,7 +48,11 @@ export const routes: RouteDef[] = [
     permission: 'config:read',
     scope: scopes.project,
     params: s.idParams,
-    responses: { 200: { description: 'Variables', schema: s.variableListSchema }, 403: error('Role may not'), 404: error('No such project') },
+    responses: {
+      200: { description: 'Variables', schema: s.variableListSchema },
+      403: error('Role may not'),
+      404: error('No such project'),
+    },
     async handler(ctx) {
       const scope = projectScope(ctx.scope.row as never);
       ctx.body = { data: await variables.listOwn(ctx.deps, scope) };
@@ -87,7 +94,11 @@ export const routes: RouteDef[] = [
     permission: 'config:write',
     scope: scopes.project,
     params: s.nameParams,
-    responses: { 204: { description: 'Removed' }, 403: error('Role may not'), 404: error('No such project or variable') },
+    responses: {
+      204: { description: 'Removed' },
+      403: error('Role may not'),
+      404: error('No such project or variable'),
+    },
     async handler(ctx) {
       const scope = projectScope(ctx.scope.row as never);
       await variables.deleteVariable(ctx.deps, ctx.actor, scope, ctx.input.params.name);
@@ -197,7 +208,11 @@ export const routes: RouteDef[] = [
     permission: 'config:write',
     scope: scopes.environment,
     params: s.nameParams,
-    responses: { 204: { description: 'Removed' }, 403: error('Role may not'), 404: error('No such environment, or it has no own value') },
+    responses: {
+      204: { description: 'Removed' },
+      403: error('Role may not'),
+      404: error('No such environment, or it has no own value'),
+    },
     async handler(ctx) {
       const scope = environmentScope(ctx.scope.row as never);
       await variables.deleteVariable(ctx.deps, ctx.actor, scope, ctx.input.params.name);
@@ -208,7 +223,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/environments/{id}/variables/import',
     operationId: 'importEnvironmentVariables',
-    summary: 'Imports pasted .env text as the environment\'s own values, all or nothing',
+    summary: "Imports pasted .env text as the environment's own values, all or nothing",
     description: IMPORT_NOTE,
     tags,
     auth: 'session',
@@ -235,17 +250,25 @@ const applyRoutes: RouteDef[] = [
     path: '/environments/{id}/variables/apply',
     operationId: 'applyEnvironmentVariables',
     summary: "Restarts the environment's web processes with the current variables, without a build",
-    description: 'A `configuration`/`apply_variables` task; not refused while other tasks run. Fails when no release is live.',
+    description:
+      'A `configuration`/`apply_variables` task; not refused while other tasks run. Fails when no release is live.',
     tags,
     auth: 'session',
     permission: 'deploy',
     scope: scopes.environment,
     startsTask: true,
     params: s.idParams,
-    responses: { 202: { description: 'The task', schema: taskSchema }, 403: error('Role may not'), 404: error('No such environment') },
+    responses: {
+      202: { description: 'The task', schema: taskSchema },
+      403: error('Role may not'),
+      404: error('No such environment'),
+    },
     async handler(ctx) {
       ctx.status = 202;
-      ctx.body = presentTask(await applyToEnvironment(ctx.deps, ctx.actor, ctx.scope.row as never), { id: ctx.actor.user.id, name: ctx.actor.user.name });
+      ctx.body = presentTask(await applyToEnvironment(ctx.deps, ctx.actor, ctx.scope.row as never), {
+        id: ctx.actor.user.id,
+        name: ctx.actor.user.name,
+      });
     },
   }),
   defineRoute({

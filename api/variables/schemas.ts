@@ -17,7 +17,10 @@ export const nameParams = z.object({ id: z.uuid(), name: z.string().min(1).max(1
 export const setVariableBody = z.strictObject({
   name: variableName,
   value: variableValue,
-  secret: z.boolean().optional().describe('Write-only: the value is never shown again. Omitted on a replace: kept as it was'),
+  secret: z
+    .boolean()
+    .optional()
+    .describe('Write-only: the value is never shown again. Omitted on a replace: kept as it was'),
 });
 
 /** Pasted `.env` text; the body limit (BODY_LIMIT_BYTES) bounds it. */
@@ -38,7 +41,9 @@ export const variableSchema = z.object({
 export const effectiveVariableSchema = variableSchema.extend({ source: z.enum(['project', 'environment']) });
 export const variableListSchema = z.object({ data: z.array(variableSchema) });
 export const effectiveVariableListSchema = z.object({ data: z.array(effectiveVariableSchema) });
-export const parsedSchema = z.object({ data: z.array(z.object({ name: z.string(), value: z.string(), line: z.number().int() })) });
+export const parsedSchema = z.object({
+  data: z.array(z.object({ name: z.string(), value: z.string(), line: z.number().int() })),
+});
 export const importResultSchema = z.object({
   created: z.array(z.string()),
   updated: z.array(z.string()),

@@ -5,7 +5,7 @@
  */
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
-import { Variable } from '../../db/models/variable';
+import type { Variable } from '../../db/models/variable';
 import { effectiveVariables, openVariable, sealVariable, type VariableScope } from '../../db/queries/variables';
 import { errors } from '../lib/errors';
 import type { Actor } from '../lib/actor';
@@ -69,11 +69,18 @@ function event(trx: Knex.Transaction, actor: Actor, scope: Scope, type: string, 
 }
 
 /** Creates or replaces one variable; `created` tells 201 from 200. A replace without `secret` keeps the flag. */
-export async function setVariable(deps: Deps, actor: Actor, scope: Scope, input: { name: string; value: string; secret?: boolean }) {
+export async function setVariable(
+  deps: Deps,
+  actor: Actor,
+  scope: Scope,
+  input: { name: string; value: string; secret?: boolean },
+) {
   return deps.knex.transaction(async (trx) => {
     await lockProject(trx, scope.projectId);
     await event(trx, actor, scope, 'variable_set', `set ${input.name} on ${where(scope)}`);
-    const existing = (await scoped(trx('variables'), scope).where({ name: input.name }).first()) as Variable | undefined;
+    const existing = (await scoped(trx('variables'), scope).where({ name: input.name }).first()) as
+      | Variable
+      | undefined;
     const value_sealed = sealVariable(deps.secrets, scope, input.name, input.value);
     if (existing) {
       const [row] = await trx('variables')
@@ -118,15 +125,28 @@ export function parseText(text: string) {
  * Saves what parse reads, all or nothing: new names are created; an existing name is skipped unless
  * `overwrite`, then updated when its value or secret flag changes, else unchanged.
  */
-export async function importVariables(deps: Deps, actor: Actor, scope: Scope, input: { text: string; secret?: boolean; overwrite?: boolean }) {
+export async function importVariables(
+  deps: Deps,
+  actor: Actor,
+  scope: Scope,
+  input: { text: string; secret?: boolean; overwrite?: boolean },
+) {
   const { data } = parseText(input.text);
   return deps.knex.transaction(async (trx) => {
     await lockProject(trx, scope.projectId);
     const existing = new Map<string, Variable>();
-    for (const row of (await scoped(trx('variables'), scope).whereIn('name', data.map((d) => d.name))) as Variable[]) {
+    for (const row of (await scoped(trx('variables'), scope).whereIn(
+      'name',
+      data.map((d) => d.name),
+    )) as Variable[]) {
       existing.set(row.name, row);
     }
-    const result = { created: [] as string[], updated: [] as string[], unchanged: [] as string[], skipped: [] as string[] };
+    const result = {
+      created: [] as string[],
+      updated: [] as string[],
+      unchanged: [] as string[],
+      skipped: [] as string[],
+    };
     const created = data.filter((d) => !existing.has(d.name));
     const count = await countIn(trx, scope);
     if (count + created.length > MAX_PER_SCOPE) throw tooMany('text', count + created.length);

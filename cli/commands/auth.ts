@@ -119,7 +119,10 @@ async function whoami(cmd: Command): Promise<void> {
     ['Console', ctx.target.origin],
     ['Name', me.name],
     ['E-mail', me.email],
-    ['Signed in', me.token ? `with a personal access token (VC_TOKEN): ${me.token.purpose}` : 'through the browser (service login)'],
+    [
+      'Signed in',
+      me.token ? `with a personal access token (VC_TOKEN): ${me.token.purpose}` : 'through the browser (service login)',
+    ],
     ...(me.token
       ? ([
           ['Team', me.token.team_id],

@@ -13,7 +13,9 @@ function bashScript(program: Command): string {
   const top = [...program.commands.flatMap((c) => [c.name(), ...c.aliases()]), '--version'];
   const cases = program.commands.map((c) => {
     const words = [...c.commands.map((s) => s.name()), ...flags(c.options), ...global];
-    const nested = c.commands.map((s) => `        ${s.name()}) words="${[...flags(s.options), ...global].join(' ')}" ;;`);
+    const nested = c.commands.map(
+      (s) => `        ${s.name()}) words="${[...flags(s.options), ...global].join(' ')}" ;;`,
+    );
     const body = nested.length
       ? `      if [ "$COMP_CWORD" -gt 2 ]; then\n        case "\${COMP_WORDS[2]}" in\n${nested.join('\n')}\n        esac\n      fi`
       : '';

@@ -44,7 +44,11 @@ export function register(program: Command): void {
       const ctx = contextOf(cmd);
       const body = await ctx.client.get<{ data: Team[] }>('/teams');
       if (ctx.json) return printJson(body);
-      table(['id', 'name', 'role'], body.data.map((t) => [t.id, t.name, t.role]), 'No teams');
+      table(
+        ['id', 'name', 'role'],
+        body.data.map((t) => [t.id, t.name, t.role]),
+        'No teams',
+      );
     });
 
   program
@@ -55,7 +59,11 @@ export function register(program: Command): void {
       const ctx = contextOf(cmd);
       const projects = await listProjects(ctx.client, opts.team);
       if (ctx.json) return printJson({ data: projects });
-      table(['id', 'name', 'team', 'repository'], projects.map((p) => [p.id, p.name, p.team_id, p.repository?.url]), 'No projects');
+      table(
+        ['id', 'name', 'team', 'repository'],
+        projects.map((p) => [p.id, p.name, p.team_id, p.repository?.url]),
+        'No projects',
+      );
     });
 
   program
@@ -92,7 +100,9 @@ export function register(program: Command): void {
     .option('--before <cursor>', 'the next page (as printed after the last)')
     .action(async (opts: Record<string, string | number | undefined>, cmd: Command) => {
       const ctx = contextOf(cmd);
-      const project = opts.project ? await resolveProject(ctx.client, String(opts.project), opts.team as string) : undefined;
+      const project = opts.project
+        ? await resolveProject(ctx.client, String(opts.project), opts.team as string)
+        : undefined;
       const env = opts.environment ? await resolveEnvironment(ctx.client, String(opts.environment)) : undefined;
       const page = await ctx.client.get<{ data: Task[]; next_before: string | null }>('/tasks', {
         team: opts.team as string | undefined,
@@ -168,11 +178,14 @@ export function register(program: Command): void {
     .action(async (ref: string, opts: { branch?: string; limit?: number; before?: string }, cmd: Command) => {
       const ctx = contextOf(cmd);
       const project = await resolveProject(ctx.client, ref);
-      const page = await ctx.client.get<{ data: Release[]; next_before: string | null }>(`/projects/${project.id}/releases`, {
-        branch: opts.branch,
-        limit: opts.limit,
-        before: opts.before,
-      });
+      const page = await ctx.client.get<{ data: Release[]; next_before: string | null }>(
+        `/projects/${project.id}/releases`,
+        {
+          branch: opts.branch,
+          limit: opts.limit,
+          before: opts.before,
+        },
+      );
       if (ctx.json) return printJson(page);
       const envs = new Map((await listEnvironments(ctx.client, { project_id: project.id })).map((e) => [e.id, e.name]));
       table(

@@ -34,7 +34,9 @@ export function register(program: Command): void {
         } catch (err) {
           const code = (err as NodeJS.ErrnoException).code;
           throw new CliError(
-            code === 'ENOENT' ? `No file ${file}: give the path of the service.yaml to check` : `Cannot read ${file}: ${code}`,
+            code === 'ENOENT'
+              ? `No file ${file}: give the path of the service.yaml to check`
+              : `Cannot read ${file}: ${code}`,
           );
         }
         result = await ctx.client.post<Valid>('/validate', { manifest });

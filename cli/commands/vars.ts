@@ -32,11 +32,13 @@ function assignment(arg: string): { name: string; value: string } {
 }
 
 export function register(program: Command): void {
-  const vars = program.command('vars').description("An environment's variables: list, set, unset, import a .env file, apply");
+  const vars = program
+    .command('vars')
+    .description("An environment's variables: list, set, unset, import a .env file, apply");
 
   vars
     .command('list')
-    .description('The effective variables of an environment (its own and the project\'s); secrets show as [secret]')
+    .description("The effective variables of an environment (its own and the project's); secrets show as [secret]")
     .argument('<env>', 'id or project/environment')
     .action(async (ref: string, _o, cmd: Command) => {
       const ctx = contextOf(cmd);
@@ -78,7 +80,8 @@ export function register(program: Command): void {
     .action(async (ref: string, names: string[], _o, cmd: Command) => {
       const ctx = contextOf(cmd);
       const env = await resolveEnvironment(ctx.client, ref);
-      for (const name of names) await ctx.client.request('DELETE', `/environments/${env.id}/variables/${encodeURIComponent(name)}`);
+      for (const name of names)
+        await ctx.client.request('DELETE', `/environments/${env.id}/variables/${encodeURIComponent(name)}`);
       if (!ctx.json) out(`Removed ${names.join(', ')} from ${env.name}.`);
     });
 
@@ -118,7 +121,10 @@ export function register(program: Command): void {
         return out(`Task ${task.id} (apply_variables of ${env.name}) is ${status(task.status)}.`);
       }
       const write = (text: string) => (ctx.json ? process.stderr : process.stdout).write(text);
-      const ended = await followTask(ctx.client, task.id, { write, label: `apply variables ${env.name} (task ${task.id})` });
+      const ended = await followTask(ctx.client, task.id, {
+        write,
+        label: `apply variables ${env.name} (task ${task.id})`,
+      });
       if (ctx.json) printJson(ended);
       reportOutcome(ended);
       process.exitCode = exitCodeOf(ended);

@@ -174,7 +174,10 @@ export async function up(knex: Knex): Promise<void> {
     t.uuid('environment_id').references('environments.id').onDelete('CASCADE');
     t.text('kind').notNullable().checkIn(['deployments', 'backups', 'machines', 'configuration', 'maintenance']);
     t.text('type').notNullable();
-    t.text('status').notNullable().defaultTo('pending').checkIn(['pending', 'running', 'succeeded', 'failed', 'cancelled']);
+    t.text('status')
+      .notNullable()
+      .defaultTo('pending')
+      .checkIn(['pending', 'running', 'succeeded', 'failed', 'cancelled']);
     t.uuid('account_user_id').references('users.id').onDelete('SET NULL');
     t.text('account_via').notNullable().checkIn(['session', 'cli', 'token', 'system']);
     t.text('workflow_id').notNullable();
@@ -212,9 +215,23 @@ export async function up(knex: Knex): Promise<void> {
 
 export async function down(knex: Knex): Promise<void> {
   for (const table of [
-    'activity_events', 'task_logs', 'tasks', 'deployments', 'releases', 'environments', 'projects',
-    'token_reminders', 'access_tokens', 'invitations', 'memberships', 'teams', 'ssh_keys',
-    'cli_device_codes', 'sessions', 'email_confirmations', 'users',
+    'activity_events',
+    'task_logs',
+    'tasks',
+    'deployments',
+    'releases',
+    'environments',
+    'projects',
+    'token_reminders',
+    'access_tokens',
+    'invitations',
+    'memberships',
+    'teams',
+    'ssh_keys',
+    'cli_device_codes',
+    'sessions',
+    'email_confirmations',
+    'users',
   ]) {
     await knex.schema.dropTableIfExists(table);
   }

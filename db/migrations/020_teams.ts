@@ -11,7 +11,9 @@ export async function up(knex: Knex): Promise<void> {
     'CREATE UNIQUE INDEX invitations_pending_team_email_unique ON invitations (team_id, email) WHERE accepted_at IS NULL AND revoked_at IS NULL',
   );
   await knex.raw('CREATE INDEX environments_created_at_id_index ON environments (created_at DESC, id DESC)');
-  await knex.raw('CREATE INDEX environments_project_id_created_at_index ON environments (project_id, created_at DESC, id DESC)');
+  await knex.raw(
+    'CREATE INDEX environments_project_id_created_at_index ON environments (project_id, created_at DESC, id DESC)',
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -39,7 +39,18 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   await knex.raw('DROP INDEX IF EXISTS activity_events_team_seq_index');
   await knex.schema.alterTable('activity_events', (t) => {
-    for (const c of ['kind', 'type', 'actor_via', 'project_id', 'environment_id', 'task_id', 'address', 'summary', 'seq']) t.dropColumn(c);
+    for (const c of [
+      'kind',
+      'type',
+      'actor_via',
+      'project_id',
+      'environment_id',
+      'task_id',
+      'address',
+      'summary',
+      'seq',
+    ])
+      t.dropColumn(c);
   });
   await knex.schema.dropTableIfExists('idempotency_keys');
 }

@@ -16,8 +16,12 @@ export async function up(knex: Knex): Promise<void> {
     t.boolean('secret').notNullable().defaultTo(false);
     t.timestamps(true, true);
   });
-  await knex.raw('CREATE UNIQUE INDEX variables_project_name ON variables (project_id, name) WHERE environment_id IS NULL');
-  await knex.raw('CREATE UNIQUE INDEX variables_environment_name ON variables (environment_id, name) WHERE environment_id IS NOT NULL');
+  await knex.raw(
+    'CREATE UNIQUE INDEX variables_project_name ON variables (project_id, name) WHERE environment_id IS NULL',
+  );
+  await knex.raw(
+    'CREATE UNIQUE INDEX variables_environment_name ON variables (environment_id, name) WHERE environment_id IS NOT NULL',
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {

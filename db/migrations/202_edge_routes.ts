@@ -23,12 +23,15 @@ export async function up(knex: Knex): Promise<void> {
       RETURN NULL;
     END $$ LANGUAGE plpgsql`);
   for (const table of ['environments', 'domains', 'edge_routes']) {
-    await knex.raw(`CREATE TRIGGER ${table}_vc_edge AFTER INSERT OR UPDATE OR DELETE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION vc_edge_notify()`);
+    await knex.raw(
+      `CREATE TRIGGER ${table}_vc_edge AFTER INSERT OR UPDATE OR DELETE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION vc_edge_notify()`,
+    );
   }
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of ['environments', 'domains', 'edge_routes']) await knex.raw(`DROP TRIGGER IF EXISTS ${table}_vc_edge ON ${table}`);
+  for (const table of ['environments', 'domains', 'edge_routes'])
+    await knex.raw(`DROP TRIGGER IF EXISTS ${table}_vc_edge ON ${table}`);
   await knex.schema.dropTableIfExists('edge_routes');
   await knex.raw('DROP FUNCTION IF EXISTS vc_edge_notify()');
 }

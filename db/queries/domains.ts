@@ -9,7 +9,11 @@ export const VERIFY_PREFIX = '_vc-verify.';
 
 export type CheckOutcome = { status: 'verified' | 'pending'; reason?: string } | { status: 'gone' };
 
-export async function checkDomain(knex: Knex, dnsServers: string[] | undefined, domainId: string): Promise<CheckOutcome> {
+export async function checkDomain(
+  knex: Knex,
+  dnsServers: string[] | undefined,
+  domainId: string,
+): Promise<CheckOutcome> {
   const domain = await knex('domains').where({ id: domainId }).first();
   if (!domain) return { status: 'gone' };
   if (domain.status === 'verified') return { status: 'verified' };
@@ -23,5 +27,12 @@ export async function checkDomain(knex: Knex, dnsServers: string[] | undefined, 
       updated_at: knex.fn.now(),
     });
   if (verified) return { status: 'verified' };
-  return { status: 'pending', reason: answer.ok ? (answer.values.length ? 'the TXT record holds another value' : 'no TXT record yet') : answer.reason };
+  return {
+    status: 'pending',
+    reason: answer.ok
+      ? answer.values.length
+        ? 'the TXT record holds another value'
+        : 'no TXT record yet'
+      : answer.reason,
+  };
 }

@@ -26,7 +26,10 @@ export async function liveRelease(knex: Knex, environmentId: string): Promise<Re
 export async function rollbackTarget(knex: Knex, environmentId: string): Promise<ReleaseRow | undefined> {
   const last = await knex('deployments')
     .where({ environment_id: environmentId })
-    .orderBy([{ column: 'went_live_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+    .orderBy([
+      { column: 'went_live_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
     .first('release_id', 'went_live_at');
   if (!last) return undefined;
   return knex('releases as r')

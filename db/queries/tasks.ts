@@ -65,7 +65,11 @@ export async function cancelPendingTask(knex: Knex, taskId: string): Promise<boo
 export async function finishTask(
   knex: Knex,
   taskId: string,
-  outcome: { status: 'succeeded' | 'failed' | 'cancelled'; result?: Record<string, unknown> | null; error?: string | null },
+  outcome: {
+    status: 'succeeded' | 'failed' | 'cancelled';
+    result?: Record<string, unknown> | null;
+    error?: string | null;
+  },
 ): Promise<TaskStatus | undefined> {
   await knex('tasks')
     .where({ id: taskId })

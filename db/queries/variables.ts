@@ -23,8 +23,15 @@ export function sealVariable(secrets: Keys, scope: VariableScope, name: string, 
   return seal(secrets, value, variableAad(scope, name));
 }
 
-export function openVariable(secrets: Keys, row: { project_id: string; environment_id: string | null; name: string; value_sealed: string }): string {
-  return open(secrets, row.value_sealed, variableAad({ projectId: row.project_id, environmentId: row.environment_id }, row.name));
+export function openVariable(
+  secrets: Keys,
+  row: { project_id: string; environment_id: string | null; name: string; value_sealed: string },
+): string {
+  return open(
+    secrets,
+    row.value_sealed,
+    variableAad({ projectId: row.project_id, environmentId: row.environment_id }, row.name),
+  );
 }
 
 export interface EffectiveVariable {
@@ -36,7 +43,11 @@ export interface EffectiveVariable {
 }
 
 /** The set an environment's processes get: the project's variables, each overridden by the environment's own. */
-export async function effectiveVariables(knex: Knex, secrets: Keys, environmentId: string): Promise<EffectiveVariable[]> {
+export async function effectiveVariables(
+  knex: Knex,
+  secrets: Keys,
+  environmentId: string,
+): Promise<EffectiveVariable[]> {
   const env = await knex('environments').where({ id: environmentId }).first('project_id');
   if (!env) return [];
   const rows = await knex('variables')
@@ -47,7 +58,13 @@ export async function effectiveVariables(knex: Knex, secrets: Keys, environmentI
   for (const row of rows) {
     const source = row.environment_id ? 'environment' : 'project';
     if (source === 'project' && byName.has(row.name)) continue;
-    byName.set(row.name, { name: row.name, value: openVariable(secrets, row), secret: row.secret, source, updated_at: row.updated_at });
+    byName.set(row.name, {
+      name: row.name,
+      value: openVariable(secrets, row),
+      secret: row.secret,
+      source,
+      updated_at: row.updated_at,
+    });
   }
   return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

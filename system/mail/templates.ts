@@ -73,8 +73,7 @@ export interface InvitationEmailInput {
 const ROLE_DESCRIPTIONS: Record<TeamRole, string> = {
   owner: 'Owners can do everything in the team, including managing its people, billing and settings.',
   admin: "Admins manage the team's people, projects and settings.",
-  developer:
-    'Developers see the projects and environments, deploy and build, and read tasks and their logs.',
+  developer: 'Developers see the projects and environments, deploy and build, and read tasks and their logs.',
   viewer: 'Viewers can see everything in the team but change nothing.',
 };
 
@@ -100,7 +99,9 @@ export function invitationEmail(input: InvitationEmailInput): RenderedEmail {
       {
         kind: 'steps',
         items: [
-          [`Sign in to ${PRODUCT_NAME} with this e-mail address (or sign up with it and confirm it). The invitation works only for this address.`],
+          [
+            `Sign in to ${PRODUCT_NAME} with this e-mail address (or sign up with it and confirm it). The invitation works only for this address.`,
+          ],
           ['Open the invitation below and choose Accept.'],
         ],
       },
@@ -109,7 +110,7 @@ export function invitationEmail(input: InvitationEmailInput): RenderedEmail {
       { kind: 'command', text: `POST ${acceptUrl}` },
       p(
         `The invitation is valid until ${date} at ${time}. If it runs out, ask ${inviter} to renew it. ` +
-          "Not expecting this? You can ignore it; nothing happens unless you accept.",
+          'Not expecting this? You can ignore it; nothing happens unless you accept.',
       ),
     ],
     footer: `You're receiving this because ${inviter} invited this address to the team ${input.teamName} on ${PRODUCT_NAME}.`,
@@ -146,7 +147,13 @@ export function tokenExpiryReminderEmail(input: TokenExpiryReminderInput): Rende
   const when = expired ? `expired on ${date} at ${time}.` : `${phrase}, on ${date} at ${time}.`;
 
   const blocks: Block[] = [
-    p('Your personal access token ', strong(`“${input.purpose}”`), ' for the team ', strong(input.teamName), ` ${when}`),
+    p(
+      'Your personal access token ',
+      strong(`“${input.purpose}”`),
+      ' for the team ',
+      strong(input.teamName),
+      ` ${when}`,
+    ),
     p(
       expired
         ? 'Anything still using it, such as a CI pipeline or a deploy script, is now turned away. To get it working again:'
@@ -164,7 +171,9 @@ export function tokenExpiryReminderEmail(input: TokenExpiryReminderInput): Rende
   ];
   if (!expired) {
     blocks.push(
-      p("No longer needed? Then there's nothing to do: it will expire on its own and stay in your token list for the record."),
+      p(
+        "No longer needed? Then there's nothing to do: it will expire on its own and stay in your token list for the record.",
+      ),
     );
     if (calendarDaysUntil(input.expiresAt, input.now) > 7) {
       blocks.push(p("We'll remind you again in a week if it's still active."));

@@ -126,6 +126,10 @@ function createFileMailer(opts: MailerOptions): Mailer {
 /** `20250304T093000123Z-<message id without <> and unsafe characters>.eml`: sorts by time. */
 export function emlFileName(at: Date, messageId: string): string {
   const stamp = at.toISOString().replace(/[-:.]/g, '');
-  const id = messageId.replace(/^<|>$/g, '').replace(/[^A-Za-z0-9._@-]/g, '_').slice(0, 120) || 'message';
+  const id =
+    messageId
+      .replace(/^<|>$/g, '')
+      .replace(/[^A-Za-z0-9._@-]/g, '_')
+      .slice(0, 120) || 'message';
   return `${stamp}-${id}.eml`;
 }

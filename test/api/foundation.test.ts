@@ -35,14 +35,19 @@ describe('API foundations', () => {
 
 describe('request bodies', () => {
   it('answers malformed JSON with 400 malformed_body', async () => {
-    const res = await t.agent().request('POST', '/signup', { rawBody: '{"email": "a@b.test",', headers: { 'content-type': 'application/json' } });
+    const res = await t.agent().request('POST', '/signup', {
+      rawBody: '{"email": "a@b.test",',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('malformed_body');
   });
 
   it('answers an oversized body with 413 and creates nothing', async () => {
     const big = JSON.stringify({ email: 'big@example.test', password: 'x'.repeat(2 * 1024 * 1024), name: 'Big' });
-    const res = await t.agent().request('POST', '/signup', { rawBody: big, headers: { 'content-type': 'application/json' } });
+    const res = await t
+      .agent()
+      .request('POST', '/signup', { rawBody: big, headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(413);
     expect(res.body.error.code).toBe('payload_too_large');
     const users = await t.deps.knex('users').where({ email: 'big@example.test' });
@@ -50,13 +55,18 @@ describe('request bodies', () => {
   });
 
   it('answers a body that is not JSON with 415', async () => {
-    const res = await t.agent().request('POST', '/signup', { rawBody: 'email=a@b.test', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const res = await t.agent().request('POST', '/signup', {
+      rawBody: 'email=a@b.test',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(res.status).toBe(415);
     expect(res.body.error.code).toBe('unsupported_media_type');
   });
 
   it('reports every failing field at once with 422 invalid', async () => {
-    const res = await t.agent().post('/signup', { email: 'not-an-address', password: 'short', name: 42, colour: 'blue' });
+    const res = await t
+      .agent()
+      .post('/signup', { email: 'not-an-address', password: 'short', name: 42, colour: 'blue' });
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('invalid');
     expect(Object.keys(res.body.error.fields).sort()).toEqual(['colour', 'email', 'name', 'password']);
@@ -87,7 +97,11 @@ describe('GET /openapi.json', () => {
   it('documents every error answer with the error body', async () => {
     const doc = (await t.agent().get('/openapi.json')).body;
     const errorAnswers = Object.values<any>(doc.paths).flatMap((ops) =>
-      Object.values<any>(ops).flatMap((op) => Object.entries<any>(op.responses).filter(([status]) => Number(status) >= 400).map(([, r]) => r)),
+      Object.values<any>(ops).flatMap((op) =>
+        Object.entries<any>(op.responses)
+          .filter(([status]) => Number(status) >= 400)
+          .map(([, r]) => r),
+      ),
     );
     expect(errorAnswers.length).toBeGreaterThan(50);
     for (const r of errorAnswers) expect(r.content?.['application/json']?.schema).toBeDefined();

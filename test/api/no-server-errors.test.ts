@@ -10,7 +10,9 @@ import { bodiesFor, queriesFor } from '../helpers/junk';
 const t = useTestContext({ worker: true, env: { RATE_LIMIT_PER_MINUTE: '100000' } });
 
 describe('no client input produces a 500', () => {
-  it('walks every route with junk bodies, queries and ids, as a signed-in owner and as a token', { timeout: 600_000 }, async () => {
+  it('walks every route with junk bodies, queries and ids, as a signed-in owner and as a token', {
+    timeout: 600_000,
+  }, async () => {
     const w = await createDeployWorld(t);
     const owner = await sessionAgent(t, w.owner);
     const ids: Record<string, string> = { teams: w.team.id, projects: w.project.id, environments: w.environment.id };
@@ -40,7 +42,10 @@ describe('no client input produces a 500', () => {
               sends.slice(i, i + 8).map(async (send) => {
                 const res = await caller.request(method, send.path, send.body === undefined ? {} : { body: send.body });
                 requests++;
-                if (res.status >= 500) failures.push(`${method} ${send.path.slice(0, 120)} ${JSON.stringify(send.body)?.slice(0, 80)} -> ${res.status}`);
+                if (res.status >= 500)
+                  failures.push(
+                    `${method} ${send.path.slice(0, 120)} ${JSON.stringify(send.body)?.slice(0, 80)} -> ${res.status}`,
+                  );
               }),
             );
           }

@@ -10,19 +10,23 @@ const t = useTestContext();
 
 /** A fingerprint of every table's rows (one query), to see that a refused request changed nothing. */
 async function databaseFingerprint(): Promise<string> {
-  const tables: Array<{ table_name: string }> = await t.deps.knex('information_schema.tables')
+  const tables: Array<{ table_name: string }> = await t.deps
+    .knex('information_schema.tables')
     .where({ table_schema: 'public', table_type: 'BASE TABLE' })
     .whereNot('table_name', 'like', 'knex_%')
     .select('table_name');
   const parts = tables.map(
-    ({ table_name }) => `select '${table_name}' || ':' || md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as h from "${table_name}" x`,
+    ({ table_name }) =>
+      `select '${table_name}' || ':' || md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as h from "${table_name}" x`,
   );
   const row = await t.deps.knex.raw(`select string_agg(h, ',' order by h) as fp from (${parts.join(' union all ')}) f`);
   return row.rows[0].fp as string;
 }
 
 describe('a refused request', () => {
-  it('changes nothing (every 4xx of a walk of junk bodies over every write route, as a signed-in owner)', { timeout: 600_000 }, async () => {
+  it('changes nothing (every 4xx of a walk of junk bodies over every write route, as a signed-in owner)', {
+    timeout: 600_000,
+  }, async () => {
     const w = await createDeployWorld(t);
     const owner = await sessionAgent(t, w.owner);
     const ids: Record<string, string> = { teams: w.team.id, projects: w.project.id, environments: w.environment.id };
@@ -30,7 +34,8 @@ describe('a refused request', () => {
     let refused = 0;
     const changed: string[] = [];
     let before = await databaseFingerprint();
-    const send = (path: string, route: (typeof routes)[number], body: unknown) => owner.request(route.method.toUpperCase(), path, { body });
+    const send = (path: string, route: (typeof routes)[number], body: unknown) =>
+      owner.request(route.method.toUpperCase(), path, { body });
     for (const route of routes) {
       const path = route.path.replace(/\{([a-z_]+)\}/gi, (_, name: string) => {
         const area = route.path.split('/')[1];
@@ -53,7 +58,8 @@ describe('a refused request', () => {
         after = await databaseFingerprint();
         if (res.status >= 400 && res.status < 500) {
           refused++;
-          if (after !== before) changed.push(`${route.method.toUpperCase()} ${path} ${JSON.stringify(body).slice(0, 80)} -> ${res.status}`);
+          if (after !== before)
+            changed.push(`${route.method.toUpperCase()} ${path} ${JSON.stringify(body).slice(0, 80)} -> ${res.status}`);
         }
         before = after;
       }

@@ -54,28 +54,43 @@ describe('the route table', () => {
   it('gives every route a unique operationId in verb-noun camelCase', () => {
     const ids = routes.map((r) => r.operationId);
     expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
-    for (const r of routes) expect({ route: name(r), operationId: r.operationId }).toEqual({ route: name(r), operationId: expect.stringMatching(/^[a-z]+[A-Z][A-Za-z0-9]*$/) });
+    for (const r of routes)
+      expect({ route: name(r), operationId: r.operationId }).toEqual({
+        route: name(r),
+        operationId: expect.stringMatching(/^[a-z]+[A-Z][A-Za-z0-9]*$/),
+      });
   });
 
   it('gives every route a summary and its responses, at least one of them a success', () => {
     for (const r of routes) {
       expect(r.summary?.trim(), name(r)).toBeTruthy();
       const statuses = Object.keys(r.responses).map(Number);
-      expect(statuses.some((s) => s >= 200 && s < 400), `${name(r)} documents a success`).toBe(true);
-      for (const [status, res] of Object.entries(r.responses)) expect(res.description?.trim(), `${name(r)} ${status}`).toBeTruthy();
+      expect(
+        statuses.some((s) => s >= 200 && s < 400),
+        `${name(r)} documents a success`,
+      ).toBe(true);
+      for (const [status, res] of Object.entries(r.responses))
+        expect(res.description?.trim(), `${name(r)} ${status}`).toBeTruthy();
     }
   });
 
   it('declares every path parameter in the route params schema', () => {
     for (const r of routes.filter((x) => x.path.includes('{'))) {
       const names = [...r.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort();
-      const json = r.params ? (z.toJSONSchema(r.params, { io: 'input', unrepresentable: 'any' }) as { properties?: object }) : {};
-      expect({ route: name(r), params: Object.keys(json.properties ?? {}).sort() }).toEqual({ route: name(r), params: names });
+      const json = r.params
+        ? (z.toJSONSchema(r.params, { io: 'input', unrepresentable: 'any' }) as { properties?: object })
+        : {};
+      expect({ route: name(r), params: Object.keys(json.properties ?? {}).sort() }).toEqual({
+        route: name(r),
+        params: names,
+      });
     }
   });
 
   it("marks for tokens only endpoints of the spec's token-reachable set", () => {
-    const extra = tokenRoutes.map((r) => `${r.method.toUpperCase()} ${r.path.replace(/\{[^}]+\}/g, '{}')}`).filter((k) => !SPEC_TOKEN_REACHABLE.has(k));
+    const extra = tokenRoutes
+      .map((r) => `${r.method.toUpperCase()} ${r.path.replace(/\{[^}]+\}/g, '{}')}`)
+      .filter((k) => !SPEC_TOKEN_REACHABLE.has(k));
     expect(extra).toEqual([]);
   });
 
@@ -84,9 +99,13 @@ describe('the route table', () => {
     expect(res.status).toBe(200);
     const missing = routes.filter((r) => res.body.paths?.[r.path]?.[r.method]?.operationId !== r.operationId).map(name);
     expect(missing).toEqual([]);
-    const documented = Object.values(res.body.paths as Record<string, object>).reduce((n, ops) => n + Object.keys(ops).length, 0);
+    const documented = Object.values(res.body.paths as Record<string, object>).reduce(
+      (n, ops) => n + Object.keys(ops).length,
+      0,
+    );
     expect(documented).toBe(routes.length);
-    for (const r of routes) expect(res.body.paths[r.path][r.method]['x-token-reachable'], name(r)).toBe(r.auth === 'token');
+    for (const r of routes)
+      expect(res.body.paths[r.path][r.method]['x-token-reachable'], name(r)).toBe(r.auth === 'token');
   });
 });
 
@@ -101,17 +120,23 @@ describe('a personal access token', () => {
     return bearer;
   };
 
-  it.each(sessionRoutes.map((r) => [name(r), r] as const))('on signed-in-only %s answers 403 token_not_allowed', async (_, r) => {
-    const res = await send(await tokenAgent(), r);
-    expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status: 403, code: 'token_not_allowed' });
-  });
+  it.each(sessionRoutes.map((r) => [name(r), r] as const))(
+    'on signed-in-only %s answers 403 token_not_allowed',
+    async (_, r) => {
+      const res = await send(await tokenAgent(), r);
+      expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status: 403, code: 'token_not_allowed' });
+    },
+  );
 
-  it.each(tokenRoutes.map((r) => [name(r), r] as const))('on token-reachable %s is not answered token_not_allowed', async (_, r) => {
-    const res = await send(await tokenAgent(), r);
-    expect(res.status).not.toBe(401);
-    expect(res.body?.error?.code).not.toBe('token_not_allowed');
-    expect(res.status).toBeLessThan(500);
-  });
+  it.each(tokenRoutes.map((r) => [name(r), r] as const))(
+    'on token-reachable %s is not answered token_not_allowed',
+    async (_, r) => {
+      const res = await send(await tokenAgent(), r);
+      expect(res.status).not.toBe(401);
+      expect(res.body?.error?.code).not.toBe('token_not_allowed');
+      expect(res.status).toBeLessThan(500);
+    },
+  );
 });
 
 describe('a browser session write', () => {
@@ -122,13 +147,16 @@ describe('a browser session write', () => {
     expect(isCsrfRefusal(res)).toBe(true);
   });
 
-  it.each(sessionWrites.map((r) => [name(r), r] as const))('%s with the right X-CSRF-Token is not refused for CSRF', async (_, r) => {
-    const agent = await sessionAgent(t, await createUser(t));
-    const res = await send(agent, r);
-    expect(isCsrfRefusal(res)).toBe(false);
-    expect(res.status).not.toBe(401);
-    expect(res.status).toBeLessThan(500);
-  });
+  it.each(sessionWrites.map((r) => [name(r), r] as const))(
+    '%s with the right X-CSRF-Token is not refused for CSRF',
+    async (_, r) => {
+      const agent = await sessionAgent(t, await createUser(t));
+      const res = await send(agent, r);
+      expect(isCsrfRefusal(res)).toBe(false);
+      expect(res.status).not.toBe(401);
+      expect(res.status).toBeLessThan(500);
+    },
+  );
 
   it('with a wrong X-CSRF-Token answers 403', async () => {
     const agent = await sessionAgent(t, await createUser(t));

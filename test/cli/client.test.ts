@@ -60,9 +60,16 @@ describe('the service bin', () => {
     const file = path.join(home.HOME, 'completion.sh');
     writeFileSync(file, script);
     const complete = (words: string) =>
-      execFileSync('bash', ['-c', `source ${file}; COMP_WORDS=(${words}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _service_complete; echo "\${COMPREPLY[*]}"`], {
-        encoding: 'utf8',
-      }).trim();
+      execFileSync(
+        'bash',
+        [
+          '-c',
+          `source ${file}; COMP_WORDS=(${words}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _service_complete; echo "\${COMPREPLY[*]}"`,
+        ],
+        {
+          encoding: 'utf8',
+        },
+      ).trim();
     expect(complete('service dep')).toBe('deploy');
     expect(complete('service deploy prod --sk')).toBe('--skip-steps');
     expect(complete('service vars im')).toBe('import');
@@ -83,11 +90,16 @@ describe('credentials', () => {
     expect(wrongKind.stderr).toContain('VC_TOKEN must be a personal access token (vcp_...)');
     const unknown = await runCli(t, ['teams'], { ...home, VC_TOKEN: generateSecret('vcp_') });
     expect(unknown.code).toBe(4);
-    expect(unknown.stderr).toContain('VC_TOKEN was refused (The token does not work): issue a new personal access token');
+    expect(unknown.stderr).toContain(
+      'VC_TOKEN was refused (The token does not work): issue a new personal access token',
+    );
   });
 
   it('--api wins over VC_API and may carry the API path', async () => {
-    const res = await runCli(t, ['teams', '--json', '--api', `${t.apiUrl}/`], { ...asToken(), VC_API: 'http://127.0.0.1:9' });
+    const res = await runCli(t, ['teams', '--json', '--api', `${t.apiUrl}/`], {
+      ...asToken(),
+      VC_API: 'http://127.0.0.1:9',
+    });
     expect(res.code, res.stderr).toBe(0);
     expect(JSON.parse(res.stdout).data).toHaveLength(1);
   });
@@ -111,7 +123,9 @@ describe('429 and network failures', () => {
         await new Promise((r) => setTimeout(r, 200));
       }
     })();
-    await run.waitFor(/Rate limited by the console: waiting \d+ s \(Retry-After\)/, 'stderr').finally(() => (met = true));
+    await run
+      .waitFor(/Rate limited by the console: waiting \d+ s \(Retry-After\)/, 'stderr')
+      .finally(() => (met = true));
     await keepBlocked;
     const res = await run;
     expect(res.code, res.stderr).toBe(0);
@@ -145,7 +159,7 @@ describe('429 and network failures', () => {
 });
 
 describe('refusals', () => {
-  it('a refusal that names no running task exits 4 with the API\'s message', async () => {
+  it("a refusal that names no running task exits 4 with the API's message", async () => {
     const res = await runCli(t, ['deploy', envLabel, '--wait'], asToken());
     expect(res.code).toBe(4);
     expect(res.stderr).toMatch(/^Error: .*repository/m);
@@ -182,7 +196,9 @@ const hasVariables = () => allRoutes().some((r) => r.method === 'post' && r.path
 describe('service vars', () => {
   it('set, list (secrets hidden), import and unset against the variables API', async (ctx) => {
     if (!hasVariables()) {
-      console.log('[cli vars] skipped: the API has no POST /environments/{id}/variables route yet (variables are another issue)');
+      console.log(
+        '[cli vars] skipped: the API has no POST /environments/{id}/variables route yet (variables are another issue)',
+      );
       ctx.skip();
     }
     // Variables need a person's sign-in (the spec's token reach): a token is refused, a stored
@@ -198,7 +214,9 @@ describe('service vars', () => {
     expect(secret.code, secret.stderr).toBe(0);
     expect(secret.stdout).not.toContain('s3cr3t-value');
     const list = await runCli(t, ['vars', 'list', envId, '--json'], asPerson());
-    const vars = Object.fromEntries(JSON.parse(list.stdout).data.map((v: { name: string; value: string | null }) => [v.name, v.value]));
+    const vars = Object.fromEntries(
+      JSON.parse(list.stdout).data.map((v: { name: string; value: string | null }) => [v.name, v.value]),
+    );
     expect(vars).toEqual({ GREETING: 'hello=world', LEVEL: '3', API_KEY: null });
     const table = await runCli(t, ['vars', 'list', envLabel], asPerson());
     expect(table.stdout).toMatch(/API_KEY\s+\[secret\]/);
@@ -214,7 +232,11 @@ describe('service vars', () => {
     const unset = await runCli(t, ['vars', 'unset', envLabel, 'LEVEL', 'NEW_ONE'], asPerson());
     expect(unset.code, unset.stderr).toBe(0);
     const after = await runCli(t, ['vars', 'list', envLabel, '--json'], asPerson());
-    expect(JSON.parse(after.stdout).data.map((v: { name: string }) => v.name).sort()).toEqual(['API_KEY', 'GREETING']);
+    expect(
+      JSON.parse(after.stdout)
+        .data.map((v: { name: string }) => v.name)
+        .sort(),
+    ).toEqual(['API_KEY', 'GREETING']);
     const bad = await runCli(t, ['vars', 'set', envLabel, 'VC_X=1'], asPerson());
     expect(bad.code).toBe(4);
     expect(bad.stderr).toMatch(/name: /);

@@ -151,13 +151,18 @@ describe('reads', () => {
   it('tables name environments as project/environment; colour only on a terminal without NO_COLOR', async () => {
     const plain = await runCli(t, ['environments'], asToken());
     expect(plain.code).toBe(0);
-    expect(plain.stdout).toMatch(new RegExp(`^NAME\\s+ID\\s+GIT REF`));
+    expect(plain.stdout).toMatch(/^NAME\s+ID\s+GIT REF/);
     expect(plain.stdout).toContain(`${w.project.name}/production`);
     expect(plain.stdout).not.toMatch(/\u001b\[/);
     const cmd = `${JSON.stringify(process.execPath)} cli/bin.mjs tasks --limit 2`;
     const tty = await runCli(t, [], asToken(), { command: ['script', '-qefc', cmd, '/dev/null'] });
     expect(tty.stdout).toContain('\u001b[1mID');
-    const noColour = await runCli(t, [], { ...asToken(), NO_COLOR: '1' }, { command: ['script', '-qefc', cmd, '/dev/null'] });
+    const noColour = await runCli(
+      t,
+      [],
+      { ...asToken(), NO_COLOR: '1' },
+      { command: ['script', '-qefc', cmd, '/dev/null'] },
+    );
     expect(noColour.code).toBe(0);
     expect(noColour.stdout).toContain('ID');
     expect(noColour.stdout).not.toMatch(/\u001b\[/);

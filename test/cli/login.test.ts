@@ -113,7 +113,9 @@ describe('service login', () => {
     const out = await runCli(t, ['logout'], home);
     expect(out.code, out.stderr).toBe(0);
     expect(out.stdout).toContain(`Signed out of ${t.baseUrl}`);
-    const after = await fetch(`${t.apiUrl}/me`, { headers: { authorization: `Bearer ${stored.sessions[t.baseUrl].token}` } });
+    const after = await fetch(`${t.apiUrl}/me`, {
+      headers: { authorization: `Bearer ${stored.sessions[t.baseUrl].token}` },
+    });
     expect(after.status).toBe(401);
     expect(JSON.parse(readFileSync(file, 'utf8')).sessions).toEqual({});
     const again = await runCli(t, ['whoami'], home);
@@ -152,7 +154,10 @@ describe('GET /docs in a browser', () => {
     const context = needBrowser(ctx);
     const { page, errors } = await openPage(context, `${t.apiUrl}/docs`);
     const doc = await (await fetch(`${t.apiUrl}/openapi.json`)).json();
-    const operations = Object.values(doc.paths as Record<string, object>).reduce((n, ops) => n + Object.keys(ops).length, 0);
+    const operations = Object.values(doc.paths as Record<string, object>).reduce(
+      (n, ops) => n + Object.keys(ops).length,
+      0,
+    );
     await expect(page.locator('h1').textContent()).resolves.toContain(doc.info.title);
     expect(await page.locator('section').count()).toBe(operations);
     const deploy = page.locator('#deployEnvironment');

@@ -28,35 +28,52 @@ afterAll(() => stopChildren(children));
 /** GET / on the edge's Host listener with the given Host header. */
 function viaHost(host: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port: t.edge!.port, path: '/', headers: { host }, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: text.trim() }));
-    });
+    const req = http.get(
+      { host: '127.0.0.1', port: t.edge!.port, path: '/', headers: { host }, agent: false },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: text.trim() }));
+      },
+    );
     req.on('error', reject);
   });
 }
 
 /** GET / on the environment's port from a given loopback address, with optional headers. */
-function fromAddress(localAddress: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
+function fromAddress(
+  localAddress: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port: w.environment.port, path: '/', localAddress, headers, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: text.trim() }));
-    });
+    const req = http.get(
+      { host: '127.0.0.1', port: w.environment.port, path: '/', localAddress, headers, agent: false },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: text.trim() }));
+      },
+    );
     req.on('error', reject);
   });
 }
 
 /** The raw answer (body as bytes) of GET / on the environment's port. */
-function raw(localAddress: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+function raw(
+  localAddress: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port: w.environment.port, path: '/', localAddress, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
+    const req = http.get(
+      { host: '127.0.0.1', port: w.environment.port, path: '/', localAddress, headers, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+        );
+      },
+    );
     req.on('error', reject);
   });
 }
@@ -71,28 +88,54 @@ async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000
 }
 
 describe('the edge', () => {
-  it("serves the environment on its own port", async () => {
+  it('serves the environment on its own port', async () => {
     expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v1' });
   });
 
   it('serves a verified domain on EDGE_PORT by Host; pending, unknown and deleted ones get 404', async () => {
-    const base = { team_id: w.team.id, project_id: w.project.id, environment_id: w.environment.id, verification_value: 'x' };
-    const [verified] = await t.deps.knex('domains').insert({ ...base, hostname: 'shop.example.test', status: 'verified', verified_at: new Date() }).returning('id');
+    const base = {
+      team_id: w.team.id,
+      project_id: w.project.id,
+      environment_id: w.environment.id,
+      verification_value: 'x',
+    };
+    const [verified] = await t.deps
+      .knex('domains')
+      .insert({ ...base, hostname: 'shop.example.test', status: 'verified', verified_at: new Date() })
+      .returning('id');
     await t.deps.knex('domains').insert({ ...base, hostname: 'pending.example.test', status: 'pending' });
-    expect(await until(() => viaHost('Shop.Example.Test:8000'), (r) => r.status === 200)).toEqual({ status: 200, text: 'v1' });
+    expect(
+      await until(
+        () => viaHost('Shop.Example.Test:8000'),
+        (r) => r.status === 200,
+      ),
+    ).toEqual({ status: 200, text: 'v1' });
     expect((await viaHost('pending.example.test')).status).toBe(404);
     expect((await viaHost('unknown.example.test')).status).toBe(404);
     await t.deps.knex('domains').where({ id: verified.id }).delete();
-    expect((await until(() => viaHost('shop.example.test'), (r) => r.status === 404)).status).toBe(404);
+    expect(
+      (
+        await until(
+          () => viaHost('shop.example.test'),
+          (r) => r.status === 404,
+        )
+      ).status,
+    ).toBe(404);
   });
 
   it('POST /environments/{id}/maintenance: 503 with Retry-After and the note while on, traffic again when off', async () => {
     const owner = await sessionAgent(t, w.owner);
-    const on = await owner.post(`/environments/${w.environment.id}/maintenance`, { maintenance: true, note: 'Back at <5pm>' });
+    const on = await owner.post(`/environments/${w.environment.id}/maintenance`, {
+      maintenance: true,
+      note: 'Back at <5pm>',
+    });
     expect(on.status, on.text).toBe(202);
     expect(on.body).toMatchObject({ kind: 'maintenance', type: 'maintenance_on' });
     expect((await waitForTask(t, w.api, on.body.id, { timeoutMs: 30_000 })).status).toBe('succeeded');
-    const res = await until(() => fetch(`http://127.0.0.1:${w.environment.port}/`), (r) => r.status === 503);
+    const res = await until(
+      () => fetch(`http://127.0.0.1:${w.environment.port}/`),
+      (r) => r.status === 503,
+    );
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('300');
     expect(await res.text()).toContain('Back at &lt;5pm&gt;');
@@ -101,29 +144,62 @@ describe('the edge', () => {
 
     const off = await owner.post(`/environments/${w.environment.id}/maintenance`, { maintenance: false });
     expect((await waitForTask(t, w.api, off.body.id, { timeoutMs: 30_000 })).status).toBe('succeeded');
-    expect(await until(() => fetchEnvironment(w.environment.port), (r) => r.status === 200)).toEqual({ status: 200, text: 'v1' });
-    expect((await owner.get(`/environments/${w.environment.id}`)).body.maintenance).toEqual({ on: false, note: null, since: null });
+    expect(
+      await until(
+        () => fetchEnvironment(w.environment.port),
+        (r) => r.status === 200,
+      ),
+    ).toEqual({ status: 200, text: 'v1' });
+    expect((await owner.get(`/environments/${w.environment.id}`)).body.maintenance).toEqual({
+      on: false,
+      note: null,
+      since: null,
+    });
   });
 
   it('PATCH /environments/{id}/edge: allowed addresses (403 outside), a Basic password (401), stickiness; a refused save keeps nothing', async () => {
     const owner = await sessionAgent(t, w.owner);
     const edgeUrl = `/environments/${w.environment.id}/edge`;
-    const bad = await owner.patch(edgeUrl, { allowed_addresses: ['127.0.0.1/32', 'nonsense', '10.0.0.0/33'], stickiness: true });
+    const bad = await owner.patch(edgeUrl, {
+      allowed_addresses: ['127.0.0.1/32', 'nonsense', '10.0.0.0/33'],
+      stickiness: true,
+    });
     expect(bad.status).toBe(422);
     expect(Object.keys(bad.body.error.fields).sort()).toEqual(['allowed_addresses.1', 'allowed_addresses.2']);
-    expect((await owner.get(edgeUrl)).body).toEqual({ allowed_addresses: [], password: { enabled: false, username: null }, stickiness: false });
+    expect((await owner.get(edgeUrl)).body).toEqual({
+      allowed_addresses: [],
+      password: { enabled: false, username: null },
+      stickiness: false,
+    });
 
     const allowed = await owner.patch(edgeUrl, { allowed_addresses: ['127.0.0.1'] });
     expect(allowed.body.allowed_addresses).toEqual(['127.0.0.1/32']);
-    expect((await until(() => fromAddress('127.0.0.2'), (r) => r.status === 403)).status).toBe(403);
+    expect(
+      (
+        await until(
+          () => fromAddress('127.0.0.2'),
+          (r) => r.status === 403,
+        )
+      ).status,
+    ).toBe(403);
     expect((await fromAddress('127.0.0.1')).status).toBe(200);
 
-    const withPassword = await owner.patch(edgeUrl, { password: { username: 'team', password: 'open sesame 1' }, stickiness: true });
-    expect(withPassword.body).toEqual({ allowed_addresses: ['127.0.0.1/32'], password: { enabled: true, username: 'team' }, stickiness: true });
+    const withPassword = await owner.patch(edgeUrl, {
+      password: { username: 'team', password: 'open sesame 1' },
+      stickiness: true,
+    });
+    expect(withPassword.body).toEqual({
+      allowed_addresses: ['127.0.0.1/32'],
+      password: { enabled: true, username: 'team' },
+      stickiness: true,
+    });
     expect(withPassword.text).not.toContain('open sesame');
     const row = await t.deps.knex('environment_edges').where({ environment_id: w.environment.id }).first();
     expect(row.password_hash).toMatch(/^\$argon2id\$/);
-    const denied = await until(() => fromAddress('127.0.0.1'), (r) => r.status === 401);
+    const denied = await until(
+      () => fromAddress('127.0.0.1'),
+      (r) => r.status === 401,
+    );
     expect(denied.status).toBe(401);
     expect(denied.headers['www-authenticate']).toMatch(/^Basic /);
     const basic = (u: string, p: string) => ({ authorization: `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}` });
@@ -134,7 +210,14 @@ describe('the edge', () => {
     expect((await fromAddress('127.0.0.2', basic('team', 'open sesame 1'))).status).toBe(403);
 
     await owner.patch(edgeUrl, { allowed_addresses: [], password: null, stickiness: false });
-    expect((await until(() => fromAddress('127.0.0.2'), (r) => r.status === 200)).status).toBe(200);
+    expect(
+      (
+        await until(
+          () => fromAddress('127.0.0.2'),
+          (r) => r.status === 200,
+        )
+      ).status,
+    ).toBe(200);
   });
 
   it('PATCH /projects/{id}/edge: one save (faults named, nothing kept); blocks, rate limit, compression, no HSTS over http', async () => {
@@ -148,7 +231,12 @@ describe('the edge', () => {
       compression: 'yes',
     });
     expect(bad.status).toBe(422);
-    expect(Object.keys(bad.body.error.fields).sort()).toEqual(['blocked_addresses.1', 'compression', 'hsts.max_age', 'rate_limit.requests']);
+    expect(Object.keys(bad.body.error.fields).sort()).toEqual([
+      'blocked_addresses.1',
+      'compression',
+      'hsts.max_age',
+      'rate_limit.requests',
+    ]);
     expect((await owner.get(edgeUrl)).body).toEqual(before);
     expect((await raw('127.0.0.2')).status).toBe(200);
 
@@ -159,8 +247,19 @@ describe('the edge', () => {
       hsts: { max_age: 600, include_subdomains: true },
     });
     expect(saved.status, saved.text).toBe(200);
-    expect(saved.body).toMatchObject({ blocked_addresses: ['127.0.0.2/32'], compression: true, hsts: { max_age: 600, include_subdomains: true, preload: false } });
-    expect((await until(() => raw('127.0.0.2'), (r) => r.status === 403)).status).toBe(403);
+    expect(saved.body).toMatchObject({
+      blocked_addresses: ['127.0.0.2/32'],
+      compression: true,
+      hsts: { max_age: 600, include_subdomains: true, preload: false },
+    });
+    expect(
+      (
+        await until(
+          () => raw('127.0.0.2'),
+          (r) => r.status === 403,
+        )
+      ).status,
+    ).toBe(403);
     expect((await raw('127.0.0.1', { 'user-agent': 'Mozilla/5.0 evilbot/2.1' })).status).toBe(403);
     const zipped = await raw('127.0.0.1', { 'accept-encoding': 'gzip', 'x-forwarded-proto': 'https' });
     expect(zipped.status).toBe(200);
@@ -184,12 +283,29 @@ describe('the edge', () => {
     const idle = await createEnvironment(t, w.project, { name: 'idle' });
     await owner.patch(edgeUrl, { pages: { error: '<h1>We will be right back</h1>' } });
     await t.edge!.reload();
-    const page = await until(() => fetch(`http://127.0.0.1:${idle.port}/`).catch(() => null), (r) => r?.status === 503);
+    const page = await until(
+      () => fetch(`http://127.0.0.1:${idle.port}/`).catch(() => null),
+      (r) => r?.status === 503,
+    );
     expect(page?.status).toBe(503);
     expect(await page?.text()).toBe('<h1>We will be right back</h1>');
 
-    await owner.patch(edgeUrl, { blocked_addresses: [], blocked_user_agents: [], rate_limit: null, hsts: null, compression: false, pages: { error: null } });
-    expect((await until(() => raw('127.0.0.2'), (r) => r.status === 200)).status).toBe(200);
+    await owner.patch(edgeUrl, {
+      blocked_addresses: [],
+      blocked_user_agents: [],
+      rate_limit: null,
+      hsts: null,
+      compression: false,
+      pages: { error: null },
+    });
+    expect(
+      (
+        await until(
+          () => raw('127.0.0.2'),
+          (r) => r.status === 200,
+        )
+      ).status,
+    ).toBe(200);
   });
 
   it('keeps answering while the worker is SIGKILLed and restarted, and deploys again after', async () => {

@@ -25,14 +25,18 @@ const ARGS = [
 /** The browser's path, installing Debian's chromium when missing; or why there is none. */
 export function ensureChromium(): { path: string } | { reason: string } {
   if (existsSync(CHROMIUM)) return { path: CHROMIUM };
-  if (process.getuid?.() !== 0) return { reason: `${CHROMIUM} is missing and installing it needs root (apt-get install -y chromium)` };
-  if (!existsSync('/usr/bin/apt-get')) return { reason: `${CHROMIUM} is missing and this host has no apt-get to install it` };
+  if (process.getuid?.() !== 0)
+    return { reason: `${CHROMIUM} is missing and installing it needs root (apt-get install -y chromium)` };
+  if (!existsSync('/usr/bin/apt-get'))
+    return { reason: `${CHROMIUM} is missing and this host has no apt-get to install it` };
   const install = () =>
     execFileSync('apt-get', ['install', '-y', '-q', '-o', 'DPkg::Lock::Timeout=600', 'chromium'], {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
     });
-  console.log(`[browser tests] ${CHROMIUM} is missing: installing Debian's chromium (apt-get install -y chromium) as root...`);
+  console.log(
+    `[browser tests] ${CHROMIUM} is missing: installing Debian's chromium (apt-get install -y chromium) as root...`,
+  );
   try {
     install();
   } catch {
@@ -41,14 +45,20 @@ export function ensureChromium(): { path: string } | { reason: string } {
       execFileSync('apt-get', ['update', '-q'], { stdio: 'ignore' });
       install();
     } catch (err) {
-      return { reason: `apt-get install -y chromium failed: ${String((err as { stderr?: Buffer }).stderr ?? err).slice(0, 500)}` };
+      return {
+        reason: `apt-get install -y chromium failed: ${String((err as { stderr?: Buffer }).stderr ?? err).slice(0, 500)}`,
+      };
     }
   }
-  return existsSync(CHROMIUM) ? { path: CHROMIUM } : { reason: `apt-get installed chromium but ${CHROMIUM} is still missing` };
+  return existsSync(CHROMIUM)
+    ? { path: CHROMIUM }
+    : { reason: `apt-get installed chromium but ${CHROMIUM} is still missing` };
 }
 
 /** A headless chromium with a fresh profile; `close` ends it and removes the profile. */
-export async function launchBrowser(executablePath: string): Promise<{ context: BrowserContext; close(): Promise<void> }> {
+export async function launchBrowser(
+  executablePath: string,
+): Promise<{ context: BrowserContext; close(): Promise<void> }> {
   const profile = mkdtempSync(path.join(tmpdir(), 'vc-chromium-'));
   const context = await chromium.launchPersistentContext(profile, { executablePath, headless: true, args: ARGS });
   return {

@@ -75,7 +75,10 @@ export function runCli(
         return false;
       };
       const timer = setTimeout(
-        () => reject(new Error(`client did not print ${pattern} on ${stream} in time; stdout:\n${stdout}\nstderr:\n${stderr}`)),
+        () =>
+          reject(
+            new Error(`client did not print ${pattern} on ${stream} in time; stdout:\n${stdout}\nstderr:\n${stderr}`),
+          ),
         timeoutMs,
       );
       if (!check()) watchers.push(check);

@@ -89,9 +89,17 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     const port = (server.address() as { port: number }).port;
     const baseUrl = `http://127.0.0.1:${port}`;
     deps.config.baseUrl = baseUrl;
-    const edge = (opts.edge ?? opts.worker)
-      ? await startEdge({ knex: deps.knex, databaseUrl: config.databaseUrl!, host: '127.0.0.1', edgePort: 0, refreshMs: 5000, logger: deps.logger })
-      : undefined;
+    const edge =
+      (opts.edge ?? opts.worker)
+        ? await startEdge({
+            knex: deps.knex,
+            databaseUrl: config.databaseUrl!,
+            host: '127.0.0.1',
+            edgePort: 0,
+            refreshMs: 5000,
+            logger: deps.logger,
+          })
+        : undefined;
     const worker = opts.worker
       ? await startWorker(deps, { workflowBundle: { code: readFileSync(inject('workflowBundlePath'), 'utf8') } })
       : undefined;

@@ -66,7 +66,11 @@ export function createAppRepo(root: string, gateDir = root): AppRepo {
     },
     commit(version, opts = {}) {
       // the deploy step writes to $HOME (expanded in the sandbox), the one place it may write besides its tree
-      const build = [...(opts.gated ? [`while [ ! -f '${gate}' ]; do sleep 0.1; done`] : []), 'echo built > BUILT', ...(opts.buildSteps ?? [])];
+      const build = [
+        ...(opts.gated ? [`while [ ! -f '${gate}' ]; do sleep 0.1; done`] : []),
+        'echo built > BUILT',
+        ...(opts.buildSteps ?? []),
+      ];
       const manifest = [
         `build: ${JSON.stringify(build)}`,
         `deploy: ${JSON.stringify([`echo ${version} >> "$HOME/deploy-steps.log"`])}`,
@@ -78,7 +82,16 @@ export function createAppRepo(root: string, gateDir = root): AppRepo {
       writeFileSync(path.join(dir, 'VERSION'), `${version}\n`);
       writeFileSync(path.join(dir, 'service.yaml'), manifest);
       sh(dir, 'git', ['add', '-A']);
-      sh(dir, 'git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', version, '--allow-empty']);
+      sh(dir, 'git', [
+        '-c',
+        'user.name=t',
+        '-c',
+        'user.email=t@example.com',
+        'commit',
+        '-qm',
+        version,
+        '--allow-empty',
+      ]);
       return sh(dir, 'git', ['rev-parse', 'HEAD']);
     },
     deployRuns() {
@@ -90,7 +103,11 @@ export function createAppRepo(root: string, gateDir = root): AppRepo {
 
 let portCounter = 0;
 
-export async function createEnvironment(t: TestContext, project: { id: string; team_id: string }, attrs: Partial<{ name: string; git_ref: string }> = {}) {
+export async function createEnvironment(
+  t: TestContext,
+  project: { id: string; team_id: string },
+  attrs: Partial<{ name: string; git_ref: string }> = {},
+) {
   const { from, to } = t.config.environmentPorts;
   const port = from + (portCounter++ % (to - from + 1));
   return Environment.query(t.deps.knex).insertAndFetch({
@@ -128,7 +145,11 @@ export async function createDeployWorld(t: TestContext, opts: { gatedFirstCommit
 const hasTaskRoute = () => allRoutes().some((r) => r.method === 'get' && r.path === '/tasks/{id}');
 
 /** The task as GET /tasks/{id} shows it (or its row, while that route does not exist). */
-export async function getTask(t: TestContext, api: Agent, id: string): Promise<{ id: string; status: string; error: string | null; result: any; started_at: string | null; type: string }> {
+export async function getTask(
+  t: TestContext,
+  api: Agent,
+  id: string,
+): Promise<{ id: string; status: string; error: string | null; result: any; started_at: string | null; type: string }> {
   if (hasTaskRoute()) {
     const res = await api.get(`/tasks/${id}`);
     if (res.status !== 200) throw new Error(`GET /tasks/${id} answered ${res.status}: ${res.text}`);

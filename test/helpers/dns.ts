@@ -25,7 +25,14 @@ export async function startTxtServer(): Promise<TxtServer> {
       const [question] = request.questions;
       const values = records.get(question.name.toLowerCase());
       if (question.type === Packet.TYPE.TXT && values) {
-        for (const data of values) response.answers.push({ name: question.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 1, data } as never);
+        for (const data of values)
+          response.answers.push({
+            name: question.name,
+            type: Packet.TYPE.TXT,
+            class: Packet.CLASS.IN,
+            ttl: 1,
+            data,
+          } as never);
       }
       send(response);
     },

@@ -8,7 +8,7 @@ import { hashPassword } from '../../api/lib/passwords';
 import { generateSecret, randomToken, sessionDigest, tokenDigest } from '../../api/lib/token-format';
 import type { Role } from '../../api/lib/policy';
 import type { TestContext } from './context';
-import { Agent } from './http';
+import type { Agent } from './http';
 
 /**
  * Setup shortcuts through the real database, for tests whose subject is elsewhere. The behaviour
@@ -18,7 +18,10 @@ import { Agent } from './http';
 let counter = 0;
 export const PASSWORD = 'correct horse battery staple';
 
-export async function createUser(t: TestContext, attrs: Partial<{ email: string; name: string; confirmed: boolean }> = {}) {
+export async function createUser(
+  t: TestContext,
+  attrs: Partial<{ email: string; name: string; confirmed: boolean }> = {},
+) {
   counter += 1;
   return User.query(t.deps.knex).insertAndFetch({
     email: attrs.email ?? `user${counter}-${Date.now()}@example.test`,
@@ -69,7 +72,11 @@ export async function createAccessToken(t: TestContext, user: User, team: Team, 
   return token;
 }
 
-export async function createProject(t: TestContext, team: Team, attrs: Partial<{ name: string; repository_url: string }> = {}) {
+export async function createProject(
+  t: TestContext,
+  team: Team,
+  attrs: Partial<{ name: string; repository_url: string }> = {},
+) {
   return Project.query(t.deps.knex).insertAndFetch({
     team_id: team.id,
     name: attrs.name ?? `project-${++counter}`,

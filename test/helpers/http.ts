@@ -22,19 +22,30 @@ export class Agent {
   async request<T = any>(
     method: string,
     path: string,
-    opts: { body?: unknown; headers?: Record<string, string>; rawBody?: string | Buffer | FormData; noCsrf?: boolean } = {},
+    opts: {
+      body?: unknown;
+      headers?: Record<string, string>;
+      rawBody?: string | Buffer | FormData;
+      noCsrf?: boolean;
+    } = {},
   ): Promise<Res<T>> {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
     if (this.cookies.size) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
     if (this.bearer) headers.authorization = `Bearer ${this.bearer}`;
-    if (this.csrf && !opts.noCsrf && !['GET', 'HEAD'].includes(method.toUpperCase())) headers['x-csrf-token'] ??= this.csrf;
+    if (this.csrf && !opts.noCsrf && !['GET', 'HEAD'].includes(method.toUpperCase()))
+      headers['x-csrf-token'] ??= this.csrf;
     let body: string | Buffer | FormData | undefined;
     if (opts.rawBody !== undefined) body = opts.rawBody;
     else if (opts.body !== undefined) {
       body = JSON.stringify(opts.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(this.apiUrl + path, { method, headers, body: body as BodyInit | undefined, redirect: 'manual' });
+    const res = await fetch(this.apiUrl + path, {
+      method,
+      headers,
+      body: body as BodyInit | undefined,
+      redirect: 'manual',
+    });
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(';');
       const i = pair.indexOf('=');

@@ -41,7 +41,8 @@ export function bodiesFor(route: RouteDef): unknown[] {
   const shape = (route.body as { shape?: Record<string, unknown> } | undefined)?.shape ?? {};
   const fields = Object.keys(shape);
   for (const field of fields) for (const value of JUNK) bodies.push({ [field]: value });
-  for (const value of fields.length > 0 ? HOSTILE_STRINGS : []) bodies.push(Object.fromEntries(fields.map((f) => [f, value])));
+  for (const value of fields.length > 0 ? HOSTILE_STRINGS : [])
+    bodies.push(Object.fromEntries(fields.map((f) => [f, value])));
   return bodies;
 }
 
@@ -53,4 +54,3 @@ export function queriesFor(route: RouteDef): string[] {
   for (const name of Object.keys(shape)) for (const v of values) queries.push(`?${name}=${encodeURIComponent(v)}`);
   return queries;
 }
-

@@ -36,7 +36,6 @@ export function killProcessesUnder(dir: string): number {
   return killed;
 }
 
-
 const root = path.resolve(__dirname, '../..');
 
 /**
@@ -45,7 +44,11 @@ const root = path.resolve(__dirname, '../..');
  * whole (SIGKILL, as a crash would). Extra env wins. Worker processes leave the fixed-id reminder
  * schedule alone and load the run's prebuilt workflow bundle.
  */
-export function spawnSystemProcess(t: TestContext, script: 'system/worker.ts' | 'system/api.ts', env: Record<string, string> = {}): ChildProcess {
+export function spawnSystemProcess(
+  t: TestContext,
+  script: 'system/worker.ts' | 'system/api.ts',
+  env: Record<string, string> = {},
+): ChildProcess {
   const { from, to } = t.config.environmentPorts;
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
     cwd: root,
@@ -111,10 +114,15 @@ export function sandboxedProcess(envId: string, role: string, nsPid: number): { 
   for (const entry of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       const cgroups = readFileSync(`/proc/${entry}/cgroup`, 'utf8').split('\n');
-      const line = cgroups.find((l) => /^\d+:[^:]*\bmemory\b[^:]*:/.test(l)) ?? cgroups.find((l) => l.startsWith('0::'));
+      const line =
+        cgroups.find((l) => /^\d+:[^:]*\bmemory\b[^:]*:/.test(l)) ?? cgroups.find((l) => l.startsWith('0::'));
       const cgroup = line?.slice(line.indexOf(':', line.indexOf(':') + 1) + 1) ?? '';
       if (!cgroup.includes(`/vc-console/${envId}/${role}-`)) continue;
-      const nspid = /^NSpid:\s+(.+)$/m.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1].trim().split(/\s+/) ?? [];
+      const nspid =
+        /^NSpid:\s+(.+)$/m
+          .exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]
+          .trim()
+          .split(/\s+/) ?? [];
       if (Number(nspid.at(-1)) !== nsPid) continue; // without a pid namespace: the host pid itself
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const start = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);

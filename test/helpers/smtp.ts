@@ -169,7 +169,10 @@ function headerParams(value: string): { value: string; params: Record<string, st
   for (const part of rest) {
     const eq = part.indexOf('=');
     if (eq < 0) continue;
-    params[part.slice(0, eq).trim().toLowerCase()] = part.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+    params[part.slice(0, eq).trim().toLowerCase()] = part
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1');
   }
   return { value: first.trim().toLowerCase(), params };
 }
@@ -261,9 +264,7 @@ function decodeWords(value: string): string {
     .replace(/(\?=)\s+(=\?)/g, '$1$2')
     .replace(/=\?([^?]+)\?([BbQq])\?([^?]*)\?=/g, (_all, charset: string, kind: string, text: string) => {
       const bytes =
-        kind.toUpperCase() === 'B'
-          ? Buffer.from(text, 'base64')
-          : decodeQuotedPrintable(text.replace(/_/g, ' '));
+        kind.toUpperCase() === 'B' ? Buffer.from(text, 'base64') : decodeQuotedPrintable(text.replace(/_/g, ' '));
       return decodeCharset(bytes, charset);
     });
 }

@@ -57,7 +57,7 @@ describe('the embedded PostgreSQL of npm start', () => {
     expect(await connects(port, 'postgres')).toBe('28P01'); // invalid_password
   });
 
-  it('makes a cluster whose pg_hba.conf demands a password on every line, the sandboxes\' 10.200.0.0/14 included', async () => {
+  it("makes a cluster whose pg_hba.conf demands a password on every line, the sandboxes' 10.200.0.0/14 included", async () => {
     const dataDir = path.join(root, 'fresh');
     const port = await freePort();
     const started = await startEmbeddedPostgres(dataDir, port, () => undefined);

@@ -42,15 +42,24 @@ describe('npm start (system/start.ts)', () => {
           if (out.includes('Hosting Console is running.')) {
             clearTimeout(timer);
             // At the moment it says so, the worker has written its readiness row.
-            void t.deps.knex('worker_heartbeats').count({ n: '*' }).first().then((r) => resolve({ workers: Number(r!.n) }), reject);
+            void t.deps
+              .knex('worker_heartbeats')
+              .count({ n: '*' })
+              .first()
+              .then((r) => resolve({ workers: Number(r!.n) }), reject);
           }
         });
         child.once('exit', (code) => reject(new Error(`start exited (${code}):\n${out}`)));
       });
       expect(running.workers).toBe(1);
-      expect(out.indexOf('Waiting for the worker to be ready')).toBeLessThan(out.indexOf('Hosting Console is running.'));
+      expect(out.indexOf('Waiting for the worker to be ready')).toBeLessThan(
+        out.indexOf('Hosting Console is running.'),
+      );
       const health = await fetch(`http://127.0.0.1:${port}/api/vc/v1/health`).then((r) => r.json());
-      expect(health).toMatchObject({ status: 'ok', components: { database: { status: 'ok' }, temporal: { status: 'ok' }, worker: { status: 'ok' } } });
+      expect(health).toMatchObject({
+        status: 'ok',
+        components: { database: { status: 'ok' }, temporal: { status: 'ok' }, worker: { status: 'ok' } },
+      });
     } finally {
       await killAndWait(child, 'SIGTERM');
     }

@@ -45,7 +45,6 @@ async function startApiProcess(env: Record<string, string> = {}): Promise<{ chil
   }
 }
 
-
 async function workflowExists(workflowId: string, runId: string | null): Promise<boolean> {
   try {
     await t.deps.temporal.workflow.getHandle(workflowId, runId ?? undefined).describe();
@@ -68,7 +67,9 @@ describe('the API killed right after accepting a deploy', () => {
   it('killed between the workflow start and the row insert: no answer, yet the workflow records the task and runs it', async () => {
     const env = await createEnvironment(t, w.project, { name: 'killed-after-start' });
     const { child, api } = await startApiProcess({ VC_FAULT_INJECT: 'kill-after-workflow-start' });
-    const exited = new Promise<NodeJS.Signals | number | null>((r) => child.once('exit', (code, signal) => r(signal ?? code)));
+    const exited = new Promise<NodeJS.Signals | number | null>((r) =>
+      child.once('exit', (code, signal) => r(signal ?? code)),
+    );
 
     const answer = await api.post(`/environments/${env.id}/deploy`).then(
       (res) => res,
@@ -114,7 +115,11 @@ describe('the API killed right after accepting a deploy', () => {
     // SIGKILL a random few ms after the first task exists: some requests answered, some with their workflow
     // started and no row yet, some not started at all.
     const waitUntil = Date.now() + 10_000;
-    while (!firstAnswer && Date.now() < waitUntil && !(await t.deps.knex('tasks').whereIn('environment_id', ids).first('id'))) {
+    while (
+      !firstAnswer &&
+      Date.now() < waitUntil &&
+      !(await t.deps.knex('tasks').whereIn('environment_id', ids).first('id'))
+    ) {
       await new Promise((r) => setTimeout(r, 1));
     }
     await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 150)));
@@ -146,7 +151,10 @@ describe('the API killed right after accepting a deploy', () => {
       expect(FINAL, `task ${r.id} is ${r.status}`).toContain(r.status);
     }
     for (const l of listed) {
-      expect(rows.map((r) => r.id), `row of workflow ${l.workflowId}`).toContain(l.taskId);
+      expect(
+        rows.map((r) => r.id),
+        `row of workflow ${l.workflowId}`,
+      ).toContain(l.taskId);
     }
     expect(listed.length).toBe(rows.length);
   });

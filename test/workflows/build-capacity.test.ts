@@ -19,7 +19,11 @@ beforeAll(async () => {
 async function waitQueued(workflowId: string) {
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const waiting = await t.deps.knex('build_queue as q').join('tasks as t', 't.id', 'q.task_id').where('t.workflow_id', workflowId).first('q.task_id');
+    const waiting = await t.deps
+      .knex('build_queue as q')
+      .join('tasks as t', 't.id', 'q.task_id')
+      .where('t.workflow_id', workflowId)
+      .first('q.task_id');
     if (waiting) return;
     if (Date.now() > deadline) throw new Error(`${workflowId} has no queued build`);
     await new Promise((r) => setTimeout(r, 100));

@@ -41,7 +41,10 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | false
 async function buildPollers(): Promise<Set<string>> {
   const res = await t.deps.temporal.workflowService.describeTaskQueue({
     namespace: t.config.temporalNamespace,
-    taskQueue: { name: buildTaskQueue(t.config.taskQueue), kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+    taskQueue: {
+      name: buildTaskQueue(t.config.taskQueue),
+      kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL,
+    },
     taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
   });
   return new Set((res.pollers ?? []).map((p) => p.identity ?? ''));
@@ -55,7 +58,8 @@ async function buildWorker(workflowId: string): Promise<string | undefined> {
 }
 
 const inQueue = async (taskId: string) => Boolean(await t.deps.knex('build_queue').where({ task_id: taskId }).first());
-const status = async (taskId: string) => (await t.deps.knex('tasks').where({ id: taskId }).first('status')).status as string;
+const status = async (taskId: string) =>
+  (await t.deps.knex('tasks').where({ id: taskId }).first('status')).status as string;
 
 async function requestBuild(world: typeof w, envName: string) {
   const env = await createEnvironment(t, world.project, { name: envName });
@@ -198,7 +202,9 @@ describe('build capacity across the system (BUILD_CONCURRENCY=1)', () => {
     rmSync(slow.repo.gate, { force: true });
     const held = await requestBuild(slow, 'killed');
     await waitForTask(t, slow.api, held.id, { until: (x) => x.status === 'running' });
-    t.worker = await startWorker(t.deps, { workflowBundle: { code: readFileSync(inject('workflowBundlePath'), 'utf8') } });
+    t.worker = await startWorker(t.deps, {
+      workflowBundle: { code: readFileSync(inject('workflowBundlePath'), 'utf8') },
+    });
     const here = t.worker.worker.options.identity;
 
     // A build waiting on this process (those the child took are cancelled: they would die with it).

@@ -17,7 +17,13 @@ let serverOpts: Parameters<typeof startTemporalDevServer>[0];
 beforeAll(async () => {
   const cliPath = process.env.TEMPORAL_CLI ?? findTemporalCli();
   if (!cliPath) throw new Error('no Temporal CLI (set TEMPORAL_CLI)');
-  serverOpts = { cliPath, dataDir: mkdtempSync(path.join(tmpdir(), 'vc-temporal-')), port: await freePort(), namespace: 'default', headless: true };
+  serverOpts = {
+    cliPath,
+    dataDir: mkdtempSync(path.join(tmpdir(), 'vc-temporal-')),
+    port: await freePort(),
+    namespace: 'default',
+    headless: true,
+  };
   server = await startTemporalDevServer(serverOpts);
   env.TEMPORAL_ADDRESS = server.address;
 });

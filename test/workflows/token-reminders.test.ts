@@ -16,7 +16,10 @@ const DAY = 86_400_000;
 
 // The schedule id is fixed and the namespace shared by every test file: only this file creates it.
 afterAll(async () => {
-  await t.deps?.temporal.schedule.getHandle(SCHEDULE_TOKEN_EXPIRY_REMINDERS).delete().catch(() => undefined);
+  await t.deps?.temporal.schedule
+    .getHandle(SCHEDULE_TOKEN_EXPIRY_REMINDERS)
+    .delete()
+    .catch(() => undefined);
 });
 
 /** A user in a team of their own with one token of `days` days; returns the token string and row. */
@@ -85,7 +88,9 @@ describe('token-expiry reminders (workflow sendTokenExpiryReminders)', () => {
 
   it('does not remind a token that expires in 20 days', async () => {
     const { user, token } = await issuedToken({ days: 30 });
-    await AccessToken.query(t.deps.knex).patch({ expires_at: new Date(Date.now() + 20 * DAY) }).findById(token.id);
+    await AccessToken.query(t.deps.knex)
+      .patch({ expires_at: new Date(Date.now() + 20 * DAY) })
+      .findById(token.id);
     const result = await runReminders();
     expect(mailTo(user.email)).toHaveLength(0);
     expect(result.failed).toBe(0);
@@ -100,7 +105,9 @@ describe('token-expiry reminders (workflow sendTokenExpiryReminders)', () => {
 
   it('does not remind an expired token', async () => {
     const { user, token } = await issuedToken({ days: 7 });
-    await AccessToken.query(t.deps.knex).patch({ expires_at: new Date(Date.now() - 3600_000) }).findById(token.id);
+    await AccessToken.query(t.deps.knex)
+      .patch({ expires_at: new Date(Date.now() - 3600_000) })
+      .findById(token.id);
     await runReminders();
     expect(mailTo(user.email)).toHaveLength(0);
   });
@@ -154,7 +161,10 @@ describe('token-expiry reminders (workflow sendTokenExpiryReminders)', () => {
     await Promise.all([runReminders(asOf), runReminders(asOf), runReminders(asOf)]);
     await runReminders(asOf);
     expect(mailTo(user.email)).toHaveLength(1);
-    const rows = await t.deps.knex('token_reminders').join('access_tokens', 'access_tokens.id', 'token_reminders.token_id').where('access_tokens.user_id', user.id);
+    const rows = await t.deps
+      .knex('token_reminders')
+      .join('access_tokens', 'access_tokens.id', 'token_reminders.token_id')
+      .where('access_tokens.user_id', user.id);
     expect(rows).toHaveLength(1);
     expect(rows[0].sent_at).not.toBeNull();
   });
@@ -174,7 +184,11 @@ describe('token-expiry reminders (workflow sendTokenExpiryReminders)', () => {
         const pending = raw.pendingActivities?.find((a) => a.activityType?.name === 'sendTokenReminder');
         return pending && (pending.attempt ?? 0) >= 2 ? pending : undefined;
       });
-      const [claim] = await t.deps.knex('token_reminders').join('access_tokens', 'access_tokens.id', 'token_reminders.token_id').where('access_tokens.user_id', user.id).select('sent_at');
+      const [claim] = await t.deps
+        .knex('token_reminders')
+        .join('access_tokens', 'access_tokens.id', 'token_reminders.token_id')
+        .where('access_tokens.user_id', user.id)
+        .select('sent_at');
       expect(claim).toEqual({ sent_at: null }); // claimed, not sent
       expect(mailTo(user.email)).toHaveLength(0);
       t.smtp!.setDown(false);
@@ -192,7 +206,11 @@ describe('token-expiry reminders (workflow sendTokenExpiryReminders)', () => {
 describe('schedule token-expiry-reminders', () => {
   let created: Awaited<ReturnType<typeof ensureReminderSchedule>>;
   beforeAll(async () => {
-    created = await ensureReminderSchedule(t.deps.temporal, { taskQueue: t.config.taskQueue, hourUtc: 9, namespace: t.config.temporalNamespace });
+    created = await ensureReminderSchedule(t.deps.temporal, {
+      taskQueue: t.config.taskQueue,
+      hourUtc: 9,
+      namespace: t.config.temporalNamespace,
+    });
   });
 
   it('is created daily at the configured hour (UTC), skipping overlaps, catching up within a day', async () => {
@@ -215,7 +233,11 @@ describe('schedule token-expiry-reminders', () => {
   it('is brought up to the current settings when ensured again, keeping an operator pause', async () => {
     const handle = t.deps.temporal.schedule.getHandle('token-expiry-reminders');
     await handle.pause('paused by an operator');
-    const again = await ensureReminderSchedule(t.deps.temporal, { taskQueue: t.config.taskQueue, hourUtc: 6, namespace: t.config.temporalNamespace });
+    const again = await ensureReminderSchedule(t.deps.temporal, {
+      taskQueue: t.config.taskQueue,
+      hourUtc: 6,
+      namespace: t.config.temporalNamespace,
+    });
     expect(again.created).toBe(false);
     const description = await handle.describe();
     expect(description.spec.calendars?.[0].hour).toEqual([{ start: 6, end: 6, step: 1 }]);
@@ -246,7 +268,9 @@ describe('schedule token-expiry-reminders', () => {
     expect(mail.raw).not.toContain(secret);
 
     // Run ids carry the second they were taken: the next trigger must fall in a later second.
-    await until('the next second', async () => (new Date().toISOString().slice(0, 19) + 'Z' > first.slice(-20) ? true : undefined));
+    await until('the next second', async () =>
+      new Date().toISOString().slice(0, 19) + 'Z' > first.slice(-20) ? true : undefined,
+    );
     const second = await triggerAndFinish();
     expect(second).not.toBe(first);
     expect(mailTo(user.email)).toHaveLength(1);

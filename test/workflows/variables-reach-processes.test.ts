@@ -35,7 +35,10 @@ beforeAll(async () => {
   const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, stdio: 'pipe' });
   git('init', '-q', '-b', 'main');
   writeFileSync(path.join(dir, 'server.js'), SERVER);
-  writeFileSync(path.join(dir, 'service.yaml'), 'build: ["env | sort"]\ndeploy: ["echo deploy sees $GREETING and $API_SECRET"]\nweb: node server.js\n');
+  writeFileSync(
+    path.join(dir, 'service.yaml'),
+    'build: ["env | sort"]\ndeploy: ["echo deploy sees $GREETING and $API_SECRET"]\nweb: node server.js\n',
+  );
   git('add', '-A');
   git('-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', 'v1');
 
@@ -71,7 +74,14 @@ describe('variables in builds, deploy steps and web processes', () => {
     expect(log).not.toContain(SECRET);
     expect(log).not.toContain('PATH=/nowhere');
     const key = t.deps.secrets.encryptionKey.key;
-    for (const leak of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'DATA_DIR', key.toString('base64'), key.toString('hex'), t.databaseUrl]) {
+    for (const leak of [
+      'DATABASE_URL',
+      'TEMPORAL_ADDRESS',
+      'DATA_DIR',
+      key.toString('base64'),
+      key.toString('hex'),
+      t.databaseUrl,
+    ]) {
       expect(log).not.toContain(leak);
     }
 
@@ -99,7 +109,11 @@ describe('variables in builds, deploy steps and web processes', () => {
   });
 
   it('POST /projects/{id}/variables/apply starts one task per environment with a live release', async () => {
-    await createEnvironment(t, { id: projectId, team_id: (await t.deps.knex('projects').where({ id: projectId }).first()).team_id }, { name: 'never-deployed' });
+    await createEnvironment(
+      t,
+      { id: projectId, team_id: (await t.deps.knex('projects').where({ id: projectId }).first()).team_id },
+      { name: 'never-deployed' },
+    );
     const res = await admin.post(`/projects/${projectId}/variables/apply`);
     expect(res.status, res.text).toBe(202);
     expect(res.body.data.map((task: { environment_id: string }) => task.environment_id)).toEqual([env.id]);

@@ -142,7 +142,12 @@ describe('the supervisor holds web processes to the web server plan', () => {
 
   /** What the web process says of itself, and its host pid (it runs in its own pid namespace). */
   const info = async () => {
-    const me = (await (await fetch(`http://127.0.0.1:${port}/`)).json()) as { pid: number; cpu: string; memory: string; cgroup: string };
+    const me = (await (await fetch(`http://127.0.0.1:${port}/`)).json()) as {
+      pid: number;
+      cpu: string;
+      memory: string;
+      cgroup: string;
+    };
     return { ...me, hostPid: sandboxedProcess(envId, 'web', me.pid)?.pid ?? -1 };
   };
 

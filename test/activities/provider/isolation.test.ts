@@ -18,7 +18,13 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceDatabase, dropServiceDatabase } from '../../../activities/data/pg-server';
-import { environmentDir, environmentHome, jailAddresses, sandboxMode, tenantUid } from '../../../activities/provider/sandbox';
+import {
+  environmentDir,
+  environmentHome,
+  jailAddresses,
+  sandboxMode,
+  tenantUid,
+} from '../../../activities/provider/sandbox';
 import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { spawnSystemProcess, stopChildren } from '../../helpers/processes';
@@ -195,7 +201,10 @@ beforeAll(async () => {
   writeFileSync(path.join(dir, 'attack.sh'), attackScript(files, [...targets, ...allowed]));
   writeFileSync(path.join(dir, 'probe.js'), PROBE_JS);
   writeFileSync(path.join(dir, 'server.js'), SERVER_JS);
-  writeFileSync(path.join(dir, 'service.yaml'), 'build: ["sh attack.sh build"]\ndeploy: ["sh attack.sh deploy"]\nweb: node server.js\nhealth: /healthz\n');
+  writeFileSync(
+    path.join(dir, 'service.yaml'),
+    'build: ["sh attack.sh build"]\ndeploy: ["sh attack.sh deploy"]\nweb: node server.js\nhealth: /healthz\n',
+  );
   git(dir, ['add', '-A']);
   git(dir, ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', 'attack']);
   const a = await deploy(attacker);
@@ -214,7 +223,10 @@ afterAll(async () => {
 function expectContained(output: string, label: 'build' | 'deploy' | 'web') {
   const lines = output.split('\n').filter((l) => l.startsWith(`${label}:`));
   expect(lines, output).toContain(`${label}:DONE`);
-  expect(lines.filter((l) => l.includes('LEAK-')), output).toEqual([]);
+  expect(
+    lines.filter((l) => l.includes('LEAK-')),
+    output,
+  ).toEqual([]);
   for (const target of targets) expect(lines).toContain(`${label}:CLOSED-${target.split('=')[0]}`);
   for (const target of allowed) expect(lines).toContain(`${label}:OPEN-${target.split('=')[0]}`);
   for (const name of Object.keys(logins)) expect(lines, output).toContain(`${label}:REFUSED-pg-${name}`);
@@ -253,14 +265,26 @@ describe('the sandbox of an environment', () => {
     expect(readFileSync(path.join(home, 'own-web'), 'utf8')).toBe('mine\n');
     const st = execFileSync('stat', ['-c', '%u %a', home], { encoding: 'utf8' }).trim();
     expect(st).toBe(`${tenantUid(attacker.environment.port)} 700`);
-    expect(execFileSync('stat', ['-c', '%a', path.join(t.dataDir, 'secrets')], { encoding: 'utf8' }).trim()).toBe('700');
-    expect(execFileSync('stat', ['-c', '%a', path.join(environmentDir(t.dataDir, victim.environment.id), 'web.log')], { encoding: 'utf8' }).trim()).toBe('600');
+    expect(execFileSync('stat', ['-c', '%a', path.join(t.dataDir, 'secrets')], { encoding: 'utf8' }).trim()).toBe(
+      '700',
+    );
+    expect(
+      execFileSync('stat', ['-c', '%a', path.join(environmentDir(t.dataDir, victim.environment.id), 'web.log')], {
+        encoding: 'utf8',
+      }).trim(),
+    ).toBe('600');
   });
 
   it("lets a service's role open its own database on the services server, not the server's admin database", async () => {
     const services = new URL(t.config.servicesDatabaseUrl!);
     const login = (database: string) =>
-      new pg.Client({ host: services.hostname, port: Number(services.port), user: otherService.role, password: otherService.password, database });
+      new pg.Client({
+        host: services.hostname,
+        port: Number(services.port),
+        user: otherService.role,
+        password: otherService.password,
+        database,
+      });
     const own = login(otherService.database);
     await own.connect();
     await own.end();

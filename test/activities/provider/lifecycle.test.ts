@@ -57,16 +57,48 @@ const onLine = (_s: 'stdout' | 'stderr', l: string) => void lines.push(l);
 const access = () => ({ dataDir, localRepositoryRoots: [root], outboundAllowedHosts: [] });
 const git = () => ({ access: access() });
 const jail = (envId: string) => openJail(dataDir, envId, ports[envId]);
-const build = async (envId: string, releaseId: string, sha: string, extra: Partial<Parameters<typeof buildRelease>[0]> = {}) =>
-  buildRelease({ dataDir, jail: await jail(envId), envId, releaseId, repo: { url: repo }, access: access(), sha, env, stepTimeoutMs: 10_000, onLine, ...extra });
+const build = async (
+  envId: string,
+  releaseId: string,
+  sha: string,
+  extra: Partial<Parameters<typeof buildRelease>[0]> = {},
+) =>
+  buildRelease({
+    dataDir,
+    jail: await jail(envId),
+    envId,
+    releaseId,
+    repo: { url: repo },
+    access: access(),
+    sha,
+    env,
+    stepTimeoutMs: 10_000,
+    onLine,
+    ...extra,
+  });
 
 function okBuild(r: BuildResult): Extract<BuildResult, { ok: true }> {
   if (!r.ok) throw new Error(`build failed: ${r.message}`);
   return r;
 }
 
-const goLive = (envId: string, port: number, releaseId: string, r: Extract<BuildResult, { ok: true }>, healthTimeoutMs = 5000) =>
-  supervisor.goLive({ envId, port, releaseId, releaseDir: r.releaseDir, manifest: r.manifest, env, healthTimeoutMs, onLine });
+const goLive = (
+  envId: string,
+  port: number,
+  releaseId: string,
+  r: Extract<BuildResult, { ok: true }>,
+  healthTimeoutMs = 5000,
+) =>
+  supervisor.goLive({
+    envId,
+    port,
+    releaseId,
+    releaseDir: r.releaseDir,
+    manifest: r.manifest,
+    env,
+    healthTimeoutMs,
+    onLine,
+  });
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'vc-provider-'));
@@ -78,7 +110,8 @@ beforeAll(async () => {
   await commit('v1', {
     'server.js': SERVER,
     VERSION: 'v1\n',
-    'service.yaml': 'build: ["echo building $GREETING", "echo yes > BUILT"]\ndeploy: ["echo migrating"]\nweb: node server.js\nhealth: /healthz\n',
+    'service.yaml':
+      'build: ["echo building $GREETING", "echo yes > BUILT"]\ndeploy: ["echo migrating"]\nweb: node server.js\nhealth: /healthz\n',
   });
   supervisor = new Supervisor({ dataDir, stopGraceMs: 1000, restartBackoff: { initialMs: 100 } });
 });
@@ -110,7 +143,9 @@ describe('git', () => {
   });
 
   it('never prints credentials of a URL', () => {
-    expect(redactUrl('cloning https://bob:s3cret@git.example.com/x.git failed')).toBe('cloning https://git.example.com/x.git failed');
+    expect(redactUrl('cloning https://bob:s3cret@git.example.com/x.git failed')).toBe(
+      'cloning https://git.example.com/x.git failed',
+    );
   });
 });
 
@@ -126,15 +161,28 @@ describe('releases and the supervisor', () => {
     expect(lines).toContain('building hello');
     expect(existsSync(path.join(v1.releaseDir, '.git'))).toBe(false);
 
-    const deploy = await runDeploySteps({ releaseDir: v1.releaseDir, manifest: v1.manifest, env, jail: await jail('prod'), stepTimeoutMs: 5000, onLine });
+    const deploy = await runDeploySteps({
+      releaseDir: v1.releaseDir,
+      manifest: v1.manifest,
+      env,
+      jail: await jail('prod'),
+      stepTimeoutMs: 5000,
+      onLine,
+    });
     expect(deploy).toEqual({ ok: true });
     expect(lines).toContain('migrating');
 
-    expect(await goLive('prod', port, 'r1', v1)).toEqual({ ok: true, alreadyLive: false, internalPort: expect.any(Number) });
+    expect(await goLive('prod', port, 'r1', v1)).toEqual({
+      ok: true,
+      alreadyLive: false,
+      internalPort: expect.any(Number),
+    });
     expect(await get(port)).toMatchObject({ status: 200, text: 'v1 hello built=true', release: 'v1' });
     expect(await currentRelease(dataDir, 'prod')).toMatchObject({ releaseId: 'r1', port, web: true });
     expect((await stat(statePath(dataDir, 'prod'))).mode & 0o777).toBe(0o600);
-    expect(await readFile(path.join(dataDir, 'environments', 'prod', 'web.log'), 'utf8')).toContain('release r1: starting');
+    expect(await readFile(path.join(dataDir, 'environments', 'prod', 'web.log'), 'utf8')).toContain(
+      'release r1: starting',
+    );
   });
 
   it('is idempotent: the same release is neither rebuilt nor restarted', async () => {
@@ -173,9 +221,16 @@ describe('releases and the supervisor', () => {
   });
 
   it('fails a build at its failing step and leaves no release dir; v2 keeps serving', async () => {
-    await commit('v4', { VERSION: 'v4\n', 'service.yaml': 'build: ["echo first", "exit 3", "echo never"]\nweb: node server.js\n' });
+    await commit('v4', {
+      VERSION: 'v4\n',
+      'service.yaml': 'build: ["echo first", "exit 3", "echo never"]\nweb: node server.js\n',
+    });
     const r = await build('prod', 'r4', shas.v4);
-    expect(r).toMatchObject({ ok: false, reason: 'step_failed', failedStep: { index: 1, command: 'exit 3', exitCode: 3 } });
+    expect(r).toMatchObject({
+      ok: false,
+      reason: 'step_failed',
+      failedStep: { index: 1, command: 'exit 3', exitCode: 3 },
+    });
     expect(lines).not.toContain('never');
     expect(existsSync(path.join(dataDir, 'environments', 'prod', 'releases', 'r4'))).toBe(false);
     expect((await get(port)).text).toBe('v2 hello built=true');

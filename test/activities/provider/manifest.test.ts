@@ -14,12 +14,17 @@ describe('service.yaml', () => {
   });
 
   it('treats missing build and deploy as no steps', () => {
-    expect(parseManifest('web: node server.js\n')).toEqual({ ok: true, manifest: { build: [], deploy: [], web: 'node server.js' } });
+    expect(parseManifest('web: node server.js\n')).toEqual({
+      ok: true,
+      manifest: { build: [], deploy: [], web: 'node server.js' },
+    });
     expect(parseManifest('')).toEqual({ ok: true, manifest: { build: [], deploy: [] } });
   });
 
   it('reports every unknown key and wrong type, each with its line', () => {
-    const r = parseManifest(['build: npm ci', 'deploy:', '  - ok', '  - 3', 'colour: red', 'health: healthz', 'web:'].join('\n'));
+    const r = parseManifest(
+      ['build: npm ci', 'deploy:', '  - ok', '  - 3', 'colour: red', 'health: healthz', 'web:'].join('\n'),
+    );
     expect(r.ok).toBe(false);
     if (r.ok) return;
     expect(r.fields).toEqual({
@@ -37,7 +42,10 @@ describe('service.yaml', () => {
     if (!bad.ok) expect(bad.fields.manifest).toMatch(/^invalid YAML: .*\(line \d+\)/);
 
     const list = parseManifest('- npm ci\n');
-    expect(list).toEqual({ ok: false, fields: { manifest: 'expected a mapping of build, deploy, web and health (line 1)' } });
+    expect(list).toEqual({
+      ok: false,
+      fields: { manifest: 'expected a mapping of build, deploy, web and health (line 1)' },
+    });
 
     const dup = parseManifest('web: a\nweb: b\n');
     expect(dup.ok).toBe(false);
@@ -49,7 +57,11 @@ describe('service.yaml', () => {
     try {
       expect(await readManifest(dir)).toEqual({ ok: true, manifest: { build: [], deploy: [] }, present: false });
       await writeFile(path.join(dir, 'service.yaml'), 'build: [1]\n');
-      expect(await readManifest(dir)).toEqual({ ok: false, fields: { 'build.0': 'expected a non-empty string (line 1)' }, present: true });
+      expect(await readManifest(dir)).toEqual({
+        ok: false,
+        fields: { 'build.0': 'expected a non-empty string (line 1)' },
+        present: true,
+      });
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

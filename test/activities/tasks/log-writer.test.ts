@@ -10,7 +10,15 @@ const LIMIT = 4096;
 async function newTask() {
   const team = await createTeam(t, await createUser(t));
   const id = randomUUID();
-  await t.deps.knex('tasks').insert({ id, team_id: team.id, kind: 'deployments', type: 'deploy', account_via: 'token', workflow_id: `wf-${id}`, status: 'running' });
+  await t.deps.knex('tasks').insert({
+    id,
+    team_id: team.id,
+    kind: 'deployments',
+    type: 'deploy',
+    account_via: 'token',
+    workflow_id: `wf-${id}`,
+    status: 'running',
+  });
   return id;
 }
 
@@ -35,7 +43,9 @@ describe('the task log cap (TASK_LOG_LIMIT_BYTES)', () => {
     const keptLines = Math.floor(LIMIT / lineBytes);
     const markers = text.split('\n').filter((l) => l.startsWith('[...'));
     const written = 100 * lineBytes + 100 * (lineBytes + 1); // 'deploy' is one letter longer than 'build'
-    expect(markers).toEqual([`[... ${written - keptLines * lineBytes} bytes of output dropped: the task log is limited to 4 KiB (TASK_LOG_LIMIT_BYTES) ...]`]);
+    expect(markers).toEqual([
+      `[... ${written - keptLines * lineBytes} bytes of output dropped: the task log is limited to 4 KiB (TASK_LOG_LIMIT_BYTES) ...]`,
+    ]);
     expect(text.startsWith(`${line('build', 0)}\n`)).toBe(true);
     expect(text).toContain(line('build', keptLines - 1));
     expect(text).not.toContain(line('build', keptLines));
@@ -66,7 +76,9 @@ describe('the task log cap (TASK_LOG_LIMIT_BYTES)', () => {
     const kept = Math.floor(LIMIT / 199);
     expect(text.split('\n').filter((l) => l.startsWith('é'))).toHaveLength(kept);
     expect(text).toContain(`[... ${(40 - kept) * 199} bytes of output dropped`);
-    const seqs = (await t.deps.knex('task_logs').where({ task_id: id }).orderBy('seq')).map((r: { seq: number }) => r.seq);
+    const seqs = (await t.deps.knex('task_logs').where({ task_id: id }).orderBy('seq')).map(
+      (r: { seq: number }) => r.seq,
+    );
     expect(seqs).toEqual(seqs.map((_: number, i: number) => i + 1));
   });
 });

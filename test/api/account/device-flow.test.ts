@@ -10,7 +10,12 @@ const USER_CODE = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/;
 async function start() {
   const res = await t.agent().post('/cli/sessions');
   expect(res.status).toBe(200);
-  return res.body as { device_code: string; user_code: string; verification_uri: string; verification_uri_complete: string };
+  return res.body as {
+    device_code: string;
+    user_code: string;
+    verification_uri: string;
+    verification_uri_complete: string;
+  };
 }
 
 const poll = (device_code: string) => t.agent().post('/cli/sessions/token', { device_code });
@@ -28,7 +33,10 @@ describe('POST /cli/sessions', () => {
       expires_in: 900,
     });
     expect(res.body.device_code.length).toBeGreaterThanOrEqual(40);
-    const row = await t.deps.knex('cli_device_codes').where({ device_code_digest: sha256(res.body.device_code) }).first();
+    const row = await t.deps
+      .knex('cli_device_codes')
+      .where({ device_code_digest: sha256(res.body.device_code) })
+      .first();
     expect(row.status).toBe('pending');
     expect(JSON.stringify(await t.deps.knex('cli_device_codes'))).not.toContain(res.body.device_code);
   });
@@ -54,13 +62,19 @@ describe('command-line sign-in, end to end', () => {
 
     const noCsrf = await browser.post('/cli/sessions/approve', { user_code: flow.user_code }, { noCsrf: true });
     expect(noCsrf.status).toBe(403);
-    const approved = await browser.post('/cli/sessions/approve', { user_code: flow.user_code.toLowerCase().replace('-', '') });
+    const approved = await browser.post('/cli/sessions/approve', {
+      user_code: flow.user_code.toLowerCase().replace('-', ''),
+    });
     expect(approved.status).toBe(200);
     expect(approved.body).toEqual({ user_code: flow.user_code, status: 'approved' });
 
     const token = await poll(flow.device_code);
     expect(token.status).toBe(201);
-    expect(token.body).toMatchObject({ access_token: expect.stringMatching(/^vcs_/), token_type: 'bearer', user: { id: user.id } });
+    expect(token.body).toMatchObject({
+      access_token: expect.stringMatching(/^vcs_/),
+      token_type: 'bearer',
+      user: { id: user.id },
+    });
     expect(token.headers.get('cache-control')).toBe('no-store');
     const again = await poll(flow.device_code);
     expect(again.status).toBe(400);
@@ -95,7 +109,10 @@ describe('command-line sign-in, end to end', () => {
   it('answers expired_token for an expired device code, which can no longer be approved', async () => {
     const browser = await sessionAgent(t, await createUser(t));
     const flow = await start();
-    await t.deps.knex('cli_device_codes').where({ device_code_digest: sha256(flow.device_code) }).update({ expires_at: new Date(Date.now() - 1000) });
+    await t.deps
+      .knex('cli_device_codes')
+      .where({ device_code_digest: sha256(flow.device_code) })
+      .update({ expires_at: new Date(Date.now() - 1000) });
     const res = await poll(flow.device_code);
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('expired_token');
@@ -139,7 +156,9 @@ describe('GET /cli/verify', () => {
   });
 
   it('offers to enter the code again when it is not waiting, escaping what was given', async () => {
-    const res = await (await sessionAgent(t, await createUser(t))).get('/cli/verify?user_code=%22%3E%3Cimg%20src%3Dx%3E');
+    const res = await (await sessionAgent(t, await createUser(t))).get(
+      '/cli/verify?user_code=%22%3E%3Cimg%20src%3Dx%3E',
+    );
     expect(res.status).toBe(200);
     expect(res.text).toContain('not waiting for approval');
     expect(res.text).not.toContain('<img');

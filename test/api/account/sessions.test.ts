@@ -18,7 +18,9 @@ describe('POST /session', () => {
   it('answers a wrong password and an unknown address alike with 401 unauthenticated', async () => {
     const user = await createUser(t);
     const wrong = await t.agent().post('/session', { email: user.email, password: 'not the password at all' });
-    const unknown = await t.agent().post('/session', { email: `nobody-${Date.now()}@example.test`, password: PASSWORD });
+    const unknown = await t
+      .agent()
+      .post('/session', { email: `nobody-${Date.now()}@example.test`, password: PASSWORD });
     expect(wrong.status).toBe(401);
     expect(unknown.status).toBe(401);
     expect(wrong.body.error.code).toBe('unauthenticated');
@@ -80,8 +82,15 @@ describe('POST /users/{id}/sessions/end-others', () => {
       expires_at: new Date(Date.now() + 86_400_000),
     });
     // The current sign-in happened two hours ago.
-    const currentRow = await t.deps.knex('sessions').where({ user_id: user.id, kind: 'browser' }).orderBy('created_at').first();
-    await t.deps.knex('sessions').where({ id: currentRow.id }).update({ authenticated_at: new Date(Date.now() - 2 * 3600_000) });
+    const currentRow = await t.deps
+      .knex('sessions')
+      .where({ user_id: user.id, kind: 'browser' })
+      .orderBy('created_at')
+      .first();
+    await t.deps
+      .knex('sessions')
+      .where({ id: currentRow.id })
+      .update({ authenticated_at: new Date(Date.now() - 2 * 3600_000) });
 
     const refused = await current.post(`/users/${user.id}/sessions/end-others`);
     expect(refused.status).toBe(403);
@@ -98,7 +107,10 @@ describe('POST /users/{id}/sessions/end-others', () => {
     expect((await otherBrowser.get('/me')).status).toBe(401);
     expect((await current.get('/me')).status).toBe(200);
     const live = await t.deps.knex('sessions').where({ user_id: user.id }).whereNull('ended_at').orderBy('kind');
-    expect(live.map((s) => [s.kind, s.id === currentRow.id])).toEqual([['browser', true], ['cli', false]]);
+    expect(live.map((s) => [s.kind, s.id === currentRow.id])).toEqual([
+      ['browser', true],
+      ['cli', false],
+    ]);
   });
 
   it("answers 404 for another user's id and ends nothing", async () => {
@@ -134,7 +146,12 @@ describe('GET /me', () => {
     const res = await t.agent().withBearer(token).get('/me');
     expect(res.status).toBe(200);
     expect(res.body.via).toBe('token');
-    expect(res.body.token).toEqual({ id: expect.any(String), team_id: team.id, purpose: 'deploy bot', expires_at: expect.any(String) });
+    expect(res.body.token).toEqual({
+      id: expect.any(String),
+      team_id: team.id,
+      purpose: 'deploy bot',
+      expires_at: expect.any(String),
+    });
     expect(res.text).not.toContain(token);
   });
 

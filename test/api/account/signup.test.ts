@@ -34,7 +34,13 @@ describe('POST /signup', () => {
     const email = uniqueEmail('new');
     const res = await t.agent().post('/signup', { email, password: PASSWORD, name: 'Ada' });
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ id: expect.any(String), email, name: 'Ada', email_confirmed: false, created_at: expect.any(String) });
+    expect(res.body).toEqual({
+      id: expect.any(String),
+      email,
+      name: 'Ada',
+      email_confirmed: false,
+      created_at: expect.any(String),
+    });
     expect(JSON.stringify(res.body)).not.toContain('password');
     const mail = await t.smtp!.waitFor((m) => m.to.includes(email));
     expect(codeFrom(mail)).toMatch(/^[A-Z0-9]{4}-[A-Z0-9]{4}-[A-Z0-9]{4}$/);
@@ -63,7 +69,9 @@ describe('POST /signup', () => {
   });
 
   it('refuses a password over 200 characters and a name over 100', async () => {
-    const res = await t.agent().post('/signup', { email: uniqueEmail('long'), password: 'x'.repeat(201), name: 'n'.repeat(101) });
+    const res = await t
+      .agent()
+      .post('/signup', { email: uniqueEmail('long'), password: 'x'.repeat(201), name: 'n'.repeat(101) });
     expect(res.status).toBe(422);
     expect(Object.keys(res.body.error.fields).sort()).toEqual(['name', 'password']);
   });
@@ -95,7 +103,10 @@ describe('POST /signup for an address with an unconfirmed sign-up', () => {
     const first = await signUp(t.agent(), email, 'Not The Owner');
     const dayAgo = new Date(Date.now() - 25 * 3600_000);
     await t.deps.knex('users').where({ id: first.user.id }).update({ created_at: dayAgo });
-    await t.deps.knex('email_confirmations').where({ user_id: first.user.id }).update({ created_at: dayAgo, expires_at: new Date(Date.now() - 3600_000) });
+    await t.deps
+      .knex('email_confirmations')
+      .where({ user_id: first.user.id })
+      .update({ created_at: dayAgo, expires_at: new Date(Date.now() - 3600_000) });
 
     const res = await t.agent().post('/signup', { email, password: PASSWORD, name: 'The Owner' });
     expect(res.status).toBe(201);
@@ -111,7 +122,10 @@ describe('POST /signup for an address with an unconfirmed sign-up', () => {
 
   it('still answers 409 for a confirmed account, however old', async () => {
     const user = await createUser(t);
-    await t.deps.knex('users').where({ id: user.id }).update({ created_at: new Date(Date.now() - 90 * 86_400_000) });
+    await t.deps
+      .knex('users')
+      .where({ id: user.id })
+      .update({ created_at: new Date(Date.now() - 90 * 86_400_000) });
     const res = await t.agent().post('/signup', { email: user.email, password: PASSWORD, name: 'Other' });
     expect(res.status).toBe(409);
     expect(res.body.error.fields).toEqual({ email: 'already has an account' });
@@ -139,7 +153,10 @@ describe('POST /signup/confirm', () => {
     const wrong = await t.agent().post('/signup/confirm', { code: 'CCCC-CCCC-CCCC' });
     expect(wrong.status).toBe(422);
     expect(wrong.body.error.fields.code).toBeTruthy();
-    await t.deps.knex('email_confirmations').where({ user_id: user.id }).update({ expires_at: new Date(Date.now() - 1000) });
+    await t.deps
+      .knex('email_confirmations')
+      .where({ user_id: user.id })
+      .update({ expires_at: new Date(Date.now() - 1000) });
     const expired = await t.agent().post('/signup/confirm', { code });
     expect(expired.status).toBe(422);
     expect(expired.body.error.fields.code).toBeTruthy();
@@ -203,7 +220,11 @@ describe('sign-up to sign-out', () => {
     const token = await browser.get('/session/token');
     expect(token.status).toBe(200);
     browser.csrf = token.body.token;
-    const wrongToken = await browser.post('/me/ssh-keys', { name: 'x', public_key: 'x' }, { headers: { 'x-csrf-token': 'nope' } });
+    const wrongToken = await browser.post(
+      '/me/ssh-keys',
+      { name: 'x', public_key: 'x' },
+      { headers: { 'x-csrf-token': 'nope' } },
+    );
     expect(wrongToken.status).toBe(403);
     const accepted = await browser.post('/me/ssh-keys', { name: 'x', public_key: 'x' });
     expect(accepted.status).toBe(422); // past CSRF, on to validation

@@ -14,7 +14,18 @@ let n = 0;
 /** A fresh key pair made by ssh-keygen: the .pub line and ssh-keygen's own fingerprint. */
 function keygen(type: string, bits?: number): { publicKey: string; fingerprint: string } {
   const file = join(dir, `key${++n}`);
-  execFileSync('ssh-keygen', ['-q', '-t', type, ...(bits ? ['-b', String(bits)] : []), '-N', '', '-C', `test@${type}`, '-f', file]);
+  execFileSync('ssh-keygen', [
+    '-q',
+    '-t',
+    type,
+    ...(bits ? ['-b', String(bits)] : []),
+    '-N',
+    '',
+    '-C',
+    `test@${type}`,
+    '-f',
+    file,
+  ]);
   const publicKey = readFileSync(`${file}.pub`, 'utf8');
   const fingerprint = execFileSync('ssh-keygen', ['-lf', `${file}.pub`], { encoding: 'utf8' }).split(' ')[1];
   return { publicKey, fingerprint };
@@ -48,7 +59,10 @@ describe('POST /me/ssh-keys', () => {
     const { agent } = await signedIn();
     const key = keygen('ed25519');
     expect((await agent.post('/me/ssh-keys', { name: 'one', public_key: key.publicKey })).status).toBe(201);
-    const again = await agent.post('/me/ssh-keys', { name: 'two', public_key: key.publicKey.replace(/test@\S+/, 'other comment') });
+    const again = await agent.post('/me/ssh-keys', {
+      name: 'two',
+      public_key: key.publicKey.replace(/test@\S+/, 'other comment'),
+    });
     expect(again.status).toBe(409);
     expect(Object.keys(again.body.error.fields)).toEqual(['public_key']);
     expect((await agent.get('/me/ssh-keys')).body.data).toHaveLength(1);

@@ -22,11 +22,20 @@ describe('POST /environments/{id}/deploy', () => {
   it('builds the head of the git ref, runs the deploy steps and puts v1 live on the environment port', async () => {
     const res = await w.api.post(`${url()}/deploy`);
     expect(res.status).toBe(202);
-    expect(res.body).toMatchObject({ kind: 'deployments', type: 'deploy', environment_id: w.environment.id, account: { id: w.developer.id, via: 'token' } });
+    expect(res.body).toMatchObject({
+      kind: 'deployments',
+      type: 'deploy',
+      environment_id: w.environment.id,
+      account: { id: w.developer.id, via: 'token' },
+    });
     expect(['pending', 'running', 'succeeded']).toContain(res.body.status);
     const task = await waitForTask(t, w.api, res.body.id);
     expect(task.status, task.error ?? '').toBe('succeeded');
-    expect(task.result).toMatchObject({ git_ref: 'main', release_id: expect.any(String), deployment_id: expect.any(String) });
+    expect(task.result).toMatchObject({
+      git_ref: 'main',
+      release_id: expect.any(String),
+      deployment_id: expect.any(String),
+    });
     expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v1' });
     expect(w.repo.deployRuns()).toBe(1);
     const log = await taskLog(t, w.api, task.id);
@@ -119,6 +128,11 @@ describe('deployments and the Temporal workflow list', () => {
     const byTask = [];
     for await (const wf of t.deps.temporal.workflow.list({ query: `TaskId = "${one}"` })) byTask.push(wf);
     expect(byTask).toHaveLength(1);
-    expect(await t.deps.temporal.workflow.getHandle(byTask[0].workflowId, byTask[0].runId).describe().then((d) => d.staticSummary())).toMatch(/ to production \(|production \(/);
+    expect(
+      await t.deps.temporal.workflow
+        .getHandle(byTask[0].workflowId, byTask[0].runId)
+        .describe()
+        .then((d) => d.staticSummary()),
+    ).toMatch(/ to production \(|production \(/);
   });
 });

@@ -7,14 +7,15 @@ import { createAccessToken, createProject, createTeam, createUser } from '../../
 const t = useTestContext({ worker: true });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const url = () => `/environments/${w.environment.id}`;
-const countTasks = async () => Number((await t.deps.knex('tasks').where({ environment_id: w.environment.id }).count({ n: '*' }))[0].n);
+const countTasks = async () =>
+  Number((await t.deps.knex('tasks').where({ environment_id: w.environment.id }).count({ n: '*' }))[0].n);
 
 beforeAll(async () => {
   w = await createDeployWorld(t, { gatedFirstCommit: true });
 });
 
 describe('POST /environments/{id}/deploy refusals', () => {
-  it('answers a viewer\'s token with 403 forbidden and starts nothing', async () => {
+  it("answers a viewer's token with 403 forbidden and starts nothing", async () => {
     for (const action of ['deploy', 'redeploy', 'rollback', 'build']) {
       const res = await w.viewerApi.post(`${url()}/${action}`);
       expect(res.status, action).toBe(403);

@@ -35,7 +35,11 @@ describe('POST /environments/{id}/domains', () => {
     expect(res.status, res.text).toBe(201);
     const domain = domainSchema.parse(res.body);
     expect(domain).toMatchObject({ environment_id: environment.id, hostname, status: 'pending', verified_at: null });
-    expect(domain.verification).toEqual({ type: 'TXT', name: `_vc-verify.${hostname}`, value: expect.stringMatching(/^vc-verify=/) });
+    expect(domain.verification).toEqual({
+      type: 'TXT',
+      name: `_vc-verify.${hostname}`,
+      value: expect.stringMatching(/^vc-verify=/),
+    });
   });
 
   it('stores internationalized names as punycode', async () => {
@@ -47,7 +51,17 @@ describe('POST /environments/{id}/domains', () => {
 
   it('refuses anything but a hostname alone with 422 on hostname', async () => {
     const { environment, agent } = await world();
-    for (const hostname of ['https://shop.example.com', 'shop.example.com:8443', 'shop.example.com/path', '*.example.com', 'localhost', '10.0.0.1', 'bad_label.example.com', '-a.example.com', '']) {
+    for (const hostname of [
+      'https://shop.example.com',
+      'shop.example.com:8443',
+      'shop.example.com/path',
+      '*.example.com',
+      'localhost',
+      '10.0.0.1',
+      'bad_label.example.com',
+      '-a.example.com',
+      '',
+    ]) {
       const res = await agent.post(`/environments/${environment.id}/domains`, { hostname });
       expect(res.status, hostname).toBe(422);
       expect(res.body.error.fields.hostname, hostname).toBeTruthy();
@@ -84,7 +98,9 @@ describe('POST /environments/{id}/domains', () => {
     const { team, environment } = await world();
     const dev = await createUser(t);
     await addMember(t, team, dev, 'developer');
-    const res = await (await sessionAgent(t, dev)).post(`/environments/${environment.id}/domains`, { hostname: host() });
+    const res = await (await sessionAgent(t, dev)).post(`/environments/${environment.id}/domains`, {
+      hostname: host(),
+    });
     expect(res.status).toBe(403);
   });
 });
@@ -106,14 +122,19 @@ describe('POST /domains/{id}/verify', () => {
     const { environment, agent } = await world();
     const added = (await agent.post(`/environments/${environment.id}/domains`, { hostname: host() })).body;
     for (let i = 0; i < 12; i++) expect((await agent.post(`/domains/${added.id}/verify`)).status).toBe(200);
-    const before = await t.deps.knex('domain_verify_calls').where({ domain_id: added.id }).count<{ n: string }[]>({ n: '*' });
+    const before = await t.deps
+      .knex('domain_verify_calls')
+      .where({ domain_id: added.id })
+      .count<{ n: string }[]>({ n: '*' });
     const res = await agent.post(`/domains/${added.id}/verify`);
     expect(res.status).toBe(429);
     expect(res.body.error.code).toBe('rate_limited');
     const retry = Number(res.headers.get('retry-after'));
     expect(retry).toBeGreaterThan(3500);
     expect(retry).toBeLessThanOrEqual(3600);
-    expect(await t.deps.knex('domain_verify_calls').where({ domain_id: added.id }).count<{ n: string }[]>({ n: '*' })).toEqual(before);
+    expect(
+      await t.deps.knex('domain_verify_calls').where({ domain_id: added.id }).count<{ n: string }[]>({ n: '*' }),
+    ).toEqual(before);
   });
 });
 
@@ -163,15 +184,23 @@ describe('DELETE /domains/{id}', () => {
 describe('GET/POST /projects/{id}/settings', () => {
   it('changes only the fields given; domain_allowance governs adding domains; null goes back to the default', async () => {
     const { project, environment, agent } = await world();
-    expect((await agent.get(`/projects/${project.id}/settings`)).body).toEqual({ name: project.name, domain_allowance: 3, domain_allowance_is_default: true });
+    expect((await agent.get(`/projects/${project.id}/settings`)).body).toEqual({
+      name: project.name,
+      domain_allowance: 3,
+      domain_allowance_is_default: true,
+    });
     const res = await agent.post(`/projects/${project.id}/settings`, { domain_allowance: 1 });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ name: project.name, domain_allowance: 1, domain_allowance_is_default: false });
     expect((await agent.post(`/environments/${environment.id}/domains`, { hostname: host() })).status).toBe(201);
-    expect((await agent.post(`/environments/${environment.id}/domains`, { hostname: host() })).body.error.code).toBe('domain_allowance_spent');
+    expect((await agent.post(`/environments/${environment.id}/domains`, { hostname: host() })).body.error.code).toBe(
+      'domain_allowance_spent',
+    );
     const bad = await agent.post(`/projects/${project.id}/settings`, { domain_allowance: -1, name: 'Bad Name' });
     expect(bad.status).toBe(422);
     expect(Object.keys(bad.body.error.fields).sort()).toEqual(['domain_allowance', 'name']);
-    expect((await agent.post(`/projects/${project.id}/settings`, { domain_allowance: null })).body.domain_allowance).toBe(3);
+    expect(
+      (await agent.post(`/projects/${project.id}/settings`, { domain_allowance: null })).body.domain_allowance,
+    ).toBe(3);
   });
 });

@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repositoriesDir, useTestContext, type TestContext } from '../../helpers/context';
-import { addMember, createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
+import {
+  addMember,
+  createAccessToken,
+  createProject,
+  createTeam,
+  createUser,
+  sessionAgent,
+} from '../../helpers/fixtures';
 import { Environment } from '../../../db/models/environment';
 import type { Team } from '../../../db/models/team';
 
@@ -71,7 +78,9 @@ describe('GET /projects/{id}/environments/choices', () => {
 
   it('refuses a developer with 403 and another team with 404', async () => {
     const { team, project } = await setup();
-    expect((await (await memberAgent(team, 'developer')).get(`/projects/${project.id}/environments/choices`)).status).toBe(403);
+    expect(
+      (await (await memberAgent(team, 'developer')).get(`/projects/${project.id}/environments/choices`)).status,
+    ).toBe(403);
     const stranger = await setup();
     expect((await stranger.agent.get(`/projects/${project.id}/environments/choices`)).status).toBe(404);
   });
@@ -116,7 +125,9 @@ describe('POST /projects/{id}/environments', () => {
   it('gives distinct ports to environments created at the same time', async () => {
     const { project, agent } = await setup();
     const results = await Promise.all(
-      ['p1', 'p2', 'p3', 'p4'].map((name) => agent.post(`/projects/${project.id}/environments`, { name, git_ref: 'main' })),
+      ['p1', 'p2', 'p3', 'p4'].map((name) =>
+        agent.post(`/projects/${project.id}/environments`, { name, git_ref: 'main' }),
+      ),
     );
     expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201]);
     expect(new Set(results.map((r) => r.body.url)).size).toBe(4);
@@ -132,7 +143,12 @@ describe('POST /projects/{id}/environments', () => {
 
   it('refuses bad fields with 422 naming each', async () => {
     const { project, agent } = await setup();
-    const res = await agent.post(`/projects/${project.id}/environments`, { name: 'Prod!', git_ref: 'a..b', auto_deploy: 'yes', x: 1 });
+    const res = await agent.post(`/projects/${project.id}/environments`, {
+      name: 'Prod!',
+      git_ref: 'a..b',
+      auto_deploy: 'yes',
+      x: 1,
+    });
     expect(res.status).toBe(422);
     expect(Object.keys(res.body.error.fields).sort()).toEqual(['auto_deploy', 'git_ref', 'name', 'x']);
   });
@@ -158,9 +174,14 @@ describe('POST /projects/{id}/environments', () => {
     const dev = await memberAgent(team, 'developer');
     expect((await dev.post(`/projects/${project.id}/environments`, { name: 'x', git_ref: 'main' })).status).toBe(403);
     const stranger = await setup();
-    expect((await stranger.agent.post(`/projects/${project.id}/environments`, { name: 'x', git_ref: 'main' })).status).toBe(404);
+    expect(
+      (await stranger.agent.post(`/projects/${project.id}/environments`, { name: 'x', git_ref: 'main' })).status,
+    ).toBe(404);
     const token = await createAccessToken(t, owner, team);
-    const res = await t.agent().withBearer(token).post(`/projects/${project.id}/environments`, { name: 'x', git_ref: 'main' });
+    const res = await t
+      .agent()
+      .withBearer(token)
+      .post(`/projects/${project.id}/environments`, { name: 'x', git_ref: 'main' });
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('token_not_allowed');
   });
@@ -171,8 +192,12 @@ describe('POST /projects/{id}/environments when the port range is spent', () => 
 
   it('answers 409 no_port_available', async () => {
     const { project, agent } = await setup(small);
-    expect((await agent.post(`/projects/${project.id}/environments`, { name: 'one', git_ref: 'main' })).status).toBe(201);
-    expect((await agent.post(`/projects/${project.id}/environments`, { name: 'two', git_ref: 'main' })).status).toBe(201);
+    expect((await agent.post(`/projects/${project.id}/environments`, { name: 'one', git_ref: 'main' })).status).toBe(
+      201,
+    );
+    expect((await agent.post(`/projects/${project.id}/environments`, { name: 'two', git_ref: 'main' })).status).toBe(
+      201,
+    );
     const res = await agent.post(`/projects/${project.id}/environments`, { name: 'three', git_ref: 'main' });
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe('no_port_available');
@@ -185,7 +210,8 @@ describe('GET /environments', () => {
     const second = await createProject(t, team, { name: 'second' });
     const same = new Date('2030-01-01T00:00:00.123456Z');
     const made = [];
-    for (let i = 0; i < 3; i++) made.push(await insertEnvironment(team, project.id, { created_at: same } as Partial<Environment>));
+    for (let i = 0; i < 3; i++)
+      made.push(await insertEnvironment(team, project.id, { created_at: same } as Partial<Environment>));
     for (let i = 0; i < 4; i++) made.push(await insertEnvironment(team, second.id));
     const seen: string[] = [];
     let before: string | null = null;
@@ -205,7 +231,10 @@ describe('GET /environments', () => {
     const order = seen.map((id) => rows.find((r) => r.id === id)!);
     for (let i = 1; i < order.length; i++) {
       const [a, b] = [order[i - 1], order[i]];
-      expect(a.created_at.getTime() > b.created_at.getTime() || (a.created_at.getTime() === b.created_at.getTime() && a.id > b.id)).toBe(true);
+      expect(
+        a.created_at.getTime() > b.created_at.getTime() ||
+          (a.created_at.getTime() === b.created_at.getTime() && a.id > b.id),
+      ).toBe(true);
     }
   });
 
@@ -278,22 +307,34 @@ describe('PATCH /environments/{id}', () => {
     const res = await admin.patch(`/environments/${env.id}`, { git_ref: 'staging', auto_deploy: true });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: env.id, git_ref: 'staging', auto_deploy: true });
-    expect(await Environment.query(t.deps.knex).findById(env.id)).toMatchObject({ git_ref: 'staging', auto_deploy: true });
+    expect(await Environment.query(t.deps.knex).findById(env.id)).toMatchObject({
+      git_ref: 'staging',
+      auto_deploy: true,
+    });
   });
 
   it('refuses an unknown ref, an empty body and wrong types with 422, changing nothing', async () => {
     const { team, project, agent } = await setup();
     const env = await insertEnvironment(team, project.id);
-    expect((await agent.patch(`/environments/${env.id}`, { git_ref: 'nope', auto_deploy: true })).body.error.fields.git_ref).toBeDefined();
+    expect(
+      (await agent.patch(`/environments/${env.id}`, { git_ref: 'nope', auto_deploy: true })).body.error.fields.git_ref,
+    ).toBeDefined();
     expect((await agent.patch(`/environments/${env.id}`, {})).status).toBe(422);
-    expect((await agent.patch(`/environments/${env.id}`, { auto_deploy: 1 })).body.error.fields.auto_deploy).toBeDefined();
-    expect(await Environment.query(t.deps.knex).findById(env.id)).toMatchObject({ git_ref: 'main', auto_deploy: false });
+    expect(
+      (await agent.patch(`/environments/${env.id}`, { auto_deploy: 1 })).body.error.fields.auto_deploy,
+    ).toBeDefined();
+    expect(await Environment.query(t.deps.knex).findById(env.id)).toMatchObject({
+      git_ref: 'main',
+      auto_deploy: false,
+    });
   });
 
   it('refuses a developer with 403 and a token with token_not_allowed', async () => {
     const { owner, team, project } = await setup();
     const env = await insertEnvironment(team, project.id);
-    expect((await (await memberAgent(team, 'developer')).patch(`/environments/${env.id}`, { auto_deploy: true })).status).toBe(403);
+    expect(
+      (await (await memberAgent(team, 'developer')).patch(`/environments/${env.id}`, { auto_deploy: true })).status,
+    ).toBe(403);
     const token = await createAccessToken(t, owner, team);
     const res = await t.agent().withBearer(token).patch(`/environments/${env.id}`, { auto_deploy: true });
     expect(res.status).toBe(403);
@@ -312,8 +353,17 @@ describe('DELETE /environments/{id}', () => {
   it('refuses while a task is pending on it (409 deploy_in_progress)', async () => {
     const { team, project, agent } = await setup();
     const env = await insertEnvironment(team, project.id);
-    const [task] = await t.deps.knex('tasks')
-      .insert({ team_id: team.id, project_id: project.id, environment_id: env.id, kind: 'deployments', type: 'deploy', account_via: 'session', workflow_id: `wf-${env.id}` })
+    const [task] = await t.deps
+      .knex('tasks')
+      .insert({
+        team_id: team.id,
+        project_id: project.id,
+        environment_id: env.id,
+        kind: 'deployments',
+        type: 'deploy',
+        account_via: 'session',
+        workflow_id: `wf-${env.id}`,
+      })
       .returning('id');
     const res = await agent.delete(`/environments/${env.id}`);
     expect(res.status).toBe(409);

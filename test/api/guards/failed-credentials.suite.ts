@@ -38,7 +38,9 @@ export function failedCredentialsSuite(store: 'redis' | 'memory') {
   const client = () => {
     const address = `198.51.100.${++n}`;
     const call = (authorization?: string) =>
-      t.agent().get('/me/tokens', { headers: { 'x-forwarded-for': address, ...(authorization ? { authorization } : {}) } });
+      t
+        .agent()
+        .get('/me/tokens', { headers: { 'x-forwarded-for': address, ...(authorization ? { authorization } : {}) } });
     return { address, call, bearer: (token: string) => call(`Bearer ${token}`) };
   };
   const validToken = async () => {

@@ -93,7 +93,10 @@ describe('request rate per token', () => {
     expect(res.headers.get('ratelimit-reset')).toBe(String(retryAfter));
     // Still refused on the next request; the ceiling is per token, not per person or team.
     expect((await bearer.get('/me')).status).toBe(429);
-    const sibling = await t.agent().withBearer(await createAccessToken(t, user, team)).get('/me');
+    const sibling = await t
+      .agent()
+      .withBearer(await createAccessToken(t, user, team))
+      .get('/me');
     expect(sibling.status).not.toBe(429);
     expect(sibling.headers.get('ratelimit-remaining')).toBe(String(LIMIT - 1));
   });

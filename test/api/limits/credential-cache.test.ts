@@ -1,7 +1,14 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
-import { addMember, createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
+import {
+  addMember,
+  createAccessToken,
+  createProject,
+  createTeam,
+  createUser,
+  sessionAgent,
+} from '../../helpers/fixtures';
 import { Agent } from '../../helpers/http';
 import { freePort } from '../../helpers/ports';
 import { spawnSystemProcess, stopChildren } from '../../helpers/processes';
@@ -25,7 +32,12 @@ async function startApi(env: Record<string, string> = {}): Promise<string> {
   children.push(spawnSystemProcess(t, 'system/api.ts', { PORT: String(port), HOST: '127.0.0.1', ...env }));
   const url = `http://127.0.0.1:${port}/api/vc/v1`;
   const deadline = Date.now() + 60_000;
-  while (!(await fetch(`${url}/health`).then((r) => r.ok, () => false))) {
+  while (
+    !(await fetch(`${url}/health`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
     if (Date.now() > deadline) throw new Error('the API process did not start');
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -45,7 +57,9 @@ async function msUntil(status: number, probe: () => Promise<{ status: number }>,
 
 /** The cache's listen connection in process B (and A): what B's database session looks like. */
 const listenBackends = () =>
-  t.deps.knex.raw(`SELECT pid FROM pg_stat_activity WHERE application_name = 'vc-credential-cache' AND datname = current_database()`);
+  t.deps.knex.raw(
+    `SELECT pid FROM pg_stat_activity WHERE application_name = 'vc-credential-cache' AND datname = current_database()`,
+  );
 
 beforeAll(async () => {
   [a, b] = await Promise.all([startApi(), startApi({ CREDENTIAL_CACHE_SECONDS: '60' })]);
@@ -82,7 +96,18 @@ async function world(role: 'developer' | 'admin' = 'developer') {
     const agent = await sessionAgent(t, dev);
     return Object.assign(new Agent(url), { cookies: agent.cookies, csrf: agent.csrf });
   };
-  return { owner, dev, team, membership, env, token, tokenId, ownerOn, devSession, on: (url: string) => new Agent(url).withBearer(token) };
+  return {
+    owner,
+    dev,
+    team,
+    membership,
+    env,
+    token,
+    tokenId,
+    ownerOn,
+    devSession,
+    on: (url: string) => new Agent(url).withBearer(token),
+  };
 }
 
 describe('a token look-up cached by another API process', () => {
@@ -131,7 +156,10 @@ describe('a token look-up cached by another API process', () => {
     expect((await w.on(a).get('/me')).status).toBe(401);
     // Process B still holds it: without the trigger's NOTIFY it would for up to a minute.
     expect((await w.on(b).get('/me')).status).toBe(200);
-    await t.deps.knex.raw('SELECT pg_notify(?, ?)', ['vc_credentials', JSON.stringify({ table: 'access_tokens', id: w.tokenId })]);
+    await t.deps.knex.raw('SELECT pg_notify(?, ?)', [
+      'vc_credentials',
+      JSON.stringify({ table: 'access_tokens', id: w.tokenId }),
+    ]);
     expect(await msUntil(401, () => w.on(b).get('/me'))).toBeLessThan(100);
   });
 

@@ -23,7 +23,11 @@ describe('GET /health', () => {
     expect(before.status).toBe(200);
     expect(before.body).toEqual({
       status: 'degraded',
-      components: { database: { status: 'ok' }, temporal: { status: 'ok' }, worker: { status: 'unavailable', ready: 0, seen_at: null } },
+      components: {
+        database: { status: 'ok' },
+        temporal: { status: 'ok' },
+        worker: { status: 'unavailable', ready: 0, seen_at: null },
+      },
     });
 
     const worker = spawnSystemProcess(t, 'system/worker.ts');
@@ -37,11 +41,16 @@ describe('GET /health', () => {
     // A clean stop removes the worker's row at once.
     await killAndWait(worker, 'SIGTERM');
     const after = await t.agent().get('/health');
-    expect(after.body).toMatchObject({ status: 'degraded', components: { worker: { status: 'unavailable', ready: 0 } } });
+    expect(after.body).toMatchObject({
+      status: 'degraded',
+      components: { worker: { status: 'unavailable', ready: 0 } },
+    });
   });
 
   it('counts a worker that died without stopping as gone once its row is stale', async () => {
-    await t.deps.knex('worker_heartbeats').insert({ identity: 'elsewhere:1', task_queue: 'q', seen_at: new Date(Date.now() - 60_000) });
+    await t.deps
+      .knex('worker_heartbeats')
+      .insert({ identity: 'elsewhere:1', task_queue: 'q', seen_at: new Date(Date.now() - 60_000) });
     const res = await t.agent().get('/health');
     expect(res.body.components.worker).toEqual({ status: 'unavailable', ready: 0, seen_at: null });
     await t.deps.knex('worker_heartbeats').where({ identity: 'elsewhere:1' }).update({ seen_at: new Date() });

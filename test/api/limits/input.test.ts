@@ -12,7 +12,9 @@ describe('a NUL character (U+0000) in any text field', () => {
   });
 
   it('POST /signup: 422 on each field that holds one, and no account is made', async () => {
-    const res = await t.agent().post('/signup', { email: 'nul@example.com', password: 'a long\u0000passphrase', name: 'N\u0000' });
+    const res = await t
+      .agent()
+      .post('/signup', { email: 'nul@example.com', password: 'a long\u0000passphrase', name: 'N\u0000' });
     expect(res.status).toBe(422);
     expect(Object.keys(res.body.error.fields).sort()).toEqual(['name', 'password']);
     expect(await t.deps.knex('users').where({ email: 'nul@example.com' }).first()).toBeUndefined();

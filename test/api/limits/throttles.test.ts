@@ -11,7 +11,13 @@ import { dropRedisPrefix, REDIS_URL } from '../guards/failed-credentials.suite';
  */
 const prefix = `vc-test-${randomBytes(6).toString('hex')}`;
 const t = useTestContext({
-  env: { TRUST_PROXY_HOPS: '1', RATE_LIMIT_PREFIX: prefix, REDIS_URL, INVITATIONS_PER_HOUR: '3', DEVICE_CODES_PER_HOUR: '3' },
+  env: {
+    TRUST_PROXY_HOPS: '1',
+    RATE_LIMIT_PREFIX: prefix,
+    REDIS_URL,
+    INVITATIONS_PER_HOUR: '3',
+    DEVICE_CODES_PER_HOUR: '3',
+  },
 });
 afterAll(() => dropRedisPrefix(prefix));
 
@@ -21,7 +27,8 @@ const from = () => ({ 'x-forwarded-for': `203.0.113.${++n}` });
 describe('POST /cli/sessions', () => {
   it('answers 429 rate_limited with Retry-After beyond DEVICE_CODES_PER_HOUR from one address, and stores no code', async () => {
     const address = from();
-    for (let i = 0; i < 3; i++) expect((await t.agent().request('POST', '/cli/sessions', { headers: address })).status).toBe(200);
+    for (let i = 0; i < 3; i++)
+      expect((await t.agent().request('POST', '/cli/sessions', { headers: address })).status).toBe(200);
     const before = await t.deps.knex('cli_device_codes').count({ n: '*' }).first();
     const refused = await t.agent().request('POST', '/cli/sessions', { headers: address });
     expect(refused.status).toBe(429);
@@ -39,7 +46,11 @@ describe('POST /teams/{id}/invitations', () => {
     const team = await createTeam(t, owner);
     const agent = await sessionAgent(t, owner);
     const address = from();
-    const invite = (i: number) => agent.request('POST', `/teams/${team.id}/invitations`, { headers: address, body: { email: `guest${i}-${n}@example.test`, role: 'viewer' } });
+    const invite = (i: number) =>
+      agent.request('POST', `/teams/${team.id}/invitations`, {
+        headers: address,
+        body: { email: `guest${i}-${n}@example.test`, role: 'viewer' },
+      });
     const first = await invite(1);
     expect(first.status).toBe(201);
     expect((await invite(2)).status).toBe(201);
@@ -49,6 +60,13 @@ describe('POST /teams/{id}/invitations', () => {
     expect(refused.body.error.code).toBe('rate_limited');
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(await t.deps.knex('invitations').where({ team_id: team.id }).count({ n: '*' }).first()).toEqual({ n: 2 });
-    expect((await agent.request('POST', `/teams/${team.id}/invitations`, { headers: from(), body: { email: `guest4-${n}@example.test`, role: 'viewer' } })).status).toBe(201);
+    expect(
+      (
+        await agent.request('POST', `/teams/${team.id}/invitations`, {
+          headers: from(),
+          body: { email: `guest4-${n}@example.test`, role: 'viewer' },
+        })
+      ).status,
+    ).toBe(201);
   });
 });

@@ -12,7 +12,9 @@ const t = useTestContext();
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 let strangerApi: Agent;
 
-const BAD = ['build: ["npm ci", 42]', 'deploy: "node migrate.js"', 'web: node server.js', 'colour: blue', ''].join('\n');
+const BAD = ['build: ["npm ci", 42]', 'deploy: "node migrate.js"', 'web: node server.js', 'colour: blue', ''].join(
+  '\n',
+);
 
 beforeAll(async () => {
   w = await createDeployWorld(t);
@@ -25,15 +27,24 @@ function commitManifest(text: string | null) {
   if (text === null) unlinkSync(file);
   else writeFileSync(file, text);
   execFileSync('git', ['add', '-A'], { cwd: w.repo.dir });
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', 'manifest', '--allow-empty'], { cwd: w.repo.dir });
+  execFileSync(
+    'git',
+    ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', 'manifest', '--allow-empty'],
+    { cwd: w.repo.dir },
+  );
   return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: w.repo.dir, encoding: 'utf8' }).trim();
 }
 
 describe('POST /validate', () => {
   it('answers 200 with the manifest as it will be read', async () => {
-    const res = await w.api.post('/validate', { manifest: 'build: ["npm ci"]\nweb: node server.js\nhealth: /healthz\n' });
+    const res = await w.api.post('/validate', {
+      manifest: 'build: ["npm ci"]\nweb: node server.js\nhealth: /healthz\n',
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ valid: true, manifest: { build: ['npm ci'], deploy: [], web: 'node server.js', health: '/healthz' } });
+    expect(res.body).toEqual({
+      valid: true,
+      manifest: { build: ['npm ci'], deploy: [], web: 'node server.js', health: '/healthz' },
+    });
   });
 
   it('refuses an unknown key and a wrong type with 422, naming each with its line', async () => {
@@ -86,7 +97,10 @@ describe('POST /environments/{id}/validate', () => {
   const url = () => `/environments/${w.environment.id}/validate`;
 
   it('checks the manifest in the body', async () => {
-    expect((await w.api.post(url(), { manifest: 'web: node x.js' })).body).toEqual({ valid: true, manifest: { build: [], deploy: [], web: 'node x.js' } });
+    expect((await w.api.post(url(), { manifest: 'web: node x.js' })).body).toEqual({
+      valid: true,
+      manifest: { build: [], deploy: [], web: 'node x.js' },
+    });
     const bad = await w.api.post(url(), { manifest: BAD });
     expect(bad.status).toBe(422);
     expect(Object.keys(bad.body.error.fields).sort()).toEqual(['build.1', 'colour', 'deploy']);
@@ -96,7 +110,11 @@ describe('POST /environments/{id}/validate', () => {
     const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: w.repo.dir, encoding: 'utf8' }).trim();
     const res = await w.api.post(url());
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ valid: true, source: { git_ref: 'main', commit_sha: head, present: true }, manifest: { web: 'node server.js', health: '/healthz' } });
+    expect(res.body).toMatchObject({
+      valid: true,
+      source: { git_ref: 'main', commit_sha: head, present: true },
+      manifest: { web: 'node server.js', health: '/healthz' },
+    });
   });
 
   it('names the faults of a newly pushed service.yaml with their lines, and says which commit it read', async () => {
@@ -121,7 +139,11 @@ describe('POST /environments/{id}/validate', () => {
   it('takes a commit without service.yaml as an empty, valid manifest', async () => {
     const sha = commitManifest(null);
     const res = await w.api.post(url());
-    expect(res.body).toEqual({ valid: true, manifest: { build: [], deploy: [] }, source: { git_ref: 'main', commit_sha: sha, present: false } });
+    expect(res.body).toEqual({
+      valid: true,
+      manifest: { build: [], deploy: [] },
+      source: { git_ref: 'main', commit_sha: sha, present: false },
+    });
   });
 
   it('answers 409 no_repository without a repository and no body', async () => {

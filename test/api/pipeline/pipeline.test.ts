@@ -11,7 +11,10 @@ let head: string;
 let strangerApi: Agent;
 const releases: Array<{ id: string; git_ref: string; commit_sha: string; environment_id: string }> = [];
 
-async function insertRelease(environment: { id: string; team_id: string; project_id: string }, attrs: { git_ref: string; commit_sha: string; status?: string; minutesAgo: number }) {
+async function insertRelease(
+  environment: { id: string; team_id: string; project_id: string },
+  attrs: { git_ref: string; commit_sha: string; status?: string; minutesAgo: number },
+) {
   const row = {
     id: randomUUID(),
     team_id: environment.team_id,
@@ -94,7 +97,13 @@ describe('GET /environments/{id}/deploy', () => {
   it('allows a deploy of the head commit of the git ref, saying what is live and what a rollback restores', async () => {
     const res = await w.api.get(`/environments/${w.environment.id}/deploy`);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ allowed: true, git_ref: 'main', head_commit: head, head_built: false, skip_steps_allowed: true });
+    expect(res.body).toMatchObject({
+      allowed: true,
+      git_ref: 'main',
+      head_commit: head,
+      head_built: false,
+      skip_steps_allowed: true,
+    });
     expect(res.body.live_release).toMatchObject({ commit_sha: 'b'.repeat(40) });
   });
 
@@ -102,15 +111,37 @@ describe('GET /environments/{id}/deploy', () => {
     const env = await createEnvironment(t, w.project, { name: 'built' });
     await insertRelease(env, { git_ref: 'main', commit_sha: head, minutesAgo: 2 });
     const res = await w.api.get(`/environments/${env.id}/deploy`);
-    expect(res.body).toMatchObject({ allowed: true, head_commit: head, head_built: true, live_release: null, rollback_release: null });
+    expect(res.body).toMatchObject({
+      allowed: true,
+      head_commit: head,
+      head_built: true,
+      live_release: null,
+      rollback_release: null,
+    });
   });
 
   it('is blocked with deploy_in_progress and the task id while a deploy runs', async () => {
     const env = await createEnvironment(t, w.project, { name: 'busy' });
     const taskId = randomUUID();
-    await t.deps.knex('tasks').insert({ id: taskId, team_id: env.team_id, project_id: env.project_id, environment_id: env.id, kind: 'deployments', type: 'deploy', status: 'running', account_via: 'token', workflow_id: `env-change-${env.id}` });
+    await t.deps.knex('tasks').insert({
+      id: taskId,
+      team_id: env.team_id,
+      project_id: env.project_id,
+      environment_id: env.id,
+      kind: 'deployments',
+      type: 'deploy',
+      status: 'running',
+      account_via: 'token',
+      workflow_id: `env-change-${env.id}`,
+    });
     const res = await w.api.get(`/environments/${env.id}/deploy`);
-    expect(res.body).toEqual({ allowed: false, reason: 'deploy_in_progress', task_id: taskId, git_ref: 'main', message: expect.any(String) });
+    expect(res.body).toEqual({
+      allowed: false,
+      reason: 'deploy_in_progress',
+      task_id: taskId,
+      git_ref: 'main',
+      message: expect.any(String),
+    });
   });
 
   it("is blocked with forbidden for a viewer's token", async () => {
@@ -123,12 +154,21 @@ describe('GET /environments/{id}/deploy', () => {
     const team = w.team;
     const bare = await createProject(t, team);
     const noRepo = await createEnvironment(t, bare);
-    expect((await w.api.get(`/environments/${noRepo.id}/deploy`)).body).toMatchObject({ allowed: false, reason: 'no_repository' });
+    expect((await w.api.get(`/environments/${noRepo.id}/deploy`)).body).toMatchObject({
+      allowed: false,
+      reason: 'no_repository',
+    });
     const missingRef = await createEnvironment(t, w.project, { name: 'nowhere', git_ref: 'no-such-branch' });
-    expect((await w.api.get(`/environments/${missingRef.id}/deploy`)).body).toMatchObject({ allowed: false, reason: 'ref_not_found' });
+    expect((await w.api.get(`/environments/${missingRef.id}/deploy`)).body).toMatchObject({
+      allowed: false,
+      reason: 'ref_not_found',
+    });
     const gone = await createProject(t, team, { repository_url: `${w.root}/does-not-exist` });
     const goneEnv = await createEnvironment(t, gone);
-    expect((await w.api.get(`/environments/${goneEnv.id}/deploy`)).body).toMatchObject({ allowed: false, reason: 'repository_unreachable' });
+    expect((await w.api.get(`/environments/${goneEnv.id}/deploy`)).body).toMatchObject({
+      allowed: false,
+      reason: 'repository_unreachable',
+    });
   });
 
   it("answers 404 for another team's environment", async () => {
@@ -144,17 +184,28 @@ describe('GET /environments/{id}/source', () => {
   });
 
   it('shows the URL without its password (as GET /projects does), and head_commit null with an error when the repository cannot be read', async () => {
-    const project = await createProject(t, w.team, { repository_url: 'https://ci-bot:s3cr3t-pass@127.0.0.1:1/app.git' });
+    const project = await createProject(t, w.team, {
+      repository_url: 'https://ci-bot:s3cr3t-pass@127.0.0.1:1/app.git',
+    });
     const env = await createEnvironment(t, project);
     const res = await w.api.get(`/environments/${env.id}/source`);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ repository: { url: 'https://ci-bot@127.0.0.1:1/app.git' }, git_ref: 'main', head_commit: null, error: { code: 'repository_unreachable' } });
+    expect(res.body).toMatchObject({
+      repository: { url: 'https://ci-bot@127.0.0.1:1/app.git' },
+      git_ref: 'main',
+      head_commit: null,
+      error: { code: 'repository_unreachable' },
+    });
     expect(res.text).not.toContain('s3cr3t');
   });
 
   it('answers repository null when the project has none', async () => {
     const env = await createEnvironment(t, await createProject(t, w.team));
-    expect((await w.viewerApi.get(`/environments/${env.id}/source`)).body).toEqual({ repository: null, git_ref: 'main', head_commit: null });
+    expect((await w.viewerApi.get(`/environments/${env.id}/source`)).body).toEqual({
+      repository: null,
+      git_ref: 'main',
+      head_commit: null,
+    });
   });
 
   it("answers 404 for another team's environment", async () => {

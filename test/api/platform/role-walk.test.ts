@@ -32,36 +32,86 @@ async function world() {
   const environment = await createEnvironment(t, project);
   const taskId = randomUUID();
   await t.deps.knex('tasks').insert({
-    id: taskId, team_id: team.id, project_id: project.id, environment_id: environment.id, kind: 'deployments', type: 'build',
-    status: 'succeeded', account_via: 'session', workflow_id: `build-${taskId}`,
+    id: taskId,
+    team_id: team.id,
+    project_id: project.id,
+    environment_id: environment.id,
+    kind: 'deployments',
+    type: 'build',
+    status: 'succeeded',
+    account_via: 'session',
+    workflow_id: `build-${taskId}`,
   });
-  const [invitation] = await t.deps.knex('invitations')
-    .insert({ team_id: team.id, email: `invited-${randomUUID()}@example.test`, role: 'developer', expires_at: new Date(Date.now() + 86_400_000) })
+  const [invitation] = await t.deps
+    .knex('invitations')
+    .insert({
+      team_id: team.id,
+      email: `invited-${randomUUID()}@example.test`,
+      role: 'developer',
+      expires_at: new Date(Date.now() + 86_400_000),
+    })
     .returning('id');
   const other = await createUser(t);
   const membership = await addMember(t, team, other, 'viewer');
-  const [domain] = await t.deps.knex('domains')
-    .insert({ team_id: team.id, project_id: project.id, environment_id: environment.id, hostname: `${randomUUID()}.example.test`, verification_value: 'x' })
+  const [domain] = await t.deps
+    .knex('domains')
+    .insert({
+      team_id: team.id,
+      project_id: project.id,
+      environment_id: environment.id,
+      hostname: `${randomUUID()}.example.test`,
+      verification_value: 'x',
+    })
     .returning('id');
   /** The id a scope kind names, in this world. */
-  const [server] = await t.deps.knex('servers')
-    .insert({ team_id: team.id, project_id: project.id, environment_id: environment.id, role: 'web', name: 'web', plan: 'small', cpu: 0.5, memory_mb: 512, disk_gb: 10 })
+  const [server] = await t.deps
+    .knex('servers')
+    .insert({
+      team_id: team.id,
+      project_id: project.id,
+      environment_id: environment.id,
+      role: 'web',
+      name: 'web',
+      plan: 'small',
+      cpu: 0.5,
+      memory_mb: 512,
+      disk_gb: 10,
+    })
     .returning('id');
   const order = `ord_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
-  await t.deps.knex('subscriptions').insert({ order, team_id: team.id, kind: 'server', item: 'web server', monthly_price: 8, currency: 'EUR' });
-  const [integration] = await t.deps.knex('integrations')
-    .insert({ team_id: team.id, kind: 'webhook', name: 'hook', events: ['task.failed'], config: { url: 'https://example.com/hook' }, sealed_secret: 'x' })
+  await t.deps
+    .knex('subscriptions')
+    .insert({ order, team_id: team.id, kind: 'server', item: 'web server', monthly_price: 8, currency: 'EUR' });
+  const [integration] = await t.deps
+    .knex('integrations')
+    .insert({
+      team_id: team.id,
+      kind: 'webhook',
+      name: 'hook',
+      events: ['task.failed'],
+      config: { url: 'https://example.com/hook' },
+      sealed_secret: 'x',
+    })
     .returning('id');
-  const [ticket] = await t.deps.knex('tickets')
+  const [ticket] = await t.deps
+    .knex('tickets')
     .insert({ team_id: team.id, subject: 'help', body: 'please', category: 'other' })
     .returning('id');
-  const [destination] = await t.deps.knex('backup_destinations')
+  const [destination] = await t.deps
+    .knex('backup_destinations')
     .insert({ team_id: team.id, name: 'dest', kind: 'local', settings: { path: '/nonexistent' } })
     .returning('id');
-  const [snapshot] = await t.deps.knex('backups')
+  const [snapshot] = await t.deps
+    .knex('backups')
     .insert({
-      team_id: team.id, project_id: project.id, environment_id: environment.id, destination_id: destination.id, status: 'available',
-      trigger: 'manual', object_key: 'x', key_fingerprint: 'x',
+      team_id: team.id,
+      project_id: project.id,
+      environment_id: environment.id,
+      destination_id: destination.id,
+      status: 'available',
+      trigger: 'manual',
+      object_key: 'x',
+      key_fingerprint: 'x',
     })
     .returning('id');
   /** The id a scope kind (or another path parameter) names, in this world. */
@@ -88,10 +138,13 @@ describe('the route table', () => {
     expect(walked.length).toBeGreaterThan(20);
   });
 
-  it('publishes each route\'s permission in the OpenAPI document as x-permission', async () => {
+  it("publishes each route's permission in the OpenAPI document as x-permission", async () => {
     const doc = (await t.agent().get('/openapi.json')).body;
     for (const r of allRoutes().filter((x) => x.permission)) {
-      expect({ route: name(r), permission: doc.paths[r.path][r.method]['x-permission'] }).toEqual({ route: name(r), permission: r.permission });
+      expect({ route: name(r), permission: doc.paths[r.path][r.method]['x-permission'] }).toEqual({
+        route: name(r),
+        permission: r.permission,
+      });
     }
   });
 });
@@ -101,7 +154,9 @@ describe('every role', () => {
     const w = await world();
     const id = w.ids[r.scope!.what];
     expect(id, `the walk knows how to make a ${r.scope!.what}: add it to world()`).toBeTruthy();
-    const path = r.path.replace(/\{([a-z_]+)\}/gi, (_m, p: string) => (p === (r.scope!.param ?? 'id') ? id : (w.ids[p] ?? 'x')));
+    const path = r.path.replace(/\{([a-z_]+)\}/gi, (_m, p: string) =>
+      p === (r.scope!.param ?? 'id') ? id : (w.ids[p] ?? 'x'),
+    );
     const outcomes: Record<string, string> = {};
     const expected: Record<string, string> = {};
     // Roles the policy refuses go first: an allowed DELETE would leave nothing for the next role.

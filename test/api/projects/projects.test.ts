@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repositoriesDir, useTestContext } from '../../helpers/context';
-import { addMember, createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
+import {
+  addMember,
+  createAccessToken,
+  createProject,
+  createTeam,
+  createUser,
+  sessionAgent,
+} from '../../helpers/fixtures';
 import { Project } from '../../../db/models/project';
 import type { Team } from '../../../db/models/team';
 
@@ -15,7 +22,8 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 /** A real git repository with one commit on main and a second branch. */
 function gitRepository(name = randomUUID()): string {
   const dir = join(scratch, name);
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, stdio: 'pipe', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' } });
+  const git = (...args: string[]) =>
+    execFileSync('git', args, { cwd: dir, stdio: 'pipe', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' } });
   execFileSync('git', ['init', '-q', '-b', 'main', dir]);
   git('-c', 'user.email=t@example.test', '-c', 'user.name=T', 'commit', '-q', '--allow-empty', '-m', 'first');
   git('branch', 'staging');
@@ -44,7 +52,13 @@ describe('GET /projects', () => {
     const all = await agent.get('/projects');
     expect(all.status).toBe(200);
     expect(all.body.data.map((p: any) => p.id)).toEqual([a.id, b.id]);
-    expect(all.body.data[0]).toEqual({ id: a.id, team_id: team.id, name: 'api', repository: null, created_at: expect.any(String) });
+    expect(all.body.data[0]).toEqual({
+      id: a.id,
+      team_id: team.id,
+      name: 'api',
+      repository: null,
+      created_at: expect.any(String),
+    });
     const filtered = await agent.get(`/projects?team_id=${second.id}`);
     expect(filtered.body.data.map((p: any) => p.id)).toEqual([b.id]);
   });
@@ -93,7 +107,13 @@ describe('POST /projects', () => {
     const { agent } = await memberAgent(team, 'admin');
     const res = await agent.post('/projects', { team_id: team.id, name: 'shop-2' });
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ id: expect.any(String), team_id: team.id, name: 'shop-2', repository: null, created_at: expect.any(String) });
+    expect(res.body).toEqual({
+      id: expect.any(String),
+      team_id: team.id,
+      name: 'shop-2',
+      repository: null,
+      created_at: expect.any(String),
+    });
   });
 
   it('refuses names outside the rules, naming the field', async () => {
@@ -153,7 +173,9 @@ describe('DELETE /projects/{id}', () => {
   it('refuses while it has environments (409 project_not_empty)', async () => {
     const { team, agent } = await ownerTeam();
     const p = await createProject(t, team);
-    await t.deps.knex('environments').insert({ team_id: team.id, project_id: p.id, name: 'prod', git_ref: 'main', port: 1 });
+    await t.deps
+      .knex('environments')
+      .insert({ team_id: team.id, project_id: p.id, name: 'prod', git_ref: 'main', port: 1 });
     const res = await agent.delete(`/projects/${p.id}`);
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe('project_not_empty');
@@ -210,12 +232,17 @@ describe('POST /projects/{id}/repository', () => {
   it('never shows credentials from the URL, in answers or refusals', async () => {
     const { team, agent } = await ownerTeam();
     const p = await createProject(t, team);
-    const res = await agent.post(`/projects/${p.id}/repository`, { url: 'https://deploy:s3cr3t-pass@127.0.0.1:1/org/repo.git' });
+    const res = await agent.post(`/projects/${p.id}/repository`, {
+      url: 'https://deploy:s3cr3t-pass@127.0.0.1:1/org/repo.git',
+    });
     expect(res.status).toBe(422);
     expect(res.text).not.toContain('s3cr3t-pass');
     expect(res.text).not.toContain('deploy:');
     const dir = gitRepository();
-    await t.deps.knex('projects').where({ id: p.id }).update({ repository_url: `ssh://git:hunter22@localhost${dir}` });
+    await t.deps
+      .knex('projects')
+      .where({ id: p.id })
+      .update({ repository_url: `ssh://git:hunter22@localhost${dir}` });
     const shown = await agent.get(`/projects/${p.id}/repository`);
     expect(shown.body.url).toBe(`ssh://git@localhost${dir}`);
     expect((await agent.get('/projects')).text).not.toContain('hunter22');

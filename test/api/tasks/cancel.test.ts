@@ -72,7 +72,12 @@ describe('POST /tasks/{id}/cancel', () => {
   it('cancels a pending task: 200 with the task cancelled, its workflow ends it and it never starts', async () => {
     const res = await session.post(`/tasks/${waiting}/cancel`);
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ id: waiting, status: 'cancelled', started_at: null, finished_at: expect.any(String) });
+    expect(res.body).toMatchObject({
+      id: waiting,
+      status: 'cancelled',
+      started_at: null,
+      finished_at: expect.any(String),
+    });
     // The workflow notices and writes its last line; the slot holder then finishes and the cancelled build never runs.
     const deadline = Date.now() + 20_000;
     while (!(await taskLog(t, w.api, waiting)).includes('==> Cancelled')) {
@@ -106,4 +111,3 @@ describe('POST /tasks/{id}/cancel', () => {
     ]);
   });
 });
-

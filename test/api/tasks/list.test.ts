@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
-import { addMember, createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
+import {
+  addMember,
+  createAccessToken,
+  createProject,
+  createTeam,
+  createUser,
+  sessionAgent,
+} from '../../helpers/fixtures';
 import { createEnvironment } from '../../helpers/deploy-fixtures';
 import type { Agent } from '../../helpers/http';
 
@@ -50,7 +57,15 @@ beforeAll(async () => {
   const stranger = await createUser(t);
   const otherTeam = await createTeam(t, stranger);
   otherTeamTaskId = randomUUID();
-  await t.deps.knex('tasks').insert({ id: otherTeamTaskId, team_id: otherTeam.id, kind: 'deployments', type: 'deploy', account_via: 'session', workflow_id: 'x', status: 'running' });
+  await t.deps.knex('tasks').insert({
+    id: otherTeamTaskId,
+    team_id: otherTeam.id,
+    kind: 'deployments',
+    type: 'deploy',
+    account_via: 'session',
+    workflow_id: 'x',
+    status: 'running',
+  });
 });
 
 const newestFirst = () => [...rows].reverse();
@@ -60,7 +75,9 @@ async function walk(agent: Agent, query: string) {
   let before: string | null = null;
   let pages = 0;
   do {
-    const res: { status: number; text: string; body: any } = await agent.get(`/tasks?${query}${before ? `&before=${before}` : ''}`);
+    const res: { status: number; text: string; body: any } = await agent.get(
+      `/tasks?${query}${before ? `&before=${before}` : ''}`,
+    );
     expect(res.status, res.text).toBe(200);
     ids.push(...res.body.data.map((x: { id: string }) => x.id));
     before = res.body.next_before;
@@ -70,10 +87,14 @@ async function walk(agent: Agent, query: string) {
 }
 
 describe('GET /tasks', () => {
-  it('answers the newest 20 tasks of the token\'s team with their account by default', async () => {
+  it("answers the newest 20 tasks of the token's team with their account by default", async () => {
     const res = await api.get('/tasks');
     expect(res.status).toBe(200);
-    expect(res.body.data.map((x: { id: string }) => x.id)).toEqual(newestFirst().slice(0, 20).map((r) => r.id));
+    expect(res.body.data.map((x: { id: string }) => x.id)).toEqual(
+      newestFirst()
+        .slice(0, 20)
+        .map((r) => r.id),
+    );
     expect(res.body.data[0]).toMatchObject({ team_id: teamId, account: { via: 'token', name: expect.any(String) } });
     expect(typeof res.body.next_before).toBe('string');
   });
@@ -88,11 +109,23 @@ describe('GET /tasks', () => {
 
   it('keeps a cursor stable while newer tasks arrive (no duplicates, no gaps)', async () => {
     const first = await api.get('/tasks?limit=7');
-    const extra = { ...rows[0], id: randomUUID(), workflow_id: 'late', team_id: teamId, status: 'pending', account_via: 'token', finished_at: null };
+    const extra = {
+      ...rows[0],
+      id: randomUUID(),
+      workflow_id: 'late',
+      team_id: teamId,
+      status: 'pending',
+      account_via: 'token',
+      finished_at: null,
+    };
     await t.deps.knex('tasks').insert(extra);
     try {
       const second = await api.get(`/tasks?limit=7&before=${first.body.next_before}`);
-      expect(second.body.data.map((x: { id: string }) => x.id)).toEqual(newestFirst().slice(7, 14).map((r) => r.id));
+      expect(second.body.data.map((x: { id: string }) => x.id)).toEqual(
+        newestFirst()
+          .slice(7, 14)
+          .map((r) => r.id),
+      );
     } finally {
       await t.deps.knex('tasks').where({ id: extra.id }).delete();
     }
@@ -100,12 +133,24 @@ describe('GET /tasks', () => {
 
   it('filters by project, environment, kind and type, together', async () => {
     const byProject = await walk(api, `limit=100&project=${projectIds[1]}`);
-    expect(byProject.ids).toEqual(newestFirst().filter((r) => r.project_id === projectIds[1]).map((r) => r.id));
+    expect(byProject.ids).toEqual(
+      newestFirst()
+        .filter((r) => r.project_id === projectIds[1])
+        .map((r) => r.id),
+    );
     const byEnv = await walk(api, `limit=100&environment=${envIds[0]}&kind=backups`);
-    expect(byEnv.ids).toEqual(newestFirst().filter((r) => r.environment_id === envIds[0] && r.kind === 'backups').map((r) => r.id));
+    expect(byEnv.ids).toEqual(
+      newestFirst()
+        .filter((r) => r.environment_id === envIds[0] && r.kind === 'backups')
+        .map((r) => r.id),
+    );
     const byType = await walk(api, 'limit=100&type=build&kind=machines');
     expect(byType.ids.length).toBeGreaterThan(0);
-    expect(byType.ids).toEqual(newestFirst().filter((r) => r.type === 'build' && r.kind === 'machines').map((r) => r.id));
+    expect(byType.ids).toEqual(
+      newestFirst()
+        .filter((r) => r.type === 'build' && r.kind === 'machines')
+        .map((r) => r.id),
+    );
   });
 
   it('answers an empty page for a team the token does not reach', async () => {
@@ -116,7 +161,7 @@ describe('GET /tasks', () => {
     expect(res.body).toEqual({ data: [], next_before: null });
   });
 
-  it("shows a session caller the tasks of each team they belong to", async () => {
+  it('shows a session caller the tasks of each team they belong to', async () => {
     const res = await api.get(`/tasks?team=${teamId}&limit=1`);
     expect(res.body.data).toHaveLength(1);
     const owner = await t.deps.knex('memberships').where({ team_id: teamId, role: 'owner' }).first('user_id');
@@ -146,9 +191,18 @@ describe('GET /tasks', () => {
   });
 
   it('names every invalid filter in one 422', async () => {
-    const res = await api.get('/tasks?team=nope&project=1&environment=x&kind=parties&type=Not%20A%20Type&before=garbage');
+    const res = await api.get(
+      '/tasks?team=nope&project=1&environment=x&kind=parties&type=Not%20A%20Type&before=garbage',
+    );
     expect(res.status).toBe(422);
-    expect(Object.keys(res.body.error.fields).sort()).toEqual(['before', 'environment', 'kind', 'project', 'team', 'type']);
+    expect(Object.keys(res.body.error.fields).sort()).toEqual([
+      'before',
+      'environment',
+      'kind',
+      'project',
+      'team',
+      'type',
+    ]);
     expect(res.body.error.fields.kind).toMatch(/deployments, backups, machines, configuration, maintenance/);
   });
 
@@ -164,7 +218,8 @@ describe('GET /tasks', () => {
 
   it('refuses a cursor of another list', async () => {
     const envs = await api.get('/environments?limit=1');
-    const foreign = envs.body.next_before ?? Buffer.from('r:2020-01-01T00:00:00.000000Z|' + randomUUID()).toString('base64url');
+    const foreign =
+      envs.body.next_before ?? Buffer.from('r:2020-01-01T00:00:00.000000Z|' + randomUUID()).toString('base64url');
     const res = await api.get(`/tasks?before=${foreign}`);
     expect(res.status).toBe(422);
     expect(res.body.error.fields).toEqual({ before: 'is not a cursor from next_before' });

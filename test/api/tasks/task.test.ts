@@ -17,12 +17,23 @@ const LINES = Array.from({ length: 300 }, (_, i) => `line ${String(i + 1).padSta
 
 async function insertTask(teamId: string, attrs: Record<string, unknown> = {}) {
   const id = randomUUID();
-  await t.deps.knex('tasks').insert({ id, team_id: teamId, kind: 'deployments', type: 'deploy', account_via: 'token', workflow_id: `wf-${id}`, status: 'running', ...attrs });
+  await t.deps.knex('tasks').insert({
+    id,
+    team_id: teamId,
+    kind: 'deployments',
+    type: 'deploy',
+    account_via: 'token',
+    workflow_id: `wf-${id}`,
+    status: 'running',
+    ...attrs,
+  });
   return id;
 }
 
 async function appendLog(id: string, lines: string[]) {
-  const { max } = (await t.deps.knex('task_logs').where({ task_id: id }).max('seq as max').first()) as { max: number | null };
+  const { max } = (await t.deps.knex('task_logs').where({ task_id: id }).max('seq as max').first()) as {
+    max: number | null;
+  };
   await t.deps.knex('task_logs').insert({ task_id: id, seq: (max ?? 0) + 1, chunk: lines.join('\n') + '\n' });
 }
 
@@ -51,7 +62,13 @@ describe('GET /tasks/{id}', () => {
   it('answers the task with the account that asked for it: id, name and via', async () => {
     const res = await api.get(`/tasks/${taskId}`);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: taskId, kind: 'deployments', type: 'deploy', status: 'running', account: { id: developer.id, name: 'Dana Developer', via: 'cli' } });
+    expect(res.body).toMatchObject({
+      id: taskId,
+      kind: 'deployments',
+      type: 'deploy',
+      status: 'running',
+      account: { id: developer.id, name: 'Dana Developer', via: 'cli' },
+    });
     expect(res.body.log_tail).toBeUndefined();
   });
 
@@ -71,7 +88,10 @@ describe('GET /tasks/{id}', () => {
   it('gives the whole log as the tail when it is short, and an empty one when nothing was printed', async () => {
     const short = await insertTask((await t.deps.knex('tasks').where({ id: taskId }).first('team_id')).team_id);
     await appendLog(short, ['==> one', 'two']);
-    expect((await api.get(`/tasks/${short}?include=log`)).body).toMatchObject({ log_tail: '==> one\ntwo\n', log_seq: 1 });
+    expect((await api.get(`/tasks/${short}?include=log`)).body).toMatchObject({
+      log_tail: '==> one\ntwo\n',
+      log_seq: 1,
+    });
     expect((await api.get(`/tasks/${quietTaskId}?include=log`)).body).toMatchObject({ log_tail: '', log_seq: 0 });
   });
 
@@ -82,7 +102,12 @@ describe('GET /tasks/{id}', () => {
   });
 
   it("answers 404 for another team's task, and for an id that names nothing", async () => {
-    for (const path of [`/tasks/${otherTeamTaskId}`, `/tasks/${otherTeamTaskId}/log`, `/tasks/${randomUUID()}`, '/tasks/not-a-task']) {
+    for (const path of [
+      `/tasks/${otherTeamTaskId}`,
+      `/tasks/${otherTeamTaskId}/log`,
+      `/tasks/${randomUUID()}`,
+      '/tasks/not-a-task',
+    ]) {
       const res = await api.get(path);
       expect(res.status, path).toBe(404);
       expect(res.body.error.code).toBe('not_found');
@@ -117,7 +142,9 @@ describe('GET /tasks/{id}/log', () => {
   });
 
   it('lets a client tail a task by polling until its status is final', async () => {
-    const id = await insertTask((await t.deps.knex('tasks').where({ id: taskId }).first('team_id')).team_id, { status: 'pending' });
+    const id = await insertTask((await t.deps.knex('tasks').where({ id: taskId }).first('team_id')).team_id, {
+      status: 'pending',
+    });
     let seq = 0;
     let text = '';
     const step = async () => {
@@ -147,7 +174,12 @@ describe('GET /tasks/{id}/log', () => {
   });
 
   it('is readable by a signed-in session too', async () => {
-    const owner = await t.deps.knex('memberships').join('tasks', 'tasks.team_id', 'memberships.team_id').where('tasks.id', taskId).andWhere('memberships.role', 'owner').first('memberships.user_id');
+    const owner = await t.deps
+      .knex('memberships')
+      .join('tasks', 'tasks.team_id', 'memberships.team_id')
+      .where('tasks.id', taskId)
+      .andWhere('memberships.role', 'owner')
+      .first('memberships.user_id');
     const session = await sessionAgent(t, await t.deps.knex('users').where({ id: owner.user_id }).first());
     const res = await session.get(`/tasks/${taskId}/log?after=29`);
     expect(res.text).toBe(LINES.slice(290).join('\n') + '\n');

@@ -46,7 +46,13 @@ describe('GET /teams/{id}/people', () => {
       { id: dev.membership.id, user_id: dev.user.id, name: dev.user.name, email: dev.user.email, role: 'developer' },
     ]);
     expect(res.body.invitations).toEqual([
-      { id: inv.id, email: 'someone@example.test', role: 'viewer', status: 'open', expires_at: new Date(inv.expires_at).toISOString() },
+      {
+        id: inv.id,
+        email: 'someone@example.test',
+        role: 'viewer',
+        status: 'open',
+        expires_at: new Date(inv.expires_at).toISOString(),
+      },
     ]);
   });
 
@@ -90,7 +96,10 @@ describe('POST /teams/{id}/invitations', () => {
   it('refuses inviting an existing member with 409 on email', async () => {
     const { team, agent } = await teamWithOwner();
     const dev = await member(team, 'developer');
-    const res = await agent.post(`/teams/${team.id}/invitations`, { email: dev.user.email.toUpperCase(), role: 'admin' });
+    const res = await agent.post(`/teams/${team.id}/invitations`, {
+      email: dev.user.email.toUpperCase(),
+      role: 'admin',
+    });
     expect(res.status).toBe(409);
     expect(res.body.error.fields.email).toBeDefined();
     expect(await Invitation.query(t.deps.knex).where({ team_id: team.id })).toHaveLength(0);
@@ -113,13 +122,17 @@ describe('POST /teams/{id}/invitations', () => {
     const admin = await member(team, 'admin');
     const res = await admin.agent.post(`/teams/${team.id}/invitations`, { email: uniqueEmail(), role: 'owner' });
     expect(res.status).toBe(403);
-    expect((await admin.agent.post(`/teams/${team.id}/invitations`, { email: uniqueEmail(), role: 'admin' })).status).toBe(201);
+    expect(
+      (await admin.agent.post(`/teams/${team.id}/invitations`, { email: uniqueEmail(), role: 'admin' })).status,
+    ).toBe(201);
   });
 
   it('refuses a developer with 403', async () => {
     const { team } = await teamWithOwner();
     const dev = await member(team, 'developer');
-    expect((await dev.agent.post(`/teams/${team.id}/invitations`, { email: uniqueEmail(), role: 'viewer' })).status).toBe(403);
+    expect(
+      (await dev.agent.post(`/teams/${team.id}/invitations`, { email: uniqueEmail(), role: 'viewer' })).status,
+    ).toBe(403);
   });
 
   it('refuses a bad address and role with 422 naming both', async () => {
@@ -132,7 +145,9 @@ describe('POST /teams/{id}/invitations', () => {
   it('answers 404 for another team', async () => {
     const { team } = await teamWithOwner();
     const other = await teamWithOwner();
-    expect((await other.agent.post(`/teams/${team.id}/invitations`, { email: uniqueEmail(), role: 'viewer' })).status).toBe(404);
+    expect(
+      (await other.agent.post(`/teams/${team.id}/invitations`, { email: uniqueEmail(), role: 'viewer' })).status,
+    ).toBe(404);
   });
 });
 
@@ -189,9 +204,13 @@ describe('POST /invitations/{id}/accept', () => {
     const res = await invAgent.post(`/invitations/${expired.id}/accept`);
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe('invitation_not_open');
-    await Invitation.query(t.deps.knex).patch({ revoked_at: new Date() } as Partial<Invitation>).where({ id: expired.id });
+    await Invitation.query(t.deps.knex)
+      .patch({ revoked_at: new Date() } as Partial<Invitation>)
+      .where({ id: expired.id });
     const revoked = await invitationFor(team, email);
-    await Invitation.query(t.deps.knex).patch({ revoked_at: new Date() } as Partial<Invitation>).where({ id: revoked.id });
+    await Invitation.query(t.deps.knex)
+      .patch({ revoked_at: new Date() } as Partial<Invitation>)
+      .where({ id: revoked.id });
     expect((await invAgent.post(`/invitations/${revoked.id}/accept`)).body.error.code).toBe('invitation_not_open');
   });
 
@@ -349,4 +368,3 @@ describe('DELETE /memberships/{id}', () => {
     expect(await Membership.query(t.deps.knex).findById(dev.membership.id)).toBeDefined();
   });
 });
-

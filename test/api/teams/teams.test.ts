@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { useTestContext } from '../../helpers/context';
-import { addMember, createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
+import {
+  addMember,
+  createAccessToken,
+  createProject,
+  createTeam,
+  createUser,
+  sessionAgent,
+} from '../../helpers/fixtures';
 import { Invitation } from '../../../db/models/invitation';
 import { Team } from '../../../db/models/team';
 
@@ -101,7 +108,9 @@ describe('GET /teams/{id}/settings', () => {
     const team = await createTeam(t, await createUser(t));
     const res = await (await sessionAgent(t, await createUser(t))).get(`/teams/${team.id}/settings`);
     expect(res.status).toBe(404);
-    expect((await (await sessionAgent(t, await createUser(t))).get(`/teams/${randomUUID()}/settings`)).status).toBe(404);
+    expect((await (await sessionAgent(t, await createUser(t))).get(`/teams/${randomUUID()}/settings`)).status).toBe(
+      404,
+    );
   });
 });
 
@@ -192,7 +201,7 @@ describe('DELETE /teams/{id}', () => {
     expect(await Team.query(t.deps.knex).findById(team.id)).toBeDefined();
   });
 
-  it("answers 404 for another team", async () => {
+  it('answers 404 for another team', async () => {
     const team = await createTeam(t, await createUser(t));
     const res = await (await sessionAgent(t, await createUser(t))).delete(`/teams/${team.id}`);
     expect(res.status).toBe(404);

@@ -13,7 +13,8 @@ import { addMember, createAccessToken, createProject, createTeam, createUser } f
  */
 const t = useTestContext();
 const table = allRoutes();
-const tokenRoute = (method: string, path: string) => table.some((r) => r.method === method && r.path === path && r.auth === 'token');
+const tokenRoute = (method: string, path: string) =>
+  table.some((r) => r.method === method && r.path === path && r.auth === 'token');
 let port = 0;
 
 async function createEnvironment(team: Team, projectId: string) {
@@ -51,12 +52,15 @@ describe('token reach', () => {
     expect(res.text).toContain(user.id);
   });
 
-  it.runIf(tokenRoute('get', '/teams'))("GET /teams lists only the token's team, whatever else its issuer belongs to", async () => {
-    const { tokenTeam, bearer } = await twoTeams();
-    const res = await bearer.get('/teams');
-    expect(res.status).toBe(200);
-    expect(res.body.data.map((x: { id: string }) => x.id)).toEqual([tokenTeam.id]);
-  });
+  it.runIf(tokenRoute('get', '/teams'))(
+    "GET /teams lists only the token's team, whatever else its issuer belongs to",
+    async () => {
+      const { tokenTeam, bearer } = await twoTeams();
+      const res = await bearer.get('/teams');
+      expect(res.status).toBe(200);
+      expect(res.body.data.map((x: { id: string }) => x.id)).toEqual([tokenTeam.id]);
+    },
+  );
 
   it.runIf(tokenRoute('get', '/projects'))("GET /projects lists only the projects of the token's team", async () => {
     const { tokenTeam, otherTeam, bearer } = await twoTeams();
@@ -67,24 +71,30 @@ describe('token reach', () => {
     expect(res.body.data.map((x: { id: string }) => x.id)).toEqual([mine.id]);
   });
 
-  it.runIf(tokenRoute('get', '/environments'))("GET /environments lists only the environments of the token's team", async () => {
-    const { tokenTeam, otherTeam, bearer } = await twoTeams();
-    const mine = await createEnvironment(tokenTeam, (await createProject(t, tokenTeam)).id);
-    await createEnvironment(otherTeam, (await createProject(t, otherTeam)).id);
-    const res = await bearer.get('/environments');
-    expect(res.status).toBe(200);
-    expect(res.body.data.map((x: { id: string }) => x.id)).toEqual([mine.id]);
-  });
+  it.runIf(tokenRoute('get', '/environments'))(
+    "GET /environments lists only the environments of the token's team",
+    async () => {
+      const { tokenTeam, otherTeam, bearer } = await twoTeams();
+      const mine = await createEnvironment(tokenTeam, (await createProject(t, tokenTeam)).id);
+      await createEnvironment(otherTeam, (await createProject(t, otherTeam)).id);
+      const res = await bearer.get('/environments');
+      expect(res.status).toBe(200);
+      expect(res.body.data.map((x: { id: string }) => x.id)).toEqual([mine.id]);
+    },
+  );
 
-  it.runIf(tokenRoute('get', '/environments/{id}'))("GET /environments/{id} answers 404 for an environment of the issuer's other team", async () => {
-    const { tokenTeam, otherTeam, bearer } = await twoTeams();
-    const mine = await createEnvironment(tokenTeam, (await createProject(t, tokenTeam)).id);
-    const theirs = await createEnvironment(otherTeam, (await createProject(t, otherTeam)).id);
-    expect((await bearer.get(`/environments/${mine.id}`)).status).toBe(200);
-    const res = await bearer.get(`/environments/${theirs.id}`);
-    expect(res.status).toBe(404);
-    expect(res.body.error.code).toBe('not_found');
-  });
+  it.runIf(tokenRoute('get', '/environments/{id}'))(
+    "GET /environments/{id} answers 404 for an environment of the issuer's other team",
+    async () => {
+      const { tokenTeam, otherTeam, bearer } = await twoTeams();
+      const mine = await createEnvironment(tokenTeam, (await createProject(t, tokenTeam)).id);
+      const theirs = await createEnvironment(otherTeam, (await createProject(t, otherTeam)).id);
+      expect((await bearer.get(`/environments/${mine.id}`)).status).toBe(200);
+      const res = await bearer.get(`/environments/${theirs.id}`);
+      expect(res.status).toBe(404);
+      expect(res.body.error.code).toBe('not_found');
+    },
+  );
 
   it.runIf(tokenRoute('post', '/environments/{id}/deploy'))(
     "POST /environments/{id}/deploy follows the issuer's current role: viewer 403, developer allowed, viewer again 403",
@@ -123,7 +133,12 @@ describe('token reach', () => {
     calls.push(['post', `/environments/${crypto.randomUUID()}/deploy`], ['post', '/me/tokens']);
     for (const [method, path] of calls) {
       const res = await bearer.request(method.toUpperCase(), path, method === 'get' ? {} : { body: {} });
-      expect({ method, path, status: res.status, code: res.body?.error?.code }).toEqual({ method, path, status: 403, code: 'forbidden' });
+      expect({ method, path, status: res.status, code: res.body?.error?.code }).toEqual({
+        method,
+        path,
+        status: 403,
+        code: 'forbidden',
+      });
     }
   });
 });

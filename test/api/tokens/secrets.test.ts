@@ -10,7 +10,8 @@ const t = useTestContext();
 
 /** Every column of every table of the test database, cast to text, searched for each needle. */
 async function findInDatabase(needles: string[]): Promise<string[]> {
-  const columns = await t.deps.knex('information_schema.columns')
+  const columns = await t.deps
+    .knex('information_schema.columns')
     .select('table_name', 'column_name', 'data_type')
     .where('table_schema', 'public');
   expect(columns.length).toBeGreaterThan(20);
@@ -18,7 +19,8 @@ async function findInDatabase(needles: string[]): Promise<string[]> {
   const hits: string[] = [];
   for (const { table_name, column_name } of columns) {
     for (const needle of needles) {
-      const row = await t.deps.knex(table_name)
+      const row = await t.deps
+        .knex(table_name)
         .whereRaw('position(? in ??::text) > 0', [needle, column_name])
         .count({ n: '*' })
         .first();

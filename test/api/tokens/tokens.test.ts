@@ -16,15 +16,25 @@ async function signedIn() {
 }
 
 describe('POST /me/tokens', () => {
-  it('issues a token for one of the caller\'s teams and shows its string once', async () => {
+  it("issues a token for one of the caller's teams and shows its string once", async () => {
     const { team, agent } = await signedIn();
-    const res = await agent.post('/me/tokens', { purpose: 'GitHub Actions deploy', team_id: team.id, expires_in_days: 30 });
+    const res = await agent.post('/me/tokens', {
+      purpose: 'GitHub Actions deploy',
+      team_id: team.id,
+      expires_in_days: 30,
+    });
     expect(res.status).toBe(201);
     expect(res.headers.get('cache-control')).toBe('no-store');
     expect(Object.keys(res.body).sort()).toEqual(
       ['created_at', 'expires_at', 'id', 'last_used_at', 'purpose', 'revoked_at', 'status', 'team_id', 'token'].sort(),
     );
-    expect(res.body).toMatchObject({ purpose: 'GitHub Actions deploy', team_id: team.id, status: 'active', last_used_at: null, revoked_at: null });
+    expect(res.body).toMatchObject({
+      purpose: 'GitHub Actions deploy',
+      team_id: team.id,
+      status: 'active',
+      last_used_at: null,
+      revoked_at: null,
+    });
     expect(res.body.token).toMatch(/^vcp_[0-9A-Za-z]{36}$/);
     expect(Date.parse(res.body.expires_at) - Date.parse(res.body.created_at)).toBe(30 * DAY);
   });
@@ -54,21 +64,27 @@ describe('POST /me/tokens', () => {
     expect(Date.parse(res.body.expires_at) - Date.parse(res.body.created_at)).toBe(days * DAY);
   });
 
-  it.each([0, 1, 8, 31, 365, -7, 7.5, '30', null, undefined])('refuses expires_in_days %s with 422 naming the field', async (days) => {
-    const { user, team, agent } = await signedIn();
-    const res = await agent.post('/me/tokens', { purpose: 'ci', team_id: team.id, expires_in_days: days });
-    expect(res.status).toBe(422);
-    expect(res.body.error.code).toBe('invalid');
-    expect(Object.keys(res.body.error.fields)).toEqual(['expires_in_days']);
-    expect(await AccessToken.query(t.deps.knex).where('user_id', user.id).resultSize()).toBe(0);
-  });
+  it.each([0, 1, 8, 31, 365, -7, 7.5, '30', null, undefined])(
+    'refuses expires_in_days %s with 422 naming the field',
+    async (days) => {
+      const { user, team, agent } = await signedIn();
+      const res = await agent.post('/me/tokens', { purpose: 'ci', team_id: team.id, expires_in_days: days });
+      expect(res.status).toBe(422);
+      expect(res.body.error.code).toBe('invalid');
+      expect(Object.keys(res.body.error.fields)).toEqual(['expires_in_days']);
+      expect(await AccessToken.query(t.deps.knex).where('user_id', user.id).resultSize()).toBe(0);
+    },
+  );
 
-  it.each(['', '   ', 'x'.repeat(101), 'tab\there'])('refuses purpose %j with 422 naming the field', async (purpose) => {
-    const { team, agent } = await signedIn();
-    const res = await agent.post('/me/tokens', { purpose, team_id: team.id, expires_in_days: 7 });
-    expect(res.status).toBe(422);
-    expect(Object.keys(res.body.error.fields)).toEqual(['purpose']);
-  });
+  it.each(['', '   ', 'x'.repeat(101), 'tab\there'])(
+    'refuses purpose %j with 422 naming the field',
+    async (purpose) => {
+      const { team, agent } = await signedIn();
+      const res = await agent.post('/me/tokens', { purpose, team_id: team.id, expires_in_days: 7 });
+      expect(res.status).toBe(422);
+      expect(Object.keys(res.body.error.fields)).toEqual(['purpose']);
+    },
+  );
 
   it('accepts a purpose of 100 characters', async () => {
     const { team, agent } = await signedIn();
@@ -99,7 +115,10 @@ describe('POST /me/tokens', () => {
   it('refuses a personal access token with 403 token_not_allowed and issues nothing', async () => {
     const { user, team } = await signedIn();
     const token = await createAccessToken(t, user, team);
-    const res = await t.agent().withBearer(token).post('/me/tokens', { purpose: 'more', team_id: team.id, expires_in_days: 90 });
+    const res = await t
+      .agent()
+      .withBearer(token)
+      .post('/me/tokens', { purpose: 'more', team_id: team.id, expires_in_days: 90 });
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('token_not_allowed');
     expect(await AccessToken.query(t.deps.knex).where('user_id', user.id).resultSize()).toBe(1);
@@ -115,7 +134,10 @@ describe('POST /me/tokens', () => {
       csrf_token: randomToken(),
       expires_at: new Date(Date.now() + DAY),
     });
-    const res = await t.agent().withBearer(secret).post('/me/tokens', { purpose: 'from cli', team_id: team.id, expires_in_days: 90 });
+    const res = await t
+      .agent()
+      .withBearer(secret)
+      .post('/me/tokens', { purpose: 'from cli', team_id: team.id, expires_in_days: 90 });
     expect(res.status).toBe(201);
   });
 
@@ -127,12 +149,14 @@ describe('POST /me/tokens', () => {
 });
 
 describe('GET /me/tokens', () => {
-  it('lists the caller\'s tokens newest first with their computed status, revoked and expired included', async () => {
+  it("lists the caller's tokens newest first with their computed status, revoked and expired included", async () => {
     const { user, team, agent } = await signedIn();
     const first = (await agent.post('/me/tokens', { purpose: 'first', team_id: team.id, expires_in_days: 7 })).body;
     const second = (await agent.post('/me/tokens', { purpose: 'second', team_id: team.id, expires_in_days: 30 })).body;
     const third = (await agent.post('/me/tokens', { purpose: 'third', team_id: team.id, expires_in_days: 90 })).body;
-    await AccessToken.query(t.deps.knex).findById(first.id).patch({ expires_at: new Date(Date.now() - 1000) });
+    await AccessToken.query(t.deps.knex)
+      .findById(first.id)
+      .patch({ expires_at: new Date(Date.now() - 1000) });
     await agent.delete(`/me/tokens/${second.id}`);
     await createAccessToken(t, await createUser(t), team); // someone else's token in the same team
 
@@ -162,7 +186,9 @@ describe('GET /me/tokens', () => {
     const { team, agent } = await signedIn();
     const issued = (await agent.post('/me/tokens', { purpose: 'ci', team_id: team.id, expires_in_days: 7 })).body;
     const bearer = t.agent().withBearer(issued.token);
-    await AccessToken.query(t.deps.knex).findById(issued.id).patch({ expires_at: new Date(Date.now() + 60_000) });
+    await AccessToken.query(t.deps.knex)
+      .findById(issued.id)
+      .patch({ expires_at: new Date(Date.now() + 60_000) });
     expect((await agent.get('/me/tokens')).body.data[0].status).toBe('active');
     expect((await bearer.get('/me/tokens')).body.error.code).toBe('token_not_allowed');
 
@@ -174,7 +200,10 @@ describe('GET /me/tokens', () => {
 
   it('answers a personal access token with 403 token_not_allowed', async () => {
     const { user, team } = await signedIn();
-    const res = await t.agent().withBearer(await createAccessToken(t, user, team)).get('/me/tokens');
+    const res = await t
+      .agent()
+      .withBearer(await createAccessToken(t, user, team))
+      .get('/me/tokens');
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('token_not_allowed');
   });
@@ -205,7 +234,9 @@ describe('DELETE /me/tokens/{id}', () => {
   it("answers 404 for another user's token and leaves it working", async () => {
     const { agent } = await signedIn();
     const other = await signedIn();
-    const issued = (await other.agent.post('/me/tokens', { purpose: 'theirs', team_id: other.team.id, expires_in_days: 7 })).body;
+    const issued = (
+      await other.agent.post('/me/tokens', { purpose: 'theirs', team_id: other.team.id, expires_in_days: 7 })
+    ).body;
     const res = await agent.delete(`/me/tokens/${issued.id}`);
     expect(res.status).toBe(404);
     expect(res.body.error.code).toBe('not_found');

@@ -1,9 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
-import { addMember, createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
+import {
+  addMember,
+  createAccessToken,
+  createProject,
+  createTeam,
+  createUser,
+  sessionAgent,
+} from '../../helpers/fixtures';
 import { createEnvironment } from '../../helpers/deploy-fixtures';
 import { openVariable } from '../../../db/queries/variables';
-import { variableListSchema, effectiveVariableListSchema, importResultSchema, parsedSchema } from '../../../api/variables/schemas';
+import {
+  variableListSchema,
+  effectiveVariableListSchema,
+  importResultSchema,
+  parsedSchema,
+} from '../../../api/variables/schemas';
 
 const t = useTestContext();
 
@@ -22,10 +34,16 @@ async function rows(projectId: string) {
 describe('POST /projects/{id}/variables', () => {
   it('creates (201), then replaces (200), and keeps the value encrypted at rest', async () => {
     const { project, agent } = await world();
-    const a = await agent.post(`/projects/${project.id}/variables`, { name: 'API_URL', value: 'https://api.example.test' });
+    const a = await agent.post(`/projects/${project.id}/variables`, {
+      name: 'API_URL',
+      value: 'https://api.example.test',
+    });
     expect(a.status).toBe(201);
     expect(a.body).toMatchObject({ name: 'API_URL', value: 'https://api.example.test', secret: false });
-    const b = await agent.post(`/projects/${project.id}/variables`, { name: 'API_URL', value: 'https://v2.example.test' });
+    const b = await agent.post(`/projects/${project.id}/variables`, {
+      name: 'API_URL',
+      value: 'https://v2.example.test',
+    });
     expect(b.status).toBe(200);
     expect(b.body.value).toBe('https://v2.example.test');
     const [row] = await rows(project.id);
@@ -36,13 +54,22 @@ describe('POST /projects/{id}/variables', () => {
 
   it('shows a secret as null in every answer, also after a replace without the flag', async () => {
     const { project, agent } = await world();
-    const created = await agent.post(`/projects/${project.id}/variables`, { name: 'STRIPE_KEY', value: 'sk_live_abc', secret: true });
+    const created = await agent.post(`/projects/${project.id}/variables`, {
+      name: 'STRIPE_KEY',
+      value: 'sk_live_abc',
+      secret: true,
+    });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ value: null, secret: true });
-    const replaced = await agent.post(`/projects/${project.id}/variables`, { name: 'STRIPE_KEY', value: 'sk_live_def' });
+    const replaced = await agent.post(`/projects/${project.id}/variables`, {
+      name: 'STRIPE_KEY',
+      value: 'sk_live_def',
+    });
     expect(replaced.body).toMatchObject({ value: null, secret: true });
     const list = await agent.get(`/projects/${project.id}/variables`);
-    expect(variableListSchema.parse(list.body).data).toEqual([expect.objectContaining({ name: 'STRIPE_KEY', value: null, secret: true })]);
+    expect(variableListSchema.parse(list.body).data).toEqual([
+      expect.objectContaining({ name: 'STRIPE_KEY', value: null, secret: true }),
+    ]);
     expect(list.text).not.toContain('sk_live');
   });
 
@@ -53,10 +80,15 @@ describe('POST /projects/{id}/variables', () => {
       expect(res.status, name).toBe(422);
       expect(res.body.error.fields.name, name).toBeTruthy();
     }
-    const big = await agent.post(`/projects/${project.id}/variables`, { name: 'BIG', value: 'x'.repeat(64 * 1024 + 1) });
+    const big = await agent.post(`/projects/${project.id}/variables`, {
+      name: 'BIG',
+      value: 'x'.repeat(64 * 1024 + 1),
+    });
     expect(big.status).toBe(422);
     expect(big.body.error.fields.value).toMatch(/64 KiB/);
-    expect(await agent.post(`/projects/${project.id}/variables`, { name: 'EXACT', value: 'x'.repeat(64 * 1024) })).toMatchObject({ status: 201 });
+    expect(
+      await agent.post(`/projects/${project.id}/variables`, { name: 'EXACT', value: 'x'.repeat(64 * 1024) }),
+    ).toMatchObject({ status: 201 });
     expect((await rows(project.id)).map((r) => r.name)).toEqual(['EXACT']);
   });
 
@@ -102,16 +134,25 @@ describe('GET /environments/{id}/variables', () => {
     const { project, environment, agent } = await world();
     await agent.post(`/projects/${project.id}/variables`, { name: 'SHARED', value: 'p' });
     await agent.post(`/projects/${project.id}/variables`, { name: 'LEVEL', value: 'project' });
-    expect((await agent.post(`/environments/${environment.id}/variables`, { name: 'LEVEL', value: 'env' })).status).toBe(201);
+    expect(
+      (await agent.post(`/environments/${environment.id}/variables`, { name: 'LEVEL', value: 'env' })).status,
+    ).toBe(201);
     await agent.post(`/environments/${environment.id}/variables`, { name: 'ONLY_ENV', value: 'e', secret: true });
     const res = await agent.get(`/environments/${environment.id}/variables`);
     expect(res.status).toBe(200);
-    expect(effectiveVariableListSchema.parse(res.body).data.map(({ name, value, source, secret }) => ({ name, value, source, secret }))).toEqual([
+    expect(
+      effectiveVariableListSchema
+        .parse(res.body)
+        .data.map(({ name, value, source, secret }) => ({ name, value, source, secret })),
+    ).toEqual([
       { name: 'LEVEL', value: 'env', source: 'environment', secret: false },
       { name: 'ONLY_ENV', value: null, source: 'environment', secret: true },
       { name: 'SHARED', value: 'p', source: 'project', secret: false },
     ]);
-    expect((await agent.get(`/environments/${environment.id}/variables/SHARED`)).body).toMatchObject({ value: 'p', source: 'project' });
+    expect((await agent.get(`/environments/${environment.id}/variables/SHARED`)).body).toMatchObject({
+      value: 'p',
+      source: 'project',
+    });
     expect((await agent.get(`/environments/${environment.id}/variables/NOPE`)).status).toBe(404);
   });
 
@@ -120,7 +161,10 @@ describe('GET /environments/{id}/variables', () => {
     await agent.post(`/projects/${project.id}/variables`, { name: 'LEVEL', value: 'project' });
     await agent.post(`/environments/${environment.id}/variables`, { name: 'LEVEL', value: 'env' });
     expect((await agent.delete(`/environments/${environment.id}/variables/LEVEL`)).status).toBe(204);
-    expect((await agent.get(`/environments/${environment.id}/variables/LEVEL`)).body).toMatchObject({ value: 'project', source: 'project' });
+    expect((await agent.get(`/environments/${environment.id}/variables/LEVEL`)).body).toMatchObject({
+      value: 'project',
+      source: 'project',
+    });
     expect((await agent.delete(`/environments/${environment.id}/variables/LEVEL`)).status).toBe(404);
   });
 });
@@ -177,10 +221,22 @@ describe('POST /projects/{id}/variables/import', () => {
     await agent.post(`/projects/${project.id}/variables`, { name: 'SAME', value: 'same' });
     const first = await agent.post(`/projects/${project.id}/variables/import`, { text: 'KEEP=new\nSAME=same\nNEW=1' });
     expect(first.status).toBe(200);
-    expect(importResultSchema.parse(first.body)).toEqual({ created: ['NEW'], updated: [], unchanged: [], skipped: ['KEEP', 'SAME'] });
-    const second = await agent.post(`/projects/${project.id}/variables/import`, { text: 'KEEP=new\nSAME=same\nTOKEN=t0k', overwrite: true, secret: false });
+    expect(importResultSchema.parse(first.body)).toEqual({
+      created: ['NEW'],
+      updated: [],
+      unchanged: [],
+      skipped: ['KEEP', 'SAME'],
+    });
+    const second = await agent.post(`/projects/${project.id}/variables/import`, {
+      text: 'KEEP=new\nSAME=same\nTOKEN=t0k',
+      overwrite: true,
+      secret: false,
+    });
     expect(second.body).toEqual({ created: ['TOKEN'], updated: ['KEEP'], unchanged: ['SAME'], skipped: [] });
-    const secret = await agent.post(`/environments/${(await createEnvironment(t, project)).id}/variables/import`, { text: 'PW=hunter2', secret: true });
+    const secret = await agent.post(`/environments/${(await createEnvironment(t, project)).id}/variables/import`, {
+      text: 'PW=hunter2',
+      secret: true,
+    });
     expect(secret.body.created).toEqual(['PW']);
     const list = await agent.get(`/projects/${project.id}/variables`);
     expect(Object.fromEntries(list.body.data.map((v: { name: string; value: string }) => [v.name, v.value]))).toEqual({
@@ -195,7 +251,10 @@ describe('POST /projects/{id}/variables/import', () => {
     const { project, agent } = await world();
     await agent.post(`/projects/${project.id}/variables`, { name: 'KEEP', value: 'old' });
     const before = await rows(project.id);
-    const res = await agent.post(`/projects/${project.id}/variables/import`, { text: 'KEEP=new\nFRESH=1\n9BAD=x', overwrite: true });
+    const res = await agent.post(`/projects/${project.id}/variables/import`, {
+      text: 'KEEP=new\nFRESH=1\n9BAD=x',
+      overwrite: true,
+    });
     expect(res.status).toBe(422);
     expect(res.body.error.fields.text).toMatch(/^line 3: /);
     expect(await rows(project.id)).toEqual(before);

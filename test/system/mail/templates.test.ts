@@ -106,7 +106,9 @@ describe('tokenExpiryReminderEmail', () => {
 
   it('names the purpose, the team, the expiry and the days left', () => {
     expect(mail.subject).toBe('Your access token “GitHub Actions deploys” expires in 3 days');
-    expect(mail.text).toContain('“GitHub Actions deploys” for the team Acme expires in 3 days, on 2025-03-04 at 09:30 UTC.');
+    expect(mail.text).toContain(
+      '“GitHub Actions deploys” for the team Acme expires in 3 days, on 2025-03-04 at 09:30 UTC.',
+    );
     expect(mail.html).toContain('GitHub Actions deploys');
     expect(mail.html).toContain('Acme');
     expect(mail.html).toContain('2025-03-04');

@@ -2,7 +2,13 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createMailer, describeSmtpUrl, emlFileName, isPermanentMailError, type MailLogger } from '../../../system/mail/transport';
+import {
+  createMailer,
+  describeSmtpUrl,
+  emlFileName,
+  isPermanentMailError,
+  type MailLogger,
+} from '../../../system/mail/transport';
 import { confirmationEmail } from '../../../system/mail/templates';
 import { parseMessage, startSmtpServer, type TestSmtpServer } from '../../helpers/smtp';
 
@@ -78,7 +84,10 @@ describe('createMailer with SMTP_URL', () => {
     smtp.setDown(true);
     await expect(mailer.send(message)).rejects.toThrow();
     expect(smtp.messages.some((m) => m.to.includes('retry@example.test'))).toBe(false);
-    expect(logger.lines.at(-1)).toMatchObject({ level: 'warn', obj: { to: 'retry@example.test', subject: 'Retry me' } });
+    expect(logger.lines.at(-1)).toMatchObject({
+      level: 'warn',
+      obj: { to: 'retry@example.test', subject: 'Retry me' },
+    });
     expect(JSON.stringify(logger.lines)).not.toContain('secret body');
 
     smtp.setDown(false);
