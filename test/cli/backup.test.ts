@@ -77,4 +77,17 @@ describe('service backup', () => {
     expect(res.stderr).toContain('service login');
     expect(res.stderr).not.toContain('    at ');
   });
+
+  it('--decrypt after an old sign-in exits 4 telling to sign in again, and writes nothing', async () => {
+    const snapshot = (await t.deps.knex('backups').first('id')).id;
+    await t.deps
+      .knex('sessions')
+      .where({ kind: 'cli' })
+      .update({ authenticated_at: new Date(Date.now() - 86_400_000) });
+    const file = join(t.dataDir, 'stale.dump');
+    const res = await runCli(t, ['backup', 'download', label, snapshot, '--decrypt', '--out', file], home);
+    expect(res.code).toBe(4);
+    expect(res.stderr).toMatch(/recent sign-in: run `service login` again/);
+    expect(existsSync(file)).toBe(false);
+  });
 });
