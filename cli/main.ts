@@ -6,6 +6,7 @@ import { register as auth } from './commands/auth';
 import { register as reads } from './commands/reads';
 import { register as deploys } from './commands/deploys';
 import { register as vars } from './commands/vars';
+import { register as backups } from './commands/backups';
 import { register as validate } from './commands/validate';
 import { register as completion } from './commands/completion';
 
@@ -38,7 +39,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run `service --help` or `service <command> --help` for usage)')
     .addHelpText('after', HELP_AFTER)
     .exitOverride();
-  for (const register of [auth, reads, deploys, vars, validate, completion]) register(program);
+  for (const register of [auth, reads, deploys, vars, backups, validate, completion]) register(program);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();

@@ -1,0 +1,93 @@
+/**
+ * `service backup ...` against the real stack (API, worker, a postgresql service, a local destination):
+ * a person's session takes a backup, lists it, downloads it decrypted to a dump the real pg_restore reads;
+ * a token is sent to `service login`.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { useTestContext } from '../helpers/context';
+import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
+import { createAccessToken, sessionAgent } from '../helpers/fixtures';
+import { cliHome, ROOT, runCli } from '../helpers/cli';
+import { storeCliSession } from '../helpers/cli-session';
+import { dropServiceDatabase } from '../../activities/data/pg-server';
+
+const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
+vi.setConfig({ testTimeout: 120_000 });
+let w: Awaited<ReturnType<typeof createDeployWorld>>;
+let home: Record<string, string>;
+let token: string;
+let destinationId: string;
+let label: string;
+
+beforeAll(async () => {
+  w = await createDeployWorld(t);
+  const owner = await sessionAgent(t, w.owner);
+  const dir = join(t.dataDir, '..', `dest-${w.environment.id}`);
+  mkdirSync(dir);
+  destinationId = (
+    await owner.post(`/teams/${w.team.id}/backup-destinations`, { kind: 'local', name: 'disk', path: dir })
+  ).body.id;
+  const created = await owner.post(`/environments/${w.environment.id}/services`, { kind: 'postgresql', plan: 'small' });
+  expect(created.status, created.text).toBe(202);
+  expect((await waitForTask(t, owner, created.body.id, { timeoutMs: 90_000 })).status).toBe('succeeded');
+  home = cliHome(t);
+  await storeCliSession(t, w.owner, home);
+  token = await createAccessToken(t, w.owner, w.team);
+  label = `${w.project.name}/${w.environment.name}`;
+}, 150_000);
+
+afterAll(async () => {
+  const rows = await t.deps.knex('services').select('database_name', 'role_name');
+  for (const r of rows) await dropServiceDatabase(t.config, { database: r.database_name, role: r.role_name });
+});
+
+describe('service backup', () => {
+  it('create --wait, list --json, download --decrypt to a dump pg_restore reads', async () => {
+    const created = await runCli(t, ['backup', 'create', label, '--destination', destinationId, '--wait'], home);
+    expect(created.code, created.stderr).toBe(0);
+
+    const list = await runCli(t, ['--json', 'backup', 'list', label], home);
+    expect(list.code, list.stderr).toBe(0);
+    const snapshots = JSON.parse(list.stdout).data;
+    expect(snapshots).toHaveLength(1);
+    expect(snapshots[0]).toMatchObject({ status: 'available', destination_id: destinationId });
+
+    const file = join(t.dataDir, 'restored.dump');
+    const dl = await runCli(t, ['backup', 'download', label, snapshots[0].id, '--decrypt', '--out', file], home);
+    expect(dl.code, dl.stderr).toBe(0);
+    expect(existsSync(`${file}.files.tar`)).toBe(true);
+    expect(execFileSync('pg_restore', ['--list', file], { encoding: 'utf8' })).toMatch(/Archive created at/);
+
+    // Without --decrypt: the encrypted file, which scripts/decrypt-backup.mjs (same decryption code) opens.
+    const vcb = join(t.dataDir, 'snapshot.vcb');
+    expect((await runCli(t, ['backup', 'download', label, snapshots[0].id, '--out', vcb], home)).code).toBe(0);
+    const key = (await (await sessionAgent(t, w.owner)).post(`/environments/${w.environment.id}/backup-key`, {})).body
+      .key;
+    const plain = join(t.dataDir, 'plain');
+    execFileSync('node', [join(ROOT, 'scripts/decrypt-backup.mjs'), '--key', key, '--in', vcb, '--out', plain]);
+    expect(readFileSync(join(plain, 'database.dump'))).toEqual(readFileSync(file));
+  });
+
+  it('a token is refused with exit 4 naming `service login`', async () => {
+    const res = await runCli(t, ['backup', 'list', label], { ...home, VC_TOKEN: token });
+    expect(res.code).toBe(4);
+    expect(res.stderr).toContain('service login');
+    expect(res.stderr).not.toContain('    at ');
+  });
+
+  it('--decrypt after an old sign-in exits 4 telling to sign in again, and writes nothing', async () => {
+    const snapshot = (await t.deps.knex('backups').first('id')).id;
+    await t.deps
+      .knex('sessions')
+      .where({ kind: 'cli' })
+      .update({ authenticated_at: new Date(Date.now() - 86_400_000) });
+    const file = join(t.dataDir, 'stale.dump');
+    const res = await runCli(t, ['backup', 'download', label, snapshot, '--decrypt', '--out', file], home);
+    expect(res.code).toBe(4);
+    expect(res.stderr).toMatch(/recent sign-in: run `service login` again/);
+    expect(existsSync(file)).toBe(false);
+  });
+});
