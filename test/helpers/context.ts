@@ -68,7 +68,10 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     const smtp = opts.smtp ? await startSmtpServer() : undefined;
     // Below the kernel's ephemeral range (32768-60999): a port the edge must listen on is never a web
     // process's internal port (port 0) or a connection's local port.
-    const portBase = 21000 + Math.floor(Math.random() * 39) * 300;
+    // One range per vitest worker (VITEST_POOL_ID): files running at the same time never share a range,
+    // so one file's teardown (which removes the networks of its range) never takes another file's.
+    const pool = Number(process.env.VITEST_POOL_ID) || 1 + Math.floor(Math.random() * 8);
+    const portBase = 21000 + ((pool - 1) % 11) * 1000;
     const config = loadConfig({
       PORT: '0',
       DATABASE_URL: withDatabase(admin, dbName),

