@@ -70,8 +70,11 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     // process's internal port (port 0) or a connection's local port.
     // One range per vitest worker (VITEST_POOL_ID): files running at the same time never share a range,
     // so one file's teardown (which removes the networks of its range) never takes another file's.
-    const pool = Number(process.env.VITEST_POOL_ID) || 1 + Math.floor(Math.random() * 8);
-    const portBase = 21000 + ((pool - 1) % 11) * 1000;
+    // VC_TEST_PORT_SLOT (0-17) moves a whole run to ranges of its own, for runs side by side on one host
+    // (separate checkouts); each vitest worker of a run then takes one of the slot's two ranges.
+    const pool = Number(process.env.VITEST_POOL_ID) || 1 + Math.floor(Math.random() * 2);
+    const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
+    const portBase = 21000 + (slot * 2 + ((pool - 1) % 2)) * 300;
     const config = loadConfig({
       PORT: '0',
       DATABASE_URL: withDatabase(admin, dbName),
