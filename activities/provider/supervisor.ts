@@ -14,162 +14,29 @@
  * Every web process runs in its environment's sandbox (sandbox.ts, set up again by restoreAll after a host
  * restart): the proxy reaches it at the sandbox's address; retire() removes the sandbox's network.
  */
-import { appendFile, chmod, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
-import { closeSync, openSync, readlinkSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { holdProcess, limitEnv, removeCgroupBase, removeEnvironmentCgroups, type Limits } from './cgroups';
-import type { Manifest } from './manifest';
-import { startProxy, type Proxy, type Route } from './proxy';
-import { environmentDir } from './releases';
-import { groupAlive, killGroup, type OnLine } from './run-step';
-import { closeJail, openJail } from './sandbox';
-import { delay, freePort, waitReady, WebProcess, type Backoff } from './web-process';
+import { removeCgroupBase, removeEnvironmentCgroups, type Limits } from './cgroups';
+import type { OnLine } from './run-step';
+import { closeJail } from './sandbox';
+import { SupervisorCore } from './supervisor-core';
+import { readState, STATE_FILE, type StateFile, statePath } from './supervisor-state';
+import type { EnvironmentStatus, GoLiveOptions, GoLiveResult, RestartOptions, RestartResult } from './supervisor-types';
+import { killOrphan, safe, WEB_LOG } from './supervisor-web';
+import { waitReady, type WebProcess } from './web-process';
 
-export interface SupervisorOptions {
-  dataDir: string;
-  /** Address the environments' public ports listen on (default 127.0.0.1). */
-  listenHost?: string;
-  /** SIGTERM to SIGKILL when a web process is stopped (default 5000 ms). */
-  stopGraceMs?: number;
-  restartBackoff?: Partial<Backoff>;
-  /** Readiness wait of each environment in restoreAll (default 30000 ms). */
-  restoreHealthTimeoutMs?: number;
-  /** Seals the web processes' environment in current.json (system/crypto.ts under the console's key). */
-  protectEnv?: { seal(text: string): string; open(sealed: string): string };
-  /**
-   * Whether this supervisor listens on the environments' public ports itself (default true). False when
-   * the edge, a process of its own, serves them: the supervisor then only publishes where each
-   * environment's web process answers, through `publish`.
-   */
-  proxies?: boolean;
-  /** Called after every change of where an environment is served (null: taken off this host). */
-  publish?: (envId: string, route: PublishedRoute | null) => Promise<void>;
-}
+export { currentRelease, statePath, type CurrentRelease } from './supervisor-state';
+export type {
+  EnvironmentStatus,
+  GoLiveOptions,
+  GoLiveResult,
+  PublishedRoute,
+  RestartOptions,
+  RestartResult,
+  SupervisorOptions,
+} from './supervisor-types';
 
-/** Where an environment is served, as the edge needs it: host AND port (the host may be a namespace's). */
-export type PublishedRoute =
-  | { kind: 'upstream'; host: string; port: number; releaseId: string }
-  | { kind: 'unavailable'; text: string; releaseId: string | null };
-
-export interface RestartOptions {
-  envId: string;
-  /** Complete new environment of the web process (PORT is set by the supervisor). */
-  env: Record<string, string | undefined>;
-  healthTimeoutMs: number;
-  onLine?: OnLine;
-}
-
-export interface GoLiveOptions {
-  envId: string;
-  port: number;
-  releaseId: string;
-  releaseDir: string;
-  manifest: Manifest;
-  /** Complete environment of the web process (PORT is set by the supervisor). */
-  env: Record<string, string | undefined>;
-  healthTimeoutMs: number;
-  onLine?: OnLine;
-  /** The plan of the environment's web server: each web process is held to it (cgroups.ts) and told it. */
-  limits?: Limits;
-}
-
-export type GoLiveResult =
-  | { ok: true; alreadyLive: boolean; internalPort: number | null }
-  | { ok: false; message: string };
-
-export interface CurrentRelease {
-  envId: string;
-  releaseId: string;
-  releaseDir: string;
-  port: number;
-  web: boolean;
-  since: string;
-  maintenance: { on: boolean; note?: string };
-}
-
-interface StateFile extends CurrentRelease {
-  version: 1;
-  manifest: Manifest;
-  env?: Record<string, string | undefined>;
-  /** The env, sealed (SupervisorOptions.protectEnv). */
-  envSealed?: string;
-  pid: number | null;
-  limits?: Limits;
-}
-
-export type RestartResult = { ok: true; restarted: boolean } | { ok: false; message: string };
-
-export interface EnvironmentStatus {
-  releaseId: string;
-  port: number;
-  internalPort: number | null;
-  pid: number | null;
-  running: boolean;
-  restarts: number;
-}
-
-interface Live {
-  releaseId: string;
-  releaseDir: string;
-  manifest: Manifest;
-  env: Record<string, string | undefined>;
-  since: string;
-  web: WebProcess | null;
-  limits?: Limits;
-}
-
-interface Runtime {
-  envId: string;
-  proxy: Proxy | null;
-  live: Live | null;
-  maintenance: { on: boolean; note?: string };
-  lock: Promise<unknown>;
-}
-
-const STATE_FILE = 'current.json';
-const WEB_LOG = 'web.log';
-
-export function statePath(dataDir: string, envId: string): string {
-  return path.join(environmentDir(dataDir, envId), STATE_FILE);
-}
-
-/** The release recorded live for an environment, or null. */
-export async function currentRelease(dataDir: string, envId: string): Promise<CurrentRelease | null> {
-  const s = await readState(statePath(dataDir, envId));
-  if (!s) return null;
-  return {
-    envId: s.envId,
-    releaseId: s.releaseId,
-    releaseDir: s.releaseDir,
-    port: s.port,
-    web: s.web,
-    since: s.since,
-    maintenance: s.maintenance ?? { on: false },
-  };
-}
-
-export class Supervisor {
-  private readonly envs = new Map<string, Runtime>();
-  private readonly dataDir: string;
-  private readonly host: string;
-  private readonly graceMs: number;
-  private readonly backoff: Backoff;
-  private readonly restoreTimeoutMs: number;
-  private readonly protectEnv: SupervisorOptions['protectEnv'];
-  private readonly proxies: boolean;
-  private readonly publishRoute: SupervisorOptions['publish'];
-
-  constructor(opts: SupervisorOptions) {
-    this.dataDir = path.resolve(opts.dataDir);
-    this.host = opts.listenHost ?? '127.0.0.1';
-    this.graceMs = opts.stopGraceMs ?? 5000;
-    this.backoff = { initialMs: 500, maxMs: 30_000, stableMs: 30_000, ...opts.restartBackoff };
-    this.restoreTimeoutMs = opts.restoreHealthTimeoutMs ?? 30_000;
-    this.protectEnv = opts.protectEnv;
-    this.proxies = opts.proxies ?? true;
-    this.publishRoute = opts.publish;
-  }
-
+export class Supervisor extends SupervisorCore {
   /** Puts a built release live (see the file comment). Idempotent: the release already live is left running. */
   goLive(opts: GoLiveOptions): Promise<GoLiveResult> {
     return this.exclusive(opts.envId, () => this.goLiveNow(opts));
@@ -318,7 +185,7 @@ export class Supervisor {
     if (rt.live) return { ...base, ok: true };
     // Behind the edge, the orphan of the previous worker keeps serving until its successor is ready.
     const handOver = Boolean(this.publishRoute);
-    if (s.pid && !handOver) await this.killOrphan(s.pid, s.releaseDir);
+    if (s.pid && !handOver) await killOrphan(s.pid, s.releaseDir, this.graceMs);
     rt.maintenance = s.maintenance ?? { on: false };
     try {
       await this.ensureProxy(rt, s.port);
@@ -353,7 +220,7 @@ export class Supervisor {
     const ready = web && handOver ? await waitReady(web, s.manifest.health, this.restoreTimeoutMs) : null;
     await this.writeState(rt);
     await this.publish(rt);
-    if (s.pid && handOver) await this.killOrphan(s.pid, s.releaseDir);
+    if (s.pid && handOver) await killOrphan(s.pid, s.releaseDir, this.graceMs);
     if (!web) return { ...base, ok: true };
     const done = ready ?? (await waitReady(web, s.manifest.health, this.restoreTimeoutMs));
     return done.ok ? { ...base, ok: true } : { ...base, ok: false, message: done.message };
@@ -465,166 +332,5 @@ export class Supervisor {
       running: web?.isRunning ?? false,
       restarts: web?.restarts ?? 0,
     };
-  }
-
-  // ---------------------------------------------------------------------------------------------------
-
-  private runtime(envId: string): Runtime {
-    let rt = this.envs.get(envId);
-    if (!rt) {
-      rt = { envId, proxy: null, live: null, maintenance: { on: false }, lock: Promise.resolve() };
-      this.envs.set(envId, rt);
-    }
-    return rt;
-  }
-
-  private exclusive<T>(envId: string, fn: () => Promise<T>): Promise<T> {
-    const rt = this.runtime(envId);
-    const next = rt.lock.then(fn, fn);
-    rt.lock = next.catch(() => undefined);
-    return next;
-  }
-
-  private route(rt: Runtime): Route {
-    if (rt.maintenance.on) return { kind: 'unavailable', text: rt.maintenance.note || 'under maintenance' };
-    const web = rt.live?.web;
-    if (!rt.live) return { kind: 'unavailable', text: 'no release is live' };
-    if (!web) return { kind: 'unavailable', text: 'no web process' };
-    return { kind: 'upstream', host: web.host, port: web.port, agent: web.agent };
-  }
-
-  /** Tells the edge where the environment is served now (SupervisorOptions.publish). */
-  private async publish(rt: Runtime): Promise<void> {
-    if (!this.publishRoute) return;
-    const live = rt.live;
-    const web = live?.web;
-    const route: PublishedRoute =
-      live && web
-        ? { kind: 'upstream', host: web.host, port: web.port, releaseId: live.releaseId }
-        : {
-            kind: 'unavailable',
-            text: live ? 'no web process' : 'no release is live',
-            releaseId: live?.releaseId ?? null,
-          };
-    await this.publishRoute(rt.envId, route);
-  }
-
-  private async ensureProxy(rt: Runtime, port: number): Promise<void> {
-    if (rt.proxy?.port === port) return;
-    if (!this.proxies) {
-      // the edge serves the port; the supervisor only remembers it
-      rt.proxy = { port, close: async () => undefined };
-      return;
-    }
-    const proxy = await startProxy(this.host, port, () => this.route(rt));
-    const old = rt.proxy;
-    rt.proxy = proxy;
-    await old?.close();
-  }
-
-  private async closeProxy(rt: Runtime): Promise<void> {
-    const p = rt.proxy;
-    rt.proxy = null;
-    await p?.close();
-  }
-
-  private async spawnWeb(
-    envId: string,
-    port: number,
-    releaseId: string,
-    releaseDir: string,
-    command: string,
-    env: Record<string, string | undefined>,
-    limits?: Limits,
-  ): Promise<WebProcess> {
-    const jail = await openJail(this.dataDir, envId, port);
-    const logPath = path.join(environmentDir(this.dataDir, envId), WEB_LOG);
-    closeSync(openSync(logPath, 'a', 0o600));
-    await chmod(logPath, 0o600); // the worker's alone: not readable by any environment
-    // The previous release keeps its port until the switch (same namespace): the new one takes another.
-    const taken = this.envs.get(envId)?.live?.web?.port;
-    let internal = await freePort();
-    while (internal === taken) internal = await freePort();
-    const web = new WebProcess({
-      label: `release ${releaseId}`,
-      command,
-      cwd: releaseDir,
-      env: limits ? { ...env, ...limitEnv(limits) } : env,
-      jail,
-      port: internal,
-      logPath,
-      backoff: this.backoff,
-      onStart: (pid) => {
-        if (limits) {
-          try {
-            holdProcess(envId, 'web', pid, limits);
-          } catch (err) {
-            const line = `[${new Date().toISOString()}] could not hold pid ${pid} to its plan: ${(err as Error).message}\n`;
-            void appendFile(logPath, line).catch(() => undefined);
-          }
-        }
-        // record the new pid so that a later worker can find an orphaned group
-        const rt = this.envs.get(envId);
-        if (rt?.live?.web === web) void this.writeState(rt).catch(() => undefined);
-      },
-    });
-    web.start();
-    return web;
-  }
-
-  private async writeState(rt: Runtime): Promise<void> {
-    const live = rt.live;
-    if (!live || !rt.proxy) return;
-    const state: StateFile = {
-      version: 1,
-      envId: rt.envId,
-      releaseId: live.releaseId,
-      releaseDir: live.releaseDir,
-      port: rt.proxy.port,
-      web: Boolean(live.manifest.web),
-      since: live.since,
-      maintenance: rt.maintenance,
-      manifest: live.manifest,
-      ...(this.protectEnv ? { envSealed: this.protectEnv.seal(JSON.stringify(live.env)) } : { env: live.env }),
-      pid: live.web?.pid ?? null,
-      limits: live.limits,
-    };
-    const file = statePath(this.dataDir, rt.envId);
-    await mkdir(path.dirname(file), { recursive: true });
-    const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-    await writeFile(tmp, JSON.stringify(state, null, 2), { mode: 0o600 });
-    await rename(tmp, file);
-  }
-
-  /** A web process group left by a previous worker: killed if its pid still runs in that release dir. */
-  private async killOrphan(pid: number, releaseDir: string): Promise<void> {
-    let cwd: string;
-    try {
-      cwd = readlinkSync(`/proc/${pid}/cwd`);
-    } catch {
-      return;
-    }
-    const dir = await realpath(releaseDir).catch(() => releaseDir);
-    if (cwd !== dir || !groupAlive(pid)) return;
-    killGroup(pid, 'SIGTERM');
-    const deadline = Date.now() + this.graceMs;
-    while (groupAlive(pid) && Date.now() < deadline) await delay(25);
-    killGroup(pid, 'SIGKILL');
-  }
-}
-
-async function readState(file: string): Promise<StateFile | null> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as StateFile;
-  } catch {
-    return null;
-  }
-}
-
-function safe(onLine: OnLine | undefined, line: string, stream: 'stdout' | 'stderr' = 'stdout'): void {
-  try {
-    onLine?.(stream, line);
-  } catch {
-    // a failing log sink does not change the outcome
   }
 }
