@@ -9,7 +9,7 @@ import { startProxy } from './proxy';
 import { type StateFile, writeStateFile } from './supervisor-state';
 import type { Runtime, SupervisorOptions } from './supervisor-types';
 import { proxyRoute, publishedRoute, spawnWeb } from './supervisor-web';
-import type { Backoff, WebProcess } from './web-process';
+import { delay, waitReady, type Backoff, type WebProcess } from './web-process';
 
 export abstract class SupervisorCore {
   protected readonly envs = new Map<string, Runtime>();
@@ -21,6 +21,7 @@ export abstract class SupervisorCore {
   protected readonly protectEnv: SupervisorOptions['protectEnv'];
   protected readonly proxies: boolean;
   protected readonly publishRoute: SupervisorOptions['publish'];
+  protected readonly drainMs: number;
 
   constructor(opts: SupervisorOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -31,12 +32,13 @@ export abstract class SupervisorCore {
     this.protectEnv = opts.protectEnv;
     this.proxies = opts.proxies ?? true;
     this.publishRoute = opts.publish;
+    this.drainMs = opts.drainMs ?? 1000;
   }
 
   protected runtime(envId: string): Runtime {
     let rt = this.envs.get(envId);
     if (!rt) {
-      rt = { envId, proxy: null, live: null, maintenance: { on: false }, lock: Promise.resolve() };
+      rt = { envId, proxy: null, live: null, maintenance: { on: false }, lock: Promise.resolve(), next: 0 };
       this.envs.set(envId, rt);
     }
     return rt;
@@ -74,33 +76,91 @@ export abstract class SupervisorCore {
     await p?.close();
   }
 
+  /** Starts one instance of a release in the environment's sandbox on a port no other instance holds. */
   protected spawnWeb(
     envId: string,
     port: number,
-    releaseId: string,
-    releaseDir: string,
-    command: string,
+    spec: WebSpec,
+    slot: number,
     env: Record<string, string | undefined>,
-    limits?: Limits,
+    limits: Limits | undefined,
+    taken: number[],
   ): Promise<WebProcess> {
-    const taken = this.envs.get(envId)?.live?.web?.port;
+    const current = this.envs.get(envId)?.live?.webs.map((w) => w.port) ?? [];
     return spawnWeb({
       dataDir: this.dataDir,
       envId,
       port,
-      releaseId,
-      releaseDir,
-      command,
+      releaseId: spec.releaseId,
+      releaseDir: spec.releaseDir,
+      command: spec.command,
       env,
       limits,
+      slot,
       backoff: this.backoff,
-      taken: taken ? [taken] : [],
+      taken: [...current, ...taken],
       onPid: (web) => {
         // record the new pid so that a later worker can find an orphaned group
         const rt = this.envs.get(envId);
-        if (rt?.live?.web === web) void this.writeState(rt).catch(() => undefined);
+        if (rt?.live?.webs.includes(web)) void this.writeState(rt).catch(() => undefined);
       },
     });
+  }
+
+  /**
+   * Starts the instances of `slots` and waits until every one is ready (health 2xx, or its port accepting).
+   * If one is not, all of them are stopped again and the reason returned. Not yet supervised.
+   */
+  protected async startReady(
+    envId: string,
+    port: number,
+    spec: WebSpec & { health?: string },
+    slots: number[],
+    env: Record<string, string | undefined>,
+    limits: Limits | undefined,
+    timeoutMs: number,
+    say: (line: string) => void,
+  ): Promise<{ ok: true; webs: WebProcess[] } | { ok: false; message: string }> {
+    const webs: WebProcess[] = [];
+    try {
+      for (const slot of slots) {
+        const web = await this.spawnWeb(
+          envId,
+          port,
+          spec,
+          slot,
+          env,
+          limits,
+          webs.map((w) => w.port),
+        );
+        webs.push(web);
+        say(`Started "${spec.command}" for release ${spec.releaseId}, instance ${slot} (pid ${web.pid ?? '?'})`);
+      }
+    } catch (err) {
+      await Promise.all(webs.map((w) => w.stop(this.graceMs)));
+      throw err;
+    }
+    const ready = await Promise.all(webs.map((w) => waitReady(w, spec.health, timeoutMs)));
+    const bad = ready.findIndex((r) => !r.ok);
+    if (bad >= 0) {
+      await Promise.all(webs.map((w) => w.stop(this.graceMs)));
+      const r = ready[bad] as { ok: false; message: string };
+      return { ok: false, message: `instance ${slots[bad]} did not become ready: ${r.message}` };
+    }
+    for (const [i, web] of webs.entries()) {
+      const r = ready[i] as { ok: true; status?: number };
+      say(
+        spec.health
+          ? `instance ${slots[i]}: ${spec.health} answered ${r.status}`
+          : `instance ${slots[i]}: port ${web.port} accepts connections`,
+      );
+    }
+    return { ok: true, webs };
+  }
+
+  /** Lets the edge learn that instances left the route before they stop (edge only). */
+  protected async drain(): Promise<void> {
+    if (this.publishRoute && this.drainMs > 0) await delay(this.drainMs);
   }
 
   protected async writeState(rt: Runtime): Promise<void> {
@@ -117,9 +177,23 @@ export abstract class SupervisorCore {
       maintenance: rt.maintenance,
       manifest: live.manifest,
       ...(this.protectEnv ? { envSealed: this.protectEnv.seal(JSON.stringify(live.env)) } : { env: live.env }),
-      pid: live.web?.pid ?? null,
+      pid: live.webs[0]?.pid ?? null,
+      pids: live.webs.map((w) => w.pid),
+      instances: live.instances,
       limits: live.limits,
     };
     await writeStateFile(this.dataDir, state);
   }
+}
+
+/** What an instance runs. */
+export interface WebSpec {
+  releaseId: string;
+  releaseDir: string;
+  command: string;
+}
+
+/** The slots from..to, in order. */
+export function slotsOf(from: number, to: number): number[] {
+  return Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
 }

@@ -26,7 +26,11 @@ export interface StateFile extends CurrentRelease {
   env?: Record<string, string | undefined>;
   /** The env, sealed (SupervisorOptions.protectEnv). */
   envSealed?: string;
+  /** Slot 1's pid (files written before scaling have only this one). */
   pid: number | null;
+  /** Every instance's pid, slot 1 first. */
+  pids?: (number | null)[];
+  instances?: number;
   limits?: Limits;
 }
 

@@ -27,12 +27,24 @@ export interface SupervisorOptions {
   proxies?: boolean;
   /** Called after every change of where an environment is served (null: taken off this host). */
   publish?: (envId: string, route: PublishedRoute | null) => Promise<void>;
+  /**
+   * With `publish`: how long an instance taken out of the route keeps running, so that the edge (which learns
+   * of the change by notification) stops sending to it first (default 1000 ms).
+   */
+  drainMs?: number;
 }
 
 /** Where an environment is served, as the edge needs it: host AND port (the host may be a namespace's). */
 export type PublishedRoute =
-  | { kind: 'upstream'; host: string; port: number; releaseId: string }
+  | { kind: 'upstream'; host: string; port: number; releaseId: string; upstreams: Upstream[] }
   | { kind: 'unavailable'; text: string; releaseId: string | null };
+
+/** One web instance as the edge reaches it; `id` (its slot, "1".."N") names it in the stickiness cookie. */
+export interface Upstream {
+  id: string;
+  host: string;
+  port: number;
+}
 
 export interface RestartOptions {
   envId: string;
@@ -54,6 +66,8 @@ export interface GoLiveOptions {
   onLine?: OnLine;
   /** The plan of the environment's web server: each web process is held to it (cgroups.ts) and told it. */
   limits?: Limits;
+  /** How many web instances (default: as many as run now, else 1). */
+  instances?: number;
 }
 
 export type GoLiveResult =
@@ -62,6 +76,16 @@ export type GoLiveResult =
 
 export type RestartResult = { ok: true; restarted: boolean } | { ok: false; message: string };
 
+export type ScaleResult = { ok: true; instances: number; changed: boolean } | { ok: false; message: string };
+
+export interface InstanceStatus {
+  slot: number;
+  pid: number | null;
+  internalPort: number;
+  running: boolean;
+  restarts: number;
+}
+
 export interface EnvironmentStatus {
   releaseId: string;
   port: number;
@@ -69,6 +93,8 @@ export interface EnvironmentStatus {
   pid: number | null;
   running: boolean;
   restarts: number;
+  /** Every web instance, slot 1 first (the fields above are slot 1's). */
+  instances: InstanceStatus[];
 }
 
 export interface Live {
@@ -77,7 +103,10 @@ export interface Live {
   manifest: Manifest;
   env: Record<string, string | undefined>;
   since: string;
-  web: WebProcess | null;
+  /** The web instances, slot 1 first; empty without a web command. */
+  webs: WebProcess[];
+  /** How many instances the environment runs (kept without a web command, for the next release). */
+  instances: number;
   limits?: Limits;
 }
 
@@ -87,4 +116,6 @@ export interface Runtime {
   live: Live | null;
   maintenance: { on: boolean; note?: string };
   lock: Promise<unknown>;
+  /** Round-robin position of the in-process proxy. */
+  next: number;
 }

@@ -26,6 +26,8 @@ export interface SpawnOptions {
   command: string;
   env: Record<string, string | undefined>;
   limits?: Limits;
+  /** The instance's slot (1..N): VC_INSTANCE in its environment. */
+  slot: number;
   backoff: Backoff;
   /** Internal ports still in use in the environment's namespace (the new process takes another). */
   taken: number[];
@@ -44,10 +46,10 @@ export async function spawnWeb(o: SpawnOptions): Promise<WebProcess> {
   while (o.taken.includes(internal)) internal = await freePort();
   const limits = o.limits;
   const web: WebProcess = new WebProcess({
-    label: `release ${o.releaseId}`,
+    label: o.slot === 1 ? `release ${o.releaseId}` : `release ${o.releaseId} (instance ${o.slot})`,
     command: o.command,
     cwd: o.releaseDir,
-    env: limits ? { ...o.env, ...limitEnv(limits) } : o.env,
+    env: { ...o.env, ...(limits ? limitEnv(limits) : {}), VC_INSTANCE: String(o.slot) },
     jail,
     port: internal,
     logPath,
@@ -84,26 +86,33 @@ export async function killOrphan(pid: number, releaseDir: string, graceMs: numbe
   killGroup(pid, 'SIGKILL');
 }
 
-/** Where the in-process proxy sends a request now. */
+/** Where the in-process proxy sends a request now: the instances in turn. */
 export function proxyRoute(rt: Runtime): Route {
   if (rt.maintenance.on) return { kind: 'unavailable', text: rt.maintenance.note || 'under maintenance' };
-  const web = rt.live?.web;
   if (!rt.live) return { kind: 'unavailable', text: 'no release is live' };
-  if (!web) return { kind: 'unavailable', text: 'no web process' };
+  const webs = rt.live.webs;
+  if (webs.length === 0) return { kind: 'unavailable', text: 'no web process' };
+  const web = webs[rt.next++ % webs.length];
   return { kind: 'upstream', host: web.host, port: web.port, agent: web.agent };
 }
 
-/** Where the edge should send the environment's requests now. */
+/** Where the edge should send the environment's requests now: every instance, slot 1 first. */
 export function publishedRoute(rt: Runtime): PublishedRoute {
   const live = rt.live;
-  const web = live?.web;
-  return live && web
-    ? { kind: 'upstream', host: web.host, port: web.port, releaseId: live.releaseId }
-    : {
-        kind: 'unavailable',
-        text: live ? 'no web process' : 'no release is live',
-        releaseId: live?.releaseId ?? null,
-      };
+  const webs = live?.webs ?? [];
+  if (live && webs.length > 0)
+    return {
+      kind: 'upstream',
+      host: webs[0].host,
+      port: webs[0].port,
+      releaseId: live.releaseId,
+      upstreams: webs.map((w, i) => ({ id: String(i + 1), host: w.host, port: w.port })),
+    };
+  return {
+    kind: 'unavailable',
+    text: live ? 'no web process' : 'no release is live',
+    releaseId: live?.releaseId ?? null,
+  };
 }
 
 export function safe(onLine: OnLine | undefined, line: string, stream: 'stdout' | 'stderr' = 'stdout'): void {

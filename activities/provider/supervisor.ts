@@ -1,11 +1,15 @@
 /**
  * The supervisor, owned by the worker process: per environment, a reverse proxy on the environment's public
- * port and the live release's `web` process behind it on a private port.
+ * port (or the edge, through `publish`) and the live release's `web` instances behind it, each on a private
+ * port of its own (1 by default; `scale` sets how many, VC_INSTANCE tells each its slot).
  *
- * Going live: start the new process on a fresh port, wait for `health` to answer 2xx (or, without health,
- * for the port to accept connections) within healthTimeoutMs, then point the proxy at it, record the release
- * in `<dataDir>/environments/<envId>/current.json` (temp file + rename) and stop the previous process group.
- * If anything fails before the switch, the new process is killed and the previous release keeps serving.
+ * Going live: start the new instances on fresh ports, wait for `health` to answer 2xx (or, without health,
+ * for the port to accept connections) within healthTimeoutMs, then point the proxy at them, record the
+ * release in `<dataDir>/environments/<envId>/current.json` (temp file + rename) and stop the previous
+ * process groups. If anything fails before the switch, the new ones are killed and the previous release
+ * keeps serving. Restarts (new variables, reboot, resize) replace the instances one at a time, each ready
+ * before the one it replaces leaves the route; scaling down takes instances out of the route, lets the edge
+ * learn it (drainMs), then stops them.
  *
  * current.json holds the environment given to the web process, so that restoreAll() can bring it back
  * after a worker restart; it is written with mode 0600, sealed when `protectEnv` is given (it holds the
@@ -16,12 +20,12 @@
  */
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { removeCgroupBase, removeEnvironmentCgroups, type Limits } from './cgroups';
-import type { OnLine } from './run-step';
+import { removeCgroupBase, removeEnvironmentCgroups } from './cgroups';
 import { closeJail } from './sandbox';
-import { SupervisorCore } from './supervisor-core';
+import { slotsOf } from './supervisor-core';
+import { SupervisorInstances } from './supervisor-instances';
 import { readState, STATE_FILE, type StateFile, statePath } from './supervisor-state';
-import type { EnvironmentStatus, GoLiveOptions, GoLiveResult, RestartOptions, RestartResult } from './supervisor-types';
+import type { EnvironmentStatus, GoLiveOptions, GoLiveResult } from './supervisor-types';
 import { killOrphan, safe, WEB_LOG } from './supervisor-web';
 import { waitReady, type WebProcess } from './web-process';
 
@@ -33,10 +37,12 @@ export type {
   PublishedRoute,
   RestartOptions,
   RestartResult,
+  ScaleResult,
   SupervisorOptions,
+  Upstream,
 } from './supervisor-types';
 
-export class Supervisor extends SupervisorCore {
+export class Supervisor extends SupervisorInstances {
   /** Puts a built release live (see the file comment). Idempotent: the release already live is left running. */
   goLive(opts: GoLiveOptions): Promise<GoLiveResult> {
     return this.exclusive(opts.envId, () => this.goLiveNow(opts));
@@ -45,9 +51,10 @@ export class Supervisor extends SupervisorCore {
   private async goLiveNow(o: GoLiveOptions): Promise<GoLiveResult> {
     const say = (line: string) => safe(o.onLine, `==> ${line}`);
     const rt = this.runtime(o.envId);
+    const count = Math.max(1, o.instances ?? rt.live?.instances ?? 1);
     if (rt.live?.releaseId === o.releaseId && rt.proxy?.port === o.port) {
       say(`Release ${o.releaseId} is already live on port ${o.port}`);
-      return { ok: true, alreadyLive: true, internalPort: rt.live.web?.port ?? null };
+      return { ok: true, alreadyLive: true, internalPort: rt.live.webs[0]?.port ?? null };
     }
 
     try {
@@ -58,24 +65,38 @@ export class Supervisor extends SupervisorCore {
       return { ok: false, message };
     }
 
-    let web: WebProcess | null = null;
+    let webs: WebProcess[] = [];
     if (o.manifest.web) {
+      const spec = {
+        releaseId: o.releaseId,
+        releaseDir: o.releaseDir,
+        command: o.manifest.web,
+        health: o.manifest.health,
+      };
+      let started: Awaited<ReturnType<Supervisor['startReady']>>;
       try {
-        web = await this.spawnWeb(o.envId, o.port, o.releaseId, o.releaseDir, o.manifest.web, o.env, o.limits);
+        started = await this.startReady(
+          o.envId,
+          o.port,
+          spec,
+          slotsOf(1, count),
+          o.env,
+          o.limits,
+          o.healthTimeoutMs,
+          say,
+        );
       } catch (err) {
         if (!rt.live) await this.closeProxy(rt);
         throw err;
       }
-      say(`Started "${o.manifest.web}" for release ${o.releaseId} (pid ${web.pid ?? '?'}); output goes to ${WEB_LOG}`);
-      const ready = await waitReady(web, o.manifest.health, o.healthTimeoutMs);
-      if (!ready.ok) {
-        await web.stop(this.graceMs);
-        const message = `release ${o.releaseId} did not become ready: ${ready.message}`;
+      if (!started.ok) {
+        const message = `release ${o.releaseId} did not become ready: ${started.message}`;
         safe(o.onLine, message, 'stderr');
         if (!rt.live) await this.closeProxy(rt);
         return { ok: false, message };
       }
-      say(o.manifest.health ? `${o.manifest.health} answered ${ready.status}` : `port ${web.port} accepts connections`);
+      webs = started.webs;
+      say(`Output of the web process goes to ${WEB_LOG}`);
     } else {
       say('No web command in service.yaml: the environment answers 503 "no web process"');
     }
@@ -87,81 +108,28 @@ export class Supervisor extends SupervisorCore {
       manifest: o.manifest,
       env: o.env,
       since: new Date().toISOString(),
-      web,
+      webs,
+      instances: count,
       limits: o.limits,
     };
-    web?.supervise();
+    for (const web of webs) web.supervise();
     try {
       await this.writeState(rt);
       await this.publish(rt);
     } catch (err) {
       rt.live = previous;
-      await web?.stop(this.graceMs);
+      await Promise.all(webs.map((w) => w.stop(this.graceMs)));
       throw err;
     }
-    say(`Release ${o.releaseId} is live on port ${o.port}`);
-    if (previous?.web) await previous.web.stop(this.graceMs);
-    return { ok: true, alreadyLive: false, internalPort: web?.port ?? null };
+    say(`Release ${o.releaseId} is live on port ${o.port}${count > 1 ? ` (${count} instances)` : ''}`);
+    if (previous?.webs.length) {
+      await this.drain();
+      await Promise.all(previous.webs.map((w) => w.stop(this.graceMs)));
+    }
+    return { ok: true, alreadyLive: false, internalPort: webs[0]?.port ?? null };
   }
 
-  /**
-   * Restarts the live release's web process with a new environment, without a build: a new process on a
-   * fresh port, ready (health 2xx, or the port accepting) before the proxy switches to it; on failure the
-   * running process keeps serving with its old environment.
-   */
-  restartWithEnv(o: RestartOptions): Promise<GoLiveResult> {
-    return this.exclusive(o.envId, async () => {
-      const say = (line: string) => safe(o.onLine, `==> ${line}`);
-      const rt = this.runtime(o.envId);
-      const live = rt.live;
-      if (!live) return { ok: false, message: 'no release is live on this environment' };
-      if (!live.manifest.web) {
-        rt.live = { ...live, env: o.env };
-        await this.writeState(rt);
-        say('No web command in service.yaml: nothing to restart; the new variables are kept for the next start');
-        return { ok: true, alreadyLive: true, internalPort: null };
-      }
-      const web = await this.spawnWeb(
-        o.envId,
-        rt.proxy?.port ?? 0,
-        live.releaseId,
-        live.releaseDir,
-        live.manifest.web,
-        o.env,
-        live.limits,
-      );
-      say(
-        `Started "${live.manifest.web}" for release ${live.releaseId} with the current variables (pid ${web.pid ?? '?'})`,
-      );
-      const ready = await waitReady(web, live.manifest.health, o.healthTimeoutMs);
-      if (!ready.ok) {
-        await web.stop(this.graceMs);
-        const message = `the restarted process did not become ready: ${ready.message}`;
-        safe(o.onLine, message, 'stderr');
-        return { ok: false, message };
-      }
-      say(
-        live.manifest.health
-          ? `${live.manifest.health} answered ${ready.status}`
-          : `port ${web.port} accepts connections`,
-      );
-      rt.live = { ...live, env: o.env, web };
-      web.supervise();
-      try {
-        await this.writeState(rt);
-        await this.publish(rt);
-      } catch (err) {
-        rt.live = live;
-        await web.stop(this.graceMs);
-        throw err;
-      }
-      if (live.web) await live.web.stop(this.graceMs);
-      say(`Release ${live.releaseId} serves with the current variables`);
-      return { ok: true, alreadyLive: false, internalPort: web.port };
-    });
-  }
-
-  /** Brings back every environment recorded in a current.json (after a worker start). */
+  /** Brings back every environment recorded in a current.json (after a worker start), with all its instances. */
   async restoreAll(): Promise<{ envId: string; releaseId: string; ok: boolean; message?: string }[]> {
     const root = path.join(this.dataDir, 'environments');
     let names: string[] = [];
@@ -183,9 +151,12 @@ export class Supervisor extends SupervisorCore {
     const rt = this.runtime(s.envId);
     const base = { envId: s.envId, releaseId: s.releaseId };
     if (rt.live) return { ...base, ok: true };
-    // Behind the edge, the orphan of the previous worker keeps serving until its successor is ready.
+    const count = Math.max(1, s.instances ?? 1);
+    const orphans = (s.pids ?? [s.pid]).filter((p): p is number => typeof p === 'number' && p > 0);
+    const killOrphans = () => Promise.all(orphans.map((pid) => killOrphan(pid, s.releaseDir, this.graceMs)));
+    // Behind the edge, the orphans of the previous worker keep serving until their successors are ready.
     const handOver = Boolean(this.publishRoute);
-    if (s.pid && !handOver) await killOrphan(s.pid, s.releaseDir, this.graceMs);
+    if (!handOver) await killOrphans();
     rt.maintenance = s.maintenance ?? { on: false };
     try {
       await this.ensureProxy(rt, s.port);
@@ -198,11 +169,24 @@ export class Supervisor extends SupervisorCore {
     } catch (err) {
       return { ...base, ok: false, message: `the recorded environment cannot be opened: ${(err as Error).message}` };
     }
-    let web: WebProcess | null = null;
+    const webs: WebProcess[] = [];
     if (s.manifest.web) {
+      const spec = { releaseId: s.releaseId, releaseDir: s.releaseDir, command: s.manifest.web };
       try {
-        web = await this.spawnWeb(s.envId, s.port, s.releaseId, s.releaseDir, s.manifest.web, env, s.limits);
+        for (const slot of slotsOf(1, count))
+          webs.push(
+            await this.spawnWeb(
+              s.envId,
+              s.port,
+              spec,
+              slot,
+              env,
+              s.limits,
+              webs.map((w) => w.port),
+            ),
+          );
       } catch (err) {
+        await Promise.all(webs.map((w) => w.stop(this.graceMs)));
         await this.closeProxy(rt);
         return { ...base, ok: false, message: `its sandbox could not be set up: ${(err as Error).message}` };
       }
@@ -213,17 +197,19 @@ export class Supervisor extends SupervisorCore {
       manifest: s.manifest,
       env,
       since: s.since,
-      web,
+      webs,
+      instances: count,
       limits: s.limits,
     };
-    web?.supervise(); // it is the live release: whatever happens, keep it running
-    const ready = web && handOver ? await waitReady(web, s.manifest.health, this.restoreTimeoutMs) : null;
+    for (const web of webs) web.supervise(); // the live release: whatever happens, keep it running
+    const readyAll = () => Promise.all(webs.map((w) => waitReady(w, s.manifest.health, this.restoreTimeoutMs)));
+    const ready = webs.length && handOver ? await readyAll() : null;
     await this.writeState(rt);
     await this.publish(rt);
-    if (s.pid && handOver) await killOrphan(s.pid, s.releaseDir, this.graceMs);
-    if (!web) return { ...base, ok: true };
-    const done = ready ?? (await waitReady(web, s.manifest.health, this.restoreTimeoutMs));
-    return done.ok ? { ...base, ok: true } : { ...base, ok: false, message: done.message };
+    if (handOver) await killOrphans();
+    if (!webs.length) return { ...base, ok: true };
+    const bad = (ready ?? (await readyAll())).find((r) => !r.ok) as { ok: false; message: string } | undefined;
+    return bad ? { ...base, ok: false, message: bad.message } : { ...base, ok: true };
   }
 
   /** Stops every web process group and closes every proxy (worker shutdown). current.json files stay. */
@@ -231,7 +217,7 @@ export class Supervisor extends SupervisorCore {
     await Promise.all(
       [...this.envs.values()].map((rt) =>
         this.exclusive(rt.envId, async () => {
-          await rt.live?.web?.stop(this.graceMs);
+          await Promise.all((rt.live?.webs ?? []).map((w) => w.stop(this.graceMs)));
           await this.closeProxy(rt);
           rt.live = null;
           await removeEnvironmentCgroups(rt.envId);
@@ -242,12 +228,12 @@ export class Supervisor extends SupervisorCore {
     removeCgroupBase();
   }
 
-  /** Takes an environment off this host (environment deleted): process, proxy and current.json. */
+  /** Takes an environment off this host (environment deleted): processes, proxy and current.json. */
   async retire(envId: string): Promise<void> {
     await this.exclusive(envId, async () => {
       const rt = this.runtime(envId);
       const port = rt.proxy?.port ?? (await readState(statePath(this.dataDir, envId)))?.port;
-      await rt.live?.web?.stop(this.graceMs);
+      await Promise.all((rt.live?.webs ?? []).map((w) => w.stop(this.graceMs)));
       await this.closeProxy(rt);
       rt.live = null;
       await rm(statePath(this.dataDir, envId), { force: true });
@@ -268,69 +254,25 @@ export class Supervisor extends SupervisorCore {
     });
   }
 
-  /**
-   * Restarts the live release's web process (reboot, resize: with `limits`, the new plan): a new process is
-   * started and must be ready (health) before the proxy moves to it and the old one is stopped; if it is not
-   * ready, it is stopped and the old one keeps serving. The supervisor runs one web process per environment,
-   * so "one instance at a time" is this one replacement. With `env`, that is merged into the process's
-   * environment (data put back, a new database service). Nothing live: `restarted: false`.
-   */
-  restartWeb(
-    envId: string,
-    o: { limits?: Limits; env?: Record<string, string>; healthTimeoutMs: number; onLine?: OnLine },
-  ): Promise<RestartResult> {
-    return this.exclusive(envId, async () => {
-      const say = (line: string) => safe(o.onLine, `==> ${line}`);
-      const rt = this.runtime(envId);
-      const live = rt.live;
-      if (!live) return { ok: true, restarted: false };
-      const limits = o.limits ?? live.limits;
-      if (!live.manifest.web) {
-        live.limits = limits;
-        await this.writeState(rt);
-        return { ok: true, restarted: false };
-      }
-      if (!rt.proxy) return { ok: true, restarted: false };
-      const nextEnv = { ...live.env, ...(o.env ?? {}) };
-      const web = await this.spawnWeb(
-        envId,
-        rt.proxy.port,
-        live.releaseId,
-        live.releaseDir,
-        live.manifest.web,
-        nextEnv,
-        limits,
-      );
-      say(`Started a new web process for release ${live.releaseId} (pid ${web.pid ?? '?'})`);
-      const ready = await waitReady(web, live.manifest.health, o.healthTimeoutMs);
-      if (!ready.ok) {
-        await web.stop(this.graceMs);
-        const message = `the new web process did not become ready: ${ready.message}; the old one keeps serving`;
-        safe(o.onLine, message, 'stderr');
-        return { ok: false, message };
-      }
-      const old = live.web;
-      rt.live = { ...live, env: nextEnv, web, limits };
-      web.supervise();
-      await this.writeState(rt);
-      await this.publish(rt);
-      say(`The new web process serves; stopping the old one (pid ${old?.pid ?? '?'})`);
-      await old?.stop(this.graceMs);
-      return { ok: true, restarted: true };
-    });
-  }
-
   status(envId: string): EnvironmentStatus | null {
     const rt = this.envs.get(envId);
     if (!rt?.live || !rt.proxy) return null;
-    const web = rt.live.web;
+    const instances = rt.live.webs.map((w, i) => ({
+      slot: i + 1,
+      pid: w.pid,
+      internalPort: w.port,
+      running: w.isRunning,
+      restarts: w.restarts,
+    }));
+    const first = instances[0];
     return {
       releaseId: rt.live.releaseId,
       port: rt.proxy.port,
-      internalPort: web?.port ?? null,
-      pid: web?.pid ?? null,
-      running: web?.isRunning ?? false,
-      restarts: web?.restarts ?? 0,
+      internalPort: first?.internalPort ?? null,
+      pid: first?.pid ?? null,
+      running: first?.running ?? false,
+      restarts: first?.restarts ?? 0,
+      instances,
     };
   }
 }
