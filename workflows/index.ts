@@ -14,7 +14,7 @@ export { applyVariables } from './variables';
 export { setMaintenance } from './maintenance';
 export { pruneExpiredRecords } from './prune-expired';
 export { pruneResourceSamples } from './resources';
-export { resizeServer, rebootServer } from './machines';
+export { resizeServer, rebootServer, scaleEnvironment } from './machines';
 export { endSubscription } from './subscriptions';
 export { deliverIntegrationEvent } from './integrations';
 export { retireEnvironment } from './environments';
