@@ -57,7 +57,11 @@ beforeAll(async () => {
   owner = await sessionAgent(t, user);
   destDir = join(t.dataDir, '..', `dest-crash-${envId}`);
   mkdirSync(destDir);
-  const dest = await owner.post(`/teams/${team.id}/backup-destinations`, { kind: 'local', name: 'disk', path: destDir });
+  const dest = await owner.post(`/teams/${team.id}/backup-destinations`, {
+    kind: 'local',
+    name: 'disk',
+    path: destDir,
+  });
   expect(dest.status, dest.text).toBe(201);
 
   startWorker();
