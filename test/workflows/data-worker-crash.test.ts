@@ -8,7 +8,7 @@ import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/proces
 import { createEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
-import { dropServiceDatabase, serviceUrl, withAdmin } from '../../activities/data/pg-server';
+import { dropServiceDatabase, serviceUrl, withAdmin, type ServiceLogin } from '../../activities/data/pg-server';
 import { serviceLogin } from '../../activities/data/service-env';
 import { listLocal } from '../../activities/data/destinations';
 import { volumeDir } from '../../activities/data/backup-engine';
@@ -24,7 +24,7 @@ const children: ChildProcess[] = [];
 let owner: Agent;
 let envId: string;
 let destDir: string;
-let db: pg.Client;
+let login: ServiceLogin;
 const ROWS = 120_000; // ~60 MB of hex text: a dump and a restore take seconds here
 
 function startWorker(): ChildProcess {
@@ -43,7 +43,17 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
   }
 }
 
-const count = async (sql: string) => Number((await db.query(sql)).rows[0].n);
+/** A query as the service's own role, on a connection of its own (a restore's swap ends every session). */
+async function q(sql: string) {
+  const c = new pg.Client({ connectionString: serviceUrl(t.config, login) });
+  await c.connect();
+  try {
+    return (await c.query(sql)).rows;
+  } finally {
+    await c.end();
+  }
+}
+const count = async (sql: string) => Number((await q(sql))[0].n);
 const databases = async () =>
   withAdmin(t.config, async (c) =>
     (await c.query('SELECT datname FROM pg_database')).rows.map((r: { datname: string }) => r.datname),
@@ -70,20 +80,17 @@ beforeAll(async () => {
   const task = await waitForTask(t, owner, created.body.id, { timeoutMs: 90_000 });
   expect(task.status, task.error ?? '').toBe('succeeded');
 
-  const login = await serviceLogin(t.deps, envId);
-  db = new pg.Client({ connectionString: serviceUrl(t.config, login!) });
-  await db.connect();
-  await db.query(`CREATE TABLE big AS SELECT g AS id,
+  login = (await serviceLogin(t.deps, envId))!;
+  await q(`CREATE TABLE big AS SELECT g AS id,
     (SELECT string_agg(md5(random()::text || g::text || i::text), '') FROM generate_series(1, 16) i) AS body
     FROM generate_series(1, ${ROWS}) g`);
-  await db.query("CREATE TABLE notes (body text); INSERT INTO notes VALUES ('in the snapshot')");
+  await q("CREATE TABLE notes (body text); INSERT INTO notes VALUES ('in the snapshot')");
   mkdirSync(volumeDir(t.dataDir, envId), { recursive: true });
   writeFileSync(join(volumeDir(t.dataDir, envId), 'upload.txt'), 'in the snapshot');
 }, 180_000);
 
 afterAll(async () => {
   await stopChildren(children);
-  await db?.end().catch(() => undefined);
   const rows = await t.deps.knex('services').select('database_name', 'role_name');
   for (const r of rows) await dropServiceDatabase(t.config, { database: r.database_name, role: r.role_name });
 });
@@ -118,10 +125,9 @@ describe('a worker killed with SIGKILL', () => {
   });
 
   it('during a restore: the live database stays the previous one until the new worker puts the snapshot back whole', async () => {
-    await db.query("DELETE FROM big WHERE id % 2 = 0; UPDATE notes SET body = 'changed after'");
+    await q("DELETE FROM big WHERE id % 2 = 0; UPDATE notes SET body = 'changed after'");
     writeFileSync(join(volumeDir(t.dataDir, envId), 'upload.txt'), 'changed after');
-    const login = await serviceLogin(t.deps, envId);
-    const staging = `${login!.database}_restore`;
+    const staging = `${login.database}_restore`;
 
     const res = await owner.post(`/environments/${envId}/backups/${snapshotId}/restore`, {});
     expect(res.status, res.text).toBe(202);
@@ -140,7 +146,7 @@ describe('a worker killed with SIGKILL', () => {
     // Half restored only in the staging copy: the live database and files are wholly the previous ones.
     expect(await databases()).toContain(staging);
     expect(await count('SELECT count(*) AS n FROM big')).toBe(ROWS / 2);
-    expect((await db.query('SELECT body FROM notes')).rows).toEqual([{ body: 'changed after' }]);
+    expect(await q('SELECT body FROM notes')).toEqual([{ body: 'changed after' }]);
 
     startWorker();
     const done = await waitForTask(t, owner, res.body.id, { timeoutMs: 120_000 });
@@ -149,11 +155,8 @@ describe('a worker killed with SIGKILL', () => {
     expect(await taskLog(t, owner, res.body.id)).toMatch(/Put back: database and files/);
 
     // Wholly the snapshot's now; no staging copy of either part remains.
-    await db.end();
-    db = new pg.Client({ connectionString: serviceUrl(t.config, login!) });
-    await db.connect();
     expect(await count('SELECT count(*) AS n FROM big')).toBe(ROWS);
-    expect((await db.query('SELECT body FROM notes')).rows).toEqual([{ body: 'in the snapshot' }]);
+    expect(await q('SELECT body FROM notes')).toEqual([{ body: 'in the snapshot' }]);
     expect(readFileSync(join(volumeDir(t.dataDir, envId), 'upload.txt'), 'utf8')).toBe('in the snapshot');
     expect(await databases()).not.toContain(staging);
     expect(existsSync(`${volumeDir(t.dataDir, envId)}.restore`)).toBe(false);
