@@ -20,7 +20,7 @@ import {
  * peak (getrusage) at the end.
  *
  * BENCH_BACKUP_MB sets the size: default 200 MB to keep `npm run bench` short; the issue's figure is
- * `BENCH_BACKUP_MB=1024`. The generated database is kept between runs (`svc_bench_cache_<MB>` on the bench's
+ * `BENCH_BACKUP_MB=1024`. The generated database is kept between runs (`svc_bench_rows_<rows>` on the bench's
  * server; generating 1 GB takes minutes here): BENCH_BACKUP_DROP=1 drops it at the end.
  * Target: at least 0.8x the plain throughput, the engine's process under 200 MB throughout.
  */
@@ -38,7 +38,9 @@ async function query(login: ServiceLogin, sql: string) {
 
 /** The cached database of `targetMb`, generated when missing (random hex text: it compresses poorly). */
 async function generated(targetMb: number): Promise<ServiceLogin> {
-  const name = `svc_bench_cache_${targetMb}`;
+  // ~1.15 KB a row on disk: 32 random md5s of hex text, made per row by a lateral subquery.
+  const rows = Math.round((targetMb * 1024 * 1024) / 1150);
+  const name = `svc_bench_rows_${rows}`;
   const login = { database: name, role: name, password: randomBytes(16).toString('hex') };
   await createServiceDatabase(config, login); // idempotent: sets this run's password
   const ready = await query(login, "SELECT 1 FROM pg_tables WHERE tablename = 'bench_ready'");
@@ -48,8 +50,6 @@ async function generated(targetMb: number): Promise<ServiceLogin> {
   }
   console.log(`[bench] backups: generating a ${targetMb} MB database ${name} (kept for later runs)...`);
   const began = performance.now();
-  // ~1 KB of text a row (~1.5 KB on disk): 32 random md5s of hex, made per row by a lateral subquery.
-  const rows = Math.round((targetMb * 1024 * 1024) / 1500);
   await query(
     login,
     `DROP TABLE IF EXISTS big;

@@ -75,10 +75,23 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
       });
     },
 
+    /**
+     * The backup's last attempt ended without saying so itself (its worker killed): the snapshot is marked
+     * failed and whatever its attempts left at the destination (a half-written object) is removed.
+     */
     async markBackupFailed(input: { backupId: string; error: string }): Promise<void> {
+      const row = await knex('backups').where({ id: input.backupId }).first();
       await knex('backups')
         .where({ id: input.backupId, status: 'running' })
         .update({ status: 'failed', error: input.error, finished_at: knex.fn.now() });
+      const destination = row?.destination_id && (await BackupDestination.query(knex).findById(row.destination_id));
+      if (!row || row.status === 'available' || !destination) return;
+      const store = openStore(destinationSpec(deps, destination), deps.config);
+      try {
+        await store.delete(row.object_key).catch(() => undefined);
+      } finally {
+        store.close();
+      }
     },
 
     async markServiceFailed(input: { serviceId: string }): Promise<void> {

@@ -163,6 +163,13 @@ describe('snapshots', () => {
     expect((await listLocal(join(root, 'dest'))).filter((f) => f.includes('fail'))).toEqual([]);
   });
 
+  it('deleting an object also removes the half of it a killed writer left (`<name>.partial`)', async () => {
+    const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } }, outbound);
+    writeFileSync(join(root, 'dest', 'env', 'killed.vcb.partial'), 'half');
+    await store.delete('env/killed.vcb');
+    expect((await listLocal(join(root, 'dest'))).filter((f) => f.includes('killed'))).toEqual([]);
+  });
+
   it('sync copies one database and volume into another', async () => {
     const parts = await copyData({ config, source, target: { login: b, volume: join(root, 'vol-b') } });
     expect(parts).toEqual(['database', 'files']);

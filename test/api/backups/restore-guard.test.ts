@@ -60,7 +60,8 @@ describe('a wrong password on restore or sync over a protected environment', () 
     expect(refused.status).toBe(429);
     expect(refused.body.error.code).toBe('rate_limited');
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(await t.deps.knex('tasks').whereIn('type', ['restore', 'sync']).count({ n: '*' })).toEqual([{ n: '0' }]);
+    const started = await t.deps.knex('tasks').whereIn('type', ['restore', 'sync']).count({ n: '*' }).first();
+    expect(Number(started?.n)).toBe(0);
     // The same guard as the sign-in's: it refuses the address there too.
     const signIn = await t.agent().post('/session', { email: user.email, password: PASSWORD });
     expect(signIn.status).toBe(429);
