@@ -5,7 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
-import { createEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import { createEnvironment, getTask, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import { dropServiceDatabase, serviceUrl, withAdmin, type ServiceLogin } from '../../activities/data/pg-server';
@@ -108,9 +108,10 @@ describe('a worker killed with SIGKILL', () => {
     });
     await killAndWait(children.at(-1)!, 'SIGKILL');
 
-    // While no worker runs, the snapshot is listed as running, never available.
+    // While no worker runs, the snapshot is listed as running, never available; the task is still running.
     const during = (await owner.get(`/environments/${envId}/backups`)).body.data;
     expect(during.map((b: { status: string }) => b.status)).toEqual(['running']);
+    expect((await getTask(t, owner, res.body.id)).status).toBe('running');
 
     startWorker();
     const done = await waitForTask(t, owner, res.body.id, { timeoutMs: 120_000 });
@@ -147,6 +148,8 @@ describe('a worker killed with SIGKILL', () => {
     expect(await databases()).toContain(staging);
     expect(await count('SELECT count(*) AS n FROM big')).toBe(ROWS / 2);
     expect(await q('SELECT body FROM notes')).toEqual([{ body: 'changed after' }]);
+    expect(readFileSync(join(volumeDir(t.dataDir, envId), 'upload.txt'), 'utf8')).toBe('changed after');
+    expect((await getTask(t, owner, res.body.id)).status).toBe('running');
 
     startWorker();
     const done = await waitForTask(t, owner, res.body.id, { timeoutMs: 120_000 });
