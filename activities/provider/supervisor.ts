@@ -453,6 +453,22 @@ export class Supervisor {
     });
   }
 
+  /**
+   * Stops the live release's web process (the edge answers "no web process") until `restartWeb` starts it
+   * again: a storage move copies the data while nothing writes it. False when nothing was running.
+   */
+  stopWeb(envId: string): Promise<boolean> {
+    return this.exclusive(envId, async () => {
+      const rt = this.runtime(envId);
+      const web = rt.live?.web;
+      if (!rt.live || !web) return false;
+      rt.live = { ...rt.live, web: null };
+      await this.publish(rt);
+      await web.stop(this.graceMs);
+      return true;
+    });
+  }
+
   status(envId: string): EnvironmentStatus | null {
     const rt = this.envs.get(envId);
     if (!rt?.live || !rt.proxy) return null;

@@ -11,6 +11,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import { StorageDisk, type DiskName } from '../models/storage-disk';
+import { openSubscription } from './subscriptions';
 
 export const DISKS = ['database', 'files'] as const satisfies readonly DiskName[];
 
@@ -103,3 +104,51 @@ export async function volumeHasFiles(knex: Knex | Knex.Transaction, roots: strin
   const dir = await environmentVolume(knex, roots, envId);
   return (await readdir(dir).catch(() => [])).length > 0;
 }
+
+export interface StoragePricing {
+  currency: string;
+  /** The monthly price of `gb` GB of storage (api/lib/pricing.ts storagePrice). */
+  price: (gb: number) => number;
+}
+
+/**
+ * Sets the environment's allowance (in the caller's transaction, the allowance row locked): the part beyond
+ * what its plan includes is a `storage` subscription, replaced (the old one ended now) when its price
+ * changes, ended when nothing is beyond the plan any more.
+ */
+export async function setAllowance(
+  trx: Knex.Transaction,
+  envId: string,
+  allowanceGb: number,
+  pricing: StoragePricing,
+): Promise<void> {
+  const current = await trx('storage_allowances').where({ environment_id: envId }).forUpdate().first();
+  const env = await trx('environments').where({ id: envId }).first('id', 'team_id', 'project_id', 'name');
+  const beyond = Math.max(0, allowanceGb - (await includedStorageGb(trx, envId)));
+  const price = pricing.price(beyond);
+  let subscriptionId: string | null = current?.subscription_id ?? null;
+  const sub = subscriptionId ? await trx('subscriptions').where({ id: subscriptionId }).first() : null;
+  const live = sub && sub.status !== 'ended' ? sub : null;
+  if (!live || Number(live.monthly_price) !== price || live.item !== storageItem(env.name, beyond)) {
+    if (live) await trx('subscriptions').where({ id: live.id }).update({ status: 'ended', ended_at: trx.fn.now() });
+    subscriptionId = null;
+    if (beyond > 0) {
+      const opened = await openSubscription(trx, {
+        teamId: env.team_id,
+        projectId: env.project_id,
+        environmentId: env.id,
+        kind: 'storage',
+        resourceId: env.id,
+        item: storageItem(env.name, beyond),
+        monthlyPrice: price,
+        currency: pricing.currency,
+      });
+      subscriptionId = opened.id;
+    }
+  }
+  await trx('storage_allowances')
+    .where({ environment_id: envId })
+    .update({ allowance_gb: allowanceGb, subscription_id: subscriptionId, updated_at: trx.fn.now() });
+}
+
+const storageItem = (envName: string, gb: number) => `Storage beyond the plan, ${gb} GB (${envName})`;
