@@ -27,7 +27,8 @@ const fail = (message: string) => ApplicationFailure.nonRetryable(message, 'Stor
 
 export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
   const { knex, config } = deps;
-  const roots = config.storageRoots;
+  // read at each use: STORAGE_ROOTS as the config says it now
+  const roots = () => config.storageRoots;
 
   async function withLog<T>(taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
     const log = createTaskLog(knex, taskId);
@@ -80,13 +81,13 @@ export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
     }): Promise<{ disk: DiskName; location: string; old_location: string; files?: number; bytes?: number; rows?: number }> {
       return withLog(input.taskId, async (log) => {
         const envId = input.environmentId;
-        const s = await environmentStorage(knex, roots, envId);
+        const s = await environmentStorage(knex, roots(), envId);
         const row = s[input.disk];
         if (row.location === input.to && row.old_location) {
           log.line(`==> The ${input.disk} disk already lives under ${input.to}`);
           return { disk: input.disk, location: row.location, old_location: row.old_location };
         }
-        if (!roots.includes(input.to)) throw fail(`${input.to} is not a root of STORAGE_ROOTS`);
+        if (!roots().includes(input.to)) throw fail(`${input.to} is not a root of STORAGE_ROOTS`);
         const from = row.location;
         log.line(`==> Stopping the web process while the ${input.disk} disk moves from ${from} to ${input.to}`);
         const stopped = await supervisor.stopWeb(envId);
@@ -129,7 +130,7 @@ export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
     async discardOldStorage(input: { taskId: string; environmentId: string }): Promise<{ discarded: string[] }> {
       return withLog(input.taskId, async (log) => {
         const envId = input.environmentId;
-        const s = await environmentStorage(knex, roots, envId);
+        const s = await environmentStorage(knex, roots(), envId);
         const discarded: string[] = [];
         if (s.files.old_location) {
           const dir = volumePath(s.files.old_location, envId);
@@ -169,7 +170,7 @@ export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
         if (!volume) throw fail('the volume no longer exists');
         const list = loadPriceList(config);
         const out = await knex.transaction(async (trx) => {
-          const s = await environmentStorage(trx, roots, volume.environment_id, { forUpdate: true });
+          const s = await environmentStorage(trx, roots(), volume.environment_id, { forUpdate: true });
           const grow = Math.max(0, input.sizeGb - s.files.size_gb);
           await setAllowance(trx, volume.environment_id, s.allowance_gb + grow, {
             currency: list.currency,
