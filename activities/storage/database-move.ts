@@ -101,7 +101,9 @@ export async function moveServiceDatabase(
     try {
       await disconnectAll(c, db);
       o.say(`==> Copying ${db} into ${ts}`);
-      await c.query(`CREATE DATABASE ${ident(staging)} TEMPLATE ${ident(db)} TABLESPACE ${ident(ts)} OWNER ${ident(login.role)}`);
+      await c.query(
+        `CREATE DATABASE ${ident(staging)} TEMPLATE ${ident(db)} TABLESPACE ${ident(ts)} OWNER ${ident(login.role)}`,
+      );
     } catch (err) {
       await c.query(`ALTER DATABASE ${ident(db)} WITH ALLOW_CONNECTIONS true`).catch(() => undefined);
       throw err;

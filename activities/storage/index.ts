@@ -73,12 +73,14 @@ export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
      * Moves one disk to `to`: the web process is stopped, the data copied and verified, the disk switched to
      * the new root (its old copy kept), and the web process started again (also when the move failed).
      */
-    async moveStorageDisk(input: {
-      taskId: string;
-      environmentId: string;
+    async moveStorageDisk(input: { taskId: string; environmentId: string; disk: DiskName; to: string }): Promise<{
       disk: DiskName;
-      to: string;
-    }): Promise<{ disk: DiskName; location: string; old_location: string; files?: number; bytes?: number; rows?: number }> {
+      location: string;
+      old_location: string;
+      files?: number;
+      bytes?: number;
+      rows?: number;
+    }> {
       return withLog(input.taskId, async (log) => {
         const envId = input.environmentId;
         const s = await environmentStorage(knex, roots(), envId);
@@ -118,7 +120,9 @@ export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
               updated_at: knex.fn.now(),
             });
           }
-          log.line(`==> The ${input.disk} disk lives under ${input.to}; the old copy stays under ${from} until discarded`);
+          log.line(
+            `==> The ${input.disk} disk lives under ${input.to}; the old copy stays under ${from} until discarded`,
+          );
         } finally {
           if (stopped) await startWeb(envId, log);
         }
@@ -136,18 +140,26 @@ export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
           const dir = volumePath(s.files.old_location, envId);
           log.line(`==> Deleting the old copy of the volume at ${dir}`);
           await rm(dir, { recursive: true, force: true });
-          await knex('storage_disks').where({ id: s.files.id }).update({ old_location: null, updated_at: knex.fn.now() });
+          await knex('storage_disks')
+            .where({ id: s.files.id })
+            .update({ old_location: null, updated_at: knex.fn.now() });
           discarded.push(`files@${s.files.old_location}`);
         }
         if (s.database.old_location) {
-          const service = await knex('services').where({ environment_id: envId, kind: 'postgresql' }).first('database_name');
+          const service = await knex('services')
+            .where({ environment_id: envId, kind: 'postgresql' })
+            .first('database_name');
           if (service) {
             log.line(`==> Dropping the old copy of the database (${service.database_name}_kept)`);
-            await discardKeptDatabase(config, { database: service.database_name }, {
-              envId,
-              root: s.database.old_location,
-              generation: s.database.old_generation ?? 0,
-            });
+            await discardKeptDatabase(
+              config,
+              { database: service.database_name },
+              {
+                envId,
+                root: s.database.old_location,
+                generation: s.database.old_generation ?? 0,
+              },
+            );
           }
           await knex('storage_disks')
             .where({ id: s.database.id })

@@ -32,7 +32,9 @@ export async function treeDigest(root: string): Promise<TreeDigest> {
         files += 1;
         bytes += st.size;
       }
-      all.update(`${JSON.stringify(relPath)} ${st.mode.toString(8)} ${st.uid}:${st.gid} ${st.isDirectory() ? '' : st.size} ${detail}\n`);
+      all.update(
+        `${JSON.stringify(relPath)} ${st.mode.toString(8)} ${st.uid}:${st.gid} ${st.isDirectory() ? '' : st.size} ${detail}\n`,
+      );
       if (st.isDirectory()) await walk(relPath);
     }
   };

@@ -98,7 +98,7 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/environments/{id}/storage/{disk}/disk',
     operationId: 'getStorageDisk',
-    summary: "One disk (`database` or `files`): its size, the root it lives under, what it uses, the copy a move left",
+    summary: 'One disk (`database` or `files`): its size, the root it lives under, what it uses, the copy a move left',
     description: 'The `files` disk is the environment volume: `volume_id`, and VC_VOLUME_PATH in its processes.',
     permission: 'machines:read',
     params: s.diskParams,
@@ -140,10 +140,10 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/environments/{id}/storage/{disk}/move',
     operationId: 'moveStorageDisk',
-    summary: "Moves a disk to another root of STORAGE_ROOTS (a task): stopped, copied, verified, switched, started",
+    summary: 'Moves a disk to another root of STORAGE_ROOTS (a task): stopped, copied, verified, switched, started',
     description:
       'Answers 202 with the task (`machines`/`storage_move`). The web process is stopped while the data is copied; ' +
-      'the copy is verified (files: every path, size, mode and SHA-256; database: every table\'s row count) before the ' +
+      "the copy is verified (files: every path, size, mode and SHA-256; database: every table's row count) before the " +
       'disk switches and the web process starts again. The old copy is kept until POST /environments/{id}/storage/discard. ' +
       'A location that is not a root, or the current one: 422 on `location`; a database disk without a service: 422 ' +
       'on `disk`. One change at a time per environment: 409 `deploy_in_progress` or `task_in_progress` with `task_id`.',

@@ -17,7 +17,7 @@ const gb = (what: string) =>
     .max(MAX_ALLOWANCE_GB, `must be at most ${MAX_ALLOWANCE_GB} GB`);
 
 const usedBytes = z.object({
-  database: z.number().int().describe("Bytes the service database takes (pg_database_size); 0 without a service"),
+  database: z.number().int().describe('Bytes the service database takes (pg_database_size); 0 without a service'),
   files: z.number().int().describe('Bytes the volume takes on its disk (du)'),
 });
 
@@ -25,7 +25,9 @@ export const allowanceSchema = z.object({
   allowance_gb: z.number().int().describe('Storage of the environment: its two disks sum to it'),
   included_gb: z.number().int().describe("What the web server's plan includes; the rest is a paid subscription"),
   used_bytes: usedBytes,
-  monthly_price: z.number().describe('What the storage beyond the plan costs a month (price list storage.monthly_price_per_gb)'),
+  monthly_price: z
+    .number()
+    .describe('What the storage beyond the plan costs a month (price list storage.monthly_price_per_gb)'),
   currency: z.string(),
   order: z.string().nullable().describe('The subscription paying for the storage beyond the plan, or null'),
 });
@@ -38,7 +40,10 @@ export const diskSchema = z.object({
   disk: z.enum(DISKS),
   size_gb: z.number().int(),
   location: z.string().describe('The root of STORAGE_ROOTS the disk lives under'),
-  volume_id: z.uuid().nullable().describe('The `files` disk is the environment volume (GET /volumes/{id}/grow); null for `database`'),
+  volume_id: z
+    .uuid()
+    .nullable()
+    .describe('The `files` disk is the environment volume (GET /volumes/{id}/grow); null for `database`'),
   old_location: z
     .string()
     .nullable()

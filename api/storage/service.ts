@@ -175,7 +175,9 @@ export async function changeSplit(deps: Deps, actor: Actor, env: Env, body: { da
   const s = await environmentStorage(deps.knex, roots(deps), env.id);
   const sum = body.database_gb + body.files_gb;
   if (sum > s.allowance_gb) {
-    throw allowanceSpent(`${body.database_gb} GB + ${body.files_gb} GB is more than the allowance (${s.allowance_gb} GB)`);
+    throw allowanceSpent(
+      `${body.database_gb} GB + ${body.files_gb} GB is more than the allowance (${s.allowance_gb} GB)`,
+    );
   }
   if (sum < s.allowance_gb) {
     throw errors.invalid({ files_gb: `database_gb + files_gb must be the allowance (${s.allowance_gb} GB)` });
@@ -287,7 +289,9 @@ export async function requestDiscard(deps: Deps, actor: Actor, env: Env, confirm
     projectId: env.project_id,
     environmentId: env.id,
     params: {},
-    summary: kept.length ? `discard the old copies of ${env.name}: ${kept.join(', ')}` : `discard old copies of ${env.name}`,
+    summary: kept.length
+      ? `discard the old copies of ${env.name}: ${kept.join(', ')}`
+      : `discard old copies of ${env.name}`,
   });
 }
 
@@ -341,4 +345,3 @@ export async function requestGrow(deps: Deps, actor: Actor, volume: StorageDisk,
     summary: `grow the volume of ${env?.name ?? 'the environment'} from ${s.files.size_gb} GB to ${sizeGb} GB`,
   });
 }
-

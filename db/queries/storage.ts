@@ -60,7 +60,8 @@ export async function environmentStorage(
     if (!env) throw new Error(`no environment ${envId}`);
     const included = Math.max(2, await includedStorageGb(knex, envId));
     const files = Math.floor(included / 2);
-    await knex('storage_allowances').insert({ environment_id: envId, allowance_gb: included })
+    await knex('storage_allowances')
+      .insert({ environment_id: envId, allowance_gb: included })
       .onConflict('environment_id')
       .ignore();
     const base = { team_id: env.team_id, project_id: env.project_id, environment_id: envId, location: roots[0] };
@@ -94,7 +95,11 @@ async function readAllowance(knex: Knex | Knex.Transaction, envId: string, forUp
  * (an environment whose storage was never used: the first root, where its disk will be made). Every reader
  * and writer of the volume (web processes, deploy steps, backups, restores, moves) goes through it.
  */
-export async function environmentVolume(knex: Knex | Knex.Transaction, roots: string[], envId: string): Promise<string> {
+export async function environmentVolume(
+  knex: Knex | Knex.Transaction,
+  roots: string[],
+  envId: string,
+): Promise<string> {
   const files = await knex('storage_disks').where({ environment_id: envId, disk: 'files' }).first('location');
   return volumePath(files?.location ?? roots[0], envId);
 }

@@ -101,7 +101,7 @@ afterAll(async () => {
     await adminQuery(`DROP DATABASE IF EXISTS "${r.database_name}_kept"`).catch(() => undefined);
     await dropServiceDatabase(t.config, { database: r.database_name, role: r.role_name });
   }
-  const spaces = await adminQuery("SELECT spcname FROM pg_tablespace WHERE spcname LIKE $1", [
+  const spaces = await adminQuery('SELECT spcname FROM pg_tablespace WHERE spcname LIKE $1', [
     `vc_${w.environment.id.replace(/-/g, '')}_%`,
   ]).catch(() => []);
   for (const s of spaces) await adminQuery(`DROP TABLESPACE IF EXISTS "${s.spcname}"`).catch(() => undefined);
@@ -172,7 +172,9 @@ describe('POST /environments/{id}/storage/database/move', () => {
     );
     expect(where.location.startsWith(join(roots[1], 'database', w.environment.id))).toBe(true);
     expect(statSync(where.location).isDirectory()).toBe(true);
-    const kept = await adminQuery('SELECT datname FROM pg_database WHERE datname = $1', [`${service.database_name}_kept`]);
+    const kept = await adminQuery('SELECT datname FROM pg_database WHERE datname = $1', [
+      `${service.database_name}_kept`,
+    ]);
     expect(kept).toHaveLength(1);
     expect((await app('/write?body=three')).text).toBe('one,two,three');
     const disk = (await owner.get(`${env()}/storage/database/disk`)).body;

@@ -208,7 +208,10 @@ describe('/volumes/{id}/grow', () => {
     expect((await owner.get(`${base()}/split`)).body).toEqual({ database_gb: 1, files_gb: 40 });
     const allowance = (await owner.get(`${base()}/allowance`)).body;
     expect(allowance).toMatchObject({ allowance_gb: 41, monthly_price: 3.1 });
-    const subs = await t.deps.knex('subscriptions').where({ environment_id: env.id, kind: 'storage' }).orderBy('created_at');
+    const subs = await t.deps
+      .knex('subscriptions')
+      .where({ environment_id: env.id, kind: 'storage' })
+      .orderBy('created_at');
     expect(subs.filter((s: { status: string }) => s.status === 'active')).toHaveLength(1);
     expect(subs.find((s: { status: string }) => s.status === 'active').order).toBe(allowance.order);
   });
