@@ -169,7 +169,8 @@ export async function dropServiceDatabase(
   login: Pick<ServiceLogin, 'database' | 'role'>,
 ): Promise<void> {
   await withAdmin(config, async (c) => {
-    for (const db of [login.database, `${login.database}_restore`]) {
+    // _kept: the copy a storage move left (activities/storage/database-move.ts)
+    for (const db of [login.database, `${login.database}_restore`, `${login.database}_kept`]) {
       await disconnectAll(c, db);
       await c.query(`DROP DATABASE IF EXISTS ${ident(db)}`);
     }
