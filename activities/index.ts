@@ -14,6 +14,7 @@ import { tenantServicesPort } from './data/pg-server';
 import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';
+import { createStorageActivities } from './storage';
 import { createBillingActivities } from './billing';
 import { createIntegrationActivities } from './integrations';
 import { createEnvironmentActivities } from './environments';
@@ -68,6 +69,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createMaintenanceActivities(deps),
       ...createResourceActivities(deps),
       ...createMachineActivities(deps, supervisor),
+      ...createStorageActivities(deps, supervisor),
       ...createBillingActivities(deps),
       ...createIntegrationActivities(deps),
       retireEnvironmentHost: environments.retireEnvironmentHost,

@@ -72,6 +72,8 @@ export interface Config {
   servicesHost: string;
   /** Directories local repository paths and `file://` URLs may be under (LOCAL_REPOSITORY_ROOTS); none: refused. */
   localRepositoryRoots: string[];
+  /** Directories environments' disks may live under (STORAGE_ROOTS; default DATA_DIR/storage); the first is where new disks go. */
+  storageRoots: string[];
   /** Hosts, addresses and CIDRs tenant connections may reach although internal (OUTBOUND_ALLOWED_HOSTS). */
   outboundAllowedHosts: string[];
 }
@@ -103,6 +105,12 @@ function dnsServers(raw: string | undefined): string[] | undefined {
     }
   }
   return list.length ? list : undefined;
+}
+
+/** STORAGE_ROOTS: absolute directories, distinct; unset: one root, DATA_DIR/storage. */
+function storageRoots(raw: string | undefined, dataDir: string): string[] {
+  const roots = [...new Set(list(raw).map((dir) => resolve(dir)))];
+  return roots.length > 0 ? roots : [resolve(dataDir, 'storage')];
 }
 
 /** A comma-separated setting: trimmed, empty entries dropped. */
@@ -194,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     priceList: env.PRICE_LIST || undefined,
     metricsToken: env.METRICS_TOKEN || undefined,
     localRepositoryRoots: list(env.LOCAL_REPOSITORY_ROOTS).map((dir) => resolve(dir)),
+    storageRoots: storageRoots(env.STORAGE_ROOTS, resolve(env.DATA_DIR || 'var')),
     outboundAllowedHosts: allowedHosts(env.OUTBOUND_ALLOWED_HOSTS),
   };
 }

@@ -15,6 +15,7 @@ export { setMaintenance } from './maintenance';
 export { pruneExpiredRecords } from './prune-expired';
 export { pruneResourceSamples } from './resources';
 export { resizeServer, rebootServer, scaleEnvironment } from './machines';
+export { moveStorage, discardStorage, growVolume } from './storage';
 export { endSubscription } from './subscriptions';
 export { deliverIntegrationEvent } from './integrations';
 export { retireEnvironment } from './environments';

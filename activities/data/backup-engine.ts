@@ -11,10 +11,8 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { Config } from '../../system/config';
-import { environmentDir } from '../provider/releases';
 import {
   createRestoreTarget,
   serverMajorVersion,
@@ -27,11 +25,6 @@ import { decryptSnapshot, encryptSnapshot, type PartName } from './snapshot-form
 import type { ObjectStore } from './destinations';
 
 type PgConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>;
-
-/** The environment's volume: its files, kept across releases (backed up as the `files` part). */
-export function volumeDir(dataDir: string, envId: string): string {
-  return path.join(environmentDir(dataDir, envId), 'volume');
-}
 
 /** Arguments and environment that make pg_dump/pg_restore log in as the service role (the password never in argv). */
 function pgLogin(config: PgConfig, login: ServiceLogin) {

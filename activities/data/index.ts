@@ -14,14 +14,9 @@ import { destinationSpec } from '../../api/backups/destinations';
 import { ensureBackupKey } from '../../api/backups/keys';
 import { keyFingerprint } from './snapshot-format';
 import { openStore } from './destinations';
-import {
-  copyData,
-  describePutBackState,
-  restoreSnapshot,
-  settlePutBack,
-  takeSnapshot,
-  volumeDir,
-} from './backup-engine';
+import { copyData, describePutBackState, restoreSnapshot, settlePutBack, takeSnapshot } from './backup-engine';
+import { environmentVolume } from '../../db/queries/storage';
+import { volumeEnv } from '../storage/volume-env';
 import { createServiceDatabase, recreateServiceDatabase, serviceVariables } from './pg-server';
 import { serviceHost, serviceLogin } from './service-env';
 import { startScheduledBackups, pruneSnapshots } from './scheduled';
@@ -41,14 +36,17 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
   const { knex, config } = deps;
   const source = async (envId: string) => ({
     login: await serviceLogin(deps, envId),
-    volume: volumeDir(config.dataDir, envId),
+    volume: await environmentVolume(knex, config.storageRoots, envId),
   });
 
   /** Restarts the environment's web process with its current service variables (when it runs here). */
   const restartWeb = async (envId: string, log: TaskLog) => {
     const login = await serviceLogin(deps, envId);
     const r = await supervisor.restartWeb(envId, {
-      env: login ? serviceVariables(config, login, await serviceHost(deps, envId)) : {},
+      env: {
+        ...(login ? serviceVariables(config, login, await serviceHost(deps, envId)) : {}),
+        ...(await volumeEnv(deps, envId)),
+      },
       healthTimeoutMs: 30_000,
     });
     log.line(

@@ -169,7 +169,8 @@ export async function dropServiceDatabase(
   login: Pick<ServiceLogin, 'database' | 'role'>,
 ): Promise<void> {
   await withAdmin(config, async (c) => {
-    for (const db of [login.database, `${login.database}_restore`]) {
+    // _kept: the copy a storage move left (activities/storage/database-move.ts)
+    for (const db of [login.database, `${login.database}_restore`, `${login.database}_kept`]) {
       await disconnectAll(c, db);
       await c.query(`DROP DATABASE IF EXISTS ${ident(db)}`);
     }
@@ -203,7 +204,15 @@ export async function createRestoreTarget(
     await recoverInterruptedSwap(c, login.database);
     await disconnectAll(c, target);
     await c.query(`DROP DATABASE IF EXISTS ${ident(target)}`);
-    await c.query(`CREATE DATABASE ${ident(target)} OWNER ${ident(login.role)}`);
+    // In the live database's tablespace: a database moved to another storage root stays there (storage/).
+    const space = await c.query(
+      'SELECT t.spcname FROM pg_database d JOIN pg_tablespace t ON t.oid = d.dattablespace WHERE d.datname = $1',
+      [login.database],
+    );
+    const tablespace = space.rows[0]?.spcname as string | undefined;
+    await c.query(
+      `CREATE DATABASE ${ident(target)} OWNER ${ident(login.role)}${tablespace ? ` TABLESPACE ${ident(tablespace)}` : ''}`,
+    );
     await c.query(`REVOKE ALL ON DATABASE ${ident(target)} FROM PUBLIC`);
     await c.query(`GRANT ALL ON DATABASE ${ident(target)} TO ${ident(login.role)}`);
   });

@@ -60,6 +60,22 @@ export abstract class SupervisorInstances extends SupervisorCore {
     });
   }
 
+  /**
+   * Stops the live release's web instances (the edge answers "no web process") until `restartWeb` starts them
+   * again: a storage move copies the data while nothing writes it. False when nothing was running.
+   */
+  stopWeb(envId: string): Promise<boolean> {
+    return this.exclusive(envId, async () => {
+      const rt = this.runtime(envId);
+      const webs = rt.live?.webs ?? [];
+      if (!rt.live || webs.length === 0) return false;
+      rt.live = { ...rt.live, webs: [] };
+      await this.publish(rt);
+      await Promise.all(webs.map((w) => w.stop(this.graceMs)));
+      return true;
+    });
+  }
+
   /** Replaces every instance in turn (see restartWeb); the environment and limits are kept once all are. */
   private async rolling(
     rt: Runtime,
@@ -78,6 +94,28 @@ export abstract class SupervisorInstances extends SupervisorCore {
       health: live.manifest.health,
     };
     const total = live.webs.length;
+    if (total === 0) {
+      // Stopped (stopWeb: a storage move): the environment's instances start again, all ready before they serve.
+      const started = await this.startReady(
+        rt.envId,
+        port,
+        spec,
+        slotsOf(1, live.instances),
+        env,
+        limits,
+        timeoutMs,
+        say,
+      );
+      if (!started.ok) {
+        safe(onLine, started.message, 'stderr');
+        return { ok: false, message: started.message };
+      }
+      rt.live = { ...live, webs: started.webs, env, limits };
+      for (const web of started.webs) web.supervise();
+      await this.writeState(rt);
+      await this.publish(rt);
+      return { ok: true, instances: started.webs.length };
+    }
     for (let i = 0; i < total; i++) {
       const started = await this.startReady(rt.envId, port, spec, [i + 1], env, limits, timeoutMs, say);
       if (!started.ok) {

@@ -3,8 +3,7 @@
  * restore, sync and reset-database (exclusive: one change at a time per environment).
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { volumeDir } from '../../activities/data/backup-engine';
+import { volumeHasFiles } from '../../db/queries/storage';
 import type { Deps } from '../../system/deps';
 import { startTask, type TaskRequester } from '../lib/tasks';
 import { presentTask } from '../tasks/presenter';
@@ -131,7 +130,10 @@ export async function syncSources(deps: Deps, env: EnvRow) {
         `EXISTS (SELECT 1 FROM services s WHERE s.environment_id = e.id AND s.status = 'available') AS has_service`,
       ),
     );
-  const withData = rows.filter((r) => r.has_service || existsSync(volumeDir(deps.config.dataDir, r.id)));
+  const withData = [];
+  for (const r of rows) {
+    if (r.has_service || (await volumeHasFiles(deps.knex, deps.config.storageRoots, r.id))) withData.push(r);
+  }
   return { sources: withData.map((r) => ({ environment_id: r.id, name: r.name })) };
 }
 

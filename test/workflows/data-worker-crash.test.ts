@@ -11,7 +11,7 @@ import type { Agent } from '../helpers/http';
 import { dropServiceDatabase, serviceUrl, withAdmin, type ServiceLogin } from '../../activities/data/pg-server';
 import { serviceLogin } from '../../activities/data/service-env';
 import { listLocal } from '../../activities/data/destinations';
-import { volumeDir } from '../../activities/data/backup-engine';
+import { environmentVolume } from '../../db/queries/storage';
 
 /**
  * A worker killed with SIGKILL in the middle of a backup and of a restore (the worker runs as its own process,
@@ -25,6 +25,7 @@ let owner: Agent;
 let envId: string;
 let destDir: string;
 let login: ServiceLogin;
+let volume: string;
 const ROWS = 120_000; // ~60 MB of hex text: a dump and a restore take seconds here
 
 function startWorker(): ChildProcess {
@@ -85,8 +86,9 @@ beforeAll(async () => {
     (SELECT string_agg(md5(random()::text || g::text || i::text), '') FROM generate_series(1, 16) i) AS body
     FROM generate_series(1, ${ROWS}) g`);
   await q("CREATE TABLE notes (body text); INSERT INTO notes VALUES ('in the snapshot')");
-  mkdirSync(volumeDir(t.dataDir, envId), { recursive: true });
-  writeFileSync(join(volumeDir(t.dataDir, envId), 'upload.txt'), 'in the snapshot');
+  volume = await environmentVolume(t.deps.knex, t.config.storageRoots, envId);
+  mkdirSync(volume, { recursive: true });
+  writeFileSync(join(volume, 'upload.txt'), 'in the snapshot');
 }, 180_000);
 
 afterAll(async () => {
@@ -127,7 +129,7 @@ describe('a worker killed with SIGKILL', () => {
 
   it('during a restore: the live database stays the previous one until the new worker puts the snapshot back whole', async () => {
     await q("DELETE FROM big WHERE id % 2 = 0; UPDATE notes SET body = 'changed after'");
-    writeFileSync(join(volumeDir(t.dataDir, envId), 'upload.txt'), 'changed after');
+    writeFileSync(join(volume, 'upload.txt'), 'changed after');
     const staging = `${login.database}_restore`;
 
     const res = await owner.post(`/environments/${envId}/backups/${snapshotId}/restore`, {});
@@ -148,7 +150,7 @@ describe('a worker killed with SIGKILL', () => {
     expect(await databases()).toContain(staging);
     expect(await count('SELECT count(*) AS n FROM big')).toBe(ROWS / 2);
     expect(await q('SELECT body FROM notes')).toEqual([{ body: 'changed after' }]);
-    expect(readFileSync(join(volumeDir(t.dataDir, envId), 'upload.txt'), 'utf8')).toBe('changed after');
+    expect(readFileSync(join(volume, 'upload.txt'), 'utf8')).toBe('changed after');
     expect((await getTask(t, owner, res.body.id)).status).toBe('running');
 
     startWorker();
@@ -160,9 +162,9 @@ describe('a worker killed with SIGKILL', () => {
     // Wholly the snapshot's now; no staging copy of either part remains.
     expect(await count('SELECT count(*) AS n FROM big')).toBe(ROWS);
     expect(await q('SELECT body FROM notes')).toEqual([{ body: 'in the snapshot' }]);
-    expect(readFileSync(join(volumeDir(t.dataDir, envId), 'upload.txt'), 'utf8')).toBe('in the snapshot');
+    expect(readFileSync(join(volume, 'upload.txt'), 'utf8')).toBe('in the snapshot');
     expect(await databases()).not.toContain(staging);
-    expect(existsSync(`${volumeDir(t.dataDir, envId)}.restore`)).toBe(false);
+    expect(existsSync(`${volume}.restore`)).toBe(false);
   });
 });
 
