@@ -6,7 +6,10 @@ export const HOST_KINDS = ['https', 'ssh'] as const;
 export type HostKind = (typeof HOST_KINDS)[number];
 
 /** What each kind asks for (GET /teams/{id}/repository-hosts/new). */
-export const KIND_FIELDS: Record<HostKind, { name: string; type: string; required: boolean; secret: boolean; description: string }[]> = {
+export const KIND_FIELDS: Record<
+  HostKind,
+  { name: string; type: string; required: boolean; secret: boolean; description: string }[]
+> = {
   https: [
     {
       name: 'host',
@@ -15,8 +18,20 @@ export const KIND_FIELDS: Record<HostKind, { name: string; type: string; require
       secret: false,
       description: 'the host name, with its port if not the default (git.example.com:8443); also used for http:// URLs',
     },
-    { name: 'username', type: 'string', required: true, secret: false, description: 'the user name the token belongs to' },
-    { name: 'token', type: 'string', required: true, secret: true, description: 'an access token (kept sealed, never shown)' },
+    {
+      name: 'username',
+      type: 'string',
+      required: true,
+      secret: false,
+      description: 'the user name the token belongs to',
+    },
+    {
+      name: 'token',
+      type: 'string',
+      required: true,
+      secret: true,
+      description: 'an access token (kept sealed, never shown)',
+    },
   ],
   ssh: [
     {
@@ -43,7 +58,7 @@ function hostField(withPort: boolean) {
       } catch {
         u = null;
       }
-      if (!u || !u.hostname || (!withPort && u.port) || u.pathname !== '/' || u.search || u.hash) {
+      if (!u?.hostname || (!withPort && u.port) || u.pathname !== '/' || u.search || u.hash) {
         ctx.addIssue({
           code: 'custom',
           message: withPort

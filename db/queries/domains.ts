@@ -8,7 +8,7 @@ import { lookupTxt } from '../../api/lib/dns';
 export const VERIFY_PREFIX = '_vc-verify.';
 
 export type CheckOutcome =
-  | { status: 'verified'; /** This check made it verified (it was pending). */ changed: boolean }
+  | { status: 'verified' /** This check made it verified (it was pending). */; changed: boolean }
   | { status: 'pending'; reason?: string }
   | { status: 'gone' };
 
@@ -24,15 +24,12 @@ export async function checkDomain(
   const verified = answer.ok && answer.values.includes(domain.verification_value);
   if (verified) {
     // Only the check that moves it from pending says it changed (a concurrent check finds it done).
-    const moved = await knex('domains')
-      .where({ id: domainId })
-      .whereNot({ status: 'verified' })
-      .update({
-        last_checked_at: knex.fn.now(),
-        status: 'verified',
-        verified_at: knex.fn.now(),
-        updated_at: knex.fn.now(),
-      });
+    const moved = await knex('domains').where({ id: domainId }).whereNot({ status: 'verified' }).update({
+      last_checked_at: knex.fn.now(),
+      status: 'verified',
+      verified_at: knex.fn.now(),
+      updated_at: knex.fn.now(),
+    });
     return { status: 'verified', changed: moved > 0 };
   }
   await knex('domains').where({ id: domainId }).update({ last_checked_at: knex.fn.now(), updated_at: knex.fn.now() });

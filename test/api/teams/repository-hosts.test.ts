@@ -94,9 +94,7 @@ describe('POST /teams/{id}/repository-hosts: bad input', () => {
       expect(Object.keys(res.body.error.fields), JSON.stringify(body)).toContain(field);
     }
     expect(await hostRows(team.id)).toHaveLength(0);
-    expect(await t.deps.knex('activity_events').where({ team_id: team.id, type: 'repository_host_added' })).toEqual(
-      [],
-    );
+    expect(await t.deps.knex('activity_events').where({ team_id: team.id, type: 'repository_host_added' })).toEqual([]);
   });
 
   it('refuses a second host of the same kind and name (422 on host), keeping the first', async () => {
@@ -113,7 +111,10 @@ describe('POST /teams/{id}/repository-hosts: bad input', () => {
   it("does not delete another team's host (404)", async () => {
     const a = await ownerWorld();
     const b = await ownerWorld();
-    const created = await a.agent.post(`/teams/${a.team.id}/repository-hosts`, { kind: 'ssh', host: 'git.example.com' });
+    const created = await a.agent.post(`/teams/${a.team.id}/repository-hosts`, {
+      kind: 'ssh',
+      host: 'git.example.com',
+    });
     expect(created.status).toBe(201);
     expect((await b.agent.delete(`/repository-hosts/${created.body.id}`)).status).toBe(404);
     expect(await hostRows(a.team.id)).toHaveLength(1);
