@@ -7,6 +7,7 @@ import { createEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
 import { startTxtServer, type TxtServer } from '../../helpers/dns';
 import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { startReceiver, type Receiver } from '../../helpers/receiver';
+import { workflowIds } from '../../../workflows/shared';
 
 /**
  * domain.verified and backup.failed reach a webhook (a real HTTP receiver on loopback), signed as Standard
@@ -80,7 +81,8 @@ describe('domain.verified', () => {
     });
     // Verifying again, and the background re-check finding it verified, send nothing more.
     expect((await agent.post(`/domains/${added.body.id}/verify`)).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    const recheck = t.deps.temporal.workflow.getHandle(workflowIds.domainRecheck(added.body.id));
+    expect(await recheck.result()).toBe('verified');
     expect(await deliveries(id)).toHaveLength(1);
     expect(r.received).toHaveLength(1);
   });
