@@ -225,6 +225,11 @@ export async function deleteEnvironment(deps: Deps, actor: Actor, id: string): P
       );
     }
     const names: string[] = await trx('services').where({ environment_id: id }).pluck('database_name');
+    // What the environment paid for (its servers' plans, services, storage) goes with it: billed no more.
+    await trx('subscriptions')
+      .where({ environment_id: id })
+      .whereIn('status', ['active', 'cancelling'])
+      .update({ status: 'ended', ended_at: trx.fn.now() });
     await trx('environments').where({ id }).delete();
     return names;
   });
