@@ -27,6 +27,7 @@ import { routes as backupRoutes } from './backups/routes';
 import { routes as backupTaskRoutes } from './backups/task-routes';
 import { routes as serviceRoutes } from './services/routes';
 import { routes as activityRoutes } from './activity/routes';
+import { routes as repositoryHostRoutes } from './repository-hosts/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -59,5 +60,6 @@ export function allRoutes(): RouteDef[] {
     ...backupTaskRoutes,
     ...serviceRoutes,
     ...activityRoutes,
+    ...repositoryHostRoutes,
   ] as RouteDef[];
 }

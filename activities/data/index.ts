@@ -20,6 +20,7 @@ import { volumeEnv } from '../storage/volume-env';
 import { createServiceDatabase, recreateServiceDatabase, serviceVariables } from './pg-server';
 import { serviceHost, serviceLogin } from './service-env';
 import { startScheduledBackups, pruneSnapshots } from './scheduled';
+import { endSubscriptionsOf } from '../../db/queries/subscriptions';
 
 async function withLog<T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
   const log = createTaskLog(deps.knex, taskId);
@@ -92,10 +93,14 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
       }
     },
 
+    /** The service never came to be: failed, and its subscription ends (nothing is billed for it). */
     async markServiceFailed(input: { serviceId: string }): Promise<void> {
-      await knex('services')
-        .where({ id: input.serviceId, status: 'creating' })
-        .update({ status: 'failed', updated_at: knex.fn.now() });
+      await knex.transaction(async (trx) => {
+        const n = await trx('services')
+          .where({ id: input.serviceId, status: 'creating' })
+          .update({ status: 'failed', updated_at: knex.fn.now() });
+        if (n > 0) await endSubscriptionsOf(trx, 'service', input.serviceId);
+      });
     },
 
     /** Takes the snapshot (its row `running` until the object is complete; then `available`, or `failed`). */

@@ -6,6 +6,8 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
 import type { Size } from '../../db/queries/machines';
+import { endSubscriptionsOf, openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
+import { loadPriceList, planById } from '../../api/lib/pricing';
 import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog } from '../tasks/log-writer';
 import { withHeartbeat } from '../deploys/step-env';
@@ -106,15 +108,40 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
       }
     },
 
-    /** Records the server's new plan and size (after its instances run on it). */
+    /**
+     * Records the server's new plan and size (after its instances run on it). The plan is paid from now on:
+     * the server's running subscription ends and one at the new plan's price opens (CONTRACT "every paid
+     * thing is a subscription"), in the same transaction; a retried call finds the plan recorded and
+     * opens nothing twice.
+     */
     async recordServerPlan(input: { serverId: string } & ServerPlan): Promise<void> {
-      await knex('servers').where({ id: input.serverId }).update({
-        plan: input.plan,
-        cpu: input.cpu,
-        memory_mb: input.memory_mb,
-        disk_gb: input.disk_gb,
-        status: 'running',
-        updated_at: knex.fn.now(),
+      await knex.transaction(async (trx) => {
+        const server = await trx('servers').where({ id: input.serverId }).forUpdate().first();
+        if (!server) return;
+        await trx('servers').where({ id: input.serverId }).update({
+          plan: input.plan,
+          cpu: input.cpu,
+          memory_mb: input.memory_mb,
+          disk_gb: input.disk_gb,
+          status: 'running',
+          updated_at: knex.fn.now(),
+        });
+        if (server.plan === input.plan) return;
+        await endSubscriptionsOf(trx, 'server', server.id);
+        const list = loadPriceList(deps.config);
+        const price = planById(list, input.plan)?.monthly_price ?? 0;
+        if (price <= 0) return;
+        const role = `${String(server.role).charAt(0).toUpperCase()}${String(server.role).slice(1)} server`;
+        await openSubscription(trx, {
+          teamId: server.team_id,
+          projectId: server.project_id,
+          environmentId: server.environment_id,
+          kind: 'server',
+          resourceId: server.id,
+          item: await subscriptionItem(trx, role, input.plan, server.environment_id),
+          monthlyPrice: price,
+          currency: list.currency,
+        });
       });
     },
   };

@@ -7,7 +7,7 @@ import type { Actor } from '../lib/actor';
 import { appError, errors } from '../lib/errors';
 import { authorize, reachableTeamIds, type Action } from '../lib/policy';
 import { branchesOf, lsRemote, refExists } from '../projects/git';
-import { repositoryOf } from '../../db/queries/repository';
+import { projectRepositoryOf } from '../../db/queries/repository';
 import type { GitRepo } from '../../activities/provider/git';
 import { NAME_RULES } from '../projects/schemas';
 import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
@@ -48,7 +48,7 @@ export async function environmentChoices(deps: Deps, actor: Actor, projectId: st
       message: 'Connect a git repository to the project first (POST /projects/{id}/repository)',
     };
   }
-  const remote = await lsRemote(repositoryOf(deps.secrets, project)!, deps.config);
+  const remote = await lsRemote((await projectRepositoryOf(deps.knex, deps.secrets, project))!, deps.config);
   if (!remote.ok) {
     return {
       blocked: true,
@@ -117,7 +117,7 @@ export async function createEnvironment(
   const { project } = await findProject(deps, actor, projectId, 'environment:create');
   if (!project.repository_url) throw noRepository();
   if (await Environment.query(deps.knex).findOne({ project_id: projectId, name: input.name })) throw nameTaken();
-  await checkRef(deps, repositoryOf(deps.secrets, project)!, input.git_ref);
+  await checkRef(deps, (await projectRepositoryOf(deps.knex, deps.secrets, project))!, input.git_ref);
   for (let attempt = 0; attempt < 20; attempt++) {
     const port = await lowestFreePort(deps);
     if (port === undefined) {
@@ -199,7 +199,7 @@ export async function updateEnvironment(
   if (input.git_ref !== undefined && input.git_ref !== env.git_ref) {
     const project = await Project.query(deps.knex).findById(env.project_id);
     if (!project?.repository_url) throw noRepository();
-    await checkRef(deps, repositoryOf(deps.secrets, project)!, input.git_ref);
+    await checkRef(deps, (await projectRepositoryOf(deps.knex, deps.secrets, project))!, input.git_ref);
     patch.git_ref = input.git_ref;
   }
   if (input.auto_deploy !== undefined) patch.auto_deploy = input.auto_deploy;
@@ -228,6 +228,11 @@ export async function deleteEnvironment(deps: Deps, actor: Actor, id: string): P
     }
     const names: string[] = await trx('services').where({ environment_id: id }).pluck('database_name');
     const { port } = await trx('environments').where({ id }).first('port');
+    // What the environment paid for (its servers' plans, services, storage) goes with it: billed no more.
+    await trx('subscriptions')
+      .where({ environment_id: id })
+      .whereIn('status', ['active', 'cancelling'])
+      .update({ status: 'ended', ended_at: trx.fn.now() });
     await trx('environments').where({ id }).delete();
     // Held until the sandbox is gone: its uid and network derive from the port.
     await trx('retiring_ports').insert({ port, environment_id: id }).onConflict('port').ignore();

@@ -125,6 +125,10 @@ async function world() {
       location: t.config.storageRoots[0],
     })
     .returning('id');
+  const [repositoryHost] = await t.deps
+    .knex('repository_hosts')
+    .insert({ team_id: team.id, kind: 'https', host: 'git.example.com', username: 'ci', sealed_secret: 'x' })
+    .returning('id');
   /** The id a scope kind (or another path parameter) names, in this world. */
   const ids: Record<string, string> = {
     team: team.id,
@@ -139,6 +143,7 @@ async function world() {
     snapshot: snapshot.id,
     integration: integration.id,
     ticket: ticket.id,
+    'repository host': repositoryHost.id,
     order,
     volume: volume.id,
     disk: 'files',
