@@ -14,6 +14,7 @@ import { tenantServicesPort } from './data/pg-server';
 import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';
+import { createReshapeActivities } from './machines/reshape';
 import { createBillingActivities } from './billing';
 import { createIntegrationActivities } from './integrations';
 
@@ -66,6 +67,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createMaintenanceActivities(deps),
       ...createResourceActivities(deps),
       ...createMachineActivities(deps, supervisor),
+      ...createReshapeActivities(deps, supervisor),
       ...createBillingActivities(deps),
       ...createIntegrationActivities(deps),
     },

@@ -15,6 +15,7 @@ import { routes as maintenanceRoutes } from './maintenance/routes';
 import { routes as projectSettingsRoutes } from './projects/settings-routes';
 import { routes as edgeRoutes } from './edge/routes';
 import { routes as machineRoutes } from './machines/routes';
+import { routes as reshapeRoutes } from './machines/reshape-routes';
 import { routes as billingRoutes } from './billing/routes';
 import { routes as integrationRoutes } from './integrations/routes';
 import { routes as notificationRoutes } from './notifications/routes';
@@ -46,6 +47,7 @@ export function allRoutes(): RouteDef[] {
     ...projectSettingsRoutes,
     ...edgeRoutes,
     ...machineRoutes,
+    ...reshapeRoutes,
     ...billingRoutes,
     ...integrationRoutes,
     ...notificationRoutes,

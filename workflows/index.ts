@@ -15,5 +15,6 @@ export { setMaintenance } from './maintenance';
 export { pruneExpiredRecords } from './prune-expired';
 export { pruneResourceSamples } from './resources';
 export { resizeServer, rebootServer } from './machines';
+export { reshapeEnvironment, discardOldDatabase } from './reshape';
 export { endSubscription } from './subscriptions';
 export { deliverIntegrationEvent } from './integrations';

@@ -13,7 +13,8 @@ export class Server extends BaseModel {
   cpu!: string | number;
   memory_mb!: number;
   disk_gb!: number;
-  status!: 'running' | 'resizing' | 'rebooting';
+  /** `old`: a database server whose database moved away, kept until discard-old-database (migration 515). */
+  status!: 'running' | 'resizing' | 'rebooting' | 'old';
   created_at!: Date;
   updated_at!: Date;
 }
