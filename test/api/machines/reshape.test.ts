@@ -88,6 +88,20 @@ const envServers = async () =>
   (await owner.get(`/servers?team=${w.team.id}`)).body.data.filter(
     (s: { environment_id: string }) => s.environment_id === w.environment.id,
   );
+const databaseServers = async () => (await envServers()).filter((s: { role: string }) => s.role === 'database');
+
+/** Runs SQL in a service database as the services server's superuser, on a connection of its own. */
+async function asAdminIn(database: string, sql: string) {
+  const url = new URL(servicesAdminUrl(t.config));
+  url.pathname = `/${database}`;
+  const c = new pg.Client({ connectionString: url.toString() });
+  await c.connect();
+  try {
+    return await c.query(sql);
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
 
 beforeAll(async () => {
   w = await createDeployWorld(t);
@@ -165,7 +179,7 @@ describe('POST /environments/{id}/reshape', () => {
     const byDefault = await owner.post(`${env()}/reshape/preview`, { shape: 'separate' });
     expect(byDefault.body).toMatchObject({ plan: 'small', monthly_price_delta: 8 });
     expect(await reshapeTasks()).toBe(0);
-    expect((await envServers()).map((s: { role: string }) => s.role)).toEqual(['web']);
+    expect(await databaseServers()).toEqual([]);
   });
 
   it('bad input is refused with 422 naming each field, and nothing changes', async () => {
@@ -214,6 +228,39 @@ describe('POST /environments/{id}/reshape', () => {
     expect(await app('/')).toEqual({ status: 200, text: 'alpha,beta' });
   });
 
+  it('a copy that fails leaves the database where it was, writable, and drops the half-made copy', async () => {
+    // A table the service's own role cannot read: pg_dump, logged in as that role, fails on it.
+    const databases = () =>
+      withAdmin(t.config, async (c) =>
+        (await c.query("SELECT datname FROM pg_database WHERE datname LIKE 'svc_%' ORDER BY 1")).rows.map(
+          (r) => r.datname,
+        ),
+      );
+    await asAdminIn(first.database, 'CREATE TABLE locked (x int); REVOKE ALL ON locked FROM PUBLIC');
+    try {
+      const before = await databases();
+      const res = await owner.post(`${env()}/reshape`, { shape: 'separate' });
+      expect(res.status).toBe(202);
+      const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 120_000 });
+      expect(task.status).toBe('failed');
+      expect(task.error).toMatch(/the copy failed: .*pg_dump.*permission denied.*the database stays combined/s);
+      expect(await databases()).toEqual(before);
+      expect(await whoami()).toEqual(first);
+      expect(await app('/write?body=beta2')).toEqual({ status: 200, text: 'alpha,beta,beta2' });
+      const row = await t.deps.knex('services').first();
+      expect(row).toMatchObject({
+        shape: 'combined',
+        server_id: null,
+        next_database_name: null,
+        old_database_name: null,
+      });
+      expect(await databaseServers()).toEqual([]);
+      expect(await t.deps.knex('subscriptions').where({ kind: 'server' }).first()).toBeUndefined();
+    } finally {
+      await asAdminIn(first.database, "DROP TABLE IF EXISTS locked; DELETE FROM notes WHERE body = 'beta2'");
+    }
+  });
+
   it('to separate: the app answers with the same rows over a new DATABASE_URL; the old database is kept read-only', async () => {
     const task = await runTask(`${env()}/reshape`, { shape: 'separate', plan: 'medium' });
     expect(task).toMatchObject({ kind: 'machines', type: 'reshape' });
@@ -246,16 +293,9 @@ describe('POST /environments/{id}/reshape', () => {
 
     // The old database is still there, with the rows as they were, and takes no writes.
     expect(await databaseExists(first.database)).toBe(true);
-    const url = new URL(servicesAdminUrl(t.config));
-    url.pathname = `/${first.database}`;
-    const c = new pg.Client({ connectionString: url.toString() });
-    await c.connect();
-    try {
-      expect((await c.query('SELECT body FROM notes ORDER BY id')).rows.map((r) => r.body)).toEqual(['alpha', 'beta']);
-      await expect(c.query("INSERT INTO notes (body) VALUES ('stale')")).rejects.toThrow(/read-only/);
-    } finally {
-      await c.end();
-    }
+    const kept = await asAdminIn(first.database, 'SELECT body FROM notes ORDER BY id');
+    expect(kept.rows.map((r) => r.body)).toEqual(['alpha', 'beta']);
+    await expect(asAdminIn(first.database, "INSERT INTO notes (body) VALUES ('stale')")).rejects.toThrow(/read-only/);
     // Another reshape waits for the discard.
     const again = await owner.post(`${env()}/reshape`, { shape: 'combined' });
     expect(again.status).toBe(409);
@@ -296,7 +336,7 @@ describe('POST /environments/{id}/reshape', () => {
 
     await runTask(`${env()}/discard-old-database`, { confirm: true });
     expect(await databaseExists(second.database)).toBe(false);
-    expect((await envServers()).map((s: { role: string }) => s.role)).toEqual(['web']);
+    expect(await databaseServers()).toEqual([]);
     const sub = await t.deps.knex('subscriptions').where({ kind: 'server', resource_id: databaseServerId }).first();
     expect(sub.status).toBe('ended');
     expect(sub.ended_at).toBeTruthy();
