@@ -344,3 +344,17 @@ describe('POST /environments/{id}/reshape', () => {
     expect((await owner.get(`${env()}/reshape`)).body.choices).toHaveLength(5);
   });
 });
+
+describe('DELETE /environments/{id}', () => {
+  it('drops the old database a reshape kept, with the current one', async () => {
+    await runTask(`${env()}/reshape`, { shape: 'separate', plan: 'nano' });
+    const row = await t.deps.knex('services').first();
+    expect(row.old_database_name).toBeTruthy();
+    expect(await databaseExists(row.old_database_name)).toBe(true);
+    expect((await owner.delete(env())).status).toBe(204);
+    for (const name of [row.database_name, row.old_database_name]) {
+      expect(await databaseExists(name)).toBe(false);
+      expect(await roleExists(name)).toBe(false);
+    }
+  });
+});
