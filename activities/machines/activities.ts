@@ -36,7 +36,11 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
   return {
     /** The server's status while a change runs on it (`resizing`, `rebooting`) and after (`running`). */
     async markServer(input: { serverId: string; status: 'running' | 'resizing' | 'rebooting' }): Promise<void> {
-      await knex('servers').where({ id: input.serverId }).update({ status: input.status, updated_at: knex.fn.now() });
+      // A server kept `old` (reshape, until discard-old-database) stays so.
+      await knex('servers')
+        .where({ id: input.serverId })
+        .whereNot({ status: 'old' })
+        .update({ status: input.status, updated_at: knex.fn.now() });
     },
 
     /**

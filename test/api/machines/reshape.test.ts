@@ -333,6 +333,15 @@ describe('POST /environments/{id}/reshape', () => {
       old_database: { server_id: databaseServerId },
     });
     expect((await owner.get(`${env()}/services`)).body.data[0].server_id).toBeNull();
+    // The old server only keeps the old database: it is not resized or rebooted.
+    for (const [path, body] of [
+      [`/servers/${databaseServerId}/resize`, { plan: 'large' }],
+      [`/servers/${databaseServerId}/reboot`, undefined],
+    ] as const) {
+      const res = await owner.post(path, body);
+      expect(res.status, path).toBe(409);
+      expect(res.body.error.message).toMatch(/discard-old-database/);
+    }
 
     await runTask(`${env()}/discard-old-database`, { confirm: true });
     expect(await databaseExists(second.database)).toBe(false);
