@@ -57,8 +57,12 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
         return await withHeartbeat(async () => {
           const server = await loadServer(input.serverId);
           const size = input.size ?? { cpu: Number(server.cpu), memoryMb: server.memory_mb };
-          if (server.role !== 'web')
-            return { ok: false, message: `a ${server.role} server cannot be restarted here yet` };
+          if (server.role === 'database') {
+            // The local provider keeps every service database in the one services cluster (see
+            // activities/data/reshape-db.ts): a database server is its plan and price; no instance of its own.
+            log.line(`==> ${server.name}: its database lives in the shared services cluster; no instance to restart`);
+            return { ok: true, restarted: 0 };
+          }
           log.line(`==> ${server.name}: instance 1 of 1, ${size.cpu} CPU and ${size.memoryMb} MB`);
           const r = await supervisor.restartWeb(server.environment_id, {
             limits: size,

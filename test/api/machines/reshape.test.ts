@@ -285,6 +285,11 @@ describe('POST /environments/{id}/reshape', () => {
     expect(services.body.data[0]).toMatchObject({ status: 'available', server_id: databaseServerId });
     const sub = await t.deps.knex('subscriptions').where({ kind: 'server', resource_id: databaseServerId }).first();
     expect(sub).toMatchObject({ status: 'active', monthly_price: '16.00', currency: 'EUR' });
+    // The database server resizes like any server: its plan (here a record of the local provider) changes.
+    const resize = await runTask(`/servers/${databaseServerId}/resize`, { plan: 'large' });
+    expect(resize).toMatchObject({ type: 'resize', result: { plan: 'large', instances_restarted: 0 } });
+    expect((await databaseServers())[0]).toMatchObject({ plan: 'large', cpu: 2, status: 'running', monthly_price: 32 });
+    expect(await app('/')).toEqual({ status: 200, text: 'alpha,beta,gamma' });
 
     const got = await owner.get(`${env()}/reshape`);
     expect(got.body).toMatchObject({ shape: 'separate', server_id: databaseServerId, choices: [] });
@@ -316,9 +321,9 @@ describe('POST /environments/{id}/reshape', () => {
 
   it('back to combined: the rows follow; the database server ends with the discard', async () => {
     const preview = await owner.post(`${env()}/reshape/preview`, { shape: 'combined' });
-    expect(preview.body).toMatchObject({ shape: 'combined', plan: null, monthly_price_delta: -16 });
+    expect(preview.body).toMatchObject({ shape: 'combined', plan: null, monthly_price_delta: -32 });
     const choices = (await owner.get(`${env()}/reshape`)).body.choices;
-    expect(choices).toEqual([expect.objectContaining({ shape: 'combined', plan: null, monthly_price_delta: -16 })]);
+    expect(choices).toEqual([expect.objectContaining({ shape: 'combined', plan: null, monthly_price_delta: -32 })]);
 
     await runTask(`${env()}/reshape`, { shape: 'combined' });
     expect(await app('/')).toEqual({ status: 200, text: 'alpha,beta,gamma' });
