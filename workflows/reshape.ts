@@ -37,17 +37,27 @@ export async function reshapeEnvironment(input: TaskWorkflowInput) {
         ? `==> Moving the database to a database server of its own (plan ${p.plan?.id})`
         : '==> Moving the database back onto the shared services server',
     );
-    let copied: { tables: number; rows: number };
-    let switched: { server_id: string | null };
+    let copied: { tables: number; rows: number; paused_at: number };
+    let switched: { server_id: string | null; writes_paused_ms: number | null };
     try {
       copied = await long.reshapeCopy(ids);
-      switched = await long.reshapeSwitch({ ...ids, target: { shape: p.shape, plan: p.plan ?? undefined } });
+      switched = await long.reshapeSwitch({
+        ...ids,
+        target: { shape: p.shape, plan: p.plan ?? undefined },
+        pausedAt: copied.paused_at,
+      });
     } catch (err) {
       await quick.reshapeAbandon(ids);
       return failure(`${describeError(err)}; the database stays ${p.from_shape}`);
     }
     await log(`==> The database is ${p.shape}; the old one is kept until POST .../discard-old-database`);
-    return { shape: p.shape, server_id: switched.server_id, tables: copied.tables, rows: copied.rows };
+    return {
+      shape: p.shape,
+      server_id: switched.server_id,
+      tables: copied.tables,
+      rows: copied.rows,
+      writes_paused_ms: switched.writes_paused_ms,
+    };
   });
 }
 

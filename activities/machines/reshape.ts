@@ -107,6 +107,7 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
           await createServiceDatabase(config, to);
           log.line(`==> Pausing writes: ${from.database} is read-only while it is copied (reads go on)`);
           await freezeDatabase(config, from.database);
+          const pausedAt = Date.now();
           log.line(`==> Copying ${from.database} into ${to.database} (pg_dump -Fc | pg_restore)`);
           try {
             await copyDatabase({ config, from, to, onLine: (l) => log.line(l) });
@@ -122,8 +123,10 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
           const tables = Object.keys(before);
           for (const t of tables) log.line(`    ${t}: ${before[t]} rows in both`);
           const rows = Object.values(before).reduce((a, b) => a + b, 0);
-          log.line(`==> Verified: ${tables.length} tables, ${rows} rows, the same in the copy`);
-          return { tables: tables.length, rows };
+          log.line(
+            `==> Verified: ${tables.length} tables, ${rows} rows, the same in the copy (${Date.now() - pausedAt} ms)`,
+          );
+          return { tables: tables.length, rows, paused_at: pausedAt };
         }),
       );
     },
@@ -134,13 +137,13 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
      * the copy becomes the service's database, the previous one is recorded as old, and the `database`
      * server is opened (with its subscription) or marked `old`.
      */
-    async reshapeSwitch(input: { taskId: string; environmentId: string; target: ReshapeTarget }) {
+    async reshapeSwitch(input: { taskId: string; environmentId: string; target: ReshapeTarget; pausedAt: number }) {
       return withLog(input.taskId, (log) =>
         withHeartbeat(async () => {
           const row = await loadService(input.environmentId);
           const to = nextLogin(row);
           if (!to) {
-            if (row.shape === input.target.shape) return { server_id: row.server_id }; // switched already
+            if (row.shape === input.target.shape) return { server_id: row.server_id, writes_paused_ms: null }; // switched already
             throw fail('the copy is missing');
           }
           const vars = serviceVariables(config, to, await serviceHost(deps, input.environmentId));
@@ -157,7 +160,7 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
           );
           return knex.transaction(async (trx) => {
             const locked = (await trx('services').where({ id: row.id }).forUpdate().first()) as ServiceRow;
-            if (!locked.next_database_name) return { server_id: locked.server_id };
+            if (!locked.next_database_name) return { server_id: locked.server_id, writes_paused_ms: null };
             const env = await trx('environments').where({ id: locked.environment_id }).first('name', 'project_id');
             const project = await trx('projects').where({ id: locked.project_id }).first('name');
             let serverId: string | null = null;
@@ -206,8 +209,10 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
                 old_since: trx.fn.now(),
                 updated_at: trx.fn.now(),
               });
+            const paused = Date.now() - input.pausedAt;
+            log.line(`==> Writes were paused ${paused} ms (from the copy's start to the switch)`);
             log.line(`==> ${locked.database_name} is kept (read-only) until discard-old-database`);
-            return { server_id: serverId };
+            return { server_id: serverId, writes_paused_ms: paused as number | null };
           });
         }),
       );

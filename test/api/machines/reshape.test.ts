@@ -265,6 +265,7 @@ describe('POST /environments/{id}/reshape', () => {
     const task = await runTask(`${env()}/reshape`, { shape: 'separate', plan: 'medium' });
     expect(task).toMatchObject({ kind: 'machines', type: 'reshape' });
     expect(task.result).toMatchObject({ shape: 'separate', tables: 1, rows: 2 });
+    expect(task.result.writes_paused_ms).toEqual(expect.any(Number));
     const log = await taskLog(t, owner, task.id);
     expect(log).toMatch(/public\.notes: 2 rows in both/);
     expect(log).toMatch(/Verified: 1 tables, 2 rows/);
