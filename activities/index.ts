@@ -15,6 +15,7 @@ import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';
 import { createStorageActivities } from './storage';
+import { createReshapeActivities } from './machines/reshape';
 import { createBillingActivities } from './billing';
 import { createIntegrationActivities } from './integrations';
 import { createEnvironmentActivities } from './environments';
@@ -70,6 +71,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createResourceActivities(deps),
       ...createMachineActivities(deps, supervisor),
       ...createStorageActivities(deps, supervisor),
+      ...createReshapeActivities(deps, supervisor),
       ...createBillingActivities(deps),
       ...createIntegrationActivities(deps),
       retireEnvironmentHost: environments.retireEnvironmentHost,

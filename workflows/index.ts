@@ -16,6 +16,7 @@ export { pruneExpiredRecords } from './prune-expired';
 export { pruneResourceSamples } from './resources';
 export { resizeServer, rebootServer, scaleEnvironment } from './machines';
 export { moveStorage, discardStorage, growVolume } from './storage';
+export { reshapeEnvironment, discardOldDatabase } from './reshape';
 export { endSubscription } from './subscriptions';
 export { deliverIntegrationEvent } from './integrations';
 export { retireEnvironment } from './environments';

@@ -226,7 +226,13 @@ export async function deleteEnvironment(deps: Deps, actor: Actor, id: string): P
         { task_id: running.id },
       );
     }
-    const names: string[] = await trx('services').where({ environment_id: id }).pluck('database_name');
+    // With the databases a reshape left behind or was copying into (their roles have the same names).
+    const rows = await trx('services')
+      .where({ environment_id: id })
+      .select('database_name', 'old_database_name', 'next_database_name');
+    const names: string[] = rows.flatMap((r) =>
+      [r.database_name, r.old_database_name, r.next_database_name].filter(Boolean),
+    );
     const { port } = await trx('environments').where({ id }).first('port');
     // What the environment paid for (its servers' plans, services, storage) goes with it: billed no more.
     await trx('subscriptions')
