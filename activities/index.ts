@@ -16,6 +16,7 @@ import { createResourceActivities, startResourceSampler, type ResourceSampler } 
 import { createMachineActivities } from './machines/activities';
 import { createBillingActivities } from './billing';
 import { createIntegrationActivities } from './integrations';
+import { createAutoDeployActivities, ensureAutoDeployPoller } from './auto-deploy';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -68,6 +69,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createMachineActivities(deps, supervisor),
       ...createBillingActivities(deps),
       ...createIntegrationActivities(deps),
+      ...createAutoDeployActivities(deps),
     },
     async onWorkerStart() {
       await prepareHost(deps.config.dataDir);
@@ -75,6 +77,10 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       for (const r of restored.filter((x) => !x.ok))
         deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
       sampler = startResourceSampler(deps, supervisor, { intervalSeconds: deps.config.resourceSampleSeconds });
+      // The auto-deploy poller; a failure here is logged and the worker goes on (the next start tries again).
+      await ensureAutoDeployPoller(deps).catch((err) =>
+        deps.logger.error({ err: (err as Error).message }, 'auto-deploy poller could not be started'),
+      );
     },
     async onWorkerStop() {
       sampler?.stop();

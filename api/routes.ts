@@ -26,6 +26,7 @@ import { routes as backupRoutes } from './backups/routes';
 import { routes as backupTaskRoutes } from './backups/task-routes';
 import { routes as serviceRoutes } from './services/routes';
 import { routes as activityRoutes } from './activity/routes';
+import { routes as projectLifecycleRoutes } from './projects/lifecycle-routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -57,5 +58,6 @@ export function allRoutes(): RouteDef[] {
     ...backupTaskRoutes,
     ...serviceRoutes,
     ...activityRoutes,
+    ...projectLifecycleRoutes,
   ] as RouteDef[];
 }

@@ -17,3 +17,4 @@ export { pruneResourceSamples } from './resources';
 export { resizeServer, rebootServer } from './machines';
 export { endSubscription } from './subscriptions';
 export { deliverIntegrationEvent } from './integrations';
+export { pollAutoDeploys } from './auto-deploy';

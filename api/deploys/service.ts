@@ -4,9 +4,8 @@
  * the environment's one change at a time.
  */
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
 import { errors } from '../lib/errors';
-import { assertNoExclusiveTask, startTask } from '../lib/tasks';
+import { assertNoExclusiveTask, startTask, type TaskRequester } from '../lib/tasks';
 import type { Environment } from '../../db/models/environment';
 import { liveRelease, rollbackTarget } from '../../db/queries/releases';
 import type { DeployType } from '../../db/vocabulary';
@@ -27,7 +26,7 @@ export async function environmentWithProject(
 
 export async function requestTask(
   deps: Deps,
-  actor: Actor,
+  actor: TaskRequester,
   env: EnvironmentWithProject,
   input: { type: DeployType | 'build'; skipSteps?: boolean },
 ) {
