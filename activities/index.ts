@@ -17,6 +17,7 @@ import { createMachineActivities } from './machines/activities';
 import { createBillingActivities } from './billing';
 import { createIntegrationActivities } from './integrations';
 import { createAutoDeployActivities, ensureAutoDeployPoller } from './auto-deploy';
+import { createProjectStopActivities } from './auto-deploy/stop';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -70,6 +71,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createBillingActivities(deps),
       ...createIntegrationActivities(deps),
       ...createAutoDeployActivities(deps),
+      ...createProjectStopActivities(deps, supervisor),
     },
     async onWorkerStart() {
       await prepareHost(deps.config.dataDir);

@@ -18,3 +18,4 @@ export { resizeServer, rebootServer } from './machines';
 export { endSubscription } from './subscriptions';
 export { deliverIntegrationEvent } from './integrations';
 export { pollAutoDeploys } from './auto-deploy';
+export { stopProjectEnvironments } from './project-stop';

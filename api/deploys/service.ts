@@ -38,6 +38,9 @@ export async function requestTask(
       'The project has no repository connected: connect one with POST /projects/{id}/repository',
     );
   }
+  if ((env as { stopped_at?: Date | null }).stopped_at) {
+    throw errors.conflict('conflict', 'The environment is stopped: its project was cancelled');
+  }
   if (input.type === 'redeploy' || input.type === 'rollback') {
     // Answered before what a redeploy or rollback would need: a change runs, so none of them may start
     // now. (A deploy needs no such look-up: the workflow id's FAIL conflict policy answers for it.)

@@ -4,6 +4,8 @@ import { errorResponse as error } from '../lib/responses';
 import * as s from './schemas';
 import { autoDeployProject } from './auto-deploy';
 import { checkHookSignature, SIGNATURE_HEADER } from './repository';
+import { cancelChoices, cancelProject } from './cancel';
+import { scopes } from '../lib/scopes';
 
 const hookParams = z.object({ project_id: z.uuid() });
 
@@ -33,6 +35,52 @@ export const routes: RouteDef[] = [
     async handler(ctx) {
       ctx.status = 202;
       ctx.body = { data: await autoDeployProject(ctx.deps, ctx.input.params.project_id) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/projects/{id}/cancel',
+    operationId: 'getProjectCancellation',
+    summary: 'What cancelling the project ends: its running subscriptions and its environments; when data goes',
+    tags: ['projects'],
+    auth: 'session',
+    permission: 'project:delete',
+    scope: scopes.project,
+    params: s.idParams,
+    responses: {
+      200: { description: 'What ends', schema: s.cancelSchema },
+      403: error('Role may not'),
+      404: error('No such project'),
+    },
+    async handler(ctx) {
+      ctx.body = await cancelChoices(ctx.deps, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/projects/{id}/cancel',
+    operationId: 'cancelProject',
+    summary: 'Cancels the project: ends its subscriptions and stops its environments (data kept 30 days)',
+    description:
+      'Needs `{"confirm": true}` (422 on confirm otherwise, nothing changes). Subscriptions end at once; the ' +
+      'environments\' web processes stop (the edge answers 503 "stopped"), no deploy or auto-deploy starts on ' +
+      'them; their data is deleted by the daily prune 30 days later, after which DELETE /projects/{id} succeeds. ' +
+      '409 when cancelled already, or task_in_progress (with task_id) while a task is pending or running on one.',
+    tags: ['projects'],
+    auth: 'session',
+    permission: 'project:delete',
+    scope: scopes.project,
+    params: s.idParams,
+    body: s.cancelBody,
+    responses: {
+      200: { description: 'Cancelled: what ended', schema: s.cancelSchema },
+      403: error('Role may not'),
+      404: error('No such project'),
+      409: error('Cancelled already, or task_in_progress'),
+      422: error('confirm is not true'),
+    },
+    async handler(ctx) {
+      ctx.body = await cancelProject(ctx.deps, ctx.actor, ctx.input.params.id);
     },
   }),
 ] as RouteDef[];

@@ -86,7 +86,9 @@ export async function reconnectRepository(deps: Deps, projectId: string) {
  */
 export async function checkHookSignature(deps: Deps, signature: string, projectId: string, rawBody: string) {
   if (!signature) {
-    throw errors.unauthenticated(`Sign the body: ${SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 with the webhook secret>`);
+    throw errors.unauthenticated(
+      `Sign the body: ${SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 with the webhook secret>`,
+    );
   }
   const refused = () => appError('forbidden', 'The signature does not match the body and the webhook secret');
   const row = await deps.knex('projects').where({ id: projectId }).first('id', 'webhook_secret');

@@ -59,6 +59,24 @@ export const connectedRepositorySchema = repositorySchema.extend({
     .describe('Signs the git hook (X-Hub-Signature-256); shown in this answer only: connecting again makes a new one'),
 });
 export const cancelBody = z.strictObject({ confirm: z.literal(true, 'must be true') });
+export const cancelSchema = z.object({
+  project_id: z.uuid(),
+  cancelled_at: z.string().nullable(),
+  data_kept_days: z.number().int(),
+  data_deleted_after: z.string().nullable().describe('Once cancelled: when the daily prune deletes the environments'),
+  subscriptions: z.array(
+    z.object({
+      order: z.string(),
+      kind: z.string(),
+      item: z.string(),
+      monthly_price: z.string(),
+      currency: z.string(),
+      environment_id: z.string().nullable(),
+    }),
+  ),
+  environments: z.array(z.object({ id: z.uuid(), name: z.string(), stopped: z.boolean() })),
+  message: z.string(),
+});
 /** The git host's push payload: not read (every environment with auto_deploy is compared with the repository). */
 export const hookBody = z.looseObject({}).describe("The git host's payload (GitHub's push event, or {}); not read");
 export const hookAnswerSchema = z.object({
