@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, fetchEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
+import { openSubscription } from '../../../db/queries/subscriptions';
 import type { Agent } from '../../helpers/http';
 
 /** No poller here (AUTO_DEPLOY_POLL_SECONDS=0): every deploy below was started by the signed hook itself. */
@@ -124,5 +125,110 @@ describe('POST /projects/{id}/repository/reconnect', () => {
     const bare = await owner.post('/projects', { team_id: w.team.id, name: 'bare' });
     const res = await owner.post(`/projects/${bare.body.id}/repository/reconnect`);
     expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 409, code: 'no_repository' });
+  });
+});
+
+describe('cancelling a project, then deleting it', () => {
+  let order: string;
+  const url = () => `/projects/${w.project.id}/cancel`;
+
+  beforeAll(async () => {
+    const sub = await openSubscription(t.deps.knex, {
+      teamId: w.team.id,
+      projectId: w.project.id,
+      environmentId: w.environment.id,
+      kind: 'server',
+      item: 'Web server, plan small (production)',
+      monthlyPrice: 12,
+      currency: 'EUR',
+    });
+    order = sub.order;
+  });
+
+  it('GET /projects/{id}/cancel says what ends: its subscriptions and its environments', async () => {
+    const res = await owner.get(url());
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({
+      project_id: w.project.id,
+      cancelled_at: null,
+      data_kept_days: 30,
+      data_deleted_after: null,
+      subscriptions: [{ order, kind: 'server', monthly_price: '12.00', currency: 'EUR' }],
+      environments: [{ id: w.environment.id, name: 'production', stopped: false }],
+    });
+    expect((await w.api.get(url())).status).toBe(403);
+  });
+
+  it('POST without confirm true is refused on confirm, and nothing changes', async () => {
+    for (const body of [{}, { confirm: false }, { confirm: 'yes' }]) {
+      const res = await owner.post(url(), body);
+      expect(res.status).toBe(422);
+      expect(Object.keys(res.body.error.fields)).toEqual(['confirm']);
+    }
+    expect((await t.deps.knex('subscriptions').where({ order }).first()).status).toBe('active');
+    expect((await t.deps.knex('projects').where({ id: w.project.id }).first()).cancelled_at).toBeNull();
+    expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v2' });
+  });
+
+  it('DELETE /projects/{id} answers 409 project_not_empty while it has environments', async () => {
+    const res = await owner.delete(`/projects/${w.project.id}`);
+    expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 409, code: 'project_not_empty' });
+  });
+
+  it('POST {confirm: true} ends the subscriptions and stops the environments (the edge answers 503 stopped)', async () => {
+    const res = await owner.post(url(), { confirm: true });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({
+      cancelled_at: expect.any(String),
+      data_deleted_after: expect.any(String),
+      subscriptions: [],
+      environments: [{ id: w.environment.id, stopped: true }],
+    });
+    const days = (Date.parse(res.body.data_deleted_after) - Date.parse(res.body.cancelled_at)) / 86_400_000;
+    expect(days).toBe(30);
+    const sub = await t.deps.knex('subscriptions').where({ order }).first();
+    expect({ status: sub.status, ended: Boolean(sub.ended_at), by: sub.cancelled_by }).toEqual({
+      status: 'ended',
+      ended: true,
+      by: w.owner.id,
+    });
+    const deadline = Date.now() + 30_000;
+    let seen = await fetchEnvironment(w.environment.port);
+    while (seen.status !== 503 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      seen = await fetchEnvironment(w.environment.port);
+    }
+    expect(seen).toEqual({ status: 503, text: 'stopped' });
+    // Data kept: the environment, its releases and its tasks are still there.
+    expect(await t.deps.knex('environments').where({ id: w.environment.id }).first()).toBeTruthy();
+    expect(await t.deps.knex('releases').where({ environment_id: w.environment.id }).first()).toBeTruthy();
+  });
+
+  it('after it, nothing deploys there: the hook starts nothing, a deploy is refused, cancelling again 409', async () => {
+    w.repo.commit('v3');
+    const hooked = await hook(PUSH, sign(PUSH));
+    expect(hooked.status).toBe(202);
+    expect(hooked.body.data).toEqual([]);
+    const deploy = await w.api.post(`/environments/${w.environment.id}/deploy`);
+    expect(deploy.status).toBe(409);
+    expect((await owner.post(url(), { confirm: true })).status).toBe(409);
+  });
+
+  it('the daily prune deletes the environments 30 days later; then DELETE /projects/{id} answers 204', async () => {
+    const run = (days: number) =>
+      t.deps.temporal.workflow.execute('pruneExpiredRecords', {
+        taskQueue: t.config.taskQueue,
+        workflowId: `prune-${crypto.randomUUID()}`,
+        args: [{ asOf: new Date(Date.now() + days * 86_400_000).toISOString() }],
+      }) as Promise<{ cancelledEnvironments: number }>;
+    expect((await run(29)).cancelledEnvironments).toBe(0);
+    expect(await t.deps.knex('environments').where({ id: w.environment.id }).first()).toBeTruthy();
+    expect((await run(31)).cancelledEnvironments).toBe(1);
+    expect(await t.deps.knex('environments').where({ id: w.environment.id }).first()).toBeUndefined();
+    // (the prune of 31 days ahead also ended the sessions of this file: sign in again)
+    const again = await sessionAgent(t, w.owner);
+    const res = await again.delete(`/projects/${w.project.id}`);
+    expect(res.status, res.text).toBe(204);
+    expect(await t.deps.knex('projects').where({ id: w.project.id }).first()).toBeUndefined();
   });
 });
