@@ -38,7 +38,7 @@ export async function requestTask(
       'The project has no repository connected: connect one with POST /projects/{id}/repository',
     );
   }
-  if ((env as { stopped_at?: Date | null }).stopped_at) {
+  if (env.stopped_at) {
     throw errors.conflict('conflict', 'The environment is stopped: its project was cancelled');
   }
   if (input.type === 'redeploy' || input.type === 'rollback') {
