@@ -55,7 +55,7 @@ function bodyParser(def: RouteDef, limit: number): Middleware | undefined {
     jsonStrict: false,
     urlencoded: false,
     text: false,
-    // A signed route needs the bytes as sent (ctx.request.body[Symbol.for('unparsedBody')]).
+    // A signed route needs the body as sent (ctx.request.rawBody).
     includeUnparsed: def.auth === 'signature',
     multipart,
     jsonLimit: limit,
@@ -154,8 +154,7 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
         await parse(ctx, async () => undefined);
       }
       if (def.signature) {
-        const parsed = (ctx.request as { body?: Record<symbol, unknown> }).body;
-        const raw = parsed?.[Symbol.for('unparsedBody')];
+        const raw = (ctx.request as { rawBody?: unknown }).rawBody;
         await def.signature(deps, ctx, params, typeof raw === 'string' ? raw : '');
       }
       const fields: Record<string, string> = {};
