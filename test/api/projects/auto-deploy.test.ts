@@ -61,7 +61,11 @@ describe('auto_deploy', () => {
 
     // A push while that deploy runs (its build waits at the gate, v1 resolved): refused-if-busy, then
     // deployed after it.
-    await eventually('v1 resolved', () => taskLog(t, w.api, first.id), (log) => log.includes('main is at'));
+    await eventually(
+      'v1 resolved',
+      () => taskLog(t, w.api, first.id),
+      (log) => log.includes('main is at'),
+    );
     const v2 = w.repo.commit('v2');
     const signed = await owner.post(`/projects/${w.project.id}/repository`, { url: w.repo.dir });
     const body = JSON.stringify({ ref: 'refs/heads/main' });
