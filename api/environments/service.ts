@@ -113,6 +113,7 @@ export async function createEnvironment(
   input: { name: string; git_ref: string; auto_deploy?: boolean },
 ) {
   const { project } = await findProject(deps, actor, projectId, 'environment:create');
+  if (project.cancelled_at) throw appError('conflict', 'The project is cancelled: it takes no new environments');
   if (!project.repository_url) throw noRepository();
   if (await Environment.query(deps.knex).findOne({ project_id: projectId, name: input.name })) throw nameTaken();
   await checkRef(deps, repositoryOf(deps.secrets, project)!, input.git_ref);

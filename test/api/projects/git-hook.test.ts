@@ -204,7 +204,7 @@ describe('cancelling a project, then deleting it', () => {
     expect(await t.deps.knex('releases').where({ environment_id: w.environment.id }).first()).toBeTruthy();
   });
 
-  it('after it, nothing deploys there: the hook starts nothing, a deploy is refused, cancelling again 409', async () => {
+  it('after it, nothing deploys there: the hook starts nothing, a deploy, cancelling again, a new environment: 409', async () => {
     w.repo.commit('v3');
     const hooked = await hook(PUSH, sign(PUSH));
     expect(hooked.status).toBe(202);
@@ -212,6 +212,8 @@ describe('cancelling a project, then deleting it', () => {
     const deploy = await w.api.post(`/environments/${w.environment.id}/deploy`);
     expect(deploy.status).toBe(409);
     expect((await owner.post(url(), { confirm: true })).status).toBe(409);
+    const env = await owner.post(`/projects/${w.project.id}/environments`, { name: 'staging', git_ref: 'main' });
+    expect({ status: env.status, code: env.body.error?.code }).toEqual({ status: 409, code: 'conflict' });
   });
 
   it('the daily prune deletes the environments 30 days later; then DELETE /projects/{id} answers 204', async () => {
