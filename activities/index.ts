@@ -18,6 +18,7 @@ import { createBillingActivities } from './billing';
 import { createIntegrationActivities } from './integrations';
 import { createAutoDeployActivities, ensureAutoDeployPoller } from './auto-deploy';
 import { createProjectStopActivities } from './auto-deploy/stop';
+import { createEnvironmentActivities } from './environments';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -55,6 +56,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     publish: (envId, route) => publishEdgeRoute(deps.knex, envId, route),
   });
   let sampler: ResourceSampler | null = null;
+  const environments = createEnvironmentActivities(deps, supervisor);
   return {
     activities: {
       ...createReminderActivities(deps),
@@ -72,9 +74,11 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createIntegrationActivities(deps),
       ...createAutoDeployActivities(deps),
       ...createProjectStopActivities(deps, supervisor),
+      retireEnvironmentHost: environments.retireEnvironmentHost,
     },
     async onWorkerStart() {
       await prepareHost(deps.config.dataDir);
+      await environments.retireLeftovers();
       const restored = await supervisor.restoreAll();
       for (const r of restored.filter((x) => !x.ok))
         deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);

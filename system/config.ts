@@ -66,6 +66,8 @@ export interface Config {
   resourceSampleSeconds: number;
   /** Seconds between two looks at the git refs of environments with auto_deploy on (0: no poller). */
   autoDeployPollSeconds: number;
+  /** Most web instances an environment may scale to (SCALE_MAX). */
+  scaleMax: number;
   /** PostgreSQL server (superuser URL) that environments' database services are created on; default: databaseUrl. */
   servicesDatabaseUrl: string | undefined;
   /** Host the environments' processes reach their database service at (DATABASE_URL, PGHOST). */
@@ -188,6 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     domainRecheckSeconds: Math.max(1, int(env, 'DOMAIN_RECHECK_SECONDS', 60)),
     resourceSampleSeconds: Math.max(1, int(env, 'RESOURCE_SAMPLE_SECONDS', 60)),
     autoDeployPollSeconds: Math.max(0, int(env, 'AUTO_DEPLOY_POLL_SECONDS', 30)),
+    scaleMax: Math.max(1, int(env, 'SCALE_MAX', 4)),
     servicesDatabaseUrl: env.SERVICES_DATABASE_URL || undefined,
     servicesHost: env.SERVICES_HOST || '127.0.0.1',
     checkResponses: env.VC_CHECK_RESPONSES === '1',

@@ -15,6 +15,7 @@ import { searchAttributeKeys } from '../lib/tasks';
 import { iso, isoOrNull } from '../lib/time';
 import { workflowIds } from '../../workflows/shared';
 import { dropEnvironmentServices } from '../services/service';
+import { startRetire } from '../environments/service';
 
 export const CANCELLED_PROJECT_KEEP_DAYS = 30;
 const DAY_MS = 86_400_000;
@@ -134,22 +135,26 @@ export async function cancelProject(deps: Deps, actor: Actor, projectId: string)
 /**
  * The daily prune's part: deletes the environments of projects cancelled more than
  * CANCELLED_PROJECT_KEEP_DAYS before `asOf` (rows cascade; their database services are dropped). The
- * project stays, empty, until someone deletes it. Returns how many environments went.
+ * project stays, empty, until someone deletes it. Each environment goes as DELETE /environments/{id} takes it
+ * (its host side retired by the retireEnvironment workflow). Returns how many environments went.
  */
 export async function deleteCancelledEnvironments(deps: Deps, asOf: Date): Promise<number> {
   const due = await deps
     .knex('environments')
     .join('projects', 'projects.id', 'environments.project_id')
     .where('projects.cancelled_at', '<', new Date(asOf.getTime() - CANCELLED_PROJECT_KEEP_DAYS * DAY_MS))
-    .select('environments.id');
+    .select('environments.id', 'environments.port');
   let deleted = 0;
-  for (const { id } of due as Array<{ id: string }>) {
+  for (const { id, port } of due as Array<{ id: string; port: number }>) {
     const names = await deps.knex.transaction(async (trx) => {
       const names: string[] = await trx('services').where({ environment_id: id }).pluck('database_name');
       deleted += await trx('environments').where({ id }).delete();
+      // As DELETE /environments/{id} does: the port is held until the sandbox is gone.
+      await trx('retiring_ports').insert({ port, environment_id: id }).onConflict('port').ignore();
       return names;
     });
     await dropEnvironmentServices(deps, id, names);
+    await startRetire(deps, id, port);
   }
   return deleted;
 }
