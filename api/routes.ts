@@ -29,6 +29,7 @@ import { routes as backupTaskRoutes } from './backups/task-routes';
 import { routes as serviceRoutes } from './services/routes';
 import { routes as activityRoutes } from './activity/routes';
 import { routes as repositoryHostRoutes } from './repository-hosts/routes';
+import { routes as projectLifecycleRoutes } from './projects/lifecycle-routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -63,5 +64,6 @@ export function allRoutes(): RouteDef[] {
     ...serviceRoutes,
     ...activityRoutes,
     ...repositoryHostRoutes,
+    ...projectLifecycleRoutes,
   ] as RouteDef[];
 }

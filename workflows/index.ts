@@ -19,4 +19,6 @@ export { moveStorage, discardStorage, growVolume } from './storage';
 export { reshapeEnvironment, discardOldDatabase } from './reshape';
 export { endSubscription } from './subscriptions';
 export { deliverIntegrationEvent } from './integrations';
+export { pollAutoDeploys } from './auto-deploy';
+export { stopProjectEnvironments } from './project-stop';
 export { retireEnvironment } from './environments';

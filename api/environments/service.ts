@@ -115,6 +115,7 @@ export async function createEnvironment(
   input: { name: string; git_ref: string; auto_deploy?: boolean },
 ) {
   const { project } = await findProject(deps, actor, projectId, 'environment:create');
+  if (project.cancelled_at) throw appError('conflict', 'The project is cancelled: it takes no new environments');
   if (!project.repository_url) throw noRepository();
   if (await Environment.query(deps.knex).findOne({ project_id: projectId, name: input.name })) throw nameTaken();
   await checkRef(deps, (await projectRepositoryOf(deps.knex, deps.secrets, project))!, input.git_ref);
@@ -252,7 +253,7 @@ export async function deleteEnvironment(deps: Deps, actor: Actor, id: string): P
  * The environment's processes, network and files are taken off the host by a workflow (the worker holds
  * them); if Temporal cannot be reached now, the worker retires what is left in retiring_ports when it starts.
  */
-async function startRetire(deps: Deps, environmentId: string, port: number): Promise<void> {
+export async function startRetire(deps: Deps, environmentId: string, port: number): Promise<void> {
   try {
     await deps.temporal.workflow.start('retireEnvironment', {
       taskQueue: deps.config.taskQueue,
