@@ -37,6 +37,8 @@ export interface EdgeState {
   /** Environments under maintenance, with their note. */
   maintenance: Map<string, { note: string | null }>;
   rules: Map<string, EnvironmentRules>;
+  /** Environments whose CDN is enabled, with their default TTL in seconds. */
+  cdn: Map<string, { defaultTtl: number }>;
 }
 
 function toRoute(row: {
@@ -50,7 +52,7 @@ function toRoute(row: {
 }
 
 export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
-  const [envs, routes, domains, edges, projectEdges] = await Promise.all([
+  const [envs, routes, domains, edges, projectEdges, cdns] = await Promise.all([
     knex('environments').select('id', 'port', 'project_id', 'maintenance_on', 'maintenance_note'),
     knex('edge_routes').select('environment_id', 'upstream_host', 'upstream_port', 'unavailable'),
     knex('domains').where({ status: 'verified' }).select('hostname', 'environment_id'),
@@ -62,6 +64,7 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
       'stickiness',
     ),
     knex('project_edges').select('*'),
+    knex('environment_cdns').where({ enabled: true }).select('environment_id', 'default_ttl_seconds'),
   ]);
   const projectRules = new Map<string, ProjectRules>();
   for (const p of projectEdges) {
@@ -102,6 +105,12 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
       envs
         .filter((e: { maintenance_on: boolean }) => e.maintenance_on)
         .map((e: { id: string; maintenance_note: string | null }) => [e.id, { note: e.maintenance_note }]),
+    ),
+    cdn: new Map(
+      cdns.map((c: { environment_id: string; default_ttl_seconds: number }) => [
+        c.environment_id,
+        { defaultTtl: c.default_ttl_seconds },
+      ]),
     ),
     domains: new Map(domains.map((d: { hostname: string; environment_id: string }) => [d.hostname, d.environment_id])),
   };
