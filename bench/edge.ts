@@ -1,18 +1,39 @@
-import { createServer } from 'node:http';
+import { fork, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { createDatabase, dropDatabase, withDatabase } from '../db/database';
 import { createKnex } from '../db/knex';
 import { migrateLatest } from '../db/migrate';
-import { startEdge } from '../edge/server';
 import { freePort } from '../test/helpers/ports';
-import { ADMIN_DATABASE_URL, load, printTable } from './harness';
+import { ADMIN_DATABASE_URL, load, printTable, type LoadResult } from './harness';
 
 /**
- * A small GET through the edge with every project rule on (blocked addresses and user agents, a rate
- * limit set high, HSTS; compression off) and an allow list on the environment, against the app directly,
- * in the same run. Targets: the edge keeps at least 80% of the direct throughput and adds under 1 ms at p50.
+ * The edge against the app directly, same run, each its own process as in production (the load generator
+ * in this one):
+ * 1. a small GET through the edge with every project rule on (blocked addresses and user agents, a rate
+ *    limit set high, HSTS; compression off) and an allow list on the environment. Targets: the edge keeps
+ *    at least 80% of the direct throughput and adds under 1 ms at p50.
+ * 2. a page the app takes ~5 ms to answer (a query, then rendering), marked `public`: CDN HITs through the
+ *    edge against the app's own answers. Target: at least 3x the throughput.
  * The edge needs only PostgreSQL (no Temporal, no worker), so this bench starts just a database.
  */
-export async function run(): Promise<{ ratio: number }> {
+function start(child: ChildProcess): Promise<number> {
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: { port: number }) => resolve(m.port));
+    child.once('exit', (code) => reject(new Error(`a bench process exited (${code})`)));
+  });
+}
+
+function row(r: LoadResult) {
+  return {
+    case: r.name,
+    'req/s': Math.round(r.requestsPerSecond),
+    'p50 ms': r.p50,
+    'p99 ms': r.p99,
+    errors: r.errors + r.non2xx,
+  };
+}
+
+export async function run(): Promise<{ ratio: number; cdnRatio: number }> {
   console.log('[bench] edge: starting a database, an app and the edge...');
   const dbName = `vc_bench_edge_${process.pid}`;
   await dropDatabase(ADMIN_DATABASE_URL, dbName);
@@ -21,68 +42,80 @@ export async function run(): Promise<{ ratio: number }> {
   const knex = createKnex(databaseUrl);
   await migrateLatest(knex);
 
-  const app = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'text/plain' });
-    res.end('hello from the app\n');
-  });
-  await new Promise<void>((r) => app.listen(0, '127.0.0.1', () => r()));
-  const appPort = (app.address() as { port: number }).port;
-
-  const [team] = await knex('teams').insert({ name: 'Bench', settings: {} }).returning('id');
-  const [project] = await knex('projects').insert({ team_id: team.id, name: 'bench' }).returning('id');
-  const envPort = await freePort();
-  const [env] = await knex('environments')
-    .insert({ team_id: team.id, project_id: project.id, name: 'production', git_ref: 'main', port: envPort })
-    .returning('id');
-  await knex('edge_routes').insert({ environment_id: env.id, upstream_host: '127.0.0.1', upstream_port: appPort });
-  await knex('environment_edges').insert({
-    environment_id: env.id,
-    allowed_addresses: JSON.stringify(['127.0.0.0/8', '::1/128']),
-  });
-  await knex('project_edges').insert({
-    project_id: project.id,
-    blocked_addresses: JSON.stringify(['10.0.0.0/8', '192.0.2.0/24', '2001:db8::/32']),
-    blocked_user_agents: JSON.stringify(['evilbot', 'scrapy', 'masscan']),
-    rate_limit: JSON.stringify({ requests: 100_000_000, per_seconds: 60 }),
-    hsts: JSON.stringify({ max_age: 31536000, include_subdomains: true, preload: false }),
-    compression: false,
-  });
-  const edge = await startEdge({ knex, databaseUrl, host: '127.0.0.1', edgePort: 0 });
+  const children: ChildProcess[] = [];
   try {
+    const app = fork(join(import.meta.dirname, 'edge', 'app.cjs'), [], { stdio: 'inherit' });
+    children.push(app);
+    const appPort = await start(app);
+
+    const [team] = await knex('teams').insert({ name: 'Bench', settings: {} }).returning('id');
+    const [project] = await knex('projects').insert({ team_id: team.id, name: 'bench' }).returning('id');
+    const envPort = await freePort();
+    const cdnPort = await freePort();
+    const [env, cdnEnv] = await knex('environments')
+      .insert([
+        { team_id: team.id, project_id: project.id, name: 'production', git_ref: 'main', port: envPort },
+        { team_id: team.id, project_id: project.id, name: 'cdn', git_ref: 'main', port: cdnPort },
+      ])
+      .returning('id');
+    for (const e of [env, cdnEnv])
+      await knex('edge_routes').insert({ environment_id: e.id, upstream_host: '127.0.0.1', upstream_port: appPort });
+    await knex('environment_edges').insert({
+      environment_id: env.id,
+      allowed_addresses: JSON.stringify(['127.0.0.0/8', '::1/128']),
+    });
+    await knex('environment_cdns').insert({ environment_id: cdnEnv.id, enabled: true, default_ttl_seconds: 600 });
+    await knex('project_edges').insert({
+      project_id: project.id,
+      blocked_addresses: JSON.stringify(['10.0.0.0/8', '192.0.2.0/24', '2001:db8::/32']),
+      blocked_user_agents: JSON.stringify(['evilbot', 'scrapy', 'masscan']),
+      rate_limit: JSON.stringify({ requests: 100_000_000, per_seconds: 60 }),
+      hsts: JSON.stringify({ max_age: 31536000, include_subdomains: true, preload: false }),
+      compression: false,
+    });
+    const edge = fork(join(import.meta.dirname, 'edge', 'edge-process.ts'), [], {
+      stdio: 'inherit',
+      execArgv: ['--import', 'tsx'],
+      env: { ...process.env, DATABASE_URL: databaseUrl },
+    });
+    children.push(edge);
+    await start(edge);
+
     const check = await fetch(`http://127.0.0.1:${envPort}/`);
     if (check.status !== 200) throw new Error(`the edge answered ${check.status}`);
+    const hit = await fetch(`http://127.0.0.1:${cdnPort}/page`).then(() => fetch(`http://127.0.0.1:${cdnPort}/page`));
+    if (hit.headers.get('x-cache') !== 'HIT') throw new Error(`the CDN answered ${hit.headers.get('x-cache')}`);
+
     console.log('[bench] edge: warming up...');
     await load('warm-up', `http://127.0.0.1:${appPort}/`, {}, 2);
     await load('warm-up', `http://127.0.0.1:${envPort}/`, {}, 2);
-    console.log('[bench] edge: measuring the app directly, then through the edge (8 s each, 10 connections)...');
+    console.log('[bench] edge: the app directly, then through the edge (8 s each, 10 connections)...');
     const direct = await load('app directly', `http://127.0.0.1:${appPort}/`, {});
     const through = await load('through the edge, all rules on', `http://127.0.0.1:${envPort}/`, {});
     const ratio = through.requestsPerSecond / direct.requestsPerSecond;
-    printTable('A small GET: the app directly vs through the edge', [
-      {
-        case: direct.name,
-        'req/s': Math.round(direct.requestsPerSecond),
-        'p50 ms': direct.p50,
-        'p99 ms': direct.p99,
-        errors: direct.errors + direct.non2xx,
-      },
-      {
-        case: through.name,
-        'req/s': Math.round(through.requestsPerSecond),
-        'p50 ms': through.p50,
-        'p99 ms': through.p99,
-        errors: through.errors + through.non2xx,
-      },
-    ]);
+    printTable('A small GET: the app directly vs through the edge', [row(direct), row(through)]);
     const added = through.p50 - direct.p50;
     console.log(
       `throughput ratio edge / direct = ${ratio.toFixed(2)} (target >= 0.80): ${ratio >= 0.8 ? 'met' : 'NOT met'}`,
     );
     console.log(`p50 added by the edge = ${added.toFixed(2)} ms (target < 1 ms): ${added < 1 ? 'met' : 'NOT met'}`);
-    return { ratio };
+
+    console.log('[bench] edge: a cacheable page from the app, then CDN HITs through the edge (8 s each)...');
+    const page = await load("the app's own answer", `http://127.0.0.1:${appPort}/page`, {});
+    const hits = await load('CDN HIT through the edge', `http://127.0.0.1:${cdnPort}/page`, {});
+    const cdnRatio = hits.requestsPerSecond / page.requestsPerSecond;
+    printTable('A cacheable page (~20 KB, ~5 ms in the app): the app vs CDN HITs', [row(page), row(hits)]);
+    console.log(
+      `throughput ratio CDN HIT / app = ${cdnRatio.toFixed(2)} (target >= 3): ${cdnRatio >= 3 ? 'met' : 'NOT met'}`,
+    );
+    return { ratio, cdnRatio };
   } finally {
-    await edge.close();
-    await new Promise((r) => app.close(r));
+    for (const c of children.reverse()) {
+      if (c.exitCode !== null) continue;
+      const gone = new Promise((r) => c.once('exit', r));
+      c.kill('SIGTERM');
+      await gone;
+    }
     await knex.destroy();
     await dropDatabase(ADMIN_DATABASE_URL, dbName);
   }
