@@ -41,6 +41,20 @@ export interface EdgeState {
   cdn: Map<string, { defaultTtl: number }>;
 }
 
+/** The matcher, remembering its answer per client address (a client sends many requests). */
+function remembered(match: CidrMatcher): CidrMatcher {
+  const seen = new Map<string | undefined, boolean>();
+  return (address) => {
+    let ok = seen.get(address);
+    if (ok === undefined) {
+      ok = match(address);
+      if (seen.size >= 10_000) seen.clear();
+      seen.set(address, ok);
+    }
+    return ok;
+  };
+}
+
 function toRoute(row: {
   upstream_host: string | null;
   upstream_port: number | null;
@@ -69,7 +83,7 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
   const projectRules = new Map<string, ProjectRules>();
   for (const p of projectEdges) {
     projectRules.set(p.project_id, {
-      blocked: p.blocked_addresses.length ? cidrMatcher(p.blocked_addresses) : null,
+      blocked: p.blocked_addresses.length ? remembered(cidrMatcher(p.blocked_addresses)) : null,
       agents: (p.blocked_user_agents as string[]).map((a) => a.toLowerCase()),
       rateLimit: p.rate_limit,
       hsts: p.hsts,
@@ -87,7 +101,7 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
     stickiness: boolean;
   }>) {
     rules.set(e.environment_id, {
-      allowed: e.allowed_addresses.length ? cidrMatcher(e.allowed_addresses) : null,
+      allowed: e.allowed_addresses.length ? remembered(cidrMatcher(e.allowed_addresses)) : null,
       password:
         e.password_hash && e.password_username ? { username: e.password_username, hash: e.password_hash } : null,
       stickiness: e.stickiness,
