@@ -98,7 +98,11 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number }> {
     });
     const edge = fork(join(import.meta.dirname, 'edge', 'edge-process.ts'), [], {
       stdio: 'inherit',
-      execArgv: ['--import', 'tsx', ...(process.env.BENCH_EDGE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_EDGE_PROF}`] : [])],
+      execArgv: [
+        '--import',
+        'tsx',
+        ...(process.env.BENCH_EDGE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_EDGE_PROF}`] : []),
+      ],
       env: { ...process.env, DATABASE_URL: databaseUrl },
     });
     children.push(edge);

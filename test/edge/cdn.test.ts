@@ -35,6 +35,7 @@ const t = useTestContext({ edge: true });
 const children: ChildProcess[] = [];
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 let owner: Agent;
+let developer: Agent;
 
 beforeAll(async () => {
   w = await createDeployWorld(t);
@@ -48,6 +49,7 @@ beforeAll(async () => {
   const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });
   expect(task.status, task.error ?? '').toBe('succeeded');
   owner = await sessionAgent(t, w.owner);
+  developer = await sessionAgent(t, w.developer);
 }, 120_000);
 afterAll(() => stopChildren(children));
 
@@ -100,7 +102,7 @@ async function patchCdn(body: unknown) {
 }
 
 async function clear(body: unknown) {
-  const res = await w.api.post(`/environments/${w.environment.id}/cdn/clear`, body);
+  const res = await developer.post(`/environments/${w.environment.id}/cdn/clear`, body);
   expect(res.status, res.text).toBe(202);
   const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 60_000 });
   expect(task.status, task.error ?? '').toBe('succeeded');
@@ -263,7 +265,7 @@ describe('POST /environments/{id}/cdn/clear', () => {
       [{ paths: '/x' }, 'paths'],
       [{ everything: true }, 'everything'],
     ] as const) {
-      const res = await w.api.post(`/environments/${w.environment.id}/cdn/clear`, body);
+      const res = await developer.post(`/environments/${w.environment.id}/cdn/clear`, body);
       expect(res.status, JSON.stringify(body)).toBe(422);
       expect(Object.keys(res.body.error.fields)).toEqual([field]);
     }
