@@ -13,6 +13,7 @@ import { useTestContext } from '../helpers/context';
 import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { spawnSystemProcess, stopChildren } from '../helpers/processes';
 import { sessionAgent } from '../helpers/fixtures';
+import { startEdge } from '../../edge/server';
 import type { Agent } from '../helpers/http';
 
 const APP = `
@@ -88,6 +89,15 @@ function get(
 
 const cc = (value: string, more = '') => `?cc=${encodeURIComponent(value)}${more}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (ok(v) || Date.now() > deadline) return v;
+    await sleep(50);
+  }
+}
 
 /** Twice the same request: what the second one shows. */
 async function twice(url: string, headers: Record<string, string> = {}): Promise<[Answer, Answer]> {
@@ -330,5 +340,78 @@ describe('POST /environments/{id}/cdn/clear', () => {
       .where('seen_at', '>', t.deps.knex.raw("now() - interval '15 seconds'"));
     expect(live).toHaveLength(1);
     expect(Number(live[0].purge_seq)).toBeGreaterThanOrEqual(Number(purge.id));
+  });
+
+  it('does not succeed while a live edge has not applied the purge', async () => {
+    // an edge that checks in (seen now) but has applied nothing yet
+    const laggard = '00000000-0000-4000-8000-000000000002';
+    await t.deps.knex('edge_instances').insert({ id: laggard, purge_seq: 0 });
+    const res = await developer.post(`/environments/${w.environment.id}/cdn/clear`, { paths: ['/slow'] });
+    expect(res.status, res.text).toBe(202);
+    const purge = await until(
+      () => t.deps.knex('cdn_purges').where({ task_id: res.body.id }).first(),
+      (p) => Boolean(p),
+    );
+    // the test's own edge applies it...
+    await until(
+      () => t.deps.knex('edge_instances').whereNot({ id: laggard }).where('purge_seq', '>=', purge.id).first(),
+      (e) => Boolean(e),
+    );
+    // ...and the task still waits for the other one
+    expect((await waitForTask(t, w.api, res.body.id, { until: (x) => x.status === 'running' })).status).toBe('running');
+    await t.deps
+      .knex('edge_instances')
+      .where({ id: laggard })
+      .update({ purge_seq: purge.id, seen_at: t.deps.knex.fn.now() });
+    expect((await waitForTask(t, w.api, res.body.id, { timeoutMs: 30_000 })).status).toBe('succeeded');
+    await t.deps.knex('edge_instances').where({ id: laggard }).delete();
+  });
+
+  it('a second edge drops its entries too before the task succeeds', async () => {
+    await t.deps.knex('domains').insert({
+      team_id: w.team.id,
+      project_id: w.project.id,
+      environment_id: w.environment.id,
+      hostname: 'cdn.example.test',
+      status: 'verified',
+      verified_at: new Date(),
+      verification_value: 'x',
+    });
+    const second = await startEdge({
+      knex: t.deps.knex,
+      databaseUrl: t.config.databaseUrl!,
+      host: '127.0.0.1',
+      edgePort: 0,
+    });
+    try {
+      const viaSecond = (url: string) =>
+        new Promise<Answer>((resolve, reject) => {
+          http
+            .get(
+              { host: '127.0.0.1', port: second.port, path: url, headers: { host: 'cdn.example.test' }, agent: false },
+              (res) => {
+                let text = '';
+                res.on('data', (c) => (text += c));
+                res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+              },
+            )
+            .on('error', reject);
+        });
+      const url = `/second${cc('public, max-age=600')}`;
+      const first = await viaSecond(url);
+      expect(first.headers['x-cache']).toBe('MISS');
+      expect((await viaSecond(url)).headers['x-cache']).toBe('HIT');
+      await clear({ paths: ['/second'] });
+      const after = await viaSecond(url);
+      expect(after.headers['x-cache']).toBe('MISS');
+      expect(after.text).not.toBe(first.text);
+    } finally {
+      await second.close();
+    }
+    // the second edge leaves the register when it closes
+    const live = await t.deps
+      .knex('edge_instances')
+      .where('seen_at', '>', t.deps.knex.raw("now() - interval '15 seconds'"));
+    expect(live).toHaveLength(1);
   });
 });
