@@ -8,6 +8,7 @@ import { execFileSync, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtures';
@@ -261,6 +262,40 @@ describe('the edge with the CDN on', () => {
     await owner.patch(`/environments/${w.environment.id}/edge`, { allowed_addresses: [] });
     await t.edge!.reload();
     expect((await get(url)).headers['x-cache']).toBe('HIT');
+  });
+});
+
+describe('the CDN with compression on', () => {
+  it('serves a HIT compressed as the client accepts it, from the same entry', async () => {
+    const edgeUrl = `/projects/${w.project.id}/edge`;
+    expect((await owner.patch(edgeUrl, { compression: true })).status).toBe(200);
+    await t.edge!.reload();
+    const url = `/zipped${cc('public, max-age=600')}`;
+    const plainText = await get(url);
+    expect(plainText.headers['x-cache']).toBe('MISS');
+    const zipped = await new Promise<{ headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+      http
+        .get(
+          {
+            host: '127.0.0.1',
+            port: w.environment.port,
+            path: url,
+            headers: { 'accept-encoding': 'gzip' },
+            agent: false,
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c) => chunks.push(c));
+            res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+          },
+        )
+        .on('error', reject);
+    });
+    expect(zipped.headers['x-cache']).toBe('HIT');
+    expect(zipped.headers['content-encoding']).toBe('gzip');
+    expect(zlib.gunzipSync(zipped.body).toString()).toBe(plainText.text);
+    await owner.patch(edgeUrl, { compression: false });
+    await t.edge!.reload();
   });
 });
 
