@@ -51,14 +51,52 @@ async function latency(url: string, requests = 3000): Promise<{ p50: number; p99
  * weighs on both alike: each case's rounds summed, and the median of the rounds' ratios b / a.
  */
 const ROUNDS = 4;
+
+/** CPU time (user + system, microseconds) a bench process has used so far. */
+function cpuOf(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    const on = (m: { cpu?: NodeJS.CpuUsage }) => {
+      if (!m.cpu) return;
+      child.off('message', on);
+      resolve(m.cpu.user + m.cpu.system);
+    };
+    child.on('message', on);
+    child.send('cpu');
+  });
+}
+
+/** CPU microseconds per request of each process while `run` loads them. */
+async function cpuPerRequest(
+  procs: Record<string, ChildProcess>,
+  run: () => Promise<LoadResult>,
+  cpu: Record<string, { us: number; requests: number }>,
+): Promise<LoadResult> {
+  const before = await Promise.all(Object.values(procs).map(cpuOf));
+  const r = await run();
+  const after = await Promise.all(Object.values(procs).map(cpuOf));
+  for (const [i, name] of Object.keys(procs).entries()) {
+    cpu[name] ??= { us: 0, requests: 0 };
+    cpu[name].us += after[i] - before[i];
+    cpu[name].requests += r.total;
+  }
+  return r;
+}
+
 async function alternate(
-  a: { name: string; url: string },
-  b: { name: string; url: string },
+  a: { name: string; url: string; procs: Record<string, ChildProcess> },
+  b: { name: string; url: string; procs: Record<string, ChildProcess> },
   seconds = 3,
-): Promise<{ a: LoadResult; b: LoadResult; ratio: number }> {
+): Promise<{ a: LoadResult; b: LoadResult; ratio: number; cpu: [Record<string, number>, Record<string, number>] }> {
   const runs: Array<[LoadResult, LoadResult]> = [];
+  const cpuA: Record<string, { us: number; requests: number }> = {};
+  const cpuB: Record<string, { us: number; requests: number }> = {};
   for (let i = 0; i < ROUNDS; i++)
-    runs.push([await load(a.name, a.url, {}, seconds), await load(b.name, b.url, {}, seconds)]);
+    runs.push([
+      await cpuPerRequest(a.procs, () => load(a.name, a.url, {}, seconds), cpuA),
+      await cpuPerRequest(b.procs, () => load(b.name, b.url, {}, seconds), cpuB),
+    ]);
+  const perRequest = (c: Record<string, { us: number; requests: number }>) =>
+    Object.fromEntries(Object.entries(c).map(([k, v]) => [k, Math.round((v.us / Math.max(1, v.requests)) * 10) / 10]));
   const sum = (k: 0 | 1, name: string): LoadResult => {
     const rs = runs.map((r) => r[k]);
     const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
@@ -69,13 +107,19 @@ async function alternate(
       p99: median(rs.map((r) => r.p99)),
       errors: rs.reduce((n, r) => n + r.errors, 0),
       non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
+      total: rs.reduce((n, r) => n + r.total, 0),
     };
   };
   const ratios = runs.map(([x, y]) => y.requestsPerSecond / x.requestsPerSecond).sort((x, y) => x - y);
   console.log(
     `  ratios by round: ${runs.map(([x, y]) => (y.requestsPerSecond / x.requestsPerSecond).toFixed(2)).join(', ')}`,
   );
-  return { a: sum(0, a.name), b: sum(1, b.name), ratio: ratios[Math.floor(ratios.length / 2)] };
+  return {
+    a: sum(0, a.name),
+    b: sum(1, b.name),
+    ratio: ratios[Math.floor(ratios.length / 2)],
+    cpu: [perRequest(cpuA), perRequest(cpuB)],
+  };
 }
 
 function row(r: LoadResult) {
@@ -152,8 +196,8 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number }> {
       `[bench] edge: the app directly and through the edge, in turn (${ROUNDS} x 3 s each, 10 connections)...`,
     );
     const small = await alternate(
-      { name: 'app directly', url: `http://127.0.0.1:${appPort}/` },
-      { name: 'through the edge, all rules on', url: `http://127.0.0.1:${envPort}/` },
+      { name: 'app directly', url: `http://127.0.0.1:${appPort}/`, procs: { app } },
+      { name: 'through the edge, all rules on', url: `http://127.0.0.1:${envPort}/`, procs: { app, edge } },
     );
     const { a: direct, b: through, ratio } = small;
     printTable('A small GET: the app directly vs through the edge', [row(direct), row(through)]);
@@ -164,6 +208,12 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number }> {
       { case: 'app directly', 'p50 ms': alone.p50, 'p99 ms': alone.p99 },
       { case: 'through the edge, all rules on', 'p50 ms': edged.p50, 'p99 ms': edged.p99 },
     ]);
+    const [cpuDirect, cpuEdge] = small.cpu;
+    console.log(
+      `CPU per request (microseconds): app directly ${cpuDirect.app}; through the edge: app ${cpuEdge.app} + edge ${cpuEdge.edge}` +
+        ` -> on a CPU-bound host the edge keeps ${(cpuDirect.app / (cpuEdge.app + cpuEdge.edge)).toFixed(2)} of the throughput` +
+        ' (the load generator left out)',
+    );
     const added = edged.p50 - alone.p50;
     console.log(
       `throughput ratio edge / direct (median of rounds) = ${ratio.toFixed(2)} (target >= 0.80): ${ratio >= 0.8 ? 'met' : 'NOT met'}`,
@@ -174,10 +224,13 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number }> {
       `[bench] edge: a cacheable page from the app and CDN HITs through the edge, in turn (${ROUNDS} x 3 s)...`,
     );
     const cached = await alternate(
-      { name: "the app's own answer", url: `http://127.0.0.1:${appPort}/page` },
-      { name: 'CDN HIT through the edge', url: `http://127.0.0.1:${cdnPort}/page` },
+      { name: "the app's own answer", url: `http://127.0.0.1:${appPort}/page`, procs: { app } },
+      { name: 'CDN HIT through the edge', url: `http://127.0.0.1:${cdnPort}/page`, procs: { app, edge } },
     );
     const { a: page, b: hits, ratio: cdnRatio } = cached;
+    console.log(
+      `CPU per request (microseconds): the app's page ${cached.cpu[0].app}; a CDN HIT: edge ${cached.cpu[1].edge}, app ${cached.cpu[1].app}`,
+    );
     printTable('A cacheable page (~20 KB, ~5 ms in the app): the app vs CDN HITs', [row(page), row(hits)]);
     console.log(
       `throughput ratio CDN HIT / app (median of rounds) = ${cdnRatio.toFixed(2)} (target >= 3): ${cdnRatio >= 3 ? 'met' : 'NOT met'}`,

@@ -26,4 +26,6 @@ const server = http.createServer((req, res) => {
 });
 server.keepAliveTimeout = 30_000;
 server.listen(0, '127.0.0.1', () => process.send?.({ port: server.address().port }));
+// The bench asks for CPU time used, to weigh each request's cost whatever else loads the host.
+process.on('message', (m) => m === 'cpu' && process.send?.({ cpu: process.cpuUsage() }));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
