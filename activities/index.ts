@@ -8,6 +8,7 @@ import { createDataActivities } from './data';
 import { createVariableActivities } from './variables';
 import { createDomainActivities } from './domains';
 import { createEnvironmentMaintenanceActivities } from './maintenance/environment';
+import { createCdnActivities } from './cdn/activities';
 import { open, seal } from '../system/crypto';
 import { publishEdgeRoute } from '../db/queries/edge-routes';
 import { tenantServicesPort } from './data/pg-server';
@@ -69,6 +70,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createVariableActivities(deps, supervisor),
       ...createDomainActivities(deps),
       ...createEnvironmentMaintenanceActivities(deps),
+      ...createCdnActivities(deps),
       ...createMaintenanceActivities(deps),
       ...createResourceActivities(deps),
       ...createMachineActivities(deps, supervisor),

@@ -14,6 +14,7 @@ import { routes as domainRoutes } from './domains/routes';
 import { routes as maintenanceRoutes } from './maintenance/routes';
 import { routes as projectSettingsRoutes } from './projects/settings-routes';
 import { routes as edgeRoutes } from './edge/routes';
+import { routes as cdnRoutes } from './cdn/routes';
 import { routes as machineRoutes } from './machines/routes';
 import { routes as storageRoutes } from './storage/routes';
 import { routes as reshapeRoutes } from './machines/reshape-routes';
@@ -49,6 +50,7 @@ export function allRoutes(): RouteDef[] {
     ...maintenanceRoutes,
     ...projectSettingsRoutes,
     ...edgeRoutes,
+    ...cdnRoutes,
     ...machineRoutes,
     ...storageRoutes,
     ...reshapeRoutes,

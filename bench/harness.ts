@@ -89,6 +89,8 @@ export interface LoadResult {
   p99: number;
   errors: number;
   non2xx: number;
+  /** Requests answered in all. */
+  total: number;
 }
 
 /** Runs autocannon against one URL and returns throughput and latency. */
@@ -107,6 +109,7 @@ export async function load(
     p99: result.latency.p99,
     errors: result.errors,
     non2xx: result.non2xx,
+    total: result.requests.total,
   };
 }
 

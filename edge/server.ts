@@ -11,7 +11,7 @@
  * and a request without a body is retried on another after the route is read again.
  */
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { forwardHeaders, responseHeaders } from '../activities/provider/proxy';
@@ -23,11 +23,13 @@ import {
   type EnvironmentRules,
   type ProjectRules,
 } from './state';
-import { blockedAgent, clientAddress, compressorFor, hstsValue, isHttps, RateWindows } from './rules';
-import { createHash } from 'node:crypto';
-import { hasBody, hostOf, MAINTENANCE_RETRY_SECONDS, maintenancePage, plain } from './answers';
+import { blockedAgent, clientAddress, hstsValue, isHttps, RateWindows } from './rules';
+import { hasBody, hostOf, maintenancePage, plain, writeAnswer } from './respond';
+import { CdnCache, cacheLifetime, type PendingStore } from './cache';
+import { tunnel } from './tunnel';
+import { PasswordChecks } from './password';
+import { PurgeFollower } from './purges';
 import { Balancer, setStickyCookie, stickyCookie, stickyToken } from './balance';
-import { verifyPassword } from '../api/lib/passwords';
 
 export interface EdgeOptions {
   knex: Knex;
@@ -41,6 +43,8 @@ export interface EdgeOptions {
   refreshMs?: number;
   /** Proxies in front of the edge whose X-Forwarded-For/-Proto are believed (TRUST_PROXY_HOPS). */
   trustProxyHops?: number;
+  /** The CDN cache's bound in bytes (default 128 MiB). */
+  cacheBytes?: number;
 }
 
 export interface Edge {
@@ -51,8 +55,18 @@ export interface Edge {
 }
 
 const CHANNEL = 'vc_edge';
+const MAINTENANCE_RETRY_SECONDS = 300;
+
+export { maintenancePage };
+
 export async function startEdge(o: EdgeOptions): Promise<Edge> {
   let state: EdgeState = await loadEdgeState(o.knex);
+  // The CDN: in memory only, so a (re)started edge has nothing a purge made before it could have missed.
+  const cache = new CdnCache(o.cacheBytes);
+  const purges = new PurgeFollower(o.knex, cache, (err) =>
+    o.logger?.warn({ err: err.message }, 'the edge could not check for CDN purges'),
+  );
+  await purges.start();
   const listeners = new Map<number, { server: http.Server; sockets: Set<net.Socket> }>();
   const agents = new Map<string, http.Agent>();
   const balancer = new Balancer();
@@ -69,6 +83,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
    * Forwards to one of the route's instances (balance.ts). One that refuses is skipped for a while and, for
    * requests without a body, the route is read again (it may have changed a moment ago) and another tried.
    * `sticky`: the environment keeps clients on an instance (the cookie's token, '' without one).
+   * `pending`: a CDN entry to fill from the answer, when it may be cached.
    */
   function forward(
     envId: string,
@@ -78,6 +93,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     tried: Set<string>,
     extra: string[],
     sticky: string | null,
+    pending: PendingStore | null = null,
   ): void {
     if (route.kind === 'unavailable') {
       req.resume();
@@ -98,17 +114,11 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     });
     upstream.on('response', (up) => {
       const status = up.statusCode ?? 502;
-      const rules = projectRulesOf(envId);
-      const zip = rules?.compression ? compressorFor(req, status, up.headers) : null;
-      let headers = [...responseHeaders(up.rawHeaders), ...headersOut];
-      if (zip) {
-        headers = headers.filter((_, i, all) => !['content-length', 'vary'].includes(all[i - (i % 2)].toLowerCase()));
-        const vary = up.headers.vary ? `${up.headers.vary}, Accept-Encoding` : 'Accept-Encoding';
-        headers.push('content-encoding', zip.encoding, 'vary', vary);
-      }
-      res.writeHead(status, up.statusMessage, headers);
-      if (zip) up.pipe(zip.stream).pipe(res);
-      else up.pipe(res);
+      const headers = responseHeaders(up.rawHeaders);
+      const ttl = pending && req.method === 'GET' ? cacheLifetime(status, up.headers, pending.defaultTtl) : null;
+      if (ttl !== null && pending) cache.keep(pending, req, up, headers, ttl, () => purges.fresh());
+      const answer = { status, statusMessage: up.statusMessage, headers, parsed: up.headers, body: up };
+      writeAnswer(req, res, answer, headersOut, projectRulesOf(envId)?.compression ?? false);
       up.on('error', () => res.destroy());
     });
     upstream.on('error', () => {
@@ -123,7 +133,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
         .then((fresh) => {
           const next = fresh ?? { kind: 'unavailable' as const, text: 'no release is live' };
           if (fresh) state.routes.set(envId, fresh);
-          forward(envId, req, res, next, tried, extra, sticky);
+          forward(envId, req, res, next, tried, extra, sticky, pending);
         })
         .catch(() => failed(envId, res, 502, 'bad gateway: the web process is not answering', extra));
     });
@@ -153,25 +163,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     res.end(page);
   }
 
-  /** Basic credentials checked against the argon2id hash; a match is remembered (by digest) so the hash runs once. */
-  const goodCredentials = new Map<string, string>();
-  async function passwordOk(
-    envId: string,
-    req: http.IncomingMessage,
-    want: { username: string; hash: string },
-  ): Promise<boolean> {
-    const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(req.headers.authorization ?? '');
-    if (!m) return false;
-    const decoded = Buffer.from(m[1], 'base64').toString('utf8');
-    const i = decoded.indexOf(':');
-    if (i < 0 || decoded.slice(0, i) !== want.username) return false;
-    const key = createHash('sha256').update(`${envId}\0${decoded}`).digest('hex');
-    if (goodCredentials.get(key) === want.hash) return true;
-    if (!(await verifyPassword(want.hash, decoded.slice(i + 1)))) return false;
-    if (goodCredentials.size > 10_000) goodCredentials.clear();
-    goodCredentials.set(key, want.hash);
-    return true;
-  }
+  const passwords = new PasswordChecks();
 
   function serve(envId: string | undefined, req: http.IncomingMessage, res: http.ServerResponse): void {
     if (!envId) {
@@ -200,7 +192,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     }
     if (rules?.password) {
       const want = rules.password;
-      void passwordOk(envId, req, want).then(
+      void passwords.ok(envId, req, want).then(
         (ok) => {
           if (!ok) {
             req.resume();
@@ -236,53 +228,20 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       });
       return void res.end(maintenancePage(projectRulesOf(envId)?.maintenancePage ?? null, maintenance.note));
     }
-    forward(
-      envId,
-      req,
-      res,
-      state.routes.get(envId) ?? { kind: 'unavailable', text: 'no release is live' },
-      new Set(),
-      extra,
-      rules?.stickiness ? (stickyCookie(req) ?? '') : null,
-    );
-  }
-
-  function upgrade(
-    envId: string | undefined,
-    req: http.IncomingMessage,
-    socket: net.Socket,
-    head: Buffer,
-    sockets: Set<net.Socket>,
-  ): void {
-    const route = envId ? state.routes.get(envId) : undefined;
-    if (route?.kind !== 'upstream') {
-      socket.end(
-        'HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nunavailable\n',
-      );
-      return;
+    const route = state.routes.get(envId) ?? { kind: 'unavailable' as const, text: 'no release is live' };
+    const sticky = rules?.stickiness ? (stickyCookie(req) ?? '') : null;
+    const cdn = state.cdn.get(envId);
+    if (!cdn || (req.method !== 'GET' && req.method !== 'HEAD') || req.headers.range || hasBody(req))
+      return forward(envId, req, res, route, new Set(), extra, sticky);
+    const hit = purges.fresh() ? cache.lookup(envId, req) : undefined;
+    if (hit) {
+      req.resume();
+      const age = String(Math.max(0, Math.floor((Date.now() - hit.storedAt) / 1000)));
+      extra.push('x-cache', 'HIT', 'age', age);
+      return writeAnswer(req, res, hit, extra, projectRulesOf(envId)?.compression ?? false);
     }
-    const sticky = state.rules.get(envId!)?.stickiness ? stickyCookie(req) : undefined;
-    const target = balancer.pick(envId!, route.upstreams, { token: sticky });
-    if (!target) return void socket.destroy();
-    const up = net.connect(target.port, target.host);
-    sockets.add(up);
-    up.on('close', () => sockets.delete(up));
-    up.on('connect', () => {
-      let text = `${req.method} ${req.url} HTTP/1.1\r\n`;
-      for (const [name, value] of Object.entries(forwardHeaders(req, true))) {
-        for (const v of Array.isArray(value) ? value : [value]) text += `${name}: ${v}\r\n`;
-      }
-      up.write(`${text}\r\n`);
-      if (head.length) up.write(head);
-      up.pipe(socket);
-      socket.pipe(up);
-    });
-    const bail = () => {
-      up.destroy();
-      socket.destroy();
-    };
-    up.on('error', bail);
-    socket.on('error', bail);
+    extra.push('x-cache', 'MISS');
+    forward(envId, req, res, route, new Set(), extra, sticky, cache.begin(envId, req, cdn.defaultTtl));
   }
 
   async function listen(port: number, pick: (req: http.IncomingMessage) => string | undefined): Promise<http.Server> {
@@ -293,7 +252,14 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       sockets.add(s);
       s.on('close', () => sockets.delete(s));
     });
-    server.on('upgrade', (req, socket, head) => upgrade(pick(req), req, socket as net.Socket, head, sockets));
+    server.on('upgrade', (req, socket, head) => {
+      const envId = pick(req);
+      const route = envId ? state.routes.get(envId) : undefined;
+      const sticky = envId && state.rules.get(envId)?.stickiness ? stickyCookie(req) : undefined;
+      const target =
+        envId && route?.kind === 'upstream' ? balancer.pick(envId, route.upstreams, { token: sticky }) : null;
+      tunnel(target, req, socket as net.Socket, head, sockets);
+    });
     server.on('clientError', (_err, socket) => {
       if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     });
@@ -371,7 +337,10 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       const c = new pg.Client({ connectionString: o.databaseUrl });
       try {
         await c.connect();
-        c.on('notification', () => void reload().catch(() => undefined));
+        c.on('notification', (n) => {
+          if (n.payload === 'cdn_purges') void purges.check().catch(() => undefined);
+          else void reload().catch(() => undefined);
+        });
         await c.query(`LISTEN ${CHANNEL}`);
         client = c;
         c.on('error', () => {
@@ -380,6 +349,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
           if (!closed) setTimeout(() => void subscribe(), 1000);
         });
         await reload();
+        await purges.check().catch(() => undefined);
         return;
       } catch {
         await c.end().catch(() => undefined);
@@ -400,6 +370,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       if (retry) clearTimeout(retry);
       await reloading?.catch(() => undefined);
       await client?.end().catch(() => undefined);
+      await purges.close();
       for (const port of [...listeners.keys()]) stop(port);
       for (const a of agents.values()) a.destroy();
     },

@@ -39,6 +39,22 @@ export interface EdgeState {
   /** Environments under maintenance, with their note. */
   maintenance: Map<string, { note: string | null }>;
   rules: Map<string, EnvironmentRules>;
+  /** Environments whose CDN is enabled, with their default TTL in seconds. */
+  cdn: Map<string, { defaultTtl: number }>;
+}
+
+/** The matcher, remembering its answer per client address (a client sends many requests). */
+function remembered(match: CidrMatcher): CidrMatcher {
+  const seen = new Map<string | undefined, boolean>();
+  return (address) => {
+    let ok = seen.get(address);
+    if (ok === undefined) {
+      ok = match(address);
+      if (seen.size >= 10_000) seen.clear();
+      seen.set(address, ok);
+    }
+    return ok;
+  };
 }
 
 function toRoute(row: {
@@ -54,7 +70,7 @@ function toRoute(row: {
 }
 
 export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
-  const [envs, routes, domains, edges, projectEdges] = await Promise.all([
+  const [envs, routes, domains, edges, projectEdges, cdns] = await Promise.all([
     knex('environments').select('id', 'port', 'project_id', 'maintenance_on', 'maintenance_note'),
     knex('edge_routes').select('environment_id', 'upstream_host', 'upstream_port', 'upstreams', 'unavailable'),
     knex('domains').where({ status: 'verified' }).select('hostname', 'environment_id'),
@@ -66,11 +82,12 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
       'stickiness',
     ),
     knex('project_edges').select('*'),
+    knex('environment_cdns').where({ enabled: true }).select('environment_id', 'default_ttl_seconds'),
   ]);
   const projectRules = new Map<string, ProjectRules>();
   for (const p of projectEdges) {
     projectRules.set(p.project_id, {
-      blocked: p.blocked_addresses.length ? cidrMatcher(p.blocked_addresses) : null,
+      blocked: p.blocked_addresses.length ? remembered(cidrMatcher(p.blocked_addresses)) : null,
       agents: (p.blocked_user_agents as string[]).map((a) => a.toLowerCase()),
       rateLimit: p.rate_limit,
       hsts: p.hsts,
@@ -88,7 +105,7 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
     stickiness: boolean;
   }>) {
     rules.set(e.environment_id, {
-      allowed: e.allowed_addresses.length ? cidrMatcher(e.allowed_addresses) : null,
+      allowed: e.allowed_addresses.length ? remembered(cidrMatcher(e.allowed_addresses)) : null,
       password:
         e.password_hash && e.password_username ? { username: e.password_username, hash: e.password_hash } : null,
       stickiness: e.stickiness,
@@ -106,6 +123,12 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
       envs
         .filter((e: { maintenance_on: boolean }) => e.maintenance_on)
         .map((e: { id: string; maintenance_note: string | null }) => [e.id, { note: e.maintenance_note }]),
+    ),
+    cdn: new Map(
+      cdns.map((c: { environment_id: string; default_ttl_seconds: number }) => [
+        c.environment_id,
+        { defaultTtl: c.default_ttl_seconds },
+      ]),
     ),
     domains: new Map(domains.map((d: { hostname: string; environment_id: string }) => [d.hostname, d.environment_id])),
   };

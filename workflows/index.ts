@@ -12,6 +12,7 @@ export {
 export { recheckDomain } from './domains';
 export { applyVariables } from './variables';
 export { setMaintenance } from './maintenance';
+export { clearCdn } from './cdn';
 export { pruneExpiredRecords } from './prune-expired';
 export { pruneResourceSamples } from './resources';
 export { resizeServer, rebootServer, scaleEnvironment } from './machines';

@@ -1,0 +1,14 @@
+// The edge as its own process, as in production (system/edge.ts), on the bench's database.
+import { createKnex } from '../../db/knex';
+import { startEdge } from '../../edge/server';
+
+const databaseUrl = process.env.DATABASE_URL!;
+const knex = createKnex(databaseUrl);
+const edge = await startEdge({ knex, databaseUrl, host: '127.0.0.1', edgePort: 0 });
+process.send?.({ port: edge.port });
+process.on('message', (m) => m === 'cpu' && process.send?.({ cpu: process.cpuUsage() }));
+process.on('SIGTERM', async () => {
+  await edge.close();
+  await knex.destroy();
+  process.exit(0);
+});

@@ -1,0 +1,24 @@
+/** clearCdn (`configuration`/`cdn_clear`): the edges drop what they cached under the prefixes (or all). */
+import { proxyActivities } from '@temporalio/workflow';
+import type { CdnActivities } from '../activities/cdn/activities';
+import { failure, runTask, type TaskWorkflowInput } from './task-runner';
+
+const acts = proxyActivities<CdnActivities>({
+  startToCloseTimeout: '2m',
+  heartbeatTimeout: '20s',
+  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 5 },
+});
+
+export async function clearCdn(input: TaskWorkflowInput) {
+  return runTask(input, async ({ start }) => {
+    await start();
+    const environmentId = input.task.environment_id;
+    if (!environmentId) failure('the task names no environment');
+    const raw = input.task.params.paths;
+    const prefixes = Array.isArray(raw) ? raw.filter((p): p is string => typeof p === 'string') : [];
+    const recorded = await acts.recordCdnPurge({ taskId: input.task.id, environmentId, prefixes });
+    if (!recorded.ok) failure('the environment no longer exists');
+    const applied = await acts.awaitCdnPurge({ taskId: input.task.id, purgeId: recorded.purgeId });
+    return { paths: prefixes, edges: applied.edges };
+  });
+}
