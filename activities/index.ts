@@ -26,6 +26,8 @@ export interface ActivitySet {
   onWorkerStop?: () => Promise<void>;
 }
 
+import { LogShipper } from '../logs/shipper';
+import { ErrorTail } from '../logs/error-tail';
 /** The activities of every area, created with their dependencies (activities-dependency-injection). */
 export async function createActivities(deps: Deps): Promise<ActivitySet> {
   // The local provider: this worker process owns the environments' proxies and web processes, each
@@ -53,6 +55,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     publish: (envId, route) => publishEdgeRoute(deps.knex, envId, route),
   });
   let sampler: ResourceSampler | null = null;
+  let errorLogs: { shipper: LogShipper; tail: ErrorTail } | null = null;
   return {
     activities: {
       ...createReminderActivities(deps),
@@ -75,9 +78,21 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       for (const r of restored.filter((x) => !x.ok))
         deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
       sampler = startResourceSampler(deps, supervisor, { intervalSeconds: deps.config.resourceSampleSeconds });
+      // The web processes' error output, shipped to their project's log destination (logs/).
+      const shipper = await new LogShipper({
+        knex: deps.knex,
+        secrets: deps.secrets,
+        outbound: deps.config,
+        dataDir: deps.config.dataDir,
+        source: 'errors',
+        logger: deps.logger,
+      }).start();
+      errorLogs = { shipper, tail: new ErrorTail(deps.config.dataDir, shipper).start() };
     },
     async onWorkerStop() {
       sampler?.stop();
+      await errorLogs?.tail.stop();
+      await errorLogs?.shipper.close();
       await supervisor.stopAll();
     },
   };

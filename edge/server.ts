@@ -24,6 +24,8 @@ import {
 import { blockedAgent, clientAddress, compressorFor, hstsValue, isHttps, RateWindows } from './rules';
 import { createHash } from 'node:crypto';
 import { verifyPassword } from '../api/lib/passwords';
+import { LogShipper, type ShipperOptions } from '../logs/shipper';
+import { trackRequest } from '../logs/request-log';
 
 export interface EdgeOptions {
   knex: Knex;
@@ -37,6 +39,8 @@ export interface EdgeOptions {
   refreshMs?: number;
   /** Proxies in front of the edge whose X-Forwarded-For/-Proto are believed (TRUST_PROXY_HOPS). */
   trustProxyHops?: number;
+  /** Request log shipping (logs/): where machine copies go, the key that opens destinations, the guard. */
+  logs?: Omit<ShipperOptions, 'knex' | 'source' | 'logger'>;
 }
 
 export interface Edge {
@@ -81,6 +85,9 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   const listeners = new Map<number, { server: http.Server; sockets: Set<net.Socket> }>();
   const agents = new Map<string, http.Agent>();
   let closed = false;
+  const shipper = o.logs
+    ? await new LogShipper({ ...o.logs, knex: o.knex, source: 'requests', logger: o.logger }).start()
+    : null;
 
   const agentFor = (host: string, port: number) => {
     const key = `${host}:${port}`;
@@ -299,7 +306,11 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
 
   async function listen(port: number, pick: (req: http.IncomingMessage) => string | undefined): Promise<http.Server> {
     const sockets = new Set<net.Socket>();
-    const server = http.createServer((req, res) => serve(pick(req), req, res));
+    const server = http.createServer((req, res) => {
+      const envId = pick(req);
+      if (shipper && envId) trackRequest(shipper, envId, req, res, clientAddress(req, trustHops));
+      serve(envId, req, res);
+    });
     server.keepAliveTimeout = 5000;
     server.on('connection', (s) => {
       sockets.add(s);
@@ -414,6 +425,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       await client?.end().catch(() => undefined);
       for (const port of [...listeners.keys()]) stop(port);
       for (const a of agents.values()) a.destroy();
+      await shipper?.close();
     },
   };
 }

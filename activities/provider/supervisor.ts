@@ -20,6 +20,7 @@ import path from 'node:path';
 import { holdProcess, limitEnv, removeCgroupBase, removeEnvironmentCgroups, type Limits } from './cgroups';
 import type { Manifest } from './manifest';
 import { startProxy, type Proxy, type Route } from './proxy';
+import { webErrorLogPath } from '../../logs/error-tail';
 import { environmentDir } from './releases';
 import { groupAlive, killGroup, type OnLine } from './run-step';
 import { closeJail, openJail } from './sandbox';
@@ -553,6 +554,7 @@ export class Supervisor {
       jail,
       port: internal,
       logPath,
+      errorLogPath: webErrorLogPath(this.dataDir, envId),
       backoff: this.backoff,
       onStart: (pid) => {
         if (limits) {
