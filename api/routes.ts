@@ -14,6 +14,7 @@ import { routes as domainRoutes } from './domains/routes';
 import { routes as maintenanceRoutes } from './maintenance/routes';
 import { routes as projectSettingsRoutes } from './projects/settings-routes';
 import { routes as edgeRoutes } from './edge/routes';
+import { routes as logRoutes } from './logs/routes';
 import { routes as machineRoutes } from './machines/routes';
 import { routes as billingRoutes } from './billing/routes';
 import { routes as integrationRoutes } from './integrations/routes';
@@ -45,6 +46,7 @@ export function allRoutes(): RouteDef[] {
     ...maintenanceRoutes,
     ...projectSettingsRoutes,
     ...edgeRoutes,
+    ...logRoutes,
     ...machineRoutes,
     ...billingRoutes,
     ...integrationRoutes,

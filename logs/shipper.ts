@@ -90,7 +90,8 @@ export class LogShipper {
     text.push(`${JSON.stringify(line)}\n`);
 
     const target = this.targets.get(envId);
-    if (!target) this.refreshWanted = true; // a new environment: learn its project at the next flush
+    if (!target)
+      this.refreshWanted = true; // a new environment: learn its project at the next flush
     else if (!target.row?.kind) return;
     let q = this.queues.get(envId);
     if (!q) this.queues.set(envId, (q = { lines: [], dropped: 0, failures: 0, retryAt: 0, sending: false }));

@@ -52,7 +52,8 @@ export function destinationColumns(
 ): Record<string, unknown> {
   const none = { kind: null, name: null, url_sealed: null, host: null, port: null, protocol: null };
   if (!dest) return none;
-  if (dest.kind === 'http') return { ...none, kind: 'http', name: dest.name, url_sealed: seal(secrets, dest.url, aad(projectId)) };
+  if (dest.kind === 'http')
+    return { ...none, kind: 'http', name: dest.name, url_sealed: seal(secrets, dest.url, aad(projectId)) };
   return { ...none, kind: 'syslog', name: dest.name, host: dest.host, port: dest.port, protocol: dest.protocol };
 }
 
