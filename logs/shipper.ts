@@ -53,6 +53,7 @@ export class LogShipper {
   private readonly timers: NodeJS.Timeout[] = [];
   private refreshing: Promise<void> | null = null;
   private refreshWanted = false;
+  private sweptAll = 0;
   private flushing: Promise<void> | null = null;
   private closed = false;
   readonly opts: Required<Omit<ShipperOptions, 'logger'>> & Pick<ShipperOptions, 'logger'>;
@@ -124,8 +125,14 @@ export class LogShipper {
     if (this.refreshing) return this.refreshing;
     this.refreshWanted = false;
     this.refreshing = loadShippingTargets(this.opts.knex)
-      .then((t) => {
+      .then(async (t) => {
         this.targets = t;
+        if (Date.now() - this.sweptAll > SWEEP_EVERY_MS) {
+          // environments that wrote nothing lately keep no older files either
+          this.sweptAll = Date.now();
+          for (const [envId, target] of t)
+            await sweep(this.opts.dataDir, envId, target.keepDays).catch(() => undefined);
+        }
       })
       .finally(() => {
         this.refreshing = null;
