@@ -16,10 +16,15 @@ import { useTestContext } from '../helpers/context';
 import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
 import { startReceiver, type Receiver } from '../helpers/receiver';
 import { startSyslog } from '../helpers/syslog';
+import { sessionAgent } from '../helpers/fixtures';
+import type { Agent } from '../helpers/http';
+import { createEnvironmentMachines } from '../../api/machines/service';
 
 const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 let receiver: Receiver;
+/** The logs routes take a session (auth: session), not a token. */
+let owner: Agent;
 
 /** The app of the deploy fixtures, plus: GET /fail writes a line to stderr (and answers 500). */
 const SERVER_JS = `
@@ -41,8 +46,10 @@ beforeAll(async () => {
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.com', 'commit', '-qam', 'stderr app'], {
     cwd: w.repo.dir,
   });
+  owner = await sessionAgent(t, w.owner);
+  await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, w.environment));
   receiver = await startReceiver(0, '/ingest');
-  const saved = await w.api.post(`/projects/${w.project.id}/logs`, {
+  const saved = await owner.post(`/projects/${w.project.id}/logs`, {
     destination: { kind: 'http', name: 'collector', url: receiver.url },
   });
   expect(saved.status, saved.text).toBe(200);
@@ -161,7 +168,7 @@ describe('syslog destination', () => {
   it('gets request lines as RFC 5424 messages over tcp', async () => {
     const tcp = await startSyslog('tcp');
     try {
-      const saved = await w.api.post(`/projects/${w.project.id}/logs`, {
+      const saved = await owner.post(`/projects/${w.project.id}/logs`, {
         destination: { kind: 'syslog', name: 'tcp', host: '127.0.0.1', port: tcp.port, protocol: 'tcp' },
       });
       expect(saved.body.can_send).toBe(true);
@@ -177,7 +184,7 @@ describe('syslog destination', () => {
       );
       expect(JSON.parse(msg!.slice(msg!.indexOf('{')))).toMatchObject({ path: '/to-syslog', status: 200 });
     } finally {
-      await w.api.post(`/projects/${w.project.id}/logs`, {
+      await owner.post(`/projects/${w.project.id}/logs`, {
         destination: { kind: 'http', name: 'collector', url: receiver.url },
       });
       await tcp.stop();
@@ -194,10 +201,10 @@ describe('keep_days_on_machine', () => {
     const oldErrors = machineFile(t.dataDir, w.environment.id, 'errors', day(3));
     const recent = machineFile(t.dataDir, w.environment.id, 'requests', day(2));
     for (const f of [old, oldErrors, recent]) writeFileSync(f, '{"old":true}\n');
-    const res = await w.api.post(`/projects/${w.project.id}/logs`, { keep_days_on_machine: 3 });
+    const res = await owner.post(`/projects/${w.project.id}/logs`, { keep_days_on_machine: 3 });
     expect(res.status, res.text).toBe(200);
     expect(res.body.keep_days_on_machine).toBe(3);
-    const env = await w.api.get(`/environments/${w.environment.id}/logs`);
+    const env = await owner.get(`/environments/${w.environment.id}/logs`);
     expect(env.body.machines.map((m: { keeps_days: number }) => m.keeps_days)).toEqual([3]);
     // the edge's shipper sees the new setting and sweeps at its next write
     const end = Date.now() + 20_000;
@@ -251,7 +258,7 @@ describe('the shipper', () => {
       }
     } finally {
       await shipper.close();
-      await w.api.post(`/projects/${w.project.id}/logs`, {
+      await owner.post(`/projects/${w.project.id}/logs`, {
         destination: { kind: 'http', name: 'collector', url: receiver.url },
       });
     }
