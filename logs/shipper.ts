@@ -152,7 +152,10 @@ export class LogShipper {
       for (const [envId, q] of this.queues) {
         if (q.sending || q.retryAt > now || (q.lines.length === 0 && q.dropped === 0)) continue;
         const target = this.targets.get(envId);
-        if (!target) continue;
+        if (!target) {
+          if (!this.refreshWanted) this.queues.delete(envId); // read again after the push: no such environment
+          continue;
+        }
         let dest: Destination | null = null;
         try {
           dest = openDestination(this.opts.secrets, target.row);
