@@ -174,34 +174,40 @@ export class LogShipper {
     return this.flushing;
   }
 
+  /** Sends the queue's lines batch after batch until it is empty or a batch fails (then: backoff). */
   private async send(envId: string, projectId: string, dest: Destination, q: Queue): Promise<void> {
     q.sending = true;
-    const batch = q.lines.splice(0, this.opts.batchMax);
-    const dropped = q.dropped;
-    const lines: LogLine[] = dropped
-      ? [
-          {
-            time: new Date().toISOString(),
-            environment_id: envId,
-            type: 'dropped',
-            dropped,
-            message: `${dropped} lines were dropped while the destination could not be reached`,
-          },
-          ...batch,
-        ]
-      : batch;
     try {
-      await sendLines(dest, lines, this.opts.outbound);
-      q.dropped -= dropped;
-      q.failures = 0;
-      q.retryAt = 0;
-      this.report(projectId, null);
-    } catch (err) {
-      q.lines = batch.concat(q.lines);
-      this.trim(q);
-      q.failures += 1;
-      q.retryAt = Date.now() + Math.min(this.opts.maxBackoffMs, 1000 * 2 ** (q.failures - 1));
-      this.report(projectId, describeFailure(err));
+      while ((q.lines.length > 0 || q.dropped > 0) && !this.closed) {
+        const batch = q.lines.splice(0, this.opts.batchMax);
+        const dropped = q.dropped;
+        const lines: LogLine[] = dropped
+          ? [
+              {
+                time: new Date().toISOString(),
+                environment_id: envId,
+                type: 'dropped',
+                dropped,
+                message: `${dropped} lines were dropped while the destination could not be reached`,
+              },
+              ...batch,
+            ]
+          : batch;
+        try {
+          await sendLines(dest, lines, this.opts.outbound);
+        } catch (err) {
+          q.lines = batch.concat(q.lines);
+          this.trim(q);
+          q.failures += 1;
+          q.retryAt = Date.now() + Math.min(this.opts.maxBackoffMs, 1000 * 2 ** (q.failures - 1));
+          this.report(projectId, describeFailure(err));
+          return;
+        }
+        q.dropped -= dropped;
+        q.failures = 0;
+        q.retryAt = 0;
+        this.report(projectId, null);
+      }
     } finally {
       q.sending = false;
     }
