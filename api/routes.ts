@@ -16,6 +16,7 @@ import { routes as projectSettingsRoutes } from './projects/settings-routes';
 import { routes as edgeRoutes } from './edge/routes';
 import { routes as logRoutes } from './logs/routes';
 import { routes as machineRoutes } from './machines/routes';
+import { routes as storageRoutes } from './storage/routes';
 import { routes as billingRoutes } from './billing/routes';
 import { routes as integrationRoutes } from './integrations/routes';
 import { routes as notificationRoutes } from './notifications/routes';
@@ -48,6 +49,7 @@ export function allRoutes(): RouteDef[] {
     ...edgeRoutes,
     ...logRoutes,
     ...machineRoutes,
+    ...storageRoutes,
     ...billingRoutes,
     ...integrationRoutes,
     ...notificationRoutes,

@@ -114,6 +114,17 @@ async function world() {
       key_fingerprint: 'x',
     })
     .returning('id');
+  const [volume] = await t.deps
+    .knex('storage_disks')
+    .insert({
+      team_id: team.id,
+      project_id: project.id,
+      environment_id: environment.id,
+      disk: 'files',
+      size_gb: 5,
+      location: t.config.storageRoots[0],
+    })
+    .returning('id');
   /** The id a scope kind (or another path parameter) names, in this world. */
   const ids: Record<string, string> = {
     team: team.id,
@@ -129,6 +140,8 @@ async function world() {
     integration: integration.id,
     ticket: ticket.id,
     order,
+    volume: volume.id,
+    disk: 'files',
   };
   return { agents, ids };
 }
