@@ -32,6 +32,8 @@ export interface ActivitySet {
   onWorkerStop?: () => Promise<void>;
 }
 
+import { LogShipper } from '../logs/shipper';
+import { ErrorTail } from '../logs/error-tail';
 /** The activities of every area, created with their dependencies (activities-dependency-injection). */
 export async function createActivities(deps: Deps): Promise<ActivitySet> {
   // The local provider: this worker process owns the environments' proxies and web processes, each
@@ -59,6 +61,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     publish: (envId, route) => publishEdgeRoute(deps.knex, envId, route),
   });
   let sampler: ResourceSampler | null = null;
+  let errorLogs: { shipper: LogShipper; tail: ErrorTail } | null = null;
   const environments = createEnvironmentActivities(deps, supervisor);
   return {
     activities: {
@@ -93,9 +96,21 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       await ensureAutoDeployPoller(deps).catch((err) =>
         deps.logger.error({ err: (err as Error).message }, 'auto-deploy poller could not be started'),
       );
+      // The web processes' error output, shipped to their project's log destination (logs/).
+      const shipper = await new LogShipper({
+        knex: deps.knex,
+        secrets: deps.secrets,
+        outbound: deps.config,
+        dataDir: deps.config.dataDir,
+        source: 'errors',
+        logger: deps.logger,
+      }).start();
+      errorLogs = { shipper, tail: new ErrorTail(deps.config.dataDir, shipper).start() };
     },
     async onWorkerStop() {
       sampler?.stop();
+      await errorLogs?.tail.stop();
+      await errorLogs?.shipper.close();
       await supervisor.stopAll();
     },
   };

@@ -15,6 +15,7 @@ import { routes as maintenanceRoutes } from './maintenance/routes';
 import { routes as projectSettingsRoutes } from './projects/settings-routes';
 import { routes as edgeRoutes } from './edge/routes';
 import { routes as cdnRoutes } from './cdn/routes';
+import { routes as logRoutes } from './logs/routes';
 import { routes as machineRoutes } from './machines/routes';
 import { routes as storageRoutes } from './storage/routes';
 import { routes as reshapeRoutes } from './machines/reshape-routes';
@@ -51,6 +52,7 @@ export function allRoutes(): RouteDef[] {
     ...projectSettingsRoutes,
     ...edgeRoutes,
     ...cdnRoutes,
+    ...logRoutes,
     ...machineRoutes,
     ...storageRoutes,
     ...reshapeRoutes,

@@ -30,6 +30,8 @@ import { tunnel } from './tunnel';
 import { PasswordChecks } from './password';
 import { PurgeFollower } from './purges';
 import { Balancer, setStickyCookie, stickyCookie, stickyToken } from './balance';
+import { LogShipper, type ShipperOptions } from '../logs/shipper';
+import { trackRequest } from '../logs/request-log';
 
 export interface EdgeOptions {
   knex: Knex;
@@ -45,6 +47,8 @@ export interface EdgeOptions {
   trustProxyHops?: number;
   /** The CDN cache's bound in bytes (default 128 MiB). */
   cacheBytes?: number;
+  /** Request log shipping (logs/): where machine copies go, the key that opens destinations, the guard. */
+  logs?: Omit<ShipperOptions, 'knex' | 'source' | 'logger'>;
 }
 
 export interface Edge {
@@ -71,6 +75,9 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   const agents = new Map<string, http.Agent>();
   const balancer = new Balancer();
   let closed = false;
+  const shipper = o.logs
+    ? await new LogShipper({ ...o.logs, knex: o.knex, source: 'requests', logger: o.logger }).start()
+    : null;
 
   const agentFor = (host: string, port: number) => {
     const key = `${host}:${port}`;
@@ -246,7 +253,11 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
 
   async function listen(port: number, pick: (req: http.IncomingMessage) => string | undefined): Promise<http.Server> {
     const sockets = new Set<net.Socket>();
-    const server = http.createServer((req, res) => serve(pick(req), req, res));
+    const server = http.createServer((req, res) => {
+      const envId = pick(req);
+      if (shipper && envId) trackRequest(shipper, envId, req, res, clientAddress(req, trustHops));
+      serve(envId, req, res);
+    });
     server.keepAliveTimeout = 5000;
     server.on('connection', (s) => {
       sockets.add(s);
@@ -373,6 +384,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       await purges.close();
       for (const port of [...listeners.keys()]) stop(port);
       for (const a of agents.values()) a.destroy();
+      await shipper?.close();
     },
   };
 }

@@ -2,6 +2,7 @@ import { loadConfig } from './config';
 import { createKnex } from '../db/knex';
 import { createLogger } from './logger';
 import { startEdge } from '../edge/server';
+import { loadSecrets } from './secrets';
 
 // The edge process: `tsx system/edge.ts`. It needs PostgreSQL only (not Temporal, not the worker), so
 // environments keep being served while the worker is down or restarting.
@@ -16,6 +17,11 @@ const edge = await startEdge({
   edgePort: config.edgePort,
   logger,
   trustProxyHops: config.trustProxyHops,
+  logs: {
+    dataDir: config.dataDir,
+    secrets: loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey }),
+    outbound: config,
+  },
 });
 logger.info({ port: edge.port }, 'edge running');
 const stop = async () => {

@@ -8,6 +8,7 @@ import { closeSync, openSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { holdProcess, limitEnv, type Limits } from './cgroups';
 import type { Route } from './proxy';
+import { webErrorLogPath } from '../../logs/error-tail';
 import { environmentDir } from './releases';
 import { groupAlive, killGroup, type OnLine } from './run-step';
 import { openJail } from './sandbox';
@@ -53,6 +54,8 @@ export async function spawnWeb(o: SpawnOptions): Promise<WebProcess> {
     jail,
     port: internal,
     logPath,
+    // stderr to its own file, tailed and shipped to the project's log destination (logs/error-tail.ts)
+    errorLogPath: webErrorLogPath(o.dataDir, o.envId),
     backoff: o.backoff,
     onStart: (pid) => {
       if (limits) {

@@ -26,6 +26,8 @@ export interface WebProcessOptions {
   jail: Jail;
   port: number;
   logPath: string;
+  /** Where stderr goes (the console's alone, 0600), tailed and shipped by logs/error-tail.ts; default logPath. */
+  errorLogPath?: string;
   backoff: Backoff;
   /** Called after every (re)start with the new pid. */
   onStart?: (pid: number) => void;
@@ -63,6 +65,7 @@ export class WebProcess {
     if (this.stopped || this.running) return;
     this.note(`starting "${this.opts.command}" on internal port ${this.port}`);
     const fd = openSync(this.opts.logPath, 'a');
+    const errFd = this.opts.errorLogPath ? openSync(this.opts.errorLogPath, 'a', 0o600) : fd;
     let child: ChildProcess;
     try {
       const how = launch(this.opts.jail, this.opts.command, {
@@ -75,10 +78,11 @@ export class WebProcess {
         env: how.env as NodeJS.ProcessEnv,
         ...(how.uid !== undefined ? { uid: how.uid, gid: how.gid } : {}),
         detached: true,
-        stdio: ['ignore', fd, fd],
+        stdio: ['ignore', fd, errFd],
       });
     } finally {
       closeSync(fd);
+      if (errFd !== fd) closeSync(errFd);
     }
     this.child = child;
     this.running = true;

@@ -104,6 +104,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
             edgePort: 0,
             refreshMs: 5000,
             logger: deps.logger,
+            logs: { dataDir, secrets: deps.secrets, outbound: deps.config, refreshMs: 1000, maxBackoffMs: 4000 },
           })
         : undefined;
     const worker = opts.worker

@@ -1,0 +1,112 @@
+/**
+ * Sending a batch of log lines to a project's destination (CONTRACT "Logs"), always through the outbound
+ * guard (activities/provider/outbound.ts): http is a POST of newline-delimited JSON
+ * (`application/x-ndjson`) that must answer 2xx; syslog is RFC 5424 messages, one datagram each over udp,
+ * octet-counted (RFC 6587) over tcp. Errors are phrased without the URL (it may carry credentials).
+ */
+import dgram from 'node:dgram';
+import net from 'node:net';
+import os from 'node:os';
+import {
+  checkOutboundHost,
+  guardedLookup,
+  OutboundRefused,
+  outboundRequest,
+  type OutboundConfig,
+} from '../activities/provider/outbound';
+
+export type Destination =
+  | { kind: 'http'; name: string; url: string }
+  | { kind: 'syslog'; name: string; host: string; port: number; protocol: 'udp' | 'tcp' };
+
+/** One log line: what the edge or a web process said, as a JSON object. */
+export interface LogLine {
+  time: string;
+  environment_id: string | null;
+  /** 'request' (the edge's request log), 'stderr' (a web process's error output), 'test', 'dropped'. */
+  type: string;
+  [field: string]: unknown;
+}
+
+const TIMEOUT_MS = 10_000;
+const HOSTNAME = (os.hostname() || 'vc').replace(/[^\x21-\x7e]/g, '').slice(0, 255) || 'vc';
+
+/** RFC 5424: `<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID [SD] MSG`; facility local0, info or err. */
+export function syslogMessage(line: LogLine): string {
+  const severity = line.type === 'stderr' ? 3 : 6;
+  const pri = 16 * 8 + severity;
+  const app = line.type === 'stderr' ? 'web' : 'edge';
+  const sd = line.environment_id ? `[vc@32473 environment_id="${line.environment_id}"]` : '-';
+  return `<${pri}>1 ${line.time} ${HOSTNAME} ${app} - ${line.type} ${sd} ${JSON.stringify(line)}`;
+}
+
+/** A short reason fit for `last_error` (never the URL). */
+export function describeFailure(err: unknown): string {
+  if (err instanceof OutboundRefused) return `the destination ${err.message}`;
+  const e = err as NodeJS.ErrnoException;
+  if (e?.code === 'ECONNREFUSED') return 'the connection was refused';
+  if (e?.code === 'ENOTFOUND' || e?.code === 'EAI_AGAIN') return 'the host name does not resolve';
+  if (e?.code === 'ECONNRESET') return 'the connection was reset';
+  if (e?.code === 'ETIMEDOUT') return 'the connection timed out';
+  const text = String(e?.message ?? err);
+  return text.replace(/https?:\/\/\S+/g, '<url>').slice(0, 300);
+}
+
+/** Sends the lines; resolves when the destination took them, throws (with a describable error) otherwise. */
+export async function sendLines(dest: Destination, lines: LogLine[], outbound: OutboundConfig): Promise<void> {
+  if (lines.length === 0) return;
+  if (dest.kind === 'http') {
+    const body = `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
+    const res = await outboundRequest(
+      dest.url,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-ndjson', 'user-agent': 'vc-log-shipper' },
+        body,
+        timeoutMs: TIMEOUT_MS,
+        maxRedirects: 0,
+        maxBytes: 4096,
+      },
+      outbound,
+    );
+    if (res.status < 200 || res.status > 299) throw new Error(`the collector answered ${res.status}`);
+    return;
+  }
+  const messages = lines.map(syslogMessage);
+  if (dest.protocol === 'udp') return sendUdp(dest.host, dest.port, messages, outbound);
+  return sendTcp(dest.host, dest.port, messages, outbound);
+}
+
+async function sendUdp(host: string, port: number, messages: string[], outbound: OutboundConfig): Promise<void> {
+  const [address] = await checkOutboundHost(host, outbound);
+  const socket = dgram.createSocket(address.includes(':') ? 'udp6' : 'udp4');
+  try {
+    for (const m of messages) {
+      await new Promise<void>((resolve, reject) =>
+        socket.send(Buffer.from(m), port, address, (err) => (err ? reject(err) : resolve())),
+      );
+    }
+  } finally {
+    socket.close();
+  }
+}
+
+function sendTcp(host: string, port: number, messages: string[], outbound: OutboundConfig): Promise<void> {
+  const frames = messages.map((m) => `${Buffer.byteLength(m)} ${m}`).join('');
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host, port, lookup: guardedLookup(outbound), timeout: TIMEOUT_MS });
+    let done = false;
+    const finish = (err?: Error) => {
+      if (done) return;
+      done = true;
+      socket.destroy();
+      if (err) reject(err);
+      else resolve();
+    };
+    socket.once('error', (err) => finish(err));
+    socket.once('timeout', () => finish(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+    socket.once('connect', () => {
+      socket.end(frames, () => finish());
+    });
+  });
+}

@@ -1,0 +1,241 @@
+/**
+ * The log shipper: one per process that produces log lines (the edge: request lines; the worker: the web
+ * processes' error output). It never blocks the caller: `push` only appends to memory.
+ *
+ * Every `flushMs` it appends the buffered lines to the machine's own day files (machine-files.ts) and sends
+ * each environment's queued lines, in batches of at most `batchMax`, to its project's destination (send.ts).
+ * A batch that fails goes back to the head of its queue and is retried after a backoff (1 s doubling up to
+ * `maxBackoffMs`). Memory is bounded: an environment's queue holds at most `maxQueued` lines; past that the
+ * oldest are dropped and counted, and the next batch that goes through starts with a `dropped` line saying
+ * how many. Destinations and keep-days come from PostgreSQL, re-read every `refreshMs` (a saved change
+ * applies within that time, to lines already queued too).
+ */
+import type { Knex } from 'knex';
+import type { OutboundConfig } from '../activities/provider/outbound';
+import { loadShippingTargets, openDestination, recordDelivery, type ShippingTarget } from '../db/queries/log-settings';
+import type { Secrets } from '../system/secrets';
+import { appendMachineLines, dayOf, sweep } from './machine-files';
+import { describeFailure, sendLines, type Destination, type LogLine } from './send';
+
+export interface ShipperOptions {
+  knex: Knex;
+  secrets: Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>;
+  outbound: OutboundConfig;
+  dataDir: string;
+  /** The machine files' suffix: `requests` (edge), `errors` (web processes). */
+  source: string;
+  flushMs?: number;
+  batchMax?: number;
+  maxQueued?: number;
+  refreshMs?: number;
+  maxBackoffMs?: number;
+  logger?: { warn(obj: unknown, msg?: string): void };
+}
+
+interface Queue {
+  lines: LogLine[];
+  dropped: number;
+  failures: number;
+  retryAt: number;
+  sending: boolean;
+}
+
+const SWEEP_EVERY_MS = 3_600_000;
+const REPORT_EVERY_MS = 30_000;
+
+export class LogShipper {
+  private targets = new Map<string, ShippingTarget>();
+  private readonly queues = new Map<string, Queue>();
+  /** envId -> day -> text waiting for the machine file */
+  private readonly machine = new Map<string, Map<string, string[]>>();
+  private readonly swept = new Map<string, { at: number; keepDays: number }>();
+  private readonly reported = new Map<string, { at: number; ok: boolean }>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private refreshing: Promise<void> | null = null;
+  private refreshWanted = false;
+  private sweptAll = 0;
+  private flushing: Promise<void> | null = null;
+  private closed = false;
+  readonly opts: Required<Omit<ShipperOptions, 'logger'>> & Pick<ShipperOptions, 'logger'>;
+
+  constructor(o: ShipperOptions) {
+    this.opts = {
+      flushMs: 1000,
+      batchMax: 500,
+      maxQueued: 10_000,
+      refreshMs: 5000,
+      maxBackoffMs: 30_000,
+      ...o,
+    };
+  }
+
+  async start(): Promise<this> {
+    await this.refresh().catch(() => undefined);
+    const flush = setInterval(() => void this.flush(), this.opts.flushMs);
+    const refresh = setInterval(() => void this.refresh().catch(() => undefined), this.opts.refreshMs);
+    flush.unref();
+    refresh.unref();
+    this.timers.push(flush, refresh);
+    return this;
+  }
+
+  /** Takes one line (its environment_id says where it belongs). Never throws, never waits. */
+  push(line: LogLine): void {
+    const envId = line.environment_id;
+    if (!envId || this.closed) return;
+    const day = dayOf(line.time);
+    let days = this.machine.get(envId);
+    if (!days) this.machine.set(envId, (days = new Map()));
+    let text = days.get(day);
+    if (!text) days.set(day, (text = []));
+    text.push(`${JSON.stringify(line)}\n`);
+
+    const target = this.targets.get(envId);
+    if (!target)
+      this.refreshWanted = true; // a new environment: learn its project at the next flush
+    else if (!target.row?.kind) return;
+    let q = this.queues.get(envId);
+    if (!q) this.queues.set(envId, (q = { lines: [], dropped: 0, failures: 0, retryAt: 0, sending: false }));
+    q.lines.push(line);
+    this.trim(q);
+  }
+
+  /** Lines queued (not yet sent) for an environment, and how many were dropped. */
+  queued(envId: string): { lines: number; dropped: number } {
+    const q = this.queues.get(envId);
+    return { lines: q?.lines.length ?? 0, dropped: q?.dropped ?? 0 };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    await this.flushing?.catch(() => undefined);
+    await this.writeMachineFiles().catch(() => undefined);
+  }
+
+  private trim(q: Queue): void {
+    const over = q.lines.length - this.opts.maxQueued;
+    if (over > 0) {
+      q.lines.splice(0, over);
+      q.dropped += over;
+    }
+  }
+
+  async refresh(): Promise<void> {
+    if (this.refreshing) return this.refreshing;
+    this.refreshWanted = false;
+    this.refreshing = loadShippingTargets(this.opts.knex)
+      .then(async (t) => {
+        this.targets = t;
+        if (Date.now() - this.sweptAll > SWEEP_EVERY_MS) {
+          // environments that wrote nothing lately keep no older files either
+          this.sweptAll = Date.now();
+          for (const [envId, target] of t)
+            await sweep(this.opts.dataDir, envId, target.keepDays).catch(() => undefined);
+        }
+      })
+      .finally(() => {
+        this.refreshing = null;
+      });
+    return this.refreshing;
+  }
+
+  /** One round: machine files, sweeps, then a batch per environment whose backoff has passed. */
+  flush(): Promise<void> {
+    if (this.flushing) return this.flushing;
+    this.flushing = (async () => {
+      if (this.refreshWanted) await this.refresh().catch(() => undefined);
+      await this.writeMachineFiles().catch((err) =>
+        this.opts.logger?.warn({ err: (err as Error).message }, 'could not write the machine log files'),
+      );
+      const now = Date.now();
+      for (const [envId, q] of this.queues) {
+        if (q.sending || q.retryAt > now || (q.lines.length === 0 && q.dropped === 0)) continue;
+        const target = this.targets.get(envId);
+        if (!target) {
+          if (!this.refreshWanted) this.queues.delete(envId); // read again after the push: no such environment
+          continue;
+        }
+        let dest: Destination | null = null;
+        try {
+          dest = openDestination(this.opts.secrets, target.row);
+        } catch {
+          dest = null;
+        }
+        if (!dest) {
+          this.queues.delete(envId);
+          continue;
+        }
+        void this.send(envId, target.projectId, dest, q);
+      }
+    })().finally(() => {
+      this.flushing = null;
+    });
+    return this.flushing;
+  }
+
+  /** Sends the queue's lines batch after batch until it is empty or a batch fails (then: backoff). */
+  private async send(envId: string, projectId: string, dest: Destination, q: Queue): Promise<void> {
+    q.sending = true;
+    try {
+      while ((q.lines.length > 0 || q.dropped > 0) && !this.closed) {
+        const batch = q.lines.splice(0, this.opts.batchMax);
+        const dropped = q.dropped;
+        const lines: LogLine[] = dropped
+          ? [
+              {
+                time: new Date().toISOString(),
+                environment_id: envId,
+                type: 'dropped',
+                dropped,
+                message: `${dropped} lines were dropped while the destination could not be reached`,
+              },
+              ...batch,
+            ]
+          : batch;
+        try {
+          await sendLines(dest, lines, this.opts.outbound);
+        } catch (err) {
+          q.lines = batch.concat(q.lines);
+          this.trim(q);
+          q.failures += 1;
+          q.retryAt = Date.now() + Math.min(this.opts.maxBackoffMs, 1000 * 2 ** (q.failures - 1));
+          this.report(projectId, describeFailure(err));
+          return;
+        }
+        q.dropped -= dropped;
+        q.failures = 0;
+        q.retryAt = 0;
+        this.report(projectId, null);
+      }
+    } finally {
+      q.sending = false;
+    }
+  }
+
+  /** last_sent_at / last_error of the project: on a change of state, else at most every 30 s. */
+  private report(projectId: string, error: string | null): void {
+    const last = this.reported.get(projectId);
+    const ok = error === null;
+    if (last && last.ok === ok && Date.now() - last.at < REPORT_EVERY_MS) return;
+    this.reported.set(projectId, { at: Date.now(), ok });
+    void recordDelivery(this.opts.knex, projectId, error).catch(() => undefined);
+  }
+
+  private async writeMachineFiles(): Promise<void> {
+    const pending = [...this.machine];
+    this.machine.clear();
+    for (const [envId, days] of pending) {
+      for (const [day, text] of days) {
+        await appendMachineLines(this.opts.dataDir, envId, this.opts.source, day, text.join(''));
+      }
+      const keepDays = this.targets.get(envId)?.keepDays;
+      if (keepDays === undefined) continue;
+      const last = this.swept.get(envId);
+      if (!last || last.keepDays !== keepDays || Date.now() - last.at > SWEEP_EVERY_MS) {
+        this.swept.set(envId, { at: Date.now(), keepDays });
+        await sweep(this.opts.dataDir, envId, keepDays);
+      }
+    }
+  }
+}

@@ -1,0 +1,266 @@
+/**
+ * Log shipping through the real stack (CONTRACT "Logs"): requests through the edge reach a real HTTP
+ * collector as NDJSON lines with the contract's fields (no query string), a deployed web process's stderr
+ * line reaches it, lines made while the collector is down arrive once it is up again (retry), a syslog
+ * destination gets RFC 5424 lines, machines keep their own day files and delete those older than
+ * keep_days_on_machine, and a shipper's queue is bounded (the oldest dropped and counted).
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { destinationColumns } from '../../db/queries/log-settings';
+import { LogShipper } from '../../logs/shipper';
+import { logsDir, machineFile } from '../../logs/machine-files';
+import { useTestContext } from '../helpers/context';
+import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
+import { startReceiver, type Receiver } from '../helpers/receiver';
+import { startSyslog } from '../helpers/syslog';
+import { sessionAgent } from '../helpers/fixtures';
+import type { Agent } from '../helpers/http';
+import { createEnvironmentMachines } from '../../api/machines/service';
+
+const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
+let w: Awaited<ReturnType<typeof createDeployWorld>>;
+let receiver: Receiver;
+/** The logs routes take a session (auth: session), not a token. */
+let owner: Agent;
+
+/** The app of the deploy fixtures, plus: GET /fail writes a line to stderr (and answers 500). */
+const SERVER_JS = `
+const http = require('node:http');
+http.createServer((req, res) => {
+  if (req.url === '/healthz') { res.writeHead(200); return res.end('ok'); }
+  if (req.url.startsWith('/fail')) {
+    console.error('boom: the handler failed for ' + req.url.split('?')[0]);
+    res.writeHead(500); return res.end('failed');
+  }
+  res.writeHead(200, { 'content-type': 'text/plain' });
+  res.end('hello from the app');
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+beforeAll(async () => {
+  w = await createDeployWorld(t);
+  writeFileSync(path.join(w.repo.dir, 'server.js'), SERVER_JS);
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.com', 'commit', '-qam', 'stderr app'], {
+    cwd: w.repo.dir,
+  });
+  owner = await sessionAgent(t, w.owner);
+  await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, w.environment));
+  receiver = await startReceiver(0, '/ingest');
+  const saved = await owner.post(`/projects/${w.project.id}/logs`, {
+    destination: { kind: 'http', name: 'collector', url: receiver.url },
+  });
+  expect(saved.status, saved.text).toBe(200);
+  expect(saved.body.can_send).toBe(true);
+  const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
+  expect(res.status, res.text).toBe(202);
+  const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });
+  expect(task.status, task.error ?? '').toBe('succeeded');
+}, 150_000);
+afterAll(async () => {
+  await receiver?.stop();
+});
+
+type Line = Record<string, any>;
+
+/** Every NDJSON line the receiver got (in order). */
+function lines(r: Receiver): Line[] {
+  return r.received.flatMap((x) =>
+    x.body
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l)),
+  );
+}
+
+async function waitForLine(r: Receiver, pred: (l: Line) => boolean, timeoutMs = 30_000): Promise<Line> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const hit = lines(r).find(pred);
+    if (hit) return hit;
+    if (Date.now() > end) throw new Error(`no such line arrived; got ${JSON.stringify(lines(r)).slice(0, 2000)}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+const get = (p: string, headers: Record<string, string> = {}) =>
+  fetch(`http://127.0.0.1:${w.environment.port}${p}`, { headers });
+
+describe('shipping the edge request log', () => {
+  it('sends each request through the edge as an NDJSON line with the fields, without the query string', async () => {
+    const res = await get('/reports/42?token=very-secret-token', {
+      'user-agent': 'log-test-agent/1.0',
+      authorization: 'Bearer not-to-be-logged',
+    });
+    expect(res.status).toBe(200);
+    const body = await res.text();
+    const line = await waitForLine(receiver, (l) => l.type === 'request' && l.path === '/reports/42');
+    expect(line).toEqual({
+      time: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
+      environment_id: w.environment.id,
+      type: 'request',
+      method: 'GET',
+      path: '/reports/42',
+      status: 200,
+      bytes: Buffer.byteLength(body),
+      duration_ms: expect.any(Number),
+      client_address: expect.stringMatching(/127\.0\.0\.1$/),
+      user_agent: 'log-test-agent/1.0',
+    });
+    const got = receiver.received.find((x) => x.body.includes('/reports/42'))!;
+    expect(got.headers['content-type']).toBe('application/x-ndjson');
+    const all = receiver.received.map((x) => x.body).join('');
+    expect(all).not.toContain('very-secret-token');
+    expect(all).not.toContain('not-to-be-logged');
+
+    // the machine's own copy, per environment per day
+    const today = new Date().toISOString().slice(0, 10);
+    const file = machineFile(t.dataDir, w.environment.id, 'requests', today);
+    await expect.poll(() => existsSync(file) && readFileSync(file, 'utf8').includes('/reports/42')).toBe(true);
+    expect(readFileSync(file, 'utf8')).not.toContain('very-secret-token');
+  });
+
+  it("sends the web process's stderr line", async () => {
+    const res = await get('/fail/now?x=1');
+    expect(res.status).toBe(500);
+    const line = await waitForLine(receiver, (l) => l.type === 'stderr' && /boom/.test(l.message));
+    expect(line).toMatchObject({
+      environment_id: w.environment.id,
+      message: 'boom: the handler failed for /fail/now',
+      time: expect.any(String),
+    });
+    const today = new Date().toISOString().slice(0, 10);
+    const file = machineFile(t.dataDir, w.environment.id, 'errors', today);
+    await expect.poll(() => existsSync(file) && readFileSync(file, 'utf8').includes('boom')).toBe(true);
+  });
+
+  it('keeps lines while the collector is down and delivers them when it is back (retry)', async () => {
+    const port = receiver.port;
+    await receiver.stop();
+    for (let i = 0; i < 3; i++) expect((await get(`/while-down/${i}`)).status).toBe(200);
+    // a send was tried and failed: the project's last_error says so
+    await expect
+      .poll(
+        async () => (await t.deps.knex('project_log_settings').where({ project_id: w.project.id }).first()).last_error,
+        {
+          timeout: 20_000,
+          interval: 200,
+        },
+      )
+      .toBe('the connection was refused');
+    receiver = await startReceiver(port, '/ingest');
+    for (let i = 0; i < 3; i++) await waitForLine(receiver, (l) => l.path === `/while-down/${i}`, 30_000);
+    await expect
+      .poll(
+        async () => (await t.deps.knex('project_log_settings').where({ project_id: w.project.id }).first()).last_error,
+        {
+          timeout: 10_000,
+          interval: 200,
+        },
+      )
+      .toBeNull();
+  });
+});
+
+describe('syslog destination', () => {
+  it('gets request lines as RFC 5424 messages over tcp', async () => {
+    const tcp = await startSyslog('tcp');
+    try {
+      const saved = await owner.post(`/projects/${w.project.id}/logs`, {
+        destination: { kind: 'syslog', name: 'tcp', host: '127.0.0.1', port: tcp.port, protocol: 'tcp' },
+      });
+      expect(saved.body.can_send).toBe(true);
+      // the edge re-reads destinations every second in tests; keep requesting until one goes to syslog
+      const end = Date.now() + 20_000;
+      while (!tcp.messages.some((m) => m.includes('/to-syslog')) && Date.now() < end) {
+        await get('/to-syslog');
+        await new Promise((r) => setTimeout(r, 300));
+      }
+      const msg = tcp.messages.find((m) => m.includes('/to-syslog'));
+      expect(msg).toMatch(
+        new RegExp(`^<134>1 \\S+ \\S+ edge - request \\[vc@32473 environment_id="${w.environment.id}"\\] \\{`),
+      );
+      expect(JSON.parse(msg!.slice(msg!.indexOf('{')))).toMatchObject({ path: '/to-syslog', status: 200 });
+    } finally {
+      await owner.post(`/projects/${w.project.id}/logs`, {
+        destination: { kind: 'http', name: 'collector', url: receiver.url },
+      });
+      await tcp.stop();
+    }
+  });
+});
+
+describe('keep_days_on_machine', () => {
+  it("deletes the machine's day files older than the days kept", async () => {
+    const dir = logsDir(t.dataDir, w.environment.id);
+    mkdirSync(dir, { recursive: true });
+    const day = (ago: number) => new Date(Date.now() - ago * 86_400_000).toISOString().slice(0, 10);
+    const old = machineFile(t.dataDir, w.environment.id, 'requests', day(10));
+    const oldErrors = machineFile(t.dataDir, w.environment.id, 'errors', day(3));
+    const recent = machineFile(t.dataDir, w.environment.id, 'requests', day(2));
+    for (const f of [old, oldErrors, recent]) writeFileSync(f, '{"old":true}\n');
+    const res = await owner.post(`/projects/${w.project.id}/logs`, { keep_days_on_machine: 3 });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.keep_days_on_machine).toBe(3);
+    const env = await owner.get(`/environments/${w.environment.id}/logs`);
+    expect(env.body.machines.map((m: { keeps_days: number }) => m.keeps_days)).toEqual([3]);
+    // the edge's shipper sees the new setting and sweeps at its next write
+    const end = Date.now() + 20_000;
+    while (existsSync(old) && Date.now() < end) {
+      await get('/sweep');
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    expect(existsSync(old)).toBe(false);
+    expect(existsSync(oldErrors)).toBe(false);
+    expect(existsSync(recent)).toBe(true);
+  });
+});
+
+describe('the shipper', () => {
+  it('bounds its queue: the oldest lines are dropped, counted, and the count is sent first', async () => {
+    const down = await startReceiver(0, '/ingest');
+    const port = down.port;
+    await down.stop();
+    await t.deps
+      .knex('project_log_settings')
+      .where({ project_id: w.project.id })
+      .update({
+        url_sealed: destinationColumns(t.deps.secrets, w.project.id, {
+          kind: 'http',
+          name: 'bounded',
+          url: `http://127.0.0.1:${port}/ingest`,
+        }).url_sealed,
+      });
+    const shipper = await new LogShipper({
+      knex: t.deps.knex,
+      secrets: t.deps.secrets,
+      outbound: t.deps.config,
+      dataDir: t.dataDir,
+      source: 'test',
+      maxQueued: 5,
+      flushMs: 100,
+      maxBackoffMs: 500,
+    }).start();
+    try {
+      for (let i = 0; i < 12; i++)
+        shipper.push({ time: new Date().toISOString(), environment_id: w.environment.id, type: 'request', n: i });
+      expect(shipper.queued(w.environment.id)).toEqual({ lines: 5, dropped: 7 });
+      const back = await startReceiver(port, '/ingest');
+      try {
+        await back.waitFor(1);
+        const got = lines(back);
+        expect(got[0]).toMatchObject({ type: 'dropped', dropped: 7 });
+        expect(got.slice(1).map((l) => l.n)).toEqual([7, 8, 9, 10, 11]);
+      } finally {
+        await back.stop();
+      }
+    } finally {
+      await shipper.close();
+      await owner.post(`/projects/${w.project.id}/logs`, {
+        destination: { kind: 'http', name: 'collector', url: receiver.url },
+      });
+    }
+  });
+});
