@@ -14,8 +14,10 @@ import { tenantServicesPort } from './data/pg-server';
 import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';
+import { createStorageActivities } from './storage';
 import { createBillingActivities } from './billing';
 import { createIntegrationActivities } from './integrations';
+import { createEnvironmentActivities } from './environments';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -53,6 +55,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     publish: (envId, route) => publishEdgeRoute(deps.knex, envId, route),
   });
   let sampler: ResourceSampler | null = null;
+  const environments = createEnvironmentActivities(deps, supervisor);
   return {
     activities: {
       ...createReminderActivities(deps),
@@ -66,11 +69,14 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createMaintenanceActivities(deps),
       ...createResourceActivities(deps),
       ...createMachineActivities(deps, supervisor),
+      ...createStorageActivities(deps, supervisor),
       ...createBillingActivities(deps),
       ...createIntegrationActivities(deps),
+      retireEnvironmentHost: environments.retireEnvironmentHost,
     },
     async onWorkerStart() {
       await prepareHost(deps.config.dataDir);
+      await environments.retireLeftovers();
       const restored = await supervisor.restoreAll();
       for (const r of restored.filter((x) => !x.ok))
         deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);

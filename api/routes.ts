@@ -15,6 +15,7 @@ import { routes as maintenanceRoutes } from './maintenance/routes';
 import { routes as projectSettingsRoutes } from './projects/settings-routes';
 import { routes as edgeRoutes } from './edge/routes';
 import { routes as machineRoutes } from './machines/routes';
+import { routes as storageRoutes } from './storage/routes';
 import { routes as billingRoutes } from './billing/routes';
 import { routes as integrationRoutes } from './integrations/routes';
 import { routes as notificationRoutes } from './notifications/routes';
@@ -47,6 +48,7 @@ export function allRoutes(): RouteDef[] {
     ...projectSettingsRoutes,
     ...edgeRoutes,
     ...machineRoutes,
+    ...storageRoutes,
     ...billingRoutes,
     ...integrationRoutes,
     ...notificationRoutes,

@@ -118,6 +118,17 @@ async function world() {
     .knex('repository_hosts')
     .insert({ team_id: team.id, kind: 'https', host: 'git.example.com', username: 'ci', sealed_secret: 'x' })
     .returning('id');
+  const [volume] = await t.deps
+    .knex('storage_disks')
+    .insert({
+      team_id: team.id,
+      project_id: project.id,
+      environment_id: environment.id,
+      disk: 'files',
+      size_gb: 5,
+      location: t.config.storageRoots[0],
+    })
+    .returning('id');
   /** The id a scope kind (or another path parameter) names, in this world. */
   const ids: Record<string, string> = {
     team: team.id,
@@ -134,6 +145,8 @@ async function world() {
     ticket: ticket.id,
     'repository host': repositoryHost.id,
     order,
+    volume: volume.id,
+    disk: 'files',
   };
   return { agents, ids };
 }
