@@ -15,8 +15,11 @@ import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';
 import { createStorageActivities } from './storage';
+import { createReshapeActivities } from './machines/reshape';
 import { createBillingActivities } from './billing';
 import { createIntegrationActivities } from './integrations';
+import { createAutoDeployActivities, ensureAutoDeployPoller } from './auto-deploy';
+import { createProjectStopActivities } from './auto-deploy/stop';
 import { createEnvironmentActivities } from './environments';
 
 export interface ActivitySet {
@@ -70,8 +73,11 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createResourceActivities(deps),
       ...createMachineActivities(deps, supervisor),
       ...createStorageActivities(deps, supervisor),
+      ...createReshapeActivities(deps, supervisor),
       ...createBillingActivities(deps),
       ...createIntegrationActivities(deps),
+      ...createAutoDeployActivities(deps),
+      ...createProjectStopActivities(deps, supervisor),
       retireEnvironmentHost: environments.retireEnvironmentHost,
     },
     async onWorkerStart() {
@@ -81,6 +87,10 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       for (const r of restored.filter((x) => !x.ok))
         deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
       sampler = startResourceSampler(deps, supervisor, { intervalSeconds: deps.config.resourceSampleSeconds });
+      // The auto-deploy poller; a failure here is logged and the worker goes on (the next start tries again).
+      await ensureAutoDeployPoller(deps).catch((err) =>
+        deps.logger.error({ err: (err as Error).message }, 'auto-deploy poller could not be started'),
+      );
     },
     async onWorkerStop() {
       sampler?.stop();

@@ -64,6 +64,8 @@ export interface Config {
   domainRecheckSeconds: number;
   /** Seconds between two resource samples of every environment (the worker's sampler). */
   resourceSampleSeconds: number;
+  /** Seconds between two looks at the git refs of environments with auto_deploy on (0: no poller). */
+  autoDeployPollSeconds: number;
   /** Most web instances an environment may scale to (SCALE_MAX). */
   scaleMax: number;
   /** PostgreSQL server (superuser URL) that environments' database services are created on; default: databaseUrl. */
@@ -195,6 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     domainAllowance: int(env, 'DOMAIN_ALLOWANCE', 10),
     domainRecheckSeconds: Math.max(1, int(env, 'DOMAIN_RECHECK_SECONDS', 60)),
     resourceSampleSeconds: Math.max(1, int(env, 'RESOURCE_SAMPLE_SECONDS', 60)),
+    autoDeployPollSeconds: Math.max(0, int(env, 'AUTO_DEPLOY_POLL_SECONDS', 30)),
     scaleMax: Math.max(1, int(env, 'SCALE_MAX', 4)),
     servicesDatabaseUrl: env.SERVICES_DATABASE_URL || undefined,
     servicesHost: env.SERVICES_HOST || '127.0.0.1',

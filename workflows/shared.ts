@@ -14,6 +14,10 @@ export const workflowIds = {
   /** Any other task: its type and id. */
   task: (type: string, taskId: string) => `${type}-${taskId}`,
   tokenExpiryReminders: 'token-expiry-reminders',
+  /** Stopping the environments of a cancelled project: one per project. */
+  projectStop: (projectId: string) => `project-stop-${projectId}`,
+  /** The auto-deploy poller of one task queue (one installation). */
+  autoDeployPoller: (taskQueue: string) => `auto-deploy-poller-${taskQueue}`,
   /** The background re-check of a pending domain: one per domain. */
   domainRecheck: (domainId: string) => `domain-recheck-${domainId}`,
   /** The timer that ends a cancelled subscription at its period end: one per order. */

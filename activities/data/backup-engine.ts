@@ -308,3 +308,23 @@ export async function copyData(opts: {
     onLine: opts.onLine,
   });
 }
+
+/**
+ * Copies one service database into another login's database (reshape): the `database` part alone, dumped
+ * with `pg_dump -Fc` and put back as a restore is (into `<target>_restore`, swapped in once complete).
+ */
+export async function copyDatabase(opts: {
+  config: PgConfig;
+  from: ServiceLogin;
+  to: ServiceLogin;
+  onLine?: (line: string) => void;
+}): Promise<void> {
+  await checkClientVersion(opts.config, 'pg_dump');
+  const parts = dataParts(opts.config, { login: opts.from, volume: '' }).filter((p) => p.part === 'database');
+  await putBack({
+    config: opts.config,
+    target: { login: opts.to, volume: '' },
+    parts: flatten(parts),
+    onLine: opts.onLine,
+  });
+}

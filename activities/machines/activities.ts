@@ -38,7 +38,11 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
   return {
     /** The server's status while a change runs on it (`resizing`, `rebooting`) and after (`running`). */
     async markServer(input: { serverId: string; status: 'running' | 'resizing' | 'rebooting' }): Promise<void> {
-      await knex('servers').where({ id: input.serverId }).update({ status: input.status, updated_at: knex.fn.now() });
+      // A server kept `old` (reshape, until discard-old-database) stays so.
+      await knex('servers')
+        .where({ id: input.serverId })
+        .whereNot({ status: 'old' })
+        .update({ status: input.status, updated_at: knex.fn.now() });
     },
 
     /**
@@ -55,8 +59,12 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
         return await withHeartbeat(async () => {
           const server = await loadServer(input.serverId);
           const size = input.size ?? { cpu: Number(server.cpu), memoryMb: server.memory_mb };
-          if (server.role !== 'web')
-            return { ok: false, message: `a ${server.role} server cannot be restarted here yet` };
+          if (server.role === 'database') {
+            // The local provider keeps every service database in the one services cluster (see
+            // activities/data/reshape-db.ts): a database server is its plan and price; no instance of its own.
+            log.line(`==> ${server.name}: its database lives in the shared services cluster; no instance to restart`);
+            return { ok: true, restarted: 0 };
+          }
           const count = supervisor.status(server.environment_id)?.instances.length ?? 0;
           log.line(
             `==> ${server.name}: ${count} instance${count === 1 ? '' : 's'}, one at a time, on ${size.cpu} CPU and ${size.memoryMb} MB`,

@@ -5,6 +5,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
+import { deleteCancelledEnvironments } from '../../api/projects/cancel';
 
 /** Ended sessions are kept a day (a session list may still show "ended just now"), then pruned. */
 export const ENDED_SESSION_RETENTION_DAYS = 1;
@@ -28,6 +29,8 @@ export interface PruneExpiredResult {
   emailConfirmations: number;
   unconfirmedUsers: number;
   tokenReminders: number;
+  /** Environments of projects cancelled more than CANCELLED_PROJECT_KEEP_DAYS ago, deleted with their data. */
+  cancelledEnvironments: number;
 }
 
 /** Deletes up to BATCH rows of `table` matching `where`, again and again until none is left. */
@@ -79,8 +82,10 @@ export function createMaintenanceActivities(deps: Deps) {
       const tokenReminders = await deleteInBatches(knex, 'token_reminders', (q) =>
         q.where('reminder_date', '<', new Date(asOf.getTime() - REMINDER_RETENTION_DAYS * DAY_MS)),
       );
+      const cancelledEnvironments = await deleteCancelledEnvironments(deps, asOf);
       const result = {
         asOf: asOf.toISOString(),
+        cancelledEnvironments,
         sessions,
         deviceCodes,
         emailConfirmations,

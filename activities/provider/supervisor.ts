@@ -244,6 +244,15 @@ export class Supervisor extends SupervisorInstances {
     });
   }
 
+  /**
+   * Stops an environment for good (its project cancelled): like retire, but the edge keeps answering its
+   * port and domains with 503 and `text` instead of forgetting it. Nothing comes back on a worker start.
+   */
+  async stop(envId: string, text = 'stopped'): Promise<void> {
+    await this.retire(envId);
+    await this.publishRoute?.(envId, { kind: 'unavailable', text, releaseId: null });
+  }
+
   /** Maintenance on: the proxy answers 503 with the note; off: traffic flows again. Recorded in current.json. */
   async setMaintenance(envId: string, on: boolean, note?: string): Promise<void> {
     await this.exclusive(envId, async () => {

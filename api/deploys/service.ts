@@ -4,9 +4,8 @@
  * the environment's one change at a time.
  */
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
 import { errors } from '../lib/errors';
-import { assertNoExclusiveTask, startTask } from '../lib/tasks';
+import { assertNoExclusiveTask, startTask, type TaskRequester } from '../lib/tasks';
 import type { Environment } from '../../db/models/environment';
 import { liveRelease, rollbackTarget } from '../../db/queries/releases';
 import type { DeployType } from '../../db/vocabulary';
@@ -27,7 +26,7 @@ export async function environmentWithProject(
 
 export async function requestTask(
   deps: Deps,
-  actor: Actor,
+  actor: TaskRequester,
   env: EnvironmentWithProject,
   input: { type: DeployType | 'build'; skipSteps?: boolean },
 ) {
@@ -38,6 +37,9 @@ export async function requestTask(
       'no_repository',
       'The project has no repository connected: connect one with POST /projects/{id}/repository',
     );
+  }
+  if (env.stopped_at) {
+    throw errors.conflict('conflict', 'The environment is stopped: its project was cancelled');
   }
   if (input.type === 'redeploy' || input.type === 'rollback') {
     // Answered before what a redeploy or rollback would need: a change runs, so none of them may start

@@ -115,6 +115,7 @@ export async function createEnvironment(
   input: { name: string; git_ref: string; auto_deploy?: boolean },
 ) {
   const { project } = await findProject(deps, actor, projectId, 'environment:create');
+  if (project.cancelled_at) throw appError('conflict', 'The project is cancelled: it takes no new environments');
   if (!project.repository_url) throw noRepository();
   if (await Environment.query(deps.knex).findOne({ project_id: projectId, name: input.name })) throw nameTaken();
   await checkRef(deps, (await projectRepositoryOf(deps.knex, deps.secrets, project))!, input.git_ref);
@@ -226,13 +227,19 @@ export async function deleteEnvironment(deps: Deps, actor: Actor, id: string): P
         { task_id: running.id },
       );
     }
-    const names: string[] = await trx('services').where({ environment_id: id }).pluck('database_name');
+    // With the databases a reshape left behind or was copying into (their roles have the same names).
+    const rows = await trx('services')
+      .where({ environment_id: id })
+      .select('database_name', 'old_database_name', 'next_database_name');
+    const names: string[] = rows.flatMap((r) =>
+      [r.database_name, r.old_database_name, r.next_database_name].filter(Boolean),
+    );
+    const { port } = await trx('environments').where({ id }).first('port');
     // What the environment paid for (its servers' plans, services, storage) goes with it: billed no more.
     await trx('subscriptions')
       .where({ environment_id: id })
       .whereIn('status', ['active', 'cancelling'])
       .update({ status: 'ended', ended_at: trx.fn.now() });
-    const { port } = await trx('environments').where({ id }).first('port');
     await trx('environments').where({ id }).delete();
     // Held until the sandbox is gone: its uid and network derive from the port.
     await trx('retiring_ports').insert({ port, environment_id: id }).onConflict('port').ignore();
@@ -246,7 +253,7 @@ export async function deleteEnvironment(deps: Deps, actor: Actor, id: string): P
  * The environment's processes, network and files are taken off the host by a workflow (the worker holds
  * them); if Temporal cannot be reached now, the worker retires what is left in retiring_ports when it starts.
  */
-async function startRetire(deps: Deps, environmentId: string, port: number): Promise<void> {
+export async function startRetire(deps: Deps, environmentId: string, port: number): Promise<void> {
   try {
     await deps.temporal.workflow.start('retireEnvironment', {
       taskQueue: deps.config.taskQueue,

@@ -11,8 +11,11 @@ import type { ResolvedScope, Scope, ScopeRow } from './scopes';
  * - 'session': a signed-in caller (browser session, or the command line's `vcs_` bearer).
  *   A personal access token gets 403 token_not_allowed.
  * - 'token': a signed-in caller or a personal access token (the spec's "token-reachable" set).
+ * - 'signature': no session or token at all (a machine calls: the git hook); the route's `signature`
+ *   check authenticates the request from its raw body before anything else (401 without one, 403 wrong).
+ *   No CSRF, no token reach, no actor.
  */
-export type AuthMode = 'none' | 'session' | 'token';
+export type AuthMode = 'none' | 'session' | 'token' | 'signature';
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 export interface ResponseDef {
@@ -63,6 +66,11 @@ export interface RouteDef<P = any, Q = any, B = any, R extends ScopeRow = any> {
    * name the part at fault within them; default 5 files of 10 MB.
    */
   multipartLimits?: { maxFiles: number; maxFileBytes: number };
+  /**
+   * auth 'signature': checks the request's signature over its raw body (throws 401/403); runs after the
+   * path parameters are read and before the query and body are validated.
+   */
+  signature?: (deps: Deps, ctx: Context, params: P, rawBody: string) => Promise<void>;
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
@@ -79,6 +87,9 @@ export function defineRoute<
 >(def: RouteDef<P, Q, B, R>): RouteDef<P, Q, B, R> {
   if (!def.operationId || !def.summary || Object.keys(def.responses).length === 0) {
     throw new Error(`route ${def.method.toUpperCase()} ${def.path} needs an operationId, a summary and its responses`);
+  }
+  if ((def.auth === 'signature') !== Boolean(def.signature)) {
+    throw new Error(`route ${def.method.toUpperCase()} ${def.path}: auth 'signature' goes with a signature check`);
   }
   return def;
 }

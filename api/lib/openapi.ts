@@ -43,9 +43,11 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
     const security =
       r.auth === 'none'
         ? []
-        : r.auth === 'token'
-          ? [{ session: [] }, { cliSession: [] }, { accessToken: [] }]
-          : [{ session: [] }, { cliSession: [] }];
+        : r.auth === 'signature'
+          ? [{ gitHookSignature: [] }]
+          : r.auth === 'token'
+            ? [{ session: [] }, { cliSession: [] }, { accessToken: [] }]
+            : [{ session: [] }, { cliSession: [] }];
     const op: Record<string, unknown> = {
       operationId: r.operationId,
       summary: r.summary,
@@ -103,6 +105,13 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
           description: 'Command-line sign-in (device flow): a vcs_ bearer',
         },
         accessToken: { type: 'http', scheme: 'bearer', description: 'Personal access token: a vcp_ bearer' },
+        gitHookSignature: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Hub-Signature-256',
+          description:
+            "sha256=<hex HMAC-SHA256 of the raw body, keyed with the project's webhook secret> (GitHub's format)",
+        },
       },
     },
     paths,

@@ -25,6 +25,7 @@ function sameSecret(a: string, b: string): boolean {
 export function checkCaller(def: RouteDef, ctx: Context): Actor | undefined {
   const actor = ctx.state.actor as Actor | undefined;
   if (def.auth === 'none') return actor;
+  if (def.auth === 'signature') return undefined; // the route's signature check authenticates it
   if (!actor) throw errors.unauthenticated();
   if (actor.kind === 'token' && def.auth !== 'token') throw errors.tokenNotAllowed();
   if (actor.kind === 'session' && actor.via === 'session' && !SAFE_METHODS.has(ctx.method)) {
@@ -54,6 +55,8 @@ function bodyParser(def: RouteDef, limit: number): Middleware | undefined {
     jsonStrict: false,
     urlencoded: false,
     text: false,
+    // A signed route needs the body as sent (ctx.request.rawBody).
+    includeUnparsed: def.auth === 'signature',
     multipart,
     jsonLimit: limit,
     formidable: multipart
@@ -149,6 +152,10 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
           throw appError('unsupported_media_type', 'Send the body as application/json');
         }
         await parse(ctx, async () => undefined);
+      }
+      if (def.signature) {
+        const raw = (ctx.request as { rawBody?: unknown }).rawBody;
+        await def.signature(deps, ctx, params, typeof raw === 'string' ? raw : '');
       }
       const fields: Record<string, string> = {};
       for (const name of Object.keys(ctx.query)) if (!allowedQuery.has(name)) fields[name] = 'unknown query parameter';

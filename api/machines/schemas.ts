@@ -17,7 +17,9 @@ export const serverSchema = z.object({
   cpu: z.number(),
   memory_mb: z.number().int(),
   disk_gb: z.number().int(),
-  status: z.enum(['running', 'resizing', 'rebooting']),
+  status: z
+    .enum(['running', 'resizing', 'rebooting', 'old'])
+    .describe('old: a database server whose database moved away, until discard-old-database'),
   instances: z.number().int().describe('Web instances behind the edge (POST /environments/{id}/scale)'),
   monthly_price: z
     .number()

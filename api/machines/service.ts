@@ -98,6 +98,7 @@ export function resizeChoices(deps: Deps, server: Server) {
 
 /** The plan a resize goes to: one of the price list, not the current one (422 on plan otherwise). */
 export function resizeTarget(deps: Deps, server: Server, planId: string) {
+  assertNotOld(server);
   const list = priceList(deps);
   const plan = planById(list, planId);
   if (!plan)
@@ -132,6 +133,7 @@ export async function requestResize(deps: Deps, actor: Actor, server: Server, pl
 
 /** Starts the reboot (`machines`/`reboot`). */
 export async function requestReboot(deps: Deps, actor: Actor, server: Server): Promise<Task> {
+  assertNotOld(server);
   return startTask(deps, actor, {
     type: 'reboot',
     teamId: server.team_id,
@@ -243,4 +245,13 @@ export async function changeBuildMachine(
 
 export function environmentResources(deps: Deps, environmentId: string, window: ResourceWindow) {
   return resourceSeries(deps.knex, environmentId, window);
+}
+
+/** A database server a reshape moved away from is kept only until discard-old-database: 409 on any change. */
+function assertNotOld(server: Server): void {
+  if (server.status === 'old')
+    throw errors.conflict(
+      'conflict',
+      'This database server only keeps the old database of a reshape until POST /environments/{id}/discard-old-database; it cannot be changed',
+    );
 }

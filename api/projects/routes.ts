@@ -3,6 +3,7 @@ import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as projects from './service';
 import { errorResponse as error } from '../lib/responses';
+import { getRepository, reconnectRepository } from './repository';
 
 const tags = ['projects'];
 
@@ -90,7 +91,30 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: { 200: { description: 'Repository', schema: s.repositorySchema }, 404: error('No such project') },
     async handler(ctx) {
-      ctx.body = await projects.getRepository(ctx.deps, ctx.actor, ctx.input.params.id);
+      ctx.body = await getRepository(ctx.deps, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/projects/{id}/repository/reconnect',
+    operationId: 'reconnectProjectRepository',
+    summary: 'Checks access to the repository again with the current credentials and answers the repository',
+    description:
+      'Updates reachable, default_branch and checked_at (`git ls-remote`, 20 s). An unreachable repository answers ' +
+      '200 with reachable false and a fixed reason. 409 no_repository when none is connected.',
+    tags,
+    auth: 'session',
+    permission: 'project:update',
+    scope: scopes.project,
+    params: s.idParams,
+    responses: {
+      200: { description: 'Repository after the check', schema: s.repositorySchema },
+      403: error('Role may not'),
+      404: error('No such project'),
+      409: error('no_repository'),
+    },
+    async handler(ctx) {
+      ctx.body = await reconnectRepository(ctx.deps, ctx.input.params.id);
     },
   }),
   defineRoute({
@@ -112,7 +136,7 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     body: s.connectRepositoryBody,
     responses: {
-      200: { description: 'Connected', schema: s.repositorySchema },
+      200: { description: 'Connected', schema: s.connectedRepositorySchema },
       403: error('Role may not'),
       404: error('No such project'),
       422: error('Not a repository git can read'),

@@ -45,4 +45,47 @@ export const newProjectSchema = z.object({
   teams: z.array(z.object({ id: z.uuid(), name: z.string() })),
   fields: z.object({ team_id: z.object({ required: z.boolean() }), name: z.object({}).loose() }),
 });
-export const repositorySchema = z.object({ url: z.string().nullable() });
+export const repositorySchema = z.object({
+  url: z.string().nullable(),
+  default_branch: z.string().nullable().describe('Where HEAD points, as of the last check'),
+  reachable: z.boolean().nullable().describe('The last check could read the repository (null: none connected)'),
+  checked_at: z.string().nullable(),
+  webhook_url: z.string().nullable().describe('Where the git host sends pushes (POST /hooks/git/{project_id})'),
+  reason: z.string().optional().describe('Reconnect: why git could not read it'),
+});
+export const connectedRepositorySchema = repositorySchema.extend({
+  webhook_secret: z
+    .string()
+    .describe('Signs the git hook (X-Hub-Signature-256); shown in this answer only: connecting again makes a new one'),
+});
+export const cancelBody = z.strictObject({ confirm: z.literal(true, 'must be true') });
+export const cancelSchema = z.object({
+  project_id: z.uuid(),
+  cancelled_at: z.string().nullable(),
+  data_kept_days: z.number().int(),
+  data_deleted_after: z.string().nullable().describe('Once cancelled: when the daily prune deletes the environments'),
+  subscriptions: z.array(
+    z.object({
+      order: z.string(),
+      kind: z.string(),
+      item: z.string(),
+      monthly_price: z.string(),
+      currency: z.string(),
+      environment_id: z.string().nullable(),
+    }),
+  ),
+  environments: z.array(z.object({ id: z.uuid(), name: z.string(), stopped: z.boolean() })),
+  message: z.string(),
+});
+/** The git host's push payload: not read (every environment with auto_deploy is compared with the repository). */
+export const hookBody = z.looseObject({}).describe("The git host's payload (GitHub's push event, or {}); not read");
+export const hookAnswerSchema = z.object({
+  data: z.array(
+    z.object({
+      environment_id: z.uuid(),
+      status: z.enum(['started', 'busy', 'up_to_date', 'already_started', 'ref_not_found', 'unreachable']),
+      commit: z.string().nullable(),
+      task_id: z.uuid().nullable(),
+    }),
+  ),
+});

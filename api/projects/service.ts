@@ -7,8 +7,9 @@ import { appError, errors } from '../lib/errors';
 import { authorize, can, reachableMemberships, reachableTeamIds, type Action } from '../lib/policy';
 import { parseRepositoryUrl } from '../../activities/provider/git-remote';
 import { sealCredentials } from '../../db/queries/repository';
-import { displayUrl, lsRemote } from './git';
+import { lsRemote } from './git';
 import { withHostCredentials } from '../../db/queries/repository-hosts';
+import { newWebhookSecret, presentRepository } from './repository';
 import { presentProject } from './presenter';
 import { NAME_RULES } from './schemas';
 
@@ -96,17 +97,13 @@ export async function deleteProject(deps: Deps, actor: Actor, id: string): Promi
   });
 }
 
-export async function getRepository(deps: Deps, actor: Actor, id: string) {
-  const { project } = await findProject(deps, actor, id, 'project:read');
-  return { url: project.repository_url ? displayUrl(project.repository_url) : null };
-}
-
 /**
  * Connects a git repository (CONTRACT "Teams, projects, environments"): an http(s), ssh or git:// URL,
  * scp-style address, or a local path / file:// URL under LOCAL_REPOSITORY_ROOTS. It is checked with
  * `git ls-remote` first (20 s), through the location rules and the outbound guard; a repository that
  * cannot be read is refused with 422 on url and nothing changes. Credentials in the URL are split off and
- * kept sealed apart from it; the URL is kept without them.
+ * kept sealed apart from it; the URL is kept without them. A new webhook secret is made and shown in this
+ * answer only (api/projects/repository.ts).
  */
 export async function connectRepository(deps: Deps, actor: Actor, id: string, input: { url: string }) {
   const { project: current } = await findProject(deps, actor, id, 'project:update');
@@ -115,11 +112,20 @@ export async function connectRepository(deps: Deps, actor: Actor, id: string, in
   const own = { url: parsed.url, credentials: parsed.credentials, scope: id };
   const check = await lsRemote(await withHostCredentials(deps.knex, deps.secrets, current.team_id, own), deps.config);
   if (!check.ok) throw errors.invalid({ url: check.fieldReason });
-  const project = await Project.query(deps.knex).patchAndFetchById(id, {
-    repository_url: parsed.url,
-    repository_credentials: parsed.credentials ? sealCredentials(deps.secrets, id, parsed.credentials) : null,
-    updated_at: new Date(),
-  } as Partial<Project>);
-  if (!project) throw errors.notFound('project');
-  return { url: displayUrl(project.repository_url!) };
+  const webhook = newWebhookSecret(deps, id);
+  const [row] = await deps
+    .knex('projects')
+    .where({ id })
+    .update({
+      repository_url: parsed.url,
+      repository_credentials: parsed.credentials ? sealCredentials(deps.secrets, id, parsed.credentials) : null,
+      repository_reachable: true,
+      repository_default_branch: check.head ?? null,
+      repository_checked_at: deps.knex.fn.now(),
+      webhook_secret: webhook.sealed,
+      updated_at: deps.knex.fn.now(),
+    })
+    .returning('*');
+  if (!row) throw errors.notFound('project');
+  return { ...presentRepository(deps, row), webhook_secret: webhook.secret };
 }

@@ -9,6 +9,10 @@ export class Project extends BaseModel {
   /** The project's own domain allowance; null: DOMAIN_ALLOWANCE. */
   domain_allowance?: number | null;
   repository_credentials!: string | null;
+  /** Set when the project was cancelled (api/projects/cancel.ts). */
+  cancelled_at?: Date | null;
+  /** Sealed: the secret that signs POST /hooks/git/{project_id} (api/projects/repository.ts). */
+  webhook_secret?: string | null;
   created_at!: Date;
   updated_at!: Date;
 
@@ -16,6 +20,7 @@ export class Project extends BaseModel {
   $formatJson(json: Record<string, unknown>) {
     const out = super.$formatJson(json);
     delete out.repository_credentials;
+    delete out.webhook_secret;
     return out;
   }
 }

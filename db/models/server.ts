@@ -15,7 +15,8 @@ export class Server extends BaseModel {
   disk_gb!: number;
   /** How many instances run (the `web` server's web processes behind the edge, migration 510). */
   instances!: number;
-  status!: 'running' | 'resizing' | 'rebooting';
+  /** `old`: a database server whose database moved away, kept until discard-old-database (migration 515). */
+  status!: 'running' | 'resizing' | 'rebooting' | 'old';
   created_at!: Date;
   updated_at!: Date;
 }

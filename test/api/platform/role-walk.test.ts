@@ -114,10 +114,6 @@ async function world() {
       key_fingerprint: 'x',
     })
     .returning('id');
-  const [repositoryHost] = await t.deps
-    .knex('repository_hosts')
-    .insert({ team_id: team.id, kind: 'https', host: 'git.example.com', username: 'ci', sealed_secret: 'x' })
-    .returning('id');
   const [volume] = await t.deps
     .knex('storage_disks')
     .insert({
@@ -128,6 +124,10 @@ async function world() {
       size_gb: 5,
       location: t.config.storageRoots[0],
     })
+    .returning('id');
+  const [repositoryHost] = await t.deps
+    .knex('repository_hosts')
+    .insert({ team_id: team.id, kind: 'https', host: 'git.example.com', username: 'ci', sealed_secret: 'x' })
     .returning('id');
   /** The id a scope kind (or another path parameter) names, in this world. */
   const ids: Record<string, string> = {

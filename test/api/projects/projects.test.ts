@@ -189,7 +189,7 @@ describe('GET /projects/{id}/repository', () => {
     const p = await createProject(t, team);
     const res = await agent.get(`/projects/${p.id}/repository`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ url: null });
+    expect(res.body).toEqual({ url: null, default_branch: null, reachable: null, checked_at: null, webhook_url: null });
   });
 
   it("answers 404 for another team's project", async () => {
@@ -208,8 +208,11 @@ describe('POST /projects/{id}/repository', () => {
     const dir = gitRepository();
     const res = await agent.post(`/projects/${p.id}/repository`, { url: dir });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ url: dir });
-    expect((await agent.get(`/projects/${p.id}/repository`)).body).toEqual({ url: dir });
+    expect(res.body).toMatchObject({ url: dir, reachable: true, webhook_secret: expect.stringMatching(/^whsec_/) });
+    const shown = (await agent.get(`/projects/${p.id}/repository`)).body;
+    expect(shown).toMatchObject({ url: dir, reachable: true, checked_at: expect.any(String) });
+    expect(shown.webhook_url).toMatch(new RegExp(`/api/vc/v1/hooks/git/${p.id}$`));
+    expect(shown).not.toHaveProperty('webhook_secret');
     expect((await agent.get('/projects')).body.data.find((x: any) => x.id === p.id).repository).toEqual({ url: dir });
   });
 
@@ -217,7 +220,7 @@ describe('POST /projects/{id}/repository', () => {
     const { team, agent } = await ownerTeam();
     const p = await createProject(t, team);
     const url = `file://${gitRepository()}`;
-    expect((await agent.post(`/projects/${p.id}/repository`, { url })).body).toEqual({ url });
+    expect((await agent.post(`/projects/${p.id}/repository`, { url })).body).toMatchObject({ url, reachable: true });
   });
 
   it('refuses what git cannot read with 422 on url and changes nothing', async () => {

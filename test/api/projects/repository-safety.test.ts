@@ -169,7 +169,7 @@ describe('POST /projects/{id}/repository: the outbound guard', () => {
       allowOutbound(entry);
       const { res } = await connect(`http://deploy:${password}@${host}:${served.port}/app.git`);
       expect(res.status, entry).toBe(200);
-      expect(res.body).toEqual({ url: `http://${host}:${served.port}/app.git` });
+      expect(res.body).toMatchObject({ url: `http://${host}:${served.port}/app.git`, reachable: true });
     }
     allowOutbound();
   });

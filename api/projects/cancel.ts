@@ -1,0 +1,160 @@
+/**
+ * Cancelling a project (CONTRACT "Projects: the rest"): `GET /projects/{id}/cancel` says what ends; `POST
+ * {confirm: true}` ends its subscriptions at once, marks its environments stopped (no deploy, no
+ * auto-deploy), and starts the workflow that stops their web processes (the edge then answers 503
+ * "stopped"). Their data (releases, volumes, database services) is kept CANCELLED_PROJECT_KEEP_DAYS (30)
+ * days; the daily prune (`prune-expired`) deletes the environments after that, and the empty project can
+ * then be deleted (`DELETE /projects/{id}`).
+ */
+import { WorkflowIdConflictPolicy } from '@temporalio/client';
+import type { Deps } from '../../system/deps';
+import type { Actor } from '../lib/actor';
+import { appError, errors } from '../lib/errors';
+import { recordActivity } from '../../db/queries/activity';
+import { searchAttributeKeys } from '../lib/tasks';
+import { iso, isoOrNull } from '../lib/time';
+import { workflowIds } from '../../workflows/shared';
+import { dropEnvironmentServices } from '../services/service';
+import { startRetire } from '../environments/service';
+
+export const CANCELLED_PROJECT_KEEP_DAYS = 30;
+const DAY_MS = 86_400_000;
+
+async function subscriptionsOf(knex: Deps['knex'], projectId: string) {
+  return knex('subscriptions')
+    .where({ project_id: projectId })
+    .whereIn('status', ['active', 'cancelling'])
+    .orderBy([{ column: 'started_at' }, { column: 'order' }])
+    .select('order', 'kind', 'item', 'monthly_price', 'currency', 'status', 'environment_id');
+}
+
+/** What cancelling ends: the subscriptions that run, the environments that stop, and when data goes. */
+export async function cancelChoices(deps: Deps, projectId: string) {
+  const project = await deps.knex('projects').where({ id: projectId }).first('id', 'name', 'cancelled_at');
+  if (!project) throw errors.notFound('project');
+  const subscriptions = await subscriptionsOf(deps.knex, projectId);
+  const environments = await deps
+    .knex('environments')
+    .where({ project_id: projectId })
+    .orderBy('name')
+    .select('id', 'name', 'stopped_at');
+  const deleteAfter = project.cancelled_at
+    ? new Date(new Date(project.cancelled_at).getTime() + CANCELLED_PROJECT_KEEP_DAYS * DAY_MS)
+    : null;
+  return {
+    project_id: project.id,
+    cancelled_at: isoOrNull(project.cancelled_at),
+    data_kept_days: CANCELLED_PROJECT_KEEP_DAYS,
+    data_deleted_after: deleteAfter ? iso(deleteAfter) : null,
+    subscriptions: subscriptions.map((s: Record<string, string>) => ({
+      order: s.order,
+      kind: s.kind,
+      item: s.item,
+      monthly_price: Number(s.monthly_price).toFixed(2),
+      currency: s.currency,
+      environment_id: s.environment_id ?? null,
+    })),
+    environments: environments.map((e: { id: string; name: string; stopped_at: Date | null }) => ({
+      id: e.id,
+      name: e.name,
+      stopped: Boolean(e.stopped_at),
+    })),
+    message: project.cancelled_at
+      ? `The project was cancelled; its data is deleted after ${iso(deleteAfter!)}`
+      : `Cancelling ends ${subscriptions.length} subscription(s) now and stops ${environments.length} environment(s); ` +
+        `their data is kept ${CANCELLED_PROJECT_KEEP_DAYS} days, then deleted`,
+  };
+}
+
+/** Cancels the project (see the file comment); 409 when it is cancelled already or a task runs on it. */
+export async function cancelProject(deps: Deps, actor: Actor, projectId: string) {
+  const trx = await deps.knex.transaction();
+  try {
+    const project = await trx('projects')
+      .where({ id: projectId })
+      .forUpdate()
+      .first('id', 'team_id', 'name', 'cancelled_at');
+    if (!project) throw errors.notFound('project');
+    if (project.cancelled_at) throw appError('conflict', 'The project is cancelled already');
+    const running = await trx('tasks')
+      .where({ project_id: projectId })
+      .whereNotNull('environment_id')
+      .whereIn('status', ['pending', 'running'])
+      .orderBy('seq')
+      .first('id');
+    if (running) {
+      throw errors.conflict(
+        'task_in_progress',
+        'A task is pending or running on an environment of this project; wait for it or cancel it first',
+        { task_id: running.id },
+      );
+    }
+    const ended = await trx('subscriptions')
+      .where({ project_id: projectId })
+      .whereIn('status', ['active', 'cancelling'])
+      .update({ status: 'ended', ended_at: trx.fn.now(), cancelled_by: actor.user.id })
+      .returning('order');
+    const envIds: string[] = await trx('environments')
+      .where({ project_id: projectId })
+      .update({ stopped_at: trx.fn.now() })
+      .returning('id')
+      .then((rows: Array<{ id: string }>) => rows.map((r) => r.id));
+    await trx('projects').where({ id: projectId }).update({ cancelled_at: trx.fn.now(), updated_at: trx.fn.now() });
+    await recordActivity(trx, {
+      teamId: project.team_id,
+      actor,
+      kind: 'configuration',
+      type: 'project_cancelled',
+      projectId,
+      summary: `cancelled project ${project.name}: ${ended.length} subscription(s) ended, ${envIds.length} environment(s) stopped`,
+      details: { orders: ended.map((r: { order: string }) => r.order), environment_ids: envIds },
+    });
+    // The stop is started before the commit: a refused start leaves nothing changed.
+    const k = searchAttributeKeys;
+    await deps.temporal.workflow.start('stopProjectEnvironments', {
+      taskQueue: deps.config.taskQueue,
+      workflowId: workflowIds.projectStop(projectId),
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      args: [{ projectId, environmentIds: envIds }],
+      staticSummary: `Stop the environments of cancelled project ${project.name}`,
+      typedSearchAttributes: [
+        { key: k.TeamId, value: project.team_id },
+        { key: k.ProjectId, value: projectId },
+        { key: k.TaskKind, value: 'configuration' },
+        { key: k.TaskType, value: 'project_stop' },
+      ],
+    });
+    await trx.commit();
+  } catch (err) {
+    await trx.rollback().catch(() => undefined);
+    throw err;
+  }
+  return cancelChoices(deps, projectId);
+}
+
+/**
+ * The daily prune's part: deletes the environments of projects cancelled more than
+ * CANCELLED_PROJECT_KEEP_DAYS before `asOf` (rows cascade; their database services are dropped). The
+ * project stays, empty, until someone deletes it. Each environment goes as DELETE /environments/{id} takes it
+ * (its host side retired by the retireEnvironment workflow). Returns how many environments went.
+ */
+export async function deleteCancelledEnvironments(deps: Deps, asOf: Date): Promise<number> {
+  const due = await deps
+    .knex('environments')
+    .join('projects', 'projects.id', 'environments.project_id')
+    .where('projects.cancelled_at', '<', new Date(asOf.getTime() - CANCELLED_PROJECT_KEEP_DAYS * DAY_MS))
+    .select('environments.id', 'environments.port');
+  let deleted = 0;
+  for (const { id, port } of due as Array<{ id: string; port: number }>) {
+    const names = await deps.knex.transaction(async (trx) => {
+      const names: string[] = await trx('services').where({ environment_id: id }).pluck('database_name');
+      deleted += await trx('environments').where({ id }).delete();
+      // As DELETE /environments/{id} does: the port is held until the sandbox is gone.
+      await trx('retiring_ports').insert({ port, environment_id: id }).onConflict('port').ignore();
+      return names;
+    });
+    await dropEnvironmentServices(deps, id, names);
+    await startRetire(deps, id, port);
+  }
+  return deleted;
+}
