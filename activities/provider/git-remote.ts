@@ -189,7 +189,8 @@ export async function prepareRemote(repo: GitRepo, access: GitAccess): Promise<P
   };
 }
 
-function sshHost(url: string): string {
+/** The host an ssh URL (`ssh://` or scp-like `user@host:path`) names, as written. */
+export function sshHost(url: string): string {
   if (SCHEME.test(url)) return new URL(url).hostname;
   return SCP.exec(url)![2];
 }

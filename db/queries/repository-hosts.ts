@@ -9,8 +9,7 @@
  * The token or key is sealed to the row (system/crypto.ts) and opened only here, for the git call.
  */
 import type { Knex } from 'knex';
-import type { GitRepo } from '../../activities/provider/git-remote';
-import { parseRepositoryUrl } from '../../activities/provider/git-remote';
+import { parseRepositoryUrl, sshHost, type GitRepo } from '../../activities/provider/git-remote';
 import { normalizeHost } from '../../activities/provider/outbound';
 import { open, seal } from '../../system/crypto';
 import type { Secrets } from '../../system/secrets';
@@ -29,12 +28,7 @@ export function hostKeyOf(url: string): { kind: 'https' | 'ssh'; host: string } 
   const parsed = parseRepositoryUrl(url);
   if (!parsed.ok) return null;
   if (parsed.kind === 'http') return { kind: 'https', host: new URL(parsed.url).host.toLowerCase() };
-  if (parsed.kind === 'ssh') {
-    const host = /^[a-z][a-z0-9+.-]*:\/\//i.test(url)
-      ? new URL(url).hostname
-      : /^(?:[^@/:]+@)?(\[[0-9a-f:.]+\]|[^@/:[\]]+):/i.exec(url)?.[1];
-    return host ? { kind: 'ssh', host: normalizeHost(host) } : null;
-  }
+  if (parsed.kind === 'ssh') return { kind: 'ssh', host: normalizeHost(sshHost(parsed.url)) };
   return null;
 }
 
