@@ -17,6 +17,7 @@ import { createMachineActivities } from './machines/activities';
 import { createStorageActivities } from './storage';
 import { createBillingActivities } from './billing';
 import { createIntegrationActivities } from './integrations';
+import { createEnvironmentActivities } from './environments';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -54,6 +55,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     publish: (envId, route) => publishEdgeRoute(deps.knex, envId, route),
   });
   let sampler: ResourceSampler | null = null;
+  const environments = createEnvironmentActivities(deps, supervisor);
   return {
     activities: {
       ...createReminderActivities(deps),
@@ -70,9 +72,11 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createStorageActivities(deps, supervisor),
       ...createBillingActivities(deps),
       ...createIntegrationActivities(deps),
+      retireEnvironmentHost: environments.retireEnvironmentHost,
     },
     async onWorkerStart() {
       await prepareHost(deps.config.dataDir);
+      await environments.retireLeftovers();
       const restored = await supervisor.restoreAll();
       for (const r of restored.filter((x) => !x.ok))
         deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);

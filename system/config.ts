@@ -64,6 +64,8 @@ export interface Config {
   domainRecheckSeconds: number;
   /** Seconds between two resource samples of every environment (the worker's sampler). */
   resourceSampleSeconds: number;
+  /** Most web instances an environment may scale to (SCALE_MAX). */
+  scaleMax: number;
   /** PostgreSQL server (superuser URL) that environments' database services are created on; default: databaseUrl. */
   servicesDatabaseUrl: string | undefined;
   /** Host the environments' processes reach their database service at (DATABASE_URL, PGHOST). */
@@ -193,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     domainAllowance: int(env, 'DOMAIN_ALLOWANCE', 10),
     domainRecheckSeconds: Math.max(1, int(env, 'DOMAIN_RECHECK_SECONDS', 60)),
     resourceSampleSeconds: Math.max(1, int(env, 'RESOURCE_SAMPLE_SECONDS', 60)),
+    scaleMax: Math.max(1, int(env, 'SCALE_MAX', 4)),
     servicesDatabaseUrl: env.SERVICES_DATABASE_URL || undefined,
     servicesHost: env.SERVICES_HOST || '127.0.0.1',
     checkResponses: env.VC_CHECK_RESPONSES === '1',

@@ -219,9 +219,14 @@ export async function createRestoreTarget(
   return { ...login, database: target };
 }
 
+/**
+ * Swaps the restored copy in. `marker` (the task's id) is written as the live database's comment in the same
+ * step, so that after a crash `settleRestoreTarget` can tell whether this task's copy is the live one.
+ */
 export async function swapInRestored(
   config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
   login: ServiceLogin,
+  marker?: string,
 ): Promise<void> {
   const live = login.database;
   const restored = `${live}_restore`;
@@ -241,7 +246,33 @@ export async function swapInRestored(
     await disconnectAll(c, restored);
     if (await has(live)) await c.query(`ALTER DATABASE ${ident(live)} RENAME TO ${ident(old)}`);
     await c.query(`ALTER DATABASE ${ident(restored)} RENAME TO ${ident(live)}`);
+    if (marker) await c.query(`COMMENT ON DATABASE ${ident(live)} IS ${c.escapeLiteral(putBackMark(marker))}`);
     await c.query(`DROP DATABASE IF EXISTS ${ident(old)}`);
+  });
+}
+
+const putBackMark = (marker: string) => `vc put back by ${marker}`;
+
+/**
+ * After a put-back that did not complete (its worker killed on the last attempt, or a failure): a swap cut
+ * between its renames is rolled back, the staging copy is dropped, and the answer says whether the live
+ * database is the copy of the put-back marked `marker` (swapped in before the end) or still the one before.
+ */
+export async function settleRestoreTarget(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+  marker: string,
+): Promise<'put_back' | 'unchanged'> {
+  return withAdmin(config, async (c) => {
+    await recoverInterruptedSwap(c, login.database);
+    const staging = `${login.database}_restore`;
+    await disconnectAll(c, staging);
+    await c.query(`DROP DATABASE IF EXISTS ${ident(staging)}`);
+    const r = await c.query(
+      "SELECT shobj_description(oid, 'pg_database') AS comment FROM pg_database WHERE datname = $1",
+      [login.database],
+    );
+    return r.rows[0]?.comment === putBackMark(marker) ? 'put_back' : 'unchanged';
   });
 }
 

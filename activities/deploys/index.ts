@@ -28,7 +28,7 @@ import { volumeEnv } from '../storage/volume-env';
 import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 import { environmentUrl } from '../../system/config';
-import { buildMachineSize, webServerSize } from '../../db/queries/machines';
+import { buildMachineSize, webServerInstances, webServerSize } from '../../db/queries/machines';
 import { heldSteps } from '../machines/limits';
 
 export type StepOutcome = { ok: true } | { ok: false; message: string };
@@ -256,6 +256,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: logLines(log, tenant.redact),
             limits: (await webServerSize(knex, env.id)) ?? undefined,
+            instances: await webServerInstances(knex, env.id),
           });
           if (!live.ok) return { ok: false, message: `${live.message}; the previous release keeps serving` };
 

@@ -55,7 +55,10 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
           const size = input.size ?? { cpu: Number(server.cpu), memoryMb: server.memory_mb };
           if (server.role !== 'web')
             return { ok: false, message: `a ${server.role} server cannot be restarted here yet` };
-          log.line(`==> ${server.name}: instance 1 of 1, ${size.cpu} CPU and ${size.memoryMb} MB`);
+          const count = supervisor.status(server.environment_id)?.instances.length ?? 0;
+          log.line(
+            `==> ${server.name}: ${count} instance${count === 1 ? '' : 's'}, one at a time, on ${size.cpu} CPU and ${size.memoryMb} MB`,
+          );
           const r = await supervisor.restartWeb(server.environment_id, {
             limits: size,
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
@@ -64,10 +67,39 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
           if (!r.ok) return { ok: false, message: r.message };
           log.line(
             r.restarted
-              ? `==> ${server.name}: instance 1 restarted and healthy`
+              ? `==> ${server.name}: ${count} instance${count === 1 ? '' : 's'} restarted and healthy`
               : `==> ${server.name}: nothing is live; no instance to restart`,
           );
-          return { ok: true, restarted: r.restarted ? 1 : 0 };
+          return { ok: true, restarted: r.restarted ? count : 0 };
+        });
+      } finally {
+        await log.close();
+      }
+    },
+
+    /**
+     * Runs `instances` web instances of the environment's live release (new ones healthy before they join the
+     * edge, extra ones drained before they stop), then records the count on its `web` server. Nothing live:
+     * only the record changes (the next deploy starts that many).
+     */
+    async scaleWebInstances(input: {
+      taskId: string;
+      serverId: string;
+      instances: number;
+    }): Promise<{ ok: true; instances: number; changed: boolean } | { ok: false; message: string }> {
+      const log = createTaskLog(knex, input.taskId);
+      try {
+        return await withHeartbeat(async () => {
+          const server = await loadServer(input.serverId);
+          const r = await supervisor.scale(server.environment_id, {
+            instances: input.instances,
+            healthTimeoutMs: HEALTH_TIMEOUT_MS,
+            onLine: (_s, line) => log.line(line),
+          });
+          if (!r.ok) return r;
+          if (!r.changed) log.line(`==> ${server.name}: nothing is live; the next deploy starts ${r.instances}`);
+          await knex('servers').where({ id: server.id }).update({ instances: r.instances, updated_at: knex.fn.now() });
+          return r;
         });
       } finally {
         await log.close();

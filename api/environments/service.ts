@@ -16,6 +16,7 @@ import { findProject } from '../projects/service';
 import { presentEnvironment, withUrl, type EnvironmentRecord } from './presenter';
 import { createEnvironmentMachines } from '../machines/service';
 import { dropEnvironmentServices } from '../services/service';
+import { workflowIds } from '../../workflows/shared';
 
 const nameTaken = () =>
   appError('conflict', 'An environment of that name exists in this project', {
@@ -98,6 +99,7 @@ async function lowestFreePort(deps: Deps): Promise<number | undefined> {
     .select(deps.knex.raw('min(p) as port'))
     .from(deps.knex.raw('generate_series(?::int, ?::int) as p', [from, to]))
     .whereNotExists(deps.knex('environments').where('port', deps.knex.raw('p')))
+    .whereNotExists(deps.knex('retiring_ports').where('port', deps.knex.raw('p')))
     .first();
   return row?.port ?? undefined;
 }
@@ -225,8 +227,28 @@ export async function deleteEnvironment(deps: Deps, actor: Actor, id: string): P
       );
     }
     const names: string[] = await trx('services').where({ environment_id: id }).pluck('database_name');
+    const { port } = await trx('environments').where({ id }).first('port');
     await trx('environments').where({ id }).delete();
-    return names;
+    // Held until the sandbox is gone: its uid and network derive from the port.
+    await trx('retiring_ports').insert({ port, environment_id: id }).onConflict('port').ignore();
+    return { names, port: port as number };
   });
-  await dropEnvironmentServices(deps, id, serviceDatabases);
+  await dropEnvironmentServices(deps, id, serviceDatabases.names);
+  await startRetire(deps, id, serviceDatabases.port);
+}
+
+/**
+ * The environment's processes, network and files are taken off the host by a workflow (the worker holds
+ * them); if Temporal cannot be reached now, the worker retires what is left in retiring_ports when it starts.
+ */
+async function startRetire(deps: Deps, environmentId: string, port: number): Promise<void> {
+  try {
+    await deps.temporal.workflow.start('retireEnvironment', {
+      taskQueue: deps.config.taskQueue,
+      workflowId: workflowIds.environmentRetire(environmentId),
+      args: [{ environmentId, port }],
+    });
+  } catch (err) {
+    deps.logger.warn({ err, environmentId }, 'could not start retiring a deleted environment');
+  }
 }
