@@ -9,6 +9,7 @@ import { rm } from 'node:fs/promises';
 import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
 import { closeJail, environmentDir, sandboxMode, tenantUid } from '../provider/sandbox';
+import { volumePath } from '../../db/queries/storage';
 
 export interface RetireInput {
   environmentId: string;
@@ -22,6 +23,10 @@ export function createEnvironmentActivities(deps: Deps, supervisor: Supervisor) 
     await closeJail(deps.config.dataDir, environmentId, port);
     const killed = sandboxMode().mode === 'none' ? false : await killUid(tenantUid(port));
     await rm(environmentDir(deps.config.dataDir, environmentId), { recursive: true, force: true });
+    // its volume, and any copy a move left, under every root of STORAGE_ROOTS (the rows saying where are gone)
+    for (const root of deps.config.storageRoots) {
+      await rm(volumePath(root, environmentId), { recursive: true, force: true });
+    }
     await deps.knex('retiring_ports').where({ port, environment_id: environmentId }).delete();
     deps.logger.info({ environmentId, port }, 'deleted environment taken off this host');
     return { killed };

@@ -109,23 +109,23 @@ export async function getAllowance(deps: Deps, env: Env) {
  * must keep what its database holds (else 409 storage_allowance_spent: the volume never shrinks).
  */
 export async function changeAllowance(deps: Deps, actor: Actor, env: Env, allowanceGb: number) {
-  const s = await environmentStorage(deps.knex, roots(deps), env.id);
-  const used = await usedBytes(deps, env.id, s);
-  const diff = allowanceGb - s.allowance_gb;
-  const next = diff >= 0 ? { database: s.database.size_gb, files: s.files.size_gb + diff } : null;
-  const shrunk = diff < 0 ? s.database.size_gb + diff : 0;
-  if (!next && shrunk < minimumGb(s.database, used.database)) {
-    throw allowanceSpent(
-      `An allowance of ${allowanceGb} GB leaves the database disk ${shrunk} GB, less than it must keep ` +
-        `(${minimumGb(s.database, used.database)} GB), and a volume never shrinks (${s.files.size_gb} GB)`,
-    );
-  }
-  await applySizes(deps, actor, env, {
-    allowance: allowanceGb,
-    database: next?.database ?? shrunk,
-    files: next?.files ?? s.files.size_gb,
-    summary: `storage allowance of ${env.name}: ${s.allowance_gb} GB -> ${allowanceGb} GB`,
-    type: 'storage_allowance_set',
+  const used = await usedBytes(deps, env.id, await environmentStorage(deps.knex, roots(deps), env.id));
+  await applySizes(deps, actor, env, (s) => {
+    const diff = allowanceGb - s.allowance_gb;
+    const shrunk = s.database.size_gb + Math.min(0, diff);
+    if (shrunk < minimumGb(s.database, used.database)) {
+      throw allowanceSpent(
+        `An allowance of ${allowanceGb} GB leaves the database disk ${shrunk} GB, less than it must keep ` +
+          `(${minimumGb(s.database, used.database)} GB), and a volume never shrinks (${s.files.size_gb} GB)`,
+      );
+    }
+    return {
+      allowance: allowanceGb,
+      database: shrunk,
+      files: s.files.size_gb + Math.max(0, diff),
+      summary: `storage allowance of ${env.name}: ${s.allowance_gb} GB -> ${allowanceGb} GB`,
+      type: 'storage_allowance_set',
+    };
   });
   return getAllowance(deps, env);
 }
@@ -134,14 +134,21 @@ function allowanceSpent(message: string) {
   return errors.conflict('storage_allowance_spent', message);
 }
 
-/** Writes the sizes (and the allowance with its subscription) in one transaction, with its activity. */
-async function applySizes(
-  deps: Deps,
-  actor: Actor,
-  env: Env,
-  o: { allowance: number; database: number; files: number; summary: string; type: string },
-) {
+interface Sizes {
+  allowance: number;
+  database: number;
+  files: number;
+  summary: string;
+  type: string;
+}
+
+/**
+ * Decides the sizes from the storage as it is with its allowance row locked (`decide` throws to refuse),
+ * then writes them, the allowance with its subscription, and the activity, in that one transaction.
+ */
+async function applySizes(deps: Deps, actor: Actor, env: Env, decide: (s: EnvironmentStorage) => Sizes) {
   await deps.knex.transaction(async (trx) => {
+    const o = decide(await environmentStorage(trx, roots(deps), env.id, { forUpdate: true }));
     await setAllowance(trx, env.id, o.allowance, pricing(deps));
     for (const [disk, size] of [
       ['database', o.database],
@@ -172,29 +179,28 @@ export async function getSplit(deps: Deps, env: Env) {
 
 /** Both sizes at once; they must sum to the allowance (more: 409; less: 422), each at least its minimum. */
 export async function changeSplit(deps: Deps, actor: Actor, env: Env, body: { database_gb: number; files_gb: number }) {
-  const s = await environmentStorage(deps.knex, roots(deps), env.id);
-  const sum = body.database_gb + body.files_gb;
-  if (sum > s.allowance_gb) {
-    throw allowanceSpent(
-      `${body.database_gb} GB + ${body.files_gb} GB is more than the allowance (${s.allowance_gb} GB)`,
-    );
-  }
-  if (sum < s.allowance_gb) {
-    throw errors.invalid({ files_gb: `database_gb + files_gb must be the allowance (${s.allowance_gb} GB)` });
-  }
-  const used = await usedBytes(deps, env.id, s);
-  const fields: Record<string, string> = {};
-  if (body.files_gb < s.files.size_gb) fields.files_gb = `a volume never shrinks: it has ${s.files.size_gb} GB`;
-  else if (body.files_gb < minimumGb(s.files, used.files)) fields.files_gb = 'is less than the volume holds';
-  if (body.database_gb < minimumGb(s.database, used.database))
-    fields.database_gb = `is less than the database holds (${minimumGb(s.database, used.database)} GB)`;
-  if (Object.keys(fields).length) throw errors.invalid(fields);
-  await applySizes(deps, actor, env, {
-    allowance: s.allowance_gb,
-    database: body.database_gb,
-    files: body.files_gb,
-    summary: `storage of ${env.name} split: database ${body.database_gb} GB, files ${body.files_gb} GB`,
-    type: 'storage_split_set',
+  const used = await usedBytes(deps, env.id, await environmentStorage(deps.knex, roots(deps), env.id));
+  await applySizes(deps, actor, env, (s) => {
+    const sum = body.database_gb + body.files_gb;
+    if (sum > s.allowance_gb) {
+      throw allowanceSpent(
+        `${body.database_gb} GB + ${body.files_gb} GB is more than the allowance (${s.allowance_gb} GB)`,
+      );
+    }
+    const fields: Record<string, string> = {};
+    if (sum < s.allowance_gb) fields.files_gb = `database_gb + files_gb must be the allowance (${s.allowance_gb} GB)`;
+    else if (body.files_gb < s.files.size_gb) fields.files_gb = `a volume never shrinks: it has ${s.files.size_gb} GB`;
+    else if (body.files_gb < minimumGb(s.files, used.files)) fields.files_gb = 'is less than the volume holds';
+    if (body.database_gb < minimumGb(s.database, used.database))
+      fields.database_gb = `is less than the database holds (${minimumGb(s.database, used.database)} GB)`;
+    if (Object.keys(fields).length) throw errors.invalid(fields);
+    return {
+      allowance: s.allowance_gb,
+      database: body.database_gb,
+      files: body.files_gb,
+      summary: `storage of ${env.name} split: database ${body.database_gb} GB, files ${body.files_gb} GB`,
+      type: 'storage_split_set',
+    };
   });
   return getSplit(deps, env);
 }
@@ -216,31 +222,32 @@ export async function getDisk(deps: Deps, env: Env, disk: DiskName) {
 
 /** One disk's size; the other disk gets the rest of the allowance, which must hold it (else 409). */
 export async function changeDisk(deps: Deps, actor: Actor, env: Env, disk: DiskName, sizeGb: number) {
-  const s = await environmentStorage(deps.knex, roots(deps), env.id);
-  const used = await usedBytes(deps, env.id, s);
-  const min = minimumGb(s[disk], used[disk]);
-  if (sizeGb < min) {
-    throw errors.invalid({
-      size_gb:
-        disk === 'files' && sizeGb < s.files.size_gb
-          ? `a volume never shrinks: it has ${s.files.size_gb} GB`
-          : `is less than the disk holds (${min} GB)`,
-    });
-  }
-  const other: DiskName = disk === 'files' ? 'database' : 'files';
-  const rest = s.allowance_gb - sizeGb;
-  const otherMin = minimumGb(s[other], used[other]);
-  if (rest < otherMin) {
-    throw allowanceSpent(
-      `${sizeGb} GB for ${disk} leaves ${rest} GB of the ${s.allowance_gb} GB allowance for ${other}, which needs ${otherMin} GB`,
-    );
-  }
-  await applySizes(deps, actor, env, {
-    allowance: s.allowance_gb,
-    database: disk === 'database' ? sizeGb : rest,
-    files: disk === 'files' ? sizeGb : rest,
-    summary: `${disk} disk of ${env.name}: ${s[disk].size_gb} GB -> ${sizeGb} GB`,
-    type: 'storage_disk_set',
+  const used = await usedBytes(deps, env.id, await environmentStorage(deps.knex, roots(deps), env.id));
+  await applySizes(deps, actor, env, (s) => {
+    const min = minimumGb(s[disk], used[disk]);
+    if (sizeGb < min) {
+      throw errors.invalid({
+        size_gb:
+          disk === 'files' && sizeGb < s.files.size_gb
+            ? `a volume never shrinks: it has ${s.files.size_gb} GB`
+            : `is less than the disk holds (${min} GB)`,
+      });
+    }
+    const other: DiskName = disk === 'files' ? 'database' : 'files';
+    const rest = s.allowance_gb - sizeGb;
+    const otherMin = minimumGb(s[other], used[other]);
+    if (rest < otherMin) {
+      throw allowanceSpent(
+        `${sizeGb} GB for ${disk} leaves ${rest} GB of the ${s.allowance_gb} GB allowance for ${other}, which needs ${otherMin} GB`,
+      );
+    }
+    return {
+      allowance: s.allowance_gb,
+      database: disk === 'database' ? sizeGb : rest,
+      files: disk === 'files' ? sizeGb : rest,
+      summary: `${disk} disk of ${env.name}: ${s[disk].size_gb} GB -> ${sizeGb} GB`,
+      type: 'storage_disk_set',
+    };
   });
   return getDisk(deps, env, disk);
 }

@@ -5,6 +5,7 @@ import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, fetchEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 import { environmentDir, sandboxMode, tenantUid } from '../../../activities/provider/sandbox';
+import { volumePath } from '../../../db/queries/storage';
 import { workflowIds } from '../../../workflows/shared';
 
 const t = useTestContext({ worker: true });
@@ -38,6 +39,8 @@ describe('DELETE /environments/{id} takes the environment off the host', () => {
     if (sandboxed) expect(processesOf(tenantUid(port)).length).toBeGreaterThan(0);
     const envDir = environmentDir(t.dataDir, w.environment.id);
     expect(existsSync(envDir)).toBe(true);
+    const volume = volumePath(t.config.storageRoots[0], w.environment.id);
+    expect(existsSync(volume)).toBe(true);
 
     const owner = await sessionAgent(t, w.owner);
     const res = await owner.delete(`/environments/${w.environment.id}`);
@@ -50,6 +53,7 @@ describe('DELETE /environments/{id} takes the environment off the host', () => {
     expect(await t.deps.knex('retiring_ports').where({ port })).toEqual([]);
     expect(processesOf(tenantUid(port))).toEqual([]);
     expect(existsSync(envDir)).toBe(false);
+    expect(existsSync(volume)).toBe(false);
     if (sandboxMode(() => undefined).mode === 'namespaces') expect(existsSync(`/run/netns/vc-${port}`)).toBe(false);
     // Nothing answers there any more (the edge has no route: refused or its own error page).
     const after = await fetchEnvironment(port).catch((err: Error) => ({ status: 0, text: err.message }));

@@ -150,6 +150,13 @@ describe('POST /environments/{id}/storage/files/move', () => {
     expect(disk).toMatchObject({ location: roots[1], old_location: roots[0] });
   });
 
+  it('applying variables restarts the app with the same volume and database', async () => {
+    await runTask(`${env()}/variables/apply`);
+    expect(await app('/where')).toEqual({ status: 200, text: volumeAt(roots[1]) });
+    expect(await app('/get?name=after.txt')).toEqual({ status: 200, text: 'new' });
+    expect((await app('/')).status).toBe(200);
+  });
+
   it('another move before the old copy is discarded is 422 on location', async () => {
     const res = await owner.post(`${env()}/storage/files/move`, { location: roots[0] });
     expect(res.status).toBe(422);
