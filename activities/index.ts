@@ -15,8 +15,10 @@ import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';
 import { createReshapeActivities } from './machines/reshape';
+import { createStorageActivities } from './storage';
 import { createBillingActivities } from './billing';
 import { createIntegrationActivities } from './integrations';
+import { createEnvironmentActivities } from './environments';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -54,6 +56,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     publish: (envId, route) => publishEdgeRoute(deps.knex, envId, route),
   });
   let sampler: ResourceSampler | null = null;
+  const environments = createEnvironmentActivities(deps, supervisor);
   return {
     activities: {
       ...createReminderActivities(deps),
@@ -68,11 +71,14 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createResourceActivities(deps),
       ...createMachineActivities(deps, supervisor),
       ...createReshapeActivities(deps, supervisor),
+      ...createStorageActivities(deps, supervisor),
       ...createBillingActivities(deps),
       ...createIntegrationActivities(deps),
+      retireEnvironmentHost: environments.retireEnvironmentHost,
     },
     async onWorkerStart() {
       await prepareHost(deps.config.dataDir);
+      await environments.retireLeftovers();
       const restored = await supervisor.restoreAll();
       for (const r of restored.filter((x) => !x.ok))
         deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);

@@ -16,6 +16,7 @@ import { routes as projectSettingsRoutes } from './projects/settings-routes';
 import { routes as edgeRoutes } from './edge/routes';
 import { routes as machineRoutes } from './machines/routes';
 import { routes as reshapeRoutes } from './machines/reshape-routes';
+import { routes as storageRoutes } from './storage/routes';
 import { routes as billingRoutes } from './billing/routes';
 import { routes as integrationRoutes } from './integrations/routes';
 import { routes as notificationRoutes } from './notifications/routes';
@@ -27,6 +28,7 @@ import { routes as backupRoutes } from './backups/routes';
 import { routes as backupTaskRoutes } from './backups/task-routes';
 import { routes as serviceRoutes } from './services/routes';
 import { routes as activityRoutes } from './activity/routes';
+import { routes as repositoryHostRoutes } from './repository-hosts/routes';
 
 /** The whole route table, one list per area of the spec. */
 export function allRoutes(): RouteDef[] {
@@ -48,6 +50,7 @@ export function allRoutes(): RouteDef[] {
     ...edgeRoutes,
     ...machineRoutes,
     ...reshapeRoutes,
+    ...storageRoutes,
     ...billingRoutes,
     ...integrationRoutes,
     ...notificationRoutes,
@@ -59,5 +62,6 @@ export function allRoutes(): RouteDef[] {
     ...backupTaskRoutes,
     ...serviceRoutes,
     ...activityRoutes,
+    ...repositoryHostRoutes,
   ] as RouteDef[];
 }

@@ -5,8 +5,10 @@
  * `edge_routes` (host and port). It reads everything from PostgreSQL and refreshes on the `vc_edge`
  * notification (triggers on the tables it reads), plus a periodic reload in case a notification was lost.
  *
- * An upstream that refuses (the release just switched, before the notification arrived) makes the edge
- * read that environment's route again and retry once, for requests without a body.
+ * An environment may run several web instances: the edge balances over them and, with the environment's
+ * stickiness, keeps a client on one with the `vc_instance` cookie (balance.ts). An upstream that refuses
+ * (the release just switched, before the notification arrived; an instance died) is skipped for a while,
+ * and a request without a body is retried on another after the route is read again.
  */
 import http from 'node:http';
 import net from 'node:net';
@@ -23,6 +25,8 @@ import {
 } from './state';
 import { blockedAgent, clientAddress, compressorFor, hstsValue, isHttps, RateWindows } from './rules';
 import { createHash } from 'node:crypto';
+import { hasBody, hostOf, MAINTENANCE_RETRY_SECONDS, maintenancePage, plain } from './answers';
+import { Balancer, setStickyCookie, stickyCookie, stickyToken } from './balance';
 import { verifyPassword } from '../api/lib/passwords';
 
 export interface EdgeOptions {
@@ -47,39 +51,11 @@ export interface Edge {
 }
 
 const CHANNEL = 'vc_edge';
-const MAINTENANCE_RETRY_SECONDS = 300;
-const DEFAULT_MAINTENANCE_PAGE =
-  '<!doctype html><html><head><meta charset="utf-8"><title>Down for maintenance</title></head>' +
-  '<body><h1>Down for maintenance</h1><p>{{note}}</p></body></html>\n';
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
-
-/** The project's maintenance page (or the default), `{{note}}` replaced by the note, escaped. */
-export function maintenancePage(page: string | null, note: string | null): string {
-  return (page ?? DEFAULT_MAINTENANCE_PAGE).replaceAll('{{note}}', escapeHtml(note ?? ''));
-}
-
-function plain(res: http.ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
-  if (res.headersSent) return void res.destroy();
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', ...headers });
-  res.end(`${text}\n`);
-}
-
-function hostOf(req: http.IncomingMessage): string {
-  const raw = (req.headers.host ?? '').toLowerCase();
-  return raw.startsWith('[') ? raw.slice(0, raw.indexOf(']') + 1) : raw.replace(/:\d+$/, '').replace(/\.$/, '');
-}
-
-function hasBody(req: http.IncomingMessage): boolean {
-  return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-}
-
 export async function startEdge(o: EdgeOptions): Promise<Edge> {
   let state: EdgeState = await loadEdgeState(o.knex);
   const listeners = new Map<number, { server: http.Server; sockets: Set<net.Socket> }>();
   const agents = new Map<string, http.Agent>();
+  const balancer = new Balancer();
   let closed = false;
 
   const agentFor = (host: string, port: number) => {
@@ -89,31 +65,42 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     return agent;
   };
 
+  /**
+   * Forwards to one of the route's instances (balance.ts). One that refuses is skipped for a while and, for
+   * requests without a body, the route is read again (it may have changed a moment ago) and another tried.
+   * `sticky`: the environment keeps clients on an instance (the cookie's token, '' without one).
+   */
   function forward(
     envId: string,
     req: http.IncomingMessage,
     res: http.ServerResponse,
     route: EdgeRoute,
-    retried: boolean,
-    extra: string[] = [],
+    tried: Set<string>,
+    extra: string[],
+    sticky: string | null,
   ): void {
     if (route.kind === 'unavailable') {
       req.resume();
       return failed(envId, res, 503, route.text, extra);
     }
+    const target = balancer.pick(envId, route.upstreams, { token: sticky ?? undefined, exclude: tried });
+    if (!target) return failed(envId, res, 502, 'bad gateway: the web process is not answering', extra);
+    const token = sticky === null ? null : stickyToken(envId, target.id);
+    const headersOut = token && token !== sticky ? [...extra, 'set-cookie', setStickyCookie(token)] : extra;
+    const release = balancer.acquire(target);
     const upstream = http.request({
-      host: route.host,
-      port: route.port,
+      host: target.host,
+      port: target.port,
       method: req.method,
       path: req.url,
       headers: forwardHeaders(req),
-      agent: agentFor(route.host, route.port),
+      agent: agentFor(target.host, target.port),
     });
     upstream.on('response', (up) => {
       const status = up.statusCode ?? 502;
       const rules = projectRulesOf(envId);
       const zip = rules?.compression ? compressorFor(req, status, up.headers) : null;
-      let headers = [...responseHeaders(up.rawHeaders), ...extra];
+      let headers = [...responseHeaders(up.rawHeaders), ...headersOut];
       if (zip) {
         headers = headers.filter((_, i, all) => !['content-length', 'vary'].includes(all[i - (i % 2)].toLowerCase()));
         const vary = up.headers.vary ? `${up.headers.vary}, Accept-Encoding` : 'Accept-Encoding';
@@ -125,19 +112,23 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       up.on('error', () => res.destroy());
     });
     upstream.on('error', () => {
+      release();
       if (res.headersSent) return void res.destroy();
-      if (retried || hasBody(req))
+      balancer.markDead(target);
+      tried.add(Balancer.key(target));
+      if (hasBody(req) || tried.size > route.upstreams.length)
         return failed(envId, res, 502, 'bad gateway: the web process is not answering', extra);
-      // The route may have changed a moment ago: read it again and retry once.
+      // The route may have changed a moment ago: read it again and try another instance.
       loadRoute(o.knex, envId)
         .then((fresh) => {
           const next = fresh ?? { kind: 'unavailable' as const, text: 'no release is live' };
           if (fresh) state.routes.set(envId, fresh);
-          forward(envId, req, res, next, true, extra);
+          forward(envId, req, res, next, tried, extra, sticky);
         })
         .catch(() => failed(envId, res, 502, 'bad gateway: the web process is not answering', extra));
     });
     res.on('close', () => {
+      release();
       if (!res.writableFinished) upstream.destroy();
     });
     if (hasBody(req)) req.pipe(upstream);
@@ -235,13 +226,6 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     const extra: string[] = [];
     const hsts = projectRulesOf(envId)?.hsts;
     if (hsts && isHttps(req, trustHops)) extra.push('strict-transport-security', hstsValue(hsts));
-    if (rules?.stickiness && !/(?:^|;\s*)vc_instance=/.test(req.headers.cookie ?? '')) {
-      // One instance serves an environment today; the cookie names it so that a client stays on it.
-      extra.push(
-        'set-cookie',
-        `vc_instance=${createHash('sha256').update(envId).digest('hex').slice(0, 16)}; Path=/; HttpOnly; SameSite=Lax`,
-      );
-    }
     const maintenance = state.maintenance.get(envId);
     if (maintenance) {
       req.resume();
@@ -257,8 +241,9 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       req,
       res,
       state.routes.get(envId) ?? { kind: 'unavailable', text: 'no release is live' },
-      false,
+      new Set(),
       extra,
+      rules?.stickiness ? (stickyCookie(req) ?? '') : null,
     );
   }
 
@@ -276,7 +261,10 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       );
       return;
     }
-    const up = net.connect(route.port, route.host);
+    const sticky = state.rules.get(envId!)?.stickiness ? stickyCookie(req) : undefined;
+    const target = balancer.pick(envId!, route.upstreams, { token: sticky });
+    if (!target) return void socket.destroy();
+    const up = net.connect(target.port, target.host);
     sockets.add(up);
     up.on('close', () => sockets.delete(up));
     up.on('connect', () => {

@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { cidrMatcher, type CidrMatcher } from '../api/lib/cidr';
+import type { Upstream } from './balance';
 
 /** The environment edge's rules, ready to check. */
 export interface EnvironmentRules {
@@ -13,7 +14,8 @@ export interface EnvironmentRules {
   stickiness: boolean;
 }
 
-export type EdgeRoute = { kind: 'upstream'; host: string; port: number } | { kind: 'unavailable'; text: string };
+/** Where an environment is served: its web instances (slot 1 first), or why nothing answers. */
+export type EdgeRoute = { kind: 'upstream'; upstreams: Upstream[] } | { kind: 'unavailable'; text: string };
 
 /** The project edge's rules, ready to check. */
 export interface ProjectRules {
@@ -42,17 +44,19 @@ export interface EdgeState {
 function toRoute(row: {
   upstream_host: string | null;
   upstream_port: number | null;
+  upstreams: Upstream[] | null;
   unavailable: string | null;
 }): EdgeRoute {
+  if (row.upstreams?.length) return { kind: 'upstream', upstreams: row.upstreams };
   if (row.upstream_host && row.upstream_port)
-    return { kind: 'upstream', host: row.upstream_host, port: row.upstream_port };
+    return { kind: 'upstream', upstreams: [{ id: '1', host: row.upstream_host, port: row.upstream_port }] };
   return { kind: 'unavailable', text: row.unavailable ?? 'no release is live' };
 }
 
 export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
   const [envs, routes, domains, edges, projectEdges] = await Promise.all([
     knex('environments').select('id', 'port', 'project_id', 'maintenance_on', 'maintenance_note'),
-    knex('edge_routes').select('environment_id', 'upstream_host', 'upstream_port', 'unavailable'),
+    knex('edge_routes').select('environment_id', 'upstream_host', 'upstream_port', 'upstreams', 'unavailable'),
     knex('domains').where({ status: 'verified' }).select('hostname', 'environment_id'),
     knex('environment_edges').select(
       'environment_id',

@@ -1,7 +1,7 @@
 // Finds the Temporal CLI (server + Web UI, SQLite), building it with Go when it is missing.
 // Order: env TEMPORAL_CLI, then PATH, then the cache outside the repository.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
@@ -57,6 +57,46 @@ export function ensureTemporalCli(log = (m) => console.error(m)) {
     );
   }
   mkdirSync(dir, { recursive: true });
+  // One build at a time on a host: runs started side by side wait for the first one's binary.
+  const lock = join(dir, '.build-lock');
+  if (!takeLock(lock)) {
+    log(`[setup] Another process is building the Temporal CLI into ${dir}; waiting for it...`);
+    for (;;) {
+      sleepMs(3000);
+      const ready = findTemporalCli();
+      if (ready) return ready;
+      if (takeLock(lock)) break;
+    }
+  }
+  try {
+    return build(dir, goBin, log);
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/** The lock is a directory (mkdir is atomic); one older than 30 minutes is a crashed build's, taken over. */
+function takeLock(lock) {
+  try {
+    mkdirSync(lock);
+    return true;
+  } catch {
+    try {
+      if (Date.now() - statSync(lock).mtimeMs > 30 * 60_000) {
+        rmSync(lock, { recursive: true, force: true });
+        mkdirSync(lock);
+        return true;
+      }
+    } catch {}
+    return false;
+  }
+}
+
+function sleepMs(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+function build(dir, goBin, log) {
   log(
     `[setup] Building the Temporal CLI v${TEMPORAL_CLI_VERSION} with Go into ${dir} (once; the first build takes several minutes)...`,
   );

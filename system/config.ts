@@ -64,12 +64,16 @@ export interface Config {
   domainRecheckSeconds: number;
   /** Seconds between two resource samples of every environment (the worker's sampler). */
   resourceSampleSeconds: number;
+  /** Most web instances an environment may scale to (SCALE_MAX). */
+  scaleMax: number;
   /** PostgreSQL server (superuser URL) that environments' database services are created on; default: databaseUrl. */
   servicesDatabaseUrl: string | undefined;
   /** Host the environments' processes reach their database service at (DATABASE_URL, PGHOST). */
   servicesHost: string;
   /** Directories local repository paths and `file://` URLs may be under (LOCAL_REPOSITORY_ROOTS); none: refused. */
   localRepositoryRoots: string[];
+  /** Directories environments' disks may live under (STORAGE_ROOTS; default DATA_DIR/storage); the first is where new disks go. */
+  storageRoots: string[];
   /** Hosts, addresses and CIDRs tenant connections may reach although internal (OUTBOUND_ALLOWED_HOSTS). */
   outboundAllowedHosts: string[];
 }
@@ -101,6 +105,12 @@ function dnsServers(raw: string | undefined): string[] | undefined {
     }
   }
   return list.length ? list : undefined;
+}
+
+/** STORAGE_ROOTS: absolute directories, distinct; unset: one root, DATA_DIR/storage. */
+function storageRoots(raw: string | undefined, dataDir: string): string[] {
+  const roots = [...new Set(list(raw).map((dir) => resolve(dir)))];
+  return roots.length > 0 ? roots : [resolve(dataDir, 'storage')];
 }
 
 /** A comma-separated setting: trimmed, empty entries dropped. */
@@ -185,12 +195,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     domainAllowance: int(env, 'DOMAIN_ALLOWANCE', 10),
     domainRecheckSeconds: Math.max(1, int(env, 'DOMAIN_RECHECK_SECONDS', 60)),
     resourceSampleSeconds: Math.max(1, int(env, 'RESOURCE_SAMPLE_SECONDS', 60)),
+    scaleMax: Math.max(1, int(env, 'SCALE_MAX', 4)),
     servicesDatabaseUrl: env.SERVICES_DATABASE_URL || undefined,
     servicesHost: env.SERVICES_HOST || '127.0.0.1',
     checkResponses: env.VC_CHECK_RESPONSES === '1',
     priceList: env.PRICE_LIST || undefined,
     metricsToken: env.METRICS_TOKEN || undefined,
     localRepositoryRoots: list(env.LOCAL_REPOSITORY_ROOTS).map((dir) => resolve(dir)),
+    storageRoots: storageRoots(env.STORAGE_ROOTS, resolve(env.DATA_DIR || 'var')),
     outboundAllowedHosts: allowedHosts(env.OUTBOUND_ALLOWED_HOSTS),
   };
 }

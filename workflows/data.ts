@@ -4,14 +4,16 @@
  * schedule (not a task itself: it starts a backup task per environment with data, then prunes).
  * Long activities heartbeat: a worker killed mid-way is noticed within the heartbeat timeout and the activity
  * runs again from the start on another worker (a put-back swaps data in only once complete, so a rerun is safe).
+ * A restore or sync that still fails (its last attempt's worker killed too) is settled: staging copies removed,
+ * a swap cut half way rolled back, and the task's error says whether the data is the new or the previous one.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, TimeoutFailure, proxyActivities } from '@temporalio/workflow';
 import type { DataActivities } from '../activities/data';
 import { runTask, failure, describeError, type TaskWorkflowInput } from './task-runner';
 
 const acts = proxyActivities<DataActivities>({
   startToCloseTimeout: '6h',
-  heartbeatTimeout: '30s',
+  heartbeatTimeout: '15s',
   retry: { initialInterval: '2s', maximumInterval: '30s', maximumAttempts: 3 },
 });
 const quick = proxyActivities<DataActivities>({
@@ -25,12 +27,39 @@ const param = (input: TaskWorkflowInput, name: string): string => {
   return v;
 };
 
+/** Why a long step failed; a heartbeat timeout means its worker stopped answering (killed, or its host gone). */
+function reasonOf(err: unknown): string {
+  let e: unknown = err;
+  while (e instanceof ActivityFailure && e.cause) e = e.cause;
+  if (e instanceof TimeoutFailure && e.timeoutType === 'HEARTBEAT')
+    return 'the worker running it stopped answering on every attempt';
+  return describeError(err);
+}
+
 /** Runs the activity; its failure ends the task failed with the activity's own reason. */
 async function step<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    return failure(describeError(err));
+    return failure(reasonOf(err));
+  }
+}
+
+/**
+ * Runs a put-back (restore, sync); when it fails, settles the environment's data and ends the task failed
+ * with the reason and what the data now is.
+ */
+async function putBackStep<T>(input: TaskWorkflowInput, what: 'restore' | 'sync', fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    const reason = reasonOf(err);
+    const settled = await quick.settlePutBack({
+      taskId: input.task.id,
+      environmentId: input.task.environment_id!,
+      what,
+    });
+    return failure(`${reason}; ${settled.summary}`);
   }
 }
 
@@ -62,7 +91,7 @@ export async function backupEnvironment(input: TaskWorkflowInput) {
     } catch (err) {
       // The activity gave up without saying so itself (e.g. its worker was killed on the last attempt):
       // the snapshot is never left `running`.
-      const reason = describeError(err);
+      const reason = reasonOf(err);
       await quick.markBackupFailed({ backupId, error: reason });
       return failure(reason);
     }
@@ -72,7 +101,7 @@ export async function backupEnvironment(input: TaskWorkflowInput) {
 export async function restoreBackup(input: TaskWorkflowInput) {
   return runTask(input, async ({ start }) => {
     await start();
-    return step(() =>
+    return putBackStep(input, 'restore', () =>
       acts.restoreBackup({
         taskId: input.task.id,
         backupId: param(input, 'backup_id'),
@@ -85,7 +114,7 @@ export async function restoreBackup(input: TaskWorkflowInput) {
 export async function syncEnvironment(input: TaskWorkflowInput) {
   return runTask(input, async ({ start }) => {
     await start();
-    return step(() =>
+    return putBackStep(input, 'sync', () =>
       acts.syncData({
         taskId: input.task.id,
         fromEnvironmentId: param(input, 'from_environment_id'),

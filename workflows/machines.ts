@@ -1,9 +1,9 @@
 /**
  * Machine tasks of a server (CONTRACT "Machines"): resizeServer (exclusive on the environment) and
- * rebootServer. Both restart the server's instances one at a time, each health-checked before the old one
- * stops (activities/machines/activities.ts); the environment's one web process is replaced by a new one
- * that is ready first, so it keeps answering. A failed restart leaves the old instance serving, the plan
- * unchanged, and the task failed with the reason.
+ * rebootServer restart the server's instances one at a time, each health-checked before the old one leaves
+ * the edge and stops (activities/machines/activities.ts), so the environment keeps answering. A failed
+ * restart leaves the old instance serving, the plan unchanged, and the task failed with the reason.
+ * scaleEnvironment (exclusive) runs N web instances behind the edge.
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { MachineActivities } from '../activities/machines/activities';
@@ -79,5 +79,28 @@ export async function rebootServer(input: TaskWorkflowInput) {
       await log(`==> ${p.server_name} rebooted`);
       return { server_id: p.server_id, instances_restarted: r.restarted };
     });
+  });
+}
+
+export interface ScaleParams {
+  server_id: string;
+  server_name: string;
+  from: number;
+  instances: number;
+}
+
+export async function scaleEnvironment(input: TaskWorkflowInput) {
+  const p = input.task.params as ScaleParams;
+  return runTask(input, async ({ log, start }) => {
+    await start();
+    await log(`==> Scaling ${p.server_name} from ${p.from} to ${p.instances} instance${p.instances === 1 ? '' : 's'}`);
+    const r = await restartActs.scaleWebInstances({
+      taskId: input.task.id,
+      serverId: p.server_id,
+      instances: p.instances,
+    });
+    if (!r.ok) failure(r.message);
+    await log(`==> ${p.server_name} runs ${r.instances} instance${r.instances === 1 ? '' : 's'}`);
+    return { server_id: p.server_id, instances: r.instances };
   });
 }

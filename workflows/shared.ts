@@ -18,6 +18,8 @@ export const workflowIds = {
   domainRecheck: (domainId: string) => `domain-recheck-${domainId}`,
   /** The timer that ends a cancelled subscription at its period end: one per order. */
   subscriptionEnd: (order: string) => `subscription-end-${order}`,
+  /** Taking a deleted environment off the host: one per environment. */
+  environmentRetire: (environmentId: string) => `environment-retire-${environmentId}`,
   /** One delivery of one event to one integration. */
   integrationDelivery: (deliveryId: string) => `integration-delivery-${deliveryId}`,
 };

@@ -10,15 +10,14 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
-import path from 'node:path';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { Config } from '../../system/config';
-import { environmentDir } from '../provider/releases';
 import {
   createRestoreTarget,
   serverMajorVersion,
   servicesAdminUrl,
+  settleRestoreTarget,
   swapInRestored,
   type ServiceLogin,
 } from './pg-server';
@@ -26,11 +25,6 @@ import { decryptSnapshot, encryptSnapshot, type PartName } from './snapshot-form
 import type { ObjectStore } from './destinations';
 
 type PgConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>;
-
-/** The environment's volume: its files, kept across releases (backed up as the `files` part). */
-export function volumeDir(dataDir: string, envId: string): string {
-  return path.join(environmentDir(dataDir, envId), 'volume');
-}
 
 /** Arguments and environment that make pg_dump/pg_restore log in as the service role (the password never in argv). */
 function pgLogin(config: PgConfig, login: ServiceLogin) {
@@ -158,21 +152,36 @@ function spawnSink(cmd: string, args: string[], env?: Record<string, string | un
   return { child, stderr: () => stderr };
 }
 
+/** The file next to the volume naming the put-back whose files were swapped in last. */
+const filesMark = (volume: string) => `${volume}.put-back`;
+
+/**
+ * A files swap cut between its two renames (worker killed) leaves `<volume>.old` and no `<volume>`: the
+ * original is renamed back, so the environment never stays without its files.
+ */
+async function recoverInterruptedFilesSwap(volume: string): Promise<void> {
+  if (!existsSync(volume) && existsSync(`${volume}.old`)) await rename(`${volume}.old`, volume);
+}
+
 /**
  * Puts parts back into the environment: the database into a fresh `<db>_restore` database and the files
  * into a fresh `<volume>.restore` directory; only when every part is complete are both swapped in. Until
  * then the live database and files are untouched, so a failure (or a worker killed) leaves them as they were.
+ * `marker` (the task's id) marks what was swapped in, for `settlePutBack`. Running it again (a retried
+ * activity) starts over from fresh staging copies.
  */
 export async function putBack(opts: {
   config: PgConfig;
   target: DataSource;
   parts: AsyncIterable<{ part: PartName; data: Buffer }>;
+  marker?: string;
   onLine?: (line: string) => void;
 }): Promise<PartName[]> {
   const { config, target } = opts;
   const say = opts.onLine ?? (() => undefined);
   const seen: PartName[] = [];
   const stagedVolume = `${target.volume}.restore`;
+  await recoverInterruptedFilesSwap(target.volume);
   let sink: ReturnType<typeof spawnSink> | null = null;
   let sinkPart: PartName | null = null;
   const close = async () => {
@@ -209,16 +218,53 @@ export async function putBack(opts: {
     throw err;
   }
   // Every part is complete: swap them in.
-  if (seen.includes('database') && target.login) await swapInRestored(config, target.login);
+  if (seen.includes('database') && target.login) await swapInRestored(config, target.login, opts.marker);
   if (seen.includes('files')) {
     if (!existsSync(stagedVolume)) await mkdir(stagedVolume, { recursive: true });
     const old = `${target.volume}.old`;
     await rm(old, { recursive: true, force: true });
     if (existsSync(target.volume)) await rename(target.volume, old);
     await rename(stagedVolume, target.volume);
+    if (opts.marker) await writeFile(filesMark(target.volume), opts.marker);
     await rm(old, { recursive: true, force: true });
   }
   return seen;
+}
+
+export interface PutBackState {
+  database: 'put_back' | 'unchanged' | 'none';
+  files: 'put_back' | 'unchanged';
+}
+
+/**
+ * After a put-back that did not complete: rolls back a swap cut half way, removes the staging copies
+ * (`<db>_restore`, `<volume>.restore`, `<volume>.old`) and says, part by part, whether the live data is
+ * what the put-back marked `marker` swapped in or still what was there before. Never half of either.
+ */
+export async function settlePutBack(opts: { config: PgConfig; target: DataSource; marker: string }) {
+  const { target, marker } = opts;
+  await recoverInterruptedFilesSwap(target.volume);
+  await rm(`${target.volume}.restore`, { recursive: true, force: true });
+  await rm(`${target.volume}.old`, { recursive: true, force: true });
+  const mark = await readFile(filesMark(target.volume), 'utf8').catch(() => '');
+  const state: PutBackState = {
+    database: target.login ? await settleRestoreTarget(opts.config, target.login, marker) : 'none',
+    files: mark === marker ? 'put_back' : 'unchanged',
+  };
+  return state;
+}
+
+/** One sentence for the task: what the environment's data is after a put-back that failed. */
+export function describePutBackState(state: PutBackState, what: string): string {
+  const db = state.database;
+  if (db !== 'put_back' && state.files === 'unchanged')
+    return `the environment's database and files are as they were before the ${what} (nothing was changed)`;
+  if (db === 'put_back' && state.files === 'put_back')
+    return `the database and the files were both put back completely before the ${what} stopped`;
+  if (db === 'put_back') return `the database was put back completely; the files are as they were before the ${what}`;
+  return db === 'none'
+    ? `the files were put back completely before the ${what} stopped`
+    : `the files were put back completely; the database is as it was before the ${what}`;
 }
 
 /** Decrypts a stored snapshot into the environment (restore). */
@@ -228,6 +274,7 @@ export async function restoreSnapshot(opts: {
   key: Buffer;
   store: ObjectStore;
   objectKey: string;
+  marker?: string;
   onLine?: (line: string) => void;
 }): Promise<PartName[]> {
   const body = await opts.store.get(opts.objectKey);
@@ -236,6 +283,7 @@ export async function restoreSnapshot(opts: {
       config: opts.config,
       target: opts.target,
       parts: decryptSnapshot(opts.key, body),
+      marker: opts.marker,
       onLine: opts.onLine,
     });
   } finally {
@@ -248,6 +296,7 @@ export async function copyData(opts: {
   config: PgConfig;
   source: DataSource;
   target: DataSource;
+  marker?: string;
   onLine?: (line: string) => void;
 }) {
   if (opts.source.login) await checkClientVersion(opts.config, 'pg_dump');
@@ -255,6 +304,7 @@ export async function copyData(opts: {
     config: opts.config,
     target: opts.target,
     parts: flatten(dataParts(opts.config, opts.source)),
+    marker: opts.marker,
     onLine: opts.onLine,
   });
 }

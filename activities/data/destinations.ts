@@ -90,8 +90,10 @@ class LocalStore implements ObjectStore {
     await stat(file); // ENOENT now rather than on the first read
     return createReadStream(file);
   }
+  /** Removes the object and any half of it that a killed writer left (`<name>.partial`). */
   async delete(key: string): Promise<void> {
     await rm(this.file(key), { force: true });
+    await rm(`${this.file(key)}.partial`, { force: true });
   }
   close() {}
 }

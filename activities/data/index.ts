@@ -14,10 +14,13 @@ import { destinationSpec } from '../../api/backups/destinations';
 import { ensureBackupKey } from '../../api/backups/keys';
 import { keyFingerprint } from './snapshot-format';
 import { openStore } from './destinations';
-import { copyData, restoreSnapshot, takeSnapshot, volumeDir } from './backup-engine';
+import { copyData, describePutBackState, restoreSnapshot, settlePutBack, takeSnapshot } from './backup-engine';
+import { environmentVolume } from '../../db/queries/storage';
+import { volumeEnv } from '../storage/volume-env';
 import { createServiceDatabase, recreateServiceDatabase, serviceVariables } from './pg-server';
 import { serviceHost, serviceLogin } from './service-env';
 import { startScheduledBackups, pruneSnapshots } from './scheduled';
+import { endSubscriptionsOf } from '../../db/queries/subscriptions';
 
 async function withLog<T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
   const log = createTaskLog(deps.knex, taskId);
@@ -34,14 +37,17 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
   const { knex, config } = deps;
   const source = async (envId: string) => ({
     login: await serviceLogin(deps, envId),
-    volume: volumeDir(config.dataDir, envId),
+    volume: await environmentVolume(knex, config.storageRoots, envId),
   });
 
   /** Restarts the environment's web process with its current service variables (when it runs here). */
   const restartWeb = async (envId: string, log: TaskLog) => {
     const login = await serviceLogin(deps, envId);
     const r = await supervisor.restartWeb(envId, {
-      env: login ? serviceVariables(config, login, await serviceHost(deps, envId)) : {},
+      env: {
+        ...(login ? serviceVariables(config, login, await serviceHost(deps, envId)) : {}),
+        ...(await volumeEnv(deps, envId)),
+      },
       healthTimeoutMs: 30_000,
     });
     log.line(
@@ -68,16 +74,33 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
       });
     },
 
+    /**
+     * The backup's last attempt ended without saying so itself (its worker killed): the snapshot is marked
+     * failed and whatever its attempts left at the destination (a half-written object) is removed.
+     */
     async markBackupFailed(input: { backupId: string; error: string }): Promise<void> {
+      const row = await knex('backups').where({ id: input.backupId }).first();
       await knex('backups')
         .where({ id: input.backupId, status: 'running' })
         .update({ status: 'failed', error: input.error, finished_at: knex.fn.now() });
+      const destination = row?.destination_id && (await BackupDestination.query(knex).findById(row.destination_id));
+      if (!row || row.status === 'available' || !destination) return;
+      const store = openStore(destinationSpec(deps, destination), deps.config);
+      try {
+        await store.delete(row.object_key).catch(() => undefined);
+      } finally {
+        store.close();
+      }
     },
 
+    /** The service never came to be: failed, and its subscription ends (nothing is billed for it). */
     async markServiceFailed(input: { serviceId: string }): Promise<void> {
-      await knex('services')
-        .where({ id: input.serviceId, status: 'creating' })
-        .update({ status: 'failed', updated_at: knex.fn.now() });
+      await knex.transaction(async (trx) => {
+        const n = await trx('services')
+          .where({ id: input.serviceId, status: 'creating' })
+          .update({ status: 'failed', updated_at: knex.fn.now() });
+        if (n > 0) await endSubscriptionsOf(trx, 'service', input.serviceId);
+      });
     },
 
     /** Takes the snapshot (its row `running` until the object is complete; then `available`, or `failed`). */
@@ -166,6 +189,7 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
               key,
               store,
               objectKey: row.object_key,
+              marker: input.taskId,
               onLine: (l) => log.line(l),
             });
             log.line(`==> Put back: ${parts.join(' and ')}`);
@@ -173,7 +197,7 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
             return { backup_id: row.id, restored: parts };
           } catch (err) {
             if (err instanceof ApplicationFailure) throw err;
-            throw fail(`the restore failed, nothing was changed: ${(err as Error).message}`, 'RestoreFailed');
+            throw fail(`the restore failed: ${(err as Error).message}`, 'RestoreFailed');
           } finally {
             store.close();
           }
@@ -192,16 +216,30 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
               config,
               source: await source(input.fromEnvironmentId),
               target: await source(input.environmentId),
+              marker: input.taskId,
               onLine: (l) => log.line(l),
             });
             log.line(`==> Copied: ${parts.join(' and ')}`);
             await restartWeb(input.environmentId, log);
             return { from_environment_id: input.fromEnvironmentId, copied: parts };
           } catch (err) {
-            throw fail(`the sync failed, nothing was changed: ${(err as Error).message}`, 'SyncFailed');
+            throw fail(`the sync failed: ${(err as Error).message}`, 'SyncFailed');
           }
         }),
       );
+    },
+
+    /**
+     * After a restore or sync that failed (or whose worker was killed on its last attempt): removes its staging
+     * copies, rolls back a swap cut half way, and says in the task what the environment's data now is.
+     */
+    async settlePutBack(input: { taskId: string; environmentId: string; what: 'restore' | 'sync' }) {
+      return withLog(deps, input.taskId, async (log) => {
+        const state = await settlePutBack({ config, target: await source(input.environmentId), marker: input.taskId });
+        const summary = describePutBackState(state, input.what);
+        log.line(`==> ${summary[0].toUpperCase()}${summary.slice(1)}`);
+        return { ...state, summary };
+      });
     },
 
     async resetDatabase(input: { taskId: string; environmentId: string }) {

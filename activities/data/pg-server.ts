@@ -169,7 +169,8 @@ export async function dropServiceDatabase(
   login: Pick<ServiceLogin, 'database' | 'role'>,
 ): Promise<void> {
   await withAdmin(config, async (c) => {
-    for (const db of [login.database, `${login.database}_restore`]) {
+    // _kept: the copy a storage move left (activities/storage/database-move.ts)
+    for (const db of [login.database, `${login.database}_restore`, `${login.database}_kept`]) {
       await disconnectAll(c, db);
       await c.query(`DROP DATABASE IF EXISTS ${ident(db)}`);
     }
@@ -203,16 +204,29 @@ export async function createRestoreTarget(
     await recoverInterruptedSwap(c, login.database);
     await disconnectAll(c, target);
     await c.query(`DROP DATABASE IF EXISTS ${ident(target)}`);
-    await c.query(`CREATE DATABASE ${ident(target)} OWNER ${ident(login.role)}`);
+    // In the live database's tablespace: a database moved to another storage root stays there (storage/).
+    const space = await c.query(
+      'SELECT t.spcname FROM pg_database d JOIN pg_tablespace t ON t.oid = d.dattablespace WHERE d.datname = $1',
+      [login.database],
+    );
+    const tablespace = space.rows[0]?.spcname as string | undefined;
+    await c.query(
+      `CREATE DATABASE ${ident(target)} OWNER ${ident(login.role)}${tablespace ? ` TABLESPACE ${ident(tablespace)}` : ''}`,
+    );
     await c.query(`REVOKE ALL ON DATABASE ${ident(target)} FROM PUBLIC`);
     await c.query(`GRANT ALL ON DATABASE ${ident(target)} TO ${ident(login.role)}`);
   });
   return { ...login, database: target };
 }
 
+/**
+ * Swaps the restored copy in. `marker` (the task's id) is written as the live database's comment in the same
+ * step, so that after a crash `settleRestoreTarget` can tell whether this task's copy is the live one.
+ */
 export async function swapInRestored(
   config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
   login: ServiceLogin,
+  marker?: string,
 ): Promise<void> {
   const live = login.database;
   const restored = `${live}_restore`;
@@ -232,7 +246,33 @@ export async function swapInRestored(
     await disconnectAll(c, restored);
     if (await has(live)) await c.query(`ALTER DATABASE ${ident(live)} RENAME TO ${ident(old)}`);
     await c.query(`ALTER DATABASE ${ident(restored)} RENAME TO ${ident(live)}`);
+    if (marker) await c.query(`COMMENT ON DATABASE ${ident(live)} IS ${c.escapeLiteral(putBackMark(marker))}`);
     await c.query(`DROP DATABASE IF EXISTS ${ident(old)}`);
+  });
+}
+
+const putBackMark = (marker: string) => `vc put back by ${marker}`;
+
+/**
+ * After a put-back that did not complete (its worker killed on the last attempt, or a failure): a swap cut
+ * between its renames is rolled back, the staging copy is dropped, and the answer says whether the live
+ * database is the copy of the put-back marked `marker` (swapped in before the end) or still the one before.
+ */
+export async function settleRestoreTarget(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+  marker: string,
+): Promise<'put_back' | 'unchanged'> {
+  return withAdmin(config, async (c) => {
+    await recoverInterruptedSwap(c, login.database);
+    const staging = `${login.database}_restore`;
+    await disconnectAll(c, staging);
+    await c.query(`DROP DATABASE IF EXISTS ${ident(staging)}`);
+    const r = await c.query(
+      "SELECT shobj_description(oid, 'pg_database') AS comment FROM pg_database WHERE datname = $1",
+      [login.database],
+    );
+    return r.rows[0]?.comment === putBackMark(marker) ? 'put_back' : 'unchanged';
   });
 }
 

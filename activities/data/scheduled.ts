@@ -2,14 +2,13 @@
  * What the backup window's schedule runs (workflows/backups.ts scheduledBackups): a backup task of every
  * environment of the project that has data, and the deletion of snapshots past the retention.
  */
-import { existsSync } from 'node:fs';
 import type { Deps } from '../../system/deps';
 import { BackupWindow } from '../../db/models/backup-window';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { startBackupTask } from '../../api/backups/tasks';
 import { destinationSpec } from '../../api/backups/destinations';
 import { openStore } from './destinations';
-import { volumeDir } from './backup-engine';
+import { volumeHasFiles } from '../../db/queries/storage';
 
 export async function startScheduledBackups(deps: Deps, projectId: string): Promise<string[]> {
   const window = await BackupWindow.query(deps.knex).findById(projectId);
@@ -30,7 +29,7 @@ export async function startScheduledBackups(deps: Deps, projectId: string): Prom
   );
   const started: string[] = [];
   for (const env of envs) {
-    if (!withService.has(env.id) && !existsSync(volumeDir(deps.config.dataDir, env.id))) continue;
+    if (!withService.has(env.id) && !(await volumeHasFiles(deps.knex, deps.config.storageRoots, env.id))) continue;
     const task = await startBackupTask(
       deps,
       { via: 'schedule', userId: null },

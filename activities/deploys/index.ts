@@ -24,10 +24,11 @@ import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/r
 import { stepEnv, tenantEnv, withHeartbeat } from './step-env';
 import { prepareRegistryAuth } from './registry-auth';
 import { serviceEnv } from '../data/service-env';
+import { volumeEnv } from '../storage/volume-env';
 import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 import { environmentUrl } from '../../system/config';
-import { buildMachineSize, webServerSize } from '../../db/queries/machines';
+import { buildMachineSize, webServerInstances, webServerSize } from '../../db/queries/machines';
 import { heldSteps } from '../machines/limits';
 
 export type StepOutcome = { ok: true } | { ok: false; message: string };
@@ -207,7 +208,11 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
             onSpawn: held.onSpawn,
-            env: stepEnv(tenant.vars, { ...held.env, ...(await serviceEnv(deps, release.environment_id)) }),
+            env: stepEnv(tenant.vars, {
+              ...held.env,
+              ...(await serviceEnv(deps, release.environment_id)),
+              ...(await volumeEnv(deps, release.environment_id)),
+            }),
             stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
             signal,
             onLine: logLines(log, tenant.redact),
@@ -247,10 +252,11 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             releaseId: release.id,
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
-            env: stepEnv(tenant.vars, await serviceEnv(deps, env.id)),
+            env: stepEnv(tenant.vars, { ...(await serviceEnv(deps, env.id)), ...(await volumeEnv(deps, env.id)) }),
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: logLines(log, tenant.redact),
             limits: (await webServerSize(knex, env.id)) ?? undefined,
+            instances: await webServerInstances(knex, env.id),
           });
           if (!live.ok) return { ok: false, message: `${live.message}; the previous release keeps serving` };
 

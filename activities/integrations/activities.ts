@@ -88,8 +88,9 @@ export function createIntegrationActivities(deps: Deps) {
     },
 
     /**
-     * Tells the team's integrations that a task ended (task.succeeded / task.failed). The event id is
-     * the task's, so a retried call delivers nothing twice. Cancelled tasks are not announced.
+     * Tells the team's integrations that a task ended (task.succeeded / task.failed; a failed backup task
+     * also backup.failed). The event id is the task's, so a retried call delivers nothing twice.
+     * Cancelled tasks are not announced.
      */
     async announceTaskEnd(input: { taskId: string }): Promise<number> {
       const task = await Task.query(deps.knex).findById(input.taskId);
@@ -126,6 +127,29 @@ export function createIntegrationActivities(deps: Deps) {
         },
         rule?.integration_ids,
       );
+      if (task.type === 'backup' && task.status === 'failed') {
+        // A failed backup is its own event too (backup.failed), heard by the integrations its rule names.
+        const backupRule = task.project_id ? await storedRule(deps.knex, task.project_id, 'backup.failed') : undefined;
+        const backupId = typeof task.params?.backup_id === 'string' ? task.params.backup_id : null;
+        started.push(
+          ...(await emitIntegrationEvent(
+            deps,
+            {
+              teamId: task.team_id,
+              event: 'backup.failed',
+              eventId: `evt_backup_failed_${task.id}`,
+              occurredAt: task.finished_at ?? new Date(),
+              data: {
+                backup: { id: backupId, task_id: task.id, task_url: taskUrl },
+                project: project ?? null,
+                environment: environment ?? null,
+                ...(task.error ? { reason: task.error } : {}),
+              },
+            },
+            backupRule?.integration_ids,
+          )),
+        );
+      }
       if (rule && rule.email !== 'none' && Context.current().info.attempt === 1) {
         const roles = rule.email === 'admins' ? ['owner', 'admin'] : ['owner', 'admin', 'developer', 'viewer'];
         const people = await deps

@@ -6,6 +6,8 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
 import type { Size } from '../../db/queries/machines';
+import { endSubscriptionsOf, openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
+import { loadPriceList, planById } from '../../api/lib/pricing';
 import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog } from '../tasks/log-writer';
 import { withHeartbeat } from '../deploys/step-env';
@@ -63,7 +65,10 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
             log.line(`==> ${server.name}: its database lives in the shared services cluster; no instance to restart`);
             return { ok: true, restarted: 0 };
           }
-          log.line(`==> ${server.name}: instance 1 of 1, ${size.cpu} CPU and ${size.memoryMb} MB`);
+          const count = supervisor.status(server.environment_id)?.instances.length ?? 0;
+          log.line(
+            `==> ${server.name}: ${count} instance${count === 1 ? '' : 's'}, one at a time, on ${size.cpu} CPU and ${size.memoryMb} MB`,
+          );
           const r = await supervisor.restartWeb(server.environment_id, {
             limits: size,
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
@@ -72,25 +77,79 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
           if (!r.ok) return { ok: false, message: r.message };
           log.line(
             r.restarted
-              ? `==> ${server.name}: instance 1 restarted and healthy`
+              ? `==> ${server.name}: ${count} instance${count === 1 ? '' : 's'} restarted and healthy`
               : `==> ${server.name}: nothing is live; no instance to restart`,
           );
-          return { ok: true, restarted: r.restarted ? 1 : 0 };
+          return { ok: true, restarted: r.restarted ? count : 0 };
         });
       } finally {
         await log.close();
       }
     },
 
-    /** Records the server's new plan and size (after its instances run on it). */
+    /**
+     * Runs `instances` web instances of the environment's live release (new ones healthy before they join the
+     * edge, extra ones drained before they stop), then records the count on its `web` server. Nothing live:
+     * only the record changes (the next deploy starts that many).
+     */
+    async scaleWebInstances(input: {
+      taskId: string;
+      serverId: string;
+      instances: number;
+    }): Promise<{ ok: true; instances: number; changed: boolean } | { ok: false; message: string }> {
+      const log = createTaskLog(knex, input.taskId);
+      try {
+        return await withHeartbeat(async () => {
+          const server = await loadServer(input.serverId);
+          const r = await supervisor.scale(server.environment_id, {
+            instances: input.instances,
+            healthTimeoutMs: HEALTH_TIMEOUT_MS,
+            onLine: (_s, line) => log.line(line),
+          });
+          if (!r.ok) return r;
+          if (!r.changed) log.line(`==> ${server.name}: nothing is live; the next deploy starts ${r.instances}`);
+          await knex('servers').where({ id: server.id }).update({ instances: r.instances, updated_at: knex.fn.now() });
+          return r;
+        });
+      } finally {
+        await log.close();
+      }
+    },
+
+    /**
+     * Records the server's new plan and size (after its instances run on it). The plan is paid from now on:
+     * the server's running subscription ends and one at the new plan's price opens (CONTRACT "every paid
+     * thing is a subscription"), in the same transaction; a retried call finds the plan recorded and
+     * opens nothing twice.
+     */
     async recordServerPlan(input: { serverId: string } & ServerPlan): Promise<void> {
-      await knex('servers').where({ id: input.serverId }).update({
-        plan: input.plan,
-        cpu: input.cpu,
-        memory_mb: input.memory_mb,
-        disk_gb: input.disk_gb,
-        status: 'running',
-        updated_at: knex.fn.now(),
+      await knex.transaction(async (trx) => {
+        const server = await trx('servers').where({ id: input.serverId }).forUpdate().first();
+        if (!server) return;
+        await trx('servers').where({ id: input.serverId }).update({
+          plan: input.plan,
+          cpu: input.cpu,
+          memory_mb: input.memory_mb,
+          disk_gb: input.disk_gb,
+          status: 'running',
+          updated_at: knex.fn.now(),
+        });
+        if (server.plan === input.plan) return;
+        await endSubscriptionsOf(trx, 'server', server.id);
+        const list = loadPriceList(deps.config);
+        const price = planById(list, input.plan)?.monthly_price ?? 0;
+        if (price <= 0) return;
+        const role = `${String(server.role).charAt(0).toUpperCase()}${String(server.role).slice(1)} server`;
+        await openSubscription(trx, {
+          teamId: server.team_id,
+          projectId: server.project_id,
+          environmentId: server.environment_id,
+          kind: 'server',
+          resourceId: server.id,
+          item: await subscriptionItem(trx, role, input.plan, server.environment_id),
+          monthlyPrice: price,
+          currency: list.currency,
+        });
       });
     },
   };

@@ -12,6 +12,7 @@ import type { Deps } from '../../system/deps';
 import { insertSamples, type SampleRow } from '../../db/queries/resources';
 import { environmentUsage, sweep } from '../provider/cgroups';
 import { environmentDir } from '../provider/releases';
+import { environmentVolume } from '../../db/queries/storage';
 import type { Supervisor } from '../provider/supervisor';
 
 const run = promisify(execFile);
@@ -54,7 +55,10 @@ export function startResourceSampler(
         at,
         cpu: Math.round(cpu * 100) / 100,
         memory_bytes: usage.memoryBytes,
-        disk_bytes: await diskBytes(environmentDir(deps.config.dataDir, id)),
+        // its directory (releases, HOME) and its volume, which lives under a root of STORAGE_ROOTS
+        disk_bytes:
+          (await diskBytes(environmentDir(deps.config.dataDir, id))) +
+          (await diskBytes(await environmentVolume(deps.knex, deps.config.storageRoots, id))),
       });
     }
     // An environment deleted during the round fails the insert (foreign key): write the others.

@@ -26,6 +26,8 @@ export interface Credentials {
 export interface GitRepo {
   url: string;
   credentials?: Credentials | null;
+  /** An OpenSSH private key for ssh URLs (a team's repository host); written to a 0600 file per git call. */
+  sshKey?: string | null;
   /** Whose mirror (a project id): mirrors are not shared between projects. */
   scope?: string;
 }

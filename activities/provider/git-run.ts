@@ -7,7 +7,8 @@
  * port from a silent one): failures are a few fixed messages.
  */
 import { execFile } from 'node:child_process';
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import {
   LocationRefused,
@@ -118,11 +119,16 @@ function gitHome(dataDir: string): Promise<GitHome> {
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-function gitEnv(home: GitHome, remote?: PreparedRemote, credentials?: Credentials | null): NodeJS.ProcessEnv {
+function gitEnv(
+  home: GitHome,
+  remote?: PreparedRemote,
+  credentials?: Credentials | null,
+  keyFile?: string,
+): NodeJS.ProcessEnv {
   const options = [
     'BatchMode=yes',
     'IdentitiesOnly=yes',
-    'IdentityFile=none',
+    `IdentityFile=${keyFile ?? 'none'}`,
     'IdentityAgent=none',
     `UserKnownHostsFile=${home.knownHosts}`,
     'GlobalKnownHostsFile=/dev/null',
@@ -155,6 +161,20 @@ interface RunOpts {
   /** Set when the call reaches the repository: failures are then told as GIT_FAILURES. */
   remote?: PreparedRemote;
   credentials?: Credentials | null;
+  /** An OpenSSH private key: ssh uses it (and only it) for this call. */
+  sshKey?: string | null;
+}
+
+/**
+ * Writes an ssh private key into a fresh directory of its own (0700, the file 0600) for one git call;
+ * `remove` deletes both.
+ */
+async function keyFileFor(key: string): Promise<{ file: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'vc-ssh-'));
+  await chmod(dir, 0o700);
+  const file = path.join(dir, 'id_ed25519');
+  await writeFile(file, key.endsWith('\n') ? key : `${key}\n`, { mode: 0o600 });
+  return { file, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
 /** Which fixed failure git's text amounts to (the text itself goes nowhere). */
@@ -181,7 +201,16 @@ function classify(stderr: string): GitErrorCode {
 export async function git(args: string[], opts: RunOpts): Promise<string> {
   const timeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const home = await gitHome(opts.access.dataDir);
-  const env = { ...gitEnv(home, opts.remote, opts.credentials), ...opts.env };
+  const key = opts.sshKey && opts.remote?.kind === 'ssh' ? await keyFileFor(opts.sshKey) : null;
+  const env = { ...gitEnv(home, opts.remote, opts.credentials, key?.file), ...opts.env };
+  try {
+    return await run(args, opts, env, timeout);
+  } finally {
+    await key?.remove();
+  }
+}
+
+function run(args: string[], opts: RunOpts, env: NodeJS.ProcessEnv, timeout: number): Promise<string> {
   const what = `git ${subcommand(args)}`;
   return new Promise((resolve, reject) => {
     execFile(
@@ -230,6 +259,7 @@ export async function gitRemote(
     timeoutMs: opts.timeoutMs,
     remote,
     credentials: repo.credentials,
+    sshKey: repo.sshKey,
     ...extra,
   });
 }

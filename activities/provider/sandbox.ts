@@ -28,6 +28,7 @@ import {
   removeNetwork,
   setServicesPorts,
 } from './sandbox-network';
+import { volumeOf } from './volume';
 
 export { closeServicesPort, jailAddresses, netnsName, removeNetwork, removeNetworksInRange } from './sandbox-network';
 
@@ -221,7 +222,8 @@ async function hardenDataDir(dataDir: string): Promise<void> {
   await chmod(dataDir, 0o711);
   await chmod(path.join(dataDir, 'environments'), 0o711);
   for (const name of await readdir(dataDir)) {
-    if (name === 'environments' || name === 'postgres') continue; // postgres: owned and guarded by its own user
+    // postgres: owned and guarded by its own user; storage: the default root of the environments' disks
+    if (name === 'environments' || name === 'postgres' || name === 'storage') continue;
     const p = path.join(dataDir, name);
     const st = await lstat(p).catch(() => null);
     if (st?.isDirectory() && (st.mode & 0o077) !== 0) await chmod(p, 0o700).catch(() => undefined);
@@ -260,7 +262,10 @@ export function launch(
   if (jail.mode === 'uid') {
     return { file: '/bin/sh', args: ['-c', command], cwd: o.cwd, env, uid: jail.uid, gid: jail.gid };
   }
-  const writable = [...new Set([jail.home, path.resolve(o.cwd)])];
+  // The environment's volume (VC_VOLUME_PATH, set by the console: VC_ names are reserved to it), bound at its
+  // real path so the variable says the same inside and out; only ever this environment's (volume.ts).
+  const volume = volumeOf(jail, o.env);
+  const writable = [...new Set([jail.home, path.resolve(o.cwd), ...(volume ? [volume] : [])])];
   const args = [
     `--net=/run/netns/${jail.netns}`,
     `--setuid=${jail.uid}`,

@@ -1,11 +1,15 @@
 /**
  * The supervisor, owned by the worker process: per environment, a reverse proxy on the environment's public
- * port and the live release's `web` process behind it on a private port.
+ * port (or the edge, through `publish`) and the live release's `web` instances behind it, each on a private
+ * port of its own (1 by default; `scale` sets how many, VC_INSTANCE tells each its slot).
  *
- * Going live: start the new process on a fresh port, wait for `health` to answer 2xx (or, without health,
- * for the port to accept connections) within healthTimeoutMs, then point the proxy at it, record the release
- * in `<dataDir>/environments/<envId>/current.json` (temp file + rename) and stop the previous process group.
- * If anything fails before the switch, the new process is killed and the previous release keeps serving.
+ * Going live: start the new instances on fresh ports, wait for `health` to answer 2xx (or, without health,
+ * for the port to accept connections) within healthTimeoutMs, then point the proxy at them, record the
+ * release in `<dataDir>/environments/<envId>/current.json` (temp file + rename) and stop the previous
+ * process groups. If anything fails before the switch, the new ones are killed and the previous release
+ * keeps serving. Restarts (new variables, reboot, resize) replace the instances one at a time, each ready
+ * before the one it replaces leaves the route; scaling down takes instances out of the route, lets the edge
+ * learn it (drainMs), then stops them.
  *
  * current.json holds the environment given to the web process, so that restoreAll() can bring it back
  * after a worker restart; it is written with mode 0600, sealed when `protectEnv` is given (it holds the
@@ -14,162 +18,31 @@
  * Every web process runs in its environment's sandbox (sandbox.ts, set up again by restoreAll after a host
  * restart): the proxy reaches it at the sandbox's address; retire() removes the sandbox's network.
  */
-import { appendFile, chmod, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
-import { closeSync, openSync, readlinkSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { holdProcess, limitEnv, removeCgroupBase, removeEnvironmentCgroups, type Limits } from './cgroups';
-import type { Manifest } from './manifest';
-import { startProxy, type Proxy, type Route } from './proxy';
-import { environmentDir } from './releases';
-import { groupAlive, killGroup, type OnLine } from './run-step';
-import { closeJail, openJail } from './sandbox';
-import { delay, freePort, waitReady, WebProcess, type Backoff } from './web-process';
+import { removeCgroupBase, removeEnvironmentCgroups } from './cgroups';
+import { closeJail } from './sandbox';
+import { slotsOf } from './supervisor-core';
+import { SupervisorInstances } from './supervisor-instances';
+import { readState, STATE_FILE, type StateFile, statePath } from './supervisor-state';
+import type { EnvironmentStatus, GoLiveOptions, GoLiveResult } from './supervisor-types';
+import { killOrphan, safe, WEB_LOG } from './supervisor-web';
+import { waitReady, type WebProcess } from './web-process';
 
-export interface SupervisorOptions {
-  dataDir: string;
-  /** Address the environments' public ports listen on (default 127.0.0.1). */
-  listenHost?: string;
-  /** SIGTERM to SIGKILL when a web process is stopped (default 5000 ms). */
-  stopGraceMs?: number;
-  restartBackoff?: Partial<Backoff>;
-  /** Readiness wait of each environment in restoreAll (default 30000 ms). */
-  restoreHealthTimeoutMs?: number;
-  /** Seals the web processes' environment in current.json (system/crypto.ts under the console's key). */
-  protectEnv?: { seal(text: string): string; open(sealed: string): string };
-  /**
-   * Whether this supervisor listens on the environments' public ports itself (default true). False when
-   * the edge, a process of its own, serves them: the supervisor then only publishes where each
-   * environment's web process answers, through `publish`.
-   */
-  proxies?: boolean;
-  /** Called after every change of where an environment is served (null: taken off this host). */
-  publish?: (envId: string, route: PublishedRoute | null) => Promise<void>;
-}
+export { currentRelease, statePath, type CurrentRelease } from './supervisor-state';
+export type {
+  EnvironmentStatus,
+  GoLiveOptions,
+  GoLiveResult,
+  PublishedRoute,
+  RestartOptions,
+  RestartResult,
+  ScaleResult,
+  SupervisorOptions,
+  Upstream,
+} from './supervisor-types';
 
-/** Where an environment is served, as the edge needs it: host AND port (the host may be a namespace's). */
-export type PublishedRoute =
-  | { kind: 'upstream'; host: string; port: number; releaseId: string }
-  | { kind: 'unavailable'; text: string; releaseId: string | null };
-
-export interface RestartOptions {
-  envId: string;
-  /** Complete new environment of the web process (PORT is set by the supervisor). */
-  env: Record<string, string | undefined>;
-  healthTimeoutMs: number;
-  onLine?: OnLine;
-}
-
-export interface GoLiveOptions {
-  envId: string;
-  port: number;
-  releaseId: string;
-  releaseDir: string;
-  manifest: Manifest;
-  /** Complete environment of the web process (PORT is set by the supervisor). */
-  env: Record<string, string | undefined>;
-  healthTimeoutMs: number;
-  onLine?: OnLine;
-  /** The plan of the environment's web server: each web process is held to it (cgroups.ts) and told it. */
-  limits?: Limits;
-}
-
-export type GoLiveResult =
-  | { ok: true; alreadyLive: boolean; internalPort: number | null }
-  | { ok: false; message: string };
-
-export interface CurrentRelease {
-  envId: string;
-  releaseId: string;
-  releaseDir: string;
-  port: number;
-  web: boolean;
-  since: string;
-  maintenance: { on: boolean; note?: string };
-}
-
-interface StateFile extends CurrentRelease {
-  version: 1;
-  manifest: Manifest;
-  env?: Record<string, string | undefined>;
-  /** The env, sealed (SupervisorOptions.protectEnv). */
-  envSealed?: string;
-  pid: number | null;
-  limits?: Limits;
-}
-
-export type RestartResult = { ok: true; restarted: boolean } | { ok: false; message: string };
-
-export interface EnvironmentStatus {
-  releaseId: string;
-  port: number;
-  internalPort: number | null;
-  pid: number | null;
-  running: boolean;
-  restarts: number;
-}
-
-interface Live {
-  releaseId: string;
-  releaseDir: string;
-  manifest: Manifest;
-  env: Record<string, string | undefined>;
-  since: string;
-  web: WebProcess | null;
-  limits?: Limits;
-}
-
-interface Runtime {
-  envId: string;
-  proxy: Proxy | null;
-  live: Live | null;
-  maintenance: { on: boolean; note?: string };
-  lock: Promise<unknown>;
-}
-
-const STATE_FILE = 'current.json';
-const WEB_LOG = 'web.log';
-
-export function statePath(dataDir: string, envId: string): string {
-  return path.join(environmentDir(dataDir, envId), STATE_FILE);
-}
-
-/** The release recorded live for an environment, or null. */
-export async function currentRelease(dataDir: string, envId: string): Promise<CurrentRelease | null> {
-  const s = await readState(statePath(dataDir, envId));
-  if (!s) return null;
-  return {
-    envId: s.envId,
-    releaseId: s.releaseId,
-    releaseDir: s.releaseDir,
-    port: s.port,
-    web: s.web,
-    since: s.since,
-    maintenance: s.maintenance ?? { on: false },
-  };
-}
-
-export class Supervisor {
-  private readonly envs = new Map<string, Runtime>();
-  private readonly dataDir: string;
-  private readonly host: string;
-  private readonly graceMs: number;
-  private readonly backoff: Backoff;
-  private readonly restoreTimeoutMs: number;
-  private readonly protectEnv: SupervisorOptions['protectEnv'];
-  private readonly proxies: boolean;
-  private readonly publishRoute: SupervisorOptions['publish'];
-
-  constructor(opts: SupervisorOptions) {
-    this.dataDir = path.resolve(opts.dataDir);
-    this.host = opts.listenHost ?? '127.0.0.1';
-    this.graceMs = opts.stopGraceMs ?? 5000;
-    this.backoff = { initialMs: 500, maxMs: 30_000, stableMs: 30_000, ...opts.restartBackoff };
-    this.restoreTimeoutMs = opts.restoreHealthTimeoutMs ?? 30_000;
-    this.protectEnv = opts.protectEnv;
-    this.proxies = opts.proxies ?? true;
-    this.publishRoute = opts.publish;
-  }
-
+export class Supervisor extends SupervisorInstances {
   /** Puts a built release live (see the file comment). Idempotent: the release already live is left running. */
   goLive(opts: GoLiveOptions): Promise<GoLiveResult> {
     return this.exclusive(opts.envId, () => this.goLiveNow(opts));
@@ -178,9 +51,10 @@ export class Supervisor {
   private async goLiveNow(o: GoLiveOptions): Promise<GoLiveResult> {
     const say = (line: string) => safe(o.onLine, `==> ${line}`);
     const rt = this.runtime(o.envId);
+    const count = Math.max(1, o.instances ?? rt.live?.instances ?? 1);
     if (rt.live?.releaseId === o.releaseId && rt.proxy?.port === o.port) {
       say(`Release ${o.releaseId} is already live on port ${o.port}`);
-      return { ok: true, alreadyLive: true, internalPort: rt.live.web?.port ?? null };
+      return { ok: true, alreadyLive: true, internalPort: rt.live.webs[0]?.port ?? null };
     }
 
     try {
@@ -191,24 +65,38 @@ export class Supervisor {
       return { ok: false, message };
     }
 
-    let web: WebProcess | null = null;
+    let webs: WebProcess[] = [];
     if (o.manifest.web) {
+      const spec = {
+        releaseId: o.releaseId,
+        releaseDir: o.releaseDir,
+        command: o.manifest.web,
+        health: o.manifest.health,
+      };
+      let started: Awaited<ReturnType<Supervisor['startReady']>>;
       try {
-        web = await this.spawnWeb(o.envId, o.port, o.releaseId, o.releaseDir, o.manifest.web, o.env, o.limits);
+        started = await this.startReady(
+          o.envId,
+          o.port,
+          spec,
+          slotsOf(1, count),
+          o.env,
+          o.limits,
+          o.healthTimeoutMs,
+          say,
+        );
       } catch (err) {
         if (!rt.live) await this.closeProxy(rt);
         throw err;
       }
-      say(`Started "${o.manifest.web}" for release ${o.releaseId} (pid ${web.pid ?? '?'}); output goes to ${WEB_LOG}`);
-      const ready = await waitReady(web, o.manifest.health, o.healthTimeoutMs);
-      if (!ready.ok) {
-        await web.stop(this.graceMs);
-        const message = `release ${o.releaseId} did not become ready: ${ready.message}`;
+      if (!started.ok) {
+        const message = `release ${o.releaseId} did not become ready: ${started.message}`;
         safe(o.onLine, message, 'stderr');
         if (!rt.live) await this.closeProxy(rt);
         return { ok: false, message };
       }
-      say(o.manifest.health ? `${o.manifest.health} answered ${ready.status}` : `port ${web.port} accepts connections`);
+      webs = started.webs;
+      say(`Output of the web process goes to ${WEB_LOG}`);
     } else {
       say('No web command in service.yaml: the environment answers 503 "no web process"');
     }
@@ -220,81 +108,28 @@ export class Supervisor {
       manifest: o.manifest,
       env: o.env,
       since: new Date().toISOString(),
-      web,
+      webs,
+      instances: count,
       limits: o.limits,
     };
-    web?.supervise();
+    for (const web of webs) web.supervise();
     try {
       await this.writeState(rt);
       await this.publish(rt);
     } catch (err) {
       rt.live = previous;
-      await web?.stop(this.graceMs);
+      await Promise.all(webs.map((w) => w.stop(this.graceMs)));
       throw err;
     }
-    say(`Release ${o.releaseId} is live on port ${o.port}`);
-    if (previous?.web) await previous.web.stop(this.graceMs);
-    return { ok: true, alreadyLive: false, internalPort: web?.port ?? null };
+    say(`Release ${o.releaseId} is live on port ${o.port}${count > 1 ? ` (${count} instances)` : ''}`);
+    if (previous?.webs.length) {
+      await this.drain();
+      await Promise.all(previous.webs.map((w) => w.stop(this.graceMs)));
+    }
+    return { ok: true, alreadyLive: false, internalPort: webs[0]?.port ?? null };
   }
 
-  /**
-   * Restarts the live release's web process with a new environment, without a build: a new process on a
-   * fresh port, ready (health 2xx, or the port accepting) before the proxy switches to it; on failure the
-   * running process keeps serving with its old environment.
-   */
-  restartWithEnv(o: RestartOptions): Promise<GoLiveResult> {
-    return this.exclusive(o.envId, async () => {
-      const say = (line: string) => safe(o.onLine, `==> ${line}`);
-      const rt = this.runtime(o.envId);
-      const live = rt.live;
-      if (!live) return { ok: false, message: 'no release is live on this environment' };
-      if (!live.manifest.web) {
-        rt.live = { ...live, env: o.env };
-        await this.writeState(rt);
-        say('No web command in service.yaml: nothing to restart; the new variables are kept for the next start');
-        return { ok: true, alreadyLive: true, internalPort: null };
-      }
-      const web = await this.spawnWeb(
-        o.envId,
-        rt.proxy?.port ?? 0,
-        live.releaseId,
-        live.releaseDir,
-        live.manifest.web,
-        o.env,
-        live.limits,
-      );
-      say(
-        `Started "${live.manifest.web}" for release ${live.releaseId} with the current variables (pid ${web.pid ?? '?'})`,
-      );
-      const ready = await waitReady(web, live.manifest.health, o.healthTimeoutMs);
-      if (!ready.ok) {
-        await web.stop(this.graceMs);
-        const message = `the restarted process did not become ready: ${ready.message}`;
-        safe(o.onLine, message, 'stderr');
-        return { ok: false, message };
-      }
-      say(
-        live.manifest.health
-          ? `${live.manifest.health} answered ${ready.status}`
-          : `port ${web.port} accepts connections`,
-      );
-      rt.live = { ...live, env: o.env, web };
-      web.supervise();
-      try {
-        await this.writeState(rt);
-        await this.publish(rt);
-      } catch (err) {
-        rt.live = live;
-        await web.stop(this.graceMs);
-        throw err;
-      }
-      if (live.web) await live.web.stop(this.graceMs);
-      say(`Release ${live.releaseId} serves with the current variables`);
-      return { ok: true, alreadyLive: false, internalPort: web.port };
-    });
-  }
-
-  /** Brings back every environment recorded in a current.json (after a worker start). */
+  /** Brings back every environment recorded in a current.json (after a worker start), with all its instances. */
   async restoreAll(): Promise<{ envId: string; releaseId: string; ok: boolean; message?: string }[]> {
     const root = path.join(this.dataDir, 'environments');
     let names: string[] = [];
@@ -316,9 +151,12 @@ export class Supervisor {
     const rt = this.runtime(s.envId);
     const base = { envId: s.envId, releaseId: s.releaseId };
     if (rt.live) return { ...base, ok: true };
-    // Behind the edge, the orphan of the previous worker keeps serving until its successor is ready.
+    const count = Math.max(1, s.instances ?? 1);
+    const orphans = (s.pids ?? [s.pid]).filter((p): p is number => typeof p === 'number' && p > 0);
+    const killOrphans = () => Promise.all(orphans.map((pid) => killOrphan(pid, s.releaseDir, this.graceMs)));
+    // Behind the edge, the orphans of the previous worker keep serving until their successors are ready.
     const handOver = Boolean(this.publishRoute);
-    if (s.pid && !handOver) await this.killOrphan(s.pid, s.releaseDir);
+    if (!handOver) await killOrphans();
     rt.maintenance = s.maintenance ?? { on: false };
     try {
       await this.ensureProxy(rt, s.port);
@@ -331,11 +169,24 @@ export class Supervisor {
     } catch (err) {
       return { ...base, ok: false, message: `the recorded environment cannot be opened: ${(err as Error).message}` };
     }
-    let web: WebProcess | null = null;
+    const webs: WebProcess[] = [];
     if (s.manifest.web) {
+      const spec = { releaseId: s.releaseId, releaseDir: s.releaseDir, command: s.manifest.web };
       try {
-        web = await this.spawnWeb(s.envId, s.port, s.releaseId, s.releaseDir, s.manifest.web, env, s.limits);
+        for (const slot of slotsOf(1, count))
+          webs.push(
+            await this.spawnWeb(
+              s.envId,
+              s.port,
+              spec,
+              slot,
+              env,
+              s.limits,
+              webs.map((w) => w.port),
+            ),
+          );
       } catch (err) {
+        await Promise.all(webs.map((w) => w.stop(this.graceMs)));
         await this.closeProxy(rt);
         return { ...base, ok: false, message: `its sandbox could not be set up: ${(err as Error).message}` };
       }
@@ -346,17 +197,19 @@ export class Supervisor {
       manifest: s.manifest,
       env,
       since: s.since,
-      web,
+      webs,
+      instances: count,
       limits: s.limits,
     };
-    web?.supervise(); // it is the live release: whatever happens, keep it running
-    const ready = web && handOver ? await waitReady(web, s.manifest.health, this.restoreTimeoutMs) : null;
+    for (const web of webs) web.supervise(); // the live release: whatever happens, keep it running
+    const readyAll = () => Promise.all(webs.map((w) => waitReady(w, s.manifest.health, this.restoreTimeoutMs)));
+    const ready = webs.length && handOver ? await readyAll() : null;
     await this.writeState(rt);
     await this.publish(rt);
-    if (s.pid && handOver) await this.killOrphan(s.pid, s.releaseDir);
-    if (!web) return { ...base, ok: true };
-    const done = ready ?? (await waitReady(web, s.manifest.health, this.restoreTimeoutMs));
-    return done.ok ? { ...base, ok: true } : { ...base, ok: false, message: done.message };
+    if (handOver) await killOrphans();
+    if (!webs.length) return { ...base, ok: true };
+    const bad = (ready ?? (await readyAll())).find((r) => !r.ok) as { ok: false; message: string } | undefined;
+    return bad ? { ...base, ok: false, message: bad.message } : { ...base, ok: true };
   }
 
   /** Stops every web process group and closes every proxy (worker shutdown). current.json files stay. */
@@ -364,7 +217,7 @@ export class Supervisor {
     await Promise.all(
       [...this.envs.values()].map((rt) =>
         this.exclusive(rt.envId, async () => {
-          await rt.live?.web?.stop(this.graceMs);
+          await Promise.all((rt.live?.webs ?? []).map((w) => w.stop(this.graceMs)));
           await this.closeProxy(rt);
           rt.live = null;
           await removeEnvironmentCgroups(rt.envId);
@@ -375,12 +228,12 @@ export class Supervisor {
     removeCgroupBase();
   }
 
-  /** Takes an environment off this host (environment deleted): process, proxy and current.json. */
+  /** Takes an environment off this host (environment deleted): processes, proxy and current.json. */
   async retire(envId: string): Promise<void> {
     await this.exclusive(envId, async () => {
       const rt = this.runtime(envId);
       const port = rt.proxy?.port ?? (await readState(statePath(this.dataDir, envId)))?.port;
-      await rt.live?.web?.stop(this.graceMs);
+      await Promise.all((rt.live?.webs ?? []).map((w) => w.stop(this.graceMs)));
       await this.closeProxy(rt);
       rt.live = null;
       await rm(statePath(this.dataDir, envId), { force: true });
@@ -401,230 +254,25 @@ export class Supervisor {
     });
   }
 
-  /**
-   * Restarts the live release's web process (reboot, resize: with `limits`, the new plan): a new process is
-   * started and must be ready (health) before the proxy moves to it and the old one is stopped; if it is not
-   * ready, it is stopped and the old one keeps serving. The supervisor runs one web process per environment,
-   * so "one instance at a time" is this one replacement. With `env`, that is merged into the process's
-   * environment (data put back, a new database service). Nothing live: `restarted: false`.
-   */
-  restartWeb(
-    envId: string,
-    o: { limits?: Limits; env?: Record<string, string>; healthTimeoutMs: number; onLine?: OnLine },
-  ): Promise<RestartResult> {
-    return this.exclusive(envId, async () => {
-      const say = (line: string) => safe(o.onLine, `==> ${line}`);
-      const rt = this.runtime(envId);
-      const live = rt.live;
-      if (!live) return { ok: true, restarted: false };
-      const limits = o.limits ?? live.limits;
-      if (!live.manifest.web) {
-        live.limits = limits;
-        await this.writeState(rt);
-        return { ok: true, restarted: false };
-      }
-      if (!rt.proxy) return { ok: true, restarted: false };
-      const nextEnv = { ...live.env, ...(o.env ?? {}) };
-      const web = await this.spawnWeb(
-        envId,
-        rt.proxy.port,
-        live.releaseId,
-        live.releaseDir,
-        live.manifest.web,
-        nextEnv,
-        limits,
-      );
-      say(`Started a new web process for release ${live.releaseId} (pid ${web.pid ?? '?'})`);
-      const ready = await waitReady(web, live.manifest.health, o.healthTimeoutMs);
-      if (!ready.ok) {
-        await web.stop(this.graceMs);
-        const message = `the new web process did not become ready: ${ready.message}; the old one keeps serving`;
-        safe(o.onLine, message, 'stderr');
-        return { ok: false, message };
-      }
-      const old = live.web;
-      rt.live = { ...live, env: nextEnv, web, limits };
-      web.supervise();
-      await this.writeState(rt);
-      await this.publish(rt);
-      say(`The new web process serves; stopping the old one (pid ${old?.pid ?? '?'})`);
-      await old?.stop(this.graceMs);
-      return { ok: true, restarted: true };
-    });
-  }
-
   status(envId: string): EnvironmentStatus | null {
     const rt = this.envs.get(envId);
     if (!rt?.live || !rt.proxy) return null;
-    const web = rt.live.web;
+    const instances = rt.live.webs.map((w, i) => ({
+      slot: i + 1,
+      pid: w.pid,
+      internalPort: w.port,
+      running: w.isRunning,
+      restarts: w.restarts,
+    }));
+    const first = instances[0];
     return {
       releaseId: rt.live.releaseId,
       port: rt.proxy.port,
-      internalPort: web?.port ?? null,
-      pid: web?.pid ?? null,
-      running: web?.isRunning ?? false,
-      restarts: web?.restarts ?? 0,
+      internalPort: first?.internalPort ?? null,
+      pid: first?.pid ?? null,
+      running: first?.running ?? false,
+      restarts: first?.restarts ?? 0,
+      instances,
     };
-  }
-
-  // ---------------------------------------------------------------------------------------------------
-
-  private runtime(envId: string): Runtime {
-    let rt = this.envs.get(envId);
-    if (!rt) {
-      rt = { envId, proxy: null, live: null, maintenance: { on: false }, lock: Promise.resolve() };
-      this.envs.set(envId, rt);
-    }
-    return rt;
-  }
-
-  private exclusive<T>(envId: string, fn: () => Promise<T>): Promise<T> {
-    const rt = this.runtime(envId);
-    const next = rt.lock.then(fn, fn);
-    rt.lock = next.catch(() => undefined);
-    return next;
-  }
-
-  private route(rt: Runtime): Route {
-    if (rt.maintenance.on) return { kind: 'unavailable', text: rt.maintenance.note || 'under maintenance' };
-    const web = rt.live?.web;
-    if (!rt.live) return { kind: 'unavailable', text: 'no release is live' };
-    if (!web) return { kind: 'unavailable', text: 'no web process' };
-    return { kind: 'upstream', host: web.host, port: web.port, agent: web.agent };
-  }
-
-  /** Tells the edge where the environment is served now (SupervisorOptions.publish). */
-  private async publish(rt: Runtime): Promise<void> {
-    if (!this.publishRoute) return;
-    const live = rt.live;
-    const web = live?.web;
-    const route: PublishedRoute =
-      live && web
-        ? { kind: 'upstream', host: web.host, port: web.port, releaseId: live.releaseId }
-        : {
-            kind: 'unavailable',
-            text: live ? 'no web process' : 'no release is live',
-            releaseId: live?.releaseId ?? null,
-          };
-    await this.publishRoute(rt.envId, route);
-  }
-
-  private async ensureProxy(rt: Runtime, port: number): Promise<void> {
-    if (rt.proxy?.port === port) return;
-    if (!this.proxies) {
-      // the edge serves the port; the supervisor only remembers it
-      rt.proxy = { port, close: async () => undefined };
-      return;
-    }
-    const proxy = await startProxy(this.host, port, () => this.route(rt));
-    const old = rt.proxy;
-    rt.proxy = proxy;
-    await old?.close();
-  }
-
-  private async closeProxy(rt: Runtime): Promise<void> {
-    const p = rt.proxy;
-    rt.proxy = null;
-    await p?.close();
-  }
-
-  private async spawnWeb(
-    envId: string,
-    port: number,
-    releaseId: string,
-    releaseDir: string,
-    command: string,
-    env: Record<string, string | undefined>,
-    limits?: Limits,
-  ): Promise<WebProcess> {
-    const jail = await openJail(this.dataDir, envId, port);
-    const logPath = path.join(environmentDir(this.dataDir, envId), WEB_LOG);
-    closeSync(openSync(logPath, 'a', 0o600));
-    await chmod(logPath, 0o600); // the worker's alone: not readable by any environment
-    // The previous release keeps its port until the switch (same namespace): the new one takes another.
-    const taken = this.envs.get(envId)?.live?.web?.port;
-    let internal = await freePort();
-    while (internal === taken) internal = await freePort();
-    const web = new WebProcess({
-      label: `release ${releaseId}`,
-      command,
-      cwd: releaseDir,
-      env: limits ? { ...env, ...limitEnv(limits) } : env,
-      jail,
-      port: internal,
-      logPath,
-      backoff: this.backoff,
-      onStart: (pid) => {
-        if (limits) {
-          try {
-            holdProcess(envId, 'web', pid, limits);
-          } catch (err) {
-            const line = `[${new Date().toISOString()}] could not hold pid ${pid} to its plan: ${(err as Error).message}\n`;
-            void appendFile(logPath, line).catch(() => undefined);
-          }
-        }
-        // record the new pid so that a later worker can find an orphaned group
-        const rt = this.envs.get(envId);
-        if (rt?.live?.web === web) void this.writeState(rt).catch(() => undefined);
-      },
-    });
-    web.start();
-    return web;
-  }
-
-  private async writeState(rt: Runtime): Promise<void> {
-    const live = rt.live;
-    if (!live || !rt.proxy) return;
-    const state: StateFile = {
-      version: 1,
-      envId: rt.envId,
-      releaseId: live.releaseId,
-      releaseDir: live.releaseDir,
-      port: rt.proxy.port,
-      web: Boolean(live.manifest.web),
-      since: live.since,
-      maintenance: rt.maintenance,
-      manifest: live.manifest,
-      ...(this.protectEnv ? { envSealed: this.protectEnv.seal(JSON.stringify(live.env)) } : { env: live.env }),
-      pid: live.web?.pid ?? null,
-      limits: live.limits,
-    };
-    const file = statePath(this.dataDir, rt.envId);
-    await mkdir(path.dirname(file), { recursive: true });
-    const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-    await writeFile(tmp, JSON.stringify(state, null, 2), { mode: 0o600 });
-    await rename(tmp, file);
-  }
-
-  /** A web process group left by a previous worker: killed if its pid still runs in that release dir. */
-  private async killOrphan(pid: number, releaseDir: string): Promise<void> {
-    let cwd: string;
-    try {
-      cwd = readlinkSync(`/proc/${pid}/cwd`);
-    } catch {
-      return;
-    }
-    const dir = await realpath(releaseDir).catch(() => releaseDir);
-    if (cwd !== dir || !groupAlive(pid)) return;
-    killGroup(pid, 'SIGTERM');
-    const deadline = Date.now() + this.graceMs;
-    while (groupAlive(pid) && Date.now() < deadline) await delay(25);
-    killGroup(pid, 'SIGKILL');
-  }
-}
-
-async function readState(file: string): Promise<StateFile | null> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as StateFile;
-  } catch {
-    return null;
-  }
-}
-
-function safe(onLine: OnLine | undefined, line: string, stream: 'stdout' | 'stderr' = 'stdout'): void {
-  try {
-    onLine?.(stream, line);
-  } catch {
-    // a failing log sink does not change the outcome
   }
 }

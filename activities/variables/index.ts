@@ -7,7 +7,9 @@ import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog } from '../tasks/log-writer';
 import { effectiveVariables } from '../../db/queries/variables';
-import { tenantEnv, withHeartbeat } from '../deploys/step-env';
+import { stepEnv, tenantEnv, withHeartbeat } from '../deploys/step-env';
+import { serviceEnv } from '../data/service-env';
+import { volumeEnv } from '../storage/volume-env';
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
@@ -25,7 +27,10 @@ export function createVariableActivities(deps: Deps, supervisor: Supervisor) {
           log.line(`==> ${names.length} variable${names.length === 1 ? '' : 's'}: ${names.join(', ') || '(none)'}`);
           const r = await supervisor.restartWithEnv({
             envId: input.environmentId,
-            env: tenant.env,
+            env: stepEnv(tenant.vars, {
+              ...(await serviceEnv(deps, input.environmentId)),
+              ...(await volumeEnv(deps, input.environmentId)),
+            }),
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: (_stream, line) => log.line(tenant.redact(line)),
           });

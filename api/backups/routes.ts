@@ -5,8 +5,11 @@ import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as destinations from './destinations';
 import * as backups from './service';
+import type { Environment } from '../../db/models/environment';
 
 const tags = ['backups'];
+/** The environment the route's scope found (in the caller's team, the route's permission checked). */
+const env = (ctx: { scope: { row: unknown } }) => ctx.scope.row as Environment;
 const RECENT_SIGN_IN_MINUTES = 60;
 
 const destinationRoutes = [
@@ -40,7 +43,7 @@ const destinationRoutes = [
     params: s.idParams,
     responses: { 200: { description: 'Destinations', schema: s.destinationListSchema }, 404: error('No such team') },
     async handler(ctx) {
-      ctx.body = await destinations.listDestinations(ctx.deps, ctx.actor, ctx.input.params.id);
+      ctx.body = await destinations.listDestinations(ctx.deps, ctx.input.params.id);
     },
   }),
   defineRoute({
@@ -84,7 +87,7 @@ const destinationRoutes = [
       404: error('No such destination'),
     },
     async handler(ctx) {
-      ctx.body = await destinations.getDestination(ctx.deps, ctx.actor, ctx.input.params.id);
+      ctx.body = await destinations.getDestination(ctx.deps, ctx.input.params.id);
     },
   }),
   defineRoute({
@@ -183,7 +186,7 @@ const snapshotRoutes = [
     params: s.idParams,
     responses: { 200: { description: 'Snapshots', schema: s.backupListSchema }, 404: error('No such environment') },
     async handler(ctx) {
-      ctx.body = await backups.listBackups(ctx.deps, ctx.actor, ctx.input.params.id);
+      ctx.body = await backups.listBackups(ctx.deps, env(ctx));
     },
   }),
   defineRoute({
@@ -203,7 +206,7 @@ const snapshotRoutes = [
       409: error('snapshot_running'),
     },
     async handler(ctx) {
-      await backups.deleteBackup(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.params.snapshot, ctx.ip);
+      await backups.deleteBackup(ctx.deps, ctx.actor, env(ctx), ctx.input.params.snapshot, ctx.ip);
       ctx.status = 204;
     },
   }),
@@ -227,7 +230,7 @@ const snapshotRoutes = [
       409: error('snapshot_not_available'),
     },
     async handler(ctx) {
-      ctx.body = await backups.downloadUrl(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.params.snapshot);
+      ctx.body = await backups.downloadUrl(ctx.deps, env(ctx), ctx.input.params.snapshot);
     },
   }),
   defineRoute({
@@ -273,7 +276,7 @@ const keyRoutes = [
       404: error('No such environment'),
     },
     async handler(ctx) {
-      ctx.body = await backups.describeBackupKey(ctx.deps, ctx.actor, ctx.input.params.id);
+      ctx.body = await backups.describeBackupKey(ctx.deps, env(ctx));
     },
   }),
   defineRoute({
@@ -295,7 +298,7 @@ const keyRoutes = [
       404: error('No such environment'),
     },
     async handler(ctx) {
-      ctx.body = await backups.revealBackupKey(ctx.deps, ctx.actor, ctx.input.params.id, ctx.ip);
+      ctx.body = await backups.revealBackupKey(ctx.deps, ctx.actor, env(ctx), ctx.ip);
     },
   }),
 ];

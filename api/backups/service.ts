@@ -1,16 +1,16 @@
 /**
  * Snapshots of an environment (list, delete, download URLs), its backup key, and a project's backup window.
- * Taking, restoring and syncing are tasks (./tasks.ts).
+ * Taking, restoring and syncing are tasks (./tasks.ts). The environment comes from the route's scope: the
+ * router has already found it in the caller's team and checked the route's permission there.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import { Backup } from '../../db/models/backup';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { BackupWindow } from '../../db/models/backup-window';
-import { Environment } from '../../db/models/environment';
+import type { Environment } from '../../db/models/environment';
 import type { Actor } from '../lib/actor';
 import { errors } from '../lib/errors';
-import { authorize, type Action } from '../lib/policy';
 import { iso, isoOrNull } from '../lib/time';
 import { findProject } from '../projects/service';
 import { openStore } from '../../activities/data/destinations';
@@ -22,12 +22,7 @@ import { syncBackupSchedule, deleteBackupSchedule } from './schedule';
 export const DOWNLOAD_TTL_SECONDS = 15 * 60;
 export const DEFAULT_WINDOW = { hour_utc: 3, retention_days: 7 };
 
-export async function loadEnvironment(deps: Deps, actor: Actor, id: string, action: Action) {
-  const env = await Environment.query(deps.knex).findById(id);
-  if (!env) throw errors.notFound('environment');
-  await authorize(deps.knex, actor, env.team_id, action, 'environment');
-  return env;
-}
+type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
 
 export function presentBackup(row: Backup) {
   return {
@@ -46,10 +41,9 @@ export function presentBackup(row: Backup) {
   };
 }
 
-export async function listBackups(deps: Deps, actor: Actor, envId: string) {
-  await loadEnvironment(deps, actor, envId, 'data:read');
+export async function listBackups(deps: Deps, env: EnvRow) {
   const rows = await Backup.query(deps.knex)
-    .where({ environment_id: envId })
+    .where({ environment_id: env.id })
     .orderBy([
       { column: 'created_at', order: 'desc' },
       { column: 'id', order: 'desc' },
@@ -57,27 +51,26 @@ export async function listBackups(deps: Deps, actor: Actor, envId: string) {
   return { data: rows.map(presentBackup) };
 }
 
-async function loadSnapshot(deps: Deps, actor: Actor, envId: string, snapshotId: string, action: Action) {
-  const env = await loadEnvironment(deps, actor, envId, action);
-  const row = await Backup.query(deps.knex).findOne({ id: snapshotId, environment_id: envId });
+async function loadSnapshot(deps: Deps, env: EnvRow, snapshotId: string) {
+  const row = await Backup.query(deps.knex).findOne({ id: snapshotId, environment_id: env.id });
   if (!row) throw errors.notFound('snapshot');
-  return { env, row };
+  return row;
 }
 
 /** A snapshot that can be read back: available, at a destination that still exists. */
-export async function availableSnapshot(deps: Deps, actor: Actor, envId: string, snapshotId: string, action: Action) {
-  const { env, row } = await loadSnapshot(deps, actor, envId, snapshotId, action);
+export async function availableSnapshot(deps: Deps, env: EnvRow, snapshotId: string) {
+  const row = await loadSnapshot(deps, env, snapshotId);
   if (row.status !== 'available')
     throw errors.conflict('snapshot_not_available', `The snapshot is ${row.status}, not available`);
   const destination = row.destination_id
     ? await BackupDestination.query(deps.knex).findById(row.destination_id)
     : undefined;
   if (!destination) throw errors.conflict('snapshot_not_available', 'The destination of this snapshot was deleted');
-  return { env, row, destination };
+  return { row, destination };
 }
 
-export async function deleteBackup(deps: Deps, actor: Actor, envId: string, snapshotId: string, address: string) {
-  const { env, row } = await loadSnapshot(deps, actor, envId, snapshotId, 'data:write');
+export async function deleteBackup(deps: Deps, actor: Actor, env: EnvRow, snapshotId: string, address: string) {
+  const row = await loadSnapshot(deps, env, snapshotId);
   if (row.status === 'running')
     throw errors.conflict('snapshot_running', 'The snapshot is still being taken; wait for its task to end');
   const destination = row.destination_id
@@ -113,8 +106,8 @@ function downloadSignature(deps: Deps, snapshotId: string, expires: number): str
     .digest('hex');
 }
 
-export async function downloadUrl(deps: Deps, actor: Actor, envId: string, snapshotId: string) {
-  await availableSnapshot(deps, actor, envId, snapshotId, 'data:write');
+export async function downloadUrl(deps: Deps, env: EnvRow, snapshotId: string) {
+  await availableSnapshot(deps, env, snapshotId);
   const expires = Math.floor(Date.now() / 1000) + DOWNLOAD_TTL_SECONDS;
   const signature = downloadSignature(deps, snapshotId, expires);
   return {
@@ -147,8 +140,7 @@ export async function openDownload(deps: Deps, snapshotId: string, q: { expires:
 
 // ---- backup key ---------------------------------------------------------------------------------
 
-export async function describeBackupKey(deps: Deps, actor: Actor, envId: string) {
-  const env = await loadEnvironment(deps, actor, envId, 'data:read');
+export async function describeBackupKey(deps: Deps, env: EnvRow) {
   const fingerprint = keyFingerprint(await ensureBackupKey(deps.knex, deps.secrets, env.id));
   const opens = (await deps
     .knex('backups')
@@ -169,8 +161,7 @@ export async function describeBackupKey(deps: Deps, actor: Actor, envId: string)
   };
 }
 
-export async function revealBackupKey(deps: Deps, actor: Actor, envId: string, address: string) {
-  const env = await loadEnvironment(deps, actor, envId, 'backup-key:reveal');
+export async function revealBackupKey(deps: Deps, actor: Actor, env: EnvRow, address: string) {
   const key = await ensureBackupKey(deps.knex, deps.secrets, env.id);
   await deps.knex.transaction((trx) =>
     recordBackupsEvent(trx, {

@@ -56,6 +56,7 @@ export const routes: RouteDef[] = [
       404: error('No such snapshot'),
       409: error('task_in_progress, deploy_in_progress or snapshot_not_available'),
       422: error('Invalid fields'),
+      429: error('Too many failed credentials from this address (a wrong password counts)'),
     },
     async handler(ctx) {
       ctx.status = 202;
@@ -103,6 +104,7 @@ export const routes: RouteDef[] = [
       404: error('No such environment'),
       409: error('task_in_progress or deploy_in_progress'),
       422: error('Invalid fields'),
+      429: error('Too many failed credentials from this address (a wrong password counts)'),
     },
     async handler(ctx) {
       ctx.status = 202;
@@ -128,6 +130,7 @@ export const routes: RouteDef[] = [
       404: error('No such environment'),
       409: error('no_database_service, task_in_progress or deploy_in_progress'),
       422: error('Invalid fields'),
+      429: error('Too many failed credentials from this address (a wrong password counts)'),
     },
     async handler(ctx) {
       ctx.status = 202;

@@ -3,8 +3,7 @@
  * restore, sync and reset-database (exclusive: one change at a time per environment).
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { volumeDir } from '../../activities/data/backup-engine';
+import { volumeHasFiles } from '../../db/queries/storage';
 import type { Deps } from '../../system/deps';
 import { startTask, type TaskRequester } from '../lib/tasks';
 import { presentTask } from '../tasks/presenter';
@@ -75,6 +74,32 @@ export async function assertMayOverwrite(
 }
 export const RECENT_SIGN_IN_MINUTES = 60;
 
+/**
+ * Restore, sync and reset-database: each replaces the environment's data, so each passes the protected
+ * environment's check (assertMayOverwrite) before its exclusive task starts; answers the task as the route does.
+ */
+async function startOverwrite(
+  deps: Deps,
+  actor: Actor,
+  env: EnvRow & Pick<Environment, 'protected'>,
+  password: string | undefined,
+  address: string,
+  task: { type: 'restore' | 'sync' | 'reset_database'; params: Record<string, string>; summary: string },
+) {
+  await assertMayOverwrite(deps, actor, env, password, address);
+  return presentTask(
+    await startTask(deps, actor, {
+      type: task.type,
+      teamId: env.team_id,
+      projectId: env.project_id,
+      environmentId: env.id,
+      params: task.params,
+      summary: task.summary,
+    }),
+    who(actor),
+  );
+}
+
 export async function requestRestore(
   deps: Deps,
   actor: Actor,
@@ -83,19 +108,12 @@ export async function requestRestore(
   input: { password?: string },
   address: string,
 ) {
-  const { row } = await availableSnapshot(deps, actor, env.id, snapshotId, 'data:restore');
-  await assertMayOverwrite(deps, actor, env, input.password, address);
-  return presentTask(
-    await startTask(deps, actor, {
-      type: 'restore',
-      teamId: env.team_id,
-      projectId: env.project_id,
-      environmentId: env.id,
-      params: { backup_id: row.id },
-      summary: `Restore of ${env.name} from snapshot ${row.id}`,
-    }),
-    who(actor),
-  );
+  const { row } = await availableSnapshot(deps, env, snapshotId);
+  return startOverwrite(deps, actor, env, input.password, address, {
+    type: 'restore',
+    params: { backup_id: row.id },
+    summary: `Restore of ${env.name} from snapshot ${row.id}`,
+  });
 }
 
 /** The project's other environments with data (a database service or files). */
@@ -112,7 +130,10 @@ export async function syncSources(deps: Deps, env: EnvRow) {
         `EXISTS (SELECT 1 FROM services s WHERE s.environment_id = e.id AND s.status = 'available') AS has_service`,
       ),
     );
-  const withData = rows.filter((r) => r.has_service || existsSync(volumeDir(deps.config.dataDir, r.id)));
+  const withData = [];
+  for (const r of rows) {
+    if (r.has_service || (await volumeHasFiles(deps.knex, deps.config.storageRoots, r.id))) withData.push(r);
+  }
   return { sources: withData.map((r) => ({ environment_id: r.id, name: r.name })) };
 }
 
@@ -131,18 +152,11 @@ export async function requestSync(
     .first('id', 'name');
   if (!from || from.id === env.id)
     throw errors.invalid({ from_environment_id: 'is not another environment of the project' });
-  await assertMayOverwrite(deps, actor, env, input.password, address);
-  return presentTask(
-    await startTask(deps, actor, {
-      type: 'sync',
-      teamId: env.team_id,
-      projectId: env.project_id,
-      environmentId: env.id,
-      params: { from_environment_id: from.id },
-      summary: `Sync of ${env.name} from ${from.name}`,
-    }),
-    who(actor),
-  );
+  return startOverwrite(deps, actor, env, input.password, address, {
+    type: 'sync',
+    params: { from_environment_id: from.id },
+    summary: `Sync of ${env.name} from ${from.name}`,
+  });
 }
 
 export async function requestResetDatabase(
@@ -155,16 +169,9 @@ export async function requestResetDatabase(
   if (input.confirm !== env.name) throw errors.invalid({ confirm: `must be the environment's name (${env.name})` });
   const service = await deps.knex('services').where({ environment_id: env.id, status: 'available' }).first('id');
   if (!service) throw errors.conflict('no_database_service', 'The environment has no database service to reset');
-  await assertMayOverwrite(deps, actor, env, input.password, address);
-  return presentTask(
-    await startTask(deps, actor, {
-      type: 'reset_database',
-      teamId: env.team_id,
-      projectId: env.project_id,
-      environmentId: env.id,
-      params: {},
-      summary: `Reset of the database of ${env.name}`,
-    }),
-    who(actor),
-  );
+  return startOverwrite(deps, actor, env, input.password, address, {
+    type: 'reset_database',
+    params: {},
+    summary: `Reset of the database of ${env.name}`,
+  });
 }

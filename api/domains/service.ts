@@ -8,6 +8,7 @@ import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
 import { Domain } from '../../db/models/domain';
 import { checkDomain } from '../../db/queries/domains';
+import { emitDomainVerified } from '../lib/integration-events';
 import type { Actor } from '../lib/actor';
 import { errors } from '../lib/errors';
 import { authorize, type Action } from '../lib/policy';
@@ -126,7 +127,12 @@ export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
     }
     await trx('domain_verify_calls').insert({ domain_id: id });
   });
-  await checkDomain(deps.knex, deps.config.dnsServers, id);
+  const outcome = await checkDomain(deps.knex, deps.config.dnsServers, id);
+  if (outcome.status === 'verified' && outcome.changed) {
+    await emitDomainVerified(deps, id).catch((err) =>
+      deps.logger.warn({ err: String(err), domainId: id }, 'domain.verified not announced'),
+    );
+  }
   const domain = await Domain.query(deps.knex).findById(id);
   if (!domain) throw errors.notFound('domain');
   return presentDomain(domain);

@@ -7,7 +7,7 @@ import type { Actor } from '../lib/actor';
 import { appError, errors } from '../lib/errors';
 import { authorize, reachableTeamIds, type Action } from '../lib/policy';
 import { branchesOf, lsRemote, refExists } from '../projects/git';
-import { repositoryOf } from '../../db/queries/repository';
+import { projectRepositoryOf } from '../../db/queries/repository';
 import type { GitRepo } from '../../activities/provider/git';
 import { NAME_RULES } from '../projects/schemas';
 import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
@@ -16,6 +16,7 @@ import { findProject } from '../projects/service';
 import { presentEnvironment, withUrl, type EnvironmentRecord } from './presenter';
 import { createEnvironmentMachines } from '../machines/service';
 import { dropEnvironmentServices } from '../services/service';
+import { workflowIds } from '../../workflows/shared';
 
 const nameTaken = () =>
   appError('conflict', 'An environment of that name exists in this project', {
@@ -47,7 +48,7 @@ export async function environmentChoices(deps: Deps, actor: Actor, projectId: st
       message: 'Connect a git repository to the project first (POST /projects/{id}/repository)',
     };
   }
-  const remote = await lsRemote(repositoryOf(deps.secrets, project)!, deps.config);
+  const remote = await lsRemote((await projectRepositoryOf(deps.knex, deps.secrets, project))!, deps.config);
   if (!remote.ok) {
     return {
       blocked: true,
@@ -98,6 +99,7 @@ async function lowestFreePort(deps: Deps): Promise<number | undefined> {
     .select(deps.knex.raw('min(p) as port'))
     .from(deps.knex.raw('generate_series(?::int, ?::int) as p', [from, to]))
     .whereNotExists(deps.knex('environments').where('port', deps.knex.raw('p')))
+    .whereNotExists(deps.knex('retiring_ports').where('port', deps.knex.raw('p')))
     .first();
   return row?.port ?? undefined;
 }
@@ -115,7 +117,7 @@ export async function createEnvironment(
   const { project } = await findProject(deps, actor, projectId, 'environment:create');
   if (!project.repository_url) throw noRepository();
   if (await Environment.query(deps.knex).findOne({ project_id: projectId, name: input.name })) throw nameTaken();
-  await checkRef(deps, repositoryOf(deps.secrets, project)!, input.git_ref);
+  await checkRef(deps, (await projectRepositoryOf(deps.knex, deps.secrets, project))!, input.git_ref);
   for (let attempt = 0; attempt < 20; attempt++) {
     const port = await lowestFreePort(deps);
     if (port === undefined) {
@@ -197,7 +199,7 @@ export async function updateEnvironment(
   if (input.git_ref !== undefined && input.git_ref !== env.git_ref) {
     const project = await Project.query(deps.knex).findById(env.project_id);
     if (!project?.repository_url) throw noRepository();
-    await checkRef(deps, repositoryOf(deps.secrets, project)!, input.git_ref);
+    await checkRef(deps, (await projectRepositoryOf(deps.knex, deps.secrets, project))!, input.git_ref);
     patch.git_ref = input.git_ref;
   }
   if (input.auto_deploy !== undefined) patch.auto_deploy = input.auto_deploy;
@@ -231,8 +233,33 @@ export async function deleteEnvironment(deps: Deps, actor: Actor, id: string): P
     const names: string[] = rows.flatMap((r) =>
       [r.database_name, r.old_database_name, r.next_database_name].filter(Boolean),
     );
+    const { port } = await trx('environments').where({ id }).first('port');
+    // What the environment paid for (its servers' plans, services, storage) goes with it: billed no more.
+    await trx('subscriptions')
+      .where({ environment_id: id })
+      .whereIn('status', ['active', 'cancelling'])
+      .update({ status: 'ended', ended_at: trx.fn.now() });
     await trx('environments').where({ id }).delete();
-    return names;
+    // Held until the sandbox is gone: its uid and network derive from the port.
+    await trx('retiring_ports').insert({ port, environment_id: id }).onConflict('port').ignore();
+    return { names, port: port as number };
   });
-  await dropEnvironmentServices(deps, id, serviceDatabases);
+  await dropEnvironmentServices(deps, id, serviceDatabases.names);
+  await startRetire(deps, id, serviceDatabases.port);
+}
+
+/**
+ * The environment's processes, network and files are taken off the host by a workflow (the worker holds
+ * them); if Temporal cannot be reached now, the worker retires what is left in retiring_ports when it starts.
+ */
+async function startRetire(deps: Deps, environmentId: string, port: number): Promise<void> {
+  try {
+    await deps.temporal.workflow.start('retireEnvironment', {
+      taskQueue: deps.config.taskQueue,
+      workflowId: workflowIds.environmentRetire(environmentId),
+      args: [{ environmentId, port }],
+    });
+  } catch (err) {
+    deps.logger.warn({ err, environmentId }, 'could not start retiring a deleted environment');
+  }
 }

@@ -10,6 +10,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { Integration } from '../../db/models/integration';
 import type { IntegrationDelivery } from '../../db/models/integration-delivery';
+import { storedRule } from '../../db/queries/notification-rules';
 import { workflowIds } from '../../workflows/shared';
 import type { IntegrationEvent } from '../integrations/kinds';
 
@@ -66,3 +67,46 @@ export async function emitIntegrationEvent(
 }
 
 export type { IntegrationDelivery };
+
+/**
+ * domain.verified for a domain that has just become verified (POST /domains/{id}/verify or the background
+ * re-check), to the integrations its project's rule names (all of the team's listening ones without a
+ * rule). The event id is the domain's: announced twice, it is delivered once.
+ */
+export async function emitDomainVerified(
+  deps: { knex: Knex; temporal: Client; config: { taskQueue: string } },
+  domainId: string,
+): Promise<string[]> {
+  const domain = await deps
+    .knex('domains as d')
+    .leftJoin('projects as p', 'p.id', 'd.project_id')
+    .leftJoin('environments as e', 'e.id', 'd.environment_id')
+    .where('d.id', domainId)
+    .first(
+      'd.id',
+      'd.team_id',
+      'd.hostname',
+      'd.verified_at',
+      'd.project_id',
+      'p.name as project_name',
+      'd.environment_id',
+      'e.name as environment_name',
+    );
+  if (!domain) return [];
+  const rule = domain.project_id ? await storedRule(deps.knex, domain.project_id, 'domain.verified') : undefined;
+  return emitIntegrationEvent(
+    deps,
+    {
+      teamId: domain.team_id,
+      event: 'domain.verified',
+      eventId: `evt_domain_verified_${domain.id}`,
+      occurredAt: domain.verified_at ?? new Date(),
+      data: {
+        domain: { id: domain.id, hostname: domain.hostname },
+        project: domain.project_id ? { id: domain.project_id, name: domain.project_name } : null,
+        environment: domain.environment_id ? { id: domain.environment_id, name: domain.environment_name } : null,
+      },
+    },
+    rule?.integration_ids,
+  );
+}

@@ -52,4 +52,5 @@ export const scopes = {
   integration: defineScope('integration', byId('integrations')),
   ticket: defineScope('ticket', byId('tickets')),
   backupDestination: defineScope('backup destination', byId('backup_destinations')),
+  repositoryHost: defineScope('repository host', byId('repository_hosts')),
 };

@@ -2,7 +2,10 @@ import type { Server } from '../../db/models/server';
 import { planById, type PriceList } from '../lib/pricing';
 import { iso } from '../lib/time';
 
-/** A server as clients see it: its size, and its plan's monthly price from the price list. */
+/**
+ * A server as clients see it: its size, how many instances run, and its monthly price from the price list
+ * (the plan's price for each instance).
+ */
 export function presentServer(server: Server, list: PriceList) {
   return {
     id: server.id,
@@ -16,8 +19,15 @@ export function presentServer(server: Server, list: PriceList) {
     memory_mb: server.memory_mb,
     disk_gb: server.disk_gb,
     status: server.status,
-    monthly_price: planById(list, server.plan)?.monthly_price ?? null,
+    instances: server.instances,
+    monthly_price: serverMonthlyPrice(list, server.plan, server.instances),
     currency: list.currency,
     created_at: iso(server.created_at),
   };
+}
+
+/** A server's monthly price on `plan` with `instances` instances (null when the plan is off the list). */
+export function serverMonthlyPrice(list: PriceList, plan: string, instances: number): number | null {
+  const price = planById(list, plan)?.monthly_price;
+  return price === undefined ? null : Math.round(price * instances * 100) / 100;
 }

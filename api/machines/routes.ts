@@ -5,6 +5,7 @@ import { presentTask, taskSchema } from '../tasks/presenter';
 import { Server } from '../../db/models/server';
 import * as s from './schemas';
 import * as machines from './service';
+import { getScale, requestScale } from './scale';
 
 const tags = ['machines'];
 const serverScope = defineScope<Server>('server', async (knex, id) => Server.query(knex).findById(id));
@@ -82,8 +83,8 @@ export const routes: RouteDef[] = [
     operationId: 'rebootServer',
     summary: "Restarts the server's instances one at a time, health-checked (a task)",
     description:
-      'Answers 202 with the task (`machines`/`reboot`). The local provider runs one web process per environment: it is ' +
-      'replaced by a new one that answers its health check first, so the environment keeps answering.',
+      'Answers 202 with the task (`machines`/`reboot`). Each web instance in turn is replaced by a new one that answers ' +
+      'its health check before the old one leaves the edge, so the environment keeps answering.',
     tags,
     auth: 'session',
     permission: 'machines:write',
@@ -97,6 +98,59 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       const task = await machines.requestReboot(ctx.deps, ctx.actor, ctx.scope.row);
+      ctx.status = 202;
+      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/environments/{id}/scale',
+    operationId: 'getEnvironmentScale',
+    summary: 'How many web instances the environment runs behind the edge, the most it may, and what each count costs',
+    description:
+      '`max` is SCALE_MAX. Each instance runs on the web server plan and costs its monthly price; `monthly_price_delta` ' +
+      "is a choice's monthly price minus the current one.",
+    tags,
+    auth: 'session',
+    permission: 'machines:read',
+    scope: scopes.environment,
+    params: s.idParams,
+    responses: {
+      200: { description: 'Instances and choices', schema: s.scaleSchema },
+      404: error('No such environment'),
+    },
+    async handler(ctx) {
+      ctx.body = await getScale(ctx.deps, ctx.input.params.id);
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/environments/{id}/scale',
+    operationId: 'scaleEnvironment',
+    summary:
+      'Runs that many web instances of the live release behind the edge, balanced and sticky when asked (a task)',
+    description:
+      'Answers 202 with the task (`machines`/`scale`). New instances must answer their health check before the edge ' +
+      "sends them requests; extra instances leave the edge first, then stop. With the edge's `stickiness`, the " +
+      '`vc_instance` cookie keeps a client on one instance while it lives. 0, more than `max` or the current count: ' +
+      '422 on `instances`. One change at a time per environment: 409 `deploy_in_progress` or `task_in_progress` with ' +
+      '`task_id`.',
+    tags,
+    auth: 'session',
+    permission: 'machines:write',
+    scope: scopes.environment,
+    startsTask: true,
+    params: s.idParams,
+    body: s.scaleBody,
+    responses: {
+      202: { description: 'The task', schema: taskSchema },
+      403: error("forbidden: the caller's role may not change machines"),
+      404: error('No such environment'),
+      409: error('deploy_in_progress or task_in_progress (with task_id)', inProgress),
+      422: error('instances out of 1..max, or the current count'),
+    },
+    async handler(ctx) {
+      const task = await requestScale(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body.instances);
       ctx.status = 202;
       ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
     },

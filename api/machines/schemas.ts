@@ -20,7 +20,11 @@ export const serverSchema = z.object({
   status: z
     .enum(['running', 'resizing', 'rebooting', 'old'])
     .describe('old: a database server whose database moved away, until discard-old-database'),
-  monthly_price: z.number().nullable().describe('From the price list; null when the plan is no longer on it'),
+  instances: z.number().int().describe('Web instances behind the edge (POST /environments/{id}/scale)'),
+  monthly_price: z
+    .number()
+    .nullable()
+    .describe("The plan's price for each instance, from the price list; null when the plan is no longer on it"),
   currency: z.string(),
   created_at: z.string(),
 });
@@ -76,4 +80,21 @@ export const buildOptionsSchema = z.object({ provider: z.string(), currency: z.s
 export const setBuildMachineBody = z.strictObject({
   provider: z.string().min(1, 'must name a provider').max(40),
   plan: planId,
+});
+
+export const scaleSchema = z.object({
+  instances: z.number().int().describe('Web instances the environment runs now'),
+  max: z.number().int().describe('Most instances it may run (SCALE_MAX)'),
+  plan: z.string().describe("The web server's plan (each instance runs on it)"),
+  currency: z.string(),
+  choices: z.array(
+    z.object({
+      instances: z.number().int(),
+      monthly_price: z.number().nullable(),
+      monthly_price_delta: z.number().describe("This choice's monthly price minus the current one"),
+    }),
+  ),
+});
+export const scaleBody = z.strictObject({
+  instances: z.number({ error: 'must be a whole number' }).int('must be a whole number'),
 });

@@ -13,7 +13,7 @@ import { loadPriceList, monthlyPriceDelta, planById, type PriceList } from '../l
 import { errors } from '../lib/errors';
 import type { Actor } from '../lib/actor';
 import { reachableTeamIds } from '../lib/policy';
-import { presentServer } from './presenter';
+import { presentServer, serverMonthlyPrice } from './presenter';
 import { startTask } from '../lib/tasks';
 import { recordActivity } from '../../db/queries/activity';
 import type { Task } from '../../db/models/task';
@@ -69,23 +69,30 @@ export async function listServers(deps: Deps, actor: Actor, query: { team?: stri
   return { data: rows.map((s) => presentServer(s, list)) };
 }
 
-/** The server's plan and every other plan of the price list, with what each would change on the monthly bill. */
+/**
+ * The server's plan and every other plan of the price list, with what each would change on the monthly bill
+ * (the server's price is its plan's for each instance it runs).
+ */
 export function resizeChoices(deps: Deps, server: Server) {
   const list = priceList(deps);
-  const current = planById(list, server.plan)?.monthly_price ?? 0;
+  const instances = server.instances ?? 1;
+  const current = serverMonthlyPrice(list, server.plan, instances) ?? 0;
   return {
     plan: server.plan,
     currency: list.currency,
     choices: list.plans
       .filter((p) => p.id !== server.plan)
-      .map((p) => ({
-        plan: p.id,
-        cpu: p.cpu,
-        memory_mb: p.memory_mb,
-        disk_gb: p.disk_gb,
-        monthly_price: p.monthly_price,
-        monthly_price_delta: monthlyPriceDelta(current, p.monthly_price),
-      })),
+      .map((p) => {
+        const price = serverMonthlyPrice(list, p.id, instances) ?? 0;
+        return {
+          plan: p.id,
+          cpu: p.cpu,
+          memory_mb: p.memory_mb,
+          disk_gb: p.disk_gb,
+          monthly_price: price,
+          monthly_price_delta: monthlyPriceDelta(current, price),
+        };
+      }),
   };
 }
 

@@ -14,7 +14,7 @@ import {
   type GitRepo,
 } from '../../activities/provider/git';
 import { MANIFEST_FILE, manifestFileFault, parseManifest, type Manifest } from '../../activities/provider/manifest';
-import { repositoryOf } from '../../db/queries/repository';
+import { projectRepositoryOf } from '../../db/queries/repository';
 import type { Actor } from '../lib/actor';
 import { appError } from '../lib/errors';
 import { authorize } from '../lib/policy';
@@ -76,7 +76,7 @@ export async function validateEnvironmentManifest(
       'The project has no repository connected: send the manifest in the body, or connect a repository',
     );
   }
-  const repo = repositoryOf(deps.secrets, project)!;
+  const repo = (await projectRepositoryOf(deps.knex, deps.secrets, project))!;
   const head = await headCommit(deps, repo, env.git_ref);
   if (!head.ok) throw appError(head.code, head.message);
   let text: Awaited<ReturnType<typeof manifestAt>>;

@@ -5,7 +5,7 @@
 import type { Deps } from '../../system/deps';
 import { Project } from '../../db/models/project';
 import { GitError, resolveRef, type GitRepo } from '../../activities/provider/git';
-import { repositoryOf } from '../../db/queries/repository';
+import { projectRepositoryOf } from '../../db/queries/repository';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
 import { runningExclusiveTask } from '../../db/queries/tasks';
 import type { Actor } from '../lib/actor';
@@ -119,7 +119,7 @@ export async function deployChoices(deps: Deps, actor: Actor, environmentId: str
     return blocked('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', {
       task_id: running.id,
     });
-  const head = await headCommit(deps, repositoryOf(deps.secrets, project)!, env.git_ref);
+  const head = await headCommit(deps, (await projectRepositoryOf(deps.knex, deps.secrets, project))!, env.git_ref);
   if (!head.ok) return blocked(head.code, head.message);
   const [live, rollback, built] = await Promise.all([
     liveRelease(knex, env.id),
@@ -142,7 +142,7 @@ export async function environmentSource(deps: Deps, actor: Actor, environmentId:
   const env = await findEnvironment(deps, actor, environmentId, 'environment:read');
   const project = await Project.query(deps.knex).findById(env.project_id);
   if (!project?.repository_url) return { repository: null, git_ref: env.git_ref, head_commit: null };
-  const head = await headCommit(deps, repositoryOf(deps.secrets, project)!, env.git_ref);
+  const head = await headCommit(deps, (await projectRepositoryOf(deps.knex, deps.secrets, project))!, env.git_ref);
   return {
     repository: { url: displayUrl(project.repository_url) },
     git_ref: env.git_ref,

@@ -8,6 +8,7 @@ import { authorize, can, reachableMemberships, reachableTeamIds, type Action } f
 import { parseRepositoryUrl } from '../../activities/provider/git-remote';
 import { sealCredentials } from '../../db/queries/repository';
 import { displayUrl, lsRemote } from './git';
+import { withHostCredentials } from '../../db/queries/repository-hosts';
 import { presentProject } from './presenter';
 import { NAME_RULES } from './schemas';
 
@@ -108,10 +109,11 @@ export async function getRepository(deps: Deps, actor: Actor, id: string) {
  * kept sealed apart from it; the URL is kept without them.
  */
 export async function connectRepository(deps: Deps, actor: Actor, id: string, input: { url: string }) {
-  await findProject(deps, actor, id, 'project:update');
+  const { project: current } = await findProject(deps, actor, id, 'project:update');
   const parsed = parseRepositoryUrl(input.url);
   if (!parsed.ok) throw errors.invalid({ url: parsed.reason });
-  const check = await lsRemote({ url: parsed.url, credentials: parsed.credentials, scope: id }, deps.config);
+  const own = { url: parsed.url, credentials: parsed.credentials, scope: id };
+  const check = await lsRemote(await withHostCredentials(deps.knex, deps.secrets, current.team_id, own), deps.config);
   if (!check.ok) throw errors.invalid({ url: check.fieldReason });
   const project = await Project.query(deps.knex).patchAndFetchById(id, {
     repository_url: parsed.url,

@@ -16,6 +16,7 @@ import { presentTask } from '../tasks/presenter';
 import { seal } from '../../system/crypto';
 import { dropServiceDatabase, serverMajorVersion } from '../../activities/data/pg-server';
 import { servicePasswordAad } from '../../activities/data/service-env';
+import { openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 
 type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
 
@@ -96,18 +97,33 @@ export async function createService(
   await Service.query(deps.knex).where({ environment_id: env.id, kind: input.kind, status: 'failed' }).delete();
   const id = randomUUID();
   const name = `svc_${id.replace(/-/g, '').slice(0, 20)}`;
-  await Service.query(deps.knex).insert({
-    id,
-    team_id: env.team_id,
-    project_id: env.project_id,
-    environment_id: env.id,
-    kind: input.kind,
-    version,
-    plan: plan.id,
-    status: 'creating',
-    database_name: name,
-    role_name: name,
-    password_sealed: seal(deps.secrets, randomBytes(24).toString('base64url'), servicePasswordAad(id)),
+  // The service and its subscription (a paid thing has an order from the start) in one transaction.
+  await deps.knex.transaction(async (trx) => {
+    await Service.query(trx).insert({
+      id,
+      team_id: env.team_id,
+      project_id: env.project_id,
+      environment_id: env.id,
+      kind: input.kind,
+      version,
+      plan: plan.id,
+      status: 'creating',
+      database_name: name,
+      role_name: name,
+      password_sealed: seal(deps.secrets, randomBytes(24).toString('base64url'), servicePasswordAad(id)),
+    });
+    if (plan.monthly_price > 0) {
+      await openSubscription(trx, {
+        teamId: env.team_id,
+        projectId: env.project_id,
+        environmentId: env.id,
+        kind: 'service',
+        resourceId: id,
+        item: await subscriptionItem(trx, `PostgreSQL ${version} service`, plan.id, env.id),
+        monthlyPrice: plan.monthly_price,
+        currency: loadPriceList(deps.config).currency,
+      });
+    }
   });
   try {
     const task = await startTask(deps, actor, {
@@ -121,7 +137,10 @@ export async function createService(
     await Service.query(deps.knex).findById(id).patch({ task_id: task.id });
     return presentTask(task, { id: actor.user.id, name: actor.user.name });
   } catch (err) {
-    await Service.query(deps.knex).deleteById(id);
+    await deps.knex.transaction(async (trx) => {
+      await trx('subscriptions').where({ kind: 'service', resource_id: id }).delete();
+      await Service.query(trx).deleteById(id);
+    });
     throw err;
   }
 }

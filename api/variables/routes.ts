@@ -58,76 +58,7 @@ export const routes: RouteDef[] = [
       ctx.body = { data: await variables.listOwn(ctx.deps, scope) };
     },
   }),
-  defineRoute({
-    method: 'post',
-    path: '/projects/{id}/variables',
-    operationId: 'setProjectVariable',
-    summary: 'Creates (201) or replaces (200) a project variable',
-    description: `${SECRET_NOTE} Names: [A-Za-z_][A-Za-z0-9_]*, at most 128; PORT and VC_* are reserved. Values up to 64 KiB; 500 a scope.`,
-    tags,
-    auth: 'session',
-    permission: 'config:write',
-    scope: scopes.project,
-    params: s.idParams,
-    body: s.setVariableBody,
-    responses: {
-      200: { description: 'Replaced', schema: s.variableSchema },
-      201: { description: 'Created', schema: s.variableSchema },
-      403: error('Role may not'),
-      404: error('No such project'),
-      422: error('Invalid fields'),
-    },
-    async handler(ctx) {
-      const scope = projectScope(ctx.scope.row as never);
-      const r = await variables.setVariable(ctx.deps, ctx.actor, scope, ctx.input.body);
-      ctx.status = r.created ? 201 : 200;
-      ctx.body = r.variable;
-    },
-  }),
-  defineRoute({
-    method: 'delete',
-    path: '/projects/{id}/variables/{name}',
-    operationId: 'deleteProjectVariable',
-    summary: 'Removes a project variable',
-    tags,
-    auth: 'session',
-    permission: 'config:write',
-    scope: scopes.project,
-    params: s.nameParams,
-    responses: {
-      204: { description: 'Removed' },
-      403: error('Role may not'),
-      404: error('No such project or variable'),
-    },
-    async handler(ctx) {
-      const scope = projectScope(ctx.scope.row as never);
-      await variables.deleteVariable(ctx.deps, ctx.actor, scope, ctx.input.params.name);
-      ctx.status = 204;
-    },
-  }),
-  defineRoute({
-    method: 'post',
-    path: '/projects/{id}/variables/import',
-    operationId: 'importProjectVariables',
-    summary: 'Imports pasted .env text into the project, all or nothing',
-    description: IMPORT_NOTE,
-    tags,
-    auth: 'session',
-    permission: 'config:write',
-    scope: scopes.project,
-    params: s.idParams,
-    body: s.importBody,
-    responses: {
-      200: { description: 'What happened to each name', schema: s.importResultSchema },
-      403: error('Role may not'),
-      404: error('No such project'),
-      422: error('A malformed line, or too many variables'),
-    },
-    async handler(ctx) {
-      const scope = projectScope(ctx.scope.row as never);
-      ctx.body = await variables.importVariables(ctx.deps, ctx.actor, scope, ctx.input.body);
-    },
-  }),
+  ...ownVariableRoutes('project'),
 
   // ---- environment --------------------------------------------------------------------------------
   defineRoute({
@@ -172,76 +103,7 @@ export const routes: RouteDef[] = [
       ctx.body = await variables.getEffective(ctx.deps, scope.environmentId!, ctx.input.params.name);
     },
   }),
-  defineRoute({
-    method: 'post',
-    path: '/environments/{id}/variables',
-    operationId: 'setEnvironmentVariable',
-    summary: "Creates (201) or replaces (200) the environment's own value of a variable",
-    description: `${SECRET_NOTE} It overrides the project's value of the same name. Rules as for project variables.`,
-    tags,
-    auth: 'session',
-    permission: 'config:write',
-    scope: scopes.environment,
-    params: s.idParams,
-    body: s.setVariableBody,
-    responses: {
-      200: { description: 'Replaced', schema: s.variableSchema },
-      201: { description: 'Created', schema: s.variableSchema },
-      403: error('Role may not'),
-      404: error('No such environment'),
-      422: error('Invalid fields'),
-    },
-    async handler(ctx) {
-      const scope = environmentScope(ctx.scope.row as never);
-      const r = await variables.setVariable(ctx.deps, ctx.actor, scope, ctx.input.body);
-      ctx.status = r.created ? 201 : 200;
-      ctx.body = r.variable;
-    },
-  }),
-  defineRoute({
-    method: 'delete',
-    path: '/environments/{id}/variables/{name}',
-    operationId: 'deleteEnvironmentVariable',
-    summary: "Removes the environment's own value (the project's, if any, applies again)",
-    tags,
-    auth: 'session',
-    permission: 'config:write',
-    scope: scopes.environment,
-    params: s.nameParams,
-    responses: {
-      204: { description: 'Removed' },
-      403: error('Role may not'),
-      404: error('No such environment, or it has no own value'),
-    },
-    async handler(ctx) {
-      const scope = environmentScope(ctx.scope.row as never);
-      await variables.deleteVariable(ctx.deps, ctx.actor, scope, ctx.input.params.name);
-      ctx.status = 204;
-    },
-  }),
-  defineRoute({
-    method: 'post',
-    path: '/environments/{id}/variables/import',
-    operationId: 'importEnvironmentVariables',
-    summary: "Imports pasted .env text as the environment's own values, all or nothing",
-    description: IMPORT_NOTE,
-    tags,
-    auth: 'session',
-    permission: 'config:write',
-    scope: scopes.environment,
-    params: s.idParams,
-    body: s.importBody,
-    responses: {
-      200: { description: 'What happened to each name', schema: s.importResultSchema },
-      403: error('Role may not'),
-      404: error('No such environment'),
-      422: error('A malformed line, or too many variables'),
-    },
-    async handler(ctx) {
-      const scope = environmentScope(ctx.scope.row as never);
-      ctx.body = await variables.importVariables(ctx.deps, ctx.actor, scope, ctx.input.body);
-    },
-  }),
+  ...ownVariableRoutes('environment'),
 ] as RouteDef[];
 
 const applyRoutes: RouteDef[] = [
@@ -297,3 +159,93 @@ const applyRoutes: RouteDef[] = [
 ] as RouteDef[];
 
 routes.push(...applyRoutes);
+
+/**
+ * Setting, removing and importing a level's own variables: the same at both levels, but for the scope they
+ * write to (an environment's own values override the project's of the same name).
+ */
+function ownVariableRoutes(level: 'project' | 'environment'): RouteDef[] {
+  const project = level === 'project';
+  const Level = project ? 'Project' : 'Environment';
+  const base = `/${level}s/{id}/variables`;
+  const common = {
+    tags,
+    auth: 'session' as const,
+    permission: 'config:write' as const,
+    scope: project ? scopes.project : scopes.environment,
+  };
+  const scopeOf = (row: never) => (project ? projectScope(row) : environmentScope(row));
+  return [
+    defineRoute({
+      ...common,
+      method: 'post',
+      path: base,
+      operationId: `set${Level}Variable`,
+      summary: project
+        ? 'Creates (201) or replaces (200) a project variable'
+        : "Creates (201) or replaces (200) the environment's own value of a variable",
+      description: project
+        ? `${SECRET_NOTE} Names: [A-Za-z_][A-Za-z0-9_]*, at most 128; PORT and VC_* are reserved. Values up to 64 KiB; 500 a scope.`
+        : `${SECRET_NOTE} It overrides the project's value of the same name. Rules as for project variables.`,
+      params: s.idParams,
+      body: s.setVariableBody,
+      responses: {
+        200: { description: 'Replaced', schema: s.variableSchema },
+        201: { description: 'Created', schema: s.variableSchema },
+        403: error('Role may not'),
+        404: error(`No such ${level}`),
+        422: error('Invalid fields'),
+      },
+      async handler(ctx) {
+        const r = await variables.setVariable(ctx.deps, ctx.actor, scopeOf(ctx.scope.row as never), ctx.input.body);
+        ctx.status = r.created ? 201 : 200;
+        ctx.body = r.variable;
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'delete',
+      path: `${base}/{name}`,
+      operationId: `delete${Level}Variable`,
+      summary: project
+        ? 'Removes a project variable'
+        : "Removes the environment's own value (the project's, if any, applies again)",
+      params: s.nameParams,
+      responses: {
+        204: { description: 'Removed' },
+        403: error('Role may not'),
+        404: error(project ? 'No such project or variable' : 'No such environment, or it has no own value'),
+      },
+      async handler(ctx) {
+        await variables.deleteVariable(ctx.deps, ctx.actor, scopeOf(ctx.scope.row as never), ctx.input.params.name);
+        ctx.status = 204;
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'post',
+      path: `${base}/import`,
+      operationId: `import${Level}Variables`,
+      summary: project
+        ? 'Imports pasted .env text into the project, all or nothing'
+        : "Imports pasted .env text as the environment's own values, all or nothing",
+      description: IMPORT_NOTE,
+      params: s.idParams,
+      body: s.importBody,
+      responses: {
+        200: { description: 'What happened to each name', schema: s.importResultSchema },
+        403: error('Role may not'),
+        404: error(`No such ${level}`),
+        422: error('A malformed line, or too many variables'),
+      },
+      async handler(ctx) {
+        ctx.body = await variables.importVariables(
+          ctx.deps,
+          ctx.actor,
+          scopeOf(ctx.scope.row as never),
+          ctx.input.body,
+        );
+      },
+    }),
+  ] as RouteDef[];
+}

@@ -33,3 +33,4 @@ export { IntegrationDelivery } from './integration-delivery';
 export { TeamMemberState } from './team-member-state';
 export { Ticket } from './ticket';
 export { TicketReply } from './ticket-reply';
+export { StorageDisk } from './storage-disk';

@@ -13,6 +13,8 @@ export class Server extends BaseModel {
   cpu!: string | number;
   memory_mb!: number;
   disk_gb!: number;
+  /** How many instances run (the `web` server's web processes behind the edge, migration 510). */
+  instances!: number;
   /** `old`: a database server whose database moved away, kept until discard-old-database (migration 515). */
   status!: 'running' | 'resizing' | 'rebooting' | 'old';
   created_at!: Date;

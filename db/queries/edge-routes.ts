@@ -14,8 +14,20 @@ export async function publishEdgeRoute(knex: Knex, envId: string, route: Publish
   if (!env) return; // deleted meanwhile
   const row =
     route.kind === 'upstream'
-      ? { upstream_host: route.host, upstream_port: route.port, unavailable: null, release_id: route.releaseId }
-      : { upstream_host: null, upstream_port: null, unavailable: route.text, release_id: route.releaseId };
+      ? {
+          upstream_host: route.host,
+          upstream_port: route.port,
+          upstreams: JSON.stringify(route.upstreams),
+          unavailable: null,
+          release_id: route.releaseId,
+        }
+      : {
+          upstream_host: null,
+          upstream_port: null,
+          upstreams: null,
+          unavailable: route.text,
+          release_id: route.releaseId,
+        };
   await knex('edge_routes')
     .insert({ environment_id: envId, ...row, updated_at: knex.fn.now() })
     .onConflict('environment_id')
@@ -26,5 +38,6 @@ export interface EdgeRouteRow {
   environment_id: string;
   upstream_host: string | null;
   upstream_port: number | null;
+  upstreams: { id: string; host: string; port: number }[] | null;
   unavailable: string | null;
 }

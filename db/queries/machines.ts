@@ -23,3 +23,9 @@ export async function buildMachineSize(knex: Knex, environmentId: string): Promi
   const row = await knex('build_machines').where({ environment_id: environmentId }).first('cpu', 'memory_mb');
   return row ? size(row) : null;
 }
+
+/** How many web instances the environment's `web` server runs (1 without a server). */
+export async function webServerInstances(knex: Knex, environmentId: string): Promise<number> {
+  const row = await knex('servers').where({ environment_id: environmentId, role: 'web' }).first('instances');
+  return row?.instances ?? 1;
+}

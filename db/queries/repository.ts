@@ -7,9 +7,11 @@ import type { Knex } from 'knex';
 import type { Credentials, GitRepo } from '../../activities/provider/git-remote';
 import { open, seal } from '../../system/crypto';
 import type { Secrets } from '../../system/secrets';
+import { withHostCredentials } from './repository-hosts';
 
 export interface ProjectRepositoryRow {
   id: string;
+  team_id: string;
   repository_url: string | null;
   repository_credentials?: string | null;
 }
@@ -27,7 +29,16 @@ export function sealCredentials(secrets: Keys, projectId: string, credentials: C
   );
 }
 
-/** The repository of a loaded project row, credentials opened; null when none is connected. */
+/**
+ * The repository of a loaded project row with the credentials git uses: the project's own, else its
+ * team's repository host for that URL (db/queries/repository-hosts.ts); null when none is connected.
+ */
+export async function projectRepositoryOf(knex: Knex, secrets: Keys, project: ProjectRepositoryRow) {
+  const repo = repositoryOf(secrets, project);
+  return repo ? withHostCredentials(knex, secrets, project.team_id, repo) : null;
+}
+
+/** The repository of a loaded project row, its own credentials opened; null when none is connected. */
 export function repositoryOf(secrets: Keys, project: ProjectRepositoryRow): GitRepo | null {
   if (!project.repository_url) return null;
   const credentials = project.repository_credentials
@@ -38,6 +49,8 @@ export function repositoryOf(secrets: Keys, project: ProjectRepositoryRow): GitR
 
 /** The repository of a project by id (null when the project has none or is gone). */
 export async function projectRepository(knex: Knex, secrets: Keys, projectId: string): Promise<GitRepo | null> {
-  const row = await knex('projects').where({ id: projectId }).first('id', 'repository_url', 'repository_credentials');
-  return row ? repositoryOf(secrets, row) : null;
+  const row = await knex('projects')
+    .where({ id: projectId })
+    .first('id', 'team_id', 'repository_url', 'repository_credentials');
+  return row ? projectRepositoryOf(knex, secrets, row) : null;
 }

@@ -40,6 +40,37 @@ export async function openSubscription(trx: Knex | Knex.Transaction, s: OpenSubs
   } as Partial<Subscription>);
 }
 
+/**
+ * Ends at once the running subscriptions of one paid thing: it moved to another plan (a new subscription
+ * replaces it) or never came to be (a service whose creation failed). Answers how many ended.
+ */
+export async function endSubscriptionsOf(
+  trx: Knex | Knex.Transaction,
+  kind: string,
+  resourceId: string,
+): Promise<number> {
+  return trx('subscriptions')
+    .where({ kind, resource_id: resourceId })
+    .whereIn('status', ['active', 'cancelling'])
+    .update({ status: 'ended', ended_at: trx.fn.now() });
+}
+
+/** What a thing's subscription line says: "Web server, plan small (production of shop)". */
+export async function subscriptionItem(
+  trx: Knex | Knex.Transaction,
+  what: string,
+  plan: string,
+  environmentId: string | null,
+): Promise<string> {
+  const env = environmentId
+    ? await trx('environments as e')
+        .join('projects as p', 'p.id', 'e.project_id')
+        .where('e.id', environmentId)
+        .first('e.name as environment', 'p.name as project')
+    : undefined;
+  return `${what}, plan ${plan}${env ? ` (${env.environment} of ${env.project})` : ''}`;
+}
+
 /** `date` plus `months` calendar months (UTC), the day clamped to the month's last (Jan 31 + 1 = Feb 28/29). */
 export function addMonths(date: Date, months: number): Date {
   const y = date.getUTCFullYear();

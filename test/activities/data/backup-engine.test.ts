@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -13,7 +13,13 @@ import {
   createRestoreTarget,
   type ServiceLogin,
 } from '../../../activities/data/pg-server';
-import { copyData, restoreSnapshot, takeSnapshot } from '../../../activities/data/backup-engine';
+import {
+  copyData,
+  describePutBackState,
+  restoreSnapshot,
+  settlePutBack,
+  takeSnapshot,
+} from '../../../activities/data/backup-engine';
 import { listLocal, openStore, probeStore } from '../../../activities/data/destinations';
 import { decryptSnapshot } from '../../../activities/data/snapshot-format';
 import { startS3 } from '../../helpers/s3';
@@ -157,6 +163,13 @@ describe('snapshots', () => {
     expect((await listLocal(join(root, 'dest'))).filter((f) => f.includes('fail'))).toEqual([]);
   });
 
+  it('deleting an object also removes the half of it a killed writer left (`<name>.partial`)', async () => {
+    const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } }, outbound);
+    writeFileSync(join(root, 'dest', 'env', 'killed.vcb.partial'), 'half');
+    await store.delete('env/killed.vcb');
+    expect((await listLocal(join(root, 'dest'))).filter((f) => f.includes('killed'))).toEqual([]);
+  });
+
   it('sync copies one database and volume into another', async () => {
     const parts = await copyData({ config, source, target: { login: b, volume: join(root, 'vol-b') } });
     expect(parts).toEqual(['database', 'files']);
@@ -174,5 +187,57 @@ describe('a restore interrupted between its two renames (worker killed)', () => 
     });
     await createRestoreTarget(config, b);
     expect(await sql(b, 'SELECT count(*)::int AS n FROM notes')).toEqual([{ n: 2 }]);
+  });
+});
+
+describe('settling a put-back that did not complete (its last attempt failed or its worker was killed)', () => {
+  const target = () => ({ login: b, volume: join(root, 'vol-b') });
+  const dbs = () =>
+    withAdmin(config, async (c) =>
+      (await c.query('SELECT datname FROM pg_database')).rows.map((r: { datname: string }) => r.datname),
+    );
+
+  it('cut while filling the staging copies: removes them and says nothing was changed', async () => {
+    await sql(b, "CREATE TABLE IF NOT EXISTS marks (body text); DELETE FROM marks; INSERT INTO marks VALUES ('live')");
+    await createRestoreTarget(config, b); // a half-filled <db>_restore
+    mkdirSync(join(root, 'vol-b.restore', 'uploads'), { recursive: true });
+    writeFileSync(join(root, 'vol-b.restore', 'uploads', 'half.txt'), 'half');
+    const state = await settlePutBack({ config, target: target(), marker: 'task-1' });
+    expect(state).toEqual({ database: 'unchanged', files: 'unchanged' });
+    expect(describePutBackState(state, 'restore')).toMatch(/as they were before the restore \(nothing was changed\)/);
+    expect(await dbs()).not.toContain(`${b.database}_restore`);
+    expect(existsSync(join(root, 'vol-b.restore'))).toBe(false);
+    expect(await sql(b, 'SELECT body FROM marks')).toEqual([{ body: 'live' }]);
+  });
+
+  it('cut inside the files swap, after the database was swapped in: says the database is the new one, files the old', async () => {
+    // The database part completed and was swapped in under this task's mark...
+    const parts = await copyData({
+      config,
+      source: { login: a, volume: join(root, 'vol-a') },
+      target: target(),
+      marker: 'task-2',
+    });
+    expect(parts).toEqual(['database', 'files']);
+    // ...a later put-back of the same task then stops between the files' two renames.
+    writeFileSync(join(root, 'vol-b.put-back'), 'an earlier task');
+    renameSync(join(root, 'vol-b'), join(root, 'vol-b.old'));
+    mkdirSync(join(root, 'vol-b.restore'));
+    const state = await settlePutBack({ config, target: target(), marker: 'task-2' });
+    expect(state).toEqual({ database: 'put_back', files: 'unchanged' });
+    expect(describePutBackState(state, 'sync')).toBe(
+      'the database was put back completely; the files are as they were before the sync',
+    );
+    expect(readFileSync(join(root, 'vol-b', 'uploads', 'cat.txt'), 'utf8')).toBe('meow');
+    expect(existsSync(join(root, 'vol-b.old'))).toBe(false);
+    expect(existsSync(join(root, 'vol-b.restore'))).toBe(false);
+  });
+
+  it('after a complete put-back of that task: says both parts are the new ones', async () => {
+    await copyData({ config, source: { login: a, volume: join(root, 'vol-a') }, target: target(), marker: 'task-3' });
+    expect(await settlePutBack({ config, target: target(), marker: 'task-3' })).toEqual({
+      database: 'put_back',
+      files: 'put_back',
+    });
   });
 });

@@ -108,7 +108,7 @@ describe('POST /projects/{id}/environments', () => {
     expect(port).toBeLessThanOrEqual(t.config.environmentPorts.to);
   });
 
-  it('gives every environment a distinct port, reusing the lowest freed one', async () => {
+  it('gives every environment a distinct port, never one whose deleted environment is still being retired', async () => {
     const { project, agent } = await setup();
     const urls: string[] = [];
     for (const name of ['a', 'b', 'c']) {
@@ -118,8 +118,11 @@ describe('POST /projects/{id}/environments', () => {
     expect(new Set(ports).size).toBe(3);
     const envs = await Environment.query(t.deps.knex).where({ project_id: project.id }).orderBy('port');
     expect((await agent.delete(`/environments/${envs[0].id}`)).status).toBe(204);
+    // No worker here: the deleted environment's sandbox is not taken off yet, so its port is held.
+    expect(await t.deps.knex('retiring_ports').where({ port: envs[0].port }).first()).toBeDefined();
     const again = await agent.post(`/projects/${project.id}/environments`, { name: 'd', git_ref: 'v1' });
-    expect(Number(new URL(again.body.url).port)).toBe(envs[0].port);
+    expect(again.status, again.text).toBe(201);
+    expect(ports).not.toContain(Number(new URL(again.body.url).port));
   });
 
   it('gives distinct ports to environments created at the same time', async () => {

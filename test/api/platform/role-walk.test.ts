@@ -114,6 +114,21 @@ async function world() {
       key_fingerprint: 'x',
     })
     .returning('id');
+  const [volume] = await t.deps
+    .knex('storage_disks')
+    .insert({
+      team_id: team.id,
+      project_id: project.id,
+      environment_id: environment.id,
+      disk: 'files',
+      size_gb: 5,
+      location: t.config.storageRoots[0],
+    })
+    .returning('id');
+  const [repositoryHost] = await t.deps
+    .knex('repository_hosts')
+    .insert({ team_id: team.id, kind: 'https', host: 'git.example.com', username: 'ci', sealed_secret: 'x' })
+    .returning('id');
   /** The id a scope kind (or another path parameter) names, in this world. */
   const ids: Record<string, string> = {
     team: team.id,
@@ -128,7 +143,10 @@ async function world() {
     snapshot: snapshot.id,
     integration: integration.id,
     ticket: ticket.id,
+    'repository host': repositoryHost.id,
     order,
+    volume: volume.id,
+    disk: 'files',
   };
   return { agents, ids };
 }

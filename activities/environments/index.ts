@@ -1,0 +1,69 @@
+/**
+ * Taking a deleted environment off this host: its web process, its sandbox network, any process still
+ * running as its uid, its cgroups and its files (releases, home, volume). Until this has run, the port (and
+ * so the uid and the network namespace that derive from it) stays in retiring_ports and no new
+ * environment gets it. Idempotent: the workflow retries it, and the worker runs it at start for rows left.
+ */
+import { execFile } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import type { Deps } from '../../system/deps';
+import type { Supervisor } from '../provider/supervisor';
+import { closeJail, environmentDir, sandboxMode, tenantUid } from '../provider/sandbox';
+
+export interface RetireInput {
+  environmentId: string;
+  port: number;
+}
+
+export function createEnvironmentActivities(deps: Deps, supervisor: Supervisor) {
+  async function retireEnvironmentHost(input: RetireInput): Promise<{ killed: boolean }> {
+    const { environmentId, port } = input;
+    await supervisor.retire(environmentId);
+    await closeJail(deps.config.dataDir, environmentId, port);
+    const killed = sandboxMode().mode === 'none' ? false : await killUid(tenantUid(port));
+    await rm(environmentDir(deps.config.dataDir, environmentId), { recursive: true, force: true });
+    await deps.knex('retiring_ports').where({ port, environment_id: environmentId }).delete();
+    deps.logger.info({ environmentId, port }, 'deleted environment taken off this host');
+    return { killed };
+  }
+  return {
+    retireEnvironmentHost,
+    /** At worker start: what was deleted while no worker (or no Temporal) could take it off. */
+    async retireLeftovers(): Promise<number> {
+      const rows: RetireInput[] = await deps
+        .knex('retiring_ports')
+        .select({ environmentId: 'environment_id', port: 'port' })
+        .where('created_at', '<', deps.knex.raw("now() - interval '1 minute'"));
+      for (const row of rows) {
+        await retireEnvironmentHost(row).catch((err) =>
+          deps.logger.warn({ err, environmentId: row.environmentId }, 'could not retire a deleted environment'),
+        );
+      }
+      return rows.length;
+    },
+  };
+}
+
+/** SIGKILL to every process running as the uid, then waits until they are gone; true when there was one. */
+async function killUid(uid: number): Promise<boolean> {
+  const killed = await pkill(uid);
+  const deadline = Date.now() + 10_000;
+  while (await pkill(uid, '0')) {
+    if (Date.now() > deadline) throw new Error(`processes of uid ${uid} are still there after SIGKILL`);
+    await new Promise((r) => setTimeout(r, 100));
+    await pkill(uid);
+  }
+  return killed;
+}
+
+/** pkill with a signal (0: only asks whether one matches); true when a process matched. */
+function pkill(uid: number, signal = 'KILL'): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    execFile('pkill', [`-${signal}`, '-U', String(uid)], (err) => {
+      if (!err) return resolve(true);
+      // pkill: 1 = nothing matched
+      if ((err as { code?: number }).code === 1) return resolve(false);
+      reject(new Error(`pkill failed: ${err.message}`));
+    });
+  });
+}

@@ -1,0 +1,199 @@
+/**
+ * What every operation of the supervisor (supervisor.ts) shares: its options, the environments' runtime
+ * records and their per-environment lock, the proxies (or the edge's publish hook), starting a web process
+ * and writing the environment's state file.
+ */
+import path from 'node:path';
+import type { Limits } from './cgroups';
+import { startProxy } from './proxy';
+import { type StateFile, writeStateFile } from './supervisor-state';
+import type { Runtime, SupervisorOptions } from './supervisor-types';
+import { proxyRoute, publishedRoute, spawnWeb } from './supervisor-web';
+import { delay, waitReady, type Backoff, type WebProcess } from './web-process';
+
+export abstract class SupervisorCore {
+  protected readonly envs = new Map<string, Runtime>();
+  protected readonly dataDir: string;
+  protected readonly host: string;
+  protected readonly graceMs: number;
+  protected readonly backoff: Backoff;
+  protected readonly restoreTimeoutMs: number;
+  protected readonly protectEnv: SupervisorOptions['protectEnv'];
+  protected readonly proxies: boolean;
+  protected readonly publishRoute: SupervisorOptions['publish'];
+  protected readonly drainMs: number;
+
+  constructor(opts: SupervisorOptions) {
+    this.dataDir = path.resolve(opts.dataDir);
+    this.host = opts.listenHost ?? '127.0.0.1';
+    this.graceMs = opts.stopGraceMs ?? 5000;
+    this.backoff = { initialMs: 500, maxMs: 30_000, stableMs: 30_000, ...opts.restartBackoff };
+    this.restoreTimeoutMs = opts.restoreHealthTimeoutMs ?? 30_000;
+    this.protectEnv = opts.protectEnv;
+    this.proxies = opts.proxies ?? true;
+    this.publishRoute = opts.publish;
+    this.drainMs = opts.drainMs ?? 1000;
+  }
+
+  protected runtime(envId: string): Runtime {
+    let rt = this.envs.get(envId);
+    if (!rt) {
+      rt = { envId, proxy: null, live: null, maintenance: { on: false }, lock: Promise.resolve(), next: 0 };
+      this.envs.set(envId, rt);
+    }
+    return rt;
+  }
+
+  protected exclusive<T>(envId: string, fn: () => Promise<T>): Promise<T> {
+    const rt = this.runtime(envId);
+    const next = rt.lock.then(fn, fn);
+    rt.lock = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Tells the edge where the environment is served now (SupervisorOptions.publish). */
+  protected async publish(rt: Runtime): Promise<void> {
+    if (!this.publishRoute) return;
+    await this.publishRoute(rt.envId, publishedRoute(rt));
+  }
+
+  protected async ensureProxy(rt: Runtime, port: number): Promise<void> {
+    if (rt.proxy?.port === port) return;
+    if (!this.proxies) {
+      // the edge serves the port; the supervisor only remembers it
+      rt.proxy = { port, close: async () => undefined };
+      return;
+    }
+    const proxy = await startProxy(this.host, port, () => proxyRoute(rt));
+    const old = rt.proxy;
+    rt.proxy = proxy;
+    await old?.close();
+  }
+
+  protected async closeProxy(rt: Runtime): Promise<void> {
+    const p = rt.proxy;
+    rt.proxy = null;
+    await p?.close();
+  }
+
+  /** Starts one instance of a release in the environment's sandbox on a port no other instance holds. */
+  protected spawnWeb(
+    envId: string,
+    port: number,
+    spec: WebSpec,
+    slot: number,
+    env: Record<string, string | undefined>,
+    limits: Limits | undefined,
+    taken: number[],
+  ): Promise<WebProcess> {
+    const current = this.envs.get(envId)?.live?.webs.map((w) => w.port) ?? [];
+    return spawnWeb({
+      dataDir: this.dataDir,
+      envId,
+      port,
+      releaseId: spec.releaseId,
+      releaseDir: spec.releaseDir,
+      command: spec.command,
+      env,
+      limits,
+      slot,
+      backoff: this.backoff,
+      taken: [...current, ...taken],
+      onPid: (web) => {
+        // record the new pid so that a later worker can find an orphaned group
+        const rt = this.envs.get(envId);
+        if (rt?.live?.webs.includes(web)) void this.writeState(rt).catch(() => undefined);
+      },
+    });
+  }
+
+  /**
+   * Starts the instances of `slots` and waits until every one is ready (health 2xx, or its port accepting).
+   * If one is not, all of them are stopped again and the reason returned. Not yet supervised.
+   */
+  protected async startReady(
+    envId: string,
+    port: number,
+    spec: WebSpec & { health?: string },
+    slots: number[],
+    env: Record<string, string | undefined>,
+    limits: Limits | undefined,
+    timeoutMs: number,
+    say: (line: string) => void,
+  ): Promise<{ ok: true; webs: WebProcess[] } | { ok: false; message: string }> {
+    const webs: WebProcess[] = [];
+    try {
+      for (const slot of slots) {
+        const web = await this.spawnWeb(
+          envId,
+          port,
+          spec,
+          slot,
+          env,
+          limits,
+          webs.map((w) => w.port),
+        );
+        webs.push(web);
+        say(`Started "${spec.command}" for release ${spec.releaseId}, instance ${slot} (pid ${web.pid ?? '?'})`);
+      }
+    } catch (err) {
+      await Promise.all(webs.map((w) => w.stop(this.graceMs)));
+      throw err;
+    }
+    const ready = await Promise.all(webs.map((w) => waitReady(w, spec.health, timeoutMs)));
+    const bad = ready.findIndex((r) => !r.ok);
+    if (bad >= 0) {
+      await Promise.all(webs.map((w) => w.stop(this.graceMs)));
+      const r = ready[bad] as { ok: false; message: string };
+      return { ok: false, message: `instance ${slots[bad]} did not become ready: ${r.message}` };
+    }
+    for (const [i, web] of webs.entries()) {
+      const r = ready[i] as { ok: true; status?: number };
+      say(
+        spec.health
+          ? `instance ${slots[i]}: ${spec.health} answered ${r.status}`
+          : `instance ${slots[i]}: port ${web.port} accepts connections`,
+      );
+    }
+    return { ok: true, webs };
+  }
+
+  /** Lets the edge learn that instances left the route before they stop (edge only). */
+  protected async drain(): Promise<void> {
+    if (this.publishRoute && this.drainMs > 0) await delay(this.drainMs);
+  }
+
+  protected async writeState(rt: Runtime): Promise<void> {
+    const live = rt.live;
+    if (!live || !rt.proxy) return;
+    const state: StateFile = {
+      version: 1,
+      envId: rt.envId,
+      releaseId: live.releaseId,
+      releaseDir: live.releaseDir,
+      port: rt.proxy.port,
+      web: Boolean(live.manifest.web),
+      since: live.since,
+      maintenance: rt.maintenance,
+      manifest: live.manifest,
+      ...(this.protectEnv ? { envSealed: this.protectEnv.seal(JSON.stringify(live.env)) } : { env: live.env }),
+      pid: live.webs[0]?.pid ?? null,
+      pids: live.webs.map((w) => w.pid),
+      instances: live.instances,
+      limits: live.limits,
+    };
+    await writeStateFile(this.dataDir, state);
+  }
+}
+
+/** What an instance runs. */
+export interface WebSpec {
+  releaseId: string;
+  releaseDir: string;
+  command: string;
+}
+
+/** The slots from..to, in order. */
+export function slotsOf(from: number, to: number): number[] {
+  return Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
+}

@@ -1,0 +1,121 @@
+/**
+ * The supervisor's options, results and in-memory records (supervisor.ts). Kept apart so that the state file,
+ * the process set and the publishing code can share them without importing the class.
+ */
+import type { Limits } from './cgroups';
+import type { Manifest } from './manifest';
+import type { Proxy } from './proxy';
+import type { OnLine } from './run-step';
+import type { Backoff, WebProcess } from './web-process';
+
+export interface SupervisorOptions {
+  dataDir: string;
+  /** Address the environments' public ports listen on (default 127.0.0.1). */
+  listenHost?: string;
+  /** SIGTERM to SIGKILL when a web process is stopped (default 5000 ms). */
+  stopGraceMs?: number;
+  restartBackoff?: Partial<Backoff>;
+  /** Readiness wait of each environment in restoreAll (default 30000 ms). */
+  restoreHealthTimeoutMs?: number;
+  /** Seals the web processes' environment in current.json (system/crypto.ts under the console's key). */
+  protectEnv?: { seal(text: string): string; open(sealed: string): string };
+  /**
+   * Whether this supervisor listens on the environments' public ports itself (default true). False when
+   * the edge, a process of its own, serves them: the supervisor then only publishes where each
+   * environment's web process answers, through `publish`.
+   */
+  proxies?: boolean;
+  /** Called after every change of where an environment is served (null: taken off this host). */
+  publish?: (envId: string, route: PublishedRoute | null) => Promise<void>;
+  /**
+   * With `publish`: how long an instance taken out of the route keeps running, so that the edge (which learns
+   * of the change by notification) stops sending to it first (default 1000 ms).
+   */
+  drainMs?: number;
+}
+
+/** Where an environment is served, as the edge needs it: host AND port (the host may be a namespace's). */
+export type PublishedRoute =
+  | { kind: 'upstream'; host: string; port: number; releaseId: string; upstreams: Upstream[] }
+  | { kind: 'unavailable'; text: string; releaseId: string | null };
+
+/** One web instance as the edge reaches it; `id` (its slot, "1".."N") names it in the stickiness cookie. */
+export interface Upstream {
+  id: string;
+  host: string;
+  port: number;
+}
+
+export interface RestartOptions {
+  envId: string;
+  /** Complete new environment of the web process (PORT is set by the supervisor). */
+  env: Record<string, string | undefined>;
+  healthTimeoutMs: number;
+  onLine?: OnLine;
+}
+
+export interface GoLiveOptions {
+  envId: string;
+  port: number;
+  releaseId: string;
+  releaseDir: string;
+  manifest: Manifest;
+  /** Complete environment of the web process (PORT is set by the supervisor). */
+  env: Record<string, string | undefined>;
+  healthTimeoutMs: number;
+  onLine?: OnLine;
+  /** The plan of the environment's web server: each web process is held to it (cgroups.ts) and told it. */
+  limits?: Limits;
+  /** How many web instances (default: as many as run now, else 1). */
+  instances?: number;
+}
+
+export type GoLiveResult =
+  | { ok: true; alreadyLive: boolean; internalPort: number | null }
+  | { ok: false; message: string };
+
+export type RestartResult = { ok: true; restarted: boolean } | { ok: false; message: string };
+
+export type ScaleResult = { ok: true; instances: number; changed: boolean } | { ok: false; message: string };
+
+export interface InstanceStatus {
+  slot: number;
+  pid: number | null;
+  internalPort: number;
+  running: boolean;
+  restarts: number;
+}
+
+export interface EnvironmentStatus {
+  releaseId: string;
+  port: number;
+  internalPort: number | null;
+  pid: number | null;
+  running: boolean;
+  restarts: number;
+  /** Every web instance, slot 1 first (the fields above are slot 1's). */
+  instances: InstanceStatus[];
+}
+
+export interface Live {
+  releaseId: string;
+  releaseDir: string;
+  manifest: Manifest;
+  env: Record<string, string | undefined>;
+  since: string;
+  /** The web instances, slot 1 first; empty without a web command. */
+  webs: WebProcess[];
+  /** How many instances the environment runs (kept without a web command, for the next release). */
+  instances: number;
+  limits?: Limits;
+}
+
+export interface Runtime {
+  envId: string;
+  proxy: Proxy | null;
+  live: Live | null;
+  maintenance: { on: boolean; note?: string };
+  lock: Promise<unknown>;
+  /** Round-robin position of the in-process proxy. */
+  next: number;
+}

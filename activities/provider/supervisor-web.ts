@@ -1,0 +1,124 @@
+/**
+ * The supervisor's web processes: starting one in its environment's sandbox (held to its plan, output to
+ * web.log), ending an orphan left by a previous worker, and telling where an environment is served (the
+ * in-process proxy's route and the route published to the edge).
+ */
+import { appendFile, chmod, realpath } from 'node:fs/promises';
+import { closeSync, openSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
+import { holdProcess, limitEnv, type Limits } from './cgroups';
+import type { Route } from './proxy';
+import { environmentDir } from './releases';
+import { groupAlive, killGroup, type OnLine } from './run-step';
+import { openJail } from './sandbox';
+import type { PublishedRoute, Runtime } from './supervisor-types';
+import { delay, freePort, WebProcess, type Backoff } from './web-process';
+
+export const WEB_LOG = 'web.log';
+
+export interface SpawnOptions {
+  dataDir: string;
+  envId: string;
+  /** The environment's public port (its sandbox is keyed by it). */
+  port: number;
+  releaseId: string;
+  releaseDir: string;
+  command: string;
+  env: Record<string, string | undefined>;
+  limits?: Limits;
+  /** The instance's slot (1..N): VC_INSTANCE in its environment. */
+  slot: number;
+  backoff: Backoff;
+  /** Internal ports still in use in the environment's namespace (the new process takes another). */
+  taken: number[];
+  /** Called with each new pid, after the process is held to its plan. */
+  onPid: (web: WebProcess) => void;
+}
+
+/** Starts a web process in the environment's sandbox on a fresh internal port; not yet supervised. */
+export async function spawnWeb(o: SpawnOptions): Promise<WebProcess> {
+  const jail = await openJail(o.dataDir, o.envId, o.port);
+  const logPath = path.join(environmentDir(o.dataDir, o.envId), WEB_LOG);
+  closeSync(openSync(logPath, 'a', 0o600));
+  await chmod(logPath, 0o600); // the worker's alone: not readable by any environment
+  // Processes still serving keep their ports (same namespace): the new one takes another.
+  let internal = await freePort();
+  while (o.taken.includes(internal)) internal = await freePort();
+  const limits = o.limits;
+  const web: WebProcess = new WebProcess({
+    label: o.slot === 1 ? `release ${o.releaseId}` : `release ${o.releaseId} (instance ${o.slot})`,
+    command: o.command,
+    cwd: o.releaseDir,
+    env: { ...o.env, ...(limits ? limitEnv(limits) : {}), VC_INSTANCE: String(o.slot) },
+    jail,
+    port: internal,
+    logPath,
+    backoff: o.backoff,
+    onStart: (pid) => {
+      if (limits) {
+        try {
+          holdProcess(o.envId, 'web', pid, limits);
+        } catch (err) {
+          const line = `[${new Date().toISOString()}] could not hold pid ${pid} to its plan: ${(err as Error).message}\n`;
+          void appendFile(logPath, line).catch(() => undefined);
+        }
+      }
+      o.onPid(web);
+    },
+  });
+  web.start();
+  return web;
+}
+
+/** A web process group left by a previous worker: killed if its pid still runs in that release dir. */
+export async function killOrphan(pid: number, releaseDir: string, graceMs: number): Promise<void> {
+  let cwd: string;
+  try {
+    cwd = readlinkSync(`/proc/${pid}/cwd`);
+  } catch {
+    return;
+  }
+  const dir = await realpath(releaseDir).catch(() => releaseDir);
+  if (cwd !== dir || !groupAlive(pid)) return;
+  killGroup(pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (groupAlive(pid) && Date.now() < deadline) await delay(25);
+  killGroup(pid, 'SIGKILL');
+}
+
+/** Where the in-process proxy sends a request now: the instances in turn. */
+export function proxyRoute(rt: Runtime): Route {
+  if (rt.maintenance.on) return { kind: 'unavailable', text: rt.maintenance.note || 'under maintenance' };
+  if (!rt.live) return { kind: 'unavailable', text: 'no release is live' };
+  const webs = rt.live.webs;
+  if (webs.length === 0) return { kind: 'unavailable', text: 'no web process' };
+  const web = webs[rt.next++ % webs.length];
+  return { kind: 'upstream', host: web.host, port: web.port, agent: web.agent };
+}
+
+/** Where the edge should send the environment's requests now: every instance, slot 1 first. */
+export function publishedRoute(rt: Runtime): PublishedRoute {
+  const live = rt.live;
+  const webs = live?.webs ?? [];
+  if (live && webs.length > 0)
+    return {
+      kind: 'upstream',
+      host: webs[0].host,
+      port: webs[0].port,
+      releaseId: live.releaseId,
+      upstreams: webs.map((w, i) => ({ id: String(i + 1), host: w.host, port: w.port })),
+    };
+  return {
+    kind: 'unavailable',
+    text: live ? 'no web process' : 'no release is live',
+    releaseId: live?.releaseId ?? null,
+  };
+}
+
+export function safe(onLine: OnLine | undefined, line: string, stream: 'stdout' | 'stderr' = 'stdout'): void {
+  try {
+    onLine?.(stream, line);
+  } catch {
+    // a failing log sink does not change the outcome
+  }
+}

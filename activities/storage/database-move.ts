@@ -1,0 +1,148 @@
+/**
+ * The `database` disk on the local provider: the service database lives in a tablespace of the services
+ * server, under `<root>/database/<environment>/<generation>` (generation 0: the server's default one).
+ * Moving it copies the database into a tablespace at the new root (CREATE DATABASE ... TEMPLATE, which
+ * needs no session on it: the web process is stopped and connections refused meanwhile), checks every
+ * table's row count, then swaps the names; the old database is kept, closed to connections, as
+ * `<name>_kept` until discarded. The server's files must be on this host (its OS user owns the directory).
+ */
+import { chmod, chown, mkdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import pg from 'pg';
+import type { Config } from '../../system/config';
+import { disconnectAll, servicesAdminUrl, withAdmin, type ServiceLogin } from '../data/pg-server';
+import { tablespaceDir, tablespaceName } from '../../db/queries/storage';
+
+type PgConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>;
+
+const ident = (name: string) => {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`not a database identifier: ${name}`);
+  return `"${name}"`;
+};
+export const keptName = (database: string) => `${database}_kept`;
+const stagingName = (database: string) => `${database}_moving`;
+
+/** The OS user owning the services server's data directory: it must own a tablespace's directory. */
+async function serverOwner(c: pg.Client): Promise<{ uid: number; gid: number }> {
+  const dir = (await c.query('SHOW data_directory')).rows[0].data_directory as string;
+  try {
+    const st = await stat(dir);
+    return { uid: st.uid, gid: st.gid };
+  } catch {
+    throw new Error(
+      `the services server's files (${dir}) are not on this host: its databases cannot move between this host's roots`,
+    );
+  }
+}
+
+/** Row counts of every table of the database (as the superuser), by schema-qualified name. */
+export async function rowCounts(config: PgConfig, database: string): Promise<Record<string, number>> {
+  const url = new URL(servicesAdminUrl(config));
+  url.pathname = `/${database}`;
+  const c = new pg.Client({ connectionString: url.toString() });
+  await c.connect();
+  try {
+    const tables = await c.query(
+      `SELECT n.nspname AS schema, c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+         AND n.nspname NOT LIKE 'pg_toast%' ORDER BY 1, 2`,
+    );
+    const counts: Record<string, number> = {};
+    for (const t of tables.rows) {
+      const q = `SELECT count(*)::bigint AS n FROM ${c.escapeIdentifier(t.schema)}.${c.escapeIdentifier(t.name)}`;
+      counts[`${t.schema}.${t.name}`] = Number((await c.query(q)).rows[0].n);
+    }
+    return counts;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+const sameCounts = (a: Record<string, number>, b: Record<string, number>) =>
+  JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
+
+/** Makes `dir` (and the directories above it up to `root`) ready to be a tablespace of the server. */
+async function prepareTablespaceDir(root: string, dir: string, owner: { uid: number; gid: number }) {
+  await mkdir(dir, { recursive: true });
+  for (let d = path.dirname(dir); d.startsWith(root); d = path.dirname(d)) {
+    const st = await stat(d);
+    if ((st.mode & 0o001) === 0) await chmod(d, (st.mode & 0o777) | 0o011);
+    if (d === root) break;
+  }
+  await chown(dir, owner.uid, owner.gid);
+  await chmod(dir, 0o700);
+}
+
+/**
+ * Copies the service database into generation `generation`'s tablespace under `root`, verifies the row
+ * counts and swaps it in; the previous database stays as `<name>_kept`. Returns the counts it checked.
+ */
+export async function moveServiceDatabase(
+  config: PgConfig,
+  login: ServiceLogin,
+  o: { envId: string; root: string; generation: number; say: (line: string) => void },
+): Promise<{ tables: number; rows: number }> {
+  const db = login.database;
+  const staging = stagingName(db);
+  const ts = tablespaceName(o.envId, o.generation);
+  const dir = tablespaceDir(o.root, o.envId, o.generation);
+  const before = await rowCounts(config, db);
+  o.say(`==> ${Object.keys(before).length} tables, ${sum(before)} rows in ${db}`);
+  await withAdmin(config, async (c) => {
+    const has = async (sql: string, v: string) => ((await c.query(sql, [v])).rowCount ?? 0) > 0;
+    if (!(await has('SELECT 1 FROM pg_tablespace WHERE spcname = $1', ts))) {
+      await prepareTablespaceDir(o.root, dir, await serverOwner(c));
+      await c.query(`CREATE TABLESPACE ${ident(ts)} LOCATION ${c.escapeLiteral(dir)}`);
+      o.say(`==> Tablespace ${ts} at ${dir}`);
+    }
+    await disconnectAll(c, staging);
+    await c.query(`DROP DATABASE IF EXISTS ${ident(staging)}`); // a half copy of an earlier attempt
+    await c.query(`ALTER DATABASE ${ident(db)} WITH ALLOW_CONNECTIONS false`);
+    try {
+      await disconnectAll(c, db);
+      o.say(`==> Copying ${db} into ${ts}`);
+      await c.query(
+        `CREATE DATABASE ${ident(staging)} TEMPLATE ${ident(db)} TABLESPACE ${ident(ts)} OWNER ${ident(login.role)}`,
+      );
+    } catch (err) {
+      await c.query(`ALTER DATABASE ${ident(db)} WITH ALLOW_CONNECTIONS true`).catch(() => undefined);
+      throw err;
+    }
+    await c.query(`REVOKE ALL ON DATABASE ${ident(staging)} FROM PUBLIC`);
+    await c.query(`GRANT ALL ON DATABASE ${ident(staging)} TO ${ident(login.role)}`);
+  });
+  const after = await rowCounts(config, staging);
+  if (!sameCounts(before, after)) {
+    await withAdmin(config, async (c) => {
+      await c.query(`DROP DATABASE IF EXISTS ${ident(staging)}`);
+      await c.query(`ALTER DATABASE ${ident(db)} WITH ALLOW_CONNECTIONS true`);
+    });
+    throw new Error('the copy does not hold the same rows as the database; the database stays where it was');
+  }
+  o.say(`==> Verified: the copy has the same ${Object.keys(after).length} tables and ${sum(after)} rows`);
+  await withAdmin(config, async (c) => {
+    await disconnectAll(c, db);
+    await c.query(`ALTER DATABASE ${ident(db)} RENAME TO ${ident(keptName(db))}`);
+    await c.query(`ALTER DATABASE ${ident(staging)} RENAME TO ${ident(db)}`);
+    await c.query(`ALTER DATABASE ${ident(db)} WITH ALLOW_CONNECTIONS true`);
+  });
+  o.say(`==> ${db} now lives under ${o.root}; the old copy is kept as ${keptName(db)} until discarded`);
+  return { tables: Object.keys(after).length, rows: sum(after) };
+}
+
+/** Drops the kept copy and, when it had one of its own, its tablespace and directory. */
+export async function discardKeptDatabase(
+  config: PgConfig,
+  login: Pick<ServiceLogin, 'database'>,
+  o: { envId: string; root: string; generation: number },
+): Promise<void> {
+  const kept = keptName(login.database);
+  await withAdmin(config, async (c) => {
+    await disconnectAll(c, kept);
+    await c.query(`DROP DATABASE IF EXISTS ${ident(kept)}`);
+    if (o.generation > 0) await c.query(`DROP TABLESPACE IF EXISTS ${ident(tablespaceName(o.envId, o.generation))}`);
+  });
+  if (o.generation > 0) await rm(tablespaceDir(o.root, o.envId, o.generation), { recursive: true, force: true });
+}
+
+const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);

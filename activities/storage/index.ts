@@ -1,0 +1,207 @@
+/**
+ * Storage activities on the local provider (CONTRACT "Machines"): a disk moved to another root of
+ * STORAGE_ROOTS while the environment's web process is stopped (copied, verified, switched, started again),
+ * the copies moves leave discarded, and the volume grown (its size and the allowance, priced).
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Deps } from '../../system/deps';
+import type { Supervisor } from '../provider/supervisor';
+import { createTaskLog, type TaskLog } from '../tasks/log-writer';
+import { withHeartbeat } from '../deploys/step-env';
+import { environmentStorage, setAllowance, volumePath } from '../../db/queries/storage';
+import type { DiskName } from '../../db/models/storage-disk';
+import { loadPriceList, storagePrice } from '../../api/lib/pricing';
+import { serviceEnv, serviceLogin } from '../data/service-env';
+import { volumeEnv } from './volume-env';
+import { treeDigest } from './tree-digest';
+import { discardKeptDatabase, moveServiceDatabase } from './database-move';
+
+const run = promisify(execFile);
+const HEALTH_TIMEOUT_MS = 60_000;
+const fail = (message: string) => ApplicationFailure.nonRetryable(message, 'StorageTaskFailed');
+
+export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
+  const { knex, config } = deps;
+  // read at each use: STORAGE_ROOTS as the config says it now
+  const roots = () => config.storageRoots;
+
+  async function withLog<T>(taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
+    const log = createTaskLog(knex, taskId);
+    try {
+      return await withHeartbeat(() => fn(log));
+    } finally {
+      await log.close();
+    }
+  }
+
+  /** Starts the web process again (stopped for a move) with where the disks are now. */
+  async function startWeb(envId: string, log: TaskLog): Promise<void> {
+    const r = await supervisor.restartWeb(envId, {
+      env: { ...(await serviceEnv(deps, envId)), ...(await volumeEnv(deps, envId)) },
+      healthTimeoutMs: HEALTH_TIMEOUT_MS,
+      onLine: (_s, line) => log.line(line),
+    });
+    if (!r.ok) throw fail(`the web process did not start again: ${r.message}`);
+    if (r.restarted) log.line('==> Web process started');
+  }
+
+  async function moveFiles(envId: string, from: string, to: string, log: TaskLog) {
+    const src = volumePath(from, envId);
+    const dst = volumePath(to, envId);
+    await rm(dst, { recursive: true, force: true }); // a half copy of an earlier attempt
+    await mkdir(path.dirname(dst), { recursive: true });
+    if (existsSync(src)) {
+      log.line(`==> Copying ${src} to ${dst}`);
+      await run('cp', ['-a', '--', src, dst]);
+    } else await mkdir(dst, { recursive: true });
+    const [a, b] = [await treeDigest(existsSync(src) ? src : dst), await treeDigest(dst)];
+    if (a.digest !== b.digest) {
+      await rm(dst, { recursive: true, force: true });
+      throw fail('the copy differs from the volume; the volume stays where it was');
+    }
+    log.line(`==> Verified: ${b.files} files, ${b.bytes} bytes, same paths, modes and SHA-256`);
+    return { files: b.files, bytes: b.bytes };
+  }
+
+  return {
+    /**
+     * Moves one disk to `to`: the web process is stopped, the data copied and verified, the disk switched to
+     * the new root (its old copy kept), and the web process started again (also when the move failed).
+     */
+    async moveStorageDisk(input: { taskId: string; environmentId: string; disk: DiskName; to: string }): Promise<{
+      disk: DiskName;
+      location: string;
+      old_location: string;
+      files?: number;
+      bytes?: number;
+      rows?: number;
+    }> {
+      return withLog(input.taskId, async (log) => {
+        const envId = input.environmentId;
+        const s = await environmentStorage(knex, roots(), envId);
+        const row = s[input.disk];
+        if (row.location === input.to && row.old_location) {
+          log.line(`==> The ${input.disk} disk already lives under ${input.to}`);
+          return { disk: input.disk, location: row.location, old_location: row.old_location };
+        }
+        if (!roots().includes(input.to)) throw fail(`${input.to} is not a root of STORAGE_ROOTS`);
+        const from = row.location;
+        log.line(`==> Stopping the web process while the ${input.disk} disk moves from ${from} to ${input.to}`);
+        const stopped = await supervisor.stopWeb(envId);
+        if (!stopped) log.line('==> No web process runs here');
+        let measured: { files?: number; bytes?: number; rows?: number } = {};
+        try {
+          if (input.disk === 'files') {
+            measured = await moveFiles(envId, from, input.to, log);
+            await knex('storage_disks')
+              .where({ id: row.id })
+              .update({ location: input.to, old_location: from, updated_at: knex.fn.now() });
+          } else {
+            const login = await serviceLogin(deps, envId);
+            if (!login) throw fail('the environment has no database service: nothing to move');
+            const generation = row.generation + 1;
+            const r = await moveServiceDatabase(config, login, {
+              envId,
+              root: input.to,
+              generation,
+              say: (line) => log.line(line),
+            });
+            measured = { rows: r.rows };
+            await knex('storage_disks').where({ id: row.id }).update({
+              location: input.to,
+              old_location: from,
+              generation,
+              old_generation: row.generation,
+              updated_at: knex.fn.now(),
+            });
+          }
+          log.line(
+            `==> The ${input.disk} disk lives under ${input.to}; the old copy stays under ${from} until discarded`,
+          );
+        } finally {
+          if (stopped) await startWeb(envId, log);
+        }
+        return { disk: input.disk, location: input.to, old_location: from, ...measured };
+      });
+    },
+
+    /** Deletes the copies moves left (volume directory, kept database and its tablespace). */
+    async discardOldStorage(input: { taskId: string; environmentId: string }): Promise<{ discarded: string[] }> {
+      return withLog(input.taskId, async (log) => {
+        const envId = input.environmentId;
+        const s = await environmentStorage(knex, roots(), envId);
+        const discarded: string[] = [];
+        if (s.files.old_location) {
+          const dir = volumePath(s.files.old_location, envId);
+          log.line(`==> Deleting the old copy of the volume at ${dir}`);
+          await rm(dir, { recursive: true, force: true });
+          await knex('storage_disks')
+            .where({ id: s.files.id })
+            .update({ old_location: null, updated_at: knex.fn.now() });
+          discarded.push(`files@${s.files.old_location}`);
+        }
+        if (s.database.old_location) {
+          const service = await knex('services')
+            .where({ environment_id: envId, kind: 'postgresql' })
+            .first('database_name');
+          if (service) {
+            log.line(`==> Dropping the old copy of the database (${service.database_name}_kept)`);
+            await discardKeptDatabase(
+              config,
+              { database: service.database_name },
+              {
+                envId,
+                root: s.database.old_location,
+                generation: s.database.old_generation ?? 0,
+              },
+            );
+          }
+          await knex('storage_disks')
+            .where({ id: s.database.id })
+            .update({ old_location: null, old_generation: null, updated_at: knex.fn.now() });
+          discarded.push(`database@${s.database.old_location}`);
+        }
+        log.line(discarded.length ? `==> Discarded: ${discarded.join(', ')}` : '==> Nothing to discard');
+        return { discarded };
+      });
+    },
+
+    /** Grows the volume to `sizeGb` (never smaller), the allowance by as much, priced in one transaction. */
+    async growVolume(input: {
+      taskId: string;
+      volumeId: string;
+      sizeGb: number;
+    }): Promise<{ size_gb: number; allowance_gb: number }> {
+      return withLog(input.taskId, async (log) => {
+        const volume = await knex('storage_disks').where({ id: input.volumeId, disk: 'files' }).first();
+        if (!volume) throw fail('the volume no longer exists');
+        const list = loadPriceList(config);
+        const out = await knex.transaction(async (trx) => {
+          const s = await environmentStorage(trx, roots(), volume.environment_id, { forUpdate: true });
+          const grow = Math.max(0, input.sizeGb - s.files.size_gb);
+          await setAllowance(trx, volume.environment_id, s.allowance_gb + grow, {
+            currency: list.currency,
+            price: (gb) => storagePrice(list, gb),
+          });
+          await trx('storage_disks')
+            .where({ id: s.files.id })
+            .update({ size_gb: s.files.size_gb + grow, updated_at: trx.fn.now() });
+          return { size_gb: s.files.size_gb + grow, allowance_gb: s.allowance_gb + grow, grew: grow };
+        });
+        log.line(
+          out.grew > 0
+            ? `==> The volume has ${out.size_gb} GB; the allowance ${out.allowance_gb} GB`
+            : `==> The volume already has ${out.size_gb} GB`,
+        );
+        return { size_gb: out.size_gb, allowance_gb: out.allowance_gb };
+      });
+    },
+  };
+}
+
+export type StorageActivities = ReturnType<typeof createStorageActivities>;

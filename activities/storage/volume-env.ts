@@ -1,0 +1,19 @@
+import type { Deps } from '../../system/deps';
+import { environmentVolume } from '../../db/queries/storage';
+import { openJail } from '../provider/sandbox';
+import { prepareVolume } from '../provider/volume';
+
+/**
+ * What the environment's web processes and deploy steps get for its volume: VC_VOLUME_PATH, the directory
+ * of its `files` disk where it lives now, made ready (owned by the environment's uid) first.
+ */
+export async function volumeEnv(
+  deps: Pick<Deps, 'knex' | 'config'>,
+  envId: string,
+): Promise<{ VC_VOLUME_PATH: string } | Record<string, never>> {
+  const env = await deps.knex('environments').where({ id: envId }).first('port');
+  if (!env) return {};
+  const dir = await environmentVolume(deps.knex, deps.config.storageRoots, envId);
+  await prepareVolume(await openJail(deps.config.dataDir, envId, env.port), dir);
+  return { VC_VOLUME_PATH: dir };
+}

@@ -1,0 +1,153 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { useTestContext } from '../../helpers/context';
+import { createEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
+import { startTxtServer, type TxtServer } from '../../helpers/dns';
+import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
+import { startReceiver, type Receiver } from '../../helpers/receiver';
+import { workflowIds } from '../../../workflows/shared';
+
+/**
+ * domain.verified and backup.failed reach a webhook (a real HTTP receiver on loopback), signed as Standard
+ * Webhooks specify and verified with the standardwebhooks package.
+ */
+// A real DNS server on loopback, started before the system so DNS_SERVERS can point at it. The background
+// re-check first looks 5 s after a domain is added: long enough for the verify route to be first when a
+// test calls it at once.
+const env: Record<string, string> = { DOMAIN_RECHECK_SECONDS: '5', OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' };
+let dns: TxtServer;
+beforeAll(async () => {
+  dns = await startTxtServer();
+  env.DNS_SERVERS = dns.server;
+});
+const receivers: Receiver[] = [];
+afterAll(async () => {
+  await Promise.all(receivers.map((r) => r.stop()));
+  await dns?.close();
+});
+
+const t = useTestContext({ worker: true, env });
+
+async function world() {
+  const owner = await createUser(t);
+  const team = await createTeam(t, owner);
+  const project = await createProject(t, team);
+  const environment = await createEnvironment(t, project, { name: 'production' });
+  return { team, project, environment, agent: await sessionAgent(t, owner) };
+}
+
+async function webhook(agent: Awaited<ReturnType<typeof world>>['agent'], teamId: string, events: string[]) {
+  const r = await startReceiver();
+  receivers.push(r);
+  const created = await agent.post(`/teams/${teamId}/integrations`, {
+    kind: 'webhook',
+    name: 'Ops',
+    events,
+    url: r.url,
+  });
+  expect(created.status, created.text).toBe(201);
+  return { r, id: created.body.id as string, hook: new Webhook(created.body.secret) };
+}
+
+const deliveries = (integrationId: string) =>
+  t.deps.knex('integration_deliveries').where({ integration_id: integrationId });
+
+let n = 0;
+const hostname = () => `shop${++n}-${Date.now().toString(36)}.example.test`;
+
+describe('domain.verified', () => {
+  it('is sent once when POST /domains/{id}/verify finds the TXT record', async () => {
+    const { team, project, environment, agent } = await world();
+    const { r, id, hook } = await webhook(agent, team.id, ['domain.verified']);
+    const added = await agent.post(`/environments/${environment.id}/domains`, { hostname: hostname() });
+    expect(added.status).toBe(201);
+    dns.set(added.body.verification.name, [added.body.verification.value]);
+    const verified = await agent.post(`/domains/${added.body.id}/verify`);
+    expect(verified.body.status).toBe('verified');
+
+    const [got] = await r.waitFor(1);
+    const event = hook.verify(got.body, got.headers as Record<string, string>) as Record<string, unknown>;
+    expect(event).toMatchObject({
+      id: `evt_domain_verified_${added.body.id}`,
+      event: 'domain.verified',
+      team_id: team.id,
+      data: {
+        domain: { id: added.body.id, hostname: added.body.hostname },
+        project: { id: project.id, name: project.name },
+        environment: { id: environment.id, name: 'production' },
+      },
+    });
+    // Verifying again, and the background re-check finding it verified, send nothing more.
+    expect((await agent.post(`/domains/${added.body.id}/verify`)).status).toBe(200);
+    const recheck = t.deps.temporal.workflow.getHandle(workflowIds.domainRecheck(added.body.id));
+    expect(await recheck.result()).toBe('verified');
+    expect(await deliveries(id)).toHaveLength(1);
+    expect(r.received).toHaveLength(1);
+  });
+
+  it('is sent by the background re-check when the record appears later', async () => {
+    const { team, environment, agent } = await world();
+    const { r, hook } = await webhook(agent, team.id, ['domain.verified', 'task.failed']);
+    const added = await agent.post(`/environments/${environment.id}/domains`, { hostname: hostname() });
+    dns.set(added.body.verification.name, [added.body.verification.value]);
+    const [got] = await r.waitFor(1, 30_000);
+    const event = hook.verify(got.body, got.headers as Record<string, string>) as { event: string; data: any };
+    expect(event.event).toBe('domain.verified');
+    expect(event.data.domain.hostname).toBe(added.body.hostname);
+    expect((await t.deps.knex('domains').where({ id: added.body.id }).first()).status).toBe('verified');
+  });
+
+  it("reaches only the integrations the project's rule names", async () => {
+    const { team, project, environment, agent } = await world();
+    const named = await webhook(agent, team.id, ['domain.verified']);
+    const left = await webhook(agent, team.id, ['domain.verified']);
+    const rule = await agent.post(`/projects/${project.id}/notifications`, {
+      rules: [{ event: 'domain.verified', email: 'none', integration_ids: [named.id] }],
+    });
+    expect(rule.status, rule.text).toBe(200);
+    const added = await agent.post(`/environments/${environment.id}/domains`, { hostname: hostname() });
+    dns.set(added.body.verification.name, [added.body.verification.value]);
+    expect((await agent.post(`/domains/${added.body.id}/verify`)).body.status).toBe('verified');
+    await named.r.waitFor(1);
+    expect(await deliveries(left.id)).toEqual([]);
+  });
+});
+
+describe('backup.failed', () => {
+  it('is sent when a backup task fails, with the task and the reason, beside task.failed', async () => {
+    const { team, project, environment, agent } = await world();
+    const { r, hook } = await webhook(agent, team.id, ['backup.failed', 'task.failed']);
+    const quiet = await webhook(agent, team.id, ['task.succeeded']);
+    // A local destination whose directory cannot be made (a file stands where its parent should be).
+    const file = join(mkdtempSync(join(inject('runDir'), 'dest-')), 'not-a-dir');
+    writeFileSync(file, 'x');
+    const [destination] = await t.deps
+      .knex('backup_destinations')
+      .insert({ team_id: team.id, name: 'broken', kind: 'local', settings: { path: join(file, 'backups') } })
+      .returning('id');
+    const started = await agent.post(`/environments/${environment.id}/backups`, { destination_id: destination.id });
+    expect(started.status, started.text).toBe(202);
+    const task = await waitForTask(t, agent, started.body.id, { timeoutMs: 90_000 });
+    expect(task.status).toBe('failed');
+
+    const got = await r.waitFor(2, 30_000);
+    const events = got.map(
+      (g) => hook.verify(g.body, g.headers as Record<string, string>) as { id: string; event: string; data: any },
+    );
+    const failed = events.find((e) => e.event === 'backup.failed');
+    expect(failed).toMatchObject({
+      id: `evt_backup_failed_${started.body.id}`,
+      data: {
+        backup: { task_id: started.body.id },
+        project: { id: project.id, name: project.name },
+        environment: { id: environment.id, name: 'production' },
+        reason: task.error,
+      },
+    });
+    expect(typeof failed!.data.backup.id).toBe('string');
+    expect(events.map((e) => e.event).sort()).toEqual(['backup.failed', 'task.failed']);
+    expect(await deliveries(quiet.id)).toEqual([]);
+  });
+});

@@ -1,0 +1,16 @@
+/**
+ * retireEnvironment: a deleted environment's processes, network and files are taken off the host (started by
+ * DELETE /environments/{id}, workflow id workflowIds.environmentRetire). Retried until it is done: until then
+ * the environment's port is not given to a new environment.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { RetireInput, createEnvironmentActivities } from '../activities/environments';
+
+const { retireEnvironmentHost } = proxyActivities<ReturnType<typeof createEnvironmentActivities>>({
+  startToCloseTimeout: '2m',
+  retry: { initialInterval: '2s', maximumInterval: '5m' },
+});
+
+export async function retireEnvironment(input: RetireInput): Promise<void> {
+  await retireEnvironmentHost(input);
+}

@@ -1,0 +1,52 @@
+/**
+ * Storage tasks (CONTRACT "Machines"): moveStorage (`storage_move`, exclusive on the environment) moves a
+ * disk to another root of STORAGE_ROOTS while the web process is stopped, verified before it switches;
+ * discardStorage (`storage_discard`) deletes the copies moves left; growVolume (`volume_grow`) grows the
+ * environment's volume and its allowance. The work is in activities/storage.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { StorageActivities } from '../activities/storage';
+import type { DiskName } from '../db/models/storage-disk';
+import { runTask, type TaskWorkflowInput } from './task-runner';
+
+/** Copies take as long as the data: heartbeats say the worker lives. */
+const longActs = proxyActivities<StorageActivities>({
+  startToCloseTimeout: '6h',
+  heartbeatTimeout: '30s',
+  retry: { initialInterval: '2s', maximumInterval: '30s', maximumAttempts: 2 },
+});
+
+const acts = proxyActivities<StorageActivities>({
+  startToCloseTimeout: '1m',
+  retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: 5 },
+});
+
+export async function moveStorage(input: TaskWorkflowInput) {
+  const p = input.task.params as { disk: DiskName; from: string; to: string };
+  return runTask(input, async ({ log, start }) => {
+    await start();
+    await log(`==> Moving the ${p.disk} disk from ${p.from} to ${p.to}`);
+    return longActs.moveStorageDisk({
+      taskId: input.task.id,
+      environmentId: input.task.environment_id!,
+      disk: p.disk,
+      to: p.to,
+    });
+  });
+}
+
+export async function discardStorage(input: TaskWorkflowInput) {
+  return runTask(input, async ({ start }) => {
+    await start();
+    return longActs.discardOldStorage({ taskId: input.task.id, environmentId: input.task.environment_id! });
+  });
+}
+
+export async function growVolume(input: TaskWorkflowInput) {
+  const p = input.task.params as { volume_id: string; from_gb: number; size_gb: number };
+  return runTask(input, async ({ log, start }) => {
+    await start();
+    await log(`==> Growing the volume from ${p.from_gb} GB to ${p.size_gb} GB`);
+    return acts.growVolume({ taskId: input.task.id, volumeId: p.volume_id, sizeGb: p.size_gb });
+  });
+}
