@@ -15,6 +15,7 @@ export { setMaintenance } from './maintenance';
 export { clearCdn } from './cdn';
 export { pruneExpiredRecords } from './prune-expired';
 export { pruneResourceSamples } from './resources';
+export { reshapeEnvironment, discardOldDatabase } from './reshape';
 export { resizeServer, rebootServer, scaleEnvironment } from './machines';
 export { moveStorage, discardStorage, growVolume } from './storage';
 export { reshapeEnvironment, discardOldDatabase } from './reshape';

@@ -17,7 +17,7 @@ import { copyDatabase } from '../data/backup-engine';
 import { createServiceDatabase, dropServiceDatabase, serviceVariables, type ServiceLogin } from '../data/pg-server';
 import { serviceHost, servicePasswordAad } from '../data/service-env';
 import { countDifferences, freezeDatabase, tableCounts, thawDatabase } from '../data/reshape-db';
-import { openSubscription } from '../../db/queries/subscriptions';
+import { endSubscriptionsOf, openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
@@ -161,8 +161,7 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
           return knex.transaction(async (trx) => {
             const locked = (await trx('services').where({ id: row.id }).forUpdate().first()) as ServiceRow;
             if (!locked.next_database_name) return { server_id: locked.server_id, writes_paused_ms: null };
-            const env = await trx('environments').where({ id: locked.environment_id }).first('name', 'project_id');
-            const project = await trx('projects').where({ id: locked.project_id }).first('name');
+            const env = await trx('environments').where({ id: locked.environment_id }).first('name');
             let serverId: string | null = null;
             if (input.target.shape === 'separate') {
               const plan = input.target.plan!;
@@ -186,7 +185,7 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
                 environmentId: locked.environment_id,
                 kind: 'server',
                 resourceId: server.id,
-                item: `Database server, plan ${plan.id} (${env.name} of ${project?.name ?? 'a project'})`,
+                item: await subscriptionItem(trx, 'Database server', plan.id, locked.environment_id),
                 monthlyPrice: plan.monthly_price,
                 currency: plan.currency,
               });
@@ -245,10 +244,7 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
         await dropServiceDatabase(config, { database: row.old_database_name, role: row.old_role_name! });
         await knex.transaction(async (trx) => {
           if (row.old_server_id) {
-            const ended = await trx('subscriptions')
-              .where({ kind: 'server', resource_id: row.old_server_id })
-              .whereIn('status', ['active', 'cancelling'])
-              .update({ status: 'ended', ended_at: trx.fn.now() });
+            const ended = await endSubscriptionsOf(trx, 'server', row.old_server_id);
             await trx('servers').where({ id: row.old_server_id }).delete();
             log.line(`==> The old database server is gone${ended ? ' and its subscription ended' : ''}`);
           }

@@ -255,7 +255,9 @@ describe('POST /environments/{id}/reshape', () => {
         old_database_name: null,
       });
       expect(await databaseServers()).toEqual([]);
-      expect(await t.deps.knex('subscriptions').where({ kind: 'server' }).first()).toBeUndefined();
+      expect(
+        await t.deps.knex('subscriptions').where({ kind: 'server' }).whereLike('item', 'Database server%').first(),
+      ).toBeUndefined();
     } finally {
       await asAdminIn(first.database, "DROP TABLE IF EXISTS locked; DELETE FROM notes WHERE body = 'beta2'");
     }
