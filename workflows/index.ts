@@ -18,7 +18,6 @@ export { pruneResourceSamples } from './resources';
 export { reshapeEnvironment, discardOldDatabase } from './reshape';
 export { resizeServer, rebootServer, scaleEnvironment } from './machines';
 export { moveStorage, discardStorage, growVolume } from './storage';
-export { reshapeEnvironment, discardOldDatabase } from './reshape';
 export { endSubscription } from './subscriptions';
 export { deliverIntegrationEvent } from './integrations';
 export { pollAutoDeploys } from './auto-deploy';
