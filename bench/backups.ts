@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { ADMIN_DATABASE_URL, printTable } from './harness';
@@ -135,6 +135,10 @@ export async function run(): Promise<{ ratio: number; peakMb: number }> {
         'MB/s (database size)': (mb / e.seconds).toFixed(1),
       },
     ]);
+    console.log(
+      `runs (s): pg_dump ${plain.map((x) => x.toFixed(1)).join(', ')}; engine ${engine.map((x) => x.seconds.toFixed(1)).join(', ')}; ` +
+        `load average at the end ${loadavg()[0].toFixed(1)} on ${availableParallelism()} cores`,
+    );
     console.log(
       `stored ${(e.stored / 1024 / 1024).toFixed(1)} MB; throughput ratio ${ratio.toFixed(2)}x (target >= 0.8x); ` +
         `peak RSS of the engine's process ${peakMb.toFixed(0)} MB (sampled every 50 ms and its own getrusage peak; target < 200 MB)`,
