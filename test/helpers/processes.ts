@@ -109,7 +109,12 @@ export async function stopChildren(children: ChildProcess[], graceMs = 10_000): 
  * `<role>-*` cgroups, the one whose innermost pid is `nsPid` (the newest, when a replacement overlaps), and
  * answers its host pid and its cgroup as the host sees it. null when there is none.
  */
-export function sandboxedProcess(envId: string, role: string, nsPid: number): { pid: number; cgroup: string } | null {
+export function sandboxedProcess(
+  envId: string,
+  role: string,
+  nsPid: number,
+  withEnv: Record<string, string> = {},
+): { pid: number; cgroup: string } | null {
   let found: { pid: number; cgroup: string; start: number } | null = null;
   for (const entry of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
@@ -124,6 +129,13 @@ export function sandboxedProcess(envId: string, role: string, nsPid: number): { 
           .trim()
           .split(/\s+/) ?? [];
       if (Number(nspid.at(-1)) !== nsPid) continue; // without a pid namespace: the host pid itself
+      // Instances of one environment each have a pid namespace of their own: the same pid inside; their
+      // environment (VC_INSTANCE) tells them apart.
+      const wanted = Object.entries(withEnv).map(([k, v]) => `${k}=${v}`);
+      if (wanted.length) {
+        const environ = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0');
+        if (!wanted.every((w) => environ.includes(w))) continue;
+      }
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const start = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
       if (!found || start > found.start) found = { pid: Number(entry), cgroup, start };

@@ -132,7 +132,7 @@ async function waitFor(probe: () => Promise<boolean | undefined>, timeoutMs = 20
   }
 }
 
-const hostPid = (pid: number) => sandboxedProcess(env.id, 'web', pid)?.pid ?? -1;
+const hostPid = (a: Answer) => sandboxedProcess(env.id, 'web', a.pid!, { VC_INSTANCE: a.instance! })?.pid ?? -1;
 
 beforeAll(async () => {
   repo = createRepo(mkdtempSync(path.join(repositoriesDir(), 'scale-')));
@@ -199,7 +199,7 @@ describe('scaling to 2', () => {
     expect(failures).toEqual([]);
     const seen = await instancesSeen(12);
     expect([...seen.keys()].sort()).toEqual(['1', '2']);
-    const pids = [...seen.values()].map((a) => hostPid(a.pid!));
+    const pids = [...seen.values()].map((a) => hostPid(a));
     expect(new Set(pids).size).toBe(2);
     for (const pid of pids) expect(processAlive(pid)).toBe(true);
     expect((await owner.get(`/environments/${env.id}/scale`)).body).toMatchObject({ instances: 2, max: 3 });
@@ -260,7 +260,7 @@ describe('stickiness', () => {
       cookies.set(a.instance!, a.cookie!.split(';')[0]);
     }
     const victim = (await instancesSeen(1, cookies.get('2'))).get('2')!;
-    const pid = hostPid(victim.pid!);
+    const pid = hostPid(victim);
     expect(pid).toBeGreaterThan(0);
     process.kill(pid, 'SIGKILL');
     await waitFor(async () => !processAlive(pid), 5000);
@@ -278,7 +278,7 @@ describe('stickiness', () => {
 
 describe('restarts and deploys at 2 instances', () => {
   it('a resize restarts the instances one at a time: continuous requests through it, zero failures', async () => {
-    const before = [...(await instancesSeen(10)).values()].map((a) => hostPid(a.pid!));
+    const before = [...(await instancesSeen(10)).values()].map((a) => hostPid(a));
     expect(before).toHaveLength(2);
     const {
       result: task,
@@ -315,7 +315,7 @@ describe('restarts and deploys at 2 instances', () => {
 describe('scaling back to 1', () => {
   it('the extra instance leaves the edge, then stops; no request fails', async () => {
     const before = await instancesSeen(10);
-    const second = hostPid(before.get('2')!.pid!);
+    const second = hostPid(before.get('2')!);
     const { result: task, failures } = await continuously(() =>
       runTask(owner, `/environments/${env.id}/scale`, { instances: 1 }),
     );
