@@ -58,12 +58,11 @@ export async function lsRemote(repo: GitRepo, opts: GitOptions): Promise<RemoteR
 }
 
 /**
- * The full commit sha a ref names: a branch, a tag (peeled), `HEAD`, a full `refs/...` name, or a commit
- * sha (full or abbreviated; checked against the repository through its mirror).
+ * The commit a ref name points at among a remote's refs: `HEAD`, a full `refs/...` name (peeled first), or a
+ * branch, then a tag (peeled first) of that name; null when none matches (a sha is not looked up here).
  */
-export async function resolveRef(repo: GitRepo, ref: string, opts: GitOptions): Promise<string> {
+export function shaOfRef(refs: Array<{ sha: string; ref: string }>, ref: string): string | null {
   const want = ref.trim() || 'HEAD';
-  const refs = await lsRemote(repo, opts);
   const byName = new Map(refs.map((r) => [r.ref, r.sha]));
   const candidates =
     want === 'HEAD'
@@ -75,6 +74,17 @@ export async function resolveRef(repo: GitRepo, ref: string, opts: GitOptions): 
     const sha = byName.get(name);
     if (sha) return sha;
   }
+  return null;
+}
+
+/**
+ * The full commit sha a ref names: a branch, a tag (peeled), `HEAD`, a full `refs/...` name, or a commit
+ * sha (full or abbreviated; checked against the repository through its mirror).
+ */
+export async function resolveRef(repo: GitRepo, ref: string, opts: GitOptions): Promise<string> {
+  const want = ref.trim() || 'HEAD';
+  const named = shaOfRef(await lsRemote(repo, opts), want);
+  if (named) return named;
   if (SHORT_SHA_RE.test(want)) {
     const mirror = await ensureMirror(repo, opts);
     const found = await revParseCommit(mirror, want, opts);

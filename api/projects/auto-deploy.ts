@@ -12,6 +12,7 @@ import { liveRelease } from '../../db/queries/releases';
 import { projectRepositoryOf } from '../../db/queries/repository';
 import { environmentWithProject, requestTask } from '../deploys/service';
 import { lsRemote } from './git';
+import { shaOfRef } from '../../activities/provider/git';
 
 export type AutoDeployStatus = 'started' | 'busy' | 'up_to_date' | 'already_started' | 'ref_not_found' | 'unreachable';
 
@@ -30,18 +31,7 @@ const FULL_SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/i;
 export function headOf(refs: Array<{ sha: string; ref: string }>, gitRef: string): string | null {
   const want = gitRef.trim() || 'HEAD';
   if (FULL_SHA.test(want)) return want.toLowerCase(); // a fixed commit never moves
-  const byName = new Map(refs.map((r) => [r.ref, r.sha]));
-  const candidates =
-    want === 'HEAD'
-      ? ['HEAD']
-      : want.startsWith('refs/')
-        ? [`${want}^{}`, want]
-        : [`refs/heads/${want}`, `refs/tags/${want}^{}`, `refs/tags/${want}`];
-  for (const name of candidates) {
-    const sha = byName.get(name);
-    if (sha) return sha;
-  }
-  return null;
+  return shaOfRef(refs, want);
 }
 
 /**
