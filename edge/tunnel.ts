@@ -1,7 +1,7 @@
 /** WebSocket and other upgrades: the edge passes the connection through to one of the environment's instances. */
 import type http from 'node:http';
-import net from 'node:net';
-import { forwardHeaders } from '../activities/provider/proxy';
+import type net from 'node:net';
+import { pipeUpgrade } from '../activities/provider/proxy';
 import type { Upstream } from './balance';
 
 export function tunnel(
@@ -17,23 +17,5 @@ export function tunnel(
     );
     return;
   }
-  const up = net.connect(target.port, target.host);
-  sockets.add(up);
-  up.on('close', () => sockets.delete(up));
-  up.on('connect', () => {
-    let text = `${req.method} ${req.url} HTTP/1.1\r\n`;
-    for (const [name, value] of Object.entries(forwardHeaders(req, true))) {
-      for (const v of Array.isArray(value) ? value : [value]) text += `${name}: ${v}\r\n`;
-    }
-    up.write(`${text}\r\n`);
-    if (head.length) up.write(head);
-    up.pipe(socket);
-    socket.pipe(up);
-  });
-  const bail = () => {
-    up.destroy();
-    socket.destroy();
-  };
-  up.on('error', bail);
-  socket.on('error', bail);
+  pipeUpgrade(target, req, socket, head, sockets);
 }

@@ -128,7 +128,18 @@ function upgrade(
     );
     return;
   }
-  const up = net.connect(route.port, route.host);
+  pipeUpgrade({ host: route.host, port: route.port }, req, socket, head, sockets);
+}
+
+/** Passes an upgrade (WebSocket...) through to the upstream: the request line and headers, then both ways. */
+export function pipeUpgrade(
+  target: { host: string; port: number },
+  req: http.IncomingMessage,
+  socket: net.Socket,
+  head: Buffer,
+  sockets: Set<net.Socket>,
+): void {
+  const up = net.connect(target.port, target.host);
   sockets.add(up);
   up.on('close', () => sockets.delete(up));
   up.on('connect', () => {
