@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { repositoriesDir, useTestContext } from '../../helpers/context';
@@ -7,7 +7,6 @@ import { taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { addMember, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { processAlive } from '../../../activities/provider/run-step';
-import { sandboxedProcess } from '../../helpers/processes';
 
 /**
  * Scale through the API, a real worker and the real edge: N web processes of the live release, each its own
@@ -24,7 +23,8 @@ const version = fs.readFileSync('VERSION', 'utf8').trim();
 http.createServer((req, res) => {
   if (req.url === '/healthz') { res.writeHead(200); return res.end('ok'); }
   res.writeHead(200, { 'content-type': 'application/json', connection: 'close' });
-  res.end(JSON.stringify({ instance: process.env.VC_INSTANCE, pid: process.pid, version, memory: process.env.VC_MEMORY_MB }));
+  const cg = fs.readFileSync('/proc/self/cgroup', 'utf8').split('\\n').find((l) => /:memory:/.test(l)) || '';
+  res.end(JSON.stringify({ instance: process.env.VC_INSTANCE, pid: process.pid, cgroup: cg.split(':')[2], version, memory: process.env.VC_MEMORY_MB }));
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
@@ -61,6 +61,7 @@ interface Answer {
   status: number;
   instance?: string;
   pid?: number;
+  cgroup?: string;
   version?: string;
   memory?: string;
   cookie?: string;
@@ -132,7 +133,22 @@ async function waitFor(probe: () => Promise<boolean | undefined>, timeoutMs = 20
   }
 }
 
-const hostPid = (pid: number) => sandboxedProcess(env.id, 'web', pid)?.pid ?? -1;
+/**
+ * The host pid of the instance that gave `a` (each instance has its own pid namespace, so its own pid may
+ * repeat): the process with that namespace pid in that instance's own cgroup.
+ */
+function hostPid(a: Answer): number {
+  for (const entry of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (!readFileSync(`/proc/${entry}/cgroup`, 'utf8').includes(`:${a.cgroup}\n`)) continue;
+      const nspid = /^NSpid:\s+(.+)$/m.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1].trim().split(/\s+/);
+      if (Number(nspid?.at(-1)) === a.pid) return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return -1;
+}
 
 beforeAll(async () => {
   repo = createRepo(mkdtempSync(path.join(repositoriesDir(), 'scale-')));
@@ -199,7 +215,7 @@ describe('scaling to 2', () => {
     expect(failures).toEqual([]);
     const seen = await instancesSeen(12);
     expect([...seen.keys()].sort()).toEqual(['1', '2']);
-    const pids = [...seen.values()].map((a) => hostPid(a.pid!));
+    const pids = [...seen.values()].map((a) => hostPid(a));
     expect(new Set(pids).size).toBe(2);
     for (const pid of pids) expect(processAlive(pid)).toBe(true);
     expect((await owner.get(`/environments/${env.id}/scale`)).body).toMatchObject({ instances: 2, max: 3 });
@@ -260,7 +276,7 @@ describe('stickiness', () => {
       cookies.set(a.instance!, a.cookie!.split(';')[0]);
     }
     const victim = (await instancesSeen(1, cookies.get('2'))).get('2')!;
-    const pid = hostPid(victim.pid!);
+    const pid = hostPid(victim);
     expect(pid).toBeGreaterThan(0);
     process.kill(pid, 'SIGKILL');
     await waitFor(async () => !processAlive(pid), 5000);
@@ -278,7 +294,7 @@ describe('stickiness', () => {
 
 describe('restarts and deploys at 2 instances', () => {
   it('a resize restarts the instances one at a time: continuous requests through it, zero failures', async () => {
-    const before = [...(await instancesSeen(10)).values()].map((a) => hostPid(a.pid!));
+    const before = [...(await instancesSeen(10)).values()].map((a) => hostPid(a));
     expect(before).toHaveLength(2);
     const {
       result: task,
@@ -315,7 +331,7 @@ describe('restarts and deploys at 2 instances', () => {
 describe('scaling back to 1', () => {
   it('the extra instance leaves the edge, then stops; no request fails', async () => {
     const before = await instancesSeen(10);
-    const second = hostPid(before.get('2')!.pid!);
+    const second = hostPid(before.get('2')!);
     const { result: task, failures } = await continuously(() =>
       runTask(owner, `/environments/${env.id}/scale`, { instances: 1 }),
     );
