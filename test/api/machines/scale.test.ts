@@ -141,7 +141,10 @@ function hostPid(a: Answer): number {
   for (const entry of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       if (!readFileSync(`/proc/${entry}/cgroup`, 'utf8').includes(`:${a.cgroup}\n`)) continue;
-      const nspid = /^NSpid:\s+(.+)$/m.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1].trim().split(/\s+/);
+      const nspid = /^NSpid:\s+(.+)$/m
+        .exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]
+        .trim()
+        .split(/\s+/);
       if (Number(nspid?.at(-1)) === a.pid) return Number(entry);
     } catch {
       // gone meanwhile
