@@ -1,8 +1,10 @@
 /** The project edge's checks, kept apart from the forwarding (edge/server.ts). */
+import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import Negotiator from 'negotiator';
 import zlib from 'node:zlib';
 import type { Transform } from 'node:stream';
+import { verifyPassword } from '../api/lib/passwords';
 
 /** The client address: the socket's, or with trusted proxies the one they report (X-Forwarded-For). */
 export function clientAddress(req: http.IncomingMessage, trustProxyHops: number): string | undefined {
@@ -70,4 +72,26 @@ export function compressorFor(
     return { encoding, stream: zlib.createBrotliCompress({ params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } }) };
   if (encoding === 'gzip') return { encoding, stream: zlib.createGzip() };
   return null;
+}
+
+/** Basic credentials checked against the argon2id hash; a match is remembered (by digest) so the hash runs once. */
+export function passwordChecker() {
+  const goodCredentials = new Map<string, string>();
+  return async function passwordOk(
+    envId: string,
+    req: http.IncomingMessage,
+    want: { username: string; hash: string },
+  ): Promise<boolean> {
+    const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(req.headers.authorization ?? '');
+    if (!m) return false;
+    const decoded = Buffer.from(m[1], 'base64').toString('utf8');
+    const i = decoded.indexOf(':');
+    if (i < 0 || decoded.slice(0, i) !== want.username) return false;
+    const key = createHash('sha256').update(`${envId}\0${decoded}`).digest('hex');
+    if (goodCredentials.get(key) === want.hash) return true;
+    if (!(await verifyPassword(want.hash, decoded.slice(i + 1)))) return false;
+    if (goodCredentials.size > 10_000) goodCredentials.clear();
+    goodCredentials.set(key, want.hash);
+    return true;
+  };
 }

@@ -23,11 +23,9 @@ import {
   type EnvironmentRules,
   type ProjectRules,
 } from './state';
-import { blockedAgent, clientAddress, compressorFor, hstsValue, isHttps, RateWindows } from './rules';
-import { createHash } from 'node:crypto';
+import { blockedAgent, clientAddress, compressorFor, hstsValue, isHttps, passwordChecker, RateWindows } from './rules';
 import { hasBody, hostOf, MAINTENANCE_RETRY_SECONDS, maintenancePage, plain } from './answers';
 import { Balancer, setStickyCookie, stickyCookie, stickyToken } from './balance';
-import { verifyPassword } from '../api/lib/passwords';
 
 export interface EdgeOptions {
   knex: Knex;
@@ -153,25 +151,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     res.end(page);
   }
 
-  /** Basic credentials checked against the argon2id hash; a match is remembered (by digest) so the hash runs once. */
-  const goodCredentials = new Map<string, string>();
-  async function passwordOk(
-    envId: string,
-    req: http.IncomingMessage,
-    want: { username: string; hash: string },
-  ): Promise<boolean> {
-    const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(req.headers.authorization ?? '');
-    if (!m) return false;
-    const decoded = Buffer.from(m[1], 'base64').toString('utf8');
-    const i = decoded.indexOf(':');
-    if (i < 0 || decoded.slice(0, i) !== want.username) return false;
-    const key = createHash('sha256').update(`${envId}\0${decoded}`).digest('hex');
-    if (goodCredentials.get(key) === want.hash) return true;
-    if (!(await verifyPassword(want.hash, decoded.slice(i + 1)))) return false;
-    if (goodCredentials.size > 10_000) goodCredentials.clear();
-    goodCredentials.set(key, want.hash);
-    return true;
-  }
+  const passwordOk = passwordChecker();
 
   function serve(envId: string | undefined, req: http.IncomingMessage, res: http.ServerResponse): void {
     if (!envId) {
