@@ -302,6 +302,44 @@ describe('releases and the supervisor', () => {
     pidsSeen.push(supervisor.status('prod')!.pid!, supervisor.status('staging')!.pid!);
   });
 
+  it('scales to 2 instances; restoreAll after stopAll brings both back; scaling to 1 stops the extra one', async () => {
+    expect(await supervisor.scale('prod', { instances: 2, healthTimeoutMs: 10_000 })).toEqual({
+      ok: true,
+      instances: 2,
+      changed: true,
+    });
+    const two = supervisor.status('prod')!.instances;
+    expect(two.map((i) => [i.slot, i.running])).toEqual([
+      [1, true],
+      [2, true],
+    ]);
+    expect(two[0].internalPort).not.toBe(two[1].internalPort);
+    const pids = two.map((i) => i.pid!);
+    pidsSeen.push(...pids);
+    await supervisor.stopAll();
+    for (const pid of pids) expect(processAlive(pid)).toBe(false);
+
+    supervisor = new Supervisor({ dataDir, stopGraceMs: 1000, restartBackoff: { initialMs: 100 } });
+    await supervisor.restoreAll();
+    const back = supervisor.status('prod')!.instances;
+    expect(back.map((i) => [i.slot, i.running])).toEqual([
+      [1, true],
+      [2, true],
+    ]);
+    pidsSeen.push(...back.map((i) => i.pid!), supervisor.status('staging')!.pid!);
+    for (let i = 0; i < 4; i++) expect((await get(port)).text).toBe('v2 hello built=true');
+
+    expect(await supervisor.scale('prod', { instances: 1, healthTimeoutMs: 10_000 })).toEqual({
+      ok: true,
+      instances: 1,
+      changed: true,
+    });
+    expect(supervisor.status('prod')!.instances).toHaveLength(1);
+    expect(processAlive(back[1].pid!)).toBe(false);
+    expect(processAlive(back[0].pid!)).toBe(true);
+    expect((await get(port)).text).toBe('v2 hello built=true');
+  });
+
   it('retires an environment: its web process stops and its network namespace goes', async () => {
     const pid = supervisor.status('staging')!.pid!;
     expect(existsSync(`/run/netns/${netnsName(ports.staging)}`)).toBe(true);
