@@ -221,8 +221,17 @@ function run(args: string[], opts: RunOpts, env: NodeJS.ProcessEnv, timeout: num
         if (!err) return resolve(stdout);
         const e = err as NodeJS.ErrnoException & { killed?: boolean };
         if (!opts.remote) {
+          // A local operation on our own mirror and tree: git's last line names no credentials; it says why.
+          const why = String(stderr || '')
+            .trim()
+            .split('\n')
+            .at(-1)
+            ?.slice(0, 300);
           return reject(
-            new GitError('git_failed', e.killed ? `${what} did not finish within ${timeout} ms` : `${what} failed`),
+            new GitError(
+              'git_failed',
+              e.killed ? `${what} did not finish within ${timeout} ms` : `${what} failed${why ? `: ${why}` : ''}`,
+            ),
           );
         }
         const code = e.killed ? 'repository_unreachable' : classify(String(stderr || ''));

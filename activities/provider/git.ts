@@ -163,6 +163,20 @@ export interface CheckoutOptions extends GitOptions {
 export async function checkout(opts: CheckoutOptions): Promise<void> {
   const { repo, sha, dir } = opts;
   const mirror = await mirrorWithCommit(repo, sha, opts);
+  try {
+    await checkoutFrom(mirror, sha, dir, opts);
+  } catch (err) {
+    // A worker killed in the middle of a fetch leaves its git running on (and the mirror short of objects
+    // for a moment): wait, fetch again, and check out once more into an empty directory.
+    if (!(err instanceof GitError) || err.code !== 'git_failed') throw err;
+    await new Promise((r) => setTimeout(r, 2000));
+    await fetchMirror(mirror, repo, opts);
+    await rm(dir, { recursive: true, force: true });
+    await checkoutFrom(mirror, sha, dir, opts);
+  }
+}
+
+async function checkoutFrom(mirror: string, sha: string, dir: string, opts: CheckoutOptions): Promise<void> {
   await mkdir(dir, { recursive: true });
   const index = path.join(os.tmpdir(), `vc-index-${randomBytes(6).toString('hex')}`);
   const base = ['--git-dir', mirror, '--work-tree', path.resolve(dir)];
