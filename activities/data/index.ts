@@ -6,7 +6,7 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
-import { createTaskLog, type TaskLog } from '../tasks/log-writer';
+import { type TaskLog, withTaskLog } from '../tasks/log-writer';
 import { withHeartbeat } from '../deploys/step-env';
 import type { Supervisor } from '../provider/supervisor';
 import { BackupDestination } from '../../db/models/backup-destination';
@@ -22,14 +22,7 @@ import { serviceHost, serviceLogin } from './service-env';
 import { startScheduledBackups, pruneSnapshots } from './scheduled';
 import { endSubscriptionsOf } from '../../db/queries/subscriptions';
 
-async function withLog<T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
-  const log = createTaskLog(deps.knex, taskId);
-  try {
-    return await fn(log);
-  } finally {
-    await log.close();
-  }
-}
+const withLog = <T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>) => withTaskLog(deps.knex, taskId, fn);
 
 const fail = (message: string, type = 'DataTaskFailed') => ApplicationFailure.nonRetryable(message, type);
 

@@ -11,7 +11,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
 import { open, seal } from '../../system/crypto';
-import { createTaskLog, type TaskLog } from '../tasks/log-writer';
+import { type TaskLog, withTaskLog } from '../tasks/log-writer';
 import { withHeartbeat } from '../deploys/step-env';
 import { copyDatabase } from '../data/backup-engine';
 import { createServiceDatabase, dropServiceDatabase, serviceVariables, type ServiceLogin } from '../data/pg-server';
@@ -70,14 +70,7 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
         }
       : null;
 
-  const withLog = async <T>(taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> => {
-    const log = createTaskLog(knex, taskId);
-    try {
-      return await fn(log);
-    } finally {
-      await log.close();
-    }
-  };
+  const withLog = <T>(taskId: string, fn: (log: TaskLog) => Promise<T>) => withTaskLog(knex, taskId, fn);
 
   return {
     /**

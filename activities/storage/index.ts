@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
-import { createTaskLog, type TaskLog } from '../tasks/log-writer';
+import { type TaskLog, withTaskLog } from '../tasks/log-writer';
 import { withHeartbeat } from '../deploys/step-env';
 import { environmentStorage, setAllowance, volumePath } from '../../db/queries/storage';
 import type { DiskName } from '../../db/models/storage-disk';
@@ -30,14 +30,8 @@ export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
   // read at each use: STORAGE_ROOTS as the config says it now
   const roots = () => config.storageRoots;
 
-  async function withLog<T>(taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
-    const log = createTaskLog(knex, taskId);
-    try {
-      return await withHeartbeat(() => fn(log));
-    } finally {
-      await log.close();
-    }
-  }
+  const withLog = <T>(taskId: string, fn: (log: TaskLog) => Promise<T>) =>
+    withTaskLog(knex, taskId, (log) => withHeartbeat(() => fn(log)));
 
   /** Starts the web process again (stopped for a move) with where the disks are now. */
   async function startWeb(envId: string, log: TaskLog): Promise<void> {

@@ -131,3 +131,13 @@ export function createTaskLog(
     },
   };
 }
+
+/** Runs `fn` with the task's log, closed (flushed) afterwards whatever happens. */
+export async function withTaskLog<T>(knex: Knex, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
+  const log = createTaskLog(knex, taskId);
+  try {
+    return await fn(log);
+  } finally {
+    await log.close();
+  }
+}
