@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { repositoriesDir, useTestContext } from '../../helpers/context';
@@ -7,6 +7,7 @@ import { taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { addMember, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { processAlive } from '../../../activities/provider/run-step';
+import { sandboxedProcess } from '../../helpers/processes';
 
 /**
  * Scale through the API, a real worker and the real edge: N web processes of the live release, each its own
@@ -23,8 +24,7 @@ const version = fs.readFileSync('VERSION', 'utf8').trim();
 http.createServer((req, res) => {
   if (req.url === '/healthz') { res.writeHead(200); return res.end('ok'); }
   res.writeHead(200, { 'content-type': 'application/json', connection: 'close' });
-  const cg = fs.readFileSync('/proc/self/cgroup', 'utf8').split('\\n').find((l) => /:memory:/.test(l)) || '';
-  res.end(JSON.stringify({ instance: process.env.VC_INSTANCE, pid: process.pid, cgroup: cg.split(':')[2], version, memory: process.env.VC_MEMORY_MB }));
+  res.end(JSON.stringify({ instance: process.env.VC_INSTANCE, pid: process.pid, version, memory: process.env.VC_MEMORY_MB }));
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
@@ -61,7 +61,6 @@ interface Answer {
   status: number;
   instance?: string;
   pid?: number;
-  cgroup?: string;
   version?: string;
   memory?: string;
   cookie?: string;
@@ -133,25 +132,8 @@ async function waitFor(probe: () => Promise<boolean | undefined>, timeoutMs = 20
   }
 }
 
-/**
- * The host pid of the instance that gave `a` (each instance has its own pid namespace, so its own pid may
- * repeat): the process with that namespace pid in that instance's own cgroup.
- */
-function hostPid(a: Answer): number {
-  for (const entry of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      if (!readFileSync(`/proc/${entry}/cgroup`, 'utf8').includes(`:${a.cgroup}\n`)) continue;
-      const nspid = /^NSpid:\s+(.+)$/m
-        .exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]
-        .trim()
-        .split(/\s+/);
-      if (Number(nspid?.at(-1)) === a.pid) return Number(entry);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return -1;
-}
+/** The host pid of the instance that gave `a` (each instance has its own pid namespace: its slot tells them apart). */
+const hostPid = (a: Answer) => sandboxedProcess(env.id, 'web', a.pid!, { VC_INSTANCE: a.instance! })?.pid ?? -1;
 
 beforeAll(async () => {
   repo = createRepo(mkdtempSync(path.join(repositoriesDir(), 'scale-')));
