@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
-import { closeJail, environmentDir, sandboxMode, tenantUid } from '../provider/sandbox';
+import { environmentDir, sandboxMode, tenantUid } from '../provider/sandbox';
 import { volumePath } from '../../db/queries/storage';
 
 export interface RetireInput {
@@ -19,8 +19,7 @@ export interface RetireInput {
 export function createEnvironmentActivities(deps: Deps, supervisor: Supervisor) {
   async function retireEnvironmentHost(input: RetireInput): Promise<{ killed: boolean }> {
     const { environmentId, port } = input;
-    await supervisor.retire(environmentId);
-    await closeJail(deps.config.dataDir, environmentId, port);
+    await supervisor.retire(environmentId, port);
     const killed = sandboxMode().mode === 'none' ? false : await killUid(tenantUid(port));
     await rm(environmentDir(deps.config.dataDir, environmentId), { recursive: true, force: true });
     // its volume, and any copy a move left, under every root of STORAGE_ROOTS (the rows saying where are gone)

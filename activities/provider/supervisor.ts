@@ -229,10 +229,11 @@ export class Supervisor extends SupervisorInstances {
   }
 
   /** Takes an environment off this host (environment deleted): processes, proxy and current.json. */
-  async retire(envId: string): Promise<void> {
+  async retire(envId: string, knownPort?: number): Promise<void> {
     await this.exclusive(envId, async () => {
       const rt = this.runtime(envId);
-      const port = rt.proxy?.port ?? (await readState(statePath(this.dataDir, envId)))?.port;
+      // `knownPort`: the environment's port when its state file may be gone (a retire run again)
+      const port = rt.proxy?.port ?? (await readState(statePath(this.dataDir, envId)))?.port ?? knownPort;
       await Promise.all((rt.live?.webs ?? []).map((w) => w.stop(this.graceMs)));
       await this.closeProxy(rt);
       rt.live = null;
