@@ -8,13 +8,9 @@ import { useTestContext } from '../../helpers/context';
 import { addMember, createAccessToken, createProject, createTeam, createUser } from '../../helpers/fixtures';
 
 /**
- * A token acts with its issuer's current role in its one team. These tests use the token-reachable
- * routes present in the route table; each one runs as soon as its route exists.
+ * A token acts with its issuer's current role in its one team, on the spec's token-reachable routes.
  */
 const t = useTestContext();
-const table = allRoutes();
-const tokenRoute = (method: string, path: string) =>
-  table.some((r) => r.method === method && r.path === path && r.auth === 'token');
 let port = 0;
 
 async function createEnvironment(team: Team, projectId: string) {
@@ -45,24 +41,21 @@ async function setRole(user: User, team: Team, role: 'developer' | 'viewer') {
 }
 
 describe('token reach', () => {
-  it.runIf(tokenRoute('get', '/me'))('GET /me answers the issuer', async () => {
+  it('GET /me answers the issuer', async () => {
     const { user, bearer } = await twoTeams();
     const res = await bearer.get('/me');
     expect(res.status).toBe(200);
     expect(res.text).toContain(user.id);
   });
 
-  it.runIf(tokenRoute('get', '/teams'))(
-    "GET /teams lists only the token's team, whatever else its issuer belongs to",
-    async () => {
-      const { tokenTeam, bearer } = await twoTeams();
-      const res = await bearer.get('/teams');
-      expect(res.status).toBe(200);
-      expect(res.body.data.map((x: { id: string }) => x.id)).toEqual([tokenTeam.id]);
-    },
-  );
+  it("GET /teams lists only the token's team, whatever else its issuer belongs to", async () => {
+    const { tokenTeam, bearer } = await twoTeams();
+    const res = await bearer.get('/teams');
+    expect(res.status).toBe(200);
+    expect(res.body.data.map((x: { id: string }) => x.id)).toEqual([tokenTeam.id]);
+  });
 
-  it.runIf(tokenRoute('get', '/projects'))("GET /projects lists only the projects of the token's team", async () => {
+  it("GET /projects lists only the projects of the token's team", async () => {
     const { tokenTeam, otherTeam, bearer } = await twoTeams();
     const mine = await createProject(t, tokenTeam);
     await createProject(t, otherTeam);
@@ -71,53 +64,44 @@ describe('token reach', () => {
     expect(res.body.data.map((x: { id: string }) => x.id)).toEqual([mine.id]);
   });
 
-  it.runIf(tokenRoute('get', '/environments'))(
-    "GET /environments lists only the environments of the token's team",
-    async () => {
-      const { tokenTeam, otherTeam, bearer } = await twoTeams();
-      const mine = await createEnvironment(tokenTeam, (await createProject(t, tokenTeam)).id);
-      await createEnvironment(otherTeam, (await createProject(t, otherTeam)).id);
-      const res = await bearer.get('/environments');
-      expect(res.status).toBe(200);
-      expect(res.body.data.map((x: { id: string }) => x.id)).toEqual([mine.id]);
-    },
-  );
+  it("GET /environments lists only the environments of the token's team", async () => {
+    const { tokenTeam, otherTeam, bearer } = await twoTeams();
+    const mine = await createEnvironment(tokenTeam, (await createProject(t, tokenTeam)).id);
+    await createEnvironment(otherTeam, (await createProject(t, otherTeam)).id);
+    const res = await bearer.get('/environments');
+    expect(res.status).toBe(200);
+    expect(res.body.data.map((x: { id: string }) => x.id)).toEqual([mine.id]);
+  });
 
-  it.runIf(tokenRoute('get', '/environments/{id}'))(
-    "GET /environments/{id} answers 404 for an environment of the issuer's other team",
-    async () => {
-      const { tokenTeam, otherTeam, bearer } = await twoTeams();
-      const mine = await createEnvironment(tokenTeam, (await createProject(t, tokenTeam)).id);
-      const theirs = await createEnvironment(otherTeam, (await createProject(t, otherTeam)).id);
-      expect((await bearer.get(`/environments/${mine.id}`)).status).toBe(200);
-      const res = await bearer.get(`/environments/${theirs.id}`);
-      expect(res.status).toBe(404);
-      expect(res.body.error.code).toBe('not_found');
-    },
-  );
+  it("GET /environments/{id} answers 404 for an environment of the issuer's other team", async () => {
+    const { tokenTeam, otherTeam, bearer } = await twoTeams();
+    const mine = await createEnvironment(tokenTeam, (await createProject(t, tokenTeam)).id);
+    const theirs = await createEnvironment(otherTeam, (await createProject(t, otherTeam)).id);
+    expect((await bearer.get(`/environments/${mine.id}`)).status).toBe(200);
+    const res = await bearer.get(`/environments/${theirs.id}`);
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe('not_found');
+  });
 
-  it.runIf(tokenRoute('post', '/environments/{id}/deploy'))(
-    "POST /environments/{id}/deploy follows the issuer's current role: viewer 403, developer allowed, viewer again 403",
-    async () => {
-      const { user, tokenTeam, bearer } = await twoTeams('viewer');
-      const env = await createEnvironment(tokenTeam, (await createProject(t, tokenTeam)).id);
-      const asViewer = await bearer.post(`/environments/${env.id}/deploy`, {});
-      expect(asViewer.status).toBe(403);
-      expect(asViewer.body.error.code).toBe('forbidden');
+  it("POST /environments/{id}/deploy follows the issuer's current role: viewer 403, developer allowed, viewer again 403", async () => {
+    const { user, tokenTeam, bearer } = await twoTeams('viewer');
+    const env = await createEnvironment(tokenTeam, (await createProject(t, tokenTeam)).id);
+    const asViewer = await bearer.post(`/environments/${env.id}/deploy`, {});
+    expect(asViewer.status).toBe(403);
+    expect(asViewer.body.error.code).toBe('forbidden');
 
-      await setRole(user, tokenTeam, 'developer');
-      // The project has no repository: past the role check the deploy is refused for that (409), not for the role.
-      const asDeveloper = await bearer.post(`/environments/${env.id}/deploy`, {});
-      expect(asDeveloper.status, JSON.stringify(asDeveloper.body)).not.toBe(403);
-      expect(asDeveloper.status).not.toBe(404);
-      expect(asDeveloper.status).toBeLessThan(500);
+    await setRole(user, tokenTeam, 'developer');
+    // The project has no repository: past the role check the deploy is refused for that (409), not for the role.
+    const asDeveloper = await bearer.post(`/environments/${env.id}/deploy`, {});
+    expect(asDeveloper.status, JSON.stringify(asDeveloper.body)).not.toBe(403);
+    expect(asDeveloper.status).not.toBe(404);
+    expect(asDeveloper.status).toBeLessThan(500);
 
-      await setRole(user, tokenTeam, 'viewer');
-      const demoted = await bearer.post(`/environments/${env.id}/deploy`, {});
-      expect(demoted.status).toBe(403);
-      expect(demoted.body.error.code).toBe('forbidden');
-    },
-  );
+    await setRole(user, tokenTeam, 'viewer');
+    const demoted = await bearer.post(`/environments/${env.id}/deploy`, {});
+    expect(demoted.status).toBe(403);
+    expect(demoted.body.error.code).toBe('forbidden');
+  });
 
   it('answers 403 forbidden everywhere once its issuer has left the team', async () => {
     const { user, tokenTeam, bearer } = await twoTeams('developer');
@@ -127,7 +111,7 @@ describe('token reach', () => {
     await Membership.query(t.deps.knex).where({ user_id: user.id, team_id: tokenTeam.id }).delete();
     const paths = new Set(['/me', '/teams', '/projects', '/environments', '/tasks', '/me/tokens', '/no/such/route']);
     const calls: Array<[string, string]> = [...paths].map((p) => ['get', p]);
-    for (const r of table.filter((x) => x.auth === 'token')) {
+    for (const r of allRoutes().filter((x) => x.auth === 'token')) {
       calls.push([r.method, r.path.replace(/\{[^}]+\}/g, () => crypto.randomUUID())]);
     }
     calls.push(['post', `/environments/${crypto.randomUUID()}/deploy`], ['post', '/me/tokens']);
