@@ -9,6 +9,9 @@
  * oldest are dropped and counted, and the next batch that goes through starts with a `dropped` line saying
  * how many. Destinations and keep-days come from PostgreSQL, re-read every `refreshMs` (a saved change
  * applies within that time, to lines already queued too).
+ *
+ * Every line is written and sent with the secret variables of its environment hidden (redaction.ts), read
+ * again at each flush: nothing a tenant's process printed leaves with a secret value in it.
  */
 import type { Knex } from 'knex';
 import type { OutboundConfig } from '../activities/provider/outbound';
@@ -16,6 +19,7 @@ import { loadShippingTargets, openDestination, recordDelivery, type ShippingTarg
 import type { Secrets } from '../system/secrets';
 import { appendMachineLines, dayOf, sweep } from './machine-files';
 import { describeFailure, sendLines, type Destination, type LogLine } from './send';
+import { LineRedactor } from './redaction';
 
 export interface ShipperOptions {
   knex: Knex;
@@ -46,8 +50,9 @@ const REPORT_EVERY_MS = 30_000;
 export class LogShipper {
   private targets = new Map<string, ShippingTarget>();
   private readonly queues = new Map<string, Queue>();
-  /** envId -> day -> text waiting for the machine file */
-  private readonly machine = new Map<string, Map<string, string[]>>();
+  /** envId -> day -> lines waiting for the machine file */
+  private readonly machine = new Map<string, Map<string, LogLine[]>>();
+  private readonly redactor: LineRedactor;
   private readonly swept = new Map<string, { at: number; keepDays: number }>();
   private readonly reported = new Map<string, { at: number; ok: boolean }>();
   private readonly timers: NodeJS.Timeout[] = [];
@@ -67,6 +72,7 @@ export class LogShipper {
       maxBackoffMs: 30_000,
       ...o,
     };
+    this.redactor = new LineRedactor(o.knex, o.secrets);
   }
 
   async start(): Promise<this> {
@@ -88,7 +94,7 @@ export class LogShipper {
     if (!days) this.machine.set(envId, (days = new Map()));
     let text = days.get(day);
     if (!text) days.set(day, (text = []));
-    text.push(`${JSON.stringify(line)}\n`);
+    text.push(line);
 
     const target = this.targets.get(envId);
     if (!target)
@@ -110,6 +116,7 @@ export class LogShipper {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     await this.flushing?.catch(() => undefined);
+    await this.loadSecrets();
     await this.writeMachineFiles().catch(() => undefined);
   }
 
@@ -145,6 +152,7 @@ export class LogShipper {
     if (this.flushing) return this.flushing;
     this.flushing = (async () => {
       if (this.refreshWanted) await this.refresh().catch(() => undefined);
+      await this.loadSecrets();
       await this.writeMachineFiles().catch((err) =>
         this.opts.logger?.warn({ err: (err as Error).message }, 'could not write the machine log files'),
       );
@@ -194,7 +202,11 @@ export class LogShipper {
             ]
           : batch;
         try {
-          await sendLines(dest, lines, this.opts.outbound);
+          await sendLines(
+            dest,
+            lines.map((l) => this.redactor.redact(l)),
+            this.opts.outbound,
+          );
         } catch (err) {
           q.lines = batch.concat(q.lines);
           this.trim(q);
@@ -222,12 +234,30 @@ export class LogShipper {
     void recordDelivery(this.opts.knex, projectId, error).catch(() => undefined);
   }
 
+  /**
+   * Reads the secret values of the environments with lines waiting. If the database cannot be read now,
+   * the values read before are used (a day's worth are kept).
+   */
+  private async loadSecrets(): Promise<void> {
+    const envs = new Map<string, string>();
+    for (const envId of [...this.machine.keys(), ...this.queues.keys()]) {
+      const projectId = this.targets.get(envId)?.projectId;
+      if (projectId) envs.set(envId, projectId);
+    }
+    await this.redactor
+      .load(envs)
+      .catch((err) =>
+        this.opts.logger?.warn({ err: (err as Error).message }, 'could not read the secret variables to hide'),
+      );
+  }
+
   private async writeMachineFiles(): Promise<void> {
     const pending = [...this.machine];
     this.machine.clear();
     for (const [envId, days] of pending) {
-      for (const [day, text] of days) {
-        await appendMachineLines(this.opts.dataDir, envId, this.opts.source, day, text.join(''));
+      for (const [day, lines] of days) {
+        const text = lines.map((l) => `${JSON.stringify(this.redactor.redact(l))}\n`).join('');
+        await appendMachineLines(this.opts.dataDir, envId, this.opts.source, day, text);
       }
       const keepDays = this.targets.get(envId)?.keepDays;
       if (keepDays === undefined) continue;

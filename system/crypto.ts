@@ -46,3 +46,9 @@ export function open(
 ): string {
   return openBuffer(secrets, sealed, aad).toString('utf8');
 }
+
+/** The byte length of what `sealed` holds, read from its size alone (nothing is opened). */
+export function sealedLength(sealed: string): number {
+  const data = sealed.split('.')[2] ?? '';
+  return Math.max(0, Buffer.byteLength(data, 'base64url') - NONCE - TAG);
+}

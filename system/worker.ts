@@ -6,6 +6,7 @@ import { ensureReminderSchedule } from '../activities/reminders/schedule';
 import { ensurePruneSchedule } from '../activities/maintenance/schedule';
 import { announceReady } from './worker-readiness';
 import { ensureResourcePruneSchedule } from '../activities/machines/prune';
+import { sealWebhookUrls } from '../db/queries/integrations';
 
 // The worker process: `tsx system/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
@@ -65,6 +66,11 @@ async function ensureResourcePrune() {
   );
 }
 if (config.reminderSchedule) await Promise.all([ensureReminders(), ensurePrune(), ensureResourcePrune()]);
+// Webhook URLs kept in the clear by an older version are sealed now (migration 547).
+await sealWebhookUrls(deps.knex, deps.secrets).then(
+  (n) => n > 0 && deps.logger.info({ sealed: n }, 'webhook URLs sealed'),
+  (err) => deps.logger.error({ err }, 'webhook URLs could not be sealed; they are sealed when read'),
+);
 // Ready: environments restored (startWorker) and schedules ensured. `npm start` waits for this row.
 const readiness = await announceReady(deps.knex, config.taskQueue);
 deps.logger.info('worker ready');

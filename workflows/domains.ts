@@ -1,7 +1,7 @@
 /**
  * recheckDomain: a pending domain is looked up again in DNS with backoff (firstWaitSeconds, doubling, at
- * most an hour) until it is verified, deleted, or a week after it was added. Started when the domain is
- * added (workflow id workflowIds.domainRecheck(domainId)).
+ * most an hour) until it is verified or deleted; a week after it was added, a last check verifies it or
+ * deletes the expired claim. Started when the domain is added (workflow id workflowIds.domainRecheck(domainId)).
  */
 import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { DomainActivities } from '../activities/domains';
@@ -25,7 +25,8 @@ export async function recheckDomain(input: RecheckDomainInput): Promise<'verifie
   let wait = input.firstWaitSeconds;
   for (;;) {
     const left = giveUpAt - Date.now();
-    if (left <= 0) return 'expired';
+    if (left <= 0)
+      return (await recheckDomainNow({ domainId: input.domainId })) === 'verified' ? 'verified' : 'expired';
     await sleep(Math.min(wait * 1000, left));
     const status = await recheckDomainNow({ domainId: input.domainId });
     if (status !== 'pending') return status;

@@ -14,6 +14,7 @@ import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
 import { registryAad } from '../../db/queries/registries';
 import type { OnLine } from '../provider/run-step';
+import { secretRedactor } from '../../system/redact';
 
 export interface RegistryAuth {
   env: Record<string, string>;
@@ -52,14 +53,13 @@ export async function prepareRegistryAuth(deps: Deps, projectId: string, jail?: 
     await chmod(join(dir, name), 0o600);
   }
   if (jail) await giveTree(jail, dir);
-  const hide = secrets.filter((s) => s.length >= 4).sort((a, b) => b.length - a.length);
+  const hide = secretRedactor(
+    secrets.filter((s) => s.length >= 4),
+    '[redacted]',
+  );
   return {
     env: { NPM_CONFIG_USERCONFIG: join(dir, '.npmrc'), DOCKER_CONFIG: dir, REGISTRY_AUTH_FILE: join(dir, 'auth.json') },
-    redact: (onLine) => (stream, line) =>
-      onLine(
-        stream,
-        hide.reduce((l, s) => l.split(s).join('[redacted]'), line),
-      ),
+    redact: (onLine) => (stream, line) => onLine(stream, hide(line)),
     cleanup: () => rm(dir, { recursive: true, force: true }),
   };
 }

@@ -1,6 +1,7 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
 import { processVariables } from '../../db/queries/variables';
+import { secretRedactor } from '../../system/redact';
 
 /**
  * The environment of build steps, deploy steps and web processes: the user's variables, then a minimal,
@@ -19,20 +20,13 @@ export function stepEnv(
   return { ...userVars, ...base, ...builtIns };
 }
 
-/** A task log line with every secret value (each of its lines) replaced by `[secret]`. */
-export function redactor(secretValues: string[]): (line: string) => string {
-  const parts = [...new Set(secretValues.flatMap((v) => v.split('\n')).filter((p) => p.length > 0))].sort(
-    (a, b) => b.length - a.length,
-  );
-  if (parts.length === 0) return (line) => line;
-  const pattern = new RegExp(parts.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
-  return (line) => line.replace(pattern, '[secret]');
-}
-
-/** What an environment's processes get now (variables merged under the built-ins) and its log redactor. */
+/**
+ * What an environment's processes get now (variables merged under the built-ins) and its log redactor: a
+ * task log line with every secret value (each of its lines, and its base64 forms) replaced by `[secret]`.
+ */
 export async function tenantEnv(deps: Pick<Deps, 'knex' | 'secrets'>, environmentId: string) {
   const { vars, secretValues } = await processVariables(deps.knex, deps.secrets, environmentId);
-  return { vars, env: stepEnv(vars), redact: redactor(secretValues) };
+  return { vars, env: stepEnv(vars), redact: secretRedactor(secretValues) };
 }
 
 /**

@@ -5,6 +5,7 @@ import { open } from '../../system/crypto';
 import { Integration } from '../../db/models/integration';
 import { IntegrationDelivery } from '../../db/models/integration-delivery';
 import { integrationAad } from '../../api/integrations/kinds';
+import { openWebhookUrl, sealWebhookUrls } from '../../db/queries/integrations';
 import { slackText } from './slack-message';
 import { OutboundRefused, outboundRequest } from '../provider/outbound';
 import { Task } from '../../db/models/task';
@@ -30,6 +31,7 @@ export function createIntegrationActivities(deps: Deps) {
       const delivery = await IntegrationDelivery.query(deps.knex).findById(input.deliveryId);
       if (!delivery) return 'gone';
       if (delivery.status === 'delivered') return 'delivered';
+      await sealWebhookUrls(deps.knex, deps.secrets, [delivery.integration_id]);
       const integration = await Integration.query(deps.knex).findById(delivery.integration_id);
       if (!integration) return 'gone';
       const secret = open(deps.secrets, integration.sealed_secret, integrationAad(integration.id));
@@ -42,7 +44,7 @@ export function createIntegrationActivities(deps: Deps) {
         'user-agent': 'HostingConsole-Webhooks/1',
       };
       if (integration.kind === 'webhook') {
-        url = integration.config.url;
+        url = openWebhookUrl(deps.secrets, integration);
         body = JSON.stringify(delivery.payload);
         const now = new Date();
         headers['webhook-id'] = delivery.event_id;

@@ -6,6 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import { deleteCancelledEnvironments } from '../../api/projects/cancel';
+import { expirePendingDomains } from '../../db/queries/domains';
 
 /** Ended sessions are kept a day (a session list may still show "ended just now"), then pruned. */
 export const ENDED_SESSION_RETENTION_DAYS = 1;
@@ -31,6 +32,10 @@ export interface PruneExpiredResult {
   tokenReminders: number;
   /** Environments of projects cancelled more than CANCELLED_PROJECT_KEEP_DAYS ago, deleted with their data. */
   cancelledEnvironments: number;
+  /** Domains still pending 7 days after they were added (each with an activity event). */
+  expiredDomains: number;
+  /** Verify calls older than the hour the throttle looks at. */
+  domainVerifyCalls: number;
 }
 
 /** Deletes up to BATCH rows of `table` matching `where`, again and again until none is left. */
@@ -83,9 +88,15 @@ export function createMaintenanceActivities(deps: Deps) {
         q.where('reminder_date', '<', new Date(asOf.getTime() - REMINDER_RETENTION_DAYS * DAY_MS)),
       );
       const cancelledEnvironments = await deleteCancelledEnvironments(deps, asOf);
+      const expiredDomains = await expirePendingDomains(knex, { asOf });
+      const domainVerifyCalls = await deleteInBatches(knex, 'domain_verify_calls', (q) =>
+        q.where('at', '<', new Date(asOf.getTime() - 3_600_000)),
+      );
       const result = {
         asOf: asOf.toISOString(),
         cancelledEnvironments,
+        expiredDomains,
+        domainVerifyCalls,
         sessions,
         deviceCodes,
         emailConfirmations,

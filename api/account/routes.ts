@@ -31,14 +31,18 @@ const signupRoutes = [
     path: '/signup',
     operationId: 'createAccount',
     summary: 'Sign up; e-mails a confirmation code (the line "Confirmation code: <code>")',
-    description: 'Passwords are 10 to 200 characters. The account can sign in once its address is confirmed.',
+    description:
+      'Passwords are 10 to 200 characters. The account can sign in once its address is confirmed. A sign-up for an ' +
+      'address whose account is not confirmed yet replaces that sign-up (its codes stop working) and mails a new ' +
+      'code, at most five codes an hour per address; a code confirms the password and name of the sign-up it was sent for.',
     tags,
     auth: 'none',
     body: s.signupBody,
     responses: {
       201: { description: 'The new account', schema: s.userSchema },
-      409: err('The e-mail address has an account (fields.email)'),
+      409: err('email_taken: the e-mail address has a confirmed account (fields.email)'),
       422: INVALID,
+      429: err('rate_limited: the address was sent five codes in the last hour (Retry-After)'),
     },
     async handler(ctx) {
       ctx.status = 201;

@@ -21,8 +21,17 @@ const emailTaken = () =>
     },
   });
 
-/** Stores the digest of a new code (older unused codes stop working) and returns the code. */
-async function issueCode(trx: Knex, userId: string): Promise<{ code: string; expiresAt: Date }> {
+/** The sign-up a code is sent for: what confirming it sets on the account. */
+interface SignUpFor {
+  passwordHash: string;
+  name: string;
+}
+
+/**
+ * Stores the digest of a new code (older unused codes stop working), bound to the sign-up it is sent for,
+ * and returns the code.
+ */
+async function issueCode(trx: Knex, userId: string, signUp: SignUpFor): Promise<{ code: string; expiresAt: Date }> {
   const now = new Date();
   await EmailConfirmation.query(trx)
     .where({ user_id: userId })
@@ -31,8 +40,25 @@ async function issueCode(trx: Knex, userId: string): Promise<{ code: string; exp
     .patch({ expires_at: now });
   const code = randomCode(CONFIRMATION_ALPHABET, CODE_LENGTH);
   const expiresAt = new Date(now.getTime() + CODE_TTL_MS);
-  await EmailConfirmation.query(trx).insert({ user_id: userId, code_digest: sha256Hex(code), expires_at: expiresAt });
+  await EmailConfirmation.query(trx).insert({
+    user_id: userId,
+    code_digest: sha256Hex(code),
+    expires_at: expiresAt,
+    password_hash: signUp.passwordHash,
+    name: signUp.name,
+  });
   return { code, expiresAt };
+}
+
+/** Seconds until one more code may be sent to the account's address, or 0 when one may be sent now. */
+async function codeWait(knex: Knex, userId: string): Promise<number> {
+  const recent = await EmailConfirmation.query(knex)
+    .where({ user_id: userId })
+    .where('created_at', '>', new Date(Date.now() - 3600_000))
+    .orderBy('created_at')
+    .select('created_at');
+  if (recent.length < CODES_PER_HOUR) return 0;
+  return Math.max(1, Math.ceil((recent[0].created_at.getTime() + 3600_000 - Date.now()) / 1000));
 }
 
 async function sendCode(deps: Deps, user: User, code: string, expiresAt: Date): Promise<void> {
@@ -45,20 +71,13 @@ async function sendCode(deps: Deps, user: User, code: string, expiresAt: Date): 
   }
 }
 
-const pendingSignUp = (until: Date) =>
-  appError(
-    'email_taken',
-    `A sign-up for this address waits for its confirmation code until ${until.toISOString()}: enter the e-mailed code ` +
-      '(POST /signup/confirm) or ask for a new one (POST /signup/resend); after that time the address can be signed up again',
-    { fields: { email: 'has a sign-up waiting for confirmation' } },
-  );
-
 /**
- * An unconfirmed sign-up lives as long as its newest confirmation code: 24 hours from the sign-up (or
- * from the last resend). Until then the address is taken (409: the code went to the address, so only
- * its owner can finish it); after that the address is free again: the stale account is removed by the
- * next sign-up for it (and by the daily `prune-expired` schedule), so an address never stays blocked
- * by someone who signed it up without owning it.
+ * An unconfirmed sign-up lives as long as its newest confirmation code: 24 hours from the sign-up (or from
+ * the last resend). A new sign-up for the address, by anyone, replaces it: the address's owner is never
+ * locked out by someone who signed it up without owning it. The new sign-up's password and name wait with
+ * its code, and the older codes stop working, so only the code mailed for a sign-up confirms its password.
+ * An expired sign-up is removed by the next sign-up for its address (and by the daily `prune-expired`
+ * schedule).
  */
 export async function pendingSignUpUntil(knex: Knex, userId: string): Promise<Date | undefined> {
   const row = await EmailConfirmation.query(knex)
@@ -85,24 +104,42 @@ export async function removeExpiredSignUp(knex: Knex, userId: string): Promise<b
 export async function signUp(deps: Deps, input: { email: string; password: string; name: string }): Promise<User> {
   const existing = await User.query(deps.knex).findOne({ email: input.email });
   if (existing?.email_confirmed_at) throw emailTaken();
-  if (existing) {
-    const until = await pendingSignUpUntil(deps.knex, existing.id);
-    if (until) throw pendingSignUp(until);
-  }
   const passwordHash = await hashPassword(input.password);
+  const signUpFor = { passwordHash, name: input.name };
   let user: User;
   let issued: { code: string; expiresAt: Date };
   try {
     ({ user, issued } = await deps.knex.transaction(async (trx) => {
-      // The address's expired sign-up (checked again here: a code may have been sent since) makes way.
-      if (existing && !(await removeExpiredSignUp(trx, existing.id))) throw emailTaken();
+      if (existing) {
+        // Checked again under the row's lock: it may have been confirmed since.
+        const pending = await User.query(trx).findById(existing.id).forUpdate();
+        if (pending?.email_confirmed_at) throw emailTaken();
+        if (pending && (await pendingSignUpUntil(trx, pending.id))) {
+          // Replaces the waiting sign-up, within the mails an address may get in an hour.
+          const wait = await codeWait(trx, pending.id);
+          if (wait > 0) {
+            throw errors.rateLimited(
+              wait,
+              `This address was sent ${CODES_PER_HOUR} confirmation codes in the last hour; sign up again later`,
+            );
+          }
+          const u = await User.query(trx).patchAndFetchById(pending.id, {
+            name: input.name,
+            password_hash: passwordHash,
+            created_at: new Date(),
+          } as Partial<User>);
+          return { user: u, issued: await issueCode(trx, u.id, signUpFor) };
+        }
+        // The address's expired sign-up makes way.
+        if (pending && !(await removeExpiredSignUp(trx, pending.id))) throw emailTaken();
+      }
       const u = await User.query(trx).insertAndFetch({
         email: input.email,
         name: input.name,
         password_hash: passwordHash,
         email_confirmed_at: null,
       });
-      return { user: u, issued: await issueCode(trx, u.id) };
+      return { user: u, issued: await issueCode(trx, u.id, signUpFor) };
     }));
   } catch (err) {
     if (err instanceof UniqueViolationError) throw emailTaken();
@@ -123,10 +160,18 @@ export async function confirmEmail(deps: Deps, address: string, input: { code: s
       .whereNull('used_at')
       .where('expires_at', '>', now)
       .patch({ used_at: now })
-      .returning('user_id');
+      .returning(['user_id', 'password_hash', 'name']);
     const row = (used as unknown as EmailConfirmation[])[0];
     if (!row) return undefined;
-    await User.query(trx).findById(row.user_id).whereNull('email_confirmed_at').patch({ email_confirmed_at: now });
+    // The code confirms the sign-up it was sent for: its password and name become the account's.
+    await User.query(trx)
+      .findById(row.user_id)
+      .whereNull('email_confirmed_at')
+      .patch({
+        email_confirmed_at: now,
+        ...(row.password_hash ? { password_hash: row.password_hash } : {}),
+        ...(row.name ? { name: row.name } : {}),
+      });
     return User.query(trx).findById(row.user_id);
   });
   if (!user) {
@@ -143,11 +188,10 @@ export async function confirmEmail(deps: Deps, address: string, input: { code: s
 export async function resendConfirmation(deps: Deps, input: { email: string }): Promise<void> {
   const user = await User.query(deps.knex).findOne({ email: input.email });
   if (!user || user.email_confirmed_at) return;
-  const recent = await EmailConfirmation.query(deps.knex)
-    .where({ user_id: user.id })
-    .where('created_at', '>', new Date(Date.now() - 3600_000))
-    .resultSize();
-  if (recent >= CODES_PER_HOUR) return;
-  const issued = await deps.knex.transaction((trx) => issueCode(trx, user.id));
+  if ((await codeWait(deps.knex, user.id)) > 0) return;
+  // The same sign-up again: the code confirms the password and name it was made with.
+  const issued = await deps.knex.transaction((trx) =>
+    issueCode(trx, user.id, { passwordHash: user.password_hash, name: user.name }),
+  );
   await sendCode(deps, user, issued.code, issued.expiresAt);
 }

@@ -30,7 +30,9 @@ export const routes: RouteDef[] = [
     description:
       'The hostname alone: lower-cased, IDNA to punycode, at least two labels, no scheme, port, path or wildcard (422 on hostname). ' +
       'Put the TXT record `verification.name` = `verification.value` in DNS, then POST /domains/{id}/verify (it is also re-checked in ' +
-      'the background for a week). A hostname on any environment: 409 domain_taken; past the allowance: 409 domain_allowance_spent.',
+      'the background until it expires, 7 days after it was added). A hostname verified on any environment, or already added by ' +
+      'this team: 409 domain_taken. Pending claims of one hostname by different teams stand side by side: the first to ' +
+      'verify keeps it and the others are deleted (an activity event each). Past the allowance: 409 domain_allowance_spent.',
     tags,
     auth: 'session',
     permission: 'config:write',
@@ -55,7 +57,9 @@ export const routes: RouteDef[] = [
     operationId: 'verifyDomain',
     summary: 'Looks the TXT record up in DNS now; verified when it holds the value',
     description:
-      'At most 12 calls an hour per domain (the background re-checks do not count): then 429 rate_limited with Retry-After.',
+      'At most 12 calls an hour for one hostname by one team (the background re-checks do not count; deleting and adding ' +
+      'the domain again does not reset it): then 429 rate_limited with Retry-After. `verification.checks_left` says how ' +
+      'many are left. A claim that another team verified first is removed: 409 domain_taken.',
     tags,
     auth: 'session',
     permission: 'config:write',
@@ -65,6 +69,7 @@ export const routes: RouteDef[] = [
       200: { description: 'The domain', schema: s.domainSchema },
       403: error('Role may not'),
       404: error('No such domain'),
+      409: error('domain_taken: another team verified the hostname first'),
       429: error('Checked 12 times in the last hour'),
     },
     async handler(ctx) {

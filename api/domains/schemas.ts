@@ -24,7 +24,15 @@ export const domainSchema = z.object({
   environment_id: z.uuid(),
   hostname: z.string(),
   status: z.enum(['pending', 'verified']),
-  verification: z.object({ type: z.literal('TXT'), name: z.string(), value: z.string() }),
+  verification: z.object({
+    type: z.literal('TXT'),
+    name: z.string(),
+    value: z.string(),
+    checks_left: z
+      .number()
+      .int()
+      .describe('POST /domains/{id}/verify calls left this hour (12 an hour per team and hostname)'),
+  }),
   verified_at: z.string().nullable(),
   last_checked_at: z.string().nullable(),
   created_at: z.string(),

@@ -1,13 +1,16 @@
 /**
  * Custom domains (CONTRACT "Domains"). Adding locks the project's row so that the allowance counts every
- * domain of the project, pending ones included, without a race; hostnames are unique system-wide.
- * Verification: POST /domains/{id}/verify looks the TXT record up now (12 calls an hour per domain), and a
- * background workflow re-checks a pending domain with backoff for a week.
+ * domain of the project, pending ones included, without a race. A verified hostname is on one environment;
+ * pending claims of it by different teams stand side by side until one verifies (db/queries/domains.ts).
+ * Verification: POST /domains/{id}/verify looks the TXT record up now (12 calls an hour per team and
+ * hostname, kept when the domain is deleted), and a background workflow re-checks a pending domain with
+ * backoff until it expires, a week after it was added.
  */
+import type { Knex } from 'knex';
 import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
 import { Domain } from '../../db/models/domain';
-import { checkDomain } from '../../db/queries/domains';
+import { checkDomain, expirePendingDomains, lockHostname } from '../../db/queries/domains';
 import { emitDomainVerified } from '../lib/integration-events';
 import type { Actor } from '../lib/actor';
 import { errors } from '../lib/errors';
@@ -21,7 +24,30 @@ import { recordActivity } from '../../db/queries/activity';
 export const VERIFY_CALLS_PER_HOUR = 12;
 const WEEK_MS = 7 * 86_400_000;
 
-const taken = () => errors.conflict('domain_taken', 'That hostname is already on an environment');
+const taken = () => errors.conflict('domain_taken', 'That hostname is already verified on an environment');
+const claimedByTeam = () =>
+  errors.conflict('domain_taken', 'Your team has already added that hostname to an environment; move it with PATCH');
+const lost = () =>
+  errors.conflict(
+    'domain_taken',
+    'Another team verified that hostname first; a hostname is served by one environment, so this claim was removed',
+  );
+
+/** Verify calls left this hour for each hostname of a team (CONTRACT: 12 an hour per team and hostname). */
+async function checksLeft(knex: Knex, teamId: string, hostnames: string[]): Promise<Map<string, number>> {
+  const rows = (await knex('domain_verify_calls')
+    .where({ team_id: teamId })
+    .whereIn('hostname', hostnames)
+    .andWhere('at', '>', knex.raw("now() - interval '1 hour'"))
+    .groupBy('hostname')
+    .select('hostname', knex.raw('count(*)::int as n'))) as Array<{ hostname: string; n: number }>;
+  const used = new Map(rows.map((r) => [r.hostname, r.n]));
+  return new Map(hostnames.map((h) => [h, Math.max(0, VERIFY_CALLS_PER_HOUR - (used.get(h) ?? 0))]));
+}
+
+async function present(knex: Knex, d: Domain) {
+  return presentDomain(d, (await checksLeft(knex, d.team_id, [d.hostname])).get(d.hostname) ?? 0);
+}
 
 /** Loads a domain the caller may act on; another team's domain answers 404. */
 export async function findDomain(deps: Deps, actor: Actor, id: string, action: Action): Promise<Domain> {
@@ -43,15 +69,29 @@ async function allowance(deps: Deps, projectId: string, knex = deps.knex) {
 export async function listDomains(deps: Deps, actor: Actor, environmentId: string) {
   const env = await findEnvironment(deps, actor, environmentId, 'environment:read');
   const rows = await Domain.query(deps.knex).where({ environment_id: env.id }).orderBy('hostname');
-  return { data: rows.map(presentDomain), allowance: await allowance(deps, env.project_id) };
+  const left = await checksLeft(
+    deps.knex,
+    env.team_id,
+    rows.map((d) => d.hostname),
+  );
+  return {
+    data: rows.map((d) => presentDomain(d, left.get(d.hostname) ?? 0)),
+    allowance: await allowance(deps, env.project_id),
+  };
 }
 
 export async function addDomain(deps: Deps, actor: Actor, environmentId: string, input: { hostname: string }) {
   const env = await findEnvironment(deps, actor, environmentId, 'config:write');
+  // A claim of this hostname that has outlived its week makes way first.
+  await expirePendingDomains(deps.knex, { hostname: input.hostname });
   const domain = await deps.knex
     .transaction(async (trx) => {
       await trx('projects').where({ id: env.project_id }).forUpdate().first('id');
-      if (await trx('domains').where({ hostname: input.hostname }).first('id')) throw taken();
+      await lockHostname(trx, input.hostname);
+      if (await trx('domains').where({ hostname: input.hostname, status: 'verified' }).first('id')) throw taken();
+      if (await trx('domains').where({ hostname: input.hostname, team_id: env.team_id }).first('id')) {
+        throw claimedByTeam();
+      }
       const { used, limit } = await allowance(deps, env.project_id, trx);
       if (used >= limit) {
         throw errors.conflict(
@@ -84,7 +124,7 @@ export async function addDomain(deps: Deps, actor: Actor, environmentId: string,
       throw err instanceof UniqueViolationError ? taken() : err;
     });
   await startRecheck(deps, domain);
-  return presentDomain(domain);
+  return present(deps.knex, domain);
 }
 
 /** The background re-check; if Temporal cannot be reached now, POST /domains/{id}/verify still works. */
@@ -107,25 +147,26 @@ async function startRecheck(deps: Deps, domain: Domain): Promise<void> {
 }
 
 /**
- * Looks the TXT record up now. The 13th call for a domain within an hour is refused with 429 and
- * Retry-After (when the oldest call of the hour leaves it), recording nothing.
+ * Looks the TXT record up now. The 13th call within an hour for the same hostname by the same team is
+ * refused with 429 and Retry-After (when the oldest call of the hour leaves it), recording nothing. A claim
+ * that lost to another team's verification is removed and answered 409 domain_taken.
  */
 export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
-  await findDomain(deps, actor, id, 'config:write');
+  const found = await findDomain(deps, actor, id, 'config:write');
   await deps.knex.transaction(async (trx) => {
-    await trx('domains').where({ id }).forUpdate().first('id');
+    await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`domain-checks:${found.team_id}:${found.hostname}`]);
     const calls = await trx('domain_verify_calls')
-      .where({ domain_id: id })
+      .where({ team_id: found.team_id, hostname: found.hostname })
       .andWhere('at', '>', trx.raw("now() - interval '1 hour'"))
       .orderBy('at')
       .select(trx.raw("extract(epoch from (at + interval '1 hour' - now())) as left"));
     if (calls.length >= VERIFY_CALLS_PER_HOUR) {
       throw errors.rateLimited(
         Number(calls[0].left),
-        `At most ${VERIFY_CALLS_PER_HOUR} checks an hour per domain; try again later`,
+        `At most ${VERIFY_CALLS_PER_HOUR} checks an hour of one hostname by a team; try again later`,
       );
     }
-    await trx('domain_verify_calls').insert({ domain_id: id });
+    await trx('domain_verify_calls').insert({ domain_id: id, team_id: found.team_id, hostname: found.hostname });
   });
   const outcome = await checkDomain(deps.knex, deps.config.dnsServers, id);
   if (outcome.status === 'verified' && outcome.changed) {
@@ -134,8 +175,11 @@ export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
     );
   }
   const domain = await Domain.query(deps.knex).findById(id);
-  if (!domain) throw errors.notFound('domain');
-  return presentDomain(domain);
+  if (!domain) {
+    if (outcome.status === 'gone' && found.created_at.getTime() > Date.now() - WEEK_MS) throw lost();
+    throw errors.notFound('domain');
+  }
+  return present(deps.knex, domain);
 }
 
 /** Moves a domain to another environment of the same project. */
@@ -161,7 +205,7 @@ export async function moveDomain(deps: Deps, actor: Actor, id: string, input: { 
     } as Partial<Domain>);
   });
   if (!moved) throw errors.notFound('domain');
-  return presentDomain(moved);
+  return present(deps.knex, moved);
 }
 
 export async function deleteDomain(deps: Deps, actor: Actor, id: string): Promise<void> {

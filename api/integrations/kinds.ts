@@ -26,7 +26,8 @@ export const INTEGRATION_KINDS = {
         type: 'url',
         required: true,
         secret: false,
-        description: 'Receives a signed POST (Standard Webhooks) per event',
+        description:
+          'Receives a signed POST (Standard Webhooks) per event; kept sealed, shown with query values "redacted"',
       },
     ],
   },

@@ -1,7 +1,11 @@
 import type { Integration } from '../../db/models/integration';
 import type { IntegrationDelivery } from '../../db/models/integration-delivery';
+import { shownWebhookUrl } from '../../db/queries/integrations';
 
-/** Never the sealed secret: a webhook shows its URL, a Slack integration nothing of its URL. */
+/**
+ * Never a sealed secret: a webhook shows its URL without userinfo and with query values "redacted" (a token
+ * in the query is a credential), a Slack integration nothing of its URL.
+ */
 export function presentIntegration(i: Integration, deliveries?: IntegrationDelivery[]) {
   return {
     id: i.id,
@@ -9,7 +13,7 @@ export function presentIntegration(i: Integration, deliveries?: IntegrationDeliv
     kind: i.kind,
     name: i.name,
     events: i.events,
-    ...(i.kind === 'webhook' ? { url: i.config.url } : {}),
+    ...(i.kind === 'webhook' ? { url: shownWebhookUrl(i) } : {}),
     created_at: i.created_at.toISOString(),
     updated_at: i.updated_at.toISOString(),
     ...(deliveries ? { deliveries: deliveries.map(presentDelivery) } : {}),

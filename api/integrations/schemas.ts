@@ -81,7 +81,12 @@ export const integrationSchema = z.object({
   kind: z.string(),
   name: z.string(),
   events: z.array(z.string()),
-  url: z.string().optional().describe("A webhook's URL (a Slack URL is secret and not shown)"),
+  url: z
+    .string()
+    .optional()
+    .describe(
+      'A webhook\'s URL without userinfo, query values shown as "redacted" (a Slack URL is secret and not shown)',
+    ),
   created_at: z.string(),
   updated_at: z.string(),
   deliveries: z.array(deliverySchema).optional().describe('The last 20 deliveries, newest first'),

@@ -4,6 +4,7 @@ import { seal } from '../../system/crypto';
 import { Integration } from '../../db/models/integration';
 import { IntegrationDelivery } from '../../db/models/integration-delivery';
 import { recordActivity } from '../../db/queries/activity';
+import { sealWebhookUrls, webhookUrlColumns } from '../../db/queries/integrations';
 import type { Actor } from '../lib/actor';
 import { errors } from '../lib/errors';
 import { INTEGRATION_EVENTS, INTEGRATION_KINDS, integrationAad, KIND_NAMES, type IntegrationKind } from './kinds';
@@ -35,7 +36,7 @@ export async function createIntegration(deps: Deps, actor: Actor, teamId: string
       kind: body.kind,
       name: body.name,
       events: body.events,
-      config: body.kind === 'webhook' ? { url: body.url } : {},
+      ...(body.kind === 'webhook' ? webhookUrlColumns(deps.secrets, id, body.url, {}) : { config: {} }),
       sealed_secret: seal(deps.secrets, secret, integrationAad(id)),
       created_by: actor.user.id,
     } as Partial<Integration>);
@@ -51,8 +52,9 @@ export async function createIntegration(deps: Deps, actor: Actor, teamId: string
   return { ...presentIntegration(row), ...(body.kind === 'webhook' ? { secret } : {}) };
 }
 
-/** One integration with its last 20 deliveries, newest first. */
+/** One integration with its last 20 deliveries, newest first. A clear URL of an older row is sealed now. */
 export async function getIntegration(deps: Deps, id: string) {
+  await sealWebhookUrls(deps.knex, deps.secrets, [id]);
   const row = await Integration.query(deps.knex).findById(id);
   if (!row) throw errors.notFound('integration');
   const deliveries = await IntegrationDelivery.query(deps.knex)
@@ -74,7 +76,7 @@ export async function updateIntegration(deps: Deps, actor: Actor, row: Integrati
   const patch: Partial<Integration> = { updated_at: new Date() };
   if (body.name !== undefined) patch.name = body.name;
   if (body.events !== undefined) patch.events = body.events;
-  if (body.url !== undefined) patch.config = { ...row.config, url: body.url };
+  if (body.url !== undefined) Object.assign(patch, webhookUrlColumns(deps.secrets, row.id, body.url, row.config));
   if (body.webhook_url !== undefined)
     patch.sealed_secret = seal(deps.secrets, body.webhook_url, integrationAad(row.id));
   await deps.knex.transaction(async (trx) => {

@@ -18,16 +18,7 @@ import type { Deps } from '../../system/deps';
 import type { Actor } from '../lib/actor';
 import { errors } from '../lib/errors';
 import { isoOrNull } from '../lib/time';
-
-/** The URL as answers show it: no userinfo, no fragment, every query value replaced by "redacted". */
-export function displayUrl(raw: string): string {
-  const u = new URL(raw);
-  u.username = '';
-  u.password = '';
-  u.hash = '';
-  for (const key of [...new Set(u.searchParams.keys())]) u.searchParams.set(key, 'redacted');
-  return u.toString();
-}
+import { displayUrl } from '../../system/display-url';
 
 function present(deps: Deps, row: LogSettingsRow | undefined) {
   const dest = openDestination(deps.secrets, row);

@@ -11,9 +11,13 @@ import { applyToEnvironment, applyToProject } from './apply';
 
 const tags = ['variables'];
 const SECRET_NOTE = 'A secret value is write-only: every answer shows it as null.';
+const SIZE_NOTE =
+  'The whole environment of a process (every scope and the built-ins) is at most 1 MiB: a change that would pass it ' +
+  'for any environment it reaches (project variables reach every environment of the project) is 422, nothing saved.';
 const IMPORT_NOTE =
   'Saves what POST /variables/parse reads, all or nothing: a name that exists is skipped unless `overwrite`; ' +
-  '`secret` marks every created or updated variable secret. A malformed line: 422 on text ("line N: reason"), nothing saved.';
+  '`secret` marks every created or updated variable secret. A malformed line: 422 on text ("line N: reason"), nothing saved. ' +
+  SIZE_NOTE;
 
 export const routes: RouteDef[] = [
   defineRoute({
@@ -185,8 +189,8 @@ function ownVariableRoutes(level: 'project' | 'environment'): RouteDef[] {
         ? 'Creates (201) or replaces (200) a project variable'
         : "Creates (201) or replaces (200) the environment's own value of a variable",
       description: project
-        ? `${SECRET_NOTE} Names: [A-Za-z_][A-Za-z0-9_]*, at most 128; PORT and VC_* are reserved. Values up to 64 KiB; 500 a scope.`
-        : `${SECRET_NOTE} It overrides the project's value of the same name. Rules as for project variables.`,
+        ? `${SECRET_NOTE} Names: [A-Za-z_][A-Za-z0-9_]*, at most 128; PORT and VC_* are reserved. Values up to 64 KiB; 500 a scope. ${SIZE_NOTE}`
+        : `${SECRET_NOTE} It overrides the project's value of the same name. Rules as for project variables. ${SIZE_NOTE}`,
       params: s.idParams,
       body: s.setVariableBody,
       responses: {

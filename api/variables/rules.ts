@@ -23,3 +23,17 @@ export function checkVariableValue(value: string): string | null {
   if (value.includes('\u0000')) return 'must not contain NUL characters';
   return null;
 }
+
+/** The whole environment of a process (every scope and the built-ins): `NAME=value\0` of each, at most this. */
+export const MAX_ENVIRONMENT_BYTES = 1024 * 1024;
+/**
+ * Kept for the built-ins (PATH, LANG, HOME, PORT, a service's DATABASE_URL, the volume's path, VC_*): they
+ * are a few hundred bytes, and the user's variables may use the rest.
+ */
+export const BUILT_IN_RESERVE_BYTES = 16 * 1024;
+export const MAX_USER_ENVIRONMENT_BYTES = MAX_ENVIRONMENT_BYTES - BUILT_IN_RESERVE_BYTES;
+
+/** What one variable adds to a process's environment block (`NAME=value` and its NUL). */
+export function environmentEntryBytes(name: string, valueBytes: number): number {
+  return Buffer.byteLength(name) + 1 + valueBytes + 1;
+}

@@ -12,6 +12,7 @@ import type { Actor } from '../lib/actor';
 import { recordActivity } from '../../db/queries/activity';
 import { parseDotenv } from './dotenv';
 import { MAX_PER_SCOPE } from './rules';
+import { assertEnvironmentsFit } from './env-size';
 import { presentEffective, presentVariable } from './presenter';
 
 /** A scope the caller has been authorized for (see ./scopes.ts). */
@@ -87,6 +88,7 @@ export async function setVariable(
         .where({ id: existing.id })
         .update({ value_sealed, secret: input.secret ?? existing.secret, updated_at: trx.fn.now() })
         .returning('*');
+      await assertEnvironmentsFit(trx, scope, 'value');
       return { created: false, variable: presentVariable(row, input.value) };
     }
     const count = await countIn(trx, scope);
@@ -101,6 +103,7 @@ export async function setVariable(
         secret: input.secret ?? false,
       })
       .returning('*');
+    await assertEnvironmentsFit(trx, scope, 'value');
     return { created: true, variable: presentVariable(row, input.value) };
   });
 }
@@ -176,6 +179,7 @@ export async function importVariables(
       }
     }
     if (result.created.length + result.updated.length > 0) {
+      await assertEnvironmentsFit(trx, scope, 'text');
       const summary = `imported variables into ${where(scope)}: ${result.created.length} created, ${result.updated.length} updated`;
       await event(trx, actor, scope, 'variables_imported', summary);
     }

@@ -7,8 +7,10 @@ export class Integration extends BaseModel {
   kind!: 'webhook' | 'slack';
   name!: string;
   events!: string[];
-  /** The non-secret fields (a webhook's URL). */
+  /** The non-secret fields: a webhook's `display_url` (query values redacted; a row not sealed yet: `url`). */
   config!: Record<string, string>;
+  /** A webhook's URL, sealed (db/queries/integrations.ts). */
+  sealed_url!: string | null;
   sealed_secret!: string;
   created_by!: string | null;
   created_at!: Date;

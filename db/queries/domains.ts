@@ -1,37 +1,145 @@
 /**
  * The verification check of a domain, shared by POST /domains/{id}/verify and the background re-check:
  * looks `_vc-verify.<hostname>` up and marks the domain verified when a TXT record holds its value.
+ *
+ * Claims (CONTRACT "Domains"): pending claims of one hostname by different teams stand side by side; the
+ * first to verify keeps the name and every other claim of it is deleted, with an activity event in its
+ * team; a claim still pending 7 days after it was added expires (deleted, with an event) at its next check,
+ * or by the daily `prune-expired` run. Every change of a hostname's claims holds its advisory lock.
  */
 import type { Knex } from 'knex';
 import { lookupTxt } from '../../api/lib/dns';
+import { recordActivity } from './activity';
 
 export const VERIFY_PREFIX = '_vc-verify.';
+export const PENDING_CLAIM_DAYS = 7;
+const DAY_MS = 86_400_000;
 
 export type CheckOutcome =
   | { status: 'verified' /** This check made it verified (it was pending). */; changed: boolean }
   | { status: 'pending'; reason?: string }
   | { status: 'gone' };
 
+interface DomainRow {
+  id: string;
+  team_id: string;
+  project_id: string;
+  environment_id: string;
+  hostname: string;
+  status: 'pending' | 'verified';
+  verification_value: string;
+  created_at: Date;
+}
+
+/** Serializes every change of one hostname's claims (adding, verifying, expiring) until the transaction ends. */
+export async function lockHostname(trx: Knex.Transaction, hostname: string): Promise<void> {
+  await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`domain:${hostname}`]);
+}
+
+/** Deletes one claim with an activity event in its team (by the system). */
+async function removeClaim(trx: Knex.Transaction, d: DomainRow, type: string, summary: string): Promise<void> {
+  await trx('domains').where({ id: d.id }).delete();
+  await recordActivity(trx, {
+    teamId: d.team_id,
+    actor: null,
+    kind: 'configuration',
+    type,
+    projectId: d.project_id,
+    environmentId: d.environment_id,
+    summary,
+  });
+}
+
+const expiredSummary = (hostname: string) =>
+  `removed ${hostname}: it was not verified within ${PENDING_CLAIM_DAYS} days of being added`;
+
+/**
+ * Deletes pending claims added more than 7 days before `asOf` (of one hostname, or all), each with an
+ * activity event; answers how many.
+ */
+export async function expirePendingDomains(knex: Knex, opts: { asOf?: Date; hostname?: string } = {}): Promise<number> {
+  const cutoff = new Date((opts.asOf ?? new Date()).getTime() - PENDING_CLAIM_DAYS * DAY_MS);
+  const candidates = (await knex('domains')
+    .where({ status: 'pending' })
+    .andWhere('created_at', '<=', cutoff)
+    .modify((q) => (opts.hostname ? q.where({ hostname: opts.hostname }) : q))
+    .select('id', 'hostname')) as Array<{ id: string; hostname: string }>;
+  let removed = 0;
+  for (const c of candidates) {
+    const done = await knex.transaction(async (trx) => {
+      await lockHostname(trx, c.hostname);
+      const d = (await trx('domains')
+        .where({ id: c.id, status: 'pending' })
+        .andWhere('created_at', '<=', cutoff)
+        .first()) as DomainRow | undefined;
+      if (!d) return false;
+      await removeClaim(trx, d, 'domain_expired', expiredSummary(d.hostname));
+      return true;
+    });
+    if (done) removed++;
+  }
+  return removed;
+}
+
+/**
+ * Makes a pending claim verified, unless another claim of the hostname was verified first (then this one
+ * is deleted, and the answer is 'gone'); the other pending claims of the hostname are deleted.
+ */
+async function claimVerified(knex: Knex, domainId: string): Promise<CheckOutcome> {
+  return knex.transaction(async (trx) => {
+    const first = (await trx('domains').where({ id: domainId }).first('hostname')) as { hostname: string } | undefined;
+    if (!first) return { status: 'gone' } as const;
+    await lockHostname(trx, first.hostname);
+    const d = (await trx('domains').where({ id: domainId }).first()) as DomainRow | undefined;
+    if (!d) return { status: 'gone' } as const;
+    if (d.status === 'verified') return { status: 'verified', changed: false } as const;
+    const winner = await trx('domains').where({ hostname: d.hostname, status: 'verified' }).first('id');
+    if (winner) {
+      await removeClaim(
+        trx,
+        d,
+        'domain_claim_lost',
+        `removed ${d.hostname}: another team verified it first, and a hostname is served by one environment`,
+      );
+      return { status: 'gone' } as const;
+    }
+    await trx('domains').where({ id: d.id }).update({
+      last_checked_at: trx.fn.now(),
+      status: 'verified',
+      verified_at: trx.fn.now(),
+      updated_at: trx.fn.now(),
+    });
+    const others = (await trx('domains')
+      .where({ hostname: d.hostname })
+      .whereNot({ id: d.id })
+      .select('*')) as DomainRow[];
+    for (const o of others) {
+      await removeClaim(
+        trx,
+        o,
+        'domain_claim_lost',
+        `removed ${o.hostname}: another team verified it first, and a hostname is served by one environment`,
+      );
+    }
+    return { status: 'verified', changed: true } as const;
+  });
+}
+
 export async function checkDomain(
   knex: Knex,
   dnsServers: string[] | undefined,
   domainId: string,
 ): Promise<CheckOutcome> {
-  const domain = await knex('domains').where({ id: domainId }).first();
+  const domain = (await knex('domains').where({ id: domainId }).first()) as DomainRow | undefined;
   if (!domain) return { status: 'gone' };
   if (domain.status === 'verified') return { status: 'verified', changed: false };
+  if (domain.created_at.getTime() <= Date.now() - PENDING_CLAIM_DAYS * DAY_MS) {
+    await expirePendingDomains(knex, { hostname: domain.hostname });
+    if (!(await knex('domains').where({ id: domainId }).first('id'))) return { status: 'gone' };
+  }
   const answer = await lookupTxt(dnsServers, `${VERIFY_PREFIX}${domain.hostname}`);
   const verified = answer.ok && answer.values.includes(domain.verification_value);
-  if (verified) {
-    // Only the check that moves it from pending says it changed (a concurrent check finds it done).
-    const moved = await knex('domains').where({ id: domainId }).whereNot({ status: 'verified' }).update({
-      last_checked_at: knex.fn.now(),
-      status: 'verified',
-      verified_at: knex.fn.now(),
-      updated_at: knex.fn.now(),
-    });
-    return { status: 'verified', changed: moved > 0 };
-  }
+  if (verified) return claimVerified(knex, domainId);
   await knex('domains').where({ id: domainId }).update({ last_checked_at: knex.fn.now(), updated_at: knex.fn.now() });
   return {
     status: 'pending',

@@ -4,6 +4,8 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 
 export interface Received {
+  /** The request's path and query. */
+  url: string;
   headers: IncomingMessage['headers'];
   body: string;
   at: number;
@@ -27,7 +29,12 @@ export async function startReceiver(port = 0, path = '/hook'): Promise<Receiver>
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+      received.push({
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
+      });
       res.statusCode = r.answers.length ? r.answers.shift()! : r.fallback;
       res.end();
     });

@@ -78,7 +78,8 @@ describe('POST /signup', () => {
 
   it('answers 409 on email for an address that has an account, whatever its case', async () => {
     const email = uniqueEmail('dup');
-    await signUp(t.agent(), email);
+    const { code } = await signUp(t.agent(), email);
+    expect((await t.agent().post('/signup/confirm', { code })).status).toBe(200);
     const res = await t.agent().post('/signup', { email: email.toUpperCase(), password: PASSWORD, name: 'Other' });
     expect(res.status).toBe(409);
     expect(res.body.error.fields).toEqual({ email: expect.any(String) });
@@ -88,14 +89,64 @@ describe('POST /signup', () => {
 });
 
 describe('POST /signup for an address with an unconfirmed sign-up', () => {
-  it('answers 409 email_taken while the sign-up is younger than 24 hours, saying until when', async () => {
-    const email = uniqueEmail('pending');
-    await signUp(t.agent(), email);
-    const res = await t.agent().post('/signup', { email, password: PASSWORD, name: 'The Owner' });
-    expect(res.status).toBe(409);
-    expect(res.body.error.code).toBe('email_taken');
-    expect(res.body.error.fields).toEqual({ email: 'has a sign-up waiting for confirmation' });
-    expect(res.body.error.message).toMatch(/until \d{4}-\d{2}-\d{2}T/);
+  it("does not lock the owner out: the owner's sign-up replaces the squatter's, and only the owner's password works", async () => {
+    const email = uniqueEmail('squat');
+    const squatter = await t.agent().post('/signup', { email, password: 'the squatters password', name: 'Squatter' });
+    expect(squatter.status).toBe(201);
+    const squatterMail = await t.smtp!.waitFor((m) => m.to.includes(email));
+    const squatterCode = codeFrom(squatterMail);
+
+    const owner = await t.agent().post('/signup', { email, password: PASSWORD, name: 'The Owner' });
+    expect(owner.status, owner.text).toBe(201);
+    expect(owner.body).toMatchObject({ email, name: 'The Owner', email_confirmed: false });
+    const ownerMail = await t.smtp!.waitFor((m) => m.to.includes(email) && codeFrom(m) !== squatterCode);
+    expect(ownerMail.text).toContain('The Owner');
+
+    // The code mailed for the squatter's sign-up no longer works.
+    const stale = await t.agent().post('/signup/confirm', { code: squatterCode });
+    expect(stale.status).toBe(422);
+    expect(stale.body.error.fields.code).toBeTruthy();
+    const confirmed = await t.agent().post('/signup/confirm', { code: codeFrom(ownerMail) });
+    expect(confirmed.status).toBe(200);
+    expect(confirmed.body).toMatchObject({ email, name: 'The Owner', email_confirmed: true });
+    const users = await t.deps.knex('users').whereRaw('email = ?', [email]);
+    expect(users).toHaveLength(1);
+    expect((await t.agent().post('/session', { email, password: 'the squatters password' })).status).toBe(401);
+    expect((await t.agent().post('/session', { email, password: PASSWORD })).status).toBe(201);
+  });
+
+  it('confirms with each code only the password of the sign-up it was sent for', async () => {
+    const email = uniqueEmail('bound');
+    const first = await signUp(t.agent(), email, 'First');
+    // A second sign-up replaces the first; a resend then sends the second sign-up's code again.
+    const second = await t.agent().post('/signup', { email, password: 'second sign-up password', name: 'Second' });
+    expect(second.status).toBe(201);
+    const secondMail = await t.smtp!.waitFor((m) => m.to.includes(email) && codeFrom(m) !== first.code);
+    expect((await t.agent().post('/signup/resend', { email })).status).toBe(202);
+    const resent = await t.smtp!.waitFor(
+      (m) => m.to.includes(email) && ![first.code, codeFrom(secondMail)].includes(codeFrom(m)),
+    );
+    expect((await t.agent().post('/signup/confirm', { code: first.code })).status).toBe(422);
+    expect((await t.agent().post('/signup/confirm', { code: codeFrom(secondMail) })).status).toBe(422);
+    expect((await t.agent().post('/signup/confirm', { code: codeFrom(resent) })).status).toBe(200);
+    expect((await t.agent().post('/session', { email, password: PASSWORD })).status).toBe(401);
+    expect((await t.agent().post('/session', { email, password: 'second sign-up password' })).status).toBe(201);
+  });
+
+  it('sends an address at most five codes an hour: a sixth sign-up is 429 with Retry-After and changes nothing', async () => {
+    const email = uniqueEmail('flood');
+    for (let i = 0; i < 5; i++) {
+      const res = await t.agent().post('/signup', { email, password: `password number ${i}`, name: `N${i}` });
+      expect(res.status, res.text).toBe(201);
+    }
+    const user = await t.deps.knex('users').whereRaw('email = ?', [email]).first();
+    const codes = await t.deps.knex('email_confirmations').where({ user_id: user.id }).orderBy('created_at');
+    const res = await t.agent().post('/signup', { email, password: 'password number 6', name: 'N6' });
+    expect(res.status).toBe(429);
+    expect(res.body.error.code).toBe('rate_limited');
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(3000);
+    expect(await t.deps.knex('users').where({ id: user.id }).first()).toEqual(user);
+    expect(await t.deps.knex('email_confirmations').where({ user_id: user.id }).orderBy('created_at')).toEqual(codes);
   });
 
   it('succeeds once that sign-up has expired (24 hours, never confirmed): the stale account and its codes are gone', async () => {

@@ -39,6 +39,7 @@ describe('POST /environments/{id}/domains', () => {
       type: 'TXT',
       name: `_vc-verify.${hostname}`,
       value: expect.stringMatching(/^vc-verify=/),
+      checks_left: 12,
     });
   });
 
@@ -69,11 +70,14 @@ describe('POST /environments/{id}/domains', () => {
     expect((await agent.get(`/environments/${environment.id}/domains`)).body.data).toEqual([]);
   });
 
-  it('refuses a hostname already on any environment with 409 domain_taken', async () => {
+  it('refuses a hostname verified on any environment with 409 domain_taken', async () => {
     const a = await world();
     const b = await world();
     const hostname = host();
-    expect((await a.agent.post(`/environments/${a.environment.id}/domains`, { hostname })).status).toBe(201);
+    const added = await a.agent.post(`/environments/${a.environment.id}/domains`, { hostname });
+    expect(added.status).toBe(201);
+    dns.set(added.body.verification.name, [added.body.verification.value]);
+    expect((await a.agent.post(`/domains/${added.body.id}/verify`)).body.status).toBe('verified');
     const res = await b.agent.post(`/environments/${b.environment.id}/domains`, { hostname });
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe('domain_taken');
