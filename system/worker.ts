@@ -6,6 +6,7 @@ import { ensureReminderSchedule } from '../activities/reminders/schedule';
 import { ensurePruneSchedule } from '../activities/maintenance/schedule';
 import { announceReady } from './worker-readiness';
 import { ensureResourcePruneSchedule } from '../activities/machines/prune';
+import { checkHostSettings } from '../activities/provider/host-settings';
 
 // The worker process: `tsx system/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
@@ -66,7 +67,11 @@ async function ensureResourcePrune() {
 }
 if (config.reminderSchedule) await Promise.all([ensureReminders(), ensurePrune(), ensureResourcePrune()]);
 // Ready: environments restored (startWorker) and schedules ensured. `npm start` waits for this row.
-const readiness = await announceReady(deps.knex, config.taskQueue);
+// With what it found about the host's settings (GET /health, npm start's banner, POST .../services).
+const settings = await checkHostSettings(config);
+for (const [name, check] of Object.entries(settings))
+  if (check.status !== 'ok') deps.logger.warn({ setting: name, change: check.change }, check.reason ?? name);
+const readiness = await announceReady(deps.knex, config.taskQueue, undefined, settings);
 deps.logger.info('worker ready');
 let stopping = false;
 const stop = async () => {
