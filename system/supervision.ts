@@ -39,6 +39,8 @@ interface Entry {
   state: ProcessState;
   exits: number[];
   timer: NodeJS.Timeout | null;
+  /** Its turn to stop has come (stop()). */
+  stopAsked: boolean;
 }
 
 export class Supervision {
@@ -63,6 +65,7 @@ export class Supervision {
       child: null,
       exits: [],
       timer: null,
+      stopAsked: false,
       state: {
         name: spec.name,
         status: 'starting',
@@ -100,6 +103,7 @@ export class Supervision {
       if (!entry) continue;
       if (entry.timer) clearTimeout(entry.timer);
       entry.timer = null;
+      entry.stopAsked = true;
       const started = Date.now();
       const child = entry.child;
       if (child && child.exitCode === null && child.signalCode === null) {
@@ -166,6 +170,9 @@ export class Supervision {
     if (entry.child !== child) return;
     const how = describeExit(code, sig);
     entry.state = { ...entry.state, pid: null, last_exit: how };
+    if (this.stopping && !entry.stopAsked)
+      // the stop order was not kept: something else signalled it (a terminal's Ctrl-C reaching the group)
+      this.opts.say(`The ${entry.spec.name} process exited (${how}) before its turn to stop.`);
     if (this.stopping || entry.state.status === 'stopped') return this.save();
     // its group may hold what it started (a port's listener, a helper): gone before the next start
     if (child.pid) signal(child.pid, 'SIGKILL', true);

@@ -346,6 +346,7 @@ describe('npm start supervises its processes', () => {
     ).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     expect(tail).not.toMatch(/terminating connection due to administrator command|Acquire connection error|\n\s+at /);
+    expect(tail).not.toContain('before its turn to stop'); // no child got the signal itself
     expect(processesMentioning(dataDir)).toEqual([]);
     for (const pid of webPids) expect(() => process.kill(pid, 0)).toThrow();
   }, 180_000);
