@@ -4,12 +4,12 @@
  * as a terminal's Ctrl-C does. One `npm start` is shared by the cases, in order.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { environmentHome } from '../../activities/provider/sandbox';
+import { environmentHome, tenantUid } from '../../activities/provider/sandbox';
 import type { ProcessState } from '../../system/run-state';
 import { useTestContext, repositoriesDir } from '../helpers/context';
 import { createAppRepo, createEnvironment, type AppRepo } from '../helpers/deploy-fixtures';
@@ -43,6 +43,27 @@ async function temporalPorts(): Promise<number> {
     });
     if (ok) return p;
   }
+}
+
+/** A process's process group (field 5 of /proc/<pid>/stat). */
+function processGroup(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+}
+
+/** The host's processes of the environment: under its uid, or in its cgroups. */
+function tenantProcesses(): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+      const cgroup = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+      if (uid === tenantUid(env.port) || cgroup.includes(`/vc-console/${env.id}/`)) found.push(pid);
+    } catch {
+      // gone
+    }
+  }
+  return found;
 }
 
 function processes(): ProcessState[] {
@@ -202,6 +223,9 @@ describe('npm start supervises its processes', () => {
       expect(p.status).toBe('running');
       expect(Number(readFileSync(path.join(dataDir, 'run', `${p.name}.pid`), 'utf8'))).toBe(p.pid);
       expect(() => process.kill(p.pid!, 0)).not.toThrow();
+      // a process group of its own: a terminal's Ctrl-C (to npm start's group) does not reach it
+      expect(processGroup(p.pid!)).toBe(p.pid);
+      expect(processGroup(p.pid!)).not.toBe(processGroup(start.pid!));
     }
     // the services server trusts without a password: said at start, reported by /health
     expect(out).toMatch(/To change: +the services server 127\.0\.0\.1:5432 accepts a wrong password.*scram-sha-256/);
@@ -334,6 +358,7 @@ describe('npm start supervises its processes', () => {
     const webPids: number[] = (state.pids ?? [state.pid]).filter(Boolean);
     expect(webPids.length).toBeGreaterThan(0);
     for (const pid of webPids) expect(() => process.kill(pid, 0)).not.toThrow();
+    expect(tenantProcesses().length).toBeGreaterThan(0);
     const mark = out.length;
     const exited = new Promise<number | null>((r) => start.once('exit', (code) => r(code)));
     process.kill(-start.pid!, 'SIGINT');
@@ -349,5 +374,6 @@ describe('npm start supervises its processes', () => {
     expect(tail).not.toContain('before its turn to stop'); // no child got the signal itself
     expect(processesMentioning(dataDir)).toEqual([]);
     for (const pid of webPids) expect(() => process.kill(pid, 0)).toThrow();
+    expect(tenantProcesses()).toEqual([]);
   }, 180_000);
 });
