@@ -93,6 +93,7 @@ describe('the embedded PostgreSQL of npm start', () => {
     const first = supervision.pid('postgres')!;
     await withClient(port, password, (c) => c.query('CREATE TABLE kept (n int); INSERT INTO kept VALUES (42)'));
 
+    const killedAt = Date.now();
     process.kill(first, 'SIGKILL');
     const deadline = Date.now() + 60_000;
     while (!(supervision.states()[0].status === 'running' && supervision.pid('postgres') !== first)) {
@@ -100,6 +101,7 @@ describe('the embedded PostgreSQL of npm start', () => {
         throw new Error(`not back: ${JSON.stringify(supervision.states())}\n${lines.join('\n')}`);
       await new Promise((r) => setTimeout(r, 100));
     }
+    console.log(`[supervision] back after SIGKILL: postgres ${((Date.now() - killedAt) / 1000).toFixed(1)} s`);
     expect(lines[0]).toMatch(/^The postgres process exited unexpectedly \(killed by SIGKILL\); restarting it in/);
     expect(await withClient(port, password, (c) => c.query('SELECT n FROM kept'))).toEqual([{ n: 42 }]);
 
