@@ -72,7 +72,12 @@ export async function run(): Promise<{ p50: number }> {
     const url = `${sys.apiUrl}/environments/${envId}/resources?window=90d`;
     const check = await fetch(url, { headers: auth });
     const body = (await check.json()) as { series?: { cpu: unknown[] } };
-    if (check.status !== 200 || !body.series || body.series.cpu.length < sized(400, 1) || body.series.cpu.length > 500) {
+    if (
+      check.status !== 200 ||
+      !body.series ||
+      body.series.cpu.length < sized(400, 1) ||
+      body.series.cpu.length > 500
+    ) {
       throw new Error(`GET resources answered ${check.status} with ${JSON.stringify(body).slice(0, 200)}`);
     }
     for (let i = 0; i < 20; i++) {

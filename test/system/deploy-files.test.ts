@@ -44,10 +44,10 @@ describe('docker-compose.yml', () => {
     expect(services.edge.command.join(' ')).toContain('system/edge.ts');
     expect(services.edge.network_mode).toBe('service:network');
     expect(services.network.ports).toEqual([
-      '${ENVIRONMENT_PORTS:-20000-20099}:${ENVIRONMENT_PORTS:-20000-20099}',
-      '${EDGE_PORT:-8000}:${EDGE_PORT:-8000}',
+      `\${ENVIRONMENT_PORTS:-20000-20099}:\${ENVIRONMENT_PORTS:-20000-20099}`,
+      `\${EDGE_PORT:-8000}:\${EDGE_PORT:-8000}`,
     ]);
-    expect(compose['x-app-environment'].EDGE_PORT).toBe('${EDGE_PORT:-8000}');
+    expect(compose['x-app-environment'].EDGE_PORT).toBe(`\${EDGE_PORT:-8000}`);
     expect(compose['x-app-environment'].ENCRYPTION_KEY).toMatch(/^\$\{ENCRYPTION_KEY:\?/);
   });
 
