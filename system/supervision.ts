@@ -41,6 +41,8 @@ interface Entry {
   timer: NodeJS.Timeout | null;
   /** Its turn to stop has come (stop()). */
   stopAsked: boolean;
+  /** Ready once: until then an exit is a failed start (start() throws), not restarted. */
+  started: boolean;
 }
 
 export class Supervision {
@@ -66,6 +68,7 @@ export class Supervision {
       exits: [],
       timer: null,
       stopAsked: false,
+      started: false,
       state: {
         name: spec.name,
         status: 'starting',
@@ -85,6 +88,7 @@ export class Supervision {
     );
     exited.catch(() => undefined);
     await Promise.race([this.whenReady(entry, child), exited]);
+    entry.started = true;
   }
 
   pid(name: string): number | null {
@@ -174,6 +178,10 @@ export class Supervision {
       // the stop order was not kept: something else signalled it (a terminal's Ctrl-C reaching the group)
       this.opts.say(`The ${entry.spec.name} process exited (${how}) before its turn to stop.`);
     if (this.stopping || entry.state.status === 'stopped') return this.save();
+    if (!entry.started) {
+      entry.state = { ...entry.state, status: 'failed', reason: `exited (${how}) before it was ready`, since: now() };
+      return this.save();
+    }
     // its group may hold what it started (a port's listener, a helper): gone before the next start
     if (child.pid) signal(child.pid, 'SIGKILL', true);
     const loop = this.opts.crashLoop ?? CRASH_LOOP;
