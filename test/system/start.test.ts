@@ -69,7 +69,7 @@ describe('npm start (system/start.ts)', () => {
       expect(out).not.toContain('To change:');
 
       const mark = out.length;
-      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      const exited = new Promise<number | null>((r) => child.once('close', (code: number | null) => r(code)));
       process.kill(-child.pid!, 'SIGINT'); // what a terminal's Ctrl-C does: the whole foreground group
       expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running'), 120_000))])).toBe(0);
       const tail = out.slice(mark);

@@ -341,8 +341,9 @@ describe('npm start supervises its processes', () => {
     }
     expect(kills).toBeGreaterThanOrEqual(4);
     expect(proc('edge')).toMatchObject({ status: 'failed', pid: null });
-    expect(out).toMatch(
-      /\[start\] Giving up on the edge process: it exited 5 times within 60 s \(last: killed by SIGKILL\)/,
+    // the line follows the state file through the pipes
+    await until('the giving-up line', () =>
+      /\[start\] Giving up on the edge process: it exited 5 times within 60 s \(last: killed by SIGKILL\)/.test(out),
     );
     const h = await health();
     expect(h.status).toBe('degraded');
@@ -360,7 +361,7 @@ describe('npm start supervises its processes', () => {
     for (const pid of webPids) expect(() => process.kill(pid, 0)).not.toThrow();
     expect(tenantProcesses().length).toBeGreaterThan(0);
     const mark = out.length;
-    const exited = new Promise<number | null>((r) => start.once('exit', (code) => r(code)));
+    const exited = new Promise<number | null>((r) => start.once('close', (code) => r(code)));
     process.kill(-start.pid!, 'SIGINT');
     expect(await Promise.race([exited, pause(120_000).then(() => 'still running')])).toBe(0);
     const tail = out.slice(mark);
