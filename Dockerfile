@@ -1,8 +1,9 @@
 # syntax=docker/dockerfile:1
 #
-# One image for the API, the Temporal worker and the migration step.
+# One image for the API, the Temporal worker, the edge and the migration step.
 #   API (default):  npx tsx system/api.ts
-#   worker:         npx tsx system/worker.ts
+#   worker:         npx tsx system/worker.ts   (as root: see docker-compose.yml)
+#   edge:           npx tsx system/edge.ts
 #   migrations:     npx tsx system/migrate.ts
 # The app runs from TypeScript source with tsx; there is no build step.
 
@@ -12,8 +13,16 @@ FROM node:20-bookworm-slim
 # ca-certificates: https clones and TLS to external services.
 # openssh-client: git@host:repo clone URLs.
 # tini: PID 1 that forwards signals and reaps the worker's child processes.
+# Tenant isolation in the worker (activities/provider/sandbox.ts; the worker's
+# container runs as root with the capabilities docker-compose.yml gives it):
+#   bubblewrap: each environment's processes in a sandbox under a uid of its own;
+#   iproute2: a network namespace and a veth pair per environment;
+#   nftables: the rules that keep each environment's network to itself;
+#   procps: sysctl, for the veths' and namespaces' net.* settings.
+# (nsenter comes with util-linux, which every Debian image has.)
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git ca-certificates openssh-client tini \
+      bubblewrap iproute2 nftables procps \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

@@ -11,6 +11,7 @@ import {
   serviceUrl,
   type ServiceLogin,
 } from '../activities/data/pg-server';
+import { sized } from './quick';
 
 /**
  * Backup throughput: the backup engine (pg_dump -Fc, AES-256-GCM framing, SHA-256, written to a local
@@ -109,7 +110,7 @@ async function engineDump(login: ServiceLogin, dir: string) {
 }
 
 export async function run(): Promise<{ ratio: number; peakMb: number }> {
-  const targetMb = Number(process.env.BENCH_BACKUP_MB ?? 200);
+  const targetMb = Number(process.env.BENCH_BACKUP_MB ?? sized(200, 5));
   const login = await generated(targetMb);
   const dir = mkdtempSync(join(tmpdir(), 'vc-bench-backups-'));
   try {

@@ -19,11 +19,12 @@ import { startWorker } from '../system/worker-runtime';
 import { searchAttributeKeys } from '../api/lib/tasks';
 import { createAppRepo } from '../test/helpers/deploy-fixtures';
 import type { DeployWorkflowInput } from '../workflows/deploys-shared';
+import { sized } from './quick';
 
-const DEPLOYS = 30;
-const NOOP_DEPLOYS = 10;
-const TASK_ROWS = 1_000_000;
-const LIST_REQUESTS = 200;
+const DEPLOYS = sized(30, 2);
+const NOOP_DEPLOYS = sized(10, 1);
+const TASK_ROWS = sized(1_000_000, 2_000);
+const LIST_REQUESTS = sized(200, 10);
 
 function percentile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);

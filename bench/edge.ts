@@ -6,6 +6,7 @@ import { createKnex } from '../db/knex';
 import { migrateLatest } from '../db/migrate';
 import { freePort } from '../test/helpers/ports';
 import { ADMIN_DATABASE_URL, load, printTable, type LoadResult } from './harness';
+import { sized } from './quick';
 
 /**
  * The edge against the app directly, same run, each its own process as in production (the load generator
@@ -25,7 +26,7 @@ function start(child: ChildProcess): Promise<number> {
 }
 
 /** Latency of one client sending requests one after another on a kept-alive connection, to 0.01 ms. */
-async function latency(url: string, requests = 3000): Promise<{ p50: number; p99: number }> {
+async function latency(url: string, requests = sized(3000, 100)): Promise<{ p50: number; p99: number }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const times: number[] = [];
   for (let i = 0; i < requests; i++) {
@@ -50,7 +51,7 @@ async function latency(url: string, requests = 3000): Promise<{ p50: number; p99
  * Two cases measured in alternation (ROUNDS rounds of `seconds` each), so that the load of a shared host
  * weighs on both alike: each case's rounds summed, and the median of the rounds' ratios b / a.
  */
-const ROUNDS = 4;
+const ROUNDS = sized(4, 1);
 
 /** CPU time (user + system, microseconds) a bench process has used so far. */
 function cpuOf(child: ChildProcess): Promise<number> {

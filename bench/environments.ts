@@ -1,10 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import Koa from 'koa';
 import { startApiServer } from '../system/api-server';
+import { sized } from './quick';
 import { startBenchSystem, load, printTable, seedDeveloperWithToken, type LoadResult } from './harness';
 
-const ROUNDS = 4;
-const ROUND_SECONDS = 3;
+const ROUNDS = sized(4, 1);
+const ROUND_SECONDS = sized(3, 1);
 
 /**
  * Token-authenticated `GET /environments` (a page of 100) through the whole API stack, against a

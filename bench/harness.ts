@@ -21,6 +21,7 @@ import { freePort } from '../test/helpers/ports';
 // @ts-expect-error plain JS module shared with scripts/bootstrap.mjs
 import { ensureTemporalCli } from '../scripts/temporal-cli.mjs';
 import { removeNetworksInRange } from '../activities/provider/sandbox';
+import { sized } from './quick';
 
 export const ADMIN_DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -101,7 +102,7 @@ export async function load(
   seconds = 8,
   connections = 10,
 ): Promise<LoadResult> {
-  const result = await autocannon({ url, headers, duration: seconds, connections, pipelining: 1 });
+  const result = await autocannon({ url, headers, duration: sized(seconds, 1), connections, pipelining: 1 });
   return {
     name,
     requestsPerSecond: result.requests.average,

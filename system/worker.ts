@@ -7,6 +7,7 @@ import { ensurePruneSchedule } from '../activities/maintenance/schedule';
 import { announceReady } from './worker-readiness';
 import { ensureResourcePruneSchedule } from '../activities/machines/prune';
 import { sealWebhookUrls } from '../db/queries/integrations';
+import { checkHostSettings } from '../activities/provider/host-settings';
 
 // The worker process: `tsx system/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
@@ -72,7 +73,11 @@ await sealWebhookUrls(deps.knex, deps.secrets).then(
   (err) => deps.logger.error({ err }, 'webhook URLs could not be sealed; they are sealed when read'),
 );
 // Ready: environments restored (startWorker) and schedules ensured. `npm start` waits for this row.
-const readiness = await announceReady(deps.knex, config.taskQueue);
+// With what it found about the host's settings (GET /health, npm start's banner, POST .../services).
+const settings = await checkHostSettings(config);
+for (const [name, check] of Object.entries(settings))
+  if (check.status !== 'ok') deps.logger.warn({ setting: name, change: check.change }, check.reason ?? name);
+const readiness = await announceReady(deps.knex, config.taskQueue, undefined, settings);
 deps.logger.info('worker ready');
 let stopping = false;
 const stop = async () => {

@@ -178,6 +178,17 @@ export function openStore(spec: DestinationSpec, outbound: OutboundConfig): Obje
  * the reason (a sentence, never a secret).
  */
 export async function probeStore(spec: DestinationSpec, outbound: OutboundConfig): Promise<string | null> {
+  return (await probeStoreFault(spec, outbound))?.reason ?? null;
+}
+
+/** The fields of an S3 destination a store failure points at. */
+export type StoreField = 'endpoint' | 'bucket' | 'access_key_id' | 'secret_access_key';
+
+/** probeStore, with the fields at fault: null when the probe worked. */
+export async function probeStoreFault(
+  spec: DestinationSpec,
+  outbound: OutboundConfig,
+): Promise<{ reason: string; fields: StoreField[] } | null> {
   const store = openStore(spec, outbound);
   const key = `vc-probe-${randomBytes(8).toString('hex')}`;
   const content = Buffer.from(`probe ${key}`);
@@ -185,14 +196,33 @@ export async function probeStore(spec: DestinationSpec, outbound: OutboundConfig
     await store.put(key, Readable.from([content]));
     const chunks: Buffer[] = [];
     for await (const c of await store.get(key)) chunks.push(c as Buffer);
-    if (!Buffer.concat(chunks).equals(content)) return 'the probe object read back differs from what was written';
+    if (!Buffer.concat(chunks).equals(content))
+      return { reason: 'the probe object read back differs from what was written', fields: ['endpoint'] };
     await store.delete(key);
     return null;
   } catch (err) {
-    return describeStoreError(err);
+    return { reason: describeStoreError(err), fields: storeErrorFields(err) };
   } finally {
     store.close();
   }
+}
+
+/**
+ * Which fields a store failure points at, from what the store answered (never from the message's text):
+ * no S3 answer at all (refused, unresolvable, timed out, an address the outbound guard refuses) is the
+ * `endpoint`; NoSuchBucket the `bucket`; an unknown key id `access_key_id`; a bad signature
+ * `secret_access_key`; any other refusal of the credentials (401/403) both keys.
+ */
+export function storeErrorFields(err: unknown): StoreField[] {
+  const e = err as { name?: string; Code?: string; $metadata?: { httpStatusCode?: number }; $response?: unknown };
+  const name = e.Code ?? e.name ?? '';
+  const status = e.$metadata?.httpStatusCode;
+  if (name === 'NoSuchBucket') return ['bucket'];
+  if (name === 'InvalidAccessKeyId') return ['access_key_id'];
+  if (name === 'SignatureDoesNotMatch') return ['secret_access_key'];
+  if (name === 'AccessDenied' || status === 401 || status === 403) return ['access_key_id', 'secret_access_key'];
+  if (status === 404) return ['bucket'];
+  return ['endpoint'];
 }
 
 /** A readable reason for a store failure that names no credential. */

@@ -206,7 +206,11 @@ export class Supervisor extends SupervisorInstances {
     const ready = webs.length && handOver ? await readyAll() : null;
     await this.writeState(rt);
     await this.publish(rt);
-    if (handOver) await killOrphans();
+    if (handOver) {
+      // the edge learns the new upstreams before the previous worker's instances leave: no failed request
+      await this.drain();
+      await killOrphans();
+    }
     if (!webs.length) return { ...base, ok: true };
     const bad = (ready ?? (await readyAll())).find((r) => !r.ok) as { ok: false; message: string } | undefined;
     return bad ? { ...base, ok: false, message: bad.message } : { ...base, ok: true };

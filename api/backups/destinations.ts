@@ -12,7 +12,7 @@ import { BackupDestination } from '../../db/models/backup-destination';
 import type { Actor } from '../lib/actor';
 import { AppError, errors } from '../lib/errors';
 import { iso } from '../lib/time';
-import { DESTINATION_KINDS, probeStore, type DestinationSpec } from '../../activities/data/destinations';
+import { DESTINATION_KINDS, probeStoreFault, type DestinationSpec } from '../../activities/data/destinations';
 import type { CreateDestination, UpdateDestination } from './schemas';
 import { recordBackupsEvent } from './events';
 
@@ -74,20 +74,13 @@ async function checkLocalPath(deps: Deps, p: string): Promise<string> {
   return real;
 }
 
-/** Probes the store; a failure is a 422 on the field most likely at fault. */
+/** Probes the store; a failure is a 422 on the fields it points at (activities/data/destinations.ts). */
 async function probe(deps: Deps, spec: DestinationSpec): Promise<void> {
-  const reason = await probeStore(spec, deps.config);
-  if (!reason) return;
-  const field =
-    spec.kind === 'local'
-      ? 'path'
-      : /NoSuchBucket|bucket/i.test(reason)
-        ? 'bucket'
-        : /AccessDenied|SignatureDoesNotMatch|InvalidAccessKeyId|credential|40[13]/i.test(reason)
-          ? 'secret_access_key'
-          : 'endpoint';
+  const fault = await probeStoreFault(spec, deps.config);
+  if (!fault) return;
+  const fields = spec.kind === 'local' ? ['path'] : fault.fields;
   throw errors.invalid(
-    { [field]: `the probe (write, read, delete) failed: ${reason}` },
+    Object.fromEntries(fields.map((f) => [f, `the probe (write, read, delete) failed: ${fault.reason}`])),
     'The destination could not be written, read and cleaned up',
   );
 }

@@ -39,6 +39,7 @@ export const ERROR_CODES = {
   snapshot_running: 409,
   no_database_service: 409,
   service_exists: 409,
+  services_unreachable: 409,
   old_database_kept: 409,
   no_old_database: 409,
   payload_too_large: 413,

@@ -51,7 +51,8 @@ export const routes: RouteDef[] = [
     operationId: 'createService',
     summary: 'Adds a database service to the environment: 202 with the machines/service_create task',
     description:
-      'A postgresql service is a database with its own login; the environment gets DATABASE_URL and PG* for it. One per kind (409 service_exists).',
+      'A postgresql service is a database with its own login; the environment gets DATABASE_URL and PG* for it. One per kind (409 service_exists). ' +
+      'A services server the sandboxes cannot reach (as the worker found it at its start) is refused with 409 services_unreachable, saying why and which setting to change.',
     tags,
     auth: 'session',
     permission: 'data:write',
@@ -63,7 +64,7 @@ export const routes: RouteDef[] = [
       202: { description: 'The task', schema: taskSchema },
       403: error('Role may not'),
       404: error('No such environment'),
-      409: error('service_exists'),
+      409: error('service_exists, or services_unreachable'),
       422: error('Invalid fields'),
     },
     async handler(ctx) {

@@ -17,6 +17,8 @@ import { seal } from '../../system/crypto';
 import { dropServiceDatabase, serverMajorVersion } from '../../activities/data/pg-server';
 import { servicePasswordAad } from '../../activities/data/service-env';
 import { openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
+import { workerSettings } from '../../db/queries/worker-settings';
+import { WORKER_STALE_MS } from '../../system/worker-readiness';
 
 type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
 
@@ -87,6 +89,7 @@ export async function createService(
   input: { kind: 'postgresql'; plan: string; version?: string },
 ) {
   const { plan, version } = await checkChoice(deps, input);
+  await checkServicesReachable(deps);
   const existing = await Service.query(deps.knex)
     .findOne({ environment_id: env.id, kind: input.kind })
     .whereNot({ status: 'failed' });
@@ -143,6 +146,21 @@ export async function createService(
     });
     throw err;
   }
+}
+
+/**
+ * The services server as the running worker found it at its start (its readiness row): one the sandboxes
+ * cannot reach is refused now, rather than a service whose connections time out.
+ */
+async function checkServicesReachable(deps: Deps): Promise<void> {
+  const settings = await workerSettings(deps.knex, { staleMs: WORKER_STALE_MS });
+  const services = settings?.services;
+  if (services && services.status !== 'ok')
+    throw errors.conflict(
+      'services_unreachable',
+      `The environments' sandboxes cannot reach the services server: ${services.reason}. To change: ${services.change}`,
+      { reason: services.reason, setting: services.change },
+    );
 }
 
 /**

@@ -2,6 +2,8 @@ import type { Connection } from '@temporalio/client';
 import { z } from 'zod';
 import type { Deps } from '../../system/deps';
 import { WORKER_STALE_MS } from '../../system/worker-readiness';
+import { readProcesses } from '../../system/run-state';
+import { workerSettings } from '../../db/queries/worker-settings';
 
 /** grpc.health.v1 HealthCheckResponse.ServingStatus.SERVING */
 const SERVING = 1;
@@ -10,6 +12,20 @@ const SERVING = 1;
 export const CHECK_TIMEOUT_MS = 2_000;
 
 const state = z.enum(['ok', 'unavailable']);
+const settingSchema = z.object({
+  status: z.enum(['ok', 'problem']),
+  reason: z.string().nullable(),
+  change: z.string().nullable().describe('The setting to change'),
+});
+const processSchema = z.object({
+  name: z.string(),
+  status: z.enum(['starting', 'running', 'restarting', 'failed', 'stopped']),
+  pid: z.number().int().nullable(),
+  restarts: z.number().int(),
+  last_exit: z.string().nullable(),
+  reason: z.string().nullable().describe('Why it was given up (status failed)'),
+  since: z.string(),
+});
 export const healthSchema = z.object({
   status: z.enum(['ok', 'degraded', 'unavailable']),
   components: z.object({
@@ -21,6 +37,14 @@ export const healthSchema = z.object({
       seen_at: z.string().nullable(),
     }),
   }),
+  settings: z
+    .object({ storage: settingSchema, services: settingSchema })
+    .nullable()
+    .describe("The host's settings as the freshest ready worker found them at its start (null: no worker)"),
+  processes: z
+    .array(processSchema)
+    .nullable()
+    .describe('The processes `npm start` supervises (null when it does not run this system)'),
 });
 export type Health = z.infer<typeof healthSchema>;
 
@@ -34,10 +58,11 @@ function within<T>(ms: number, work: Promise<T>): Promise<T> {
 
 /**
  * One query for the database and the workers (their readiness rows), one gRPC health check for
- * Temporal, in parallel, each bounded by CHECK_TIMEOUT_MS.
+ * Temporal, one for the host's settings as the freshest worker found them, in parallel, each bounded by
+ * CHECK_TIMEOUT_MS; and `npm start`'s supervised processes (a process given up makes it `degraded`).
  */
 export async function checkHealth(deps: Deps): Promise<Health> {
-  const [db, temporal] = await Promise.allSettled([
+  const [db, temporal, settings] = await Promise.allSettled([
     within(
       CHECK_TIMEOUT_MS,
       deps
@@ -46,6 +71,7 @@ export async function checkHealth(deps: Deps): Promise<Health> {
         .first(deps.knex.raw('count(*)::int as ready'), deps.knex.raw('max(seen_at) as seen_at')),
     ),
     within(CHECK_TIMEOUT_MS, (deps.temporal.connection as Connection).healthService.check({})),
+    within(CHECK_TIMEOUT_MS, workerSettings(deps.knex, { staleMs: WORKER_STALE_MS })),
   ]);
   const row = db.status === 'fulfilled' ? (db.value as { ready: number; seen_at: Date | null }) : undefined;
   const components: Health['components'] = {
@@ -57,6 +83,9 @@ export async function checkHealth(deps: Deps): Promise<Health> {
       seen_at: row?.seen_at ? new Date(row.seen_at).toISOString() : null,
     },
   };
-  const status = !row ? 'unavailable' : Object.values(components).every((c) => c.status === 'ok') ? 'ok' : 'degraded';
-  return { status, components };
+  const processes = readProcesses(deps.config.dataDir);
+  const allOk =
+    Object.values(components).every((c) => c.status === 'ok') && !processes?.some((p) => p.status === 'failed');
+  const status = !row ? 'unavailable' : allOk ? 'ok' : 'degraded';
+  return { status, components, settings: settings.status === 'fulfilled' ? settings.value : null, processes };
 }

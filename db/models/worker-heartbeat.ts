@@ -1,4 +1,5 @@
 import { Model } from 'objection';
+import type { HostSettings } from '../queries/worker-settings';
 
 /** A ready worker process (migration 122); see system/worker-readiness.ts. */
 export class WorkerHeartbeat extends Model {
@@ -9,4 +10,6 @@ export class WorkerHeartbeat extends Model {
   started_at!: Date;
   ready_at!: Date;
   seen_at!: Date;
+  /** What it found about the host's settings at its start (migration 550). */
+  settings!: HostSettings | null;
 }

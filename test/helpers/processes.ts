@@ -1,8 +1,34 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import type { TestContext } from './context';
+
+/**
+ * The host's processes whose command line, environment or working directory mention `dir` (what a system
+ * started with DATA_DIR=dir, and its tenants' processes working there), as `pid command`. Linux only.
+ */
+export function processesMentioning(dir: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid)) {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8');
+      let cwd = '';
+      try {
+        cwd = readlinkSync(`/proc/${pid}/cwd`);
+      } catch {
+        // a zombie has none
+      }
+      if (cmdline.includes(dir) || environ.includes(dir) || cwd === dir || cwd.startsWith(`${dir}/`))
+        found.push(`${pid} ${cmdline || '(zombie)'}`);
+    } catch {
+      // gone, or a kernel thread
+    }
+  }
+  return found;
+}
 
 /**
  * Kills every process whose working directory lies under `dir` (the web processes and steps of a test
@@ -36,7 +62,7 @@ export function killProcessesUnder(dir: string): number {
   return killed;
 }
 
-const root = path.resolve(__dirname, '../..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /**
  * A real system process (`system/worker.ts` or `system/api.ts`) with this test file's database, Temporal

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { allowSandboxes, startEmbeddedPostgres } from '../../system/embedded-postgres';
+import { allowSandboxes, embeddedPostgresChild, startEmbeddedPostgres } from '../../system/embedded-postgres';
+import { Supervision } from '../../system/supervision';
 import { freePort } from '../helpers/ports';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'vc-embedded-pg-'));
@@ -78,4 +79,44 @@ describe('the embedded PostgreSQL of npm start', () => {
     expect(() => allowSandboxes(dir)).toThrow(/trust/);
     expect(readFileSync(path.join(dir, 'pg_hba.conf'), 'utf8')).not.toContain('10.200.0.0/14');
   });
+
+  it("runs under npm start's supervision: a killed server comes back on its cluster, and stops with a line", async () => {
+    const dataDir = path.join(root, 'supervised');
+    const port = await freePort();
+    const lines: string[] = [];
+    const supervision = new Supervision({ runDir: path.join(dataDir, 'run'), say: (l) => lines.push(l) });
+    const pg = await embeddedPostgresChild(dataDir, port, () => undefined);
+    await supervision.start(pg.spec);
+    stops.push(() => supervision.stop(['postgres']));
+    const url = await pg.setUp();
+    const password = new URL(url).password;
+    const first = supervision.pid('postgres')!;
+    await withClient(port, password, (c) => c.query('CREATE TABLE kept (n int); INSERT INTO kept VALUES (42)'));
+
+    const killedAt = Date.now();
+    process.kill(first, 'SIGKILL');
+    const deadline = Date.now() + 60_000;
+    while (!(supervision.states()[0].status === 'running' && supervision.pid('postgres') !== first)) {
+      if (Date.now() > deadline)
+        throw new Error(`not back: ${JSON.stringify(supervision.states())}\n${lines.join('\n')}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    console.log(`[supervision] back after SIGKILL: postgres ${((Date.now() - killedAt) / 1000).toFixed(1)} s`);
+    expect(lines[0]).toMatch(/^The postgres process exited unexpectedly \(killed by SIGKILL\); restarting it in/);
+    expect(await withClient(port, password, (c) => c.query('SELECT n FROM kept'))).toEqual([{ n: 42 }]);
+
+    await supervision.stop(['postgres']);
+    expect(lines.at(-1)).toMatch(/^Stopped the postgres process \(/);
+    expect(await connects(port, password)).toBe('ECONNREFUSED');
+  });
 });
+
+async function withClient(port: number, password: string, fn: (c: pg.Client) => Promise<pg.QueryResult>) {
+  const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'vc_console' });
+  await client.connect();
+  try {
+    return (await fn(client)).rows;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,67 +1,90 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, inject } from 'vitest';
-import { useTestContext } from '../helpers/context';
 import { freePort } from '../helpers/ports';
-import { killAndWait } from '../helpers/processes';
+import { killAndWait, processesMentioning } from '../helpers/processes';
 
-const t = useTestContext();
 const root = path.resolve(__dirname, '../..');
 
+// npm start's own process (system/start.ts) on embedded defaults: its embedded PostgreSQL, the tests' Temporal.
 describe('npm start (system/start.ts)', () => {
-  it('says "Hosting Console is running" only once its worker is ready, and then /health is ok', async () => {
+  it('says "Hosting Console is running" only once its worker is ready; Ctrl-C stops everything in order, PostgreSQL last', async () => {
     const port = await freePort();
     const edgePort = await freePort();
+    const dataDir = mkdtempSync(path.join(inject('runDir'), 'start-'));
+    chmodSync(dataDir, 0o711);
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      EMBEDDED_POSTGRES_PORT: String(await freePort()),
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_TASK_QUEUE: `start-${path.basename(dataDir)}`,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      EDGE_PORT: String(edgePort),
+      HOST: '127.0.0.1',
+      BASE_URL: `http://127.0.0.1:${port}`,
+      LOG_LEVEL: 'warn',
+      REMINDER_SCHEDULE: 'off',
+      VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+    };
+    delete env.DATABASE_URL;
+    delete env.SERVICES_DATABASE_URL;
     const child = spawn(process.execPath, ['--import', 'tsx', 'system/start.ts'], {
       cwd: root,
-      detached: true,
+      detached: true, // a process group of its own, as a terminal's foreground job
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        DATABASE_URL: t.databaseUrl,
-        TEMPORAL_ADDRESS: t.config.temporalAddress,
-        TEMPORAL_TASK_QUEUE: `${t.config.taskQueue}-start`,
-        DATA_DIR: mkdtempSync(path.join(t.dataDir, 'start-')),
-        PORT: String(port),
-        EDGE_PORT: String(edgePort),
-        HOST: '127.0.0.1',
-        BASE_URL: `http://127.0.0.1:${port}`,
-        LOG_LEVEL: 'silent',
-        REMINDER_SCHEDULE: 'off',
-        VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
-      },
+      env,
     });
-    child.stderr.resume();
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     try {
-      let out = '';
-      const running = await new Promise<{ workers: number }>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no "running" line in 120 s:\n${out}`)), 120_000);
-        child.stdout.on('data', (d: Buffer) => {
-          out += d.toString();
-          if (out.includes('Hosting Console is running.')) {
-            clearTimeout(timer);
-            // At the moment it says so, the worker has written its readiness row.
-            void t.deps
-              .knex('worker_heartbeats')
-              .count({ n: '*' })
-              .first()
-              .then((r) => resolve({ workers: Number(r!.n) }), reject);
-          }
-        });
+      const health = await new Promise<any>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no "running" line in 180 s:\n${out}`)), 180_000);
+        const check = () => {
+          if (!out.includes('Hosting Console is running.')) return;
+          clearTimeout(timer);
+          child.stdout.off('data', check);
+          // at the moment it says so, the worker has written its readiness row
+          fetch(`http://127.0.0.1:${port}/api/vc/v1/health`).then((r) => resolve(r.json()), reject);
+        };
+        child.stdout.on('data', check);
         child.once('exit', (code) => reject(new Error(`start exited (${code}):\n${out}`)));
       });
-      expect(running.workers).toBe(1);
-      expect(out.indexOf('Waiting for the worker to be ready')).toBeLessThan(
-        out.indexOf('Hosting Console is running.'),
-      );
-      const health = await fetch(`http://127.0.0.1:${port}/api/vc/v1/health`).then((r) => r.json());
+      const waiting = out.indexOf('Starting the worker process and waiting for it to be ready');
+      expect(waiting).toBeGreaterThan(0);
+      expect(waiting).toBeLessThan(out.indexOf('Hosting Console is running.'));
       expect(health).toMatchObject({
         status: 'ok',
-        components: { database: { status: 'ok' }, temporal: { status: 'ok' }, worker: { status: 'ok' } },
+        components: { database: { status: 'ok' }, temporal: { status: 'ok' }, worker: { status: 'ok', ready: 1 } },
       });
+      expect(health.processes.map((p: { name: string }) => p.name)).toEqual(['postgres', 'edge', 'worker', 'api']);
+      // the embedded server demands a password: nothing to change
+      expect(health.settings.services.status).toBe('ok');
+      expect(out).not.toContain('To change:');
+
+      const mark = out.length;
+      const exited = new Promise<number | null>((r) => child.once('close', (code: number | null) => r(code)));
+      process.kill(-child.pid!, 'SIGINT'); // what a terminal's Ctrl-C does: the whole foreground group
+      expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running'), 120_000))])).toBe(0);
+      const tail = out.slice(mark);
+      const order = ['api', 'edge', 'worker', 'postgres'].map((n) => tail.indexOf(`[start] Stopped the ${n} process`));
+      expect(
+        order.every((i) => i >= 0),
+        tail,
+      ).toBe(true);
+      expect([...order].sort((a, b) => a - b)).toEqual(order);
+      expect(tail).not.toMatch(/terminating connection due to administrator command|Acquire connection error|\n\s+at /);
+      expect(tail).not.toContain('before its turn to stop');
+      expect(processesMentioning(dataDir)).toEqual([]);
     } finally {
-      await killAndWait(child, 'SIGTERM');
+      await killAndWait(child, 'SIGKILL');
+      for (const p of processesMentioning(dataDir)) process.kill(Number(p.split(' ')[0]), 'SIGKILL');
     }
-  }, 180_000);
+  }, 300_000);
 });

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext, type TestContext } from '../../helpers/context';
@@ -38,6 +39,23 @@ afterAll(async () => {
   await s3?.stop();
   rmSync(root, { recursive: true, force: true });
 });
+
+/** The first port of the ranges starting at `starts` (100 ports each) on which a connection is refused. */
+async function refusingPort(starts: number[]): Promise<number> {
+  for (const from of starts)
+    for (let port = from; port < from + 100; port++) {
+      const refused = await new Promise<boolean>((resolve) => {
+        const s = connect(port, '127.0.0.1');
+        s.once('connect', () => {
+          s.destroy();
+          resolve(false);
+        });
+        s.once('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNREFUSED'));
+      });
+      if (refused) return port;
+    }
+  throw new Error('no refusing port');
+}
 
 const s3Body = (extra: Record<string, unknown> = {}) => ({
   kind: 's3',
@@ -95,6 +113,30 @@ describe('POST /teams/{id}/backup-destinations', () => {
     const res = await owner.post(`/teams/${teamId}/backup-destinations`, s3Body({ endpoint: 'http://127.0.0.1:9' }));
     expect(res.status).toBe(422);
     expect(Object.keys(res.body.error.fields)).toEqual(['endpoint']);
+  });
+
+  it('names endpoint, never a key, when the endpoint refuses connections (whatever digits its port has)', async () => {
+    // a port with 401 or 403 in it, on which nothing listens: the refusal's message carries the port
+    const port = await refusingPort([40100, 40300, 24010, 14030]);
+    for (let i = 0; i < 2; i++) {
+      const res = await owner.post(
+        `/teams/${teamId}/backup-destinations`,
+        s3Body({ endpoint: `http://127.0.0.1:${port}` }),
+      );
+      expect(res.status).toBe(422);
+      expect(Object.keys(res.body.error.fields)).toEqual(['endpoint']);
+      expect(res.body.error.fields.endpoint).toMatch(/ECONNREFUSED/);
+    }
+  });
+
+  it('names access_key_id when the store does not know the key (InvalidAccessKeyId)', async () => {
+    const before = await t.deps.knex('backup_destinations').count({ n: '*' }).first();
+    const unknown = await owner.post(`/teams/${teamId}/backup-destinations`, s3Body({ access_key_id: 'NOBODY' }));
+    expect(unknown.status).toBe(422);
+    expect(Object.keys(unknown.body.error.fields)).toEqual(['access_key_id']);
+    expect(unknown.body.error.fields.access_key_id).toMatch(/InvalidAccessKeyId/);
+    expect(unknown.text).not.toContain(s3.secretAccessKey);
+    expect(await t.deps.knex('backup_destinations').count({ n: '*' }).first()).toEqual(before);
   });
 
   it('adds a local directory, refusing one inside DATA_DIR or missing', async () => {

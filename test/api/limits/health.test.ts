@@ -1,5 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
-import { afterAll, describe, expect, it } from 'vitest';
+import { chmodSync, mkdtempSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { killAndWait, spawnSystemProcess, stopChildren } from '../../helpers/processes';
 
@@ -28,6 +30,8 @@ describe('GET /health', () => {
         temporal: { status: 'ok' },
         worker: { status: 'unavailable', ready: 0, seen_at: null },
       },
+      settings: null,
+      processes: null,
     });
 
     const worker = spawnSystemProcess(t, 'system/worker.ts');
@@ -35,6 +39,11 @@ describe('GET /health', () => {
     const ready = await healthUntil((b) => b.components.worker.status === 'ok');
     expect(ready.status).toBe(200);
     expect(ready.body).toMatchObject({ status: 'ok', components: { worker: { status: 'ok', ready: 1 } } });
+    // what the worker found about the host's settings at its start
+    expect(ready.body.settings).toEqual({
+      storage: { status: 'ok', reason: null, change: null },
+      services: { status: 'ok', reason: null, change: null },
+    });
     const row = await t.deps.knex('worker_heartbeats').first();
     expect(row.identity).toMatch(new RegExp(`:${worker.pid}$`));
 
@@ -56,5 +65,22 @@ describe('GET /health', () => {
     await t.deps.knex('worker_heartbeats').where({ identity: 'elsewhere:1' }).update({ seen_at: new Date() });
     expect((await t.agent().get('/health')).body.components.worker).toMatchObject({ status: 'ok', ready: 1 });
     await t.deps.knex('worker_heartbeats').where({ identity: 'elsewhere:1' }).delete();
+  });
+
+  it("reports the host's settings as the worker found them: a storage root others cannot traverse, and what to change", async () => {
+    const locked = mkdtempSync(path.join(inject('runDir'), 'locked-'));
+    chmodSync(locked, 0o700);
+    const worker = spawnSystemProcess(t, 'system/worker.ts', {
+      STORAGE_ROOTS: `${path.join(t.dataDir, 'storage')},${path.join(locked, 'disks')}`,
+    });
+    children.push(worker);
+    const ready = await healthUntil((b) => b.components.worker.status === 'ok');
+    expect(ready.body.settings.services.status).toBe('ok');
+    expect(ready.body.settings.storage).toEqual({
+      status: 'problem',
+      reason: expect.stringContaining(`${locked} (mode 700) does not let other users through`),
+      change: `chmod o+x ${locked}, or set STORAGE_ROOTS to a directory every user can traverse to`,
+    });
+    await killAndWait(worker, 'SIGTERM');
   });
 });

@@ -1,0 +1,93 @@
+/**
+ * The console's own processes as `npm start` supervises them (system/supervision.ts): the edge, the worker
+ * and the API, each `node --import tsx system/<name>.ts` with the same environment, and how each says it is
+ * ready. The edge's spec is generic on purpose: whatever runs the edge, it is ready once EDGE_PORT accepts
+ * connections.
+ */
+import net from 'node:net';
+import { join } from 'node:path';
+import type { Knex } from 'knex';
+import { WorkerHeartbeat } from '../db/models/worker-heartbeat';
+import type { Config } from './config';
+import type { ChildSpec } from './supervision';
+import { workerIdentity } from './worker-readiness';
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const local = (host: string) => (['0.0.0.0', '::', ''].includes(host) ? '127.0.0.1' : host);
+
+export function consoleChildren(o: {
+  root: string;
+  env: NodeJS.ProcessEnv;
+  config: Config;
+  knex: Knex;
+}): Record<'edge' | 'worker' | 'api', ChildSpec> {
+  const node = (script: string) => ({
+    command: process.execPath,
+    args: ['--import', 'tsx', join(o.root, script)],
+    cwd: o.root,
+    env: o.env,
+  });
+  return {
+    // Serves the environments' ports and EDGE_PORT from PostgreSQL alone: tenants stay served while the
+    // worker or the API is away.
+    edge: {
+      name: 'edge',
+      ...node('system/edge.ts'),
+      ready: () => untilConnects(local(o.config.environmentBind), o.config.edgePort),
+      stopTimeoutMs: 15_000,
+    },
+    // Runs the tasks and owns the tenants' web processes; ready once it has written its readiness row
+    // (environments restored, schedules ensured). Its stop stops the tenants' processes first.
+    worker: {
+      name: 'worker',
+      ...node('system/worker.ts'),
+      ready: async (pid) => {
+        for (;;) {
+          const row = await WorkerHeartbeat.query(o.knex)
+            .findById(workerIdentity(pid))
+            .catch(() => undefined);
+          if (row) return;
+          await pause(300);
+        }
+      },
+      readyTimeoutMs: 300_000,
+      stopTimeoutMs: 45_000,
+    },
+    // On the same PORT at every start.
+    api: {
+      name: 'api',
+      ...node('system/api.ts'),
+      ready: async () => {
+        const url = `http://${local(o.config.host)}:${o.config.port}/api/vc/v1/health`;
+        for (;;) {
+          const ok = await fetch(url, { signal: AbortSignal.timeout(5000) }).then(
+            () => true,
+            () => false,
+          );
+          if (ok) return;
+          await pause(300);
+        }
+      },
+      stopTimeoutMs: 15_000,
+    },
+  };
+}
+
+async function untilConnects(host: string, port: number): Promise<void> {
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, host);
+      s.setTimeout(2000, () => {
+        s.destroy();
+        resolve(false);
+      });
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await pause(200);
+  }
+}

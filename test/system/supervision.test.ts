@@ -1,0 +1,380 @@
+/**
+ * `npm start` (node scripts/bootstrap.mjs start) with its real processes: each of them killed with SIGKILL
+ * while a tenant's app is being requested, then the whole thing stopped with SIGINT to its process group,
+ * as a terminal's Ctrl-C does. One `npm start` is shared by the cases, in order.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { environmentHome, tenantUid } from '../../activities/provider/sandbox';
+import type { ProcessState } from '../../system/run-state';
+import { useTestContext, repositoriesDir } from '../helpers/context';
+import { createAppRepo, createEnvironment, type AppRepo } from '../helpers/deploy-fixtures';
+import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import { Agent } from '../helpers/http';
+import { freePort } from '../helpers/ports';
+import { killProcessesUnder, processesMentioning } from '../helpers/processes';
+
+const t = useTestContext();
+const root = path.resolve(__dirname, '../..');
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let start: ChildProcess;
+let out = '';
+let dataDir: string;
+let ports: { api: number; edge: number; temporal: number };
+let api: Agent;
+let repo: AppRepo;
+let env: { id: string; port: number };
+let owner: Awaited<ReturnType<typeof createUser>>;
+const backIn: Record<string, number> = {};
+
+/** Two free ports `p` and `p + 1000` (the dev server's gRPC and Web UI). */
+async function temporalPorts(): Promise<number> {
+  for (;;) {
+    const p = await freePort();
+    if (p + 1000 > 65535) continue;
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.createServer().once('error', () => resolve(false));
+      s.listen(p + 1000, '127.0.0.1', () => s.close(() => resolve(true)));
+    });
+    if (ok) return p;
+  }
+}
+
+/** A process's process group (field 5 of /proc/<pid>/stat). */
+function processGroup(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+}
+
+/** The host's processes of the environment: under its uid, or in its cgroups. */
+function tenantProcesses(): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+      const cgroup = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+      if (uid === tenantUid(env.port) || cgroup.includes(`/vc-console/${env.id}/`)) found.push(pid);
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+
+function processes(): ProcessState[] {
+  return JSON.parse(readFileSync(path.join(dataDir, 'run', 'processes.json'), 'utf8')).processes;
+}
+const proc = (name: string) => processes().find((p) => p.name === name)!;
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 120_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await Promise.resolve()
+      .then(fn)
+      .catch(() => undefined);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms / 1000} s\n${out.slice(-4000)}`);
+    await pause(100);
+  }
+}
+
+/** SIGKILL to the named child; resolves once the supervisor runs a new one, with the seconds it took. */
+async function killAndAwaitBack(name: string, back: () => Promise<boolean>): Promise<number> {
+  const old = proc(name);
+  expect(old.status).toBe('running');
+  const killedAt = Date.now();
+  process.kill(old.pid!, 'SIGKILL');
+  await until(`${name} back`, async () => {
+    const now = proc(name);
+    return now.status === 'running' && now.pid !== old.pid && (await back());
+  });
+  const seconds = (Date.now() - killedAt) / 1000;
+  backIn[name] = seconds;
+  return seconds;
+}
+
+/** Requests to the tenant's app, ten a second, each noted with its time. */
+function requestLoop() {
+  const results: { at: number; ok: boolean; what: string }[] = [];
+  let running = true;
+  const done = (async () => {
+    while (running) {
+      const at = Date.now();
+      await fetch(`http://127.0.0.1:${env.port}/`, { signal: AbortSignal.timeout(10_000) })
+        .then(async (r) => results.push({ at, ok: r.status === 200, what: `${r.status} ${await r.text()}` }))
+        .catch((e) => results.push({ at, ok: false, what: String(e.cause?.code ?? e.message) }));
+      await pause(100);
+    }
+  })();
+  return {
+    results,
+    stop: async () => {
+      running = false;
+      await done;
+    },
+  };
+}
+
+async function health() {
+  return fetch(`http://127.0.0.1:${ports.api}/api/vc/v1/health`).then((r) => r.json());
+}
+
+async function waitForTask(id: string, pred: (task: { status: string }) => boolean, ms = 180_000) {
+  return until(
+    `task ${id}`,
+    async () => {
+      const r = await api.get(`/tasks/${id}`);
+      return r.status === 200 && pred(r.body) ? r.body : undefined;
+    },
+    ms,
+  );
+}
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(path.join(inject('runDir'), 'start-'));
+  chmodSync(dataDir, 0o711);
+  // the same keys as this file's context, so that its token is the started API's too
+  cpSync(path.join(t.dataDir, 'secrets'), path.join(dataDir, 'secrets'), { recursive: true });
+  ports = { api: await freePort(), edge: await freePort(), temporal: await temporalPorts() };
+
+  owner = await createUser(t);
+  const team = await createTeam(t, owner);
+  repo = createAppRepo(
+    mkdtempSync(path.join(repositoriesDir(), 'repo-')),
+    mkdtempSync(path.join(inject('runDir'), 'shared', 'gate-')),
+  );
+  chmodSync(path.dirname(repo.gate), 0o755);
+  writeFileSync(repo.gate, '');
+  repo.commit('v1');
+  const project = await createProject(t, team, { repository_url: repo.dir });
+  const row = await createEnvironment(t, project, { name: 'production' });
+  env = { id: row.id, port: row.port! };
+  mkdirSync(environmentHome(dataDir, env.id), { recursive: true });
+  api = new Agent(`http://127.0.0.1:${ports.api}/api/vc/v1`).withBearer(await createAccessToken(t, owner, team));
+
+  const { from, to } = t.config.environmentPorts;
+  const environ: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: t.databaseUrl,
+    TEMPORAL_PORT: String(ports.temporal),
+    DATA_DIR: dataDir,
+    PORT: String(ports.api),
+    EDGE_PORT: String(ports.edge),
+    HOST: '127.0.0.1',
+    BASE_URL: `http://127.0.0.1:${ports.api}`,
+    ENVIRONMENT_PORTS: `${from}-${to}`,
+    LOCAL_REPOSITORY_ROOTS: t.config.localRepositoryRoots.join(','),
+    SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
+    // the services server: this host's 127.0.0.1:5432, which trusts without a password (checked at start)
+    SERVICES_DATABASE_URL: t.databaseUrl,
+    LOG_LEVEL: 'warn',
+    REMINDER_SCHEDULE: 'off',
+    VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+  };
+  delete environ.TEMPORAL_ADDRESS;
+  start = spawn(process.execPath, ['scripts/bootstrap.mjs', 'start'], {
+    cwd: root,
+    detached: true, // a process group of its own, as a terminal's foreground job
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: environ,
+  });
+  start.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  start.stderr!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  await until('"Hosting Console is running."', () => out.includes('Hosting Console is running.'), 240_000);
+}, 300_000);
+
+afterAll(async () => {
+  writeFileSync(repo.gate, '');
+  if (start && start.exitCode === null && start.signalCode === null) {
+    try {
+      process.kill(-start.pid!, 'SIGINT');
+    } catch {
+      // gone
+    }
+    await Promise.race([new Promise((r) => start.once('exit', r)), pause(90_000)]);
+  }
+  for (const p of processesMentioning(dataDir)) process.kill(Number(p.split(' ')[0]), 'SIGKILL');
+  killProcessesUnder(dataDir);
+  if (Object.keys(backIn).length)
+    console.log(
+      `[supervision] back after SIGKILL: ${Object.entries(backIn)
+        .map(([k, v]) => `${k} ${v.toFixed(1)} s`)
+        .join(', ')}`,
+    );
+  rmSync(dataDir, { recursive: true, force: true });
+}, 120_000);
+
+describe('npm start supervises its processes', () => {
+  let loop: ReturnType<typeof requestLoop>;
+
+  it('writes a pid file per child and lists them in /health; says in its banner which settings to change', async () => {
+    const listed = (await health()).processes as ProcessState[];
+    expect(listed.map((p) => p.name).sort()).toEqual(['api', 'edge', 'temporal', 'worker']);
+    for (const p of listed) {
+      expect(p.status).toBe('running');
+      expect(Number(readFileSync(path.join(dataDir, 'run', `${p.name}.pid`), 'utf8'))).toBe(p.pid);
+      expect(() => process.kill(p.pid!, 0)).not.toThrow();
+      // a process group of its own: a terminal's Ctrl-C (to npm start's group) does not reach it
+      expect(processGroup(p.pid!)).toBe(p.pid);
+      expect(processGroup(p.pid!)).not.toBe(processGroup(start.pid!));
+    }
+    // the services server trusts without a password: said at start, reported by /health
+    expect(out).toMatch(/To change: +the services server 127\.0\.0\.1:5432 accepts a wrong password.*scram-sha-256/);
+    const h = await health();
+    expect(h.settings.services).toMatchObject({
+      status: 'problem',
+      change: expect.stringContaining('SERVICES_DATABASE_URL'),
+    });
+    expect(h.settings.storage).toEqual({ status: 'ok', reason: null, change: null });
+  });
+
+  it('refuses a database service on the services server the sandboxes cannot reach, with 409 services_unreachable', async () => {
+    // a signed-in owner (services are not for tokens), on the started API
+    const session = await sessionAgent(t, owner);
+    const owners = new Agent(`http://127.0.0.1:${ports.api}/api/vc/v1`);
+    for (const [k, v] of session.cookies) owners.cookies.set(k, v);
+    owners.csrf = session.csrf;
+    const choices = await owners.get(`/environments/${env.id}/services/choices`);
+    expect(choices.status, choices.text).toBe(200);
+    const plan = choices.body.data[0].plans[0].id;
+    const res = await owners.post(`/environments/${env.id}/services`, { kind: 'postgresql', plan });
+    expect(res.status, res.text).toBe(409);
+    expect(res.body.error.code).toBe('services_unreachable');
+    expect(res.body.error.message).toMatch(/accepts a wrong password/);
+    expect(res.body.error.setting).toMatch(/SERVICES_DATABASE_URL/);
+    expect(await t.deps.knex('services').where({ environment_id: env.id })).toHaveLength(0);
+  });
+
+  it('deploys the app, which then answers through the edge', async () => {
+    const v1 = await api.post(`/environments/${env.id}/deploy`);
+    expect(v1.status, v1.text).toBe(202);
+    expect((await waitForTask(v1.body.id, (x) => ['succeeded', 'failed'].includes(x.status))).status).toBe('succeeded');
+    await until('v1 served', async () => (await fetch(`http://127.0.0.1:${env.port}/`).then((r) => r.text())) === 'v1');
+    loop = requestLoop();
+  });
+
+  it('restarts a killed worker; the deploy it was building completes; no request fails meanwhile', async () => {
+    rmSync(repo.gate);
+    repo.commit('v2', { gated: true });
+    const v2 = await api.post(`/environments/${env.id}/deploy`);
+    expect(v2.status, v2.text).toBe(202);
+    await waitForTask(v2.body.id, (x) => x.status === 'running');
+    await pause(1000); // into its build
+    const from = Date.now();
+    await killAndAwaitBack('worker', async () => (await health()).components.worker.status === 'ok');
+    expect(out).toMatch(/\[start\] The worker process exited unexpectedly \(killed by SIGKILL\); restarting it in/);
+    writeFileSync(repo.gate, '');
+    const done = await waitForTask(v2.body.id, (x) => ['succeeded', 'failed'].includes(x.status));
+    expect(done.status, JSON.stringify(done)).toBe('succeeded');
+    await until('v2 served', async () => (await fetch(`http://127.0.0.1:${env.port}/`).then((r) => r.text())) === 'v2');
+    const during = loop.results.filter((r) => r.at >= from);
+    expect(during.length).toBeGreaterThan(20);
+    expect(during.filter((r) => !r.ok)).toEqual([]);
+  }, 300_000);
+
+  it('restarts a killed API on the same port; no request to the app fails meanwhile', async () => {
+    const from = Date.now();
+    await killAndAwaitBack('api', async () => (await fetch(`http://127.0.0.1:${ports.api}/api/vc/v1/health`)).ok);
+    const during = loop.results.filter((r) => r.at >= from);
+    expect(during.length).toBeGreaterThan(3);
+    expect(during.filter((r) => !r.ok)).toEqual([]);
+  }, 120_000);
+
+  it('restarts a killed Temporal dev server on its own database file, with its history', async () => {
+    const address = `127.0.0.1:${ports.temporal}`;
+    const ids = async () => {
+      const connection = await Connection.connect({ address });
+      try {
+        const found: string[] = [];
+        for await (const w of new Client({ connection }).workflow.list()) found.push(w.workflowId);
+        return found.sort();
+      } finally {
+        await connection.close();
+      }
+    };
+    const before = await ids();
+    expect(before.length).toBeGreaterThan(1);
+    const from = Date.now();
+    await killAndAwaitBack('temporal', async () => (await health()).components.temporal.status === 'ok');
+    expect(await ids()).toEqual(before);
+    // tasks run again: a redeploy through the restarted server and the same worker
+    const again = await api.post(`/environments/${env.id}/redeploy`);
+    expect(again.status, again.text).toBe(202);
+    expect((await waitForTask(again.body.id, (x) => ['succeeded', 'failed'].includes(x.status))).status).toBe(
+      'succeeded',
+    );
+    expect(loop.results.filter((r) => r.at >= from && !r.ok)).toEqual([]);
+  }, 300_000);
+
+  it('restarts a killed edge, serving again within seconds', async () => {
+    const seconds = await killAndAwaitBack('edge', async () => (await fetch(`http://127.0.0.1:${env.port}/`)).ok);
+    expect(seconds).toBeLessThan(30);
+    await loop.stop();
+    const last = loop.results.at(-1)!;
+    expect(last).toMatchObject({ ok: true, what: '200 v2' });
+  }, 120_000);
+
+  it('gives up on a process that exits five times within a minute, alone, and says which and why', async () => {
+    // the edge's exit of the case before counts too: the fifth within a minute is the last
+    let kills = 0;
+    while (proc('edge').status !== 'failed' && kills < 5) {
+      const before = await until('the edge running or given up', () => {
+        const p = proc('edge');
+        return (p.status === 'running' && p.pid) || p.status === 'failed' ? p : undefined;
+      });
+      if (before.status === 'failed') break;
+      process.kill(before.pid!, 'SIGKILL');
+      kills++;
+      await until('the edge restarted or given up', () => {
+        const now = proc('edge');
+        return now.status === 'failed' || (now.status !== 'restarting' && now.pid !== before.pid);
+      });
+    }
+    expect(kills).toBeGreaterThanOrEqual(4);
+    expect(proc('edge')).toMatchObject({ status: 'failed', pid: null });
+    // the line follows the state file through the pipes
+    await until('the giving-up line', () =>
+      /\[start\] Giving up on the edge process: it exited 5 times within 60 s \(last: killed by SIGKILL\)/.test(out),
+    );
+    const h = await health();
+    expect(h.status).toBe('degraded');
+    expect(h.processes.find((p: ProcessState) => p.name === 'edge')).toMatchObject({
+      status: 'failed',
+      reason: expect.stringContaining('exited 5 times within 60 s'),
+    });
+    for (const name of ['api', 'worker', 'temporal']) expect(proc(name).status).toBe('running');
+  }, 120_000);
+
+  it('stops in order on SIGINT to its process group, printing no stack trace and leaving no process behind', async () => {
+    const state = JSON.parse(readFileSync(path.join(dataDir, 'environments', env.id, 'current.json'), 'utf8'));
+    const webPids: number[] = (state.pids ?? [state.pid]).filter(Boolean);
+    expect(webPids.length).toBeGreaterThan(0);
+    for (const pid of webPids) expect(() => process.kill(pid, 0)).not.toThrow();
+    expect(tenantProcesses().length).toBeGreaterThan(0);
+    const mark = out.length;
+    const exited = new Promise<number | null>((r) => start.once('close', (code) => r(code)));
+    process.kill(-start.pid!, 'SIGINT');
+    expect(await Promise.race([exited, pause(120_000).then(() => 'still running')])).toBe(0);
+    const tail = out.slice(mark);
+    const order = ['api', 'edge', 'worker', 'temporal'].map((n) => tail.indexOf(`[start] Stopped the ${n} process`));
+    expect(
+      order.every((i) => i >= 0),
+      tail,
+    ).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    expect(tail).not.toMatch(/terminating connection due to administrator command|Acquire connection error|\n\s+at /);
+    expect(tail).not.toContain('before its turn to stop'); // no child got the signal itself
+    expect(processesMentioning(dataDir)).toEqual([]);
+    for (const pid of webPids) expect(() => process.kill(pid, 0)).toThrow();
+    expect(tenantProcesses()).toEqual([]);
+  }, 180_000);
+});
