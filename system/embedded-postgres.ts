@@ -52,7 +52,10 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   }
   try {
     const r = await client.query("SELECT 1 FROM pg_database WHERE datname = 'vc_console'");
-    if (!r.rowCount) await client.query('CREATE DATABASE vc_console');
+    if (!r.rowCount) await client.query('CREATE DATABASE vc_console TEMPLATE template0');
+    // Tenants' services live on this server and reach its port: none of these databases is theirs to open.
+    for (const db of ['template1', 'postgres', 'vc_console'])
+      await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${db} FROM PUBLIC`);
   } finally {
     await client.end();
   }
