@@ -15,7 +15,9 @@ const t = useTestContext({ worker: true });
 const SIXTY_MB = 60 * 1024 * 1024;
 
 describe('a build step printing 60 MB without a newline', () => {
-  it('the line is cut at the fixed length as it is read; the log holds it once, then what follows', async () => {
+  it('the line is cut at the fixed length as it is read; the log holds it once, then what follows', {
+    timeout: 300_000,
+  }, async () => {
     const w = await createDeployWorld(t);
     w.repo.commit('v2', {
       buildSteps: [
