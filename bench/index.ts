@@ -11,6 +11,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = 
   logs: () => import('./logs'),
   resources: () => import('./resources'),
   backups: () => import('./backups'),
+  'step-output': () => import('./step-output'),
 };
 
 const only = process.argv.slice(2);

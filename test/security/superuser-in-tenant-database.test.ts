@@ -7,7 +7,10 @@ import { useTestContext } from '../helpers/context';
 import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
-import { dropServiceDatabase, withAdmin } from '../../activities/data/pg-server';
+import pg from 'pg';
+import { dropServiceDatabase, serviceSessionUrl, withAdmin } from '../../activities/data/pg-server';
+import { servicePasswordAad } from '../../activities/data/service-env';
+import { open } from '../../system/crypto';
 
 /**
  * Issue 16, item 1, as the tenant would do it: its web process, with its own DATABASE_URL role, plants an
@@ -162,5 +165,30 @@ describe('a tenant plants evil.count(*) and puts it first on its database search
     expect(await superRoles()).toEqual([]);
     expect(await app('/super')).toEqual({ status: 200, text: 'f' });
     expect(await app('/')).toEqual({ status: 200, text: 'one' });
+  });
+});
+
+describe("the worker's sessions on the services server", () => {
+  it('start with an empty search_path, whatever the tenant set on its database', async () => {
+    expect(await app(`/plant?file=${pwnedFile('settings')}`)).toEqual({ status: 200, text: 'planted' });
+    const row = await t.deps.knex('services').first();
+    const login = {
+      database: row.database_name,
+      role: row.role_name,
+      password: open(t.deps.secrets, row.password_sealed, servicePasswordAad(row.id)),
+    };
+    const c = new pg.Client({ connectionString: serviceSessionUrl(t.config, login) });
+    await c.connect();
+    try {
+      expect((await c.query('SELECT pg_catalog.current_schemas(false)::pg_catalog.text AS s')).rows[0].s).toBe('{}');
+    } finally {
+      await c.end();
+    }
+    expect(
+      await withAdmin(
+        t.config,
+        async (a) => (await a.query('SELECT pg_catalog.current_schemas(false)::pg_catalog.text AS s')).rows[0].s,
+      ),
+    ).toBe('{}');
   });
 });
