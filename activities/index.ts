@@ -11,7 +11,7 @@ import { createEnvironmentMaintenanceActivities } from './maintenance/environmen
 import { createCdnActivities } from './cdn/activities';
 import { open, seal } from '../system/crypto';
 import { publishEdgeRoute } from '../db/queries/edge-routes';
-import { tenantServicesPort } from './data/pg-server';
+import { prepareServicesServer, tenantServicesPort } from './data/pg-server';
 import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';
@@ -38,6 +38,10 @@ import { ErrorTail } from '../logs/error-tail';
 export async function createActivities(deps: Deps): Promise<ActivitySet> {
   // The local provider: this worker process owns the environments' proxies and web processes, each
   // environment's code in its own sandbox (a loud warning, once, where this host cannot isolate fully).
+  // Before tenants can reach it: no database but their own is open to them (template1, postgres, the console's).
+  await prepareServicesServer(deps.config).catch((err) =>
+    deps.logger.warn(`the services server could not be prepared for tenants: ${(err as Error).message}`),
+  );
   const services = await tenantServicesPort(deps.config);
   if (services.reason) deps.logger.warn(services.reason);
   configureSandbox({

@@ -11,6 +11,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = 
   logs: () => import('./logs'),
   resources: () => import('./resources'),
   backups: () => import('./backups'),
+  'step-output': () => import('./step-output'),
 };
 
 // `--quick` (bench/quick.ts): each for a second or two, as CI runs them.

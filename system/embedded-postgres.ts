@@ -120,7 +120,10 @@ async function setUpEmbeddedPostgres(dataDir: string, port: number, log: (m: str
   }
   try {
     const r = await client.query("SELECT 1 FROM pg_database WHERE datname = 'vc_console'");
-    if (!r.rowCount) await client.query('CREATE DATABASE vc_console');
+    if (!r.rowCount) await client.query('CREATE DATABASE vc_console TEMPLATE template0');
+    // Tenants' services live on this server and reach its port: none of these databases is theirs to open.
+    for (const db of ['template1', 'postgres', 'vc_console'])
+      await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${db} FROM PUBLIC`);
   } finally {
     await client.end();
   }

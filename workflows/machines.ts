@@ -52,7 +52,7 @@ export async function resizeServer(input: TaskWorkflowInput) {
       const r = await restartActs.restartServerInstances({
         taskId: input.task.id,
         serverId: p.server_id,
-        size: { cpu: p.cpu, memoryMb: p.memory_mb },
+        size: { cpu: p.cpu, memoryMb: p.memory_mb, plan: p.plan },
       });
       if (!r.ok) failure(`${r.message}; ${p.server_name} stays on ${p.from_plan}`);
       await acts.recordServerPlan({

@@ -15,6 +15,7 @@ import { Readable } from 'node:stream';
 import type { Config } from '../../system/config';
 import {
   createRestoreTarget,
+  SAFE_SESSION_OPTIONS,
   serverMajorVersion,
   servicesAdminUrl,
   settleRestoreTarget,
@@ -31,7 +32,13 @@ function pgLogin(config: PgConfig, login: ServiceLogin) {
   const admin = new URL(servicesAdminUrl(config));
   return {
     args: ['-h', admin.hostname, '-p', admin.port || '5432', '-U', login.role, '-d', login.database],
-    env: { PATH: process.env.PATH, PGPASSWORD: login.password, PGCONNECT_TIMEOUT: '10' },
+    // an empty search_path, as every session of the worker (pg-server.ts); pg_dump and pg_restore set theirs too
+    env: {
+      PATH: process.env.PATH,
+      PGPASSWORD: login.password,
+      PGCONNECT_TIMEOUT: '10',
+      PGOPTIONS: SAFE_SESSION_OPTIONS,
+    },
   };
 }
 

@@ -14,11 +14,36 @@ export interface ServiceLogin {
   password: string;
 }
 
-/** The superuser URL services are created with. */
+/** The superuser URL services are created with, as configured (use `adminUrl` to connect with it). */
 export function servicesAdminUrl(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>): string {
   const url = config.servicesDatabaseUrl ?? config.databaseUrl;
   if (!url) throw new Error('SERVICES_DATABASE_URL (or DATABASE_URL) is not set');
   return url;
+}
+
+/**
+ * Every session the worker opens on the services server, as the superuser or as a service's role, starts
+ * with an empty `search_path` (`options=-c search_path=`): a startup option outranks `ALTER DATABASE/ROLE
+ * ... SET search_path`, so no name of the session resolves to an object a tenant created, and PostgreSQL's
+ * own catalog is searched first. Names are schema-qualified besides (pg_catalog.count, pg_catalog.pg_class).
+ */
+export const SAFE_SESSION_OPTIONS = '-c search_path=';
+
+/** `url` with the safe session options added to any it has (libpq and node-postgres both read `options`). */
+export function withSafeOptions(url: string): string {
+  const u = new URL(url);
+  const had = u.searchParams.get('options');
+  u.searchParams.set('options', had ? `${had} ${SAFE_SESSION_OPTIONS}` : SAFE_SESSION_OPTIONS);
+  return u.toString();
+}
+
+/**
+ * The one way to connect as the services server's superuser: to the admin URL's own database (the console's,
+ * or `postgres`), never into a tenant's database, with an empty search_path. Nothing of a tenant runs there:
+ * CONNECT on it is revoked from PUBLIC (`prepareServicesServer`).
+ */
+export function adminUrl(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>): string {
+  return withSafeOptions(servicesAdminUrl(config));
 }
 
 /** Where the worker itself connects for a service (pg_dump, pg_restore): the admin URL's host and port. */
@@ -35,6 +60,14 @@ export function serviceUrl(
   url.password = login.password;
   url.pathname = `/${login.database}`;
   return url.toString();
+}
+
+/** The worker's own sessions as a service's role (counts, pg_dump, pg_restore): `serviceUrl` with an empty search_path. */
+export function serviceSessionUrl(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+): string {
+  return withSafeOptions(serviceUrl(config, login));
 }
 
 /**
@@ -109,7 +142,7 @@ export async function withAdmin<T>(
   config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
   fn: (c: pg.Client) => Promise<T>,
 ): Promise<T> {
-  const client = new pg.Client({ connectionString: servicesAdminUrl(config) });
+  const client = new pg.Client({ connectionString: adminUrl(config) });
   await client.connect();
   try {
     return await fn(client);
@@ -143,16 +176,36 @@ export async function createServiceDatabase(
     await c.query(
       `${hasRole.rowCount ? 'ALTER' : 'CREATE'} ROLE ${role} LOGIN PASSWORD ${password} NOSUPERUSER NOCREATEDB NOCREATEROLE`,
     );
+    await closeServerDatabases(c);
     const hasDb = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [login.database]);
-    if (!hasDb.rowCount) await c.query(`CREATE DATABASE ${ident(login.database)} OWNER ${role}`);
+    if (!hasDb.rowCount) await c.query(`CREATE DATABASE ${ident(login.database)} OWNER ${role} TEMPLATE template0`);
     await c.query(`REVOKE ALL ON DATABASE ${ident(login.database)} FROM PUBLIC`);
     await c.query(`GRANT ALL ON DATABASE ${ident(login.database)} TO ${role}`);
-    // Tenants reach this server: the admin URL's database (the console's own, with the embedded server)
-    // is not theirs to open either (superusers and its owner still can).
-    await c.query(
-      `DO $$ BEGIN EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', current_database()); END $$`,
-    );
   });
+}
+
+/**
+ * Tenants reach this server: no database but their own is theirs to open. CONNECT on `template1`, `postgres`
+ * and the admin URL's database (the console's own, with the embedded server) is revoked from PUBLIC
+ * (superusers and owners still can), so a tenant's session can neither sit on `template1` (which would make
+ * every `CREATE DATABASE` from it fail) nor read a database it does not own. Idempotent.
+ */
+async function closeServerDatabases(c: pg.Client): Promise<void> {
+  await c.query(
+    `DO $$ DECLARE d text; BEGIN
+       FOR d IN SELECT datname FROM pg_catalog.pg_database
+                 WHERE datname IN ('template1', 'postgres', pg_catalog.current_database()) LOOP
+         EXECUTE pg_catalog.format('REVOKE CONNECT, TEMPORARY ON DATABASE %I FROM PUBLIC', d);
+       END LOOP;
+     END $$`,
+  );
+}
+
+/** Prepares the services server for tenants (the worker's start; createServiceDatabase does it again). */
+export async function prepareServicesServer(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+): Promise<void> {
+  await withAdmin(config, closeServerDatabases);
 }
 
 /** Ends every session on a database (before it is renamed or dropped). */
@@ -211,7 +264,7 @@ export async function createRestoreTarget(
     );
     const tablespace = space.rows[0]?.spcname as string | undefined;
     await c.query(
-      `CREATE DATABASE ${ident(target)} OWNER ${ident(login.role)}${tablespace ? ` TABLESPACE ${ident(tablespace)}` : ''}`,
+      `CREATE DATABASE ${ident(target)} OWNER ${ident(login.role)} TEMPLATE template0${tablespace ? ` TABLESPACE ${ident(tablespace)}` : ''}`,
     );
     await c.query(`REVOKE ALL ON DATABASE ${ident(target)} FROM PUBLIC`);
     await c.query(`GRANT ALL ON DATABASE ${ident(target)} TO ${ident(login.role)}`);

@@ -14,9 +14,8 @@
  * its writes fail until it is restarted on the copy; the old database stays read-only afterwards (nobody
  * writes to a stale copy) until it is discarded, or made writable again when the reshape fails.
  */
-import pg from 'pg';
 import type { Config } from '../../system/config';
-import { disconnectAll, servicesAdminUrl, withAdmin } from './pg-server';
+import { disconnectAll, withAdmin } from './pg-server';
 
 type PgConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>;
 
@@ -41,31 +40,6 @@ export async function thawDatabase(config: PgConfig, database: string): Promise<
     await c.query(`ALTER DATABASE ${ident(database)} RESET default_transaction_read_only`);
     await disconnectAll(c, database);
   });
-}
-
-/** The row count of every table of the database outside PostgreSQL's own schemas, by `schema.table`. */
-export async function tableCounts(config: PgConfig, database: string): Promise<Record<string, number>> {
-  const url = new URL(servicesAdminUrl(config));
-  url.pathname = `/${database}`;
-  const c = new pg.Client({ connectionString: url.toString() });
-  await c.connect();
-  try {
-    const tables = await c.query<{ schemaname: string; tablename: string }>(
-      `SELECT schemaname, tablename FROM pg_tables
-        WHERE schemaname NOT IN ('pg_catalog', 'information_schema') AND schemaname NOT LIKE 'pg_toast%'
-        ORDER BY schemaname, tablename`,
-    );
-    const counts: Record<string, number> = {};
-    for (const t of tables.rows) {
-      const r = await c.query(
-        `SELECT count(*)::bigint AS n FROM ${c.escapeIdentifier(t.schemaname)}.${c.escapeIdentifier(t.tablename)}`,
-      );
-      counts[`${t.schemaname}.${t.tablename}`] = Number(r.rows[0].n);
-    }
-    return counts;
-  } finally {
-    await c.end().catch(() => undefined);
-  }
 }
 
 /** Differences between two sets of counts, readable; empty when they are the same tables with the same rows. */

@@ -29,7 +29,7 @@ import { acquireBuildSlot } from './build-gate';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 import { environmentUrl } from '../../system/config';
 import { buildMachineSize, webServerInstances, webServerSize } from '../../db/queries/machines';
-import { heldSteps } from '../machines/limits';
+import { heldSteps, planLimits } from '../machines/limits';
 
 export type StepOutcome = { ok: true } | { ok: false; message: string };
 
@@ -81,7 +81,11 @@ async function openRelease(
   if (marker?.sha === release.commit_sha) return { ok: true, manifest: marker.manifest, releaseDir, reused: true };
   const env = await deps.knex('environments').where({ id: release.environment_id }).first('port');
   if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
-  const held = heldSteps(release.environment_id, 'build', await buildMachineSize(deps.knex, release.environment_id));
+  const held = heldSteps(
+    release.environment_id,
+    'build',
+    planLimits(deps.config, await buildMachineSize(deps.knex, release.environment_id)),
+  );
   const jail = await openJail(deps.config.dataDir, release.environment_id, env.port);
   // The project's registry credentials reach the build steps as files, never their output.
   const auth = await prepareRegistryAuth(deps, release.project_id, jail);
@@ -202,7 +206,11 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
           log.line('==> Running deploy steps');
           const env = await knex('environments').where({ id: release.environment_id }).first('port');
           if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
-          const held = heldSteps(release.environment_id, 'deploy', await webServerSize(knex, release.environment_id));
+          const held = heldSteps(
+            release.environment_id,
+            'deploy',
+            planLimits(deps.config, await webServerSize(knex, release.environment_id)),
+          );
           const r = await runManifestDeploySteps({
             jail: await openJail(deps.config.dataDir, release.environment_id, env.port),
             releaseDir: opened.releaseDir,
@@ -255,7 +263,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             env: stepEnv(tenant.vars, { ...(await serviceEnv(deps, env.id)), ...(await volumeEnv(deps, env.id)) }),
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: logLines(log, tenant.redact),
-            limits: (await webServerSize(knex, env.id)) ?? undefined,
+            limits: planLimits(deps.config, await webServerSize(knex, env.id)) ?? undefined,
             instances: await webServerInstances(knex, env.id),
           });
           if (!live.ok) return { ok: false, message: `${live.message}; the previous release keeps serving` };

@@ -11,6 +11,7 @@ import { loadPriceList, planById } from '../../api/lib/pricing';
 import type { Supervisor } from '../provider/supervisor';
 import { createTaskLog } from '../tasks/log-writer';
 import { withHeartbeat } from '../deploys/step-env';
+import { planLimits } from './limits';
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
@@ -33,6 +34,7 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
       name: string;
       cpu: string;
       memory_mb: number;
+      plan: string;
     };
   };
   return {
@@ -58,7 +60,10 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
       try {
         return await withHeartbeat(async () => {
           const server = await loadServer(input.serverId);
-          const size = input.size ?? { cpu: Number(server.cpu), memoryMb: server.memory_mb };
+          const size = planLimits(
+            deps.config,
+            input.size ?? { cpu: Number(server.cpu), memoryMb: server.memory_mb, plan: server.plan },
+          )!;
           if (server.role === 'database') {
             // The local provider keeps every service database in the one services cluster (see
             // activities/data/reshape-db.ts): a database server is its plan and price; no instance of its own.

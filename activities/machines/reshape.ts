@@ -16,7 +16,8 @@ import { withHeartbeat } from '../deploys/step-env';
 import { copyDatabase } from '../data/backup-engine';
 import { createServiceDatabase, dropServiceDatabase, serviceVariables, type ServiceLogin } from '../data/pg-server';
 import { serviceHost, servicePasswordAad } from '../data/service-env';
-import { countDifferences, freezeDatabase, tableCounts, thawDatabase } from '../data/reshape-db';
+import { countDifferences, freezeDatabase, thawDatabase } from '../data/reshape-db';
+import { tableCounts } from '../data/row-counts';
 import { endSubscriptionsOf, openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 
 const HEALTH_TIMEOUT_MS = 60_000;
@@ -107,10 +108,7 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
           } catch (err) {
             throw fail(`the copy failed: ${(err as Error).message}`);
           }
-          const [before, after] = await Promise.all([
-            tableCounts(config, from.database),
-            tableCounts(config, to.database),
-          ]);
+          const [before, after] = await Promise.all([tableCounts(config, from), tableCounts(config, to)]);
           const differences = countDifferences(before, after);
           if (differences.length) throw fail(`the copy differs from the database: ${differences.join('; ')}`);
           const tables = Object.keys(before);

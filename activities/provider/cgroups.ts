@@ -11,9 +11,10 @@
  * reboot) the new one starts before the old one stops, and each must have the whole plan to itself.
  * Leaves whose processes are gone are removed on the next placement, sample or retire.
  *
- * cgroup v1 (this host: memory, cpu and cpuacct hierarchies): memory.limit_in_bytes (and memsw where swap
- * is accounted), cpu.cfs_quota_us over a 100 ms period, usage from memory.usage_in_bytes and cpuacct.usage.
- * cgroup v2: memory.max, memory.swap.max, cpu.max, usage from memory.current and cpu.stat; the controllers
+ * cgroup v1 (this host: memory, cpu, cpuacct and pids hierarchies): memory.limit_in_bytes (and memsw where
+ * swap is accounted), cpu.cfs_quota_us over a 100 ms period, pids.max (the plan's max_processes), usage from
+ * memory.usage_in_bytes and cpuacct.usage.
+ * cgroup v2: memory.max, memory.swap.max, cpu.max, pids.max, usage from memory.current and cpu.stat; the controllers
  * must be enabled in the worker's cgroup (it fails where the worker's cgroup holds other processes, the
  * "no internal processes" rule: then limits are off and `cgroupHost().reason` says why).
  * Without writable cgroups (not root, not Linux) processes run unlimited and only VC_CPU/VC_MEMORY_MB say
@@ -21,16 +22,24 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { defaultMaxProcesses } from '../../db/queries/machines';
 
 export interface Limits {
   /** CPUs (may be fractional: 0.5 is half of one core). */
   cpu: number;
   memoryMb: number;
+  /** pids.max of each process tree (processes and threads); default: the plan's memory's (defaultMaxProcesses). */
+  maxProcesses?: number;
+}
+
+/** The pids limit a process tree held to `limits` gets. */
+export function processLimit(limits: Limits): number {
+  return limits.maxProcesses ?? defaultMaxProcesses(limits.memoryMb);
 }
 
 export type CgroupHost =
-  | { kind: 'v1'; memory: string; cpu: string; cpuacct: string }
-  | { kind: 'v2'; dir: string }
+  | { kind: 'v1'; memory: string; cpu: string; cpuacct: string; pids: string | null }
+  | { kind: 'v2'; dir: string; pids: boolean }
   | { kind: 'none'; reason: string };
 
 /** What a process is told about its plan. */
@@ -87,7 +96,7 @@ function detect(): CgroupHost {
   const memory = v1Dir('memory');
   const cpu = v1Dir('cpu');
   const cpuacct = v1Dir('cpuacct');
-  if (memory && cpu && cpuacct) return usable({ kind: 'v1', memory, cpu, cpuacct });
+  if (memory && cpu && cpuacct) return usable({ kind: 'v1', memory, cpu, cpuacct, pids: v1Dir('pids') });
 
   const v2 = mounts.find((x) => x.fstype === 'cgroup2');
   const mine = ownPaths.find((x) => x.controllers.length === 1 && x.controllers[0] === '');
@@ -98,11 +107,13 @@ function detect(): CgroupHost {
       if (!available.includes('memory') || !available.includes('cpu')) {
         return { kind: 'none', reason: `cgroup v2 without the memory and cpu controllers at ${ownDir}` };
       }
-      writeFileSync(path.join(ownDir, 'cgroup.subtree_control'), '+memory +cpu');
+      const pids = available.includes('pids');
+      const controllers = pids ? '+memory +cpu +pids' : '+memory +cpu';
+      writeFileSync(path.join(ownDir, 'cgroup.subtree_control'), controllers);
       const dir = path.join(ownDir, SUBTREE);
       mkdirSync(dir, { recursive: true });
-      writeFileSync(path.join(dir, 'cgroup.subtree_control'), '+memory +cpu');
-      return { kind: 'v2', dir };
+      writeFileSync(path.join(dir, 'cgroup.subtree_control'), controllers);
+      return { kind: 'v2', dir, pids };
     } catch (err) {
       return {
         kind: 'none',
@@ -113,26 +124,37 @@ function detect(): CgroupHost {
   return { kind: 'none', reason: 'no cgroup v1 memory/cpu/cpuacct hierarchies and no cgroup v2 mount' };
 }
 
+function v1Bases(h: CgroupHost & { kind: 'v1' }): string[] {
+  return h.pids ? [h.memory, h.cpu, h.cpuacct, h.pids] : [h.memory, h.cpu, h.cpuacct];
+}
+
 function relativeTo(p: string, root: string): string {
   if (root === '/' || !p.startsWith(root)) return p;
   return p.slice(root.length) || '/';
 }
 
-/** A v1 host whose directories cannot be created is no host for limits. */
+/** A v1 host whose directories cannot be created is no host for limits (nor for pids, without its own). */
 function usable(h: CgroupHost & { kind: 'v1' }): CgroupHost {
   try {
     for (const dir of [h.memory, h.cpu, h.cpuacct]) mkdirSync(dir, { recursive: true });
+    if (h.pids) {
+      try {
+        mkdirSync(h.pids, { recursive: true });
+      } catch {
+        return { ...h, pids: null };
+      }
+    }
     return h;
   } catch (err) {
     return { kind: 'none', reason: `cgroup v1 directories are not writable: ${(err as Error).message}` };
   }
 }
 
-/** The environment's directories, one per controller hierarchy (one for v2). */
+/** The environment's directories, one per controller hierarchy (memory, cpu, cpuacct[, pids]; one for v2). */
 function envDirs(h: CgroupHost, envId: string): string[] {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(envId))
     throw new Error(`invalid environment id ${JSON.stringify(envId)}`);
-  if (h.kind === 'v1') return [h.memory, h.cpu, h.cpuacct].map((d) => path.join(d, envId));
+  if (h.kind === 'v1') return v1Bases(h).map((d) => path.join(d, envId));
   if (h.kind === 'v2') return [path.join(h.dir, envId)];
   return [];
 }
@@ -162,7 +184,8 @@ export function holdProcess(envId: string, role: string, pid: number, limits: Li
   const dirs = parents.map((p) => path.join(p, leaf));
   for (const p of parents) {
     mkdirSync(p, { recursive: true });
-    if (h.kind === 'v2') tryWrite(path.join(p, 'cgroup.subtree_control'), '+memory +cpu');
+    if (h.kind === 'v2')
+      tryWrite(path.join(p, 'cgroup.subtree_control'), h.pids ? '+memory +cpu +pids' : '+memory +cpu');
   }
   for (const d of dirs) mkdirSync(d, { recursive: true });
   const bytes = Math.round(limits.memoryMb * 1024 * 1024);
@@ -175,11 +198,14 @@ export function holdProcess(envId: string, role: string, pid: number, limits: Li
     tryWrite(path.join(memory, 'memory.swappiness'), '0');
     writeFileSync(path.join(cpu, 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
     writeFileSync(path.join(cpu, 'cpu.cfs_quota_us'), String(quota));
+    // A fork bomb is held to the plan's max_processes: fork and clone fail past it (EAGAIN).
+    if (h.pids) writeFileSync(path.join(dirs[3], 'pids.max'), String(processLimit(limits)));
   } else {
     const [dir] = dirs;
     writeFileSync(path.join(dir, 'memory.max'), String(bytes));
     tryWrite(path.join(dir, 'memory.swap.max'), '0');
     writeFileSync(path.join(dir, 'cpu.max'), `${quota} ${CFS_PERIOD_US}`);
+    if (h.pids) writeFileSync(path.join(dir, 'pids.max'), String(processLimit(limits)));
   }
   // The pid first: whatever it starts from now on is born inside. Then what it started before, until a scan
   // finds nothing new (a child may have forked again between the scan and its own move).
@@ -251,7 +277,7 @@ export async function removeEnvironmentCgroups(envId: string): Promise<void> {
 /** Removes this worker's `vc-console` directories when no environment has cgroups left (worker stopped). */
 export function removeCgroupBase(): void {
   const h = cgroupHost();
-  const bases = h.kind === 'v1' ? [h.memory, h.cpu, h.cpuacct] : h.kind === 'v2' ? [h.dir] : [];
+  const bases = h.kind === 'v1' ? v1Bases(h) : h.kind === 'v2' ? [h.dir] : [];
   for (const dir of bases) {
     try {
       rmdirSync(dir);

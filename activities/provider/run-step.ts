@@ -227,10 +227,23 @@ function procStat(pid: number): { state: string; pgrp: number } | null {
   }
 }
 
-/** Splits a stream on \n (a trailing \r is dropped) and calls onLine per line; the partial last line is flushed at the end. */
+/**
+ * The longest line a step's output keeps (characters): a longer one is cut while it is read, its first
+ * MAX_LINE characters passed on at once with "…", the rest of it dropped up to its newline. So no buffer of
+ * a step's output holds more than one cut line and one chunk of the pipe, however long a line it prints
+ * (the task log keeps lines of the same length, activities/tasks/log-writer.ts).
+ */
+export const MAX_LINE = 8192;
+
+/**
+ * Splits a stream on \n (a trailing \r is dropped) and calls onLine per line; the partial last line is
+ * flushed at the end. Lines are cut at MAX_LINE as they are read, before any chunks are joined.
+ */
 export function pipeLines(stream: Readable, name: OutputStream, onLine: OnLine, done: () => void): void {
   const decoder = new StringDecoder('utf8');
   let partial = '';
+  /** Inside a line that was cut already: what comes up to its newline is dropped. */
+  let cut = false;
   let ended = false;
   const emit = (line: string) => {
     try {
@@ -239,16 +252,34 @@ export function pipeLines(stream: Readable, name: OutputStream, onLine: OnLine, 
       // A failing log sink must not break the step.
     }
   };
-  stream.on('data', (chunk: Buffer) => {
-    const text = partial + decoder.write(chunk);
-    const lines = text.split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) emit(line);
-  });
+  const take = (text: string) => {
+    let at = 0;
+    while (at < text.length) {
+      const nl = text.indexOf('\n', at);
+      const end = nl < 0 ? text.length : nl;
+      if (cut) {
+        // the rest of a cut line: skipped without being kept
+      } else if (partial.length + (end - at) > MAX_LINE) {
+        emit(`${partial}${text.slice(at, at + MAX_LINE - partial.length)}…`);
+        partial = '';
+        cut = true;
+      } else if (nl < 0) {
+        partial += text.slice(at);
+      } else {
+        emit(partial + text.slice(at, nl));
+        partial = '';
+      }
+      if (nl < 0) return;
+      cut = false;
+      at = nl + 1;
+    }
+  };
+  stream.on('data', (chunk: Buffer) => take(decoder.write(chunk)));
   const end = () => {
     if (ended) return;
     ended = true;
-    const rest = partial + decoder.end();
+    take(decoder.end());
+    const rest = partial;
     partial = '';
     if (rest.length > 0) emit(rest);
     done();

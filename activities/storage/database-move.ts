@@ -8,9 +8,10 @@
  */
 import { chmod, chown, mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Config } from '../../system/config';
-import { disconnectAll, servicesAdminUrl, withAdmin, type ServiceLogin } from '../data/pg-server';
+import { disconnectAll, withAdmin, type ServiceLogin } from '../data/pg-server';
+import { tableCounts } from '../data/row-counts';
 import { tablespaceDir, tablespaceName } from '../../db/queries/storage';
 
 type PgConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>;
@@ -32,29 +33,6 @@ async function serverOwner(c: pg.Client): Promise<{ uid: number; gid: number }> 
     throw new Error(
       `the services server's files (${dir}) are not on this host: its databases cannot move between this host's roots`,
     );
-  }
-}
-
-/** Row counts of every table of the database (as the superuser), by schema-qualified name. */
-export async function rowCounts(config: PgConfig, database: string): Promise<Record<string, number>> {
-  const url = new URL(servicesAdminUrl(config));
-  url.pathname = `/${database}`;
-  const c = new pg.Client({ connectionString: url.toString() });
-  await c.connect();
-  try {
-    const tables = await c.query(
-      `SELECT n.nspname AS schema, c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-       WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-         AND n.nspname NOT LIKE 'pg_toast%' ORDER BY 1, 2`,
-    );
-    const counts: Record<string, number> = {};
-    for (const t of tables.rows) {
-      const q = `SELECT count(*)::bigint AS n FROM ${c.escapeIdentifier(t.schema)}.${c.escapeIdentifier(t.name)}`;
-      counts[`${t.schema}.${t.name}`] = Number((await c.query(q)).rows[0].n);
-    }
-    return counts;
-  } finally {
-    await c.end().catch(() => undefined);
   }
 }
 
@@ -86,7 +64,7 @@ export async function moveServiceDatabase(
   const staging = stagingName(db);
   const ts = tablespaceName(o.envId, o.generation);
   const dir = tablespaceDir(o.root, o.envId, o.generation);
-  const before = await rowCounts(config, db);
+  const before = await tableCounts(config, login);
   o.say(`==> ${Object.keys(before).length} tables, ${sum(before)} rows in ${db}`);
   await withAdmin(config, async (c) => {
     const has = async (sql: string, v: string) => ((await c.query(sql, [v])).rowCount ?? 0) > 0;
@@ -111,7 +89,7 @@ export async function moveServiceDatabase(
     await c.query(`REVOKE ALL ON DATABASE ${ident(staging)} FROM PUBLIC`);
     await c.query(`GRANT ALL ON DATABASE ${ident(staging)} TO ${ident(login.role)}`);
   });
-  const after = await rowCounts(config, staging);
+  const after = await tableCounts(config, { ...login, database: staging });
   if (!sameCounts(before, after)) {
     await withAdmin(config, async (c) => {
       await c.query(`DROP DATABASE IF EXISTS ${ident(staging)}`);

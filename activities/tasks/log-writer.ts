@@ -89,14 +89,26 @@ export async function appendLogChunk(
   });
 }
 
+/**
+ * The most output a task log holds in memory, buffered or on its way to the database: what a step prints
+ * faster than the database takes it beyond this is dropped (counted, and said in one line once the log has
+ * caught up), so a step's output never grows the worker without bound.
+ */
+export const MAX_BACKLOG_BYTES = 4 * 1024 * 1024;
+
 export function createTaskLog(
   knex: Knex,
   taskId: string,
-  opts: { flushMs?: number; maxLines?: number; limitBytes?: number } = {},
+  opts: { flushMs?: number; maxLines?: number; limitBytes?: number; maxBacklogBytes?: number } = {},
 ): TaskLog {
   const flushMs = opts.flushMs ?? 250;
   const maxLines = opts.maxLines ?? 50;
+  const maxBacklog = opts.maxBacklogBytes ?? MAX_BACKLOG_BYTES;
   let buffer: string[] = [];
+  /** Characters buffered or written but not yet stored. */
+  let backlog = 0;
+  /** Characters dropped while the backlog was full, not yet said in the log. */
+  let behind = 0;
   let timer: NodeJS.Timeout | null = null;
   let chain: Promise<void> = Promise.resolve();
   let failures = 0;
@@ -110,22 +122,44 @@ export function createTaskLog(
     const chunk = buffer.join('\n') + '\n';
     buffer = [];
     chain = chain.then(() =>
-      appendLogChunk(knex, taskId, chunk, { limitBytes: opts.limitBytes }).catch(() => {
-        // The log is best effort: a failing write must not fail the step it describes.
-        failures += 1;
-      }),
+      appendLogChunk(knex, taskId, chunk, { limitBytes: opts.limitBytes })
+        .catch(() => {
+          // The log is best effort: a failing write must not fail the step it describes.
+          failures += 1;
+        })
+        .finally(() => {
+          backlog -= chunk.length;
+        }),
     );
     return chain;
   };
 
+  const push = (text: string) => {
+    buffer.push(text);
+    backlog += text.length + 1;
+    if (buffer.length >= maxLines) void flush();
+    else if (!timer) timer = setTimeout(() => void flush(), flushMs);
+  };
+
   return {
     line(text: string) {
-      buffer.push(text.length > MAX_LINE ? `${text.slice(0, MAX_LINE)}…` : text);
-      if (buffer.length >= maxLines) void flush();
-      else if (!timer) timer = setTimeout(() => void flush(), flushMs);
+      const line = text.length > MAX_LINE ? `${text.slice(0, MAX_LINE)}…` : text;
+      if (backlog + line.length > maxBacklog) {
+        behind += line.length + 1;
+        return;
+      }
+      if (behind > 0) {
+        push(`[... ${behind} characters of output dropped: printed faster than the task log could store them ...]`);
+        behind = 0;
+      }
+      push(line);
     },
     flush,
     async close() {
+      if (behind > 0) {
+        push(`[... ${behind} characters of output dropped: printed faster than the task log could store them ...]`);
+        behind = 0;
+      }
       await flush();
       void failures;
     },

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { defaultMaxProcesses } from '../../db/queries/machines';
 
 const SHIPPED = join(dirname(dirname(dirname(fileURLToPath(import.meta.url)))), 'system', 'price-list.json');
 
@@ -17,6 +18,13 @@ const planSchema = z.object({
   memory_mb: z.number().int().positive(),
   disk_gb: z.number().int().nonnegative(),
   monthly_price: money,
+  /** pids.max of each of the plan's process trees (processes and threads); default: defaultMaxProcesses. */
+  max_processes: z
+    .number()
+    .int()
+    .min(64)
+    .max(1 << 22)
+    .optional(),
 });
 const buildPlanSchema = planSchema.omit({ disk_gb: true });
 
@@ -50,6 +58,16 @@ export function loadPriceList(config: { priceList?: string }): PriceList {
 
 export function planById(list: PriceList, id: string): Plan | undefined {
   return list.plans.find((p) => p.id === id);
+}
+
+/**
+ * How many processes (and threads) one process tree of a plan (server or build machine) may have at once:
+ * the plan's `max_processes`, or the default for its memory when the plan is not on the list (any more).
+ */
+export function maxProcessesOf(list: PriceList, size: { plan?: string; memoryMb: number }): number {
+  const plans = [...list.plans, ...Object.values(list.build_machines).flat()];
+  const plan = size.plan ? plans.find((p) => p.id === size.plan) : undefined;
+  return plan?.max_processes ?? defaultMaxProcesses(size.memoryMb);
 }
 
 /** Rounded to cents: what a change adds to (or takes from) the monthly bill. */

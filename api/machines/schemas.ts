@@ -64,6 +64,7 @@ const buildPlan = z.object({
   id: z.string(),
   cpu: z.number(),
   memory_mb: z.number().int(),
+  max_processes: z.number().int().optional().describe('Processes and threads one step may have at once'),
   monthly_price: z.number(),
   monthly_price_delta: z.number().describe("This plan's monthly price minus the current build plan's"),
 });

@@ -7,6 +7,7 @@ const planSchema = z.object({
   cpu: z.number(),
   memory_mb: z.number().int(),
   disk_gb: z.number().int(),
+  max_processes: z.number().int().optional().describe('Processes and threads one process tree may have at once'),
   monthly_price: z.number(),
 });
 

@@ -4,23 +4,36 @@ import type { Knex } from 'knex';
 export interface Size {
   cpu: number;
   memoryMb: number;
+  /** The plan's id (its `max_processes` is read from the price list). */
+  plan?: string;
+}
+
+/**
+ * A plan's `max_processes` when the price list does not set it: 512 per started 512 MB of memory, at least
+ * 512 (CONTRACT "Machines": at most 512 on the smallest plan). Processes and threads both count.
+ */
+export function defaultMaxProcesses(memoryMb: number): number {
+  return 512 * Math.max(1, Math.ceil(memoryMb / 512));
 }
 
 /** numeric columns come back from pg as strings */
-const size = (row: { cpu: string | number; memory_mb: number }): Size => ({
+const size = (row: { cpu: string | number; memory_mb: number; plan?: string }): Size => ({
   cpu: Number(row.cpu),
   memoryMb: row.memory_mb,
+  ...(row.plan ? { plan: row.plan } : {}),
 });
 
 /** The size of the environment's web server (its processes' limits), or null when it has none. */
 export async function webServerSize(knex: Knex, environmentId: string): Promise<Size | null> {
-  const row = await knex('servers').where({ environment_id: environmentId, role: 'web' }).first('cpu', 'memory_mb');
+  const row = await knex('servers')
+    .where({ environment_id: environmentId, role: 'web' })
+    .first('cpu', 'memory_mb', 'plan');
   return row ? size(row) : null;
 }
 
 /** The size builds of the environment run with (its build machine's plan), or null when it has none. */
 export async function buildMachineSize(knex: Knex, environmentId: string): Promise<Size | null> {
-  const row = await knex('build_machines').where({ environment_id: environmentId }).first('cpu', 'memory_mb');
+  const row = await knex('build_machines').where({ environment_id: environmentId }).first('cpu', 'memory_mb', 'plan');
   return row ? size(row) : null;
 }
 

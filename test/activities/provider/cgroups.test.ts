@@ -56,7 +56,7 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-function runHeld(envId: string, command: string, limits: { cpu: number; memoryMb: number }) {
+function runHeld(envId: string, command: string, limits: { cpu: number; memoryMb: number; maxProcesses?: number }) {
   const lines: string[] = [];
   return runStep({
     command,
@@ -101,6 +101,18 @@ describe('cgroups on this host', () => {
     // a busy loop unlimited would use ~1 s of CPU a second of wall time; held to 0.2 CPU it gets ~0.2
     expect(used).toBeGreaterThan(0.1);
     expect(used).toBeLessThan(0.35 * wall + 0.15);
+  });
+
+  it("hold a step to its plan's max_processes: forks past it fail, within it they run", async () => {
+    // node spawns and reports: no shell retry loop on EAGAIN
+    const FORKS = `node -e 'const {spawn}=require("node:child_process");let ok=0,no=0;const k=[];for(let i=0;i<200;i++){const c=spawn("sleep",["5"],{stdio:"ignore"});c.on("error",()=>{});if(c.pid){ok++;k.push(c)}else no++}console.log(ok+" "+no);for(const c of k)c.kill("SIGKILL")'`;
+    const held = await runHeld(newEnv(), FORKS, { cpu: 1, memoryMb: 256, maxProcesses: 64 });
+    const [ok, refused] = held.lines[0].split(' ').map(Number);
+    expect(ok + refused).toBe(200);
+    expect(ok).toBeLessThan(64);
+    expect(refused).toBeGreaterThan(136);
+    const roomy = await runHeld(newEnv(), FORKS, { cpu: 1, memoryMb: 256, maxProcesses: 1024 });
+    expect(roomy.lines).toEqual(['200 0']);
   });
 
   it('place what the process already started too, and remove leaves once their processes are gone', async () => {

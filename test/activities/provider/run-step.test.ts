@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { processAlive, runStep } from '../../../activities/provider/run-step';
+import { PassThrough } from 'node:stream';
+import { MAX_LINE, pipeLines, processAlive, runStep } from '../../../activities/provider/run-step';
 
 const env = { PATH: process.env.PATH, HOME: process.env.HOME };
 
@@ -83,5 +84,45 @@ describe('runStep', () => {
     });
     expect(r.exitCode).toBe(0);
     expect(processAlive(Number(lines[0]))).toBe(false);
+  });
+});
+
+describe('pipeLines', () => {
+  it('cuts a line at MAX_LINE as it is read: passed on before its end, the rest up to its newline dropped', async () => {
+    const stream = new PassThrough();
+    const lines: string[] = [];
+    let done = false;
+    pipeLines(
+      stream,
+      'stdout',
+      (_s, l) => lines.push(l),
+      () => (done = true),
+    );
+    stream.write('a short one\r\n');
+    for (let i = 0; i < 100; i++) stream.write('x'.repeat(10_000)); // 1 MB, no newline
+    await new Promise((r) => setImmediate(r));
+    expect(lines).toEqual(['a short one', `${'x'.repeat(MAX_LINE)}…`]);
+    stream.write('still the same line\nnext');
+    stream.end(' line');
+    await new Promise((r) => stream.on('close', r));
+    expect(done).toBe(true);
+    expect(lines).toEqual(['a short one', `${'x'.repeat(MAX_LINE)}…`, 'next line']);
+  });
+
+  it('joins a line split over chunks, and a multi-byte character split between them', async () => {
+    const stream = new PassThrough();
+    const lines: string[] = [];
+    pipeLines(
+      stream,
+      'stdout',
+      (_s, l) => lines.push(l),
+      () => undefined,
+    );
+    const euro = Buffer.from('€');
+    stream.write(Buffer.concat([Buffer.from('one '), euro.subarray(0, 1)]));
+    stream.write(Buffer.concat([euro.subarray(1), Buffer.from(' two\nthree')]));
+    stream.end();
+    await new Promise((r) => stream.on('close', r));
+    expect(lines).toEqual(['one € two', 'three']);
   });
 });

@@ -82,3 +82,33 @@ describe('the task log cap (TASK_LOG_LIMIT_BYTES)', () => {
     expect(seqs).toEqual(seqs.map((_: number, i: number) => i + 1));
   });
 });
+
+describe('the task log backlog (what is buffered or on its way to the database)', () => {
+  it('stays bounded: lines printed past it before the database took them are dropped and counted in one line', async () => {
+    const id = await newTask();
+    const log = createTaskLog(t.deps.knex, id, { maxBacklogBytes: 10_000, maxLines: 5 });
+    const big = (i: number) => `${String(i).padStart(4, '0')} ${'y'.repeat(995)}`; // 1000 characters
+    // All at once, as a step's pipe delivers them: nothing is stored before the last one is handed over.
+    for (let i = 0; i < 100; i++) log.line(big(i));
+    await log.close();
+    const lines = (await logOf(id)).split('\n').filter(Boolean);
+    const kept = lines.filter((l) => !l.startsWith('[...'));
+    expect(kept).toEqual(Array.from({ length: 9 }, (_, i) => big(i)));
+    expect(lines.at(-1)).toBe(
+      `[... ${91 * 1001} characters of output dropped: printed faster than the task log could store them ...]`,
+    );
+  });
+
+  it('keeps everything when the database keeps up', async () => {
+    const id = await newTask();
+    const log = createTaskLog(t.deps.knex, id, { maxBacklogBytes: 10_000, maxLines: 5 });
+    for (let i = 0; i < 30; i++) {
+      log.line(`${i} ${'z'.repeat(995)}`);
+      await log.flush();
+    }
+    await log.close();
+    const text = await logOf(id);
+    expect(text.split('\n').filter(Boolean)).toHaveLength(30);
+    expect(text).not.toContain('[...');
+  });
+});
