@@ -6,6 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import { deleteCancelledEnvironments } from '../../api/projects/cancel';
+import { pruneDeletedEnvironments } from './deleted-environments';
 
 /** Ended sessions are kept a day (a session list may still show "ended just now"), then pruned. */
 export const ENDED_SESSION_RETENTION_DAYS = 1;
@@ -31,6 +32,8 @@ export interface PruneExpiredResult {
   tokenReminders: number;
   /** Environments of projects cancelled more than CANCELLED_PROJECT_KEEP_DAYS ago, deleted with their data. */
   cancelledEnvironments: number;
+  /** Deleted environments kept their 30 days: their tasks, activity and snapshots (objects too) removed. */
+  deletedEnvironments: number;
 }
 
 /** Deletes up to BATCH rows of `table` matching `where`, again and again until none is left. */
@@ -83,9 +86,11 @@ export function createMaintenanceActivities(deps: Deps) {
         q.where('reminder_date', '<', new Date(asOf.getTime() - REMINDER_RETENTION_DAYS * DAY_MS)),
       );
       const cancelledEnvironments = await deleteCancelledEnvironments(deps, asOf);
+      const deletedEnvironments = await pruneDeletedEnvironments(deps, asOf);
       const result = {
         asOf: asOf.toISOString(),
         cancelledEnvironments,
+        deletedEnvironments,
         sessions,
         deviceCodes,
         emailConfirmations,
