@@ -148,7 +148,21 @@ export async function deleteCancelledEnvironments(deps: Deps, asOf: Date): Promi
   let deleted = 0;
   for (const { id } of due as Array<{ id: string }>) {
     // As DELETE /environments/{id} takes it: a tombstone keeps its tasks, activity and snapshots 30 days more.
-    const gone = await deps.knex.transaction((trx) => tombstoneEnvironment(trx, id, null));
+    const gone = await deps.knex.transaction(async (trx) => {
+      const out = await tombstoneEnvironment(trx, id, null);
+      if (out) {
+        await recordActivity(trx, {
+          teamId: out.team_id,
+          actor: null,
+          kind: 'configuration',
+          type: 'environment_deleted',
+          projectId: out.project_id,
+          environmentId: id,
+          summary: `Environment ${out.name} deleted ${CANCELLED_PROJECT_KEEP_DAYS} days after its project was cancelled`,
+        });
+      }
+      return out;
+    });
     if (!gone) continue;
     deleted++;
     await dropEnvironmentServices(deps, id, gone.databases);

@@ -20,7 +20,7 @@ export async function tombstoneEnvironment(
   trx: Knex.Transaction,
   id: string,
   deletedBy: string | null,
-): Promise<{ port: number; databases: string[] } | undefined> {
+): Promise<{ port: number; databases: string[]; name: string; team_id: string; project_id: string } | undefined> {
   const env = await trx('environments').where({ id }).forUpdate().first();
   if (!env) return undefined;
   const rows = await trx('services')
@@ -50,7 +50,7 @@ export async function tombstoneEnvironment(
   await trx('environments').where({ id }).delete();
   // Held until the sandbox is gone: its uid and network derive from the port.
   await trx('retiring_ports').insert({ port: env.port, environment_id: id }).onConflict('port').ignore();
-  return { port: env.port as number, databases };
+  return { port: env.port as number, databases, name: env.name, team_id: env.team_id, project_id: env.project_id };
 }
 
 /** The project's deleted environments still kept as of `asOf`, newest first. */
