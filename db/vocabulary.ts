@@ -25,6 +25,12 @@ export interface TaskTypeDef {
    * pending or running on an environment, another is refused with 409.
    */
   exclusive: boolean;
+  /**
+   * Starts or stops web processes without being a change itself (apply_variables, reboot, maintenance): such a
+   * task is not refused, it waits `pending` while an exclusive task runs on its environment and never runs
+   * beside one; an exclusive task waits likewise while one of these runs (db/queries/task-gate.ts).
+   */
+  waits?: true;
   /** The workflow function (workflows/index.ts) that runs tasks of this type. */
   workflow: string;
 }
@@ -35,17 +41,17 @@ export const TASK_TYPES = {
   redeploy: { kind: 'deployments', exclusive: true, workflow: 'deployEnvironment' },
   rollback: { kind: 'deployments', exclusive: true, workflow: 'deployEnvironment' },
   build: { kind: 'deployments', exclusive: false, workflow: 'buildEnvironment' },
-  apply_variables: { kind: 'configuration', exclusive: false, workflow: 'applyVariables' },
+  apply_variables: { kind: 'configuration', exclusive: false, waits: true, workflow: 'applyVariables' },
   cdn_clear: { kind: 'configuration', exclusive: false, workflow: 'clearCdn' },
-  maintenance_on: { kind: 'maintenance', exclusive: false, workflow: 'setMaintenance' },
-  maintenance_off: { kind: 'maintenance', exclusive: false, workflow: 'setMaintenance' },
+  maintenance_on: { kind: 'maintenance', exclusive: false, waits: true, workflow: 'setMaintenance' },
+  maintenance_off: { kind: 'maintenance', exclusive: false, waits: true, workflow: 'setMaintenance' },
   backup: { kind: 'backups', exclusive: false, workflow: 'backupEnvironment' },
   restore: { kind: 'backups', exclusive: true, workflow: 'restoreBackup' },
   sync: { kind: 'backups', exclusive: true, workflow: 'syncEnvironment' },
   reset_database: { kind: 'backups', exclusive: true, workflow: 'resetDatabase' },
   service_create: { kind: 'machines', exclusive: false, workflow: 'createService' },
   resize: { kind: 'machines', exclusive: true, workflow: 'resizeServer' },
-  reboot: { kind: 'machines', exclusive: false, workflow: 'rebootServer' },
+  reboot: { kind: 'machines', exclusive: false, waits: true, workflow: 'rebootServer' },
   scale: { kind: 'machines', exclusive: true, workflow: 'scaleEnvironment' },
   reshape: { kind: 'machines', exclusive: true, workflow: 'reshapeEnvironment' },
   discard_old_database: { kind: 'machines', exclusive: false, workflow: 'discardOldDatabase' },
@@ -56,6 +62,9 @@ export const TASK_TYPES = {
 
 export type TaskType = keyof typeof TASK_TYPES;
 export const TASK_TYPE_NAMES = Object.keys(TASK_TYPES) as TaskType[];
+/** The exclusive types, and the types that wait for them (TaskTypeDef.waits). */
+export const EXCLUSIVE_TASK_TYPES = TASK_TYPE_NAMES.filter((t) => TASK_TYPES[t].exclusive);
+export const WAITING_TASK_TYPES = TASK_TYPE_NAMES.filter((t) => (TASK_TYPES[t] as TaskTypeDef).waits === true);
 export type DeployType = 'deploy' | 'redeploy' | 'rollback';
 
 export const isTaskType = (s: string): s is TaskType => Object.hasOwn(TASK_TYPES, s);

@@ -11,6 +11,7 @@ import {
   CancelledFailure,
   isCancellation,
   proxyActivities,
+  sleep,
   TimeoutFailure,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -23,7 +24,11 @@ export type { TaskWorkflowInput } from './task-record';
 export interface TaskContext {
   /** Appends lines of the workflow's own (headings, outcomes) to the task log. */
   log: (...lines: string[]) => Promise<void>;
-  /** pending -> running; ends the task `cancelled` when it was cancelled before anything started it. */
+  /**
+   * pending -> running; ends the task `cancelled` when it was cancelled before anything started it. A task kept
+   * apart from another (an exclusive change and apply_variables/reboot/maintenance, db/queries/task-gate.ts)
+   * stays pending until that one has ended.
+   */
   start: () => Promise<void>;
 }
 
@@ -76,7 +81,13 @@ export async function runTask<R extends TaskResult>(
   const record = { ...input.task, run_id: workflowInfo().firstExecutionRunId };
   const log = (...lines: string[]) => taskActs.appendTaskLog({ taskId, lines });
   const start = async () => {
-    if (!(await taskActs.startTask(taskId))) cancelled();
+    for (let attempt = 0; ; attempt++) {
+      const started = await taskActs.startTask(taskId);
+      if (started === true) return;
+      if (started === false) cancelled();
+      if (attempt === 0) await log(`==> Waiting for ${started.waiting.type} (task ${started.waiting.id}) to end`);
+      await sleep(Math.min(500 * 2 ** attempt, 5000));
+    }
   };
   try {
     await taskActs.recordTask(record);

@@ -11,7 +11,8 @@ import { withHeartbeat } from '../deploys/step-env';
 import type { Supervisor } from '../provider/supervisor';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { destinationSpec } from '../../api/backups/destinations';
-import { ensureBackupKey } from '../../api/backups/keys';
+import { ensureBackupKey, snapshotKey } from '../../api/backups/keys';
+import { isKeptDeletedEnvironment } from '../../db/queries/deleted-environments';
 import { keyFingerprint } from './snapshot-format';
 import { openStore } from './destinations';
 import { copyData, describePutBackState, restoreSnapshot, settlePutBack, takeSnapshot } from './backup-engine';
@@ -162,13 +163,20 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
     async restoreBackup(input: { taskId: string; backupId: string; environmentId: string }) {
       return withLog(deps, input.taskId, (log) =>
         withHeartbeat(async () => {
-          const row = await knex('backups').where({ id: input.backupId, environment_id: input.environmentId }).first();
-          if (row?.status !== 'available') throw fail('the snapshot is not available');
+          // its own snapshot, or one a deleted environment of its project left (api/backups/tasks.ts checked it)
+          const target = await knex('environments').where({ id: input.environmentId }).first('project_id');
+          const row = await knex('backups').where({ id: input.backupId }).first();
+          const ours =
+            row &&
+            target &&
+            (row.environment_id === input.environmentId ||
+              (await isKeptDeletedEnvironment(knex, target.project_id, row.environment_id)));
+          if (!ours || row?.status !== 'available') throw fail('the snapshot is not available');
           const destination = row.destination_id
             ? await BackupDestination.query(knex).findById(row.destination_id)
             : undefined;
           if (!destination) throw fail('the destination of the snapshot was deleted');
-          const key = await ensureBackupKey(knex, deps.secrets, input.environmentId);
+          const key = await snapshotKey(knex, deps.secrets, row.environment_id);
           if (keyFingerprint(key) !== row.key_fingerprint)
             throw fail('the snapshot was taken under another backup key');
           const store = openStore(destinationSpec(deps, destination), deps.config);

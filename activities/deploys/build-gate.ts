@@ -19,6 +19,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { markTaskRunning } from '../../db/queries/tasks';
+import type { GatedStart } from '../../db/queries/task-gate';
 
 /** First key of the advisory locks that are build slots ("vc", builds); the second key is the slot number. */
 export const BUILD_SLOT_LOCK_KEY = 0x76630b01;
@@ -118,8 +119,14 @@ export async function acquireBuildSlot(opts: {
   databaseUrl: string;
   capacity: number;
   taskId: string;
+  /**
+   * pending -> running once the slot is taken (default: markTaskRunning). A gated start that answers `waiting`
+   * (another task keeps this one apart, db/queries/task-gate.ts) gives the slot back and keeps its place in line.
+   */
+  start?: (taskId: string) => Promise<GatedStart>;
 }): Promise<BuildSlot | null> {
   const { knex, taskId } = opts;
+  const start = opts.start ?? ((id: string) => markTaskRunning(knex, id));
   const ctx = Context.current();
   let conn: Awaited<ReturnType<typeof openSlotConnection>> | null = null;
   const closeConn = async () => {
@@ -150,7 +157,13 @@ export async function acquireBuildSlot(opts: {
           conn ??= await openSlotConnection(opts.databaseUrl);
           const slot = await tryTakeSlot(conn.client, opts.capacity);
           if (slot !== undefined) {
-            if (!(await markTaskRunning(knex, taskId))) {
+            const started = await start(taskId);
+            if (typeof started === 'object') {
+              await closeConn();
+              await pause(ctx, BUILD_QUEUE_FAR_POLL_MS);
+              continue;
+            }
+            if (!started) {
               await closeConn();
               await leaveQueue(knex, taskId);
               await awaitCancellation(ctx);

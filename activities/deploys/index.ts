@@ -26,6 +26,7 @@ import { prepareRegistryAuth } from './registry-auth';
 import { serviceEnv } from '../data/service-env';
 import { volumeEnv } from '../storage/volume-env';
 import { acquireBuildSlot } from './build-gate';
+import { gatedStart } from '../tasks';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 import { environmentUrl } from '../../system/config';
 import { buildMachineSize, webServerInstances, webServerSize } from '../../db/queries/machines';
@@ -309,6 +310,7 @@ export function createBuildActivities(deps: Deps) {
         databaseUrl: deps.config.databaseUrl!,
         capacity: deps.config.buildConcurrency,
         taskId: input.taskId,
+        start: (id) => gatedStart(deps, id),
       });
       if (!slot) return { started: false };
       try {

@@ -7,6 +7,7 @@ import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import { deleteCancelledEnvironments } from '../../api/projects/cancel';
 import { expirePendingDomains } from '../../db/queries/domains';
+import { pruneDeletedEnvironments } from './deleted-environments';
 
 /** Ended sessions are kept a day (a session list may still show "ended just now"), then pruned. */
 export const ENDED_SESSION_RETENTION_DAYS = 1;
@@ -36,6 +37,8 @@ export interface PruneExpiredResult {
   expiredDomains: number;
   /** Verify calls older than the hour the throttle looks at. */
   domainVerifyCalls: number;
+  /** Deleted environments kept their 30 days: their tasks, activity and snapshots (objects too) removed. */
+  deletedEnvironments: number;
 }
 
 /** Deletes up to BATCH rows of `table` matching `where`, again and again until none is left. */
@@ -92,11 +95,13 @@ export function createMaintenanceActivities(deps: Deps) {
       const domainVerifyCalls = await deleteInBatches(knex, 'domain_verify_calls', (q) =>
         q.where('at', '<', new Date(asOf.getTime() - 3_600_000)),
       );
+      const deletedEnvironments = await pruneDeletedEnvironments(deps, asOf);
       const result = {
         asOf: asOf.toISOString(),
         cancelledEnvironments,
         expiredDomains,
         domainVerifyCalls,
+        deletedEnvironments,
         sessions,
         deviceCodes,
         emailConfirmations,

@@ -1,7 +1,8 @@
 import type { Deps } from '../../system/deps';
 import type { TaskRecord } from '../../workflows/task-record';
 import { appendLogChunk } from './log-writer';
-import { finishTask, insertTask, markTaskRunning } from '../../db/queries/tasks';
+import { finishTask, insertTask } from '../../db/queries/tasks';
+import { type GateBlocker, type GatedStart, startTaskGated } from '../../db/queries/task-gate';
 
 /** Task activities: the workflow records every transition of its task through these (all idempotent). */
 export function createTaskActivities(deps: Deps) {
@@ -11,9 +12,12 @@ export function createTaskActivities(deps: Deps) {
     async recordTask(task: TaskRecord & { run_id?: string | null }): Promise<void> {
       await insertTask(knex, task);
     },
-    /** pending -> running; false when the task was cancelled before anything started it. */
-    async startTask(taskId: string): Promise<boolean> {
-      return markTaskRunning(knex, taskId);
+    /**
+     * pending -> running; false when the task was cancelled before anything started it; `{waiting}` while a task
+     * it may not run beside runs on its environment (db/queries/task-gate.ts): the workflow asks again later.
+     */
+    async startTask(taskId: string): Promise<GatedStart> {
+      return gatedStart(deps, taskId);
     },
     async finishTask(input: {
       taskId: string;
@@ -35,6 +39,21 @@ export function createTaskActivities(deps: Deps) {
       await appendLogChunk(knex, input.taskId, input.lines.join('\n') + '\n', { always: true });
     },
   };
+}
+
+/** pending -> running through the environment's gate (db/queries/task-gate.ts), asking Temporal about blockers. */
+export function gatedStart(deps: Deps, taskId: string): Promise<GatedStart> {
+  return startTaskGated(deps.knex, taskId, (b) => workflowRuns(deps, b));
+}
+
+/** Whether the blocker's workflow run is open; when Temporal cannot say, it is taken as running (wait, ask again). */
+async function workflowRuns(deps: Deps, b: GateBlocker): Promise<boolean> {
+  try {
+    const desc = await deps.temporal.workflow.getHandle(b.workflow_id, b.run_id ?? undefined).describe();
+    return desc.status.name === 'RUNNING';
+  } catch (err) {
+    return (err as Error).name !== 'WorkflowNotFoundError';
+  }
 }
 
 export type TaskActivities = ReturnType<typeof createTaskActivities>;

@@ -42,6 +42,7 @@ export async function listActivity(deps: Deps, teamId: string, q: ActivityQuery)
   const tasks = filter(
     knex('tasks as t')
       .leftJoin('environments as e', 'e.id', 't.environment_id')
+      .leftJoin('deleted_environments as de', 'de.id', 't.environment_id')
       .select(
         't.id',
         't.created_at as at',
@@ -53,7 +54,7 @@ export async function listActivity(deps: Deps, teamId: string, q: ActivityQuery)
         't.environment_id',
         't.id as task_id',
         knex.raw('NULL::text AS address'),
-        knex.raw(`t.type || coalesce(' on ' || e.name, '') || ' (' || t.status || ')' AS summary`),
+        knex.raw(`t.type || coalesce(' on ' || coalesce(e.name, de.name), '') || ' (' || t.status || ')' AS summary`),
       ),
     't',
   );

@@ -23,4 +23,15 @@ export async function ensureBackupKey(knex: Knex, secrets: Secrets, envId: strin
   return ensureBackupKey(knex, secrets, envId);
 }
 
+/**
+ * The key of the environment that took a snapshot: a live environment's (made if it has none yet), else the
+ * one its tombstone kept (a deleted environment's snapshots may be restored into another of its project).
+ */
+export async function snapshotKey(knex: Knex, secrets: Secrets, envId: string): Promise<Buffer> {
+  if (await knex('environments').where({ id: envId }).first('id')) return ensureBackupKey(knex, secrets, envId);
+  const kept = await knex('deleted_environments').where({ id: envId }).first('backup_key_sealed');
+  if (!kept?.backup_key_sealed) throw new Error('the environment that took the snapshot left no backup key');
+  return Buffer.from(open(secrets, kept.backup_key_sealed, aad(envId)), 'base64');
+}
+
 export { keyFingerprint };

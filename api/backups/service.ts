@@ -18,6 +18,7 @@ import { destinationSpec } from './destinations';
 import { ensureBackupKey, keyFingerprint } from './keys';
 import { recordBackupsEvent } from './events';
 import { syncBackupSchedule, deleteBackupSchedule } from './schedule';
+import { isKeptDeletedEnvironment } from '../../db/queries/deleted-environments';
 
 export const DOWNLOAD_TTL_SECONDS = 15 * 60;
 export const DEFAULT_WINDOW = { hour_utc: 3, retention_days: 7 };
@@ -51,15 +52,23 @@ export async function listBackups(deps: Deps, env: EnvRow) {
   return { data: rows.map(presentBackup) };
 }
 
-async function loadSnapshot(deps: Deps, env: EnvRow, snapshotId: string) {
-  const row = await Backup.query(deps.knex).findOne({ id: snapshotId, environment_id: env.id });
-  if (!row) throw errors.notFound('snapshot');
+/**
+ * The environment's snapshot; with `orDeleted`, also one of a deleted environment of its project still kept
+ * (restore into another environment, CONTRACT "Running").
+ */
+async function loadSnapshot(deps: Deps, env: EnvRow, snapshotId: string, orDeleted = false) {
+  const row = await Backup.query(deps.knex).findOne({ id: snapshotId, project_id: env.project_id });
+  const ours =
+    row &&
+    (row.environment_id === env.id ||
+      (orDeleted && (await isKeptDeletedEnvironment(deps.knex, env.project_id, row.environment_id))));
+  if (!row || !ours) throw errors.notFound('snapshot');
   return row;
 }
 
 /** A snapshot that can be read back: available, at a destination that still exists. */
-export async function availableSnapshot(deps: Deps, env: EnvRow, snapshotId: string) {
-  const row = await loadSnapshot(deps, env, snapshotId);
+export async function availableSnapshot(deps: Deps, env: EnvRow, snapshotId: string, orDeleted = false) {
+  const row = await loadSnapshot(deps, env, snapshotId, orDeleted);
   if (row.status !== 'available')
     throw errors.conflict('snapshot_not_available', `The snapshot is ${row.status}, not available`);
   const destination = row.destination_id

@@ -108,11 +108,13 @@ export async function requestRestore(
   input: { password?: string },
   address: string,
 ) {
-  const { row } = await availableSnapshot(deps, env, snapshotId);
+  // its own snapshot, or one a deleted environment of the project left (kept 30 days)
+  const { row } = await availableSnapshot(deps, env, snapshotId, true);
+  const from = row.environment_id === env.id ? '' : ` of deleted environment ${row.environment_id}`;
   return startOverwrite(deps, actor, env, input.password, address, {
     type: 'restore',
     params: { backup_id: row.id },
-    summary: `Restore of ${env.name} from snapshot ${row.id}`,
+    summary: `Restore of ${env.name} from snapshot ${row.id}${from}`,
   });
 }
 

@@ -5,6 +5,8 @@ import { presentEnvironment } from './presenter';
 import * as s from './schemas';
 import * as environments from './service';
 import { errorResponse as error } from '../lib/responses';
+import { DELETE_PROTECTED_SIGN_IN_MINUTES } from '../lib/recent-sign-in';
+import { listDeletedEnvironments } from './deleted';
 
 const tags = ['environments'];
 
@@ -125,22 +127,49 @@ export const routes: RouteDef[] = [
     method: 'delete',
     path: '/environments/{id}',
     operationId: 'deleteEnvironment',
-    summary: 'Deletes an environment',
-    description: 'Refused with 409 deploy_in_progress (with task_id) while a task is pending or running on it.',
+    summary: 'Deletes an environment; its tasks, activity and snapshots are kept 30 days',
+    description:
+      'Refused with 409 deploy_in_progress (with task_id) while a task is pending or running on it. A protected environment ' +
+      `needs its name as \`confirm\` (else 422 on confirm) and a sign-in of the last ${DELETE_PROTECTED_SIGN_IN_MINUTES} minutes ` +
+      '(else 403 reauthentication_required; POST /session/reauthenticate renews it). The deletion is an activity event ' +
+      '(configuration/environment_deleted); GET /projects/{id}/deleted-environments lists it for 30 days.',
     tags,
     auth: 'session',
     permission: 'environment:delete',
     scope: scopes.environment,
     params: s.idParams,
+    body: s.deleteEnvironmentBody,
     responses: {
       204: { description: 'Deleted' },
-      403: error('Role may not'),
+      403: error('Role may not, or reauthentication_required'),
       404: error('No such environment'),
       409: error('deploy_in_progress'),
+      422: error('confirm is not the name of the protected environment'),
     },
     async handler(ctx) {
-      await environments.deleteEnvironment(ctx.deps, ctx.actor, ctx.input.params.id);
+      await environments.deleteEnvironment(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body, ctx.ip);
       ctx.status = 204;
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/projects/{id}/deleted-environments',
+    operationId: 'listDeletedEnvironments',
+    summary: "The project's environments deleted in the last 30 days, with their snapshots",
+    description:
+      'Their tasks stay readable at GET /tasks/{id}; a snapshot listed here may be restored into another environment of the ' +
+      'project (POST /environments/{target}/backups/{snapshot}/restore). After `kept_until` the daily prune removes them.',
+    tags,
+    auth: 'session',
+    permission: 'data:read',
+    scope: scopes.project,
+    params: projectParams,
+    responses: {
+      200: { description: 'Deleted environments, newest first', schema: s.deletedEnvironmentListSchema },
+      404: error('No such project'),
+    },
+    async handler(ctx) {
+      ctx.body = await listDeletedEnvironments(ctx.deps, ctx.input.params.id);
     },
   }),
 ] as RouteDef[];

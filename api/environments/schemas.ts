@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { resourceName } from '../projects/schemas';
 import { limitParam, timeIdCursorParam } from '../lib/pagination';
+import { backupSchema } from '../backups/schemas';
 
 /** The kind of the `before` cursors of GET /environments (api/lib/pagination.ts). */
 export const ENVIRONMENTS_CURSOR = 'e';
@@ -68,3 +69,24 @@ export const environmentPageSchema = z.object({ data: z.array(environmentSchema)
 export const environmentChoicesSchema = z
   .object({ blocked: z.boolean(), reason: z.string().optional(), message: z.string().optional() })
   .loose();
+
+export const deleteEnvironmentBody = z.strictObject({
+  confirm: z
+    .string()
+    .max(200)
+    .optional()
+    .describe("The environment's name; required when it is protected (else 422 on confirm)"),
+});
+
+export const deletedEnvironmentListSchema = z.object({
+  data: z.array(
+    z.object({
+      id: z.uuid(),
+      name: z.string(),
+      protected: z.boolean(),
+      deleted_at: z.string(),
+      kept_until: z.string().describe('When the daily prune removes its tasks, activity and snapshots'),
+      snapshots: z.array(backupSchema),
+    }),
+  ),
+});

@@ -17,6 +17,9 @@ import { presentEnvironment, withUrl, type EnvironmentRecord } from './presenter
 import { createEnvironmentMachines } from '../machines/service';
 import { dropEnvironmentServices } from '../services/service';
 import { workflowIds } from '../../workflows/shared';
+import { DELETED_ENVIRONMENT_KEEP_DAYS, tombstoneEnvironment } from '../../db/queries/deleted-environments';
+import { recordActivity } from '../../db/queries/activity';
+import { assertRecentSignIn, DELETE_PROTECTED_SIGN_IN_MINUTES } from '../lib/recent-sign-in';
 
 const nameTaken = () =>
   appError('conflict', 'An environment of that name exists in this project', {
@@ -210,10 +213,26 @@ export async function updateEnvironment(
   return presentEnvironment(withUrl(deps.config, updated));
 }
 
-/** Deletes an environment, refused (409 deploy_in_progress) while one of its tasks is pending or running. */
-export async function deleteEnvironment(deps: Deps, actor: Actor, id: string): Promise<void> {
-  await findEnvironment(deps, actor, id, 'environment:delete');
-  const serviceDatabases = await deps.knex.transaction(async (trx) => {
+/**
+ * Deletes an environment, refused (409 deploy_in_progress) while one of its tasks is pending or running. A
+ * protected one needs its name as `confirm` (422) and a recent sign-in (403 reauthentication_required). Its
+ * tasks, activity and snapshots stay 30 days beside its tombstone (db/queries/deleted-environments.ts); the
+ * deletion is an activity event.
+ */
+export async function deleteEnvironment(
+  deps: Deps,
+  actor: Actor,
+  id: string,
+  input: { confirm?: string },
+  address: string,
+): Promise<void> {
+  const found = await findEnvironment(deps, actor, id, 'environment:delete');
+  if (found.protected) {
+    if (input.confirm !== found.name)
+      throw errors.invalid({ confirm: `must be the environment's name (${found.name}): it is protected` });
+    assertRecentSignIn(actor, DELETE_PROTECTED_SIGN_IN_MINUTES);
+  }
+  const gone = await deps.knex.transaction(async (trx) => {
     await trx('environments').where({ id }).forUpdate().first();
     const running = await Task.query(trx)
       .where({ environment_id: id })
@@ -227,26 +246,22 @@ export async function deleteEnvironment(deps: Deps, actor: Actor, id: string): P
         { task_id: running.id },
       );
     }
-    // With the databases a reshape left behind or was copying into (their roles have the same names).
-    const rows = await trx('services')
-      .where({ environment_id: id })
-      .select('database_name', 'old_database_name', 'next_database_name');
-    const names: string[] = rows.flatMap((r) =>
-      [r.database_name, r.old_database_name, r.next_database_name].filter(Boolean),
-    );
-    const { port } = await trx('environments').where({ id }).first('port');
-    // What the environment paid for (its servers' plans, services, storage) goes with it: billed no more.
-    await trx('subscriptions')
-      .where({ environment_id: id })
-      .whereIn('status', ['active', 'cancelling'])
-      .update({ status: 'ended', ended_at: trx.fn.now() });
-    await trx('environments').where({ id }).delete();
-    // Held until the sandbox is gone: its uid and network derive from the port.
-    await trx('retiring_ports').insert({ port, environment_id: id }).onConflict('port').ignore();
-    return { names, port: port as number };
+    const out = await tombstoneEnvironment(trx, id, actor.user.id);
+    if (!out) throw errors.notFound('environment');
+    await recordActivity(trx, {
+      teamId: found.team_id,
+      actor,
+      kind: 'configuration',
+      type: 'environment_deleted',
+      projectId: found.project_id,
+      environmentId: id,
+      address,
+      summary: `Environment ${found.name} deleted${found.protected ? ' (protected)' : ''}; its tasks, activity and snapshots are kept ${DELETED_ENVIRONMENT_KEEP_DAYS} days`,
+    });
+    return out;
   });
-  await dropEnvironmentServices(deps, id, serviceDatabases.names);
-  await startRetire(deps, id, serviceDatabases.port);
+  await dropEnvironmentServices(deps, id, gone.databases);
+  await startRetire(deps, id, gone.port);
 }
 
 /**

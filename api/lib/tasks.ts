@@ -8,6 +8,8 @@
  * One change at a time per environment: exclusive types (db/vocabulary.ts) share the environment's change
  * workflow id with the FAIL conflict policy, so Temporal itself refuses a second one; the answer is 409
  * `deploy_in_progress` (the running task is a deployment) or `task_in_progress`, with its `task_id`.
+ * The types that restart web processes (apply_variables, reboot, maintenance) are not refused: their workflow
+ * keeps them `pending` while an exclusive task runs there, and the other way round (db/queries/task-gate.ts).
  */
 import { randomUUID } from 'node:crypto';
 import {

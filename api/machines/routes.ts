@@ -7,6 +7,10 @@ import * as s from './schemas';
 import * as machines from './service';
 import { getScale, requestScale } from './scale';
 
+/** Tasks that restart web processes wait for the environment's exclusive changes (db/queries/task-gate.ts). */
+const WAITS =
+  ' Not refused while another task runs: it waits `pending` while an exclusive change (deploy, restore, storage_move...) ' +
+  'runs on the environment, and never runs beside one.';
 const tags = ['machines'];
 const serverScope = defineScope<Server>('server', async (knex, id) => Server.query(knex).findById(id));
 const inProgress = errorBodySchema;
@@ -84,7 +88,8 @@ export const routes: RouteDef[] = [
     summary: "Restarts the server's instances one at a time, health-checked (a task)",
     description:
       'Answers 202 with the task (`machines`/`reboot`). Each web instance in turn is replaced by a new one that answers ' +
-      'its health check before the old one leaves the edge, so the environment keeps answering.',
+      'its health check before the old one leaves the edge, so the environment keeps answering.' +
+      WAITS,
     tags,
     auth: 'session',
     permission: 'machines:write',

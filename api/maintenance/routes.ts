@@ -23,7 +23,8 @@ export const routes: RouteDef[] = [
     summary: 'Turns maintenance on (the edge answers 503 with the maintenance page and the note) or off',
     description:
       'A `maintenance`/`maintenance_on` or `maintenance_off` task. While on, every request gets 503 with `Retry-After` and the ' +
-      "project's maintenance page (or a plain default), `{{note}}` replaced by the note. GET /environments/{id} shows `maintenance`.",
+      "project's maintenance page (or a plain default), `{{note}}` replaced by the note. GET /environments/{id} shows `maintenance`. " +
+      'The task waits `pending` while an exclusive change (deploy, restore, storage_move...) runs on the environment.',
     tags: ['maintenance'],
     auth: 'session',
     permission: 'deploy',

@@ -37,6 +37,7 @@ function tasks(knex: Knex, teamId: string) {
   return knex('tasks as t')
     .leftJoin('projects as p', 'p.id', 't.project_id')
     .leftJoin('environments as e', 'e.id', 't.environment_id')
+    .leftJoin('deleted_environments as de', 'de.id', 't.environment_id')
     .where('t.team_id', teamId);
 }
 
@@ -58,7 +59,7 @@ export async function getNotifications(deps: Deps, teamId: string, userId: strin
     't.created_at',
     't.finished_at',
     'p.name as project_name',
-    'e.name as environment_name',
+    knex.raw('coalesce(e.name, de.name) as environment_name'),
   ];
   const waiting = () => tasks(knex, teamId).whereIn('t.status', ['pending', 'running']);
   const finished = () => {

@@ -16,6 +16,7 @@ import { iso, isoOrNull } from '../lib/time';
 import { workflowIds } from '../../workflows/shared';
 import { dropEnvironmentServices } from '../services/service';
 import { startRetire } from '../environments/service';
+import { tombstoneEnvironment } from '../../db/queries/deleted-environments';
 
 export const CANCELLED_PROJECT_KEEP_DAYS = 30;
 const DAY_MS = 86_400_000;
@@ -145,16 +146,27 @@ export async function deleteCancelledEnvironments(deps: Deps, asOf: Date): Promi
     .where('projects.cancelled_at', '<', new Date(asOf.getTime() - CANCELLED_PROJECT_KEEP_DAYS * DAY_MS))
     .select('environments.id', 'environments.port');
   let deleted = 0;
-  for (const { id, port } of due as Array<{ id: string; port: number }>) {
-    const names = await deps.knex.transaction(async (trx) => {
-      const names: string[] = await trx('services').where({ environment_id: id }).pluck('database_name');
-      deleted += await trx('environments').where({ id }).delete();
-      // As DELETE /environments/{id} does: the port is held until the sandbox is gone.
-      await trx('retiring_ports').insert({ port, environment_id: id }).onConflict('port').ignore();
-      return names;
+  for (const { id } of due as Array<{ id: string }>) {
+    // As DELETE /environments/{id} takes it: a tombstone keeps its tasks, activity and snapshots 30 days more.
+    const gone = await deps.knex.transaction(async (trx) => {
+      const out = await tombstoneEnvironment(trx, id, null);
+      if (out) {
+        await recordActivity(trx, {
+          teamId: out.team_id,
+          actor: null,
+          kind: 'configuration',
+          type: 'environment_deleted',
+          projectId: out.project_id,
+          environmentId: id,
+          summary: `Environment ${out.name} deleted ${CANCELLED_PROJECT_KEEP_DAYS} days after its project was cancelled`,
+        });
+      }
+      return out;
     });
-    await dropEnvironmentServices(deps, id, names);
-    await startRetire(deps, id, port);
+    if (!gone) continue;
+    deleted++;
+    await dropEnvironmentServices(deps, id, gone.databases);
+    await startRetire(deps, id, gone.port);
   }
   return deleted;
 }

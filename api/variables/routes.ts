@@ -117,7 +117,8 @@ const applyRoutes: RouteDef[] = [
     operationId: 'applyEnvironmentVariables',
     summary: "Restarts the environment's web processes with the current variables, without a build",
     description:
-      'A `configuration`/`apply_variables` task; not refused while other tasks run. Fails when no release is live.',
+      'A `configuration`/`apply_variables` task; not refused while other tasks run: it waits `pending` while an exclusive ' +
+      'change (deploy, restore, storage_move...) runs on the environment, and never runs beside one. Fails when no release is live.',
     tags,
     auth: 'session',
     permission: 'deploy',

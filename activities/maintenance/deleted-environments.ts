@@ -1,0 +1,54 @@
+/**
+ * The daily prune's part for deleted environments (CONTRACT "Running"): once a tombstone is
+ * DELETED_ENVIRONMENT_KEEP_DAYS old, its snapshots are deleted from their destinations, and its snapshot rows,
+ * tasks (with their logs), activity events and the tombstone itself (its backup key with it) go.
+ */
+import type { Deps } from '../../system/deps';
+import { BackupDestination } from '../../db/models/backup-destination';
+import { keptSince } from '../../db/queries/deleted-environments';
+import { destinationSpec } from '../../api/backups/destinations';
+import { openStore } from '../data/destinations';
+
+/** Deletes the environment's snapshot objects where they are (a destination that fails is logged, not retried). */
+async function deleteSnapshotObjects(deps: Deps, environmentId: string): Promise<void> {
+  const rows = await deps
+    .knex('backups')
+    .where({ environment_id: environmentId })
+    .whereNotNull('destination_id')
+    .select('id', 'destination_id', 'object_key');
+  for (const row of rows) {
+    const destination = await BackupDestination.query(deps.knex).findById(row.destination_id);
+    if (!destination) continue;
+    try {
+      const store = openStore(destinationSpec(deps, destination), deps.config);
+      try {
+        await store.delete(row.object_key);
+      } finally {
+        store.close();
+      }
+    } catch (err) {
+      deps.logger.warn(
+        { environmentId, snapshotId: row.id, err: (err as Error).message },
+        'a pruned snapshot could not be deleted from its destination',
+      );
+    }
+  }
+}
+
+/** Removes what deleted environments left once their keeping has ended as of `asOf`. Returns how many went. */
+export async function pruneDeletedEnvironments(deps: Deps, asOf: Date): Promise<number> {
+  const due: Array<{ id: string }> = await deps
+    .knex('deleted_environments')
+    .where('deleted_at', '<=', keptSince(asOf))
+    .select('id');
+  for (const { id } of due) {
+    await deleteSnapshotObjects(deps, id);
+    await deps.knex.transaction(async (trx) => {
+      await trx('backups').where({ environment_id: id }).delete();
+      await trx('tasks').where({ environment_id: id }).delete();
+      await trx('activity_events').where({ environment_id: id }).delete();
+      await trx('deleted_environments').where({ id }).delete();
+    });
+  }
+  return due.length;
+}

@@ -1,0 +1,75 @@
+/**
+ * Deleted environments (CONTRACT "Running"): deleting an environment removes its row and what hangs on it,
+ * and leaves a tombstone (name, backup key) beside its tasks, activity events and snapshots, which stay for
+ * DELETED_ENVIRONMENT_KEEP_DAYS; the daily prune removes them after (activities/maintenance/deleted-environments.ts).
+ */
+import type { Knex } from 'knex';
+
+export const DELETED_ENVIRONMENT_KEEP_DAYS = 30;
+const DAY_MS = 86_400_000;
+
+/** The instant before which a tombstone is past keeping, as of `asOf`. */
+export const keptSince = (asOf: Date) => new Date(asOf.getTime() - DELETED_ENVIRONMENT_KEEP_DAYS * DAY_MS);
+
+/**
+ * Deletes the environment's row inside `trx` (the caller has locked it and checked nothing runs there), leaving
+ * its tombstone: its subscriptions end, its port is held in retiring_ports until its sandbox is gone.
+ * Returns the port and the service databases (with those a reshape left) to drop once committed.
+ */
+export async function tombstoneEnvironment(
+  trx: Knex.Transaction,
+  id: string,
+  deletedBy: string | null,
+): Promise<{ port: number; databases: string[]; name: string; team_id: string; project_id: string } | undefined> {
+  const env = await trx('environments').where({ id }).forUpdate().first();
+  if (!env) return undefined;
+  const rows = await trx('services')
+    .where({ environment_id: id })
+    .select('database_name', 'old_database_name', 'next_database_name');
+  const databases: string[] = rows.flatMap((r) =>
+    [r.database_name, r.old_database_name, r.next_database_name].filter(Boolean),
+  );
+  // What the environment paid for (its servers' plans, services, storage) goes with it: billed no more.
+  await trx('subscriptions')
+    .where({ environment_id: id })
+    .whereIn('status', ['active', 'cancelling'])
+    .update({ status: 'ended', ended_at: trx.fn.now() });
+  await trx('deleted_environments')
+    .insert({
+      id,
+      team_id: env.team_id,
+      project_id: env.project_id,
+      name: env.name,
+      protected: env.protected,
+      backup_key_sealed: env.backup_key_sealed,
+      deleted_by_user_id: deletedBy,
+      created_at: env.created_at,
+    })
+    .onConflict('id')
+    .ignore();
+  await trx('environments').where({ id }).delete();
+  // Held until the sandbox is gone: its uid and network derive from the port.
+  await trx('retiring_ports').insert({ port: env.port, environment_id: id }).onConflict('port').ignore();
+  return { port: env.port as number, databases, name: env.name, team_id: env.team_id, project_id: env.project_id };
+}
+
+/** The project's deleted environments still kept as of `asOf`, newest first. */
+export function keptDeletedEnvironments(knex: Knex, projectId: string, asOf = new Date()) {
+  return knex('deleted_environments')
+    .where({ project_id: projectId })
+    .where('deleted_at', '>', keptSince(asOf))
+    .orderBy([
+      { column: 'deleted_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .select('id', 'name', 'protected', 'deleted_at');
+}
+
+/** Whether `environmentId` is a kept deleted environment of the project. */
+export async function isKeptDeletedEnvironment(knex: Knex, projectId: string, environmentId: string) {
+  const row = await knex('deleted_environments')
+    .where({ id: environmentId, project_id: projectId })
+    .where('deleted_at', '>', keptSince(new Date()))
+    .first('id');
+  return Boolean(row);
+}

@@ -1,0 +1,238 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestContext } from '../../helpers/context';
+import { createDeployWorld, createEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
+import { createProject, PASSWORD, sessionAgent } from '../../helpers/fixtures';
+import type { Agent } from '../../helpers/http';
+import { dropServiceDatabase } from '../../../activities/data/pg-server';
+import { createEnvironmentMachines } from '../../../api/machines/service';
+
+/**
+ * Issue 16, item 9 (CONTRACT "Running"): deleting a protected environment needs a recent sign-in and its name as
+ * `confirm`; the deletion is an activity event; its tasks, activity and snapshots are kept 30 days, listed by
+ * GET /projects/{id}/deleted-environments, and such a snapshot restores into another environment of the project
+ * (a real backup of a real database on a real local destination, decrypted with the key the tombstone kept).
+ * The daily prune removes them once the 30 days are over (the clock moved through the data: deleted_at set back).
+ */
+const t = useTestContext({ worker: true });
+let w: Awaited<ReturnType<typeof createDeployWorld>>;
+let owner: Agent;
+let staging: { id: string; port: number; name: string };
+let destinationDir: string;
+let destinationId: string;
+let snapshot: { id: string; task_id: string; object_key?: string };
+const production = () => w.environment;
+
+const APP = `
+const http = require('node:http');
+const { execFileSync } = require('node:child_process');
+const psql = (sql) => execFileSync('psql', [process.env.DATABASE_URL, '-Atc', sql], { encoding: 'utf8' }).trim();
+http.createServer((req, res) => {
+  const u = new URL(req.url, 'http://x');
+  try {
+    if (u.pathname === '/healthz') return res.end('ok');
+    if (u.pathname === '/write') psql("INSERT INTO notes (body) VALUES ('" + u.searchParams.get('body').replace(/'/g, "''") + "')");
+    res.end(psql('SELECT string_agg(body, \\',\\' ORDER BY id) FROM notes'));
+  } catch (e) { res.writeHead(500); res.end(String(e.stderr || e.message)); }
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+async function app(port: number, path: string): Promise<{ status: number; text: string }> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`);
+  return { status: res.status, text: (await res.text()).trim() };
+}
+
+async function runTask(path: string, body: unknown = {}) {
+  const res = await owner.post(path, body);
+  expect(res.status, res.text).toBe(202);
+  const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 150_000 });
+  expect(task.status, task.error ?? '').toBe('succeeded');
+  return task;
+}
+
+/** The owner's sign-in, `minutes` old. */
+async function signInAge(minutes: number) {
+  await t.deps
+    .knex('sessions')
+    .where({ user_id: w.owner.id })
+    .update({ authenticated_at: new Date(Date.now() - minutes * 60_000) });
+}
+
+async function prune() {
+  return (await t.deps.temporal.workflow.execute('pruneExpiredRecords', {
+    taskQueue: t.config.taskQueue,
+    workflowId: `prune-${crypto.randomUUID()}`,
+    args: [{}],
+  })) as { deletedEnvironments: number };
+}
+
+beforeAll(async () => {
+  w = await createDeployWorld(t);
+  await t.deps.knex('environments').where({ id: production().id }).update({ protected: true });
+  staging = await createEnvironment(t, w.project, { name: 'staging' });
+  for (const e of [production(), staging]) {
+    await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, e as never));
+  }
+  writeFileSync(join(w.repo.dir, 'server.js'), APP);
+  writeFileSync(
+    join(w.repo.dir, 'service.yaml'),
+    [
+      'build: []',
+      `deploy: ${JSON.stringify(['psql "$DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS notes (id serial primary key, body text)"'])}`,
+      'web: node server.js',
+      'health: /healthz',
+      '',
+    ].join('\n'),
+  );
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'db app'], {
+    cwd: w.repo.dir,
+  });
+  owner = await sessionAgent(t, w.owner);
+  destinationDir = join(t.dataDir, '..', `dest-${production().id}`);
+  mkdirSync(destinationDir);
+  const dest = await owner.post(`/teams/${w.team.id}/backup-destinations`, {
+    kind: 'local',
+    name: 'disk',
+    path: destinationDir,
+  });
+  expect(dest.status, dest.text).toBe(201);
+  destinationId = dest.body.id;
+
+  for (const e of [production(), staging]) {
+    await runTask(`/environments/${e.id}/services`, { kind: 'postgresql', plan: 'small' });
+    await runTask(`/environments/${e.id}/deploy`);
+  }
+  expect(await app(production().port, '/write?body=from%20production')).toEqual({
+    status: 200,
+    text: 'from production',
+  });
+  expect(await app(staging.port, '/write?body=from%20staging')).toEqual({ status: 200, text: 'from staging' });
+  const backup = await runTask(`/environments/${production().id}/backups`, { destination_id: destinationId });
+  const [row] = await t.deps.knex('backups').where({ task_id: backup.id });
+  snapshot = { id: row.id, task_id: backup.id, object_key: row.object_key };
+  expect(row.status).toBe('available');
+}, 400_000);
+
+afterAll(async () => {
+  const rows = await t.deps.knex('services').select('database_name', 'role_name');
+  for (const r of rows) await dropServiceDatabase(t.config, { database: r.database_name, role: r.role_name });
+});
+
+describe('DELETE /environments/{id} of a protected environment', () => {
+  it('with a sign-in 25 minutes old answers 403 reauthentication_required and deletes nothing', async () => {
+    await signInAge(25);
+    const res = await owner.delete(`/environments/${production().id}`, { confirm: production().name });
+    expect(res.status, res.text).toBe(403);
+    expect(res.body.error.code).toBe('reauthentication_required');
+    expect(await t.deps.knex('environments').where({ id: production().id }).first()).toBeTruthy();
+    expect(await app(production().port, '/')).toEqual({ status: 200, text: 'from production' });
+  });
+
+  it('without its name as confirm, or with another, answers 422 on confirm and deletes nothing', async () => {
+    expect((await owner.post('/session/reauthenticate', { password: PASSWORD })).status).toBe(200);
+    for (const body of [undefined, {}, { confirm: 'staging' }, { confirm: 'Production' }]) {
+      const res = await owner.delete(`/environments/${production().id}`, body);
+      expect(res.status, res.text).toBe(422);
+      expect(res.body.error.fields).toHaveProperty('confirm');
+    }
+    expect(await t.deps.knex('environments').where({ id: production().id }).first()).toBeTruthy();
+    expect((await owner.get(`/projects/${w.project.id}/deleted-environments`)).body).toEqual({ data: [] });
+  });
+
+  it('after a re-authentication, with confirm: 204, an activity event, its tasks and snapshots kept and listed', async () => {
+    const id = production().id;
+    const tasksBefore = (await owner.get(`/tasks?environment=${id}&limit=100`)).body.data.map(
+      (x: { id: string }) => x.id,
+    );
+    expect(tasksBefore).toContain(snapshot.task_id);
+    const res = await owner.delete(`/environments/${id}`, { confirm: 'production' });
+    expect(res.status, res.text).toBe(204);
+    expect(await t.deps.knex('environments').where({ id }).first()).toBeUndefined();
+
+    const events = await owner.get(`/teams/${w.team.id}/activity?type=environment_deleted`);
+    expect(events.body.data).toEqual([
+      expect.objectContaining({
+        kind: 'configuration',
+        type: 'environment_deleted',
+        project_id: w.project.id,
+        environment_id: id,
+        actor: expect.objectContaining({ id: w.owner.id, via: 'session' }),
+      }),
+    ]);
+    expect(events.body.data[0].summary).toContain('production');
+
+    // its tasks: each still readable, and the environment's activity still lists them
+    const task = await owner.get(`/tasks/${snapshot.task_id}`);
+    expect(task.status).toBe(200);
+    expect(task.body).toMatchObject({ environment_id: id, type: 'backup', status: 'succeeded' });
+    const tasksAfter = (await owner.get(`/tasks?environment=${id}&limit=100`)).body.data.map(
+      (x: { id: string }) => x.id,
+    );
+    expect(tasksAfter).toEqual(tasksBefore);
+    const activity = await owner.get(`/teams/${w.team.id}/activity?environment=${id}&limit=100`);
+    expect(activity.body.data.map((e: { type: string }) => e.type)).toEqual(
+      expect.arrayContaining(['environment_deleted', 'backup', 'deploy', 'service_create']),
+    );
+    expect(activity.body.data.find((e: { type: string }) => e.type === 'backup').summary).toContain('production');
+
+    const listed = await owner.get(`/projects/${w.project.id}/deleted-environments`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toEqual([
+      expect.objectContaining({
+        id,
+        name: 'production',
+        protected: true,
+        snapshots: [expect.objectContaining({ id: snapshot.id, status: 'available', destination_id: destinationId })],
+      }),
+    ]);
+    // kept with its backup key
+    const kept = await t.deps.knex('deleted_environments').where({ id }).first();
+    expect(kept.backup_key_sealed).toMatch(/^v1\./);
+    expect(existsSync(join(destinationDir, snapshot.object_key!))).toBe(true);
+  });
+});
+
+describe('POST /environments/{target}/backups/{snapshot}/restore of a deleted environment', () => {
+  it('is 404 from an environment of another project', async () => {
+    const other = await createProject(t, w.team, { repository_url: w.repo.dir });
+    const outsider = await createEnvironment(t, other, { name: 'outsider' });
+    const res = await owner.post(`/environments/${outsider.id}/backups/${snapshot.id}/restore`, {});
+    expect(res.status).toBe(404);
+    expect(await t.deps.knex('tasks').where({ environment_id: outsider.id }).first()).toBeUndefined();
+  });
+
+  it('puts its database into another environment of the project', async () => {
+    const task = await runTask(`/environments/${staging.id}/backups/${snapshot.id}/restore`);
+    expect(task).toMatchObject({ type: 'restore', environment_id: staging.id });
+    expect(await app(staging.port, '/')).toEqual({ status: 200, text: 'from production' });
+  });
+});
+
+describe('the daily prune', () => {
+  it('keeps a deleted environment 30 days, then removes its tasks, activity, snapshots (their objects too)', async () => {
+    const id = production().id;
+    await t.deps
+      .knex('deleted_environments')
+      .where({ id })
+      .update({ deleted_at: new Date(Date.now() - 29 * 86_400_000) });
+    expect((await prune()).deletedEnvironments).toBe(0);
+    expect((await owner.get(`/projects/${w.project.id}/deleted-environments`)).body.data).toHaveLength(1);
+
+    await t.deps
+      .knex('deleted_environments')
+      .where({ id })
+      .update({ deleted_at: new Date(Date.now() - 31 * 86_400_000) });
+    expect((await prune()).deletedEnvironments).toBe(1);
+    expect((await owner.get(`/projects/${w.project.id}/deleted-environments`)).body).toEqual({ data: [] });
+    expect((await owner.get(`/tasks/${snapshot.task_id}`)).status).toBe(404);
+    expect(await t.deps.knex('tasks').where({ environment_id: id }).first()).toBeUndefined();
+    expect(await t.deps.knex('backups').where({ environment_id: id }).first()).toBeUndefined();
+    expect(await t.deps.knex('activity_events').where({ environment_id: id }).first()).toBeUndefined();
+    expect(await t.deps.knex('deleted_environments').where({ id }).first()).toBeUndefined();
+    expect(existsSync(join(destinationDir, snapshot.object_key!))).toBe(false);
+    // the other environment, and what it restored, stay
+    expect(await app(staging.port, '/')).toEqual({ status: 200, text: 'from production' });
+  });
+});
