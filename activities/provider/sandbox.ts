@@ -17,7 +17,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
-import { chmod, lstat, mkdir, readdir } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   ensureHostNetwork,
@@ -214,8 +214,16 @@ async function setUp(dataDir: string, envId: string, port: number): Promise<Jail
 }
 
 /** At worker start: DATA_DIR's modes as the sandbox wants them, before any environment runs. */
-export async function prepareHost(dataDir: string): Promise<void> {
+export async function prepareHost(dataDir: string, warn: (message: string) => void = (m) => console.warn(m)) {
   if (sandboxMode().mode !== 'none') await hardenDataDir(path.resolve(dataDir));
+  // Root's `tar -c` of a volume relies on it: without it a tenant could hard-link a file it cannot read into
+  // its volume, and a backup would hold it (docs/isolation.md).
+  const hardlinks = await readFile('/proc/sys/fs/protected_hardlinks', 'utf8').catch(() => '');
+  if (hardlinks.trim() === '0') {
+    warn(
+      '!!! fs.protected_hardlinks is 0: a tenant can hard-link files it cannot read into its volume, and backups would hold them. Set it to 1 (sysctl -w fs.protected_hardlinks=1).',
+    );
+  }
 }
 
 /**
