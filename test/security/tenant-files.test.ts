@@ -105,6 +105,19 @@ async function received(res: Response): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+/** The root-only destination under BACKUP_LOCAL_ROOTS (`<base>/backups/ok`), added once through the API. */
+async function legitDestination(): Promise<string> {
+  const row = await t.deps.knex('backup_destinations').where({ team_id: w.team.id, name: 'legit' }).first();
+  if (row) return row.id;
+  const res = await owner.post(`/teams/${w.team.id}/backup-destinations`, {
+    kind: 'local',
+    name: 'legit',
+    path: join(legit, 'ok'),
+  });
+  expect(res.status, res.text).toBe(201);
+  return res.body.id;
+}
+
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 beforeAll(async () => {
@@ -115,6 +128,7 @@ beforeAll(async () => {
   victim = join(base, 'victim');
   for (const d of [outsideRoot, legit, victim]) mkdirSync(d, { mode: 0o755 });
   chmodSync(legit, 0o700);
+  mkdirSync(join(legit, 'ok'), { mode: 0o700 });
   writeFileSync(join(victim, 'keep'), 'root-owned\n', { mode: 0o644 });
   // The operator's settings, as the API and the in-process worker read them: a second storage root outside
   // DATA_DIR, and local backup destinations allowed anywhere under the test run's directory (which holds
@@ -195,7 +209,6 @@ describe('item 3: POST /teams/{id}/backup-destinations {kind: "local"}', () => {
   });
 
   it('accepts a root-only directory under BACKUP_LOCAL_ROOTS, outside DATA_DIR and the storage roots', async () => {
-    mkdirSync(join(legit, 'ok'), { mode: 0o700 });
     const res = await add(join(legit, 'ok'), 'legit');
     expect(res.status, res.text).toBe(201);
     expect(res.body.last_error).toBeNull();
@@ -209,8 +222,7 @@ describe('item 2: a snapshot at a destination the tenant can change is never ser
 
   beforeAll(async () => {
     volume = join(outsideRoot, 'volumes', w.environment.id);
-    const legitId = (await t.deps.knex('backup_destinations').where({ team_id: w.team.id, name: 'legit' }).first()).id;
-    const task = await runTask(`${env()}/backups`, { destination_id: legitId });
+    const task = await runTask(`${env()}/backups`, { destination_id: await legitDestination() });
     const row = await t.deps.knex('backups').where({ task_id: task.id }).first();
     snapshotId = row.id;
     // What the old code accepted and wrote: a destination at the tenant's own volume holding that snapshot.
@@ -262,8 +274,7 @@ describe('item 2: a snapshot at a destination the tenant can change is never ser
   });
 
   it('a snapshot object replaced at its destination (other bytes, same size) is refused before a byte is served', async () => {
-    const legitId = (await t.deps.knex('backup_destinations').where({ team_id: w.team.id, name: 'legit' }).first()).id;
-    const task = await runTask(`${env()}/backups`, { destination_id: legitId });
+    const task = await runTask(`${env()}/backups`, { destination_id: await legitDestination() });
     const row = await t.deps.knex('backups').where({ task_id: task.id }).first();
     const file = join(legit, 'ok', row.object_key);
     const bytes = readFileSync(file);
