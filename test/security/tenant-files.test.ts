@@ -19,6 +19,7 @@ import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtu
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import { tenantUid } from '../../activities/provider/sandbox';
+import { startBackupTask } from '../../api/backups/tasks';
 
 /**
  * Issue 16, items 2, 3 and 4: root's file operations on trees a tenant shapes. The attacker is a team owner
@@ -271,6 +272,18 @@ describe('item 2: a snapshot at a destination the tenant can change is never ser
     expect(readdirSync(w.repo.home).sort()).toEqual(before);
     const row = await t.deps.knex('backup_destinations').where({ id: legacyId }).first();
     expect(row.last_error).toMatch(/refused/);
+  });
+
+  it("a scheduled backup there (the backup window's task) fails with that reason and writes nothing", async () => {
+    const before = readdirSync(w.repo.home).sort();
+    const task = await startBackupTask(t.deps, { via: 'schedule', userId: null }, w.environment, legacyId, 'scheduled');
+    const done = await waitForTask(t, owner, task.id, { timeoutMs: 90_000 });
+    expect(done.status).toBe('failed');
+    expect(done.error).toMatch(/refused.*STORAGE_ROOTS/);
+    const snapshot = await t.deps.knex('backups').where({ task_id: task.id }).first();
+    expect(snapshot).toMatchObject({ status: 'failed' });
+    expect(snapshot.error).toMatch(/refused/);
+    expect(readdirSync(w.repo.home).sort()).toEqual(before);
   });
 
   it('a snapshot object replaced at its destination (other bytes, same size) is refused before a byte is served', async () => {
