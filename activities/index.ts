@@ -90,7 +90,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       retireEnvironmentHost: environments.retireEnvironmentHost,
     },
     async onWorkerStart() {
-      await prepareHost(deps.config.dataDir);
+      await prepareHost(deps.config.dataDir, (message) => deps.logger.warn(message));
       await environments.retireLeftovers();
       const restored = await supervisor.restoreAll();
       for (const r of restored.filter((x) => !x.ok))

@@ -74,6 +74,8 @@ export interface Config {
   servicesHost: string;
   /** Directories local repository paths and `file://` URLs may be under (LOCAL_REPOSITORY_ROOTS); none: refused. */
   localRepositoryRoots: string[];
+  /** Directories local backup destinations may be under (BACKUP_LOCAL_ROOTS); none: no local destinations. */
+  backupLocalRoots: string[];
   /** Directories environments' disks may live under (STORAGE_ROOTS; default DATA_DIR/storage); the first is where new disks go. */
   storageRoots: string[];
   /** Hosts, addresses and CIDRs tenant connections may reach although internal (OUTBOUND_ALLOWED_HOSTS). */
@@ -205,6 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     priceList: env.PRICE_LIST || undefined,
     metricsToken: env.METRICS_TOKEN || undefined,
     localRepositoryRoots: list(env.LOCAL_REPOSITORY_ROOTS).map((dir) => resolve(dir)),
+    backupLocalRoots: list(env.BACKUP_LOCAL_ROOTS).map((dir) => resolve(dir)),
     storageRoots: storageRoots(env.STORAGE_ROOTS, resolve(env.DATA_DIR || 'var')),
     outboundAllowedHosts: allowedHosts(env.OUTBOUND_ALLOWED_HOSTS),
   };

@@ -9,8 +9,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { Config } from '../../system/config';
 import {
@@ -23,7 +23,8 @@ import {
   type ServiceLogin,
 } from './pg-server';
 import { decryptSnapshot, encryptSnapshot, type PartName } from './snapshot-format';
-import type { ObjectStore } from './destinations';
+import type { ObjectStore, StoredObject } from './destinations';
+import { Dir, spawnIn } from '../provider/no-follow';
 
 type PgConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>;
 
@@ -77,7 +78,37 @@ async function* output(child: ChildProcessWithoutNullStreams, what: string): Asy
 
 export interface DataSource {
   login: ServiceLogin | null;
+  /** `<root>/volumes/<environment id>`: its parent is root's, everything in it the environment's. */
   volume: string;
+  /** Whose the files put back are (the environment's uid), or null: the worker's own (no sandbox). */
+  owner?: { uid: number; gid: number } | null;
+}
+
+/**
+ * The directory holding the volume (`<root>/volumes`, root's) and the volume's name in it: every operation on
+ * the volume and its staging copies goes through a descriptor of it (no-follow.ts), never by path.
+ */
+async function volumesDir(volume: string): Promise<{ dir: Dir; name: string }> {
+  await mkdir(path.dirname(volume), { recursive: true });
+  return { dir: await Dir.open(path.dirname(volume)), name: path.basename(volume) };
+}
+
+/** A tar of the volume, made from its descriptor (GNU tar follows no link in it); nothing when it does not exist. */
+async function* volumeTar(volume: string): AsyncGenerator<Buffer> {
+  let dir: Dir;
+  try {
+    dir = await Dir.open(path.dirname(volume), path.basename(volume));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  try {
+    const child = spawnIn([dir], 'tar', ['--numeric-owner', '-cf', '-', '.']);
+    child.stdin.end();
+    yield* output(child, 'tar');
+  } finally {
+    await dir.close();
+  }
 }
 
 /** The parts of an environment's data, each read lazily when the consumer gets to it. */
@@ -93,15 +124,9 @@ export function dataParts(
       source: () => output(spawn('pg_dump', ['-Fc', '--no-owner', '--no-acl', ...args], { env }), 'pg_dump'),
     });
   }
-  parts.push({
-    part: 'files',
-    source: () =>
-      existsSync(src.volume) ? output(spawn('tar', ['-C', src.volume, '-cf', '-', '.']), 'tar') : emptySource(),
-  });
+  parts.push({ part: 'files', source: () => volumeTar(src.volume) });
   return parts;
 }
-
-async function* emptySource(): AsyncGenerator<Buffer> {}
 
 async function* flatten(parts: ReturnType<typeof dataParts>): AsyncGenerator<{ part: PartName; data: Buffer }> {
   for (const { part, source } of parts) for await (const data of source()) yield { part, data };
@@ -152,30 +177,36 @@ async function finish(child: ChildProcessWithoutNullStreams, what: string, stder
 }
 
 function spawnSink(cmd: string, args: string[], env?: Record<string, string | undefined>) {
-  const child = spawn(cmd, args, { env: env ?? { PATH: process.env.PATH } });
+  return watchSink(spawn(cmd, args, { env: env ?? { PATH: process.env.PATH } }));
+}
+
+function watchSink(child: ChildProcessWithoutNullStreams) {
   let stderr = '';
   child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
   child.stdin.on('error', () => undefined); // EPIPE: reported by the exit code
+  child.stdout.resume();
   return { child, stderr: () => stderr };
 }
 
 /** The file next to the volume naming the put-back whose files were swapped in last. */
-const filesMark = (volume: string) => `${volume}.put-back`;
+const filesMark = (name: string) => `${name}.put-back`;
 
 /**
  * A files swap cut between its two renames (worker killed) leaves `<volume>.old` and no `<volume>`: the
  * original is renamed back, so the environment never stays without its files.
  */
-async function recoverInterruptedFilesSwap(volume: string): Promise<void> {
-  if (!existsSync(volume) && existsSync(`${volume}.old`)) await rename(`${volume}.old`, volume);
+async function recoverInterruptedFilesSwap(vols: Dir, name: string): Promise<void> {
+  if (!(await vols.lstat(name)) && (await vols.lstat(`${name}.old`))) await vols.rename(`${name}.old`, name);
 }
 
 /**
  * Puts parts back into the environment: the database into a fresh `<db>_restore` database and the files
  * into a fresh `<volume>.restore` directory; only when every part is complete are both swapped in. Until
  * then the live database and files are untouched, so a failure (or a worker killed) leaves them as they were.
- * `marker` (the task's id) marks what was swapped in, for `settlePutBack`. Running it again (a retried
- * activity) starts over from fresh staging copies.
+ * The staging directory is root's (0700) while tar writes into it, so no tenant reaches it; once complete it
+ * is given to the environment's uid (from its descriptor) and renamed in. `marker` (the task's id) marks
+ * what was swapped in, for `settlePutBack`. Running it again (a retried activity) starts over from fresh
+ * staging copies.
  */
 export async function putBack(opts: {
   config: PgConfig;
@@ -187,8 +218,9 @@ export async function putBack(opts: {
   const { config, target } = opts;
   const say = opts.onLine ?? (() => undefined);
   const seen: PartName[] = [];
-  const stagedVolume = `${target.volume}.restore`;
-  await recoverInterruptedFilesSwap(target.volume);
+  const vols = target.volume ? await volumesDir(target.volume) : null;
+  const staged = vols ? `${vols.name}.restore` : '';
+  let stagedDir: Dir | null = null;
   let sink: ReturnType<typeof spawnSink> | null = null;
   let sinkPart: PartName | null = null;
   const close = async () => {
@@ -207,35 +239,47 @@ export async function putBack(opts: {
       say('==> Restoring the database into a fresh copy');
       sink = spawnSink('pg_restore', ['--no-owner', '--no-acl', '--exit-on-error', ...args], env);
     } else {
-      await rm(stagedVolume, { recursive: true, force: true });
-      await mkdir(stagedVolume, { recursive: true });
+      if (!vols) throw new Error('the environment has no volume to put files back into');
+      await vols.dir.remove(staged);
+      stagedDir = await vols.dir.dir(staged, { create: 0o700 });
       say('==> Restoring the files into a fresh copy');
-      sink = spawnSink('tar', ['-C', stagedVolume, '-xf', '-']);
+      sink = watchSink(spawnIn([stagedDir], 'tar', ['--numeric-owner', '-xf', '-']));
     }
   };
   try {
-    for await (const { part, data } of opts.parts) {
-      if (part !== sinkPart) await open(part);
-      if (data.length) await write(sink!.child, data);
+    try {
+      if (vols) await recoverInterruptedFilesSwap(vols.dir, vols.name);
+      for await (const { part, data } of opts.parts) {
+        if (part !== sinkPart) await open(part);
+        if (data.length) await write(sink!.child, data);
+      }
+      await close();
+    } catch (err) {
+      if (sink) (sink as ReturnType<typeof spawnSink>).child.kill('SIGKILL');
+      if (vols) await vols.dir.remove(staged);
+      throw err;
     }
-    await close();
-  } catch (err) {
-    if (sink) (sink as ReturnType<typeof spawnSink>).child.kill('SIGKILL');
-    await rm(stagedVolume, { recursive: true, force: true });
-    throw err;
+    // Every part is complete: swap them in.
+    if (seen.includes('database') && target.login) await swapInRestored(config, target.login, opts.marker);
+    if (seen.includes('files') && vols && stagedDir) {
+      const d = stagedDir as Dir;
+      if (target.owner) await d.chownTree(target.owner.uid, target.owner.gid);
+      await d.chmod(0o700);
+      const old = `${vols.name}.old`;
+      await vols.dir.remove(old);
+      if (await vols.dir.lstat(vols.name)) await vols.dir.rename(vols.name, old);
+      await vols.dir.rename(staged, vols.name);
+      if (opts.marker) {
+        await vols.dir.unlink(filesMark(vols.name));
+        await vols.dir.writeNew(filesMark(vols.name), opts.marker);
+      }
+      await vols.dir.remove(old);
+    }
+    return seen;
+  } finally {
+    await (stagedDir as Dir | null)?.close();
+    await vols?.dir.close();
   }
-  // Every part is complete: swap them in.
-  if (seen.includes('database') && target.login) await swapInRestored(config, target.login, opts.marker);
-  if (seen.includes('files')) {
-    if (!existsSync(stagedVolume)) await mkdir(stagedVolume, { recursive: true });
-    const old = `${target.volume}.old`;
-    await rm(old, { recursive: true, force: true });
-    if (existsSync(target.volume)) await rename(target.volume, old);
-    await rename(stagedVolume, target.volume);
-    if (opts.marker) await writeFile(filesMark(target.volume), opts.marker);
-    await rm(old, { recursive: true, force: true });
-  }
-  return seen;
 }
 
 export interface PutBackState {
@@ -250,10 +294,19 @@ export interface PutBackState {
  */
 export async function settlePutBack(opts: { config: PgConfig; target: DataSource; marker: string }) {
   const { target, marker } = opts;
-  await recoverInterruptedFilesSwap(target.volume);
-  await rm(`${target.volume}.restore`, { recursive: true, force: true });
-  await rm(`${target.volume}.old`, { recursive: true, force: true });
-  const mark = await readFile(filesMark(target.volume), 'utf8').catch(() => '');
+  const vols = await volumesDir(target.volume);
+  let mark = '';
+  try {
+    await recoverInterruptedFilesSwap(vols.dir, vols.name);
+    await vols.dir.remove(`${vols.name}.restore`);
+    await vols.dir.remove(`${vols.name}.old`);
+    mark = await vols.dir
+      .file(filesMark(vols.name))
+      .then(async (fh) => fh.readFile('utf8').finally(() => fh.close()))
+      .catch(() => '');
+  } finally {
+    await vols.dir.close();
+  }
   const state: PutBackState = {
     database: target.login ? await settleRestoreTarget(opts.config, target.login, marker) : 'none',
     files: mark === marker ? 'put_back' : 'unchanged',
@@ -281,10 +334,12 @@ export async function restoreSnapshot(opts: {
   key: Buffer;
   store: ObjectStore;
   objectKey: string;
+  /** What the snapshot row says was stored: the object is read only once it was found to be that. */
+  expected: StoredObject;
   marker?: string;
   onLine?: (line: string) => void;
 }): Promise<PartName[]> {
-  const body = await opts.store.get(opts.objectKey);
+  const body = await opts.store.get(opts.objectKey, opts.expected);
   try {
     return await putBack({
       config: opts.config,

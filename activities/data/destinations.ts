@@ -1,19 +1,20 @@
 /**
- * Backup destinations as object stores: `local` (a directory outside DATA_DIR) and `s3` (any S3-compatible
+ * Backup destinations as object stores: `local` (a directory under BACKUP_LOCAL_ROOTS that only root can
+ * change, local-destination.ts) and `s3` (any S3-compatible
  * store, path-style addressing). Objects are streamed both ways; a `put` that fails leaves no object behind
  * (local: written to `<name>.partial`, renamed when complete; s3: a multipart upload, aborted on failure).
  */
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { type FileHandle, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { DeleteObjectCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import http from 'node:http';
 import https from 'node:https';
 import { checkOutboundHost, guardedLookup, type OutboundConfig } from '../provider/outbound';
+import { Dir } from '../provider/no-follow';
 
 export interface LocalSettings {
   path: string;
@@ -35,7 +36,8 @@ export type DestinationSpec =
 export interface ObjectStore {
   /** Streams the body to `key`; resolves with the bytes written once the object is complete. */
   put(key: string, body: AsyncIterable<Buffer> | Readable, signal?: AbortSignal): Promise<number>;
-  get(key: string): Promise<Readable>;
+  /** The object; with `expected`, only once its size and SHA-256 were found to be those (else ObjectMismatch). */
+  get(key: string, expected?: StoredObject): Promise<Readable>;
   delete(key: string): Promise<void>;
   close(): void;
 }
@@ -63,39 +65,138 @@ const safeKey = (key: string) => {
   return key;
 };
 
+/** The bytes a snapshot row says were stored: what a read must find before it gives out a byte. */
+export interface StoredObject {
+  size: number;
+  sha256: string;
+}
+
+/** What a snapshot row says was stored (null until it was: the object cannot be checked, so it is not read). */
+export function storedObject(row: { size_bytes: number | string | null; sha256: string | null; object_key: string }) {
+  if (row.size_bytes === null || !row.sha256)
+    throw new ObjectMismatch(`${row.object_key} has no recorded size and SHA-256 to check it against`);
+  return { size: Number(row.size_bytes), sha256: row.sha256 };
+}
+
+/** The stored object is not what its row says (another size or content, not a regular file, not root's). */
+export class ObjectMismatch extends Error {
+  readonly code = 'object_mismatch';
+}
+
+const DIR_MODE = 0o700;
+const notThere = (err: unknown) => ['ENOENT', 'ELOOP', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '');
+
+/**
+ * A directory of this host. Every object is reached from a descriptor of the destination's real path, one
+ * name at a time, never through a link (no-follow.ts), and every directory and object must be root's:
+ * whatever someone else planted there is refused, never read, written or served.
+ */
 class LocalStore implements ObjectStore {
   constructor(private readonly root: string) {}
-  private file(key: string) {
-    return path.join(this.root, ...safeKey(key).split('/'));
-  }
-  async put(key: string, body: AsyncIterable<Buffer> | Readable, signal?: AbortSignal): Promise<number> {
-    const file = this.file(key);
-    const partial = `${file}.partial`;
-    await mkdir(path.dirname(file), { recursive: true });
+
+  /** The directory holding `key`, opened (and made) below the destination without following a link. */
+  private async parent(key: string, create: boolean): Promise<{ dir: Dir; name: string }> {
+    const parts = safeKey(key).split('/');
+    const name = parts.pop()!;
+    let dir = await Dir.openReal(this.root);
     try {
-      await pipeline(
-        body instanceof Readable ? body : Readable.from(body),
-        createWriteStream(partial, { mode: 0o600 }),
-        { signal },
-      );
-      await rename(partial, file);
+      await ownedByUs(dir);
+      for (const part of parts) {
+        const next = await dir.dir(part, create ? { create: DIR_MODE } : {}).finally(() => dir.close());
+        dir = next;
+        await ownedByUs(dir);
+      }
+      return { dir, name };
     } catch (err) {
-      await rm(partial, { force: true });
+      await dir.close();
       throw err;
     }
-    return (await stat(file)).size;
   }
-  async get(key: string): Promise<Readable> {
-    const file = this.file(key);
-    await stat(file); // ENOENT now rather than on the first read
-    return createReadStream(file);
+
+  async put(key: string, body: AsyncIterable<Buffer> | Readable, signal?: AbortSignal): Promise<number> {
+    const { dir, name } = await this.parent(key, true);
+    const partial = `${name}.partial`;
+    try {
+      await dir.unlink(partial); // a half object of a killed attempt
+      const fh = await dir.file(partial, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+      let size: number;
+      try {
+        for await (const chunk of body instanceof Readable ? body : Readable.from(body)) {
+          signal?.throwIfAborted();
+          const data = chunk as Buffer;
+          for (let at = 0; at < data.length; ) at += (await fh.write(data, at, data.length - at)).bytesWritten;
+        }
+        signal?.throwIfAborted();
+        await fh.sync();
+        size = (await fh.stat()).size;
+      } finally {
+        await fh.close();
+      }
+      await dir.rename(partial, name);
+      return size;
+    } catch (err) {
+      await dir.unlink(partial).catch(() => undefined);
+      throw err;
+    } finally {
+      await dir.close();
+    }
   }
-  /** Removes the object and any half of it that a killed writer left (`<name>.partial`). */
+
+  async get(key: string, expected?: StoredObject): Promise<Readable> {
+    let fh: FileHandle;
+    try {
+      const { dir, name } = await this.parent(key, false);
+      try {
+        fh = await dir.file(name);
+      } finally {
+        await dir.close();
+      }
+    } catch (err) {
+      if (['ELOOP', 'ENOTDIR', 'ENOTREG'].includes((err as { code?: string }).code ?? ''))
+        throw new ObjectMismatch(`${key} is not a regular file reached without following a link`);
+      throw err;
+    }
+    try {
+      const st = await fh.stat();
+      if (st.uid !== process.getuid?.()) throw new ObjectMismatch(`${key} is not the console's own file`);
+      if (expected) {
+        if (st.size !== expected.size)
+          throw new ObjectMismatch(`${key} holds ${st.size} bytes, not the ${expected.size} that were stored`);
+        const hash = createHash('sha256');
+        for await (const chunk of fh.createReadStream({ start: 0, autoClose: false })) hash.update(chunk as Buffer);
+        if (hash.digest('hex') !== expected.sha256)
+          throw new ObjectMismatch(`${key} is not the snapshot that was stored (its SHA-256 differs)`);
+      }
+      return fh.createReadStream({ start: 0 });
+    } catch (err) {
+      await fh.close();
+      throw err;
+    }
+  }
+
+  /** Removes the object and any half of it that a killed writer left (`<name>.partial`); never through a link. */
   async delete(key: string): Promise<void> {
-    await rm(this.file(key), { force: true });
-    await rm(`${this.file(key)}.partial`, { force: true });
+    let opened: { dir: Dir; name: string };
+    try {
+      opened = await this.parent(key, false);
+    } catch (err) {
+      if (notThere(err)) return; // nothing of ours is reachable there without following a link
+      throw err;
+    }
+    try {
+      await opened.dir.unlink(opened.name);
+      await opened.dir.unlink(`${opened.name}.partial`);
+    } finally {
+      await opened.dir.close();
+    }
   }
   close() {}
+}
+
+/** A directory of the store must be the console's own (root's): one planted by anyone else is refused. */
+async function ownedByUs(dir: Dir): Promise<void> {
+  const st = await dir.stat();
+  if (st.uid !== process.getuid?.()) throw new ObjectMismatch(`${dir.where} is not the console's own directory`);
 }
 
 /**
@@ -153,10 +254,31 @@ class S3Store implements ObjectStore {
     }
     return bytes;
   }
-  async get(key: string): Promise<Readable> {
+  async get(key: string, expected?: StoredObject): Promise<Readable> {
     await this.guard();
     const out = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
-    return out.Body as Readable;
+    const body = out.Body as Readable;
+    if (!expected) return body;
+    if (out.ContentLength !== undefined && out.ContentLength !== expected.size) {
+      body.destroy();
+      throw new ObjectMismatch(`${key} holds ${out.ContentLength} bytes, not the ${expected.size} that were stored`);
+    }
+    // A remote object cannot be hashed before it is read: it is hashed as it streams, and a stream whose
+    // bytes are not the stored ones ends in an error instead of its last chunk.
+    return Readable.from(
+      (async function* () {
+        const hash = createHash('sha256');
+        let last: Buffer | null = null;
+        for await (const chunk of body) {
+          hash.update(chunk as Buffer);
+          if (last) yield last;
+          last = chunk as Buffer;
+        }
+        if (hash.digest('hex') !== expected.sha256)
+          throw new ObjectMismatch(`${key} is not the snapshot that was stored (its SHA-256 differs)`);
+        if (last) yield last;
+      })(),
+    );
   }
   async delete(key: string): Promise<void> {
     await this.guard();

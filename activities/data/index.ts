@@ -10,14 +10,14 @@ import { type TaskLog, withTaskLog } from '../tasks/log-writer';
 import { withHeartbeat } from '../deploys/step-env';
 import type { Supervisor } from '../provider/supervisor';
 import { BackupDestination } from '../../db/models/backup-destination';
-import { destinationSpec } from '../../api/backups/destinations';
+import { destinationRefusal, destinationSpec, recordDestinationError } from '../../api/backups/destinations';
 import { ensureBackupKey, snapshotKey } from '../../api/backups/keys';
 import { isKeptDeletedEnvironment } from '../../db/queries/deleted-environments';
 import { keyFingerprint } from './snapshot-format';
-import { openStore } from './destinations';
+import { openStore, storedObject } from './destinations';
 import { copyData, describePutBackState, restoreSnapshot, settlePutBack, takeSnapshot } from './backup-engine';
 import { environmentVolume } from '../../db/queries/storage';
-import { volumeEnv } from '../storage/volume-env';
+import { volumeEnv, volumeOwner } from '../storage/volume-env';
 import { createServiceDatabase, recreateServiceDatabase, serviceVariables } from './pg-server';
 import { serviceHost, serviceLogin } from './service-env';
 import { startScheduledBackups, pruneSnapshots } from './scheduled';
@@ -32,6 +32,7 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
   const source = async (envId: string) => ({
     login: await serviceLogin(deps, envId),
     volume: await environmentVolume(knex, config.storageRoots, envId),
+    owner: await volumeOwner(deps, envId),
   });
 
   /** Restarts the environment's web process with its current service variables (when it runs here). */
@@ -128,6 +129,14 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
               keyFingerprint(key),
             ],
           );
+          const refusal = await destinationRefusal(deps, destination);
+          if (refusal) {
+            await knex('backups')
+              .where({ id: input.backupId })
+              .update({ status: 'failed', error: refusal, finished_at: knex.fn.now() });
+            await recordDestinationError(knex, destination.id, refusal);
+            throw fail(refusal, 'BackupRefused');
+          }
           const src = await source(env.id);
           log.line(
             `==> Snapshot ${input.backupId} of ${env.name} to "${destination.name}" (${destination.kind}): ${src.login ? 'database and files' : 'files'}`,
@@ -144,6 +153,7 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
                 contents: JSON.stringify(taken.contents),
                 finished_at: knex.fn.now(),
               });
+            await recordDestinationError(knex, destination.id, null);
             log.line(`==> Stored ${taken.sizeBytes} bytes (encrypted), sha256 ${taken.sha256}`);
             return { backup_id: input.backupId, size_bytes: taken.sizeBytes, sha256: taken.sha256 };
           } catch (err) {
@@ -152,6 +162,7 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
               .where({ id: input.backupId })
               .update({ status: 'failed', error: message, finished_at: knex.fn.now() });
             await store.delete(objectKey).catch(() => undefined);
+            await recordDestinationError(knex, destination.id, message);
             throw fail(message, 'BackupFailed');
           } finally {
             store.close();
@@ -190,6 +201,7 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
               key,
               store,
               objectKey: row.object_key,
+              expected: storedObject(row),
               marker: input.taskId,
               onLine: (l) => log.line(l),
             });

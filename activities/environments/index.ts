@@ -5,11 +5,12 @@
  * environment gets it. Idempotent: the workflow retries it, and the worker runs it at start for rows left.
  */
 import { execFile } from 'node:child_process';
-import { rm } from 'node:fs/promises';
+import path from 'node:path';
 import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
 import { environmentDir, sandboxMode, tenantUid } from '../provider/sandbox';
 import { volumePath } from '../../db/queries/storage';
+import { removeTree } from '../provider/no-follow';
 
 export interface RetireInput {
   environmentId: string;
@@ -21,10 +22,16 @@ export function createEnvironmentActivities(deps: Deps, supervisor: Supervisor) 
     const { environmentId, port } = input;
     await supervisor.retire(environmentId, port);
     const killed = sandboxMode().mode === 'none' ? false : await killUid(tenantUid(port));
-    await rm(environmentDir(deps.config.dataDir, environmentId), { recursive: true, force: true });
-    // its volume, and any copy a move left, under every root of STORAGE_ROOTS (the rows saying where are gone)
+    // Its trees are the tenant's: removed from descriptors of their root-owned parents (`rm -rf` there follows
+    // no link), never by a path the tenant could have turned into a link meanwhile (no-follow.ts).
+    const envDir = environmentDir(deps.config.dataDir, environmentId);
+    await removeTree(path.dirname(envDir), path.basename(envDir));
+    // its volume, any copy a move left and a put-back's staging copies, under every root of STORAGE_ROOTS
+    // (the rows saying where are gone)
     for (const root of deps.config.storageRoots) {
-      await rm(volumePath(root, environmentId), { recursive: true, force: true });
+      const volumes = path.dirname(volumePath(root, environmentId));
+      for (const suffix of ['', '.restore', '.old', '.put-back'])
+        await removeTree(volumes, `${environmentId}${suffix}`);
     }
     await deps.knex('retiring_ports').where({ port, environment_id: environmentId }).delete();
     deps.logger.info({ environmentId, port }, 'deleted environment taken off this host');

@@ -9,7 +9,7 @@
  * `build` and `deploy` may be left out (they mean "no steps"). Unknown keys and wrong types are refused;
  * every fault is reported, each under its dotted key path, with the line it sits on.
  */
-import { lstat, readFile } from 'node:fs/promises';
+import { withDir } from './no-follow';
 import path from 'node:path';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import { z } from 'zod';
@@ -109,19 +109,23 @@ export function parseManifest(text: string): ManifestResult {
  * 503 "no web process". A file that exists but is invalid is a failure with fields.
  */
 export async function readManifest(dir: string): Promise<ManifestResult & { present: boolean }> {
-  const file = path.join(dir, MANIFEST_FILE);
-  let kind: ManifestFileKind;
-  try {
-    const st = await lstat(file);
-    kind = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : 'other';
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
-      return { ok: true, manifest: emptyManifest(), present: false };
-    throw err;
-  }
-  const refused = manifestFileFault(kind);
-  if (refused) return { ok: false, fields: refused, present: true };
-  return { ...parseManifest(await readFile(file, 'utf8')), present: true };
+  // the tree is the tenant's: read from its descriptor, the file with O_NOFOLLOW (no-follow.ts)
+  return withDir(path.dirname(dir), [path.basename(dir)], async (tree) => {
+    const st = await tree.lstat(MANIFEST_FILE);
+    if (!st) return { ok: true, manifest: emptyManifest(), present: false };
+    const kind: ManifestFileKind = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : 'other';
+    const refused = manifestFileFault(kind);
+    if (refused) return { ok: false, fields: refused, present: true };
+    let text: string;
+    try {
+      const fh = await tree.file(MANIFEST_FILE);
+      text = await fh.readFile('utf8').finally(() => fh.close());
+    } catch {
+      // changed between the look and the read: not the regular file of the commit
+      return { ok: false, fields: manifestFileFault('other')!, present: true };
+    }
+    return { ...parseManifest(text), present: true };
+  });
 }
 
 export type ManifestFileKind = 'file' | 'symlink' | 'other';

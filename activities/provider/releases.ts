@@ -10,13 +10,13 @@
  * `ok: false`; faults of the host (git unreachable, disk) are thrown, so the caller may retry them.
  */
 import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
-import { chmod, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { checkout, displayUrl, mirrorsDir, type GitAccess, type GitRepo } from './git';
 import { describeManifestFaults, readManifest, type Manifest } from './manifest';
 import { runStep, type OnLine, type RunStepResult } from './run-step';
 import { environmentDir, giveTree, safeSegment, type Jail } from './sandbox';
+import { removeTree, withDir } from './no-follow';
 
 export { environmentDir };
 
@@ -98,20 +98,19 @@ export function gitCacheDir(dataDir: string): string {
 
 /**
  * The completion marker of a built release, or null when the directory is absent or incomplete. The tree
- * belongs to the tenant: a symlink or a FIFO planted there is not followed (nor waited on) by the worker.
+ * belongs to the tenant: it is read from a descriptor (no-follow.ts), so a symlink or a FIFO planted there is
+ * not followed (nor waited on) by the worker.
  */
 export async function readReleaseMarker(releaseDir: string): Promise<ReleaseMarker | null> {
   try {
-    const fh = await open(
-      path.join(releaseDir, RELEASE_MARKER),
-      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
-    );
-    try {
-      if (!(await fh.stat()).isFile()) return null;
-      return JSON.parse(await fh.readFile('utf8')) as ReleaseMarker;
-    } finally {
-      await fh.close();
-    }
+    return await withDir(path.dirname(releaseDir), [path.basename(releaseDir)], async (dir) => {
+      const fh = await dir.file(RELEASE_MARKER);
+      try {
+        return JSON.parse(await fh.readFile('utf8')) as ReleaseMarker;
+      } finally {
+        await fh.close();
+      }
+    });
   } catch {
     return null;
   }
@@ -119,14 +118,10 @@ export async function readReleaseMarker(releaseDir: string): Promise<ReleaseMark
 
 /** Writes the marker into a tree the tenant owned while its steps ran: whatever it left under that name goes first. */
 async function writeReleaseMarker(dir: string, marker: ReleaseMarker): Promise<void> {
-  const file = path.join(dir, RELEASE_MARKER);
-  await rm(file, { recursive: true, force: true });
-  const fh = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
-  try {
-    await fh.writeFile(JSON.stringify(marker, null, 2));
-  } finally {
-    await fh.close();
-  }
+  await withDir(path.dirname(dir), [path.basename(dir)], async (tree) => {
+    await tree.remove(RELEASE_MARKER);
+    await tree.writeNew(RELEASE_MARKER, JSON.stringify(marker, null, 2), 0o644);
+  });
 }
 
 const inflight = new Map<string, Promise<unknown>>();
@@ -164,7 +159,7 @@ async function buildOnce(opts: BuildReleaseOptions, finalDir: string): Promise<B
   if (opts.jail.uid !== null) await chmod(parent, 0o711);
   await removeStale(parent, releaseId);
   // Without its marker a release directory is not ours to keep (we never rename an incomplete one in).
-  await rm(finalDir, { recursive: true, force: true });
+  await removeTree(parent, path.basename(finalDir));
   const tmpDir = path.join(parent, `.tmp-${releaseId}-${randomBytes(4).toString('hex')}`);
 
   try {
@@ -198,7 +193,7 @@ async function buildOnce(opts: BuildReleaseOptions, finalDir: string): Promise<B
     say(`Release ${releaseId} built`);
     return { ok: true, manifest, releaseDir: finalDir, reused: false };
   } finally {
-    await rm(tmpDir, { recursive: true, force: true });
+    await removeTree(parent, path.basename(tmpDir));
   }
 }
 
@@ -266,7 +261,7 @@ async function completed(finalDir: string, sha: string, releaseId: string): Prom
 async function removeStale(parent: string, releaseId: string): Promise<void> {
   const prefix = `.tmp-${releaseId}-`;
   for (const name of await readdir(parent)) {
-    if (name.startsWith(prefix)) await rm(path.join(parent, name), { recursive: true, force: true });
+    if (name.startsWith(prefix)) await removeTree(parent, name);
   }
 }
 

@@ -15,11 +15,10 @@
  * - `uid` mode (root without those tools) drops to the uid only; `none` (not root, not Linux) runs as the
  *   worker. Both are announced once, loudly.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
-import { chmod, chown, lstat, mkdir, readdir } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import {
   ensureHostNetwork,
   ensureNetwork,
@@ -29,10 +28,9 @@ import {
   setServicesPorts,
 } from './sandbox-network';
 import { volumeOf } from './volume';
+import { withDir } from './no-follow';
 
 export { closeServicesPort, jailAddresses, netnsName, removeNetwork, removeNetworksInRange } from './sandbox-network';
-
-const run = promisify(execFile);
 
 export type SandboxMode = 'namespaces' | 'uid' | 'none';
 
@@ -194,14 +192,21 @@ async function setUp(dataDir: string, envId: string, port: number): Promise<Jail
   const uid = mode === 'none' ? null : tenantUid(port);
   const envDir = environmentDir(dataDir, envId);
   const home = environmentHome(dataDir, envId);
-  await mkdir(home, { recursive: true });
-  if (uid !== null) {
-    await hardenDataDir(dataDir);
-    await chmod(envDir, 0o711);
-    await chown(home, uid, uid);
-    await chmod(home, 0o700);
-    await checkTraversable(home);
-  }
+  await mkdir(envDir, { recursive: true });
+  // HOME is the tenant's: made, owned and moded from descriptors (no-follow.ts), never by path
+  await withDir(envDir, [], async (dir) => {
+    const h = await dir.dir(path.basename(home), { create: 0o700 });
+    try {
+      if (uid === null) return;
+      await hardenDataDir(dataDir);
+      await dir.chmod(0o711);
+      await h.chown(uid, uid);
+      await h.chmod(0o700);
+    } finally {
+      await h.close();
+    }
+  });
+  if (uid !== null) await checkTraversable(home);
   const namespaces = mode === 'namespaces';
   const netns = namespaces ? netnsName(port) : null;
   const address = namespaces ? jailAddresses(port).env : '127.0.0.1';
@@ -209,8 +214,16 @@ async function setUp(dataDir: string, envId: string, port: number): Promise<Jail
 }
 
 /** At worker start: DATA_DIR's modes as the sandbox wants them, before any environment runs. */
-export async function prepareHost(dataDir: string): Promise<void> {
+export async function prepareHost(dataDir: string, warn: (message: string) => void = (m) => console.warn(m)) {
   if (sandboxMode().mode !== 'none') await hardenDataDir(path.resolve(dataDir));
+  // Root's `tar -c` of a volume relies on it: without it a tenant could hard-link a file it cannot read into
+  // its volume, and a backup would hold it (docs/isolation.md).
+  const hardlinks = await readFile('/proc/sys/fs/protected_hardlinks', 'utf8').catch(() => '');
+  if (hardlinks.trim() === '0') {
+    warn(
+      '!!! fs.protected_hardlinks is 0: a tenant can hard-link files it cannot read into its volume, and backups would hold them. Set it to 1 (sysctl -w fs.protected_hardlinks=1).',
+    );
+  }
 }
 
 /**
@@ -345,11 +358,17 @@ function readlinkSafe(p: string): string | null {
   return lstatSync(p).isSymbolicLink() ? readlinkSync(p) : null;
 }
 
-/** Hands the tree (a fresh checkout) to the environment's uid; symlinks are not followed. */
+/**
+ * Hands the tree (a fresh checkout in a directory of root's) to the environment's uid, from its descriptor:
+ * `chown -R -P` there follows no link, and the directory's own mode is set with fchmod (no-follow.ts).
+ */
 export async function giveTree(jail: Jail, dir: string): Promise<void> {
   if (jail.uid === null || jail.gid === null) return;
-  await run('chown', ['-R', '-P', `${jail.uid}:${jail.gid}`, '--', dir]);
-  await chmod(dir, 0o700);
+  const { uid, gid } = jail;
+  await withDir(path.dirname(dir), [path.basename(dir)], async (tree) => {
+    await tree.chownTree(uid, gid);
+    await tree.chmod(0o700);
+  });
 }
 
 export function safeSegment(value: string, what: string): string {

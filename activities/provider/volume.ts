@@ -3,13 +3,10 @@
  * where) owned by the environment's uid, given to its web processes and deploy steps as VC_VOLUME_PATH and,
  * under bwrap, bound read-write at that same real path (sandbox.ts `launch`).
  */
-import { execFile } from 'node:child_process';
-import { chmod, chown, lstat, mkdir, stat } from 'node:fs/promises';
+import { chmod, lstat, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import type { Jail } from './sandbox';
-
-const run = promisify(execFile);
+import { withDir } from './no-follow';
 
 /**
  * The volume a launch binds: VC_VOLUME_PATH of its environment, which must be this environment's volume
@@ -27,26 +24,29 @@ export function volumeOf(jail: Pick<Jail, 'envId'>, env: Record<string, string |
 
 /**
  * Makes the volume directory exist, owned by the environment's uid (0700), with `<root>` and
- * `<root>/volumes` traverse-only for others so that the uid reaches it. Contents put there by root (a
- * restore, a copy from another environment) are handed to the uid once.
+ * `<root>/volumes` traverse-only for others so that the uid reaches it. Only the directory itself is given
+ * to the uid, through its descriptor (no-follow.ts): what root puts inside (a restore, a copy from another
+ * environment, a move) is handed over before it is renamed in, never here by path in a tree the tenant writes.
  */
 export async function prepareVolume(jail: Pick<Jail, 'uid' | 'gid'>, dir: string): Promise<void> {
   const parent = path.dirname(dir);
   const root = path.dirname(parent);
-  await mkdir(dir, { recursive: true });
-  if (jail.uid === null || jail.gid === null) return;
-  for (const d of [root, parent]) {
-    const st = await stat(d);
-    if ((st.mode & 0o001) === 0) await chmod(d, (st.mode & 0o777) | 0o011);
-  }
-  await checkTraversable(root);
-  const st = await lstat(dir);
-  if (st.uid !== jail.uid || st.gid !== jail.gid) {
-    await run('chown', ['-R', '-P', `${jail.uid}:${jail.gid}`, '--', dir]);
-  } else {
-    await chown(dir, jail.uid, jail.gid);
-  }
-  await chmod(dir, 0o700);
+  await mkdir(parent, { recursive: true });
+  await withDir(parent, [], async (volumes) => {
+    const volume = await volumes.dir(path.basename(dir), { create: 0o700 });
+    try {
+      if (jail.uid === null || jail.gid === null) return;
+      for (const d of [root, parent]) {
+        const st = await stat(d);
+        if ((st.mode & 0o001) === 0) await chmod(d, (st.mode & 0o777) | 0o011);
+      }
+      await checkTraversable(root);
+      await volume.chown(jail.uid, jail.gid);
+      await volume.chmod(0o700);
+    } finally {
+      await volume.close();
+    }
+  });
 }
 
 /** Every directory above `dir` must let others through, or the environment's uid cannot reach its volume. */

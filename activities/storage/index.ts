@@ -3,11 +3,8 @@
  * STORAGE_ROOTS while the environment's web process is stopped (copied, verified, switched, started again),
  * the copies moves leave discarded, and the volume grown (its size and the allowance, priced).
  */
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
@@ -19,9 +16,9 @@ import { loadPriceList, storagePrice } from '../../api/lib/pricing';
 import { serviceEnv, serviceLogin } from '../data/service-env';
 import { volumeEnv } from './volume-env';
 import { treeDigest } from './tree-digest';
+import { copyTree, Dir, removeTree, withDir } from '../provider/no-follow';
 import { discardKeptDatabase, moveServiceDatabase } from './database-move';
 
-const run = promisify(execFile);
 const HEALTH_TIMEOUT_MS = 60_000;
 const fail = (message: string) => ApplicationFailure.nonRetryable(message, 'StorageTaskFailed');
 
@@ -44,22 +41,39 @@ export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
     if (r.restarted) log.line('==> Web process started');
   }
 
+  /**
+   * Copies the volume to the new root through descriptors (no-follow.ts): into `<envId>` made fresh there,
+   * root's (0700) while it is written so that no tenant reaches it, with `tar -c | tar -x` (paths, modes,
+   * numeric owners, links as they are, none followed); verified by digest before anything switches.
+   */
   async function moveFiles(envId: string, from: string, to: string, log: TaskLog) {
-    const src = volumePath(from, envId);
-    const dst = volumePath(to, envId);
-    await rm(dst, { recursive: true, force: true }); // a half copy of an earlier attempt
-    await mkdir(path.dirname(dst), { recursive: true });
-    if (existsSync(src)) {
-      log.line(`==> Copying ${src} to ${dst}`);
-      await run('cp', ['-a', '--', src, dst]);
-    } else await mkdir(dst, { recursive: true });
-    const [a, b] = [await treeDigest(existsSync(src) ? src : dst), await treeDigest(dst)];
-    if (a.digest !== b.digest) {
-      await rm(dst, { recursive: true, force: true });
-      throw fail('the copy differs from the volume; the volume stays where it was');
-    }
-    log.line(`==> Verified: ${b.files} files, ${b.bytes} bytes, same paths, modes and SHA-256`);
-    return { files: b.files, bytes: b.bytes };
+    const fromVolumes = path.join(from, 'volumes');
+    const toVolumes = path.join(to, 'volumes');
+    await mkdir(toVolumes, { recursive: true });
+    return withDir(toVolumes, [], async (dstParent) => {
+      await dstParent.remove(envId); // a half copy of an earlier attempt
+      const dst = await dstParent.dir(envId, { create: 0o700 });
+      const src = await Dir.open(fromVolumes, envId).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return null;
+        throw err;
+      });
+      try {
+        if (src) {
+          log.line(`==> Copying ${volumePath(from, envId)} to ${volumePath(to, envId)}`);
+          await copyTree(src, dst);
+        }
+        const [a, b] = [await treeDigest(src ?? dst), await treeDigest(dst)];
+        if (a.digest !== b.digest) {
+          await dstParent.remove(envId);
+          throw fail('the copy differs from the volume; the volume stays where it was');
+        }
+        log.line(`==> Verified: ${b.files} files, ${b.bytes} bytes, same paths, modes and SHA-256`);
+        return { files: b.files, bytes: b.bytes };
+      } finally {
+        await src?.close();
+        await dst.close();
+      }
+    });
   }
 
   return {
@@ -133,7 +147,7 @@ export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
         if (s.files.old_location) {
           const dir = volumePath(s.files.old_location, envId);
           log.line(`==> Deleting the old copy of the volume at ${dir}`);
-          await rm(dir, { recursive: true, force: true });
+          await removeTree(path.dirname(dir), envId);
           await knex('storage_disks')
             .where({ id: s.files.id })
             .update({ old_location: null, updated_at: knex.fn.now() });

@@ -1,7 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { lstat, readdir, readlink } from 'node:fs/promises';
-import path from 'node:path';
+import type { Dir } from '../provider/no-follow';
 
 export interface TreeDigest {
   digest: string;
@@ -11,39 +9,49 @@ export interface TreeDigest {
 
 /**
  * A digest of a directory tree that two copies share only when every path, type, mode, owner, size, symlink
- * target and file content (SHA-256) is the same; what a move verifies before it switches.
+ * target and file content (SHA-256) is the same; what a move verifies before it switches. The tree is the
+ * tenant's: it is walked from descriptors (no-follow.ts), so no link in it is followed and no FIFO waited on.
  */
-export async function treeDigest(root: string): Promise<TreeDigest> {
+export async function treeDigest(root: Dir): Promise<TreeDigest> {
   const all = createHash('sha256');
   let files = 0;
   let bytes = 0;
-  const walk = async (rel: string): Promise<void> => {
-    const entries = (await readdir(path.join(root, rel), { withFileTypes: true })).sort((a, b) =>
-      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
-    );
-    for (const e of entries) {
-      const relPath = path.join(rel, e.name);
-      const full = path.join(root, relPath);
-      const st = await lstat(full);
+  const walk = async (dir: Dir, rel: string): Promise<void> => {
+    for (const name of await dir.list()) {
+      const relPath = rel ? `${rel}/${name}` : name;
+      const st = await dir.lstat(name);
+      if (!st) continue;
       let detail = '';
-      if (st.isSymbolicLink()) detail = `-> ${await readlink(full)}`;
+      if (st.isSymbolicLink()) detail = `-> ${await dir.readlink(name)}`;
       else if (st.isFile()) {
-        detail = await fileHash(full);
+        detail = await fileHash(dir, name);
         files += 1;
         bytes += st.size;
       }
       all.update(
         `${JSON.stringify(relPath)} ${st.mode.toString(8)} ${st.uid}:${st.gid} ${st.isDirectory() ? '' : st.size} ${detail}\n`,
       );
-      if (st.isDirectory()) await walk(relPath);
+      if (st.isDirectory()) {
+        const sub = await dir.dir(name);
+        try {
+          await walk(sub, relPath);
+        } finally {
+          await sub.close();
+        }
+      }
     }
   };
-  await walk('');
+  await walk(root, '');
   return { digest: all.digest('hex'), files, bytes };
 }
 
-async function fileHash(file: string): Promise<string> {
+async function fileHash(dir: Dir, name: string): Promise<string> {
   const h = createHash('sha256');
-  for await (const chunk of createReadStream(file)) h.update(chunk as Buffer);
+  const fh = await dir.file(name);
+  try {
+    for await (const chunk of fh.createReadStream({ autoClose: false })) h.update(chunk as Buffer);
+  } finally {
+    await fh.close();
+  }
   return h.digest('hex');
 }

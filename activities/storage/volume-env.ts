@@ -1,6 +1,6 @@
 import type { Deps } from '../../system/deps';
 import { environmentVolume } from '../../db/queries/storage';
-import { openJail } from '../provider/sandbox';
+import { openJail, sandboxMode, tenantUid } from '../provider/sandbox';
 import { prepareVolume } from '../provider/volume';
 
 /**
@@ -16,4 +16,14 @@ export async function volumeEnv(
   const dir = await environmentVolume(deps.knex, deps.config.storageRoots, envId);
   await prepareVolume(await openJail(deps.config.dataDir, envId, env.port), dir);
   return { VC_VOLUME_PATH: dir };
+}
+
+/** Whose the files of the environment's volume are: its uid, or null when tenants run as the worker. */
+export async function volumeOwner(
+  deps: Pick<Deps, 'knex'>,
+  envId: string,
+): Promise<{ uid: number; gid: number } | null> {
+  const env = await deps.knex('environments').where({ id: envId }).first('port');
+  if (!env || sandboxMode().mode === 'none') return null;
+  return { uid: tenantUid(env.port), gid: tenantUid(env.port) };
 }

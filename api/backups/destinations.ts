@@ -3,8 +3,6 @@
  * there (422 naming the field at fault otherwise). Secret fields are sealed at rest and never shown.
  */
 import { randomUUID } from 'node:crypto';
-import { realpath, stat } from 'node:fs/promises';
-import path from 'node:path';
 import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
 import { open, seal } from '../../system/crypto';
@@ -13,6 +11,11 @@ import type { Actor } from '../lib/actor';
 import { AppError, errors } from '../lib/errors';
 import { iso } from '../lib/time';
 import { DESTINATION_KINDS, probeStoreFault, type DestinationSpec } from '../../activities/data/destinations';
+import {
+  checkLocalDestination,
+  LOCAL_NOT_ENABLED,
+  localDestinationsEnabled,
+} from '../../activities/data/local-destination';
 import type { CreateDestination, UpdateDestination } from './schemas';
 import { recordBackupsEvent } from './events';
 
@@ -31,8 +34,25 @@ export function destinationSpec(deps: Pick<Deps, 'secrets'>, row: BackupDestinat
   return { kind: 's3', settings: row.settings as never, secrets };
 }
 
-export function destinationKinds() {
-  return { kinds: DESTINATION_KINDS.map((k) => ({ kind: k.kind, fields: k.fields.map((f) => ({ ...f })) })) };
+/** The kinds that may be added: `local` only when the operator set BACKUP_LOCAL_ROOTS. */
+export function destinationKinds(deps: Pick<Deps, 'config'>) {
+  return {
+    kinds: DESTINATION_KINDS.filter((k) => k.kind !== 'local' || localDestinationsEnabled(deps.config)).map((k) => ({
+      kind: k.kind,
+      fields: k.fields.map((f) => ({ ...f })),
+    })),
+  };
+}
+
+/**
+ * Why the destination takes no backup now (a local one outside BACKUP_LOCAL_ROOTS, or no longer a directory
+ * only root can change), or null. Its snapshots can still be downloaded and restored: every read checks the
+ * object against its row.
+ */
+export async function destinationRefusal(deps: Pick<Deps, 'config' | 'knex'>, row: BackupDestination) {
+  if (row.kind !== 'local') return null;
+  const { refusal } = await checkLocalDestination(deps, row.settings.path);
+  return refusal && `backups to this local destination are refused: its path ${refusal}`;
 }
 
 export async function presentDestination(deps: Deps, row: BackupDestination) {
@@ -52,26 +72,18 @@ export async function presentDestination(deps: Deps, row: BackupDestination) {
     secret_fields: row.secrets_sealed ? [...SECRET_FIELDS] : [],
     snapshots: usage.snapshots,
     used_bytes: Number(usage.used),
+    last_error: (await destinationRefusal(deps, row)) ?? row.last_error ?? null,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
 }
 
-/** 422 on `path` unless it is an existing directory outside DATA_DIR. */
+/** The real path of a local destination, or 422 on `path` (CONTRACT "Backups"; activities/data/local-destination.ts). */
 async function checkLocalPath(deps: Deps, p: string): Promise<string> {
-  if (!path.isAbsolute(p)) throw errors.invalid({ path: 'must be an absolute path' });
-  let real: string;
-  try {
-    real = await realpath(p);
-    if (!(await stat(real)).isDirectory()) throw new Error('not a directory');
-  } catch {
-    throw errors.invalid({ path: 'must be an existing directory' });
-  }
-  const dataDir = await realpath(deps.config.dataDir).catch(() => path.resolve(deps.config.dataDir));
-  if (real === dataDir || real.startsWith(dataDir + path.sep) || dataDir.startsWith(real + path.sep)) {
-    throw errors.invalid({ path: "must be outside the console's data directory" });
-  }
-  return real;
+  const checked = await checkLocalDestination(deps, p);
+  if (checked.refusal === LOCAL_NOT_ENABLED) throw errors.invalid({ kind: LOCAL_NOT_ENABLED });
+  if (checked.refusal !== null) throw errors.invalid({ path: checked.refusal });
+  return checked.real;
 }
 
 /** Probes the store; a failure is a 422 on the fields it points at (activities/data/destinations.ts). */
@@ -177,7 +189,8 @@ export async function updateDestination(
   let settings = { ...row.settings };
   let secretsSealed = row.secrets_sealed;
   if (current.kind === 'local') {
-    if (input.path !== undefined) settings = { path: await checkLocalPath(deps, input.path) };
+    // the path it keeps is checked again too: a destination no longer allowed is not probed (written) there
+    settings = { path: await checkLocalPath(deps, input.path ?? row.settings.path) };
     spec = { kind: 'local', settings: { path: settings.path } };
   } else {
     for (const k of ['endpoint', 'region', 'bucket', 'prefix'] as const)
@@ -217,4 +230,11 @@ export async function updateDestination(
     if (err instanceof UniqueViolationError) throw nameTaken();
     throw err;
   }
+}
+
+/** Keeps why a backup to the destination was refused or failed (null: the last one worked). */
+export async function recordDestinationError(knex: Deps['knex'], id: string, error: string | null) {
+  await knex('backup_destinations')
+    .where({ id })
+    .update({ last_error: error, last_error_at: error ? knex.fn.now() : null });
 }

@@ -28,7 +28,7 @@ const destinationRoutes = [
       404: error('No such team'),
     },
     handler(ctx) {
-      ctx.body = destinations.destinationKinds();
+      ctx.body = destinations.destinationKinds(ctx.deps);
     },
   }),
   defineRoute({
@@ -249,6 +249,7 @@ const snapshotRoutes = [
       },
       403: error('Signature wrong or expired'),
       404: error('No such snapshot'),
+      409: error('snapshot_not_available: the stored object is not the snapshot taken (size, SHA-256, file type)'),
     },
     async handler(ctx) {
       const file = await backups.openDownload(ctx.deps, ctx.input.params.id, ctx.input.query);

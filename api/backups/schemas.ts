@@ -47,6 +47,12 @@ export const destinationSchema = z.object({
   secret_fields: z.array(z.string()).describe('Names of the secret fields that are set'),
   snapshots: z.number().int().describe('Available snapshots kept there'),
   used_bytes: z.number().int(),
+  last_error: z
+    .string()
+    .nullable()
+    .describe(
+      'Why backups there are refused now (a local destination outside BACKUP_LOCAL_ROOTS), else why the last one failed',
+    ),
   created_at: z.string(),
   updated_at: z.string(),
 });

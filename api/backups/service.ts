@@ -13,7 +13,8 @@ import type { Actor } from '../lib/actor';
 import { errors } from '../lib/errors';
 import { iso, isoOrNull } from '../lib/time';
 import { findProject } from '../projects/service';
-import { openStore } from '../../activities/data/destinations';
+import type { Readable } from 'node:stream';
+import { ObjectMismatch, openStore, storedObject } from '../../activities/data/destinations';
 import { destinationSpec } from './destinations';
 import { ensureBackupKey, keyFingerprint } from './keys';
 import { recordBackupsEvent } from './events';
@@ -138,7 +139,19 @@ export async function openDownload(deps: Deps, snapshotId: string, q: { expires:
     : undefined;
   if (row?.status !== 'available' || !destination) throw errors.notFound('snapshot');
   const store = openStore(destinationSpec(deps, destination), deps.config);
-  const body = await store.get(row.object_key);
+  let body: Readable;
+  try {
+    // not a byte before the object is found to be the one stored (size and SHA-256 of the row)
+    body = await store.get(row.object_key, storedObject(row));
+  } catch (err) {
+    store.close();
+    if (err instanceof ObjectMismatch)
+      throw errors.conflict('snapshot_not_available', `The stored snapshot cannot be served: ${err.message}`);
+    const code = (err as { code?: string; name?: string }).code ?? (err as { name?: string }).name;
+    if (code === 'ENOENT' || code === 'NoSuchKey')
+      throw errors.conflict('snapshot_not_available', 'The snapshot is no longer at its destination');
+    throw err;
+  }
   body.once('close', () => store.close());
   return {
     body,

@@ -14,6 +14,7 @@ import type { Environment } from '../../db/models/environment';
 import type { Actor } from '../lib/actor';
 import { verifyPassword } from '../lib/passwords';
 import { availableSnapshot } from './service';
+import { destinationRefusal, recordDestinationError } from './destinations';
 
 const who = (actor: Actor) => ({ id: actor.user.id, name: actor.user.name });
 
@@ -48,6 +49,11 @@ export async function requestBackup(deps: Deps, actor: Actor, env: EnvRow, input
   const destination = await BackupDestination.query(deps.knex).findById(destinationId);
   if (!destination || destination.team_id !== env.team_id)
     throw errors.invalid({ destination_id: "is not a backup destination of the environment's team" });
+  const refusal = await destinationRefusal(deps, destination);
+  if (refusal) {
+    await recordDestinationError(deps.knex, destination.id, refusal);
+    throw errors.invalid({ destination_id: refusal });
+  }
   return presentTask(await startBackupTask(deps, actor, env, destinationId, 'manual'), who(actor));
 }
 

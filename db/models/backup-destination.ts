@@ -8,6 +8,9 @@ export class BackupDestination extends BaseModel {
   kind!: 'local' | 's3';
   settings!: Record<string, string>;
   secrets_sealed!: string | null;
+  /** Why its last backup was refused or failed (null: the last one worked, or none was taken). */
+  last_error!: string | null;
+  last_error_at!: Date | null;
   created_at!: Date;
   updated_at!: Date;
 }

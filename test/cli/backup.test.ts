@@ -25,6 +25,8 @@ let label: string;
 beforeAll(async () => {
   w = await createDeployWorld(t);
   const owner = await sessionAgent(t, w.owner);
+  // local destinations as the operator allows them (BACKUP_LOCAL_ROOTS): under the test run's directory
+  t.deps.config.backupLocalRoots = [join(t.dataDir, '..')];
   const dir = join(t.dataDir, '..', `dest-${w.environment.id}`);
   mkdirSync(dir);
   destinationId = (

@@ -88,6 +88,7 @@ export function spawnSystemProcess(
       DATA_DIR: t.dataDir,
       ENVIRONMENT_PORTS: `${from}-${to}`,
       LOCAL_REPOSITORY_ROOTS: t.config.localRepositoryRoots.join(','),
+      BACKUP_LOCAL_ROOTS: t.config.backupLocalRoots.join(','),
       OUTBOUND_ALLOWED_HOSTS: t.config.outboundAllowedHosts.join(','),
       SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
       SERVICES_DATABASE_URL: t.config.servicesDatabaseUrl ?? '',

@@ -66,6 +66,8 @@ beforeAll(async () => {
   const project = await createProject(t, team);
   envId = (await createEnvironment(t, project, { name: 'staging' })).id;
   owner = await sessionAgent(t, user);
+  // local destinations as the operator allows them (BACKUP_LOCAL_ROOTS): under the test run's directory
+  t.deps.config.backupLocalRoots = [join(t.dataDir, '..')];
   destDir = join(t.dataDir, '..', `dest-crash-${envId}`);
   mkdirSync(destDir);
   const dest = await owner.post(`/teams/${team.id}/backup-destinations`, {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,6 +58,7 @@ beforeAll(async () => {
     "CREATE TABLE notes (id int primary key, body text); INSERT INTO notes VALUES (1, 'original'), (2, 'kept')",
   );
   mkdirSync(join(root, 'vol-a', 'uploads'), { recursive: true });
+  mkdirSync(join(root, 'dest')); // a destination is an existing directory (the store makes only what is below it)
   writeFileSync(join(root, 'vol-a', 'uploads', 'cat.txt'), 'meow');
 });
 afterAll(async () => {
@@ -86,7 +87,8 @@ describe('snapshots', () => {
 
     await sql(a, "UPDATE notes SET body = 'changed' WHERE id = 1; DELETE FROM notes WHERE id = 2");
     writeFileSync(join(root, 'vol-a', 'uploads', 'cat.txt'), 'woof');
-    const parts = await restoreSnapshot({ config, target: source, key, store, objectKey: 'env/one.vcb' });
+    const expected = { size: taken.sizeBytes, sha256: taken.sha256 };
+    const parts = await restoreSnapshot({ config, target: source, key, store, objectKey: 'env/one.vcb', expected });
     expect(parts).toEqual(['database', 'files']);
     expect(await sql(a, 'SELECT id, body FROM notes ORDER BY id')).toEqual([
       { id: 1, body: 'original' },
@@ -117,11 +119,25 @@ describe('snapshots', () => {
     writeFileSync(join(root, 'dest', 'env', 'bad.vcb'), bytes);
     await sql(a, "UPDATE notes SET body = 'live' WHERE id = 1");
     const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } }, outbound);
-    await expect(restoreSnapshot({ config, target: source, key, store, objectKey: 'env/bad.vcb' })).rejects.toThrow(
-      /authenticate/,
-    );
+    const stored = (b: Buffer) => ({ size: b.length, sha256: createHash('sha256').update(b).digest('hex') });
+    const good = readFileSync(file);
+    // the object is not the one its row recorded: refused before a byte is read
     await expect(
-      restoreSnapshot({ config, target: source, key: randomBytes(32), store, objectKey: 'env/one.vcb' }),
+      restoreSnapshot({ config, target: source, key, store, objectKey: 'env/bad.vcb', expected: stored(good) }),
+    ).rejects.toThrow(/SHA-256 differs/);
+    // recorded as it is, the damage is still found by the encryption's authentication
+    await expect(
+      restoreSnapshot({ config, target: source, key, store, objectKey: 'env/bad.vcb', expected: stored(bytes) }),
+    ).rejects.toThrow(/authenticate/);
+    await expect(
+      restoreSnapshot({
+        config,
+        target: source,
+        key: randomBytes(32),
+        store,
+        objectKey: 'env/one.vcb',
+        expected: stored(good),
+      }),
     ).rejects.toThrow(/another key/);
     expect(await sql(a, 'SELECT body FROM notes WHERE id = 1')).toEqual([{ body: 'live' }]);
     expect(existsSync(join(root, 'vol-a.restore'))).toBe(false);

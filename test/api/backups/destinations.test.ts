@@ -14,8 +14,8 @@ import { openStore } from '../../../activities/data/destinations';
 import { takeSnapshot } from '../../../activities/data/backup-engine';
 import { keyFingerprint } from '../../../activities/data/snapshot-format';
 
-const t: TestContext = useTestContext({ env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 const root = mkdtempSync(join(tmpdir(), 'vc-dest-'));
+const t: TestContext = useTestContext({ env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1', BACKUP_LOCAL_ROOTS: root } });
 let s3: Awaited<ReturnType<typeof startS3>>;
 let owner: Agent;
 let viewer: Agent;
@@ -79,6 +79,27 @@ describe('GET /teams/{id}/backup-destinations/new', () => {
       'secret_access_key',
     ]);
     expect(res.body.kinds.map((k: { kind: string }) => k.kind)).toEqual(['local', 's3']);
+  });
+
+  it('does not offer local while BACKUP_LOCAL_ROOTS is unset, and refuses one with 422 on kind', async () => {
+    const saved = t.deps.config.backupLocalRoots;
+    t.deps.config.backupLocalRoots = [];
+    try {
+      const res = await owner.get(`/teams/${teamId}/backup-destinations/new`);
+      expect(res.body.kinds.map((k: { kind: string }) => k.kind)).toEqual(['s3']);
+      mkdirSync(join(root, 'unset'));
+      const refused = await owner.post(`/teams/${teamId}/backup-destinations`, {
+        kind: 'local',
+        name: 'unset',
+        path: join(root, 'unset'),
+      });
+      expect(refused.status).toBe(422);
+      expect(Object.keys(refused.body.error.fields)).toEqual(['kind']);
+      expect(refused.body.error.fields.kind).toMatch(/BACKUP_LOCAL_ROOTS/);
+      expect(await t.deps.knex('backup_destinations').where({ name: 'unset' })).toEqual([]);
+    } finally {
+      t.deps.config.backupLocalRoots = saved;
+    }
   });
 });
 

@@ -120,12 +120,14 @@ describe('backup.failed', () => {
     const { team, project, environment, agent } = await world();
     const { r, hook } = await webhook(agent, team.id, ['backup.failed', 'task.failed']);
     const quiet = await webhook(agent, team.id, ['task.succeeded']);
-    // A local destination whose directory cannot be made (a file stands where its parent should be).
-    const file = join(mkdtempSync(join(inject('runDir'), 'dest-')), 'not-a-dir');
-    writeFileSync(file, 'x');
+    // A local destination (allowed: under BACKUP_LOCAL_ROOTS, root's) where the environment's directory
+    // cannot be made: a file stands where it should be.
+    const dir = mkdtempSync(join(inject('runDir'), 'dest-'));
+    writeFileSync(join(dir, environment.id), 'x');
+    t.deps.config.backupLocalRoots = [inject('runDir')];
     const [destination] = await t.deps
       .knex('backup_destinations')
-      .insert({ team_id: team.id, name: 'broken', kind: 'local', settings: { path: join(file, 'backups') } })
+      .insert({ team_id: team.id, name: 'broken', kind: 'local', settings: { path: dir } })
       .returning('id');
     const started = await agent.post(`/environments/${environment.id}/backups`, { destination_id: destination.id });
     expect(started.status, started.text).toBe(202);
