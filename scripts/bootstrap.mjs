@@ -6,6 +6,7 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureTemporalCli } from './temporal-cli.mjs';
+import { ensurePebble } from './pebble.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const command = process.argv[2];
@@ -112,7 +113,9 @@ switch (command) {
     ensureNodeModules();
     ensureSandboxTools();
     const cli = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
-    run('vitest', ['run', ...rest], { TEMPORAL_CLI: cli });
+    // Pebble, the test ACME CA of the automatic HTTPS tests (test/helpers/pebble.ts builds it too when missing).
+    const pebble = ensurePebble((m) => say(m.replace(/^\[setup\] /, '')));
+    run('vitest', ['run', ...rest], { TEMPORAL_CLI: cli, PEBBLE: pebble });
     break;
   }
   case 'bench': {

@@ -6,6 +6,7 @@ import { ensureReminderSchedule } from '../activities/reminders/schedule';
 import { ensurePruneSchedule } from '../activities/maintenance/schedule';
 import { announceReady } from './worker-readiness';
 import { ensureResourcePruneSchedule } from '../activities/machines/prune';
+import { ensureCertificateRenewalSchedule } from '../activities/certificates/schedule';
 
 // The worker process: `tsx system/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
@@ -64,7 +65,15 @@ async function ensureResourcePrune() {
     (err) => deps.logger.error({ err }, 'resource sample prune schedule could not be ensured'),
   );
 }
-if (config.reminderSchedule) await Promise.all([ensureReminders(), ensurePrune(), ensureResourcePrune()]);
+// The hourly certificate renewals (CONTRACT "Certificates"): same rules.
+async function ensureCertificateRenewals() {
+  await ensureCertificateRenewalSchedule(deps.temporal, config.taskQueue).then(
+    (r) => deps.logger.info(r, 'certificate renewal schedule ensured'),
+    (err) => deps.logger.error({ err }, 'certificate renewal schedule could not be ensured'),
+  );
+}
+if (config.reminderSchedule)
+  await Promise.all([ensureReminders(), ensurePrune(), ensureResourcePrune(), ensureCertificateRenewals()]);
 // Ready: environments restored (startWorker) and schedules ensured. `npm start` waits for this row.
 const readiness = await announceReady(deps.knex, config.taskQueue);
 deps.logger.info('worker ready');

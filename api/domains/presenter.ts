@@ -1,8 +1,32 @@
 import type { Domain } from '../../db/models/domain';
 import { VERIFY_PREFIX } from '../../db/queries/domains';
+import type { CertificateSummary } from '../../db/queries/certificates';
 import { iso, isoOrNull } from '../lib/time';
 
-export function presentDomain(d: Domain) {
+export const HTTPS_NOT_CONFIGURED = 'HTTPS is not configured on this console (ACME_DIRECTORY_URL is not set)';
+
+/**
+ * The domain's certificate (CONTRACT "Certificates"): `none` until one is asked for; without
+ * ACME_DIRECTORY_URL none ever is, and last_error says so. Never the key.
+ */
+export function presentCertificate(cert: CertificateSummary | undefined, httpsConfigured: boolean) {
+  if (!cert) {
+    return {
+      status: 'none' as const,
+      issuer: null,
+      expires_at: null,
+      last_error: httpsConfigured ? null : HTTPS_NOT_CONFIGURED,
+    };
+  }
+  return {
+    status: cert.status,
+    issuer: cert.issuer,
+    expires_at: isoOrNull(cert.expires_at),
+    last_error: cert.last_error,
+  };
+}
+
+export function presentDomain(d: Domain, cert: CertificateSummary | undefined, httpsConfigured: boolean) {
   return {
     id: d.id,
     environment_id: d.environment_id,
@@ -11,6 +35,7 @@ export function presentDomain(d: Domain) {
     verification: { type: 'TXT' as const, name: `${VERIFY_PREFIX}${d.hostname}`, value: d.verification_value },
     verified_at: isoOrNull(d.verified_at),
     last_checked_at: isoOrNull(d.last_checked_at),
+    certificate: presentCertificate(cert, httpsConfigured),
     created_at: iso(d.created_at),
   };
 }

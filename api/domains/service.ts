@@ -16,6 +16,8 @@ import { randomToken } from '../lib/token-format';
 import { findEnvironment } from '../environments/service';
 import { workflowIds } from '../../workflows/shared';
 import { presentDomain } from './presenter';
+import { certificateSummaries } from '../../db/queries/certificates';
+import { requestFirstCertificate } from '../lib/certificate-tasks';
 import { recordActivity } from '../../db/queries/activity';
 
 export const VERIFY_CALLS_PER_HOUR = 12;
@@ -43,7 +45,21 @@ async function allowance(deps: Deps, projectId: string, knex = deps.knex) {
 export async function listDomains(deps: Deps, actor: Actor, environmentId: string) {
   const env = await findEnvironment(deps, actor, environmentId, 'environment:read');
   const rows = await Domain.query(deps.knex).where({ environment_id: env.id }).orderBy('hostname');
-  return { data: rows.map(presentDomain), allowance: await allowance(deps, env.project_id) };
+  const certs = await certificateSummaries(
+    deps.knex,
+    rows.map((r) => r.id),
+  );
+  const https = Boolean(deps.config.acme.directoryUrl);
+  return {
+    data: rows.map((r) => presentDomain(r, certs.get(r.id), https)),
+    allowance: await allowance(deps, env.project_id),
+  };
+}
+
+/** One domain as answers show it, with its certificate. */
+async function present(deps: Deps, domain: Domain) {
+  const certs = await certificateSummaries(deps.knex, [domain.id]);
+  return presentDomain(domain, certs.get(domain.id), Boolean(deps.config.acme.directoryUrl));
 }
 
 export async function addDomain(deps: Deps, actor: Actor, environmentId: string, input: { hostname: string }) {
@@ -84,7 +100,7 @@ export async function addDomain(deps: Deps, actor: Actor, environmentId: string,
       throw err instanceof UniqueViolationError ? taken() : err;
     });
   await startRecheck(deps, domain);
-  return presentDomain(domain);
+  return present(deps, domain);
 }
 
 /** The background re-check; if Temporal cannot be reached now, POST /domains/{id}/verify still works. */
@@ -132,10 +148,11 @@ export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
     await emitDomainVerified(deps, id).catch((err) =>
       deps.logger.warn({ err: String(err), domainId: id }, 'domain.verified not announced'),
     );
+    await requestFirstCertificate(deps, id);
   }
   const domain = await Domain.query(deps.knex).findById(id);
   if (!domain) throw errors.notFound('domain');
-  return presentDomain(domain);
+  return present(deps, domain);
 }
 
 /** Moves a domain to another environment of the same project. */
@@ -161,7 +178,7 @@ export async function moveDomain(deps: Deps, actor: Actor, id: string, input: { 
     } as Partial<Domain>);
   });
   if (!moved) throw errors.notFound('domain');
-  return presentDomain(moved);
+  return present(deps, moved);
 }
 
 export async function deleteDomain(deps: Deps, actor: Actor, id: string): Promise<void> {
