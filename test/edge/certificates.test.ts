@@ -26,7 +26,11 @@ import { searchAttributeKeys } from '../../api/lib/tasks';
 
 // The CA's certificates last 15 minutes: every one is within CERTIFICATE_RENEW_DAYS of its end.
 const VALIDITY_SECONDS = 900;
-const env: Record<string, string> = { CERTIFICATE_RETRY_SECONDS: '1', CERTIFICATE_RENEW_DAYS: '30' };
+const env: Record<string, string> = {
+  CERTIFICATE_RETRY_SECONDS: '1',
+  CERTIFICATE_RENEW_DAYS: '30',
+  DOMAIN_RECHECK_SECONDS: '1',
+};
 let dns: TxtServer;
 let pebble: Pebble;
 beforeAll(async () => {
@@ -229,6 +233,24 @@ describe('certificate_issue: a verified domain gets a certificate from the ACME 
     expect(await t.deps.knex('acme_challenges').where({ hostname })).toEqual([]);
     expect((await viaEdge(hostname)).status).toBe(401);
     expect((await viaEdge(hostname, '/.well-known/acme-challenge/unknown-token')).status).toBe(401);
+  });
+});
+
+describe('a domain verified by the background re-check', { timeout: 180_000 }, () => {
+  it('gets its certificate too (a task the system started)', async () => {
+    const w = await world();
+    const hostname = host('later');
+    const added = await w.agent.post(`/environments/${w.environment.id}/domains`, { hostname });
+    expect(added.status, added.text).toBe(201);
+    dns.setAddresses(hostname, ['127.0.0.1']);
+    dns.set(`_vc-verify.${hostname}`, [added.body.verification.value]);
+    const issued = await until('the certificate', async () => {
+      const d = await domainOf(w, added.body.id);
+      return d?.status === 'verified' && d.certificate.status === 'issued' && d;
+    });
+    expect(issued.certificate.issuer).toMatch(/^Pebble Intermediate CA/);
+    const [task] = await tasksOf(added.body.id, 'certificate_issue');
+    expect(task).toMatchObject({ account_via: 'system', status: 'succeeded' });
   });
 });
 
