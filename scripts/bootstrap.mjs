@@ -44,6 +44,9 @@ function ensureSandboxTools() {
     ['nft', 'nftables'],
     ['ip', 'iproute2'],
     ['nsenter', 'util-linux'],
+    // The edge's data plane, and the certificates of the automatic HTTPS tests.
+    ['haproxy', 'haproxy'],
+    ['openssl', 'openssl'],
   ]
     .filter(([tool]) => !onPath(tool))
     .map(([, pkg]) => pkg);
