@@ -40,6 +40,21 @@ export class CertificateFiles {
 
   constructor(private readonly o: CertificateFilesOptions) {}
 
+  /** A sync that logs its failure instead of throwing (serving goes on); nothing to do without options. */
+  static syncer(
+    knex: Knex,
+    o: Omit<CertificateFilesOptions, 'knex'> | undefined,
+    logger?: { warn(obj: unknown, msg?: string): void },
+  ): () => Promise<CertificateFileChanges | undefined> {
+    const files = o ? new CertificateFiles({ ...o, knex }) : null;
+    return async () =>
+      files
+        ?.sync()
+        .catch(
+          (err) => void logger?.warn({ err: (err as Error).message }, 'the certificate files could not be written'),
+        );
+  }
+
   /** The file of a hostname. */
   path(hostname: string): string {
     return join(this.o.dir, `${hostname}.pem`);

@@ -72,11 +72,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   // Automatic HTTPS: the console's own HTTP-01 answers, and the certificates' files (kept apart: see each).
   const challenges = new AcmeChallenges(o.knex);
   await challenges.load();
-  const certificateFiles = o.certificateFiles ? new CertificateFiles({ ...o.certificateFiles, knex: o.knex }) : null;
-  const syncCertificateFiles = () =>
-    certificateFiles
-      ?.sync()
-      .catch((err) => o.logger?.warn({ err: (err as Error).message }, 'the certificate files could not be written'));
+  const syncCertificateFiles = CertificateFiles.syncer(o.knex, o.certificateFiles, o.logger);
   await syncCertificateFiles();
   // The CDN: in memory only, so a (re)started edge has nothing a purge made before it could have missed.
   const cache = new CdnCache(o.cacheBytes);
@@ -264,11 +260,8 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     forward(envId, req, res, route, new Set(), extra, sticky, cache.begin(envId, req, cdn.defaultTtl));
   }
 
-  async function listen(
-    port: number,
-    pick: (req: http.IncomingMessage) => string | undefined,
-    acme = false,
-  ): Promise<http.Server> {
+  type Picker = (req: http.IncomingMessage) => string | undefined;
+  async function listen(port: number, pick: Picker, acme = false): Promise<http.Server> {
     const sockets = new Set<net.Socket>();
     const server = http.createServer((req, res) => {
       const next = () => {

@@ -55,7 +55,9 @@ export const routes: RouteDef[] = [
     operationId: 'verifyDomain',
     summary: 'Looks the TXT record up in DNS now; verified when it holds the value',
     description:
-      'At most 12 calls an hour per domain (the background re-checks do not count): then 429 rate_limited with Retry-After.',
+      'At most 12 calls an hour per domain (the background re-checks do not count): then 429 rate_limited with Retry-After. ' +
+      'Once verified, with ACME_DIRECTORY_URL set, a configuration/certificate_issue task asks the ACME CA for its ' +
+      'certificate (`certificate.status` pending, then issued or failed).',
     tags,
     auth: 'session',
     permission: 'config:write',

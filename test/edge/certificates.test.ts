@@ -250,7 +250,8 @@ describe('a domain verified by the background re-check', { timeout: 180_000 }, (
     });
     expect(issued.certificate.issuer).toMatch(/^Pebble Intermediate CA/);
     const [task] = await tasksOf(added.body.id, 'certificate_issue');
-    expect(task).toMatchObject({ account_via: 'system', status: 'succeeded' });
+    expect(task.account_via).toBe('system');
+    expect((await waitForTask(t, w.agent, task.id)).status).toBe('succeeded');
   });
 });
 
@@ -277,6 +278,10 @@ describe('the HTTP-01 answer on EDGE_PORT', { timeout: 180_000 }, () => {
         status: 'verified',
       },
     ]);
+    await until('the edge to serve both names', async () => {
+      const [a, b] = [await viaEdge(mine), await viaEdge(other)];
+      return a.status !== 404 && b.status !== 404;
+    });
     // A token put there a moment ago (before the edge's notification): looked up, answered.
     await t.deps.knex('acme_challenges').insert({ token: 'tok-1', hostname: mine, key_authorization: 'tok-1.thumb' });
     const answered = await viaEdge(mine, '/.well-known/acme-challenge/tok-1');
@@ -364,6 +369,8 @@ describe('certificate_renew: the renewal schedule', { timeout: 180_000 }, () => 
     await until('the certificate', async () => (await domainOf(w, domain.id))?.certificate.status === 'issued');
     const first = await t.deps.knex('certificates').where({ domain_id: domain.id }).first();
     await until('the first file', async () => existsSync(pemFile(hostname)));
+    const [issuing] = await tasksOf(domain.id, 'certificate_issue');
+    expect((await waitForTask(t, w.agent, issuing.id)).status).toBe('succeeded');
 
     // Not due (it lasts 15 minutes, more than 0 days): nothing renewed.
     t.deps.config.acme.renewDays = 0;
