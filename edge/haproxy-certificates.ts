@@ -10,7 +10,9 @@
  * The file names are those edge/certificate-files.ts writes, so what is loaded at runtime is what a restart
  * of HAProxy reads from disk. The PEM (chain + key) only travels over the local socket; it is never logged.
  */
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import type { CertificateFileChanges } from './certificate-files';
 
 export class HaproxyRuntimeError extends Error {}
 
@@ -110,4 +112,18 @@ export class HaproxyCertificates {
       expect('del ssl cert', await this.run(`del ssl cert ${file}`), /deleted|Success/i);
     }
   }
+}
+
+/**
+ * Brings a running HAProxy up to what `CertificateFiles.sync()` just changed on disk: each written file
+ * loaded (added or replaced), each removed one dropped. `path` is `CertificateFiles.path`.
+ */
+export async function applyCertificateChanges(
+  runtime: HaproxyCertificates,
+  path: (hostname: string) => string,
+  changes: CertificateFileChanges,
+): Promise<void> {
+  for (const hostname of changes.written)
+    await runtime.load(path(hostname), hostname, readFileSync(path(hostname), 'utf8'));
+  for (const hostname of changes.removed) await runtime.remove(path(hostname));
 }

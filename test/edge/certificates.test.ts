@@ -8,7 +8,7 @@
  * connects to the edge.
  */
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import tls from 'node:tls';
@@ -23,6 +23,9 @@ import { domainListSchema, domainSchema } from '../../api/domains/schemas';
 import { certificateDir } from '../../edge/certificate-files';
 import { ensureCertificateRenewalSchedule } from '../../activities/certificates/schedule';
 import { searchAttributeKeys } from '../../api/lib/tasks';
+import { CertificateFiles, CRT_LIST } from '../../edge/certificate-files';
+import { applyCertificateChanges, HaproxyCertificates } from '../../edge/haproxy-certificates';
+import { keptAlive, startHaproxy, tlsPeer } from '../helpers/haproxy';
 
 // The CA's certificates last 15 minutes: every one is within CERTIFICATE_RENEW_DAYS of its end.
 const VALIDITY_SECONDS = 900;
@@ -385,13 +388,56 @@ describe('certificate_renew: the renewal schedule', { timeout: 180_000 }, () => 
     }
     expect(await tasksOf(domain.id, 'certificate_renew')).toEqual([]);
 
-    // Due: the schedule's run starts a certificate_renew task.
+    // HAProxy (the data plane) loads the files as they are now, without a reload; a client trusting only
+    // Pebble's root gets the certificate by SNI, and keeps a connection open across the renewal.
+    const filesDir = mkdtempSync(join(t.dataDir, 'haproxy-certs-'));
+    const files = new CertificateFiles({ knex: t.deps.knex, secrets: t.deps.secrets, dir: filesDir });
+    const firstSync = await files.sync();
+    expect(firstSync.written).toContain(hostname);
+    const haproxy = await startHaproxy({ crtList: join(filesDir, CRT_LIST) });
+    const runtime = new HaproxyCertificates(haproxy.socket, haproxy.crtList);
+    const pebbleRoot = await pebble.issuingRoot();
+    const served = async () => {
+      const peer = await tlsPeer(haproxy.port, hostname, pebbleRoot);
+      return peer.serialNumber;
+    };
+    let open: Awaited<ReturnType<typeof keptAlive>> | undefined;
+    try {
+      await applyCertificateChanges(runtime, (h) => files.path(h), firstSync);
+      expect(await served()).toBe(first.serial);
+      open = await keptAlive(haproxy.port, hostname, pebbleRoot);
+      expect(await open.request()).toMatch(/^HTTP\/1\.1 200/);
+      await renewNow(w, domain.id);
+      const renewed = await t.deps.knex('certificates').where({ domain_id: domain.id }).first();
+      const secondSync = await files.sync();
+      expect(secondSync.written).toContain(hostname);
+      await applyCertificateChanges(runtime, (h) => files.path(h), secondSync);
+      expect(await served()).toBe(renewed.serial);
+      expect(await open.request()).toMatch(/^HTTP\/1\.1 200/);
+      expect(haproxy.exited()).toBe(false);
+    } finally {
+      open?.end();
+      await haproxy.stop();
+    }
+    const renewed = await t.deps.knex('certificates').where({ domain_id: domain.id }).first();
+    expect(renewed.status).toBe('issued');
+    expect(renewed.serial).not.toBe(first.serial);
+    expect(renewed.expires_at.getTime()).toBeGreaterThanOrEqual(first.expires_at.getTime());
+    // The edge rewrote its own file with the new certificate.
+    await until('the renewed file', async () => {
+      const leaf = new X509Certificate(readFileSync(pemFile(hostname)));
+      return leaf.serialNumber === renewed.serial;
+    });
+  }, 180_000);
+
+  /** Due: the schedule's run starts a certificate_renew task; waits for it to succeed. */
+  async function renewNow(w: World, domainId: string) {
     const { scheduleId } = await ensureCertificateRenewalSchedule(t.deps.temporal, t.config.taskQueue);
     const schedule = t.deps.temporal.schedule.getHandle(scheduleId);
     try {
       await schedule.trigger();
       const [renew] = await until('the renewal task', async () => {
-        const rows = await tasksOf(domain.id, 'certificate_renew');
+        const rows = await tasksOf(domainId, 'certificate_renew');
         return rows.length > 0 && rows;
       });
       expect(renew).toMatchObject({ kind: 'configuration', account_via: 'schedule' });
@@ -400,16 +446,7 @@ describe('certificate_renew: the renewal schedule', { timeout: 180_000 }, () => 
     } finally {
       await schedule.delete().catch(() => undefined);
     }
-    const renewed = await t.deps.knex('certificates').where({ domain_id: domain.id }).first();
-    expect(renewed.status).toBe('issued');
-    expect(renewed.serial).not.toBe(first.serial);
-    expect(renewed.expires_at.getTime()).toBeGreaterThanOrEqual(first.expires_at.getTime());
-    // The edge rewrote the file with the new certificate.
-    await until('the renewed file', async () => {
-      const leaf = new X509Certificate(readFileSync(pemFile(hostname)));
-      return leaf.serialNumber === renewed.serial;
-    });
-  }, 180_000);
+  }
 });
 
 describe('a domain moved or deleted takes its certificate along', { timeout: 180_000 }, () => {

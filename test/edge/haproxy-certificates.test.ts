@@ -3,22 +3,18 @@
  * replaced and removed through the runtime API. A new certificate is served by SNI at once, without a
  * reload (same process, same uptime), and a TLS connection opened before keeps working through each change.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HaproxyCertificates, runtimeCommand } from '../../edge/haproxy-certificates';
-import { freePort } from '../helpers/ports';
+import { keptAlive, startHaproxy, type Haproxy } from '../helpers/haproxy';
 
 let dir: string;
-let haproxy: ChildProcess;
-let port: number;
-let socket: string;
-let crtList: string;
-let output = '';
+let haproxy: Haproxy;
 const ca = () => readFileSync(join(dir, 'ca.pem'), 'utf8');
 
 const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
@@ -29,21 +25,8 @@ function issue(name: string, tag: string): { pem: string; serial: string } {
   openssl('req', ...ecKey, '-subj', `/CN=${name}`, '-keyout', `${tag}.key`, '-out', `${tag}.csr`);
   writeFileSync(join(dir, `${tag}.ext`), `subjectAltName=DNS:${name}\n`);
   openssl(
-    'x509',
-    '-req',
-    '-in',
-    `${tag}.csr`,
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-days',
-    '1',
-    '-extfile',
-    `${tag}.ext`,
-    '-out',
-    `${tag}.crt`,
+    ...['x509', '-req', '-in', `${tag}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1'],
+    ...['-extfile', `${tag}.ext`, '-out', `${tag}.crt`],
   );
   const leaf = readFileSync(join(dir, `${tag}.crt`), 'utf8');
   return {
@@ -53,100 +36,41 @@ function issue(name: string, tag: string): { pem: string; serial: string } {
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'vc-haproxy-'));
+  dir = mkdtempSync(join(tmpdir(), 'vc-haproxy-certs-'));
   openssl('req', '-x509', ...ecKey, '-days', '2', '-subj', '/CN=Test CA', '-keyout', 'ca.key', '-out', 'ca.pem');
-  openssl('req', '-x509', ...ecKey, '-days', '2', '-subj', '/CN=default', '-keyout', 'd.key', '-out', 'd.crt');
-  writeFileSync(join(dir, 'default.pem'), readFileSync(join(dir, 'd.crt'), 'utf8') + readFileSync(join(dir, 'd.key')));
-  crtList = join(dir, 'crt-list.txt');
-  writeFileSync(crtList, `${join(dir, 'default.pem')}\n`);
-  socket = join(dir, 'admin.sock');
-  port = await freePort();
-  writeFileSync(
-    join(dir, 'haproxy.cfg'),
-    [
-      'global',
-      `  stats socket ${socket} level admin`,
-      'defaults',
-      '  mode http',
-      '  timeout client 60s',
-      '  timeout server 60s',
-      '  timeout connect 5s',
-      '  timeout http-keep-alive 60s',
-      'frontend tls',
-      `  bind 127.0.0.1:${port} ssl crt-list ${crtList} ssl-min-ver TLSv1.2`,
-      '  http-request return status 200 content-type text/plain string ok',
-      '',
-    ].join('\n'),
-  );
-  haproxy = spawn('haproxy', ['-f', join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  haproxy.stdout?.on('data', (c) => (output += c));
-  haproxy.stderr?.on('data', (c) => (output += c));
-  const deadline = Date.now() + 20_000;
-  while (!existsSync(socket)) {
-    if (haproxy.exitCode !== null || Date.now() > deadline) throw new Error(`haproxy did not start: ${output}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  haproxy = await startHaproxy();
 });
 
 afterAll(async () => {
-  if (haproxy && haproxy.exitCode === null) {
-    const exited = new Promise((r) => haproxy.once('exit', r));
-    haproxy.kill('SIGTERM');
-    await exited;
-  }
+  await haproxy?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
 /** A new TLS connection by SNI: the certificate HAProxy presents, and whether it verifies against the test CA. */
 function handshake(servername: string): Promise<{ serial: string; subject: string; trusted: boolean }> {
   return new Promise((resolve, reject) => {
-    const s = tls.connect({ host: '127.0.0.1', port, servername, ca: ca(), rejectUnauthorized: false }, () => {
-      const cert = s.getPeerX509Certificate()!;
-      resolve({ serial: cert.serialNumber, subject: cert.subject, trusted: s.authorized });
-      s.end();
-    });
+    const s = tls.connect(
+      { host: '127.0.0.1', port: haproxy.port, servername, ca: ca(), rejectUnauthorized: false },
+      () => {
+        const cert = s.getPeerX509Certificate()!;
+        resolve({ serial: cert.serialNumber, subject: cert.subject, trusted: s.authorized });
+        s.end();
+      },
+    );
     s.on('error', reject);
   });
 }
 
-/** A kept-alive HTTPS connection: one request at a time on the same TLS session. */
-async function longLived(servername: string) {
-  const s = tls.connect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false });
-  await new Promise<void>((resolve, reject) => {
-    s.once('secureConnect', resolve);
-    s.once('error', reject);
-  });
-  let closed = false;
-  s.on('close', () => (closed = true));
-  return {
-    closed: () => closed,
-    request(): Promise<string> {
-      return new Promise((resolve, reject) => {
-        let answer = '';
-        const onData = (c: Buffer) => {
-          answer += c.toString();
-          if (answer.includes('\r\n\r\n') && answer.endsWith('ok')) {
-            s.off('data', onData);
-            resolve(answer);
-          }
-        };
-        s.on('data', onData);
-        s.once('error', reject);
-        s.write(`GET / HTTP/1.1\r\nHost: ${servername}\r\n\r\n`);
-      });
-    },
-    end: () => s.end(),
-  };
-}
+const longLived = (servername: string) => keptAlive(haproxy.port, servername);
 
 const info = async () => {
-  const text = await runtimeCommand(socket, 'show info');
+  const text = await runtimeCommand(haproxy.socket, 'show info');
   return { pid: Number(/^Pid: (\d+)/m.exec(text)?.[1]), uptime: Number(/^Uptime_sec: (\d+)/m.exec(text)?.[1]) };
 };
 
 describe('HaproxyCertificates: certificates through the runtime API, without a reload', () => {
   it('adds, replaces and removes a certificate served by SNI while an open connection goes on', async () => {
-    const runtime = new HaproxyCertificates(socket, crtList);
+    const runtime = new HaproxyCertificates(haproxy.socket, haproxy.crtList);
     const file = join(dir, 'shop.example.test.pem');
     const before = await info();
     expect(before.pid).toBe(haproxy.pid);
@@ -184,11 +108,11 @@ describe('HaproxyCertificates: certificates through the runtime API, without a r
     const after = await info();
     expect(after.pid).toBe(before.pid);
     expect(after.uptime).toBeGreaterThanOrEqual(before.uptime);
-    expect(haproxy.exitCode).toBeNull();
+    expect(haproxy.exited()).toBe(false);
   });
 
   it('refuses a broken PEM with the reason, keeping the certificate it had', async () => {
-    const runtime = new HaproxyCertificates(socket, crtList);
+    const runtime = new HaproxyCertificates(haproxy.socket, haproxy.crtList);
     const file = join(dir, 'keep.example.test.pem');
     const good = issue('keep.example.test', 'keep');
     await runtime.load(file, 'keep.example.test', good.pem);
