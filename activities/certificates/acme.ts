@@ -40,14 +40,23 @@ async function accountKey(knex: Knex, secrets: Secrets, directoryUrl: string): P
   return open(secrets, won.account_key_sealed, accountKeyAad(directoryUrl));
 }
 
+const UNTRUSTED = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
 /** A readable reason out of what acme-client or the CA said (never a key: neither puts one in a message). */
 export function acmeReason(err: unknown, hostname: string): string {
   const message = err instanceof Error ? err.message : String(err);
   const code = (err as { code?: string }).code;
   if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ETIMEDOUT' || code === 'ECONNRESET')
     return `the ACME directory could not be reached (${code}): ${message}`;
-  if (/self[- ]signed|unable to verify|certificate/i.test(message) && /request|directory|axios/i.test(message))
-    return `the ACME directory's TLS certificate is not trusted: ${message}`;
+  if (code && UNTRUSTED.has(code))
+    return `the ACME directory's TLS certificate is not trusted (${code}; a private CA needs ACME_CA_FILE): ${message}`;
   if (/challenge|authoriz|connection|unauthorized|dns|key authorization/i.test(message))
     return `the CA could not confirm that ${hostname} points at this edge (HTTP-01 on port 80): ${message}`;
   return `the CA refused the request: ${message}`;

@@ -18,11 +18,13 @@ export function presentCertificate(cert: CertificateSummary | undefined, httpsCo
       last_error: httpsConfigured ? null : HTTPS_NOT_CONFIGURED,
     };
   }
+  // An issued certificate past its end (its renewals failed) is served no more.
+  const expired = cert.status === 'issued' && cert.expires_at !== null && cert.expires_at.getTime() <= Date.now();
   return {
-    status: cert.status,
+    status: expired ? ('failed' as const) : cert.status,
     issuer: cert.issuer,
     expires_at: isoOrNull(cert.expires_at),
-    last_error: cert.last_error,
+    last_error: expired ? (cert.last_error ?? 'the certificate has expired and was not renewed') : cert.last_error,
   };
 }
 

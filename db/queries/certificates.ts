@@ -33,7 +33,8 @@ export async function claimCertificate(knex: Knex, domainId: string, taskId: str
   await knex.raw(
     `INSERT INTO certificates (domain_id, status, task_id) VALUES (?, 'pending', ?)
      ON CONFLICT (domain_id) DO UPDATE SET
-       status = CASE WHEN certificates.status = 'issued' THEN 'issued' ELSE 'pending' END,
+       status = CASE WHEN certificates.status = 'issued' AND certificates.expires_at > now() THEN 'issued'
+                ELSE 'pending' END,
        task_id = EXCLUDED.task_id, attempts = 0, next_attempt_at = NULL, updated_at = now()
      WHERE certificates.task_id IS DISTINCT FROM EXCLUDED.task_id`,
     [domainId, taskId],
@@ -78,8 +79,9 @@ export async function recordIssued(knex: Knex, domainId: string, c: IssuedCertif
 }
 
 /**
- * One failed attempt. The last one (`final`) makes a certificate that was never issued `failed` and due again
- * in a day; an issued one stays issued (it is still served until it expires), with the reason.
+ * One failed attempt. The last one (`final`) makes a certificate that was never issued (or has expired)
+ * `failed` and due again in a day; an issued one stays issued (it is still served until it expires), with
+ * the reason.
  */
 export async function recordFailedAttempt(
   knex: Knex,
@@ -94,7 +96,7 @@ export async function recordFailedAttempt(
       last_attempt_at: knex.fn.now(),
       ...(input.final
         ? {
-            status: knex.raw("CASE WHEN status = 'issued' THEN 'issued' ELSE 'failed' END"),
+            status: knex.raw("CASE WHEN status = 'issued' AND expires_at > now() THEN 'issued' ELSE 'failed' END"),
             next_attempt_at: knex.raw(`now() + make_interval(secs => ?)`, [input.retryAfterSeconds]),
           }
         : {}),
