@@ -9,6 +9,7 @@ import { createVariableActivities } from './variables';
 import { createDomainActivities } from './domains';
 import { createEnvironmentMaintenanceActivities } from './maintenance/environment';
 import { createCdnActivities } from './cdn/activities';
+import { createCertificateActivities } from './certificates';
 import { open, seal } from '../system/crypto';
 import { publishEdgeRoute } from '../db/queries/edge-routes';
 import { prepareServicesServer, tenantServicesPort } from './data/pg-server';
@@ -78,6 +79,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createDomainActivities(deps),
       ...createEnvironmentMaintenanceActivities(deps),
       ...createCdnActivities(deps),
+      ...createCertificateActivities(deps),
       ...createMaintenanceActivities(deps),
       ...createResourceActivities(deps),
       ...createMachineActivities(deps, supervisor),

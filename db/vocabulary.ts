@@ -43,6 +43,8 @@ export const TASK_TYPES = {
   build: { kind: 'deployments', exclusive: false, workflow: 'buildEnvironment' },
   apply_variables: { kind: 'configuration', exclusive: false, waits: true, workflow: 'applyVariables' },
   cdn_clear: { kind: 'configuration', exclusive: false, workflow: 'clearCdn' },
+  certificate_issue: { kind: 'configuration', exclusive: false, workflow: 'issueCertificate' },
+  certificate_renew: { kind: 'configuration', exclusive: false, workflow: 'issueCertificate' },
   maintenance_on: { kind: 'maintenance', exclusive: false, waits: true, workflow: 'setMaintenance' },
   maintenance_off: { kind: 'maintenance', exclusive: false, waits: true, workflow: 'setMaintenance' },
   backup: { kind: 'backups', exclusive: false, workflow: 'backupEnvironment' },

@@ -32,6 +32,8 @@ import { PurgeFollower } from './purges';
 import { Balancer, setStickyCookie, stickyCookie, stickyToken } from './balance';
 import { LogShipper, type ShipperOptions } from '../logs/shipper';
 import { trackRequest } from '../logs/request-log';
+import { AcmeChallenges } from './acme-challenges';
+import { CertificateFiles, type CertificateFilesOptions } from './certificate-files';
 
 export interface EdgeOptions {
   knex: Knex;
@@ -49,6 +51,8 @@ export interface EdgeOptions {
   cacheBytes?: number;
   /** Request log shipping (logs/): where machine copies go, the key that opens destinations, the guard. */
   logs?: Omit<ShipperOptions, 'knex' | 'source' | 'logger'>;
+  /** Where the certificates' PEM files for HAProxy go (edge/certificate-files.ts); unset: none are written. */
+  certificateFiles?: Omit<CertificateFilesOptions, 'knex'>;
 }
 
 export interface Edge {
@@ -65,6 +69,11 @@ export { maintenancePage };
 
 export async function startEdge(o: EdgeOptions): Promise<Edge> {
   let state: EdgeState = await loadEdgeState(o.knex);
+  // Automatic HTTPS: the console's own HTTP-01 answers, and the certificates' files (kept apart: see each).
+  const challenges = new AcmeChallenges(o.knex);
+  await challenges.load();
+  const syncCertificateFiles = CertificateFiles.syncer(o.knex, o.certificateFiles, o.logger);
+  await syncCertificateFiles();
   // The CDN: in memory only, so a (re)started edge has nothing a purge made before it could have missed.
   const cache = new CdnCache(o.cacheBytes);
   const purges = new PurgeFollower(o.knex, cache, (err) =>
@@ -251,12 +260,19 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     forward(envId, req, res, route, new Set(), extra, sticky, cache.begin(envId, req, cdn.defaultTtl));
   }
 
-  async function listen(port: number, pick: (req: http.IncomingMessage) => string | undefined): Promise<http.Server> {
+  type Picker = (req: http.IncomingMessage) => string | undefined;
+  async function listen(port: number, pick: Picker, acme = false): Promise<http.Server> {
     const sockets = new Set<net.Socket>();
     const server = http.createServer((req, res) => {
-      const envId = pick(req);
-      if (shipper && envId) trackRequest(shipper, envId, req, res, clientAddress(req, trustHops));
-      serve(envId, req, res);
+      const next = () => {
+        const envId = pick(req);
+        if (shipper && envId) trackRequest(shipper, envId, req, res, clientAddress(req, trustHops));
+        serve(envId, req, res);
+      };
+      // EDGE_PORT: the console's own ACME challenges first, before any environment rule.
+      const host = acme ? hostOf(req) : '';
+      if (acme && challenges.handle(req, res, host, state.domains.has(host), next)) return;
+      next();
     });
     server.keepAliveTimeout = 5000;
     server.on('connection', (s) => {
@@ -294,7 +310,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     for (const s of l.sockets) s.destroy();
   }
 
-  const edgeServer = await listen(o.edgePort, (req) => state.domains.get(hostOf(req)));
+  const edgeServer = await listen(o.edgePort, (req) => state.domains.get(hostOf(req)), true);
   const edgePort = (edgeServer.address() as net.AddressInfo).port;
 
   /** Listens on every environment's port, and stops listening on ports no environment has any more. */
@@ -332,7 +348,9 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       do {
         again = false;
         state = await loadEdgeState(o.knex);
+        await challenges.load();
         if (!closed) await reconcile();
+        await syncCertificateFiles();
       } while (again && !closed);
     })().finally(() => {
       reloading = null;

@@ -6,6 +6,7 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureTemporalCli } from './temporal-cli.mjs';
+import { ensurePebble } from './pebble.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const command = process.argv[2];
@@ -43,6 +44,9 @@ function ensureSandboxTools(extra = []) {
     ['nft', 'nftables'],
     ['ip', 'iproute2'],
     ['nsenter', 'util-linux'],
+    // The edge's data plane, and the certificates of the automatic HTTPS tests.
+    ['haproxy', 'haproxy'],
+    ['openssl', 'openssl'],
     ...extra,
   ]
     .filter(([tool]) => !onPath(tool))
@@ -114,7 +118,9 @@ switch (command) {
     // the tests also check deploy/systemd's units (systemd-analyze verify)
     ensureSandboxTools([['systemd-analyze', 'systemd']]);
     const cli = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
-    run('vitest', ['run', ...rest], { TEMPORAL_CLI: cli });
+    // Pebble, the test ACME CA of the automatic HTTPS tests (test/helpers/pebble.ts builds it too when missing).
+    const pebble = ensurePebble((m) => say(m.replace(/^\[setup\] /, '')));
+    run('vitest', ['run', ...rest], { TEMPORAL_CLI: cli, PEBBLE: pebble });
     break;
   }
   case 'bench': {

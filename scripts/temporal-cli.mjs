@@ -12,7 +12,7 @@ export function cacheDir() {
   return join(base, 'vc-console', `temporal-v${TEMPORAL_CLI_VERSION}`);
 }
 
-function onPath(name) {
+export function onPath(name) {
   for (const dir of (process.env.PATH || '').split(delimiter)) {
     const candidate = join(dir, name);
     if (dir && existsSync(candidate)) return candidate;
@@ -76,7 +76,7 @@ export function ensureTemporalCli(log = (m) => console.error(m)) {
 }
 
 /** The lock is a directory (mkdir is atomic); one older than 30 minutes is a crashed build's, taken over. */
-function takeLock(lock) {
+export function takeLock(lock) {
   try {
     mkdirSync(lock);
     return true;
@@ -92,7 +92,7 @@ function takeLock(lock) {
   }
 }
 
-function sleepMs(ms) {
+export function sleepMs(ms) {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 

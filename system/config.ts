@@ -80,6 +80,40 @@ export interface Config {
   storageRoots: string[];
   /** Hosts, addresses and CIDRs tenant connections may reach although internal (OUTBOUND_ALLOWED_HOSTS). */
   outboundAllowedHosts: string[];
+  /** Automatic HTTPS (CONTRACT "Certificates", docs/https.md). */
+  acme: AcmeConfig;
+}
+
+export interface AcmeConfig {
+  /** The ACME directory certificates are asked from (ACME_DIRECTORY_URL); undefined: none is requested. */
+  directoryUrl: string | undefined;
+  /** The ACME account's contact (ACME_EMAIL). */
+  email: string | undefined;
+  /** A PEM file of CA certificates trusted for the directory besides the system's (ACME_CA_FILE: a private CA). */
+  caFile: string | undefined;
+  /** Where the edge serves HTTPS (EDGE_TLS_PORT, default 8443). */
+  tlsPort: number;
+  /** The port named in the edge's redirects to HTTPS (EDGE_TLS_PUBLIC_PORT, default tlsPort; 443 behind a forward). */
+  tlsPublicPort: number;
+  /** Renew a certificate this many days before it expires (CERTIFICATE_RENEW_DAYS, default 30). */
+  renewDays: number;
+  /** The first wait between two attempts of one issuing task (doubling; CERTIFICATE_RETRY_SECONDS, default 60). */
+  retrySeconds: number;
+  /** Attempts of one issuing task before the certificate is `failed` (then tried again once a day). */
+  attempts: number;
+}
+
+/** ACME_DIRECTORY_URL: an https URL (RFC 8555 requires TLS). */
+function acmeDirectory(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`ACME_DIRECTORY_URL must be a URL, got "${raw}"`);
+  }
+  if (url.protocol !== 'https:') throw new Error(`ACME_DIRECTORY_URL must be an https URL, got "${raw}"`);
+  return url.href;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -210,6 +244,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     backupLocalRoots: list(env.BACKUP_LOCAL_ROOTS).map((dir) => resolve(dir)),
     storageRoots: storageRoots(env.STORAGE_ROOTS, resolve(env.DATA_DIR || 'var')),
     outboundAllowedHosts: allowedHosts(env.OUTBOUND_ALLOWED_HOSTS),
+    acme: {
+      directoryUrl: acmeDirectory(env.ACME_DIRECTORY_URL),
+      email: env.ACME_EMAIL || undefined,
+      caFile: env.ACME_CA_FILE ? resolve(env.ACME_CA_FILE) : undefined,
+      tlsPort: int(env, 'EDGE_TLS_PORT', 8443),
+      tlsPublicPort: int(env, 'EDGE_TLS_PUBLIC_PORT', int(env, 'EDGE_TLS_PORT', 8443)),
+      renewDays: int(env, 'CERTIFICATE_RENEW_DAYS', 30),
+      retrySeconds: Math.max(1, int(env, 'CERTIFICATE_RETRY_SECONDS', 60)),
+      attempts: 5,
+    },
   };
 }
 

@@ -3,6 +3,7 @@ import { createKnex } from '../db/knex';
 import { createLogger } from './logger';
 import { startEdge } from '../edge/server';
 import { loadSecrets } from './secrets';
+import { certificateDir } from '../edge/certificate-files';
 
 // The edge process: `tsx system/edge.ts`. It needs PostgreSQL only (not Temporal, not the worker), so
 // environments keep being served while the worker is down or restarting.
@@ -10,6 +11,7 @@ const config = loadConfig();
 if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
 const logger = createLogger(config.logLevel, 'edge');
 const knex = createKnex(config.databaseUrl);
+const secrets = loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey });
 const edge = await startEdge({
   knex,
   databaseUrl: config.databaseUrl,
@@ -19,9 +21,11 @@ const edge = await startEdge({
   trustProxyHops: config.trustProxyHops,
   logs: {
     dataDir: config.dataDir,
-    secrets: loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey }),
+    secrets,
     outbound: config,
   },
+  // The one exception to "sealed at rest": HAProxy reads the certificates' keys from these files (docs/https.md).
+  certificateFiles: { dir: certificateDir(config.dataDir), secrets },
 });
 logger.info({ port: edge.port }, 'edge running');
 const stop = async () => {

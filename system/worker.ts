@@ -8,6 +8,7 @@ import { announceReady } from './worker-readiness';
 import { ensureResourcePruneSchedule } from '../activities/machines/prune';
 import { sealWebhookUrls } from '../db/queries/integrations';
 import { checkHostSettings } from '../activities/provider/host-settings';
+import { ensureCertificateRenewalSchedule } from '../activities/certificates/schedule';
 
 // The worker process: `tsx system/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
@@ -66,7 +67,15 @@ async function ensureResourcePrune() {
     (err) => deps.logger.error({ err }, 'resource sample prune schedule could not be ensured'),
   );
 }
-if (config.reminderSchedule) await Promise.all([ensureReminders(), ensurePrune(), ensureResourcePrune()]);
+// The hourly certificate renewals (CONTRACT "Certificates"): same rules.
+async function ensureCertificateRenewals() {
+  await ensureCertificateRenewalSchedule(deps.temporal, config.taskQueue).then(
+    (r) => deps.logger.info(r, 'certificate renewal schedule ensured'),
+    (err) => deps.logger.error({ err }, 'certificate renewal schedule could not be ensured'),
+  );
+}
+if (config.reminderSchedule)
+  await Promise.all([ensureReminders(), ensurePrune(), ensureResourcePrune(), ensureCertificateRenewals()]);
 // Webhook URLs kept in the clear by an older version are sealed now (migration 547).
 await sealWebhookUrls(deps.knex, deps.secrets).then(
   (n) => n > 0 && deps.logger.info({ sealed: n }, 'webhook URLs sealed'),

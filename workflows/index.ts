@@ -13,6 +13,7 @@ export { recheckDomain } from './domains';
 export { applyVariables } from './variables';
 export { setMaintenance } from './maintenance';
 export { clearCdn } from './cdn';
+export { issueCertificate, renewCertificates } from './certificates';
 export { pruneExpiredRecords } from './prune-expired';
 export { pruneResourceSamples } from './resources';
 export { reshapeEnvironment, discardOldDatabase } from './reshape';

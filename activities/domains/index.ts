@@ -2,6 +2,7 @@ import type { Deps } from '../../system/deps';
 import { Context } from '@temporalio/activity';
 import { emitDomainVerified } from '../../api/lib/integration-events';
 import { checkDomain, type CheckOutcome } from '../../db/queries/domains';
+import { requestFirstCertificate } from '../../api/lib/certificate-tasks';
 
 /** The background re-check of pending domains (workflows/domains.ts); not counted against the 12 an hour. */
 export function createDomainActivities(deps: Deps) {
@@ -11,6 +12,7 @@ export function createDomainActivities(deps: Deps) {
       // Announced when this check verified it, and again on a retry (the event id makes it once).
       if (outcome.status === 'verified' && (outcome.changed || Context.current().info.attempt > 1)) {
         await emitDomainVerified(deps, input.domainId);
+        await requestFirstCertificate(deps, input.domainId);
       }
       return outcome.status;
     },

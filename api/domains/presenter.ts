@@ -1,9 +1,40 @@
 import type { Domain } from '../../db/models/domain';
 import { VERIFY_PREFIX } from '../../db/queries/domains';
+import type { CertificateSummary } from '../../db/queries/certificates';
 import { iso, isoOrNull } from '../lib/time';
 
+export const HTTPS_NOT_CONFIGURED = 'HTTPS is not configured on this console (ACME_DIRECTORY_URL is not set)';
+
+/**
+ * The domain's certificate (CONTRACT "Certificates"): `none` until one is asked for; without
+ * ACME_DIRECTORY_URL none ever is, and last_error says so. Never the key.
+ */
+export function presentCertificate(cert: CertificateSummary | undefined, httpsConfigured: boolean) {
+  if (!cert) {
+    return {
+      status: 'none' as const,
+      issuer: null,
+      expires_at: null,
+      last_error: httpsConfigured ? null : HTTPS_NOT_CONFIGURED,
+    };
+  }
+  // An issued certificate past its end (its renewals failed) is served no more.
+  const expired = cert.status === 'issued' && cert.expires_at !== null && cert.expires_at.getTime() <= Date.now();
+  return {
+    status: expired ? ('failed' as const) : cert.status,
+    issuer: cert.issuer,
+    expires_at: isoOrNull(cert.expires_at),
+    last_error: expired ? (cert.last_error ?? 'the certificate has expired and was not renewed') : cert.last_error,
+  };
+}
+
 /** `checksLeft`: POST /domains/{id}/verify calls left this hour for the hostname by the domain's team. */
-export function presentDomain(d: Domain, checksLeft: number) {
+export function presentDomain(
+  d: Domain,
+  checksLeft: number,
+  cert: CertificateSummary | undefined,
+  httpsConfigured: boolean,
+) {
   return {
     id: d.id,
     environment_id: d.environment_id,
@@ -17,6 +48,7 @@ export function presentDomain(d: Domain, checksLeft: number) {
     },
     verified_at: isoOrNull(d.verified_at),
     last_checked_at: isoOrNull(d.last_checked_at),
+    certificate: presentCertificate(cert, httpsConfigured),
     created_at: iso(d.created_at),
   };
 }

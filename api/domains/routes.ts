@@ -59,7 +59,9 @@ export const routes: RouteDef[] = [
     description:
       'At most 12 calls an hour for one hostname by one team (the background re-checks do not count; deleting and adding ' +
       'the domain again does not reset it): then 429 rate_limited with Retry-After. `verification.checks_left` says how ' +
-      'many are left. A claim that another team verified first is removed: 409 domain_taken.',
+      'many are left. A claim that another team verified first is removed: 409 domain_taken. ' +
+      'Once verified, with ACME_DIRECTORY_URL set, a configuration/certificate_issue task asks the ACME CA for its ' +
+      'certificate (`certificate.status` pending, then issued or failed).',
     tags,
     auth: 'session',
     permission: 'config:write',

@@ -35,6 +35,18 @@ export const domainSchema = z.object({
   }),
   verified_at: z.string().nullable(),
   last_checked_at: z.string().nullable(),
+  certificate: z
+    .object({
+      status: z.enum(['none', 'pending', 'issued', 'failed']),
+      issuer: z.string().nullable(),
+      expires_at: z.string().nullable(),
+      last_error: z.string().nullable(),
+    })
+    .describe(
+      'Automatic HTTPS: none until the domain is verified (or when ACME_DIRECTORY_URL is not set, said in ' +
+        'last_error); pending while the CA is asked (retried with backoff); issued; failed after 5 attempts ' +
+        '(tried again once a day). Renewed CERTIFICATE_RENEW_DAYS before expires_at.',
+    ),
   created_at: z.string(),
 });
 export const domainListSchema = z.object({

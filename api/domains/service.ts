@@ -19,6 +19,8 @@ import { randomToken } from '../lib/token-format';
 import { findEnvironment } from '../environments/service';
 import { workflowIds } from '../../workflows/shared';
 import { presentDomain } from './presenter';
+import { certificateSummaries } from '../../db/queries/certificates';
+import { requestFirstCertificate } from '../lib/certificate-tasks';
 import { recordActivity } from '../../db/queries/activity';
 
 export const VERIFY_CALLS_PER_HOUR = 12;
@@ -45,10 +47,6 @@ async function checksLeft(knex: Knex, teamId: string, hostnames: string[]): Prom
   return new Map(hostnames.map((h) => [h, Math.max(0, VERIFY_CALLS_PER_HOUR - (used.get(h) ?? 0))]));
 }
 
-async function present(knex: Knex, d: Domain) {
-  return presentDomain(d, (await checksLeft(knex, d.team_id, [d.hostname])).get(d.hostname) ?? 0);
-}
-
 /** Loads a domain the caller may act on; another team's domain answers 404. */
 export async function findDomain(deps: Deps, actor: Actor, id: string, action: Action): Promise<Domain> {
   const domain = await Domain.query(deps.knex).findById(id);
@@ -69,15 +67,31 @@ async function allowance(deps: Deps, projectId: string, knex = deps.knex) {
 export async function listDomains(deps: Deps, actor: Actor, environmentId: string) {
   const env = await findEnvironment(deps, actor, environmentId, 'environment:read');
   const rows = await Domain.query(deps.knex).where({ environment_id: env.id }).orderBy('hostname');
-  const left = await checksLeft(
-    deps.knex,
-    env.team_id,
-    rows.map((d) => d.hostname),
-  );
+  const [left, certs] = await Promise.all([
+    checksLeft(
+      deps.knex,
+      env.team_id,
+      rows.map((d) => d.hostname),
+    ),
+    certificateSummaries(
+      deps.knex,
+      rows.map((r) => r.id),
+    ),
+  ]);
+  const https = Boolean(deps.config.acme.directoryUrl);
   return {
-    data: rows.map((d) => presentDomain(d, left.get(d.hostname) ?? 0)),
+    data: rows.map((d) => presentDomain(d, left.get(d.hostname) ?? 0, certs.get(d.id), https)),
     allowance: await allowance(deps, env.project_id),
   };
+}
+
+/** One domain as answers show it, with its verify checks left and its certificate. */
+async function present(deps: Deps, d: Domain) {
+  const [left, certs] = await Promise.all([
+    checksLeft(deps.knex, d.team_id, [d.hostname]),
+    certificateSummaries(deps.knex, [d.id]),
+  ]);
+  return presentDomain(d, left.get(d.hostname) ?? 0, certs.get(d.id), Boolean(deps.config.acme.directoryUrl));
 }
 
 export async function addDomain(deps: Deps, actor: Actor, environmentId: string, input: { hostname: string }) {
@@ -124,7 +138,7 @@ export async function addDomain(deps: Deps, actor: Actor, environmentId: string,
       throw err instanceof UniqueViolationError ? taken() : err;
     });
   await startRecheck(deps, domain);
-  return present(deps.knex, domain);
+  return present(deps, domain);
 }
 
 /** The background re-check; if Temporal cannot be reached now, POST /domains/{id}/verify still works. */
@@ -173,13 +187,14 @@ export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
     await emitDomainVerified(deps, id).catch((err) =>
       deps.logger.warn({ err: String(err), domainId: id }, 'domain.verified not announced'),
     );
+    await requestFirstCertificate(deps, id);
   }
   const domain = await Domain.query(deps.knex).findById(id);
   if (!domain) {
     if (outcome.status === 'gone' && found.created_at.getTime() > Date.now() - WEEK_MS) throw lost();
     throw errors.notFound('domain');
   }
-  return present(deps.knex, domain);
+  return present(deps, domain);
 }
 
 /** Moves a domain to another environment of the same project. */
@@ -205,7 +220,7 @@ export async function moveDomain(deps: Deps, actor: Actor, id: string, input: { 
     } as Partial<Domain>);
   });
   if (!moved) throw errors.notFound('domain');
-  return present(deps.knex, moved);
+  return present(deps, moved);
 }
 
 export async function deleteDomain(deps: Deps, actor: Actor, id: string): Promise<void> {

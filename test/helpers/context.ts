@@ -13,6 +13,7 @@ import { Agent } from './http';
 import { killProcessesUnder } from './processes';
 import { startEdge, type Edge } from '../../edge/server';
 import { removeNetworksInRange } from '../../activities/provider/sandbox';
+import { certificateDir } from '../../edge/certificate-files';
 
 export interface TestContext {
   deps: Deps;
@@ -101,10 +102,12 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
             knex: deps.knex,
             databaseUrl: config.databaseUrl!,
             host: '127.0.0.1',
-            edgePort: 0,
+            // EDGE_PORT in `env` (a port the test chose, e.g. for an ACME CA's HTTP-01); else any free port.
+            edgePort: opts.env?.EDGE_PORT ? config.edgePort : 0,
             refreshMs: 5000,
             logger: deps.logger,
             logs: { dataDir, secrets: deps.secrets, outbound: deps.config, refreshMs: 1000, maxBackoffMs: 4000 },
+            certificateFiles: { dir: certificateDir(dataDir), secrets: deps.secrets },
           })
         : undefined;
     const worker = opts.worker

@@ -122,6 +122,25 @@ describe('POST /domains/{id}/verify', () => {
     expect(domainSchema.parse(second.body)).toMatchObject({ status: 'verified', verified_at: expect.any(String) });
   });
 
+  it('requests no certificate without ACME_DIRECTORY_URL, and says HTTPS is not configured', async () => {
+    const { environment, agent } = await world();
+    const added = (await agent.post(`/environments/${environment.id}/domains`, { hostname: host() })).body;
+    const notConfigured = {
+      status: 'none',
+      issuer: null,
+      expires_at: null,
+      last_error: expect.stringMatching(/HTTPS is not configured.*ACME_DIRECTORY_URL/),
+    };
+    expect(added.certificate).toEqual(notConfigured);
+    dns.set(added.verification.name, [added.verification.value]);
+    const verified = await agent.post(`/domains/${added.id}/verify`);
+    expect(verified.body).toMatchObject({ status: 'verified', certificate: notConfigured });
+    const listed = (await agent.get(`/environments/${environment.id}/domains`)).body.data;
+    expect(listed.find((d: { id: string }) => d.id === added.id).certificate).toEqual(notConfigured);
+    expect(await t.deps.knex('tasks').whereIn('type', ['certificate_issue', 'certificate_renew'])).toEqual([]);
+    expect(await t.deps.knex('certificates').where({ domain_id: added.id })).toEqual([]);
+  });
+
   it('answers the 13th check of the hour with 429 and Retry-After, recording nothing', async () => {
     const { environment, agent } = await world();
     const added = (await agent.post(`/environments/${environment.id}/domains`, { hostname: host() })).body;

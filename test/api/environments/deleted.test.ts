@@ -90,6 +90,8 @@ beforeAll(async () => {
     cwd: w.repo.dir,
   });
   owner = await sessionAgent(t, w.owner);
+  // local destinations as the operator allows them (BACKUP_LOCAL_ROOTS): under the test run's directory
+  t.deps.config.backupLocalRoots = [join(t.dataDir, '..')];
   destinationDir = join(t.dataDir, '..', `dest-${production().id}`);
   mkdirSync(destinationDir);
   const dest = await owner.post(`/teams/${w.team.id}/backup-destinations`, {

@@ -1,0 +1,235 @@
+/**
+ * Automatic HTTPS against a real ACME CA (Pebble, Let's Encrypt's test CA) on loopback: a verified domain
+ * gets a certificate through a `certificate_issue` task (after POST /domains/{id}/verify or the background
+ * re-check), the edge answers the HTTP-01 challenge on EDGE_PORT (before the environment's rules, only the
+ * console's own tokens for their hostname), the PEM file HAProxy loads is written under DATA_DIR/edge/certs
+ * and verifies against Pebble's root, keys appear in no answer or log, and a deleted or moved domain takes its
+ * certificate (and file) along. Nothing is mocked: Pebble resolves names through the tests' DNS server and
+ * connects to the edge.
+ */
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import tls from 'node:tls';
+import { describe, expect, it, beforeAll } from 'vitest';
+import { createEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import { useAcmeWorld, VALIDITY_SECONDS, type World } from '../helpers/acme-world';
+import { domainSchema } from '../../api/domains/schemas';
+import { certificateDir } from '../../edge/certificate-files';
+import { searchAttributeKeys } from '../../api/lib/tasks';
+
+const a = useAcmeWorld();
+const { t, host, world, verifiedDomain, domainOf, until, tasksOf, viaEdge, pemFile } = a;
+
+/** A TLS server with the file's certificate and key; a client trusting only Pebble's root connects by SNI. */
+async function handshake(file: string, servername: string, root: string): Promise<tls.PeerCertificate> {
+  const pem = readFileSync(file);
+  const server = tls.createServer({ cert: pem, key: pem }, (s) => s.end('ok'));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const port = (server.address() as { port: number }).port;
+    return await new Promise((resolve, reject) => {
+      const socket = tls.connect({ host: '127.0.0.1', port, servername, ca: root }, () => {
+        resolve(socket.getPeerCertificate());
+        socket.end();
+      });
+      socket.on('error', reject);
+    });
+  } finally {
+    server.close();
+  }
+}
+
+describe('certificate_issue: a verified domain gets a certificate from the ACME CA', { timeout: 180_000 }, () => {
+  let w: World;
+  let domain: Awaited<ReturnType<typeof verifiedDomain>>;
+  let hostname: string;
+
+  beforeAll(async () => {
+    w = await world();
+    // A password on the environment: the CA's challenge must get through anyway (CONTRACT "Certificates").
+    const edge = await w.agent.patch(`/environments/${w.environment.id}/edge`, {
+      password: { username: 'staff', password: 'correct horse battery' },
+    });
+    expect(edge.status, edge.text).toBe(200);
+    hostname = host();
+    domain = await verifiedDomain(w, hostname);
+  }, 60_000);
+
+  it('answers the verification with the certificate pending, then shows it issued with issuer and expiry', async () => {
+    expect(domain.certificate.status).toBe('pending');
+    const issued = await until('the certificate', async () => {
+      const d = await domainOf(w, domain.id);
+      return d?.certificate.status === 'issued' && d;
+    });
+    expect(issued.certificate.issuer).toMatch(/^Pebble Intermediate CA/);
+    expect(issued.certificate.last_error).toBeNull();
+    const expires = Date.parse(issued.certificate.expires_at!);
+    expect(expires).toBeGreaterThan(Date.now());
+    expect(expires).toBeLessThanOrEqual(Date.now() + (VALIDITY_SECONDS + 60) * 1000);
+  });
+
+  it('ran as a configuration/certificate_issue task with the six search attributes and a log', async () => {
+    const [row] = await tasksOf(domain.id, 'certificate_issue');
+    expect(row).toMatchObject({ kind: 'configuration', type: 'certificate_issue', environment_id: w.environment.id });
+    const task = await waitForTask(t, w.agent, row.id);
+    expect(task.status, task.error ?? '').toBe('succeeded');
+    const desc = await t.deps.temporal.workflow.getHandle(row.workflow_id).describe();
+    const k = searchAttributeKeys;
+    expect(desc.typedSearchAttributes.get(k.TaskId)).toBe(row.id);
+    expect(desc.typedSearchAttributes.get(k.TaskType)).toBe('certificate_issue');
+    expect(desc.typedSearchAttributes.get(k.TaskKind)).toBe('configuration');
+    expect(desc.typedSearchAttributes.get(k.TeamId)).toBe(w.team.id);
+    expect(desc.typedSearchAttributes.get(k.ProjectId)).toBe(w.project.id);
+    expect(desc.typedSearchAttributes.get(k.EnvironmentId)).toBe(w.environment.id);
+    const log = await taskLog(t, w.agent, row.id);
+    expect(log).toContain(`for ${hostname}`);
+    expect(log).toContain('HTTP-01');
+    expect(log).toMatch(/Issued by Pebble Intermediate CA/);
+  });
+
+  it('writes one PEM (chain + key) in a root-only directory, verifying against Pebble root and intermediate', async () => {
+    const file = pemFile(hostname);
+    await until('the certificate file', async () => existsSync(file));
+    expect(statSync(certificateDir(t.dataDir)).mode & 0o777).toBe(0o700);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const pem = readFileSync(file, 'utf8');
+    const certs: string[] = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+    expect(certs.length).toBeGreaterThanOrEqual(2);
+    const leaf = new X509Certificate(certs[0]);
+    const root = new X509Certificate(await a.pebble.issuingRoot());
+    const intermediate = new X509Certificate(await a.pebble.issuingIntermediate());
+    expect(leaf.checkHost(hostname)).toBe(hostname);
+    expect(leaf.verify(intermediate.publicKey)).toBe(true);
+    expect(intermediate.verify(root.publicKey)).toBe(true);
+    expect(leaf.checkPrivateKey(createPrivateKey(pem))).toBe(true);
+    // A real TLS handshake by SNI, trusting nothing but Pebble's root.
+    const peer = await handshake(
+      file,
+      hostname,
+      `${await a.pebble.issuingRoot()}${await a.pebble.issuingIntermediate()}`,
+    );
+    expect(peer.subjectaltname).toBe(`DNS:${hostname}`);
+    expect(readFileSync(join(certificateDir(t.dataDir), 'crt-list.txt'), 'utf8')).toContain(`${file} ${hostname}\n`);
+  });
+
+  it('keeps the keys sealed: not in PostgreSQL in the clear, not in any answer or task log', async () => {
+    const pem = readFileSync(pemFile(hostname), 'utf8');
+    const keyBody = /-----BEGIN [A-Z ]*PRIVATE KEY-----\n([\s\S]+?)\n-----END/.exec(pem)![1].split('\n')[0];
+    const row = await t.deps.knex('certificates').where({ domain_id: domain.id }).first();
+    expect(row.private_key_sealed).toMatch(/^v1\./);
+    const account = await t.deps.knex('acme_accounts').where({ directory_url: a.pebble.directoryUrl }).first();
+    expect(account.account_key_sealed).toMatch(/^v1\./);
+    const everything = JSON.stringify(await t.deps.knex('certificates').select('*'));
+    expect(everything).not.toContain('PRIVATE KEY');
+    const answers = [
+      (await w.agent.get(`/environments/${w.environment.id}/domains`)).text,
+      (await w.agent.get(`/tasks?environment=${w.environment.id}`)).text,
+    ];
+    for (const task of await tasksOf(domain.id, 'certificate_issue')) {
+      answers.push((await w.agent.get(`/tasks/${task.id}`)).text, await taskLog(t, w.agent, task.id));
+    }
+    for (const text of answers) {
+      expect(text).not.toContain('PRIVATE KEY');
+      expect(text).not.toContain(keyBody);
+    }
+  });
+
+  it('leaves no challenge behind, and the password still guards everything but the challenge path', async () => {
+    expect(await t.deps.knex('acme_challenges').where({ hostname })).toEqual([]);
+    expect((await viaEdge(hostname)).status).toBe(401);
+    expect((await viaEdge(hostname, '/.well-known/acme-challenge/unknown-token')).status).toBe(401);
+  });
+});
+
+describe('a domain verified by the background re-check', { timeout: 180_000 }, () => {
+  it('gets its certificate too (a task the system started)', async () => {
+    const w = await world();
+    const hostname = host('later');
+    const added = await w.agent.post(`/environments/${w.environment.id}/domains`, { hostname });
+    expect(added.status, added.text).toBe(201);
+    a.dns.setAddresses(hostname, ['127.0.0.1']);
+    a.dns.set(`_vc-verify.${hostname}`, [added.body.verification.value]);
+    const issued = await until('the certificate', async () => {
+      const d = await domainOf(w, added.body.id);
+      return d?.status === 'verified' && d.certificate.status === 'issued' && d;
+    });
+    expect(issued.certificate.issuer).toMatch(/^Pebble Intermediate CA/);
+    const [task] = await tasksOf(added.body.id, 'certificate_issue');
+    expect(task.account_via).toBe('system');
+    expect((await waitForTask(t, w.agent, task.id)).status).toBe('succeeded');
+  });
+});
+
+describe('the HTTP-01 answer on EDGE_PORT', { timeout: 180_000 }, () => {
+  it("answers only the console's own token, for its own hostname, and only on EDGE_PORT", async () => {
+    const w = await world();
+    const mine = host('mine');
+    const other = host('other');
+    await t.deps.knex('domains').insert([
+      {
+        team_id: w.team.id,
+        project_id: w.project.id,
+        environment_id: w.environment.id,
+        hostname: mine,
+        verification_value: 'x',
+        status: 'verified',
+      },
+      {
+        team_id: w.team.id,
+        project_id: w.project.id,
+        environment_id: w.environment.id,
+        hostname: other,
+        verification_value: 'y',
+        status: 'verified',
+      },
+    ]);
+    await until('the edge to serve both names', async () => {
+      const [a, b] = [await viaEdge(mine), await viaEdge(other)];
+      return a.status !== 404 && b.status !== 404;
+    });
+    // A token put there a moment ago (before the edge's notification): looked up, answered.
+    await t.deps.knex('acme_challenges').insert({ token: 'tok-1', hostname: mine, key_authorization: 'tok-1.thumb' });
+    const answered = await viaEdge(mine, '/.well-known/acme-challenge/tok-1');
+    expect(answered).toMatchObject({ status: 200, text: 'tok-1.thumb' });
+    // Another hostname asking for it: the environment's own answer (no live release here), not the token.
+    const elsewhere = await viaEdge(other, '/.well-known/acme-challenge/tok-1');
+    expect(elsewhere.text).not.toContain('tok-1.thumb');
+    expect(elsewhere.status).toBe(503);
+    // Not on the environment's own port.
+    const onEnvPort = await fetch(`http://127.0.0.1:${w.environment.port}/.well-known/acme-challenge/tok-1`, {
+      headers: { host: mine },
+    }).catch(() => null);
+    if (onEnvPort) expect(await onEnvPort.text()).not.toContain('tok-1.thumb');
+    await t.deps.knex('acme_challenges').where({ token: 'tok-1' }).delete();
+    await until('the token to be forgotten', async () => {
+      const r = await viaEdge(mine, '/.well-known/acme-challenge/tok-1');
+      return r.status !== 200;
+    });
+  });
+});
+
+describe('a domain moved or deleted takes its certificate along', { timeout: 180_000 }, () => {
+  it('keeps the certificate on a move, and removes it and its file on delete', async () => {
+    const w = await world();
+    const hostname = host('move');
+    const domain = await verifiedDomain(w, hostname);
+    const issued = await until('the certificate', async () => {
+      const d = await domainOf(w, domain.id);
+      return d?.certificate.status === 'issued' && d;
+    });
+    await until('the file', async () => existsSync(pemFile(hostname)));
+    const staging = await createEnvironment(t, w.project, { name: 'staging' });
+    const moved = await w.agent.patch(`/domains/${domain.id}`, { environment_id: staging.id });
+    expect(moved.status, moved.text).toBe(200);
+    expect(domainSchema.parse(moved.body).certificate).toEqual(issued.certificate);
+    expect((await domainOf(w, domain.id, staging.id))?.certificate).toEqual(issued.certificate);
+    expect(await domainOf(w, domain.id)).toBeUndefined();
+    expect(existsSync(pemFile(hostname))).toBe(true);
+
+    expect((await w.agent.delete(`/domains/${domain.id}`)).status).toBe(204);
+    expect(await t.deps.knex('certificates').where({ domain_id: domain.id })).toEqual([]);
+    await until('the file to go', async () => !existsSync(pemFile(hostname)));
+    expect(readFileSync(join(certificateDir(t.dataDir), 'crt-list.txt'), 'utf8')).not.toContain(hostname);
+  }, 120_000);
+});
