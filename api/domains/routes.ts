@@ -11,6 +11,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/environments/{id}/domains',
     operationId: 'listEnvironmentDomains',
+    description:
+      "Every hostname added to the environment with its state (pending or verified) and the TXT record that verifies it, plus the project's domain allowance and how much of it is used.",
     summary: "The environment's domains, and the project's allowance (used counts pending ones too)",
     tags,
     auth: 'session',
@@ -80,6 +82,8 @@ export const routes: RouteDef[] = [
     method: 'patch',
     path: '/domains/{id}',
     operationId: 'moveDomain',
+    description:
+      'Points a domain at another environment of the same project; the edge serves it from there at once. An environment of another project is 422.',
     summary: 'Moves the domain to another environment of the same project',
     tags,
     auth: 'session',
@@ -101,6 +105,8 @@ export const routes: RouteDef[] = [
     method: 'delete',
     path: '/domains/{id}',
     operationId: 'deleteDomain',
+    description:
+      'Removes the hostname from the environment. The edge stops serving it immediately and its verification record no longer counts.',
     summary: 'Removes the domain; the edge stops serving it at once',
     tags,
     auth: 'session',

@@ -31,6 +31,7 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/projects/{id}/settings',
     operationId: 'getProjectSettings',
+    description: "The project's name and domain allowance, with their defaults, and what the caller's role may change.",
     summary: "The project's settings",
     tags: ['projects'],
     auth: 'session',
@@ -46,6 +47,8 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/projects/{id}/settings',
     operationId: 'updateProjectSettings',
+    description:
+      'Changes only the fields given; `null` returns a field to its default. Any refused field is 422 naming it and nothing is saved.',
     summary: 'Changes the settings it is given (name, domain_allowance; null: back to the default)',
     tags: ['projects'],
     auth: 'session',
