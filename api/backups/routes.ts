@@ -233,7 +233,7 @@ const snapshotRoutes = [
     operationId: 'createBackupDownload',
     summary: 'A URL that serves the encrypted snapshot for 15 minutes without other credentials',
     description:
-      'Decrypt it with the backup key (POST /environments/{id}/backup-key) and scripts/decrypt-backup.mjs; see the README.',
+      'Decrypt it with the backup key (POST /environments/{id}/backup-key) and scripts/decrypt-backup.mjs; see docs/data.md.',
     tags,
     auth: 'session',
     permission: 'data:write',
@@ -263,7 +263,7 @@ const snapshotRoutes = [
     query: s.downloadQuery,
     responses: {
       200: {
-        description: 'The encrypted snapshot (format: README "Backups")',
+        description: 'The encrypted snapshot (format: docs/data.md, "The snapshot format")',
         contentType: 'application/octet-stream',
       },
       403: error('Signature wrong or expired'),
