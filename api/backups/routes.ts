@@ -208,8 +208,7 @@ const snapshotRoutes = [
     method: 'delete',
     path: '/environments/{id}/backups/{snapshot}',
     operationId: 'deleteBackup',
-    description:
-      "Deletes the snapshot's object from its destination and its record. Written to the team's activity (`backups`).",
+    description: "Deletes the snapshot from its destination. Written to the team's activity (`backups`).",
     summary: 'Deletes a snapshot from its destination',
     tags,
     auth: 'session',

@@ -83,7 +83,7 @@ export const routes: RouteDef[] = [
     path: '/domains/{id}',
     operationId: 'moveDomain',
     description:
-      'Points a domain at another environment of the same project; the edge serves it from there at once. An environment of another project is 422.',
+      "Points a domain at another environment of the same project; its state stays as it was. An environment of another project is 422 on `environment_id`; the move is written to the team's activity.",
     summary: 'Moves the domain to another environment of the same project',
     tags,
     auth: 'session',
@@ -106,7 +106,7 @@ export const routes: RouteDef[] = [
     path: '/domains/{id}',
     operationId: 'deleteDomain',
     description:
-      'Removes the hostname from the environment. The edge stops serving it immediately and its verification record no longer counts.',
+      "Deletes the domain and stops its background re-check; the edge stops serving it at once. Written to the team's activity.",
     summary: 'Removes the domain; the edge stops serving it at once',
     tags,
     auth: 'session',

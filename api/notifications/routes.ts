@@ -36,7 +36,7 @@ export const routes: RouteDef[] = [
     path: '/teams/{id}/activity/seen',
     operationId: 'markTeamActivitySeen',
     description:
-      'Per-user state: the counts of `GET /teams/{id}/notifications` start again from now for the caller only.',
+      'Per-user state: the finished bell of `GET /teams/{id}/notifications` starts again from now, for the caller only.',
     summary: "Marks the team's activity seen for the caller: the finished bell starts again from now",
     tags,
     auth: 'session',
@@ -94,7 +94,7 @@ export const projectRuleRoutes: RouteDef[] = [
     path: '/projects/{id}/notifications',
     operationId: 'saveProjectNotificationRules',
     description:
-      "Saves the rules of the events given in `rules`; events not given keep theirs. Integrations must be the team's own.",
+      'Saves the rules of the events given in `rules`; events not given keep theirs. A rule that is refused is 422 and nothing is saved.',
     summary: 'Saves the rules of the events given; the others keep theirs',
     tags,
     auth: 'session',

@@ -31,7 +31,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/projects/{id}/settings',
     operationId: 'getProjectSettings',
-    description: "The project's name and domain allowance, with their defaults, and what the caller's role may change.",
+    description:
+      "The project's name and its domain allowance, and whether that allowance is the default (`DOMAIN_ALLOWANCE`) or the project's own.",
     summary: "The project's settings",
     tags: ['projects'],
     auth: 'session',

@@ -84,7 +84,7 @@ export const routes: RouteDef[] = [
     path: '/environments/{id}/services',
     operationId: 'listServices',
     description:
-      "The environment's services with their kind, plan and state; credentials are never shown (processes get them as `DATABASE_URL` and `PG*`).",
+      "The environment's services; their credentials are never shown (the environment's processes get them as `DATABASE_URL` and `PG*`).",
     summary: "The environment's services",
     tags,
     auth: 'session',

@@ -57,7 +57,7 @@ const teamRoutes = [
     path: '/teams/{id}/settings',
     operationId: 'getTeamSettings',
     description:
-      "The team's name, what the caller's role may change, and the next-steps checklist (null once hidden by the caller).",
+      "The team's name, the caller's role, the fields that may be changed, and the next-steps checklist (null once hidden by the caller).",
     summary: "The team's settings and what may be changed",
     tags,
     auth: 'session',
