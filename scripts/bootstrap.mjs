@@ -101,7 +101,8 @@ switch (command) {
     run('tsc', ['--noEmit', '-p', 'tsconfig.json', ...rest]);
     break;
   case 'check': {
-    // Formatting and lint (Biome), then the types (tsc): what CI checks before the tests.
+    // Formatting and lint (Biome), the types (tsc), then the OpenAPI document (Spectral, .spectral.yaml):
+    // what CI checks before the tests.
     ensureNodeModules();
     say('Checking formatting and lint (biome ci)...');
     const biome = spawnSync(join(root, 'node_modules', '.bin', 'biome'), ['ci', '.'], { cwd: root, stdio: 'inherit' });
@@ -110,7 +111,13 @@ switch (command) {
       process.exit(biome.status ?? 1);
     }
     say('Checking types (tsc)...');
-    run('tsc', ['--noEmit', '-p', 'tsconfig.json', ...rest]);
+    const tsc = spawnSync(join(root, 'node_modules', '.bin', 'tsc'), ['--noEmit', '-p', 'tsconfig.json', ...rest], {
+      cwd: root,
+      stdio: 'inherit',
+    });
+    if (tsc.status !== 0) process.exit(tsc.status ?? 1);
+    say('Linting the OpenAPI document (Spectral, spectral:oas; warnings fail)...');
+    run('tsx', ['scripts/openapi-lint.ts']);
     break;
   }
   case 'test': {

@@ -7,7 +7,7 @@
  *
  * writes restored/database.dump (pg_dump custom format: `pg_restore --list restored/database.dump`) and
  * restored/files.tar (the volume files). The format is described in activities/data/snapshot-format.ts
- * and the README. The key may also come from the VC_BACKUP_KEY environment variable.
+ * and docs/data.md. The key may also come from the VC_BACKUP_KEY environment variable.
  */
 import { createReadStream, createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';

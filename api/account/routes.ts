@@ -120,6 +120,8 @@ const sessionRoutes = [
     method: 'get',
     path: '/session/token',
     operationId: 'getSessionCsrfToken',
+    description:
+      'A browser session sends this value as `X-CSRF-Token` on every write (POST, PATCH, DELETE). The command-line sign-in (`vcs_` bearer) and personal access tokens need no such header.',
     summary: "The browser session's CSRF token, for the X-CSRF-Token header on writes",
     tags,
     auth: 'session',
@@ -139,6 +141,8 @@ const sessionRoutes = [
     method: 'delete',
     path: '/session',
     operationId: 'deleteSession',
+    description:
+      "Ends the caller's own session on the server: the browser cookie or the command line's `vcs_` bearer stops working at once. Other sessions of the same account are untouched.",
     summary: 'Sign out: ends this session (browser cookie or vcs_ bearer)',
     tags,
     auth: 'session',
@@ -154,6 +158,8 @@ const sessionRoutes = [
     method: 'post',
     path: '/session/reauthenticate',
     operationId: 'reauthenticateSession',
+    description:
+      'Some changes (revealing a backup key, restoring over a protected environment) need a recent sign-in and answer 403 `reauthentication_required` otherwise. Confirming the password here renews the sign-in time of the current session; a wrong password is 422 on `password`, and repeated failures from one address are refused with 429.',
     summary: 'Confirm the password again: renews the sign-in time for changes that need a recent sign-in',
     tags,
     auth: 'session',
@@ -192,6 +198,8 @@ const sessionRoutes = [
     method: 'get',
     path: '/me',
     operationId: 'getMe',
+    description:
+      "Reachable with a personal access token. Says who is calling and how: a browser session, the command-line sign-in or a token (then with the token's record: purpose, team and expiry, never the token string).",
     summary: 'The caller: account, how it came in (session, cli, token) and, for a token, its record',
     tags,
     auth: 'token',
@@ -207,6 +215,8 @@ const deviceRoutes = [
     method: 'post',
     path: '/cli/sessions',
     operationId: 'createCliDeviceAuthorization',
+    description:
+      'Starts the OAuth device flow (RFC 8628) that `service login` uses: the answer carries a `device_code` to poll `POST /cli/sessions/token` with, and a `user_code` and `verification_uri` for a signed-in browser to approve. Throttled per client address (`DEVICE_CODES_PER_HOUR`).',
     summary:
       'Command-line sign-in, step 1 (RFC 8628): a device code to poll with and a user code to approve in the browser',
     tags,
@@ -225,6 +235,8 @@ const deviceRoutes = [
     method: 'get',
     path: '/cli/verify',
     operationId: 'getCliVerificationPage',
+    description:
+      'The `verification_uri` of the device flow: a page where a person signed in in the browser enters or confirms the user code and approves or denies the command-line sign-in.',
     summary: 'The page where a signed-in browser approves or denies a command-line sign-in',
     tags,
     auth: 'none',
@@ -245,6 +257,8 @@ const deviceRoutes = [
     method: 'post',
     path: '/cli/sessions/approve',
     operationId: 'approveCliDeviceAuthorization',
+    description:
+      'Approves the waiting command-line sign-in with this user code for the signed-in account; the next poll of `POST /cli/sessions/token` then answers the `vcs_` bearer.',
     summary: 'Approve a command-line sign-in by its user code (case and dash do not matter)',
     tags,
     auth: 'session',
@@ -261,6 +275,8 @@ const deviceRoutes = [
     method: 'post',
     path: '/cli/sessions/deny',
     operationId: 'denyCliDeviceAuthorization',
+    description:
+      'Refuses the waiting command-line sign-in with this user code; its polls then end without a credential.',
     summary: 'Deny a command-line sign-in by its user code',
     tags,
     auth: 'session',
@@ -305,6 +321,8 @@ const sshKeyRoutes = [
     method: 'get',
     path: '/me/ssh-keys',
     operationId: 'listSshKeys',
+    description:
+      "The signed-in account's SSH public keys, oldest first, each with its SHA256 fingerprint. Signed-in only: a personal access token gets 403 `token_not_allowed`.",
     summary: 'Your SSH public keys',
     tags,
     auth: 'session',
@@ -317,6 +335,8 @@ const sshKeyRoutes = [
     method: 'post',
     path: '/me/ssh-keys',
     operationId: 'createSshKey',
+    description:
+      'Adds a public key to the signed-in account and answers it with its SHA256 fingerprint. A key of another type or a short RSA key is 422 on `public_key`; a key already added is 409.',
     summary: 'Add an SSH public key (ssh-ed25519, ssh-rsa of 2048 bits or more, ecdsa-sha2-nistp256/384/521, sk-*)',
     tags,
     auth: 'session',
@@ -335,6 +355,7 @@ const sshKeyRoutes = [
     method: 'delete',
     path: '/me/ssh-keys/{id}',
     operationId: 'deleteSshKey',
+    description: "Removes one of the signed-in account's SSH keys; another account's key is 404.",
     summary: 'Remove one of your SSH keys',
     tags,
     auth: 'session',

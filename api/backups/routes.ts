@@ -17,6 +17,8 @@ const destinationRoutes = [
     method: 'get',
     path: '/teams/{id}/backup-destinations/new',
     operationId: 'getNewBackupDestinationChoices',
+    description:
+      'The kinds of backup destination (`local` under `BACKUP_LOCAL_ROOTS`, `s3`) and the fields each asks for; secret fields are write-only.',
     summary: 'What adding a backup destination asks for: the kinds and their fields (secret ones are never shown back)',
     tags,
     auth: 'session',
@@ -35,6 +37,8 @@ const destinationRoutes = [
     method: 'get',
     path: '/teams/{id}/backup-destinations',
     operationId: 'listBackupDestinations',
+    description:
+      "The team's backup destinations with, for each, how many snapshots it holds and their bytes; secret fields are only named in `secret_fields`.",
     summary: "The team's backup destinations with their snapshot counts and used bytes",
     tags,
     auth: 'session',
@@ -76,6 +80,7 @@ const destinationRoutes = [
     method: 'get',
     path: '/backup-destinations/{id}',
     operationId: 'getBackupDestination',
+    description: 'One destination with its snapshot count and used bytes; its secret fields are named, never shown.',
     summary: 'One backup destination with its snapshot count and used bytes',
     tags,
     auth: 'session',
@@ -94,6 +99,8 @@ const destinationRoutes = [
     method: 'post',
     path: '/backup-destinations/{id}',
     operationId: 'updateBackupDestination',
+    description:
+      'Changes the fields given and probes the destination again (an object written, read back and deleted); if the probe fails, 422 names the field and nothing is saved.',
     summary: 'Changes the fields given (probing the destination again); fields of another kind are refused',
     tags,
     auth: 'session',
@@ -119,6 +126,8 @@ const windowRoutes = [
     method: 'get',
     path: '/projects/{id}/backup-window',
     operationId: 'getBackupWindow',
+    description:
+      "The hour (UTC) of the project's daily backups, how many days snapshots are kept and where they go. With no destination (the default) no scheduled backup runs.",
     summary: "The project's daily backup window (default: 03:00 UTC, 7 days, no destination, so no scheduled backups)",
     tags,
     auth: 'session',
@@ -134,6 +143,8 @@ const windowRoutes = [
     method: 'post',
     path: '/projects/{id}/backup-window',
     operationId: 'setBackupWindow',
+    description:
+      'Sets the hour, retention and destination: the Temporal schedule `backups-<project_id>` then backs up every environment with data daily and deletes snapshots older than the retention.',
     summary:
       'Sets the backup window: the Temporal schedule backups-<project_id> backs every environment with data up then',
     tags,
@@ -156,6 +167,8 @@ const windowRoutes = [
     method: 'delete',
     path: '/projects/{id}/backup-window',
     operationId: 'resetBackupWindow',
+    description:
+      'Returns the window to the default (03:00 UTC, 7 days, no destination) and deletes its schedule; existing snapshots stay.',
     summary: 'Returns the backup window to the default (its schedule is deleted)',
     tags,
     auth: 'session',
@@ -178,6 +191,8 @@ const snapshotRoutes = [
     method: 'get',
     path: '/environments/{id}/backups',
     operationId: 'listBackups',
+    description:
+      "The environment's snapshots, newest first, each with its destination, state, `size_bytes` and the `sha256` of the stored bytes.",
     summary: "The environment's snapshots, newest first",
     tags,
     auth: 'session',
@@ -193,6 +208,7 @@ const snapshotRoutes = [
     method: 'delete',
     path: '/environments/{id}/backups/{snapshot}',
     operationId: 'deleteBackup',
+    description: "Deletes the snapshot from its destination. Written to the team's activity (`backups`).",
     summary: 'Deletes a snapshot from its destination',
     tags,
     auth: 'session',
@@ -216,7 +232,7 @@ const snapshotRoutes = [
     operationId: 'createBackupDownload',
     summary: 'A URL that serves the encrypted snapshot for 15 minutes without other credentials',
     description:
-      'Decrypt it with the backup key (POST /environments/{id}/backup-key) and scripts/decrypt-backup.mjs; see the README.',
+      'Decrypt it with the backup key (POST /environments/{id}/backup-key) and scripts/decrypt-backup.mjs; see docs/data.md.',
     tags,
     auth: 'session',
     permission: 'data:write',
@@ -237,6 +253,8 @@ const snapshotRoutes = [
     method: 'get',
     path: '/snapshots/{id}/file',
     operationId: 'downloadBackupFile',
+    description:
+      'The signed URL that `POST .../download` answers (valid 15 minutes) needs no other credentials. Streams the encrypted `.vcb` snapshot; a stored object that is not the snapshot taken (size, SHA-256) is refused with 409 `snapshot_not_available`.',
     summary: 'The encrypted snapshot, streamed from its destination (the signed URL of createBackupDownload)',
     tags,
     auth: 'none',
@@ -244,7 +262,7 @@ const snapshotRoutes = [
     query: s.downloadQuery,
     responses: {
       200: {
-        description: 'The encrypted snapshot (format: README "Backups")',
+        description: 'The encrypted snapshot (format: docs/data.md, "The snapshot format")',
         contentType: 'application/octet-stream',
       },
       403: error('Signature wrong or expired'),
@@ -266,6 +284,8 @@ const keyRoutes = [
     method: 'get',
     path: '/environments/{id}/backup-key',
     operationId: 'getBackupKey',
+    description:
+      "The backup key's fingerprint and which snapshots it opens; the key itself only comes from `POST`, with a recent sign-in.",
     summary: "What the environment's backup key opens (the key itself is not shown here)",
     tags,
     auth: 'session',
@@ -284,6 +304,8 @@ const keyRoutes = [
     method: 'post',
     path: '/environments/{id}/backup-key',
     operationId: 'revealBackupKey',
+    description:
+      "Answers the environment's backup key, which decrypts its snapshots (see scripts/decrypt-backup.mjs). Needs a sign-in younger than allowed (else 403 `reauthentication_required`); every reveal is written to the activity log with the client address.",
     summary:
       "Reveals the environment's backup key; needs a recent sign-in; written to the activity log with the address",
     tags,

@@ -74,6 +74,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/environments/{id}/sync',
     operationId: 'getSyncSources',
+    description:
+      "The first call of a sync: the project's other environments whose database and files can be copied into this one with `POST /environments/{id}/sync`.",
     summary: "The project's other environments whose data can be copied in",
     tags,
     auth: 'session',

@@ -28,6 +28,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/teams/{id}/billing',
     operationId: 'getTeamBilling',
+    description:
+      'The billing address and details, every subscription with its price, and the monthly total. Owners only.',
     summary: 'The billing details, the subscriptions and the monthly total',
     tags,
     auth: 'session',
@@ -71,6 +73,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/teams/{id}/subscriptions/{order}/cancel',
     operationId: 'getSubscriptionCancel',
+    description:
+      'The first of the two calls of cancelling: what the subscription covers, what ends with it and when. Owners only; the POST needs `confirm: true`.',
     summary: 'What cancelling a subscription ends, and when',
     tags,
     auth: 'session',

@@ -17,6 +17,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/environments/{id}/cdn',
     operationId: 'getEnvironmentCdn',
+    description:
+      "Whether the edge caches this environment's public GET and HEAD answers, and the TTL used when an answer names none.",
     summary: "The environment's CDN: whether the edge caches, and the default TTL",
     tags,
     auth: 'session',

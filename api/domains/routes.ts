@@ -11,6 +11,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/environments/{id}/domains',
     operationId: 'listEnvironmentDomains',
+    description:
+      "Every hostname added to the environment with its state (pending or verified) and the TXT record that verifies it, plus the project's domain allowance and how much of it is used.",
     summary: "The environment's domains, and the project's allowance (used counts pending ones too)",
     tags,
     auth: 'session',
@@ -82,6 +84,8 @@ export const routes: RouteDef[] = [
     method: 'patch',
     path: '/domains/{id}',
     operationId: 'moveDomain',
+    description:
+      "Points a domain at another environment of the same project; its state stays as it was. An environment of another project is 422 on `environment_id`; the move is written to the team's activity.",
     summary: 'Moves the domain to another environment of the same project',
     tags,
     auth: 'session',
@@ -103,6 +107,8 @@ export const routes: RouteDef[] = [
     method: 'delete',
     path: '/domains/{id}',
     operationId: 'deleteDomain',
+    description:
+      "Deletes the domain and stops its background re-check; the edge stops serving it at once. Written to the team's activity.",
     summary: 'Removes the domain; the edge stops serving it at once',
     tags,
     auth: 'session',

@@ -14,6 +14,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/environments/{id}/edge',
     operationId: 'getEnvironmentEdge',
+    description:
+      'The edge rules of one environment: the allowed client addresses, whether a Basic password is set (it is never shown) and whether clients stick to one instance.',
     summary: "The environment's edge: allowed addresses, password (never shown) and stickiness",
     tags,
     auth: 'session',
@@ -53,6 +55,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/projects/{id}/edge',
     operationId: 'getProjectEdge',
+    description:
+      'The edge rules every environment of the project shares: blocked addresses and user agents, a rate limit per client address, HSTS, compression, and the maintenance and error pages the edge serves.',
     summary: "The project's edge: blocked addresses and user agents, rate limit, HSTS, compression, pages",
     tags,
     auth: 'session',

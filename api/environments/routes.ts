@@ -84,6 +84,7 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/environments/{id}',
     operationId: 'getEnvironment',
+    description: "Reachable with a personal access token, within its one team. Another team's environment is 404.",
     summary: 'One environment',
     tags,
     auth: 'token',

@@ -12,6 +12,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/teams/{id}/integrations/new',
     operationId: 'getNewIntegrationChoices',
+    description:
+      'The kinds of integration (signed webhooks, Slack) and the events they can be told of, for connecting one with `POST /teams/{id}/integrations`.',
     summary: 'The kinds of integration a team can connect, and the events they can hear of',
     tags,
     auth: 'session',
@@ -31,6 +33,8 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/teams/{id}/integrations/fields',
     operationId: 'getIntegrationFields',
+    description:
+      'Takes `{kind}` and answers the fields that kind of integration asks for; an unknown kind is 422. Changes nothing.',
     summary: 'What one kind of integration asks for',
     tags,
     auth: 'session',
@@ -78,6 +82,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/integrations/{id}',
     operationId: 'getIntegration',
+    description:
+      "The integration's kind, name, events and URL (secrets never shown again), with its last deliveries and their outcomes.",
     summary: 'One integration and its last deliveries',
     tags,
     auth: 'session',
@@ -97,6 +103,8 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/integrations/{id}',
     operationId: 'updateIntegration',
+    description:
+      'Changes the name, events or URL given, for roles that manage integrations; a refused field is 422 naming it and nothing changes.',
     summary: 'Changes an integration: its name, events or URL',
     tags,
     auth: 'session',
@@ -123,6 +131,7 @@ export const routes: RouteDef[] = [
     method: 'delete',
     path: '/integrations/{id}',
     operationId: 'deleteIntegration',
+    description: 'The integration hears of no more events; deliveries still being retried are dropped.',
     summary: 'Disconnects an integration; deliveries under way stop',
     tags,
     auth: 'session',

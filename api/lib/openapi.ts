@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { RouteDef } from './define-route';
+import { TAG_DESCRIPTIONS } from './openapi-tags';
 import { API_PREFIX } from './paths';
 import { errorBodySchema } from './responses';
 
@@ -12,7 +13,9 @@ function schemaOf(s: z.ZodType, io: 'input' | 'output') {
 /** The OpenAPI 3.1 document, built from the route table. */
 export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
   const paths: Record<string, Record<string, unknown>> = {};
+  const tagNames = new Set<string>();
   for (const r of routes) {
+    for (const tag of r.tags ?? []) tagNames.add(tag);
     const parameters: unknown[] = [];
     for (const [where, schema] of [
       ['path', r.params],
@@ -89,7 +92,12 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
       description:
         'Everything the console does. Bodies are JSON. Errors: {"error": {"code", "message", "fields"?}}. ' +
         'Lists: {"data": [...]}, paged lists add "next_before".',
+      contact: { name: 'Hosting Console', url: `${baseUrl}${API_PREFIX}/docs` },
     },
+    // Every tag the routes use, in the order they first appear, with its description.
+    tags: [...tagNames].map((name) =>
+      TAG_DESCRIPTIONS[name] ? { name, description: TAG_DESCRIPTIONS[name] } : { name },
+    ),
     servers: [{ url: `${baseUrl}${API_PREFIX}` }],
     components: {
       securitySchemes: {

@@ -13,6 +13,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/projects/{id}/logs',
     operationId: 'getProjectLogs',
+    description:
+      "The project's log destination (HTTP collector or syslog) shown without credentials, whether the last send arrived (`can_send`, `last_sent_at`, `last_error`) and how many days machines keep their own copy.",
     summary: "The project's log forwarding: destination (credentials never shown), whether it can send, days kept",
     tags,
     auth: 'session',
@@ -54,6 +56,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/environments/{id}/logs',
     operationId: 'getEnvironmentLogs',
+    description:
+      "The console keeps no logs to tail: this says where the environment's request and error lines go (the project's destination by kind and name), whether they can be sent, and each machine's local copy.",
     summary: "Where the environment's logs go and how long each of its machines keeps its own copy",
     tags,
     auth: 'session',

@@ -36,6 +36,8 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/environments/{id}/reshape/preview',
     operationId: 'previewEnvironmentReshape',
+    description:
+      "States what moving the environment's database to the given shape (combined or separate, with a plan) would change and what it would add to or take from the monthly bill. Nothing changes.",
     summary: 'What a reshape would change and cost a month (monthly_price_delta); changes nothing',
     tags,
     auth: 'session',

@@ -187,6 +187,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/environments/{id}/build-machines',
     operationId: 'getEnvironmentBuildMachine',
+    description:
+      "The build provider and plan this environment's builds run on, and the providers there are to choose from.",
     summary: "The provider and plan the environment's builds run on, and the providers there are",
     tags,
     auth: 'session',
@@ -205,6 +207,8 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/environments/{id}/build-machines/options',
     operationId: 'listBuildMachineOptions',
+    description:
+      "Takes `{provider}` and answers that provider's plans with their monthly prices, for choosing a build machine; changes nothing. An unknown provider is 422.",
     summary: "One build provider's plans (sizes), with their prices; changes nothing",
     tags,
     auth: 'session',

@@ -35,6 +35,8 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/teams/{id}/activity/seen',
     operationId: 'markTeamActivitySeen',
+    description:
+      'Per-user state: the finished bell of `GET /teams/{id}/notifications` starts again from now, for the caller only.',
     summary: "Marks the team's activity seen for the caller: the finished bell starts again from now",
     tags,
     auth: 'session',
@@ -51,6 +53,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/teams/{id}/next-steps/hide',
     operationId: 'hideTeamNextSteps',
+    description: "Per-user state: the caller no longer sees the team's next-steps checklist; other members still do.",
     summary:
       "Hides the team's next-steps checklist for the caller (GET /teams/{id}/settings then shows next_steps null)",
     tags,
@@ -73,6 +76,8 @@ export const projectRuleRoutes: RouteDef[] = [
     method: 'get',
     path: '/projects/{id}/notifications',
     operationId: 'getProjectNotificationRules',
+    description:
+      "For each event (task succeeded, task failed, ...): whom the project e-mails (members, admins or nobody) and which of the team's integrations hear of it.",
     summary: "Who hears of the project's events: e-mail to members, admins or none, and which integrations",
     tags,
     auth: 'session',
@@ -88,6 +93,8 @@ export const projectRuleRoutes: RouteDef[] = [
     method: 'post',
     path: '/projects/{id}/notifications',
     operationId: 'saveProjectNotificationRules',
+    description:
+      'Saves the rules of the events given in `rules`; events not given keep theirs. A rule that is refused is 422 and nothing is saved.',
     summary: 'Saves the rules of the events given; the others keep theirs',
     tags,
     auth: 'session',

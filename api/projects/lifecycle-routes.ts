@@ -41,6 +41,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/projects/{id}/cancel',
     operationId: 'getProjectCancellation',
+    description:
+      'The first of the two calls of cancelling a project: the running subscriptions that end and the environments that stop, and when their data is deleted (30 days later). The POST needs `confirm: true`.',
     summary: 'What cancelling the project ends: its running subscriptions and its environments; when data goes',
     tags: ['projects'],
     auth: 'session',

@@ -12,6 +12,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/projects',
     operationId: 'listProjects',
+    description:
+      'Reachable with a personal access token (its one team only). A signed-in caller sees the projects of every team it belongs to; `team_id` narrows the list to one.',
     summary: 'The projects of the teams the caller reaches (a token: its one team); optional team_id filter',
     tags,
     auth: 'token',
@@ -62,6 +64,8 @@ export const routes: RouteDef[] = [
     method: 'delete',
     path: '/projects/{id}',
     operationId: 'deleteProject',
+    description:
+      'Answers 204 once the project has no environments, else 409 `project_not_empty`; cancel the project first to stop and later remove its environments.',
     summary: 'Deletes a project that has no environments',
     tags,
     auth: 'session',
@@ -83,6 +87,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/projects/{id}/repository',
     operationId: 'getProjectRepository',
+    description:
+      "The repository URL without its credentials, the default branch, whether it was reachable at the last check and when, and the git hook's `webhook_url` (never its secret). `url` is null before a repository is connected.",
     summary: "The project's git repository (shown without credentials), or url null",
     tags,
     auth: 'session',

@@ -31,6 +31,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/projects/{id}/settings',
     operationId: 'getProjectSettings',
+    description:
+      "The project's name and its domain allowance, and whether that allowance is the default (`DOMAIN_ALLOWANCE`) or the project's own.",
     summary: "The project's settings",
     tags: ['projects'],
     auth: 'session',
@@ -46,6 +48,8 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/projects/{id}/settings',
     operationId: 'updateProjectSettings',
+    description:
+      'Changes only the fields given; `null` returns a field to its default. Any refused field is 422 naming it and nothing is saved.',
     summary: 'Changes the settings it is given (name, domain_allowance; null: back to the default)',
     tags: ['projects'],
     auth: 'session',

@@ -12,6 +12,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/projects/{id}/registries',
     operationId: 'listProjectRegistries',
+    description:
+      "The private package and container registries the project's builds can pull from: host and user name of each; passwords are never shown.",
     summary:
       'The private package and container registries builds can pull from (hosts and user names; never passwords)',
     tags,
@@ -28,6 +30,8 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/projects/{id}/registries',
     operationId: 'saveProjectRegistry',
+    description:
+      'Stores the user name and password of one registry host, sealed at rest; builds get them as an `.npmrc` and a container auth file. Saving the same host again replaces its credentials.',
     summary:
       "Saves a registry's credentials (replacing those of the same host); builds get them as .npmrc and a container auth file",
     tags,
@@ -56,6 +60,7 @@ export const routes: RouteDef[] = [
     method: 'delete',
     path: '/projects/{id}/registries/{host}',
     operationId: 'deleteProjectRegistry',
+    description: 'Forgets the credentials of one registry host; builds from then on go without them.',
     summary: "Forgets one registry's credentials",
     tags,
     auth: 'session',

@@ -12,6 +12,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/teams/{id}/repository-hosts/new',
     operationId: 'getNewRepositoryHostChoices',
+    description:
+      'The kinds of repository host (`https` with a token, `ssh` with a key pair the console makes) and the fields each asks for.',
     summary: 'The kinds of repository host a team can add, and the fields of each',
     tags,
     auth: 'session',
@@ -31,6 +33,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/teams/{id}/repository-hosts',
     operationId: 'listRepositoryHosts',
+    description:
+      "The team's repository hosts with kind, host and user name, and for `ssh` the public key to add as a deploy key; tokens and private keys are never shown.",
     summary: "The team's repository hosts (never their tokens or private keys)",
     tags,
     auth: 'session',
@@ -76,6 +80,8 @@ export const routes: RouteDef[] = [
     method: 'delete',
     path: '/repository-hosts/{id}',
     operationId: 'deleteRepositoryHost',
+    description:
+      'Deletes the host\'s token or private key; projects that used it fail their next git call with "authentication failed". Written to the team\'s activity.',
     summary: 'Removes a repository host; its token or key is deleted and no longer used',
     tags,
     auth: 'session',

@@ -25,6 +25,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/environments/{id}/storage/allowance',
     operationId: 'getStorageAllowance',
+    description:
+      "The storage allowance in GB, the part the web server's plan includes, the monthly price of the rest, and the bytes the database and files disks use now.",
     summary: "The environment's storage allowance, what its plan includes, what it costs and the bytes each disk uses",
     permission: 'machines:read',
     params: s.idParams,
@@ -62,6 +64,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/environments/{id}/storage/split',
     operationId: 'getStorageSplit',
+    description:
+      "The two disks always sum to the allowance: this gives each one's size, to be changed with `POST .../storage/split`.",
     summary: 'How the allowance is split between the database and the files disks',
     permission: 'machines:read',
     params: s.idParams,
@@ -188,6 +192,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/volumes/{id}/grow',
     operationId: 'getVolumeGrow',
+    description:
+      'A volume only grows: this lists the sizes it can grow to with the monthly price each adds, before `POST /volumes/{id}/grow`.',
     summary: "The volume's size and the sizes it can grow to, each with what it adds to the monthly bill",
     tags,
     auth: 'session',

@@ -12,6 +12,8 @@ export const routes = [
     method: 'get',
     path: '/openapi.json',
     operationId: 'getOpenApiDocument',
+    description:
+      'Built in-process from the route table, so it always matches what the API accepts: every operation with its parameters, bodies, answers, the permission it needs (`x-permission`) and whether a personal access token reaches it (`x-token-reachable`). Needs no sign-in.',
     summary: 'The OpenAPI 3.1 document of this API, generated from the route table',
     tags: ['system'],
     auth: 'none',
@@ -26,6 +28,7 @@ export const routes = [
     method: 'get',
     path: '/docs',
     operationId: 'getApiDocs',
+    description: 'An HTML rendering of the same OpenAPI document, one section per endpoint. Needs no sign-in.',
     summary: 'A readable page of every endpoint, for people',
     tags: ['system'],
     auth: 'none',

@@ -12,6 +12,8 @@ const teamRoutes = [
     method: 'get',
     path: '/teams',
     operationId: 'listTeams',
+    description:
+      'Reachable with a personal access token, which sees only the one team it was issued for. For a signed-in caller, every team with a membership.',
     summary: 'The teams the caller belongs to, with their role in each; a token sees only its one team',
     tags,
     auth: 'token',
@@ -25,6 +27,8 @@ const teamRoutes = [
     method: 'get',
     path: '/teams/new',
     operationId: 'getNewTeamChoices',
+    description:
+      'The first call of creating a team: the rules its name must follow and the roles a team knows, so a dialog or a script knows what `POST /teams` accepts.',
     summary: 'What creating a team asks for: the name rules and the roles a team knows',
     tags,
     auth: 'session',
@@ -37,6 +41,7 @@ const teamRoutes = [
     method: 'post',
     path: '/teams',
     operationId: 'createTeam',
+    description: 'Creates a team with the caller as its only member, in the `owner` role. Signed-in only.',
     summary: 'Creates a team; its creator becomes its owner',
     tags,
     auth: 'session',
@@ -51,6 +56,8 @@ const teamRoutes = [
     method: 'get',
     path: '/teams/{id}/settings',
     operationId: 'getTeamSettings',
+    description:
+      "The team's name, the caller's role, the fields that may be changed, and the next-steps checklist (null once hidden by the caller).",
     summary: "The team's settings and what may be changed",
     tags,
     auth: 'session',
@@ -66,6 +73,8 @@ const teamRoutes = [
     method: 'post',
     path: '/teams/{id}/settings',
     operationId: 'updateTeamSettings',
+    description:
+      'Renames the team, for roles that may change its settings (else 403). A bad name is 422 on `name` and nothing changes.',
     summary: "Changes the team's settings (its name)",
     tags,
     auth: 'session',
@@ -162,6 +171,8 @@ const peopleRoutes = [
     method: 'post',
     path: '/invitations/{id}/renew',
     operationId: 'renewInvitation',
+    description:
+      'Gives a pending invitation another 7 days and e-mails it again; an accepted or revoked one is 409 `invitation_not_open`. Renewals count toward the invitations a client address may send an hour (then 429 with `Retry-After`).',
     summary: 'Renews a pending invitation for 7 days from now and e-mails it again',
     tags,
     auth: 'session',
@@ -187,6 +198,8 @@ const peopleRoutes = [
     method: 'delete',
     path: '/invitations/{id}',
     operationId: 'revokeInvitation',
+    description:
+      "Withdraws a pending invitation so that it can no longer be accepted; an accepted or revoked one is 409 `invitation_not_open`. Written to the team's activity (`access`).",
     summary: 'Revokes a pending invitation',
     tags,
     auth: 'session',

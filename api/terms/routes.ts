@@ -47,6 +47,7 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/projects/{id}/terms',
     operationId: 'getProjectTerms',
+    description: 'The version of the terms in force for the project, and who accepted which version and when.',
     summary: 'The version of the terms in force and who accepted which version, when',
     tags,
     auth: 'session',
@@ -62,6 +63,8 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/projects/{id}/terms',
     operationId: 'acceptProjectTerms',
+    description:
+      'Records that the caller accepts the terms for the project; a `version` other than the one in force (from `GET`) is refused with 422, so nobody accepts terms they did not see.',
     summary: 'Accepts the terms in force for the project; `version` must be the one GET names',
     tags,
     auth: 'session',

@@ -12,6 +12,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/teams/{id}/tickets/new',
     operationId: 'getNewTicketChoices',
+    description:
+      'The first call of opening a support ticket: its categories, and how many screenshots of which types and sizes `POST /teams/{id}/tickets` accepts as `attachments[]`.',
     summary: 'What opening a support ticket asks for: the categories and the attachment limits',
     tags,
     auth: 'session',
@@ -64,6 +66,7 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/teams/{id}/tickets',
     operationId: 'listTeamTickets',
+    description: 'Every support ticket opened for the team, newest first.',
     summary: "The team's support tickets, newest first",
     tags,
     auth: 'session',
@@ -79,6 +82,7 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/tickets/{id}',
     operationId: 'getTicket',
+    description: "One of the team's support tickets: its text, its attachments and the replies.",
     summary: 'One support ticket with its attachments and replies',
     tags,
     auth: 'session',
@@ -94,6 +98,8 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/tickets/{id}/replies',
     operationId: 'replyToTicket',
+    description:
+      'Adds a reply (body `{body, resolved}`), e-mailed to support; `resolved: true` also marks the ticket resolved.',
     summary: 'Replies to a support ticket; `resolved: true` marks it resolved',
     tags,
     auth: 'session',

@@ -33,6 +33,8 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/me/tokens',
     operationId: 'listAccessTokens',
+    description:
+      'Every personal access token the caller issued, active, revoked and expired alike, so that what existed and when it was last used stays visible. The token strings are never shown again: only a digest is kept. A token cannot list or issue tokens.',
     summary: 'Your personal access tokens, newest first, revoked and expired ones included',
     tags,
     auth: 'session',

@@ -212,6 +212,9 @@ function ownVariableRoutes(level: 'project' | 'environment'): RouteDef[] {
       method: 'delete',
       path: `${base}/{name}`,
       operationId: `delete${Level}Variable`,
+      description: project
+        ? 'Removes a project-level variable; environments that had no value of their own stop getting it at their next build, deploy or apply.'
+        : "Removes the environment's own value; the project's value, if any, applies again. Running processes keep their environment until the next deploy or `variables/apply`.",
       summary: project
         ? 'Removes a project variable'
         : "Removes the environment's own value (the project's, if any, applies again)",
