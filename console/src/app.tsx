@@ -1,0 +1,73 @@
+import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
+import { ApiError, api, forgetSession, ok } from './api/client';
+import { SessionContext } from './session';
+import { useLoad } from './ui/hooks';
+import { ErrorNote, Loading } from './ui/parts';
+import { Layout } from './ui/layout';
+import { SignIn, SignUp } from './screens/auth';
+import { Dashboard } from './screens/dashboard';
+import { TeamPage } from './screens/team';
+import { ProjectPage } from './screens/project';
+import { EnvironmentPage } from './screens/environment';
+import { TaskPage } from './screens/task';
+import { AccountPage } from './screens/account';
+
+function NotFound() {
+  return (
+    <section class="card">
+      <h1>Not found</h1>
+      <p>
+        No page here. <a href="/">Back to the dashboard</a>
+      </p>
+    </section>
+  );
+}
+
+/** Pages that need a session: signed out, any of them asks for e-mail and password, then shows itself. */
+function SignedIn() {
+  const me = useLoad(() => ok(api.GET('/me')), []);
+  const { path } = useLocation();
+  if (me.loading && !me.data) return <Loading what="your account" />;
+  if (me.error instanceof ApiError && me.error.status === 401)
+    return <SignIn onSignedIn={() => me.reload()} returnTo={path} />;
+  if (me.error || !me.data) return <ErrorNote error={me.error} />;
+  const refresh = async () => {
+    forgetSession();
+    await me.reload();
+  };
+  return (
+    <SessionContext.Provider value={{ me: me.data, refresh }}>
+      <Layout>
+        <Router>
+          <Route path="/" component={Dashboard} />
+          <Route path="/teams/:id/:tab?" component={TeamPage} />
+          <Route path="/projects/:id/:tab?" component={ProjectPage} />
+          <Route path="/environments/:id/:tab?" component={EnvironmentPage} />
+          <Route path="/tasks/:id" component={TaskPage} />
+          <Route path="/account/:tab?" component={AccountPage} />
+          <Route default component={NotFound} />
+        </Router>
+      </Layout>
+    </SessionContext.Provider>
+  );
+}
+
+function SignInPage() {
+  const { route, query } = useLocation();
+  const next = query.next?.startsWith('/') && !query.next.startsWith('//') ? query.next : '/';
+  return <SignIn onSignedIn={() => route(next, true)} returnTo={next} />;
+}
+
+export function App() {
+  return (
+    <LocationProvider>
+      <main id="main">
+        <Router>
+          <Route path="/sign-in" component={SignInPage} />
+          <Route path="/sign-up" component={SignUp} />
+          <Route default component={SignedIn} />
+        </Router>
+      </main>
+    </LocationProvider>
+  );
+}

@@ -1,0 +1,152 @@
+import type { ComponentChildren, JSX } from 'preact';
+import { useState } from 'preact/hooks';
+import { ApiError } from '../api/client';
+import { fieldError } from './hooks';
+
+/** Shows a refusal: the API's message, the running task of a 409, when to retry after a 429. */
+export function ErrorNote({ error }: { error: unknown }) {
+  if (!error) return null;
+  if (error instanceof ApiError) {
+    const fields = Object.keys(error.fields);
+    return (
+      <div class="error" role="alert">
+        <p>{error.message}</p>
+        {error.status === 409 && error.taskId && (
+          <p>
+            Running task: <a href={`/tasks/${error.taskId}`}>{error.taskId}</a>
+          </p>
+        )}
+        {error.status === 429 && (
+          <p>
+            Try again {error.retryAfter !== undefined ? `in ${formatWait(error.retryAfter)}` : 'in a little while'}.
+          </p>
+        )}
+        {fields.length > 0 && <p class="muted">See the fields marked below: {fields.join(', ')}.</p>}
+      </div>
+    );
+  }
+  return (
+    <div class="error" role="alert">
+      <p>{error instanceof Error ? error.message : String(error)}</p>
+    </div>
+  );
+}
+
+export function formatWait(seconds: number): string {
+  if (seconds < 90) return `${Math.max(1, Math.round(seconds))} seconds`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} minutes`;
+  return `${Math.round(seconds / 3600)} hours`;
+}
+
+type InputProps = Omit<JSX.InputHTMLAttributes<HTMLInputElement>, 'label' | 'error'>;
+
+/** A labelled input; the API's reason for refusing it shows beside it. */
+export function Field(props: InputProps & { label: string; name: string; error?: unknown; hint?: string }) {
+  const { label, error, hint, ...input } = props;
+  const id = `f-${props.name}`;
+  const reason = fieldError(error, props.name);
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <input id={id} aria-invalid={reason ? true : undefined} aria-describedby={`${id}-e`} {...input} />
+      {hint && <small class="muted">{hint}</small>}
+      {reason && (
+        <small id={`${id}-e`} class="field-error">
+          {reason}
+        </small>
+      )}
+    </div>
+  );
+}
+
+export function Select(
+  props: Omit<JSX.SelectHTMLAttributes<HTMLSelectElement>, 'label'> & {
+    label: string;
+    name: string;
+    error?: unknown;
+    options: { value: string; label: string }[];
+  },
+) {
+  const { label, error, options, ...rest } = props;
+  const id = `f-${props.name}`;
+  const reason = fieldError(error, props.name);
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <select id={id} {...rest}>
+        {options.map((o) => (
+          <option key={o.value} value={o.value}>
+            {o.label}
+          </option>
+        ))}
+      </select>
+      {reason && <small class="field-error">{reason}</small>}
+    </div>
+  );
+}
+
+export function Check(props: { label: string; name: string; checked: boolean; onChange(v: boolean): void }) {
+  return (
+    <label class="check">
+      <input
+        type="checkbox"
+        name={props.name}
+        checked={props.checked}
+        onChange={(e) => props.onChange((e.target as HTMLInputElement).checked)}
+      />{' '}
+      {props.label}
+    </label>
+  );
+}
+
+/** Text put on the clipboard by a button; says when it is done. */
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [done, setDone] = useState(false);
+  return (
+    <button
+      type="button"
+      class="secondary"
+      onClick={async () => {
+        await navigator.clipboard?.writeText(text).catch(() => undefined);
+        setDone(true);
+        setTimeout(() => setDone(false), 2000);
+      }}
+    >
+      {done ? 'Copied' : label}
+    </button>
+  );
+}
+
+export function Loading({ what }: { what: string }) {
+  return (
+    <p class="muted" aria-busy="true">
+      Loading {what}…
+    </p>
+  );
+}
+
+export function Section({ title, children }: { title: string; children: ComponentChildren }) {
+  return (
+    <section class="card">
+      <h2>{title}</h2>
+      {children}
+    </section>
+  );
+}
+
+/** Sub-pages of a resource, as links (deep links of CONTRACT). */
+export function Tabs({ base, tabs, current }: { base: string; tabs: [string, string][]; current: string }) {
+  return (
+    <nav class="tabs" aria-label="Sections">
+      {tabs.map(([path, label]) => (
+        <a key={path} href={base + path} aria-current={current === path ? 'page' : undefined}>
+          {label}
+        </a>
+      ))}
+    </nav>
+  );
+}
+
+export function when(iso: string | null | undefined): string {
+  return iso ? new Date(iso).toLocaleString() : '—';
+}
