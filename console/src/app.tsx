@@ -58,15 +58,19 @@ function SignInPage() {
   return <SignIn onSignedIn={() => route(next, true)} returnTo={next} />;
 }
 
+/** Signing in and up stand alone; every other page is of the signed-in console (one router). */
+function Pages() {
+  const { path } = useLocation();
+  if (path === '/sign-in') return <SignInPage />;
+  if (path === '/sign-up') return <SignUp />;
+  return <SignedIn />;
+}
+
 export function App() {
   return (
     <LocationProvider>
       <main id="main">
-        <Router>
-          <Route path="/sign-in" component={SignInPage} />
-          <Route path="/sign-up" component={SignUp} />
-          <Route default component={SignedIn} />
-        </Router>
+        <Pages />
       </main>
     </LocationProvider>
   );

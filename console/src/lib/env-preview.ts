@@ -13,7 +13,7 @@ export interface ExistingVariable {
   source?: string;
 }
 
-export type PreviewAction = 'add' | 'replace' | 'keep' | 'unchanged' | 'repeated';
+export type PreviewAction = 'add' | 'replace' | 'keep' | 'unchanged';
 
 export interface PreviewRow extends ParsedLine {
   action: PreviewAction;
@@ -23,18 +23,15 @@ export interface PreviewRow extends ParsedLine {
 
 /**
  * What "Import" will do with each parsed line: a new name is added; a name set already is replaced only
- * with "overwrite" (else kept); the same value is unchanged (unknowable for a secret: it is write-only);
- * a name given again later in the text wins over its earlier line.
+ * with "overwrite" (else kept); the same value is unchanged (unknowable for a secret: it is write-only).
+ * Variables that come from the project are not the environment's own: a line of the same name adds one.
+ * (A name given twice is refused by the parse itself.)
  */
 export function previewImport(parsed: ParsedLine[], existing: ExistingVariable[], overwrite: boolean): PreviewRow[] {
   const current = new Map(
     existing.filter((v) => v.source === undefined || v.source === 'environment').map((v) => [v.name, v]),
   );
-  const lastLine = new Map<string, number>();
-  for (const p of parsed) lastLine.set(p.name, p.line);
   return parsed.map((p) => {
-    if (lastLine.get(p.name) !== p.line)
-      return { ...p, action: 'repeated', note: `Given again on line ${lastLine.get(p.name)}, which wins` };
     const was = current.get(p.name);
     if (!was) return { ...p, action: 'add', note: 'New variable' };
     if (!was.secret && was.value === p.value) return { ...p, action: 'unchanged', note: 'Same value as now' };

@@ -3,7 +3,7 @@ import { useLocation } from 'preact-iso';
 import { ApiError, api, ok } from '../api/client';
 import type { Environment } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, Loading, Section, when } from '../ui/parts';
+import { ErrorNote, Field, Loading, Section, Select, when } from '../ui/parts';
 
 export function BackupsPage({ env }: { env: Environment }) {
   const { route } = useLocation();
@@ -11,14 +11,25 @@ export function BackupsPage({ env }: { env: Environment }) {
   const path = { params: { path: { id } } };
   const list = useLoad(() => ok(api.GET('/environments/{id}/backups', path)), [id]);
   const key = useLoad(() => ok(api.GET('/environments/{id}/backup-key', path)), [id]);
+  const destinations = useLoad(
+    () => ok(api.GET('/teams/{id}/backup-destinations', { params: { path: { id: env.team_id } } })),
+    [env.team_id],
+  );
+  const [destination, setDestination] = useState('');
   const [asking, setAsking] = useState<{ snapshot: string; what: 'restore' | 'reset' }>();
   const [password, setPassword] = useState('');
   const [resetName, setResetName] = useState('');
   const [revealed, setRevealed] = useState<string>();
   const backUp = useAction(async () => {
-    route(`/tasks/${(await ok(api.POST('/environments/{id}/backups', { ...path, body: {} }))).id}`);
+    const destination_id = destination || destinations.data?.data[0]?.id;
+    const body = destination_id ? { destination_id } : {};
+    route(`/tasks/${(await ok(api.POST('/environments/{id}/backups', { ...path, body }))).id}`);
   });
+  // A restore needs a recent sign-in (and, over a protected environment, the password): when the API
+  // answers reauthentication_required, the password is asked, confirmed (POST /session/reauthenticate)
+  // and sent along with the restore.
   const restore = useAction(async (snapshot: string, withPassword?: string) => {
+    if (withPassword) await ok(api.POST('/session/reauthenticate', { body: { password: withPassword } }));
     try {
       const task = await ok(
         api.POST('/environments/{id}/backups/{snapshot}/restore', {
@@ -28,7 +39,7 @@ export function BackupsPage({ env }: { env: Environment }) {
       );
       route(`/tasks/${task.id}`);
     } catch (err) {
-      if (err instanceof ApiError && err.code === 'reauthentication_required') {
+      if (err instanceof ApiError && err.code === 'reauthentication_required' && !withPassword) {
         setAsking({ snapshot, what: 'restore' });
         return;
       }
@@ -61,6 +72,21 @@ export function BackupsPage({ env }: { env: Environment }) {
   return (
     <>
       <Section title="Backups">
+        {destinations.data && destinations.data.data.length === 0 && (
+          <p class="notice">
+            No backup destination yet: <a href={`/teams/${env.team_id}/backup-destinations`}>add one</a>.
+          </p>
+        )}
+        {destinations.data && destinations.data.data.length > 0 && (
+          <Select
+            label="Destination"
+            name="destination_id"
+            value={destination || destinations.data.data[0].id}
+            onChange={(e) => setDestination((e.target as HTMLSelectElement).value)}
+            options={destinations.data.data.map((d) => ({ value: d.id, label: `${d.name} (${d.kind})` }))}
+            error={backUp.error}
+          />
+        )}
         <button type="button" onClick={() => backUp.run()} disabled={backUp.busy}>
           Back up now
         </button>

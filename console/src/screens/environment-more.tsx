@@ -1,7 +1,8 @@
 import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
 import { JsonView } from '../ui/json-view';
-import { ErrorNote, Loading, Section } from '../ui/parts';
+import { ErrorNote, Loading, Section, tabTitle } from '../ui/parts';
+import { ENVIRONMENT_TABS } from './tabs';
 
 /** The environment's other sections: what their GET says (the CDN with its clear button). */
 export function EnvironmentSection({ id, tab }: { id: string; tab: string }) {
@@ -26,7 +27,7 @@ export function EnvironmentSection({ id, tab }: { id: string; tab: string }) {
     await ok(api.POST('/environments/{id}/cdn/clear', { ...path, body: {} } as never));
   });
   return (
-    <Section title={tab}>
+    <Section title={tabTitle(ENVIRONMENT_TABS, tab)}>
       {data.loading && !data.data ? <Loading what={tab} /> : <ErrorNote error={data.error} />}
       {data.data !== undefined && <JsonView value={data.data} />}
       {tab === 'cdn' && (

@@ -1,3 +1,4 @@
+import { ENVIRONMENT_TABS } from './tabs';
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, ok } from '../api/client';
@@ -11,20 +12,6 @@ import { BackupsPage } from './backups';
 import { ResourcesPage } from './resources';
 import { MachinesPage } from './machines';
 import { EnvironmentSection } from './environment-more';
-
-export const ENVIRONMENT_TABS: [string, string][] = [
-  ['', 'Overview'],
-  ['/variables', 'Variables'],
-  ['/domains', 'Domains'],
-  ['/edge', 'Edge'],
-  ['/cdn', 'CDN'],
-  ['/services', 'Services'],
-  ['/backups', 'Backups'],
-  ['/resources', 'Resources'],
-  ['/machines', 'Machines'],
-  ['/storage', 'Storage'],
-  ['/logs', 'Logs'],
-];
 
 export function EnvironmentPage({ id, tab }: { id: string; tab?: string }) {
   const env = useLoad(() => ok(api.GET('/environments/{id}', { params: { path: { id } } })), [id]);

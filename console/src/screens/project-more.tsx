@@ -1,7 +1,8 @@
 import { api, ok } from '../api/client';
 import { useLoad } from '../ui/hooks';
 import { JsonView } from '../ui/json-view';
-import { ErrorNote, Loading, Section } from '../ui/parts';
+import { ErrorNote, Loading, Section, tabTitle } from '../ui/parts';
+import { PROJECT_TABS } from './tabs';
 import { VariablesEditor } from './variables';
 
 /** The project's other sections: what their GET says, and the variables editor. */
@@ -29,7 +30,7 @@ function ProjectSection({ id, tab }: { id: string; tab: string }) {
     }
   }, [id, tab]);
   return (
-    <Section title={tab.replace('-', ' ')}>
+    <Section title={tabTitle(PROJECT_TABS, tab)}>
       {data.loading && !data.data ? <Loading what={tab} /> : <ErrorNote error={data.error} />}
       {data.data !== undefined && <JsonView value={data.data} />}
     </Section>

@@ -1,3 +1,4 @@
+import { PROJECT_TABS } from './tabs';
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, ok } from '../api/client';
@@ -6,16 +7,6 @@ import { ErrorNote, Field, Loading, Section, Tabs, when } from '../ui/parts';
 import { ProjectSubPage } from './project-more';
 
 const value = (e: Event) => (e.target as HTMLInputElement).value;
-
-export const PROJECT_TABS: [string, string][] = [
-  ['', 'Environments'],
-  ['/variables', 'Variables'],
-  ['/edge', 'Edge'],
-  ['/logs', 'Logs'],
-  ['/settings', 'Settings'],
-  ['/registries', 'Registries'],
-  ['/backup-window', 'Backup window'],
-];
 
 export function ProjectPage({ id, tab }: { id: string; tab?: string }) {
   const current = tab ? `/${tab}` : '';

@@ -28,7 +28,6 @@ export function TaskPage({ id }: { id: string }) {
     }).start();
     void follower.done.then(() => task.reload());
     return () => follower.stop();
-    // biome-ignore lint/correctness/useExhaustiveDependencies: one follower per task
   }, [id]);
   useEffect(() => {
     const el = pre.current;

@@ -1,7 +1,8 @@
 import { api, ok } from '../api/client';
 import { useLoad } from '../ui/hooks';
 import { JsonView } from '../ui/json-view';
-import { CopyButton, ErrorNote, Loading, Section } from '../ui/parts';
+import { CopyButton, ErrorNote, Loading, Section, tabTitle } from '../ui/parts';
+import { TEAM_TABS } from './tabs';
 
 /** The team's other sections: what their GET says; repository hosts with the SSH key to add. */
 export function TeamSection({ id, tab }: { id: string; tab: string }) {
@@ -31,7 +32,7 @@ export function TeamSection({ id, tab }: { id: string; tab: string }) {
       ? (data.data as { data: { host: string; public_key?: string }[] } | undefined)
       : undefined;
   return (
-    <Section title={tab.replace('-', ' ')}>
+    <Section title={tabTitle(TEAM_TABS, tab)}>
       {data.loading && !data.data ? <Loading what={tab} /> : <ErrorNote error={data.error} />}
       {hosts?.data.map(
         (h) =>

@@ -1,21 +1,11 @@
+import { TEAM_TABS } from './tabs';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { rememberTeam } from '../lib/current-team';
 import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Field, Loading, Section, Select, Tabs } from '../ui/parts';
 import { TeamSection } from './team-more';
-
-export const TEAM_TABS: [string, string][] = [
-  ['', 'Projects'],
-  ['/people', 'People'],
-  ['/settings', 'Settings'],
-  ['/billing', 'Billing'],
-  ['/integrations', 'Integrations'],
-  ['/repository-hosts', 'Repository hosts'],
-  ['/backup-destinations', 'Backup destinations'],
-  ['/tickets', 'Tickets'],
-  ['/activity', 'Activity'],
-];
+import { BackupDestinations } from './team-destinations';
 
 export function TeamPage({ id, tab }: { id: string; tab?: string }) {
   const teams = useLoad(() => ok(api.GET('/teams')), []);
@@ -30,6 +20,8 @@ export function TeamPage({ id, tab }: { id: string; tab?: string }) {
         <TeamProjects id={id} />
       ) : current === '/people' ? (
         <People id={id} />
+      ) : current === '/backup-destinations' ? (
+        <BackupDestinations id={id} />
       ) : (
         <TeamSection id={id} tab={tab!} />
       )}

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { type ExistingVariable, type ParsedLine, type PreviewRow, previewImport } from '../lib/env-preview';
-import { useAction, useLoad } from '../ui/hooks';
+import { fieldError, useAction, useLoad } from '../ui/hooks';
 import { Check, ErrorNote, Field, Loading, Section, when } from '../ui/parts';
 
 const value = (e: Event) => (e.target as HTMLInputElement).value;
@@ -159,11 +159,18 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
               name="text"
               rows={6}
               value={text}
+              aria-invalid={fieldError(preview.error, 'text') ? true : undefined}
+              aria-describedby="f-text-e"
               onInput={(e) => {
                 setText((e.target as HTMLTextAreaElement).value);
                 setParsed(undefined);
               }}
             />
+            {fieldError(preview.error ?? doImport.error, 'text') && (
+              <small id="f-text-e" class="field-error">
+                {fieldError(preview.error ?? doImport.error, 'text')}
+              </small>
+            )}
           </div>
           <ErrorNote error={preview.error} />
           <button type="button" onClick={() => preview.run()} disabled={preview.busy || !text.trim()}>

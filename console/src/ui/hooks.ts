@@ -12,7 +12,6 @@ export interface Loaded<T> {
 export function useLoad<T>(load: () => Promise<T>, keys: unknown[]): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
   const generation = useRef(0);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the caller names the keys
   const reload = useCallback(async () => {
     const mine = ++generation.current;
     setState((s) => ({ ...s, loading: true }));

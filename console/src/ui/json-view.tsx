@@ -6,7 +6,6 @@ export function JsonView({ value }: { value: unknown }) {
     return (
       <ul class="list">
         {value.map((v, i) => (
-          // biome-ignore lint/suspicious/noArrayIndexKey: a read-only list
           <li key={i}>
             <JsonView value={v} />
           </li>

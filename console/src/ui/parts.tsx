@@ -1,5 +1,5 @@
 import type { ComponentChildren, JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useId, useState } from 'preact/hooks';
 import { ApiError } from '../api/client';
 import { fieldError } from './hooks';
 
@@ -43,12 +43,17 @@ type InputProps = Omit<JSX.InputHTMLAttributes<HTMLInputElement>, 'label' | 'err
 /** A labelled input; the API's reason for refusing it shows beside it. */
 export function Field(props: InputProps & { label: string; name: string; error?: unknown; hint?: string }) {
   const { label, error, hint, ...input } = props;
-  const id = `f-${props.name}`;
+  const id = `f-${props.name}-${useId()}`;
   const reason = fieldError(error, props.name);
   return (
     <div class="field">
       <label for={id}>{label}</label>
-      <input id={id} aria-invalid={reason ? true : undefined} aria-describedby={`${id}-e`} {...input} />
+      <input
+        id={id}
+        aria-invalid={reason ? true : undefined}
+        aria-describedby={reason ? `${id}-e` : undefined}
+        {...input}
+      />
       {hint && <small class="muted">{hint}</small>}
       {reason && (
         <small id={`${id}-e`} class="field-error">
@@ -68,7 +73,7 @@ export function Select(
   },
 ) {
   const { label, error, options, ...rest } = props;
-  const id = `f-${props.name}`;
+  const id = `f-${props.name}-${useId()}`;
   const reason = fieldError(error, props.name);
   return (
     <div class="field">
@@ -149,4 +154,9 @@ export function Tabs({ base, tabs, current }: { base: string; tabs: [string, str
 
 export function when(iso: string | null | undefined): string {
   return iso ? new Date(iso).toLocaleString() : '—';
+}
+
+/** The label of a tab path among a resource's tabs ("backup-window" -> "Backup window"). */
+export function tabTitle(tabs: [string, string][], tab: string): string {
+  return tabs.find(([p]) => p === `/${tab}`)?.[1] ?? tab;
 }
