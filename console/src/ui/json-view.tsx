@@ -18,7 +18,7 @@ export function JsonView({ value }: { value: unknown }) {
       <dl>
         {Object.entries(value as Record<string, unknown>).map(([k, v]) => (
           <div key={k} class="row">
-            <dt>{k.replace(/_/g, ' ')}</dt>
+            <dt>{k.replace(/_/g, ' ').replace(/^./, (ch) => ch.toUpperCase())}</dt>
             <dd>
               <JsonView value={v} />
             </dd>
