@@ -11,9 +11,10 @@ const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = 
   logs: () => import('./logs'),
   resources: () => import('./resources'),
   backups: () => import('./backups'),
+  console: () => import('./console'),
 };
 
-const only = process.argv.slice(2);
+const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const [name, load] of Object.entries(benches)) {
   if (only.length && !only.includes(name)) continue;
   const mod = await load();

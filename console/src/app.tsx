@@ -1,8 +1,9 @@
+import { useState } from 'preact/hooks';
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { ApiError, api, forgetSession, ok } from './api/client';
 import { SessionContext } from './session';
 import { useLoad } from './ui/hooks';
-import { ErrorNote, Loading } from './ui/parts';
+import { ErrorNote } from './ui/parts';
 import { Layout } from './ui/layout';
 import { SignIn, SignUp } from './screens/auth';
 import { Dashboard } from './screens/dashboard';
@@ -23,21 +24,33 @@ function NotFound() {
   );
 }
 
-/** Pages that need a session: signed out, any of them asks for e-mail and password, then shows itself. */
+/**
+ * Pages that need a session. The page's own calls start alongside GET /me (no round trip waits for it);
+ * signed out (401), any of them asks for e-mail and password and then shows itself.
+ */
 function SignedIn() {
   const me = useLoad(() => ok(api.GET('/me')), []);
   const { path } = useLocation();
-  if (me.loading && !me.data) return <Loading what="your account" />;
+  // Bumped at each sign-in here: the pages start again (their first calls were refused).
+  const [generation, setGeneration] = useState(0);
   if (me.error instanceof ApiError && me.error.status === 401)
-    return <SignIn onSignedIn={() => me.reload()} returnTo={path} />;
-  if (me.error || !me.data) return <ErrorNote error={me.error} />;
+    return (
+      <SignIn
+        onSignedIn={() => {
+          setGeneration((g) => g + 1);
+          void me.reload();
+        }}
+        returnTo={path}
+      />
+    );
+  if (me.error) return <ErrorNote error={me.error} />;
   const refresh = async () => {
     forgetSession();
     await me.reload();
   };
   return (
     <SessionContext.Provider value={{ me: me.data, refresh }}>
-      <Layout>
+      <Layout key={generation}>
         <Router>
           <Route path="/" component={Dashboard} />
           <Route path="/teams/:id/:tab?" component={TeamPage} />

@@ -3,7 +3,8 @@ import { useContext } from 'preact/hooks';
 import type { Me } from './api/types';
 
 export interface SessionState {
-  me: Me;
+  /** The signed-in account; undefined while GET /me is on its way. */
+  me: Me | undefined;
   /** Load GET /me again (after signing in or out). */
   refresh(): Promise<void>;
 }

@@ -31,6 +31,7 @@ function Profile() {
   const [password, setPassword] = useState('');
   const [ask, setAsk] = useState(false);
   const end = useAction(async () => {
+    if (!me) return;
     if (ask) await ok(api.POST('/session/reauthenticate', { body: { password } }));
     try {
       const r = await ok(api.POST('/users/{id}/sessions/end-others', { params: { path: { id: me.id } } }));
@@ -45,9 +46,9 @@ function Profile() {
     <Section title="Profile">
       <dl>
         <dt>Name</dt>
-        <dd>{me.name}</dd>
+        <dd>{me?.name}</dd>
         <dt>E-mail address</dt>
-        <dd>{me.email}</dd>
+        <dd>{me?.email}</dd>
       </dl>
       <form
         onSubmit={(e) => {

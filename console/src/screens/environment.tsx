@@ -26,10 +26,10 @@ export function EnvironmentPage({ id, tab }: { id: string; tab?: string }) {
       <h1>{env.data?.name ?? 'Environment'}</h1>
       <Tabs base={`/environments/${id}`} tabs={ENVIRONMENT_TABS} current={current} />
       {env.error ? <ErrorNote error={env.error} /> : null}
-      {!env.data ? (
+      {current === '' ? (
+        <Overview id={id} env={env.data} />
+      ) : !env.data ? (
         !env.error && <Loading what="the environment" />
-      ) : current === '' ? (
-        <Overview env={env.data} />
       ) : current === '/variables' ? (
         <VariablesEditor scope="environments" id={id} />
       ) : current === '/domains' ? (
@@ -47,14 +47,12 @@ export function EnvironmentPage({ id, tab }: { id: string; tab?: string }) {
   );
 }
 
-function Overview({ env }: { env: Environment }) {
+/** Status, the deploy buttons, maintenance and recent tasks; its calls start with the environment's. */
+function Overview({ id, env }: { id: string; env: Environment | undefined }) {
   const { route } = useLocation();
-  const path = { params: { path: { id: env.id } } };
-  const choices = useLoad(() => ok(api.GET('/environments/{id}/deploy', path)), [env.id]);
-  const tasks = useLoad(
-    () => ok(api.GET('/tasks', { params: { query: { environment: env.id, limit: 8 } } })),
-    [env.id],
-  );
+  const path = { params: { path: { id } } };
+  const choices = useLoad(() => ok(api.GET('/environments/{id}/deploy', path)), [id]);
+  const tasks = useLoad(() => ok(api.GET('/tasks', { params: { query: { environment: id, limit: 8 } } })), [id]);
   const [skipSteps, setSkipSteps] = useState(false);
   const [note, setNote] = useState('');
   const go = (id: string) => route(`/tasks/${id}`);
@@ -85,12 +83,16 @@ function Overview({ env }: { env: Environment }) {
           <dl>
             <dt>App</dt>
             <dd>
-              <a href={env.url} rel="noreferrer" target="_blank" class="break">
-                {env.url}
-              </a>
+              {env ? (
+                <a href={env.url} rel="noreferrer" target="_blank" class="break">
+                  {env.url}
+                </a>
+              ) : (
+                '…'
+              )}
             </dd>
             <dt>Branch</dt>
-            <dd>{env.git_ref}</dd>
+            <dd>{env?.git_ref ?? '…'}</dd>
             <dt>Latest task</dt>
             <dd>
               {latest ? (

@@ -24,8 +24,8 @@ export function Layout({ children }: { children: ComponentChildren }) {
         <nav aria-label="Main">
           <a href="/">Dashboard</a>
           <a href="/account">Account</a>
-          <Bell />
-          <button type="button" class="link" onClick={signOut} title={`Signed in as ${me.email}`}>
+          {me && <Bell />}
+          <button type="button" class="link" onClick={signOut} title={me ? `Signed in as ${me.email}` : undefined}>
             Sign out
           </button>
         </nav>
