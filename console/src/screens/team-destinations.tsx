@@ -1,9 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, Loading, Section, Select } from '../ui/parts';
-
-const label = (name: string) => name.replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase());
+import { ChoiceFields } from '../ui/choice-fields';
+import { ErrorNote, Loading, Section, Select } from '../ui/parts';
 
 /** Backup destinations: the list, and a form laid out by GET .../backup-destinations/new for the kind chosen. */
 export function BackupDestinations({ id }: { id: string }) {
@@ -57,19 +56,7 @@ export function BackupDestinations({ id }: { id: string }) {
               options={choices.data.kinds.map((k) => ({ value: k.kind, label: k.kind }))}
               error={create.error}
             />
-            {fields.map((f) => (
-              <Field
-                key={`${kind}-${f.name}`}
-                label={label(f.name)}
-                name={f.name}
-                type={f.secret ? 'password' : 'text'}
-                autocomplete="off"
-                required={f.required}
-                value={values[f.name] ?? ''}
-                onInput={(e) => setValues({ ...values, [f.name]: (e.target as HTMLInputElement).value })}
-                error={create.error}
-              />
-            ))}
+            <ChoiceFields fields={fields} values={values} onChange={setValues} error={create.error} prefix={kind} />
             <button type="submit" disabled={create.busy}>
               Add destination
             </button>

@@ -4,8 +4,10 @@ import { api, ok } from '../api/client';
 import { rememberTeam } from '../lib/current-team';
 import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Field, Loading, Section, Select, Tabs } from '../ui/parts';
-import { TeamSection } from './team-more';
 import { BackupDestinations } from './team-destinations';
+import { TeamBilling, TeamSettings } from './team-settings';
+import { Activity, Integrations, RepositoryHosts } from './team-connections';
+import { Tickets } from './team-tickets';
 
 export function TeamPage({ id, tab }: { id: string; tab?: string }) {
   const teams = useLoad(() => ok(api.GET('/teams')), []);
@@ -22,8 +24,20 @@ export function TeamPage({ id, tab }: { id: string; tab?: string }) {
         <People id={id} />
       ) : current === '/backup-destinations' ? (
         <BackupDestinations id={id} />
+      ) : current === '/settings' ? (
+        <TeamSettings id={id} />
+      ) : current === '/billing' ? (
+        <TeamBilling id={id} />
+      ) : current === '/integrations' ? (
+        <Integrations id={id} />
+      ) : current === '/repository-hosts' ? (
+        <RepositoryHosts id={id} />
+      ) : current === '/tickets' ? (
+        <Tickets id={id} />
+      ) : current === '/activity' ? (
+        <Activity id={id} />
       ) : (
-        <TeamSection id={id} tab={tab!} />
+        <p>No such section.</p>
       )}
     </>
   );

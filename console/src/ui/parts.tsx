@@ -160,3 +160,48 @@ export function when(iso: string | null | undefined): string {
 export function tabTitle(tabs: [string, string][], tab: string): string {
   return tabs.find(([p]) => p === `/${tab}`)?.[1] ?? tab;
 }
+
+/** Every refused field whose name starts with `prefix` (`blocked_addresses.2`, `hsts.max_age`), beside it. */
+export function FieldErrors({ error, prefix, exact }: { error: unknown; prefix: string; exact?: boolean }) {
+  if (!(error instanceof ApiError)) return null;
+  const hits = Object.entries(error.fields).filter(
+    ([k]) => k === prefix || (!exact && (k.startsWith(`${prefix}.`) || k.startsWith(`${prefix}[`))),
+  );
+  if (hits.length === 0) return null;
+  return (
+    <ul class="field-error list" aria-label={`Refused: ${prefix}`}>
+      {hits.map(([k, v]) => (
+        <li key={k}>
+          {k}: {v}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** A labelled textarea. */
+export function TextArea(props: {
+  label: string;
+  name: string;
+  value: string;
+  rows?: number;
+  hint?: string;
+  onInput(value: string): void;
+  error?: unknown;
+}) {
+  const id = `t-${props.name}-${useId()}`;
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <textarea
+        id={id}
+        name={props.name}
+        rows={props.rows ?? 3}
+        value={props.value}
+        onInput={(e) => props.onInput((e.target as HTMLTextAreaElement).value)}
+      />
+      {props.hint && <small class="muted">{props.hint}</small>}
+      <FieldErrors error={props.error} prefix={props.name} />
+    </div>
+  );
+}
