@@ -4,6 +4,7 @@ import { useLoad } from '../ui/hooks';
 import { ErrorNote, Loading, Section } from '../ui/parts';
 
 const WINDOWS = ['1h', '24h', '7d', '30d', '90d'] as const;
+const TITLES = { cpu: 'CPU (cores)', memory: 'Memory (MB)', disk: 'Disk (MB)' };
 type Window = (typeof WINDOWS)[number];
 
 export function ResourcesPage({ id }: { id: string }) {
@@ -31,8 +32,8 @@ export function ResourcesPage({ id }: { id: string }) {
       {data.loading && !data.data ? <Loading what="resources" /> : <ErrorNote error={data.error} />}
       {data.data &&
         (['cpu', 'memory', 'disk'] as const).map((k) => (
-          <Section key={k} title={{ cpu: 'CPU (%)', memory: 'Memory (MB)', disk: 'Disk (MB)' }[k]}>
-            <Chart label={k} points={data.data!.series[k]} />
+          <Section key={k} title={TITLES[k]}>
+            <Chart label={k} points={data.data!.series[k]} scale={k === 'cpu' ? 1 : 1 / (1024 * 1024)} />
           </Section>
         ))}
     </>
@@ -40,7 +41,8 @@ export function ResourcesPage({ id }: { id: string }) {
 }
 
 /** One uPlot line chart (uPlot is loaded with the first chart, not with the console). */
-function Chart({ label, points }: { label: string; points: { at: string; value: number }[] }) {
+function Chart(props: { label: string; points: { at: string; value: number }[]; scale: number }) {
+  const { label, points, scale } = props;
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
     let chart: { destroy(): void } | undefined;
@@ -49,9 +51,15 @@ function Chart({ label, points }: { label: string; points: { at: string; value: 
       if (gone || !box.current) return;
       const width = Math.max(240, box.current.clientWidth);
       const xs = points.map((p) => Date.parse(p.at) / 1000);
-      const ys = points.map((p) => p.value);
+      const ys = points.map((p) => Math.round(p.value * scale * 100) / 100);
       chart = new UPlot(
-        { width, height: 180, series: [{}, { label, stroke: '#2563eb', width: 2 }], legend: { show: true } },
+        {
+          width,
+          height: 180,
+          series: [{}, { label, stroke: '#2563eb', width: 2 }],
+          axes: [{}, { size: 60 }],
+          legend: { show: true },
+        },
         [xs, ys],
         box.current,
       );
@@ -60,7 +68,7 @@ function Chart({ label, points }: { label: string; points: { at: string; value: 
       gone = true;
       chart?.destroy();
     };
-  }, [label, points]);
+  }, [label, points, scale]);
   if (points.length === 0) return <p class="muted">No samples in this window yet.</p>;
   return <div ref={box} class="chart" data-chart={label} />;
 }

@@ -34,7 +34,7 @@ export function TaskPage({ id }: { id: string }) {
     if (el) el.scrollTop = el.scrollHeight;
   }, [log]);
   const cancel = useAction(async () => {
-    await ok(api.POST('/tasks/{id}/cancel', { params: { path: { id } } }));
+    setStatus((await ok(api.POST('/tasks/{id}/cancel', { params: { path: { id } } }))).status);
     await task.reload();
   });
   const t = task.data;

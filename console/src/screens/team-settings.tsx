@@ -117,29 +117,31 @@ export function TeamBilling({ id }: { id: string }) {
             {format && format.country === country && (
               <fieldset class="plain">
                 <legend>Address in {format.country_name}</legend>
-                {format.fields.map((f) =>
-                  f.choices && f.choices.length > 0 ? (
-                    <Select
-                      key={f.name}
-                      label={f.label}
-                      name={f.name}
-                      value={values[f.name] ?? ''}
-                      onChange={set(f.name)}
-                      options={[{ value: '', label: '—' }, ...f.choices.map((c) => ({ value: c, label: c }))]}
-                      error={save.error}
-                    />
-                  ) : (
-                    <Field
-                      key={f.name}
-                      label={f.label}
-                      name={f.name}
-                      required={f.required}
-                      value={values[f.name] ?? ''}
-                      onInput={set(f.name)}
-                      error={save.error}
-                    />
-                  ),
-                )}
+                {format.fields
+                  .filter((f) => !['name', 'country'].includes(f.name))
+                  .map((f) =>
+                    f.choices && f.choices.length > 0 ? (
+                      <Select
+                        key={f.name}
+                        label={f.label}
+                        name={f.name}
+                        value={values[f.name] ?? ''}
+                        onChange={set(f.name)}
+                        options={[{ value: '', label: '—' }, ...f.choices.map((c) => ({ value: c, label: c }))]}
+                        error={save.error}
+                      />
+                    ) : (
+                      <Field
+                        key={f.name}
+                        label={f.label}
+                        name={f.name}
+                        required={f.required}
+                        value={values[f.name] ?? ''}
+                        onInput={set(f.name)}
+                        error={save.error}
+                      />
+                    ),
+                  )}
               </fieldset>
             )}
             <Field

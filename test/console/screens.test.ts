@@ -1,0 +1,249 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from 'vitest';
+import { insertSamples } from '../../db/queries/resources';
+import { useTestContext } from '../helpers/context';
+import { type ConsoleBrowser, openConsole } from '../helpers/console-browser';
+import { createEnvironment } from '../helpers/deploy-fixtures';
+import { addMember, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import type { Agent } from '../helpers/http';
+
+/**
+ * One test per screen family of the console (dashboard, team, project, environment, task, account): each
+ * loads its screen in chromium and does its main action through it, checked in PostgreSQL or the API.
+ * No worker runs here: tasks stay pending, so the task page can cancel them.
+ */
+const t = useTestContext({ smtp: true });
+let c: ConsoleBrowser;
+let owner: Awaited<ReturnType<typeof createUser>>;
+let agent: Agent;
+let team: Awaited<ReturnType<typeof createTeam>>;
+let project: Awaited<ReturnType<typeof createProject>>;
+let environment: Awaited<ReturnType<typeof createEnvironment>>;
+let developer: Awaited<ReturnType<typeof createUser>>;
+
+beforeAll(async () => {
+  owner = await createUser(t, { name: 'Olive Owner' });
+  team = await createTeam(t, owner, 'Screens team');
+  project = await createProject(t, team, { name: 'screens-shop' });
+  environment = await createEnvironment(t, project, { name: 'staging' });
+  await t.deps.knex('servers').insert({
+    team_id: team.id,
+    project_id: project.id,
+    environment_id: environment.id,
+    role: 'web',
+    name: 'staging-web',
+    plan: 'small',
+    cpu: 0.5,
+    memory_mb: 512,
+    disk_gb: 10,
+  });
+  developer = await createUser(t, { name: 'Dev Eloper' });
+  await addMember(t, team, developer, 'developer');
+  agent = await sessionAgent(t, owner);
+  c = await openConsole(t);
+  await c.context.addCookies([{ name: 'vc_session', value: agent.cookies.get('vc_session')!, url: t.baseUrl }]);
+}, 180_000);
+
+afterAll(async () => {
+  await c?.close();
+});
+
+const go = async (url: string) => {
+  await c.page.goto(t.baseUrl + url);
+  await c.page.locator('h1').first().waitFor();
+};
+
+describe.sequential('the console screens', () => {
+  beforeEach(() => onTestFailed(async ({ task }) => void (await c.screenshot(`failed-${task.name.slice(0, 30)}`))));
+
+  it('dashboard: teams, projects, latest tasks and the bell; creates a team', async () => {
+    const { page } = c;
+    await t.deps.knex('tasks').insert({
+      team_id: team.id,
+      project_id: project.id,
+      environment_id: environment.id,
+      kind: 'deployments',
+      type: 'deploy',
+      status: 'running',
+      account_user_id: owner.id,
+      account_via: 'session',
+      workflow_id: `screens-running-${Date.now()}`,
+    });
+    await go('/');
+    await page.getByRole('link', { name: 'Screens team' }).waitFor();
+    await page.getByRole('link', { name: 'screens-shop' }).waitFor();
+    await page.getByRole('heading', { name: 'Latest tasks' }).waitFor();
+    await page.getByRole('link', { name: 'deploy', exact: true }).first().waitFor();
+    // The bell: one task waiting (running), from GET /teams/{id}/notifications.
+    const bell = page.getByRole('button', { name: /Notifications/ });
+    await expect.poll(() => bell.textContent()).toMatch(/1\s*waiting/);
+    await c.screenshot('dashboard');
+    await page.getByLabel("New team's name").fill('Second team');
+    await page.getByRole('button', { name: 'Create team' }).click();
+    await page.waitForURL(/\/teams\/[0-9a-f-]{36}$/);
+    const created = await t.deps.knex('teams').where({ name: 'Second team' }).first();
+    expect(page.url()).toBe(`${t.baseUrl}/teams/${created.id}`);
+    expect(c.problems).toEqual([]);
+  });
+
+  it('team: invites a colleague, changes a role, keeps the last owner; billing laid out by country', async () => {
+    const { page } = c;
+    await go(`/teams/${team.id}/people`);
+    await page.getByText('Dev Eloper').waitFor();
+    await page.getByLabel('E-mail address').fill('new.colleague@example.test');
+    await page.getByLabel('Role', { exact: true }).selectOption('viewer');
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await page.getByText('new.colleague@example.test').waitFor();
+    const mail = await t.smtp!.waitFor((m) => m.to.includes('new.colleague@example.test'));
+    expect(mail.text).toContain('Screens team');
+    await page.getByLabel('Role of Dev Eloper').selectOption('admin');
+    await expect
+      .poll(async () => (await t.deps.knex('memberships').where({ user_id: developer.id }).first()).role)
+      .toBe('admin');
+    // The last owner stays: demoting yourself is refused with the API's message.
+    await page.getByLabel('Role of Olive Owner').selectOption('viewer');
+    await page.getByText('A team keeps at least one owner').waitFor();
+    expect((await t.deps.knex('memberships').where({ user_id: owner.id, team_id: team.id }).first()).role).toBe(
+      'owner',
+    );
+    await c.screenshot('team-people');
+
+    await go(`/teams/${team.id}/billing`);
+    await page.getByLabel('Country (two-letter code)').fill('US');
+    const format = (await agent.post('/billing/address-format', { country: 'US' })).body;
+    const own = format.fields.filter((f: { name: string }) => !['name', 'country'].includes(f.name));
+    expect(own.length).toBeGreaterThan(2);
+    for (const f of own) await page.getByLabel(f.label, { exact: true }).waitFor();
+    await c.screenshot('team-billing');
+    expect(c.problems).toEqual([]);
+  });
+
+  it('project: edge rules in one save show every refused field, then save', async () => {
+    const { page } = c;
+    await go(`/projects/${project.id}/edge`);
+    await page.getByLabel('Blocked addresses (one address or CIDR a line)').fill('203.0.113.7\nnot-an-address');
+    await page.getByLabel('Requests').fill('0');
+    await page.getByLabel('Per seconds').fill('60');
+    await page.getByRole('button', { name: 'Save edge rules' }).click();
+    const refused = (
+      await agent.patch(`/projects/${project.id}/edge`, {
+        blocked_addresses: ['203.0.113.7', 'not-an-address'],
+        rate_limit: { requests: 0, per_seconds: 60 },
+      })
+    ).body.error.fields as Record<string, string>;
+    expect(Object.keys(refused).length).toBeGreaterThanOrEqual(2);
+    // Every refused field of the one save shows its reason, beside the input it names.
+    for (const reason of Object.values(refused)) await page.getByText(reason).first().waitFor();
+    expect(await page.getByLabel('Requests').getAttribute('aria-invalid')).toBe('true');
+    await c.screenshot('project-edge-refused');
+    expect((await agent.get(`/projects/${project.id}/edge`)).body.blocked_addresses).toEqual([]);
+    await page.getByLabel('Blocked addresses (one address or CIDR a line)').fill('203.0.113.7');
+    await page.getByLabel('Requests').fill('100');
+    await page.getByRole('button', { name: 'Save edge rules' }).click();
+    await page.getByText('Saved.').waitFor();
+    const edge = (await agent.get(`/projects/${project.id}/edge`)).body;
+    expect(edge.blocked_addresses).toEqual(['203.0.113.7/32']);
+    expect(edge.rate_limit).toEqual({ requests: 100, per_seconds: 60 });
+    expect(c.problems).toEqual([]);
+  });
+
+  it('environment: charts for each window, the scale price preview before "Scale"; a 409 names the running task', async () => {
+    const { page } = c;
+    const now = Date.now();
+    await insertSamples(
+      t.deps.knex,
+      Array.from({ length: 30 }, (_, i) => ({
+        environment_id: environment.id,
+        at: new Date(now - (30 - i) * 60_000),
+        cpu: 0.1 + i / 100,
+        memory_bytes: (100 + i) * 1024 * 1024,
+        disk_bytes: 200 * 1024 * 1024,
+      })),
+    );
+    await go(`/environments/${environment.id}/resources`);
+    for (const w of ['1h', '24h', '7d', '30d', '90d']) {
+      await page.getByRole('button', { name: w, exact: true }).click();
+      await expect
+        .poll(() => page.getByRole('button', { name: w, exact: true }).getAttribute('aria-pressed'))
+        .toBe('true');
+      await page.locator('[data-chart="cpu"] canvas').waitFor();
+    }
+    await page.getByRole('button', { name: '1h', exact: true }).click();
+    await page.locator('[data-chart="memory"] canvas').waitFor();
+    await c.screenshot('environment-resources');
+
+    await go(`/environments/${environment.id}/machines`);
+    const scale = (await agent.get(`/environments/${environment.id}/scale`)).body;
+    const two = scale.choices.find((ch: { instances: number }) => ch.instances === 2);
+    await page.getByLabel('Instances').selectOption('2');
+    const preview = page.getByRole('status', { name: 'Price preview' });
+    const money = (n: number) => new Intl.NumberFormat('en', { style: 'currency', currency: scale.currency }).format(n);
+    await expect.poll(() => preview.textContent()).toContain(`+${money(two.monthly_price_delta)} a month`);
+    await c.screenshot('environment-machines');
+    await page.getByRole('button', { name: 'Scale', exact: true }).click();
+    await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
+    const scaleTask = await t.deps.knex('tasks').where({ environment_id: environment.id, type: 'scale' }).first();
+    expect(scaleTask.params).toMatchObject({ instances: 2 });
+
+    // With that task waiting, another change is refused (409): the refusal links to the task in the way.
+    await go(`/environments/${environment.id}/machines`);
+    await page.getByLabel('Instances').selectOption('3');
+    await page.getByRole('button', { name: 'Scale', exact: true }).click();
+    const link = page.getByRole('alert').getByRole('link', { name: scaleTask.id });
+    await link.waitFor();
+    expect(await link.getAttribute('href')).toBe(`/tasks/${scaleTask.id}`);
+    await page.getByText('Another change runs on this environment').waitFor();
+    expect(await t.deps.knex('tasks').where({ environment_id: environment.id, type: 'scale' })).toHaveLength(1);
+    expect(c.problems).toEqual([]);
+  });
+
+  it('task: status, who asked and how, the log; "Cancel" while pending', async () => {
+    const { page } = c;
+    const task = await t.deps.knex('tasks').where({ environment_id: environment.id, type: 'scale' }).first();
+    await go(`/tasks/${task.id}`);
+    await page.getByText('Olive Owner in the console').waitFor();
+    expect(await page.locator('[data-status]').textContent()).toBe('pending');
+    await page.getByRole('log', { name: 'Task log' }).waitFor();
+    await c.screenshot('task-pending');
+    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    await expect.poll(() => page.locator('[data-status]').textContent()).toBe('cancelled');
+    expect((await t.deps.knex('tasks').where({ id: task.id }).first()).status).toBe('cancelled');
+    expect(await page.getByRole('button', { name: 'Cancel', exact: true }).count()).toBe(0);
+    expect(c.problems).toEqual([]);
+  });
+
+  it('account: adds an SSH key; a revoked token stays listed', async () => {
+    const { page } = c;
+    const dir = mkdtempSync(path.join(tmpdir(), 'console-key-'));
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'laptop', '-f', path.join(dir, 'id')]);
+    const publicKey = readFileSync(path.join(dir, 'id.pub'), 'utf8').trim();
+    await go('/account/ssh-keys');
+    await page.getByLabel('Name').fill('laptop');
+    await page.getByLabel('Public key').fill(publicKey);
+    await page.getByRole('button', { name: 'Add key' }).click();
+    const row = await expect
+      .poll(async () => t.deps.knex('ssh_keys').where({ user_id: owner.id }).first())
+      .toBeTruthy();
+    void row;
+    const key = await t.deps.knex('ssh_keys').where({ user_id: owner.id }).first();
+    await page.getByText(key.fingerprint).waitFor();
+    await c.screenshot('account-ssh-keys');
+
+    await go('/account/tokens');
+    await page.getByLabel('What it is for').fill('old laptop');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    await page.locator('[data-token]').waitFor();
+    await page.getByRole('button', { name: 'Revoke' }).click();
+    await page.getByText('revoked', { exact: true }).waitFor();
+    await page.reload();
+    await page.getByText('old laptop').waitFor();
+    await page.getByText('revoked', { exact: true }).waitFor();
+    const token = await t.deps.knex('access_tokens').where({ user_id: owner.id, purpose: 'old laptop' }).first();
+    expect(token.revoked_at).not.toBeNull();
+    await c.screenshot('account-tokens');
+    expect(c.problems).toEqual([]);
+  });
+});
