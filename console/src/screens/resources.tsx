@@ -4,7 +4,7 @@ import { useLoad } from '../ui/hooks';
 import { ErrorNote, Loading, Section } from '../ui/parts';
 
 const WINDOWS = ['1h', '24h', '7d', '30d', '90d'] as const;
-const TITLES = { cpu: 'CPU (cores)', memory: 'Memory (MB)', disk: 'Disk (MB)' };
+const TITLES = { cpu: 'CPU (% of one core)', memory: 'Memory (MB)', disk: 'Disk (MB)' };
 type Window = (typeof WINDOWS)[number];
 
 export function ResourcesPage({ id }: { id: string }) {
