@@ -79,7 +79,7 @@ describe.sequential('the console screens', () => {
     await page.getByRole('link', { name: 'deploy', exact: true }).first().waitFor();
     // The bell: one task waiting (running), from GET /teams/{id}/notifications.
     const bell = page.getByRole('button', { name: /Notifications/ });
-    await expect.poll(() => bell.textContent()).toMatch(/1\s*waiting/);
+    await expect.poll(() => bell.textContent(), { timeout: 30_000 }).toMatch(/1\s*waiting/);
     await c.screenshot('dashboard');
     await page.getByLabel("New team's name").fill('Second team');
     await page.getByRole('button', { name: 'Create team' }).click();
@@ -101,7 +101,9 @@ describe.sequential('the console screens', () => {
     expect(mail.text).toContain('Screens team');
     await page.getByLabel('Role of Dev Eloper').selectOption('admin');
     await expect
-      .poll(async () => (await t.deps.knex('memberships').where({ user_id: developer.id }).first()).role)
+      .poll(async () => (await t.deps.knex('memberships').where({ user_id: developer.id }).first()).role, {
+        timeout: 30_000,
+      })
       .toBe('admin');
     // The last owner stays: demoting yourself is refused with the API's message.
     await page.getByLabel('Role of Olive Owner').selectOption('viewer');
@@ -167,7 +169,9 @@ describe.sequential('the console screens', () => {
     for (const w of ['1h', '24h', '7d', '30d', '90d']) {
       await page.getByRole('button', { name: w, exact: true }).click();
       await expect
-        .poll(() => page.getByRole('button', { name: w, exact: true }).getAttribute('aria-pressed'))
+        .poll(() => page.getByRole('button', { name: w, exact: true }).getAttribute('aria-pressed'), {
+          timeout: 30_000,
+        })
         .toBe('true');
       await page.locator('[data-chart="cpu"] canvas').waitFor();
     }
@@ -181,7 +185,9 @@ describe.sequential('the console screens', () => {
     await page.getByLabel('Instances').selectOption('2');
     const preview = page.getByRole('status', { name: 'Price preview' });
     const money = (n: number) => new Intl.NumberFormat('en', { style: 'currency', currency: scale.currency }).format(n);
-    await expect.poll(() => preview.textContent()).toContain(`+${money(two.monthly_price_delta)} a month`);
+    await expect
+      .poll(() => preview.textContent(), { timeout: 30_000 })
+      .toContain(`+${money(two.monthly_price_delta)} a month`);
     await c.screenshot('environment-machines');
     await page.getByRole('button', { name: 'Scale', exact: true }).click();
     await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
@@ -209,7 +215,7 @@ describe.sequential('the console screens', () => {
     await page.getByRole('log', { name: 'Task log' }).waitFor();
     await c.screenshot('task-pending');
     await page.getByRole('button', { name: 'Cancel', exact: true }).click();
-    await expect.poll(() => page.locator('[data-status]').textContent()).toBe('cancelled');
+    await expect.poll(() => page.locator('[data-status]').textContent(), { timeout: 30_000 }).toBe('cancelled');
     expect((await t.deps.knex('tasks').where({ id: task.id }).first()).status).toBe('cancelled');
     expect(await page.getByRole('button', { name: 'Cancel', exact: true }).count()).toBe(0);
     expect(c.problems).toEqual([]);
@@ -224,10 +230,9 @@ describe.sequential('the console screens', () => {
     await page.getByLabel('Name').fill('laptop');
     await page.getByLabel('Public key').fill(publicKey);
     await page.getByRole('button', { name: 'Add key' }).click();
-    const row = await expect
-      .poll(async () => t.deps.knex('ssh_keys').where({ user_id: owner.id }).first())
+    await expect
+      .poll(async () => t.deps.knex('ssh_keys').where({ user_id: owner.id }).first(), { timeout: 30_000 })
       .toBeTruthy();
-    void row;
     const key = await t.deps.knex('ssh_keys').where({ user_id: owner.id }).first();
     await page.getByText(key.fingerprint).waitFor();
     await c.screenshot('account-ssh-keys');

@@ -4,6 +4,7 @@ import { ApiError, api, ok } from '../api/client';
 import type { Environment } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Field, Loading, Section, Select, when } from '../ui/parts';
+import { SyncSection } from './environment-more';
 
 export function BackupsPage({ env }: { env: Environment }) {
   const { route } = useLocation();
@@ -184,6 +185,7 @@ export function BackupsPage({ env }: { env: Environment }) {
           </form>
         </Section>
       </div>
+      <SyncSection env={env} />
     </>
   );
 }

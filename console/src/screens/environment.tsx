@@ -11,7 +11,9 @@ import { DomainsPage } from './domains';
 import { BackupsPage } from './backups';
 import { ResourcesPage } from './resources';
 import { MachinesPage } from './machines';
-import { EnvironmentSection } from './environment-more';
+import { EnvironmentStorage } from './environment-more';
+import { EnvironmentCdn, EnvironmentEdge } from './environment-edge';
+import { EnvironmentLogs, EnvironmentServices } from './environment-services';
 
 export function EnvironmentPage({ id, tab }: { id: string; tab?: string }) {
   const env = useLoad(() => ok(api.GET('/environments/{id}', { params: { path: { id } } })), [id]);
@@ -40,8 +42,18 @@ export function EnvironmentPage({ id, tab }: { id: string; tab?: string }) {
         <ResourcesPage id={id} />
       ) : current === '/machines' ? (
         <MachinesPage id={id} />
+      ) : current === '/edge' ? (
+        <EnvironmentEdge id={id} />
+      ) : current === '/cdn' ? (
+        <EnvironmentCdn id={id} />
+      ) : current === '/services' ? (
+        <EnvironmentServices id={id} />
+      ) : current === '/storage' ? (
+        <EnvironmentStorage id={id} />
+      ) : current === '/logs' ? (
+        <EnvironmentLogs id={id} projectId={env.data.project_id} />
       ) : (
-        <EnvironmentSection id={id} tab={tab!} />
+        <p>No such section.</p>
       )}
     </>
   );

@@ -2,15 +2,14 @@ import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
-import { JsonView } from '../ui/json-view';
 import { ErrorNote, Loading, Section, Select } from '../ui/parts';
 import { PricePreview } from '../ui/price-preview';
+import { Reshape, ResizeServers } from './machines-more';
 
 export function MachinesPage({ id }: { id: string }) {
   const { route } = useLocation();
   const path = { params: { path: { id } } };
   const scale = useLoad(() => ok(api.GET('/environments/{id}/scale', path)), [id]);
-  const reshape = useLoad(() => ok(api.GET('/environments/{id}/reshape', path)), [id]);
   const [instances, setInstances] = useState<number>();
   const doScale = useAction(async () => {
     const task = await ok(api.POST('/environments/{id}/scale', { ...path, body: { instances: instances! } }));
@@ -57,9 +56,8 @@ export function MachinesPage({ id }: { id: string }) {
           </form>
         )}
       </Section>
-      <Section title="Reshape">
-        {reshape.data ? <JsonView value={reshape.data} /> : <ErrorNote error={reshape.error} />}
-      </Section>
+      <ResizeServers environmentId={id} />
+      <Reshape id={id} />
     </>
   );
 }
