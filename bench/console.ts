@@ -86,7 +86,7 @@ export async function run(): Promise<{ firstLoadKb: number; p50Ms: number }> {
             performance.getEntriesByType('resource').map((e) => ({
               what: new URL(e.name).pathname.replace(/[0-9a-f-]{36}/g, '{id}'),
               'start ms': Math.round(e.startTime),
-              'end ms': Math.round(e.responseEnd),
+              'end ms': Math.round((e as PerformanceResourceTiming).responseEnd),
             })),
           );
           printTable(`The last load, in order (navigation answered at ${Math.round(nav.responseEnd)} ms)`, calls);

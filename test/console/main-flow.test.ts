@@ -20,6 +20,7 @@ let repo: AppRepo;
 const email = `console-${Date.now()}@example.test`;
 const password = 'a long console password';
 const ids: { team?: string; project?: string; environment?: string } = {};
+let lastTask = '';
 
 beforeAll(async () => {
   const root = mkdtempSync(path.join(repositoriesDir(), 'console-'));
@@ -86,6 +87,7 @@ describe.sequential('the console, end to end', () => {
     await page.getByRole('button', { name: 'Deploy', exact: true }).click();
     await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
     const taskId = idFrom(page.url(), 'tasks')!;
+    lastTask = taskId;
     const log = page.getByRole('log', { name: 'Task log' });
     // The build waits for the gate: what the page shows meanwhile came from polling the running task.
     await expect.poll(() => log.textContent(), { timeout: 90_000 }).toContain('==> Building');
@@ -227,7 +229,7 @@ describe.sequential('the console, end to end', () => {
     expect(c.problems).toEqual([]);
   });
 
-  it('is usable at 390 px wide: the main pages do not scroll sideways', async () => {
+  it('is usable at 390 px wide: the main pages do not scroll sideways; every field is labelled', async () => {
     const { page } = c;
     await page.setViewportSize({ width: 390, height: 844 });
     for (const [name, url] of [
@@ -237,11 +239,22 @@ describe.sequential('the console, end to end', () => {
       ['environment-domains', `/environments/${ids.environment}/domains`],
       ['project', `/projects/${ids.project}`],
       ['account-tokens', '/account/tokens'],
+      ['environment-backups', `/environments/${ids.environment}/backups`],
+      ['environment-machines', `/environments/${ids.environment}/machines`],
+      ['team-people', `/teams/${ids.team}/people`],
+      ['task', `/tasks/${lastTask}`],
     ]) {
       await page.goto(t.baseUrl + url);
       await page.locator('h1').first().waitFor();
       await page.waitForLoadState('networkidle');
       expect(await horizontalOverflow(page), name).toBeLessThanOrEqual(0);
+      // Every field has a visible label.
+      const unlabelled = await page.evaluate(() =>
+        [...document.querySelectorAll<HTMLInputElement>('input, select, textarea')]
+          .filter((el) => el.type !== 'hidden' && ![...(el.labels ?? [])].some((l) => l.textContent?.trim()))
+          .map((el) => el.outerHTML),
+      );
+      expect(unlabelled, name).toEqual([]);
       await c.screenshot(`narrow-${name}`);
     }
     await page.setViewportSize({ width: 1280, height: 900 });

@@ -206,6 +206,40 @@ describe.sequential('the console screens', () => {
     expect(c.problems).toEqual([]);
   });
 
+  it('environment: edge settings in one save; the keyboard reaches "Deploy" with a visible focus', async () => {
+    const { page } = c;
+    await go(`/environments/${environment.id}/edge`);
+    await page.getByLabel(/Allowed addresses/).fill('198.51.100.0/24');
+    await page.getByLabel('Username').fill('preview');
+    await page.getByLabel('New password (write-only)').fill('let me in please');
+    await page.getByLabel('Sticky sessions').check();
+    await page.getByRole('button', { name: 'Save edge settings' }).click();
+    await page.getByText('Saved.').waitFor();
+    const edge = (await agent.get(`/environments/${environment.id}/edge`)).body;
+    expect(edge).toEqual({
+      allowed_addresses: ['198.51.100.0/24'],
+      password: { enabled: true, username: 'preview' },
+      stickiness: true,
+    });
+    expect(await page.content()).not.toContain('let me in please');
+
+    await go(`/environments/${environment.id}`);
+    await page.getByRole('button', { name: 'Deploy', exact: true }).waitFor();
+    let focused = '';
+    for (let i = 0; i < 60 && focused !== 'Deploy'; i++) {
+      await page.keyboard.press('Tab');
+      focused = await page.evaluate(() => document.activeElement?.textContent?.trim() ?? '');
+    }
+    expect(focused).toBe('Deploy');
+    const outline = await page.evaluate(() => {
+      const style = getComputedStyle(document.activeElement as Element);
+      return { style: style.outlineStyle, width: Number.parseFloat(style.outlineWidth) };
+    });
+    expect(outline.style).not.toBe('none');
+    expect(outline.width).toBeGreaterThanOrEqual(2);
+    expect(c.problems).toEqual([]);
+  });
+
   it('task: status, who asked and how, the log; "Cancel" while pending', async () => {
     const { page } = c;
     const task = await t.deps.knex('tasks').where({ environment_id: environment.id, type: 'scale' }).first();
