@@ -36,7 +36,15 @@ export function MachinesPage({ id }: { id: string }) {
               name="instances"
               value={String(instances ?? s.instances)}
               onChange={(e) => setInstances(Number((e.target as HTMLSelectElement).value))}
-              options={s.choices.map((c) => ({ value: String(c.instances), label: String(c.instances) }))}
+              options={[
+                ...(s.choices.some((c) => c.instances === s.instances)
+                  ? []
+                  : [{ value: String(s.instances), label: `${s.instances} (now)` }]),
+                ...s.choices.map((c) => ({
+                  value: String(c.instances),
+                  label: c.instances === s.instances ? `${c.instances} (now)` : String(c.instances),
+                })),
+              ].sort((a, b) => Number(a.value) - Number(b.value))}
               error={doScale.error}
             />
             {choice && choice.instances !== s.instances && (
