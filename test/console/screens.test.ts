@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from 'vitest';
 import { insertSamples } from '../../db/queries/resources';
 import { useTestContext } from '../helpers/context';
-import { type ConsoleBrowser, openConsole } from '../helpers/console-browser';
+import { type ConsoleBrowser, openConsole, signIn } from '../helpers/console-browser';
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { addMember, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
@@ -120,6 +120,46 @@ describe.sequential('the console screens', () => {
     expect(own.length).toBeGreaterThan(2);
     for (const f of own) await page.getByLabel(f.label, { exact: true }).waitFor();
     await c.screenshot('team-billing');
+    expect(c.problems).toEqual([]);
+  });
+
+  it('team: a repository host shows its SSH key; a ticket carries a screenshot; activity filters', async () => {
+    const { page } = c;
+    await go(`/teams/${team.id}/repository-hosts`);
+    await page.getByLabel('Kind').selectOption('ssh');
+    await page.getByLabel('Host', { exact: true }).fill('git.example.test');
+    await page.getByRole('button', { name: 'Add host' }).click();
+    await expect
+      .poll(async () => t.deps.knex('repository_hosts').where({ team_id: team.id }).first(), { timeout: 30_000 })
+      .toBeTruthy();
+    const listed = (await agent.get(`/teams/${team.id}/repository-hosts`)).body.data[0];
+    expect(listed.public_key).toMatch(/^ssh-/);
+    await page.getByText(listed.public_key).waitFor();
+    await page.getByRole('button', { name: 'Copy key' }).waitFor();
+    await c.screenshot('team-repository-hosts');
+
+    await go(`/teams/${team.id}/tickets`);
+    const png = path.join(mkdtempSync(path.join(tmpdir(), 'console-shot-')), 'screenshot.png');
+    writeFileSync(
+      png,
+      Buffer.from(
+        'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+        'base64',
+      ),
+    );
+    await page.getByLabel('Subject').fill('The deploy hangs');
+    await page.getByLabel('What happened').fill('It waits at the build step.');
+    await page.getByLabel('Screenshots').setInputFiles(png);
+    await page.getByRole('button', { name: 'Open ticket' }).click();
+    await page.getByText('The deploy hangs').waitFor();
+    await page.getByText('screenshot.png').waitFor();
+    const mail = await t.smtp!.waitFor((m) => m.subject.includes('The deploy hangs'));
+    expect(mail.attachments.map((a) => a.filename)).toContain('screenshot.png');
+
+    await go(`/teams/${team.id}/activity`);
+    await page.getByRole('list', { name: 'Activity' }).waitFor();
+    await page.getByLabel('Kind').selectOption('backups');
+    await page.getByText('Nothing matches.').waitFor();
     expect(c.problems).toEqual([]);
   });
 
@@ -283,6 +323,21 @@ describe.sequential('the console screens', () => {
     const token = await t.deps.knex('access_tokens').where({ user_id: owner.id, purpose: 'old laptop' }).first();
     expect(token.revoked_at).not.toBeNull();
     await c.screenshot('account-tokens');
+    expect(c.problems).toEqual([]);
+  });
+
+  it('signing out: any page then asks for e-mail and password, and shows itself after signing in', async () => {
+    const { page } = c;
+    await go('/account');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/\/sign-in$/);
+    expect((await agent.get('/me')).status).toBe(401);
+    await page.goto(`${t.baseUrl}/teams/${team.id}/people`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await c.screenshot('sign-in');
+    await signIn(page, owner.email);
+    await page.getByText('Dev Eloper').waitFor();
+    expect(page.url()).toBe(`${t.baseUrl}/teams/${team.id}/people`);
     expect(c.problems).toEqual([]);
   });
 });
