@@ -80,7 +80,14 @@ describe.sequential('the console screens', () => {
     // The bell: one task waiting (running), from GET /teams/{id}/notifications.
     const bell = page.getByRole('button', { name: /Notifications/ });
     await expect.poll(() => bell.textContent(), { timeout: 30_000 }).toMatch(/1\s*waiting/);
+    // The team's next steps, from its real state; hidden on request.
+    const steps = page.getByRole('list', { name: 'Next steps' });
+    await steps.getByText('Connect a repository').waitFor();
+    await steps.getByText('Invite a teammate').waitFor();
     await c.screenshot('dashboard');
+    await page.getByRole('button', { name: 'Hide these steps' }).click();
+    await steps.waitFor({ state: 'detached' });
+    expect((await agent.get(`/teams/${team.id}/settings`)).body.next_steps).toBeNull();
     await page.getByLabel("New team's name").fill('Second team');
     await page.getByRole('button', { name: 'Create team' }).click();
     await page.waitForURL(/\/teams\/[0-9a-f-]{36}$/);

@@ -4,6 +4,7 @@ import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Field, Loading, Section, Select } from '../ui/parts';
 import { TaskList } from '../ui/tasks';
+import { NextSteps } from '../ui/next-steps';
 
 const value = (e: Event) => (e.target as HTMLInputElement).value;
 
@@ -29,15 +30,7 @@ export function Dashboard() {
   return (
     <>
       <h1>Dashboard</h1>
-      {teamList.length > 0 && projectList.length === 0 && (
-        <Section title="Next steps">
-          <ol>
-            <li>Create a project and connect its repository.</li>
-            <li>Add an environment and press Deploy.</li>
-            <li>Add a domain and create its TXT record.</li>
-          </ol>
-        </Section>
-      )}
+      {teamList[0] && <NextSteps teamId={teamList[0].id} teamName={teamList[0].name} />}
       <div class="grid">
         <Section title="Teams">
           {teams.loading && !teams.data ? <Loading what="teams" /> : <ErrorNote error={teams.error} />}
