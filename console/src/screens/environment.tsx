@@ -21,7 +21,7 @@ export function EnvironmentPage({ id, tab }: { id: string; tab?: string }) {
   return (
     <>
       <p class="crumbs">
-        {env.data && <a href={`/projects/${env.data.project_id}`}>Project</a>}
+        {env.data && <a href={`/projects/${env.data.project_id}`}>The project</a>}
         {env.data && ' / '}
         Environment
       </p>

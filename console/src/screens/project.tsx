@@ -10,9 +10,10 @@ const value = (e: Event) => (e.target as HTMLInputElement).value;
 
 export function ProjectPage({ id, tab }: { id: string; tab?: string }) {
   const current = tab ? `/${tab}` : '';
+  const settings = useLoad(() => ok(api.GET('/projects/{id}/settings', { params: { path: { id } } })), [id]);
   return (
     <>
-      <h1>Project</h1>
+      <h1>{settings.data?.name ?? 'Project'}</h1>
       <Tabs base={`/projects/${id}`} tabs={PROJECT_TABS} current={current} />
       {current === '' ? <ProjectOverview id={id} /> : <ProjectSubPage id={id} tab={tab!} />}
     </>
