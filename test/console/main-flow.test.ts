@@ -229,6 +229,37 @@ describe.sequential('the console, end to end', () => {
     expect(c.problems).toEqual([]);
   });
 
+  it('deploys a new commit, rolls back, and redeploys skipping the deploy steps', async () => {
+    const { page } = c;
+    const env = await t.deps.knex('environments').where({ id: ids.environment }).first();
+    const app = async () => (await fetch(`http://127.0.0.1:${env.port}/`)).text();
+    const finish = async () => {
+      await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
+      await expect.poll(() => page.locator('[data-status]').textContent(), { timeout: 120_000 }).toBe('succeeded');
+      return idFrom(page.url(), 'tasks')!;
+    };
+    repo.commit('v2');
+    await page.goto(`${t.baseUrl}/environments/${ids.environment}`);
+    await page.getByRole('button', { name: 'Deploy', exact: true }).click();
+    await finish();
+    expect((await app()).trim()).toBe('v2');
+
+    await page.goto(`${t.baseUrl}/environments/${ids.environment}`);
+    await page.getByRole('button', { name: 'Rollback' }).click();
+    const rollback = await finish();
+    expect((await t.deps.knex('tasks').where({ id: rollback }).first()).type).toBe('rollback');
+    expect((await app()).trim()).toBe('v1');
+
+    const runs = repo.deployRuns();
+    await page.goto(`${t.baseUrl}/environments/${ids.environment}`);
+    await page.getByLabel('Skip the deploy steps').check();
+    await page.getByRole('button', { name: 'Redeploy' }).click();
+    const redeploy = await finish();
+    expect((await t.deps.knex('tasks').where({ id: redeploy }).first()).params).toMatchObject({ skip_steps: true });
+    expect(repo.deployRuns()).toBe(runs);
+    expect(c.problems).toEqual([]);
+  });
+
   it('is usable at 390 px wide: the main pages do not scroll sideways; every field is labelled', async () => {
     const { page } = c;
     await page.setViewportSize({ width: 390, height: 844 });
