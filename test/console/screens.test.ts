@@ -253,7 +253,7 @@ describe.sequential('the console screens', () => {
     expect(c.problems).toEqual([]);
   });
 
-  it('environment: edge settings in one save; the keyboard reaches "Deploy" with a visible focus', async () => {
+  it('environment: edge settings in one save; the keyboard reaches "Deploy"; maintenance with a note', async () => {
     const { page } = c;
     await go(`/environments/${environment.id}/edge`);
     await page.getByLabel(/Allowed addresses/).fill('198.51.100.0/24');
@@ -284,6 +284,17 @@ describe.sequential('the console screens', () => {
     });
     expect(outline.style).not.toBe('none');
     expect(outline.width).toBeGreaterThanOrEqual(2);
+
+    // The maintenance switch, with its note for visitors.
+    await page.getByLabel('Note for visitors').fill('Back at noon');
+    await page.getByRole('button', { name: 'Turn maintenance on' }).click();
+    await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
+    const maintenance = await t.deps
+      .knex('tasks')
+      .where({ environment_id: environment.id, kind: 'maintenance' })
+      .first();
+    expect(page.url()).toBe(`${t.baseUrl}/tasks/${maintenance.id}`);
+    expect(maintenance).toMatchObject({ type: 'maintenance_on', params: { note: 'Back at noon' } });
     expect(c.problems).toEqual([]);
   });
 

@@ -1,4 +1,5 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
+import type { Answer } from '../api/types';
 import { useLocation } from 'preact-iso';
 import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
@@ -12,19 +13,23 @@ const lines = (text: string) =>
 
 /** Who may reach the environment: allowed addresses, a password, stickiness; one save. */
 export function EnvironmentEdge({ id }: { id: string }) {
-  const path = { params: { path: { id } } };
-  const edge = useLoad(() => ok(api.GET('/environments/{id}/edge', path)), [id]);
-  const [allowed, setAllowed] = useState('');
-  const [username, setUsername] = useState('');
+  const edge = useLoad(() => ok(api.GET('/environments/{id}/edge', { params: { path: { id } } })), [id]);
+  return (
+    <Section title="Edge">
+      {edge.loading && !edge.data ? <Loading what="edge settings" /> : <ErrorNote error={edge.error} />}
+      {edge.data && <EdgeForm id={id} initial={edge.data} />}
+    </Section>
+  );
+}
+
+/** The form starts from the settings as loaded once; a save shows what the API kept. */
+function EdgeForm({ id, initial }: { id: string; initial: Answer<'getEnvironmentEdge'> }) {
+  const [current, setCurrent] = useState(initial);
+  const [allowed, setAllowed] = useState(initial.allowed_addresses.join('\n'));
+  const [username, setUsername] = useState(initial.password.username ?? '');
   const [password, setPassword] = useState('');
-  const [sticky, setSticky] = useState(false);
+  const [sticky, setSticky] = useState(initial.stickiness);
   const [saved, setSaved] = useState(false);
-  useEffect(() => {
-    if (!edge.data) return;
-    setAllowed(edge.data.allowed_addresses.join('\n'));
-    setUsername(edge.data.password.username ?? '');
-    setSticky(edge.data.stickiness);
-  }, [edge.data]);
   const save = useAction(async (removePassword?: boolean) => {
     setSaved(false);
     const body = {
@@ -32,63 +37,57 @@ export function EnvironmentEdge({ id }: { id: string }) {
       stickiness: sticky,
       ...(removePassword ? { password: null } : password ? { password: { username, password } } : {}),
     };
-    await ok(api.PATCH('/environments/{id}/edge', { ...path, body }));
+    const fresh = await ok(api.PATCH('/environments/{id}/edge', { params: { path: { id } }, body }));
+    setCurrent(fresh);
+    setAllowed(fresh.allowed_addresses.join('\n'));
     setPassword('');
     setSaved(true);
-    await edge.reload();
   });
   return (
-    <Section title="Edge">
-      {edge.loading && !edge.data ? <Loading what="edge settings" /> : <ErrorNote error={edge.error} />}
-      {edge.data && (
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save.run();
-          }}
-        >
-          <ErrorNote error={save.error} />
-          <TextArea
-            label="Allowed addresses (one address or CIDR a line; empty for everyone)"
-            name="allowed_addresses"
-            value={allowed}
-            onInput={setAllowed}
-            error={save.error}
-          />
-          <p class="muted">
-            Password: {edge.data.password.enabled ? `on, user ${edge.data.password.username}` : 'off'}
-          </p>
-          <Field
-            label="Username"
-            name="password.username"
-            value={username}
-            onInput={(e) => setUsername((e.target as HTMLInputElement).value)}
-            error={save.error}
-          />
-          <Field
-            label="New password (write-only)"
-            name="password.password"
-            type="password"
-            autocomplete="new-password"
-            value={password}
-            onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
-            error={save.error}
-          />
-          <Check label="Sticky sessions" name="stickiness" checked={sticky} onChange={setSticky} />
-          <div class="buttons">
-            <button type="submit" disabled={save.busy}>
-              Save edge settings
-            </button>
-            {edge.data.password.enabled && (
-              <button type="button" class="secondary" onClick={() => save.run(true)}>
-                Remove the password
-              </button>
-            )}
-          </div>
-          {saved && <p role="status">Saved.</p>}
-        </form>
-      )}
-    </Section>
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save.run();
+      }}
+    >
+      <ErrorNote error={save.error} />
+      <TextArea
+        label="Allowed addresses (one address or CIDR a line; empty for everyone)"
+        name="allowed_addresses"
+        value={allowed}
+        onInput={setAllowed}
+        error={save.error}
+      />
+      <p class="muted">Password: {current.password.enabled ? `on, user ${current.password.username}` : 'off'}</p>
+      <Field
+        label="Username"
+        name="password.username"
+        value={username}
+        onInput={(e) => setUsername((e.target as HTMLInputElement).value)}
+        error={save.error}
+      />
+      <Field
+        label="New password (write-only)"
+        name="password.password"
+        type="password"
+        autocomplete="new-password"
+        value={password}
+        onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
+        error={save.error}
+      />
+      <Check label="Sticky sessions" name="stickiness" checked={sticky} onChange={setSticky} />
+      <div class="buttons">
+        <button type="submit" disabled={save.busy}>
+          Save edge settings
+        </button>
+        {current.password.enabled && (
+          <button type="button" class="secondary" onClick={() => save.run(true)}>
+            Remove the password
+          </button>
+        )}
+      </div>
+      {saved && <p role="status">Saved.</p>}
+    </form>
   );
 }
 

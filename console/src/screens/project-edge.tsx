@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import type { Answer } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
@@ -14,13 +14,20 @@ const lines = (text: string) =>
 
 /** The project's edge rules as one form and one save (PATCH): every refused field shows beside its input. */
 export function ProjectEdge({ id }: { id: string }) {
+  const edge = useLoad(() => ok(api.GET('/projects/{id}/edge', { params: { path: { id } } })), [id]);
+  return (
+    <Section title="Edge rules">
+      {edge.loading && !edge.data ? <Loading what="edge rules" /> : <ErrorNote error={edge.error} />}
+      {edge.data && <EdgeRulesForm id={id} initial={edge.data} />}
+    </Section>
+  );
+}
+
+/** The form starts from the rules as loaded once; a save shows what the API kept. */
+function EdgeRulesForm({ id, initial }: { id: string; initial: Edge }) {
   const path = { params: { path: { id } } };
-  const edge = useLoad(() => ok(api.GET('/projects/{id}/edge', path)), [id]);
-  const [form, setForm] = useState<Record<string, string | boolean>>({});
+  const [form, setForm] = useState<Record<string, string | boolean>>(() => toForm(initial));
   const [saved, setSaved] = useState(false);
-  useEffect(() => {
-    if (edge.data) setForm(toForm(edge.data));
-  }, [edge.data]);
   const save = useAction(async () => {
     setSaved(false);
     const num = (k: string) => (form[k] === '' ? undefined : Number(form[k]));
@@ -53,101 +60,91 @@ export function ProjectEdge({ id }: { id: string }) {
   const text = (k: string) => String(form[k] ?? '');
   const input = (k: string) => (e: Event) => set(k)((e.target as HTMLInputElement).value);
   return (
-    <Section title="Edge rules">
-      {edge.loading && !edge.data ? <Loading what="edge rules" /> : <ErrorNote error={edge.error} />}
-      {edge.data && (
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save.run();
-          }}
-        >
-          <ErrorNote error={save.error} />
-          <TextArea
-            label="Blocked addresses (one address or CIDR a line)"
-            name="blocked_addresses"
-            value={text('blocked_addresses')}
-            onInput={set('blocked_addresses')}
-            error={save.error}
-          />
-          <TextArea
-            label="Blocked user agents (one a line)"
-            name="blocked_user_agents"
-            value={text('blocked_user_agents')}
-            onInput={set('blocked_user_agents')}
-            error={save.error}
-          />
-          <fieldset class="plain">
-            <legend>Rate limit</legend>
-            <Field
-              label="Requests"
-              name="rate_limit.requests"
-              inputMode="numeric"
-              value={text('rate_requests')}
-              onInput={input('rate_requests')}
-              error={save.error}
-            />
-            <Field
-              label="Per seconds"
-              name="rate_limit.per_seconds"
-              inputMode="numeric"
-              value={text('rate_seconds')}
-              onInput={input('rate_seconds')}
-              error={save.error}
-            />
-            <FieldErrors error={save.error} prefix="rate_limit" exact />
-          </fieldset>
-          <fieldset class="plain">
-            <legend>HSTS</legend>
-            <Field
-              label="Max age (seconds; empty for none)"
-              name="hsts.max_age"
-              inputMode="numeric"
-              value={text('hsts_max_age')}
-              onInput={input('hsts_max_age')}
-              error={save.error}
-            />
-            <Check
-              label="Include subdomains"
-              name="hsts_subdomains"
-              checked={Boolean(form.hsts_subdomains)}
-              onChange={set('hsts_subdomains')}
-            />
-            <Check
-              label="Preload"
-              name="hsts_preload"
-              checked={Boolean(form.hsts_preload)}
-              onChange={set('hsts_preload')}
-            />
-            <FieldErrors error={save.error} prefix="hsts" exact />
-          </fieldset>
-          <Check
-            label="Compression"
-            name="compression"
-            checked={Boolean(form.compression)}
-            onChange={set('compression')}
-          />
-          <TextArea
-            label="Maintenance page (HTML)"
-            name="pages.maintenance"
-            value={text('maintenance_page')}
-            onInput={set('maintenance_page')}
-            error={save.error}
-          />
-          <TextArea
-            label="Error page (HTML)"
-            name="pages.error"
-            value={text('error_page')}
-            onInput={set('error_page')}
-            error={save.error}
-          />
-          <button type="submit" disabled={save.busy}>
-            Save edge rules
-          </button>
-          {saved && <p role="status">Saved.</p>}
-        </form>
-      )}
-    </Section>
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save.run();
+      }}
+    >
+      <ErrorNote error={save.error} />
+      <TextArea
+        label="Blocked addresses (one address or CIDR a line)"
+        name="blocked_addresses"
+        value={text('blocked_addresses')}
+        onInput={set('blocked_addresses')}
+        error={save.error}
+      />
+      <TextArea
+        label="Blocked user agents (one a line)"
+        name="blocked_user_agents"
+        value={text('blocked_user_agents')}
+        onInput={set('blocked_user_agents')}
+        error={save.error}
+      />
+      <fieldset class="plain">
+        <legend>Rate limit</legend>
+        <Field
+          label="Requests"
+          name="rate_limit.requests"
+          inputMode="numeric"
+          value={text('rate_requests')}
+          onInput={input('rate_requests')}
+          error={save.error}
+        />
+        <Field
+          label="Per seconds"
+          name="rate_limit.per_seconds"
+          inputMode="numeric"
+          value={text('rate_seconds')}
+          onInput={input('rate_seconds')}
+          error={save.error}
+        />
+        <FieldErrors error={save.error} prefix="rate_limit" exact />
+      </fieldset>
+      <fieldset class="plain">
+        <legend>HSTS</legend>
+        <Field
+          label="Max age (seconds; empty for none)"
+          name="hsts.max_age"
+          inputMode="numeric"
+          value={text('hsts_max_age')}
+          onInput={input('hsts_max_age')}
+          error={save.error}
+        />
+        <Check
+          label="Include subdomains"
+          name="hsts_subdomains"
+          checked={Boolean(form.hsts_subdomains)}
+          onChange={set('hsts_subdomains')}
+        />
+        <Check
+          label="Preload"
+          name="hsts_preload"
+          checked={Boolean(form.hsts_preload)}
+          onChange={set('hsts_preload')}
+        />
+        <FieldErrors error={save.error} prefix="hsts" exact />
+      </fieldset>
+      <Check label="Compression" name="compression" checked={Boolean(form.compression)} onChange={set('compression')} />
+      <TextArea
+        label="Maintenance page (HTML)"
+        name="pages.maintenance"
+        value={text('maintenance_page')}
+        onInput={set('maintenance_page')}
+        error={save.error}
+      />
+      <TextArea
+        label="Error page (HTML)"
+        name="pages.error"
+        value={text('error_page')}
+        onInput={set('error_page')}
+        error={save.error}
+      />
+      <button type="submit" disabled={save.busy}>
+        Save edge rules
+      </button>
+      {saved && <p role="status">Saved.</p>}
+    </form>
   );
 }
 
