@@ -206,6 +206,7 @@ describe.sequential('the console, end to end', () => {
     await page.getByRole('button', { name: 'Add destination' }).click();
     await page.getByText('disk').first().waitFor();
     await page.goto(`${t.baseUrl}/environments/${ids.environment}/backups`);
+    await page.getByLabel('Destination').waitFor();
     await page.getByRole('button', { name: 'Back up now' }).click();
     await page.waitForURL(/\/tasks\//);
     await expect.poll(() => page.locator('[data-status]').textContent(), { timeout: 120_000 }).toBe('succeeded');

@@ -141,7 +141,7 @@ function Tokens() {
             options={[7, 30, 90].map((d) => ({ value: String(d), label: `${d} days` }))}
             error={create.error}
           />
-          <button type="submit" disabled={create.busy}>
+          <button type="submit" disabled={create.busy || !teams.data}>
             Create token
           </button>
         </form>

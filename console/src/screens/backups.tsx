@@ -88,7 +88,7 @@ export function BackupsPage({ env }: { env: Environment }) {
             error={backUp.error}
           />
         )}
-        <button type="button" onClick={() => backUp.run()} disabled={backUp.busy}>
+        <button type="button" onClick={() => backUp.run()} disabled={backUp.busy || !destinations.data}>
           Back up now
         </button>
         <ErrorNote error={backUp.error} />
