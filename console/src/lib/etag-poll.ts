@@ -4,12 +4,20 @@
 export class EtagReader<T> {
   private etag: string | undefined;
   private last: T | undefined;
-  constructor(private readonly url: string) {}
+  private readonly fetch: typeof fetch;
+
+  constructor(
+    private readonly url: string,
+    /** Headers for each read (a session cookie outside the browser), and the fetch to read with. */
+    private readonly opts: { headers?: Record<string, string>; fetch?: typeof fetch } = {},
+  ) {
+    this.fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
+  }
 
   async read(): Promise<{ data: T; changed: boolean }> {
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json', ...this.opts.headers };
     if (this.etag && this.last !== undefined) headers['if-none-match'] = this.etag;
-    const res = await fetch(this.url, { credentials: 'same-origin', headers, cache: 'no-store' });
+    const res = await this.fetch(this.url, { credentials: 'same-origin', headers, cache: 'no-store' });
     if (res.status === 304 && this.last !== undefined) return { data: this.last, changed: false };
     if (!res.ok) throw new Error(`${this.url} answered ${res.status}`);
     this.etag = res.headers.get('etag') ?? undefined;
