@@ -9,13 +9,23 @@ import { type ConsoleBrowser, openConsole, signIn } from '../helpers/console-bro
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { addMember, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
+import { startTxtServer, type TxtServer } from '../helpers/dns';
 
 /**
  * One test per screen family of the console (dashboard, team, project, environment, task, account): each
  * loads its screen in chromium and does its main action through it, checked in PostgreSQL or the API.
  * No worker runs here: tasks stay pending, so the task page can cancel them.
  */
-const t = useTestContext({ smtp: true });
+// A real DNS server on loopback, started before the system so DNS_SERVERS can point at it.
+const env: Record<string, string> = {};
+let dns: TxtServer;
+beforeAll(async () => {
+  dns = await startTxtServer();
+  env.DNS_SERVERS = dns.server;
+});
+afterAll(() => dns?.close());
+
+const t = useTestContext({ smtp: true, env });
 let c: ConsoleBrowser;
 let owner: Awaited<ReturnType<typeof createUser>>;
 let agent: Agent;
@@ -295,6 +305,29 @@ describe.sequential('the console screens', () => {
       .first();
     expect(page.url()).toBe(`${t.baseUrl}/tasks/${maintenance.id}`);
     expect(maintenance).toMatchObject({ type: 'maintenance_on', params: { note: 'Back at noon' } });
+    expect(c.problems).toEqual([]);
+  });
+
+  it('environment: a domain is verified once its TXT record exists', async () => {
+    const { page } = c;
+    await go(`/environments/${environment.id}/domains`);
+    await page.getByLabel('Hostname').fill('screens.example.test');
+    await page.getByRole('button', { name: 'Add domain' }).click();
+    await page.getByRole('heading', { name: 'screens.example.test' }).waitFor();
+    const domain = (await agent.get(`/environments/${environment.id}/domains`)).body.data[0];
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await expect
+      .poll(async () => (await t.deps.knex('domains').where({ id: domain.id }).first()).last_checked_at, {
+        timeout: 30_000,
+      })
+      .not.toBeNull();
+    expect((await t.deps.knex('domains').where({ id: domain.id }).first()).status).toBe('pending');
+    dns.set(domain.verification.name, [domain.verification.value]);
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.locator('.status.verified').waitFor();
+    expect((await t.deps.knex('domains').where({ id: domain.id }).first()).status).toBe('verified');
+    expect(await page.getByRole('button', { name: 'Verify' }).count()).toBe(0);
+    await c.screenshot('environment-domain-verified');
     expect(c.problems).toEqual([]);
   });
 

@@ -76,8 +76,12 @@ function Domain(props: {
           <span class={`status ${d.status}`}>{d.status}</span>
           {d.verified_at && ` since ${when(d.verified_at)}`}
         </dd>
-        <dt>Certificate</dt>
-        <dd>{d.certificate?.status ?? (d.status === 'verified' ? 'served by the edge' : 'after verification')}</dd>
+        {d.certificate?.status && (
+          <>
+            <dt>Certificate</dt>
+            <dd>{d.certificate.status}</dd>
+          </>
+        )}
         <dt>Last checked</dt>
         <dd>{when(d.last_checked_at)}</dd>
         {d.verification.checks_left !== undefined && (
