@@ -38,7 +38,14 @@ afterAll(async () => {
 const idFrom = (url: string, kind: string) => new RegExp(`/${kind}/([0-9a-f-]{36})`).exec(url)?.[1];
 
 describe.sequential('the console, end to end', () => {
-  beforeEach(() => onTestFailed(async ({ task }) => void (await c.screenshot(`failed-${task.name.slice(0, 40)}`))));
+  beforeEach(() => {
+    // Each test answers for what happened during it.
+    c.problems.length = 0;
+    onTestFailed(async ({ task }) => {
+      console.log(`[console test] problems during "${task.name}":`, c.problems);
+      await c.screenshot(`failed-${task.name.slice(0, 40)}`);
+    });
+  });
   it('signs up with the e-mailed code and lands on the dashboard', async () => {
     const { page } = c;
     await page.goto(`${t.baseUrl}/sign-up`);

@@ -67,7 +67,14 @@ const go = async (url: string) => {
 };
 
 describe.sequential('the console screens', () => {
-  beforeEach(() => onTestFailed(async ({ task }) => void (await c.screenshot(`failed-${task.name.slice(0, 30)}`))));
+  beforeEach(() => {
+    // Each test answers for what happened during it.
+    c.problems.length = 0;
+    onTestFailed(async ({ task }) => {
+      console.log(`[console test] problems during "${task.name}":`, c.problems);
+      await c.screenshot(`failed-${task.name.slice(0, 30)}`);
+    });
+  });
 
   it('dashboard: teams, projects, latest tasks and the bell; creates a team', async () => {
     const { page } = c;
