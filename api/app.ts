@@ -35,6 +35,7 @@ function metricsEndpoint(token: string | undefined): Koa.Middleware {
   };
 }
 import { securityHeaders } from './middleware/security-headers';
+import { serveConsole } from './console/serve';
 
 /** The Koa app: middleware stack and the route table. No I/O at import time. */
 export function createApp(deps: Deps, routes: RouteDef[] = allRoutes()): Koa {
@@ -52,6 +53,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = allRoutes()): Koa {
   app.use(metricsEndpoint(deps.config.metricsToken));
   app.use(requestLog(deps.logger));
   app.use(errorHandler(deps.logger));
+  app.use(serveConsole(deps.config.consoleDir));
   app.use(async (ctx, next) => {
     ctx.state.routeTable = routes;
     await next();

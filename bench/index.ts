@@ -12,6 +12,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = 
   resources: () => import('./resources'),
   backups: () => import('./backups'),
   'step-output': () => import('./step-output'),
+  console: () => import('./console'),
 };
 
 // `--quick` (bench/quick.ts): each for a second or two, as CI runs them.

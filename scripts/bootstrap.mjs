@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureTemporalCli } from './temporal-cli.mjs';
 import { ensurePebble } from './pebble.mjs';
+import { ensureConsoleAssets } from './console-build.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const command = process.argv[2];
@@ -73,6 +74,16 @@ function ensureSandboxTools(extra = []) {
   }
 }
 
+/** The web console's built files (console/dist), built when missing or older than their sources. */
+function ensureConsole() {
+  try {
+    ensureConsoleAssets(say);
+  } catch (err) {
+    say(err.message);
+    process.exit(1);
+  }
+}
+
 function run(bin, args, env = {}) {
   // TypeScript entry points run in one node process with the tsx loader (no wrapper process), so
   // signals reach them directly and they decide the stop order.
@@ -110,6 +121,23 @@ switch (command) {
       say('Formatting or lint failed: `npx biome check --write .` fixes what it can.');
       process.exit(biome.status ?? 1);
     }
+    say("Checking the console's API client against the API (scripts/gen-console-client.mjs --check)...");
+    const gen = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', join(root, 'scripts', 'gen-console-client.mjs'), '--check'],
+      { cwd: root, stdio: 'inherit' },
+    );
+    if (gen.status !== 0) process.exit(gen.status ?? 1);
+    say("Checking the console's types (tsc -p console/tsconfig.json)...");
+    const consoleTypes = spawnSync(
+      join(root, 'node_modules', '.bin', 'tsc'),
+      ['--noEmit', '-p', 'console/tsconfig.json'],
+      {
+        cwd: root,
+        stdio: 'inherit',
+      },
+    );
+    if (consoleTypes.status !== 0) process.exit(consoleTypes.status ?? 1);
     say('Checking types (tsc)...');
     const tsc = spawnSync(join(root, 'node_modules', '.bin', 'tsc'), ['--noEmit', '-p', 'tsconfig.json', ...rest], {
       cwd: root,
@@ -124,6 +152,7 @@ switch (command) {
     ensureNodeModules();
     // the tests also check deploy/systemd's units (systemd-analyze verify)
     ensureSandboxTools([['systemd-analyze', 'systemd']]);
+    ensureConsole();
     const cli = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
     // Pebble, the test ACME CA of the automatic HTTPS tests (test/helpers/pebble.ts builds it too when missing).
     const pebble = ensurePebble((m) => say(m.replace(/^\[setup\] /, '')));
@@ -132,6 +161,7 @@ switch (command) {
   }
   case 'bench': {
     ensureNodeModules();
+    ensureConsole();
     const cli = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
     run('tsx', ['bench/index.ts', ...rest], { TEMPORAL_CLI: cli });
     break;
@@ -139,6 +169,7 @@ switch (command) {
   case 'start': {
     ensureNodeModules();
     ensureSandboxTools();
+    ensureConsole();
     const env = {};
     if (!process.env.TEMPORAL_ADDRESS) env.TEMPORAL_CLI = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
     run('tsx', ['system/start.ts', ...rest], env);

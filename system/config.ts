@@ -1,4 +1,5 @@
 import { isAbsolute, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseAllowList } from '../activities/provider/outbound';
 
 export interface Config {
@@ -15,6 +16,8 @@ export interface Config {
   /** Where support tickets and their replies are e-mailed. */
   supportEmail: string;
   dataDir: string;
+  /** The built web console the API serves at `/` (CONSOLE_DIR; default console/dist of this checkout). */
+  consoleDir: string;
   buildConcurrency: number;
   redisUrl: string | undefined;
   trustProxyHops: number;
@@ -196,6 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mailFrom: env.MAIL_FROM || 'Hosting Console <console@localhost>',
     supportEmail: env.SUPPORT_EMAIL || 'support@localhost',
     dataDir: resolve(env.DATA_DIR || 'var'),
+    consoleDir: resolve(env.CONSOLE_DIR || fileURLToPath(new URL('../console/dist', import.meta.url))),
     buildConcurrency: Math.max(1, int(env, 'BUILD_CONCURRENCY', 2)),
     redisUrl: env.REDIS_URL || undefined,
     trustProxyHops: int(env, 'TRUST_PROXY_HOPS', 0),

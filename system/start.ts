@@ -111,6 +111,7 @@ try {
     [
       '',
       'Hosting Console is running.',
+      `  Web console:      ${config.baseUrl}/`,
       `  API base URL:     ${config.baseUrl}/api/vc/v1   (docs: ${config.baseUrl}/api/vc/v1/docs)`,
       `  Temporal Web UI:  ${uiUrl}   (namespace ${config.temporalNamespace})`,
       `  Edge:             http://${config.environmentHost}:${config.edgePort}   (verified domains by Host header; each environment also on its own port)`,

@@ -1,0 +1,191 @@
+import { useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
+import { ApiError, api, ok } from '../api/client';
+import type { Environment } from '../api/types';
+import { useAction, useLoad } from '../ui/hooks';
+import { ErrorNote, Field, Loading, Section, Select, when } from '../ui/parts';
+import { SyncSection } from './environment-more';
+
+export function BackupsPage({ env }: { env: Environment }) {
+  const { route } = useLocation();
+  const id = env.id;
+  const path = { params: { path: { id } } };
+  const list = useLoad(() => ok(api.GET('/environments/{id}/backups', path)), [id]);
+  const key = useLoad(() => ok(api.GET('/environments/{id}/backup-key', path)), [id]);
+  const destinations = useLoad(
+    () => ok(api.GET('/teams/{id}/backup-destinations', { params: { path: { id: env.team_id } } })),
+    [env.team_id],
+  );
+  const [destination, setDestination] = useState('');
+  const [asking, setAsking] = useState<{ snapshot: string; what: 'restore' | 'reset' }>();
+  const [password, setPassword] = useState('');
+  const [resetName, setResetName] = useState('');
+  const [revealed, setRevealed] = useState<string>();
+  const backUp = useAction(async () => {
+    const destination_id = destination || destinations.data?.data[0]?.id;
+    const body = destination_id ? { destination_id } : {};
+    route(`/tasks/${(await ok(api.POST('/environments/{id}/backups', { ...path, body }))).id}`);
+  });
+  // A restore needs a recent sign-in (and, over a protected environment, the password): when the API
+  // answers reauthentication_required, the password is asked, confirmed (POST /session/reauthenticate)
+  // and sent along with the restore.
+  const restore = useAction(async (snapshot: string, withPassword?: string) => {
+    if (withPassword) await ok(api.POST('/session/reauthenticate', { body: { password: withPassword } }));
+    try {
+      const task = await ok(
+        api.POST('/environments/{id}/backups/{snapshot}/restore', {
+          params: { path: { id, snapshot } },
+          body: withPassword ? { password: withPassword } : {},
+        }),
+      );
+      route(`/tasks/${task.id}`);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'reauthentication_required' && !withPassword) {
+        setAsking({ snapshot, what: 'restore' });
+        return;
+      }
+      throw err;
+    }
+  });
+  const download = useAction(async (snapshot: string) => {
+    const r = await ok(
+      api.POST('/environments/{id}/backups/{snapshot}/download', { params: { path: { id, snapshot } }, body: {} }),
+    );
+    window.location.assign(r.url);
+  });
+  const remove = useAction(async (snapshot: string) => {
+    if (!confirm('Delete this backup?')) return;
+    await ok(api.DELETE('/environments/{id}/backups/{snapshot}', { params: { path: { id, snapshot } } }));
+    await list.reload();
+  });
+  const reveal = useAction(async () => {
+    setRevealed((await ok(api.POST('/environments/{id}/backup-key', { ...path, body: {} }))).key);
+  });
+  const reset = useAction(async () => {
+    const task = await ok(
+      api.POST('/environments/{id}/reset-database', {
+        ...path,
+        body: { confirm: resetName, ...(password ? { password } : {}) },
+      }),
+    );
+    route(`/tasks/${task.id}`);
+  });
+  return (
+    <>
+      <Section title="Backups">
+        {destinations.data && destinations.data.data.length === 0 && (
+          <p class="notice">
+            No backup destination yet: <a href={`/teams/${env.team_id}/backup-destinations`}>add one</a>.
+          </p>
+        )}
+        {destinations.data && destinations.data.data.length > 0 && (
+          <Select
+            label="Destination"
+            name="destination_id"
+            value={destination || destinations.data.data[0].id}
+            onChange={(e) => setDestination((e.target as HTMLSelectElement).value)}
+            options={destinations.data.data.map((d) => ({ value: d.id, label: `${d.name} (${d.kind})` }))}
+            error={backUp.error}
+          />
+        )}
+        <button type="button" onClick={() => backUp.run()} disabled={backUp.busy || !destinations.data}>
+          Back up now
+        </button>
+        <ErrorNote error={backUp.error} />
+        {list.loading && !list.data ? <Loading what="backups" /> : <ErrorNote error={list.error} />}
+        <ul class="list">
+          {list.data?.data.map((b) => (
+            <li key={b.id}>
+              <strong>{when(b.created_at)}</strong> <span class={`status ${b.status}`}>{b.status}</span>{' '}
+              <span class="muted">
+                {b.trigger}, {b.contents.join(' and ')}
+                {b.size_bytes !== null && `, ${Math.ceil(b.size_bytes / 1024)} KB`}
+              </span>
+              {b.status === 'available' && (
+                <span class="buttons">
+                  <button type="button" onClick={() => restore.run(b.id)} disabled={restore.busy}>
+                    Restore
+                  </button>
+                  <button type="button" class="secondary" onClick={() => download.run(b.id)}>
+                    Download
+                  </button>
+                  <button type="button" class="danger" onClick={() => remove.run(b.id)}>
+                    Delete
+                  </button>
+                </span>
+              )}
+            </li>
+          ))}
+        </ul>
+        <ErrorNote error={restore.error ?? download.error ?? remove.error} />
+        {asking?.what === 'restore' && (
+          <form
+            class="card inset"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void restore.run(asking.snapshot, password);
+            }}
+          >
+            <p>Restoring replaces the environment's data. Confirm with your password.</p>
+            <Field
+              label="Your password"
+              name="password"
+              type="password"
+              autocomplete="current-password"
+              required
+              value={password}
+              onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
+              error={restore.error}
+            />
+            <button type="submit" disabled={restore.busy}>
+              Restore
+            </button>
+          </form>
+        )}
+      </Section>
+      <div class="grid">
+        <Section title="Backup key">
+          {key.data ? (
+            <p>
+              {key.data.algorithm}, fingerprint <code class="break">{key.data.fingerprint}</code>; opens{' '}
+              {key.data.opens.snapshots} backups.
+            </p>
+          ) : (
+            <ErrorNote error={key.error} />
+          )}
+          {revealed ? (
+            <p class="notice">
+              <code class="break">{revealed}</code>
+            </p>
+          ) : (
+            <button type="button" class="secondary" onClick={() => reveal.run()}>
+              Reveal the key (logged)
+            </button>
+          )}
+          <ErrorNote error={reveal.error} />
+        </Section>
+        <Section title="Reset the database">
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              void reset.run();
+            }}
+          >
+            <Field
+              label={`Type "${env.name}" to confirm`}
+              name="confirm"
+              value={resetName}
+              onInput={(e) => setResetName((e.target as HTMLInputElement).value)}
+              error={reset.error}
+            />
+            <button type="submit" class="danger" disabled={reset.busy || resetName !== env.name}>
+              Reset database
+            </button>
+            <ErrorNote error={reset.error} />
+          </form>
+        </Section>
+      </div>
+      <SyncSection env={env} />
+    </>
+  );
+}

@@ -1,0 +1,110 @@
+import { useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
+import { api, ok } from '../api/client';
+import { useAction, useLoad } from '../ui/hooks';
+import { ErrorNote, Field, Loading, Section, Select } from '../ui/parts';
+import { TaskList } from '../ui/tasks';
+import { NextSteps } from '../ui/next-steps';
+
+const value = (e: Event) => (e.target as HTMLInputElement).value;
+
+export function Dashboard() {
+  const { route } = useLocation();
+  const teams = useLoad(() => ok(api.GET('/teams')), []);
+  const projects = useLoad(() => ok(api.GET('/projects')), []);
+  const tasks = useLoad(() => ok(api.GET('/tasks', { params: { query: { limit: 10 } } })), []);
+  const [teamName, setTeamName] = useState('');
+  const [projectName, setProjectName] = useState('');
+  const [projectTeam, setProjectTeam] = useState('');
+  const createTeam = useAction(async () => {
+    const team = await ok(api.POST('/teams', { body: { name: teamName } }));
+    route(`/teams/${team.id}`);
+  });
+  const createProject = useAction(async () => {
+    const team_id = projectTeam || teams.data?.data[0]?.id || '';
+    const project = await ok(api.POST('/projects', { body: { team_id, name: projectName } }));
+    route(`/projects/${project.id}`);
+  });
+  const teamList = teams.data?.data ?? [];
+  const projectList = projects.data?.data ?? [];
+  return (
+    <>
+      <h1>Dashboard</h1>
+      {teamList[0] && <NextSteps teamId={teamList[0].id} teamName={teamList[0].name} />}
+      <div class="grid">
+        <Section title="Teams">
+          {teams.loading && !teams.data ? <Loading what="teams" /> : <ErrorNote error={teams.error} />}
+          <ul class="list">
+            {teamList.map((t) => (
+              <li key={t.id}>
+                <a href={`/teams/${t.id}`}>{t.name}</a> <span class="muted">{t.role}</span>
+              </li>
+            ))}
+          </ul>
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              void createTeam.run();
+            }}
+          >
+            <ErrorNote error={createTeam.error} />
+            <Field
+              label="New team's name"
+              name="name"
+              required
+              value={teamName}
+              onInput={(e) => setTeamName(value(e))}
+              error={createTeam.error}
+            />
+            <button type="submit" disabled={createTeam.busy}>
+              Create team
+            </button>
+          </form>
+        </Section>
+        <Section title="Projects">
+          {projects.loading && !projects.data ? <Loading what="projects" /> : <ErrorNote error={projects.error} />}
+          <ul class="list">
+            {projectList.map((p) => (
+              <li key={p.id}>
+                <a href={`/projects/${p.id}`}>{p.name}</a>{' '}
+                <span class="muted">{p.repository?.url ?? 'no repository yet'}</span>
+              </li>
+            ))}
+          </ul>
+          {teamList.length > 0 && (
+            <form
+              onSubmit={(e) => {
+                e.preventDefault();
+                void createProject.run();
+              }}
+            >
+              <ErrorNote error={createProject.error} />
+              <Select
+                label="Team"
+                name="team_id"
+                value={projectTeam || teamList[0]?.id}
+                onChange={(e) => setProjectTeam((e.target as HTMLSelectElement).value)}
+                options={teamList.map((t) => ({ value: t.id, label: t.name }))}
+                error={createProject.error}
+              />
+              <Field
+                label="New project's name"
+                name="name"
+                required
+                value={projectName}
+                onInput={(e) => setProjectName(value(e))}
+                error={createProject.error}
+              />
+              <button type="submit" disabled={createProject.busy}>
+                Create project
+              </button>
+            </form>
+          )}
+        </Section>
+      </div>
+      <Section title="Latest tasks">
+        {tasks.data ? <TaskList tasks={tasks.data.data} /> : <ErrorNote error={tasks.error} />}
+      </Section>
+    </>
+  );
+}

@@ -1,0 +1,31 @@
+import { api, ok } from '../api/client';
+import { useLoad } from '../ui/hooks';
+import { BackupWindow, ProjectRegistries, ProjectSettings } from './project-settings';
+import { ProjectEdge } from './project-edge';
+import { ProjectLogs } from './project-logs';
+import { VariablesEditor } from './variables';
+
+/** The project's sections other than its environments. */
+export function ProjectSubPage({ id, tab }: { id: string; tab: string }) {
+  const teamId = useLoad(async () => {
+    if (tab !== 'backup-window') return undefined;
+    const list = await ok(api.GET('/projects'));
+    return list.data.find((p) => p.id === id)?.team_id;
+  }, [id, tab]);
+  switch (tab) {
+    case 'variables':
+      return <VariablesEditor scope="projects" id={id} />;
+    case 'edge':
+      return <ProjectEdge id={id} />;
+    case 'logs':
+      return <ProjectLogs id={id} />;
+    case 'settings':
+      return <ProjectSettings id={id} />;
+    case 'registries':
+      return <ProjectRegistries id={id} />;
+    case 'backup-window':
+      return <BackupWindow id={id} teamId={teamId.data} />;
+    default:
+      return <p>No such section.</p>;
+  }
+}

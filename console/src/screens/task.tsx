@@ -1,0 +1,91 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { API_BASE, api, ok } from '../api/client';
+import { LogFollower } from '../lib/log-follower';
+import { useAction, useLoad } from '../ui/hooks';
+import { ErrorNote, Loading, Section, when } from '../ui/parts';
+
+const HOW: Record<string, string> = {
+  session: 'in the console',
+  cli: 'with the command line',
+  token: 'with an access token',
+  auto_deploy: 'by a push (auto-deploy)',
+  schedule: 'on schedule',
+  system: 'by the system',
+};
+
+export function TaskPage({ id }: { id: string }) {
+  const task = useLoad(() => ok(api.GET('/tasks/{id}', { params: { path: { id } } })), [id]);
+  const [log, setLog] = useState('');
+  const [status, setStatus] = useState<string>();
+  const pre = useRef<HTMLElement>(null);
+  useEffect(() => {
+    setLog('');
+    const follower = new LogFollower({
+      base: API_BASE,
+      taskId: id,
+      onText: (t) => setLog((l) => l + t),
+      onStatus: setStatus,
+    }).start();
+    void follower.done.then(() => task.reload());
+    return () => follower.stop();
+  }, [id]);
+  useEffect(() => {
+    const el = pre.current;
+    if (el) el.scrollTop = el.scrollHeight;
+  }, [log]);
+  const cancel = useAction(async () => {
+    setStatus((await ok(api.POST('/tasks/{id}/cancel', { params: { path: { id } } }))).status);
+    await task.reload();
+  });
+  const t = task.data;
+  const shown = status ?? t?.status;
+  return (
+    <>
+      <h1>Task {t ? t.type : ''}</h1>
+      {task.loading && !t ? <Loading what="the task" /> : <ErrorNote error={task.error} />}
+      {t && (
+        <Section title="Status">
+          <dl>
+            <dt>Status</dt>
+            <dd>
+              <span class={`status ${shown}`} data-status={shown}>
+                {shown}
+              </span>
+              {t.error && <span class="field-error"> {t.error}</span>}
+            </dd>
+            <dt>Started by</dt>
+            <dd>
+              {t.account.name ?? 'nobody'} {HOW[t.account.via] ?? t.account.via}
+            </dd>
+            <dt>Asked</dt>
+            <dd>{when(t.created_at)}</dd>
+            <dt>Started</dt>
+            <dd>{when(t.started_at)}</dd>
+            <dt>Finished</dt>
+            <dd>{when(t.finished_at)}</dd>
+            {t.environment_id && (
+              <>
+                <dt>Environment</dt>
+                <dd>
+                  <a href={`/environments/${t.environment_id}`}>Open the environment</a>
+                </dd>
+              </>
+            )}
+          </dl>
+          {shown === 'pending' && (
+            <button type="button" class="danger" onClick={() => cancel.run()} disabled={cancel.busy}>
+              Cancel
+            </button>
+          )}
+          <ErrorNote error={cancel.error} />
+        </Section>
+      )}
+      <Section title="Log">
+        {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region is reached with the keyboard */}
+        <section ref={pre} class="log" role="log" aria-live="polite" tabIndex={0} aria-label="Task log">
+          {log || 'Nothing printed yet.'}
+        </section>
+      </Section>
+    </>
+  );
+}

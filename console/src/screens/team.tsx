@@ -1,0 +1,160 @@
+import { TEAM_TABS } from './tabs';
+import { useEffect, useState } from 'preact/hooks';
+import { api, ok } from '../api/client';
+import { rememberTeam } from '../lib/current-team';
+import { useAction, useLoad } from '../ui/hooks';
+import { ErrorNote, Field, Loading, Section, Select, Tabs } from '../ui/parts';
+import { BackupDestinations } from './team-destinations';
+import { TeamBilling, TeamSettings } from './team-settings';
+import { Activity, Integrations, RepositoryHosts } from './team-connections';
+import { Tickets } from './team-tickets';
+
+export function TeamPage({ id, tab }: { id: string; tab?: string }) {
+  const teams = useLoad(() => ok(api.GET('/teams')), []);
+  useEffect(() => rememberTeam(id), [id]);
+  const team = teams.data?.data.find((t) => t.id === id);
+  const current = tab ? `/${tab}` : '';
+  return (
+    <>
+      <h1>{team?.name ?? 'Team'}</h1>
+      <Tabs base={`/teams/${id}`} tabs={TEAM_TABS} current={current} />
+      {current === '' ? (
+        <TeamProjects id={id} />
+      ) : current === '/people' ? (
+        <People id={id} />
+      ) : current === '/backup-destinations' ? (
+        <BackupDestinations id={id} />
+      ) : current === '/settings' ? (
+        <TeamSettings id={id} />
+      ) : current === '/billing' ? (
+        <TeamBilling id={id} />
+      ) : current === '/integrations' ? (
+        <Integrations id={id} />
+      ) : current === '/repository-hosts' ? (
+        <RepositoryHosts id={id} />
+      ) : current === '/tickets' ? (
+        <Tickets id={id} />
+      ) : current === '/activity' ? (
+        <Activity id={id} />
+      ) : (
+        <p>No such section.</p>
+      )}
+    </>
+  );
+}
+
+function TeamProjects({ id }: { id: string }) {
+  const projects = useLoad(() => ok(api.GET('/projects', { params: { query: { team_id: id } } })), [id]);
+  return (
+    <Section title="Projects">
+      {projects.loading && !projects.data ? <Loading what="projects" /> : <ErrorNote error={projects.error} />}
+      <ul class="list">
+        {projects.data?.data.map((p) => (
+          <li key={p.id}>
+            <a href={`/projects/${p.id}`}>{p.name}</a>
+          </li>
+        ))}
+      </ul>
+      {projects.data?.data.length === 0 && <p class="muted">No projects yet: create one on the dashboard.</p>}
+    </Section>
+  );
+}
+
+type Role = 'owner' | 'admin' | 'developer' | 'viewer';
+
+function People({ id }: { id: string }) {
+  const people = useLoad(() => ok(api.GET('/teams/{id}/people', { params: { path: { id } } })), [id]);
+  const [email, setEmail] = useState('');
+  const [role, setRole] = useState<Role>('developer');
+  const invite = useAction(async () => {
+    await ok(api.POST('/teams/{id}/invitations', { params: { path: { id } }, body: { email, role } }));
+    setEmail('');
+    await people.reload();
+  });
+  const change = useAction(async (membership: string, to: Role) => {
+    await ok(api.PATCH('/memberships/{id}', { params: { path: { id: membership } }, body: { role: to } }));
+    await people.reload();
+  });
+  const remove = useAction(async (membership: string, name: string) => {
+    if (!confirm(`Remove ${name} from the team?`)) return;
+    await ok(api.DELETE('/memberships/{id}', { params: { path: { id: membership } } }));
+    await people.reload();
+  });
+  const roles = people.data?.assignable_roles ?? [];
+  return (
+    <>
+      <Section title="People">
+        {people.loading && !people.data ? <Loading what="people" /> : <ErrorNote error={people.error} />}
+        <ErrorNote error={change.error ?? remove.error} />
+        <ul class="list">
+          {people.data?.data.map((m) => (
+            <li key={m.id}>
+              <strong>{m.name}</strong> <span class="muted">{m.email}</span>{' '}
+              <label class="inline">
+                Role{' '}
+                <select
+                  value={m.role}
+                  onChange={(e) => change.run(m.id, (e.target as HTMLSelectElement).value as Role)}
+                  aria-label={`Role of ${m.name}`}
+                >
+                  {['owner', 'admin', 'developer', 'viewer'].map((r) => (
+                    <option key={r} value={r}>
+                      {r}
+                    </option>
+                  ))}
+                </select>
+              </label>{' '}
+              <button type="button" class="danger" onClick={() => remove.run(m.id, m.name)}>
+                Remove
+              </button>
+            </li>
+          ))}
+        </ul>
+        {people.data && people.data.invitations.length > 0 && (
+          <>
+            <h3>Invitations</h3>
+            <ul class="list">
+              {people.data.invitations.map((i) => (
+                <li key={i.id}>
+                  {i.email} <span class="muted">{i.role}</span> <span class={`status ${i.status}`}>{i.status}</span>
+                </li>
+              ))}
+            </ul>
+          </>
+        )}
+      </Section>
+      {roles.length > 0 && (
+        <Section title="Invite">
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              void invite.run();
+            }}
+          >
+            <ErrorNote error={invite.error} />
+            <Field
+              label="E-mail address"
+              name="email"
+              type="email"
+              required
+              value={email}
+              onInput={(e) => setEmail((e.target as HTMLInputElement).value)}
+              error={invite.error}
+            />
+            <Select
+              label="Role"
+              name="role"
+              value={role}
+              onChange={(e) => setRole((e.target as HTMLSelectElement).value as Role)}
+              options={roles.map((r) => ({ value: r, label: r }))}
+              error={invite.error}
+            />
+            <button type="submit" disabled={invite.busy}>
+              Invite
+            </button>
+          </form>
+        </Section>
+      )}
+    </>
+  );
+}

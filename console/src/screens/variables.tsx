@@ -1,0 +1,200 @@
+import { useState } from 'preact/hooks';
+import { api, ok } from '../api/client';
+import { type ExistingVariable, type ParsedLine, type PreviewRow, previewImport } from '../lib/env-preview';
+import { fieldError, useAction, useLoad } from '../ui/hooks';
+import { Check, ErrorNote, Field, Loading, Section, when } from '../ui/parts';
+
+const value = (e: Event) => (e.target as HTMLInputElement).value;
+
+/** The rows of a pasted .env, each with what Import will do with it. */
+export function EnvPreview({ rows }: { rows: PreviewRow[] }) {
+  if (rows.length === 0) return <p class="muted">No variables in the text.</p>;
+  return (
+    <div class="scroll">
+      <table aria-label="Preview of the import">
+        <thead>
+          <tr>
+            <th>Line</th>
+            <th>Name</th>
+            <th>Value</th>
+            <th>On import</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr key={r.line} class={`preview-${r.action}`}>
+              <td>{r.line}</td>
+              <td>
+                <code>{r.name}</code>
+              </td>
+              <td class="break">{r.value}</td>
+              <td>{r.note}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environments'; id: string }) {
+  const path = { params: { path: { id } } };
+  const list = useLoad(
+    (): Promise<ExistingVariable[]> =>
+      scope === 'projects'
+        ? ok(api.GET('/projects/{id}/variables', path)).then((r) => r.data)
+        : ok(api.GET('/environments/{id}/variables', path)).then((r) => r.data),
+    [scope, id],
+  );
+  const [name, setName] = useState('');
+  const [val, setVal] = useState('');
+  const [secret, setSecret] = useState(false);
+  const [text, setText] = useState('');
+  const [parsed, setParsed] = useState<ParsedLine[]>();
+  const [overwrite, setOverwrite] = useState(false);
+  const [secretImport, setSecretImport] = useState(false);
+  const [imported, setImported] = useState<string>();
+  const [applyTask, setApplyTask] = useState<string>();
+  const save = useAction(async () => {
+    const body = { name, value: val, secret };
+    if (scope === 'projects') await ok(api.POST('/projects/{id}/variables', { ...path, body }));
+    else await ok(api.POST('/environments/{id}/variables', { ...path, body }));
+    setName('');
+    setVal('');
+    await list.reload();
+  });
+  const preview = useAction(async () => {
+    setImported(undefined);
+    setParsed((await ok(api.POST('/variables/parse', { body: { text } }))).data);
+  });
+  const doImport = useAction(async () => {
+    const body = { text, overwrite, secret: secretImport };
+    const r =
+      scope === 'projects'
+        ? await ok(api.POST('/projects/{id}/variables/import', { ...path, body }))
+        : await ok(api.POST('/environments/{id}/variables/import', { ...path, body }));
+    setImported(
+      `Imported: ${r.created.length} added, ${r.updated.length} replaced, ${r.unchanged.length} unchanged, ${r.skipped.length} kept.`,
+    );
+    setParsed(undefined);
+    setText('');
+    await list.reload();
+  });
+  const apply = useAction(async () => {
+    if (scope === 'projects') {
+      const r = await ok(api.POST('/projects/{id}/variables/apply', path));
+      setApplyTask(r.data[0]?.id);
+    } else setApplyTask((await ok(api.POST('/environments/{id}/variables/apply', path))).id);
+  });
+  const rows = parsed && list.data ? previewImport(parsed, list.data, overwrite) : undefined;
+  return (
+    <>
+      <Section title="Variables">
+        {list.loading && !list.data ? <Loading what="variables" /> : <ErrorNote error={list.error} />}
+        {list.data && (
+          <div class="scroll">
+            <table aria-label="Variables">
+              <thead>
+                <tr>
+                  <th>Name</th>
+                  <th>Value</th>
+                  {scope === 'environments' && <th>Source</th>}
+                  <th>Changed</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.data.map((v) => (
+                  <tr key={`${v.source}-${v.name}`}>
+                    <td>
+                      <code>{v.name}</code>
+                    </td>
+                    <td class="break">{v.secret ? <em class="muted">secret (write-only)</em> : v.value}</td>
+                    {scope === 'environments' && <td>{v.source}</td>}
+                    <td>{when(v.updated_at)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        <button type="button" onClick={() => apply.run()} disabled={apply.busy}>
+          Apply
+        </button>
+        {applyTask && (
+          <p>
+            Applying: <a href={`/tasks/${applyTask}`}>follow the task</a>
+          </p>
+        )}
+        <ErrorNote error={apply.error} />
+      </Section>
+      <div class="grid">
+        <Section title="Set a variable">
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              void save.run();
+            }}
+          >
+            <ErrorNote error={save.error} />
+            <Field
+              label="Name"
+              name="name"
+              required
+              value={name}
+              onInput={(e) => setName(value(e))}
+              error={save.error}
+            />
+            <Field label="Value" name="value" value={val} onInput={(e) => setVal(value(e))} error={save.error} />
+            <Check label="Secret (write-only)" name="secret" checked={secret} onChange={setSecret} />
+            <button type="submit" disabled={save.busy}>
+              Save
+            </button>
+          </form>
+        </Section>
+        <Section title="Paste a .env">
+          <div class="field">
+            <label for="f-text">.env text</label>
+            <textarea
+              id="f-text"
+              name="text"
+              rows={6}
+              value={text}
+              aria-invalid={fieldError(preview.error, 'text') ? true : undefined}
+              aria-describedby="f-text-e"
+              onInput={(e) => {
+                setText((e.target as HTMLTextAreaElement).value);
+                setParsed(undefined);
+              }}
+            />
+            {fieldError(preview.error ?? doImport.error, 'text') && (
+              <small id="f-text-e" class="field-error">
+                {fieldError(preview.error ?? doImport.error, 'text')}
+              </small>
+            )}
+          </div>
+          <ErrorNote error={preview.error} />
+          <button type="button" onClick={() => preview.run()} disabled={preview.busy || !text.trim()}>
+            Preview
+          </button>
+          {rows && (
+            <>
+              <EnvPreview rows={rows} />
+              <Check
+                label="Overwrite values set already"
+                name="overwrite"
+                checked={overwrite}
+                onChange={setOverwrite}
+              />
+              <Check label="Import as secrets" name="secret_import" checked={secretImport} onChange={setSecretImport} />
+              <ErrorNote error={doImport.error} />
+              <button type="button" onClick={() => doImport.run()} disabled={doImport.busy}>
+                Import
+              </button>
+            </>
+          )}
+          {imported && <p role="status">{imported}</p>}
+        </Section>
+      </div>
+    </>
+  );
+}

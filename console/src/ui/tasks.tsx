@@ -1,0 +1,19 @@
+import type { Task } from '../api/types';
+import { when } from './parts';
+
+/** A list of tasks, each a link to its page. */
+export function TaskList({ tasks }: { tasks: Task[] }) {
+  if (tasks.length === 0) return <p class="muted">No tasks yet.</p>;
+  return (
+    <ul class="list">
+      {tasks.map((t) => (
+        <li key={t.id}>
+          <a href={`/tasks/${t.id}`}>{t.type}</a> <span class={`status ${t.status}`}>{t.status}</span>{' '}
+          <span class="muted">
+            {when(t.created_at)} by {t.account.name ?? t.account.via}
+          </span>
+        </li>
+      ))}
+    </ul>
+  );
+}

@@ -1,0 +1,74 @@
+/**
+ * The web console in a real browser for the tests: Debian's chromium through playwright-core, on the
+ * console of a test context. Collects what must never happen (a page error, a 5xx answer, a request to
+ * another origin) so each test ends with `expect(c.problems).toEqual([])`, and saves screenshots.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { BrowserContext, Page } from 'playwright-core';
+import { ensureChromium, launchBrowser } from './browser';
+import { ensureConsoleBuilt } from './console';
+import type { TestContext } from './context';
+import { PASSWORD } from './fixtures';
+
+/** Where the screenshots go (kept after the run; var/ is not committed). */
+export const SCREENSHOTS = join(process.cwd(), 'var', 'console-screenshots');
+
+export interface ConsoleBrowser {
+  page: Page;
+  context: BrowserContext;
+  problems: string[];
+  /** Saves a full-page screenshot as SCREENSHOTS/<name>.png and answers its path. */
+  screenshot(name: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function openConsole(t: TestContext): Promise<ConsoleBrowser> {
+  ensureConsoleBuilt();
+  const chromium = ensureChromium();
+  if ('reason' in chromium) throw new Error(`No browser for the console tests: ${chromium.reason}`);
+  const browser = await launchBrowser(chromium.path);
+  const page = browser.context.pages()[0] ?? (await browser.context.newPage());
+  const origin = new URL(t.baseUrl).origin;
+  const problems: string[] = [];
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (msg) => {
+    if (
+      msg.type() === 'error' &&
+      !/Failed to load resource: the server responded with a status of 4\d\d/.test(msg.text())
+    )
+      problems.push(`console error: ${msg.text()}`);
+  });
+  page.on('request', (req) => {
+    const url = req.url();
+    if (url.startsWith('data:') || url.startsWith('blob:')) return;
+    if (new URL(url).origin !== origin) problems.push(`request to another origin: ${req.method()} ${url}`);
+  });
+  page.on('response', (res) => {
+    if (res.status() >= 500) problems.push(`${res.status()} from ${res.request().method()} ${res.url()}`);
+  });
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  return {
+    page,
+    context: browser.context,
+    problems,
+    async screenshot(name) {
+      const file = join(SCREENSHOTS, `${name}.png`);
+      await page.screenshot({ path: file, fullPage: true });
+      return file;
+    },
+    close: () => browser.close(),
+  };
+}
+
+/** Signs in through the console's form (any page asks for it when signed out). */
+export async function signIn(page: Page, email: string, password = PASSWORD) {
+  await page.getByLabel('E-mail address').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+}
+
+/** The page's width beyond the viewport: 0 when nothing scrolls sideways. */
+export async function horizontalOverflow(page: Page): Promise<number> {
+  return page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+}
