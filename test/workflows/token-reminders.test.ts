@@ -9,6 +9,7 @@ import { formatUtc } from '../../system/mail/layout';
 import { ensureReminderSchedule } from '../../activities/reminders/schedule';
 import { SCHEDULE_TOKEN_EXPIRY_REMINDERS } from '../../workflows/shared';
 import type { SendTokenExpiryRemindersResult } from '../../workflows/token-reminders';
+import { until } from '../helpers/until';
 
 const t = useTestContext({ worker: true, smtp: true });
 
@@ -49,16 +50,6 @@ function runReminders(asOf?: Date): Promise<SendTokenExpiryRemindersResult> {
 }
 
 const mailTo = (email: string) => t.smtp!.messages.filter((m) => m.to.includes(email));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('token-expiry reminders (workflow sendTokenExpiryReminders)', () => {
   it('reminds the issuer of a token that expires within 14 days', async () => {
