@@ -23,6 +23,3 @@ export function requestRoles(actor: Actor): Map<string, string | null> {
   return m;
 }
 
-export function isToken(actor: Actor): actor is Extract<Actor, { kind: 'token' }> {
-  return actor.kind === 'token';
-}
