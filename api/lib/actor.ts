@@ -22,4 +22,3 @@ export function requestRoles(actor: Actor): Map<string, string | null> {
   if (!m) rolesOf.set(actor, (m = new Map()));
   return m;
 }
-

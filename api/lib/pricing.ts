@@ -79,4 +79,3 @@ export function monthlyPriceDelta(from: number, to: number): number {
 export function storagePrice(list: PriceList, gb: number, what: 'storage' | 'backups' = 'storage'): number {
   return Math.round(gb * list[what].monthly_price_per_gb * 100) / 100;
 }
-
