@@ -63,13 +63,11 @@ export const TASK_TYPES = {
 } as const satisfies Record<string, TaskTypeDef>;
 
 export type TaskType = keyof typeof TASK_TYPES;
-export const TASK_TYPE_NAMES = Object.keys(TASK_TYPES) as TaskType[];
+const TASK_TYPE_NAMES = Object.keys(TASK_TYPES) as TaskType[];
 /** The exclusive types, and the types that wait for them (TaskTypeDef.waits). */
 export const EXCLUSIVE_TASK_TYPES = TASK_TYPE_NAMES.filter((t) => TASK_TYPES[t].exclusive);
 export const WAITING_TASK_TYPES = TASK_TYPE_NAMES.filter((t) => (TASK_TYPES[t] as TaskTypeDef).waits === true);
 export type DeployType = 'deploy' | 'redeploy' | 'rollback';
-
-export const isTaskType = (s: string): s is TaskType => Object.hasOwn(TASK_TYPES, s);
 
 /** The Keyword search attributes every task's workflow carries (registered on the Temporal namespace). */
 export const SEARCH_ATTRIBUTES = ['TeamId', 'ProjectId', 'EnvironmentId', 'TaskKind', 'TaskType', 'TaskId'] as const;

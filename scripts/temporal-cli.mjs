@@ -110,6 +110,7 @@ function build(dir, goBin, log) {
       `Building the Temporal CLI failed (go install github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}).\n` +
         'If the Go module proxy cannot be reached, install the CLI another way (brew install temporal, or a release\n' +
         'binary from https://github.com/temporalio/cli/releases) and set TEMPORAL_CLI to its path.',
+      { cause: err },
     );
   }
   const built = join(dir, 'temporal');

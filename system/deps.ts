@@ -28,7 +28,7 @@ export interface Deps {
 
 export async function createDeps(
   config: Config,
-  opts: { name?: string; connectTemporal?: boolean; credentialCache?: boolean } = {},
+  opts: { name?: string; credentialCache?: boolean } = {},
 ): Promise<Deps> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
   if (!config.temporalAddress) throw new Error('TEMPORAL_ADDRESS is not set');

@@ -2,8 +2,6 @@
  * Names shared by workflows, activities, the worker and the API's Temporal client:
  * task queues, signals, queries and workflow id shapes. Deterministic: no I/O here.
  */
-export const TASK_QUEUE_DEFAULT = 'vc-console';
-
 /** Workflow ids are business keys. */
 export const workflowIds = {
   /**

@@ -22,14 +22,16 @@ const { sendTokenReminder } = proxyActivities<ReminderActivities>({
   },
 });
 
-/** Tokens looked at per page; each page's run continues as new with a cursor, keeping histories short. */
-const PAGE_SIZE = 200;
+/** Tokens looked at per page by default; each page's run continues as new with a cursor, keeping histories short. */
+const DEFAULT_PAGE_SIZE = 200;
 /** Reminders in flight at once. */
 const CONCURRENCY = 10;
 
 export interface SendTokenExpiryRemindersInput {
   /** The instant the run acts for (ISO 8601); the workflow's start time when omitted. */
   asOf?: string;
+  /** Tokens looked at per run (1-1000; 200 when omitted); a full page continues as new with the rest. */
+  pageSize?: number;
   /** Set by the workflow itself when it continues as new: the last token id looked at. */
   after?: string;
   /** Set by the workflow itself when it continues as new: the counts so far. */
@@ -55,7 +57,11 @@ export async function sendTokenExpiryReminders(
     throw ApplicationFailure.nonRetryable(`asOf is not a date: "${asOf}"`, 'InvalidInput');
   const totals: SendTokenExpiryRemindersResult = input.totals ?? { asOf, due: 0, sent: 0, skipped: 0, failed: 0 };
 
-  const due = await findDueReminders({ asOf, after: input.after, limit: PAGE_SIZE });
+  const pageSize = input.pageSize ?? DEFAULT_PAGE_SIZE;
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000)
+    throw ApplicationFailure.nonRetryable(`pageSize must be an integer from 1 to 1000: ${pageSize}`, 'InvalidInput');
+
+  const due = await findDueReminders({ asOf, after: input.after, limit: pageSize });
   totals.due += due.length;
   for (let i = 0; i < due.length; i += CONCURRENCY) {
     const outcomes = await Promise.allSettled(
@@ -70,8 +76,13 @@ export async function sendTokenExpiryReminders(
     });
   }
 
-  if (due.length === PAGE_SIZE) {
-    await continueAsNew<typeof sendTokenExpiryReminders>({ asOf, after: due[due.length - 1].token_id, totals });
+  if (due.length === pageSize) {
+    await continueAsNew<typeof sendTokenExpiryReminders>({
+      asOf,
+      pageSize,
+      after: due[due.length - 1].token_id,
+      totals,
+    });
   }
   if (totals.failed > 0) {
     throw ApplicationFailure.nonRetryable(

@@ -5,7 +5,7 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
-import { createTaskLog } from '../tasks/log-writer';
+import { withTaskLog } from '../tasks/log-writer';
 import { edgesBehind, recordCdnPurge } from '../../db/queries/cdn';
 
 const WAIT_MS = 60_000;
@@ -20,13 +20,13 @@ export function createCdnActivities(deps: Deps) {
       const env = await deps.knex('environments').where({ id: input.environmentId }).first('id');
       if (!env) return { ok: false, purgeId: 0 };
       const purgeId = await recordCdnPurge(deps.knex, input);
-      const log = createTaskLog(deps.knex, input.taskId);
-      log.line(
-        input.prefixes.length
-          ? `==> Clearing the CDN under ${input.prefixes.join(', ')}`
-          : '==> Clearing everything the CDN holds',
+      await withTaskLog(deps, input.taskId, async (log) =>
+        log.line(
+          input.prefixes.length
+            ? `==> Clearing the CDN under ${input.prefixes.join(', ')}`
+            : '==> Clearing everything the CDN holds',
+        ),
       );
-      await log.close();
       return { ok: true, purgeId };
     },
 
@@ -48,9 +48,9 @@ export function createCdnActivities(deps: Deps) {
         .where('purge_seq', '>=', input.purgeId)
         .count<{ count: string }[]>('id as count')
         .first();
-      const log = createTaskLog(deps.knex, input.taskId);
-      log.line(`==> Applied by ${Number(live?.count ?? 0)} running edge(s): nothing cached before it is served`);
-      await log.close();
+      await withTaskLog(deps, input.taskId, async (log) =>
+        log.line(`==> Applied by ${Number(live?.count ?? 0)} running edge(s): nothing cached before it is served`),
+      );
       return { ok: true, edges: waited.size };
     },
   };

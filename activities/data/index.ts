@@ -23,7 +23,7 @@ import { serviceHost, serviceLogin } from './service-env';
 import { startScheduledBackups, pruneSnapshots } from './scheduled';
 import { endSubscriptionsOf } from '../../db/queries/subscriptions';
 
-const withLog = <T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>) => withTaskLog(deps.knex, taskId, fn);
+const withLog = <T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>) => withTaskLog(deps, taskId, fn);
 
 const fail = (message: string, type = 'DataTaskFailed') => ApplicationFailure.nonRetryable(message, type);
 

@@ -19,7 +19,7 @@ import {
 import type { OnLine } from '../provider/run-step';
 import { openJail } from '../provider/sandbox';
 import type { Supervisor } from '../provider/supervisor';
-import { createTaskLog, type TaskLog } from '../tasks/log-writer';
+import { type TaskLog, withTaskLog } from '../tasks/log-writer';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
 import { stepEnv, tenantEnv, withHeartbeat } from './step-env';
 import { prepareRegistryAuth } from './registry-auth';
@@ -42,15 +42,6 @@ function logLines(log: TaskLog, redact: (line: string) => string = (l) => l): On
 }
 
 type TenantEnv = Awaited<ReturnType<typeof tenantEnv>>;
-
-async function withTaskLog<T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
-  const log = createTaskLog(deps.knex, taskId, { limitBytes: deps.config.taskLogLimitBytes });
-  try {
-    return await fn(log);
-  } finally {
-    await log.close();
-  }
-}
 
 async function loadRelease(deps: Deps, releaseId: string): Promise<ReleaseRow> {
   const release = await deps.knex('releases').where({ id: releaseId }).first();

@@ -9,7 +9,7 @@ import type { Size } from '../../db/queries/machines';
 import { endSubscriptionsOf, openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 import { loadPriceList, planById } from '../../api/lib/pricing';
 import type { Supervisor } from '../provider/supervisor';
-import { createTaskLog } from '../tasks/log-writer';
+import { withTaskLog } from '../tasks/log-writer';
 import { withHeartbeat } from '../deploys/step-env';
 import { planLimits } from './limits';
 
@@ -56,8 +56,7 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
       serverId: string;
       size?: Size;
     }): Promise<{ ok: true; restarted: number } | { ok: false; message: string }> {
-      const log = createTaskLog(knex, input.taskId);
-      try {
+      return withTaskLog(deps, input.taskId, async (log) => {
         return await withHeartbeat(async () => {
           const server = await loadServer(input.serverId);
           const size = planLimits(
@@ -87,9 +86,7 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
           );
           return { ok: true, restarted: r.restarted ? count : 0 };
         });
-      } finally {
-        await log.close();
-      }
+      });
     },
 
     /**
@@ -102,8 +99,7 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
       serverId: string;
       instances: number;
     }): Promise<{ ok: true; instances: number; changed: boolean } | { ok: false; message: string }> {
-      const log = createTaskLog(knex, input.taskId);
-      try {
+      return withTaskLog(deps, input.taskId, async (log) => {
         return await withHeartbeat(async () => {
           const server = await loadServer(input.serverId);
           const r = await supervisor.scale(server.environment_id, {
@@ -116,9 +112,7 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
           await knex('servers').where({ id: server.id }).update({ instances: r.instances, updated_at: knex.fn.now() });
           return r;
         });
-      } finally {
-        await log.close();
-      }
+      });
     },
 
     /**

@@ -71,7 +71,7 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
         }
       : null;
 
-  const withLog = <T>(taskId: string, fn: (log: TaskLog) => Promise<T>) => withTaskLog(knex, taskId, fn);
+  const withLog = <T>(taskId: string, fn: (log: TaskLog) => Promise<T>) => withTaskLog(deps, taskId, fn);
 
   return {
     /**

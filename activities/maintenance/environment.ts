@@ -4,7 +4,7 @@
  * every edge at once and survives restarts of the worker and the edge.
  */
 import type { Deps } from '../../system/deps';
-import { createTaskLog } from '../tasks/log-writer';
+import { withTaskLog } from '../tasks/log-writer';
 
 export function createEnvironmentMaintenanceActivities(deps: Deps) {
   return {
@@ -14,8 +14,7 @@ export function createEnvironmentMaintenanceActivities(deps: Deps) {
       on: boolean;
       note: string | null;
     }): Promise<{ ok: boolean }> {
-      const log = createTaskLog(deps.knex, input.taskId);
-      try {
+      return withTaskLog(deps, input.taskId, async (log) => {
         const n = await deps
           .knex('environments')
           .where({ id: input.environmentId })
@@ -37,9 +36,7 @@ export function createEnvironmentMaintenanceActivities(deps: Deps) {
             : '==> Maintenance off: traffic flows again',
         );
         return { ok: true };
-      } finally {
-        await log.close();
-      }
+      });
     },
   };
 }

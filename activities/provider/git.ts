@@ -98,15 +98,6 @@ export async function resolveRef(repo: GitRepo, ref: string, opts: GitOptions): 
   throw new GitError('ref_not_found', `no branch, tag or commit named "${want}" in the repository`);
 }
 
-/** Branch heads of the repository: `[{ branch, sha }]`, sorted by name. */
-export async function listBranches(repo: GitRepo, opts: GitOptions): Promise<{ branch: string; sha: string }[]> {
-  const refs = await lsRemote(repo, opts);
-  return refs
-    .filter((r) => r.ref.startsWith('refs/heads/'))
-    .map((r) => ({ branch: r.ref.slice('refs/heads/'.length), sha: r.sha }))
-    .sort((a, b) => a.branch.localeCompare(b.branch));
-}
-
 export interface BranchCommit {
   sha: string;
   author: string;

@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
-import { checkout, displayUrl, mirrorsDir, type GitAccess, type GitRepo } from './git';
+import { checkout, displayUrl, type GitAccess, type GitRepo } from './git';
 import { describeManifestFaults, readManifest, type Manifest } from './manifest';
 import { runStep, type OnLine, type RunStepResult } from './run-step';
 import { environmentDir, giveTree, safeSegment, type Jail } from './sandbox';
@@ -89,11 +89,6 @@ export function releasesDir(dataDir: string, envId: string): string {
 
 export function releaseDirFor(dataDir: string, envId: string, releaseId: string): string {
   return path.join(releasesDir(dataDir, envId), safeSegment(releaseId, 'release id'));
-}
-
-/** Where bare git mirrors are kept. */
-export function gitCacheDir(dataDir: string): string {
-  return mirrorsDir(dataDir);
 }
 
 /**

@@ -28,7 +28,7 @@ export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
   const roots = () => config.storageRoots;
 
   const withLog = <T>(taskId: string, fn: (log: TaskLog) => Promise<T>) =>
-    withTaskLog(knex, taskId, (log) => withHeartbeat(() => fn(log)));
+    withTaskLog(deps, taskId, (log) => withHeartbeat(() => fn(log)));
 
   /** Starts the web process again (stopped for a move) with where the disks are now. */
   async function startWeb(envId: string, log: TaskLog): Promise<void> {

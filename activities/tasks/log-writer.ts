@@ -166,9 +166,18 @@ export function createTaskLog(
   };
 }
 
-/** Runs `fn` with the task's log, closed (flushed) afterwards whatever happens. */
-export async function withTaskLog<T>(knex: Knex, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
-  const log = createTaskLog(knex, taskId);
+/** What a task log needs: the database, and the cap of each task's log (TASK_LOG_LIMIT_BYTES). */
+export interface TaskLogDeps {
+  knex: Knex;
+  config: { taskLogLimitBytes: number };
+}
+
+/**
+ * Runs `fn` with the task's log (within TASK_LOG_LIMIT_BYTES), closed (flushed) afterwards whatever happens.
+ * Every activity that writes a task log goes through here.
+ */
+export async function withTaskLog<T>(deps: TaskLogDeps, taskId: string, fn: (log: TaskLog) => Promise<T>): Promise<T> {
+  const log = createTaskLog(deps.knex, taskId, { limitBytes: deps.config.taskLogLimitBytes });
   try {
     return await fn(log);
   } finally {

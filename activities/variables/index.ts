@@ -5,7 +5,7 @@
  */
 import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
-import { createTaskLog } from '../tasks/log-writer';
+import { withTaskLog } from '../tasks/log-writer';
 import { effectiveVariables } from '../../db/queries/variables';
 import { stepEnv, tenantEnv, withHeartbeat } from '../deploys/step-env';
 import { serviceEnv } from '../data/service-env';
@@ -19,8 +19,7 @@ export function createVariableActivities(deps: Deps, supervisor: Supervisor) {
       taskId: string;
       environmentId: string;
     }): Promise<{ ok: true; restarted: boolean; variables: number } | { ok: false; message: string }> {
-      const log = createTaskLog(deps.knex, input.taskId);
-      try {
+      return withTaskLog(deps, input.taskId, async (log) => {
         return await withHeartbeat(async () => {
           const names = (await effectiveVariables(deps.knex, deps.secrets, input.environmentId)).map((v) => v.name);
           const tenant = await tenantEnv(deps, input.environmentId);
@@ -37,9 +36,7 @@ export function createVariableActivities(deps: Deps, supervisor: Supervisor) {
           if (!r.ok) return { ok: false, message: r.message };
           return { ok: true, restarted: !r.alreadyLive, variables: names.length };
         });
-      } finally {
-        await log.close();
-      }
+      });
     },
   };
 }

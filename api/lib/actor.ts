@@ -22,7 +22,3 @@ export function requestRoles(actor: Actor): Map<string, string | null> {
   if (!m) rolesOf.set(actor, (m = new Map()));
   return m;
 }
-
-export function isToken(actor: Actor): actor is Extract<Actor, { kind: 'token' }> {
-  return actor.kind === 'token';
-}

@@ -52,44 +52,6 @@ export type Action =
   | 'tickets:read'
   | 'tickets:write';
 
-/** Every action, for walks and the OpenAPI document. */
-export const ACTIONS: readonly Action[] = [
-  'team:read',
-  'team:update',
-  'team:delete',
-  'team:billing',
-  'members:read',
-  'members:invite',
-  'members:manage',
-  'members:manage-owners',
-  'project:read',
-  'project:create',
-  'project:update',
-  'project:delete',
-  'environment:read',
-  'environment:create',
-  'environment:update',
-  'environment:delete',
-  'deploy',
-  'build',
-  'task:read',
-  'task:cancel',
-  'validate',
-  'activity:read',
-  'config:read',
-  'config:write',
-  'data:read',
-  'data:write',
-  'data:restore',
-  'backup-key:reveal',
-  'machines:read',
-  'machines:write',
-  'integrations:read',
-  'integrations:manage',
-  'tickets:read',
-  'tickets:write',
-];
-
 const VIEWER: Action[] = [
   'team:read',
   'members:read',

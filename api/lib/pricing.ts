@@ -79,13 +79,3 @@ export function monthlyPriceDelta(from: number, to: number): number {
 export function storagePrice(list: PriceList, gb: number, what: 'storage' | 'backups' = 'storage'): number {
   return Math.round(gb * list[what].monthly_price_per_gb * 100) / 100;
 }
-
-/**
- * The part of a monthly price for the rest of the month from `at` (UTC): what a change made mid-month
- * costs until the month ends.
- */
-export function prorated(monthlyPrice: number, at: Date = new Date()): number {
-  const start = Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1);
-  const end = Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1);
-  return Math.round(((monthlyPrice * (end - at.getTime())) / (end - start)) * 100) / 100;
-}

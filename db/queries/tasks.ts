@@ -84,11 +84,6 @@ export async function finishTask(
   return row?.status;
 }
 
-export async function taskStatus(knex: Knex, taskId: string): Promise<TaskStatus | undefined> {
-  const row = await knex('tasks').where({ id: taskId }).first('status');
-  return row?.status;
-}
-
 /**
  * The exclusive task (deploy, restore, resize...) pending or running on the environment, newest first (they
  * share the environment's one change workflow id), as far as the tasks table knows.

@@ -17,6 +17,7 @@ import { createAccessToken, createProject, createTeam, createUser, sessionAgent 
 import { Agent } from '../helpers/http';
 import { freePort } from '../helpers/ports';
 import { killProcessesUnder, processesMentioning } from '../helpers/processes';
+import { until as untilHolds } from '../helpers/until';
 
 const t = useTestContext();
 const root = path.resolve(__dirname, '../..');
@@ -71,17 +72,9 @@ function processes(): ProcessState[] {
 }
 const proc = (name: string) => processes().find((p) => p.name === name)!;
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 120_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await Promise.resolve()
-      .then(fn)
-      .catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms / 1000} s\n${out.slice(-4000)}`);
-    await pause(100);
-  }
-}
+/** Waits for `fn` (errors count as not yet), showing the tail of the system's output when it times out. */
+const until = <T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 120_000) =>
+  untilHolds(what, fn, { timeoutMs: ms, ignoreErrors: true, detail: () => out.slice(-4000) });
 
 /** SIGKILL to the named child; resolves once the supervisor runs a new one, with the seconds it took. */
 async function killAndAwaitBack(name: string, back: () => Promise<boolean>): Promise<number> {

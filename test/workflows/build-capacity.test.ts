@@ -5,6 +5,7 @@ import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtu
 import { sessionAgent } from '../helpers/fixtures';
 import { allRoutes } from '../../api/routes';
 import { cancelPendingTask } from '../../db/queries/tasks';
+import { until } from '../helpers/until';
 
 const t = useTestContext({ worker: true, env: { BUILD_CONCURRENCY: '1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
@@ -17,17 +18,13 @@ beforeAll(async () => {
 
 /** Waits until the workflow's build waits for a build slot (in the build queue: no free slot). */
 async function waitQueued(workflowId: string) {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const waiting = await t.deps
+  await until(`a queued build of ${workflowId}`, () =>
+    t.deps
       .knex('build_queue as q')
       .join('tasks as t', 't.id', 'q.task_id')
       .where('t.workflow_id', workflowId)
-      .first('q.task_id');
-    if (waiting) return;
-    if (Date.now() > deadline) throw new Error(`${workflowId} has no queued build`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+      .first('q.task_id'),
+  );
 }
 
 /** Cancels a pending task as POST /tasks/{id}/cancel does (through the route once it exists). */

@@ -14,6 +14,7 @@ import { sessionAgent } from '../helpers/fixtures';
 import { startWorker } from '../../system/worker-runtime';
 import { buildTaskQueue } from '../../workflows/deploys-shared';
 import { BUILD_SLOT_LOCK_KEY } from '../../activities/deploys/build-gate';
+import { until } from '../helpers/until';
 
 const t = useTestContext({ worker: true, env: { BUILD_CONCURRENCY: '1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
@@ -25,16 +26,6 @@ function startWorkerProcess(): ChildProcess {
   const c = spawnSystemProcess(t, 'system/worker.ts', { BUILD_CONCURRENCY: '1' });
   children.push(c);
   return c;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** Identities of the workers polling the builds task queue. */

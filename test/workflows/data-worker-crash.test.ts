@@ -12,6 +12,7 @@ import { dropServiceDatabase, serviceUrl, withAdmin, type ServiceLogin } from '.
 import { serviceLogin } from '../../activities/data/service-env';
 import { listLocal } from '../../activities/data/destinations';
 import { environmentVolume } from '../../db/queries/storage';
+import { until } from '../helpers/until';
 
 /**
  * A worker killed with SIGKILL in the middle of a backup and of a restore (the worker runs as its own process,
@@ -32,16 +33,6 @@ function startWorker(): ChildProcess {
   const child = spawnSystemProcess(t, 'system/worker.ts');
   children.push(child);
   return child;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** A query as the service's own role, on a connection of its own (a restore's swap ends every session). */
@@ -106,10 +97,14 @@ describe('a worker killed with SIGKILL', () => {
     const res = await owner.post(`/environments/${envId}/backups`, { destination_id: await destinationId() });
     expect(res.status, res.text).toBe(202);
     // Mid-way: the encrypted object is being written (a `.partial` file with data in it).
-    await until('a partial object', async () => {
-      const files = await listLocal(destDir);
-      return files.some((f) => f.endsWith('.partial')) ? files : undefined;
-    });
+    await until(
+      'a partial object',
+      async () => {
+        const files = await listLocal(destDir);
+        return files.some((f) => f.endsWith('.partial')) ? files : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 50 },
+    );
     await killAndWait(children.at(-1)!, 'SIGKILL');
 
     // While no worker runs, the snapshot is listed as running, never available; the task is still running.
@@ -137,14 +132,17 @@ describe('a worker killed with SIGKILL', () => {
     const res = await owner.post(`/environments/${envId}/backups/${snapshotId}/restore`, {});
     expect(res.status, res.text).toBe(202);
     // Mid-way: pg_restore is filling the staging copy.
-    await until('the staging database being filled', async () =>
-      withAdmin(t.config, async (c) => {
-        const r = await c.query(
-          "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'pg_restore' AND query ILIKE 'COPY%'",
-          [staging],
-        );
-        return (r.rowCount ?? 0) > 0;
-      }),
+    await until(
+      'the staging database being filled',
+      async () =>
+        withAdmin(t.config, async (c) => {
+          const r = await c.query(
+            "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'pg_restore' AND query ILIKE 'COPY%'",
+            [staging],
+          );
+          return (r.rowCount ?? 0) > 0;
+        }),
+      { timeoutMs: 60_000, intervalMs: 50 },
     );
     await killAndWait(children.at(-1)!, 'SIGKILL');
 

@@ -4,6 +4,7 @@ import { useTestContext } from '../helpers/context';
 import { createAccessToken, createTeam, createUser } from '../helpers/fixtures';
 import { ensurePruneSchedule } from '../../activities/maintenance/schedule';
 import { SCHEDULE_PRUNE_EXPIRED } from '../../workflows/prune-expired';
+import { until } from '../helpers/until';
 
 const t = useTestContext({ worker: true });
 const DAY = 86_400_000;
@@ -121,16 +122,17 @@ describe('the prune-expired schedule (workflow pruneExpiredRecords)', () => {
     await handle.unpause();
 
     await handle.trigger();
-    const deadline = Date.now() + 30_000;
-    while (await knex('cli_device_codes').where({ id: s.oldCode.id }).first()) {
-      if (Date.now() > deadline) throw new Error('the triggered run did not prune');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until(
+      'the triggered run to prune',
+      async () => !(await knex('cli_device_codes').where({ id: s.oldCode.id }).first()),
+      30_000,
+    );
     // Let the run finish (it deletes kind by kind; device codes are not the last).
-    while ((await knex('token_reminders').where({ token_id: s.token.id }).count({ n: '*' }).first())!.n !== 1) {
-      if (Date.now() > deadline) throw new Error('the triggered run did not prune reminder rows');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until(
+      'the triggered run to prune reminder rows',
+      async () => (await knex('token_reminders').where({ token_id: s.token.id }).count({ n: '*' }).first())!.n === 1,
+      30_000,
+    );
     const sessions = (await knex('sessions').where({ user_id: s.user.id })).map((r: { id: string }) => r.id).sort();
     expect(sessions).toEqual([s.live.id, s.endedNow.id].sort());
     expect(await knex('cli_device_codes').where({ id: s.liveCode.id }).first()).toBeDefined();

@@ -4,6 +4,7 @@ import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
 import { ensureResourcePruneSchedule } from '../../activities/machines/prune';
 import { SCHEDULE_RESOURCE_SAMPLES_PRUNE } from '../../workflows/shared';
 import { resourceSeries } from '../../db/queries/resources';
+import { until } from '../helpers/until';
 
 const t = useTestContext({ worker: true, env: { RESOURCE_SAMPLE_SECONDS: '1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
@@ -24,16 +25,6 @@ afterAll(async () => {
     .delete()
     .catch(() => undefined);
 });
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe('the resource sampler (RESOURCE_SAMPLE_SECONDS)', () => {
   it("writes a sample of every environment each interval: its web process's memory and CPU, its directories' bytes", async () => {

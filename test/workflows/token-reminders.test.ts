@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ScheduleOverlapPolicy } from '@temporalio/client';
+import { ScheduleOverlapPolicy, type WorkflowHandle } from '@temporalio/client';
 import { useTestContext } from '../helpers/context';
 import { createAccessToken, createTeam, createUser } from '../helpers/fixtures';
 import { AccessToken } from '../../db/models/access-token';
@@ -9,6 +9,7 @@ import { formatUtc } from '../../system/mail/layout';
 import { ensureReminderSchedule } from '../../activities/reminders/schedule';
 import { SCHEDULE_TOKEN_EXPIRY_REMINDERS } from '../../workflows/shared';
 import type { SendTokenExpiryRemindersResult } from '../../workflows/token-reminders';
+import { until } from '../helpers/until';
 
 const t = useTestContext({ worker: true, smtp: true });
 
@@ -49,16 +50,6 @@ function runReminders(asOf?: Date): Promise<SendTokenExpiryRemindersResult> {
 }
 
 const mailTo = (email: string) => t.smtp!.messages.filter((m) => m.to.includes(email));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('token-expiry reminders (workflow sendTokenExpiryReminders)', () => {
   it('reminds the issuer of a token that expires within 14 days', async () => {
@@ -200,6 +191,52 @@ describe('token-expiry reminders (workflow sendTokenExpiryReminders)', () => {
     expect(mailTo(user.email)).toHaveLength(1);
     await runReminders();
     expect(mailTo(user.email)).toHaveLength(1);
+  });
+});
+
+describe('sendTokenExpiryReminders over more tokens than one page', () => {
+  it('continues as new with the cursor until every due token is reminded, once each, totals carried', async () => {
+    const issued = await Promise.all(Array.from({ length: 5 }, () => issuedToken({ days: 7 })));
+    const asOf = new Date(Math.max(...issued.map((i) => i.token.expires_at.getTime())) - 7 * DAY + 60_000);
+    const workflowId = `token-expiry-reminders-test-${randomUUID()}`;
+    const handle = await t.deps.temporal.workflow.start('sendTokenExpiryReminders', {
+      taskQueue: t.config.taskQueue,
+      workflowId,
+      args: [{ asOf: asOf.toISOString(), pageSize: 2 }],
+    });
+    const result: SendTokenExpiryRemindersResult = await handle.result();
+
+    for (const { user } of issued) expect(mailTo(user.email), user.email).toHaveLength(1);
+    // Totals of every run, not only the last page's.
+    expect(result.due).toBeGreaterThanOrEqual(5);
+    expect(result.sent).toBeGreaterThanOrEqual(5);
+    expect(result.failed).toBe(0);
+
+    // Each full page of 2 ended its run with continue-as-new, carrying the page size on.
+    let runId: string | undefined = handle.firstExecutionRunId;
+    let runs = 0;
+    for (;;) {
+      runs += 1;
+      const history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> = await t.deps.temporal.workflow
+        .getHandle(workflowId, runId)
+        .fetchHistory();
+      const last = history.events!.at(-1)!;
+      const next = last.workflowExecutionContinuedAsNewEventAttributes;
+      if (!next) break;
+      expect(next.input?.payloads?.length).toBe(1);
+      runId = next.newExecutionRunId!;
+    }
+    expect(runs).toBe(Math.floor(result.due / 2) + 1);
+  });
+
+  it('refuses a page size out of range', async () => {
+    await expect(
+      t.deps.temporal.workflow.execute('sendTokenExpiryReminders', {
+        taskQueue: t.config.taskQueue,
+        workflowId: `token-expiry-reminders-test-${randomUUID()}`,
+        args: [{ pageSize: 0 }],
+      }),
+    ).rejects.toThrow();
   });
 });
 

@@ -10,6 +10,7 @@ import type { Agent } from '../../helpers/http';
 import { dropServiceDatabase, serviceUrl } from '../../../activities/data/pg-server';
 import { serviceLogin } from '../../../activities/data/service-env';
 import { startS3 } from '../../helpers/s3';
+import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';
 
 /**
  * The data round trip through the real stack: a postgresql service, an app deployed with DATABASE_URL
@@ -22,25 +23,7 @@ let owner: Agent;
 let destinationId: string;
 const env = () => `/environments/${w.environment.id}`;
 
-const APP = `
-const http = require('node:http');
-const { execFileSync } = require('node:child_process');
-const psql = (sql) => execFileSync('psql', [process.env.DATABASE_URL, '-Atc', sql], { encoding: 'utf8' }).trim();
-http.createServer((req, res) => {
-  const u = new URL(req.url, 'http://x');
-  try {
-    if (u.pathname === '/healthz') return res.end('ok');
-    if (u.pathname === '/write') psql("INSERT INTO notes (body) VALUES ('" + u.searchParams.get('body').replace(/'/g, "''") + "')");
-    if (u.pathname === '/clear') psql('DELETE FROM notes');
-    res.end(psql('SELECT string_agg(body, \\',\\' ORDER BY id) FROM notes'));
-  } catch (e) { res.writeHead(500); res.end(String(e.stderr || e.message)); }
-}).listen(Number(process.env.PORT), '127.0.0.1');
-`;
-
-async function app(path: string): Promise<{ status: number; text: string }> {
-  const res = await fetch(`http://127.0.0.1:${w.environment.port}${path}`);
-  return { status: res.status, text: (await res.text()).trim() };
-}
+const app = (path: string) => databaseApp(w.environment.port, path);
 
 async function runTask(agent: Agent, path: string, body: unknown) {
   const res = await agent.post(path, body);
@@ -52,20 +35,7 @@ async function runTask(agent: Agent, path: string, body: unknown) {
 
 beforeAll(async () => {
   w = await createDeployWorld(t);
-  writeFileSync(join(w.repo.dir, 'server.js'), APP);
-  writeFileSync(
-    join(w.repo.dir, 'service.yaml'),
-    [
-      'build: []',
-      `deploy: ${JSON.stringify(['psql "$DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS notes (id serial primary key, body text)"'])}`,
-      'web: node server.js',
-      'health: /healthz',
-      '',
-    ].join('\n'),
-  );
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'db app'], {
-    cwd: w.repo.dir,
-  });
+  commitDatabaseApp(w.repo.dir);
   owner = await sessionAgent(t, w.owner);
   // local destinations as the operator allows them (BACKUP_LOCAL_ROOTS): under the test run's directory
   t.deps.config.backupLocalRoots = [join(t.dataDir, '..')];
@@ -75,44 +45,15 @@ beforeAll(async () => {
     await owner.post(`/teams/${w.team.id}/backup-destinations`, { kind: 'local', name: 'disk', path: dir })
   ).body.id;
   expect(destinationId).toBeTruthy();
-}, 120_000);
+  // A database service (test/api/services/ tests how it is made), and the app writing through it.
+  await runTask(owner, `${env()}/services`, { kind: 'postgresql', plan: 'small' });
+  await runTask(w.api, `${env()}/deploy`, {});
+  expect(await app('/write?body=original')).toEqual({ status: 200, text: 'original' });
+}, 180_000);
 
 afterAll(async () => {
   const rows = await t.deps.knex('services').select('database_name', 'role_name');
   for (const r of rows) await dropServiceDatabase(t.config, { database: r.database_name, role: r.role_name });
-});
-
-describe('POST /environments/{id}/services', () => {
-  it('previews the price, then creates a postgresql database the deployed app reaches through DATABASE_URL', async () => {
-    const choices = await owner.get(`${env()}/services/choices`);
-    expect(choices.body.data[0]).toMatchObject({ kind: 'postgresql', versions: ['15'] });
-    const preview = await owner.post(`${env()}/services/preview`, { kind: 'postgresql', plan: 'small' });
-    expect(preview.body).toMatchObject({ monthly_price_delta: 8, currency: 'EUR' });
-    expect(
-      (await owner.post(`${env()}/services/preview`, { kind: 'postgresql', plan: 'huge' })).body.error.fields,
-    ).toHaveProperty('plan');
-    const task = await runTask(owner, `${env()}/services`, { kind: 'postgresql', plan: 'small' });
-    expect(task).toMatchObject({ kind: 'machines', type: 'service_create' });
-    const list = await owner.get(`${env()}/services`);
-    expect(list.body.data).toEqual([
-      expect.objectContaining({ kind: 'postgresql', version: '15', plan: 'small', status: 'available' }),
-    ]);
-    expect((await owner.post(`${env()}/services`, { kind: 'postgresql', plan: 'small' })).status).toBe(409);
-
-    await runTask(w.api, `${env()}/deploy`, {});
-    expect(await app('/write?body=original')).toEqual({ status: 200, text: 'original' });
-  });
-
-  it('keeps the database to its own login: the console role is not it and the password is sealed', async () => {
-    const row = await t.deps.knex('services').first();
-    expect(row.password_sealed).toMatch(/^v1\./);
-    const c = new pg.Client({
-      connectionString: t.config
-        .databaseUrl!.replace(/\/[^/]*$/, `/${row.database_name}`)
-        .replace('postgres@', 'nobody@'),
-    });
-    await expect(c.connect()).rejects.toThrow();
-  });
 });
 
 describe('backups, restore and reset', () => {

@@ -4,6 +4,7 @@ import { addMember, createTeam, createUser, sessionAgent } from '../../helpers/f
 import { openSubscription } from '../../../db/queries/subscriptions';
 import { BillingDetails } from '../../../db/models/billing-details';
 import { Subscription } from '../../../db/models/subscription';
+import { until } from '../../helpers/until';
 
 const t = useTestContext({ worker: true });
 
@@ -11,15 +12,6 @@ async function owner() {
   const user = await createUser(t);
   const team = await createTeam(t, user);
   return { user, team, agent: await sessionAgent(t, user) };
-}
-
-async function until<T>(read: () => PromiseLike<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 describe('POST /billing/address-format', () => {
@@ -214,6 +206,7 @@ describe('POST /teams/{id}/subscriptions/{order}/cancel', () => {
     expect((await agent.post(path, { confirm: true })).body.error.code).toBe('subscription_not_active');
 
     const done = await until(
+      'the subscription to end',
       async () => Subscription.query(t.deps.knex).findById(sub.id),
       (s) => s!.status === 'ended',
     );

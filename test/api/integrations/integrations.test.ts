@@ -8,6 +8,7 @@ import { emitIntegrationEvent } from '../../../api/lib/integration-events';
 import { createDeployWorld } from '../../helpers/deploy-fixtures';
 import { createAccessToken } from '../../helpers/fixtures';
 import { Integration } from '../../../db/models/integration';
+import { until } from '../../helpers/until';
 
 const t = useTestContext({ worker: true, smtp: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 const receivers: Receiver[] = [];
@@ -25,15 +26,6 @@ async function receiver(port = 0) {
   const r = await startReceiver(port);
   receivers.push(r);
   return r;
-}
-
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const taskData = {
@@ -173,8 +165,10 @@ describe('delivering events', () => {
     ).toThrow();
 
     const shown = await until(
+      'the delivery to be delivered',
       () => agent.get(`/integrations/${created.body.id}`),
       (res) => res.body.deliveries[0]?.status === 'delivered',
+      30_000,
     );
     expect(shown.body.deliveries).toEqual([
       expect.objectContaining({ event: 'task.succeeded', status: 'delivered', attempts: 1, response_status: 204 }),
@@ -193,8 +187,10 @@ describe('delivering events', () => {
     await emitIntegrationEvent(t.deps, { teamId: team.id, event: 'task.failed', data: taskData });
     // Nothing listens: the first attempt fails to connect.
     const first = await until(
+      'a first attempt',
       () => agent.get(`/integrations/${created.body.id}`),
       (res) => res.body.deliveries[0]?.attempts >= 1,
+      30_000,
     );
     expect(first.body.deliveries[0]).toMatchObject({ status: 'pending', response_status: null });
     // Back, but answering 503 once, then 200.
@@ -205,8 +201,10 @@ describe('delivering events', () => {
     expect(got[0].headers['webhook-id']).toBe(got[1].headers['webhook-id']);
     new Webhook(created.body.secret).verify(got[1].body, got[1].headers as Record<string, string>);
     const done = await until(
+      'the delivery to end',
       () => agent.get(`/integrations/${created.body.id}`),
       (res) => res.body.deliveries[0]?.status === 'delivered',
+      30_000,
     );
     expect(done.body.deliveries[0]).toMatchObject({ status: 'delivered', response_status: 200 });
     expect(done.body.deliveries[0].attempts).toBeGreaterThanOrEqual(3);
@@ -222,8 +220,10 @@ describe('delivering events', () => {
     });
     await emitIntegrationEvent(t.deps, { teamId: team.id, event: 'task.failed', data: taskData });
     const done = await until(
+      'the delivery to end',
       () => agent.get(`/integrations/${created.body.id}`),
       (res) => res.body.deliveries[0]?.status === 'failed',
+      30_000,
     );
     expect(done.body.deliveries[0]).toMatchObject({ status: 'failed', attempts: 1, response_status: null });
   });

@@ -7,6 +7,7 @@ import { createDeployWorld, getTask, taskLog, waitForTask } from '../../helpers/
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { createEnvironmentMachines } from '../../../api/machines/service';
+import { until } from '../../helpers/until';
 
 /**
  * Issue 16, item 8 (CONTRACT "Tasks of every kind"): apply_variables, reboot and maintenance start or stop web
@@ -62,11 +63,12 @@ async function succeeded(id: string) {
 
 /** Until the task's log says `text` (the task has come that far). */
 async function logSays(id: string, text: string) {
-  const deadline = Date.now() + 120_000;
-  while (!(await taskLog(t, owner, id)).includes(text)) {
-    if (Date.now() > deadline) throw new Error(`task ${id} never logged "${text}": ${await taskLog(t, owner, id)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await until(
+    `task ${id} to log "${text}"`,
+    () => taskLog(t, owner, id),
+    (log) => log.includes(text),
+    120_000,
+  );
 }
 
 /** The task stays pending for a while (its workflow asks again several times), and says what it waits for. */

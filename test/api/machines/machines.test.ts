@@ -8,6 +8,7 @@ import { addMember, createProject, createTeam, createUser, sessionAgent } from '
 import type { Agent } from '../../helpers/http';
 import { processAlive } from '../../../activities/provider/run-step';
 import { sandboxedProcess } from '../../helpers/processes';
+import { until } from '../../helpers/until';
 
 /**
  * Machines through the API and a real worker: the web server every environment gets, its plan held on the
@@ -169,8 +170,8 @@ describe('the web server plan on the real web process', () => {
       () => 'connection lost',
     );
     expect(res).not.toBe(200);
-    await waitFor(async () => !processAlive(before.hostPid), 5000);
-    await waitFor(async () => (await info().catch(() => null))?.memory === '512');
+    await until('the old host process to end', async () => !processAlive(before.hostPid), 5000);
+    await until('the new memory limit', async () => (await info().catch(() => null))?.memory === '512');
   });
 });
 
@@ -211,7 +212,7 @@ describe('POST /servers/{id}/resize', () => {
   });
 
   it('restarts the instance on the new plan without a failed request, then records the plan', async () => {
-    await waitFor(async () => (await info().catch(() => null)) !== null);
+    await until('the instance to run', async () => (await info().catch(() => null)) !== null);
     const before = await info();
     expect(before.hostPid).toBeGreaterThan(0);
     let failures = 0;
@@ -326,7 +327,7 @@ describe('build machines', () => {
 
 describe('GET /environments/{id}/resources', () => {
   it('answers the series of the sampled usage: CPU, memory of the web process, bytes on disk', async () => {
-    await waitFor(async () => {
+    await until('a memory sample above 10 MiB', async () => {
       const r = await owner.get(`/environments/${env.id}/resources?window=1h`);
       return r.body.series?.memory.some((p: { value: number }) => p.value > 10 * 1024 * 1024);
     });
@@ -356,11 +357,3 @@ describe('GET /environments/{id}/resources', () => {
     }
   });
 });
-
-async function waitFor(probe: () => Promise<boolean | undefined>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}

@@ -6,6 +6,7 @@ import { createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../..
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { workflowIds } from '../../../workflows/shared';
+import { until } from '../../helpers/until';
 
 /** The poller looks every second here (AUTO_DEPLOY_POLL_SECONDS=1; 30 by default). */
 const t = useTestContext({ worker: true, env: { AUTO_DEPLOY_POLL_SECONDS: '1' } });
@@ -20,16 +21,6 @@ const deployTasks = async () =>
     .select('id', 'account_via', 'status');
 
 /** Polls until `check` holds (or fails after the deadline with what it last saw). */
-async function eventually<T>(what: string, read: () => Promise<T>, check: (v: T) => boolean, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (check(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 beforeAll(async () => {
   // v1 is gated: its build waits for the gate file (the push-during-a-deploy case below).
   w = await createDeployWorld(t, { gatedFirstCommit: true });
@@ -54,17 +45,18 @@ describe('auto_deploy', () => {
   it('on: the head of the git ref is deployed within the poll interval, as a task via auto_deploy', async () => {
     const patched = await owner.patch(`/environments/${w.environment.id}`, { auto_deploy: true });
     expect(patched.status, patched.text).toBe(200);
-    const [first] = await eventually('the first auto-deploy', deployTasks, (tasks) => tasks.length === 1);
+    const [first] = await until('the first auto-deploy', deployTasks, (tasks) => tasks.length === 1, 60_000);
     expect(first.account_via).toBe('auto_deploy');
     const shown = await w.api.get(`/tasks/${first.id}`);
     expect(shown.body).toMatchObject({ type: 'deploy', account: { id: null, name: null, via: 'auto_deploy' } });
 
     // A push while that deploy runs (its build waits at the gate, v1 resolved): refused-if-busy, then
     // deployed after it.
-    await eventually(
+    await until(
       'v1 resolved',
       () => taskLog(t, w.api, first.id),
       (log) => log.includes('main is at'),
+      60_000,
     );
     const v2 = w.repo.commit('v2');
     const signed = await owner.post(`/projects/${w.project.id}/repository`, { url: w.repo.dir });
@@ -84,7 +76,7 @@ describe('auto_deploy', () => {
     const done = await waitForTask(t, w.api, first.id, { timeoutMs: 90_000 });
     expect(done.status, done.error ?? '').toBe('succeeded');
 
-    const tasks = await eventually('the deploy of the push made meanwhile', deployTasks, (ts) => ts.length === 2);
+    const tasks = await until('the deploy of the push made meanwhile', deployTasks, (ts) => ts.length === 2, 60_000);
     expect(tasks[1].account_via).toBe('auto_deploy');
     const second = await waitForTask(t, w.api, tasks[1].id, { timeoutMs: 90_000 });
     expect(second.status, second.error ?? '').toBe('succeeded');
@@ -93,7 +85,7 @@ describe('auto_deploy', () => {
 
   it('deploys each new commit once: v3 goes live, then nothing more starts while the ref stays', async () => {
     w.repo.commit('v3');
-    const tasks = await eventually('the deploy of v3', deployTasks, (ts) => ts.length === 3);
+    const tasks = await until('the deploy of v3', deployTasks, (ts) => ts.length === 3, 60_000);
     const task = await waitForTask(t, w.api, tasks[2].id, { timeoutMs: 90_000 });
     expect(task.status, task.error ?? '').toBe('succeeded');
     expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v3' });
@@ -103,14 +95,14 @@ describe('auto_deploy', () => {
 
   it('starts a failed commit once, not in a loop; the next push deploys again', async () => {
     w.repo.commit('v4', { buildSteps: ['exit 4'] });
-    const tasks = await eventually('the deploy of v4', deployTasks, (ts) => ts.length === 4);
+    const tasks = await until('the deploy of v4', deployTasks, (ts) => ts.length === 4, 60_000);
     const failed = await waitForTask(t, w.api, tasks[3].id, { timeoutMs: 90_000 });
     expect(failed.status).toBe('failed');
     await new Promise((r) => setTimeout(r, 3000));
     expect(await deployTasks()).toHaveLength(4);
     expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v3' });
     w.repo.commit('v5');
-    const after = await eventually('the deploy of v5', deployTasks, (ts) => ts.length === 5);
+    const after = await until('the deploy of v5', deployTasks, (ts) => ts.length === 5, 60_000);
     const ok = await waitForTask(t, w.api, after[4].id, { timeoutMs: 90_000 });
     expect(ok.status, ok.error ?? '').toBe('succeeded');
     expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v5' });

@@ -5,6 +5,7 @@ import { useTestContext } from '../../helpers/context';
 import { createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { createDeployWorld, createEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import type { Agent } from '../../helpers/http';
+import { until } from '../../helpers/until';
 
 // One build slot: a build whose step waits for a gate file holds it, so the next build waits `pending`.
 const t = useTestContext({ worker: true, env: { BUILD_CONCURRENCY: '1' } });
@@ -25,11 +26,9 @@ beforeAll(async () => {
   expect(second.status, second.text).toBe(202);
   waiting = second.body.id;
   // The second build has asked for the slot (its log says so) and waits.
-  const deadline = Date.now() + 20_000;
-  while (!(await taskLog(t, w.api, waiting)).includes('Waiting for build capacity')) {
-    if (Date.now() > deadline) throw new Error('the second build never asked for a slot');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await until('the second build to ask for a slot', async () =>
+    (await taskLog(t, w.api, waiting)).includes('Waiting for build capacity'),
+  );
   expect((await w.api.get(`/tasks/${waiting}`)).body.status).toBe('pending');
 });
 
@@ -79,11 +78,9 @@ describe('POST /tasks/{id}/cancel', () => {
       finished_at: expect.any(String),
     });
     // The workflow notices and writes its last line; the slot holder then finishes and the cancelled build never runs.
-    const deadline = Date.now() + 20_000;
-    while (!(await taskLog(t, w.api, waiting)).includes('==> Cancelled')) {
-      if (Date.now() > deadline) throw new Error('the workflow did not end the cancelled task');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until('the workflow to end the cancelled task', async () =>
+      (await taskLog(t, w.api, waiting)).includes('==> Cancelled'),
+    );
     writeFileSync(w.repo.gate, '');
     const done = await waitForTask(t, w.api, holder);
     expect(done.status, done.error ?? '').toBe('succeeded');

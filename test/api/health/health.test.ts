@@ -4,20 +4,19 @@ import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { killAndWait, spawnSystemProcess, stopChildren } from '../../helpers/processes';
+import { until } from '../../helpers/until';
 
 const t = useTestContext();
 const children: ChildProcess[] = [];
 afterAll(() => stopChildren(children));
 
-async function healthUntil(predicate: (body: any) => boolean, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await t.agent().get('/health');
-    if (predicate(res.body)) return res;
-    if (Date.now() > deadline) throw new Error(`health still ${JSON.stringify(res.body)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const healthUntil = (check: (body: any) => boolean) =>
+  until(
+    'GET /health to hold',
+    () => t.agent().get('/health'),
+    (res) => check(res.body),
+    60_000,
+  );
 
 describe('GET /health', () => {
   it('reports each component: no worker running is degraded (200), a ready worker makes it ok, a stopped one is gone', async () => {
