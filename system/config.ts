@@ -180,6 +180,9 @@ function sharedDirs(raw: string | undefined): string[] {
   return dirs.map((d) => resolve(d));
 }
 
+/** The worker's task queue unless TEMPORAL_TASK_QUEUE says otherwise. */
+export const DEFAULT_TASK_QUEUE = 'vc-console';
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int(env, 'PORT', 8080);
   const ports = (env.ENVIRONMENT_PORTS ?? '20000-20999').split('-').map(Number);
@@ -194,7 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
     temporalPort: int(env, 'TEMPORAL_PORT', 7233),
-    taskQueue: env.TEMPORAL_TASK_QUEUE || 'vc-console',
+    taskQueue: env.TEMPORAL_TASK_QUEUE || DEFAULT_TASK_QUEUE,
     smtpUrl: env.SMTP_URL || undefined,
     mailFrom: env.MAIL_FROM || 'Hosting Console <console@localhost>',
     supportEmail: env.SUPPORT_EMAIL || 'support@localhost',

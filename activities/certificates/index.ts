@@ -40,7 +40,7 @@ export function createCertificateActivities(deps: Deps) {
       attempt: number;
       attempts: number;
     }): Promise<AttemptOutcome> {
-      return withTaskLog(knex, input.taskId, async (log) => {
+      return withTaskLog(deps, input.taskId, async (log) => {
         const domain = await knex('domains').where({ id: input.domainId }).first('id', 'hostname', 'status');
         if (!domain) return { outcome: 'gone', reason: 'the domain was deleted' };
         const mine = await knex('certificates').where({ domain_id: input.domainId, task_id: input.taskId }).first();

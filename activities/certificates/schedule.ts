@@ -6,11 +6,11 @@
  */
 import { type Client, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
 import { dailyAction } from '../daily-schedule';
-import { TASK_QUEUE_DEFAULT } from '../../workflows/shared';
+import { DEFAULT_TASK_QUEUE } from '../../system/config';
 
 /** One schedule per task queue (the default queue's is plainly `certificate-renewals`). */
 export const certificateRenewalScheduleId = (taskQueue: string) =>
-  taskQueue === TASK_QUEUE_DEFAULT ? 'certificate-renewals' : `certificate-renewals-${taskQueue}`;
+  taskQueue === DEFAULT_TASK_QUEUE ? 'certificate-renewals' : `certificate-renewals-${taskQueue}`;
 
 const POLICIES = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 day', pauseOnFailure: false } as const;
 
