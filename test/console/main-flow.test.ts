@@ -205,6 +205,8 @@ describe.sequential('the console, end to end', () => {
 
   it('backs up, then restores over the protected environment after asking for the password', async () => {
     const { page } = c;
+    // local destinations as the operator allows them (BACKUP_LOCAL_ROOTS): under the test run's directory
+    t.deps.config.backupLocalRoots = [path.join(t.dataDir, '..')];
     const dir = path.join(t.dataDir, '..', `console-dest-${Date.now()}`);
     mkdirSync(dir);
     await page.goto(`${t.baseUrl}/teams/${ids.team}/backup-destinations`);
