@@ -123,7 +123,7 @@ export class Supervisor extends SupervisorInstances {
     }
     say(`Release ${o.releaseId} is live on port ${o.port}${count > 1 ? ` (${count} instances)` : ''}`);
     if (previous?.webs.length) {
-      await this.drain();
+      await this.drain(previous.webs);
       await Promise.all(previous.webs.map((w) => w.stop(this.graceMs)));
     }
     return { ok: true, alreadyLive: false, internalPort: webs[0]?.port ?? null };
