@@ -87,11 +87,22 @@ export function responseHeaders(raw: string[]): string[] {
   return out;
 }
 
+/** Requests under way per upstream (its agent): an instance leaving the route is stopped once it has none. */
+const underWay = new WeakMap<http.Agent, number>();
+
+/** How many requests this proxy has under way at the upstream of `agent` (answers not yet sent in full). */
+export function requestsUnderWay(agent: http.Agent): number {
+  return underWay.get(agent) ?? 0;
+}
+
 function handle(req: http.IncomingMessage, res: http.ServerResponse, route: Route): void {
   if (route.kind === 'unavailable') {
     req.resume();
     return plain(res, 503, route.text);
   }
+  const agent = route.agent;
+  underWay.set(agent, requestsUnderWay(agent) + 1);
+  res.once('close', () => underWay.set(agent, requestsUnderWay(agent) - 1));
   const upstream = http.request({
     host: route.host,
     port: route.port,

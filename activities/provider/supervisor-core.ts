@@ -5,11 +5,14 @@
  */
 import path from 'node:path';
 import type { Limits } from './cgroups';
-import { startProxy } from './proxy';
+import { requestsUnderWay, startProxy } from './proxy';
 import { type StateFile, writeStateFile } from './supervisor-state';
 import type { Runtime, SupervisorOptions } from './supervisor-types';
 import { proxyRoute, publishedRoute, spawnWeb } from './supervisor-web';
 import { delay, waitReady, type Backoff, type WebProcess } from './web-process';
+
+/** How long an instance leaving the proxy's route may take to finish its requests before it is stopped. */
+const DRAIN_REQUESTS_MS = 30_000;
 
 export abstract class SupervisorCore {
   protected readonly envs = new Map<string, Runtime>();
@@ -158,9 +161,15 @@ export abstract class SupervisorCore {
     return { ok: true, webs };
   }
 
-  /** Lets the edge learn that instances left the route before they stop (edge only). */
-  protected async drain(): Promise<void> {
+  /**
+   * Before `leaving` (instances out of the route) stop: lets the edge learn that they left (edge), and lets the
+   * requests the proxy sent them finish (proxy; at most DRAIN_REQUESTS_MS): a stop cuts what is under way.
+   */
+  protected async drain(leaving: WebProcess[] = []): Promise<void> {
     if (this.publishRoute && this.drainMs > 0) await delay(this.drainMs);
+    if (!this.proxies) return;
+    const deadline = Date.now() + DRAIN_REQUESTS_MS;
+    while (leaving.some((w) => requestsUnderWay(w.agent) > 0) && Date.now() < deadline) await delay(10);
   }
 
   protected async writeState(rt: Runtime): Promise<void> {

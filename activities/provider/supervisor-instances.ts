@@ -135,7 +135,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
       say(
         `Instance ${i + 1} of ${total} serves from pid ${web.pid ?? '?'}; stopping the old one (pid ${old?.pid ?? '?'})`,
       );
-      await this.drain();
+      await this.drain(old ? [old] : []);
       await old?.stop(this.graceMs);
     }
     return { ok: true, instances: total };
@@ -191,7 +191,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
         await this.writeState(rt);
         await this.publish(rt);
         say(`Instances ${want + 1} to ${have} left the route; stopping them`);
-        await this.drain();
+        await this.drain(extra);
         await Promise.all(extra.map((w) => w.stop(this.graceMs)));
         say(`${want} instance${want === 1 ? '' : 's'} serve${want === 1 ? 's' : ''} release ${live.releaseId}`);
       } else {

@@ -25,7 +25,7 @@ import { closeJail } from './sandbox';
 import { slotsOf } from './supervisor-core';
 import { SupervisorInstances } from './supervisor-instances';
 import { readState, STATE_FILE, type StateFile, statePath } from './supervisor-state';
-import type { EnvironmentStatus, GoLiveOptions, GoLiveResult } from './supervisor-types';
+import type { EnvironmentStatus, GoLiveOptions, GoLiveResult, PublishedRoute } from './supervisor-types';
 import { killOrphan, safe, WEB_LOG } from './supervisor-web';
 import { waitReady, type WebProcess } from './web-process';
 
@@ -123,7 +123,7 @@ export class Supervisor extends SupervisorInstances {
     }
     say(`Release ${o.releaseId} is live on port ${o.port}${count > 1 ? ` (${count} instances)` : ''}`);
     if (previous?.webs.length) {
-      await this.drain();
+      await this.drain(previous.webs);
       await Promise.all(previous.webs.map((w) => w.stop(this.graceMs)));
     }
     return { ok: true, alreadyLive: false, internalPort: webs[0]?.port ?? null };
@@ -232,9 +232,13 @@ export class Supervisor extends SupervisorInstances {
     removeCgroupBase();
   }
 
-  /** Takes an environment off this host (environment deleted): processes, proxy and current.json. */
-  async retire(envId: string, knownPort?: number): Promise<void> {
+  /**
+   * Takes an environment off this host (environment deleted): processes, proxy and current.json. The edge then
+   * forgets it (`after` null), or answers it with `after` from the start (stop(): never a moment without it).
+   */
+  async retire(envId: string, knownPort?: number, after: PublishedRoute | null = null): Promise<void> {
     await this.exclusive(envId, async () => {
+      if (after) await this.publishRoute?.(envId, after);
       const rt = this.runtime(envId);
       // `knownPort`: the environment's port when its state file may be gone (a retire run again)
       const port = rt.proxy?.port ?? (await readState(statePath(this.dataDir, envId)))?.port ?? knownPort;
@@ -245,17 +249,18 @@ export class Supervisor extends SupervisorInstances {
       if (port) await closeJail(this.dataDir, envId, port);
       await removeEnvironmentCgroups(envId);
       this.envs.delete(envId);
-      await this.publishRoute?.(envId, null);
+      await this.publishRoute?.(envId, after);
     });
   }
 
   /**
    * Stops an environment for good (its project cancelled): like retire, but the edge keeps answering its
    * port and domains with 503 and `text` instead of forgetting it. Nothing comes back on a worker start.
+   * The route goes from the web processes straight to `text`, never through no route at all (which the edge
+   * answers "no release is live").
    */
   async stop(envId: string, text = 'stopped'): Promise<void> {
-    await this.retire(envId);
-    await this.publishRoute?.(envId, { kind: 'unavailable', text, releaseId: null });
+    await this.retire(envId, undefined, { kind: 'unavailable', text, releaseId: null });
   }
 
   /** Maintenance on: the proxy answers 503 with the note; off: traffic flows again. Recorded in current.json. */

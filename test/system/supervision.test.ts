@@ -24,6 +24,8 @@ const root = path.resolve(__dirname, '../..');
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let start: ChildProcess;
+/** When `npm start` began (clock ticks after boot, as /proc/<pid>/stat says). */
+let startStartedAt = 0;
 let out = '';
 let dataDir: string;
 let ports: { api: number; edge: number; temporal: number };
@@ -52,14 +54,31 @@ function processGroup(pid: number): number {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
 }
 
-/** The host's processes of the environment: under its uid, or in its cgroups. */
+/** A process's state letter and start time (clock ticks after boot), from /proc/<pid>/stat. */
+function stateOf(pid: number | string): { state: string; startedAt: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { state: fields[0], startedAt: Number(fields[19]) };
+}
+
+/**
+ * The host's processes of the environment: under its uid, or in its cgroups, as `pid state command`. Not
+ * counted: zombies (dead already; the sandbox's inner processes, orphaned when its outer bwrap dies, wait
+ * there for the host's init to reap them, which takes seconds when the host is busy), and processes older
+ * than this `npm start` (another test file's, before this one, on an environment of the same port and so
+ * the same uid: none of this system's).
+ */
 function tenantProcesses(): string[] {
   const found: string[] = [];
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
       const cgroup = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
-      if (uid === tenantUid(env.port) || cgroup.includes(`/vc-console/${env.id}/`)) found.push(pid);
+      if (uid !== tenantUid(env.port) && !cgroup.includes(`/vc-console/${env.id}/`)) continue;
+      const { state, startedAt } = stateOf(pid);
+      if (state === 'Z' || state === 'X' || startedAt < startStartedAt) continue;
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+      found.push(`${pid} ${state} ${cmdline}`);
     } catch {
       // gone
     }
@@ -176,6 +195,7 @@ beforeAll(async () => {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: environ,
   });
+  startStartedAt = stateOf(start.pid!).startedAt;
   start.stdout!.on('data', (d: Buffer) => {
     out += d.toString();
   });

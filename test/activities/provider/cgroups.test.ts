@@ -31,6 +31,7 @@ const fs = require('node:fs');
 const held = [];
 http.createServer((req, res) => {
   if (req.url === '/healthz') { res.writeHead(200); return res.end('ok'); }
+  if (req.url === '/slow') { setTimeout(() => { res.writeHead(200); res.end('slow ' + process.pid); }, 2000); return; }
   if (req.url === '/hog') { for (let i = 0; i < 400; i++) held.push(Buffer.alloc(1 << 20, 1)); res.writeHead(200); return res.end('survived'); }
   const cg = fs.readFileSync('/proc/self/cgroup', 'utf8').split('\\n').find((l) => /:memory:/.test(l)) || '';
   res.writeHead(200, { 'content-type': 'application/json' });
@@ -227,11 +228,17 @@ describe('the supervisor holds web processes to the web server plan', () => {
         }
       }
     })();
+    // a request under way at the old process when its successor takes its place finishes there
+    const slow = fetch(`http://127.0.0.1:${port}/slow`).then(
+      async (res) => `${res.status} ${await res.text()}`,
+      (err) => String(err),
+    );
     const r = await supervisor.restartWeb(envId, { limits: { cpu: 1, memoryMb: 512 }, healthTimeoutMs: 10_000 });
     await new Promise((res) => setTimeout(res, 200));
     polling = false;
     await poller;
     expect(r).toEqual({ ok: true, restarted: true });
+    expect(await slow).toBe(`200 slow ${before.pid}`);
     expect(failures).toBe(0);
     expect(answered).toBeGreaterThan(0);
     const after = await info();

@@ -244,7 +244,16 @@ describe('POST /environments/{id}/reshape', () => {
       const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 120_000 });
       expect(task.status).toBe('failed');
       expect(task.error).toMatch(/the copy failed: .*pg_dump.*permission denied.*the database stays combined/s);
-      expect(await databases()).toEqual(before);
+      // The services server is the whole run's: other files' databases come and go meanwhile. This file's
+      // database is still there, and the copy the task made (its log names it) is gone.
+      const copy = /==> Creating database (svc_[0-9a-f]+)/.exec(
+        (await owner.get(`/tasks/${res.body.id}/log`)).text,
+      )?.[1];
+      expect(copy).toMatch(/^svc_/);
+      expect(before).not.toContain(copy);
+      const after = await databases();
+      expect(after).not.toContain(copy);
+      expect(after).toContain(first.database);
       expect(await whoami()).toEqual(first);
       expect(await app('/write?body=beta2')).toEqual({ status: 200, text: 'alpha,beta,beta2' });
       const row = await t.deps.knex('services').first();

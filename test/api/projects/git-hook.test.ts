@@ -176,6 +176,21 @@ describe('cancelling a project, then deleting it', () => {
   });
 
   it('POST {confirm: true} ends the subscriptions and stops the environments (the edge answers 503 stopped)', async () => {
+    // Every change of the edge's route, row by row: it must go from the web process straight to "stopped",
+    // never through no route at all (the edge answers that "no release is live").
+    await t.deps.knex.raw(`
+      CREATE TABLE test_route_history (seq serial PRIMARY KEY, op text NOT NULL, environment_id uuid, unavailable text);
+      CREATE FUNCTION test_route_history() RETURNS trigger AS $$
+      BEGIN
+        IF TG_OP = 'DELETE' THEN
+          INSERT INTO test_route_history (op, environment_id, unavailable) VALUES (TG_OP, OLD.environment_id, NULL);
+        ELSE
+          INSERT INTO test_route_history (op, environment_id, unavailable) VALUES (TG_OP, NEW.environment_id, NEW.unavailable);
+        END IF;
+        RETURN NULL;
+      END $$ LANGUAGE plpgsql;
+      CREATE TRIGGER test_route_history AFTER INSERT OR UPDATE OR DELETE ON edge_routes
+        FOR EACH ROW EXECUTE FUNCTION test_route_history();`);
     const res = await owner.post(url(), { confirm: true });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({
@@ -199,6 +214,14 @@ describe('cancelling a project, then deleting it', () => {
       seen = await fetchEnvironment(w.environment.port);
     }
     expect(seen).toEqual({ status: 503, text: 'stopped' });
+    const history = await t.deps
+      .knex('test_route_history')
+      .where({ environment_id: w.environment.id })
+      .orderBy('seq')
+      .select('op', 'unavailable');
+    expect(history.length).toBeGreaterThan(0);
+    expect(history.filter((h: { op: string }) => h.op === 'DELETE')).toEqual([]);
+    expect(history.at(-1)).toEqual({ op: 'UPDATE', unavailable: 'stopped' });
     // Data kept: the environment, its releases and its tasks are still there.
     expect(await t.deps.knex('environments').where({ id: w.environment.id }).first()).toBeTruthy();
     expect(await t.deps.knex('releases').where({ environment_id: w.environment.id }).first()).toBeTruthy();
