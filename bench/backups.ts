@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -122,7 +122,9 @@ export async function run(): Promise<{ ratio: number; peakMb: number }> {
     for (let i = 0; i < 2; i++) {
       plain.push(await plainDump(login));
       engine.push(await engineDump(login, dir));
+      // Emptied for the next round; the destination itself stays (a local store never makes its root).
       rmSync(dir, { recursive: true, force: true });
+      mkdirSync(dir, { mode: 0o700 });
     }
     const p = Math.min(...plain);
     const e = engine.reduce((a, b) => (a.seconds < b.seconds ? a : b));
