@@ -317,7 +317,16 @@ describe('item 4: registry credentials of a build, with the web process swapping
         cwd: w.repo.dir,
       },
     );
-    await runTask(`${env()}/deploy`);
+    // The build either goes on (root wrote the files before the swap) or stops at the link it refuses to
+    // follow (the swap came first: the tenant broke its own build); it never writes through the link.
+    const started = await owner.post(`${env()}/deploy`, {});
+    expect(started.status, started.text).toBe(202);
+    const task = await waitForTask(t, owner, started.body.id, { timeoutMs: 180_000 });
+    if (task.status !== 'succeeded')
+      expect({ status: task.status, error: task.error }).toEqual({
+        status: 'failed',
+        error: expect.stringMatching(/ENOTDIR|ELOOP|not a directory|symbolic link/),
+      });
     // the tenant did swap the directory for a link (the attack ran)
     const swapped = join(w.repo.home, 'swapped.log');
     expect(
