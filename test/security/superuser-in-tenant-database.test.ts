@@ -1,9 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
+import { commitDatabaseApp, databaseApp } from '../helpers/database-app';
 import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
@@ -65,10 +65,7 @@ END $d$;\`);
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
-async function app(p: string): Promise<{ status: number; text: string }> {
-  const res = await fetch(`http://127.0.0.1:${w.environment.port}${p}`);
-  return { status: res.status, text: (await res.text()).trim() };
-}
+const app = (p: string) => databaseApp(w.environment.port, p);
 
 async function runTask(p: string, body: unknown = {}) {
   const res = await owner.post(p, body);
@@ -98,20 +95,7 @@ beforeAll(async () => {
   for (const r of roots) mkdirSync(r, { mode: 0o755 });
   t.deps.config.storageRoots = [...roots];
   w = await createDeployWorld(t);
-  writeFileSync(join(w.repo.dir, 'server.js'), APP);
-  writeFileSync(
-    join(w.repo.dir, 'service.yaml'),
-    [
-      'build: []',
-      `deploy: ${JSON.stringify(['psql "$DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS notes (id serial primary key, body text)"'])}`,
-      'web: node server.js',
-      'health: /healthz',
-      '',
-    ].join('\n'),
-  );
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'attacker app'], {
-    cwd: w.repo.dir,
-  });
+  commitDatabaseApp(w.repo.dir, { server: APP });
   owner = await sessionAgent(t, w.owner);
   await runTask(`${env()}/services`, { kind: 'postgresql', plan: 'small' });
   await runTask(`${env()}/deploy`);

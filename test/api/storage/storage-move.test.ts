@@ -1,9 +1,9 @@
-import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
+import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';
 import { createDeployWorld, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
@@ -43,10 +43,7 @@ http.createServer((req, res) => {
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
-async function app(p: string): Promise<{ status: number; text: string }> {
-  const res = await fetch(`http://127.0.0.1:${w.environment.port}${p}`);
-  return { status: res.status, text: (await res.text()).trim() };
-}
+const app = (p: string) => databaseApp(w.environment.port, p);
 
 async function runTask(p: string, body: unknown = {}) {
   const res = await owner.post(p, body);
@@ -75,22 +72,9 @@ beforeAll(async () => {
   // STORAGE_ROOTS as the API and the worker of this file read it (they share the config)
   t.deps.config.storageRoots = [...roots];
   w = await createDeployWorld(t);
-  writeFileSync(join(w.repo.dir, 'server.js'), APP);
-  writeFileSync(
-    join(w.repo.dir, 'service.yaml'),
-    [
-      'build: []',
-      `deploy: ${JSON.stringify([
-        'echo "deploy step volume: $VC_VOLUME_PATH"; date > "$VC_VOLUME_PATH/deployed-by-step"',
-        'psql "$DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS notes (id serial primary key, body text)"',
-      ])}`,
-      'web: node server.js',
-      'health: /healthz',
-      '',
-    ].join('\n'),
-  );
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'volume app'], {
-    cwd: w.repo.dir,
+  commitDatabaseApp(w.repo.dir, {
+    server: APP,
+    deployFirst: ['echo "deploy step volume: $VC_VOLUME_PATH"; date > "$VC_VOLUME_PATH/deployed-by-step"'],
   });
   owner = await sessionAgent(t, w.owner);
 }, 120_000);
