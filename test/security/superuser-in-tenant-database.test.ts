@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
+import { makeStorageRoots } from '../helpers/storage-roots';
 import { commitDatabaseApp, databaseApp } from '../helpers/database-app';
 import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
@@ -89,11 +90,7 @@ async function superRoles(): Promise<string[]> {
 beforeAll(async () => {
   mkdirSync(pwnedDir, { mode: 0o777 });
   chmodSync(pwnedDir, 0o777); // the cluster's OS user could write there, were its COPY TO PROGRAM ever run
-  const base = mkdtempSync(join(t.dataDir, '..', 'storage-roots-'));
-  chmodSync(base, 0o711);
-  roots = [join(base, 'first'), join(base, 'second')];
-  for (const r of roots) mkdirSync(r, { mode: 0o755 });
-  t.deps.config.storageRoots = [...roots];
+  roots = makeStorageRoots(t);
   w = await createDeployWorld(t);
   commitDatabaseApp(w.repo.dir, { server: APP });
   owner = await sessionAgent(t, w.owner);

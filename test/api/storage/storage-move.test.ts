@@ -1,8 +1,9 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
+import { makeStorageRoots } from '../../helpers/storage-roots';
 import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';
 import { createDeployWorld, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
@@ -65,12 +66,7 @@ async function adminQuery(sql: string, params: unknown[] = []) {
 }
 
 beforeAll(async () => {
-  const base = mkdtempSync(join(t.dataDir, '..', 'storage-roots-'));
-  chmodSync(base, 0o711);
-  roots = [join(base, 'first'), join(base, 'second')];
-  for (const r of roots) mkdirSync(r, { mode: 0o755 });
-  // STORAGE_ROOTS as the API and the worker of this file read it (they share the config)
-  t.deps.config.storageRoots = [...roots];
+  roots = makeStorageRoots(t);
   w = await createDeployWorld(t);
   commitDatabaseApp(w.repo.dir, {
     server: APP,
