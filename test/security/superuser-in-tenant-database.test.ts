@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { makeStorageRoots } from '../helpers/storage-roots';
 import { commitDatabaseApp, databaseApp } from '../helpers/database-app';
-import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import { createDeployWorld, taskLog, runTaskOk } from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import pg from 'pg';
@@ -68,13 +68,7 @@ END $d$;\`);
 
 const app = (p: string) => databaseApp(w.environment.port, p);
 
-async function runTask(p: string, body: unknown = {}) {
-  const res = await owner.post(p, body);
-  expect(res.status, res.text).toBe(202);
-  const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 180_000 });
-  expect(task.status, `${task.error ?? ''}\n${await taskLog(t, owner, task.id)}`).toBe('succeeded');
-  return task;
-}
+const runTask = (p: string, body: unknown = {}) => runTaskOk(t, owner, p, body, 180_000);
 
 /** Whether any of the environment's service roles (current, next, old) is a superuser, as the server says. */
 async function superRoles(): Promise<string[]> {

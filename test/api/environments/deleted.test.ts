@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';
-import { createDeployWorld, createEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
+import { createDeployWorld, createEnvironment, runTaskOk } from '../../helpers/deploy-fixtures';
 import { createProject, PASSWORD, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { dropServiceDatabase } from '../../../activities/data/pg-server';
@@ -25,13 +25,7 @@ let destinationId: string;
 let snapshot: { id: string; task_id: string; object_key?: string };
 const production = () => w.environment;
 
-async function runTask(path: string, body: unknown = {}) {
-  const res = await owner.post(path, body);
-  expect(res.status, res.text).toBe(202);
-  const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 150_000 });
-  expect(task.status, task.error ?? '').toBe('succeeded');
-  return task;
-}
+const runTask = (path: string, body: unknown = {}) => runTaskOk(t, owner, path, body, 150_000);
 
 /** The owner's sign-in, `minutes` old. */
 async function signInAge(minutes: number) {

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';
-import { createDeployWorld, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
+import { createDeployWorld, taskLog, waitForTask, runTaskOk } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { dropServiceDatabase, servicesAdminUrl, withAdmin } from '../../../activities/data/pg-server';
@@ -29,13 +29,7 @@ async function whoami() {
   return { role, database, urlUser };
 }
 
-async function runTask(path: string, body: unknown) {
-  const res = await owner.post(path, body);
-  expect(res.status, res.text).toBe(202);
-  const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 120_000 });
-  expect(task.status, `${task.error ?? ''}\n${await taskLog(t, owner, task.id)}`).toBe('succeeded');
-  return task;
-}
+const runTask = (path: string, body: unknown) => runTaskOk(t, owner, path, body, 120_000);
 
 const databaseExists = (name: string) =>
   withAdmin(

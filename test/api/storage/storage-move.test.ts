@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { makeStorageRoots } from '../../helpers/storage-roots';
 import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';
-import { createDeployWorld, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
+import { createDeployWorld, taskLog, runTaskOk } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { dropServiceDatabase, servicesAdminUrl } from '../../../activities/data/pg-server';
@@ -46,13 +46,7 @@ http.createServer((req, res) => {
 
 const app = (p: string) => databaseApp(w.environment.port, p);
 
-async function runTask(p: string, body: unknown = {}) {
-  const res = await owner.post(p, body);
-  expect(res.status, res.text).toBe(202);
-  const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 120_000 });
-  expect(task.status, `${task.error ?? ''}\n${await taskLog(t, owner, task.id)}`).toBe('succeeded');
-  return task;
-}
+const runTask = (p: string, body: unknown = {}) => runTaskOk(t, owner, p, body, 120_000);
 
 const admin = () => new pg.Client({ connectionString: servicesAdminUrl(t.config) });
 async function adminQuery(sql: string, params: unknown[] = []) {
