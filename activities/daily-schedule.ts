@@ -64,21 +64,30 @@ export async function ensureDailySchedule(
     s.namespace && s.namespace !== client.options.namespace
       ? new Client({ connection: client.connection, namespace: s.namespace })
       : client;
-  const spec = dailySpec(s.hourUtc, s.minute);
-  const action = dailyAction(s);
+  return ensureSchedule(scoped, {
+    scheduleId: s.scheduleId,
+    spec: dailySpec(s.hourUtc, s.minute),
+    action: dailyAction(s),
+    note: s.note,
+  });
+}
+
+/**
+ * Creates a system schedule (skip on overlap, a day's catch-up), or, when it exists, brings its spec, action and
+ * policies up to date keeping an operator's pause and note.
+ */
+export async function ensureSchedule(
+  client: Client,
+  s: { scheduleId: string; spec: ScheduleSpec; action: ScheduleOptionsStartWorkflowAction<Workflow>; note: string },
+): Promise<{ scheduleId: string; created: boolean }> {
+  const { scheduleId, spec, action } = s;
   try {
-    await scoped.schedule.create({
-      scheduleId: s.scheduleId,
-      spec,
-      action,
-      policies: POLICIES,
-      state: { note: s.note },
-    });
-    return { scheduleId: s.scheduleId, created: true };
+    await client.schedule.create({ scheduleId, spec, action, policies: POLICIES, state: { note: s.note } });
+    return { scheduleId, created: true };
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;
   }
-  await scoped.schedule.getHandle(s.scheduleId).update((previous) => ({
+  await client.schedule.getHandle(scheduleId).update((previous) => ({
     spec,
     action,
     policies: POLICIES,
@@ -89,7 +98,7 @@ export async function ensureDailySchedule(
     },
     typedSearchAttributes: previous.typedSearchAttributes,
   }));
-  return { scheduleId: s.scheduleId, created: false };
+  return { scheduleId, created: false };
 }
 
 /** A whole hour of the day, else an error naming the setting. */

@@ -1,6 +1,7 @@
 /**
  * A deployed app that reads and writes a `notes` table through its DATABASE_URL: `/write?body=...` adds a
- * row, `/clear` empties the table, `/` answers the bodies in order. For tests of database services and of
+ * row, `/clear` empties the table, `/whoami` answers the role, database and URL user it reaches, `/` answers the
+ * bodies in order. For tests of database services and of
  * backups, restores and resets.
  */
 import { execFileSync } from 'node:child_process';
@@ -15,6 +16,7 @@ http.createServer((req, res) => {
   const u = new URL(req.url, 'http://x');
   try {
     if (u.pathname === '/healthz') return res.end('ok');
+    if (u.pathname === '/whoami') return res.end(psql('SELECT current_user || \\' \\' || current_database()') + ' ' + new URL(process.env.DATABASE_URL).username);
     if (u.pathname === '/write') psql("INSERT INTO notes (body) VALUES ('" + u.searchParams.get('body').replace(/'/g, "''") + "')");
     if (u.pathname === '/clear') psql('DELETE FROM notes');
     res.end(psql('SELECT string_agg(body, \\',\\' ORDER BY id) FROM notes'));
@@ -22,14 +24,27 @@ http.createServer((req, res) => {
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
+export interface DatabaseAppOptions {
+  /** Another server.js (a test's own app on the same `notes` table). */
+  server?: string;
+  /** A file whose existence the build step waits for. */
+  gate?: string;
+  /** Deploy steps run before the one that creates the table. */
+  deployFirst?: string[];
+}
+
 /** Commits the app into the repository at `dir` (its deploy step creates the table). */
-export function commitDatabaseApp(dir: string): void {
-  writeFileSync(join(dir, 'server.js'), APP);
+export function commitDatabaseApp(dir: string, options: DatabaseAppOptions = {}): void {
+  const { server = APP, gate, deployFirst = [] } = options;
+  writeFileSync(join(dir, 'server.js'), server);
   writeFileSync(
     join(dir, 'service.yaml'),
     [
-      'build: []',
-      `deploy: ${JSON.stringify(['psql "$DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS notes (id serial primary key, body text)"'])}`,
+      `build: ${JSON.stringify(gate ? [`while [ ! -f '${gate}' ]; do sleep 0.1; done`] : [])}`,
+      `deploy: ${JSON.stringify([
+        ...deployFirst,
+        'psql "$DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS notes (id serial primary key, body text)"',
+      ])}`,
       'web: node server.js',
       'health: /healthz',
       '',

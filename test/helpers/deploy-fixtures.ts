@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { environmentHome } from '../../activities/provider/sandbox';
 import { Environment } from '../../db/models/environment';
 import { Task } from '../../db/models/task';
@@ -175,6 +175,15 @@ export async function waitForTask(
     if (Date.now() > deadline) throw new Error(`task ${id} still ${task.status} after the deadline`);
     await new Promise((r) => setTimeout(r, 150));
   }
+}
+
+/** POSTs `path` as `api`, expects a 202 and its task to succeed (else fails with the task's error and log). */
+export async function runTaskOk(t: TestContext, api: Agent, path: string, body: unknown, timeoutMs: number) {
+  const res = await api.post(path, body);
+  expect(res.status, res.text).toBe(202);
+  const task = await waitForTask(t, api, res.body.id, { timeoutMs });
+  expect(task.status, `${task.error ?? ''}\n${await taskLog(t, api, task.id)}`).toBe('succeeded');
+  return task;
 }
 
 /** The task's log as GET /tasks/{id}/log shows it (or its rows, while that route does not exist). */

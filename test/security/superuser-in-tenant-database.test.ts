@@ -1,10 +1,11 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
-import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import { makeStorageRoots } from '../helpers/storage-roots';
+import { commitDatabaseApp, databaseApp } from '../helpers/database-app';
+import { createDeployWorld, taskLog, runTaskOk } from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import pg from 'pg';
@@ -65,18 +66,9 @@ END $d$;\`);
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
-async function app(p: string): Promise<{ status: number; text: string }> {
-  const res = await fetch(`http://127.0.0.1:${w.environment.port}${p}`);
-  return { status: res.status, text: (await res.text()).trim() };
-}
+const app = (p: string) => databaseApp(w.environment.port, p);
 
-async function runTask(p: string, body: unknown = {}) {
-  const res = await owner.post(p, body);
-  expect(res.status, res.text).toBe(202);
-  const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 180_000 });
-  expect(task.status, `${task.error ?? ''}\n${await taskLog(t, owner, task.id)}`).toBe('succeeded');
-  return task;
-}
+const runTask = (p: string, body: unknown = {}) => runTaskOk(t, owner, p, body, 180_000);
 
 /** Whether any of the environment's service roles (current, next, old) is a superuser, as the server says. */
 async function superRoles(): Promise<string[]> {
@@ -92,26 +84,9 @@ async function superRoles(): Promise<string[]> {
 beforeAll(async () => {
   mkdirSync(pwnedDir, { mode: 0o777 });
   chmodSync(pwnedDir, 0o777); // the cluster's OS user could write there, were its COPY TO PROGRAM ever run
-  const base = mkdtempSync(join(t.dataDir, '..', 'storage-roots-'));
-  chmodSync(base, 0o711);
-  roots = [join(base, 'first'), join(base, 'second')];
-  for (const r of roots) mkdirSync(r, { mode: 0o755 });
-  t.deps.config.storageRoots = [...roots];
+  roots = makeStorageRoots(t);
   w = await createDeployWorld(t);
-  writeFileSync(join(w.repo.dir, 'server.js'), APP);
-  writeFileSync(
-    join(w.repo.dir, 'service.yaml'),
-    [
-      'build: []',
-      `deploy: ${JSON.stringify(['psql "$DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS notes (id serial primary key, body text)"'])}`,
-      'web: node server.js',
-      'health: /healthz',
-      '',
-    ].join('\n'),
-  );
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'attacker app'], {
-    cwd: w.repo.dir,
-  });
+  commitDatabaseApp(w.repo.dir, { server: APP });
   owner = await sessionAgent(t, w.owner);
   await runTask(`${env()}/services`, { kind: 'postgresql', plan: 'small' });
   await runTask(`${env()}/deploy`);

@@ -2,7 +2,8 @@ import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { useSession } from '../session';
 import { useAction, useLoad } from '../ui/hooks';
-import { CopyButton, ErrorNote, Field, Loading, Section, Select, Tabs, when } from '../ui/parts';
+import { CopyButton, ErrorNote, Field, LoadState, Section, Select, Tabs, when } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 
 const value = (e: Event) => (e.target as HTMLInputElement).value;
 
@@ -50,12 +51,7 @@ function Profile() {
         <dt>E-mail address</dt>
         <dd>{me?.email}</dd>
       </dl>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void end.run();
-        }}
-      >
+      <ActionForm onSubmit={() => end.run()}>
         {ask && (
           <Field
             label="Your password"
@@ -72,7 +68,7 @@ function Profile() {
         </button>
         {ended !== undefined && <p role="status">Ended {ended} other sessions.</p>}
         <ErrorNote error={end.error} />
-      </form>
+      </ActionForm>
     </Section>
   );
 }
@@ -110,13 +106,7 @@ function Tokens() {
             </p>
           </div>
         )}
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void create.run();
-          }}
-        >
-          <ErrorNote error={create.error} />
+        <ActionForm action={create}>
           <Field
             label="What it is for"
             name="purpose"
@@ -144,10 +134,10 @@ function Tokens() {
           <button type="submit" disabled={create.busy || !teams.data}>
             Create token
           </button>
-        </form>
+        </ActionForm>
       </Section>
       <Section title="Tokens">
-        {tokens.loading && !tokens.data ? <Loading what="tokens" /> : <ErrorNote error={tokens.error} />}
+        <LoadState load={tokens} what="tokens" />
         <ul class="list">
           {tokens.data?.data.map((t) => (
             <li key={t.id}>
@@ -185,7 +175,7 @@ function SshKeys() {
   });
   return (
     <Section title="SSH keys">
-      {keys.loading && !keys.data ? <Loading what="keys" /> : <ErrorNote error={keys.error} />}
+      <LoadState load={keys} what="keys" />
       <ul class="list">
         {keys.data?.data.map((k) => (
           <li key={k.id}>
@@ -196,13 +186,7 @@ function SshKeys() {
           </li>
         ))}
       </ul>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void add.run();
-        }}
-      >
-        <ErrorNote error={add.error} />
+      <ActionForm action={add}>
         <Field label="Name" name="name" required value={name} onInput={(e) => setName(value(e))} error={add.error} />
         <Field
           label="Public key"
@@ -215,7 +199,7 @@ function SshKeys() {
         <button type="submit" disabled={add.busy}>
           Add key
         </button>
-      </form>
+      </ActionForm>
     </Section>
   );
 }

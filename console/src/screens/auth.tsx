@@ -3,8 +3,44 @@ import { useLocation } from 'preact-iso';
 import { api, forgetSession, ok } from '../api/client';
 import { useAction } from '../ui/hooks';
 import { ErrorNote, Field } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 
 const value = (e: Event) => (e.target as HTMLInputElement).value;
+
+/** The e-mail address and password fields of the sign-in and sign-up forms. */
+function Credentials(p: {
+  email: string;
+  setEmail(v: string): void;
+  password: string;
+  setPassword(v: string): void;
+  passwordAutocomplete: 'current-password' | 'new-password';
+  error: unknown;
+}) {
+  return (
+    <>
+      <Field
+        label="E-mail address"
+        name="email"
+        type="email"
+        autocomplete="username"
+        required
+        value={p.email}
+        onInput={(e) => p.setEmail(value(e))}
+        error={p.error}
+      />
+      <Field
+        label="Password"
+        name="password"
+        type="password"
+        autocomplete={p.passwordAutocomplete}
+        required
+        value={p.password}
+        onInput={(e) => p.setPassword(value(e))}
+        error={p.error}
+      />
+    </>
+  );
+}
 
 export function SignIn({ onSignedIn, returnTo }: { onSignedIn(): void; returnTo: string }) {
   const [email, setEmail] = useState('');
@@ -17,37 +53,19 @@ export function SignIn({ onSignedIn, returnTo }: { onSignedIn(): void; returnTo:
   return (
     <section class="card narrow">
       <h1>Sign in</h1>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void action.run();
-        }}
-      >
-        <ErrorNote error={action.error} />
-        <Field
-          label="E-mail address"
-          name="email"
-          type="email"
-          autocomplete="username"
-          required
-          value={email}
-          onInput={(e) => setEmail(value(e))}
-          error={action.error}
-        />
-        <Field
-          label="Password"
-          name="password"
-          type="password"
-          autocomplete="current-password"
-          required
-          value={password}
-          onInput={(e) => setPassword(value(e))}
+      <ActionForm action={action}>
+        <Credentials
+          email={email}
+          setEmail={setEmail}
+          password={password}
+          setPassword={setPassword}
+          passwordAutocomplete="current-password"
           error={action.error}
         />
         <button type="submit" disabled={action.busy}>
           Sign in
         </button>
-      </form>
+      </ActionForm>
       <p>
         New here? <a href={`/sign-up${returnTo !== '/' ? `?next=${encodeURIComponent(returnTo)}` : ''}`}>Sign up</a>
       </p>
@@ -80,13 +98,7 @@ export function SignUp() {
       <section class="card narrow">
         <h1>Confirm your e-mail address</h1>
         <p>We sent a code to {email}. Type it here.</p>
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void confirm.run();
-          }}
-        >
-          <ErrorNote error={confirm.error} />
+        <ActionForm action={confirm}>
           <Field
             label="Confirmation code"
             name="code"
@@ -103,44 +115,26 @@ export function SignUp() {
             Send the code again
           </button>
           <ErrorNote error={resend.error} />
-        </form>
+        </ActionForm>
       </section>
     );
   return (
     <section class="card narrow">
       <h1>Sign up</h1>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void signUp.run();
-        }}
-      >
-        <ErrorNote error={signUp.error} />
+      <ActionForm action={signUp}>
         <Field label="Name" name="name" required value={name} onInput={(e) => setName(value(e))} error={signUp.error} />
-        <Field
-          label="E-mail address"
-          name="email"
-          type="email"
-          autocomplete="username"
-          required
-          value={email}
-          onInput={(e) => setEmail(value(e))}
-          error={signUp.error}
-        />
-        <Field
-          label="Password"
-          name="password"
-          type="password"
-          autocomplete="new-password"
-          required
-          value={password}
-          onInput={(e) => setPassword(value(e))}
+        <Credentials
+          email={email}
+          setEmail={setEmail}
+          password={password}
+          setPassword={setPassword}
+          passwordAutocomplete="new-password"
           error={signUp.error}
         />
         <button type="submit" disabled={signUp.busy}>
           Sign up
         </button>
-      </form>
+      </ActionForm>
       <p>
         Have an account? <a href="/sign-in">Sign in</a>
       </p>

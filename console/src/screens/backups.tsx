@@ -3,7 +3,8 @@ import { useLocation } from 'preact-iso';
 import { ApiError, api, ok } from '../api/client';
 import type { Environment } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, Loading, Section, Select, when } from '../ui/parts';
+import { ErrorNote, Field, LoadState, Section, Select, when } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 import { SyncSection } from './environment-more';
 
 export function BackupsPage({ env }: { env: Environment }) {
@@ -92,7 +93,7 @@ export function BackupsPage({ env }: { env: Environment }) {
           Back up now
         </button>
         <ErrorNote error={backUp.error} />
-        {list.loading && !list.data ? <Loading what="backups" /> : <ErrorNote error={list.error} />}
+        <LoadState load={list} what="backups" />
         <ul class="list">
           {list.data?.data.map((b) => (
             <li key={b.id}>
@@ -119,13 +120,7 @@ export function BackupsPage({ env }: { env: Environment }) {
         </ul>
         <ErrorNote error={restore.error ?? download.error ?? remove.error} />
         {asking?.what === 'restore' && (
-          <form
-            class="card inset"
-            onSubmit={(e) => {
-              e.preventDefault();
-              void restore.run(asking.snapshot, password);
-            }}
-          >
+          <ActionForm class="card inset" onSubmit={() => restore.run(asking.snapshot, password)}>
             <p>Restoring replaces the environment's data. Confirm with your password.</p>
             <Field
               label="Your password"
@@ -140,7 +135,7 @@ export function BackupsPage({ env }: { env: Environment }) {
             <button type="submit" disabled={restore.busy}>
               Restore
             </button>
-          </form>
+          </ActionForm>
         )}
       </Section>
       <div class="grid">
@@ -165,12 +160,7 @@ export function BackupsPage({ env }: { env: Environment }) {
           <ErrorNote error={reveal.error} />
         </Section>
         <Section title="Reset the database">
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void reset.run();
-            }}
-          >
+          <ActionForm onSubmit={() => reset.run()}>
             <Field
               label={`Type "${env.name}" to confirm`}
               name="confirm"
@@ -182,7 +172,7 @@ export function BackupsPage({ env }: { env: Environment }) {
               Reset database
             </button>
             <ErrorNote error={reset.error} />
-          </form>
+          </ActionForm>
         </Section>
       </div>
       <SyncSection env={env} />

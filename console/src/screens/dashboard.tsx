@@ -2,7 +2,8 @@ import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, Loading, Section, Select } from '../ui/parts';
+import { ErrorNote, Field, LoadState, Section, Select } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 import { TaskList } from '../ui/tasks';
 import { NextSteps } from '../ui/next-steps';
 
@@ -33,7 +34,7 @@ export function Dashboard() {
       {teamList[0] && <NextSteps teamId={teamList[0].id} teamName={teamList[0].name} />}
       <div class="grid">
         <Section title="Teams">
-          {teams.loading && !teams.data ? <Loading what="teams" /> : <ErrorNote error={teams.error} />}
+          <LoadState load={teams} what="teams" />
           <ul class="list">
             {teamList.map((t) => (
               <li key={t.id}>
@@ -41,13 +42,7 @@ export function Dashboard() {
               </li>
             ))}
           </ul>
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void createTeam.run();
-            }}
-          >
-            <ErrorNote error={createTeam.error} />
+          <ActionForm action={createTeam}>
             <Field
               label="New team's name"
               name="name"
@@ -59,10 +54,10 @@ export function Dashboard() {
             <button type="submit" disabled={createTeam.busy}>
               Create team
             </button>
-          </form>
+          </ActionForm>
         </Section>
         <Section title="Projects">
-          {projects.loading && !projects.data ? <Loading what="projects" /> : <ErrorNote error={projects.error} />}
+          <LoadState load={projects} what="projects" />
           <ul class="list">
             {projectList.map((p) => (
               <li key={p.id}>
@@ -72,13 +67,7 @@ export function Dashboard() {
             ))}
           </ul>
           {teamList.length > 0 && (
-            <form
-              onSubmit={(e) => {
-                e.preventDefault();
-                void createProject.run();
-              }}
-            >
-              <ErrorNote error={createProject.error} />
+            <ActionForm action={createProject}>
               <Select
                 label="Team"
                 name="team_id"
@@ -98,7 +87,7 @@ export function Dashboard() {
               <button type="submit" disabled={createProject.busy}>
                 Create project
               </button>
-            </form>
+            </ActionForm>
           )}
         </Section>
       </div>

@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
-import { CopyButton, ErrorNote, Field, Loading, Section, when } from '../ui/parts';
+import { CopyButton, ErrorNote, Field, LoadState, Section, when } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 
 export function DomainsPage({ id }: { id: string }) {
   const path = { params: { path: { id } } };
@@ -15,13 +16,7 @@ export function DomainsPage({ id }: { id: string }) {
   return (
     <>
       <Section title="Add a domain">
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void add.run();
-          }}
-        >
-          <ErrorNote error={add.error} />
+        <ActionForm action={add}>
           <Field
             label="Hostname"
             name="hostname"
@@ -34,9 +29,9 @@ export function DomainsPage({ id }: { id: string }) {
           <button type="submit" disabled={add.busy}>
             Add domain
           </button>
-        </form>
+        </ActionForm>
       </Section>
-      {list.loading && !list.data ? <Loading what="domains" /> : <ErrorNote error={list.error} />}
+      <LoadState load={list} what="domains" />
       {list.data?.data.map((d) => (
         <Domain key={d.id} domain={d} onChange={() => list.reload()} />
       ))}

@@ -3,20 +3,16 @@ import type { Answer } from '../api/types';
 import { useLocation } from 'preact-iso';
 import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
-import { Check, ErrorNote, Field, Loading, Section, TextArea } from '../ui/parts';
-
-const lines = (text: string) =>
-  text
-    .split('\n')
-    .map((l) => l.trim())
-    .filter(Boolean);
+import { Check, ErrorNote, Field, Loading, LoadState, Section, TextArea } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
+import { lines } from '../lib/lines';
 
 /** Who may reach the environment: allowed addresses, a password, stickiness; one save. */
 export function EnvironmentEdge({ id }: { id: string }) {
   const edge = useLoad(() => ok(api.GET('/environments/{id}/edge', { params: { path: { id } } })), [id]);
   return (
     <Section title="Edge">
-      {edge.loading && !edge.data ? <Loading what="edge settings" /> : <ErrorNote error={edge.error} />}
+      <LoadState load={edge} what="edge settings" />
       {edge.data && <EdgeForm id={id} initial={edge.data} />}
     </Section>
   );
@@ -44,13 +40,7 @@ function EdgeForm({ id, initial }: { id: string; initial: Answer<'getEnvironment
     setSaved(true);
   });
   return (
-    <form
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.run();
-      }}
-    >
-      <ErrorNote error={save.error} />
+    <ActionForm action={save}>
       <TextArea
         label="Allowed addresses (one address or CIDR a line; empty for everyone)"
         name="allowed_addresses"
@@ -87,7 +77,7 @@ function EdgeForm({ id, initial }: { id: string; initial: Answer<'getEnvironment
         )}
       </div>
       {saved && <p role="status">Saved.</p>}
-    </form>
+    </ActionForm>
   );
 }
 
@@ -120,13 +110,7 @@ export function EnvironmentCdn({ id }: { id: string }) {
       {d && (
         <>
           <p>The CDN is {d.enabled ? 'on' : 'off'}.</p>
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void save.run();
-            }}
-          >
-            <ErrorNote error={save.error} />
+          <ActionForm action={save}>
             <Field
               label="Default TTL (seconds)"
               name="default_ttl_seconds"
@@ -143,7 +127,7 @@ export function EnvironmentCdn({ id }: { id: string }) {
                 {d.enabled ? 'Turn the CDN off' : 'Turn the CDN on'}
               </button>
             </div>
-          </form>
+          </ActionForm>
           <TextArea
             label="Paths to clear (one a line; empty for everything)"
             name="paths"

@@ -4,14 +4,15 @@ import { ApiError, api, ok } from '../api/client';
 import type { Environment } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
 import { JsonView } from '../ui/json-view';
-import { ErrorNote, Field, Loading, Section, Select } from '../ui/parts';
+import { ErrorNote, Field, LoadState, Section, Select } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 
 /** The storage allowance as GET .../storage/allowance states it. */
 export function EnvironmentStorage({ id }: { id: string }) {
   const data = useLoad(() => ok(api.GET('/environments/{id}/storage/allowance', { params: { path: { id } } })), [id]);
   return (
     <Section title="Storage">
-      {data.loading && !data.data ? <Loading what="storage" /> : <ErrorNote error={data.error} />}
+      <LoadState load={data} what="storage" />
       {data.data !== undefined && <JsonView value={data.data} />}
     </Section>
   );
@@ -48,12 +49,7 @@ export function SyncSection({ env }: { env: Environment }) {
       <ErrorNote error={sources.error} />
       {sources.data && list.length === 0 && <p class="muted">No other environment to copy from.</p>}
       {list.length > 0 && (
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void sync.run();
-          }}
-        >
+        <ActionForm onSubmit={() => sync.run()}>
           <Select
             label="Copy the data of"
             name="from_environment_id"
@@ -77,7 +73,7 @@ export function SyncSection({ env }: { env: Environment }) {
             Sync
           </button>
           <ErrorNote error={sync.error} />
-        </form>
+        </ActionForm>
       )}
     </Section>
   );

@@ -4,7 +4,7 @@ import { api, ok } from '../api/client';
 import type { Answer } from '../api/types';
 import { formatDelta } from '../lib/price';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Loading, Section, Select, when } from '../ui/parts';
+import { ErrorNote, Loading, LoadState, Section, Select, when } from '../ui/parts';
 
 /** Services (databases): the list, and a new one with its price preview before "Create service". */
 export function EnvironmentServices({ id }: { id: string }) {
@@ -29,7 +29,7 @@ export function EnvironmentServices({ id }: { id: string }) {
   return (
     <>
       <Section title="Services">
-        {list.loading && !list.data ? <Loading what="services" /> : <ErrorNote error={list.error} />}
+        <LoadState load={list} what="services" />
         {list.data?.data.length === 0 && <p class="muted">No services.</p>}
         <ul class="list">
           {list.data?.data.map((s) => (

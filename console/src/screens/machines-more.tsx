@@ -3,7 +3,7 @@ import { useLocation } from 'preact-iso';
 import { api, ok } from '../api/client';
 import type { Answer } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Loading, Section, Select } from '../ui/parts';
+import { ErrorNote, Loading, LoadState, Section, Select } from '../ui/parts';
 import { PricePreview } from '../ui/price-preview';
 
 type Server = Answer<'listServers'>['data'][number];
@@ -14,7 +14,7 @@ export function ResizeServers({ environmentId }: { environmentId: string }) {
   const mine = servers.data?.data.filter((s) => s.environment_id === environmentId) ?? [];
   return (
     <Section title="Resize">
-      {servers.loading && !servers.data ? <Loading what="servers" /> : <ErrorNote error={servers.error} />}
+      <LoadState load={servers} what="servers" />
       {mine.map((s) => (
         <ResizeServer key={s.id} server={s} />
       ))}

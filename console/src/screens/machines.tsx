@@ -3,6 +3,7 @@ import { useLocation } from 'preact-iso';
 import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Loading, Section, Select } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 import { PricePreview } from '../ui/price-preview';
 import { Reshape, ResizeServers } from './machines-more';
 
@@ -22,12 +23,7 @@ export function MachinesPage({ id }: { id: string }) {
       <Section title="Scale">
         {scale.loading && !s ? <Loading what="the instances" /> : <ErrorNote error={scale.error} />}
         {s && (
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void doScale.run();
-            }}
-          >
+          <ActionForm onSubmit={() => doScale.run()}>
             <p>
               {s.instances} instance{s.instances === 1 ? '' : 's'} of plan {s.plan} now (at most {s.max}).
             </p>
@@ -61,7 +57,7 @@ export function MachinesPage({ id }: { id: string }) {
               </>
             )}
             <ErrorNote error={doScale.error} />
-          </form>
+          </ActionForm>
         )}
       </Section>
       <ResizeServers environmentId={id} />

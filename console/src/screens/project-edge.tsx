@@ -2,22 +2,18 @@ import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import type { Answer } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
-import { Check, ErrorNote, Field, FieldErrors, Loading, Section, TextArea } from '../ui/parts';
+import { Check, Field, FieldErrors, LoadState, Section, TextArea } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
+import { lines } from '../lib/lines';
 
 type Edge = Answer<'getProjectEdge'>;
-
-const lines = (text: string) =>
-  text
-    .split('\n')
-    .map((l) => l.trim())
-    .filter(Boolean);
 
 /** The project's edge rules as one form and one save (PATCH): every refused field shows beside its input. */
 export function ProjectEdge({ id }: { id: string }) {
   const edge = useLoad(() => ok(api.GET('/projects/{id}/edge', { params: { path: { id } } })), [id]);
   return (
     <Section title="Edge rules">
-      {edge.loading && !edge.data ? <Loading what="edge rules" /> : <ErrorNote error={edge.error} />}
+      <LoadState load={edge} what="edge rules" />
       {edge.data && <EdgeRulesForm id={id} initial={edge.data} />}
     </Section>
   );
@@ -60,13 +56,7 @@ function EdgeRulesForm({ id, initial }: { id: string; initial: Edge }) {
   const text = (k: string) => String(form[k] ?? '');
   const input = (k: string) => (e: Event) => set(k)((e.target as HTMLInputElement).value);
   return (
-    <form
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.run();
-      }}
-    >
-      <ErrorNote error={save.error} />
+    <ActionForm action={save}>
       <TextArea
         label="Blocked addresses (one address or CIDR a line)"
         name="blocked_addresses"
@@ -144,7 +134,7 @@ function EdgeRulesForm({ id, initial }: { id: string; initial: Edge }) {
         Save edge rules
       </button>
       {saved && <p role="status">Saved.</p>}
-    </form>
+    </ActionForm>
   );
 }
 

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Field, Loading, Section, Select, when } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 
 /** Where the project's logs go: an HTTP or syslog destination, and whether sending to it works. */
 export function ProjectLogs({ id }: { id: string }) {
@@ -47,13 +48,7 @@ export function ProjectLogs({ id }: { id: string }) {
             <dt>Kept on the machine</dt>
             <dd>{d.keep_days_on_machine} days</dd>
           </dl>
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void save.run();
-            }}
-          >
-            <ErrorNote error={save.error} />
+          <ActionForm action={save}>
             <Select
               label="Kind"
               name="destination.kind"
@@ -121,7 +116,7 @@ export function ProjectLogs({ id }: { id: string }) {
                 Stop forwarding
               </button>
             )}
-          </form>
+          </ActionForm>
         </>
       )}
     </Section>

@@ -3,7 +3,8 @@ import { useLocation } from 'preact-iso';
 import { api, ok } from '../api/client';
 import type { Answer } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, Loading, Section, Select, when } from '../ui/parts';
+import { ErrorNote, Field, Loading, LoadState, Section, Select, when } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 
 const input = (set: (v: string) => void) => (e: Event) => set((e.target as HTMLInputElement).value);
 
@@ -33,15 +34,9 @@ export function ProjectSettings({ id }: { id: string }) {
   return (
     <>
       <Section title="Settings">
-        {settings.loading && !settings.data ? <Loading what="settings" /> : <ErrorNote error={settings.error} />}
+        <LoadState load={settings} what="settings" />
         {settings.data && (
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void save.run();
-            }}
-          >
-            <ErrorNote error={save.error} />
+          <ActionForm action={save}>
             <Field
               label="Project name"
               name="name"
@@ -58,7 +53,7 @@ export function ProjectSettings({ id }: { id: string }) {
               Save
             </button>
             {saved && <p role="status">Saved.</p>}
-          </form>
+          </ActionForm>
         )}
       </Section>
       <Section title="Cancel or delete">
@@ -117,7 +112,7 @@ export function ProjectRegistries({ id }: { id: string }) {
   });
   return (
     <Section title="Registries">
-      {list.loading && !list.data ? <Loading what="registries" /> : <ErrorNote error={list.error} />}
+      <LoadState load={list} what="registries" />
       <ul class="list">
         {list.data?.data.map((r) => (
           <li key={r.host}>
@@ -128,12 +123,7 @@ export function ProjectRegistries({ id }: { id: string }) {
           </li>
         ))}
       </ul>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void add.run();
-        }}
-      >
+      <ActionForm onSubmit={() => add.run()}>
         <ErrorNote error={add.error ?? remove.error} />
         <Field label="Registry host" name="host" required value={host} onInput={input(setHost)} error={add.error} />
         <Field
@@ -157,7 +147,7 @@ export function ProjectRegistries({ id }: { id: string }) {
         <button type="submit" disabled={add.busy}>
           Save registry
         </button>
-      </form>
+      </ActionForm>
     </Section>
   );
 }
@@ -190,12 +180,7 @@ export function BackupWindow({ id, teamId }: { id: string; teamId: string | unde
     <Section title="Backup window">
       {win.loading && !w ? <Loading what="the backup window" /> : <ErrorNote error={win.error} />}
       {w && (
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save.run();
-          }}
-        >
+        <ActionForm onSubmit={() => save.run()}>
           {w.default && <p class="muted">The default window: set one to choose the hour and destination.</p>}
           <ErrorNote error={save.error} />
           <Field
@@ -225,7 +210,7 @@ export function BackupWindow({ id, teamId }: { id: string; teamId: string | unde
           <button type="submit" disabled={save.busy}>
             Save backup window
           </button>
-        </form>
+        </ActionForm>
       )}
     </Section>
   );

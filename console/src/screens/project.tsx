@@ -3,7 +3,8 @@ import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, Loading, Section, Tabs, when } from '../ui/parts';
+import { ErrorNote, Field, LoadState, Section, Tabs, when } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 import { ProjectSubPage } from './project-more';
 
 const value = (e: Event) => (e.target as HTMLInputElement).value;
@@ -74,13 +75,7 @@ function ProjectOverview({ id }: { id: string }) {
             The webhook secret, shown once: <code class="break">{secret}</code>
           </p>
         )}
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void connect.run();
-          }}
-        >
-          <ErrorNote error={connect.error} />
+        <ActionForm action={connect}>
           <Field
             label="Repository address"
             name="url"
@@ -99,10 +94,10 @@ function ProjectOverview({ id }: { id: string }) {
             </button>
           )}
           <ErrorNote error={reconnect.error} />
-        </form>
+        </ActionForm>
       </Section>
       <Section title="Environments">
-        {envs.loading && !envs.data ? <Loading what="environments" /> : <ErrorNote error={envs.error} />}
+        <LoadState load={envs} what="environments" />
         <ul class="list">
           {envs.data?.data.map((e) => (
             <li key={e.id}>
@@ -113,13 +108,7 @@ function ProjectOverview({ id }: { id: string }) {
         {choices.data?.blocked ? (
           <p class="notice">{choices.data.message}</p>
         ) : (
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void create.run();
-            }}
-          >
-            <ErrorNote error={create.error} />
+          <ActionForm action={create}>
             <Field
               label="Environment name"
               name="name"
@@ -138,7 +127,7 @@ function ProjectOverview({ id }: { id: string }) {
             <button type="submit" disabled={create.busy}>
               Create environment
             </button>
-          </form>
+          </ActionForm>
         )}
       </Section>
     </div>

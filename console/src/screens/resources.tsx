@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { useLoad } from '../ui/hooks';
-import { ErrorNote, Loading, Section } from '../ui/parts';
+import { LoadState, Section } from '../ui/parts';
 
 const WINDOWS = ['1h', '24h', '7d', '30d', '90d'] as const;
 const TITLES = { cpu: 'CPU (% of one core)', memory: 'Memory (MB)', disk: 'Disk (MB)' };
@@ -29,7 +29,7 @@ export function ResourcesPage({ id }: { id: string }) {
           </button>
         ))}
       </fieldset>
-      {data.loading && !data.data ? <Loading what="resources" /> : <ErrorNote error={data.error} />}
+      <LoadState load={data} what="resources" />
       {data.data &&
         (['cpu', 'memory', 'disk'] as const).map((k) => (
           <Section key={k} title={TITLES[k]}>

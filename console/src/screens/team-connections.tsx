@@ -1,8 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
-import { type ChoiceField, ChoiceFields } from '../ui/choice-fields';
+import { type ChoiceField, ChoiceFields, KindForm } from '../ui/choice-fields';
 import { useAction, useLoad } from '../ui/hooks';
-import { Check, CopyButton, ErrorNote, Loading, Section, Select, when } from '../ui/parts';
+import { Check, CopyButton, ErrorNote, LoadState, Section, Select, when } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 
 /** Integrations: the list, and a form laid out by POST .../integrations/fields for the kind chosen. */
 export function Integrations({ id }: { id: string }) {
@@ -25,7 +26,7 @@ export function Integrations({ id }: { id: string }) {
   });
   return (
     <Section title="Integrations">
-      {choices.loading && !choices.data ? <Loading what="integrations" /> : <ErrorNote error={choices.error} />}
+      <LoadState load={choices} what="integrations" />
       {created.map((c) => (
         <p key={c.name} class="notice" role="status">
           Added {c.name}.{' '}
@@ -37,12 +38,7 @@ export function Integrations({ id }: { id: string }) {
         </p>
       ))}
       {choices.data && (
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void create.run();
-          }}
-        >
+        <ActionForm onSubmit={() => create.run()}>
           <ErrorNote error={create.error ?? layout.error} />
           <Select
             label="Kind"
@@ -68,7 +64,7 @@ export function Integrations({ id }: { id: string }) {
           <button type="submit" disabled={create.busy}>
             Add integration
           </button>
-        </form>
+        </ActionForm>
       )}
     </Section>
   );
@@ -95,7 +91,7 @@ export function RepositoryHosts({ id }: { id: string }) {
   return (
     <>
       <Section title="Repository hosts">
-        {list.loading && !list.data ? <Loading what="hosts" /> : <ErrorNote error={list.error} />}
+        <LoadState load={list} what="hosts" />
         {list.data?.data.length === 0 && <p class="muted">None yet.</p>}
         {list.data?.data.map((h) => (
           <div key={h.id} class="card inset">
@@ -119,26 +115,16 @@ export function RepositoryHosts({ id }: { id: string }) {
       <Section title="Add a repository host">
         <ErrorNote error={choices.error} />
         {choices.data && (
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void create.run();
-            }}
-          >
-            <ErrorNote error={create.error} />
-            <Select
-              label="Kind"
-              name="kind"
-              value={kind}
-              onChange={(e) => setKind((e.target as HTMLSelectElement).value as 'ssh')}
-              options={choices.data.kinds.map((k) => ({ value: k.kind, label: k.kind }))}
-              error={create.error}
-            />
-            <ChoiceFields fields={fields} values={values} onChange={setValues} error={create.error} prefix={kind} />
-            <button type="submit" disabled={create.busy}>
-              Add host
-            </button>
-          </form>
+          <KindForm
+            action={create}
+            kinds={choices.data.kinds}
+            kind={kind}
+            onKind={(k) => setKind(k as 'ssh')}
+            fields={fields}
+            values={values}
+            onChange={setValues}
+            submit="Add host"
+          />
         )}
       </Section>
     </>
@@ -184,7 +170,7 @@ export function Activity({ id }: { id: string }) {
           error={list.error}
         />
       </div>
-      {list.loading && !list.data ? <Loading what="activity" /> : <ErrorNote error={list.error} />}
+      <LoadState load={list} what="activity" />
       <ul class="list" aria-label="Activity">
         {list.data?.data.map((a) => (
           <li key={a.id}>

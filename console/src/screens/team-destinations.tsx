@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
-import { ChoiceFields } from '../ui/choice-fields';
-import { ErrorNote, Loading, Section, Select } from '../ui/parts';
+import { KindForm } from '../ui/choice-fields';
+import { ErrorNote, LoadState, Section } from '../ui/parts';
 
 /** Backup destinations: the list, and a form laid out by GET .../backup-destinations/new for the kind chosen. */
 export function BackupDestinations({ id }: { id: string }) {
@@ -25,7 +25,7 @@ export function BackupDestinations({ id }: { id: string }) {
   return (
     <>
       <Section title="Backup destinations">
-        {list.loading && !list.data ? <Loading what="destinations" /> : <ErrorNote error={list.error} />}
+        <LoadState load={list} what="destinations" />
         <ul class="list">
           {list.data?.data.map((d) => (
             <li key={d.id}>
@@ -41,26 +41,16 @@ export function BackupDestinations({ id }: { id: string }) {
       <Section title="Add a destination">
         <ErrorNote error={choices.error} />
         {choices.data && (
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void create.run();
-            }}
-          >
-            <ErrorNote error={create.error} />
-            <Select
-              label="Kind"
-              name="kind"
-              value={kind}
-              onChange={(e) => setKind((e.target as HTMLSelectElement).value)}
-              options={choices.data.kinds.map((k) => ({ value: k.kind, label: k.kind }))}
-              error={create.error}
-            />
-            <ChoiceFields fields={fields} values={values} onChange={setValues} error={create.error} prefix={kind} />
-            <button type="submit" disabled={create.busy}>
-              Add destination
-            </button>
-          </form>
+          <KindForm
+            action={create}
+            kinds={choices.data.kinds}
+            kind={kind}
+            onKind={setKind}
+            fields={fields}
+            values={values}
+            onChange={setValues}
+            submit="Add destination"
+          />
         )}
       </Section>
     </>

@@ -3,7 +3,8 @@ import { api, ok } from '../api/client';
 import type { Answer } from '../api/types';
 import { formatMonthly } from '../lib/price';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, Loading, Section, Select, when } from '../ui/parts';
+import { ErrorNote, Field, Loading, LoadState, Section, Select, when } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 
 export function TeamSettings({ id }: { id: string }) {
   const path = { params: { path: { id } } };
@@ -15,15 +16,9 @@ export function TeamSettings({ id }: { id: string }) {
   });
   return (
     <Section title="Settings">
-      {settings.loading && !settings.data ? <Loading what="settings" /> : <ErrorNote error={settings.error} />}
+      <LoadState load={settings} what="settings" />
       {settings.data && (
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save.run();
-          }}
-        >
-          <ErrorNote error={save.error} />
+        <ActionForm action={save}>
           <Field
             label="Team name"
             name="name"
@@ -38,7 +33,7 @@ export function TeamSettings({ id }: { id: string }) {
           {save.busy === false && name !== undefined && !save.error && settings.data.name === name && (
             <p role="status">Saved.</p>
           )}
-        </form>
+        </ActionForm>
       )}
     </Section>
   );
@@ -80,13 +75,7 @@ export function TeamBilling({ id }: { id: string }) {
       <Section title="Billing details">
         {billing.loading && !b ? <Loading what="billing" /> : <ErrorNote error={billing.error} />}
         {b && (
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void save.run();
-            }}
-          >
-            <ErrorNote error={save.error} />
+          <ActionForm action={save}>
             <Field
               label="Name"
               name="name"
@@ -155,7 +144,7 @@ export function TeamBilling({ id }: { id: string }) {
               Save billing details
             </button>
             {saved && <p role="status">Saved.</p>}
-          </form>
+          </ActionForm>
         )}
       </Section>
       {b && <Subscriptions teamId={id} billing={b} onChange={() => billing.reload()} />}

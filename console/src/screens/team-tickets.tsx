@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
 import { API_BASE, ApiError, api, csrfToken, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, Loading, Section, Select, when } from '../ui/parts';
+import { ErrorNote, Field, LoadState, Section, Select, when } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 
 /** Support tickets: the list, and a new ticket with screenshots (multipart, attachments[]). */
 export function Tickets({ id }: { id: string }) {
@@ -38,13 +39,7 @@ export function Tickets({ id }: { id: string }) {
       <Section title="New ticket">
         <ErrorNote error={choices.error} />
         {choices.data && (
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void open.run();
-            }}
-          >
-            <ErrorNote error={open.error} />
+          <ActionForm action={open}>
             <Field
               label="Subject"
               name="subject"
@@ -101,11 +96,11 @@ export function Tickets({ id }: { id: string }) {
             <button type="submit" disabled={open.busy}>
               Open ticket
             </button>
-          </form>
+          </ActionForm>
         )}
       </Section>
       <Section title="Tickets">
-        {list.loading && !list.data ? <Loading what="tickets" /> : <ErrorNote error={list.error} />}
+        <LoadState load={list} what="tickets" />
         {list.data?.data.length === 0 && <p class="muted">No tickets.</p>}
         <ul class="list">
           {list.data?.data.map((t) => (

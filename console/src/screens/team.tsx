@@ -3,7 +3,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { rememberTeam } from '../lib/current-team';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, Loading, Section, Select, Tabs } from '../ui/parts';
+import { ErrorNote, Field, LoadState, Section, Select, Tabs } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 import { BackupDestinations } from './team-destinations';
 import { TeamBilling, TeamSettings } from './team-settings';
 import { Activity, Integrations, RepositoryHosts } from './team-connections';
@@ -47,7 +48,7 @@ function TeamProjects({ id }: { id: string }) {
   const projects = useLoad(() => ok(api.GET('/projects', { params: { query: { team_id: id } } })), [id]);
   return (
     <Section title="Projects">
-      {projects.loading && !projects.data ? <Loading what="projects" /> : <ErrorNote error={projects.error} />}
+      <LoadState load={projects} what="projects" />
       <ul class="list">
         {projects.data?.data.map((p) => (
           <li key={p.id}>
@@ -84,7 +85,7 @@ function People({ id }: { id: string }) {
   return (
     <>
       <Section title="People">
-        {people.loading && !people.data ? <Loading what="people" /> : <ErrorNote error={people.error} />}
+        <LoadState load={people} what="people" />
         <ErrorNote error={change.error ?? remove.error} />
         <ul class="list">
           {people.data?.data.map((m) => (
@@ -125,13 +126,7 @@ function People({ id }: { id: string }) {
       </Section>
       {roles.length > 0 && (
         <Section title="Invite">
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void invite.run();
-            }}
-          >
-            <ErrorNote error={invite.error} />
+          <ActionForm action={invite}>
             <Field
               label="E-mail address"
               name="email"
@@ -152,7 +147,7 @@ function People({ id }: { id: string }) {
             <button type="submit" disabled={invite.busy}>
               Invite
             </button>
-          </form>
+          </ActionForm>
         </Section>
       )}
     </>

@@ -2,7 +2,8 @@ import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { type ExistingVariable, type ParsedLine, type PreviewRow, previewImport } from '../lib/env-preview';
 import { fieldError, useAction, useLoad } from '../ui/hooks';
-import { Check, ErrorNote, Field, Loading, Section, when } from '../ui/parts';
+import { Check, ErrorNote, Field, LoadState, Section, when } from '../ui/parts';
+import { ActionForm } from '../ui/action-form';
 
 const value = (e: Event) => (e.target as HTMLInputElement).value;
 
@@ -90,7 +91,7 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
   return (
     <>
       <Section title="Variables">
-        {list.loading && !list.data ? <Loading what="variables" /> : <ErrorNote error={list.error} />}
+        <LoadState load={list} what="variables" />
         {list.data && (
           <div class="scroll">
             <table aria-label="Variables">
@@ -129,13 +130,7 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
       </Section>
       <div class="grid">
         <Section title="Set a variable">
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void save.run();
-            }}
-          >
-            <ErrorNote error={save.error} />
+          <ActionForm action={save}>
             <Field
               label="Name"
               name="name"
@@ -149,7 +144,7 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
             <button type="submit" disabled={save.busy}>
               Save
             </button>
-          </form>
+          </ActionForm>
         </Section>
         <Section title="Paste a .env">
           <div class="field">

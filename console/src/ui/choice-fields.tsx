@@ -1,4 +1,6 @@
-import { Field } from './parts';
+import { ActionForm } from './action-form';
+import type { Action } from './hooks';
+import { Field, Select } from './parts';
 
 export interface ChoiceField {
   name: string;
@@ -35,5 +37,41 @@ export function ChoiceFields(props: {
         />
       ))}
     </>
+  );
+}
+
+/** A form to add one of several kinds: the kind chosen, then that kind's fields, then `submit`. */
+export function KindForm(props: {
+  action: Action<[]>;
+  kinds: { kind: string }[];
+  kind: string;
+  onKind(kind: string): void;
+  fields: ChoiceField[];
+  values: Record<string, string>;
+  onChange(values: Record<string, string>): void;
+  submit: string;
+}) {
+  const { action, kind } = props;
+  return (
+    <ActionForm action={action}>
+      <Select
+        label="Kind"
+        name="kind"
+        value={kind}
+        onChange={(e) => props.onKind((e.target as HTMLSelectElement).value)}
+        options={props.kinds.map((k) => ({ value: k.kind, label: k.kind }))}
+        error={action.error}
+      />
+      <ChoiceFields
+        fields={props.fields}
+        values={props.values}
+        onChange={props.onChange}
+        error={action.error}
+        prefix={kind}
+      />
+      <button type="submit" disabled={action.busy}>
+        {props.submit}
+      </button>
+    </ActionForm>
   );
 }

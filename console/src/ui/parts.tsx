@@ -205,3 +205,14 @@ export function TextArea(props: {
     </div>
   );
 }
+
+/** A load's state: "Loading …" until its first answer, then its refusal, if any. */
+export function LoadState({
+  load,
+  what,
+}: {
+  load: { loading: boolean; data?: unknown; error?: unknown };
+  what: string;
+}) {
+  return load.loading && !load.data ? <Loading what={what} /> : <ErrorNote error={load.error} />;
+}

@@ -1,9 +1,9 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
-import { createDeployWorld, createEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
+import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';
+import { createDeployWorld, createEnvironment, runTaskOk } from '../../helpers/deploy-fixtures';
 import { createProject, PASSWORD, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { dropServiceDatabase } from '../../../activities/data/pg-server';
@@ -25,32 +25,7 @@ let destinationId: string;
 let snapshot: { id: string; task_id: string; object_key?: string };
 const production = () => w.environment;
 
-const APP = `
-const http = require('node:http');
-const { execFileSync } = require('node:child_process');
-const psql = (sql) => execFileSync('psql', [process.env.DATABASE_URL, '-Atc', sql], { encoding: 'utf8' }).trim();
-http.createServer((req, res) => {
-  const u = new URL(req.url, 'http://x');
-  try {
-    if (u.pathname === '/healthz') return res.end('ok');
-    if (u.pathname === '/write') psql("INSERT INTO notes (body) VALUES ('" + u.searchParams.get('body').replace(/'/g, "''") + "')");
-    res.end(psql('SELECT string_agg(body, \\',\\' ORDER BY id) FROM notes'));
-  } catch (e) { res.writeHead(500); res.end(String(e.stderr || e.message)); }
-}).listen(Number(process.env.PORT), '127.0.0.1');
-`;
-
-async function app(port: number, path: string): Promise<{ status: number; text: string }> {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`);
-  return { status: res.status, text: (await res.text()).trim() };
-}
-
-async function runTask(path: string, body: unknown = {}) {
-  const res = await owner.post(path, body);
-  expect(res.status, res.text).toBe(202);
-  const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 150_000 });
-  expect(task.status, task.error ?? '').toBe('succeeded');
-  return task;
-}
+const runTask = (path: string, body: unknown = {}) => runTaskOk(t, owner, path, body, 150_000);
 
 /** The owner's sign-in, `minutes` old. */
 async function signInAge(minutes: number) {
@@ -75,20 +50,7 @@ beforeAll(async () => {
   for (const e of [production(), staging]) {
     await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, e as never));
   }
-  writeFileSync(join(w.repo.dir, 'server.js'), APP);
-  writeFileSync(
-    join(w.repo.dir, 'service.yaml'),
-    [
-      'build: []',
-      `deploy: ${JSON.stringify(['psql "$DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS notes (id serial primary key, body text)"'])}`,
-      'web: node server.js',
-      'health: /healthz',
-      '',
-    ].join('\n'),
-  );
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'db app'], {
-    cwd: w.repo.dir,
-  });
+  commitDatabaseApp(w.repo.dir);
   owner = await sessionAgent(t, w.owner);
   // local destinations as the operator allows them (BACKUP_LOCAL_ROOTS): under the test run's directory
   t.deps.config.backupLocalRoots = [join(t.dataDir, '..')];
@@ -106,11 +68,11 @@ beforeAll(async () => {
     await runTask(`/environments/${e.id}/services`, { kind: 'postgresql', plan: 'small' });
     await runTask(`/environments/${e.id}/deploy`);
   }
-  expect(await app(production().port, '/write?body=from%20production')).toEqual({
+  expect(await databaseApp(production().port, '/write?body=from%20production')).toEqual({
     status: 200,
     text: 'from production',
   });
-  expect(await app(staging.port, '/write?body=from%20staging')).toEqual({ status: 200, text: 'from staging' });
+  expect(await databaseApp(staging.port, '/write?body=from%20staging')).toEqual({ status: 200, text: 'from staging' });
   const backup = await runTask(`/environments/${production().id}/backups`, { destination_id: destinationId });
   const [row] = await t.deps.knex('backups').where({ task_id: backup.id });
   snapshot = { id: row.id, task_id: backup.id, object_key: row.object_key };
@@ -129,7 +91,7 @@ describe('DELETE /environments/{id} of a protected environment', () => {
     expect(res.status, res.text).toBe(403);
     expect(res.body.error.code).toBe('reauthentication_required');
     expect(await t.deps.knex('environments').where({ id: production().id }).first()).toBeTruthy();
-    expect(await app(production().port, '/')).toEqual({ status: 200, text: 'from production' });
+    expect(await databaseApp(production().port, '/')).toEqual({ status: 200, text: 'from production' });
   });
 
   it('without its name as confirm, or with another, answers 422 on confirm and deletes nothing', async () => {
@@ -208,7 +170,7 @@ describe('POST /environments/{target}/backups/{snapshot}/restore of a deleted en
   it('puts its database into another environment of the project', async () => {
     const task = await runTask(`/environments/${staging.id}/backups/${snapshot.id}/restore`);
     expect(task).toMatchObject({ type: 'restore', environment_id: staging.id });
-    expect(await app(staging.port, '/')).toEqual({ status: 200, text: 'from production' });
+    expect(await databaseApp(staging.port, '/')).toEqual({ status: 200, text: 'from production' });
   });
 });
 
@@ -235,6 +197,6 @@ describe('the daily prune', () => {
     expect(await t.deps.knex('deleted_environments').where({ id }).first()).toBeUndefined();
     expect(existsSync(join(destinationDir, snapshot.object_key!))).toBe(false);
     // the other environment, and what it restored, stay
-    expect(await app(staging.port, '/')).toEqual({ status: 200, text: 'from production' });
+    expect(await databaseApp(staging.port, '/')).toEqual({ status: 200, text: 'from production' });
   });
 });

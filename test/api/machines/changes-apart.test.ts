@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
+import { makeStorageRoots } from '../../helpers/storage-roots';
 import { createDeployWorld, getTask, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
@@ -81,11 +82,7 @@ async function staysPending(id: string, waitsFor: string) {
 }
 
 beforeAll(async () => {
-  const base = mkdtempSync(join(t.dataDir, '..', 'storage-roots-'));
-  chmodSync(base, 0o711);
-  roots = [join(base, 'first'), join(base, 'second')];
-  for (const r of roots) mkdirSync(r, { mode: 0o755 });
-  t.deps.config.storageRoots = [...roots];
+  roots = makeStorageRoots(t);
   w = await createDeployWorld(t);
   // its web server (the API's environment creation makes it; the fixture inserts the row alone)
   await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, w.environment));

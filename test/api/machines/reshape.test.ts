@@ -1,10 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
-import { createDeployWorld, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
+import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';
+import { createDeployWorld, taskLog, waitForTask, runTaskOk } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { dropServiceDatabase, servicesAdminUrl, withAdmin } from '../../../activities/data/pg-server';
@@ -20,42 +19,8 @@ let w: Awaited<ReturnType<typeof createDeployWorld>>;
 let owner: Agent;
 const env = () => `/environments/${w.environment.id}`;
 
-const APP = `
-const http = require('node:http');
-const { execFileSync } = require('node:child_process');
-const psql = (sql) => execFileSync('psql', [process.env.DATABASE_URL, '-Atc', sql], { encoding: 'utf8' }).trim();
-http.createServer((req, res) => {
-  const u = new URL(req.url, 'http://x');
-  try {
-    if (u.pathname === '/healthz') return res.end('ok');
-    if (u.pathname === '/whoami') return res.end(psql('SELECT current_user || \\' \\' || current_database()') + ' ' + new URL(process.env.DATABASE_URL).username);
-    if (u.pathname === '/write') psql("INSERT INTO notes (body) VALUES ('" + u.searchParams.get('body').replace(/'/g, "''") + "')");
-    res.end(psql('SELECT string_agg(body, \\',\\' ORDER BY id) FROM notes'));
-  } catch (e) { res.writeHead(500); res.end(String(e.stderr || e.message)); }
-}).listen(Number(process.env.PORT), '127.0.0.1');
-`;
-
-function commitApp(gate?: string) {
-  writeFileSync(join(w.repo.dir, 'server.js'), APP);
-  writeFileSync(
-    join(w.repo.dir, 'service.yaml'),
-    [
-      `build: ${JSON.stringify(gate ? [`while [ ! -f '${gate}' ]; do sleep 0.1; done`] : [])}`,
-      `deploy: ${JSON.stringify(['psql "$DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS notes (id serial primary key, body text)"'])}`,
-      'web: node server.js',
-      'health: /healthz',
-      '',
-    ].join('\n'),
-  );
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'db app'], {
-    cwd: w.repo.dir,
-  });
-}
-
-async function app(path: string): Promise<{ status: number; text: string }> {
-  const res = await fetch(`http://127.0.0.1:${w.environment.port}${path}`);
-  return { status: res.status, text: (await res.text()).trim() };
-}
+const commitApp = (gate?: string) => commitDatabaseApp(w.repo.dir, { gate });
+const app = (path: string) => databaseApp(w.environment.port, path);
 
 /** The role and database the app's DATABASE_URL reaches, and the user named in the URL itself. */
 async function whoami() {
@@ -64,13 +29,7 @@ async function whoami() {
   return { role, database, urlUser };
 }
 
-async function runTask(path: string, body: unknown) {
-  const res = await owner.post(path, body);
-  expect(res.status, res.text).toBe(202);
-  const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 120_000 });
-  expect(task.status, `${task.error ?? ''}\n${await taskLog(t, owner, task.id)}`).toBe('succeeded');
-  return task;
-}
+const runTask = (path: string, body: unknown) => runTaskOk(t, owner, path, body, 120_000);
 
 const databaseExists = (name: string) =>
   withAdmin(

@@ -1,10 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
-import { createDeployWorld, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
+import { makeStorageRoots } from '../../helpers/storage-roots';
+import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';
+import { createDeployWorld, taskLog, runTaskOk } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { dropServiceDatabase, servicesAdminUrl } from '../../../activities/data/pg-server';
@@ -43,18 +44,9 @@ http.createServer((req, res) => {
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
-async function app(p: string): Promise<{ status: number; text: string }> {
-  const res = await fetch(`http://127.0.0.1:${w.environment.port}${p}`);
-  return { status: res.status, text: (await res.text()).trim() };
-}
+const app = (p: string) => databaseApp(w.environment.port, p);
 
-async function runTask(p: string, body: unknown = {}) {
-  const res = await owner.post(p, body);
-  expect(res.status, res.text).toBe(202);
-  const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 120_000 });
-  expect(task.status, `${task.error ?? ''}\n${await taskLog(t, owner, task.id)}`).toBe('succeeded');
-  return task;
-}
+const runTask = (p: string, body: unknown = {}) => runTaskOk(t, owner, p, body, 120_000);
 
 const admin = () => new pg.Client({ connectionString: servicesAdminUrl(t.config) });
 async function adminQuery(sql: string, params: unknown[] = []) {
@@ -68,29 +60,11 @@ async function adminQuery(sql: string, params: unknown[] = []) {
 }
 
 beforeAll(async () => {
-  const base = mkdtempSync(join(t.dataDir, '..', 'storage-roots-'));
-  chmodSync(base, 0o711);
-  roots = [join(base, 'first'), join(base, 'second')];
-  for (const r of roots) mkdirSync(r, { mode: 0o755 });
-  // STORAGE_ROOTS as the API and the worker of this file read it (they share the config)
-  t.deps.config.storageRoots = [...roots];
+  roots = makeStorageRoots(t);
   w = await createDeployWorld(t);
-  writeFileSync(join(w.repo.dir, 'server.js'), APP);
-  writeFileSync(
-    join(w.repo.dir, 'service.yaml'),
-    [
-      'build: []',
-      `deploy: ${JSON.stringify([
-        'echo "deploy step volume: $VC_VOLUME_PATH"; date > "$VC_VOLUME_PATH/deployed-by-step"',
-        'psql "$DATABASE_URL" -c "CREATE TABLE IF NOT EXISTS notes (id serial primary key, body text)"',
-      ])}`,
-      'web: node server.js',
-      'health: /healthz',
-      '',
-    ].join('\n'),
-  );
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'volume app'], {
-    cwd: w.repo.dir,
+  commitDatabaseApp(w.repo.dir, {
+    server: APP,
+    deployFirst: ['echo "deploy step volume: $VC_VOLUME_PATH"; date > "$VC_VOLUME_PATH/deployed-by-step"'],
   });
   owner = await sessionAgent(t, w.owner);
 }, 120_000);
