@@ -80,6 +80,28 @@ export const routes: RouteDef[] = [
   }),
   defineRoute({
     method: 'get',
+    path: '/teams/{id}/integrations',
+    operationId: 'listIntegrations',
+    description:
+      "The team's integrations (kind, name, events, a webhook's URL with its secrets hidden), oldest first, so that each " +
+      'can be opened, changed or disconnected with `/integrations/{id}`.',
+    summary: "The team's integrations",
+    tags,
+    auth: 'session',
+    permission: 'integrations:read',
+    scope: scopes.team,
+    params: s.idParams,
+    responses: {
+      200: { description: 'The integrations', schema: s.integrationListSchema },
+      403: error('Role may not'),
+      404: error('No such team'),
+    },
+    async handler(ctx) {
+      ctx.body = await integrations.listIntegrations(ctx.deps, ctx.scope.teamId);
+    },
+  }),
+  defineRoute({
+    method: 'get',
     path: '/integrations/{id}',
     operationId: 'getIntegration',
     description:

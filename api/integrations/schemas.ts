@@ -94,3 +94,7 @@ export const integrationSchema = z.object({
 export const createdIntegrationSchema = integrationSchema.extend({
   secret: z.string().optional().describe("A webhook's signing secret, `whsec_<base64 key>`: shown only in this answer"),
 });
+
+export const integrationListSchema = z.object({
+  data: z.array(integrationSchema).describe("The team's integrations, oldest first, without their deliveries"),
+});

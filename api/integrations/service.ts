@@ -52,6 +52,22 @@ export async function createIntegration(deps: Deps, actor: Actor, teamId: string
   return { ...presentIntegration(row), ...(body.kind === 'webhook' ? { secret } : {}) };
 }
 
+/** The team's integrations, oldest first (no deliveries: GET /integrations/{id} has them). */
+export async function listIntegrations(deps: Deps, teamId: string) {
+  const read = () => Integration.query(deps.knex).where({ team_id: teamId }).orderBy(['created_at', 'id']);
+  let rows = await read();
+  // A clear URL of an older row is sealed before it is shown (as GET /integrations/{id} does).
+  if (
+    (await sealWebhookUrls(
+      deps.knex,
+      deps.secrets,
+      rows.map((r) => r.id),
+    )) > 0
+  )
+    rows = await read();
+  return { data: rows.map((r) => presentIntegration(r)) };
+}
+
 /** One integration with its last 20 deliveries, newest first. A clear URL of an older row is sealed now. */
 export async function getIntegration(deps: Deps, id: string) {
   await sealWebhookUrls(deps.knex, deps.secrets, [id]);

@@ -2315,7 +2315,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The team's integrations
+         * @description The team's integrations (kind, name, events, a webhook's URL with its secrets hidden), oldest first, so that each can be opened, changed or disconnected with `/integrations/{id}`.
+         */
+        get: operations["listIntegrations"];
         put?: never;
         /**
          * Connects a webhook or a Slack channel to hear of the events it names
@@ -16077,6 +16081,100 @@ export interface operations {
             };
             /** @description Missing or invalid fields */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listIntegrations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The integrations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The team's integrations, oldest first, without their deliveries */
+                        data: {
+                            created_at: string;
+                            /** @description The last 20 deliveries, newest first */
+                            deliveries?: {
+                                attempts: number;
+                                created_at: string;
+                                event: string;
+                                event_id: string;
+                                /** Format: uuid */
+                                id: string;
+                                last_attempt_at: string | null;
+                                response_status: number | null;
+                                /** @enum {string} */
+                                status: "pending" | "delivered" | "failed";
+                            }[];
+                            events: string[];
+                            /** Format: uuid */
+                            id: string;
+                            kind: string;
+                            name: string;
+                            /** Format: uuid */
+                            team_id: string;
+                            updated_at: string;
+                            /** @description A webhook's URL without userinfo, query values shown as "redacted" (a Slack URL is secret and not shown) */
+                            url?: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Role may not */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such team */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

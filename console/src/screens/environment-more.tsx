@@ -3,20 +3,8 @@ import { useLocation } from 'preact-iso';
 import { ApiError, api, ok } from '../api/client';
 import type { Environment } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
-import { JsonView } from '../ui/json-view';
-import { ErrorNote, Field, LoadState, Section, Select } from '../ui/parts';
+import { ErrorNote, Field, Section, Select } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
-
-/** The storage allowance as GET .../storage/allowance states it. */
-export function EnvironmentStorage({ id }: { id: string }) {
-  const data = useLoad(() => ok(api.GET('/environments/{id}/storage/allowance', { params: { path: { id } } })), [id]);
-  return (
-    <Section title="Storage">
-      <LoadState load={data} what="storage" />
-      {data.data !== undefined && <JsonView value={data.data} />}
-    </Section>
-  );
-}
 
 /** Sync: copy another environment's data over this one (confirmed; the password where protected). */
 export function SyncSection({ env }: { env: Environment }) {

@@ -11,7 +11,7 @@ import { DomainsPage } from './domains';
 import { BackupsPage } from './backups';
 import { ResourcesPage } from './resources';
 import { MachinesPage } from './machines';
-import { EnvironmentStorage } from './environment-more';
+import { EnvironmentStorage } from './storage';
 import { EnvironmentCdn, EnvironmentEdge } from './environment-edge';
 import { EnvironmentLogs, EnvironmentServices } from './environment-services';
 

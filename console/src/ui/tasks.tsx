@@ -1,3 +1,4 @@
+import { useLocation } from 'preact-iso';
 import type { Task } from '../api/types';
 import { when } from './parts';
 
@@ -16,4 +17,10 @@ export function TaskList({ tasks }: { tasks: Task[] }) {
       ))}
     </ul>
   );
+}
+
+/** Goes to the page of a task just started (a 202's answer). */
+export function useTaskRoute() {
+  const { route } = useLocation();
+  return (task: { id: string }) => route(`/tasks/${task.id}`);
 }

@@ -114,6 +114,39 @@ describe('POST /teams/{id}/integrations', () => {
   });
 });
 
+describe('GET /teams/{id}/integrations', () => {
+  it("lists the team's integrations oldest first, secrets hidden; a viewer reads it, another team gets 404", async () => {
+    const { team, agent } = await admin();
+    expect((await agent.get(`/teams/${team.id}/integrations`)).body).toEqual({ data: [] });
+    const hook = await agent.post(`/teams/${team.id}/integrations`, {
+      kind: 'webhook',
+      name: 'CI',
+      events: ['task.succeeded'],
+      url: 'https://hooks.example.test/vc?token=abc',
+    });
+    const slack = await agent.post(`/teams/${team.id}/integrations`, {
+      kind: 'slack',
+      name: 'Chat',
+      events: ['task.failed'],
+      webhook_url: 'https://hooks.slack.example.test/services/T0/B0/SECRETPART',
+    });
+    expect([hook.status, slack.status]).toEqual([201, 201]);
+    const viewer = await createUser(t);
+    await addMember(t, team, viewer, 'viewer');
+    const res = await (await sessionAgent(t, viewer)).get(`/teams/${team.id}/integrations`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.map((i: { id: string }) => i.id)).toEqual([hook.body.id, slack.body.id]);
+    expect(res.body.data[0]).toMatchObject({ kind: 'webhook', name: 'CI', events: ['task.succeeded'] });
+    expect(res.body.data[0].deliveries).toBeUndefined();
+    expect(res.body.data[1]).toMatchObject({ kind: 'slack', name: 'Chat' });
+    expect(res.text).not.toContain('SECRETPART');
+    expect(res.text).not.toContain('token=abc');
+    expect(res.text).not.toContain(hook.body.secret.slice(6));
+    const other = await admin();
+    expect((await other.agent.get(`/teams/${team.id}/integrations`)).status).toBe(404);
+  });
+});
+
 describe('POST and DELETE /integrations/{id}', () => {
   it('changes the name and events, then deletes it', async () => {
     const { team, agent } = await admin();
