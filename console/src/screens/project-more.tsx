@@ -3,12 +3,13 @@ import { useLoad } from '../ui/hooks';
 import { BackupWindow, ProjectRegistries, ProjectSettings } from './project-settings';
 import { ProjectEdge } from './project-edge';
 import { ProjectLogs } from './project-logs';
+import { NotificationRules, ProjectTerms } from './project-rules';
 import { VariablesEditor } from './variables';
 
 /** The project's sections other than its environments. */
 export function ProjectSubPage({ id, tab }: { id: string; tab: string }) {
   const teamId = useLoad(async () => {
-    if (tab !== 'backup-window') return undefined;
+    if (tab !== 'backup-window' && tab !== 'settings') return undefined;
     const list = await ok(api.GET('/projects'));
     return list.data.find((p) => p.id === id)?.team_id;
   }, [id, tab]);
@@ -20,7 +21,13 @@ export function ProjectSubPage({ id, tab }: { id: string; tab: string }) {
     case 'logs':
       return <ProjectLogs id={id} />;
     case 'settings':
-      return <ProjectSettings id={id} />;
+      return (
+        <>
+          <ProjectSettings id={id} />
+          <NotificationRules id={id} teamId={teamId.data} />
+          <ProjectTerms id={id} />
+        </>
+      );
     case 'registries':
       return <ProjectRegistries id={id} />;
     case 'backup-window':

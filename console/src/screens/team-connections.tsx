@@ -1,74 +1,8 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
-import { type ChoiceField, ChoiceFields, KindForm } from '../ui/choice-fields';
+import { KindForm } from '../ui/choice-fields';
 import { useAction, useLoad } from '../ui/hooks';
-import { Check, CopyButton, ErrorNote, LoadState, Section, Select, when } from '../ui/parts';
-import { ActionForm } from '../ui/action-form';
-
-/** Integrations: the list, and a form laid out by POST .../integrations/fields for the kind chosen. */
-export function Integrations({ id }: { id: string }) {
-  const path = { params: { path: { id } } };
-  const choices = useLoad(() => ok(api.GET('/teams/{id}/integrations/new', path)), [id]);
-  const [kind, setKind] = useState('webhook');
-  const [fields, setFields] = useState<ChoiceField[]>([]);
-  const [values, setValues] = useState<Record<string, string>>({});
-  const [events, setEvents] = useState<string[]>([]);
-  const [created, setCreated] = useState<{ name: string; secret?: string }[]>([]);
-  const layout = useAction(async (k: string) => {
-    const r = await ok(api.POST('/teams/{id}/integrations/fields', { ...path, body: { kind: k as 'webhook' } }));
-    setFields(r.fields.filter((f) => f.name !== 'events' && f.name !== 'kind'));
-  });
-  useEffect(() => void layout.run(kind), [kind, id]);
-  const create = useAction(async () => {
-    const r = await ok(api.POST('/teams/{id}/integrations', { ...path, body: { kind, events, ...values } as never }));
-    setCreated([...created, { name: r.name, secret: r.secret }]);
-    setValues({});
-  });
-  return (
-    <Section title="Integrations">
-      <LoadState load={choices} what="integrations" />
-      {created.map((c) => (
-        <p key={c.name} class="notice" role="status">
-          Added {c.name}.{' '}
-          {c.secret && (
-            <>
-              Its signing secret, shown once: <code class="break">{c.secret}</code> <CopyButton text={c.secret} />
-            </>
-          )}
-        </p>
-      ))}
-      {choices.data && (
-        <ActionForm onSubmit={() => create.run()}>
-          <ErrorNote error={create.error ?? layout.error} />
-          <Select
-            label="Kind"
-            name="kind"
-            value={kind}
-            onChange={(e) => setKind((e.target as HTMLSelectElement).value)}
-            options={choices.data.kinds.map((k) => ({ value: k.kind, label: k.name }))}
-            error={create.error}
-          />
-          <ChoiceFields fields={fields} values={values} onChange={setValues} error={create.error} prefix={kind} />
-          <fieldset class="plain">
-            <legend>Events</legend>
-            {choices.data.events.map((ev) => (
-              <Check
-                key={ev}
-                label={ev}
-                name={`event-${ev}`}
-                checked={events.includes(ev)}
-                onChange={(on) => setEvents(on ? [...events, ev] : events.filter((x) => x !== ev))}
-              />
-            ))}
-          </fieldset>
-          <button type="submit" disabled={create.busy}>
-            Add integration
-          </button>
-        </ActionForm>
-      )}
-    </Section>
-  );
-}
+import { CopyButton, ErrorNote, LoadState, Section, Select, when } from '../ui/parts';
 
 /** Repository hosts: each with the SSH public key to add at the host; a form by kind. */
 export function RepositoryHosts({ id }: { id: string }) {

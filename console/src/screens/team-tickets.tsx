@@ -3,6 +3,7 @@ import { API_BASE, ApiError, api, csrfToken, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Field, LoadState, Section, Select, when } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
+import { TicketThread } from './team-ticket-thread';
 
 /** Support tickets: the list, and a new ticket with screenshots (multipart, attachments[]). */
 export function Tickets({ id }: { id: string }) {
@@ -34,6 +35,7 @@ export function Tickets({ id }: { id: string }) {
     await list.reload();
   });
   const limits = choices.data?.attachments;
+  const [opened, setOpened] = useState<string>();
   return (
     <>
       <Section title="New ticket">
@@ -109,7 +111,16 @@ export function Tickets({ id }: { id: string }) {
               <span class="muted">
                 {t.category}, {when(t.created_at)}
                 {t.attachments.length > 0 && `, ${t.attachments.map((a) => a.name).join(', ')}`}
-              </span>
+              </span>{' '}
+              <button
+                type="button"
+                class="secondary"
+                aria-expanded={opened === t.id}
+                onClick={() => setOpened(opened === t.id ? undefined : t.id)}
+              >
+                {opened === t.id ? 'Close' : 'Open'}
+              </button>
+              {opened === t.id && <TicketThread id={t.id} onChanged={list.reload} />}
             </li>
           ))}
         </ul>

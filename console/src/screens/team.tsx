@@ -3,11 +3,12 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { rememberTeam } from '../lib/current-team';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, LoadState, Section, Select, Tabs } from '../ui/parts';
+import { ErrorNote, Field, LoadState, Section, Select, Tabs, when } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
 import { BackupDestinations } from './team-destinations';
 import { TeamBilling, TeamSettings } from './team-settings';
-import { Activity, Integrations, RepositoryHosts } from './team-connections';
+import { Activity, RepositoryHosts } from './team-connections';
+import { Integrations } from './team-integrations';
 import { Tickets } from './team-tickets';
 
 export function TeamPage({ id, tab }: { id: string; tab?: string }) {
@@ -81,6 +82,18 @@ function People({ id }: { id: string }) {
     await ok(api.DELETE('/memberships/{id}', { params: { path: { id: membership } } }));
     await people.reload();
   });
+  const [renewed, setRenewed] = useState<string>();
+  // An invitation renewed (7 more days, e-mailed again) or revoked (it can no longer be accepted).
+  const renew = useAction(async (invitation: string) => {
+    setRenewed((await ok(api.POST('/invitations/{id}/renew', { params: { path: { id: invitation } } }))).email);
+    await people.reload();
+  });
+  const revoke = useAction(async (invitation: string, to: string) => {
+    if (!confirm(`Revoke the invitation of ${to}?`)) return;
+    setRenewed(undefined);
+    await ok(api.DELETE('/invitations/{id}', { params: { path: { id: invitation } } }));
+    await people.reload();
+  });
   const roles = people.data?.assignable_roles ?? [];
   return (
     <>
@@ -117,10 +130,33 @@ function People({ id }: { id: string }) {
             <ul class="list">
               {people.data.invitations.map((i) => (
                 <li key={i.id}>
-                  {i.email} <span class="muted">{i.role}</span> <span class={`status ${i.status}`}>{i.status}</span>
+                  {i.email} <span class="muted">{i.role}</span> <span class={`status ${i.status}`}>{i.status}</span>{' '}
+                  <span class="muted">until {when(i.expires_at)}</span>{' '}
+                  <span class="buttons">
+                    <button
+                      type="button"
+                      class="secondary"
+                      onClick={() => renew.run(i.id)}
+                      disabled={renew.busy}
+                      aria-label={`Renew the invitation of ${i.email}`}
+                    >
+                      Renew
+                    </button>
+                    <button
+                      type="button"
+                      class="danger"
+                      onClick={() => revoke.run(i.id, i.email)}
+                      disabled={revoke.busy}
+                      aria-label={`Revoke the invitation of ${i.email}`}
+                    >
+                      Revoke
+                    </button>
+                  </span>
                 </li>
               ))}
             </ul>
+            {renewed && <p role="status">Renewed: e-mailed again to {renewed}.</p>}
+            <ErrorNote error={renew.error ?? revoke.error} />
           </>
         )}
       </Section>
