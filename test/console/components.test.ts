@@ -6,6 +6,8 @@ import { createEnvironment } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import { previewImport } from '../../console/src/lib/env-preview';
 import { formatDelta, formatMonthly } from '../../console/src/lib/price';
+import { allowancePreview } from '../../console/src/lib/storage-price';
+import { makeStorageRoots } from '../helpers/storage-roots';
 import { EnvPreview } from '../../console/src/screens/variables';
 import { PricePreview } from '../../console/src/ui/price-preview';
 
@@ -110,5 +112,30 @@ describe('the price previews', () => {
     expect(formatDelta(12.5, 'USD')).toBe('+$12.50 a month');
     expect(formatMonthly(null, 'EUR')).toBe('no price');
     expect(formatMonthly(30, 'EUR')).toBe('€30.00 a month');
+  });
+
+  it('tells what a new storage allowance costs, as the API then charges it (within and beyond the plan)', async () => {
+    makeStorageRoots(t);
+    const { agent, environment } = await world();
+    const base = `/environments/${environment.id}/storage`;
+    // Each step: the preview from the answers of the moment, then the API's price once it is set.
+    for (const gb of [9, 13, 40, 38]) {
+      const allowance = (await agent.get(`${base}/allowance`)).body;
+      const files = (await agent.get(`${base}/files/disk`)).body;
+      const grow = (await agent.get(`/volumes/${files.volume_id}/grow`)).body;
+      const preview = allowancePreview(allowance, grow, gb);
+      const set = await agent.post(`${base}/allowance`, { allowance_gb: gb });
+      expect(set.status, set.text).toBe(200);
+      expect(preview, `${gb} GB`).toEqual({
+        monthly: set.body.monthly_price,
+        delta: Math.round((set.body.monthly_price - allowance.monthly_price) * 100) / 100,
+      });
+    }
+    // Within the plan nothing is paid; a known price of nothing beyond it cannot be read from one answer.
+    expect(allowancePreview({ allowance_gb: 10, included_gb: 10, monthly_price: 0 }, undefined, 12)).toBeNull();
+    expect(allowancePreview({ allowance_gb: 12, included_gb: 10, monthly_price: 1 }, undefined, 9)).toEqual({
+      monthly: 0,
+      delta: -1,
+    });
   });
 });

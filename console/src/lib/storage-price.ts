@@ -16,7 +16,8 @@ export interface GrowFacts {
   choices: { size_gb: number; monthly_price_delta: number }[];
 }
 
-const cents = (n: number) => Math.round(n * 100) / 100;
+/** Rounded to the cent (never -0). */
+const cents = (n: number) => Math.round(n * 100) / 100 || 0;
 
 /** The monthly price of one GB beyond the plan, or null when neither answer has storage beyond it. */
 export function pricePerGb(a: AllowanceFacts, grow?: GrowFacts): number | null {

@@ -83,7 +83,7 @@ export function NotificationRules({ id, teamId }: { id: string; teamId?: string 
           <button type="submit" disabled={save.busy}>
             Save rules
           </button>
-          {saved && <p role="status">Saved.</p>}
+          {saved && <p role="status">Rules saved.</p>}
         </ActionForm>
       )}
     </Section>

@@ -1,9 +1,10 @@
 import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import type { Answer } from '../api/types';
+import { formatMonthly } from '../lib/price';
 import { allowancePreview, gbOf } from '../lib/storage-price';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, LoadState, Section, Select } from '../ui/parts';
+import { ErrorNote, Field, FieldErrors, LoadState, Section } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
 import { PricePreview } from '../ui/price-preview';
 import { DiskCard, VolumeGrow } from './storage-disks';
@@ -85,7 +86,8 @@ function AllowanceForm(props: { id: string; a: Allowance; grow?: Grow; onSaved()
         </dd>
         <dt>Price</dt>
         <dd>
-          <PricePreview label="Storage beyond the plan" monthly={a.monthly_price} delta={0} currency={a.currency} />
+          {formatMonthly(a.monthly_price, a.currency)} for the storage beyond the plan
+          {a.order && <span class="muted"> (subscription {a.order})</span>}
         </dd>
       </dl>
       <Field
@@ -110,7 +112,7 @@ function AllowanceForm(props: { id: string; a: Allowance; grow?: Grow; onSaved()
           Set allowance
         </button>
       )}
-      {saved && <p role="status">Saved.</p>}
+      {saved && <p role="status">Allowance saved.</p>}
       <ErrorNote error={save.error} />
     </ActionForm>
   );
@@ -158,14 +160,10 @@ function SplitForm(props: {
         }}
         error={save.error}
       />
-      <Select
-        label="Files disk (GB), the rest"
-        name="files_gb"
-        value={String(files)}
-        disabled
-        options={[{ value: String(files), label: `${files} GB` }]}
-        error={save.error}
-      />
+      <p>
+        Files disk: <strong>{files} GB</strong> (the rest of the allowance)
+      </p>
+      <FieldErrors error={save.error} prefix="files_gb" />
       {changed && (
         <>
           <PricePreview
@@ -179,7 +177,7 @@ function SplitForm(props: {
           </button>
         </>
       )}
-      {saved && <p role="status">Saved.</p>}
+      {saved && <p role="status">Split saved.</p>}
       <ErrorNote error={save.error} />
     </ActionForm>
   );

@@ -10,7 +10,11 @@ export interface ChoiceField {
   description?: string;
 }
 
-const label = (name: string) => name.replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase());
+const label = (name: string) =>
+  name
+    .replace(/_/g, ' ')
+    .replace(/\burl\b/g, 'URL')
+    .replace(/^./, (c) => c.toUpperCase());
 
 /** The inputs a GET of choices lays out (`fields` with name, required, secret): a labelled field each. */
 export function ChoiceFields(props: {

@@ -1,0 +1,249 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from 'vitest';
+import { useTestContext } from '../helpers/context';
+import { type ConsoleBrowser, horizontalOverflow, openConsole } from '../helpers/console-browser';
+import { createEnvironment } from '../helpers/deploy-fixtures';
+import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import type { Agent } from '../helpers/http';
+import { makeStorageRoots } from '../helpers/storage-roots';
+
+/**
+ * The console's screens of storage and volumes, integrations, invitations, ticket replies, notification rules
+ * and terms: each loads in chromium and does its main action through it, checked in PostgreSQL or the API.
+ * No worker runs here: the tasks stay pending (and are cancelled through the API between changes).
+ */
+const t = useTestContext({ smtp: true });
+let c: ConsoleBrowser;
+let owner: Awaited<ReturnType<typeof createUser>>;
+let agent: Agent;
+let team: Awaited<ReturnType<typeof createTeam>>;
+let project: Awaited<ReturnType<typeof createProject>>;
+let environment: Awaited<ReturnType<typeof createEnvironment>>;
+let roots: [string, string];
+
+beforeAll(async () => {
+  roots = makeStorageRoots(t);
+  owner = await createUser(t, { name: 'Stella Storage' });
+  team = await createTeam(t, owner, 'More screens team');
+  project = await createProject(t, team, { name: 'more-shop' });
+  environment = await createEnvironment(t, project, { name: 'production' });
+  await t.deps.knex('servers').insert({
+    team_id: team.id,
+    project_id: project.id,
+    environment_id: environment.id,
+    role: 'web',
+    name: 'production-web',
+    plan: 'small',
+    cpu: 0.5,
+    memory_mb: 512,
+    disk_gb: 10,
+  });
+  agent = await sessionAgent(t, owner);
+  c = await openConsole(t);
+  await c.context.addCookies([{ name: 'vc_session', value: agent.cookies.get('vc_session')!, url: t.baseUrl }]);
+  // The moves, discards and deletions ask to be confirmed.
+  c.page.on('dialog', (d) => void d.accept());
+}, 180_000);
+
+afterAll(async () => {
+  await c?.close();
+});
+
+const go = async (url: string) => {
+  await c.page.goto(t.baseUrl + url);
+  await c.page.locator('h1').first().waitFor();
+};
+
+/** The task the page went to, cancelled through the API so that the next change is not refused (409). */
+async function pendingTask(type: string) {
+  await c.page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
+  const id = c.page.url().split('/').pop()!;
+  const task = await t.deps.knex('tasks').where({ id }).first();
+  expect(task).toMatchObject({ environment_id: environment.id, type, status: 'pending' });
+  expect((await agent.post(`/tasks/${id}/cancel`)).status).toBe(200);
+  return task;
+}
+
+const money = (n: number, currency: string) => new Intl.NumberFormat('en', { style: 'currency', currency }).format(n);
+
+const narrow = async (name: string) => {
+  await c.page.setViewportSize({ width: 390, height: 844 });
+  expect(await horizontalOverflow(c.page), name).toBeLessThanOrEqual(0);
+  await c.screenshot(`narrow-${name}`);
+  await c.page.setViewportSize({ width: 1280, height: 900 });
+};
+
+describe.sequential('more console screens', () => {
+  beforeEach(() => {
+    c.problems.length = 0;
+    onTestFailed(async ({ task }) => {
+      console.log(`[console test] problems during "${task.name}":`, c.problems);
+      await c.screenshot(`failed-${task.name.slice(0, 30)}`);
+    });
+  });
+
+  it('storage: the allowance with its price before "Set allowance", the split, a move, the volume grown', async () => {
+    const { page } = c;
+    const env = `/environments/${environment.id}`;
+    await go(`${env}/storage`);
+    await page.getByRole('heading', { name: 'Storage allowance' }).waitFor();
+    const before = (await agent.get(`${env}/storage/allowance`)).body;
+    expect(before).toMatchObject({ allowance_gb: 10, included_gb: 10, monthly_price: 0 });
+
+    // A larger allowance: the price the API will charge shows before the confirming click.
+    await page.getByLabel('New allowance (GB)').fill('17');
+    const preview = page.getByRole('status', { name: 'Price preview' });
+    await preview.waitFor();
+    const shown = await preview.textContent();
+    await c.screenshot('environment-storage-preview');
+    await page.getByRole('button', { name: 'Set allowance' }).click();
+    await page.getByText('Allowance saved.').waitFor();
+    const after = (await agent.get(`${env}/storage/allowance`)).body;
+    expect(after.allowance_gb).toBe(17);
+    expect(after.monthly_price).toBeGreaterThan(0);
+    expect(shown).toContain(`${money(after.monthly_price, after.currency)} a month`);
+    expect(shown).toContain(`+${money(after.monthly_price, after.currency)} a month`);
+
+    // The split: the volume never shrinks, and the refusal says so beside the files disk; then a split that
+    // gives the volume more, with no change to the bill.
+    const split = (await agent.get(`${env}/storage/split`)).body;
+    expect(split.database_gb + split.files_gb).toBe(17);
+    await page.getByLabel('Database disk (GB)').fill(String(split.database_gb + 1));
+    await page.getByRole('button', { name: 'Split', exact: true }).click();
+    await page.getByRole('list', { name: 'Refused: files_gb' }).waitFor();
+    expect(await page.getByRole('list', { name: 'Refused: files_gb' }).textContent()).toMatch(/never shrinks/);
+    expect((await agent.get(`${env}/storage/split`)).body).toEqual(split);
+    await page.getByLabel('Database disk (GB)').fill(String(split.database_gb - 1));
+    await expect.poll(() => preview.textContent()).toContain('no change to the bill');
+    await page.getByRole('button', { name: 'Split', exact: true }).click();
+    await page.getByText('Split saved.').waitFor();
+    expect((await agent.get(`${env}/storage/split`)).body).toEqual({
+      database_gb: split.database_gb - 1,
+      files_gb: split.files_gb + 1,
+    });
+    await c.screenshot('environment-storage');
+    await narrow('environment-storage');
+
+    // The files disk moves to the other root (a task).
+    await page.getByLabel('Move the files disk to').selectOption(roots[1]);
+    await page.getByRole('button', { name: 'Move', exact: true }).click();
+    const move = await pendingTask('storage_move');
+    expect(move.params).toMatchObject({ disk: 'files', to: roots[1] });
+
+    // The volume grows: each size with what it adds to the bill, shown before "Grow".
+    await go(`${env}/storage`);
+    const files = (await agent.get(`${env}/storage/files/disk`)).body;
+    const grow = (await agent.get(`/volumes/${files.volume_id}/grow`)).body;
+    const choice = grow.choices[1];
+    await page.getByLabel('Grow the volume to').selectOption(String(choice.size_gb));
+    await expect
+      .poll(() => preview.textContent())
+      .toContain(`+${money(choice.monthly_price_delta, grow.currency)} a month`);
+    await page.getByRole('button', { name: 'Grow', exact: true }).click();
+    const grown = await pendingTask('volume_grow');
+    expect(grown.params).toMatchObject({ volume_id: files.volume_id, size_gb: choice.size_gb });
+    expect(c.problems).toEqual([]);
+  });
+
+  it("integrations: added with its kind's fields, changed, disconnected; invitations renewed and revoked", async () => {
+    const { page } = c;
+    await go(`/teams/${team.id}/integrations`);
+    await page.getByLabel('Kind').selectOption('webhook');
+    await page.getByLabel('Name', { exact: true }).fill('CI hook');
+    await page.getByLabel('URL', { exact: true }).fill('https://hooks.example.test/vc');
+    await page.getByLabel('task.failed').check();
+    await page.getByRole('button', { name: 'Add integration' }).click();
+    await page.getByText(/whsec_/).waitFor();
+    const [row] = await t.deps.knex('integrations').where({ team_id: team.id });
+    expect(row).toMatchObject({ name: 'CI hook', kind: 'webhook', events: ['task.failed'] });
+    await page.getByRole('button', { name: 'Change CI hook' }).click();
+    const form = page.locator('form', { has: page.getByRole('button', { name: 'Disconnect' }) });
+    await form.getByLabel('Name', { exact: true }).fill('Deploy hook');
+    await form.getByLabel('task.succeeded').check();
+    await page.getByRole('heading', { name: 'Last deliveries' }).waitFor();
+    await c.screenshot('team-integrations-edit');
+    await form.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Deploy hook').waitFor();
+    const changed = await t.deps.knex('integrations').where({ id: row.id }).first();
+    expect(changed.name).toBe('Deploy hook');
+    expect([...changed.events].sort()).toEqual(['task.failed', 'task.succeeded']);
+    // The URL left empty is kept.
+    expect((await agent.get(`/integrations/${row.id}`)).body.url).toBe('https://hooks.example.test/vc');
+    await narrow('team-integrations');
+    await page.getByRole('button', { name: 'Change Deploy hook' }).click();
+    await page.getByRole('button', { name: 'Disconnect' }).click();
+    await page.getByRole('button', { name: 'Change Deploy hook' }).waitFor({ state: 'detached' });
+    await page.getByRole('heading', { name: 'Integrations' }).locator('..').getByText('None yet.').waitFor();
+    expect(await t.deps.knex('integrations').where({ id: row.id })).toEqual([]);
+
+    const email = 'invited.colleague@example.test';
+    expect((await agent.post(`/teams/${team.id}/invitations`, { email, role: 'developer' })).status).toBe(201);
+    await t.smtp!.waitFor((m) => m.to.includes(email));
+    await go(`/teams/${team.id}/people`);
+    await page.getByRole('button', { name: `Renew the invitation of ${email}` }).click();
+    await page.getByText(`Renewed: e-mailed again to ${email}.`).waitFor();
+    await expect.poll(() => t.smtp!.messages.filter((m) => m.to.includes(email)).length).toBe(2);
+    await c.screenshot('team-people-invitations');
+    await page.getByRole('button', { name: `Revoke the invitation of ${email}` }).click();
+    await page.getByRole('button', { name: `Revoke the invitation of ${email}` }).waitFor({ state: 'detached' });
+    expect((await agent.get(`/teams/${team.id}/people`)).body.invitations).toEqual([]);
+    expect(c.problems).toEqual([]);
+  });
+
+  it('tickets: a reply that marks the ticket resolved', async () => {
+    const { page } = c;
+    const ticket = await agent.post(`/teams/${team.id}/tickets`, {
+      subject: 'Slow builds',
+      body: 'The build takes ten minutes.',
+      category: 'other',
+    });
+    expect(ticket.status, ticket.text).toBe(201);
+    await go(`/teams/${team.id}/tickets`);
+    await page.getByRole('button', { name: 'Open', exact: true }).click();
+    await page.getByText('The build takes ten minutes.').waitFor();
+    await page.getByLabel('Your reply').fill('It is fast again, thank you.');
+    await page.getByLabel('This solves it: mark resolved').check();
+    await page.getByRole('button', { name: 'Reply', exact: true }).click();
+    await page.getByRole('list', { name: 'Replies' }).getByText('It is fast again, thank you.').waitFor();
+    const got = (await agent.get(`/tickets/${ticket.body.id}`)).body;
+    expect(got.status).toBe('resolved');
+    expect(got.replies).toEqual([expect.objectContaining({ body: 'It is fast again, thank you.', resolved: true })]);
+    await t.smtp!.waitFor((m) => m.text.includes('It is fast again, thank you.'));
+    await c.screenshot('team-ticket-reply');
+    expect(c.problems).toEqual([]);
+  });
+
+  it('project settings: notification rules in one save; the terms accepted', async () => {
+    const { page } = c;
+    const hook = await agent.post(`/teams/${team.id}/integrations`, {
+      kind: 'slack',
+      name: 'Team chat',
+      events: ['task.failed'],
+      webhook_url: 'https://hooks.slack.example.test/services/T0/B0/X',
+    });
+    expect(hook.status, hook.text).toBe(201);
+    await go(`/projects/${project.id}/settings`);
+    await page.getByLabel('E-mail for task.failed').selectOption('none');
+    await page.getByRole('group', { name: 'task.failed' }).getByLabel('Team chat (slack)').check();
+    await page.getByRole('button', { name: 'Save rules' }).click();
+    await page.getByText('Rules saved.').waitFor();
+    const rules = (await agent.get(`/projects/${project.id}/notifications`)).body.rules;
+    expect(rules.find((r: { event: string }) => r.event === 'task.failed')).toEqual({
+      event: 'task.failed',
+      email: 'none',
+      integration_ids: [hook.body.id],
+    });
+
+    const terms = (await agent.get(`/projects/${project.id}/terms`)).body;
+    await page.getByRole('button', { name: 'Accept the terms' }).click();
+    await page.locator('[data-accepted]').waitFor();
+    expect(await page.locator('[data-accepted]').textContent()).toContain('Stella Storage');
+    expect((await agent.get(`/projects/${project.id}/terms`)).body.accepted).toMatchObject({
+      version: terms.version,
+      by: { id: owner.id },
+    });
+    expect(await page.getByRole('button', { name: 'Accept the terms' }).count()).toBe(0);
+    await c.screenshot('project-settings-rules');
+    await narrow('project-settings');
+    expect(c.problems).toEqual([]);
+  });
+});
