@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } f
 import { useTestContext } from '../helpers/context';
 import { type ConsoleBrowser, horizontalOverflow, openConsole } from '../helpers/console-browser';
 import { createEnvironment } from '../helpers/deploy-fixtures';
-import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import { createProject, createTeam, createUser, PASSWORD, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import { makeStorageRoots } from '../helpers/storage-roots';
 
@@ -244,6 +244,57 @@ describe.sequential('more console screens', () => {
     expect(await page.getByRole('button', { name: 'Accept the terms' }).count()).toBe(0);
     await c.screenshot('project-settings-rules');
     await narrow('project-settings');
+    expect(c.problems).toEqual([]);
+  });
+
+  it('backups: the key revealed after the password; reset-database takes the typed name; other sessions ended', async () => {
+    const { page } = c;
+    // A sign-in older than the limit: the API answers reauthentication_required, and the console asks.
+    const age = () =>
+      t.deps
+        .knex('sessions')
+        .where({ user_id: owner.id })
+        .update({ authenticated_at: new Date(Date.now() - 3 * 3600_000) });
+    await age();
+    await go(`/environments/${environment.id}/backups`);
+    await page.getByRole('button', { name: 'Reveal the key (logged)' }).click();
+    const pw = page.getByLabel('Your password');
+    await pw.waitFor();
+    expect(await page.locator('[data-backup-key]').count()).toBe(0);
+    await pw.fill(PASSWORD);
+    await page.getByRole('button', { name: 'Reveal the key (logged)' }).click();
+    const key = page.locator('[data-backup-key]');
+    await key.waitFor();
+    expect((await key.textContent())!.length).toBeGreaterThan(20);
+    const activity = (await agent.get(`/teams/${team.id}/activity`)).body.data as { summary: string }[];
+    expect(activity.map((a) => a.summary)).toContain(
+      'Backup key of production revealed to Stella Storage from 127.0.0.1',
+    );
+
+    // Reset: the button waits for the environment's name; the API's refusal (no database here) is shown.
+    const reset = page.getByRole('button', { name: 'Reset database' });
+    expect(await reset.isDisabled()).toBe(true);
+    await page.getByLabel('Type "production" to confirm').fill('production');
+    expect(await reset.isDisabled()).toBe(false);
+    await reset.click();
+    const refusal = (await agent.post(`/environments/${environment.id}/reset-database`, { confirm: 'production' })).body
+      .error;
+    await page.getByRole('alert').getByText(refusal.message).waitFor();
+    expect(await t.deps.knex('tasks').where({ environment_id: environment.id, type: 'reset_database' })).toEqual([]);
+    await c.screenshot('environment-backups-key');
+
+    // Ending the other browser sessions asks for the password too.
+    const other = await sessionAgent(t, owner);
+    expect((await other.get('/me')).status).toBe(200);
+    await age();
+    await go('/account');
+    await page.getByRole('button', { name: 'End other sessions' }).click();
+    await pw.waitFor();
+    await pw.fill(PASSWORD);
+    await page.getByRole('button', { name: 'End other sessions' }).click();
+    await page.getByText(/^Ended [1-9]\d* other sessions?\.$/).waitFor();
+    expect((await other.get('/me')).status).toBe(401);
+    expect((await agent.get('/me')).status).toBe(200);
     expect(c.problems).toEqual([]);
   });
 });

@@ -4,6 +4,7 @@ import { useSession } from '../session';
 import { useAction, useLoad } from '../ui/hooks';
 import { CopyButton, ErrorNote, Field, LoadState, Section, Select, Tabs, when } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
+import { PasswordField, useReauth } from '../ui/reauth';
 
 const value = (e: Event) => (e.target as HTMLInputElement).value;
 
@@ -29,19 +30,14 @@ export function AccountPage({ tab }: { tab?: string }) {
 function Profile() {
   const { me } = useSession();
   const [ended, setEnded] = useState<number>();
-  const [password, setPassword] = useState('');
-  const [ask, setAsk] = useState(false);
+  const reauth = useReauth();
   const end = useAction(async () => {
     if (!me) return;
-    if (ask) await ok(api.POST('/session/reauthenticate', { body: { password } }));
-    try {
-      const r = await ok(api.POST('/users/{id}/sessions/end-others', { params: { path: { id: me.id } } }));
-      setEnded(r.ended);
-      setAsk(false);
-    } catch (err) {
-      if ((err as { code?: string }).code === 'reauthentication_required') setAsk(true);
-      else throw err;
-    }
+    setEnded(undefined);
+    const r = await reauth.run(() =>
+      ok(api.POST('/users/{id}/sessions/end-others', { params: { path: { id: me.id } } })),
+    );
+    if (r) setEnded(r.ended);
   });
   return (
     <Section title="Profile">
@@ -52,21 +48,15 @@ function Profile() {
         <dd>{me?.email}</dd>
       </dl>
       <ActionForm onSubmit={() => end.run()}>
-        {ask && (
-          <Field
-            label="Your password"
-            name="password"
-            type="password"
-            required
-            value={password}
-            onInput={(e) => setPassword(value(e))}
-            error={end.error}
-          />
-        )}
+        <PasswordField reauth={reauth} error={end.error} />
         <button type="submit" class="secondary" disabled={end.busy}>
           End other sessions
         </button>
-        {ended !== undefined && <p role="status">Ended {ended} other sessions.</p>}
+        {ended !== undefined && (
+          <p role="status">
+            Ended {ended} other session{ended === 1 ? '' : 's'}.
+          </p>
+        )}
         <ErrorNote error={end.error} />
       </ActionForm>
     </Section>

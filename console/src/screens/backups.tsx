@@ -6,13 +6,13 @@ import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Field, LoadState, Section, Select, when } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
 import { SyncSection } from './environment-more';
+import { BackupKey, ResetDatabase } from './backup-key';
 
 export function BackupsPage({ env }: { env: Environment }) {
   const { route } = useLocation();
   const id = env.id;
   const path = { params: { path: { id } } };
   const list = useLoad(() => ok(api.GET('/environments/{id}/backups', path)), [id]);
-  const key = useLoad(() => ok(api.GET('/environments/{id}/backup-key', path)), [id]);
   const destinations = useLoad(
     () => ok(api.GET('/teams/{id}/backup-destinations', { params: { path: { id: env.team_id } } })),
     [env.team_id],
@@ -20,8 +20,6 @@ export function BackupsPage({ env }: { env: Environment }) {
   const [destination, setDestination] = useState('');
   const [asking, setAsking] = useState<{ snapshot: string; what: 'restore' | 'reset' }>();
   const [password, setPassword] = useState('');
-  const [resetName, setResetName] = useState('');
-  const [revealed, setRevealed] = useState<string>();
   const backUp = useAction(async () => {
     const destination_id = destination || destinations.data?.data[0]?.id;
     const body = destination_id ? { destination_id } : {};
@@ -58,18 +56,6 @@ export function BackupsPage({ env }: { env: Environment }) {
     if (!confirm('Delete this backup?')) return;
     await ok(api.DELETE('/environments/{id}/backups/{snapshot}', { params: { path: { id, snapshot } } }));
     await list.reload();
-  });
-  const reveal = useAction(async () => {
-    setRevealed((await ok(api.POST('/environments/{id}/backup-key', { ...path, body: {} }))).key);
-  });
-  const reset = useAction(async () => {
-    const task = await ok(
-      api.POST('/environments/{id}/reset-database', {
-        ...path,
-        body: { confirm: resetName, ...(password ? { password } : {}) },
-      }),
-    );
-    route(`/tasks/${task.id}`);
   });
   return (
     <>
@@ -139,41 +125,8 @@ export function BackupsPage({ env }: { env: Environment }) {
         )}
       </Section>
       <div class="grid">
-        <Section title="Backup key">
-          {key.data ? (
-            <p>
-              {key.data.algorithm}, fingerprint <code class="break">{key.data.fingerprint}</code>; opens{' '}
-              {key.data.opens.snapshots} backups.
-            </p>
-          ) : (
-            <ErrorNote error={key.error} />
-          )}
-          {revealed ? (
-            <p class="notice">
-              <code class="break">{revealed}</code>
-            </p>
-          ) : (
-            <button type="button" class="secondary" onClick={() => reveal.run()}>
-              Reveal the key (logged)
-            </button>
-          )}
-          <ErrorNote error={reveal.error} />
-        </Section>
-        <Section title="Reset the database">
-          <ActionForm onSubmit={() => reset.run()}>
-            <Field
-              label={`Type "${env.name}" to confirm`}
-              name="confirm"
-              value={resetName}
-              onInput={(e) => setResetName((e.target as HTMLInputElement).value)}
-              error={reset.error}
-            />
-            <button type="submit" class="danger" disabled={reset.busy || resetName !== env.name}>
-              Reset database
-            </button>
-            <ErrorNote error={reset.error} />
-          </ActionForm>
-        </Section>
+        <BackupKey id={id} />
+        <ResetDatabase env={env} />
       </div>
       <SyncSection env={env} />
     </>
