@@ -12,6 +12,7 @@ import { ProjectPage } from './screens/project';
 import { EnvironmentPage } from './screens/environment';
 import { TaskPage } from './screens/task';
 import { AccountPage } from './screens/account';
+import { InvitationPage } from './screens/invitation';
 
 function NotFound() {
   return (
@@ -58,6 +59,7 @@ function SignedIn() {
           <Route path="/environments/:id/:tab?" component={EnvironmentPage} />
           <Route path="/tasks/:id" component={TaskPage} />
           <Route path="/account/:tab?" component={AccountPage} />
+          <Route path="/invitations/:id" component={InvitationPage} />
           <Route default component={NotFound} />
         </Router>
       </Layout>

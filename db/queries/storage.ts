@@ -54,8 +54,12 @@ export async function environmentStorage(
   envId: string,
   o: { forUpdate?: boolean } = {},
 ): Promise<EnvironmentStorage> {
+  const readDisks = () => StorageDisk.query(knex).where({ environment_id: envId });
   let allowance = await readAllowance(knex, envId, o.forUpdate);
-  if (!allowance) {
+  let disks = allowance ? await readDisks() : [];
+  // Made on first use, which may be several requests at once: one may find the allowance another has just
+  // made before that one made the disks, so the disks are checked too (every insert ignores a row made first).
+  if (!allowance || disks.length < 2) {
     const env = await knex('environments').where({ id: envId }).first('id', 'team_id', 'project_id');
     if (!env) throw new Error(`no environment ${envId}`);
     const included = Math.max(2, await includedStorageGb(knex, envId));
@@ -73,8 +77,8 @@ export async function environmentStorage(
       .onConflict(['environment_id', 'disk'])
       .ignore();
     allowance = await readAllowance(knex, envId, o.forUpdate);
+    disks = await readDisks();
   }
-  const disks = await StorageDisk.query(knex).where({ environment_id: envId });
   const byName = Object.fromEntries(disks.map((d) => [d.disk, d])) as Record<DiskName, StorageDisk>;
   return {
     allowance_gb: allowance!.allowance_gb,

@@ -297,4 +297,29 @@ describe.sequential('more console screens', () => {
     expect((await agent.get('/me')).status).toBe(200);
     expect(c.problems).toEqual([]);
   });
+
+  it("an invitation's e-mail link opens a page where the invited account accepts it and lands on the team", async () => {
+    const { page } = c;
+    const other = await createUser(t, { name: 'Inviting Ivy' });
+    const otherTeam = await createTeam(t, other, 'Inviting team');
+    const ivy = await sessionAgent(t, other);
+    const invited = await ivy.post(`/teams/${otherTeam.id}/invitations`, { email: owner.email, role: 'viewer' });
+    expect(invited.status, invited.text).toBe(201);
+    const mail = await t.smtp!.waitFor((m) => m.to.includes(owner.email) && m.subject.includes('Inviting team'));
+    const link = new RegExp(`${t.baseUrl}(/invitations/[0-9a-f-]{36})`).exec(mail.text)?.[1];
+    expect(link).toBe(`/invitations/${invited.body.id}`);
+    await go(link!);
+    await c.screenshot('invitation');
+    await page.getByRole('button', { name: 'Accept', exact: true }).click();
+    await page.waitForURL(`${t.baseUrl}/teams/${otherTeam.id}`);
+    await page.getByRole('heading', { name: 'Inviting team' }).waitFor();
+    expect(await t.deps.knex('memberships').where({ team_id: otherTeam.id, user_id: owner.id }).first()).toMatchObject({
+      role: 'viewer',
+    });
+    // Accepted once: the link now answers the API's refusal.
+    await go(link!);
+    await page.getByRole('button', { name: 'Accept', exact: true }).click();
+    await page.getByRole('alert').waitFor();
+    expect(c.problems).toEqual([]);
+  });
 });

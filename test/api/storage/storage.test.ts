@@ -18,6 +18,7 @@ let viewer: Agent;
 let outsider: Agent;
 let teamId: string;
 let env: { id: string; name: string };
+let project: { id: string; team_id: string };
 const base = () => `/environments/${env.id}/storage`;
 
 async function runTask(agent: Agent, p: string, body?: unknown) {
@@ -32,7 +33,7 @@ beforeAll(async () => {
   teamId = team.id;
   const repo = createAppRepo(mkdtempSync(path.join(repositoriesDir(), 'storage-')));
   repo.commit('v1');
-  const project = await createProject(t, team, { repository_url: repo.dir });
+  project = await createProject(t, team, { repository_url: repo.dir });
   owner = await sessionAgent(t, user);
   const v = await createUser(t);
   await addMember(t, team, v, 'viewer');
@@ -80,6 +81,25 @@ describe('GET /environments/{id}/storage/{disk}/disk', () => {
     expect(files.body.volume_id).toMatch(/^[0-9a-f-]{36}$/);
     const database = await owner.get(`${base()}/database/disk`);
     expect(database.body).toMatchObject({ disk: 'database', size_gb: 5, volume_id: null });
+  });
+
+  it("answers the first reads of a fresh environment's storage all at once (as the console's page asks them)", async () => {
+    // The storage is made on first use: requests that come together each find it whole, never half made.
+    for (let round = 0; round < 5; round++) {
+      const made = await owner.post(`/projects/${project.id}/environments`, {
+        name: `fresh-${round}`,
+        git_ref: 'main',
+      });
+      expect(made.status, made.text).toBe(201);
+      const fresh = made.body as { id: string };
+      const at = `/environments/${fresh.id}/storage`;
+      const answers = await Promise.all(
+        ['allowance', 'split', 'files/disk', 'database/disk', 'split', 'allowance'].map((p) => owner.get(`${at}/${p}`)),
+      );
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+      expect(answers[1].body.database_gb + answers[1].body.files_gb).toBe(answers[0].body.allowance_gb);
+      expect(await t.deps.knex('storage_disks').where({ environment_id: fresh.id })).toHaveLength(2);
+    }
   });
 
   it('an unknown disk is 404, an unknown environment too', async () => {
