@@ -322,4 +322,29 @@ describe.sequential('more console screens', () => {
     await page.getByRole('alert').waitFor();
     expect(c.problems).toEqual([]);
   });
+
+  it("variables: removing an environment's own value lets the project's apply again", async () => {
+    const { page } = c;
+    const env = `/environments/${environment.id}`;
+    expect(
+      (await agent.post(`/projects/${project.id}/variables`, { name: 'SHARED', value: 'from-project' })).status,
+    ).toBe(201);
+    expect((await agent.post(`${env}/variables`, { name: 'SHARED', value: 'own' })).status).toBe(201);
+    expect((await agent.post(`${env}/variables`, { name: 'GONE_SOON', value: 'x' })).status).toBe(201);
+    await go(`${env}/variables`);
+    const table = page.getByRole('table', { name: 'Variables' });
+    await table.getByText('own', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Remove SHARED' }).click();
+    await table.getByText('from-project', { exact: true }).waitFor();
+    // The project's value is the project's to remove: no button for it here.
+    expect(await page.getByRole('button', { name: 'Remove SHARED' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Remove GONE_SOON' }).click();
+    await table.getByText('GONE_SOON').waitFor({ state: 'detached' });
+    const left = (await agent.get(`${env}/variables`)).body.data.map((v: { name: string; source: string }) => [
+      v.name,
+      v.source,
+    ]);
+    expect(left).toEqual([['SHARED', 'project']]);
+    expect(c.problems).toEqual([]);
+  });
 });

@@ -81,6 +81,14 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
     setText('');
     await list.reload();
   });
+  // Removing the scope's own value (an environment's: the project's, if any, applies again).
+  const remove = useAction(async (variable: string) => {
+    if (!confirm(`Remove ${variable}?`)) return;
+    const params = { params: { path: { id, name: variable } } };
+    if (scope === 'projects') await ok(api.DELETE('/projects/{id}/variables/{name}', params));
+    else await ok(api.DELETE('/environments/{id}/variables/{name}', params));
+    await list.reload();
+  });
   const apply = useAction(async () => {
     if (scope === 'projects') {
       const r = await ok(api.POST('/projects/{id}/variables/apply', path));
@@ -101,6 +109,9 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
                   <th>Value</th>
                   {scope === 'environments' && <th>Source</th>}
                   <th>Changed</th>
+                  <th>
+                    <span class="sr-only">Actions</span>
+                  </th>
                 </tr>
               </thead>
               <tbody>
@@ -112,6 +123,19 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
                     <td class="break">{v.secret ? <em class="muted">secret (write-only)</em> : v.value}</td>
                     {scope === 'environments' && <td>{v.source}</td>}
                     <td>{when(v.updated_at)}</td>
+                    <td>
+                      {(scope === 'projects' || v.source === 'environment') && (
+                        <button
+                          type="button"
+                          class="danger"
+                          onClick={() => remove.run(v.name)}
+                          disabled={remove.busy}
+                          aria-label={`Remove ${v.name}`}
+                        >
+                          Remove
+                        </button>
+                      )}
+                    </td>
                   </tr>
                 ))}
               </tbody>
@@ -126,7 +150,7 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
             Applying: <a href={`/tasks/${applyTask}`}>follow the task</a>
           </p>
         )}
-        <ErrorNote error={apply.error} />
+        <ErrorNote error={apply.error ?? remove.error} />
       </Section>
       <div class="grid">
         <Section title="Set a variable">
