@@ -347,4 +347,29 @@ describe.sequential('more console screens', () => {
     expect(left).toEqual([['SHARED', 'project']]);
     expect(c.problems).toEqual([]);
   });
+
+  it('machines: the build machine, its plan priced before "Choose build machine"', async () => {
+    const { page } = c;
+    const env = `/environments/${environment.id}`;
+    const before = (await agent.get(`${env}/build-machines`)).body;
+    const provider = before.providers.find((p: { plans: unknown[] }) => p.plans.length > 1) ?? before.providers[0];
+    const plan = provider.plans.find((p: { id: string }) => p.id !== before.plan || provider.id !== before.provider);
+    expect(plan).toBeTruthy();
+    await go(`${env}/machines`);
+    await page.getByLabel('Build provider').selectOption(provider.id);
+    await page.getByLabel('Build plan').selectOption(plan.id);
+    const preview = page.getByRole('status', { name: 'Price preview' });
+    await expect
+      .poll(() => preview.textContent())
+      .toContain(
+        plan.monthly_price_delta === 0
+          ? 'no change to the bill'
+          : `${money(plan.monthly_price, before.currency)} a month`,
+      );
+    await c.screenshot('environment-machines-build');
+    await page.getByRole('button', { name: 'Choose build machine' }).click();
+    await page.getByText('Build machine chosen').waitFor();
+    expect((await agent.get(`${env}/build-machines`)).body).toMatchObject({ provider: provider.id, plan: plan.id });
+    expect(c.problems).toEqual([]);
+  });
 });

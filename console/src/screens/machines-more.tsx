@@ -3,7 +3,7 @@ import { useLocation } from 'preact-iso';
 import { api, ok } from '../api/client';
 import type { Answer } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Loading, LoadState, Section, Select } from '../ui/parts';
+import { ErrorNote, Loading, LoadState, Section, Select, when } from '../ui/parts';
 import { PricePreview } from '../ui/price-preview';
 
 type Server = Answer<'listServers'>['data'][number];
@@ -93,6 +93,12 @@ export function Reshape({ id }: { id: string }) {
   const go = useAction(async () => {
     route(`/tasks/${(await ok(api.POST('/environments/{id}/reshape', { ...path, body: body() }))).id}`);
   });
+  // The database a reshape left behind (read-only) until it is dropped: irreversible, so confirmed.
+  const discard = useAction(async () => {
+    if (!confirm('Drop the old database for good, and end its old server?')) return;
+    const task = await ok(api.POST('/environments/{id}/discard-old-database', { ...path, body: { confirm: true } }));
+    route(`/tasks/${task.id}`);
+  });
   return (
     <Section title="Reshape">
       {reshape.loading && !r ? <Loading what="shapes" /> : <ErrorNote error={reshape.error} />}
@@ -102,6 +108,14 @@ export function Reshape({ id }: { id: string }) {
             The database runs {r.shape === 'combined' ? 'on the web machine' : 'on its own machine'}.
             {r.unavailable_reason && ` ${r.unavailable_reason}`}
           </p>
+          {r.old_database && (
+            <p class="notice">
+              The database the last reshape left is kept, read-only, since {when(r.old_database.kept_since)}.{' '}
+              <button type="button" class="danger" onClick={() => discard.run()} disabled={discard.busy}>
+                Discard the old database
+              </button>
+            </p>
+          )}
           {r.choices.length > 0 && (
             <>
               <Select
@@ -144,7 +158,7 @@ export function Reshape({ id }: { id: string }) {
               </button>
             </div>
           )}
-          <ErrorNote error={ask.error ?? go.error} />
+          <ErrorNote error={ask.error ?? go.error ?? discard.error} />
         </>
       )}
     </Section>

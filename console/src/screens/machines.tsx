@@ -6,6 +6,7 @@ import { ErrorNote, Loading, Section, Select } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
 import { PricePreview } from '../ui/price-preview';
 import { Reshape, ResizeServers } from './machines-more';
+import { BuildMachine } from './machines-build';
 
 export function MachinesPage({ id }: { id: string }) {
   const { route } = useLocation();
@@ -62,6 +63,7 @@ export function MachinesPage({ id }: { id: string }) {
       </Section>
       <ResizeServers environmentId={id} />
       <Reshape id={id} />
+      <BuildMachine id={id} />
     </>
   );
 }
