@@ -2,6 +2,7 @@ import type { ComponentChildren, JSX } from 'preact';
 import { useId, useState } from 'preact/hooks';
 import { ApiError } from '../api/client';
 import { fieldError } from './hooks';
+import { RunningTask } from './running-task';
 
 /** Shows a refusal: the API's message, the running task of a 409, when to retry after a 429. */
 export function ErrorNote({ error }: { error: unknown }) {
@@ -11,11 +12,7 @@ export function ErrorNote({ error }: { error: unknown }) {
     return (
       <div class="error" role="alert">
         <p>{error.message}</p>
-        {error.status === 409 && error.taskId && (
-          <p>
-            Running task: <a href={`/tasks/${error.taskId}`}>{error.taskId}</a>
-          </p>
-        )}
+        {error.status === 409 && error.taskId && <RunningTask id={error.taskId} />}
         {error.status === 429 && (
           <p>
             Try again {error.retryAfter !== undefined ? `in ${formatWait(error.retryAfter)}` : 'in a little while'}.
