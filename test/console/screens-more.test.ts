@@ -65,9 +65,16 @@ async function pendingTask(type: string) {
 
 const money = (n: number, currency: string) => new Intl.NumberFormat('en', { style: 'currency', currency }).format(n);
 
+/** At 390 px the page does not scroll sideways, and every field on it has a visible label. */
 const narrow = async (name: string) => {
   await c.page.setViewportSize({ width: 390, height: 844 });
   expect(await horizontalOverflow(c.page), name).toBeLessThanOrEqual(0);
+  const unlabelled = await c.page.evaluate(() =>
+    [...document.querySelectorAll<HTMLInputElement>('input, select, textarea')]
+      .filter((el) => el.type !== 'hidden' && ![...(el.labels ?? [])].some((l) => l.textContent?.trim()))
+      .map((el) => el.outerHTML),
+  );
+  expect(unlabelled, name).toEqual([]);
   await c.screenshot(`narrow-${name}`);
   await c.page.setViewportSize({ width: 1280, height: 900 });
 };
@@ -209,6 +216,7 @@ describe.sequential('more console screens', () => {
     expect(got.replies).toEqual([expect.objectContaining({ body: 'It is fast again, thank you.', resolved: true })]);
     await t.smtp!.waitFor((m) => m.text.includes('It is fast again, thank you.'));
     await c.screenshot('team-ticket-reply');
+    await narrow('team-tickets');
     expect(c.problems).toEqual([]);
   });
 
@@ -282,6 +290,7 @@ describe.sequential('more console screens', () => {
     await page.getByRole('alert').getByText(refusal.message).waitFor();
     expect(await t.deps.knex('tasks').where({ environment_id: environment.id, type: 'reset_database' })).toEqual([]);
     await c.screenshot('environment-backups-key');
+    await narrow('environment-backups');
 
     // Ending the other browser sessions asks for the password too.
     const other = await sessionAgent(t, owner);
@@ -367,6 +376,7 @@ describe.sequential('more console screens', () => {
           : `${money(plan.monthly_price, before.currency)} a month`,
       );
     await c.screenshot('environment-machines-build');
+    await narrow('environment-machines');
     await page.getByRole('button', { name: 'Choose build machine' }).click();
     await page.getByText('Build machine chosen').waitFor();
     expect((await agent.get(`${env}/build-machines`)).body).toMatchObject({ provider: provider.id, plan: plan.id });
