@@ -265,7 +265,6 @@ describe.sequential('the console screens', () => {
     const link = page.getByRole('alert').getByRole('link', { name: scaleTask.id });
     await link.waitFor();
     expect(await link.getAttribute('href')).toBe(`/tasks/${scaleTask.id}`);
-    // Named by its type and status, and who asked.
     await expect.poll(() => link.textContent()).toBe(`scale (pending, asked by Olive Owner), ${scaleTask.id}`);
     await page.getByText('Another change runs on this environment').waitFor();
     expect(await t.deps.knex('tasks').where({ environment_id: environment.id, type: 'scale' })).toHaveLength(1);
