@@ -107,6 +107,11 @@ function AllowanceForm(props: { id: string; a: Allowance; grow?: Grow; onSaved()
       {preview && (
         <PricePreview label={`${gb} GB`} monthly={preview.monthly} delta={preview.delta} currency={a.currency} />
       )}
+      {!preview && gb > a.included_gb && gb !== a.allowance_gb && (
+        <p class="muted">
+          No answer states the price of a GB beyond the plan yet: the price shows here once the allowance is set.
+        </p>
+      )}
       {gb !== a.allowance_gb && (
         <button type="submit" disabled={save.busy}>
           Set allowance
