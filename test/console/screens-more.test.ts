@@ -1,3 +1,5 @@
+import { mkdtempSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { type ConsoleBrowser, horizontalOverflow, openConsole } from '../helpers/console-browser';
@@ -380,6 +382,28 @@ describe.sequential('more console screens', () => {
     await page.getByRole('button', { name: 'Choose build machine' }).click();
     await page.getByText('Build machine chosen').waitFor();
     expect((await agent.get(`${env}/build-machines`)).body).toMatchObject({ provider: provider.id, plan: plan.id });
+    expect(c.problems).toEqual([]);
+  });
+
+  it('backup destinations: a refused path shown beside its field, then a destination renamed', async () => {
+    const { page } = c;
+    t.deps.config.backupLocalRoots = [path.join(t.dataDir, '..')];
+    const dir = mkdtempSync(path.join(t.dataDir, '..', 'console-dest-'));
+    const made = await agent.post(`/teams/${team.id}/backup-destinations`, { kind: 'local', name: 'disk', path: dir });
+    expect(made.status, made.text).toBe(201);
+    await go(`/teams/${team.id}/backup-destinations`);
+    await page.getByRole('button', { name: 'Change disk' }).click();
+    const form = page.locator('form', { has: page.getByRole('button', { name: 'Save destination' }) });
+    await form.getByLabel('Path').fill('/not/a/root/of/this/host');
+    await form.getByRole('button', { name: 'Save destination' }).click();
+    await expect.poll(() => form.getByLabel('Path').getAttribute('aria-invalid')).toBe('true');
+    expect((await agent.get(`/backup-destinations/${made.body.id}`)).body.settings).toEqual(made.body.settings);
+    await form.getByLabel('Path').fill(dir);
+    await form.getByLabel('Name').fill('offsite disk');
+    await c.screenshot('team-backup-destinations-edit');
+    await form.getByRole('button', { name: 'Save destination' }).click();
+    await page.getByText('offsite disk').waitFor();
+    expect((await agent.get(`/backup-destinations/${made.body.id}`)).body.name).toBe('offsite disk');
     expect(c.problems).toEqual([]);
   });
 });
