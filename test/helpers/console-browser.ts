@@ -72,3 +72,12 @@ export async function signIn(page: Page, email: string, password = PASSWORD) {
 export async function horizontalOverflow(page: Page): Promise<number> {
   return page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
 }
+
+/** The fields (input, select, textarea) of the page that have no visible label: [] when every one has. */
+export async function unlabelledFields(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll<HTMLInputElement>('input, select, textarea')]
+      .filter((el) => el.type !== 'hidden' && ![...(el.labels ?? [])].some((l) => l.textContent?.trim()))
+      .map((el) => el.outerHTML),
+  );
+}
