@@ -12,7 +12,7 @@ import { createCdnActivities } from './cdn/activities';
 import { createCertificateActivities } from './certificates';
 import { open, seal } from '../system/crypto';
 import { publishEdgeRoute } from '../db/queries/edge-routes';
-import { prepareServicesServer, tenantServicesPort } from './data/pg-server';
+import { prepareServicesServer, tenantServicesPort } from '../host/pg-server';
 import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';

@@ -1,6 +1,6 @@
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAllowList } from '../activities/provider/outbound';
+import { parseAllowList } from '../host/outbound';
 
 export interface Config {
   port: number;

@@ -7,7 +7,7 @@ import { BackupWindow } from '../../db/models/backup-window';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { startBackupTask } from '../../api/backups/tasks';
 import { destinationSpec } from '../../api/backups/destinations';
-import { openStore } from './destinations';
+import { openStore } from '../../host/destinations';
 import { volumeHasFiles } from '../../db/queries/storage';
 
 export async function startScheduledBackups(deps: Deps, projectId: string): Promise<string[]> {

@@ -5,7 +5,7 @@
 import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
 import { jailAddresses, sandboxMode } from '../provider/sandbox';
-import { serviceVariables, servicesOnLoopback, type ServiceLogin } from './pg-server';
+import { serviceVariables, servicesOnLoopback, type ServiceLogin } from '../../host/pg-server';
 
 export const servicePasswordAad = (serviceId: string) => `service-password:${serviceId}`;
 

@@ -23,7 +23,7 @@ import { open } from '../../system/crypto';
 import { registryAad } from '../../db/queries/registries';
 import type { OnLine } from '../provider/run-step';
 import { secretRedactor } from '../../system/redact';
-import { Dir } from '../provider/no-follow';
+import { Dir } from '../../host/no-follow';
 
 export interface RegistryAuth {
   env: Record<string, string>;

@@ -4,12 +4,12 @@ import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
 import { Integration } from '../../db/models/integration';
 import { IntegrationDelivery } from '../../db/models/integration-delivery';
-import { integrationAad } from '../../api/integrations/kinds';
+import { integrationAad } from '../../core/integration-kinds';
 import { openWebhookUrl, sealWebhookUrls } from '../../db/queries/integrations';
 import { slackText } from './slack-message';
-import { OutboundRefused, outboundRequest } from '../provider/outbound';
+import { OutboundRefused, outboundRequest } from '../../host/outbound';
 import { Task } from '../../db/models/task';
-import { emitIntegrationEvent } from '../../api/lib/integration-events';
+import { emitIntegrationEvent } from '../../core/integration-events';
 import { storedRule } from '../../db/queries/notification-rules';
 import { taskEventEmail } from '../../system/mail';
 

@@ -14,7 +14,7 @@ import { open, seal } from '../../system/crypto';
 import { type TaskLog, withTaskLog } from '../tasks/log-writer';
 import { withHeartbeat } from '../deploys/step-env';
 import { copyDatabase } from '../data/backup-engine';
-import { createServiceDatabase, dropServiceDatabase, serviceVariables, type ServiceLogin } from '../data/pg-server';
+import { createServiceDatabase, dropServiceDatabase, serviceVariables, type ServiceLogin } from '../../host/pg-server';
 import { serviceHost, servicePasswordAad } from '../data/service-env';
 import { countDifferences, freezeDatabase, thawDatabase } from '../data/reshape-db';
 import { tableCounts } from '../data/row-counts';

@@ -28,7 +28,7 @@ import {
   setServicesPorts,
 } from './sandbox-network';
 import { volumeOf } from './volume';
-import { withDir } from './no-follow';
+import { withDir } from '../../host/no-follow';
 
 export { closeServicesPort, jailAddresses, netnsName, removeNetwork, removeNetworksInRange } from './sandbox-network';
 

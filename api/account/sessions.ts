@@ -3,9 +3,9 @@ import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import { Session } from '../../db/models/session';
 import { User } from '../../db/models/user';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
-import { dummyHash, verifyPassword } from '../lib/passwords';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
+import { dummyHash, verifyPassword } from '../../core/passwords';
 import { randomToken, sessionDigest } from '../lib/token-format';
 import { SESSION_COOKIE } from '../middleware/authenticate';
 

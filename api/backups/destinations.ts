@@ -7,15 +7,11 @@ import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
 import { open, seal } from '../../system/crypto';
 import { BackupDestination } from '../../db/models/backup-destination';
-import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
-import { iso } from '../lib/time';
-import { DESTINATION_KINDS, probeStoreFault, type DestinationSpec } from '../../activities/data/destinations';
-import {
-  checkLocalDestination,
-  LOCAL_NOT_ENABLED,
-  localDestinationsEnabled,
-} from '../../activities/data/local-destination';
+import type { Actor } from '../../core/actor';
+import { AppError, errors } from '../../core/errors';
+import { iso } from '../../core/time';
+import { DESTINATION_KINDS, probeStoreFault, type DestinationSpec } from '../../host/destinations';
+import { checkLocalDestination, LOCAL_NOT_ENABLED, localDestinationsEnabled } from '../../host/local-destination';
 import type { CreateDestination, UpdateDestination } from './schemas';
 import { recordBackupsEvent } from './events';
 
@@ -78,7 +74,7 @@ export async function presentDestination(deps: Deps, row: BackupDestination) {
   };
 }
 
-/** The real path of a local destination, or 422 on `path` (CONTRACT "Backups"; activities/data/local-destination.ts). */
+/** The real path of a local destination, or 422 on `path` (CONTRACT "Backups"; host/local-destination.ts). */
 async function checkLocalPath(deps: Deps, p: string): Promise<string> {
   const checked = await checkLocalDestination(deps, p);
   if (checked.refusal === LOCAL_NOT_ENABLED) throw errors.invalid({ kind: LOCAL_NOT_ENABLED });
@@ -86,7 +82,7 @@ async function checkLocalPath(deps: Deps, p: string): Promise<string> {
   return checked.real;
 }
 
-/** Probes the store; a failure is a 422 on the fields it points at (activities/data/destinations.ts). */
+/** Probes the store; a failure is a 422 on the fields it points at (host/destinations.ts). */
 async function probe(deps: Deps, spec: DestinationSpec): Promise<void> {
   const fault = await probeStoreFault(spec, deps.config);
   if (!fault) return;

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Secrets } from '../../system/secrets';
 import { open, seal } from '../../system/crypto';
-import { keyFingerprint } from '../../activities/data/snapshot-format';
+import { keyFingerprint } from '../../host/snapshot-format';
 
 const aad = (envId: string) => `backup-key:${envId}`;
 

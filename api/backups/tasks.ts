@@ -1,18 +1,18 @@
 /**
- * The data area's tasks, started through the task platform (api/lib/tasks.ts): backup (not exclusive),
+ * The data area's tasks, started through the task platform (core/tasks.ts): backup (not exclusive),
  * restore, sync and reset-database (exclusive: one change at a time per environment).
  */
 import { randomUUID } from 'node:crypto';
 import { volumeHasFiles } from '../../db/queries/storage';
 import type { Deps } from '../../system/deps';
-import { startTask, type TaskRequester } from '../lib/tasks';
+import { startTask, type TaskRequester } from '../../core/tasks';
 import { presentTask } from '../tasks/presenter';
-import { errors } from '../lib/errors';
+import { errors } from '../../core/errors';
 import { BackupWindow } from '../../db/models/backup-window';
 import { BackupDestination } from '../../db/models/backup-destination';
 import type { Environment } from '../../db/models/environment';
-import type { Actor } from '../lib/actor';
-import { verifyPassword } from '../lib/passwords';
+import type { Actor } from '../../core/actor';
+import { verifyPassword } from '../../core/passwords';
 import { availableSnapshot } from './service';
 import { destinationRefusal, recordDestinationError } from './destinations';
 

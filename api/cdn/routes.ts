@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
-import { startTask } from '../lib/tasks';
+import { startTask } from '../../core/tasks';
 import { taskSchema } from '../tasks/schemas';
 import { presentTask } from '../tasks/presenter';
 import * as s from './schemas';

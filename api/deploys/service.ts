@@ -1,11 +1,11 @@
 /**
- * Deploy, redeploy, rollback and build: each a task started through the task client (api/lib/tasks.ts),
+ * Deploy, redeploy, rollback and build: each a task started through the task client (core/tasks.ts),
  * which writes the row and starts the workflow together. Deploys, redeploys and rollbacks are exclusive:
  * the environment's one change at a time.
  */
 import type { Deps } from '../../system/deps';
-import { errors } from '../lib/errors';
-import { assertNoExclusiveTask, startTask, type TaskRequester } from '../lib/tasks';
+import { errors } from '../../core/errors';
+import { assertNoExclusiveTask, startTask, type TaskRequester } from '../../core/tasks';
 import type { Environment } from '../../db/models/environment';
 import { liveRelease, rollbackTarget } from '../../db/queries/releases';
 import type { DeployType } from '../../db/vocabulary';

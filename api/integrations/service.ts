@@ -5,9 +5,15 @@ import { Integration } from '../../db/models/integration';
 import { IntegrationDelivery } from '../../db/models/integration-delivery';
 import { recordActivity } from '../../db/queries/activity';
 import { sealWebhookUrls, webhookUrlColumns } from '../../db/queries/integrations';
-import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
-import { INTEGRATION_EVENTS, INTEGRATION_KINDS, integrationAad, KIND_NAMES, type IntegrationKind } from './kinds';
+import type { Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
+import {
+  INTEGRATION_EVENTS,
+  INTEGRATION_KINDS,
+  integrationAad,
+  KIND_NAMES,
+  type IntegrationKind,
+} from '../../core/integration-kinds';
 import { presentIntegration } from './presenter';
 import type { CreateBody, UpdateBody } from './schemas';
 

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { z } from 'zod';
-import type { Actor } from './actor';
+import type { Actor } from '../../core/actor';
 import type { Deps } from '../../system/deps';
 import type { Action } from './policy';
 import type { ResolvedScope, Scope, ScopeRow } from './scopes';

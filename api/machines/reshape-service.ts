@@ -6,14 +6,14 @@
  * `POST .../discard-old-database` (`machines`/`discard_old_database`). Prices come from the price list.
  */
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
+import type { Actor } from '../../core/actor';
 import type { Task } from '../../db/models/task';
 import { Service } from '../../db/models/service';
 import { Server } from '../../db/models/server';
-import { errors } from '../lib/errors';
-import { iso } from '../lib/time';
-import { loadPriceList, monthlyPriceDelta, planById, type Plan, type PriceList } from '../lib/pricing';
-import { startTask } from '../lib/tasks';
+import { errors } from '../../core/errors';
+import { iso } from '../../core/time';
+import { loadPriceList, monthlyPriceDelta, planById, type Plan, type PriceList } from '../../core/pricing';
+import { startTask } from '../../core/tasks';
 
 type Shape = 'combined' | 'separate';
 interface EnvRow {

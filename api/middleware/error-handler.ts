@@ -7,7 +7,7 @@ import {
   CheckViolationError,
   DataError,
 } from 'objection';
-import { appError, AppError } from '../lib/errors';
+import { appError, AppError } from '../../core/errors';
 import { issuesToFields } from '../lib/define-route';
 import type { Logger } from '../../system/logger';
 

@@ -8,11 +8,11 @@
  */
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
-import { searchAttributeKeys } from '../lib/tasks';
-import { iso, isoOrNull } from '../lib/time';
+import { searchAttributeKeys } from '../../core/tasks';
+import { iso, isoOrNull } from '../../core/time';
 import { workflowIds } from '../../workflows/shared';
 import { dropEnvironmentServices } from '../services/service';
 import { startRetire } from '../environments/service';

@@ -10,9 +10,9 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import { open, seal } from '../../system/crypto';
 import { projectRepositoryOf } from '../../db/queries/repository';
-import { appError, errors } from '../lib/errors';
+import { appError, errors } from '../../core/errors';
 import { API_PREFIX } from '../lib/paths';
-import { isoOrNull } from '../lib/time';
+import { isoOrNull } from '../../core/time';
 import { displayUrl, lsRemote } from './git';
 
 export const SIGNATURE_HEADER = 'x-hub-signature-256';

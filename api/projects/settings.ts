@@ -4,8 +4,8 @@
  */
 import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { AppError, errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
 
 interface ProjectRow {

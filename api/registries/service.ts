@@ -2,8 +2,8 @@ import type { Deps } from '../../system/deps';
 import { seal } from '../../system/crypto';
 import { recordActivity } from '../../db/queries/activity';
 import { registryAad } from '../../db/queries/registries';
-import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
 
 const present = (r: { host: string; username: string; created_at: Date }) => ({
   host: r.host,

@@ -5,16 +5,16 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
+import type { Actor } from '../../core/actor';
 import type { Environment } from '../../db/models/environment';
 import { Service } from '../../db/models/service';
-import { errors } from '../lib/errors';
-import { iso } from '../lib/time';
-import { loadPriceList, monthlyPriceDelta, planById } from '../lib/pricing';
-import { startTask } from '../lib/tasks';
+import { errors } from '../../core/errors';
+import { iso } from '../../core/time';
+import { loadPriceList, monthlyPriceDelta, planById } from '../../core/pricing';
+import { startTask } from '../../core/tasks';
 import { presentTask } from '../tasks/presenter';
 import { seal } from '../../system/crypto';
-import { dropServiceDatabase, serverMajorVersion } from '../../activities/data/pg-server';
+import { dropServiceDatabase, serverMajorVersion } from '../../host/pg-server';
 import { servicePasswordAad } from '../../activities/data/service-env';
 import { openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 import { workerSettings } from '../../db/queries/worker-settings';

@@ -7,8 +7,8 @@ import { Membership } from '../../db/models/membership';
 import { Team } from '../../db/models/team';
 import { User } from '../../db/models/user';
 import { invitationEmail } from '../../system/mail/templates';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import {
   assertMayChangeRole,
   assertMayInvite,

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { parseRepositoryUrl } from '../../activities/provider/git-remote';
+import { parseRepositoryUrl } from '../../host/git-remote';
 import { loadConfig } from '../../system/config';
 import { loadSecrets, type Secrets } from '../../system/secrets';
 import { sealCredentials } from '../queries/repository';

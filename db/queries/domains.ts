@@ -8,7 +8,7 @@
  * or by the daily `prune-expired` run. Every change of a hostname's claims holds its advisory lock.
  */
 import type { Knex } from 'knex';
-import { lookupTxt } from '../../api/lib/dns';
+import { lookupTxt } from '../../core/dns';
 import { recordActivity } from './activity';
 
 export const VERIFY_PREFIX = '_vc-verify.';

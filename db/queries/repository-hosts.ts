@@ -5,12 +5,12 @@
  * - an http:// or https:// URL: the team's `https` host whose `host` is the URL's authority (name and
  *   port when not the scheme's default, lower case): user name and token through GIT_ASKPASS;
  * - an ssh URL (`ssh://` or `user@host:path`): the team's `ssh` host of that host name: its private key
- *   through GIT_SSH_COMMAND's IdentityFile (activities/provider/git-run.ts).
+ *   through GIT_SSH_COMMAND's IdentityFile (host/git-run.ts).
  * The token or key is sealed to the row (system/crypto.ts) and opened only here, for the git call.
  */
 import type { Knex } from 'knex';
-import { parseRepositoryUrl, sshHost, type GitRepo } from '../../activities/provider/git-remote';
-import { normalizeHost } from '../../activities/provider/outbound';
+import { parseRepositoryUrl, sshHost, type GitRepo } from '../../host/git-remote';
+import { normalizeHost } from '../../host/outbound';
 import { open, seal } from '../../system/crypto';
 import type { Secrets } from '../../system/secrets';
 

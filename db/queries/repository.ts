@@ -4,7 +4,7 @@
  * git call that needs them. Every place that runs git for a project gets its repository from here.
  */
 import type { Knex } from 'knex';
-import type { Credentials, GitRepo } from '../../activities/provider/git-remote';
+import type { Credentials, GitRepo } from '../../host/git-remote';
 import { open, seal } from '../../system/crypto';
 import type { Secrets } from '../../system/secrets';
 import { withHostCredentials } from './repository-hosts';

@@ -6,7 +6,7 @@
  * Used by the workflows' activities and by the API's cancel.
  */
 import type { Knex } from 'knex';
-import type { TaskRecord } from '../../workflows/task-record';
+import type { TaskRecord } from '../task-record';
 import { Task } from '../models/task';
 import { workflowIds } from '../../workflows/shared';
 

@@ -9,7 +9,7 @@ import { createDeployWorld, taskLog, runTaskOk } from '../helpers/deploy-fixture
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import pg from 'pg';
-import { dropServiceDatabase, serviceSessionUrl, withAdmin } from '../../activities/data/pg-server';
+import { dropServiceDatabase, serviceSessionUrl, withAdmin } from '../../host/pg-server';
 import { servicePasswordAad } from '../../activities/data/service-env';
 import { open } from '../../system/crypto';
 

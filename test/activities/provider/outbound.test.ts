@@ -7,7 +7,7 @@ import {
   outboundRequest,
   OutboundRefused,
   parseAllowList,
-} from '../../../activities/provider/outbound';
+} from '../../../host/outbound';
 import { loadConfig } from '../../../system/config';
 
 const none = { outboundAllowedHosts: [] as string[] };

@@ -7,9 +7,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { addMember, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { startReceiver, type Receiver } from '../../helpers/receiver';
-import { emitIntegrationEvent } from '../../../api/lib/integration-events';
+import { emitIntegrationEvent } from '../../../core/integration-events';
 import { seal } from '../../../system/crypto';
-import { integrationAad } from '../../../api/integrations/kinds';
+import { integrationAad } from '../../../core/integration-kinds';
 
 const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 const receivers: Receiver[] = [];

@@ -15,7 +15,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import type { Config } from '../../system/config';
+import type { Config } from '../system/config';
 
 export type OutboundConfig = Pick<Config, 'outboundAllowedHosts'>;
 

@@ -18,14 +18,14 @@ import {
   WorkflowNotFoundError,
 } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import type { Deps } from '../../system/deps';
+import type { Deps } from '../system/deps';
 import type { Actor } from './actor';
 import { errors } from './errors';
-import { Task } from '../../db/models/task';
-import { FINAL_TASK_STATUSES, TASK_TYPES, type AccountVia, type TaskType } from '../../db/vocabulary';
-import { cancelPendingTask, insertTask, runningExclusiveTask } from '../../db/queries/tasks';
-import { workflowIds } from '../../workflows/shared';
-import type { TaskRecord } from '../../workflows/task-record';
+import { Task } from '../db/models/task';
+import { FINAL_TASK_STATUSES, TASK_TYPES, type AccountVia, type TaskType } from '../db/vocabulary';
+import { cancelPendingTask, insertTask, runningExclusiveTask } from '../db/queries/tasks';
+import { workflowIds } from '../workflows/shared';
+import type { TaskRecord } from '../db/task-record';
 import { metrics } from './metrics';
 
 /**
