@@ -5,7 +5,7 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { Deps } from '../../system/deps';
-import { autoDeployProject, autoDeployProjects } from '../../api/projects/auto-deploy';
+import { autoDeployProject, autoDeployProjects } from '../../core/projects/auto-deploy';
 import { searchAttributeKeys } from '../../core/tasks';
 import { workflowIds } from '../../workflows/shared';
 

@@ -5,7 +5,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
-import { deleteCancelledEnvironments } from '../../api/projects/cancel';
+import { deleteCancelledEnvironments } from '../../core/projects/cancel';
 import { expirePendingDomains } from '../../db/queries/domains';
 import { pruneDeletedEnvironments } from './deleted-environments';
 

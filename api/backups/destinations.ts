@@ -5,12 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
-import { open, seal } from '../../system/crypto';
+import { seal } from '../../system/crypto';
 import { BackupDestination } from '../../db/models/backup-destination';
 import type { Actor } from '../../core/actor';
 import { AppError, errors } from '../../core/errors';
 import { iso } from '../../core/time';
 import { DESTINATION_KINDS, probeStoreFault, type DestinationSpec } from '../../host/destinations';
+import { destinationAad, destinationRefusal, destinationSpec } from '../../core/backups/destinations';
 import { checkLocalDestination, LOCAL_NOT_ENABLED, localDestinationsEnabled } from '../../host/local-destination';
 import type { CreateDestination, UpdateDestination } from './schemas';
 import { recordBackupsEvent } from './events';
@@ -21,15 +22,6 @@ const FIELDS: Record<'local' | 's3', readonly string[]> = {
   s3: ['endpoint', 'region', 'bucket', 'prefix', ...SECRET_FIELDS],
 };
 
-const aad = (id: string) => `backup-destination:${id}`;
-
-/** The store spec of a destination row, secrets opened (worker and API only; never shown). */
-export function destinationSpec(deps: Pick<Deps, 'secrets'>, row: BackupDestination): DestinationSpec {
-  if (row.kind === 'local') return { kind: 'local', settings: { path: row.settings.path } };
-  const secrets = JSON.parse(open(deps.secrets, row.secrets_sealed ?? '', aad(row.id)));
-  return { kind: 's3', settings: row.settings as never, secrets };
-}
-
 /** The kinds that may be added: `local` only when the operator set BACKUP_LOCAL_ROOTS. */
 export function destinationKinds(deps: Pick<Deps, 'config'>) {
   return {
@@ -38,17 +30,6 @@ export function destinationKinds(deps: Pick<Deps, 'config'>) {
       fields: k.fields.map((f) => ({ ...f })),
     })),
   };
-}
-
-/**
- * Why the destination takes no backup now (a local one outside BACKUP_LOCAL_ROOTS, or no longer a directory
- * only root can change), or null. Its snapshots can still be downloaded and restored: every read checks the
- * object against its row.
- */
-export async function destinationRefusal(deps: Pick<Deps, 'config' | 'knex'>, row: BackupDestination) {
-  if (row.kind !== 'local') return null;
-  const { refusal } = await checkLocalDestination(deps, row.settings.path);
-  return refusal && `backups to this local destination are refused: its path ${refusal}`;
 }
 
 export async function presentDestination(deps: Deps, row: BackupDestination) {
@@ -138,7 +119,7 @@ export async function createDestination(
       ...(input.prefix ? { prefix: input.prefix } : {}),
     };
     const secrets = { access_key_id: input.access_key_id, secret_access_key: input.secret_access_key };
-    secretsSealed = seal(deps.secrets, JSON.stringify(secrets), aad(id));
+    secretsSealed = seal(deps.secrets, JSON.stringify(secrets), destinationAad(id));
     spec = { kind: 's3', settings: settings as never, secrets };
   }
   if (await BackupDestination.query(deps.knex).findOne({ team_id: teamId, name: input.name })) throw nameTaken();
@@ -193,7 +174,7 @@ export async function updateDestination(
       if (input[k] !== undefined) settings[k] = input[k]!;
     const secrets = { ...current.secrets };
     for (const k of SECRET_FIELDS) if (input[k] !== undefined) secrets[k] = input[k]!;
-    secretsSealed = seal(deps.secrets, JSON.stringify(secrets), aad(row.id));
+    secretsSealed = seal(deps.secrets, JSON.stringify(secrets), destinationAad(row.id));
     spec = { kind: 's3', settings: settings as never, secrets };
   }
   if (
@@ -226,11 +207,4 @@ export async function updateDestination(
     if (err instanceof UniqueViolationError) throw nameTaken();
     throw err;
   }
-}
-
-/** Keeps why a backup to the destination was refused or failed (null: the last one worked). */
-export async function recordDestinationError(knex: Deps['knex'], id: string, error: string | null) {
-  await knex('backup_destinations')
-    .where({ id })
-    .update({ last_error: error, last_error_at: error ? knex.fn.now() : null });
 }

@@ -2,10 +2,10 @@
  * The data area's tasks, started through the task platform (core/tasks.ts): backup (not exclusive),
  * restore, sync and reset-database (exclusive: one change at a time per environment).
  */
-import { randomUUID } from 'node:crypto';
 import { volumeHasFiles } from '../../db/queries/storage';
 import type { Deps } from '../../system/deps';
-import { startTask, type TaskRequester } from '../../core/tasks';
+import { startTask } from '../../core/tasks';
+import { startBackupTask } from '../../core/backups/tasks';
 import { presentTask } from '../tasks/presenter';
 import { errors } from '../../core/errors';
 import { BackupWindow } from '../../db/models/backup-window';
@@ -14,29 +14,11 @@ import type { Environment } from '../../db/models/environment';
 import type { Actor } from '../../core/actor';
 import { verifyPassword } from '../../core/passwords';
 import { availableSnapshot } from './service';
-import { destinationRefusal, recordDestinationError } from './destinations';
+import { destinationRefusal, recordDestinationError } from '../../core/backups/destinations';
 
 const who = (actor: Actor) => ({ id: actor.user.id, name: actor.user.name });
 
 type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
-
-export async function startBackupTask(
-  deps: Deps,
-  by: TaskRequester,
-  env: EnvRow,
-  destinationId: string,
-  trigger: 'manual' | 'scheduled',
-) {
-  const backupId = randomUUID();
-  return startTask(deps, by, {
-    type: 'backup',
-    teamId: env.team_id,
-    projectId: env.project_id,
-    environmentId: env.id,
-    params: { backup_id: backupId, destination_id: destinationId, trigger },
-    summary: `Backup of ${env.name} (${trigger})`,
-  });
-}
 
 /** POST /environments/{id}/backups: to the given destination, else the backup window's (none: 422). */
 export async function requestBackup(deps: Deps, actor: Actor, env: EnvRow, input: { destination_id?: string }) {

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorBodySchema, errorResponse } from '../lib/responses';
 import * as s from './schemas';
-import { environmentWithProject, requestTask, type EnvironmentWithProject } from './service';
+import { environmentWithProject, requestTask, type EnvironmentWithProject } from '../../core/deploys';
 import type { DeployType } from '../../db/vocabulary';
 import { defineScope } from '../lib/scopes';
 import { presentTask } from '../tasks/presenter';

@@ -6,7 +6,7 @@ import { Task } from '../../db/models/task';
 import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
 import { authorize, reachableTeamIds, type Action } from '../lib/policy';
-import { branchesOf, lsRemote, refExists } from '../projects/git';
+import { branchesOf, lsRemote, refExists } from '../../core/ls-remote';
 import { projectRepositoryOf } from '../../db/queries/repository';
 import type { GitRepo } from '../../host/git';
 import { NAME_RULES } from '../projects/schemas';
@@ -15,8 +15,7 @@ import { ENVIRONMENTS_CURSOR } from './schemas';
 import { findProject } from '../projects/service';
 import { presentEnvironment, withUrl, type EnvironmentRecord } from './presenter';
 import { createEnvironmentMachines } from '../machines/service';
-import { dropEnvironmentServices } from '../services/service';
-import { workflowIds } from '../../workflows/shared';
+import { dropEnvironmentServices, startRetire } from '../../core/environment-retire';
 import { DELETED_ENVIRONMENT_KEEP_DAYS, tombstoneEnvironment } from '../../db/queries/deleted-environments';
 import { recordActivity } from '../../db/queries/activity';
 import { assertRecentSignIn, DELETE_PROTECTED_SIGN_IN_MINUTES } from '../lib/recent-sign-in';
@@ -262,20 +261,4 @@ export async function deleteEnvironment(
   });
   await dropEnvironmentServices(deps, id, gone.databases);
   await startRetire(deps, id, gone.port);
-}
-
-/**
- * The environment's processes, network and files are taken off the host by a workflow (the worker holds
- * them); if Temporal cannot be reached now, the worker retires what is left in retiring_ports when it starts.
- */
-export async function startRetire(deps: Deps, environmentId: string, port: number): Promise<void> {
-  try {
-    await deps.temporal.workflow.start('retireEnvironment', {
-      taskQueue: deps.config.taskQueue,
-      workflowId: workflowIds.environmentRetire(environmentId),
-      args: [{ environmentId, port }],
-    });
-  } catch (err) {
-    deps.logger.warn({ err, environmentId }, 'could not start retiring a deleted environment');
-  }
 }

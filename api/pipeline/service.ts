@@ -11,7 +11,7 @@ import { runningExclusiveTask } from '../../db/queries/tasks';
 import type { Actor } from '../../core/actor';
 import { can, roleIn } from '../lib/policy';
 import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
-import { displayUrl } from '../projects/git';
+import { displayUrl } from '../../core/ls-remote';
 import { findProject } from '../projects/service';
 import { findEnvironment } from '../environments/service';
 import { RELEASES_CURSOR } from './schemas';

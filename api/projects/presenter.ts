@@ -1,5 +1,5 @@
 import type { Project } from '../../db/models/project';
-import { displayUrl } from './git';
+import { displayUrl } from '../../core/ls-remote';
 import { iso } from '../../core/time';
 
 /** A project; the repository URL is shown without credentials. */

@@ -13,7 +13,7 @@ import { projectRepositoryOf } from '../../db/queries/repository';
 import { appError, errors } from '../../core/errors';
 import { API_PREFIX } from '../lib/paths';
 import { isoOrNull } from '../../core/time';
-import { displayUrl, lsRemote } from './git';
+import { displayUrl, lsRemote } from '../../core/ls-remote';
 
 export const SIGNATURE_HEADER = 'x-hub-signature-256';
 

@@ -7,7 +7,7 @@ import { appError, errors } from '../../core/errors';
 import { authorize, can, reachableMemberships, reachableTeamIds, type Action } from '../lib/policy';
 import { parseRepositoryUrl } from '../../host/git-remote';
 import { sealCredentials } from '../../db/queries/repository';
-import { lsRemote } from './git';
+import { lsRemote } from '../../core/ls-remote';
 import { withHostCredentials } from '../../db/queries/repository-hosts';
 import { newWebhookSecret, presentRepository } from './repository';
 import { presentProject } from './presenter';

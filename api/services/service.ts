@@ -14,7 +14,7 @@ import { loadPriceList, monthlyPriceDelta, planById } from '../../core/pricing';
 import { startTask } from '../../core/tasks';
 import { presentTask } from '../tasks/presenter';
 import { seal } from '../../system/crypto';
-import { dropServiceDatabase, serverMajorVersion } from '../../host/pg-server';
+import { serverMajorVersion } from '../../host/pg-server';
 import { servicePasswordAad } from '../../activities/data/service-env';
 import { openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 import { workerSettings } from '../../db/queries/worker-settings';
@@ -161,16 +161,4 @@ async function checkServicesReachable(deps: Deps): Promise<void> {
       `The environments' sandboxes cannot reach the services server: ${services.reason}. To change: ${services.change}`,
       { reason: services.reason, setting: services.change },
     );
-}
-
-/**
- * After an environment was deleted (its service rows went with it): drops the databases and roles its
- * services had, looked up by their generated names. A failure is logged, never the caller's error.
- */
-export async function dropEnvironmentServices(deps: Deps, envId: string, names: string[]): Promise<void> {
-  for (const name of names) {
-    await dropServiceDatabase(deps.config, { database: name, role: name }).catch((err) =>
-      deps.logger.warn({ envId, err: (err as Error).message }, 'could not drop the database of a deleted service'),
-    );
-  }
 }

@@ -9,7 +9,7 @@ import { addMember, createProject, createTeam, createUser, sessionAgent } from '
 import { createEnvironment } from '../../helpers/deploy-fixtures';
 import { startS3 } from '../../helpers/s3';
 import type { Agent } from '../../helpers/http';
-import { ensureBackupKey } from '../../../api/backups/keys';
+import { ensureBackupKey } from '../../../core/backups/keys';
 import { openStore } from '../../../host/destinations';
 import { takeSnapshot } from '../../../activities/data/backup-engine';
 import { keyFingerprint } from '../../../host/snapshot-format';

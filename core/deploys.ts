@@ -3,13 +3,13 @@
  * which writes the row and starts the workflow together. Deploys, redeploys and rollbacks are exclusive:
  * the environment's one change at a time.
  */
-import type { Deps } from '../../system/deps';
-import { errors } from '../../core/errors';
-import { assertNoExclusiveTask, startTask, type TaskRequester } from '../../core/tasks';
-import type { Environment } from '../../db/models/environment';
-import { liveRelease, rollbackTarget } from '../../db/queries/releases';
-import type { DeployType } from '../../db/vocabulary';
-import { deploySummary, type DeployWorkflowInput } from '../../workflows/deploys-shared';
+import type { Deps } from '../system/deps';
+import { errors } from './errors';
+import { assertNoExclusiveTask, startTask, type TaskRequester } from './tasks';
+import type { Environment } from '../db/models/environment';
+import { liveRelease, rollbackTarget } from '../db/queries/releases';
+import type { DeployType } from '../db/vocabulary';
+import { deploySummary, type DeployWorkflowInput } from '../workflows/deploys-shared';
 
 export type EnvironmentWithProject = Environment & { project_name: string; repository_url: string | null };
 
