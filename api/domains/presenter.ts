@@ -1,5 +1,5 @@
 import type { Domain } from '../../db/models/domain';
-import { VERIFY_PREFIX } from '../../db/queries/domains';
+import { VERIFY_PREFIX } from '../../core/domains';
 import type { CertificateSummary } from '../../db/queries/certificates';
 import { iso, isoOrNull } from '../../core/time';
 

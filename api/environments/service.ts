@@ -7,7 +7,7 @@ import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
 import { authorize, reachableTeamIds, type Action } from '../lib/policy';
 import { branchesOf, lsRemote, refExists } from '../../core/ls-remote';
-import { projectRepositoryOf } from '../../db/queries/repository';
+import { projectRepositoryOf } from '../../core/repository';
 import type { GitRepo } from '../../host/git';
 import { NAME_RULES } from '../projects/schemas';
 import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';

@@ -7,7 +7,7 @@ import type { Deps } from '../../system/deps';
 import { Project } from '../../db/models/project';
 import { git, GitError, mirrorWithCommit, treeEntryKind, type GitOptions, type GitRepo } from '../../host/git';
 import { MANIFEST_FILE, manifestFileFault, parseManifest, type Manifest } from '../../host/manifest';
-import { projectRepositoryOf } from '../../db/queries/repository';
+import { projectRepositoryOf } from '../../core/repository';
 import type { Actor } from '../../core/actor';
 import { appError } from '../../core/errors';
 import { authorize } from '../lib/policy';

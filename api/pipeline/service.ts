@@ -5,9 +5,9 @@
 import type { Deps } from '../../system/deps';
 import { Project } from '../../db/models/project';
 import { GitError, resolveRef, type GitRepo } from '../../host/git';
-import { projectRepositoryOf } from '../../db/queries/repository';
+import { projectRepositoryOf } from '../../core/repository';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
-import { runningExclusiveTask } from '../../db/queries/tasks';
+import { runningExclusiveTask } from '../../core/tasks';
 import type { Actor } from '../../core/actor';
 import { can, roleIn } from '../lib/policy';
 import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';

@@ -9,7 +9,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import { open, seal } from '../../system/crypto';
-import { projectRepositoryOf } from '../../db/queries/repository';
+import { projectRepositoryOf } from '../../core/repository';
 import { appError, errors } from '../../core/errors';
 import { API_PREFIX } from '../lib/paths';
 import { isoOrNull } from '../../core/time';

@@ -3,7 +3,7 @@ import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
 import { RepositoryHost } from '../../db/models/repository-host';
 import { recordActivity } from '../../db/queries/activity';
-import { sealHostSecret } from '../../db/queries/repository-hosts';
+import { sealHostSecret } from '../../core/repository-hosts';
 import type { Actor } from '../../core/actor';
 import { errors } from '../../core/errors';
 import { newSshKeyPair } from './keys';
@@ -22,7 +22,7 @@ export async function listRepositoryHosts(deps: Deps, teamId: string) {
 /**
  * Adds a repository host. https: the token is sealed (never answered again); ssh: a new Ed25519 key pair,
  * the private key sealed and the public key answered to add on the host. The team's projects on that
- * host without credentials of their own are then cloned with it (db/queries/repository-hosts.ts).
+ * host without credentials of their own are then cloned with it (core/repository-hosts.ts).
  */
 export async function createRepositoryHost(deps: Deps, actor: Actor, teamId: string, body: CreateBody) {
   const id = randomUUID();

@@ -9,7 +9,7 @@
 import type { Deps } from '../../system/deps';
 import { AppError } from '../errors';
 import { liveRelease } from '../../db/queries/releases';
-import { projectRepositoryOf } from '../../db/queries/repository';
+import { projectRepositoryOf } from '../repository';
 import { environmentWithProject, requestTask } from '../deploys';
 import { lsRemote } from '../ls-remote';
 import { shaOfRef } from '../../host/git';

@@ -5,7 +5,11 @@
 import type { Knex } from 'knex';
 import { openBuffer, seal } from '../../system/crypto';
 import type { Secrets } from '../../system/secrets';
-import type { Destination } from '../../logs/send';
+
+/** A project's log destination, opened: the shape logs/send.ts sends (declared here: db/ imports nothing above). */
+export type Destination =
+  | { kind: 'http'; name: string; url: string }
+  | { kind: 'syslog'; name: string; host: string; port: number; protocol: 'udp' | 'tcp' };
 
 export const DEFAULT_KEEP_DAYS = 7;
 

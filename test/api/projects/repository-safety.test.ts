@@ -15,7 +15,7 @@ import {
 import { freePort } from '../../helpers/ports';
 import { ensureMirror } from '../../../host/git';
 import { Project } from '../../../db/models/project';
-import { repositoryOf } from '../../../db/queries/repository';
+import { repositoryOf } from '../../../core/repository';
 
 const t = useTestContext({ worker: true });
 const roots = () => mkdtempSync(join(repositoriesDir(), 'safety-'));

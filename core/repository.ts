@@ -4,9 +4,9 @@
  * git call that needs them. Every place that runs git for a project gets its repository from here.
  */
 import type { Knex } from 'knex';
-import type { Credentials, GitRepo } from '../../host/git-remote';
-import { open, seal } from '../../system/crypto';
-import type { Secrets } from '../../system/secrets';
+import type { Credentials, GitRepo } from '../host/git-remote';
+import { open, seal } from '../system/crypto';
+import type { Secrets } from '../system/secrets';
 import { withHostCredentials } from './repository-hosts';
 
 export interface ProjectRepositoryRow {
@@ -31,7 +31,7 @@ export function sealCredentials(secrets: Keys, projectId: string, credentials: C
 
 /**
  * The repository of a loaded project row with the credentials git uses: the project's own, else its
- * team's repository host for that URL (db/queries/repository-hosts.ts); null when none is connected.
+ * team's repository host for that URL (core/repository-hosts.ts); null when none is connected.
  */
 export async function projectRepositoryOf(knex: Knex, secrets: Keys, project: ProjectRepositoryRow) {
   const repo = repositoryOf(secrets, project);

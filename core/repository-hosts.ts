@@ -9,10 +9,10 @@
  * The token or key is sealed to the row (system/crypto.ts) and opened only here, for the git call.
  */
 import type { Knex } from 'knex';
-import { parseRepositoryUrl, sshHost, type GitRepo } from '../../host/git-remote';
-import { normalizeHost } from '../../host/outbound';
-import { open, seal } from '../../system/crypto';
-import type { Secrets } from '../../system/secrets';
+import { parseRepositoryUrl, sshHost, type GitRepo } from '../host/git-remote';
+import { normalizeHost } from '../host/outbound';
+import { open, seal } from '../system/crypto';
+import type { Secrets } from '../system/secrets';
 
 type Keys = Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>;
 
