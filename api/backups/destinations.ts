@@ -11,10 +11,11 @@ import type { Actor } from '../../core/actor';
 import { AppError, errors } from '../../core/errors';
 import { iso } from '../../core/time';
 import { DESTINATION_KINDS, probeStoreFault, type DestinationSpec } from '../../host/destinations';
-import { destinationAad, destinationRefusal, destinationSpec } from '../../core/backups/destinations';
+import { destinationRefusal, destinationSpec } from '../../core/backups/destinations';
 import { checkLocalDestination, LOCAL_NOT_ENABLED, localDestinationsEnabled } from '../../host/local-destination';
 import type { CreateDestination, UpdateDestination } from './schemas';
 import { recordBackupsEvent } from './events';
+import { aad } from '../../db/aad';
 
 const SECRET_FIELDS = ['access_key_id', 'secret_access_key'] as const;
 const FIELDS: Record<'local' | 's3', readonly string[]> = {
@@ -119,7 +120,7 @@ export async function createDestination(
       ...(input.prefix ? { prefix: input.prefix } : {}),
     };
     const secrets = { access_key_id: input.access_key_id, secret_access_key: input.secret_access_key };
-    secretsSealed = seal(deps.secrets, JSON.stringify(secrets), destinationAad(id));
+    secretsSealed = seal(deps.secrets, JSON.stringify(secrets), aad.backupDestination(id));
     spec = { kind: 's3', settings: settings as never, secrets };
   }
   if (await BackupDestination.query(deps.knex).findOne({ team_id: teamId, name: input.name })) throw nameTaken();
@@ -174,7 +175,7 @@ export async function updateDestination(
       if (input[k] !== undefined) settings[k] = input[k]!;
     const secrets = { ...current.secrets };
     for (const k of SECRET_FIELDS) if (input[k] !== undefined) secrets[k] = input[k]!;
-    secretsSealed = seal(deps.secrets, JSON.stringify(secrets), destinationAad(row.id));
+    secretsSealed = seal(deps.secrets, JSON.stringify(secrets), aad.backupDestination(row.id));
     spec = { kind: 's3', settings: settings as never, secrets };
   }
   if (

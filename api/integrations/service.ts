@@ -7,15 +7,10 @@ import { recordActivity } from '../../db/queries/activity';
 import { sealWebhookUrls, webhookUrlColumns } from '../../db/queries/integrations';
 import type { Actor } from '../../core/actor';
 import { errors } from '../../core/errors';
-import {
-  INTEGRATION_EVENTS,
-  INTEGRATION_KINDS,
-  integrationAad,
-  KIND_NAMES,
-  type IntegrationKind,
-} from '../../core/integration-kinds';
+import { INTEGRATION_EVENTS, INTEGRATION_KINDS, KIND_NAMES, type IntegrationKind } from '../../core/integration-kinds';
 import { presentIntegration } from './presenter';
 import type { CreateBody, UpdateBody } from './schemas';
+import { aad } from '../../db/aad';
 
 export function newIntegrationChoices() {
   return {
@@ -43,7 +38,7 @@ export async function createIntegration(deps: Deps, actor: Actor, teamId: string
       name: body.name,
       events: body.events,
       ...(body.kind === 'webhook' ? webhookUrlColumns(deps.secrets, id, body.url, {}) : { config: {} }),
-      sealed_secret: seal(deps.secrets, secret, integrationAad(id)),
+      sealed_secret: seal(deps.secrets, secret, aad.integration(id)),
       created_by: actor.user.id,
     } as Partial<Integration>);
     await recordActivity(trx, {
@@ -84,7 +79,7 @@ export async function updateIntegration(deps: Deps, actor: Actor, row: Integrati
   if (body.events !== undefined) patch.events = body.events;
   if (body.url !== undefined) Object.assign(patch, webhookUrlColumns(deps.secrets, row.id, body.url, row.config));
   if (body.webhook_url !== undefined)
-    patch.sealed_secret = seal(deps.secrets, body.webhook_url, integrationAad(row.id));
+    patch.sealed_secret = seal(deps.secrets, body.webhook_url, aad.integration(row.id));
   await deps.knex.transaction(async (trx) => {
     await Integration.query(trx).patch(patch).where({ id: row.id });
     await recordActivity(trx, {

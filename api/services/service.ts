@@ -15,10 +15,10 @@ import { startTask } from '../../core/tasks';
 import { presentTask } from '../tasks/presenter';
 import { seal } from '../../system/crypto';
 import { serverMajorVersion } from '../../host/pg-server';
-import { servicePasswordAad } from '../../activities/data/service-env';
 import { openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 import { workerSettings } from '../../db/queries/worker-settings';
 import { WORKER_STALE_MS } from '../../system/worker-readiness';
+import { aad } from '../../db/aad';
 
 type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
 
@@ -113,7 +113,7 @@ export async function createService(
       status: 'creating',
       database_name: name,
       role_name: name,
-      password_sealed: seal(deps.secrets, randomBytes(24).toString('base64url'), servicePasswordAad(id)),
+      password_sealed: seal(deps.secrets, randomBytes(24).toString('base64url'), aad.servicePassword(id)),
     });
     if (plan.monthly_price > 0) {
       await openSubscription(trx, {

@@ -7,14 +7,12 @@ import { open } from '../../system/crypto';
 import type { BackupDestination } from '../../db/models/backup-destination';
 import type { DestinationSpec } from '../../host/destinations';
 import { checkLocalDestination } from '../../host/local-destination';
-
-/** What a destination's sealed secrets are bound to. */
-export const destinationAad = (id: string) => `backup-destination:${id}`;
+import { aad } from '../../db/aad';
 
 /** The store spec of a destination row, secrets opened (worker and API only; never shown). */
 export function destinationSpec(deps: Pick<Deps, 'secrets'>, row: BackupDestination): DestinationSpec {
   if (row.kind === 'local') return { kind: 'local', settings: { path: row.settings.path } };
-  const secrets = JSON.parse(open(deps.secrets, row.secrets_sealed ?? '', destinationAad(row.id)));
+  const secrets = JSON.parse(open(deps.secrets, row.secrets_sealed ?? '', aad.backupDestination(row.id)));
   return { kind: 's3', settings: row.settings as never, secrets };
 }
 
