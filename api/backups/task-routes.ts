@@ -2,12 +2,10 @@ import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import { taskSchema } from '../tasks/presenter';
-import type { Environment } from '../../db/models/environment';
 import * as s from './schemas';
 import * as tasks from './tasks';
 
 const tags = ['backups'];
-const env = (ctx: { scope: { row: unknown } }) => ctx.scope.row as Environment;
 const PROTECTED =
   'Over a protected environment the body needs `password` and a recent sign-in, else 403 reauthentication_required.';
 
@@ -33,7 +31,7 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 202;
-      ctx.body = await tasks.requestBackup(ctx.deps, ctx.actor, env(ctx), ctx.input.body);
+      ctx.body = await tasks.requestBackup(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({
@@ -63,7 +61,7 @@ export const routes: RouteDef[] = [
       ctx.body = await tasks.requestRestore(
         ctx.deps,
         ctx.actor,
-        env(ctx),
+        ctx.scope.row,
         ctx.input.params.snapshot,
         ctx.input.body,
         ctx.ip,
@@ -84,7 +82,7 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: { 200: { description: 'Sources', schema: s.syncSourcesSchema }, 404: error('No such environment') },
     async handler(ctx) {
-      ctx.body = await tasks.syncSources(ctx.deps, env(ctx));
+      ctx.body = await tasks.syncSources(ctx.deps, ctx.scope.row);
     },
   }),
   defineRoute({
@@ -110,7 +108,7 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 202;
-      ctx.body = await tasks.requestSync(ctx.deps, ctx.actor, env(ctx), ctx.input.body, ctx.ip);
+      ctx.body = await tasks.requestSync(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body, ctx.ip);
     },
   }),
   defineRoute({
@@ -136,7 +134,7 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 202;
-      ctx.body = await tasks.requestResetDatabase(ctx.deps, ctx.actor, env(ctx), ctx.input.body, ctx.ip);
+      ctx.body = await tasks.requestResetDatabase(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body, ctx.ip);
     },
   }),
 ] as RouteDef[];

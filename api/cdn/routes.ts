@@ -10,7 +10,6 @@ import { getCdn, updateCdn } from './service';
 
 const tags = ['cdn'];
 const idParams = z.object({ id: z.uuid() });
-type Env = { id: string; team_id: string; project_id: string; name: string };
 
 export const routes: RouteDef[] = [
   defineRoute({
@@ -53,7 +52,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields, each named (default_ttl_seconds)'),
     },
     async handler(ctx) {
-      ctx.body = await updateCdn(ctx.deps, ctx.actor, ctx.scope.row as unknown as Env, ctx.input.body);
+      ctx.body = await updateCdn(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({
@@ -79,7 +78,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid prefixes, each named (paths.1)'),
     },
     async handler(ctx) {
-      const env = ctx.scope.row as unknown as Env;
+      const env = ctx.scope.row;
       const paths = [...new Set(ctx.input.body.paths ?? [])];
       const task = await startTask(ctx.deps, ctx.actor, {
         type: 'cdn_clear',

@@ -11,6 +11,7 @@ import { INTEGRATION_EVENTS, INTEGRATION_KINDS, KIND_NAMES, type IntegrationKind
 import { presentIntegration } from './presenter';
 import type { CreateBody, UpdateBody } from './schemas';
 import { aad } from '../../db/aad';
+import type { ModelObject } from 'objection';
 
 export function newIntegrationChoices() {
   return {
@@ -68,7 +69,7 @@ export async function getIntegration(deps: Deps, id: string) {
   return presentIntegration(row, deliveries);
 }
 
-export async function updateIntegration(deps: Deps, actor: Actor, row: Integration, body: UpdateBody) {
+export async function updateIntegration(deps: Deps, actor: Actor, row: ModelObject<Integration>, body: UpdateBody) {
   const fields: Record<string, string> = {};
   if (row.kind === 'webhook' && body.webhook_url !== undefined)
     fields.webhook_url = 'is not a field of a webhook integration';
@@ -93,7 +94,7 @@ export async function updateIntegration(deps: Deps, actor: Actor, row: Integrati
   return getIntegration(deps, row.id);
 }
 
-export async function deleteIntegration(deps: Deps, actor: Actor, row: Integration) {
+export async function deleteIntegration(deps: Deps, actor: Actor, row: ModelObject<Integration>) {
   await deps.knex.transaction(async (trx) => {
     await Integration.query(trx).deleteById(row.id);
     await recordActivity(trx, {

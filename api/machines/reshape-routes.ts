@@ -7,7 +7,6 @@ import * as r from './reshape-schemas';
 import * as reshape from './reshape-service';
 
 const tags = ['machines'];
-type EnvRow = { id: string; team_id: string; project_id: string; name: string };
 
 export const routes: RouteDef[] = [
   defineRoute({
@@ -53,7 +52,7 @@ export const routes: RouteDef[] = [
       422: error('The current shape, an unknown plan, or a plan with shape combined'),
     },
     async handler(ctx) {
-      ctx.body = await reshape.previewReshape(ctx.deps, ctx.scope.row as unknown as EnvRow, ctx.input.body);
+      ctx.body = await reshape.previewReshape(ctx.deps, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({
@@ -83,12 +82,7 @@ export const routes: RouteDef[] = [
       422: error('The current shape, an unknown plan, or a plan with shape combined'),
     },
     async handler(ctx) {
-      const task = await reshape.requestReshape(
-        ctx.deps,
-        ctx.actor,
-        ctx.scope.row as unknown as EnvRow,
-        ctx.input.body,
-      );
+      const task = await reshape.requestReshape(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
       ctx.status = 202;
       ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
     },
@@ -116,7 +110,7 @@ export const routes: RouteDef[] = [
       422: error('confirm is not true'),
     },
     async handler(ctx) {
-      const task = await reshape.requestDiscardOldDatabase(ctx.deps, ctx.actor, ctx.scope.row as unknown as EnvRow);
+      const task = await reshape.requestDiscardOldDatabase(ctx.deps, ctx.actor, ctx.scope.row);
       ctx.status = 202;
       ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
     },

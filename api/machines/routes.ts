@@ -244,7 +244,7 @@ export const routes: RouteDef[] = [
       422: error('Unknown provider or plan'),
     },
     async handler(ctx) {
-      const env = ctx.scope.row as { id: string; team_id: string; project_id: string; name: string };
+      const env = ctx.scope.row;
       ctx.body = await machines.changeBuildMachine(ctx.deps, ctx.actor, env, ctx.input.body);
     },
   }),

@@ -39,7 +39,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid body'),
     },
     async handler(ctx) {
-      const env = ctx.scope.row as unknown as { id: string; team_id: string; project_id: string; name: string };
+      const env = ctx.scope.row;
       const on = ctx.input.body.maintenance;
       const task = await startTask(ctx.deps, ctx.actor, {
         type: on ? 'maintenance_on' : 'maintenance_off',

@@ -9,6 +9,7 @@ import { errors } from '../../core/errors';
 import { newSshKeyPair } from './keys';
 import { presentRepositoryHost } from './presenter';
 import { HOST_KINDS, KIND_FIELDS, type CreateBody } from './schemas';
+import type { ModelObject } from 'objection';
 
 export function newHostChoices() {
   return { kinds: HOST_KINDS.map((kind) => ({ kind, fields: KIND_FIELDS[kind] })) };
@@ -58,7 +59,7 @@ export async function createRepositoryHost(deps: Deps, actor: Actor, teamId: str
   }
 }
 
-export async function deleteRepositoryHost(deps: Deps, actor: Actor, row: RepositoryHost) {
+export async function deleteRepositoryHost(deps: Deps, actor: Actor, row: ModelObject<RepositoryHost>) {
   await deps.knex.transaction(async (trx) => {
     await RepositoryHost.query(trx).deleteById(row.id);
     await recordActivity(trx, {
