@@ -33,10 +33,7 @@ export async function requestTask(
   const { knex } = deps;
   const project = { id: env.project_id, name: env.project_name };
   if (!env.repository_url) {
-    throw errors.conflict(
-      'no_repository',
-      'The project has no repository connected: connect one with POST /projects/{id}/repository',
-    );
+    throw errors.conflict('no_repository');
   }
   if (env.stopped_at) {
     throw errors.conflict('conflict', 'The environment is stopped: its project was cancelled');
@@ -47,10 +44,10 @@ export async function requestTask(
     await assertNoExclusiveTask(deps, env.id);
   }
   if (input.type === 'redeploy' && !(await liveRelease(knex, env.id))) {
-    throw errors.conflict('nothing_to_redeploy', 'Nothing is live on this environment yet: deploy it first');
+    throw errors.conflict('nothing_to_redeploy');
   }
   if (input.type === 'rollback' && !(await rollbackTarget(knex, env.id))) {
-    throw errors.conflict('nothing_to_roll_back', 'There is no earlier release on this environment to roll back to');
+    throw errors.conflict('nothing_to_roll_back');
   }
   const isBuild = input.type === 'build';
   const skipSteps = input.type === 'rollback' ? true : (input.skipSteps ?? false);

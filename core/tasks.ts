@@ -167,11 +167,11 @@ export async function startTask(deps: Deps, by: TaskRequester, spec: TaskSpec): 
 /** 409 naming the running exclusive task: `deploy_in_progress` for a deployment, else `task_in_progress`. */
 export function inProgress(running: { id: string; kind: string } | null) {
   if (!running || running.kind === 'deployments') {
-    return errors.conflict('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', {
+    return errors.refusal('deploy_in_progress', {
       task_id: running?.id ?? null,
     });
   }
-  return errors.conflict('task_in_progress', 'Another change runs on this environment; wait for it to finish', {
+  return errors.refusal('task_in_progress', {
     task_id: running.id,
   });
 }

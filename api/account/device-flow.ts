@@ -19,14 +19,8 @@ const SLOW_DOWN_STEP_SECONDS = 5; // RFC 8628 section 3.5
 
 export type DevicePollError = 'authorization_pending' | 'slow_down' | 'expired_token' | 'access_denied';
 
-const MESSAGES: Record<DevicePollError, string> = {
-  authorization_pending: 'Waiting for the sign-in to be approved in the browser; poll again after the interval',
-  slow_down: 'Polling too fast; wait the interval (now 5 seconds longer) between polls',
-  expired_token: 'The device code has expired or was already used; start the sign-in again',
-  access_denied: 'The sign-in was denied in the browser',
-};
-
-export const pollError = (code: DevicePollError) => appError(code, MESSAGES[code]);
+/** The poll's answer while there is no session yet (RFC 8628 section 3.5); messages from the catalogue. */
+export const pollError = (code: DevicePollError) => appError(code);
 
 export function verificationUri(deps: Deps): string {
   return `${deps.config.baseUrl}${API_PREFIX}/cli/verify`;

@@ -50,10 +50,7 @@ export async function signIn(
     throw errors.unauthenticated(WRONG_CREDENTIALS);
   }
   if (!user.email_confirmed_at) {
-    throw appError(
-      'email_not_confirmed',
-      'Confirm your e-mail address first: enter the code we sent (POST /signup/confirm), or ask for a new one (POST /signup/resend)',
-    );
+    throw appError('email_not_confirmed');
   }
   await deps.guards.recordSuccess(address);
   // A browser that signs in again leaves its previous session behind, ended.

@@ -8,7 +8,7 @@ import type { Deps } from '../../system/deps';
 import { seal } from '../../system/crypto';
 import { BackupDestination } from '../../db/models/backup-destination';
 import type { Actor } from '../../core/actor';
-import { AppError, errors } from '../../core/errors';
+import { appError, errors } from '../../core/errors';
 import { iso } from '../../core/time';
 import { DESTINATION_KINDS, probeStoreFault, type DestinationSpec } from '../../host/destinations';
 import { destinationRefusal, destinationSpec } from '../../core/backups/destinations';
@@ -93,8 +93,8 @@ export async function getDestination(deps: Deps, id: string) {
 }
 
 const nameTaken = () =>
-  new AppError(409, 'conflict', 'The team has a destination of that name', {
-    name: 'is already used by another destination of this team',
+  appError('conflict', 'The team has a destination of that name', {
+    fields: { name: 'is already used by another destination of this team' },
   });
 
 export async function createDestination(

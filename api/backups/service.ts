@@ -81,8 +81,7 @@ export async function availableSnapshot(deps: Deps, env: EnvRow, snapshotId: str
 
 export async function deleteBackup(deps: Deps, actor: Actor, env: EnvRow, snapshotId: string, address: string) {
   const row = await loadSnapshot(deps, env, snapshotId);
-  if (row.status === 'running')
-    throw errors.conflict('snapshot_running', 'The snapshot is still being taken; wait for its task to end');
+  if (row.status === 'running') throw errors.conflict('snapshot_running');
   const destination = row.destination_id
     ? await BackupDestination.query(deps.knex).findById(row.destination_id)
     : undefined;
@@ -148,8 +147,7 @@ export async function openDownload(deps: Deps, snapshotId: string, q: { expires:
     if (err instanceof ObjectMismatch)
       throw errors.conflict('snapshot_not_available', `The stored snapshot cannot be served: ${err.message}`);
     const code = (err as { code?: string; name?: string }).code ?? (err as { name?: string }).name;
-    if (code === 'ENOENT' || code === 'NoSuchKey')
-      throw errors.conflict('snapshot_not_available', 'The snapshot is no longer at its destination');
+    if (code === 'ENOENT' || code === 'NoSuchKey') throw errors.conflict('snapshot_not_available');
     throw err;
   }
   body.once('close', () => store.close());

@@ -26,7 +26,7 @@ import { recordActivity } from '../../db/queries/activity';
 export const VERIFY_CALLS_PER_HOUR = 12;
 const WEEK_MS = 7 * 86_400_000;
 
-const taken = () => errors.conflict('domain_taken', 'That hostname is already verified on an environment');
+const taken = () => errors.conflict('domain_taken');
 const claimedByTeam = () =>
   errors.conflict('domain_taken', 'Your team has already added that hostname to an environment; move it with PATCH');
 const lost = () =>

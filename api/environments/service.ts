@@ -24,8 +24,7 @@ const nameTaken = () =>
   appError('conflict', 'An environment of that name exists in this project', {
     fields: { name: 'is already used by another environment of this project' },
   });
-const noRepository = () =>
-  appError('no_repository', 'Connect a git repository to the project first (POST /projects/{id}/repository)');
+const noRepository = () => appError('no_repository');
 
 /** Loads an environment the caller may act on; another team's environment answers 404. */
 export async function findEnvironment(
@@ -153,7 +152,7 @@ export async function createEnvironment(
       throw err;
     }
   }
-  throw appError('no_port_available', 'No port could be given to the environment; try again');
+  throw appError('no_port_available');
 }
 
 // ---- listing -----------------------------------------------------------------------------------

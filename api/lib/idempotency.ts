@@ -95,10 +95,7 @@ export async function withIdempotency(
       return;
     }
     if (Date.now() > deadline) {
-      throw appError(
-        'idempotency_key_in_use',
-        'A request with this Idempotency-Key is still being answered; repeat it in a moment',
-      );
+      throw appError('idempotency_key_in_use');
     }
     await new Promise((r) => setTimeout(r, 100));
   }

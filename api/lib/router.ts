@@ -149,7 +149,7 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
       const scope = await resolveScope(def, deps, actor, params as Record<string, unknown>);
       if (parse && hasBody(ctx)) {
         if (!ctx.is('application/json', ...(def.bodyTypes?.includes('multipart') ? ['multipart/form-data'] : []))) {
-          throw appError('unsupported_media_type', 'Send the body as application/json');
+          throw appError('unsupported_media_type');
         }
         await parse(ctx, async () => undefined);
       }

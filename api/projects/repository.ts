@@ -61,10 +61,7 @@ export async function reconnectRepository(deps: Deps, projectId: string) {
   if (!row) throw errors.notFound('project');
   const repo = await projectRepositoryOf(deps.knex, deps.secrets, row);
   if (!repo) {
-    throw errors.conflict(
-      'no_repository',
-      'The project has no repository connected: connect one with POST /projects/{id}/repository',
-    );
+    throw errors.conflict('no_repository');
   }
   const check = await lsRemote(repo, deps.config);
   const [updated] = await deps

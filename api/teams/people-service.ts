@@ -27,7 +27,7 @@ const notOpen = (status: string) =>
   appError('invitation_not_open', `The invitation is ${status}; only an open invitation can be used`, {
     extra: { status },
   });
-const lastOwner = () => appError('last_owner', 'A team keeps at least one owner: make someone else owner first');
+const lastOwner = () => appError('last_owner');
 
 /** Members (with name and e-mail) and the invitations still waiting (open or expired, not revoked or accepted). */
 export async function listPeople(deps: Deps, actor: Actor, teamId: string) {

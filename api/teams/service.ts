@@ -112,7 +112,7 @@ export async function deleteTeam(deps: Deps, actor: Actor, id: string): Promise<
   } catch (err) {
     // Something another area keeps for the team (and does not delete with it) is still there.
     if (err instanceof ForeignKeyViolationError || (err as { code?: string }).code === '23503') {
-      throw appError('team_not_empty', 'The team is not empty; it still holds other resources. Remove them first.');
+      throw appError('team_not_empty');
     }
     throw err;
   }
