@@ -38,6 +38,7 @@ const PROBES: Array<[string, string, boolean]> = [
   ['edge/tunnel.ts', "import { x } from '../activities/provider/sandbox';", true],
   ['logs/a.ts', "import { x } from '../activities/provider/outbound';", true],
   ['logs/a.ts', "import { x } from '../host/outbound';", false],
+  ['logs/error-tail.ts', "import { x } from '../activities/provider/releases';", true],
   ['workflows/a.ts', "import { x } from '../activities/cdn/activities';", true],
   ['workflows/a.ts', "import { type x } from '../activities/cdn/activities';", true],
   ['workflows/a.ts', "export { x } from '../activities/cdn/activities';", true],
@@ -56,7 +57,8 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'vc-layers-'));
   const trees = new Map<number, Map<string, number>>();
   PROBES.forEach(([file, line], n) => {
-    const path = file.endsWith('/tunnel.ts') ? file : join(dirname(file), `p${n}.ts`);
+    const path =
+      file.endsWith('/tunnel.ts') || file.endsWith('/error-tail.ts') ? file : join(dirname(file), `p${n}.ts`);
     let t = 0;
     while (trees.get(t)?.has(path)) t++;
     if (!trees.has(t)) trees.set(t, new Map());
