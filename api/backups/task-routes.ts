@@ -30,8 +30,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await tasks.requestBackup(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
+      return tasks.requestBackup(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({
@@ -57,8 +56,7 @@ export const routes: RouteDef[] = [
       429: error('Too many failed credentials from this address (a wrong password counts)'),
     },
     async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await tasks.requestRestore(
+      return tasks.requestRestore(
         ctx.deps,
         ctx.actor,
         ctx.scope.row,
@@ -107,8 +105,7 @@ export const routes: RouteDef[] = [
       429: error('Too many failed credentials from this address (a wrong password counts)'),
     },
     async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await tasks.requestSync(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body, ctx.ip);
+      return tasks.requestSync(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body, ctx.ip);
     },
   }),
   defineRoute({
@@ -133,8 +130,7 @@ export const routes: RouteDef[] = [
       429: error('Too many failed credentials from this address (a wrong password counts)'),
     },
     async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await tasks.requestResetDatabase(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body, ctx.ip);
+      return tasks.requestResetDatabase(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body, ctx.ip);
     },
   }),
 ] as RouteDef[];

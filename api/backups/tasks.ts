@@ -6,7 +6,6 @@ import { volumeHasFiles } from '../../db/queries/storage';
 import type { Deps } from '../../system/deps';
 import { startTask } from '../../core/tasks';
 import { startBackupTask } from '../../core/backups/tasks';
-import { presentTask } from '../tasks/presenter';
 import { errors } from '../../core/errors';
 import { BackupWindow } from '../../db/models/backup-window';
 import { BackupDestination } from '../../db/models/backup-destination';
@@ -15,8 +14,6 @@ import type { Actor } from '../../core/actor';
 import { verifyPassword } from '../../core/passwords';
 import { availableSnapshot } from './service';
 import { destinationRefusal, recordDestinationError } from '../../core/backups/destinations';
-
-const who = (actor: Actor) => ({ id: actor.user.id, name: actor.user.name });
 
 type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
 
@@ -36,7 +33,7 @@ export async function requestBackup(deps: Deps, actor: Actor, env: EnvRow, input
     await recordDestinationError(deps.knex, destination.id, refusal);
     throw errors.invalid({ destination_id: refusal });
   }
-  return presentTask(await startBackupTask(deps, actor, env, destinationId, 'manual'), who(actor));
+  return startBackupTask(deps, actor, env, destinationId, 'manual');
 }
 
 /**
@@ -75,17 +72,14 @@ async function startOverwrite(
   task: { type: 'restore' | 'sync' | 'reset_database'; params: Record<string, string>; summary: string },
 ) {
   await assertMayOverwrite(deps, actor, env, password, address);
-  return presentTask(
-    await startTask(deps, actor, {
-      type: task.type,
-      teamId: env.team_id,
-      projectId: env.project_id,
-      environmentId: env.id,
-      params: task.params,
-      summary: task.summary,
-    }),
-    who(actor),
-  );
+  return startTask(deps, actor, {
+    type: task.type,
+    teamId: env.team_id,
+    projectId: env.project_id,
+    environmentId: env.id,
+    params: task.params,
+    summary: task.summary,
+  });
 }
 
 export async function requestRestore(

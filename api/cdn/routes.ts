@@ -4,7 +4,6 @@ import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import { startTask } from '../../core/tasks';
 import { taskSchema } from '../tasks/schemas';
-import { presentTask } from '../tasks/presenter';
 import * as s from './schemas';
 import { getCdn, updateCdn } from './service';
 
@@ -90,8 +89,7 @@ export const routes: RouteDef[] = [
           ? `clear the CDN of ${env.name} under ${paths.join(', ')}`
           : `clear the CDN of ${env.name}`,
       });
-      ctx.status = 202;
-      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+      return task;
     },
   }),
 ] as RouteDef[];

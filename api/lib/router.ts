@@ -12,6 +12,7 @@ import type { ResolvedScope } from './scopes';
 import { withIdempotency } from './idempotency';
 import { replayTasks } from '../tasks/replay';
 import { nulFields } from './nul-bytes';
+import { presentTask } from '../tasks/presenter';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -185,7 +186,11 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
       if (Object.keys(fields).length > 0) throw errors.invalid(fields);
       Object.assign(ctx, { input: { params, query, body }, actor, deps, scope });
       const run = async () => {
-        await def.handler(ctx as never);
+        const task = await def.handler(ctx as never);
+        if (task && def.startsTask && actor) {
+          ctx.status = 202;
+          ctx.body = presentTask(task, { id: actor.user.id, name: actor.user.name });
+        }
       };
       if (def.startsTask && actor)
         await withIdempotency(ctx, deps.knex, actor, body, run, (ids, single) => replayTasks(deps, ids, single));

@@ -1,7 +1,7 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorBodySchema, errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
-import { presentTask, taskSchema } from '../tasks/presenter';
+import { taskSchema } from '../tasks/presenter';
 import * as s from './schemas';
 import * as r from './reshape-schemas';
 import * as reshape from './reshape-service';
@@ -83,8 +83,7 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       const task = await reshape.requestReshape(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
-      ctx.status = 202;
-      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+      return task;
     },
   }),
   defineRoute({
@@ -111,8 +110,7 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       const task = await reshape.requestDiscardOldDatabase(ctx.deps, ctx.actor, ctx.scope.row);
-      ctx.status = 202;
-      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+      return task;
     },
   }),
 ] as RouteDef[];

@@ -4,7 +4,6 @@ import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import { startTask } from '../../core/tasks';
 import { taskSchema } from '../tasks/schemas';
-import { presentTask } from '../tasks/presenter';
 
 const body = z.strictObject({
   maintenance: z.boolean(),
@@ -49,8 +48,7 @@ export const routes: RouteDef[] = [
         params: on && ctx.input.body.note ? { note: ctx.input.body.note } : {},
         summary: `maintenance ${on ? 'on' : 'off'} for ${env.name}`,
       });
-      ctx.status = 202;
-      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+      return task;
     },
   }),
 ] as RouteDef[];

@@ -69,8 +69,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await services.createService(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
+      return services.createService(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({

@@ -12,7 +12,6 @@ import { errors } from '../../core/errors';
 import { iso } from '../../core/time';
 import { loadPriceList, monthlyPriceDelta, planById } from '../../core/pricing';
 import { startTask } from '../../core/tasks';
-import { presentTask } from '../tasks/presenter';
 import { seal } from '../../system/crypto';
 import { serverMajorVersion } from '../../host/pg-server';
 import { openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
@@ -138,7 +137,7 @@ export async function createService(
       summary: `PostgreSQL ${version} service for ${env.name}`,
     });
     await Service.query(deps.knex).findById(id).patch({ task_id: task.id });
-    return presentTask(task, { id: actor.user.id, name: actor.user.name });
+    return task;
   } catch (err) {
     await deps.knex.transaction(async (trx) => {
       await trx('subscriptions').where({ kind: 'service', resource_id: id }).delete();

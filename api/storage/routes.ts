@@ -1,7 +1,7 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorBodySchema, errorResponse as error } from '../lib/responses';
 import { defineScope, scopes } from '../lib/scopes';
-import { presentTask, taskSchema } from '../tasks/presenter';
+import { taskSchema } from '../tasks/presenter';
 import { StorageDisk } from '../../db/models/storage-disk';
 import * as s from './schemas';
 import * as storage from './service';
@@ -12,10 +12,6 @@ const volumeScope = defineScope<StorageDisk>('volume', async (knex, id) =>
   StorageDisk.query(knex).findOne({ id, disk: 'files' }),
 );
 const spent = error('storage_allowance_spent: the allowance does not hold it', errorBodySchema);
-const task = (ctx: { status: number; body: unknown; actor: { user: { id: string; name: string } } }, t: never) => {
-  ctx.status = 202;
-  ctx.body = presentTask(t, { id: ctx.actor.user.id, name: ctx.actor.user.name });
-};
 const common = { tags, auth: 'session' as const, scope: scopes.environment };
 
 export const routes: RouteDef[] = [
@@ -163,10 +159,7 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       const { disk } = ctx.input.params;
-      task(
-        ctx,
-        (await storage.requestMove(ctx.deps, ctx.actor, ctx.scope.row, disk, ctx.input.body.location)) as never,
-      );
+      return storage.requestMove(ctx.deps, ctx.actor, ctx.scope.row, disk, ctx.input.body.location);
     },
   }),
   defineRoute({
@@ -187,7 +180,7 @@ export const routes: RouteDef[] = [
       422: error('confirm is not true'),
     },
     async handler(ctx) {
-      task(ctx, (await storage.requestDiscard(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body.confirm)) as never);
+      return storage.requestDiscard(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body.confirm);
     },
   }),
   defineRoute({
@@ -229,7 +222,7 @@ export const routes: RouteDef[] = [
       422: error('Not larger than the volume, or past the maximum'),
     },
     async handler(ctx) {
-      task(ctx, (await storage.requestGrow(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body.size_gb)) as never);
+      return storage.requestGrow(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body.size_gb);
     },
   }),
 ] as RouteDef[];

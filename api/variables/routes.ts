@@ -132,11 +132,7 @@ const applyRoutes: RouteDef[] = [
       404: error('No such environment'),
     },
     async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = presentTask(await applyToEnvironment(ctx.deps, ctx.actor, ctx.scope.row), {
-        id: ctx.actor.user.id,
-        name: ctx.actor.user.name,
-      });
+      return applyToEnvironment(ctx.deps, ctx.actor, ctx.scope.row);
     },
   }),
   defineRoute({
