@@ -11,8 +11,9 @@ import { createEnvironmentMaintenanceActivities } from './maintenance/environmen
 import { createCdnActivities } from './cdn/activities';
 import { createCertificateActivities } from './certificates';
 import { open, seal } from '../system/crypto';
+import { aad } from '../db/aad';
 import { publishEdgeRoute } from '../db/queries/edge-routes';
-import { prepareServicesServer, tenantServicesPort } from './data/pg-server';
+import { prepareServicesServer, tenantServicesPort } from '../host/pg-server';
 import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
 import { createMachineActivities } from './machines/activities';
@@ -57,8 +58,8 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     listenHost: deps.config.environmentBind,
     // current.json keeps the web processes' variables: sealed, like every value at rest
     protectEnv: {
-      seal: (text) => seal(deps.secrets, text, 'supervisor-env'),
-      open: (sealed) => open(deps.secrets, sealed, 'supervisor-env'),
+      seal: (text) => seal(deps.secrets, text, aad.supervisorEnv()),
+      open: (sealed) => open(deps.secrets, sealed, aad.supervisorEnv()),
     },
     // The edge (system/edge.ts, its own process) serves the environments' ports from what is published here,
     // so serving goes on while this worker is down or restarting.

@@ -7,7 +7,7 @@ import type { RouteDef } from './lib/define-route';
 import { requestId } from './middleware/request-id';
 import { errorHandler, requestLog } from './middleware/error-handler';
 import { authenticate } from './middleware/authenticate';
-import { measureRequests, registry, watchTasks } from './lib/metrics';
+import { measureRequests, registry, watchTasks } from '../core/metrics';
 import { timingSafeEqual } from 'node:crypto';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { takeSnapshot } from '../activities/data/backup-engine';
-import { openStore } from '../activities/data/destinations';
+import { openStore } from '../host/destinations';
 
 const input = JSON.parse(process.env.BENCH_CONFIG ?? '{}');
 const config = { servicesDatabaseUrl: input.adminUrl as string, databaseUrl: undefined };

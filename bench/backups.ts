@@ -5,12 +5,7 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { ADMIN_DATABASE_URL, printTable } from './harness';
-import {
-  createServiceDatabase,
-  dropServiceDatabase,
-  serviceUrl,
-  type ServiceLogin,
-} from '../activities/data/pg-server';
+import { createServiceDatabase, dropServiceDatabase, serviceUrl, type ServiceLogin } from '../host/pg-server';
 import { sized } from './quick';
 
 /**

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { hashPassword } from '../api/lib/passwords';
+import { hashPassword } from '../core/passwords';
 import { ensureChromium, launchBrowser } from '../test/helpers/browser';
 import { startBenchSystem, printTable } from './harness';
 // @ts-expect-error plain JS module shared with scripts/bootstrap.mjs

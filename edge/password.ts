@@ -1,7 +1,7 @@
 /** The environment edge's Basic password, checked against its argon2id hash. */
 import { createHash } from 'node:crypto';
 import type http from 'node:http';
-import { verifyPassword } from '../api/lib/passwords';
+import { verifyPassword } from '../core/passwords';
 
 /** A match is remembered (by digest) so that the hash runs once per credentials, not per request. */
 export class PasswordChecks {

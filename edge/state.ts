@@ -3,7 +3,7 @@
  * answers (edge_routes, written by the supervisor), and the verified domains by hostname.
  */
 import type { Knex } from 'knex';
-import { cidrMatcher, type CidrMatcher } from '../api/lib/cidr';
+import { cidrMatcher, type CidrMatcher } from '../core/cidr';
 import type { Upstream } from './balance';
 
 /** The environment edge's rules, ready to check. */

@@ -8,7 +8,7 @@
  */
 import { open, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { environmentDir } from '../activities/provider/releases';
+import { environmentDir } from '../host/environment-dir';
 import type { LogShipper } from './shipper';
 
 const ERR_LOG = 'web.err.log';

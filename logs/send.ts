@@ -13,7 +13,7 @@ import {
   OutboundRefused,
   outboundRequest,
   type OutboundConfig,
-} from '../activities/provider/outbound';
+} from '../host/outbound';
 
 export type Destination =
   | { kind: 'http'; name: string; url: string }

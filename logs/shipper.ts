@@ -14,7 +14,7 @@
  * again at each flush: nothing a tenant's process printed leaves with a secret value in it.
  */
 import type { Knex } from 'knex';
-import type { OutboundConfig } from '../activities/provider/outbound';
+import type { OutboundConfig } from '../host/outbound';
 import { loadShippingTargets, openDestination, recordDelivery, type ShippingTarget } from '../db/queries/log-settings';
 import type { Secrets } from '../system/secrets';
 import { appendMachineLines, dayOf, sweep } from './machine-files';

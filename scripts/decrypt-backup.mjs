@@ -6,7 +6,7 @@
  *   node scripts/decrypt-backup.mjs --key <base64 key> --in snapshot.vcb --out restored/
  *
  * writes restored/database.dump (pg_dump custom format: `pg_restore --list restored/database.dump`) and
- * restored/files.tar (the volume files). The format is described in activities/data/snapshot-format.ts
+ * restored/files.tar (the volume files). The format is described in host/snapshot-format.ts
  * and docs/data.md. The key may also come from the VC_BACKUP_KEY environment variable.
  */
 import { createReadStream, createWriteStream, mkdirSync, rmSync } from 'node:fs';

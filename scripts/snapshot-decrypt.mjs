@@ -1,5 +1,5 @@
 /**
- * Decryption of a console snapshot (format in activities/data/snapshot-format.ts), shared by
+ * Decryption of a console snapshot (format in host/snapshot-format.ts), shared by
  * scripts/decrypt-backup.mjs and `service backup download --decrypt`: plain Node, no dependencies, so the
  * script keeps running from a bare checkout. Streams frame by frame: never the whole snapshot in memory.
  */

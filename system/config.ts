@@ -1,6 +1,6 @@
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAllowList } from '../activities/provider/outbound';
+import { parseAllowList } from './allow-list';
 
 export interface Config {
   port: number;

@@ -1,7 +1,7 @@
 /**
  * pollAutoDeploys: the auto-deploy poller, one per task queue (workflow id workflowIds.autoDeployPoller),
  * started by the worker. Every round looks at each environment with `auto_deploy` on and starts the deploys
- * due (api/projects/auto-deploy.ts), then sleeps the round's interval (AUTO_DEPLOY_POLL_SECONDS, read by the
+ * due (core/projects/auto-deploy.ts), then sleeps the round's interval (AUTO_DEPLOY_POLL_SECONDS, read by the
  * activity so a changed setting counts from the next round). A failed round is logged and the loop goes on;
  * the history is kept short with continue-as-new.
  */

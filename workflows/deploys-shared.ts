@@ -4,7 +4,7 @@
  */
 
 import type { DeployType, TaskType } from '../db/vocabulary';
-import type { TaskOutcome, TaskRecord, TaskResult, TaskWorkflowInput } from './task-record';
+import type { TaskOutcome, TaskRecord, TaskResult, TaskWorkflowInput } from '../db/task-record';
 
 export type { DeployType, TaskRecord, TaskType };
 

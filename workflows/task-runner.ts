@@ -17,9 +17,9 @@ import {
 } from '@temporalio/workflow';
 import type { TaskActivities } from '../activities/tasks';
 import type { IntegrationActivities } from '../activities/integrations';
-import type { TaskOutcome, TaskResult, TaskWorkflowInput } from './task-record';
+import type { TaskOutcome, TaskResult, TaskWorkflowInput } from '../db/task-record';
 
-export type { TaskWorkflowInput } from './task-record';
+export type { TaskWorkflowInput } from '../db/task-record';
 
 export interface TaskContext {
   /** Appends lines of the workflow's own (headings, outcomes) to the task log. */

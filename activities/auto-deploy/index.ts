@@ -5,8 +5,8 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { Deps } from '../../system/deps';
-import { autoDeployProject, autoDeployProjects } from '../../api/projects/auto-deploy';
-import { searchAttributeKeys } from '../../api/lib/tasks';
+import { autoDeployProject, autoDeployProjects } from '../../core/projects/auto-deploy';
+import { searchAttributeKeys } from '../../core/tasks';
 import { workflowIds } from '../../workflows/shared';
 
 /** Projects looked at side by side within one round. */

@@ -13,9 +13,7 @@ import type { AcmeConfig } from '../../system/config';
 import { open, seal } from '../../system/crypto';
 import type { Secrets } from '../../system/secrets';
 import { putChallenge, removeChallenge, type IssuedCertificate } from '../../db/queries/certificates';
-
-export const certificateKeyAad = (domainId: string) => `certificate:${domainId}`;
-const accountKeyAad = (directoryUrl: string) => `acme-account:${directoryUrl}`;
+import { aad } from '../../db/aad';
 
 let trusted: string | undefined;
 /** ACME_CA_FILE: the directory's CA is trusted besides the system's (a private CA, or Pebble in tests). */
@@ -29,15 +27,15 @@ function trustCa(caFile: string | undefined): void {
 /** The account key of the directory: made and sealed on first use (one row per directory URL). */
 async function accountKey(knex: Knex, secrets: Secrets, directoryUrl: string): Promise<string> {
   const row = await knex('acme_accounts').where({ directory_url: directoryUrl }).first('account_key_sealed');
-  if (row) return open(secrets, row.account_key_sealed, accountKeyAad(directoryUrl));
+  if (row) return open(secrets, row.account_key_sealed, aad.acmeAccount(directoryUrl));
   const key = (await acme.crypto.createPrivateEcdsaKey('P-256')).toString();
   await knex('acme_accounts')
-    .insert({ directory_url: directoryUrl, account_key_sealed: seal(secrets, key, accountKeyAad(directoryUrl)) })
+    .insert({ directory_url: directoryUrl, account_key_sealed: seal(secrets, key, aad.acmeAccount(directoryUrl)) })
     .onConflict('directory_url')
     .ignore();
   // Two first uses at once: the row that won is the account.
   const won = await knex('acme_accounts').where({ directory_url: directoryUrl }).first('account_key_sealed');
-  return open(secrets, won.account_key_sealed, accountKeyAad(directoryUrl));
+  return open(secrets, won.account_key_sealed, aad.acmeAccount(directoryUrl));
 }
 
 const UNTRUSTED = new Set([
@@ -115,7 +113,7 @@ export async function obtainCertificate(o: ObtainInput): Promise<IssuedCertifica
       notBefore: new Date(leaf.validFrom),
       expiresAt: new Date(leaf.validTo),
       certificatePem: chain.toString(),
-      privateKeySealed: seal(o.secrets, key, certificateKeyAad(o.domainId)),
+      privateKeySealed: seal(o.secrets, key, aad.certificateKey(o.domainId)),
     };
   } finally {
     // Nothing of this attempt stays answerable, whatever happened.

@@ -5,7 +5,7 @@
 import type { Deps } from '../../system/deps';
 import { withTaskLog } from '../tasks/log-writer';
 import { acmeReason, obtainCertificate } from './acme';
-import { requestCertificate } from '../../api/lib/certificate-tasks';
+import { requestCertificate } from '../../core/certificate-tasks';
 import { claimCertificate, dueCertificates, recordFailedAttempt, recordIssued } from '../../db/queries/certificates';
 
 export type AttemptOutcome =

@@ -21,10 +21,10 @@ import {
   settleRestoreTarget,
   swapInRestored,
   type ServiceLogin,
-} from './pg-server';
-import { decryptSnapshot, encryptSnapshot, type PartName } from './snapshot-format';
-import type { ObjectStore, StoredObject } from './destinations';
-import { Dir, spawnIn } from '../provider/no-follow';
+} from '../../host/pg-server';
+import { decryptSnapshot, encryptSnapshot, type PartName } from '../../host/snapshot-format';
+import type { ObjectStore, StoredObject } from '../../host/destinations';
+import { Dir, spawnIn } from '../../host/no-follow';
 
 type PgConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>;
 

@@ -15,7 +15,7 @@
  * writes to a stale copy) until it is discarded, or made writable again when the reshape fails.
  */
 import type { Config } from '../../system/config';
-import { disconnectAll, withAdmin } from './pg-server';
+import { disconnectAll, withAdmin } from '../../host/pg-server';
 
 type PgConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>;
 

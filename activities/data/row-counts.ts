@@ -9,7 +9,7 @@
  */
 import pg from 'pg';
 import type { Config } from '../../system/config';
-import { serviceSessionUrl, type ServiceLogin } from './pg-server';
+import { serviceSessionUrl, type ServiceLogin } from '../../host/pg-server';
 
 type PgConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>;
 

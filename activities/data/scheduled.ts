@@ -5,9 +5,9 @@
 import type { Deps } from '../../system/deps';
 import { BackupWindow } from '../../db/models/backup-window';
 import { BackupDestination } from '../../db/models/backup-destination';
-import { startBackupTask } from '../../api/backups/tasks';
-import { destinationSpec } from '../../api/backups/destinations';
-import { openStore } from './destinations';
+import { startBackupTask } from '../../core/backups/tasks';
+import { destinationSpec } from '../../core/backups/destinations';
+import { openStore } from '../../host/destinations';
 import { volumeHasFiles } from '../../db/queries/storage';
 
 export async function startScheduledBackups(deps: Deps, projectId: string): Promise<string[]> {

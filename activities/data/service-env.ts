@@ -5,9 +5,8 @@
 import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
 import { jailAddresses, sandboxMode } from '../provider/sandbox';
-import { serviceVariables, servicesOnLoopback, type ServiceLogin } from './pg-server';
-
-export const servicePasswordAad = (serviceId: string) => `service-password:${serviceId}`;
+import { serviceVariables, servicesOnLoopback, type ServiceLogin } from '../../host/pg-server';
+import { aad } from '../../db/aad';
 
 /** The login of the environment's postgresql service (password opened), or null. */
 export async function serviceLogin(
@@ -24,7 +23,7 @@ export async function serviceLogin(
   return {
     database: row.database_name,
     role: row.role_name,
-    password: open(deps.secrets, row.password_sealed, servicePasswordAad(row.id)),
+    password: open(deps.secrets, row.password_sealed, aad.servicePassword(row.id)),
   };
 }
 

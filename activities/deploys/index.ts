@@ -7,8 +7,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
-import { displayUrl, GitError, resolveRef, type GitRepo } from '../provider/git';
-import { projectRepository } from '../../db/queries/repository';
+import { displayUrl, GitError, resolveRef, type GitRepo } from '../../host/git';
+import { projectRepository } from '../../core/repository';
 import {
   buildRelease,
   readReleaseMarker,

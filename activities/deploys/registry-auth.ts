@@ -20,10 +20,10 @@ import path from 'node:path';
 import type { Jail } from '../provider/sandbox';
 import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
-import { registryAad } from '../../db/queries/registries';
 import type { OnLine } from '../provider/run-step';
 import { secretRedactor } from '../../system/redact';
-import { Dir } from '../provider/no-follow';
+import { Dir } from '../../host/no-follow';
+import { aad } from '../../db/aad';
 
 export interface RegistryAuth {
   env: Record<string, string>;
@@ -40,7 +40,7 @@ export async function prepareRegistryAuth(deps: Deps, projectId: string, jail?: 
   const npmrc: string[] = [];
   const auths: Record<string, { auth: string }> = {};
   for (const r of rows) {
-    const password = open(deps.secrets, r.sealed_password, registryAad(projectId, r.host));
+    const password = open(deps.secrets, r.sealed_password, aad.registry(projectId, r.host));
     const auth = Buffer.from(`${r.username}:${password}`).toString('base64');
     secrets.push(password, auth);
     npmrc.push(`//${r.host}/:_auth=${auth}`, `//${r.host}/:always-auth=true`);

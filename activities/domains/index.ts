@@ -1,8 +1,8 @@
 import type { Deps } from '../../system/deps';
 import { Context } from '@temporalio/activity';
-import { emitDomainVerified } from '../../api/lib/integration-events';
-import { checkDomain, type CheckOutcome } from '../../db/queries/domains';
-import { requestFirstCertificate } from '../../api/lib/certificate-tasks';
+import { emitDomainVerified } from '../../core/integration-events';
+import { checkDomain, type CheckOutcome } from '../../core/domains';
+import { requestFirstCertificate } from '../../core/certificate-tasks';
 
 /** The background re-check of pending domains (workflows/domains.ts); not counted against the 12 an hour. */
 export function createDomainActivities(deps: Deps) {

@@ -10,7 +10,7 @@ import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
 import { environmentDir, sandboxMode, tenantUid } from '../provider/sandbox';
 import { volumePath } from '../../db/queries/storage';
-import { removeTree } from '../provider/no-follow';
+import { removeTree } from '../../host/no-follow';
 
 export interface RetireInput {
   environmentId: string;

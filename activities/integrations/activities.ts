@@ -4,14 +4,14 @@ import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
 import { Integration } from '../../db/models/integration';
 import { IntegrationDelivery } from '../../db/models/integration-delivery';
-import { integrationAad } from '../../api/integrations/kinds';
 import { openWebhookUrl, sealWebhookUrls } from '../../db/queries/integrations';
 import { slackText } from './slack-message';
-import { OutboundRefused, outboundRequest } from '../provider/outbound';
+import { OutboundRefused, outboundRequest } from '../../host/outbound';
 import { Task } from '../../db/models/task';
-import { emitIntegrationEvent } from '../../api/lib/integration-events';
+import { emitIntegrationEvent } from '../../core/integration-events';
 import { storedRule } from '../../db/queries/notification-rules';
 import { taskEventEmail } from '../../system/mail';
+import { aad } from '../../db/aad';
 
 export interface DeliveryInput {
   deliveryId: string;
@@ -34,7 +34,7 @@ export function createIntegrationActivities(deps: Deps) {
       await sealWebhookUrls(deps.knex, deps.secrets, [delivery.integration_id]);
       const integration = await Integration.query(deps.knex).findById(delivery.integration_id);
       if (!integration) return 'gone';
-      const secret = open(deps.secrets, integration.sealed_secret, integrationAad(integration.id));
+      const secret = open(deps.secrets, integration.sealed_secret, aad.integration(integration.id));
       const payload = delivery.payload as { event: string; data: Record<string, unknown> };
 
       let url: string;

@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
 import type { Size } from '../../db/queries/machines';
 import { endSubscriptionsOf, openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
-import { loadPriceList, planById } from '../../api/lib/pricing';
+import { loadPriceList, planById } from '../../core/pricing';
 import type { Supervisor } from '../provider/supervisor';
 import { withTaskLog } from '../tasks/log-writer';
 import { withHeartbeat } from '../deploys/step-env';

@@ -1,4 +1,4 @@
-import { loadPriceList, maxProcessesOf } from '../../api/lib/pricing';
+import { loadPriceList, maxProcessesOf } from '../../core/pricing';
 import type { Size } from '../../db/queries/machines';
 import type { Config } from '../../system/config';
 import { holdProcess, limitEnv, type Limits } from '../provider/cgroups';

@@ -14,11 +14,12 @@ import { open, seal } from '../../system/crypto';
 import { type TaskLog, withTaskLog } from '../tasks/log-writer';
 import { withHeartbeat } from '../deploys/step-env';
 import { copyDatabase } from '../data/backup-engine';
-import { createServiceDatabase, dropServiceDatabase, serviceVariables, type ServiceLogin } from '../data/pg-server';
-import { serviceHost, servicePasswordAad } from '../data/service-env';
+import { createServiceDatabase, dropServiceDatabase, serviceVariables, type ServiceLogin } from '../../host/pg-server';
+import { serviceHost } from '../data/service-env';
 import { countDifferences, freezeDatabase, thawDatabase } from '../data/reshape-db';
 import { tableCounts } from '../data/row-counts';
 import { endSubscriptionsOf, openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
+import { aad } from '../../db/aad';
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
@@ -60,14 +61,14 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
   const currentLogin = (row: ServiceRow): ServiceLogin => ({
     database: row.database_name,
     role: row.role_name,
-    password: open(deps.secrets, row.password_sealed, servicePasswordAad(row.id)),
+    password: open(deps.secrets, row.password_sealed, aad.servicePassword(row.id)),
   });
   const nextLogin = (row: ServiceRow): ServiceLogin | null =>
     row.next_database_name && row.next_password_sealed
       ? {
           database: row.next_database_name,
           role: row.next_database_name,
-          password: open(deps.secrets, row.next_password_sealed, servicePasswordAad(row.id)),
+          password: open(deps.secrets, row.next_password_sealed, aad.servicePassword(row.id)),
         }
       : null;
 
@@ -90,7 +91,7 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
               .whereNull('next_database_name')
               .update({
                 next_database_name: name,
-                next_password_sealed: seal(deps.secrets, password, servicePasswordAad(row.id)),
+                next_password_sealed: seal(deps.secrets, password, aad.servicePassword(row.id)),
                 updated_at: knex.fn.now(),
               });
             row = await loadService(input.environmentId);

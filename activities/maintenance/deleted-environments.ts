@@ -6,8 +6,8 @@
 import type { Deps } from '../../system/deps';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { keptSince } from '../../db/queries/deleted-environments';
-import { destinationSpec } from '../../api/backups/destinations';
-import { openStore } from '../data/destinations';
+import { destinationSpec } from '../../core/backups/destinations';
+import { openStore } from '../../host/destinations';
 
 /** Deletes the environment's snapshot objects where they are (a destination that fails is logged, not retried). */
 async function deleteSnapshotObjects(deps: Deps, environmentId: string): Promise<void> {

@@ -5,8 +5,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
-import { deleteCancelledEnvironments } from '../../api/projects/cancel';
-import { expirePendingDomains } from '../../db/queries/domains';
+import { deleteCancelledEnvironments } from '../../core/projects/cancel';
+import { expirePendingDomains } from '../../core/domains';
 import { pruneDeletedEnvironments } from './deleted-environments';
 
 /** Ended sessions are kept a day (a session list may still show "ended just now"), then pruned. */

@@ -10,7 +10,7 @@ import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../../system/config';
 import type { HostSettings, SettingCheck } from '../../db/queries/worker-settings';
-import { tenantServicesPort } from '../data/pg-server';
+import { tenantServicesPort } from '../../host/pg-server';
 
 const ok: SettingCheck = { status: 'ok', reason: null, change: null };
 

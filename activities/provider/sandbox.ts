@@ -28,7 +28,10 @@ import {
   setServicesPorts,
 } from './sandbox-network';
 import { volumeOf } from './volume';
-import { withDir } from './no-follow';
+import { withDir } from '../../host/no-follow';
+import { environmentDir, safeSegment } from '../../host/environment-dir';
+
+export { environmentDir, safeSegment };
 
 export { closeServicesPort, jailAddresses, netnsName, removeNetwork, removeNetworksInRange } from './sandbox-network';
 
@@ -61,10 +64,6 @@ export interface Launch {
 }
 
 export const UID_BASE = 100_000;
-export function environmentDir(dataDir: string, envId: string): string {
-  return path.join(path.resolve(dataDir), 'environments', safeSegment(envId, 'environment id'));
-}
-
 /** The environment's HOME: its own, writable, kept across builds and releases. */
 export function environmentHome(dataDir: string, envId: string): string {
   return path.join(environmentDir(dataDir, envId), 'home');
@@ -369,9 +368,4 @@ export async function giveTree(jail: Jail, dir: string): Promise<void> {
     await tree.chownTree(uid, gid);
     await tree.chmod(0o700);
   });
-}
-
-export function safeSegment(value: string, what: string): string {
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(value)) throw new Error(`invalid ${what}: ${JSON.stringify(value)}`);
-  return value;
 }

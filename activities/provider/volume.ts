@@ -6,7 +6,7 @@
 import { chmod, lstat, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Jail } from './sandbox';
-import { withDir } from './no-follow';
+import { withDir } from '../../host/no-follow';
 
 /**
  * The volume a launch binds: VC_VOLUME_PATH of its environment, which must be this environment's volume

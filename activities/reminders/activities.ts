@@ -1,7 +1,7 @@
 // Token-expiry reminders (CONTRACT "Personal access tokens", Reminders): which tokens are due, and
 // sending one reminder exactly once. The workflow `sendTokenExpiryReminders` drives these.
 
-import { emitIntegrationEvent } from '../../api/lib/integration-events';
+import { emitIntegrationEvent } from '../../core/integration-events';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';

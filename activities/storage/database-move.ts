@@ -10,7 +10,7 @@ import { chmod, chown, mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import type { Config } from '../../system/config';
-import { disconnectAll, withAdmin, type ServiceLogin } from '../data/pg-server';
+import { disconnectAll, withAdmin, type ServiceLogin } from '../../host/pg-server';
 import { tableCounts } from '../data/row-counts';
 import { tablespaceDir, tablespaceName } from '../../db/queries/storage';
 

@@ -12,11 +12,11 @@ import { type TaskLog, withTaskLog } from '../tasks/log-writer';
 import { withHeartbeat } from '../deploys/step-env';
 import { environmentStorage, setAllowance, volumePath } from '../../db/queries/storage';
 import type { DiskName } from '../../db/models/storage-disk';
-import { loadPriceList, storagePrice } from '../../api/lib/pricing';
+import { loadPriceList, storagePrice } from '../../core/pricing';
 import { serviceEnv, serviceLogin } from '../data/service-env';
 import { volumeEnv } from './volume-env';
 import { treeDigest } from './tree-digest';
-import { copyTree, Dir, removeTree, withDir } from '../provider/no-follow';
+import { copyTree, Dir, removeTree, withDir } from '../../host/no-follow';
 import { discardKeptDatabase, moveServiceDatabase } from './database-move';
 
 const HEALTH_TIMEOUT_MS = 60_000;

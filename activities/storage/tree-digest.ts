@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Dir } from '../provider/no-follow';
+import type { Dir } from '../../host/no-follow';
 
 export interface TreeDigest {
   digest: string;

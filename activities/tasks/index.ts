@@ -1,5 +1,5 @@
 import type { Deps } from '../../system/deps';
-import type { TaskRecord } from '../../workflows/task-record';
+import type { TaskRecord } from '../../db/task-record';
 import { appendLogChunk } from './log-writer';
 import { finishTask, insertTask } from '../../db/queries/tasks';
 import { type GateBlocker, type GatedStart, startTaskGated } from '../../db/queries/task-gate';

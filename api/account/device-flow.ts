@@ -3,8 +3,8 @@ import type { Deps } from '../../system/deps';
 import { CliDeviceCode } from '../../db/models/cli-device-code';
 import { User } from '../../db/models/user';
 import type { Session } from '../../db/models/session';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import { generateSecret, randomToken, sha256Hex } from '../lib/token-format';
 import { API_PREFIX } from '../lib/paths';
 import { USER_CODE_ALPHABET, groupByFour, normalizeCode, randomCode } from './codes';
@@ -19,14 +19,8 @@ const SLOW_DOWN_STEP_SECONDS = 5; // RFC 8628 section 3.5
 
 export type DevicePollError = 'authorization_pending' | 'slow_down' | 'expired_token' | 'access_denied';
 
-const MESSAGES: Record<DevicePollError, string> = {
-  authorization_pending: 'Waiting for the sign-in to be approved in the browser; poll again after the interval',
-  slow_down: 'Polling too fast; wait the interval (now 5 seconds longer) between polls',
-  expired_token: 'The device code has expired or was already used; start the sign-in again',
-  access_denied: 'The sign-in was denied in the browser',
-};
-
-export const pollError = (code: DevicePollError) => appError(code, MESSAGES[code]);
+/** The poll's answer while there is no session yet (RFC 8628 section 3.5); messages from the catalogue. */
+export const pollError = (code: DevicePollError) => appError(code);
 
 export function verificationUri(deps: Deps): string {
   return `${deps.config.baseUrl}${API_PREFIX}/cli/verify`;

@@ -1,7 +1,7 @@
 import type { User } from '../../db/models/user';
 import type { SshKey } from '../../db/models/ssh-key';
-import type { Actor } from '../lib/actor';
-import { iso } from '../lib/time';
+import type { Actor } from '../../core/actor';
+import { iso } from '../../core/time';
 
 /** The account as the API shows it: never the password hash. */
 export function presentUser(user: User) {

@@ -1,5 +1,5 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
-import { appError } from '../lib/errors';
+import { appError } from '../../core/errors';
 import * as s from './schemas';
 import { presentMe, presentSshKey, presentUser } from './presenters';
 import { confirmEmail, resendConfirmation, signUp } from './signup';

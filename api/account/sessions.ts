@@ -3,9 +3,9 @@ import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import { Session } from '../../db/models/session';
 import { User } from '../../db/models/user';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
-import { dummyHash, verifyPassword } from '../lib/passwords';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
+import { dummyHash, verifyPassword } from '../../core/passwords';
 import { randomToken, sessionDigest } from '../lib/token-format';
 import { SESSION_COOKIE } from '../middleware/authenticate';
 
@@ -50,10 +50,7 @@ export async function signIn(
     throw errors.unauthenticated(WRONG_CREDENTIALS);
   }
   if (!user.email_confirmed_at) {
-    throw appError(
-      'email_not_confirmed',
-      'Confirm your e-mail address first: enter the code we sent (POST /signup/confirm), or ask for a new one (POST /signup/resend)',
-    );
+    throw appError('email_not_confirmed');
   }
   await deps.guards.recordSuccess(address);
   // A browser that signs in again leaves its previous session behind, ended.

@@ -4,8 +4,8 @@ import type { Deps } from '../../system/deps';
 import { User } from '../../db/models/user';
 import { EmailConfirmation } from '../../db/models/email-confirmation';
 import { confirmationEmail } from '../../system/mail/templates';
-import { appError, errors } from '../lib/errors';
-import { hashPassword } from '../lib/passwords';
+import { appError, errors } from '../../core/errors';
+import { hashPassword } from '../../core/passwords';
 import { CONFIRMATION_ALPHABET, groupByFour, normalizeCode, randomCode } from './codes';
 import { sha256Hex } from '../lib/token-format';
 

@@ -1,8 +1,8 @@
 import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
 import { SshKey } from '../../db/models/ssh-key';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import type { SshPublicKey } from './ssh-key-format';
 
 const duplicate = (fingerprint: string) =>

@@ -5,34 +5,23 @@
 import { randomUUID } from 'node:crypto';
 import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
-import { open, seal } from '../../system/crypto';
+import { seal } from '../../system/crypto';
 import { BackupDestination } from '../../db/models/backup-destination';
-import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
-import { iso } from '../lib/time';
-import { DESTINATION_KINDS, probeStoreFault, type DestinationSpec } from '../../activities/data/destinations';
-import {
-  checkLocalDestination,
-  LOCAL_NOT_ENABLED,
-  localDestinationsEnabled,
-} from '../../activities/data/local-destination';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
+import { iso } from '../../core/time';
+import { DESTINATION_KINDS, probeStoreFault, type DestinationSpec } from '../../host/destinations';
+import { destinationRefusal, destinationSpec } from '../../core/backups/destinations';
+import { checkLocalDestination, LOCAL_NOT_ENABLED, localDestinationsEnabled } from '../../host/local-destination';
 import type { CreateDestination, UpdateDestination } from './schemas';
 import { recordBackupsEvent } from './events';
+import { aad } from '../../db/aad';
 
 const SECRET_FIELDS = ['access_key_id', 'secret_access_key'] as const;
 const FIELDS: Record<'local' | 's3', readonly string[]> = {
   local: ['path'],
   s3: ['endpoint', 'region', 'bucket', 'prefix', ...SECRET_FIELDS],
 };
-
-const aad = (id: string) => `backup-destination:${id}`;
-
-/** The store spec of a destination row, secrets opened (worker and API only; never shown). */
-export function destinationSpec(deps: Pick<Deps, 'secrets'>, row: BackupDestination): DestinationSpec {
-  if (row.kind === 'local') return { kind: 'local', settings: { path: row.settings.path } };
-  const secrets = JSON.parse(open(deps.secrets, row.secrets_sealed ?? '', aad(row.id)));
-  return { kind: 's3', settings: row.settings as never, secrets };
-}
 
 /** The kinds that may be added: `local` only when the operator set BACKUP_LOCAL_ROOTS. */
 export function destinationKinds(deps: Pick<Deps, 'config'>) {
@@ -42,17 +31,6 @@ export function destinationKinds(deps: Pick<Deps, 'config'>) {
       fields: k.fields.map((f) => ({ ...f })),
     })),
   };
-}
-
-/**
- * Why the destination takes no backup now (a local one outside BACKUP_LOCAL_ROOTS, or no longer a directory
- * only root can change), or null. Its snapshots can still be downloaded and restored: every read checks the
- * object against its row.
- */
-export async function destinationRefusal(deps: Pick<Deps, 'config' | 'knex'>, row: BackupDestination) {
-  if (row.kind !== 'local') return null;
-  const { refusal } = await checkLocalDestination(deps, row.settings.path);
-  return refusal && `backups to this local destination are refused: its path ${refusal}`;
 }
 
 export async function presentDestination(deps: Deps, row: BackupDestination) {
@@ -78,7 +56,7 @@ export async function presentDestination(deps: Deps, row: BackupDestination) {
   };
 }
 
-/** The real path of a local destination, or 422 on `path` (CONTRACT "Backups"; activities/data/local-destination.ts). */
+/** The real path of a local destination, or 422 on `path` (CONTRACT "Backups"; host/local-destination.ts). */
 async function checkLocalPath(deps: Deps, p: string): Promise<string> {
   const checked = await checkLocalDestination(deps, p);
   if (checked.refusal === LOCAL_NOT_ENABLED) throw errors.invalid({ kind: LOCAL_NOT_ENABLED });
@@ -86,7 +64,7 @@ async function checkLocalPath(deps: Deps, p: string): Promise<string> {
   return checked.real;
 }
 
-/** Probes the store; a failure is a 422 on the fields it points at (activities/data/destinations.ts). */
+/** Probes the store; a failure is a 422 on the fields it points at (host/destinations.ts). */
 async function probe(deps: Deps, spec: DestinationSpec): Promise<void> {
   const fault = await probeStoreFault(spec, deps.config);
   if (!fault) return;
@@ -115,8 +93,8 @@ export async function getDestination(deps: Deps, id: string) {
 }
 
 const nameTaken = () =>
-  new AppError(409, 'conflict', 'The team has a destination of that name', {
-    name: 'is already used by another destination of this team',
+  appError('conflict', 'The team has a destination of that name', {
+    fields: { name: 'is already used by another destination of this team' },
   });
 
 export async function createDestination(
@@ -142,7 +120,7 @@ export async function createDestination(
       ...(input.prefix ? { prefix: input.prefix } : {}),
     };
     const secrets = { access_key_id: input.access_key_id, secret_access_key: input.secret_access_key };
-    secretsSealed = seal(deps.secrets, JSON.stringify(secrets), aad(id));
+    secretsSealed = seal(deps.secrets, JSON.stringify(secrets), aad.backupDestination(id));
     spec = { kind: 's3', settings: settings as never, secrets };
   }
   if (await BackupDestination.query(deps.knex).findOne({ team_id: teamId, name: input.name })) throw nameTaken();
@@ -197,7 +175,7 @@ export async function updateDestination(
       if (input[k] !== undefined) settings[k] = input[k]!;
     const secrets = { ...current.secrets };
     for (const k of SECRET_FIELDS) if (input[k] !== undefined) secrets[k] = input[k]!;
-    secretsSealed = seal(deps.secrets, JSON.stringify(secrets), aad(row.id));
+    secretsSealed = seal(deps.secrets, JSON.stringify(secrets), aad.backupDestination(row.id));
     spec = { kind: 's3', settings: settings as never, secrets };
   }
   if (
@@ -230,11 +208,4 @@ export async function updateDestination(
     if (err instanceof UniqueViolationError) throw nameTaken();
     throw err;
   }
-}
-
-/** Keeps why a backup to the destination was refused or failed (null: the last one worked). */
-export async function recordDestinationError(knex: Deps['knex'], id: string, error: string | null) {
-  await knex('backup_destinations')
-    .where({ id })
-    .update({ last_error: error, last_error_at: error ? knex.fn.now() : null });
 }

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Actor } from '../lib/actor';
+import type { Actor } from '../../core/actor';
 import { recordActivity } from '../../db/queries/activity';
 
 /** Writes one activity event of kind `backups` in the caller's transaction. */

@@ -5,11 +5,9 @@ import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as destinations from './destinations';
 import * as backups from './service';
-import type { Environment } from '../../db/models/environment';
 
 const tags = ['backups'];
 /** The environment the route's scope found (in the caller's team, the route's permission checked). */
-const env = (ctx: { scope: { row: unknown } }) => ctx.scope.row as Environment;
 const RECENT_SIGN_IN_MINUTES = 60;
 
 const destinationRoutes = [
@@ -201,7 +199,7 @@ const snapshotRoutes = [
     params: s.idParams,
     responses: { 200: { description: 'Snapshots', schema: s.backupListSchema }, 404: error('No such environment') },
     async handler(ctx) {
-      ctx.body = await backups.listBackups(ctx.deps, env(ctx));
+      ctx.body = await backups.listBackups(ctx.deps, ctx.scope.row);
     },
   }),
   defineRoute({
@@ -222,7 +220,7 @@ const snapshotRoutes = [
       409: error('snapshot_running'),
     },
     async handler(ctx) {
-      await backups.deleteBackup(ctx.deps, ctx.actor, env(ctx), ctx.input.params.snapshot, ctx.ip);
+      await backups.deleteBackup(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.params.snapshot, ctx.ip);
       ctx.status = 204;
     },
   }),
@@ -246,7 +244,7 @@ const snapshotRoutes = [
       409: error('snapshot_not_available'),
     },
     async handler(ctx) {
-      ctx.body = await backups.downloadUrl(ctx.deps, env(ctx), ctx.input.params.snapshot);
+      ctx.body = await backups.downloadUrl(ctx.deps, ctx.scope.row, ctx.input.params.snapshot);
     },
   }),
   defineRoute({
@@ -297,7 +295,7 @@ const keyRoutes = [
       404: error('No such environment'),
     },
     async handler(ctx) {
-      ctx.body = await backups.describeBackupKey(ctx.deps, env(ctx));
+      ctx.body = await backups.describeBackupKey(ctx.deps, ctx.scope.row);
     },
   }),
   defineRoute({
@@ -321,7 +319,7 @@ const keyRoutes = [
       404: error('No such environment'),
     },
     async handler(ctx) {
-      ctx.body = await backups.revealBackupKey(ctx.deps, ctx.actor, env(ctx), ctx.ip);
+      ctx.body = await backups.revealBackupKey(ctx.deps, ctx.actor, ctx.scope.row, ctx.ip);
     },
   }),
 ];

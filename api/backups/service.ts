@@ -9,14 +9,14 @@ import { Backup } from '../../db/models/backup';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { BackupWindow } from '../../db/models/backup-window';
 import type { Environment } from '../../db/models/environment';
-import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
-import { iso, isoOrNull } from '../lib/time';
+import type { Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
+import { iso, isoOrNull } from '../../core/time';
 import { findProject } from '../projects/service';
 import type { Readable } from 'node:stream';
-import { ObjectMismatch, openStore, storedObject } from '../../activities/data/destinations';
-import { destinationSpec } from './destinations';
-import { ensureBackupKey, keyFingerprint } from './keys';
+import { ObjectMismatch, openStore, storedObject } from '../../host/destinations';
+import { destinationSpec } from '../../core/backups/destinations';
+import { ensureBackupKey, keyFingerprint } from '../../core/backups/keys';
 import { recordBackupsEvent } from './events';
 import { syncBackupSchedule, deleteBackupSchedule } from './schedule';
 import { isKeptDeletedEnvironment } from '../../db/queries/deleted-environments';
@@ -81,8 +81,7 @@ export async function availableSnapshot(deps: Deps, env: EnvRow, snapshotId: str
 
 export async function deleteBackup(deps: Deps, actor: Actor, env: EnvRow, snapshotId: string, address: string) {
   const row = await loadSnapshot(deps, env, snapshotId);
-  if (row.status === 'running')
-    throw errors.conflict('snapshot_running', 'The snapshot is still being taken; wait for its task to end');
+  if (row.status === 'running') throw errors.conflict('snapshot_running');
   const destination = row.destination_id
     ? await BackupDestination.query(deps.knex).findById(row.destination_id)
     : undefined;
@@ -148,8 +147,7 @@ export async function openDownload(deps: Deps, snapshotId: string, q: { expires:
     if (err instanceof ObjectMismatch)
       throw errors.conflict('snapshot_not_available', `The stored snapshot cannot be served: ${err.message}`);
     const code = (err as { code?: string; name?: string }).code ?? (err as { name?: string }).name;
-    if (code === 'ENOENT' || code === 'NoSuchKey')
-      throw errors.conflict('snapshot_not_available', 'The snapshot is no longer at its destination');
+    if (code === 'ENOENT' || code === 'NoSuchKey') throw errors.conflict('snapshot_not_available');
     throw err;
   }
   body.once('close', () => store.close());

@@ -2,12 +2,10 @@ import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import { taskSchema } from '../tasks/presenter';
-import type { Environment } from '../../db/models/environment';
 import * as s from './schemas';
 import * as tasks from './tasks';
 
 const tags = ['backups'];
-const env = (ctx: { scope: { row: unknown } }) => ctx.scope.row as Environment;
 const PROTECTED =
   'Over a protected environment the body needs `password` and a recent sign-in, else 403 reauthentication_required.';
 
@@ -32,8 +30,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await tasks.requestBackup(ctx.deps, ctx.actor, env(ctx), ctx.input.body);
+      return tasks.requestBackup(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({
@@ -59,11 +56,10 @@ export const routes: RouteDef[] = [
       429: error('Too many failed credentials from this address (a wrong password counts)'),
     },
     async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await tasks.requestRestore(
+      return tasks.requestRestore(
         ctx.deps,
         ctx.actor,
-        env(ctx),
+        ctx.scope.row,
         ctx.input.params.snapshot,
         ctx.input.body,
         ctx.ip,
@@ -84,7 +80,7 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: { 200: { description: 'Sources', schema: s.syncSourcesSchema }, 404: error('No such environment') },
     async handler(ctx) {
-      ctx.body = await tasks.syncSources(ctx.deps, env(ctx));
+      ctx.body = await tasks.syncSources(ctx.deps, ctx.scope.row);
     },
   }),
   defineRoute({
@@ -109,8 +105,7 @@ export const routes: RouteDef[] = [
       429: error('Too many failed credentials from this address (a wrong password counts)'),
     },
     async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await tasks.requestSync(ctx.deps, ctx.actor, env(ctx), ctx.input.body, ctx.ip);
+      return tasks.requestSync(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body, ctx.ip);
     },
   }),
   defineRoute({
@@ -135,8 +130,7 @@ export const routes: RouteDef[] = [
       429: error('Too many failed credentials from this address (a wrong password counts)'),
     },
     async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await tasks.requestResetDatabase(ctx.deps, ctx.actor, env(ctx), ctx.input.body, ctx.ip);
+      return tasks.requestResetDatabase(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body, ctx.ip);
     },
   }),
 ] as RouteDef[];

@@ -1,42 +1,21 @@
 /**
- * The data area's tasks, started through the task platform (api/lib/tasks.ts): backup (not exclusive),
+ * The data area's tasks, started through the task platform (core/tasks.ts): backup (not exclusive),
  * restore, sync and reset-database (exclusive: one change at a time per environment).
  */
-import { randomUUID } from 'node:crypto';
 import { volumeHasFiles } from '../../db/queries/storage';
 import type { Deps } from '../../system/deps';
-import { startTask, type TaskRequester } from '../lib/tasks';
-import { presentTask } from '../tasks/presenter';
-import { errors } from '../lib/errors';
+import { startTask } from '../../core/tasks';
+import { startBackupTask } from '../../core/backups/tasks';
+import { errors } from '../../core/errors';
 import { BackupWindow } from '../../db/models/backup-window';
 import { BackupDestination } from '../../db/models/backup-destination';
 import type { Environment } from '../../db/models/environment';
-import type { Actor } from '../lib/actor';
-import { verifyPassword } from '../lib/passwords';
+import type { Actor } from '../../core/actor';
+import { verifyPassword } from '../../core/passwords';
 import { availableSnapshot } from './service';
-import { destinationRefusal, recordDestinationError } from './destinations';
-
-const who = (actor: Actor) => ({ id: actor.user.id, name: actor.user.name });
+import { destinationRefusal, recordDestinationError } from '../../core/backups/destinations';
 
 type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
-
-export async function startBackupTask(
-  deps: Deps,
-  by: TaskRequester,
-  env: EnvRow,
-  destinationId: string,
-  trigger: 'manual' | 'scheduled',
-) {
-  const backupId = randomUUID();
-  return startTask(deps, by, {
-    type: 'backup',
-    teamId: env.team_id,
-    projectId: env.project_id,
-    environmentId: env.id,
-    params: { backup_id: backupId, destination_id: destinationId, trigger },
-    summary: `Backup of ${env.name} (${trigger})`,
-  });
-}
 
 /** POST /environments/{id}/backups: to the given destination, else the backup window's (none: 422). */
 export async function requestBackup(deps: Deps, actor: Actor, env: EnvRow, input: { destination_id?: string }) {
@@ -54,7 +33,7 @@ export async function requestBackup(deps: Deps, actor: Actor, env: EnvRow, input
     await recordDestinationError(deps.knex, destination.id, refusal);
     throw errors.invalid({ destination_id: refusal });
   }
-  return presentTask(await startBackupTask(deps, actor, env, destinationId, 'manual'), who(actor));
+  return startBackupTask(deps, actor, env, destinationId, 'manual');
 }
 
 /**
@@ -93,17 +72,14 @@ async function startOverwrite(
   task: { type: 'restore' | 'sync' | 'reset_database'; params: Record<string, string>; summary: string },
 ) {
   await assertMayOverwrite(deps, actor, env, password, address);
-  return presentTask(
-    await startTask(deps, actor, {
-      type: task.type,
-      teamId: env.team_id,
-      projectId: env.project_id,
-      environmentId: env.id,
-      params: task.params,
-      summary: task.summary,
-    }),
-    who(actor),
-  );
+  return startTask(deps, actor, {
+    type: task.type,
+    teamId: env.team_id,
+    projectId: env.project_id,
+    environmentId: env.id,
+    params: task.params,
+    summary: task.summary,
+  });
 }
 
 export async function requestRestore(

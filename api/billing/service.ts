@@ -1,8 +1,8 @@
 import type { Deps } from '../../system/deps';
 import { BillingDetails } from '../../db/models/billing-details';
 import { Subscription } from '../../db/models/subscription';
-import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
 import { addressFormat, checkAddress, knownCountry, ADDRESS_FIELDS } from './address-format';
 import { money, presentBillingDetails, presentSubscription } from './presenter';

@@ -2,8 +2,8 @@ import type { Deps } from '../../system/deps';
 import { Subscription } from '../../db/models/subscription';
 import { currentPeriodEnd } from '../../db/queries/subscriptions';
 import { workflowIds } from '../../workflows/shared';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
 import { money, presentSubscription } from './presenter';
 

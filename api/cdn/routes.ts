@@ -2,15 +2,13 @@ import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
-import { startTask } from '../lib/tasks';
+import { startTask } from '../../core/tasks';
 import { taskSchema } from '../tasks/schemas';
-import { presentTask } from '../tasks/presenter';
 import * as s from './schemas';
 import { getCdn, updateCdn } from './service';
 
 const tags = ['cdn'];
 const idParams = z.object({ id: z.uuid() });
-type Env = { id: string; team_id: string; project_id: string; name: string };
 
 export const routes: RouteDef[] = [
   defineRoute({
@@ -53,7 +51,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields, each named (default_ttl_seconds)'),
     },
     async handler(ctx) {
-      ctx.body = await updateCdn(ctx.deps, ctx.actor, ctx.scope.row as unknown as Env, ctx.input.body);
+      ctx.body = await updateCdn(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({
@@ -79,7 +77,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid prefixes, each named (paths.1)'),
     },
     async handler(ctx) {
-      const env = ctx.scope.row as unknown as Env;
+      const env = ctx.scope.row;
       const paths = [...new Set(ctx.input.body.paths ?? [])];
       const task = await startTask(ctx.deps, ctx.actor, {
         type: 'cdn_clear',
@@ -91,8 +89,7 @@ export const routes: RouteDef[] = [
           ? `clear the CDN of ${env.name} under ${paths.join(', ')}`
           : `clear the CDN of ${env.name}`,
       });
-      ctx.status = 202;
-      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+      return task;
     },
   }),
 ] as RouteDef[];

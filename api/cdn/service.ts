@@ -1,6 +1,6 @@
 /** The environment's CDN settings (CONTRACT "The edge"); the edge reads them through `vc_edge`. */
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
+import type { Actor } from '../../core/actor';
 import { recordActivity } from '../../db/queries/activity';
 import { getCdnSettings, saveCdnSettings, type CdnSettings } from '../../db/queries/cdn';
 

@@ -2,10 +2,9 @@ import type { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorBodySchema, errorResponse } from '../lib/responses';
 import * as s from './schemas';
-import { environmentWithProject, requestTask, type EnvironmentWithProject } from './service';
+import { environmentWithProject, requestTask, type EnvironmentWithProject } from '../../core/deploys';
 import type { DeployType } from '../../db/vocabulary';
 import { defineScope } from '../lib/scopes';
-import { presentTask } from '../tasks/presenter';
 
 /** The environment with its project's name and repository, read once for the permission check and the task. */
 const environmentScope = defineScope<EnvironmentWithProject>('environment', environmentWithProject);
@@ -50,8 +49,7 @@ function taskRoute(def: {
         type: def.type,
         skipSteps: ctx.input.body.skip_steps,
       });
-      ctx.status = 202;
-      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+      return task;
     },
   }) as RouteDef;
 }

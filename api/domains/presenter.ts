@@ -1,7 +1,7 @@
 import type { Domain } from '../../db/models/domain';
-import { VERIFY_PREFIX } from '../../db/queries/domains';
+import { VERIFY_PREFIX } from '../../core/domains';
 import type { CertificateSummary } from '../../db/queries/certificates';
-import { iso, isoOrNull } from '../lib/time';
+import { iso, isoOrNull } from '../../core/time';
 
 export const HTTPS_NOT_CONFIGURED = 'HTTPS is not configured on this console (ACME_DIRECTORY_URL is not set)';
 

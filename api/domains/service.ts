@@ -1,7 +1,7 @@
 /**
  * Custom domains (CONTRACT "Domains"). Adding locks the project's row so that the allowance counts every
  * domain of the project, pending ones included, without a race. A verified hostname is on one environment;
- * pending claims of it by different teams stand side by side until one verifies (db/queries/domains.ts).
+ * pending claims of it by different teams stand side by side until one verifies (core/domains.ts).
  * Verification: POST /domains/{id}/verify looks the TXT record up now (12 calls an hour per team and
  * hostname, kept when the domain is deleted), and a background workflow re-checks a pending domain with
  * backoff until it expires, a week after it was added.
@@ -10,23 +10,23 @@ import type { Knex } from 'knex';
 import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
 import { Domain } from '../../db/models/domain';
-import { checkDomain, expirePendingDomains, lockHostname } from '../../db/queries/domains';
-import { emitDomainVerified } from '../lib/integration-events';
-import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
+import { checkDomain, expirePendingDomains, lockHostname } from '../../core/domains';
+import { emitDomainVerified } from '../../core/integration-events';
+import type { Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
 import { authorize, type Action } from '../lib/policy';
 import { randomToken } from '../lib/token-format';
 import { findEnvironment } from '../environments/service';
 import { workflowIds } from '../../workflows/shared';
 import { presentDomain } from './presenter';
 import { certificateSummaries } from '../../db/queries/certificates';
-import { requestFirstCertificate } from '../lib/certificate-tasks';
+import { requestFirstCertificate } from '../../core/certificate-tasks';
 import { recordActivity } from '../../db/queries/activity';
 
 export const VERIFY_CALLS_PER_HOUR = 12;
 const WEEK_MS = 7 * 86_400_000;
 
-const taken = () => errors.conflict('domain_taken', 'That hostname is already verified on an environment');
+const taken = () => errors.conflict('domain_taken');
 const claimedByTeam = () =>
   errors.conflict('domain_taken', 'Your team has already added that hostname to an environment; move it with PATCH');
 const lost = () =>

@@ -3,8 +3,8 @@
  * password (401 with WWW-Authenticate; stored as an argon2id hash only, never shown) and stickiness.
  */
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
-import { hashPassword } from '../lib/passwords';
+import type { Actor } from '../../core/actor';
+import { hashPassword } from '../../core/passwords';
 import { recordActivity } from '../../db/queries/activity';
 
 interface EdgeRow {

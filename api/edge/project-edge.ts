@@ -1,6 +1,6 @@
 /** The project edge (CONTRACT "The edge"): one save of every part, applied by the edge on every environment. */
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
+import type { Actor } from '../../core/actor';
 import { recordActivity } from '../../db/queries/activity';
 
 interface Row {

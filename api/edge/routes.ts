@@ -48,7 +48,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields, each named (allowed_addresses.2, password.password)'),
     },
     async handler(ctx) {
-      ctx.body = await updateEnvironmentEdge(ctx.deps, ctx.actor, ctx.scope.row as never, ctx.input.body);
+      ctx.body = await updateEnvironmentEdge(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({
@@ -91,7 +91,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid parts, each named'),
     },
     async handler(ctx) {
-      ctx.body = await updateProjectEdge(ctx.deps, ctx.actor, ctx.scope.row as never, ctx.input.body);
+      ctx.body = await updateProjectEdge(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
 ] as RouteDef[];

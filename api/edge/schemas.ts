@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { normalizeCidr } from '../lib/cidr';
+import { normalizeCidr } from '../../core/cidr';
 
 /** A CIDR (or a bare address), normalized; a fault is named by its index (`allowed_addresses.2`). */
 export const cidr = z.string().transform((value, ctx) => {

@@ -1,6 +1,6 @@
 import type { Environment } from '../../db/models/environment';
 import { environmentUrl, type Config } from '../../system/config';
-import { iso, isoOrNull } from '../lib/time';
+import { iso, isoOrNull } from '../../core/time';
 
 /** An environment as the services hand it out: the row plus its public address. */
 export type EnvironmentRecord = Environment & { url: string };

@@ -3,20 +3,19 @@ import type { Deps } from '../../system/deps';
 import { Environment } from '../../db/models/environment';
 import { Project } from '../../db/models/project';
 import { Task } from '../../db/models/task';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import { authorize, reachableTeamIds, type Action } from '../lib/policy';
-import { branchesOf, lsRemote, refExists } from '../projects/git';
-import { projectRepositoryOf } from '../../db/queries/repository';
-import type { GitRepo } from '../../activities/provider/git';
+import { branchesOf, lsRemote, refExists } from '../../core/ls-remote';
+import { projectRepositoryOf } from '../../core/repository';
+import type { GitRepo } from '../../host/git';
 import { NAME_RULES } from '../projects/schemas';
 import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
 import { ENVIRONMENTS_CURSOR } from './schemas';
 import { findProject } from '../projects/service';
 import { presentEnvironment, withUrl, type EnvironmentRecord } from './presenter';
 import { createEnvironmentMachines } from '../machines/service';
-import { dropEnvironmentServices } from '../services/service';
-import { workflowIds } from '../../workflows/shared';
+import { dropEnvironmentServices, startRetire } from '../../core/environment-retire';
 import { DELETED_ENVIRONMENT_KEEP_DAYS, tombstoneEnvironment } from '../../db/queries/deleted-environments';
 import { recordActivity } from '../../db/queries/activity';
 import { assertRecentSignIn, DELETE_PROTECTED_SIGN_IN_MINUTES } from '../lib/recent-sign-in';
@@ -25,8 +24,7 @@ const nameTaken = () =>
   appError('conflict', 'An environment of that name exists in this project', {
     fields: { name: 'is already used by another environment of this project' },
   });
-const noRepository = () =>
-  appError('no_repository', 'Connect a git repository to the project first (POST /projects/{id}/repository)');
+const noRepository = () => appError('no_repository');
 
 /** Loads an environment the caller may act on; another team's environment answers 404. */
 export async function findEnvironment(
@@ -154,7 +152,7 @@ export async function createEnvironment(
       throw err;
     }
   }
-  throw appError('no_port_available', 'No port could be given to the environment; try again');
+  throw appError('no_port_available');
 }
 
 // ---- listing -----------------------------------------------------------------------------------
@@ -262,20 +260,4 @@ export async function deleteEnvironment(
   });
   await dropEnvironmentServices(deps, id, gone.databases);
   await startRetire(deps, id, gone.port);
-}
-
-/**
- * The environment's processes, network and files are taken off the host by a workflow (the worker holds
- * them); if Temporal cannot be reached now, the worker retires what is left in retiring_ports when it starts.
- */
-export async function startRetire(deps: Deps, environmentId: string, port: number): Promise<void> {
-  try {
-    await deps.temporal.workflow.start('retireEnvironment', {
-      taskQueue: deps.config.taskQueue,
-      workflowId: workflowIds.environmentRetire(environmentId),
-      args: [{ environmentId, port }],
-    });
-  } catch (err) {
-    deps.logger.warn({ err, environmentId }, 'could not start retiring a deleted environment');
-  }
 }

@@ -1,7 +1,6 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
-import type { Integration } from '../../db/models/integration';
 import * as s from './schemas';
 import * as integrations from './service';
 
@@ -141,12 +140,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      ctx.body = await integrations.updateIntegration(
-        ctx.deps,
-        ctx.actor,
-        ctx.scope.row as unknown as Integration,
-        ctx.input.body,
-      );
+      ctx.body = await integrations.updateIntegration(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({
@@ -162,7 +156,7 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: { 204: { description: 'Deleted' }, 403: error('Role may not'), 404: error('No such integration') },
     async handler(ctx) {
-      await integrations.deleteIntegration(ctx.deps, ctx.actor, ctx.scope.row as unknown as Integration);
+      await integrations.deleteIntegration(ctx.deps, ctx.actor, ctx.scope.row);
       ctx.status = 204;
     },
   }),

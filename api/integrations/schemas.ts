@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { INTEGRATION_EVENTS, KIND_NAMES, type IntegrationKind } from './kinds';
+import { INTEGRATION_EVENTS, KIND_NAMES, type IntegrationKind } from '../../core/integration-kinds';
 
 export const idParams = z.object({ id: z.uuid() });
 

@@ -5,11 +5,13 @@ import { Integration } from '../../db/models/integration';
 import { IntegrationDelivery } from '../../db/models/integration-delivery';
 import { recordActivity } from '../../db/queries/activity';
 import { sealWebhookUrls, webhookUrlColumns } from '../../db/queries/integrations';
-import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
-import { INTEGRATION_EVENTS, INTEGRATION_KINDS, integrationAad, KIND_NAMES, type IntegrationKind } from './kinds';
+import type { Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
+import { INTEGRATION_EVENTS, INTEGRATION_KINDS, KIND_NAMES, type IntegrationKind } from '../../core/integration-kinds';
 import { presentIntegration } from './presenter';
 import type { CreateBody, UpdateBody } from './schemas';
+import { aad } from '../../db/aad';
+import type { ModelObject } from 'objection';
 
 export function newIntegrationChoices() {
   return {
@@ -37,7 +39,7 @@ export async function createIntegration(deps: Deps, actor: Actor, teamId: string
       name: body.name,
       events: body.events,
       ...(body.kind === 'webhook' ? webhookUrlColumns(deps.secrets, id, body.url, {}) : { config: {} }),
-      sealed_secret: seal(deps.secrets, secret, integrationAad(id)),
+      sealed_secret: seal(deps.secrets, secret, aad.integration(id)),
       created_by: actor.user.id,
     } as Partial<Integration>);
     await recordActivity(trx, {
@@ -83,7 +85,7 @@ export async function getIntegration(deps: Deps, id: string) {
   return presentIntegration(row, deliveries);
 }
 
-export async function updateIntegration(deps: Deps, actor: Actor, row: Integration, body: UpdateBody) {
+export async function updateIntegration(deps: Deps, actor: Actor, row: ModelObject<Integration>, body: UpdateBody) {
   const fields: Record<string, string> = {};
   if (row.kind === 'webhook' && body.webhook_url !== undefined)
     fields.webhook_url = 'is not a field of a webhook integration';
@@ -94,7 +96,7 @@ export async function updateIntegration(deps: Deps, actor: Actor, row: Integrati
   if (body.events !== undefined) patch.events = body.events;
   if (body.url !== undefined) Object.assign(patch, webhookUrlColumns(deps.secrets, row.id, body.url, row.config));
   if (body.webhook_url !== undefined)
-    patch.sealed_secret = seal(deps.secrets, body.webhook_url, integrationAad(row.id));
+    patch.sealed_secret = seal(deps.secrets, body.webhook_url, aad.integration(row.id));
   await deps.knex.transaction(async (trx) => {
     await Integration.query(trx).patch(patch).where({ id: row.id });
     await recordActivity(trx, {
@@ -108,7 +110,7 @@ export async function updateIntegration(deps: Deps, actor: Actor, row: Integrati
   return getIntegration(deps, row.id);
 }
 
-export async function deleteIntegration(deps: Deps, actor: Actor, row: Integration) {
+export async function deleteIntegration(deps: Deps, actor: Actor, row: ModelObject<Integration>) {
   await deps.knex.transaction(async (trx) => {
     await Integration.query(trx).deleteById(row.id);
     await recordActivity(trx, {

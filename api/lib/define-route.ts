@@ -1,9 +1,10 @@
 import type { Context } from 'koa';
 import type { z } from 'zod';
-import type { Actor } from './actor';
+import type { Actor } from '../../core/actor';
 import type { Deps } from '../../system/deps';
 import type { Action } from './policy';
 import type { ResolvedScope, Scope, ScopeRow } from './scopes';
+import type { Task } from '../../db/models/task';
 
 /**
  * Who may call a route:
@@ -55,7 +56,10 @@ export interface RouteDef<P = any, Q = any, B = any, R extends ScopeRow = any> {
   permission?: Action;
   /** How to find the team of the resource the path names (api/lib/scopes.ts); 404 when missing or out of reach. */
   scope?: Scope<R>;
-  /** The route starts tasks: it honours `Idempotency-Key` (api/lib/idempotency.ts). */
+  /**
+   * The route starts tasks: it honours `Idempotency-Key` (api/lib/idempotency.ts), and a handler that returns
+   * the task it started is answered 202 with it, presented (api/tasks/presenter.ts) with the caller as account.
+   */
   startsTask?: boolean;
   /** Demands a sign-in younger than this many minutes (403 reauthentication_required). */
   recentSignInMinutes?: number;
@@ -75,7 +79,8 @@ export interface RouteDef<P = any, Q = any, B = any, R extends ScopeRow = any> {
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
   responses: Record<number, ResponseDef>;
-  handler: (ctx: RouteContext<P, Q, B, R>) => unknown | Promise<unknown>;
+  /** Sets the answer on ctx, or (a `startsTask` route) returns the task it started. */
+  handler: (ctx: RouteContext<P, Q, B, R>) => Task | undefined | void | Promise<Task | undefined | void>;
 }
 
 /** Declares one endpoint; the same schemas validate requests and build the OpenAPI document. */

@@ -8,8 +8,8 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import type { Knex } from 'knex';
-import type { Actor } from './actor';
-import { appError, errors } from './errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 const KEY_RE = /^[\x21-\x7e]{1,255}$/;
@@ -95,10 +95,7 @@ export async function withIdempotency(
       return;
     }
     if (Date.now() > deadline) {
-      throw appError(
-        'idempotency_key_in_use',
-        'A request with this Idempotency-Key is still being answered; repeat it in a moment',
-      );
+      throw appError('idempotency_key_in_use');
     }
     await new Promise((r) => setTimeout(r, 100));
   }

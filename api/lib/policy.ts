@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { Membership } from '../../db/models/membership';
-import { requestRoles, type Actor } from './actor';
-import { errors } from './errors';
+import { requestRoles, type Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
 
 import { ROLES, type Role } from '../../db/vocabulary';
 

@@ -3,8 +3,8 @@ import type { Context, Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../../system/deps';
-import type { Actor } from './actor';
-import { appError, errors } from './errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import { issuesToFields, type RouteDef } from './define-route';
 import { toRouterPath } from './paths';
 import { can, roleIn } from './policy';
@@ -12,6 +12,7 @@ import type { ResolvedScope } from './scopes';
 import { withIdempotency } from './idempotency';
 import { replayTasks } from '../tasks/replay';
 import { nulFields } from './nul-bytes';
+import { presentTask } from '../tasks/presenter';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -149,7 +150,7 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
       const scope = await resolveScope(def, deps, actor, params as Record<string, unknown>);
       if (parse && hasBody(ctx)) {
         if (!ctx.is('application/json', ...(def.bodyTypes?.includes('multipart') ? ['multipart/form-data'] : []))) {
-          throw appError('unsupported_media_type', 'Send the body as application/json');
+          throw appError('unsupported_media_type');
         }
         await parse(ctx, async () => undefined);
       }
@@ -185,7 +186,11 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
       if (Object.keys(fields).length > 0) throw errors.invalid(fields);
       Object.assign(ctx, { input: { params, query, body }, actor, deps, scope });
       const run = async () => {
-        await def.handler(ctx as never);
+        const task = await def.handler(ctx as never);
+        if (task && def.startsTask && actor) {
+          ctx.status = 202;
+          ctx.body = presentTask(task, { id: actor.user.id, name: actor.user.name });
+        }
       };
       if (def.startsTask && actor)
         await withIdempotency(ctx, deps.knex, actor, body, run, (ids, single) => replayTasks(deps, ids, single));

@@ -5,6 +5,18 @@
  * kind of resource (one query, by primary key).
  */
 import type { Knex } from 'knex';
+import type { Model, ModelObject } from 'objection';
+import type { BackupDestination } from '../../db/models/backup-destination';
+import type { Domain } from '../../db/models/domain';
+import type { Environment } from '../../db/models/environment';
+import type { Integration } from '../../db/models/integration';
+import type { Invitation } from '../../db/models/invitation';
+import type { Membership } from '../../db/models/membership';
+import type { Project } from '../../db/models/project';
+import type { RepositoryHost } from '../../db/models/repository-host';
+import type { Task } from '../../db/models/task';
+import type { Team } from '../../db/models/team';
+import type { Ticket } from '../../db/models/ticket';
 
 export interface ScopeRow {
   team_id: string;
@@ -25,9 +37,10 @@ export interface ResolvedScope<R extends ScopeRow = ScopeRow> {
   row: R;
 }
 
+/** A row of `table` by primary key, typed as its model's columns (a plain row, not a model instance). */
 const byId =
-  (table: string) =>
-  (knex: Knex, id: string): Promise<(ScopeRow & Record<string, any>) | undefined> =>
+  <M extends Model & ScopeRow>(table: string) =>
+  (knex: Knex, id: string): Promise<ModelObject<M> | undefined> =>
     knex(table).where({ id }).first();
 
 export function defineScope<R extends ScopeRow>(
@@ -40,17 +53,17 @@ export function defineScope<R extends ScopeRow>(
 
 export const scopes = {
   team: defineScope('team', async (knex, id) => {
-    const row = await knex('teams').where({ id }).first();
+    const row: ModelObject<Team> | undefined = await knex('teams').where({ id }).first();
     return row ? { ...row, team_id: row.id } : undefined;
   }),
-  project: defineScope('project', byId('projects')),
-  environment: defineScope('environment', byId('environments')),
-  task: defineScope('task', byId('tasks')),
-  invitation: defineScope('invitation', byId('invitations')),
-  membership: defineScope('membership', byId('memberships')),
-  domain: defineScope('domain', byId('domains')),
-  integration: defineScope('integration', byId('integrations')),
-  ticket: defineScope('ticket', byId('tickets')),
-  backupDestination: defineScope('backup destination', byId('backup_destinations')),
-  repositoryHost: defineScope('repository host', byId('repository_hosts')),
+  project: defineScope('project', byId<Project>('projects')),
+  environment: defineScope('environment', byId<Environment>('environments')),
+  task: defineScope('task', byId<Task>('tasks')),
+  invitation: defineScope('invitation', byId<Invitation>('invitations')),
+  membership: defineScope('membership', byId<Membership>('memberships')),
+  domain: defineScope('domain', byId<Domain>('domains')),
+  integration: defineScope('integration', byId<Integration>('integrations')),
+  ticket: defineScope('ticket', byId<Ticket>('tickets')),
+  backupDestination: defineScope('backup destination', byId<BackupDestination>('backup_destinations')),
+  repositoryHost: defineScope('repository host', byId<RepositoryHost>('repository_hosts')),
 };

@@ -49,7 +49,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields, each named (destination.url, destination.port, keep_days_on_machine)'),
     },
     async handler(ctx) {
-      ctx.body = await updateProjectLogs(ctx.deps, ctx.actor, ctx.scope.row as never, ctx.input.body);
+      ctx.body = await updateProjectLogs(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({
@@ -69,7 +69,7 @@ export const routes: RouteDef[] = [
       404: error('No such environment'),
     },
     async handler(ctx) {
-      ctx.body = await getEnvironmentLogs(ctx.deps, ctx.scope.row as never);
+      ctx.body = await getEnvironmentLogs(ctx.deps, ctx.scope.row);
     },
   }),
 ] as RouteDef[];

@@ -4,7 +4,7 @@
  * outcome is `can_send`/`last_error`, and keeps the http URL sealed. Answers never show credentials:
  * the URL loses its userinfo and its query values (see `displayUrl`).
  */
-import { checkOutboundHost, checkOutboundUrl, OutboundRefused } from '../../activities/provider/outbound';
+import { checkOutboundHost, checkOutboundUrl, OutboundRefused } from '../../host/outbound';
 import { recordActivity } from '../../db/queries/activity';
 import {
   DEFAULT_KEEP_DAYS,
@@ -15,9 +15,9 @@ import {
 } from '../../db/queries/log-settings';
 import { describeFailure, sendLines, type Destination } from '../../logs/send';
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
-import { isoOrNull } from '../lib/time';
+import type { Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
+import { isoOrNull } from '../../core/time';
 import { displayUrl } from '../../system/display-url';
 
 function present(deps: Deps, row: LogSettingsRow | undefined) {

@@ -1,6 +1,6 @@
 import type { Server } from '../../db/models/server';
-import { planById, type PriceList } from '../lib/pricing';
-import { iso } from '../lib/time';
+import { planById, type PriceList } from '../../core/pricing';
+import { iso } from '../../core/time';
 
 /**
  * A server as clients see it: its size, how many instances run, and its monthly price from the price list

@@ -1,13 +1,12 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorBodySchema, errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
-import { presentTask, taskSchema } from '../tasks/presenter';
+import { taskSchema } from '../tasks/presenter';
 import * as s from './schemas';
 import * as r from './reshape-schemas';
 import * as reshape from './reshape-service';
 
 const tags = ['machines'];
-type EnvRow = { id: string; team_id: string; project_id: string; name: string };
 
 export const routes: RouteDef[] = [
   defineRoute({
@@ -53,7 +52,7 @@ export const routes: RouteDef[] = [
       422: error('The current shape, an unknown plan, or a plan with shape combined'),
     },
     async handler(ctx) {
-      ctx.body = await reshape.previewReshape(ctx.deps, ctx.scope.row as unknown as EnvRow, ctx.input.body);
+      ctx.body = await reshape.previewReshape(ctx.deps, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({
@@ -83,14 +82,8 @@ export const routes: RouteDef[] = [
       422: error('The current shape, an unknown plan, or a plan with shape combined'),
     },
     async handler(ctx) {
-      const task = await reshape.requestReshape(
-        ctx.deps,
-        ctx.actor,
-        ctx.scope.row as unknown as EnvRow,
-        ctx.input.body,
-      );
-      ctx.status = 202;
-      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+      const task = await reshape.requestReshape(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
+      return task;
     },
   }),
   defineRoute({
@@ -116,9 +109,8 @@ export const routes: RouteDef[] = [
       422: error('confirm is not true'),
     },
     async handler(ctx) {
-      const task = await reshape.requestDiscardOldDatabase(ctx.deps, ctx.actor, ctx.scope.row as unknown as EnvRow);
-      ctx.status = 202;
-      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+      const task = await reshape.requestDiscardOldDatabase(ctx.deps, ctx.actor, ctx.scope.row);
+      return task;
     },
   }),
 ] as RouteDef[];

@@ -6,14 +6,14 @@
  * `POST .../discard-old-database` (`machines`/`discard_old_database`). Prices come from the price list.
  */
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
+import type { Actor } from '../../core/actor';
 import type { Task } from '../../db/models/task';
 import { Service } from '../../db/models/service';
 import { Server } from '../../db/models/server';
-import { errors } from '../lib/errors';
-import { iso } from '../lib/time';
-import { loadPriceList, monthlyPriceDelta, planById, type Plan, type PriceList } from '../lib/pricing';
-import { startTask } from '../lib/tasks';
+import { errors } from '../../core/errors';
+import { iso } from '../../core/time';
+import { loadPriceList, monthlyPriceDelta, planById, type Plan, type PriceList } from '../../core/pricing';
+import { startTask } from '../../core/tasks';
 
 type Shape = 'combined' | 'separate';
 interface EnvRow {
@@ -28,11 +28,7 @@ const noService = () =>
     'no_database_service',
     'The environment has no postgresql service to reshape: add one with POST /environments/{id}/services',
   );
-const oldKept = () =>
-  errors.conflict(
-    'old_database_kept',
-    'The database the last reshape left behind is still kept: discard it first with POST /environments/{id}/discard-old-database',
-  );
+const oldKept = () => errors.conflict('old_database_kept');
 
 async function loadState(deps: Deps, envId: string) {
   const service = await Service.query(deps.knex).findOne({
@@ -170,8 +166,7 @@ export async function requestReshape(
 
 export async function requestDiscardOldDatabase(deps: Deps, actor: Actor, env: EnvRow): Promise<Task> {
   const service = await Service.query(deps.knex).findOne({ environment_id: env.id, kind: 'postgresql' });
-  if (!service?.old_database_name)
-    throw errors.conflict('no_old_database', 'The environment keeps no old database: nothing to discard');
+  if (!service?.old_database_name) throw errors.conflict('no_old_database');
   return startTask(deps, actor, {
     type: 'discard_old_database',
     teamId: env.team_id,

@@ -1,7 +1,7 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorBodySchema, errorResponse as error } from '../lib/responses';
 import { defineScope, scopes } from '../lib/scopes';
-import { presentTask, taskSchema } from '../tasks/presenter';
+import { taskSchema } from '../tasks/presenter';
 import { Server } from '../../db/models/server';
 import * as s from './schemas';
 import * as machines from './service';
@@ -77,8 +77,7 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       const task = await machines.requestResize(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body.plan);
-      ctx.status = 202;
-      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+      return task;
     },
   }),
   defineRoute({
@@ -103,8 +102,7 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       const task = await machines.requestReboot(ctx.deps, ctx.actor, ctx.scope.row);
-      ctx.status = 202;
-      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+      return task;
     },
   }),
   defineRoute({
@@ -156,8 +154,7 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       const task = await requestScale(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body.instances);
-      ctx.status = 202;
-      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+      return task;
     },
   }),
   defineRoute({
@@ -244,7 +241,7 @@ export const routes: RouteDef[] = [
       422: error('Unknown provider or plan'),
     },
     async handler(ctx) {
-      const env = ctx.scope.row as { id: string; team_id: string; project_id: string; name: string };
+      const env = ctx.scope.row;
       ctx.body = await machines.changeBuildMachine(ctx.deps, ctx.actor, env, ctx.input.body);
     },
   }),

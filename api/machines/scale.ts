@@ -6,10 +6,10 @@
 import { Server } from '../../db/models/server';
 import type { Task } from '../../db/models/task';
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
-import { loadPriceList, monthlyPriceDelta } from '../lib/pricing';
-import { startTask } from '../lib/tasks';
+import type { Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
+import { loadPriceList, monthlyPriceDelta } from '../../core/pricing';
+import { startTask } from '../../core/tasks';
 import { serverMonthlyPrice } from './presenter';
 
 async function webServer(deps: Deps, environmentId: string): Promise<Server> {

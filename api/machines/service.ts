@@ -1,5 +1,5 @@
 /**
- * Machines: the servers environments run on and their plans (priced from the price list, api/lib/pricing.ts),
+ * Machines: the servers environments run on and their plans (priced from the price list, core/pricing.ts),
  * resize and reboot as tasks, the build machine of an environment, and its resource usage. Every environment
  * gets a `web` server and a build machine when it is created (createEnvironmentMachines, in the creation's
  * transaction). Services take the row the router's scope loaded; the router has checked the permission.
@@ -9,12 +9,12 @@ import type { Deps } from '../../system/deps';
 import { Server } from '../../db/models/server';
 import { BuildMachine } from '../../db/models/build-machine';
 import { resourceSeries, type ResourceWindow } from '../../db/queries/resources';
-import { loadPriceList, monthlyPriceDelta, planById, type PriceList } from '../lib/pricing';
-import { errors } from '../lib/errors';
-import type { Actor } from '../lib/actor';
+import { loadPriceList, monthlyPriceDelta, planById, type PriceList } from '../../core/pricing';
+import { errors } from '../../core/errors';
+import type { Actor } from '../../core/actor';
 import { reachableTeamIds } from '../lib/policy';
 import { presentServer, serverMonthlyPrice } from './presenter';
-import { startTask } from '../lib/tasks';
+import { startTask } from '../../core/tasks';
 import { recordActivity } from '../../db/queries/activity';
 import type { Task } from '../../db/models/task';
 

@@ -2,9 +2,8 @@ import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
-import { startTask } from '../lib/tasks';
+import { startTask } from '../../core/tasks';
 import { taskSchema } from '../tasks/schemas';
-import { presentTask } from '../tasks/presenter';
 
 const body = z.strictObject({
   maintenance: z.boolean(),
@@ -39,7 +38,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid body'),
     },
     async handler(ctx) {
-      const env = ctx.scope.row as unknown as { id: string; team_id: string; project_id: string; name: string };
+      const env = ctx.scope.row;
       const on = ctx.input.body.maintenance;
       const task = await startTask(ctx.deps, ctx.actor, {
         type: on ? 'maintenance_on' : 'maintenance_off',
@@ -49,8 +48,7 @@ export const routes: RouteDef[] = [
         params: on && ctx.input.body.note ? { note: ctx.input.body.note } : {},
         summary: `maintenance ${on ? 'on' : 'off'} for ${env.name}`,
       });
-      ctx.status = 202;
-      ctx.body = presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name });
+      return task;
     },
   }),
 ] as RouteDef[];

@@ -5,18 +5,11 @@
  */
 import type { Deps } from '../../system/deps';
 import { Project } from '../../db/models/project';
-import {
-  git,
-  GitError,
-  mirrorWithCommit,
-  treeEntryKind,
-  type GitOptions,
-  type GitRepo,
-} from '../../activities/provider/git';
-import { MANIFEST_FILE, manifestFileFault, parseManifest, type Manifest } from '../../activities/provider/manifest';
-import { projectRepositoryOf } from '../../db/queries/repository';
-import type { Actor } from '../lib/actor';
-import { appError } from '../lib/errors';
+import { git, GitError, mirrorWithCommit, treeEntryKind, type GitOptions, type GitRepo } from '../../host/git';
+import { MANIFEST_FILE, manifestFileFault, parseManifest, type Manifest } from '../../host/manifest';
+import { projectRepositoryOf } from '../../core/repository';
+import type { Actor } from '../../core/actor';
+import { appError } from '../../core/errors';
 import { authorize } from '../lib/policy';
 import { findEnvironment } from '../environments/service';
 import { GIT_READ_TIMEOUT_MS, headCommit } from '../pipeline/service';

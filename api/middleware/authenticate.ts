@@ -4,8 +4,8 @@ import { AccessToken } from '../../db/models/access-token';
 import { Membership } from '../../db/models/membership';
 import { Session } from '../../db/models/session';
 import { User } from '../../db/models/user';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import { isWellFormed, sessionDigest, tokenDigest } from '../lib/token-format';
 
 export const SESSION_COOKIE = 'vc_session';

@@ -7,25 +7,24 @@ import {
   CheckViolationError,
   DataError,
 } from 'objection';
-import { appError, AppError } from '../lib/errors';
+import { appError, AppError } from '../../core/errors';
 import { issuesToFields } from '../lib/define-route';
 import type { Logger } from '../../system/logger';
 
 function toAppError(err: unknown): AppError | undefined {
   if (err instanceof AppError) return err;
-  if (err instanceof ZodError)
-    return appError('invalid', 'The request has invalid fields', { fields: issuesToFields(err.issues) });
+  if (err instanceof ZodError) return appError('invalid', undefined, { fields: issuesToFields(err.issues) });
   if (err instanceof UniqueViolationError) {
     const column = err.columns?.filter((c) => !c.endsWith('_id') || err.columns.length === 1).at(-1);
-    return appError('conflict', 'That already exists', { fields: column ? { [column]: 'already exists' } : undefined });
+    return appError('conflict', undefined, { fields: column ? { [column]: 'already exists' } : undefined });
   }
-  if (err instanceof NotFoundError) return appError('not_found', 'No such resource');
+  if (err instanceof NotFoundError) return appError('not_found');
   const status =
     (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
   const expose = (err as { expose?: boolean }).expose;
-  if (status === 400 && expose !== false) return appError('malformed_body', 'The request body is not valid JSON');
-  if (status === 413) return appError('payload_too_large', 'The request body is too large');
-  if (status === 415) return appError('unsupported_media_type', 'Send the body as application/json');
+  if (status === 400 && expose !== false) return appError('malformed_body');
+  if (status === 413) return appError('payload_too_large');
+  if (status === 415) return appError('unsupported_media_type');
   return undefined;
 }
 

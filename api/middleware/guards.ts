@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../../system/config';
 import type { Logger } from '../../system/logger';
-import { appError, errors } from '../lib/errors';
+import { appError, errors } from '../../core/errors';
 
 export type CreationKind = 'invitations' | 'device-codes';
 

@@ -69,8 +69,6 @@ export const routes: RouteDef[] = [
   }),
 ] as RouteDef[];
 
-type ProjectRow = { id: string; team_id: string };
-
 export const projectRuleRoutes: RouteDef[] = [
   defineRoute({
     method: 'get',
@@ -86,7 +84,7 @@ export const projectRuleRoutes: RouteDef[] = [
     params: s.idParams,
     responses: { 200: { description: 'Rules', schema: rules.rulesSchema }, 404: error('No such project') },
     async handler(ctx) {
-      ctx.body = { rules: await rules.projectRules(ctx.deps.knex, ctx.scope.row as unknown as ProjectRow) };
+      ctx.body = { rules: await rules.projectRules(ctx.deps.knex, ctx.scope.row) };
     },
   }),
   defineRoute({
@@ -109,7 +107,7 @@ export const projectRuleRoutes: RouteDef[] = [
       422: error('Invalid rules'),
     },
     async handler(ctx) {
-      ctx.body = await rules.saveRules(ctx.deps, ctx.actor, ctx.scope.row as unknown as ProjectRow, ctx.input.body);
+      ctx.body = await rules.saveRules(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
 ] as RouteDef[];

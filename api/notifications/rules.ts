@@ -7,9 +7,9 @@ import type { Knex } from 'knex';
 import { z } from 'zod';
 import type { Deps } from '../../system/deps';
 import { recordActivity } from '../../db/queries/activity';
-import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
-import { INTEGRATION_EVENTS, type IntegrationEvent } from '../integrations/kinds';
+import type { Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
+import { INTEGRATION_EVENTS, type IntegrationEvent } from '../../core/integration-kinds';
 
 export const EMAIL_CHOICES = ['members', 'admins', 'none'] as const;
 

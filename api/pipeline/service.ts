@@ -4,18 +4,18 @@
  */
 import type { Deps } from '../../system/deps';
 import { Project } from '../../db/models/project';
-import { GitError, resolveRef, type GitRepo } from '../../activities/provider/git';
-import { projectRepositoryOf } from '../../db/queries/repository';
+import { GitError, resolveRef, type GitRepo } from '../../host/git';
+import { projectRepositoryOf } from '../../core/repository';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
-import { runningExclusiveTask } from '../../db/queries/tasks';
-import type { Actor } from '../lib/actor';
+import { runningExclusiveTask } from '../../core/tasks';
+import type { Actor } from '../../core/actor';
 import { can, roleIn } from '../lib/policy';
 import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
-import { displayUrl } from '../projects/git';
+import { displayUrl } from '../../core/ls-remote';
 import { findProject } from '../projects/service';
 import { findEnvironment } from '../environments/service';
 import { RELEASES_CURSOR } from './schemas';
-import { iso, isoOrNull } from '../lib/time';
+import { iso, isoOrNull } from '../../core/time';
 
 export const GIT_READ_TIMEOUT_MS = 20_000;
 

@@ -8,17 +8,14 @@
  */
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
-import { searchAttributeKeys } from '../lib/tasks';
-import { iso, isoOrNull } from '../lib/time';
+import { searchAttributeKeys } from '../../core/tasks';
+import { iso, isoOrNull } from '../../core/time';
 import { workflowIds } from '../../workflows/shared';
-import { dropEnvironmentServices } from '../services/service';
-import { startRetire } from '../environments/service';
-import { tombstoneEnvironment } from '../../db/queries/deleted-environments';
+import { CANCELLED_PROJECT_KEEP_DAYS } from '../../core/projects/cancel';
 
-export const CANCELLED_PROJECT_KEEP_DAYS = 30;
 const DAY_MS = 86_400_000;
 
 async function subscriptionsOf(knex: Deps['knex'], projectId: string) {
@@ -131,42 +128,4 @@ export async function cancelProject(deps: Deps, actor: Actor, projectId: string)
     throw err;
   }
   return cancelChoices(deps, projectId);
-}
-
-/**
- * The daily prune's part: deletes the environments of projects cancelled more than
- * CANCELLED_PROJECT_KEEP_DAYS before `asOf` (rows cascade; their database services are dropped). The
- * project stays, empty, until someone deletes it. Each environment goes as DELETE /environments/{id} takes it
- * (its host side retired by the retireEnvironment workflow). Returns how many environments went.
- */
-export async function deleteCancelledEnvironments(deps: Deps, asOf: Date): Promise<number> {
-  const due = await deps
-    .knex('environments')
-    .join('projects', 'projects.id', 'environments.project_id')
-    .where('projects.cancelled_at', '<', new Date(asOf.getTime() - CANCELLED_PROJECT_KEEP_DAYS * DAY_MS))
-    .select('environments.id', 'environments.port');
-  let deleted = 0;
-  for (const { id } of due as Array<{ id: string }>) {
-    // As DELETE /environments/{id} takes it: a tombstone keeps its tasks, activity and snapshots 30 days more.
-    const gone = await deps.knex.transaction(async (trx) => {
-      const out = await tombstoneEnvironment(trx, id, null);
-      if (out) {
-        await recordActivity(trx, {
-          teamId: out.team_id,
-          actor: null,
-          kind: 'configuration',
-          type: 'environment_deleted',
-          projectId: out.project_id,
-          environmentId: id,
-          summary: `Environment ${out.name} deleted ${CANCELLED_PROJECT_KEEP_DAYS} days after its project was cancelled`,
-        });
-      }
-      return out;
-    });
-    if (!gone) continue;
-    deleted++;
-    await dropEnvironmentServices(deps, id, gone.databases);
-    await startRetire(deps, id, gone.port);
-  }
-  return deleted;
 }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import * as s from './schemas';
-import { autoDeployProject } from './auto-deploy';
+import { autoDeployProject } from '../../core/projects/auto-deploy';
 import { checkHookSignature, SIGNATURE_HEADER } from './repository';
 import { cancelChoices, cancelProject } from './cancel';
 import { scopes } from '../lib/scopes';

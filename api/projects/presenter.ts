@@ -1,6 +1,6 @@
 import type { Project } from '../../db/models/project';
-import { displayUrl } from './git';
-import { iso } from '../lib/time';
+import { displayUrl } from '../../core/ls-remote';
+import { iso } from '../../core/time';
 
 /** A project; the repository URL is shown without credentials. */
 export function presentProject(p: Project) {

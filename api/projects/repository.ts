@@ -9,15 +9,14 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import { open, seal } from '../../system/crypto';
-import { projectRepositoryOf } from '../../db/queries/repository';
-import { appError, errors } from '../lib/errors';
+import { projectRepositoryOf } from '../../core/repository';
+import { appError, errors } from '../../core/errors';
 import { API_PREFIX } from '../lib/paths';
-import { isoOrNull } from '../lib/time';
-import { displayUrl, lsRemote } from './git';
+import { isoOrNull } from '../../core/time';
+import { displayUrl, lsRemote } from '../../core/ls-remote';
+import { aad } from '../../db/aad';
 
 export const SIGNATURE_HEADER = 'x-hub-signature-256';
-
-const secretAad = (projectId: string) => `projects.webhook_secret:${projectId}`;
 
 interface RepositoryRow {
   id: string;
@@ -44,7 +43,7 @@ export function presentRepository(deps: Deps, p: RepositoryRow) {
 /** A new webhook secret and its sealed form (kept on the project). */
 export function newWebhookSecret(deps: Deps, projectId: string): { secret: string; sealed: string } {
   const secret = `whsec_${randomBytes(24).toString('base64url')}`;
-  return { secret, sealed: seal(deps.secrets, secret, secretAad(projectId)) };
+  return { secret, sealed: seal(deps.secrets, secret, aad.webhookSecret(projectId)) };
 }
 
 export async function getRepository(deps: Deps, projectId: string) {
@@ -62,10 +61,7 @@ export async function reconnectRepository(deps: Deps, projectId: string) {
   if (!row) throw errors.notFound('project');
   const repo = await projectRepositoryOf(deps.knex, deps.secrets, row);
   if (!repo) {
-    throw errors.conflict(
-      'no_repository',
-      'The project has no repository connected: connect one with POST /projects/{id}/repository',
-    );
+    throw errors.conflict('no_repository');
   }
   const check = await lsRemote(repo, deps.config);
   const [updated] = await deps
@@ -93,7 +89,7 @@ export async function checkHookSignature(deps: Deps, signature: string, projectI
   const refused = () => appError('forbidden', 'The signature does not match the body and the webhook secret');
   const row = await deps.knex('projects').where({ id: projectId }).first('id', 'webhook_secret');
   if (!row?.webhook_secret) throw refused();
-  const secret = open(deps.secrets, row.webhook_secret, secretAad(projectId));
+  const secret = open(deps.secrets, row.webhook_secret, aad.webhookSecret(projectId));
   const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(rawBody, 'utf8').digest('hex')}`);
   const given = Buffer.from(signature.trim().toLowerCase());
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw refused();

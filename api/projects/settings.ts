@@ -4,8 +4,8 @@
  */
 import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
-import { AppError, errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
 
 interface ProjectRow {
@@ -58,8 +58,8 @@ export async function updateSettings(
     return presentSettings(deps, row);
   } catch (err) {
     if (err instanceof UniqueViolationError || (err as { code?: string }).code === '23505') {
-      throw new AppError(409, 'conflict', 'A project of that name exists in this team', {
-        name: 'is already used by another project in this team',
+      throw appError('conflict', 'A project of that name exists in this team', {
+        fields: { name: 'is already used by another project in this team' },
       });
     }
     throw err;

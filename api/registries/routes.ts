@@ -5,7 +5,6 @@ import * as s from './schemas';
 import * as registries from './service';
 
 const tags = ['projects'];
-type ProjectRow = { id: string; team_id: string };
 
 export const routes: RouteDef[] = [
   defineRoute({
@@ -48,12 +47,7 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 201;
-      ctx.body = await registries.saveRegistry(
-        ctx.deps,
-        ctx.actor,
-        ctx.scope.row as unknown as ProjectRow,
-        ctx.input.body,
-      );
+      ctx.body = await registries.saveRegistry(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({
@@ -73,12 +67,7 @@ export const routes: RouteDef[] = [
       404: error('No such project or registry'),
     },
     async handler(ctx) {
-      await registries.deleteRegistry(
-        ctx.deps,
-        ctx.actor,
-        ctx.scope.row as unknown as ProjectRow,
-        ctx.input.params.host,
-      );
+      await registries.deleteRegistry(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.params.host);
       ctx.status = 204;
     },
   }),

@@ -1,9 +1,9 @@
 import type { Deps } from '../../system/deps';
 import { seal } from '../../system/crypto';
 import { recordActivity } from '../../db/queries/activity';
-import { registryAad } from '../../db/queries/registries';
-import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
+import { aad } from '../../db/aad';
 
 const present = (r: { host: string; username: string; created_at: Date }) => ({
   host: r.host,
@@ -27,7 +27,7 @@ export async function saveRegistry(
     project_id: project.id,
     host: body.host,
     username: body.username,
-    sealed_password: seal(deps.secrets, body.password, registryAad(project.id, body.host)),
+    sealed_password: seal(deps.secrets, body.password, aad.registry(project.id, body.host)),
   };
   const saved = await deps.knex.transaction(async (trx) => {
     const [r] = await trx('project_registries')

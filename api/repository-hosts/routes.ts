@@ -1,4 +1,3 @@
-import type { RepositoryHost } from '../../db/models/repository-host';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
@@ -90,7 +89,7 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: { 204: { description: 'Deleted' }, 403: error('Role may not'), 404: error('No such repository host') },
     async handler(ctx) {
-      await hosts.deleteRepositoryHost(ctx.deps, ctx.actor, ctx.scope.row as unknown as RepositoryHost);
+      await hosts.deleteRepositoryHost(ctx.deps, ctx.actor, ctx.scope.row);
       ctx.status = 204;
     },
   }),

@@ -3,12 +3,13 @@ import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
 import { RepositoryHost } from '../../db/models/repository-host';
 import { recordActivity } from '../../db/queries/activity';
-import { sealHostSecret } from '../../db/queries/repository-hosts';
-import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
+import { sealHostSecret } from '../../core/repository-hosts';
+import type { Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
 import { newSshKeyPair } from './keys';
 import { presentRepositoryHost } from './presenter';
 import { HOST_KINDS, KIND_FIELDS, type CreateBody } from './schemas';
+import type { ModelObject } from 'objection';
 
 export function newHostChoices() {
   return { kinds: HOST_KINDS.map((kind) => ({ kind, fields: KIND_FIELDS[kind] })) };
@@ -22,7 +23,7 @@ export async function listRepositoryHosts(deps: Deps, teamId: string) {
 /**
  * Adds a repository host. https: the token is sealed (never answered again); ssh: a new Ed25519 key pair,
  * the private key sealed and the public key answered to add on the host. The team's projects on that
- * host without credentials of their own are then cloned with it (db/queries/repository-hosts.ts).
+ * host without credentials of their own are then cloned with it (core/repository-hosts.ts).
  */
 export async function createRepositoryHost(deps: Deps, actor: Actor, teamId: string, body: CreateBody) {
   const id = randomUUID();
@@ -58,7 +59,7 @@ export async function createRepositoryHost(deps: Deps, actor: Actor, teamId: str
   }
 }
 
-export async function deleteRepositoryHost(deps: Deps, actor: Actor, row: RepositoryHost) {
+export async function deleteRepositoryHost(deps: Deps, actor: Actor, row: ModelObject<RepositoryHost>) {
   await deps.knex.transaction(async (trx) => {
     await RepositoryHost.query(trx).deleteById(row.id);
     await recordActivity(trx, {

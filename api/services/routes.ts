@@ -2,7 +2,6 @@ import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import { taskSchema } from '../tasks/presenter';
-import type { Environment } from '../../db/models/environment';
 import * as s from './schemas';
 import * as services from './service';
 
@@ -44,7 +43,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      ctx.body = await services.previewService(ctx.deps, ctx.scope.row as unknown as Environment, ctx.input.body);
+      ctx.body = await services.previewService(ctx.deps, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({
@@ -70,13 +69,7 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = await services.createService(
-        ctx.deps,
-        ctx.actor,
-        ctx.scope.row as unknown as Environment,
-        ctx.input.body,
-      );
+      return services.createService(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({

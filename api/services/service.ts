@@ -5,20 +5,19 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
+import type { Actor } from '../../core/actor';
 import type { Environment } from '../../db/models/environment';
 import { Service } from '../../db/models/service';
-import { errors } from '../lib/errors';
-import { iso } from '../lib/time';
-import { loadPriceList, monthlyPriceDelta, planById } from '../lib/pricing';
-import { startTask } from '../lib/tasks';
-import { presentTask } from '../tasks/presenter';
+import { errors } from '../../core/errors';
+import { iso } from '../../core/time';
+import { loadPriceList, monthlyPriceDelta, planById } from '../../core/pricing';
+import { startTask } from '../../core/tasks';
 import { seal } from '../../system/crypto';
-import { dropServiceDatabase, serverMajorVersion } from '../../activities/data/pg-server';
-import { servicePasswordAad } from '../../activities/data/service-env';
+import { serverMajorVersion } from '../../host/pg-server';
 import { openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 import { workerSettings } from '../../db/queries/worker-settings';
 import { WORKER_STALE_MS } from '../../system/worker-readiness';
+import { aad } from '../../db/aad';
 
 type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
 
@@ -113,7 +112,7 @@ export async function createService(
       status: 'creating',
       database_name: name,
       role_name: name,
-      password_sealed: seal(deps.secrets, randomBytes(24).toString('base64url'), servicePasswordAad(id)),
+      password_sealed: seal(deps.secrets, randomBytes(24).toString('base64url'), aad.servicePassword(id)),
     });
     if (plan.monthly_price > 0) {
       await openSubscription(trx, {
@@ -138,7 +137,7 @@ export async function createService(
       summary: `PostgreSQL ${version} service for ${env.name}`,
     });
     await Service.query(deps.knex).findById(id).patch({ task_id: task.id });
-    return presentTask(task, { id: actor.user.id, name: actor.user.name });
+    return task;
   } catch (err) {
     await deps.knex.transaction(async (trx) => {
       await trx('subscriptions').where({ kind: 'service', resource_id: id }).delete();
@@ -161,16 +160,4 @@ async function checkServicesReachable(deps: Deps): Promise<void> {
       `The environments' sandboxes cannot reach the services server: ${services.reason}. To change: ${services.change}`,
       { reason: services.reason, setting: services.change },
     );
-}
-
-/**
- * After an environment was deleted (its service rows went with it): drops the databases and roles its
- * services had, looked up by their generated names. A failure is logged, never the caller's error.
- */
-export async function dropEnvironmentServices(deps: Deps, envId: string, names: string[]): Promise<void> {
-  for (const name of names) {
-    await dropServiceDatabase(deps.config, { database: name, role: name }).catch((err) =>
-      deps.logger.warn({ envId, err: (err as Error).message }, 'could not drop the database of a deleted service'),
-    );
-  }
 }

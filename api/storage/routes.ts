@@ -1,7 +1,7 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorBodySchema, errorResponse as error } from '../lib/responses';
 import { defineScope, scopes } from '../lib/scopes';
-import { presentTask, taskSchema } from '../tasks/presenter';
+import { taskSchema } from '../tasks/presenter';
 import { StorageDisk } from '../../db/models/storage-disk';
 import * as s from './schemas';
 import * as storage from './service';
@@ -12,11 +12,6 @@ const volumeScope = defineScope<StorageDisk>('volume', async (knex, id) =>
   StorageDisk.query(knex).findOne({ id, disk: 'files' }),
 );
 const spent = error('storage_allowance_spent: the allowance does not hold it', errorBodySchema);
-const env = (ctx: { scope: { row: unknown } }) => ctx.scope.row as storage.Env;
-const task = (ctx: { status: number; body: unknown; actor: { user: { id: string; name: string } } }, t: never) => {
-  ctx.status = 202;
-  ctx.body = presentTask(t, { id: ctx.actor.user.id, name: ctx.actor.user.name });
-};
 const common = { tags, auth: 'session' as const, scope: scopes.environment };
 
 export const routes: RouteDef[] = [
@@ -32,7 +27,7 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: { 200: { description: 'The allowance', schema: s.allowanceSchema }, 404: error('No such environment') },
     async handler(ctx) {
-      ctx.body = await storage.getAllowance(ctx.deps, env(ctx));
+      ctx.body = await storage.getAllowance(ctx.deps, ctx.scope.row);
     },
   }),
   defineRoute({
@@ -56,7 +51,7 @@ export const routes: RouteDef[] = [
       422: error('Not a whole number of GB between 1 and the maximum'),
     },
     async handler(ctx) {
-      ctx.body = await storage.changeAllowance(ctx.deps, ctx.actor, env(ctx), ctx.input.body.allowance_gb);
+      ctx.body = await storage.changeAllowance(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body.allowance_gb);
     },
   }),
   defineRoute({
@@ -71,7 +66,7 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: { 200: { description: 'The split', schema: s.splitSchema }, 404: error('No such environment') },
     async handler(ctx) {
-      ctx.body = await storage.getSplit(ctx.deps, env(ctx));
+      ctx.body = await storage.getSplit(ctx.deps, ctx.scope.row);
     },
   }),
   defineRoute({
@@ -94,7 +89,7 @@ export const routes: RouteDef[] = [
       422: error('Sizes that do not sum to the allowance, a shrinking volume, a disk smaller than it holds'),
     },
     async handler(ctx) {
-      ctx.body = await storage.changeSplit(ctx.deps, ctx.actor, env(ctx), ctx.input.body);
+      ctx.body = await storage.changeSplit(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
   }),
   defineRoute({
@@ -112,7 +107,7 @@ export const routes: RouteDef[] = [
       422: error('Unknown disk'),
     },
     async handler(ctx) {
-      ctx.body = await storage.getDisk(ctx.deps, env(ctx), ctx.input.params.disk);
+      ctx.body = await storage.getDisk(ctx.deps, ctx.scope.row, ctx.input.params.disk);
     },
   }),
   defineRoute({
@@ -136,7 +131,7 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       const { disk } = ctx.input.params;
-      ctx.body = await storage.changeDisk(ctx.deps, ctx.actor, env(ctx), disk, ctx.input.body.size_gb);
+      ctx.body = await storage.changeDisk(ctx.deps, ctx.actor, ctx.scope.row, disk, ctx.input.body.size_gb);
     },
   }),
   defineRoute({
@@ -164,7 +159,7 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       const { disk } = ctx.input.params;
-      task(ctx, (await storage.requestMove(ctx.deps, ctx.actor, env(ctx), disk, ctx.input.body.location)) as never);
+      return storage.requestMove(ctx.deps, ctx.actor, ctx.scope.row, disk, ctx.input.body.location);
     },
   }),
   defineRoute({
@@ -185,7 +180,7 @@ export const routes: RouteDef[] = [
       422: error('confirm is not true'),
     },
     async handler(ctx) {
-      task(ctx, (await storage.requestDiscard(ctx.deps, ctx.actor, env(ctx), ctx.input.body.confirm)) as never);
+      return storage.requestDiscard(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body.confirm);
     },
   }),
   defineRoute({
@@ -227,7 +222,7 @@ export const routes: RouteDef[] = [
       422: error('Not larger than the volume, or past the maximum'),
     },
     async handler(ctx) {
-      task(ctx, (await storage.requestGrow(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body.size_gb)) as never);
+      return storage.requestGrow(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body.size_gb);
     },
   }),
 ] as RouteDef[];

@@ -11,10 +11,10 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
-import { loadPriceList, monthlyPriceDelta, storagePrice } from '../lib/pricing';
-import { startTask } from '../lib/tasks';
+import type { Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
+import { loadPriceList, monthlyPriceDelta, storagePrice } from '../../core/pricing';
+import { startTask } from '../../core/tasks';
 import { recordActivity } from '../../db/queries/activity';
 import {
   environmentStorage,
@@ -25,7 +25,7 @@ import {
   type StoragePricing,
 } from '../../db/queries/storage';
 import type { DiskName, StorageDisk } from '../../db/models/storage-disk';
-import { withAdmin } from '../../activities/data/pg-server';
+import { withAdmin } from '../../host/pg-server';
 import { MAX_ALLOWANCE_GB } from './schemas';
 
 const run = promisify(execFile);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Task } from '../../db/models/task';
-import { iso, isoOrNull } from '../lib/time';
+import { iso, isoOrNull } from '../../core/time';
 import { ACCOUNT_VIA, TASK_KINDS, TASK_STATUSES } from '../../db/vocabulary';
 
 export const taskSchema = z.object({

@@ -6,13 +6,13 @@
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import { Task } from '../../db/models/task';
-import { cancelTask as cancelPendingTask } from '../lib/tasks';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
+import { cancelTask as cancelPendingTask } from '../../core/tasks';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import { authorize, can, reachableMemberships, type Action } from '../lib/policy';
 import { strongEtag } from '../lib/etag';
 import { encodeCursor, pageOf } from '../lib/pagination';
-import { isoOrNull } from '../lib/time';
+import { isoOrNull } from '../../core/time';
 import { presentTask } from './presenter';
 import { TASKS_CURSOR } from './schemas';
 
@@ -124,7 +124,7 @@ export async function readTaskLog(deps: Deps, actor: Actor, id: string, after: n
 }
 
 /**
- * Cancels a task nothing has started (api/lib/tasks.ts cancelTask); otherwise 409 task_not_cancellable.
+ * Cancels a task nothing has started (core/tasks.ts cancelTask); otherwise 409 task_not_cancellable.
  */
 export async function cancelTask(deps: Deps, actor: Actor, id: string) {
   const row = await findTask(deps, actor, id, 'task:cancel');

@@ -7,8 +7,8 @@ import { Membership } from '../../db/models/membership';
 import { Team } from '../../db/models/team';
 import { User } from '../../db/models/user';
 import { invitationEmail } from '../../system/mail/templates';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import {
   assertMayChangeRole,
   assertMayInvite,
@@ -27,7 +27,7 @@ const notOpen = (status: string) =>
   appError('invitation_not_open', `The invitation is ${status}; only an open invitation can be used`, {
     extra: { status },
   });
-const lastOwner = () => appError('last_owner', 'A team keeps at least one owner: make someone else owner first');
+const lastOwner = () => appError('last_owner');
 
 /** Members (with name and e-mail) and the invitations still waiting (open or expired, not revoked or accepted). */
 export async function listPeople(deps: Deps, actor: Actor, teamId: string) {

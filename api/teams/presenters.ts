@@ -3,7 +3,7 @@ import type { Membership } from '../../db/models/membership';
 import type { Team } from '../../db/models/team';
 import type { User } from '../../db/models/user';
 import type { Role } from '../lib/policy';
-import { iso } from '../lib/time';
+import { iso } from '../../core/time';
 
 export function presentTeam(team: Team, role: Role) {
   return { id: team.id, name: team.name, role, created_at: iso(team.created_at) };

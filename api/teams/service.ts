@@ -2,8 +2,8 @@ import { ForeignKeyViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
 import { Membership } from '../../db/models/membership';
 import { Team } from '../../db/models/team';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import { authorize, reachableMemberships, ROLE_DESCRIPTIONS, ROLES, type Role } from '../lib/policy';
 import { presentTeam, presentTeamSettings } from './presenters';
 import { TEAM_NAME_MAX } from './schemas';
@@ -112,7 +112,7 @@ export async function deleteTeam(deps: Deps, actor: Actor, id: string): Promise<
   } catch (err) {
     // Something another area keeps for the team (and does not delete with it) is still there.
     if (err instanceof ForeignKeyViolationError || (err as { code?: string }).code === '23503') {
-      throw appError('team_not_empty', 'The team is not empty; it still holds other resources. Remove them first.');
+      throw appError('team_not_empty');
     }
     throw err;
   }

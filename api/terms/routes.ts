@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
-import { errors } from '../lib/errors';
+import { errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
 import type { Deps } from '../../system/deps';
 

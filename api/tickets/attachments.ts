@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { fileTypeFromBuffer } from 'file-type';
-import { appError, errors } from '../lib/errors';
+import { appError, errors } from '../../core/errors';
 import { ATTACHMENT_LIMITS, ATTACHMENT_TYPES } from './schemas';
 
 export interface UploadedFile {

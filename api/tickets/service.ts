@@ -3,8 +3,8 @@ import type { Deps } from '../../system/deps';
 import { supportReplyEmail, supportTicketEmail } from '../../system/mail';
 import { Ticket } from '../../db/models/ticket';
 import { TicketReply } from '../../db/models/ticket-reply';
-import type { Actor } from '../lib/actor';
-import { appError, errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { appError, errors } from '../../core/errors';
 import type { CheckedAttachment } from './attachments';
 import { ATTACHMENT_LIMITS, ATTACHMENT_TYPES, TICKET_CATEGORIES, type CreateBody } from './schemas';
 

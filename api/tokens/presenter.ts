@@ -1,6 +1,6 @@
 import type { AccessToken } from '../../db/models/access-token';
 import type { TokenView } from './schemas';
-import { iso, isoOrNull } from '../lib/time';
+import { iso, isoOrNull } from '../../core/time';
 
 /** The token record as its issuer sees it: never the digest, the key id or the string. */
 export function presentToken(token: AccessToken, now = new Date()): TokenView {

@@ -1,8 +1,8 @@
 import { AccessToken } from '../../db/models/access-token';
 import { Membership } from '../../db/models/membership';
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
-import { errors } from '../lib/errors';
+import type { Actor } from '../../core/actor';
+import { errors } from '../../core/errors';
 import { generateSecret, tokenDigest } from '../lib/token-format';
 import type { CreateTokenInput } from './schemas';
 import { recordActivity } from '../../db/queries/activity';

@@ -4,8 +4,8 @@
  * of its environments with a live release.
  */
 import type { Deps } from '../../system/deps';
-import type { Actor } from '../lib/actor';
-import { startTask } from '../lib/tasks';
+import type { Actor } from '../../core/actor';
+import { startTask } from '../../core/tasks';
 import type { Task } from '../../db/models/task';
 
 export function applyToEnvironment(

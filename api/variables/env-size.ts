@@ -8,7 +8,7 @@
 import type { Knex } from 'knex';
 import type { VariableScope } from '../../db/queries/variables';
 import { sealedLength } from '../../system/crypto';
-import { errors } from '../lib/errors';
+import { errors } from '../../core/errors';
 import { environmentEntryBytes, MAX_ENVIRONMENT_BYTES, MAX_USER_ENVIRONMENT_BYTES } from './rules';
 
 const kib = (bytes: number) => `${Math.ceil(bytes / 1024)} KiB`;

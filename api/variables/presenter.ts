@@ -1,5 +1,5 @@
 import type { EffectiveVariable } from '../../db/queries/variables';
-import { iso } from '../lib/time';
+import { iso } from '../../core/time';
 
 /** A variable as answers show it: a secret's value is null, always. */
 export function presentVariable(row: { name: string; secret: boolean; updated_at: Date }, value: string) {

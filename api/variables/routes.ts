@@ -3,7 +3,8 @@ import { errorResponse as error } from '../lib/responses';
 import * as s from './schemas';
 import * as variables from './service';
 import { environmentScope, projectScope } from './scopes';
-import { scopes } from '../lib/scopes';
+import { scopes, type Scope, type ScopeRow } from '../lib/scopes';
+import type { Scope as VariableScope } from './service';
 import { z } from 'zod';
 import { taskSchema } from '../tasks/schemas';
 import { presentTask } from '../tasks/presenter';
@@ -58,11 +59,11 @@ export const routes: RouteDef[] = [
       404: error('No such project'),
     },
     async handler(ctx) {
-      const scope = projectScope(ctx.scope.row as never);
+      const scope = projectScope(ctx.scope.row);
       ctx.body = { data: await variables.listOwn(ctx.deps, scope) };
     },
   }),
-  ...ownVariableRoutes('project'),
+  ...ownVariableRoutes('project', scopes.project, projectScope),
 
   // ---- environment --------------------------------------------------------------------------------
   defineRoute({
@@ -82,7 +83,7 @@ export const routes: RouteDef[] = [
       404: error('No such environment'),
     },
     async handler(ctx) {
-      const scope = environmentScope(ctx.scope.row as never);
+      const scope = environmentScope(ctx.scope.row);
       ctx.body = { data: await variables.listEffective(ctx.deps, scope.environmentId!) };
     },
   }),
@@ -103,11 +104,11 @@ export const routes: RouteDef[] = [
       404: error('No such environment or variable'),
     },
     async handler(ctx) {
-      const scope = environmentScope(ctx.scope.row as never);
+      const scope = environmentScope(ctx.scope.row);
       ctx.body = await variables.getEffective(ctx.deps, scope.environmentId!, ctx.input.params.name);
     },
   }),
-  ...ownVariableRoutes('environment'),
+  ...ownVariableRoutes('environment', scopes.environment, environmentScope),
 ] as RouteDef[];
 
 const applyRoutes: RouteDef[] = [
@@ -131,11 +132,7 @@ const applyRoutes: RouteDef[] = [
       404: error('No such environment'),
     },
     async handler(ctx) {
-      ctx.status = 202;
-      ctx.body = presentTask(await applyToEnvironment(ctx.deps, ctx.actor, ctx.scope.row as never), {
-        id: ctx.actor.user.id,
-        name: ctx.actor.user.name,
-      });
+      return applyToEnvironment(ctx.deps, ctx.actor, ctx.scope.row);
     },
   }),
   defineRoute({
@@ -169,7 +166,11 @@ routes.push(...applyRoutes);
  * Setting, removing and importing a level's own variables: the same at both levels, but for the scope they
  * write to (an environment's own values override the project's of the same name).
  */
-function ownVariableRoutes(level: 'project' | 'environment'): RouteDef[] {
+function ownVariableRoutes<R extends ScopeRow>(
+  level: 'project' | 'environment',
+  scope: Scope<R>,
+  scopeOf: (row: R) => VariableScope,
+): RouteDef[] {
   const project = level === 'project';
   const Level = project ? 'Project' : 'Environment';
   const base = `/${level}s/{id}/variables`;
@@ -177,9 +178,8 @@ function ownVariableRoutes(level: 'project' | 'environment'): RouteDef[] {
     tags,
     auth: 'session' as const,
     permission: 'config:write' as const,
-    scope: project ? scopes.project : scopes.environment,
+    scope,
   };
-  const scopeOf = (row: never) => (project ? projectScope(row) : environmentScope(row));
   return [
     defineRoute({
       ...common,
@@ -202,7 +202,7 @@ function ownVariableRoutes(level: 'project' | 'environment'): RouteDef[] {
         422: error('Invalid fields'),
       },
       async handler(ctx) {
-        const r = await variables.setVariable(ctx.deps, ctx.actor, scopeOf(ctx.scope.row as never), ctx.input.body);
+        const r = await variables.setVariable(ctx.deps, ctx.actor, scopeOf(ctx.scope.row), ctx.input.body);
         ctx.status = r.created ? 201 : 200;
         ctx.body = r.variable;
       },
@@ -225,7 +225,7 @@ function ownVariableRoutes(level: 'project' | 'environment'): RouteDef[] {
         404: error(project ? 'No such project or variable' : 'No such environment, or it has no own value'),
       },
       async handler(ctx) {
-        await variables.deleteVariable(ctx.deps, ctx.actor, scopeOf(ctx.scope.row as never), ctx.input.params.name);
+        await variables.deleteVariable(ctx.deps, ctx.actor, scopeOf(ctx.scope.row), ctx.input.params.name);
         ctx.status = 204;
       },
     }),
@@ -247,12 +247,7 @@ function ownVariableRoutes(level: 'project' | 'environment'): RouteDef[] {
         422: error('A malformed line, or too many variables'),
       },
       async handler(ctx) {
-        ctx.body = await variables.importVariables(
-          ctx.deps,
-          ctx.actor,
-          scopeOf(ctx.scope.row as never),
-          ctx.input.body,
-        );
+        ctx.body = await variables.importVariables(ctx.deps, ctx.actor, scopeOf(ctx.scope.row), ctx.input.body);
       },
     }),
   ] as RouteDef[];

@@ -14,7 +14,7 @@ export class Environment extends BaseModel {
   maintenance_on!: boolean;
   maintenance_note!: string | null;
   maintenance_since!: Date | null;
-  /** The commit the last auto-deploy was started for (api/projects/auto-deploy.ts). */
+  /** The commit the last auto-deploy was started for (core/projects/auto-deploy.ts). */
   auto_deploy_sha?: string | null;
   auto_deploy_checked_at?: Date | null;
   /** Set when its project was cancelled: its web process is stopped and nothing deploys here. */

@@ -4,7 +4,7 @@ export class Project extends BaseModel {
   static tableName = 'projects';
   team_id!: string;
   name!: string;
-  /** Without credentials; those are in repository_credentials, sealed (db/queries/repository.ts). */
+  /** Without credentials; those are in repository_credentials, sealed (core/repository.ts). */
   repository_url!: string | null;
   /** The project's own domain allowance; null: DOMAIN_ALLOWANCE. */
   domain_allowance?: number | null;

@@ -2,7 +2,7 @@ import { BaseModel } from './base-model';
 
 /**
  * A team's repository host: `https` (user name and token) or `ssh` (a key pair the console made).
- * `sealed_secret` is the token or the OpenSSH private key, sealed (db/queries/repository-hosts.ts).
+ * `sealed_secret` is the token or the OpenSSH private key, sealed (core/repository-hosts.ts).
  */
 export class RepositoryHost extends BaseModel {
   static tableName = 'repository_hosts';

@@ -3,7 +3,20 @@
  * worker's publish hook) and read by the edge. The table's trigger announces each change on `vc_edge`.
  */
 import type { Knex } from 'knex';
-import type { PublishedRoute } from '../../activities/provider/supervisor';
+
+/**
+ * Where an environment is served, as the supervisor publishes it (the shape of its PublishedRoute,
+ * activities/provider/supervisor-types.ts, declared here so that db/ imports nothing above it).
+ */
+export type PublishedRoute =
+  | {
+      kind: 'upstream';
+      host: string;
+      port: number;
+      releaseId: string;
+      upstreams: Array<{ id: string; host: string; port: number }>;
+    }
+  | { kind: 'unavailable'; text: string; releaseId: string | null };
 
 export async function publishEdgeRoute(knex: Knex, envId: string, route: PublishedRoute | null): Promise<void> {
   if (!route) {

@@ -7,10 +7,9 @@ import type { Knex } from 'knex';
 import { displayUrl } from '../../system/display-url';
 import { open, seal } from '../../system/crypto';
 import type { Secrets } from '../../system/secrets';
+import { aad } from '../aad';
 
 type Keys = Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>;
-
-export const webhookUrlAad = (integrationId: string) => `integration-url:${integrationId}`;
 
 interface UrlRow {
   id: string;
@@ -23,14 +22,14 @@ interface UrlRow {
 export function webhookUrlColumns(secrets: Keys, integrationId: string, url: string, config: Record<string, string>) {
   const { url: _clear, ...rest } = config;
   return {
-    sealed_url: seal(secrets, url, webhookUrlAad(integrationId)),
+    sealed_url: seal(secrets, url, aad.integrationUrl(integrationId)),
     config: { ...rest, display_url: displayUrl(url) },
   };
 }
 
 /** The URL a delivery posts to (a row not sealed yet: its clear `config.url`). */
 export function openWebhookUrl(secrets: Keys, row: UrlRow): string {
-  if (row.sealed_url) return open(secrets, row.sealed_url, webhookUrlAad(row.id));
+  if (row.sealed_url) return open(secrets, row.sealed_url, aad.integrationUrl(row.id));
   return row.config.url;
 }
 

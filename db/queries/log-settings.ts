@@ -5,7 +5,12 @@
 import type { Knex } from 'knex';
 import { openBuffer, seal } from '../../system/crypto';
 import type { Secrets } from '../../system/secrets';
-import type { Destination } from '../../logs/send';
+import { aad } from '../aad';
+
+/** A project's log destination, opened: the shape logs/send.ts sends (declared here: db/ imports nothing above). */
+export type Destination =
+  | { kind: 'http'; name: string; url: string }
+  | { kind: 'syslog'; name: string; host: string; port: number; protocol: 'udp' | 'tcp' };
 
 export const DEFAULT_KEEP_DAYS = 7;
 
@@ -23,8 +28,6 @@ export interface LogSettingsRow {
   keep_days_on_machine: number;
 }
 
-const aad = (projectId: string) => `project_logs:${projectId}`;
-
 export async function getLogSettings(knex: Knex, projectId: string): Promise<LogSettingsRow | undefined> {
   return knex('project_log_settings').where({ project_id: projectId }).first();
 }
@@ -36,7 +39,11 @@ export function openDestination(
 ): Destination | null {
   if (!row?.kind || !row.name) return null;
   if (row.kind === 'http' && row.url_sealed) {
-    return { kind: 'http', name: row.name, url: openBuffer(secrets, row.url_sealed, aad(row.project_id)).toString() };
+    return {
+      kind: 'http',
+      name: row.name,
+      url: openBuffer(secrets, row.url_sealed, aad.projectLogs(row.project_id)).toString(),
+    };
   }
   if (row.kind === 'syslog' && row.host && row.port && row.protocol) {
     return { kind: 'syslog', name: row.name, host: row.host, port: row.port, protocol: row.protocol };
@@ -53,7 +60,7 @@ export function destinationColumns(
   const none = { kind: null, name: null, url_sealed: null, host: null, port: null, protocol: null };
   if (!dest) return none;
   if (dest.kind === 'http')
-    return { ...none, kind: 'http', name: dest.name, url_sealed: seal(secrets, dest.url, aad(projectId)) };
+    return { ...none, kind: 'http', name: dest.name, url_sealed: seal(secrets, dest.url, aad.projectLogs(projectId)) };
   return { ...none, kind: 'syslog', name: dest.name, host: dest.host, port: dest.port, protocol: dest.protocol };
 }
 

@@ -116,7 +116,7 @@ export async function volumeHasFiles(knex: Knex | Knex.Transaction, roots: strin
 
 export interface StoragePricing {
   currency: string;
-  /** The monthly price of `gb` GB of storage (api/lib/pricing.ts storagePrice). */
+  /** The monthly price of `gb` GB of storage (core/pricing.ts storagePrice). */
   price: (gb: number) => number;
 }
 

@@ -6,9 +6,8 @@
  * Used by the workflows' activities and by the API's cancel.
  */
 import type { Knex } from 'knex';
-import type { TaskRecord } from '../../workflows/task-record';
+import type { TaskRecord } from '../task-record';
 import { Task } from '../models/task';
-import { workflowIds } from '../../workflows/shared';
 
 import type { TaskStatus } from '../vocabulary';
 
@@ -82,19 +81,4 @@ export async function finishTask(
     });
   const row = await knex('tasks').where({ id: taskId }).first('status');
   return row?.status;
-}
-
-/**
- * The exclusive task (deploy, restore, resize...) pending or running on the environment, newest first (they
- * share the environment's one change workflow id), as far as the tasks table knows.
- */
-export async function runningExclusiveTask(
-  knex: Knex,
-  environmentId: string,
-): Promise<{ id: string; workflow_id: string; kind: Task['kind']; type: string } | undefined> {
-  return knex('tasks')
-    .where({ workflow_id: workflowIds.environmentChange(environmentId) })
-    .whereIn('status', ['pending', 'running'])
-    .orderBy('seq', 'desc')
-    .first('id', 'workflow_id', 'kind', 'type');
 }

@@ -6,6 +6,7 @@
 import type { Knex } from 'knex';
 import { open, seal } from '../../system/crypto';
 import type { Secrets } from '../../system/secrets';
+import { aad } from '../aad';
 
 type Keys = Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>;
 
@@ -15,12 +16,8 @@ export interface VariableScope {
   environmentId: string | null;
 }
 
-export function variableAad(scope: VariableScope, name: string): string {
-  return `variable:${scope.projectId}:${scope.environmentId ?? '-'}:${name}`;
-}
-
 export function sealVariable(secrets: Keys, scope: VariableScope, name: string, value: string): string {
-  return seal(secrets, value, variableAad(scope, name));
+  return seal(secrets, value, aad.variable(scope, name));
 }
 
 export function openVariable(
@@ -30,7 +27,7 @@ export function openVariable(
   return open(
     secrets,
     row.value_sealed,
-    variableAad({ projectId: row.project_id, environmentId: row.environment_id }, row.name),
+    aad.variable({ projectId: row.project_id, environmentId: row.environment_id }, row.name),
   );
 }
 

@@ -12,7 +12,7 @@ import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
 import { createAccessToken, sessionAgent } from '../helpers/fixtures';
 import { cliHome, ROOT, runCli } from '../helpers/cli';
 import { storeCliSession } from '../helpers/cli-session';
-import { dropServiceDatabase } from '../../activities/data/pg-server';
+import { dropServiceDatabase } from '../../host/pg-server';
 
 const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 vi.setConfig({ testTimeout: 120_000 });

@@ -4,7 +4,7 @@ import { Team } from '../../db/models/team';
 import { Membership } from '../../db/models/membership';
 import { AccessToken } from '../../db/models/access-token';
 import { Project } from '../../db/models/project';
-import { hashPassword } from '../../api/lib/passwords';
+import { hashPassword } from '../../core/passwords';
 import { generateSecret, randomToken, sessionDigest, tokenDigest } from '../../api/lib/token-format';
 import type { Role } from '../../api/lib/policy';
 import type { TestContext } from './context';

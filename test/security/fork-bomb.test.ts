@@ -7,7 +7,7 @@ import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtu
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import { tenantUid } from '../../activities/provider/sandbox';
-import { loadPriceList } from '../../api/lib/pricing';
+import { loadPriceList } from '../../core/pricing';
 import { createEnvironmentMachines } from '../../api/machines/service';
 
 /**

@@ -7,7 +7,7 @@ import { useTestContext } from '../helpers/context';
 import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
-import { dropServiceDatabase, servicesAdminUrl } from '../../activities/data/pg-server';
+import { dropServiceDatabase, servicesAdminUrl } from '../../host/pg-server';
 
 /**
  * Issue 16, item 5, as a tenant would do it: its web process, with its own service role, opens a session on

@@ -9,9 +9,9 @@ import { createDeployWorld, taskLog, runTaskOk } from '../helpers/deploy-fixture
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import pg from 'pg';
-import { dropServiceDatabase, serviceSessionUrl, withAdmin } from '../../activities/data/pg-server';
-import { servicePasswordAad } from '../../activities/data/service-env';
+import { dropServiceDatabase, serviceSessionUrl, withAdmin } from '../../host/pg-server';
 import { open } from '../../system/crypto';
+import { aad } from '../../db/aad';
 
 /**
  * Issue 16, item 1, as the tenant would do it: its web process, with its own DATABASE_URL role, plants an
@@ -150,7 +150,7 @@ describe("the worker's sessions on the services server", () => {
     const login = {
       database: row.database_name,
       role: row.role_name,
-      password: open(t.deps.secrets, row.password_sealed, servicePasswordAad(row.id)),
+      password: open(t.deps.secrets, row.password_sealed, aad.servicePassword(row.id)),
     };
     const c = new pg.Client({ connectionString: serviceSessionUrl(t.config, login) });
     await c.connect();

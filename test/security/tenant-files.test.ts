@@ -19,7 +19,7 @@ import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtu
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import { tenantUid } from '../../activities/provider/sandbox';
-import { startBackupTask } from '../../api/backups/tasks';
+import { startBackupTask } from '../../core/backups/tasks';
 
 /**
  * Issue 16, items 2, 3 and 4: root's file operations on trees a tenant shapes. The attacker is a team owner

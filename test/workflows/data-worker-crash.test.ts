@@ -8,9 +8,9 @@ import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/proces
 import { createEnvironment, getTask, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
-import { dropServiceDatabase, serviceUrl, withAdmin, type ServiceLogin } from '../../activities/data/pg-server';
+import { dropServiceDatabase, serviceUrl, withAdmin, type ServiceLogin } from '../../host/pg-server';
 import { serviceLogin } from '../../activities/data/service-env';
-import { listLocal } from '../../activities/data/destinations';
+import { listLocal } from '../../host/destinations';
 import { environmentVolume } from '../../db/queries/storage';
 import { until } from '../helpers/until';
 

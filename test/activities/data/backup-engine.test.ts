@@ -12,7 +12,7 @@ import {
   withAdmin,
   createRestoreTarget,
   type ServiceLogin,
-} from '../../../activities/data/pg-server';
+} from '../../../host/pg-server';
 import {
   copyData,
   describePutBackState,
@@ -20,8 +20,8 @@ import {
   settlePutBack,
   takeSnapshot,
 } from '../../../activities/data/backup-engine';
-import { listLocal, openStore, probeStore } from '../../../activities/data/destinations';
-import { decryptSnapshot } from '../../../activities/data/snapshot-format';
+import { listLocal, openStore, probeStore } from '../../../host/destinations';
+import { decryptSnapshot } from '../../../host/snapshot-format';
 import { startS3 } from '../../helpers/s3';
 
 const config = { servicesDatabaseUrl: inject('adminDatabaseUrl'), databaseUrl: undefined };

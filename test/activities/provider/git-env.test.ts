@@ -4,8 +4,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureMirror, resolveRef } from '../../../activities/provider/git';
-import { prepareRemote } from '../../../activities/provider/git-remote';
+import { ensureMirror, resolveRef } from '../../../host/git';
+import { prepareRemote } from '../../../host/git-remote';
 
 let root: string;
 let repo: string;

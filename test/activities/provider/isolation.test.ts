@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServiceDatabase, dropServiceDatabase } from '../../../activities/data/pg-server';
+import { createServiceDatabase, dropServiceDatabase } from '../../../host/pg-server';
 import {
   environmentDir,
   environmentHome,

@@ -4,7 +4,7 @@ import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkout, GitError, listBranchCommits, redactUrl, resolveRef } from '../../../activities/provider/git';
+import { checkout, GitError, listBranchCommits, redactUrl, resolveRef } from '../../../host/git';
 import { buildRelease, runDeploySteps, type BuildResult } from '../../../activities/provider/releases';
 import { processAlive } from '../../../activities/provider/run-step';
 import { netnsName, openJail, removeNetwork } from '../../../activities/provider/sandbox';

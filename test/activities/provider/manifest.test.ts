@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseManifest, readManifest } from '../../../activities/provider/manifest';
+import { parseManifest, readManifest } from '../../../host/manifest';
 
 describe('service.yaml', () => {
   it('accepts a valid manifest', () => {

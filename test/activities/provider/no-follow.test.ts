@@ -15,7 +15,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { copyTree, Dir, removeTree, withDir } from '../../../activities/provider/no-follow';
+import { copyTree, Dir, removeTree, withDir } from '../../../host/no-follow';
 
 /**
  * The one way root reaches into a tree a tenant can change (docs/isolation.md): names from a directory

@@ -1,13 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  checkOutboundHost,
-  guardedLookup,
-  outboundRequest,
-  OutboundRefused,
-  parseAllowList,
-} from '../../../activities/provider/outbound';
+import { checkOutboundHost, guardedLookup, outboundRequest, OutboundRefused } from '../../../host/outbound';
+import { parseAllowList } from '../../../system/allow-list';
 import { loadConfig } from '../../../system/config';
 
 const none = { outboundAllowedHosts: [] as string[] };

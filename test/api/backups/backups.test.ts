@@ -7,7 +7,7 @@ import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, createEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
 import { PASSWORD, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
-import { dropServiceDatabase, serviceUrl } from '../../../activities/data/pg-server';
+import { dropServiceDatabase, serviceUrl } from '../../../host/pg-server';
 import { serviceLogin } from '../../../activities/data/service-env';
 import { startS3 } from '../../helpers/s3';
 import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';

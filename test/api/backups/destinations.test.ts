@@ -9,10 +9,10 @@ import { addMember, createProject, createTeam, createUser, sessionAgent } from '
 import { createEnvironment } from '../../helpers/deploy-fixtures';
 import { startS3 } from '../../helpers/s3';
 import type { Agent } from '../../helpers/http';
-import { ensureBackupKey } from '../../../api/backups/keys';
-import { openStore } from '../../../activities/data/destinations';
+import { ensureBackupKey } from '../../../core/backups/keys';
+import { openStore } from '../../../host/destinations';
 import { takeSnapshot } from '../../../activities/data/backup-engine';
-import { keyFingerprint } from '../../../activities/data/snapshot-format';
+import { keyFingerprint } from '../../../host/snapshot-format';
 
 const root = mkdtempSync(join(tmpdir(), 'vc-dest-'));
 const t: TestContext = useTestContext({ env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1', BACKUP_LOCAL_ROOTS: root } });

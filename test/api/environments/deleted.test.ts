@@ -6,7 +6,7 @@ import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';
 import { createDeployWorld, createEnvironment, runTaskOk } from '../../helpers/deploy-fixtures';
 import { createProject, PASSWORD, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
-import { dropServiceDatabase } from '../../../activities/data/pg-server';
+import { dropServiceDatabase } from '../../../host/pg-server';
 import { createEnvironmentMachines } from '../../../api/machines/service';
 
 /**

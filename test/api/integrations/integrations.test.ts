@@ -4,7 +4,7 @@ import { useTestContext } from '../../helpers/context';
 import { addMember, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { freePort } from '../../helpers/ports';
 import { startReceiver, type Receiver } from '../../helpers/receiver';
-import { emitIntegrationEvent } from '../../../api/lib/integration-events';
+import { emitIntegrationEvent } from '../../../core/integration-events';
 import { createDeployWorld } from '../../helpers/deploy-fixtures';
 import { createAccessToken } from '../../helpers/fixtures';
 import { Integration } from '../../../db/models/integration';

@@ -7,9 +7,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { addMember, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { startReceiver, type Receiver } from '../../helpers/receiver';
-import { emitIntegrationEvent } from '../../../api/lib/integration-events';
+import { emitIntegrationEvent } from '../../../core/integration-events';
 import { seal } from '../../../system/crypto';
-import { integrationAad } from '../../../api/integrations/kinds';
+import { aad } from '../../../db/aad';
 
 const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 const receivers: Receiver[] = [];
@@ -90,7 +90,7 @@ describe('a webhook URL with a token in its query', () => {
         .knex('integrations')
         .where({ id: row.id })
         .update({
-          sealed_secret: seal(t.deps.secrets, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', integrationAad(row.id)),
+          sealed_secret: seal(t.deps.secrets, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', aad.integration(row.id)),
         });
       expect(await storedText(row.id)).toContain(TOKEN);
       return row.id as string;

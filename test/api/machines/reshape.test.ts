@@ -6,7 +6,7 @@ import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';
 import { createDeployWorld, taskLog, waitForTask, runTaskOk } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
-import { dropServiceDatabase, servicesAdminUrl, withAdmin } from '../../../activities/data/pg-server';
+import { dropServiceDatabase, servicesAdminUrl, withAdmin } from '../../../host/pg-server';
 
 /**
  * Reshape through the real stack: a postgresql service on the tests' services server, a deployed app reading

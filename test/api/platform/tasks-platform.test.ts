@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { startTask } from '../../../api/lib/tasks';
+import { startTask } from '../../../core/tasks';
 import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, waitForTask } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';

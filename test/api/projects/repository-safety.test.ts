@@ -13,9 +13,9 @@ import {
   type GitHttpServer,
 } from '../../helpers/git-http-server';
 import { freePort } from '../../helpers/ports';
-import { ensureMirror } from '../../../activities/provider/git';
+import { ensureMirror } from '../../../host/git';
 import { Project } from '../../../db/models/project';
-import { repositoryOf } from '../../../db/queries/repository';
+import { repositoryOf } from '../../../core/repository';
 
 const t = useTestContext({ worker: true });
 const roots = () => mkdtempSync(join(repositoriesDir(), 'safety-'));

@@ -9,7 +9,7 @@ import { createDeployWorld, waitForTask } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';
-import { dropServiceDatabase } from '../../../activities/data/pg-server';
+import { dropServiceDatabase } from '../../../host/pg-server';
 
 const t = useTestContext({ worker: true });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;

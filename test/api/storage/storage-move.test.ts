@@ -8,7 +8,7 @@ import { commitDatabaseApp, databaseApp } from '../../helpers/database-app';
 import { createDeployWorld, taskLog, runTaskOk } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
-import { dropServiceDatabase, servicesAdminUrl } from '../../../activities/data/pg-server';
+import { dropServiceDatabase, servicesAdminUrl } from '../../../host/pg-server';
 import { tenantUid } from '../../../activities/provider/sandbox';
 
 /**

@@ -6,7 +6,7 @@
  * Since tenants reach its port, the server must demand a password: `tenantServicesPort` opens it only then.
  */
 import pg from 'pg';
-import type { Config } from '../../system/config';
+import type { Config } from '../system/config';
 
 export interface ServiceLogin {
   database: string;

@@ -18,15 +18,30 @@ import {
   WorkflowNotFoundError,
 } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import type { Deps } from '../../system/deps';
+import type { Deps } from '../system/deps';
 import type { Actor } from './actor';
 import { errors } from './errors';
-import { Task } from '../../db/models/task';
-import { FINAL_TASK_STATUSES, TASK_TYPES, type AccountVia, type TaskType } from '../../db/vocabulary';
-import { cancelPendingTask, insertTask, runningExclusiveTask } from '../../db/queries/tasks';
-import { workflowIds } from '../../workflows/shared';
-import type { TaskRecord } from '../../workflows/task-record';
+import { Task } from '../db/models/task';
+import { FINAL_TASK_STATUSES, TASK_TYPES, type AccountVia, type TaskType } from '../db/vocabulary';
+import { cancelPendingTask, insertTask } from '../db/queries/tasks';
+import { workflowIds } from '../workflows/shared';
+import type { TaskRecord } from '../db/task-record';
 import { metrics } from './metrics';
+
+/**
+ * The exclusive task (deploy, restore, resize...) pending or running on the environment, newest first (they
+ * share the environment's one change workflow id), as far as the tasks table knows.
+ */
+export async function runningExclusiveTask(
+  knex: Deps['knex'],
+  environmentId: string,
+): Promise<{ id: string; workflow_id: string; kind: Task['kind']; type: string } | undefined> {
+  return knex('tasks')
+    .where({ workflow_id: workflowIds.environmentChange(environmentId) })
+    .whereIn('status', ['pending', 'running'])
+    .orderBy('seq', 'desc')
+    .first('id', 'workflow_id', 'kind', 'type');
+}
 
 /**
  * Test hook, nothing else reads it: VC_FAULT_INJECT=kill-after-workflow-start makes this API process SIGKILL
@@ -152,11 +167,11 @@ export async function startTask(deps: Deps, by: TaskRequester, spec: TaskSpec): 
 /** 409 naming the running exclusive task: `deploy_in_progress` for a deployment, else `task_in_progress`. */
 export function inProgress(running: { id: string; kind: string } | null) {
   if (!running || running.kind === 'deployments') {
-    return errors.conflict('deploy_in_progress', 'Another deploy runs on this environment; wait for it to finish', {
+    return errors.refusal('deploy_in_progress', {
       task_id: running?.id ?? null,
     });
   }
-  return errors.conflict('task_in_progress', 'Another change runs on this environment; wait for it to finish', {
+  return errors.refusal('task_in_progress', {
     task_id: running.id,
   });
 }

@@ -1,7 +1,7 @@
-import type { User } from '../../db/models/user';
-import type { Session } from '../../db/models/session';
-import type { AccessToken } from '../../db/models/access-token';
-import type { Membership } from '../../db/models/membership';
+import type { User } from '../db/models/user';
+import type { Session } from '../db/models/session';
+import type { AccessToken } from '../db/models/access-token';
+import type { Membership } from '../db/models/membership';
 
 /** Who is calling, and how. Set by the authentication middleware on ctx.state.actor. */
 export type Actor =

@@ -5,22 +5,20 @@
  * - an http:// or https:// URL: the team's `https` host whose `host` is the URL's authority (name and
  *   port when not the scheme's default, lower case): user name and token through GIT_ASKPASS;
  * - an ssh URL (`ssh://` or `user@host:path`): the team's `ssh` host of that host name: its private key
- *   through GIT_SSH_COMMAND's IdentityFile (activities/provider/git-run.ts).
+ *   through GIT_SSH_COMMAND's IdentityFile (host/git-run.ts).
  * The token or key is sealed to the row (system/crypto.ts) and opened only here, for the git call.
  */
 import type { Knex } from 'knex';
-import { parseRepositoryUrl, sshHost, type GitRepo } from '../../activities/provider/git-remote';
-import { normalizeHost } from '../../activities/provider/outbound';
-import { open, seal } from '../../system/crypto';
-import type { Secrets } from '../../system/secrets';
+import { parseRepositoryUrl, sshHost, type GitRepo } from '../host/git-remote';
+import { normalizeHost } from '../host/outbound';
+import { open, seal } from '../system/crypto';
+import type { Secrets } from '../system/secrets';
+import { aad } from '../db/aad';
 
 type Keys = Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>;
 
-/** What a host's sealed secret is bound to: copied to another row, it does not open there. */
-export const repositoryHostAad = (id: string) => `repository_hosts.sealed_secret:${id}`;
-
 export function sealHostSecret(secrets: Keys, id: string, secret: string): string {
-  return seal(secrets, secret, repositoryHostAad(id));
+  return seal(secrets, secret, aad.repositoryHost(id));
 }
 
 /** The kind of host and the host key a repository URL is looked up by, or null (local, git://, unparsable). */
@@ -42,7 +40,7 @@ export async function withHostCredentials(knex: Knex, secrets: Keys, teamId: str
   if (!key) return repo;
   const row = await knex('repository_hosts').where({ team_id: teamId, kind: key.kind, host: key.host }).first();
   if (!row) return repo;
-  const secret = open(secrets, row.sealed_secret, repositoryHostAad(row.id));
+  const secret = open(secrets, row.sealed_secret, aad.repositoryHost(row.id));
   return key.kind === 'https'
     ? { ...repo, credentials: { username: row.username, password: secret } }
     : { ...repo, sshKey: secret };

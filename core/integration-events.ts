@@ -8,11 +8,11 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { Integration } from '../../db/models/integration';
-import type { IntegrationDelivery } from '../../db/models/integration-delivery';
-import { storedRule } from '../../db/queries/notification-rules';
-import { workflowIds } from '../../workflows/shared';
-import type { IntegrationEvent } from '../integrations/kinds';
+import { Integration } from '../db/models/integration';
+import type { IntegrationDelivery } from '../db/models/integration-delivery';
+import { storedRule } from '../db/queries/notification-rules';
+import { workflowIds } from '../workflows/shared';
+import type { IntegrationEvent } from './integration-kinds';
 
 export interface EmittedEvent {
   teamId: string;

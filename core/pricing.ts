@@ -7,9 +7,9 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { defaultMaxProcesses } from '../../db/queries/machines';
+import { defaultMaxProcesses } from '../db/queries/machines';
 
-const SHIPPED = join(dirname(dirname(dirname(fileURLToPath(import.meta.url)))), 'system', 'price-list.json');
+const SHIPPED = join(dirname(dirname(fileURLToPath(import.meta.url))), 'system', 'price-list.json');
 
 const money = z.number().nonnegative();
 const planSchema = z.object({

@@ -7,12 +7,12 @@
  * looks again (the head is still not what runs), so a push during a deploy is deployed after it.
  */
 import type { Deps } from '../../system/deps';
-import { AppError } from '../lib/errors';
+import { AppError } from '../errors';
 import { liveRelease } from '../../db/queries/releases';
-import { projectRepositoryOf } from '../../db/queries/repository';
-import { environmentWithProject, requestTask } from '../deploys/service';
-import { lsRemote } from './git';
-import { shaOfRef } from '../../activities/provider/git';
+import { projectRepositoryOf } from '../repository';
+import { environmentWithProject, requestTask } from '../deploys';
+import { lsRemote } from '../ls-remote';
+import { shaOfRef } from '../../host/git';
 
 export type AutoDeployStatus = 'started' | 'busy' | 'up_to_date' | 'already_started' | 'ref_not_found' | 'unreachable';
 

@@ -2,11 +2,11 @@
  * Starting a certificate's task (CONTRACT "Certificates"): `configuration`/`certificate_issue` once a domain is
  * verified (POST /domains/{id}/verify, the background re-check) and when a failed one's day has come;
  * `certificate_renew` from the renewal schedule. At most one task per certificate runs at a time; without
- * ACME_DIRECTORY_URL nothing is started. Through the one task client (api/lib/tasks.ts).
+ * ACME_DIRECTORY_URL nothing is started. Through the one task client (core/tasks.ts).
  */
-import type { Deps } from '../../system/deps';
+import type { Deps } from '../system/deps';
 import { startTask, type TaskRequester } from './tasks';
-import { certificateTaskRunning, claimCertificate } from '../../db/queries/certificates';
+import { certificateTaskRunning, claimCertificate } from '../db/queries/certificates';
 
 export interface CertificateDomain {
   id: string;

@@ -1,8 +1,8 @@
 /**
- * Shapes shared by every task's workflow, the activities and the API's task client (api/lib/tasks.ts).
+ * Shapes shared by every task's workflow, the activities and the API's task client (core/tasks.ts).
  * Deterministic: no I/O here (imported by the workflow bundle).
  */
-import type { AccountVia, TaskKind, TaskType } from '../db/vocabulary';
+import type { AccountVia, TaskKind, TaskType } from './vocabulary';
 
 /**
  * The whole task row as the API chose it. The API starts the workflow with it, then inserts it; the

@@ -13,8 +13,8 @@ import { DeleteObjectCommand, GetObjectCommand, S3Client } from '@aws-sdk/client
 import { Upload } from '@aws-sdk/lib-storage';
 import http from 'node:http';
 import https from 'node:https';
-import { checkOutboundHost, guardedLookup, type OutboundConfig } from '../provider/outbound';
-import { Dir } from '../provider/no-follow';
+import { checkOutboundHost, guardedLookup, type OutboundConfig } from './outbound';
+import { Dir } from './no-follow';
 
 export interface LocalSettings {
   path: string;
@@ -200,7 +200,7 @@ async function ownedByUs(dir: Dir): Promise<void> {
 }
 
 /**
- * An S3-compatible store, reached through the outbound guard (activities/provider/outbound.ts): the
+ * An S3-compatible store, reached through the outbound guard (host/outbound.ts): the
  * endpoint's host is checked before the first request (address literals never go through a DNS lookup) and
  * every connection's own lookup is guarded, so an endpoint on loopback or a private network is refused
  * unless OUTBOUND_ALLOWED_HOSTS lists it.

@@ -6,20 +6,19 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Secrets } from '../../system/secrets';
 import { open, seal } from '../../system/crypto';
-import { keyFingerprint } from '../../activities/data/snapshot-format';
-
-const aad = (envId: string) => `backup-key:${envId}`;
+import { keyFingerprint } from '../../host/snapshot-format';
+import { aad } from '../../db/aad';
 
 /** The environment's key, generated and stored once (a concurrent first use keeps the first one written). */
 export async function ensureBackupKey(knex: Knex, secrets: Secrets, envId: string): Promise<Buffer> {
   const row = await knex('environments').where({ id: envId }).first('backup_key_sealed');
   if (!row) throw new Error('the environment no longer exists');
-  if (row.backup_key_sealed) return Buffer.from(open(secrets, row.backup_key_sealed, aad(envId)), 'base64');
+  if (row.backup_key_sealed) return Buffer.from(open(secrets, row.backup_key_sealed, aad.backupKey(envId)), 'base64');
   const key = randomBytes(32);
   await knex('environments')
     .where({ id: envId })
     .whereNull('backup_key_sealed')
-    .update({ backup_key_sealed: seal(secrets, key.toString('base64'), aad(envId)) });
+    .update({ backup_key_sealed: seal(secrets, key.toString('base64'), aad.backupKey(envId)) });
   return ensureBackupKey(knex, secrets, envId);
 }
 
@@ -31,7 +30,7 @@ export async function snapshotKey(knex: Knex, secrets: Secrets, envId: string): 
   if (await knex('environments').where({ id: envId }).first('id')) return ensureBackupKey(knex, secrets, envId);
   const kept = await knex('deleted_environments').where({ id: envId }).first('backup_key_sealed');
   if (!kept?.backup_key_sealed) throw new Error('the environment that took the snapshot left no backup key');
-  return Buffer.from(open(secrets, kept.backup_key_sealed, aad(envId)), 'base64');
+  return Buffer.from(open(secrets, kept.backup_key_sealed, aad.backupKey(envId)), 'base64');
 }
 
 export { keyFingerprint };

@@ -1,15 +1,15 @@
 /**
- * Deploy, redeploy, rollback and build: each a task started through the task client (api/lib/tasks.ts),
+ * Deploy, redeploy, rollback and build: each a task started through the task client (core/tasks.ts),
  * which writes the row and starts the workflow together. Deploys, redeploys and rollbacks are exclusive:
  * the environment's one change at a time.
  */
-import type { Deps } from '../../system/deps';
-import { errors } from '../lib/errors';
-import { assertNoExclusiveTask, startTask, type TaskRequester } from '../lib/tasks';
-import type { Environment } from '../../db/models/environment';
-import { liveRelease, rollbackTarget } from '../../db/queries/releases';
-import type { DeployType } from '../../db/vocabulary';
-import { deploySummary, type DeployWorkflowInput } from '../../workflows/deploys-shared';
+import type { Deps } from '../system/deps';
+import { errors } from './errors';
+import { assertNoExclusiveTask, startTask, type TaskRequester } from './tasks';
+import type { Environment } from '../db/models/environment';
+import { liveRelease, rollbackTarget } from '../db/queries/releases';
+import type { DeployType } from '../db/vocabulary';
+import { deploySummary, type DeployWorkflowInput } from '../workflows/deploys-shared';
 
 export type EnvironmentWithProject = Environment & { project_name: string; repository_url: string | null };
 
@@ -33,10 +33,7 @@ export async function requestTask(
   const { knex } = deps;
   const project = { id: env.project_id, name: env.project_name };
   if (!env.repository_url) {
-    throw errors.conflict(
-      'no_repository',
-      'The project has no repository connected: connect one with POST /projects/{id}/repository',
-    );
+    throw errors.conflict('no_repository');
   }
   if (env.stopped_at) {
     throw errors.conflict('conflict', 'The environment is stopped: its project was cancelled');
@@ -47,10 +44,10 @@ export async function requestTask(
     await assertNoExclusiveTask(deps, env.id);
   }
   if (input.type === 'redeploy' && !(await liveRelease(knex, env.id))) {
-    throw errors.conflict('nothing_to_redeploy', 'Nothing is live on this environment yet: deploy it first');
+    throw errors.conflict('nothing_to_redeploy');
   }
   if (input.type === 'rollback' && !(await rollbackTarget(knex, env.id))) {
-    throw errors.conflict('nothing_to_roll_back', 'There is no earlier release on this environment to roll back to');
+    throw errors.conflict('nothing_to_roll_back');
   }
   const isBuild = input.type === 'build';
   const skipSteps = input.type === 'rollback' ? true : (input.skipSteps ?? false);

@@ -8,8 +8,8 @@
  * or by the daily `prune-expired` run. Every change of a hostname's claims holds its advisory lock.
  */
 import type { Knex } from 'knex';
-import { lookupTxt } from '../../api/lib/dns';
-import { recordActivity } from './activity';
+import { lookupTxt } from './dns';
+import { recordActivity } from '../db/queries/activity';
 
 export const VERIFY_PREFIX = '_vc-verify.';
 export const PENDING_CLAIM_DAYS = 7;

@@ -12,7 +12,7 @@ import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ipaddr from 'ipaddr.js';
-import type { Config } from '../../system/config';
+import type { Config } from '../system/config';
 import { checkOutboundHost, normalizeHost, OutboundRefused } from './outbound';
 
 export type GitAccess = Pick<Config, 'dataDir' | 'localRepositoryRoots' | 'outboundAllowedHosts'>;

@@ -47,6 +47,3 @@ export const INTEGRATION_KINDS = {
 
 export type IntegrationKind = keyof typeof INTEGRATION_KINDS;
 export const KIND_NAMES = Object.keys(INTEGRATION_KINDS) as IntegrationKind[];
-
-/** Binds a sealed integration secret to its row: a copy on another row does not open. */
-export const integrationAad = (id: string) => `integration:${id}`;

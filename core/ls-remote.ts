@@ -3,7 +3,7 @@
  * provider's one git runner (location checked and pinned, clean environment, no prompts, a timeout,
  * fixed failure messages instead of git's text).
  */
-import { displayUrl, GitError, lsRemoteRefs, type GitAccess, type GitRepo } from '../../activities/provider/git';
+import { displayUrl, GitError, lsRemoteRefs, type GitAccess, type GitRepo } from '../host/git';
 
 export { displayUrl };
 

@@ -9,7 +9,7 @@
 import { lstat, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import type { Config } from '../../system/config';
+import type { Config } from '../system/config';
 
 type Sources = { config: Pick<Config, 'backupLocalRoots' | 'dataDir' | 'storageRoots'>; knex: Knex };
 

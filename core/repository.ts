@@ -4,10 +4,11 @@
  * git call that needs them. Every place that runs git for a project gets its repository from here.
  */
 import type { Knex } from 'knex';
-import type { Credentials, GitRepo } from '../../activities/provider/git-remote';
-import { open, seal } from '../../system/crypto';
-import type { Secrets } from '../../system/secrets';
+import type { Credentials, GitRepo } from '../host/git-remote';
+import { open, seal } from '../system/crypto';
+import type { Secrets } from '../system/secrets';
 import { withHostCredentials } from './repository-hosts';
+import { aad } from '../db/aad';
 
 export interface ProjectRepositoryRow {
   id: string;
@@ -18,20 +19,17 @@ export interface ProjectRepositoryRow {
 
 type Keys = Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>;
 
-/** What sealed credentials are bound to: a sealed value copied to another project does not open there. */
-export const credentialsAad = (projectId: string) => `projects.repository_credentials:${projectId}`;
-
 export function sealCredentials(secrets: Keys, projectId: string, credentials: Credentials): string {
   return seal(
     secrets,
     JSON.stringify({ username: credentials.username, password: credentials.password }),
-    credentialsAad(projectId),
+    aad.repositoryCredentials(projectId),
   );
 }
 
 /**
  * The repository of a loaded project row with the credentials git uses: the project's own, else its
- * team's repository host for that URL (db/queries/repository-hosts.ts); null when none is connected.
+ * team's repository host for that URL (core/repository-hosts.ts); null when none is connected.
  */
 export async function projectRepositoryOf(knex: Knex, secrets: Keys, project: ProjectRepositoryRow) {
   const repo = repositoryOf(secrets, project);
@@ -42,7 +40,7 @@ export async function projectRepositoryOf(knex: Knex, secrets: Keys, project: Pr
 export function repositoryOf(secrets: Keys, project: ProjectRepositoryRow): GitRepo | null {
   if (!project.repository_url) return null;
   const credentials = project.repository_credentials
-    ? (JSON.parse(open(secrets, project.repository_credentials, credentialsAad(project.id))) as Credentials)
+    ? (JSON.parse(open(secrets, project.repository_credentials, aad.repositoryCredentials(project.id))) as Credentials)
     : null;
   return { url: project.repository_url, credentials, scope: project.id };
 }

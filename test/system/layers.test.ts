@@ -1,0 +1,112 @@
+/**
+ * The layers (docs/architecture.md "Layers") are held by Biome: `noRestrictedImports` overrides per folder in
+ * biome.json and the GritQL plugin for the workflows' type-only imports. This lints probe files, laid out
+ * like the repository, with the repository's own configuration, so that a rule that stops refusing fails here.
+ */
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '..', '..');
+
+/** [the importing file, the import, refused?] */
+const PROBES: Array<[string, string, boolean]> = [
+  ['api/a/service.ts', "import { x } from '../../activities/data/index';", true],
+  ['api/a/service.ts', "import type { x } from '../../activities/data/index';", true],
+  ['api/a/service.ts', "import { x } from '../../core/tasks';", false],
+  ['api/a/service.ts', "import { x } from '../../host/git';", false],
+  ['activities/a/index.ts', "import { x } from '../../api/lib/policy';", true],
+  ['activities/a/index.ts', "import { x } from '../../core/pricing';", false],
+  ['core/a.ts', "import { x } from '../api/lib/policy';", true],
+  ['core/a.ts', "import { x } from '../activities/data/index';", true],
+  ['core/a.ts', "import { x } from '../workflows/task-runner';", true],
+  ['core/a.ts', "import { x } from '../workflows/shared';", false],
+  ['core/a.ts', "import { x } from '../host/outbound';", false],
+  ['host/a.ts', "import { x } from '../core/tasks';", true],
+  ['host/a.ts', "import { x } from '../db/knex';", false],
+  ['db/queries/a.ts', "import { x } from '../../api/lib/dns';", true],
+  ['db/queries/a.ts', "import { x } from '../../core/dns';", true],
+  ['db/queries/a.ts', "import type { x } from '../../host/git-remote';", true],
+  ['db/migrations/999_a.ts', "import { x } from '../../activities/provider/git-remote';", true],
+  ['db/queries/a.ts', "import { x } from '../../system/crypto';", false],
+  ['edge/a.ts', "import { x } from '../api/lib/cidr';", true],
+  ['edge/a.ts', "import { x } from '../activities/provider/proxy';", true],
+  ['edge/a.ts', "import { x } from '../core/cidr';", false],
+  ['edge/tunnel.ts', "import { x } from '../activities/provider/proxy';", false],
+  ['edge/tunnel.ts', "import { x } from '../activities/provider/sandbox';", true],
+  ['logs/a.ts', "import { x } from '../activities/provider/outbound';", true],
+  ['logs/a.ts', "import { x } from '../host/outbound';", false],
+  ['logs/error-tail.ts', "import { x } from '../activities/provider/releases';", true],
+  ['workflows/a.ts', "import { x } from '../activities/cdn/activities';", true],
+  ['workflows/a.ts', "import { type x } from '../activities/cdn/activities';", true],
+  ['workflows/a.ts', "export { x } from '../activities/cdn/activities';", true],
+  ['workflows/a.ts', "import type { x } from '../activities/cdn/activities';", false],
+  ['workflows/a.ts', "export type { x } from '../activities/cdn/activities';", false],
+  ['workflows/a.ts', "import { x } from '../core/tasks';", true],
+  ['workflows/a.ts', "import type { x } from '../db/vocabulary';", false],
+];
+
+let dir: string;
+/** Per probe, the layer diagnostics Biome gave its file. */
+const found: string[][] = PROBES.map(() => []);
+
+/** Lints every probe: each in its own file (named as the probe says when the name matters), in as few trees as needed. */
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'vc-layers-'));
+  const trees = new Map<number, Map<string, number>>();
+  PROBES.forEach(([file, line], n) => {
+    const path =
+      file.endsWith('/tunnel.ts') || file.endsWith('/error-tail.ts') ? file : join(dirname(file), `p${n}.ts`);
+    let t = 0;
+    while (trees.get(t)?.has(path)) t++;
+    if (!trees.has(t)) trees.set(t, new Map());
+    trees.get(t)!.set(path, n);
+    const base = join(dir, `t${t}`);
+    mkdirSync(join(base, dirname(path)), { recursive: true });
+    const use = line.startsWith('export')
+      ? ''
+      : line.includes('type')
+        ? 'export type Y = x;\n'
+        : 'export const y = x;\n';
+    writeFileSync(join(base, path), `${line}\n${use}`);
+  });
+  for (const [t, files] of trees) {
+    const base = join(dir, `t${t}`);
+    mkdirSync(join(base, 'scripts'), { recursive: true });
+    cpSync(join(root, 'biome.json'), join(base, 'biome.json'));
+    cpSync(join(root, 'scripts', 'workflows-type-imports.grit'), join(base, 'scripts', 'workflows-type-imports.grit'));
+    let out: string;
+    try {
+      out = execFileSync(join(root, 'node_modules', '.bin', 'biome'), ['lint', '--reporter=json', '.'], {
+        cwd: base,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+    } catch (err) {
+      out = (err as { stdout: string }).stdout;
+    }
+    const report = JSON.parse(out) as {
+      diagnostics: Array<{ category?: string; message: string; location?: { path?: string } }>;
+    };
+    for (const d of report.diagnostics) {
+      if (d.category !== 'lint/style/noRestrictedImports' && d.category !== 'plugin') continue;
+      const n = files.get(d.location?.path ?? '');
+      if (n !== undefined) found[n].push(d.message);
+    }
+  }
+}, 120_000);
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the layers, as Biome holds them', () => {
+  PROBES.forEach(([file, line, shouldRefuse], n) => {
+    it(`${shouldRefuse ? 'refuses' : 'allows'} in ${file}: ${line}`, () => {
+      if (shouldRefuse) expect(found[n], 'no layer diagnostic').not.toHaveLength(0);
+      else expect(found[n]).toEqual([]);
+    });
+  });
+});
