@@ -148,7 +148,7 @@ const applyRoutes: RouteDef[] = [
     startsTask: true,
     params: s.idParams,
     responses: {
-      202: { description: 'The tasks', schema: z.object({ data: z.array(taskSchema) }) },
+      202: { description: 'The tasks', schema: z.strictObject({ data: z.array(taskSchema) }) },
       403: error('Role may not'),
       404: error('No such project'),
     },
