@@ -39,7 +39,11 @@ export interface RouteContext<P, Q, B, R extends ScopeRow = ScopeRow> extends Co
   scope: ResolvedScope<R>;
 }
 
-export interface RouteDef<P = any, Q = any, B = any, R extends ScopeRow = any> {
+/**
+ * One endpoint. `RouteDef` alone (the route table's element) is any route: its handler and signature check are
+ * methods, so a route typed for its own params, query, body and scope row is one of them.
+ */
+export interface RouteDef<P = unknown, Q = unknown, B = unknown, R extends ScopeRow = ScopeRow> {
   method: Method;
   /** OpenAPI-style path relative to /api/vc/v1, e.g. `/teams/{id}`. */
   path: string;
@@ -74,13 +78,13 @@ export interface RouteDef<P = any, Q = any, B = any, R extends ScopeRow = any> {
    * auth 'signature': checks the request's signature over its raw body (throws 401/403); runs after the
    * path parameters are read and before the query and body are validated.
    */
-  signature?: (deps: Deps, ctx: Context, params: P, rawBody: string) => Promise<void>;
+  signature?(deps: Deps, ctx: Context, params: P, rawBody: string): Promise<void>;
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
   responses: Record<number, ResponseDef>;
   /** Sets the answer on ctx, or (a `startsTask` route) returns the task it started. */
-  handler: (ctx: RouteContext<P, Q, B, R>) => Task | undefined | void | Promise<Task | undefined | void>;
+  handler(ctx: RouteContext<P, Q, B, R>): Task | undefined | void | Promise<Task | undefined | void>;
 }
 
 /** Declares one endpoint; the same schemas validate requests and build the OpenAPI document. */
