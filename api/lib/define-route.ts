@@ -25,6 +25,9 @@ export interface ResponseDef {
   contentType?: string;
 }
 
+/** What a handler returns: nothing (it set the answer), or for a `startsTask` route the task(s) it started. */
+export type Started = Task | Task[] | undefined | void;
+
 export interface RouteInput<P, Q, B> {
   params: P;
   query: Q;
@@ -62,7 +65,8 @@ export interface RouteDef<P = unknown, Q = unknown, B = unknown, R extends Scope
   scope?: Scope<R>;
   /**
    * The route starts tasks: it honours `Idempotency-Key` (api/lib/idempotency.ts), and a handler that returns
-   * the task it started is answered 202 with it, presented (api/tasks/presenter.ts) with the caller as account.
+   * the task it started is answered 202 with it, presented (api/tasks/presenter.ts) with the caller as account;
+   * one that returns a list of tasks is answered 202 with `{data: [tasks]}`, each presented alike.
    */
   startsTask?: boolean;
   /** Demands a sign-in younger than this many minutes (403 reauthentication_required). */
@@ -83,8 +87,8 @@ export interface RouteDef<P = unknown, Q = unknown, B = unknown, R extends Scope
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
   responses: Record<number, ResponseDef>;
-  /** Sets the answer on ctx, or (a `startsTask` route) returns the task it started. */
-  handler(ctx: RouteContext<P, Q, B, R>): Task | undefined | void | Promise<Task | undefined | void>;
+  /** Sets the answer on ctx, or (a `startsTask` route) returns the task (or the tasks) it started. */
+  handler(ctx: RouteContext<P, Q, B, R>): Started | Promise<Started>;
 }
 
 /** Declares one endpoint; the same schemas validate requests and build the OpenAPI document. */
