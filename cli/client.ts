@@ -53,15 +53,15 @@ export class Client {
     return Boolean(this.credential);
   }
 
-  async get<T = any>(path: string, query?: RequestOptions['query']): Promise<T> {
+  async get<T = unknown>(path: string, query?: RequestOptions['query']): Promise<T> {
     return (await this.request<T>('GET', path, { query })).body;
   }
 
-  async post<T = any>(path: string, body: unknown = {}): Promise<T> {
+  async post<T = unknown>(path: string, body: unknown = {}): Promise<T> {
     return (await this.request<T>('POST', path, { body })).body;
   }
 
-  async request<T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<Answer<T>> {
+  async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<Answer<T>> {
     const url = new URL(this.apiUrl + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { accept: 'application/json, text/plain' };

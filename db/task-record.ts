@@ -20,7 +20,7 @@ export interface TaskRecord {
   account_via: AccountVia;
   workflow_id: string;
   /** What the type needs (never a secret); shown on the task as `params`. */
-  params: Record<string, any>;
+  params: Record<string, unknown>;
   created_at: string;
 }
 

@@ -57,7 +57,7 @@ export async function buildHead(
   { log, start }: TaskContext,
 ): Promise<{ releaseId: string; sha: string; gitRef: string }> {
   const { task, environment, project } = input;
-  const gitRef = task.params.git_ref ?? environment.git_ref;
+  const gitRef = typeof task.params.git_ref === 'string' ? task.params.git_ref : environment.git_ref;
   const sha = await deployActs.resolveCommit({ taskId: task.id, projectId: project.id, gitRef });
   const prepared = await deployActs.prepareRelease({
     taskId: task.id,

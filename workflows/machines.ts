@@ -42,7 +42,7 @@ async function whileMarked<T>(serverId: string, status: 'resizing' | 'rebooting'
 }
 
 export async function resizeServer(input: TaskWorkflowInput) {
-  const p = input.task.params as ResizeParams;
+  const p = input.task.params as unknown as ResizeParams;
   return runTask(input, async ({ log, start }) => {
     await start();
     await log(
@@ -90,7 +90,7 @@ export interface ScaleParams {
 }
 
 export async function scaleEnvironment(input: TaskWorkflowInput) {
-  const p = input.task.params as ScaleParams;
+  const p = input.task.params as unknown as ScaleParams;
   return runTask(input, async ({ log, start }) => {
     await start();
     await log(`==> Scaling ${p.server_name} from ${p.from} to ${p.instances} instance${p.instances === 1 ? '' : 's'}`);

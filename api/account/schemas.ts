@@ -71,7 +71,7 @@ export const sshKeyBody = z.strictObject({
 // ---------------------------------------------------------------------------------------------
 // Responses (documentation; presenters build the objects)
 
-export const userSchema = z.object({
+export const userSchema = z.strictObject({
   id: z.uuid(),
   email: z.string(),
   name: z.string(),
@@ -82,18 +82,18 @@ export const userSchema = z.object({
 export const meSchema = userSchema.extend({
   via: z.enum(['session', 'cli', 'token']),
   token: z
-    .object({ id: z.uuid(), team_id: z.uuid(), purpose: z.string(), expires_at: z.string() })
+    .strictObject({ id: z.uuid(), team_id: z.uuid(), purpose: z.string(), expires_at: z.string() })
     .optional()
     .describe('Only when the caller is a personal access token; never the token string'),
 });
 
-export const signedInSchema = z.object({ user: userSchema });
-export const csrfTokenSchema = z.object({ token: z.string() });
-export const reauthenticatedSchema = z.object({ authenticated_at: z.string() });
-export const endedSessionsSchema = z.object({ ended: z.number().int().describe('How many sessions were ended') });
-export const acceptedSchema = z.object({ message: z.string() });
+export const signedInSchema = z.strictObject({ user: userSchema });
+export const csrfTokenSchema = z.strictObject({ token: z.string() });
+export const reauthenticatedSchema = z.strictObject({ authenticated_at: z.string() });
+export const endedSessionsSchema = z.strictObject({ ended: z.number().int().describe('How many sessions were ended') });
+export const acceptedSchema = z.strictObject({ message: z.string() });
 
-export const deviceAuthorizationSchema = z.object({
+export const deviceAuthorizationSchema = z.strictObject({
   device_code: z.string(),
   user_code: z.string().describe('Eight characters shown as XXXX-XXXX'),
   verification_uri: z.string(),
@@ -101,21 +101,21 @@ export const deviceAuthorizationSchema = z.object({
   interval: z.number().int().describe('Seconds to wait between polls'),
   expires_in: z.number().int().describe('Seconds until the codes stop working'),
 });
-export const deviceDecisionSchema = z.object({ user_code: z.string(), status: z.enum(['approved', 'denied']) });
-export const deviceTokenSchema = z.object({
+export const deviceDecisionSchema = z.strictObject({ user_code: z.string(), status: z.enum(['approved', 'denied']) });
+export const deviceTokenSchema = z.strictObject({
   access_token: z.string().describe('vcs_...: send as "Authorization: Bearer <access_token>"'),
   token_type: z.literal('bearer'),
   expires_in: z.number().int(),
   user: userSchema,
 });
-export const deviceErrorSchema = z.object({
-  error: z.object({
+export const deviceErrorSchema = z.strictObject({
+  error: z.strictObject({
     code: z.enum(['authorization_pending', 'slow_down', 'expired_token', 'access_denied']),
     message: z.string(),
   }),
 });
 
-export const sshKeySchema = z.object({
+export const sshKeySchema = z.strictObject({
   id: z.uuid(),
   name: z.string(),
   key_type: z.string(),
@@ -123,4 +123,4 @@ export const sshKeySchema = z.object({
   fingerprint: z.string().describe('SHA256:<base64 without padding>, as ssh-keygen -lf shows'),
   created_at: z.string(),
 });
-export const sshKeyListSchema = z.object({ data: z.array(sshKeySchema) });
+export const sshKeyListSchema = z.strictObject({ data: z.array(sshKeySchema) });

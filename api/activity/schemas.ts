@@ -17,10 +17,10 @@ export const activityQuery = z.strictObject({
 });
 export type ActivityQuery = z.infer<typeof activityQuery>;
 
-export const activityEventSchema = z.object({
+export const activityEventSchema = z.strictObject({
   id: z.uuid(),
   at: z.string(),
-  actor: z.object({ id: z.uuid().nullable(), name: z.string().nullable(), via: z.string() }),
+  actor: z.strictObject({ id: z.uuid().nullable(), name: z.string().nullable(), via: z.string() }),
   kind: z.string(),
   type: z.string(),
   project_id: z.uuid().nullable(),
@@ -29,4 +29,7 @@ export const activityEventSchema = z.object({
   address: z.string().nullable(),
   summary: z.string(),
 });
-export const activityPageSchema = z.object({ data: z.array(activityEventSchema), next_before: z.string().nullable() });
+export const activityPageSchema = z.strictObject({
+  data: z.array(activityEventSchema),
+  next_before: z.string().nullable(),
+});

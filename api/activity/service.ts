@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 /**
  * A team's activity (CONTRACT "Activity"): every task (as an event of its kind and type) and every change
  * that is not a task (activity_events), newest first, one keyset page at a time over (at, id).
@@ -24,7 +25,7 @@ interface Row {
 
 export async function listActivity(deps: Deps, teamId: string, q: ActivityQuery) {
   const { knex } = deps;
-  const filter = (b: any, prefix: string) => {
+  const filter = (b: Knex.QueryBuilder, prefix: string) => {
     b.where(`${prefix}.team_id`, teamId);
     if (q.project) b.where(`${prefix}.project_id`, q.project);
     if (q.environment) b.where(`${prefix}.environment_id`, q.environment);

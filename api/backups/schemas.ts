@@ -38,7 +38,7 @@ export const updateDestinationBody = z.strictObject({
 });
 export type UpdateDestination = z.infer<typeof updateDestinationBody>;
 
-export const destinationSchema = z.object({
+export const destinationSchema = z.strictObject({
   id: z.uuid(),
   team_id: z.uuid(),
   name: z.string(),
@@ -57,16 +57,16 @@ export const destinationSchema = z.object({
   updated_at: z.string(),
 });
 
-export const destinationKindsSchema = z.object({
+export const destinationKindsSchema = z.strictObject({
   kinds: z.array(
-    z.object({
+    z.strictObject({
       kind: z.string(),
-      fields: z.array(z.object({ name: z.string(), required: z.boolean(), secret: z.boolean() })),
+      fields: z.array(z.strictObject({ name: z.string(), required: z.boolean(), secret: z.boolean() })),
     }),
   ),
 });
 
-export const backupWindowSchema = z.object({
+export const backupWindowSchema = z.strictObject({
   hour_utc: z.number().int(),
   retention_days: z.number().int(),
   destination_id: z.uuid().nullable(),
@@ -78,7 +78,7 @@ export const setBackupWindowBody = z.strictObject({
   destination_id: z.uuid(),
 });
 
-export const backupSchema = z.object({
+export const backupSchema = z.strictObject({
   id: z.uuid(),
   status: z.enum(['running', 'available', 'failed']),
   trigger: z.enum(['manual', 'scheduled']),
@@ -92,28 +92,28 @@ export const backupSchema = z.object({
   task_id: z.uuid().nullable(),
   error: z.string().nullable(),
 });
-export const backupListSchema = z.object({ data: z.array(backupSchema) });
+export const backupListSchema = z.strictObject({ data: z.array(backupSchema) });
 export const createBackupBody = z.strictObject({ destination_id: z.uuid().optional() });
 
-export const downloadSchema = z.object({ url: z.string(), expires_at: z.string() });
+export const downloadSchema = z.strictObject({ url: z.string(), expires_at: z.string() });
 export const downloadQuery = z.strictObject({
   expires: z.coerce.number().int(),
   signature: z.string().regex(/^[0-9a-f]{64}$/, 'must be the signature of the URL'),
 });
 
-export const backupKeySchema = z.object({
+export const backupKeySchema = z.strictObject({
   algorithm: z.literal('AES-256-GCM'),
   fingerprint: z
     .string()
     .describe('First 16 bytes of SHA-256 of the key, hex; every snapshot names the fingerprint of its key'),
-  opens: z.object({ snapshots: z.number().int(), oldest: z.string().nullable(), newest: z.string().nullable() }),
+  opens: z.strictObject({ snapshots: z.number().int(), oldest: z.string().nullable(), newest: z.string().nullable() }),
 });
-export const revealKeySchema = z.object({ key: z.string().describe('base64 of the 32-byte key') });
+export const revealKeySchema = z.strictObject({ key: z.string().describe('base64 of the 32-byte key') });
 export const emptyBody = z.strictObject({});
-export const destinationListSchema = z.object({ data: z.array(destinationSchema) });
+export const destinationListSchema = z.strictObject({ data: z.array(destinationSchema) });
 export const restoreBody = z.strictObject({ password: z.string().max(200).optional() });
-export const syncSourcesSchema = z.object({
-  sources: z.array(z.object({ environment_id: z.uuid(), name: z.string() })),
+export const syncSourcesSchema = z.strictObject({
+  sources: z.array(z.strictObject({ environment_id: z.uuid(), name: z.string() })),
 });
 export const syncBody = z.strictObject({
   from_environment_id: z.uuid(),

@@ -36,11 +36,11 @@ export const cancelBody = z.strictObject({
 
 // ---- responses -------------------------------------------------------------------------------
 
-export const addressFormatSchema = z.object({
+export const addressFormatSchema = z.strictObject({
   country: z.string(),
   country_name: z.string(),
   fields: z.array(
-    z.object({
+    z.strictObject({
       name: z.string(),
       label: z.string(),
       required: z.boolean(),
@@ -51,7 +51,7 @@ export const addressFormatSchema = z.object({
   lines: z.array(z.array(z.string())).describe('The address as the country writes it: field names, line by line'),
 });
 
-export const subscriptionSchema = z.object({
+export const subscriptionSchema = z.strictObject({
   order: z.string(),
   item: z.string(),
   kind: z.string(),
@@ -63,9 +63,9 @@ export const subscriptionSchema = z.object({
   ends_at: z.string().nullable().describe('When a cancelled subscription ends (or ended); null while it runs on'),
 });
 
-export const billingSchema = z.object({
+export const billingSchema = z.strictObject({
   details: z
-    .object({ name: z.string(), email: z.string(), country: z.string(), vat_id: z.string().nullable() })
+    .strictObject({ name: z.string(), email: z.string(), country: z.string(), vat_id: z.string().nullable() })
     .catchall(z.string().nullable())
     .nullable(),
   currency: z.string(),
@@ -73,7 +73,7 @@ export const billingSchema = z.object({
   subscriptions: z.array(subscriptionSchema),
 });
 
-export const cancelPreviewSchema = z.object({
+export const cancelPreviewSchema = z.strictObject({
   order: z.string(),
   item: z.string(),
   status: z.enum(['active', 'cancelling', 'ended']),

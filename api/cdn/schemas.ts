@@ -3,7 +3,7 @@ import { z } from 'zod';
 /** At most a year: a longer default would keep answers far past any sensible release cycle. */
 export const MAX_TTL_SECONDS = 31_536_000;
 
-export const cdnSchema = z.object({
+export const cdnSchema = z.strictObject({
   enabled: z.boolean(),
   default_ttl_seconds: z.number().int(),
 });

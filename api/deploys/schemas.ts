@@ -11,6 +11,6 @@ export const deployBody = z.strictObject({
 /** Rollback and build take no fields. */
 export const emptyBody = z.strictObject({});
 
-export const deployInProgressSchema = z.object({
-  error: z.object({ code: z.literal('deploy_in_progress'), message: z.string(), task_id: z.string().nullable() }),
+export const deployInProgressSchema = z.strictObject({
+  error: z.strictObject({ code: z.literal('deploy_in_progress'), message: z.string(), task_id: z.string().nullable() }),
 });

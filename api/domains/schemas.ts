@@ -19,12 +19,12 @@ export const hostname = z
 export const addDomainBody = z.strictObject({ hostname });
 export const moveDomainBody = z.strictObject({ environment_id: z.uuid('must be an environment id') });
 
-export const domainSchema = z.object({
+export const domainSchema = z.strictObject({
   id: z.uuid(),
   environment_id: z.uuid(),
   hostname: z.string(),
   status: z.enum(['pending', 'verified']),
-  verification: z.object({
+  verification: z.strictObject({
     type: z.literal('TXT'),
     name: z.string(),
     value: z.string(),
@@ -36,7 +36,7 @@ export const domainSchema = z.object({
   verified_at: z.string().nullable(),
   last_checked_at: z.string().nullable(),
   certificate: z
-    .object({
+    .strictObject({
       status: z.enum(['none', 'pending', 'issued', 'failed']),
       issuer: z.string().nullable(),
       expires_at: z.string().nullable(),
@@ -49,7 +49,7 @@ export const domainSchema = z.object({
     ),
   created_at: z.string(),
 });
-export const domainListSchema = z.object({
+export const domainListSchema = z.strictObject({
   data: z.array(domainSchema),
-  allowance: z.object({ used: z.number().int(), limit: z.number().int() }),
+  allowance: z.strictObject({ used: z.number().int(), limit: z.number().int() }),
 });

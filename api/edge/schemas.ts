@@ -32,9 +32,9 @@ export const environmentEdgeBody = z
     path: ['body'],
   });
 
-export const environmentEdgeSchema = z.object({
+export const environmentEdgeSchema = z.strictObject({
   allowed_addresses: z.array(z.string()),
-  password: z.object({ enabled: z.boolean(), username: z.string().nullable() }),
+  password: z.strictObject({ enabled: z.boolean(), username: z.string().nullable() }),
   stickiness: z.boolean(),
 });
 
@@ -80,11 +80,11 @@ export const projectEdgeBody = z
   })
   .refine((b) => Object.keys(b).length > 0, { message: 'give at least one part of the edge', path: ['body'] });
 
-export const projectEdgeSchema = z.object({
+export const projectEdgeSchema = z.strictObject({
   blocked_addresses: z.array(z.string()),
   blocked_user_agents: z.array(z.string()),
-  rate_limit: z.object({ requests: z.number().int(), per_seconds: z.number().int() }).nullable(),
-  hsts: z.object({ max_age: z.number().int(), include_subdomains: z.boolean(), preload: z.boolean() }).nullable(),
+  rate_limit: z.strictObject({ requests: z.number().int(), per_seconds: z.number().int() }).nullable(),
+  hsts: z.strictObject({ max_age: z.number().int(), include_subdomains: z.boolean(), preload: z.boolean() }).nullable(),
   compression: z.boolean(),
-  pages: z.object({ maintenance: z.string().nullable(), error: z.string().nullable() }),
+  pages: z.strictObject({ maintenance: z.string().nullable(), error: z.string().nullable() }),
 });

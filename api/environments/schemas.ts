@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { resourceName } from '../projects/schemas';
+import { nameRulesSchema, resourceName } from '../projects/schemas';
 import { limitParam, timeIdCursorParam } from '../lib/pagination';
 import { backupSchema } from '../backups/schemas';
 
@@ -48,27 +48,46 @@ export const listEnvironmentsQuery = z.object({
   before: timeIdCursorParam(ENVIRONMENTS_CURSOR).optional(),
 });
 
-export const environmentSchema = z
-  .object({
-    id: z.uuid(),
-    project_id: z.uuid(),
-    team_id: z.uuid(),
-    name: z.string(),
-    git_ref: z.string(),
-    auto_deploy: z.boolean(),
-    url: z.string(),
-    protected: z
-      .boolean()
-      .describe(
-        'Restoring over it needs the password again and a recent sign-in; an environment named production is protected when created',
-      ),
-    created_at: z.string(),
-  })
-  .loose();
-export const environmentPageSchema = z.object({ data: z.array(environmentSchema), next_before: z.string().nullable() });
-export const environmentChoicesSchema = z
-  .object({ blocked: z.boolean(), reason: z.string().optional(), message: z.string().optional() })
-  .loose();
+export const environmentSchema = z.strictObject({
+  id: z.uuid(),
+  project_id: z.uuid(),
+  team_id: z.uuid(),
+  name: z.string(),
+  git_ref: z.string(),
+  auto_deploy: z.boolean(),
+  url: z.string(),
+  protected: z
+    .boolean()
+    .describe(
+      'Restoring over it needs the password again and a recent sign-in; an environment named production is protected when created',
+    ),
+  created_at: z.string(),
+  maintenance: z
+    .strictObject({ on: z.boolean(), note: z.string().nullable(), since: z.string().nullable() })
+    .describe('Maintenance mode (POST /environments/{id}/maintenance)'),
+});
+export const environmentPageSchema = z.strictObject({
+  data: z.array(environmentSchema),
+  next_before: z.string().nullable(),
+});
+export const environmentChoicesSchema = z.strictObject({
+  blocked: z.boolean(),
+  reason: z.enum(['no_repository', 'repository_unreachable', 'no_branches']).optional(),
+  message: z.string().optional(),
+  fields: z
+    .strictObject({
+      name: nameRulesSchema.extend({ taken: z.array(z.string()).describe('Names already used in the project') }),
+      git_ref: z.strictObject({
+        required: z.boolean(),
+        branches: z.array(z.string()),
+        default: z.string(),
+        description: z.string(),
+      }),
+      auto_deploy: z.strictObject({ required: z.boolean(), default: z.boolean() }),
+    })
+    .optional()
+    .describe('What the form asks for; absent when blocked'),
+});
 
 export const deleteEnvironmentBody = z.strictObject({
   confirm: z
@@ -78,9 +97,9 @@ export const deleteEnvironmentBody = z.strictObject({
     .describe("The environment's name; required when it is protected (else 422 on confirm)"),
 });
 
-export const deletedEnvironmentListSchema = z.object({
+export const deletedEnvironmentListSchema = z.strictObject({
   data: z.array(
-    z.object({
+    z.strictObject({
       id: z.uuid(),
       name: z.string(),
       protected: z.boolean(),

@@ -48,13 +48,13 @@ export type UpdateBody = z.infer<typeof updateBody>;
 
 // ---- responses -------------------------------------------------------------------------------
 
-export const newIntegrationSchema = z.object({
-  kinds: z.array(z.object({ kind: z.string(), name: z.string() })),
+export const newIntegrationSchema = z.strictObject({
+  kinds: z.array(z.strictObject({ kind: z.string(), name: z.string() })),
   events: z.array(z.string()),
 });
-export const fieldsSchema = z.object({
+export const fieldsSchema = z.strictObject({
   fields: z.array(
-    z.object({
+    z.strictObject({
       name: z.string(),
       type: z.string(),
       required: z.boolean(),
@@ -64,7 +64,7 @@ export const fieldsSchema = z.object({
   ),
 });
 
-export const deliverySchema = z.object({
+export const deliverySchema = z.strictObject({
   id: z.uuid(),
   event: z.string(),
   event_id: z.string(),
@@ -75,7 +75,7 @@ export const deliverySchema = z.object({
   created_at: z.string(),
 });
 
-export const integrationSchema = z.object({
+export const integrationSchema = z.strictObject({
   id: z.uuid(),
   team_id: z.uuid(),
   kind: z.string(),
@@ -95,6 +95,6 @@ export const createdIntegrationSchema = integrationSchema.extend({
   secret: z.string().optional().describe("A webhook's signing secret, `whsec_<base64 key>`: shown only in this answer"),
 });
 
-export const integrationListSchema = z.object({
+export const integrationListSchema = z.strictObject({
   data: z.array(integrationSchema).describe("The team's integrations, oldest first, without their deliveries"),
 });

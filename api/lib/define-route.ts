@@ -25,6 +25,9 @@ export interface ResponseDef {
   contentType?: string;
 }
 
+/** What a handler returns: nothing (it set the answer), or for a `startsTask` route the task(s) it started. */
+export type Started = Task | Task[] | undefined | void;
+
 export interface RouteInput<P, Q, B> {
   params: P;
   query: Q;
@@ -39,7 +42,11 @@ export interface RouteContext<P, Q, B, R extends ScopeRow = ScopeRow> extends Co
   scope: ResolvedScope<R>;
 }
 
-export interface RouteDef<P = any, Q = any, B = any, R extends ScopeRow = any> {
+/**
+ * One endpoint. `RouteDef` alone (the route table's element) is any route: its handler and signature check are
+ * methods, so a route typed for its own params, query, body and scope row is one of them.
+ */
+export interface RouteDef<P = unknown, Q = unknown, B = unknown, R extends ScopeRow = ScopeRow> {
   method: Method;
   /** OpenAPI-style path relative to /api/vc/v1, e.g. `/teams/{id}`. */
   path: string;
@@ -58,7 +65,8 @@ export interface RouteDef<P = any, Q = any, B = any, R extends ScopeRow = any> {
   scope?: Scope<R>;
   /**
    * The route starts tasks: it honours `Idempotency-Key` (api/lib/idempotency.ts), and a handler that returns
-   * the task it started is answered 202 with it, presented (api/tasks/presenter.ts) with the caller as account.
+   * the task it started is answered 202 with it, presented (api/tasks/presenter.ts) with the caller as account;
+   * one that returns a list of tasks is answered 202 with `{data: [tasks]}`, each presented alike.
    */
   startsTask?: boolean;
   /** Demands a sign-in younger than this many minutes (403 reauthentication_required). */
@@ -74,13 +82,13 @@ export interface RouteDef<P = any, Q = any, B = any, R extends ScopeRow = any> {
    * auth 'signature': checks the request's signature over its raw body (throws 401/403); runs after the
    * path parameters are read and before the query and body are validated.
    */
-  signature?: (deps: Deps, ctx: Context, params: P, rawBody: string) => Promise<void>;
+  signature?(deps: Deps, ctx: Context, params: P, rawBody: string): Promise<void>;
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
   responses: Record<number, ResponseDef>;
-  /** Sets the answer on ctx, or (a `startsTask` route) returns the task it started. */
-  handler: (ctx: RouteContext<P, Q, B, R>) => Task | undefined | void | Promise<Task | undefined | void>;
+  /** Sets the answer on ctx, or (a `startsTask` route) returns the task (or the tasks) it started. */
+  handler(ctx: RouteContext<P, Q, B, R>): Started | Promise<Started>;
 }
 
 /** Declares one endpoint; the same schemas validate requests and build the OpenAPI document. */

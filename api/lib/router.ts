@@ -186,10 +186,13 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
       if (Object.keys(fields).length > 0) throw errors.invalid(fields);
       Object.assign(ctx, { input: { params, query, body }, actor, deps, scope });
       const run = async () => {
-        const task = await def.handler(ctx as never);
-        if (task && def.startsTask && actor) {
+        const started = await def.handler(ctx as never);
+        if (started && def.startsTask && actor) {
+          const account = { id: actor.user.id, name: actor.user.name };
           ctx.status = 202;
-          ctx.body = presentTask(task, { id: actor.user.id, name: actor.user.name });
+          ctx.body = Array.isArray(started)
+            ? { data: started.map((task) => presentTask(task, account)) }
+            : presentTask(started, account);
         }
       };
       if (def.startsTask && actor)

@@ -51,15 +51,15 @@ export const projectLogsBody = z
     path: ['body'],
   });
 
-export const projectLogsSchema = z.object({
+export const projectLogsSchema = z.strictObject({
   destination: z
     .union([
-      z.object({
+      z.strictObject({
         kind: z.literal('http'),
         name: z.string(),
         url: z.string().describe('Without userinfo; query values shown as "redacted"'),
       }),
-      z.object({
+      z.strictObject({
         kind: z.literal('syslog'),
         name: z.string(),
         host: z.string(),
@@ -74,8 +74,8 @@ export const projectLogsSchema = z.object({
   keep_days_on_machine: z.number().int(),
 });
 
-export const environmentLogsSchema = z.object({
-  destination: z.object({ kind: z.enum(['http', 'syslog']), name: z.string() }).nullable(),
+export const environmentLogsSchema = z.strictObject({
+  destination: z.strictObject({ kind: z.enum(['http', 'syslog']), name: z.string() }).nullable(),
   can_send: z.boolean(),
-  machines: z.array(z.object({ server_id: z.string(), keeps_days: z.number().int() })),
+  machines: z.array(z.strictObject({ server_id: z.string(), keeps_days: z.number().int() })),
 });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 export const shapeEnum = z.enum(['combined', 'separate'], { error: 'must be "combined" or "separate"' });
 
-const choice = z.object({
+const choice = z.strictObject({
   shape: shapeEnum,
   plan: z.string().nullable().describe('The plan of the database server (separate); null for combined'),
   cpu: z.number().nullable(),
@@ -12,12 +12,12 @@ const choice = z.object({
   monthly_price_delta: z.number().describe("This choice's monthly price minus the current database server's"),
 });
 
-export const reshapeSchema = z.object({
+export const reshapeSchema = z.strictObject({
   shape: shapeEnum.describe('combined: the database on the shared services server; separate: on its own server'),
   service_id: z.uuid().nullable().describe("The environment's postgresql service; null: it has none"),
   server_id: z.uuid().nullable().describe('The database server (separate); null for combined'),
   old_database: z
-    .object({ kept_since: z.string(), server_id: z.uuid().nullable() })
+    .strictObject({ kept_since: z.string(), server_id: z.uuid().nullable() })
     .nullable()
     .describe('The database the last reshape left behind, until POST /environments/{id}/discard-old-database'),
   currency: z.string(),
@@ -35,7 +35,7 @@ export const reshapeBody = z.strictObject({
     .describe("separate only: the database server's plan (default: the service's plan)"),
 });
 
-export const reshapePreviewSchema = z.object({
+export const reshapePreviewSchema = z.strictObject({
   shape: shapeEnum,
   plan: z.string().nullable(),
   monthly_price_delta: z.number(),

@@ -6,7 +6,7 @@ const planId = z.string().min(1, 'must name a plan').max(40, 'must name a plan')
 
 export const listServersQuery = z.object({ team: z.uuid('must be a team id').optional() });
 
-export const serverSchema = z.object({
+export const serverSchema = z.strictObject({
   id: z.uuid(),
   name: z.string(),
   team_id: z.uuid(),
@@ -28,13 +28,13 @@ export const serverSchema = z.object({
   currency: z.string(),
   created_at: z.string(),
 });
-export const serverListSchema = z.object({ data: z.array(serverSchema) });
+export const serverListSchema = z.strictObject({ data: z.array(serverSchema) });
 
-export const resizeChoicesSchema = z.object({
+export const resizeChoicesSchema = z.strictObject({
   plan: z.string().describe('The current plan'),
   currency: z.string(),
   choices: z.array(
-    z.object({
+    z.strictObject({
       plan: z.string(),
       cpu: z.number(),
       memory_mb: z.number().int(),
@@ -49,18 +49,18 @@ export const resizeBody = z.strictObject({ plan: planId });
 export const resourcesQuery = z.object({
   window: z.enum(RESOURCE_WINDOWS, { error: `must be one of ${RESOURCE_WINDOWS.join(', ')}` }),
 });
-const points = z.array(z.object({ at: z.string(), value: z.number() }));
-export const resourcesSchema = z.object({
+const points = z.array(z.strictObject({ at: z.string(), value: z.number() }));
+export const resourcesSchema = z.strictObject({
   window: z.enum(RESOURCE_WINDOWS),
   step: z.number().int().describe('Seconds each point averages'),
-  series: z.object({
+  series: z.strictObject({
     cpu: points.describe('Percent of one core'),
     memory: points.describe('Bytes'),
     disk: points.describe('Bytes'),
   }),
 });
 
-const buildPlan = z.object({
+const buildPlan = z.strictObject({
   id: z.string(),
   cpu: z.number(),
   memory_mb: z.number().int(),
@@ -68,28 +68,32 @@ const buildPlan = z.object({
   monthly_price: z.number(),
   monthly_price_delta: z.number().describe("This plan's monthly price minus the current build plan's"),
 });
-export const buildMachineSchema = z.object({
+export const buildMachineSchema = z.strictObject({
   provider: z.string(),
   plan: z.string(),
   cpu: z.number(),
   memory_mb: z.number().int(),
   currency: z.string(),
-  providers: z.array(z.object({ id: z.string(), plans: z.array(buildPlan) })),
+  providers: z.array(z.strictObject({ id: z.string(), plans: z.array(buildPlan) })),
 });
 export const buildOptionsBody = z.strictObject({ provider: z.string().min(1, 'must name a provider').max(40) });
-export const buildOptionsSchema = z.object({ provider: z.string(), currency: z.string(), plans: z.array(buildPlan) });
+export const buildOptionsSchema = z.strictObject({
+  provider: z.string(),
+  currency: z.string(),
+  plans: z.array(buildPlan),
+});
 export const setBuildMachineBody = z.strictObject({
   provider: z.string().min(1, 'must name a provider').max(40),
   plan: planId,
 });
 
-export const scaleSchema = z.object({
+export const scaleSchema = z.strictObject({
   instances: z.number().int().describe('Web instances the environment runs now'),
   max: z.number().int().describe('Most instances it may run (SCALE_MAX)'),
   plan: z.string().describe("The web server's plan (each instance runs on it)"),
   currency: z.string(),
   choices: z.array(
-    z.object({
+    z.strictObject({
       instances: z.number().int(),
       monthly_price: z.number().nullable(),
       monthly_price_delta: z.number().describe("This choice's monthly price minus the current one"),

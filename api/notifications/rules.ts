@@ -26,8 +26,10 @@ export const rulesBody = z.strictObject({
 });
 export type RulesBody = z.infer<typeof rulesBody>;
 
-export const rulesSchema = z.object({
-  rules: z.array(z.object({ event: z.string(), email: z.enum(EMAIL_CHOICES), integration_ids: z.array(z.uuid()) })),
+export const rulesSchema = z.strictObject({
+  rules: z.array(
+    z.strictObject({ event: z.string(), email: z.enum(EMAIL_CHOICES), integration_ids: z.array(z.uuid()) }),
+  ),
 });
 
 export interface Rule {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 export const idParams = z.object({ id: z.uuid() });
 
-const row = z.object({
+const row = z.strictObject({
   task_id: z.uuid(),
   kind: z.string(),
   type: z.string(),
@@ -13,9 +13,9 @@ const row = z.object({
   created_at: z.string(),
   finished_at: z.string().nullable(),
 });
-const bell = z.object({ count: z.number(), data: z.array(row).describe('The first 5, newest first') });
+const bell = z.strictObject({ count: z.number(), data: z.array(row).describe('The first 5, newest first') });
 
-export const notificationsSchema = z.object({
+export const notificationsSchema = z.strictObject({
   waiting: bell.describe('Tasks pending or running'),
   finished: bell.describe('Tasks finished since the caller last marked the activity seen'),
   seen_at: z.string().nullable().describe('When the caller last marked the activity seen'),

@@ -12,7 +12,7 @@ export const listReleasesQuery = z.object({
   before: timeIdCursorParam(RELEASES_CURSOR).optional(),
 });
 
-export const releaseSchema = z.object({
+export const releaseSchema = z.strictObject({
   id: z.uuid(),
   environment_id: z.uuid(),
   git_ref: z.string(),
@@ -22,9 +22,9 @@ export const releaseSchema = z.object({
   created_at: z.string(),
   live: z.boolean().describe("True while it is its environment's live release"),
 });
-export const releasePageSchema = z.object({ data: z.array(releaseSchema), next_before: z.string().nullable() });
+export const releasePageSchema = z.strictObject({ data: z.array(releaseSchema), next_before: z.string().nullable() });
 
-const releaseRef = z.object({
+const releaseRef = z.strictObject({
   id: z.uuid(),
   git_ref: z.string(),
   commit_sha: z.string(),
@@ -40,7 +40,7 @@ export const DEPLOY_BLOCKS = [
 ] as const;
 
 export const deployChoicesSchema = z.union([
-  z.object({
+  z.strictObject({
     allowed: z.literal(true),
     git_ref: z.string(),
     head_commit: z.string().describe('The commit a deploy would build and put live now'),
@@ -51,7 +51,7 @@ export const deployChoicesSchema = z.union([
       .describe('What POST /environments/{id}/rollback would put live; null: nothing to roll back to'),
     skip_steps_allowed: z.literal(true),
   }),
-  z.object({
+  z.strictObject({
     allowed: z.literal(false),
     reason: z.enum(DEPLOY_BLOCKS),
     message: z.string(),
@@ -60,12 +60,12 @@ export const deployChoicesSchema = z.union([
   }),
 ]);
 
-export const sourceSchema = z.object({
-  repository: z.object({ url: z.string().describe('Without credentials') }).nullable(),
+export const sourceSchema = z.strictObject({
+  repository: z.strictObject({ url: z.string().describe('Without credentials') }).nullable(),
   git_ref: z.string(),
   head_commit: z.string().nullable(),
   error: z
-    .object({ code: z.enum(['repository_unreachable', 'ref_not_found']), message: z.string() })
+    .strictObject({ code: z.enum(['repository_unreachable', 'ref_not_found']), message: z.string() })
     .optional()
     .describe('Why head_commit is null while a repository is connected'),
 });

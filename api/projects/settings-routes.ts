@@ -5,7 +5,7 @@ import { scopes } from '../lib/scopes';
 import { resourceName } from './schemas';
 import { getSettings, updateSettings } from './settings';
 
-const settingsSchema = z.object({
+const settingsSchema = z.strictObject({
   name: z.string(),
   domain_allowance: z.number().int().describe('Domains the project may have (pending ones count)'),
   domain_allowance_is_default: z.boolean().describe('true: DOMAIN_ALLOWANCE applies'),

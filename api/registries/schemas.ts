@@ -28,6 +28,6 @@ export const createBody = z.strictObject({
     .regex(/^[^\r\n]+$/, 'must be one line'),
 });
 
-const registry = z.object({ host: z.string(), username: z.string(), created_at: z.string() });
+const registry = z.strictObject({ host: z.string(), username: z.string(), created_at: z.string() });
 export const registrySchema = registry;
-export const registryListSchema = z.object({ data: z.array(registry) });
+export const registryListSchema = z.strictObject({ data: z.array(registry) });

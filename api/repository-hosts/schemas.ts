@@ -95,12 +95,12 @@ export type CreateBody = z.infer<typeof createBody>;
 
 // ---- responses -------------------------------------------------------------------------------
 
-export const newHostSchema = z.object({
+export const newHostSchema = z.strictObject({
   kinds: z.array(
-    z.object({
+    z.strictObject({
       kind: z.enum(HOST_KINDS),
       fields: z.array(
-        z.object({
+        z.strictObject({
           name: z.string(),
           type: z.string(),
           required: z.boolean(),
@@ -112,7 +112,7 @@ export const newHostSchema = z.object({
   ),
 });
 
-export const hostSchema = z.object({
+export const hostSchema = z.strictObject({
   id: z.uuid(),
   team_id: z.uuid(),
   kind: z.enum(HOST_KINDS),
@@ -121,4 +121,4 @@ export const hostSchema = z.object({
   public_key: z.string().optional().describe('ssh: the public key to add on the host (OpenSSH format)'),
   created_at: z.string(),
 });
-export const hostListSchema = z.object({ data: z.array(hostSchema) });
+export const hostListSchema = z.strictObject({ data: z.array(hostSchema) });

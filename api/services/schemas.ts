@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 export const idParams = z.object({ id: z.uuid() });
 export const serviceKind = z.enum(['postgresql'], { error: 'must be postgresql' });
-const planSchema = z.object({
+const planSchema = z.strictObject({
   id: z.string(),
   cpu: z.number(),
   memory_mb: z.number().int(),
@@ -11,20 +11,20 @@ const planSchema = z.object({
   monthly_price: z.number(),
 });
 
-export const serviceChoicesSchema = z.object({
-  data: z.array(z.object({ kind: z.string(), versions: z.array(z.string()), plans: z.array(planSchema) })),
+export const serviceChoicesSchema = z.strictObject({
+  data: z.array(z.strictObject({ kind: z.string(), versions: z.array(z.string()), plans: z.array(planSchema) })),
 });
 export const serviceBody = z.strictObject({
   kind: serviceKind,
   plan: z.string().min(1, 'must not be empty').max(40),
   version: z.string().max(10).optional(),
 });
-export const previewSchema = z.object({
+export const previewSchema = z.strictObject({
   monthly_price_delta: z.number(),
   currency: z.string(),
   changes: z.array(z.string()),
 });
-export const serviceSchema = z.object({
+export const serviceSchema = z.strictObject({
   id: z.uuid(),
   kind: z.string(),
   version: z.string(),
@@ -33,4 +33,4 @@ export const serviceSchema = z.object({
   server_id: z.uuid().nullable(),
   created_at: z.string(),
 });
-export const serviceListSchema = z.object({ data: z.array(serviceSchema) });
+export const serviceListSchema = z.strictObject({ data: z.array(serviceSchema) });

@@ -16,12 +16,12 @@ const gb = (what: string) =>
     .min(1, `${what} is at least 1 GB`)
     .max(MAX_ALLOWANCE_GB, `must be at most ${MAX_ALLOWANCE_GB} GB`);
 
-const usedBytes = z.object({
+const usedBytes = z.strictObject({
   database: z.number().int().describe('Bytes the service database takes (pg_database_size); 0 without a service'),
   files: z.number().int().describe('Bytes the volume takes on its disk (du)'),
 });
 
-export const allowanceSchema = z.object({
+export const allowanceSchema = z.strictObject({
   allowance_gb: z.number().int().describe('Storage of the environment: its two disks sum to it'),
   included_gb: z.number().int().describe("What the web server's plan includes; the rest is a paid subscription"),
   used_bytes: usedBytes,
@@ -33,10 +33,10 @@ export const allowanceSchema = z.object({
 });
 export const allowanceBody = z.strictObject({ allowance_gb: gb('the allowance') });
 
-export const splitSchema = z.object({ database_gb: z.number().int(), files_gb: z.number().int() });
+export const splitSchema = z.strictObject({ database_gb: z.number().int(), files_gb: z.number().int() });
 export const splitBody = z.strictObject({ database_gb: gb('a disk'), files_gb: gb('a disk') });
 
-export const diskSchema = z.object({
+export const diskSchema = z.strictObject({
   disk: z.enum(DISKS),
   size_gb: z.number().int(),
   location: z.string().describe('The root of STORAGE_ROOTS the disk lives under'),
@@ -57,11 +57,11 @@ export const moveBody = z.strictObject({
 });
 export const discardBody = z.strictObject({ confirm: z.boolean().optional() });
 
-export const growSchema = z.object({
+export const growSchema = z.strictObject({
   size_gb: z.number().int().describe("The volume's size now"),
   currency: z.string(),
   choices: z.array(
-    z.object({
+    z.strictObject({
       size_gb: z.number().int(),
       monthly_price_delta: z.number().describe('What growing to this size adds to the monthly bill'),
     }),

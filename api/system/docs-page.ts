@@ -10,7 +10,16 @@ export function renderDocsPage(doc: Doc): string {
   const rows: string[] = [];
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const [method, raw] of Object.entries(ops)) {
-      const op = raw as Record<string, any>;
+      const op = raw as {
+        operationId: string;
+        summary: string;
+        security?: unknown[];
+        parameters?: unknown;
+        requestBody?: unknown;
+        responses: Record<string, unknown>;
+        'x-token-reachable'?: boolean;
+        'x-recent-sign-in-minutes'?: number;
+      };
       const auth = op.security?.length === 0 ? 'public' : op['x-token-reachable'] ? 'signed in or token' : 'signed in';
       rows.push(`<section id="${esc(op.operationId)}">
 <h3><span class="m ${esc(method)}">${esc(method.toUpperCase())}</span> <code>${esc(path)}</code></h3>

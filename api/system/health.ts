@@ -12,12 +12,12 @@ const SERVING = 1;
 export const CHECK_TIMEOUT_MS = 2_000;
 
 const state = z.enum(['ok', 'unavailable']);
-const settingSchema = z.object({
+const settingSchema = z.strictObject({
   status: z.enum(['ok', 'problem']),
   reason: z.string().nullable(),
   change: z.string().nullable().describe('The setting to change'),
 });
-const processSchema = z.object({
+const processSchema = z.strictObject({
   name: z.string(),
   status: z.enum(['starting', 'running', 'restarting', 'failed', 'stopped']),
   pid: z.number().int().nullable(),
@@ -26,19 +26,19 @@ const processSchema = z.object({
   reason: z.string().nullable().describe('Why it was given up (status failed)'),
   since: z.string(),
 });
-export const healthSchema = z.object({
+export const healthSchema = z.strictObject({
   status: z.enum(['ok', 'degraded', 'unavailable']),
-  components: z.object({
-    database: z.object({ status: state }),
-    temporal: z.object({ status: state }),
-    worker: z.object({
+  components: z.strictObject({
+    database: z.strictObject({ status: state }),
+    temporal: z.strictObject({ status: state }),
+    worker: z.strictObject({
       status: state,
       ready: z.number().int().describe('Workers that reported ready recently'),
       seen_at: z.string().nullable(),
     }),
   }),
   settings: z
-    .object({ storage: settingSchema, services: settingSchema })
+    .strictObject({ storage: settingSchema, services: settingSchema })
     .nullable()
     .describe("The host's settings as the freshest ready worker found them at its start (null: no worker)"),
   processes: z

@@ -17,7 +17,7 @@ export const routes = [
     summary: 'The OpenAPI 3.1 document of this API, generated from the route table',
     tags: ['system'],
     auth: 'none',
-    responses: { 200: { description: 'OpenAPI document', schema: z.object({ openapi: z.string() }).loose() } },
+    responses: { 200: { description: 'OpenAPI document', schema: z.strictObject({ openapi: z.string() }).loose() } },
     handler(ctx) {
       const table = ctx.state.routeTable as RouteDef[];
       if (cached?.key !== table) cached = { key: table, doc: buildOpenApi(table, ctx.deps.config.baseUrl) };

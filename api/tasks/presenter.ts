@@ -3,7 +3,7 @@ import type { Task } from '../../db/models/task';
 import { iso, isoOrNull } from '../../core/time';
 import { ACCOUNT_VIA, TASK_KINDS, TASK_STATUSES } from '../../db/vocabulary';
 
-export const taskSchema = z.object({
+export const taskSchema = z.strictObject({
   id: z.string(),
   kind: z.enum(TASK_KINDS),
   type: z.string(),
@@ -11,7 +11,7 @@ export const taskSchema = z.object({
   team_id: z.string(),
   project_id: z.string().nullable(),
   environment_id: z.string().nullable(),
-  account: z.object({ id: z.string().nullable(), name: z.string().nullable(), via: z.enum(ACCOUNT_VIA) }),
+  account: z.strictObject({ id: z.string().nullable(), name: z.string().nullable(), via: z.enum(ACCOUNT_VIA) }),
   params: z.record(z.string(), z.unknown()),
   result: z.record(z.string(), z.unknown()).nullable(),
   error: z.string().nullable(),

@@ -26,7 +26,7 @@ export const listTasksQuery = z.object({
   before: seqCursorParam(TASKS_CURSOR).optional(),
 });
 
-export const taskPageSchema = z.object({ data: z.array(taskSchema), next_before: z.string().nullable() });
+export const taskPageSchema = z.strictObject({ data: z.array(taskSchema), next_before: z.string().nullable() });
 
 export const getTaskQuery = z.object({
   include: z

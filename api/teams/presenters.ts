@@ -9,10 +9,9 @@ export function presentTeam(team: Team, role: Role) {
   return { id: team.id, name: team.name, role, created_at: iso(team.created_at) };
 }
 
-/** `{id, name, ...settings}`: the stored settings beside the team's name, plus what may be changed. */
+/** The team's name and what may be changed (the `settings` column is not answered: nothing documents its keys). */
 export function presentTeamSettings(team: Team, role: Role) {
   return {
-    ...(team.settings ?? {}),
     id: team.id,
     name: team.name,
     role,

@@ -25,30 +25,28 @@ export const updateMembershipBody = z.strictObject({ role });
 
 // ---- responses -------------------------------------------------------------------------------
 
-export const teamSchema = z.object({ id: z.uuid(), name: z.string(), role, created_at: z.string() });
-export const teamListSchema = z.object({ data: z.array(teamSchema) });
-export const newTeamSchema = z.object({
-  fields: z.object({ name: z.object({ required: z.boolean(), max_length: z.number() }) }),
+export const teamSchema = z.strictObject({ id: z.uuid(), name: z.string(), role, created_at: z.string() });
+export const teamListSchema = z.strictObject({ data: z.array(teamSchema) });
+export const newTeamSchema = z.strictObject({
+  fields: z.strictObject({ name: z.strictObject({ required: z.boolean(), max_length: z.number() }) }),
   creator_role: role,
-  roles: z.array(z.object({ name: role, description: z.string() })),
+  roles: z.array(z.strictObject({ name: role, description: z.string() })),
 });
-export const teamSettingsSchema = z
-  .object({
-    id: z.uuid(),
-    name: z.string(),
-    role,
-    created_at: z.string(),
-    fields: z.record(z.string(), z.unknown()),
-    next_steps: z
-      .array(z.object({ id: z.string(), done: z.boolean() }))
-      .nullable()
-      .describe(
-        "The caller's checklist (connect_repository, first_deploy, add_domain, create_token, invite_teammate); null once hidden",
-      ),
-  })
-  .loose();
+export const teamSettingsSchema = z.strictObject({
+  id: z.uuid(),
+  name: z.string(),
+  role,
+  created_at: z.string(),
+  fields: z.strictObject({ name: z.strictObject({ max_length: z.number(), editable: z.boolean() }) }),
+  next_steps: z
+    .array(z.strictObject({ id: z.string(), done: z.boolean() }))
+    .nullable()
+    .describe(
+      "The caller's checklist (connect_repository, first_deploy, add_domain, create_token, invite_teammate); null once hidden",
+    ),
+});
 
-export const membershipSchema = z.object({
+export const membershipSchema = z.strictObject({
   id: z.uuid(),
   team_id: z.uuid(),
   user_id: z.uuid(),
@@ -58,7 +56,7 @@ export const membershipSchema = z.object({
   created_at: z.string(),
 });
 export const invitationStatus = z.enum(['open', 'expired', 'accepted', 'revoked']);
-export const invitationSchema = z.object({
+export const invitationSchema = z.strictObject({
   id: z.uuid(),
   team_id: z.uuid(),
   email: z.string(),
@@ -67,7 +65,7 @@ export const invitationSchema = z.object({
   expires_at: z.string(),
   created_at: z.string(),
 });
-export const peopleSchema = z.object({
+export const peopleSchema = z.strictObject({
   data: z.array(membershipSchema.omit({ team_id: true, created_at: true })),
   invitations: z.array(invitationSchema.pick({ id: true, email: true, role: true, status: true, expires_at: true })),
   assignable_roles: z.array(role),

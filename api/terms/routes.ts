@@ -12,10 +12,14 @@ export const TERMS_VERSION = '2026-01-01';
 const tags = ['projects'];
 const idParams = z.object({ id: z.uuid() });
 const acceptBody = z.strictObject({ version: z.string().trim().min(1, 'must not be empty').max(40) });
-const termsSchema = z.object({
+const termsSchema = z.strictObject({
   version: z.string().describe('The version in force'),
   accepted: z
-    .object({ version: z.string(), by: z.object({ id: z.uuid(), name: z.string() }).nullable(), at: z.string() })
+    .strictObject({
+      version: z.string(),
+      by: z.strictObject({ id: z.uuid(), name: z.string() }).nullable(),
+      at: z.string(),
+    })
     .nullable()
     .describe('The last acceptance, of whichever version'),
 });

@@ -26,25 +26,25 @@ export const replyBody = z.strictObject({
 
 // ---- responses -------------------------------------------------------------------------------
 
-export const newTicketSchema = z.object({
+export const newTicketSchema = z.strictObject({
   categories: z.array(z.string()),
-  attachments: z.object({
+  attachments: z.strictObject({
     max_files: z.number(),
     max_bytes: z.number().describe('Per file'),
     types: z.array(z.string()),
   }),
 });
 
-const attachment = z.object({ name: z.string(), bytes: z.number(), type: z.string() });
-export const replySchema = z.object({
+const attachment = z.strictObject({ name: z.string(), bytes: z.number(), type: z.string() });
+export const replySchema = z.strictObject({
   id: z.uuid(),
   ticket_id: z.uuid(),
   body: z.string(),
-  by: z.object({ id: z.uuid(), name: z.string() }).nullable(),
+  by: z.strictObject({ id: z.uuid(), name: z.string() }).nullable(),
   resolved: z.boolean(),
   created_at: z.string(),
 });
-export const ticketSchema = z.object({
+export const ticketSchema = z.strictObject({
   id: z.uuid(),
   team_id: z.uuid(),
   environment_id: z.uuid().nullable(),
@@ -57,4 +57,4 @@ export const ticketSchema = z.object({
   resolved_at: z.string().nullable(),
   replies: z.array(replySchema).optional(),
 });
-export const ticketListSchema = z.object({ data: z.array(ticketSchema) });
+export const ticketListSchema = z.strictObject({ data: z.array(ticketSchema) });

@@ -19,7 +19,7 @@ export const createTokenBody = z.strictObject({
 });
 export type CreateTokenInput = z.infer<typeof createTokenBody>;
 
-export const tokenSchema = z.object({
+export const tokenSchema = z.strictObject({
   id: z.string(),
   purpose: z.string(),
   team_id: z.string(),
@@ -35,4 +35,4 @@ export const issuedTokenSchema = tokenSchema.extend({
   token: z.string().describe('The token string (vcp_...). Shown in this answer only; it cannot be shown again.'),
 });
 
-export const tokenListSchema = z.object({ data: z.array(tokenSchema) });
+export const tokenListSchema = z.strictObject({ data: z.array(tokenSchema) });

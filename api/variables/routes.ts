@@ -7,7 +7,6 @@ import { scopes, type Scope, type ScopeRow } from '../lib/scopes';
 import type { Scope as VariableScope } from './service';
 import { z } from 'zod';
 import { taskSchema } from '../tasks/schemas';
-import { presentTask } from '../tasks/presenter';
 import { applyToEnvironment, applyToProject } from './apply';
 
 const tags = ['variables'];
@@ -148,14 +147,12 @@ const applyRoutes: RouteDef[] = [
     startsTask: true,
     params: s.idParams,
     responses: {
-      202: { description: 'The tasks', schema: z.object({ data: z.array(taskSchema) }) },
+      202: { description: 'The tasks', schema: z.strictObject({ data: z.array(taskSchema) }) },
       403: error('Role may not'),
       404: error('No such project'),
     },
     async handler(ctx) {
-      const tasks = await applyToProject(ctx.deps, ctx.actor, ctx.input.params.id);
-      ctx.status = 202;
-      ctx.body = { data: tasks.map((task) => presentTask(task, { id: ctx.actor.user.id, name: ctx.actor.user.name })) };
+      return applyToProject(ctx.deps, ctx.actor, ctx.input.params.id);
     },
   }),
 ] as RouteDef[];

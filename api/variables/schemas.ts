@@ -32,19 +32,19 @@ export const importBody = z.strictObject({
   overwrite: z.boolean().optional().describe('Replace existing names (default: skip them)'),
 });
 
-export const variableSchema = z.object({
+export const variableSchema = z.strictObject({
   name: z.string(),
   value: z.string().nullable().describe('null for a secret'),
   secret: z.boolean(),
   updated_at: z.string(),
 });
 export const effectiveVariableSchema = variableSchema.extend({ source: z.enum(['project', 'environment']) });
-export const variableListSchema = z.object({ data: z.array(variableSchema) });
-export const effectiveVariableListSchema = z.object({ data: z.array(effectiveVariableSchema) });
-export const parsedSchema = z.object({
-  data: z.array(z.object({ name: z.string(), value: z.string(), line: z.number().int() })),
+export const variableListSchema = z.strictObject({ data: z.array(variableSchema) });
+export const effectiveVariableListSchema = z.strictObject({ data: z.array(effectiveVariableSchema) });
+export const parsedSchema = z.strictObject({
+  data: z.array(z.strictObject({ name: z.string(), value: z.string(), line: z.number().int() })),
 });
-export const importResultSchema = z.object({
+export const importResultSchema = z.strictObject({
   created: z.array(z.string()),
   updated: z.array(z.string()),
   unchanged: z.array(z.string()),

@@ -96,9 +96,11 @@ describe('GET /openapi.json', () => {
 
   it('documents every error answer with the error body', async () => {
     const doc = (await t.agent().get('/openapi.json')).body;
-    const errorAnswers = Object.values<any>(doc.paths).flatMap((ops) =>
-      Object.values<any>(ops).flatMap((op) =>
-        Object.entries<any>(op.responses)
+    type Answer = { content?: Record<string, { schema: unknown }> };
+    type Operation = { responses: Record<string, Answer> };
+    const errorAnswers = Object.values<Record<string, Operation>>(doc.paths).flatMap((ops) =>
+      Object.values(ops).flatMap((op) =>
+        Object.entries(op.responses)
           .filter(([status]) => Number(status) >= 400)
           .map(([, r]) => r),
       ),

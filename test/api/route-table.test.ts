@@ -4,6 +4,7 @@ import { allRoutes } from '../../api/routes';
 import type { RouteDef } from '../../api/lib/define-route';
 import { useTestContext } from '../helpers/context';
 import { createAccessToken, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import type { Res } from '../helpers/http';
 
 /**
  * Walks the whole route table (read at test time, so routes added later are covered): documentation,
@@ -15,8 +16,47 @@ const name = (r: RouteDef) => `${r.method.toUpperCase()} ${r.path}`;
 const fill = (path: string) => path.replace(/\{[^}]+\}/g, () => crypto.randomUUID());
 const send = (agent: ReturnType<typeof t.agent>, r: RouteDef, opts: { noCsrf?: boolean } = {}) =>
   agent.request(r.method.toUpperCase(), fill(r.path), r.method === 'get' ? {} : { body: {}, ...opts });
-const isCsrfRefusal = (res: { status: number; body: any }) =>
+const isCsrfRefusal = (res: Res) =>
   res.status === 403 && res.body?.error?.code === 'forbidden' && /X-CSRF-Token/.test(res.body.error.message);
+
+/**
+ * Every object schema reachable from a route's success responses that does not refuse unknown keys
+ * (z.object strips them, z.looseObject lets them through), as "route status: key.path".
+ */
+function nonStrictObjects(r: RouteDef): string[] {
+  const found: string[] = [];
+  const seen = new Set<z.core.$ZodType>();
+  const walk = (schema: z.core.$ZodType, at: string) => {
+    if (seen.has(schema)) return;
+    seen.add(schema);
+    const def = schema._zod.def;
+    if (def.type === 'object') {
+      const o = (schema as z.core.$ZodObject)._zod.def;
+      if (o.catchall?._zod.def.type !== 'never') found.push(at);
+      for (const [key, value] of Object.entries(o.shape)) walk(value, `${at}.${key}`);
+      return;
+    }
+    if (def.type === 'lazy') walk((schema as z.core.$ZodLazy)._zod.def.getter(), at);
+    const parts = def as unknown as Record<string, unknown>;
+    for (const key of ['innerType', 'element', 'in', 'out', 'left', 'right', 'valueType']) {
+      const inner = parts[key] as z.core.$ZodType | undefined;
+      if (inner?._zod) walk(inner, at);
+    }
+    for (const key of ['options', 'items']) {
+      const list = parts[key] as z.core.$ZodType[] | undefined;
+      if (Array.isArray(list)) list.forEach((inner, i) => walk(inner, `${at}|${i}`));
+    }
+  };
+  for (const [status, res] of Object.entries(r.responses))
+    if (Number(status) < 300 && res.schema) walk(res.schema, `${name(r)} ${status}:`);
+  return found;
+}
+/** Answers whose extra keys are meant: the OpenAPI document itself; billing details carry the country's address fields. */
+const OPEN_RESPONSE_OBJECTS = [
+  'GET /openapi.json 200:',
+  'GET /teams/{id}/billing 200:.details',
+  'POST /teams/{id}/billing 200:.details',
+];
 
 /** The spec's token-reachable endpoints: the narrow, marked set governs (CONTRACT). */
 const SPEC_TOKEN_REACHABLE = new Set([
@@ -72,6 +112,11 @@ describe('the route table', () => {
       for (const [status, res] of Object.entries(r.responses))
         expect(res.description?.trim(), `${name(r)} ${status}`).toBeTruthy();
     }
+  });
+
+  it('documents every success answer with strict object schemas, so that the response check catches a leaked column', () => {
+    const open = routes.flatMap(nonStrictObjects);
+    expect(open.sort()).toEqual([...OPEN_RESPONSE_OBJECTS].sort());
   });
 
   it('declares every path parameter in the route params schema', () => {

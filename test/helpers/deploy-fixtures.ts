@@ -12,7 +12,7 @@ import { Task } from '../../db/models/task';
 import { allRoutes } from '../../api/routes';
 import { repositoriesDir, type TestContext } from './context';
 import { addMember, createAccessToken, createProject, createTeam, createUser } from './fixtures';
-import type { Agent } from './http';
+import type { Agent, AnswerBody } from './http';
 
 export const SERVER_JS = `
 const http = require('node:http');
@@ -149,7 +149,14 @@ export async function getTask(
   t: TestContext,
   api: Agent,
   id: string,
-): Promise<{ id: string; status: string; error: string | null; result: any; started_at: string | null; type: string }> {
+): Promise<{
+  id: string;
+  status: string;
+  error: string | null;
+  result: AnswerBody;
+  started_at: string | null;
+  type: string;
+}> {
   if (hasTaskRoute()) {
     const res = await api.get(`/tasks/${id}`);
     if (res.status !== 200) throw new Error(`GET /tasks/${id} answered ${res.status}: ${res.text}`);

@@ -1,5 +1,13 @@
+/**
+ * A JSON answer as a test reads it: whatever the server sent. The test's expectations check its shape, and
+ * the router checks every 2xx body against its documented strict schema (VC_CHECK_RESPONSES). The one
+ * `any` of the tests, so that `res.body.id` reads without a cast in each of them.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: an answer's shape is what the test asserts
+export type AnswerBody = any;
+
 /** A small HTTP client for tests: a cookie jar, the CSRF header for session writes, or a bearer. */
-export interface Res<T = any> {
+export interface Res<T = AnswerBody> {
   status: number;
   headers: Headers;
   body: T;
@@ -19,7 +27,7 @@ export class Agent {
     return a;
   }
 
-  async request<T = any>(
+  async request<T = AnswerBody>(
     method: string,
     path: string,
     opts: {
@@ -60,16 +68,16 @@ export class Agent {
     return { status: res.status, headers: res.headers, body: parsed as T, text };
   }
 
-  get<T = any>(path: string, opts?: { headers?: Record<string, string> }) {
+  get<T = AnswerBody>(path: string, opts?: { headers?: Record<string, string> }) {
     return this.request<T>('GET', path, opts);
   }
-  post<T = any>(path: string, body?: unknown, opts?: { headers?: Record<string, string>; noCsrf?: boolean }) {
+  post<T = AnswerBody>(path: string, body?: unknown, opts?: { headers?: Record<string, string>; noCsrf?: boolean }) {
     return this.request<T>('POST', path, { ...opts, body });
   }
-  patch<T = any>(path: string, body?: unknown, opts?: { headers?: Record<string, string>; noCsrf?: boolean }) {
+  patch<T = AnswerBody>(path: string, body?: unknown, opts?: { headers?: Record<string, string>; noCsrf?: boolean }) {
     return this.request<T>('PATCH', path, { ...opts, body });
   }
-  delete<T = any>(path: string, body?: unknown, opts?: { headers?: Record<string, string>; noCsrf?: boolean }) {
+  delete<T = AnswerBody>(path: string, body?: unknown, opts?: { headers?: Record<string, string>; noCsrf?: boolean }) {
     return this.request<T>('DELETE', path, { ...opts, body });
   }
 }

@@ -10,7 +10,21 @@ import { describe, expect, it } from 'vitest';
 
 const root = path.resolve(__dirname, '../..');
 const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true });
-const services = compose.services as Record<string, Record<string, any>>;
+/** A service of the compose file, as far as the tests read it. */
+interface ComposeService {
+  restart?: string;
+  user?: string;
+  cap_add: string[];
+  cap_drop?: string[];
+  security_opt: string[];
+  privileged?: boolean;
+  volumes?: string[];
+  ports?: string[];
+  network_mode?: string;
+  command: string[];
+  [key: string]: unknown;
+}
+const services = compose.services as Record<string, ComposeService>;
 
 describe('docker-compose.yml', () => {
   it('has no top-level name (Debian’s docker-compose 1.29 rejects it)', () => {

@@ -44,7 +44,10 @@ describe('npm start (system/start.ts)', () => {
       out += d.toString();
     });
     try {
-      const health = await new Promise<any>((resolve, reject) => {
+      const health = await new Promise<{
+        processes: Array<{ name: string }>;
+        settings: { services: { status: string } };
+      }>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`no "running" line in 180 s:\n${out}`)), 180_000);
         const check = () => {
           if (!out.includes('Hosting Console is running.')) return;

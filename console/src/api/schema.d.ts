@@ -3632,12 +3632,18 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: ({
+                        data: {
                             auto_deploy: boolean;
                             created_at: string;
                             git_ref: string;
                             /** Format: uuid */
                             id: string;
+                            /** @description Maintenance mode (POST /environments/{id}/maintenance) */
+                            maintenance: {
+                                note: string | null;
+                                on: boolean;
+                                since: string | null;
+                            };
                             name: string;
                             /** Format: uuid */
                             project_id: string;
@@ -3646,9 +3652,7 @@ export interface operations {
                             /** Format: uuid */
                             team_id: string;
                             url: string;
-                        } & {
-                            [key: string]: unknown;
-                        })[];
+                        }[];
                         next_before: string | null;
                     };
                 };
@@ -3700,6 +3704,12 @@ export interface operations {
                         git_ref: string;
                         /** Format: uuid */
                         id: string;
+                        /** @description Maintenance mode (POST /environments/{id}/maintenance) */
+                        maintenance: {
+                            note: string | null;
+                            on: boolean;
+                            since: string | null;
+                        };
                         name: string;
                         /** Format: uuid */
                         project_id: string;
@@ -3708,8 +3718,6 @@ export interface operations {
                         /** Format: uuid */
                         team_id: string;
                         url: string;
-                    } & {
-                        [key: string]: unknown;
                     };
                 };
             };
@@ -3882,6 +3890,12 @@ export interface operations {
                         git_ref: string;
                         /** Format: uuid */
                         id: string;
+                        /** @description Maintenance mode (POST /environments/{id}/maintenance) */
+                        maintenance: {
+                            note: string | null;
+                            on: boolean;
+                            since: string | null;
+                        };
                         name: string;
                         /** Format: uuid */
                         project_id: string;
@@ -3890,8 +3904,6 @@ export interface operations {
                         /** Format: uuid */
                         team_id: string;
                         url: string;
-                    } & {
-                        [key: string]: unknown;
                     };
                 };
             };
@@ -11983,6 +11995,12 @@ export interface operations {
                         git_ref: string;
                         /** Format: uuid */
                         id: string;
+                        /** @description Maintenance mode (POST /environments/{id}/maintenance) */
+                        maintenance: {
+                            note: string | null;
+                            on: boolean;
+                            since: string | null;
+                        };
                         name: string;
                         /** Format: uuid */
                         project_id: string;
@@ -11991,8 +12009,6 @@ export interface operations {
                         /** Format: uuid */
                         team_id: string;
                         url: string;
-                    } & {
-                        [key: string]: unknown;
                     };
                 };
             };
@@ -12105,10 +12121,33 @@ export interface operations {
                 content: {
                     "application/json": {
                         blocked: boolean;
+                        /** @description What the form asks for; absent when blocked */
+                        fields?: {
+                            auto_deploy: {
+                                default: boolean;
+                                required: boolean;
+                            };
+                            git_ref: {
+                                branches: string[];
+                                default: string;
+                                description: string;
+                                required: boolean;
+                            };
+                            name: {
+                                description: string;
+                                max_length: number;
+                                min_length: number;
+                                pattern: string;
+                                required: boolean;
+                                /** @description Names already used in the project */
+                                taken: string[];
+                                /** @enum {string} */
+                                unique_within: "team" | "project";
+                            };
+                        };
                         message?: string;
-                        reason?: string;
-                    } & {
-                        [key: string]: unknown;
+                        /** @enum {string} */
+                        reason?: "no_repository" | "repository_unreachable" | "no_branches";
                     };
                 };
             };
@@ -13888,7 +13927,13 @@ export interface operations {
                         blocked: boolean;
                         fields: {
                             name: {
-                                [key: string]: unknown;
+                                description: string;
+                                max_length: number;
+                                min_length: number;
+                                pattern: string;
+                                required: boolean;
+                                /** @enum {string} */
+                                unique_within: "team" | "project";
                             };
                             team_id: {
                                 required: boolean;
@@ -17167,7 +17212,10 @@ export interface operations {
                     "application/json": {
                         created_at: string;
                         fields: {
-                            [key: string]: unknown;
+                            name: {
+                                editable: boolean;
+                                max_length: number;
+                            };
                         };
                         /** Format: uuid */
                         id: string;
@@ -17179,8 +17227,6 @@ export interface operations {
                         }[] | null;
                         /** @enum {string} */
                         role: "owner" | "admin" | "developer" | "viewer";
-                    } & {
-                        [key: string]: unknown;
                     };
                 };
             };
@@ -17234,7 +17280,10 @@ export interface operations {
                     "application/json": {
                         created_at: string;
                         fields: {
-                            [key: string]: unknown;
+                            name: {
+                                editable: boolean;
+                                max_length: number;
+                            };
                         };
                         /** Format: uuid */
                         id: string;
@@ -17246,8 +17295,6 @@ export interface operations {
                         }[] | null;
                         /** @enum {string} */
                         role: "owner" | "admin" | "developer" | "viewer";
-                    } & {
-                        [key: string]: unknown;
                     };
                 };
             };

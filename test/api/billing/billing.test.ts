@@ -21,19 +21,19 @@ describe('POST /billing/address-format', () => {
     expect(de.status).toBe(200);
     expect(de.body.country).toBe('DE');
     expect(de.body.lines).toEqual([['name'], ['company_name'], ['street_address'], ['postal_code', 'city']]);
-    const required = (body: any) =>
+    const required = (body: { fields: Array<{ name: string; required: boolean }> }) =>
       body.fields
-        .filter((f: any) => f.required)
-        .map((f: any) => f.name)
+        .filter((f) => f.required)
+        .map((f) => f.name)
         .sort();
     expect(required(de.body)).toEqual(['city', 'name', 'postal_code', 'street_address']);
 
     const us = await agent.post('/billing/address-format', { country: 'US' });
     expect(us.body.lines.at(-1)).toEqual(['city', 'country_area', 'postal_code']);
-    const state = us.body.fields.find((f: any) => f.name === 'country_area');
+    const state = us.body.fields.find((f: { name: string }) => f.name === 'country_area');
     expect(state).toMatchObject({ label: 'State', required: true });
     expect(state.choices).toContain('CA');
-    expect(us.body.fields.find((f: any) => f.name === 'postal_code').label).toBe('ZIP code');
+    expect(us.body.fields.find((f: { name: string }) => f.name === 'postal_code').label).toBe('ZIP code');
   });
 
   it('refuses an unknown or malformed country with 422 on country', async () => {

@@ -14,6 +14,7 @@ import {
 } from '../../helpers/fixtures';
 import { Environment } from '../../../db/models/environment';
 import type { Team } from '../../../db/models/team';
+import type { Res } from '../../helpers/http';
 
 const t = useTestContext();
 const scratch = mkdtempSync(join(repositoriesDir(), 'vc-environments-test-'));
@@ -220,10 +221,12 @@ describe('GET /environments', () => {
     let before: string | null = null;
     let pages = 0;
     do {
-      const res: any = await agent.get(`/environments?limit=2${before ? `&before=${encodeURIComponent(before)}` : ''}`);
+      const res: Res<{ data: Array<{ id: string }>; next_before: string | null }> = await agent.get(
+        `/environments?limit=2${before ? `&before=${encodeURIComponent(before)}` : ''}`,
+      );
       expect(res.status).toBe(200);
       expect(res.body.data.length).toBeLessThanOrEqual(2);
-      seen.push(...res.body.data.map((e: any) => e.id));
+      seen.push(...res.body.data.map((e) => e.id));
       before = res.body.next_before;
       pages += 1;
     } while (before && pages < 10);
@@ -247,10 +250,14 @@ describe('GET /environments', () => {
     const otherProject = await createProject(t, other);
     const a = await insertEnvironment(team, project.id);
     const b = await insertEnvironment(other, otherProject.id);
-    expect((await agent.get(`/environments?project_id=${project.id}`)).body.data.map((e: any) => e.id)).toEqual([a.id]);
-    expect((await agent.get(`/environments?team_id=${other.id}`)).body.data.map((e: any) => e.id)).toEqual([b.id]);
+    expect(
+      (await agent.get(`/environments?project_id=${project.id}`)).body.data.map((e: { id: string }) => e.id),
+    ).toEqual([a.id]);
+    expect((await agent.get(`/environments?team_id=${other.id}`)).body.data.map((e: { id: string }) => e.id)).toEqual([
+      b.id,
+    ]);
     const all = await agent.get('/environments');
-    expect(all.body.data.map((e: any) => e.id).sort()).toEqual([a.id, b.id].sort());
+    expect(all.body.data.map((e: { id: string }) => e.id).sort()).toEqual([a.id, b.id].sort());
     expect(all.body.next_before).toBeNull();
   });
 
@@ -262,7 +269,7 @@ describe('GET /environments', () => {
     const token = await createAccessToken(t, owner, team);
     const res = await t.agent().withBearer(token).get('/environments');
     expect(res.status).toBe(200);
-    expect(res.body.data.map((e: any) => e.id)).toEqual([mine.id]);
+    expect(res.body.data.map((e: { id: string }) => e.id)).toEqual([mine.id]);
   });
 
   it('refuses a bad limit and a bad cursor with 422', async () => {

@@ -10,7 +10,7 @@ const t = useTestContext();
 const children: ChildProcess[] = [];
 afterAll(() => stopChildren(children));
 
-const healthUntil = (check: (body: any) => boolean) =>
+const healthUntil = (check: (body: { components: { worker: { status: string } } }) => boolean) =>
   until(
     'GET /health to hold',
     () => t.agent().get('/health'),

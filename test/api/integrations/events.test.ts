@@ -93,7 +93,10 @@ describe('domain.verified', () => {
     const added = await agent.post(`/environments/${environment.id}/domains`, { hostname: hostname() });
     dns.set(added.body.verification.name, [added.body.verification.value]);
     const [got] = await r.waitFor(1, 30_000);
-    const event = hook.verify(got.body, got.headers as Record<string, string>) as { event: string; data: any };
+    const event = hook.verify(got.body, got.headers as Record<string, string>) as {
+      event: string;
+      data: { domain: { hostname: string } };
+    };
     expect(event.event).toBe('domain.verified');
     expect(event.data.domain.hostname).toBe(added.body.hostname);
     expect((await t.deps.knex('domains').where({ id: added.body.id }).first()).status).toBe('verified');
@@ -136,7 +139,12 @@ describe('backup.failed', () => {
 
     const got = await r.waitFor(2, 30_000);
     const events = got.map(
-      (g) => hook.verify(g.body, g.headers as Record<string, string>) as { id: string; event: string; data: any },
+      (g) =>
+        hook.verify(g.body, g.headers as Record<string, string>) as {
+          id: string;
+          event: string;
+          data: { backup: { id: unknown } };
+        },
     );
     const failed = events.find((e) => e.event === 'backup.failed');
     expect(failed).toMatchObject({

@@ -189,7 +189,9 @@ describe('delivering events', () => {
     // An event the integration does not listen for is not sent.
     expect(await emitIntegrationEvent(t.deps, { teamId: team.id, event: 'task.failed', data: taskData })).toEqual([]);
     const [got] = await r.waitFor(1);
-    const verified = new Webhook(created.body.secret).verify(got.body, got.headers as Record<string, string>) as any;
+    const verified = new Webhook(created.body.secret).verify(got.body, got.headers as Record<string, string>) as {
+      id: string;
+    };
     expect(verified).toMatchObject({ event: 'task.succeeded', team_id: team.id, data: taskData });
     expect(got.headers['webhook-id']).toBe(verified.id);
     expect(got.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
@@ -340,7 +342,7 @@ describe('task events', () => {
     const deploy = await w.api.post(`/environments/${w.environment.id}/deploy`);
     expect(deploy.status).toBe(202);
     const [got] = await r.waitFor(1, 60_000);
-    const event = new Webhook(created.body.secret).verify(got.body, got.headers as Record<string, string>) as any;
+    const event = new Webhook(created.body.secret).verify(got.body, got.headers as Record<string, string>);
     expect(event).toMatchObject({
       id: `evt_task_${deploy.body.id}`,
       event: 'task.succeeded',

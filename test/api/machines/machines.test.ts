@@ -79,7 +79,7 @@ let otherOwner: Agent;
 let repo: ReturnType<typeof createRepo>;
 let teamId: string;
 let env: { id: string; url: string; name: string };
-let server: Record<string, any>;
+let server: { id: string };
 
 const envPort = () => Number(new URL(env.url).port);
 /** What the web process says of itself (through the public port), and its host pid (it has its own pid namespace). */

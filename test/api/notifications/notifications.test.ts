@@ -43,8 +43,10 @@ describe('GET /teams/{id}/notifications', () => {
     const res = await agent.get(`/teams/${team.id}/notifications`);
     expect(res.status).toBe(200);
     expect(res.body.waiting.count).toBe(2);
-    expect(res.body.waiting.data.map((r: any) => r.task_id)).toContain(running);
-    expect(res.body.waiting.data.find((r: any) => r.task_id === running).summary).toBe('Deploy of shop running');
+    expect(res.body.waiting.data.map((r: { task_id: string }) => r.task_id)).toContain(running);
+    expect(res.body.waiting.data.find((r: { task_id: string }) => r.task_id === running).summary).toBe(
+      'Deploy of shop running',
+    );
     expect(res.body.finished).toMatchObject({
       count: 1,
       data: [expect.objectContaining({ task_id: old, status: 'succeeded' })],
@@ -109,7 +111,12 @@ describe('GET /teams/{id}/settings next_steps and POST /teams/{id}/next-steps/hi
     const team = await createTeam(t, user);
     const agent = await sessionAgent(t, user);
     const steps = async (a = agent) =>
-      Object.fromEntries((await a.get(`/teams/${team.id}/settings`)).body.next_steps.map((s: any) => [s.id, s.done]));
+      Object.fromEntries(
+        (await a.get(`/teams/${team.id}/settings`)).body.next_steps.map((s: { id: string; done: boolean }) => [
+          s.id,
+          s.done,
+        ]),
+      );
     expect(await steps()).toEqual({
       connect_repository: false,
       first_deploy: false,

@@ -24,7 +24,7 @@ describe('/projects/{id}/registries', () => {
     await agent.post(`/projects/${project.id}/registries`, { host: 'ghcr.io', username: 'bot', password: 'ghp_other' });
     await agent.post(`/projects/${project.id}/registries`, { host: 'ghcr.io', username: 'bot2', password: 'ghp_new' });
     const list = await agent.get(`/projects/${project.id}/registries`);
-    expect(list.body.data.map((r: any) => [r.host, r.username])).toEqual([
+    expect(list.body.data.map((r: { host: string; username: string }) => [r.host, r.username])).toEqual([
       ['ghcr.io', 'bot2'],
       ['npm.example.test:8443', 'ci'],
     ]);
@@ -79,7 +79,7 @@ describe('/projects/{id}/notifications', () => {
     });
     const rules = await agent.get(`/projects/${project.id}/notifications`);
     expect(rules.body.rules).toHaveLength(5);
-    expect(rules.body.rules.find((r: any) => r.event === 'task.failed')).toEqual({
+    expect(rules.body.rules.find((r: { event: string }) => r.event === 'task.failed')).toEqual({
       event: 'task.failed',
       email: 'none',
       integration_ids: [hook.body.id],
@@ -88,7 +88,7 @@ describe('/projects/{id}/notifications', () => {
       rules: [{ event: 'task.failed', email: 'admins', integration_ids: [] }],
     });
     expect(saved.status).toBe(200);
-    expect(saved.body.rules.find((r: any) => r.event === 'task.failed')).toEqual({
+    expect(saved.body.rules.find((r: { event: string }) => r.event === 'task.failed')).toEqual({
       event: 'task.failed',
       email: 'admins',
       integration_ids: [],

@@ -51,7 +51,7 @@ describe('GET /projects', () => {
     await createProject(t, await createTeam(t, await createUser(t)), { name: 'theirs' });
     const all = await agent.get('/projects');
     expect(all.status).toBe(200);
-    expect(all.body.data.map((p: any) => p.id)).toEqual([a.id, b.id]);
+    expect(all.body.data.map((p: { id: string }) => p.id)).toEqual([a.id, b.id]);
     expect(all.body.data[0]).toEqual({
       id: a.id,
       team_id: team.id,
@@ -60,7 +60,7 @@ describe('GET /projects', () => {
       created_at: expect.any(String),
     });
     const filtered = await agent.get(`/projects?team_id=${second.id}`);
-    expect(filtered.body.data.map((p: any) => p.id)).toEqual([b.id]);
+    expect(filtered.body.data.map((p: { id: string }) => p.id)).toEqual([b.id]);
   });
 
   it("shows a token only its team's projects", async () => {
@@ -71,7 +71,7 @@ describe('GET /projects', () => {
     const token = await createAccessToken(t, owner, team);
     const res = await t.agent().withBearer(token).get('/projects');
     expect(res.status).toBe(200);
-    expect(res.body.data.map((p: any) => p.id)).toEqual([mine.id]);
+    expect(res.body.data.map((p: { id: string }) => p.id)).toEqual([mine.id]);
     expect((await t.agent().withBearer(token).get(`/projects?team_id=${other.id}`)).body.data).toEqual([]);
   });
 
@@ -91,7 +91,7 @@ describe('GET /projects/new', () => {
     const res = await agent.get('/projects/new');
     expect(res.status).toBe(200);
     expect(res.body.blocked).toBe(false);
-    expect(res.body.teams.map((x: any) => x.id)).toEqual([team.id]);
+    expect(res.body.teams.map((x: { id: string }) => x.id)).toEqual([team.id]);
     expect(res.body.fields.name).toMatchObject({ max_length: 63 });
   });
 
@@ -213,7 +213,9 @@ describe('POST /projects/{id}/repository', () => {
     expect(shown).toMatchObject({ url: dir, reachable: true, checked_at: expect.any(String) });
     expect(shown.webhook_url).toMatch(new RegExp(`/api/vc/v1/hooks/git/${p.id}$`));
     expect(shown).not.toHaveProperty('webhook_secret');
-    expect((await agent.get('/projects')).body.data.find((x: any) => x.id === p.id).repository).toEqual({ url: dir });
+    expect((await agent.get('/projects')).body.data.find((x: { id: string }) => x.id === p.id).repository).toEqual({
+      url: dir,
+    });
   });
 
   it('connects a file:// URL too', async () => {

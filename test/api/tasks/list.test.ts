@@ -75,9 +75,8 @@ async function walk(agent: Agent, query: string) {
   let before: string | null = null;
   let pages = 0;
   do {
-    const res: { status: number; text: string; body: any } = await agent.get(
-      `/tasks?${query}${before ? `&before=${before}` : ''}`,
-    );
+    const res: { status: number; text: string; body: { data: Array<{ id: string }>; next_before: string | null } } =
+      await agent.get(`/tasks?${query}${before ? `&before=${before}` : ''}`);
     expect(res.status, res.text).toBe(200);
     ids.push(...res.body.data.map((x: { id: string }) => x.id));
     before = res.body.next_before;

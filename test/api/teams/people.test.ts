@@ -113,7 +113,9 @@ describe('POST /teams/{id}/invitations', () => {
     expect(second.status).toBe(201);
     expect(second.body.id).not.toBe(first.body.id);
     const people = await agent.get(`/teams/${team.id}/people`);
-    expect(people.body.invitations.map((i: any) => [i.id, i.role])).toEqual([[second.body.id, 'admin']]);
+    expect(people.body.invitations.map((i: { id: string; role: string }) => [i.id, i.role])).toEqual([
+      [second.body.id, 'admin'],
+    ]);
     expect((await Invitation.query(t.deps.knex).findById(first.body.id))!.revoked_at).not.toBeNull();
   });
 
@@ -163,7 +165,7 @@ describe('POST /invitations/{id}/accept', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ team_id: team.id, user_id: invitee.id, role: 'admin', email });
     const teams = await (await sessionAgent(t, invitee)).get('/teams');
-    expect(teams.body.data.map((x: any) => [x.id, x.role])).toEqual([[team.id, 'admin']]);
+    expect(teams.body.data.map((x: { id: string; role: string }) => [x.id, x.role])).toEqual([[team.id, 'admin']]);
     const again = await (await sessionAgent(t, invitee)).post(`/invitations/${id}/accept`);
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('invitation_not_open');

@@ -24,7 +24,7 @@ describe('GET /teams', () => {
     await createTeam(t, other, 'Gamma');
     const res = await (await sessionAgent(t, user)).get('/teams');
     expect(res.status).toBe(200);
-    expect(res.body.data.map((x: any) => [x.id, x.name, x.role])).toEqual([
+    expect(res.body.data.map((x: { id: string; name: string; role: string }) => [x.id, x.name, x.role])).toEqual([
       [a.id, 'Alpha', 'owner'],
       [b.id, 'Beta', 'developer'],
     ]);
@@ -38,7 +38,7 @@ describe('GET /teams', () => {
     const token = await createAccessToken(t, user, two);
     const res = await t.agent().withBearer(token).get('/teams');
     expect(res.status).toBe(200);
-    expect(res.body.data.map((x: any) => x.id)).toEqual([two.id]);
+    expect(res.body.data.map((x: { id: string }) => x.id)).toEqual([two.id]);
   });
 
   it('answers 401 without a caller', async () => {
@@ -52,7 +52,7 @@ describe('GET /teams/new', () => {
     expect(res.status).toBe(200);
     expect(res.body.fields.name.max_length).toBe(100);
     expect(res.body.creator_role).toBe('owner');
-    expect(res.body.roles.map((r: any) => r.name)).toEqual(['owner', 'admin', 'developer', 'viewer']);
+    expect(res.body.roles.map((r: { name: string }) => r.name)).toEqual(['owner', 'admin', 'developer', 'viewer']);
   });
 
   it('refuses a token', async () => {

@@ -159,7 +159,7 @@ describe('POST /tickets/{id}/replies, GET /tickets/{id} and GET /teams/{id}/tick
     expect(one.body).toMatchObject({ status: 'resolved', replies: [expect.objectContaining({ resolved: true })] });
     expect(one.body.resolved_at).not.toBeNull();
     const list = await agent.get(`/teams/${team.id}/tickets`);
-    expect(list.body.data.map((x: any) => x.id)).toContain(created.body.id);
+    expect(list.body.data.map((x: { id: string }) => x.id)).toContain(created.body.id);
   });
 
   it("answers 404 to a reply to another team's ticket, and stores nothing", async () => {
