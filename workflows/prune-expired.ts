@@ -4,8 +4,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { MaintenanceActivities, PruneExpiredInput, PruneExpiredResult } from '../activities/maintenance/prune';
 
-export const SCHEDULE_PRUNE_EXPIRED = 'prune-expired';
-
 const { pruneExpired } = proxyActivities<MaintenanceActivities>({
   startToCloseTimeout: '30 minutes',
   retry: {
