@@ -26,6 +26,9 @@ export const USER_FAULTS = {
   SyncFailed: 'the sync failed',
   StorageTaskFailed: 'a storage move or growth cannot go on',
   ReshapeFailed: 'a reshape cannot go on',
+  // Thrown by workflows (workflows/profiles.ts `fault`):
+  TaskFailed: 'a task workflow ends failed with its reason',
+  RemindersFailed: 'some token reminders could not be sent; the next run tries them again',
 } as const;
 export type UserFault = keyof typeof USER_FAULTS;
 
