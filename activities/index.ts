@@ -21,7 +21,8 @@ import { createStorageActivities } from './storage';
 import { createReshapeActivities } from './machines/reshape';
 import { createBillingActivities } from './billing';
 import { createIntegrationActivities } from './integrations';
-import { createAutoDeployActivities, ensureAutoDeployPoller } from './auto-deploy';
+import { createAutoDeployActivities } from './auto-deploy';
+import { ensureAutoDeployPoller } from '../core/temporal-starts';
 import { createProjectStopActivities } from './auto-deploy/stop';
 import { createEnvironmentActivities } from './environments';
 

@@ -16,7 +16,7 @@ import pg from 'pg';
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import { startBenchSystem, printTable, seedDeveloperWithToken, spawnApiProcess } from './harness';
 import { startWorker } from '../system/worker-runtime';
-import { searchAttributeKeys } from '../core/tasks';
+import { searchAttributeKeys } from '../core/temporal-starts';
 import { createAppRepo } from '../test/helpers/deploy-fixtures';
 import type { DeployWorkflowInput } from '../workflows/deploys-shared';
 import { sized } from './quick';

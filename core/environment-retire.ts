@@ -5,7 +5,7 @@
  */
 import type { Deps } from '../system/deps';
 import { dropServiceDatabase } from '../host/pg-server';
-import { workflowIds } from '../workflows/shared';
+import { startEnvironmentRetire } from './temporal-starts';
 
 /**
  * After an environment was deleted (its service rows went with it): drops the databases and roles its
@@ -25,11 +25,7 @@ export async function dropEnvironmentServices(deps: Deps, envId: string, names: 
  */
 export async function startRetire(deps: Deps, environmentId: string, port: number): Promise<void> {
   try {
-    await deps.temporal.workflow.start('retireEnvironment', {
-      taskQueue: deps.config.taskQueue,
-      workflowId: workflowIds.environmentRetire(environmentId),
-      args: [{ environmentId, port }],
-    });
+    await startEnvironmentRetire(deps, environmentId, port);
   } catch (err) {
     deps.logger.warn({ err, environmentId }, 'could not start retiring a deleted environment');
   }

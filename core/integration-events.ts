@@ -7,11 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { Integration } from '../db/models/integration';
 import type { IntegrationDelivery } from '../db/models/integration-delivery';
 import { storedRule } from '../db/queries/notification-rules';
-import { workflowIds } from '../workflows/shared';
+import { startIntegrationDelivery } from './temporal-starts';
 import type { IntegrationEvent } from './integration-kinds';
 
 export interface EmittedEvent {
@@ -50,16 +49,11 @@ export async function emitIntegrationEvent(
         .ignore()
         .returning('id');
       if (!row) return; // emitted before: its workflow runs already
-      try {
-        await deps.temporal.workflow.start('deliverIntegrationEvent', {
-          taskQueue: deps.config.taskQueue,
-          workflowId: workflowIds.integrationDelivery(row.id),
-          args: [{ deliveryId: row.id }],
-          staticSummary: `${e.event} to integration "${integration.name}" (${integration.kind})`,
-        });
-      } catch (err) {
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      }
+      await startIntegrationDelivery(
+        deps,
+        row.id,
+        `${e.event} to integration "${integration.name}" (${integration.kind})`,
+      );
       started.push(row.id);
     });
   }

@@ -1,5 +1,5 @@
 /**
- * The task client: the only caller of `client.workflow.start/getHandle` for tasks. Starting a task writes
+ * The task client: starts (through core/temporal-starts.ts), reads and cancels the workflows of tasks. Starting a task writes
  * its row and starts its workflow so that neither exists without the other: the workflow gets the whole
  * task record in its input and its first activity upserts the row; the API's own insert is committed only
  * after the start succeeded (a refused start leaves nothing; a crash after the start leaves the workflow to
@@ -12,12 +12,7 @@
  * keeps them `pending` while an exclusive task runs there, and the other way round (db/queries/task-gate.ts).
  */
 import { randomUUID } from 'node:crypto';
-import {
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowIdConflictPolicy,
-  WorkflowNotFoundError,
-} from '@temporalio/client';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { Deps } from '../system/deps';
 import type { Actor } from './actor';
 import { errors } from './errors';
@@ -27,6 +22,7 @@ import { cancelPendingTask, insertTask } from '../db/queries/tasks';
 import { workflowIds } from '../workflows/shared';
 import type { TaskRecord } from '../db/task-record';
 import { metrics } from './metrics';
+import { searchAttributeKeys, startWorkflow } from './temporal-starts';
 
 /**
  * The exclusive task (deploy, restore, resize...) pending or running on the environment, newest first (they
@@ -49,16 +45,6 @@ export async function runningExclusiveTask(
  * workflow's first activity covers; test/workflows/api-crash.test.ts). Read once, at startup.
  */
 const KILL_AFTER_WORKFLOW_START = process.env.VC_FAULT_INJECT === 'kill-after-workflow-start';
-
-const kw = (name: string) => defineSearchAttributeKey(name, SearchAttributeType.KEYWORD);
-export const searchAttributeKeys = {
-  TeamId: kw('TeamId'),
-  ProjectId: kw('ProjectId'),
-  EnvironmentId: kw('EnvironmentId'),
-  TaskKind: kw('TaskKind'),
-  TaskType: kw('TaskType'),
-  TaskId: kw('TaskId'),
-};
 
 /** Who asked: a caller of the API, or the system itself (auto-deploy, a schedule). */
 export type TaskRequester =
@@ -109,27 +95,25 @@ export async function startTask(deps: Deps, by: TaskRequester, spec: TaskSpec): 
     params: spec.params ?? {},
     created_at: new Date().toISOString(),
   };
-  const k = searchAttributeKeys;
-  const options = {
-    taskQueue: deps.config.taskQueue,
-    workflowId,
-    args: [{ ...spec.input, task }],
-    staticSummary: spec.summary,
-    typedSearchAttributes: [
-      { key: k.TeamId, value: spec.teamId },
-      ...(spec.projectId ? [{ key: k.ProjectId, value: spec.projectId }] : []),
-      ...(spec.environmentId ? [{ key: k.EnvironmentId, value: spec.environmentId }] : []),
-      { key: k.TaskKind, value: def.kind },
-      { key: k.TaskType, value: spec.type },
-      { key: k.TaskId, value: taskId },
-    ],
-    ...(def.exclusive ? { workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL } : {}),
-  };
   const start = async (): Promise<string> => {
     const began = performance.now();
-    const handle = await deps.temporal.workflow.start(def.workflow, options);
+    const runId = await startWorkflow(deps, {
+      workflow: def.workflow,
+      workflowId,
+      args: [{ ...spec.input, task }],
+      summary: spec.summary,
+      searchAttributes: {
+        TeamId: spec.teamId,
+        ProjectId: spec.projectId,
+        EnvironmentId: spec.environmentId,
+        TaskKind: def.kind,
+        TaskType: spec.type,
+        TaskId: taskId,
+      },
+      whenOpen: def.exclusive ? 'fail' : undefined,
+    });
     metrics.workflowStart.observe({ type: spec.type }, (performance.now() - began) / 1000);
-    return handle.firstExecutionRunId;
+    return runId;
   };
 
   // Usually: the row is written in a transaction that overlaps the workflow start and commits only once

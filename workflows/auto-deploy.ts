@@ -7,12 +7,9 @@
  */
 import { continueAsNew, log, proxyActivities, sleep } from '@temporalio/workflow';
 import type { AutoDeployActivities } from '../activities/auto-deploy';
+import { profiles } from './profiles';
 
-const { autoDeployRound } = proxyActivities<AutoDeployActivities>({
-  startToCloseTimeout: '10m',
-  heartbeatTimeout: '2m',
-  retry: { initialInterval: '2s', maximumInterval: '30s', maximumAttempts: 3 },
-});
+const { autoDeployRound } = proxyActivities<AutoDeployActivities>(profiles.batch);
 
 const ROUNDS_PER_RUN = 200;
 const AFTER_FAILURE_SECONDS = 30;

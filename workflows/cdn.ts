@@ -2,12 +2,9 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { CdnActivities } from '../activities/cdn/activities';
 import { failure, runTask, type TaskWorkflowInput } from './task-runner';
+import { profiles } from './profiles';
 
-const acts = proxyActivities<CdnActivities>({
-  startToCloseTimeout: '2m',
-  heartbeatTimeout: '20s',
-  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 5 },
-});
+const acts = proxyActivities<CdnActivities>(profiles.heartbeating);
 
 export async function clearCdn(input: TaskWorkflowInput) {
   return runTask(input, async ({ start }) => {

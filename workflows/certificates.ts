@@ -10,11 +10,9 @@
 import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { CertificateActivities } from '../activities/certificates';
 import { failure, runTask, type TaskWorkflowInput } from './task-runner';
+import { profiles } from './profiles';
 
-const acts = proxyActivities<CertificateActivities>({
-  startToCloseTimeout: '5m',
-  retry: { initialInterval: '5s', maximumInterval: '1m', maximumAttempts: 5 },
-});
+const acts = proxyActivities<CertificateActivities>(profiles.remote);
 
 export interface IssueCertificateInput extends TaskWorkflowInput {
   /** Attempts before the certificate is failed (5). */

@@ -10,16 +10,10 @@
 import { ActivityFailure, TimeoutFailure, proxyActivities } from '@temporalio/workflow';
 import type { DataActivities } from '../activities/data';
 import { runTask, failure, describeError, type TaskWorkflowInput } from './task-runner';
+import { profiles } from './profiles';
 
-const acts = proxyActivities<DataActivities>({
-  startToCloseTimeout: '6h',
-  heartbeatTimeout: '15s',
-  retry: { initialInterval: '2s', maximumInterval: '30s', maximumAttempts: 3 },
-});
-const quick = proxyActivities<DataActivities>({
-  startToCloseTimeout: '2m',
-  retry: { initialInterval: '1s', maximumAttempts: 5 },
-});
+const acts = proxyActivities<DataActivities>(profiles.long);
+const quick = proxyActivities<DataActivities>(profiles.quick);
 
 const param = (input: TaskWorkflowInput, name: string): string => {
   const v = input.task.params[name];

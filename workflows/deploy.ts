@@ -10,22 +10,13 @@
  * The task row is recorded and moved by idempotent activities; whatever fails, the previous release keeps
  * serving and the task ends `failed` with a readable error. Cancelled while pending: ends `cancelled`.
  */
-import { ActivityCancellationType, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { BuildActivities, DeployActivities } from '../activities/deploys';
 import { buildTaskQueue, shortSha, type DeployOutcome, type DeployWorkflowInput } from './deploys-shared';
 import { cancelled, failure, runTask, type TaskContext } from './task-runner';
+import { profiles, stepProfile } from './profiles';
 
-export const deployActs = proxyActivities<DeployActivities>({
-  startToCloseTimeout: '3m',
-  retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: 5 },
-});
-
-/** Long activities: heartbeats every second; a dead worker is noticed within heartbeatTimeout. */
-const longBase = {
-  heartbeatTimeout: '10s',
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },
-} as const;
+export const deployActs = proxyActivities<DeployActivities>(profiles.quick);
 
 /**
  * The build activity (builds task queue): it waits, heartbeating, for a build slot of the whole system
@@ -34,18 +25,11 @@ const longBase = {
  * waiting or building is noticed within heartbeatTimeout and the build retried on another worker.
  */
 export function buildActivities() {
-  return proxyActivities<BuildActivities>({
-    ...longBase,
-    taskQueue: buildTaskQueue(workflowInfo().taskQueue),
-    startToCloseTimeout: '7d',
-  });
+  return proxyActivities<BuildActivities>(stepProfile('7d', buildTaskQueue(workflowInfo().taskQueue)));
 }
 
 function stepActivities(stepTimeoutSeconds: number) {
-  return proxyActivities<DeployActivities>({
-    ...longBase,
-    startToCloseTimeout: `${stepTimeoutSeconds * 20 + 300}s`,
-  });
+  return proxyActivities<DeployActivities>(stepProfile(`${stepTimeoutSeconds * 20 + 300}s`));
 }
 
 /**

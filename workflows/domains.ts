@@ -5,11 +5,9 @@
  */
 import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { DomainActivities } from '../activities/domains';
+import { profiles } from './profiles';
 
-const { recheckDomainNow } = proxyActivities<DomainActivities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '5s', maximumInterval: '5m' },
-});
+const { recheckDomainNow } = proxyActivities<DomainActivities>(profiles.bookkeeping);
 
 export interface RecheckDomainInput {
   domainId: string;

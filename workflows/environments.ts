@@ -5,11 +5,9 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { RetireInput, createEnvironmentActivities } from '../activities/environments';
+import { profiles } from './profiles';
 
-const { retireEnvironmentHost } = proxyActivities<ReturnType<typeof createEnvironmentActivities>>({
-  startToCloseTimeout: '2m',
-  retry: { initialInterval: '2s', maximumInterval: '5m' },
-});
+const { retireEnvironmentHost } = proxyActivities<ReturnType<typeof createEnvironmentActivities>>(profiles.untilDone);
 
 export async function retireEnvironment(input: RetireInput): Promise<void> {
   await retireEnvironmentHost(input);

@@ -3,15 +3,10 @@
 
 import { proxyActivities } from '@temporalio/workflow';
 import type { IntegrationActivities } from '../activities/integrations/activities';
+import { profiles } from './profiles';
 
-const { sendIntegrationDelivery } = proxyActivities<IntegrationActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 hour', maximumAttempts: 36 },
-});
-const { failIntegrationDelivery } = proxyActivities<IntegrationActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-});
+const { sendIntegrationDelivery } = proxyActivities<IntegrationActivities>(profiles.delivery);
+const { failIntegrationDelivery } = proxyActivities<IntegrationActivities>(profiles.bookkeeping);
 
 export interface DeliverIntegrationEventInput {
   deliveryId: string;

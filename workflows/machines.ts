@@ -8,18 +8,12 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { MachineActivities } from '../activities/machines/activities';
 import { failure, runTask, type TaskWorkflowInput } from './task-runner';
+import { profiles } from './profiles';
 
-const acts = proxyActivities<MachineActivities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', maximumInterval: '20s' },
-});
+const acts = proxyActivities<MachineActivities>(profiles.bookkeeping);
 
 /** Restarting waits for health checks (up to a minute an instance); heartbeats say the worker lives. */
-const restartActs = proxyActivities<MachineActivities>({
-  startToCloseTimeout: '10m',
-  heartbeatTimeout: '10s',
-  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },
-});
+const restartActs = proxyActivities<MachineActivities>(profiles.heartbeating);
 
 export interface ResizeParams {
   server_id: string;

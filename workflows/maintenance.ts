@@ -2,11 +2,9 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { EnvironmentMaintenanceActivities } from '../activities/maintenance/environment';
 import { failure, runTask, type TaskWorkflowInput } from './task-runner';
+import { profiles } from './profiles';
 
-const acts = proxyActivities<EnvironmentMaintenanceActivities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', maximumInterval: '10s' },
-});
+const acts = proxyActivities<EnvironmentMaintenanceActivities>(profiles.bookkeeping);
 
 export async function setMaintenance(input: TaskWorkflowInput) {
   return runTask(input, async ({ start }) => {

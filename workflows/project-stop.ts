@@ -5,11 +5,9 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { ProjectStopActivities } from '../activities/auto-deploy/stop';
+import { profiles } from './profiles';
 
-const { stopEnvironment } = proxyActivities<ProjectStopActivities>({
-  startToCloseTimeout: '5m',
-  retry: { initialInterval: '2s', maximumInterval: '1m', maximumAttempts: 10 },
-});
+const { stopEnvironment } = proxyActivities<ProjectStopActivities>(profiles.untilDone);
 
 export async function stopProjectEnvironments(input: {
   projectId: string;

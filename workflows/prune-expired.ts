@@ -3,19 +3,9 @@
 
 import { proxyActivities } from '@temporalio/workflow';
 import type { MaintenanceActivities, PruneExpiredInput, PruneExpiredResult } from '../activities/maintenance/prune';
+import { profiles } from './profiles';
 
-export const SCHEDULE_PRUNE_EXPIRED = 'prune-expired';
-
-const { pruneExpired } = proxyActivities<MaintenanceActivities>({
-  startToCloseTimeout: '30 minutes',
-  retry: {
-    initialInterval: '5 seconds',
-    backoffCoefficient: 2,
-    maximumInterval: '5 minutes',
-    maximumAttempts: 10,
-    nonRetryableErrorTypes: ['InvalidInput'],
-  },
-});
+const { pruneExpired } = proxyActivities<MaintenanceActivities>(profiles.daily);
 
 export async function pruneExpiredRecords(input: PruneExpiredInput = {}): Promise<PruneExpiredResult> {
   return pruneExpired({ asOf: input.asOf ?? new Date(Date.now()).toISOString() });

@@ -8,17 +8,11 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { ReshapeActivities, ReshapeTarget } from '../activities/machines/reshape';
 import { describeError, failure, runTask, type TaskWorkflowInput } from './task-runner';
+import { profiles } from './profiles';
 
 /** Copying and restarting are long: heartbeats say the worker lives; a rerun starts the copy afresh. */
-const long = proxyActivities<ReshapeActivities>({
-  startToCloseTimeout: '6h',
-  heartbeatTimeout: '30s',
-  retry: { initialInterval: '2s', maximumInterval: '30s', maximumAttempts: 3 },
-});
-const quick = proxyActivities<ReshapeActivities>({
-  startToCloseTimeout: '2m',
-  retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: 5 },
-});
+const long = proxyActivities<ReshapeActivities>(profiles.long);
+const quick = proxyActivities<ReshapeActivities>(profiles.quick);
 
 export interface ReshapeParams {
   service_id: string;

@@ -3,12 +3,9 @@
 
 import { proxyActivities } from '@temporalio/workflow';
 import type { ResourceActivities } from '../activities/machines/prune';
+import { profiles } from './profiles';
 
-const { deleteOldResourceSamples } = proxyActivities<ResourceActivities>({
-  startToCloseTimeout: '1 hour',
-  heartbeatTimeout: '2 minutes',
-  retry: { initialInterval: '10 seconds', maximumInterval: '10 minutes', maximumAttempts: 10 },
-});
+const { deleteOldResourceSamples } = proxyActivities<ResourceActivities>(profiles.batch);
 
 export async function pruneResourceSamples(): Promise<{ deleted: number }> {
   return { deleted: await deleteOldResourceSamples() };

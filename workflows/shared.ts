@@ -28,3 +28,4 @@ export const workflowIds = {
 
 export const SCHEDULE_TOKEN_EXPIRY_REMINDERS = 'token-expiry-reminders';
 export const SCHEDULE_RESOURCE_SAMPLES_PRUNE = 'resource-samples-prune';
+export const SCHEDULE_PRUNE_EXPIRED = 'prune-expired';

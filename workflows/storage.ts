@@ -8,18 +8,12 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { StorageActivities } from '../activities/storage';
 import type { DiskName } from '../db/models/storage-disk';
 import { runTask, type TaskWorkflowInput } from './task-runner';
+import { profiles } from './profiles';
 
 /** Copies take as long as the data: heartbeats say the worker lives. */
-const longActs = proxyActivities<StorageActivities>({
-  startToCloseTimeout: '6h',
-  heartbeatTimeout: '30s',
-  retry: { initialInterval: '2s', maximumInterval: '30s', maximumAttempts: 2 },
-});
+const longActs = proxyActivities<StorageActivities>(profiles.long);
 
-const acts = proxyActivities<StorageActivities>({
-  startToCloseTimeout: '1m',
-  retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: 5 },
-});
+const acts = proxyActivities<StorageActivities>(profiles.quick);
 
 export async function moveStorage(input: TaskWorkflowInput) {
   const p = input.task.params as { disk: DiskName; from: string; to: string };

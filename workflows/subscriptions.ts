@@ -3,11 +3,9 @@
 
 import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { BillingActivities } from '../activities/billing/activities';
+import { profiles } from './profiles';
 
-const { closeSubscription } = proxyActivities<BillingActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
-});
+const { closeSubscription } = proxyActivities<BillingActivities>(profiles.untilDone);
 
 export interface EndSubscriptionWorkflowInput {
   order: string;

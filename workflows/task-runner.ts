@@ -6,7 +6,6 @@
  */
 import {
   ActivityFailure,
-  ApplicationFailure,
   CancellationScope,
   CancelledFailure,
   isCancellation,
@@ -18,6 +17,7 @@ import {
 import type { TaskActivities } from '../activities/tasks';
 import type { IntegrationActivities } from '../activities/integrations';
 import type { TaskOutcome, TaskResult, TaskWorkflowInput } from '../db/task-record';
+import { fault, profiles } from './profiles';
 
 export type { TaskWorkflowInput } from '../db/task-record';
 
@@ -32,15 +32,9 @@ export interface TaskContext {
   start: () => Promise<void>;
 }
 
-export const taskActs = proxyActivities<TaskActivities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', maximumInterval: '20s' },
-});
+export const taskActs = proxyActivities<TaskActivities>(profiles.bookkeeping);
 
-const integrationActs = proxyActivities<IntegrationActivities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: 5 },
-});
+const integrationActs = proxyActivities<IntegrationActivities>(profiles.quick);
 
 /** Tells the team's integrations how the task ended; never changes the task's outcome. */
 async function announce(taskId: string): Promise<void> {
@@ -116,6 +110,6 @@ export async function runTask<R extends TaskResult>(
       await taskActs.finishTask({ taskId, status: 'failed', error: message });
       await announce(taskId);
     });
-    throw ApplicationFailure.nonRetryable(message, 'TaskFailed');
+    throw fault('TaskFailed', message);
   }
 }

@@ -1,26 +1,15 @@
 // Token-expiry reminders, started every day by the schedule `token-expiry-reminders` (and by hand
 // with `temporal schedule trigger`). Sends what is due now; each reminder at most once.
 
-import { ApplicationFailure, continueAsNew, log, proxyActivities } from '@temporalio/workflow';
+import { continueAsNew, log, proxyActivities } from '@temporalio/workflow';
 import type { ReminderActivities } from '../activities/reminders/activities';
+import { fault, profiles } from './profiles';
 
-const { findDueReminders } = proxyActivities<ReminderActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
-});
+const { findDueReminders } = proxyActivities<ReminderActivities>(profiles.daily);
 
 // Retried with backoff for up to 12 hours (well past a mail outage of minutes, and over before the
 // next day's run), same key each time; a permanent refusal by the mail server is not retried.
-const { sendTokenReminder } = proxyActivities<ReminderActivities>({
-  startToCloseTimeout: '3 minutes',
-  scheduleToCloseTimeout: '12 hours',
-  retry: {
-    initialInterval: '2 seconds',
-    backoffCoefficient: 2,
-    maximumInterval: '2 minutes',
-    nonRetryableErrorTypes: ['InvalidInput', 'MailRefused'],
-  },
-});
+const { sendTokenReminder } = proxyActivities<ReminderActivities>(profiles.mail);
 
 /** Tokens looked at per page by default; each page's run continues as new with a cursor, keeping histories short. */
 const DEFAULT_PAGE_SIZE = 200;
@@ -53,13 +42,12 @@ export async function sendTokenExpiryReminders(
   input: SendTokenExpiryRemindersInput = {},
 ): Promise<SendTokenExpiryRemindersResult> {
   const asOf = input.asOf ?? new Date(Date.now()).toISOString();
-  if (Number.isNaN(new Date(asOf).getTime()))
-    throw ApplicationFailure.nonRetryable(`asOf is not a date: "${asOf}"`, 'InvalidInput');
+  if (Number.isNaN(new Date(asOf).getTime())) throw fault('InvalidInput', `asOf is not a date: "${asOf}"`);
   const totals: SendTokenExpiryRemindersResult = input.totals ?? { asOf, due: 0, sent: 0, skipped: 0, failed: 0 };
 
   const pageSize = input.pageSize ?? DEFAULT_PAGE_SIZE;
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000)
-    throw ApplicationFailure.nonRetryable(`pageSize must be an integer from 1 to 1000: ${pageSize}`, 'InvalidInput');
+    throw fault('InvalidInput', `pageSize must be an integer from 1 to 1000: ${pageSize}`);
 
   const due = await findDueReminders({ asOf, after: input.after, limit: pageSize });
   totals.due += due.length;
@@ -85,9 +73,9 @@ export async function sendTokenExpiryReminders(
     });
   }
   if (totals.failed > 0) {
-    throw ApplicationFailure.nonRetryable(
-      `${totals.failed} of ${totals.due} token reminders could not be sent; the next run tries them again`,
+    throw fault(
       'RemindersFailed',
+      `${totals.failed} of ${totals.due} token reminders could not be sent; the next run tries them again`,
       totals,
     );
   }

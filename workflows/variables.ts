@@ -5,12 +5,9 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { VariableActivities } from '../activities/variables';
 import { failure, runTask, type TaskWorkflowInput } from './task-runner';
+import { profiles } from './profiles';
 
-const acts = proxyActivities<VariableActivities>({
-  startToCloseTimeout: '3m',
-  heartbeatTimeout: '10s',
-  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },
-});
+const acts = proxyActivities<VariableActivities>(profiles.heartbeating);
 
 export async function applyVariables(input: TaskWorkflowInput) {
   return runTask(input, async ({ log, start }) => {

@@ -3,10 +3,11 @@
  * reads it; the task then waits until each live edge (`edge_instances`, checked in lately) reports it
  * applied. An edge that is down has no cache (it is in memory), and one that starts later begins empty.
  */
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
 import { withTaskLog } from '../tasks/log-writer';
 import { edgesBehind, recordCdnPurge } from '../../db/queries/cdn';
+import { userFault } from '../toolkit/failures';
 
 const WAIT_MS = 60_000;
 
@@ -39,7 +40,7 @@ export function createCdnActivities(deps: Deps) {
         for (const id of behind) waited.add(id);
         if (behind.length === 0) break;
         if (Date.now() > deadline)
-          throw ApplicationFailure.nonRetryable(`${behind.length} edge(s) did not apply the purge in time`);
+          throw userFault('PurgeIncomplete', `${behind.length} edge(s) did not apply the purge in time`);
         Context.current().heartbeat();
         await new Promise((r) => setTimeout(r, 100));
       }

@@ -7,7 +7,8 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
 import { type TaskLog, withTaskLog } from '../tasks/log-writer';
-import { withHeartbeat } from '../deploys/step-env';
+import { type UserFault, userFault } from '../toolkit/failures';
+import { withHeartbeat } from '../toolkit/heartbeat';
 import type { Supervisor } from '../provider/supervisor';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { destinationRefusal, destinationSpec, recordDestinationError } from '../../core/backups/destinations';
@@ -25,7 +26,7 @@ import { endSubscriptionsOf } from '../../db/queries/subscriptions';
 
 const withLog = <T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>) => withTaskLog(deps, taskId, fn);
 
-const fail = (message: string, type = 'DataTaskFailed') => ApplicationFailure.nonRetryable(message, type);
+const fail = (message: string, type: UserFault = 'DataTaskFailed') => userFault(type, message);
 
 export function createDataActivities(deps: Deps, supervisor: Supervisor) {
   const { knex, config } = deps;

@@ -15,11 +15,12 @@
  *
  * The waiting activity heartbeats, so a cancellation of its workflow reaches it and the wait ends cancelled.
  */
-import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { markTaskRunning } from '../../db/queries/tasks';
 import type { GatedStart } from '../../db/queries/task-gate';
+import { hostFault } from '../toolkit/failures';
 
 /** First key of the advisory locks that are build slots ("vc", builds); the second key is the slot number. */
 export const BUILD_SLOT_LOCK_KEY = 0x76630b01;
@@ -59,7 +60,7 @@ function throwIfCancelled(ctx: Context): void {
   if (!ctx.cancellationSignal.aborted) return;
   if (ctx.cancellationDetails?.cancelRequested)
     throw new CancelledFailure('cancelled while waiting for build capacity');
-  throw ApplicationFailure.retryable('the worker stopped while the build waited for capacity', 'WorkerStopped');
+  throw hostFault('WorkerStopped', 'the worker stopped while the build waited for capacity');
 }
 
 /**

@@ -4,7 +4,7 @@
  * the deploy steps, go live. Faults of the user's making come back as `{ok: false, message}`; faults of the
  * host are thrown and retried.
  */
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import { displayUrl, GitError, resolveRef, type GitRepo } from '../../host/git';
@@ -21,7 +21,8 @@ import { openJail } from '../provider/sandbox';
 import type { Supervisor } from '../provider/supervisor';
 import { type TaskLog, withTaskLog } from '../tasks/log-writer';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
-import { stepEnv, tenantEnv, withHeartbeat } from './step-env';
+import { stepEnv, tenantEnv } from '../toolkit/step-env';
+import { withHeartbeat } from '../toolkit/heartbeat';
 import { prepareRegistryAuth } from './registry-auth';
 import { serviceEnv } from '../data/service-env';
 import { volumeEnv } from '../storage/volume-env';
@@ -31,6 +32,7 @@ import { shortSha, type DeployType } from '../../workflows/deploys-shared';
 import { environmentUrl } from '../../system/config';
 import { buildMachineSize, webServerInstances, webServerSize } from '../../db/queries/machines';
 import { heldSteps, planLimits } from '../machines/limits';
+import { hostFault, userFault } from '../toolkit/failures';
 
 export type StepOutcome = { ok: true } | { ok: false; message: string };
 
@@ -45,14 +47,14 @@ type TenantEnv = Awaited<ReturnType<typeof tenantEnv>>;
 
 async function loadRelease(deps: Deps, releaseId: string): Promise<ReleaseRow> {
   const release = await deps.knex('releases').where({ id: releaseId }).first();
-  if (!release) throw ApplicationFailure.nonRetryable(`release ${releaseId} no longer exists`, 'ReleaseMissing');
+  if (!release) throw userFault('ReleaseMissing', `release ${releaseId} no longer exists`);
   return release;
 }
 
 /** The project's repository as git is given it (URL and credentials apart); every git call here uses it. */
 async function repository(deps: Deps, projectId: string): Promise<GitRepo> {
   const repo = await projectRepository(deps.knex, deps.secrets, projectId);
-  if (!repo) throw ApplicationFailure.nonRetryable('the project has no repository connected', 'NoRepository');
+  if (!repo) throw userFault('NoRepository', 'the project has no repository connected');
   return repo;
 }
 
@@ -72,7 +74,7 @@ async function openRelease(
   // Built here already (the usual case): open it quietly; the build phase has said so in the log.
   if (marker?.sha === release.commit_sha) return { ok: true, manifest: marker.manifest, releaseDir, reused: true };
   const env = await deps.knex('environments').where({ id: release.environment_id }).first('port');
-  if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
+  if (!env) throw userFault('EnvironmentMissing', 'the environment no longer exists');
   const held = heldSteps(
     release.environment_id,
     'build',
@@ -116,11 +118,10 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
         } catch (err) {
           if (err instanceof GitError) {
             log.line(`error: ${err.message}`);
-            if (err.code === 'ref_not_found') throw ApplicationFailure.nonRetryable(err.message, 'RefNotFound');
-            if (err.code === 'location_refused')
-              throw ApplicationFailure.nonRetryable(err.message, 'RepositoryRefused');
+            if (err.code === 'ref_not_found') throw userFault('RefNotFound', err.message);
+            if (err.code === 'location_refused') throw userFault('RepositoryRefused', err.message);
             const attempt = Context.current().info.attempt;
-            if (attempt >= 3) throw ApplicationFailure.nonRetryable(err.message, 'RepositoryUnreachable');
+            if (attempt >= 3) throw userFault('RepositoryUnreachable', err.message);
           }
           throw err;
         }
@@ -197,7 +198,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
           }
           log.line('==> Running deploy steps');
           const env = await knex('environments').where({ id: release.environment_id }).first('port');
-          if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
+          if (!env) throw userFault('EnvironmentMissing', 'the environment no longer exists');
           const held = heldSteps(
             release.environment_id,
             'deploy',
@@ -237,7 +238,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
         withHeartbeat(async (signal) => {
           const release = await loadRelease(deps, input.releaseId);
           const env = await knex('environments').where({ id: release.environment_id }).first('id', 'port');
-          if (!env) throw ApplicationFailure.nonRetryable('the environment no longer exists', 'EnvironmentMissing');
+          if (!env) throw userFault('EnvironmentMissing', 'the environment no longer exists');
           const url = environmentUrl(deps.config, env.port);
           const done = await knex('deployments').where({ task_id: input.taskId }).first('id');
           if (done) return { ok: true, deploymentId: done.id, url };
@@ -317,8 +318,7 @@ export function createBuildActivities(deps: Deps) {
             if (!r.ok) {
               if (r.reason === 'cancelled' && !cancelled.aborted) {
                 // Lost its slot (the database connection dropped): build again with a slot of its own.
-                if (!tooLong.aborted)
-                  throw ApplicationFailure.retryable('the build lost its build slot', 'BuildSlotLost');
+                if (!tooLong.aborted) throw hostFault('BuildSlotLost', 'the build lost its build slot');
                 await knex('releases').where({ id: release.id }).update({ status: 'failed' });
                 return {
                   started: true,

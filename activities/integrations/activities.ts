@@ -1,4 +1,4 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
 import { Webhook } from 'standardwebhooks';
 import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
@@ -12,6 +12,7 @@ import { emitIntegrationEvent } from '../../core/integration-events';
 import { storedRule } from '../../db/queries/notification-rules';
 import { taskEventEmail } from '../../system/mail';
 import { aad } from '../../db/aad';
+import { hostFault, userFault } from '../toolkit/failures';
 
 export interface DeliveryInput {
   deliveryId: string;
@@ -84,8 +85,8 @@ export function createIntegrationActivities(deps: Deps) {
           last_attempt_at: new Date(),
           ...(failure ? {} : { status: 'delivered' }),
         });
-      if (refused) throw ApplicationFailure.nonRetryable(failure!, 'DeliveryRefused');
-      if (failure) throw ApplicationFailure.retryable(failure, 'DeliveryFailed');
+      if (refused) throw userFault('DeliveryRefused', failure!);
+      if (failure) throw hostFault('DeliveryFailed', failure);
       return 'delivered';
     },
 

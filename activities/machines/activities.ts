@@ -3,15 +3,15 @@
  * (reboot; resize with the new plan's limits), and the server's record. A server whose environment has
  * nothing live has no process to restart: its record alone changes.
  */
-import { ApplicationFailure } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
 import type { Size } from '../../db/queries/machines';
 import { endSubscriptionsOf, openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 import { loadPriceList, planById } from '../../core/pricing';
 import type { Supervisor } from '../provider/supervisor';
 import { withTaskLog } from '../tasks/log-writer';
-import { withHeartbeat } from '../deploys/step-env';
+import { withHeartbeat } from '../toolkit/heartbeat';
 import { planLimits } from './limits';
+import { userFault } from '../toolkit/failures';
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
@@ -26,7 +26,7 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
   const { knex } = deps;
   const loadServer = async (serverId: string) => {
     const server = await knex('servers').where({ id: serverId }).first();
-    if (!server) throw ApplicationFailure.nonRetryable('the server no longer exists', 'ServerMissing');
+    if (!server) throw userFault('ServerMissing', 'the server no longer exists');
     return server as {
       id: string;
       environment_id: string;

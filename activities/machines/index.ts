@@ -1,4 +1,4 @@
-export { createResourceActivities, ensureResourcePruneSchedule } from './prune';
+export { createResourceActivities } from './prune';
 export type { ResourceActivities } from './prune';
 export { startResourceSampler } from './sampler';
 export type { ResourceSampler } from './sampler';

@@ -7,12 +7,11 @@
  * and kept on the service row (`next_*`), the copy goes through a fresh `<name>_restore` every time.
  */
 import { randomBytes } from 'node:crypto';
-import { ApplicationFailure } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
 import { open, seal } from '../../system/crypto';
 import { type TaskLog, withTaskLog } from '../tasks/log-writer';
-import { withHeartbeat } from '../deploys/step-env';
+import { withHeartbeat } from '../toolkit/heartbeat';
 import { copyDatabase } from '../data/backup-engine';
 import { createServiceDatabase, dropServiceDatabase, serviceVariables, type ServiceLogin } from '../../host/pg-server';
 import { serviceHost } from '../data/service-env';
@@ -20,6 +19,7 @@ import { countDifferences, freezeDatabase, thawDatabase } from '../data/reshape-
 import { tableCounts } from '../data/row-counts';
 import { endSubscriptionsOf, openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 import { aad } from '../../db/aad';
+import { userFault } from '../toolkit/failures';
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
@@ -46,7 +46,7 @@ interface ServiceRow {
   old_server_id: string | null;
 }
 
-const fail = (message: string) => ApplicationFailure.nonRetryable(message, 'ReshapeFailed');
+const fail = (message: string) => userFault('ReshapeFailed', message);
 
 export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
   const { knex, config } = deps;

@@ -2,12 +2,12 @@
 // no request can use any more and that nothing shows. Each kind is deleted in batches, so no statement
 // holds many locks or runs long on a large table.
 
-import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import { deleteCancelledEnvironments } from '../../core/projects/cancel';
 import { expirePendingDomains } from '../../core/domains';
 import { pruneDeletedEnvironments } from './deleted-environments';
+import { userFault } from '../toolkit/failures';
 
 /** Ended sessions are kept a day (a session list may still show "ended just now"), then pruned. */
 export const ENDED_SESSION_RETENTION_DAYS = 1;
@@ -60,8 +60,7 @@ export function createMaintenanceActivities(deps: Deps) {
   return {
     async pruneExpired(input: PruneExpiredInput = {}): Promise<PruneExpiredResult> {
       const asOf = input.asOf ? new Date(input.asOf) : new Date();
-      if (Number.isNaN(asOf.getTime()))
-        throw ApplicationFailure.nonRetryable(`asOf is not a date: "${input.asOf}"`, 'InvalidInput');
+      if (Number.isNaN(asOf.getTime())) throw userFault('InvalidInput', `asOf is not a date: "${input.asOf}"`);
       const { knex } = deps;
       // Sign-ups never confirmed whose code has expired (api/account/signup.ts): the address is free again.
       const unconfirmedUsers = await deleteInBatches(knex, 'users', (q) =>

@@ -2,12 +2,12 @@
 // sending one reminder exactly once. The workflow `sendTokenExpiryReminders` drives these.
 
 import { emitIntegrationEvent } from '../../core/integration-events';
-import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import { isPermanentMailError } from '../../system/mail/transport';
 import { tokenExpiryReminderEmail } from '../../system/mail/templates';
 import { REMINDER_INTERVAL_DAYS, REMINDER_LEAD_DAYS, parseReminderKey, reminderKey, utcDay } from './keys';
+import { userFault } from '../toolkit/failures';
 
 export interface DueReminder {
   /** `<token id>:<UTC day of asOf>`; see keys.ts. */
@@ -35,8 +35,7 @@ const LOCK_CLASS = 4050;
 
 function parseInstant(value: string, field: string): Date {
   const at = new Date(value);
-  if (Number.isNaN(at.getTime()))
-    throw ApplicationFailure.nonRetryable(`${field} is not a date: "${value}"`, 'InvalidInput');
+  if (Number.isNaN(at.getTime())) throw userFault('InvalidInput', `${field} is not a date: "${value}"`);
   return at;
 }
 
@@ -103,13 +102,10 @@ export function createReminderActivities(deps: Deps) {
      */
     async sendTokenReminder(input: SendTokenReminderInput): Promise<SendTokenReminderOutcome> {
       const parsed = parseReminderKey(input.key);
-      if (!parsed) throw ApplicationFailure.nonRetryable(`not a reminder key: "${input.key}"`, 'InvalidInput');
+      if (!parsed) throw userFault('InvalidInput', `not a reminder key: "${input.key}"`);
       const asOf = parseInstant(input.asOf, 'asOf');
       if (utcDay(asOf) !== parsed.day) {
-        throw ApplicationFailure.nonRetryable(
-          `reminder key ${input.key} does not belong to ${input.asOf}`,
-          'InvalidInput',
-        );
+        throw userFault('InvalidInput', `reminder key ${input.key} does not belong to ${input.asOf}`);
       }
       const { tokenId, day } = parsed;
 
@@ -175,7 +171,7 @@ export function createReminderActivities(deps: Deps) {
           await deps.mailer.send({ to: token.email, ...email });
         } catch (err) {
           if (isPermanentMailError(err)) {
-            throw ApplicationFailure.nonRetryable('the mail server refused the token reminder', 'MailRefused');
+            throw userFault('MailRefused', 'the mail server refused the token reminder');
           }
           throw err;
         }

@@ -5,11 +5,10 @@
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { ApplicationFailure } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
 import { type TaskLog, withTaskLog } from '../tasks/log-writer';
-import { withHeartbeat } from '../deploys/step-env';
+import { withHeartbeat } from '../toolkit/heartbeat';
 import { environmentStorage, setAllowance, volumePath } from '../../db/queries/storage';
 import type { DiskName } from '../../db/models/storage-disk';
 import { loadPriceList, storagePrice } from '../../core/pricing';
@@ -18,9 +17,10 @@ import { volumeEnv } from './volume-env';
 import { treeDigest } from './tree-digest';
 import { copyTree, Dir, removeTree, withDir } from '../../host/no-follow';
 import { discardKeptDatabase, moveServiceDatabase } from './database-move';
+import { userFault } from '../toolkit/failures';
 
 const HEALTH_TIMEOUT_MS = 60_000;
-const fail = (message: string) => ApplicationFailure.nonRetryable(message, 'StorageTaskFailed');
+const fail = (message: string) => userFault('StorageTaskFailed', message);
 
 export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
   const { knex, config } = deps;

@@ -7,7 +7,8 @@ import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
 import { withTaskLog } from '../tasks/log-writer';
 import { effectiveVariables } from '../../db/queries/variables';
-import { stepEnv, tenantEnv, withHeartbeat } from '../deploys/step-env';
+import { stepEnv, tenantEnv } from '../toolkit/step-env';
+import { withHeartbeat } from '../toolkit/heartbeat';
 import { serviceEnv } from '../data/service-env';
 import { volumeEnv } from '../storage/volume-env';
 

@@ -1,7 +1,7 @@
 import type { Deps } from '../../system/deps';
 import { Subscription } from '../../db/models/subscription';
 import { currentPeriodEnd } from '../../db/queries/subscriptions';
-import { workflowIds } from '../../workflows/shared';
+import { startSubscriptionEnd } from '../../core/temporal-starts';
 import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
@@ -76,12 +76,7 @@ export async function cancelSubscription(deps: Deps, actor: Actor, teamId: strin
       environmentId: locked.environment_id,
       summary: `Cancelled ${locked.item} (${order}); it ends ${cancelAt.toISOString()}`,
     });
-    await deps.temporal.workflow.start('endSubscription', {
-      taskQueue: deps.config.taskQueue,
-      workflowId: workflowIds.subscriptionEnd(order),
-      args: [{ order, endsAt: cancelAt.toISOString() }],
-      staticSummary: `End subscription ${order} (${locked.item}) at ${cancelAt.toISOString()}`,
-    });
+    await startSubscriptionEnd(deps, { order, item: locked.item, endsAt: cancelAt.toISOString() });
     return updated;
   });
   return presentSubscription(sub);

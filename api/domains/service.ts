@@ -17,7 +17,7 @@ import { errors } from '../../core/errors';
 import { authorize, type Action } from '../lib/policy';
 import { randomToken } from '../lib/token-format';
 import { findEnvironment } from '../environments/service';
-import { workflowIds } from '../../workflows/shared';
+import { startDomainRecheck, stopDomainRecheck } from '../../core/temporal-starts';
 import { presentDomain } from './presenter';
 import { certificateSummaries } from '../../db/queries/certificates';
 import { requestFirstCertificate } from '../../core/certificate-tasks';
@@ -144,16 +144,10 @@ export async function addDomain(deps: Deps, actor: Actor, environmentId: string,
 /** The background re-check; if Temporal cannot be reached now, POST /domains/{id}/verify still works. */
 async function startRecheck(deps: Deps, domain: Domain): Promise<void> {
   try {
-    await deps.temporal.workflow.start('recheckDomain', {
-      taskQueue: deps.config.taskQueue,
-      workflowId: workflowIds.domainRecheck(domain.id),
-      args: [
-        {
-          domainId: domain.id,
-          firstWaitSeconds: deps.config.domainRecheckSeconds,
-          giveUpAt: new Date(domain.created_at.getTime() + WEEK_MS).toISOString(),
-        },
-      ],
+    await startDomainRecheck(deps, {
+      domainId: domain.id,
+      firstWaitSeconds: deps.config.domainRecheckSeconds,
+      giveUpAt: new Date(domain.created_at.getTime() + WEEK_MS).toISOString(),
     });
   } catch (err) {
     deps.logger.warn({ err, domainId: domain.id }, 'could not start the background re-check of a domain');
@@ -238,8 +232,5 @@ export async function deleteDomain(deps: Deps, actor: Actor, id: string): Promis
     });
   });
   // The re-check would find it gone by itself; stopping it now keeps the Web UI tidy.
-  await deps.temporal.workflow
-    .getHandle(workflowIds.domainRecheck(id))
-    .terminate('domain deleted')
-    .catch(() => undefined);
+  await stopDomainRecheck(deps, id);
 }

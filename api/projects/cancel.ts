@@ -6,14 +6,12 @@
  * days; the daily prune (`prune-expired`) deletes the environments after that, and the empty project can
  * then be deleted (`DELETE /projects/{id}`).
  */
-import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { Deps } from '../../system/deps';
 import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
-import { searchAttributeKeys } from '../../core/tasks';
+import { startProjectStop } from '../../core/temporal-starts';
 import { iso, isoOrNull } from '../../core/time';
-import { workflowIds } from '../../workflows/shared';
 import { CANCELLED_PROJECT_KEEP_DAYS } from '../../core/projects/cancel';
 
 const DAY_MS = 86_400_000;
@@ -108,20 +106,7 @@ export async function cancelProject(deps: Deps, actor: Actor, projectId: string)
       details: { orders: ended.map((r: { order: string }) => r.order), environment_ids: envIds },
     });
     // The stop is started before the commit: a refused start leaves nothing changed.
-    const k = searchAttributeKeys;
-    await deps.temporal.workflow.start('stopProjectEnvironments', {
-      taskQueue: deps.config.taskQueue,
-      workflowId: workflowIds.projectStop(projectId),
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      args: [{ projectId, environmentIds: envIds }],
-      staticSummary: `Stop the environments of cancelled project ${project.name}`,
-      typedSearchAttributes: [
-        { key: k.TeamId, value: project.team_id },
-        { key: k.ProjectId, value: projectId },
-        { key: k.TaskKind, value: 'configuration' },
-        { key: k.TaskType, value: 'project_stop' },
-      ],
-    });
+    await startProjectStop(deps, { id: projectId, team_id: project.team_id, name: project.name }, envIds);
     await trx.commit();
   } catch (err) {
     await trx.rollback().catch(() => undefined);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { useAcmeWorld, type World } from '../helpers/acme-world';
-import { ensureCertificateRenewalSchedule } from '../../activities/certificates/schedule';
+import { ensureCertificateRenewalSchedule } from '../../core/temporal-starts';
 import { CertificateFiles, CRT_LIST } from '../../edge/certificate-files';
 import { applyCertificateChanges, HaproxyCertificates } from '../../edge/haproxy-certificates';
 import { keptAlive, startHaproxy, tlsPeer } from '../helpers/haproxy';

@@ -16,7 +16,7 @@ import { createEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtu
 import { useAcmeWorld, VALIDITY_SECONDS, type World } from '../helpers/acme-world';
 import { domainSchema } from '../../api/domains/schemas';
 import { certificateDir } from '../../edge/certificate-files';
-import { searchAttributeKeys } from '../../core/tasks';
+import { searchAttributeKeys } from '../../core/temporal-starts';
 
 const a = useAcmeWorld();
 const { t, host, world, verifiedDomain, domainOf, until, tasksOf, viaEdge, pemFile } = a;

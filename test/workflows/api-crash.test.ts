@@ -12,7 +12,7 @@ import { useTestContext } from '../helpers/context';
 import { killAndWait, spawnSystemProcess } from '../helpers/processes';
 import { createDeployWorld, createEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { Agent } from '../helpers/http';
-import { searchAttributeKeys } from '../../core/tasks';
+import { searchAttributeKeys } from '../../core/temporal-starts';
 
 const t = useTestContext({ worker: true });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createAccessToken, createTeam, createUser } from '../helpers/fixtures';
-import { ensurePruneSchedule } from '../../activities/maintenance/schedule';
-import { SCHEDULE_PRUNE_EXPIRED } from '../../workflows/prune-expired';
+import { ensurePruneSchedule } from '../../core/temporal-starts';
+import { SCHEDULE_PRUNE_EXPIRED } from '../../workflows/shared';
 import { until } from '../helpers/until';
 
 const t = useTestContext({ worker: true });

@@ -10,7 +10,7 @@ import { useTestContext } from '../../helpers/context';
 import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { createEnvironment } from '../../helpers/deploy-fixtures';
 import { processVariables } from '../../../db/queries/variables';
-import { stepEnv } from '../../../activities/deploys/step-env';
+import { stepEnv } from '../../../activities/toolkit/step-env';
 
 const t = useTestContext();
 const KIB64 = 64 * 1024;

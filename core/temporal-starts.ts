@@ -1,0 +1,381 @@
+/**
+ * Every workflow and schedule the system starts, in one place (tasks start through core/tasks.ts, which
+ * uses `startWorkflow` here). The search-attribute keys are defined here, from db/vocabulary.ts's names.
+ *
+ * - Workflows that are not tasks: stopping a cancelled project, a domain's background re-check, the end of a
+ *   cancelled subscription, retiring a deleted environment, an integration delivery, the auto-deploy poller.
+ * - Schedules: the system's (token-expiry reminders, prune-expired, resource-sample prune, certificate
+ *   renewals), created when the worker starts and brought up to the current settings on every start with an
+ *   operator's pause and note kept; and each project's backup window (`backups-<project_id>`).
+ */
+import {
+  Client,
+  ScheduleAlreadyRunning,
+  ScheduleNotFoundError,
+  ScheduleOverlapPolicy,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowIdConflictPolicy,
+  type ScheduleOptions,
+  type ScheduleOptionsStartWorkflowAction,
+  type ScheduleSpec,
+  type Workflow,
+} from '@temporalio/client';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { Deps } from '../system/deps';
+import { DEFAULT_TASK_QUEUE } from '../system/config';
+import { SEARCH_ATTRIBUTES } from '../db/vocabulary';
+import {
+  SCHEDULE_PRUNE_EXPIRED,
+  SCHEDULE_RESOURCE_SAMPLES_PRUNE,
+  SCHEDULE_TOKEN_EXPIRY_REMINDERS,
+  workflowIds,
+} from '../workflows/shared';
+
+type TemporalDeps = { temporal: Client; config: { taskQueue: string } };
+
+// ---- Search attributes -------------------------------------------------------------------------------------
+
+export type SearchAttributeName = (typeof SEARCH_ATTRIBUTES)[number];
+
+const keyword = (name: SearchAttributeName) => defineSearchAttributeKey(name, SearchAttributeType.KEYWORD);
+
+/** The Keyword search attributes (registered on the namespace by system/temporal.ts), by name. */
+export const searchAttributeKeys = Object.fromEntries(SEARCH_ATTRIBUTES.map((name) => [name, keyword(name)])) as Record<
+  SearchAttributeName,
+  ReturnType<typeof keyword>
+>;
+
+/** The typed search attributes of a start; unset or null values are left out. */
+export function typedSearchAttributes(values: Partial<Record<SearchAttributeName, string | null>>) {
+  return SEARCH_ATTRIBUTES.flatMap((name) => {
+    const value = values[name];
+    return value ? [{ key: searchAttributeKeys[name], value }] : [];
+  });
+}
+
+// ---- Workflows ---------------------------------------------------------------------------------------------
+
+export interface WorkflowStart {
+  workflow: string;
+  workflowId: string;
+  args: unknown[];
+  /** One readable line for the Temporal Web UI. */
+  summary?: string;
+  searchAttributes?: Partial<Record<SearchAttributeName, string | null>>;
+  /** What a start meets when a run with this id is open: Temporal's error (the default), or that run kept. */
+  whenOpen?: 'fail' | 'use_existing';
+}
+
+const CONFLICT = { fail: WorkflowIdConflictPolicy.FAIL, use_existing: WorkflowIdConflictPolicy.USE_EXISTING };
+
+/** Starts a workflow on the worker's task queue; returns its first run's id. */
+export async function startWorkflow(deps: TemporalDeps, s: WorkflowStart): Promise<string> {
+  const handle = await deps.temporal.workflow.start(s.workflow, {
+    taskQueue: deps.config.taskQueue,
+    workflowId: s.workflowId,
+    args: s.args,
+    ...(s.summary ? { staticSummary: s.summary } : {}),
+    ...(s.searchAttributes ? { typedSearchAttributes: typedSearchAttributes(s.searchAttributes) } : {}),
+    ...(s.whenOpen ? { workflowIdConflictPolicy: CONFLICT[s.whenOpen] } : {}),
+  });
+  return handle.firstExecutionRunId;
+}
+
+/** Stops the environments of a cancelled project (kept when one runs already). */
+export async function startProjectStop(
+  deps: TemporalDeps,
+  project: { id: string; team_id: string; name: string },
+  environmentIds: string[],
+): Promise<void> {
+  await startWorkflow(deps, {
+    workflow: 'stopProjectEnvironments',
+    workflowId: workflowIds.projectStop(project.id),
+    whenOpen: 'use_existing',
+    args: [{ projectId: project.id, environmentIds }],
+    summary: `Stop the environments of cancelled project ${project.name}`,
+    searchAttributes: {
+      TeamId: project.team_id,
+      ProjectId: project.id,
+      TaskKind: 'configuration',
+      TaskType: 'project_stop',
+    },
+  });
+}
+
+/** The background re-check of a pending domain (CONTRACT "Domains"). */
+export async function startDomainRecheck(
+  deps: TemporalDeps,
+  input: { domainId: string; firstWaitSeconds: number; giveUpAt: string },
+): Promise<void> {
+  await startWorkflow(deps, {
+    workflow: 'recheckDomain',
+    workflowId: workflowIds.domainRecheck(input.domainId),
+    args: [input],
+  });
+}
+
+/** Stops a domain's re-check (it would find the domain gone by itself); a re-check already over is fine. */
+export async function stopDomainRecheck(deps: TemporalDeps, domainId: string): Promise<void> {
+  await deps.temporal.workflow
+    .getHandle(workflowIds.domainRecheck(domainId))
+    .terminate('domain deleted')
+    .catch(() => undefined);
+}
+
+/** The timer that ends a cancelled subscription at its period end. */
+export async function startSubscriptionEnd(
+  deps: TemporalDeps,
+  s: { order: string; item: string; endsAt: string },
+): Promise<void> {
+  await startWorkflow(deps, {
+    workflow: 'endSubscription',
+    workflowId: workflowIds.subscriptionEnd(s.order),
+    args: [{ order: s.order, endsAt: s.endsAt }],
+    summary: `End subscription ${s.order} (${s.item}) at ${s.endsAt}`,
+  });
+}
+
+/** Takes a deleted environment's processes, network and files off the host. */
+export async function startEnvironmentRetire(deps: TemporalDeps, environmentId: string, port: number): Promise<void> {
+  await startWorkflow(deps, {
+    workflow: 'retireEnvironment',
+    workflowId: workflowIds.environmentRetire(environmentId),
+    args: [{ environmentId, port }],
+  });
+}
+
+/** Delivers one event to one integration; a delivery whose workflow runs already is not started again. */
+export async function startIntegrationDelivery(deps: TemporalDeps, deliveryId: string, summary: string): Promise<void> {
+  try {
+    await startWorkflow(deps, {
+      workflow: 'deliverIntegrationEvent',
+      workflowId: workflowIds.integrationDelivery(deliveryId),
+      args: [{ deliveryId }],
+      summary,
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+}
+
+/** Starts the auto-deploy poller of this worker's task queue unless it runs already (AUTO_DEPLOY_POLL_SECONDS=0: none). */
+export async function ensureAutoDeployPoller(
+  deps: TemporalDeps & { config: { autoDeployPollSeconds: number } },
+): Promise<void> {
+  if (deps.config.autoDeployPollSeconds <= 0) return;
+  await startWorkflow(deps, {
+    workflow: 'pollAutoDeploys',
+    workflowId: workflowIds.autoDeployPoller(deps.config.taskQueue),
+    whenOpen: 'use_existing',
+    args: [],
+    summary: 'Auto-deploy: starts a deploy when the git ref of an environment with auto_deploy moves',
+    searchAttributes: { TaskKind: 'deployments', TaskType: 'auto_deploy_poller' },
+  });
+}
+
+// ---- Schedules ---------------------------------------------------------------------------------------------
+
+/** The system's schedules: a run still going makes the next one skip; a missed run is taken within a day. */
+const SYSTEM_POLICIES = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 day', pauseOnFailure: false } as const;
+
+export interface EnsuredSchedule {
+  scheduleId: string;
+  created: boolean;
+}
+
+export function dailySpec(hourUtc: number, minute = 0): ScheduleSpec {
+  const at = `${String(hourUtc).padStart(2, '0')}:${String(minute).padStart(2, '0')}`;
+  return { calendars: [{ hour: hourUtc, minute, second: 0, comment: `every day at ${at} UTC` }], timezone: 'UTC' };
+}
+
+/** A system schedule's action: runs named `<scheduleId>-<time>`, with TaskKind maintenance and TaskType = scheduleId. */
+export function systemAction(s: {
+  scheduleId: string;
+  workflowType: string;
+  taskQueue: string;
+  args?: unknown[];
+}): ScheduleOptionsStartWorkflowAction<Workflow> {
+  return {
+    type: 'startWorkflow',
+    workflowType: s.workflowType,
+    workflowId: s.scheduleId, // the schedule appends each run's time
+    taskQueue: s.taskQueue,
+    args: s.args ?? [{}],
+    typedSearchAttributes: typedSearchAttributes({ TaskKind: 'maintenance', TaskType: s.scheduleId }),
+  };
+}
+
+/**
+ * Creates a schedule, or, when it exists, brings its spec, action and policies up to date keeping an
+ * operator's pause and note.
+ */
+export async function ensureSchedule(
+  client: Client,
+  s: {
+    scheduleId: string;
+    spec: ScheduleSpec;
+    action: ScheduleOptionsStartWorkflowAction<Workflow>;
+    note: string;
+    policies?: ScheduleOptions['policies'];
+  },
+): Promise<EnsuredSchedule> {
+  const { scheduleId, spec, action } = s;
+  const policies = s.policies ?? SYSTEM_POLICIES;
+  try {
+    await client.schedule.create({ scheduleId, spec, action, policies, state: { note: s.note } });
+    return { scheduleId, created: true };
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+  }
+  await client.schedule.getHandle(scheduleId).update((previous) => ({
+    spec,
+    action,
+    policies,
+    state: {
+      paused: previous.state.paused,
+      note: previous.state.note,
+      remainingActions: previous.state.remainingActions,
+    },
+    typedSearchAttributes: previous.typedSearchAttributes,
+  }));
+  return { scheduleId, created: false };
+}
+
+/** A whole hour of the day, else an error naming the setting. */
+function checkHour(name: string, hourUtc: number): void {
+  if (!Number.isInteger(hourUtc) || hourUtc < 0 || hourUtc > 23)
+    throw new Error(`${name} must be a whole hour from 0 to 23, got ${hourUtc}`);
+}
+
+interface DailySettings {
+  /** The worker's task queue: the schedule's runs start there. */
+  taskQueue: string;
+  /** Hour of the day (UTC, 0-23). */
+  hourUtc: number;
+  /** Namespace of the schedule; the client's own when omitted. */
+  namespace?: string;
+}
+
+function inNamespace(client: Client, namespace: string | undefined): Client {
+  return namespace && namespace !== client.options.namespace
+    ? new Client({ connection: client.connection, namespace })
+    : client;
+}
+
+/** `token-expiry-reminders` (CONTRACT: at least daily), at REMINDER_HOUR_UTC. */
+export async function ensureReminderSchedule(client: Client, settings: DailySettings): Promise<EnsuredSchedule> {
+  checkHour('REMINDER_HOUR_UTC', settings.hourUtc);
+  const scheduleId = SCHEDULE_TOKEN_EXPIRY_REMINDERS;
+  return ensureSchedule(inNamespace(client, settings.namespace), {
+    scheduleId,
+    spec: dailySpec(settings.hourUtc),
+    action: systemAction({ scheduleId, workflowType: 'sendTokenExpiryReminders', taskQueue: settings.taskQueue }),
+    note: 'Token-expiry reminders: sends what is due, once each.',
+  });
+}
+
+/** `prune-expired`, at PRUNE_HOUR_UTC:30. */
+export async function ensurePruneSchedule(client: Client, settings: DailySettings): Promise<EnsuredSchedule> {
+  checkHour('PRUNE_HOUR_UTC', settings.hourUtc);
+  const scheduleId = SCHEDULE_PRUNE_EXPIRED;
+  return ensureSchedule(inNamespace(client, settings.namespace), {
+    scheduleId,
+    spec: dailySpec(settings.hourUtc, 30),
+    action: systemAction({ scheduleId, workflowType: 'pruneExpiredRecords', taskQueue: settings.taskQueue }),
+    note: 'Deletes expired sessions, device codes, e-mail confirmations, stale sign-ups and old reminder rows.',
+  });
+}
+
+/** `resource-samples-prune` (CONTRACT "Resources"), daily at 04:00 UTC. */
+export async function ensureResourcePruneSchedule(client: Client, taskQueue: string): Promise<EnsuredSchedule> {
+  const scheduleId = SCHEDULE_RESOURCE_SAMPLES_PRUNE;
+  return ensureSchedule(client, {
+    scheduleId,
+    spec: dailySpec(4),
+    action: systemAction({ scheduleId, workflowType: 'pruneResourceSamples', taskQueue, args: [] }),
+    note: 'Deletes resource samples older than 90 days.',
+  });
+}
+
+/** One renewal schedule per task queue (the default queue's is plainly `certificate-renewals`). */
+export const certificateRenewalScheduleId = (taskQueue: string) =>
+  taskQueue === DEFAULT_TASK_QUEUE ? 'certificate-renewals' : `certificate-renewals-${taskQueue}`;
+
+/** The hourly certificate renewals (CONTRACT "Certificates"). */
+export async function ensureCertificateRenewalSchedule(
+  client: Client,
+  taskQueue: string,
+  every = '1h',
+): Promise<EnsuredSchedule> {
+  const scheduleId = certificateRenewalScheduleId(taskQueue);
+  return ensureSchedule(client, {
+    scheduleId,
+    spec: { intervals: [{ every }] },
+    action: systemAction({ scheduleId, workflowType: 'renewCertificates', taskQueue, args: [] }),
+    note: 'Renews certificates near their end and retries failed ones once a day.',
+  });
+}
+
+/**
+ * Every system schedule, ensured when the worker starts. A failure leaves the worker running and is logged
+ * (the next start tries again).
+ */
+export async function ensureSystemSchedules(
+  deps: Pick<Deps, 'temporal' | 'logger'> & {
+    config: Pick<Deps['config'], 'taskQueue' | 'temporalNamespace' | 'reminderHourUtc' | 'pruneHourUtc'>;
+  },
+): Promise<void> {
+  const { temporal, config, logger } = deps;
+  const daily = (hourUtc: number) => ({ taskQueue: config.taskQueue, hourUtc, namespace: config.temporalNamespace });
+  const schedules: Array<[string, () => Promise<EnsuredSchedule>, string]> = [
+    [
+      'token-expiry reminder',
+      () => ensureReminderSchedule(temporal, daily(config.reminderHourUtc)),
+      'reminders will not go out until the worker restarts',
+    ],
+    [
+      'prune-expired',
+      () => ensurePruneSchedule(temporal, daily(config.pruneHourUtc)),
+      'expired records stay until the worker restarts',
+    ],
+    ['resource sample prune', () => ensureResourcePruneSchedule(temporal, config.taskQueue), 'old samples stay'],
+    ['certificate renewal', () => ensureCertificateRenewalSchedule(temporal, config.taskQueue), 'no renewals run'],
+  ];
+  await Promise.all(
+    schedules.map(([name, ensure, consequence]) =>
+      ensure().then(
+        (r) => logger.info(r, `${name} schedule ensured`),
+        (err) => logger.error({ err }, `${name} schedule could not be ensured; ${consequence}`),
+      ),
+    ),
+  );
+}
+
+/** `backups-<project_id>`: every day at the window's hour (UTC), `scheduledBackups` for the project. */
+export const backupScheduleId = (projectId: string) => `backups-${projectId}`;
+
+/** Creates or updates a project's backup window schedule. */
+export async function syncBackupSchedule(deps: TemporalDeps, projectId: string, hourUtc: number): Promise<void> {
+  await ensureSchedule(deps.temporal, {
+    scheduleId: backupScheduleId(projectId),
+    spec: { calendars: [{ hour: hourUtc, minute: 0, second: 0 }], timezone: 'UTC' },
+    action: {
+      type: 'startWorkflow',
+      workflowType: 'scheduledBackups',
+      workflowId: `scheduled-backups-${projectId}`,
+      taskQueue: deps.config.taskQueue,
+      args: [{ projectId }],
+    },
+    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 hour' },
+    note: `Daily backups of project ${projectId}`,
+  });
+}
+
+/** Deletes a project's backup window schedule (none is fine). */
+export async function deleteBackupSchedule(deps: TemporalDeps, projectId: string): Promise<void> {
+  try {
+    await deps.temporal.schedule.getHandle(backupScheduleId(projectId)).delete();
+  } catch (err) {
+    if (!(err instanceof ScheduleNotFoundError)) throw err;
+  }
+}
