@@ -1,10 +1,15 @@
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { repositoriesDir, useTestContext } from '../helpers/context';
 import { type AppRepo, createAppRepo } from '../helpers/deploy-fixtures';
-import { type ConsoleBrowser, horizontalOverflow, openConsole } from '../helpers/console-browser';
+import {
+  type ConsoleBrowser,
+  eachTestAnswersForProblems,
+  horizontalOverflow,
+  openConsole,
+} from '../helpers/console-browser';
 
 /**
  * The console's main flow in Debian's chromium against the real system (API, Temporal worker, edge,
@@ -38,14 +43,7 @@ afterAll(async () => {
 const idFrom = (url: string, kind: string) => new RegExp(`/${kind}/([0-9a-f-]{36})`).exec(url)?.[1];
 
 describe.sequential('the console, end to end', () => {
-  beforeEach(() => {
-    // Each test answers for what happened during it.
-    c.problems.length = 0;
-    onTestFailed(async ({ task }) => {
-      console.log(`[console test] problems during "${task.name}":`, c.problems);
-      await c.screenshot(`failed-${task.name.slice(0, 40)}`);
-    });
-  });
+  eachTestAnswersForProblems(() => c);
   it('signs up with the e-mailed code and lands on the dashboard', async () => {
     const { page } = c;
     await page.goto(`${t.baseUrl}/sign-up`);

@@ -1,8 +1,14 @@
 import { mkdtempSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
-import { type ConsoleBrowser, horizontalOverflow, openConsole, unlabelledFields } from '../helpers/console-browser';
+import {
+  type ConsoleBrowser,
+  eachTestAnswersForProblems,
+  horizontalOverflow,
+  openConsole,
+  unlabelledFields,
+} from '../helpers/console-browser';
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, PASSWORD, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
@@ -77,13 +83,7 @@ const narrow = async (name: string) => {
 };
 
 describe.sequential('more console screens', () => {
-  beforeEach(() => {
-    c.problems.length = 0;
-    onTestFailed(async ({ task }) => {
-      console.log(`[console test] problems during "${task.name}":`, c.problems);
-      await c.screenshot(`failed-${task.name.slice(0, 30)}`);
-    });
-  });
+  eachTestAnswersForProblems(() => c);
 
   it('storage: the allowance with its price before "Set allowance", the split, a move, the volume grown', async () => {
     const { page } = c;

@@ -2,10 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertSamples } from '../../db/queries/resources';
 import { useTestContext } from '../helpers/context';
-import { type ConsoleBrowser, openConsole, signIn } from '../helpers/console-browser';
+import { type ConsoleBrowser, eachTestAnswersForProblems, openConsole, signIn } from '../helpers/console-browser';
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { addMember, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
@@ -67,14 +67,7 @@ const go = async (url: string) => {
 };
 
 describe.sequential('the console screens', () => {
-  beforeEach(() => {
-    // Each test answers for what happened during it.
-    c.problems.length = 0;
-    onTestFailed(async ({ task }) => {
-      console.log(`[console test] problems during "${task.name}":`, c.problems);
-      await c.screenshot(`failed-${task.name.slice(0, 30)}`);
-    });
-  });
+  eachTestAnswersForProblems(() => c);
 
   it('dashboard: teams, projects, latest tasks and the bell; creates a team', async () => {
     const { page } = c;

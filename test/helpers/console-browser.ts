@@ -6,6 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
+import { beforeEach, onTestFailed } from 'vitest';
 import { ensureChromium, launchBrowser } from './browser';
 import { ensureConsoleBuilt } from './console';
 import type { TestContext } from './context';
@@ -80,4 +81,15 @@ export async function unlabelledFields(page: Page): Promise<string[]> {
       .filter((el) => el.type !== 'hidden' && ![...(el.labels ?? [])].some((l) => l.textContent?.trim()))
       .map((el) => el.outerHTML),
   );
+}
+
+/** Each test answers for what happened during it: the page's problems are cleared before it, and on failure shown with a screenshot. */
+export function eachTestAnswersForProblems(c: () => ConsoleBrowser): void {
+  beforeEach(() => {
+    c().problems.length = 0;
+    onTestFailed(async ({ task }) => {
+      console.log(`[console test] problems during "${task.name}":`, c().problems);
+      await c().screenshot(`failed-${task.name.slice(0, 40)}`);
+    });
+  });
 }
