@@ -3,13 +3,12 @@
  * answers (edge_routes, written by the supervisor), and the verified domains by hostname.
  */
 import type { Knex } from 'knex';
-import { cidrMatcher, type CidrMatcher } from '../api/lib/cidr';
 import type { Upstream } from './balance';
 
 /** The environment edge's rules, ready to check. */
 export interface EnvironmentRules {
-  /** null: everyone may connect. */
-  allowed: CidrMatcher | null;
+  /** CIDRs; empty: everyone may connect. */
+  allowed: string[];
   password: { username: string; hash: string } | null;
   stickiness: boolean;
 }
@@ -19,7 +18,8 @@ export type EdgeRoute = { kind: 'upstream'; upstreams: Upstream[] } | { kind: 'u
 
 /** The project edge's rules, ready to check. */
 export interface ProjectRules {
-  blocked: CidrMatcher | null;
+  /** CIDRs. */
+  blocked: string[];
   /** Lower-cased substrings. */
   agents: string[];
   rateLimit: { requests: number; per_seconds: number } | null;
@@ -41,20 +41,6 @@ export interface EdgeState {
   rules: Map<string, EnvironmentRules>;
   /** Environments whose CDN is enabled, with their default TTL in seconds. */
   cdn: Map<string, { defaultTtl: number }>;
-}
-
-/** The matcher, remembering its answer per client address (a client sends many requests). */
-function remembered(match: CidrMatcher): CidrMatcher {
-  const seen = new Map<string | undefined, boolean>();
-  return (address) => {
-    let ok = seen.get(address);
-    if (ok === undefined) {
-      ok = match(address);
-      if (seen.size >= 10_000) seen.clear();
-      seen.set(address, ok);
-    }
-    return ok;
-  };
 }
 
 function toRoute(row: {
@@ -87,7 +73,7 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
   const projectRules = new Map<string, ProjectRules>();
   for (const p of projectEdges) {
     projectRules.set(p.project_id, {
-      blocked: p.blocked_addresses.length ? remembered(cidrMatcher(p.blocked_addresses)) : null,
+      blocked: p.blocked_addresses as string[],
       agents: (p.blocked_user_agents as string[]).map((a) => a.toLowerCase()),
       rateLimit: p.rate_limit,
       hsts: p.hsts,
@@ -105,7 +91,7 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
     stickiness: boolean;
   }>) {
     rules.set(e.environment_id, {
-      allowed: e.allowed_addresses.length ? remembered(cidrMatcher(e.allowed_addresses)) : null,
+      allowed: e.allowed_addresses,
       password:
         e.password_hash && e.password_username ? { username: e.password_username, hash: e.password_hash } : null,
       stickiness: e.stickiness,
@@ -132,10 +118,4 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
     ),
     domains: new Map(domains.map((d: { hostname: string; environment_id: string }) => [d.hostname, d.environment_id])),
   };
-}
-
-/** One environment's route, read now (after a failed upstream, before the notification arrived). */
-export async function loadRoute(knex: Knex, envId: string): Promise<EdgeRoute | null> {
-  const row = await knex('edge_routes').where({ environment_id: envId }).first();
-  return row ? toRoute(row) : null;
 }

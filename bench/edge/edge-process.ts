@@ -4,7 +4,7 @@ import { startEdge } from '../../edge/server';
 
 const databaseUrl = process.env.DATABASE_URL!;
 const knex = createKnex(databaseUrl);
-const edge = await startEdge({ knex, databaseUrl, host: '127.0.0.1', edgePort: 0 });
+const edge = await startEdge({ knex, databaseUrl, host: '127.0.0.1', edgePort: 0, dataDir: process.env.DATA_DIR! });
 process.send?.({ port: edge.port });
 process.on('message', (m) => m === 'cpu' && process.send?.({ cpu: process.cpuUsage() }));
 process.on('SIGTERM', async () => {

@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import type { PublishedRoute } from '../../activities/provider/supervisor';
+import { EDGE_GONE_SECONDS } from './cdn';
 
 export async function publishEdgeRoute(knex: Knex, envId: string, route: PublishedRoute | null): Promise<void> {
   if (!route) {
@@ -40,4 +41,29 @@ export interface EdgeRouteRow {
   upstream_port: number | null;
   upstreams: { id: string; host: string; port: number }[] | null;
   unavailable: string | null;
+}
+
+/** The edge `id` now serves the state read at `readAt` (the database clock before it read it). */
+export async function edgeApplied(knex: Knex, id: string, readAt: Date): Promise<void> {
+  await knex('edge_instances').where({ id }).update({ applied_at: readAt, seen_at: knex.fn.now() });
+}
+
+/**
+ * Waits until every live edge (checked in within EDGE_GONE_SECONDS) serves a state read after now (the
+ * database clock, after the caller's change committed): at most `timeoutMs`, then false (an edge that is
+ * away does not hold a deploy for long; it reads everything when it comes back).
+ */
+export async function awaitEdges(knex: Knex, timeoutMs = 15_000): Promise<boolean> {
+  const { rows } = await knex.raw('SELECT now() AS at');
+  const since: Date = rows[0].at;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const behind = await knex('edge_instances')
+      .where('seen_at', '>', knex.raw(`now() - interval '${EDGE_GONE_SECONDS} seconds'`))
+      .where((q) => q.whereNull('applied_at').orWhere('applied_at', '<', since))
+      .first('id');
+    if (!behind) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }
