@@ -62,7 +62,6 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     },
     // The edge (system/edge.ts, its own process) serves the environments' ports from what is published here,
     // so serving goes on while this worker is down or restarting.
-    proxies: false,
     // A switch is done once every live edge serves it (never a stale release after the deploy succeeds).
     publish: async (envId, route) => {
       await publishEdgeRoute(deps.knex, envId, route);

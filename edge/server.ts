@@ -13,7 +13,6 @@
  * A control plane that finds HAProxy running (a previous one was SIGKILLed) adopts it; if HAProxy dies it is
  * started again within a second. `close()` stops it.
  */
-import http from 'node:http';
 import net from 'node:net';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -23,13 +22,12 @@ import { loadEdgeState } from './state';
 import { CdnCache } from './cache';
 import { PurgeFollower } from './purges';
 import { LogShipper, type ShipperOptions } from '../logs/shipper';
-import { AcmeChallenges } from './acme-challenges';
 import { CertificateFiles, type CertificateFilesOptions } from './certificate-files';
 import { buildModel, type EdgeModel } from './haproxy/model';
 import { type ConfigFragments, renderConfig } from './haproxy/config';
 import { ensureDirs, haproxyPaths, writeAtomic } from './haproxy/paths';
 import { HaproxyProcess } from './haproxy/process';
-import { applyFiles, applyServers, changedFiles, serverCommands } from './haproxy/runtime';
+import { allServerCommands, applyFiles, applyServers, changedFiles, serverCommands } from './haproxy/runtime';
 import { edgeApplied } from '../db/queries/edge-routes';
 
 export { maintenancePage } from './rules';
@@ -110,23 +108,7 @@ function boundPortsOf(config: string): Set<number> {
 export async function startEdge(o: EdgeOptions): Promise<Edge> {
   const paths = haproxyPaths(o.dataDir);
   ensureDirs(paths);
-  // Automatic HTTPS: the console's own HTTP-01 answers (HAProxy sends EDGE_PORT's challenge paths here).
-  const challenges = new AcmeChallenges(o.knex);
-  await challenges.load();
-  const acme = http.createServer((req, res) => {
-    const host = String(req.headers.host ?? '')
-      .toLowerCase()
-      .replace(/:\d+$/, '')
-      .replace(/\.$/, '');
-    const notFound = () => {
-      req.resume();
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
-      res.end('no such challenge\n');
-    };
-    if (!challenges.handle(req, res, host, true, notFound)) notFound();
-  });
-  await new Promise<void>((resolve) => acme.listen(0, '127.0.0.1', resolve));
-  const acmePort = (acme.address() as net.AddressInfo).port;
+  // Automatic HTTPS: the certificates' files (the console's HTTP-01 answers are a map: acme-challenges.ts).
   const syncCertificateFiles = CertificateFiles.syncer(o.knex, o.certificateFiles, o.logger);
   await syncCertificateFiles();
   // The CDN's purge check-ins (edge_instances), and this edge's id for its applied_at.
@@ -143,7 +125,6 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     paths,
     host: o.host,
     edgePort,
-    acmePort,
     trustProxyHops: o.trustProxyHops ?? 0,
     cdn: o.cdn,
     fragments: o.fragments,
@@ -220,7 +201,6 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
         const { rows } = await o.knex.raw('SELECT now() AS at');
         const readAt: Date = rows[0].at;
         const state = await loadEdgeState(o.knex);
-        await challenges.load();
         if (closed) break;
         try {
           await apply(buildModel(state, model));
@@ -245,9 +225,20 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     const { rows } = await o.knex.raw('SELECT now() AS at');
     const state = await loadEdgeState(o.knex);
     const first = buildModel(state, null);
+    let running = '';
+    try {
+      running = readFileSync(paths.config, 'utf8');
+    } catch {
+      // none yet
+    }
     writeFiles(first);
     const adopted = await haproxy.ensure();
-    if (adopted) await haproxy.reload();
+    // An adopted HAProxy runs the configuration a previous control plane wrote. The same one: its maps, ACLs
+    // and servers are brought in line through the runtime API (no reload: kept-alive clients stay connected).
+    if (adopted && running === renderConfig(first, configOptions)) {
+      await applyFiles(paths.admin, paths.dir, first, [...first.files.keys()]);
+      await applyServers(paths.admin, allServerCommands(first));
+    } else if (adopted) await haproxy.reload();
     loaded = skeletonOf(first);
     boundPorts = new Set(first.envPorts);
     model = first;
@@ -318,8 +309,6 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       await client?.end().catch(() => undefined);
       await purges.close();
       if (!o.keepDataPlane) await haproxy.stop();
-      acme.close();
-      acme.closeAllConnections();
       await shipper?.close();
     },
   };

@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import type { Upstream } from './balance';
+import { loadChallenges } from './acme-challenges';
 
 /** The environment edge's rules, ready to check. */
 export interface EnvironmentRules {
@@ -39,6 +40,8 @@ export interface EdgeState {
   /** Environments under maintenance, with their note. */
   maintenance: Map<string, { note: string | null }>;
   rules: Map<string, EnvironmentRules>;
+  /** The console's ACME HTTP-01 answers: `<hostname>/.well-known/acme-challenge/<token>` -> key authorization. */
+  challenges: Map<string, string>;
   /** Environments whose CDN is enabled, with their default TTL in seconds. */
   cdn: Map<string, { defaultTtl: number }>;
 }
@@ -56,7 +59,7 @@ function toRoute(row: {
 }
 
 export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
-  const [envs, routes, domains, edges, projectEdges, cdns] = await Promise.all([
+  const [envs, routes, domains, edges, projectEdges, cdns, challenges] = await Promise.all([
     knex('environments').select('id', 'port', 'project_id', 'maintenance_on', 'maintenance_note'),
     knex('edge_routes').select('environment_id', 'upstream_host', 'upstream_port', 'upstreams', 'unavailable'),
     knex('domains').where({ status: 'verified' }).select('hostname', 'environment_id'),
@@ -69,6 +72,7 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
     ),
     knex('project_edges').select('*'),
     knex('environment_cdns').where({ enabled: true }).select('environment_id', 'default_ttl_seconds'),
+    loadChallenges(knex),
   ]);
   const projectRules = new Map<string, ProjectRules>();
   for (const p of projectEdges) {
@@ -116,6 +120,7 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
         { defaultTtl: c.default_ttl_seconds },
       ]),
     ),
+    challenges,
     domains: new Map(domains.map((d: { hostname: string; environment_id: string }) => [d.hostname, d.environment_id])),
   };
 }

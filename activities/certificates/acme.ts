@@ -13,6 +13,7 @@ import type { AcmeConfig } from '../../system/config';
 import { open, seal } from '../../system/crypto';
 import type { Secrets } from '../../system/secrets';
 import { putChallenge, removeChallenge, type IssuedCertificate } from '../../db/queries/certificates';
+import { awaitEdges } from '../../db/queries/edge-routes';
 
 export const certificateKeyAad = (domainId: string) => `certificate:${domainId}`;
 const accountKeyAad = (directoryUrl: string) => `acme-account:${directoryUrl}`;
@@ -102,6 +103,8 @@ export async function obtainCertificate(o: ObtainInput): Promise<IssuedCertifica
         if (challenge.type !== 'http-01') throw new Error(`unexpected challenge type ${challenge.type}`);
         tokens.push(challenge.token);
         await putChallenge(o.knex, { token: challenge.token, hostname: o.hostname, keyAuthorization });
+        // every live edge answers it before the CA is told to look
+        await awaitEdges(o.knex);
         o.log(`==> Answering the CA's HTTP-01 challenge at http://${o.hostname}/.well-known/acme-challenge/`);
       },
       challengeRemoveFn: async (_authz, challenge) => removeChallenge(o.knex, challenge.token),

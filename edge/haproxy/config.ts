@@ -26,8 +26,6 @@ export interface ConfigOptions {
   /** ENVIRONMENT_BIND. */
   host: string;
   edgePort: number;
-  /** The control plane's loopback server answering the console's ACME challenges. */
-  acmePort: number;
   trustProxyHops: number;
   /** The CDN tier (Varnish at 127.0.0.1:port; it fetches misses from fe_origin on 127.0.0.1:originPort). */
   cdn?: { port: number; originPort: number };
@@ -99,11 +97,15 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  http-request del-header X-VC-Env',
     '  http-request del-header X-VC-Default-TTL',
     `  acl on_edge_port dst_port ${o.edgePort}`,
-    '  acl acme path_beg /.well-known/acme-challenge/',
-    // the console's ACME challenges on EDGE_PORT, before any environment rule (txn.env stays unset)
     `  http-request set-var(txn.env) dst_port,map_int(${map('ports')}) if !on_edge_port`,
-    `  http-request set-var(txn.env) req.hdr(host),lower,regsub(':[0-9]+$',''),regsub('\\.$',''),map(${map('domains')}) if on_edge_port !acme`,
-    `  http-request return ${own(404, 'no site is served at this address')} if !{ var(txn.env) -m found } !on_edge_port || !{ var(txn.env) -m found } !acme`,
+    `  http-request set-var(txn.host) req.hdr(host),lower,regsub(':[0-9]+$',''),regsub('\\.$','') if on_edge_port`,
+    // the console's ACME challenges on EDGE_PORT, for their hostname, before any environment rule
+    '  acl acme path_beg /.well-known/acme-challenge/',
+    '  http-request set-var(txn.path) path if on_edge_port acme',
+    `  http-request set-var(txn.acme) var(txn.host),concat(,txn.path),map(${map('acme')}) if on_edge_port acme METH_GET || on_edge_port acme METH_HEAD`,
+    `  http-request return status 200 content-type text/plain lf-string "%[var(txn.acme)]" ${NO_STORE} if { var(txn.acme) -m found }`,
+    `  http-request set-var(txn.env) var(txn.host),map(${map('domains')}) if on_edge_port`,
+    `  http-request return ${own(404, 'no site is served at this address')} if !{ var(txn.env) -m found }`,
     `  http-request set-var(txn.p) var(txn.env),map(${map('env-project')})`,
     '  http-request set-var(txn.client) src',
   );
@@ -130,7 +132,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
   );
   for (const envId of model.ruleEnvs)
     add(
-      `  http-request deny deny_${own(403, 'forbidden: your address may not reach this site')} if { var(txn.env) -m str ${envId} } { var(txn.env),map(${map('allow-on')}) -m found } !{ var(txn.client) -m ip -f ${acl(`allowed-${envId}`)} }`,
+      `  http-request deny deny_${own(403, 'forbidden: your address may not reach this site')} if { var(txn.env) -m str ${envId} } !{ var(txn.client) -m ip -f ${acl(`allowed-${envId}`)} }`,
     );
   add(...(fragments.frontend ?? []).map((l) => `  ${l}`));
   // HSTS: on answers to HTTPS requests only (RFC 6797), the edge's own answers included
@@ -147,7 +149,6 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     `  http-request return ${maintenance('pages/maintenance-default.html')} if { var(txn.maint) -m found }`,
     '  http-request set-header X-Forwarded-Proto http if !{ req.hdr(x-forwarded-proto) -m found }',
     '  http-request set-header X-Forwarded-Host "%[req.hdr(host)]" if { req.hdr(host) -m found }',
-    '  use_backend be_acme if on_edge_port acme !{ var(txn.env) -m found }',
   );
   if (o.cdn)
     add(
@@ -173,14 +174,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       `  server cdn 127.0.0.1:${o.cdn.port}`,
       '',
     );
-  add(
-    'backend be_acme',
-    `  server acme 127.0.0.1:${o.acmePort}`,
-    '',
-    'backend be_none',
-    `  http-request return ${own(404, 'no site is served at this address')}`,
-    '',
-  );
+  add('backend be_none', `  http-request return ${own(404, 'no site is served at this address')}`, '');
   for (const period of model.ratePeriods)
     add(
       `backend rl_${period}`,

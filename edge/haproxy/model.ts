@@ -83,6 +83,7 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null): EdgeMo
   files.set(mapFile('ports'), lines([...state.envByPort].map(([port, env]) => [String(port), env])));
   files.set(mapFile('domains'), lines([...state.domains].map(([host, env]) => [host.toLowerCase(), env])));
   files.set(mapFile('env-project'), lines(state.projectOf));
+  files.set(mapFile('acme'), lines(state.challenges));
 
   const rates: [string, string][] = [];
   const periods: [string, string][] = [];
@@ -108,17 +109,16 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null): EdgeMo
   files.set(mapFile('rate-period'), lines(periods));
   files.set(mapFile('hsts'), lines(hsts));
 
-  const allowOn: [string, string][] = [];
   const maintenance: [string, string][] = [];
   for (const envId of state.projectOf.keys()) {
     const rules = state.rules.get(envId);
-    files.set(aclFile(`allowed-${envId}`), (rules?.allowed ?? []).map((c) => `${c}\n`).join(''));
-    if (rules?.allowed.length) allowOn.push([envId, '1']);
+    // no list: every address (so the rule never has to be switched on or off apart from its list)
+    const allowed = rules?.allowed.length ? rules.allowed : ['0.0.0.0/0', '::/0'];
+    files.set(aclFile(`allowed-${envId}`), allowed.map((c) => `${c}\n`).join(''));
     const m = state.maintenance.get(envId);
     // `n` + the note, escaped for HTML, in base64 (a map value is one line; the note may be empty)
     if (m) maintenance.push([envId, `n${b64(escapeHtml(m.note ?? ''))}`]);
   }
-  files.set(mapFile('allow-on'), lines(allowOn));
   files.set(mapFile('maintenance'), lines(maintenance));
   files.set(
     mapFile('cdn'),

@@ -6,7 +6,7 @@
  * the listeners over (`expose-fd listeners`), the old one finishes its requests.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { command } from './runtime';
 import type { HaproxyPaths } from './paths';
@@ -53,7 +53,7 @@ export class HaproxyProcess {
   }
 
   /** The master a previous control plane left running (pidfile, the process, its master socket), if any. */
-  private async running(): Promise<number | null> {
+  async running(): Promise<number | null> {
     let pid: number;
     try {
       pid = Number(readFileSync(this.paths.pidfile, 'utf8').trim().split('\n')[0]);
@@ -80,6 +80,8 @@ export class HaproxyProcess {
       return true;
     }
     await this.validate();
+    // workers of a master that died may still hold the ports (SO_REUSEPORT would let them serve on, stale)
+    await this.killLeftovers();
     rmSync(this.paths.master, { force: true });
     rmSync(this.paths.admin, { force: true });
     const child = spawn(HAPROXY_BIN, ['-W', '-S', `${this.paths.master},mode,600`, '-f', this.paths.config], {
@@ -102,6 +104,29 @@ export class HaproxyProcess {
       throw err;
     }
     return false;
+  }
+
+  /** Ends every HAProxy process of this configuration (none is adoptable when this runs). */
+  private async killLeftovers(): Promise<void> {
+    const pids: number[] = [];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+        if (cmdline[0] === HAPROXY_BIN && cmdline.includes(this.paths.config)) pids.push(Number(entry));
+      } catch {
+        // gone
+      }
+    }
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    const deadline = Date.now() + 5000;
+    while (pids.some(alive) && Date.now() < deadline) await pause(20);
   }
 
   private async untilServing(check: () => void = () => undefined): Promise<void> {
@@ -156,6 +181,7 @@ export class HaproxyProcess {
     const pid = this.pid;
     this.pid = null;
     if (!pid) return;
+    const worker = Number(await this.workerPid().catch(() => null)) || null;
     try {
       process.kill(pid, 'SIGTERM');
     } catch {
@@ -164,6 +190,22 @@ export class HaproxyProcess {
     const deadline = Date.now() + 10_000;
     while (alive(pid) && (!this.child || this.child.exitCode === null) && Date.now() < deadline) await pause(20);
     if (alive(pid)) process.kill(pid, 'SIGKILL');
+    // its worker follows the master at once; waited for, so that nothing holds the ports after a stop
+    while (worker && alive(worker) && Date.now() < deadline) await pause(20);
+    if (worker && alive(worker)) process.kill(worker, 'SIGKILL');
     rmSync(this.paths.pidfile, { force: true });
   }
+}
+
+/**
+ * Stops an HAProxy a control plane left running under `paths` (it was SIGKILLed, or given up on): `npm
+ * start`'s stop leaves no data plane behind. False when none ran.
+ */
+export async function stopLeftDataPlane(paths: HaproxyPaths): Promise<boolean> {
+  const haproxy = new HaproxyProcess(paths);
+  const pid = await haproxy.running();
+  if (!pid) return false;
+  haproxy.pid = pid;
+  await haproxy.stop();
+  return true;
 }

@@ -20,9 +20,20 @@ export async function replaceEntries(socket: string, kind: 'map' | 'acl', file: 
   const version = /New version created: (\d+)/.exec(prepared)?.[1];
   if (!version) throw new RuntimeError(`prepare ${kind} ${file}: ${prepared.split('\n')[0]}`);
   const entries = content.trim();
-  if (entries) {
-    const added = await command(socket, `add ${kind} @${version} ${file}`, entries);
-    if (added) throw new RuntimeError(`add ${kind} ${file}: ${added.split('\n')[0]}`);
+  if (entries && kind === 'map') {
+    const added = await command(socket, `add map @${version} ${file}`, entries);
+    if (added) throw new RuntimeError(`add map ${file}: ${added.split('\n')[0]}`);
+  } else if (entries) {
+    // `add acl` takes no payload in 2.6: one command per pattern, many to a connection (`;`, escaped)
+    const patterns = entries.split('\n');
+    for (let i = 0; i < patterns.length; i += 200) {
+      const line = patterns
+        .slice(i, i + 200)
+        .map((p) => `add acl @${version} ${file} ${p.replace(/[\\; ]/g, (c) => `\\${c}`)}`)
+        .join('; ');
+      const added = (await command(socket, line)).trim();
+      if (added) throw new RuntimeError(`add acl ${file}: ${added.split('\n')[0]}`);
+    }
   }
   const committed = await command(socket, `commit ${kind} @${version} ${file}`);
   if (committed) throw new RuntimeError(`commit ${kind} ${file}: ${committed.split('\n')[0]}`);
@@ -79,4 +90,22 @@ export async function applyServers(socket: string, commands: string[]): Promise<
     if (answer && !/changed|no need to change/i.test(answer))
       throw new RuntimeError(`${line.split(' ').slice(0, 3).join(' ')}: ${answer.split('\n')[0]}`);
   }
+}
+
+/** Every server's address and state as `model` says (after an adoption: whatever the runtime held). */
+export function allServerCommands(model: EdgeModel): string[] {
+  const out: string[] = [];
+  for (const [envId, env] of model.envs) {
+    const be = backendName(envId);
+    env.slots.forEach((slot: Slot, i) => {
+      for (const side of ['a', 'b'] as const) {
+        const name = `${be}/${serverName(i, side)}`;
+        const addr = slot[side];
+        if (slot.on && slot.active === side && addr)
+          out.push(`set server ${name} addr ${addr.host} port ${addr.port}`, `set server ${name} state ready`);
+        else out.push(`set server ${name} state maint`);
+      }
+    });
+  }
+  return out;
 }

@@ -17,6 +17,7 @@ import { useAcmeWorld, VALIDITY_SECONDS, type World } from '../helpers/acme-worl
 import { domainSchema } from '../../api/domains/schemas';
 import { certificateDir } from '../../edge/certificate-files';
 import { searchAttributeKeys } from '../../api/lib/tasks';
+import { awaitEdges } from '../../db/queries/edge-routes';
 
 const a = useAcmeWorld();
 const { t, host, world, verifiedDomain, domainOf, until, tasksOf, viaEdge, pemFile } = a;
@@ -188,8 +189,9 @@ describe('the HTTP-01 answer on EDGE_PORT', { timeout: 180_000 }, () => {
       const [a, b] = [await viaEdge(mine), await viaEdge(other)];
       return a.status !== 404 && b.status !== 404;
     });
-    // A token put there a moment ago (before the edge's notification): looked up, answered.
+    // A token the console puts there is answered once the edge has it (an order waits for every live edge).
     await t.deps.knex('acme_challenges').insert({ token: 'tok-1', hostname: mine, key_authorization: 'tok-1.thumb' });
+    await awaitEdges(t.deps.knex);
     const answered = await viaEdge(mine, '/.well-known/acme-challenge/tok-1');
     expect(answered).toMatchObject({ status: 200, text: 'tok-1.thumb' });
     // Another hostname asking for it: the environment's own answer (no live release here), not the token.
