@@ -22,7 +22,9 @@ import { loadEdgeState } from './state';
 import { CdnCache } from './cache';
 import { PurgeFollower } from './purges';
 import { LogShipper, type ShipperOptions } from '../logs/shipper';
-import { CertificateFiles, type CertificateFilesOptions } from './certificate-files';
+import { CertificateFiles, type CertificateFilesOptions, CRT_LIST } from './certificate-files';
+import { applyCertificateChanges, HaproxyCertificates } from './haproxy-certificates';
+import { defaultCertificate, hostsOf } from './haproxy/tls';
 import { buildModel, type EdgeModel } from './haproxy/model';
 import { type ConfigFragments, renderConfig } from './haproxy/config';
 import { ensureDirs, haproxyPaths, writeAtomic } from './haproxy/paths';
@@ -54,6 +56,8 @@ export interface EdgeOptions {
   logs?: Omit<ShipperOptions, 'knex' | 'source' | 'logger'>;
   /** Where the certificates' PEM files for HAProxy go (edge/certificate-files.ts); unset: none are written. */
   certificateFiles?: Omit<CertificateFilesOptions, 'knex'>;
+  /** HTTPS on EDGE_TLS_PORT (needs `certificateFiles`): the certificates by SNI, 308 from plain HTTP. */
+  tls?: { port: number; publicPort: number };
   /** Leave HAProxy running on close() (a control plane stopped to be replaced; tests of adoption). */
   keepDataPlane?: boolean;
 }
@@ -111,6 +115,22 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   // Automatic HTTPS: the certificates' files (the console's HTTP-01 answers are a map: acme-challenges.ts).
   const syncCertificateFiles = CertificateFiles.syncer(o.knex, o.certificateFiles, o.logger);
   await syncCertificateFiles();
+  const certDir = o.certificateFiles?.dir;
+  const crtList = certDir ? join(certDir, CRT_LIST) : null;
+  const tlsOptions = o.tls && crtList ? { ...o.tls, crtList, defaultCert: defaultCertificate(paths.dir) } : undefined;
+  /** The hostnames HAProxy serves a certificate for (the crt-list's). */
+  const certified = () => (tlsOptions && crtList ? hostsOf(crtList) : []);
+  /** Certificates written or removed since: loaded into (or dropped from) the running HAProxy, no reload. */
+  async function syncCertificates(): Promise<void> {
+    const changes = await syncCertificateFiles();
+    if (!changes || !tlsOptions || !certDir || !haproxy.alive()) return;
+    if (!changes.written.length && !changes.removed.length) return;
+    const runtime = new HaproxyCertificates(paths.admin, tlsOptions.crtList);
+    await applyCertificateChanges(runtime, (h) => join(certDir, `${h}.pem`), changes).catch((err) => {
+      o.logger?.warn({ err: (err as Error).message }, 'the edge could not load certificates at runtime; reloading');
+      loaded = null; // the next apply reloads: HAProxy reads the files
+    });
+  }
   // The CDN's purge check-ins (edge_instances), and this edge's id for its applied_at.
   const purges = new PurgeFollower(o.knex, new CdnCache(1024 * 1024), (err) =>
     o.logger?.warn({ err: err.message }, 'the edge could not check for CDN purges'),
@@ -128,6 +148,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     trustProxyHops: o.trustProxyHops ?? 0,
     cdn: o.cdn,
     fragments: o.fragments,
+    tls: tlsOptions,
   };
   const haproxy = new HaproxyProcess(paths);
   let model: EdgeModel | null = null;
@@ -200,10 +221,11 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
         // the database clock before the reads: every change committed before it is in what is applied
         const { rows } = await o.knex.raw('SELECT now() AS at');
         const readAt: Date = rows[0].at;
+        await syncCertificates();
         const state = await loadEdgeState(o.knex);
         if (closed) break;
         try {
-          await apply(buildModel(state, model));
+          await apply(buildModel(state, model, certified()));
           await edgeApplied(o.knex, purges.id, readAt);
         } catch (err) {
           o.logger?.warn({ err: (err as Error).message }, 'the edge could not apply the new state; retrying');
@@ -211,7 +233,6 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
           loaded = null;
           later();
         }
-        await syncCertificateFiles();
       } while (again && !closed);
     })().finally(() => {
       reloading = null;
@@ -224,7 +245,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   {
     const { rows } = await o.knex.raw('SELECT now() AS at');
     const state = await loadEdgeState(o.knex);
-    const first = buildModel(state, null);
+    const first = buildModel(state, null, certified());
     let running = '';
     try {
       running = readFileSync(paths.config, 'utf8');

@@ -28,6 +28,8 @@ const edge = await startEdge({
   },
   // The one exception to "sealed at rest": HAProxy reads the certificates' keys from these files (docs/https.md).
   certificateFiles: { dir: certificateDir(config.dataDir), secrets },
+  // HTTPS by SNI with the certificates above; plain HTTP requests of their domains get 308 there
+  tls: { port: config.acme.tlsPort, publicPort: config.acme.tlsPublicPort },
 });
 logger.info({ port: edge.port }, 'edge running');
 const stop = async () => {

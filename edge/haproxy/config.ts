@@ -27,6 +27,11 @@ export interface ConfigOptions {
   host: string;
   edgePort: number;
   trustProxyHops: number;
+  /**
+   * HTTPS (CONTRACT "Certificates"): EDGE_TLS_PORT with the certificates' crt-list (SNI) and a self-signed
+   * default certificate, and the port named in the 308 redirects (EDGE_TLS_PUBLIC_PORT).
+   */
+  tls?: { port: number; publicPort: number; crtList: string; defaultCert: string };
   /** The CDN tier (Varnish at 127.0.0.1:port; it fetches misses from fe_origin on 127.0.0.1:originPort). */
   cdn?: { port: number; originPort: number };
   fragments?: () => ConfigFragments;
@@ -90,6 +95,11 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '',
     'frontend fe_edge',
     `  bind ${o.host}:${o.edgePort} name edge`,
+    ...(o.tls
+      ? [
+          `  bind ${o.host}:${o.tls.port} name tls ssl crt ${o.tls.defaultCert} crt-list ${o.tls.crtList} ssl-min-ver TLSv1.2`,
+        ]
+      : []),
     ...model.envPorts.map((port) => `  bind ${o.host}:${port} name p${port}`),
     '  option forwardfor',
     '  option http-ignore-probes',
@@ -97,14 +107,24 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  http-request del-header X-VC-Env',
     '  http-request del-header X-VC-Default-TTL',
     `  acl on_edge_port dst_port ${o.edgePort}`,
-    `  http-request set-var(txn.env) dst_port,map_int(${map('ports')}) if !on_edge_port`,
-    `  http-request set-var(txn.host) req.hdr(host),lower,regsub(':[0-9]+$',''),regsub('\\.$','') if on_edge_port`,
+    // the environments' ports: by port; EDGE_PORT and the TLS port: by Host
+    `  acl by_host dst_port ${o.edgePort}${o.tls ? ` ${o.tls.port}` : ''}`,
+    `  http-request set-var(txn.env) dst_port,map_int(${map('ports')}) if !by_host`,
+    `  http-request set-var(txn.host) req.hdr(host),lower,regsub(':[0-9]+$',''),regsub('\\.$','') if by_host`,
     // the console's ACME challenges on EDGE_PORT, for their hostname, before any environment rule
     '  acl acme path_beg /.well-known/acme-challenge/',
     '  http-request set-var(txn.path) path if on_edge_port acme',
     `  http-request set-var(txn.acme) var(txn.host),concat(,txn.path),map(${map('acme')}) if on_edge_port acme METH_GET || on_edge_port acme METH_HEAD`,
     `  http-request return status 200 content-type text/plain lf-string "%[var(txn.acme)]" ${NO_STORE} if { var(txn.acme) -m found }`,
-    `  http-request set-var(txn.env) var(txn.host),map(${map('domains')}) if on_edge_port`,
+    ...(o.tls
+      ? [
+          // a domain with a certificate: plain HTTP goes to HTTPS (never the ACME path)
+          `  http-request redirect location https://%[var(txn.host)]${o.tls.publicPort === 443 ? '' : `:${o.tls.publicPort}`}%[capture.req.uri] code 308 if on_edge_port !acme { var(txn.host),map(${map('certified')}) -m found }`,
+          '  http-request set-var(txn.https) bool(true) if { ssl_fc }',
+          '  http-request set-header X-Forwarded-Proto https if { ssl_fc }',
+        ]
+      : []),
+    `  http-request set-var(txn.env) var(txn.host),map(${map('domains')}) if by_host`,
     `  http-request return ${own(404, 'no site is served at this address')} if !{ var(txn.env) -m found }`,
     `  http-request set-var(txn.p) var(txn.env),map(${map('env-project')})`,
     '  http-request set-var(txn.client) src',

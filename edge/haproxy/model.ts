@@ -68,10 +68,10 @@ function lfPage(page: string): string {
 }
 
 /**
- * The model for `state`. `previous` keeps each environment's slots (which server of each slot serves, at which
+ * The model for `state`; `certified`: the hostnames whose certificate HAProxy serves. `previous` keeps each environment's slots (which server of each slot serves, at which
  * address), so that a change moves as little as possible.
  */
-export function buildModel(state: EdgeState, previous: EdgeModel | null): EdgeModel {
+export function buildModel(state: EdgeState, previous: EdgeModel | null, certified: string[] = []): EdgeModel {
   const lines = (entries: Iterable<[string, string]>) => [...entries].map(([k, v]) => `${k} ${v}\n`).join('');
   const files = new Map<string, string>();
   const pages = new Map<string, string>();
@@ -84,6 +84,7 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null): EdgeMo
   files.set(mapFile('domains'), lines([...state.domains].map(([host, env]) => [host.toLowerCase(), env])));
   files.set(mapFile('env-project'), lines(state.projectOf));
   files.set(mapFile('acme'), lines(state.challenges));
+  files.set(mapFile('certified'), lines(certified.map((h) => [h, '1'])));
 
   const rates: [string, string][] = [];
   const periods: [string, string][] = [];

@@ -110,6 +110,10 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
             logger: deps.logger,
             logs: { dataDir, secrets: deps.secrets, outbound: deps.config, refreshMs: 1000, maxBackoffMs: 4000 },
             certificateFiles: { dir: certificateDir(dataDir), secrets: deps.secrets },
+            // HTTPS only where the test chose its port (EDGE_TLS_PORT in `env`)
+            ...(opts.env?.EDGE_TLS_PORT
+              ? { tls: { port: config.acme.tlsPort, publicPort: config.acme.tlsPublicPort } }
+              : {}),
           })
         : undefined;
     const worker = opts.worker
