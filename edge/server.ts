@@ -77,6 +77,7 @@ export interface Edge {
 
 const CHANNEL = 'vc_edge';
 const WATCH_MS = 500;
+const RELOAD_DEBOUNCE_MS = 100;
 
 /** A free port on loopback (EDGE_PORT 0, the ACME server). */
 function freePort(host = '127.0.0.1'): Promise<number> {
@@ -180,7 +181,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     renderConfig(m, configOptions, true) + [...m.pages].map(([f, t]) => `${f}\0${t}`).join('\0');
 
   /** Makes HAProxy hold `next`: runtime changes, or a reload for structural ones (or a start). */
-  async function apply(next: EdgeModel): Promise<void> {
+  async function apply(next: EdgeModel): Promise<boolean> {
     // an environment port something else holds would fail the whole reload: left out, tried again later
     for (const port of next.envPorts) {
       if (boundPorts.has(port)) continue;
@@ -198,6 +199,9 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       // an adopted HAProxy runs what the previous control plane wrote: load this one's files
       if (adopted) await haproxy.reload();
     } else if (skeleton !== loaded || !before) {
+      // debounced: a burst of changes (notifications come per statement) makes one reload, of the last state
+      await new Promise((r) => setTimeout(r, RELOAD_DEBOUNCE_MS));
+      if (again && !closed) return false;
       await haproxy.reload();
     } else {
       await applyFiles(paths.admin, paths.dir, next, changedFiles(before, next));
@@ -206,6 +210,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     loaded = skeleton;
     boundPorts = new Set(next.envPorts);
     model = next;
+    return true;
   }
 
   let reloading: Promise<void> | null = null;
@@ -225,8 +230,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
         const state = await loadEdgeState(o.knex);
         if (closed) break;
         try {
-          await apply(buildModel(state, model, certified()));
-          await edgeApplied(o.knex, purges.id, readAt);
+          if (await apply(buildModel(state, model, certified()))) await edgeApplied(o.knex, purges.id, readAt);
         } catch (err) {
           o.logger?.warn({ err: (err as Error).message }, 'the edge could not apply the new state; retrying');
           // what HAProxy holds is unknown now: the next apply reloads
