@@ -18,7 +18,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Knex } from 'knex';
 import pg from 'pg';
-import { loadEdgeState } from './state';
+import { type EdgeState, loadEdgeState } from './state';
 import { CdnCache } from './cache';
 import { PurgeFollower } from './purges';
 import { LogShipper, type ShipperOptions } from '../logs/shipper';
@@ -27,7 +27,7 @@ import { applyCertificateChanges, HaproxyCertificates } from './haproxy-certific
 import { defaultCertificate, hostsOf } from './haproxy/tls';
 import { buildModel, type EdgeModel } from './haproxy/model';
 import { type ConfigFragments, renderConfig } from './haproxy/config';
-import { ensureDirs, haproxyPaths, writeAtomic } from './haproxy/paths';
+import { ensureDirs, type HaproxyPaths, haproxyPaths, writeAtomic } from './haproxy/paths';
 import { HaproxyProcess } from './haproxy/process';
 import { allServerCommands, applyFiles, applyServers, changedFiles, serverCommands } from './haproxy/runtime';
 import { edgeApplied } from '../db/queries/edge-routes';
@@ -51,7 +51,12 @@ export interface EdgeOptions {
   /** The CDN tier's ports (Varnish, and HAProxy's loopback origin listener for its misses). */
   cdn?: { port: number; originPort: number };
   /** Lines other parts of the edge add to haproxy.cfg (the password check, the request log). */
-  fragments?: () => ConfigFragments;
+  fragments?: (paths: HaproxyPaths) => ConfigFragments;
+  /**
+   * Map and ACL files other parts of the edge keep (relative: `maps/<name>.map`, `acls/<name>.acl`), from
+   * the state read: written and changed at runtime like the edge's own (prepare/commit), no reload.
+   */
+  files?: (state: EdgeState) => Map<string, string>;
   /** Request log shipping (logs/): where machine copies go, the key that opens destinations, the guard. */
   logs?: Omit<ShipperOptions, 'knex' | 'source' | 'logger'>;
   /** Where the certificates' PEM files for HAProxy go (edge/certificate-files.ts); unset: none are written. */
@@ -177,6 +182,13 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     writeAtomic(paths.config, renderConfig(next, configOptions));
   }
 
+  /** The model of `state`, with the other parts' files. */
+  const modelOf = (state: EdgeState, previous: EdgeModel | null) => {
+    const m = buildModel(state, previous, certified());
+    for (const [file, text] of o.files?.(state) ?? []) m.files.set(file, text);
+    return m;
+  };
+
   const skeletonOf = (m: EdgeModel) =>
     renderConfig(m, configOptions, true) + [...m.pages].map(([f, t]) => `${f}\0${t}`).join('\0');
 
@@ -230,7 +242,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
         const state = await loadEdgeState(o.knex);
         if (closed) break;
         try {
-          if (await apply(buildModel(state, model, certified()))) await edgeApplied(o.knex, purges.id, readAt);
+          if (await apply(modelOf(state, model))) await edgeApplied(o.knex, purges.id, readAt);
         } catch (err) {
           o.logger?.warn({ err: (err as Error).message }, 'the edge could not apply the new state; retrying');
           // what HAProxy holds is unknown now: the next apply reloads
@@ -249,7 +261,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   {
     const { rows } = await o.knex.raw('SELECT now() AS at');
     const state = await loadEdgeState(o.knex);
-    const first = buildModel(state, null, certified());
+    const first = modelOf(state, null);
     let running = '';
     try {
       running = readFileSync(paths.config, 'utf8');

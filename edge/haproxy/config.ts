@@ -34,7 +34,8 @@ export interface ConfigOptions {
   tls?: { port: number; publicPort: number; crtList: string; defaultCert: string };
   /** The CDN tier (Varnish at 127.0.0.1:port; it fetches misses from fe_origin on 127.0.0.1:originPort). */
   cdn?: { port: number; originPort: number };
-  fragments?: () => ConfigFragments;
+  /** Called with the data plane's paths (map and ACL files are under `paths.dir`: `maps/`, `acls/`). */
+  fragments?: (paths: HaproxyPaths) => ConfigFragments;
 }
 
 export const MAINTENANCE_RETRY_SECONDS = 300;
@@ -63,7 +64,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
   const p = o.paths;
   const map = (name: string) => join(p.dir, mapFile(name));
   const acl = (name: string) => join(p.dir, aclFile(name));
-  const fragments = o.fragments?.() ?? {};
+  const fragments = o.fragments?.(p) ?? {};
   const out: string[] = [];
   const add = (...lines: string[]) => out.push(...lines);
 
