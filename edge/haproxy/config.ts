@@ -137,9 +137,12 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       `  http-request set-var(txn.client) req.hdr(x-forwarded-for,-${o.trustProxyHops}) if { req.hdr_cnt(x-forwarded-for) ge ${o.trustProxyHops} }`,
       `  http-request set-var(txn.https) bool(true) if { req.hdr(x-forwarded-proto,-1) -m str -i https }`,
     );
-  for (const projectId of model.projects)
+  for (const projectId of model.blockProjects)
     add(
       `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.p) -m str ${projectId} } { var(txn.client) -m ip -f ${acl(`blocked-${projectId}`)} }`,
+    );
+  for (const projectId of model.agentProjects)
+    add(
       `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.p) -m str ${projectId} } { req.fhdr(user-agent) -m sub -i -f ${acl(`agents-${projectId}`)} }`,
     );
   // the rate limit: requests per client address and project in a sliding window (one table per window length)

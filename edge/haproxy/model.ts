@@ -37,9 +37,14 @@ export interface EnvBackend {
 export interface EdgeModel {
   envPorts: number[];
   envs: Map<string, EnvBackend>;
-  /** Projects with rules of their own (blocked addresses and agents): one rule each. */
-  projects: string[];
-  /** Environments: one allowed-addresses rule each. */
+  /**
+   * Projects with blocked addresses / blocked agents, environments with allowed addresses: one rule each, in
+   * the frontend (a list that becomes empty or stops being empty changes the configuration: a reload; any
+   * other change of a list is an ACL file changed at runtime). Only these: a request pays for the rules that
+   * exist, not for every environment.
+   */
+  blockProjects: string[];
+  agentProjects: string[];
   ruleEnvs: string[];
   /** Projects with a maintenance page of their own (its file). */
   maintenancePages: Map<string, string>;
@@ -77,7 +82,9 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
   const pages = new Map<string, string>();
   const envs = new Map<string, EnvBackend>();
   const maintenancePages = new Map<string, string>();
-  const projects = new Set<string>();
+  const blockProjects: string[] = [];
+  const agentProjects: string[] = [];
+  const ruleEnvs: string[] = [];
   const ratePeriods = new Set<number>();
 
   files.set(mapFile('ports'), lines([...state.envByPort].map(([port, env]) => [String(port), env])));
@@ -90,9 +97,14 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
   const periods: [string, string][] = [];
   const hsts: [string, string][] = [];
   for (const [projectId, rules] of state.projectRules) {
-    projects.add(projectId);
-    files.set(aclFile(`blocked-${projectId}`), rules.blocked.map((c) => `${c}\n`).join(''));
-    files.set(aclFile(`agents-${projectId}`), rules.agents.map((a) => `${oneLine(a)}\n`).join(''));
+    if (rules.blocked.length) {
+      blockProjects.push(projectId);
+      files.set(aclFile(`blocked-${projectId}`), rules.blocked.map((c) => `${c}\n`).join(''));
+    }
+    if (rules.agents.length) {
+      agentProjects.push(projectId);
+      files.set(aclFile(`agents-${projectId}`), rules.agents.map((a) => `${oneLine(a)}\n`).join(''));
+    }
     if (rules.rateLimit) {
       rates.push([projectId, String(rules.rateLimit.requests)]);
       periods.push([projectId, String(rules.rateLimit.per_seconds)]);
@@ -113,9 +125,10 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
   const maintenance: [string, string][] = [];
   for (const envId of state.projectOf.keys()) {
     const rules = state.rules.get(envId);
-    // no list: every address (so the rule never has to be switched on or off apart from its list)
-    const allowed = rules?.allowed.length ? rules.allowed : ['0.0.0.0/0', '::/0'];
-    files.set(aclFile(`allowed-${envId}`), allowed.map((c) => `${c}\n`).join(''));
+    if (rules?.allowed.length) {
+      ruleEnvs.push(envId);
+      files.set(aclFile(`allowed-${envId}`), rules.allowed.map((c) => `${c}\n`).join(''));
+    }
     const m = state.maintenance.get(envId);
     // `n` + the note, escaped for HTML, in base64 (a map value is one line; the note may be empty)
     if (m) maintenance.push([envId, `n${b64(escapeHtml(m.note ?? ''))}`]);
@@ -167,8 +180,9 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
   return {
     envPorts: [...state.envByPort.keys()].sort((a, b) => a - b),
     envs,
-    projects: [...projects].sort(),
-    ruleEnvs: [...state.projectOf.keys()].sort(),
+    blockProjects: blockProjects.sort(),
+    agentProjects: agentProjects.sort(),
+    ruleEnvs: ruleEnvs.sort(),
     maintenancePages,
     ratePeriods: [...ratePeriods].sort((a, b) => a - b),
     files,
