@@ -45,7 +45,7 @@ function ensureSandboxTools(extra = []) {
     ['nft', 'nftables'],
     ['ip', 'iproute2'],
     ['nsenter', 'util-linux'],
-    // The edge's data plane, and the certificates of the automatic HTTPS tests.
+    // The edge's data plane (docs/edge.md: there is no other), and the certificates of the automatic HTTPS tests.
     ['haproxy', 'haproxy'],
     ['openssl', 'openssl'],
     ...extra,
@@ -161,6 +161,8 @@ switch (command) {
   }
   case 'bench': {
     ensureNodeModules();
+    // the edge's HAProxy, and wrk, the edge bench's load generator
+    ensureSandboxTools([['wrk', 'wrk']]);
     ensureConsole();
     const cli = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
     run('tsx', ['bench/index.ts', ...rest], { TEMPORAL_CLI: cli });

@@ -417,6 +417,7 @@ describe('POST /environments/{id}/cdn/clear', () => {
       databaseUrl: t.config.databaseUrl!,
       host: '127.0.0.1',
       edgePort: 0,
+      dataDir: `${t.dataDir}/second-edge`,
     });
     try {
       const viaSecond = (url: string) =>
