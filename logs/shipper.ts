@@ -106,6 +106,20 @@ export class LogShipper {
     this.trim(q);
   }
 
+  /**
+   * Lines lost before they reached the shipper (the edge's request log ring overflowed while the control
+   * plane was down, edge/request-log/reader.ts): sent in the environment's next `dropped` line.
+   */
+  countDropped(envId: string, n: number): void {
+    if (!envId || n <= 0 || this.closed) return;
+    const target = this.targets.get(envId);
+    if (!target) this.refreshWanted = true;
+    else if (!target.row?.kind) return;
+    let q = this.queues.get(envId);
+    if (!q) this.queues.set(envId, (q = { lines: [], dropped: 0, failures: 0, retryAt: 0, sending: false }));
+    q.dropped += n;
+  }
+
   /** Lines queued (not yet sent) for an environment, and how many were dropped. */
   queued(envId: string): { lines: number; dropped: number } {
     const q = this.queues.get(envId);
@@ -196,7 +210,7 @@ export class LogShipper {
                 environment_id: envId,
                 type: 'dropped',
                 dropped,
-                message: `${dropped} lines were dropped while the destination could not be reached`,
+                message: `${dropped} lines were dropped (the destination could not be reached, or the edge's buffer was full)`,
               },
               ...batch,
             ]
