@@ -3,18 +3,16 @@
  * fragment of edge/basic-auth/haproxy.ts, the password map and the legacy checker of the control plane,
  * the API's PATCH, PostgreSQL, and a tiny real app behind it.
  */
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPasswordChecker, type PasswordChecker } from '../../edge/basic-auth/checker';
+import { type BasicAuth, startBasicAuth } from '../../edge/basic-auth/control';
 import {
-  basicAuthKeyConfig,
   basicAuthRules,
   basicAuthSections,
   basicAuthUseBackend,
   WWW_AUTHENTICATE,
 } from '../../edge/basic-auth/haproxy';
-import { loadPasswordEntries, PasswordMap } from '../../edge/basic-auth/password-map';
 import { runtimeCommand } from '../../edge/runtime-command';
 import { edgePasswordKey } from '../../system/edge-password';
 import { useTestContext } from '../helpers/context';
@@ -33,13 +31,12 @@ import type { Agent } from '../helpers/http';
 const t = useTestContext();
 let haproxy: ConfiguredHaproxy;
 let app: Awaited<ReturnType<typeof startTinyApp>>;
-let checker: PasswordChecker;
-let map: PasswordMap;
+let auth: BasicAuth;
 let owner: Agent;
 const envs: Record<'a' | 'b' | 'legacy', { id: string }> = {} as never;
 const PASS = 'open sesame 1';
 
-const syncMap = async () => map.apply(await loadPasswordEntries(t.deps.knex, edgePasswordKey(t.deps.secrets).id));
+const syncMap = () => auth.sync();
 const edgeOf = (env: { id: string }) => `/environments/${env.id}/edge`;
 const get = (which: keyof typeof envs, from: string, headers: Record<string, string> = {}) =>
   request(haproxy.port, { host: `${which}.test`, from, headers });
@@ -61,14 +58,11 @@ beforeAll(async () => {
   });
 
   app = await startTinyApp();
-  const dir = join(t.dataDir, 'edge');
-  const fragment = { mapFile: join(dir, 'passwords.map'), checkerSocket: join(dir, 'password-checker.sock') };
-  // HAProxy starts from an older (here: empty) file; the first apply brings it in line through the runtime API.
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeFileSync(fragment.mapFile, '', { mode: 0o600 });
+  const adminSocket = join(t.dataDir, 'haproxy-admin.sock');
+  auth = await startBasicAuth({ knex: t.deps.knex, secrets: t.deps.secrets, dataDir: t.dataDir, adminSocket });
   haproxy = await startConfiguredHaproxy(
-    ({ port, socket, dir: hdir }) => {
-      const hosts = join(hdir, 'hosts.map');
+    ({ port, socket, dir }) => {
+      const hosts = join(dir, 'hosts.map');
       writeFileSync(
         hosts,
         Object.entries(envs)
@@ -79,12 +73,12 @@ beforeAll(async () => {
         'global',
         `  stats socket ${socket} level admin`,
         ...DEFAULTS,
-        ...basicAuthSections(fragment),
+        ...basicAuthSections(auth.fragment),
         'frontend web',
         `  bind 127.0.0.1:${port}`,
         `  http-request set-var(txn.env) req.hdr(host),host_only,map(${hosts})`,
         '  http-request set-var(txn.addr) src',
-        ...basicAuthRules(fragment).map((l) => `  ${l}`),
+        ...basicAuthRules(auth.fragment).map((l) => `  ${l}`),
         ...basicAuthUseBackend().map((l) => `  ${l}`),
         '  default_backend app',
         'backend app',
@@ -92,33 +86,27 @@ beforeAll(async () => {
         '',
       ].join('\n');
     },
-    (hdir) => ({ [join(hdir, 'password-key.cfg')]: basicAuthKeyConfig(edgePasswordKey(t.deps.secrets).key) }),
+    { files: [auth.paths.keyConfig], socket: adminSocket },
   );
-  map = new PasswordMap(fragment.mapFile, haproxy.socket);
-  checker = await startPasswordChecker({
-    knex: t.deps.knex,
-    secrets: t.deps.secrets,
-    socketPath: fragment.checkerSocket,
-    onDigest: (envId, digest) => map.set(envId, digest),
-  });
 }, 60_000);
 
 afterAll(async () => {
-  await checker?.close();
+  await auth?.close();
   await haproxy?.stop();
   await app?.close();
 });
 
 describe('the Basic password on HAProxy', () => {
-  it('starts with the map file HAProxy loads: mode 0600, a digest per environment, never the password', async () => {
-    expect((await get('a', '127.0.0.1')).status).toBe(200); // nothing in the map yet
-    expect(await syncMap()).toBe(3);
-    const text = readFileSync(map.file, 'utf8');
-    expect(statSync(map.file).mode & 0o777).toBe(0o600);
+  it('starts HAProxy from the files it wrote: mode 0600, a digest per environment, never the password', async () => {
+    expect(await syncMap()).toBe(0); // HAProxy holds what the file says
+    expect(statSync(auth.paths.keyConfig).mode & 0o777).toBe(0o600);
+    expect(readFileSync(auth.paths.keyConfig, 'utf8')).not.toContain(PASS);
+    const text = readFileSync(auth.paths.mapFile, 'utf8');
+    expect(statSync(auth.paths.mapFile).mode & 0o777).toBe(0o600);
     expect(text).toContain(`${envs.a.id} `);
     expect(text).toContain(`${envs.legacy.id} legacy`);
     expect(text).not.toContain(PASS);
-    expect(await runtimeCommand(haproxy.socket, `show map ${map.file}`)).toMatch(
+    expect(await runtimeCommand(haproxy.socket, `show map ${auth.paths.mapFile}`)).toMatch(
       new RegExp(`${envs.a.id} [0-9a-f]{64}`),
     );
   });
@@ -150,7 +138,7 @@ describe('the Basic password on HAProxy', () => {
   });
 
   it('checks a legacy (argon2id-only) row once: 307 to the same URL, then HAProxy alone from the digest', async () => {
-    const before = checker.verifications();
+    const before = auth.checker.verifications();
     const wrong = await get('legacy', '127.0.0.31', basic('team', 'not it'));
     expect(wrong.status).toBe(401);
     expect(wrong.headers['www-authenticate']).toBe(WWW_AUTHENTICATE);
@@ -174,8 +162,8 @@ describe('the Basic password on HAProxy', () => {
     expect(again.status).toBe(200);
     expect(again.text).toBe('app /x?y=1');
     expect((await get('legacy', '127.0.0.31', basic('team', 'not it'))).status).toBe(401);
-    expect(checker.verifications() - before).toBe(2); // the wrong one and the right one, nothing after
-    expect(readFileSync(map.file, 'utf8')).toContain(`${envs.legacy.id} ${row.password_digest}`);
+    expect(auth.checker.verifications() - before).toBe(2); // the wrong one and the right one, nothing after
+    expect(readFileSync(auth.paths.mapFile, 'utf8')).toContain(`${envs.legacy.id} ${row.password_digest}`);
   });
 
   it("counts the legacy checker's 401s as failed attempts too", async () => {

@@ -26,22 +26,22 @@ export interface ConfigInput {
   dir: string;
 }
 
-/** `build` returns haproxy.cfg; `extra` other -f files (path -> contents, written with mode 0600). */
+/**
+ * `build` returns haproxy.cfg; `o.files` are more -f files (written already), `o.socket` the admin socket's
+ * path when the test needs it before HAProxy starts.
+ */
 export async function startConfiguredHaproxy(
   build: (o: ConfigInput) => string,
-  extra: (dir: string) => Record<string, string> = () => ({}),
+  o: { files?: string[]; socket?: string } = {},
 ): Promise<ConfiguredHaproxy> {
   const dir = mkdtempSync(join(tmpdir(), 'vc-haproxy-'));
-  const socket = join(dir, 'admin.sock');
+  const socket = o.socket ?? join(dir, 'admin.sock');
   const master = join(dir, 'master.sock');
   const port = await freePort();
   const cfg = join(dir, 'haproxy.cfg');
   writeFileSync(cfg, build({ port, socket, dir }));
   const args = ['-W', '-db', '-S', master, '-f', cfg];
-  for (const [path, text] of Object.entries(extra(dir))) {
-    writeFileSync(path, text, { mode: 0o600 });
-    args.push('-f', path);
-  }
+  for (const path of o.files ?? []) args.push('-f', path);
   let output = '';
   const child: ChildProcess = spawn('haproxy', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout?.on('data', (c) => (output += c));
@@ -65,6 +65,7 @@ export async function startConfiguredHaproxy(
         await exited;
       }
       rmSync(dir, { recursive: true, force: true });
+      rmSync(socket, { force: true });
     },
   };
 }
