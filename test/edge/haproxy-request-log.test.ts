@@ -13,6 +13,7 @@ import {
   requestLogSections,
 } from '../../edge/request-log/haproxy';
 import { RequestLogReader } from '../../edge/request-log/reader';
+import { runtimeCommand } from '../../edge/runtime-command';
 import { LogShipper } from '../../logs/shipper';
 import { useTestContext } from '../helpers/context';
 import { createEnvironment } from '../helpers/deploy-fixtures';
@@ -186,6 +187,29 @@ describe('the request log from HAProxy', () => {
     const paths = requests().map((l) => l.path);
     expect(new Set(paths).size).toBe(paths.length); // every path of this file is used once
     expect(reader.counts.dropped).toBe(0);
+  });
+
+  it('keeps shipping across a hitless reload (SIGUSR2): a new epoch, nothing counted as dropped', async () => {
+    const dropped = reader.counts.dropped;
+    expect((await get('/before-reload')).status).toBe(200);
+    process.kill(haproxy.pid, 'SIGUSR2');
+    await until(() => /Loading success[\s\S]*Loading success/.test(haproxy.output()), 'the reload');
+    expect((await get('/after-reload')).status).toBe(200);
+    await until(
+      () => ['/before-reload', '/after-reload'].every((p) => requests().some((l) => l.path === p)),
+      'both lines',
+    );
+    await new Promise((r) => setTimeout(r, 800));
+    expect(reader.counts.dropped).toBe(dropped);
+    // the old worker's ring connection does not keep it alive: it leaves
+    let proc = '';
+    for (let i = 0; i < 100; i++) {
+      proc = await runtimeCommand(haproxy.master, 'show proc');
+      if (!/# old workers\n\d/.test(proc)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(proc).toContain('# workers');
+    expect(proc).not.toMatch(/# old workers\n\d/);
   });
 
   it('counts the lines the ring could not keep in the dropped line', async () => {
