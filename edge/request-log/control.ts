@@ -17,6 +17,8 @@ export async function startRequestLog(o: {
   /** The edge's LogShipper (source `requests`). */
   shipper: LineSink;
   ringSize?: number;
+  /** How long a gap may stay open before it counts as lost (2 s). */
+  reorderMs?: number;
   logger?: { warn(obj: unknown, msg?: string): void };
 }): Promise<{ fragment: RequestLogFragment; reader: RequestLogReader; close(): Promise<void> }> {
   const paths = requestLogPaths(o.dataDir);
@@ -24,6 +26,7 @@ export async function startRequestLog(o: {
     socketPath: paths.socket,
     cursorFile: paths.cursorFile,
     sink: o.shipper,
+    reorderMs: o.reorderMs,
     logger: o.logger,
   }).start();
   return { fragment: { socket: paths.socket, ringSize: o.ringSize }, reader, close: () => reader.close() };

@@ -4,7 +4,6 @@
  * reader hands CONTRACT's lines to a real LogShipper that sends them to a real HTTP collector (the project's
  * destination, saved through the API).
  */
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   requestLogFrontend,
@@ -12,7 +11,8 @@ import {
   requestLogRules,
   requestLogSections,
 } from '../../edge/request-log/haproxy';
-import { RequestLogReader } from '../../edge/request-log/reader';
+import { requestLogPaths, startRequestLog } from '../../edge/request-log/control';
+import type { RequestLogReader } from '../../edge/request-log/reader';
 import { runtimeCommand } from '../../edge/runtime-command';
 import { LogShipper } from '../../logs/shipper';
 import { useTestContext } from '../helpers/context';
@@ -35,7 +35,6 @@ let shipper: LogShipper;
 let reader: RequestLogReader;
 let env: { id: string };
 let socketPath: string;
-let cursorFile: string;
 
 /** Every line the collector got, parsed. */
 const shipped = () =>
@@ -55,7 +54,9 @@ async function until<T>(f: () => T | undefined | false, what: string, ms = 20_00
     await new Promise((r) => setTimeout(r, 50));
   }
 }
-const startReader = () => new RequestLogReader({ socketPath, cursorFile, sink: shipper, reorderMs: 300 }).start();
+/** The control plane's reader, as startRequestLog makes it (same socket, same cursor file each time). */
+const startReader = async () =>
+  (await startRequestLog({ dataDir: t.dataDir, shipper, ringSize: 65_536, reorderMs: 300 })).reader;
 
 beforeAll(async () => {
   const user = await createUser(t);
@@ -80,9 +81,8 @@ beforeAll(async () => {
     flushMs: 200,
     refreshMs: 1000,
   }).start();
-  socketPath = join(t.dataDir, 'edge', 'request-log.sock');
-  cursorFile = join(t.dataDir, 'edge', 'request-log.cursor.json');
   reader = await startReader();
+  socketPath = requestLogPaths(t.dataDir).socket;
   app = await startTinyApp();
   haproxy = await startConfiguredHaproxy(({ port, socket }) =>
     [
