@@ -6,7 +6,7 @@
  * argon2id hash once more and makes a new digest). The clear password is never kept: the API makes the
  * digest at PATCH time, the edge's checker when it verifies an older row's argon2id hash.
  */
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createHmac, hkdfSync } from 'node:crypto';
 import type { Secrets } from './secrets';
 
 export interface EdgePasswordKey {
@@ -24,10 +24,4 @@ export function edgePasswordKey(secrets: Pick<Secrets, 'encryptionKey'>): EdgePa
 /** Lower-case hex of HMAC-SHA256(key, `username:password`), what HAProxy computes from the header. */
 export function edgePasswordDigest(key: EdgePasswordKey, username: string, password: string): string {
   return createHmac('sha256', key.key).update(`${username}:${password}`, 'utf8').digest('hex');
-}
-
-export function sameDigest(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
 }
