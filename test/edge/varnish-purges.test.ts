@@ -16,6 +16,7 @@ import { createEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import { freePort } from '../helpers/ports';
+import { createKnex } from '../../db/knex';
 
 const OTHER = 'bbbbbbbb-0000-4000-8000-000000000002';
 const t = useTestContext({ worker: true, edge: false });
@@ -121,4 +122,20 @@ describe('cdn/clear on Varnish', () => {
     expect(after[0].text).not.toBe(before.mine[0]);
     expect(after[3].text).toBe(before.mine[3]); // the cache outlived its control plane
   });
+
+  it('serves nothing from the cache once the follower has lost its database for a while', async () => {
+    const before = await fill();
+    await follower.close();
+    const knex = createKnex(t.config.databaseUrl!);
+    follower = new PurgeFollower(knex, new VarnishPurger(varnish));
+    await follower.start();
+    expect((await get(urls[0])).text).toBe(before.mine[0]);
+    await knex.destroy(); // every check in fails from now on
+    const deadline = Date.now() + 20_000;
+    while ((await get(urls[0])).headers['x-cache'] === 'HIT' && Date.now() < deadline) await sleep(200);
+    const during = await get(urls[1]);
+    expect(during.headers['x-cache']).toBe('MISS');
+    expect(during.text).not.toBe(before.mine[1]);
+    expect(follower.fresh()).toBe(false);
+  }, 40_000);
 });
