@@ -24,6 +24,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { adminCommand, type AdminAddress } from './admin';
 import { renderVcl } from './vcl';
@@ -33,10 +34,13 @@ export const INSTALL_HINT = 'apt-get install -y varnish';
 export interface VarnishOptions {
   /** `<DATA_DIR>/edge/varnish`. */
   dir: string;
-  /** Where HAProxy sends the CDN's requests: 127.0.0.1:port. */
-  port: number;
-  /** The management CLI (-T), on 127.0.0.1. */
-  adminPort: number;
+  /**
+   * Where HAProxy sends the CDN's requests: 127.0.0.1:port. Unset: the port of the last start (state.json),
+   * else a free one, kept from then on (read it from `varnish.port`).
+   */
+  port?: number;
+  /** The management CLI (-T), on 127.0.0.1; unset: as `port`. */
+  adminPort?: number;
   /** HAProxy's internal origin listener on 127.0.0.1 (the one backend). */
   originPort: number;
   /** -s malloc,<size> (default 256m). */
@@ -47,6 +51,29 @@ export interface VarnishOptions {
 interface State {
   port: number;
   adminPort: number;
+}
+
+type Resolved = VarnishOptions & State;
+
+/** A port that was free a moment ago on 127.0.0.1. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function readState(file: string): Partial<State> {
+  try {
+    const s = JSON.parse(readFileSync(file, 'utf8'));
+    return { port: Number(s.port) || undefined, adminPort: Number(s.adminPort) || undefined };
+  } catch {
+    return {};
+  }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -97,7 +124,7 @@ export class Varnish {
   /** Called after varnishd died and was started again (with an empty cache). */
   onRestart: () => void = () => undefined;
 
-  private constructor(private readonly o: VarnishOptions) {
+  private constructor(private readonly o: Resolved) {
     const f = (name: string) => path.join(o.dir, name);
     this.files = {
       vcl: f('edge.vcl'),
@@ -115,9 +142,17 @@ export class Varnish {
 
   /** Adopts the running varnishd of this directory, or starts one; the cache serves once `resume()` is called. */
   static async start(o: VarnishOptions): Promise<Varnish> {
-    const v = new Varnish(o);
+    const saved = readState(path.join(o.dir, 'state.json'));
+    const port = o.port ?? saved.port ?? (await freePort());
+    const adminPort = o.adminPort ?? saved.adminPort ?? (await freePort());
+    const v = new Varnish({ ...o, port, adminPort });
     await v.begin();
     return v;
+  }
+
+  /** Where HAProxy sends the CDN's requests (127.0.0.1). */
+  get port(): number {
+    return this.o.port;
   }
 
   get processId(): number {

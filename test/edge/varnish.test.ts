@@ -254,8 +254,10 @@ describe('the process', () => {
       (a) => a.text !== first.text,
     );
     expect(orphaned.headers['x-cache']).toBe('MISS');
-    varnish = await Varnish.start({ dir, ...ports, originPort: origin.port, storage: '32m' });
+    // no ports given: those it was started with (state.json)
+    varnish = await Varnish.start({ dir, originPort: origin.port, storage: '32m' });
     expect(varnish.adopted).toBe(true);
+    expect(varnish.port).toBe(ports.port);
     expect(varnish.processId).toBe(pid);
     expect(await new VarnishPurger(varnish).resumeFrom()).toBe(7);
     expect((await get(url)).headers['x-cache']).toBe('MISS'); // not before resume()
