@@ -172,13 +172,9 @@ export class Varnish {
     if (pid) {
       this.pid = pid;
       this.adopted = true;
+      if (before !== vcl) await this.reloadVcl();
       // A sick lease until the purge follower says the cache may serve (it may have missed purges meanwhile).
       await this.command('backend.set_health', '*.lease', 'sick');
-      if (before !== vcl) {
-        const name = `v${Date.now().toString(36)}`;
-        await this.command('vcl.load', name, this.files.vcl);
-        await this.command('vcl.use', name);
-      }
     } else {
       await this.spawn();
     }
@@ -186,6 +182,17 @@ export class Varnish {
       if (!this.closing && !this.restarting && !alive(this.pid)) void this.restart();
     }, 1000);
     this.watch.unref();
+  }
+
+  /** Loads the VCL file into the running varnishd, uses it, and discards the ones it replaced. */
+  private async reloadVcl(): Promise<void> {
+    const name = `v${Date.now().toString(36)}`;
+    await this.command('vcl.load', name, this.files.vcl);
+    await this.command('vcl.use', name);
+    for (const line of (await this.command('vcl.list')).split('\n')) {
+      const [status, , , , old] = line.trim().split(/\s+/);
+      if (status === 'available' && old && old !== name) await this.command('vcl.discard', old).catch(() => undefined); // still busy: discarded later
+    }
   }
 
   /** The pid of a varnishd of this directory that answers on the admin port it was started with, if any. */
@@ -313,7 +320,11 @@ export class Varnish {
     await this.command('backend.set_health', '*.lease', 'auto');
     // Until the probe has seen the lease, nothing is served from the cache.
     const deadline = Date.now() + 10_000;
-    while (!(await this.leaseHealthy()) && Date.now() < deadline) await sleep(100);
+    while (!(await this.leaseHealthy()))
+      if (Date.now() > deadline) {
+        this.o.logger?.warn({ socket: this.files.lease }, 'Varnish does not reach the lease: it serves nothing cached');
+        return;
+      } else await sleep(100);
   }
 
   /** Nothing is served from the cache until `resume()` (the purge follower lost track of purges). */

@@ -83,6 +83,13 @@ sub vcl_recv {
   if (req.http.upgrade) {
     return (pipe);
   }
+  # An absolute-form request line keys (and is banned) as the path it names.
+  if (req.url ~ "^(?i)https?://") {
+    set req.url = regsub(req.url, "^(?i)https?://[^/?#]*", "");
+    if (req.url !~ "^/") {
+      set req.url = "/" + req.url;
+    }
+  }
   if ((req.method != "GET" && req.method != "HEAD") || req.http.range || req.http.transfer-encoding ||
       (req.http.content-length && req.http.content-length != "0")) {
     return (pass);

@@ -218,6 +218,13 @@ describe('bans', () => {
     expect(after[2].text).toBe(mine[2]);
     for (const [i, u] of urls.entries()) expect((await get(u, { env: OTHER })).text, u).toBe(theirs[i]);
 
+    // an absolute-form request line is the same entry as its path, and banned with it
+    const abs = await get(`http://app.example.test${urls[2]}`);
+    expect(abs.headers['x-cache']).toBe('HIT');
+    expect(abs.text).toBe(mine[2]);
+    await purger.purge(ENV, ['/docs/']);
+    expect((await get(`http://app.example.test${urls[2]}`)).headers['x-cache']).toBe('MISS');
+
     await purger.purge(ENV, []);
     for (const u of urls) expect((await get(u)).headers['x-cache'], u).toBe('MISS');
     for (const [i, u] of urls.entries()) expect((await get(u, { env: OTHER })).text, u).toBe(theirs[i]);
@@ -265,6 +272,29 @@ describe('the process', () => {
     const after = await get(url);
     expect(after.headers['x-cache']).toBe('HIT');
     expect(after.text).toBe(first.text);
+  });
+
+  it('loads a changed VCL into the varnishd it adopts (another origin), keeping the cache', async () => {
+    const url = `/kept-on-reload${cc('public, max-age=600')}`;
+    const [first] = await twice(url);
+    const second = await startOrigin();
+    try {
+      await varnish.detach();
+      varnish = await Varnish.start({ dir, originPort: second.port, storage: '32m' });
+      expect(varnish.adopted).toBe(true);
+      await varnish.resume();
+      expect((await get(url)).text).toBe(first.text);
+      const fresh = await get(`/new-origin${cc('public, max-age=600')}`);
+      expect(fresh.headers['x-cache']).toBe('MISS');
+      expect(second.seen.map((r) => r.url)).toEqual([`/new-origin${cc('public, max-age=600')}`]);
+      const vcls = (await varnish.command('vcl.list')).trim().split('\n');
+      expect(vcls.filter((l) => !l.startsWith('discarded'))).toEqual([expect.stringMatching(/^active\s/)]);
+    } finally {
+      await varnish.detach();
+      varnish = await Varnish.start({ dir, originPort: origin.port, storage: '32m' });
+      await varnish.resume();
+      await second.close();
+    }
   });
 
   it('comes back, empty, when varnishd is killed', async () => {
