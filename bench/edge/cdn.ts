@@ -3,9 +3,9 @@
  * alternating rounds: the app's cacheable page (bench/edge/app.cjs `/page`, ~20 KB after ~5 ms) directly,
  * then the same page as CDN HITs.
  *
- * `benchCdnHit` measures any two URLs (bench/edge.ts passes the environment's URL through HAProxy);
- * `runCdnBench` starts the app and a Varnish of its own (edge/cdn/varnish.ts, with the app as its origin)
- * and measures HITs straight from Varnish, sent as HAProxy sends them. By itself:
+ * `benchCdnHit` measures any two URLs (bench/edge.ts passes the environment's URL through the edge);
+ * `runCdnBench` starts the app, a Varnish of its own (edge/cdn/varnish.ts) and HAProxy wired as the edge
+ * wires them, and measures HITs from Varnish alone and through HAProxy. By itself:
  * `npx tsx bench/edge/cdn.ts [--quick]`.
  */
 import { execFile, fork, spawnSync } from 'node:child_process';
@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Varnish } from '../../edge/cdn/varnish';
+import { type CdnHaproxy, startCdnHaproxy } from '../../test/helpers/cdn-haproxy';
 import { freePort } from '../../test/helpers/ports';
 import { sized } from '../quick';
 
@@ -127,39 +128,52 @@ export function printCdnResult(r: CdnBenchResult, hitName = 'CDN HIT'): void {
   );
 }
 
-/** The app and a Varnish of its own; HITs straight from Varnish, sent as HAProxy sends them. */
-export async function runCdnBench(): Promise<CdnBenchResult> {
+/**
+ * The app, a Varnish of its own, and HAProxy in front wired as the edge does (test/helpers/cdn-haproxy.ts,
+ * without the edge's rules): the app's page, then HITs from Varnish alone, then HITs through HAProxy.
+ */
+export async function runCdnBench(): Promise<{ varnish: CdnBenchResult; haproxy: CdnBenchResult }> {
   if (spawnSync('sh', ['-c', 'command -v wrk'], { stdio: 'ignore' }).status !== 0)
     throw new Error(`the bench needs wrk: ${WRK_HINT}`);
   const root = mkdtempSync(path.join(tmpdir(), 'vc-bench-cdn-'));
   chmodSync(root, 0o711);
   const app = fork(path.join(import.meta.dirname, 'app.cjs'), [], { stdio: 'inherit' });
   let varnish: Varnish | null = null;
+  let haproxy: CdnHaproxy | null = null;
   try {
     const appPort = await new Promise<number>((resolve, reject) => {
       app.once('message', (m: { port: number }) => resolve(m.port));
       app.once('exit', (code) => reject(new Error(`the bench app exited (${code})`)));
     });
-    const port = await freePort();
-    varnish = await Varnish.start({
-      dir: path.join(root, 'edge', 'varnish'),
-      port,
-      adminPort: await freePort(),
-      originPort: appPort,
-      storage: '64m',
-    });
+    const env = '00000000-0000-4000-8000-00000000beef';
+    const [envPort, originPort] = [await freePort(), await freePort()];
+    varnish = await Varnish.start({ dir: path.join(root, 'edge', 'varnish'), originPort, storage: '64m' });
     await varnish.resume();
-    const headers = { 'X-VC-Env': '00000000-0000-4000-8000-00000000beef', 'X-VC-Default-TTL': '600' };
-    const hitUrl = `http://127.0.0.1:${port}/page`;
-    for (let i = 0; i < 2; i++) await fetch(hitUrl, { headers }).then((r) => r.arrayBuffer());
-    const check = await fetch(hitUrl, { headers });
-    await check.arrayBuffer();
-    if (check.headers.get('x-cache') !== 'HIT') throw new Error(`Varnish answered ${check.headers.get('x-cache')}`);
-    console.log('[bench] cdn: the app and CDN HITs from Varnish, in turn...');
-    const r = await benchCdnHit({ url: `http://127.0.0.1:${appPort}/page` }, { url: hitUrl, headers });
-    printCdnResult(r, 'CDN HIT from Varnish');
-    return r;
+    haproxy = await startCdnHaproxy({
+      envs: [{ id: env, port: envPort, appPort, defaultTtl: 600 }],
+      cdnPort: varnish.port,
+      originPort,
+    });
+    const headers = { 'X-VC-Env': env, 'X-VC-Default-TTL': '600' };
+    const direct: CdnBenchTarget = { url: `http://127.0.0.1:${varnish.port}/page`, headers };
+    const through: CdnBenchTarget = { url: `http://127.0.0.1:${envPort}/page` };
+    for (const target of [direct, through]) {
+      for (let i = 0; i < 2; i++) await fetch(target.url, { headers: target.headers }).then((r) => r.arrayBuffer());
+      const check = await fetch(target.url, { headers: target.headers });
+      await check.arrayBuffer();
+      if (check.headers.get('x-cache') !== 'HIT')
+        throw new Error(`${target.url} answered ${check.headers.get('x-cache')}`);
+    }
+    const appTarget = { url: `http://127.0.0.1:${appPort}/page` };
+    console.log('[bench] cdn: the app and CDN HITs from Varnish alone, in turn...');
+    const alone = await benchCdnHit(appTarget, direct);
+    printCdnResult(alone, 'CDN HIT from Varnish alone');
+    console.log('[bench] cdn: the app and CDN HITs through HAProxy and Varnish, in turn...');
+    const behind = await benchCdnHit(appTarget, through);
+    printCdnResult(behind, 'CDN HIT through HAProxy');
+    return { varnish: alone, haproxy: behind };
   } finally {
+    await haproxy?.stop();
     await varnish?.close();
     if (app.exitCode === null) {
       const gone = new Promise((r) => app.once('exit', r));
