@@ -165,6 +165,7 @@ export class Varnish {
   }
 
   private async begin(): Promise<void> {
+    await this.holdLease();
     const vcl = renderVcl({ originPort: this.o.originPort, leaseSocket: this.files.lease });
     const before = existsSync(this.files.vcl) ? readFileSync(this.files.vcl, 'utf8') : null;
     writeAtomic(this.files.vcl, vcl);
@@ -182,6 +183,33 @@ export class Varnish {
       if (!this.closing && !this.restarting && !alive(this.pid)) void this.restart();
     }, 1000);
     this.watch.unref();
+  }
+
+  /**
+   * Serves the lease socket: 200 while the cache may serve, 503 before. A lease that answers already belongs
+   * to another live control plane, whose varnishd this one must not take: each edge needs its own dir.
+   */
+  private async holdLease(): Promise<void> {
+    const taken = await new Promise<boolean>((resolve) => {
+      const probe = net.connect(this.files.lease);
+      probe.once('connect', () => {
+        probe.destroy();
+        resolve(true);
+      });
+      probe.once('error', () => resolve(false));
+    });
+    if (taken) throw new Error(`another edge control plane runs the Varnish of ${this.o.dir}`);
+    rmSync(this.files.lease, { force: true });
+    const lease = http.createServer((_req, res) => {
+      res.writeHead(this.serving ? 200 : 503);
+      res.end();
+    });
+    await new Promise<void>((resolve, reject) => {
+      lease.once('error', reject);
+      lease.listen(this.files.lease, () => resolve());
+    });
+    chmodSync(this.files.lease, 0o666);
+    this.lease = lease;
   }
 
   /** Loads the VCL file into the running varnishd, uses it, and discards the ones it replaced. */
@@ -307,16 +335,6 @@ export class Varnish {
   /** The cache may serve (the purge follower is up to date): the lease answers and is trusted again. */
   async resume(): Promise<void> {
     this.serving = true;
-    if (!this.lease) {
-      rmSync(this.files.lease, { force: true });
-      const lease = http.createServer((_req, res) => res.end('ok'));
-      await new Promise<void>((resolve, reject) => {
-        lease.once('error', reject);
-        lease.listen(this.files.lease, () => resolve());
-      });
-      chmodSync(this.files.lease, 0o666);
-      this.lease = lease;
-    }
     await this.command('backend.set_health', '*.lease', 'auto');
     // Until the probe has seen the lease, nothing is served from the cache.
     const deadline = Date.now() + 10_000;

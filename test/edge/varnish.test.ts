@@ -274,6 +274,26 @@ describe('the process', () => {
     expect(after.text).toBe(first.text);
   });
 
+  it('refuses to take the varnishd of a control plane that is alive', async () => {
+    await expect(Varnish.start({ dir, originPort: origin.port })).rejects.toThrow(/another edge control plane/);
+    expect((await get(`/still${cc('public')}`)).status).toBe(200);
+  });
+
+  it('bans the whole cache it adopts when it does not know which purges it applied', async () => {
+    const url = `/unknown-seq${cc('public, max-age=600')}`;
+    await twice(url);
+    const other = `/unknown-seq${cc('public, max-age=600')}`;
+    expect((await twice(other, { env: OTHER }))[1].headers['x-cache']).toBe('HIT');
+    await varnish.detach();
+    rmSync(path.join(dir, 'purge-seq'), { force: true });
+    varnish = await Varnish.start({ dir, originPort: origin.port, storage: '32m' });
+    expect(varnish.adopted).toBe(true);
+    expect(await new VarnishPurger(varnish).resumeFrom()).toBeNull();
+    await varnish.resume();
+    expect((await get(url)).headers['x-cache']).toBe('MISS');
+    expect((await get(other, { env: OTHER })).headers['x-cache']).toBe('MISS');
+  });
+
   it('loads a changed VCL into the varnishd it adopts (another origin), keeping the cache', async () => {
     const url = `/kept-on-reload${cc('public, max-age=600')}`;
     const [first] = await twice(url);
