@@ -94,6 +94,16 @@ function alive(pid: number): boolean {
   }
 }
 
+/** SIGTERM, then SIGKILL after 10 s; resolves once the process is gone. */
+async function stop(pid: number): Promise<void> {
+  if (!alive(pid)) return;
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + 10_000;
+  while (alive(pid) && Date.now() < deadline) await sleep(50);
+  if (alive(pid)) process.kill(pid, 'SIGKILL');
+  while (alive(pid)) await sleep(50);
+}
+
 /** Whether every directory above `dir` lets others through (varnishd's jail user must reach its files). */
 function traversable(dir: string): boolean {
   for (let d = path.resolve(dir); ; d = path.dirname(d)) {
@@ -146,7 +156,12 @@ export class Varnish {
     const port = o.port ?? saved.port ?? (await freePort());
     const adminPort = o.adminPort ?? saved.adminPort ?? (await freePort());
     const v = new Varnish({ ...o, port, adminPort });
-    await v.begin();
+    try {
+      await v.begin();
+    } catch (err) {
+      await v.detach();
+      throw err;
+    }
     return v;
   }
 
@@ -169,13 +184,19 @@ export class Varnish {
     const vcl = renderVcl({ originPort: this.o.originPort, leaseSocket: this.files.lease });
     const before = existsSync(this.files.vcl) ? readFileSync(this.files.vcl, 'utf8') : null;
     writeAtomic(this.files.vcl, vcl);
-    const pid = this.runningPid();
+    const pid = await this.runningPid();
     if (pid) {
       this.pid = pid;
       this.adopted = true;
-      if (before !== vcl) await this.reloadVcl();
-      // A sick lease until the purge follower says the cache may serve (it may have missed purges meanwhile).
-      await this.command('backend.set_health', '*.lease', 'sick');
+      try {
+        if (before !== vcl) await this.reloadVcl();
+        // A sick lease until the purge follower says the cache may serve (it may have missed purges meanwhile).
+        await this.command('backend.set_health', '*.lease', 'sick');
+      } catch (err) {
+        this.o.logger?.warn({ err: (err as Error).message }, 'the running varnishd refused its control plane');
+        await stop(pid);
+        await this.spawn();
+      }
     } else {
       await this.spawn();
     }
@@ -224,7 +245,7 @@ export class Varnish {
   }
 
   /** The pid of a varnishd of this directory that answers on the admin port it was started with, if any. */
-  private runningPid(): number | null {
+  private async runningPid(): Promise<number | null> {
     let pid: number;
     let state: State;
     try {
@@ -243,7 +264,7 @@ export class Varnish {
     if (!cmdline.includes('varnishd') || !cmdline.split('\0').includes(this.files.work)) return null;
     if (state.port === this.o.port && state.adminPort === this.o.adminPort) return pid;
     // Started with other ports: it goes, a new one starts.
-    process.kill(pid, 'SIGTERM');
+    await stop(pid);
     return null;
   }
 
@@ -296,7 +317,10 @@ export class Varnish {
         if ((await this.command('status')).includes('running')) break;
         await sleep(100);
       } catch (err) {
-        if (Date.now() > deadline) throw new Error(`varnishd did not answer: ${(err as Error).message}`);
+        if (Date.now() > deadline) {
+          await stop(this.pid);
+          throw new Error(`varnishd did not answer: ${(err as Error).message}`);
+        }
         await sleep(100);
       }
     }
@@ -368,12 +392,7 @@ export class Varnish {
     await this.restarting?.catch(() => undefined);
     await new Promise<void>((resolve) => (this.lease ? this.lease.close(() => resolve()) : resolve()));
     this.lease = null;
-    if (this.pid && alive(this.pid)) {
-      process.kill(this.pid, 'SIGTERM');
-      const deadline = Date.now() + 10_000;
-      while (alive(this.pid) && Date.now() < deadline) await sleep(50);
-      if (alive(this.pid)) process.kill(this.pid, 'SIGKILL');
-    }
+    if (this.pid) await stop(this.pid);
     rmSync(this.files.pid, { force: true });
   }
 
