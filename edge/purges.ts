@@ -23,7 +23,7 @@ import {
 } from '../db/queries/cdn';
 
 /**
- * What holds the cached answers: the Node cache (edge/cache.ts) or Varnish (edge/cdn/bans.ts). Only `purge` is
+ * What holds the cached answers: Varnish (edge/cdn/bans.ts). Only `purge` is
  * required; the rest is for a cache that outlives the control plane and is told when it may serve.
  */
 export interface Purger {

@@ -19,15 +19,15 @@ import { dirname, join } from 'node:path';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { type EdgeState, loadEdgeState } from './state';
-import { CdnCache } from './cache';
-import { PurgeFollower } from './purges';
+import { freePort, startEdgeParts } from './parts';
+import type { Secrets } from '../system/secrets';
 import { LogShipper, type ShipperOptions } from '../logs/shipper';
 import { CertificateFiles, type CertificateFilesOptions, CRT_LIST } from './certificate-files';
 import { applyCertificateChanges, HaproxyCertificates } from './haproxy-certificates';
 import { defaultCertificate, hostsOf } from './haproxy/tls';
 import { buildModel, type EdgeModel } from './haproxy/model';
-import { type ConfigFragments, renderConfig } from './haproxy/config';
-import { ensureDirs, type HaproxyPaths, haproxyPaths, writeAtomic } from './haproxy/paths';
+import { renderConfig } from './haproxy/config';
+import { ensureDirs, haproxyPaths, writeAtomic } from './haproxy/paths';
 import { HaproxyProcess } from './haproxy/process';
 import { allServerCommands, applyFiles, applyServers, changedFiles, serverCommands } from './haproxy/runtime';
 import { edgeApplied } from '../db/queries/edge-routes';
@@ -48,10 +48,10 @@ export interface EdgeOptions {
   refreshMs?: number;
   /** Proxies in front of the edge whose X-Forwarded-For/-Proto are believed (TRUST_PROXY_HOPS). */
   trustProxyHops?: number;
-  /** The CDN tier's ports (Varnish, and HAProxy's loopback origin listener for its misses). */
-  cdn?: { port: number; originPort: number };
-  /** Lines other parts of the edge add to haproxy.cfg (the password check, the request log). */
-  fragments?: (paths: HaproxyPaths) => ConfigFragments;
+  /** The key the environments' passwords' digests are made with (edge/basic-auth/). */
+  secrets: Pick<Secrets, 'encryptionKey'>;
+  /** The CDN tier's Varnish: its directory (default DATA_DIR/edge/varnish; one per live edge) and storage. */
+  cdn?: { dir?: string; storage?: string };
   /**
    * Map and ACL files other parts of the edge keep (relative: `maps/<name>.map`, `acls/<name>.acl`), from
    * the state read: written and changed at runtime like the edge's own (prepare/commit), no reload.
@@ -83,18 +83,6 @@ export interface Edge {
 const CHANNEL = 'vc_edge';
 const WATCH_MS = 500;
 const RELOAD_DEBOUNCE_MS = 100;
-
-/** A free port on loopback (EDGE_PORT 0, the ACME server). */
-function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, host, () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Whether a port can be bound now (a port some other program holds would make HAProxy refuse the reload). */
 function bindable(host: string, port: number): Promise<boolean> {
@@ -137,14 +125,30 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       loaded = null; // the next apply reloads: HAProxy reads the files
     });
   }
-  // The CDN's purge check-ins (edge_instances), and this edge's id for its applied_at.
-  const purges = new PurgeFollower(o.knex, new CdnCache(1024 * 1024), (err) =>
-    o.logger?.warn({ err: err.message }, 'the edge could not check for CDN purges'),
-  );
-  await purges.start();
   const shipper = o.logs
     ? await new LogShipper({ ...o.logs, knex: o.knex, source: 'requests', logger: o.logger }).start()
     : null;
+  // The password, the request log and the CDN tier (Varnish and its purge follower, whose id is this edge's
+  // in edge_instances: its purges and its applied_at), before HAProxy starts.
+  const parts = await startEdgeParts({
+    knex: o.knex,
+    dataDir: o.dataDir,
+    paths,
+    secrets: o.secrets,
+    shipper,
+    cdn: o.cdn,
+    logger: o.logger,
+  }).catch(async (err) => {
+    await shipper?.close();
+    throw err;
+  });
+  const purges = parts.purges;
+  /** The password map into the running HAProxy (after every state applied, and every start or reload). */
+  const syncPasswords = () =>
+    parts.sync().catch((err) => {
+      o.logger?.warn({ err: (err as Error).message }, 'the edge could not update the password map; retrying');
+      later();
+    });
 
   const edgePort = o.edgePort || (await freePort(o.host === '0.0.0.0' ? '127.0.0.1' : o.host));
   const configOptions = {
@@ -152,11 +156,11 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     host: o.host,
     edgePort,
     trustProxyHops: o.trustProxyHops ?? 0,
-    cdn: o.cdn,
-    fragments: o.fragments,
+    cdn: parts.cdn,
+    fragments: () => parts.fragments,
     tls: tlsOptions,
   };
-  const haproxy = new HaproxyProcess(paths);
+  const haproxy = new HaproxyProcess(paths, parts.configFiles);
   let model: EdgeModel | null = null;
   /** The skeleton HAProxy runs (config without servers' addresses, plus pages): a change means a reload. */
   let loaded: string | null = null;
@@ -242,7 +246,10 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
         const state = await loadEdgeState(o.knex);
         if (closed) break;
         try {
-          if (await apply(modelOf(state, model))) await edgeApplied(o.knex, purges.id, readAt);
+          if (await apply(modelOf(state, model))) {
+            await syncPasswords();
+            await edgeApplied(o.knex, purges.id, readAt);
+          }
         } catch (err) {
           o.logger?.warn({ err: (err as Error).message }, 'the edge could not apply the new state; retrying');
           // what HAProxy holds is unknown now: the next apply reloads
@@ -258,7 +265,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
 
   // First state: adopt a running HAProxy or start one (a failure here fails the start: HAProxy missing...).
   let adoptedAtStart = false;
-  {
+  try {
     const { rows } = await o.knex.raw('SELECT now() AS at');
     const state = await loadEdgeState(o.knex);
     const first = modelOf(state, null);
@@ -279,8 +286,13 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     loaded = skeletonOf(first);
     boundPorts = new Set(first.envPorts);
     model = first;
+    await parts.sync();
     await edgeApplied(o.knex, purges.id, rows[0].at);
     adoptedAtStart = adopted;
+  } catch (err) {
+    await parts.close(false).catch(() => undefined);
+    await shipper?.close().catch(() => undefined);
+    throw err;
   }
 
   // HAProxy died (a SIGKILL, a crash): started again from the files, which hold the last state.
@@ -344,8 +356,8 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       if (retry) clearTimeout(retry);
       await reloading?.catch(() => undefined);
       await client?.end().catch(() => undefined);
-      await purges.close();
       if (!o.keepDataPlane) await haproxy.stop();
+      await parts.close(o.keepDataPlane ?? false);
       await shipper?.close();
     },
   };

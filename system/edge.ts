@@ -19,6 +19,7 @@ const edge = await startEdge({
   host: config.environmentBind,
   edgePort: config.edgePort,
   dataDir: config.dataDir,
+  secrets,
   logger,
   trustProxyHops: config.trustProxyHops,
   logs: {

@@ -2,10 +2,19 @@
 // it starts HAProxy (under DATA_DIR/edge/haproxy), which serves.
 import { createKnex } from '../../db/knex';
 import { startEdge } from '../../edge/server';
+import { loadSecrets } from '../../system/secrets';
 
 const databaseUrl = process.env.DATABASE_URL!;
 const knex = createKnex(databaseUrl);
-const edge = await startEdge({ knex, databaseUrl, host: '127.0.0.1', edgePort: 0, dataDir: process.env.DATA_DIR! });
+const dataDir = process.env.DATA_DIR!;
+const edge = await startEdge({
+  knex,
+  databaseUrl,
+  host: '127.0.0.1',
+  edgePort: 0,
+  dataDir,
+  secrets: loadSecrets(dataDir),
+});
 process.send?.({ port: edge.port });
 process.on('SIGTERM', async () => {
   await edge.close();

@@ -2,7 +2,7 @@
  * The environment's Basic password on HAProxy 2.6 (docs/edge-password-and-logs.md): the configuration lines.
  *
  * Contract with the frontend that includes `basicAuthRules()`:
- * - before these rules, `txn.env` holds the environment id and `txn.addr` the client address (after
+ * - before these rules, `txn.env` holds the environment id and `txn.client` the client address (after
  *   TRUST_PROXY_HOPS); the allow list / blocked addresses come before, so a refused address never counts;
  * - the process variable `proc.vc_pw_key` (the HMAC key, base64) is set by the extra configuration file that
  *   `basicAuthKeyConfig()` writes (pass it as a second `-f`; mode 0600);
@@ -62,7 +62,7 @@ export function basicAuthSections(fragment: BasicAuthFragment): string[] {
   ];
 }
 
-/** The frontend's `http-request` lines (after `txn.env` and `txn.addr` are set and the address rules). */
+/** The frontend's `http-request` lines (after `txn.env` and `txn.client` are set and the address rules). */
 export function basicAuthRules(fragment: BasicAuthFragment): string[] {
   const o = defaults(fragment);
   const on = 'vc_pw_on';
@@ -71,7 +71,7 @@ export function basicAuthRules(fragment: BasicAuthFragment): string[] {
     `acl ${on} var(txn.vc_pw_want) -m found`,
     'acl vc_pw_basic req.fhdr(authorization) -m reg -i ^basic\\ +[A-Za-z0-9+/=]+$',
     `acl vc_pw_legacy var(txn.vc_pw_want) -m str ${LEGACY}`,
-    `http-request set-var-fmt(txn.vc_pw_who) "%[var(txn.addr)]/%[var(txn.env)]" if ${on}`,
+    `http-request set-var-fmt(txn.vc_pw_who) "%[var(txn.client)]/%[var(txn.env)]" if ${on}`,
     `acl vc_pw_locked var(txn.vc_pw_who),table_gpc0_rate(${PW_FAILS_TABLE}) ge ${o.limit}`,
     `http-request return status 429 content-type text/plain string "too many failed password attempts; try again later" hdr Retry-After ${o.windowSeconds} if ${on} vc_pw_locked`,
     `http-request set-var(txn.vc_pw_check) bool(true) if ${on} vc_pw_legacy vc_pw_basic`,

@@ -15,8 +15,15 @@ import type { HaproxyPaths } from './paths';
 export interface ConfigFragments {
   /** In `global`. */
   global?: string[];
-  /** In the frontend after the environment is known (txn.env, txn.p, txn.client set), before maintenance. */
+  /**
+   * First in the frontend once the environment and the client are known (txn.env, txn.p, txn.client set),
+   * before any rule that refuses, answers or redirects (the request log).
+   */
+  frontendStart?: string[];
+  /** In the frontend after the address and rate rules, before maintenance (the password). */
   frontend?: string[];
+  /** Before the frontend's own `use_backend` lines. */
+  useBackend?: string[];
   /** Whole sections (backends, rings, tables) appended. */
   sections?: string[];
 }
@@ -119,14 +126,6 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  http-request set-var(txn.path) path if on_edge_port acme',
     `  http-request set-var(txn.acme) var(txn.host),concat(,txn.path),map(${map('acme')}) if on_edge_port acme METH_GET || on_edge_port acme METH_HEAD`,
     `  http-request return status 200 content-type text/plain lf-string "%[var(txn.acme)]" ${NO_STORE} if { var(txn.acme) -m found }`,
-    ...(o.tls
-      ? [
-          // a domain with a certificate: plain HTTP goes to HTTPS (never the ACME path)
-          `  http-request redirect location https://%[var(txn.host)]${o.tls.publicPort === 443 ? '' : `:${o.tls.publicPort}`}%[capture.req.uri] code 308 if on_edge_port !acme { var(txn.host),map(${map('certified')}) -m found }`,
-          '  http-request set-var(txn.https) bool(true) if { ssl_fc }',
-          '  http-request set-header X-Forwarded-Proto https if { ssl_fc }',
-        ]
-      : []),
     `  http-request set-var(txn.env) var(txn.host),map(${map('domains')}) if by_host`,
     `  http-request return ${own(404, 'no site is served at this address')} if !{ var(txn.env) -m found }`,
     `  http-request set-var(txn.p) var(txn.env),map(${map('env-project')})`,
@@ -136,6 +135,15 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     add(
       `  http-request set-var(txn.client) req.hdr(x-forwarded-for,-${o.trustProxyHops}) if { req.hdr_cnt(x-forwarded-for) ge ${o.trustProxyHops} }`,
       `  http-request set-var(txn.https) bool(true) if { req.hdr(x-forwarded-proto,-1) -m str -i https }`,
+    );
+  // the request log: every request of an environment from here on (refused, redirected, upgraded or served)
+  add(...(fragments.frontendStart ?? []).map((l) => `  ${l}`));
+  if (o.tls)
+    add(
+      // a domain with a certificate: plain HTTP goes to HTTPS (never the ACME path)
+      `  http-request redirect location https://%[var(txn.host)]${o.tls.publicPort === 443 ? '' : `:${o.tls.publicPort}`}%[capture.req.uri] code 308 if on_edge_port !acme { var(txn.host),map(${map('certified')}) -m found }`,
+      '  http-request set-var(txn.https) bool(true) if { ssl_fc }',
+      '  http-request set-header X-Forwarded-Proto https if { ssl_fc }',
     );
   for (const projectId of model.blockProjects)
     add(
@@ -176,13 +184,15 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  http-request set-header X-Forwarded-Proto http if !{ req.hdr(x-forwarded-proto) -m found }',
     '  http-request set-header X-Forwarded-Host "%[req.hdr(host)]" if { req.hdr(host) -m found }',
   );
+  // the CDN tier: GET and HEAD of an environment with the CDN on, after every rule (never an upgrade)
   if (o.cdn)
     add(
-      `  http-request set-var(txn.cdn) var(txn.env),map(${map('cdn')}) if METH_GET || METH_HEAD`,
+      `  http-request set-var(txn.cdn) var(txn.env),map(${map('cdn')}) if METH_GET !{ req.hdr(upgrade) -m found } || METH_HEAD`,
       '  http-request set-header X-VC-Env "%[var(txn.env)]" if { var(txn.cdn) -m found }',
       '  http-request set-header X-VC-Default-TTL "%[var(txn.cdn)]" if { var(txn.cdn) -m found }',
-      '  use_backend be_cdn if { var(txn.cdn) -m found }',
     );
+  add(...(fragments.useBackend ?? []).map((l) => `  ${l}`));
+  if (o.cdn) add('  use_backend be_cdn if { var(txn.cdn) -m found }');
   add('  use_backend e_%[var(txn.env)]', '  default_backend be_none', '');
 
   if (o.cdn)

@@ -39,13 +39,21 @@ export class HaproxyProcess {
   private child: ChildProcess | null = null;
   pid: number | null = null;
 
-  constructor(private readonly paths: HaproxyPaths) {}
+  /** `more`: configuration files read after haproxy.cfg (the password's key: edge/basic-auth/). */
+  constructor(
+    private readonly paths: HaproxyPaths,
+    private readonly more: string[] = [],
+  ) {}
+
+  private get files(): string[] {
+    return ['-f', this.paths.config, ...this.more.flatMap((f) => ['-f', f])];
+  }
 
   /** Checks the configuration (`haproxy -c`); throws with HAProxy's own message. */
   async validate(): Promise<void> {
     if (!existsSync(HAPROXY_BIN)) throw new HaproxyMissingError();
     try {
-      await run(HAPROXY_BIN, ['-c', '-q', '-f', this.paths.config]);
+      await run(HAPROXY_BIN, ['-c', '-q', ...this.files]);
     } catch (err) {
       const e = err as { stderr?: string; message: string };
       throw new Error(`haproxy.cfg is not valid: ${(e.stderr || e.message).trim().slice(0, 2000)}`);
@@ -84,7 +92,7 @@ export class HaproxyProcess {
     await this.killLeftovers();
     rmSync(this.paths.master, { force: true });
     rmSync(this.paths.admin, { force: true });
-    const child = spawn(HAPROXY_BIN, ['-W', '-S', `${this.paths.master},mode,600`, '-f', this.paths.config], {
+    const child = spawn(HAPROXY_BIN, ['-W', '-S', `${this.paths.master},mode,600`, ...this.files], {
       detached: true,
       stdio: ['ignore', 'ignore', 'pipe'],
     });

@@ -7,7 +7,7 @@
  * listens again; what overflows is lost, and the reader counts it from the per-environment sequence number.
  *
  * Contract with the frontend:
- * - `txn.env` (environment id) and `txn.addr` (client address after TRUST_PROXY_HOPS) are set first, then
+ * - `txn.env` (environment id) and `txn.client` (client address after TRUST_PROXY_HOPS) are set first, then
  *   `requestLogRules()` come before any rule that may refuse or answer (deny, return, redirect, 401/403/429/
  *   503): what they capture (method, path, user agent) is what a refused request is logged with;
  * - `requestLogFrontend()` goes into the frontend (its `log` and `log-format` lines);
@@ -49,7 +49,7 @@ export const LOG_FORMAT = `{${[
   '"s":%ST',
   '"b":%B',
   '"d":%Ta',
-  `"a":"${s('var(txn.addr)')}"`,
+  `"a":"${s('var(txn.client)')}"`,
   `"u":"${s('var(txn.vc_log_u)')}"`,
   `"un":"%[var(txn.vc_log_un)]"`,
 ].join(',')}}`;
@@ -79,7 +79,7 @@ export function requestLogFrontend(): string[] {
   return [`log ring@${REQUEST_RING} len ${MAX_LINE} format raw local0 info`, `log-format '${LOG_FORMAT}'`];
 }
 
-/** The frontend's first `http-request` lines once `txn.env` and `txn.addr` are set. */
+/** The frontend's first `http-request` lines once `txn.env` and `txn.client` are set. */
 export function requestLogRules(): string[] {
   return [
     `http-request track-sc1 var(txn.env) table ${LOG_SEQ_TABLE} if { var(txn.env) -m found }`,

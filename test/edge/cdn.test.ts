@@ -418,6 +418,7 @@ describe('POST /environments/{id}/cdn/clear', () => {
       host: '127.0.0.1',
       edgePort: 0,
       dataDir: `${t.dataDir}/second-edge`,
+      secrets: t.deps.secrets,
     });
     try {
       const viaSecond = (url: string) =>

@@ -77,7 +77,7 @@ beforeAll(async () => {
         'frontend web',
         `  bind 127.0.0.1:${port}`,
         `  http-request set-var(txn.env) req.hdr(host),host_only,map(${hosts})`,
-        '  http-request set-var(txn.addr) src',
+        '  http-request set-var(txn.client) src',
         ...basicAuthRules(auth.fragment).map((l) => `  ${l}`),
         ...basicAuthUseBackend().map((l) => `  ${l}`),
         '  default_backend app',

@@ -95,7 +95,7 @@ beforeAll(async () => {
       `  bind 127.0.0.1:${port}`,
       ...requestLogFrontend().map((l) => `  ${l}`),
       `  http-request set-var(txn.env) str(${env.id}) if { req.hdr(host) -m str logged.test }`,
-      '  http-request set-var(txn.addr) src',
+      '  http-request set-var(txn.client) src',
       ...requestLogRules().map((l) => `  ${l}`),
       '  http-request deny deny_status 403 if { path_beg /forbidden }',
       '  http-request return status 429 hdr Retry-After 7 if { path_beg /limited }',

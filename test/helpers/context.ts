@@ -105,6 +105,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
             // EDGE_PORT in `env` (a port the test chose, e.g. for an ACME CA's HTTP-01); else any free port.
             edgePort: opts.env?.EDGE_PORT ? config.edgePort : 0,
             dataDir,
+            secrets: deps.secrets,
             trustProxyHops: config.trustProxyHops,
             refreshMs: 5000,
             logger: deps.logger,
