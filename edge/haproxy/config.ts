@@ -192,7 +192,11 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       '  http-request set-header X-VC-Default-TTL "%[var(txn.cdn)]" if { var(txn.cdn) -m found }',
     );
   add(...(fragments.useBackend ?? []).map((l) => `  ${l}`));
-  if (o.cdn) add('  use_backend be_cdn if { var(txn.cdn) -m found }');
+  if (o.cdn)
+    add(
+      `  use_backend be_cdn_gz if { var(txn.cdn) -m found } { var(txn.env),map(${map('compressed')}) -m found }`,
+      '  use_backend be_cdn if { var(txn.cdn) -m found }',
+    );
   add('  use_backend e_%[var(txn.env)]', '  default_backend be_none', '');
 
   if (o.cdn)
@@ -207,6 +211,11 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       '  default_backend be_none',
       '',
       'backend be_cdn',
+      `  server cdn 127.0.0.1:${o.cdn.port}`,
+      '',
+      'backend be_cdn_gz',
+      '  compression algo gzip',
+      `  compression type ${TEXT_TYPES.join(' ')}`,
       `  server cdn 127.0.0.1:${o.cdn.port}`,
       '',
     );

@@ -177,6 +177,12 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
     });
   }
 
+  // the CDN's HITs are compressed in HAProxy for the environments whose project compresses (be_cdn_gz)
+  files.set(
+    mapFile('compressed'),
+    lines([...envs.values()].filter((e) => e.compression).map((e): [string, string] => [e.envId, '1'])),
+  );
+
   return {
     envPorts: [...state.envByPort.keys()].sort((a, b) => a - b),
     envs,
