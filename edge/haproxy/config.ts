@@ -145,6 +145,11 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       '  http-request set-var(txn.https) bool(true) if { ssl_fc }',
       '  http-request set-header X-Forwarded-Proto https if { ssl_fc }',
     );
+  // HSTS: on answers to HTTPS requests only (RFC 6797), the edge's own answers (403, 429, 401, 503) included
+  add(
+    `  http-request set-var(txn.hsts) var(txn.p),map(${map('hsts')}) if { var(txn.https) -m bool }`,
+    '  http-after-response set-header Strict-Transport-Security "%[var(txn.hsts)]" if { var(txn.hsts) -m found }',
+  );
   for (const projectId of model.blockProjects)
     add(
       `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.p) -m str ${projectId} } { var(txn.client) -m ip -f ${acl(`blocked-${projectId}`)} }`,
@@ -169,10 +174,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       `  http-request deny deny_${own(403, 'forbidden: your address may not reach this site')} if { var(txn.env) -m str ${envId} } !{ var(txn.client) -m ip -f ${acl(`allowed-${envId}`)} }`,
     );
   add(...(fragments.frontend ?? []).map((l) => `  ${l}`));
-  // HSTS: on answers to HTTPS requests only (RFC 6797), the edge's own answers included
   add(
-    `  http-request set-var(txn.hsts) var(txn.p),map(${map('hsts')}) if { var(txn.https) -m bool }`,
-    '  http-after-response set-header Strict-Transport-Security "%[var(txn.hsts)]" if { var(txn.hsts) -m found }',
     `  http-request set-var(txn.maint) var(txn.env),map(${map('maintenance')})`,
   );
   const maintenance = (file: string) =>
