@@ -17,6 +17,7 @@ import { settingsAdvice } from './host-settings';
 import { workerIdentity } from './worker-readiness';
 import { stopLeftDataPlane } from '../edge/haproxy/process';
 import { haproxyPaths } from '../edge/haproxy/paths';
+import { stopLeftVarnish } from '../edge/cdn/pids';
 
 /**
  * `npm start`: the whole system on embedded defaults, supervised. PostgreSQL (DATABASE_URL, else embedded
@@ -46,6 +47,8 @@ async function shutdown(code: number) {
   // the edge's HAProxy outlives a killed edge (tenants stay served): a stop of the whole leaves none behind
   if (await stopLeftDataPlane(haproxyPaths(config.dataDir)).catch(() => false))
     say('Stopped the edge’s HAProxy left running.');
+  if (await stopLeftVarnish(join(config.dataDir, 'edge', 'varnish')).catch(() => false))
+    say('Stopped the edge’s Varnish left running.');
   await closing;
   await supervision.stop(STOP_ORDER.slice(3));
   supervision.clear();

@@ -27,6 +27,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { adminCommand, type AdminAddress } from './admin';
+import { alive, sleep, stop } from './pids';
 import { renderVcl } from './vcl';
 
 export const INSTALL_HINT = 'apt-get install -y varnish';
@@ -76,32 +77,11 @@ function readState(file: string): Partial<State> {
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 function varnishdPath(): string {
   for (const p of ['/usr/sbin/varnishd', '/usr/local/sbin/varnishd']) if (existsSync(p)) return p;
   const found = spawnSync('sh', ['-c', 'command -v varnishd'], { encoding: 'utf8' }).stdout?.trim();
   if (found) return found;
   throw new Error(`The CDN needs Varnish 7 (varnishd), which is not installed: ${INSTALL_HINT}`);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** SIGTERM, then SIGKILL after 10 s; resolves once the process is gone. */
-async function stop(pid: number): Promise<void> {
-  if (!alive(pid)) return;
-  process.kill(pid, 'SIGTERM');
-  const deadline = Date.now() + 10_000;
-  while (alive(pid) && Date.now() < deadline) await sleep(50);
-  if (alive(pid)) process.kill(pid, 'SIGKILL');
-  while (alive(pid)) await sleep(50);
 }
 
 /** Whether every directory above `dir` lets others through (varnishd's jail user must reach its files). */
