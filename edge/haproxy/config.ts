@@ -174,9 +174,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       `  http-request deny deny_${own(403, 'forbidden: your address may not reach this site')} if { var(txn.env) -m str ${envId} } !{ var(txn.client) -m ip -f ${acl(`allowed-${envId}`)} }`,
     );
   add(...(fragments.frontend ?? []).map((l) => `  ${l}`));
-  add(
-    `  http-request set-var(txn.maint) var(txn.env),map(${map('maintenance')})`,
-  );
+  add(`  http-request set-var(txn.maint) var(txn.env),map(${map('maintenance')})`);
   const maintenance = (file: string) =>
     `status 503 content-type "text/html; charset=utf-8" lf-file ${join(p.dir, file)} ${NO_STORE} hdr Retry-After ${MAINTENANCE_RETRY_SECONDS}`;
   for (const [projectId, file] of model.maintenancePages)
