@@ -16,7 +16,7 @@
  *   dead, or said it lost track of purges) nothing is served from the cache.
  */
 
-/** An answer larger than this (by Content-Length) is passed on but not kept, as the Node cache did. */
+/** An answer larger than this (by Content-Length) is passed on but not kept. */
 export const MAX_ENTRY_BYTES = 8 * 1024 * 1024;
 /** Seconds an uncacheable answer marks its key as hit-for-miss (requests go to the origin at once). */
 const HIT_FOR_MISS_SECONDS = 10;
