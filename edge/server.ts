@@ -12,6 +12,10 @@
  *
  * A control plane that finds HAProxy running (a previous one was SIGKILLed) adopts it; if HAProxy dies it is
  * started again within a second. `close()` stops it.
+ *
+ * Around HAProxy (edge/parts.ts): the Basic password (its map synced after every state applied), the request
+ * log (HAProxy's ring -> the reader -> the shipper) and the CDN tier (Varnish behind HAProxy, the purge
+ * follower's bans); their lines go into haproxy.cfg.
  */
 import net from 'node:net';
 import { mkdirSync, readFileSync } from 'node:fs';
