@@ -12,7 +12,7 @@ import { createCdnActivities } from './cdn/activities';
 import { createCertificateActivities } from './certificates';
 import { open, seal } from '../system/crypto';
 import { aad } from '../db/aad';
-import { publishEdgeRoute } from '../db/queries/edge-routes';
+import { awaitEdges, publishEdgeRoute } from '../db/queries/edge-routes';
 import { prepareServicesServer, tenantServicesPort } from '../host/pg-server';
 import { createMaintenanceActivities } from './maintenance/prune';
 import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
@@ -64,8 +64,11 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     },
     // The edge (system/edge.ts, its own process) serves the environments' ports from what is published here,
     // so serving goes on while this worker is down or restarting.
-    proxies: false,
-    publish: (envId, route) => publishEdgeRoute(deps.knex, envId, route),
+    // A switch is done once every live edge serves it (never a stale release after the deploy succeeds).
+    publish: async (envId, route) => {
+      await publishEdgeRoute(deps.knex, envId, route);
+      await awaitEdges(deps.knex);
+    },
   });
   let sampler: ResourceSampler | null = null;
   let errorLogs: { shipper: LogShipper; tail: ErrorTail } | null = null;

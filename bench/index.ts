@@ -8,6 +8,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = 
   environments: () => import('./environments'),
   deploys: () => import('./deploys'),
   edge: () => import('./edge'),
+  cdn: () => import('./edge/cdn'),
   logs: () => import('./logs'),
   resources: () => import('./resources'),
   backups: () => import('./backups'),

@@ -62,7 +62,7 @@ export async function run(): Promise<{ ratio: number }> {
   });
   const url = `http://127.0.0.1:${envPort}/`;
   try {
-    let edge = await startEdge({ knex, databaseUrl, host: '127.0.0.1', edgePort: 0 });
+    let edge = await startEdge({ knex, databaseUrl, host: '127.0.0.1', edgePort: 0, dataDir, secrets });
     console.log('[bench] logs: measuring the edge without, then with log shipping (8 s each, 10 connections)...');
     await load('warm-up', url, {}, 2);
     const without = await load('edge, no request log', url, {});
@@ -72,6 +72,8 @@ export async function run(): Promise<{ ratio: number }> {
       databaseUrl,
       host: '127.0.0.1',
       edgePort: 0,
+      dataDir,
+      secrets,
       logs: { dataDir, secrets, outbound: { outboundAllowedHosts: ['127.0.0.1'] } },
     });
     await load('warm-up', url, {}, 2);

@@ -6,7 +6,10 @@
  *
  * An edge that cannot check in (its database connection is down) serves nothing from its cache after
  * FRESH_MS, well before the tasks stop waiting for it (EDGE_GONE_SECONDS): it cannot know what was purged.
- * A new edge starts with an empty cache, so every purge made before it started is applied by definition.
+ * A new edge starts with an empty cache, so every purge made before it started is applied by definition;
+ * a cache that outlived its control plane (Varnish) says which purge it applied last, and the new follower
+ * applies those after it before the cache serves again. A purger with `suspend` is also told at FRESH_MS,
+ * for a cache that cannot ask `fresh()` on every request.
  */
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
@@ -18,7 +21,26 @@ import {
   registerEdge,
   unregisterEdge,
 } from '../db/queries/cdn';
-import type { CdnCache } from './cache';
+
+/**
+ * What holds the cached answers: Varnish (edge/cdn/bans.ts). Only `purge` is
+ * required; the rest is for a cache that outlives the control plane and is told when it may serve.
+ */
+export interface Purger {
+  /** Drops the environment's entries under the prefixes (none: all of them). */
+  purge(environmentId: string, prefixes: string[]): unknown;
+  /**
+   * The last purge applied to what the cache holds when the follower starts, when it holds entries from
+   * before (an adopted Varnish); null: it holds nothing a purge made before now could have missed.
+   */
+  resumeFrom?(): Promise<number | null>;
+  /** Records the last purge applied (for a successor that adopts the cache). */
+  applied?(seq: number): Promise<void>;
+  /** The follower lost track of purges: nothing may be served from the cache until `resume`. */
+  suspend?(): Promise<void>;
+  /** The follower is up to date: the cache may serve. */
+  resume?(): Promise<void>;
+}
 
 const CHECK_MS = 2000;
 const FRESH_MS = 10_000;
@@ -32,20 +54,32 @@ export class PurgeFollower {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
+  private suspended = false;
 
   constructor(
     private readonly knex: Knex,
-    private readonly cache: CdnCache,
+    private readonly cache: Purger,
     private readonly onError: (err: Error) => void = () => undefined,
   ) {}
 
   async start(): Promise<void> {
     const began = performance.now();
-    this.seq = await lastPurgeSeq(this.knex);
+    const latest = await lastPurgeSeq(this.knex);
+    this.seq = Math.min(latest, (await this.cache.resumeFrom?.()) ?? latest);
     await registerEdge(this.knex, this.id, this.seq);
     this.checkedAt = began;
-    this.timer = setInterval(() => void this.check().catch((err) => this.onError(err)), CHECK_MS);
+    if (this.seq < latest || this.cache.applied) await this.check();
+    await this.cache.resume?.();
+    this.timer = setInterval(() => this.tick(), CHECK_MS);
     this.timer.unref();
+  }
+
+  private tick(): void {
+    if (!this.fresh() && this.cache.suspend && !this.suspended) {
+      this.suspended = true;
+      void this.cache.suspend().catch((err) => this.onError(err));
+    }
+    void this.check().catch((err) => this.onError(err));
   }
 
   /** Whether the cache may be used: the last check in is recent enough that no purge can have been missed. */
@@ -64,11 +98,16 @@ export class PurgeFollower {
         this.again = false;
         const began = performance.now();
         for (const p of await purgesAfter(this.knex, this.seq)) {
-          this.cache.purge(p.environment_id, p.prefixes);
+          await this.cache.purge(p.environment_id, p.prefixes);
           this.seq = p.id;
         }
+        await this.cache.applied?.(this.seq);
         await edgeCheckedIn(this.knex, this.id, this.seq);
         this.checkedAt = began;
+        if (this.suspended) {
+          await this.cache.resume?.();
+          this.suspended = false;
+        }
       } while (this.again);
     })().finally(() => {
       this.running = null;

@@ -1,341 +1,237 @@
 /**
- * The edge: ONE component in front of every environment, run as its own process (system/edge.ts) so that
- * serving never depends on the worker. It answers on each environment's own public port and on EDGE_PORT
- * by Host header (verified domains), and forwards to the upstream the supervisor published in
- * `edge_routes` (host and port). It reads everything from PostgreSQL and refreshes on the `vc_edge`
- * notification (triggers on the tables it reads), plus a periodic reload in case a notification was lost.
+ * The edge's control plane: ONE process (system/edge.ts) that drives the data plane, HAProxy (edge/haproxy/),
+ * which answers every request to an environment on its own port and on EDGE_PORT by Host. No tenant request
+ * passes through Node. The control plane reads PostgreSQL, refreshes on the `vc_edge` notification (triggers
+ * on the tables it reads) and periodically in case one was lost, and tells HAProxy:
+ * - rule changes (addresses, agents, rate limits, HSTS, maintenance, domains, instances moving) go to the map
+ *   and ACL files first, then through the runtime API, without a reload;
+ * - structural ones (an environment or port added or removed, more instances than server slots, stickiness,
+ *   compression, pages) rewrite haproxy.cfg and reload hitlessly (SIGUSR2, coalesced).
+ * Each applied state is checked in (`edge_instances.applied_at`, the database clock when it was read), so a
+ * deploy or a maintenance switch waits until every live edge serves it (db/queries/edge-routes.ts).
  *
- * An environment may run several web instances: the edge balances over them and, with the environment's
- * stickiness, keeps a client on one with the `vc_instance` cookie (balance.ts). An upstream that refuses
- * (the release just switched, before the notification arrived; an instance died) is skipped for a while,
- * and a request without a body is retried on another after the route is read again.
+ * A control plane that finds HAProxy running (a previous one was SIGKILLed) adopts it; if HAProxy dies it is
+ * started again within a second. `close()` stops it.
+ *
+ * Around HAProxy (edge/parts.ts): the Basic password (its map synced after every state applied), the request
+ * log (HAProxy's ring -> the reader -> the shipper) and the CDN tier (Varnish behind HAProxy, the purge
+ * follower's bans); their lines go into haproxy.cfg.
  */
-import http from 'node:http';
-import type net from 'node:net';
+import net from 'node:net';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Knex } from 'knex';
 import pg from 'pg';
-import { forwardHeaders, responseHeaders } from '../activities/provider/proxy';
-import {
-  loadEdgeState,
-  loadRoute,
-  type EdgeRoute,
-  type EdgeState,
-  type EnvironmentRules,
-  type ProjectRules,
-} from './state';
-import { blockedAgent, clientAddress, hstsValue, isHttps, RateWindows } from './rules';
-import { hasBody, hostOf, maintenancePage, plain, writeAnswer } from './respond';
-import { CdnCache, cacheLifetime, type PendingStore } from './cache';
-import { tunnel } from './tunnel';
-import { PasswordChecks } from './password';
-import { PurgeFollower } from './purges';
-import { Balancer, setStickyCookie, stickyCookie, stickyToken } from './balance';
+import { type EdgeState, loadEdgeState } from './state';
+import { freePort, startEdgeParts } from './parts';
+import type { Secrets } from '../system/secrets';
 import { LogShipper, type ShipperOptions } from '../logs/shipper';
-import { trackRequest } from '../logs/request-log';
-import { AcmeChallenges } from './acme-challenges';
-import { CertificateFiles, type CertificateFilesOptions } from './certificate-files';
+import { CertificateFiles, type CertificateFilesOptions, CRT_LIST } from './certificate-files';
+import { applyCertificateChanges, HaproxyCertificates } from './haproxy-certificates';
+import { defaultCertificate, hostsOf } from './haproxy/tls';
+import { buildModel, type EdgeModel } from './haproxy/model';
+import { renderConfig } from './haproxy/config';
+import { ensureDirs, haproxyPaths, writeAtomic } from './haproxy/paths';
+import { HaproxyProcess } from './haproxy/process';
+import { allServerCommands, applyFiles, applyServers, changedFiles, serverCommands } from './haproxy/runtime';
+import { edgeApplied } from '../db/queries/edge-routes';
+
+export { maintenancePage } from './rules';
 
 export interface EdgeOptions {
   knex: Knex;
   databaseUrl: string;
   /** Address every listener binds (ENVIRONMENT_BIND). */
   host: string;
-  /** EDGE_PORT; 0: an ephemeral port (tests). */
+  /** EDGE_PORT; 0: a free port chosen at start (tests). */
   edgePort: number;
+  /** DATA_DIR: the data plane's files go under DATA_DIR/edge/haproxy. */
+  dataDir: string;
   logger?: { warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
   /** Reload period in case a notification was lost (default 30 s). */
   refreshMs?: number;
   /** Proxies in front of the edge whose X-Forwarded-For/-Proto are believed (TRUST_PROXY_HOPS). */
   trustProxyHops?: number;
-  /** The CDN cache's bound in bytes (default 128 MiB). */
-  cacheBytes?: number;
+  /** The key the environments' passwords' digests are made with (edge/basic-auth/). */
+  secrets: Pick<Secrets, 'encryptionKey'>;
+  /** The CDN tier's Varnish: its directory (default DATA_DIR/edge/varnish; one per live edge) and storage. */
+  cdn?: { dir?: string; storage?: string };
+  /**
+   * Map and ACL files other parts of the edge keep (relative: `maps/<name>.map`, `acls/<name>.acl`), from
+   * the state read: written and changed at runtime like the edge's own (prepare/commit), no reload.
+   */
+  files?: (state: EdgeState) => Map<string, string>;
   /** Request log shipping (logs/): where machine copies go, the key that opens destinations, the guard. */
   logs?: Omit<ShipperOptions, 'knex' | 'source' | 'logger'>;
   /** Where the certificates' PEM files for HAProxy go (edge/certificate-files.ts); unset: none are written. */
   certificateFiles?: Omit<CertificateFilesOptions, 'knex'>;
+  /** HTTPS on EDGE_TLS_PORT (needs `certificateFiles`): the certificates by SNI, 308 from plain HTTP. */
+  tls?: { port: number; publicPort: number };
+  /** Leave HAProxy running on close() (a control plane stopped to be replaced; tests of adoption). */
+  keepDataPlane?: boolean;
 }
 
 export interface Edge {
   /** The port EDGE_PORT resolved to. */
   port: number;
+  /** The master's pid. */
+  haproxyPid(): number | null;
+  /** Whether this control plane adopted an HAProxy left running. */
+  adopted: boolean;
+  /** The request log shipper, for the request log's reader (null without `logs`). */
+  shipper: LogShipper | null;
   reload(): Promise<void>;
   close(): Promise<void>;
 }
 
 const CHANNEL = 'vc_edge';
-const MAINTENANCE_RETRY_SECONDS = 300;
+const WATCH_MS = 500;
+const RELOAD_DEBOUNCE_MS = 100;
 
-export { maintenancePage };
+/** Whether a port can be bound now (a port some other program holds would make HAProxy refuse the reload). */
+function bindable(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, host, () => s.close(() => resolve(true)));
+  });
+}
+
+/** The environment ports the running HAProxy's configuration binds (after an adoption). */
+function boundPortsOf(config: string): Set<number> {
+  try {
+    const text = readFileSync(config, 'utf8');
+    return new Set([...text.matchAll(/^\s*bind \S+:(\d+) name p\d+/gm)].map((m) => Number(m[1])));
+  } catch {
+    return new Set();
+  }
+}
 
 export async function startEdge(o: EdgeOptions): Promise<Edge> {
-  let state: EdgeState = await loadEdgeState(o.knex);
-  // Automatic HTTPS: the console's own HTTP-01 answers, and the certificates' files (kept apart: see each).
-  const challenges = new AcmeChallenges(o.knex);
-  await challenges.load();
+  const paths = haproxyPaths(o.dataDir);
+  ensureDirs(paths);
+  // Automatic HTTPS: the certificates' files (the console's HTTP-01 answers are a map: acme-challenges.ts).
   const syncCertificateFiles = CertificateFiles.syncer(o.knex, o.certificateFiles, o.logger);
   await syncCertificateFiles();
-  // The CDN: in memory only, so a (re)started edge has nothing a purge made before it could have missed.
-  const cache = new CdnCache(o.cacheBytes);
-  const purges = new PurgeFollower(o.knex, cache, (err) =>
-    o.logger?.warn({ err: err.message }, 'the edge could not check for CDN purges'),
-  );
-  await purges.start();
-  const listeners = new Map<number, { server: http.Server; sockets: Set<net.Socket> }>();
-  const agents = new Map<string, http.Agent>();
-  const balancer = new Balancer();
-  let closed = false;
+  const certDir = o.certificateFiles?.dir;
+  const crtList = certDir ? join(certDir, CRT_LIST) : null;
+  const tlsOptions = o.tls && crtList ? { ...o.tls, crtList, defaultCert: defaultCertificate(paths.dir) } : undefined;
+  /** The hostnames HAProxy serves a certificate for (the crt-list's). */
+  const certified = () => (tlsOptions && crtList ? hostsOf(crtList) : []);
+  /** Certificates written or removed since: loaded into (or dropped from) the running HAProxy, no reload. */
+  async function syncCertificates(): Promise<void> {
+    const changes = await syncCertificateFiles();
+    if (!changes || !tlsOptions || !certDir || !haproxy.alive()) return;
+    if (!changes.written.length && !changes.removed.length) return;
+    const runtime = new HaproxyCertificates(paths.admin, tlsOptions.crtList);
+    await applyCertificateChanges(runtime, (h) => join(certDir, `${h}.pem`), changes).catch((err) => {
+      o.logger?.warn({ err: (err as Error).message }, 'the edge could not load certificates at runtime; reloading');
+      loaded = null; // the next apply reloads: HAProxy reads the files
+    });
+  }
   const shipper = o.logs
     ? await new LogShipper({ ...o.logs, knex: o.knex, source: 'requests', logger: o.logger }).start()
     : null;
+  // The password, the request log and the CDN tier (Varnish and its purge follower, whose id is this edge's
+  // in edge_instances: its purges and its applied_at), before HAProxy starts.
+  const parts = await startEdgeParts({
+    knex: o.knex,
+    dataDir: o.dataDir,
+    paths,
+    secrets: o.secrets,
+    shipper,
+    cdn: o.cdn,
+    logger: o.logger,
+  }).catch(async (err) => {
+    await shipper?.close();
+    throw err;
+  });
+  const purges = parts.purges;
+  /** The password map into the running HAProxy (after every state applied, and every start or reload). */
+  const syncPasswords = () =>
+    parts.sync().catch((err) => {
+      o.logger?.warn({ err: (err as Error).message }, 'the edge could not update the password map; retrying');
+      later();
+    });
 
-  const agentFor = (host: string, port: number) => {
-    const key = `${host}:${port}`;
-    let agent = agents.get(key);
-    if (!agent) agents.set(key, (agent = new http.Agent({ keepAlive: true, maxSockets: 256 })));
-    return agent;
+  const edgePort = o.edgePort || (await freePort(o.host === '0.0.0.0' ? '127.0.0.1' : o.host));
+  const configOptions = {
+    paths,
+    host: o.host,
+    edgePort,
+    trustProxyHops: o.trustProxyHops ?? 0,
+    cdn: parts.cdn,
+    fragments: () => parts.fragments,
+    tls: tlsOptions,
   };
-
-  /**
-   * Forwards to one of the route's instances (balance.ts). One that refuses is skipped for a while and, for
-   * requests without a body, the route is read again (it may have changed a moment ago) and another tried.
-   * `sticky`: the environment keeps clients on an instance (the cookie's token, '' without one).
-   * `pending`: a CDN entry to fill from the answer, when it may be cached.
-   */
-  function forward(
-    envId: string,
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    route: EdgeRoute,
-    tried: Set<string>,
-    extra: string[],
-    sticky: string | null,
-    pending: PendingStore | null = null,
-  ): void {
-    if (route.kind === 'unavailable') {
-      req.resume();
-      return failed(envId, res, 503, route.text, extra);
-    }
-    const target = balancer.pick(envId, route.upstreams, { token: sticky ?? undefined, exclude: tried });
-    if (!target) return failed(envId, res, 502, 'bad gateway: the web process is not answering', extra);
-    const token = sticky === null ? null : stickyToken(envId, target.id);
-    const headersOut = token && token !== sticky ? [...extra, 'set-cookie', setStickyCookie(token)] : extra;
-    const release = balancer.acquire(target);
-    const upstream = http.request({
-      host: target.host,
-      port: target.port,
-      method: req.method,
-      path: req.url,
-      headers: forwardHeaders(req),
-      agent: agentFor(target.host, target.port),
-    });
-    upstream.on('response', (up) => {
-      const status = up.statusCode ?? 502;
-      const headers = responseHeaders(up.rawHeaders);
-      const ttl = pending && req.method === 'GET' ? cacheLifetime(status, up.headers, pending.defaultTtl) : null;
-      if (ttl !== null && pending) cache.keep(pending, req, up, headers, ttl, () => purges.fresh());
-      const answer = { status, statusMessage: up.statusMessage, headers, parsed: up.headers, body: up };
-      writeAnswer(req, res, answer, headersOut, projectRulesOf(envId)?.compression ?? false);
-      up.on('error', () => res.destroy());
-    });
-    upstream.on('error', () => {
-      release();
-      if (res.headersSent) return void res.destroy();
-      balancer.markDead(target);
-      tried.add(Balancer.key(target));
-      if (hasBody(req) || tried.size > route.upstreams.length)
-        return failed(envId, res, 502, 'bad gateway: the web process is not answering', extra);
-      // The route may have changed a moment ago: read it again and try another instance.
-      loadRoute(o.knex, envId)
-        .then((fresh) => {
-          const next = fresh ?? { kind: 'unavailable' as const, text: 'no release is live' };
-          if (fresh) state.routes.set(envId, fresh);
-          forward(envId, req, res, next, tried, extra, sticky, pending);
-        })
-        .catch(() => failed(envId, res, 502, 'bad gateway: the web process is not answering', extra));
-    });
-    res.on('close', () => {
-      release();
-      if (!res.writableFinished) upstream.destroy();
-    });
-    if (hasBody(req)) req.pipe(upstream);
-    else upstream.end();
-  }
-
-  const trustHops = o.trustProxyHops ?? 0;
-  const rates = new RateWindows();
-  const projectRulesOf = (envId: string): ProjectRules | undefined => {
-    const projectId = state.projectOf.get(envId);
-    return projectId ? state.projectRules.get(projectId) : undefined;
-  };
-
-  /** An answer of the edge's own when no web process can answer: the project's error page, if it has one. */
-  function failed(envId: string, res: http.ServerResponse, status: number, text: string, extra: string[]): void {
-    const page = projectRulesOf(envId)?.errorPage;
-    if (res.headersSent) return void res.destroy();
-    const headers: Record<string, string> = {};
-    for (let i = 0; i + 1 < extra.length; i += 2) headers[extra[i]] = extra[i + 1];
-    if (!page) return plain(res, status, text, headers);
-    res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...headers });
-    res.end(page);
-  }
-
-  const passwords = new PasswordChecks();
-
-  function serve(envId: string | undefined, req: http.IncomingMessage, res: http.ServerResponse): void {
-    if (!envId) {
-      req.resume();
-      return plain(res, 404, 'no site is served at this address');
-    }
-    const address = clientAddress(req, trustHops);
-    const project = projectRulesOf(envId);
-    if (project) {
-      if (project.blocked?.(address) || blockedAgent(req.headers['user-agent'], project.agents)) {
-        req.resume();
-        return plain(res, 403, 'forbidden');
-      }
-      if (project.rateLimit) {
-        const wait = rates.hit(`${state.projectOf.get(envId)}|${address}`, project.rateLimit);
-        if (wait !== null) {
-          req.resume();
-          return plain(res, 429, 'too many requests; slow down', { 'retry-after': String(wait) });
-        }
-      }
-    }
-    const rules = state.rules.get(envId);
-    if (rules?.allowed && !rules.allowed(address)) {
-      req.resume();
-      return plain(res, 403, 'forbidden: your address may not reach this site');
-    }
-    if (rules?.password) {
-      const want = rules.password;
-      void passwords.ok(envId, req, want).then(
-        (ok) => {
-          if (!ok) {
-            req.resume();
-            return plain(res, 401, 'this site needs a username and password', {
-              'www-authenticate': 'Basic realm="site", charset="UTF-8"',
-            });
-          }
-          admit(envId, rules, req, res);
-        },
-        () => plain(res, 502, 'bad gateway'),
-      );
-      return;
-    }
-    admit(envId, rules, req, res);
-  }
-
-  function admit(
-    envId: string,
-    rules: EnvironmentRules | undefined,
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-  ): void {
-    const extra: string[] = [];
-    const hsts = projectRulesOf(envId)?.hsts;
-    if (hsts && isHttps(req, trustHops)) extra.push('strict-transport-security', hstsValue(hsts));
-    const maintenance = state.maintenance.get(envId);
-    if (maintenance) {
-      req.resume();
-      res.writeHead(503, {
-        'content-type': 'text/html; charset=utf-8',
-        'cache-control': 'no-store',
-        'retry-after': String(MAINTENANCE_RETRY_SECONDS),
-      });
-      return void res.end(maintenancePage(projectRulesOf(envId)?.maintenancePage ?? null, maintenance.note));
-    }
-    const route = state.routes.get(envId) ?? { kind: 'unavailable' as const, text: 'no release is live' };
-    const sticky = rules?.stickiness ? (stickyCookie(req) ?? '') : null;
-    const cdn = state.cdn.get(envId);
-    if (!cdn || (req.method !== 'GET' && req.method !== 'HEAD') || req.headers.range || hasBody(req))
-      return forward(envId, req, res, route, new Set(), extra, sticky);
-    const hit = purges.fresh() ? cache.lookup(envId, req) : undefined;
-    if (hit) {
-      req.resume();
-      const age = String(Math.max(0, Math.floor((Date.now() - hit.storedAt) / 1000)));
-      extra.push('x-cache', 'HIT', 'age', age);
-      return writeAnswer(req, res, hit, extra, projectRulesOf(envId)?.compression ?? false);
-    }
-    extra.push('x-cache', 'MISS');
-    forward(envId, req, res, route, new Set(), extra, sticky, cache.begin(envId, req, cdn.defaultTtl));
-  }
-
-  type Picker = (req: http.IncomingMessage) => string | undefined;
-  async function listen(port: number, pick: Picker, acme = false): Promise<http.Server> {
-    const sockets = new Set<net.Socket>();
-    const server = http.createServer((req, res) => {
-      const next = () => {
-        const envId = pick(req);
-        if (shipper && envId) trackRequest(shipper, envId, req, res, clientAddress(req, trustHops));
-        serve(envId, req, res);
-      };
-      // EDGE_PORT: the console's own ACME challenges first, before any environment rule.
-      const host = acme ? hostOf(req) : '';
-      if (acme && challenges.handle(req, res, host, state.domains.has(host), next)) return;
-      next();
-    });
-    server.keepAliveTimeout = 5000;
-    server.on('connection', (s) => {
-      sockets.add(s);
-      s.on('close', () => sockets.delete(s));
-    });
-    server.on('upgrade', (req, socket, head) => {
-      const envId = pick(req);
-      const route = envId ? state.routes.get(envId) : undefined;
-      const sticky = envId && state.rules.get(envId)?.stickiness ? stickyCookie(req) : undefined;
-      const target =
-        envId && route?.kind === 'upstream' ? balancer.pick(envId, route.upstreams, { token: sticky }) : null;
-      tunnel(target, req, socket as net.Socket, head, sockets);
-    });
-    server.on('clientError', (_err, socket) => {
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, o.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    listeners.set((server.address() as net.AddressInfo).port, { server, sockets });
-    return server;
-  }
-
-  function stop(port: number): void {
-    const l = listeners.get(port);
-    if (!l) return;
-    listeners.delete(port);
-    l.server.close();
-    l.server.closeAllConnections();
-    for (const s of l.sockets) s.destroy();
-  }
-
-  const edgeServer = await listen(o.edgePort, (req) => state.domains.get(hostOf(req)), true);
-  const edgePort = (edgeServer.address() as net.AddressInfo).port;
-
-  /** Listens on every environment's port, and stops listening on ports no environment has any more. */
-  async function reconcile(): Promise<void> {
-    for (const port of [...listeners.keys()]) if (port !== edgePort && !state.envByPort.has(port)) stop(port);
-    for (const port of state.envByPort.keys()) {
-      if (listeners.has(port)) continue;
-      try {
-        await listen(port, () => state.envByPort.get(port));
-      } catch (err) {
-        o.logger?.warn(
-          { port, err: (err as Error).message },
-          'the edge cannot listen on an environment port yet; retrying in a second',
-        );
-        if (!retry && !closed) {
-          retry = setTimeout(() => {
-            retry = null;
-            void reload().catch(() => undefined);
-          }, 1000);
-          retry.unref();
-        }
-      }
-    }
-  }
+  const haproxy = new HaproxyProcess(paths, parts.configFiles);
+  let model: EdgeModel | null = null;
+  /** The skeleton HAProxy runs (config without servers' addresses, plus pages): a change means a reload. */
+  let loaded: string | null = null;
+  let boundPorts = boundPortsOf(paths.config);
+  let closed = false;
   let retry: NodeJS.Timeout | null = null;
+
+  const later = () => {
+    if (retry || closed) return;
+    retry = setTimeout(() => {
+      retry = null;
+      void reload().catch(() => undefined);
+    }, 1000);
+    retry.unref();
+  };
+
+  /** Writes every file of `next` (pages, maps, ACLs, then haproxy.cfg), atomically. */
+  function writeFiles(next: EdgeModel): void {
+    for (const [file, text] of [...next.pages, ...next.files]) {
+      mkdirSync(dirname(join(paths.dir, file)), { recursive: true, mode: 0o700 });
+      writeAtomic(join(paths.dir, file), text);
+    }
+    writeAtomic(paths.config, renderConfig(next, configOptions));
+  }
+
+  /** The model of `state`, with the other parts' files. */
+  const modelOf = (state: EdgeState, previous: EdgeModel | null) => {
+    const m = buildModel(state, previous, certified());
+    for (const [file, text] of o.files?.(state) ?? []) m.files.set(file, text);
+    return m;
+  };
+
+  const skeletonOf = (m: EdgeModel) =>
+    renderConfig(m, configOptions, true) + [...m.pages].map(([f, t]) => `${f}\0${t}`).join('\0');
+
+  /** Makes HAProxy hold `next`: runtime changes, or a reload for structural ones (or a start). */
+  async function apply(next: EdgeModel): Promise<boolean> {
+    // an environment port something else holds would fail the whole reload: left out, tried again later
+    for (const port of next.envPorts) {
+      if (boundPorts.has(port)) continue;
+      if (!(await bindable(o.host, port))) {
+        o.logger?.warn({ port }, 'the edge cannot listen on an environment port yet; retrying in a second');
+        next.envPorts = next.envPorts.filter((p) => p !== port);
+        later();
+      }
+    }
+    const before = model;
+    writeFiles(next);
+    const skeleton = skeletonOf(next);
+    if (!haproxy.alive()) {
+      const adopted = await haproxy.ensure();
+      // an adopted HAProxy runs what the previous control plane wrote: load this one's files
+      if (adopted) await haproxy.reload();
+    } else if (skeleton !== loaded || !before) {
+      // debounced: a burst of changes (notifications come per statement) makes one reload, of the last state
+      await new Promise((r) => setTimeout(r, RELOAD_DEBOUNCE_MS));
+      if (again && !closed) return false;
+      await haproxy.reload();
+    } else {
+      await applyFiles(paths.admin, paths.dir, next, changedFiles(before, next));
+      await applyServers(paths.admin, serverCommands(before, next));
+    }
+    loaded = skeleton;
+    boundPorts = new Set(next.envPorts);
+    model = next;
+    return true;
+  }
 
   let reloading: Promise<void> | null = null;
   let again = false;
@@ -347,17 +243,78 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     reloading = (async () => {
       do {
         again = false;
-        state = await loadEdgeState(o.knex);
-        await challenges.load();
-        if (!closed) await reconcile();
-        await syncCertificateFiles();
+        // the database clock before the reads: every change committed before it is in what is applied
+        const { rows } = await o.knex.raw('SELECT now() AS at');
+        const readAt: Date = rows[0].at;
+        await syncCertificates();
+        const state = await loadEdgeState(o.knex);
+        if (closed) break;
+        try {
+          if (await apply(modelOf(state, model))) {
+            await syncPasswords();
+            await edgeApplied(o.knex, purges.id, readAt);
+          }
+        } catch (err) {
+          o.logger?.warn({ err: (err as Error).message }, 'the edge could not apply the new state; retrying');
+          // what HAProxy holds is unknown now: the next apply reloads
+          loaded = null;
+          later();
+        }
       } while (again && !closed);
     })().finally(() => {
       reloading = null;
     });
     return reloading;
   }
-  await reconcile();
+
+  // First state: adopt a running HAProxy or start one (a failure here fails the start: HAProxy missing...).
+  let adoptedAtStart = false;
+  try {
+    const { rows } = await o.knex.raw('SELECT now() AS at');
+    const state = await loadEdgeState(o.knex);
+    const first = modelOf(state, null);
+    let running = '';
+    try {
+      running = readFileSync(paths.config, 'utf8');
+    } catch {
+      // none yet
+    }
+    writeFiles(first);
+    const adopted = await haproxy.ensure();
+    // An adopted HAProxy runs the configuration a previous control plane wrote. The same one: its maps, ACLs
+    // and servers are brought in line through the runtime API (no reload: kept-alive clients stay connected).
+    if (adopted && running === renderConfig(first, configOptions)) {
+      await applyFiles(paths.admin, paths.dir, first, [...first.files.keys()]);
+      await applyServers(paths.admin, allServerCommands(first));
+    } else if (adopted) await haproxy.reload();
+    loaded = skeletonOf(first);
+    boundPorts = new Set(first.envPorts);
+    model = first;
+    await parts.sync();
+    await edgeApplied(o.knex, purges.id, rows[0].at);
+    adoptedAtStart = adopted;
+  } catch (err) {
+    await parts.close(false).catch(() => undefined);
+    await shipper?.close().catch(() => undefined);
+    throw err;
+  }
+
+  // HAProxy died (a SIGKILL, a crash): started again from the files, which hold the last state.
+  let restarting = false;
+  const watch = setInterval(() => {
+    if (closed || restarting || haproxy.alive()) return;
+    restarting = true;
+    o.logger?.warn({}, 'HAProxy is not running; starting it again');
+    loaded = null;
+    void haproxy
+      .ensure()
+      .then(() => reload())
+      .catch((err) => o.logger?.warn({ err: (err as Error).message }, 'the edge could not start HAProxy'))
+      .finally(() => {
+        restarting = false;
+      });
+  }, WATCH_MS);
+  watch.unref();
 
   // LISTEN on a connection of its own, reconnected when it drops (then reloaded: changes may have been missed).
   let client: pg.Client | null = null;
@@ -392,16 +349,19 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
 
   return {
     port: edgePort,
+    haproxyPid: () => haproxy.pid,
+    adopted: adoptedAtStart,
+    shipper,
     reload,
     async close() {
       closed = true;
       clearInterval(timer);
+      clearInterval(watch);
       if (retry) clearTimeout(retry);
       await reloading?.catch(() => undefined);
       await client?.end().catch(() => undefined);
-      await purges.close();
-      for (const port of [...listeners.keys()]) stop(port);
-      for (const a of agents.values()) a.destroy();
+      if (!o.keepDataPlane) await haproxy.stop();
+      await parts.close(o.keepDataPlane ?? false);
       await shipper?.close();
     },
   };

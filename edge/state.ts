@@ -3,13 +3,13 @@
  * answers (edge_routes, written by the supervisor), and the verified domains by hostname.
  */
 import type { Knex } from 'knex';
-import { cidrMatcher, type CidrMatcher } from '../core/cidr';
 import type { Upstream } from './balance';
+import { loadChallenges } from './acme-challenges';
 
 /** The environment edge's rules, ready to check. */
 export interface EnvironmentRules {
-  /** null: everyone may connect. */
-  allowed: CidrMatcher | null;
+  /** CIDRs; empty: everyone may connect. */
+  allowed: string[];
   password: { username: string; hash: string } | null;
   stickiness: boolean;
 }
@@ -19,7 +19,8 @@ export type EdgeRoute = { kind: 'upstream'; upstreams: Upstream[] } | { kind: 'u
 
 /** The project edge's rules, ready to check. */
 export interface ProjectRules {
-  blocked: CidrMatcher | null;
+  /** CIDRs. */
+  blocked: string[];
   /** Lower-cased substrings. */
   agents: string[];
   rateLimit: { requests: number; per_seconds: number } | null;
@@ -39,22 +40,10 @@ export interface EdgeState {
   /** Environments under maintenance, with their note. */
   maintenance: Map<string, { note: string | null }>;
   rules: Map<string, EnvironmentRules>;
+  /** The console's ACME HTTP-01 answers: `<hostname>/.well-known/acme-challenge/<token>` -> key authorization. */
+  challenges: Map<string, string>;
   /** Environments whose CDN is enabled, with their default TTL in seconds. */
   cdn: Map<string, { defaultTtl: number }>;
-}
-
-/** The matcher, remembering its answer per client address (a client sends many requests). */
-function remembered(match: CidrMatcher): CidrMatcher {
-  const seen = new Map<string | undefined, boolean>();
-  return (address) => {
-    let ok = seen.get(address);
-    if (ok === undefined) {
-      ok = match(address);
-      if (seen.size >= 10_000) seen.clear();
-      seen.set(address, ok);
-    }
-    return ok;
-  };
 }
 
 function toRoute(row: {
@@ -70,7 +59,7 @@ function toRoute(row: {
 }
 
 export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
-  const [envs, routes, domains, edges, projectEdges, cdns] = await Promise.all([
+  const [envs, routes, domains, edges, projectEdges, cdns, challenges] = await Promise.all([
     knex('environments').select('id', 'port', 'project_id', 'maintenance_on', 'maintenance_note'),
     knex('edge_routes').select('environment_id', 'upstream_host', 'upstream_port', 'upstreams', 'unavailable'),
     knex('domains').where({ status: 'verified' }).select('hostname', 'environment_id'),
@@ -83,11 +72,12 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
     ),
     knex('project_edges').select('*'),
     knex('environment_cdns').where({ enabled: true }).select('environment_id', 'default_ttl_seconds'),
+    loadChallenges(knex),
   ]);
   const projectRules = new Map<string, ProjectRules>();
   for (const p of projectEdges) {
     projectRules.set(p.project_id, {
-      blocked: p.blocked_addresses.length ? remembered(cidrMatcher(p.blocked_addresses)) : null,
+      blocked: p.blocked_addresses as string[],
       agents: (p.blocked_user_agents as string[]).map((a) => a.toLowerCase()),
       rateLimit: p.rate_limit,
       hsts: p.hsts,
@@ -105,7 +95,7 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
     stickiness: boolean;
   }>) {
     rules.set(e.environment_id, {
-      allowed: e.allowed_addresses.length ? remembered(cidrMatcher(e.allowed_addresses)) : null,
+      allowed: e.allowed_addresses,
       password:
         e.password_hash && e.password_username ? { username: e.password_username, hash: e.password_hash } : null,
       stickiness: e.stickiness,
@@ -130,12 +120,7 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
         { defaultTtl: c.default_ttl_seconds },
       ]),
     ),
+    challenges,
     domains: new Map(domains.map((d: { hostname: string; environment_id: string }) => [d.hostname, d.environment_id])),
   };
-}
-
-/** One environment's route, read now (after a failed upstream, before the notification arrived). */
-export async function loadRoute(knex: Knex, envId: string): Promise<EdgeRoute | null> {
-  const row = await knex('edge_routes').where({ environment_id: envId }).first();
-  return row ? toRoute(row) : null;
 }

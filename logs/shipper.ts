@@ -8,7 +8,9 @@
  * `maxBackoffMs`). Memory is bounded: an environment's queue holds at most `maxQueued` lines; past that the
  * oldest are dropped and counted, and the next batch that goes through starts with a `dropped` line saying
  * how many. Destinations and keep-days come from PostgreSQL, re-read every `refreshMs` (a saved change
- * applies within that time, to lines already queued too).
+ * applies within that time, to lines already queued too). The lines of an environment without a destination
+ * are held for two refreshes, then forgotten: a destination saved now gets the lines of the requests made
+ * just after the save, before this process reads it (a new user's first try).
  *
  * Every line is written and sent with the secret variables of its environment hidden (redaction.ts), read
  * again at each flush: nothing a tenant's process printed leaves with a secret value in it.
@@ -96,14 +98,27 @@ export class LogShipper {
     if (!text) days.set(day, (text = []));
     text.push(line);
 
-    const target = this.targets.get(envId);
-    if (!target)
-      this.refreshWanted = true; // a new environment: learn its project at the next flush
-    else if (!target.row?.kind) return;
+    // A new environment: learn its project at the next flush. An environment without a destination keeps
+    // its lines a short while too (hold): a destination saved now is known at the next refresh only.
+    if (!this.targets.has(envId)) this.refreshWanted = true;
     let q = this.queues.get(envId);
     if (!q) this.queues.set(envId, (q = { lines: [], dropped: 0, failures: 0, retryAt: 0, sending: false }));
     q.lines.push(line);
     this.trim(q);
+  }
+
+  /**
+   * Lines lost before they reached the shipper (the edge's request log ring overflowed while the control
+   * plane was down, edge/request-log/reader.ts): sent in the environment's next `dropped` line.
+   */
+  countDropped(envId: string, n: number): void {
+    if (!envId || n <= 0 || this.closed) return;
+    const target = this.targets.get(envId);
+    if (!target) this.refreshWanted = true;
+    else if (!target.row?.kind) return;
+    let q = this.queues.get(envId);
+    if (!q) this.queues.set(envId, (q = { lines: [], dropped: 0, failures: 0, retryAt: 0, sending: false }));
+    q.dropped += n;
   }
 
   /** Lines queued (not yet sent) for an environment, and how many were dropped. */
@@ -118,6 +133,18 @@ export class LogShipper {
     await this.flushing?.catch(() => undefined);
     await this.loadSecrets();
     await this.writeMachineFiles().catch(() => undefined);
+  }
+
+  /**
+   * No destination (as last read): lines younger than two refreshes stay, so that the lines of requests made
+   * just after a destination is saved, before this process reads it, are sent once it does. Nothing of it
+   * counts as dropped.
+   */
+  private hold(envId: string, q: Queue): void {
+    const since = Date.now() - 2 * this.opts.refreshMs;
+    q.lines = q.lines.filter((l) => Date.parse(l.time) >= since);
+    q.dropped = 0;
+    if (q.lines.length === 0) this.queues.delete(envId);
   }
 
   private trim(q: Queue): void {
@@ -171,7 +198,7 @@ export class LogShipper {
           dest = null;
         }
         if (!dest) {
-          this.queues.delete(envId);
+          this.hold(envId, q);
           continue;
         }
         void this.send(envId, target.projectId, dest, q);
@@ -196,7 +223,7 @@ export class LogShipper {
                 environment_id: envId,
                 type: 'dropped',
                 dropped,
-                message: `${dropped} lines were dropped while the destination could not be reached`,
+                message: `${dropped} lines were dropped (the destination could not be reached, or the edge's buffer was full)`,
               },
               ...batch,
             ]

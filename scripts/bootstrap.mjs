@@ -45,8 +45,9 @@ function ensureSandboxTools(extra = []) {
     ['nft', 'nftables'],
     ['ip', 'iproute2'],
     ['nsenter', 'util-linux'],
-    // The edge's data plane, and the certificates of the automatic HTTPS tests.
+    // The edge's data plane and its CDN tier (edge/cdn), and the certificates of the automatic HTTPS tests.
     ['haproxy', 'haproxy'],
+    ['varnishd', 'varnish'],
     ['openssl', 'openssl'],
     ...extra,
   ]
@@ -161,6 +162,8 @@ switch (command) {
   }
   case 'bench': {
     ensureNodeModules();
+    // the edge's benches load it with wrk, through HAProxy and Varnish
+    ensureSandboxTools([['wrk', 'wrk']]);
     ensureConsole();
     const cli = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
     run('tsx', ['bench/index.ts', ...rest], { TEMPORAL_CLI: cli });

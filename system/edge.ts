@@ -5,8 +5,9 @@ import { startEdge } from '../edge/server';
 import { loadSecrets } from './secrets';
 import { certificateDir } from '../edge/certificate-files';
 
-// The edge process: `tsx system/edge.ts`. It needs PostgreSQL only (not Temporal, not the worker), so
-// environments keep being served while the worker is down or restarting.
+// The edge's control plane: `tsx system/edge.ts`. It needs PostgreSQL only (not Temporal, not the worker),
+// and drives HAProxy (its child, in a session of its own), which serves every environment: tenants stay
+// served while the worker, or this process itself, is down or restarting (docs/edge.md).
 const config = loadConfig();
 if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
 const logger = createLogger(config.logLevel, 'edge');
@@ -17,6 +18,8 @@ const edge = await startEdge({
   databaseUrl: config.databaseUrl,
   host: config.environmentBind,
   edgePort: config.edgePort,
+  dataDir: config.dataDir,
+  secrets,
   logger,
   trustProxyHops: config.trustProxyHops,
   logs: {
@@ -26,6 +29,8 @@ const edge = await startEdge({
   },
   // The one exception to "sealed at rest": HAProxy reads the certificates' keys from these files (docs/https.md).
   certificateFiles: { dir: certificateDir(config.dataDir), secrets },
+  // HTTPS by SNI with the certificates above; plain HTTP requests of their domains get 308 there
+  tls: { port: config.acme.tlsPort, publicPort: config.acme.tlsPublicPort },
 });
 logger.info({ port: edge.port }, 'edge running');
 const stop = async () => {

@@ -15,6 +15,9 @@ import { runDir } from './run-state';
 import { consoleChildren } from './start-children';
 import { settingsAdvice } from './host-settings';
 import { workerIdentity } from './worker-readiness';
+import { stopLeftDataPlane } from '../edge/haproxy/process';
+import { haproxyPaths } from '../edge/haproxy/paths';
+import { stopLeftVarnish } from '../edge/cdn/pids';
 
 /**
  * `npm start`: the whole system on embedded defaults, supervised. PostgreSQL (DATABASE_URL, else embedded
@@ -41,6 +44,11 @@ async function shutdown(code: number) {
   // the supervisor's own connection goes before PostgreSQL does
   const closing = knex?.destroy().catch(() => undefined);
   await supervision.stop(STOP_ORDER.slice(0, 3));
+  // the edge's HAProxy outlives a killed edge (tenants stay served): a stop of the whole leaves none behind
+  if (await stopLeftDataPlane(haproxyPaths(config.dataDir)).catch(() => false))
+    say('Stopped the edge’s HAProxy left running.');
+  if (await stopLeftVarnish(join(config.dataDir, 'edge', 'varnish')).catch(() => false))
+    say('Stopped the edge’s Varnish left running.');
   await closing;
   await supervision.stop(STOP_ORDER.slice(3));
   supervision.clear();

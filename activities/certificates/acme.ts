@@ -14,6 +14,7 @@ import { open, seal } from '../../system/crypto';
 import type { Secrets } from '../../system/secrets';
 import { putChallenge, removeChallenge, type IssuedCertificate } from '../../db/queries/certificates';
 import { aad } from '../../db/aad';
+import { awaitEdges } from '../../db/queries/edge-routes';
 
 let trusted: string | undefined;
 /** ACME_CA_FILE: the directory's CA is trusted besides the system's (a private CA, or Pebble in tests). */
@@ -100,6 +101,8 @@ export async function obtainCertificate(o: ObtainInput): Promise<IssuedCertifica
         if (challenge.type !== 'http-01') throw new Error(`unexpected challenge type ${challenge.type}`);
         tokens.push(challenge.token);
         await putChallenge(o.knex, { token: challenge.token, hostname: o.hostname, keyAuthorization });
+        // every live edge answers it before the CA is told to look
+        await awaitEdges(o.knex);
         o.log(`==> Answering the CA's HTTP-01 challenge at http://${o.hostname}/.well-known/acme-challenge/`);
       },
       challengeRemoveFn: async (_authz, challenge) => removeChallenge(o.knex, challenge.token),

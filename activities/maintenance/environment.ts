@@ -5,6 +5,7 @@
  */
 import type { Deps } from '../../system/deps';
 import { withTaskLog } from '../tasks/log-writer';
+import { awaitEdges } from '../../db/queries/edge-routes';
 
 export function createEnvironmentMaintenanceActivities(deps: Deps) {
   return {
@@ -30,6 +31,9 @@ export function createEnvironmentMaintenanceActivities(deps: Deps) {
               : { maintenance_on: false, maintenance_note: null, maintenance_since: null },
           );
         if (n === 0) return { ok: false };
+        // done once every live edge answers accordingly (the page, or traffic again)
+        if (!(await awaitEdges(deps.knex)))
+          log.line('==> An edge did not confirm the change in time; it applies it when it can');
         log.line(
           input.on
             ? '==> Maintenance on: the edge answers 503 with the maintenance page'

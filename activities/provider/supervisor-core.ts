@@ -1,18 +1,14 @@
 /**
  * What every operation of the supervisor (supervisor.ts) shares: its options, the environments' runtime
- * records and their per-environment lock, the proxies (or the edge's publish hook), starting a web process
+ * records and their per-environment lock, the edge's publish hook, starting a web process
  * and writing the environment's state file.
  */
 import path from 'node:path';
 import type { Limits } from './cgroups';
-import { requestsUnderWay, startProxy } from './proxy';
 import { type StateFile, writeStateFile } from './supervisor-state';
 import type { Runtime, SupervisorOptions } from './supervisor-types';
-import { proxyRoute, publishedRoute, spawnWeb } from './supervisor-web';
+import { publishedRoute, spawnWeb } from './supervisor-web';
 import { delay, waitReady, type Backoff, type WebProcess } from './web-process';
-
-/** How long an instance leaving the proxy's route may take to finish its requests before it is stopped. */
-const DRAIN_REQUESTS_MS = 30_000;
 
 export abstract class SupervisorCore {
   protected readonly envs = new Map<string, Runtime>();
@@ -22,7 +18,6 @@ export abstract class SupervisorCore {
   protected readonly backoff: Backoff;
   protected readonly restoreTimeoutMs: number;
   protected readonly protectEnv: SupervisorOptions['protectEnv'];
-  protected readonly proxies: boolean;
   protected readonly publishRoute: SupervisorOptions['publish'];
   protected readonly drainMs: number;
 
@@ -33,7 +28,6 @@ export abstract class SupervisorCore {
     this.backoff = { initialMs: 500, maxMs: 30_000, stableMs: 30_000, ...opts.restartBackoff };
     this.restoreTimeoutMs = opts.restoreHealthTimeoutMs ?? 30_000;
     this.protectEnv = opts.protectEnv;
-    this.proxies = opts.proxies ?? true;
     this.publishRoute = opts.publish;
     this.drainMs = opts.drainMs ?? 1000;
   }
@@ -41,7 +35,7 @@ export abstract class SupervisorCore {
   protected runtime(envId: string): Runtime {
     let rt = this.envs.get(envId);
     if (!rt) {
-      rt = { envId, proxy: null, live: null, maintenance: { on: false }, lock: Promise.resolve(), next: 0 };
+      rt = { envId, served: null, live: null, maintenance: { on: false }, lock: Promise.resolve() };
       this.envs.set(envId, rt);
     }
     return rt;
@@ -60,23 +54,13 @@ export abstract class SupervisorCore {
     await this.publishRoute(rt.envId, publishedRoute(rt));
   }
 
-  protected async ensureProxy(rt: Runtime, port: number): Promise<void> {
-    if (rt.proxy?.port === port) return;
-    if (!this.proxies) {
-      // the edge serves the port; the supervisor only remembers it
-      rt.proxy = { port, close: async () => undefined };
-      return;
-    }
-    const proxy = await startProxy(this.host, port, () => proxyRoute(rt));
-    const old = rt.proxy;
-    rt.proxy = proxy;
-    await old?.close();
+  /** Records that this host serves the environment on `port` (the edge listens on it). */
+  protected servePort(rt: Runtime, port: number): void {
+    rt.served = { port };
   }
 
-  protected async closeProxy(rt: Runtime): Promise<void> {
-    const p = rt.proxy;
-    rt.proxy = null;
-    await p?.close();
+  protected unservePort(rt: Runtime): void {
+    rt.served = null;
   }
 
   /** Starts one instance of a release in the environment's sandbox on a port no other instance holds. */
@@ -162,25 +146,22 @@ export abstract class SupervisorCore {
   }
 
   /**
-   * Before `leaving` (instances out of the route) stop: lets the edge learn that they left (edge), and lets the
-   * requests the proxy sent them finish (proxy; at most DRAIN_REQUESTS_MS): a stop cuts what is under way.
+   * Before `leaving` (instances out of the route) stop: `publish` has returned once every live edge serves the
+   * new route; the requests the edge sent them before get `drainMs` to finish (a stop cuts what is under way).
    */
-  protected async drain(leaving: WebProcess[] = []): Promise<void> {
+  protected async drain(_leaving: WebProcess[] = []): Promise<void> {
     if (this.publishRoute && this.drainMs > 0) await delay(this.drainMs);
-    if (!this.proxies) return;
-    const deadline = Date.now() + DRAIN_REQUESTS_MS;
-    while (leaving.some((w) => requestsUnderWay(w.agent) > 0) && Date.now() < deadline) await delay(10);
   }
 
   protected async writeState(rt: Runtime): Promise<void> {
     const live = rt.live;
-    if (!live || !rt.proxy) return;
+    if (!live || !rt.served) return;
     const state: StateFile = {
       version: 1,
       envId: rt.envId,
       releaseId: live.releaseId,
       releaseDir: live.releaseDir,
-      port: rt.proxy.port,
+      port: rt.served.port,
       web: Boolean(live.manifest.web),
       since: live.since,
       maintenance: rt.maintenance,

@@ -54,7 +54,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
         await this.writeState(rt);
         return { ok: true, restarted: false };
       }
-      if (!rt.proxy) return { ok: true, restarted: false };
+      if (!rt.served) return { ok: true, restarted: false };
       const r = await this.rolling(rt, live, { ...live.env, ...(o.env ?? {}) }, limits, o.healthTimeoutMs, o.onLine);
       return r.ok ? { ok: true, restarted: true } : r;
     });
@@ -86,7 +86,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
     onLine?: OnLine,
   ): Promise<{ ok: true; instances: number } | { ok: false; message: string }> {
     const say = (line: string) => safe(onLine, `==> ${line}`);
-    const port = rt.proxy?.port ?? 0;
+    const port = rt.served?.port ?? 0;
     const spec = {
       releaseId: live.releaseId,
       releaseDir: live.releaseDir,
@@ -153,7 +153,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
       const live = rt.live;
       const want = Math.max(1, o.instances);
       if (!live) return { ok: true, instances: want, changed: false };
-      if (!live.manifest.web || !rt.proxy) {
+      if (!live.manifest.web || !rt.served) {
         rt.live = { ...live, instances: want };
         await this.writeState(rt);
         return { ok: true, instances: want, changed: false };
@@ -168,7 +168,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
         };
         const started = await this.startReady(
           envId,
-          rt.proxy.port,
+          rt.served.port,
           spec,
           slotsOf(have + 1, want),
           live.env,

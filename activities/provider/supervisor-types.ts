@@ -4,7 +4,6 @@
  */
 import type { Limits } from './cgroups';
 import type { Manifest } from '../../host/manifest';
-import type { Proxy } from './proxy';
 import type { OnLine } from './run-step';
 import type { Backoff, WebProcess } from './web-process';
 
@@ -20,12 +19,10 @@ export interface SupervisorOptions {
   /** Seals the web processes' environment in current.json (system/crypto.ts under the console's key). */
   protectEnv?: { seal(text: string): string; open(sealed: string): string };
   /**
-   * Whether this supervisor listens on the environments' public ports itself (default true). False when
-   * the edge, a process of its own, serves them: the supervisor then only publishes where each
-   * environment's web process answers, through `publish`.
+   * Called after every change of where an environment is served (null: taken off this host). The edge
+   * (HAProxy, driven by its own process) serves the environments' public ports from what is published here;
+   * the supervisor listens on none.
    */
-  proxies?: boolean;
-  /** Called after every change of where an environment is served (null: taken off this host). */
   publish?: (envId: string, route: PublishedRoute | null) => Promise<void>;
   /**
    * With `publish`: how long an instance taken out of the route keeps running, so that the edge (which learns
@@ -112,10 +109,9 @@ export interface Live {
 
 export interface Runtime {
   envId: string;
-  proxy: Proxy | null;
+  /** The environment's public port while this host serves it (the edge listens on it). */
+  served: { port: number } | null;
   live: Live | null;
   maintenance: { on: boolean; note?: string };
   lock: Promise<unknown>;
-  /** Round-robin position of the in-process proxy. */
-  next: number;
 }

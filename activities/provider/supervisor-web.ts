@@ -1,13 +1,12 @@
 /**
  * The supervisor's web processes: starting one in its environment's sandbox (held to its plan, output to
  * web.log), ending an orphan left by a previous worker, and telling where an environment is served (the
- * in-process proxy's route and the route published to the edge).
+ * route published to the edge).
  */
 import { appendFile, chmod, realpath } from 'node:fs/promises';
 import { closeSync, openSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { holdProcess, limitEnv, type Limits } from './cgroups';
-import type { Route } from './proxy';
 import { webErrorLogPath } from '../../logs/error-tail';
 import { environmentDir } from './releases';
 import { groupAlive, killGroup, type OnLine } from './run-step';
@@ -87,16 +86,6 @@ export async function killOrphan(pid: number, releaseDir: string, graceMs: numbe
   const deadline = Date.now() + graceMs;
   while (groupAlive(pid) && Date.now() < deadline) await delay(25);
   killGroup(pid, 'SIGKILL');
-}
-
-/** Where the in-process proxy sends a request now: the instances in turn. */
-export function proxyRoute(rt: Runtime): Route {
-  if (rt.maintenance.on) return { kind: 'unavailable', text: rt.maintenance.note || 'under maintenance' };
-  if (!rt.live) return { kind: 'unavailable', text: 'no release is live' };
-  const webs = rt.live.webs;
-  if (webs.length === 0) return { kind: 'unavailable', text: 'no web process' };
-  const web = webs[rt.next++ % webs.length];
-  return { kind: 'upstream', host: web.host, port: web.port, agent: web.agent };
 }
 
 /** Where the edge should send the environment's requests now: every instance, slot 1 first. */

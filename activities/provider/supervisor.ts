@@ -1,10 +1,10 @@
 /**
- * The supervisor, owned by the worker process: per environment, a reverse proxy on the environment's public
- * port (or the edge, through `publish`) and the live release's `web` instances behind it, each on a private
+ * The supervisor, owned by the worker process: per environment, the live release's `web` instances, published
+ * to the edge (`publish`; HAProxy serves the environment's public port), each on a private
  * port of its own (1 by default; `scale` sets how many, VC_INSTANCE tells each its slot).
  *
  * Going live: start the new instances on fresh ports, wait for `health` to answer 2xx (or, without health,
- * for the port to accept connections) within healthTimeoutMs, then point the proxy at them, record the
+ * for the port to accept connections) within healthTimeoutMs, then publish them to the edge, record the
  * release in `<dataDir>/environments/<envId>/current.json` (temp file + rename) and stop the previous
  * process groups. If anything fails before the switch, the new ones are killed and the previous release
  * keeps serving. Restarts (new variables, reboot, resize) replace the instances one at a time, each ready
@@ -16,7 +16,7 @@
  * user's variables, secrets included), and `currentRelease()` never returns that part.
  *
  * Every web process runs in its environment's sandbox (sandbox.ts, set up again by restoreAll after a host
- * restart): the proxy reaches it at the sandbox's address; retire() removes the sandbox's network.
+ * restart): the edge reaches it at the sandbox's address; retire() removes the sandbox's network.
  */
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -52,13 +52,13 @@ export class Supervisor extends SupervisorInstances {
     const say = (line: string) => safe(o.onLine, `==> ${line}`);
     const rt = this.runtime(o.envId);
     const count = Math.max(1, o.instances ?? rt.live?.instances ?? 1);
-    if (rt.live?.releaseId === o.releaseId && rt.proxy?.port === o.port) {
+    if (rt.live?.releaseId === o.releaseId && rt.served?.port === o.port) {
       say(`Release ${o.releaseId} is already live on port ${o.port}`);
       return { ok: true, alreadyLive: true, internalPort: rt.live.webs[0]?.port ?? null };
     }
 
     try {
-      await this.ensureProxy(rt, o.port);
+      this.servePort(rt, o.port);
     } catch (err) {
       const message = `port ${o.port} is not available: ${(err as Error).message}`;
       safe(o.onLine, message, 'stderr');
@@ -86,13 +86,13 @@ export class Supervisor extends SupervisorInstances {
           say,
         );
       } catch (err) {
-        if (!rt.live) await this.closeProxy(rt);
+        if (!rt.live) this.unservePort(rt);
         throw err;
       }
       if (!started.ok) {
         const message = `release ${o.releaseId} did not become ready: ${started.message}`;
         safe(o.onLine, message, 'stderr');
-        if (!rt.live) await this.closeProxy(rt);
+        if (!rt.live) this.unservePort(rt);
         return { ok: false, message };
       }
       webs = started.webs;
@@ -159,7 +159,7 @@ export class Supervisor extends SupervisorInstances {
     if (!handOver) await killOrphans();
     rt.maintenance = s.maintenance ?? { on: false };
     try {
-      await this.ensureProxy(rt, s.port);
+      this.servePort(rt, s.port);
     } catch (err) {
       return { ...base, ok: false, message: `port ${s.port} is not available: ${(err as Error).message}` };
     }
@@ -187,7 +187,7 @@ export class Supervisor extends SupervisorInstances {
           );
       } catch (err) {
         await Promise.all(webs.map((w) => w.stop(this.graceMs)));
-        await this.closeProxy(rt);
+        this.unservePort(rt);
         return { ...base, ok: false, message: `its sandbox could not be set up: ${(err as Error).message}` };
       }
     }
@@ -216,13 +216,13 @@ export class Supervisor extends SupervisorInstances {
     return bad ? { ...base, ok: false, message: bad.message } : { ...base, ok: true };
   }
 
-  /** Stops every web process group and closes every proxy (worker shutdown). current.json files stay. */
+  /** Stops every web process group (worker shutdown). current.json files stay. */
   async stopAll(): Promise<void> {
     await Promise.all(
       [...this.envs.values()].map((rt) =>
         this.exclusive(rt.envId, async () => {
           await Promise.all((rt.live?.webs ?? []).map((w) => w.stop(this.graceMs)));
-          await this.closeProxy(rt);
+          this.unservePort(rt);
           rt.live = null;
           await removeEnvironmentCgroups(rt.envId);
         }),
@@ -233,7 +233,7 @@ export class Supervisor extends SupervisorInstances {
   }
 
   /**
-   * Takes an environment off this host (environment deleted): processes, proxy and current.json. The edge then
+   * Takes an environment off this host (environment deleted): processes and current.json. The edge then
    * forgets it (`after` null), or answers it with `after` from the start (stop(): never a moment without it).
    */
   async retire(envId: string, knownPort?: number, after: PublishedRoute | null = null): Promise<void> {
@@ -241,9 +241,9 @@ export class Supervisor extends SupervisorInstances {
       if (after) await this.publishRoute?.(envId, after);
       const rt = this.runtime(envId);
       // `knownPort`: the environment's port when its state file may be gone (a retire run again)
-      const port = rt.proxy?.port ?? (await readState(statePath(this.dataDir, envId)))?.port ?? knownPort;
+      const port = rt.served?.port ?? (await readState(statePath(this.dataDir, envId)))?.port ?? knownPort;
       await Promise.all((rt.live?.webs ?? []).map((w) => w.stop(this.graceMs)));
-      await this.closeProxy(rt);
+      this.unservePort(rt);
       rt.live = null;
       await rm(statePath(this.dataDir, envId), { force: true });
       if (port) await closeJail(this.dataDir, envId, port);
@@ -263,7 +263,7 @@ export class Supervisor extends SupervisorInstances {
     await this.retire(envId, undefined, { kind: 'unavailable', text, releaseId: null });
   }
 
-  /** Maintenance on: the proxy answers 503 with the note; off: traffic flows again. Recorded in current.json. */
+  /** Maintenance on: recorded for the environment (the edge answers 503 from PostgreSQL's state); off: traffic flows again. Recorded in current.json. */
   async setMaintenance(envId: string, on: boolean, note?: string): Promise<void> {
     await this.exclusive(envId, async () => {
       const rt = this.runtime(envId);
@@ -275,7 +275,7 @@ export class Supervisor extends SupervisorInstances {
 
   status(envId: string): EnvironmentStatus | null {
     const rt = this.envs.get(envId);
-    if (!rt?.live || !rt.proxy) return null;
+    if (!rt?.live || !rt.served) return null;
     const instances = rt.live.webs.map((w, i) => ({
       slot: i + 1,
       pid: w.pid,
@@ -286,7 +286,7 @@ export class Supervisor extends SupervisorInstances {
     const first = instances[0];
     return {
       releaseId: rt.live.releaseId,
-      port: rt.proxy.port,
+      port: rt.served.port,
       internalPort: first?.internalPort ?? null,
       pid: first?.pid ?? null,
       running: first?.running ?? false,

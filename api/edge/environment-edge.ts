@@ -1,11 +1,13 @@
 /**
  * The environment edge (CONTRACT "The edge"): allowed client CIDRs (403 outside a non-empty list), a Basic
- * password (401 with WWW-Authenticate; stored as an argon2id hash only, never shown) and stickiness.
+ * password (401 with WWW-Authenticate; stored as an argon2id hash and, for HAProxy, a keyed HMAC digest
+ * (system/edge-password.ts); neither is ever shown) and stickiness.
  */
 import type { Deps } from '../../system/deps';
 import type { Actor } from '../../core/actor';
 import { hashPassword } from '../../core/passwords';
 import { recordActivity } from '../../db/queries/activity';
+import { edgePasswordDigest, edgePasswordKey } from '../../system/edge-password';
 
 interface EdgeRow {
   allowed_addresses: string[];
@@ -39,12 +41,22 @@ export async function updateEnvironmentEdge(
   const patch: Record<string, unknown> = {};
   if (input.allowed_addresses !== undefined)
     patch.allowed_addresses = JSON.stringify([...new Set(input.allowed_addresses)]);
-  if (input.password === null) Object.assign(patch, { password_username: null, password_hash: null });
-  else if (input.password)
+  if (input.password === null)
+    Object.assign(patch, {
+      password_username: null,
+      password_hash: null,
+      password_digest: null,
+      password_digest_key_id: null,
+    });
+  else if (input.password) {
+    const key = edgePasswordKey(deps.secrets);
     Object.assign(patch, {
       password_username: input.password.username,
       password_hash: await hashPassword(input.password.password),
+      password_digest: edgePasswordDigest(key, input.password.username, input.password.password),
+      password_digest_key_id: key.id,
     });
+  }
   if (input.stickiness !== undefined) patch.stickiness = input.stickiness;
   const row = await deps.knex.transaction(async (trx) => {
     const [saved] = await trx('environment_edges')

@@ -1,12 +1,21 @@
-// The edge as its own process, as in production (system/edge.ts), on the bench's database.
+// The edge's control plane as its own process, as in production (system/edge.ts), on the bench's database:
+// it starts HAProxy (under DATA_DIR/edge/haproxy), which serves.
 import { createKnex } from '../../db/knex';
 import { startEdge } from '../../edge/server';
+import { loadSecrets } from '../../system/secrets';
 
 const databaseUrl = process.env.DATABASE_URL!;
 const knex = createKnex(databaseUrl);
-const edge = await startEdge({ knex, databaseUrl, host: '127.0.0.1', edgePort: 0 });
+const dataDir = process.env.DATA_DIR!;
+const edge = await startEdge({
+  knex,
+  databaseUrl,
+  host: '127.0.0.1',
+  edgePort: 0,
+  dataDir,
+  secrets: loadSecrets(dataDir),
+});
 process.send?.({ port: edge.port });
-process.on('message', (m) => m === 'cpu' && process.send?.({ cpu: process.cpuUsage() }));
 process.on('SIGTERM', async () => {
   await edge.close();
   await knex.destroy();

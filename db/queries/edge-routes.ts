@@ -3,6 +3,7 @@
  * worker's publish hook) and read by the edge. The table's trigger announces each change on `vc_edge`.
  */
 import type { Knex } from 'knex';
+import { EDGE_GONE_SECONDS } from './cdn';
 
 /**
  * Where an environment is served, as the supervisor publishes it (the shape of its PublishedRoute,
@@ -53,4 +54,29 @@ export interface EdgeRouteRow {
   upstream_port: number | null;
   upstreams: { id: string; host: string; port: number }[] | null;
   unavailable: string | null;
+}
+
+/** The edge `id` now serves the state read at `readAt` (the database clock before it read it). */
+export async function edgeApplied(knex: Knex, id: string, readAt: Date): Promise<void> {
+  await knex('edge_instances').where({ id }).update({ applied_at: readAt, seen_at: knex.fn.now() });
+}
+
+/**
+ * Waits until every live edge (checked in within EDGE_GONE_SECONDS) serves a state read after now (the
+ * database clock, after the caller's change committed): at most `timeoutMs`, then false (an edge that is
+ * away does not hold a deploy for long; it reads everything when it comes back).
+ */
+export async function awaitEdges(knex: Knex, timeoutMs = 15_000): Promise<boolean> {
+  const { rows } = await knex.raw('SELECT now() AS at');
+  const since: Date = rows[0].at;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const behind = await knex('edge_instances')
+      .where('seen_at', '>', knex.raw(`now() - interval '${EDGE_GONE_SECONDS} seconds'`))
+      .where((q) => q.whereNull('applied_at').orWhere('applied_at', '<', since))
+      .first('id');
+    if (!behind) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }

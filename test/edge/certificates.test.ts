@@ -10,6 +10,8 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import type http from 'node:http';
+import https from 'node:https';
 import tls from 'node:tls';
 import { describe, expect, it, beforeAll } from 'vitest';
 import { createEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
@@ -17,6 +19,7 @@ import { useAcmeWorld, VALIDITY_SECONDS, type World } from '../helpers/acme-worl
 import { domainSchema } from '../../api/domains/schemas';
 import { certificateDir } from '../../edge/certificate-files';
 import { searchAttributeKeys } from '../../core/temporal-starts';
+import { awaitEdges } from '../../db/queries/edge-routes';
 
 const a = useAcmeWorld();
 const { t, host, world, verifiedDomain, domainOf, until, tasksOf, viaEdge, pemFile } = a;
@@ -38,6 +41,42 @@ async function handshake(file: string, servername: string, root: string): Promis
   } finally {
     server.close();
   }
+}
+
+/** GET / over TLS on the edge by SNI, trusting only `root`: the status, the certificate and the protocol. */
+function viaTls(
+  servername: string,
+  port: number,
+  root: string,
+  headers: Record<string, string> = {},
+  maxVersion?: tls.SecureVersion,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; peer: tls.PeerCertificate; protocol: string | null }> {
+  return new Promise((resolve, reject) => {
+    const req = https.get(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/',
+        servername,
+        ca: root,
+        headers: { host: servername, ...headers },
+        agent: false,
+        ...(maxVersion ? { maxVersion, minVersion: 'TLSv1' as const, ciphers: 'DEFAULT@SECLEVEL=0' } : {}),
+      },
+      (res) => {
+        const socket = res.socket as tls.TLSSocket;
+        const out = {
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          peer: socket.getPeerCertificate(),
+          protocol: socket.getProtocol(),
+        };
+        res.resume();
+        res.on('end', () => resolve(out));
+      },
+    );
+    req.on('error', reject);
+  });
 }
 
 describe('certificate_issue: a verified domain gets a certificate from the ACME CA', { timeout: 180_000 }, () => {
@@ -135,9 +174,34 @@ describe('certificate_issue: a verified domain gets a certificate from the ACME 
     }
   });
 
+  it('serves the domain on EDGE_TLS_PORT by SNI with its certificate; plain HTTP gets 308 there, never the ACME path', async () => {
+    const root = await a.pebble.issuingRoot();
+    const tlsPort = t.config.acme.tlsPort;
+    // a redirect keeps the path and query
+    const plain = await until('the redirect', async () => {
+      const r = await viaEdge(hostname, '/a/b?c=1');
+      return r.status === 308 && r;
+    });
+    expect(plain.headers.location).toBe(`https://${hostname}:${tlsPort}/a/b?c=1`);
+    // HSTS on answers to HTTPS requests (the edge's own TLS), never over plain HTTP
+    const hsts = await w.agent.patch(`/projects/${w.project.id}/edge`, { hsts: { max_age: 600 } });
+    expect(hsts.status, hsts.text).toBe(200);
+    await awaitEdges(t.deps.knex);
+    const answer = await viaTls(hostname, tlsPort, root, { 'x-forwarded-proto': 'http' });
+    expect(answer.peer.subjectaltname).toContain(`DNS:${hostname}`);
+    expect(answer.protocol).toMatch(/^TLSv1\.[23]$/);
+    expect(answer.status).not.toBe(308);
+    expect(answer.headers['strict-transport-security']).toBe('max-age=600');
+    expect(
+      (await viaEdge(hostname, '/.well-known/acme-challenge/x')).headers['strict-transport-security'],
+    ).toBeUndefined();
+    // TLS 1.1 and below are refused
+    await expect(viaTls(hostname, tlsPort, root, {}, 'TLSv1.1')).rejects.toThrow();
+  });
+
   it('leaves no challenge behind, and the password still guards everything but the challenge path', async () => {
     expect(await t.deps.knex('acme_challenges').where({ hostname })).toEqual([]);
-    expect((await viaEdge(hostname)).status).toBe(401);
+    expect((await viaTls(hostname, t.config.acme.tlsPort, await a.pebble.issuingRoot())).status).toBe(401);
     expect((await viaEdge(hostname, '/.well-known/acme-challenge/unknown-token')).status).toBe(401);
   });
 });
@@ -188,8 +252,9 @@ describe('the HTTP-01 answer on EDGE_PORT', { timeout: 180_000 }, () => {
       const [a, b] = [await viaEdge(mine), await viaEdge(other)];
       return a.status !== 404 && b.status !== 404;
     });
-    // A token put there a moment ago (before the edge's notification): looked up, answered.
+    // A token the console puts there is answered once the edge has it (an order waits for every live edge).
     await t.deps.knex('acme_challenges').insert({ token: 'tok-1', hostname: mine, key_authorization: 'tok-1.thumb' });
+    await awaitEdges(t.deps.knex);
     const answered = await viaEdge(mine, '/.well-known/acme-challenge/tok-1');
     expect(answered).toMatchObject({ status: 200, text: 'tok-1.thumb' });
     // Another hostname asking for it: the environment's own answer (no live release here), not the token.

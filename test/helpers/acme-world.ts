@@ -34,6 +34,7 @@ export function useAcmeWorld() {
     Object.assign(env, {
       DNS_SERVERS: dns.server,
       EDGE_PORT: String(edgePort),
+      EDGE_TLS_PORT: String(await freePort()),
       ACME_DIRECTORY_URL: pebble.directoryUrl,
       ACME_CA_FILE: pebble.caFile,
       ACME_EMAIL: 'ops@example.test',

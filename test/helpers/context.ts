@@ -104,10 +104,17 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
             host: '127.0.0.1',
             // EDGE_PORT in `env` (a port the test chose, e.g. for an ACME CA's HTTP-01); else any free port.
             edgePort: opts.env?.EDGE_PORT ? config.edgePort : 0,
+            dataDir,
+            secrets: deps.secrets,
+            trustProxyHops: config.trustProxyHops,
             refreshMs: 5000,
             logger: deps.logger,
             logs: { dataDir, secrets: deps.secrets, outbound: deps.config, refreshMs: 1000, maxBackoffMs: 4000 },
             certificateFiles: { dir: certificateDir(dataDir), secrets: deps.secrets },
+            // HTTPS only where the test chose its port (EDGE_TLS_PORT in `env`)
+            ...(opts.env?.EDGE_TLS_PORT
+              ? { tls: { port: config.acme.tlsPort, publicPort: config.acme.tlsPublicPort } }
+              : {}),
           })
         : undefined;
     const worker = opts.worker

@@ -72,7 +72,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
  */
 export function spawnSystemProcess(
   t: TestContext,
-  script: 'system/worker.ts' | 'system/api.ts',
+  script: 'system/worker.ts' | 'system/api.ts' | 'system/edge.ts',
   env: Record<string, string> = {},
 ): ChildProcess {
   const { from, to } = t.config.environmentPorts;

@@ -1,12 +1,14 @@
 /**
  * Log shipping through the real stack (CONTRACT "Logs"): requests through the edge reach a real HTTP
- * collector as NDJSON lines with the contract's fields (no query string), a deployed web process's stderr
+ * collector as NDJSON lines with the contract's fields (no query string), refused and upgrade requests
+ * too (HAProxy writes the lines: edge/request-log/), a deployed web process's stderr
  * line reaches it, lines made while the collector is down arrive once it is up again (retry), a syslog
  * destination gets RFC 5424 lines, machines keep their own day files and delete those older than
  * keep_days_on_machine, and a shipper's queue is bounded (the oldest dropped and counted).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destinationColumns } from '../../db/queries/log-settings';
@@ -105,11 +107,13 @@ describe('shipping the edge request log', () => {
       method: 'GET',
       path: '/reports/42',
       status: 200,
-      bytes: Buffer.byteLength(body),
+      bytes: expect.any(Number),
       duration_ms: expect.any(Number),
       client_address: expect.stringMatching(/127\.0\.0\.1$/),
       user_agent: 'log-test-agent/1.0',
     });
+    // what was sent to the client: the status line and headers, then the body
+    expect(line.bytes).toBeGreaterThan(Buffer.byteLength(body));
     const got = receiver.received.find((x) => x.body.includes('/reports/42'))!;
     expect(got.headers['content-type']).toBe('application/x-ndjson');
     const all = receiver.received.map((x) => x.body).join('');
@@ -121,6 +125,49 @@ describe('shipping the edge request log', () => {
     const file = machineFile(t.dataDir, w.environment.id, 'requests', today);
     await expect.poll(() => existsSync(file) && readFileSync(file, 'utf8').includes('/reports/42')).toBe(true);
     expect(readFileSync(file, 'utf8')).not.toContain('very-secret-token');
+  });
+
+  it('sends a line for a request a rule refused and for an upgrade request too', async () => {
+    const edge = await owner.patch(`/projects/${w.project.id}/edge`, { blocked_user_agents: ['refusedbot'] });
+    expect(edge.status, edge.text).toBe(200);
+    await t.edge!.reload();
+    const refused = await get('/refused/1', { 'user-agent': 'RefusedBot/2' });
+    expect(refused.status).toBe(403);
+    await owner.patch(`/projects/${w.project.id}/edge`, { blocked_user_agents: [] });
+    await t.edge!.reload();
+    // a WebSocket handshake the app does not take up: the app's answer, logged like any other
+    const upgrade = await new Promise<number>((resolve, reject) => {
+      const req = http.request({
+        host: '127.0.0.1',
+        port: w.environment.port,
+        path: '/socket',
+        headers: {
+          connection: 'Upgrade',
+          upgrade: 'websocket',
+          'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+          'sec-websocket-version': '13',
+          'user-agent': 'upgrade-test/1',
+        },
+        agent: false,
+      });
+      // the line is written when the connection ends (an upgraded one may last long)
+      req.on('response', (res) => {
+        res.resume();
+        res.on('end', () => req.destroy());
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('upgrade', (res, socket) => {
+        socket.destroy();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    const refusedLine = await waitForLine(receiver, (l) => l.type === 'request' && l.path === '/refused/1');
+    expect(refusedLine).toMatchObject({ status: 403, method: 'GET', user_agent: 'RefusedBot/2' });
+    expect(upgrade).toBe(200); // the app does not take the upgrade up
+    const upgradeLine = await waitForLine(receiver, (l) => l.type === 'request' && l.path === '/socket');
+    expect(upgradeLine).toMatchObject({ status: upgrade, method: 'GET', user_agent: 'upgrade-test/1' });
   });
 
   it("sends the web process's stderr line", async () => {

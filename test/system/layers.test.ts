@@ -34,7 +34,7 @@ const PROBES: Array<[string, string, boolean]> = [
   ['edge/a.ts', "import { x } from '../api/lib/cidr';", true],
   ['edge/a.ts', "import { x } from '../activities/provider/proxy';", true],
   ['edge/a.ts', "import { x } from '../core/cidr';", false],
-  ['edge/tunnel.ts', "import { x } from '../activities/provider/proxy';", false],
+  ['edge/server.ts', "import { x } from '../activities/provider/supervisor';", true],
   ['edge/tunnel.ts', "import { x } from '../activities/provider/sandbox';", true],
   ['logs/a.ts', "import { x } from '../activities/provider/outbound';", true],
   ['logs/a.ts', "import { x } from '../host/outbound';", false],

@@ -22,6 +22,7 @@ describe('npm start (system/start.ts)', () => {
       DATA_DIR: dataDir,
       PORT: String(port),
       EDGE_PORT: String(edgePort),
+      EDGE_TLS_PORT: String(await freePort()),
       HOST: '127.0.0.1',
       BASE_URL: `http://127.0.0.1:${port}`,
       LOG_LEVEL: 'warn',

@@ -177,6 +177,7 @@ beforeAll(async () => {
     DATA_DIR: dataDir,
     PORT: String(ports.api),
     EDGE_PORT: String(ports.edge),
+    EDGE_TLS_PORT: String(await freePort()),
     HOST: '127.0.0.1',
     BASE_URL: `http://127.0.0.1:${ports.api}`,
     ENVIRONMENT_PORTS: `${from}-${to}`,

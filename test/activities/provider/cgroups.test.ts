@@ -13,8 +13,9 @@ import {
 } from '../../../activities/provider/cgroups';
 import { processAlive, runStep } from '../../../activities/provider/run-step';
 import { Supervisor } from '../../../activities/provider/supervisor';
-import { freePort } from '../../../activities/provider/web-process';
 import { sandboxedProcess } from '../../helpers/processes';
+import { useTestContext } from '../../helpers/context';
+import { servedByEdge } from '../../helpers/served';
 
 /**
  * Real limits on this host's cgroups: what a process is held to is seen from outside (it is killed past its
@@ -39,6 +40,8 @@ http.createServer((req, res) => {
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
+const t = useTestContext({ edge: true });
+const served = servedByEdge(t);
 let root: string;
 const envIds: string[] = [];
 const newEnv = () => {
@@ -133,21 +136,23 @@ describe('cgroups on this host', () => {
 
 describe('the supervisor holds web processes to the web server plan', () => {
   let supervisor: Supervisor;
-  const envId = randomUUID();
+  let envId: string;
   let releaseDir: string;
   let port: number;
 
   beforeAll(async () => {
+    // an environment the edge serves (HAProxy), from the routes this supervisor publishes
+    ({ id: envId, port } = await served.environment());
     envIds.push(envId);
     supervisor = new Supervisor({
       dataDir: path.join(root, 'data'),
       stopGraceMs: 1000,
       restartBackoff: { initialMs: 100 },
+      publish: served.publish,
     });
     releaseDir = path.join(root, 'release');
     await mkdir(releaseDir, { recursive: true });
     await writeFile(path.join(releaseDir, 'server.js'), SERVER);
-    port = await freePort();
   });
   afterAll(async () => {
     await supervisor?.stopAll();
@@ -197,7 +202,7 @@ describe('the supervisor holds web processes to the web server plan', () => {
       () => 'connection lost',
     );
     expect(hog).not.toBe(200);
-    // the proxy answers as soon as the connection drops; the killed process may take a moment to be gone
+    // the edge answers as soon as the connection drops; the killed process may take a moment to be gone
     const killed = Date.now() + 5000;
     while (processAlive(before.hostPid) && Date.now() < killed) await new Promise((r) => setTimeout(r, 50));
     expect(processAlive(before.hostPid)).toBe(false);

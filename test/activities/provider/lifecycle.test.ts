@@ -9,7 +9,8 @@ import { buildRelease, runDeploySteps, type BuildResult } from '../../../activit
 import { processAlive } from '../../../activities/provider/run-step';
 import { netnsName, openJail, removeNetwork } from '../../../activities/provider/sandbox';
 import { currentRelease, statePath, Supervisor } from '../../../activities/provider/supervisor';
-import { freePort } from '../../../activities/provider/web-process';
+import { useTestContext } from '../../helpers/context';
+import { servedByEdge } from '../../helpers/served';
 
 const SERVER = `
 const http = require('node:http');
@@ -33,6 +34,10 @@ const env = { PATH: process.env.PATH, GREETING: 'hello' };
 const pidsSeen: number[] = [];
 /** Each environment's public port (its sandbox is derived from it). */
 const ports: Record<string, number> = {};
+/** The environments' ids (rows the edge reads), by name. */
+const ids: Record<string, string> = {};
+const t = useTestContext({ edge: true });
+const served = servedByEdge(t);
 
 function sh(cwd: string, cmd: string, args: string[]): string {
   return execFileSync(cmd, args, { cwd, encoding: 'utf8' }).trim();
@@ -103,7 +108,12 @@ const goLive = (
 beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'vc-provider-'));
   await chmod(root, 0o711); // the environments' uids pass through to their own directories
-  for (const envId of ['prod', 'staging', 'static']) ports[envId] = await freePort();
+  for (const name of ['prod', 'staging', 'static']) {
+    const e = await served.environment(name);
+    ids[name] = e.id;
+    ports[name] = e.port;
+    ports[e.id] = e.port;
+  }
   repo = path.join(root, 'repo');
   dataDir = path.join(root, 'data');
   sh(root, 'git', ['init', '-q', '-b', 'main', repo]);
@@ -113,7 +123,12 @@ beforeAll(async () => {
     'service.yaml':
       'build: ["echo building $GREETING", "echo yes > BUILT"]\ndeploy: ["echo migrating"]\nweb: node server.js\nhealth: /healthz\n',
   });
-  supervisor = new Supervisor({ dataDir, stopGraceMs: 1000, restartBackoff: { initialMs: 100 } });
+  supervisor = new Supervisor({
+    dataDir,
+    stopGraceMs: 1000,
+    restartBackoff: { initialMs: 100 },
+    publish: served.publish,
+  });
 });
 
 afterAll(async () => {
@@ -155,9 +170,9 @@ describe('releases and the supervisor', () => {
 
   it('builds v1 (steps run in order, in the release dir) and puts it live', async () => {
     port = ports.prod;
-    v1 = okBuild(await build('prod', 'r1', shas.v1));
+    v1 = okBuild(await build(ids.prod, 'r1', shas.v1));
     expect(v1.reused).toBe(false);
-    expect(v1.releaseDir).toBe(path.join(dataDir, 'environments', 'prod', 'releases', 'r1'));
+    expect(v1.releaseDir).toBe(path.join(dataDir, 'environments', ids.prod, 'releases', 'r1'));
     expect(lines).toContain('building hello');
     expect(existsSync(path.join(v1.releaseDir, '.git'))).toBe(false);
 
@@ -165,40 +180,40 @@ describe('releases and the supervisor', () => {
       releaseDir: v1.releaseDir,
       manifest: v1.manifest,
       env,
-      jail: await jail('prod'),
+      jail: await jail(ids.prod),
       stepTimeoutMs: 5000,
       onLine,
     });
     expect(deploy).toEqual({ ok: true });
     expect(lines).toContain('migrating');
 
-    expect(await goLive('prod', port, 'r1', v1)).toEqual({
+    expect(await goLive(ids.prod, port, 'r1', v1)).toEqual({
       ok: true,
       alreadyLive: false,
       internalPort: expect.any(Number),
     });
     expect(await get(port)).toMatchObject({ status: 200, text: 'v1 hello built=true', release: 'v1' });
-    expect(await currentRelease(dataDir, 'prod')).toMatchObject({ releaseId: 'r1', port, web: true });
-    expect((await stat(statePath(dataDir, 'prod'))).mode & 0o777).toBe(0o600);
-    expect(await readFile(path.join(dataDir, 'environments', 'prod', 'web.log'), 'utf8')).toContain(
+    expect(await currentRelease(dataDir, ids.prod)).toMatchObject({ releaseId: 'r1', port, web: true });
+    expect((await stat(statePath(dataDir, ids.prod))).mode & 0o777).toBe(0o600);
+    expect(await readFile(path.join(dataDir, 'environments', ids.prod, 'web.log'), 'utf8')).toContain(
       'release r1: starting',
     );
   });
 
   it('is idempotent: the same release is neither rebuilt nor restarted', async () => {
-    const pid = supervisor.status('prod')!.pid;
-    expect(okBuild(await build('prod', 'r1', shas.v1)).reused).toBe(true);
-    expect(await goLive('prod', port, 'r1', v1)).toMatchObject({ ok: true, alreadyLive: true });
-    expect(supervisor.status('prod')!.pid).toBe(pid);
+    const pid = supervisor.status(ids.prod)!.pid;
+    expect(okBuild(await build(ids.prod, 'r1', shas.v1)).reused).toBe(true);
+    expect(await goLive(ids.prod, port, 'r1', v1)).toMatchObject({ ok: true, alreadyLive: true });
+    expect(supervisor.status(ids.prod)!.pid).toBe(pid);
   });
 
   it('puts v2 live and stops v1', async () => {
     await commit('v2', { VERSION: 'v2\n' });
     expect(await resolveRef({ url: repo }, 'main', git())).toBe(shas.v2);
-    const v1Pid = supervisor.status('prod')!.pid!;
+    const v1Pid = supervisor.status(ids.prod)!.pid!;
     pidsSeen.push(v1Pid);
-    const v2 = okBuild(await build('prod', 'r2', shas.v2));
-    expect(await goLive('prod', port, 'r2', v2)).toMatchObject({ ok: true, alreadyLive: false });
+    const v2 = okBuild(await build(ids.prod, 'r2', shas.v2));
+    expect(await goLive(ids.prod, port, 'r2', v2)).toMatchObject({ ok: true, alreadyLive: false });
     expect((await get(port)).text).toBe('v2 hello built=true');
     expect(processAlive(v1Pid)).toBe(false);
     // bodies stream through the proxy both ways; status and repeated headers pass
@@ -207,17 +222,17 @@ describe('releases and the supervisor', () => {
     expect(echoed.status).toBe(201);
     expect(echoed.headers.getSetCookie()).toEqual(['a=1', 'b=2']);
     expect(await echoed.text()).toBe(big);
-    expect((await currentRelease(dataDir, 'prod'))?.releaseId).toBe('r2');
+    expect((await currentRelease(dataDir, ids.prod))?.releaseId).toBe('r2');
   });
 
   it('refuses a release whose health never answers 2xx; the previous one keeps serving', async () => {
     await commit('v3', { VERSION: 'v3\n', 'service.yaml': 'web: node server.js\nhealth: /broken\n' });
-    const v3 = okBuild(await build('prod', 'r3', shas.v3));
-    const r = await goLive('prod', port, 'r3', v3, 800);
+    const v3 = okBuild(await build(ids.prod, 'r3', shas.v3));
+    const r = await goLive(ids.prod, port, 'r3', v3, 800);
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.message).toMatch(/health check \/broken did not answer 2xx .*status 500/);
     expect((await get(port)).text).toBe('v2 hello built=true');
-    expect((await currentRelease(dataDir, 'prod'))?.releaseId).toBe('r2');
+    expect((await currentRelease(dataDir, ids.prod))?.releaseId).toBe('r2');
   });
 
   it('fails a build at its failing step and leaves no release dir; v2 keeps serving', async () => {
@@ -225,20 +240,20 @@ describe('releases and the supervisor', () => {
       VERSION: 'v4\n',
       'service.yaml': 'build: ["echo first", "exit 3", "echo never"]\nweb: node server.js\n',
     });
-    const r = await build('prod', 'r4', shas.v4);
+    const r = await build(ids.prod, 'r4', shas.v4);
     expect(r).toMatchObject({
       ok: false,
       reason: 'step_failed',
       failedStep: { index: 1, command: 'exit 3', exitCode: 3 },
     });
     expect(lines).not.toContain('never');
-    expect(existsSync(path.join(dataDir, 'environments', 'prod', 'releases', 'r4'))).toBe(false);
+    expect(existsSync(path.join(dataDir, 'environments', ids.prod, 'releases', 'r4'))).toBe(false);
     expect((await get(port)).text).toBe('v2 hello built=true');
   });
 
   it('fails a build with an invalid manifest, naming each fault', async () => {
     await commit('v5', { 'service.yaml': 'build: npm ci\ncolour: red\n' });
-    const r = await build('prod', 'r5', shas.v5);
+    const r = await build(ids.prod, 'r5', shas.v5);
     expect(r).toMatchObject({
       ok: false,
       reason: 'manifest_invalid',
@@ -247,13 +262,13 @@ describe('releases and the supervisor', () => {
   });
 
   it('restarts the live web process when it dies', async () => {
-    const before = supervisor.status('prod')!;
+    const before = supervisor.status(ids.prod)!;
     pidsSeen.push(before.pid!);
     process.kill(before.pid!, 'SIGKILL');
     const deadline = Date.now() + 5000;
     let text = '';
     while (Date.now() < deadline) {
-      const s = supervisor.status('prod')!;
+      const s = supervisor.status(ids.prod)!;
       if (s.running && s.pid !== before.pid) {
         const r = await get(port).catch(() => null);
         if (r?.status === 200) {
@@ -264,51 +279,59 @@ describe('releases and the supervisor', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(text).toBe('v2 hello built=true');
-    expect(supervisor.status('prod')!.restarts).toBe(1);
+    expect(supervisor.status(ids.prod)!.restarts).toBe(1);
   });
 
   it('records a release without web as live and answers 503 "no web process"', async () => {
     await commit('v6', { 'service.yaml': 'build: []\n' });
     const staticPort = ports.static;
-    const r = okBuild(await build('static', 's1', shas.v6));
-    expect(await goLive('static', staticPort, 's1', r)).toMatchObject({ ok: true });
-    expect(await get(staticPort)).toMatchObject({ status: 503, text: 'no web process\n' });
-    expect((await currentRelease(dataDir, 'static'))?.web).toBe(false);
+    const r = okBuild(await build(ids.static, 's1', shas.v6));
+    expect(await goLive(ids.static, staticPort, 's1', r)).toMatchObject({ ok: true });
+    expect(await get(staticPort)).toMatchObject({ status: 503 });
+    expect((await currentRelease(dataDir, ids.static))?.web).toBe(false);
   });
 
   it('brings every environment back with restoreAll after stopAll', async () => {
     const stagingPort = ports.staging;
-    const s1 = okBuild(await build('staging', 'r1', shas.v1));
-    expect(await goLive('staging', stagingPort, 'r1', s1)).toMatchObject({ ok: true });
-    const livePids = [supervisor.status('prod')!.pid!, supervisor.status('staging')!.pid!];
+    const s1 = okBuild(await build(ids.staging, 'r1', shas.v1));
+    expect(await goLive(ids.staging, stagingPort, 'r1', s1)).toMatchObject({ ok: true });
+    const livePids = [supervisor.status(ids.prod)!.pid!, supervisor.status(ids.staging)!.pid!];
     pidsSeen.push(...livePids);
 
     await supervisor.stopAll();
     for (const pid of livePids) expect(processAlive(pid)).toBe(false);
-    await expect(get(port)).rejects.toThrow();
+    expect((await get(port)).status).toBeGreaterThanOrEqual(500); // the edge: nothing answers behind it
 
     // as after a host restart: the environments' network namespaces are gone too
     await removeNetwork(port);
     expect(existsSync(`/run/netns/${netnsName(port)}`)).toBe(false);
-    supervisor = new Supervisor({ dataDir, stopGraceMs: 1000, restartBackoff: { initialMs: 100 } });
+    supervisor = new Supervisor({
+      dataDir,
+      stopGraceMs: 1000,
+      restartBackoff: { initialMs: 100 },
+      publish: served.publish,
+    });
     const restored = await supervisor.restoreAll();
-    expect(restored.sort((a, b) => a.envId.localeCompare(b.envId))).toEqual([
-      { envId: 'prod', releaseId: 'r2', ok: true },
-      { envId: 'staging', releaseId: 'r1', ok: true },
-      { envId: 'static', releaseId: 's1', ok: true },
-    ]);
+    const byId = (a: { envId: string }, b: { envId: string }) => a.envId.localeCompare(b.envId);
+    expect(restored.sort(byId)).toEqual(
+      [
+        { envId: ids.prod, releaseId: 'r2', ok: true },
+        { envId: ids.staging, releaseId: 'r1', ok: true },
+        { envId: ids.static, releaseId: 's1', ok: true },
+      ].sort(byId),
+    );
     expect((await get(port)).text).toBe('v2 hello built=true');
     expect((await get(stagingPort)).text).toBe('v1 hello built=true');
-    pidsSeen.push(supervisor.status('prod')!.pid!, supervisor.status('staging')!.pid!);
+    pidsSeen.push(supervisor.status(ids.prod)!.pid!, supervisor.status(ids.staging)!.pid!);
   });
 
   it('scales to 2 instances; restoreAll after stopAll brings both back; scaling to 1 stops the extra one', async () => {
-    expect(await supervisor.scale('prod', { instances: 2, healthTimeoutMs: 10_000 })).toEqual({
+    expect(await supervisor.scale(ids.prod, { instances: 2, healthTimeoutMs: 10_000 })).toEqual({
       ok: true,
       instances: 2,
       changed: true,
     });
-    const two = supervisor.status('prod')!.instances;
+    const two = supervisor.status(ids.prod)!.instances;
     expect(two.map((i) => [i.slot, i.running])).toEqual([
       [1, true],
       [2, true],
@@ -319,34 +342,39 @@ describe('releases and the supervisor', () => {
     await supervisor.stopAll();
     for (const pid of pids) expect(processAlive(pid)).toBe(false);
 
-    supervisor = new Supervisor({ dataDir, stopGraceMs: 1000, restartBackoff: { initialMs: 100 } });
+    supervisor = new Supervisor({
+      dataDir,
+      stopGraceMs: 1000,
+      restartBackoff: { initialMs: 100 },
+      publish: served.publish,
+    });
     await supervisor.restoreAll();
-    const back = supervisor.status('prod')!.instances;
+    const back = supervisor.status(ids.prod)!.instances;
     expect(back.map((i) => [i.slot, i.running])).toEqual([
       [1, true],
       [2, true],
     ]);
-    pidsSeen.push(...back.map((i) => i.pid!), supervisor.status('staging')!.pid!);
+    pidsSeen.push(...back.map((i) => i.pid!), supervisor.status(ids.staging)!.pid!);
     for (let i = 0; i < 4; i++) expect((await get(port)).text).toBe('v2 hello built=true');
 
-    expect(await supervisor.scale('prod', { instances: 1, healthTimeoutMs: 10_000 })).toEqual({
+    expect(await supervisor.scale(ids.prod, { instances: 1, healthTimeoutMs: 10_000 })).toEqual({
       ok: true,
       instances: 1,
       changed: true,
     });
-    expect(supervisor.status('prod')!.instances).toHaveLength(1);
+    expect(supervisor.status(ids.prod)!.instances).toHaveLength(1);
     expect(processAlive(back[1].pid!)).toBe(false);
     expect(processAlive(back[0].pid!)).toBe(true);
     expect((await get(port)).text).toBe('v2 hello built=true');
   });
 
   it('retires an environment: its web process stops and its network namespace goes', async () => {
-    const pid = supervisor.status('staging')!.pid!;
+    const pid = supervisor.status(ids.staging)!.pid!;
     expect(existsSync(`/run/netns/${netnsName(ports.staging)}`)).toBe(true);
-    await supervisor.retire('staging');
+    await supervisor.retire(ids.staging);
     expect(processAlive(pid)).toBe(false);
     expect(existsSync(`/run/netns/${netnsName(ports.staging)}`)).toBe(false);
-    await expect(get(ports.staging)).rejects.toThrow();
+    expect((await get(ports.staging)).status).toBe(503); // the edge serves the port: no route behind it
     expect((await get(port)).text).toBe('v2 hello built=true');
   });
 });

@@ -1,0 +1,58 @@
+/** wrk (Debian's `wrk`, installed with apt as root when missing) and HAProxy's CPU time, for bench/edge.ts. */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+export function ensureWrk(): void {
+  const has = () => spawnSync('sh', ['-c', 'command -v wrk'], { stdio: 'ignore' }).status === 0;
+  if (has()) return;
+  if (process.getuid?.() === 0) {
+    console.log('[bench] installing wrk (apt-get install -y wrk)...');
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    if (spawnSync('apt-get', ['install', '-y', '-q', 'wrk'], { stdio: 'inherit', env }).status !== 0) {
+      spawnSync('apt-get', ['update', '-q'], { stdio: 'inherit', env });
+      spawnSync('apt-get', ['install', '-y', '-q', 'wrk'], { stdio: 'inherit', env });
+    }
+  }
+  if (!has()) throw new Error('the edge bench needs wrk: apt-get install -y wrk');
+}
+
+export interface WrkResult {
+  name: string;
+  requestsPerSecond: number;
+  requests: number;
+  /** Milliseconds. */
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+const ms = (v: string, unit: string) => Number(v) * ({ us: 0.001, ms: 1, s: 1000 }[unit] ?? 1);
+
+/** `wrk -t1 -c<connections> -d<seconds>s --latency <url>`, parsed. */
+export function wrk(name: string, url: string, seconds: number, connections = 32): WrkResult {
+  const out = execFileSync('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url], {
+    encoding: 'utf8',
+  });
+  const pct = (p: string) => {
+    const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s)`, 'm').exec(out);
+    return m ? Math.round(ms(m[1], m[2]) * 1000) / 1000 : Number.NaN;
+  };
+  const errors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out);
+  return {
+    name,
+    requestsPerSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
+    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? 0),
+    p50: pct('50'),
+    p99: pct('99'),
+    errors: (errors ? errors.slice(1).reduce((n, x) => n + Number(x), 0) : 0) + Number(non2xx?.[1] ?? 0),
+  };
+}
+
+/** CPU time (user + system, microseconds) of a process so far, from /proc (clock ticks of 10 ms... or less). */
+export function processCpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks / 100) * 1e6;
+}

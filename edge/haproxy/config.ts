@@ -1,0 +1,260 @@
+/**
+ * haproxy.cfg from the model (model.ts). One frontend binds EDGE_PORT and every environment's port; the
+ * environment is found by `dst_port` (ports.map) or, on EDGE_PORT, by Host (domains.map). The rules of CONTRACT
+ * "The edge" run in the frontend, in the Node edge's order, for every request (upgrades included): blocked
+ * addresses and agents (project), the rate limit (a stick table per window), allowed addresses (environment),
+ * then maintenance; HSTS on HTTPS answers; then the environment's backend (least connections, health checks,
+ * the `vc_instance` cookie, gzip, the error page). What changes often lives in map and ACL files (runtime API);
+ * the rest is structure (a reload).
+ */
+import { join } from 'node:path';
+import { aclFile, backendName, type EdgeModel, mapFile, serverName, slotCookie } from './model';
+import type { HaproxyPaths } from './paths';
+
+/** Lines other parts of the edge add to the configuration (the password check, the request log, ...). */
+export interface ConfigFragments {
+  /** In `global`. */
+  global?: string[];
+  /**
+   * First in the frontend once the environment and the client are known (txn.env, txn.p, txn.client set),
+   * before any rule that refuses, answers or redirects (the request log).
+   */
+  frontendStart?: string[];
+  /** In the frontend after the address and rate rules, before maintenance (the password). */
+  frontend?: string[];
+  /** Before the frontend's own `use_backend` lines. */
+  useBackend?: string[];
+  /** Whole sections (backends, rings, tables) appended. */
+  sections?: string[];
+}
+
+export interface ConfigOptions {
+  paths: HaproxyPaths;
+  /** ENVIRONMENT_BIND. */
+  host: string;
+  edgePort: number;
+  trustProxyHops: number;
+  /**
+   * HTTPS (CONTRACT "Certificates"): EDGE_TLS_PORT with the certificates' crt-list (SNI) and a self-signed
+   * default certificate, and the port named in the 308 redirects (EDGE_TLS_PUBLIC_PORT).
+   */
+  tls?: { port: number; publicPort: number; crtList: string; defaultCert: string };
+  /** The CDN tier (Varnish at 127.0.0.1:port; it fetches misses from fe_origin on 127.0.0.1:originPort). */
+  cdn?: { port: number; originPort: number };
+  /** Called with the data plane's paths (map and ACL files are under `paths.dir`: `maps/`, `acls/`). */
+  fragments?: (paths: HaproxyPaths) => ConfigFragments;
+}
+
+export const MAINTENANCE_RETRY_SECONDS = 300;
+const TEXT_TYPES = [
+  'text/',
+  'application/json',
+  'application/javascript',
+  'application/xml',
+  'application/xhtml+xml',
+  'application/rss+xml',
+  'application/atom+xml',
+  'application/ld+json',
+  'image/svg+xml',
+];
+const PLAIN = 'content-type "text/plain; charset=utf-8"';
+const NO_STORE = 'hdr Cache-Control no-store';
+
+/** An answer of the edge's own: `http-request return` or `deny` arguments. */
+const own = (status: number, text: string) => `status ${status} ${PLAIN} string "${text}" ${NO_STORE}`;
+
+/**
+ * The configuration. `skeleton`: without what the runtime API changes (servers' addresses and states), to
+ * tell a structural change (a reload) from one the runtime API makes.
+ */
+export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = false): string {
+  const p = o.paths;
+  const map = (name: string) => join(p.dir, mapFile(name));
+  const acl = (name: string) => join(p.dir, aclFile(name));
+  const fragments = o.fragments?.(p) ?? {};
+  const out: string[] = [];
+  const add = (...lines: string[]) => out.push(...lines);
+
+  add(
+    'global',
+    `  stats socket ${p.admin} mode 600 level admin expose-fd listeners`,
+    `  pidfile ${p.pidfile}`,
+    // pages (maintenance, error) up to the console's limit fit in one buffer
+    '  tune.bufsize 131072',
+    // after a reload, the old worker finishes what it was doing, at most this long
+    '  hard-stop-after 60s',
+    ...(fragments.global ?? []).map((l) => `  ${l}`),
+    '',
+    'defaults',
+    '  mode http',
+    '  timeout connect 5s',
+    '  timeout client 60s',
+    '  timeout server 600s',
+    '  timeout http-request 30s',
+    '  timeout http-keep-alive 5s',
+    '  timeout tunnel 1h',
+    '  timeout client-fin 5s',
+    '  option redispatch',
+    '  retries 2',
+    // a GET sent on a kept-alive connection to an instance that just went away is sent again (this L7 retry
+    // keeps a copy of each request: about 17 µs of HAProxy's CPU per request in `npm run bench -- edge`)
+    '  retry-on conn-failure empty-response',
+    `  http-error ${own(502, 'bad gateway: the web process is not answering')}`,
+    `  http-error ${own(503, 'service unavailable: no web process is answering')}`,
+    `  http-error ${own(504, 'gateway timeout: the web process did not answer in time')}`,
+    '',
+    'frontend fe_edge',
+    `  bind ${o.host}:${o.edgePort} name edge`,
+    ...(o.tls
+      ? [
+          `  bind ${o.host}:${o.tls.port} name tls ssl crt ${o.tls.defaultCert} crt-list ${o.tls.crtList} ssl-min-ver TLSv1.2`,
+        ]
+      : []),
+    ...model.envPorts.map((port) => `  bind ${o.host}:${port} name p${port}`),
+    '  option forwardfor',
+    '  option http-ignore-probes',
+    // only the loopback listener of the CDN tier (fe_origin) believes these
+    '  http-request del-header X-VC-Env',
+    '  http-request del-header X-VC-Default-TTL',
+    `  acl on_edge_port dst_port ${o.edgePort}`,
+    // the environments' ports: by port; EDGE_PORT and the TLS port: by Host
+    `  acl by_host dst_port ${o.edgePort}${o.tls ? ` ${o.tls.port}` : ''}`,
+    `  http-request set-var(txn.env) dst_port,map_int(${map('ports')}) if !by_host`,
+    `  http-request set-var(txn.host) req.hdr(host),lower,regsub(':[0-9]+$',''),regsub('\\.$','') if by_host`,
+    // the console's ACME challenges on EDGE_PORT, for their hostname, before any environment rule
+    '  acl acme path_beg /.well-known/acme-challenge/',
+    '  http-request set-var(txn.path) path if on_edge_port acme',
+    `  http-request set-var(txn.acme) var(txn.host),concat(,txn.path),map(${map('acme')}) if on_edge_port acme METH_GET || on_edge_port acme METH_HEAD`,
+    `  http-request return status 200 content-type text/plain lf-string "%[var(txn.acme)]" ${NO_STORE} if { var(txn.acme) -m found }`,
+    `  http-request set-var(txn.env) var(txn.host),map(${map('domains')}) if by_host`,
+    `  http-request return ${own(404, 'no site is served at this address')} if !{ var(txn.env) -m found }`,
+    `  http-request set-var(txn.p) var(txn.env),map(${map('env-project')})`,
+    '  http-request set-var(txn.client) src',
+  );
+  if (o.trustProxyHops > 0)
+    add(
+      `  http-request set-var(txn.client) req.hdr(x-forwarded-for,-${o.trustProxyHops}) if { req.hdr_cnt(x-forwarded-for) ge ${o.trustProxyHops} }`,
+      `  http-request set-var(txn.https) bool(true) if { req.hdr(x-forwarded-proto,-1) -m str -i https }`,
+    );
+  // the request log: every request of an environment from here on (refused, redirected, upgraded or served)
+  add(...(fragments.frontendStart ?? []).map((l) => `  ${l}`));
+  if (o.tls)
+    add(
+      // a domain with a certificate: plain HTTP goes to HTTPS (never the ACME path)
+      `  http-request redirect location https://%[var(txn.host)]${o.tls.publicPort === 443 ? '' : `:${o.tls.publicPort}`}%[capture.req.uri] code 308 if on_edge_port !acme { var(txn.host),map(${map('certified')}) -m found }`,
+      '  http-request set-var(txn.https) bool(true) if { ssl_fc }',
+      '  http-request set-header X-Forwarded-Proto https if { ssl_fc }',
+    );
+  // HSTS: on answers to HTTPS requests only (RFC 6797), the edge's own answers (403, 429, 401, 503) included
+  add(
+    `  http-request set-var(txn.hsts) var(txn.p),map(${map('hsts')}) if { var(txn.https) -m bool }`,
+    '  http-after-response set-header Strict-Transport-Security "%[var(txn.hsts)]" if { var(txn.hsts) -m found }',
+  );
+  for (const projectId of model.blockProjects)
+    add(
+      `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.p) -m str ${projectId} } { var(txn.client) -m ip -f ${acl(`blocked-${projectId}`)} }`,
+    );
+  for (const projectId of model.agentProjects)
+    add(
+      `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.p) -m str ${projectId} } { req.fhdr(user-agent) -m sub -i -f ${acl(`agents-${projectId}`)} }`,
+    );
+  // the rate limit: requests per client address and project in a sliding window (one table per window length)
+  add(
+    `  http-request set-var(txn.rl) var(txn.p),map_str_int(${map('rate-period')})`,
+    `  http-request set-var(txn.rlmax) var(txn.p),map_str_int(${map('rate-requests')})`,
+    '  http-request set-var(txn.rlkey) var(txn.p),concat(|,txn.client)',
+  );
+  for (const period of model.ratePeriods)
+    add(`  http-request track-sc0 var(txn.rlkey) table rl_${period} if { var(txn.rl) -m int ${period} }`);
+  add(
+    `  http-request return status 429 ${PLAIN} string "too many requests; slow down" ${NO_STORE} hdr Retry-After "%[var(txn.rl)]" if { var(txn.rl) -m found } { sc0_http_req_rate,sub(txn.rlmax) gt 0 }`,
+  );
+  for (const envId of model.ruleEnvs)
+    add(
+      `  http-request deny deny_${own(403, 'forbidden: your address may not reach this site')} if { var(txn.env) -m str ${envId} } !{ var(txn.client) -m ip -f ${acl(`allowed-${envId}`)} }`,
+    );
+  add(...(fragments.frontend ?? []).map((l) => `  ${l}`));
+  add(`  http-request set-var(txn.maint) var(txn.env),map(${map('maintenance')})`);
+  const maintenance = (file: string) =>
+    `status 503 content-type "text/html; charset=utf-8" lf-file ${join(p.dir, file)} ${NO_STORE} hdr Retry-After ${MAINTENANCE_RETRY_SECONDS}`;
+  for (const [projectId, file] of model.maintenancePages)
+    add(`  http-request return ${maintenance(file)} if { var(txn.maint) -m found } { var(txn.p) -m str ${projectId} }`);
+  add(
+    `  http-request return ${maintenance('pages/maintenance-default.html')} if { var(txn.maint) -m found }`,
+    '  http-request set-header X-Forwarded-Proto http if !{ req.hdr(x-forwarded-proto) -m found }',
+    '  http-request set-header X-Forwarded-Host "%[req.hdr(host)]" if { req.hdr(host) -m found }',
+  );
+  // the CDN tier: GET and HEAD of an environment with the CDN on, after every rule (never an upgrade)
+  if (o.cdn)
+    add(
+      `  http-request set-var(txn.cdn) var(txn.env),map(${map('cdn')}) if METH_GET !{ req.hdr(upgrade) -m found } || METH_HEAD`,
+      '  http-request set-header X-VC-Env "%[var(txn.env)]" if { var(txn.cdn) -m found }',
+      '  http-request set-header X-VC-Default-TTL "%[var(txn.cdn)]" if { var(txn.cdn) -m found }',
+    );
+  add(...(fragments.useBackend ?? []).map((l) => `  ${l}`));
+  if (o.cdn)
+    add(
+      `  use_backend be_cdn_gz if { var(txn.cdn) -m found } { var(txn.env),map(${map('compressed')}) -m found }`,
+      '  use_backend be_cdn if { var(txn.cdn) -m found }',
+    );
+  add('  use_backend e_%[var(txn.env)]', '  default_backend be_none', '');
+
+  if (o.cdn)
+    add(
+      'frontend fe_origin',
+      `  bind 127.0.0.1:${o.cdn.originPort} name origin`,
+      // only the CDN tier reaches this loopback listener: it says which environment, and no rule runs again
+      '  http-request set-var(txn.env) req.hdr(x-vc-env)',
+      '  http-request del-header X-VC-Env',
+      '  http-request del-header X-VC-Default-TTL',
+      '  use_backend e_%[var(txn.env)]',
+      '  default_backend be_none',
+      '',
+      'backend be_cdn',
+      `  server cdn 127.0.0.1:${o.cdn.port}`,
+      '',
+      'backend be_cdn_gz',
+      '  compression algo gzip',
+      `  compression type ${TEXT_TYPES.join(' ')}`,
+      `  server cdn 127.0.0.1:${o.cdn.port}`,
+      '',
+    );
+  add('backend be_none', `  http-request return ${own(404, 'no site is served at this address')}`, '');
+  for (const period of model.ratePeriods)
+    add(
+      `backend rl_${period}`,
+      `  stick-table type string len 96 size 1m expire ${period}s store http_req_rate(${period}s)`,
+      '',
+    );
+
+  for (const env of model.envs.values()) {
+    add(`backend ${backendName(env.envId)}`, '  balance leastconn');
+    if (env.sticky) add('  cookie vc_instance insert indirect httponly attr "SameSite=Lax"');
+    if (env.compression) add('  compression algo gzip', `  compression type ${TEXT_TYPES.join(' ')}`);
+    if (env.errorPage)
+      for (const status of [502, 503, 504])
+        add(
+          `  http-error status ${status} content-type "text/html; charset=utf-8" file ${join(p.dir, env.errorPage)} ${NO_STORE}`,
+        );
+    // a refused connection marks the instance down at once; checks bring it back
+    add('  default-server check inter 2s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down');
+    env.slots.forEach((slot, i) => {
+      for (const side of ['a', 'b'] as const) {
+        const name = serverName(i, side);
+        const cookie = `cookie ${slotCookie(env.envId, i)}`;
+        if (skeleton) {
+          add(`  server ${name} ${cookie}`);
+          continue;
+        }
+        const addr = slot[side];
+        const serving = slot.on && slot.active === side && addr;
+        add(
+          `  server ${name} ${addr ? `${addr.host}:${addr.port}` : '127.0.0.1:1'} ${cookie}${serving ? '' : ' disabled'}`,
+        );
+      }
+    });
+    add('');
+  }
+  add(...(fragments.sections ?? []));
+  return `${out.join('\n')}\n`;
+}

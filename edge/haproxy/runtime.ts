@@ -1,0 +1,111 @@
+/**
+ * Changes HAProxy makes without a reload, through its runtime API (the admin stats socket): a map or ACL file's
+ * whole content replaced atomically (`prepare`, `add @<version>`, `commit`: requests see the old entries or
+ * the new ones, never a half), and servers moved, made ready or put in maintenance (`set server`). The files
+ * are written first (model.ts, server.ts), so what the runtime holds is what a reload or a restart reads.
+ */
+import { join } from 'node:path';
+import { runtimeCommand } from '../haproxy-certificates';
+import { backendName, type EdgeModel, serverName, type Slot } from './model';
+
+export class RuntimeError extends Error {}
+
+export async function command(socket: string, line: string, payload?: string): Promise<string> {
+  return runtimeCommand(socket, line, payload);
+}
+
+/** Replaces the entries of a map (`kind` map) or ACL file loaded by HAProxy, atomically. */
+export async function replaceEntries(socket: string, kind: 'map' | 'acl', file: string, content: string) {
+  const prepared = await command(socket, `prepare ${kind} ${file}`);
+  const version = /New version created: (\d+)/.exec(prepared)?.[1];
+  if (!version) throw new RuntimeError(`prepare ${kind} ${file}: ${prepared.split('\n')[0]}`);
+  const entries = content.trim();
+  if (entries && kind === 'map') {
+    const added = await command(socket, `add map @${version} ${file}`, entries);
+    if (added) throw new RuntimeError(`add map ${file}: ${added.split('\n')[0]}`);
+  } else if (entries) {
+    // `add acl` takes no payload in 2.6: one command per pattern, many to a connection (`;`, escaped)
+    const patterns = entries.split('\n');
+    for (let i = 0; i < patterns.length; i += 200) {
+      const line = patterns
+        .slice(i, i + 200)
+        .map((p) => `add acl @${version} ${file} ${p.replace(/[\\; ]/g, (c) => `\\${c}`)}`)
+        .join('; ');
+      const added = (await command(socket, line)).trim();
+      if (added) throw new RuntimeError(`add acl ${file}: ${added.split('\n')[0]}`);
+    }
+  }
+  const committed = await command(socket, `commit ${kind} @${version} ${file}`);
+  if (committed) throw new RuntimeError(`commit ${kind} ${file}: ${committed.split('\n')[0]}`);
+}
+
+/** The files whose content differs between the two models (relative paths). */
+export function changedFiles(before: EdgeModel | null, after: EdgeModel): string[] {
+  return [...after.files].filter(([file, text]) => before?.files.get(file) !== text).map(([file]) => file);
+}
+
+/** Applies the changed map and ACL files. */
+export async function applyFiles(socket: string, dir: string, model: EdgeModel, files: string[]): Promise<void> {
+  for (const file of files) {
+    const kind = file.startsWith('maps/') ? 'map' : 'acl';
+    await replaceEntries(socket, kind, join(dir, file), model.files.get(file) ?? '');
+  }
+}
+
+/**
+ * The `set server` commands that take the servers from `before` to `after` (same backends, same slot counts):
+ * the new server is given its address and made ready (up at once: the instance answered before it was
+ * published; checks take it down if it stops) before the old one goes to maintenance.
+ */
+export function serverCommands(before: EdgeModel, after: EdgeModel): string[] {
+  const out: string[] = [];
+  for (const [envId, env] of after.envs) {
+    const old = before.envs.get(envId);
+    if (!old) continue;
+    const be = backendName(envId);
+    env.slots.forEach((slot: Slot, i) => {
+      const was = old.slots[i];
+      const serving = (s: Slot | undefined) => (s?.on ? s.active : null);
+      const now = serving(slot);
+      const then = serving(was);
+      const addr = now ? slot[now] : null;
+      const moved = now && (now !== then || JSON.stringify(addr) !== JSON.stringify(was?.[now]));
+      if (now && addr && moved) {
+        out.push(
+          `set server ${be}/${serverName(i, now)} addr ${addr.host} port ${addr.port}`,
+          `set server ${be}/${serverName(i, now)} state ready`,
+          `set server ${be}/${serverName(i, now)} health up`,
+        );
+      }
+      if (then && then !== now) out.push(`set server ${be}/${serverName(i, then)} state maint`);
+    });
+  }
+  return out;
+}
+
+export async function applyServers(socket: string, commands: string[]): Promise<void> {
+  for (const line of commands) {
+    const answer = await command(socket, line);
+    // `set server ... addr` answers what changed; the others answer nothing
+    if (answer && !/changed|no need to change/i.test(answer))
+      throw new RuntimeError(`${line.split(' ').slice(0, 3).join(' ')}: ${answer.split('\n')[0]}`);
+  }
+}
+
+/** Every server's address and state as `model` says (after an adoption: whatever the runtime held). */
+export function allServerCommands(model: EdgeModel): string[] {
+  const out: string[] = [];
+  for (const [envId, env] of model.envs) {
+    const be = backendName(envId);
+    env.slots.forEach((slot: Slot, i) => {
+      for (const side of ['a', 'b'] as const) {
+        const name = `${be}/${serverName(i, side)}`;
+        const addr = slot[side];
+        if (slot.on && slot.active === side && addr)
+          out.push(`set server ${name} addr ${addr.host} port ${addr.port}`, `set server ${name} state ready`);
+        else out.push(`set server ${name} state maint`);
+      }
+    });
+  }
+  return out;
+}

@@ -1,0 +1,132 @@
+/**
+ * The parts of the edge around HAProxy that the control plane (server.ts) starts before it and stops after:
+ * - the Basic password (edge/basic-auth/): the key file HAProxy reads (a second `-f`), the password map,
+ *   the checker of legacy hashes; `sync()` after every state applied;
+ * - the request log (edge/request-log/): the reader HAProxy's ring writes to, handing lines to the shipper;
+ * - the CDN tier (edge/cdn/): Varnish behind HAProxy (be_cdn), which fetches its misses from HAProxy's
+ *   loopback origin listener (fe_origin), and the purge follower that turns `cdn/clear` into bans.
+ * Their configuration lines go into haproxy.cfg through `fragments` (edge/haproxy/config.ts).
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import { join } from 'node:path';
+import type { Knex } from 'knex';
+import type { Secrets } from '../system/secrets';
+import type { LogShipper } from '../logs/shipper';
+import { type BasicAuth, startBasicAuth } from './basic-auth/control';
+import { basicAuthRules, basicAuthSections, basicAuthUseBackend } from './basic-auth/haproxy';
+import { startRequestLog } from './request-log/control';
+import { requestLogFrontend, requestLogGlobal, requestLogRules, requestLogSections } from './request-log/haproxy';
+import { VarnishPurger } from './cdn/bans';
+import { Varnish, writeAtomic } from './cdn/varnish';
+import { PurgeFollower } from './purges';
+import type { ConfigFragments } from './haproxy/config';
+import type { HaproxyPaths } from './haproxy/paths';
+
+type Logger = { warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
+
+export interface EdgeParts {
+  /** The lines of the password, the request log (none without a shipper). */
+  fragments: ConfigFragments;
+  /** More `-f` files for HAProxy (the password's key). */
+  configFiles: string[];
+  /** Varnish's port and HAProxy's origin listener. */
+  cdn: { port: number; originPort: number };
+  purges: PurgeFollower;
+  auth: BasicAuth;
+  /** The password map: database -> file -> running HAProxy. */
+  sync(): Promise<void>;
+  /** `keep`: leave Varnish running for a successor (as HAProxy is left). */
+  close(keep: boolean): Promise<void>;
+}
+
+/** A free port on loopback. */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, host, () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** HAProxy's origin listener for the CDN: one port, kept across restarts (an adopted Varnish's VCL names it). */
+async function originPortOf(dir: string): Promise<number> {
+  const file = join(dir, 'origin-port');
+  try {
+    const port = Number(readFileSync(file, 'utf8').trim());
+    if (Number.isInteger(port) && port > 0 && port < 65536) return port;
+  } catch {
+    // none yet
+  }
+  const port = await freePort();
+  writeAtomic(file, String(port), 0o600);
+  return port;
+}
+
+export async function startEdgeParts(o: {
+  knex: Knex;
+  dataDir: string;
+  paths: HaproxyPaths;
+  secrets: Pick<Secrets, 'encryptionKey'>;
+  shipper: LogShipper | null;
+  /** Varnish's directory (default DATA_DIR/edge/varnish) and storage size. */
+  cdn?: { dir?: string; storage?: string };
+  logger?: Logger;
+}): Promise<EdgeParts> {
+  const auth = await startBasicAuth({
+    knex: o.knex,
+    secrets: o.secrets,
+    dataDir: o.dataDir,
+    adminSocket: o.paths.admin,
+    logger: o.logger,
+  });
+  const log = o.shipper ? await startRequestLog({ dataDir: o.dataDir, shipper: o.shipper, logger: o.logger }) : null;
+  let varnish: Varnish | null = null;
+  let purges: PurgeFollower | null = null;
+  let originPort = 0;
+  try {
+    const dir = o.cdn?.dir ?? join(o.dataDir, 'edge', 'varnish');
+    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    originPort = await originPortOf(dir);
+    varnish = await Varnish.start({ dir, originPort, storage: o.cdn?.storage, logger: o.logger });
+    purges = new PurgeFollower(o.knex, new VarnishPurger(varnish), (err) =>
+      o.logger?.warn({ err: err.message }, 'the edge could not check for CDN purges'),
+    );
+    // catches up on the purges an adopted cache missed, then lets it serve
+    await purges.start();
+  } catch (err) {
+    await varnish?.close().catch(() => undefined);
+    await log?.close().catch(() => undefined);
+    await auth.close().catch(() => undefined);
+    throw err;
+  }
+  const v = varnish;
+  const follower = purges;
+  const fragments: ConfigFragments = {
+    global: log ? requestLogGlobal() : [],
+    frontendStart: log ? [...requestLogFrontend(), ...requestLogRules()] : [],
+    frontend: basicAuthRules(auth.fragment),
+    useBackend: basicAuthUseBackend(),
+    sections: [...basicAuthSections(auth.fragment), ...(log ? requestLogSections(log.fragment) : [])],
+  };
+  return {
+    fragments,
+    configFiles: [auth.paths.keyConfig],
+    cdn: { port: v.port, originPort },
+    purges: follower,
+    auth,
+    async sync() {
+      await auth.sync();
+    },
+    async close(keep) {
+      await follower.close();
+      if (keep) await v.detach();
+      else await v.close();
+      await log?.close();
+      await auth.close();
+    },
+  };
+}

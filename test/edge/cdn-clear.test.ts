@@ -1,0 +1,194 @@
+/**
+ * `POST /environments/{id}/cdn/clear` on the real edge (HAProxy, Varnish, the purge follower's bans): what
+ * is under the prefixes goes, the task succeeds only once every live edge applied the purge, a second edge
+ * (its own Varnish) drops its entries too, and an edge that lost its database serves nothing cached.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { startEdge } from '../../edge/server';
+import { createKnex } from '../../db/knex';
+import { cc, clearCdn, patchCdn, request, until, useCdnWorld } from '../helpers/cdn-world';
+import { taskLog, waitForTask } from '../helpers/deploy-fixtures';
+
+const c = useCdnWorld();
+const get = (url: string, opts: Parameters<typeof request>[2] = {}) => request(c.w.environment.port, url, opts);
+
+beforeAll(async () => {
+  expect((await patchCdn(c, { enabled: true, default_ttl_seconds: 600 })).status).toBe(200);
+});
+
+describe('POST /environments/{id}/cdn/clear', () => {
+  it('refuses prefixes not starting with / (422 naming paths.N), starting no task and clearing nothing', async () => {
+    const url = `/kept${cc('public, max-age=600')}`;
+    await get(url);
+    const tasks = await c.t.deps.knex('tasks').where({ type: 'cdn_clear' }).count('id as n').first();
+    for (const [body, field] of [
+      [{ paths: ['/ok', 'nope'] }, 'paths.1'],
+      [{ paths: ['/ok', '/fine', ''] }, 'paths.2'],
+      [{ paths: '/x' }, 'paths'],
+      [{ everything: true }, 'everything'],
+    ] as const) {
+      const res = await c.developer.post(`/environments/${c.w.environment.id}/cdn/clear`, body);
+      expect(res.status, JSON.stringify(body)).toBe(422);
+      expect(Object.keys(res.body.error.fields)).toEqual([field]);
+    }
+    expect(await c.t.deps.knex('tasks').where({ type: 'cdn_clear' }).count('id as n').first()).toEqual(tasks);
+    expect(await c.t.deps.knex('cdn_purges').where({ environment_id: c.w.environment.id })).toEqual([]);
+    expect((await get(url)).headers['x-cache']).toBe('HIT');
+  });
+
+  it('clears only what is under the prefixes, as a logged configuration task with its search attributes', async () => {
+    const urls = ['/assets/a.css', '/assets/b.js', '/docs/x', '/assetsfree'].map((u) => u + cc('public, max-age=600'));
+    const before: string[] = [];
+    for (const u of urls) before.push((await get(u)).text);
+    for (const [i, u] of urls.entries()) expect((await get(u)).text).toBe(before[i]);
+
+    const task = await clearCdn(c, { paths: ['/assets/', '/nothing-here'] });
+    expect(task).toMatchObject({ kind: 'configuration', type: 'cdn_clear', environment_id: c.w.environment.id });
+    const after = await Promise.all(urls.map((u) => get(u)));
+    expect(after.map((a) => a.headers['x-cache'])).toEqual(['MISS', 'MISS', 'HIT', 'HIT']);
+    expect(after[0].text).not.toBe(before[0]);
+    expect(after[2].text).toBe(before[2]);
+
+    expect(await taskLog(c.t, c.w.api, task.id)).toContain('Clearing the CDN under /assets/, /nothing-here');
+    const row = await c.t.deps.knex('tasks').where({ id: task.id }).first();
+    const desc = await c.t.deps.temporal.workflow.getHandle(row.workflow_id).describe();
+    expect(desc.type).toBe('clearCdn');
+    expect(desc.searchAttributes).toMatchObject({
+      TaskType: ['cdn_clear'],
+      TaskKind: ['configuration'],
+      TaskId: [task.id],
+      EnvironmentId: [c.w.environment.id],
+      ProjectId: [c.w.project.id],
+      TeamId: [c.w.team.id],
+    });
+  });
+
+  it('without paths clears everything; an edge that is gone does not hold the task up', async () => {
+    // a row of an edge killed a minute ago, which never applied anything
+    await c.t.deps.knex('edge_instances').insert({
+      id: '00000000-0000-4000-8000-000000000001',
+      purge_seq: 0,
+      seen_at: c.t.deps.knex.raw("now() - interval '1 minute'"),
+    });
+    const urls = ['/one', '/two/deep'].map((u) => u + cc('public, max-age=600'));
+    const before = [];
+    for (const u of urls) before.push((await get(u)).text);
+    expect((await get(urls[1])).headers['x-cache']).toBe('HIT');
+    await clearCdn(c, {});
+    for (const [i, u] of urls.entries()) {
+      const a = await get(u);
+      expect(a.headers['x-cache']).toBe('MISS');
+      expect(a.text).not.toBe(before[i]);
+    }
+  });
+
+  it('waits until the running edge has applied the purge', async () => {
+    // the test's edge is the one live edge; its row shows the purge applied when the task ends
+    const task = await clearCdn(c, { paths: ['/'] });
+    const purge = await c.t.deps.knex('cdn_purges').where({ task_id: task.id }).first();
+    expect(purge.prefixes).toEqual(['/']);
+    const live = await c.t.deps
+      .knex('edge_instances')
+      .where('seen_at', '>', c.t.deps.knex.raw("now() - interval '15 seconds'"));
+    expect(live).toHaveLength(1);
+    expect(Number(live[0].purge_seq)).toBeGreaterThanOrEqual(Number(purge.id));
+  });
+
+  it('does not succeed while a live edge has not applied the purge', async () => {
+    // an edge that checks in (seen now) but has applied nothing yet
+    const laggard = '00000000-0000-4000-8000-000000000002';
+    await c.t.deps.knex('edge_instances').insert({ id: laggard, purge_seq: 0 });
+    const res = await c.developer.post(`/environments/${c.w.environment.id}/cdn/clear`, { paths: ['/slow'] });
+    expect(res.status, res.text).toBe(202);
+    const purge = await until(
+      () => c.t.deps.knex('cdn_purges').where({ task_id: res.body.id }).first(),
+      (p) => Boolean(p),
+    );
+    // the test's own edge applies it...
+    await until(
+      () => c.t.deps.knex('edge_instances').whereNot({ id: laggard }).where('purge_seq', '>=', purge.id).first(),
+      (e) => Boolean(e),
+    );
+    // ...and the task still waits for the other one
+    expect((await waitForTask(c.t, c.w.api, res.body.id, { until: (x) => x.status === 'running' })).status).toBe(
+      'running',
+    );
+    await c.t.deps
+      .knex('edge_instances')
+      .where({ id: laggard })
+      .update({ purge_seq: purge.id, seen_at: c.t.deps.knex.fn.now() });
+    expect((await waitForTask(c.t, c.w.api, res.body.id, { timeoutMs: 30_000 })).status).toBe('succeeded');
+    await c.t.deps.knex('edge_instances').where({ id: laggard }).delete();
+  });
+
+  it('a second edge drops its entries too before the task succeeds', async () => {
+    await c.t.deps.knex('domains').insert({
+      team_id: c.w.team.id,
+      project_id: c.w.project.id,
+      environment_id: c.w.environment.id,
+      hostname: 'cdn.example.test',
+      status: 'verified',
+      verified_at: new Date(),
+      verification_value: 'x',
+    });
+    const second = await startEdge({
+      knex: c.t.deps.knex,
+      databaseUrl: c.t.config.databaseUrl!,
+      host: '127.0.0.1',
+      edgePort: 0,
+      dataDir: `${c.t.dataDir}/second-edge`,
+      secrets: c.t.deps.secrets,
+    });
+    try {
+      const viaSecond = (url: string) => request(second.port, url, { headers: { host: 'cdn.example.test' } });
+      const url = `/second${cc('public, max-age=600')}`;
+      const first = await viaSecond(url);
+      expect(first.headers['x-cache']).toBe('MISS');
+      expect((await viaSecond(url)).headers['x-cache']).toBe('HIT');
+      await clearCdn(c, { paths: ['/second'] });
+      const after = await viaSecond(url);
+      expect(after.headers['x-cache']).toBe('MISS');
+      expect(after.text).not.toBe(first.text);
+    } finally {
+      await second.close();
+    }
+    // the second edge leaves the register when it closes
+    const live = await c.t.deps
+      .knex('edge_instances')
+      .where('seen_at', '>', c.t.deps.knex.raw("now() - interval '15 seconds'"));
+    expect(live).toHaveLength(1);
+  });
+
+  it('an edge that lost its database serves nothing from its cache', async () => {
+    const knex = createKnex(c.t.config.databaseUrl!);
+    const before = new Set((await c.t.deps.knex('edge_instances').select('id')).map((r) => r.id));
+    const third = await startEdge({
+      knex,
+      databaseUrl: c.t.config.databaseUrl!,
+      host: '127.0.0.1',
+      edgePort: 0,
+      dataDir: `${c.t.dataDir}/third-edge`,
+      secrets: c.t.deps.secrets,
+    });
+    try {
+      const via = (url: string) => request(third.port, url, { headers: { host: 'cdn.example.test' } });
+      const url = `/cut-off${cc('public, max-age=600')}`;
+      const first = await via(url);
+      expect((await via(url)).text).toBe(first.text);
+      await knex.destroy(); // every check in of its purge follower fails from now on
+      const during = await until(
+        () => via(url),
+        (a) => a.headers['x-cache'] === 'MISS',
+        25_000,
+      );
+      expect(during.headers['x-cache']).toBe('MISS');
+      expect(during.text).not.toBe(first.text);
+    } finally {
+      await third.close().catch(() => undefined);
+      await c.t.deps
+        .knex('edge_instances')
+        .whereNotIn('id', [...before])
+        .delete();
+    }
+  }, 60_000);
+});

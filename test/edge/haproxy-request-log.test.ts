@@ -1,0 +1,238 @@
+/**
+ * The request log on HAProxy (issue 18 item 5): a real HAProxy 2.6 run from edge/request-log/haproxy.ts's
+ * fragment writes one JSON line per request into its ring, which forwards to the control plane's reader; the
+ * reader hands CONTRACT's lines to a real LogShipper that sends them to a real HTTP collector (the project's
+ * destination, saved through the API).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  requestLogFrontend,
+  requestLogGlobal,
+  requestLogRules,
+  requestLogSections,
+} from '../../edge/request-log/haproxy';
+import { requestLogPaths, startRequestLog } from '../../edge/request-log/control';
+import type { RequestLogReader } from '../../edge/request-log/reader';
+import { runtimeCommand } from '../../edge/runtime-command';
+import { LogShipper } from '../../logs/shipper';
+import { useTestContext } from '../helpers/context';
+import { createEnvironment } from '../helpers/deploy-fixtures';
+import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import {
+  type ConfiguredHaproxy,
+  DEFAULTS,
+  request,
+  startConfiguredHaproxy,
+  startTinyApp,
+} from '../helpers/haproxy-config';
+import { startReceiver, type Receiver } from '../helpers/receiver';
+
+const t = useTestContext({ env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
+let haproxy: ConfiguredHaproxy;
+let app: Awaited<ReturnType<typeof startTinyApp>>;
+let receiver: Receiver;
+let shipper: LogShipper;
+let reader: RequestLogReader;
+let env: { id: string };
+let socketPath: string;
+
+/** Every line the collector got, parsed. */
+const shipped = () =>
+  receiver.received.flatMap((r) =>
+    r.body
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>),
+  );
+const requests = () => shipped().filter((l) => l.type === 'request');
+async function until<T>(f: () => T | undefined | false, what: string, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+/** The control plane's reader, as startRequestLog makes it (same socket, same cursor file each time). */
+const startReader = async () =>
+  (await startRequestLog({ dataDir: t.dataDir, shipper, ringSize: 65_536, reorderMs: 300 })).reader;
+
+beforeAll(async () => {
+  const user = await createUser(t);
+  const team = await createTeam(t, user);
+  const project = await createProject(t, team);
+  env = await createEnvironment(t, project, { name: 'logged' });
+  receiver = await startReceiver(0, '/ingest');
+  const owner = await sessionAgent(t, user);
+  const saved = await owner.post(`/projects/${project.id}/logs`, {
+    destination: { kind: 'http', name: 'collector', url: receiver.url },
+  });
+  expect(saved.status, saved.text).toBe(200);
+  expect(saved.body.can_send).toBe(true);
+  receiver.received.length = 0; // the test send
+
+  shipper = await new LogShipper({
+    knex: t.deps.knex,
+    secrets: t.deps.secrets,
+    outbound: t.deps.config,
+    dataDir: t.dataDir,
+    source: 'requests',
+    flushMs: 200,
+    refreshMs: 1000,
+  }).start();
+  reader = await startReader();
+  socketPath = requestLogPaths(t.dataDir).socket;
+  app = await startTinyApp();
+  haproxy = await startConfiguredHaproxy(({ port, socket }) =>
+    [
+      'global',
+      `  stats socket ${socket} level admin`,
+      ...requestLogGlobal().map((l) => `  ${l}`),
+      ...DEFAULTS,
+      ...requestLogSections({ socket: socketPath, ringSize: 65_536 }),
+      'frontend web',
+      `  bind 127.0.0.1:${port}`,
+      ...requestLogFrontend().map((l) => `  ${l}`),
+      `  http-request set-var(txn.env) str(${env.id}) if { req.hdr(host) -m str logged.test }`,
+      '  http-request set-var(txn.client) src',
+      ...requestLogRules().map((l) => `  ${l}`),
+      '  http-request deny deny_status 403 if { path_beg /forbidden }',
+      '  http-request return status 429 hdr Retry-After 7 if { path_beg /limited }',
+      '  default_backend app',
+      'backend app',
+      `  server app 127.0.0.1:${app.port}`,
+      '',
+    ].join('\n'),
+  );
+}, 60_000);
+
+afterAll(async () => {
+  await haproxy?.stop();
+  await reader?.close();
+  await shipper?.close();
+  await app?.close();
+  await receiver?.stop();
+});
+
+const get = (path: string, o: { from?: string; headers?: Record<string, string> } = {}) =>
+  request(haproxy.port, { host: 'logged.test', path, ...o });
+
+describe('the request log from HAProxy', () => {
+  it("ships one line per request with CONTRACT's fields; a user agent with quotes and backslashes stays JSON", async () => {
+    const ua = 'Tester "quoted" \\back\\slash\\ é\t1';
+    // node:http sends a header value as latin1: the UTF-8 bytes a browser would send
+    const sent = Buffer.from(ua, 'utf8').toString('latin1');
+    const res = await get('/hello/world?token=secret', { from: '127.0.0.7', headers: { 'user-agent': sent } });
+    expect(res.status).toBe(200);
+    const line = await until(() => requests().find((l) => l.path === '/hello/world'), 'the line');
+    expect(Object.keys(line).sort()).toEqual(
+      [
+        'bytes',
+        'client_address',
+        'duration_ms',
+        'environment_id',
+        'method',
+        'path',
+        'status',
+        'time',
+        'type',
+        'user_agent',
+      ].sort(),
+    );
+    expect(line).toMatchObject({
+      environment_id: env.id,
+      type: 'request',
+      method: 'GET',
+      status: 200,
+      client_address: '127.0.0.7',
+      user_agent: ua,
+    });
+    expect(line.bytes).toBeGreaterThan('app /hello/world?token=secret'.length);
+    expect(line.duration_ms).toBeGreaterThanOrEqual(0);
+    expect(Math.abs(Date.parse(String(line.time)) - Date.now())).toBeLessThan(60_000);
+    expect(JSON.stringify(shipped())).not.toContain('token=secret');
+    // No User-Agent at all: null, not an empty string.
+    await request(haproxy.port, { host: 'logged.test', path: '/none' });
+    const none = await until(() => requests().find((l) => l.path === '/none'), 'the line without an agent');
+    expect(none.user_agent).toBeNull();
+  });
+
+  it('logs requests refused by rules (403, 429) and upgrade requests', async () => {
+    expect((await get('/forbidden/x')).status).toBe(403);
+    expect((await get('/limited')).status).toBe(429);
+    const up = await get('/socket', {
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        'sec-websocket-version': '13',
+      },
+    });
+    expect(up.status).toBe(200);
+    const lines = await until(() => {
+      const l = requests();
+      const want = ['/forbidden/x', '/limited', '/socket'].map((p) => l.find((x) => x.path === p));
+      return want.every(Boolean) ? want : undefined;
+    }, 'the refused and upgrade lines');
+    expect(lines.map((l) => l!.status)).toEqual([403, 429, 200]);
+  });
+
+  it('gets the lines logged while the reader was down once it is back, each once', async () => {
+    await reader.close();
+    for (let i = 0; i < 5; i++) expect((await get(`/while-down/${i}`)).status).toBe(200);
+    reader = await startReader();
+    await until(() => requests().filter((l) => String(l.path).startsWith('/while-down/')).length === 5, 'the 5 lines');
+    await new Promise((r) => setTimeout(r, 800));
+    const paths = requests().map((l) => l.path);
+    expect(new Set(paths).size).toBe(paths.length); // every path of this file is used once
+    expect(reader.counts.dropped).toBe(0);
+  });
+
+  it('keeps shipping across a hitless reload (SIGUSR2): a new epoch, nothing counted as dropped', async () => {
+    const dropped = reader.counts.dropped;
+    expect((await get('/before-reload')).status).toBe(200);
+    process.kill(haproxy.pid, 'SIGUSR2');
+    await until(() => /Loading success[\s\S]*Loading success/.test(haproxy.output()), 'the reload');
+    expect((await get('/after-reload')).status).toBe(200);
+    await until(
+      () => ['/before-reload', '/after-reload'].every((p) => requests().some((l) => l.path === p)),
+      'both lines',
+    );
+    await new Promise((r) => setTimeout(r, 800));
+    expect(reader.counts.dropped).toBe(dropped);
+    // the old worker's ring connection does not keep it alive: it leaves
+    let proc = '';
+    for (let i = 0; i < 100; i++) {
+      proc = await runtimeCommand(haproxy.master, 'show proc');
+      if (!/# old workers\n\d/.test(proc)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(proc).toContain('# workers');
+    expect(proc).not.toMatch(/# old workers\n\d/);
+  });
+
+  it('counts the lines the ring could not keep in the dropped line', async () => {
+    await reader.close();
+    const before = requests().length;
+    const n = 600; // the 64 KiB ring holds a few hundred lines
+    for (let i = 0; i < n; i++) await get(`/overflow/${i}`);
+    reader = await startReader();
+    await get('/after-overflow');
+    await until(() => requests().some((l) => l.path === '/after-overflow'), 'the line after the overflow');
+    const dropped = await until(() => {
+      const d = shipped()
+        .filter((l) => l.type === 'dropped')
+        .reduce((s, l) => s + Number(l.dropped), 0);
+      return d > 0 ? d : undefined;
+    }, 'a dropped line');
+    await new Promise((r) => setTimeout(r, 1000));
+    const arrived = requests().length - before;
+    const total = shipped()
+      .filter((l) => l.type === 'dropped')
+      .reduce((s, l) => s + Number(l.dropped), 0);
+    expect(dropped).toBeGreaterThan(0);
+    expect(arrived + total).toBe(n + 1);
+    expect(arrived).toBeLessThan(n + 1);
+  });
+});

@@ -1,0 +1,343 @@
+/**
+ * The CDN tier on a real varnishd (edge/cdn/): the VCL's rules against a real origin, bans by prefix and by
+ * environment, the lease, and the process's life (a varnishd that dies comes back; a control plane that
+ * starts adopts the running one, cache and all).
+ */
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VarnishPurger, banWords, escapeRegex } from '../../edge/cdn/bans';
+import { Varnish } from '../../edge/cdn/varnish';
+import { type Answer, cc, type Origin, sleep, startOrigin, varnishDir, viaCdn } from '../helpers/cdn-origin';
+import { freePort } from '../helpers/ports';
+
+const ENV = 'aaaaaaaa-0000-4000-8000-000000000001';
+const OTHER = 'bbbbbbbb-0000-4000-8000-000000000002';
+
+let origin: Origin;
+let varnish: Varnish;
+let dir: string;
+let ports: { port: number; adminPort: number };
+
+const get = (url: string, o: Partial<Parameters<typeof viaCdn>[2]> = {}) => viaCdn(ports.port, url, { env: ENV, ...o });
+
+async function twice(url: string, o: Partial<Parameters<typeof viaCdn>[2]> = {}): Promise<[Answer, Answer]> {
+  const first = await get(url, o);
+  return [first, await get(url, o)];
+}
+
+async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (ok(v) || Date.now() > deadline) return v;
+    await sleep(100);
+  }
+}
+
+beforeAll(async () => {
+  origin = await startOrigin();
+  dir = varnishDir();
+  ports = { port: await freePort(), adminPort: await freePort() };
+  varnish = await Varnish.start({ dir, ...ports, originPort: origin.port, storage: '32m' });
+  await varnish.resume();
+}, 60_000);
+
+afterAll(async () => {
+  await varnish?.close();
+  await origin?.close();
+  if (dir) rmSync(path.dirname(path.dirname(dir)), { recursive: true, force: true });
+});
+
+describe('the VCL', () => {
+  it('answers MISS, then HIT with the same body, an Age and the app headers; nothing of ours reaches either side', async () => {
+    const url = `/page${cc('public, max-age=600', '&leak=1')}`;
+    const [miss, hit] = await twice(url);
+    expect(miss.status).toBe(200);
+    expect(miss.headers['x-cache']).toBe('MISS');
+    expect(hit.headers['x-cache']).toBe('HIT');
+    expect(hit.text).toBe(miss.text);
+    expect(hit.text).toMatch(new RegExp(`^${ENV} app.example.test GET /page #`));
+    expect(hit.headers['cache-control']).toBe('public, max-age=600');
+    expect(hit.headers['content-type']).toBe('text/plain');
+    expect(Number(hit.headers['content-length'])).toBe(Buffer.byteLength(miss.text));
+    expect(Number(hit.headers.age)).toBeGreaterThanOrEqual(0);
+    for (const a of [miss, hit]) {
+      expect(Object.keys(a.headers).filter((h) => h.startsWith('x-vc-') || h === 'x-varnish' || h === 'via')).toEqual(
+        [],
+      );
+    }
+    // the origin got the request as HAProxy sent it: X-Forwarded-For untouched, no marker of Varnish's
+    const got = origin.seen.at(-1)!;
+    expect(got.headers['x-forwarded-for']).toBe('203.0.113.7');
+    expect(got.headers['x-vc-env']).toBe(ENV);
+    expect(Object.keys(got.headers).filter((h) => ['x-vc-cache', 'x-varnish', 'via'].includes(h))).toEqual([]);
+    // another query is another entry
+    const other = await get(`${url}&page=2`);
+    expect(other.headers['x-cache']).toBe('MISS');
+    expect(other.text).not.toBe(miss.text);
+  });
+
+  it('serves HEAD from the GET entry; a HEAD that misses goes to the app as HEAD and stores nothing', async () => {
+    const url = `/head${cc('public, max-age=600')}`;
+    const headFirst = await get(url, { method: 'HEAD' });
+    expect(headFirst.headers['x-cache']).toBe('MISS');
+    expect(origin.seen.at(-1)!.method).toBe('HEAD');
+    const [a, b] = await twice(url);
+    expect([a.headers['x-cache'], b.headers['x-cache']]).toEqual(['MISS', 'HIT']);
+    expect(a.text).toContain(' GET /head #');
+    const head = await get(url, { method: 'HEAD' });
+    expect(head.headers['x-cache']).toBe('HIT');
+    expect(head.text).toBe('');
+    expect(Number(head.headers['content-length'])).toBe(Buffer.byteLength(a.text));
+  });
+
+  it('never keeps private, no-store, no-cache, Set-Cookie, Vary: *, another status, or answers without public', async () => {
+    for (const url of [
+      `/p1${cc('private, max-age=600')}`,
+      `/p2${cc('public, private, max-age=600')}`,
+      `/p3${cc('public, no-store')}`,
+      `/p4${cc('public, no-cache')}`,
+      `/p5${cc('public, max-age=600', '&cookie=1')}`,
+      `/p6${cc('max-age=600')}`,
+      '/p7',
+      `/p8${cc('public, max-age=0')}`,
+      `/p9${cc('Public, Max-Age=600', '&vary=*')}`,
+      `/p10${cc('public, max-age=600', '&status=404')}`,
+      `/p11${cc('publicity, max-age=600')}`,
+    ]) {
+      const [a, b] = await twice(url);
+      expect([a.headers['x-cache'], b.headers['x-cache']], url).toEqual(['MISS', 'MISS']);
+      expect(b.text, url).not.toBe(a.text);
+    }
+    // any case, any order
+    const [, hit] = await twice(`/p12${cc('max-age=600 , PUBLIC')}`);
+    expect(hit.headers['x-cache']).toBe('HIT');
+  });
+
+  it('passes other methods, Range and bodies to the app without X-Cache', async () => {
+    const url = `/pass${cc('public, max-age=600')}`;
+    await twice(url);
+    for (const o of [
+      { method: 'POST', body: 'x=1' },
+      { headers: { range: 'bytes=0-3' } },
+      { method: 'PUT', body: 'y' },
+    ]) {
+      const before = origin.seen.length;
+      const a = await get(url, o);
+      expect(a.headers['x-cache'], JSON.stringify(o)).toBeUndefined();
+      expect(origin.seen.length, JSON.stringify(o)).toBe(before + 1);
+    }
+    expect((await get(url)).headers['x-cache']).toBe('HIT');
+  });
+
+  it('keeps an answer for its max-age, s-maxage first, else the default TTL (X-VC-Default-TTL), never stale', async () => {
+    const short = `/short${cc('public, max-age=1')}`;
+    const shared = `/shared${cc('public, max-age=1, s-maxage=600')}`;
+    const fallback = `/fallback${cc('public')}`;
+    const first = { short: await get(short), shared: await get(shared), fallback: await get(fallback, { ttl: 2 }) };
+    expect((await get(short)).text).toBe(first.short.text);
+    expect((await get(fallback, { ttl: 2 })).text).toBe(first.fallback.text);
+    await sleep(1300);
+    const s2 = await get(short);
+    expect(s2.headers['x-cache']).toBe('MISS');
+    expect(s2.text).not.toBe(first.short.text);
+    const sh2 = await get(shared);
+    expect(sh2.headers['x-cache']).toBe('HIT');
+    expect(sh2.text).toBe(first.shared.text);
+    expect((await get(fallback, { ttl: 2 })).headers['x-cache']).toBe('HIT');
+    await sleep(1000);
+    const f3 = await get(fallback, { ttl: 2 });
+    expect(f3.headers['x-cache']).toBe('MISS');
+    expect(f3.text).not.toBe(first.fallback.text);
+  });
+
+  it('keeps one entry per Accept-Encoding when the answer varies on it, and passes Accept-Encoding as sent', async () => {
+    const url = `/varied${cc('public, max-age=600', '&vary=Accept-Encoding')}`;
+    const gzip = await get(url, { headers: { 'accept-encoding': 'gzip' } });
+    const none = await get(url, { headers: { 'accept-encoding': 'identity' } });
+    expect([gzip.headers['x-cache'], none.headers['x-cache']]).toEqual(['MISS', 'MISS']);
+    expect(gzip.text).toMatch(/ gzip$/);
+    expect(none.text).toMatch(/ identity$/);
+    const again = await get(url, { headers: { 'accept-encoding': 'gzip' } });
+    expect(again.headers['x-cache']).toBe('HIT');
+    expect(again.text).toBe(gzip.text);
+    const none2 = await get(url, { headers: { 'accept-encoding': 'identity' } });
+    expect(none2.headers['x-cache']).toBe('HIT');
+    expect(none2.text).toBe(none.text);
+  });
+
+  it('keys on Host: an answer echoing an attacker Host is never served for the real one', async () => {
+    const url = `/echo${cc('public, max-age=600')}`;
+    const [, poisoned] = await twice(url, { host: 'evil.example' });
+    expect(poisoned.headers['x-cache']).toBe('HIT');
+    expect(poisoned.text).toContain(' evil.example ');
+    const real = await get(url);
+    expect(real.headers['x-cache']).toBe('MISS');
+    expect(real.text).toContain(' app.example.test ');
+    expect(real.text).not.toContain('evil');
+    // Host is case-insensitive; the environment is part of the key too
+    expect((await get(url, { host: 'APP.example.test' })).text).toBe(real.text);
+    const other = await get(url, { env: OTHER });
+    expect(other.headers['x-cache']).toBe('MISS');
+    expect(other.text).toMatch(new RegExp(`^${OTHER} `));
+  });
+
+  it('refuses a request that did not come through HAProxy (no X-VC-Env)', async () => {
+    const res = await viaCdn(ports.port, '/x', { env: '' });
+    expect(res.status).toBe(421);
+  });
+});
+
+describe('bans', () => {
+  it('escapes regex metacharacters and builds lurker-friendly words', () => {
+    expect(escapeRegex('/a.b*(c)?[d]+$^|\\')).toBe('\\/a\\.b\\*\\(c\\)\\?\\[d\\]\\+\\$\\^\\|\\\\');
+    expect(banWords(ENV, [])).toEqual([['obj.http.x-vc-env', '==', ENV]]);
+    expect(banWords(ENV, ['/a.css'])).toEqual([
+      ['obj.http.x-vc-env', '==', ENV, '&&', 'obj.http.x-vc-url', '~', '^\\/a\\.css'],
+    ]);
+  });
+
+  it('drop what is under the prefixes of one environment, literally, and nothing of another', async () => {
+    const purger = new VarnishPurger(varnish);
+    const urls = ['/assets/a.css', '/assets/b.js', '/docs/x', '/assetsfree', '/a.c/x', '/abc/x'].map(
+      (u) => u + cc('public, max-age=600'),
+    );
+    const mine: string[] = [];
+    const theirs: string[] = [];
+    for (const u of urls) {
+      mine.push((await get(u)).text);
+      theirs.push((await get(u, { env: OTHER })).text);
+    }
+    for (const u of urls) expect((await get(u)).headers['x-cache'], u).toBe('HIT');
+    await purger.purge(ENV, ['/assets/', '/a.c/', '/nothing-here']);
+    const after = [];
+    for (const u of urls) after.push(await get(u));
+    expect(after.map((a) => a.headers['x-cache'])).toEqual(['MISS', 'MISS', 'HIT', 'HIT', 'MISS', 'HIT']);
+    expect(after[0].text).not.toBe(mine[0]);
+    expect(after[2].text).toBe(mine[2]);
+    for (const [i, u] of urls.entries()) expect((await get(u, { env: OTHER })).text, u).toBe(theirs[i]);
+
+    // an absolute-form request line is the same entry as its path, and banned with it
+    const abs = await get(`http://app.example.test${urls[2]}`);
+    expect(abs.headers['x-cache']).toBe('HIT');
+    expect(abs.text).toBe(mine[2]);
+    await purger.purge(ENV, ['/docs/']);
+    expect((await get(`http://app.example.test${urls[2]}`)).headers['x-cache']).toBe('MISS');
+
+    await purger.purge(ENV, []);
+    for (const u of urls) expect((await get(u)).headers['x-cache'], u).toBe('MISS');
+    for (const [i, u] of urls.entries()) expect((await get(u, { env: OTHER })).text, u).toBe(theirs[i]);
+  });
+});
+
+describe('the lease', () => {
+  it('serves nothing from the cache while suspended, and the same entries again once resumed', async () => {
+    const url = `/leased${cc('public, max-age=600')}`;
+    const [first, hit] = await twice(url);
+    expect(hit.headers['x-cache']).toBe('HIT');
+    await varnish.suspend();
+    const during = await get(url);
+    expect(during.headers['x-cache']).toBe('MISS');
+    expect(during.text).not.toBe(first.text);
+    await varnish.resume();
+    const again = await get(url);
+    expect(again.headers['x-cache']).toBe('HIT');
+    expect(again.text).toBe(first.text);
+  });
+});
+
+describe('the process', () => {
+  it('is adopted, cache and all, by a control plane that starts while it runs', async () => {
+    const url = `/adopted${cc('public, max-age=600')}`;
+    const [first] = await twice(url);
+    const purger = new VarnishPurger(varnish);
+    await purger.applied(7);
+    const pid = varnish.processId;
+    await varnish.detach(); // as if the control plane were killed: varnishd keeps running
+    // without its control plane, the lease goes sick and nothing is served from the cache
+    const orphaned = await until(
+      () => get(url),
+      (a) => a.text !== first.text,
+    );
+    expect(orphaned.headers['x-cache']).toBe('MISS');
+    // no ports given: those it was started with (state.json)
+    varnish = await Varnish.start({ dir, originPort: origin.port, storage: '32m' });
+    expect(varnish.adopted).toBe(true);
+    expect(varnish.port).toBe(ports.port);
+    expect(varnish.processId).toBe(pid);
+    expect(await new VarnishPurger(varnish).resumeFrom()).toBe(7);
+    expect((await get(url)).headers['x-cache']).toBe('MISS'); // not before resume()
+    await varnish.resume();
+    const after = await get(url);
+    expect(after.headers['x-cache']).toBe('HIT');
+    expect(after.text).toBe(first.text);
+  });
+
+  it('refuses to take the varnishd of a control plane that is alive', async () => {
+    await expect(Varnish.start({ dir, originPort: origin.port })).rejects.toThrow(/another edge control plane/);
+    expect((await get(`/still${cc('public')}`)).status).toBe(200);
+  });
+
+  it('bans the whole cache it adopts when it does not know which purges it applied', async () => {
+    const url = `/unknown-seq${cc('public, max-age=600')}`;
+    await twice(url);
+    const other = `/unknown-seq${cc('public, max-age=600')}`;
+    expect((await twice(other, { env: OTHER }))[1].headers['x-cache']).toBe('HIT');
+    await varnish.detach();
+    rmSync(path.join(dir, 'purge-seq'), { force: true });
+    varnish = await Varnish.start({ dir, originPort: origin.port, storage: '32m' });
+    expect(varnish.adopted).toBe(true);
+    expect(await new VarnishPurger(varnish).resumeFrom()).toBeNull();
+    await varnish.resume();
+    expect((await get(url)).headers['x-cache']).toBe('MISS');
+    expect((await get(other, { env: OTHER })).headers['x-cache']).toBe('MISS');
+  });
+
+  it('loads a changed VCL into the varnishd it adopts (another origin), keeping the cache', async () => {
+    const url = `/kept-on-reload${cc('public, max-age=600')}`;
+    const [first] = await twice(url);
+    const second = await startOrigin();
+    try {
+      await varnish.detach();
+      varnish = await Varnish.start({ dir, originPort: second.port, storage: '32m' });
+      expect(varnish.adopted).toBe(true);
+      await varnish.resume();
+      expect((await get(url)).text).toBe(first.text);
+      const fresh = await get(`/new-origin${cc('public, max-age=600')}`);
+      expect(fresh.headers['x-cache']).toBe('MISS');
+      expect(second.seen.map((r) => r.url)).toEqual([`/new-origin${cc('public, max-age=600')}`]);
+      const vcls = (await varnish.command('vcl.list')).trim().split('\n');
+      expect(vcls.filter((l) => !l.startsWith('discarded'))).toEqual([expect.stringMatching(/^active\s/)]);
+    } finally {
+      await varnish.detach();
+      varnish = await Varnish.start({ dir, originPort: origin.port, storage: '32m' });
+      await varnish.resume();
+      await second.close();
+    }
+  });
+
+  it('comes back, empty, when varnishd is killed', async () => {
+    const url = `/killed${cc('public, max-age=600')}`;
+    await twice(url);
+    const pid = varnish.processId;
+    let restarted = false;
+    varnish.onRestart = () => {
+      restarted = true;
+    };
+    process.kill(pid, 'SIGKILL');
+    await until(
+      async () => restarted,
+      (r) => r,
+    );
+    expect(restarted).toBe(true);
+    expect(varnish.processId).not.toBe(pid);
+    expect(varnish.adopted).toBe(false);
+    const res = await until(
+      () => get(url).catch(() => null),
+      (a) => a?.status === 200,
+    );
+    expect(res?.headers['x-cache']).toBe('MISS');
+    expect((await get(url)).headers['x-cache']).toBe('HIT');
+  });
+});

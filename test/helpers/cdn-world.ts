@@ -1,0 +1,127 @@
+/**
+ * The CDN tests' world (test/edge/cdn*.test.ts): the real edge (HAProxy, Varnish behind it, its control
+ * plane in this process) in front of a real deployed app whose answers say how they may be cached (`?cc=`
+ * sets Cache-Control, `?cookie=1` a Set-Cookie, `?vary=` a Vary); every answer's body counts the requests
+ * the app has seen, so a HIT shows the same body as the MISS before it and a MISS a new one.
+ */
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { type TestContext, useTestContext } from './context';
+import { createDeployWorld, waitForTask } from './deploy-fixtures';
+import { spawnSystemProcess, stopChildren } from './processes';
+import { sessionAgent } from './fixtures';
+import type { Agent } from './http';
+
+const APP = `
+const http = require('node:http');
+let n = 0;
+http.createServer((req, res) => {
+  if (req.url === '/healthz') { res.writeHead(200); return res.end('ok'); }
+  const u = new URL(req.url, 'http://app');
+  n += 1;
+  const headers = { 'content-type': 'text/plain' };
+  if (u.searchParams.get('cc')) headers['cache-control'] = u.searchParams.get('cc');
+  if (u.searchParams.get('cookie')) headers['set-cookie'] = 'session=abc; Path=/';
+  if (u.searchParams.get('vary')) headers.vary = u.searchParams.get('vary');
+  res.writeHead(200, headers);
+  res.end(req.method + ' ' + u.pathname + ' #' + n + ' ' + (req.headers['accept-encoding'] || '-'));
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+export interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+}
+
+export interface CdnWorld {
+  t: TestContext;
+  w: Awaited<ReturnType<typeof createDeployWorld>>;
+  owner: Agent;
+  developer: Agent;
+}
+
+/** A request to `port` (from a loopback address of choice). */
+export function request(
+  port: number,
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; localAddress?: string } = {},
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: url,
+        method: opts.method ?? 'GET',
+        headers: opts.headers,
+        localAddress: opts.localAddress,
+        agent: false,
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+export const cc = (value: string, more = '') => `?cc=${encodeURIComponent(value)}${more}`;
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (ok(v) || Date.now() > deadline) return v;
+    await sleep(50);
+  }
+}
+
+/** The world, set up in the file's beforeAll (read its fields in tests). */
+export function useCdnWorld(): CdnWorld {
+  const t = useTestContext({ edge: true });
+  const world = { t } as CdnWorld;
+  const children: ChildProcess[] = [];
+  beforeAll(async () => {
+    const w = await createDeployWorld(t);
+    writeFileSync(path.join(w.repo.dir, 'server.js'), APP);
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'cdn app'], {
+      cwd: w.repo.dir,
+    });
+    children.push(spawnSystemProcess(t, 'system/worker.ts'));
+    const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
+    expect(res.status, res.text).toBe(202);
+    const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });
+    expect(task.status, task.error ?? '').toBe('succeeded');
+    Object.assign(world, {
+      w,
+      owner: await sessionAgent(t, w.owner),
+      developer: await sessionAgent(t, w.developer),
+    });
+  }, 120_000);
+  afterAll(() => stopChildren(children));
+  return world;
+}
+
+/** PATCH the environment's CDN; the edge reads the setting now, whether or not the notification arrived yet. */
+export async function patchCdn(c: CdnWorld, body: unknown) {
+  const res = await c.owner.patch(`/environments/${c.w.environment.id}/cdn`, body);
+  await c.t.edge!.reload();
+  return res;
+}
+
+/** `cdn/clear` and its task, which must succeed. */
+export async function clearCdn(c: CdnWorld, body: unknown) {
+  const res = await c.developer.post(`/environments/${c.w.environment.id}/cdn/clear`, body);
+  expect(res.status, res.text).toBe(202);
+  const task = await waitForTask(c.t, c.w.api, res.body.id, { timeoutMs: 60_000 });
+  expect(task.status, task.error ?? '').toBe('succeeded');
+  return res.body;
+}

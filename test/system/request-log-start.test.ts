@@ -1,0 +1,204 @@
+/**
+ * The request log shipped for real under `npm start` (issue 18 item 5), tried as a new user would: `npm start`'s
+ * own processes, an http collector and a syslog listener on loopback, the project's destination saved with a
+ * good test send, then requests to the environment's URL: their lines arrive over http, then over syslog.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { environmentHome } from '../../activities/provider/sandbox';
+import { repositoriesDir, useTestContext } from '../helpers/context';
+import { createAppRepo, createEnvironment, type AppRepo } from '../helpers/deploy-fixtures';
+import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import { Agent } from '../helpers/http';
+import { freePort } from '../helpers/ports';
+import { killProcessesUnder, processesMentioning } from '../helpers/processes';
+import { startReceiver, type Receiver } from '../helpers/receiver';
+import { startSyslog, type SyslogListener } from '../helpers/syslog';
+import { until as untilHolds } from '../helpers/until';
+
+const t = useTestContext();
+const root = path.resolve(__dirname, '../..');
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let start: ChildProcess;
+let out = '';
+let dataDir: string;
+let ports: { api: number; edge: number; temporal: number };
+let api: Agent;
+let owners: Agent;
+let repo: AppRepo;
+let env: { id: string; port: number };
+let project: { id: string; team_id: string };
+let receiver: Receiver;
+let syslog: SyslogListener;
+
+const until = <T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 60_000) =>
+  untilHolds(what, fn, { timeoutMs: ms, ignoreErrors: true, detail: () => out.slice(-4000) });
+
+/** Two free ports `p` and `p + 1000` (the dev server's gRPC and Web UI). */
+async function temporalPorts(): Promise<number> {
+  for (;;) {
+    const p = await freePort();
+    if (p + 1000 > 65535) continue;
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.createServer().once('error', () => resolve(false));
+      s.listen(p + 1000, '127.0.0.1', () => s.close(() => resolve(true)));
+    });
+    if (ok) return p;
+  }
+}
+
+const AGENT = 'request-log-start "quoted" \\ agent';
+async function visit(pathname: string): Promise<number> {
+  const r = await fetch(`http://127.0.0.1:${env.port}${pathname}`, { headers: { 'user-agent': AGENT } });
+  await r.text();
+  return r.status;
+}
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(path.join(inject('runDir'), 'start-'));
+  chmodSync(dataDir, 0o711);
+  // the same keys as this file's context, so that its token and session are the started API's too
+  cpSync(path.join(t.dataDir, 'secrets'), path.join(dataDir, 'secrets'), { recursive: true });
+  ports = { api: await freePort(), edge: await freePort(), temporal: await temporalPorts() };
+
+  const owner = await createUser(t);
+  const team = await createTeam(t, owner);
+  repo = createAppRepo(
+    mkdtempSync(path.join(repositoriesDir(), 'repo-')),
+    mkdtempSync(path.join(inject('runDir'), 'shared', 'gate-')),
+  );
+  chmodSync(path.dirname(repo.gate), 0o755);
+  writeFileSync(repo.gate, '');
+  repo.commit('v1');
+  project = await createProject(t, team, { repository_url: repo.dir });
+  const row = await createEnvironment(t, project, { name: 'production' });
+  env = { id: row.id, port: row.port! };
+  mkdirSync(environmentHome(dataDir, env.id), { recursive: true });
+  const base = `http://127.0.0.1:${ports.api}/api/vc/v1`;
+  api = new Agent(base).withBearer(await createAccessToken(t, owner, team));
+  // the logs routes take a signed-in caller: this context's session, valid on the started API (same keys)
+  const session = await sessionAgent(t, owner);
+  owners = new Agent(base);
+  for (const [k, v] of session.cookies) owners.cookies.set(k, v);
+  owners.csrf = session.csrf;
+
+  const { from, to } = t.config.environmentPorts;
+  const environ: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: t.databaseUrl,
+    TEMPORAL_PORT: String(ports.temporal),
+    DATA_DIR: dataDir,
+    PORT: String(ports.api),
+    EDGE_PORT: String(ports.edge),
+    HOST: '127.0.0.1',
+    BASE_URL: `http://127.0.0.1:${ports.api}`,
+    ENVIRONMENT_PORTS: `${from}-${to}`,
+    LOCAL_REPOSITORY_ROOTS: t.config.localRepositoryRoots.join(','),
+    SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
+    SERVICES_DATABASE_URL: t.databaseUrl,
+    // the collector and the syslog listener are on loopback
+    OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    REMINDER_SCHEDULE: 'off',
+    VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+  };
+  delete environ.TEMPORAL_ADDRESS;
+  start = spawn(process.execPath, ['scripts/bootstrap.mjs', 'start'], {
+    cwd: root,
+    detached: true, // a process group of its own, as a terminal's foreground job
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: environ,
+  });
+  start.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  start.stderr!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  await until('"Hosting Console is running."', () => out.includes('Hosting Console is running.'), 240_000);
+  receiver = await startReceiver(0, '/ingest');
+  syslog = await startSyslog('udp');
+}, 300_000);
+
+afterAll(async () => {
+  if (start && start.exitCode === null && start.signalCode === null) {
+    try {
+      process.kill(-start.pid!, 'SIGINT');
+    } catch {
+      // gone
+    }
+    await Promise.race([new Promise((r) => start.once('exit', r)), pause(90_000)]);
+  }
+  for (const p of processesMentioning(dataDir)) process.kill(Number(p.split(' ')[0]), 'SIGKILL');
+  killProcessesUnder(dataDir);
+  await receiver?.stop();
+  await syslog?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+}, 120_000);
+
+// wired by the lead with the HAProxy edge
+describe('npm start ships the request log to the project destination', () => {
+  it('deploys the app, which answers through the edge', async () => {
+    const res = await api.post(`/environments/${env.id}/deploy`);
+    expect(res.status, res.text).toBe(202);
+    const task = await until(
+      'the deploy',
+      async () => {
+        const r = await api.get(`/tasks/${res.body.id}`);
+        return r.status === 200 && !['pending', 'running'].includes(r.body.status) ? r.body : undefined;
+      },
+      180_000,
+    );
+    expect(task.status).toBe('succeeded');
+    expect(await visit('/')).toBe(200);
+  }, 200_000);
+
+  it('sends the lines of requests to the environment over http (NDJSON) once the destination is saved', async () => {
+    const saved = await owners.post(`/projects/${project.id}/logs`, {
+      destination: { kind: 'http', name: 'collector', url: receiver.url },
+    });
+    expect(saved.status, saved.text).toBe(200);
+    expect(saved.body.can_send).toBe(true);
+    // as a new user does: a few requests right after the save, then wait for their lines
+    for (let i = 0; i < 3; i++) expect(await visit(`/over-http/${i}?token=not-shipped`)).toBe(200);
+    const lines = await until('the three request lines over http', async () => {
+      const got = receiver.received
+        .flatMap((r) => r.body.split('\n').filter(Boolean))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l.type === 'request' && String(l.path).startsWith('/over-http/'));
+      return got.length === 3 ? got : undefined;
+    });
+    expect(lines[0]).toMatchObject({
+      environment_id: env.id,
+      method: 'GET',
+      status: 200,
+      client_address: '127.0.0.1',
+      user_agent: AGENT,
+    });
+    expect(typeof lines[0].bytes).toBe('number');
+    expect(typeof lines[0].duration_ms).toBe('number');
+    expect(Date.parse(String(lines[0].time))).toBeGreaterThan(0);
+    expect(receiver.received.map((r) => r.body).join('')).not.toContain('not-shipped');
+  }, 90_000);
+
+  it('sends them as RFC 5424 syslog lines once the destination is a syslog listener', async () => {
+    const saved = await owners.post(`/projects/${project.id}/logs`, {
+      destination: { kind: 'syslog', name: 'listener', host: '127.0.0.1', port: syslog.port, protocol: 'udp' },
+    });
+    expect(saved.status, saved.text).toBe(200);
+    expect(saved.body.can_send).toBe(true);
+    // A change of destination applies within the edge's refresh (seconds): lines made before it still go to
+    // the collector. Requests until one arrives over syslog.
+    const message = await until('a request line over syslog', async () => {
+      expect(await visit('/over-syslog')).toBe(200);
+      return syslog.messages.find((m) => m.includes('"path":"/over-syslog"'));
+    });
+    expect(message).toMatch(/^<\d+>1 \S+ \S+ edge - request \[vc@32473 environment_id="[0-9a-f-]{36}"\] \{/);
+    const line = JSON.parse(message.slice(message.indexOf('{')));
+    expect(line).toMatchObject({ environment_id: env.id, status: 200, user_agent: AGENT });
+  }, 90_000);
+});
