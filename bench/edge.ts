@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import dgram from 'node:dgram';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +18,7 @@ import { benchCdnHit, printCdnResult } from './edge/cdn';
  * The edge (HAProxy, driven by the edge process) against the app directly, same run, each its own process as
  * in production, loaded by wrk (`-t1 -c32`):
  * 1. a small GET through the edge with every rule on (allowed addresses, blocked addresses and user agents,
- *    a rate limit set high, HSTS, stickiness) against the app directly, in alternating rounds. Targets: at
+ *    a rate limit set high, HSTS, stickiness) and a request-log destination (syslog on loopback) against the app directly, in alternating rounds. Targets: at
  *    least 0.85x the direct throughput, p99 added under 2 ms; HAProxy's CPU time per request printed.
  * 2. CDN HITs through the edge (HAProxy, Varnish behind it) against the app's own answers (target: at least 3x).
  * The edge needs only PostgreSQL (no Temporal, no worker), so this bench starts just a database.
@@ -93,6 +94,7 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number }> {
   chmodSync(dataDir, 0o711); // Varnish's jail user reaches its directory (docs/cdn.md)
 
   const children: ChildProcess[] = [];
+  const closers: Array<() => void> = [];
   try {
     const app = fork(join(import.meta.dirname, 'edge', 'app.cjs'), [], { stdio: 'inherit' });
     children.push(app);
@@ -129,6 +131,21 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number }> {
       rate_limit: JSON.stringify({ requests: 100_000_000, per_seconds: 60 }),
       hsts: JSON.stringify({ max_age: 31536000, include_subdomains: true, preload: false }),
       compression: false,
+    });
+    // Every rule on AND the request log shipped: a syslog (UDP) receiver on loopback counts the lines.
+    const receiver = dgram.createSocket('udp4');
+    let shipped = 0;
+    receiver.on('message', (m) => (shipped += m.toString().split('\n').filter(Boolean).length));
+    await new Promise<void>((resolve) => receiver.bind(0, '127.0.0.1', resolve));
+    closers.push(() => receiver.close());
+    await knex('project_log_settings').insert({
+      project_id: project.id,
+      kind: 'syslog',
+      name: 'bench receiver',
+      host: '127.0.0.1',
+      port: receiver.address().port,
+      protocol: 'udp',
+      can_send: true,
     });
     const edge = fork(join(import.meta.dirname, 'edge', 'edge-process.ts'), [], {
       stdio: 'inherit',
@@ -179,8 +196,11 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number }> {
       { url: `http://127.0.0.1:${cdnPort}/page` },
     );
     printCdnResult(cached, 'CDN HIT through the edge (HAProxy + Varnish), every rule on');
+    await new Promise((r) => setTimeout(r, 3000));
+    console.log(`request log: ${shipped} lines reached the project's syslog destination during the bench`);
     return { ratio, cdnRatio: cached.ratio };
   } finally {
+    for (const close of closers) close();
     for (const c of children.reverse()) {
       if (c.exitCode !== null) continue;
       const gone = new Promise((r) => c.once('exit', r));

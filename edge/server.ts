@@ -360,8 +360,8 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       if (retry) clearTimeout(retry);
       await reloading?.catch(() => undefined);
       await client?.end().catch(() => undefined);
-      if (!o.keepDataPlane) await haproxy.stop();
-      await parts.close(o.keepDataPlane ?? false);
+      // HAProxy and Varnish stop side by side (each may take seconds): within the supervisor's stop timeout
+      await Promise.all([o.keepDataPlane ? undefined : haproxy.stop(), parts.close(o.keepDataPlane ?? false)]);
       await shipper?.close();
     },
   };

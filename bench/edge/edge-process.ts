@@ -7,13 +7,16 @@ import { loadSecrets } from '../../system/secrets';
 const databaseUrl = process.env.DATABASE_URL!;
 const knex = createKnex(databaseUrl);
 const dataDir = process.env.DATA_DIR!;
+const secrets = loadSecrets(dataDir);
 const edge = await startEdge({
   knex,
   databaseUrl,
   host: '127.0.0.1',
   edgePort: 0,
   dataDir,
-  secrets: loadSecrets(dataDir),
+  secrets,
+  // The request log shipped, as under npm start: the bench's project sends it to a syslog receiver on loopback.
+  logs: { dataDir, secrets, outbound: { outboundAllowedHosts: ['127.0.0.1'] } },
 });
 process.send?.({ port: edge.port });
 process.on('SIGTERM', async () => {
