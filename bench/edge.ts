@@ -13,6 +13,8 @@ import { ADMIN_DATABASE_URL, printTable } from './harness';
 import { sized } from './quick';
 import { ensureWrk, processCpuMicros, wrk, type WrkResult } from './edge/wrk';
 import { benchCdnHit, printCdnResult } from './edge/cdn';
+import { HOSTNAME, handshakes, issueAndAwaitServed, startAcmeWorld, verifiedDomain } from './edge/https';
+import { loadSecrets } from '../system/secrets';
 
 /**
  * The edge (HAProxy, driven by the edge process) against the app directly, same run, each its own process as
@@ -21,7 +23,10 @@ import { benchCdnHit, printCdnResult } from './edge/cdn';
  *    a rate limit set high, HSTS, stickiness) and a request-log destination (syslog on loopback) against the app directly, in alternating rounds. Targets: at
  *    least 0.85x the direct throughput, p99 added under 2 ms; HAProxy's CPU time per request printed.
  * 2. CDN HITs through the edge (HAProxy, Varnish behind it) against the app's own answers (target: at least 3x).
- * The edge needs only PostgreSQL (no Temporal, no worker), so this bench starts just a database.
+ * 3. HTTPS through the edge (a certificate issued by Pebble, served by SNI on EDGE_TLS_PORT) against plain HTTP
+ *    through the edge, keep-alive, in alternating rounds (target: at least 0.6x); a new TLS handshake's p50.
+ * The edge needs only PostgreSQL (no Temporal, no worker), so this bench starts just a database (and, for
+ * HTTPS, Pebble and a DNS server: bench/edge/https.ts).
  */
 function start(child: ChildProcess): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -34,15 +39,16 @@ const ROUNDS = sized(4, 1);
 const SECONDS = sized(5, 1);
 
 /** Two cases in alternation (ROUNDS rounds): the mean of each, the median ratio b / a, HAProxy's CPU per request of b. */
-function alternate(a: { name: string; url: string }, b: { name: string; url: string }, cpuPid: () => number) {
+type Case = { name: string; url: string; script?: string };
+function alternate(a: Case, b: Case, cpuPid: () => number) {
   const runs: Array<[WrkResult, WrkResult]> = [];
   let cpu = 0;
   let requests = 0;
   for (let i = 0; i < ROUNDS; i++) {
-    const x = wrk(a.name, a.url, SECONDS);
+    const x = wrk(a.name, a.url, SECONDS, 32, a.script);
     const pid = cpuPid();
     const before = processCpuMicros(pid);
-    const y = wrk(b.name, b.url, SECONDS);
+    const y = wrk(b.name, b.url, SECONDS, 32, b.script);
     cpu += processCpuMicros(pid) - before;
     requests += y.requests;
     runs.push([x, y]);
@@ -81,7 +87,7 @@ function row(r: WrkResult) {
   };
 }
 
-export async function run(): Promise<{ ratio: number; cdnRatio: number }> {
+export async function run(): Promise<{ ratio: number; cdnRatio: number; httpsRatio: number }> {
   ensureWrk();
   console.log('[bench] edge: starting a database, an app and the edge (HAProxy and its control plane)...');
   const dbName = `vc_bench_edge_${process.pid}`;
@@ -94,8 +100,11 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number }> {
   chmodSync(dataDir, 0o711); // Varnish's jail user reaches its directory (docs/cdn.md)
 
   const children: ChildProcess[] = [];
-  const closers: Array<() => void> = [];
+  const closers: Array<() => unknown> = [];
   try {
+    const acme = await startAcmeWorld(dataDir);
+    closers.push(() => acme.close());
+    const secrets = loadSecrets(dataDir); // made here, before the edge process reads the same files
     const app = fork(join(import.meta.dirname, 'edge', 'app.cjs'), [], { stdio: 'inherit' });
     children.push(app);
     const appPort = await start(app);
@@ -150,7 +159,13 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number }> {
     const edge = fork(join(import.meta.dirname, 'edge', 'edge-process.ts'), [], {
       stdio: 'inherit',
       execArgv: ['--import', 'tsx'],
-      env: { ...process.env, DATABASE_URL: databaseUrl, DATA_DIR: dataDir },
+      env: {
+        ...process.env,
+        DATABASE_URL: databaseUrl,
+        DATA_DIR: dataDir,
+        EDGE_PORT: String(acme.edgePort),
+        EDGE_TLS_PORT: String(acme.tlsPort),
+      },
     });
     children.push(edge);
     await start(edge);
@@ -196,11 +211,35 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number }> {
       { url: `http://127.0.0.1:${cdnPort}/page` },
     );
     printCdnResult(cached, 'CDN HIT through the edge (HAProxy + Varnish), every rule on');
+
+    console.log(`[bench] edge: a certificate for ${HOSTNAME} from Pebble (HTTP-01 answered by the edge)...`);
+    const domainId = await verifiedDomain(knex, { teamId: team.id, projectId: project.id, environmentId: env.id });
+    const cert = await issueAndAwaitServed(acme, { knex, secrets, domainId });
+    console.log(`  issued by ${cert.issuer} and served by SNI ${cert.seconds.toFixed(1)} s after the order`);
+    const https = `https://${HOSTNAME}:${acme.tlsPort}/`;
+    wrk('warm-up', https, 1, 32, acme.loopbackScript);
+    await refreshWorker();
+    console.log(`[bench] edge: plain HTTP and HTTPS through the edge, in turn (keep-alive, wrk -t1 -c32)...`);
+    const secure = alternate(
+      { name: 'HTTP through the edge, every rule on', url: `http://127.0.0.1:${envPort}/` },
+      { name: 'HTTPS through the edge (Pebble certificate, SNI)', url: https, script: acme.loopbackScript },
+      () => worker,
+    );
+    printTable('A small GET through the edge: HTTP vs HTTPS', [row(secure.a), row(secure.b)]);
+    console.log(`HAProxy CPU per HTTPS request: ${secure.cpuPerRequest} microseconds`);
+    console.log(
+      `throughput ratio HTTPS / HTTP (median of rounds) = ${secure.ratio.toFixed(2)} (target >= 0.6): ${secure.ratio >= 0.6 ? 'met' : 'NOT met'}`,
+    );
+    const hs = await handshakes(acme.tlsPort, cert.ca, cert.serial, sized(200, 40));
+    console.log(
+      `new TLS handshake (${hs.count} fresh tls.connect, to secureConnect): p50 ${hs.p50} ms, p99 ${hs.p99} ms`,
+    );
+
     await new Promise((r) => setTimeout(r, 3000));
     console.log(`request log: ${shipped} lines reached the project's syslog destination during the bench`);
-    return { ratio, cdnRatio: cached.ratio };
+    return { ratio, cdnRatio: cached.ratio, httpsRatio: secure.ratio };
   } finally {
-    for (const close of closers) close();
+    for (const close of closers) await close();
     for (const c of children.reverse()) {
       if (c.exitCode !== null) continue;
       const gone = new Promise((r) => c.once('exit', r));

@@ -1,6 +1,7 @@
 // The edge's control plane as its own process, as in production (system/edge.ts), on the bench's database:
 // it starts HAProxy (under DATA_DIR/edge/haproxy), which serves.
 import { createKnex } from '../../db/knex';
+import { certificateDir } from '../../edge/certificate-files';
 import { startEdge } from '../../edge/server';
 import { loadSecrets } from '../../system/secrets';
 
@@ -12,10 +13,18 @@ const edge = await startEdge({
   knex,
   databaseUrl,
   host: '127.0.0.1',
-  edgePort: 0,
+  // EDGE_PORT is Pebble's HTTP-01 port (bench/edge/https.ts); unset: any free port.
+  edgePort: Number(process.env.EDGE_PORT ?? 0),
   dataDir,
   secrets,
   // The request log shipped, as under npm start: the bench's project sends it to a syslog receiver on loopback.
+  // HTTPS by SNI with the certificates issued by Pebble, as system/edge.ts does (EDGE_TLS_PORT set).
+  ...(process.env.EDGE_TLS_PORT
+    ? {
+        certificateFiles: { dir: certificateDir(dataDir), secrets },
+        tls: { port: Number(process.env.EDGE_TLS_PORT), publicPort: Number(process.env.EDGE_TLS_PORT) },
+      }
+    : {}),
   logs: { dataDir, secrets, outbound: { outboundAllowedHosts: ['127.0.0.1'] } },
 });
 process.send?.({ port: edge.port });

@@ -28,9 +28,10 @@ export interface WrkResult {
 
 const ms = (v: string, unit: string) => Number(v) * ({ us: 0.001, ms: 1, s: 1000 }[unit] ?? 1);
 
-/** `wrk -t1 -c<connections> -d<seconds>s --latency <url>`, parsed. */
-export function wrk(name: string, url: string, seconds: number, connections = 32): WrkResult {
-  const out = execFileSync('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url], {
+/** `wrk -t1 -c<connections> -d<seconds>s --latency [-s <script>] <url>`, parsed. */
+export function wrk(name: string, url: string, seconds: number, connections = 32, script?: string): WrkResult {
+  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', ...(script ? ['-s', script] : []), url];
+  const out = execFileSync('wrk', args, {
     encoding: 'utf8',
   });
   const pct = (p: string) => {
