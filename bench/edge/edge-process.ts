@@ -3,6 +3,7 @@
 import { createKnex } from '../../db/knex';
 import { certificateDir } from '../../edge/certificate-files';
 import { startEdge } from '../../edge/server';
+import { createLogger } from '../../system/logger';
 import { loadSecrets } from '../../system/secrets';
 
 const databaseUrl = process.env.DATABASE_URL!;
@@ -17,7 +18,8 @@ const edge = await startEdge({
   edgePort: Number(process.env.EDGE_PORT ?? 0),
   dataDir,
   secrets,
-  // The request log shipped, as under npm start: the bench's project sends it to a syslog receiver on loopback.
+  // BENCH_DEBUG=1: the edge's warnings (a reload that failed, a retry) on stdout
+  ...(process.env.BENCH_DEBUG ? { logger: createLogger('info', 'bench-edge') } : {}),
   // HTTPS by SNI with the certificates issued by Pebble, as system/edge.ts does (EDGE_TLS_PORT set).
   ...(process.env.EDGE_TLS_PORT
     ? {
@@ -25,6 +27,7 @@ const edge = await startEdge({
         tls: { port: Number(process.env.EDGE_TLS_PORT), publicPort: Number(process.env.EDGE_TLS_PORT) },
       }
     : {}),
+  // The request log shipped, as under npm start: the bench's project sends it to a syslog receiver on loopback.
   logs: { dataDir, secrets, outbound: { outboundAllowedHosts: ['127.0.0.1'] } },
 });
 process.send?.({ port: edge.port });
