@@ -34,7 +34,7 @@ import { renderConfig } from './haproxy/config';
 import { ensureDirs, haproxyPaths, writeAtomic } from './haproxy/paths';
 import { HaproxyProcess } from './haproxy/process';
 import { allServerCommands, applyFiles, applyServers, changedFiles, serverCommands } from './haproxy/runtime';
-import { edgeApplied } from '../db/queries/edge-routes';
+import { EDGE_CHANNEL, edgeApplied } from '../db/queries/edge-routes';
 
 export { maintenancePage } from './rules';
 
@@ -84,7 +84,7 @@ export interface Edge {
   close(): Promise<void>;
 }
 
-const CHANNEL = 'vc_edge';
+const CHANNEL = EDGE_CHANNEL;
 const WATCH_MS = 500;
 const RELOAD_DEBOUNCE_MS = 100;
 

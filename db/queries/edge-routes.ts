@@ -61,6 +61,9 @@ export async function edgeApplied(knex: Knex, id: string, readAt: Date): Promise
   await knex('edge_instances').where({ id }).update({ applied_at: readAt, seen_at: knex.fn.now() });
 }
 
+/** The channel the edges LISTEN on (the triggers on what they read notify it too). */
+export const EDGE_CHANNEL = 'vc_edge';
+
 /**
  * Waits until every live edge (checked in within EDGE_GONE_SECONDS) serves a state read after now (the
  * database clock, after the caller's change committed): at most `timeoutMs`, then false (an edge that is
@@ -69,6 +72,9 @@ export async function edgeApplied(knex: Knex, id: string, readAt: Date): Promise
 export async function awaitEdges(knex: Knex, timeoutMs = 15_000): Promise<boolean> {
   const { rows } = await knex.raw('SELECT now() AS at');
   const since: Date = rows[0].at;
+  // An edge may have read the change (its notification) and checked in just BEFORE `since`: asked to read
+  // again, it checks in after it, without waiting for an unrelated change (or the timeout).
+  await knex.raw(`NOTIFY ${EDGE_CHANNEL}`);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const behind = await knex('edge_instances')

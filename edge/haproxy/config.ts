@@ -113,6 +113,8 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     ...model.envPorts.map((port) => `  bind ${o.host}:${port} name p${port}`),
     '  option forwardfor',
     '  option http-ignore-probes',
+    // a connection that sent no request (a TLS handshake given up, a port scan) is not a request line
+    '  option dontlognull',
     // only the loopback listener of the CDN tier (fe_origin) believes these
     '  http-request del-header X-VC-Env',
     '  http-request del-header X-VC-Default-TTL',
@@ -184,6 +186,8 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  http-request set-header X-Forwarded-Proto http if !{ req.hdr(x-forwarded-proto) -m found }',
     '  http-request set-header X-Forwarded-Host "%[req.hdr(host)]" if { req.hdr(host) -m found }',
   );
+  // no release is live (stopped, ...): the environment's backend answers 503 saying why (below)
+  add(`  http-request set-var(txn.unavail) var(txn.env),map(${map('unavailable')})`);
   // the CDN tier: GET and HEAD of an environment with the CDN on, after every rule (never an upgrade)
   if (o.cdn)
     add(
@@ -205,6 +209,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       `  bind 127.0.0.1:${o.cdn.originPort} name origin`,
       // only the CDN tier reaches this loopback listener: it says which environment, and no rule runs again
       '  http-request set-var(txn.env) req.hdr(x-vc-env)',
+      `  http-request set-var(txn.unavail) var(txn.env),map(${map('unavailable')})`,
       '  http-request del-header X-VC-Env',
       '  http-request del-header X-VC-Default-TTL',
       '  use_backend e_%[var(txn.env)]',
@@ -236,6 +241,12 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
         add(
           `  http-error status ${status} content-type "text/html; charset=utf-8" file ${join(p.dir, env.errorPage)} ${NO_STORE}`,
         );
+    // no release is live: 503 with why (the route's text), or the project's error page
+    add(
+      env.errorPage
+        ? `  http-request return status 503 content-type "text/html; charset=utf-8" file ${join(p.dir, env.errorPage)} ${NO_STORE} if { var(txn.unavail) -m found }`
+        : `  http-request return status 503 ${PLAIN} lf-string "%[var(txn.unavail),b64dec]" ${NO_STORE} if { var(txn.unavail) -m found }`,
+    );
     // a refused connection marks the instance down at once; checks bring it back
     add('  default-server check inter 2s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down');
     env.slots.forEach((slot, i) => {

@@ -139,6 +139,14 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
     lines([...state.cdn].filter(([env]) => state.projectOf.has(env)).map(([env, c]) => [env, String(c.defaultTtl)])),
   );
 
+  // why nothing answers (no release is live, stopped, ...): the edge's 503 says it, in base64 (one map line)
+  const unavailable: [string, string][] = [];
+  for (const envId of state.projectOf.keys()) {
+    const route = state.routes.get(envId);
+    if (route?.kind !== 'upstream') unavailable.push([envId, b64(oneLine(route?.text ?? '') || 'no release is live')]);
+  }
+  files.set(mapFile('unavailable'), lines(unavailable));
+
   for (const [envId, projectId] of state.projectOf) {
     const project = state.projectRules.get(projectId);
     const route = state.routes.get(envId);

@@ -74,7 +74,7 @@ export class RequestLogReader {
   private dirty = false;
   private timer: NodeJS.Timeout | null = null;
   /** counters for tests and the operator */
-  readonly counts = { lines: 0, duplicates: 0, dropped: 0, unreadable: 0 };
+  readonly counts = { lines: 0, duplicates: 0, dropped: 0, unreadable: 0, connections: 0 };
   private readonly reorderMs: number;
 
   constructor(private readonly o: RequestLogReaderOptions) {
@@ -125,6 +125,12 @@ export class RequestLogReader {
 
   private line(text: string): void {
     if (!text.trim()) return;
+    // HAProxy's own line about a connection that never sent a request (a TLS handshake given up, a probe):
+    // not a request, so not a request line, and nothing to warn about
+    if (!text.trimStart().startsWith('{')) {
+      this.counts.connections += 1;
+      return;
+    }
     let raw: Record<string, unknown>;
     try {
       raw = JSON.parse(text);

@@ -209,7 +209,8 @@ describe('cancelling a project, then deleting it', () => {
     });
     const deadline = Date.now() + 30_000;
     let seen = await fetchEnvironment(w.environment.port);
-    while (seen.status !== 503 && Date.now() < deadline) {
+    // (for a moment HAProxy may answer its own 503, the web process gone before "stopped" is served)
+    while (seen.text !== 'stopped' && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 200));
       seen = await fetchEnvironment(w.environment.port);
     }
