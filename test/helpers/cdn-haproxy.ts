@@ -6,11 +6,11 @@
  * without the rules again; the instances' backend drops the X-VC-* headers. The edge's own rules (which
  * the real configuration applies first) are left out.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawnHaproxy } from './haproxy';
 
 export interface CdnHaproxyEnv {
   id: string;
@@ -94,24 +94,10 @@ export async function startCdnHaproxy(o: {
   const map = join(dir, 'envs.map');
   writeFileSync(map, o.envs.map((e) => `${e.id} env_${e.id}\n`).join(''));
   writeFileSync(join(dir, 'haproxy.cfg'), cdnHaproxyConfig({ ...o, map }));
-  let output = '';
-  const child: ChildProcess = spawn('haproxy', ['-f', join(dir, 'haproxy.cfg'), '-db'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout?.on('data', (c) => (output += c));
-  child.stderr?.on('data', (c) => (output += c));
-  const deadline = Date.now() + 20_000;
-  while (!(await listening(o.originPort))) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`haproxy did not start: ${output}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const child = await spawnHaproxy(['-f', join(dir, 'haproxy.cfg'), '-db'], () => listening(o.originPort));
   return {
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await child.stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -3,11 +3,11 @@
  * master-worker mode with an admin socket and a master socket, in the foreground (-db); stopped by its pid.
  * Plus a tiny real app (node:http) that answers `app <path>` for the configuration to proxy to.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawnHaproxy } from './haproxy';
 import { freePort } from './ports';
 
 export interface ConfiguredHaproxy {
@@ -42,28 +42,16 @@ export async function startConfiguredHaproxy(
   writeFileSync(cfg, build({ port, socket, dir }));
   const args = ['-W', '-db', '-S', master, '-f', cfg];
   for (const path of o.files ?? []) args.push('-f', path);
-  let output = '';
-  const child: ChildProcess = spawn('haproxy', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout?.on('data', (c) => (output += c));
-  child.stderr?.on('data', (c) => (output += c));
-  const deadline = Date.now() + 20_000;
-  while (!existsSync(socket)) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`haproxy did not start: ${output}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const child = await spawnHaproxy(args, () => existsSync(socket));
   return {
     port,
     dir,
     socket,
     master,
-    pid: child.pid!,
-    output: () => output,
+    pid: child.pid,
+    output: child.output,
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await child.stop();
       rmSync(dir, { recursive: true, force: true });
       rmSync(socket, { force: true });
     },

@@ -3,12 +3,13 @@
  * certificate and a crt-list, every request answered `200 ok`, and an admin runtime socket. Started in the
  * foreground (-db), stopped by its pid.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import type { X509Certificate } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
+import { defaultCertificate } from '../../edge/haproxy/tls';
 import { freePort } from './ports';
 
 export interface Haproxy {
@@ -23,22 +24,8 @@ export interface Haproxy {
 
 export async function startHaproxy(o: { crtList?: string } = {}): Promise<Haproxy> {
   const dir = mkdtempSync(join(tmpdir(), 'vc-haproxy-'));
-  const key = join(dir, 'default.key');
-  const crt = join(dir, 'default.crt');
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2'].concat([
-      '-subj',
-      '/CN=default',
-      '-keyout',
-      key,
-      '-out',
-      crt,
-    ]),
-    { stdio: 'ignore' },
-  );
-  const defaultPem = join(dir, 'default.pem');
-  writeFileSync(defaultPem, readFileSync(crt, 'utf8') + readFileSync(key, 'utf8'));
+  // the edge's own default certificate (self-signed), made the same way
+  const defaultPem = defaultCertificate(dir);
   const crtList = o.crtList ?? join(dir, 'crt-list.txt');
   if (!existsSync(crtList)) writeFileSync(crtList, '');
   const socket = join(dir, 'admin.sock');
@@ -60,29 +47,15 @@ export async function startHaproxy(o: { crtList?: string } = {}): Promise<Haprox
       '',
     ].join('\n'),
   );
-  let output = '';
-  const child: ChildProcess = spawn('haproxy', ['-f', join(dir, 'haproxy.cfg'), '-db'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout?.on('data', (c) => (output += c));
-  child.stderr?.on('data', (c) => (output += c));
-  const deadline = Date.now() + 20_000;
-  while (!existsSync(socket)) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`haproxy did not start: ${output}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const child = await spawnHaproxy(['-f', join(dir, 'haproxy.cfg'), '-db'], () => existsSync(socket));
   return {
     port,
     socket,
     crtList,
-    pid: child.pid!,
-    exited: () => child.exitCode !== null,
+    pid: child.pid,
+    exited: child.exited,
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await child.stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -126,5 +99,37 @@ export async function keptAlive(port: number, servername: string, ca?: string) {
       });
     },
     end: () => s.end(),
+  };
+}
+
+export interface HaproxyChild {
+  pid: number;
+  output(): string;
+  exited(): boolean;
+  /** SIGTERM, resolved once it exited. */
+  stop(): Promise<void>;
+}
+
+/** HAProxy in the foreground with `args`, once `ready()` holds; its output is in the error when it does not start. */
+export async function spawnHaproxy(args: string[], ready: () => boolean | Promise<boolean>): Promise<HaproxyChild> {
+  let output = '';
+  const child = spawn('haproxy', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout?.on('data', (c) => (output += c));
+  child.stderr?.on('data', (c) => (output += c));
+  const deadline = Date.now() + 20_000;
+  while (!(await ready())) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`haproxy did not start: ${output}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    pid: child.pid ?? 0,
+    output: () => output,
+    exited: () => child.exitCode !== null,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
   };
 }

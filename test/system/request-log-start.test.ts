@@ -3,7 +3,7 @@
  * own processes, an http collector and a syslog listener on loopback, the project's destination saved with a
  * good test send, then requests to the environment's URL: their lines arrive over http, then over syslog.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -13,6 +13,7 @@ import { repositoriesDir, useTestContext } from '../helpers/context';
 import { createAppRepo, createEnvironment, type AppRepo } from '../helpers/deploy-fixtures';
 import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import { Agent } from '../helpers/http';
+import { npmStartEnv, spawnNpmStart } from '../helpers/npm-start';
 import { freePort } from '../helpers/ports';
 import { killProcessesUnder, processesMentioning } from '../helpers/processes';
 import { startReceiver, type Receiver } from '../helpers/receiver';
@@ -20,7 +21,6 @@ import { startSyslog, type SyslogListener } from '../helpers/syslog';
 import { until as untilHolds } from '../helpers/until';
 
 const t = useTestContext();
-const root = path.resolve(__dirname, '../..');
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let start: ChildProcess;
@@ -86,33 +86,12 @@ beforeAll(async () => {
   for (const [k, v] of session.cookies) owners.cookies.set(k, v);
   owners.csrf = session.csrf;
 
-  const { from, to } = t.config.environmentPorts;
-  const environ: NodeJS.ProcessEnv = {
-    ...process.env,
-    DATABASE_URL: t.databaseUrl,
-    TEMPORAL_PORT: String(ports.temporal),
-    DATA_DIR: dataDir,
-    PORT: String(ports.api),
-    EDGE_PORT: String(ports.edge),
-    HOST: '127.0.0.1',
-    BASE_URL: `http://127.0.0.1:${ports.api}`,
-    ENVIRONMENT_PORTS: `${from}-${to}`,
-    LOCAL_REPOSITORY_ROOTS: t.config.localRepositoryRoots.join(','),
-    SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
-    SERVICES_DATABASE_URL: t.databaseUrl,
-    // the collector and the syslog listener are on loopback
-    OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    REMINDER_SCHEDULE: 'off',
-    VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
-  };
-  delete environ.TEMPORAL_ADDRESS;
-  start = spawn(process.execPath, ['scripts/bootstrap.mjs', 'start'], {
-    cwd: root,
-    detached: true, // a process group of its own, as a terminal's foreground job
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: environ,
-  });
+  start = spawnNpmStart(
+    await npmStartEnv(t, ports, dataDir, {
+      // the collector and the syslog listener are on loopback
+      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+    }),
+  );
   start.stdout!.on('data', (d: Buffer) => {
     out += d.toString();
   });

@@ -3,7 +3,7 @@
  * while a tenant's app is being requested, then the whole thing stopped with SIGINT to its process group,
  * as a terminal's Ctrl-C does. One `npm start` is shared by the cases, in order.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -15,12 +15,12 @@ import { useTestContext, repositoriesDir } from '../helpers/context';
 import { createAppRepo, createEnvironment, type AppRepo } from '../helpers/deploy-fixtures';
 import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import { Agent } from '../helpers/http';
+import { npmStartEnv, spawnNpmStart } from '../helpers/npm-start';
 import { freePort } from '../helpers/ports';
 import { killProcessesUnder, processesMentioning } from '../helpers/processes';
 import { until as untilHolds } from '../helpers/until';
 
 const t = useTestContext();
-const root = path.resolve(__dirname, '../..');
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let start: ChildProcess;
@@ -169,33 +169,7 @@ beforeAll(async () => {
   mkdirSync(environmentHome(dataDir, env.id), { recursive: true });
   api = new Agent(`http://127.0.0.1:${ports.api}/api/vc/v1`).withBearer(await createAccessToken(t, owner, team));
 
-  const { from, to } = t.config.environmentPorts;
-  const environ: NodeJS.ProcessEnv = {
-    ...process.env,
-    DATABASE_URL: t.databaseUrl,
-    TEMPORAL_PORT: String(ports.temporal),
-    DATA_DIR: dataDir,
-    PORT: String(ports.api),
-    EDGE_PORT: String(ports.edge),
-    EDGE_TLS_PORT: String(await freePort()),
-    HOST: '127.0.0.1',
-    BASE_URL: `http://127.0.0.1:${ports.api}`,
-    ENVIRONMENT_PORTS: `${from}-${to}`,
-    LOCAL_REPOSITORY_ROOTS: t.config.localRepositoryRoots.join(','),
-    SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
-    // the services server: this host's 127.0.0.1:5432, which trusts without a password (checked at start)
-    SERVICES_DATABASE_URL: t.databaseUrl,
-    LOG_LEVEL: 'warn',
-    REMINDER_SCHEDULE: 'off',
-    VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
-  };
-  delete environ.TEMPORAL_ADDRESS;
-  start = spawn(process.execPath, ['scripts/bootstrap.mjs', 'start'], {
-    cwd: root,
-    detached: true, // a process group of its own, as a terminal's foreground job
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: environ,
-  });
+  start = spawnNpmStart(await npmStartEnv(t, ports, dataDir));
   startStartedAt = stateOf(start.pid!).startedAt;
   start.stdout!.on('data', (d: Buffer) => {
     out += d.toString();
