@@ -181,11 +181,15 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     retry.unref();
   };
 
-  /** Writes every file of `next` (pages, maps, ACLs, then haproxy.cfg), atomically. */
+  /** What this control plane wrote to each page, map and ACL file (relative path -> content). */
+  const written = new Map<string, string>();
+  /** Writes the files of `next` (pages, maps, ACLs, then haproxy.cfg) that differ from what is on disk, atomically. */
   function writeFiles(next: EdgeModel): void {
     for (const [file, text] of [...next.pages, ...next.files]) {
+      if (written.get(file) === text) continue;
       mkdirSync(dirname(join(paths.dir, file)), { recursive: true, mode: 0o700 });
       writeAtomic(join(paths.dir, file), text);
+      written.set(file, text);
     }
     writeAtomic(paths.config, renderConfig(next, configOptions));
   }

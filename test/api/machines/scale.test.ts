@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import http from 'node:http';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -64,6 +65,8 @@ interface Answer {
   version?: string;
   memory?: string;
   cookie?: string;
+  /** why a request got no answer (status 0) */
+  error?: string;
 }
 
 let owner: Agent;
@@ -74,16 +77,30 @@ let serverId: string;
 
 const envPort = () => Number(new URL(env.url).port);
 
-/** One request through the edge (the environment's public port), without keep-alive. */
-async function hit(cookie?: string): Promise<Answer> {
-  try {
-    const res = await fetch(`http://127.0.0.1:${envPort()}/`, { headers: cookie ? { cookie } : {} });
-    const set = res.headers.get('set-cookie') ?? undefined;
-    if (res.status !== 200) return { status: res.status, cookie: set };
-    return { status: 200, ...((await res.json()) as object), cookie: set };
-  } catch {
-    return { status: 0 };
-  }
+/**
+ * One request through the edge (the environment's public port) on a connection of its own (no keep-alive):
+ * what is measured is what the scale, the resize or the deploy does to requests. A reload of the edge (the
+ * stickiness switch before) closes idle kept-alive client connections, which a client that does not resend
+ * on a closed kept-alive connection would count as a failure (docs/edge.md).
+ */
+function hit(cookie?: string): Promise<Answer> {
+  return new Promise((resolve) => {
+    const req = http.get(
+      { host: '127.0.0.1', port: envPort(), path: '/', agent: false, headers: cookie ? { cookie } : {} },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (body += d));
+        res.on('error', (err) => resolve({ status: 0, error: err.message }));
+        res.on('end', () => {
+          const set = res.headers['set-cookie']?.join(', ');
+          if (res.statusCode !== 200) return resolve({ status: res.statusCode ?? 0, cookie: set });
+          resolve({ status: 200, ...(JSON.parse(body) as object), cookie: set });
+        });
+      },
+    );
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ status: 0, error: err.code ?? err.message }));
+  });
 }
 
 async function instancesSeen(n: number, cookie?: string): Promise<Map<string, Answer>> {
