@@ -1,10 +1,10 @@
 # syntax=docker/dockerfile:1
 #
 # One image for the API, the Temporal worker, the edge and the migration step.
-#   API (default):  npx tsx system/api.ts
-#   worker:         npx tsx system/worker.ts   (as root: see docker-compose.yml)
-#   edge:           npx tsx system/edge.ts
-#   migrations:     npx tsx system/migrate.ts
+#   API (default):  npx tsx processes/api.ts
+#   worker:         npx tsx processes/worker.ts   (as root: see docker-compose.yml)
+#   edge:           npx tsx processes/edge.ts
+#   migrations:     npx tsx processes/migrate.ts
 # The app runs from TypeScript source with tsx; there is no build step.
 
 FROM node:20-bookworm-slim
@@ -55,4 +55,4 @@ USER node
 EXPOSE 8080
 
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["npx", "tsx", "system/api.ts"]
+CMD ["npx", "tsx", "processes/api.ts"]

@@ -62,7 +62,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       seal: (text) => seal(deps.secrets, text, aad.supervisorEnv()),
       open: (sealed) => open(deps.secrets, sealed, aad.supervisorEnv()),
     },
-    // The edge (system/edge.ts, its own process) serves the environments' ports from what is published here,
+    // The edge (processes/edge.ts, its own process) serves the environments' ports from what is published here,
     // so serving goes on while this worker is down or restarting.
     // A switch is done once every live edge serves it (never a stale release after the deploy succeeds).
     publish: async (envId, route) => {

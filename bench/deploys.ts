@@ -15,7 +15,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import { startBenchSystem, printTable, seedDeveloperWithToken, spawnApiProcess } from './harness';
-import { startWorker } from '../system/worker-runtime';
+import { startWorker } from '../processes/worker-runtime';
 import { searchAttributeKeys } from '../core/temporal-starts';
 import { createAppRepo } from '../test/helpers/deploy-fixtures';
 import type { DeployWorkflowInput } from '../workflows/deploys-shared';

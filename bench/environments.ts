@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import Koa from 'koa';
-import { startApiServer } from '../system/api-server';
+import { startApiServer } from '../processes/api-server';
 import { sized } from './quick';
 import { startBenchSystem, load, printTable, seedDeveloperWithToken, type LoadResult } from './harness';
 

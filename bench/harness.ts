@@ -8,8 +8,8 @@ import { createKnex } from '../db/knex';
 import { migrateLatest } from '../db/migrate';
 import { loadConfig } from '../system/config';
 import { createDeps, type Deps } from '../system/deps';
-import { startApiServer } from '../system/api-server';
-import { startTemporalDevServer, type DevServer } from '../system/temporal';
+import { startApiServer } from '../processes/api-server';
+import { startTemporalDevServer, type DevServer } from '../processes/temporal';
 import { spawn } from 'node:child_process';
 import { User } from '../db/models/user';
 import { Team } from '../db/models/team';
@@ -120,13 +120,13 @@ export function printTable(title: string, rows: Array<Record<string, string | nu
 }
 
 /**
- * The API as its own process (`system/api.ts`), as in production, on the bench system's database,
+ * The API as its own process (`processes/api.ts`), as in production, on the bench system's database,
  * Temporal server and data directory (so it shares the token key).
  */
 export async function spawnApiProcess(sys: BenchSystem): Promise<{ apiUrl: string; stop(): Promise<void> }> {
   const port = await freePort();
   const c = sys.deps.config;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'system/api.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'processes/api.ts'], {
     cwd: join(import.meta.dirname ?? '.', '..'),
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {

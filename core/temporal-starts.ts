@@ -39,7 +39,7 @@ export type SearchAttributeName = (typeof SEARCH_ATTRIBUTES)[number];
 
 const keyword = (name: SearchAttributeName) => defineSearchAttributeKey(name, SearchAttributeType.KEYWORD);
 
-/** The Keyword search attributes (registered on the namespace by system/temporal.ts), by name. */
+/** The Keyword search attributes (registered on the namespace by processes/temporal.ts), by name. */
 export const searchAttributeKeys = Object.fromEntries(SEARCH_ATTRIBUTES.map((name) => [name, keyword(name)])) as Record<
   SearchAttributeName,
   ReturnType<typeof keyword>

@@ -1,5 +1,5 @@
 /**
- * The edge's control plane: ONE process (system/edge.ts) that drives the data plane, HAProxy (edge/haproxy/),
+ * The edge's control plane: ONE process (processes/edge.ts) that drives the data plane, HAProxy (edge/haproxy/),
  * which answers every request to an environment on its own port and on EDGE_PORT by Host. No tenant request
  * passes through Node. The control plane reads PostgreSQL, refreshes on the `vc_edge` notification (triggers
  * on the tables it reads) and periodically in case one was lost, and tells HAProxy:

@@ -175,7 +175,7 @@ switch (command) {
     ensureConsole();
     const env = {};
     if (!process.env.TEMPORAL_ADDRESS) env.TEMPORAL_CLI = ensureTemporalCli((m) => say(m.replace(/^\[setup\] /, '')));
-    run('tsx', ['system/start.ts', ...rest], env);
+    run('tsx', ['processes/start.ts', ...rest], env);
     break;
   }
   default:

@@ -1,5 +1,5 @@
 /**
- * What `npm start`'s supervisor (system/supervision.ts) records about its children, in
+ * What `npm start`'s supervisor (processes/supervision.ts) records about its children, in
  * `<DATA_DIR>/run/processes.json`: GET /health reads it (when the supervisor that wrote it is alive).
  */
 import { readFileSync } from 'node:fs';

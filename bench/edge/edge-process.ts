@@ -1,4 +1,4 @@
-// The edge's control plane as its own process, as in production (system/edge.ts), on the bench's database:
+// The edge's control plane as its own process, as in production (processes/edge.ts), on the bench's database:
 // it starts HAProxy (under DATA_DIR/edge/haproxy), which serves.
 import { createKnex } from '../../db/knex';
 import { certificateDir } from '../../edge/certificate-files';
@@ -20,7 +20,7 @@ const edge = await startEdge({
   secrets,
   // BENCH_DEBUG=1: the edge's warnings (a reload that failed, a retry) on stdout
   ...(process.env.BENCH_DEBUG ? { logger: createLogger('info', 'bench-edge') } : {}),
-  // HTTPS by SNI with the certificates issued by Pebble, as system/edge.ts does (EDGE_TLS_PORT set).
+  // HTTPS by SNI with the certificates issued by Pebble, as processes/edge.ts does (EDGE_TLS_PORT set).
   ...(process.env.EDGE_TLS_PORT
     ? {
         certificateFiles: { dir: certificateDir(dataDir), secrets },

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * What the edge (system/edge.ts, its own process) serves, written by the supervisor when a release goes
+ * What the edge (processes/edge.ts, its own process) serves, written by the supervisor when a release goes
  * live, restarts or stops: per environment, the upstream address of its web process (host AND port: the
  * host may be a network namespace's veth address) or why there is none. Every change of a table the edge
  * reads is announced on the `vc_edge` channel (LISTEN/NOTIFY), so the edge refreshes at once.

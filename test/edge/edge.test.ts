@@ -17,7 +17,7 @@ let w: Awaited<ReturnType<typeof createDeployWorld>>;
 
 beforeAll(async () => {
   w = await createDeployWorld(t);
-  children.push(spawnSystemProcess(t, 'system/worker.ts'));
+  children.push(spawnSystemProcess(t, 'processes/worker.ts'));
   const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
   expect(res.status, res.text).toBe(202);
   const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });
@@ -397,7 +397,7 @@ describe('the edge', () => {
     await new Promise((r) => setTimeout(r, 300));
     await killAndWait(children[0], 'SIGKILL');
     await new Promise((r) => setTimeout(r, 1000)); // the worker is down: the edge serves on
-    children.push(spawnSystemProcess(t, 'system/worker.ts'));
+    children.push(spawnSystemProcess(t, 'processes/worker.ts'));
     await new Promise((r) => setTimeout(r, 3000)); // the new worker restores the web process and publishes it
     stop = true;
     await load;

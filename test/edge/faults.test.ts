@@ -1,5 +1,5 @@
 /**
- * The edge's faults (issue 18 item 7), with the control plane as its own process (system/edge.ts) and HAProxy
+ * The edge's faults (issue 18 item 7), with the control plane as its own process (processes/edge.ts) and HAProxy
  * as its detached child: a SIGKILL of the control plane does not interrupt serving and a restarted one adopts
  * the running HAProxy (never a second one); a SIGKILL of HAProxy's master brings it back within seconds; rule
  * changes every second under load, and a reload, fail no request.
@@ -84,7 +84,7 @@ function load(parallel = 1) {
 /** The edge (control plane) as its own process; resolves once it has applied the database's state. */
 async function startEdgeProcess(): Promise<ChildProcess> {
   const since = new Date();
-  const child = spawnSystemProcess(t, 'system/edge.ts', { EDGE_PORT: String(edgePort) });
+  const child = spawnSystemProcess(t, 'processes/edge.ts', { EDGE_PORT: String(edgePort) });
   await until('the edge to apply the state', async () => {
     const row = await t.deps.knex('edge_instances').where('applied_at', '>', since).first('id');
     return row ? true : undefined;
@@ -96,7 +96,7 @@ beforeAll(async () => {
   edgePort = await freePort();
   w = await createDeployWorld(t);
   edge = await startEdgeProcess();
-  children.push(spawnSystemProcess(t, 'system/worker.ts'));
+  children.push(spawnSystemProcess(t, 'processes/worker.ts'));
   const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
   expect(res.status, res.text).toBe(202);
   const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });

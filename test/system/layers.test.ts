@@ -4,9 +4,9 @@
  * like the repository, with the repository's own configuration, so that a rule that stops refusing fails here.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -46,6 +46,22 @@ const PROBES: Array<[string, string, boolean]> = [
   ['workflows/a.ts', "export type { x } from '../activities/cdn/activities';", false],
   ['workflows/a.ts', "import { x } from '../core/tasks';", true],
   ['workflows/a.ts', "import type { x } from '../db/vocabulary';", false],
+  ['api/a/service.ts', "import { x } from '../../processes/api-server';", true],
+  ['activities/a/index.ts', "import { x } from '../../processes/worker-runtime';", true],
+  ['core/a.ts', "import { x } from '../processes/temporal';", true],
+  ['host/a.ts', "import { x } from '../processes/supervision';", true],
+  ['db/queries/a.ts', "import { x } from '../../processes/start-children';", true],
+  ['edge/a.ts', "import { x } from '../processes/edge';", true],
+  ['logs/a.ts', "import { x } from '../processes/supervision';", true],
+  ['workflows/a.ts', "import type { x } from '../processes/worker-runtime';", true],
+  ['system/a.ts', "import { x } from '../processes/supervision';", true],
+  ['system/mail/a.ts', "import { x } from '../../processes/start';", true],
+  ['cli/a.ts', "import { x } from '../processes/api';", true],
+  ['processes/a.ts', "import { x } from '../api/app';", false],
+  ['processes/a.ts', "import { x } from '../activities/index';", false],
+  ['processes/a.ts', "import { x } from '../system/config';", false],
+  ['bench/a.ts', "import { x } from '../processes/api-server';", false],
+  ['test/a/a.test.ts', "import { x } from '../../processes/supervision';", false],
 ];
 
 let dir: string;
@@ -108,5 +124,34 @@ describe('the layers, as Biome holds them', () => {
       if (shouldRefuse) expect(found[n], 'no layer diagnostic').not.toHaveLength(0);
       else expect(found[n]).toEqual([]);
     });
+  });
+});
+
+/** Every .ts/.tsx/.mjs file under dir, skipping installed and built trees. */
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    if (e.isDirectory())
+      return ['node_modules', 'dist', '.git', 'var'].includes(e.name) ? [] : sourceFiles(join(dir, e.name));
+    return /\.(ts|tsx|mjs)$/.test(e.name) ? [join(dir, e.name)] : [];
+  });
+}
+
+describe('processes/, the entry points npm start runs, on top', () => {
+  it('is imported by no folder of the repository but test/ and bench/', () => {
+    const processes = join(root, 'processes');
+    const above = new Set(['test', 'bench', 'processes', 'node_modules']);
+    const offenders: string[] = [];
+    for (const top of readdirSync(root, { withFileTypes: true })) {
+      if (!top.isDirectory() || above.has(top.name) || top.name.startsWith('.')) continue;
+      for (const file of sourceFiles(join(root, top.name))) {
+        const text = readFileSync(file, 'utf8');
+        for (const m of text.matchAll(/(?:from\s+|import\s*\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g)) {
+          const target = resolve(dirname(file), m[1]);
+          if (target === processes || target.startsWith(processes + '/'))
+            offenders.push(`${relative(root, file)} -> ${m[1]}`);
+        }
+      }
+    }
+    expect(offenders).toEqual([]);
   });
 });

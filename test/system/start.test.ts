@@ -7,8 +7,8 @@ import { killAndWait, processesMentioning } from '../helpers/processes';
 
 const root = path.resolve(__dirname, '../..');
 
-// npm start's own process (system/start.ts) on embedded defaults: its embedded PostgreSQL, the tests' Temporal.
-describe('npm start (system/start.ts)', () => {
+// npm start's own process (processes/start.ts) on embedded defaults: its embedded PostgreSQL, the tests' Temporal.
+describe('npm start (processes/start.ts)', () => {
   it('says "Hosting Console is running" only once its worker is ready; Ctrl-C stops everything in order, PostgreSQL last', async () => {
     const port = await freePort();
     const edgePort = await freePort();
@@ -31,7 +31,7 @@ describe('npm start (system/start.ts)', () => {
     };
     delete env.DATABASE_URL;
     delete env.SERVICES_DATABASE_URL;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'system/start.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'processes/start.ts'], {
       cwd: root,
       detached: true, // a process group of its own, as a terminal's foreground job
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,5 +1,5 @@
 /**
- * The supervisor of `npm start` (system/supervision.ts) with small real children (`node -e`): what it does
+ * The supervisor of `npm start` (processes/supervision.ts) with small real children (`node -e`): what it does
  * when one fails on its first start, keeps exiting, or is stopped. The whole system under it is
  * test/system/supervision.test.ts.
  */
@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Supervision } from '../../system/supervision';
+import { Supervision } from '../../processes/supervision';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'vc-supervision-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -19,13 +19,13 @@ let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const children: ChildProcess[] = [];
 const FINAL = ['succeeded', 'failed', 'cancelled'];
 
-/** `tsx system/api.ts` on a port of this file's range, with this file's database, Temporal task queue and data directory. */
+/** `tsx processes/api.ts` on a port of this file's range, with this file's database, Temporal task queue and data directory. */
 async function startApiProcess(env: Record<string, string> = {}): Promise<{ child: ChildProcess; api: Agent }> {
   const { to } = t.config.environmentPorts;
   // From the top of this file's own range of environment ports (environments take them from the bottom):
   // an ephemeral port could be another test file's environment port.
   const port = to - children.length;
-  const child = spawnSystemProcess(t, 'system/api.ts', {
+  const child = spawnSystemProcess(t, 'processes/api.ts', {
     PORT: String(port),
     HOST: '127.0.0.1',
     BASE_URL: `http://127.0.0.1:${port}`,

@@ -1,6 +1,6 @@
 /**
  * Build capacity across the system, in request order (activities/deploys/build-gate.ts): two worker
- * processes serve the task queue, this test's in-process worker and a `system/worker.ts` child, both with
+ * processes serve the task queue, this test's in-process worker and a `processes/worker.ts` child, both with
  * BUILD_CONCURRENCY=1.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -11,7 +11,7 @@ import { useTestContext } from '../helpers/context';
 import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
 import { createDeployWorld, createEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
-import { startWorker } from '../../system/worker-runtime';
+import { startWorker } from '../../processes/worker-runtime';
 import { buildTaskQueue } from '../../workflows/deploys-shared';
 import { BUILD_SLOT_LOCK_KEY } from '../../activities/deploys/build-gate';
 import { until } from '../helpers/until';
@@ -23,7 +23,7 @@ const children: ChildProcess[] = [];
 const gates: string[] = [];
 
 function startWorkerProcess(): ChildProcess {
-  const c = spawnSystemProcess(t, 'system/worker.ts', { BUILD_CONCURRENCY: '1' });
+  const c = spawnSystemProcess(t, 'processes/worker.ts', { BUILD_CONCURRENCY: '1' });
   children.push(c);
   return c;
 }

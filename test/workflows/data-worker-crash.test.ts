@@ -30,7 +30,7 @@ let volume: string;
 const ROWS = 120_000; // ~60 MB of hex text: a dump and a restore take seconds here
 
 function startWorker(): ChildProcess {
-  const child = spawnSystemProcess(t, 'system/worker.ts');
+  const child = spawnSystemProcess(t, 'processes/worker.ts');
   children.push(child);
   return child;
 }

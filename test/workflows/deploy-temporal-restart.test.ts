@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTemporalDevServer, type DevServer } from '../../system/temporal';
+import { startTemporalDevServer, type DevServer } from '../../processes/temporal';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, fetchEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { freePort } from '../helpers/ports';

@@ -12,7 +12,7 @@ let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const children: ChildProcess[] = [];
 
 function startWorkerProcess(): ChildProcess {
-  const child = spawnSystemProcess(t, 'system/worker.ts');
+  const child = spawnSystemProcess(t, 'processes/worker.ts');
   children.push(child);
   return child;
 }

@@ -54,7 +54,7 @@ beforeAll(async () => {
   await admin.post(`/environments/${env.id}/variables`, { name: 'GREETING', value: 'from-environment' });
   await admin.post(`/environments/${env.id}/variables`, { name: 'API_SECRET', value: SECRET, secret: true });
   await admin.post(`/projects/${project.id}/variables`, { name: 'PATH', value: '/nowhere' });
-  children.push(spawnSystemProcess(t, 'system/worker.ts'));
+  children.push(spawnSystemProcess(t, 'processes/worker.ts'));
 }, 120_000);
 
 afterAll(() => stopChildren(children));

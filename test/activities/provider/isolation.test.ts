@@ -137,7 +137,7 @@ let allowed: string[];
 let buildLog: string;
 
 beforeAll(async () => {
-  children.push(spawnSystemProcess(t, 'system/worker.ts'));
+  children.push(spawnSystemProcess(t, 'processes/worker.ts'));
   // A server of the host on every address (as sshd or a Temporal frontend in a container would be).
   hostService = net.createServer((s) => s.end());
   await new Promise<void>((r) => hostService.listen(0, '0.0.0.0', r));

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import { Model } from 'objection';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startApiServer } from '../../../system/api-server';
+import { startApiServer } from '../../../processes/api-server';
 import { createDeps, type Deps } from '../../../system/deps';
 import { useTestContext } from '../../helpers/context';
 import { createAccessToken, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';

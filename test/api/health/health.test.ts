@@ -33,7 +33,7 @@ describe('GET /health', () => {
       processes: null,
     });
 
-    const worker = spawnSystemProcess(t, 'system/worker.ts');
+    const worker = spawnSystemProcess(t, 'processes/worker.ts');
     children.push(worker);
     const ready = await healthUntil((b) => b.components.worker.status === 'ok');
     expect(ready.status).toBe(200);
@@ -69,7 +69,7 @@ describe('GET /health', () => {
   it("reports the host's settings as the worker found them: a storage root others cannot traverse, and what to change", async () => {
     const locked = mkdtempSync(path.join(inject('runDir'), 'locked-'));
     chmodSync(locked, 0o700);
-    const worker = spawnSystemProcess(t, 'system/worker.ts', {
+    const worker = spawnSystemProcess(t, 'processes/worker.ts', {
       STORAGE_ROOTS: `${path.join(t.dataDir, 'storage')},${path.join(locked, 'disks')}`,
     });
     children.push(worker);

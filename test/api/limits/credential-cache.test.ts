@@ -29,7 +29,7 @@ let envs = 0;
 
 async function startApi(env: Record<string, string> = {}): Promise<string> {
   const port = await freePort();
-  children.push(spawnSystemProcess(t, 'system/api.ts', { PORT: String(port), HOST: '127.0.0.1', ...env }));
+  children.push(spawnSystemProcess(t, 'processes/api.ts', { PORT: String(port), HOST: '127.0.0.1', ...env }));
   const url = `http://127.0.0.1:${port}/api/vc/v1`;
   const deadline = Date.now() + 60_000;
   while (

@@ -65,7 +65,7 @@ describe('logs', () => {
   it('an API process logging at trace level never writes a token string', async () => {
     const port = await freePort();
     let output = '';
-    child = spawn(process.execPath, ['--import', 'tsx', 'system/api.ts'], {
+    child = spawn(process.execPath, ['--import', 'tsx', 'processes/api.ts'], {
       cwd: resolve(import.meta.dirname, '../../..'),
       env: {
         PATH: process.env.PATH,

@@ -2,7 +2,7 @@ import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Deps } from './deps';
+import type { Deps } from '../system/deps';
 import { createActivities } from '../activities';
 import { BUILD_ACTIVITY_NAMES } from '../activities/deploys';
 import { buildTaskQueue } from '../workflows/deploys-shared';

@@ -50,7 +50,7 @@ async function initialiseEmbeddedPostgres(dataDir: string, port: number, log: (m
 }
 
 /**
- * For `npm start`'s supervision (system/supervision.ts): the cluster initialised, its server as a child spec
+ * For `npm start`'s supervision (processes/supervision.ts): the cluster initialised, its server as a child spec
  * (the `postgres` binary of the package, run as the postgres user when root, its log under dataDir/run), and
  * `setUp` to run once it first answers (password, database). The URL is the app's database on it.
  */

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { createApp } from '../api/app';
-import type { Deps } from './deps';
+import type { Deps } from '../system/deps';
 
 export async function startApiServer(deps: Deps, port = deps.config.port, host = deps.config.host): Promise<Server> {
   const app = createApp(deps);

@@ -1,8 +1,8 @@
-import { loadConfig } from './config';
-import { createDeps } from './deps';
+import { loadConfig } from '../system/config';
+import { createDeps } from '../system/deps';
 import { startApiServer } from './api-server';
 
-// The API process: `tsx system/api.ts`, configured by the environment (see README).
+// The API process: `tsx processes/api.ts`, configured by the environment (see README).
 const config = loadConfig();
 const deps = await createDeps(config, { name: 'api', credentialCache: true });
 const server = await startApiServer(deps);

@@ -1,11 +1,11 @@
-import { loadConfig } from './config';
+import { loadConfig } from '../system/config';
 import { createKnex } from '../db/knex';
-import { createLogger } from './logger';
+import { createLogger } from '../system/logger';
 import { startEdge } from '../edge/server';
-import { loadSecrets } from './secrets';
+import { loadSecrets } from '../system/secrets';
 import { certificateDir } from '../edge/certificate-files';
 
-// The edge's control plane: `tsx system/edge.ts`. It needs PostgreSQL only (not Temporal, not the worker),
+// The edge's control plane: `tsx processes/edge.ts`. It needs PostgreSQL only (not Temporal, not the worker),
 // and drives HAProxy (its child, in a session of its own), which serves every environment: tenants stay
 // served while the worker, or this process itself, is down or restarting (docs/edge.md).
 const config = loadConfig();

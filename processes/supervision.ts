@@ -1,5 +1,5 @@
 /**
- * The supervision of `npm start`'s children (system/start.ts). Each child is a spec (name, command, env,
+ * The supervision of `npm start`'s children (processes/start.ts). Each child is a spec (name, command, env,
  * readiness, how it stops); the supervisor runs it in a process group of its own, so that a terminal's
  * Ctrl-C reaches the supervisor alone and the children are stopped in order, restarts it with a short
  * backoff when it exits unexpectedly (one log line per restart), and gives up on it alone in a crash loop
@@ -9,7 +9,7 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ProcessState, ProcessesFile } from './run-state';
+import type { ProcessState, ProcessesFile } from '../system/run-state';
 
 export interface ChildSpec {
   /** Short name: `api`, `worker`, `edge`, `temporal`, `postgres`. */

@@ -1,5 +1,5 @@
 /**
- * The console's own processes as `npm start` supervises them (system/supervision.ts): the edge, the worker
+ * The console's own processes as `npm start` supervises them (processes/supervision.ts): the edge, the worker
  * and the API, each `node --import tsx system/<name>.ts` with the same environment, and how each says it is
  * ready. The edge's spec is generic on purpose: whatever runs the edge, it is ready once EDGE_PORT accepts
  * connections.
@@ -8,9 +8,9 @@ import net from 'node:net';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
 import { WorkerHeartbeat } from '../db/models/worker-heartbeat';
-import type { Config } from './config';
+import type { Config } from '../system/config';
 import type { ChildSpec } from './supervision';
-import { workerIdentity } from './worker-readiness';
+import { workerIdentity } from '../system/worker-readiness';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const local = (host: string) => (['0.0.0.0', '::', ''].includes(host) ? '127.0.0.1' : host);
@@ -32,7 +32,7 @@ export function consoleChildren(o: {
     // worker or the API is away.
     edge: {
       name: 'edge',
-      ...node('system/edge.ts'),
+      ...node('processes/edge.ts'),
       ready: () => untilConnects(local(o.config.environmentBind), o.config.edgePort),
       stopTimeoutMs: 15_000,
     },
@@ -40,7 +40,7 @@ export function consoleChildren(o: {
     // (environments restored, schedules ensured). Its stop stops the tenants' processes first.
     worker: {
       name: 'worker',
-      ...node('system/worker.ts'),
+      ...node('processes/worker.ts'),
       ready: async (pid) => {
         for (;;) {
           const row = await WorkerHeartbeat.query(o.knex)
@@ -56,7 +56,7 @@ export function consoleChildren(o: {
     // On the same PORT at every start.
     api: {
       name: 'api',
-      ...node('system/api.ts'),
+      ...node('processes/api.ts'),
       ready: async () => {
         const url = `http://${local(o.config.host)}:${o.config.port}/api/vc/v1/health`;
         for (;;) {

@@ -1,13 +1,13 @@
-import { loadConfig } from './config';
-import { createDeps } from './deps';
+import { loadConfig } from '../system/config';
+import { createDeps } from '../system/deps';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startWorker } from './worker-runtime';
-import { announceReady } from './worker-readiness';
+import { announceReady } from '../system/worker-readiness';
 import { sealWebhookUrls } from '../db/queries/integrations';
 import { checkHostSettings } from '../activities/provider/host-settings';
 import { ensureSystemSchedules } from '../core/temporal-starts';
 
-// The worker process: `tsx system/worker.ts`, configured by the environment (see README).
+// The worker process: `tsx processes/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
 Runtime.install({ logger: new DefaultLogger(config.logLevel === 'debug' ? 'DEBUG' : 'WARN') });
 const deps = await createDeps(config, { name: 'worker' });

@@ -1,20 +1,20 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from './config';
-import { loadSecrets } from './secrets';
+import { loadConfig } from '../system/config';
+import { loadSecrets } from '../system/secrets';
 import { embeddedPostgresChild } from './embedded-postgres';
 import { temporalDevServerChild, ensureSearchAttributes } from './temporal';
 import { createKnex } from '../db/knex';
 import { migrateLatest } from '../db/migrate';
 import { Connection } from '@temporalio/client';
-import { describeSmtpUrl } from './mail/transport';
+import { describeSmtpUrl } from '../system/mail/transport';
 import type { Knex } from 'knex';
 import { Supervision } from './supervision';
-import { runDir } from './run-state';
+import { runDir } from '../system/run-state';
 import { consoleChildren } from './start-children';
 import { settingsAdvice } from './host-settings';
-import { workerIdentity } from './worker-readiness';
+import { workerIdentity } from '../system/worker-readiness';
 import { stopLeftDataPlane } from '../edge/haproxy/process';
 import { haproxyPaths } from '../edge/haproxy/paths';
 import { stopLeftVarnish } from '../edge/cdn/pids';
@@ -23,7 +23,7 @@ import { stopLeftVarnish } from '../edge/cdn/pids';
  * `npm start`: the whole system on embedded defaults, supervised. PostgreSQL (DATABASE_URL, else embedded
  * under DATA_DIR), the Temporal dev server (TEMPORAL_ADDRESS, else the CLI's dev server under DATA_DIR),
  * migrations, then the edge, the worker and the API. Each child runs in its own process group and is
- * restarted when it exits unexpectedly (system/supervision.ts; docs/operating.md). Ctrl-C (or SIGTERM)
+ * restarted when it exits unexpectedly (processes/supervision.ts; docs/operating.md). Ctrl-C (or SIGTERM)
  * stops them in order: the API and the edge, the worker (with its tenants' processes), Temporal, PostgreSQL.
  */
 const root = dirname(dirname(fileURLToPath(import.meta.url)));

@@ -1,8 +1,8 @@
 import { createKnex } from '../db/knex';
 import { migrateLatest } from '../db/migrate';
-import { loadConfig } from './config';
+import { loadConfig } from '../system/config';
 
-// `tsx system/migrate.ts`: applies every pending migration to DATABASE_URL.
+// `tsx processes/migrate.ts`: applies every pending migration to DATABASE_URL.
 const config = loadConfig();
 if (!config.databaseUrl) {
   console.error('DATABASE_URL is not set');
