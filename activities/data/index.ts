@@ -6,7 +6,7 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
-import { type TaskLog, withTaskLog } from '../tasks/log-writer';
+import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { type UserFault, userFault } from '../toolkit/failures';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import type { Supervisor } from '../provider/supervisor';

@@ -8,7 +8,7 @@ import type { Size } from '../../db/queries/machines';
 import { endSubscriptionsOf, openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 import { loadPriceList, planById } from '../../core/pricing';
 import type { Supervisor } from '../provider/supervisor';
-import { withTaskLog } from '../tasks/log-writer';
+import { withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { planLimits } from './limits';
 import { userFault } from '../toolkit/failures';
