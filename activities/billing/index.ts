@@ -1,2 +1,0 @@
-export { createBillingActivities } from './activities';
-export type { BillingActivities, EndSubscriptionInput } from './activities';

@@ -1,2 +1,0 @@
-export { createIntegrationActivities } from './activities';
-export type { DeliveryInput, IntegrationActivities } from './activities';
