@@ -4,7 +4,7 @@
  * stays (the daily prune deletes it after 30 days). Workflow id workflowIds.projectStop(projectId).
  */
 import { proxyActivities } from '@temporalio/workflow';
-import type { ProjectStopActivities } from '../activities/auto-deploy/stop';
+import type { ProjectStopActivities } from '../activities/auto-deploy/project-stop';
 import { profiles } from './profiles';
 
 const { stopEnvironment } = proxyActivities<ProjectStopActivities>(profiles.untilDone);

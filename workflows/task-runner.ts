@@ -15,7 +15,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { TaskActivities } from '../activities/tasks';
-import type { IntegrationActivities } from '../activities/integrations/activities';
+import type { IntegrationActivities } from '../activities/integrations';
 import type { TaskOutcome, TaskResult, TaskWorkflowInput } from '../db/task-record';
 import { fault, profiles } from './profiles';
 
