@@ -1,7 +1,7 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { appError } from '../../core/errors';
 import * as s from './schemas';
-import { presentMe, presentSshKey, presentUser } from './presenters';
+import { presentMe, presentSshKey, presentUser } from './presenter';
 import { confirmEmail, resendConfirmation, signUp } from './signup';
 import {
   clearSessionCookie,
