@@ -1,5 +1,5 @@
 /**
- * stopProjectEnvironments: after a project is cancelled (api/projects/cancel.ts), takes each of its
+ * stopProjectEnvironments: after a project is cancelled (api/projects/cancel-service.ts), takes each of its
  * environments' web processes off this host; the edge answers their ports and domains 503 "stopped". Data
  * stays (the daily prune deletes it after 30 days). Workflow id workflowIds.projectStop(projectId).
  */
