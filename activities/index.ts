@@ -1,30 +1,34 @@
 import type { Deps } from '../system/deps';
-import { createReminderActivities } from './reminders';
-import { Supervisor } from './provider/supervisor';
-import { configureSandbox, prepareHost, sandboxMode } from './provider/sandbox';
-import { createBuildActivities, createDeployActivities } from './deploys';
-import { createTaskActivities } from './tasks';
-import { createDataActivities } from './data';
-import { createVariableActivities } from './variables';
-import { createDomainActivities } from './domains';
-import { createEnvironmentMaintenanceActivities } from './maintenance/environment';
-import { createCdnActivities } from './cdn/activities';
-import { createCertificateActivities } from './certificates';
 import { open, seal } from '../system/crypto';
 import { aad } from '../db/aad';
 import { awaitEdges, publishEdgeRoute } from '../db/queries/edge-routes';
 import { prepareServicesServer, tenantServicesPort } from '../host/pg-server';
-import { createMaintenanceActivities } from './maintenance/prune';
-import { createResourceActivities, startResourceSampler, type ResourceSampler } from './machines';
-import { createMachineActivities } from './machines/activities';
-import { createStorageActivities } from './storage';
-import { createReshapeActivities } from './machines/reshape';
-import { createBillingActivities } from './billing';
-import { createIntegrationActivities } from './integrations';
-import { createAutoDeployActivities } from './auto-deploy';
 import { ensureAutoDeployPoller } from '../core/temporal-starts';
-import { createProjectStopActivities } from './auto-deploy/stop';
+import { LogShipper } from '../logs/shipper';
+import { ErrorTail } from '../logs/error-tail';
+import { Supervisor } from './provider/supervisor';
+import { configureSandbox, prepareHost, sandboxMode } from './provider/sandbox';
+// Every area's factory: activities/<area>/index.ts; an area's second factory in a file named for its topic.
+import { createAutoDeployActivities } from './auto-deploy';
+import { createProjectStopActivities } from './auto-deploy/project-stop';
+import { createBillingActivities } from './billing';
+import { createCdnActivities } from './cdn';
+import { createCertificateActivities } from './certificates';
+import { createDataActivities } from './data';
+import { createBuildActivities, createDeployActivities } from './deploys';
+import { createDomainActivities } from './domains';
 import { createEnvironmentActivities } from './environments';
+import { createIntegrationActivities } from './integrations';
+import { createMachineActivities } from './machines';
+import { createReshapeActivities } from './machines/reshape';
+import { createResourceActivities } from './machines/resources';
+import { startResourceSampler, type ResourceSampler } from './machines/sampler';
+import { createMaintenanceActivities } from './maintenance';
+import { createEnvironmentMaintenanceActivities } from './maintenance/environment';
+import { createReminderActivities } from './reminders';
+import { createStorageActivities } from './storage';
+import { createTaskActivities } from './tasks';
+import { createVariableActivities } from './variables';
 
 export interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
@@ -35,8 +39,6 @@ export interface ActivitySet {
   onWorkerStop?: () => Promise<void>;
 }
 
-import { LogShipper } from '../logs/shipper';
-import { ErrorTail } from '../logs/error-tail';
 /** The activities of every area, created with their dependencies (activities-dependency-injection). */
 export async function createActivities(deps: Deps): Promise<ActivitySet> {
   // The local provider: this worker process owns the environments' proxies and web processes, each

@@ -1,6 +1,6 @@
 /** clearCdn (`configuration`/`cdn_clear`): the edges drop what they cached under the prefixes (or all). */
 import { proxyActivities } from '@temporalio/workflow';
-import type { CdnActivities } from '../activities/cdn/activities';
+import type { CdnActivities } from '../activities/cdn';
 import { failure, runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
 

@@ -2,7 +2,7 @@
 // to an hour, about a day in all), so a receiver that is down for a while gets the event once back.
 
 import { proxyActivities } from '@temporalio/workflow';
-import type { IntegrationActivities } from '../activities/integrations/activities';
+import type { IntegrationActivities } from '../activities/integrations';
 import { profiles } from './profiles';
 
 const { sendIntegrationDelivery } = proxyActivities<IntegrationActivities>(profiles.delivery);

@@ -1,12 +1,12 @@
 /**
  * Machine tasks of a server (CONTRACT "Machines"): resizeServer (exclusive on the environment) and
  * rebootServer restart the server's instances one at a time, each health-checked before the old one leaves
- * the edge and stops (activities/machines/activities.ts), so the environment keeps answering. A failed
+ * the edge and stops (activities/machines/index.ts), so the environment keeps answering. A failed
  * restart leaves the old instance serving, the plan unchanged, and the task failed with the reason.
  * scaleEnvironment (exclusive) runs N web instances behind the edge.
  */
 import { proxyActivities } from '@temporalio/workflow';
-import type { MachineActivities } from '../activities/machines/activities';
+import type { MachineActivities } from '../activities/machines';
 import { failure, runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
 

@@ -2,7 +2,7 @@
 // started every day by the schedule `prune-expired` (and by hand with `temporal schedule trigger`).
 
 import { proxyActivities } from '@temporalio/workflow';
-import type { MaintenanceActivities, PruneExpiredInput, PruneExpiredResult } from '../activities/maintenance/prune';
+import type { MaintenanceActivities, PruneExpiredInput, PruneExpiredResult } from '../activities/maintenance';
 import { profiles } from './profiles';
 
 const { pruneExpired } = proxyActivities<MaintenanceActivities>(profiles.daily);

@@ -2,7 +2,7 @@
 // `temporal schedule trigger`): deletes resource samples older than 90 days.
 
 import { proxyActivities } from '@temporalio/workflow';
-import type { ResourceActivities } from '../activities/machines/prune';
+import type { ResourceActivities } from '../activities/machines/resources';
 import { profiles } from './profiles';
 
 const { deleteOldResourceSamples } = proxyActivities<ResourceActivities>(profiles.batch);

@@ -2,7 +2,7 @@
 // activity that ends it. Started by POST /teams/{id}/subscriptions/{order}/cancel.
 
 import { proxyActivities, sleep } from '@temporalio/workflow';
-import type { BillingActivities } from '../activities/billing/activities';
+import type { BillingActivities } from '../activities/billing';
 import { profiles } from './profiles';
 
 const { closeSubscription } = proxyActivities<BillingActivities>(profiles.untilDone);

@@ -2,7 +2,7 @@
 // with `temporal schedule trigger`). Sends what is due now; each reminder at most once.
 
 import { continueAsNew, log, proxyActivities } from '@temporalio/workflow';
-import type { ReminderActivities } from '../activities/reminders/activities';
+import type { ReminderActivities } from '../activities/reminders';
 import { fault, profiles } from './profiles';
 
 const { findDueReminders } = proxyActivities<ReminderActivities>(profiles.daily);

@@ -3,7 +3,7 @@
  * renewal schedule runs. Every line written to the task log is plain words; keys never appear.
  */
 import type { Deps } from '../../system/deps';
-import { withTaskLog } from '../tasks/log-writer';
+import { withTaskLog } from '../toolkit/task-log';
 import { acmeReason, obtainCertificate } from './acme';
 import { requestCertificate } from '../../core/certificate-tasks';
 import { claimCertificate, dueCertificates, recordFailedAttempt, recordIssued } from '../../db/queries/certificates';

@@ -6,7 +6,7 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
-import { type TaskLog, withTaskLog } from '../tasks/log-writer';
+import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { type UserFault, userFault } from '../toolkit/failures';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import type { Supervisor } from '../provider/supervisor';
@@ -175,7 +175,7 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
     async restoreBackup(input: { taskId: string; backupId: string; environmentId: string }) {
       return withLog(deps, input.taskId, (log) =>
         withHeartbeat(async () => {
-          // its own snapshot, or one a deleted environment of its project left (api/backups/tasks.ts checked it)
+          // its own snapshot, or one a deleted environment of its project left (api/backups/task-service.ts checked it)
           const target = await knex('environments').where({ id: input.environmentId }).first('project_id');
           const row = await knex('backups').where({ id: input.backupId }).first();
           const ours =

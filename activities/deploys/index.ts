@@ -19,7 +19,7 @@ import {
 import type { OnLine } from '../provider/run-step';
 import { openJail } from '../provider/sandbox';
 import type { Supervisor } from '../provider/supervisor';
-import { type TaskLog, withTaskLog } from '../tasks/log-writer';
+import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
 import { withHeartbeat } from '../toolkit/heartbeat';

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
 import { open, seal } from '../../system/crypto';
-import { type TaskLog, withTaskLog } from '../tasks/log-writer';
+import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { copyDatabase } from '../data/backup-engine';
 import { createServiceDatabase, dropServiceDatabase, serviceVariables, type ServiceLogin } from '../../host/pg-server';

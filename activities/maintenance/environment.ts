@@ -4,7 +4,7 @@
  * every edge at once and survives restarts of the worker and the edge.
  */
 import type { Deps } from '../../system/deps';
-import { withTaskLog } from '../tasks/log-writer';
+import { withTaskLog } from '../toolkit/task-log';
 import { awaitEdges } from '../../db/queries/edge-routes';
 
 export function createEnvironmentMaintenanceActivities(deps: Deps) {

@@ -231,7 +231,7 @@ function procStat(pid: number): { state: string; pgrp: number } | null {
  * The longest line a step's output keeps (characters): a longer one is cut while it is read, its first
  * MAX_LINE characters passed on at once with "…", the rest of it dropped up to its newline. So no buffer of
  * a step's output holds more than one cut line and one chunk of the pipe, however long a line it prints
- * (the task log keeps lines of the same length, activities/tasks/log-writer.ts).
+ * (the task log keeps lines of the same length, activities/toolkit/task-log.ts).
  */
 export const MAX_LINE = 8192;
 

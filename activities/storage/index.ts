@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
-import { type TaskLog, withTaskLog } from '../tasks/log-writer';
+import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { environmentStorage, setAllowance, volumePath } from '../../db/queries/storage';
 import type { DiskName } from '../../db/models/storage-disk';

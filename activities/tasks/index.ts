@@ -1,6 +1,6 @@
 import type { Deps } from '../../system/deps';
 import type { TaskRecord } from '../../db/task-record';
-import { appendLogChunk } from './log-writer';
+import { appendLogChunk } from '../toolkit/task-log';
 import { finishTask, insertTask } from '../../db/queries/tasks';
 import { type GateBlocker, type GatedStart, startTaskGated } from '../../db/queries/task-gate';
 
@@ -36,7 +36,10 @@ export function createTaskActivities(deps: Deps) {
     /** A few lines of the workflow's own (headings, the final outcome) appended to the task log, even beyond its cap. */
     async appendTaskLog(input: { taskId: string; lines: string[] }): Promise<void> {
       if (input.lines.length === 0) return;
-      await appendLogChunk(knex, input.taskId, input.lines.join('\n') + '\n', { always: true });
+      await appendLogChunk(knex, input.taskId, input.lines.join('\n') + '\n', {
+        always: true,
+        limitBytes: deps.config.taskLogLimitBytes,
+      });
     },
   };
 }

@@ -5,7 +5,7 @@
  */
 import type { Deps } from '../../system/deps';
 import type { Supervisor } from '../provider/supervisor';
-import { withTaskLog } from '../tasks/log-writer';
+import { withTaskLog } from '../toolkit/task-log';
 import { effectiveVariables } from '../../db/queries/variables';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
 import { withHeartbeat } from '../toolkit/heartbeat';

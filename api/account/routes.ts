@@ -1,8 +1,8 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { appError } from '../../core/errors';
 import * as s from './schemas';
-import { presentMe, presentSshKey, presentUser } from './presenters';
-import { confirmEmail, resendConfirmation, signUp } from './signup';
+import { presentMe, presentSshKey, presentUser } from './presenter';
+import { confirmEmail, resendConfirmation, signUp } from './signup-service';
 import {
   clearSessionCookie,
   endOtherSessions,
@@ -11,15 +11,15 @@ import {
   sessionActor,
   setSessionCookie,
   signIn,
-} from './sessions';
+} from './sessions-service';
 import {
   decideDeviceAuthorization,
   findPendingByUserCode,
   pollDeviceToken,
   startDeviceAuthorization,
-} from './device-flow';
+} from './device-flow-service';
 import { displayCode, sendVerifyPage } from './verify-page';
-import { addSshKey, listSshKeys, removeSshKey } from './ssh-keys';
+import { addSshKey, listSshKeys, removeSshKey } from './ssh-keys-service';
 import { errorResponse as err } from '../lib/responses';
 
 const tags = ['account'];

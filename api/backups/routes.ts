@@ -3,7 +3,7 @@ import { errorResponse as error } from '../lib/responses';
 import { idParams as projectParams } from '../projects/schemas';
 import { scopes } from '../lib/scopes';
 import * as s from './schemas';
-import * as destinations from './destinations';
+import * as destinations from './destinations-service';
 import * as backups from './service';
 
 const tags = ['backups'];

@@ -3,7 +3,7 @@ import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import { taskSchema } from '../tasks/presenter';
 import * as s from './schemas';
-import * as tasks from './tasks';
+import * as tasks from './task-service';
 
 const tags = ['backups'];
 const PROTECTED =

@@ -3,8 +3,8 @@ import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import * as s from './schemas';
-import { getEnvironmentEdge, updateEnvironmentEdge } from './environment-edge';
-import { getProjectEdge, updateProjectEdge } from './project-edge';
+import { getEnvironmentEdge, updateEnvironmentEdge } from './environment-service';
+import { getProjectEdge, updateProjectEdge } from './project-service';
 
 const tags = ['edge'];
 const idParams = z.object({ id: z.uuid() });

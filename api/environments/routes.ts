@@ -6,7 +6,7 @@ import * as s from './schemas';
 import * as environments from './service';
 import { errorResponse as error } from '../lib/responses';
 import { DELETE_PROTECTED_SIGN_IN_MINUTES } from '../lib/recent-sign-in';
-import { listDeletedEnvironments } from './deleted';
+import { listDeletedEnvironments } from './deleted-service';
 
 const tags = ['environments'];
 

@@ -5,7 +5,7 @@ import { taskSchema } from '../tasks/presenter';
 import { Server } from '../../db/models/server';
 import * as s from './schemas';
 import * as machines from './service';
-import { getScale, requestScale } from './scale';
+import { getScale, requestScale } from './scale-service';
 
 /** Tasks that restart web processes wait for the environment's exclusive changes (db/queries/task-gate.ts). */
 const WAITS =

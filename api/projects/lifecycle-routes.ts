@@ -3,8 +3,8 @@ import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import * as s from './schemas';
 import { autoDeployProject } from '../../core/projects/auto-deploy';
-import { checkHookSignature, SIGNATURE_HEADER } from './repository';
-import { cancelChoices, cancelProject } from './cancel';
+import { checkHookSignature, SIGNATURE_HEADER } from './repository-service';
+import { cancelChoices, cancelProject } from './cancel-service';
 import { scopes } from '../lib/scopes';
 
 const hookParams = z.object({ project_id: z.uuid() });

@@ -3,7 +3,7 @@ import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as projects from './service';
 import { errorResponse as error } from '../lib/responses';
-import { getRepository, reconnectRepository } from './repository';
+import { getRepository, reconnectRepository } from './repository-service';
 
 const tags = ['projects'];
 

@@ -9,7 +9,7 @@ import { parseRepositoryUrl } from '../../host/git-remote';
 import { sealCredentials } from '../../core/repository';
 import { lsRemote } from '../../core/ls-remote';
 import { withHostCredentials } from '../../core/repository-hosts';
-import { newWebhookSecret, presentRepository } from './repository';
+import { newWebhookSecret, presentRepository } from './repository-service';
 import { presentProject } from './presenter';
 import { NAME_RULES } from './schemas';
 
@@ -103,7 +103,7 @@ export async function deleteProject(deps: Deps, actor: Actor, id: string): Promi
  * `git ls-remote` first (20 s), through the location rules and the outbound guard; a repository that
  * cannot be read is refused with 422 on url and nothing changes. Credentials in the URL are split off and
  * kept sealed apart from it; the URL is kept without them. A new webhook secret is made and shown in this
- * answer only (api/projects/repository.ts).
+ * answer only (api/projects/repository-service.ts).
  */
 export async function connectRepository(deps: Deps, actor: Actor, id: string, input: { url: string }) {
   const { project: current } = await findProject(deps, actor, id, 'project:update');

@@ -3,7 +3,7 @@ import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import { resourceName } from './schemas';
-import { getSettings, updateSettings } from './settings';
+import { getSettings, updateSettings } from './settings-service';
 
 const settingsSchema = z.strictObject({
   name: z.string(),

@@ -19,7 +19,7 @@ import {
   roleIn,
   type Role,
 } from '../lib/policy';
-import { invitationStatus, presentInvitation, presentMembership } from './presenters';
+import { invitationStatus, presentInvitation, presentMembership } from './presenter';
 
 export const INVITATION_DAYS = 7;
 

@@ -5,7 +5,7 @@ import { Team } from '../../db/models/team';
 import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
 import { authorize, reachableMemberships, ROLE_DESCRIPTIONS, ROLES, type Role } from '../lib/policy';
-import { presentTeam, presentTeamSettings } from './presenters';
+import { presentTeam, presentTeamSettings } from './presenter';
 import { TEAM_NAME_MAX } from './schemas';
 import { nextStepsFor } from '../../db/queries/next-steps';
 

@@ -7,7 +7,7 @@ import { scopes, type Scope, type ScopeRow } from '../lib/scopes';
 import type { Scope as VariableScope } from './service';
 import { z } from 'zod';
 import { taskSchema } from '../tasks/schemas';
-import { applyToEnvironment, applyToProject } from './apply';
+import { applyToEnvironment, applyToProject } from './apply-service';
 
 const tags = ['variables'];
 const SECRET_NOTE = 'A secret value is write-only: every answer shows it as null.';

@@ -1,5 +1,5 @@
 /**
- * The non-HTTP half of backup destinations, shared by the API (api/backups/destinations.ts) and the worker:
+ * The non-HTTP half of backup destinations, shared by the API (api/backups/destinations-service.ts) and the worker:
  * a row's store spec (secrets opened), why a destination takes no backup now, and its last error.
  */
 import type { Deps } from '../../system/deps';

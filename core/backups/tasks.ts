@@ -1,4 +1,4 @@
-/** Starting a backup task, by a request (api/backups/tasks.ts) or by the backup window (activities/data/scheduled.ts). */
+/** Starting a backup task, by a request (api/backups/task-service.ts) or by the backup window (activities/data/scheduled.ts). */
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import type { Environment } from '../../db/models/environment';

@@ -1,5 +1,5 @@
 /**
- * The daily prune's half of cancelling a project (api/projects/cancel.ts is the HTTP half): the environments
+ * The daily prune's half of cancelling a project (api/projects/cancel-service.ts is the HTTP half): the environments
  * of a project cancelled more than CANCELLED_PROJECT_KEEP_DAYS ago are deleted.
  */
 import type { Deps } from '../../system/deps';

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 
 /**
  * The size of each task's log so far, so that the cap (TASK_LOG_LIMIT_BYTES) holds across the
- * activities and retries of one task, whichever worker writes (activities/tasks/log-writer.ts).
+ * activities and retries of one task, whichever worker writes (activities/toolkit/task-log.ts).
  * `bytes`: what the log keeps (UTF-8); `dropped`: output refused beyond the cap; `marker_seq`: the
  * task_logs chunk that says so (updated with the count as more is dropped).
  */

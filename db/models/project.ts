@@ -9,9 +9,9 @@ export class Project extends BaseModel {
   /** The project's own domain allowance; null: DOMAIN_ALLOWANCE. */
   domain_allowance?: number | null;
   repository_credentials!: string | null;
-  /** Set when the project was cancelled (api/projects/cancel.ts). */
+  /** Set when the project was cancelled (api/projects/cancel-service.ts). */
   cancelled_at?: Date | null;
-  /** Sealed: the secret that signs POST /hooks/git/{project_id} (api/projects/repository.ts). */
+  /** Sealed: the secret that signs POST /hooks/git/{project_id} (api/projects/repository-service.ts). */
   webhook_secret?: string | null;
   created_at!: Date;
   updated_at!: Date;

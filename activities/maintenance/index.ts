@@ -62,7 +62,7 @@ export function createMaintenanceActivities(deps: Deps) {
       const asOf = input.asOf ? new Date(input.asOf) : new Date();
       if (Number.isNaN(asOf.getTime())) throw userFault('InvalidInput', `asOf is not a date: "${input.asOf}"`);
       const { knex } = deps;
-      // Sign-ups never confirmed whose code has expired (api/account/signup.ts): the address is free again.
+      // Sign-ups never confirmed whose code has expired (api/account/signup-service.ts): the address is free again.
       const unconfirmedUsers = await deleteInBatches(knex, 'users', (q) =>
         q
           .whereNull('email_confirmed_at')

@@ -1,7 +1,7 @@
 /**
  * A project's deleted environments (CONTRACT "Running"): each kept DELETED_ENVIRONMENT_KEEP_DAYS with its
  * snapshots, which may be restored into another environment of the project
- * (POST /environments/{target}/backups/{snapshot}/restore, api/backups/tasks.ts).
+ * (POST /environments/{target}/backups/{snapshot}/restore, api/backups/task-service.ts).
  */
 import type { Deps } from '../../system/deps';
 import { Backup } from '../../db/models/backup';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { appendLogChunk, createTaskLog } from '../../../activities/tasks/log-writer';
+import { appendLogChunk, createTaskLog } from '../../../activities/toolkit/task-log';
 import { useTestContext } from '../../helpers/context';
 import { createTeam, createUser } from '../../helpers/fixtures';
 

@@ -5,7 +5,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
-import { withTaskLog } from '../tasks/log-writer';
+import { withTaskLog } from '../toolkit/task-log';
 import { edgesBehind, recordCdnPurge } from '../../db/queries/cdn';
 import { userFault } from '../toolkit/failures';
 

@@ -8,7 +8,7 @@ import { appError, errors } from '../../core/errors';
 import { generateSecret, randomToken, sha256Hex } from '../lib/token-format';
 import { API_PREFIX } from '../lib/paths';
 import { USER_CODE_ALPHABET, groupByFour, normalizeCode, randomCode } from './codes';
-import { startSession } from './sessions';
+import { startSession } from './sessions-service';
 
 /** Command-line sign-in through the browser: the OAuth 2.0 device authorization grant (RFC 8628). */
 
