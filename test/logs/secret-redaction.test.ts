@@ -12,7 +12,7 @@ import { machineFile } from '../../logs/machine-files';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
 import { startReceiver, type Receiver } from '../helpers/receiver';
-import { startSyslog } from '../helpers/syslog';
+import { requestUntilMessage, saveSyslogDestination, startSyslog } from '../helpers/syslog';
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 
@@ -117,17 +117,14 @@ describe('secret variables in shipped lines', () => {
   it('reach a syslog destination as [secret]', async () => {
     const tcp = await startSyslog('tcp');
     try {
-      const saved = await owner.post(`/projects/${w.project.id}/logs`, {
-        destination: { kind: 'syslog', name: 'tcp', host: '127.0.0.1', port: tcp.port, protocol: 'tcp' },
-      });
-      expect(saved.body.can_send).toBe(true);
+      await saveSyslogDestination(owner, w.project.id, tcp);
       // the shippers re-read destinations every few seconds: keep leaking until a stderr line goes to syslog
-      const end = Date.now() + 30_000;
-      while (!tcp.messages.some((m) => m.includes('token=')) && Date.now() < end) {
-        await get('/leak/again');
-        await new Promise((r) => setTimeout(r, 500));
-      }
-      const msg = tcp.messages.find((m) => m.includes('token='));
+      const msg = await requestUntilMessage(
+        tcp,
+        (m) => m.includes('token='),
+        () => get('/leak/again'),
+        { timeoutMs: 30_000, intervalMs: 500 },
+      );
       expect(msg).toContain('token=[secret] auth=[secret] db=[secret] db64=[secret]');
       expectNoLeak(tcp.messages.join('\n'));
     } finally {
