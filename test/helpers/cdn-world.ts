@@ -6,7 +6,6 @@
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { type TestContext, useTestContext } from './context';
@@ -14,6 +13,9 @@ import { createDeployWorld, waitForTask } from './deploy-fixtures';
 import { spawnSystemProcess, stopChildren } from './processes';
 import { sessionAgent } from './fixtures';
 import type { Agent } from './http';
+import { type Answer, send } from './cdn-answers';
+
+export { type Answer, cc, sleep } from './cdn-answers';
 
 const APP = `
 const http = require('node:http');
@@ -31,12 +33,6 @@ http.createServer((req, res) => {
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
-export interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  text: string;
-}
-
 export interface CdnWorld {
   t: TestContext;
   w: Awaited<ReturnType<typeof createDeployWorld>>;
@@ -50,38 +46,7 @@ export function request(
   url: string,
   opts: { method?: string; headers?: Record<string, string>; localAddress?: string } = {},
 ): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        path: url,
-        method: opts.method ?? 'GET',
-        headers: opts.headers,
-        localAddress: opts.localAddress,
-        agent: false,
-      },
-      (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-export const cc = (value: string, more = '') => `?cc=${encodeURIComponent(value)}${more}`;
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-export async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v) || Date.now() > deadline) return v;
-    await sleep(50);
-  }
+  return send({ port, path: url, ...opts });
 }
 
 /** The world, set up in the file's beforeAll (read its fields in tests). */
