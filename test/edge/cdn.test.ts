@@ -89,16 +89,7 @@ describe('the edge with the CDN on', () => {
   });
 
   it('never keeps private, no-store, no-cache, Set-Cookie, or answers without public', async () => {
-    await expectNeverKept(get, [
-      `/p1${cc('private, max-age=600')}`,
-      `/p2${cc('public, private, max-age=600')}`,
-      `/p3${cc('public, no-store')}`,
-      `/p4${cc('public, no-cache')}`,
-      `/p5${cc('public, max-age=600', '&cookie=1')}`,
-      `/p6${cc('max-age=600')}`,
-      '/p7',
-      `/p8${cc('public, max-age=0')}`,
-    ]);
+    await expectNeverKept(get);
   });
 
   it('keeps an answer for its max-age, s-maxage first, else the default TTL', async () => {

@@ -58,9 +58,22 @@ export async function expectMissThenHit(get: Get, url: string): Promise<[Answer,
   return [miss, hit];
 }
 
-/** Each of `urls` twice: two MISSes with bodies of their own (nothing kept). */
-export async function expectNeverKept(get: Get, urls: string[]): Promise<void> {
-  for (const url of urls) {
+/**
+ * Answers no tier keeps (private, no-store, no-cache, Set-Cookie, no public, max-age=0), then `more`, each
+ * twice: two MISSes with bodies of their own.
+ */
+export async function expectNeverKept(get: Get, more: string[] = []): Promise<void> {
+  for (const url of [
+    `/p1${cc('private, max-age=600')}`,
+    `/p2${cc('public, private, max-age=600')}`,
+    `/p3${cc('public, no-store')}`,
+    `/p4${cc('public, no-cache')}`,
+    `/p5${cc('public, max-age=600', '&cookie=1')}`,
+    `/p6${cc('max-age=600')}`,
+    '/p7',
+    `/p8${cc('public, max-age=0')}`,
+    ...more,
+  ]) {
     const [a, b] = await twice(get, url);
     expect([a.headers['x-cache'], b.headers['x-cache']], url).toEqual(['MISS', 'MISS']);
     expect(b.text, url).not.toBe(a.text);

@@ -4,12 +4,10 @@
  * sets Cache-Control, `?cookie=1` a Set-Cookie, `?vary=` a Vary); every answer's body counts the requests
  * the app has seen, so a HIT shows the same body as the MISS before it and a MISS a new one.
  */
-import { execFileSync, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { type TestContext, useTestContext } from './context';
-import { createDeployWorld, waitForTask } from './deploy-fixtures';
+import { commitServer, createDeployWorld, runTaskOk, waitForTask } from './deploy-fixtures';
 import { spawnSystemProcess, stopChildren } from './processes';
 import { sessionAgent } from './fixtures';
 import type { Agent } from './http';
@@ -56,15 +54,9 @@ export function useCdnWorld(): CdnWorld {
   const children: ChildProcess[] = [];
   beforeAll(async () => {
     const w = await createDeployWorld(t);
-    writeFileSync(path.join(w.repo.dir, 'server.js'), APP);
-    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'cdn app'], {
-      cwd: w.repo.dir,
-    });
+    commitServer(w.repo, APP, 'cdn app');
     children.push(spawnSystemProcess(t, 'system/worker.ts'));
-    const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
-    expect(res.status, res.text).toBe(202);
-    const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });
-    expect(task.status, task.error ?? '').toBe('succeeded');
+    await runTaskOk(t, w.api, `/environments/${w.environment.id}/deploy`, undefined, 90_000);
     Object.assign(world, {
       w,
       owner: await sessionAgent(t, w.owner),

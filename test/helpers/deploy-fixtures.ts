@@ -101,6 +101,12 @@ export function createAppRepo(root: string, gateDir = root): AppRepo {
   return repo;
 }
 
+/** Commits `serverJs` as the app's server.js, the rest of the repository as it is (a test's own app). */
+export function commitServer(repo: AppRepo, serverJs: string, message: string): void {
+  writeFileSync(path.join(repo.dir, 'server.js'), serverJs);
+  sh(repo.dir, 'git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', message]);
+}
+
 let portCounter = 0;
 
 export async function createEnvironment(

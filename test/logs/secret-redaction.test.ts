@@ -4,13 +4,11 @@
  * logs do. Checked end to end: a deployed app, the edge and the worker's shippers, a real HTTP collector
  * and a real syslog listener on loopback, and the machine's day files.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { machineFile } from '../../logs/machine-files';
 import { useTestContext } from '../helpers/context';
-import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
+import { commitServer, createDeployWorld, runTaskOk } from '../helpers/deploy-fixtures';
 import { startReceiver, type Receiver } from '../helpers/receiver';
 import { requestUntilMessage, saveSyslogDestination, startSyslog } from '../helpers/syslog';
 import { sessionAgent } from '../helpers/fixtures';
@@ -43,10 +41,7 @@ http.createServer((req, res) => {
 
 beforeAll(async () => {
   w = await createDeployWorld(t);
-  writeFileSync(path.join(w.repo.dir, 'server.js'), SERVER_JS);
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.com', 'commit', '-qam', 'leaky app'], {
-    cwd: w.repo.dir,
-  });
+  commitServer(w.repo, SERVER_JS, 'leaky app');
   owner = await sessionAgent(t, w.owner);
   const env = await owner.post(`/environments/${w.environment.id}/variables`, {
     name: 'API_TOKEN',
@@ -65,10 +60,7 @@ beforeAll(async () => {
     destination: { kind: 'http', name: 'collector', url: receiver.url },
   });
   expect(saved.body.can_send).toBe(true);
-  const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
-  expect(res.status, res.text).toBe(202);
-  const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });
-  expect(task.status, task.error ?? '').toBe('succeeded');
+  await runTaskOk(t, w.api, `/environments/${w.environment.id}/deploy`, undefined, 90_000);
 }, 150_000);
 afterAll(async () => {
   await receiver?.stop();

@@ -6,16 +6,14 @@
  * destination gets RFC 5424 lines, machines keep their own day files and delete those older than
  * keep_days_on_machine, and a shipper's queue is bounded (the oldest dropped and counted).
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destinationColumns } from '../../db/queries/log-settings';
 import { LogShipper } from '../../logs/shipper';
 import { logsDir, machineFile } from '../../logs/machine-files';
 import { useTestContext } from '../helpers/context';
-import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
+import { commitServer, createDeployWorld, runTaskOk } from '../helpers/deploy-fixtures';
 import { startReceiver, type Receiver } from '../helpers/receiver';
 import { requestUntilMessage, saveSyslogDestination, startSyslog } from '../helpers/syslog';
 import { sessionAgent } from '../helpers/fixtures';
@@ -45,10 +43,7 @@ http.createServer((req, res) => {
 
 beforeAll(async () => {
   w = await createDeployWorld(t);
-  writeFileSync(path.join(w.repo.dir, 'server.js'), SERVER_JS);
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.com', 'commit', '-qam', 'stderr app'], {
-    cwd: w.repo.dir,
-  });
+  commitServer(w.repo, SERVER_JS, 'stderr app');
   owner = await sessionAgent(t, w.owner);
   await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, w.environment));
   receiver = await startReceiver(0, '/ingest');
@@ -57,10 +52,7 @@ beforeAll(async () => {
   });
   expect(saved.status, saved.text).toBe(200);
   expect(saved.body.can_send).toBe(true);
-  const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
-  expect(res.status, res.text).toBe(202);
-  const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });
-  expect(task.status, task.error ?? '').toBe('succeeded');
+  await runTaskOk(t, w.api, `/environments/${w.environment.id}/deploy`, undefined, 90_000);
 }, 150_000);
 afterAll(async () => {
   await receiver?.stop();
