@@ -4,12 +4,11 @@
  * good test send, then requests to the environment's URL: their lines arrive over http, then over syslog.
  */
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { environmentHome } from '../../activities/provider/sandbox';
-import { repositoriesDir, useTestContext } from '../helpers/context';
-import { createAppRepo, createEnvironment, type AppRepo } from '../helpers/deploy-fixtures';
+import { useTestContext } from '../helpers/context';
+import { type AppRepo, createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
 import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import { Agent } from '../helpers/http';
 import {
@@ -55,11 +54,7 @@ beforeAll(async () => {
 
   const owner = await createUser(t);
   const team = await createTeam(t, owner);
-  repo = createAppRepo(
-    mkdtempSync(path.join(repositoriesDir(), 'repo-')),
-    mkdtempSync(path.join(inject('runDir'), 'shared', 'gate-')),
-  );
-  chmodSync(path.dirname(repo.gate), 0o755);
+  repo = createSharedAppRepo();
   writeFileSync(repo.gate, '');
   repo.commit('v1');
   project = await createProject(t, team, { repository_url: repo.dir });

@@ -4,14 +4,14 @@
  * as a terminal's Ctrl-C does. One `npm start` is shared by the cases, in order.
  */
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { environmentHome, tenantUid } from '../../activities/provider/sandbox';
 import type { ProcessState } from '../../system/run-state';
-import { useTestContext, repositoriesDir } from '../helpers/context';
-import { createAppRepo, createEnvironment, type AppRepo } from '../helpers/deploy-fixtures';
+import { useTestContext } from '../helpers/context';
+import { type AppRepo, createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
 import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import { Agent } from '../helpers/http';
 import {
@@ -146,11 +146,7 @@ beforeAll(async () => {
 
   owner = await createUser(t);
   const team = await createTeam(t, owner);
-  repo = createAppRepo(
-    mkdtempSync(path.join(repositoriesDir(), 'repo-')),
-    mkdtempSync(path.join(inject('runDir'), 'shared', 'gate-')),
-  );
-  chmodSync(path.dirname(repo.gate), 0o755);
+  repo = createSharedAppRepo();
   writeFileSync(repo.gate, '');
   repo.commit('v1');
   const project = await createProject(t, team, { repository_url: repo.dir });
