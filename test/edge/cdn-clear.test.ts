@@ -6,8 +6,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { startEdge } from '../../edge/server';
 import { createKnex } from '../../db/knex';
-import { cc, clearCdn, patchCdn, request, until, useCdnWorld } from '../helpers/cdn-world';
+import { cc, clearCdn, patchCdn, request, useCdnWorld } from '../helpers/cdn-world';
 import { taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import { until } from '../helpers/until';
 
 const c = useCdnWorld();
 const get = (url: string, opts: Parameters<typeof request>[2] = {}) => request(c.w.environment.port, url, opts);
@@ -101,13 +102,15 @@ describe('POST /environments/{id}/cdn/clear', () => {
     const res = await c.developer.post(`/environments/${c.w.environment.id}/cdn/clear`, { paths: ['/slow'] });
     expect(res.status, res.text).toBe(202);
     const purge = await until(
+      'the purge row',
       () => c.t.deps.knex('cdn_purges').where({ task_id: res.body.id }).first(),
-      (p) => Boolean(p),
+      { timeoutMs: 15_000, intervalMs: 50 },
     );
     // the test's own edge applies it...
     await until(
+      "the purge applied by the test's edge",
       () => c.t.deps.knex('edge_instances').whereNot({ id: laggard }).where('purge_seq', '>=', purge.id).first(),
-      (e) => Boolean(e),
+      { timeoutMs: 15_000, intervalMs: 50 },
     );
     // ...and the task still waits for the other one
     expect((await waitForTask(c.t, c.w.api, res.body.id, { until: (x) => x.status === 'running' })).status).toBe(
@@ -177,9 +180,10 @@ describe('POST /environments/{id}/cdn/clear', () => {
       expect((await via(url)).text).toBe(first.text);
       await knex.destroy(); // every check in of its purge follower fails from now on
       const during = await until(
+        'a MISS',
         () => via(url),
         (a) => a.headers['x-cache'] === 'MISS',
-        25_000,
+        { timeoutMs: 25_000, intervalMs: 50 },
       );
       expect(during.headers['x-cache']).toBe('MISS');
       expect(during.text).not.toBe(first.text);

@@ -7,16 +7,19 @@
 import http from 'node:http';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { type Answer, cc, patchCdn, request, sleep, useCdnWorld } from '../helpers/cdn-world';
+import {
+  cc,
+  expectKeptForTheirMaxAge,
+  expectMissThenHit,
+  expectNeverKept,
+  expectOneEntryPerEncoding,
+  twice as twiceWith,
+} from '../helpers/cdn-answers';
+import { patchCdn, request, useCdnWorld } from '../helpers/cdn-world';
 
 const c = useCdnWorld();
 const get = (url: string, opts: Parameters<typeof request>[2] = {}) => request(c.w.environment.port, url, opts);
-
-/** Twice the same request: what the second one shows. */
-async function twice(url: string, headers: Record<string, string> = {}): Promise<[Answer, Answer]> {
-  const first = await get(url, { headers });
-  return [first, await get(url, { headers })];
-}
+const twice = (url: string) => twiceWith(get, url);
 
 describe('GET, PATCH /environments/{id}/cdn', () => {
   it('is off by default: nothing is cached and answers carry no X-Cache', async () => {
@@ -64,14 +67,7 @@ describe('GET, PATCH /environments/{id}/cdn', () => {
 describe('the edge with the CDN on', () => {
   it('answers MISS, then HIT with the same body, an Age and the app headers; HEAD comes from the GET entry', async () => {
     const url = `/page${cc('public, max-age=600')}`;
-    const [miss, hit] = await twice(url);
-    expect(miss.headers['x-cache']).toBe('MISS');
-    expect(hit.headers['x-cache']).toBe('HIT');
-    expect(hit.text).toBe(miss.text);
-    expect(hit.headers['cache-control']).toBe('public, max-age=600');
-    expect(hit.headers['content-type']).toBe('text/plain');
-    expect(Number(hit.headers['content-length'])).toBe(Buffer.byteLength(miss.text));
-    expect(Number(hit.headers.age)).toBeGreaterThanOrEqual(0);
+    const [miss] = await expectMissThenHit(get, url);
     const head = await get(url, { method: 'HEAD' });
     expect(head.status).toBe(200);
     expect(head.headers['x-cache']).toBe('HIT');
@@ -93,55 +89,15 @@ describe('the edge with the CDN on', () => {
   });
 
   it('never keeps private, no-store, no-cache, Set-Cookie, or answers without public', async () => {
-    for (const url of [
-      `/p1${cc('private, max-age=600')}`,
-      `/p2${cc('public, private, max-age=600')}`,
-      `/p3${cc('public, no-store')}`,
-      `/p4${cc('public, no-cache')}`,
-      `/p5${cc('public, max-age=600', '&cookie=1')}`,
-      `/p6${cc('max-age=600')}`,
-      '/p7',
-      `/p8${cc('public, max-age=0')}`,
-    ]) {
-      const [a, b] = await twice(url);
-      expect([a.headers['x-cache'], b.headers['x-cache']], url).toEqual(['MISS', 'MISS']);
-      expect(b.text, url).not.toBe(a.text);
-    }
+    await expectNeverKept(get);
   });
 
   it('keeps an answer for its max-age, s-maxage first, else the default TTL', async () => {
-    const short = `/short${cc('public, max-age=1')}`;
-    const shared = `/shared${cc('public, max-age=1, s-maxage=600')}`;
-    const fallback = `/fallback${cc('public')}`; // the default TTL: 2 s (set above)
-    const first = { short: await get(short), shared: await get(shared), fallback: await get(fallback) };
-    expect((await get(short)).text).toBe(first.short.text);
-    expect((await get(fallback)).text).toBe(first.fallback.text);
-    await sleep(1300);
-    const s2 = await get(short);
-    expect(s2.headers['x-cache']).toBe('MISS');
-    expect(s2.text).not.toBe(first.short.text);
-    const sh2 = await get(shared);
-    expect(sh2.headers['x-cache']).toBe('HIT');
-    expect(sh2.text).toBe(first.shared.text);
-    expect((await get(fallback)).headers['x-cache']).toBe('HIT');
-    await sleep(1000);
-    const f3 = await get(fallback);
-    expect(f3.headers['x-cache']).toBe('MISS');
-    expect(f3.text).not.toBe(first.fallback.text);
+    await expectKeptForTheirMaxAge(get); // the default TTL: 2 s (set above)
   });
 
   it('keeps one entry per Accept-Encoding when the answer varies on it', async () => {
-    const url = `/varied${cc('public, max-age=600', '&vary=Accept-Encoding')}`;
-    const gzip = await get(url, { headers: { 'accept-encoding': 'gzip' } });
-    const none = await get(url, { headers: { 'accept-encoding': 'identity' } });
-    expect([gzip.headers['x-cache'], none.headers['x-cache']]).toEqual(['MISS', 'MISS']);
-    const again = await get(url, { headers: { 'accept-encoding': 'gzip' } });
-    expect(again.headers['x-cache']).toBe('HIT');
-    expect(again.text).toBe(gzip.text);
-    expect(again.text).toMatch(/ gzip$/);
-    const none2 = await get(url, { headers: { 'accept-encoding': 'identity' } });
-    expect(none2.text).toBe(none.text);
-    expect(none2.text).toMatch(/ identity$/);
+    await expectOneEntryPerEncoding(get);
   });
 
   it("applies the edge's rules before an answer comes from the cache", async () => {

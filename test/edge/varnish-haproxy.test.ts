@@ -4,11 +4,11 @@
  * to the app, and the app sees none of the headers the tiers pass each other.
  */
 import { rmSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Varnish } from '../../edge/cdn/varnish';
-import { type Answer, cc, type Origin, startOrigin, varnishDir } from '../helpers/cdn-origin';
+import { cc, send } from '../helpers/cdn-answers';
+import { type Origin, startOrigin, varnishDir } from '../helpers/cdn-origin';
 import { type CdnHaproxy, startCdnHaproxy } from '../helpers/cdn-haproxy';
 import { freePort } from '../helpers/ports';
 
@@ -23,18 +23,7 @@ let dir: string;
 
 /** A request to an environment's port on HAProxy, as a client sends it. */
 function get(env: string, url: string, o: { method?: string; headers?: Record<string, string>; body?: string } = {}) {
-  return new Promise<Answer>((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port: ports[env], path: url, method: o.method ?? 'GET', headers: o.headers, agent: false },
-      (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(o.body);
-  });
+  return send({ port: ports[env], path: url, method: o.method, headers: o.headers }, o.body);
 }
 
 beforeAll(async () => {

@@ -8,7 +8,10 @@ import http from 'node:http';
 import { mkdtempSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { type Answer, send } from './cdn-answers';
 import { freePort } from './ports';
+
+export { type Answer, cc, sleep } from './cdn-answers';
 
 export interface Origin {
   port: number;
@@ -47,43 +50,20 @@ export async function startOrigin(): Promise<Origin> {
   };
 }
 
-export interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  text: string;
-}
-
 /** A request to Varnish as HAProxy sends it. */
 export function viaCdn(
   port: number,
   url: string,
   o: { env: string; host?: string; ttl?: number; method?: string; headers?: Record<string, string>; body?: string },
 ): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        path: url,
-        method: o.method ?? 'GET',
-        agent: false,
-        headers: {
-          host: o.host ?? 'app.example.test',
-          'x-vc-env': o.env,
-          'x-vc-default-ttl': String(o.ttl ?? 3600),
-          'x-forwarded-for': '203.0.113.7',
-          ...o.headers,
-        },
-      },
-      (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(o.body);
-  });
+  const headers = {
+    host: o.host ?? 'app.example.test',
+    'x-vc-env': o.env,
+    'x-vc-default-ttl': String(o.ttl ?? 3600),
+    'x-forwarded-for': '203.0.113.7',
+    ...o.headers,
+  };
+  return send({ port, path: url, method: o.method, headers }, o.body);
 }
 
 /** A directory for a Varnish of its own, traversable like DATA_DIR (varnishd's jail user reaches it). */
@@ -92,6 +72,3 @@ export function varnishDir(root = tmpdir()): string {
   chmodSync(dir, 0o711);
   return path.join(dir, 'edge', 'varnish');
 }
-
-export const cc = (value: string, more = '') => `?cc=${encodeURIComponent(value)}${more}`;
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -4,16 +4,16 @@
  * sets Cache-Control, `?cookie=1` a Set-Cookie, `?vary=` a Vary); every answer's body counts the requests
  * the app has seen, so a HIT shows the same body as the MISS before it and a MISS a new one.
  */
-import { execFileSync, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import http from 'node:http';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { type TestContext, useTestContext } from './context';
-import { createDeployWorld, waitForTask } from './deploy-fixtures';
+import { commitServer, createDeployWorld, runTaskOk, waitForTask } from './deploy-fixtures';
 import { spawnSystemProcess, stopChildren } from './processes';
 import { sessionAgent } from './fixtures';
 import type { Agent } from './http';
+import { type Answer, send } from './cdn-answers';
+
+export { type Answer, cc, sleep } from './cdn-answers';
 
 const APP = `
 const http = require('node:http');
@@ -31,12 +31,6 @@ http.createServer((req, res) => {
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
-export interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  text: string;
-}
-
 export interface CdnWorld {
   t: TestContext;
   w: Awaited<ReturnType<typeof createDeployWorld>>;
@@ -50,38 +44,7 @@ export function request(
   url: string,
   opts: { method?: string; headers?: Record<string, string>; localAddress?: string } = {},
 ): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        path: url,
-        method: opts.method ?? 'GET',
-        headers: opts.headers,
-        localAddress: opts.localAddress,
-        agent: false,
-      },
-      (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-export const cc = (value: string, more = '') => `?cc=${encodeURIComponent(value)}${more}`;
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-export async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v) || Date.now() > deadline) return v;
-    await sleep(50);
-  }
+  return send({ port, path: url, ...opts });
 }
 
 /** The world, set up in the file's beforeAll (read its fields in tests). */
@@ -91,15 +54,9 @@ export function useCdnWorld(): CdnWorld {
   const children: ChildProcess[] = [];
   beforeAll(async () => {
     const w = await createDeployWorld(t);
-    writeFileSync(path.join(w.repo.dir, 'server.js'), APP);
-    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'cdn app'], {
-      cwd: w.repo.dir,
-    });
+    commitServer(w.repo, APP, 'cdn app');
     children.push(spawnSystemProcess(t, 'processes/worker.ts'));
-    const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
-    expect(res.status, res.text).toBe(202);
-    const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });
-    expect(task.status, task.error ?? '').toBe('succeeded');
+    await runTaskOk(t, w.api, `/environments/${w.environment.id}/deploy`, undefined, 90_000);
     Object.assign(world, {
       w,
       owner: await sessionAgent(t, w.owner),

@@ -101,6 +101,23 @@ export function createAppRepo(root: string, gateDir = root): AppRepo {
   return repo;
 }
 
+/**
+ * An app repository under the tests' repositories directory, its gate in a directory of their
+ * SANDBOX_SHARED_DIRS (one of its own, which the sandboxes may traverse).
+ */
+export function createSharedAppRepo(): AppRepo {
+  const root = mkdtempSync(path.join(repositoriesDir(), 'repo-'));
+  const gateDir = mkdtempSync(path.join(inject('runDir'), 'shared', 'gate-'));
+  chmodSync(gateDir, 0o755);
+  return createAppRepo(root, gateDir);
+}
+
+/** Commits `serverJs` as the app's server.js, the rest of the repository as it is (a test's own app). */
+export function commitServer(repo: AppRepo, serverJs: string, message: string): void {
+  writeFileSync(path.join(repo.dir, 'server.js'), serverJs);
+  sh(repo.dir, 'git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', message]);
+}
+
 let portCounter = 0;
 
 export async function createEnvironment(
@@ -121,10 +138,8 @@ export async function createEnvironment(
 
 /** A team whose project is connected to a fresh app repository, one environment, and tokens by role. */
 export async function createDeployWorld(t: TestContext, opts: { gatedFirstCommit?: boolean } = {}) {
-  const root = mkdtempSync(path.join(repositoriesDir(), 'repo-'));
-  const gateDir = mkdtempSync(path.join(inject('runDir'), 'shared', 'gate-'));
-  chmodSync(gateDir, 0o755);
-  const repo = createAppRepo(root, gateDir);
+  const repo = createSharedAppRepo();
+  const root = path.dirname(repo.dir);
   repo.commit('v1', { gated: opts.gatedFirstCommit });
   const owner = await createUser(t);
   const team = await createTeam(t, owner);

@@ -1,13 +1,17 @@
 /**
  * `npm start` as the tests run it (test/system/supervision.test.ts, request-log-start.test.ts): the
  * context's database and host settings, ports and DATA_DIR of its own, the tests' Temporal CLI ports and
- * workflow bundle; started in a process group of its own, as a terminal's foreground job.
+ * workflow bundle; started in a process group of its own, as a terminal's foreground job, and stopped as
+ * a terminal's Ctrl-C does, with what still runs under its DATA_DIR killed after.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import { chmodSync, cpSync, mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
 import type { TestContext } from './context';
 import { freePort } from './ports';
+import { killProcessesUnder, processesMentioning } from './processes';
 
 const root = path.resolve(__dirname, '../..');
 
@@ -15,6 +19,35 @@ export interface NpmStartPorts {
   api: number;
   edge: number;
   temporal: number;
+}
+
+/**
+ * A DATA_DIR of its own under the run directory, which the sandboxes may traverse (0711), with the context's
+ * keys: the context's tokens and sessions are the started API's too.
+ */
+export function npmStartDataDir(t: TestContext): string {
+  const dataDir = mkdtempSync(path.join(inject('runDir'), 'start-'));
+  chmodSync(dataDir, 0o711);
+  cpSync(path.join(t.dataDir, 'secrets'), path.join(dataDir, 'secrets'), { recursive: true });
+  return dataDir;
+}
+
+/** Free ports for the API and the edge, and `temporal` with `temporal + 1000` free too (the dev server's Web UI). */
+export async function npmStartPorts(): Promise<NpmStartPorts> {
+  return { api: await freePort(), edge: await freePort(), temporal: await temporalPorts() };
+}
+
+/** Two free ports `p` and `p + 1000` (the dev server's gRPC and Web UI). */
+async function temporalPorts(): Promise<number> {
+  for (;;) {
+    const p = await freePort();
+    if (p + 1000 > 65535) continue;
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.createServer().once('error', () => resolve(false));
+      s.listen(p + 1000, '127.0.0.1', () => s.close(() => resolve(true)));
+    });
+    if (ok) return p;
+  }
 }
 
 export async function npmStartEnv(
@@ -49,11 +82,32 @@ export async function npmStartEnv(
   return environ;
 }
 
-export function spawnNpmStart(env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, ['scripts/bootstrap.mjs', 'start'], {
+/** Starts `npm start`; `onOutput` gets its stdout and stderr as they come. */
+export function spawnNpmStart(env: NodeJS.ProcessEnv, onOutput: (text: string) => void): ChildProcess {
+  const start = spawn(process.execPath, ['scripts/bootstrap.mjs', 'start'], {
     cwd: root,
     detached: true, // a process group of its own, as a terminal's foreground job
     stdio: ['ignore', 'pipe', 'pipe'],
     env,
   });
+  start.stdout!.on('data', (d: Buffer) => onOutput(d.toString()));
+  start.stderr!.on('data', (d: Buffer) => onOutput(d.toString()));
+  return start;
+}
+
+/**
+ * Stops an `npm start` still running: SIGINT to its process group (a terminal's Ctrl-C), up to 90 s for it
+ * to exit; then SIGKILL to whatever still runs under or mentions `dataDir` (a child it left, a tenant's).
+ */
+export async function stopNpmStart(start: ChildProcess | undefined, dataDir: string): Promise<void> {
+  if (start && start.exitCode === null && start.signalCode === null) {
+    try {
+      process.kill(-start.pid!, 'SIGINT');
+    } catch {
+      // gone
+    }
+    await Promise.race([new Promise((r) => start.once('exit', r)), new Promise((r) => setTimeout(r, 90_000))]);
+  }
+  for (const p of processesMentioning(dataDir)) process.kill(Number(p.split(' ')[0]), 'SIGKILL');
+  killProcessesUnder(dataDir);
 }

@@ -4,6 +4,9 @@
 
 import dgram from 'node:dgram';
 import net from 'node:net';
+import { expect } from 'vitest';
+import type { Agent } from './http';
+import { until } from './until';
 
 export interface SyslogListener {
   protocol: 'udp' | 'tcp';
@@ -73,4 +76,35 @@ export async function startSyslog(protocol: 'udp' | 'tcp', port = 0): Promise<Sy
     },
     stop: () => close(),
   };
+}
+
+/** Saves `listener` as the project's log destination (as `owner`, a session); the save must say it can send. */
+export async function saveSyslogDestination(owner: Agent, projectId: string, listener: SyslogListener) {
+  const { protocol, port } = listener;
+  const saved = await owner.post(`/projects/${projectId}/logs`, {
+    destination: { kind: 'syslog', name: protocol, host: '127.0.0.1', port, protocol },
+  });
+  expect(saved.body.can_send).toBe(true);
+}
+
+/**
+ * Keeps sending `request` (a pause of `intervalMs` after each) until a message that `matches` has reached
+ * `listener`, and gives that message: for a destination just saved, which the shippers read again within
+ * seconds (lines made before then go to the destination before it).
+ */
+export function requestUntilMessage(
+  listener: SyslogListener,
+  matches: (message: string) => boolean,
+  request: () => Promise<unknown>,
+  opts: { timeoutMs: number; intervalMs: number },
+): Promise<string> {
+  return until(
+    `a matching message over syslog (${listener.protocol})`,
+    async () => {
+      const message = listener.messages.find(matches);
+      if (message === undefined) await request();
+      return message;
+    },
+    opts,
+  );
 }

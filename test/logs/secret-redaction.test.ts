@@ -4,15 +4,13 @@
  * logs do. Checked end to end: a deployed app, the edge and the worker's shippers, a real HTTP collector
  * and a real syslog listener on loopback, and the machine's day files.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { machineFile } from '../../logs/machine-files';
 import { useTestContext } from '../helpers/context';
-import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
+import { commitServer, createDeployWorld, runTaskOk } from '../helpers/deploy-fixtures';
 import { startReceiver, type Receiver } from '../helpers/receiver';
-import { startSyslog } from '../helpers/syslog';
+import { requestUntilMessage, saveSyslogDestination, startSyslog } from '../helpers/syslog';
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 
@@ -43,10 +41,7 @@ http.createServer((req, res) => {
 
 beforeAll(async () => {
   w = await createDeployWorld(t);
-  writeFileSync(path.join(w.repo.dir, 'server.js'), SERVER_JS);
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.com', 'commit', '-qam', 'leaky app'], {
-    cwd: w.repo.dir,
-  });
+  commitServer(w.repo, SERVER_JS, 'leaky app');
   owner = await sessionAgent(t, w.owner);
   const env = await owner.post(`/environments/${w.environment.id}/variables`, {
     name: 'API_TOKEN',
@@ -65,10 +60,7 @@ beforeAll(async () => {
     destination: { kind: 'http', name: 'collector', url: receiver.url },
   });
   expect(saved.body.can_send).toBe(true);
-  const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
-  expect(res.status, res.text).toBe(202);
-  const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });
-  expect(task.status, task.error ?? '').toBe('succeeded');
+  await runTaskOk(t, w.api, `/environments/${w.environment.id}/deploy`, undefined, 90_000);
 }, 150_000);
 afterAll(async () => {
   await receiver?.stop();
@@ -117,17 +109,14 @@ describe('secret variables in shipped lines', () => {
   it('reach a syslog destination as [secret]', async () => {
     const tcp = await startSyslog('tcp');
     try {
-      const saved = await owner.post(`/projects/${w.project.id}/logs`, {
-        destination: { kind: 'syslog', name: 'tcp', host: '127.0.0.1', port: tcp.port, protocol: 'tcp' },
-      });
-      expect(saved.body.can_send).toBe(true);
+      await saveSyslogDestination(owner, w.project.id, tcp);
       // the shippers re-read destinations every few seconds: keep leaking until a stderr line goes to syslog
-      const end = Date.now() + 30_000;
-      while (!tcp.messages.some((m) => m.includes('token=')) && Date.now() < end) {
-        await get('/leak/again');
-        await new Promise((r) => setTimeout(r, 500));
-      }
-      const msg = tcp.messages.find((m) => m.includes('token='));
+      const msg = await requestUntilMessage(
+        tcp,
+        (m) => m.includes('token='),
+        () => get('/leak/again'),
+        { timeoutMs: 30_000, intervalMs: 500 },
+      );
       expect(msg).toContain('token=[secret] auth=[secret] db=[secret] db64=[secret]');
       expectNoLeak(tcp.messages.join('\n'));
     } finally {

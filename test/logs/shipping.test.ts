@@ -6,20 +6,19 @@
  * destination gets RFC 5424 lines, machines keep their own day files and delete those older than
  * keep_days_on_machine, and a shipper's queue is bounded (the oldest dropped and counted).
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destinationColumns } from '../../db/queries/log-settings';
 import { LogShipper } from '../../logs/shipper';
 import { logsDir, machineFile } from '../../logs/machine-files';
 import { useTestContext } from '../helpers/context';
-import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
+import { commitServer, createDeployWorld, runTaskOk } from '../helpers/deploy-fixtures';
 import { startReceiver, type Receiver } from '../helpers/receiver';
-import { startSyslog } from '../helpers/syslog';
+import { requestUntilMessage, saveSyslogDestination, startSyslog } from '../helpers/syslog';
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
+import { until } from '../helpers/until';
 import { createEnvironmentMachines } from '../../api/machines/service';
 
 const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
@@ -44,10 +43,7 @@ http.createServer((req, res) => {
 
 beforeAll(async () => {
   w = await createDeployWorld(t);
-  writeFileSync(path.join(w.repo.dir, 'server.js'), SERVER_JS);
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.com', 'commit', '-qam', 'stderr app'], {
-    cwd: w.repo.dir,
-  });
+  commitServer(w.repo, SERVER_JS, 'stderr app');
   owner = await sessionAgent(t, w.owner);
   await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, w.environment));
   receiver = await startReceiver(0, '/ingest');
@@ -56,10 +52,7 @@ beforeAll(async () => {
   });
   expect(saved.status, saved.text).toBe(200);
   expect(saved.body.can_send).toBe(true);
-  const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
-  expect(res.status, res.text).toBe(202);
-  const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });
-  expect(task.status, task.error ?? '').toBe('succeeded');
+  await runTaskOk(t, w.api, `/environments/${w.environment.id}/deploy`, undefined, 90_000);
 }, 150_000);
 afterAll(async () => {
   await receiver?.stop();
@@ -78,14 +71,11 @@ function lines(r: Receiver): Line[] {
   );
 }
 
-async function waitForLine(r: Receiver, pred: (l: Line) => boolean, timeoutMs = 30_000): Promise<Line> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const hit = lines(r).find(pred);
-    if (hit) return hit;
-    if (Date.now() > end) throw new Error(`no such line arrived; got ${JSON.stringify(lines(r)).slice(0, 2000)}`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
+function waitForLine(r: Receiver, pred: (l: Line) => boolean, timeoutMs = 30_000): Promise<Line> {
+  return until('such a line', () => lines(r).find(pred), {
+    timeoutMs,
+    detail: () => `got ${JSON.stringify(lines(r)).slice(0, 2000)}`,
+  });
 }
 
 const get = (p: string, headers: Record<string, string> = {}) =>
@@ -216,21 +206,18 @@ describe('syslog destination', () => {
   it('gets request lines as RFC 5424 messages over tcp', async () => {
     const tcp = await startSyslog('tcp');
     try {
-      const saved = await owner.post(`/projects/${w.project.id}/logs`, {
-        destination: { kind: 'syslog', name: 'tcp', host: '127.0.0.1', port: tcp.port, protocol: 'tcp' },
-      });
-      expect(saved.body.can_send).toBe(true);
+      await saveSyslogDestination(owner, w.project.id, tcp);
       // the edge re-reads destinations every second in tests; keep requesting until one goes to syslog
-      const end = Date.now() + 20_000;
-      while (!tcp.messages.some((m) => m.includes('/to-syslog')) && Date.now() < end) {
-        await get('/to-syslog');
-        await new Promise((r) => setTimeout(r, 300));
-      }
-      const msg = tcp.messages.find((m) => m.includes('/to-syslog'));
+      const msg = await requestUntilMessage(
+        tcp,
+        (m) => m.includes('/to-syslog'),
+        () => get('/to-syslog'),
+        { timeoutMs: 20_000, intervalMs: 300 },
+      );
       expect(msg).toMatch(
         new RegExp(`^<134>1 \\S+ \\S+ edge - request \\[vc@32473 environment_id="${w.environment.id}"\\] \\{`),
       );
-      expect(JSON.parse(msg!.slice(msg!.indexOf('{')))).toMatchObject({ path: '/to-syslog', status: 200 });
+      expect(JSON.parse(msg.slice(msg.indexOf('{')))).toMatchObject({ path: '/to-syslog', status: 200 });
     } finally {
       await owner.post(`/projects/${w.project.id}/logs`, {
         destination: { kind: 'http', name: 'collector', url: receiver.url },

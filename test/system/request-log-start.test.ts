@@ -4,29 +4,31 @@
  * good test send, then requests to the environment's URL: their lines arrive over http, then over syslog.
  */
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { environmentHome } from '../../activities/provider/sandbox';
-import { repositoriesDir, useTestContext } from '../helpers/context';
-import { createAppRepo, createEnvironment, type AppRepo } from '../helpers/deploy-fixtures';
+import { useTestContext } from '../helpers/context';
+import { type AppRepo, createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
 import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import { Agent } from '../helpers/http';
-import { npmStartEnv, spawnNpmStart } from '../helpers/npm-start';
-import { freePort } from '../helpers/ports';
-import { killProcessesUnder, processesMentioning } from '../helpers/processes';
+import {
+  type NpmStartPorts,
+  npmStartDataDir,
+  npmStartEnv,
+  npmStartPorts,
+  spawnNpmStart,
+  stopNpmStart,
+} from '../helpers/npm-start';
 import { startReceiver, type Receiver } from '../helpers/receiver';
 import { startSyslog, type SyslogListener } from '../helpers/syslog';
 import { until as untilHolds } from '../helpers/until';
 
 const t = useTestContext();
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let start: ChildProcess;
 let out = '';
 let dataDir: string;
-let ports: { api: number; edge: number; temporal: number };
+let ports: NpmStartPorts;
 let api: Agent;
 let owners: Agent;
 let repo: AppRepo;
@@ -38,19 +40,6 @@ let syslog: SyslogListener;
 const until = <T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 60_000) =>
   untilHolds(what, fn, { timeoutMs: ms, ignoreErrors: true, detail: () => out.slice(-4000) });
 
-/** Two free ports `p` and `p + 1000` (the dev server's gRPC and Web UI). */
-async function temporalPorts(): Promise<number> {
-  for (;;) {
-    const p = await freePort();
-    if (p + 1000 > 65535) continue;
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = net.createServer().once('error', () => resolve(false));
-      s.listen(p + 1000, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (ok) return p;
-  }
-}
-
 const AGENT = 'request-log-start "quoted" \\ agent';
 async function visit(pathname: string): Promise<number> {
   const r = await fetch(`http://127.0.0.1:${env.port}${pathname}`, { headers: { 'user-agent': AGENT } });
@@ -59,19 +48,13 @@ async function visit(pathname: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(inject('runDir'), 'start-'));
-  chmodSync(dataDir, 0o711);
   // the same keys as this file's context, so that its token and session are the started API's too
-  cpSync(path.join(t.dataDir, 'secrets'), path.join(dataDir, 'secrets'), { recursive: true });
-  ports = { api: await freePort(), edge: await freePort(), temporal: await temporalPorts() };
+  dataDir = npmStartDataDir(t);
+  ports = await npmStartPorts();
 
   const owner = await createUser(t);
   const team = await createTeam(t, owner);
-  repo = createAppRepo(
-    mkdtempSync(path.join(repositoriesDir(), 'repo-')),
-    mkdtempSync(path.join(inject('runDir'), 'shared', 'gate-')),
-  );
-  chmodSync(path.dirname(repo.gate), 0o755);
+  repo = createSharedAppRepo();
   writeFileSync(repo.gate, '');
   repo.commit('v1');
   project = await createProject(t, team, { repository_url: repo.dir });
@@ -91,29 +74,17 @@ beforeAll(async () => {
       // the collector and the syslog listener are on loopback
       OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
     }),
+    (text) => {
+      out += text;
+    },
   );
-  start.stdout!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  start.stderr!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
   await until('"Hosting Console is running."', () => out.includes('Hosting Console is running.'), 240_000);
   receiver = await startReceiver(0, '/ingest');
   syslog = await startSyslog('udp');
 }, 300_000);
 
 afterAll(async () => {
-  if (start && start.exitCode === null && start.signalCode === null) {
-    try {
-      process.kill(-start.pid!, 'SIGINT');
-    } catch {
-      // gone
-    }
-    await Promise.race([new Promise((r) => start.once('exit', r)), pause(90_000)]);
-  }
-  for (const p of processesMentioning(dataDir)) process.kill(Number(p.split(' ')[0]), 'SIGKILL');
-  killProcessesUnder(dataDir);
+  await stopNpmStart(start, dataDir);
   await receiver?.stop();
   await syslog?.stop();
   rmSync(dataDir, { recursive: true, force: true });

@@ -4,20 +4,25 @@
  * as a terminal's Ctrl-C does. One `npm start` is shared by the cases, in order.
  */
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { environmentHome, tenantUid } from '../../activities/provider/sandbox';
 import type { ProcessState } from '../../system/run-state';
-import { useTestContext, repositoriesDir } from '../helpers/context';
-import { createAppRepo, createEnvironment, type AppRepo } from '../helpers/deploy-fixtures';
+import { useTestContext } from '../helpers/context';
+import { type AppRepo, createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
 import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import { Agent } from '../helpers/http';
-import { npmStartEnv, spawnNpmStart } from '../helpers/npm-start';
-import { freePort } from '../helpers/ports';
-import { killProcessesUnder, processesMentioning } from '../helpers/processes';
+import {
+  type NpmStartPorts,
+  npmStartDataDir,
+  npmStartEnv,
+  npmStartPorts,
+  spawnNpmStart,
+  stopNpmStart,
+} from '../helpers/npm-start';
+import { processesMentioning } from '../helpers/processes';
 import { until as untilHolds } from '../helpers/until';
 
 const t = useTestContext();
@@ -28,25 +33,12 @@ let start: ChildProcess;
 let startStartedAt = 0;
 let out = '';
 let dataDir: string;
-let ports: { api: number; edge: number; temporal: number };
+let ports: NpmStartPorts;
 let api: Agent;
 let repo: AppRepo;
 let env: { id: string; port: number };
 let owner: Awaited<ReturnType<typeof createUser>>;
 const backIn: Record<string, number> = {};
-
-/** Two free ports `p` and `p + 1000` (the dev server's gRPC and Web UI). */
-async function temporalPorts(): Promise<number> {
-  for (;;) {
-    const p = await freePort();
-    if (p + 1000 > 65535) continue;
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = net.createServer().once('error', () => resolve(false));
-      s.listen(p + 1000, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (ok) return p;
-  }
-}
 
 /** A process's process group (field 5 of /proc/<pid>/stat). */
 function processGroup(pid: number): number {
@@ -148,19 +140,13 @@ async function waitForTask(id: string, pred: (task: { status: string }) => boole
 }
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(inject('runDir'), 'start-'));
-  chmodSync(dataDir, 0o711);
   // the same keys as this file's context, so that its token is the started API's too
-  cpSync(path.join(t.dataDir, 'secrets'), path.join(dataDir, 'secrets'), { recursive: true });
-  ports = { api: await freePort(), edge: await freePort(), temporal: await temporalPorts() };
+  dataDir = npmStartDataDir(t);
+  ports = await npmStartPorts();
 
   owner = await createUser(t);
   const team = await createTeam(t, owner);
-  repo = createAppRepo(
-    mkdtempSync(path.join(repositoriesDir(), 'repo-')),
-    mkdtempSync(path.join(inject('runDir'), 'shared', 'gate-')),
-  );
-  chmodSync(path.dirname(repo.gate), 0o755);
+  repo = createSharedAppRepo();
   writeFileSync(repo.gate, '');
   repo.commit('v1');
   const project = await createProject(t, team, { repository_url: repo.dir });
@@ -169,29 +155,16 @@ beforeAll(async () => {
   mkdirSync(environmentHome(dataDir, env.id), { recursive: true });
   api = new Agent(`http://127.0.0.1:${ports.api}/api/vc/v1`).withBearer(await createAccessToken(t, owner, team));
 
-  start = spawnNpmStart(await npmStartEnv(t, ports, dataDir));
+  start = spawnNpmStart(await npmStartEnv(t, ports, dataDir), (text) => {
+    out += text;
+  });
   startStartedAt = stateOf(start.pid!).startedAt;
-  start.stdout!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  start.stderr!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
   await until('"Hosting Console is running."', () => out.includes('Hosting Console is running.'), 240_000);
 }, 300_000);
 
 afterAll(async () => {
   writeFileSync(repo.gate, '');
-  if (start && start.exitCode === null && start.signalCode === null) {
-    try {
-      process.kill(-start.pid!, 'SIGINT');
-    } catch {
-      // gone
-    }
-    await Promise.race([new Promise((r) => start.once('exit', r)), pause(90_000)]);
-  }
-  for (const p of processesMentioning(dataDir)) process.kill(Number(p.split(' ')[0]), 'SIGKILL');
-  killProcessesUnder(dataDir);
+  await stopNpmStart(start, dataDir);
   if (Object.keys(backIn).length)
     console.log(
       `[supervision] back after SIGKILL: ${Object.entries(backIn)
