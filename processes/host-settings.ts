@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { workerSettings } from '../db/queries/worker-settings';
-import { WORKER_STALE_MS } from '../system/worker-readiness';
+import { WORKER_STALE_MS } from '../core/worker-readiness';
 
 /** `npm start`'s banner: one line for each host setting the worker found wrong, saying what to change. */
 export async function settingsAdvice(knex: Knex, identity: string): Promise<string[]> {

@@ -10,7 +10,7 @@ import type { Knex } from 'knex';
 import { WorkerHeartbeat } from '../db/models/worker-heartbeat';
 import type { Config } from '../system/config';
 import type { ChildSpec } from './supervision';
-import { workerIdentity } from '../system/worker-readiness';
+import { workerIdentity } from '../core/worker-readiness';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const local = (host: string) => (['0.0.0.0', '::', ''].includes(host) ? '127.0.0.1' : host);

@@ -14,7 +14,7 @@ import { Supervision } from './supervision';
 import { runDir } from '../system/run-state';
 import { consoleChildren } from './start-children';
 import { settingsAdvice } from './host-settings';
-import { workerIdentity } from '../system/worker-readiness';
+import { workerIdentity } from '../core/worker-readiness';
 import { stopLeftDataPlane } from '../edge/haproxy/process';
 import { haproxyPaths } from '../edge/haproxy/paths';
 import { stopLeftVarnish } from '../edge/cdn/pids';

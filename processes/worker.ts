@@ -2,7 +2,7 @@ import { loadConfig } from '../system/config';
 import { createDeps } from '../system/deps';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startWorker } from './worker-runtime';
-import { announceReady } from '../system/worker-readiness';
+import { announceReady } from '../core/worker-readiness';
 import { sealWebhookUrls } from '../db/queries/integrations';
 import { checkHostSettings } from '../activities/provider/host-settings';
 import { ensureSystemSchedules } from '../core/temporal-starts';

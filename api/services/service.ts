@@ -16,7 +16,7 @@ import { seal } from '../../system/crypto';
 import { serverMajorVersion } from '../../host/pg-server';
 import { openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 import { workerSettings } from '../../db/queries/worker-settings';
-import { WORKER_STALE_MS } from '../../system/worker-readiness';
+import { WORKER_STALE_MS } from '../../core/worker-readiness';
 import { aad } from '../../db/aad';
 
 type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;

@@ -1,7 +1,7 @@
 import type { Connection } from '@temporalio/client';
 import { z } from 'zod';
 import type { Deps } from '../../system/deps';
-import { WORKER_STALE_MS } from '../../system/worker-readiness';
+import { WORKER_STALE_MS } from '../../core/worker-readiness';
 import { readProcesses } from '../../system/run-state';
 import { workerSettings } from '../../db/queries/worker-settings';
 

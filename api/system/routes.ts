@@ -3,7 +3,7 @@ import { defineRoute, type RouteDef } from '../lib/define-route';
 import { buildOpenApi } from '../lib/openapi';
 import { renderDocsPage } from './docs-page';
 import { CHECK_TIMEOUT_MS, checkHealth, healthSchema } from './health';
-import { WORKER_STALE_MS } from '../../system/worker-readiness';
+import { WORKER_STALE_MS } from '../../core/worker-readiness';
 
 let cached: { doc: unknown; key: RouteDef[] } | undefined;
 

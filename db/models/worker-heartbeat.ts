@@ -1,7 +1,7 @@
 import { Model } from 'objection';
 import type { HostSettings } from '../queries/worker-settings';
 
-/** A ready worker process (migration 122); see system/worker-readiness.ts. */
+/** A ready worker process (migration 122); see core/worker-readiness.ts. */
 export class WorkerHeartbeat extends Model {
   static tableName = 'worker_heartbeats';
   static idColumn = 'identity';
