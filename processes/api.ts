@@ -1,5 +1,5 @@
 import { loadConfig } from '../system/config';
-import { createDeps } from '../system/deps';
+import { createDeps } from './deps';
 import { startApiServer } from './api-server';
 
 // The API process: `tsx processes/api.ts`, configured by the environment (see README).

@@ -1,5 +1,5 @@
 import { loadConfig } from '../system/config';
-import { createDeps } from '../system/deps';
+import { createDeps } from './deps';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startWorker } from './worker-runtime';
 import { announceReady } from '../core/worker-readiness';

@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import type { Deps } from '../../system/deps';
+import type { CredentialCache } from '../../system/credential-cache';
 import { AccessToken } from '../../db/models/access-token';
 import { Membership } from '../../db/models/membership';
 import { Session } from '../../db/models/session';
@@ -44,12 +45,15 @@ type TokenCheck =
   /** A working token whose issuer has left its team: counted as a working credential, reaches nothing. */
   | { ok: false; reason: string; memberless: AccessToken };
 
-/** What a token look-up finds for a working token: kept by the credential cache (credential-cache.ts). */
+/** What a token look-up finds for a working token: kept by the credential cache (system/credential-cache.ts). */
 export interface TokenFound {
   token: AccessToken;
   user: User;
   membership: Membership;
 }
+
+/** The credential cache of Deps, as this file, its one writer and reader, fills it (system/ knows no db model). */
+const tokenCache = (deps: Deps) => deps.credentials as CredentialCache<TokenFound> | undefined;
 
 /** Expiry is decided here, on every request, so a cached token stops at its expires_at to the second. */
 function verdict(found: TokenFound): TokenCheck {
@@ -64,9 +68,10 @@ function verdict(found: TokenFound): TokenCheck {
 async function checkAccessToken(deps: Deps, raw: string): Promise<TokenCheck> {
   const { tokenKey, previousTokenKeys } = deps.secrets;
   const current = tokenDigest(raw, tokenKey.key);
-  const cached = deps.credentials?.get(current);
+  const cache = tokenCache(deps);
+  const cached = cache?.get(current);
   if (cached) return verdict(cached);
-  const ticket = deps.credentials?.ticket() ?? 0;
+  const ticket = cache?.ticket() ?? 0;
   const digests = [current, ...[...previousTokenKeys.values()].map((key) => tokenDigest(raw, key))];
   const row = await deps
     .knex('access_tokens as t')
@@ -101,7 +106,7 @@ async function checkAccessToken(deps: Deps, raw: string): Promise<TokenCheck> {
   };
   // Kept under the current key's digest only (a token under a previous key is looked up each time).
   if (token.digest === current)
-    deps.credentials?.set(current, found, { tokenId: token.id, userId: token.user_id, teamId: token.team_id }, ticket);
+    cache?.set(current, found, { tokenId: token.id, userId: token.user_id, teamId: token.team_id }, ticket);
   return verdict(found);
 }
 

@@ -16,7 +16,7 @@ import { Environment } from '../../../db/models/environment';
 import type { Team } from '../../../db/models/team';
 
 /**
- * Token look-ups are cached in each API process (api/middleware/credential-cache.ts) and invalidated
+ * Token look-ups are cached in each API process (system/credential-cache.ts) and invalidated
  * through PostgreSQL LISTEN/NOTIFY. Two real API processes: a change made through one is in force on
  * the other within 100 ms. Process B keeps entries for 60 s, so only the invalidation can explain a
  * refusal that comes sooner.

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import pg from 'pg';
-import type { Logger } from '../../system/logger';
+import type { Logger } from './logger';
 
 /**
  * A short-lived cache, in this API process, of personal access token look-ups (the token, its issuer
