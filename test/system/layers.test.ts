@@ -57,6 +57,19 @@ const PROBES: Array<[string, string, boolean]> = [
   ['system/a.ts', "import { x } from '../processes/supervision';", true],
   ['system/mail/a.ts', "import { x } from '../../processes/start';", true],
   ['cli/a.ts', "import { x } from '../processes/api';", true],
+  ['cli/a.ts', "import { x } from '../system/config';", false],
+  ['system/a.ts', "import { x } from '../db/knex';", true],
+  ['system/a.ts', "import type { x } from '../api/middleware/authenticate';", true],
+  ['system/a.ts', "import { x } from '../api/middleware/guards';", true],
+  ['system/a.ts', "import { x } from '../core/worker-readiness';", true],
+  ['system/a.ts', "import { x } from '../host/outbound';", true],
+  ['system/a.ts', "import { x } from '../activities/index';", true],
+  ['system/a.ts', "import type { x } from '../workflows/shared';", true],
+  ['system/a.ts', "import { x } from '../cli/client';", true],
+  ['system/mail/a.ts', "import type { x } from '../../db/models/worker-heartbeat';", true],
+  ['system/a.ts', "import { x } from './config';", false],
+  ['system/mail/a.ts', "import { x } from '../logger';", false],
+  ['system/a.ts', "import { x } from 'knex';", false],
   ['processes/a.ts', "import { x } from '../api/app';", false],
   ['processes/a.ts', "import { x } from '../activities/index';", false],
   ['processes/a.ts', "import { x } from '../system/config';", false],
@@ -136,6 +149,17 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
+/** Each relative import of a file, with the path it resolves to. */
+function relativeImports(file: string): Array<{ spec: string; target: string }> {
+  const text = readFileSync(file, 'utf8');
+  return [...text.matchAll(/(?:from\s+|import\s*\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) => ({
+    spec: m[1],
+    target: resolve(dirname(file), m[1]),
+  }));
+}
+
+const within = (target: string, folder: string) => target === folder || target.startsWith(folder + '/');
+
 describe('processes/, the entry points npm start runs, on top', () => {
   it('is imported by no folder of the repository but test/ and bench/', () => {
     const processes = join(root, 'processes');
@@ -143,15 +167,22 @@ describe('processes/, the entry points npm start runs, on top', () => {
     const offenders: string[] = [];
     for (const top of readdirSync(root, { withFileTypes: true })) {
       if (!top.isDirectory() || above.has(top.name) || top.name.startsWith('.')) continue;
-      for (const file of sourceFiles(join(root, top.name))) {
-        const text = readFileSync(file, 'utf8');
-        for (const m of text.matchAll(/(?:from\s+|import\s*\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g)) {
-          const target = resolve(dirname(file), m[1]);
-          if (target === processes || target.startsWith(processes + '/'))
-            offenders.push(`${relative(root, file)} -> ${m[1]}`);
-        }
-      }
+      for (const file of sourceFiles(join(root, top.name)))
+        for (const { spec, target } of relativeImports(file))
+          if (within(target, processes)) offenders.push(`${relative(root, file)} -> ${spec}`);
     }
+    expect(offenders).toEqual([]);
+  });
+});
+
+describe('system/, the foundation, at the bottom', () => {
+  it('imports no folder of the repository but itself', () => {
+    const system = join(root, 'system');
+    const offenders = sourceFiles(system).flatMap((file) =>
+      relativeImports(file)
+        .filter(({ target }) => !within(target, system))
+        .map(({ spec }) => `${relative(root, file)} -> ${spec}`),
+    );
     expect(offenders).toEqual([]);
   });
 });
