@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { until as untilHolds } from '../helpers/until';
 import { useTestContext } from '../helpers/context';
 import { createAccessToken, createProject, createTeam, createUser } from '../helpers/fixtures';
 import { LogFollower } from '../../console/src/lib/log-follower';
@@ -10,13 +11,7 @@ import { LogFollower } from '../../console/src/lib/log-follower';
  */
 const t = useTestContext();
 
-const until = async (what: string, check: () => boolean, ms = 20_000) => {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`still waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-};
+const until = (what: string, check: () => boolean) => untilHolds(what, check, { intervalMs: 25 });
 
 describe('LogFollower', () => {
   it('follows a running task from the last offset until it ends, each piece once', async () => {

@@ -6,6 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until as untilHolds } from '../helpers/until';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, createEnvironment, fetchEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
@@ -78,14 +79,9 @@ function raw(
   });
 }
 
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** Reads until `ok` holds: the edge serves a change a moment after it is written (helpers/until). */
+const until = <T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> =>
+  untilHolds('the edge to serve the change', read, ok, { timeoutMs: ms, intervalMs: 50 });
 
 describe('the edge', () => {
   it('serves the environment on its own port', async () => {

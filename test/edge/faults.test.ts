@@ -9,6 +9,7 @@ import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until as untilHolds } from '../helpers/until';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, fetchEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { killAndWait, processesMentioning, spawnSystemProcess, stopChildren } from '../helpers/processes';
@@ -29,15 +30,8 @@ const masterPid = () => Number(readFileSync(haproxyPaths(t.dataDir).pidfile, 'ut
 /** HAProxy processes of this test's DATA_DIR (master and workers). */
 const haproxies = () => processesMentioning(t.dataDir).filter((p) => p.split(' ')[1] === HAPROXY_BIN);
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await pause(50);
-  }
-}
+const until = <T>(what: string, fn: () => Promise<T | undefined | false>, ms = 30_000): Promise<T> =>
+  untilHolds(what, fn, { timeoutMs: ms, intervalMs: 50, ignoreErrors: true });
 
 /**
  * GET / on a kept-alive connection. As RFC 9112 9.3.1 asks of clients (browsers and curl do), a GET sent on a

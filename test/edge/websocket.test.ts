@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../helpers/until';
 import { useTestContext } from '../helpers/context';
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser } from '../helpers/fixtures';
@@ -55,16 +56,13 @@ describe('a WebSocket through the edge', () => {
       'GET /chat HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
         'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
     );
-    const until = async (ok: () => boolean) => {
-      const deadline = Date.now() + 5000;
-      while (!ok() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    };
-    await until(() => got.includes('\r\n\r\n'));
+    const wait = { timeoutMs: 5000, intervalMs: 20 };
+    await until('the answer to the upgrade', () => got.includes('\r\n\r\n'), wait);
     expect(got).toMatch(/^HTTP\/1\.1 101 /);
     expect(got.toLowerCase()).toContain('x-seen-for: 127.0.0.1');
     got = '';
     s.write('hello over the tunnel');
-    await until(() => got === 'HELLO OVER THE TUNNEL');
+    await until('the echo through the tunnel', () => got === 'HELLO OVER THE TUNNEL', wait);
     expect(got).toBe('HELLO OVER THE TUNNEL');
     s.destroy();
   });

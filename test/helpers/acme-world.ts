@@ -7,6 +7,7 @@
 import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
+import { until as untilHolds } from './until';
 import { useTestContext } from './context';
 import { createProject, createTeam, createUser, sessionAgent } from './fixtures';
 import { createEnvironment } from './deploy-fixtures';
@@ -77,18 +78,12 @@ export function useAcmeWorld() {
     return domainListSchema.parse(res.body).data.find((d) => d.id === id);
   }
 
-  async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 90_000) {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const v = await fn();
-      if (v) return v;
-      if (Date.now() > deadline) {
-        const certs = await t.deps.knex('certificates').select('status', 'last_error');
-        throw new Error(`timed out waiting for ${what}\n${JSON.stringify(certs)}\n${pebble.output().slice(-1500)}`);
-      }
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
+  /** helpers/until, and on a timeout the certificates' rows and Pebble's output. */
+  const until = <T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 90_000) =>
+    untilHolds(what, fn, { timeoutMs, intervalMs: 250 }).catch(async (err: Error) => {
+      const certs = await t.deps.knex('certificates').select('status', 'last_error');
+      throw new Error(`${err.message}\n${JSON.stringify(certs)}\n${pebble.output().slice(-1500)}`);
+    });
 
   const tasksOf = (domainId: string, type: string) =>
     t.deps.knex('tasks').where({ type }).whereRaw("params->>'domain_id' = ?", [domainId]).orderBy('created_at');

@@ -9,6 +9,7 @@ import { addMember, createProject, createTeam, createUser, sessionAgent } from '
 import type { Agent } from '../../helpers/http';
 import { processAlive } from '../../../activities/provider/run-step';
 import { sandboxedProcess } from '../../helpers/processes';
+import { until } from '../../helpers/until';
 
 /**
  * Scale through the API, a real worker and the real edge: N web processes of the live release, each its own
@@ -141,14 +142,6 @@ async function continuously<T>(during: () => Promise<T>): Promise<{ result: T; f
   }
 }
 
-async function waitFor(probe: () => Promise<boolean | undefined>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** The host pid of the instance that gave `a` (each instance has its own pid namespace: its slot tells them apart). */
 const hostPid = (a: Answer) => sandboxedProcess(env.id, 'web', a.pid!, { VC_INSTANCE: a.instance! })?.pid ?? -1;
 
@@ -251,7 +244,7 @@ describe('stickiness', () => {
     const patched = await owner.patch(`/environments/${env.id}/edge`, { stickiness: true });
     expect(patched.status).toBe(200);
     let first: Answer = { status: 0 };
-    await waitFor(async () => {
+    await until('a vc_instance cookie', async () => {
       first = await hit();
       return first.cookie?.startsWith('vc_instance=');
     });
@@ -281,7 +274,7 @@ describe('stickiness', () => {
     const pid = hostPid(victim);
     expect(pid).toBeGreaterThan(0);
     process.kill(pid, 'SIGKILL');
-    await waitFor(async () => !processAlive(pid), 5000);
+    await until('the killed instance to be gone', () => !processAlive(pid), 5000);
     // at once (the supervisor restarts it after 500 ms): instance 2 refuses the connection, and HAProxy sends
     // its client to instance 1 (option redispatch), whose cookie it sets
     const moved = await hit(cookies.get('2'));
@@ -292,7 +285,11 @@ describe('stickiness', () => {
     for (let i = 0; i < 10; i++) after.push(await hit());
     expect(after.map((a) => a.status)).toEqual(Array(10).fill(200));
     // the supervisor brings the instance back; the cookie finds it again
-    await waitFor(async () => (await hit(cookies.get('2'))).instance === '2', 30_000);
+    await until(
+      'instance 2 back behind its cookie',
+      async () => (await hit(cookies.get('2'))).instance === '2',
+      30_000,
+    );
     await owner.patch(`/environments/${env.id}/edge`, { stickiness: false });
   });
 });
