@@ -5,8 +5,9 @@
  * Every `flushMs` it appends the buffered lines to the machine's own day files (machine-files.ts) and sends
  * each environment's queued lines, in batches of at most `batchMax`, to its project's destination (send.ts).
  * A batch that fails goes back to the head of its queue and is retried after a backoff (1 s doubling up to
- * `maxBackoffMs`). Memory is bounded: an environment's queue holds at most `maxQueued` lines; past that the
- * oldest are dropped and counted, and the next batch that goes through starts with a `dropped` line saying
+ * `maxBackoffMs`). Memory is bounded: an environment's queue holds at most `maxQueued` lines and about
+ * `maxQueuedBytes` of them (a web process's error lines are up to 16 KiB each); past that the oldest are dropped
+ * and counted, and the next batch that goes through starts with a `dropped` line saying
  * how many. Destinations and keep-days come from PostgreSQL, re-read every `refreshMs` (a saved change
  * applies within that time, to lines already queued too). The lines of an environment without a destination
  * are held for two refreshes, then forgotten: a destination saved now gets the lines of the requests made
@@ -33,6 +34,8 @@ export interface ShipperOptions {
   flushMs?: number;
   batchMax?: number;
   maxQueued?: number;
+  /** What an environment's queue may hold, in bytes (about: each line's strings and a fixed overhead). */
+  maxQueuedBytes?: number;
   refreshMs?: number;
   maxBackoffMs?: number;
   logger?: { warn(obj: unknown, msg?: string): void };
@@ -40,6 +43,8 @@ export interface ShipperOptions {
 
 interface Queue {
   lines: LogLine[];
+  /** about how much memory `lines` takes (sizeOf) */
+  bytes: number;
   dropped: number;
   failures: number;
   retryAt: number;
@@ -47,6 +52,17 @@ interface Queue {
 }
 
 const SWEEP_EVERY_MS = 3_600_000;
+
+/** About what a line takes in memory: its fields' names and strings, and a fixed overhead (cheap: every request). */
+function sizeOf(line: LogLine): number {
+  let n = 64;
+  for (const key in line) {
+    const v = line[key];
+    n += key.length + (typeof v === 'string' ? v.length : 8);
+  }
+  return n;
+}
+const sizeOfAll = (lines: LogLine[]) => lines.reduce((n, l) => n + sizeOf(l), 0);
 const REPORT_EVERY_MS = 30_000;
 
 export class LogShipper {
@@ -70,6 +86,7 @@ export class LogShipper {
       flushMs: 1000,
       batchMax: 500,
       maxQueued: 10_000,
+      maxQueuedBytes: 8 * 1024 * 1024,
       refreshMs: 5000,
       maxBackoffMs: 30_000,
       ...o,
@@ -101,9 +118,9 @@ export class LogShipper {
     // A new environment: learn its project at the next flush. An environment without a destination keeps
     // its lines a short while too (hold): a destination saved now is known at the next refresh only.
     if (!this.targets.has(envId)) this.refreshWanted = true;
-    let q = this.queues.get(envId);
-    if (!q) this.queues.set(envId, (q = { lines: [], dropped: 0, failures: 0, retryAt: 0, sending: false }));
+    const q = this.queueOf(envId);
     q.lines.push(line);
+    q.bytes += sizeOf(line);
     this.trim(q);
   }
 
@@ -116,9 +133,13 @@ export class LogShipper {
     const target = this.targets.get(envId);
     if (!target) this.refreshWanted = true;
     else if (!target.row?.kind) return;
+    this.queueOf(envId).dropped += n;
+  }
+
+  private queueOf(envId: string): Queue {
     let q = this.queues.get(envId);
-    if (!q) this.queues.set(envId, (q = { lines: [], dropped: 0, failures: 0, retryAt: 0, sending: false }));
-    q.dropped += n;
+    if (!q) this.queues.set(envId, (q = { lines: [], bytes: 0, dropped: 0, failures: 0, retryAt: 0, sending: false }));
+    return q;
   }
 
   /** Lines queued (not yet sent) for an environment, and how many were dropped. */
@@ -143,16 +164,20 @@ export class LogShipper {
   private hold(envId: string, q: Queue): void {
     const since = Date.now() - 2 * this.opts.refreshMs;
     q.lines = q.lines.filter((l) => Date.parse(l.time) >= since);
+    q.bytes = sizeOfAll(q.lines);
     q.dropped = 0;
     if (q.lines.length === 0) this.queues.delete(envId);
   }
 
+  /** The oldest lines past `maxQueued` lines or `maxQueuedBytes` go, counted as dropped. */
   private trim(q: Queue): void {
-    const over = q.lines.length - this.opts.maxQueued;
-    if (over > 0) {
-      q.lines.splice(0, over);
-      q.dropped += over;
-    }
+    let drop = Math.max(0, q.lines.length - this.opts.maxQueued);
+    let bytes = q.bytes - sizeOfAll(q.lines.slice(0, drop));
+    while (drop < q.lines.length && bytes > this.opts.maxQueuedBytes) bytes -= sizeOf(q.lines[drop++]);
+    if (drop === 0) return;
+    q.lines.splice(0, drop);
+    q.bytes = bytes;
+    q.dropped += drop;
   }
 
   async refresh(): Promise<void> {
@@ -215,6 +240,8 @@ export class LogShipper {
     try {
       while ((q.lines.length > 0 || q.dropped > 0) && !this.closed) {
         const batch = q.lines.splice(0, this.opts.batchMax);
+        const batchBytes = sizeOfAll(batch);
+        q.bytes -= batchBytes;
         const dropped = q.dropped;
         const lines: LogLine[] = dropped
           ? [
@@ -236,6 +263,7 @@ export class LogShipper {
           );
         } catch (err) {
           q.lines = batch.concat(q.lines);
+          q.bytes += batchBytes;
           this.trim(q);
           q.failures += 1;
           q.retryAt = Date.now() + Math.min(this.opts.maxBackoffMs, 1000 * 2 ** (q.failures - 1));

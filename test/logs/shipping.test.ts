@@ -298,4 +298,55 @@ describe('the shipper', () => {
       });
     }
   });
+
+  it('bounds its queue in bytes too: long error lines past maxQueuedBytes drop the oldest, counted', async () => {
+    const down = await startReceiver(0, '/ingest');
+    const port = down.port;
+    await down.stop();
+    await t.deps
+      .knex('project_log_settings')
+      .where({ project_id: w.project.id })
+      .update({
+        url_sealed: destinationColumns(t.deps.secrets, w.project.id, {
+          kind: 'http',
+          name: 'bounded',
+          url: `http://127.0.0.1:${port}/ingest`,
+        }).url_sealed,
+      });
+    const shipper = await new LogShipper({
+      knex: t.deps.knex,
+      secrets: t.deps.secrets,
+      outbound: t.deps.config,
+      dataDir: t.dataDir,
+      source: 'test',
+      maxQueuedBytes: 64 * 1024,
+      flushMs: 100,
+      maxBackoffMs: 500,
+    }).start();
+    try {
+      // 16 KiB lines, the longest a web process's error line gets: 64 KiB hold three of them
+      for (let i = 0; i < 10; i++)
+        shipper.push({
+          time: new Date().toISOString(),
+          environment_id: w.environment.id,
+          type: 'stderr',
+          message: `${i} ${'x'.repeat(16 * 1024 - 10)}`,
+        });
+      expect(shipper.queued(w.environment.id)).toEqual({ lines: 3, dropped: 7 });
+      const back = await startReceiver(port, '/ingest');
+      try {
+        await back.waitFor(1);
+        const got = lines(back);
+        expect(got[0]).toMatchObject({ type: 'dropped', dropped: 7 });
+        expect(got.slice(1).map((l) => String(l.message).split(' ')[0])).toEqual(['7', '8', '9']);
+      } finally {
+        await back.stop();
+      }
+    } finally {
+      await shipper.close();
+      await owner.post(`/projects/${w.project.id}/logs`, {
+        destination: { kind: 'http', name: 'collector', url: receiver.url },
+      });
+    }
+  });
 });
