@@ -8,21 +8,16 @@ import { requestId } from './middleware/request-id';
 import { errorHandler, requestLog } from './middleware/error-handler';
 import { authenticate } from './middleware/authenticate';
 import { measureRequests, registry, watchTasks } from '../core/metrics';
-import { timingSafeEqual } from 'node:crypto';
-
-const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+import { isOperator } from './lib/operator';
 
 /**
  * `GET /metrics` (Prometheus text format): with METRICS_TOKEN set, for `Authorization: Bearer <it>`;
- * without, for clients on loopback only.
+ * without, for clients on loopback only (isOperator).
  */
 function metricsEndpoint(token: string | undefined): Koa.Middleware {
   return async (ctx, next) => {
     if (ctx.path !== '/metrics' || ctx.method !== 'GET') return next();
-    const given = Buffer.from(ctx.get('authorization').replace(/^Bearer\s+/i, ''));
-    const allowed = token
-      ? given.length === Buffer.byteLength(token) && timingSafeEqual(given, Buffer.from(token))
-      : LOOPBACK.has(ctx.socket.remoteAddress ?? '');
+    const allowed = isOperator(ctx, token);
     if (!allowed) {
       ctx.status = 403;
       ctx.body = {

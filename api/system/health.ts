@@ -40,11 +40,17 @@ export const healthSchema = z.strictObject({
   settings: z
     .strictObject({ storage: settingSchema, services: settingSchema })
     .nullable()
-    .describe("The host's settings as the freshest ready worker found them at its start (null: no worker)"),
+    .optional()
+    .describe(
+      "The host's settings as the freshest ready worker found them at its start (null: no worker). Shown to the operator only (loopback, or METRICS_TOKEN)",
+    ),
   processes: z
     .array(processSchema)
     .nullable()
-    .describe('The processes `npm start` supervises (null when it does not run this system)'),
+    .optional()
+    .describe(
+      'The processes `npm start` supervises (null when it does not run this system). Shown to the operator only (loopback, or METRICS_TOKEN)',
+    ),
 });
 export type Health = z.infer<typeof healthSchema>;
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { buildOpenApi } from '../lib/openapi';
+import { isOperator } from '../lib/operator';
 import { renderDocsPage } from './docs-page';
 import { CHECK_TIMEOUT_MS, checkHealth, healthSchema } from './health';
 import { WORKER_STALE_MS } from '../../core/worker-readiness';
@@ -47,7 +48,8 @@ export const routes = [
     description:
       '200 while this API can serve (its database answers), `status` `ok` when every component is, else `degraded`; ' +
       '503 `unavailable` when the database does not answer. A worker is `ok` while one has reported ready within the last ' +
-      `${WORKER_STALE_MS / 1000} seconds. Each check is bounded by ${CHECK_TIMEOUT_MS} ms.`,
+      `${WORKER_STALE_MS / 1000} seconds. Each check is bounded by ${CHECK_TIMEOUT_MS} ms. The host's settings and ` +
+      "`npm start`'s processes are shown to the operator only: a loopback client, or with `Authorization: Bearer $METRICS_TOKEN` when that is set.",
     tags: ['system'],
     auth: 'none',
     responses: {
@@ -58,7 +60,9 @@ export const routes = [
       const health = await checkHealth(ctx.deps);
       ctx.set('Cache-Control', 'no-store');
       ctx.status = health.components.database.status === 'ok' ? 200 : 503;
-      ctx.body = health;
+      // the host's own details (settings with their paths, processes with their pids) are the operator's
+      const { settings: _settings, processes: _processes, ...everyone } = health;
+      ctx.body = isOperator(ctx, ctx.deps.config.metricsToken) ? health : everyone;
     },
   }),
 ];

@@ -1,0 +1,15 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { Context } from 'koa';
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+
+/**
+ * Whether the caller is the host's operator, who may read what the console shows of the host itself
+ * (`/metrics`, `/health`'s settings and processes): with METRICS_TOKEN set, a request with
+ * `Authorization: Bearer <it>`; without, a client on loopback (the socket's own address, never a forwarded one).
+ */
+export function isOperator(ctx: Pick<Context, 'get' | 'socket'>, token: string | undefined): boolean {
+  if (!token) return LOOPBACK.has(ctx.socket.remoteAddress ?? '');
+  const given = Buffer.from(ctx.get('authorization').replace(/^Bearer\s+/i, ''));
+  return given.length === Buffer.byteLength(token) && timingSafeEqual(given, Buffer.from(token));
+}
