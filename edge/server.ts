@@ -34,7 +34,7 @@ import { renderConfig } from './haproxy/config';
 import { ensureDirs, haproxyPaths, writeAtomic } from './haproxy/paths';
 import { HaproxyProcess } from './haproxy/process';
 import { allServerCommands, applyFiles, applyServers, changedFiles, serverCommands } from './haproxy/runtime';
-import { EDGE_CHANNEL, edgeApplied } from '../db/queries/edge-routes';
+import { EDGE_CHANNEL, edgeApplied, edgeSessionName } from '../db/queries/edge-routes';
 
 export { maintenancePage } from './rules';
 
@@ -324,7 +324,9 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   let client: pg.Client | null = null;
   async function subscribe(): Promise<void> {
     while (!closed) {
-      const c = new pg.Client({ connectionString: o.databaseUrl });
+      // named after this edge's row: while it is connected, deploys wait for this edge (awaitEdges); once the
+      // process is gone (a SIGKILL closes it), they do not wait out the row's 15 s
+      const c = new pg.Client({ connectionString: o.databaseUrl, application_name: edgeSessionName(purges.id) });
       try {
         await c.connect();
         c.on('notification', (n) => {

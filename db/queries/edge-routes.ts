@@ -64,10 +64,16 @@ export async function edgeApplied(knex: Knex, id: string, readAt: Date): Promise
 /** The channel the edges LISTEN on (the triggers on what they read notify it too). */
 export const EDGE_CHANNEL = 'vc_edge';
 
+const EDGE_SESSION_PREFIX = 'vc-edge:';
+/** An edge whose LISTEN session dropped is still waited for this long (it reconnects within a second or so). */
+const EDGE_RECONNECT_SECONDS = 3;
+/** The application_name of an edge's LISTEN session (pg_stat_activity): how awaitEdges tells it is alive. */
+export const edgeSessionName = (edgeId: string) => `${EDGE_SESSION_PREFIX}${edgeId}`;
+
 /**
- * Waits until every live edge (checked in within EDGE_GONE_SECONDS) serves a state read after now (the
- * database clock, after the caller's change committed): at most `timeoutMs`, then false (an edge that is
- * away does not hold a deploy for long; it reads everything when it comes back).
+ * Waits until every live edge (checked in within EDGE_GONE_SECONDS, and holding its LISTEN session) serves a
+ * state read after now (the database clock, after the caller's change committed): at most `timeoutMs`, then
+ * false (an edge that is away does not hold a deploy for long; it reads everything when it comes back).
  */
 export async function awaitEdges(knex: Knex, timeoutMs = 15_000): Promise<boolean> {
   const { rows } = await knex.raw('SELECT now() AS at');
@@ -79,6 +85,17 @@ export async function awaitEdges(knex: Knex, timeoutMs = 15_000): Promise<boolea
   for (;;) {
     const behind = await knex('edge_instances')
       .where('seen_at', '>', knex.raw(`now() - interval '${EDGE_GONE_SECONDS} seconds'`))
+      // a live edge holds its LISTEN session (edgeSessionName); one that lost it a moment ago reconnects
+      .where((q) =>
+        q
+          .whereExists(
+            knex
+              .select(knex.raw('1'))
+              .from('pg_stat_activity')
+              .whereRaw(`application_name = ? || edge_instances.id::text`, [EDGE_SESSION_PREFIX]),
+          )
+          .orWhere('seen_at', '>', knex.raw(`now() - interval '${EDGE_RECONNECT_SECONDS} seconds'`)),
+      )
       .where((q) => q.whereNull('applied_at').orWhere('applied_at', '<', since))
       .first('id');
     if (!behind) return true;

@@ -18,6 +18,7 @@ import { freePort } from '../helpers/ports';
 import { haproxyPaths } from '../../edge/haproxy/paths';
 import { command } from '../../edge/haproxy/runtime';
 import { HAPROXY_BIN } from '../../edge/haproxy/process';
+import { awaitEdges } from '../../db/queries/edge-routes';
 
 const t = useTestContext();
 const children: ChildProcess[] = [];
@@ -108,6 +109,9 @@ describe('the edge under faults', () => {
     const traffic = load();
     await pause(300);
     await killAndWait(edge, 'SIGKILL');
+    // a dead control plane does not hold a deploy or a switch for the 15 s its row stays (its LISTEN session
+    // went with it): before, every deploy in that time waited them out
+    expect(await awaitEdges(t.deps.knex, 5000)).toBe(true);
     await pause(1500); // no control plane: HAProxy serves on
     edge = await startEdgeProcess();
     await pause(300);
