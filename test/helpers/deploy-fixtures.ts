@@ -81,18 +81,7 @@ export function createAppRepo(root: string, gateDir = root): AppRepo {
       writeFileSync(path.join(dir, 'server.js'), SERVER_JS);
       writeFileSync(path.join(dir, 'VERSION'), `${version}\n`);
       writeFileSync(path.join(dir, 'service.yaml'), manifest);
-      sh(dir, 'git', ['add', '-A']);
-      sh(dir, 'git', [
-        '-c',
-        'user.name=t',
-        '-c',
-        'user.email=t@example.com',
-        'commit',
-        '-qm',
-        version,
-        '--allow-empty',
-      ]);
-      return sh(dir, 'git', ['rev-parse', 'HEAD']);
+      return commitAll(dir, version);
     },
     deployRuns() {
       return existsSync(repo.marker) ? readFileSync(repo.marker, 'utf8').split('\n').filter(Boolean).length : 0;
@@ -113,6 +102,13 @@ export function createSharedAppRepo(): AppRepo {
 }
 
 /** Commits `serverJs` as the app's server.js, the rest of the repository as it is (a test's own app). */
+/** Commits everything in the repository `dir` (an empty commit when nothing changed); its sha. */
+export function commitAll(dir: string, message: string): string {
+  sh(dir, 'git', ['add', '-A']);
+  sh(dir, 'git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', message, '--allow-empty']);
+  return sh(dir, 'git', ['rev-parse', 'HEAD']);
+}
+
 export function commitServer(repo: AppRepo, serverJs: string, message: string): void {
   writeFileSync(path.join(repo.dir, 'server.js'), serverJs);
   sh(repo.dir, 'git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', message]);

@@ -253,31 +253,43 @@ describe('keep_days_on_machine', () => {
   });
 });
 
+/** A shipper whose project's destination is a port nobody listens on (yet), bounded as `bounds` say. */
+async function shipperToNowhere(bounds: { maxQueued?: number; maxQueuedBytes?: number }) {
+  const down = await startReceiver(0, '/ingest');
+  const port = down.port;
+  await down.stop();
+  await t.deps
+    .knex('project_log_settings')
+    .where({ project_id: w.project.id })
+    .update({
+      url_sealed: destinationColumns(t.deps.secrets, w.project.id, {
+        kind: 'http',
+        name: 'bounded',
+        url: `http://127.0.0.1:${port}/ingest`,
+      }).url_sealed,
+    });
+  const shipper = await new LogShipper({
+    knex: t.deps.knex,
+    secrets: t.deps.secrets,
+    outbound: t.deps.config,
+    dataDir: t.dataDir,
+    source: 'test',
+    flushMs: 100,
+    maxBackoffMs: 500,
+    ...bounds,
+  }).start();
+  return { port, shipper };
+}
+
+/** The project's destination back to the file's collector. */
+const restoreCollector = () =>
+  owner.post(`/projects/${w.project.id}/logs`, {
+    destination: { kind: 'http', name: 'collector', url: receiver.url },
+  });
+
 describe('the shipper', () => {
   it('bounds its queue: the oldest lines are dropped, counted, and the count is sent first', async () => {
-    const down = await startReceiver(0, '/ingest');
-    const port = down.port;
-    await down.stop();
-    await t.deps
-      .knex('project_log_settings')
-      .where({ project_id: w.project.id })
-      .update({
-        url_sealed: destinationColumns(t.deps.secrets, w.project.id, {
-          kind: 'http',
-          name: 'bounded',
-          url: `http://127.0.0.1:${port}/ingest`,
-        }).url_sealed,
-      });
-    const shipper = await new LogShipper({
-      knex: t.deps.knex,
-      secrets: t.deps.secrets,
-      outbound: t.deps.config,
-      dataDir: t.dataDir,
-      source: 'test',
-      maxQueued: 5,
-      flushMs: 100,
-      maxBackoffMs: 500,
-    }).start();
+    const { port, shipper } = await shipperToNowhere({ maxQueued: 5 });
     try {
       for (let i = 0; i < 12; i++)
         shipper.push({ time: new Date().toISOString(), environment_id: w.environment.id, type: 'request', n: i });
@@ -293,36 +305,12 @@ describe('the shipper', () => {
       }
     } finally {
       await shipper.close();
-      await owner.post(`/projects/${w.project.id}/logs`, {
-        destination: { kind: 'http', name: 'collector', url: receiver.url },
-      });
+      await restoreCollector();
     }
   });
 
   it('bounds its queue in bytes too: long error lines past maxQueuedBytes drop the oldest, counted', async () => {
-    const down = await startReceiver(0, '/ingest');
-    const port = down.port;
-    await down.stop();
-    await t.deps
-      .knex('project_log_settings')
-      .where({ project_id: w.project.id })
-      .update({
-        url_sealed: destinationColumns(t.deps.secrets, w.project.id, {
-          kind: 'http',
-          name: 'bounded',
-          url: `http://127.0.0.1:${port}/ingest`,
-        }).url_sealed,
-      });
-    const shipper = await new LogShipper({
-      knex: t.deps.knex,
-      secrets: t.deps.secrets,
-      outbound: t.deps.config,
-      dataDir: t.dataDir,
-      source: 'test',
-      maxQueuedBytes: 64 * 1024,
-      flushMs: 100,
-      maxBackoffMs: 500,
-    }).start();
+    const { port, shipper } = await shipperToNowhere({ maxQueuedBytes: 64 * 1024 });
     try {
       // 16 KiB lines, the longest a web process's error line gets: 64 KiB hold three of them
       for (let i = 0; i < 10; i++)
@@ -344,9 +332,7 @@ describe('the shipper', () => {
       }
     } finally {
       await shipper.close();
-      await owner.post(`/projects/${w.project.id}/logs`, {
-        destination: { kind: 'http', name: 'collector', url: receiver.url },
-      });
+      await restoreCollector();
     }
   });
 });

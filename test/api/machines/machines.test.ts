@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { repositoriesDir, useTestContext } from '../../helpers/context';
-import { taskLog, waitForTask } from '../../helpers/deploy-fixtures';
+import { commitAll, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { addMember, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { processAlive } from '../../../activities/provider/run-step';
@@ -58,17 +58,7 @@ function createRepo(root: string): { dir: string; commit(version: string): void 
           '',
         ].join('\n'),
       );
-      sh(dir, 'git', ['add', '-A']);
-      sh(dir, 'git', [
-        '-c',
-        'user.name=t',
-        '-c',
-        'user.email=t@example.com',
-        'commit',
-        '-qm',
-        version,
-        '--allow-empty',
-      ]);
+      commitAll(dir, version);
     },
   };
 }

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { repositoriesDir, useTestContext } from '../../helpers/context';
-import { taskLog, waitForTask } from '../../helpers/deploy-fixtures';
+import { commitAll, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { addMember, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { processAlive } from '../../../activities/provider/run-step';
@@ -44,17 +44,7 @@ function createRepo(root: string) {
       writeFileSync(path.join(dir, 'server.js'), SERVER);
       writeFileSync(path.join(dir, 'VERSION'), `${version}\n`);
       writeFileSync(path.join(dir, 'service.yaml'), 'build: []\nweb: node server.js\nhealth: /healthz\n');
-      sh(dir, 'git', ['add', '-A']);
-      sh(dir, 'git', [
-        '-c',
-        'user.name=t',
-        '-c',
-        'user.email=t@example.com',
-        'commit',
-        '-qm',
-        version,
-        '--allow-empty',
-      ]);
+      commitAll(dir, version);
     },
   };
 }
