@@ -5,14 +5,13 @@
  */
 import { chmod, lstat, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Jail } from './sandbox';
 import { withDir } from '../../host/no-follow';
 
 /**
  * The volume a launch binds: VC_VOLUME_PATH of its environment, which must be this environment's volume
  * (`<root>/volumes/<environment id>`); anything else is refused rather than bound.
  */
-export function volumeOf(jail: Pick<Jail, 'envId'>, env: Record<string, string | undefined>): string | null {
+export function volumeOf(jail: { envId: string }, env: Record<string, string | undefined>): string | null {
   const value = env.VC_VOLUME_PATH;
   if (!value) return null;
   const dir = path.resolve(value);
@@ -28,7 +27,7 @@ export function volumeOf(jail: Pick<Jail, 'envId'>, env: Record<string, string |
  * to the uid, through its descriptor (no-follow.ts): what root puts inside (a restore, a copy from another
  * environment, a move) is handed over before it is renamed in, never here by path in a tree the tenant writes.
  */
-export async function prepareVolume(jail: Pick<Jail, 'uid' | 'gid'>, dir: string): Promise<void> {
+export async function prepareVolume(jail: { uid: number | null; gid: number | null }, dir: string): Promise<void> {
   const parent = path.dirname(dir);
   const root = path.dirname(parent);
   await mkdir(parent, { recursive: true });
