@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
+    // a GET on a kept-alive connection the edge closed at a reload is sent again, as browsers do
+    setupFiles: ['test/helpers/fetch-resend.ts'],
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 60_000,

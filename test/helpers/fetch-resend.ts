@@ -1,0 +1,25 @@
+/**
+ * Every test file's `fetch` sends a GET or HEAD again, once, when the connection it went on was closed before
+ * any answer came (`UND_ERR_SOCKET`), as RFC 9112 9.3.1 lets a client do and browsers and curl do. Node's
+ * fetch does not, and the edge's HAProxy closes idle kept-alive client connections when it reloads (a new
+ * environment anywhere reloads it: docs/edge.md), so a test's next GET on such a connection would fail for
+ * a reason no tenant's browser sees. Anything else (another method, another error, a second failure) is
+ * the test's to see.
+ */
+const send = globalThis.fetch;
+
+function methodOf(input: Parameters<typeof fetch>[0], init?: RequestInit): string {
+  if (init?.method) return init.method.toUpperCase();
+  return input instanceof Request ? input.method.toUpperCase() : 'GET';
+}
+
+globalThis.fetch = async (input, init) => {
+  try {
+    return await send(input, init);
+  } catch (err) {
+    const code = (err as { cause?: { code?: string } }).cause?.code;
+    const method = methodOf(input, init);
+    if (code !== 'UND_ERR_SOCKET' || (method !== 'GET' && method !== 'HEAD') || init?.signal?.aborted) throw err;
+    return send(input, init);
+  }
+};
