@@ -53,10 +53,10 @@ const VARIANTS: Record<string, Edit> = {
   'no request log line (log ring@)': noLog,
   'no request log at all (ring, seq table, set-vars)': noLogRules,
   'no retry-on': noRetry,
-  'tune.bufsize 16384': bufsize(16384),
-  'tune.bufsize 32768': bufsize(32768),
+  'tune.bufsize 131072 (the edge before bufsizeFor)': bufsize(131072),
+  'tune.bufsize 131072, no retry-on': all(bufsize(131072), noRetry),
   'tune.bufsize 65536': bufsize(65536),
-  'tune.bufsize 32768, no retry-on': all(bufsize(32768), noRetry),
+  'tune.bufsize 16384': bufsize(16384),
   'no rate limit (track-sc0, 429)': noRate,
   'no address/agent lists (3 deny rules)': noLists,
   'no password rules': noPassword,
@@ -64,8 +64,7 @@ const VARIANTS: Record<string, Edit> = {
   'no forwardfor, X-Forwarded-*': noForwardfor,
   'no health checks': noChecks,
   'nbthread 1': set('nbthread 1'),
-  'nbthread 1, tune.bufsize 32768': all(set('nbthread 1'), bufsize(32768)),
-  'all of the above out (bufsize 32768, nbthread 1)': all(
+  'all of the above out (nbthread 1)': all(
     noLogRules,
     noRetry,
     noRate,
@@ -73,7 +72,7 @@ const VARIANTS: Record<string, Edit> = {
     noPassword,
     noCookie,
     noForwardfor,
-    bufsize(32768),
+    noChecks,
     set('nbthread 1'),
   ),
 };
