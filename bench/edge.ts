@@ -38,18 +38,24 @@ function start(child: ChildProcess): Promise<number> {
 const ROUNDS = sized(4, 1);
 const SECONDS = sized(5, 1);
 
-/** Two cases in alternation (ROUNDS rounds): the mean of each, the median ratio b / a, HAProxy's CPU per request of b. */
+/**
+ * Two cases in alternation (ROUNDS rounds): the mean of each, the median ratio b / a, HAProxy's CPU per request
+ * of b, and the edge control plane's (`controlPid`: its request-log reader and shipper) over the same time.
+ */
 type Case = { name: string; url: string; script?: string };
-function alternate(a: Case, b: Case, cpuPid: () => number) {
+function alternate(a: Case, b: Case, cpuPid: () => number, controlPid: number) {
   const runs: Array<[WrkResult, WrkResult]> = [];
   let cpu = 0;
+  let control = 0;
   let requests = 0;
   for (let i = 0; i < ROUNDS; i++) {
     const x = wrk(a.name, a.url, SECONDS, 32, a.script);
     const pid = cpuPid();
     const before = processCpuMicros(pid);
+    const controlBefore = processCpuMicros(controlPid);
     const y = wrk(b.name, b.url, SECONDS, 32, b.script);
     cpu += processCpuMicros(pid) - before;
+    control += processCpuMicros(controlPid) - controlBefore;
     requests += y.requests;
     runs.push([x, y]);
   }
@@ -74,6 +80,7 @@ function alternate(a: Case, b: Case, cpuPid: () => number) {
     b: mean(1, b.name),
     ratio: ratios[Math.floor(ratios.length / 2)],
     cpuPerRequest: Math.round((cpu / Math.max(1, requests)) * 10) / 10,
+    controlCpuPerRequest: Math.round((control / Math.max(1, requests)) * 10) / 10,
   };
 }
 
@@ -190,11 +197,15 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number; httpsRat
       { name: 'app directly', url: `http://127.0.0.1:${appPort}/` },
       { name: 'through the edge (HAProxy), every rule on', url: `http://127.0.0.1:${envPort}/` },
       () => worker,
+      edge.pid!,
     );
     const { a: direct, b: through, ratio } = small;
     printTable('A small GET: the app directly vs through the edge', [row(direct), row(through)]);
     const added = Math.round((through.p99 - direct.p99) * 1000) / 1000;
     console.log(`HAProxy CPU per request: ${small.cpuPerRequest} microseconds`);
+    console.log(
+      `edge control plane CPU per request (its request-log reader and shipper, same time): ${small.controlCpuPerRequest} microseconds`,
+    );
     console.log(
       `throughput ratio edge / direct (median of rounds) = ${ratio.toFixed(2)} (target >= 0.85): ${ratio >= 0.85 ? 'met' : 'NOT met'}`,
     );
@@ -224,6 +235,7 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number; httpsRat
       { name: 'HTTP through the edge, every rule on', url: `http://127.0.0.1:${envPort}/` },
       { name: 'HTTPS through the edge (Pebble certificate, SNI)', url: https, script: acme.loopbackScript },
       () => worker,
+      edge.pid!,
     );
     printTable('A small GET through the edge: HTTP vs HTTPS', [row(secure.a), row(secure.b)]);
     console.log(`HAProxy CPU per HTTPS request: ${secure.cpuPerRequest} microseconds`);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { normalizeCidr } from '../../core/cidr';
+import { MAX_EDGE_PAGE } from '../../core/edge-pages';
 
 /** A CIDR (or a bare address), normalized; a fault is named by its index (`allowed_addresses.2`). */
 export const cidr = z.string().transform((value, ctx) => {
@@ -38,7 +39,7 @@ export const environmentEdgeSchema = z.strictObject({
   stickiness: z.boolean(),
 });
 
-const page = z.string().max(100_000, 'must be at most 100000 characters').nullable();
+const page = z.string().max(MAX_EDGE_PAGE, `must be at most ${MAX_EDGE_PAGE} characters`).nullable();
 
 /** One save: every part is checked (each fault named), and nothing is kept unless all pass. */
 export const projectEdgeBody = z

@@ -4,12 +4,13 @@ import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import { startTask } from '../../core/tasks';
 import { taskSchema } from '../tasks/schemas';
+import { MAX_MAINTENANCE_NOTE } from '../../core/edge-pages';
 
 const body = z.strictObject({
   maintenance: z.boolean(),
   note: z
     .string()
-    .max(2000, 'must be at most 2000 characters')
+    .max(MAX_MAINTENANCE_NOTE, `must be at most ${MAX_MAINTENANCE_NOTE} characters`)
     .optional()
     .describe('Shown where the maintenance page has {{note}}'),
 });

@@ -60,6 +60,21 @@ const TEXT_TYPES = [
 const PLAIN = 'content-type "text/plain; charset=utf-8"';
 const NO_STORE = 'hdr Cache-Control no-store';
 
+/**
+ * HAProxy's buffer size: 32 KiB (requests' headers up to ~31 KiB), or 64 or 128 KiB when the largest page the
+ * edge answers with (model.pageBytes; the console's pages, up to MAX_EDGE_PAGE characters) needs it: a page
+ * is served whole only a little under the buffer's size (headers, HAProxy's own overhead), and one that does
+ * not fit gets a 500 (or HAProxy refuses the configuration). Not larger than needed: the L7 retry (`retry-on`,
+ * below) copies one whole buffer per request (at 128 KiB about half of HAProxy's CPU per request in
+ * `npm run bench -- edge`, docs/benchmarks.md). Pages are read when HAProxy loads, so a size that changes
+ * comes with the reload their change makes.
+ */
+export function bufsizeFor(pageBytes: number): number {
+  let size = 32_768;
+  while (size < 131_072 && pageBytes + 1024 > size) size *= 2;
+  return size;
+}
+
 /** An answer of the edge's own: `http-request return` or `deny` arguments. */
 const own = (status: number, text: string) => `status ${status} ${PLAIN} string "${text}" ${NO_STORE}`;
 
@@ -79,8 +94,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     'global',
     `  stats socket ${p.admin} mode 600 level admin expose-fd listeners`,
     `  pidfile ${p.pidfile}`,
-    // pages (maintenance, error) up to the console's limit fit in one buffer
-    '  tune.bufsize 131072',
+    `  tune.bufsize ${bufsizeFor(model.pageBytes)}`,
     // after a reload, the old worker finishes what it was doing, at most this long
     '  hard-stop-after 60s',
     ...(fragments.global ?? []).map((l) => `  ${l}`),
@@ -97,7 +111,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  option redispatch',
     '  retries 2',
     // a GET sent on a kept-alive connection to an instance that just went away is sent again (this L7 retry
-    // keeps a copy of each request: about 17 µs of HAProxy's CPU per request in `npm run bench -- edge`)
+    // keeps a copy of each request: one whole buffer, see bufsizeFor)
     '  retry-on conn-failure empty-response',
     `  http-error ${own(502, 'bad gateway: the web process is not answering')}`,
     `  http-error ${own(503, 'service unavailable: no web process is answering')}`,

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { stickyToken } from '../balance';
+import { MAX_NOTE_BYTES } from '../../core/edge-pages';
 import { DEFAULT_MAINTENANCE_PAGE, escapeHtml, hstsValue } from '../rules';
 import type { EdgeState } from '../state';
 
@@ -54,6 +55,8 @@ export interface EdgeModel {
   files: Map<string, string>;
   /** Page files (read when HAProxy loads: a change needs a reload). */
   pages: Map<string, string>;
+  /** The most bytes a page can take when served (a maintenance page with the longest note at each `{{note}}`). */
+  pageBytes: number;
 }
 
 export const MIN_SLOTS = 2;
@@ -66,6 +69,12 @@ const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
 const digest = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 16);
 /** A map or ACL entry stays on one line. */
 const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ').trim();
+
+/** The most bytes a maintenance page takes served: its text, and the longest note at each `{{note}}`. */
+function maintenanceBytes(page: string): number {
+  const parts = page.split('{{note}}');
+  return Buffer.byteLength(parts.join('')) + (parts.length - 1) * MAX_NOTE_BYTES;
+}
 
 /** A page as an `lf-file`: every `%` doubled (log-format), `{{note}}` the environment's note. */
 function lfPage(page: string): string {
@@ -86,6 +95,7 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
   const agentProjects: string[] = [];
   const ruleEnvs: string[] = [];
   const ratePeriods = new Set<number>();
+  let pageBytes = maintenanceBytes(DEFAULT_MAINTENANCE_PAGE);
 
   files.set(mapFile('ports'), lines([...state.envByPort].map(([port, env]) => [String(port), env])));
   files.set(mapFile('domains'), lines([...state.domains].map(([host, env]) => [host.toLowerCase(), env])));
@@ -114,6 +124,7 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
     if (rules.maintenancePage !== null) {
       const file = pageFile(`maintenance-${digest(rules.maintenancePage)}`);
       pages.set(file, lfPage(rules.maintenancePage));
+      pageBytes = Math.max(pageBytes, maintenanceBytes(rules.maintenancePage));
       maintenancePages.set(projectId, file);
     }
   }
@@ -174,6 +185,7 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
     if (project?.errorPage) {
       errorPage = pageFile(`error-${digest(project.errorPage)}`);
       pages.set(errorPage, project.errorPage);
+      pageBytes = Math.max(pageBytes, Buffer.byteLength(project.errorPage));
     }
     envs.set(envId, {
       envId,
@@ -201,6 +213,7 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
     ratePeriods: [...ratePeriods].sort((a, b) => a - b),
     files,
     pages,
+    pageBytes,
   };
 }
 

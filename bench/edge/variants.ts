@@ -1,0 +1,203 @@
+/**
+ * Where HAProxy's CPU per request goes: the edge's generated haproxy.cfg (a copy of a bench run's DATA_DIR,
+ * `DATA_DIR/edge/haproxy/haproxy.cfg`, see bench/edge/edge-process.ts) started as is and with one feature at
+ * a time taken out, against bench/edge/app.cjs, each loaded with wrk -t1 -c32, variants in alternating rounds.
+ * The request log's ring goes to a RequestLogReader (edge/request-log/reader.ts) in a child process of its
+ * own, whose CPU per request is printed too.
+ *
+ *   npx tsx bench/edge/variants.ts <copied DATA_DIR> <original DATA_DIR path in the cfg> [rounds] [seconds]
+ *
+ * A tool for docs/benchmarks.md "The edge" (its table), not part of `npm run bench`.
+ */
+import { type ChildProcess, fork, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { RequestLogReader } from '../../edge/request-log/reader';
+import { processCpuMicros, wrk } from './wrk';
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+type Edit = (cfg: string) => string;
+const drop =
+  (...patterns: RegExp[]): Edit =>
+  (cfg) =>
+    cfg
+      .split('\n')
+      .filter((l) => !patterns.some((p) => p.test(l)))
+      .join('\n');
+const set =
+  (line: string): Edit =>
+  (cfg) =>
+    cfg.replace(/^global\n/, `global\n  ${line}\n`);
+const bufsize =
+  (n: number): Edit =>
+  (cfg) =>
+    cfg.replace(/tune\.bufsize \d+/, `tune.bufsize ${n}`);
+const all =
+  (...edits: Edit[]): Edit =>
+  (cfg) =>
+    edits.reduce((c, e) => e(c), cfg);
+
+const noLog = drop(/^\s+log ring@/);
+const noLogRules = drop(/^\s+log ring@/, /^\s+log-format/, /set-var\(txn\.vc_log_/, /track-sc1/);
+const noRetry = drop(/^\s+retry-on /);
+const noRate = drop(/txn\.rl/, /track-sc0/);
+const noLists = drop(/http-request deny deny_status 403/);
+const noPassword = drop(/vc_pw_/);
+const noCookie = drop(/^\s+cookie vc_instance/);
+const noForwardfor = drop(/option forwardfor/, /X-Forwarded-(Proto|Host)/);
+const noChecks = drop(/^\s+default-server check/);
+
+const VARIANTS: Record<string, Edit> = {
+  'as generated': (c) => c,
+  'no request log line (log ring@)': noLog,
+  'no request log at all (ring, seq table, set-vars)': noLogRules,
+  'no retry-on': noRetry,
+  'tune.bufsize 131072 (the edge before bufsizeFor)': bufsize(131072),
+  'tune.bufsize 131072, no retry-on': all(bufsize(131072), noRetry),
+  'tune.bufsize 65536': bufsize(65536),
+  'tune.bufsize 16384': bufsize(16384),
+  'no rate limit (track-sc0, 429)': noRate,
+  'no address/agent lists (3 deny rules)': noLists,
+  'no password rules': noPassword,
+  'no vc_instance cookie': noCookie,
+  'no forwardfor, X-Forwarded-*': noForwardfor,
+  'no health checks': noChecks,
+  'nbthread 1': set('nbthread 1'),
+  'all of the above out (nbthread 1)': all(
+    noLogRules,
+    noRetry,
+    noRate,
+    noLists,
+    noPassword,
+    noCookie,
+    noForwardfor,
+    noChecks,
+    set('nbthread 1'),
+  ),
+};
+
+function start(child: ChildProcess): Promise<{ port?: number }> {
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: { port?: number }) => resolve(m));
+    child.once('exit', (code) => reject(new Error(`exited (${code})`)));
+  });
+}
+
+async function main() {
+  const [dir, original, roundsArg, secondsArg, only] = process.argv.slice(2);
+  const rounds = Number(roundsArg ?? 3);
+  const seconds = Number(secondsArg ?? 3);
+  const names = Object.keys(VARIANTS).filter((n) => !only || new RegExp(only).test(n));
+
+  const app = fork(join(import.meta.dirname, 'app.cjs'), [], { stdio: 'inherit' });
+  const children: ChildProcess[] = [app];
+  try {
+    await measure(app, children, dir, original, rounds, seconds, names);
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+  }
+}
+
+async function measure(
+  app: ChildProcess,
+  children: ChildProcess[],
+  dir: string,
+  original: string,
+  rounds: number,
+  seconds: number,
+  names: string[],
+) {
+  const appPort = (await start(app)).port!;
+  const scratch = join(dir, 'variants');
+  rmSync(scratch, { recursive: true, force: true });
+  mkdirSync(scratch, { recursive: true });
+  const socket = join(dir, 'edge/request-log/reader.sock');
+  rmSync(socket, { force: true });
+  const reader = fork(import.meta.filename, ['reader', socket], { stdio: 'inherit', execArgv: ['--import', 'tsx'] });
+  children.push(reader);
+  await start(reader);
+  const readerLines = () =>
+    new Promise<number>((resolve) => {
+      reader.once('message', (m: { lines: number }) => resolve(m.lines));
+      reader.send('lines');
+    });
+
+  const base = readFileSync(join(dir, 'edge/haproxy/haproxy.cfg'), 'utf8')
+    .replaceAll(original, dir)
+    .replace(/(server s1a 127\.0\.0\.1:)\d+/g, `$1${appPort}`);
+  const port = Number(/^(\d+) /.exec(readFileSync(join(dir, 'edge/haproxy/maps/ports.map'), 'utf8'))![1]);
+  const url = `http://127.0.0.1:${port}/`;
+  const results = new Map<string, { rps: number[]; cpu: number; reqs: number; readerCpu: number; lines: number }>();
+  for (const name of names) {
+    const file = join(scratch, `${names.indexOf(name)}.cfg`);
+    writeFileSync(file, VARIANTS[name](base));
+    const c = spawnSync('haproxy', ['-c', '-q', '-f', file, '-f', join(dir, 'edge/auth/password-key.cfg')]);
+    if (c.status !== 0) throw new Error(`${name}: ${c.stderr}`);
+  }
+  const direct: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    direct.push(wrk('direct', `http://127.0.0.1:${appPort}/`, seconds).requestsPerSecond);
+    for (const name of names) {
+      const file = join(scratch, `${names.indexOf(name)}.cfg`);
+      const haproxy = spawn('haproxy', ['-db', '-f', file, '-f', join(dir, 'edge/auth/password-key.cfg')], {
+        stdio: ['ignore', 'ignore', 'ignore'],
+      });
+      children.push(haproxy);
+      await pause(300);
+      wrk('warm-up', url, 1);
+      await pause(200);
+      const before = processCpuMicros(haproxy.pid!);
+      const readerBefore = processCpuMicros(reader.pid!);
+      const linesBefore = await readerLines();
+      const y = wrk(name, url, seconds);
+      await pause(300); // the ring's last lines reach the reader
+      const cpu = processCpuMicros(haproxy.pid!) - before;
+      const readerCpu = processCpuMicros(reader.pid!) - readerBefore;
+      const lines = (await readerLines()) - linesBefore;
+      const gone = new Promise((res) => haproxy.once('exit', res));
+      haproxy.kill('SIGTERM');
+      await gone;
+      if (y.errors) console.log(`  ${name}: ${y.errors} errors`);
+      const e = results.get(name) ?? { rps: [], cpu: 0, reqs: 0, readerCpu: 0, lines: 0 };
+      e.rps.push(y.requestsPerSecond);
+      e.cpu += cpu;
+      e.reqs += y.requests;
+      e.readerCpu += readerCpu;
+      e.lines += lines;
+      results.set(name, e);
+      console.log(
+        `  round ${r + 1} ${name}: ${Math.round(y.requestsPerSecond)} req/s, ${(cpu / y.requests).toFixed(1)} µs`,
+      );
+    }
+  }
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const baseCpu = results.get(names[0])!;
+  console.log(`\napp directly: ${Math.round(mean(direct))} req/s (mean of ${rounds} rounds)`);
+  console.log('| variant | req/s | HAProxy µs/req | vs as generated | reader µs/line |');
+  console.log('|---|---:|---:|---:|---:|');
+  for (const name of names) {
+    const e = results.get(name)!;
+    const us = e.cpu / e.reqs;
+    const d = us - baseCpu.cpu / baseCpu.reqs;
+    console.log(
+      `| ${name} | ${Math.round(mean(e.rps))} | ${us.toFixed(1)} | ${name === names[0] ? '' : d.toFixed(1)} | ${e.lines ? (e.readerCpu / e.lines).toFixed(1) : '-'} |`,
+    );
+  }
+}
+
+async function readerChild() {
+  // the child: a RequestLogReader on the ring's socket, its lines counted and dropped
+  let lines = 0;
+  const reader = await new RequestLogReader({
+    socketPath: process.argv[3],
+    cursorFile: `${process.argv[3]}.cursor.json`,
+    sink: { push: () => void (lines += 1), countDropped: () => undefined },
+  }).start();
+  process.on('message', (m) => m === 'lines' && process.send?.({ lines }));
+  process.on('SIGTERM', () => reader.close().then(() => process.exit(0)));
+  process.send?.({ ready: true });
+}
+
+if (process.argv[2] === 'reader') await readerChild();
+else await main();

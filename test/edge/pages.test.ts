@@ -1,0 +1,76 @@
+/**
+ * The edge's own pages at the console's limits (CONTRACT "The edge"): a project's maintenance page of
+ * MAX_EDGE_PAGE characters showing the longest note (every character one that HTML escapes to 6 bytes), and
+ * an error page of MAX_EDGE_PAGE characters, are served whole. HAProxy's buffer is sized for the pages the
+ * edge holds (edge/haproxy/config.ts `bufsizeFor`): the pages' change reloads HAProxy with a larger one.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_EDGE_PAGE, MAX_MAINTENANCE_NOTE } from '../../core/edge-pages';
+import { useTestContext } from '../helpers/context';
+import { createDeployWorld, createEnvironment, waitForTask } from '../helpers/deploy-fixtures';
+import { spawnSystemProcess, stopChildren } from '../helpers/processes';
+import { sessionAgent } from '../helpers/fixtures';
+
+const t = useTestContext({ edge: true });
+const children: ChildProcess[] = [];
+let w: Awaited<ReturnType<typeof createDeployWorld>>;
+
+beforeAll(async () => {
+  w = await createDeployWorld(t);
+  children.push(spawnSystemProcess(t, 'processes/worker.ts'));
+}, 120_000);
+afterAll(() => stopChildren(children));
+
+async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (ok(v) || Date.now() > deadline) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const get = (port: number) =>
+  fetch(`http://127.0.0.1:${port}/`)
+    .then(async (r) => ({ status: r.status, text: await r.text() }))
+    .catch(() => ({ status: 0, text: '' }));
+
+describe("the edge's pages at the console's limits", () => {
+  it('a maintenance page and an error page of the largest size, with the longest note, are served whole', async () => {
+    const owner = await sessionAgent(t, w.owner);
+    const head = '<!doctype html><html><body><p>';
+    const tail = '</p></body></html>';
+    const fill = (n: number, c: string) => c.repeat(n);
+    const maintenance = `${head}{{note}}${fill(MAX_EDGE_PAGE - head.length - tail.length - 8, 'm')}${tail}`;
+    const error = `${head}${fill(MAX_EDGE_PAGE - head.length - tail.length, 'e')}${tail}`;
+    expect([maintenance.length, error.length]).toEqual([MAX_EDGE_PAGE, MAX_EDGE_PAGE]);
+    const saved = await owner.patch(`/projects/${w.project.id}/edge`, { pages: { maintenance, error } });
+    expect(saved.status, saved.text).toBe(200);
+
+    // the error page: an environment of the project with no release (503)
+    const idle = await createEnvironment(t, w.project, { name: 'idle' });
+    await t.edge!.reload();
+    const failed = await until(
+      () => get(idle.port),
+      (r) => r.text === error,
+    );
+    expect(failed.status).toBe(503);
+    expect(failed.text.length).toBe(error.length);
+    expect(failed.text).toBe(error);
+
+    // the maintenance page with the longest note, escaped: 6 bytes each
+    const note = '"'.repeat(MAX_MAINTENANCE_NOTE);
+    const on = await owner.post(`/environments/${w.environment.id}/maintenance`, { maintenance: true, note });
+    expect(on.status, on.text).toBe(202);
+    expect((await waitForTask(t, w.api, on.body.id, { timeoutMs: 30_000 })).status).toBe('succeeded');
+    const shown = maintenance.replace('{{note}}', '&quot;'.repeat(MAX_MAINTENANCE_NOTE));
+    const res = await until(
+      () => get(w.environment.port),
+      (r) => r.status === 503,
+    );
+    expect(res.status).toBe(503);
+    expect(res.text.length).toBe(shown.length);
+    expect(res.text).toBe(shown);
+  });
+});
