@@ -70,6 +70,13 @@ const digest = (text: string) => createHash('sha256').update(text).digest('hex')
 /** A map or ACL entry stays on one line. */
 const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ').trim();
 
+/**
+ * The most bytes a page may take served: what HAProxy's largest buffer holds (config.ts `bufsizeFor`). A page
+ * past it (many `{{note}}`, or many multi-byte characters) is not used: its project's answers get the default
+ * page, and no project's page can make HAProxy refuse the whole configuration.
+ */
+export const MAX_SERVED_PAGE_BYTES = 131_072 - 1024;
+
 /** The most bytes a maintenance page takes served: its text, and the longest note at each `{{note}}`. */
 function maintenanceBytes(page: string): number {
   const parts = page.split('{{note}}');
@@ -121,7 +128,7 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
       ratePeriods.add(rules.rateLimit.per_seconds);
     }
     if (rules.hsts) hsts.push([projectId, hstsValue(rules.hsts)]);
-    if (rules.maintenancePage !== null) {
+    if (rules.maintenancePage !== null && maintenanceBytes(rules.maintenancePage) <= MAX_SERVED_PAGE_BYTES) {
       const file = pageFile(`maintenance-${digest(rules.maintenancePage)}`);
       pages.set(file, lfPage(rules.maintenancePage));
       pageBytes = Math.max(pageBytes, maintenanceBytes(rules.maintenancePage));
@@ -182,7 +189,7 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
       }
     }
     let errorPage: string | null = null;
-    if (project?.errorPage) {
+    if (project?.errorPage && Buffer.byteLength(project.errorPage) <= MAX_SERVED_PAGE_BYTES) {
       errorPage = pageFile(`error-${digest(project.errorPage)}`);
       pages.set(errorPage, project.errorPage);
       pageBytes = Math.max(pageBytes, Buffer.byteLength(project.errorPage));

@@ -11,6 +11,7 @@ import { useTestContext } from '../helpers/context';
 import { createDeployWorld, createEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { spawnSystemProcess, stopChildren } from '../helpers/processes';
 import { sessionAgent } from '../helpers/fixtures';
+import { until as untilHolds } from '../helpers/until';
 
 const t = useTestContext({ edge: true });
 const children: ChildProcess[] = [];
@@ -22,14 +23,9 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => stopChildren(children));
 
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** Reads until `ok` holds: the edge serves a change a moment after it is written. */
+const until = <T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> =>
+  untilHolds('the edge to serve the change', read, ok, { timeoutMs: 15_000, intervalMs: 50 });
 
 const get = (port: number) =>
   fetch(`http://127.0.0.1:${port}/`)
@@ -72,5 +68,38 @@ describe("the edge's pages at the console's limits", () => {
     expect(res.status).toBe(503);
     expect(res.text.length).toBe(shown.length);
     expect(res.text).toBe(shown);
+  });
+  it('a page HAProxy could not hold is not used: its project gets the default page, and every other environment is served', async () => {
+    const owner = await sessionAgent(t, w.owner);
+    // within the console's limit in characters, but twelve longest notes take ~144 KB served
+    const maintenance = `<html><body>${'<p>{{note}}</p>'.repeat(12)}</body></html>`;
+    // and an error page of 90,000 characters of 3 bytes each: a file HAProxy would refuse to load at all
+    const error = `<p>${'€'.repeat(90_000)}</p>`;
+    const saved = await owner.patch(`/projects/${w.project.id}/edge`, { pages: { maintenance, error } });
+    expect(saved.status, saved.text).toBe(200);
+    const note = '"'.repeat(MAX_MAINTENANCE_NOTE);
+    const on = await owner.post(`/environments/${w.environment.id}/maintenance`, { maintenance: true, note });
+    expect(on.status, on.text).toBe(202);
+    expect((await waitForTask(t, w.api, on.body.id, { timeoutMs: 30_000 })).status).toBe('succeeded');
+    // the default maintenance page, with the note
+    const res = await until(
+      () => get(w.environment.port),
+      (r) => r.status === 503 && r.text.includes('&quot;'.repeat(MAX_MAINTENANCE_NOTE)),
+    );
+    expect(res.text).toContain('<h1>Down for maintenance</h1>');
+    expect(res.text.split('&quot;'.repeat(MAX_MAINTENANCE_NOTE)).length).toBe(2); // the note once, not twelve times
+    // HAProxy took the configuration: a new environment of another team is served
+    const other = await createDeployWorld(t);
+    const deployed = await other.api.post(`/environments/${other.environment.id}/deploy`);
+    expect(deployed.status, deployed.text).toBe(202);
+    expect((await waitForTask(t, other.api, deployed.body.id, { timeoutMs: 90_000 })).status).toBe('succeeded');
+    expect(
+      (
+        await until(
+          () => get(other.environment.port),
+          (r) => r.status === 200,
+        )
+      ).status,
+    ).toBe(200);
   });
 });
