@@ -15,3 +15,16 @@ export const MAX_MAINTENANCE_NOTE = 2000;
  * character; no UTF-16 unit takes more than 3 bytes of UTF-8).
  */
 export const MAX_NOTE_BYTES = MAX_MAINTENANCE_NOTE * 6;
+
+/**
+ * The most bytes a page may take served: what HAProxy's largest buffer (128 KiB) holds with room for the
+ * answer's headers. The API refuses a page past it; the edge does not use one (edge/haproxy/model.ts), so that
+ * no project's page can make HAProxy refuse the whole configuration.
+ */
+export const MAX_SERVED_PAGE_BYTES = 131_072 - 1024;
+
+/** The most bytes a maintenance page takes served: its text, and the longest note at each `{{note}}`. */
+export function maintenancePageBytes(page: string): number {
+  const parts = page.split('{{note}}');
+  return Buffer.byteLength(parts.join('')) + (parts.length - 1) * MAX_NOTE_BYTES;
+}

@@ -1,6 +1,11 @@
 import { z } from 'zod';
 import { normalizeCidr } from '../../core/cidr';
-import { MAX_EDGE_PAGE } from '../../core/edge-pages';
+import {
+  MAX_EDGE_PAGE,
+  MAX_MAINTENANCE_NOTE,
+  MAX_SERVED_PAGE_BYTES,
+  maintenancePageBytes,
+} from '../../core/edge-pages';
 
 /** A CIDR (or a bare address), normalized; a fault is named by its index (`allowed_addresses.2`). */
 export const cidr = z.string().transform((value, ctx) => {
@@ -39,7 +44,18 @@ export const environmentEdgeSchema = z.strictObject({
   stickiness: z.boolean(),
 });
 
-const page = z.string().max(MAX_EDGE_PAGE, `must be at most ${MAX_EDGE_PAGE} characters`).nullable();
+const pageText = z.string().max(MAX_EDGE_PAGE, `must be at most ${MAX_EDGE_PAGE} characters`);
+/** What the edge can hold served (core/edge-pages.ts): a page past it would never be shown. */
+const maintenancePage = pageText
+  .refine((p) => maintenancePageBytes(p) <= MAX_SERVED_PAGE_BYTES, {
+    message: `must take at most ${MAX_SERVED_PAGE_BYTES} bytes served, with the longest note (${MAX_MAINTENANCE_NOTE} characters, escaped) at each {{note}}: use fewer {{note}} or fewer multi-byte characters`,
+  })
+  .nullable();
+const errorPage = pageText
+  .refine((p) => Buffer.byteLength(p) <= MAX_SERVED_PAGE_BYTES, {
+    message: `must be at most ${MAX_SERVED_PAGE_BYTES} bytes in UTF-8`,
+  })
+  .nullable();
 
 /** One save: every part is checked (each fault named), and nothing is kept unless all pass. */
 export const projectEdgeBody = z
@@ -77,7 +93,7 @@ export const projectEdgeBody = z
       .nullable()
       .optional(),
     compression: z.boolean().optional(),
-    pages: z.strictObject({ maintenance: page.optional(), error: page.optional() }).optional(),
+    pages: z.strictObject({ maintenance: maintenancePage.optional(), error: errorPage.optional() }).optional(),
   })
   .refine((b) => Object.keys(b).length > 0, { message: 'give at least one part of the edge', path: ['body'] });
 

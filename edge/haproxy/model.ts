@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { stickyToken } from '../balance';
-import { MAX_NOTE_BYTES } from '../../core/edge-pages';
+import { MAX_SERVED_PAGE_BYTES, maintenancePageBytes } from '../../core/edge-pages';
 import { DEFAULT_MAINTENANCE_PAGE, escapeHtml, hstsValue } from '../rules';
 import type { EdgeState } from '../state';
 
@@ -70,19 +70,6 @@ const digest = (text: string) => createHash('sha256').update(text).digest('hex')
 /** A map or ACL entry stays on one line. */
 const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ').trim();
 
-/**
- * The most bytes a page may take served: what HAProxy's largest buffer holds (config.ts `bufsizeFor`). A page
- * past it (many `{{note}}`, or many multi-byte characters) is not used: its project's answers get the default
- * page, and no project's page can make HAProxy refuse the whole configuration.
- */
-export const MAX_SERVED_PAGE_BYTES = 131_072 - 1024;
-
-/** The most bytes a maintenance page takes served: its text, and the longest note at each `{{note}}`. */
-function maintenanceBytes(page: string): number {
-  const parts = page.split('{{note}}');
-  return Buffer.byteLength(parts.join('')) + (parts.length - 1) * MAX_NOTE_BYTES;
-}
-
 /** A page as an `lf-file`: every `%` doubled (log-format), `{{note}}` the environment's note. */
 function lfPage(page: string): string {
   return page.replaceAll('%', '%%').replaceAll('{{note}}', '%[var(txn.maint),bytes(1),b64dec]');
@@ -102,7 +89,7 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
   const agentProjects: string[] = [];
   const ruleEnvs: string[] = [];
   const ratePeriods = new Set<number>();
-  let pageBytes = maintenanceBytes(DEFAULT_MAINTENANCE_PAGE);
+  let pageBytes = maintenancePageBytes(DEFAULT_MAINTENANCE_PAGE);
 
   files.set(mapFile('ports'), lines([...state.envByPort].map(([port, env]) => [String(port), env])));
   files.set(mapFile('domains'), lines([...state.domains].map(([host, env]) => [host.toLowerCase(), env])));
@@ -128,10 +115,10 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
       ratePeriods.add(rules.rateLimit.per_seconds);
     }
     if (rules.hsts) hsts.push([projectId, hstsValue(rules.hsts)]);
-    if (rules.maintenancePage !== null && maintenanceBytes(rules.maintenancePage) <= MAX_SERVED_PAGE_BYTES) {
+    if (rules.maintenancePage !== null && maintenancePageBytes(rules.maintenancePage) <= MAX_SERVED_PAGE_BYTES) {
       const file = pageFile(`maintenance-${digest(rules.maintenancePage)}`);
       pages.set(file, lfPage(rules.maintenancePage));
-      pageBytes = Math.max(pageBytes, maintenanceBytes(rules.maintenancePage));
+      pageBytes = Math.max(pageBytes, maintenancePageBytes(rules.maintenancePage));
       maintenancePages.set(projectId, file);
     }
   }

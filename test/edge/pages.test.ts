@@ -69,14 +69,24 @@ describe("the edge's pages at the console's limits", () => {
     expect(res.text.length).toBe(shown.length);
     expect(res.text).toBe(shown);
   });
-  it('a page HAProxy could not hold is not used: its project gets the default page, and every other environment is served', async () => {
+  it('a page HAProxy could not hold is refused (422 naming it); one stored before is not used: the default page is, and every other environment is served', async () => {
     const owner = await sessionAgent(t, w.owner);
     // within the console's limit in characters, but twelve longest notes take ~144 KB served
     const maintenance = `<html><body>${'<p>{{note}}</p>'.repeat(12)}</body></html>`;
     // and an error page of 90,000 characters of 3 bytes each: a file HAProxy would refuse to load at all
     const error = `<p>${'€'.repeat(90_000)}</p>`;
-    const saved = await owner.patch(`/projects/${w.project.id}/edge`, { pages: { maintenance, error } });
-    expect(saved.status, saved.text).toBe(200);
+    const before = await t.deps.knex('project_edges').where({ project_id: w.project.id }).first();
+    const refused = await owner.patch(`/projects/${w.project.id}/edge`, { pages: { maintenance, error } });
+    expect(refused.status, refused.text).toBe(422);
+    expect(Object.keys(refused.body.error.fields).sort()).toEqual(['pages.error', 'pages.maintenance']);
+    expect(refused.body.error.fields['pages.maintenance']).toMatch(/fewer \{\{note\}\}/);
+    expect(await t.deps.knex('project_edges').where({ project_id: w.project.id }).first()).toEqual(before);
+
+    // pages stored before the API checked their size in bytes
+    await t.deps
+      .knex('project_edges')
+      .where({ project_id: w.project.id })
+      .update({ maintenance_page: maintenance, error_page: error });
     const note = '"'.repeat(MAX_MAINTENANCE_NOTE);
     const on = await owner.post(`/environments/${w.environment.id}/maintenance`, { maintenance: true, note });
     expect(on.status, on.text).toBe(202);
