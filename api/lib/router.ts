@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { koaBody } from 'koa-body';
+import { stampPartOrder } from './multipart';
 import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import type { Actor } from '../../core/actor';
@@ -61,7 +62,13 @@ function bodyParser(def: RouteDef, limit: number): Middleware | undefined {
     multipart,
     jsonLimit: limit,
     formidable: multipart
-      ? { ...files, maxTotalFileSize: files.maxFiles * files.maxFileSize, allowEmptyFiles: true, minFileSize: 0 }
+      ? {
+          ...files,
+          maxTotalFileSize: files.maxFiles * files.maxFileSize,
+          allowEmptyFiles: true,
+          minFileSize: 0,
+          onFileBegin: stampPartOrder,
+        }
       : undefined,
     onError(err: Error & { httpCode?: number }) {
       // formidable's refusals carry httpCode (413 past its limits, 400 for a broken body), not status.

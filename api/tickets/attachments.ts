@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { fileTypeFromBuffer } from 'file-type';
 import { appError, errors } from '../../core/errors';
 import { ATTACHMENT_LIMITS, ATTACHMENT_TYPES } from './schemas';
+import { inPartOrder } from '../lib/multipart';
 
 export interface UploadedFile {
   filepath: string;
@@ -30,7 +31,7 @@ export async function checkAttachments(
   const unknown = Object.keys(files).filter((k) => k !== FIELD);
   if (unknown.length)
     throw errors.invalid(Object.fromEntries(unknown.map((k) => [k, `unknown file field; send files as ${FIELD}`])));
-  const list = ([] as UploadedFile[]).concat(files[FIELD] ?? []);
+  const list = inPartOrder(([] as UploadedFile[]).concat(files[FIELD] ?? []));
   if (list.length > ATTACHMENT_LIMITS.maxFiles) {
     throw appError('payload_too_large', `At most ${ATTACHMENT_LIMITS.maxFiles} attachments`, {
       fields: {
