@@ -52,6 +52,7 @@ interface Queue {
 }
 
 const SWEEP_EVERY_MS = 3_600_000;
+const REPORT_EVERY_MS = 30_000;
 
 /** About what a line takes in memory: its fields' names and strings, and a fixed overhead (cheap: every request). */
 function sizeOf(line: LogLine): number {
@@ -63,7 +64,6 @@ function sizeOf(line: LogLine): number {
   return n;
 }
 const sizeOfAll = (lines: LogLine[]) => lines.reduce((n, l) => n + sizeOf(l), 0);
-const REPORT_EVERY_MS = 30_000;
 
 export class LogShipper {
   private targets = new Map<string, ShippingTarget>();
@@ -172,7 +172,8 @@ export class LogShipper {
   /** The oldest lines past `maxQueued` lines or `maxQueuedBytes` go, counted as dropped. */
   private trim(q: Queue): void {
     let drop = Math.max(0, q.lines.length - this.opts.maxQueued);
-    let bytes = q.bytes - sizeOfAll(q.lines.slice(0, drop));
+    let bytes = q.bytes;
+    for (let i = 0; i < drop; i++) bytes -= sizeOf(q.lines[i]);
     while (drop < q.lines.length && bytes > this.opts.maxQueuedBytes) bytes -= sizeOf(q.lines[drop++]);
     if (drop === 0) return;
     q.lines.splice(0, drop);

@@ -115,10 +115,11 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
       ratePeriods.add(rules.rateLimit.per_seconds);
     }
     if (rules.hsts) hsts.push([projectId, hstsValue(rules.hsts)]);
-    if (rules.maintenancePage !== null && maintenancePageBytes(rules.maintenancePage) <= MAX_SERVED_PAGE_BYTES) {
+    const maintenanceBytes = rules.maintenancePage === null ? 0 : maintenancePageBytes(rules.maintenancePage);
+    if (rules.maintenancePage !== null && maintenanceBytes <= MAX_SERVED_PAGE_BYTES) {
       const file = pageFile(`maintenance-${digest(rules.maintenancePage)}`);
       pages.set(file, lfPage(rules.maintenancePage));
-      pageBytes = Math.max(pageBytes, maintenancePageBytes(rules.maintenancePage));
+      pageBytes = Math.max(pageBytes, maintenanceBytes);
       maintenancePages.set(projectId, file);
     }
   }
@@ -152,6 +153,8 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
   }
   files.set(mapFile('unavailable'), lines(unavailable));
 
+  /** projectId -> its error page's file (null: none, or one HAProxy could not hold) */
+  const errorPages = new Map<string, string | null>();
   for (const [envId, projectId] of state.projectOf) {
     const project = state.projectRules.get(projectId);
     const route = state.routes.get(envId);
@@ -175,11 +178,17 @@ export function buildModel(state: EdgeState, previous: EdgeModel | null, certifi
         slots.push({ ...old, active: idle, [idle]: want, on: true });
       }
     }
-    let errorPage: string | null = null;
-    if (project?.errorPage && Buffer.byteLength(project.errorPage) <= MAX_SERVED_PAGE_BYTES) {
-      errorPage = pageFile(`error-${digest(project.errorPage)}`);
-      pages.set(errorPage, project.errorPage);
-      pageBytes = Math.max(pageBytes, Buffer.byteLength(project.errorPage));
+    // once per project, not per environment: a page is up to 100,000 characters to measure and digest
+    let errorPage = errorPages.get(projectId);
+    if (errorPage === undefined) {
+      errorPage = null;
+      const bytes = project?.errorPage ? Buffer.byteLength(project.errorPage) : 0;
+      if (project?.errorPage && bytes <= MAX_SERVED_PAGE_BYTES) {
+        errorPage = pageFile(`error-${digest(project.errorPage)}`);
+        pages.set(errorPage, project.errorPage);
+        pageBytes = Math.max(pageBytes, bytes);
+      }
+      errorPages.set(projectId, errorPage);
     }
     envs.set(envId, {
       envId,
