@@ -7,6 +7,7 @@ import type { Deps } from '../../system/deps';
 import { deleteCancelledEnvironments } from '../../core/projects/cancel';
 import { expirePendingDomains } from '../../core/domains';
 import { pruneDeletedEnvironments } from './deleted-environments';
+import { deleteQueuedSnapshotObjects } from './snapshot-objects';
 import { userFault } from '../toolkit/failures';
 
 /** Ended sessions are kept a day (a session list may still show "ended just now"), then pruned. */
@@ -39,6 +40,8 @@ export interface PruneExpiredResult {
   domainVerifyCalls: number;
   /** Deleted environments kept their 30 days: their tasks, activity and snapshots (objects too) removed. */
   deletedEnvironments: number;
+  /** Snapshot objects of deleted projects deleted from their destinations. */
+  snapshotObjects: number;
 }
 
 /** Deletes up to BATCH rows of `table` matching `where`, again and again until none is left. */
@@ -95,12 +98,14 @@ export function createMaintenanceActivities(deps: Deps) {
         q.where('at', '<', new Date(asOf.getTime() - 3_600_000)),
       );
       const deletedEnvironments = await pruneDeletedEnvironments(deps, asOf);
+      const snapshotObjects = await deleteQueuedSnapshotObjects(deps, asOf);
       const result = {
         asOf: asOf.toISOString(),
         cancelledEnvironments,
         expiredDomains,
         domainVerifyCalls,
         deletedEnvironments,
+        snapshotObjects,
         sessions,
         deviceCodes,
         emailConfirmations,

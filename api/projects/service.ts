@@ -78,7 +78,11 @@ export async function createProject(deps: Deps, actor: Actor, input: { team_id: 
   }
 }
 
-/** Deletes a project that has no environments (409 project_not_empty otherwise). */
+/**
+ * Deletes a project that has no environments (409 project_not_empty otherwise). Its deleted environments'
+ * tombstones and snapshot rows go with it; their snapshots' objects are queued for the daily prune to delete
+ * from their destinations (db/migrations/580_snapshot_object_deletions.ts), so nothing stays there unreadable.
+ */
 export async function deleteProject(deps: Deps, actor: Actor, id: string): Promise<void> {
   await findProject(deps, actor, id, 'project:delete');
   await deps.knex.transaction(async (trx) => {
@@ -93,6 +97,13 @@ export async function deleteProject(deps: Deps, actor: Actor, id: string): Promi
         { environments: envs },
       );
     }
+    await trx.raw(
+      `INSERT INTO snapshot_object_deletions (destination_id, object_key)
+       SELECT destination_id, object_key FROM backups
+        WHERE project_id = ? AND destination_id IS NOT NULL AND object_key IS NOT NULL
+       ON CONFLICT (destination_id, object_key) DO NOTHING`,
+      [id],
+    );
     await trx('projects').where({ id }).delete();
   });
 }

@@ -40,7 +40,7 @@ async function prune() {
     taskQueue: t.config.taskQueue,
     workflowId: `prune-${crypto.randomUUID()}`,
     args: [{}],
-  })) as { deletedEnvironments: number };
+  })) as { deletedEnvironments: number; snapshotObjects: number };
 }
 
 beforeAll(async () => {
@@ -198,5 +198,33 @@ describe('the daily prune', () => {
     expect(existsSync(join(destinationDir, snapshot.object_key!))).toBe(false);
     // the other environment, and what it restored, stay
     expect(await databaseApp(staging.port, '/')).toEqual({ status: 200, text: 'from production' });
+  });
+});
+
+describe('DELETE /projects/{id} after its environments were deleted', () => {
+  it("queues its deleted environments' snapshot objects, which the daily prune deletes from their destination", async () => {
+    const backup = await runTask(`/environments/${staging.id}/backups`, { destination_id: destinationId });
+    const row = await t.deps.knex('backups').where({ task_id: backup.id }).first();
+    expect(row.status).toBe('available');
+    const file = join(destinationDir, row.object_key);
+    expect(existsSync(file)).toBe(true);
+
+    expect((await owner.delete(`/environments/${staging.id}`, { confirm: 'staging' })).status).toBe(204);
+    const deleted = await owner.delete(`/projects/${w.project.id}`);
+    expect(deleted.status, deleted.text).toBe(204);
+    // the rows went with the project; the object waits for the prune, queued with its destination
+    expect(await t.deps.knex('backups').where({ id: row.id }).first()).toBeUndefined();
+    expect(await t.deps.knex('snapshot_object_deletions').select('destination_id', 'object_key')).toEqual([
+      { destination_id: destinationId, object_key: row.object_key },
+    ]);
+    expect(existsSync(file)).toBe(true);
+
+    expect((await prune()).snapshotObjects).toBe(1);
+    expect(existsSync(file)).toBe(false);
+    expect(await t.deps.knex('snapshot_object_deletions').first()).toBeUndefined();
+    // the destination itself is the team's and stays
+    expect((await owner.get(`/teams/${w.team.id}/backup-destinations`)).body.data).toEqual([
+      expect.objectContaining({ id: destinationId }),
+    ]);
   });
 });
