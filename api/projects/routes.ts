@@ -65,7 +65,7 @@ export const routes: RouteDef[] = [
     path: '/projects/{id}',
     operationId: 'deleteProject',
     description:
-      'Answers 204 once the project has no environments, else 409 `project_not_empty`; cancel the project first to stop and later remove its environments.',
+      "Answers 204 once the project has no environments, else 409 `project_not_empty`; cancel the project first to stop and later remove its environments. The deleted environments' tombstones go with the project; their snapshots are deleted from their destinations by the next daily prune.",
     summary: 'Deletes a project that has no environments',
     tags,
     auth: 'session',

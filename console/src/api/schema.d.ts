@@ -1396,7 +1396,7 @@ export interface paths {
         post?: never;
         /**
          * Deletes a project that has no environments
-         * @description Answers 204 once the project has no environments, else 409 `project_not_empty`; cancel the project first to stop and later remove its environments.
+         * @description Answers 204 once the project has no environments, else 409 `project_not_empty`; cancel the project first to stop and later remove its environments. The deleted environments' tombstones go with the project; their snapshots are deleted from their destinations by the next daily prune.
          */
         delete: operations["deleteProject"];
         options?: never;
