@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase, dropDatabase, withDatabase } from '../db/database';
 import { createKnex } from '../db/knex';
@@ -40,22 +40,28 @@ const SECONDS = sized(5, 1);
 
 /**
  * Two cases in alternation (ROUNDS rounds): the mean of each, the median ratio b / a, HAProxy's CPU per request
- * of b, and the edge control plane's (`controlPid`: its request-log reader and shipper) over the same time.
+ * of b, and the edge control plane's (`controlPid`: its request-log reader and shipper) over the same time; and
+ * the CPU per request of wrk and of the app (`appPid`) in each case, for the budget that bounds the ratio.
  */
 type Case = { name: string; url: string; script?: string };
-function alternate(a: Case, b: Case, cpuPid: () => number, controlPid: number) {
+function alternate(a: Case, b: Case, cpuPid: () => number, controlPid: number, appPid: number) {
   const runs: Array<[WrkResult, WrkResult]> = [];
   let cpu = 0;
   let control = 0;
   let requests = 0;
+  const app = [0, 0];
   for (let i = 0; i < ROUNDS; i++) {
+    const appBefore = processCpuMicros(appPid);
     const x = wrk(a.name, a.url, SECONDS, 32, a.script);
     const pid = cpuPid();
     const before = processCpuMicros(pid);
     const controlBefore = processCpuMicros(controlPid);
+    const appBetween = processCpuMicros(appPid);
     const y = wrk(b.name, b.url, SECONDS, 32, b.script);
     cpu += processCpuMicros(pid) - before;
     control += processCpuMicros(controlPid) - controlBefore;
+    app[0] += appBetween - appBefore;
+    app[1] += processCpuMicros(appPid) - appBetween;
     requests += y.requests;
     runs.push([x, y]);
   }
@@ -66,6 +72,7 @@ function alternate(a: Case, b: Case, cpuPid: () => number, controlPid: number) {
       name,
       requestsPerSecond: rs.reduce((n, r) => n + r.requestsPerSecond, 0) / rs.length,
       requests: rs.reduce((n, r) => n + r.requests, 0),
+      cpuMicros: rs.reduce((n, r) => n + r.cpuMicros, 0),
       p50: median(rs.map((r) => r.p50)),
       p99: median(rs.map((r) => r.p99)),
       errors: rs.reduce((n, r) => n + r.errors, 0),
@@ -75,13 +82,51 @@ function alternate(a: Case, b: Case, cpuPid: () => number, controlPid: number) {
   console.log(
     `  ratios by round: ${runs.map(([x, y]) => (y.requestsPerSecond / x.requestsPerSecond).toFixed(2)).join(', ')}`,
   );
+  const per = (micros: number, n: number) => Math.round((micros / Math.max(1, n)) * 10) / 10;
+  const ma = mean(0, a.name);
+  const mb = mean(1, b.name);
   return {
-    a: mean(0, a.name),
-    b: mean(1, b.name),
+    a: ma,
+    b: mb,
     ratio: ratios[Math.floor(ratios.length / 2)],
-    cpuPerRequest: Math.round((cpu / Math.max(1, requests)) * 10) / 10,
-    controlCpuPerRequest: Math.round((control / Math.max(1, requests)) * 10) / 10,
+    cpuPerRequest: per(cpu, requests),
+    controlCpuPerRequest: per(control, requests),
+    appCpuPerRequest: [per(app[0], ma.requests), per(app[1], mb.requests)] as const,
+    wrkCpuPerRequest: [per(ma.cpuMicros, ma.requests), per(mb.cpuMicros, mb.requests)] as const,
   };
+}
+
+/**
+ * Where the CPU of one request goes, directly and through the edge, and the ratio it allows on this host: the
+ * app serves on one core at most (one Node process), and all the processes share `os.availableParallelism()`
+ * cores; so at best direct = min(1 / app, cores / all) and through the edge the same with HAProxy's and the
+ * control plane's time added (HAProxy runs a thread per core, the control plane one).
+ */
+function cpuBudget(small: ReturnType<typeof alternate>) {
+  const cores = availableParallelism();
+  const [appA, appB] = small.appCpuPerRequest;
+  const [wrkA, wrkB] = small.wrkCpuPerRequest;
+  const edge = small.cpuPerRequest + small.controlCpuPerRequest;
+  const direct = Math.min(1e6 / appA, (cores * 1e6) / (appA + wrkA));
+  const through = Math.min(
+    1e6 / appB,
+    1e6 / Math.max(small.controlCpuPerRequest, 1e-3),
+    (cores * 1e6) / (appB + wrkB + edge),
+  );
+  printTable('CPU per request (microseconds, user + system)', [
+    { process: 'wrk (the client)', direct: wrkA, 'through the edge': wrkB },
+    { process: 'the app', direct: appA, 'through the edge': appB },
+    { process: 'HAProxy', direct: 0, 'through the edge': small.cpuPerRequest },
+    { process: 'the control plane (request log)', direct: 0, 'through the edge': small.controlCpuPerRequest },
+    {
+      process: 'all',
+      direct: Math.round((appA + wrkA) * 10) / 10,
+      'through the edge': Math.round((appB + wrkB + edge) * 10) / 10,
+    },
+  ]);
+  console.log(
+    `on ${cores} cores these costs allow at most ${Math.round(direct)} req/s directly and ${Math.round(through)} through the edge: a ratio of at most ${(through / direct).toFixed(2)}`,
+  );
 }
 
 function row(r: WrkResult) {
@@ -198,6 +243,7 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number; httpsRat
       { name: 'through the edge (HAProxy), every rule on', url: `http://127.0.0.1:${envPort}/` },
       () => worker,
       edge.pid!,
+      app.pid!,
     );
     const { a: direct, b: through, ratio } = small;
     printTable('A small GET: the app directly vs through the edge', [row(direct), row(through)]);
@@ -210,6 +256,7 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number; httpsRat
       `throughput ratio edge / direct (median of rounds) = ${ratio.toFixed(2)} (target >= 0.85): ${ratio >= 0.85 ? 'met' : 'NOT met'}`,
     );
     console.log(`p99 added by the edge = ${added} ms (target < 2 ms): ${added < 2 ? 'met' : 'NOT met'}`);
+    cpuBudget(small);
 
     for (let i = 0; i < 2; i++) await fetch(`http://127.0.0.1:${cdnPort}/page`).then((r) => r.arrayBuffer());
     const hit = await fetch(`http://127.0.0.1:${cdnPort}/page`);
@@ -236,6 +283,7 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number; httpsRat
       { name: 'HTTPS through the edge (Pebble certificate, SNI)', url: https, script: acme.loopbackScript },
       () => worker,
       edge.pid!,
+      app.pid!,
     );
     printTable('A small GET through the edge: HTTP vs HTTPS', [row(secure.a), row(secure.b)]);
     console.log(`HAProxy CPU per HTTPS request: ${secure.cpuPerRequest} microseconds`);

@@ -20,6 +20,8 @@ export interface WrkResult {
   name: string;
   requestsPerSecond: number;
   requests: number;
+  /** wrk's own CPU time over the run (user + system, microseconds). */
+  cpuMicros: number;
   /** Milliseconds. */
   p50: number;
   p99: number;
@@ -31,9 +33,14 @@ const ms = (v: string, unit: string) => Number(v) * ({ us: 0.001, ms: 1, s: 1000
 /** `wrk -t1 -c<connections> -d<seconds>s --latency [-s <script>] <url>`, parsed. */
 export function wrk(name: string, url: string, seconds: number, connections = 32, script?: string): WrkResult {
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', ...(script ? ['-s', script] : []), url];
-  const out = execFileSync('wrk', args, {
+  // bash's `times` prints its children's CPU time (wrk's) after it: user and system, e.g. `0m1.230s 0m0.450s`
+  const out = execFileSync('bash', ['-c', 'wrk "$@" && times', 'wrk', ...args], {
     encoding: 'utf8',
   });
+  const times = /^(\d+)m([\d.]+)s (\d+)m([\d.]+)s\s*$/m.exec(out.trimEnd().split('\n').at(-1) ?? '');
+  const cpuMicros = times
+    ? (Number(times[1]) * 60 + Number(times[2]) + Number(times[3]) * 60 + Number(times[4])) * 1e6
+    : Number.NaN;
   const pct = (p: string) => {
     const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s)`, 'm').exec(out);
     return m ? Math.round(ms(m[1], m[2]) * 1000) / 1000 : Number.NaN;
@@ -44,6 +51,7 @@ export function wrk(name: string, url: string, seconds: number, connections = 32
     name,
     requestsPerSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
     requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? 0),
+    cpuMicros,
     p50: pct('50'),
     p99: pct('99'),
     errors: (errors ? errors.slice(1).reduce((n, x) => n + Number(x), 0) : 0) + Number(non2xx?.[1] ?? 0),
