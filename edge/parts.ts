@@ -22,6 +22,7 @@ import { Varnish, writeAtomic } from './cdn/varnish';
 import { PurgeFollower } from './purges';
 import type { ConfigFragments } from './haproxy/config';
 import type { HaproxyPaths } from './haproxy/paths';
+import { dataPlaneUser, dataPlaneUserLines, openEdgeDir, shareSocket } from './privileges';
 
 type Logger = { warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
 
@@ -76,6 +77,10 @@ export async function startEdgeParts(o: {
   cdn?: { dir?: string; storage?: string };
   logger?: Logger;
 }): Promise<EdgeParts> {
+  // HAProxy's workers and Varnish's cache pass through DATA_DIR/edge as users of their own (privileges.ts)
+  openEdgeDir(o.dataDir);
+  const dataPlane = dataPlaneUser(o.dataDir);
+  if (!dataPlane.user) o.logger?.warn({ reason: dataPlane.reason }, "HAProxy's workers run as root");
   const auth = await startBasicAuth({
     knex: o.knex,
     secrets: o.secrets,
@@ -84,6 +89,8 @@ export async function startEdgeParts(o: {
     logger: o.logger,
   });
   const log = o.shipper ? await startRequestLog({ dataDir: o.dataDir, shipper: o.shipper, logger: o.logger }) : null;
+  shareSocket(auth.paths.checkerSocket, dataPlane.user);
+  if (log) shareSocket(log.fragment.socket, dataPlane.user);
   let varnish: Varnish | null = null;
   let purges: PurgeFollower | null = null;
   let originPort = 0;
@@ -106,7 +113,7 @@ export async function startEdgeParts(o: {
   const v = varnish;
   const follower = purges;
   const fragments: ConfigFragments = {
-    global: log ? requestLogGlobal() : [],
+    global: [...dataPlaneUserLines(dataPlane.user), ...(log ? requestLogGlobal() : [])],
     frontendStart: log ? [...requestLogFrontend(), ...requestLogRules()] : [],
     frontend: basicAuthRules(auth.fragment),
     useBackend: basicAuthUseBackend(),

@@ -227,15 +227,18 @@ export async function prepareHost(dataDir: string, warn: (message: string) => vo
 
 /**
  * DATA_DIR and DATA_DIR/environments: traverse-only for others (a tenant uid must reach its own HOME to be
- * bound into its sandbox); every other entry of DATA_DIR (secrets, git mirrors, mail, Temporal data) 0700.
+ * bound into its sandbox); every other entry of DATA_DIR (secrets, git mirrors, mail, Temporal data) 0700,
+ * but `edge`: traverse-only too, for the data plane's own users (edge/privileges.ts), with its secrets in
+ * 0700 directories of its own.
  */
 async function hardenDataDir(dataDir: string): Promise<void> {
   await mkdir(path.join(dataDir, 'environments'), { recursive: true });
   await chmod(dataDir, 0o711);
   await chmod(path.join(dataDir, 'environments'), 0o711);
   for (const name of await readdir(dataDir)) {
-    // postgres: owned and guarded by its own user; storage: the default root of the environments' disks
-    if (name === 'environments' || name === 'postgres' || name === 'storage') continue;
+    // postgres: owned and guarded by its own user; storage: the default root of the environments' disks; edge:
+    // its own modes (edge/privileges.ts)
+    if (name === 'environments' || name === 'postgres' || name === 'storage' || name === 'edge') continue;
     const p = path.join(dataDir, name);
     const st = await lstat(p).catch(() => null);
     if (st?.isDirectory() && (st.mode & 0o077) !== 0) await chmod(p, 0o700).catch(() => undefined);

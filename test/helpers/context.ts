@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, inject } from 'vitest';
@@ -67,6 +67,8 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     const admin = inject('adminDatabaseUrl');
     await createDatabase(admin, dbName, inject('templateDatabase'));
     const dataDir = mkdtempSync(join(inject('runDir'), 'data-'));
+    // as npm start's DATA_DIR: others may pass (HAProxy's workers, Varnish's cache, edge/privileges.ts)
+    chmodSync(dataDir, 0o711);
     const smtp = opts.smtp ? await startSmtpServer() : undefined;
     // Below the kernel's ephemeral range (32768-60999): a port the edge must listen on is never a web
     // process's internal port (port 0) or a connection's local port.

@@ -4,7 +4,8 @@
  * good test send, then requests to the environment's URL: their lines arrive over http, then over syslog.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { environmentHome } from '../../activities/provider/sandbox';
 import { useTestContext } from '../helpers/context';
@@ -19,6 +20,7 @@ import {
   spawnNpmStart,
   stopNpmStart,
 } from '../helpers/npm-start';
+import { processesMentioning } from '../helpers/processes';
 import { startReceiver, type Receiver } from '../helpers/receiver';
 import { startSyslog, type SyslogListener } from '../helpers/syslog';
 import { until as untilHolds } from '../helpers/until';
@@ -151,4 +153,49 @@ describe('npm start ships the request log to the project destination', () => {
     const line = JSON.parse(message.slice(message.indexOf('{')));
     expect(line).toMatchObject({ environment_id: env.id, status: 200, user_agent: AGENT });
   }, 90_000);
+});
+
+/** The user name of a process's real uid (/proc/<pid>/status, /etc/passwd). */
+function userOf(pid: string): string {
+  const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1];
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.split(':')[2] === uid);
+  return line ? line.split(':')[0] : uid;
+}
+
+describe("npm start's data plane runs unprivileged (edge/privileges.ts)", () => {
+  it("HAProxy's workers run as haproxy and Varnish's cache as vcache; HAProxy's master alone as root", () => {
+    const procs = processesMentioning(dataDir).map((p) => {
+      const [pid, ...cmd] = p.split(' ');
+      return { pid, cmd: cmd.join(' '), user: userOf(pid) };
+    });
+    const haproxy = procs.filter((p) => p.cmd.startsWith('/usr/sbin/haproxy'));
+    const varnish = procs.filter((p) => p.cmd.startsWith('/usr/sbin/varnishd'));
+    // a master and its worker each (a reload may leave an old worker finishing for a moment: haproxy too)
+    expect(haproxy.map((p) => p.user).sort()).toEqual(expect.arrayContaining(['haproxy', 'root']));
+    expect(haproxy.filter((p) => p.user === 'root')).toHaveLength(1);
+    // Varnish's cache (the child of its manager) serves the requests
+    const parentOf = (pid: string) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1];
+    const cache = varnish.filter((p) => varnish.some((m) => m.pid === parentOf(p.pid)));
+    expect(cache.map((p) => p.user)).toEqual(['vcache']);
+  });
+
+  it("the control plane's sockets HAProxy's workers connect to are the haproxy group's; its secrets stay root's", () => {
+    const gid = readFileSync('/etc/group', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('haproxy:'))!
+      .split(':')[2];
+    const mode = (file: string) => statSync(join(dataDir, 'edge', file)).mode & 0o777;
+    const group = (file: string) => String(statSync(join(dataDir, 'edge', file)).gid);
+    expect(mode('.').toString(8)).toBe('711');
+    for (const socket of ['request-log/reader.sock', 'auth/checker.sock']) {
+      expect([mode(socket).toString(8), group(socket)]).toEqual(['660', gid]);
+      expect([mode(join(socket, '..')).toString(8), group(join(socket, '..'))]).toEqual(['710', gid]);
+    }
+    for (const secret of ['auth/password-key.cfg', 'auth/passwords.map'])
+      expect([mode(secret).toString(8), statSync(join(dataDir, 'edge', secret)).uid]).toEqual(['600', 0]);
+    expect(mode('haproxy').toString(8)).toBe('700');
+    expect(mode('certs').toString(8)).toBe('700');
+  });
 });
