@@ -18,6 +18,7 @@ import { workerIdentity } from '../core/worker-readiness';
 import { stopLeftDataPlane } from '../edge/haproxy/process';
 import { haproxyPaths } from '../edge/haproxy/paths';
 import { stopLeftVarnish } from '../edge/cdn/pids';
+import { claimDataDir, releaseDataDir } from './start-lock';
 
 /**
  * `npm start`: the whole system on embedded defaults, supervised. PostgreSQL (DATABASE_URL, else embedded
@@ -30,6 +31,14 @@ const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const say = (m: string) => console.log(`[start] ${m}`);
 const config = loadConfig();
 mkdirSync(config.dataDir, { recursive: true });
+const holder = claimDataDir(config.dataDir);
+if (holder) {
+  say(
+    `Another npm start runs with DATA_DIR ${config.dataDir} (pid ${holder}); nothing was started or stopped. ` +
+      `Stop it first (Ctrl-C in its terminal, or kill -INT ${holder}), or set DATA_DIR to another directory.`,
+  );
+  process.exit(1);
+}
 loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey }); // generated once here, before two processes race for it
 
 const supervision = new Supervision({ runDir: runDir(config.dataDir), say });
@@ -53,6 +62,7 @@ async function shutdown(code: number) {
   await supervision.stop(STOP_ORDER.slice(3));
   supervision.clear();
   say('Stopped.');
+  releaseDataDir(config.dataDir);
   process.exit(code);
 }
 // The children are in process groups of their own: a terminal's Ctrl-C reaches this process alone, which

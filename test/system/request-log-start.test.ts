@@ -199,3 +199,29 @@ describe("npm start's data plane runs unprivileged (edge/privileges.ts)", () => 
     expect(mode('certs').toString(8)).toBe('700');
   });
 });
+
+describe('a second npm start on the same DATA_DIR', () => {
+  it("stops at once saying which npm start holds it, and leaves the first one's edge serving", async () => {
+    const dataPlane = () =>
+      processesMentioning(dataDir)
+        .filter((p) => /^\d+ \/usr\/sbin\/(haproxy|varnishd) /.test(p))
+        .map((p) => p.split(' ')[0])
+        .sort();
+    const before = dataPlane();
+    expect(before.length).toBeGreaterThanOrEqual(4);
+    let second = '';
+    const again = spawnNpmStart(
+      await npmStartEnv(t, ports, dataDir, { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' }),
+      (text) => {
+        second += text;
+      },
+    );
+    const code = await new Promise<number | null>((resolve) => again.once('exit', resolve));
+    expect(code, second).toBe(1);
+    expect(second).toMatch(/Another npm start runs with DATA_DIR \S+ \(pid \d+\); nothing was started or stopped/);
+    expect(second).toContain(dataDir);
+    expect(second).not.toContain('Stopped the edge');
+    expect(dataPlane()).toEqual(before);
+    expect(await visit('/after-second-start')).toBe(200);
+  }, 120_000);
+});
