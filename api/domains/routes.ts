@@ -85,7 +85,7 @@ export const routes: RouteDef[] = [
     path: '/domains/{id}',
     operationId: 'moveDomain',
     description:
-      "Points a domain at another environment of the same project; its state stays as it was. An environment of another project is 422 on `environment_id`; the move is written to the team's activity.",
+      "Points a domain at another environment of the same project; its state (and certificate) stays as it was. A verified domain is served by the new environment on every live edge when this answers (up to 10 s). An environment of another project is 422 on `environment_id`; the move is written to the team's activity.",
     summary: 'Moves the domain to another environment of the same project',
     tags,
     auth: 'session',
@@ -108,7 +108,7 @@ export const routes: RouteDef[] = [
     path: '/domains/{id}',
     operationId: 'deleteDomain',
     description:
-      "Deletes the domain and stops its background re-check; the edge stops serving it at once. Written to the team's activity.",
+      "Deletes the domain and stops its background re-check; no live edge serves it (nor its certificate) when this answers (up to 10 s). Written to the team's activity.",
     summary: 'Removes the domain; the edge stops serving it at once',
     tags,
     auth: 'session',

@@ -22,6 +22,7 @@ import { presentDomain } from './presenter';
 import { certificateSummaries } from '../../db/queries/certificates';
 import { requestFirstCertificate } from '../../core/certificate-tasks';
 import { recordActivity } from '../../db/queries/activity';
+import { awaitEdges } from '../../db/queries/edge-routes';
 
 export const VERIFY_CALLS_PER_HOUR = 12;
 const WEEK_MS = 7 * 86_400_000;
@@ -191,6 +192,9 @@ export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
   return present(deps, domain);
 }
 
+/** How long a move or a deletion of a served domain waits for the edges to apply it (then answers anyway). */
+const EDGE_WAIT_MS = 10_000;
+
 /** Moves a domain to another environment of the same project. */
 export async function moveDomain(deps: Deps, actor: Actor, id: string, input: { environment_id: string }) {
   const domain = await findDomain(deps, actor, id, 'config:write');
@@ -214,6 +218,8 @@ export async function moveDomain(deps: Deps, actor: Actor, id: string, input: { 
     } as Partial<Domain>);
   });
   if (!moved) throw errors.notFound('domain');
+  // a served domain is served by its new environment (its certificate along) on every live edge when this answers
+  if (domain.status === 'verified') await awaitEdges(deps.knex, EDGE_WAIT_MS);
   return present(deps, moved);
 }
 
@@ -233,4 +239,6 @@ export async function deleteDomain(deps: Deps, actor: Actor, id: string): Promis
   });
   // The re-check would find it gone by itself; stopping it now keeps the Web UI tidy.
   await stopDomainRecheck(deps, id);
+  // no live edge serves a deleted domain (nor its certificate) any more when this answers
+  if (domain.status === 'verified') await awaitEdges(deps.knex, EDGE_WAIT_MS);
 }

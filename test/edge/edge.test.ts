@@ -119,6 +119,31 @@ describe('the edge', () => {
     ).toBe(404);
   });
 
+  it('DELETE /domains/{id} of a served domain answers once no edge serves it any more', async () => {
+    const [domain] = await t.deps
+      .knex('domains')
+      .insert({
+        team_id: w.team.id,
+        project_id: w.project.id,
+        environment_id: w.environment.id,
+        verification_value: 'x',
+        hostname: 'gone.example.test',
+        status: 'verified',
+        verified_at: new Date(),
+      })
+      .returning('id');
+    expect(
+      await until(
+        () => viaHost('gone.example.test'),
+        (r) => r.status === 200,
+      ),
+    ).toEqual({ status: 200, text: 'v1' });
+    const owner = await sessionAgent(t, w.owner);
+    expect((await owner.delete(`/domains/${domain.id}`)).status).toBe(204);
+    // at once: no wait on this side
+    expect((await viaHost('gone.example.test')).status).toBe(404);
+  });
+
   it('POST /environments/{id}/maintenance: 503 with Retry-After and the note while on, traffic again when off', async () => {
     const owner = await sessionAgent(t, w.owner);
     const on = await owner.post(`/environments/${w.environment.id}/maintenance`, {
