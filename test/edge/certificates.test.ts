@@ -21,7 +21,8 @@ import { certificateDir } from '../../edge/certificate-files';
 import { searchAttributeKeys } from '../../core/temporal-starts';
 import { awaitEdges, publishEdgeRoute } from '../../db/queries/edge-routes';
 
-const a = useAcmeWorld();
+// The edge's HTTPS behind a port forward (443 -> EDGE_TLS_PORT): redirects name the public port, here none.
+const a = useAcmeWorld({ env: { EDGE_TLS_PUBLIC_PORT: '443' } });
 const { t, host, world, verifiedDomain, domainOf, until, tasksOf, viaEdge, pemFile } = a;
 
 /** A TLS server with the file's certificate and key; a client trusting only Pebble's root connects by SNI. */
@@ -181,7 +182,7 @@ describe('certificate_issue: a verified domain gets a certificate from the ACME 
     }
   });
 
-  it('serves the domain on EDGE_TLS_PORT by SNI with its certificate; plain HTTP gets 308 there, never the ACME path', async () => {
+  it('serves the domain on EDGE_TLS_PORT by SNI with its certificate; plain HTTP gets 308 to EDGE_TLS_PUBLIC_PORT, never the ACME path', async () => {
     const root = await a.pebble.issuingRoot();
     const tlsPort = t.config.acme.tlsPort;
     // a redirect keeps the path and query
@@ -189,7 +190,8 @@ describe('certificate_issue: a verified domain gets a certificate from the ACME 
       const r = await viaEdge(hostname, '/a/b?c=1');
       return r.status === 308 && r;
     });
-    expect(plain.headers.location).toBe(`https://${hostname}:${tlsPort}/a/b?c=1`);
+    expect(t.config.acme.tlsPublicPort).toBe(443);
+    expect(plain.headers.location).toBe(`https://${hostname}/a/b?c=1`);
     // HSTS on answers to HTTPS requests (the edge's own TLS), never over plain HTTP
     const hsts = await w.agent.patch(`/projects/${w.project.id}/edge`, { hsts: { max_age: 600 } });
     expect(hsts.status, hsts.text).toBe(200);
@@ -366,7 +368,7 @@ describe('a domain moved or deleted takes its certificate along', { timeout: 180
       expect(after).toMatchObject({ status: 200, text: 'staging app' });
       expect(after.peer.serialNumber).toBe(serial);
       expect(existsSync(pemFile(hostname))).toBe(true);
-      expect((await viaEdge(hostname, '/x')).headers.location).toBe(`https://${hostname}:${tlsPort}/x`);
+      expect((await viaEdge(hostname, '/x')).headers.location).toBe(`https://${hostname}/x`);
 
       expect((await w.agent.delete(`/domains/${domain.id}`)).status).toBe(204);
       expect(await t.deps.knex('certificates').where({ domain_id: domain.id })).toEqual([]);
