@@ -7,6 +7,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import http from 'node:http';
+import tls from 'node:tls';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -21,6 +22,17 @@ import { haproxyPaths } from '../../edge/haproxy/paths';
 
 const a = useAcmeWorld();
 const { t, host, world, verifiedDomain, domainOf, until, tasksOf, viaEdge, pemFile, sweep } = a;
+
+/** The subject of the certificate the edge presents for `servername` (untrusted ones too). */
+function presented(port: number, servername: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = tls.connect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false }, () => {
+      resolve(s.getPeerX509Certificate()!.subject);
+      s.end();
+    });
+    s.on('error', reject);
+  });
+}
 
 describe('a failed validation', { timeout: 180_000 }, () => {
   it('stays pending while retrying, ends failed with a reason after 5 attempts, and serves nothing', async () => {
@@ -56,6 +68,8 @@ describe('a failed validation', { timeout: 180_000 }, () => {
     expect(existsSync(pemFile(hostname))).toBe(false);
     expect(await t.deps.knex('acme_challenges').where({ hostname })).toEqual([]);
     expect((await viaEdge(hostname)).status).toBe(503);
+    // and over HTTPS by SNI: the edge's default certificate, nobody else's
+    expect(await presented(t.config.acme.tlsPort, hostname)).toBe('CN=default');
 
     // Tried again once a day: not before (the sweep starts nothing for it)...
     await sweep();
