@@ -6,6 +6,8 @@
  * one through its runtime API, serving it by SNI without a reload while an open connection goes on.
  */
 import { X509Certificate } from 'node:crypto';
+import http from 'node:http';
+import tls from 'node:tls';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -13,11 +15,24 @@ import { taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { useAcmeWorld, type World } from '../helpers/acme-world';
 import { ensureCertificateRenewalSchedule } from '../../core/temporal-starts';
 import { CertificateFiles, CRT_LIST } from '../../edge/certificate-files';
-import { applyCertificateChanges, HaproxyCertificates } from '../../edge/haproxy-certificates';
+import { applyCertificateChanges, HaproxyCertificates, runtimeCommand } from '../../edge/haproxy-certificates';
 import { keptAlive, startHaproxy, tlsPeer } from '../helpers/haproxy';
+import { awaitEdges, publishEdgeRoute } from '../../db/queries/edge-routes';
+import { haproxyPaths } from '../../edge/haproxy/paths';
 
 const a = useAcmeWorld();
 const { t, host, world, verifiedDomain, domainOf, until, tasksOf, viaEdge, pemFile, sweep } = a;
+
+/** The subject of the certificate the edge presents for `servername` (untrusted ones too). */
+function presented(port: number, servername: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = tls.connect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false }, () => {
+      resolve(s.getPeerX509Certificate()!.subject);
+      s.end();
+    });
+    s.on('error', reject);
+  });
+}
 
 describe('a failed validation', { timeout: 180_000 }, () => {
   it('stays pending while retrying, ends failed with a reason after 5 attempts, and serves nothing', async () => {
@@ -53,6 +68,8 @@ describe('a failed validation', { timeout: 180_000 }, () => {
     expect(existsSync(pemFile(hostname))).toBe(false);
     expect(await t.deps.knex('acme_challenges').where({ hostname })).toEqual([]);
     expect((await viaEdge(hostname)).status).toBe(503);
+    // and over HTTPS by SNI: the edge's default certificate, nobody else's
+    expect(await presented(t.config.acme.tlsPort, hostname)).toBe('CN=default');
 
     // Tried again once a day: not before (the sweep starts nothing for it)...
     await sweep();
@@ -105,7 +122,29 @@ describe('certificate_renew: the renewal schedule', { timeout: 180_000 }, () => 
       return peer.serialNumber;
     };
     let open: Awaited<ReturnType<typeof keptAlive>> | undefined;
+    // The edge itself (as processes/edge.ts runs it) in front of an app answering `ok`: a connection kept alive
+    // on EDGE_TLS_PORT, and the HAProxy worker that serves it (a reload would start another).
+    const app = http.createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+    const appPort = (app.address() as { port: number }).port;
+    const edgeTls = t.config.acme.tlsPort;
+    const edgeWorker = async () =>
+      Number(/^Pid: (\d+)/m.exec(await runtimeCommand(haproxyPaths(t.dataDir).admin, 'show info'))?.[1]);
+    let edgeOpen: Awaited<ReturnType<typeof keptAlive>> | undefined;
     try {
+      await publishEdgeRoute(t.deps.knex, w.environment.id, {
+        kind: 'upstream',
+        host: '127.0.0.1',
+        port: appPort,
+        releaseId: null as unknown as string, // no release row: the route is what the edge needs
+        upstreams: [{ id: '1', host: '127.0.0.1', port: appPort }],
+      });
+      expect(await awaitEdges(t.deps.knex)).toBe(true);
+      expect((await tlsPeer(edgeTls, hostname, pebbleRoot)).serialNumber).toBe(first.serial);
+      edgeOpen = await keptAlive(edgeTls, hostname, pebbleRoot);
+      expect(await edgeOpen.request()).toMatch(/^HTTP\/1\.1 200/);
+      const worker = await edgeWorker();
+
       await applyCertificateChanges(runtime, (h) => files.path(h), firstSync);
       expect(await served()).toBe(first.serial);
       open = await keptAlive(haproxy.port, hostname, pebbleRoot);
@@ -118,8 +157,20 @@ describe('certificate_renew: the renewal schedule', { timeout: 180_000 }, () => 
       expect(await served()).toBe(renewed.serial);
       expect(await open.request()).toMatch(/^HTTP\/1\.1 200/);
       expect(haproxy.exited()).toBe(false);
+
+      // The edge serves the renewed certificate by SNI, loaded at runtime: the same worker, the connection
+      // opened before still answered.
+      await until(
+        'the edge to serve the renewed certificate',
+        async () => (await tlsPeer(edgeTls, hostname, pebbleRoot)).serialNumber === renewed.serial,
+      );
+      expect(await edgeOpen.request()).toMatch(/^HTTP\/1\.1 200/);
+      expect(edgeOpen.closed()).toBe(false);
+      expect(await edgeWorker()).toBe(worker);
     } finally {
       open?.end();
+      edgeOpen?.end();
+      app.close();
       await haproxy.stop();
     }
     const renewed = await t.deps.knex('certificates').where({ domain_id: domain.id }).first();

@@ -10,7 +10,7 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type http from 'node:http';
+import http from 'node:http';
 import https from 'node:https';
 import tls from 'node:tls';
 import { describe, expect, it, beforeAll } from 'vitest';
@@ -19,9 +19,10 @@ import { useAcmeWorld, VALIDITY_SECONDS, type World } from '../helpers/acme-worl
 import { domainSchema } from '../../api/domains/schemas';
 import { certificateDir } from '../../edge/certificate-files';
 import { searchAttributeKeys } from '../../core/temporal-starts';
-import { awaitEdges } from '../../db/queries/edge-routes';
+import { awaitEdges, publishEdgeRoute } from '../../db/queries/edge-routes';
 
-const a = useAcmeWorld();
+// The edge's HTTPS behind a port forward (443 -> EDGE_TLS_PORT): redirects name the public port, here none.
+const a = useAcmeWorld({ env: { EDGE_TLS_PUBLIC_PORT: '443' } });
 const { t, host, world, verifiedDomain, domainOf, until, tasksOf, viaEdge, pemFile } = a;
 
 /** A TLS server with the file's certificate and key; a client trusting only Pebble's root connects by SNI. */
@@ -50,7 +51,13 @@ function viaTls(
   root: string,
   headers: Record<string, string> = {},
   maxVersion?: tls.SecureVersion,
-): Promise<{ status: number; headers: http.IncomingHttpHeaders; peer: tls.PeerCertificate; protocol: string | null }> {
+): Promise<{
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  peer: tls.PeerCertificate;
+  protocol: string | null;
+  text: string;
+}> {
   return new Promise((resolve, reject) => {
     const req = https.get(
       {
@@ -70,8 +77,9 @@ function viaTls(
           headers: res.headers,
           peer: socket.getPeerCertificate(),
           protocol: socket.getProtocol(),
+          text: '',
         };
-        res.resume();
+        res.on('data', (c) => (out.text += c));
         res.on('end', () => resolve(out));
       },
     );
@@ -174,7 +182,7 @@ describe('certificate_issue: a verified domain gets a certificate from the ACME 
     }
   });
 
-  it('serves the domain on EDGE_TLS_PORT by SNI with its certificate; plain HTTP gets 308 there, never the ACME path', async () => {
+  it('serves the domain on EDGE_TLS_PORT by SNI with its certificate; plain HTTP gets 308 to EDGE_TLS_PUBLIC_PORT, never the ACME path', async () => {
     const root = await a.pebble.issuingRoot();
     const tlsPort = t.config.acme.tlsPort;
     // a redirect keeps the path and query
@@ -182,7 +190,8 @@ describe('certificate_issue: a verified domain gets a certificate from the ACME 
       const r = await viaEdge(hostname, '/a/b?c=1');
       return r.status === 308 && r;
     });
-    expect(plain.headers.location).toBe(`https://${hostname}:${tlsPort}/a/b?c=1`);
+    expect(t.config.acme.tlsPublicPort).toBe(443);
+    expect(plain.headers.location).toBe(`https://${hostname}/a/b?c=1`);
     // HSTS on answers to HTTPS requests (the edge's own TLS), never over plain HTTP
     const hsts = await w.agent.patch(`/projects/${w.project.id}/edge`, { hsts: { max_age: 600 } });
     expect(hsts.status, hsts.text).toBe(200);
@@ -192,11 +201,32 @@ describe('certificate_issue: a verified domain gets a certificate from the ACME 
     expect(answer.protocol).toMatch(/^TLSv1\.[23]$/);
     expect(answer.status).not.toBe(308);
     expect(answer.headers['strict-transport-security']).toBe('max-age=600');
+    // never on plain HTTP: neither the redirect nor the challenge path
+    const redirect = await viaEdge(hostname, '/a');
+    expect(redirect.status).toBe(308);
+    expect(redirect.headers['strict-transport-security']).toBeUndefined();
     expect(
       (await viaEdge(hostname, '/.well-known/acme-challenge/x')).headers['strict-transport-security'],
     ).toBeUndefined();
-    // TLS 1.1 and below are refused
-    await expect(viaTls(hostname, tlsPort, root, {}, 'TLSv1.1')).rejects.toThrow();
+  });
+
+  it('speaks TLS 1.2 and 1.3 only: a client offering at most TLS 1.1 or 1.0 is refused by the edge', async () => {
+    const root = await a.pebble.issuingRoot();
+    const tlsPort = t.config.acme.tlsPort;
+    expect((await viaTls(hostname, tlsPort, root)).protocol).toBe('TLSv1.3');
+    // The same weakened client (TLS 1.0 allowed, security level 0) gets TLS 1.2 when it may offer it...
+    const v12 = await viaTls(hostname, tlsPort, root, {}, 'TLSv1.2');
+    expect(v12).toMatchObject({ protocol: 'TLSv1.2', status: 401 });
+    // ...and the edge's protocol_version alert when it offers no more than TLS 1.1 (the client could speak it).
+    for (const max of ['TLSv1.1', 'TLSv1'] as const) {
+      const refused: NodeJS.ErrnoException = await viaTls(hostname, tlsPort, root, {}, max).then(
+        (r) => new Error(`answered over ${r.protocol}`),
+        (err: NodeJS.ErrnoException) => err,
+      );
+      // the alert the edge sent (70, protocol_version), not a client that gave up by itself
+      expect(refused.code, `${max}: ${refused.message}`).toBe('EPROTO');
+      expect(refused.message).toMatch(/tlsv1 alert protocol version.*SSL alert number 70/);
+    }
   });
 
   it('leaves no challenge behind, and the password still guards everything but the challenge path', async () => {
@@ -264,8 +294,9 @@ describe('the HTTP-01 answer on EDGE_PORT', { timeout: 180_000 }, () => {
     // Not on the environment's own port.
     const onEnvPort = await fetch(`http://127.0.0.1:${w.environment.port}/.well-known/acme-challenge/tok-1`, {
       headers: { host: mine },
-    }).catch(() => null);
-    if (onEnvPort) expect(await onEnvPort.text()).not.toContain('tok-1.thumb');
+    });
+    expect(onEnvPort.status).toBe(503);
+    expect(await onEnvPort.text()).not.toContain('tok-1.thumb');
     await t.deps.knex('acme_challenges').where({ token: 'tok-1' }).delete();
     await until('the token to be forgotten', async () => {
       const r = await viaEdge(mine, '/.well-known/acme-challenge/tok-1');
@@ -274,27 +305,82 @@ describe('the HTTP-01 answer on EDGE_PORT', { timeout: 180_000 }, () => {
   });
 });
 
-describe('a domain moved or deleted takes its certificate along', { timeout: 180_000 }, () => {
-  it('keeps the certificate on a move, and removes it and its file on delete', async () => {
-    const w = await world();
-    const hostname = host('move');
-    const domain = await verifiedDomain(w, hostname);
-    const issued = await until('the certificate', async () => {
-      const d = await domainOf(w, domain.id);
-      return d?.certificate.status === 'issued' && d;
-    });
-    await until('the file', async () => existsSync(pemFile(hostname)));
-    const staging = await createEnvironment(t, w.project, { name: 'staging' });
-    const moved = await w.agent.patch(`/domains/${domain.id}`, { environment_id: staging.id });
-    expect(moved.status, moved.text).toBe(200);
-    expect(domainSchema.parse(moved.body).certificate).toEqual(issued.certificate);
-    expect((await domainOf(w, domain.id, staging.id))?.certificate).toEqual(issued.certificate);
-    expect(await domainOf(w, domain.id)).toBeUndefined();
-    expect(existsSync(pemFile(hostname))).toBe(true);
+/** A stand-in for an environment's app on loopback: answers its name; the edge is told to serve it. */
+async function appOf(environmentId: string, name: string): Promise<http.Server> {
+  const server = http.createServer((_req, res) => res.end(name));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  await publishEdgeRoute(t.deps.knex, environmentId, {
+    kind: 'upstream',
+    host: '127.0.0.1',
+    port,
+    // no release row: the route is what the edge needs (as test/helpers/served.ts)
+    releaseId: null as unknown as string,
+    upstreams: [{ id: '1', host: '127.0.0.1', port }],
+  });
+  return server;
+}
 
-    expect((await w.agent.delete(`/domains/${domain.id}`)).status).toBe(204);
-    expect(await t.deps.knex('certificates').where({ domain_id: domain.id })).toEqual([]);
-    await until('the file to go', async () => !existsSync(pemFile(hostname)));
-    expect(readFileSync(join(certificateDir(t.dataDir), 'crt-list.txt'), 'utf8')).not.toContain(hostname);
+/** The certificate the edge presents on EDGE_TLS_PORT for `servername`, trusted or not. */
+function presented(servername: string, ca: string): Promise<{ serial: string; subject: string; trusted: boolean }> {
+  return new Promise((resolve, reject) => {
+    const s = tls.connect(
+      { host: '127.0.0.1', port: t.config.acme.tlsPort, servername, ca, rejectUnauthorized: false },
+      () => {
+        const cert = s.getPeerX509Certificate()!;
+        resolve({ serial: cert.serialNumber, subject: cert.subject, trusted: s.authorized });
+        s.end();
+      },
+    );
+    s.on('error', reject);
+  });
+}
+
+describe('a domain moved or deleted takes its certificate along', { timeout: 180_000 }, () => {
+  it("is served over HTTPS by the new environment's app at once on a move; a delete stops serving it", async () => {
+    const w = await world();
+    const staging = await createEnvironment(t, w.project, { name: 'staging' });
+    const apps = [await appOf(w.environment.id, 'production app'), await appOf(staging.id, 'staging app')];
+    try {
+      const hostname = host('move');
+      const domain = await verifiedDomain(w, hostname);
+      const issued = await until('the certificate', async () => {
+        const d = await domainOf(w, domain.id);
+        return d?.certificate.status === 'issued' && d;
+      });
+      const { serial } = await t.deps.knex('certificates').where({ domain_id: domain.id }).first('serial');
+      const root = await a.pebble.issuingRoot();
+      const tlsPort = t.config.acme.tlsPort;
+      const before = await until('production over HTTPS', async () => {
+        const r = await viaTls(hostname, tlsPort, root).catch(() => null);
+        return r?.text === 'production app' && r;
+      });
+      expect(before.peer.serialNumber).toBe(serial);
+
+      const moved = await w.agent.patch(`/domains/${domain.id}`, { environment_id: staging.id });
+      expect(moved.status, moved.text).toBe(200);
+      expect(domainSchema.parse(moved.body).certificate).toEqual(issued.certificate);
+      expect((await domainOf(w, domain.id, staging.id))?.certificate).toEqual(issued.certificate);
+      expect(await domainOf(w, domain.id)).toBeUndefined();
+      // The same certificate, now in front of the staging app, in the edges' next applied state (no renewal).
+      expect(await awaitEdges(t.deps.knex)).toBe(true);
+      const after = await viaTls(hostname, tlsPort, root);
+      expect(after).toMatchObject({ status: 200, text: 'staging app' });
+      expect(after.peer.serialNumber).toBe(serial);
+      expect(existsSync(pemFile(hostname))).toBe(true);
+      expect((await viaEdge(hostname, '/x')).headers.location).toBe(`https://${hostname}/x`);
+
+      expect((await w.agent.delete(`/domains/${domain.id}`)).status).toBe(204);
+      expect(await t.deps.knex('certificates').where({ domain_id: domain.id })).toEqual([]);
+      // The edges' next applied state serves it no more: the default certificate for the name, no redirect, no
+      // app behind it, no file.
+      expect(await awaitEdges(t.deps.knex)).toBe(true);
+      expect(await presented(hostname, root)).toMatchObject({ subject: 'CN=default', trusted: false });
+      expect((await viaEdge(hostname)).status).toBe(404);
+      expect(existsSync(pemFile(hostname))).toBe(false);
+      expect(readFileSync(join(certificateDir(t.dataDir), 'crt-list.txt'), 'utf8')).not.toContain(hostname);
+    } finally {
+      for (const app of apps) app.close();
+    }
   }, 120_000);
 });

@@ -20,11 +20,13 @@ import { certificateDir } from '../../edge/certificate-files';
 /** The CA's certificates last 15 minutes: every one is within CERTIFICATE_RENEW_DAYS of its end. */
 export const VALIDITY_SECONDS = 900;
 
-export function useAcmeWorld() {
+/** `env`: settings of the file's system besides the world's (e.g. EDGE_TLS_PUBLIC_PORT). */
+export function useAcmeWorld(o: { env?: Record<string, string> } = {}) {
   const env: Record<string, string> = {
     CERTIFICATE_RETRY_SECONDS: '1',
     CERTIFICATE_RENEW_DAYS: '30',
     DOMAIN_RECHECK_SECONDS: '1',
+    ...o.env,
   };
   let dns: TxtServer;
   let pebble: Pebble;

@@ -86,16 +86,21 @@ export async function keptAlive(port: number, servername: string, ca?: string) {
     request(): Promise<string> {
       return new Promise((resolve, reject) => {
         let answer = '';
+        // closed before the whole answer (a reload's old worker closing it): a failure, not a wait
+        const onClose = () => reject(new Error(`the connection was closed (answer so far: ${JSON.stringify(answer)})`));
         const onData = (c: Buffer) => {
           answer += c.toString();
           if (answer.includes('\r\n\r\n') && answer.endsWith('ok')) {
             s.off('data', onData);
+            s.off('close', onClose);
             resolve(answer);
           }
         };
         s.on('data', onData);
         s.once('error', reject);
-        s.write(`GET / HTTP/1.1\r\nHost: ${servername}\r\n\r\n`);
+        s.once('close', onClose);
+        if (closed) onClose();
+        else s.write(`GET / HTTP/1.1\r\nHost: ${servername}\r\n\r\n`);
       });
     },
     end: () => s.end(),
