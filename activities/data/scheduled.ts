@@ -6,8 +6,7 @@ import type { Deps } from '../../system/deps';
 import { BackupWindow } from '../../db/models/backup-window';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { startBackupTask } from '../../core/backups/tasks';
-import { destinationSpec } from '../../core/backups/destinations';
-import { openStore } from '../../host/destinations';
+import { deleteFromDestination } from '../../core/backups/destinations';
 import { volumeHasFiles } from '../../db/queries/storage';
 
 export async function startScheduledBackups(deps: Deps, projectId: string): Promise<string[]> {
@@ -57,12 +56,7 @@ export async function pruneSnapshots(deps: Deps, projectId: string): Promise<num
       ? await BackupDestination.query(deps.knex).findById(row.destination_id)
       : undefined;
     if (destination) {
-      const store = openStore(destinationSpec(deps, destination), deps.config);
-      try {
-        await store.delete(row.object_key);
-      } finally {
-        store.close();
-      }
+      await deleteFromDestination(deps, destination, row.object_key);
     }
     await deps.knex('backups').where({ id: row.id }).delete();
     deleted++;

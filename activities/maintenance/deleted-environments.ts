@@ -6,8 +6,7 @@
 import type { Deps } from '../../system/deps';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { keptSince } from '../../db/queries/deleted-environments';
-import { destinationSpec } from '../../core/backups/destinations';
-import { openStore } from '../../host/destinations';
+import { deleteFromDestination } from '../../core/backups/destinations';
 
 /** Deletes the environment's snapshot objects where they are (a destination that fails is logged, not retried). */
 async function deleteSnapshotObjects(deps: Deps, environmentId: string): Promise<void> {
@@ -20,12 +19,7 @@ async function deleteSnapshotObjects(deps: Deps, environmentId: string): Promise
     const destination = await BackupDestination.query(deps.knex).findById(row.destination_id);
     if (!destination) continue;
     try {
-      const store = openStore(destinationSpec(deps, destination), deps.config);
-      try {
-        await store.delete(row.object_key);
-      } finally {
-        store.close();
-      }
+      await deleteFromDestination(deps, destination, row.object_key);
     } catch (err) {
       deps.logger.warn(
         { environmentId, snapshotId: row.id, err: (err as Error).message },

@@ -6,8 +6,7 @@
  */
 import type { Deps } from '../../system/deps';
 import { BackupDestination } from '../../db/models/backup-destination';
-import { destinationSpec } from '../../core/backups/destinations';
-import { openStore } from '../../host/destinations';
+import { deleteFromDestination } from '../../core/backups/destinations';
 
 const QUEUED_DAYS_MAX = 30;
 const DAY_MS = 86_400_000;
@@ -21,12 +20,7 @@ export async function deleteQueuedSnapshotObjects(deps: Deps, asOf: Date): Promi
     const destination = await BackupDestination.query(deps.knex).findById(row.destination_id);
     try {
       if (destination) {
-        const store = openStore(destinationSpec(deps, destination), deps.config);
-        try {
-          await store.delete(row.object_key);
-        } finally {
-          store.close();
-        }
+        await deleteFromDestination(deps, destination, row.object_key);
       }
       await deps.knex('snapshot_object_deletions').where({ id: row.id }).delete();
       deleted++;

@@ -15,7 +15,7 @@ import { iso, isoOrNull } from '../../core/time';
 import { findProject } from '../projects/service';
 import type { Readable } from 'node:stream';
 import { ObjectMismatch, openStore, storedObject } from '../../host/destinations';
-import { destinationSpec } from '../../core/backups/destinations';
+import { deleteFromDestination, destinationSpec } from '../../core/backups/destinations';
 import { ensureBackupKey, keyFingerprint } from '../../core/backups/keys';
 import { recordBackupsEvent } from './events';
 import { syncBackupSchedule, deleteBackupSchedule } from '../../core/temporal-starts';
@@ -86,12 +86,7 @@ export async function deleteBackup(deps: Deps, actor: Actor, env: EnvRow, snapsh
     ? await BackupDestination.query(deps.knex).findById(row.destination_id)
     : undefined;
   if (destination) {
-    const store = openStore(destinationSpec(deps, destination), deps.config);
-    try {
-      await store.delete(row.object_key);
-    } finally {
-      store.close();
-    }
+    await deleteFromDestination(deps, destination, row.object_key);
   }
   await deps.knex.transaction(async (trx) => {
     await trx('backups').where({ id: row.id }).delete();

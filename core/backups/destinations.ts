@@ -5,7 +5,7 @@
 import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
 import type { BackupDestination } from '../../db/models/backup-destination';
-import type { DestinationSpec } from '../../host/destinations';
+import { type DestinationSpec, openStore } from '../../host/destinations';
 import { checkLocalDestination } from '../../host/local-destination';
 import { aad } from '../../db/aad';
 
@@ -32,4 +32,18 @@ export async function recordDestinationError(knex: Deps['knex'], id: string, err
   await knex('backup_destinations')
     .where({ id })
     .update({ last_error: error, last_error_at: error ? knex.fn.now() : null });
+}
+
+/** Deletes an object (a snapshot's file or S3 object) from a destination. */
+export async function deleteFromDestination(
+  deps: Deps,
+  destination: BackupDestination,
+  objectKey: string,
+): Promise<void> {
+  const store = openStore(destinationSpec(deps, destination), deps.config);
+  try {
+    await store.delete(objectKey);
+  } finally {
+    store.close();
+  }
 }
