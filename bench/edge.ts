@@ -1,20 +1,12 @@
-import { fork, type ChildProcess } from 'node:child_process';
-import dgram from 'node:dgram';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createDatabase, dropDatabase, withDatabase } from '../db/database';
-import { createKnex } from '../db/knex';
-import { migrateLatest } from '../db/migrate';
-import { freePort } from '../test/helpers/ports';
+import { availableParallelism } from 'node:os';
 import { haproxyPaths } from '../edge/haproxy/paths';
 import { command } from '../edge/haproxy/runtime';
-import { ADMIN_DATABASE_URL, printTable } from './harness';
+import { printTable } from './harness';
 import { sized } from './quick';
 import { ensureWrk, processCpuMicros, wrk, type WrkResult } from './edge/wrk';
 import { benchCdnHit, printCdnResult } from './edge/cdn';
-import { HOSTNAME, handshakes, issueAndAwaitServed, startAcmeWorld, verifiedDomain } from './edge/https';
-import { loadSecrets } from '../system/secrets';
+import { HOSTNAME, handshakes, issueAndAwaitServed, verifiedDomain } from './edge/https';
+import { startEdgeWorld } from './edge/world';
 
 /**
  * The edge (HAProxy, driven by the edge process) against the app directly, same run, each its own process as
@@ -28,13 +20,6 @@ import { loadSecrets } from '../system/secrets';
  * The edge needs only PostgreSQL (no Temporal, no worker), so this bench starts just a database (and, for
  * HTTPS, Pebble and a DNS server: bench/edge/https.ts).
  */
-function start(child: ChildProcess): Promise<number> {
-  return new Promise((resolve, reject) => {
-    child.once('message', (m: { port: number }) => resolve(m.port));
-    child.once('exit', (code) => reject(new Error(`a bench process exited (${code})`)));
-  });
-}
-
 const ROUNDS = sized(4, 1);
 const SECONDS = sized(5, 1);
 
@@ -142,85 +127,11 @@ function row(r: WrkResult) {
 export async function run(): Promise<{ ratio: number; cdnRatio: number; httpsRatio: number }> {
   ensureWrk();
   console.log('[bench] edge: starting a database, an app and the edge (HAProxy and its control plane)...');
-  const dbName = `vc_bench_edge_${process.pid}`;
-  await dropDatabase(ADMIN_DATABASE_URL, dbName);
-  await createDatabase(ADMIN_DATABASE_URL, dbName);
-  const databaseUrl = withDatabase(ADMIN_DATABASE_URL, dbName);
-  const knex = createKnex(databaseUrl);
-  await migrateLatest(knex);
-  const dataDir = mkdtempSync(join(tmpdir(), 'vc-bench-edge-'));
-  chmodSync(dataDir, 0o711); // Varnish's jail user reaches its directory (docs/cdn.md)
-
-  const children: ChildProcess[] = [];
-  const closers: Array<() => unknown> = [];
+  const world = await startEdgeWorld('edge', { acme: true });
+  const { knex, dataDir, secrets, app, appPort, envPort, cdnPort, edge } = world;
+  const acme = world.acme!;
+  const { teamId, projectId, environmentId } = world.ids;
   try {
-    const acme = await startAcmeWorld(dataDir);
-    closers.push(() => acme.close());
-    const secrets = loadSecrets(dataDir); // made here, before the edge process reads the same files
-    const app = fork(join(import.meta.dirname, 'edge', 'app.cjs'), [], { stdio: 'inherit' });
-    children.push(app);
-    const appPort = await start(app);
-
-    const [team] = await knex('teams').insert({ name: 'Bench', settings: {} }).returning('id');
-    const [project] = await knex('projects').insert({ team_id: team.id, name: 'bench' }).returning('id');
-    const envPort = await freePort();
-    const cdnPort = await freePort();
-    const [env, cdnEnv] = await knex('environments')
-      .insert([
-        { team_id: team.id, project_id: project.id, name: 'production', git_ref: 'main', port: envPort },
-        { team_id: team.id, project_id: project.id, name: 'cdn', git_ref: 'main', port: cdnPort },
-      ])
-      .returning('id');
-    const upstreams = JSON.stringify([{ id: '1', host: '127.0.0.1', port: appPort }]);
-    for (const e of [env, cdnEnv])
-      await knex('edge_routes').insert({
-        environment_id: e.id,
-        upstream_host: '127.0.0.1',
-        upstream_port: appPort,
-        upstreams,
-      });
-    await knex('environment_edges').insert({
-      environment_id: env.id,
-      allowed_addresses: JSON.stringify(['127.0.0.0/8', '::1/128']),
-      stickiness: true,
-    });
-    await knex('environment_cdns').insert({ environment_id: cdnEnv.id, enabled: true, default_ttl_seconds: 600 });
-    await knex('project_edges').insert({
-      project_id: project.id,
-      blocked_addresses: JSON.stringify(['10.0.0.0/8', '192.0.2.0/24', '2001:db8::/32']),
-      blocked_user_agents: JSON.stringify(['evilbot', 'scrapy', 'masscan']),
-      rate_limit: JSON.stringify({ requests: 100_000_000, per_seconds: 60 }),
-      hsts: JSON.stringify({ max_age: 31536000, include_subdomains: true, preload: false }),
-      compression: false,
-    });
-    // Every rule on AND the request log shipped: a syslog (UDP) receiver on loopback counts the lines.
-    const receiver = dgram.createSocket('udp4');
-    let shipped = 0;
-    receiver.on('message', (m) => (shipped += m.toString().split('\n').filter(Boolean).length));
-    await new Promise<void>((resolve) => receiver.bind(0, '127.0.0.1', resolve));
-    closers.push(() => receiver.close());
-    await knex('project_log_settings').insert({
-      project_id: project.id,
-      kind: 'syslog',
-      name: 'bench receiver',
-      host: '127.0.0.1',
-      port: receiver.address().port,
-      protocol: 'udp',
-      can_send: true,
-    });
-    const edge = fork(join(import.meta.dirname, 'edge', 'edge-process.ts'), [], {
-      stdio: 'inherit',
-      execArgv: ['--import', 'tsx'],
-      env: {
-        ...process.env,
-        DATABASE_URL: databaseUrl,
-        DATA_DIR: dataDir,
-        EDGE_PORT: String(acme.edgePort),
-        EDGE_TLS_PORT: String(acme.tlsPort),
-      },
-    });
-    children.push(edge);
-    await start(edge);
     const admin = haproxyPaths(dataDir).admin;
     let worker = 0;
     const refreshWorker = async () => {
@@ -271,7 +182,7 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number; httpsRat
     printCdnResult(cached, 'CDN HIT through the edge (HAProxy + Varnish), every rule on');
 
     console.log(`[bench] edge: a certificate for ${HOSTNAME} from Pebble (HTTP-01 answered by the edge)...`);
-    const domainId = await verifiedDomain(knex, { teamId: team.id, projectId: project.id, environmentId: env.id });
+    const domainId = await verifiedDomain(knex, { teamId, projectId, environmentId });
     const cert = await issueAndAwaitServed(acme, { knex, secrets, domainId });
     console.log(`  issued by ${cert.issuer} and served by SNI ${cert.seconds.toFixed(1)} s after the order`);
     const https = `https://${HOSTNAME}:${acme.tlsPort}/`;
@@ -296,18 +207,9 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number; httpsRat
     );
 
     await new Promise((r) => setTimeout(r, 3000));
-    console.log(`request log: ${shipped} lines reached the project's syslog destination during the bench`);
+    console.log(`request log: ${world.shipped()} lines reached the project's syslog destination during the bench`);
     return { ratio, cdnRatio: cached.ratio, httpsRatio: secure.ratio };
   } finally {
-    for (const close of closers) await close();
-    for (const c of children.reverse()) {
-      if (c.exitCode !== null) continue;
-      const gone = new Promise((r) => c.once('exit', r));
-      c.kill('SIGTERM');
-      await gone;
-    }
-    await knex.destroy();
-    await dropDatabase(ADMIN_DATABASE_URL, dbName);
-    rmSync(dataDir, { recursive: true, force: true });
+    await world.close();
   }
 }

@@ -18,8 +18,8 @@
  * follower's bans); their lines go into haproxy.cfg.
  */
 import net from 'node:net';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { type EdgeState, loadEdgeState } from './state';
@@ -32,6 +32,7 @@ import { defaultCertificate, hostsOf } from './haproxy/tls';
 import { buildModel, type EdgeModel } from './haproxy/model';
 import { renderConfig } from './haproxy/config';
 import { ensureDirs, haproxyPaths, writeAtomic } from './haproxy/paths';
+import { DataPlaneFiles } from './haproxy/files';
 import { HaproxyProcess } from './haproxy/process';
 import { allServerCommands, applyFiles, applyServers, changedFiles, serverCommands } from './haproxy/runtime';
 import { EDGE_CHANNEL, edgeApplied, edgeSessionName } from '../db/queries/edge-routes';
@@ -181,17 +182,17 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     retry.unref();
   };
 
-  /** What this control plane wrote to each page, map and ACL file (relative path -> content). */
-  const written = new Map<string, string>();
-  /** Writes the files of `next` (pages, maps, ACLs, then haproxy.cfg) that differ from what is on disk, atomically. */
+  /** The pages, maps and ACLs on disk: what this control plane wrote, so only changes are written again. */
+  const files = new DataPlaneFiles(paths.dir);
+  /**
+   * Writes the files of `next` (pages, maps, ACLs, then haproxy.cfg) that differ from what is on disk,
+   * atomically, then removes the pages, maps and ACLs `next` no longer has (the new haproxy.cfg names none).
+   */
   function writeFiles(next: EdgeModel): void {
-    for (const [file, text] of [...next.pages, ...next.files]) {
-      if (written.get(file) === text) continue;
-      mkdirSync(dirname(join(paths.dir, file)), { recursive: true, mode: 0o700 });
-      writeAtomic(join(paths.dir, file), text);
-      written.set(file, text);
-    }
+    files.write(next.pages);
+    files.write(next.files);
     writeAtomic(paths.config, renderConfig(next, configOptions));
+    files.prune({ has: (f) => next.pages.has(f) || next.files.has(f) });
   }
 
   /** The model of `state`, with the other parts' files. */

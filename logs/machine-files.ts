@@ -14,7 +14,14 @@ export function logsDir(dataDir: string, envId: string): string {
   return path.join(dataDir, 'logs', envId);
 }
 
+/**
+ * The UTC day of a time. A line's `time` is `toISOString`'s (edge/request-log/reader.ts, error-tail.ts, the
+ * shipper's `dropped` lines: 24 characters, `T` at 10, `Z` last): its day is its first 10 characters, with no
+ * Date made (~1.7 µs a line here, against ~0.03).
+ */
 export function dayOf(time: string | Date): string {
+  const iso = typeof time === 'string' && time.length === 24 && time[4] === '-' && time[7] === '-';
+  if (iso && time[10] === 'T' && time[23] === 'Z') return time.slice(0, 10);
   return new Date(time).toISOString().slice(0, 10);
 }
 

@@ -28,7 +28,13 @@ export class LineRedactor {
   private opened = new Map<string, string>();
   /** environment -> secret value -> when it was last among its variables */
   private readonly seen = new Map<string, Map<string, number>>();
-  private readonly redactors = new Map<string, (text: string) => string>();
+  /** environment -> what hides its values (null: it has none, its lines go as they are) */
+  private readonly redactors = new Map<string, ((text: string) => string) | null>();
+  /**
+   * line -> its redacted copy and the function that made it: a line is written to the machine file and sent
+   * (again after a failure) with one redaction, made again only once its environment's values changed.
+   */
+  private readonly done = new WeakMap<LogLine, { hide: (text: string) => string; out: LogLine }>();
 
   constructor(
     private readonly knex: Knex,
@@ -67,7 +73,8 @@ export class LineRedactor {
       }
       for (const [value, at] of values) if (now - at > KEEP_MS) values.delete(value);
       const same = before.size === values.size && [...values.keys()].every((v) => before.has(v));
-      if (!same || !this.redactors.has(envId)) this.redactors.set(envId, secretRedactor(values.keys()));
+      if (!same || !this.redactors.has(envId))
+        this.redactors.set(envId, values.size ? secretRedactor(values.keys()) : null);
     }
   }
 
@@ -75,10 +82,14 @@ export class LineRedactor {
   redact(line: LogLine): LogLine {
     const hide = line.environment_id ? this.redactors.get(line.environment_id) : undefined;
     if (!hide) return line;
+    const done = this.done.get(line);
+    if (done?.hide === hide) return done.out;
     const out: LogLine = { ...line };
-    for (const [key, value] of Object.entries(line)) {
+    for (const key in line) {
+      const value = line[key];
       if (typeof value === 'string' && !OWN_FIELDS.has(key)) out[key] = hide(value);
     }
+    this.done.set(line, { hide, out });
     return out;
   }
 }

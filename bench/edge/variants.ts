@@ -1,19 +1,23 @@
 /**
- * Where HAProxy's CPU per request goes: the edge's generated haproxy.cfg (a copy of a bench run's DATA_DIR,
- * `DATA_DIR/edge/haproxy/haproxy.cfg`, see bench/edge/edge-process.ts) started as is and with one feature at
- * a time taken out, against bench/edge/app.cjs, each loaded with wrk -t1 -c32, variants in alternating rounds.
- * The request log's ring goes to a RequestLogReader (edge/request-log/reader.ts) in a child process of its
- * own, whose CPU per request is printed too.
+ * Where HAProxy's CPU per request goes (`npm run bench -- edge-variants`): the haproxy.cfg the edge generates
+ * for bench/edge.ts's world (bench/edge/world.ts: every rule on, the request log shipped), started as is and
+ * with one feature at a time taken out, against bench/edge/app.cjs, each loaded with wrk -t1 -c32, variants
+ * in alternating rounds. The edge's control plane writes the configuration and is stopped (HAProxy with it;
+ * the files stay) before the variants run, each an HAProxy of its own on the same ports. The request log's
+ * ring goes to a RequestLogReader (edge/request-log/reader.ts) in a child process of its own
+ * (bench/edge/variants-reader.ts), whose CPU per line is printed too.
  *
- *   npx tsx bench/edge/variants.ts <copied DATA_DIR> <original DATA_DIR path in the cfg> [rounds] [seconds]
+ *   npm run bench -- edge-variants [--variants=<regexp of their names>] [--rounds=3] [--seconds=3]
  *
- * A tool for docs/benchmarks.md "The edge" (its table), not part of `npm run bench`.
+ * `--quick` (bench/quick.ts): two variants, one round of 1 s each. Figures: docs/benchmarks.md "The edge".
  */
 import { type ChildProcess, fork, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { RequestLogReader } from '../../edge/request-log/reader';
-import { processCpuMicros, wrk } from './wrk';
+import { HAPROXY_BIN } from '../../edge/haproxy/process';
+import { QUICK, sized } from '../quick';
+import { ensureWrk, processCpuMicros, wrk } from './wrk';
+import { startEdgeWorld } from './world';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -84,37 +88,58 @@ function start(child: ChildProcess): Promise<{ port?: number }> {
   });
 }
 
-async function main() {
-  const [dir, original, roundsArg, secondsArg, only] = process.argv.slice(2);
-  const rounds = Number(roundsArg ?? 3);
-  const seconds = Number(secondsArg ?? 3);
-  const names = Object.keys(VARIANTS).filter((n) => !only || new RegExp(only).test(n));
+const option = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 
-  const app = fork(join(import.meta.dirname, 'app.cjs'), [], { stdio: 'inherit' });
-  const children: ChildProcess[] = [app];
+/** The quick run's two: the configuration as generated, and without its request log line. */
+const QUICK_VARIANTS = ['as generated', 'no request log line (log ring@)'];
+
+export async function run(): Promise<void> {
+  ensureWrk();
+  const rounds = Number(option('rounds') ?? sized(3, 1));
+  const seconds = Number(option('seconds') ?? sized(3, 1));
+  const only = option('variants');
+  const names = Object.keys(VARIANTS).filter((n) =>
+    only ? new RegExp(only).test(n) : !QUICK || QUICK_VARIANTS.includes(n),
+  );
+  if (names[0] !== 'as generated') names.unshift('as generated'); // the differences are to it
+  console.log('[bench] edge-variants: starting a database, an app and the edge (to generate its haproxy.cfg)...');
+  const world = await startEdgeWorld('edge_variants', { acme: false });
+  const children: ChildProcess[] = [];
   try {
-    await measure(app, children, dir, original, rounds, seconds, names);
+    await world.stopEdge(); // HAProxy stops with it; its configuration, maps, pages and password key stay
+    console.log(
+      `[bench] edge-variants: ${names.length} variants of its haproxy.cfg, in turn (${rounds} x ${seconds} s each, wrk -t1 -c32)...`,
+    );
+    await measure(world.dataDir, world.appPort, world.envPort, children, rounds, seconds, names);
   } finally {
-    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    for (const c of children) {
+      if (c.exitCode !== null || c.signalCode !== null) continue;
+      const gone = new Promise((r) => c.once('exit', r));
+      c.kill('SIGTERM');
+      await gone;
+    }
+    await world.close();
   }
 }
 
 async function measure(
-  app: ChildProcess,
-  children: ChildProcess[],
   dir: string,
-  original: string,
+  appPort: number,
+  port: number,
+  children: ChildProcess[],
   rounds: number,
   seconds: number,
   names: string[],
 ) {
-  const appPort = (await start(app)).port!;
   const scratch = join(dir, 'variants');
   rmSync(scratch, { recursive: true, force: true });
   mkdirSync(scratch, { recursive: true });
   const socket = join(dir, 'edge/request-log/reader.sock');
   rmSync(socket, { force: true });
-  const reader = fork(import.meta.filename, ['reader', socket], { stdio: 'inherit', execArgv: ['--import', 'tsx'] });
+  const reader = fork(join(import.meta.dirname, 'variants-reader.ts'), [socket], {
+    stdio: 'inherit',
+    execArgv: ['--import', 'tsx'],
+  });
   children.push(reader);
   await start(reader);
   const readerLines = () =>
@@ -123,16 +148,13 @@ async function measure(
       reader.send('lines');
     });
 
-  const base = readFileSync(join(dir, 'edge/haproxy/haproxy.cfg'), 'utf8')
-    .replaceAll(original, dir)
-    .replace(/(server s1a 127\.0\.0\.1:)\d+/g, `$1${appPort}`);
-  const port = Number(/^(\d+) /.exec(readFileSync(join(dir, 'edge/haproxy/maps/ports.map'), 'utf8'))![1]);
+  const base = readFileSync(join(dir, 'edge/haproxy/haproxy.cfg'), 'utf8');
   const url = `http://127.0.0.1:${port}/`;
   const results = new Map<string, { rps: number[]; cpu: number; reqs: number; readerCpu: number; lines: number }>();
   for (const name of names) {
     const file = join(scratch, `${names.indexOf(name)}.cfg`);
     writeFileSync(file, VARIANTS[name](base));
-    const c = spawnSync('haproxy', ['-c', '-q', '-f', file, '-f', join(dir, 'edge/auth/password-key.cfg')]);
+    const c = spawnSync(HAPROXY_BIN, ['-c', '-q', '-f', file, '-f', join(dir, 'edge/auth/password-key.cfg')]);
     if (c.status !== 0) throw new Error(`${name}: ${c.stderr}`);
   }
   const direct: number[] = [];
@@ -140,7 +162,7 @@ async function measure(
     direct.push(wrk('direct', `http://127.0.0.1:${appPort}/`, seconds).requestsPerSecond);
     for (const name of names) {
       const file = join(scratch, `${names.indexOf(name)}.cfg`);
-      const haproxy = spawn('haproxy', ['-db', '-f', file, '-f', join(dir, 'edge/auth/password-key.cfg')], {
+      const haproxy = spawn(HAPROXY_BIN, ['-db', '-f', file, '-f', join(dir, 'edge/auth/password-key.cfg')], {
         stdio: ['ignore', 'ignore', 'ignore'],
       });
       children.push(haproxy);
@@ -185,19 +207,3 @@ async function measure(
     );
   }
 }
-
-async function readerChild() {
-  // the child: a RequestLogReader on the ring's socket, its lines counted and dropped
-  let lines = 0;
-  const reader = await new RequestLogReader({
-    socketPath: process.argv[3],
-    cursorFile: `${process.argv[3]}.cursor.json`,
-    sink: { push: () => void (lines += 1), countDropped: () => undefined },
-  }).start();
-  process.on('message', (m) => m === 'lines' && process.send?.({ lines }));
-  process.on('SIGTERM', () => reader.close().then(() => process.exit(0)));
-  process.send?.({ ready: true });
-}
-
-if (process.argv[2] === 'reader') await readerChild();
-else await main();

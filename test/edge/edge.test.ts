@@ -257,7 +257,11 @@ describe('the edge', () => {
         authorization: `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}`,
       });
       expect((await fromAddress('127.0.0.1', basic('team', 'wrong password'))).status).toBe(401);
-      const ok = await fromAddress('127.0.0.1', basic('team', 'open sesame 1'));
+      // the password is a runtime map change, stickiness a reload that may land later: wait for both
+      const ok = await until(
+        () => fromAddress('127.0.0.1', basic('team', 'open sesame 1')),
+        (r) => r.status === 200 && String(r.headers['set-cookie']).startsWith('vc_instance='),
+      );
       expect(ok).toMatchObject({ status: 200, text: 'v1' });
       expect(String(ok.headers['set-cookie'])).toMatch(/^vc_instance=/);
       expect((await fromAddress('127.0.0.2', basic('team', 'open sesame 1'))).status).toBe(403);

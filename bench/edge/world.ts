@@ -1,0 +1,162 @@
+/**
+ * The edge benches' world (bench/edge.ts, bench/edge/variants.ts): a database of its own, the app
+ * (bench/edge/app.cjs) and the edge's control plane (bench/edge/edge-process.ts, which starts HAProxy), each its
+ * own process. One project with every rule on: allowed addresses, blocked addresses and agents, a rate limit
+ * set high, HSTS, stickiness, and its request log shipped to a syslog (UDP) receiver on loopback that counts
+ * the lines; a second environment with the CDN on. `acme`: the edge answers HTTP-01 on Pebble's port and serves
+ * HTTPS (bench/edge/https.ts); without it the edge takes free ports.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import dgram from 'node:dgram';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Knex } from 'knex';
+import { createDatabase, dropDatabase, withDatabase } from '../../db/database';
+import { createKnex } from '../../db/knex';
+import { migrateLatest } from '../../db/migrate';
+import { loadSecrets, type Secrets } from '../../system/secrets';
+import { freePort } from '../../test/helpers/ports';
+import { ADMIN_DATABASE_URL } from '../harness';
+import { type AcmeWorld, startAcmeWorld } from './https';
+
+export interface EdgeWorld {
+  knex: Knex;
+  dataDir: string;
+  secrets: Secrets;
+  acme: AcmeWorld | null;
+  app: ChildProcess;
+  appPort: number;
+  /** The edge's control plane (HAProxy is its child). */
+  edge: ChildProcess;
+  envPort: number;
+  cdnPort: number;
+  ids: { teamId: string; projectId: string; environmentId: string };
+  /** Request lines the project's syslog receiver got so far. */
+  shipped(): number;
+  /** Stops the edge's control plane (and HAProxy with it); its files stay under dataDir. */
+  stopEdge(): Promise<void>;
+  /** Stops everything, drops the database and removes dataDir. */
+  close(): Promise<void>;
+}
+
+/** Resolves with the port a bench child sends once ready. */
+export function started(child: ChildProcess): Promise<number> {
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: { port: number }) => resolve(m.port));
+    child.once('exit', (code) => reject(new Error(`a bench process exited (${code})`)));
+  });
+}
+
+async function stop(c: ChildProcess): Promise<void> {
+  if (c.exitCode !== null || c.signalCode !== null) return;
+  const gone = new Promise((r) => c.once('exit', r));
+  c.kill('SIGTERM');
+  await gone;
+}
+
+export async function startEdgeWorld(name: string, o: { acme: boolean }): Promise<EdgeWorld> {
+  const dbName = `vc_bench_${name}_${process.pid}`;
+  await dropDatabase(ADMIN_DATABASE_URL, dbName);
+  await createDatabase(ADMIN_DATABASE_URL, dbName);
+  const databaseUrl = withDatabase(ADMIN_DATABASE_URL, dbName);
+  const knex = createKnex(databaseUrl);
+  const dataDir = mkdtempSync(join(tmpdir(), `vc-bench-${name}-`));
+  chmodSync(dataDir, 0o711); // Varnish's jail user reaches its directory (docs/cdn.md)
+  const children: ChildProcess[] = [];
+  const closers: Array<() => unknown> = [];
+  const close = async () => {
+    for (const c of closers) await c();
+    for (const c of children.reverse()) await stop(c);
+    await knex.destroy();
+    await dropDatabase(ADMIN_DATABASE_URL, dbName);
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    await migrateLatest(knex);
+    const acme = o.acme ? await startAcmeWorld(dataDir) : null;
+    if (acme) closers.push(() => acme.close());
+    const secrets = loadSecrets(dataDir); // made here, before the edge process reads the same files
+    const app = fork(join(import.meta.dirname, 'app.cjs'), [], { stdio: 'inherit' });
+    children.push(app);
+    const appPort = await started(app);
+
+    const [team] = await knex('teams').insert({ name: 'Bench', settings: {} }).returning('id');
+    const [project] = await knex('projects').insert({ team_id: team.id, name: 'bench' }).returning('id');
+    const envPort = await freePort();
+    const cdnPort = await freePort();
+    const [env, cdnEnv] = await knex('environments')
+      .insert([
+        { team_id: team.id, project_id: project.id, name: 'production', git_ref: 'main', port: envPort },
+        { team_id: team.id, project_id: project.id, name: 'cdn', git_ref: 'main', port: cdnPort },
+      ])
+      .returning('id');
+    const upstreams = JSON.stringify([{ id: '1', host: '127.0.0.1', port: appPort }]);
+    for (const e of [env, cdnEnv])
+      await knex('edge_routes').insert({
+        environment_id: e.id,
+        upstream_host: '127.0.0.1',
+        upstream_port: appPort,
+        upstreams,
+      });
+    await knex('environment_edges').insert({
+      environment_id: env.id,
+      allowed_addresses: JSON.stringify(['127.0.0.0/8', '::1/128']),
+      stickiness: true,
+    });
+    await knex('environment_cdns').insert({ environment_id: cdnEnv.id, enabled: true, default_ttl_seconds: 600 });
+    await knex('project_edges').insert({
+      project_id: project.id,
+      blocked_addresses: JSON.stringify(['10.0.0.0/8', '192.0.2.0/24', '2001:db8::/32']),
+      blocked_user_agents: JSON.stringify(['evilbot', 'scrapy', 'masscan']),
+      rate_limit: JSON.stringify({ requests: 100_000_000, per_seconds: 60 }),
+      hsts: JSON.stringify({ max_age: 31536000, include_subdomains: true, preload: false }),
+      compression: false,
+    });
+    // Every rule on AND the request log shipped: a syslog (UDP) receiver on loopback counts the lines.
+    const receiver = dgram.createSocket('udp4');
+    let shipped = 0;
+    receiver.on('message', (m) => (shipped += m.toString().split('\n').filter(Boolean).length));
+    await new Promise<void>((resolve) => receiver.bind(0, '127.0.0.1', resolve));
+    closers.push(() => receiver.close());
+    await knex('project_log_settings').insert({
+      project_id: project.id,
+      kind: 'syslog',
+      name: 'bench receiver',
+      host: '127.0.0.1',
+      port: receiver.address().port,
+      protocol: 'udp',
+      can_send: true,
+    });
+    const edge = fork(join(import.meta.dirname, 'edge-process.ts'), [], {
+      stdio: 'inherit',
+      execArgv: ['--import', 'tsx'],
+      env: {
+        ...process.env,
+        DATABASE_URL: databaseUrl,
+        DATA_DIR: dataDir,
+        ...(acme ? { EDGE_PORT: String(acme.edgePort), EDGE_TLS_PORT: String(acme.tlsPort) } : {}),
+      },
+    });
+    children.push(edge);
+    await started(edge);
+    return {
+      knex,
+      dataDir,
+      secrets,
+      acme,
+      app,
+      appPort,
+      edge,
+      envPort,
+      cdnPort,
+      ids: { teamId: team.id, projectId: project.id, environmentId: env.id },
+      shipped: () => shipped,
+      stopEdge: () => stop(edge),
+      close,
+    };
+  } catch (err) {
+    await close().catch(() => undefined);
+    throw err;
+  }
+}
