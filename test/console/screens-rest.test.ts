@@ -1,0 +1,326 @@
+import { mkdtempSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEnvironmentMachines } from '../../api/machines/service';
+import { openSubscription } from '../../db/queries/subscriptions';
+import { useTestContext } from '../helpers/context';
+import {
+  type ConsoleBrowser,
+  eachTestAnswersForProblems,
+  horizontalOverflow,
+  openConsole,
+  unlabelledFields,
+} from '../helpers/console-browser';
+import { type AppRepo, createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
+import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import type { Agent } from '../helpers/http';
+import { type Receiver, startReceiver } from '../helpers/receiver';
+
+/**
+ * The console's screens that the other screen tests leave out: subscriptions and their cancel confirmation,
+ * the repository's reconnect, registries, the backup window, "Build", services with their price, sync, the
+ * CDN's clear, log forwarding with its test send and "Where the logs go", project cancel and delete with
+ * their confirmations, an expired token still listed. Each is done in chromium and checked in PostgreSQL,
+ * the API or the collector that received the test send. No worker runs: tasks stay pending (and are
+ * cancelled through the API between changes).
+ */
+const t = useTestContext({ env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
+let c: ConsoleBrowser;
+let owner: Awaited<ReturnType<typeof createUser>>;
+let agent: Agent;
+let team: Awaited<ReturnType<typeof createTeam>>;
+let project: Awaited<ReturnType<typeof createProject>>;
+let production: Awaited<ReturnType<typeof createEnvironment>>;
+let staging: Awaited<ReturnType<typeof createEnvironment>>;
+let repo: AppRepo;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  repo = createSharedAppRepo();
+  repo.commit('v1');
+  receiver = await startReceiver(0, '/ingest');
+  owner = await createUser(t, { name: 'Rita Rest' });
+  team = await createTeam(t, owner, 'Rest team');
+  project = await createProject(t, team, { name: 'rest-shop', repository_url: repo.dir });
+  production = await createEnvironment(t, project, { name: 'production' });
+  staging = await createEnvironment(t, project, { name: 'staging' });
+  // A web server and a build machine, each with its subscription, as the environment's creation makes them.
+  await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, production));
+  agent = await sessionAgent(t, owner);
+  c = await openConsole(t);
+  await c.context.addCookies([{ name: 'vc_session', value: agent.cookies.get('vc_session')!, url: t.baseUrl }]);
+  // The confirmations (delete, sync) are accepted.
+  c.page.on('dialog', (d) => void d.accept());
+}, 180_000);
+
+afterAll(async () => {
+  await c?.close();
+  await receiver?.stop();
+});
+
+const go = async (url: string) => {
+  await c.page.goto(t.baseUrl + url);
+  await c.page.locator('h1').first().waitFor();
+};
+
+/** The task the page went to, of this type and pending, cancelled through the API so the next change is not refused. */
+async function pendingTask(type: string, environmentId = production.id) {
+  await c.page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
+  const id = c.page.url().split('/').pop()!;
+  const task = await t.deps.knex('tasks').where({ id }).first();
+  expect(task).toMatchObject({ environment_id: environmentId, type, status: 'pending' });
+  expect((await agent.post(`/tasks/${id}/cancel`)).status).toBe(200);
+  return task;
+}
+
+/** At 390 px the page does not scroll sideways, and every field on it has a visible label. */
+const narrow = async (name: string) => {
+  await c.page.setViewportSize({ width: 390, height: 844 });
+  expect(await horizontalOverflow(c.page), name).toBeLessThanOrEqual(0);
+  expect(await unlabelledFields(c.page), name).toEqual([]);
+  await c.screenshot(`narrow-${name}`);
+  await c.page.setViewportSize({ width: 1280, height: 900 });
+};
+
+describe.sequential('the rest of the console screens', () => {
+  eachTestAnswersForProblems(() => c);
+
+  it('billing: a subscription is cancelled only after its confirmation, which says when it ends', async () => {
+    const { page } = c;
+    // A paid thing's subscription, as the machines' and services' changes open them.
+    const server = await t.deps.knex('servers').where({ environment_id: production.id, role: 'web' }).first();
+    await openSubscription(t.deps.knex, {
+      teamId: team.id,
+      projectId: project.id,
+      environmentId: production.id,
+      kind: 'server',
+      resourceId: server.id,
+      item: 'Web server, plan small (production of rest-shop)',
+      monthlyPrice: 12,
+      currency: (await agent.get(`/teams/${team.id}/billing`)).body.currency,
+    });
+    const subs = (await agent.get(`/teams/${team.id}/billing`)).body.subscriptions as Array<{
+      order: string;
+      item: string;
+    }>;
+    expect(subs.length).toBeGreaterThan(0);
+    const sub = subs[0];
+    const preview = (await agent.get(`/teams/${team.id}/subscriptions/${sub.order}/cancel`)).body;
+    await go(`/teams/${team.id}/billing`);
+    const row = page.getByRole('listitem').filter({ hasText: sub.item });
+    await row.getByRole('button', { name: 'Cancel subscription' }).click();
+    const dialog = page.getByRole('alertdialog', { name: 'Cancel the subscription' });
+    await dialog.getByText(`Cancel ${sub.item}?`).waitFor();
+    expect(await dialog.textContent()).toContain(preview.ends_at);
+    await c.screenshot('team-billing-cancel');
+    // "Keep it" closes the question and changes nothing.
+    await dialog.getByRole('button', { name: 'Keep it' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    expect((await t.deps.knex('subscriptions').where({ order: sub.order }).first()).status).toBe('active');
+    await row.getByRole('button', { name: 'Cancel subscription' }).click();
+    await dialog.getByRole('button', { name: 'Confirm cancellation' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await row.getByText('cancelling', { exact: true }).waitFor();
+    const after = await t.deps.knex('subscriptions').where({ order: sub.order }).first();
+    expect(after.status).toBe('cancelling');
+    expect(after.cancel_at.toISOString()).toBe(preview.ends_at);
+    expect(await row.getByRole('button', { name: 'Cancel subscription' }).count()).toBe(0);
+    await narrow('team-billing');
+    expect(c.problems).toEqual([]);
+  });
+
+  it('project: the repository checked again; a registry refused beside its field, saved, removed; the backup window', async () => {
+    const { page } = c;
+    await go(`/projects/${project.id}`);
+    await page.getByText(repo.dir).waitFor();
+    await page.getByRole('button', { name: 'Reconnect' }).click();
+    await expect
+      .poll(async () => (await t.deps.knex('projects').where({ id: project.id }).first()).repository_checked_at, {
+        timeout: 30_000,
+      })
+      .not.toBeNull();
+    const checked = (await agent.get(`/projects/${project.id}/repository`)).body;
+    expect(checked.reachable).toBe(true);
+    await page.locator('dd', { hasText: /^yes$/ }).waitFor();
+
+    await go(`/projects/${project.id}/registries`);
+    await page.getByLabel('Registry host').fill('https://npm.example.test/path');
+    await page.getByLabel('Username').fill('ci');
+    await page.getByLabel('Password (write-only)').fill('registry secret');
+    await page.getByRole('button', { name: 'Save registry' }).click();
+    await expect.poll(() => page.getByLabel('Registry host').getAttribute('aria-invalid')).toBe('true');
+    await page.getByText('must be a host name, with its port if any (no scheme or path)').first().waitFor();
+    expect((await agent.get(`/projects/${project.id}/registries`)).body.data).toEqual([]);
+    await page.getByLabel('Registry host').fill('npm.example.test');
+    await page.getByRole('button', { name: 'Save registry' }).click();
+    await page.getByText('npm.example.test').waitFor();
+    expect((await agent.get(`/projects/${project.id}/registries`)).body.data).toMatchObject([
+      { host: 'npm.example.test', username: 'ci' },
+    ]);
+    expect(await page.content()).not.toContain('registry secret');
+    await narrow('project-registries');
+    await page.getByRole('button', { name: 'Remove' }).click();
+    await page.getByText('npm.example.test').waitFor({ state: 'detached' });
+    expect((await agent.get(`/projects/${project.id}/registries`)).body.data).toEqual([]);
+
+    t.deps.config.backupLocalRoots = [path.join(t.dataDir, '..')];
+    const dir = mkdtempSync(path.join(t.dataDir, '..', 'console-window-'));
+    const dest = await agent.post(`/teams/${team.id}/backup-destinations`, {
+      kind: 'local',
+      name: 'nightly',
+      path: dir,
+    });
+    expect(dest.status, dest.text).toBe(201);
+    await go(`/projects/${project.id}/backup-window`);
+    await page.getByText('The default window').waitFor();
+    await page.getByLabel('Hour (UTC)').fill('25');
+    await page.getByRole('button', { name: 'Save backup window' }).click();
+    await page.getByText('must be an hour from 0 to 23').first().waitFor();
+    await page.getByLabel('Hour (UTC)').fill('4');
+    await page.getByLabel('Keep backups (days)').fill('14');
+    await page.getByLabel('Destination').selectOption(dest.body.id);
+    await page.getByRole('button', { name: 'Save backup window' }).click();
+    await page.getByText('The default window').waitFor({ state: 'detached' });
+    expect((await agent.get(`/projects/${project.id}/backup-window`)).body).toMatchObject({
+      hour_utc: 4,
+      retention_days: 14,
+      destination_id: dest.body.id,
+    });
+    await c.screenshot('project-backup-window');
+    expect(c.problems).toEqual([]);
+  });
+
+  it('environment: "Build" asks for a build; a service priced before "Create service"; sync after its confirmation', async () => {
+    const { page } = c;
+    await go(`/environments/${production.id}`);
+    await page.getByText('Head', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Build', exact: true }).click();
+    await pendingTask('build');
+
+    await go(`/environments/${production.id}/services`);
+    await page.getByText('No services.').waitFor();
+    const choices = (await agent.get(`/environments/${production.id}/services/choices`)).body.data[0];
+    const plan = choices.plans[choices.plans.length - 1].id as string;
+    await page.getByLabel('Plan').selectOption(plan);
+    const priced = (await agent.post(`/environments/${production.id}/services/preview`, { kind: 'postgresql', plan }))
+      .body;
+    const money = new Intl.NumberFormat('en', { style: 'currency', currency: priced.currency }).format(
+      priced.monthly_price_delta,
+    );
+    const preview = page.getByRole('status', { name: 'Price preview' });
+    await expect.poll(() => preview.textContent(), { timeout: 30_000 }).toContain(`+${money} a month`);
+    await narrow('environment-services');
+    await page.getByRole('button', { name: 'Create service' }).click();
+    const service = await pendingTask('service_create');
+    expect(service.params).toMatchObject({ plan });
+
+    // Sync copies another environment's data here: staging has a database to copy.
+    await t.deps.knex('services').insert({
+      team_id: team.id,
+      project_id: project.id,
+      environment_id: staging.id,
+      kind: 'postgresql',
+      version: '16',
+      plan: 'small',
+      status: 'available',
+      database_name: `rest_staging_${Date.now()}`,
+      role_name: `rest_staging_${Date.now()}`,
+      password_sealed: 'not used here',
+    });
+    await go(`/environments/${production.id}/backups`);
+    await page.getByLabel('Copy the data of').selectOption(staging.id);
+    await page.getByRole('button', { name: 'Sync', exact: true }).click();
+    const sync = await pendingTask('sync');
+    expect(sync.params).toMatchObject({ from_environment_id: staging.id });
+    expect(c.problems).toEqual([]);
+  });
+
+  it('environment: the CDN cleared under a path; log forwarding with its test send, and where the logs go', async () => {
+    const { page } = c;
+    await go(`/environments/${production.id}/cdn`);
+    await page.getByLabel('Paths to clear (one a line; empty for everything)').fill('/assets/');
+    await narrow('environment-cdn');
+    await page.getByRole('button', { name: 'Clear', exact: true }).click();
+    const clear = await pendingTask('cdn_clear');
+    expect(clear.params).toMatchObject({ paths: ['/assets/'] });
+
+    await go(`/projects/${project.id}/logs`);
+    await page.getByLabel('Kind').selectOption('http');
+    await page.getByLabel('Name').fill('collector');
+    await page.getByLabel('URL').fill(receiver.url);
+    await page.getByRole('button', { name: 'Save destination' }).click();
+    // The save made a test send: the collector got it, and the page says it works.
+    await page.getByRole('status').filter({ hasText: 'works' }).waitFor();
+    expect(receiver.received.some((r) => r.body.includes('a test line from the hosting console'))).toBe(true);
+    await page.getByText('collector (http)').waitFor();
+    await narrow('project-logs');
+    // A collector that refuses: the next save says so, with the reason.
+    receiver.fallback = 503;
+    await page.getByLabel('Name').fill('collector');
+    await page.getByLabel('URL').fill(receiver.url);
+    await page.getByRole('button', { name: 'Save destination' }).click();
+    await page.getByRole('status').filter({ hasText: 'does not work' }).waitFor();
+    const logs = (await agent.get(`/projects/${project.id}/logs`)).body;
+    expect(logs.can_send).toBe(false);
+    await page.getByText(logs.last_error).first().waitFor();
+    receiver.fallback = 204;
+    await page.getByRole('button', { name: 'Save destination' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^works$/ })
+      .waitFor();
+
+    await go(`/environments/${production.id}/logs`);
+    await page.getByRole('heading', { name: 'Where the logs go' }).waitFor();
+    await page.getByText('collector (http)').waitFor();
+    await page.locator('dd', { hasText: /^works$/ }).waitFor();
+    const where = (await agent.get(`/environments/${production.id}/logs`)).body;
+    expect(where.machines.length).toBeGreaterThan(0);
+    await page.getByText(`${where.machines[0].keeps_days} days`).first().waitFor();
+    await c.screenshot('environment-logs');
+    expect(c.problems).toEqual([]);
+  });
+
+  it('project: delete refused while it has environments, then cancelled after its confirmation; an empty one deleted', async () => {
+    const { page } = c;
+    const old = await createProject(t, team, { name: 'old-shop' });
+    await createEnvironment(t, old, { name: 'legacy' });
+    await go(`/projects/${old.id}/settings`);
+    await page.getByRole('button', { name: 'Delete project' }).click();
+    await page.getByText('The project still has 1 environment; delete them first').waitFor();
+    expect(await t.deps.knex('projects').where({ id: old.id }).first()).toBeTruthy();
+    await page.getByRole('button', { name: 'Cancel the project…' }).click();
+    const dialog = page.getByRole('alertdialog', { name: 'Cancel the project' });
+    await dialog.getByText('Stops legacy').waitFor();
+    await c.screenshot('project-cancel');
+    expect((await t.deps.knex('projects').where({ id: old.id }).first()).cancelled_at).toBeNull();
+    await dialog.getByRole('button', { name: 'Confirm cancellation' }).click();
+    await dialog
+      .getByRole('status')
+      .getByText(/^Cancelled /)
+      .waitFor();
+    expect((await t.deps.knex('projects').where({ id: old.id }).first()).cancelled_at).not.toBeNull();
+    expect((await t.deps.knex('environments').where({ project_id: old.id }).first()).stopped_at).not.toBeNull();
+
+    const empty = await createProject(t, team, { name: 'empty-shop' });
+    await go(`/projects/${empty.id}/settings`);
+    await page.getByRole('button', { name: 'Delete project' }).click();
+    await page.waitForURL(`${t.baseUrl}/`);
+    expect(await t.deps.knex('projects').where({ id: empty.id }).first()).toBeUndefined();
+    expect(c.problems).toEqual([]);
+  });
+
+  it('account: an expired token stays listed, with no "Revoke"', async () => {
+    const { page } = c;
+    await createAccessToken(t, owner, team, 7, 'last year CI');
+    await t.deps
+      .knex('access_tokens')
+      .where({ user_id: owner.id, purpose: 'last year CI' })
+      .update({ expires_at: new Date(Date.now() - 86_400_000) });
+    await go('/account/tokens');
+    const row = page.getByRole('listitem').filter({ hasText: 'last year CI' });
+    await row.getByText('expired', { exact: true }).waitFor();
+    expect(await row.getByRole('button', { name: 'Revoke' }).count()).toBe(0);
+    expect(c.problems).toEqual([]);
+  });
+});
