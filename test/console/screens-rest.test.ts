@@ -45,7 +45,10 @@ beforeAll(async () => {
   production = await createEnvironment(t, project, { name: 'production' });
   staging = await createEnvironment(t, project, { name: 'staging' });
   // A web server and a build machine, each with its subscription, as the environment's creation makes them.
-  await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, production));
+  await t.deps.knex.transaction(async (trx) => {
+    await createEnvironmentMachines(trx, t.deps, production);
+    await createEnvironmentMachines(trx, t.deps, staging);
+  });
   agent = await sessionAgent(t, owner);
   c = await openConsole(t);
   await c.context.addCookies([{ name: 'vc_session', value: agent.cookies.get('vc_session')!, url: t.baseUrl }]);
@@ -112,6 +115,9 @@ describe.sequential('the rest of the console screens', () => {
     const dialog = page.getByRole('alertdialog', { name: 'Cancel the subscription' });
     await dialog.getByText(`Cancel ${sub.item}?`).waitFor();
     expect(await dialog.textContent()).toContain(preview.ends_at);
+    // The API's instruction to its clients is not the person's to read.
+    expect(preview.ends).toContain('{"confirm": true}');
+    expect(await dialog.textContent()).not.toContain('"confirm"');
     await c.screenshot('team-billing-cancel');
     // "Keep it" closes the question and changes nothing.
     await dialog.getByRole('button', { name: 'Keep it' }).click();
@@ -190,12 +196,30 @@ describe.sequential('the rest of the console screens', () => {
     expect(c.problems).toEqual([]);
   });
 
-  it('environment: "Build" asks for a build; a service priced before "Create service"; sync after its confirmation', async () => {
+  it('environment: "Build" asks for a build; resize and a service priced before their clicks; sync after its confirmation', async () => {
     const { page } = c;
     await go(`/environments/${production.id}`);
     await page.getByText('Head', { exact: true }).waitFor();
     await page.getByRole('button', { name: 'Build', exact: true }).click();
     await pendingTask('build');
+
+    // Resize (on staging: without a worker, the cancelled task's change workflow stays open on production and
+    // would refuse the sync below): the new plan's price shows before "Resize".
+    const web = await t.deps.knex('servers').where({ environment_id: staging.id, role: 'web' }).first();
+    const resize = (await agent.get(`/servers/${web.id}/resize`)).body;
+    const bigger = resize.choices.find((ch: { monthly_price_delta: number }) => ch.monthly_price_delta > 0);
+    await go(`/environments/${staging.id}/machines`);
+    expect(await page.getByRole('button', { name: 'Resize', exact: true }).count()).toBe(0);
+    await page.getByLabel(`New plan for ${web.name}`).selectOption(bigger.plan);
+    const cost = (n: number) => new Intl.NumberFormat('en', { style: 'currency', currency: resize.currency }).format(n);
+    await expect
+      .poll(() => page.getByRole('status', { name: 'Price preview' }).textContent())
+      .toBe(
+        `Plan ${bigger.plan}: ${cost(bigger.monthly_price)} a month (+${cost(bigger.monthly_price_delta)} a month)`,
+      );
+    await page.getByRole('button', { name: 'Resize', exact: true }).click();
+    const resized = await pendingTask('resize', staging.id);
+    expect(resized.params).toMatchObject({ plan: bigger.plan });
 
     await go(`/environments/${production.id}/services`);
     await page.getByText('No services.').waitFor();
@@ -293,6 +317,10 @@ describe.sequential('the rest of the console screens', () => {
     const dialog = page.getByRole('alertdialog', { name: 'Cancel the project' });
     await dialog.getByText('Stops legacy').waitFor();
     await c.screenshot('project-cancel');
+    // "Keep it" closes the question; asked again, it is confirmed.
+    await dialog.getByRole('button', { name: 'Keep it' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await page.getByRole('button', { name: 'Cancel the project…' }).click();
     expect((await t.deps.knex('projects').where({ id: old.id }).first()).cancelled_at).toBeNull();
     await dialog.getByRole('button', { name: 'Confirm cancellation' }).click();
     await dialog

@@ -77,6 +77,9 @@ export function ProjectSettings({ id }: { id: string }) {
                 </p>
                 <button type="button" class="danger" onClick={() => cancel.run()} disabled={cancel.busy}>
                   Confirm cancellation
+                </button>{' '}
+                <button type="button" class="secondary" onClick={() => setCancelInfo(undefined)}>
+                  Keep it
                 </button>
               </>
             )}

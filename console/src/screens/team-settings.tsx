@@ -152,6 +152,9 @@ export function TeamBilling({ id }: { id: string }) {
   );
 }
 
+/** The API's sentence of what ends and when, without its instruction to API clients (`Send {"confirm": true} to cancel.`). */
+const forPeople = (ends: string) => ends.replace(/\s*Send \{"confirm": true\} to cancel\.\s*$/, '');
+
 function Subscriptions(props: { teamId: string; billing: Answer<'getTeamBilling'>; onChange(): void }) {
   const [asking, setAsking] = useState<Answer<'getSubscriptionCancel'>>();
   const ask = useAction(async (order: string) => {
@@ -195,8 +198,9 @@ function Subscriptions(props: { teamId: string; billing: Answer<'getTeamBilling'
       {asking && (
         <div class="card inset" role="alertdialog" aria-label="Cancel the subscription">
           <p>
-            Cancel {asking.item}? {asking.ends}
+            <strong>Cancel {asking.item}?</strong>
           </p>
+          <p>{forPeople(asking.ends)}</p>
           <button type="button" class="danger" onClick={() => cancel.run()} disabled={cancel.busy}>
             Confirm cancellation
           </button>{' '}
