@@ -12,7 +12,7 @@ import {
   unlabelledFields,
 } from '../helpers/console-browser';
 import { type AppRepo, createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
-import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import { addMember, createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import { type Receiver, startReceiver } from '../helpers/receiver';
 
@@ -132,6 +132,55 @@ describe.sequential('the rest of the console screens', () => {
     expect(after.cancel_at.toISOString()).toBe(preview.ends_at);
     expect(await row.getByRole('button', { name: 'Cancel subscription' }).count()).toBe(0);
     await narrow('team-billing');
+    expect(c.problems).toEqual([]);
+  });
+
+  it("variables: each value's source; a secret is write-only; Apply starts the task; team and project renamed, a member removed", async () => {
+    const { page } = c;
+    const review = await createEnvironment(t, project, { name: 'review' });
+    expect((await agent.post(`/projects/${project.id}/variables`, { name: 'REGION', value: 'eu-west' })).status).toBe(
+      201,
+    );
+    await go(`/environments/${review.id}/variables`);
+    const table = page.getByRole('table', { name: 'Variables' });
+    await table.getByRole('row').filter({ hasText: 'REGION' }).getByText('project', { exact: true }).waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('API_KEY');
+    await page.getByLabel('Value', { exact: true }).fill('kept-out-of-pages');
+    await page.getByLabel('Secret (write-only)').check();
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    const secretRow = table.getByRole('row').filter({ hasText: 'API_KEY' });
+    await secretRow.getByText('secret (write-only)').waitFor();
+    await secretRow.getByText('environment', { exact: true }).waitFor();
+    expect(await page.content()).not.toContain('kept-out-of-pages');
+    const listed = (await agent.get(`/environments/${review.id}/variables`)).body.data;
+    expect(listed.find((v: { name: string }) => v.name === 'API_KEY')).toMatchObject({ secret: true, value: null });
+    await page.getByRole('button', { name: 'Apply', exact: true }).click();
+    const follow = page.getByRole('link', { name: 'follow the task' });
+    await follow.waitFor();
+    const applyId = (await follow.getAttribute('href'))!.split('/').pop();
+    const applied = await t.deps.knex('tasks').where({ id: applyId }).first();
+    expect(applied).toMatchObject({ environment_id: review.id, type: 'apply_variables', status: 'pending' });
+
+    await go(`/teams/${team.id}/settings`);
+    await page.getByLabel('Team name').fill('Rest team, renamed');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('heading', { name: 'Rest team, renamed' }).waitFor();
+    expect((await t.deps.knex('teams').where({ id: team.id }).first()).name).toBe('Rest team, renamed');
+    await go(`/projects/${project.id}/settings`);
+    await page.getByLabel('Project name').fill('rest-store');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('heading', { name: 'rest-store' }).waitFor();
+    expect((await t.deps.knex('projects').where({ id: project.id }).first()).name).toBe('rest-store');
+    const colleague = await createUser(t, { name: 'Leaving Colleague' });
+    await addMember(t, team, colleague, 'developer');
+    await go(`/teams/${team.id}/people`);
+    await page
+      .getByRole('listitem')
+      .filter({ hasText: 'Leaving Colleague' })
+      .getByRole('button', { name: 'Remove' })
+      .click();
+    await page.getByText('Leaving Colleague').waitFor({ state: 'detached' });
+    expect(await t.deps.knex('memberships').where({ team_id: team.id, user_id: colleague.id })).toEqual([]);
     expect(c.problems).toEqual([]);
   });
 

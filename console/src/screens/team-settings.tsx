@@ -6,13 +6,15 @@ import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Field, Loading, LoadState, Section, Select, when } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
 
-export function TeamSettings({ id }: { id: string }) {
+/** The team's name; `onSaved` lets the page's heading follow a rename. */
+export function TeamSettings({ id, onSaved }: { id: string; onSaved(): void }) {
   const path = { params: { path: { id } } };
   const settings = useLoad(() => ok(api.GET('/teams/{id}/settings', path)), [id]);
   const [name, setName] = useState<string>();
   const save = useAction(async () => {
     await ok(api.POST('/teams/{id}/settings', { ...path, body: { name: name ?? settings.data?.name } }));
     await settings.reload();
+    onSaved();
   });
   return (
     <Section title="Settings">
