@@ -1,4 +1,4 @@
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
@@ -234,6 +234,29 @@ describe.sequential('the console, end to end', () => {
     await page.waitForURL(/\/tasks\//);
     await expect.poll(() => page.locator('[data-status]').textContent(), { timeout: 120_000 }).toBe('succeeded');
     expect(await t.deps.knex('tasks').where({ type: 'restore', status: 'succeeded' })).toHaveLength(1);
+    expect(c.problems).toEqual([]);
+  });
+
+  it('downloads a backup (the encrypted snapshot), then deletes it after its confirmation', async () => {
+    const { page } = c;
+    const backups = () => t.deps.knex('backups').where({ environment_id: ids.environment, status: 'available' });
+    const before = await backups().orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ]);
+    await page.goto(`${t.baseUrl}/environments/${ids.environment}/backups`);
+    const downloading = page.waitForEvent('download');
+    await page.getByRole('button', { name: 'Download' }).first().click();
+    const file = await downloading;
+    expect(file.suggestedFilename()).toBe(`snapshot-${before[0].id}.vcb`);
+    const saved = path.join(t.dataDir, '..', file.suggestedFilename());
+    await file.saveAs(saved);
+    expect(statSync(saved).size).toBe(Number(before[0].size_bytes));
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Delete', exact: true }).first().click();
+    await expect.poll(async () => (await backups()).length, { timeout: 30_000 }).toBe(before.length - 1);
+    expect(await t.deps.knex('backups').where({ id: before[0].id }).first()).toBeUndefined();
+    await expect.poll(() => page.getByRole('button', { name: 'Download' }).count()).toBe(before.length - 1);
     expect(c.problems).toEqual([]);
   });
 

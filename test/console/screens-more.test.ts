@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import {
   type ConsoleBrowser,
+  cancelPendingTask,
+  checkNarrow,
   eachTestAnswersForProblems,
-  horizontalOverflow,
   openConsole,
-  unlabelledFields,
 } from '../helpers/console-browser';
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, PASSWORD, sessionAgent } from '../helpers/fixtures';
@@ -61,26 +61,9 @@ const go = async (url: string) => {
   await c.page.locator('h1').first().waitFor();
 };
 
-/** The task the page went to, cancelled through the API so that the next change is not refused (409). */
-async function pendingTask(type: string) {
-  await c.page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
-  const id = c.page.url().split('/').pop()!;
-  const task = await t.deps.knex('tasks').where({ id }).first();
-  expect(task).toMatchObject({ environment_id: environment.id, type, status: 'pending' });
-  expect((await agent.post(`/tasks/${id}/cancel`)).status).toBe(200);
-  return task;
-}
+const pendingTask = (type: string) => cancelPendingTask(c, t, agent, type, environment.id);
 
 const money = (n: number, currency: string) => new Intl.NumberFormat('en', { style: 'currency', currency }).format(n);
-
-/** At 390 px the page does not scroll sideways, and every field on it has a visible label. */
-const narrow = async (name: string) => {
-  await c.page.setViewportSize({ width: 390, height: 844 });
-  expect(await horizontalOverflow(c.page), name).toBeLessThanOrEqual(0);
-  expect(await unlabelledFields(c.page), name).toEqual([]);
-  await c.screenshot(`narrow-${name}`);
-  await c.page.setViewportSize({ width: 1280, height: 900 });
-};
 
 describe.sequential('more console screens', () => {
   eachTestAnswersForProblems(() => c);
@@ -125,7 +108,7 @@ describe.sequential('more console screens', () => {
       files_gb: split.files_gb + 1,
     });
     await c.screenshot('environment-storage');
-    await narrow('environment-storage');
+    await checkNarrow(c, 'environment-storage');
 
     // The files disk moves to the other root (a task).
     await page.getByLabel('Move the files disk to').selectOption(roots[1]);
@@ -172,7 +155,7 @@ describe.sequential('more console screens', () => {
     expect([...changed.events].sort()).toEqual(['task.failed', 'task.succeeded']);
     // The URL left empty is kept.
     expect((await agent.get(`/integrations/${row.id}`)).body.url).toBe('https://hooks.example.test/vc');
-    await narrow('team-integrations');
+    await checkNarrow(c, 'team-integrations');
     await page.getByRole('button', { name: 'Change Deploy hook' }).click();
     await page.getByRole('button', { name: 'Disconnect' }).click();
     // Gone from the list once the DELETE has answered and the list was read again (not before: no race).
@@ -213,7 +196,7 @@ describe.sequential('more console screens', () => {
     expect(got.replies).toEqual([expect.objectContaining({ body: 'It is fast again, thank you.', resolved: true })]);
     await t.smtp!.waitFor((m) => m.text.includes('It is fast again, thank you.'));
     await c.screenshot('team-ticket-reply');
-    await narrow('team-tickets');
+    await checkNarrow(c, 'team-tickets');
     expect(c.problems).toEqual([]);
   });
 
@@ -248,7 +231,7 @@ describe.sequential('more console screens', () => {
     });
     expect(await page.getByRole('button', { name: 'Accept the terms' }).count()).toBe(0);
     await c.screenshot('project-settings-rules');
-    await narrow('project-settings');
+    await checkNarrow(c, 'project-settings');
     expect(c.problems).toEqual([]);
   });
 
@@ -287,7 +270,7 @@ describe.sequential('more console screens', () => {
     await page.getByRole('alert').getByText(refusal.message).waitFor();
     expect(await t.deps.knex('tasks').where({ environment_id: environment.id, type: 'reset_database' })).toEqual([]);
     await c.screenshot('environment-backups-key');
-    await narrow('environment-backups');
+    await checkNarrow(c, 'environment-backups');
 
     // Ending the other browser sessions asks for the password too.
     const other = await sessionAgent(t, owner);
@@ -369,7 +352,7 @@ describe.sequential('more console screens', () => {
           : `${money(plan.monthly_price, before.currency)} a month`,
       );
     await c.screenshot('environment-machines-build');
-    await narrow('environment-machines');
+    await checkNarrow(c, 'environment-machines');
     await page.getByRole('button', { name: 'Choose build machine' }).click();
     await page.getByText('Build machine chosen').waitFor();
     expect((await agent.get(`${env}/build-machines`)).body).toMatchObject({ provider: provider.id, plan: plan.id });

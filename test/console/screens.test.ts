@@ -323,6 +323,10 @@ describe.sequential('the console screens', () => {
       })
       .not.toBeNull();
     expect((await t.deps.knex('domains').where({ id: domain.id }).first()).status).toBe('pending');
+    const left = (await agent.get(`/environments/${environment.id}/domains`)).body.data[0].verification.checks_left;
+    expect(left).toBeLessThan(domain.verification.checks_left);
+    const checksLeft = page.locator('dt:text-is("Checks left this hour") + dd');
+    await expect.poll(() => checksLeft.textContent()).toBe(String(left));
     dns.set(domain.verification.name, [domain.verification.value]);
     await page.getByRole('button', { name: 'Verify' }).click();
     await page.locator('.status.verified').waitFor();

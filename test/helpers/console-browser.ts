@@ -6,11 +6,12 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { beforeEach, onTestFailed } from 'vitest';
+import { beforeEach, expect, onTestFailed } from 'vitest';
 import { ensureChromium, launchBrowser } from './browser';
 import { ensureConsoleBuilt } from './console';
 import type { TestContext } from './context';
 import { PASSWORD } from './fixtures';
+import type { Agent } from './http';
 
 /** Where the screenshots go (kept after the run; var/ is not committed). */
 export const SCREENSHOTS = join(process.cwd(), 'var', 'console-screenshots');
@@ -92,4 +93,32 @@ export function eachTestAnswersForProblems(c: () => ConsoleBrowser): void {
       await c().screenshot(`failed-${task.name.slice(0, 40)}`);
     });
   });
+}
+
+/** At 390 px the page does not scroll sideways and every field on it has a visible label; saves narrow-<name>.png. */
+export async function checkNarrow(c: ConsoleBrowser, name: string): Promise<void> {
+  await c.page.setViewportSize({ width: 390, height: 844 });
+  expect(await horizontalOverflow(c.page), name).toBeLessThanOrEqual(0);
+  expect(await unlabelledFields(c.page), name).toEqual([]);
+  await c.screenshot(`narrow-${name}`);
+  await c.page.setViewportSize({ width: 1280, height: 900 });
+}
+
+/**
+ * The task the page went to: checked to be of this type, pending, on this environment, then cancelled
+ * through the API (no worker runs in the screen tests) so that the next change is not refused. Its row.
+ */
+export async function cancelPendingTask(
+  c: ConsoleBrowser,
+  t: TestContext,
+  agent: Agent,
+  type: string,
+  environmentId: string,
+) {
+  await c.page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
+  const id = c.page.url().split('/').pop()!;
+  const task = await t.deps.knex('tasks').where({ id }).first();
+  expect(task).toMatchObject({ environment_id: environmentId, type, status: 'pending' });
+  expect((await agent.post(`/tasks/${id}/cancel`)).status).toBe(200);
+  return task;
 }

@@ -7,7 +7,7 @@ import { NotificationRules, ProjectTerms } from './project-rules';
 import { VariablesEditor } from './variables';
 
 /** The project's sections other than its environments. */
-export function ProjectSubPage({ id, tab }: { id: string; tab: string }) {
+export function ProjectSubPage({ id, tab, onRenamed }: { id: string; tab: string; onRenamed(): void }) {
   const teamId = useLoad(async () => {
     if (tab !== 'backup-window' && tab !== 'settings') return undefined;
     const list = await ok(api.GET('/projects'));
@@ -23,7 +23,7 @@ export function ProjectSubPage({ id, tab }: { id: string; tab: string }) {
     case 'settings':
       return (
         <>
-          <ProjectSettings id={id} />
+          <ProjectSettings id={id} onSaved={onRenamed} />
           <NotificationRules id={id} teamId={teamId.data} />
           <ProjectTerms id={id} />
         </>

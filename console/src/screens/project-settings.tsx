@@ -9,7 +9,7 @@ import { ActionForm } from '../ui/action-form';
 const input = (set: (v: string) => void) => (e: Event) => set((e.target as HTMLInputElement).value);
 
 /** Name and domain allowance; then cancel and delete, each after its confirmation. */
-export function ProjectSettings({ id }: { id: string }) {
+export function ProjectSettings({ id, onSaved }: { id: string; onSaved(): void }) {
   const { route } = useLocation();
   const path = { params: { path: { id } } };
   const settings = useLoad(() => ok(api.GET('/projects/{id}/settings', path)), [id]);
@@ -21,6 +21,7 @@ export function ProjectSettings({ id }: { id: string }) {
     await ok(api.POST('/projects/{id}/settings', { ...path, body: { name: name ?? settings.data?.name } }));
     setSaved(true);
     await settings.reload();
+    onSaved();
   });
   const askCancel = useAction(async () => setCancelInfo(await ok(api.GET('/projects/{id}/cancel', path))));
   const cancel = useAction(async () => {
@@ -77,6 +78,9 @@ export function ProjectSettings({ id }: { id: string }) {
                 </p>
                 <button type="button" class="danger" onClick={() => cancel.run()} disabled={cancel.busy}>
                   Confirm cancellation
+                </button>{' '}
+                <button type="button" class="secondary" onClick={() => setCancelInfo(undefined)}>
+                  Keep it
                 </button>
               </>
             )}

@@ -16,7 +16,11 @@ export function ProjectPage({ id, tab }: { id: string; tab?: string }) {
     <>
       <h1>{settings.data?.name ?? 'Project'}</h1>
       <Tabs base={`/projects/${id}`} tabs={PROJECT_TABS} current={current} />
-      {current === '' ? <ProjectOverview id={id} /> : <ProjectSubPage id={id} tab={tab!} />}
+      {current === '' ? (
+        <ProjectOverview id={id} />
+      ) : (
+        <ProjectSubPage id={id} tab={tab!} onRenamed={() => settings.reload()} />
+      )}
     </>
   );
 }

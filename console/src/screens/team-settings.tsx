@@ -6,13 +6,15 @@ import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Field, Loading, LoadState, Section, Select, when } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
 
-export function TeamSettings({ id }: { id: string }) {
+/** The team's name; `onSaved` lets the page's heading follow a rename. */
+export function TeamSettings({ id, onSaved }: { id: string; onSaved(): void }) {
   const path = { params: { path: { id } } };
   const settings = useLoad(() => ok(api.GET('/teams/{id}/settings', path)), [id]);
   const [name, setName] = useState<string>();
   const save = useAction(async () => {
     await ok(api.POST('/teams/{id}/settings', { ...path, body: { name: name ?? settings.data?.name } }));
     await settings.reload();
+    onSaved();
   });
   return (
     <Section title="Settings">
@@ -152,6 +154,9 @@ export function TeamBilling({ id }: { id: string }) {
   );
 }
 
+/** The API's sentence of what ends and when, without its instruction to API clients (`Send {"confirm": true} to cancel.`). */
+const forPeople = (ends: string) => ends.replace(/\s*Send \{"confirm": true\} to cancel\.\s*$/, '');
+
 function Subscriptions(props: { teamId: string; billing: Answer<'getTeamBilling'>; onChange(): void }) {
   const [asking, setAsking] = useState<Answer<'getSubscriptionCancel'>>();
   const ask = useAction(async (order: string) => {
@@ -195,8 +200,9 @@ function Subscriptions(props: { teamId: string; billing: Answer<'getTeamBilling'
       {asking && (
         <div class="card inset" role="alertdialog" aria-label="Cancel the subscription">
           <p>
-            Cancel {asking.item}? {asking.ends}
+            <strong>Cancel {asking.item}?</strong>
           </p>
+          <p>{forPeople(asking.ends)}</p>
           <button type="button" class="danger" onClick={() => cancel.run()} disabled={cancel.busy}>
             Confirm cancellation
           </button>{' '}

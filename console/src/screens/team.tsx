@@ -27,7 +27,7 @@ export function TeamPage({ id, tab }: { id: string; tab?: string }) {
       ) : current === '/backup-destinations' ? (
         <BackupDestinations id={id} />
       ) : current === '/settings' ? (
-        <TeamSettings id={id} />
+        <TeamSettings id={id} onSaved={() => teams.reload()} />
       ) : current === '/billing' ? (
         <TeamBilling id={id} />
       ) : current === '/integrations' ? (
