@@ -332,6 +332,12 @@ describe.sequential('the console screens', () => {
     await page.locator('.status.verified').waitFor();
     expect((await t.deps.knex('domains').where({ id: domain.id }).first()).status).toBe('verified');
     expect(await page.getByRole('button', { name: 'Verify' }).count()).toBe(0);
+    // its certificate's state, and why there is none: this console has no ACME directory (docs/https.md)
+    const certificate = page.locator('dt:text-is("Certificate") + dd');
+    expect(await certificate.locator('.status').textContent()).toBe('none');
+    expect(await certificate.textContent()).toContain(
+      'HTTPS is not configured on this console (ACME_DIRECTORY_URL is not set)',
+    );
     await c.screenshot('environment-domain-verified');
     expect(c.problems).toEqual([]);
   });

@@ -49,7 +49,12 @@ function Domain(props: {
     verification: { type: string; name: string; value: string; checks_left?: number };
     verified_at: string | null;
     last_checked_at: string | null;
-    certificate?: { status?: string } | null;
+    certificate?: {
+      status?: string;
+      issuer?: string | null;
+      expires_at?: string | null;
+      last_error?: string | null;
+    } | null;
   };
   onChange(): void;
 }) {
@@ -74,7 +79,12 @@ function Domain(props: {
         {d.certificate?.status && (
           <>
             <dt>Certificate</dt>
-            <dd>{d.certificate.status}</dd>
+            <dd>
+              <span class={`status ${d.certificate.status}`}>{d.certificate.status}</span>
+              {d.certificate.issuer && ` from ${d.certificate.issuer}`}
+              {d.certificate.expires_at && `, until ${when(d.certificate.expires_at)}`}
+              {d.certificate.last_error && <div class="muted">{d.certificate.last_error}</div>}
+            </dd>
           </>
         )}
         <dt>Last checked</dt>
