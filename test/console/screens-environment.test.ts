@@ -6,7 +6,7 @@ import {
   cancelPendingTask,
   checkNarrow,
   eachTestAnswersForProblems,
-  openConsole,
+  openConsoleAs,
 } from '../helpers/console-browser';
 import { createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
@@ -44,10 +44,8 @@ beforeAll(async () => {
     await createEnvironmentMachines(trx, t.deps, staging);
   });
   agent = await sessionAgent(t, owner);
-  c = await openConsole(t);
-  await c.context.addCookies([{ name: 'vc_session', value: agent.cookies.get('vc_session')!, url: t.baseUrl }]);
   // The confirmations (sync) are accepted.
-  c.page.on('dialog', (d) => void d.accept());
+  c = await openConsoleAs(t, agent, { acceptDialogs: true });
 }, 180_000);
 
 afterAll(async () => {
@@ -55,10 +53,7 @@ afterAll(async () => {
   await receiver?.stop();
 });
 
-const go = async (url: string) => {
-  await c.page.goto(t.baseUrl + url);
-  await c.page.locator('h1').first().waitFor();
-};
+const go = (path: string) => c.go(path);
 
 const pendingTask = (type: string, environmentId = production.id) =>
   cancelPendingTask(c, t, agent, type, environmentId);

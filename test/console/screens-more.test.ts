@@ -7,7 +7,7 @@ import {
   cancelPendingTask,
   checkNarrow,
   eachTestAnswersForProblems,
-  openConsole,
+  openConsoleAs,
 } from '../helpers/console-browser';
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, PASSWORD, sessionAgent } from '../helpers/fixtures';
@@ -46,20 +46,15 @@ beforeAll(async () => {
     disk_gb: 10,
   });
   agent = await sessionAgent(t, owner);
-  c = await openConsole(t);
-  await c.context.addCookies([{ name: 'vc_session', value: agent.cookies.get('vc_session')!, url: t.baseUrl }]);
   // The moves, discards and deletions ask to be confirmed.
-  c.page.on('dialog', (d) => void d.accept());
+  c = await openConsoleAs(t, agent, { acceptDialogs: true });
 }, 180_000);
 
 afterAll(async () => {
   await c?.close();
 });
 
-const go = async (url: string) => {
-  await c.page.goto(t.baseUrl + url);
-  await c.page.locator('h1').first().waitFor();
-};
+const go = (path: string) => c.go(path);
 
 const pendingTask = (type: string) => cancelPendingTask(c, t, agent, type, environment.id);
 

@@ -3,7 +3,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSubscription } from '../../db/queries/subscriptions';
 import { useTestContext } from '../helpers/context';
-import { type ConsoleBrowser, checkNarrow, eachTestAnswersForProblems, openConsole } from '../helpers/console-browser';
+import {
+  type ConsoleBrowser,
+  checkNarrow,
+  eachTestAnswersForProblems,
+  openConsoleAs,
+} from '../helpers/console-browser';
 import { type AppRepo, createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
 import { addMember, createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
@@ -32,20 +37,15 @@ beforeAll(async () => {
   project = await createProject(t, team, { name: 'rest-shop', repository_url: repo.dir });
   production = await createEnvironment(t, project, { name: 'production' });
   agent = await sessionAgent(t, owner);
-  c = await openConsole(t);
-  await c.context.addCookies([{ name: 'vc_session', value: agent.cookies.get('vc_session')!, url: t.baseUrl }]);
   // The confirmations (removing a member, deleting a project) are accepted.
-  c.page.on('dialog', (d) => void d.accept());
+  c = await openConsoleAs(t, agent, { acceptDialogs: true });
 }, 180_000);
 
 afterAll(async () => {
   await c?.close();
 });
 
-const go = async (url: string) => {
-  await c.page.goto(t.baseUrl + url);
-  await c.page.locator('h1').first().waitFor();
-};
+const go = (path: string) => c.go(path);
 
 describe.sequential('the rest of the console screens', () => {
   eachTestAnswersForProblems(() => c);

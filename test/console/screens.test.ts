@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertSamples } from '../../db/queries/resources';
 import { useTestContext } from '../helpers/context';
-import { type ConsoleBrowser, eachTestAnswersForProblems, openConsole, signIn } from '../helpers/console-browser';
+import { type ConsoleBrowser, eachTestAnswersForProblems, openConsoleAs, signIn } from '../helpers/console-browser';
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { addMember, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
@@ -53,18 +53,14 @@ beforeAll(async () => {
   developer = await createUser(t, { name: 'Dev Eloper' });
   await addMember(t, team, developer, 'developer');
   agent = await sessionAgent(t, owner);
-  c = await openConsole(t);
-  await c.context.addCookies([{ name: 'vc_session', value: agent.cookies.get('vc_session')!, url: t.baseUrl }]);
+  c = await openConsoleAs(t, agent);
 }, 180_000);
 
 afterAll(async () => {
   await c?.close();
 });
 
-const go = async (url: string) => {
-  await c.page.goto(t.baseUrl + url);
-  await c.page.locator('h1').first().waitFor();
-};
+const go = (path: string) => c.go(path);
 
 describe.sequential('the console screens', () => {
   eachTestAnswersForProblems(() => c);

@@ -22,6 +22,8 @@ export interface ConsoleBrowser {
   problems: string[];
   /** Saves a full-page screenshot as SCREENSHOTS/<name>.png and answers its path. */
   screenshot(name: string): Promise<string>;
+  /** Opens a console path (`/environments/...`) and waits for its heading. */
+  go(path: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -59,8 +61,27 @@ export async function openConsole(t: TestContext): Promise<ConsoleBrowser> {
       await page.screenshot({ path: file, fullPage: true });
       return file;
     },
+    async go(path) {
+      await page.goto(t.baseUrl + path);
+      await page.locator('h1').first().waitFor();
+    },
     close: () => browser.close(),
   };
+}
+
+/**
+ * The console signed in with `agent`'s session (its cookie in the browser); `acceptDialogs`: every
+ * confirmation (`confirm()`) is answered OK.
+ */
+export async function openConsoleAs(
+  t: TestContext,
+  agent: Agent,
+  o: { acceptDialogs?: boolean } = {},
+): Promise<ConsoleBrowser> {
+  const c = await openConsole(t);
+  await c.context.addCookies([{ name: 'vc_session', value: agent.cookies.get('vc_session')!, url: t.baseUrl }]);
+  if (o.acceptDialogs) c.page.on('dialog', (d) => void d.accept());
+  return c;
 }
 
 /** Signs in through the console's form (any page asks for it when signed out). */
