@@ -119,16 +119,25 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   const tlsOptions = o.tls && crtList ? { ...o.tls, crtList, defaultCert: defaultCertificate(paths.dir) } : undefined;
   /** The hostnames HAProxy serves a certificate for (the crt-list's). */
   const certified = () => (tlsOptions && crtList ? hostsOf(crtList) : []);
-  /** Certificates written or removed since: loaded into (or dropped from) the running HAProxy, no reload. */
-  async function syncCertificates(): Promise<void> {
+  /**
+   * Certificates written or removed since: the new ones loaded into the running HAProxy now (no reload), before
+   * the state that redirects their names to HTTPS is applied; the removed ones dropped by the function this
+   * returns, called once that state no longer redirects their names (so no name is redirected to HTTPS while
+   * it has no certificate of its own).
+   */
+  async function syncCertificates(): Promise<() => Promise<void>> {
+    const none = async () => undefined;
     const changes = await syncCertificateFiles();
-    if (!changes || !tlsOptions || !certDir || !haproxy.alive()) return;
-    if (!changes.written.length && !changes.removed.length) return;
+    if (!changes || !tlsOptions || !certDir || !haproxy.alive()) return none;
+    if (!changes.written.length && !changes.removed.length) return none;
     const runtime = new HaproxyCertificates(paths.admin, tlsOptions.crtList);
-    await applyCertificateChanges(runtime, (h) => join(certDir, `${h}.pem`), changes).catch((err) => {
+    const path = (h: string) => join(certDir, `${h}.pem`);
+    const failed = (err: unknown) => {
       o.logger?.warn({ err: (err as Error).message }, 'the edge could not load certificates at runtime; reloading');
       loaded = null; // the next apply reloads: HAProxy reads the files
-    });
+    };
+    await applyCertificateChanges(runtime, path, { ...changes, removed: [] }).catch(failed);
+    return () => applyCertificateChanges(runtime, path, { ...changes, written: [] }).catch(failed);
   }
   const shipper = o.logs
     ? await new LogShipper({ ...o.logs, knex: o.knex, source: 'requests', logger: o.logger }).start()
@@ -251,11 +260,17 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
         // the database clock before the reads: every change committed before it is in what is applied
         const { rows } = await o.knex.raw('SELECT now() AS at');
         const readAt: Date = rows[0].at;
-        await syncCertificates();
+        const dropRemovedCertificates = await syncCertificates();
         const state = await loadEdgeState(o.knex);
         if (closed) break;
         try {
-          if (await apply(modelOf(state, model))) {
+          let applied = false;
+          try {
+            applied = await apply(modelOf(state, model));
+          } finally {
+            await dropRemovedCertificates();
+          }
+          if (applied) {
             await syncPasswords();
             await edgeApplied(o.knex, purges.id, readAt);
           }
