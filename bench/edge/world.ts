@@ -15,6 +15,9 @@ import type { Knex } from 'knex';
 import { createDatabase, dropDatabase, withDatabase } from '../../db/database';
 import { createKnex } from '../../db/knex';
 import { migrateLatest } from '../../db/migrate';
+import { stopLeftVarnish } from '../../edge/cdn/pids';
+import { haproxyPaths } from '../../edge/haproxy/paths';
+import { stopLeftDataPlane } from '../../edge/haproxy/process';
 import { loadSecrets, type Secrets } from '../../system/secrets';
 import { freePort } from '../../test/helpers/ports';
 import { ADMIN_DATABASE_URL } from '../harness';
@@ -68,6 +71,14 @@ export async function startEdgeWorld(name: string, o: { acme: boolean }): Promis
   const close = async () => {
     for (const c of closers) await c();
     for (const c of children.reverse()) await stop(c);
+    // nothing of the bench's edge stays running: an HAProxy or a Varnish its control plane left (as npm start's
+    // stop does; one left by a quick run once spun a core for the next 20 minutes)
+    const leftHaproxy = await stopLeftDataPlane(haproxyPaths(dataDir)).catch(() => false);
+    const leftVarnish = await stopLeftVarnish(join(dataDir, 'edge', 'varnish')).catch(() => false);
+    if (leftHaproxy || leftVarnish)
+      console.log(
+        `[bench] ${name}: stopped what the edge left running (${leftHaproxy ? 'HAProxy' : ''}${leftHaproxy && leftVarnish ? ', ' : ''}${leftVarnish ? 'Varnish' : ''})`,
+      );
     await knex.destroy();
     await dropDatabase(ADMIN_DATABASE_URL, dbName);
     rmSync(dataDir, { recursive: true, force: true });
