@@ -20,12 +20,12 @@ import {
   readFileSync,
   renameSync,
   rmSync,
-  statSync,
   writeFileSync,
 } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { closedAbove } from '../privileges';
 import { adminCommand, type AdminAddress } from './admin';
 import { alive, sleep, stop } from './pids';
 import { renderVcl } from './vcl';
@@ -82,14 +82,6 @@ function varnishdPath(): string {
   const found = spawnSync('sh', ['-c', 'command -v varnishd'], { encoding: 'utf8' }).stdout?.trim();
   if (found) return found;
   throw new Error(`The CDN needs Varnish 7 (varnishd), which is not installed: ${INSTALL_HINT}`);
-}
-
-/** Whether every directory above `dir` lets others through (varnishd's jail user must reach its files). */
-function traversable(dir: string): boolean {
-  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
-    if ((statSync(d).mode & 0o001) === 0) return false;
-    if (d === path.dirname(d)) return true;
-  }
 }
 
 /** Writes a file whole or not at all (write, then rename). */
@@ -251,7 +243,8 @@ export class Varnish {
   private async spawn(): Promise<void> {
     const bin = varnishdPath();
     mkdirSync(this.files.work, { recursive: true });
-    const jail = traversable(this.o.dir) ? [] : ['-j', 'none'];
+    // varnishd's jail user must reach its files: every directory down to them lets others through
+    const jail = closedAbove(this.o.dir) === null ? [] : ['-j', 'none'];
     if (jail.length > 0)
       this.o.logger?.warn({ dir: this.o.dir }, 'varnishd runs as root: its jail user cannot reach DATA_DIR');
     const args = [
