@@ -382,9 +382,15 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       if (retry) clearTimeout(retry);
       await reloading?.catch(() => undefined);
       await client?.end().catch(() => undefined);
-      // HAProxy and Varnish stop side by side (each may take seconds): within the supervisor's stop timeout
-      await Promise.all([o.keepDataPlane ? undefined : haproxy.stop(), parts.close(o.keepDataPlane ?? false)]);
+      // HAProxy and Varnish stop side by side (each may take seconds): within the supervisor's stop timeout. Both
+      // are waited for, also when one fails, so a failure of the one never leaves the other running.
+      const stopped = await Promise.allSettled([
+        o.keepDataPlane ? undefined : haproxy.stop(),
+        parts.close(o.keepDataPlane ?? false),
+      ]);
       await shipper?.close();
+      const failed = stopped.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
     },
   };
 }

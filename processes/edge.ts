@@ -34,9 +34,13 @@ const edge = await startEdge({
 });
 logger.info({ port: edge.port }, 'edge running');
 const stop = async () => {
-  await edge.close();
+  let code = 0;
+  await edge.close().catch((err: Error) => {
+    logger.error({ err: err.message }, 'the edge did not stop cleanly');
+    code = 1;
+  });
   await knex.destroy();
-  process.exit(0);
+  process.exit(code);
 };
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);

@@ -56,9 +56,11 @@ export async function startTaskGated(
         if (await stillRuns(blocker)) return { waiting: blocker };
       }
     }
+    // clock_timestamp(), not now(): now() is when this transaction began, which can be before the blocker it just
+    // saw end had finished (its finished_at), and a task would seem to have started before the one it waited for.
     const moved = await trx('tasks')
       .where({ id: taskId, status: 'pending' })
-      .update({ status: 'running', started_at: trx.fn.now() });
+      .update({ status: 'running', started_at: trx.raw('clock_timestamp()') });
     return moved > 0;
   });
 }
