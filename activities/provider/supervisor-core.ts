@@ -8,7 +8,15 @@ import type { Limits } from './cgroups';
 import { type StateFile, writeStateFile } from './supervisor-state';
 import type { Runtime, SupervisorOptions } from './supervisor-types';
 import { publishedRoute, spawnWeb } from './supervisor-web';
-import { delay, waitReady, type Backoff, type WebProcess } from './web-process';
+import { delay, STOPPED_WAITING, waitReady, type Backoff, type WebProcess } from './web-process';
+
+/** A change that did not run: its signal aborted (task cancelled, worker stopping) while it waited its turn. */
+export class SupervisorStopped extends Error {
+  constructor() {
+    super(`not started: ${STOPPED_WAITING}`);
+    this.name = 'SupervisorStopped';
+  }
+}
 
 export abstract class SupervisorCore {
   protected readonly envs = new Map<string, Runtime>();
@@ -41,9 +49,18 @@ export abstract class SupervisorCore {
     return rt;
   }
 
-  protected exclusive<T>(envId: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` once every change of the environment queued before it has ended. With `signal`, a change whose
+   * signal aborted while it waited its turn does not run (SupervisorStopped): a stopping worker does not work
+   * through a queue of restarts first.
+   */
+  protected exclusive<T>(envId: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     const rt = this.runtime(envId);
-    const next = rt.lock.then(fn, fn);
+    const run = () => {
+      if (signal?.aborted) throw new SupervisorStopped();
+      return fn();
+    };
+    const next = rt.lock.then(run, run);
     rt.lock = next.catch(() => undefined);
     return next;
   }
@@ -107,6 +124,7 @@ export abstract class SupervisorCore {
     limits: Limits | undefined,
     timeoutMs: number,
     say: (line: string) => void,
+    signal?: AbortSignal,
   ): Promise<{ ok: true; webs: WebProcess[] } | { ok: false; message: string }> {
     const webs: WebProcess[] = [];
     try {
@@ -127,7 +145,7 @@ export abstract class SupervisorCore {
       await Promise.all(webs.map((w) => w.stop(this.graceMs)));
       throw err;
     }
-    const ready = await Promise.all(webs.map((w) => waitReady(w, spec.health, timeoutMs)));
+    const ready = await Promise.all(webs.map((w) => waitReady(w, spec.health, timeoutMs, signal)));
     const bad = ready.findIndex((r) => !r.ok);
     if (bad >= 0) {
       await Promise.all(webs.map((w) => w.stop(this.graceMs)));

@@ -8,6 +8,7 @@ import type { OnLine } from './run-step';
 import { slotsOf, SupervisorCore } from './supervisor-core';
 import type { GoLiveResult, Live, RestartOptions, RestartResult, Runtime, ScaleResult } from './supervisor-types';
 import { safe } from './supervisor-web';
+import { STOPPED_WAITING } from './web-process';
 
 export abstract class SupervisorInstances extends SupervisorCore {
   /**
@@ -16,22 +17,26 @@ export abstract class SupervisorInstances extends SupervisorCore {
    * instances keep serving.
    */
   restartWithEnv(o: RestartOptions): Promise<GoLiveResult> {
-    return this.exclusive(o.envId, async () => {
-      const say = (line: string) => safe(o.onLine, `==> ${line}`);
-      const rt = this.runtime(o.envId);
-      const live = rt.live;
-      if (!live) return { ok: false, message: 'no release is live on this environment' };
-      if (!live.manifest.web) {
-        rt.live = { ...live, env: o.env };
-        await this.writeState(rt);
-        say('No web command in service.yaml: nothing to restart; the new variables are kept for the next start');
-        return { ok: true, alreadyLive: true, internalPort: null };
-      }
-      const r = await this.rolling(rt, live, o.env, live.limits, o.healthTimeoutMs, o.onLine);
-      if (!r.ok) return r;
-      say(`Release ${live.releaseId} serves with the current variables`);
-      return { ok: true, alreadyLive: false, internalPort: rt.live?.webs[0]?.port ?? null };
-    });
+    return this.exclusive(
+      o.envId,
+      async () => {
+        const say = (line: string) => safe(o.onLine, `==> ${line}`);
+        const rt = this.runtime(o.envId);
+        const live = rt.live;
+        if (!live) return { ok: false, message: 'no release is live on this environment' };
+        if (!live.manifest.web) {
+          rt.live = { ...live, env: o.env };
+          await this.writeState(rt);
+          say('No web command in service.yaml: nothing to restart; the new variables are kept for the next start');
+          return { ok: true, alreadyLive: true, internalPort: null };
+        }
+        const r = await this.rolling(rt, live, o.env, live.limits, o.healthTimeoutMs, o.onLine, o.signal);
+        if (!r.ok) return r;
+        say(`Release ${live.releaseId} serves with the current variables`);
+        return { ok: true, alreadyLive: false, internalPort: rt.live?.webs[0]?.port ?? null };
+      },
+      o.signal,
+    );
   }
 
   /**
@@ -84,6 +89,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
     limits: Limits | undefined,
     timeoutMs: number,
     onLine?: OnLine,
+    signal?: AbortSignal,
   ): Promise<{ ok: true; instances: number } | { ok: false; message: string }> {
     const say = (line: string) => safe(onLine, `==> ${line}`);
     const port = rt.served?.port ?? 0;
@@ -105,6 +111,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
         limits,
         timeoutMs,
         say,
+        signal,
       );
       if (!started.ok) {
         safe(onLine, started.message, 'stderr');
@@ -117,7 +124,12 @@ export abstract class SupervisorInstances extends SupervisorCore {
       return { ok: true, instances: started.webs.length };
     }
     for (let i = 0; i < total; i++) {
-      const started = await this.startReady(rt.envId, port, spec, [i + 1], env, limits, timeoutMs, say);
+      if (signal?.aborted)
+        return {
+          ok: false,
+          message: `${STOPPED_WAITING}; ${i} of ${total} instances were replaced, the rest keep serving`,
+        };
+      const started = await this.startReady(rt.envId, port, spec, [i + 1], env, limits, timeoutMs, say, signal);
       if (!started.ok) {
         const message = `${started.message}; the old one keeps serving${i > 0 ? ` (${i} of ${total} instances were replaced)` : ''}`;
         safe(onLine, message, 'stderr');

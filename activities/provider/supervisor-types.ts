@@ -49,6 +49,8 @@ export interface RestartOptions {
   env: Record<string, string | undefined>;
   healthTimeoutMs: number;
   onLine?: OnLine;
+  /** Aborts the restart (the task was cancelled, its worker is stopping): the instances running keep serving. */
+  signal?: AbortSignal;
 }
 
 export interface GoLiveOptions {

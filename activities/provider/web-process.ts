@@ -206,18 +206,23 @@ export function probe(
   });
 }
 
+/** Why a wait for readiness ended early: its task was cancelled, or the worker running it is stopping. */
+export const STOPPED_WAITING = 'the task was cancelled or its worker is stopping';
+
 /**
  * Waits until the process answers: `health` with 2xx, or (no health) until the port accepts connections.
- * Fails early when the process exits.
+ * Fails early when the process exits, or once `signal` aborts.
  */
 export async function waitReady(
   proc: WebProcess,
   health: string | undefined,
   timeoutMs: number,
+  signal?: AbortSignal,
 ): Promise<{ ok: true; status: number | null } | { ok: false; message: string }> {
   const deadline = Date.now() + timeoutMs;
   let last = 'no answer';
   for (;;) {
+    if (signal?.aborted) return { ok: false, message: `stopped waiting (last: ${last}): ${STOPPED_WAITING}` };
     if (!proc.isRunning) {
       const e = proc.lastExit;
       return {

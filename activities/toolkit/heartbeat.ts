@@ -1,8 +1,13 @@
-import { CancelledFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 
 /**
  * Heartbeats the current activity every second while `fn` runs (a worker that died is noticed within the
  * heartbeat timeout and the activity retried elsewhere) and hands `fn` the activity's cancellation signal.
+ *
+ * Once that signal aborted, the activity ends as what aborted it, whatever `fn` returned or threw: `cancelled`
+ * when the workflow was cancelled (the task ends cancelled, not failed); when its worker is stopping, a
+ * retryable failure, so the next worker runs it again at once (a "cancelled" the server never asked for is
+ * refused, and the attempt would only end at its heartbeat timeout).
  */
 export async function withHeartbeat<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const ctx = Context.current();
@@ -14,12 +19,25 @@ export async function withHeartbeat<T>(fn: (signal: AbortSignal) => Promise<T>):
       // heartbeating stops being possible once the activity is done
     }
   }, 1000);
+  let result: T;
   try {
-    const result = await fn(ctx.cancellationSignal);
-    // Cancelled (the workflow was cancelled): say so, so the workflow ends `cancelled`, not failed.
-    if (ctx.cancellationSignal.aborted) throw new CancelledFailure('cancelled');
-    return result;
+    result = await fn(ctx.cancellationSignal);
+  } catch (err) {
+    if (ctx.cancellationSignal.aborted) throw stopped(ctx);
+    throw err;
   } finally {
     clearInterval(timer);
   }
+  if (ctx.cancellationSignal.aborted) throw stopped(ctx);
+  return result;
+}
+
+function stopped(ctx: Context): Error {
+  const why = ctx.cancellationDetails;
+  if (why?.workerShutdown && !why.cancelRequested)
+    return ApplicationFailure.retryable(
+      'its worker stopped before it ended; it runs again on the next worker',
+      'WorkerStopped',
+    );
+  return new CancelledFailure('cancelled');
 }

@@ -21,7 +21,7 @@ export function createVariableActivities(deps: Deps, supervisor: Supervisor) {
       environmentId: string;
     }): Promise<{ ok: true; restarted: boolean; variables: number } | { ok: false; message: string }> {
       return withTaskLog(deps, input.taskId, async (log) => {
-        return await withHeartbeat(async () => {
+        return await withHeartbeat(async (signal) => {
           const names = (await effectiveVariables(deps.knex, deps.secrets, input.environmentId)).map((v) => v.name);
           const tenant = await tenantEnv(deps, input.environmentId);
           log.line(`==> ${names.length} variable${names.length === 1 ? '' : 's'}: ${names.join(', ') || '(none)'}`);
@@ -33,6 +33,8 @@ export function createVariableActivities(deps: Deps, supervisor: Supervisor) {
             }),
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: (_stream, line) => log.line(tenant.redact(line)),
+            // cancelled or its worker stopping: the new instance stops, the running ones keep serving
+            signal,
           });
           if (!r.ok) return { ok: false, message: r.message };
           return { ok: true, restarted: !r.alreadyLive, variables: names.length };

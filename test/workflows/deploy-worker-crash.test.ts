@@ -1,10 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
-import { createDeployWorld, fetchEnvironment, waitForTask } from '../helpers/deploy-fixtures';
+import { commitServer, createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import { until } from '../helpers/until';
+import { sessionAgent } from '../helpers/fixtures';
 
 // The worker runs as its own process (as in production) so that it can be killed with SIGKILL.
 const t = useTestContext({ edge: true });
@@ -57,4 +59,60 @@ describe('a worker killed in the middle of a build', () => {
     expect(starts).toHaveLength(1);
     expect(w.repo.deployRuns()).toBe(2);
   });
+});
+
+/** The app, but its health check answers 503 while `hold` exists: a restart's new instance waits, running. */
+const heldServer = (hold: string) => `
+const http = require('node:http');
+const fs = require('node:fs');
+http.createServer((req, res) => {
+  if (req.url === '/healthz') { res.writeHead(fs.existsSync(${JSON.stringify(hold)}) ? 503 : 200); return res.end(); }
+  res.end('v3');
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+// A worker stopped on purpose (npm start's stop, a restart by its supervisor) while restarts of an environment wait
+// for their new instance's health: it does not work through them first (each could wait its 60 s health timeout).
+describe('a worker stopped (SIGTERM) while variables are being applied', () => {
+  it('stops without waiting for the restarts; the next worker runs each of them again', async () => {
+    const env = `/environments/${w.environment.id}`;
+    const hold = path.join(path.dirname(w.repo.gate), 'hold');
+    commitServer(w.repo, heldServer(hold), 'v3: health held');
+    const v3 = await w.api.post(`${env}/deploy`);
+    expect(v3.status).toBe(202);
+    expect((await waitForTask(t, w.api, v3.body.id, { timeoutMs: 60_000 })).status).toBe('succeeded');
+
+    writeFileSync(hold, '');
+    const owner = await sessionAgent(t, w.owner); // an apply takes a person signed in
+    const applies: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await owner.post(`${env}/variables/apply`);
+      expect(res.status, res.text).toBe(202);
+      applies.push(res.body.id);
+    }
+    // All three run (they are not kept apart from each other); one restarts, the others wait their turn.
+    for (const id of applies) await waitForTask(t, w.api, id, { until: (x) => x.status === 'running' });
+    const logs = () => Promise.all(applies.map((id) => taskLog(t, w.api, id)));
+    await until('a restart to start its new instance', logs, (all) => all.some((l) => l.includes('Started "node')));
+
+    const worker = children.at(-1)!;
+    const exited = new Promise<'exited'>((r) => worker.once('exit', () => r('exited')));
+    process.kill(-worker.pid!, 'SIGTERM');
+    // Well inside one restart's health timeout (60 s): the worker did not wait for any of them.
+    const timer = new Promise<'still running'>((r) => setTimeout(() => r('still running'), 40_000).unref());
+    expect(await Promise.race([exited, timer])).toBe('exited');
+    expect(existsSync(hold)).toBe(true);
+    const said = (await logs()).join('\n');
+    expect(said).toContain('the task was cancelled or its worker is stopping');
+    for (const id of applies) expect((await w.api.get(`/tasks/${id}`)).body.status).toBe('running');
+
+    rmSync(hold);
+    startWorkerProcess();
+    for (const id of applies) {
+      const done = await waitForTask(t, w.api, id, { timeoutMs: 90_000 });
+      expect(done.status, `${done.error ?? ''}\n${await taskLog(t, w.api, id)}`).toBe('succeeded');
+      expect(done.result).toMatchObject({ restarted: true });
+    }
+    expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v3' });
+  }, 240_000);
 });
