@@ -57,7 +57,7 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
       size?: Size;
     }): Promise<{ ok: true; restarted: number } | { ok: false; message: string }> {
       return withTaskLog(deps, input.taskId, async (log) => {
-        return await withHeartbeat(async () => {
+        return await withHeartbeat(async (signal) => {
           const server = await loadServer(input.serverId);
           const size = planLimits(
             deps.config,
@@ -77,6 +77,7 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
             limits: size,
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: (_s, line) => log.line(line),
+            signal,
           });
           if (!r.ok) return { ok: false, message: r.message };
           log.line(
@@ -100,12 +101,13 @@ export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
       instances: number;
     }): Promise<{ ok: true; instances: number; changed: boolean } | { ok: false; message: string }> {
       return withTaskLog(deps, input.taskId, async (log) => {
-        return await withHeartbeat(async () => {
+        return await withHeartbeat(async (signal) => {
           const server = await loadServer(input.serverId);
           const r = await supervisor.scale(server.environment_id, {
             instances: input.instances,
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: (_s, line) => log.line(line),
+            signal,
           });
           if (!r.ok) return r;
           if (!r.changed) log.line(`==> ${server.name}: nothing is live; the next deploy starts ${r.instances}`);

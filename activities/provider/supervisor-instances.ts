@@ -47,22 +47,34 @@ export abstract class SupervisorInstances extends SupervisorCore {
    */
   restartWeb(
     envId: string,
-    o: { limits?: Limits; env?: Record<string, string>; healthTimeoutMs: number; onLine?: OnLine },
+    o: {
+      limits?: Limits;
+      env?: Record<string, string>;
+      healthTimeoutMs: number;
+      onLine?: OnLine;
+      /** As RestartOptions.signal (reboot, resize); the restarts inside a longer task pass none. */
+      signal?: AbortSignal;
+    },
   ): Promise<RestartResult> {
-    return this.exclusive(envId, async () => {
-      const rt = this.runtime(envId);
-      const live = rt.live;
-      if (!live) return { ok: true, restarted: false };
-      const limits = o.limits ?? live.limits;
-      if (!live.manifest.web) {
-        live.limits = limits;
-        await this.writeState(rt);
-        return { ok: true, restarted: false };
-      }
-      if (!rt.served) return { ok: true, restarted: false };
-      const r = await this.rolling(rt, live, { ...live.env, ...(o.env ?? {}) }, limits, o.healthTimeoutMs, o.onLine);
-      return r.ok ? { ok: true, restarted: true } : r;
-    });
+    return this.exclusive(
+      envId,
+      async () => {
+        const rt = this.runtime(envId);
+        const live = rt.live;
+        if (!live) return { ok: true, restarted: false };
+        const limits = o.limits ?? live.limits;
+        if (!live.manifest.web) {
+          live.limits = limits;
+          await this.writeState(rt);
+          return { ok: true, restarted: false };
+        }
+        if (!rt.served) return { ok: true, restarted: false };
+        const env = { ...live.env, ...(o.env ?? {}) };
+        const r = await this.rolling(rt, live, env, limits, o.healthTimeoutMs, o.onLine, o.signal);
+        return r.ok ? { ok: true, restarted: true } : r;
+      },
+      o.signal,
+    );
   }
 
   /**
@@ -158,59 +170,67 @@ export abstract class SupervisorInstances extends SupervisorCore {
    * the route; extra ones leave the route, are drained, then stopped. Nothing live: nothing to change
    * (`changed: false`; the next release starts as many as its caller asks).
    */
-  scale(envId: string, o: { instances: number; healthTimeoutMs: number; onLine?: OnLine }): Promise<ScaleResult> {
-    return this.exclusive(envId, async () => {
-      const say = (line: string) => safe(o.onLine, `==> ${line}`);
-      const rt = this.runtime(envId);
-      const live = rt.live;
-      const want = Math.max(1, o.instances);
-      if (!live) return { ok: true, instances: want, changed: false };
-      if (!live.manifest.web || !rt.served) {
-        rt.live = { ...live, instances: want };
-        await this.writeState(rt);
-        return { ok: true, instances: want, changed: false };
-      }
-      const have = live.webs.length;
-      if (want > have) {
-        const spec = {
-          releaseId: live.releaseId,
-          releaseDir: live.releaseDir,
-          command: live.manifest.web,
-          health: live.manifest.health,
-        };
-        const started = await this.startReady(
-          envId,
-          rt.served.port,
-          spec,
-          slotsOf(have + 1, want),
-          live.env,
-          live.limits,
-          o.healthTimeoutMs,
-          say,
-        );
-        if (!started.ok) {
-          safe(o.onLine, `${started.message}; the environment stays at ${have}`, 'stderr');
-          return { ok: false, message: `${started.message}; the environment stays at ${have}` };
+  scale(
+    envId: string,
+    o: { instances: number; healthTimeoutMs: number; onLine?: OnLine; signal?: AbortSignal },
+  ): Promise<ScaleResult> {
+    return this.exclusive(
+      envId,
+      async () => {
+        const say = (line: string) => safe(o.onLine, `==> ${line}`);
+        const rt = this.runtime(envId);
+        const live = rt.live;
+        const want = Math.max(1, o.instances);
+        if (!live) return { ok: true, instances: want, changed: false };
+        if (!live.manifest.web || !rt.served) {
+          rt.live = { ...live, instances: want };
+          await this.writeState(rt);
+          return { ok: true, instances: want, changed: false };
         }
-        rt.live = { ...live, webs: [...live.webs, ...started.webs], instances: want };
-        for (const web of started.webs) web.supervise();
-        await this.writeState(rt);
-        await this.publish(rt);
-        say(`${want} instances serve release ${live.releaseId}`);
-      } else if (want < have) {
-        const extra = live.webs.slice(want);
-        rt.live = { ...live, webs: live.webs.slice(0, want), instances: want };
-        await this.writeState(rt);
-        await this.publish(rt);
-        say(`Instances ${want + 1} to ${have} left the route; stopping them`);
-        await this.drain(extra);
-        await Promise.all(extra.map((w) => w.stop(this.graceMs)));
-        say(`${want} instance${want === 1 ? '' : 's'} serve${want === 1 ? 's' : ''} release ${live.releaseId}`);
-      } else {
-        rt.live = { ...live, instances: want };
-        await this.writeState(rt);
-      }
-      return { ok: true, instances: want, changed: want !== have };
-    });
+        const have = live.webs.length;
+        if (want > have) {
+          const spec = {
+            releaseId: live.releaseId,
+            releaseDir: live.releaseDir,
+            command: live.manifest.web,
+            health: live.manifest.health,
+          };
+          const started = await this.startReady(
+            envId,
+            rt.served.port,
+            spec,
+            slotsOf(have + 1, want),
+            live.env,
+            live.limits,
+            o.healthTimeoutMs,
+            say,
+            o.signal,
+          );
+          if (!started.ok) {
+            safe(o.onLine, `${started.message}; the environment stays at ${have}`, 'stderr');
+            return { ok: false, message: `${started.message}; the environment stays at ${have}` };
+          }
+          rt.live = { ...live, webs: [...live.webs, ...started.webs], instances: want };
+          for (const web of started.webs) web.supervise();
+          await this.writeState(rt);
+          await this.publish(rt);
+          say(`${want} instances serve release ${live.releaseId}`);
+        } else if (want < have) {
+          const extra = live.webs.slice(want);
+          rt.live = { ...live, webs: live.webs.slice(0, want), instances: want };
+          await this.writeState(rt);
+          await this.publish(rt);
+          say(`Instances ${want + 1} to ${have} left the route; stopping them`);
+          await this.drain(extra);
+          await Promise.all(extra.map((w) => w.stop(this.graceMs)));
+          say(`${want} instance${want === 1 ? '' : 's'} serve${want === 1 ? 's' : ''} release ${live.releaseId}`);
+        } else {
+          rt.live = { ...live, instances: want };
+          await this.writeState(rt);
+        }
+        return { ok: true, instances: want, changed: want !== have };
+      },
+      o.signal,
+    );
   }
 }

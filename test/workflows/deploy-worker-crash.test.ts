@@ -7,6 +7,7 @@ import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/proces
 import { commitServer, createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { until } from '../helpers/until';
 import { sessionAgent } from '../helpers/fixtures';
+import { createEnvironmentMachines } from '../../api/machines/service';
 
 // The worker runs as its own process (as in production) so that it can be killed with SIGKILL.
 const t = useTestContext({ edge: true });
@@ -73,7 +74,7 @@ http.createServer((req, res) => {
 
 // A worker stopped on purpose (npm start's stop, a restart by its supervisor) while restarts of an environment wait
 // for their new instance's health: it does not work through them first (each could wait its 60 s health timeout).
-describe('a worker stopped (SIGTERM) while variables are being applied', () => {
+describe('a worker stopped (SIGTERM) while variables are applied and a server reboots', () => {
   it('stops without waiting for the restarts; the next worker runs each of them again', async () => {
     const env = `/environments/${w.environment.id}`;
     const hold = path.join(path.dirname(w.repo.gate), 'hold');
@@ -82,15 +83,22 @@ describe('a worker stopped (SIGTERM) while variables are being applied', () => {
     expect(v3.status).toBe(202);
     expect((await waitForTask(t, w.api, v3.body.id, { timeoutMs: 60_000 })).status).toBe('succeeded');
 
+    // its web server (the API's environment creation makes it; the fixture inserts the row alone)
+    await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, w.environment));
+    const owner = await sessionAgent(t, w.owner); // these take a person signed in
+    const server = (await owner.get(`/servers?team=${w.team.id}`)).body.data.find(
+      (s: { environment_id: string; role: string }) => s.environment_id === w.environment.id && s.role === 'web',
+    );
+
     writeFileSync(hold, '');
-    const owner = await sessionAgent(t, w.owner); // an apply takes a person signed in
     const applies: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      const res = await owner.post(`${env}/variables/apply`);
+    for (const path of [`${env}/variables/apply`, `/servers/${server.id}/reboot`, `${env}/variables/apply`]) {
+      const res = await owner.post(path);
       expect(res.status, res.text).toBe(202);
       applies.push(res.body.id);
     }
-    // All three run (they are not kept apart from each other); one restarts, the others wait their turn.
+    // All three run (apply_variables and reboot are not kept apart from each other); one restarts, the others
+    // wait their turn.
     for (const id of applies) await waitForTask(t, w.api, id, { until: (x) => x.status === 'running' });
     const logs = () => Promise.all(applies.map((id) => taskLog(t, w.api, id)));
     await until('a restart to start its new instance', logs, (all) => all.some((l) => l.includes('Started "node')));
@@ -111,7 +119,7 @@ describe('a worker stopped (SIGTERM) while variables are being applied', () => {
     for (const id of applies) {
       const done = await waitForTask(t, w.api, id, { timeoutMs: 90_000 });
       expect(done.status, `${done.error ?? ''}\n${await taskLog(t, w.api, id)}`).toBe('succeeded');
-      expect(done.result).toMatchObject({ restarted: true });
+      expect(done.result).toMatchObject(done.type === 'reboot' ? { instances_restarted: 1 } : { restarted: true });
     }
     expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v3' });
   }, 240_000);
