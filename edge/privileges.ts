@@ -10,7 +10,8 @@
  * above it must let others pass. When that is not so, or the control plane is not root, or there is no
  * `haproxy` user, the workers keep the control plane's user and `dataPlaneUser` says why.
  */
-import { chmodSync, chownSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readFileSync } from 'node:fs';
+import { closedAboveSync } from '../host/traversable';
 import path from 'node:path';
 
 export interface DataPlaneUser {
@@ -35,18 +36,6 @@ function idOf(file: string, name: string): number | null {
   return null;
 }
 
-/** The first directory from `dir` up to `/` that others may not pass through, or null. */
-export function closedAbove(dir: string): string | null {
-  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
-    try {
-      if ((statSync(d).mode & 0o001) === 0) return d;
-    } catch {
-      // not made yet: its parent decides
-    }
-    if (d === path.dirname(d)) return null;
-  }
-}
-
 /**
  * DATA_DIR and DATA_DIR/edge: others may pass (HAProxy's workers, Varnish's jail user), not list; DATA_DIR as
  * the worker makes it for the sandboxes (activities/provider/sandbox.ts), whichever process starts first.
@@ -68,7 +57,7 @@ export function dataPlaneUser(dataDir: string): { user: DataPlaneUser | null; re
   const uid = idOf('/etc/passwd', DATA_PLANE_USER);
   const gid = idOf('/etc/group', DATA_PLANE_USER);
   if (uid === null || gid === null) return { user: null, reason: `there is no "${DATA_PLANE_USER}" user` };
-  const closed = closedAbove(path.join(dataDir, 'edge'));
+  const closed = closedAboveSync(path.join(dataDir, 'edge'), { self: true })?.dir ?? null;
   if (closed)
     return {
       user: null,

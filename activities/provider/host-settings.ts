@@ -6,11 +6,11 @@
  * - services: the services server must demand a password, else the sandboxes are not let through to it
  *   (sandbox-network.ts) and a database service would time out.
  */
-import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../../system/config';
 import type { HostSettings, SettingCheck } from '../../db/queries/worker-settings';
 import { tenantServicesPort } from '../../host/pg-server';
+import { closedAbove } from '../../host/traversable';
 
 const ok: SettingCheck = { status: 'ok', reason: null, change: null };
 
@@ -36,15 +36,6 @@ async function checkStorage(config: Pick<Config, 'dataDir' | 'storageRoots'>): P
       };
   }
   return ok;
-}
-
-/** The first directory above `dir` (the root included) that others cannot traverse, if any. */
-async function closedAbove(dir: string): Promise<{ dir: string; mode: number } | null> {
-  for (let d = path.dirname(dir); ; d = path.dirname(d)) {
-    const st = await lstat(d).catch(() => null);
-    if (st && (st.mode & 0o001) === 0) return { dir: d, mode: st.mode & 0o777 };
-    if (d === path.dirname(d)) return null;
-  }
 }
 
 async function checkServices(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>): Promise<SettingCheck> {

@@ -28,6 +28,7 @@ import {
   setServicesPorts,
 } from './sandbox-network';
 import { volumeOf } from './volume';
+import { assertTraversable } from '../../host/traversable';
 import { withDir } from '../../host/no-follow';
 import { environmentDir, safeSegment } from '../../host/environment-dir';
 
@@ -205,7 +206,8 @@ async function setUp(dataDir: string, envId: string, port: number): Promise<Jail
       await h.close();
     }
   });
-  if (uid !== null) await checkTraversable(home);
+  // bwrap binds HOME as the tenant: every directory above it must let others through
+  if (uid !== null) await assertTraversable(home, `environments under ${path.dirname(home)} cannot be sandboxed`);
   const namespaces = mode === 'namespaces';
   const netns = namespaces ? netnsName(port) : null;
   const address = namespaces ? jailAddresses(port).env : '127.0.0.1';
@@ -242,19 +244,6 @@ async function hardenDataDir(dataDir: string): Promise<void> {
     const p = path.join(dataDir, name);
     const st = await lstat(p).catch(() => null);
     if (st?.isDirectory() && (st.mode & 0o077) !== 0) await chmod(p, 0o700).catch(() => undefined);
-  }
-}
-
-/** bwrap binds HOME as the tenant: every directory above it must let others through. */
-async function checkTraversable(dir: string): Promise<void> {
-  for (let d = path.dirname(dir); ; d = path.dirname(d)) {
-    const st = await lstat(d);
-    if ((st.mode & 0o001) === 0) {
-      throw new Error(
-        `${d} does not let other users through (mode ${(st.mode & 0o777).toString(8)}): environments under it cannot be sandboxed; chmod o+x it`,
-      );
-    }
-    if (d === path.dirname(d)) return;
   }
 }
 

@@ -3,9 +3,10 @@
  * where) owned by the environment's uid, given to its web processes and deploy steps as VC_VOLUME_PATH and,
  * under bwrap, bound read-write at that same real path (sandbox.ts `launch`).
  */
-import { chmod, lstat, mkdir, stat } from 'node:fs/promises';
+import { chmod, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { withDir } from '../../host/no-follow';
+import { assertTraversable } from '../../host/traversable';
 
 /**
  * The volume a launch binds: VC_VOLUME_PATH of its environment, which must be this environment's volume
@@ -39,24 +40,11 @@ export async function prepareVolume(jail: { uid: number | null; gid: number | nu
         const st = await stat(d);
         if ((st.mode & 0o001) === 0) await chmod(d, (st.mode & 0o777) | 0o011);
       }
-      await checkTraversable(root);
+      await assertTraversable(root, `volumes under ${root} cannot be reached by environments`);
       await volume.chown(jail.uid, jail.gid);
       await volume.chmod(0o700);
     } finally {
       await volume.close();
     }
   });
-}
-
-/** Every directory above `dir` must let others through, or the environment's uid cannot reach its volume. */
-async function checkTraversable(dir: string): Promise<void> {
-  for (let d = path.dirname(dir); ; d = path.dirname(d)) {
-    const st = await lstat(d);
-    if ((st.mode & 0o001) === 0) {
-      throw new Error(
-        `${d} does not let other users through (mode ${(st.mode & 0o777).toString(8)}): volumes under ${dir} cannot be reached by environments; chmod o+x it`,
-      );
-    }
-    if (d === path.dirname(d)) return;
-  }
 }

@@ -25,7 +25,7 @@ import {
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { closedAbove } from '../privileges';
+import { closedAboveSync } from '../../host/traversable';
 import { adminCommand, type AdminAddress } from './admin';
 import { alive, sleep, stop } from './pids';
 import { renderVcl } from './vcl';
@@ -244,7 +244,7 @@ export class Varnish {
     const bin = varnishdPath();
     mkdirSync(this.files.work, { recursive: true });
     // varnishd's jail user must reach its files: every directory down to them lets others through
-    const jail = closedAbove(this.o.dir) === null ? [] : ['-j', 'none'];
+    const jail = closedAboveSync(this.o.dir, { self: true }) === null ? [] : ['-j', 'none'];
     if (jail.length > 0)
       this.o.logger?.warn({ dir: this.o.dir }, 'varnishd runs as root: its jail user cannot reach DATA_DIR');
     const args = [
