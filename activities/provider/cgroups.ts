@@ -231,6 +231,34 @@ export function holdProcess(envId: string, role: string, pid: number, limits: Li
   return { dirs, pids };
 }
 
+/**
+ * The host pids in the environment's `role` leaves (`<role>-<pid>`, holdProcess) whose leaf pid is none of
+ * `keep`: what runs there beside the instances a supervisor knows, such as one a worker killed in the middle
+ * of a restart had started and recorded nowhere.
+ */
+export function strayProcesses(envId: string, role: string, keep: number[]): number[] {
+  const [dir] = envDirs(cgroupHost(), envId); // v1: the memory hierarchy, which holds every process
+  if (!dir) return [];
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const pids: number[] = [];
+  for (const name of names) {
+    const leaf = /^(.+)-(\d+)$/.exec(name);
+    if (!leaf || leaf[1] !== role || keep.includes(Number(leaf[2]))) continue;
+    try {
+      const procs = readFileSync(path.join(dir, name, 'cgroup.procs'), 'utf8');
+      pids.push(...procs.split('\n').filter(Boolean).map(Number));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
 /** Removes the environment's leaves whose processes are gone (rmdir of a busy cgroup fails: it is kept). */
 export function sweep(envId: string): void {
   const h = cgroupHost();

@@ -6,7 +6,7 @@
 import { appendFile, chmod, realpath } from 'node:fs/promises';
 import { closeSync, openSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import { holdProcess, limitEnv, type Limits } from './cgroups';
+import { holdProcess, limitEnv, type Limits, strayProcesses } from './cgroups';
 import { webErrorLogPath } from '../../logs/error-tail';
 import { environmentDir } from './releases';
 import { groupAlive, killGroup, type OnLine } from './run-step';
@@ -70,6 +70,36 @@ export async function spawnWeb(o: SpawnOptions): Promise<WebProcess> {
   });
   web.start();
   return web;
+}
+
+/**
+ * Web processes of the environment that are none of `keep` (the instances the supervisor runs, by group leader
+ * pid) and that current.json did not record: an instance a worker killed in the middle of a restart or a move
+ * had started. Nothing routes to them; left alone, they would run on for good beside the real ones. SIGTERM,
+ * then SIGKILL after graceMs.
+ */
+export async function killStrays(envId: string, keep: number[], graceMs: number): Promise<number> {
+  const strays = strayProcesses(envId, 'web', keep);
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const signal = (pid: number, sig: NodeJS.Signals) => {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      // gone meanwhile
+    }
+  };
+  for (const pid of strays) signal(pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (strays.some(alive) && Date.now() < deadline) await delay(25);
+  for (const pid of strays.filter(alive)) signal(pid, 'SIGKILL');
+  return strays.length;
 }
 
 /** A web process group left by a previous worker: killed if its pid still runs in that release dir. */

@@ -26,7 +26,7 @@ import { slotsOf } from './supervisor-core';
 import { SupervisorInstances } from './supervisor-instances';
 import { readState, STATE_FILE, type StateFile, statePath } from './supervisor-state';
 import type { EnvironmentStatus, GoLiveOptions, GoLiveResult, PublishedRoute } from './supervisor-types';
-import { killOrphan, safe, WEB_LOG } from './supervisor-web';
+import { killOrphan, killStrays, safe, WEB_LOG } from './supervisor-web';
 import { waitReady, type WebProcess } from './web-process';
 
 export { currentRelease, statePath, type CurrentRelease } from './supervisor-state';
@@ -129,8 +129,15 @@ export class Supervisor extends SupervisorInstances {
     return { ok: true, alreadyLive: false, internalPort: webs[0]?.port ?? null };
   }
 
-  /** Brings back every environment recorded in a current.json (after a worker start), with all its instances. */
-  async restoreAll(): Promise<{ envId: string; releaseId: string; ok: boolean; message?: string }[]> {
+  /**
+   * Brings back every environment current.json records (worker start), with all its instances. `current`: the
+   * values the console owns as they are now (where the volume and the database live), laid over the recorded
+   * environment; the record can be older than a storage move or reshape whose worker did not live to restart
+   * the web process.
+   */
+  async restoreAll(
+    o: { current?: (envId: string) => Promise<Record<string, string>> } = {},
+  ): Promise<{ envId: string; releaseId: string; ok: boolean; message?: string }[]> {
     const root = path.join(this.dataDir, 'environments');
     let names: string[] = [];
     try {
@@ -142,21 +149,29 @@ export class Supervisor extends SupervisorInstances {
       names.map(async (envId) => {
         const state = await readState(path.join(root, envId, STATE_FILE));
         if (!state) return null;
-        return this.exclusive(envId, () => this.restore(state));
+        return this.exclusive(envId, () => this.restore(state, o.current));
       }),
     ).then((all) => all.filter((r): r is NonNullable<typeof r> => r !== null));
   }
 
-  private async restore(s: StateFile): Promise<{ envId: string; releaseId: string; ok: boolean; message?: string }> {
+  private async restore(
+    s: StateFile,
+    current?: (envId: string) => Promise<Record<string, string>>,
+  ): Promise<{ envId: string; releaseId: string; ok: boolean; message?: string }> {
     const rt = this.runtime(s.envId);
     const base = { envId: s.envId, releaseId: s.releaseId };
     if (rt.live) return { ...base, ok: true };
     const count = Math.max(1, s.instances ?? 1);
     const orphans = (s.pids ?? [s.pid]).filter((p): p is number => typeof p === 'number' && p > 0);
-    const killOrphans = () => Promise.all(orphans.map((pid) => killOrphan(pid, s.releaseDir, this.graceMs)));
+    // The previous worker's instances, and whatever else runs in the environment's web cgroups but `keep`
+    // (an instance it started and recorded nowhere: killed in the middle of a restart or a move).
+    const killOrphans = async (keep: number[]) => {
+      await Promise.all(orphans.map((pid) => killOrphan(pid, s.releaseDir, this.graceMs)));
+      await killStrays(s.envId, keep, this.graceMs);
+    };
     // Behind the edge, the orphans of the previous worker keep serving until their successors are ready.
     const handOver = Boolean(this.publishRoute);
-    if (!handOver) await killOrphans();
+    if (!handOver) await killOrphans([]);
     rt.maintenance = s.maintenance ?? { on: false };
     try {
       this.servePort(rt, s.port);
@@ -168,6 +183,11 @@ export class Supervisor extends SupervisorInstances {
       env = s.envSealed && this.protectEnv ? JSON.parse(this.protectEnv.open(s.envSealed)) : (s.env ?? {});
     } catch (err) {
       return { ...base, ok: false, message: `the recorded environment cannot be opened: ${(err as Error).message}` };
+    }
+    try {
+      if (current) env = { ...env, ...(await current(s.envId)) };
+    } catch {
+      // the console's record cannot be read now: the recorded environment is the best there is
     }
     const webs: WebProcess[] = [];
     if (s.manifest.web) {
@@ -209,7 +229,7 @@ export class Supervisor extends SupervisorInstances {
     if (handOver) {
       // the edge learns the new upstreams before the previous worker's instances leave: no failed request
       await this.drain();
-      await killOrphans();
+      await killOrphans(webs.map((w) => w.pid).filter((pid): pid is number => pid !== null));
     }
     if (!webs.length) return { ...base, ok: true };
     const bad = (ready ?? (await readyAll())).find((r) => !r.ok) as { ok: false; message: string } | undefined;

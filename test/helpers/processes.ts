@@ -130,6 +130,22 @@ export async function stopChildren(children: ChildProcess[], graceMs = 10_000): 
   }
 }
 
+/** The cgroup leaves (`web-<pid>`) in which the environment's web instances run now, one per instance. */
+export function webLeaves(envId: string): string[] {
+  const leaves = new Set<string>();
+  for (const entry of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const leaf = new RegExp(`/vc-console/${envId}/(web-\\d+)$`, 'm').exec(
+        readFileSync(`/proc/${entry}/cgroup`, 'utf8'),
+      );
+      if (leaf) leaves.add(leaf[1]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return [...leaves];
+}
+
 /**
  * A sandboxed process seen from the host. It runs in its own pid namespace, so the pid it reports (its
  * `process.pid`) is not the host's: this finds, among the host's processes in one of the environment's

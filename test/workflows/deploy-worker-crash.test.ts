@@ -3,24 +3,27 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
-import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
+import { killAndWait, spawnSystemProcess, stopChildren, webLeaves } from '../helpers/processes';
 import { commitServer, createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { until } from '../helpers/until';
 import { sessionAgent } from '../helpers/fixtures';
 import { createEnvironmentMachines } from '../../api/machines/service';
+import { makeStorageRoots } from '../helpers/storage-roots';
 
 // The worker runs as its own process (as in production) so that it can be killed with SIGKILL.
 const t = useTestContext({ edge: true });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const children: ChildProcess[] = [];
+let roots: [string, string];
 
 function startWorkerProcess(): ChildProcess {
-  const child = spawnSystemProcess(t, 'processes/worker.ts');
+  const child = spawnSystemProcess(t, 'processes/worker.ts', { STORAGE_ROOTS: roots.join(',') });
   children.push(child);
   return child;
 }
 
 beforeAll(async () => {
+  roots = makeStorageRoots(t);
   w = await createDeployWorld(t);
   writeFileSync(w.repo.gate, '');
 });
@@ -62,22 +65,34 @@ describe('a worker killed in the middle of a build', () => {
   });
 });
 
-/** The app, but its health check answers 503 while `hold` exists: a restart's new instance waits, running. */
+/**
+ * The app, but its health check answers 503 while `hold` exists: a restart's new instance waits, running. It
+ * says where its volume is, and stores and reads files there.
+ */
 const heldServer = (hold: string) => `
 const http = require('node:http');
 const fs = require('node:fs');
+const path = require('node:path');
+const vol = process.env.VC_VOLUME_PATH;
 http.createServer((req, res) => {
-  if (req.url === '/healthz') { res.writeHead(fs.existsSync(${JSON.stringify(hold)}) ? 503 : 200); return res.end(); }
-  res.end('v3');
+  const u = new URL(req.url, 'http://x');
+  try {
+    if (u.pathname === '/healthz') { res.writeHead(fs.existsSync(${JSON.stringify(hold)}) ? 503 : 200); return res.end(); }
+    if (u.pathname === '/where') return res.end(String(vol));
+    if (u.pathname === '/put') { fs.writeFileSync(path.join(vol, u.searchParams.get('name')), 'stored here'); return res.end('stored'); }
+    if (u.pathname === '/get') return res.end(fs.readFileSync(path.join(vol, u.searchParams.get('name')), 'utf8'));
+    res.end('v3');
+  } catch (e) { res.writeHead(500); res.end(String(e.message)); }
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
+const holdFile = () => path.join(path.dirname(w.repo.gate), 'hold');
 
 // A worker stopped on purpose (npm start's stop, a restart by its supervisor) while restarts of an environment wait
 // for their new instance's health: it does not work through them first (each could wait its 60 s health timeout).
 describe('a worker stopped (SIGTERM) while variables are applied and a server reboots', () => {
   it('stops without waiting for the restarts; the next worker runs each of them again', async () => {
     const env = `/environments/${w.environment.id}`;
-    const hold = path.join(path.dirname(w.repo.gate), 'hold');
+    const hold = holdFile();
     commitServer(w.repo, heldServer(hold), 'v3: health held');
     const v3 = await w.api.post(`${env}/deploy`);
     expect(v3.status).toBe(202);
@@ -122,5 +137,64 @@ describe('a worker stopped (SIGTERM) while variables are applied and a server re
       expect(done.result).toMatchObject(done.type === 'reboot' ? { instances_restarted: 1 } : { restarted: true });
     }
     expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v3' });
+  }, 240_000);
+});
+
+// The attack this answers: a storage move switches the disk (the database row) and then starts the web process on
+// the new volume; a worker killed in between left current.json with the old VC_VOLUME_PATH, the next worker
+// brought the app back on the old copy, and what it wrote there was lost when the old copy was discarded. The
+// instance the killed worker had started on the new volume ran on too, unrecorded and unrouted, for good.
+describe('a worker killed after a storage move switched the disk, before the app started on it', () => {
+  it('the next worker starts the app on the new volume: nothing written afterwards is lost at discard', async () => {
+    const env = `/environments/${w.environment.id}`;
+    const owner = await sessionAgent(t, w.owner);
+    const volumeAt = (root: string) => path.join(root, 'volumes', w.environment.id);
+    const get = async (p: string) => {
+      const res = await fetch(`http://127.0.0.1:${w.environment.port}${p}`);
+      return { status: res.status, text: (await res.text()).trim() };
+    };
+    expect(await get('/where')).toEqual({ status: 200, text: volumeAt(roots[0]) });
+    expect(await get('/put?name=before.txt')).toEqual({ status: 200, text: 'stored' });
+
+    writeFileSync(holdFile(), '');
+    const res = await owner.post(`${env}/storage/files/move`, { location: roots[1] });
+    expect(res.status, res.text).toBe(202);
+    const move = res.body.id;
+    // switched, and the web process on the new volume waits for its health check
+    await until(
+      'the move to switch the disk and start the app on it',
+      () => taskLog(t, owner, move),
+      (log) =>
+        log.includes('The files disk lives under') &&
+        log.split('The files disk lives under')[1].includes('Started "node'),
+      60_000,
+    );
+    await killAndWait(children.at(-1)!, 'SIGKILL');
+    rmSync(holdFile());
+    startWorkerProcess();
+    const moved = await waitForTask(t, owner, move, { timeoutMs: 120_000 });
+    expect(moved.status, `${moved.error ?? ''}\n${await taskLog(t, owner, move)}`).toBe('succeeded');
+    const where = await until(
+      'the app to answer again',
+      () => get('/where'),
+      (r) => r.status === 200,
+      60_000,
+    );
+    expect(where.text).toBe(volumeAt(roots[1]));
+    // and the instance the killed worker had started for the move, which nothing recorded, is gone: one instance
+    await until(
+      'one web instance',
+      () => webLeaves(w.environment.id),
+      (leaves) => leaves.length === 1,
+      30_000,
+    );
+
+    expect(await get('/put?name=after.txt')).toEqual({ status: 200, text: 'stored' });
+    const discard = await owner.post(`${env}/storage/discard`, { confirm: true });
+    expect(discard.status, discard.text).toBe(202);
+    expect((await waitForTask(t, owner, discard.body.id, { timeoutMs: 60_000 })).status).toBe('succeeded');
+    expect(existsSync(volumeAt(roots[0]))).toBe(false);
+    expect(await get('/get?name=after.txt')).toEqual({ status: 200, text: 'stored here' });
+    expect(await get('/get?name=before.txt')).toEqual({ status: 200, text: 'stored here' });
   }, 240_000);
 });
