@@ -64,6 +64,13 @@ export async function moveServiceDatabase(
   const staging = stagingName(db);
   const ts = tablespaceName(o.envId, o.generation);
   const dir = tablespaceDir(o.root, o.envId, o.generation);
+  if (await alreadySwapped(config, db, ts)) {
+    // An earlier attempt swapped the copy in and its worker died before the move was recorded: done already.
+    await withAdmin(config, (c) => c.query(`ALTER DATABASE ${ident(db)} WITH ALLOW_CONNECTIONS true`));
+    const counts = await tableCounts(config, login);
+    o.say(`==> ${db} already lives in ${ts} (an earlier attempt moved it there); the old copy is ${keptName(db)}`);
+    return { tables: Object.keys(counts).length, rows: sum(counts) };
+  }
   const before = await tableCounts(config, login);
   o.say(`==> ${Object.keys(before).length} tables, ${sum(before)} rows in ${db}`);
   await withAdmin(config, async (c) => {
@@ -98,14 +105,35 @@ export async function moveServiceDatabase(
     throw new Error('the copy does not hold the same rows as the database; the database stays where it was');
   }
   o.say(`==> Verified: the copy has the same ${Object.keys(after).length} tables and ${sum(after)} rows`);
+  // The swap in one transaction: whatever happens, the environment's name is either its database or the copy.
   await withAdmin(config, async (c) => {
     await disconnectAll(c, db);
-    await c.query(`ALTER DATABASE ${ident(db)} RENAME TO ${ident(keptName(db))}`);
-    await c.query(`ALTER DATABASE ${ident(staging)} RENAME TO ${ident(db)}`);
-    await c.query(`ALTER DATABASE ${ident(db)} WITH ALLOW_CONNECTIONS true`);
+    try {
+      await c.query('BEGIN');
+      await c.query(`ALTER DATABASE ${ident(db)} RENAME TO ${ident(keptName(db))}`);
+      await c.query(`ALTER DATABASE ${ident(staging)} RENAME TO ${ident(db)}`);
+      await c.query(`ALTER DATABASE ${ident(db)} WITH ALLOW_CONNECTIONS true`);
+      await c.query('COMMIT');
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => undefined);
+      await c.query(`ALTER DATABASE ${ident(db)} WITH ALLOW_CONNECTIONS true`).catch(() => undefined);
+      throw err;
+    }
   });
   o.say(`==> ${db} now lives under ${o.root}; the old copy is kept as ${keptName(db)} until discarded`);
   return { tables: Object.keys(after).length, rows: sum(after) };
+}
+
+/** Whether `db` already lives in tablespace `ts` with its previous copy kept beside it: this move's swap is done. */
+async function alreadySwapped(config: PgConfig, db: string, ts: string): Promise<boolean> {
+  return withAdmin(config, async (c) => {
+    const where = await c.query(
+      `SELECT t.spcname FROM pg_database d JOIN pg_tablespace t ON t.oid = d.dattablespace WHERE d.datname = $1`,
+      [db],
+    );
+    const kept = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [keptName(db)]);
+    return where.rows[0]?.spcname === ts && (kept.rowCount ?? 0) > 0;
+  });
 }
 
 /** Drops the kept copy and, when it had one of its own, its tablespace and directory. */

@@ -161,6 +161,28 @@ describe('POST /environments/{id}/storage/database/move', () => {
     const disk = (await owner.get(`${env()}/storage/database/disk`)).body;
     expect(disk).toMatchObject({ location: roots[1], old_location: roots[0] });
   });
+
+  it('a move run again after its swap, as when its worker died before recording it, ends the same move', async () => {
+    // The disk's record as it was before the move above: its worker swapped the copy in and died right after.
+    const row = await t.deps
+      .knex('storage_disks')
+      .where({ environment_id: w.environment.id, disk: 'database' })
+      .first();
+    await t.deps.knex('storage_disks').where({ id: row.id }).update({
+      location: roots[0],
+      old_location: null,
+      generation: row.old_generation,
+      old_generation: null,
+    });
+    const task = await runTask(`${env()}/storage/database/move`, { location: roots[1] });
+    expect(await taskLog(t, owner, task.id)).toContain('already lives in');
+    expect(await app('/')).toEqual({ status: 200, text: 'one,two,three' });
+    expect((await app('/write?body=four')).text).toBe('one,two,three,four');
+    const disk = (await owner.get(`${env()}/storage/database/disk`)).body;
+    expect(disk).toMatchObject({ location: roots[1], old_location: roots[0] });
+    const again = await t.deps.knex('storage_disks').where({ id: row.id }).first();
+    expect(again).toMatchObject({ generation: row.generation, old_generation: row.old_generation });
+  });
 });
 
 describe('POST /environments/{id}/storage/discard', () => {
@@ -179,7 +201,7 @@ describe('POST /environments/{id}/storage/discard', () => {
       await adminQuery('SELECT datname FROM pg_database WHERE datname = $1', [`${service.database_name}_kept`]),
     ).toEqual([]);
     expect(await app('/get?name=note.txt')).toEqual({ status: 200, text: 'kept across releases' });
-    expect(await app('/')).toEqual({ status: 200, text: 'one,two,three' });
+    expect(await app('/')).toEqual({ status: 200, text: 'one,two,three,four' });
     for (const disk of ['files', 'database']) {
       expect((await owner.get(`${env()}/storage/${disk}/disk`)).body).toMatchObject({ old_location: null });
     }
@@ -187,13 +209,13 @@ describe('POST /environments/{id}/storage/discard', () => {
 
   it('a second database move drops the previous tablespace when its copy is discarded', async () => {
     await runTask(`${env()}/storage/database/move`, { location: roots[0] });
-    expect(await app('/')).toEqual({ status: 200, text: 'one,two,three' });
+    expect(await app('/')).toEqual({ status: 200, text: 'one,two,three,four' });
     const tablespace = join(roots[1], 'database', w.environment.id, '1');
     expect(existsSync(tablespace)).toBe(true);
     await runTask(`${env()}/storage/discard`, { confirm: true });
     expect(existsSync(tablespace)).toBe(false);
     const name = `vc_${w.environment.id.replace(/-/g, '')}_1`;
     expect(await adminQuery('SELECT 1 FROM pg_tablespace WHERE spcname = $1', [name])).toEqual([]);
-    expect(await app('/')).toEqual({ status: 200, text: 'one,two,three' });
+    expect(await app('/')).toEqual({ status: 200, text: 'one,two,three,four' });
   });
 });
