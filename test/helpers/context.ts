@@ -11,7 +11,7 @@ import { startApiServer } from '../../processes/api-server';
 import { startWorker, type RunningWorker } from '../../processes/worker-runtime';
 import { startSmtpServer } from './smtp';
 import { Agent } from './http';
-import { killProcessesUnder } from './processes';
+import { killProcessesUnder, killProcessesMentioning } from './processes';
 import { startEdge, type Edge } from '../../edge/server';
 import { removeNetworksInRange } from '../../activities/provider/sandbox';
 import { certificateDir } from '../../edge/certificate-files';
@@ -62,6 +62,7 @@ export function repositoriesDir(): string {
  */
 export function useTestContext(opts: TestContextOptions = {}): TestContext {
   const ctx = {} as TestContext;
+  let tornDown = false;
   const dbName = `vc_t_${randomBytes(6).toString('hex')}`;
   beforeAll(async () => {
     const admin = inject('adminDatabaseUrl');
@@ -136,6 +137,18 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       dataDir,
       agent: () => new Agent(`${baseUrl}/api/vc/v1`),
     });
+    // A file's own afterAll that throws makes vitest skip the teardown below: whatever it would have stopped (the
+    // edge's HAProxy and Varnish, a worker's children) is killed when the file's process exits, rather than
+    // spinning and answering on environment ports the next files reuse.
+    const leftBehind = () => {
+      if (!tornDown) killProcessesMentioning(dataDir);
+    };
+    process.once('exit', leftBehind);
+    // vitest ends a file's process with SIGTERM, whose default ends it without 'exit'
+    process.once('SIGTERM', () => {
+      leftBehind();
+      process.exit(143);
+    });
   });
   afterAll(async () => {
     await ctx.worker?.shutdown().catch(() => undefined);
@@ -152,6 +165,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       killProcessesUnder(ctx.dataDir); // what a worker killed on purpose left behind
       rmSync(ctx.dataDir, { recursive: true, force: true });
     }
+    tornDown = true;
   });
   return ctx;
 }

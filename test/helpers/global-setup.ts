@@ -8,6 +8,7 @@ import { createDatabase, dropDatabase, withDatabase } from '../../db/database';
 import { createKnex } from '../../db/knex';
 import { migrateLatest } from '../../db/migrate';
 import { freePort } from './ports';
+import { killProcessesMentioning } from './processes';
 import { startServicesServer } from './services-server';
 import { closeServicesPort } from '../../activities/provider/sandbox';
 // @ts-expect-error plain JS module shared with scripts/bootstrap.mjs
@@ -70,5 +71,14 @@ export async function teardown() {
   // Its port is free again: no sandbox may reach whatever listens there next.
   if (services) await closeServicesPort(Number(new URL(services.url).port)).catch(() => undefined);
   if (templateDatabase) await dropDatabase(ADMIN_DATABASE_URL, templateDatabase).catch(() => undefined);
-  if (runDir) rmSync(runDir, { recursive: true, force: true });
+  if (runDir) {
+    // What a test file left running (its edge's HAProxy and Varnish when its teardown did not run): nothing of a
+    // run outlives it, spinning or answering on ports the next run reuses.
+    const left = killProcessesMentioning(runDir);
+    if (left.length > 0)
+      console.warn(
+        `[test] killed ${left.length} process(es) left under ${runDir}:\n  ${left.join('\n  ').slice(0, 2000)}`,
+      );
+    rmSync(runDir, { recursive: true, force: true });
+  }
 }

@@ -30,6 +30,19 @@ export function processesMentioning(dir: string): string[] {
   return found;
 }
 
+/** SIGKILL to every process `processesMentioning(dir)` finds; the lines of those it found. */
+export function killProcessesMentioning(dir: string): string[] {
+  const found = processesMentioning(dir);
+  for (const line of found) {
+    try {
+      process.kill(Number(line.split(' ')[0]), 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
 /**
  * Kills every process whose working directory lies under `dir` (the web processes and steps of a test
  * file's environments). Tests that SIGKILL a worker on purpose leave its supervised processes behind;
