@@ -9,7 +9,7 @@ import path from 'node:path';
 import { holdProcess, limitEnv, type Limits, strayProcesses } from './cgroups';
 import { webErrorLogPath } from '../../logs/error-tail';
 import { environmentDir } from './releases';
-import { groupAlive, killGroup, type OnLine } from './run-step';
+import { groupAlive, killGroup, type OnLine, processAlive } from './run-step';
 import { openJail } from './sandbox';
 import type { PublishedRoute, Runtime } from './supervisor-types';
 import { delay, freePort, WebProcess, type Backoff } from './web-process';
@@ -80,14 +80,6 @@ export async function spawnWeb(o: SpawnOptions): Promise<WebProcess> {
  */
 export async function killStrays(envId: string, keep: number[], graceMs: number): Promise<number> {
   const strays = strayProcesses(envId, 'web', keep);
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
   const signal = (pid: number, sig: NodeJS.Signals) => {
     try {
       process.kill(pid, sig);
@@ -97,8 +89,8 @@ export async function killStrays(envId: string, keep: number[], graceMs: number)
   };
   for (const pid of strays) signal(pid, 'SIGTERM');
   const deadline = Date.now() + graceMs;
-  while (strays.some(alive) && Date.now() < deadline) await delay(25);
-  for (const pid of strays.filter(alive)) signal(pid, 'SIGKILL');
+  while (strays.some(processAlive) && Date.now() < deadline) await delay(25);
+  for (const pid of strays.filter(processAlive)) signal(pid, 'SIGKILL');
   return strays.length;
 }
 
