@@ -1,5 +1,4 @@
-import { serviceEnv } from './data/service-env';
-import { volumeEnv } from './storage/volume-env';
+import { consoleEnv } from './storage/volume-env';
 import type { Deps } from '../system/deps';
 import { open, seal } from '../system/crypto';
 import { aad } from '../db/aad';
@@ -104,9 +103,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       await prepareHost(deps.config.dataDir, (message) => deps.logger.warn(message));
       await environments.retireLeftovers();
       // with where each volume and database lives now: a move or reshape may have ended after the last restart
-      const restored = await supervisor.restoreAll({
-        current: async (envId) => ({ ...(await serviceEnv(deps, envId)), ...(await volumeEnv(deps, envId)) }),
-      });
+      const restored = await supervisor.restoreAll({ current: (envId) => consoleEnv(deps, envId) });
       for (const r of restored.filter((x) => !x.ok))
         deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
       sampler = startResourceSampler(deps, supervisor, { intervalSeconds: deps.config.resourceSampleSeconds });

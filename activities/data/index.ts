@@ -18,9 +18,9 @@ import { keyFingerprint } from '../../host/snapshot-format';
 import { openStore, storedObject } from '../../host/destinations';
 import { copyData, describePutBackState, restoreSnapshot, settlePutBack, takeSnapshot } from './backup-engine';
 import { environmentVolume } from '../../db/queries/storage';
-import { volumeEnv, volumeOwner } from '../storage/volume-env';
-import { createServiceDatabase, recreateServiceDatabase, serviceVariables } from '../../host/pg-server';
-import { serviceHost, serviceLogin } from './service-env';
+import { consoleEnv, volumeOwner } from '../storage/volume-env';
+import { createServiceDatabase, recreateServiceDatabase } from '../../host/pg-server';
+import { serviceLogin } from './service-env';
 import { startScheduledBackups, pruneSnapshots } from './scheduled';
 import { endSubscriptionsOf } from '../../db/queries/subscriptions';
 
@@ -38,12 +38,8 @@ export function createDataActivities(deps: Deps, supervisor: Supervisor) {
 
   /** Restarts the environment's web process with its current service variables (when it runs here). */
   const restartWeb = async (envId: string, log: TaskLog) => {
-    const login = await serviceLogin(deps, envId);
     const r = await supervisor.restartWeb(envId, {
-      env: {
-        ...(login ? serviceVariables(config, login, await serviceHost(deps, envId)) : {}),
-        ...(await volumeEnv(deps, envId)),
-      },
+      env: await consoleEnv(deps, envId),
       healthTimeoutMs: 30_000,
     });
     log.line(

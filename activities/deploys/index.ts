@@ -24,8 +24,7 @@ import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/r
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { prepareRegistryAuth } from './registry-auth';
-import { serviceEnv } from '../data/service-env';
-import { volumeEnv } from '../storage/volume-env';
+import { consoleEnv } from '../storage/volume-env';
 import { acquireBuildSlot } from './build-gate';
 import { gatedStart } from '../tasks';
 import { shortSha, type DeployType } from '../../workflows/deploys-shared';
@@ -209,11 +208,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
             onSpawn: held.onSpawn,
-            env: stepEnv(tenant.vars, {
-              ...held.env,
-              ...(await serviceEnv(deps, release.environment_id)),
-              ...(await volumeEnv(deps, release.environment_id)),
-            }),
+            env: stepEnv(tenant.vars, { ...held.env, ...(await consoleEnv(deps, release.environment_id)) }),
             stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
             signal,
             onLine: logLines(log, tenant.redact),
@@ -253,7 +248,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             releaseId: release.id,
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
-            env: stepEnv(tenant.vars, { ...(await serviceEnv(deps, env.id)), ...(await volumeEnv(deps, env.id)) }),
+            env: stepEnv(tenant.vars, await consoleEnv(deps, env.id)),
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: logLines(log, tenant.redact),
             limits: planLimits(deps.config, await webServerSize(knex, env.id)) ?? undefined,

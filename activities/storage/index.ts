@@ -12,8 +12,8 @@ import { withHeartbeat } from '../toolkit/heartbeat';
 import { environmentStorage, setAllowance, volumePath } from '../../db/queries/storage';
 import type { DiskName } from '../../db/models/storage-disk';
 import { loadPriceList, storagePrice } from '../../core/pricing';
-import { serviceEnv, serviceLogin } from '../data/service-env';
-import { volumeEnv } from './volume-env';
+import { serviceLogin } from '../data/service-env';
+import { consoleEnv } from './volume-env';
 import { treeDigest } from './tree-digest';
 import { copyTree, Dir, removeTree, withDir } from '../../host/no-follow';
 import { discardKeptDatabase, moveServiceDatabase } from './database-move';
@@ -33,7 +33,7 @@ export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
   /** Starts the web process again (stopped for a move) with where the disks are now. */
   async function startWeb(envId: string, log: TaskLog): Promise<void> {
     const r = await supervisor.restartWeb(envId, {
-      env: { ...(await serviceEnv(deps, envId)), ...(await volumeEnv(deps, envId)) },
+      env: await consoleEnv(deps, envId),
       healthTimeoutMs: HEALTH_TIMEOUT_MS,
       onLine: (_s, line) => log.line(line),
     });

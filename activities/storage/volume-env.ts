@@ -2,6 +2,7 @@ import type { Deps } from '../../system/deps';
 import { environmentVolume } from '../../db/queries/storage';
 import { openJail, sandboxMode, tenantUid } from '../provider/sandbox';
 import { prepareVolume } from '../provider/volume';
+import { serviceEnv } from '../data/service-env';
 
 /**
  * What the environment's web processes and deploy steps get for its volume: VC_VOLUME_PATH, the directory
@@ -26,4 +27,15 @@ export async function volumeOwner(
   const env = await deps.knex('environments').where({ id: envId }).first('port');
   if (!env || sandboxMode().mode === 'none') return null;
   return { uid: tenantUid(env.port), gid: tenantUid(env.port) };
+}
+
+/**
+ * What the console gives an environment's processes beside the tenant's own variables, as its records say now:
+ * its database service's variables (DATABASE_URL, PG*) and its volume (VC_VOLUME_PATH).
+ */
+export async function consoleEnv(
+  deps: Pick<Deps, 'knex' | 'secrets' | 'config'>,
+  envId: string,
+): Promise<Record<string, string>> {
+  return { ...(await serviceEnv(deps, envId)), ...(await volumeEnv(deps, envId)) };
 }

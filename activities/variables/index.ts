@@ -9,8 +9,7 @@ import { withTaskLog } from '../toolkit/task-log';
 import { effectiveVariables } from '../../db/queries/variables';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
 import { withHeartbeat } from '../toolkit/heartbeat';
-import { serviceEnv } from '../data/service-env';
-import { volumeEnv } from '../storage/volume-env';
+import { consoleEnv } from '../storage/volume-env';
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
@@ -27,10 +26,7 @@ export function createVariableActivities(deps: Deps, supervisor: Supervisor) {
           log.line(`==> ${names.length} variable${names.length === 1 ? '' : 's'}: ${names.join(', ') || '(none)'}`);
           const r = await supervisor.restartWithEnv({
             envId: input.environmentId,
-            env: stepEnv(tenant.vars, {
-              ...(await serviceEnv(deps, input.environmentId)),
-              ...(await volumeEnv(deps, input.environmentId)),
-            }),
+            env: stepEnv(tenant.vars, await consoleEnv(deps, input.environmentId)),
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: (_stream, line) => log.line(tenant.redact(line)),
             // cancelled or its worker stopping: the new instance stops, the running ones keep serving
