@@ -25,6 +25,28 @@ http.createServer((req, res) => {
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
+/**
+ * An app whose health check answers 503 while the file `hold` exists (in a directory every sandbox sees
+ * read-only): whatever (re)starts its web process waits there, running. It says where its volume is (`/where`),
+ * stores a file there (`/put?name=&body=`) and reads it back (`/get?name=`); anything else answers `answer`.
+ */
+export const heldVolumeApp = (hold: string, answer = 'ok') => `
+const http = require('node:http');
+const fs = require('node:fs');
+const path = require('node:path');
+const vol = process.env.VC_VOLUME_PATH;
+http.createServer((req, res) => {
+  const u = new URL(req.url, 'http://x');
+  try {
+    if (u.pathname === '/healthz') { res.writeHead(fs.existsSync(${JSON.stringify(hold)}) ? 503 : 200); return res.end(); }
+    if (u.pathname === '/where') return res.end(String(vol));
+    if (u.pathname === '/put') { fs.writeFileSync(path.join(vol, u.searchParams.get('name')), u.searchParams.get('body')); return res.end('stored'); }
+    if (u.pathname === '/get') return res.end(fs.readFileSync(path.join(vol, u.searchParams.get('name')), 'utf8'));
+    res.end(${JSON.stringify(answer)});
+  } catch (e) { res.writeHead(500); res.end(String(e.message)); }
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
 export interface AppRepo {
   dir: string;
   /**
@@ -215,7 +237,7 @@ export async function taskLog(t: TestContext, api: Agent, id: string): Promise<s
 }
 
 /** What the environment's public port answers on `/`. */
-export async function fetchEnvironment(port: number): Promise<{ status: number; text: string }> {
-  const res = await fetch(`http://127.0.0.1:${port}/`);
+export async function fetchEnvironment(port: number, p = '/'): Promise<{ status: number; text: string }> {
+  const res = await fetch(`http://127.0.0.1:${port}${p}`);
   return { status: res.status, text: (await res.text()).trim() };
 }

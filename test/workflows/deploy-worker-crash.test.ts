@@ -4,7 +4,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { killAndWait, spawnSystemProcess, stopChildren, webLeaves } from '../helpers/processes';
-import { commitServer, createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import {
+  commitServer,
+  createDeployWorld,
+  fetchEnvironment,
+  heldVolumeApp,
+  taskLog,
+  waitForTask,
+} from '../helpers/deploy-fixtures';
 import { until } from '../helpers/until';
 import { sessionAgent } from '../helpers/fixtures';
 import { createEnvironmentMachines } from '../../api/machines/service';
@@ -65,26 +72,6 @@ describe('a worker killed in the middle of a build', () => {
   });
 });
 
-/**
- * The app, but its health check answers 503 while `hold` exists: a restart's new instance waits, running. It
- * says where its volume is, and stores and reads files there.
- */
-const heldServer = (hold: string) => `
-const http = require('node:http');
-const fs = require('node:fs');
-const path = require('node:path');
-const vol = process.env.VC_VOLUME_PATH;
-http.createServer((req, res) => {
-  const u = new URL(req.url, 'http://x');
-  try {
-    if (u.pathname === '/healthz') { res.writeHead(fs.existsSync(${JSON.stringify(hold)}) ? 503 : 200); return res.end(); }
-    if (u.pathname === '/where') return res.end(String(vol));
-    if (u.pathname === '/put') { fs.writeFileSync(path.join(vol, u.searchParams.get('name')), 'stored here'); return res.end('stored'); }
-    if (u.pathname === '/get') return res.end(fs.readFileSync(path.join(vol, u.searchParams.get('name')), 'utf8'));
-    res.end('v3');
-  } catch (e) { res.writeHead(500); res.end(String(e.message)); }
-}).listen(Number(process.env.PORT), '127.0.0.1');
-`;
 const holdFile = () => path.join(path.dirname(w.repo.gate), 'hold');
 
 // A worker stopped on purpose (npm start's stop, a restart by its supervisor) while restarts of an environment wait
@@ -93,7 +80,7 @@ describe('a worker stopped (SIGTERM) while variables are applied and a server re
   it('stops without waiting for the restarts; the next worker runs each of them again', async () => {
     const env = `/environments/${w.environment.id}`;
     const hold = holdFile();
-    commitServer(w.repo, heldServer(hold), 'v3: health held');
+    commitServer(w.repo, heldVolumeApp(hold, 'v3'), 'v3: health held');
     const v3 = await w.api.post(`${env}/deploy`);
     expect(v3.status).toBe(202);
     expect((await waitForTask(t, w.api, v3.body.id, { timeoutMs: 60_000 })).status).toBe('succeeded');
@@ -149,12 +136,9 @@ describe('a worker killed after a storage move switched the disk, before the app
     const env = `/environments/${w.environment.id}`;
     const owner = await sessionAgent(t, w.owner);
     const volumeAt = (root: string) => path.join(root, 'volumes', w.environment.id);
-    const get = async (p: string) => {
-      const res = await fetch(`http://127.0.0.1:${w.environment.port}${p}`);
-      return { status: res.status, text: (await res.text()).trim() };
-    };
+    const get = (p: string) => fetchEnvironment(w.environment.port, p);
     expect(await get('/where')).toEqual({ status: 200, text: volumeAt(roots[0]) });
-    expect(await get('/put?name=before.txt')).toEqual({ status: 200, text: 'stored' });
+    expect(await get('/put?name=before.txt&body=stored%20here')).toEqual({ status: 200, text: 'stored' });
 
     writeFileSync(holdFile(), '');
     const res = await owner.post(`${env}/storage/files/move`, { location: roots[1] });
@@ -189,7 +173,7 @@ describe('a worker killed after a storage move switched the disk, before the app
       30_000,
     );
 
-    expect(await get('/put?name=after.txt')).toEqual({ status: 200, text: 'stored' });
+    expect(await get('/put?name=after.txt&body=stored%20here')).toEqual({ status: 200, text: 'stored' });
     const discard = await owner.post(`${env}/storage/discard`, { confirm: true });
     expect(discard.status, discard.text).toBe(202);
     expect((await waitForTask(t, owner, discard.body.id, { timeoutMs: 60_000 })).status).toBe('succeeded');

@@ -4,7 +4,14 @@ import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { makeStorageRoots } from '../../helpers/storage-roots';
-import { createDeployWorld, getTask, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
+import {
+  createDeployWorld,
+  fetchEnvironment,
+  getTask,
+  heldVolumeApp,
+  taskLog,
+  waitForTask,
+} from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { createEnvironmentMachines } from '../../../api/machines/service';
@@ -28,27 +35,7 @@ let hold: string;
 const env = () => `/environments/${w.environment.id}`;
 const volumeAt = (root: string) => join(root, 'volumes', w.environment.id);
 
-const app = (holdFile: string) => `
-const http = require('node:http');
-const fs = require('node:fs');
-const path = require('node:path');
-const vol = process.env.VC_VOLUME_PATH;
-http.createServer((req, res) => {
-  const u = new URL(req.url, 'http://x');
-  try {
-    if (u.pathname === '/healthz') { res.writeHead(fs.existsSync(${JSON.stringify(holdFile)}) ? 503 : 200); return res.end(); }
-    if (u.pathname === '/where') return res.end(String(vol));
-    if (u.pathname === '/put') { fs.writeFileSync(path.join(vol, u.searchParams.get('name')), u.searchParams.get('body')); return res.end('stored'); }
-    if (u.pathname === '/get') return res.end(fs.readFileSync(path.join(vol, u.searchParams.get('name')), 'utf8'));
-    res.end('ok');
-  } catch (e) { res.writeHead(500); res.end(String(e.message)); }
-}).listen(Number(process.env.PORT), '127.0.0.1');
-`;
-
-async function get(p: string): Promise<{ status: number; text: string }> {
-  const res = await fetch(`http://127.0.0.1:${w.environment.port}${p}`);
-  return { status: res.status, text: (await res.text()).trim() };
-}
+const get = (p: string) => fetchEnvironment(w.environment.port, p);
 
 async function start(p: string, body: unknown = {}): Promise<string> {
   const res = await owner.post(p, body);
@@ -87,7 +74,7 @@ beforeAll(async () => {
   // its web server (the API's environment creation makes it; the fixture inserts the row alone)
   await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, w.environment));
   hold = join(dirname(w.repo.gate), 'hold');
-  writeFileSync(join(w.repo.dir, 'server.js'), app(hold));
+  writeFileSync(join(w.repo.dir, 'server.js'), heldVolumeApp(hold));
   writeFileSync(join(w.repo.dir, 'service.yaml'), 'build: []\ndeploy: []\nweb: node server.js\nhealth: /healthz\n');
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', 'held app'], {
     cwd: w.repo.dir,
