@@ -2,7 +2,8 @@ import { consoleEnv } from './storage/volume-env';
 import type { Deps } from '../system/deps';
 import { open, seal } from '../system/crypto';
 import { aad } from '../db/aad';
-import { awaitEdges, publishEdgeRoute } from '../db/queries/edge-routes';
+import { publishEdgeRoute } from '../db/queries/edge-routes';
+import { untilEdgesApply } from './toolkit/edge-wait';
 import { prepareServicesServer, tenantServicesPort } from '../host/pg-server';
 import { ensureAutoDeployPoller } from '../core/temporal-starts';
 import { LogShipper } from '../logs/shipper';
@@ -67,10 +68,12 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     },
     // The edge (processes/edge.ts, its own process) serves the environments' ports from what is published here,
     // so serving goes on while this worker is down or restarting.
-    // A switch is done once every live edge serves it (never a stale release after the deploy succeeds).
-    publish: async (envId, route) => {
+    // A switch is done once every edge serves it (never a stale release after the deploy succeeds): past
+    // EDGE_TASK_WAIT_SECONDS the task fails naming the edge (a deploy puts the previous route back first).
+    publish: async (envId, route, o) => {
       await publishEdgeRoute(deps.knex, envId, route);
-      await awaitEdges(deps.knex);
+      if (o?.wait === false) return;
+      await untilEdgesApply({ knex: deps.knex, seconds: deps.config.edgeTaskWaitSeconds }, o?.say);
     },
   });
   let sampler: ResourceSampler | null = null;

@@ -78,6 +78,11 @@ export const ERROR_CODES = {
   internal: { status: 500, message: 'Something went wrong on our side' },
   mail_not_sent: { status: 503, message: 'The e-mail could not be sent, so nothing was changed; try again shortly' },
   unavailable: { status: 503, message: 'The service is unavailable right now; try again shortly' },
+  edge_unavailable: {
+    status: 503,
+    message:
+      'The change is saved, but an edge did not apply it within 10 seconds: it will be applied when the edge is back',
+  },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

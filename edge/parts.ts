@@ -75,6 +75,8 @@ export async function startEdgeParts(o: {
   shipper: LogShipper | null;
   /** Varnish's directory (default DATA_DIR/edge/varnish) and storage size. */
   cdn?: { dir?: string; storage?: string };
+  /** The edge's row (edge/edge-id.ts): the purge follower checks in on it; server.ts deletes it. */
+  edge: { id: string; name: string };
   logger?: Logger;
 }): Promise<EdgeParts> {
   // HAProxy's workers and Varnish's cache pass through DATA_DIR/edge as users of their own (privileges.ts)
@@ -99,8 +101,11 @@ export async function startEdgeParts(o: {
     mkdirSync(dir, { recursive: true, mode: 0o755 });
     originPort = await originPortOf(dir);
     varnish = await Varnish.start({ dir, originPort, storage: o.cdn?.storage, logger: o.logger });
-    purges = new PurgeFollower(o.knex, new VarnishPurger(varnish), (err) =>
-      o.logger?.warn({ err: err.message }, 'the edge could not check for CDN purges'),
+    purges = new PurgeFollower(
+      o.knex,
+      new VarnishPurger(varnish),
+      (err) => o.logger?.warn({ err: err.message }, 'the edge could not check for CDN purges'),
+      { ...o.edge, unregister: false },
     );
     // catches up on the purges an adopted cache missed, then lets it serve
     await purges.start();

@@ -48,7 +48,6 @@ if (FRESH_MS >= EDGE_GONE_SECONDS * 1000)
   throw new Error('an edge must stop serving its cache before it counts as gone');
 
 export class PurgeFollower {
-  readonly id = randomUUID();
   private seq = 0;
   private checkedAt = Number.NEGATIVE_INFINITY;
   private timer: NodeJS.Timeout | null = null;
@@ -56,17 +55,30 @@ export class PurgeFollower {
   private again = false;
   private suspended = false;
 
+  /**
+   * `edge`: the edge's row (its data plane's id and name, edge/edge-id.ts; default: a row of its own), which
+   * `close` leaves to its owner unless `unregister`.
+   */
   constructor(
     private readonly knex: Knex,
     private readonly cache: Purger,
     private readonly onError: (err: Error) => void = () => undefined,
+    private readonly edge: { id: string; name: string | null; unregister: boolean } = {
+      id: randomUUID(),
+      name: null,
+      unregister: true,
+    },
   ) {}
+
+  get id(): string {
+    return this.edge.id;
+  }
 
   async start(): Promise<void> {
     const began = performance.now();
     const latest = await lastPurgeSeq(this.knex);
     this.seq = Math.min(latest, (await this.cache.resumeFrom?.()) ?? latest);
-    await registerEdge(this.knex, this.id, this.seq);
+    await registerEdge(this.knex, this.id, this.seq, this.edge.name);
     this.checkedAt = began;
     if (this.seq < latest || this.cache.applied) await this.check();
     await this.cache.resume?.();
@@ -118,6 +130,6 @@ export class PurgeFollower {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     await this.running?.catch(() => undefined);
-    await unregisterEdge(this.knex, this.id).catch(() => undefined);
+    if (this.edge.unregister) await unregisterEdge(this.knex, this.id).catch(() => undefined);
   }
 }

@@ -36,6 +36,8 @@ import { DataPlaneFiles } from './haproxy/files';
 import { HaproxyProcess } from './haproxy/process';
 import { allServerCommands, applyFiles, applyServers, changedFiles, serverCommands } from './haproxy/runtime';
 import { EDGE_CHANNEL, edgeApplied, edgeSessionName } from '../db/queries/edge-routes';
+import { unregisterEdge } from '../db/queries/cdn';
+import { edgeIdOf, edgeName } from './edge-id';
 
 export { maintenancePage } from './rules';
 
@@ -144,6 +146,13 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     : null;
   // The password, the request log and the CDN tier (Varnish and its purge follower, whose id is this edge's
   // in edge_instances: its purges and its applied_at), before HAProxy starts.
+  // The edge's row is its data plane's (edge-id.ts): an adopted HAProxy's row is carried on, and deleted only
+  // once that HAProxy has stopped (close(), or npm start's stop).
+  const edgeRow = { id: edgeIdOf(paths), name: edgeName(o.dataDir) };
+  /** A start that failed leaves no row behind unless an HAProxy (adopted) still serves. */
+  const forgetIfStopped = async () => {
+    if (!(await new HaproxyProcess(paths).running())) await unregisterEdge(o.knex, edgeRow.id).catch(() => undefined);
+  };
   const parts = await startEdgeParts({
     knex: o.knex,
     dataDir: o.dataDir,
@@ -151,9 +160,11 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     secrets: o.secrets,
     shipper,
     cdn: o.cdn,
+    edge: edgeRow,
     logger: o.logger,
   }).catch(async (err) => {
     await shipper?.close();
+    await forgetIfStopped();
     throw err;
   });
   const purges = parts.purges;
@@ -262,6 +273,8 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
         const readAt: Date = rows[0].at;
         const dropRemovedCertificates = await syncCertificates();
         const state = await loadEdgeState(o.knex);
+        // the request log's destinations as of readAt too (a changed one is used for the next line)
+        await shipper?.refresh().catch(() => undefined);
         if (closed) break;
         try {
           let applied = false;
@@ -272,7 +285,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
           }
           if (applied) {
             await syncPasswords();
-            await edgeApplied(o.knex, purges.id, readAt);
+            await edgeApplied(o.knex, edgeRow.id, readAt);
           }
         } catch (err) {
           o.logger?.warn({ err: (err as Error).message }, 'the edge could not apply the new state; retrying');
@@ -311,11 +324,12 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     boundPorts = new Set(first.envPorts);
     model = first;
     await parts.sync();
-    await edgeApplied(o.knex, purges.id, rows[0].at);
+    await edgeApplied(o.knex, edgeRow.id, rows[0].at);
     adoptedAtStart = adopted;
   } catch (err) {
     await parts.close(false).catch(() => undefined);
     await shipper?.close().catch(() => undefined);
+    await forgetIfStopped();
     throw err;
   }
 
@@ -342,7 +356,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     while (!closed) {
       // named after this edge's row: while it is connected, deploys wait for this edge (awaitEdges); once the
       // process is gone (a SIGKILL closes it), they do not wait out the row's 15 s
-      const c = new pg.Client({ connectionString: o.databaseUrl, application_name: edgeSessionName(purges.id) });
+      const c = new pg.Client({ connectionString: o.databaseUrl, application_name: edgeSessionName(edgeRow.id) });
       try {
         await c.connect();
         c.on('notification', (n) => {
@@ -389,6 +403,8 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
         parts.close(o.keepDataPlane ?? false),
       ]);
       await shipper?.close();
+      // its row goes once its HAProxy has stopped (kept for a successor that adopts it)
+      if (!o.keepDataPlane && stopped[0].status === 'fulfilled') await unregisterEdge(o.knex, edgeRow.id);
       const failed = stopped.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
     },

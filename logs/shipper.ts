@@ -9,7 +9,9 @@
  * `maxQueuedBytes` of them (a web process's error lines are up to 16 KiB each); past that the oldest are dropped
  * and counted, and the next batch that goes through starts with a `dropped` line saying
  * how many. Destinations and keep-days come from PostgreSQL, re-read every `refreshMs` (a saved change
- * applies within that time, to lines already queued too). The lines of an environment without a destination
+ * applies within that time, to lines already queued too), and at once when the edge is told of a change
+ * (`project_log_settings` notifies `vc_edge`; edge/server.ts refreshes its shipper before it checks in, so
+ * the save answers once the next request line goes to the new destination). The lines of an environment without a destination
  * are held for two refreshes, then forgotten: a destination saved now gets the lines of the requests made
  * just after the save, before this process reads it (a new user's first try).
  *
@@ -181,8 +183,14 @@ export class LogShipper {
     q.dropped += drop;
   }
 
+  /** Reads the destinations again; resolves once a read that began after this call is in (not an older one). */
   async refresh(): Promise<void> {
-    if (this.refreshing) return this.refreshing;
+    if (this.refreshing) {
+      // a read under way may have begun before the change this caller wants: wait for it, then read (or join
+      // a read begun since)
+      await this.refreshing.catch(() => undefined);
+      if (this.refreshing) return this.refreshing;
+    }
     this.refreshWanted = false;
     this.refreshing = loadShippingTargets(this.opts.knex)
       .then(async (t) => {
@@ -238,8 +246,11 @@ export class LogShipper {
   /** Sends the queue's lines batch after batch until it is empty or a batch fails (then: backoff). */
   private async send(envId: string, projectId: string, dest: Destination, q: Queue): Promise<void> {
     q.sending = true;
+    // the destination as read when the sending began: once it is read again (changed or removed), the lines
+    // left wait for the next flush, which opens what is read then
+    const target = this.targets;
     try {
-      while ((q.lines.length > 0 || q.dropped > 0) && !this.closed) {
+      while ((q.lines.length > 0 || q.dropped > 0) && !this.closed && this.targets === target) {
         const batch = q.lines.splice(0, this.opts.batchMax);
         const batchBytes = sizeOfAll(batch);
         q.bytes -= batchBytes;

@@ -15,7 +15,8 @@ import { runDir } from '../system/run-state';
 import { consoleChildren } from './start-children';
 import { settingsAdvice } from './host-settings';
 import { workerIdentity } from '../core/worker-readiness';
-import { stopLeftDataPlane } from '../edge/haproxy/process';
+import { HaproxyProcess, stopLeftDataPlane } from '../edge/haproxy/process';
+import { forgetStoppedEdge } from '../edge/edge-id';
 import { haproxyPaths } from '../edge/haproxy/paths';
 import { stopLeftVarnish } from '../edge/cdn/pids';
 import { claimDataDir, releaseDataDir } from './start-lock';
@@ -50,12 +51,15 @@ async function shutdown(code: number) {
   if (stopping) return;
   stopping = true;
   say('Stopping (API and edge, the worker with its tenants’ processes, Temporal, PostgreSQL)...');
-  // the supervisor's own connection goes before PostgreSQL does
-  const closing = knex?.destroy().catch(() => undefined);
   await supervision.stop(STOP_ORDER.slice(0, 3));
   // the edge's HAProxy outlives a killed edge (tenants stay served): a stop of the whole leaves none behind
   if (await stopLeftDataPlane(haproxyPaths(config.dataDir)).catch(() => false))
     say('Stopped the edge’s HAProxy left running.');
+  // its row goes with it (the edge's own stop deletes it; not a SIGKILLed one's): nothing waits for it then
+  if (knex && !(await new HaproxyProcess(haproxyPaths(config.dataDir)).running()))
+    await forgetStoppedEdge(knex, haproxyPaths(config.dataDir)).catch(() => undefined);
+  // the supervisor's own connection goes before PostgreSQL does
+  const closing = knex?.destroy().catch(() => undefined);
   if (await stopLeftVarnish(join(config.dataDir, 'edge', 'varnish')).catch(() => false))
     say('Stopped the edge’s Varnish left running.');
   await closing;

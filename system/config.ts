@@ -71,6 +71,8 @@ export interface Config {
   autoDeployPollSeconds: number;
   /** Most web instances an environment may scale to (SCALE_MAX). */
   scaleMax: number;
+  /** How long a task waits for every edge to apply its change before it fails (EDGE_TASK_WAIT_SECONDS, 1-120). */
+  edgeTaskWaitSeconds: number;
   /** PostgreSQL server (superuser URL) that environments' database services are created on; default: databaseUrl. */
   servicesDatabaseUrl: string | undefined;
   /** Host the environments' processes reach their database service at (DATABASE_URL, PGHOST). */
@@ -242,6 +244,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     resourceSampleSeconds: Math.max(1, int(env, 'RESOURCE_SAMPLE_SECONDS', 60)),
     autoDeployPollSeconds: Math.max(0, int(env, 'AUTO_DEPLOY_POLL_SECONDS', 30)),
     scaleMax: Math.max(1, int(env, 'SCALE_MAX', 4)),
+    edgeTaskWaitSeconds: Math.min(120, Math.max(1, int(env, 'EDGE_TASK_WAIT_SECONDS', 60))),
     servicesDatabaseUrl: env.SERVICES_DATABASE_URL || undefined,
     servicesHost: env.SERVICES_HOST || '127.0.0.1',
     checkResponses: env.VC_CHECK_RESPONSES === '1',

@@ -4,7 +4,7 @@ import type { EnvironmentMaintenanceActivities } from '../activities/maintenance
 import { failure, runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
 
-const acts = proxyActivities<EnvironmentMaintenanceActivities>(profiles.bookkeeping);
+const acts = proxyActivities<EnvironmentMaintenanceActivities>(profiles.quick);
 
 export async function setMaintenance(input: TaskWorkflowInput) {
   return runTask(input, async ({ start }) => {

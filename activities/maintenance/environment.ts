@@ -5,7 +5,7 @@
  */
 import type { Deps } from '../../system/deps';
 import { withTaskLog } from '../toolkit/task-log';
-import { awaitEdges } from '../../db/queries/edge-routes';
+import { untilEdgesApply } from '../toolkit/edge-wait';
 
 export function createEnvironmentMaintenanceActivities(deps: Deps) {
   return {
@@ -31,9 +31,8 @@ export function createEnvironmentMaintenanceActivities(deps: Deps) {
               : { maintenance_on: false, maintenance_note: null, maintenance_since: null },
           );
         if (n === 0) return { ok: false };
-        // done once every live edge answers accordingly (the page, or traffic again)
-        if (!(await awaitEdges(deps.knex)))
-          log.line('==> An edge did not confirm the change in time; it applies it when it can');
+        // done once every edge answers accordingly (the page, or traffic again); else the task fails, naming it
+        await untilEdgesApply({ knex: deps.knex, seconds: deps.config.edgeTaskWaitSeconds }, (l) => log.line(l));
         log.line(
           input.on
             ? '==> Maintenance on: the edge answers 503 with the maintenance page'

@@ -66,9 +66,9 @@ export abstract class SupervisorCore {
   }
 
   /** Tells the edge where the environment is served now (SupervisorOptions.publish). */
-  protected async publish(rt: Runtime): Promise<void> {
+  protected async publish(rt: Runtime, o?: { wait?: boolean; say?: (line: string) => void }): Promise<void> {
     if (!this.publishRoute) return;
-    await this.publishRoute(rt.envId, publishedRoute(rt));
+    await this.publishRoute(rt.envId, publishedRoute(rt), o);
   }
 
   /** Records that this host serves the environment on `port` (the edge listens on it). */

@@ -21,9 +21,14 @@ export interface SupervisorOptions {
   /**
    * Called after every change of where an environment is served (null: taken off this host). The edge
    * (HAProxy, driven by its own process) serves the environments' public ports from what is published here;
-   * the supervisor listens on none.
+   * the supervisor listens on none. It resolves once every edge serves it, or throws (the edge did not apply it
+   * in time); `wait: false` only records it (a route put back after a failed switch); `say` is the task's log.
    */
-  publish?: (envId: string, route: PublishedRoute | null) => Promise<void>;
+  publish?: (
+    envId: string,
+    route: PublishedRoute | null,
+    o?: { wait?: boolean; say?: (line: string) => void },
+  ) => Promise<void>;
   /**
    * With `publish`: how long an instance taken out of the route keeps running, so that the edge (which learns
    * of the change by notification) stops sending to it first (default 1000 ms).

@@ -115,9 +115,13 @@ export class Supervisor extends SupervisorInstances {
     for (const web of webs) web.supervise();
     try {
       await this.writeState(rt);
-      await this.publish(rt);
+      await this.publish(rt, { say: (line) => safe(o.onLine, line) });
     } catch (err) {
+      // The previous route back before failing (recorded; an edge that did not apply the new one yet applies
+      // it when it is back), then the new instances stop: the task never leaves a route to stopped processes.
       rt.live = previous;
+      await this.writeState(rt).catch(() => undefined);
+      await this.publish(rt, { wait: false }).catch(() => undefined);
       await Promise.all(webs.map((w) => w.stop(this.graceMs)));
       throw err;
     }
@@ -225,7 +229,10 @@ export class Supervisor extends SupervisorInstances {
     const readyAll = () => Promise.all(webs.map((w) => waitReady(w, s.manifest.health, this.restoreTimeoutMs)));
     const ready = webs.length && handOver ? await readyAll() : null;
     await this.writeState(rt);
-    await this.publish(rt);
+    // a worker start does not fail on an edge that is away: the route is recorded, the edge applies it when back
+    await this.publish(rt).catch((err) => {
+      if ((err as { type?: string }).type !== 'EdgeUnavailable') throw err;
+    });
     if (handOver) {
       // the edge learns the new upstreams before the previous worker's instances leave: no failed request
       await this.drain();

@@ -12,6 +12,7 @@ export const USER_FAULTS = {
   MailRefused: 'the mail server refused the message for good',
   DeliveryRefused: 'the integration endpoint refused the delivery for good',
   PurgeIncomplete: 'an edge did not apply a CDN purge in time',
+  EdgeUnavailable: 'an edge did not apply the change within EDGE_TASK_WAIT_SECONDS',
   ServerMissing: 'the server was deleted meanwhile',
   EnvironmentMissing: 'the environment was deleted meanwhile',
   ReleaseMissing: 'the release was deleted meanwhile',

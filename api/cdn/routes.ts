@@ -37,7 +37,8 @@ export const routes: RouteDef[] = [
       'When enabled, the edge caches GET and HEAD 200 answers whose Cache-Control has `public` (for its s-maxage, else ' +
       'max-age, else `default_ttl_seconds`), never those with `private`, `no-store`, `no-cache` or Set-Cookie, per path ' +
       'with query and the request headers named in Vary; answers carry `X-Cache: HIT` or `MISS`. The cache is in the ' +
-      "edge's memory; the project's and environment's edge rules apply before an answer comes from it.",
+      "edge's memory; the project's and environment's edge rules apply before an answer comes from it. Answered once " +
+      'every edge serves the change; past 10 s, 503 edge_unavailable: the change is saved and applied when the edge is back.',
     tags,
     auth: 'session',
     permission: 'config:write',
@@ -49,6 +50,7 @@ export const routes: RouteDef[] = [
       403: error('Role may not'),
       404: error('No such environment'),
       422: error('Invalid fields, each named (default_ttl_seconds)'),
+      503: error('edge_unavailable: an edge did not apply the change within 10 s; the change is saved'),
     },
     async handler(ctx) {
       ctx.body = await updateCdn(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);

@@ -3,6 +3,7 @@ import type { Deps } from '../../system/deps';
 import type { Actor } from '../../core/actor';
 import { recordActivity } from '../../db/queries/activity';
 import { getCdnSettings, saveCdnSettings, type CdnSettings } from '../../db/queries/cdn';
+import { untilEdgesServe } from '../../core/edge-wait';
 
 export function getCdn(deps: Deps, environmentId: string): Promise<CdnSettings> {
   return getCdnSettings(deps.knex, environmentId);
@@ -14,7 +15,7 @@ export async function updateCdn(
   env: { id: string; team_id: string; project_id: string; name: string },
   input: Partial<CdnSettings>,
 ): Promise<CdnSettings> {
-  return deps.knex.transaction(async (trx) => {
+  const saved = await deps.knex.transaction(async (trx) => {
     const saved = await saveCdnSettings(trx, env.id, input);
     const parts = [
       ...(input.enabled !== undefined ? [input.enabled ? 'enabled the CDN' : 'disabled the CDN'] : []),
@@ -31,4 +32,7 @@ export async function updateCdn(
     });
     return saved;
   });
+  // answered once every edge serves it (503 edge_unavailable after 10 s: the change stays saved)
+  await untilEdgesServe(deps.knex);
+  return saved;
 }

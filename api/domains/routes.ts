@@ -63,7 +63,8 @@ export const routes: RouteDef[] = [
       'the domain again does not reset it): then 429 rate_limited with Retry-After. `verification.checks_left` says how ' +
       'many are left. A claim that another team verified first is removed: 409 domain_taken. ' +
       'Once verified, with ACME_DIRECTORY_URL set, a configuration/certificate_issue task asks the ACME CA for its ' +
-      'certificate (`certificate.status` pending, then issued or failed).',
+      'certificate (`certificate.status` pending, then issued or failed). A domain verified by this call is served by every edge ' +
+      'when it answers (past 10 s: 503 edge_unavailable, the verification saved).',
     tags,
     auth: 'session',
     permission: 'config:write',
@@ -75,6 +76,7 @@ export const routes: RouteDef[] = [
       404: error('No such domain'),
       409: error('domain_taken: another team verified the hostname first'),
       429: error('Checked 12 times in the last hour'),
+      503: error('edge_unavailable: an edge did not apply the change within 10 s; the change is saved'),
     },
     async handler(ctx) {
       ctx.body = await domains.verifyDomain(ctx.deps, ctx.actor, ctx.input.params.id);
@@ -85,7 +87,7 @@ export const routes: RouteDef[] = [
     path: '/domains/{id}',
     operationId: 'moveDomain',
     description:
-      "Points a domain at another environment of the same project; its state (and certificate) stays as it was. A verified domain is served by the new environment on every live edge when this answers (up to 10 s). An environment of another project is 422 on `environment_id`; the move is written to the team's activity.",
+      "Points a domain at another environment of the same project; its state (and certificate) stays as it was. A verified domain is served by the new environment on every edge when this answers (past 10 s: 503 edge_unavailable, the move saved). An environment of another project is 422 on `environment_id`; the move is written to the team's activity.",
     summary: 'Moves the domain to another environment of the same project',
     tags,
     auth: 'session',
@@ -98,6 +100,7 @@ export const routes: RouteDef[] = [
       403: error('Role may not'),
       404: error('No such domain'),
       422: error('Not an environment of the same project'),
+      503: error('edge_unavailable: an edge did not apply the change within 10 s; the change is saved'),
     },
     async handler(ctx) {
       ctx.body = await domains.moveDomain(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
@@ -108,14 +111,19 @@ export const routes: RouteDef[] = [
     path: '/domains/{id}',
     operationId: 'deleteDomain',
     description:
-      "Deletes the domain and stops its background re-check; no live edge serves it (nor its certificate) when this answers (up to 10 s). Written to the team's activity.",
+      "Deletes the domain and stops its background re-check; no edge serves it (nor its certificate) when this answers (past 10 s: 503 edge_unavailable, the deletion saved). Written to the team's activity.",
     summary: 'Removes the domain; the edge stops serving it at once',
     tags,
     auth: 'session',
     permission: 'config:write',
     scope: scopes.domain,
     params: s.idParams,
-    responses: { 204: { description: 'Removed' }, 403: error('Role may not'), 404: error('No such domain') },
+    responses: {
+      204: { description: 'Removed' },
+      403: error('Role may not'),
+      404: error('No such domain'),
+      503: error('edge_unavailable: an edge did not apply the change within 10 s; the change is saved'),
+    },
     async handler(ctx) {
       await domains.deleteDomain(ctx.deps, ctx.actor, ctx.input.params.id);
       ctx.status = 204;

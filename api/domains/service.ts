@@ -22,7 +22,7 @@ import { presentDomain } from './presenter';
 import { certificateSummaries } from '../../db/queries/certificates';
 import { requestFirstCertificate } from '../../core/certificate-tasks';
 import { recordActivity } from '../../db/queries/activity';
-import { awaitEdges } from '../../db/queries/edge-routes';
+import { untilEdgesServe } from '../../core/edge-wait';
 
 export const VERIFY_CALLS_PER_HOUR = 12;
 const WEEK_MS = 7 * 86_400_000;
@@ -184,6 +184,8 @@ export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
     );
     await requestFirstCertificate(deps, id);
   }
+  // a domain verified now is served by every edge when this answers (503 edge_unavailable after 10 s)
+  if (outcome.status === 'verified' && outcome.changed) await untilEdgesServe(deps.knex);
   const domain = await Domain.query(deps.knex).findById(id);
   if (!domain) {
     if (outcome.status === 'gone' && found.created_at.getTime() > Date.now() - WEEK_MS) throw lost();
@@ -191,9 +193,6 @@ export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
   }
   return present(deps, domain);
 }
-
-/** How long a move or a deletion of a served domain waits for the edges to apply it (then answers anyway). */
-const EDGE_WAIT_MS = 10_000;
 
 /** Moves a domain to another environment of the same project. */
 export async function moveDomain(deps: Deps, actor: Actor, id: string, input: { environment_id: string }) {
@@ -219,7 +218,7 @@ export async function moveDomain(deps: Deps, actor: Actor, id: string, input: { 
   });
   if (!moved) throw errors.notFound('domain');
   // a served domain is served by its new environment (its certificate along) on every live edge when this answers
-  if (domain.status === 'verified') await awaitEdges(deps.knex, EDGE_WAIT_MS);
+  if (domain.status === 'verified') await untilEdgesServe(deps.knex);
   return present(deps, moved);
 }
 
@@ -240,5 +239,5 @@ export async function deleteDomain(deps: Deps, actor: Actor, id: string): Promis
   // The re-check would find it gone by itself; stopping it now keeps the Web UI tidy.
   await stopDomainRecheck(deps, id);
   // no live edge serves a deleted domain (nor its certificate) any more when this answers
-  if (domain.status === 'verified') await awaitEdges(deps.knex, EDGE_WAIT_MS);
+  if (domain.status === 'verified') await untilEdgesServe(deps.knex);
 }

@@ -8,6 +8,7 @@ import type { Actor } from '../../core/actor';
 import { hashPassword } from '../../core/passwords';
 import { recordActivity } from '../../db/queries/activity';
 import { edgePasswordDigest, edgePasswordKey } from '../../system/edge-password';
+import { untilEdgesServe } from '../../core/edge-wait';
 
 interface EdgeRow {
   allowed_addresses: string[];
@@ -75,5 +76,7 @@ export async function updateEnvironmentEdge(
     });
     return saved as EdgeRow;
   });
+  // answered once every edge serves it (503 edge_unavailable after 10 s: the change stays saved)
+  await untilEdgesServe(deps.knex);
   return present(row);
 }

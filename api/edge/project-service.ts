@@ -2,6 +2,7 @@
 import type { Deps } from '../../system/deps';
 import type { Actor } from '../../core/actor';
 import { recordActivity } from '../../db/queries/activity';
+import { untilEdgesServe } from '../../core/edge-wait';
 
 interface Row {
   blocked_addresses: string[];
@@ -68,5 +69,7 @@ export async function updateProjectEdge(
     });
     return saved as Row;
   });
+  // answered once every edge serves it (503 edge_unavailable after 10 s: the change stays saved)
+  await untilEdgesServe(deps.knex);
   return present(row);
 }

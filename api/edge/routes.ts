@@ -7,6 +7,7 @@ import { getEnvironmentEdge, updateEnvironmentEdge } from './environment-service
 import { getProjectEdge, updateProjectEdge } from './project-service';
 
 const tags = ['edge'];
+const EDGE_UNAVAILABLE = 'edge_unavailable: an edge did not apply the change within 10 s; the change is saved';
 const idParams = z.object({ id: z.uuid() });
 
 export const routes: RouteDef[] = [
@@ -34,7 +35,8 @@ export const routes: RouteDef[] = [
     summary: "Changes the environment's edge",
     description:
       'allowed_addresses: CIDRs (empty: everyone); a client outside a non-empty list gets 403. password: {username, password} or null; ' +
-      'without the right Basic credentials a request gets 401 with WWW-Authenticate. stickiness: a cookie keeps a client on one instance.',
+      'without the right Basic credentials a request gets 401 with WWW-Authenticate. stickiness: a cookie keeps a client on one instance. ' +
+      'Answered once every edge serves the change (the very next request sees it); past 10 s, 503 edge_unavailable: the change is saved and applied when the edge is back.',
     tags,
     auth: 'session',
     permission: 'config:write',
@@ -46,6 +48,7 @@ export const routes: RouteDef[] = [
       403: error('Role may not'),
       404: error('No such environment'),
       422: error('Invalid fields, each named (allowed_addresses.2, password.password)'),
+      503: error(EDGE_UNAVAILABLE),
     },
     async handler(ctx) {
       ctx.body = await updateEnvironmentEdge(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
@@ -77,7 +80,8 @@ export const routes: RouteDef[] = [
       'Every part is checked and any fault is refused with 422 naming each (`blocked_addresses.2`, `rate_limit.requests`, ...); ' +
       'nothing is kept then. Applied on every environment of the project: blocked addresses and user agents (substring, ' +
       'case-insensitive) get 403; past `requests` in a `per_seconds` window a client address gets 429 with Retry-After; HSTS is ' +
-      'sent only on HTTPS requests; text answers are gzip- or br-compressed; the error page replaces 502/503/504 of the edge.',
+      'sent only on HTTPS requests; text answers are gzip- or br-compressed; the error page replaces 502/503/504 of the edge. ' +
+      'Answered once every edge serves the change (the very next request sees it); past 10 s, 503 edge_unavailable: the change is saved and applied when the edge is back.',
     tags,
     auth: 'session',
     permission: 'config:write',
@@ -89,6 +93,7 @@ export const routes: RouteDef[] = [
       403: error('Role may not'),
       404: error('No such project'),
       422: error('Invalid parts, each named'),
+      503: error(EDGE_UNAVAILABLE),
     },
     async handler(ctx) {
       ctx.body = await updateProjectEdge(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);

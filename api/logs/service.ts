@@ -19,6 +19,9 @@ import type { Actor } from '../../core/actor';
 import { errors } from '../../core/errors';
 import { isoOrNull } from '../../core/time';
 import { displayUrl } from '../../system/display-url';
+import { awaitEdges } from '../../db/queries/edge-routes';
+
+const LOG_DESTINATION_WAIT_MS = 2000;
 
 function present(deps: Deps, row: LogSettingsRow | undefined) {
   const dest = openDestination(deps.secrets, row);
@@ -105,6 +108,9 @@ export async function updateProjectLogs(
     });
     return saved as LogSettingsRow;
   });
+  // the edges' request log uses it for the next line: answered once every edge has read it, or after 2 s (an
+  // edge away reads it when it is back; CONTRACT "Logs" has no 503 here)
+  await awaitEdges(deps.knex, LOG_DESTINATION_WAIT_MS);
   return present(deps, row);
 }
 

@@ -70,10 +70,17 @@ export async function edgesBehind(knex: Knex, seq: number): Promise<string[]> {
   return rows.map((r: { id: string }) => r.id);
 }
 
-export async function registerEdge(knex: Knex, id: string, seq: number): Promise<void> {
+/**
+ * An edge's row, made or carried on (one per data plane: edge/edge-id.ts). `applied_at` is kept: until this
+ * control plane applies a state of its own, the row counts as serving what it last applied.
+ */
+export async function registerEdge(knex: Knex, id: string, seq: number, name: string | null = null): Promise<void> {
   // Rows of edges killed long ago go (their process is gone, and so is their cache).
   await knex('edge_instances').where('seen_at', '<', knex.raw("now() - interval '1 day'")).delete();
-  await knex('edge_instances').insert({ id, purge_seq: seq });
+  await knex('edge_instances')
+    .insert({ id, purge_seq: seq, name })
+    .onConflict('id')
+    .merge({ purge_seq: seq, name, seen_at: knex.fn.now() });
 }
 
 export async function edgeCheckedIn(knex: Knex, id: string, seq: number): Promise<void> {

@@ -3,7 +3,6 @@
  * worker's publish hook) and read by the edge. The table's trigger announces each change on `vc_edge`.
  */
 import type { Knex } from 'knex';
-import { EDGE_GONE_SECONDS } from './cdn';
 
 /**
  * Where an environment is served, as the supervisor publishes it (the shape of its PublishedRoute,
@@ -65,41 +64,64 @@ export async function edgeApplied(knex: Knex, id: string, readAt: Date): Promise
 export const EDGE_CHANNEL = 'vc_edge';
 
 const EDGE_SESSION_PREFIX = 'vc-edge:';
-/** An edge whose LISTEN session dropped is still waited for this long (it reconnects within a second or so). */
-const EDGE_RECONNECT_SECONDS = 3;
-/** The application_name of an edge's LISTEN session (pg_stat_activity): how awaitEdges tells it is alive. */
+/** The application_name of an edge's LISTEN session (pg_stat_activity): which edge holds it, for operators. */
 export const edgeSessionName = (edgeId: string) => `${EDGE_SESSION_PREFIX}${edgeId}`;
 
-/**
- * Waits until every live edge (checked in within EDGE_GONE_SECONDS, and holding its LISTEN session) serves a
- * state read after now (the database clock, after the caller's change committed): at most `timeoutMs`, then
- * false (an edge that is away does not hold a deploy for long; it reads everything when it comes back).
- */
-export async function awaitEdges(knex: Knex, timeoutMs = 15_000): Promise<boolean> {
+/** An edge that has not applied a state read after a change yet. */
+export interface EdgeBehind {
+  id: string;
+  /** host:DATA_DIR of its data plane (null: a row from before names were kept). */
+  name: string | null;
+  /** When it last applied a state (null: never). */
+  applied_at: Date | null;
+}
+
+/** How an edge is named in a task's log or an error: its host and DATA_DIR, else its id. */
+export const edgeLabel = (e: EdgeBehind) => (e.name ? `${e.name} (${e.id})` : e.id);
+
+/** The database clock now: a state read after it holds every change committed before. */
+export async function databaseNow(knex: Knex): Promise<Date> {
   const { rows } = await knex.raw('SELECT now() AS at');
-  const since: Date = rows[0].at;
+  return rows[0].at;
+}
+
+/**
+ * The edges that have not applied a state read after `since`. Every row counts: a row is one data plane
+ * (an HAProxy serving), deleted only once that HAProxy has stopped (edge/server.ts `close`, npm start's stop).
+ * A row whose control plane vanished (SIGKILLed) has an HAProxy serving what it last applied, so it counts as
+ * behind until a control plane adopts that HAProxy and applies a newer state.
+ */
+export async function edgesBehind(knex: Knex, since: Date): Promise<EdgeBehind[]> {
+  return knex('edge_instances')
+    .where((q) => q.whereNull('applied_at').orWhere('applied_at', '<', since))
+    .orderBy('id')
+    .select('id', 'name', 'applied_at');
+}
+
+/**
+ * Waits until every edge serves a state read after now (the database clock, after the caller's change
+ * committed), at most `timeoutMs`. Returns the edges still behind then (none: the change is in force).
+ * `waiting` is told once which edges it waits for, when one is not there at once.
+ */
+export async function awaitEdges(
+  knex: Knex,
+  timeoutMs = 15_000,
+  waiting?: (behind: EdgeBehind[]) => void,
+): Promise<EdgeBehind[]> {
+  const since = await databaseNow(knex);
   // An edge may have read the change (its notification) and checked in just BEFORE `since`: asked to read
   // again, it checks in after it, without waiting for an unrelated change (or the timeout).
   await knex.raw(`NOTIFY ${EDGE_CHANNEL}`);
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const behind = await knex('edge_instances')
-      .where('seen_at', '>', knex.raw(`now() - interval '${EDGE_GONE_SECONDS} seconds'`))
-      // a live edge holds its LISTEN session (edgeSessionName); one that lost it a moment ago reconnects
-      .where((q) =>
-        q
-          .whereExists(
-            knex
-              .select(knex.raw('1'))
-              .from('pg_stat_activity')
-              .whereRaw(`application_name = ? || edge_instances.id::text`, [EDGE_SESSION_PREFIX]),
-          )
-          .orWhere('seen_at', '>', knex.raw(`now() - interval '${EDGE_RECONNECT_SECONDS} seconds'`)),
-      )
-      .where((q) => q.whereNull('applied_at').orWhere('applied_at', '<', since))
-      .first('id');
-    if (!behind) return true;
-    if (Date.now() > deadline) return false;
+  let told = false;
+  for (let round = 0; ; round++) {
+    const behind = await edgesBehind(knex, since);
+    if (behind.length === 0 || Date.now() > deadline) return behind;
+    // not at once: an edge's apply takes milliseconds, a reload a second or so
+    if (!told && waiting && round === 40) {
+      told = true;
+      waiting(behind);
+    }
     await new Promise((r) => setTimeout(r, 25));
   }
 }

@@ -139,7 +139,7 @@ describe('certificate_renew: the renewal schedule', { timeout: 180_000 }, () => 
         releaseId: null as unknown as string, // no release row: the route is what the edge needs
         upstreams: [{ id: '1', host: '127.0.0.1', port: appPort }],
       });
-      expect(await awaitEdges(t.deps.knex)).toBe(true);
+      expect(await awaitEdges(t.deps.knex)).toEqual([]);
       expect((await tlsPeer(edgeTls, hostname, pebbleRoot)).serialNumber).toBe(first.serial);
       edgeOpen = await keptAlive(edgeTls, hostname, pebbleRoot);
       expect(await edgeOpen.request()).toMatch(/^HTTP\/1\.1 200/);

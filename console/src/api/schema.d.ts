@@ -176,14 +176,14 @@ export interface paths {
         post?: never;
         /**
          * Removes the domain; the edge stops serving it at once
-         * @description Deletes the domain and stops its background re-check; no live edge serves it (nor its certificate) when this answers (up to 10 s). Written to the team's activity.
+         * @description Deletes the domain and stops its background re-check; no edge serves it (nor its certificate) when this answers (past 10 s: 503 edge_unavailable, the deletion saved). Written to the team's activity.
          */
         delete: operations["deleteDomain"];
         options?: never;
         head?: never;
         /**
          * Moves the domain to another environment of the same project
-         * @description Points a domain at another environment of the same project; its state (and certificate) stays as it was. A verified domain is served by the new environment on every live edge when this answers (up to 10 s). An environment of another project is 422 on `environment_id`; the move is written to the team's activity.
+         * @description Points a domain at another environment of the same project; its state (and certificate) stays as it was. A verified domain is served by the new environment on every edge when this answers (past 10 s: 503 edge_unavailable, the move saved). An environment of another project is 422 on `environment_id`; the move is written to the team's activity.
          */
         patch: operations["moveDomain"];
         trace?: never;
@@ -199,7 +199,7 @@ export interface paths {
         put?: never;
         /**
          * Looks the TXT record up in DNS now; verified when it holds the value
-         * @description At most 12 calls an hour for one hostname by one team (the background re-checks do not count; deleting and adding the domain again does not reset it): then 429 rate_limited with Retry-After. `verification.checks_left` says how many are left. A claim that another team verified first is removed: 409 domain_taken. Once verified, with ACME_DIRECTORY_URL set, a configuration/certificate_issue task asks the ACME CA for its certificate (`certificate.status` pending, then issued or failed).
+         * @description At most 12 calls an hour for one hostname by one team (the background re-checks do not count; deleting and adding the domain again does not reset it): then 429 rate_limited with Retry-After. `verification.checks_left` says how many are left. A claim that another team verified first is removed: 409 domain_taken. Once verified, with ACME_DIRECTORY_URL set, a configuration/certificate_issue task asks the ACME CA for its certificate (`certificate.status` pending, then issued or failed). A domain verified by this call is served by every edge when it answers (past 10 s: 503 edge_unavailable, the verification saved).
          */
         post: operations["verifyDomain"];
         delete?: never;
@@ -447,7 +447,7 @@ export interface paths {
         head?: never;
         /**
          * Changes the environment's CDN
-         * @description When enabled, the edge caches GET and HEAD 200 answers whose Cache-Control has `public` (for its s-maxage, else max-age, else `default_ttl_seconds`), never those with `private`, `no-store`, `no-cache` or Set-Cookie, per path with query and the request headers named in Vary; answers carry `X-Cache: HIT` or `MISS`. The cache is in the edge's memory; the project's and environment's edge rules apply before an answer comes from it.
+         * @description When enabled, the edge caches GET and HEAD 200 answers whose Cache-Control has `public` (for its s-maxage, else max-age, else `default_ttl_seconds`), never those with `private`, `no-store`, `no-cache` or Set-Cookie, per path with query and the request headers named in Vary; answers carry `X-Cache: HIT` or `MISS`. The cache is in the edge's memory; the project's and environment's edge rules apply before an answer comes from it. Answered once every edge serves the change; past 10 s, 503 edge_unavailable: the change is saved and applied when the edge is back.
          */
         patch: operations["updateEnvironmentCdn"];
         trace?: never;
@@ -559,7 +559,7 @@ export interface paths {
         head?: never;
         /**
          * Changes the environment's edge
-         * @description allowed_addresses: CIDRs (empty: everyone); a client outside a non-empty list gets 403. password: {username, password} or null; without the right Basic credentials a request gets 401 with WWW-Authenticate. stickiness: a cookie keeps a client on one instance.
+         * @description allowed_addresses: CIDRs (empty: everyone); a client outside a non-empty list gets 403. password: {username, password} or null; without the right Basic credentials a request gets 401 with WWW-Authenticate. stickiness: a cookie keeps a client on one instance. Answered once every edge serves the change (the very next request sees it); past 10 s, 503 edge_unavailable: the change is saved and applied when the edge is back.
          */
         patch: operations["updateEnvironmentEdge"];
         trace?: never;
@@ -1495,7 +1495,7 @@ export interface paths {
         head?: never;
         /**
          * Changes the project's edge in one save
-         * @description Every part is checked and any fault is refused with 422 naming each (`blocked_addresses.2`, `rate_limit.requests`, ...); nothing is kept then. Applied on every environment of the project: blocked addresses and user agents (substring, case-insensitive) get 403; past `requests` in a `per_seconds` window a client address gets 429 with Retry-After; HSTS is sent only on HTTPS requests; text answers are gzip- or br-compressed; the error page replaces 502/503/504 of the edge.
+         * @description Every part is checked and any fault is refused with 422 naming each (`blocked_addresses.2`, `rate_limit.requests`, ...); nothing is kept then. Applied on every environment of the project: blocked addresses and user agents (substring, case-insensitive) get 403; past `requests` in a `per_seconds` window a client address gets 429 with Retry-After; HSTS is sent only on HTTPS requests; text answers are gzip- or br-compressed; the error page replaces 502/503/504 of the edge. Answered once every edge serves the change (the very next request sees it); past 10 s, 503 edge_unavailable: the change is saved and applied when the edge is back.
          */
         patch: operations["updateProjectEdge"];
         trace?: never;
@@ -3350,6 +3350,28 @@ export interface operations {
                     };
                 };
             };
+            /** @description edge_unavailable: an edge did not apply the change within 10 s; the change is saved */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
         };
     };
     moveDomain: {
@@ -3452,6 +3474,28 @@ export interface operations {
             };
             /** @description Not an environment of the same project */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description edge_unavailable: an edge did not apply the change within 10 s; the change is saved */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3589,6 +3633,28 @@ export interface operations {
             };
             /** @description Checked 12 times in the last hour */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description edge_unavailable: an edge did not apply the change within 10 s; the change is saved */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5215,6 +5281,28 @@ export interface operations {
                     };
                 };
             };
+            /** @description edge_unavailable: an edge did not apply the change within 10 s; the change is saved */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
         };
     };
     clearEnvironmentCdn: {
@@ -6078,6 +6166,28 @@ export interface operations {
             };
             /** @description Invalid fields, each named (allowed_addresses.2, password.password) */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description edge_unavailable: an edge did not apply the change within 10 s; the change is saved */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11942,6 +12052,28 @@ export interface operations {
             };
             /** @description Invalid parts, each named */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description edge_unavailable: an edge did not apply the change within 10 s; the change is saved */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
