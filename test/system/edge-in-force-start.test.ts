@@ -285,3 +285,17 @@ describe('the request log follows its destination', () => {
     expect(overHttp('/to-nowhere')).toBe(false);
   }, 120_000);
 });
+
+describe("npm start's stop after a SIGKILL of the control plane", () => {
+  it('stops the HAProxy left running and removes its row: nothing waits for an edge that is gone', async () => {
+    const master = haproxyMaster();
+    expect(await t.deps.knex('edge_instances').pluck('name')).toEqual([expect.stringContaining(dataDir)]);
+    process.kill(edgeProcess().pid, 'SIGKILL');
+    const exited = new Promise((r) => start.once('exit', r));
+    process.kill(-start.pid!, 'SIGINT');
+    await Promise.race([exited, pause(90_000)]);
+    expect(start.exitCode, out.slice(-3000)).toBe(0);
+    expect(() => process.kill(master, 0)).toThrow();
+    expect(await t.deps.knex('edge_instances').select('id', 'name')).toEqual([]);
+  }, 120_000);
+});
