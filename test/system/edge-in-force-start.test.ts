@@ -289,13 +289,13 @@ describe('the request log follows its destination', () => {
 describe("npm start's stop after a SIGKILL of the control plane", () => {
   it('stops the HAProxy left running and removes its row: nothing waits for an edge that is gone', async () => {
     const master = haproxyMaster();
-    expect(await t.deps.knex('edge_instances').pluck('name')).toEqual([expect.stringContaining(dataDir)]);
+    expect(await t.deps.knex('edge_instances').pluck('id')).toHaveLength(1);
     process.kill(edgeProcess().pid, 'SIGKILL');
     const exited = new Promise((r) => start.once('exit', r));
     process.kill(-start.pid!, 'SIGINT');
     await Promise.race([exited, pause(90_000)]);
     expect(start.exitCode, out.slice(-3000)).toBe(0);
     expect(() => process.kill(master, 0)).toThrow();
-    expect(await t.deps.knex('edge_instances').select('id', 'name')).toEqual([]);
+    expect(await t.deps.knex('edge_instances').pluck('id')).toEqual([]);
   }, 120_000);
 });
