@@ -62,16 +62,18 @@ export async function initialiseCluster(
 /**
  * For `npm start`'s supervision (processes/supervision.ts): the cluster initialised, its server as a child spec
  * (the `postgres` binary of the package, run as the postgres user when root, its log under dataDir/run), and
- * `setUp` to run once it first answers (password, database). The URL is the app's database on it. `services`:
+ * `setUp` to run once it first answers (password, database). The URL is the app's database on it. `servicesOf`:
  * it is also the services server the console runs (its WAL archived: host/pitr.ts's flags and environment).
  */
 export async function embeddedPostgresChild(
   dataDir: string,
   port: number,
   log: (m: string) => void,
-  services?: { flags: string[]; env: Record<string, string> },
+  servicesOf?: () => { flags: string[]; env: Record<string, string> },
 ): Promise<{ spec: ChildSpec; url: string; setUp(): Promise<string> }> {
   await initialiseEmbeddedPostgres(dataDir, port, log);
+  // once the cluster exists: its owner owns the archive's directories
+  const services = servicesOf?.();
   const password = embeddedPassword(dataDir);
   const spec = await clusterChild({
     name: 'postgres',

@@ -97,7 +97,7 @@ try {
       config.dataDir,
       port,
       say,
-      server ? archiveSettings(server, secrets) : undefined,
+      server ? () => archiveSettings(server, secrets) : undefined,
     );
     await supervision.start(pg.spec);
     databaseUrl = await pg.setUp();

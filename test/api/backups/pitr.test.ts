@@ -25,6 +25,7 @@ import {
 import { until as untilHolds } from '../../helpers/until';
 import { processesMentioning } from '../../helpers/processes';
 import { createHash } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
 
 const t = useTestContext();
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -100,6 +101,8 @@ beforeAll(async () => {
     SERVICES_PORT: String(servicesPort),
     PITR_REPOSITORY: path.join(repository, 'archive'),
     STORAGE_ROOTS: roots.join(','),
+    // this worker ensures the system schedules, the archive's among them
+    REMINDER_SCHEDULE: 'on',
   });
   start = spawnNpmStart(env, (text) => {
     out += text;
@@ -196,6 +199,31 @@ const rows = (db: string, table = 'public.r') =>
   services(db, async (c) => (await c.query(`SELECT t FROM ${table} ORDER BY t`)).rows.map((r) => r.t as string));
 
 const scratchDir = () => path.join(dataDir, 'pitr-run', 'scratch');
+
+describe('the archive schedules', () => {
+  it('are pitr-full (weekly) and pitr-diff (daily), and a run takes a backup of the archive', async () => {
+    const connection = await Connection.connect({ address: `127.0.0.1:${ports.temporal}` });
+    try {
+      const client = new Client({ connection });
+      const full = await until('the pitr-full schedule', () =>
+        client.schedule
+          .getHandle('pitr-full')
+          .describe()
+          .catch(() => undefined),
+      );
+      expect(JSON.stringify(full.spec.calendars)).toContain('SUNDAY');
+      expect(JSON.stringify(full.spec.calendars)).not.toContain('MONDAY');
+      const diff = client.schedule.getHandle('pitr-diff');
+      const backups = () =>
+        readdirSync(path.join(repository, 'archive', 'backup', 'services')).filter((f) => /D$/.test(f));
+      const before = backups().length;
+      await diff.trigger();
+      await until('a differential backup in the repository', () => backups().length > before, 180_000);
+    } finally {
+      await connection.close();
+    }
+  }, 240_000);
+});
 
 describe('the recovery window', () => {
   it('is 409 pitr_unavailable, with its reason, where the console does not run the services server', async () => {
