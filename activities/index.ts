@@ -17,6 +17,7 @@ import { createBillingActivities } from './billing';
 import { createCdnActivities } from './cdn';
 import { createCertificateActivities } from './certificates';
 import { createDataActivities } from './data';
+import { createPitrActivities } from './data/pitr';
 import { createBuildActivities, createDeployActivities } from './deploys';
 import { createDomainActivities } from './domains';
 import { createEnvironmentActivities } from './environments';
@@ -86,6 +87,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createDeployActivities(deps, supervisor),
       ...createBuildActivities(deps),
       ...createDataActivities(deps, supervisor),
+      ...createPitrActivities(deps, supervisor),
       ...createVariableActivities(deps, supervisor),
       ...createDomainActivities(deps),
       ...createEnvironmentMaintenanceActivities(deps),

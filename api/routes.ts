@@ -28,6 +28,7 @@ import { routes as termsRoutes } from './terms/routes';
 import { projectRuleRoutes } from './notifications/routes';
 import { routes as backupRoutes } from './backups/routes';
 import { routes as backupTaskRoutes } from './backups/task-routes';
+import { routes as pitrRoutes } from './backups/pitr-routes';
 import { routes as serviceRoutes } from './services/routes';
 import { routes as activityRoutes } from './activity/routes';
 import { routes as repositoryHostRoutes } from './repository-hosts/routes';
@@ -65,6 +66,7 @@ export function allRoutes(): RouteDef[] {
     ...projectRuleRoutes,
     ...backupRoutes,
     ...backupTaskRoutes,
+    ...pitrRoutes,
     ...serviceRoutes,
     ...activityRoutes,
     ...repositoryHostRoutes,

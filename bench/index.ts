@@ -15,6 +15,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = 
   backups: () => import('./backups'),
   'step-output': () => import('./step-output'),
   console: () => import('./console'),
+  pitr: () => import('./pitr'),
 };
 
 // `--quick` (bench/quick.ts): each for a second or two, as CI runs them.

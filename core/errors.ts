@@ -63,6 +63,7 @@ export const ERROR_CODES = {
   snapshot_not_available: { status: 409, message: 'The snapshot is no longer at its destination' },
   snapshot_running: { status: 409, message: 'The snapshot is still being taken; wait for its task to end' },
   no_database_service: { status: 409, message: 'The environment has no database service' },
+  pitr_unavailable: { status: 409, message: 'Point-in-time recovery is not available for this database' },
   service_exists: { status: 409, message: 'The environment has a service of that kind already' },
   services_unreachable: { status: 409, message: "The environments' sandboxes cannot reach the services server" },
   old_database_kept: {

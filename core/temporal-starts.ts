@@ -316,13 +316,51 @@ export async function ensureCertificateRenewalSchedule(
   });
 }
 
+/** The archive's schedules of one task queue (the default queue's are plainly `pitr-full` and `pitr-diff`). */
+export const pitrScheduleId = (type: 'full' | 'diff', taskQueue: string) =>
+  taskQueue === DEFAULT_TASK_QUEUE ? `pitr-${type}` : `pitr-${type}-${taskQueue}`;
+
+/**
+ * The WAL archive's backups (CONTRACT "Point-in-time recovery"): a full one weekly (Sunday 01:00 UTC) and a
+ * differential one on the other days at 01:00 UTC, on the queue of the worker beside the services server.
+ */
+export async function ensurePitrSchedules(client: Client, taskQueue: string): Promise<EnsuredSchedule[]> {
+  const at = { hour: 1, minute: 0, second: 0 };
+  const days = {
+    full: [{ ...at, dayOfWeek: 'SUNDAY' as const, comment: 'every Sunday at 01:00 UTC' }],
+    diff: [
+      {
+        ...at,
+        dayOfWeek: { start: 'MONDAY' as const, end: 'SATURDAY' as const },
+        comment: 'Monday to Saturday at 01:00 UTC',
+      },
+    ],
+  };
+  const out: EnsuredSchedule[] = [];
+  for (const type of ['full', 'diff'] as const) {
+    const scheduleId = pitrScheduleId(type, taskQueue);
+    out.push(
+      await ensureSchedule(client, {
+        scheduleId,
+        spec: { calendars: days[type], timezone: 'UTC' },
+        action: systemAction({ scheduleId, workflowType: 'archiveBackups', taskQueue, args: [{ type }] }),
+        note: `A ${type === 'full' ? 'full' : 'differential'} backup of the services server's WAL archive (pgBackRest).`,
+      }),
+    );
+  }
+  return out;
+}
+
 /**
  * Every system schedule, ensured when the worker starts. A failure leaves the worker running and is logged
  * (the next start tries again).
  */
 export async function ensureSystemSchedules(
   deps: Pick<Deps, 'temporal' | 'logger'> & {
-    config: Pick<Deps['config'], 'taskQueue' | 'temporalNamespace' | 'reminderHourUtc' | 'pruneHourUtc'>;
+    config: Pick<
+      Deps['config'],
+      'taskQueue' | 'temporalNamespace' | 'reminderHourUtc' | 'pruneHourUtc' | 'servicesPgdata'
+    >;
   },
 ): Promise<void> {
   const { temporal, config, logger } = deps;
@@ -341,6 +379,12 @@ export async function ensureSystemSchedules(
     ['resource sample prune', () => ensureResourcePruneSchedule(temporal, config.taskQueue), 'old samples stay'],
     ['certificate renewal', () => ensureCertificateRenewalSchedule(temporal, config.taskQueue), 'no renewals run'],
   ];
+  if (config.servicesPgdata)
+    schedules.push([
+      'WAL archive backup',
+      () => ensurePitrSchedules(temporal, config.taskQueue).then((r) => r[0]),
+      'the archive gets no full or differential backups',
+    ]);
   await Promise.all(
     schedules.map(([name, ensure, consequence]) =>
       ensure().then(

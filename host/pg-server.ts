@@ -222,8 +222,14 @@ export async function dropServiceDatabase(
   login: Pick<ServiceLogin, 'database' | 'role'>,
 ): Promise<void> {
   await withAdmin(config, async (c) => {
-    // _kept: the copy a storage move left (activities/storage/database-move.ts)
-    for (const db of [login.database, `${login.database}_restore`, `${login.database}_kept`]) {
+    // _kept: the copy a storage move left (activities/storage/database-move.ts); _kept_<time>: what a
+    // point-in-time restore replaced (activities/data/pitr.ts)
+    const kept = await c.query(
+      "SELECT datname FROM pg_catalog.pg_database WHERE datname ~ ('^' || $1 || '_kept_[0-9]{14}$')",
+      [login.database],
+    );
+    const restoreKept = kept.rows.map((r) => r.datname as string);
+    for (const db of [login.database, `${login.database}_restore`, `${login.database}_kept`, ...restoreKept]) {
       await disconnectAll(c, db);
       await c.query(`DROP DATABASE IF EXISTS ${ident(db)}`);
     }
@@ -305,6 +311,57 @@ export async function swapInRestored(
 }
 
 const putBackMark = (marker: string) => `vc put back by ${marker}`;
+
+/**
+ * Swaps the restored copy in and keeps the database it replaces as `keepAs` (closed to connections), both
+ * renames in one transaction: the name is either the old database or the copy, never neither (a point-in-time
+ * restore keeps what it replaced, in case the second was the wrong one). A retry after the swap finds it done.
+ */
+export async function swapInRestoredKeeping(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  login: ServiceLogin,
+  keepAs: string,
+  marker: string,
+): Promise<void> {
+  const live = login.database;
+  const restored = `${live}_restore`;
+  await withAdmin(config, async (c) => {
+    const has = async (db: string) =>
+      ((await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [db])).rowCount ?? 0) > 0;
+    if (!(await has(restored))) {
+      if (await has(live)) return; // a retry after the swap: done already
+      throw new Error('the restored database is missing');
+    }
+    await c.query(`ALTER DATABASE ${ident(live)} WITH ALLOW_CONNECTIONS false`);
+    await disconnectAll(c, live);
+    await disconnectAll(c, restored);
+    try {
+      await c.query('BEGIN');
+      await c.query(`ALTER DATABASE ${ident(live)} RENAME TO ${ident(keepAs)}`);
+      await c.query(`ALTER DATABASE ${ident(restored)} RENAME TO ${ident(live)}`);
+      await c.query(`COMMENT ON DATABASE ${ident(live)} IS ${c.escapeLiteral(putBackMark(marker))}`);
+      // the kept one stays open to the service's role (its grants went with it): the rows it wants back are there
+      await c.query(`ALTER DATABASE ${ident(keepAs)} WITH ALLOW_CONNECTIONS true`);
+      await c.query('COMMIT');
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => undefined);
+      await c.query(`ALTER DATABASE ${ident(live)} WITH ALLOW_CONNECTIONS true`).catch(() => undefined);
+      throw err;
+    }
+  });
+}
+
+/** Drops a database a point-in-time restore kept (its 24 hours over); none is fine. */
+export async function dropKeptDatabase(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  database: string,
+): Promise<void> {
+  if (!/_kept_\d{14}$/.test(database)) throw new Error(`not a kept database: ${database}`);
+  await withAdmin(config, async (c) => {
+    await disconnectAll(c, database);
+    await c.query(`DROP DATABASE IF EXISTS ${ident(database)}`);
+  });
+}
 
 /**
  * After a put-back that did not complete (its worker killed on the last attempt, or a failure): a swap cut

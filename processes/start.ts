@@ -20,10 +20,13 @@ import { forgetStoppedEdge } from '../edge/edge-id';
 import { haproxyPaths } from '../edge/haproxy/paths';
 import { stopLeftVarnish } from '../edge/cdn/pids';
 import { claimDataDir, releaseDataDir } from './start-lock';
+import { pitrServer } from '../host/pitr';
+import { archiveSettings, assertPgbackrest, servicesPostgresChild, setUpServicesServer } from './services-postgres';
 
 /**
  * `npm start`: the whole system on embedded defaults, supervised. PostgreSQL (DATABASE_URL, else embedded
- * under DATA_DIR), the Temporal dev server (TEMPORAL_ADDRESS, else the CLI's dev server under DATA_DIR),
+ * under DATA_DIR), the services server the console runs (SERVICES_PGDATA, or the embedded one; its WAL archived),
+ * the Temporal dev server (TEMPORAL_ADDRESS, else the CLI's dev server under DATA_DIR),
  * migrations, then the edge, the worker and the API. Each child runs in its own process group and is
  * restarted when it exits unexpectedly (processes/supervision.ts; docs/operating.md). Ctrl-C (or SIGTERM)
  * stops them in order: the API and the edge, the worker (with its tenants' processes), Temporal, PostgreSQL.
@@ -40,10 +43,11 @@ if (holder) {
   );
   process.exit(1);
 }
-loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey }); // generated once here, before two processes race for it
+// generated once here, before two processes race for it
+const secrets = loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey });
 
 const supervision = new Supervision({ runDir: runDir(config.dataDir), say });
-const STOP_ORDER = ['api', 'edge', 'worker', 'temporal', 'postgres'];
+const STOP_ORDER = ['api', 'edge', 'worker', 'temporal', 'services-postgres', 'postgres'];
 let knex: Knex | null = null;
 let stopping = false;
 
@@ -78,12 +82,45 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 
 try {
   let databaseUrl = config.databaseUrl;
+  // The services server the console runs (its WAL archived): SERVICES_PGDATA, else the embedded server when
+  // nothing else is set. The worker and the API are told with SERVICES_PGDATA, SERVICES_PORT, SERVICES_DATABASE_URL.
+  const services: NodeJS.ProcessEnv = {};
+  if (config.servicesPgdata && config.servicesDatabaseUrl)
+    throw new Error(
+      'SERVICES_PGDATA is a services server npm start runs itself: unset SERVICES_DATABASE_URL, or SERVICES_PGDATA',
+    );
   if (!databaseUrl) {
     const port = Number(process.env.EMBEDDED_POSTGRES_PORT || 54329);
     say(`Starting embedded PostgreSQL under ${join(config.dataDir, 'postgres')} on 127.0.0.1:${port}...`);
-    const pg = await embeddedPostgresChild(config.dataDir, port, say);
+    const embeddedServes = !config.servicesPgdata && !config.servicesDatabaseUrl;
+    const server = embeddedServes
+      ? pitrServer({ ...config, servicesPgdata: join(config.dataDir, 'postgres'), servicesPort: port })
+      : null;
+    if (server) await assertPgbackrest();
+    const pg = await embeddedPostgresChild(
+      config.dataDir,
+      port,
+      say,
+      server ? () => archiveSettings(server, secrets) : undefined,
+    );
     await supervision.start(pg.spec);
     databaseUrl = await pg.setUp();
+    if (server) {
+      await setUpServicesServer(server, databaseUrl, secrets, say);
+      Object.assign(services, {
+        SERVICES_PGDATA: server.pgdata,
+        SERVICES_PORT: String(port),
+        SERVICES_DATABASE_URL: databaseUrl,
+      });
+    }
+  }
+  if (config.servicesPgdata) {
+    await assertPgbackrest();
+    say(`Starting the services server under ${config.servicesPgdata} on 127.0.0.1:${config.servicesPort}...`);
+    const s = await servicesPostgresChild(config, secrets, say);
+    await supervision.start(s.spec);
+    await setUpServicesServer(s.server, s.url, secrets, say);
+    services.SERVICES_DATABASE_URL = s.url;
   }
   let temporalAddress = config.temporalAddress;
   let uiUrl = process.env.TEMPORAL_UI_URL ?? '(your Temporal Web UI)';
@@ -115,7 +152,13 @@ try {
     root,
     config,
     knex,
-    env: { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, DATA_DIR: config.dataDir },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporalAddress,
+      DATA_DIR: config.dataDir,
+      ...services,
+    },
   });
   // The edge first (it serves the environments' ports and EDGE_PORT, needing only PostgreSQL), then the
   // worker (ready once environments are restored and schedules ensured), then the API.

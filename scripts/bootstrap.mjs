@@ -49,6 +49,8 @@ function ensureSandboxTools(extra = []) {
     ['haproxy', 'haproxy'],
     ['varnishd', 'varnish'],
     ['openssl', 'openssl'],
+    // The WAL archive of the services server the console runs (host/pitr.ts).
+    ['pgbackrest', 'pgbackrest'],
     ...extra,
   ]
     .filter(([tool]) => !onPath(tool))

@@ -77,6 +77,15 @@ export interface Config {
   servicesDatabaseUrl: string | undefined;
   /** Host the environments' processes reach their database service at (DATABASE_URL, PGHOST). */
   servicesHost: string;
+  /**
+   * The data directory of the services server the console runs itself (SERVICES_PGDATA; `npm start` sets it for
+   * the embedded server when it is the services server): its WAL is archived (CONTRACT "Point-in-time recovery").
+   */
+  servicesPgdata: string | undefined;
+  /** Port of the SERVICES_PGDATA server (SERVICES_PORT, default 54330). */
+  servicesPort: number;
+  /** Point-in-time recovery of the console's services server (host/pitr.ts). */
+  pitr: PitrConfig;
   /** Directories local repository paths and `file://` URLs may be under (LOCAL_REPOSITORY_ROOTS); none: refused. */
   localRepositoryRoots: string[];
   /** Directories local backup destinations may be under (BACKUP_LOCAL_ROOTS); none: no local destinations. */
@@ -87,6 +96,15 @@ export interface Config {
   outboundAllowedHosts: string[];
   /** Automatic HTTPS (CONTRACT "Certificates", docs/https.md). */
   acme: AcmeConfig;
+}
+
+export interface PitrConfig {
+  /** PITR_REPOSITORY: a directory (default DATA_DIR/pitr) or `s3://bucket/prefix`. */
+  repository: string;
+  /** PITR_DAYS (default 7): how deep the archive is kept. */
+  days: number;
+  /** The operator's S3_* settings, for an `s3://` repository. */
+  s3: { endpoint?: string; region?: string; accessKeyId?: string; secretAccessKey?: string };
 }
 
 export interface AcmeConfig {
@@ -154,6 +172,17 @@ function dnsServers(raw: string | undefined): string[] | undefined {
 function storageRoots(raw: string | undefined, dataDir: string): string[] {
   const roots = [...new Set(list(raw).map((dir) => resolve(dir)))];
   return roots.length > 0 ? roots : [resolve(dataDir, 'storage')];
+}
+
+/** PITR_REPOSITORY: `s3://bucket/prefix`, or a directory (default DATA_DIR/pitr). */
+function pitrRepository(raw: string | undefined, dataDir: string): string {
+  if (!raw) return resolve(dataDir, 'pitr');
+  if (raw.startsWith('s3://')) {
+    if (!/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[^\s]*)?$/.test(raw))
+      throw new Error(`PITR_REPOSITORY must be a directory or s3://bucket/prefix, got "${raw}"`);
+    return raw.replace(/\/+$/, '');
+  }
+  return resolve(raw);
 }
 
 /** A comma-separated setting: trimmed, empty entries dropped. */
@@ -247,6 +276,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     edgeTaskWaitSeconds: Math.min(120, Math.max(1, int(env, 'EDGE_TASK_WAIT_SECONDS', 60))),
     servicesDatabaseUrl: env.SERVICES_DATABASE_URL || undefined,
     servicesHost: env.SERVICES_HOST || '127.0.0.1',
+    servicesPgdata: env.SERVICES_PGDATA ? resolve(env.SERVICES_PGDATA) : undefined,
+    servicesPort: int(env, 'SERVICES_PORT', 54330),
+    pitr: {
+      repository: pitrRepository(env.PITR_REPOSITORY, resolve(env.DATA_DIR || 'var')),
+      days: Math.max(1, int(env, 'PITR_DAYS', 7)),
+      s3: {
+        endpoint: env.S3_ENDPOINT || undefined,
+        region: env.S3_REGION || undefined,
+        accessKeyId: env.S3_ACCESS_KEY_ID || undefined,
+        secretAccessKey: env.S3_SECRET_ACCESS_KEY || undefined,
+      },
+    },
     checkResponses: env.VC_CHECK_RESPONSES === '1',
     priceList: env.PRICE_LIST || undefined,
     metricsToken: env.METRICS_TOKEN || undefined,

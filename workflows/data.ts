@@ -11,6 +11,7 @@ import { ActivityFailure, TimeoutFailure, proxyActivities } from '@temporalio/wo
 import type { DataActivities } from '../activities/data';
 import { runTask, failure, describeError, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
+import { afterSwap, restorePointInTimeStep } from './pitr';
 
 const acts = proxyActivities<DataActivities>(profiles.long);
 const quick = proxyActivities<DataActivities>(profiles.quick);
@@ -62,7 +63,9 @@ export async function createService(input: TaskWorkflowInput) {
     await start();
     const serviceId = param(input, 'service_id');
     try {
-      return await quick.createServiceDatabase({ taskId: input.task.id, serviceId });
+      const created = await quick.createServiceDatabase({ taskId: input.task.id, serviceId });
+      await afterSwap(input.task.id);
+      return created;
     } catch (err) {
       await quick.markServiceFailed({ serviceId });
       return failure(describeError(err));
@@ -95,33 +98,44 @@ export async function backupEnvironment(input: TaskWorkflowInput) {
 export async function restoreBackup(input: TaskWorkflowInput) {
   return runTask(input, async ({ start }) => {
     await start();
-    return putBackStep(input, 'restore', () =>
+    const pointInTime = input.task.params.point_in_time;
+    if (typeof pointInTime === 'string')
+      return putBackStep(input, 'restore', () => restorePointInTimeStep(input, pointInTime));
+    const restored = await putBackStep(input, 'restore', () =>
       acts.restoreBackup({
         taskId: input.task.id,
         backupId: param(input, 'backup_id'),
         environmentId: input.task.environment_id!,
       }),
     );
+    await afterSwap(input.task.id);
+    return restored;
   });
 }
 
 export async function syncEnvironment(input: TaskWorkflowInput) {
   return runTask(input, async ({ start }) => {
     await start();
-    return putBackStep(input, 'sync', () =>
+    const synced = await putBackStep(input, 'sync', () =>
       acts.syncData({
         taskId: input.task.id,
         fromEnvironmentId: param(input, 'from_environment_id'),
         environmentId: input.task.environment_id!,
       }),
     );
+    await afterSwap(input.task.id);
+    return synced;
   });
 }
 
 export async function resetDatabase(input: TaskWorkflowInput) {
   return runTask(input, async ({ start }) => {
     await start();
-    return step(() => acts.resetDatabase({ taskId: input.task.id, environmentId: input.task.environment_id! }));
+    const reset = await step(() =>
+      acts.resetDatabase({ taskId: input.task.id, environmentId: input.task.environment_id! }),
+    );
+    await afterSwap(input.task.id);
+    return reset;
   });
 }
 

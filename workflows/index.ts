@@ -24,3 +24,4 @@ export { deliverIntegrationEvent } from './integrations';
 export { pollAutoDeploys } from './auto-deploy';
 export { stopProjectEnvironments } from './project-stop';
 export { retireEnvironment } from './environments';
+export { archiveBackups, dropKeptDatabaseLater } from './pitr';

@@ -9,6 +9,7 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { ReshapeActivities, ReshapeTarget } from '../activities/machines/reshape';
 import { describeError, failure, runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
+import { afterSwap } from './pitr';
 
 /** Copying and restarting are long: heartbeats say the worker lives; a rerun starts the copy afresh. */
 const long = proxyActivities<ReshapeActivities>(profiles.long);
@@ -45,6 +46,7 @@ export async function reshapeEnvironment(input: TaskWorkflowInput) {
       return failure(`${describeError(err)}; the database stays ${p.from_shape}`);
     }
     await log(`==> The database is ${p.shape}; the old one is kept until POST .../discard-old-database`);
+    await afterSwap(input.task.id);
     return {
       shape: p.shape,
       server_id: switched.server_id,

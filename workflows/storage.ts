@@ -9,6 +9,7 @@ import type { StorageActivities } from '../activities/storage';
 import type { DiskName } from '../db/models/storage-disk';
 import { runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
+import { afterSwap } from './pitr';
 
 /** Copies take as long as the data: heartbeats say the worker lives. */
 const longActs = proxyActivities<StorageActivities>(profiles.long);
@@ -20,12 +21,14 @@ export async function moveStorage(input: TaskWorkflowInput) {
   return runTask(input, async ({ log, start }) => {
     await start();
     await log(`==> Moving the ${p.disk} disk from ${p.from} to ${p.to}`);
-    return longActs.moveStorageDisk({
+    const moved = await longActs.moveStorageDisk({
       taskId: input.task.id,
       environmentId: input.task.environment_id!,
       disk: p.disk,
       to: p.to,
     });
+    if (p.disk === 'database') await afterSwap(input.task.id);
+    return moved;
   });
 }
 

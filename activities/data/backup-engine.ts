@@ -20,6 +20,7 @@ import {
   servicesAdminUrl,
   settleRestoreTarget,
   swapInRestored,
+  swapInRestoredKeeping,
   type ServiceLogin,
 } from '../../host/pg-server';
 import { decryptSnapshot, encryptSnapshot, type PartName } from '../../host/snapshot-format';
@@ -62,7 +63,7 @@ export async function checkClientVersion(config: PgConfig, tool: 'pg_dump' | 'pg
 }
 
 /** Yields a child's stdout, then throws unless it exited 0 (with the end of its stderr). */
-async function* output(child: ChildProcessWithoutNullStreams, what: string): AsyncGenerator<Buffer> {
+export async function* output(child: ChildProcessWithoutNullStreams, what: string): AsyncGenerator<Buffer> {
   let stderr = '';
   child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
   const exited = once(child, 'close') as Promise<[number | null, string | null]>;
@@ -213,6 +214,8 @@ export async function putBack(opts: {
   target: DataSource;
   parts: AsyncIterable<{ part: PartName; data: Buffer }>;
   marker?: string;
+  /** Keep the replaced database under this name (a point-in-time restore) instead of dropping it. */
+  keepAs?: string;
   onLine?: (line: string) => void;
 }): Promise<PartName[]> {
   const { config, target } = opts;
@@ -260,7 +263,10 @@ export async function putBack(opts: {
       throw err;
     }
     // Every part is complete: swap them in.
-    if (seen.includes('database') && target.login) await swapInRestored(config, target.login, opts.marker);
+    if (seen.includes('database') && target.login) {
+      if (opts.keepAs && opts.marker) await swapInRestoredKeeping(config, target.login, opts.keepAs, opts.marker);
+      else await swapInRestored(config, target.login, opts.marker);
+    }
     if (seen.includes('files') && vols && stagedDir) {
       const d = stagedDir as Dir;
       if (target.owner) await d.chownTree(target.owner.uid, target.owner.gid);

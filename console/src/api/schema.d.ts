@@ -604,6 +604,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/environments/{id}/recovery-window": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The seconds the environment's database can be restored to, read from the WAL archive
+         * @description `earliest`: the stop time of the first backup of the archive holding the environment's current database (an incremental backup follows every service creation and every swap); `latest`: when the newest WAL reached the archive. No database service: 409 `no_database_service`; a services server without point-in-time recovery, or no backup of this database yet: 409 `pitr_unavailable` with `reason`.
+         */
+        get: operations["getRecoveryWindow"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/environments/{id}/redeploy": {
         parameters: {
             query?: never;
@@ -702,6 +722,26 @@ export interface paths {
         get: operations["getEnvironmentResources"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/environments/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Puts the database back as it was at a second of the recovery window: 202 with the backups/restore task
+         * @description Needs `confirm: true` (else 422 on confirm); a second outside the recovery window: 422 on `point_in_time`. The replaced database is kept 24 hours; the volume comes from the newest snapshot before that second (none: left as it is). Never by a personal access token. Over a protected environment the body needs `password` and a recent sign-in, else 403 reauthentication_required.
+         */
+        post: operations["restorePointInTime"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6391,6 +6431,77 @@ export interface operations {
             };
         };
     };
+    getRecoveryWindow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The window */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description ISO seconds: the stop time of the first archive backup holding the database */
+                        earliest: string;
+                        /** @description ISO seconds: when the newest WAL segment reached the archive */
+                        latest: string;
+                    };
+                };
+            };
+            /** @description No such environment */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description no_database_service or pitr_unavailable */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
     redeployEnvironment: {
         parameters: {
             query?: never;
@@ -7131,6 +7242,177 @@ export interface operations {
             };
             /** @description Invalid window */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    restorePointInTime: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers the same task (200) instead of starting another; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    confirm?: boolean;
+                    password?: string;
+                    /** Format: date-time */
+                    point_in_time: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The task */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        account: {
+                            id: string | null;
+                            name: string | null;
+                            /** @enum {string} */
+                            via: "session" | "cli" | "token" | "auto_deploy" | "schedule" | "system";
+                        };
+                        created_at: string;
+                        environment_id: string | null;
+                        error: string | null;
+                        finished_at: string | null;
+                        id: string;
+                        /** @enum {string} */
+                        kind: "deployments" | "backups" | "machines" | "configuration" | "maintenance";
+                        params: {
+                            [key: string]: unknown;
+                        };
+                        project_id: string | null;
+                        result: {
+                            [key: string]: unknown;
+                        } | null;
+                        started_at: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "running" | "succeeded" | "failed" | "cancelled";
+                        team_id: string;
+                        type: string;
+                        workflow_id: string;
+                    };
+                };
+            };
+            /** @description Role may not, token_not_allowed or reauthentication_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such environment */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description no_database_service, pitr_unavailable, task_in_progress or deploy_in_progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Too many failed credentials from this address (a wrong password counts) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
