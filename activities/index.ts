@@ -7,8 +7,8 @@ import { prepareServicesServer, tenantServicesPort } from '../host/pg-server';
 import { ensureAutoDeployPoller } from '../core/temporal-starts';
 import { LogShipper } from '../logs/shipper';
 import { ErrorTail } from '../logs/error-tail';
-import { Supervisor } from './provider/supervisor';
-import { configureSandbox, prepareHost, sandboxMode } from './provider/sandbox';
+import { Supervisor } from '../host/provider/supervisor';
+import { configureSandbox, prepareHost, sandboxMode } from '../host/provider/sandbox';
 // Every area's factory: activities/<area>/index.ts; an area's second factory in a file named for its topic.
 import { createAutoDeployActivities } from './auto-deploy';
 import { createProjectStopActivities } from './auto-deploy/project-stop';

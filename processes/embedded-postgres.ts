@@ -130,7 +130,7 @@ async function setUpEmbeddedPostgres(dataDir: string, port: number, log: (m: str
   return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/vc_console`;
 }
 
-/** Sandboxed environments' addresses (activities/provider/sandbox-network.ts), DNATed to this server. */
+/** Sandboxed environments' addresses (host/provider/sandbox-network.ts), DNATed to this server. */
 const SANDBOX_NETWORK = '10.200.0.0/14';
 
 /**

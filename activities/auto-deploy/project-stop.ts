@@ -1,6 +1,6 @@
 /** The activity of stopProjectEnvironments (workflows/project-stop.ts): the local provider stops one environment. */
 import type { Deps } from '../../system/deps';
-import type { Supervisor } from '../provider/supervisor';
+import type { Supervisor } from '../../host/provider/supervisor';
 
 export function createProjectStopActivities(deps: Deps, supervisor: Supervisor) {
   return {

@@ -9,7 +9,7 @@ import type { Deps } from '../../system/deps';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { type UserFault, userFault } from '../toolkit/failures';
 import { withHeartbeat } from '../toolkit/heartbeat';
-import type { Supervisor } from '../provider/supervisor';
+import type { Supervisor } from '../../host/provider/supervisor';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { destinationRefusal, destinationSpec, recordDestinationError } from '../../core/backups/destinations';
 import { ensureBackupKey, snapshotKey } from '../../core/backups/keys';

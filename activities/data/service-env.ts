@@ -4,7 +4,7 @@
  */
 import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
-import { jailAddresses, sandboxMode } from '../provider/sandbox';
+import { jailAddresses, sandboxMode } from '../../host/provider/sandbox';
 import { serviceVariables, servicesOnLoopback, type ServiceLogin } from '../../host/pg-server';
 import { aad } from '../../db/aad';
 

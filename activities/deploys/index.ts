@@ -15,10 +15,10 @@ import {
   releaseDirFor,
   runDeploySteps as runManifestDeploySteps,
   type BuildResult,
-} from '../provider/releases';
-import type { OnLine } from '../provider/run-step';
-import { openJail } from '../provider/sandbox';
-import type { Supervisor } from '../provider/supervisor';
+} from '../../host/provider/releases';
+import type { OnLine } from '../../host/provider/run-step';
+import { openJail } from '../../host/provider/sandbox';
+import type { Supervisor } from '../../host/provider/supervisor';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';

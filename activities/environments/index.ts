@@ -7,8 +7,8 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import type { Deps } from '../../system/deps';
-import type { Supervisor } from '../provider/supervisor';
-import { environmentDir, sandboxMode, tenantUid } from '../provider/sandbox';
+import type { Supervisor } from '../../host/provider/supervisor';
+import { environmentDir, sandboxMode, tenantUid } from '../../host/provider/sandbox';
 import { volumePath } from '../../db/queries/storage';
 import { removeTree } from '../../host/no-follow';
 

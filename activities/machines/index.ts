@@ -7,7 +7,7 @@ import type { Deps } from '../../system/deps';
 import type { Size } from '../../db/queries/machines';
 import { endSubscriptionsOf, openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 import { loadPriceList, planById } from '../../core/pricing';
-import type { Supervisor } from '../provider/supervisor';
+import type { Supervisor } from '../../host/provider/supervisor';
 import { withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { planLimits } from './limits';

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Deps } from '../../system/deps';
-import type { Supervisor } from '../provider/supervisor';
+import type { Supervisor } from '../../host/provider/supervisor';
 import { open, seal } from '../../system/crypto';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';

@@ -10,10 +10,10 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import type { Deps } from '../../system/deps';
 import { insertSamples, type SampleRow } from '../../db/queries/resources';
-import { environmentUsage, sweep } from '../provider/cgroups';
-import { environmentDir } from '../provider/releases';
+import { environmentUsage, sweep } from '../../host/provider/cgroups';
+import { environmentDir } from '../../host/provider/releases';
 import { environmentVolume } from '../../db/queries/storage';
-import type { Supervisor } from '../provider/supervisor';
+import type { Supervisor } from '../../host/provider/supervisor';
 
 const run = promisify(execFile);
 const CLOCK_TICKS = 100; // USER_HZ on Linux

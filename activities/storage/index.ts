@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Deps } from '../../system/deps';
-import type { Supervisor } from '../provider/supervisor';
+import type { Supervisor } from '../../host/provider/supervisor';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { environmentStorage, setAllowance, volumePath } from '../../db/queries/storage';

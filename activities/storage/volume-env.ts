@@ -1,7 +1,7 @@
 import type { Deps } from '../../system/deps';
 import { environmentVolume } from '../../db/queries/storage';
-import { openJail, sandboxMode, tenantUid } from '../provider/sandbox';
-import { prepareVolume } from '../provider/volume';
+import { openJail, sandboxMode, tenantUid } from '../../host/provider/sandbox';
+import { prepareVolume } from '../../host/provider/volume';
 import { serviceEnv } from '../data/service-env';
 
 /**

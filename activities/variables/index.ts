@@ -4,7 +4,7 @@
  * never their values; whatever the process prints of a secret shows as `[secret]`.
  */
 import type { Deps } from '../../system/deps';
-import type { Supervisor } from '../provider/supervisor';
+import type { Supervisor } from '../../host/provider/supervisor';
 import { withTaskLog } from '../toolkit/task-log';
 import { effectiveVariables } from '../../db/queries/variables';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';

@@ -7,7 +7,7 @@ import { EDGE_GONE_SECONDS } from './cdn';
 
 /**
  * Where an environment is served, as the supervisor publishes it (the shape of its PublishedRoute,
- * activities/provider/supervisor-types.ts, declared here so that db/ imports nothing above it).
+ * host/provider/supervisor-types.ts, declared here so that db/ imports nothing above it).
  */
 export type PublishedRoute =
   | {

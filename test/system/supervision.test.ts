@@ -8,7 +8,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { environmentHome, tenantUid } from '../../activities/provider/sandbox';
+import { environmentHome, tenantUid } from '../../host/provider/sandbox';
 import type { ProcessState } from '../../system/run-state';
 import { useTestContext } from '../helpers/context';
 import { type AppRepo, createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';

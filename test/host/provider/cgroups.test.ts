@@ -10,9 +10,9 @@ import {
   holdProcess,
   limitEnv,
   removeEnvironmentCgroups,
-} from '../../../activities/provider/cgroups';
-import { processAlive, runStep } from '../../../activities/provider/run-step';
-import { Supervisor } from '../../../activities/provider/supervisor';
+} from '../../../host/provider/cgroups';
+import { processAlive, runStep } from '../../../host/provider/run-step';
+import { Supervisor } from '../../../host/provider/supervisor';
 import { sandboxedProcess } from '../../helpers/processes';
 import { useTestContext } from '../../helpers/context';
 import { servedByEdge } from '../../helpers/served';

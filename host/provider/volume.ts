@@ -5,8 +5,8 @@
  */
 import { chmod, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { withDir } from '../../host/no-follow';
-import { assertTraversable } from '../../host/traversable';
+import { withDir } from '../no-follow';
+import { assertTraversable } from '../traversable';
 
 /**
  * The volume a launch binds: VC_VOLUME_PATH of its environment, which must be this environment's volume
