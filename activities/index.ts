@@ -9,6 +9,7 @@ import { LogShipper } from '../logs/shipper';
 import { ErrorTail } from '../logs/error-tail';
 import { Supervisor } from '../host/provider/supervisor';
 import { configureSandbox, prepareHost, sandboxMode } from '../host/provider/sandbox';
+import { configureHostIdentity } from '../host/provider/host-identity';
 // Every area's factory: activities/<area>/index.ts; an area's second factory in a file named for its topic.
 import { createAutoDeployActivities } from './auto-deploy';
 import { createProjectStopActivities } from './auto-deploy/project-stop';
@@ -50,6 +51,8 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
   );
   const services = await tenantServicesPort(deps.config);
   if (services.reason) deps.logger.warn(services.reason);
+  // Every machine object this worker makes carries its host's name (host/provider/host-identity.ts).
+  configureHostIdentity({ hostName: deps.config.hostName, sandboxNetwork: deps.config.sandboxNetwork });
   configureSandbox({
     sharedDirs: deps.config.sandboxSharedDirs,
     servicesPort: services.port,
