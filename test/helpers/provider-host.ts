@@ -6,9 +6,10 @@
 import { readlinkSync } from 'node:fs';
 import { removeCgroupBase } from '../../host/provider/cgroups';
 import { runStep } from '../../host/provider/run-step';
-import { configureSandbox, jailAddresses, netnsName, openJail } from '../../host/provider/sandbox';
-import { Supervisor } from '../../host/provider/supervisor';
+import { createLocalProvider } from '../../host/provider';
+import { jailAddresses, netnsName } from '../../host/provider/sandbox';
 import { killStrays } from '../../host/provider/supervisor-web';
+import { loadConfig } from '../../system/config';
 
 type Request =
   | { id: number; op: 'live'; envId: string; port: number; releaseDir: string }
@@ -17,9 +18,13 @@ type Request =
   | { id: number; op: 'connect'; envId: string; port: number; to: string; toPort: number }
   | { id: number; op: 'stop' };
 
-const dataDir = process.env.DATA_DIR!;
-configureSandbox({ sharedDirs: [], servicesPort: Number(process.env.SERVICES_PORT) || null });
-const supervisor = new Supervisor({ dataDir, stopGraceMs: 1000, restartBackoff: { initialMs: 100 } });
+// the provider a worker makes, from the settings a host agent has
+const provider = createLocalProvider({
+  config: loadConfig(process.env),
+  services: { port: Number(process.env.SERVICES_PORT) || null, trusting: null },
+  supervisor: { stopGraceMs: 1000, restartBackoff: { initialMs: 100 } },
+});
+const { supervisor } = provider;
 
 async function handle(req: Request): Promise<unknown> {
   switch (req.op) {
@@ -61,7 +66,7 @@ async function handle(req: Request): Promise<unknown> {
       // from inside the environment's sandbox: a TCP connection, and what became of it
       const lines: string[] = [];
       const js = `require('net').connect(${req.toPort}, '${req.to}').on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(1); }); setTimeout(() => { console.log('timeout'); process.exit(1); }, 3000);`;
-      const jail = await openJail(dataDir, req.envId, req.port);
+      const jail = await provider.openJail(req.envId, req.port);
       await runStep({
         command: `node -e "${js}"`,
         cwd: jail.home,
