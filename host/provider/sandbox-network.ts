@@ -211,6 +211,7 @@ async function createNetwork(port: number): Promise<void> {
   const ns = netnsName(port);
   const veth = vethName(port);
   const { host, env } = jailAddresses(port);
+  await removeLegacyNetwork(port, host);
   await ip(['netns', 'add', ns]);
   await ip(['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
   await run('sysctl', ['-qw', `net.ipv6.conf.${veth}.disable_ipv6=1`]).catch(() => undefined);
@@ -231,6 +232,19 @@ async function createNetwork(port: number): Promise<void> {
     `table ip vc_env {}\nflush table ip vc_env\ntable ip vc_env {\n  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n    iifname "eth0" meta l4proto tcp dnat to 127.0.0.1\n  }\n}\n`,
     ns,
   );
+}
+
+/**
+ * The network a worker of before host-named objects made for the port (`vc-<port>`, `vch<port>`), when it holds
+ * the address this host's is about to take: two veths with one /30 would route the edge to the old one. Removed
+ * once, on the first start after the upgrade (the previous worker's instances lose it as theirs are replaced).
+ */
+async function removeLegacyNetwork(port: number, host: string): Promise<void> {
+  if (!existsSync(`/run/netns/vc-${port}`)) return;
+  const legacy = await run('ip', ['-4', '-o', 'addr', 'show', 'dev', `vch${port}`]).catch(() => null);
+  if (!legacy?.stdout.includes(`${host}/30`)) return;
+  await run('ip', ['netns', 'delete', `vc-${port}`]).catch(() => undefined);
+  await run('ip', ['link', 'delete', `vch${port}`]).catch(() => undefined);
 }
 
 /** Removes the namespace and the host end of the veth pair (absent ones are fine). */

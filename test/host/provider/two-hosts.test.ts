@@ -17,6 +17,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostTag } from '../../../host/provider/host-identity';
 import { processAlive } from '../../../host/provider/run-step';
+import { closeJail, jailAddresses, netnsName, openJail } from '../../../host/provider/sandbox';
+import { vethName } from '../../../host/provider/sandbox-network';
 import { loadConfig } from '../../../system/config';
 import { useTestContext } from '../../helpers/context';
 
@@ -205,6 +207,30 @@ describe('two hosts on one machine, the same environment on both', () => {
     expect(processAlive(live.a.pid)).toBe(false);
     expect(existsSync(`/run/netns/${live.b.netns}`)).toBe(true);
     expect(await get(live.b.address, live.b.internalPort)).toBe('served by hb');
+  }, 60_000);
+});
+
+describe('the first start after host-named objects', () => {
+  it("removes the port's old network (vc-<port>, vch<port>) holding the address its new one takes", async () => {
+    const legacyPort = t.config.environmentPorts.to - 5;
+    const legacyEnv = randomUUID();
+    const { host } = jailAddresses(legacyPort);
+    const ip = (...args: string[]) => execFileSync('ip', args, { stdio: 'ignore' });
+    ip('netns', 'add', `vc-${legacyPort}`);
+    ip('link', 'add', `vch${legacyPort}`, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', `vc-${legacyPort}`);
+    ip('addr', 'add', `${host}/30`, 'dev', `vch${legacyPort}`);
+    try {
+      const jail = await openJail(root, legacyEnv, legacyPort);
+      expect(jail.netns).toBe(netnsName(legacyPort));
+      expect(existsSync(`/run/netns/vc-${legacyPort}`)).toBe(false);
+      expect(existsSync(`/sys/class/net/vch${legacyPort}`)).toBe(false);
+      expect(existsSync(`/sys/class/net/${vethName(legacyPort)}`)).toBe(true);
+    } finally {
+      await closeJail(root, legacyEnv, legacyPort);
+      execFileSync('sh', ['-c', `ip netns delete vc-${legacyPort}; ip link delete vch${legacyPort}; true`], {
+        stdio: 'ignore',
+      });
+    }
   }, 60_000);
 });
 
