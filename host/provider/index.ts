@@ -4,18 +4,19 @@
  * sandboxes (sandbox.ts, sandbox-network.ts), web processes (supervisor*.ts), cgroups (cgroups.ts), volumes
  * (volume.ts) and usage (usage.ts), every machine object named after the host (host-identity.ts).
  *
+ * Not behind it yet (activities import the local implementation's modules directly): the build and release
+ * steps of activities/deploys (releases.ts, run-step.ts, sandbox.ts `openJail`, cgroups through
+ * machines/limits.ts) and the volume tar of a snapshot (volume.ts `volumeTar`, from data/backup-engine.ts).
+ *
  * One process holds one host's provider: the local provider configures the process's host identity and
  * sandbox when it is created.
  */
 import type { Config } from '../../system/config';
 import type { Limits } from './cgroups';
-import { holdProcess, limitEnv } from './cgroups';
 import { configureHostIdentity, type HostIdentity } from './host-identity';
 import {
-  closeJail,
   configureSandbox,
   environmentDir,
-  environmentHome,
   type Jail,
   jailAddresses,
   openJail,
@@ -27,7 +28,7 @@ import {
 import { Supervisor } from './supervisor';
 import type { SupervisorOptions } from './supervisor-types';
 import { diskBytes, processUsage, type Usage } from './usage';
-import { prepareVolume, volumeTar } from './volume';
+import { prepareVolume } from './volume';
 
 export type { Jail, Limits, SandboxMode, Usage };
 
@@ -42,25 +43,14 @@ export interface Provider {
   prepare(): Promise<void>;
   /** The environment's sandbox, set up if needed (idempotent). */
   openJail(envId: string, port: number): Promise<Jail>;
-  /** Takes the environment's network off this host (retired). */
-  closeJail(envId: string, port: number): Promise<void>;
   /** The uid the environment's processes run as here; null when they run as the worker. */
   tenantUid(port: number): number | null;
   /** Where the environment's processes reach this host's loopback services port (its gateway); null without namespaces. */
   gateway(port: number): string | null;
-  /** The environment's directory on this host (releases, HOME, logs) and its HOME. */
+  /** The environment's directory on this host (releases, HOME, logs). */
   environmentDir(envId: string): string;
-  environmentHome(envId: string): string;
   /** Makes the environment's volume directory exist, owned by its uid. */
   prepareVolume(envId: string, port: number, dir: string): Promise<void>;
-  /** A tar of the volume (the files part of a snapshot); nothing when it does not exist. */
-  volumeTar(volume: string): AsyncGenerator<Buffer>;
-  /** What a step needs to be held to a plan: its VC_CPU/VC_MEMORY_MB and the hook placing it in its cgroup. */
-  holdStep(
-    envId: string,
-    role: 'build' | 'deploy',
-    limits: Limits,
-  ): { env: Record<string, string>; onSpawn: (pid: number) => void };
   /** What the environment's processes use now (CPU time, memory). */
   usage(envId: string): Usage;
   /** Bytes under a directory of this host (0 when it does not exist). */
@@ -94,17 +84,10 @@ export function createLocalProvider(o: LocalProviderOptions): Provider {
     isolation,
     prepare: () => prepareHost(config.dataDir, warn),
     openJail: (envId, port) => openJail(config.dataDir, envId, port),
-    closeJail: (envId, port) => closeJail(config.dataDir, envId, port),
     tenantUid: (port) => (isolation().mode === 'none' ? null : tenantUid(port)),
     gateway: (port) => (isolation().mode === 'namespaces' ? jailAddresses(port).host : null),
     environmentDir: (envId) => environmentDir(config.dataDir, envId),
-    environmentHome: (envId) => environmentHome(config.dataDir, envId),
     prepareVolume: async (envId, port, dir) => prepareVolume(await openJail(config.dataDir, envId, port), dir),
-    volumeTar,
-    holdStep: (envId, role, limits) => ({
-      env: limitEnv(limits),
-      onSpawn: (pid) => void holdProcess(envId, role, pid, limits),
-    }),
     usage: (envId) => processUsage(envId, supervisor.status(envId)?.pid ?? null),
     diskBytes,
   };
