@@ -8,8 +8,7 @@ import { prepareServicesServer, tenantServicesPort } from '../host/pg-server';
 import { ensureAutoDeployPoller } from '../core/temporal-starts';
 import { LogShipper } from '../logs/shipper';
 import { ErrorTail } from '../logs/error-tail';
-import { Supervisor } from './provider/supervisor';
-import { configureSandbox, prepareHost, sandboxMode } from './provider/sandbox';
+import { createLocalProvider } from '../host/provider';
 // Every area's factory: activities/<area>/index.ts; an area's second factory in a file named for its topic.
 import { createAutoDeployActivities } from './auto-deploy';
 import { createProjectStopActivities } from './auto-deploy/project-stop';
@@ -52,66 +51,66 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
   );
   const services = await tenantServicesPort(deps.config);
   if (services.reason) deps.logger.warn(services.reason);
-  configureSandbox({
-    sharedDirs: deps.config.sandboxSharedDirs,
-    servicesPort: services.port,
-    trustingPort: services.trusting,
+  // The provider (host/provider/): every machine object it makes carries this host's name.
+  const provider = createLocalProvider({
+    config: deps.config,
+    services: { port: services.port, trusting: services.trusting ?? null },
+    warn: (m) => deps.logger.warn(m),
+    supervisor: {
+      // current.json keeps the web processes' variables: sealed, like every value at rest
+      protectEnv: {
+        seal: (text) => seal(deps.secrets, text, aad.supervisorEnv()),
+        open: (sealed) => open(deps.secrets, sealed, aad.supervisorEnv()),
+      },
+      // The edge (processes/edge.ts, its own process) serves the environments' ports from what is published
+      // here, so serving goes on while this worker is down or restarting.
+      // A switch is done once every edge serves it (never a stale release after the deploy succeeds): past
+      // EDGE_TASK_WAIT_SECONDS the task fails naming the edge (a deploy puts the previous route back first).
+      publish: async (envId, route, o) => {
+        await publishEdgeRoute(deps.knex, envId, route);
+        if (o?.wait === false) return;
+        await untilEdgesApply({ knex: deps.knex, seconds: deps.config.edgeTaskWaitSeconds }, o?.say);
+      },
+    },
   });
-  const isolation = sandboxMode((m) => deps.logger.warn(m));
+  const isolation = provider.isolation();
   if (isolation.mode === 'namespaces') deps.logger.info(`tenant isolation: ${isolation.reason}`);
-  const supervisor = new Supervisor({
-    dataDir: deps.config.dataDir,
-    listenHost: deps.config.environmentBind,
-    // current.json keeps the web processes' variables: sealed, like every value at rest
-    protectEnv: {
-      seal: (text) => seal(deps.secrets, text, aad.supervisorEnv()),
-      open: (sealed) => open(deps.secrets, sealed, aad.supervisorEnv()),
-    },
-    // The edge (processes/edge.ts, its own process) serves the environments' ports from what is published here,
-    // so serving goes on while this worker is down or restarting.
-    // A switch is done once every edge serves it (never a stale release after the deploy succeeds): past
-    // EDGE_TASK_WAIT_SECONDS the task fails naming the edge (a deploy puts the previous route back first).
-    publish: async (envId, route, o) => {
-      await publishEdgeRoute(deps.knex, envId, route);
-      if (o?.wait === false) return;
-      await untilEdgesApply({ knex: deps.knex, seconds: deps.config.edgeTaskWaitSeconds }, o?.say);
-    },
-  });
+  const { supervisor } = provider;
   let sampler: ResourceSampler | null = null;
   let errorLogs: { shipper: LogShipper; tail: ErrorTail } | null = null;
-  const environments = createEnvironmentActivities(deps, supervisor);
+  const environments = createEnvironmentActivities(deps, provider);
   return {
     activities: {
       ...createReminderActivities(deps),
       ...createTaskActivities(deps),
-      ...createDeployActivities(deps, supervisor),
+      ...createDeployActivities(deps, provider),
       ...createBuildActivities(deps),
-      ...createDataActivities(deps, supervisor),
-      ...createPitrActivities(deps, supervisor),
-      ...createVariableActivities(deps, supervisor),
+      ...createDataActivities(deps, provider),
+      ...createPitrActivities(deps, provider),
+      ...createVariableActivities(deps, provider),
       ...createDomainActivities(deps),
       ...createEnvironmentMaintenanceActivities(deps),
       ...createCdnActivities(deps),
       ...createCertificateActivities(deps),
       ...createMaintenanceActivities(deps),
       ...createResourceActivities(deps),
-      ...createMachineActivities(deps, supervisor),
-      ...createStorageActivities(deps, supervisor),
-      ...createReshapeActivities(deps, supervisor),
+      ...createMachineActivities(deps, provider),
+      ...createStorageActivities(deps, provider),
+      ...createReshapeActivities(deps, provider),
       ...createBillingActivities(deps),
       ...createIntegrationActivities(deps),
       ...createAutoDeployActivities(deps),
-      ...createProjectStopActivities(deps, supervisor),
+      ...createProjectStopActivities(deps, provider),
       retireEnvironmentHost: environments.retireEnvironmentHost,
     },
     async onWorkerStart() {
-      await prepareHost(deps.config.dataDir, (message) => deps.logger.warn(message));
+      await provider.prepare();
       await environments.retireLeftovers();
       // with where each volume and database lives now: a move or reshape may have ended after the last restart
-      const restored = await supervisor.restoreAll({ current: (envId) => consoleEnv(deps, envId) });
+      const restored = await supervisor.restoreAll({ current: (envId) => consoleEnv(deps, provider, envId) });
       for (const r of restored.filter((x) => !x.ok))
         deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
-      sampler = startResourceSampler(deps, supervisor, { intervalSeconds: deps.config.resourceSampleSeconds });
+      sampler = startResourceSampler(deps, provider, { intervalSeconds: deps.config.resourceSampleSeconds });
       // The auto-deploy poller; a failure here is logged and the worker goes on (the next start tries again).
       await ensureAutoDeployPoller(deps).catch((err) =>
         deps.logger.error({ err: (err as Error).message }, 'auto-deploy poller could not be started'),

@@ -21,7 +21,7 @@ import { generateSecret, tokenDigest } from '../api/lib/token-format';
 import { freePort } from '../test/helpers/ports';
 // @ts-expect-error plain JS module shared with scripts/bootstrap.mjs
 import { ensureTemporalCli } from '../scripts/temporal-cli.mjs';
-import { removeNetworksInRange } from '../activities/provider/sandbox';
+import { removeNetworksInRange } from '../host/provider/sandbox';
 import { sized } from './quick';
 
 export const ADMIN_DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

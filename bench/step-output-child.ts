@@ -1,13 +1,13 @@
 /**
  * One build step's output read by the worker's reader, in a process of its own so that the bench can see this
- * process's memory alone. BENCH_READER: `cut` (pipeLines of activities/provider/run-step.ts) or `joined` (the
+ * process's memory alone. BENCH_READER: `cut` (pipeLines of host/provider/run-step.ts) or `joined` (the
  * reader before issue 16: chunks joined until a newline). BENCH_MB: how many MB the step prints without a
  * newline. Prints one JSON line: seconds, the lines passed on, the longest line, and this process's peak RSS.
  */
 import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable } from 'node:stream';
-import { pipeLines } from '../activities/provider/run-step';
+import { pipeLines } from '../host/provider/run-step';
 
 const mb = Number(process.env.BENCH_MB ?? 60);
 const reader = process.env.BENCH_READER === 'joined' ? joined : pipeLines;

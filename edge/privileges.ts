@@ -38,7 +38,7 @@ function idOf(file: string, name: string): number | null {
 
 /**
  * DATA_DIR and DATA_DIR/edge: others may pass (HAProxy's workers, Varnish's jail user), not list; DATA_DIR as
- * the worker makes it for the sandboxes (activities/provider/sandbox.ts), whichever process starts first.
+ * the worker makes it for the sandboxes (host/provider/sandbox.ts), whichever process starts first.
  */
 export function openEdgeDir(dataDir: string): string {
   const dir = path.join(dataDir, 'edge');

@@ -1,6 +1,6 @@
 /**
  * Where an environment's files live on this host: DATA_DIR/environments/<id> (releases, home, volume, the web
- * process's logs). Read by the provider (activities/provider/sandbox.ts) and by the log shipper's error tail.
+ * process's logs). Read by the provider (host/provider/sandbox.ts) and by the log shipper's error tail.
  */
 import path from 'node:path';
 
@@ -15,4 +15,9 @@ export function safeSegment(value: string, what: string): string {
 
 export function environmentDir(dataDir: string, envId: string): string {
   return path.join(path.resolve(dataDir), 'environments', safeSegment(envId, 'environment id'));
+}
+
+/** The web processes' error output (a file the provider opens, the log shipper's error tail reads). */
+export function webErrorLogPath(dataDir: string, envId: string): string {
+  return path.join(environmentDir(dataDir, envId), 'web.err.log');
 }

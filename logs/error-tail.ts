@@ -8,18 +8,13 @@
  */
 import { open, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { environmentDir } from '../host/environment-dir';
+import { webErrorLogPath } from '../host/environment-dir';
 import type { LogShipper } from './shipper';
 
-const ERR_LOG = 'web.err.log';
 const OFFSET = 'web.err.offset';
 const READ_MAX = 1 << 20;
 /** A line longer than this is cut (and the rest taken as the next line). */
 const LINE_MAX = 16 * 1024;
-
-export function webErrorLogPath(dataDir: string, envId: string): string {
-  return path.join(environmentDir(dataDir, envId), ERR_LOG);
-}
 
 export class ErrorTail {
   private readonly offsets = new Map<string, number>();

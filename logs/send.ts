@@ -1,6 +1,6 @@
 /**
  * Sending a batch of log lines to a project's destination (CONTRACT "Logs"), always through the outbound
- * guard (activities/provider/outbound.ts): http is a POST of newline-delimited JSON
+ * guard (host/provider/outbound.ts): http is a POST of newline-delimited JSON
  * (`application/x-ndjson`) that must answer 2xx; syslog is RFC 5424 messages, one datagram each over udp,
  * octet-counted (RFC 6587) over tcp. Errors are phrased without the URL (it may carry credentials).
  */

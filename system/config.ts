@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllowList } from './allow-list';
@@ -30,6 +31,10 @@ export interface Config {
   environmentPorts: { from: number; to: number };
   /** Host directories every environment's sandbox sees read-only at the same path (shared toolchains). */
   sandboxSharedDirs: string[];
+  /** This machine's name among the hosts (HOST_NAME; default: the machine's hostname): its machine objects carry it. */
+  hostName: string;
+  /** This host's sandboxes' IPv4 block (SANDBOX_NETWORK, default 10.200.0.0/14): a /30 for each port. */
+  sandboxNetwork: string;
   /** Requests a minute per personal access token; `prefix` namespaces the shared (Redis) counters. */
   rateLimit: { perMinute: number; prefix: string };
   failedCredentials: { limit: number; windowSeconds: number; blockSeconds: number; dailyCap: number };
@@ -211,6 +216,35 @@ function sharedDirs(raw: string | undefined): string[] {
   return dirs.map((d) => resolve(d));
 }
 
+/** HOST_NAME: letters, digits, '.', '_' and '-' (63 at most); unset: the machine's hostname. */
+function hostNameOf(raw: string | undefined): string {
+  const name = raw?.trim() || hostname();
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(name))
+    throw new Error(`HOST_NAME must be letters, digits, '.', '_' or '-' (63 at most), got "${name}"`);
+  return name;
+}
+
+export const DEFAULT_SANDBOX_NETWORK = '10.200.0.0/14';
+
+/**
+ * SANDBOX_NETWORK: an IPv4 block `a.b.c.d/p` with p <= 14 (a /30 for each of the 65536 ports), its address the
+ * block's first. Throws with what is wrong.
+ */
+export function parseSandboxNetwork(cidr: string): { base: number; cidr: string } {
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(cidr.trim());
+  const octets = m ? m.slice(1, 5).map(Number) : [];
+  const prefix = m ? Number(m[5]) : Number.NaN;
+  if (!m || octets.some((o) => o > 255) || prefix > 32)
+    throw new Error(`SANDBOX_NETWORK must be an IPv4 block such as 10.200.0.0/14, got "${cidr}"`);
+  if (prefix > 14)
+    throw new Error(`SANDBOX_NETWORK must be a /14 or larger (a /30 for each port 0-65535), got "${cidr}"`);
+  const base = ((octets[0] << 24) | (octets[1] << 16) | (octets[2] << 8) | octets[3]) >>> 0;
+  const mask = prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0;
+  if ((base & mask) >>> 0 !== base)
+    throw new Error(`SANDBOX_NETWORK must name its block's first address, got "${cidr}"`);
+  return { base, cidr: cidr.trim() };
+}
+
 /** The worker's task queue unless TEMPORAL_TASK_QUEUE says otherwise. */
 export const DEFAULT_TASK_QUEUE = 'vc-console';
 
@@ -242,6 +276,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     environmentBind: env.ENVIRONMENT_BIND || '127.0.0.1',
     environmentPorts: { from: ports[0], to: ports[1] },
     sandboxSharedDirs: sharedDirs(env.SANDBOX_SHARED_DIRS),
+    hostName: hostNameOf(env.HOST_NAME),
+    sandboxNetwork: parseSandboxNetwork(env.SANDBOX_NETWORK || DEFAULT_SANDBOX_NETWORK).cidr,
     rateLimit: {
       perMinute: Math.max(1, int(env, 'RATE_LIMIT_PER_MINUTE', 600)),
       prefix: env.RATE_LIMIT_PREFIX || 'vc',

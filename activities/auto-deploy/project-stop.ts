@@ -1,8 +1,9 @@
 /** The activity of stopProjectEnvironments (workflows/project-stop.ts): the local provider stops one environment. */
 import type { Deps } from '../../system/deps';
-import type { Supervisor } from '../provider/supervisor';
+import type { Provider } from '../../host/provider';
 
-export function createProjectStopActivities(deps: Deps, supervisor: Supervisor) {
+export function createProjectStopActivities(deps: Deps, provider: Provider) {
+  const { supervisor } = provider;
   return {
     async stopEnvironment(input: { environmentId: string }): Promise<void> {
       await supervisor.stop(input.environmentId, 'stopped');

@@ -26,6 +26,7 @@ import {
 import { decryptSnapshot, encryptSnapshot, type PartName } from '../../host/snapshot-format';
 import type { ObjectStore, StoredObject } from '../../host/destinations';
 import { Dir, spawnIn } from '../../host/no-follow';
+import { childOutput as output, volumeTar } from '../../host/provider/volume';
 
 type PgConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>;
 
@@ -62,21 +63,6 @@ export async function checkClientVersion(config: PgConfig, tool: 'pg_dump' | 'pg
   }
 }
 
-/** Yields a child's stdout, then throws unless it exited 0 (with the end of its stderr). */
-export async function* output(child: ChildProcessWithoutNullStreams, what: string): AsyncGenerator<Buffer> {
-  let stderr = '';
-  child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
-  const exited = once(child, 'close') as Promise<[number | null, string | null]>;
-  try {
-    for await (const chunk of child.stdout) yield chunk as Buffer;
-    const [code, sig] = await exited;
-    if (code !== 0)
-      throw new Error(`${what} failed (${sig ?? `exit ${code}`}): ${stderr.trim().split('\n').slice(-3).join(' ')}`);
-  } finally {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  }
-}
-
 export interface DataSource {
   login: ServiceLogin | null;
   /** `<root>/volumes/<environment id>`: its parent is root's, everything in it the environment's. */
@@ -92,24 +78,6 @@ export interface DataSource {
 async function volumesDir(volume: string): Promise<{ dir: Dir; name: string }> {
   await mkdir(path.dirname(volume), { recursive: true });
   return { dir: await Dir.open(path.dirname(volume)), name: path.basename(volume) };
-}
-
-/** A tar of the volume, made from its descriptor (GNU tar follows no link in it); nothing when it does not exist. */
-async function* volumeTar(volume: string): AsyncGenerator<Buffer> {
-  let dir: Dir;
-  try {
-    dir = await Dir.open(path.dirname(volume), path.basename(volume));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  try {
-    const child = spawnIn([dir], 'tar', ['--numeric-owner', '-cf', '-', '.']);
-    child.stdin.end();
-    yield* output(child, 'tar');
-  } finally {
-    await dir.close();
-  }
 }
 
 /** The parts of an environment's data, each read lazily when the consumer gets to it. */

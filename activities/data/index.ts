@@ -9,7 +9,7 @@ import type { Deps } from '../../system/deps';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { type UserFault, userFault } from '../toolkit/failures';
 import { withHeartbeat } from '../toolkit/heartbeat';
-import type { Supervisor } from '../provider/supervisor';
+import type { Provider } from '../../host/provider';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { destinationRefusal, destinationSpec, recordDestinationError } from '../../core/backups/destinations';
 import { ensureBackupKey, snapshotKey } from '../../core/backups/keys';
@@ -28,18 +28,19 @@ const withLog = <T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>
 
 const fail = (message: string, type: UserFault = 'DataTaskFailed') => userFault(type, message);
 
-export function createDataActivities(deps: Deps, supervisor: Supervisor) {
+export function createDataActivities(deps: Deps, provider: Provider) {
+  const { supervisor } = provider;
   const { knex, config } = deps;
   const source = async (envId: string) => ({
     login: await serviceLogin(deps, envId),
     volume: await environmentVolume(knex, config.storageRoots, envId),
-    owner: await volumeOwner(deps, envId),
+    owner: await volumeOwner(deps, provider, envId),
   });
 
   /** Restarts the environment's web process with its current service variables (when it runs here). */
   const restartWeb = async (envId: string, log: TaskLog) => {
     const r = await supervisor.restartWeb(envId, {
-      env: await consoleEnv(deps, envId),
+      env: await consoleEnv(deps, provider, envId),
       healthTimeoutMs: 30_000,
     });
     log.line(

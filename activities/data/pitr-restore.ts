@@ -26,7 +26,7 @@ import type { Archive } from '../../host/pitr-archive';
 import { isoSeconds, recoveryWindow } from '../../core/pitr-window';
 import { withAdmin } from '../../host/pg-server';
 import type { PartName } from '../../host/snapshot-format';
-import { output } from './backup-engine';
+import { childOutput as output } from '../../host/provider/volume';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SCRATCH_PORT = 5432;

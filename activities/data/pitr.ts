@@ -6,7 +6,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
-import type { Supervisor } from '../provider/supervisor';
+import type { Provider } from '../../host/provider';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { userFault } from '../toolkit/failures';
@@ -27,7 +27,8 @@ import { isoSeconds } from '../../core/pitr-window';
 
 const KEEP_HOURS = 24;
 
-export function createPitrActivities(deps: Deps, supervisor: Supervisor) {
+export function createPitrActivities(deps: Deps, provider: Provider) {
+  const { supervisor } = provider;
   const { knex, config } = deps;
 
   /** The newest available snapshot of the environment taken before `at` that holds files, or null. */
@@ -50,7 +51,10 @@ export function createPitrActivities(deps: Deps, supervisor: Supervisor) {
   }
 
   async function restartWeb(envId: string, log: TaskLog) {
-    const r = await supervisor.restartWeb(envId, { env: await consoleEnv(deps, envId), healthTimeoutMs: 30_000 });
+    const r = await supervisor.restartWeb(envId, {
+      env: await consoleEnv(deps, provider, envId),
+      healthTimeoutMs: 30_000,
+    });
     log.line(
       r.ok
         ? r.restarted
@@ -117,7 +121,7 @@ export function createPitrActivities(deps: Deps, supervisor: Supervisor) {
               target: {
                 login,
                 volume: await environmentVolume(knex, config.storageRoots, input.environmentId),
-                owner: await volumeOwner(deps, input.environmentId),
+                owner: await volumeOwner(deps, provider, input.environmentId),
               },
               parts: all(),
               marker: input.taskId,

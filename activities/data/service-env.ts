@@ -4,7 +4,7 @@
  */
 import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
-import { jailAddresses, sandboxMode } from '../provider/sandbox';
+import type { Provider } from '../../host/provider';
 import { serviceVariables, servicesOnLoopback, type ServiceLogin } from '../../host/pg-server';
 import { aad } from '../../db/aad';
 
@@ -32,16 +32,21 @@ export async function serviceLogin(
  * gateway (the host side of its veth, whose services port the host DNATs to loopback) when the server is on
  * this host's loopback; else SERVICES_HOST.
  */
-export async function serviceHost(deps: Pick<Deps, 'knex' | 'config'>, envId: string): Promise<string> {
-  if (sandboxMode().mode !== 'namespaces' || !servicesOnLoopback(deps.config)) return deps.config.servicesHost;
+export async function serviceHost(
+  deps: Pick<Deps, 'knex' | 'config'>,
+  provider: Provider,
+  envId: string,
+): Promise<string> {
+  if (provider.isolation().mode !== 'namespaces' || !servicesOnLoopback(deps.config)) return deps.config.servicesHost;
   const env = await deps.knex('environments').where({ id: envId }).first('port');
-  return env ? jailAddresses(env.port).host : deps.config.servicesHost;
+  return (env && provider.gateway(env.port)) || deps.config.servicesHost;
 }
 
 export async function serviceEnv(
   deps: Pick<Deps, 'knex' | 'secrets' | 'config'>,
+  provider: Provider,
   envId: string,
 ): Promise<Record<string, string>> {
   const login = await serviceLogin(deps, envId);
-  return login ? serviceVariables(deps.config, login, await serviceHost(deps, envId)) : {};
+  return login ? serviceVariables(deps.config, login, await serviceHost(deps, provider, envId)) : {};
 }

@@ -15,10 +15,10 @@ import {
   releaseDirFor,
   runDeploySteps as runManifestDeploySteps,
   type BuildResult,
-} from '../provider/releases';
-import type { OnLine } from '../provider/run-step';
-import { openJail } from '../provider/sandbox';
-import type { Supervisor } from '../provider/supervisor';
+} from '../../host/provider/releases';
+import type { OnLine } from '../../host/provider/run-step';
+import { openJail } from '../../host/provider/sandbox';
+import type { Provider } from '../../host/provider';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
@@ -102,7 +102,8 @@ async function openRelease(
   }
 }
 
-export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
+export function createDeployActivities(deps: Deps, provider: Provider) {
+  const { supervisor } = provider;
   const { knex } = deps;
   return {
     /** The commit the environment's git ref names now. */
@@ -208,7 +209,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
             onSpawn: held.onSpawn,
-            env: stepEnv(tenant.vars, { ...held.env, ...(await consoleEnv(deps, release.environment_id)) }),
+            env: stepEnv(tenant.vars, { ...held.env, ...(await consoleEnv(deps, provider, release.environment_id)) }),
             stepTimeoutMs: deps.config.stepTimeoutSeconds * 1000,
             signal,
             onLine: logLines(log, tenant.redact),
@@ -248,7 +249,7 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             releaseId: release.id,
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
-            env: stepEnv(tenant.vars, await consoleEnv(deps, env.id)),
+            env: stepEnv(tenant.vars, await consoleEnv(deps, provider, env.id)),
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: logLines(log, tenant.redact),
             limits: planLimits(deps.config, await webServerSize(knex, env.id)) ?? undefined,

@@ -7,8 +7,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import type { Deps } from '../../system/deps';
-import type { Supervisor } from '../provider/supervisor';
-import { environmentDir, sandboxMode, tenantUid } from '../provider/sandbox';
+import type { Provider } from '../../host/provider';
 import { volumePath } from '../../db/queries/storage';
 import { removeTree } from '../../host/no-follow';
 
@@ -17,14 +16,16 @@ export interface RetireInput {
   port: number;
 }
 
-export function createEnvironmentActivities(deps: Deps, supervisor: Supervisor) {
+export function createEnvironmentActivities(deps: Deps, provider: Provider) {
+  const { supervisor } = provider;
   async function retireEnvironmentHost(input: RetireInput): Promise<{ killed: boolean }> {
     const { environmentId, port } = input;
     await supervisor.retire(environmentId, port);
-    const killed = sandboxMode().mode === 'none' ? false : await killUid(tenantUid(port));
+    const uid = provider.tenantUid(port);
+    const killed = uid === null ? false : await killUid(uid);
     // Its trees are the tenant's: removed from descriptors of their root-owned parents (`rm -rf` there follows
     // no link), never by a path the tenant could have turned into a link meanwhile (no-follow.ts).
-    const envDir = environmentDir(deps.config.dataDir, environmentId);
+    const envDir = provider.environmentDir(environmentId);
     await removeTree(path.dirname(envDir), path.basename(envDir));
     // its volume, any copy a move left and a put-back's staging copies, under every root of STORAGE_ROOTS
     // (the rows saying where are gone)

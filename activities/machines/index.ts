@@ -7,7 +7,7 @@ import type { Deps } from '../../system/deps';
 import type { Size } from '../../db/queries/machines';
 import { endSubscriptionsOf, openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 import { loadPriceList, planById } from '../../core/pricing';
-import type { Supervisor } from '../provider/supervisor';
+import type { Provider } from '../../host/provider';
 import { withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { planLimits } from './limits';
@@ -22,7 +22,8 @@ export interface ServerPlan {
   disk_gb: number;
 }
 
-export function createMachineActivities(deps: Deps, supervisor: Supervisor) {
+export function createMachineActivities(deps: Deps, provider: Provider) {
+  const { supervisor } = provider;
   const { knex } = deps;
   const loadServer = async (serverId: string) => {
     const server = await knex('servers').where({ id: serverId }).first();

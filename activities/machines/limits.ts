@@ -1,7 +1,7 @@
 import { loadPriceList, maxProcessesOf } from '../../core/pricing';
 import type { Size } from '../../db/queries/machines';
 import type { Config } from '../../system/config';
-import { holdProcess, limitEnv, type Limits } from '../provider/cgroups';
+import { holdProcess, limitEnv, type Limits } from '../../host/provider/cgroups';
 
 /** A server's or build machine's size as its processes are held to it: CPU, memory and its plan's max_processes. */
 export function planLimits(config: Pick<Config, 'priceList'>, size: Size | null | undefined): Limits | null {

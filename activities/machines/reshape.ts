@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Deps } from '../../system/deps';
-import type { Supervisor } from '../provider/supervisor';
+import type { Provider } from '../../host/provider';
 import { open, seal } from '../../system/crypto';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';
@@ -48,7 +48,8 @@ interface ServiceRow {
 
 const fail = (message: string) => userFault('ReshapeFailed', message);
 
-export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
+export function createReshapeActivities(deps: Deps, provider: Provider) {
+  const { supervisor } = provider;
   const { knex, config } = deps;
 
   const loadService = async (envId: string): Promise<ServiceRow> => {
@@ -138,7 +139,7 @@ export function createReshapeActivities(deps: Deps, supervisor: Supervisor) {
             if (row.shape === input.target.shape) return { server_id: row.server_id, writes_paused_ms: null }; // switched already
             throw fail('the copy is missing');
           }
-          const vars = serviceVariables(config, to, await serviceHost(deps, input.environmentId));
+          const vars = serviceVariables(config, to, await serviceHost(deps, provider, input.environmentId));
           const r = await supervisor.restartWeb(input.environmentId, {
             env: vars,
             healthTimeoutMs: HEALTH_TIMEOUT_MS,

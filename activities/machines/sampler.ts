@@ -2,22 +2,13 @@
  * The resource sampler of the local provider: every RESOURCE_SAMPLE_SECONDS the worker writes one sample per
  * environment: CPU (percent of one core, averaged since the previous sample), memory (bytes) and disk (bytes
  * of the environment's directories on this host). CPU and memory come from the environment's cgroup
- * (cgroups.ts: usage is hierarchical, so every web process, build and deploy step counts), or, without
- * cgroups, from /proc for the live web process group. Samples are rows of resource_samples.
+ * (the provider's `usage`: host/provider/usage.ts), disk from its directories. Samples are rows of
+ * resource_samples.
  */
-import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { promisify } from 'node:util';
 import type { Deps } from '../../system/deps';
 import { insertSamples, type SampleRow } from '../../db/queries/resources';
-import { environmentUsage, sweep } from '../provider/cgroups';
-import { environmentDir } from '../provider/releases';
 import { environmentVolume } from '../../db/queries/storage';
-import type { Supervisor } from '../provider/supervisor';
-
-const run = promisify(execFile);
-const CLOCK_TICKS = 100; // USER_HZ on Linux
-const PAGE = 4096;
+import type { Provider } from '../../host/provider';
 
 interface Reading {
   cpuNs: number;
@@ -32,7 +23,7 @@ export interface ResourceSampler {
 
 export function startResourceSampler(
   deps: Deps,
-  supervisor: Supervisor,
+  provider: Provider,
   opts: { intervalSeconds: number },
 ): ResourceSampler {
   const last = new Map<string, Reading>();
@@ -44,8 +35,7 @@ export function startResourceSampler(
     const rows: SampleRow[] = [];
     for (const { id } of envs) {
       const nowNs = process.hrtime.bigint();
-      sweep(id);
-      const usage = environmentUsage(id) ?? procUsage(supervisor.status(id)?.pid ?? null);
+      const usage = provider.usage(id);
       const prev = last.get(id);
       last.set(id, { cpuNs: usage.cpuNs, atNs: nowNs });
       const cpu =
@@ -57,8 +47,8 @@ export function startResourceSampler(
         memory_bytes: usage.memoryBytes,
         // its directory (releases, HOME) and its volume, which lives under a root of STORAGE_ROOTS
         disk_bytes:
-          (await diskBytes(environmentDir(deps.config.dataDir, id))) +
-          (await diskBytes(await environmentVolume(deps.knex, deps.config.storageRoots, id))),
+          (await provider.diskBytes(provider.environmentDir(id))) +
+          (await provider.diskBytes(await environmentVolume(deps.knex, deps.config.storageRoots, id))),
       });
     }
     // An environment deleted during the round fails the insert (foreign key): write the others.
@@ -89,45 +79,4 @@ export function startResourceSampler(
     sampleNow,
     stop: () => clearInterval(timer),
   };
-}
-
-/** Bytes under a directory (`du -sb`, which counts hard-linked files once); 0 when it does not exist. */
-async function diskBytes(dir: string): Promise<number> {
-  if (!existsSync(dir)) return 0;
-  try {
-    const { stdout } = await run('du', ['-sb', dir], { timeout: 30_000 });
-    return Number(stdout.split(/\s/)[0]) || 0;
-  } catch (err) {
-    // du prints what it counted even when a file vanished under it
-    const out = (err as { stdout?: string }).stdout ?? '';
-    return Number(out.split(/\s/)[0]) || 0;
-  }
-}
-
-/** Without cgroups: the live web process group's resident memory and CPU time, from /proc. */
-function procUsage(pgid: number | null): { memoryBytes: number; cpuNs: number } {
-  if (!pgid) return { memoryBytes: 0, cpuNs: 0 };
-  let memoryBytes = 0;
-  let ticks = 0;
-  for (const entry of safeReaddir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(f[2]) !== pgid) continue;
-      ticks += Number(f[11]) + Number(f[12]);
-      memoryBytes += Number(readFileSync(`/proc/${entry}/statm`, 'utf8').split(' ')[1]) * PAGE;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return { memoryBytes, cpuNs: (ticks / CLOCK_TICKS) * 1e9 };
-}
-
-function safeReaddir(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
-  }
 }

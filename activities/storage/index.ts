@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Deps } from '../../system/deps';
-import type { Supervisor } from '../provider/supervisor';
+import type { Provider } from '../../host/provider';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { environmentStorage, setAllowance, volumePath } from '../../db/queries/storage';
@@ -22,7 +22,8 @@ import { userFault } from '../toolkit/failures';
 const HEALTH_TIMEOUT_MS = 60_000;
 const fail = (message: string) => userFault('StorageTaskFailed', message);
 
-export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
+export function createStorageActivities(deps: Deps, provider: Provider) {
+  const { supervisor } = provider;
   const { knex, config } = deps;
   // read at each use: STORAGE_ROOTS as the config says it now
   const roots = () => config.storageRoots;
@@ -33,7 +34,7 @@ export function createStorageActivities(deps: Deps, supervisor: Supervisor) {
   /** Starts the web process again (stopped for a move) with where the disks are now. */
   async function startWeb(envId: string, log: TaskLog): Promise<void> {
     const r = await supervisor.restartWeb(envId, {
-      env: await consoleEnv(deps, envId),
+      env: await consoleEnv(deps, provider, envId),
       healthTimeoutMs: HEALTH_TIMEOUT_MS,
       onLine: (_s, line) => log.line(line),
     });

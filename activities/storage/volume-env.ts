@@ -1,7 +1,6 @@
 import type { Deps } from '../../system/deps';
 import { environmentVolume } from '../../db/queries/storage';
-import { openJail, sandboxMode, tenantUid } from '../provider/sandbox';
-import { prepareVolume } from '../provider/volume';
+import type { Provider } from '../../host/provider';
 import { serviceEnv } from '../data/service-env';
 
 /**
@@ -10,23 +9,25 @@ import { serviceEnv } from '../data/service-env';
  */
 export async function volumeEnv(
   deps: Pick<Deps, 'knex' | 'config'>,
+  provider: Provider,
   envId: string,
 ): Promise<{ VC_VOLUME_PATH: string } | Record<string, never>> {
   const env = await deps.knex('environments').where({ id: envId }).first('port');
   if (!env) return {};
   const dir = await environmentVolume(deps.knex, deps.config.storageRoots, envId);
-  await prepareVolume(await openJail(deps.config.dataDir, envId, env.port), dir);
+  await provider.prepareVolume(envId, env.port, dir);
   return { VC_VOLUME_PATH: dir };
 }
 
 /** Whose the files of the environment's volume are: its uid, or null when tenants run as the worker. */
 export async function volumeOwner(
   deps: Pick<Deps, 'knex'>,
+  provider: Provider,
   envId: string,
 ): Promise<{ uid: number; gid: number } | null> {
   const env = await deps.knex('environments').where({ id: envId }).first('port');
-  if (!env || sandboxMode().mode === 'none') return null;
-  return { uid: tenantUid(env.port), gid: tenantUid(env.port) };
+  const uid = env ? provider.tenantUid(env.port) : null;
+  return uid === null ? null : { uid, gid: uid };
 }
 
 /**
@@ -35,7 +36,8 @@ export async function volumeOwner(
  */
 export async function consoleEnv(
   deps: Pick<Deps, 'knex' | 'secrets' | 'config'>,
+  provider: Provider,
   envId: string,
 ): Promise<Record<string, string>> {
-  return { ...(await serviceEnv(deps, envId)), ...(await volumeEnv(deps, envId)) };
+  return { ...(await serviceEnv(deps, provider, envId)), ...(await volumeEnv(deps, provider, envId)) };
 }

@@ -4,7 +4,7 @@
  * never their values; whatever the process prints of a secret shows as `[secret]`.
  */
 import type { Deps } from '../../system/deps';
-import type { Supervisor } from '../provider/supervisor';
+import type { Provider } from '../../host/provider';
 import { withTaskLog } from '../toolkit/task-log';
 import { effectiveVariables } from '../../db/queries/variables';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
@@ -13,7 +13,8 @@ import { consoleEnv } from '../storage/volume-env';
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
-export function createVariableActivities(deps: Deps, supervisor: Supervisor) {
+export function createVariableActivities(deps: Deps, provider: Provider) {
+  const { supervisor } = provider;
   return {
     async restartWithVariables(input: {
       taskId: string;
@@ -26,7 +27,7 @@ export function createVariableActivities(deps: Deps, supervisor: Supervisor) {
           log.line(`==> ${names.length} variable${names.length === 1 ? '' : 's'}: ${names.join(', ') || '(none)'}`);
           const r = await supervisor.restartWithEnv({
             envId: input.environmentId,
-            env: stepEnv(tenant.vars, await consoleEnv(deps, input.environmentId)),
+            env: stepEnv(tenant.vars, await consoleEnv(deps, provider, input.environmentId)),
             healthTimeoutMs: HEALTH_TIMEOUT_MS,
             onLine: (_stream, line) => log.line(tenant.redact(line)),
             // cancelled or its worker stopping: the new instance stops, the running ones keep serving

@@ -5,7 +5,7 @@ import { seal } from '../../system/crypto';
 import { loadSecrets, type Secrets } from '../../system/secrets';
 
 // What this migration ran with, inlined (an applied migration never changes): the repository URL parser of
-// activities/provider/git-remote.ts, outbound.ts's normalizeHost, and core/repository.ts's sealing,
+// host/provider/git-remote.ts, outbound.ts's normalizeHost, and core/repository.ts's sealing,
 // as they were when it was written.
 
 interface Credentials {

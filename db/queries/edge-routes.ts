@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 
 /**
  * Where an environment is served, as the supervisor publishes it (the shape of its PublishedRoute,
- * activities/provider/supervisor-types.ts, declared here so that db/ imports nothing above it).
+ * host/provider/supervisor-types.ts, declared here so that db/ imports nothing above it).
  */
 export type PublishedRoute =
   | {

@@ -13,7 +13,7 @@ import { startSmtpServer } from './smtp';
 import { Agent } from './http';
 import { killProcessesUnder, killProcessesMentioning } from './processes';
 import { startEdge, type Edge } from '../../edge/server';
-import { removeNetworksInRange } from '../../activities/provider/sandbox';
+import { removeNetworksInRange } from '../../host/provider/sandbox';
 import { certificateDir } from '../../edge/certificate-files';
 
 export interface TestContext {

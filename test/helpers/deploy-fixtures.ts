@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, inject } from 'vitest';
-import { environmentHome } from '../../activities/provider/sandbox';
+import { environmentHome } from '../../host/provider/sandbox';
 import { Environment } from '../../db/models/environment';
 import { Task } from '../../db/models/task';
 import { allRoutes } from '../../api/routes';

@@ -10,7 +10,7 @@ import { migrateLatest } from '../../db/migrate';
 import { freePort } from './ports';
 import { killProcessesMentioning } from './processes';
 import { startServicesServer } from './services-server';
-import { closeServicesPort } from '../../activities/provider/sandbox';
+import { closeServicesPort } from '../../host/provider/sandbox';
 // @ts-expect-error plain JS module shared with scripts/bootstrap.mjs
 import { ensureTemporalCli } from '../../scripts/temporal-cli.mjs';
 

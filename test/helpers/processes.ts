@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
+import { cgroupSubtree } from '../../host/provider/host-identity';
 import type { TestContext } from './context';
 
 /**
@@ -148,7 +149,7 @@ export function webLeaves(envId: string): string[] {
   const leaves = new Set<string>();
   for (const entry of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
-      const leaf = new RegExp(`/vc-console/${envId}/(web-\\d+)$`, 'm').exec(
+      const leaf = new RegExp(`/${cgroupSubtree()}/${envId}/(web-\\d+)$`, 'm').exec(
         readFileSync(`/proc/${entry}/cgroup`, 'utf8'),
       );
       if (leaf) leaves.add(leaf[1]);
@@ -178,7 +179,7 @@ export function sandboxedProcess(
       const line =
         cgroups.find((l) => /^\d+:[^:]*\bmemory\b[^:]*:/.test(l)) ?? cgroups.find((l) => l.startsWith('0::'));
       const cgroup = line?.slice(line.indexOf(':', line.indexOf(':') + 1) + 1) ?? '';
-      if (!cgroup.includes(`/vc-console/${envId}/${role}-`)) continue;
+      if (!cgroup.includes(`/${cgroupSubtree()}/${envId}/${role}-`)) continue;
       const nspid =
         /^NSpid:\s+(.+)$/m
           .exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]

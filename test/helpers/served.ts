@@ -1,10 +1,10 @@
 /**
- * Tests of the supervisor (activities/provider/) reach web processes the way tenants do: through the edge
+ * Tests of the supervisor (host/provider/) reach web processes the way tenants do: through the edge
  * (HAProxy, the test context's control plane), which serves an environment's public port from the route the
  * supervisor publishes. Each environment is a row the edge reads (its id and port are the supervisor's).
  */
 import { publishEdgeRoute, awaitEdges } from '../../db/queries/edge-routes';
-import type { PublishedRoute } from '../../activities/provider/supervisor';
+import type { PublishedRoute } from '../../host/provider/supervisor';
 import type { TestContext } from './context';
 import { createEnvironment } from './deploy-fixtures';
 import { createProject, createTeam, createUser } from './fixtures';

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { MAX_LINE } from '../../activities/provider/run-step';
+import { MAX_LINE } from '../../host/provider/run-step';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 

@@ -18,7 +18,7 @@ import { useTestContext } from '../helpers/context';
 import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
-import { tenantUid } from '../../activities/provider/sandbox';
+import { tenantUid } from '../../host/provider/sandbox';
 import { startBackupTask } from '../../core/backups/tasks';
 
 /**

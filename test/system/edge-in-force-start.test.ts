@@ -9,7 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { environmentHome } from '../../activities/provider/sandbox';
+import { environmentHome } from '../../host/provider/sandbox';
 import { dayOf, machineFile } from '../../logs/machine-files';
 import { readProcesses } from '../../system/run-state';
 import { useTestContext } from '../helpers/context';

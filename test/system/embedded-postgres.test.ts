@@ -76,6 +76,18 @@ describe('the embedded PostgreSQL of npm start', () => {
     expect(await connects(port, 'wrong')).toBe('28P01');
   });
 
+  it("admits every host's sandbox block (SANDBOX_NETWORK of each), a line for each, once", () => {
+    const dir = path.join(root, 'hosts');
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, 'pg_hba.conf'), 'host all all 127.0.0.1/32 scram-sha-256\n');
+    allowSandboxes(dir, ['10.204.0.0/14', '10.208.0.0/14']);
+    allowSandboxes(dir, ['10.208.0.0/14']);
+    const lines = readFileSync(path.join(dir, 'pg_hba.conf'), 'utf8').trim().split('\n');
+    expect(lines.filter((l) => /\s10\.204\.0\.0\/14\s+scram-sha-256$/.test(l))).toHaveLength(1);
+    expect(lines.filter((l) => /\s10\.208\.0\.0\/14\s+scram-sha-256$/.test(l))).toHaveLength(1);
+    expect(() => allowSandboxes(dir, ['10.204.0.0/16'])).toThrow(/SANDBOX_NETWORK/);
+  });
+
   it('refuses to open a cluster with a trust line to the sandboxes', () => {
     const dir = path.join(root, 'trusting');
     mkdirSync(dir);

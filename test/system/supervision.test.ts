@@ -8,7 +8,8 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { environmentHome, tenantUid } from '../../activities/provider/sandbox';
+import { environmentHome, tenantUid } from '../../host/provider/sandbox';
+import { cgroupSubtree } from '../../host/provider/host-identity';
 import type { ProcessState } from '../../system/run-state';
 import { useTestContext } from '../helpers/context';
 import { type AppRepo, createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
@@ -66,7 +67,7 @@ function tenantProcesses(): string[] {
     try {
       const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
       const cgroup = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
-      if (uid !== tenantUid(env.port) && !cgroup.includes(`/vc-console/${env.id}/`)) continue;
+      if (uid !== tenantUid(env.port) && !cgroup.includes(`/${cgroupSubtree()}/${env.id}/`)) continue;
       const { state, startedAt } = stateOf(pid);
       if (state === 'Z' || state === 'X' || startedAt < startStartedAt) continue;
       const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();

@@ -4,7 +4,7 @@ import { describe, expect, it, beforeAll } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, fetchEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
-import { environmentDir, sandboxMode, tenantUid } from '../../../activities/provider/sandbox';
+import { environmentDir, sandboxMode, tenantUid } from '../../../host/provider/sandbox';
 import { volumePath } from '../../../db/queries/storage';
 import { workflowIds } from '../../../workflows/shared';
 

@@ -6,7 +6,8 @@ import { repositoriesDir, useTestContext } from '../../helpers/context';
 import { commitAll, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { addMember, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
-import { processAlive } from '../../../activities/provider/run-step';
+import { processAlive } from '../../../host/provider/run-step';
+import { cgroupSubtree } from '../../../host/provider/host-identity';
 import { sandboxedProcess } from '../../helpers/processes';
 import { until } from '../../helpers/until';
 
@@ -145,10 +146,10 @@ describe('the web server plan on the real web process', () => {
     expect(task.status, task.error ?? '').toBe('succeeded');
     const me = await info();
     expect(me).toMatchObject({ cpu: '0.5', memory: '512' });
-    expect(me.cgroup).toContain(`/vc-console/${env.id}/web-`);
+    expect(me.cgroup).toContain(`/${cgroupSubtree()}/${env.id}/web-`);
     const log = await taskLog(t, owner, task.id);
     expect(log).toContain('build plan: 1 CPU 1024 MB');
-    expect(log).toMatch(new RegExp(`in \\d+:memory:.*/vc-console/${env.id}/build-`));
+    expect(log).toMatch(new RegExp(`in \\d+:memory:.*/${cgroupSubtree()}/${env.id}/build-`));
     expect(log).toContain('deploy plan: 0.5 CPU 512 MB');
   });
 

@@ -7,7 +7,7 @@ import { repositoriesDir, useTestContext } from '../../helpers/context';
 import { commitAll, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { addMember, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
-import { processAlive } from '../../../activities/provider/run-step';
+import { processAlive } from '../../../host/provider/run-step';
 import { sandboxedProcess } from '../../helpers/processes';
 import { until } from '../../helpers/until';
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, getTask } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
-import { releaseDirFor } from '../../../activities/provider/releases';
+import { releaseDirFor } from '../../../host/provider/releases';
 
 const t = useTestContext({ worker: true });
 

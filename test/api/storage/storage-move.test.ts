@@ -9,7 +9,7 @@ import { createDeployWorld, taskLog, runTaskOk } from '../../helpers/deploy-fixt
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { dropServiceDatabase, servicesAdminUrl } from '../../../host/pg-server';
-import { tenantUid } from '../../../activities/provider/sandbox';
+import { tenantUid } from '../../../host/provider/sandbox';
 
 /**
  * The environment's disks through the real stack: an app deployed in its sandbox writes into VC_VOLUME_PATH

@@ -10,9 +10,10 @@ import {
   holdProcess,
   limitEnv,
   removeEnvironmentCgroups,
-} from '../../../activities/provider/cgroups';
-import { processAlive, runStep } from '../../../activities/provider/run-step';
-import { Supervisor } from '../../../activities/provider/supervisor';
+} from '../../../host/provider/cgroups';
+import { processAlive, runStep } from '../../../host/provider/run-step';
+import { cgroupSubtree } from '../../../host/provider/host-identity';
+import { Supervisor } from '../../../host/provider/supervisor';
 import { sandboxedProcess } from '../../helpers/processes';
 import { useTestContext } from '../../helpers/context';
 import { servedByEdge } from '../../helpers/served';
@@ -126,7 +127,7 @@ describe('cgroups on this host', () => {
       cpu: 1,
       memoryMb: 128,
     });
-    expect(r.lines[0]).toContain(`/vc-console/${envId}/build-`);
+    expect(r.lines[0]).toContain(`/${cgroupSubtree()}/${envId}/build-`);
     const h = cgroupHost();
     const memoryDir = path.join(h.kind === 'v1' ? h.memory : h.kind === 'v2' ? h.dir : '/nonexistent', envId);
     await removeEnvironmentCgroups(envId);
@@ -183,7 +184,7 @@ describe('the supervisor holds web processes to the web server plan', () => {
     expect(live.ok).toBe(true);
     const me = await info();
     expect(me).toMatchObject({ cpu: '0.5', memory: '128' });
-    expect(me.cgroup).toContain(`/vc-console/${envId}/web-`);
+    expect(me.cgroup).toContain(`/${cgroupSubtree()}/${envId}/web-`);
     expect(me.hostPid).toBeGreaterThan(0); // found from the host in that leaf
     const h = cgroupHost();
     if (h.kind === 'v1') {

@@ -1,24 +1,28 @@
 /**
- * The network half of the sandbox (sandbox.ts): per environment a network namespace `vc-<port>` joined to the
- * host by a veth pair (`vch<port>` on the host, `eth0` inside) on its own /30 of 10.200.0.0/14, and one host
- * firewall for all of them (nft tables `inet vc_sandbox` and `ip vc_sandbox_nat`): from a veth nothing reaches
- * the host itself (its loopback services, its other addresses), another environment, or a private,
- * link-local or loopback address, except the IPv4 resolvers of /etc/resolv.conf on port 53; everything else
- * is masqueraded out. The one host port an environment does reach is the database services server's (when
- * it listens on the host's loopback): TCP to its gateway (the host side of its veth) on that port is DNATed
- * to 127.0.0.1 (route_localnet on the host-side veth); that server demands a password (data/pg-server.ts).
- * Inside, TCP arriving on eth0 goes to 127.0.0.1 (route_localnet), so a web process bound to 127.0.0.1 or to
- * every address is reached at `<env address>:PORT`. Everything is idempotent.
+ * The network half of the sandbox (sandbox.ts): per environment a network namespace `vc-<tag>-<port>` joined
+ * to the host by a veth pair (`v<tag>-<port>` on the host, `eth0` inside) on its own /30 of the host's
+ * SANDBOX_NETWORK (default 10.200.0.0/14), and one firewall for all of this host's (nft tables
+ * `inet vc_sandbox_<tag>` and `ip vc_sandbox_nat_<tag>`): from a veth nothing reaches the host itself (its
+ * loopback services, its other addresses), another environment, or a private, link-local or loopback address,
+ * except the IPv4 resolvers of /etc/resolv.conf on port 53; everything else is masqueraded out. `<tag>` names
+ * the host (host-identity.ts), so that agents of several hosts on one kernel never touch each other's objects.
+ * The one host port an environment does reach is the database services server's (when it listens on the
+ * host's loopback): TCP to its gateway (the host side of its veth) on that port is DNATed to 127.0.0.1
+ * (route_localnet on the host-side veth; table `ip vc_services_<tag>`); that server demands a password
+ * (host/pg-server.ts). Inside, TCP arriving on eth0 goes to 127.0.0.1 (route_localnet), so a web process bound
+ * to 127.0.0.1 or to every address is reached at `<env address>:PORT`. Everything is idempotent.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { hostIdentity } from './host-identity';
 
 const run = promisify(execFile);
 
-const NETWORK_BASE = (10 << 24) | (200 << 16); // 10.200.0.0/14: a /30 for each port 0-65535
-/** Every environment's addresses: a services server's pg_hba.conf lets these in (with a password). */
-export const NETWORK_CIDR = '10.200.0.0/14';
+/** This host's sandboxes' block (SANDBOX_NETWORK): a services server's pg_hba.conf lets it in (with a password). */
+export function sandboxNetworkCidr(): string {
+  return hostIdentity().network.cidr;
+}
 const PRIVATE_RANGES = [
   '0.0.0.0/8',
   '10.0.0.0/8',
@@ -32,16 +36,28 @@ const PRIVATE_RANGES = [
 
 /** Host side and environment side of the environment's /30. */
 export function jailAddresses(port: number): { host: string; env: string } {
-  const base = NETWORK_BASE + port * 4;
+  const base = hostIdentity().network.base + port * 4;
   return { host: ipv4(base + 1), env: ipv4(base + 2) };
 }
 
 export function netnsName(port: number): string {
-  return `vc-${port}`;
+  return `vc-${hostIdentity().tag}-${port}`;
 }
 
+/** The host end of the veth pair: `v<tag>-<port>`, at most 13 characters (Linux allows 15). */
 export function vethName(port: number): string {
-  return `vch${port}`;
+  return `${vethPrefix()}${port}`;
+}
+
+/** What every veth of this host's sandboxes starts with (nft matches `<prefix>*`). */
+function vethPrefix(): string {
+  return `v${hostIdentity().tag}-`;
+}
+
+/** This host's nft tables: `vc_sandbox_<tag>`, `vc_sandbox_nat_<tag>`, `vc_services_<tag>`. */
+function tables(): { filter: string; nat: string; services: string } {
+  const { tag } = hostIdentity();
+  return { filter: `vc_sandbox_${tag}`, nat: `vc_sandbox_nat_${tag}`, services: `vc_services_${tag}` };
 }
 
 let hostNetwork: Promise<void> | null = null;
@@ -50,8 +66,8 @@ let servicesPorts: { open: number | null; close: number | null } = { open: null,
 /**
  * The loopback port of the services server environments may reach at their gateway (`open`), and one that
  * must not be (`close`: a server found to trust without a password). The ports are elements of a set in a
- * table of its own, `ip vc_services`, never flushed, so workers of one host (test files) do not close each
- * other's; `closeServicesPort` takes one out when its server goes away.
+ * table of its own, `ip vc_services_<tag>`, never flushed, so workers of one host (test files) do not close
+ * each other's; `closeServicesPort` takes one out when its server goes away.
  */
 export function setServicesPorts(ports: { open: number | null; close: number | null }): void {
   if (ports.open !== servicesPorts.open || ports.close !== servicesPorts.close) hostNetwork = null;
@@ -60,42 +76,46 @@ export function setServicesPorts(ports: { open: number | null; close: number | n
 
 /** Takes a services port out of the set (its server stopped: the port may be reused by anything). */
 export async function closeServicesPort(port: number): Promise<void> {
-  await nft(
-    `${SERVICES_TABLE}add element ip vc_services ports { ${port} }\ndelete element ip vc_services ports { ${port} }\n`,
-  );
+  const t = tables().services;
+  await nft(`${servicesTable()}add element ip ${t} ports { ${port} }\ndelete element ip ${t} ports { ${port} }\n`);
 }
 
-/** ip_forward, and the nft tables every environment's veth is filtered and masqueraded by (atomic, idempotent). */
+/**
+ * ip_forward, and this host's nft tables every one of its environments' veths is filtered and masqueraded by
+ * (atomic, idempotent; another host's tables on the same kernel are left alone).
+ */
 export function ensureHostNetwork(): Promise<void> {
   hostNetwork ??= (async () => {
     const resolvers = readResolvers();
+    const t = tables();
+    const v = `${vethPrefix()}*`;
     const rules = `
-table inet vc_sandbox {}
-flush table inet vc_sandbox
-table inet vc_sandbox {
+table inet ${t.filter} {}
+flush table inet ${t.filter}
+table inet ${t.filter} {
   chain input {
     type filter hook input priority filter - 10; policy accept;
-    iifname "vch*" ct state established,related accept
-    iifname "vch*" ip daddr 127.0.0.1 ct status dnat accept
-    iifname "vch*" drop
+    iifname "${v}" ct state established,related accept
+    iifname "${v}" ip daddr 127.0.0.1 ct status dnat accept
+    iifname "${v}" drop
   }
   chain forward {
     type filter hook forward priority filter - 10; policy accept;
-    iifname "vch*" oifname "vch*" drop
-    oifname "vch*" ct state established,related accept
-    oifname "vch*" drop
-    iifname "vch*" ct state established,related accept
-    iifname "vch*" meta nfproto ipv6 drop
-${resolvers.length ? `    iifname "vch*" ip daddr { ${resolvers.join(', ')} } meta l4proto { tcp, udp } th dport 53 accept\n` : ''}    iifname "vch*" ip daddr { ${PRIVATE_RANGES.join(', ')} } drop
-    iifname "vch*" accept
+    iifname "${v}" oifname "${v}" drop
+    oifname "${v}" ct state established,related accept
+    oifname "${v}" drop
+    iifname "${v}" ct state established,related accept
+    iifname "${v}" meta nfproto ipv6 drop
+${resolvers.length ? `    iifname "${v}" ip daddr { ${resolvers.join(', ')} } meta l4proto { tcp, udp } th dport 53 accept\n` : ''}    iifname "${v}" ip daddr { ${PRIVATE_RANGES.join(', ')} } drop
+    iifname "${v}" accept
   }
 }
-table ip vc_sandbox_nat {}
-flush table ip vc_sandbox_nat
-table ip vc_sandbox_nat {
+table ip ${t.nat} {}
+flush table ip ${t.nat}
+table ip ${t.nat} {
   chain postrouting {
     type nat hook postrouting priority srcnat; policy accept;
-    ip saddr ${NETWORK_CIDR} oifname != "vch*" masquerade
+    ip saddr ${sandboxNetworkCidr()} oifname != "${v}" masquerade
   }
 }
 `;
@@ -109,19 +129,26 @@ table ip vc_sandbox_nat {
   return hostNetwork;
 }
 
-/** The only DNAT from a veth to the host's loopback (the input chain lets exactly those in): the services ports. */
-const SERVICES_TABLE = `add table ip vc_services
-add set ip vc_services ports { type inet_service; }
-add chain ip vc_services prerouting { type nat hook prerouting priority dstnat; policy accept; }
-flush chain ip vc_services prerouting
-add rule ip vc_services prerouting iifname "vch*" ip daddr ${NETWORK_CIDR} tcp dport @ports dnat to 127.0.0.1
+/**
+ * The only DNAT from a veth to the host's loopback (the input chain lets exactly those in): the services
+ * ports, from this host's block. Each host has its own table, so every host's block is let through.
+ */
+function servicesTable(): string {
+  const t = tables().services;
+  return `add table ip ${t}
+add set ip ${t} ports { type inet_service; }
+add chain ip ${t} prerouting { type nat hook prerouting priority dstnat; policy accept; }
+flush chain ip ${t} prerouting
+add rule ip ${t} prerouting iifname "${vethPrefix()}*" ip daddr ${sandboxNetworkCidr()} tcp dport @ports dnat to 127.0.0.1
 `;
+}
 
 function servicesRules(ports: { open: number | null; close: number | null }): string {
-  let rules = SERVICES_TABLE;
+  const t = tables().services;
+  let rules = servicesTable();
   if (ports.close)
-    rules += `add element ip vc_services ports { ${ports.close} }\ndelete element ip vc_services ports { ${ports.close} }\n`;
-  if (ports.open) rules += `add element ip vc_services ports { ${ports.open} }\n`;
+    rules += `add element ip ${t} ports { ${ports.close} }\ndelete element ip ${t} ports { ${ports.close} }\n`;
+  if (ports.open) rules += `add element ip ${t} ports { ${ports.open} }\n`;
   return rules;
 }
 
@@ -184,6 +211,7 @@ async function createNetwork(port: number): Promise<void> {
   const ns = netnsName(port);
   const veth = vethName(port);
   const { host, env } = jailAddresses(port);
+  await removeLegacyNetwork(port, host);
   await ip(['netns', 'add', ns]);
   await ip(['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
   await run('sysctl', ['-qw', `net.ipv6.conf.${veth}.disable_ipv6=1`]).catch(() => undefined);
@@ -204,6 +232,19 @@ async function createNetwork(port: number): Promise<void> {
     `table ip vc_env {}\nflush table ip vc_env\ntable ip vc_env {\n  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n    iifname "eth0" meta l4proto tcp dnat to 127.0.0.1\n  }\n}\n`,
     ns,
   );
+}
+
+/**
+ * The network a worker of before host-named objects made for the port (`vc-<port>`, `vch<port>`), when it holds
+ * the address this host's is about to take: two veths with one /30 would route the edge to the old one. Removed
+ * once, on the first start after the upgrade (the previous worker's instances lose it as theirs are replaced).
+ */
+async function removeLegacyNetwork(port: number, host: string): Promise<void> {
+  if (!existsSync(`/run/netns/vc-${port}`)) return;
+  const legacy = await run('ip', ['-4', '-o', 'addr', 'show', 'dev', `vch${port}`]).catch(() => null);
+  if (!legacy?.stdout.includes(`${host}/30`)) return;
+  await run('ip', ['netns', 'delete', `vc-${port}`]).catch(() => undefined);
+  await run('ip', ['link', 'delete', `vch${port}`]).catch(() => undefined);
 }
 
 /** Removes the namespace and the host end of the veth pair (absent ones are fine). */
@@ -238,7 +279,7 @@ function ipv4(n: number): string {
   return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
 }
 
-/** Removes the networks of every port in from-to (a test file's environments, when it ends). */
+/** Removes this host's networks of every port in from-to (a test file's environments, when it ends). */
 export async function removeNetworksInRange(from: number, to: number): Promise<void> {
   let names: string[] = [];
   try {
@@ -246,8 +287,9 @@ export async function removeNetworksInRange(from: number, to: number): Promise<v
   } catch {
     return;
   }
+  const own = `vc-${hostIdentity().tag}-`;
   for (const name of names) {
-    const port = Number(/^vc-(\d+)$/.exec(name)?.[1]);
+    const port = name.startsWith(own) ? Number(/^(\d+)$/.exec(name.slice(own.length))?.[1]) : Number.NaN;
     if (port >= from && port <= to) await removeNetwork(port);
   }
 }

@@ -28,9 +28,9 @@ import {
   setServicesPorts,
 } from './sandbox-network';
 import { volumeOf } from './volume';
-import { assertTraversable } from '../../host/traversable';
-import { withDir } from '../../host/no-follow';
-import { environmentDir, safeSegment } from '../../host/environment-dir';
+import { assertTraversable } from '../traversable';
+import { withDir } from '../no-follow';
+import { environmentDir, safeSegment } from '../environment-dir';
 
 export { environmentDir, safeSegment };
 

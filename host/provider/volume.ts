@@ -3,10 +3,12 @@
  * where) owned by the environment's uid, given to its web processes and deploy steps as VC_VOLUME_PATH and,
  * under bwrap, bound read-write at that same real path (sandbox.ts `launch`).
  */
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
 import { chmod, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { withDir } from '../../host/no-follow';
-import { assertTraversable } from '../../host/traversable';
+import { Dir, spawnIn, withDir } from '../no-follow';
+import { assertTraversable } from '../traversable';
 
 /**
  * The volume a launch binds: VC_VOLUME_PATH of its environment, which must be this environment's volume
@@ -47,4 +49,40 @@ export async function prepareVolume(jail: { uid: number | null; gid: number | nu
       await volume.close();
     }
   });
+}
+
+/**
+ * A tar of the volume (the files part of a snapshot, activities/data/backup-engine.ts), made from its
+ * descriptor (GNU tar follows no link in it); nothing when it does not exist.
+ */
+export async function* volumeTar(volume: string): AsyncGenerator<Buffer> {
+  let dir: Dir;
+  try {
+    dir = await Dir.open(path.dirname(volume), path.basename(volume));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  try {
+    const child = spawnIn([dir], 'tar', ['--numeric-owner', '-cf', '-', '.']);
+    child.stdin.end();
+    yield* childOutput(child, 'tar');
+  } finally {
+    await dir.close();
+  }
+}
+
+/** Yields a child's stdout, then throws unless it exited 0 (with the end of its stderr). */
+export async function* childOutput(child: ChildProcessWithoutNullStreams, what: string): AsyncGenerator<Buffer> {
+  let stderr = '';
+  child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
+  const exited = once(child, 'close') as Promise<[number | null, string | null]>;
+  try {
+    for await (const chunk of child.stdout) yield chunk as Buffer;
+    const [code, sig] = await exited;
+    if (code !== 0)
+      throw new Error(`${what} failed (${sig ?? `exit ${code}`}): ${stderr.trim().split('\n').slice(-3).join(' ')}`);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
 }

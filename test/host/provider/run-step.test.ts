@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { PassThrough } from 'node:stream';
-import { MAX_LINE, pipeLines, processAlive, runStep } from '../../../activities/provider/run-step';
+import { MAX_LINE, pipeLines, processAlive, runStep } from '../../../host/provider/run-step';
 
 const env = { PATH: process.env.PATH, HOME: process.env.HOME };
 

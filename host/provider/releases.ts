@@ -12,11 +12,11 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
-import { checkout, displayUrl, type GitAccess, type GitRepo } from '../../host/git';
-import { describeManifestFaults, readManifest, type Manifest } from '../../host/manifest';
+import { checkout, displayUrl, type GitAccess, type GitRepo } from '../git';
+import { describeManifestFaults, readManifest, type Manifest } from '../manifest';
 import { runStep, type OnLine, type RunStepResult } from './run-step';
 import { environmentDir, giveTree, safeSegment, type Jail } from './sandbox';
-import { removeTree, withDir } from '../../host/no-follow';
+import { removeTree, withDir } from '../no-follow';
 
 export { environmentDir };
 

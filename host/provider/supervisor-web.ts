@@ -7,7 +7,7 @@ import { appendFile, chmod, realpath } from 'node:fs/promises';
 import { closeSync, openSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { holdProcess, limitEnv, type Limits, strayProcesses } from './cgroups';
-import { webErrorLogPath } from '../../logs/error-tail';
+import { webErrorLogPath } from '../environment-dir';
 import { environmentDir } from './releases';
 import { groupAlive, killGroup, type OnLine, processAlive } from './run-step';
 import { openJail } from './sandbox';

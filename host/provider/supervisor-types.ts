@@ -3,7 +3,7 @@
  * the process set and the publishing code can share them without importing the class.
  */
 import type { Limits } from './cgroups';
-import type { Manifest } from '../../host/manifest';
+import type { Manifest } from '../manifest';
 import type { OnLine } from './run-step';
 import type { Backoff, WebProcess } from './web-process';
 

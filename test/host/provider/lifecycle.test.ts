@@ -5,10 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkout, GitError, listBranchCommits, redactUrl, resolveRef } from '../../../host/git';
-import { buildRelease, runDeploySteps, type BuildResult } from '../../../activities/provider/releases';
-import { processAlive } from '../../../activities/provider/run-step';
-import { netnsName, openJail, removeNetwork } from '../../../activities/provider/sandbox';
-import { currentRelease, statePath, Supervisor } from '../../../activities/provider/supervisor';
+import { buildRelease, runDeploySteps, type BuildResult } from '../../../host/provider/releases';
+import { processAlive } from '../../../host/provider/run-step';
+import { netnsName, openJail, removeNetwork } from '../../../host/provider/sandbox';
+import { currentRelease, statePath, Supervisor } from '../../../host/provider/supervisor';
 import { useTestContext } from '../../helpers/context';
 import { servedByEdge } from '../../helpers/served';
 

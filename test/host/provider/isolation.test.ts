@@ -18,13 +18,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceDatabase, dropServiceDatabase } from '../../../host/pg-server';
-import {
-  environmentDir,
-  environmentHome,
-  jailAddresses,
-  sandboxMode,
-  tenantUid,
-} from '../../../activities/provider/sandbox';
+import { environmentDir, environmentHome, jailAddresses, sandboxMode, tenantUid } from '../../../host/provider/sandbox';
 import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { spawnSystemProcess, stopChildren } from '../../helpers/processes';

@@ -7,7 +7,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Limits } from './cgroups';
-import type { Manifest } from '../../host/manifest';
+import type { Manifest } from '../manifest';
 import { environmentDir } from './releases';
 
 export interface CurrentRelease {

@@ -9,8 +9,8 @@
 import path from 'node:path';
 import type { Config } from '../../system/config';
 import type { HostSettings, SettingCheck } from '../../db/queries/worker-settings';
-import { tenantServicesPort } from '../../host/pg-server';
-import { closedAbove } from '../../host/traversable';
+import { tenantServicesPort } from '../pg-server';
+import { closedAbove } from '../traversable';
 
 const ok: SettingCheck = { status: 'ok', reason: null, change: null };
 

@@ -2,10 +2,11 @@
  * Holding an environment's processes to their server's plan with Linux control groups.
  *
  * Layout (under the worker's OWN cgroup of each controller, as a delegated subtree: the worker never moves
- * processes out of the hierarchy it was started in):
- *   <own>/vc-console/<envId>/               one per environment: what the resource sampler reads (usage is
+ * processes out of the hierarchy it was started in; the subtree is named after the host, `vc-console-<HOST_NAME>`
+ * (host-identity.ts), so that two agents started from one cgroup never see each other's processes):
+ *   <own>/vc-console-<host>/<envId>/        one per environment: what the resource sampler reads (usage is
  *                                           hierarchical), never limited itself
- *   <own>/vc-console/<envId>/<role>-<pid>   one per spawned process tree (a web instance, a build or deploy
+ *   <own>/vc-console-<host>/<envId>/<role>-<pid>   one per spawned process tree (a web instance, a build or deploy
  *                                           step), limited to the plan of the server it runs on
  * One leaf per process tree rather than one per server: while an instance is replaced (deploy, resize,
  * reboot) the new one starts before the old one stops, and each must have the whole plan to itself.
@@ -23,6 +24,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { defaultMaxProcesses } from '../../db/queries/machines';
+import { cgroupSubtree } from './host-identity';
 
 export interface Limits {
   /** CPUs (may be fractional: 0.5 is half of one core). */
@@ -47,17 +49,17 @@ export function limitEnv(limits: Limits): { VC_CPU: string; VC_MEMORY_MB: string
   return { VC_CPU: String(limits.cpu), VC_MEMORY_MB: String(limits.memoryMb) };
 }
 
-const SUBTREE = 'vc-console';
 const CFS_PERIOD_US = 100_000;
-let detected: CgroupHost | undefined;
+let detected: { subtree: string; host: CgroupHost } | undefined;
 
-/** Where this worker keeps its cgroups, detected once (see the file comment). */
+/** Where this worker keeps its cgroups, detected once for its host's subtree (see the file comment). */
 export function cgroupHost(): CgroupHost {
-  detected ??= detect();
-  return detected;
+  const subtree = cgroupSubtree();
+  if (detected?.subtree !== subtree) detected = { subtree, host: detect(subtree) };
+  return detected.host;
 }
 
-function detect(): CgroupHost {
+function detect(subtree: string): CgroupHost {
   if (process.platform !== 'linux') return { kind: 'none', reason: 'not Linux' };
   if (process.getuid?.() !== 0) return { kind: 'none', reason: 'the worker does not run as root' };
   let mountinfo: string;
@@ -91,7 +93,7 @@ function detect(): CgroupHost {
     const m = mounts.find((x) => x.fstype === 'cgroup' && x.options.includes(controller));
     const mine = ownPaths.find((x) => x.controllers.includes(controller));
     if (!m || !mine) return null;
-    return path.join(m.point, relativeTo(mine.path, m.root), SUBTREE);
+    return path.join(m.point, relativeTo(mine.path, m.root), subtree);
   };
   const memory = v1Dir('memory');
   const cpu = v1Dir('cpu');
@@ -110,7 +112,7 @@ function detect(): CgroupHost {
       const pids = available.includes('pids');
       const controllers = pids ? '+memory +cpu +pids' : '+memory +cpu';
       writeFileSync(path.join(ownDir, 'cgroup.subtree_control'), controllers);
-      const dir = path.join(ownDir, SUBTREE);
+      const dir = path.join(ownDir, subtree);
       mkdirSync(dir, { recursive: true });
       writeFileSync(path.join(dir, 'cgroup.subtree_control'), controllers);
       return { kind: 'v2', dir, pids };
@@ -302,7 +304,7 @@ export async function removeEnvironmentCgroups(envId: string): Promise<void> {
   }
 }
 
-/** Removes this worker's `vc-console` directories when no environment has cgroups left (worker stopped). */
+/** Removes this worker's `vc-console-<host>` directories when no environment has cgroups left (worker stopped). */
 export function removeCgroupBase(): void {
   const h = cgroupHost();
   const bases = h.kind === 'v1' ? v1Bases(h) : h.kind === 'v2' ? [h.dir] : [];

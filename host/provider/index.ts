@@ -1,0 +1,94 @@
+/**
+ * The provider: what touches the machine an environment runs on, behind one interface that activities call
+ * (given to them by createActivities). `createLocalProvider` is the one implementation: this machine, its
+ * sandboxes (sandbox.ts, sandbox-network.ts), web processes (supervisor*.ts), cgroups (cgroups.ts), volumes
+ * (volume.ts) and usage (usage.ts), every machine object named after the host (host-identity.ts).
+ *
+ * Not behind it yet (activities import the local implementation's modules directly): the build and release
+ * steps of activities/deploys (releases.ts, run-step.ts, sandbox.ts `openJail`, cgroups through
+ * machines/limits.ts) and the volume tar of a snapshot (volume.ts `volumeTar`, from data/backup-engine.ts).
+ *
+ * One process holds one host's provider: the local provider configures the process's host identity and
+ * sandbox when it is created.
+ */
+import type { Config } from '../../system/config';
+import type { Limits } from './cgroups';
+import { configureHostIdentity, type HostIdentity } from './host-identity';
+import {
+  configureSandbox,
+  environmentDir,
+  type Jail,
+  jailAddresses,
+  openJail,
+  prepareHost,
+  type SandboxMode,
+  sandboxMode,
+  tenantUid,
+} from './sandbox';
+import { Supervisor } from './supervisor';
+import type { SupervisorOptions } from './supervisor-types';
+import { diskBytes, processUsage, type Usage } from './usage';
+import { prepareVolume } from './volume';
+
+export type { Jail, Limits, SandboxMode, Usage };
+
+export interface Provider {
+  /** The host this provider is: its name, the tag its machine objects carry, its sandboxes' block. */
+  readonly host: HostIdentity;
+  /** The environments' web processes on this host (go live, restart, scale, stop, retire, restore). */
+  readonly supervisor: Supervisor;
+  /** How strongly tenants are isolated here (announced loudly once when less than namespaces). */
+  isolation(): { mode: SandboxMode; reason: string };
+  /** At worker start: DATA_DIR's modes as the sandboxes want them, before any environment runs. */
+  prepare(): Promise<void>;
+  /** The environment's sandbox, set up if needed (idempotent). */
+  openJail(envId: string, port: number): Promise<Jail>;
+  /** The uid the environment's processes run as here; null when they run as the worker. */
+  tenantUid(port: number): number | null;
+  /** Where the environment's processes reach this host's loopback services port (its gateway); null without namespaces. */
+  gateway(port: number): string | null;
+  /** The environment's directory on this host (releases, HOME, logs). */
+  environmentDir(envId: string): string;
+  /** Makes the environment's volume directory exist, owned by its uid. */
+  prepareVolume(envId: string, port: number, dir: string): Promise<void>;
+  /** What the environment's processes use now (CPU time, memory). */
+  usage(envId: string): Usage;
+  /** Bytes under a directory of this host (0 when it does not exist). */
+  diskBytes(dir: string): Promise<number>;
+}
+
+export interface LocalProviderOptions {
+  config: Pick<Config, 'dataDir' | 'hostName' | 'sandboxNetwork' | 'sandboxSharedDirs' | 'environmentBind'>;
+  /** The services server's loopback port sandboxes may reach at their gateway, and one kept closed (trusting). */
+  services?: { port: number | null; trusting: number | null };
+  /** The supervisor's options but where it runs (DATA_DIR, ENVIRONMENT_BIND). */
+  supervisor?: Omit<SupervisorOptions, 'dataDir' | 'listenHost'>;
+  warn?: (message: string) => void;
+}
+
+/** This machine as a provider (see the file comment). */
+export function createLocalProvider(o: LocalProviderOptions): Provider {
+  const { config } = o;
+  const warn = o.warn ?? ((m: string) => console.warn(m));
+  const host = configureHostIdentity({ hostName: config.hostName, sandboxNetwork: config.sandboxNetwork });
+  configureSandbox({
+    sharedDirs: config.sandboxSharedDirs,
+    servicesPort: o.services?.port ?? null,
+    trustingPort: o.services?.trusting ?? null,
+  });
+  const supervisor = new Supervisor({ ...o.supervisor, dataDir: config.dataDir, listenHost: config.environmentBind });
+  const isolation = () => sandboxMode(warn);
+  return {
+    host,
+    supervisor,
+    isolation,
+    prepare: () => prepareHost(config.dataDir, warn),
+    openJail: (envId, port) => openJail(config.dataDir, envId, port),
+    tenantUid: (port) => (isolation().mode === 'none' ? null : tenantUid(port)),
+    gateway: (port) => (isolation().mode === 'namespaces' ? jailAddresses(port).host : null),
+    environmentDir: (envId) => environmentDir(config.dataDir, envId),
+    prepareVolume: async (envId, port, dir) => prepareVolume(await openJail(config.dataDir, envId, port), dir),
+    usage: (envId) => processUsage(envId, supervisor.status(envId)?.pid ?? null),
+    diskBytes,
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * What an environment's processes use on this host, for the resource sampler (activities/machines/sampler.ts):
+ * CPU time and memory from its cgroup (cgroups.ts: usage is hierarchical, so every web process, build and
+ * deploy step counts), or, without cgroups, from /proc for the live web process group; disk from `du`.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { environmentUsage, sweep } from './cgroups';
+
+const run = promisify(execFile);
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+const PAGE = 4096;
+
+export interface Usage {
+  memoryBytes: number;
+  /** CPU time used since the environment's cgroup (or its web process group) began, in nanoseconds. */
+  cpuNs: number;
+}
+
+/** The environment's usage now: its cgroup's (leaves whose processes are gone swept first), else /proc's. */
+export function processUsage(envId: string, webPgid: number | null): Usage {
+  sweep(envId);
+  return environmentUsage(envId) ?? procUsage(webPgid);
+}
+
+/** Bytes under a directory (`du -sb`, which counts hard-linked files once); 0 when it does not exist. */
+export async function diskBytes(dir: string): Promise<number> {
+  if (!existsSync(dir)) return 0;
+  try {
+    const { stdout } = await run('du', ['-sb', dir], { timeout: 30_000 });
+    return Number(stdout.split(/\s/)[0]) || 0;
+  } catch (err) {
+    // du prints what it counted even when a file vanished under it
+    const out = (err as { stdout?: string }).stdout ?? '';
+    return Number(out.split(/\s/)[0]) || 0;
+  }
+}
+
+/** Without cgroups: the live web process group's resident memory and CPU time, from /proc. */
+function procUsage(pgid: number | null): Usage {
+  if (!pgid) return { memoryBytes: 0, cpuNs: 0 };
+  let memoryBytes = 0;
+  let ticks = 0;
+  for (const entry of safeReaddir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(f[2]) !== pgid) continue;
+      ticks += Number(f[11]) + Number(f[12]);
+      memoryBytes += Number(readFileSync(`/proc/${entry}/statm`, 'utf8').split(' ')[1]) * PAGE;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return { memoryBytes, cpuNs: (ticks / CLOCK_TICKS) * 1e9 };
+}
+
+function safeReaddir(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
