@@ -25,10 +25,15 @@ export async function* dumpInExportedSnapshot(
   record: (tables: Record<string, number>) => void,
 ): AsyncGenerator<Buffer> {
   const c = new pg.Client({ connectionString: serviceSessionUrl(config, login) });
-  await c.connect();
   try {
-    await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    const snapshot = (await c.query('SELECT pg_catalog.pg_export_snapshot() AS s')).rows[0].s as string;
+    let snapshot: string;
+    try {
+      await c.connect();
+      await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      snapshot = (await c.query('SELECT pg_catalog.pg_export_snapshot() AS s')).rows[0].s as string;
+    } catch (err) {
+      throw new Error(`pg_dump failed: its snapshot could not be exported: ${(err as Error).message}`);
+    }
     // The counts run beside the dump, in the same snapshot (the transaction is what keeps it importable).
     const counting = countTables(c);
     counting.catch(() => undefined);

@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { createEnvironment } from '../../helpers/deploy-fixtures';
-import type { Agent } from '../../helpers/http';
 
 /**
  * Local backup destinations, team by team (issue 27, item 8): a team's directory may not lie inside, contain or
@@ -14,8 +13,8 @@ import type { Agent } from '../../helpers/http';
  */
 const root = mkdtempSync(join(tmpdir(), 'vc-dest-teams-'));
 const t = useTestContext({ env: { BACKUP_LOCAL_ROOTS: root } });
-let alice: { agent: Agent; team: { id: string } };
-let bob: { agent: Agent; team: { id: string } };
+let alice: Awaited<ReturnType<typeof member>>;
+let bob: Awaited<ReturnType<typeof member>>;
 let bobDestination: string;
 
 async function member() {

@@ -13,6 +13,7 @@ import { scratchExists, scratchName } from '../../../host/pg-scratch';
 import { serviceLogin } from '../../../activities/data/service-env';
 import { environmentVolume } from '../../../db/queries/storage';
 import { ensureRestoreDrillSchedule } from '../../../core/temporal-starts';
+import { startS3 } from '../../helpers/s3';
 
 /**
  * Restore drills through the real stack (API, worker, Temporal, the services server, a local destination, a
@@ -190,6 +191,38 @@ describe('POST /environments/{id}/backups/{snapshot}/verify', () => {
     writeFileSync(file, bytes);
     await runTask(`${env()}/backups/${id}/verify`, {});
     expect((await snapshot(id)).verify_error).toBeNull();
+  });
+
+  it('fails on a snapshot whose object was corrupted in an S3 store, mid-stream, and removes its scratch', async () => {
+    const s3 = await startS3();
+    try {
+      const dest = await owner.post(`/teams/${w.team.id}/backup-destinations`, {
+        kind: 's3',
+        name: 's3',
+        endpoint: s3.endpoint,
+        region: 'us-east-1',
+        bucket: 'backups',
+        access_key_id: s3.accessKeyId,
+        secret_access_key: s3.secretAccessKey,
+      });
+      expect(dest.status, dest.text).toBe(201);
+      const id = (await runTask(`${env()}/backups`, { destination_id: dest.body.id })).result!.backup_id as string;
+      const files = (d: string): string[] =>
+        readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+          e.isDirectory() ? files(join(d, e.name)) : [join(d, e.name)],
+        );
+      const object = files(s3.directory).find((f) => f.includes(id) && f.endsWith('._S3rver_object'));
+      expect(object).toBeTruthy();
+      const bytes = readFileSync(object!);
+      bytes[bytes.length - 40] ^= 0x01; // in the last frame: the database is restored into scratch first
+      writeFileSync(object!, bytes);
+      const task = await runTask(`${env()}/backups/${id}/verify`, {}, 'failed');
+      expect(task.error).toMatch(/restore drill failed: .*(does not authenticate|SHA-256 differs)/);
+      expect((await snapshot(id)).verify_error).toBe(task.error);
+      await expectNoScratch(task.id);
+    } finally {
+      await s3.stop();
+    }
   });
 
   it('refuses an unknown snapshot (404) and one that is not available (409), starting nothing', async () => {
