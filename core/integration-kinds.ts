@@ -4,6 +4,7 @@ export const INTEGRATION_EVENTS = [
   'task.failed',
   'domain.verified',
   'backup.failed',
+  'backup.verify_failed',
   'token.expiring',
 ] as const;
 export type IntegrationEvent = (typeof INTEGRATION_EVENTS)[number];

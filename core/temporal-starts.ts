@@ -351,6 +351,21 @@ export async function ensurePitrSchedules(client: Client, taskQueue: string): Pr
   return out;
 }
 
+/** One restore-drill schedule per task queue (the default queue's is plainly `restore-drills`). */
+export const restoreDrillScheduleId = (taskQueue: string) =>
+  taskQueue === DEFAULT_TASK_QUEUE ? 'restore-drills' : `restore-drills-${taskQueue}`;
+
+/** The daily restore drills (CONTRACT "Point-in-time recovery"), at 05:00 UTC: after the default backup window. */
+export async function ensureRestoreDrillSchedule(client: Client, taskQueue: string): Promise<EnsuredSchedule> {
+  const scheduleId = restoreDrillScheduleId(taskQueue);
+  return ensureSchedule(client, {
+    scheduleId,
+    spec: dailySpec(5),
+    action: systemAction({ scheduleId, workflowType: 'runRestoreDrills', taskQueue, args: [] }),
+    note: "Restores every environment's newest snapshot into scratch and compares it with what its backup recorded.",
+  });
+}
+
 /**
  * Every system schedule, ensured when the worker starts. A failure leaves the worker running and is logged
  * (the next start tries again).
@@ -378,6 +393,7 @@ export async function ensureSystemSchedules(
     ],
     ['resource sample prune', () => ensureResourcePruneSchedule(temporal, config.taskQueue), 'old samples stay'],
     ['certificate renewal', () => ensureCertificateRenewalSchedule(temporal, config.taskQueue), 'no renewals run'],
+    ['restore drill', () => ensureRestoreDrillSchedule(temporal, config.taskQueue), 'no restore drills run'],
   ];
   if (config.servicesPgdata)
     schedules.push([

@@ -51,6 +51,7 @@ export const TASK_TYPES = {
   restore: { kind: 'backups', exclusive: true, workflow: 'restoreBackup' },
   sync: { kind: 'backups', exclusive: true, workflow: 'syncEnvironment' },
   reset_database: { kind: 'backups', exclusive: true, workflow: 'resetDatabase' },
+  verify: { kind: 'backups', exclusive: false, workflow: 'verifyBackup' },
   service_create: { kind: 'machines', exclusive: false, workflow: 'createService' },
   resize: { kind: 'machines', exclusive: true, workflow: 'resizeServer' },
   reboot: { kind: 'machines', exclusive: false, waits: true, workflow: 'rebootServer' },

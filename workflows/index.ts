@@ -9,6 +9,7 @@ export {
   resetDatabase,
   scheduledBackups,
 } from './data';
+export { verifyBackup, runRestoreDrills } from './drills';
 export { recheckDomain } from './domains';
 export { applyVariables } from './variables';
 export { setMaintenance } from './maintenance';

@@ -27,11 +27,13 @@ import { decryptSnapshot, encryptSnapshot, type PartName } from '../../host/snap
 import type { ObjectStore, StoredObject } from '../../host/destinations';
 import { Dir, spawnIn } from '../../host/no-follow';
 import { childOutput as output, volumeTar } from '../../host/provider/volume';
+import type { SnapshotCounts } from '../../db/models/backup';
+import { countTarEntries, dumpInExportedSnapshot } from './snapshot-counts';
 
 type PgConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>;
 
 /** Arguments and environment that make pg_dump/pg_restore log in as the service role (the password never in argv). */
-function pgLogin(config: PgConfig, login: ServiceLogin) {
+export function pgLogin(config: PgConfig, login: ServiceLogin) {
   const admin = new URL(servicesAdminUrl(config));
   return {
     args: ['-h', admin.hostname, '-p', admin.port || '5432', '-U', login.role, '-d', login.database],
@@ -80,20 +82,37 @@ async function volumesDir(volume: string): Promise<{ dir: Dir; name: string }> {
   return { dir: await Dir.open(path.dirname(volume)), name: path.basename(volume) };
 }
 
-/** The parts of an environment's data, each read lazily when the consumer gets to it. */
+/**
+ * The parts of an environment's data, each read lazily when the consumer gets to it. With `record` (a backup),
+ * the dump runs in an exported snapshot whose row counts go to `record.tables`, and the tar's entry count to
+ * `record.files` (snapshot-counts.ts), for the restore drills to compare with.
+ */
 export function dataParts(
   config: PgConfig,
   src: DataSource,
+  record?: SnapshotCounts,
 ): Array<{ part: PartName; source: () => AsyncIterable<Buffer> }> {
   const parts: Array<{ part: PartName; source: () => AsyncIterable<Buffer> }> = [];
   if (src.login) {
-    const { args, env } = pgLogin(config, src.login);
+    const login = src.login;
+    const { args, env } = pgLogin(config, login);
+    const dump = (extra: string[]) =>
+      output(spawn('pg_dump', ['-Fc', '--no-owner', '--no-acl', ...extra, ...args], { env }), 'pg_dump');
     parts.push({
       part: 'database',
-      source: () => output(spawn('pg_dump', ['-Fc', '--no-owner', '--no-acl', ...args], { env }), 'pg_dump'),
+      source: () =>
+        record
+          ? dumpInExportedSnapshot(
+              config,
+              login,
+              (id) => dump([`--snapshot=${id}`]),
+              (t) => (record.tables = t),
+            )
+          : dump([]),
     });
   }
-  parts.push({ part: 'files', source: () => volumeTar(src.volume) });
+  const tar = () => volumeTar(src.volume);
+  parts.push({ part: 'files', source: record ? () => countTarEntries(tar(), (n) => (record.files = n)) : tar });
   return parts;
 }
 
@@ -112,10 +131,11 @@ export async function takeSnapshot(opts: {
   store: ObjectStore;
   objectKey: string;
   signal?: AbortSignal;
-}): Promise<{ sizeBytes: number; sha256: string; contents: PartName[] }> {
+}): Promise<{ sizeBytes: number; sha256: string; contents: PartName[]; counts: SnapshotCounts }> {
   if (opts.source.login) await checkClientVersion(opts.config, 'pg_dump');
   const hash = createHash('sha256');
-  const parts = dataParts(opts.config, opts.source);
+  const counts: SnapshotCounts = { tables: null, files: null };
+  const parts = dataParts(opts.config, opts.source, counts);
   async function* hashed() {
     for await (const chunk of encryptSnapshot(opts.key, parts)) {
       hash.update(chunk);
@@ -123,11 +143,11 @@ export async function takeSnapshot(opts: {
     }
   }
   const sizeBytes = await opts.store.put(opts.objectKey, Readable.from(hashed()), opts.signal);
-  return { sizeBytes, sha256: hash.digest('hex'), contents: parts.map((p) => p.part) };
+  return { sizeBytes, sha256: hash.digest('hex'), contents: parts.map((p) => p.part), counts };
 }
 
 /** Writes to a child's stdin with back-pressure; rejects when the child is gone. */
-async function write(child: ChildProcessWithoutNullStreams, data: Buffer): Promise<void> {
+export async function write(child: ChildProcessWithoutNullStreams, data: Buffer): Promise<void> {
   if (child.stdin.write(data)) return;
   await Promise.race([
     once(child.stdin, 'drain'),
@@ -135,7 +155,7 @@ async function write(child: ChildProcessWithoutNullStreams, data: Buffer): Promi
   ]);
 }
 
-async function finish(child: ChildProcessWithoutNullStreams, what: string, stderr: () => string): Promise<void> {
+export async function finish(child: ChildProcessWithoutNullStreams, what: string, stderr: () => string): Promise<void> {
   child.stdin.end();
   const [code, sig] = (child.exitCode !== null ? [child.exitCode, null] : await once(child, 'close')) as [
     number | null,
@@ -145,11 +165,11 @@ async function finish(child: ChildProcessWithoutNullStreams, what: string, stder
     throw new Error(`${what} failed (${sig ?? `exit ${code}`}): ${stderr().trim().split('\n').slice(-3).join(' ')}`);
 }
 
-function spawnSink(cmd: string, args: string[], env?: Record<string, string | undefined>) {
+export function spawnSink(cmd: string, args: string[], env?: Record<string, string | undefined>) {
   return watchSink(spawn(cmd, args, { env: env ?? { PATH: process.env.PATH } }));
 }
 
-function watchSink(child: ChildProcessWithoutNullStreams) {
+export function watchSink(child: ChildProcessWithoutNullStreams) {
   let stderr = '';
   child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
   child.stdin.on('error', () => undefined); // EPIPE: reported by the exit code

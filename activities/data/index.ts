@@ -23,6 +23,7 @@ import { createServiceDatabase, recreateServiceDatabase } from '../../host/pg-se
 import { serviceLogin } from './service-env';
 import { startScheduledBackups, pruneSnapshots } from './scheduled';
 import { endSubscriptionsOf } from '../../db/queries/subscriptions';
+import { createDrillActivities } from './drills';
 
 const withLog = <T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>) => withTaskLog(deps, taskId, fn);
 
@@ -149,6 +150,7 @@ export function createDataActivities(deps: Deps, provider: Provider) {
                 size_bytes: taken.sizeBytes,
                 sha256: taken.sha256,
                 contents: JSON.stringify(taken.contents),
+                counts: JSON.stringify(taken.counts),
                 finished_at: knex.fn.now(),
               });
             await recordDestinationError(knex, destination.id, null);
@@ -264,6 +266,7 @@ export function createDataActivities(deps: Deps, provider: Provider) {
       });
     },
 
+    ...createDrillActivities(deps),
     startScheduledBackups: (input: { projectId: string }) => startScheduledBackups(deps, input.projectId),
     pruneSnapshots: (input: { projectId: string }) => pruneSnapshots(deps, input.projectId),
   };

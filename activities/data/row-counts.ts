@@ -26,16 +26,24 @@ export async function tableCounts(config: PgConfig, login: ServiceLogin): Promis
   const c = new pg.Client({ connectionString: serviceSessionUrl(config, login) });
   await c.connect();
   try {
-    const path = (await c.query('SELECT pg_catalog.current_setting($1) AS p', ['search_path'])).rows[0].p;
-    if (path !== '' && path !== '""') throw new Error(`the counting session's search_path is not empty: ${path}`);
-    const tables = await c.query<{ schema: string; name: string }>(TABLES);
-    const counts: Record<string, number> = {};
-    for (const t of tables.rows) {
-      const q = `SELECT pg_catalog.count(*) AS n FROM ${c.escapeIdentifier(t.schema)}.${c.escapeIdentifier(t.name)}`;
-      counts[`${t.schema}.${t.name}`] = Number((await c.query(q)).rows[0].n);
-    }
-    return counts;
+    return await countTables(c);
   } finally {
     await c.end().catch(() => undefined);
   }
+}
+
+/**
+ * The counts, in the session `c` (opened with serviceSessionUrl): inside its transaction when it has one, so
+ * a backup counts in the very snapshot its pg_dump reads (snapshot-counts.ts).
+ */
+export async function countTables(c: pg.Client): Promise<Record<string, number>> {
+  const path = (await c.query('SELECT pg_catalog.current_setting($1) AS p', ['search_path'])).rows[0].p;
+  if (path !== '' && path !== '""') throw new Error(`the counting session's search_path is not empty: ${path}`);
+  const tables = await c.query<{ schema: string; name: string }>(TABLES);
+  const counts: Record<string, number> = {};
+  for (const t of tables.rows) {
+    const q = `SELECT pg_catalog.count(*) AS n FROM ${c.escapeIdentifier(t.schema)}.${c.escapeIdentifier(t.name)}`;
+    counts[`${t.schema}.${t.name}`] = Number((await c.query(q)).rows[0].n);
+  }
+  return counts;
 }

@@ -26,6 +26,7 @@ const TASK_WORDS: Record<string, string> = {
   build: 'Build',
   backup: 'Backup',
   restore: 'Restore',
+  verify: 'Restore drill',
 };
 
 function where(d: EventData, preposition = 'of'): string {
@@ -49,6 +50,8 @@ export function slackText(event: string, data: EventData): string {
       return `:lock: Domain *${esc(data.domain?.hostname)}* is verified${where(data, 'for')}`;
     case 'backup.failed':
       return `:warning: Backup${where(data)} failed${data.reason ? `: ${esc(data.reason)}` : ''}`;
+    case 'backup.verify_failed':
+      return `:rotating_light: Restore drill${where(data)} failed${data.reason ? `: ${esc(data.reason)}` : ''}${data.task?.url ? ` (${link(`task ${data.task.id ?? ''}`.trim(), data.task.url)})` : ''}`;
     case 'token.expiring':
       return `:hourglass: Access token "${esc(data.token?.purpose)}"${data.team?.name ? ` of *${esc(data.team.name)}*` : ''} expires on ${esc(data.token?.expires_at?.slice(0, 10))}`;
     default:

@@ -25,6 +25,7 @@ export const USER_FAULTS = {
   BackupFailed: 'the backup failed',
   RestoreFailed: 'the restore failed',
   SyncFailed: 'the sync failed',
+  VerifyFailed: 'a restore drill found that the snapshot does not restore as its backup recorded',
   StorageTaskFailed: 'a storage move or growth cannot go on',
   ReshapeFailed: 'a reshape cannot go on',
   // Thrown by workflows (workflows/profiles.ts `fault`):

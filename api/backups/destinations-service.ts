@@ -11,7 +11,12 @@ import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
 import { iso } from '../../core/time';
 import { DESTINATION_KINDS, probeStoreFault, type DestinationSpec } from '../../host/destinations';
-import { destinationRefusal, destinationSpec } from '../../core/backups/destinations';
+import {
+  destinationRefusal,
+  destinationSpec,
+  lockLocalClaims,
+  otherTeamsOverlap,
+} from '../../core/backups/destinations';
 import { checkLocalDestination, LOCAL_NOT_ENABLED, localDestinationsEnabled } from '../../host/local-destination';
 import type { CreateDestination, UpdateDestination } from './schemas';
 import { recordBackupsEvent } from './events';
@@ -64,6 +69,22 @@ async function checkLocalPath(deps: Deps, p: string): Promise<string> {
   return checked.real;
 }
 
+/**
+ * A local directory must not lie inside, contain or equal another team's (core/backups/destinations.ts): 422 on
+ * `path`. Checked before the probe, and again under the claims' lock in the transaction that saves it.
+ */
+async function checkOtherTeams(
+  knex: Deps['knex'],
+  teamId: string,
+  realPath: string,
+  existing?: Pick<BackupDestination, 'id' | 'created_at'>,
+  lock = false,
+): Promise<void> {
+  if (lock) await lockLocalClaims(knex);
+  const overlap = await otherTeamsOverlap(knex, teamId, realPath, existing);
+  if (overlap) throw errors.invalid({ path: overlap });
+}
+
 /** Probes the store; a failure is a 422 on the fields it points at (host/destinations.ts). */
 async function probe(deps: Deps, spec: DestinationSpec): Promise<void> {
   const fault = await probeStoreFault(spec, deps.config);
@@ -110,6 +131,7 @@ export async function createDestination(
   let spec: DestinationSpec;
   if (input.kind === 'local') {
     const real = await checkLocalPath(deps, input.path);
+    await checkOtherTeams(deps.knex, teamId, real);
     settings = { path: real };
     spec = { kind: 'local', settings: { path: real } };
   } else {
@@ -127,6 +149,7 @@ export async function createDestination(
   await probe(deps, spec);
   try {
     const row = await deps.knex.transaction(async (trx) => {
+      if (input.kind === 'local') await checkOtherTeams(trx, teamId, settings.path, undefined, true);
       const r = await BackupDestination.query(trx).insertAndFetch({
         id,
         team_id: teamId,
@@ -166,9 +189,13 @@ export async function updateDestination(
   let spec: DestinationSpec;
   let settings = { ...row.settings };
   let secretsSealed = row.secrets_sealed;
+  let claim: BackupDestination | undefined;
   if (current.kind === 'local') {
     // the path it keeps is checked again too: a destination no longer allowed is not probed (written) there
     settings = { path: await checkLocalPath(deps, input.path ?? row.settings.path) };
+    // a new directory is a new claim; the one it keeps, only against the destinations made before it
+    claim = settings.path === row.settings.path ? row : undefined;
+    await checkOtherTeams(deps.knex, row.team_id, settings.path, claim);
     spec = { kind: 'local', settings: { path: settings.path } };
   } else {
     for (const k of ['endpoint', 'region', 'bucket', 'prefix'] as const)
@@ -188,6 +215,7 @@ export async function updateDestination(
   await probe(deps, spec);
   try {
     const updated = await deps.knex.transaction(async (trx) => {
+      if (row.kind === 'local') await checkOtherTeams(trx, row.team_id, settings.path, claim, true);
       const r = await BackupDestination.query(trx).patchAndFetchById(id, {
         ...(input.name !== undefined ? { name: input.name } : {}),
         settings,

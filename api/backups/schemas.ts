@@ -91,6 +91,13 @@ export const backupSchema = z.strictObject({
   key_fingerprint: z.string(),
   task_id: z.uuid().nullable(),
   error: z.string().nullable(),
+  verified_at: z
+    .string()
+    .nullable()
+    .describe(
+      'When the last restore drill of the snapshot ended (null: none yet); it passed when verify_error is null',
+    ),
+  verify_error: z.string().nullable().describe('Why the last restore drill failed; null when it passed or none ran'),
 });
 export const backupListSchema = z.strictObject({ data: z.array(backupSchema) });
 export const createBackupBody = z.strictObject({ destination_id: z.uuid().optional() });

@@ -40,6 +40,8 @@ export function presentBackup(row: Backup) {
     key_fingerprint: row.key_fingerprint,
     task_id: row.task_id,
     error: row.error,
+    verified_at: isoOrNull(row.verified_at),
+    verify_error: row.verify_error,
   };
 }
 

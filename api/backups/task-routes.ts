@@ -67,6 +67,32 @@ export const routes: RouteDef[] = [
     },
   }),
   defineRoute({
+    method: 'post',
+    path: '/environments/{id}/backups/{snapshot}/verify',
+    operationId: 'verifyBackup',
+    summary:
+      'A restore drill: restores the snapshot into scratch and compares it with what its backup recorded: 202 with the backups/verify task',
+    description:
+      "The snapshot is read back (its size and SHA-256 checked), decrypted, its database restored into a scratch database and its files into a scratch directory, then every table's row count and the number of files are compared with what the backup recorded (a snapshot taken before drills: its restore alone). Everything made for it is removed. The outcome is the snapshot's `verified_at` and `verify_error`; a failure also sends `backup.verify_failed` and writes the activity event `backups`/`verify_failed`. The environment's data is never touched.",
+    tags,
+    auth: 'session',
+    permission: 'data:write',
+    scope: scopes.environment,
+    startsTask: true,
+    params: s.snapshotParams,
+    body: s.emptyBody,
+    responses: {
+      202: { description: 'The task', schema: taskSchema },
+      403: error('Role may not'),
+      404: error('No such snapshot'),
+      409: error('snapshot_not_available'),
+      422: error('Invalid fields'),
+    },
+    async handler(ctx) {
+      return tasks.requestVerify(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.params.snapshot);
+    },
+  }),
+  defineRoute({
     method: 'get',
     path: '/environments/{id}/sync',
     operationId: 'getSyncSources',

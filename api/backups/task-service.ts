@@ -14,6 +14,7 @@ import type { Actor } from '../../core/actor';
 import { verifyPassword } from '../../core/passwords';
 import { availableSnapshot } from './service';
 import { destinationRefusal, recordDestinationError } from '../../core/backups/destinations';
+import { startVerifyTask } from '../../core/backups/drills';
 
 type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
 
@@ -98,6 +99,15 @@ export async function requestRestore(
     params: { backup_id: row.id },
     summary: `Restore of ${env.name} from snapshot ${row.id}${from}`,
   });
+}
+
+/**
+ * POST /environments/{id}/backups/{snapshot}/verify: a restore drill of one of the environment's available
+ * snapshots (it changes nothing of the environment, so it is neither exclusive nor guarded like a restore).
+ */
+export async function requestVerify(deps: Deps, actor: Actor, env: EnvRow, snapshotId: string) {
+  const { row } = await availableSnapshot(deps, env, snapshotId);
+  return startVerifyTask(deps, actor, env, row.id);
 }
 
 /** The project's other environments with data (a database service or files). */

@@ -158,7 +158,20 @@ export async function createEnvironment(
 // ---- listing -----------------------------------------------------------------------------------
 
 /** Environments of the reachable teams, newest first (created_at, id), a page at a time. */
-const LIST_COLUMNS = ['id', 'project_id', 'team_id', 'name', 'git_ref', 'auto_deploy', 'port', 'created_at'];
+const LIST_COLUMNS = [
+  'id',
+  'project_id',
+  'team_id',
+  'name',
+  'git_ref',
+  'auto_deploy',
+  'port',
+  'protected',
+  'maintenance_on',
+  'maintenance_note',
+  'maintenance_since',
+  'created_at',
+];
 
 export async function listEnvironments(
   deps: Deps,

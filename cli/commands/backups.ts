@@ -9,6 +9,7 @@ import { ApiError, CliError } from '../errors';
 import { exitCodeOf, followTask, reportOutcome, type Task } from '../follow';
 import { note, out, printJson, status, table } from '../output';
 import { resolveEnvironment, type Environment } from '../resolve';
+import { register as restore } from './restore';
 
 /**
  * An environment's backups (CONTRACT "Backups"): list, take one, download one. Signed-in only (a `vcs_`
@@ -23,6 +24,8 @@ interface Snapshot {
   size_bytes: number | null;
   destination_id: string;
   created_at: string;
+  verified_at: string | null;
+  verify_error: string | null;
 }
 
 const ENV_ARG = 'id or project/environment';
@@ -67,7 +70,7 @@ async function download(url: string, file: string, key: Buffer | undefined): Pro
 export function register(program: Command): void {
   const backup = program
     .command('backup')
-    .description("An environment's backups: list, create, download (needs `service login`)");
+    .description("An environment's backups: list, create, download, restore, verify (needs `service login`)");
 
   backup
     .command('list')
@@ -79,8 +82,16 @@ export function register(program: Command): void {
       const body = await ctx.client.get<{ data: Snapshot[] }>(`/environments/${env.id}/backups`);
       if (ctx.json) return printJson(body);
       table(
-        ['id', 'status', 'trigger', 'contents', 'bytes', 'created'],
-        body.data.map((s) => [s.id, status(s.status), s.trigger, s.contents.join(','), s.size_bytes, s.created_at]),
+        ['id', 'status', 'trigger', 'contents', 'bytes', 'created', 'verified'],
+        body.data.map((s) => [
+          s.id,
+          status(s.status),
+          s.trigger,
+          s.contents.join(','),
+          s.size_bytes,
+          s.created_at,
+          s.verify_error ? `failed: ${s.verify_error}` : (s.verified_at ?? '-'),
+        ]),
         'No backups',
       );
     });
@@ -130,4 +141,5 @@ export function register(program: Command): void {
       if (key) note(`List the dump with: pg_restore --list ${file}`);
       else note('Decrypt it with --decrypt, or scripts/decrypt-backup.mjs and the backup key.');
     });
+  restore(backup);
 }

@@ -24,7 +24,46 @@ export function destinationSpec(deps: Pick<Deps, 'secrets'>, row: BackupDestinat
 export async function destinationRefusal(deps: Pick<Deps, 'config' | 'knex'>, row: BackupDestination) {
   if (row.kind !== 'local') return null;
   const { refusal } = await checkLocalDestination(deps, row.settings.path);
-  return refusal && `backups to this local destination are refused: its path ${refusal}`;
+  const overlap = refusal ? null : await otherTeamsOverlap(deps.knex, row.team_id, row.settings.path, row);
+  return (refusal ?? overlap) && `backups to this local destination are refused: its path ${refusal ?? overlap}`;
+}
+
+export const OTHER_TEAMS_PATH =
+  "must not lie inside, contain or equal a directory that another team's local backup destination uses";
+
+const within = (p: string, root: string) => p === root || p.startsWith(root.endsWith('/') ? root : `${root}/`);
+
+/**
+ * Local destinations, team by team (CONTRACT "Backups"): a team's directory must not lie inside, contain or
+ * equal another team's. `realPath` is the real path (as stored). Without `existing`, a new claim (a destination
+ * added, or its path changed) is checked against every other team's destination; an existing destination only
+ * against those created before it, so that the one that came second is the one refused. A team's own
+ * destinations may overlap: their objects are all the team's, under keys that never collide
+ * (`<environment id>/<snapshot id>.vcb`). Answers the refusal (for `path`), or null.
+ */
+export async function otherTeamsOverlap(
+  knex: Deps['knex'],
+  teamId: string,
+  realPath: string,
+  existing?: Pick<BackupDestination, 'id' | 'created_at'>,
+): Promise<string | null> {
+  let q = knex('backup_destinations').where({ kind: 'local' }).whereNot({ team_id: teamId });
+  if (existing)
+    q = q.where((w) =>
+      w
+        .where('created_at', '<', existing.created_at)
+        .orWhere((x) => x.where('created_at', existing.created_at).where('id', '<', existing.id)),
+    );
+  const others: Array<{ settings: { path?: string } }> = await q.select('settings');
+  const overlaps = others.some(
+    ({ settings }) => settings.path && (within(realPath, settings.path) || within(settings.path, realPath)),
+  );
+  return overlaps ? OTHER_TEAMS_PATH : null;
+}
+
+/** Serializes the claims of local directories (in the transaction that saves one), so two teams never race. */
+export async function lockLocalClaims(trx: Deps['knex']): Promise<void> {
+  await trx.raw("SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('vc:backup-destinations:local'))");
 }
 
 /** Keeps why a backup to the destination was refused or failed (null: the last one worked). */

@@ -1,5 +1,11 @@
 import { BaseModel } from './base-model';
 
+/** Row counts of every table (`schema.table`), taken in the dump's snapshot, and the tar's entry count. */
+export interface SnapshotCounts {
+  tables: Record<string, number> | null;
+  files: number | null;
+}
+
 /** One snapshot of an environment's data at a destination. */
 export class Backup extends BaseModel {
   static tableName = 'backups';
@@ -16,6 +22,10 @@ export class Backup extends BaseModel {
   sha256!: string | null;
   key_fingerprint!: string;
   error!: string | null;
+  /** What the backup recorded of its data (migration 650): null before restore drills existed. */
+  counts!: SnapshotCounts | null;
+  verified_at!: Date | null;
+  verify_error!: string | null;
   created_at!: Date;
   finished_at!: Date | null;
 }

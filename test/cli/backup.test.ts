@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
-import { createAccessToken, sessionAgent } from '../helpers/fixtures';
+import { createAccessToken, PASSWORD, sessionAgent } from '../helpers/fixtures';
 import { cliHome, ROOT, runCli } from '../helpers/cli';
 import { storeCliSession } from '../helpers/cli-session';
 import { dropServiceDatabase } from '../../host/pg-server';
@@ -91,5 +91,65 @@ describe('service backup', () => {
     expect(res.code).toBe(4);
     expect(res.stderr).toMatch(/recent sign-in: run `service login` again/);
     expect(existsSync(file)).toBe(false);
+  });
+});
+
+describe('service backup restore and verify', () => {
+  const restores = async () => Number((await t.deps.knex('tasks').where({ type: 'restore' }).count({ n: '*' }))[0].n);
+  let snapshot: string;
+  beforeAll(async () => {
+    // a recent sign-in (the test above aged it), as a protected environment's restore needs
+    await t.deps.knex('sessions').where({ kind: 'cli' }).update({ authenticated_at: new Date() });
+    await t.deps.knex('environments').where({ id: w.environment.id }).update({ protected: true });
+    snapshot = (await t.deps.knex('backups').where({ status: 'available' }).first('id')).id;
+  });
+
+  it('asks for the password over a protected environment, and a wrong one restores nothing (exit 4)', async () => {
+    const n = await restores();
+    const res = await runCli(t, ['backup', 'restore', label, snapshot], home, { input: 'not the password\n' });
+    expect(res.code).toBe(4);
+    expect(res.stderr).toMatch(/Password \(production is protected\): /);
+    expect(res.stderr).toMatch(/needs your password and a sign-in younger than an hour/);
+    expect(await restores()).toBe(n);
+  });
+
+  it('restores SNAPSHOT --wait with the password read from stdin (exit 0)', async () => {
+    const res = await runCli(t, ['backup', 'restore', label, snapshot, '--wait'], home, { input: `${PASSWORD}\n` });
+    expect(res.code, res.stderr).toBe(0);
+    const task = await t.deps.knex('tasks').where({ type: 'restore' }).orderBy('seq', 'desc').first();
+    expect(task).toMatchObject({ status: 'succeeded', environment_id: w.environment.id, account_via: 'cli' });
+    expect(task.params).toEqual({ backup_id: snapshot });
+    expect(res.stdout + res.stderr).not.toContain(PASSWORD);
+  });
+
+  it('with VC_TOKEN asks for no password: the API answers token_not_allowed (exit 4)', async () => {
+    const n = await restores();
+    const res = await runCli(t, ['backup', 'restore', label, snapshot], { ...home, VC_TOKEN: token }, { input: '' });
+    expect(res.code).toBe(4);
+    expect(res.stderr).not.toMatch(/Password/);
+    expect(res.stderr).toMatch(/unset VC_TOKEN and run `service login`/);
+    expect(await restores()).toBe(n);
+  });
+
+  it('refuses SNAPSHOT with --at, neither, and an --at that is not an ISO time, before asking anything', async () => {
+    for (const args of [
+      [label, snapshot, '--at', '2026-11-29T14:02:59Z'],
+      [label],
+      [label, '--at', 'yesterday at noon'],
+    ]) {
+      const res = await runCli(t, ['backup', 'restore', ...args], home, { input: '' });
+      expect({ args, code: res.code }).toEqual({ args, code: 4 });
+      expect(res.stderr).not.toMatch(/Password/);
+    }
+    const bad = await runCli(t, ['backup', 'restore', label, '--at', 'yesterday at noon'], home, { input: '' });
+    expect(bad.stderr).toMatch(/--at must be an ISO time/);
+  });
+
+  it('verify --wait runs a restore drill; list shows when the snapshot was verified', async () => {
+    const res = await runCli(t, ['backup', 'verify', label, snapshot, '--wait'], home);
+    expect(res.code, res.stderr).toBe(0);
+    const list = JSON.parse((await runCli(t, ['--json', 'backup', 'list', label], home)).stdout).data;
+    const s = list.find((b: { id: string }) => b.id === snapshot);
+    expect(s).toMatchObject({ verify_error: null, verified_at: expect.any(String) });
   });
 });

@@ -237,6 +237,37 @@ describe.sequential('the console, end to end', () => {
     expect(c.problems).toEqual([]);
   });
 
+  it('runs a restore drill from beside a snapshot: "verified just now", or the drill\'s error, also on the overview', async () => {
+    const { page } = c;
+    await page.goto(`${t.baseUrl}/environments/${ids.environment}/backups`);
+    await page.getByText('not verified yet').first().waitFor();
+    await page.getByRole('button', { name: 'Verify', exact: true }).first().click();
+    await page.waitForURL(/\/tasks\//);
+    await expect.poll(() => page.locator('[data-status]').textContent(), { timeout: 120_000 }).toBe('succeeded');
+    await page.goto(`${t.baseUrl}/environments/${ids.environment}/backups`);
+    await page.getByText('verified just now').first().waitFor();
+    const [newest] = await t.deps
+      .knex('backups')
+      .where({ environment_id: ids.environment, status: 'available' })
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ]);
+    await t.deps
+      .knex('backups')
+      .where({ id: newest.id })
+      .update({
+        verified_at: new Date(Date.now() - 3 * 3600_000 - 60_000),
+        verify_error: 'table public.notes is missing',
+      });
+    await page.reload();
+    await page.getByText('restore drill failed 3 h ago: table public.notes is missing').waitFor();
+    await page.goto(`${t.baseUrl}/environments/${ids.environment}`);
+    await page.getByRole('alert').filter({ hasText: 'table public.notes is missing' }).waitFor();
+    await t.deps.knex('backups').where({ id: newest.id }).update({ verified_at: null, verify_error: null });
+    expect(c.problems).toEqual([]);
+  });
+
   it('downloads a backup (the encrypted snapshot), then deletes it after its confirmation', async () => {
     const { page } = c;
     const backups = () => t.deps.knex('backups').where({ environment_id: ids.environment, status: 'available' });

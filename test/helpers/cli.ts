@@ -37,7 +37,7 @@ export function runCli(
   t: TestContext,
   args: string[],
   env: Record<string, string | undefined> = {},
-  opts: { cwd?: string; command?: string[] } = {},
+  opts: { cwd?: string; command?: string[]; input?: string } = {},
 ): CliRun {
   const base = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith('VC_') && !['NO_COLOR', 'FORCE_COLOR', 'CI'].includes(k)),
@@ -45,7 +45,9 @@ export function runCli(
   const fullEnv = { ...base, VC_API: t.baseUrl, ...env } as Record<string, string>;
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete fullEnv[k];
   const [cmd, ...cmdArgs] = opts.command ?? [process.execPath, BIN, ...args];
-  const child = spawn(cmd, cmdArgs, { cwd: opts.cwd ?? ROOT, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stdin = opts.input === undefined ? 'ignore' : 'pipe';
+  const child = spawn(cmd, cmdArgs, { cwd: opts.cwd ?? ROOT, env: fullEnv, stdio: [stdin, 'pipe', 'pipe'] });
+  if (opts.input !== undefined) child.stdin!.end(opts.input);
   let stdout = '';
   let stderr = '';
   const watchers: Array<() => void> = [];

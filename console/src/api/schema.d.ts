@@ -364,6 +364,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/environments/{id}/backups/{snapshot}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A restore drill: restores the snapshot into scratch and compares it with what its backup recorded: 202 with the backups/verify task
+         * @description The snapshot is read back (its size and SHA-256 checked), decrypted, its database restored into a scratch database and its files into a scratch directory, then every table's row count and the number of files are compared with what the backup recorded (a snapshot taken before drills: its restore alone). Everything made for it is removed. The outcome is the snapshot's `verified_at` and `verify_error`; a failure also sends `backup.verify_failed` and writes the activity event `backups`/`verify_failed`. The environment's data is never touched.
+         */
+        post: operations["verifyBackup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/environments/{id}/build": {
         parameters: {
             query?: never;
@@ -4266,6 +4286,10 @@ export interface operations {
                             task_id: string | null;
                             /** @enum {string} */
                             trigger: "manual" | "scheduled";
+                            /** @description When the last restore drill of the snapshot ended (null: none yet); it passed when verify_error is null */
+                            verified_at: string | null;
+                            /** @description Why the last restore drill failed; null when it passed or none ran */
+                            verify_error: string | null;
                         }[];
                     };
                 };
@@ -4749,6 +4773,151 @@ export interface operations {
             };
             /** @description Too many failed credentials from this address (a wrong password counts) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    verifyBackup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers the same task (200) instead of starting another; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+                snapshot: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The task */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        account: {
+                            id: string | null;
+                            name: string | null;
+                            /** @enum {string} */
+                            via: "session" | "cli" | "token" | "auto_deploy" | "schedule" | "system";
+                        };
+                        created_at: string;
+                        environment_id: string | null;
+                        error: string | null;
+                        finished_at: string | null;
+                        id: string;
+                        /** @enum {string} */
+                        kind: "deployments" | "backups" | "machines" | "configuration" | "maintenance";
+                        params: {
+                            [key: string]: unknown;
+                        };
+                        project_id: string | null;
+                        result: {
+                            [key: string]: unknown;
+                        } | null;
+                        started_at: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "running" | "succeeded" | "failed" | "cancelled";
+                        team_id: string;
+                        type: string;
+                        workflow_id: string;
+                    };
+                };
+            };
+            /** @description Role may not */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such snapshot */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description snapshot_not_available */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid fields */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10249,7 +10418,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    events?: ("task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "token.expiring")[];
+                    events?: ("task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "backup.verify_failed" | "token.expiring")[];
                     name?: string;
                     url?: string;
                     webhook_url?: string;
@@ -12138,6 +12307,10 @@ export interface operations {
                                 task_id: string | null;
                                 /** @enum {string} */
                                 trigger: "manual" | "scheduled";
+                                /** @description When the last restore drill of the snapshot ended (null: none yet); it passed when verify_error is null */
+                                verified_at: string | null;
+                                /** @description Why the last restore drill failed; null when it passed or none ran */
+                                verify_error: string | null;
                             }[];
                         }[];
                     };
@@ -12874,7 +13047,7 @@ export interface operations {
                         /** @enum {string} */
                         email: "members" | "admins" | "none";
                         /** @enum {string} */
-                        event: "task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "token.expiring";
+                        event: "task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "backup.verify_failed" | "token.expiring";
                         integration_ids: string[];
                     }[];
                 };
@@ -16668,13 +16841,13 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    events: ("task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "token.expiring")[];
+                    events: ("task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "backup.verify_failed" | "token.expiring")[];
                     /** @constant */
                     kind: "webhook";
                     name: string;
                     url: string;
                 } | {
-                    events: ("task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "token.expiring")[];
+                    events: ("task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "backup.verify_failed" | "token.expiring")[];
                     /** @constant */
                     kind: "slack";
                     name: string;

@@ -8,6 +8,40 @@ import { ActionForm } from '../ui/action-form';
 import { SyncSection } from './environment-more';
 import { BackupKey, ResetDatabase } from './backup-key';
 
+/** "3 h ago", from an ISO time. */
+export function ago(iso: string): string {
+  const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+  if (s < 60) return 'just now';
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86_400)} d ago`;
+}
+
+/** Beside a snapshot: what its last restore drill found ("verified 3 h ago", or the drill's error). */
+export function DrillResult({ b }: { b: { verified_at: string | null; verify_error: string | null } }) {
+  if (!b.verified_at) return <span class="muted">not verified yet</span>;
+  if (b.verify_error)
+    return (
+      <span class="field-error" title={`Restore drill ${ago(b.verified_at)}`}>
+        restore drill failed {ago(b.verified_at)}: {b.verify_error}
+      </span>
+    );
+  return <span class="muted">verified {ago(b.verified_at)}</span>;
+}
+
+/** On the environment's overview: the newest snapshot's last drill, when it failed. */
+export function DrillFailureNotice({ id }: { id: string }) {
+  const list = useLoad(() => ok(api.GET('/environments/{id}/backups', { params: { path: { id } } })), [id]);
+  const drilled = list.data?.data.find((b) => b.verified_at);
+  if (!drilled?.verify_error) return null;
+  return (
+    <p class="notice" role="alert">
+      The restore drill of the snapshot of {when(drilled.created_at)} failed: {drilled.verify_error}.{' '}
+      <a href={`/environments/${id}/backups`}>Backups</a>
+    </p>
+  );
+}
+
 export function BackupsPage({ env }: { env: Environment }) {
   const { route } = useLocation();
   const id = env.id;
@@ -45,6 +79,12 @@ export function BackupsPage({ env }: { env: Environment }) {
       }
       throw err;
     }
+  });
+  const verify = useAction(async (snapshot: string) => {
+    const task = await ok(
+      api.POST('/environments/{id}/backups/{snapshot}/verify', { params: { path: { id, snapshot } }, body: {} }),
+    );
+    route(`/tasks/${task.id}`);
   });
   const download = useAction(async (snapshot: string) => {
     const r = await ok(
@@ -87,11 +127,15 @@ export function BackupsPage({ env }: { env: Environment }) {
               <span class="muted">
                 {b.trigger}, {b.contents.join(' and ')}
                 {b.size_bytes !== null && `, ${Math.ceil(b.size_bytes / 1024)} KB`}
-              </span>
+              </span>{' '}
+              {b.status === 'available' && <DrillResult b={b} />}
               {b.status === 'available' && (
                 <span class="buttons">
                   <button type="button" onClick={() => restore.run(b.id)} disabled={restore.busy}>
                     Restore
+                  </button>
+                  <button type="button" class="secondary" onClick={() => verify.run(b.id)} disabled={verify.busy}>
+                    Verify
                   </button>
                   <button type="button" class="secondary" onClick={() => download.run(b.id)}>
                     Download
@@ -104,7 +148,7 @@ export function BackupsPage({ env }: { env: Environment }) {
             </li>
           ))}
         </ul>
-        <ErrorNote error={restore.error ?? download.error ?? remove.error} />
+        <ErrorNote error={restore.error ?? verify.error ?? download.error ?? remove.error} />
         {asking?.what === 'restore' && (
           <ActionForm class="card inset" onSubmit={() => restore.run(asking.snapshot, password)}>
             <p>Restoring replaces the environment's data. Confirm with your password.</p>

@@ -8,7 +8,7 @@ import { Check, ErrorNote, Field, Loading, Section, Tabs } from '../ui/parts';
 import { TaskList } from '../ui/tasks';
 import { VariablesEditor } from './variables';
 import { DomainsPage } from './domains';
-import { BackupsPage } from './backups';
+import { BackupsPage, DrillFailureNotice } from './backups';
 import { ResourcesPage } from './resources';
 import { MachinesPage } from './machines';
 import { EnvironmentStorage } from './storage';
@@ -90,6 +90,7 @@ function Overview({ id, env }: { id: string; env: Environment | undefined }) {
   const c = choices.data;
   return (
     <>
+      <DrillFailureNotice id={id} />
       <div class="grid">
         <Section title="Status">
           <dl>

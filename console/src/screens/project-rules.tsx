@@ -5,7 +5,13 @@ import { Check, ErrorNote, FieldErrors, LoadState, Section, Select, when } from 
 import { ActionForm } from '../ui/action-form';
 
 type Email = 'members' | 'admins' | 'none';
-type Event = 'task.succeeded' | 'task.failed' | 'domain.verified' | 'backup.failed' | 'token.expiring';
+type Event =
+  | 'task.succeeded'
+  | 'task.failed'
+  | 'domain.verified'
+  | 'backup.failed'
+  | 'backup.verify_failed'
+  | 'token.expiring';
 interface Rule {
   event: string;
   email: Email;

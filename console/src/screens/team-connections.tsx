@@ -97,7 +97,7 @@ export function Activity({ id }: { id: string }) {
           name="type"
           value={type}
           onChange={(e) => setType((e.target as HTMLSelectElement).value)}
-          options={['', 'deploy', 'redeploy', 'rollback', 'build', 'backup', 'restore', 'scale'].map((k) => ({
+          options={['', 'deploy', 'redeploy', 'rollback', 'build', 'backup', 'restore', 'verify', 'scale'].map((k) => ({
             value: k,
             label: k || 'all',
           }))}

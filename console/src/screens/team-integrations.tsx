@@ -8,7 +8,13 @@ import { ActionForm } from '../ui/action-form';
 
 type Integration = Answer<'listIntegrations'>['data'][number];
 type Kind = 'webhook' | 'slack';
-type Event = 'task.succeeded' | 'task.failed' | 'domain.verified' | 'backup.failed' | 'token.expiring';
+type Event =
+  | 'task.succeeded'
+  | 'task.failed'
+  | 'domain.verified'
+  | 'backup.failed'
+  | 'backup.verify_failed'
+  | 'token.expiring';
 
 /** The fields one kind asks for (POST /teams/{id}/integrations/fields), without those the form has itself. */
 function useKindFields(teamId: string, kind: string) {

@@ -104,6 +104,14 @@ describe('POST /projects/{id}/environments', () => {
       created_at: expect.any(String),
       maintenance: { on: false, note: null, since: null },
     });
+    // the list shows it as GET /environments/{id} does (it showed every environment unprotected, out of maintenance)
+    await t.deps
+      .knex('environments')
+      .where({ id: res.body.id })
+      .update({ maintenance_on: true, maintenance_note: 'up' });
+    const listed = (await agent.get(`/environments?project_id=${project.id}`)).body.data;
+    expect(listed).toEqual([(await agent.get(`/environments/${res.body.id}`)).body]);
+    expect(listed[0]).toMatchObject({ protected: true, maintenance: { on: true, note: 'up' } });
     const port = Number(new URL(res.body.url).port);
     expect(port).toBeGreaterThanOrEqual(t.config.environmentPorts.from);
     expect(port).toBeLessThanOrEqual(t.config.environmentPorts.to);

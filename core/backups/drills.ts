@@ -1,0 +1,113 @@
+/**
+ * Restore drills (CONTRACT "Point-in-time recovery"): a `backups`/`verify` task per snapshot, asked for by a
+ * person (POST /environments/{id}/backups/{snapshot}/verify) or by the daily `restore-drills` schedule (the
+ * newest available snapshot of every environment); and what a drill's outcome leaves: the snapshot's
+ * `verified_at` and `verify_error`, and when it failed, the activity event `backups`/`verify_failed` and the
+ * integration event `backup.verify_failed` (to the integrations the project's rule names).
+ */
+import type { Deps } from '../../system/deps';
+import type { Environment } from '../../db/models/environment';
+import { recordActivity } from '../../db/queries/activity';
+import { storedRule } from '../../db/queries/notification-rules';
+import { emitIntegrationEvent } from '../integration-events';
+import { startTask, type TaskRequester } from '../tasks';
+
+type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
+
+export async function startVerifyTask(deps: Deps, by: TaskRequester, env: EnvRow, snapshotId: string) {
+  return startTask(deps, by, {
+    type: 'verify',
+    teamId: env.team_id,
+    projectId: env.project_id,
+    environmentId: env.id,
+    params: { backup_id: snapshotId },
+    summary: `Restore drill of snapshot ${snapshotId} of ${env.name}`,
+  });
+}
+
+/**
+ * One run of the `restore-drills` schedule: a verify task for the newest available snapshot of every
+ * environment, unless a drill of that environment is pending or running already. Answers the started task ids.
+ */
+export async function startRestoreDrills(deps: Deps): Promise<string[]> {
+  const newest: Array<EnvRow & { backup_id: string }> = (
+    await deps.knex.raw(
+      `SELECT DISTINCT ON (b.environment_id) b.id AS backup_id, e.id, e.team_id, e.project_id, e.name
+         FROM backups b JOIN environments e ON e.id = b.environment_id
+        WHERE b.status = 'available' AND b.destination_id IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.environment_id = e.id AND t.type = 'verify'
+                                                  AND t.status IN ('pending', 'running'))
+        ORDER BY b.environment_id, b.created_at DESC, b.id DESC`,
+    )
+  ).rows;
+  const started: string[] = [];
+  for (const row of newest) {
+    const task = await startVerifyTask(deps, { via: 'schedule', userId: null }, row, row.backup_id);
+    started.push(task.id);
+  }
+  return started;
+}
+
+/** A drill passed: the snapshot is verified now, and its last error is cleared. */
+export async function recordDrillPassed(knex: Deps['knex'], backupId: string): Promise<void> {
+  await knex('backups').where({ id: backupId }).update({ verified_at: knex.fn.now(), verify_error: null });
+}
+
+/**
+ * A drill failed (its task `taskId`): the snapshot keeps why, the team's activity says so, and the integrations
+ * the project's rule for `backup.verify_failed` names hear of it. Recording it again (a retried step) changes
+ * nothing more: the activity event is written once per task, and the event id is the task's.
+ */
+export async function recordDrillFailed(
+  deps: Pick<Deps, 'knex' | 'temporal' | 'config'>,
+  e: { taskId: string; backupId: string; reason: string },
+): Promise<void> {
+  const { knex } = deps;
+  const row = await knex('backups as b')
+    .join('environments as en', 'en.id', 'b.environment_id')
+    .join('projects as p', 'p.id', 'b.project_id')
+    .where('b.id', e.backupId)
+    .first(
+      'b.id',
+      'b.team_id',
+      'b.project_id',
+      'b.environment_id',
+      'b.created_at',
+      'en.name as environment_name',
+      'p.name as project_name',
+    );
+  if (!row) return; // the snapshot was deleted meanwhile: nothing is left to be wrong
+  await knex.transaction(async (trx) => {
+    await trx('backups').where({ id: row.id }).update({ verified_at: trx.fn.now(), verify_error: e.reason });
+    const recorded = await trx('activity_events').where({ task_id: e.taskId, type: 'verify_failed' }).first('id');
+    if (!recorded)
+      await recordActivity(trx, {
+        teamId: row.team_id,
+        actor: null,
+        kind: 'backups',
+        type: 'verify_failed',
+        projectId: row.project_id,
+        environmentId: row.environment_id,
+        taskId: e.taskId,
+        summary: `Restore drill of snapshot ${row.id} of ${row.environment_name} failed: ${e.reason}`.slice(0, 1000),
+        details: { backup_id: row.id },
+      });
+  });
+  const rule = await storedRule(knex, row.project_id, 'backup.verify_failed');
+  await emitIntegrationEvent(
+    deps,
+    {
+      teamId: row.team_id,
+      event: 'backup.verify_failed',
+      eventId: `evt_backup_verify_failed_${e.taskId}`,
+      data: {
+        backup: { id: row.id, created_at: new Date(row.created_at).toISOString() },
+        task: { id: e.taskId, url: `${deps.config.baseUrl}/api/vc/v1/tasks/${e.taskId}` },
+        project: { id: row.project_id, name: row.project_name },
+        environment: { id: row.environment_id, name: row.environment_name },
+        reason: e.reason,
+      },
+    },
+    rule?.integration_ids,
+  );
+}
