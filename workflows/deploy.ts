@@ -42,16 +42,16 @@ export async function buildHead(
 ): Promise<{ releaseId: string; sha: string; gitRef: string }> {
   const { task, environment, project } = input;
   const gitRef = typeof task.params.git_ref === 'string' ? task.params.git_ref : environment.git_ref;
-  const sha = await deployActs.resolveCommit({ taskId: task.id, projectId: project.id, gitRef });
-  const prepared = await deployActs.prepareRelease({
+  // one activity: the commit, and the release to deploy (its first log line says whether it needs a build)
+  const prepared = await deployActs.resolveRelease({
     taskId: task.id,
     teamId: task.team_id,
     projectId: project.id,
     environmentId: environment.id,
     gitRef,
-    sha,
     reuseReady: true,
   });
+  const sha = prepared.sha;
   if (prepared.ready) {
     await start();
     await log(`==> Release ${prepared.releaseId} of ${gitRef}@${shortSha(sha)} is already built; skipping the build`);
