@@ -272,7 +272,13 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
             const done = await knex('deployments').where({ task_id: input.taskId }).first('id');
             if (done) return { ok: true, deploymentId: done.id, url };
 
-            const tenant = await tenantEnv(deps, release.environment_id);
+            // what the processes get, read at once (each a query)
+            const [tenant, given, size, instances] = await Promise.all([
+              tenantEnv(deps, release.environment_id),
+              consoleEnv(deps, env.id),
+              webServerSize(knex, env.id),
+              webServerInstances(knex, env.id),
+            ]);
             const opened = await openRelease(deps, release, log, tenant, signal);
             if (!opened.ok) return { ok: false, message: opened.message };
             phases.mark('release_ready');
@@ -283,11 +289,11 @@ export function createDeployActivities(deps: Deps, supervisor: Supervisor) {
               releaseId: release.id,
               releaseDir: opened.releaseDir,
               manifest: opened.manifest,
-              env: stepEnv(tenant.vars, await consoleEnv(deps, env.id)),
+              env: stepEnv(tenant.vars, given),
               healthTimeoutMs: HEALTH_TIMEOUT_MS,
               onLine: logLines(log, tenant.redact),
-              limits: planLimits(deps.config, await webServerSize(knex, env.id)) ?? undefined,
-              instances: await webServerInstances(knex, env.id),
+              limits: planLimits(deps.config, size) ?? undefined,
+              instances,
               // the guard of a retried go-live: this task's release already live switches nothing
               taskId: input.taskId,
               onPhase: (phase) => phases.mark(phase),
