@@ -7,6 +7,7 @@ Runtime.install({ logger: new DefaultLogger('WARN') });
 const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = {
   environments: () => import('./environments'),
   deploys: () => import('./deploys'),
+  golive: () => import('./golive'),
   edge: () => import('./edge'),
   'edge-variants': () => import('./edge/variants'),
   cdn: () => import('./edge/cdn'),

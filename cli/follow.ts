@@ -18,6 +18,8 @@ export interface Task {
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
+  /** GET /tasks/{id} of a deploy-like task: when each phase ended, in order. */
+  phases?: { name: string; at: string }[];
 }
 
 const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
@@ -81,8 +83,29 @@ export async function waitForTask(client: Client, taskId: string, label: string)
   }
 }
 
+const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+
+/**
+ * Where a deploy-like task's time went, one line: the total (queued to its last phase) and the slowest
+ * phase (the time from the phase before it). Null without two phases.
+ */
+export function phaseSummary(task: Pick<Task, 'phases'>): string | null {
+  const phases = task.phases ?? [];
+  if (phases.length < 2) return null;
+  const at = phases.map((p) => Date.parse(p.at));
+  let slowest = 1;
+  for (let i = 2; i < phases.length; i++) if (at[i] - at[i - 1] > at[slowest] - at[slowest - 1]) slowest = i;
+  const total = at.at(-1)! - at[0];
+  return (
+    `Took ${seconds(total)} from ${phases[0].name} to ${phases.at(-1)!.name}; ` +
+    `slowest phase: ${phases[slowest].name} ${seconds(at[slowest] - at[slowest - 1])} (after ${phases[slowest - 1].name})`
+  );
+}
+
 /** The closing line of a followed task, on stderr. */
 export function reportOutcome(task: Task): void {
   const what = `Task ${task.id} (${task.type}) ${paintStatus(task.status, process.stderr)}`;
   note(task.error ? `${what}: ${task.error}` : what);
+  const summary = phaseSummary(task);
+  if (summary) note(summary);
 }

@@ -4,12 +4,13 @@
  * `pending` until a build slot of the whole system takes it, in request order (build-gate.ts).
  */
 import { buildHead } from './deploy';
-import { runTask } from './task-runner';
+import { runTask, taskActs } from './task-runner';
 import type { DeployOutcome, DeployWorkflowInput } from './deploys-shared';
 
 export async function buildEnvironment(input: DeployWorkflowInput): Promise<DeployOutcome> {
   return runTask(input, async (ctx) => {
     const { releaseId, sha, gitRef } = await buildHead(input, ctx);
+    await taskActs.recordPhases({ taskId: input.task.id, phases: ['release_ready'] });
     return { release_id: releaseId, commit_sha: sha, git_ref: gitRef };
   });
 }

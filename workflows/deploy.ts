@@ -10,13 +10,15 @@
  * The task row is recorded and moved by idempotent activities; whatever fails, the previous release keeps
  * serving and the task ends `failed` with a readable error. Cancelled while pending: ends `cancelled`.
  */
-import { proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { BuildActivities, DeployActivities } from '../activities/deploys';
 import { buildTaskQueue, shortSha, type DeployOutcome, type DeployWorkflowInput } from './deploys-shared';
 import { cancelled, failure, runTask, type TaskContext } from './task-runner';
 import { profiles, stepProfile } from './profiles';
 
 export const deployActs = proxyActivities<DeployActivities>(profiles.quick);
+/** Choosing the release of a redeploy or rollback reads the database only: a local activity. */
+const localDeployActs = proxyLocalActivities<DeployActivities>(profiles.quick);
 
 /**
  * The build activity (builds task queue): it waits, heartbeating, for a build slot of the whole system
@@ -42,16 +44,16 @@ export async function buildHead(
 ): Promise<{ releaseId: string; sha: string; gitRef: string }> {
   const { task, environment, project } = input;
   const gitRef = typeof task.params.git_ref === 'string' ? task.params.git_ref : environment.git_ref;
-  const sha = await deployActs.resolveCommit({ taskId: task.id, projectId: project.id, gitRef });
-  const prepared = await deployActs.prepareRelease({
+  // one activity: the commit, and the release to deploy (its first log line says whether it needs a build)
+  const prepared = await deployActs.resolveRelease({
     taskId: task.id,
     teamId: task.team_id,
     projectId: project.id,
     environmentId: environment.id,
     gitRef,
-    sha,
     reuseReady: true,
   });
+  const sha = prepared.sha;
   if (prepared.ready) {
     await start();
     await log(`==> Release ${prepared.releaseId} of ${gitRef}@${shortSha(sha)} is already built; skipping the build`);
@@ -77,7 +79,7 @@ export async function deployEnvironment(input: DeployWorkflowInput): Promise<Dep
       ({ releaseId, sha, gitRef } = await buildHead(input, { log, start }));
     } else {
       await start();
-      const chosen = await deployActs.chooseRelease({ taskId: task.id, environmentId: environment.id, type });
+      const chosen = await localDeployActs.chooseRelease({ taskId: task.id, environmentId: environment.id, type });
       if (!chosen.ok) failure(chosen.message);
       ({ releaseId, sha, gitRef } = chosen);
     }

@@ -10,6 +10,7 @@ import {
   CancelledFailure,
   isCancellation,
   proxyActivities,
+  proxyLocalActivities,
   sleep,
   TimeoutFailure,
   workflowInfo,
@@ -32,7 +33,11 @@ export interface TaskContext {
   start: () => Promise<void>;
 }
 
-export const taskActs = proxyActivities<TaskActivities>(profiles.bookkeeping);
+/**
+ * The task row's bookkeeping touches only the database: local activities, run by the worker that runs the
+ * workflow, without a round trip through a task queue each (a go-live's path is a few of these).
+ */
+export const taskActs = proxyLocalActivities<TaskActivities>(profiles.bookkeeping);
 
 const integrationActs = proxyActivities<IntegrationActivities>(profiles.quick);
 

@@ -9,6 +9,7 @@ import type { Deps } from '../../system/deps';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { type UserFault, userFault } from '../toolkit/failures';
 import { withHeartbeat } from '../toolkit/heartbeat';
+import { withPhases } from '../toolkit/phases';
 import type { Provider } from '../../host/provider';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { destinationRefusal, destinationSpec, recordDestinationError } from '../../core/backups/destinations';
@@ -38,12 +39,18 @@ export function createDataActivities(deps: Deps, provider: Provider) {
     owner: await volumeOwner(deps, provider, envId),
   });
 
-  /** Restarts the environment's web process with its current service variables (when it runs here). */
-  const restartWeb = async (envId: string, log: TaskLog) => {
-    const r = await supervisor.restartWeb(envId, {
-      env: await consoleEnv(deps, provider, envId),
-      healthTimeoutMs: 30_000,
-    });
+  /**
+   * Restarts the environment's web process with its current service variables (when it runs here); with
+   * `taskId` (a restore), recording the task's phases.
+   */
+  const restartWeb = async (envId: string, log: TaskLog, taskId?: string) => {
+    const env = await consoleEnv(deps, provider, envId);
+    const r = taskId
+      ? await withPhases(deps, taskId, (phases) => {
+          phases.mark('release_ready');
+          return supervisor.restartWeb(envId, { env, healthTimeoutMs: 30_000, onPhase: (p) => phases.mark(p) });
+        })
+      : await supervisor.restartWeb(envId, { env, healthTimeoutMs: 30_000 });
     log.line(
       r.ok
         ? r.restarted
@@ -206,7 +213,7 @@ export function createDataActivities(deps: Deps, provider: Provider) {
               onLine: (l) => log.line(l),
             });
             log.line(`==> Put back: ${parts.join(' and ')}`);
-            await restartWeb(input.environmentId, log);
+            await restartWeb(input.environmentId, log, input.taskId);
             return { backup_id: row.id, restored: parts };
           } catch (err) {
             if (err instanceof ApplicationFailure) throw err;

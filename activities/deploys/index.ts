@@ -21,6 +21,7 @@ import { openJail } from '../../host/provider/sandbox';
 import type { Provider } from '../../host/provider';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
+import { recordTaskPhases } from '../../db/queries/task-phases';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { prepareRegistryAuth } from './registry-auth';
@@ -32,6 +33,7 @@ import { environmentUrl } from '../../system/config';
 import { buildMachineSize, webServerInstances, webServerSize } from '../../db/queries/machines';
 import { heldSteps, planLimits } from '../machines/limits';
 import { hostFault, userFault } from '../toolkit/failures';
+import { withPhases } from '../toolkit/phases';
 
 export type StepOutcome = { ok: true } | { ok: false; message: string };
 
@@ -102,29 +104,68 @@ async function openRelease(
   }
 }
 
+/** The commit `gitRef` names now in the project's repository; `resolving` is the line that says so. */
+async function resolveSha(
+  deps: Deps,
+  log: TaskLog,
+  input: { projectId: string; gitRef: string },
+  quiet = false,
+): Promise<{ sha: string; resolving: string }> {
+  const repo = await repository(deps, input.projectId);
+  const resolving = `==> Resolving ${input.gitRef} in ${displayUrl(repo.url)}`;
+  if (!quiet) log.line(resolving);
+  try {
+    const sha = await resolveRef(repo, input.gitRef, { access: deps.config, timeoutMs: 60_000 });
+    if (!quiet) log.line(`==> ${input.gitRef} is at ${shortSha(sha)}`);
+    return { sha, resolving };
+  } catch (err) {
+    if (err instanceof GitError) {
+      if (quiet) log.line(resolving);
+      log.line(`error: ${err.message}`);
+      if (err.code === 'ref_not_found') throw userFault('RefNotFound', err.message);
+      if (err.code === 'location_refused') throw userFault('RepositoryRefused', err.message);
+      const attempt = Context.current().info.attempt;
+      if (attempt >= 3) throw userFault('RepositoryUnreachable', err.message);
+    }
+    throw err;
+  }
+}
+
+interface PrepareInput {
+  taskId: string;
+  teamId: string;
+  projectId: string;
+  environmentId: string;
+  gitRef: string;
+  sha: string;
+  reuseReady: boolean;
+}
+
 export function createDeployActivities(deps: Deps, provider: Provider) {
   const { supervisor } = provider;
   const { knex } = deps;
-  return {
+  const activities = {
     /** The commit the environment's git ref names now. */
     async resolveCommit(input: { taskId: string; projectId: string; gitRef: string }): Promise<string> {
+      return withTaskLog(deps, input.taskId, async (log) => (await resolveSha(deps, log, input)).sha);
+    },
+
+    /**
+     * resolveCommit and prepareRelease in one activity (a deploy's first step): its first log line says
+     * whether the deploy needs a build.
+     */
+    async resolveRelease(
+      input: Omit<PrepareInput, 'sha'>,
+    ): Promise<{ sha: string; releaseId: string; ready: boolean }> {
       return withTaskLog(deps, input.taskId, async (log) => {
-        const repo = await repository(deps, input.projectId);
-        log.line(`==> Resolving ${input.gitRef} in ${displayUrl(repo.url)}`);
-        try {
-          const sha = await resolveRef(repo, input.gitRef, { access: deps.config, timeoutMs: 60_000 });
-          log.line(`==> ${input.gitRef} is at ${shortSha(sha)}`);
-          return sha;
-        } catch (err) {
-          if (err instanceof GitError) {
-            log.line(`error: ${err.message}`);
-            if (err.code === 'ref_not_found') throw userFault('RefNotFound', err.message);
-            if (err.code === 'location_refused') throw userFault('RepositoryRefused', err.message);
-            const attempt = Context.current().info.attempt;
-            if (attempt >= 3) throw userFault('RepositoryUnreachable', err.message);
-          }
-          throw err;
-        }
+        const { sha, resolving } = await resolveSha(deps, log, input, true);
+        const prepared = await activities.prepareRelease({ ...input, sha });
+        log.line(
+          prepared.ready
+            ? `${resolving}: ${shortSha(sha)}, release ${prepared.releaseId} is built already; no build needed`
+            : `${resolving}: ${shortSha(sha)}, which needs a build`,
+        );
+        return { sha, ...prepared };
       });
     },
 
@@ -132,15 +173,7 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
      * The release to deploy for this commit: a ready one of the environment (no build then), else the one
      * this task already created (a retry), else a new `building` one.
      */
-    async prepareRelease(input: {
-      taskId: string;
-      teamId: string;
-      projectId: string;
-      environmentId: string;
-      gitRef: string;
-      sha: string;
-      reuseReady: boolean;
-    }): Promise<{ releaseId: string; ready: boolean }> {
+    async prepareRelease(input: PrepareInput): Promise<{ releaseId: string; ready: boolean }> {
       if (input.reuseReady) {
         const ready = await knex('releases')
           .where({ environment_id: input.environmentId, commit_sha: input.sha, status: 'ready' })
@@ -231,49 +264,62 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
       skipSteps: boolean;
     }): Promise<{ ok: true; deploymentId: string; url: string } | { ok: false; message: string }> {
       return withTaskLog(deps, input.taskId, (log) =>
-        withHeartbeat(async (signal) => {
-          const release = await loadRelease(deps, input.releaseId);
-          const env = await knex('environments').where({ id: release.environment_id }).first('id', 'port');
-          if (!env) throw userFault('EnvironmentMissing', 'the environment no longer exists');
-          const url = environmentUrl(deps.config, env.port);
-          const done = await knex('deployments').where({ task_id: input.taskId }).first('id');
-          if (done) return { ok: true, deploymentId: done.id, url };
+        withPhases(deps, input.taskId, (phases) =>
+          withHeartbeat(async (signal) => {
+            const release = await loadRelease(deps, input.releaseId);
+            const env = await knex('environments').where({ id: release.environment_id }).first('id', 'port');
+            if (!env) throw userFault('EnvironmentMissing', 'the environment no longer exists');
+            const url = environmentUrl(deps.config, env.port);
+            const done = await knex('deployments').where({ task_id: input.taskId }).first('id');
+            if (done) return { ok: true, deploymentId: done.id, url };
 
-          const tenant = await tenantEnv(deps, release.environment_id);
-          const opened = await openRelease(deps, release, log, tenant, signal);
-          if (!opened.ok) return { ok: false, message: opened.message };
-          log.line(`==> Starting release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)})`);
-          const live = await supervisor.goLive({
-            envId: env.id,
-            port: env.port,
-            releaseId: release.id,
-            releaseDir: opened.releaseDir,
-            manifest: opened.manifest,
-            env: stepEnv(tenant.vars, await consoleEnv(deps, provider, env.id)),
-            healthTimeoutMs: HEALTH_TIMEOUT_MS,
-            onLine: logLines(log, tenant.redact),
-            limits: planLimits(deps.config, await webServerSize(knex, env.id)) ?? undefined,
-            instances: await webServerInstances(knex, env.id),
-          });
-          if (!live.ok) return { ok: false, message: `${live.message}; the previous release keeps serving` };
+            // what the processes get, read at once (each a query)
+            const [tenant, given, size, instances] = await Promise.all([
+              tenantEnv(deps, release.environment_id),
+              consoleEnv(deps, provider, env.id),
+              webServerSize(knex, env.id),
+              webServerInstances(knex, env.id),
+            ]);
+            const opened = await openRelease(deps, release, log, tenant, signal);
+            if (!opened.ok) return { ok: false, message: opened.message };
+            phases.mark('release_ready');
+            log.line(`==> Starting release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)})`);
+            const live = await supervisor.goLive({
+              envId: env.id,
+              port: env.port,
+              releaseId: release.id,
+              releaseDir: opened.releaseDir,
+              manifest: opened.manifest,
+              env: stepEnv(tenant.vars, given),
+              healthTimeoutMs: HEALTH_TIMEOUT_MS,
+              onLine: logLines(log, tenant.redact),
+              limits: planLimits(deps.config, size) ?? undefined,
+              instances,
+              // the guard of a retried go-live: this task's release already live switches nothing
+              taskId: input.taskId,
+              onPhase: (phase) => phases.mark(phase),
+            });
+            if (!live.ok) return { ok: false, message: `${live.message}; the previous release keeps serving` };
 
-          const deploymentId = await knex.transaction(async (trx) => {
-            await trx.raw(
-              `INSERT INTO deployments (id, environment_id, release_id, task_id, type, skip_steps)
+            const deploymentId = await knex.transaction(async (trx) => {
+              await trx.raw(
+                `INSERT INTO deployments (id, environment_id, release_id, task_id, type, skip_steps)
                VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO NOTHING`,
-              [randomUUID(), env.id, release.id, input.taskId, input.type, input.skipSteps],
-            );
-            await trx('environments')
-              .where({ id: env.id })
-              .update({ live_release_id: release.id, updated_at: trx.fn.now() });
-            return (await trx('deployments').where({ task_id: input.taskId }).first('id')).id as string;
-          });
-          log.line(`==> Live: release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)}) at ${url}`);
-          return { ok: true, deploymentId, url };
-        }),
+                [randomUUID(), env.id, release.id, input.taskId, input.type, input.skipSteps],
+              );
+              await trx('environments')
+                .where({ id: env.id })
+                .update({ live_release_id: release.id, updated_at: trx.fn.now() });
+              return (await trx('deployments').where({ task_id: input.taskId }).first('id')).id as string;
+            });
+            log.line(`==> Live: release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)}) at ${url}`);
+            return { ok: true, deploymentId, url };
+          }),
+        ),
       );
     },
   };
+  return activities;
 }
 
 /**
@@ -329,6 +375,7 @@ export function createBuildActivities(deps: Deps) {
             await knex('releases')
               .where({ id: release.id })
               .update({ status: 'ready', built_at: knex.raw('COALESCE(built_at, now())') });
+            await recordTaskPhases(knex, input.taskId, { build_done: new Date().toISOString() });
             return { started: true, ok: true, reused: r.reused };
           }),
         );

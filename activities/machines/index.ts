@@ -12,6 +12,7 @@ import { withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { planLimits } from './limits';
 import { userFault } from '../toolkit/failures';
+import { withPhases } from '../toolkit/phases';
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
@@ -74,11 +75,15 @@ export function createMachineActivities(deps: Deps, provider: Provider) {
           log.line(
             `==> ${server.name}: ${count} instance${count === 1 ? '' : 's'}, one at a time, on ${size.cpu} CPU and ${size.memoryMb} MB`,
           );
-          const r = await supervisor.restartWeb(server.environment_id, {
-            limits: size,
-            healthTimeoutMs: HEALTH_TIMEOUT_MS,
-            onLine: (_s, line) => log.line(line),
-            signal,
+          const r = await withPhases(deps, input.taskId, (phases) => {
+            phases.mark('release_ready');
+            return supervisor.restartWeb(server.environment_id, {
+              limits: size,
+              healthTimeoutMs: HEALTH_TIMEOUT_MS,
+              onLine: (_s, line) => log.line(line),
+              signal,
+              onPhase: (phase) => phases.mark(phase),
+            });
           });
           if (!r.ok) return { ok: false, message: r.message };
           log.line(
@@ -104,11 +109,15 @@ export function createMachineActivities(deps: Deps, provider: Provider) {
       return withTaskLog(deps, input.taskId, async (log) => {
         return await withHeartbeat(async (signal) => {
           const server = await loadServer(input.serverId);
-          const r = await supervisor.scale(server.environment_id, {
-            instances: input.instances,
-            healthTimeoutMs: HEALTH_TIMEOUT_MS,
-            onLine: (_s, line) => log.line(line),
-            signal,
+          const r = await withPhases(deps, input.taskId, (phases) => {
+            phases.mark('release_ready');
+            return supervisor.scale(server.environment_id, {
+              instances: input.instances,
+              healthTimeoutMs: HEALTH_TIMEOUT_MS,
+              onLine: (_s, line) => log.line(line),
+              signal,
+              onPhase: (phase) => phases.mark(phase),
+            });
           });
           if (!r.ok) return r;
           if (!r.changed) log.line(`==> ${server.name}: nothing is live; the next deploy starts ${r.instances}`);

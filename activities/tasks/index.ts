@@ -2,6 +2,7 @@ import type { Deps } from '../../system/deps';
 import type { TaskRecord } from '../../db/task-record';
 import { appendLogChunk } from '../toolkit/task-log';
 import { finishTask, insertTask } from '../../db/queries/tasks';
+import { recordTaskPhases, type TaskPhase } from '../../db/queries/task-phases';
 import { type GateBlocker, type GatedStart, startTaskGated } from '../../db/queries/task-gate';
 
 /** Task activities: the workflow records every transition of its task through these (all idempotent). */
@@ -32,6 +33,11 @@ export function createTaskActivities(deps: Deps) {
       // Nor is it waiting for build capacity any more.
       await knex('build_queue').where({ task_id: input.taskId }).del();
       return status;
+    },
+    /** Phases the workflow itself reaches (a build's release_ready), at the moment of the call. */
+    async recordPhases(input: { taskId: string; phases: TaskPhase[] }): Promise<void> {
+      const at = new Date().toISOString();
+      await recordTaskPhases(knex, input.taskId, Object.fromEntries(input.phases.map((p) => [p, at])));
     },
     /** A few lines of the workflow's own (headings, the final outcome) appended to the task log, even beyond its cap. */
     async appendTaskLog(input: { taskId: string; lines: string[] }): Promise<void> {

@@ -10,6 +10,7 @@ import { effectiveVariables } from '../../db/queries/variables';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { consoleEnv } from '../storage/volume-env';
+import { withPhases } from '../toolkit/phases';
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
@@ -21,21 +22,25 @@ export function createVariableActivities(deps: Deps, provider: Provider) {
       environmentId: string;
     }): Promise<{ ok: true; restarted: boolean; variables: number } | { ok: false; message: string }> {
       return withTaskLog(deps, input.taskId, async (log) => {
-        return await withHeartbeat(async (signal) => {
-          const names = (await effectiveVariables(deps.knex, deps.secrets, input.environmentId)).map((v) => v.name);
-          const tenant = await tenantEnv(deps, input.environmentId);
-          log.line(`==> ${names.length} variable${names.length === 1 ? '' : 's'}: ${names.join(', ') || '(none)'}`);
-          const r = await supervisor.restartWithEnv({
-            envId: input.environmentId,
-            env: stepEnv(tenant.vars, await consoleEnv(deps, provider, input.environmentId)),
-            healthTimeoutMs: HEALTH_TIMEOUT_MS,
-            onLine: (_stream, line) => log.line(tenant.redact(line)),
-            // cancelled or its worker stopping: the new instance stops, the running ones keep serving
-            signal,
-          });
-          if (!r.ok) return { ok: false, message: r.message };
-          return { ok: true, restarted: !r.alreadyLive, variables: names.length };
-        });
+        return await withPhases(deps, input.taskId, (phases) =>
+          withHeartbeat(async (signal) => {
+            const names = (await effectiveVariables(deps.knex, deps.secrets, input.environmentId)).map((v) => v.name);
+            const tenant = await tenantEnv(deps, input.environmentId);
+            log.line(`==> ${names.length} variable${names.length === 1 ? '' : 's'}: ${names.join(', ') || '(none)'}`);
+            phases.mark('release_ready');
+            const r = await supervisor.restartWithEnv({
+              envId: input.environmentId,
+              env: stepEnv(tenant.vars, await consoleEnv(deps, provider, input.environmentId)),
+              healthTimeoutMs: HEALTH_TIMEOUT_MS,
+              onLine: (_stream, line) => log.line(tenant.redact(line)),
+              // cancelled or its worker stopping: the new instance stops, the running ones keep serving
+              signal,
+              onPhase: (phase) => phases.mark(phase),
+            });
+            if (!r.ok) return { ok: false, message: r.message };
+            return { ok: true, restarted: !r.alreadyLive, variables: names.length };
+          }),
+        );
       });
     },
   };

@@ -5,6 +5,7 @@ import { taskSchema } from './presenter';
 export { taskSchema };
 
 import { TASK_KINDS } from '../../db/vocabulary';
+import { TASK_PHASES } from '../../db/queries/task-phases';
 
 export { TASK_KINDS };
 
@@ -36,6 +37,12 @@ export const getTaskQuery = z.object({
 });
 
 export const taskWithLogSchema = taskSchema.extend({
+  phases: z
+    .array(z.strictObject({ name: z.enum(TASK_PHASES), at: z.string() }))
+    .describe(
+      'When each phase of a deploy-like task ended, in order (queued, started, build_done, release_ready, ' +
+        'process_started, healthy, edge_switched, old_stopped); a phase not reached is absent; empty for other types',
+    ),
   log_tail: z.string().optional().describe('The last ~4 KB of the log, starting at a line start (include=log)'),
   log_seq: z
     .number()

@@ -14,6 +14,7 @@ import { strongEtag } from '../lib/etag';
 import { encodeCursor, pageOf } from '../lib/pagination';
 import { isoOrNull } from '../../core/time';
 import { presentTask } from './presenter';
+import { taskPhases } from '../../db/queries/task-phases';
 import { TASKS_CURSOR } from './schemas';
 
 type TaskRow = Task & { account_name: string | null };
@@ -101,7 +102,7 @@ export async function logTail(knex: Knex, taskId: string): Promise<{ text: strin
 
 export async function getTask(deps: Deps, actor: Actor, id: string, include: string | undefined) {
   const row = await findTask(deps, actor, id, 'task:read');
-  const task = present(row);
+  const task = { ...present(row), phases: taskPhases(row) };
   if (!include) return task;
   const tail = await logTail(deps.knex, row.id);
   return { ...task, log_tail: tail.text, log_seq: tail.seq };

@@ -20,4 +20,6 @@ export class Task extends BaseModel {
   created_at!: Date;
   started_at!: Date | null;
   finished_at!: Date | null;
+  /** When each phase ended (db/queries/task-phases.ts); read through taskPhases(). */
+  phases?: Record<string, string> | null;
 }

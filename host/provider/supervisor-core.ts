@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { Limits } from './cgroups';
 import { type StateFile, writeStateFile } from './supervisor-state';
-import type { Runtime, SupervisorOptions } from './supervisor-types';
+import type { OnPhase, Runtime, SupervisorOptions, SupervisorPhase } from './supervisor-types';
 import { publishedRoute, spawnWeb } from './supervisor-web';
 import { delay, STOPPED_WAITING, waitReady, type Backoff, type WebProcess } from './web-process';
 
@@ -28,6 +28,8 @@ export abstract class SupervisorCore {
   protected readonly protectEnv: SupervisorOptions['protectEnv'];
   protected readonly publishRoute: SupervisorOptions['publish'];
   protected readonly drainMs: number;
+  /** Per environment, the instances out of the route that drain, then stop, off their change's path. */
+  protected readonly leaving = new Map<string, Map<WebProcess, Promise<void>>>();
 
   constructor(opts: SupervisorOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -91,6 +93,7 @@ export abstract class SupervisorCore {
     taken: number[],
   ): Promise<WebProcess> {
     const current = this.envs.get(envId)?.live?.webs.map((w) => w.port) ?? [];
+    for (const w of this.leaving.get(envId)?.keys() ?? []) current.push(w.port);
     return spawnWeb({
       dataDir: this.dataDir,
       envId,
@@ -125,6 +128,7 @@ export abstract class SupervisorCore {
     timeoutMs: number,
     say: (line: string) => void,
     signal?: AbortSignal,
+    onPhase?: OnPhase,
   ): Promise<{ ok: true; webs: WebProcess[] } | { ok: false; message: string }> {
     const webs: WebProcess[] = [];
     try {
@@ -145,13 +149,16 @@ export abstract class SupervisorCore {
       await Promise.all(webs.map((w) => w.stop(this.graceMs)));
       throw err;
     }
-    const ready = await Promise.all(webs.map((w) => waitReady(w, spec.health, timeoutMs, signal)));
+    tell(onPhase, 'process_started');
+    // a go-live probes every 50 ms (restoreAll keeps 100 ms)
+    const ready = await Promise.all(webs.map((w) => waitReady(w, spec.health, timeoutMs, signal, 50)));
     const bad = ready.findIndex((r) => !r.ok);
     if (bad >= 0) {
       await Promise.all(webs.map((w) => w.stop(this.graceMs)));
       const r = ready[bad] as { ok: false; message: string };
       return { ok: false, message: `instance ${slots[bad]} did not become ready: ${r.message}` };
     }
+    tell(onPhase, 'healthy');
     for (const [i, web] of webs.entries()) {
       const r = ready[i] as { ok: true; status?: number };
       say(
@@ -169,6 +176,32 @@ export abstract class SupervisorCore {
    */
   protected async drain(_leaving: WebProcess[] = []): Promise<void> {
     if (this.publishRoute && this.drainMs > 0) await delay(this.drainMs);
+  }
+
+  /**
+   * Drains `webs` (out of the route already), then stops them, without holding up the caller: its task has
+   * succeeded once the edge switched. `onPhase('old_stopped')` once they are gone; settle() waits for them.
+   */
+  protected stopLater(envId: string, webs: WebProcess[], onPhase?: OnPhase): void {
+    if (webs.length === 0) return;
+    let mine = this.leaving.get(envId);
+    if (!mine) this.leaving.set(envId, (mine = new Map()));
+    const all = mine;
+    const done = (async () => {
+      await this.drain(webs);
+      await Promise.all(webs.map((w) => w.stop(this.graceMs)));
+      tell(onPhase, 'old_stopped');
+    })()
+      .catch(() => undefined)
+      .finally(() => {
+        for (const w of webs) all.delete(w);
+      });
+    for (const w of webs) all.set(w, done);
+  }
+
+  /** Waits until the environment's leaving instances (stopLater) are stopped. */
+  protected async settle(envId: string): Promise<void> {
+    await Promise.all([...(this.leaving.get(envId)?.values() ?? [])]);
   }
 
   protected async writeState(rt: Runtime): Promise<void> {
@@ -189,6 +222,7 @@ export abstract class SupervisorCore {
       pids: live.webs.map((w) => w.pid),
       instances: live.instances,
       limits: live.limits,
+      ...(live.taskId ? { taskId: live.taskId } : {}),
     };
     await writeStateFile(this.dataDir, state);
   }
@@ -199,6 +233,15 @@ export interface WebSpec {
   releaseId: string;
   releaseDir: string;
   command: string;
+}
+
+/** Tells `onPhase` a phase ended; a failing listener changes nothing. */
+export function tell(onPhase: OnPhase | undefined, phase: SupervisorPhase): void {
+  try {
+    onPhase?.(phase);
+  } catch {
+    // the record of a phase never changes the outcome
+  }
 }
 
 /** The slots from..to, in order. */

@@ -5,8 +5,16 @@
  */
 import type { Limits } from './cgroups';
 import type { OnLine } from './run-step';
-import { slotsOf, SupervisorCore } from './supervisor-core';
-import type { GoLiveResult, Live, RestartOptions, RestartResult, Runtime, ScaleResult } from './supervisor-types';
+import { slotsOf, SupervisorCore, tell } from './supervisor-core';
+import type {
+  GoLiveResult,
+  Live,
+  OnPhase,
+  RestartOptions,
+  RestartResult,
+  Runtime,
+  ScaleResult,
+} from './supervisor-types';
 import { safe } from './supervisor-web';
 import { STOPPED_WAITING } from './web-process';
 
@@ -30,7 +38,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
           say('No web command in service.yaml: nothing to restart; the new variables are kept for the next start');
           return { ok: true, alreadyLive: true, internalPort: null };
         }
-        const r = await this.rolling(rt, live, o.env, live.limits, o.healthTimeoutMs, o.onLine, o.signal);
+        const r = await this.rolling(rt, live, o.env, live.limits, o.healthTimeoutMs, o.onLine, o.signal, o.onPhase);
         if (!r.ok) return r;
         say(`Release ${live.releaseId} serves with the current variables`);
         return { ok: true, alreadyLive: false, internalPort: rt.live?.webs[0]?.port ?? null };
@@ -54,6 +62,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
       onLine?: OnLine;
       /** As RestartOptions.signal (reboot, resize); the restarts inside a longer task pass none. */
       signal?: AbortSignal;
+      onPhase?: OnPhase;
     },
   ): Promise<RestartResult> {
     return this.exclusive(
@@ -70,7 +79,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
         }
         if (!rt.served) return { ok: true, restarted: false };
         const env = { ...live.env, ...(o.env ?? {}) };
-        const r = await this.rolling(rt, live, env, limits, o.healthTimeoutMs, o.onLine, o.signal);
+        const r = await this.rolling(rt, live, env, limits, o.healthTimeoutMs, o.onLine, o.signal, o.onPhase);
         return r.ok ? { ok: true, restarted: true } : r;
       },
       o.signal,
@@ -102,6 +111,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
     timeoutMs: number,
     onLine?: OnLine,
     signal?: AbortSignal,
+    onPhase?: OnPhase,
   ): Promise<{ ok: true; instances: number } | { ok: false; message: string }> {
     const say = (line: string) => safe(onLine, `==> ${line}`);
     const port = rt.served?.port ?? 0;
@@ -124,6 +134,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
         timeoutMs,
         say,
         signal,
+        onPhase,
       );
       if (!started.ok) {
         safe(onLine, started.message, 'stderr');
@@ -133,6 +144,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
       for (const web of started.webs) web.supervise();
       await this.writeState(rt);
       await this.publish(rt);
+      tell(onPhase, 'edge_switched');
       return { ok: true, instances: started.webs.length };
     }
     for (let i = 0; i < total; i++) {
@@ -141,7 +153,18 @@ export abstract class SupervisorInstances extends SupervisorCore {
           ok: false,
           message: `${STOPPED_WAITING}; ${i} of ${total} instances were replaced, the rest keep serving`,
         };
-      const started = await this.startReady(rt.envId, port, spec, [i + 1], env, limits, timeoutMs, say, signal);
+      const started = await this.startReady(
+        rt.envId,
+        port,
+        spec,
+        [i + 1],
+        env,
+        limits,
+        timeoutMs,
+        say,
+        signal,
+        onPhase,
+      );
       if (!started.ok) {
         const message = `${started.message}; the old one keeps serving${i > 0 ? ` (${i} of ${total} instances were replaced)` : ''}`;
         safe(onLine, message, 'stderr');
@@ -156,11 +179,12 @@ export abstract class SupervisorInstances extends SupervisorCore {
       web.supervise();
       await this.writeState(rt);
       await this.publish(rt);
+      tell(onPhase, 'edge_switched');
       say(
         `Instance ${i + 1} of ${total} serves from pid ${web.pid ?? '?'}; stopping the old one (pid ${old?.pid ?? '?'})`,
       );
-      await this.drain(old ? [old] : []);
-      await old?.stop(this.graceMs);
+      // drained and stopped off the task's path; the next instance starts meanwhile
+      this.stopLater(rt.envId, old ? [old] : [], onPhase);
     }
     return { ok: true, instances: total };
   }
@@ -172,7 +196,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
    */
   scale(
     envId: string,
-    o: { instances: number; healthTimeoutMs: number; onLine?: OnLine; signal?: AbortSignal },
+    o: { instances: number; healthTimeoutMs: number; onLine?: OnLine; signal?: AbortSignal; onPhase?: OnPhase },
   ): Promise<ScaleResult> {
     return this.exclusive(
       envId,
@@ -205,6 +229,7 @@ export abstract class SupervisorInstances extends SupervisorCore {
             o.healthTimeoutMs,
             say,
             o.signal,
+            o.onPhase,
           );
           if (!started.ok) {
             safe(o.onLine, `${started.message}; the environment stays at ${have}`, 'stderr');
@@ -214,15 +239,16 @@ export abstract class SupervisorInstances extends SupervisorCore {
           for (const web of started.webs) web.supervise();
           await this.writeState(rt);
           await this.publish(rt);
+          tell(o.onPhase, 'edge_switched');
           say(`${want} instances serve release ${live.releaseId}`);
         } else if (want < have) {
           const extra = live.webs.slice(want);
           rt.live = { ...live, webs: live.webs.slice(0, want), instances: want };
           await this.writeState(rt);
           await this.publish(rt);
+          tell(o.onPhase, 'edge_switched');
           say(`Instances ${want + 1} to ${have} left the route; stopping them`);
-          await this.drain(extra);
-          await Promise.all(extra.map((w) => w.stop(this.graceMs)));
+          this.stopLater(envId, extra, o.onPhase);
           say(`${want} instance${want === 1 ? '' : 's'} serve${want === 1 ? 's' : ''} release ${live.releaseId}`);
         } else {
           rt.live = { ...live, instances: want };

@@ -32,6 +32,8 @@ export interface StateFile extends CurrentRelease {
   pids?: (number | null)[];
   instances?: number;
   limits?: Limits;
+  /** The task that put the release live (a retry of its go-live switches nothing). */
+  taskId?: string;
 }
 
 export const STATE_FILE = 'current.json';

@@ -48,6 +48,11 @@ export interface Upstream {
   port: number;
 }
 
+/** The moments of a go-live or restart a task records as its phases (activities/toolkit/phases.ts). */
+export type SupervisorPhase = 'process_started' | 'healthy' | 'edge_switched' | 'old_stopped';
+/** Told each phase as it ends; `old_stopped` may come after the call returned (the old instances drain). */
+export type OnPhase = (phase: SupervisorPhase) => void;
+
 export interface RestartOptions {
   envId: string;
   /** Complete new environment of the web process (PORT is set by the supervisor). */
@@ -56,6 +61,7 @@ export interface RestartOptions {
   onLine?: OnLine;
   /** Aborts the restart (the task was cancelled, its worker is stopping): the instances running keep serving. */
   signal?: AbortSignal;
+  onPhase?: OnPhase;
 }
 
 export interface GoLiveOptions {
@@ -72,6 +78,12 @@ export interface GoLiveOptions {
   limits?: Limits;
   /** How many web instances (default: as many as run now, else 1). */
   instances?: number;
+  /**
+   * The task putting it live: a retried go-live of the same task finds it live and switches nothing; any
+   * other task (a redeploy of the live release) starts new instances.
+   */
+  taskId?: string;
+  onPhase?: OnPhase;
 }
 
 export type GoLiveResult =
@@ -112,6 +124,8 @@ export interface Live {
   /** How many instances the environment runs (kept without a web command, for the next release). */
   instances: number;
   limits?: Limits;
+  /** The task that put it live (GoLiveOptions.taskId). */
+  taskId?: string;
 }
 
 export interface Runtime {

@@ -22,7 +22,7 @@ import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { removeCgroupBase, removeEnvironmentCgroups } from './cgroups';
 import { closeJail } from './sandbox';
-import { slotsOf } from './supervisor-core';
+import { slotsOf, tell } from './supervisor-core';
 import { SupervisorInstances } from './supervisor-instances';
 import { readState, STATE_FILE, type StateFile, statePath } from './supervisor-state';
 import type { EnvironmentStatus, GoLiveOptions, GoLiveResult, PublishedRoute } from './supervisor-types';
@@ -43,7 +43,11 @@ export type {
 } from './supervisor-types';
 
 export class Supervisor extends SupervisorInstances {
-  /** Puts a built release live (see the file comment). Idempotent: the release already live is left running. */
+  /**
+   * Puts a built release live (see the file comment), also the release live already (a redeploy: new
+   * instances replace the running ones). Idempotent per task: a retry of the go-live of the task that put the
+   * live release out switches nothing. The old instances drain and stop after it returns (`old_stopped`).
+   */
   goLive(opts: GoLiveOptions): Promise<GoLiveResult> {
     return this.exclusive(opts.envId, () => this.goLiveNow(opts));
   }
@@ -52,7 +56,8 @@ export class Supervisor extends SupervisorInstances {
     const say = (line: string) => safe(o.onLine, `==> ${line}`);
     const rt = this.runtime(o.envId);
     const count = Math.max(1, o.instances ?? rt.live?.instances ?? 1);
-    if (rt.live?.releaseId === o.releaseId && rt.served?.port === o.port) {
+    const same = o.taskId !== undefined ? rt.live?.taskId === o.taskId : rt.live?.releaseId === o.releaseId;
+    if (rt.live && same && rt.served?.port === o.port) {
       say(`Release ${o.releaseId} is already live on port ${o.port}`);
       return { ok: true, alreadyLive: true, internalPort: rt.live.webs[0]?.port ?? null };
     }
@@ -84,6 +89,8 @@ export class Supervisor extends SupervisorInstances {
           o.limits,
           o.healthTimeoutMs,
           say,
+          undefined,
+          o.onPhase,
         );
       } catch (err) {
         if (!rt.live) this.unservePort(rt);
@@ -111,6 +118,7 @@ export class Supervisor extends SupervisorInstances {
       webs,
       instances: count,
       limits: o.limits,
+      ...(o.taskId ? { taskId: o.taskId } : {}),
     };
     for (const web of webs) web.supervise();
     try {
@@ -125,10 +133,11 @@ export class Supervisor extends SupervisorInstances {
       await Promise.all(webs.map((w) => w.stop(this.graceMs)));
       throw err;
     }
+    tell(o.onPhase, 'edge_switched');
     say(`Release ${o.releaseId} is live on port ${o.port}${count > 1 ? ` (${count} instances)` : ''}`);
     if (previous?.webs.length) {
-      await this.drain(previous.webs);
-      await Promise.all(previous.webs.map((w) => w.stop(this.graceMs)));
+      say(`The previous instances (pid ${previous.webs.map((w) => w.pid ?? '?').join(', ')}) stop once drained`);
+      this.stopLater(o.envId, previous.webs, o.onPhase);
     }
     return { ok: true, alreadyLive: false, internalPort: webs[0]?.port ?? null };
   }
@@ -224,6 +233,7 @@ export class Supervisor extends SupervisorInstances {
       webs,
       instances: count,
       limits: s.limits,
+      ...(s.taskId ? { taskId: s.taskId } : {}),
     };
     for (const web of webs) web.supervise(); // the live release: whatever happens, keep it running
     const readyAll = () => Promise.all(webs.map((w) => waitReady(w, s.manifest.health, this.restoreTimeoutMs)));
@@ -249,6 +259,7 @@ export class Supervisor extends SupervisorInstances {
       [...this.envs.values()].map((rt) =>
         this.exclusive(rt.envId, async () => {
           await Promise.all((rt.live?.webs ?? []).map((w) => w.stop(this.graceMs)));
+          await this.settle(rt.envId);
           this.unservePort(rt);
           rt.live = null;
           await removeEnvironmentCgroups(rt.envId);
@@ -270,6 +281,7 @@ export class Supervisor extends SupervisorInstances {
       // `knownPort`: the environment's port when its state file may be gone (a retire run again)
       const port = rt.served?.port ?? (await readState(statePath(this.dataDir, envId)))?.port ?? knownPort;
       await Promise.all((rt.live?.webs ?? []).map((w) => w.stop(this.graceMs)));
+      await this.settle(envId);
       this.unservePort(rt);
       rt.live = null;
       await rm(statePath(this.dataDir, envId), { force: true });

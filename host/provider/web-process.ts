@@ -211,13 +211,14 @@ export const STOPPED_WAITING = 'the task was cancelled or its worker is stopping
 
 /**
  * Waits until the process answers: `health` with 2xx, or (no health) until the port accepts connections.
- * Fails early when the process exits, or once `signal` aborts.
+ * Fails early when the process exits, or once `signal` aborts. Probes every `intervalMs` (a go-live: 50 ms).
  */
 export async function waitReady(
   proc: WebProcess,
   health: string | undefined,
   timeoutMs: number,
   signal?: AbortSignal,
+  intervalMs = 100,
 ): Promise<{ ok: true; status: number | null } | { ok: false; message: string }> {
   const deadline = Date.now() + timeoutMs;
   let last = 'no answer';
@@ -237,7 +238,7 @@ export async function waitReady(
     if (typeof r === 'number' && r >= 200 && r < 300) return { ok: true, status: r };
     last = typeof r === 'number' ? `status ${r}` : r;
     if (Date.now() >= deadline) break;
-    await delay(100);
+    await delay(intervalMs);
   }
   const what = health ? `health check ${health} did not answer 2xx` : `port ${proc.port} did not accept connections`;
   return { ok: false, message: `${what} within ${timeoutMs} ms (last: ${last})` };

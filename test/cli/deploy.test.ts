@@ -58,6 +58,8 @@ describe('service deploy ENV --wait', () => {
     expect(a.code, a.stderr).toBe(0);
     expect(a.stdout).toBe(await taskLog(t, w.api, firstTask));
     expect(a.stderr).toContain(`Task ${firstTask} (deploy) succeeded`);
+    // where the time went: the total, and the slowest phase (the build, held at the gate)
+    expect(a.stderr).toMatch(/Took \d+\.\d\d s from queued to edge_switched; slowest phase: build_done \d+\.\d\d s/);
     const q = await queued;
     expect(q.code, q.stderr).toBe(0);
     const second = [...q.stderr.matchAll(new RegExp(TASK_ID, 'g'))].map((m) => m[1]).find((id) => id !== firstTask)!;

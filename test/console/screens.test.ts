@@ -353,6 +353,52 @@ describe.sequential('the console screens', () => {
     expect(c.problems).toEqual([]);
   });
 
+  it('task: a deploy-like task draws its phases as a timeline, in order', async () => {
+    const { page } = c;
+    const at = (ms: number) => new Date(Date.parse('2026-01-02T03:04:05.000Z') + ms).toISOString();
+    const [task] = await t.deps.knex('tasks').insert(
+      {
+        team_id: team.id,
+        project_id: project.id,
+        environment_id: environment.id,
+        kind: 'deployments',
+        type: 'redeploy',
+        status: 'succeeded',
+        account_user_id: owner.id,
+        account_via: 'session',
+        workflow_id: `screens-phases-${Date.now()}`,
+        created_at: at(0),
+        started_at: at(40),
+        finished_at: at(460),
+        phases: JSON.stringify({
+          release_ready: at(60),
+          process_started: at(80),
+          healthy: at(380),
+          edge_switched: at(450),
+          old_stopped: at(1500),
+        }),
+      },
+      ['id'],
+    );
+    await go(`/tasks/${task.id}`);
+    const timeline = page.getByRole('list', { name: 'Phases' });
+    await timeline.waitFor();
+    const names = await timeline.locator('li').evaluateAll((lis) => lis.map((li) => li.getAttribute('data-phase')));
+    expect(names).toEqual([
+      'queued',
+      'started',
+      'release_ready',
+      'process_started',
+      'healthy',
+      'edge_switched',
+      'old_stopped',
+    ]);
+    const healthy = timeline.locator('li[data-phase="healthy"]');
+    expect(await healthy.textContent()).toBe('Healthy+0.38 s(0.30 s)');
+    await c.screenshot('task-phases');
+    expect(c.problems).toEqual([]);
+  });
+
   it('account: adds an SSH key; a revoked token stays listed', async () => {
     const { page } = c;
     const dir = mkdtempSync(path.join(tmpdir(), 'console-key-'));

@@ -18,8 +18,10 @@ export const SERVER_JS = `
 const http = require('node:http');
 const fs = require('node:fs');
 const version = fs.readFileSync(__dirname + '/VERSION', 'utf8').trim();
+const boot = require('node:crypto').randomUUID(); // tells one start of the process from another
 http.createServer((req, res) => {
   if (req.url === '/healthz') { res.writeHead(200); return res.end('ok'); }
+  if (req.url === '/boot') return res.end(boot);
   res.writeHead(200, { 'content-type': 'text/plain' });
   res.end(version);
 }).listen(Number(process.env.PORT), '127.0.0.1');

@@ -57,11 +57,34 @@ describe('a worker killed in the middle of a build', () => {
     await waitForTask(t, w.api, v2.body.id, { until: (x) => x.status === 'running' });
     await killAndWait(first, 'SIGKILL');
 
+    const resumed = Date.now();
     startWorkerProcess();
     writeFileSync(w.repo.gate, '');
     const done = await waitForTask(t, w.api, v2.body.id, { timeoutMs: 60_000 });
     expect(done.status, done.error ?? '').toBe('succeeded');
     expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v2' });
+
+    // its phases survived the restart, in order, each once; the build and what followed ran on the new worker
+    const phases = await until(
+      'the old instance to stop',
+      async () => (await w.api.get(`/tasks/${v2.body.id}`)).body.phases as { name: string; at: string }[],
+      (list) => list.some((p) => p.name === 'old_stopped'),
+      30_000,
+    );
+    expect(phases.map((p) => p.name)).toEqual([
+      'queued',
+      'started',
+      'build_done',
+      'release_ready',
+      'process_started',
+      'healthy',
+      'edge_switched',
+      'old_stopped',
+    ]);
+    const at = Object.fromEntries(phases.map((p) => [p.name, Date.parse(p.at)]));
+    expect(at.started).toBeLessThan(resumed);
+    for (const name of ['build_done', 'release_ready', 'process_started', 'healthy', 'edge_switched'])
+      expect(at[name], name).toBeGreaterThanOrEqual(resumed);
 
     const deployments = await t.deps.knex('deployments').where({ environment_id: w.environment.id });
     expect(deployments.map((d) => d.task_id).sort()).toEqual([v1.body.id, v2.body.id].sort());

@@ -15698,6 +15698,12 @@ export interface operations {
                         params: {
                             [key: string]: unknown;
                         };
+                        /** @description When each phase of a deploy-like task ended, in order (queued, started, build_done, release_ready, process_started, healthy, edge_switched, old_stopped); a phase not reached is absent; empty for other types */
+                        phases: {
+                            at: string;
+                            /** @enum {string} */
+                            name: "queued" | "started" | "build_done" | "release_ready" | "process_started" | "healthy" | "edge_switched" | "old_stopped";
+                        }[];
                         project_id: string | null;
                         result: {
                             [key: string]: unknown;

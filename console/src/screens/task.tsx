@@ -3,6 +3,7 @@ import { API_BASE, api, ok } from '../api/client';
 import { LogFollower } from '../lib/log-follower';
 import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Loading, Section, when } from '../ui/parts';
+import { PhaseTimeline } from '../ui/phases';
 
 const HOW: Record<string, string> = {
   session: 'in the console',
@@ -39,6 +40,20 @@ export function TaskPage({ id }: { id: string }) {
   });
   const t = task.data;
   const shown = status ?? t?.status;
+  // the old instance stops after the task succeeded: read its phases again until that shows (a few times)
+  const [rereads, setRereads] = useState(0);
+  const stopping =
+    t?.status === 'succeeded' &&
+    t.phases.some((p) => p.name === 'edge_switched') &&
+    !t.phases.some((p) => p.name === 'old_stopped');
+  useEffect(() => {
+    if (!stopping || rereads >= 5) return;
+    const timer = setTimeout(() => {
+      setRereads((n) => n + 1);
+      void task.reload();
+    }, 1000);
+    return () => clearTimeout(timer);
+  }, [stopping, rereads]);
   return (
     <>
       <h1>Task {t ? t.type : ''}</h1>
@@ -78,6 +93,11 @@ export function TaskPage({ id }: { id: string }) {
             </button>
           )}
           <ErrorNote error={cancel.error} />
+        </Section>
+      )}
+      {t && t.phases.length > 0 && (
+        <Section title="Phases">
+          <PhaseTimeline phases={t.phases} />
         </Section>
       )}
       <Section title="Log">

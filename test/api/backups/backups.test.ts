@@ -7,6 +7,7 @@ import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, createEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
 import { PASSWORD, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
+import { until } from '../../helpers/until';
 import { dropServiceDatabase, serviceUrl } from '../../../host/pg-server';
 import { serviceLogin } from '../../../activities/data/service-env';
 import { startS3 } from '../../helpers/s3';
@@ -95,6 +96,22 @@ describe('backups, restore and reset', () => {
     const task = await runTask(owner, `${env()}/backups/${snapshotId}/restore`, { password: PASSWORD });
     expect(task).toMatchObject({ kind: 'backups', type: 'restore' });
     expect(await app('/')).toEqual({ status: 200, text: 'original' });
+    // its phases: the web process restarted on the data put back, the old one stopped after the task
+    const phases = await until(
+      'the restore to record old_stopped',
+      async () => (await owner.get(`/tasks/${task.id}`)).body.phases as { name: string }[],
+      (list) => list.some((p) => p.name === 'old_stopped'),
+      30_000,
+    );
+    expect(phases.map((p) => p.name)).toEqual([
+      'queued',
+      'started',
+      'release_ready',
+      'process_started',
+      'healthy',
+      'edge_switched',
+      'old_stopped',
+    ]);
   });
 
   it("sync copies production's database into another environment of the project", async () => {

@@ -229,6 +229,22 @@ describe('POST /servers/{id}/resize', () => {
     const after = await info();
     expect(after).toMatchObject({ cpu: '1', memory: '1024' });
     expect(after.hostPid).not.toBe(before.hostPid);
+    // the old instance drains and stops after the task succeeded: its phases say when
+    const phases = await until(
+      'the resize to record old_stopped',
+      async () => (await owner.get(`/tasks/${task.id}`)).body.phases as { name: string }[],
+      (list) => list.some((p) => p.name === 'old_stopped'),
+      30_000,
+    );
+    expect(phases.map((p) => p.name)).toEqual([
+      'queued',
+      'started',
+      'release_ready',
+      'process_started',
+      'healthy',
+      'edge_switched',
+      'old_stopped',
+    ]);
     expect(processAlive(before.hostPid)).toBe(false);
     // 700 MB did not fit in 512; it fits in 1024
     expect(await (await fetch(`http://127.0.0.1:${envPort()}/hog/700`)).text()).toBe('survived');

@@ -330,6 +330,13 @@ describe('scaling back to 1', () => {
     expect(task.status, task.error ?? '').toBe('succeeded');
     expect(failures).toEqual([]);
     expect([...(await instancesSeen(8)).keys()]).toEqual(['1']);
+    // it drains, then stops after the task succeeded: the task records old_stopped once it is gone
+    await until(
+      'the scale to record old_stopped',
+      async () => (await owner.get(`/tasks/${task.id}`)).body.phases as { name: string }[],
+      (phases) => phases.some((p) => p.name === 'old_stopped'),
+      30_000,
+    );
     expect(processAlive(second)).toBe(false);
     expect((await owner.get(`/environments/${env.id}/scale`)).body.instances).toBe(1);
     expect((await owner.get('/servers')).body.data[0]).toMatchObject({ instances: 1, monthly_price: 16 });

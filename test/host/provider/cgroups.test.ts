@@ -239,7 +239,15 @@ describe('the supervisor holds web processes to the web server plan', () => {
       async (res) => `${res.status} ${await res.text()}`,
       (err) => String(err),
     );
-    const r = await supervisor.restartWeb(envId, { limits: { cpu: 1, memoryMb: 512 }, healthTimeoutMs: 10_000 });
+    let oldStopped = () => {};
+    const stopped = new Promise<void>((res) => {
+      oldStopped = res;
+    });
+    const r = await supervisor.restartWeb(envId, {
+      limits: { cpu: 1, memoryMb: 512 },
+      healthTimeoutMs: 10_000,
+      onPhase: (phase) => phase === 'old_stopped' && oldStopped(),
+    });
     await new Promise((res) => setTimeout(res, 200));
     polling = false;
     await poller;
@@ -250,6 +258,7 @@ describe('the supervisor holds web processes to the web server plan', () => {
     const after = await info();
     expect(after).toMatchObject({ cpu: '1', memory: '512' });
     expect(after.hostPid).not.toBe(before.hostPid);
+    await stopped; // drained, then stopped, after the restart returned
     expect(processAlive(before.hostPid)).toBe(false);
     // and the new plan holds: 400 MiB now fits
     expect(await (await fetch(`http://127.0.0.1:${port}/hog`)).text()).toBe('survived');

@@ -87,12 +87,23 @@ function okBuild(r: BuildResult): Extract<BuildResult, { ok: true }> {
   return r;
 }
 
+/** Resolves once the instances the last go-live or scale replaced have stopped (they drain after it returned). */
+let oldStopped: Promise<void> = Promise.resolve();
+const watchOld = () => {
+  let stopped = () => {};
+  oldStopped = new Promise((r) => {
+    stopped = r;
+  });
+  return (phase: string) => phase === 'old_stopped' && stopped();
+};
+
 const goLive = (
   envId: string,
   port: number,
   releaseId: string,
   r: Extract<BuildResult, { ok: true }>,
   healthTimeoutMs = 5000,
+  taskId?: string,
 ) =>
   supervisor.goLive({
     envId,
@@ -103,6 +114,8 @@ const goLive = (
     env,
     healthTimeoutMs,
     onLine,
+    onPhase: watchOld(),
+    ...(taskId ? { taskId } : {}),
   });
 
 beforeAll(async () => {
@@ -207,6 +220,23 @@ describe('releases and the supervisor', () => {
     expect(supervisor.status(ids.prod)!.pid).toBe(pid);
   });
 
+  it('a go-live of the live release by another task (a redeploy) starts a new process; a retry of it switches nothing', async () => {
+    const before = supervisor.status(ids.prod)!.pid!;
+    pidsSeen.push(before);
+    expect(await goLive(ids.prod, port, 'r1', v1, 5000, 'task-a')).toMatchObject({ ok: true, alreadyLive: false });
+    const after = supervisor.status(ids.prod)!.pid!;
+    pidsSeen.push(after);
+    expect(after).not.toBe(before);
+    expect((await get(port)).text).toBe('v1 hello built=true');
+    await oldStopped; // drained, then stopped, after the go-live returned
+    expect(processAlive(before)).toBe(false);
+    // the same task again (its activity retried): already live, the same process
+    expect(await goLive(ids.prod, port, 'r1', v1, 5000, 'task-a')).toMatchObject({ ok: true, alreadyLive: true });
+    expect(supervisor.status(ids.prod)!.pid).toBe(after);
+    // recorded for a worker that restarts
+    expect(JSON.parse(await readFile(statePath(dataDir, ids.prod), 'utf8')).taskId).toBe('task-a');
+  });
+
   it('puts v2 live and stops v1', async () => {
     await commit('v2', { VERSION: 'v2\n' });
     expect(await resolveRef({ url: repo }, 'main', git())).toBe(shas.v2);
@@ -215,6 +245,7 @@ describe('releases and the supervisor', () => {
     const v2 = okBuild(await build(ids.prod, 'r2', shas.v2));
     expect(await goLive(ids.prod, port, 'r2', v2)).toMatchObject({ ok: true, alreadyLive: false });
     expect((await get(port)).text).toBe('v2 hello built=true');
+    await oldStopped;
     expect(processAlive(v1Pid)).toBe(false);
     // bodies stream through the proxy both ways; status and repeated headers pass
     const big = 'x'.repeat(1_000_000);
@@ -357,12 +388,13 @@ describe('releases and the supervisor', () => {
     pidsSeen.push(...back.map((i) => i.pid!), supervisor.status(ids.staging)!.pid!);
     for (let i = 0; i < 4; i++) expect((await get(port)).text).toBe('v2 hello built=true');
 
-    expect(await supervisor.scale(ids.prod, { instances: 1, healthTimeoutMs: 10_000 })).toEqual({
+    expect(await supervisor.scale(ids.prod, { instances: 1, healthTimeoutMs: 10_000, onPhase: watchOld() })).toEqual({
       ok: true,
       instances: 1,
       changed: true,
     });
     expect(supervisor.status(ids.prod)!.instances).toHaveLength(1);
+    await oldStopped;
     expect(processAlive(back[1].pid!)).toBe(false);
     expect(processAlive(back[0].pid!)).toBe(true);
     expect((await get(port)).text).toBe('v2 hello built=true');
