@@ -113,7 +113,7 @@ export async function startEdgeParts(o: {
   const v = varnish;
   const follower = purges;
   const fragments: ConfigFragments = {
-    global: [...dataPlaneUserLines(dataPlane.user), ...(log ? requestLogGlobal() : [])],
+    global: [...dataPlaneUserLines(dataPlane.user), ...(log ? requestLogGlobal(log.fragment) : [])],
     frontendStart: log ? [...requestLogFrontend(), ...requestLogRules()] : [],
     frontend: basicAuthRules(auth.fragment),
     useBackend: basicAuthUseBackend(),
