@@ -32,6 +32,8 @@ export interface RunningWorker {
   /** Resolves when the worker has stopped. */
   done: Promise<void>;
   shutdown(): Promise<void>;
+  /** Stops what the worker runs on this host (the tenants' processes), once; shutdown() and `done` end with it. */
+  stopHost(): Promise<void>;
 }
 
 /**
@@ -104,5 +106,6 @@ export async function startWorker(
       ]).finally(() => clearTimeout(timer));
       if (!drained) await stopHost();
     },
+    stopHost,
   };
 }
