@@ -12,12 +12,12 @@ import { isOperator } from './lib/operator';
 
 /**
  * `GET /metrics` (Prometheus text format): with METRICS_TOKEN set, for `Authorization: Bearer <it>`;
- * without, for clients on loopback only (isOperator).
+ * without, for loopback clients that name no forwarded client, while TRUST_PROXY_HOPS is 0 (isOperator).
  */
-function metricsEndpoint(token: string | undefined): Koa.Middleware {
+function metricsEndpoint(config: Deps['config']): Koa.Middleware {
   return async (ctx, next) => {
     if (ctx.path !== '/metrics' || ctx.method !== 'GET') return next();
-    const allowed = isOperator(ctx, token);
+    const allowed = isOperator(ctx, config);
     if (!allowed) {
       ctx.status = 403;
       ctx.body = {
@@ -45,7 +45,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = allRoutes()): Koa {
   app.use(securityHeaders());
   app.use(requestId());
   app.use(measureRequests());
-  app.use(metricsEndpoint(deps.config.metricsToken));
+  app.use(metricsEndpoint(deps.config));
   app.use(requestLog(deps.logger));
   app.use(errorHandler(deps.logger));
   app.use(serveConsole(deps.config.consoleDir));

@@ -7,6 +7,7 @@ import { ensureWrk, processCpuMicros, wrk, type WrkResult } from './edge/wrk';
 import { benchCdnHit, printCdnResult } from './edge/cdn';
 import { HOSTNAME, handshakes, issueAndAwaitServed, verifiedDomain } from './edge/https';
 import { startEdgeWorld } from './edge/world';
+import { ATTACKER_ADDRESS, startSlowloris } from './edge/slowloris';
 
 /**
  * The edge (HAProxy, driven by the edge process) against the app directly, same run, each its own process as
@@ -15,6 +16,8 @@ import { startEdgeWorld } from './edge/world';
  *    a rate limit set high, HSTS, stickiness) and a request-log destination (syslog on loopback) against the app directly, in alternating rounds. Targets: at
  *    least 0.85x the direct throughput, p99 added under 2 ms; HAProxy's CPU time per request printed.
  * 2. CDN HITs through the edge (HAProxy, Varnish behind it) against the app's own answers (target: at least 3x).
+ * 1b. The same GET from 127.0.0.1 while a slowloris from 127.0.0.5 holds what the per-address limit lets it
+ *    (EDGE_CONNECTIONS_PER_ADDRESS, 100): the other address's p99 and errors.
  * 3. HTTPS through the edge (a certificate issued by Pebble, served by SNI on EDGE_TLS_PORT) against plain HTTP
  *    through the edge, keep-alive, in alternating rounds (target: at least 0.6x); a new TLS handshake's p50.
  * The edge needs only PostgreSQL (no Temporal, no worker), so this bench starts just a database (and, for
@@ -22,6 +25,8 @@ import { startEdgeWorld } from './edge/world';
  */
 const ROUNDS = sized(4, 1);
 const SECONDS = sized(5, 1);
+/** Half-sent requests of the slowloris, held open (opened again once closed). */
+const SLOWLORIS = sized(2000, 400);
 
 /**
  * Two cases in alternation (ROUNDS rounds): the mean of each, the median ratio b / a, HAProxy's CPU per request
@@ -168,6 +173,27 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number; httpsRat
     );
     console.log(`p99 added by the edge = ${added} ms (target < 2 ms): ${added < 2 ? 'met' : 'NOT met'}`);
     cpuBudget(small);
+
+    // A slowloris from 127.0.0.5 (EDGE_CONNECTIONS_PER_ADDRESS at its default, 100) while wrk asks from 127.0.0.1
+    const attack = startSlowloris(envPort, SLOWLORIS);
+    await new Promise((r) => setTimeout(r, 1000));
+    console.log(
+      `[bench] edge: a slowloris of ${SLOWLORIS} half-sent requests from ${ATTACKER_ADDRESS} (${attack.open()} held, the rest closed and opened again), wrk from 127.0.0.1 (${SECONDS} s, -c32)...`,
+    );
+    const underAttack = wrk(
+      'through the edge under a slowloris from another address',
+      `http://127.0.0.1:${envPort}/`,
+      SECONDS,
+    );
+    const closedByEdge = attack.closed();
+    attack.stop();
+    printTable('A small GET through the edge: alone vs under a slowloris from another address', [
+      row(through),
+      row(underAttack),
+    ]);
+    console.log(
+      `other address under slowloris: p99 ${underAttack.p99} ms (alone ${through.p99} ms), ${underAttack.errors} errors; the edge closed ${closedByEdge} of the attacker's connections`,
+    );
 
     for (let i = 0; i < 2; i++) await fetch(`http://127.0.0.1:${cdnPort}/page`).then((r) => r.arrayBuffer());
     const hit = await fetch(`http://127.0.0.1:${cdnPort}/page`);

@@ -118,7 +118,7 @@ export async function startEdgeParts(o: {
   const v = varnish;
   const follower = purges;
   const fragments: ConfigFragments = {
-    global: [...dataPlaneUserLines(dataPlane.user), ...(log ? requestLogGlobal() : [])],
+    global: [...dataPlaneUserLines(dataPlane.user), ...(log ? requestLogGlobal(log.fragment) : [])],
     frontendStart: log ? [...requestLogFrontend(), ...requestLogRules()] : [],
     frontend: basicAuthRules(auth.fragment),
     useBackend: basicAuthUseBackend(),

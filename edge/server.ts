@@ -30,7 +30,7 @@ import { CertificateFiles, type CertificateFilesOptions, CRT_LIST } from './cert
 import { applyCertificateChanges, HaproxyCertificates } from './haproxy-certificates';
 import { defaultCertificate, hostsOf } from './haproxy/tls';
 import { buildModel, type EdgeModel } from './haproxy/model';
-import { renderConfig } from './haproxy/config';
+import { DEFAULT_PER_ADDRESS, renderConfig } from './haproxy/config';
 import { ensureDirs, haproxyPaths, writeAtomic } from './haproxy/paths';
 import { DataPlaneFiles } from './haproxy/files';
 import { HaproxyProcess } from './haproxy/process';
@@ -55,6 +55,8 @@ export interface EdgeOptions {
   refreshMs?: number;
   /** Proxies in front of the edge whose X-Forwarded-For/-Proto are believed (TRUST_PROXY_HOPS). */
   trustProxyHops?: number;
+  /** What one client address may hold (default 100 connections, 200 new ones per 10 s; edge/haproxy/config.ts). */
+  perAddress?: { connections: number; connectionRate: number };
   /** The key the environments' passwords' digests are made with (edge/basic-auth/). */
   secrets: Pick<Secrets, 'encryptionKey'>;
   /** The CDN tier's Varnish: its directory (default DATA_DIR/edge/varnish; one per live edge) and storage. */
@@ -181,6 +183,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     host: o.host,
     edgePort,
     trustProxyHops: o.trustProxyHops ?? 0,
+    perAddress: o.perAddress ?? DEFAULT_PER_ADDRESS,
     cdn: parts.cdn,
     fragments: () => parts.fragments,
     tls: tlsOptions,

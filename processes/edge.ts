@@ -22,6 +22,7 @@ const edge = await startEdge({
   secrets,
   logger,
   trustProxyHops: config.trustProxyHops,
+  perAddress: config.edgePerAddress,
   logs: {
     dataDir: config.dataDir,
     secrets,

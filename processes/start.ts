@@ -22,6 +22,7 @@ import { stopLeftVarnish } from '../edge/cdn/pids';
 import { claimDataDir, releaseDataDir } from './start-lock';
 import { pitrServer } from '../host/pitr';
 import { archiveSettings, assertPgbackrest, servicesPostgresChild, setUpServicesServer } from './services-postgres';
+import { removeKernelState, stopLeftChildren, takenEdgePorts } from './leftovers';
 
 /**
  * `npm start`: the whole system on embedded defaults, supervised. PostgreSQL (DATABASE_URL, else embedded
@@ -66,6 +67,10 @@ async function shutdown(code: number) {
   const closing = knex?.destroy().catch(() => undefined);
   if (await stopLeftVarnish(join(config.dataDir, 'edge', 'varnish')).catch(() => false))
     say('Stopped the edge’s Varnish left running.');
+  // the tenants are stopped: what their sandboxes made in the kernel goes too
+  await removeKernelState(config).catch((err: Error) =>
+    say(`Could not remove the sandboxes' networks: ${err.message}`),
+  );
   await closing;
   await supervision.stop(STOP_ORDER.slice(3));
   supervision.clear();
@@ -81,6 +86,12 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 }
 
 try {
+  // a previous supervisor of this DATA_DIR that died where its children could not follow it (no setpriv)
+  const left = await stopLeftChildren(config.dataDir);
+  if (left.length) say(`Stopped what a previous npm start left running: ${left.join(', ')}.`);
+  const taken = await takenEdgePorts(config);
+  if (taken.length)
+    throw new Error(`another program holds ${taken.join(' and ')}: stop it, or set these to free ports`);
   let databaseUrl = config.databaseUrl;
   // The services server the console runs (its WAL archived): SERVICES_PGDATA, else the embedded server when
   // nothing else is set. The worker and the API are told with SERVICES_PGDATA, SERVICES_PORT, SERVICES_DATABASE_URL.

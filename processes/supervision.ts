@@ -5,9 +5,15 @@
  * backoff when it exits unexpectedly (one log line per restart), and gives up on it alone in a crash loop
  * (CRASH_LOOP.exits exits within CRASH_LOOP.windowMs), saying which and why. Its state is kept in
  * `<runDir>/processes.json` (read by GET /health) and one `<runDir>/<name>.pid` per child.
+ *
+ * Orphan-proof: each child runs under `setpriv --pdeathsig <its stop signal>` (util-linux), so when the
+ * supervisor dies, however it dies (SIGKILL, a write to a closed output pipe, a crash), the kernel sends every
+ * child its stop signal and each stops as in a clean stop: the edge stops HAProxy and Varnish, the worker its
+ * tenants' processes. A child's own death is no supervisor's: the data plane and the tenants' processes it
+ * started (its children, which do not inherit the signal) keep serving while it is restarted.
  */
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ProcessState, ProcessesFile } from '../system/run-state';
 
@@ -31,6 +37,13 @@ export interface ChildSpec {
 }
 
 export const CRASH_LOOP = { exits: 5, windowMs: 60_000 };
+const SETPRIV = '/usr/bin/setpriv';
+
+/** The command line that runs `spec` with its stop signal as its parent-death signal (when setpriv is here). */
+export function orphanProof(spec: Pick<ChildSpec, 'command' | 'args' | 'stopSignal'>): [string, string[]] {
+  if (!existsSync(SETPRIV)) return [spec.command, spec.args];
+  return [SETPRIV, ['--pdeathsig', spec.stopSignal ?? 'SIGTERM', '--', spec.command, ...spec.args]];
+}
 export const BACKOFF = { initialMs: 500, maxMs: 5_000 };
 
 interface Entry {
@@ -133,7 +146,8 @@ export class Supervision {
 
   private spawn(entry: Entry): ChildProcess {
     const { spec } = entry;
-    const child = spawn(spec.command, spec.args, {
+    const [command, args] = orphanProof(spec);
+    const child = spawn(command, args, {
       cwd: spec.cwd,
       env: spec.env,
       stdio: spec.stdio ?? ['ignore', 'inherit', 'inherit'],

@@ -32,12 +32,17 @@ export interface RunningWorker {
   /** Resolves when the worker has stopped. */
   done: Promise<void>;
   shutdown(): Promise<void>;
+  /** Stops what the worker runs on this host (the tenants' processes), once; shutdown() and `done` end with it. */
+  stopHost(): Promise<void>;
 }
 
 /**
  * Creates and runs the Temporal worker of this process: every workflow and the activities of every
  * area (the local provider among them, with its supervised web processes).
  */
+/** How long shutdown() waits for the Temporal workers to drain before it stops the host's processes anyway. */
+const SHUTDOWN_WAIT_MS = 15_000;
+
 export async function startWorker(
   deps: Deps,
   opts: { taskQueue?: string; workflowBundle?: WorkflowBundleOption; identity?: string } = {},
@@ -74,10 +79,16 @@ export async function startWorker(
     shutdownGraceTime: '5s',
   });
   await activities.onWorkerStart?.();
+  // what the worker runs on this host (the tenants' processes, ...): stopped once, by whichever comes first
+  let hostStopped: Promise<void> | undefined;
+  const stopHost = () => {
+    hostStopped ??= Promise.resolve(activities.onWorkerStop?.());
+    return hostStopped;
+  };
   const done = Promise.all([worker.run(), builds.run()])
     .then(() => undefined)
     .finally(async () => {
-      await activities.onWorkerStop?.();
+      await stopHost();
       await connection.close();
     });
   return {
@@ -86,7 +97,15 @@ export async function startWorker(
     async shutdown() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       if (builds.getState() === 'RUNNING') builds.shutdown();
-      await done;
+      // Temporal may be gone too (npm start's supervisor died, and every child was told to stop at once): the
+      // workers' drain is not waited for past SHUTDOWN_WAIT_MS, the host's processes are stopped regardless
+      let timer: NodeJS.Timeout | undefined;
+      const drained = await Promise.race([
+        done.then(() => true),
+        new Promise<false>((r) => (timer = setTimeout(() => r(false), SHUTDOWN_WAIT_MS))),
+      ]).finally(() => clearTimeout(timer));
+      if (!drained) await stopHost();
     },
+    stopHost,
   };
 }

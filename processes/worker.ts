@@ -30,9 +30,13 @@ for (const [name, check] of Object.entries(settings))
 const readiness = await announceReady(deps.knex, config.taskQueue, undefined, settings);
 deps.logger.info('worker ready');
 let stopping = false;
+const supervisor = process.ppid;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
+  // npm start's supervisor died (the kernel sent this signal, setpriv --pdeathsig): Temporal, the database and the
+  // edge are being stopped at the same time, so the tenants' processes go first, depending on none of them
+  if (process.ppid !== supervisor) await running.stopHost();
   await readiness.stop();
   await running.shutdown();
   await deps.close();

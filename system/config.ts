@@ -64,6 +64,11 @@ export interface Config {
   encryptionKey: string | undefined;
   /** Port of the edge's Host-header listener (verified domains); every environment also has its own port. */
   edgePort: number;
+  /**
+   * What one client address may hold of the edge (docs/edge.md): concurrent connections
+   * (EDGE_CONNECTIONS_PER_ADDRESS) and new connections per 10 s (EDGE_CONNECTION_RATE_PER_ADDRESS).
+   */
+  edgePerAddress: { connections: number; connectionRate: number };
   /** Resolvers of domain verification (`ip` or `ip:port`); undefined: the system's. */
   dnsServers: string[] | undefined;
   /** Domains a project may have unless its settings say otherwise. */
@@ -303,6 +308,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
     encryptionKey: env.ENCRYPTION_KEY || undefined,
     edgePort: int(env, 'EDGE_PORT', 8000),
+    edgePerAddress: {
+      connections: Math.max(1, int(env, 'EDGE_CONNECTIONS_PER_ADDRESS', 100)),
+      connectionRate: Math.max(1, int(env, 'EDGE_CONNECTION_RATE_PER_ADDRESS', 200)),
+    },
     dnsServers: dnsServers(env.DNS_SERVERS),
     domainAllowance: int(env, 'DOMAIN_ALLOWANCE', 10),
     domainRecheckSeconds: Math.max(1, int(env, 'DOMAIN_RECHECK_SECONDS', 60)),

@@ -121,7 +121,7 @@ export function authenticate(deps: Deps): Middleware {
     const header = ctx.get('authorization');
     // The operator's METRICS_TOKEN is no person's credential: the request goes on without one (what it opens:
     // /health's host details, api/lib/operator.ts); a wrong guess is a failed credential like any other.
-    if (header && deps.config.metricsToken && isOperator(ctx, deps.config.metricsToken)) return next();
+    if (header && deps.config.metricsToken && isOperator(ctx, deps.config)) return next();
     if (header) {
       const address = ctx.ip;
       const { failures } = await deps.guards.assertAddressAllowed(address);

@@ -42,14 +42,14 @@ export const healthSchema = z.strictObject({
     .nullable()
     .optional()
     .describe(
-      "The host's settings as the freshest ready worker found them at its start (null: no worker). Shown to the operator only (loopback, or METRICS_TOKEN)",
+      "The host's settings as the freshest ready worker found them at its start (null: no worker). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN)",
     ),
   processes: z
     .array(processSchema)
     .nullable()
     .optional()
     .describe(
-      'The processes `npm start` supervises (null when it does not run this system). Shown to the operator only (loopback, or METRICS_TOKEN)',
+      'The processes `npm start` supervises (null when it does not run this system). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN)',
     ),
 });
 export type Health = z.infer<typeof healthSchema>;

@@ -49,7 +49,7 @@ export const routes = [
       '200 while this API can serve (its database answers), `status` `ok` when every component is, else `degraded`; ' +
       '503 `unavailable` when the database does not answer. A worker is `ok` while one has reported ready within the last ' +
       `${WORKER_STALE_MS / 1000} seconds. Each check is bounded by ${CHECK_TIMEOUT_MS} ms. The host's settings and ` +
-      "`npm start`'s processes are shown to the operator only: a loopback client, or with `Authorization: Bearer $METRICS_TOKEN` when that is set.",
+      "`npm start`'s processes are shown to the operator only: a loopback client whose request has no `X-Forwarded-For` or `Forwarded` while TRUST_PROXY_HOPS is 0, or with `Authorization: Bearer $METRICS_TOKEN` when that is set.",
     tags: ['system'],
     auth: 'none',
     responses: {
@@ -62,7 +62,7 @@ export const routes = [
       ctx.status = health.components.database.status === 'ok' ? 200 : 503;
       // the host's own details (settings with their paths, processes with their pids) are the operator's
       const { settings: _settings, processes: _processes, ...everyone } = health;
-      ctx.body = isOperator(ctx, ctx.deps.config.metricsToken) ? health : everyone;
+      ctx.body = isOperator(ctx, ctx.deps.config) ? health : everyone;
     },
   }),
 ];

@@ -18,6 +18,11 @@ const edge = await startEdge({
   edgePort: Number(process.env.EDGE_PORT ?? 0),
   dataDir,
   secrets,
+  // EDGE_CONNECTION_RATE_PER_ADDRESS set by the world (wrk and the TLS handshakes come from one loopback address)
+  perAddress: {
+    connections: Number(process.env.EDGE_CONNECTIONS_PER_ADDRESS || 100),
+    connectionRate: Number(process.env.EDGE_CONNECTION_RATE_PER_ADDRESS || 200),
+  },
   // BENCH_DEBUG=1: the edge's warnings (a reload that failed, a retry) on stdout
   ...(process.env.BENCH_DEBUG ? { logger: createLogger('info', 'bench-edge') } : {}),
   // HTTPS by SNI with the certificates issued by Pebble, as processes/edge.ts does (EDGE_TLS_PORT set).

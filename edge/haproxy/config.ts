@@ -7,6 +7,7 @@
  * the `vc_instance` cookie, gzip, the error page). What changes often lives in map and ACL files (runtime API);
  * the rest is structure (a reload).
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { aclFile, backendName, type EdgeModel, mapFile, serverName, slotCookie } from './model';
 import type { HaproxyPaths } from './paths';
@@ -34,6 +35,8 @@ export interface ConfigOptions {
   host: string;
   edgePort: number;
   trustProxyHops: number;
+  /** What one client address may hold: concurrent connections, new connections per 10 s (a stick table). */
+  perAddress: { connections: number; connectionRate: number };
   /**
    * HTTPS (CONTRACT "Certificates"): EDGE_TLS_PORT with the certificates' crt-list (SNI) and a self-signed
    * default certificate, and the port named in the 308 redirects (EDGE_TLS_PUBLIC_PORT).
@@ -46,6 +49,30 @@ export interface ConfigOptions {
 }
 
 export const MAINTENANCE_RETRY_SECONDS = 300;
+/** EDGE_CONNECTIONS_PER_ADDRESS and EDGE_CONNECTION_RATE_PER_ADDRESS (new connections per 10 s) unset. */
+export const DEFAULT_PER_ADDRESS = { connections: 100, connectionRate: 200 };
+/**
+ * Connections: the process's own (`global maxconn`: 10,000, or what the open-files limit HAProxy inherits
+ * allows, two descriptors a connection), and each bind's, below it (EDGE_PORT and EDGE_TLS_PORT: 40 %,
+ * an environment's port: 10 %), so no one port (one tenant's, or the domains') takes every slot of the process.
+ */
+export function connectionLimits(openFiles = openFilesLimit()): { total: number; domains: number; env: number } {
+  const total = Math.max(100, Math.min(10_000, Math.floor((openFiles - 500) / 2)));
+  return { total, domains: Math.floor(total * 0.4), env: Math.floor(total * 0.1) };
+}
+
+/** The hard limit of open files of this process (HAProxy's master inherits it), from /proc/self/limits. */
+function openFilesLimit(): number {
+  try {
+    const line = /^Max open files\s+\S+\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    const n = Number(line?.[1]);
+    return Number.isFinite(n) ? n : 1_048_576; // "unlimited"
+  } catch {
+    return 20_000;
+  }
+}
+/** The stick table of the client addresses' connections (conn_cur, conn_rate over 10 s). */
+const ADDRESS_TABLE = 'vc_addresses';
 const TEXT_TYPES = [
   'text/',
   'application/json',
@@ -75,6 +102,41 @@ export function bufsizeFor(pageBytes: number): number {
   return size;
 }
 
+/**
+ * The headers the edge owns. X-Forwarded-For (`option forwardfor`: the client's address), -Proto and -Host are
+ * the edge's to set: a client's own are removed, never appended to or kept, unless TRUST_PROXY_HOPS says a
+ * proxy in front sets them (then its chain is kept and the edge's peer appended). `Forwarded` says the same
+ * and is removed likewise. `Connection:` keeps no header name: the CDN tier (Varnish), as any HTTP/1.1 hop,
+ * drops the headers it names, and a client naming X-Forwarded-Proto there took the edge's away; HAProxy
+ * manages the connection itself, so only `upgrade` (with an Upgrade header) goes on.
+ */
+function forwardedHeaders(trustProxyHops: number): string[] {
+  return [
+    ...(trustProxyHops > 0
+      ? []
+      : ['X-Forwarded-For', 'X-Forwarded-Proto', 'X-Forwarded-Host', 'Forwarded'].map(
+          (name) => `  http-request del-header ${name}`,
+        )),
+    '  http-request del-header Connection if !{ req.hdr(upgrade) -m found }',
+    '  http-request set-header Connection upgrade if { req.hdr(upgrade) -m found }',
+  ];
+}
+
+/**
+ * What one client address may hold: EDGE_CONNECTIONS_PER_ADDRESS at once and EDGE_CONNECTION_RATE_PER_ADDRESS
+ * new ones per 10 s (stick table `vc_addresses`, sticky counter 1, tracked for the connection's session). A
+ * connection over either is closed as it comes, before any byte is read (only the projects' request-rate limit
+ * answers 429). With TRUST_PROXY_HOPS > 0 every peer is the trusted proxy in front, which carries many
+ * clients: no limit applies to its address.
+ */
+function perAddressLimits(o: ConfigOptions): string[] {
+  if (o.trustProxyHops > 0) return [];
+  return [
+    `  tcp-request connection track-sc1 src table ${ADDRESS_TABLE}`,
+    `  tcp-request connection reject if { sc1_conn_cur gt ${o.perAddress.connections} } || { sc1_conn_rate gt ${o.perAddress.connectionRate} }`,
+  ];
+}
+
 /** An answer of the edge's own: `http-request return` or `deny` arguments. */
 const own = (status: number, text: string) => `status ${status} ${PLAIN} string "${text}" ${NO_STORE}`;
 
@@ -89,10 +151,15 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
   const fragments = o.fragments?.(p) ?? {};
   const out: string[] = [];
   const add = (...lines: string[]) => out.push(...lines);
+  const limits = connectionLimits();
 
   add(
     'global',
     `  stats socket ${p.admin} mode 600 level admin expose-fd listeners`,
+    `  maxconn ${limits.total}`,
+    // a port another process holds fails the start (SO_REUSEPORT would let both serve it); a reload takes the
+    // listeners over from the old worker (`expose-fd listeners` above) instead of binding them again
+    '  noreuseport',
     `  pidfile ${p.pidfile}`,
     `  tune.bufsize ${bufsizeFor(model.pageBytes)}`,
     // after a reload, the old worker finishes what it was doing, at most this long
@@ -104,7 +171,8 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  timeout connect 5s',
     '  timeout client 60s',
     '  timeout server 600s',
-    '  timeout http-request 30s',
+    // a request's headers in at most 5 s (a slowloris holds a connection that long)
+    '  timeout http-request 5s',
     '  timeout http-keep-alive 5s',
     '  timeout tunnel 1h',
     '  timeout client-fin 5s',
@@ -118,13 +186,14 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     `  http-error ${own(504, 'gateway timeout: the web process did not answer in time')}`,
     '',
     'frontend fe_edge',
-    `  bind ${o.host}:${o.edgePort} name edge`,
+    `  bind ${o.host}:${o.edgePort} name edge maxconn ${limits.domains}`,
     ...(o.tls
       ? [
-          `  bind ${o.host}:${o.tls.port} name tls ssl crt ${o.tls.defaultCert} crt-list ${o.tls.crtList} ssl-min-ver TLSv1.2`,
+          `  bind ${o.host}:${o.tls.port} name tls maxconn ${limits.domains} ssl crt ${o.tls.defaultCert} crt-list ${o.tls.crtList} ssl-min-ver TLSv1.2`,
         ]
       : []),
-    ...model.envPorts.map((port) => `  bind ${o.host}:${port} name p${port}`),
+    ...model.envPorts.map((port) => `  bind ${o.host}:${port} name p${port} maxconn ${limits.env}`),
+    ...perAddressLimits(o),
     '  option forwardfor',
     '  option http-ignore-probes',
     // a connection that sent no request (a TLS handshake given up, a port scan) is not a request line
@@ -132,6 +201,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     // only the loopback listener of the CDN tier (fe_origin) believes these
     '  http-request del-header X-VC-Env',
     '  http-request del-header X-VC-Default-TTL',
+    ...forwardedHeaders(o.trustProxyHops),
     `  acl on_edge_port dst_port ${o.edgePort}`,
     // the environments' ports: by port; EDGE_PORT and the TLS port: by Host
     `  acl by_host dst_port ${o.edgePort}${o.tls ? ` ${o.tls.port}` : ''}`,
@@ -197,8 +267,9 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     add(`  http-request return ${maintenance(file)} if { var(txn.maint) -m found } { var(txn.p) -m str ${projectId} }`);
   add(
     `  http-request return ${maintenance('pages/maintenance-default.html')} if { var(txn.maint) -m found }`,
+    // the client's own were removed above (forwardedHeaders), unless a trusted proxy in front set these
     '  http-request set-header X-Forwarded-Proto http if !{ req.hdr(x-forwarded-proto) -m found }',
-    '  http-request set-header X-Forwarded-Host "%[req.hdr(host)]" if { req.hdr(host) -m found }',
+    '  http-request set-header X-Forwarded-Host "%[req.hdr(host)]" if { req.hdr(host) -m found } !{ req.hdr(x-forwarded-host) -m found }',
   );
   // no release is live (stopped, ...): the environment's backend answers 503 saying why (below)
   add(`  http-request set-var(txn.unavail) var(txn.env),map(${map('unavailable')})`);
@@ -239,6 +310,8 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       '',
     );
   add('backend be_none', `  http-request return ${own(404, 'no site is served at this address')}`, '');
+  if (o.trustProxyHops === 0)
+    add(`backend ${ADDRESS_TABLE}`, '  stick-table type ipv6 size 1m expire 60s store conn_cur,conn_rate(10s)', '');
   for (const period of model.ratePeriods)
     add(
       `backend rl_${period}`,

@@ -3,13 +3,27 @@
  * socket, handing lines to the edge's LogShipper. Start it before HAProxy (the ring connects to it; lines
  * wait in the ring until it listens).
  */
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RequestLogFragment } from './haproxy';
+import { writeAtomic } from '../haproxy/paths';
+import { type RequestLogFragment, SEQUENCE_LUA } from './haproxy';
 import { type LineSink, RequestLogReader } from './reader';
 
 export function requestLogPaths(dataDir: string) {
   const dir = join(dataDir, 'edge', 'request-log');
-  return { dir, socket: join(dir, 'reader.sock'), cursorFile: join(dir, 'cursor.json') };
+  return {
+    dir,
+    socket: join(dir, 'reader.sock'),
+    cursorFile: join(dir, 'cursor.json'),
+    sequenceScript: join(dir, 'sequence.lua'),
+  };
+}
+
+/** Writes the Lua script HAProxy takes the lines' sequence numbers from (SEQUENCE_LUA) to `file`. */
+export function writeSequenceScript(file: string): string {
+  mkdirSync(join(file, '..'), { recursive: true });
+  writeAtomic(file, SEQUENCE_LUA);
+  return file;
 }
 
 export async function startRequestLog(o: {
@@ -29,5 +43,10 @@ export async function startRequestLog(o: {
     reorderMs: o.reorderMs,
     logger: o.logger,
   }).start();
-  return { fragment: { socket: paths.socket, ringSize: o.ringSize }, reader, close: () => reader.close() };
+  writeSequenceScript(paths.sequenceScript);
+  return {
+    fragment: { socket: paths.socket, sequenceScript: paths.sequenceScript, ringSize: o.ringSize },
+    reader,
+    close: () => reader.close(),
+  };
 }

@@ -11,7 +11,7 @@ import {
   requestLogRules,
   requestLogSections,
 } from '../../edge/request-log/haproxy';
-import { requestLogPaths, startRequestLog } from '../../edge/request-log/control';
+import { requestLogPaths, startRequestLog, writeSequenceScript } from '../../edge/request-log/control';
 import type { RequestLogReader } from '../../edge/request-log/reader';
 import { runtimeCommand } from '../../edge/runtime-command';
 import { LogShipper } from '../../logs/shipper';
@@ -75,14 +75,15 @@ beforeAll(async () => {
   }).start();
   reader = await startReader();
   socketPath = requestLogPaths(t.dataDir).socket;
+  const sequenceScript = writeSequenceScript(requestLogPaths(t.dataDir).sequenceScript);
   app = await startTinyApp();
   haproxy = await startConfiguredHaproxy(({ port, socket }) =>
     [
       'global',
       `  stats socket ${socket} level admin`,
-      ...requestLogGlobal().map((l) => `  ${l}`),
+      ...requestLogGlobal({ sequenceScript }).map((l) => `  ${l}`),
       ...DEFAULTS,
-      ...requestLogSections({ socket: socketPath, ringSize: 65_536 }),
+      ...requestLogSections({ socket: socketPath, sequenceScript, ringSize: 65_536 }),
       'frontend web',
       `  bind 127.0.0.1:${port}`,
       ...requestLogFrontend().map((l) => `  ${l}`),

@@ -92,6 +92,10 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       LOCAL_REPOSITORY_ROOTS: repositoriesDir(),
       SANDBOX_SHARED_DIRS: join(inject('runDir'), 'shared'),
       SERVICES_DATABASE_URL: inject('servicesDatabaseUrl'),
+      // every request of the tests comes from loopback, one address: the edge's per-address limits (docs/edge.md)
+      // are proved where a test sets them, and through npm start with their defaults (edge-guard-start.test.ts)
+      EDGE_CONNECTIONS_PER_ADDRESS: '10000',
+      EDGE_CONNECTION_RATE_PER_ADDRESS: '1000000',
       ...(smtp ? { SMTP_URL: smtp.url } : {}),
       ...(opts.env ?? {}),
     });
@@ -111,6 +115,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
             dataDir,
             secrets: deps.secrets,
             trustProxyHops: config.trustProxyHops,
+            perAddress: config.edgePerAddress,
             refreshMs: 5000,
             logger: deps.logger,
             logs: { dataDir, secrets: deps.secrets, outbound: deps.config, refreshMs: 1000, maxBackoffMs: 4000 },

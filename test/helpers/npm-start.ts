@@ -108,6 +108,12 @@ export async function stopNpmStart(start: ChildProcess | undefined, dataDir: str
     }
     await Promise.race([new Promise((r) => start.once('exit', r)), new Promise((r) => setTimeout(r, 90_000))]);
   }
-  for (const p of processesMentioning(dataDir)) process.kill(Number(p.split(' ')[0]), 'SIGKILL');
+  for (const p of processesMentioning(dataDir)) {
+    try {
+      process.kill(Number(p.split(' ')[0]), 'SIGKILL');
+    } catch {
+      // gone since it was listed
+    }
+  }
   killProcessesUnder(dataDir);
 }

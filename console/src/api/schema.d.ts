@@ -1149,7 +1149,7 @@ export interface paths {
         };
         /**
          * Health of each component: the database, Temporal and the workers
-         * @description 200 while this API can serve (its database answers), `status` `ok` when every component is, else `degraded`; 503 `unavailable` when the database does not answer. A worker is `ok` while one has reported ready within the last 20 seconds. Each check is bounded by 2000 ms. The host's settings and `npm start`'s processes are shown to the operator only: a loopback client, or with `Authorization: Bearer $METRICS_TOKEN` when that is set.
+         * @description 200 while this API can serve (its database answers), `status` `ok` when every component is, else `degraded`; 503 `unavailable` when the database does not answer. A worker is `ok` while one has reported ready within the last 20 seconds. Each check is bounded by 2000 ms. The host's settings and `npm start`'s processes are shown to the operator only: a loopback client whose request has no `X-Forwarded-For` or `Forwarded` while TRUST_PROXY_HOPS is 0, or with `Authorization: Bearer $METRICS_TOKEN` when that is set.
          */
         get: operations["getHealth"];
         put?: never;
@@ -10118,7 +10118,7 @@ export interface operations {
                                 status: "ok" | "unavailable";
                             };
                         };
-                        /** @description The processes `npm start` supervises (null when it does not run this system). Shown to the operator only (loopback, or METRICS_TOKEN) */
+                        /** @description The processes `npm start` supervises (null when it does not run this system). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN) */
                         processes?: {
                             last_exit: string | null;
                             name: string;
@@ -10130,7 +10130,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "starting" | "running" | "restarting" | "failed" | "stopped";
                         }[] | null;
-                        /** @description The host's settings as the freshest ready worker found them at its start (null: no worker). Shown to the operator only (loopback, or METRICS_TOKEN) */
+                        /** @description The host's settings as the freshest ready worker found them at its start (null: no worker). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN) */
                         settings?: {
                             services: {
                                 /** @description The setting to change */
@@ -10176,7 +10176,7 @@ export interface operations {
                                 status: "ok" | "unavailable";
                             };
                         };
-                        /** @description The processes `npm start` supervises (null when it does not run this system). Shown to the operator only (loopback, or METRICS_TOKEN) */
+                        /** @description The processes `npm start` supervises (null when it does not run this system). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN) */
                         processes?: {
                             last_exit: string | null;
                             name: string;
@@ -10188,7 +10188,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "starting" | "running" | "restarting" | "failed" | "stopped";
                         }[] | null;
-                        /** @description The host's settings as the freshest ready worker found them at its start (null: no worker). Shown to the operator only (loopback, or METRICS_TOKEN) */
+                        /** @description The host's settings as the freshest ready worker found them at its start (null: no worker). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN) */
                         settings?: {
                             services: {
                                 /** @description The setting to change */
