@@ -41,8 +41,13 @@ export function ResourcesPage({ id }: { id: string }) {
 }
 
 /** One uPlot line chart (uPlot is loaded with the first chart, not with the console). */
-function Chart(props: { label: string; points: { at: string; value: number }[]; scale: number }) {
-  const { label, points, scale } = props;
+export function Chart(props: {
+  label: string;
+  points: { at: string; value: number }[];
+  scale: number;
+  height?: number;
+}) {
+  const { label, points, scale, height = 180 } = props;
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
     let chart: { destroy(): void } | undefined;
@@ -51,13 +56,14 @@ function Chart(props: { label: string; points: { at: string; value: number }[]; 
       if (gone || !box.current) return;
       const width = Math.max(240, box.current.clientWidth);
       const xs = points.map((p) => Date.parse(p.at) / 1000);
+      const fg = getComputedStyle(document.documentElement).getPropertyValue('--fg').trim() || '#111827';
       const ys = points.map((p) => Math.round(p.value * scale * 100) / 100);
       chart = new UPlot(
         {
           width,
-          height: 180,
+          height,
           series: [{}, { label, stroke: '#2563eb', width: 2 }],
-          axes: [{}, { size: 60 }],
+          axes: [{ stroke: fg }, { size: 60, stroke: fg }],
           legend: { show: true },
         },
         [xs, ys],
@@ -68,7 +74,7 @@ function Chart(props: { label: string; points: { at: string; value: number }[]; 
       gone = true;
       chart?.destroy();
     };
-  }, [label, points, scale]);
+  }, [label, points, scale, height]);
   if (points.length === 0) return <p class="muted">No samples in this window yet.</p>;
   return <div ref={box} class="chart" data-chart={label} />;
 }
