@@ -1,5 +1,7 @@
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertSamples } from '../../db/queries/resources';
 import { useTestContext } from '../helpers/context';
 import { commitAll, createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
@@ -123,7 +125,26 @@ describe.sequential('the environment overview', () => {
     const v2 = commitAll(w.repo.dir, 'Checkout <b>faster</b> & safer');
     const res = await w.api.post(`${env()}/deploy`);
     expect((await waitForTask(t, w.api, res.body.id)).status).toBe('succeeded');
+    const now = Date.now();
+    await insertSamples(
+      t.deps.knex,
+      Array.from({ length: 30 }, (_, i) => ({
+        environment_id: w.environment.id,
+        at: new Date(now - (30 - i) * 60_000),
+        cpu: 0.1 + i / 100,
+        memory_bytes: (100 + i) * 1024 * 1024,
+        disk_bytes: 200 * 1024 * 1024,
+      })),
+    );
     await c.go(env());
+    // The last hour's CPU as a small line, named by its latest and highest values.
+    const series = (await agent.get(`${env()}/resources?window=1h`)).body.series.cpu as { value: number }[];
+    const spark = page.getByRole('img', { name: /^CPU over the last hour/ });
+    await spark.waitFor();
+    const r = (n: number) => Math.round(n * 10) / 10;
+    expect(await spark.getAttribute('aria-label')).toBe(
+      `CPU over the last hour (% of one core): now ${r(series.at(-1)!.value)}%, highest ${r(Math.max(...series.map((p) => p.value)))}%`,
+    );
     const live = page.getByRole('region', { name: 'Live now' });
     await live.getByText('Checkout <b>faster</b> & safer').waitFor();
     expect(await live.locator('b').count()).toBe(0);
@@ -134,7 +155,11 @@ describe.sequential('the environment overview', () => {
       .getByRole('button', { name: 'Rollback' })
       .evaluate((b) => document.getElementById(b.getAttribute('aria-describedby')!)?.textContent);
     expect(described).toMatch(new RegExp(`^back to ${v1.slice(0, 7)}`));
-    await c.screenshot('overview');
+    const shot = await c.screenshot('overview');
+    if (process.env.UPDATE_CONSOLE_SCREENSHOT === '1') copyFileSync(shot, path.join('docs', 'console-overview.png'));
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await c.screenshot('overview-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
     await checkA11y('overview, live');
     await checkNarrow(c, 'overview');
     expect(c.problems).toEqual([]);

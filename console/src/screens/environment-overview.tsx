@@ -5,7 +5,7 @@ import type { Answer, Environment, Task } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
 import { Check, ErrorNote, Field, Loading, Section, when } from '../ui/parts';
 import { duration, shortSha } from '../ui/names';
-import { Chart } from './resources';
+import { Sparkline } from '../ui/sparkline';
 
 type Choices = Answer<'getEnvironmentDeployChoices'>;
 type Allowed = Extract<Choices, { allowed: true }>;
@@ -98,10 +98,7 @@ export function Overview({ id, env, onEnded }: { id: string; env: Environment | 
             <ErrorNote error={scale.error} />
           )}
           {usage.data && (
-            <>
-              <p class="muted">CPU over the last hour (% of one core)</p>
-              <Chart label="cpu" points={usage.data.series.cpu} scale={1} height={90} />
-            </>
+            <Sparkline label="CPU over the last hour (% of one core)" unit="%" points={usage.data.series.cpu} />
           )}
         </Section>
       </div>

@@ -41,13 +41,8 @@ export function ResourcesPage({ id }: { id: string }) {
 }
 
 /** One uPlot line chart (uPlot is loaded with the first chart, not with the console). */
-export function Chart(props: {
-  label: string;
-  points: { at: string; value: number }[];
-  scale: number;
-  height?: number;
-}) {
-  const { label, points, scale, height = 180 } = props;
+function Chart(props: { label: string; points: { at: string; value: number }[]; scale: number }) {
+  const { label, points, scale } = props;
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
     let chart: { destroy(): void } | undefined;
@@ -61,7 +56,7 @@ export function Chart(props: {
       chart = new UPlot(
         {
           width,
-          height,
+          height: 180,
           series: [{}, { label, stroke: '#2563eb', width: 2 }],
           axes: [{ stroke: fg }, { size: 60, stroke: fg }],
           legend: { show: true },
@@ -74,7 +69,7 @@ export function Chart(props: {
       gone = true;
       chart?.destroy();
     };
-  }, [label, points, scale, height]);
+  }, [label, points, scale]);
   if (points.length === 0) return <p class="muted">No samples in this window yet.</p>;
   return <div ref={box} class="chart" data-chart={label} />;
 }
