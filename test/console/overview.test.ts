@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertSamples } from '../../db/queries/resources';
 import { useTestContext } from '../helpers/context';
 import { commitAll, createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
-import { sessionAgent } from '../helpers/fixtures';
+import { PASSWORD, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import {
   axeViolations,
@@ -265,6 +265,65 @@ describe.sequential('the environment overview', () => {
       await t.deps.knex('tasks').where({ id: task.id }).delete();
     }
     expect(a11y).toEqual([]);
+    expect(c.problems).toEqual([]);
+  });
+
+  it('the main flow with the keyboard alone: sign in, deploy, follow the log, set a variable, add a domain', async () => {
+    const { page } = c;
+    /** Presses Tab until the focused element is the one described (its name attribute or its text). */
+    const tabTo = async (what: string) => {
+      for (let i = 0; i < 120; i++) {
+        await page.keyboard.press('Tab');
+        const at = await page.evaluate(() => {
+          const el = document.activeElement as HTMLInputElement | null;
+          return [el?.getAttribute('name') ?? '', el?.textContent?.trim() ?? ''];
+        });
+        if (at.includes(what)) return;
+      }
+      throw new Error(`Tab never reached ${what}`);
+    };
+    await c.context.clearCookies();
+    await page.goto(t.baseUrl + env());
+    await tabTo('email');
+    await page.keyboard.type(w.owner.email);
+    await tabTo('password');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'production' }).waitFor();
+    await page.getByRole('button', { name: 'Deploy', exact: true }).waitFor();
+
+    await tabTo('Deploy');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
+    const log = page.getByRole('log', { name: 'Task log' });
+    await expect.poll(() => log.textContent(), { timeout: 120_000 }).toContain('==> Live:');
+    await tabTo('Open the environment');
+    await page.keyboard.press('Enter');
+    await page.getByRole('region', { name: 'Live now' }).waitFor();
+
+    await tabTo('Variables');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/variables$/);
+    await tabTo('name');
+    await page.keyboard.type('SET_BY_KEYBOARD');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('yes');
+    await page.keyboard.press('Enter');
+    await page.getByRole('table', { name: 'Variables' }).getByText('SET_BY_KEYBOARD').waitFor();
+    expect(
+      await t.deps.knex('variables').where({ environment_id: w.environment.id, name: 'SET_BY_KEYBOARD' }).first(),
+    ).toMatchObject({ secret: false });
+
+    await tabTo('Domains');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/domains$/);
+    await tabTo('hostname');
+    await page.keyboard.type('keys.example.test');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'keys.example.test' }).waitFor();
+    expect(await t.deps.knex('domains').where({ environment_id: w.environment.id }).pluck('hostname')).toContain(
+      'keys.example.test',
+    );
     expect(c.problems).toEqual([]);
   });
 });
