@@ -5,6 +5,7 @@ import { insertSamples } from '../../db/queries/resources';
 import { useTestContext } from '../helpers/context';
 import { commitAll, createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
 import { PASSWORD, sessionAgent } from '../helpers/fixtures';
+import { ENVIRONMENT_TABS, PROJECT_TABS, TEAM_TABS } from '../../console/src/screens/tabs';
 import type { Agent } from '../helpers/http';
 import {
   axeViolations,
@@ -324,6 +325,29 @@ describe.sequential('the environment overview', () => {
     expect(await t.deps.knex('domains').where({ environment_id: w.environment.id }).pluck('hostname')).toContain(
       'keys.example.test',
     );
+    expect(c.problems).toEqual([]);
+  });
+
+  it('every screen has no serious or critical axe violation, in both colour schemes, at 1280 px', async () => {
+    const { page } = c;
+    const task = await t.deps.knex('tasks').where({ environment_id: w.environment.id }).first('id');
+    const paths = [
+      '/',
+      '/account',
+      '/account/tokens',
+      '/account/ssh-keys',
+      `/tasks/${task.id}`,
+      ...TEAM_TABS.map(([p]) => `/teams/${w.team.id}${p}`),
+      ...PROJECT_TABS.map(([p]) => `/projects/${w.project.id}${p}`),
+      ...ENVIRONMENT_TABS.map(([p]) => `${env()}${p}`),
+    ];
+    const found: string[] = [];
+    for (const p of paths) {
+      await c.go(p);
+      await page.waitForLoadState('networkidle');
+      found.push(...(await axeViolations(page, p)));
+    }
+    expect(found).toEqual([]);
     expect(c.problems).toEqual([]);
   });
 });
