@@ -73,7 +73,7 @@ export function EnvPreview({
                   <MaskedValue name={r.name} value={r.value} />
                 )}
               </td>
-              <td>{r.note}</td>
+              <td class="note">{r.note}</td>
               {secrets && (
                 <td>
                   <label class="check">
@@ -160,7 +160,8 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
     <>
       <Section title="Variables">
         <LoadState load={list} what="variables" />
-        {list.data && (
+        {list.data?.length === 0 && <p class="muted">No variables yet: set one or paste a .env below.</p>}
+        {list.data && list.data.length > 0 && (
           <div class="scroll">
             <table aria-label="Variables">
               <thead>
