@@ -48,7 +48,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = allRoutes()): Koa {
   app.use(metricsEndpoint(deps.config));
   app.use(requestLog(deps.logger));
   app.use(errorHandler(deps.logger));
-  app.use(serveConsole(deps.config.consoleDir));
+  app.use(serveConsole(deps.config.consoleDir, deps.config.consoleName));
   app.use(async (ctx, next) => {
     ctx.state.routeTable = routes;
     await next();

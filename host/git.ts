@@ -298,6 +298,19 @@ function fetchSha(mirror: string, repo: GitRepo, sha: string, opts: GitOptions):
   });
 }
 
+/** The most characters of a commit's subject a release keeps. */
+export const COMMIT_MESSAGE_MAX = 200;
+
+/** The subject of commit `sha` (`git log -1 --format=%s`) from the mirror, at most COMMIT_MESSAGE_MAX characters. */
+export async function commitSubject(repo: GitRepo, sha: string, opts: GitOptions): Promise<string> {
+  const mirror = await mirrorWithCommit(repo, sha, opts);
+  const out = await git(['--git-dir', mirror, 'log', '-1', '--format=%s', sha, '--'], {
+    access: opts.access,
+    timeoutMs: opts.timeoutMs,
+  });
+  return [...out.replace(/\n+$/, '')].slice(0, COMMIT_MESSAGE_MAX).join('');
+}
+
 async function revParseCommit(mirror: string, rev: string, opts: GitOptions): Promise<string | null> {
   try {
     const out = await git(['--git-dir', mirror, 'rev-parse', '--verify', '--quiet', `${rev}^{commit}`], {

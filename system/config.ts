@@ -19,6 +19,8 @@ export interface Config {
   dataDir: string;
   /** The built web console the API serves at `/` (CONSOLE_DIR; default console/dist of this checkout). */
   consoleDir: string;
+  /** The console's name (CONSOLE_NAME): the served index.html's title and `<meta name="console-name">`. */
+  consoleName: string;
   buildConcurrency: number;
   redisUrl: string | undefined;
   trustProxyHops: number;
@@ -273,6 +275,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     supportEmail: env.SUPPORT_EMAIL || 'support@localhost',
     dataDir: resolve(env.DATA_DIR || 'var'),
     consoleDir: resolve(env.CONSOLE_DIR || fileURLToPath(new URL('../console/dist', import.meta.url))),
+    consoleName: env.CONSOLE_NAME?.trim() || 'Hosting Console',
     buildConcurrency: Math.max(1, int(env, 'BUILD_CONCURRENCY', 2)),
     redisUrl: env.REDIS_URL || undefined,
     trustProxyHops: int(env, 'TRUST_PROXY_HOPS', 0),

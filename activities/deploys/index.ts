@@ -7,7 +7,7 @@
 import { Context } from '@temporalio/activity';
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
-import { displayUrl, GitError, resolveRef, type GitRepo } from '../../host/git';
+import { commitSubject, displayUrl, GitError, resolveRef, type GitRepo } from '../../host/git';
 import { projectRepository } from '../../core/repository';
 import {
   buildRelease,
@@ -50,6 +50,17 @@ async function loadRelease(deps: Deps, releaseId: string): Promise<ReleaseRow> {
   const release = await deps.knex('releases').where({ id: releaseId }).first();
   if (!release) throw userFault('ReleaseMissing', `release ${releaseId} no longer exists`);
   return release;
+}
+
+/** The subject of the release's commit (from the mirror the build just used), or null when git cannot tell it. */
+async function commitMessageOf(deps: Deps, release: ReleaseRow): Promise<string | null> {
+  if (release.commit_message != null) return release.commit_message;
+  try {
+    const repo = await repository(deps, release.project_id);
+    return await commitSubject(repo, release.commit_sha, { access: deps.config, timeoutMs: 20_000 });
+  } catch {
+    return null;
+  }
 }
 
 /** The project's repository as git is given it (URL and credentials apart); every git call here uses it. */
@@ -374,7 +385,11 @@ export function createBuildActivities(deps: Deps) {
             }
             await knex('releases')
               .where({ id: release.id })
-              .update({ status: 'ready', built_at: knex.raw('COALESCE(built_at, now())') });
+              .update({
+                status: 'ready',
+                built_at: knex.raw('COALESCE(built_at, now())'),
+                commit_message: await commitMessageOf(deps, release),
+              });
             await recordTaskPhases(knex, input.taskId, { build_done: new Date().toISOString() });
             return { started: true, ok: true, reused: r.reused };
           }),

@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Middleware } from 'koa';
 import send from 'koa-send';
@@ -13,8 +13,9 @@ const YEAR_MS = 365 * 24 * 3600 * 1000;
  * Everything under the API prefix, and what is neither a file nor an HTML page, goes on to the API
  * (its JSON 404 stays).
  */
-export function serveConsole(dir: string): Middleware {
+export function serveConsole(dir: string, name = 'Hosting Console'): Middleware {
   const index = join(dir, 'index.html');
+  const named = namedIndex(index, name);
   const isFile = (rel: string) => {
     try {
       return statSync(join(dir, rel)).isFile();
@@ -46,7 +47,8 @@ export function serveConsole(dir: string): Middleware {
       ctx.body = 'The web console is not built: `npm start` builds it (or run `npm run build:console`).\n';
       return;
     }
-    await send(ctx, 'index.html', { root: dir, gzip: false, brotli: false });
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = named();
     ctx.set('Cache-Control', 'no-cache');
     ctx.set(
       'Content-Security-Policy',
@@ -55,6 +57,30 @@ export function serveConsole(dir: string): Middleware {
     );
     ctx.set('Referrer-Policy', 'same-origin');
   };
+}
+
+/**
+ * index.html with the console's name (CONSOLE_NAME) as its title and `<meta name="console-name">`, read
+ * again when the file changes (a rebuild while the API runs).
+ */
+function namedIndex(file: string, name: string): () => string {
+  let cached: { mtime: number; html: string } | undefined;
+  const text = escapeHtml(name);
+  return () => {
+    const mtime = statSync(file).mtimeMs;
+    if (cached?.mtime !== mtime) {
+      const html = readFileSync(file, 'utf8')
+        .replace(/<title>[^<]*<\/title>/, () => `<title>${text}</title>`)
+        .replace(/<meta name="console-name"[^>]*>\s*/, '')
+        .replace('</title>', () => `</title>\n    <meta name="console-name" content="${text}" />`);
+      cached = { mtime, html };
+    }
+    return cached.html;
+  };
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 function decodeSafe(path: string): string | undefined {

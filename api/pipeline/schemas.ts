@@ -12,11 +12,17 @@ export const listReleasesQuery = z.object({
   before: timeIdCursorParam(RELEASES_CURSOR).optional(),
 });
 
+const commitMessage = z
+  .string()
+  .nullable()
+  .describe("The commit's subject (`git log -1 --format=%s`, at most 200 characters), recorded at build; null before");
+
 export const releaseSchema = z.strictObject({
   id: z.uuid(),
   environment_id: z.uuid(),
   git_ref: z.string(),
   commit_sha: z.string(),
+  commit_message: commitMessage,
   status: z.enum(['building', 'ready', 'failed']),
   built_at: z.string().nullable(),
   created_at: z.string(),
@@ -28,7 +34,15 @@ const releaseRef = z.strictObject({
   id: z.uuid(),
   git_ref: z.string(),
   commit_sha: z.string(),
+  commit_message: commitMessage,
   built_at: z.string().nullable(),
+});
+
+const liveRef = releaseRef.extend({
+  went_live: z
+    .strictObject({ task_id: z.uuid(), at: z.string() })
+    .nullable()
+    .describe('The deployment that last put it live: its task (who asked, how long it took) and when'),
 });
 
 export const DEPLOY_BLOCKS = [
@@ -45,7 +59,7 @@ export const deployChoicesSchema = z.union([
     git_ref: z.string(),
     head_commit: z.string().describe('The commit a deploy would build and put live now'),
     head_built: z.boolean().describe('A ready release of that commit exists: a deploy skips the build'),
-    live_release: releaseRef.nullable(),
+    live_release: liveRef.nullable(),
     rollback_release: releaseRef
       .nullable()
       .describe('What POST /environments/{id}/rollback would put live; null: nothing to roll back to'),

@@ -35,6 +35,7 @@ export async function listReleases(
       'r.environment_id',
       'r.git_ref',
       'r.commit_sha',
+      'r.commit_message',
       'r.status',
       'r.built_at',
       'r.created_at',
@@ -56,6 +57,7 @@ export async function listReleases(
       environment_id: r.environment_id,
       git_ref: r.git_ref,
       commit_sha: r.commit_sha,
+      commit_message: r.commit_message ?? null,
       status: r.status,
       built_at: isoOrNull(r.built_at),
       created_at: iso(r.created_at),
@@ -92,7 +94,29 @@ export async function headCommit(deps: Deps, repo: GitRepo, gitRef: string): Pro
 }
 
 const releaseRef = (r: (ReleaseRow & { built_at?: Date | string | null }) | undefined) =>
-  r ? { id: r.id, git_ref: r.git_ref, commit_sha: r.commit_sha, built_at: isoOrNull(r.built_at) } : null;
+  r
+    ? {
+        id: r.id,
+        git_ref: r.git_ref,
+        commit_sha: r.commit_sha,
+        commit_message: r.commit_message ?? null,
+        built_at: isoOrNull(r.built_at),
+      }
+    : null;
+
+/** The live release with the deployment that last put it live (its task and when). */
+async function liveRef(knex: Deps['knex'], envId: string, r: ReleaseRow | undefined) {
+  const ref = releaseRef(r);
+  if (!ref) return null;
+  const d = await knex('deployments')
+    .where({ environment_id: envId, release_id: ref.id })
+    .orderBy([
+      { column: 'went_live_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .first('task_id', 'went_live_at');
+  return { ...ref, went_live: d?.task_id ? { task_id: d.task_id as string, at: iso(d.went_live_at) } : null };
+}
 
 /** What a deploy of the environment would do now, or why none can be asked. */
 export async function deployChoices(deps: Deps, actor: Actor, environmentId: string) {
@@ -131,7 +155,7 @@ export async function deployChoices(deps: Deps, actor: Actor, environmentId: str
     git_ref: env.git_ref,
     head_commit: head.sha,
     head_built: Boolean(built),
-    live_release: releaseRef(live),
+    live_release: await liveRef(knex, env.id, live),
     rollback_release: releaseRef(rollback),
     skip_steps_allowed: true as const,
   };

@@ -28,7 +28,13 @@ const dotenvText = z.string().max(4 * 1024 * 1024, 'must be at most 4 MiB');
 export const parseBody = z.strictObject({ text: dotenvText });
 export const importBody = z.strictObject({
   text: dotenvText,
-  secret: z.boolean().optional().describe('Marks every created or updated variable secret'),
+  secret: z
+    .union([z.boolean(), z.array(variableName).max(500)], { error: 'must be true, false or a list of names' })
+    .optional()
+    .describe(
+      'true: every created or updated variable is secret; false: none is; a list: the names of the text to store as ' +
+        'secret (the others are not). Omitted: new ones are not secret and a replaced one keeps its flag',
+    ),
   overwrite: z.boolean().optional().describe('Replace existing names (default: skip them)'),
 });
 

@@ -124,6 +124,15 @@ export function parseText(text: string) {
   return { data: parsed.data };
 }
 
+/** Whether an imported name is to be secret (undefined: not said); a listed name missing from the text is 422. */
+function secretChoice(secret: boolean | string[] | undefined, names: string[]): (name: string) => boolean | undefined {
+  if (!Array.isArray(secret)) return () => secret;
+  const missing = secret.filter((n) => !names.includes(n));
+  if (missing.length > 0) throw errors.invalid({ secret: `not in the text: ${missing.join(', ')}` });
+  const listed = new Set(secret);
+  return (name) => listed.has(name);
+}
+
 /**
  * Saves what parse reads, all or nothing: new names are created; an existing name is skipped unless
  * `overwrite`, then updated when its value or secret flag changes, else unchanged.
@@ -132,9 +141,13 @@ export async function importVariables(
   deps: Deps,
   actor: Actor,
   scope: Scope,
-  input: { text: string; secret?: boolean; overwrite?: boolean },
+  input: { text: string; secret?: boolean | string[]; overwrite?: boolean },
 ) {
   const { data } = parseText(input.text);
+  const secretOf = secretChoice(
+    input.secret,
+    data.map((d) => d.name),
+  );
   return deps.knex.transaction(async (trx) => {
     await lockProject(trx, scope.projectId);
     const existing = new Map<string, Variable>();
@@ -163,13 +176,13 @@ export async function importVariables(
           environment_id: scope.environmentId,
           name: d.name,
           value_sealed,
-          secret: input.secret ?? false,
+          secret: secretOf(d.name) ?? false,
         });
         result.created.push(d.name);
       } else if (!input.overwrite) {
         result.skipped.push(d.name);
       } else {
-        const secret = input.secret ?? row.secret;
+        const secret = secretOf(d.name) ?? row.secret;
         if (openVariable(deps.secrets, row) === d.value && secret === row.secret) {
           result.unchanged.push(d.name);
           continue;

@@ -10,5 +10,6 @@ export class Release extends BaseModel {
   status!: 'building' | 'ready' | 'failed';
   task_id!: string | null;
   built_at!: Date | null;
+  commit_message!: string | null;
   created_at!: Date;
 }

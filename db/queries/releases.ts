@@ -8,6 +8,7 @@ export interface ReleaseRow {
   environment_id: string;
   git_ref: string;
   commit_sha: string;
+  commit_message?: string | null;
   status: 'building' | 'ready' | 'failed';
   task_id: string | null;
 }

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
-import { previewImport } from '../../console/src/lib/env-preview';
+import { looksSecret, previewImport } from '../../console/src/lib/env-preview';
 import { formatDelta, formatMonthly } from '../../console/src/lib/price';
 import { allowancePreview } from '../../console/src/lib/storage-price';
 import { makeStorageRoots } from '../helpers/storage-roots';
@@ -69,7 +69,7 @@ describe('the .env preview', () => {
     const replaced = previewImport(parsed.body.data, existing, true);
     expect(replaced.map((r) => r.note)).toEqual([
       'Same value as now',
-      'Replaces "before"',
+      'Replaces the value set now',
       'Replaces a secret value',
       'New variable',
       'New variable',
@@ -78,9 +78,19 @@ describe('the .env preview', () => {
     expect(JSON.stringify(existing)).not.toContain('s3cret');
 
     const html = render(h(EnvPreview, { rows: replaced }));
-    expect(text(html)).toContain('|3|OLD|after|Replaces "before"|');
-    expect(text(html)).toContain('|7|NEW|x y|New variable|');
+    // Values are masked in the table until shown; a name that looks secret is checked as secret, its value kept out.
+    expect(text(html)).toContain('|3|OLD|••••••••| |Show|Replaces the value set now|');
+    expect(text(html)).toContain('|7|NEW|••••••••| |Show|New variable|');
     expect(html).not.toContain('s3cret');
+    expect(html).not.toContain('before');
+    const names = replaced.map((r) => r.name);
+    expect(names.filter(looksSecret)).toEqual(['TOKEN']);
+    expect(
+      ['API_SECRET', 'GITHUB_TOKEN', 'stripe_key', 'DB_PASSWORD', 'SENTRY_DSN', 'DSN_URL', 'COLOR'].filter(looksSecret),
+    ).toEqual(['API_SECRET', 'GITHUB_TOKEN', 'stripe_key', 'DB_PASSWORD', 'SENTRY_DSN']);
+    const withSecrets = render(h(EnvPreview, { rows: replaced, secrets: new Set(['TOKEN']) }));
+    expect(text(withSecrets)).toContain('|5|TOKEN|kept secret|Replaces a secret value|TOKEN is |secret|');
+    expect(withSecrets).not.toContain('"new"');
     expect(render(h(EnvPreview, { rows: [] }))).toContain('No variables in the text.');
   });
 });

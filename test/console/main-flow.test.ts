@@ -143,12 +143,16 @@ describe.sequential('the console, end to end', () => {
       preview
         .locator('tbody tr')
         .evaluateAll((trs) => trs.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
+    // Values are masked until shown; neither name looks secret, so neither is checked as secret.
     expect(await rows()).toEqual([
-      ['2', 'GREETING', 'hello', 'Set already: kept (tick "Overwrite" to replace)'],
-      ['4', 'COLOR', 'blue', 'New variable'],
+      ['2', 'GREETING', '•••••••• Show', 'Set already: kept (tick "Overwrite" to replace)', 'GREETING is secret'],
+      ['4', 'COLOR', '•••••••• Show', 'New variable', 'COLOR is secret'],
     ]);
+    expect(await page.getByLabel('GREETING is secret').isChecked()).toBe(false);
+    await page.getByRole('button', { name: 'Show the value of COLOR' }).click();
+    expect((await rows())[1][2]).toBe('blue Hide');
     await page.getByLabel('Overwrite values set already').check();
-    expect((await rows())[0][3]).toBe('Replaces "hey"');
+    expect((await rows())[0][3]).toBe('Replaces the value set now');
     // Nothing changed before "Import".
     const stored = () =>
       t.deps.knex('variables').where({ environment_id: ids.environment }).orderBy('name').pluck('name');
@@ -158,6 +162,7 @@ describe.sequential('the console, end to end', () => {
     await page.getByText('Imported: 1 added, 1 replaced').waitFor();
     await table.getByText('COLOR').waitFor();
     expect(await stored()).toEqual(['COLOR', 'GREETING']);
+    await page.getByRole('button', { name: 'Show the value of GREETING' }).click();
     await table.getByText('hello').waitFor();
     expect(c.problems).toEqual([]);
   });

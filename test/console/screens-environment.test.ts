@@ -78,7 +78,7 @@ describe.sequential('more environment screens', () => {
   it('environment: "Build" asks for a build; resize and a service priced before their clicks; sync after its confirmation', async () => {
     const { page } = c;
     await go(`/environments/${production.id}`);
-    await page.getByText('Head', { exact: true }).waitFor();
+    await page.getByText(/without putting it live$/).waitFor();
     await page.getByRole('button', { name: 'Build', exact: true }).click();
     await pendingTask('build');
 

@@ -316,8 +316,10 @@ describe.sequential('more console screens', () => {
     expect((await agent.post(`${env}/variables`, { name: 'GONE_SOON', value: 'x' })).status).toBe(201);
     await go(`${env}/variables`);
     const table = page.getByRole('table', { name: 'Variables' });
+    await page.getByRole('button', { name: 'Show the value of SHARED' }).click();
     await table.getByText('own', { exact: true }).waitFor();
     await page.getByRole('button', { name: 'Remove SHARED' }).click();
+    await page.getByRole('button', { name: 'Show the value of SHARED' }).click();
     await table.getByText('from-project', { exact: true }).waitFor();
     // The project's value is the project's to remove: no button for it here.
     expect(await page.getByRole('button', { name: 'Remove SHARED' }).count()).toBe(0);

@@ -85,7 +85,7 @@ describe.sequential('the console screens', () => {
     await page.getByRole('link', { name: 'deploy', exact: true }).first().waitFor();
     // The bell: one task waiting (running), from GET /teams/{id}/notifications.
     const bell = page.getByRole('button', { name: /Notifications/ });
-    await expect.poll(() => bell.textContent(), { timeout: 30_000 }).toMatch(/1\s*waiting/);
+    await expect.poll(() => bell.textContent(), { timeout: 30_000 }).toMatch(/Waiting tasks: 1/);
     // The team's next steps, from its real state; hidden on request.
     const steps = page.getByRole('list', { name: 'Next steps' });
     await steps.getByText('Connect a repository').waitFor();
@@ -260,7 +260,7 @@ describe.sequential('the console screens', () => {
     expect(c.problems).toEqual([]);
   });
 
-  it('environment: edge settings in one save; the keyboard reaches "Deploy"; maintenance with a note', async () => {
+  it('environment: edge settings in one save; the keyboard reaches the maintenance switch; maintenance with a note', async () => {
     const { page } = c;
     await go(`/environments/${environment.id}/edge`);
     await page.getByLabel(/Allowed addresses/).fill('198.51.100.0/24');
@@ -278,13 +278,16 @@ describe.sequential('the console screens', () => {
     expect(await page.content()).not.toContain('let me in please');
 
     await go(`/environments/${environment.id}`);
-    await page.getByRole('button', { name: 'Deploy', exact: true }).waitFor();
+    // No repository: no Deploy button, the reason instead (GET /environments/{id}/deploy decides).
+    await page.getByText('Connect a repository to the project to deploy.').waitFor();
+    expect(await page.getByRole('button', { name: 'Deploy', exact: true }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Turn maintenance on' }).waitFor();
     let focused = '';
-    for (let i = 0; i < 60 && focused !== 'Deploy'; i++) {
+    for (let i = 0; i < 60 && focused !== 'Turn maintenance on'; i++) {
       await page.keyboard.press('Tab');
       focused = await page.evaluate(() => document.activeElement?.textContent?.trim() ?? '');
     }
-    expect(focused).toBe('Deploy');
+    expect(focused).toBe('Turn maintenance on');
     const outline = await page.evaluate(() => {
       const style = getComputedStyle(document.activeElement as Element);
       return { style: style.outlineStyle, width: Number.parseFloat(style.outlineWidth) };

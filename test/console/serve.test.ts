@@ -1,13 +1,16 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../system/config';
 import { useTestContext } from '../helpers/context';
 import { ensureConsoleBuilt } from '../helpers/console';
 
 const HTML = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
 
+const NAME = 'Acme <Hosting> & "Co"';
+
 describe('the web console at /', () => {
-  const t = useTestContext();
+  const t = useTestContext({ env: { CONSOLE_NAME: NAME } });
   beforeAll(() => ensureConsoleBuilt());
   const get = (path: string, headers: Record<string, string> = HTML) => fetch(t.baseUrl + path, { headers });
 
@@ -20,6 +23,17 @@ describe('the web console at /', () => {
     const html = await res.text();
     expect(html).toMatch(/<script type="module" crossorigin src="\/assets\/index-[\w-]+\.js">/);
     expect(html).not.toMatch(/https?:\/\//);
+  });
+
+  it("names the console (CONSOLE_NAME) in index.html's title and meta, as text; the default is Hosting Console", async () => {
+    const html = await (await get('/environments/8c0e7a36-0d2e-4e0a-9d53-1b2b1f9f5a11')).text();
+    const escaped = 'Acme &#60;Hosting&#62; &#38; &#34;Co&#34;';
+    expect(html).toContain(`<title>${escaped}</title>`);
+    expect(html).toContain(`<meta name="console-name" content="${escaped}" />`);
+    expect(html.match(/<title>/g)).toHaveLength(1);
+    expect(html.match(/name="console-name"/g)).toHaveLength(1);
+    expect(loadConfig({}).consoleName).toBe('Hosting Console');
+    expect(loadConfig({ CONSOLE_NAME: '  ' }).consoleName).toBe('Hosting Console');
   });
 
   it('serves the hashed files cached for a year, immutable', async () => {

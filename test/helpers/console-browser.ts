@@ -3,7 +3,8 @@
  * console of a test context. Collects what must never happen (a page error, a 5xx answer, a request to
  * another origin) so each test ends with `expect(c.problems).toEqual([])`, and saves screenshots.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { beforeEach, expect, onTestFailed } from 'vitest';
@@ -142,4 +143,36 @@ export async function cancelPendingTask(
   expect(task).toMatchObject({ environment_id: environmentId, type, status: 'pending' });
   expect((await agent.post(`/tasks/${id}/cancel`)).status).toBe(200);
   return task;
+}
+
+let axeSource: string | undefined;
+
+/**
+ * axe-core's serious and critical violations on the page as it is, in the light and the dark colour scheme
+ * (prefers-color-scheme, so the contrast of both is checked): [] when there is none. Ends in light.
+ */
+export async function axeViolations(page: Page, name: string): Promise<string[]> {
+  axeSource ??= readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  const found: string[] = [];
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axeSource);
+    const violations = await page.evaluate(async () => {
+      const axe = (window as unknown as { axe: { run(c: Document, o: object): Promise<AxeResults> } }).axe;
+      const r = await axe.run(document, { resultTypes: ['violations'] });
+      return r.violations
+        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+        .map(
+          (v) =>
+            `${v.id} (${v.impact}): ${v.nodes.map((n) => `${n.target.join(' ')} ${n.failureSummary ?? ''}`).join(' | ')}`,
+        );
+    });
+    found.push(...violations.map((v) => `${name}, ${scheme}: ${v}`));
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  return found;
+}
+
+interface AxeResults {
+  violations: { id: string; impact: string | null; nodes: { target: string[]; failureSummary?: string }[] }[];
 }

@@ -5666,14 +5666,24 @@ export interface operations {
                         head_commit: string;
                         live_release: {
                             built_at: string | null;
+                            /** @description The commit's subject (`git log -1 --format=%s`, at most 200 characters), recorded at build; null before */
+                            commit_message: string | null;
                             commit_sha: string;
                             git_ref: string;
                             /** Format: uuid */
                             id: string;
+                            /** @description The deployment that last put it live: its task (who asked, how long it took) and when */
+                            went_live: {
+                                at: string;
+                                /** Format: uuid */
+                                task_id: string;
+                            } | null;
                         } | null;
                         /** @description What POST /environments/{id}/rollback would put live; null: nothing to roll back to */
                         rollback_release: {
                             built_at: string | null;
+                            /** @description The commit's subject (`git log -1 --format=%s`, at most 200 characters), recorded at build; null before */
+                            commit_message: string | null;
                             commit_sha: string;
                             git_ref: string;
                             /** Format: uuid */
@@ -9996,8 +10006,8 @@ export interface operations {
                 "application/json": {
                     /** @description Replace existing names (default: skip them) */
                     overwrite?: boolean;
-                    /** @description Marks every created or updated variable secret */
-                    secret?: boolean;
+                    /** @description true: every created or updated variable is secret; false: none is; a list: the names of the text to store as secret (the others are not). Omitted: new ones are not secret and a replaced one keeps its flag */
+                    secret?: boolean | string[];
                     text: string;
                 };
             };
@@ -13377,6 +13387,8 @@ export interface operations {
                     "application/json": {
                         data: {
                             built_at: string | null;
+                            /** @description The commit's subject (`git log -1 --format=%s`, at most 200 characters), recorded at build; null before */
+                            commit_message: string | null;
                             commit_sha: string;
                             created_at: string;
                             /** Format: uuid */
@@ -14406,8 +14418,8 @@ export interface operations {
                 "application/json": {
                     /** @description Replace existing names (default: skip them) */
                     overwrite?: boolean;
-                    /** @description Marks every created or updated variable secret */
-                    secret?: boolean;
+                    /** @description true: every created or updated variable is secret; false: none is; a list: the names of the text to store as secret (the others are not). Omitted: new ones are not secret and a replaced one keeps its flag */
+                    secret?: boolean | string[];
                     text: string;
                 };
             };

@@ -10,6 +10,8 @@ export type Answer<K extends keyof operations> =
   | JsonOf<Responses<K> extends { 202: infer R } ? R : never>;
 
 export type Task = Answer<'getTask'>;
+/** A task as lists show it (GET /tasks leaves the phases out). */
+export type TaskSummary = Answer<'listTasks'>['data'][number];
 export type Environment = Answer<'getEnvironment'>;
 export type Me = Answer<'getMe'>;
 export type Team = Answer<'listTeams'>['data'][number];

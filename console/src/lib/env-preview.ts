@@ -36,6 +36,11 @@ export function previewImport(parsed: ParsedLine[], existing: ExistingVariable[]
     if (!was) return { ...p, action: 'add', note: 'New variable' };
     if (!was.secret && was.value === p.value) return { ...p, action: 'unchanged', note: 'Same value as now' };
     if (!overwrite) return { ...p, action: 'keep', note: 'Set already: kept (tick "Overwrite" to replace)' };
-    return { ...p, action: 'replace', note: was.secret ? 'Replaces a secret value' : `Replaces "${was.value}"` };
+    return { ...p, action: 'replace', note: was.secret ? 'Replaces a secret value' : 'Replaces the value set now' };
   });
+}
+
+/** Names that look like they hold a secret: pre-checked as secret in the import's preview. */
+export function looksSecret(name: string): boolean {
+  return /SECRET|TOKEN|KEY|PASSWORD/i.test(name) || /_DSN$/i.test(name);
 }

@@ -39,9 +39,11 @@ export function ProjectLogs({ id }: { id: string }) {
               {d.destination ? `${d.destination.name} (${d.destination.kind})` : 'none: logs stay on the machine'}
             </dd>
             <dt>Sending</dt>
-            <dd role="status">
-              {d.destination ? (d.can_send ? 'works' : 'does not work') : '—'}
-              {d.last_error && <span class="field-error"> {d.last_error}</span>}
+            <dd>
+              <span role="status">
+                {d.destination ? (d.can_send ? 'works' : 'does not work') : '—'}
+                {d.last_error && <span class="field-error"> {d.last_error}</span>}
+              </span>
             </dd>
             <dt>Last sent</dt>
             <dd>{when(d.last_sent_at)}</dd>

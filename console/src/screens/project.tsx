@@ -6,14 +6,29 @@ import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Field, LoadState, Section, Tabs, when } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
 import { ProjectSubPage } from './project-more';
+import { Crumbs } from '../ui/crumbs';
+import { usePageTitle } from '../ui/names';
 
 const value = (e: Event) => (e.target as HTMLInputElement).value;
 
 export function ProjectPage({ id, tab }: { id: string; tab?: string }) {
   const current = tab ? `/${tab}` : '';
   const settings = useLoad(() => ok(api.GET('/projects/{id}/settings', { params: { path: { id } } })), [id]);
+  const projects = useLoad(() => ok(api.GET('/projects')), []);
+  const teams = useLoad(() => ok(api.GET('/teams')), []);
+  const teamId = projects.data?.data.find((p) => p.id === id)?.team_id;
+  const team = teams.data?.data.find((t) => t.id === teamId);
+  usePageTitle(settings.data?.name, team?.name);
   return (
     <>
+      {teamId && (
+        <Crumbs
+          items={[
+            { href: `/teams/${teamId}`, name: team?.name },
+            { href: `/projects/${id}`, name: settings.data?.name },
+          ]}
+        />
+      )}
       <h1>{settings.data?.name ?? 'Project'}</h1>
       <Tabs base={`/projects/${id}`} tabs={PROJECT_TABS} current={current} />
       {current === '' ? (

@@ -51,13 +51,14 @@ function Chart(props: { label: string; points: { at: string; value: number }[]; 
       if (gone || !box.current) return;
       const width = Math.max(240, box.current.clientWidth);
       const xs = points.map((p) => Date.parse(p.at) / 1000);
+      const fg = getComputedStyle(document.documentElement).getPropertyValue('--fg').trim() || '#111827';
       const ys = points.map((p) => Math.round(p.value * scale * 100) / 100);
       chart = new UPlot(
         {
           width,
           height: 180,
           series: [{}, { label, stroke: '#2563eb', width: 2 }],
-          axes: [{}, { size: 60 }],
+          axes: [{ stroke: fg }, { size: 60, stroke: fg }],
           legend: { show: true },
         },
         [xs, ys],

@@ -10,12 +10,14 @@ import { TeamBilling, TeamSettings } from './team-settings';
 import { Activity, RepositoryHosts } from './team-connections';
 import { Integrations } from './team-integrations';
 import { Tickets } from './team-tickets';
+import { usePageTitle } from '../ui/names';
 
 export function TeamPage({ id, tab }: { id: string; tab?: string }) {
   const teams = useLoad(() => ok(api.GET('/teams')), []);
   useEffect(() => rememberTeam(id), [id]);
   const team = teams.data?.data.find((t) => t.id === id);
   const current = tab ? `/${tab}` : '';
+  usePageTitle(team?.name);
   return (
     <>
       <h1>{team?.name ?? 'Team'}</h1>

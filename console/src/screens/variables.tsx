@@ -1,14 +1,51 @@
 import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
-import { type ExistingVariable, type ParsedLine, type PreviewRow, previewImport } from '../lib/env-preview';
+import {
+  type ExistingVariable,
+  looksSecret,
+  type ParsedLine,
+  type PreviewRow,
+  previewImport,
+} from '../lib/env-preview';
 import { fieldError, useAction, useLoad } from '../ui/hooks';
 import { Check, ErrorNote, Field, LoadState, Section, when } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
 
 const value = (e: Event) => (e.target as HTMLInputElement).value;
 
-/** The rows of a pasted .env, each with what Import will do with it. */
-export function EnvPreview({ rows }: { rows: PreviewRow[] }) {
+/** A value shown masked, with a button that shows it (a secret is never sent back: it has none). */
+export function MaskedValue({ name, value }: { name: string; value: string | null }) {
+  const [shown, setShown] = useState(false);
+  if (value === null) return <em class="muted">secret (write-only)</em>;
+  return (
+    <span class="masked">
+      {shown ? <span class="break">{value}</span> : <span aria-hidden="true">••••••••</span>}{' '}
+      <button
+        type="button"
+        class="link"
+        aria-pressed={shown}
+        aria-label={`${shown ? 'Hide' : 'Show'} the value of ${name}`}
+        onClick={() => setShown(!shown)}
+      >
+        {shown ? 'Hide' : 'Show'}
+      </button>
+    </span>
+  );
+}
+
+/**
+ * The rows of a pasted .env, each with what Import will do with it. With `secrets`, each row has its
+ * "Secret" box (the names that look secret come checked) and a secret's value stays hidden.
+ */
+export function EnvPreview({
+  rows,
+  secrets,
+  onSecret,
+}: {
+  rows: PreviewRow[];
+  secrets?: Set<string>;
+  onSecret?(name: string, on: boolean): void;
+}) {
   if (rows.length === 0) return <p class="muted">No variables in the text.</p>;
   return (
     <div class="scroll">
@@ -19,6 +56,7 @@ export function EnvPreview({ rows }: { rows: PreviewRow[] }) {
             <th>Name</th>
             <th>Value</th>
             <th>On import</th>
+            {secrets && <th>Secret</th>}
           </tr>
         </thead>
         <tbody>
@@ -28,8 +66,28 @@ export function EnvPreview({ rows }: { rows: PreviewRow[] }) {
               <td>
                 <code>{r.name}</code>
               </td>
-              <td class="break">{r.value}</td>
-              <td>{r.note}</td>
+              <td>
+                {secrets?.has(r.name) ? (
+                  <em class="muted">kept secret</em>
+                ) : (
+                  <MaskedValue name={r.name} value={r.value} />
+                )}
+              </td>
+              <td class="note">{r.note}</td>
+              {secrets && (
+                <td>
+                  <label class="check">
+                    <input
+                      type="checkbox"
+                      checked={secrets.has(r.name)}
+                      onChange={(e) => onSecret?.(r.name, (e.target as HTMLInputElement).checked)}
+                    />
+                    <span>
+                      <span class="sr-only">{r.name} is </span>secret
+                    </span>
+                  </label>
+                </td>
+              )}
             </tr>
           ))}
         </tbody>
@@ -53,7 +111,7 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
   const [text, setText] = useState('');
   const [parsed, setParsed] = useState<ParsedLine[]>();
   const [overwrite, setOverwrite] = useState(false);
-  const [secretImport, setSecretImport] = useState(false);
+  const [secretNames, setSecretNames] = useState<Set<string>>(new Set());
   const [imported, setImported] = useState<string>();
   const [applyTask, setApplyTask] = useState<string>();
   const save = useAction(async () => {
@@ -66,10 +124,12 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
   });
   const preview = useAction(async () => {
     setImported(undefined);
-    setParsed((await ok(api.POST('/variables/parse', { body: { text } }))).data);
+    const lines = (await ok(api.POST('/variables/parse', { body: { text } }))).data;
+    setSecretNames(new Set(lines.map((l) => l.name).filter(looksSecret)));
+    setParsed(lines);
   });
   const doImport = useAction(async () => {
-    const body = { text, overwrite, secret: secretImport };
+    const body = { text, overwrite, secret: parsed!.map((l) => l.name).filter((n) => secretNames.has(n)) };
     const r =
       scope === 'projects'
         ? await ok(api.POST('/projects/{id}/variables/import', { ...path, body }))
@@ -100,7 +160,8 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
     <>
       <Section title="Variables">
         <LoadState load={list} what="variables" />
-        {list.data && (
+        {list.data?.length === 0 && <p class="muted">No variables yet: set one or paste a .env below.</p>}
+        {list.data && list.data.length > 0 && (
           <div class="scroll">
             <table aria-label="Variables">
               <thead>
@@ -120,7 +181,9 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
                     <td>
                       <code>{v.name}</code>
                     </td>
-                    <td class="break">{v.secret ? <em class="muted">secret (write-only)</em> : v.value}</td>
+                    <td>
+                      <MaskedValue name={v.name} value={v.secret ? null : v.value} />
+                    </td>
                     {scope === 'environments' && <td>{v.source}</td>}
                     <td>{when(v.updated_at)}</td>
                     <td>
@@ -197,14 +260,22 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
           </button>
           {rows && (
             <>
-              <EnvPreview rows={rows} />
+              <EnvPreview
+                rows={rows}
+                secrets={secretNames}
+                onSecret={(n, on) => {
+                  const next = new Set(secretNames);
+                  if (on) next.add(n);
+                  else next.delete(n);
+                  setSecretNames(next);
+                }}
+              />
               <Check
                 label="Overwrite values set already"
                 name="overwrite"
                 checked={overwrite}
                 onChange={setOverwrite}
               />
-              <Check label="Import as secrets" name="secret_import" checked={secretImport} onChange={setSecretImport} />
               <ErrorNote error={doImport.error} />
               <button type="button" onClick={() => doImport.run()} disabled={doImport.busy}>
                 Import

@@ -6,7 +6,7 @@ import { currentTeamId } from '../lib/current-team';
 
 type Notifications = Answer<'getTeamNotifications'>;
 
-/** The notifications bell: its two counts, refreshed every 20 s with the ETag. */
+/** The notifications bell: tasks waiting and new ends (each shown when there are some), refreshed every 20 s with the ETag. */
 export function Bell() {
   const [teamId, setTeamId] = useState<string | undefined>(currentTeamId());
   const [data, setData] = useState<Notifications>();
@@ -42,14 +42,14 @@ export function Bell() {
   return (
     <span class="bell">
       <button type="button" class="link" aria-expanded={open} onClick={() => setOpen(!open)}>
-        Notifications <span class="badge">{data.waiting.count}</span> waiting{' '}
-        <span class="badge">{data.finished.count}</span> new
+        Notifications{data.waiting.count > 0 && <span class="badge">Waiting tasks: {data.waiting.count}</span>}
+        {data.finished.count > 0 && <span class="badge">New: {data.finished.count}</span>}
       </button>
       {open && (
         <div class="popover" role="dialog" aria-label="Notifications">
           {[...data.waiting.data, ...data.finished.data].map((n) => (
             <p key={n.task_id}>
-              <a href={`/tasks/${n.task_id}`}>{n.summary}</a> <span class="muted">{n.status}</span>
+              <a href={`/tasks/${n.task_id}`}>{n.summary}</a> <span class={`status ${n.status}`}>{n.status}</span>
             </p>
           ))}
           {data.waiting.count + data.finished.count === 0 && <p class="muted">Nothing new.</p>}

@@ -3,6 +3,7 @@ import { useLocation } from 'preact-iso';
 import { api, forgetSession, ok } from '../api/client';
 import { useSession } from '../session';
 import { Bell } from './bell';
+import { consoleName } from './names';
 
 export function Layout({ children }: { children: ComponentChildren }) {
   const { me } = useSession();
@@ -19,7 +20,7 @@ export function Layout({ children }: { children: ComponentChildren }) {
       </a>
       <header class="top">
         <a class="brand" href="/">
-          Console
+          {consoleName()}
         </a>
         <nav aria-label="Main">
           <a href="/">Dashboard</a>

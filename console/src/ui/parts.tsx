@@ -75,7 +75,7 @@ export function Select(
   return (
     <div class="field">
       <label for={id}>{label}</label>
-      <select id={id} {...rest}>
+      <select id={id} aria-invalid={reason ? true : undefined} {...rest}>
         {options.map((o) => (
           <option key={o.value} value={o.value}>
             {o.label}
@@ -128,9 +128,10 @@ export function Loading({ what }: { what: string }) {
 }
 
 export function Section({ title, children }: { title: string; children: ComponentChildren }) {
+  const id = `s-${useId()}`;
   return (
-    <section class="card">
-      <h2>{title}</h2>
+    <section class="card" aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
       {children}
     </section>
   );

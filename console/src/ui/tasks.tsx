@@ -1,9 +1,9 @@
 import { useLocation } from 'preact-iso';
-import type { Task } from '../api/types';
+import type { TaskSummary } from '../api/types';
 import { when } from './parts';
 
 /** A list of tasks, each a link to its page. */
-export function TaskList({ tasks }: { tasks: Task[] }) {
+export function TaskList({ tasks }: { tasks: TaskSummary[] }) {
   if (tasks.length === 0) return <p class="muted">No tasks yet.</p>;
   return (
     <ul class="list">

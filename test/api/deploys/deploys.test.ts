@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it, beforeAll } from 'vitest';
 import { useTestContext } from '../../helpers/context';
-import { createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
+import { commitAll, createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
+import { deployChoicesSchema, releasePageSchema } from '../../../api/pipeline/schemas';
 
 const t = useTestContext({ worker: true });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
@@ -134,5 +135,27 @@ describe('deployments and the Temporal workflow list', () => {
         .describe()
         .then((d) => d.staticSummary()),
     ).toMatch(/ to production \(|production \(/);
+  });
+});
+
+describe('commit_message', () => {
+  it("records the commit's subject at build, at most 200 characters, answered as commit_message", async () => {
+    const subject = `Ünïcode <b>subject</b> ${'x'.repeat(250)}`;
+    w.repo.commit('v4'); // the failing build steps of v3 replaced
+    const sha = commitAll(w.repo.dir, `${subject}\n\nThe body is not kept.`);
+    const task = await run(`${url()}/deploy`);
+    expect(task.status, task.error ?? '').toBe('succeeded');
+    const choices = deployChoicesSchema.parse((await w.api.get(`${url()}/deploy`)).body);
+    if (!choices.allowed) throw new Error(choices.message);
+    expect(choices.live_release).toMatchObject({
+      commit_sha: sha,
+      commit_message: [...subject].slice(0, 200).join(''),
+      went_live: { task_id: task.id, at: expect.any(String) },
+    });
+    // The release before (v1, live again after the rollback and redeploys above) says its own.
+    expect(choices.rollback_release).toMatchObject({ commit_message: 'v1' });
+    const releases = releasePageSchema.parse((await w.api.get(`/projects/${w.project.id}/releases`)).body).data;
+    const ready = releases.filter((r) => r.status === 'ready');
+    expect(ready.map((r) => r.commit_message)).toEqual([[...subject].slice(0, 200).join(''), 'v2', 'v1']);
   });
 });

@@ -60,6 +60,7 @@ describe('GET /projects/{id}/releases', () => {
       environment_id: w.environment.id,
       git_ref: 'main',
       commit_sha: head,
+      commit_message: null,
       status: 'building',
       built_at: null,
       created_at: expect.any(String),

@@ -259,4 +259,39 @@ describe('POST /projects/{id}/variables/import', () => {
     expect(res.body.error.fields.text).toMatch(/^line 3: /);
     expect(await rows(project.id)).toEqual(before);
   });
+
+  it('takes `secret` as a list of the names to store as secret (the others not); a bad list is 422 on secret', async () => {
+    const { project, agent } = await world();
+    await agent.post(`/projects/${project.id}/variables`, { name: 'OLD_TOKEN', value: 'a', secret: true });
+    const before = await rows(project.id);
+    for (const secret of [['NOT_THERE'], ['9BAD'], 'yes', [1]]) {
+      const res = await agent.post(`/projects/${project.id}/variables/import`, {
+        text: 'API_SECRET=s3cret\nPUBLIC_URL=https://x.test\nOLD_TOKEN=b',
+        secret,
+        overwrite: true,
+      });
+      expect(res.status, JSON.stringify(secret)).toBe(422);
+      expect(Object.keys(res.body.error.fields).join(), JSON.stringify(secret)).toMatch(/^secret/);
+      expect(await rows(project.id)).toEqual(before);
+    }
+    const res = await agent.post(`/projects/${project.id}/variables/import`, {
+      text: 'API_SECRET=s3cret\nPUBLIC_URL=https://x.test\nOLD_TOKEN=b',
+      secret: ['API_SECRET'],
+      overwrite: true,
+    });
+    expect(res.status).toBe(200);
+    expect(importResultSchema.parse(res.body)).toEqual({
+      created: ['API_SECRET', 'PUBLIC_URL'],
+      updated: ['OLD_TOKEN'],
+      unchanged: [],
+      skipped: [],
+    });
+    const list = variableListSchema.parse((await agent.get(`/projects/${project.id}/variables`)).body).data;
+    expect(list.map((v) => [v.name, v.secret, v.value])).toEqual([
+      ['API_SECRET', true, null],
+      ['OLD_TOKEN', false, 'b'],
+      ['PUBLIC_URL', false, 'https://x.test'],
+    ]);
+    expect(JSON.stringify(res.body)).not.toContain('s3cret');
+  });
 });

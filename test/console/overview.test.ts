@@ -1,0 +1,353 @@
+import { copyFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertSamples } from '../../db/queries/resources';
+import { useTestContext } from '../helpers/context';
+import { commitAll, createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
+import { PASSWORD, sessionAgent } from '../helpers/fixtures';
+import { ENVIRONMENT_TABS, PROJECT_TABS, TEAM_TABS } from '../../console/src/screens/tabs';
+import type { Agent } from '../helpers/http';
+import {
+  axeViolations,
+  type ConsoleBrowser,
+  checkNarrow,
+  eachTestAnswersForProblems,
+  openConsoleAs,
+} from '../helpers/console-browser';
+
+/**
+ * The environment's overview as a person reads it (issue 31), in chromium against the real system with a
+ * worker: names and place (breadcrumb, tab title, the console's name), the actions the API allows now and
+ * what each will do, what is live (commit, message, who, when, how long), the page following a running
+ * deploy and updating when it ends without a reload, maintenance's one switch, secrets by default at
+ * import, plain words in the bell, focus on a refused field; axe-core on each screen in both colour
+ * schemes, and each at 390 px.
+ */
+const t = useTestContext({ worker: true, env: { CONSOLE_NAME: 'Acme Hosting' } });
+let c: ConsoleBrowser;
+let w: Awaited<ReturnType<typeof createDeployWorld>>;
+let agent: Agent;
+let v1 = '';
+const a11y: string[] = [];
+const env = () => `/environments/${w.environment.id}`;
+
+beforeAll(async () => {
+  w = await createDeployWorld(t, { gatedFirstCommit: true });
+  await t.deps.knex('projects').where({ id: w.project.id }).update({ name: 'storefront' });
+  await t.deps.knex('teams').where({ id: w.team.id }).update({ name: 'Acme team' });
+  await t.deps.knex('users').where({ id: w.owner.id }).update({ name: 'Olive Owner' });
+  agent = await sessionAgent(t, w.owner);
+  c = await openConsoleAs(t, agent);
+  await c.page.setViewportSize({ width: 1280, height: 900 });
+}, 180_000);
+
+afterAll(async () => {
+  await c?.close();
+});
+
+/** axe on the page as it is now, in both schemes; collected, and asserted empty by each test. */
+async function checkA11y(name: string) {
+  const found = await axeViolations(c.page, name);
+  a11y.push(...found);
+  expect(found).toEqual([]);
+}
+
+describe.sequential('the environment overview', () => {
+  eachTestAnswersForProblems(() => c);
+
+  it('names the place: team › project › environment as links, the tab title, the console in the header', async () => {
+    const { page } = c;
+    await c.go(env());
+    const crumbs = page.getByRole('navigation', { name: 'Breadcrumb' });
+    await crumbs.getByRole('link', { name: 'storefront' }).waitFor();
+    await crumbs.getByRole('link', { name: 'Acme team' }).waitFor();
+    expect(
+      await crumbs.getByRole('link').evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute('href')])),
+    ).toEqual([
+      ['Acme team', `/teams/${w.team.id}`],
+      ['storefront', `/projects/${w.project.id}`],
+      ['production', env()],
+    ]);
+    await expect.poll(() => page.title()).toBe('production · storefront');
+    expect(await page.locator('header .brand').textContent()).toBe('Acme Hosting');
+    // Nothing live yet: the overview says how to start, and offers only what can be asked.
+    await page.getByText('No deploys yet: deploy main to start.').waitFor();
+    const head = (await w.api.get(`${env()}/deploy`)).body.head_commit as string;
+    v1 = head;
+    await page.getByText(`main at ${head.slice(0, 7)}: build it and put it live`).waitFor();
+    expect(await page.getByRole('button', { name: 'Redeploy' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Rollback' }).count()).toBe(0);
+    // Maintenance: its state and one switch.
+    await page.getByText('Off: the app answers its visitors.').waitFor();
+    expect(await page.getByRole('button', { name: /Turn maintenance/ }).allTextContents()).toEqual([
+      'Turn maintenance on',
+    ]);
+    await page.getByText('None yet. Add a domain').waitFor();
+    await c.screenshot('overview-empty');
+    await checkA11y('overview, nothing live');
+    await checkNarrow(c, 'overview-empty');
+    expect(c.problems).toEqual([]);
+  });
+
+  it('follows a running deploy and shows what went live when it ends, with no reload', async () => {
+    const { page } = c;
+    await page.getByRole('button', { name: 'Deploy', exact: true }).click();
+    await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
+    const taskId = page.url().split('/').pop()!;
+    await c.go(env());
+    // While it runs: no Deploy button, the reason instead, and the task in the list as running or waiting.
+    await page.getByText('A deploy is running on this environment').waitFor();
+    expect(await page.getByRole('button', { name: 'Deploy', exact: true }).count()).toBe(0);
+    const row = page.getByRole('row').filter({ has: page.locator(`a[href="/tasks/${taskId}"]`) });
+    await row.getByText(/running…|waiting…/).waitFor();
+    await c.screenshot('overview-deploying');
+    await checkA11y('overview, a deploy running');
+    await page.evaluate(() => {
+      (window as unknown as { stayed: boolean }).stayed = true;
+    });
+    writeFileSync(w.repo.gate, '');
+    expect((await waitForTask(t, w.api, taskId)).status).toBe('succeeded');
+    // The same page (no reload) now says what is live: commit, message, who, when, how long.
+    const live = page.getByRole('region', { name: 'Live now' });
+    await live.getByText(v1.slice(0, 7)).waitFor({ timeout: 30_000 });
+    await live.getByText('v1', { exact: true }).waitFor();
+    await live.getByText(/by Olive Owner/).waitFor();
+    await live.getByText(/^\d+ (s|min \d+ s) \(its task\)$/).waitFor();
+    await row.getByText('succeeded').waitFor();
+    expect(await row.locator('td').last().textContent()).toMatch(/^\d+ (s|min \d+ s)$/);
+    await page.getByRole('button', { name: 'Redeploy' }).waitFor();
+    expect(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed)).toBe(true);
+    expect(c.problems).toEqual([]);
+  });
+
+  it('says what Deploy, Redeploy and Rollback will do; the message is text, never markup', async () => {
+    const { page } = c;
+    w.repo.commit('v2');
+    const v2 = commitAll(w.repo.dir, 'Checkout <b>faster</b> & safer');
+    const res = await w.api.post(`${env()}/deploy`);
+    expect((await waitForTask(t, w.api, res.body.id)).status).toBe('succeeded');
+    const now = Date.now();
+    await insertSamples(
+      t.deps.knex,
+      Array.from({ length: 30 }, (_, i) => ({
+        environment_id: w.environment.id,
+        at: new Date(now - (30 - i) * 60_000),
+        cpu: 0.1 + i / 100,
+        memory_bytes: (100 + i) * 1024 * 1024,
+        disk_bytes: 200 * 1024 * 1024,
+      })),
+    );
+    await c.go(env());
+    // The last hour's CPU as a small line, named by its latest and highest values.
+    const series = (await agent.get(`${env()}/resources?window=1h`)).body.series.cpu as { value: number }[];
+    const spark = page.getByRole('img', { name: /^CPU over the last hour/ });
+    await spark.waitFor();
+    const r = (n: number) => Math.round(n * 10) / 10;
+    expect(await spark.getAttribute('aria-label')).toBe(
+      `CPU over the last hour (% of one core): now ${r(series.at(-1)!.value)}%, highest ${r(Math.max(...series.map((p) => p.value)))}%`,
+    );
+    const live = page.getByRole('region', { name: 'Live now' });
+    await live.getByText('Checkout <b>faster</b> & safer').waitFor();
+    expect(await live.locator('b').count()).toBe(0);
+    await page.getByText(`${v2.slice(0, 7)} again, the live release`).waitFor();
+    await page.getByText(`back to ${v1.slice(0, 7)} “v1”`).waitFor();
+    await page.getByText(`main at ${v2.slice(0, 7)} (already built: no build)`).waitFor();
+    const described = await page
+      .getByRole('button', { name: 'Rollback' })
+      .evaluate((b) => document.getElementById(b.getAttribute('aria-describedby')!)?.textContent);
+    expect(described).toMatch(new RegExp(`^back to ${v1.slice(0, 7)}`));
+    const shot = await c.screenshot('overview');
+    if (process.env.UPDATE_CONSOLE_SCREENSHOT === '1') copyFileSync(shot, path.join('docs', 'console-overview.png'));
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await c.screenshot('overview-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await checkA11y('overview, live');
+    await checkNarrow(c, 'overview');
+    expect(c.problems).toEqual([]);
+  });
+
+  it('shows maintenance on with its one switch, "Turn maintenance off"', async () => {
+    const { page } = c;
+    const res = await agent.post(`${env()}/maintenance`, { maintenance: true, note: 'Back at noon' });
+    expect(res.status).toBe(202);
+    expect((await waitForTask(t, w.api, res.body.id)).status).toBe('succeeded');
+    await c.go(env());
+    await page.getByText(/visitors see the maintenance page \(“Back at noon”\)/).waitFor();
+    expect(await page.getByRole('button', { name: /Turn maintenance/ }).allTextContents()).toEqual([
+      'Turn maintenance off',
+    ]);
+    await checkA11y('overview, maintenance on');
+    await page.getByRole('button', { name: 'Turn maintenance off' }).click();
+    await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
+    const id = page.url().split('/').pop()!;
+    expect(await t.deps.knex('tasks').where({ id }).first()).toMatchObject({ type: 'maintenance_off' });
+    expect((await waitForTask(t, w.api, id)).status).toBe('succeeded');
+    expect(c.problems).toEqual([]);
+  });
+
+  it('imports names that look secret as secrets (pre-checked, row by row); values are masked, non-secret ones can be shown', async () => {
+    const { page } = c;
+    await c.go(`${env()}/variables`);
+    await page
+      .getByLabel('.env text')
+      .fill('API_SECRET=s3cr3t-value\nPUBLIC_URL=https://shop.test\nSENTRY_DSN=https://k@s/1\n');
+    await page.getByRole('button', { name: 'Preview' }).click();
+    const preview = page.getByRole('table', { name: 'Preview of the import' });
+    await preview.waitFor();
+    expect(await page.getByLabel('API_SECRET is secret').isChecked()).toBe(true);
+    expect(await page.getByLabel('SENTRY_DSN is secret').isChecked()).toBe(true);
+    expect(await page.getByLabel('PUBLIC_URL is secret').isChecked()).toBe(false);
+    await page.getByLabel('SENTRY_DSN is secret').uncheck();
+    await c.screenshot('variables-import-secrets');
+    await checkA11y('variables, import preview');
+    await page.getByRole('button', { name: 'Import', exact: true }).click();
+    await page.getByText('Imported: 3 added').waitFor();
+    const stored = await t.deps
+      .knex('variables')
+      .where({ environment_id: w.environment.id })
+      .orderBy('name')
+      .select('name', 'secret');
+    expect(stored).toEqual([
+      { name: 'API_SECRET', secret: true },
+      { name: 'PUBLIC_URL', secret: false },
+      { name: 'SENTRY_DSN', secret: false },
+    ]);
+    const table = page.getByRole('table', { name: 'Variables' });
+    await table.getByRole('row').filter({ hasText: 'API_SECRET' }).getByText('secret (write-only)').waitFor();
+    // Masked until shown; a secret has no "Show" (its value never comes back).
+    expect(await table.getByText('https://shop.test').count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Show the value of API_SECRET' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Show the value of PUBLIC_URL' }).click();
+    await table.getByText('https://shop.test').waitFor();
+    expect(await page.content()).not.toContain('s3cr3t-value');
+    await checkA11y('variables');
+    await checkNarrow(c, 'variables-masked');
+    expect(c.problems).toEqual([]);
+  });
+
+  it('moves focus to the first refused field of a form', async () => {
+    const { page } = c;
+    await c.go(`${env()}/domains`);
+    await page.getByLabel('Hostname').fill('not a host name');
+    await page.getByRole('button', { name: 'Add domain' }).click();
+    await page.locator('[aria-invalid="true"]').waitFor();
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('name'))).toBe('hostname');
+    await checkA11y('domains, refused');
+    expect(c.problems).toEqual([]);
+  });
+
+  it('the bell reads as words: "Waiting tasks: 1", nothing for none', async () => {
+    const { page } = c;
+    await c.go('/');
+    const bell = page.getByRole('button', { name: /^Notifications/ });
+    await bell.waitFor();
+    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    expect(await bell.textContent()).not.toMatch(/\b0\b|waiting \d|\d new/);
+    const [task] = await t.deps
+      .knex('tasks')
+      .insert({
+        team_id: w.team.id,
+        project_id: w.project.id,
+        environment_id: w.environment.id,
+        kind: 'backups',
+        type: 'backup',
+        status: 'running',
+        account_user_id: w.owner.id,
+        account_via: 'session',
+        workflow_id: `overview-bell-${Date.now()}`,
+      })
+      .returning('id');
+    try {
+      await page.reload();
+      await expect.poll(() => bell.textContent(), { timeout: 30_000 }).toMatch(/Waiting tasks: 1/);
+      await checkA11y('dashboard');
+      await checkNarrow(c, 'dashboard');
+    } finally {
+      await t.deps.knex('tasks').where({ id: task.id }).delete();
+    }
+    expect(a11y).toEqual([]);
+    expect(c.problems).toEqual([]);
+  });
+
+  it('the main flow with the keyboard alone: sign in, deploy, follow the log, set a variable, add a domain', async () => {
+    const { page } = c;
+    /** Presses Tab until the focused element is the one described (its name attribute or its text). */
+    const tabTo = async (what: string) => {
+      for (let i = 0; i < 120; i++) {
+        await page.keyboard.press('Tab');
+        const at = await page.evaluate(() => {
+          const el = document.activeElement as HTMLInputElement | null;
+          return [el?.getAttribute('name') ?? '', el?.textContent?.trim() ?? ''];
+        });
+        if (at.includes(what)) return;
+      }
+      throw new Error(`Tab never reached ${what}`);
+    };
+    await c.context.clearCookies();
+    await page.goto(t.baseUrl + env());
+    await tabTo('email');
+    await page.keyboard.type(w.owner.email);
+    await tabTo('password');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'production' }).waitFor();
+    await page.getByRole('button', { name: 'Deploy', exact: true }).waitFor();
+
+    await tabTo('Deploy');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
+    const log = page.getByRole('log', { name: 'Task log' });
+    await expect.poll(() => log.textContent(), { timeout: 120_000 }).toContain('==> Live:');
+    await tabTo('Open the environment');
+    await page.keyboard.press('Enter');
+    await page.getByRole('region', { name: 'Live now' }).waitFor();
+
+    await tabTo('Variables');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/variables$/);
+    await tabTo('name');
+    await page.keyboard.type('SET_BY_KEYBOARD');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('yes');
+    await page.keyboard.press('Enter');
+    await page.getByRole('table', { name: 'Variables' }).getByText('SET_BY_KEYBOARD').waitFor();
+    expect(
+      await t.deps.knex('variables').where({ environment_id: w.environment.id, name: 'SET_BY_KEYBOARD' }).first(),
+    ).toMatchObject({ secret: false });
+
+    await tabTo('Domains');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/domains$/);
+    await tabTo('hostname');
+    await page.keyboard.type('keys.example.test');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'keys.example.test' }).waitFor();
+    expect(await t.deps.knex('domains').where({ environment_id: w.environment.id }).pluck('hostname')).toContain(
+      'keys.example.test',
+    );
+    expect(c.problems).toEqual([]);
+  });
+
+  it('every screen has no serious or critical axe violation, in both colour schemes, at 1280 px', async () => {
+    const { page } = c;
+    const task = await t.deps.knex('tasks').where({ environment_id: w.environment.id }).first('id');
+    const paths = [
+      '/',
+      '/account',
+      '/account/tokens',
+      '/account/ssh-keys',
+      `/tasks/${task.id}`,
+      ...TEAM_TABS.map(([p]) => `/teams/${w.team.id}${p}`),
+      ...PROJECT_TABS.map(([p]) => `/projects/${w.project.id}${p}`),
+      ...ENVIRONMENT_TABS.map(([p]) => `${env()}${p}`),
+    ];
+    const found: string[] = [];
+    for (const p of paths) {
+      await c.go(p);
+      await page.waitForLoadState('networkidle');
+      found.push(...(await axeViolations(page, p)));
+    }
+    expect(found).toEqual([]);
+    expect(c.problems).toEqual([]);
+  });
+});
