@@ -19,17 +19,20 @@ import {
   type ScheduleOptionsStartWorkflowAction,
   type ScheduleSpec,
   type Workflow,
+  type WorkflowStartOptions,
 } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { Deps } from '../system/deps';
 import { DEFAULT_TASK_QUEUE } from '../system/config';
 import { SEARCH_ATTRIBUTES } from '../db/vocabulary';
+// Types only: the starts are typed by the workflow functions, and no workflow code is loaded here.
+import type * as workflows from '../workflows';
 import {
   SCHEDULE_PRUNE_EXPIRED,
   SCHEDULE_RESOURCE_SAMPLES_PRUNE,
   SCHEDULE_TOKEN_EXPIRY_REMINDERS,
   workflowIds,
-} from '../workflows/shared';
+} from '../db/workflow-names';
 
 type TemporalDeps = { temporal: Client; config: { taskQueue: string } };
 
@@ -55,10 +58,15 @@ export function typedSearchAttributes(values: Partial<Record<SearchAttributeName
 
 // ---- Workflows ---------------------------------------------------------------------------------------------
 
-export interface WorkflowStart {
-  workflow: string;
+/** A workflow's name: an export of workflows/index.ts, which the worker registers under it. */
+export type WorkflowName = keyof typeof workflows;
+/** The arguments the workflow named N takes. */
+export type WorkflowArgs<N extends WorkflowName> = Parameters<(typeof workflows)[N]>;
+
+export interface WorkflowStart<N extends WorkflowName> {
+  workflow: N;
   workflowId: string;
-  args: unknown[];
+  args: WorkflowArgs<N>;
   /** One readable line for the Temporal Web UI. */
   summary?: string;
   searchAttributes?: Partial<Record<SearchAttributeName, string | null>>;
@@ -68,16 +76,21 @@ export interface WorkflowStart {
 
 const CONFLICT = { fail: WorkflowIdConflictPolicy.FAIL, use_existing: WorkflowIdConflictPolicy.USE_EXISTING };
 
-/** Starts a workflow on the worker's task queue; returns its first run's id. */
-export async function startWorkflow(deps: TemporalDeps, s: WorkflowStart): Promise<string> {
-  const handle = await deps.temporal.workflow.start(s.workflow, {
+/**
+ * Starts a workflow on the worker's task queue, typed by its function (`start<typeof deployEnvironment>`, as
+ * Temporal's samples do, by name so that no workflow code is imported); returns its first run's id.
+ */
+export async function startWorkflow<N extends WorkflowName>(deps: TemporalDeps, s: WorkflowStart<N>): Promise<string> {
+  // The args are checked at the call (WorkflowStart<N>); Temporal's options type cannot be resolved for a generic N.
+  const options = {
     taskQueue: deps.config.taskQueue,
     workflowId: s.workflowId,
     args: s.args,
     ...(s.summary ? { staticSummary: s.summary } : {}),
     ...(s.searchAttributes ? { typedSearchAttributes: typedSearchAttributes(s.searchAttributes) } : {}),
     ...(s.whenOpen ? { workflowIdConflictPolicy: CONFLICT[s.whenOpen] } : {}),
-  });
+  } as WorkflowStartOptions<(typeof workflows)[N]>;
+  const handle = await deps.temporal.workflow.start<(typeof workflows)[N]>(s.workflow, options);
   return handle.firstExecutionRunId;
 }
 
@@ -191,7 +204,7 @@ export function dailySpec(hourUtc: number, minute = 0): ScheduleSpec {
 /** A system schedule's action: runs named `<scheduleId>-<time>`, with TaskKind maintenance and TaskType = scheduleId. */
 export function systemAction(s: {
   scheduleId: string;
-  workflowType: string;
+  workflowType: WorkflowName;
   taskQueue: string;
   args?: unknown[];
 }): ScheduleOptionsStartWorkflowAction<Workflow> {
