@@ -10,8 +10,8 @@ import path from 'node:path';
 import { git, GitError, gitRemote, type GitOptions } from './git-run';
 import type { GitRepo } from './git-remote';
 
-export { git, GitError, GIT_FAILURES, type GitErrorCode, type GitOptions } from './git-run';
-export type { Credentials, GitAccess, GitRepo } from './git-remote';
+export { git, GitError, type GitOptions } from './git-run';
+export type { GitAccess, GitRepo } from './git-remote';
 
 const SHA_RE = /^[0-9a-f]{40}$/i;
 const SHORT_SHA_RE = /^[0-9a-f]{4,40}$/i;

@@ -5,10 +5,11 @@ import { taskSchema } from './presenter';
 export { taskSchema };
 
 import { TASK_KINDS } from '../../db/vocabulary';
+import { idParams } from '../lib/params';
+
+export { idParams };
 
 export { TASK_KINDS };
-
-export const idParams = z.object({ id: z.uuid() });
 
 /** The cursor kind of GET /tasks (a cursor of another list is refused). */
 export const TASKS_CURSOR = 't';
