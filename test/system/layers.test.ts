@@ -194,3 +194,16 @@ describe('system/, the foundation, at the bottom', () => {
     expect(offenders).toEqual([]);
   });
 });
+
+describe('api/lib/, the library of every area', () => {
+  it('imports no area of api/ (the router is given what it answers tasks with)', () => {
+    const lib = join(root, 'api', 'lib');
+    const api = join(root, 'api');
+    const offenders = sourceFiles(lib).flatMap((file) =>
+      relativeImports(file)
+        .filter(({ target }) => within(target, api) && !within(target, lib))
+        .map(({ spec }) => `${relative(root, file)} -> ${spec}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+});
