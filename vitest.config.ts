@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { SlowestFiles } from './test/helpers/slowest-files';
 
 export default defineConfig({
   test: {
@@ -11,6 +12,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 180_000,
     teardownTimeout: 60_000,
-    reporters: ['default'],
+    // the default output, then the 10 slowest files
+    reporters: ['default', new SlowestFiles()],
   },
 });

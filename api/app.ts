@@ -3,6 +3,8 @@ import type { Deps } from '../system/deps';
 import { allRoutes } from './routes';
 import { API_PREFIX } from './lib/paths';
 import { buildRouter } from './lib/router';
+import { presentTask } from './tasks/presenter';
+import { replayTasks } from './tasks/replay';
 import type { RouteDef } from './lib/define-route';
 import { requestId } from './middleware/request-id';
 import { errorHandler, requestLog } from './middleware/error-handler';
@@ -40,7 +42,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = allRoutes()): Koa {
     app.maxIpsCount = deps.config.trustProxyHops;
   }
   app.silent = true; // errors are logged by errorHandler, with the request id
-  const router = buildRouter(deps, routes, API_PREFIX);
+  const router = buildRouter(deps, routes, API_PREFIX, { present: presentTask, replay: replayTasks });
   watchTasks(deps.knex);
   app.use(securityHeaders());
   app.use(requestId());

@@ -89,7 +89,7 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
  * Where a deploy-like task's time went, one line: the total (queued to its last phase) and the slowest
  * phase (the time from the phase before it). Null without two phases.
  */
-export function phaseSummary(task: Pick<Task, 'phases'>): string | null {
+function phaseSummary(task: Pick<Task, 'phases'>): string | null {
   const phases = task.phases ?? [];
   if (phases.length < 2) return null;
   const at = phases.map((p) => Date.parse(p.at));

@@ -21,20 +21,3 @@ export function normalizeCidr(text: string): string | null {
   }
   return null;
 }
-
-export type CidrMatcher = (address: string | undefined) => boolean;
-
-/** A matcher of any of the CIDRs (already normalized). */
-export function cidrMatcher(cidrs: string[]): CidrMatcher {
-  const ranges = cidrs.map((c) => ipaddr.parseCIDR(c));
-  return (address) => {
-    if (!address || ranges.length === 0) return false;
-    let addr: ipaddr.IPv4 | ipaddr.IPv6;
-    try {
-      addr = ipaddr.process(address);
-    } catch {
-      return false;
-    }
-    return ranges.some(([net, bits]) => net.kind() === addr.kind() && addr.match(net as never, bits));
-  };
-}

@@ -9,7 +9,8 @@ import { assertNoExclusiveTask, startTask, type TaskRequester } from './tasks';
 import type { Environment } from '../db/models/environment';
 import { liveRelease, rollbackTarget } from '../db/queries/releases';
 import type { DeployType } from '../db/vocabulary';
-import { deploySummary, type DeployWorkflowInput } from '../workflows/deploys-shared';
+import type { TaskParamsInput } from '../db/task-params';
+import type { DeployWorkflowInput } from '../workflows/deploys-shared';
 
 export type EnvironmentWithProject = Environment & { project_name: string; repository_url: string | null };
 
@@ -49,7 +50,6 @@ export async function requestTask(
   if (input.type === 'rollback' && !(await rollbackTarget(knex, env.id))) {
     throw errors.conflict('nothing_to_roll_back');
   }
-  const isBuild = input.type === 'build';
   const skipSteps = input.type === 'rollback' ? true : (input.skipSteps ?? false);
   const workflowInput: Omit<DeployWorkflowInput, 'task'> = {
     environment: { id: env.id, name: env.name, git_ref: env.git_ref },
@@ -62,11 +62,41 @@ export async function requestTask(
     teamId: env.team_id,
     projectId: env.project_id,
     environmentId: env.id,
-    params: {
-      ...(input.type === 'deploy' || isBuild ? { git_ref: env.git_ref } : {}),
-      ...(input.type === 'deploy' || input.type === 'redeploy' ? { skip_steps: skipSteps } : {}),
-    },
+    params: deployParams(input.type, env.git_ref, skipSteps),
     input: workflowInput,
     summary: deploySummary(input.type, env, project),
   });
+}
+
+/** The params of a deploy, redeploy, rollback or build task. */
+function deployParams(type: DeployType | 'build', gitRef: string, skipSteps: boolean): TaskParamsInput<typeof type> {
+  switch (type) {
+    case 'deploy':
+      return { git_ref: gitRef, skip_steps: skipSteps };
+    case 'redeploy':
+      return { skip_steps: skipSteps };
+    case 'rollback':
+      return {};
+    case 'build':
+      return { git_ref: gitRef };
+  }
+}
+
+/** A readable one-line summary shown by the Temporal Web UI. */
+function deploySummary(
+  type: DeployType | 'build',
+  env: { name: string; git_ref: string },
+  project: { name: string },
+): string {
+  const where = `${env.name} (${project.name})`;
+  switch (type) {
+    case 'deploy':
+      return `deploy ${env.git_ref} to ${where}`;
+    case 'redeploy':
+      return `redeploy the live release of ${where}`;
+    case 'rollback':
+      return `roll back ${where} to the release before the last deployment`;
+    case 'build':
+      return `build ${env.git_ref} for ${where}`;
+  }
 }

@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import { awaitEdges } from '../db/queries/edge-routes';
 import { appError } from './errors';
 
-export const EDGE_ANSWER_WAIT_MS = 10_000;
+const EDGE_ANSWER_WAIT_MS = 10_000;
 
 /** Resolves once every edge serves the caller's committed change; throws 503 edge_unavailable after 10 s. */
 export async function untilEdgesServe(knex: Knex, timeoutMs = EDGE_ANSWER_WAIT_MS): Promise<void> {

@@ -18,7 +18,7 @@ import {
   type PitrConfigPart,
 } from '../host/pitr-archive';
 
-export interface RecoveryWindow {
+interface RecoveryWindow {
   earliest: Date;
   latest: Date;
   /** The archive, and every backup holding the current database, oldest first. */
@@ -32,7 +32,7 @@ type WindowDeps = { knex: Knex; config: PitrConfigPart; secrets: Secrets };
 export const isoSeconds = (d: Date) => `${d.toISOString().slice(0, 19)}Z`;
 
 /** The environment's postgresql service's database, or 409 no_database_service. */
-export async function serviceDatabase(knex: Knex, envId: string): Promise<string> {
+async function serviceDatabase(knex: Knex, envId: string): Promise<string> {
   const row = await knex('services')
     .where({ environment_id: envId, kind: 'postgresql', status: 'available' })
     .first('database_name');

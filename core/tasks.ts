@@ -19,10 +19,11 @@ import { errors } from './errors';
 import { Task } from '../db/models/task';
 import { FINAL_TASK_STATUSES, TASK_TYPES, type AccountVia, type TaskType } from '../db/vocabulary';
 import { cancelPendingTask, insertTask } from '../db/queries/tasks';
-import { workflowIds } from '../workflows/shared';
+import { workflowIds } from '../db/workflow-names';
 import type { TaskRecord } from '../db/task-record';
+import type { TaskParamsInput } from '../db/task-params';
 import { metrics } from './metrics';
-import { searchAttributeKeys, startWorkflow } from './temporal-starts';
+import { searchAttributeKeys, startWorkflow, type WorkflowArgs } from './temporal-starts';
 
 /**
  * The exclusive task (deploy, restore, resize...) pending or running on the environment, newest first (they
@@ -51,18 +52,30 @@ export type TaskRequester =
   | Actor
   | { via: Extract<AccountVia, 'auto_deploy' | 'schedule' | 'system'>; userId: string | null };
 
-export interface TaskSpec {
-  type: TaskType;
+/** The workflow that runs tasks of type T (db/vocabulary.ts), by name. */
+type TaskWorkflowName<T extends TaskType> = (typeof TASK_TYPES)[T]['workflow'];
+/** What the workflow of type T takes beside the task record. */
+export type TaskExtraInput<T extends TaskType> = Omit<WorkflowArgs<TaskWorkflowName<T>>[0], 'task'>;
+
+/**
+ * A task to start, typed from the task registry: `params` by the type's schema (db/task-params.ts), `input` by its
+ * workflow's argument (workflows/index.ts, types only), so a wrong param is a type error here.
+ */
+export type TaskSpec<T extends TaskType> = {
+  type: T;
   teamId: string;
   projectId: string | null;
   environmentId: string | null;
   /** What the type needs, kept on the row and given to the workflow. Never a secret. */
-  params?: Record<string, unknown>;
-  /** More workflow input beside the task record (never a secret). */
-  input?: Record<string, unknown>;
+  params: TaskParamsInput<T>;
   /** One readable line for the Temporal Web UI. */
   summary: string;
-}
+} & ({} extends TaskExtraInput<T>
+  ? { input?: undefined }
+  : {
+      /** More workflow input beside the task record (never a secret). */
+      input: TaskExtraInput<T>;
+    });
 
 const account = (by: TaskRequester) =>
   'kind' in by
@@ -79,7 +92,7 @@ export function taskWorkflowId(type: TaskType, taskId: string, environmentId: st
 }
 
 /** Starts a task (see the file comment). Returns its row; routes present it and answer 202. */
-export async function startTask(deps: Deps, by: TaskRequester, spec: TaskSpec): Promise<Task> {
+export async function startTask<T extends TaskType>(deps: Deps, by: TaskRequester, spec: TaskSpec<T>): Promise<Task> {
   const def = TASK_TYPES[spec.type];
   const taskId = randomUUID();
   const workflowId = taskWorkflowId(spec.type, taskId, spec.environmentId);
@@ -92,7 +105,7 @@ export async function startTask(deps: Deps, by: TaskRequester, spec: TaskSpec): 
     type: spec.type,
     ...account(by),
     workflow_id: workflowId,
-    params: spec.params ?? {},
+    params: spec.params,
     created_at: new Date().toISOString(),
   };
   const start = async (): Promise<string> => {
@@ -100,7 +113,8 @@ export async function startTask(deps: Deps, by: TaskRequester, spec: TaskSpec): 
     const runId = await startWorkflow(deps, {
       workflow: def.workflow,
       workflowId,
-      args: [{ ...spec.input, task }],
+      // checked against the type's workflow by TaskSpec<T>; TypeScript cannot follow a generic T this far
+      args: [{ ...spec.input, task }] as unknown as WorkflowArgs<TaskWorkflowName<T>>,
       summary: spec.summary,
       searchAttributes: {
         TeamId: spec.teamId,

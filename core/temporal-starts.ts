@@ -19,17 +19,20 @@ import {
   type ScheduleOptionsStartWorkflowAction,
   type ScheduleSpec,
   type Workflow,
+  type WorkflowStartOptions,
 } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { Deps } from '../system/deps';
 import { DEFAULT_TASK_QUEUE } from '../system/config';
 import { SEARCH_ATTRIBUTES } from '../db/vocabulary';
+// Types only: the starts are typed by the workflow functions, and no workflow code is loaded here.
+import type * as workflows from '../workflows';
 import {
   SCHEDULE_PRUNE_EXPIRED,
   SCHEDULE_RESOURCE_SAMPLES_PRUNE,
   SCHEDULE_TOKEN_EXPIRY_REMINDERS,
   workflowIds,
-} from '../workflows/shared';
+} from '../db/workflow-names';
 
 type TemporalDeps = { temporal: Client; config: { taskQueue: string } };
 
@@ -55,10 +58,15 @@ export function typedSearchAttributes(values: Partial<Record<SearchAttributeName
 
 // ---- Workflows ---------------------------------------------------------------------------------------------
 
-export interface WorkflowStart {
-  workflow: string;
+/** A workflow's name: an export of workflows/index.ts, which the worker registers under it. */
+export type WorkflowName = keyof typeof workflows;
+/** The arguments the workflow named N takes. */
+export type WorkflowArgs<N extends WorkflowName> = Parameters<(typeof workflows)[N]>;
+
+export interface WorkflowStart<N extends WorkflowName> {
+  workflow: N;
   workflowId: string;
-  args: unknown[];
+  args: WorkflowArgs<N>;
   /** One readable line for the Temporal Web UI. */
   summary?: string;
   searchAttributes?: Partial<Record<SearchAttributeName, string | null>>;
@@ -68,16 +76,21 @@ export interface WorkflowStart {
 
 const CONFLICT = { fail: WorkflowIdConflictPolicy.FAIL, use_existing: WorkflowIdConflictPolicy.USE_EXISTING };
 
-/** Starts a workflow on the worker's task queue; returns its first run's id. */
-export async function startWorkflow(deps: TemporalDeps, s: WorkflowStart): Promise<string> {
-  const handle = await deps.temporal.workflow.start(s.workflow, {
+/**
+ * Starts a workflow on the worker's task queue, typed by its function (`start<typeof deployEnvironment>`, as
+ * Temporal's samples do, by name so that no workflow code is imported); returns its first run's id.
+ */
+export async function startWorkflow<N extends WorkflowName>(deps: TemporalDeps, s: WorkflowStart<N>): Promise<string> {
+  // The args are checked at the call (WorkflowStart<N>); Temporal's options type cannot be resolved for a generic N.
+  const options = {
     taskQueue: deps.config.taskQueue,
     workflowId: s.workflowId,
     args: s.args,
     ...(s.summary ? { staticSummary: s.summary } : {}),
     ...(s.searchAttributes ? { typedSearchAttributes: typedSearchAttributes(s.searchAttributes) } : {}),
     ...(s.whenOpen ? { workflowIdConflictPolicy: CONFLICT[s.whenOpen] } : {}),
-  });
+  } as WorkflowStartOptions<(typeof workflows)[N]>;
+  const handle = await deps.temporal.workflow.start<(typeof workflows)[N]>(s.workflow, options);
   return handle.firstExecutionRunId;
 }
 
@@ -191,7 +204,7 @@ export function dailySpec(hourUtc: number, minute = 0): ScheduleSpec {
 /** A system schedule's action: runs named `<scheduleId>-<time>`, with TaskKind maintenance and TaskType = scheduleId. */
 export function systemAction(s: {
   scheduleId: string;
-  workflowType: string;
+  workflowType: WorkflowName;
   taskQueue: string;
   args?: unknown[];
 }): ScheduleOptionsStartWorkflowAction<Workflow> {
@@ -317,14 +330,14 @@ export async function ensureCertificateRenewalSchedule(
 }
 
 /** The archive's schedules of one task queue (the default queue's are plainly `pitr-full` and `pitr-diff`). */
-export const pitrScheduleId = (type: 'full' | 'diff', taskQueue: string) =>
+const pitrScheduleId = (type: 'full' | 'diff', taskQueue: string) =>
   taskQueue === DEFAULT_TASK_QUEUE ? `pitr-${type}` : `pitr-${type}-${taskQueue}`;
 
 /**
  * The WAL archive's backups (CONTRACT "Point-in-time recovery"): a full one weekly (Sunday 01:00 UTC) and a
  * differential one on the other days at 01:00 UTC, on the queue of the worker beside the services server.
  */
-export async function ensurePitrSchedules(client: Client, taskQueue: string): Promise<EnsuredSchedule[]> {
+async function ensurePitrSchedules(client: Client, taskQueue: string): Promise<EnsuredSchedule[]> {
   const at = { hour: 1, minute: 0, second: 0 };
   const days = {
     full: [{ ...at, dayOfWeek: 'SUNDAY' as const, comment: 'every Sunday at 01:00 UTC' }],
@@ -352,7 +365,7 @@ export async function ensurePitrSchedules(client: Client, taskQueue: string): Pr
 }
 
 /** One restore-drill schedule per task queue (the default queue's is plainly `restore-drills`). */
-export const restoreDrillScheduleId = (taskQueue: string) =>
+const restoreDrillScheduleId = (taskQueue: string) =>
   taskQueue === DEFAULT_TASK_QUEUE ? 'restore-drills' : `restore-drills-${taskQueue}`;
 
 /** The daily restore drills (CONTRACT "Point-in-time recovery"), at 05:00 UTC: after the default backup window. */

@@ -31,36 +31,77 @@ export interface TaskTypeDef {
    * beside one; an exclusive task waits likewise while one of these runs (db/queries/task-gate.ts).
    */
   waits?: true;
-  /** The workflow function (workflows/index.ts) that runs tasks of this type. */
+  /**
+   * The workflow function (workflows/index.ts) that runs tasks of this type: its name, which types its start
+   * (core/tasks.ts); its params' schema is in db/task-params.ts.
+   */
   workflow: string;
+  /** What the console calls a task of this type. */
+  label: string;
 }
 
-/** Every task type: adding one is an entry here plus its workflow. */
+/**
+ * Every task type (the task registry, with db/task-params.ts): adding one is an entry here, its params' schema there,
+ * and its workflow.
+ */
 export const TASK_TYPES = {
-  deploy: { kind: 'deployments', exclusive: true, workflow: 'deployEnvironment' },
-  redeploy: { kind: 'deployments', exclusive: true, workflow: 'deployEnvironment' },
-  rollback: { kind: 'deployments', exclusive: true, workflow: 'deployEnvironment' },
-  build: { kind: 'deployments', exclusive: false, workflow: 'buildEnvironment' },
-  apply_variables: { kind: 'configuration', exclusive: false, waits: true, workflow: 'applyVariables' },
-  cdn_clear: { kind: 'configuration', exclusive: false, workflow: 'clearCdn' },
-  certificate_issue: { kind: 'configuration', exclusive: false, workflow: 'issueCertificate' },
-  certificate_renew: { kind: 'configuration', exclusive: false, workflow: 'issueCertificate' },
-  maintenance_on: { kind: 'maintenance', exclusive: false, waits: true, workflow: 'setMaintenance' },
-  maintenance_off: { kind: 'maintenance', exclusive: false, waits: true, workflow: 'setMaintenance' },
-  backup: { kind: 'backups', exclusive: false, workflow: 'backupEnvironment' },
-  restore: { kind: 'backups', exclusive: true, workflow: 'restoreBackup' },
-  sync: { kind: 'backups', exclusive: true, workflow: 'syncEnvironment' },
-  reset_database: { kind: 'backups', exclusive: true, workflow: 'resetDatabase' },
-  verify: { kind: 'backups', exclusive: false, workflow: 'verifyBackup' },
-  service_create: { kind: 'machines', exclusive: false, workflow: 'createService' },
-  resize: { kind: 'machines', exclusive: true, workflow: 'resizeServer' },
-  reboot: { kind: 'machines', exclusive: false, waits: true, workflow: 'rebootServer' },
-  scale: { kind: 'machines', exclusive: true, workflow: 'scaleEnvironment' },
-  reshape: { kind: 'machines', exclusive: true, workflow: 'reshapeEnvironment' },
-  discard_old_database: { kind: 'machines', exclusive: false, workflow: 'discardOldDatabase' },
-  storage_move: { kind: 'machines', exclusive: true, workflow: 'moveStorage' },
-  storage_discard: { kind: 'machines', exclusive: false, workflow: 'discardStorage' },
-  volume_grow: { kind: 'machines', exclusive: false, workflow: 'growVolume' },
+  deploy: { kind: 'deployments', exclusive: true, workflow: 'deployEnvironment', label: 'Deploy' },
+  redeploy: { kind: 'deployments', exclusive: true, workflow: 'deployEnvironment', label: 'Redeploy' },
+  rollback: { kind: 'deployments', exclusive: true, workflow: 'deployEnvironment', label: 'Roll back' },
+  build: { kind: 'deployments', exclusive: false, workflow: 'buildEnvironment', label: 'Build' },
+  apply_variables: {
+    kind: 'configuration',
+    exclusive: false,
+    waits: true,
+    workflow: 'applyVariables',
+    label: 'Apply variables',
+  },
+  cdn_clear: { kind: 'configuration', exclusive: false, workflow: 'clearCdn', label: 'Clear the CDN' },
+  certificate_issue: {
+    kind: 'configuration',
+    exclusive: false,
+    workflow: 'issueCertificate',
+    label: 'Issue a certificate',
+  },
+  certificate_renew: {
+    kind: 'configuration',
+    exclusive: false,
+    workflow: 'issueCertificate',
+    label: 'Renew a certificate',
+  },
+  maintenance_on: {
+    kind: 'maintenance',
+    exclusive: false,
+    waits: true,
+    workflow: 'setMaintenance',
+    label: 'Maintenance on',
+  },
+  maintenance_off: {
+    kind: 'maintenance',
+    exclusive: false,
+    waits: true,
+    workflow: 'setMaintenance',
+    label: 'Maintenance off',
+  },
+  backup: { kind: 'backups', exclusive: false, workflow: 'backupEnvironment', label: 'Back up' },
+  restore: { kind: 'backups', exclusive: true, workflow: 'restoreBackup', label: 'Restore' },
+  sync: { kind: 'backups', exclusive: true, workflow: 'syncEnvironment', label: 'Sync data' },
+  reset_database: { kind: 'backups', exclusive: true, workflow: 'resetDatabase', label: 'Reset the database' },
+  verify: { kind: 'backups', exclusive: false, workflow: 'verifyBackup', label: 'Verify a backup' },
+  service_create: { kind: 'machines', exclusive: false, workflow: 'createService', label: 'Create a service' },
+  resize: { kind: 'machines', exclusive: true, workflow: 'resizeServer', label: 'Resize' },
+  reboot: { kind: 'machines', exclusive: false, waits: true, workflow: 'rebootServer', label: 'Reboot' },
+  scale: { kind: 'machines', exclusive: true, workflow: 'scaleEnvironment', label: 'Scale' },
+  reshape: { kind: 'machines', exclusive: true, workflow: 'reshapeEnvironment', label: 'Reshape' },
+  discard_old_database: {
+    kind: 'machines',
+    exclusive: false,
+    workflow: 'discardOldDatabase',
+    label: 'Discard the old database',
+  },
+  storage_move: { kind: 'machines', exclusive: true, workflow: 'moveStorage', label: 'Move a disk' },
+  storage_discard: { kind: 'machines', exclusive: false, workflow: 'discardStorage', label: 'Discard old copies' },
+  volume_grow: { kind: 'machines', exclusive: false, workflow: 'growVolume', label: 'Grow the volume' },
 } as const satisfies Record<string, TaskTypeDef>;
 
 export type TaskType = keyof typeof TASK_TYPES;

@@ -16,7 +16,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const fileOf = (paths: HaproxyPaths) => join(paths.dir, 'edge-id');
 
 /** The id recorded for this data plane, if any. */
-export function recordedEdgeId(paths: HaproxyPaths): string | null {
+function recordedEdgeId(paths: HaproxyPaths): string | null {
   try {
     const id = readFileSync(fileOf(paths), 'utf8').trim();
     return UUID.test(id) ? id : null;

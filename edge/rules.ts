@@ -1,4 +1,5 @@
 /** The edge's own answers' texts and header values, shared by the HAProxy configuration (edge/haproxy/). */
+import { escapeHtml } from '../system/mail/layout';
 
 export function hstsValue(h: { max_age: number; include_subdomains: boolean; preload: boolean }): string {
   return `max-age=${h.max_age}${h.include_subdomains ? '; includeSubDomains' : ''}${h.preload ? '; preload' : ''}`;
@@ -7,10 +8,6 @@ export function hstsValue(h: { max_age: number; include_subdomains: boolean; pre
 export const DEFAULT_MAINTENANCE_PAGE =
   '<!doctype html><html><head><meta charset="utf-8"><title>Down for maintenance</title></head>' +
   '<body><h1>Down for maintenance</h1><p>{{note}}</p></body></html>\n';
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
 
 /** The project's maintenance page (or the default), `{{note}}` replaced by the note, escaped. */
 export function maintenancePage(page: string | null, note: string | null): string {

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { git, GitError, gitRemote, type GitOptions } from './git-run';
 import type { GitRepo } from './git-remote';
 
-export { git, GitError, GIT_FAILURES, type GitErrorCode, type GitOptions } from './git-run';
-export type { Credentials, GitAccess, GitRepo } from './git-remote';
+export { git, GitError, type GitOptions } from './git-run';
+export type { GitAccess, GitRepo } from './git-remote';
 
 const SHA_RE = /^[0-9a-f]{40}$/i;
 const SHORT_SHA_RE = /^[0-9a-f]{4,40}$/i;
@@ -299,7 +299,7 @@ function fetchSha(mirror: string, repo: GitRepo, sha: string, opts: GitOptions):
 }
 
 /** The most characters of a commit's subject a release keeps. */
-export const COMMIT_MESSAGE_MAX = 200;
+const COMMIT_MESSAGE_MAX = 200;
 
 /** The subject of commit `sha` (`git log -1 --format=%s`) from the mirror, at most COMMIT_MESSAGE_MAX characters. */
 export async function commitSubject(repo: GitRepo, sha: string, opts: GitOptions): Promise<string> {

@@ -178,7 +178,7 @@ export function archiveFlags(server: PitrServer): string[] {
   ];
 }
 
-export class PitrCommandError extends Error {}
+class PitrCommandError extends Error {}
 
 /**
  * Runs one pgBackRest command as the cluster's owner; resolves with its stdout, rejects with the end of its

@@ -40,7 +40,7 @@ export const CRASH_LOOP = { exits: 5, windowMs: 60_000 };
 const SETPRIV = '/usr/bin/setpriv';
 
 /** The command line that runs `spec` with its stop signal as its parent-death signal (when setpriv is here). */
-export function orphanProof(spec: Pick<ChildSpec, 'command' | 'args' | 'stopSignal'>): [string, string[]] {
+function orphanProof(spec: Pick<ChildSpec, 'command' | 'args' | 'stopSignal'>): [string, string[]] {
   if (!existsSync(SETPRIV)) return [spec.command, spec.args];
   return [SETPRIV, ['--pdeathsig', spec.stopSignal ?? 'SIGTERM', '--', spec.command, ...spec.args]];
 }

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { Deps } from '../system/deps';
 import { createActivities } from '../activities';
 import { BUILD_ACTIVITY_NAMES } from '../activities/deploys';
-import { buildTaskQueue } from '../workflows/deploys-shared';
+import { buildTaskQueue } from '../db/workflow-names';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 export const WORKFLOWS_PATH = join(root, 'workflows', 'index.ts');

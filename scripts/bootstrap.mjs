@@ -124,6 +124,12 @@ switch (command) {
       say('Formatting or lint failed: `npx biome check --write .` fixes what it can.');
       process.exit(biome.status ?? 1);
     }
+    say('Checking that every export is imported by another file (scripts/unused-exports.mjs)...');
+    const exportsCheck = spawnSync(process.execPath, [join(root, 'scripts', 'unused-exports.mjs')], {
+      cwd: root,
+      stdio: 'inherit',
+    });
+    if (exportsCheck.status !== 0) process.exit(exportsCheck.status ?? 1);
     say("Checking the console's API client against the API (scripts/gen-console-client.mjs --check)...");
     const gen = spawnSync(
       process.execPath,

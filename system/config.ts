@@ -110,7 +110,7 @@ export interface Config {
   acme: AcmeConfig;
 }
 
-export interface PitrConfig {
+interface PitrConfig {
   /** PITR_REPOSITORY: a directory (default DATA_DIR/pitr) or `s3://bucket/prefix`. */
   repository: string;
   /** PITR_DAYS (default 7): how deep the archive is kept. */

@@ -7,9 +7,9 @@ import { buildHead } from './deploy';
 import { runTask, taskActs } from './task-runner';
 import type { DeployOutcome, DeployWorkflowInput } from './deploys-shared';
 
-export async function buildEnvironment(input: DeployWorkflowInput): Promise<DeployOutcome> {
+export async function buildEnvironment(input: DeployWorkflowInput<'build'>): Promise<DeployOutcome> {
   return runTask(input, async (ctx) => {
-    const { releaseId, sha, gitRef } = await buildHead(input, ctx);
+    const { releaseId, sha, gitRef } = await buildHead(input, ctx.params.git_ref, ctx);
     await taskActs.recordPhases({ taskId: input.task.id, phases: ['release_ready'] });
     return { release_id: releaseId, commit_sha: sha, git_ref: gitRef };
   });

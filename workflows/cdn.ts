@@ -6,13 +6,12 @@ import { profiles } from './profiles';
 
 const acts = proxyActivities<CdnActivities>(profiles.heartbeating);
 
-export async function clearCdn(input: TaskWorkflowInput) {
-  return runTask(input, async ({ start }) => {
+export async function clearCdn(input: TaskWorkflowInput<'cdn_clear'>) {
+  return runTask(input, async ({ params, start }) => {
     await start();
     const environmentId = input.task.environment_id;
     if (!environmentId) failure('the task names no environment');
-    const raw = input.task.params.paths;
-    const prefixes = Array.isArray(raw) ? raw.filter((p): p is string => typeof p === 'string') : [];
+    const prefixes = params.paths;
     const recorded = await acts.recordCdnPurge({ taskId: input.task.id, environmentId, prefixes });
     if (!recorded.ok) failure('the environment no longer exists');
     const applied = await acts.awaitCdnPurge({ taskId: input.task.id, purgeId: recorded.purgeId });

@@ -14,7 +14,7 @@ import { profiles } from './profiles';
 
 const acts = proxyActivities<CertificateActivities>(profiles.remote);
 
-export interface IssueCertificateInput extends TaskWorkflowInput {
+export interface IssueCertificateInput extends TaskWorkflowInput<'certificate_issue' | 'certificate_renew'> {
   /** Attempts before the certificate is failed (5). */
   attempts: number;
   /** The first wait between two attempts, in seconds (doubling). */
@@ -22,18 +22,17 @@ export interface IssueCertificateInput extends TaskWorkflowInput {
 }
 
 export async function issueCertificate(input: IssueCertificateInput) {
-  return runTask(input, async ({ start, log }) => {
+  return runTask(input, async ({ params, start, log }) => {
     await start();
     const taskId = input.task.id;
-    const domainId = String(input.task.params.domain_id ?? '');
+    const domainId = params.domain_id;
     const begun = await acts.beginCertificate({ taskId, domainId });
     if (!begun.ok) failure(begun.reason ?? 'the domain cannot have a certificate');
     let wait = input.retrySeconds;
     let reason = '';
     for (let attempt = 1; attempt <= input.attempts; attempt++) {
       const r = await acts.attemptCertificate({ taskId, domainId, attempt, attempts: input.attempts });
-      if (r.outcome === 'issued')
-        return { hostname: input.task.params.hostname, issuer: r.issuer, expires_at: r.expires_at };
+      if (r.outcome === 'issued') return { hostname: params.hostname, issuer: r.issuer, expires_at: r.expires_at };
       if (r.outcome === 'gone') failure(r.reason);
       reason = r.reason;
       if (attempt < input.attempts) {

@@ -16,12 +16,6 @@ import { afterSwap, restorePointInTimeStep } from './pitr';
 const acts = proxyActivities<DataActivities>(profiles.long);
 const quick = proxyActivities<DataActivities>(profiles.quick);
 
-const param = (input: TaskWorkflowInput, name: string): string => {
-  const v = input.task.params[name];
-  if (typeof v !== 'string') throw new Error(`task parameter ${name} is missing`);
-  return v;
-};
-
 /** Why a long step failed; a heartbeat timeout means its worker stopped answering (killed, or its host gone). */
 function reasonOf(err: unknown): string {
   let e: unknown = err;
@@ -58,10 +52,10 @@ async function putBackStep<T>(input: TaskWorkflowInput, what: 'restore' | 'sync'
   }
 }
 
-export async function createService(input: TaskWorkflowInput) {
-  return runTask(input, async ({ start }) => {
+export async function createService(input: TaskWorkflowInput<'service_create'>) {
+  return runTask(input, async ({ params, start }) => {
     await start();
-    const serviceId = param(input, 'service_id');
+    const serviceId = params.service_id;
     try {
       const created = await quick.createServiceDatabase({ taskId: input.task.id, serviceId });
       await afterSwap(input.task.id);
@@ -73,17 +67,17 @@ export async function createService(input: TaskWorkflowInput) {
   });
 }
 
-export async function backupEnvironment(input: TaskWorkflowInput) {
-  return runTask(input, async ({ start }) => {
+export async function backupEnvironment(input: TaskWorkflowInput<'backup'>) {
+  return runTask(input, async ({ params, start }) => {
     await start();
-    const backupId = param(input, 'backup_id');
+    const backupId = params.backup_id;
     try {
       return await acts.takeBackup({
         taskId: input.task.id,
         backupId,
         environmentId: input.task.environment_id!,
-        destinationId: param(input, 'destination_id'),
-        trigger: input.task.params.trigger === 'scheduled' ? 'scheduled' : 'manual',
+        destinationId: params.destination_id,
+        trigger: params.trigger,
       });
     } catch (err) {
       // The activity gave up without saying so itself (e.g. its worker was killed on the last attempt):
@@ -95,16 +89,15 @@ export async function backupEnvironment(input: TaskWorkflowInput) {
   });
 }
 
-export async function restoreBackup(input: TaskWorkflowInput) {
-  return runTask(input, async ({ start }) => {
+export async function restoreBackup(input: TaskWorkflowInput<'restore'>) {
+  return runTask(input, async ({ params, start }) => {
     await start();
-    const pointInTime = input.task.params.point_in_time;
-    if (typeof pointInTime === 'string')
-      return putBackStep(input, 'restore', () => restorePointInTimeStep(input, pointInTime));
+    if ('point_in_time' in params)
+      return putBackStep(input, 'restore', () => restorePointInTimeStep(input, params.point_in_time));
     const restored = await putBackStep(input, 'restore', () =>
       acts.restoreBackup({
         taskId: input.task.id,
-        backupId: param(input, 'backup_id'),
+        backupId: params.backup_id,
         environmentId: input.task.environment_id!,
       }),
     );
@@ -113,13 +106,13 @@ export async function restoreBackup(input: TaskWorkflowInput) {
   });
 }
 
-export async function syncEnvironment(input: TaskWorkflowInput) {
-  return runTask(input, async ({ start }) => {
+export async function syncEnvironment(input: TaskWorkflowInput<'sync'>) {
+  return runTask(input, async ({ params, start }) => {
     await start();
     const synced = await putBackStep(input, 'sync', () =>
       acts.syncData({
         taskId: input.task.id,
-        fromEnvironmentId: param(input, 'from_environment_id'),
+        fromEnvironmentId: params.from_environment_id,
         environmentId: input.task.environment_id!,
       }),
     );
@@ -128,7 +121,7 @@ export async function syncEnvironment(input: TaskWorkflowInput) {
   });
 }
 
-export async function resetDatabase(input: TaskWorkflowInput) {
+export async function resetDatabase(input: TaskWorkflowInput<'reset_database'>) {
   return runTask(input, async ({ start }) => {
     await start();
     const reset = await step(() =>

@@ -12,7 +12,8 @@
  */
 import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { BuildActivities, DeployActivities } from '../activities/deploys';
-import { buildTaskQueue, shortSha, type DeployOutcome, type DeployWorkflowInput } from './deploys-shared';
+import type { DeployOutcome, DeployType, DeployWorkflowInput } from './deploys-shared';
+import { buildTaskQueue, shortSha } from '../db/workflow-names';
 import { cancelled, failure, runTask, type TaskContext } from './task-runner';
 import { profiles, stepProfile } from './profiles';
 
@@ -40,10 +41,10 @@ function stepActivities(stepTimeoutSeconds: number) {
  */
 export async function buildHead(
   input: DeployWorkflowInput,
-  { log, start }: TaskContext,
+  gitRef: string,
+  { log, start }: Pick<TaskContext, 'log' | 'start'>,
 ): Promise<{ releaseId: string; sha: string; gitRef: string }> {
   const { task, environment, project } = input;
-  const gitRef = typeof task.params.git_ref === 'string' ? task.params.git_ref : environment.git_ref;
   // one activity: the commit, and the release to deploy (its first log line says whether it needs a build)
   const prepared = await deployActs.resolveRelease({
     taskId: task.id,
@@ -66,17 +67,18 @@ export async function buildHead(
   return { releaseId: prepared.releaseId, sha, gitRef };
 }
 
-export async function deployEnvironment(input: DeployWorkflowInput): Promise<DeployOutcome> {
+export async function deployEnvironment(input: DeployWorkflowInput<DeployType>): Promise<DeployOutcome> {
   const { task, environment, skipSteps } = input;
-  const type = task.type as 'deploy' | 'redeploy' | 'rollback';
+  const type = task.type;
   const steps = stepActivities(input.stepTimeoutSeconds);
 
-  return runTask(input, async ({ log, start }) => {
+  return runTask(input, async ({ params, log, start }) => {
     let releaseId: string;
     let sha: string;
     let gitRef: string;
     if (type === 'deploy') {
-      ({ releaseId, sha, gitRef } = await buildHead(input, { log, start }));
+      const ref = 'git_ref' in params ? params.git_ref : environment.git_ref;
+      ({ releaseId, sha, gitRef } = await buildHead(input, ref, { log, start }));
     } else {
       await start();
       const chosen = await localDeployActs.chooseRelease({ taskId: task.id, environmentId: environment.id, type });

@@ -21,11 +21,10 @@ function reasonOf(err: unknown): string {
   return describeError(err);
 }
 
-export async function verifyBackup(input: TaskWorkflowInput) {
-  return runTask(input, async ({ start }) => {
+export async function verifyBackup(input: TaskWorkflowInput<'verify'>) {
+  return runTask(input, async ({ params, start }) => {
     await start();
-    const backupId = input.task.params.backup_id;
-    if (typeof backupId !== 'string') return failure('task parameter backup_id is missing');
+    const backupId = params.backup_id;
     try {
       return await acts.verifySnapshot({ taskId: input.task.id, backupId });
     } catch (err) {

@@ -15,16 +15,6 @@ const acts = proxyActivities<MachineActivities>(profiles.bookkeeping);
 /** Restarting waits for health checks (up to a minute an instance); heartbeats say the worker lives. */
 const restartActs = proxyActivities<MachineActivities>(profiles.heartbeating);
 
-export interface ResizeParams {
-  server_id: string;
-  server_name: string;
-  from_plan: string;
-  plan: string;
-  cpu: number;
-  memory_mb: number;
-  disk_gb: number;
-}
-
 /** Holds the server in `status` while `fn` runs, and back to `running` whatever happens. */
 async function whileMarked<T>(serverId: string, status: 'resizing' | 'rebooting', fn: () => Promise<T>): Promise<T> {
   await acts.markServer({ serverId, status });
@@ -35,9 +25,8 @@ async function whileMarked<T>(serverId: string, status: 'resizing' | 'rebooting'
   }
 }
 
-export async function resizeServer(input: TaskWorkflowInput) {
-  const p = input.task.params as unknown as ResizeParams;
-  return runTask(input, async ({ log, start }) => {
+export async function resizeServer(input: TaskWorkflowInput<'resize'>) {
+  return runTask(input, async ({ params: p, log, start }) => {
     await start();
     await log(
       `==> Resizing ${p.server_name} from ${p.from_plan} to ${p.plan} (${p.cpu} CPU, ${p.memory_mb} MB, ${p.disk_gb} GB)`,
@@ -62,9 +51,8 @@ export async function resizeServer(input: TaskWorkflowInput) {
   });
 }
 
-export async function rebootServer(input: TaskWorkflowInput) {
-  const p = input.task.params as { server_id: string; server_name: string };
-  return runTask(input, async ({ log, start }) => {
+export async function rebootServer(input: TaskWorkflowInput<'reboot'>) {
+  return runTask(input, async ({ params: p, log, start }) => {
     await start();
     await log(`==> Rebooting ${p.server_name}`);
     return whileMarked(p.server_id, 'rebooting', async () => {
@@ -76,16 +64,8 @@ export async function rebootServer(input: TaskWorkflowInput) {
   });
 }
 
-export interface ScaleParams {
-  server_id: string;
-  server_name: string;
-  from: number;
-  instances: number;
-}
-
-export async function scaleEnvironment(input: TaskWorkflowInput) {
-  const p = input.task.params as unknown as ScaleParams;
-  return runTask(input, async ({ log, start }) => {
+export async function scaleEnvironment(input: TaskWorkflowInput<'scale'>) {
+  return runTask(input, async ({ params: p, log, start }) => {
     await start();
     await log(`==> Scaling ${p.server_name} from ${p.from} to ${p.instances} instance${p.instances === 1 ? '' : 's'}`);
     const r = await restartActs.scaleWebInstances({

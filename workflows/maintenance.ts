@@ -6,13 +6,13 @@ import { profiles } from './profiles';
 
 const acts = proxyActivities<EnvironmentMaintenanceActivities>(profiles.quick);
 
-export async function setMaintenance(input: TaskWorkflowInput) {
-  return runTask(input, async ({ start }) => {
+export async function setMaintenance(input: TaskWorkflowInput<'maintenance_on' | 'maintenance_off'>) {
+  return runTask(input, async ({ params, start }) => {
     await start();
     const environmentId = input.task.environment_id;
     if (!environmentId) failure('the task names no environment');
     const on = input.task.type === 'maintenance_on';
-    const note = typeof input.task.params.note === 'string' ? input.task.params.note : null;
+    const note = ('note' in params ? params.note : undefined) ?? null;
     const r = await acts.setEnvironmentMaintenance({ taskId: input.task.id, environmentId, on, note });
     if (!r.ok) failure('the environment no longer exists');
     return { maintenance: on };

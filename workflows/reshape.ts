@@ -6,7 +6,7 @@
  * A failure anywhere before the switch leaves the environment on its database, writable again, the copy dropped.
  */
 import { proxyActivities } from '@temporalio/workflow';
-import type { ReshapeActivities, ReshapeTarget } from '../activities/machines/reshape';
+import type { ReshapeActivities } from '../activities/machines/reshape';
 import { describeError, failure, runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
 import { afterSwap } from './pitr';
@@ -15,17 +15,9 @@ import { afterSwap } from './pitr';
 const long = proxyActivities<ReshapeActivities>(profiles.long);
 const quick = proxyActivities<ReshapeActivities>(profiles.quick);
 
-export interface ReshapeParams {
-  service_id: string;
-  from_shape: 'combined' | 'separate';
-  shape: 'combined' | 'separate';
-  plan: ReshapeTarget['plan'] | null;
-}
-
-export async function reshapeEnvironment(input: TaskWorkflowInput) {
-  const p = input.task.params as unknown as ReshapeParams;
+export async function reshapeEnvironment(input: TaskWorkflowInput<'reshape'>) {
   const ids = { taskId: input.task.id, environmentId: input.task.environment_id! };
-  return runTask(input, async ({ log, start }) => {
+  return runTask(input, async ({ params: p, log, start }) => {
     await start();
     await log(
       p.shape === 'separate'
@@ -57,7 +49,7 @@ export async function reshapeEnvironment(input: TaskWorkflowInput) {
   });
 }
 
-export async function discardOldDatabase(input: TaskWorkflowInput) {
+export async function discardOldDatabase(input: TaskWorkflowInput<'discard_old_database'>) {
   const ids = { taskId: input.task.id, environmentId: input.task.environment_id! };
   return runTask(input, async ({ log, start }) => {
     await start();

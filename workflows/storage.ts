@@ -6,7 +6,6 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { StorageActivities } from '../activities/storage';
-import type { DiskName } from '../db/models/storage-disk';
 import { runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
 import { afterSwap } from './pitr';
@@ -16,9 +15,8 @@ const longActs = proxyActivities<StorageActivities>(profiles.long);
 
 const acts = proxyActivities<StorageActivities>(profiles.quick);
 
-export async function moveStorage(input: TaskWorkflowInput) {
-  const p = input.task.params as { disk: DiskName; from: string; to: string };
-  return runTask(input, async ({ log, start }) => {
+export async function moveStorage(input: TaskWorkflowInput<'storage_move'>) {
+  return runTask(input, async ({ params: p, log, start }) => {
     await start();
     await log(`==> Moving the ${p.disk} disk from ${p.from} to ${p.to}`);
     const moved = await longActs.moveStorageDisk({
@@ -32,16 +30,15 @@ export async function moveStorage(input: TaskWorkflowInput) {
   });
 }
 
-export async function discardStorage(input: TaskWorkflowInput) {
+export async function discardStorage(input: TaskWorkflowInput<'storage_discard'>) {
   return runTask(input, async ({ start }) => {
     await start();
     return longActs.discardOldStorage({ taskId: input.task.id, environmentId: input.task.environment_id! });
   });
 }
 
-export async function growVolume(input: TaskWorkflowInput) {
-  const p = input.task.params as { volume_id: string; from_gb: number; size_gb: number };
-  return runTask(input, async ({ log, start }) => {
+export async function growVolume(input: TaskWorkflowInput<'volume_grow'>) {
+  return runTask(input, async ({ params: p, log, start }) => {
     await start();
     await log(`==> Growing the volume from ${p.from_gb} GB to ${p.size_gb} GB`);
     return acts.growVolume({ taskId: input.task.id, volumeId: p.volume_id, sizeGb: p.size_gb });

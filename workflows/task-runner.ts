@@ -18,11 +18,15 @@ import {
 import type { TaskActivities } from '../activities/tasks';
 import type { IntegrationActivities } from '../activities/integrations';
 import type { TaskOutcome, TaskResult, TaskWorkflowInput } from '../db/task-record';
+import { parseTaskParams, type TaskParams } from '../db/task-params';
+import type { TaskType } from '../db/vocabulary';
 import { fault, profiles } from './profiles';
 
 export type { TaskWorkflowInput } from '../db/task-record';
 
-export interface TaskContext {
+export interface TaskContext<T extends TaskType = TaskType> {
+  /** The task's params, parsed by its type's schema (db/task-params.ts). */
+  params: TaskParams<T>;
   /** Appends lines of the workflow's own (headings, outcomes) to the task log. */
   log: (...lines: string[]) => Promise<void>;
   /**
@@ -68,13 +72,24 @@ export function describeError(err: unknown): string {
   return String(e);
 }
 
+/** The task's params, parsed once; params its type's schema refuses end the task failed, naming them. */
+function readParams<T extends TaskType>(task: TaskWorkflowInput<T>['task']): TaskParams<T> {
+  try {
+    return parseTaskParams(task.type, task.params);
+  } catch (err) {
+    const issues = (err as { issues?: Array<{ path: PropertyKey[]; message: string }> }).issues ?? [];
+    const named = issues.map((i) => `${i.path.map(String).join('.') || 'params'}: ${i.message}`).join('; ');
+    return failure(`the task's params are not those of a ${task.type} task (${named || describeError(err)})`);
+  }
+}
+
 /**
  * Runs a task's body between its recording and its ending: records the row, runs `body`, and ends the task
  * (succeeded with the result, failed with the reason, cancelled) in the log and the row.
  */
-export async function runTask<R extends TaskResult>(
-  input: TaskWorkflowInput,
-  body: (ctx: TaskContext) => Promise<R>,
+export async function runTask<T extends TaskType, R extends TaskResult>(
+  input: TaskWorkflowInput<T>,
+  body: (ctx: TaskContext<T>) => Promise<R>,
 ): Promise<TaskOutcome & { result?: R }> {
   const taskId = input.task.id;
   const record = { ...input.task, run_id: workflowInfo().firstExecutionRunId };
@@ -90,7 +105,7 @@ export async function runTask<R extends TaskResult>(
   };
   try {
     await taskActs.recordTask(record);
-    const result = await body({ log, start });
+    const result = await body({ params: readParams(input.task), log, start });
     await taskActs.finishTask({ taskId, status: 'succeeded', result });
     await announce(taskId);
     return { status: 'succeeded', result };

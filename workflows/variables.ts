@@ -9,7 +9,7 @@ import { profiles } from './profiles';
 
 const acts = proxyActivities<VariableActivities>(profiles.heartbeating);
 
-export async function applyVariables(input: TaskWorkflowInput) {
+export async function applyVariables(input: TaskWorkflowInput<'apply_variables'>) {
   return runTask(input, async ({ log, start }) => {
     await start();
     const environmentId = input.task.environment_id;

@@ -171,7 +171,7 @@ async function stopScratch(child: ChildProcess | null): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 }
 
-export interface ScratchDatabase {
+interface ScratchDatabase {
   /** The database part, dumped from the scratch server (read once, lazily). */
   parts: Array<{ part: PartName; source: () => AsyncIterable<Buffer> }>;
   timings: Record<string, number>;

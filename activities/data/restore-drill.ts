@@ -20,7 +20,7 @@ import { tableCounts } from './row-counts';
 
 type DrillConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl' | 'dataDir'>;
 
-export interface DrillOutcome {
+interface DrillOutcome {
   /** What the scratch copy holds. */
   restored: { parts: PartName[]; tables: number | null; rows: number | null; files: number | null };
   /** Whether it was compared with counts the backup recorded (false: an older snapshot, its restore alone). */
@@ -44,10 +44,7 @@ async function countEntries(dir: string): Promise<number> {
 }
 
 /** Up to five differences between what the backup recorded and what the scratch copy holds, as sentences. */
-export function compareCounts(
-  recorded: SnapshotCounts,
-  found: { tables: Record<string, number> | null; files: number },
-) {
+function compareCounts(recorded: SnapshotCounts, found: { tables: Record<string, number> | null; files: number }) {
   const diffs: string[] = [];
   if (recorded.tables) {
     const got = found.tables ?? {};
@@ -148,7 +145,7 @@ export async function drillSnapshot(opts: {
 }
 
 /** The restored copy is not what the backup recorded. */
-export class DrillMismatch extends Error {}
+class DrillMismatch extends Error {}
 
 /** Removes whatever a drill of that scratch name made: its scratch database and role, its scratch directory. */
 export async function removeDrillScratch(config: DrillConfig, scratch: string): Promise<void> {

@@ -62,7 +62,7 @@ function headerSize(field: Buffer): number {
 }
 
 /** Counts the entries of a tar stream fed to it chunk by chunk. */
-export class TarEntryCounter {
+class TarEntryCounter {
   entries = 0;
   private skip = 0;
   private head: Buffer = Buffer.alloc(0);

@@ -6,7 +6,7 @@
 import type { Deps } from '../../system/deps';
 import { recordTaskPhases, type TaskPhase } from '../../db/queries/task-phases';
 
-export interface PhaseLog {
+interface PhaseLog {
   mark(phase: TaskPhase): void;
 }
 

@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import { parseSshPublicKey } from './ssh-key-format';
+import { idParams } from '../lib/params';
+
+export { idParams };
 
 // ---------------------------------------------------------------------------------------------
 // Shared pieces
@@ -26,8 +29,6 @@ const name = z
 
 /** Any password a person may type: length is checked only at sign-up, a wrong one is just wrong. */
 const givenPassword = z.string().min(1, 'is required').max(200, 'must be at most 200 characters');
-
-export const idParams = z.object({ id: z.uuid() });
 
 // ---------------------------------------------------------------------------------------------
 // Bodies

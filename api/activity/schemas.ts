@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { ACTIVITY_KINDS } from '../../db/vocabulary';
 import { limitParam, timeIdCursorParam } from '../lib/pagination';
+import { idParams } from '../lib/params';
+
+export { idParams };
 
 export const ACTIVITY_CURSOR = 'a';
-export const idParams = z.object({ id: z.uuid() });
 export const activityQuery = z.strictObject({
   project: z.uuid().optional(),
   environment: z.uuid().optional(),

@@ -8,12 +8,12 @@ import * as pitr from './pitr-service';
 
 const tags = ['backups'];
 
-export const recoveryWindowSchema = z.strictObject({
+const recoveryWindowSchema = z.strictObject({
   earliest: z.string().describe('ISO seconds: the stop time of the first archive backup holding the database'),
   latest: z.string().describe('ISO seconds: when the newest WAL segment reached the archive'),
 });
 
-export const pointInTimeRestoreBody = z.strictObject({
+const pointInTimeRestoreBody = z.strictObject({
   point_in_time: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date and time' }),
   confirm: z.boolean().optional(),
   password: z.string().max(200).optional(),

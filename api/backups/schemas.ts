@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { idParams } from '../lib/params';
 
-export const idParams = z.object({ id: z.uuid() });
+export { idParams };
+
 export const snapshotParams = z.object({ id: z.uuid(), snapshot: z.uuid() });
 
 const name = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');

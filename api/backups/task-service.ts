@@ -5,6 +5,7 @@
 import { volumeHasFiles } from '../../db/queries/storage';
 import type { Deps } from '../../system/deps';
 import { startTask } from '../../core/tasks';
+import type { TaskParamsInput } from '../../db/task-params';
 import { startBackupTask } from '../../core/backups/tasks';
 import { errors } from '../../core/errors';
 import { BackupWindow } from '../../db/models/backup-window';
@@ -60,6 +61,11 @@ export async function assertMayOverwrite(
 }
 export const RECENT_SIGN_IN_MINUTES = 60;
 
+/** A restore, sync or reset-database task: its type, params and summary. */
+type OverwriteTask = {
+  [T in 'restore' | 'sync' | 'reset_database']: { type: T; params: TaskParamsInput<T>; summary: string };
+}['restore' | 'sync' | 'reset_database'];
+
 /**
  * Restore, sync and reset-database: each replaces the environment's data, so each passes the protected
  * environment's check (assertMayOverwrite) before its exclusive task starts; answers the task as the route does.
@@ -70,16 +76,14 @@ async function startOverwrite(
   env: EnvRow & Pick<Environment, 'protected'>,
   password: string | undefined,
   address: string,
-  task: { type: 'restore' | 'sync' | 'reset_database'; params: Record<string, string>; summary: string },
+  task: OverwriteTask,
 ) {
   await assertMayOverwrite(deps, actor, env, password, address);
   return startTask(deps, actor, {
-    type: task.type,
+    ...task,
     teamId: env.team_id,
     projectId: env.project_id,
     environmentId: env.id,
-    params: task.params,
-    summary: task.summary,
   });
 }
 

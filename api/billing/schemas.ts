@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { ADDRESS_FIELDS } from './address-format';
+import { idParams } from '../lib/params';
 
-export const idParams = z.object({ id: z.uuid() });
+export { idParams };
+
 export const orderParams = z.object({
   id: z.uuid(),
   order: z.string().regex(/^ord_[a-z0-9]{1,40}$/, 'is not an order id'),

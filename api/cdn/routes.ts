@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
@@ -6,9 +5,9 @@ import { startTask } from '../../core/tasks';
 import { taskSchema } from '../tasks/schemas';
 import * as s from './schemas';
 import { getCdn, updateCdn } from './service';
+import { idParams } from '../lib/params';
 
 const tags = ['cdn'];
-const idParams = z.object({ id: z.uuid() });
 
 export const routes: RouteDef[] = [
   defineRoute({

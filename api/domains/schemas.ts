@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { normalizeHostname } from './hostname';
+import { idParams } from '../lib/params';
 
-export const idParams = z.object({ id: z.uuid() });
+export { idParams };
 
 /** The hostname, normalized (lower-case, punycode); every other shape is refused naming the reason. */
 export const hostname = z

@@ -1,14 +1,13 @@
-import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import { getEnvironmentEdge, updateEnvironmentEdge } from './environment-service';
 import { getProjectEdge, updateProjectEdge } from './project-service';
+import { idParams } from '../lib/params';
 
 const tags = ['edge'];
 const EDGE_UNAVAILABLE = 'edge_unavailable: an edge did not apply the change within 10 s; the change is saved';
-const idParams = z.object({ id: z.uuid() });
 
 export const routes: RouteDef[] = [
   defineRoute({

@@ -2,11 +2,12 @@ import { z } from 'zod';
 import { nameRulesSchema, resourceName } from '../projects/schemas';
 import { limitParam, timeIdCursorParam } from '../lib/pagination';
 import { backupSchema } from '../backups/schemas';
+import { idParams } from '../lib/params';
+
+export { idParams };
 
 /** The kind of the `before` cursors of GET /environments (api/lib/pagination.ts). */
 export const ENVIRONMENTS_CURSOR = 'e';
-
-export const idParams = z.object({ id: z.uuid() });
 
 /** A branch, tag, full ref or commit id, as git allows it (check-ref-format, roughly). */
 export const gitRef = z

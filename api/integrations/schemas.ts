@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { INTEGRATION_EVENTS, KIND_NAMES, type IntegrationKind } from '../../core/integration-kinds';
+import { idParams } from '../lib/params';
 
-export const idParams = z.object({ id: z.uuid() });
+export { idParams };
 
 const name = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');
 const events = z

@@ -3,6 +3,7 @@ import type { Context, Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import { stampPartOrder } from './multipart';
 import { timingSafeEqual } from 'node:crypto';
+import type { Task } from '../../db/models/task';
 import type { Deps } from '../../system/deps';
 import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
@@ -11,9 +12,7 @@ import { toRouterPath } from './paths';
 import { can, roleIn } from './policy';
 import type { ResolvedScope } from './scopes';
 import { withIdempotency } from './idempotency';
-import { replayTasks } from '../tasks/replay';
 import { nulFields } from './nul-bytes';
-import { presentTask } from '../tasks/presenter';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -139,8 +138,17 @@ function checkResponse(def: RouteDef, ctx: Context): void {
   }
 }
 
+/**
+ * How the router answers a task-starting route: the task presented for the caller, and the tasks of an earlier
+ * request with the same Idempotency-Key (api/tasks gives both; api/app.ts passes them, so api/lib imports no area).
+ */
+interface TaskAnswers {
+  present: (task: Task, account: { id: string; name: string }) => unknown;
+  replay: (deps: Deps, ids: string[], single: boolean) => Promise<unknown>;
+}
+
 /** Builds the Koa router from the route table. */
-export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Router {
+export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string, tasks: TaskAnswers): Router {
   const router = new Router({ prefix });
   for (const def of routes) {
     const parse = bodyParser(def, deps.config.bodyLimitBytes);
@@ -198,12 +206,12 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string): Rou
           const account = { id: actor.user.id, name: actor.user.name };
           ctx.status = 202;
           ctx.body = Array.isArray(started)
-            ? { data: started.map((task) => presentTask(task, account)) }
-            : presentTask(started, account);
+            ? { data: started.map((task) => tasks.present(task, account)) }
+            : tasks.present(started, account);
         }
       };
       if (def.startsTask && actor)
-        await withIdempotency(ctx, deps.knex, actor, body, run, (ids, single) => replayTasks(deps, ids, single));
+        await withIdempotency(ctx, deps.knex, actor, body, run, (ids, single) => tasks.replay(deps, ids, single));
       else await run();
       if (deps.config.checkResponses) checkResponse(def, ctx);
       void next;

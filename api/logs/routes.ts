@@ -1,12 +1,11 @@
-import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import { getEnvironmentLogs, getProjectLogs, updateProjectLogs } from './service';
+import { idParams } from '../lib/params';
 
 const tags = ['logs'];
-const idParams = z.object({ id: z.uuid() });
 
 export const routes: RouteDef[] = [
   defineRoute({

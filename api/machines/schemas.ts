@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { RESOURCE_WINDOWS } from '../../db/queries/resources';
+import { idParams } from '../lib/params';
 
-export const idParams = z.object({ id: z.uuid() });
+export { idParams };
+
 const planId = z.string().min(1, 'must name a plan').max(40, 'must name a plan');
 
 export const listServersQuery = z.object({ team: z.uuid('must be a team id').optional() });

@@ -5,6 +5,7 @@ import { scopes } from '../lib/scopes';
 import { startTask } from '../../core/tasks';
 import { taskSchema } from '../tasks/schemas';
 import { MAX_MAINTENANCE_NOTE } from '../../core/edge-pages';
+import { idParams } from '../lib/params';
 
 const body = z.strictObject({
   maintenance: z.boolean(),
@@ -30,7 +31,7 @@ export const routes: RouteDef[] = [
     permission: 'deploy',
     scope: scopes.environment,
     startsTask: true,
-    params: z.object({ id: z.uuid() }),
+    params: idParams,
     body,
     responses: {
       202: { description: 'The task', schema: taskSchema },

@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { idParams } from '../lib/params';
 
-export const idParams = z.object({ id: z.uuid() });
+export { idParams };
 
 const row = z.strictObject({
   task_id: z.uuid(),

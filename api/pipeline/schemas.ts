@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { gitRef } from '../environments/schemas';
 import { limitParam, timeIdCursorParam } from '../lib/pagination';
+import { idParams } from '../lib/params';
 
-export const idParams = z.object({ id: z.uuid() });
+export { idParams };
 
 export const RELEASES_CURSOR = 'r';
 

@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import { idParams } from '../lib/params';
+
+export { idParams };
 
 export const NAME_PATTERN = '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$';
 export const NAME_RULES = {
@@ -24,8 +27,6 @@ export const resourceName = z
   .min(1, 'must not be empty')
   .max(63, 'must be at most 63 characters')
   .regex(new RegExp(NAME_PATTERN), 'must be lowercase letters, digits and dashes, not starting or ending with a dash');
-
-export const idParams = z.object({ id: z.uuid() });
 
 export const repositoryUrl = z
   .string()

@@ -4,6 +4,7 @@ import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import { resourceName } from './schemas';
 import { getSettings, updateSettings } from './settings-service';
+import { idParams } from '../lib/params';
 
 const settingsSchema = z.strictObject({
   name: z.string(),
@@ -38,7 +39,7 @@ export const routes: RouteDef[] = [
     auth: 'session',
     permission: 'project:read',
     scope: scopes.project,
-    params: z.object({ id: z.uuid() }),
+    params: idParams,
     responses: { 200: { description: 'Settings', schema: settingsSchema }, 404: error('No such project') },
     async handler(ctx) {
       ctx.body = await getSettings(ctx.deps, ctx.input.params.id);
@@ -55,7 +56,7 @@ export const routes: RouteDef[] = [
     auth: 'session',
     permission: 'project:update',
     scope: scopes.project,
-    params: z.object({ id: z.uuid() }),
+    params: idParams,
     body: settingsBody,
     responses: {
       200: { description: 'Settings', schema: settingsSchema },

@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { idParams } from '../lib/params';
 
-export const idParams = z.object({ id: z.uuid() });
+export { idParams };
+
 /** A registry host, with its port if any: `registry.npmjs.org`, `ghcr.io`, `npm.example.com:8443`. */
 export const host = z
   .string()

@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { idParams } from '../lib/params';
 
-export const idParams = z.object({ id: z.uuid() });
+export { idParams };
 
 export const HOST_KINDS = ['https', 'ssh'] as const;
 export type HostKind = (typeof HOST_KINDS)[number];

@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { idParams } from '../lib/params';
 
-export const idParams = z.object({ id: z.uuid() });
+export { idParams };
+
 export const serviceKind = z.enum(['postgresql'], { error: 'must be postgresql' });
 const planSchema = z.strictObject({
   id: z.string(),

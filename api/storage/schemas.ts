@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { DISKS } from '../../db/queries/storage';
+import { idParams } from '../lib/params';
+
+export { idParams };
 
 /** The most storage one environment may have (GB): an allowance, a split or a grow past it is refused (422). */
 export const MAX_ALLOWANCE_GB = 10_000;
 
-export const idParams = z.object({ id: z.uuid() });
 export const diskParams = z.object({
   id: z.uuid(),
   disk: z.enum(DISKS, { error: `must be one of ${DISKS.join(', ')}` }),

@@ -6,10 +6,11 @@ export { taskSchema };
 
 import { TASK_KINDS } from '../../db/vocabulary';
 import { TASK_PHASES } from '../../db/queries/task-phases';
+import { idParams } from '../lib/params';
+
+export { idParams };
 
 export { TASK_KINDS };
-
-export const idParams = z.object({ id: z.uuid() });
 
 /** The cursor kind of GET /tasks (a cursor of another list is refused). */
 export const TASKS_CURSOR = 't';

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { ROLES } from '../lib/policy';
+import { idParams } from '../lib/params';
+
+export { idParams };
 
 export const TEAM_NAME_MAX = 100;
-
-export const idParams = z.object({ id: z.uuid() });
 
 const teamName = z
   .string()

@@ -5,12 +5,12 @@ import { scopes } from '../lib/scopes';
 import { errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
 import type { Deps } from '../../system/deps';
+import { idParams } from '../lib/params';
 
 /** The version of the project terms in force; accepting means accepting this one. */
 export const TERMS_VERSION = '2026-01-01';
 
 const tags = ['projects'];
-const idParams = z.object({ id: z.uuid() });
 const acceptBody = z.strictObject({ version: z.string().trim().min(1, 'must not be empty').max(40) });
 const termsSchema = z.strictObject({
   version: z.string().describe('The version in force'),

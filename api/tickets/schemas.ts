@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import { idParams } from '../lib/params';
+
+export { idParams };
 
 export const TICKET_CATEGORIES = ['deploys', 'domains', 'data', 'billing', 'account', 'other'] as const;
 /** Images, checked by their content (file-type), not by their name or the type the client claims. */
 export const ATTACHMENT_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
 export const ATTACHMENT_LIMITS = { maxFiles: 5, maxFileBytes: 5 * 1024 * 1024 };
-
-export const idParams = z.object({ id: z.uuid() });
 
 const text = (max: number) =>
   z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);

@@ -18,6 +18,7 @@ export function applyToEnvironment(
     teamId: env.team_id,
     projectId: env.project_id,
     environmentId: env.id,
+    params: {},
     summary: `apply variables to ${env.name}`,
   });
 }

@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import { checkVariableName, checkVariableValue } from './rules';
+import { idParams } from '../lib/params';
+
+export { idParams };
 
 export const variableName = z.string().superRefine((name, ctx) => {
   const fault = checkVariableName(name);
@@ -11,7 +14,6 @@ export const variableValue = z.string().superRefine((value, ctx) => {
   if (fault) ctx.addIssue({ code: 'custom', message: fault });
 });
 
-export const idParams = z.object({ id: z.uuid() });
 export const nameParams = z.object({ id: z.uuid(), name: z.string().min(1).max(128) });
 
 export const setVariableBody = z.strictObject({

@@ -7,7 +7,7 @@ import net from 'node:net';
 
 export const ATTACKER_ADDRESS = '127.0.0.5';
 
-export interface Slowloris {
+interface Slowloris {
   /** Connections the edge closed (each opened again). */
   closed(): number;
   /** Connections open now. */

@@ -16,7 +16,7 @@ import { resolveEnvironment, type Environment } from '../resolve';
 const ENV_ARG = 'id or project/environment';
 
 /** One line from the terminal without echoing it, or the first line of a piped stdin. */
-export async function readPassword(prompt: string): Promise<string> {
+async function readPassword(prompt: string): Promise<string> {
   const stdin = process.stdin;
   process.stderr.write(prompt);
   if (!stdin.isTTY) {

@@ -28,7 +28,7 @@ export async function destinationRefusal(deps: Pick<Deps, 'config' | 'knex'>, ro
   return (refusal ?? overlap) && `backups to this local destination are refused: its path ${refusal ?? overlap}`;
 }
 
-export const OTHER_TEAMS_PATH =
+const OTHER_TEAMS_PATH =
   "must not lie inside, contain or equal a directory that another team's local backup destination uses";
 
 const within = (p: string, root: string) => p === root || p.startsWith(root.endsWith('/') ? root : `${root}/`);

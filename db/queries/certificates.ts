@@ -161,10 +161,3 @@ export async function putChallenge(knex: Knex, c: { token: string; hostname: str
 export async function removeChallenge(knex: Knex, token: string): Promise<void> {
   await knex('acme_challenges').where({ token }).delete();
 }
-
-export async function findChallenge(
-  knex: Knex,
-  token: string,
-): Promise<{ hostname: string; key_authorization: string } | undefined> {
-  return knex('acme_challenges').where({ token }).first('hostname', 'key_authorization');
-}

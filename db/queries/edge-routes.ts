@@ -68,7 +68,7 @@ const EDGE_SESSION_PREFIX = 'vc-edge:';
 export const edgeSessionName = (edgeId: string) => `${EDGE_SESSION_PREFIX}${edgeId}`;
 
 /** An edge that has not applied a state read after a change yet. */
-export interface EdgeBehind {
+interface EdgeBehind {
   id: string;
   /** host:DATA_DIR of its data plane (null: a row from before names were kept). */
   name: string | null;
@@ -80,7 +80,7 @@ export interface EdgeBehind {
 export const edgeLabel = (e: EdgeBehind) => (e.name ? `${e.name} (${e.id})` : e.id);
 
 /** The database clock now: a state read after it holds every change committed before. */
-export async function databaseNow(knex: Knex): Promise<Date> {
+async function databaseNow(knex: Knex): Promise<Date> {
   const { rows } = await knex.raw('SELECT now() AS at');
   return rows[0].at;
 }
@@ -91,7 +91,7 @@ export async function databaseNow(knex: Knex): Promise<Date> {
  * A row whose control plane vanished (SIGKILLed) has an HAProxy serving what it last applied, so it counts as
  * behind until a control plane adopts that HAProxy and applies a newer state.
  */
-export async function edgesBehind(knex: Knex, since: Date): Promise<EdgeBehind[]> {
+async function edgesBehind(knex: Knex, since: Date): Promise<EdgeBehind[]> {
   return knex('edge_instances')
     .where((q) => q.whereNull('applied_at').orWhere('applied_at', '<', since))
     .orderBy('id')

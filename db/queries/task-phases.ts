@@ -20,7 +20,7 @@ export const TASK_PHASES = [
 export type TaskPhase = (typeof TASK_PHASES)[number];
 
 /** The task types that record phases (`move` once it exists). */
-export const PHASED_TASK_TYPES: readonly string[] = [
+const PHASED_TASK_TYPES: readonly string[] = [
   'deploy',
   'redeploy',
   'rollback',

@@ -56,7 +56,7 @@ export const DEFAULT_PER_ADDRESS = { connections: 100, connectionRate: 200 };
  * allows, two descriptors a connection), and each bind's, below it (EDGE_PORT and EDGE_TLS_PORT: 40 %,
  * an environment's port: 10 %), so no one port (one tenant's, or the domains') takes every slot of the process.
  */
-export function connectionLimits(openFiles = openFilesLimit()): { total: number; domains: number; env: number } {
+function connectionLimits(openFiles = openFilesLimit()): { total: number; domains: number; env: number } {
   const total = Math.max(100, Math.min(10_000, Math.floor((openFiles - 500) / 2)));
   return { total, domains: Math.floor(total * 0.4), env: Math.floor(total * 0.1) };
 }

@@ -8,7 +8,8 @@
 import { createHash } from 'node:crypto';
 import { stickyToken } from '../balance';
 import { MAX_SERVED_PAGE_BYTES, maintenancePageBytes } from '../../core/edge-pages';
-import { DEFAULT_MAINTENANCE_PAGE, escapeHtml, hstsValue } from '../rules';
+import { DEFAULT_MAINTENANCE_PAGE, hstsValue } from '../rules';
+import { escapeHtml } from '../../system/mail/layout';
 import type { EdgeState } from '../state';
 
 export interface Address {

@@ -32,7 +32,7 @@ export function hostTag(name: string): string {
   return n.toString(36).padStart(6, '0').slice(-6);
 }
 
-export function identityOf(o: { hostName?: string; sandboxNetwork?: string } = {}): HostIdentity {
+function identityOf(o: { hostName?: string; sandboxNetwork?: string } = {}): HostIdentity {
   const name = o.hostName || hostname();
   return { name, tag: hostTag(name), network: parseSandboxNetwork(o.sandboxNetwork || DEFAULT_SANDBOX_NETWORK) };
 }

@@ -12,7 +12,6 @@
  * sandbox when it is created.
  */
 import type { Config } from '../../system/config';
-import type { Limits } from './cgroups';
 import { configureHostIdentity, type HostIdentity } from './host-identity';
 import {
   configureSandbox,
@@ -29,8 +28,6 @@ import { Supervisor } from './supervisor';
 import type { SupervisorOptions } from './supervisor-types';
 import { diskBytes, processUsage, type Usage } from './usage';
 import { prepareVolume } from './volume';
-
-export type { Jail, Limits, SandboxMode, Usage };
 
 export interface Provider {
   /** The host this provider is: its name, the tag its machine objects carry, its sandboxes' block. */
@@ -57,7 +54,7 @@ export interface Provider {
   diskBytes(dir: string): Promise<number>;
 }
 
-export interface LocalProviderOptions {
+interface LocalProviderOptions {
   config: Pick<Config, 'dataDir' | 'hostName' | 'sandboxNetwork' | 'sandboxSharedDirs' | 'environmentBind'>;
   /** The services server's loopback port sandboxes may reach at their gateway, and one kept closed (trusting). */
   services?: { port: number | null; trusting: number | null };

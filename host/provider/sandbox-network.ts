@@ -20,7 +20,7 @@ import { hostIdentity } from './host-identity';
 const run = promisify(execFile);
 
 /** This host's sandboxes' block (SANDBOX_NETWORK): a services server's pg_hba.conf lets it in (with a password). */
-export function sandboxNetworkCidr(): string {
+function sandboxNetworkCidr(): string {
   return hostIdentity().network.cidr;
 }
 const PRIVATE_RANGES = [

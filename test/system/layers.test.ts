@@ -19,10 +19,17 @@ const PROBES: Array<[string, string, boolean]> = [
   ['api/a/service.ts', "import { x } from '../../host/git';", false],
   ['activities/a/index.ts', "import { x } from '../../api/lib/policy';", true],
   ['activities/a/index.ts', "import { x } from '../../core/pricing';", false],
+  ['activities/a/index.ts', "import { x } from '../../workflows/deploys-shared';", true],
+  ['activities/a/index.ts', "import type { x } from '../../workflows/task-runner';", true],
+  ['activities/a/index.ts', "import { x } from '../../db/workflow-names';", false],
   ['core/a.ts', "import { x } from '../api/lib/policy';", true],
   ['core/a.ts', "import { x } from '../activities/data/index';", true],
   ['core/a.ts', "import { x } from '../workflows/task-runner';", true],
-  ['core/a.ts', "import { x } from '../workflows/shared';", false],
+  ['core/a.ts', "import { x } from '../workflows';", true],
+  ['core/a.ts', "export { x } from '../workflows/data';", true],
+  ['core/a.ts', "import type * as x from '../workflows';", false],
+  ['core/a.ts', "import { x } from '../workflows/deploys-shared';", true],
+  ['core/a.ts', "import { x } from '../db/workflow-names';", false],
   ['core/a.ts', "import { x } from '../host/outbound';", false],
   ['host/a.ts', "import { x } from '../core/tasks';", true],
   ['host/a.ts', "import { x } from '../db/knex';", false],
@@ -69,7 +76,7 @@ const PROBES: Array<[string, string, boolean]> = [
   ['system/a.ts', "import { x } from '../core/worker-readiness';", true],
   ['system/a.ts', "import { x } from '../host/outbound';", true],
   ['system/a.ts', "import { x } from '../activities/index';", true],
-  ['system/a.ts', "import type { x } from '../workflows/shared';", true],
+  ['system/a.ts', "import type { x } from '../workflows/deploys-shared';", true],
   ['system/a.ts', "import { x } from '../cli/client';", true],
   ['system/mail/a.ts', "import type { x } from '../../db/models/worker-heartbeat';", true],
   ['system/a.ts', "import { x } from './config';", false],
@@ -110,7 +117,8 @@ beforeAll(() => {
     const base = join(dir, `t${t}`);
     mkdirSync(join(base, 'scripts'), { recursive: true });
     cpSync(join(root, 'biome.json'), join(base, 'biome.json'));
-    cpSync(join(root, 'scripts', 'workflows-type-imports.grit'), join(base, 'scripts', 'workflows-type-imports.grit'));
+    for (const grit of ['workflows-type-imports.grit', 'core-workflows-type-imports.grit'])
+      cpSync(join(root, 'scripts', grit), join(base, 'scripts', grit));
     let out: string;
     try {
       out = execFileSync(join(root, 'node_modules', '.bin', 'biome'), ['lint', '--reporter=json', '.'], {
@@ -186,6 +194,19 @@ describe('system/, the foundation, at the bottom', () => {
     const offenders = sourceFiles(system).flatMap((file) =>
       relativeImports(file)
         .filter(({ target }) => !within(target, system))
+        .map(({ spec }) => `${relative(root, file)} -> ${spec}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+});
+
+describe('api/lib/, the library of every area', () => {
+  it('imports no area of api/ (the router is given what it answers tasks with)', () => {
+    const lib = join(root, 'api', 'lib');
+    const api = join(root, 'api');
+    const offenders = sourceFiles(lib).flatMap((file) =>
+      relativeImports(file)
+        .filter(({ target }) => within(target, api) && !within(target, lib))
         .map(({ spec }) => `${relative(root, file)} -> ${spec}`),
     );
     expect(offenders).toEqual([]);

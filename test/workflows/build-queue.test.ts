@@ -12,7 +12,7 @@ import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/proces
 import { createDeployWorld, createEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
 import { startWorker } from '../../processes/worker-runtime';
-import { buildTaskQueue } from '../../workflows/deploys-shared';
+import { buildTaskQueue } from '../../db/workflow-names';
 import { BUILD_SLOT_LOCK_KEY } from '../../activities/deploys/build-gate';
 import { until } from '../helpers/until';
 

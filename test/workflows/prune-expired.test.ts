@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createAccessToken, createTeam, createUser } from '../helpers/fixtures';
 import { ensurePruneSchedule } from '../../core/temporal-starts';
-import { SCHEDULE_PRUNE_EXPIRED } from '../../workflows/shared';
+import { SCHEDULE_PRUNE_EXPIRED } from '../../db/workflow-names';
 import { until } from '../helpers/until';
 
 const t = useTestContext({ worker: true });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
 import { ensureResourcePruneSchedule } from '../../core/temporal-starts';
-import { SCHEDULE_RESOURCE_SAMPLES_PRUNE } from '../../workflows/shared';
+import { SCHEDULE_RESOURCE_SAMPLES_PRUNE } from '../../db/workflow-names';
 import { resourceSeries } from '../../db/queries/resources';
 import { until } from '../helpers/until';
 

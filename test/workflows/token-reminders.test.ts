@@ -7,7 +7,7 @@ import { AccessToken } from '../../db/models/access-token';
 import { Membership } from '../../db/models/membership';
 import { formatUtc } from '../../system/mail/layout';
 import { ensureReminderSchedule } from '../../core/temporal-starts';
-import { SCHEDULE_TOKEN_EXPIRY_REMINDERS } from '../../workflows/shared';
+import { SCHEDULE_TOKEN_EXPIRY_REMINDERS } from '../../db/workflow-names';
 import type { SendTokenExpiryRemindersResult } from '../../workflows/token-reminders';
 import { until } from '../helpers/until';
 

@@ -6,7 +6,7 @@ import { createDeployWorld, fetchEnvironment, waitForTask } from '../../helpers/
 import { sessionAgent } from '../../helpers/fixtures';
 import { environmentDir, sandboxMode, tenantUid } from '../../../host/provider/sandbox';
 import { volumePath } from '../../../db/queries/storage';
-import { workflowIds } from '../../../workflows/shared';
+import { workflowIds } from '../../../db/workflow-names';
 
 const t = useTestContext({ worker: true });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;

@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { AccessToken } from '../../../db/models/access-token';
 import { generateSecret, tokenDigest } from '../../../api/lib/token-format';
 import { useTestContext } from '../../helpers/context';
 import { createAccessToken, createTeam, createUser } from '../../helpers/fixtures';
 
-export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** TEST_REDIS_URL, or the run's own Redis (test/helpers/run-services.ts). */
+export const REDIS_URL = inject('redisUrl');
 
 /** Deletes every key under a test file's prefix. */
 export async function dropRedisPrefix(prefix: string) {

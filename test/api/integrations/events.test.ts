@@ -7,7 +7,7 @@ import { createEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
 import { startTxtServer, type TxtServer } from '../../helpers/dns';
 import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { startReceiver, type Receiver } from '../../helpers/receiver';
-import { workflowIds } from '../../../workflows/shared';
+import { workflowIds } from '../../../db/workflow-names';
 
 /**
  * domain.verified and backup.failed reach a webhook (a real HTTP receiver on loopback), signed as Standard

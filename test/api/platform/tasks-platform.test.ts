@@ -104,6 +104,7 @@ describe('one change at a time per environment', () => {
         teamId: w.team.id,
         projectId: w.project.id,
         environmentId: w.environment.id,
+        params: { backup_id: randomUUID() },
         summary: 'test restore',
       },
     );

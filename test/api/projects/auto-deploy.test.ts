@@ -5,7 +5,7 @@ import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
-import { workflowIds } from '../../../workflows/shared';
+import { workflowIds } from '../../../db/workflow-names';
 import { until } from '../../helpers/until';
 
 /** The poller looks every second here (AUTO_DEPLOY_POLL_SECONDS=1; 30 by default). */

@@ -1,6 +1,7 @@
 /**
  * Names shared by workflows, activities, the worker and the API's Temporal client:
- * task queues, signals, queries and workflow id shapes. Deterministic: no I/O here.
+ * task queues, signals, queries and workflow id shapes. Deterministic: no I/O here (the workflow bundle imports it).
+ * Beside db/vocabulary.ts, so that every layer takes them from below.
  */
 /** Workflow ids are business keys. */
 export const workflowIds = {
@@ -29,3 +30,12 @@ export const workflowIds = {
 export const SCHEDULE_TOKEN_EXPIRY_REMINDERS = 'token-expiry-reminders';
 export const SCHEDULE_RESOURCE_SAMPLES_PRUNE = 'resource-samples-prune';
 export const SCHEDULE_PRUNE_EXPIRED = 'prune-expired';
+
+/**
+ * The task queue of build activities. Every worker serves it; how many builds run at once across the system
+ * (config.buildConcurrency) and in which order is decided in PostgreSQL (activities/deploys/build-gate.ts).
+ */
+export const buildTaskQueue = (taskQueue: string) => `${taskQueue}-builds`;
+
+/** A commit as the task logs show it. */
+export const shortSha = (sha: string) => sha.slice(0, 7);
