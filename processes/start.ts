@@ -39,7 +39,11 @@ if (holder) {
   );
   process.exit(1);
 }
-loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey }); // generated once here, before two processes race for it
+loadSecrets(config.dataDir, {
+  tokenHmacKey: config.tokenHmacKey,
+  encryptionKey: config.encryptionKey,
+  encryptionKeyId: config.encryptionKeyId,
+}); // generated once here, before two processes race for it
 
 const supervision = new Supervision({ runDir: runDir(config.dataDir), say });
 const STOP_ORDER = ['api', 'edge', 'worker', 'temporal', 'postgres'];

@@ -6,6 +6,7 @@ import type { Deps } from '../system/deps';
 import { createActivities } from '../activities';
 import { BUILD_ACTIVITY_NAMES } from '../activities/deploys';
 import { buildTaskQueue } from '../workflows/deploys-shared';
+import { hostTaskQueue } from '../system/config';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 export const WORKFLOWS_PATH = join(root, 'workflows', 'index.ts');
@@ -40,7 +41,13 @@ export interface RunningWorker {
  */
 export async function startWorker(
   deps: Deps,
-  opts: { taskQueue?: string; workflowBundle?: WorkflowBundleOption; identity?: string } = {},
+  opts: {
+    taskQueue?: string;
+    workflowBundle?: WorkflowBundleOption;
+    identity?: string;
+    /** This process's host: it also polls the host's own queue (hostTaskQueue) with the same activities. */
+    hostName?: string;
+  } = {},
 ): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address: deps.config.temporalAddress });
   const activities = await createActivities(deps);
@@ -73,8 +80,21 @@ export async function startWorker(
     maxHeartbeatThrottleInterval: '1s',
     shutdownGraceTime: '5s',
   });
+  // The host's own queue (CONTRACT "Hosts"): work that must run on this machine. Activities only; nothing
+  // is routed to it yet (placement and moves, issue 26, will), but it is polled from the start.
+  const host = opts.hostName
+    ? await Worker.create({
+        connection,
+        namespace: deps.config.temporalNamespace,
+        taskQueue: hostTaskQueue(opts.taskQueue ?? deps.config.taskQueue, opts.hostName),
+        ...(opts.identity ? { identity: `${opts.identity}-host` } : {}),
+        activities: activities.activities,
+        shutdownGraceTime: '5s',
+      })
+    : null;
+  const workers = [worker, builds, ...(host ? [host] : [])];
   await activities.onWorkerStart?.();
-  const done = Promise.all([worker.run(), builds.run()])
+  const done = Promise.all(workers.map((w) => w.run()))
     .then(() => undefined)
     .finally(async () => {
       await activities.onWorkerStop?.();
@@ -84,8 +104,7 @@ export async function startWorker(
     worker,
     done,
     async shutdown() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      if (builds.getState() === 'RUNNING') builds.shutdown();
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await done;
     },
   };

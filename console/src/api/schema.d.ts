@@ -9557,6 +9557,14 @@ export interface operations {
                                 status: "ok" | "unavailable";
                             };
                         };
+                        /** @description How many hosts have each status (null: the database does not answer) */
+                        hosts: {
+                            drained: number;
+                            draining: number;
+                            /** @description No heartbeat for HOST_LOST_SECONDS */
+                            lost: number;
+                            ready: number;
+                        } | null;
                         /** @description The processes `npm start` supervises (null when it does not run this system). Shown to the operator only (loopback, or METRICS_TOKEN) */
                         processes?: {
                             last_exit: string | null;
@@ -9615,6 +9623,14 @@ export interface operations {
                                 status: "ok" | "unavailable";
                             };
                         };
+                        /** @description How many hosts have each status (null: the database does not answer) */
+                        hosts: {
+                            drained: number;
+                            draining: number;
+                            /** @description No heartbeat for HOST_LOST_SECONDS */
+                            lost: number;
+                            ready: number;
+                        } | null;
                         /** @description The processes `npm start` supervises (null when it does not run this system). Shown to the operator only (loopback, or METRICS_TOKEN) */
                         processes?: {
                             last_exit: string | null;
