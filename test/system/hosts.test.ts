@@ -19,8 +19,10 @@ import {
   spawnNpmStart,
   stopNpmStart,
 } from '../helpers/npm-start';
-import { killProcessesMentioning } from '../helpers/processes';
+import { killProcessesMentioning, processesMentioning } from '../helpers/processes';
 import { until as untilHolds } from '../helpers/until';
+import { Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 
 const t = useTestContext();
 const root = path.resolve(__dirname, '../..');
@@ -98,6 +100,20 @@ function startAgent(dir: string, extra: NodeJS.ProcessEnv = {}) {
   return agent;
 }
 
+/** Waits for `Host NAME joined` in the agent's output; fails at once when the agent exits instead. */
+async function joinedOf(agent: ReturnType<typeof startAgent>): Promise<void> {
+  let exited = false;
+  void agent.exit.then(() => (exited = true));
+  await untilHolds(
+    `"Host ${H2} joined"`,
+    () => {
+      if (exited) throw new Error(`the agent exited: ${agent.out}`);
+      return agent.out.includes(`Host ${H2} joined`);
+    },
+    { timeoutMs: 180_000, intervalMs: 250 },
+  );
+}
+
 const api = (p: string) => `http://127.0.0.1:${ports.api}${p}`;
 const health = async () => (await (await fetch(api('/api/vc/v1/health'))).json()) as { hosts: Record<string, number> };
 const metrics = async () => (await fetch(api('/metrics'))).text();
@@ -163,16 +179,7 @@ describe('hosts', () => {
 
   it('npm run host joins the agent: both hosts are ready in the list, /health and /metrics', async () => {
     const agent = startAgent(agentDir());
-    let exited = false;
-    void agent.exit.then(() => (exited = true));
-    await untilHolds(
-      `"Host ${H2} joined"`,
-      () => {
-        if (exited) throw new Error(`the agent exited: ${agent.out}`);
-        return agent.out.includes(`Host ${H2} joined`);
-      },
-      { timeoutMs: 180_000, intervalMs: 250 },
-    );
+    await joinedOf(agent);
     const list = await listed();
     expect(list.map((h) => [h.name, h.status])).toEqual([
       [CP, 'ready'],
@@ -198,6 +205,19 @@ describe('hosts', () => {
     expect(text).toContain(`vc_host_capacity_memory_mb{host="${H2}"} 2048`);
     expect(text).toContain(`vc_host_used_memory_mb{host="${H2}"} 0`);
     expect(text).toContain(`vc_host_environments{host="${H2}"} 0`);
+
+    // the agent polls its host's own queue (`host-NAME`: the task queue is the default here)
+    const connection = await Connection.connect({ address: joined.TEMPORAL_ADDRESS });
+    try {
+      const queue = await connection.workflowService.describeTaskQueue({
+        namespace: 'default',
+        taskQueue: { name: `host-${H2}` },
+        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+      });
+      expect(queue.pollers.length).toBeGreaterThan(0);
+    } finally {
+      await connection.close();
+    }
   }, 240_000);
 
   it('a second agent with the name is refused while the first heartbeats; a supervised restart is not', async () => {
@@ -230,9 +250,21 @@ describe('hosts', () => {
     expect(unknown.stderr).toContain('No host is named nobody');
   });
 
-  it(`a SIGKILLed agent is lost after HOST_LOST_SECONDS (${LOST} s)`, async () => {
+  it('Ctrl-C stops the agent cleanly; started again on its DATA_DIR it takes its name back at once', async () => {
     const first = agents.find((a) => a.out.includes(`Host ${H2} joined`))!;
-    killProcessesMentioning(first.dataDir);
+    process.kill(-first.child.pid!, 'SIGINT'); // a terminal's Ctrl-C: the foreground group (npm dies of it)
+    await until('the agent to say it stopped', () => first.out.includes('[host] Stopped.'));
+    expect(first.out).toContain('[host] Stopped the worker process');
+    await until('no process of the agent left', () => processesMentioning(first.dataDir).length === 0);
+    const again = startAgent(first.dataDir);
+    await joinedOf(again);
+    expect((await listed()).find((h) => h.name === H2)?.status).toBe('ready');
+  }, 240_000);
+
+  it(`a SIGKILLed agent is lost after HOST_LOST_SECONDS (${LOST} s)`, async () => {
+    const last = agents.at(-1)!;
+    expect(last.out).toContain(`Host ${H2} joined`);
+    killProcessesMentioning(last.dataDir);
     await until('ha-h2 lost', async () => (await listed()).find((h) => h.name === H2)?.status === 'lost');
     expect((await listed()).find((h) => h.name === CP)?.status).toBe('ready');
     expect((await health()).hosts).toEqual({ ready: 1, draining: 0, drained: 0, lost: 1 });
