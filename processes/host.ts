@@ -76,7 +76,13 @@ try {
     root,
     config,
     knex,
-    env: { ...process.env, DATA_DIR: config.dataDir, VC_HOST_AGENT: '1' },
+    // the system's schedules are the control plane's worker's to ensure (REMINDER_SCHEDULE=on here to take them)
+    env: {
+      ...process.env,
+      DATA_DIR: config.dataDir,
+      VC_HOST_AGENT: '1',
+      REMINDER_SCHEDULE: process.env.REMINDER_SCHEDULE || 'off',
+    },
   });
   say(
     `Starting host agent ${config.hostName} (${config.hostAddress}) against Temporal at ${config.temporalAddress}...`,
