@@ -6,6 +6,7 @@
 import type { Knex } from 'knex';
 import type { Middleware } from 'koa';
 import client from 'prom-client';
+import { type Host, listHosts } from '../db/queries/hosts';
 
 export const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry });
@@ -52,6 +53,43 @@ export function watchTasks(knex: Knex): void {
       for (const r of rows) this.set({ kind: r.kind, type: r.type, status: r.status }, Number(r.n));
     },
   });
+}
+
+let hostGauges = false;
+
+/**
+ * Per-host gauges (CONTRACT "Hosts"), read from the host registry at scrape time: `vc_host_ready` (1 when
+ * ready, else 0: draining, drained, lost), `vc_host_capacity_memory_mb`, `vc_host_used_memory_mb` and
+ * `vc_host_environments`. A scrape collects every metric at once: the four share one read of the registry.
+ */
+export function watchHosts(knex: Knex, lostSeconds: number): void {
+  if (hostGauges) return;
+  hostGauges = true;
+  let reading: Promise<Host[]> | null = null;
+  const read = () => {
+    reading ??= listHosts(knex, lostSeconds).finally(() => {
+      reading = null;
+    });
+    return reading;
+  };
+  const gauge = (name: string, help: string, value: (h: Host) => number) =>
+    new client.Gauge({
+      name,
+      help,
+      labelNames: ['host'] as const,
+      registers: [registry],
+      async collect() {
+        const hosts = await read();
+        this.reset();
+        for (const h of hosts) this.set({ host: h.name }, value(h));
+      },
+    });
+  gauge('vc_host_ready', 'Whether the host is ready (1) or draining, drained or lost (0)', (h) =>
+    h.status === 'ready' ? 1 : 0,
+  );
+  gauge('vc_host_capacity_memory_mb', "The host's memory capacity (HOST_CAPACITY), MB", (h) => h.capacity.memory_mb);
+  gauge('vc_host_used_memory_mb', 'Memory of the servers placed on the host, MB', (h) => h.used.memory_mb);
+  gauge('vc_host_environments', 'Environments with a server placed on the host', (h) => h.environments);
 }
 
 /** Observes every request (outermost, after the error handler has chosen the status). */

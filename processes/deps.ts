@@ -22,6 +22,7 @@ export async function createDeps(
   const secrets = loadSecrets(config.dataDir, {
     tokenHmacKey: config.tokenHmacKey,
     encryptionKey: config.encryptionKey,
+    encryptionKeyId: config.encryptionKeyId,
   });
   const knex = createKnex(config.databaseUrl);
   Model.knex(knex);

@@ -12,7 +12,11 @@ const config = loadConfig();
 if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
 const logger = createLogger(config.logLevel, 'edge');
 const knex = createKnex(config.databaseUrl);
-const secrets = loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey });
+const secrets = loadSecrets(config.dataDir, {
+  tokenHmacKey: config.tokenHmacKey,
+  encryptionKey: config.encryptionKey,
+  encryptionKeyId: config.encryptionKeyId,
+});
 const edge = await startEdge({
   knex,
   databaseUrl: config.databaseUrl,

@@ -10,12 +10,12 @@ import { runDir } from '../system/run-state';
 
 const lockFile = (dataDir: string) => join(runDir(dataDir), 'start.pid');
 
-/** Whether `pid` is a living `npm start` supervisor (processes/start.ts). */
+/** Whether `pid` is a living `npm start` or `npm run host` supervisor (processes/start.ts, processes/host.ts). */
 function isSupervisor(pid: number): boolean {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
       .split('\0')
-      .some((a) => a.endsWith('processes/start.ts'));
+      .some((a) => a.endsWith('processes/start.ts') || a.endsWith('processes/host.ts'));
   } catch {
     return false;
   }

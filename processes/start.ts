@@ -45,7 +45,11 @@ if (holder) {
   process.exit(1);
 }
 // generated once here, before two processes race for it
-const secrets = loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey });
+const secrets = loadSecrets(config.dataDir, {
+  tokenHmacKey: config.tokenHmacKey,
+  encryptionKey: config.encryptionKey,
+  encryptionKeyId: config.encryptionKeyId,
+});
 
 const supervision = new Supervision({ runDir: runDir(config.dataDir), say });
 const STOP_ORDER = ['api', 'edge', 'worker', 'temporal', 'services-postgres', 'postgres'];

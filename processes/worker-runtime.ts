@@ -6,6 +6,7 @@ import type { Deps } from '../system/deps';
 import { createActivities } from '../activities';
 import { BUILD_ACTIVITY_NAMES } from '../activities/deploys';
 import { buildTaskQueue } from '../db/workflow-names';
+import { hostTaskQueue } from '../system/config';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 export const WORKFLOWS_PATH = join(root, 'workflows', 'index.ts');
@@ -45,7 +46,13 @@ const SHUTDOWN_WAIT_MS = 15_000;
 
 export async function startWorker(
   deps: Deps,
-  opts: { taskQueue?: string; workflowBundle?: WorkflowBundleOption; identity?: string } = {},
+  opts: {
+    taskQueue?: string;
+    workflowBundle?: WorkflowBundleOption;
+    identity?: string;
+    /** This process's host: it also polls the host's own queue (hostTaskQueue) with the same activities. */
+    hostName?: string;
+  } = {},
 ): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address: deps.config.temporalAddress });
   const activities = await createActivities(deps);
@@ -78,6 +85,19 @@ export async function startWorker(
     maxHeartbeatThrottleInterval: '1s',
     shutdownGraceTime: '5s',
   });
+  // The host's own queue (CONTRACT "Hosts"): work that must run on this machine. Activities only; nothing
+  // is routed to it yet (placement and moves, issue 26, will), but it is polled from the start.
+  const host = opts.hostName
+    ? await Worker.create({
+        connection,
+        namespace: deps.config.temporalNamespace,
+        taskQueue: hostTaskQueue(opts.taskQueue ?? deps.config.taskQueue, opts.hostName),
+        ...(opts.identity ? { identity: `${opts.identity}-host` } : {}),
+        activities: activities.activities,
+        shutdownGraceTime: '5s',
+      })
+    : null;
+  const workers = [worker, builds, ...(host ? [host] : [])];
   await activities.onWorkerStart?.();
   // what the worker runs on this host (the tenants' processes, ...): stopped once, by whichever comes first
   let hostStopped: Promise<void> | undefined;
@@ -85,7 +105,7 @@ export async function startWorker(
     hostStopped ??= Promise.resolve(activities.onWorkerStop?.());
     return hostStopped;
   };
-  const done = Promise.all([worker.run(), builds.run()])
+  const done = Promise.all(workers.map((w) => w.run()))
     .then(() => undefined)
     .finally(async () => {
       await stopHost();
@@ -95,8 +115,7 @@ export async function startWorker(
     worker,
     done,
     async shutdown() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      if (builds.getState() === 'RUNNING') builds.shutdown();
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       // Temporal may be gone too (npm start's supervisor died, and every child was told to stop at once): the
       // workers' drain is not waited for past SHUTDOWN_WAIT_MS, the host's processes are stopped regardless
       let timer: NodeJS.Timeout | undefined;

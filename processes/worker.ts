@@ -6,13 +6,40 @@ import { announceReady } from '../core/worker-readiness';
 import { sealWebhookUrls } from '../db/queries/integrations';
 import { checkHostSettings } from '../host/provider/host-settings';
 import { ensureSystemSchedules } from '../core/temporal-starts';
+import { HostNameInUse, registerHost } from '../core/host-registration';
 
 // The worker process: `tsx processes/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
+// A host agent alone (`npm run host`, processes/host.ts) takes the control plane's key: it never makes one.
+if (process.env.VC_HOST_AGENT === '1' && !config.encryptionKey) {
+  console.error(
+    'A host agent needs the control plane’s ENCRYPTION_KEY and ENCRYPTION_KEY_ID (`npm run hosts -- join NAME` on the control plane prints them); it never generates a key.',
+  );
+  process.exit(1);
+}
 Runtime.install({ logger: new DefaultLogger(config.logLevel === 'debug' ? 'DEBUG' : 'WARN') });
 const deps = await createDeps(config, { name: 'worker' });
-const running = await startWorker(deps);
-deps.logger.info({ taskQueue: config.taskQueue, namespace: config.temporalNamespace }, 'worker running');
+// This machine's host in the registry (refused while another agent with the name heartbeats), before any work.
+const host = await registerHost(deps.knex, config, {
+  onLostName: () => {
+    deps.logger.error(
+      { host: config.hostName },
+      'another agent took this host name after this one missed its heartbeats; stopping',
+    );
+    process.kill(process.pid, 'SIGTERM');
+  },
+  onError: (err) => deps.logger.warn({ err }, 'host heartbeat failed'),
+}).catch(async (err) => {
+  if (!(err instanceof HostNameInUse)) throw err;
+  console.error(err.message);
+  await deps.close();
+  process.exit(1);
+});
+const running = await startWorker(deps, { hostName: config.hostName });
+deps.logger.info(
+  { taskQueue: config.taskQueue, namespace: config.temporalNamespace, host: config.hostName },
+  'worker running',
+);
 // The system's schedules (token-expiry reminders, prune-expired, resource-sample prune, certificate renewals):
 // created once, brought up to the current settings on every start (an operator's pause is kept); a failure
 // leaves the worker running and is logged. REMINDER_SCHEDULE=off leaves them to another worker.
@@ -38,6 +65,7 @@ const stop = async () => {
   // edge are being stopped at the same time, so the tenants' processes go first, depending on none of them
   if (process.ppid !== supervisor) await running.stopHost();
   await readiness.stop();
+  host.stop();
   await running.shutdown();
   await deps.close();
   process.exit(0);

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Entry point of `npm start`, `npm test`, `npm run bench` and `npm run typecheck`.
+// Entry point of `npm start`, `npm run host`, `npm run hosts`, `npm test`, `npm run bench` and `npm run typecheck`.
 // Installs what is missing (npm packages, the Temporal CLI), saying what it does, then runs the command.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
@@ -186,7 +186,19 @@ switch (command) {
     run('tsx', ['processes/start.ts', ...rest], env);
     break;
   }
+  case 'host':
+    // One host agent alone (processes/host.ts): the sandbox tools, not the console's assets nor Temporal.
+    ensureNodeModules();
+    ensureSandboxTools();
+    run('tsx', ['processes/host.ts', ...rest]);
+    break;
+  case 'hosts':
+    // Node 20 reads `--env-file` anywhere before a `--` (even after the script): `join --env-file PATH` reaches
+    // the command behind one (package.json's script and here; processes/hosts.ts drops it).
+    ensureNodeModules();
+    run('tsx', ['processes/hosts.ts', '--', ...(rest[0] === '--' ? rest.slice(1) : rest)]);
+    break;
   default:
-    console.error('usage: node scripts/bootstrap.mjs start|test|bench|typecheck|check');
+    console.error('usage: node scripts/bootstrap.mjs start|host|hosts|test|bench|typecheck|check');
     process.exit(2);
 }

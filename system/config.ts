@@ -2,8 +2,9 @@ import { hostname } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllowList } from './allow-list';
+import { type HostConfig, loadHostConfig } from './host-config';
 
-export interface Config {
+export interface Config extends HostConfig {
   port: number;
   host: string;
   baseUrl: string;
@@ -64,6 +65,8 @@ export interface Config {
   priceList: string | undefined;
   /** AES-256-GCM key of values encrypted at rest (ENCRYPTION_KEY), else generated under dataDir. */
   encryptionKey: string | undefined;
+  /** ENCRYPTION_KEY's id (ENCRYPTION_KEY_ID, default `env`): a host agent takes the control plane's id with its bytes. */
+  encryptionKeyId: string | undefined;
   /** Port of the edge's Host-header listener (verified domains); every environment also has its own port. */
   edgePort: number;
   /**
@@ -224,7 +227,7 @@ function sharedDirs(raw: string | undefined): string[] {
 }
 
 /** HOST_NAME: letters, digits, '.', '_' and '-' (63 at most); unset: the machine's hostname. */
-function hostNameOf(raw: string | undefined): string {
+export function hostNameOf(raw: string | undefined): string {
   const name = raw?.trim() || hostname();
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(name))
     throw new Error(`HOST_NAME must be letters, digits, '.', '_' or '-' (63 at most), got "${name}"`);
@@ -254,6 +257,10 @@ export function parseSandboxNetwork(cidr: string): { base: number; cidr: string 
 
 /** The worker's task queue unless TEMPORAL_TASK_QUEUE says otherwise. */
 export const DEFAULT_TASK_QUEUE = 'vc-console';
+
+/** A host's own task queue: `host-NAME`, or `<TEMPORAL_TASK_QUEUE>-host-NAME` when the task queue is not the default. */
+export const hostTaskQueue = (taskQueue: string, hostName: string) =>
+  taskQueue === DEFAULT_TASK_QUEUE ? `host-${hostName}` : `${taskQueue}-host-${hostName}`;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int(env, 'PORT', 8080);
@@ -286,6 +293,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sandboxSharedDirs: sharedDirs(env.SANDBOX_SHARED_DIRS),
     hostName: hostNameOf(env.HOST_NAME),
     sandboxNetwork: parseSandboxNetwork(env.SANDBOX_NETWORK || DEFAULT_SANDBOX_NETWORK).cidr,
+    ...loadHostConfig(env, resolve(env.DATA_DIR || 'var')),
     rateLimit: {
       perMinute: Math.max(1, int(env, 'RATE_LIMIT_PER_MINUTE', 600)),
       prefix: env.RATE_LIMIT_PREFIX || 'vc',
@@ -310,6 +318,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reminderSchedule: !['0', 'false', 'off', 'no'].includes((env.REMINDER_SCHEDULE ?? 'on').toLowerCase()),
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
     encryptionKey: env.ENCRYPTION_KEY || undefined,
+    encryptionKeyId: env.ENCRYPTION_KEY_ID || undefined,
     edgePort: int(env, 'EDGE_PORT', 8000),
     edgePerAddress: {
       connections: Math.max(1, int(env, 'EDGE_CONNECTIONS_PER_ADDRESS', 100)),

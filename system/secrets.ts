@@ -21,13 +21,15 @@ export interface Secrets {
 export interface SecretOverrides {
   tokenHmacKey?: string;
   encryptionKey?: string;
+  /** ENCRYPTION_KEY's id (default `env`): the control plane's, on a host agent (values sealed under it name it). */
+  encryptionKeyId?: string;
 }
 
-function fromEnv(name: string, value: string): KeyRecord {
+function fromEnv(name: string, value: string, id = 'env'): KeyRecord {
   const key = /^[0-9a-f]+$/i.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
   if (key.length < 32) throw new Error(`${name} must hold at least 32 bytes (64 hex characters)`);
   // AES-256 takes exactly 32 bytes; an HMAC key may be longer.
-  return { id: 'env', key: name === 'ENCRYPTION_KEY' ? key.subarray(0, 32) : key };
+  return { id, key: name === 'ENCRYPTION_KEY' ? key.subarray(0, 32) : key };
 }
 
 /** A key generated once under dataDir/secrets/<file> (mode 0600), never printed. */
@@ -59,7 +61,7 @@ export function loadSecrets(dataDir: string, o: SecretOverrides = {}): Secrets {
     tokenKey: o.tokenHmacKey ? fromEnv('TOKEN_HMAC_KEY', o.tokenHmacKey) : keyFile(dataDir, 'token-hmac-key.json'),
     previousTokenKeys: new Map(),
     encryptionKey: o.encryptionKey
-      ? fromEnv('ENCRYPTION_KEY', o.encryptionKey)
+      ? fromEnv('ENCRYPTION_KEY', o.encryptionKey, o.encryptionKeyId)
       : keyFile(dataDir, 'encryption-key.json'),
     previousEncryptionKeys: new Map(),
   };

@@ -4,6 +4,7 @@ import type { Deps } from '../../system/deps';
 import { WORKER_STALE_MS } from '../../core/worker-readiness';
 import { readProcesses } from '../../system/run-state';
 import { workerSettings } from '../../db/queries/worker-settings';
+import { hostCounts } from '../../db/queries/hosts';
 
 /** grpc.health.v1 HealthCheckResponse.ServingStatus.SERVING */
 const SERVING = 1;
@@ -37,6 +38,15 @@ export const healthSchema = z.strictObject({
       seen_at: z.string().nullable(),
     }),
   }),
+  hosts: z
+    .strictObject({
+      ready: z.number().int(),
+      draining: z.number().int(),
+      drained: z.number().int(),
+      lost: z.number().int().describe('No heartbeat for HOST_LOST_SECONDS'),
+    })
+    .nullable()
+    .describe('How many hosts have each status (null: the database does not answer)'),
   settings: z
     .strictObject({ storage: settingSchema, services: settingSchema })
     .nullable()
@@ -68,7 +78,7 @@ function within<T>(ms: number, work: Promise<T>): Promise<T> {
  * CHECK_TIMEOUT_MS; and `npm start`'s supervised processes (a process given up makes it `degraded`).
  */
 export async function checkHealth(deps: Deps): Promise<Health> {
-  const [db, temporal, settings] = await Promise.allSettled([
+  const [db, temporal, settings, hosts] = await Promise.allSettled([
     within(
       CHECK_TIMEOUT_MS,
       deps
@@ -78,6 +88,7 @@ export async function checkHealth(deps: Deps): Promise<Health> {
     ),
     within(CHECK_TIMEOUT_MS, (deps.temporal.connection as Connection).healthService.check({})),
     within(CHECK_TIMEOUT_MS, workerSettings(deps.knex, { staleMs: WORKER_STALE_MS })),
+    within(CHECK_TIMEOUT_MS, hostCounts(deps.knex, deps.config.hostLostSeconds)),
   ]);
   const row = db.status === 'fulfilled' ? (db.value as { ready: number; seen_at: Date | null }) : undefined;
   const components: Health['components'] = {
@@ -93,5 +104,11 @@ export async function checkHealth(deps: Deps): Promise<Health> {
   const allOk =
     Object.values(components).every((c) => c.status === 'ok') && !processes?.some((p) => p.status === 'failed');
   const status = !row ? 'unavailable' : allOk ? 'ok' : 'degraded';
-  return { status, components, settings: settings.status === 'fulfilled' ? settings.value : null, processes };
+  return {
+    status,
+    components,
+    hosts: hosts.status === 'fulfilled' ? hosts.value : null,
+    settings: settings.status === 'fulfilled' ? settings.value : null,
+    processes,
+  };
 }

@@ -10128,6 +10128,14 @@ export interface operations {
                                 status: "ok" | "unavailable";
                             };
                         };
+                        /** @description How many hosts have each status (null: the database does not answer) */
+                        hosts: {
+                            drained: number;
+                            draining: number;
+                            /** @description No heartbeat for HOST_LOST_SECONDS */
+                            lost: number;
+                            ready: number;
+                        } | null;
                         /** @description The processes `npm start` supervises (null when it does not run this system). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN) */
                         processes?: {
                             last_exit: string | null;
@@ -10186,6 +10194,14 @@ export interface operations {
                                 status: "ok" | "unavailable";
                             };
                         };
+                        /** @description How many hosts have each status (null: the database does not answer) */
+                        hosts: {
+                            drained: number;
+                            draining: number;
+                            /** @description No heartbeat for HOST_LOST_SECONDS */
+                            lost: number;
+                            ready: number;
+                        } | null;
                         /** @description The processes `npm start` supervises (null when it does not run this system). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN) */
                         processes?: {
                             last_exit: string | null;

@@ -29,6 +29,7 @@ describe('GET /health', () => {
         temporal: { status: 'ok' },
         worker: { status: 'unavailable', ready: 0, seen_at: null },
       },
+      hosts: { ready: 0, draining: 0, drained: 0, lost: 0 },
       settings: null,
       processes: null,
     });
@@ -38,6 +39,8 @@ describe('GET /health', () => {
     const ready = await healthUntil((b) => b.components.worker.status === 'ok');
     expect(ready.status).toBe(200);
     expect(ready.body).toMatchObject({ status: 'ok', components: { worker: { status: 'ok', ready: 1 } } });
+    // the worker registered its machine's host (CONTRACT "Hosts"): counts by status, nothing more
+    expect(ready.body.hosts).toEqual({ ready: 1, draining: 0, drained: 0, lost: 0 });
     // what the worker found about the host's settings at its start
     expect(ready.body.settings).toEqual({
       storage: { status: 'ok', reason: null, change: null },

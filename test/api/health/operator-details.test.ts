@@ -13,7 +13,7 @@ describe('GET /health with METRICS_TOKEN set', () => {
   it('shows anyone the status and the components, and the settings and processes to the token only', async () => {
     const anyone = await t.agent().get('/health');
     expect(anyone.status).toBe(200);
-    expect(Object.keys(anyone.body).sort()).toEqual(['components', 'status']);
+    expect(Object.keys(anyone.body).sort()).toEqual(['components', 'hosts', 'status']);
     expect(anyone.body.components.database).toEqual({ status: 'ok' });
 
     // a wrong token is a credential that does not work, as anywhere
@@ -22,7 +22,7 @@ describe('GET /health with METRICS_TOKEN set', () => {
 
     const operator = await t.agent().get('/health', { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(operator.status).toBe(200);
-    expect(Object.keys(operator.body).sort()).toEqual(['components', 'processes', 'settings', 'status']);
+    expect(Object.keys(operator.body).sort()).toEqual(['components', 'hosts', 'processes', 'settings', 'status']);
   });
 
   it('the token is no sign-in: a route that needs one still refuses it', async () => {

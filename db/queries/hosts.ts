@@ -1,0 +1,173 @@
+/**
+ * The host registry (migration 670, CONTRACT "Hosts"). A host's `lost` status is computed here, never stored:
+ * a host whose heartbeat is older than HOST_LOST_SECONDS reads as `lost` whatever its stored status, so that
+ * the agent's refusal of a second one, `npm run hosts -- list`, /health and /metrics agree. Times are the
+ * database's clock (`now()`), never a process's.
+ */
+import type { Knex } from 'knex';
+
+/** What is stored; `lost` is derived from the heartbeat. */
+const STORED_HOST_STATUSES = ['ready', 'draining', 'drained'] as const;
+const HOST_STATUSES = [...STORED_HOST_STATUSES, 'lost'] as const;
+type StoredHostStatus = (typeof STORED_HOST_STATUSES)[number];
+type HostStatus = (typeof HOST_STATUSES)[number];
+
+/** A row of `hosts` as stored. */
+interface HostRow {
+  name: string;
+  address: string;
+  status: StoredHostStatus;
+  cpu: string | number;
+  memory_mb: number;
+  disk_gb: number;
+  storage_roots: string[];
+  instance_ports_from: number;
+  instance_ports_to: number;
+  instance_token: string;
+  started_at: Date;
+  heartbeat_at: Date;
+  created_at: Date;
+}
+
+interface HostCapacity {
+  cpu: number;
+  memory_mb: number;
+  disk_gb: number;
+}
+
+/** A host as operators see it (`npm run hosts -- list --json`, /metrics). */
+export interface Host {
+  name: string;
+  address: string;
+  status: HostStatus;
+  capacity: HostCapacity;
+  /** What the servers placed on it take (a web server's size times its instances). */
+  used: HostCapacity;
+  /** Environments with a server placed on it. */
+  environments: number;
+  storage_roots: string[];
+  instance_ports: { from: number; to: number };
+  started_at: string;
+  heartbeat_at: string;
+}
+
+/** What an agent registers. */
+interface HostRegistration {
+  name: string;
+  address: string;
+  capacity: HostCapacity;
+  storageRoots: string[];
+  instancePorts: { from: number; to: number };
+  /** The agent's token (kept in its DATA_DIR): the same agent restarted takes its row again. */
+  token: string;
+}
+
+const lostAfter = (knex: Knex, lostSeconds: number) =>
+  knex.raw('now() - make_interval(secs => ?::double precision)', [lostSeconds]);
+
+/**
+ * Takes the name for this agent: a new name, the same agent again (its token), or a name whose holder is lost
+ * (no heartbeat for `lostSeconds`). Another agent whose heartbeat is fresh keeps it: `{ claimed: false }` with
+ * its heartbeat's age. The stored status is kept (a draining host stays draining across a restart).
+ */
+export async function claimHost(
+  knex: Knex,
+  reg: HostRegistration,
+  lostSeconds: number,
+): Promise<{ claimed: true } | { claimed: false; heartbeatAgeSeconds: number }> {
+  const { rows } = await knex.raw(
+    `INSERT INTO hosts AS h (name, address, cpu, memory_mb, disk_gb, storage_roots, instance_ports_from,
+                             instance_ports_to, instance_token, started_at, heartbeat_at)
+     VALUES (?, ?, ?, ?, ?, ?::text[], ?, ?, ?, now(), now())
+     ON CONFLICT (name) DO UPDATE SET
+       address = excluded.address, cpu = excluded.cpu, memory_mb = excluded.memory_mb, disk_gb = excluded.disk_gb,
+       storage_roots = excluded.storage_roots, instance_ports_from = excluded.instance_ports_from,
+       instance_ports_to = excluded.instance_ports_to, instance_token = excluded.instance_token,
+       started_at = now(), heartbeat_at = now()
+     WHERE h.instance_token = excluded.instance_token OR h.heartbeat_at < ?
+     RETURNING name`,
+    [
+      reg.name,
+      reg.address,
+      reg.capacity.cpu,
+      reg.capacity.memory_mb,
+      reg.capacity.disk_gb,
+      reg.storageRoots,
+      reg.instancePorts.from,
+      reg.instancePorts.to,
+      reg.token,
+      lostAfter(knex, lostSeconds),
+    ],
+  );
+  if (rows.length > 0) return { claimed: true };
+  const held = await knex('hosts')
+    .where({ name: reg.name })
+    .first(knex.raw('extract(epoch from now() - heartbeat_at)::float8 as age'));
+  return { claimed: false, heartbeatAgeSeconds: Math.max(0, Number(held?.age ?? 0)) };
+}
+
+/** The agent's heartbeat: false when its row is no longer its own (another agent took the name). */
+export async function hostHeartbeat(knex: Knex, name: string, token: string): Promise<boolean> {
+  const n = await knex('hosts').where({ name, instance_token: token }).update({ heartbeat_at: knex.fn.now() });
+  return n > 0;
+}
+
+/** The status as read: `lost` when the heartbeat is older than `lostSeconds`, else the stored one. */
+const statusSql = (knex: Knex, lostSeconds: number) =>
+  knex.raw(`CASE WHEN h.heartbeat_at < ? THEN 'lost' ELSE h.status END AS status`, [lostAfter(knex, lostSeconds)]);
+
+/** Every host by name, with its status, capacity, what its servers use and its environments. */
+export async function listHosts(knex: Knex, lostSeconds: number): Promise<Host[]> {
+  const used = knex('servers')
+    .whereNotNull('host')
+    .groupBy('host')
+    .select(
+      'host',
+      knex.raw('sum(cpu * instances)::float8 AS cpu'),
+      knex.raw('sum(memory_mb * instances)::int AS memory_mb'),
+      knex.raw('sum(disk_gb)::int AS disk_gb'),
+      knex.raw('count(DISTINCT environment_id)::int AS environments'),
+    )
+    .as('u');
+  const rows = await knex({ h: 'hosts' })
+    .leftJoin(used, 'u.host', 'h.name')
+    .orderBy('h.name')
+    .select(
+      'h.*',
+      statusSql(knex, lostSeconds),
+      knex.raw('coalesce(u.cpu, 0) AS used_cpu'),
+      knex.raw('coalesce(u.memory_mb, 0) AS used_memory_mb'),
+      knex.raw('coalesce(u.disk_gb, 0) AS used_disk_gb'),
+      knex.raw('coalesce(u.environments, 0) AS environments'),
+    );
+  return rows.map(
+    (r: HostRow & { used_cpu: number; used_memory_mb: number; used_disk_gb: number; environments: number }) => ({
+      name: r.name,
+      address: r.address,
+      status: r.status as HostStatus,
+      capacity: { cpu: Number(r.cpu), memory_mb: r.memory_mb, disk_gb: r.disk_gb },
+      used: { cpu: Number(r.used_cpu), memory_mb: Number(r.used_memory_mb), disk_gb: Number(r.used_disk_gb) },
+      environments: Number(r.environments),
+      storage_roots: r.storage_roots,
+      instance_ports: { from: r.instance_ports_from, to: r.instance_ports_to },
+      started_at: new Date(r.started_at).toISOString(),
+      heartbeat_at: new Date(r.heartbeat_at).toISOString(),
+    }),
+  );
+}
+
+/** How many hosts have each status (every status present, 0 when none). */
+export async function hostCounts(knex: Knex, lostSeconds: number): Promise<Record<HostStatus, number>> {
+  const rows: Array<{ status: HostStatus; n: number }> = await knex
+    .from(knex({ h: 'hosts' }).select(statusSql(knex, lostSeconds)).as('s'))
+    .groupBy('status')
+    .select('status', knex.raw('count(*)::int AS n'));
+  const counts = Object.fromEntries(HOST_STATUSES.map((s) => [s, 0])) as Record<HostStatus, number>;
+  for (const r of rows) counts[r.status] = Number(r.n);
+  return counts;
+}
+
+/** Sets a host's stored status; false when no host has that name. */
+export async function setHostStatus(knex: Knex, name: string, status: StoredHostStatus): Promise<boolean> {
+  return (await knex('hosts').where({ name }).update({ status })) > 0;
+}

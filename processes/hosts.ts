@@ -1,0 +1,175 @@
+/**
+ * `npm run hosts -- list|drain|undrain|join` (CONTRACT "Hosts", docs/hosts.md): the operator's view of the
+ * host registry, run on the control plane's machine with its settings (DATABASE_URL, else the embedded
+ * server under DATA_DIR; DATA_DIR's keys).
+ */
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command, CommanderError } from 'commander';
+import type { Knex } from 'knex';
+import { DEFAULT_TASK_QUEUE, hostNameOf, loadConfig, type Config } from '../system/config';
+import { loadSecrets } from '../system/secrets';
+import { createKnex } from '../db/knex';
+import { type Host, listHosts, setHostStatus } from '../db/queries/hosts';
+import { embeddedPassword } from './embedded-postgres';
+
+const config = loadConfig();
+
+function databaseUrl(c: Config): string {
+  if (c.databaseUrl) return c.databaseUrl;
+  const port = Number(process.env.EMBEDDED_POSTGRES_PORT || 54329);
+  if (!existsSync(join(c.dataDir, 'secrets', 'postgres-password')))
+    throw new Error(
+      `No DATABASE_URL, and no embedded PostgreSQL under ${c.dataDir}: run this on the control plane, with its settings.`,
+    );
+  return `postgres://postgres:${encodeURIComponent(embeddedPassword(c.dataDir))}@127.0.0.1:${port}/vc_console`;
+}
+
+async function withKnex<T>(work: (knex: Knex) => Promise<T>): Promise<T> {
+  const knex = createKnex(databaseUrl(config));
+  try {
+    return await work(knex);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ECONNREFUSED')
+      throw new Error(`The database does not answer (${(err as Error).message}): is the control plane running?`);
+    throw err;
+  } finally {
+    await knex.destroy();
+  }
+}
+
+const mb = (n: number) => (n >= 1024 ? `${(n / 1024).toFixed(1)} GB` : `${n} MB`);
+
+function table(hosts: Host[]): string {
+  const rows = [
+    ['NAME', 'ADDRESS', 'STATUS', 'CAPACITY (cpu/memory/disk)', 'USED (cpu/memory/disk)', 'ENVIRONMENTS', 'HEARTBEAT'],
+    ...hosts.map((h) => [
+      h.name,
+      h.address,
+      h.status,
+      `${h.capacity.cpu} / ${mb(h.capacity.memory_mb)} / ${h.capacity.disk_gb} GB`,
+      `${h.used.cpu} / ${mb(h.used.memory_mb)} / ${h.used.disk_gb} GB`,
+      String(h.environments),
+      h.heartbeat_at,
+    ]),
+  ];
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+/** A value as a POSIX shell word (also read right by systemd's EnvironmentFile). */
+const quote = (v: string) => (/^[A-Za-z0-9_./:@%+=,-]*$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
+
+/** What a new machine needs to join as `name`: the control plane's addresses, key and release store. */
+function joinEnv(name: string): Array<[string, string]> {
+  if (!config.encryptionKey && !existsSync(join(config.dataDir, 'secrets', 'encryption-key.json')))
+    throw new Error(
+      `No encryption key under ${config.dataDir}/secrets and no ENCRYPTION_KEY: run this on the control plane, with its DATA_DIR, after npm start has run once.`,
+    );
+  const secrets = loadSecrets(config.dataDir, {
+    tokenHmacKey: config.tokenHmacKey,
+    encryptionKey: config.encryptionKey,
+    encryptionKeyId: config.encryptionKeyId,
+  });
+  const env: Array<[string, string]> = [
+    ['HOST_NAME', name],
+    ['TEMPORAL_ADDRESS', config.temporalAddress ?? `127.0.0.1:${config.temporalPort}`],
+    ['DATABASE_URL', databaseUrl(config)],
+    ['ENCRYPTION_KEY_ID', secrets.encryptionKey.id],
+    ['ENCRYPTION_KEY', secrets.encryptionKey.key.toString('hex')],
+  ];
+  if (config.temporalNamespace !== 'default') env.push(['TEMPORAL_NAMESPACE', config.temporalNamespace]);
+  if (config.taskQueue !== DEFAULT_TASK_QUEUE) env.push(['TEMPORAL_TASK_QUEUE', config.taskQueue]);
+  for (const key of [
+    'HOST_LOST_SECONDS',
+    'RELEASE_STORE',
+    'S3_ENDPOINT',
+    'S3_REGION',
+    'S3_ACCESS_KEY_ID',
+    'S3_SECRET_ACCESS_KEY',
+  ])
+    if (process.env[key]) env.push([key, process.env[key]!]);
+  return env;
+}
+
+const program = new Command('hosts')
+  .description('The hosts of this console (docs/hosts.md)')
+  .exitOverride()
+  .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+program
+  .command('list')
+  .description("Each host's status, capacity, used and environments")
+  .option('--json', 'a JSON list of {name, address, status, capacity, used, environments}')
+  .action(async (o: { json?: boolean }) => {
+    const hosts = await withKnex((knex) => listHosts(knex, config.hostLostSeconds));
+    if (o.json)
+      console.log(
+        JSON.stringify(
+          hosts.map(({ name, address, status, capacity, used, environments }) => ({
+            name,
+            address,
+            status,
+            capacity,
+            used,
+            environments,
+          })),
+          null,
+          2,
+        ),
+      );
+    else console.log(hosts.length ? table(hosts) : 'No host has joined yet (npm start registers its own machine).');
+  });
+
+for (const [verb, status, said] of [
+  [
+    'drain',
+    'draining',
+    'no new environment is placed on it. Its environments are not moved off yet (this version only marks it).',
+  ],
+  ['undrain', 'ready', 'it is open to placement again.'],
+] as const)
+  program
+    .command(`${verb} <name>`)
+    .description(verb === 'drain' ? 'Close a host to placement' : 'Open a drained host to placement again')
+    .action(async (name: string) => {
+      const found = await withKnex((knex) => setHostStatus(knex, name, status));
+      if (!found) throw new Error(`No host is named ${name} (npm run hosts -- list).`);
+      console.log(`Host ${name} is ${status}: ${said}`);
+    });
+
+program
+  .command('join <name>')
+  .description('Print the settings a new machine needs to join as NAME (secrets: the key, the database URL)')
+  .option('--env-file <path>', 'write them to this file (mode 0600) instead of printing them')
+  .action((name: string, o: { envFile?: string }) => {
+    hostNameOf(name);
+    const lines = joinEnv(name).map(([k, v]) => `${k}=${quote(v)}`);
+    const note = [
+      '# The control plane as this machine sees it: replace 127.0.0.1 with its private address or a tunnel (docs/hosts.md).',
+      '# Add HOST_ADDRESS (where the edge reaches this machine), and DATA_DIR, STORAGE_ROOTS, INSTANCE_PORTS, HOST_CAPACITY as needed.',
+    ];
+    if (o.envFile) {
+      writeFileSync(o.envFile, '', { mode: 0o600 });
+      chmodSync(o.envFile, 0o600); // an existing file too, before the secrets go in
+      writeFileSync(o.envFile, `${[...note, ...lines].join('\n')}\n`);
+      console.log(`Wrote ${o.envFile} (mode 0600). On the new machine: set -a; . ${o.envFile}; set +a; npm run host`);
+    } else console.log([...note, ...lines.map((l) => `export ${l}`), 'npm run host'].join('\n'));
+  });
+
+try {
+  // behind a `--` (scripts/bootstrap.mjs: Node 20 would read `--env-file` itself otherwise)
+  const args = process.argv.slice(2);
+  await program.parseAsync(args[0] === '--' ? args.slice(1) : args, { from: 'user' });
+} catch (err) {
+  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
+  console.error((err as Error).message);
+  process.exit(1);
+}

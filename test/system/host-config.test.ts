@@ -1,0 +1,45 @@
+/** The host agent's settings (system/host-config.ts): what each accepts, its default, and what a mistake says. */
+import { cpus, totalmem } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { hostTaskQueue, loadConfig } from '../../system/config';
+
+describe('host settings', () => {
+  it('default to 127.0.0.1, 30000-30999, 30 s and what the machine has', () => {
+    const c = loadConfig({});
+    expect(c.hostAddress).toBe('127.0.0.1');
+    expect(c.instancePorts).toEqual({ from: 30000, to: 30999 });
+    expect(c.hostLostSeconds).toBe(30);
+    expect(c.hostCapacity.cpu).toBe(cpus().length);
+    expect(c.hostCapacity.memory_mb).toBe(Math.floor(totalmem() / 1024 ** 2));
+    expect(c.hostCapacity.disk_gb).toBeGreaterThan(0);
+  });
+
+  it('take HOST_CAPACITY key by key (a key left out: the machine’s), INSTANCE_PORTS and HOST_LOST_SECONDS', () => {
+    const c = loadConfig({
+      HOST_ADDRESS: '10.0.0.12',
+      HOST_CAPACITY: 'cpu=1.5, memory_mb=2048',
+      INSTANCE_PORTS: '31000-31099',
+      HOST_LOST_SECONDS: '3',
+    });
+    expect(c.hostAddress).toBe('10.0.0.12');
+    expect(c.hostCapacity).toMatchObject({ cpu: 1.5, memory_mb: 2048 });
+    expect(c.hostCapacity.disk_gb).toBe(loadConfig({}).hostCapacity.disk_gb);
+    expect(c.instancePorts).toEqual({ from: 31000, to: 31099 });
+    expect(c.hostLostSeconds).toBe(3);
+  });
+
+  it('refuse a wrong value, naming the setting', () => {
+    for (const capacity of ['cpu=0', 'memory_mb=1.5', 'ram=4', 'cpu=4;memory_mb=1'])
+      expect(() => loadConfig({ HOST_CAPACITY: capacity })).toThrow(/HOST_CAPACITY/);
+    for (const ports of ['30000', '31000-30000', '0-10', '60000-70000'])
+      expect(() => loadConfig({ INSTANCE_PORTS: ports })).toThrow(/INSTANCE_PORTS/);
+    for (const lost of ['0', '-1', '2.5', 'soon'])
+      expect(() => loadConfig({ HOST_LOST_SECONDS: lost })).toThrow(/HOST_LOST_SECONDS/);
+    expect(() => loadConfig({ HOST_ADDRESS: 'a b' })).toThrow(/HOST_ADDRESS/);
+  });
+
+  it("name each host's task queue after it, derived as the build queue is", () => {
+    expect(hostTaskQueue('vc-console', 'web-2')).toBe('host-web-2');
+    expect(hostTaskQueue('staging', 'web-2')).toBe('staging-host-web-2');
+  });
+});
