@@ -299,6 +299,13 @@ describe('restarts and deploys at 2 instances', () => {
     const after = await instancesSeen(10);
     expect([...after.keys()].sort()).toEqual(['1', '2']);
     for (const a of after.values()) expect(a.memory).toBe('1024');
+    // the last old instance drains, then stops after the task succeeded: the task records old_stopped then
+    await until(
+      'the resize to record old_stopped',
+      async () => (await owner.get(`/tasks/${task.id}`)).body.phases as { name: string }[],
+      (phases) => phases.some((p) => p.name === 'old_stopped'),
+      30_000,
+    );
     for (const pid of before) expect(processAlive(pid)).toBe(false);
     expect((await owner.get('/servers')).body.data[0]).toMatchObject({
       plan: 'medium',
