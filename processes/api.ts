@@ -1,6 +1,7 @@
 import { loadConfig } from '../system/config';
 import { createDeps } from './deps';
 import { startApiServer } from './api-server';
+import { onStopSignals } from './stop-signals';
 
 // The API process: `tsx processes/api.ts`, configured by the environment (see README).
 const config = loadConfig();
@@ -16,5 +17,4 @@ const stop = async () => {
   await deps.close();
   process.exit(0);
 };
-process.once('SIGINT', stop);
-process.once('SIGTERM', stop);
+onStopSignals(() => void stop());

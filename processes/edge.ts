@@ -4,6 +4,7 @@ import { createLogger } from '../system/logger';
 import { startEdge } from '../edge/server';
 import { loadSecrets } from '../system/secrets';
 import { certificateDir } from '../edge/certificate-files';
+import { onStopSignals } from './stop-signals';
 
 // The edge's control plane: `tsx processes/edge.ts`. It needs PostgreSQL only (not Temporal, not the worker),
 // and drives HAProxy (its child, in a session of its own), which serves every environment: tenants stay
@@ -38,7 +39,10 @@ const edge = await startEdge({
   tls: { port: config.acme.tlsPort, publicPort: config.acme.tlsPublicPort },
 });
 logger.info({ port: edge.port }, 'edge running');
+let stopping = false;
 const stop = async () => {
+  if (stopping) return; // a repeated signal (processes/stop-signals.ts)
+  stopping = true;
   let code = 0;
   await edge.close().catch((err: Error) => {
     logger.error({ err: err.message }, 'the edge did not stop cleanly');
@@ -47,5 +51,4 @@ const stop = async () => {
   await knex.destroy();
   process.exit(code);
 };
-process.once('SIGINT', stop);
-process.once('SIGTERM', stop);
+onStopSignals(() => void stop());

@@ -9,7 +9,8 @@
  * Orphan-proof: each child runs under `setpriv --pdeathsig <its stop signal>` (util-linux), so when the
  * supervisor dies, however it dies (SIGKILL, a write to a closed output pipe, a crash), the kernel sends every
  * child its stop signal and each stops as in a clean stop: the edge stops HAProxy and Varnish, the worker its
- * tenants' processes. A child's own death is no supervisor's: the data plane and the tenants' processes it
+ * tenants' processes. The kernel may send it twice (once per exiting supervisor thread): the children take every
+ * signal and stop once (processes/stop-signals.ts). A child's own death is no supervisor's: the data plane and the tenants' processes it
  * started (its children, which do not inherit the signal) keep serving while it is restarted.
  */
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';

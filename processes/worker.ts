@@ -7,6 +7,7 @@ import { sealWebhookUrls } from '../db/queries/integrations';
 import { checkHostSettings } from '../host/provider/host-settings';
 import { ensureSystemSchedules } from '../core/temporal-starts';
 import { HostNameInUse, registerHost } from '../core/host-registration';
+import { onStopSignals, parentGone } from './stop-signals';
 
 // The worker process: `tsx processes/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
@@ -58,18 +59,29 @@ const readiness = await announceReady(deps.knex, config.taskQueue, undefined, se
 deps.logger.info('worker ready');
 let stopping = false;
 const supervisor = process.ppid;
+// npm start's supervisor died (the kernel sent the signal, setpriv --pdeathsig): Temporal and the edge are being
+// stopped at the same time, so the tenants' processes go first, depending on none of them. Asked again at every
+// signal: the first may come while the dying supervisor still counts as the parent (processes/stop-signals.ts).
+// A worker that dies alone (a crash, SIGKILL) stops nothing: its tenants keep serving, the next worker adopts them.
+let tenantsStopped: Promise<void> | undefined;
+const stopTenantsIfOrphaned = () => {
+  if (!tenantsStopped && parentGone(supervisor))
+    tenantsStopped = running
+      .stopHost()
+      .catch((err) =>
+        deps.logger.error({ err: (err as Error).message }, "the tenants' processes did not stop cleanly"),
+      );
+  return tenantsStopped;
+};
 const stop = async () => {
+  await stopTenantsIfOrphaned();
   if (stopping) return;
   stopping = true;
-  // npm start's supervisor died (the kernel sent this signal, setpriv --pdeathsig): Temporal, the database and the
-  // edge are being stopped at the same time, so the tenants' processes go first, depending on none of them
-  if (process.ppid !== supervisor) await running.stopHost();
   await readiness.stop();
   host.stop();
   await running.shutdown();
   await deps.close();
   process.exit(0);
 };
-process.once('SIGINT', stop);
-process.once('SIGTERM', stop);
+onStopSignals(() => void stop());
 await running.done;
