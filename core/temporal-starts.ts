@@ -32,9 +32,10 @@ import {
   SCHEDULE_RESOURCE_SAMPLES_PRUNE,
   SCHEDULE_TOKEN_EXPIRY_REMINDERS,
   workflowIds,
+  HEARTBEAT_TIMEOUT_MEMO,
 } from '../db/workflow-names';
 
-type TemporalDeps = { temporal: Client; config: { taskQueue: string } };
+type TemporalDeps = { temporal: Client; config: { taskQueue: string; activityHeartbeatTimeoutSeconds?: number } };
 
 // ---- Search attributes -------------------------------------------------------------------------------------
 
@@ -89,6 +90,10 @@ export async function startWorkflow<N extends WorkflowName>(deps: TemporalDeps, 
     ...(s.summary ? { staticSummary: s.summary } : {}),
     ...(s.searchAttributes ? { typedSearchAttributes: typedSearchAttributes(s.searchAttributes) } : {}),
     ...(s.whenOpen ? { workflowIdConflictPolicy: CONFLICT[s.whenOpen] } : {}),
+    // ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS, when set, travels with the run (workflows/interceptors.ts)
+    ...(deps.config.activityHeartbeatTimeoutSeconds
+      ? { memo: { [HEARTBEAT_TIMEOUT_MEMO]: deps.config.activityHeartbeatTimeoutSeconds } }
+      : {}),
   } as WorkflowStartOptions<(typeof workflows)[N]>;
   const handle = await deps.temporal.workflow.start<(typeof workflows)[N]>(s.workflow, options);
   return handle.firstExecutionRunId;

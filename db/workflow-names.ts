@@ -3,6 +3,12 @@
  * task queues, signals, queries and workflow id shapes. Deterministic: no I/O here (the workflow bundle imports it).
  * Beside db/vocabulary.ts, so that every layer takes them from below.
  */
+/**
+ * The memo key of a run's shorter heartbeat timeout, in seconds (ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS, set by the
+ * start: core/temporal-starts.ts; applied by workflows/interceptors.ts). Unset in production.
+ */
+export const HEARTBEAT_TIMEOUT_MEMO = 'vc_heartbeat_timeout_seconds';
+
 /** Workflow ids are business keys. */
 export const workflowIds = {
   /**

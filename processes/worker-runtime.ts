@@ -10,10 +10,16 @@ import { hostTaskQueue } from '../system/config';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 export const WORKFLOWS_PATH = join(root, 'workflows', 'index.ts');
+/** The workflow interceptors, bundled with the workflows (a prebuilt bundle holds them already). */
+const INTERCEPTORS_PATH = join(root, 'workflows', 'interceptors.ts');
 
 /** Bundles the workflow code once (webpack); tests share one bundle across files. */
 export async function bundleWorkflows(): Promise<{ code: string }> {
-  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
+  return bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    workflowInterceptorModules: [INTERCEPTORS_PATH],
+    logger: quietBundlerLogger,
+  });
 }
 
 const quietBundlerLogger = {
@@ -66,7 +72,11 @@ export async function startWorker(
     ...(opts.identity ? { identity: opts.identity } : {}),
     ...(opts.workflowBundle
       ? { workflowBundle: opts.workflowBundle }
-      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { logger: quietBundlerLogger } as never }),
+      : {
+          workflowsPath: WORKFLOWS_PATH,
+          interceptors: { workflowModules: [INTERCEPTORS_PATH] },
+          bundlerOptions: { logger: quietBundlerLogger } as never,
+        }),
     activities: activities.activities,
     shutdownGraceTime: '5s',
   });

@@ -11,11 +11,11 @@ import ts from 'typescript';
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 
 /**
- * Modules whose exports are loaded by name, not imported: the workflows (registered by the worker's bundle), test
- * files and vitest's setup modules, the benches, the configs, the console's own build.
+ * Modules whose exports are loaded by name, not imported: the workflows and their interceptors (registered by the
+ * worker's bundle), test files and vitest's setup modules, the benches, the configs, the console's own build.
  */
 const ENTRY = [
-  /^workflows\/index\.ts$/,
+  /^workflows\/(index|interceptors)\.ts$/,
   /\.test\.ts$/,
   /^test\/helpers\/(global-setup|fetch-resend)\.ts$/,
   /^vitest\.config\.ts$/,

@@ -13,6 +13,11 @@ export interface Config extends HostConfig {
   temporalNamespace: string;
   temporalPort: number;
   taskQueue: string;
+  /**
+   * ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS: a shorter heartbeat timeout for the workflows this process starts
+   * (their `heartbeating` and `long` activities: 10 s and 15 s otherwise). Unset by default; tests set it.
+   */
+  activityHeartbeatTimeoutSeconds: number | undefined;
   smtpUrl: string | undefined;
   mailFrom: string;
   /** Where support tickets and their replies are e-mailed. */
@@ -277,6 +282,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
     temporalPort: int(env, 'TEMPORAL_PORT', 7233),
     taskQueue: env.TEMPORAL_TASK_QUEUE || DEFAULT_TASK_QUEUE,
+    activityHeartbeatTimeoutSeconds: env.ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS
+      ? Math.max(1, int(env, 'ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS', 15))
+      : undefined,
     smtpUrl: env.SMTP_URL || undefined,
     mailFrom: env.MAIL_FROM || 'Hosting Console <console@localhost>',
     supportEmail: env.SUPPORT_EMAIL || 'support@localhost',

@@ -13,14 +13,17 @@ import { serviceLogin } from '../../activities/data/service-env';
 import { listLocal } from '../../host/destinations';
 import { environmentVolume } from '../../db/queries/storage';
 import { until } from '../helpers/until';
+import { atRealHeartbeatTimeouts, scheduledHeartbeatTimeouts, SHORT_HEARTBEAT_ENV } from '../helpers/heartbeats';
 
 /**
  * A worker killed with SIGKILL in the middle of a backup and of a restore (the worker runs as its own process,
  * as in production): Temporal notices through the missed heartbeats and runs the activity again on a new
  * worker. The backup ends available with a complete object and no partial one; the restore never shows a half
  * restored database: while the worker is dead the live database is the previous one, afterwards the snapshot's.
+ * The backup's kill is noticed within a shortened heartbeat timeout (ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS); the
+ * restore's runs at the real value (the `long` profile's 15 s).
  */
-const t = useTestContext();
+const t = useTestContext({ env: SHORT_HEARTBEAT_ENV });
 const children: ChildProcess[] = [];
 let owner: Agent;
 let envId: string;
@@ -122,49 +125,60 @@ describe('a worker killed with SIGKILL', () => {
     // Exactly one object, complete: its size is the recorded one; the killed attempt's partial is gone.
     expect(await listLocal(destDir)).toEqual([`${envId}/${snapshotId}.vcb`]);
     expect(statSync(join(destDir, envId, `${snapshotId}.vcb`)).size).toBe(list[0].size_bytes);
+    // its copying activities ran with the file's shortened heartbeat timeout
+    const timeouts = await scheduledHeartbeatTimeouts(t, res.body.id);
+    expect(timeouts).toContain(4);
+    expect(timeouts).not.toContain(15);
   });
 
-  it('during a restore: the live database stays the previous one until the new worker puts the snapshot back whole', async () => {
-    await q("DELETE FROM big WHERE id % 2 = 0; UPDATE notes SET body = 'changed after'");
-    writeFileSync(join(volume, 'upload.txt'), 'changed after');
-    const staging = `${login.database}_restore`;
+  describe('at the real heartbeat timeout', () => {
+    atRealHeartbeatTimeouts(t);
+    it('during a restore: the live database stays the previous one until the new worker puts the snapshot back whole', async () => {
+      await q("DELETE FROM big WHERE id % 2 = 0; UPDATE notes SET body = 'changed after'");
+      writeFileSync(join(volume, 'upload.txt'), 'changed after');
+      const staging = `${login.database}_restore`;
 
-    const res = await owner.post(`/environments/${envId}/backups/${snapshotId}/restore`, {});
-    expect(res.status, res.text).toBe(202);
-    // Mid-way: pg_restore is filling the staging copy.
-    await until(
-      'the staging database being filled',
-      async () =>
-        withAdmin(t.config, async (c) => {
-          const r = await c.query(
-            "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'pg_restore' AND query ILIKE 'COPY%'",
-            [staging],
-          );
-          return (r.rowCount ?? 0) > 0;
-        }),
-      { timeoutMs: 60_000, intervalMs: 50 },
-    );
-    await killAndWait(children.at(-1)!, 'SIGKILL');
+      const res = await owner.post(`/environments/${envId}/backups/${snapshotId}/restore`, {});
+      expect(res.status, res.text).toBe(202);
+      // Mid-way: pg_restore is filling the staging copy.
+      await until(
+        'the staging database being filled',
+        async () =>
+          withAdmin(t.config, async (c) => {
+            const r = await c.query(
+              "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'pg_restore' AND query ILIKE 'COPY%'",
+              [staging],
+            );
+            return (r.rowCount ?? 0) > 0;
+          }),
+        { timeoutMs: 60_000, intervalMs: 50 },
+      );
+      await killAndWait(children.at(-1)!, 'SIGKILL');
 
-    // Half restored only in the staging copy: the live database and files are wholly the previous ones.
-    expect(await databases()).toContain(staging);
-    expect(await count('SELECT count(*) AS n FROM big')).toBe(ROWS / 2);
-    expect(await q('SELECT body FROM notes')).toEqual([{ body: 'changed after' }]);
-    expect(readFileSync(join(volume, 'upload.txt'), 'utf8')).toBe('changed after');
-    expect((await getTask(t, owner, res.body.id)).status).toBe('running');
+      // Half restored only in the staging copy: the live database and files are wholly the previous ones.
+      expect(await databases()).toContain(staging);
+      expect(await count('SELECT count(*) AS n FROM big')).toBe(ROWS / 2);
+      expect(await q('SELECT body FROM notes')).toEqual([{ body: 'changed after' }]);
+      expect(readFileSync(join(volume, 'upload.txt'), 'utf8')).toBe('changed after');
+      expect((await getTask(t, owner, res.body.id)).status).toBe('running');
 
-    startWorker();
-    const done = await waitForTask(t, owner, res.body.id, { timeoutMs: 120_000 });
-    expect(done.status, done.error ?? '').toBe('succeeded');
-    expect(done.result).toMatchObject({ backup_id: snapshotId, restored: ['database', 'files'] });
-    expect(await taskLog(t, owner, res.body.id)).toMatch(/Put back: database and files/);
+      startWorker();
+      const done = await waitForTask(t, owner, res.body.id, { timeoutMs: 120_000 });
+      expect(done.status, done.error ?? '').toBe('succeeded');
+      expect(done.result).toMatchObject({ backup_id: snapshotId, restored: ['database', 'files'] });
+      expect(await taskLog(t, owner, res.body.id)).toMatch(/Put back: database and files/);
 
-    // Wholly the snapshot's now; no staging copy of either part remains.
-    expect(await count('SELECT count(*) AS n FROM big')).toBe(ROWS);
-    expect(await q('SELECT body FROM notes')).toEqual([{ body: 'in the snapshot' }]);
-    expect(readFileSync(join(volume, 'upload.txt'), 'utf8')).toBe('in the snapshot');
-    expect(await databases()).not.toContain(staging);
-    expect(existsSync(`${volume}.restore`)).toBe(false);
+      // Wholly the snapshot's now; no staging copy of either part remains.
+      expect(await count('SELECT count(*) AS n FROM big')).toBe(ROWS);
+      expect(await q('SELECT body FROM notes')).toEqual([{ body: 'in the snapshot' }]);
+      expect(readFileSync(join(volume, 'upload.txt'), 'utf8')).toBe('in the snapshot');
+      expect(await databases()).not.toContain(staging);
+      expect(existsSync(`${volume}.restore`)).toBe(false);
+      // its copying activities ran with the real heartbeat timeout (the `long` profile's)
+      const timeouts = await scheduledHeartbeatTimeouts(t, res.body.id);
+      expect(timeouts).toContain(15);
+      expect(timeouts).not.toContain(4);
+    });
   });
 });
 

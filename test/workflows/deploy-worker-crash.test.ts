@@ -13,12 +13,14 @@ import {
   waitForTask,
 } from '../helpers/deploy-fixtures';
 import { until } from '../helpers/until';
+import { atRealHeartbeatTimeouts, scheduledHeartbeatTimeouts, SHORT_HEARTBEAT_ENV } from '../helpers/heartbeats';
 import { sessionAgent } from '../helpers/fixtures';
 import { createEnvironmentMachines } from '../../api/machines/service';
 import { makeStorageRoots } from '../helpers/storage-roots';
 
-// The worker runs as its own process (as in production) so that it can be killed with SIGKILL.
-const t = useTestContext({ edge: true });
+// The worker runs as its own process (as in production) so that it can be killed with SIGKILL. A killed
+// worker's activities are retried after a shortened heartbeat timeout, but in the build's test (the real one).
+const t = useTestContext({ edge: true, env: SHORT_HEARTBEAT_ENV });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const children: ChildProcess[] = [];
 let roots: [string, string];
@@ -43,6 +45,7 @@ afterAll(async () => {
 // The kill may land during the first attempt's git fetch or checkout: git, not sandboxed, runs on as an
 // orphan for a moment. The retried build checks out again after fetching once more (provider/git.ts).
 describe('a worker killed in the middle of a build', () => {
+  atRealHeartbeatTimeouts(t);
   it('ends the task correctly after the worker restarts, and puts the release live once', async () => {
     const first = startWorkerProcess();
     const v1 = await w.api.post(`/environments/${w.environment.id}/deploy`);
@@ -92,6 +95,10 @@ describe('a worker killed in the middle of a build', () => {
     const starts = webLog.split('\n').filter((l) => l.includes(`release ${done.result.release_id}: starting`));
     expect(starts).toHaveLength(1);
     expect(w.repo.deployRuns()).toBe(2);
+    // the build ran with the real heartbeat timeout (the `heartbeating` profile's)
+    const timeouts = await scheduledHeartbeatTimeouts(t, v2.body.id);
+    expect(timeouts).toContain(10);
+    expect(timeouts).not.toContain(4);
   });
 });
 
@@ -203,5 +210,10 @@ describe('a worker killed after a storage move switched the disk, before the app
     expect(existsSync(volumeAt(roots[0]))).toBe(false);
     expect(await get('/get?name=after.txt')).toEqual({ status: 200, text: 'stored here' });
     expect(await get('/get?name=before.txt')).toEqual({ status: 200, text: 'stored here' });
+    // the move's activities ran with the file's shortened heartbeat timeout
+    const timeouts = await scheduledHeartbeatTimeouts(t, move);
+    expect(timeouts).toContain(4);
+    expect(timeouts).not.toContain(15);
+    expect(timeouts).not.toContain(10);
   }, 240_000);
 });
