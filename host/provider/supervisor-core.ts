@@ -180,10 +180,11 @@ export abstract class SupervisorCore {
 
   /**
    * Drains `webs` (out of the route already), then stops them, without holding up the caller: its task has
-   * succeeded once the edge switched. `onPhase('old_stopped')` once they are gone; settle() waits for them.
+   * succeeded once the edge switched. `onPhase('old_stopped')` once they are gone (also what it answers); settle()
+   * waits for them.
    */
-  protected stopLater(envId: string, webs: WebProcess[], onPhase?: OnPhase): void {
-    if (webs.length === 0) return;
+  protected stopLater(envId: string, webs: WebProcess[], onPhase?: OnPhase): Promise<void> {
+    if (webs.length === 0) return Promise.resolve();
     let mine = this.leaving.get(envId);
     if (!mine) this.leaving.set(envId, (mine = new Map()));
     const all = mine;
@@ -197,6 +198,7 @@ export abstract class SupervisorCore {
         for (const w of webs) all.delete(w);
       });
     for (const w of webs) all.set(w, done);
+    return done;
   }
 
   /** Waits until the environment's leaving instances (stopLater) are stopped. */

@@ -147,6 +147,8 @@ export abstract class SupervisorInstances extends SupervisorCore {
       tell(onPhase, 'edge_switched');
       return { ok: true, instances: started.webs.length };
     }
+    // the old instances, each drained and stopped off the task's path: old_stopped once the last one is gone
+    const leaving: Promise<void>[] = [];
     for (let i = 0; i < total; i++) {
       if (signal?.aborted)
         return {
@@ -184,8 +186,9 @@ export abstract class SupervisorInstances extends SupervisorCore {
         `Instance ${i + 1} of ${total} serves from pid ${web.pid ?? '?'}; stopping the old one (pid ${old?.pid ?? '?'})`,
       );
       // drained and stopped off the task's path; the next instance starts meanwhile
-      this.stopLater(rt.envId, old ? [old] : [], onPhase);
+      leaving.push(this.stopLater(rt.envId, old ? [old] : []));
     }
+    void Promise.all(leaving).then(() => tell(onPhase, 'old_stopped'));
     return { ok: true, instances: total };
   }
 
