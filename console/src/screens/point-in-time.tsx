@@ -87,8 +87,6 @@ export function PointInTimeRestore({ env }: { env: Environment }) {
             type="datetime-local"
             step={1}
             required
-            min={localValue(new Date(range.data.earliest))}
-            max={localValue(new Date(range.data.latest))}
             value={at}
             onInput={(e) => setAt((e.target as HTMLInputElement).value)}
             error={restore.error}
