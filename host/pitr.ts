@@ -109,6 +109,8 @@ function repositoryLines(server: PitrServer): string[] {
     ...(endpoint.port ? [`repo1-storage-port=${endpoint.port}`] : []),
     `repo1-s3-region=${server.s3.region ?? 'us-east-1'}`,
     'repo1-s3-uri-style=path',
+    // S3_CA_FILE: the CA (PEM) that signed the endpoint's certificate, where it is not a public one
+    ...(server.s3.caFile ? [`repo1-s3-ca-file=${server.s3.caFile}`] : []),
   ];
 }
 

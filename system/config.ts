@@ -124,7 +124,7 @@ interface PitrConfig {
   /** PITR_DAYS (default 7): how deep the archive is kept. */
   days: number;
   /** The operator's S3_* settings, for an `s3://` repository. */
-  s3: { endpoint?: string; region?: string; accessKeyId?: string; secretAccessKey?: string };
+  s3: { endpoint?: string; region?: string; accessKeyId?: string; secretAccessKey?: string; caFile?: string };
 }
 
 export interface AcmeConfig {
@@ -351,6 +351,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         region: env.S3_REGION || undefined,
         accessKeyId: env.S3_ACCESS_KEY_ID || undefined,
         secretAccessKey: env.S3_SECRET_ACCESS_KEY || undefined,
+        caFile: env.S3_CA_FILE ? resolve(env.S3_CA_FILE) : undefined,
       },
     },
     checkResponses: env.VC_CHECK_RESPONSES === '1',

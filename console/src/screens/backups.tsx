@@ -7,6 +7,7 @@ import { ErrorNote, Field, LoadState, Section, Select, when } from '../ui/parts'
 import { ActionForm } from '../ui/action-form';
 import { SyncSection } from './environment-more';
 import { BackupKey, ResetDatabase } from './backup-key';
+import { PointInTimeRestore } from './point-in-time';
 
 /** "3 h ago", from an ISO time. */
 export function ago(iso: string): string {
@@ -168,6 +169,7 @@ export function BackupsPage({ env }: { env: Environment }) {
           </ActionForm>
         )}
       </Section>
+      <PointInTimeRestore env={env} />
       <div class="grid">
         <BackupKey id={id} />
         <ResetDatabase env={env} />

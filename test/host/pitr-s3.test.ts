@@ -1,0 +1,215 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error s3rver ships no types
+import S3rver from 's3rver';
+import { type Archive, openArchive, takeArchiveBackup } from '../../host/pitr-archive';
+import { pgbackrest, pitrServer, preparePitr } from '../../host/pitr';
+import { servicesPostgresChild, setUpServicesServer } from '../../processes/services-postgres';
+import { loadConfig } from '../../system/config';
+import { loadSecrets } from '../../system/secrets';
+import { freePort } from '../helpers/ports';
+
+/**
+ * PITR_REPOSITORY as s3://bucket/prefix through the real path: a services server (SERVICES_PGDATA) started as
+ * `npm start` starts it (processes/services-postgres.ts: its archive flags and environment, then stanza-create),
+ * an s3rver serving https with a certificate signed by a CA of the test's own, trusted by pgBackRest through
+ * S3_CA_FILE. A WAL segment pushed and a full backup land in the bucket, encrypted; `pgbackrest info` reads
+ * them back. Without the CA file, pgBackRest refuses the endpoint's certificate.
+ */
+const root = mkdtempSync(join(tmpdir(), 'vc-pitr-s3-'));
+let s3: { close(): Promise<void> };
+let s3Dir: string;
+let postgres: ChildProcess | undefined;
+let env: NodeJS.ProcessEnv;
+let password: string;
+let servicesPort: number;
+let archived: Archive | null = null;
+
+/** A CA and a certificate for `localhost` it signs (pgBackRest checks the endpoint's DNS name). */
+function makeCertificates(dir: string) {
+  const ossl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  ossl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=vc test CA',
+  );
+  ossl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost');
+  writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=DNS:localhost\n');
+  ossl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.pem',
+    '-days',
+    '2',
+    '-extfile',
+    'ext.cnf',
+  );
+  chmodSync(join(dir, 'ca.pem'), 0o644);
+}
+
+/** The keys of the bucket's objects in s3rver's store (`<key>._S3rver_object` files). */
+function objects(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('._S3rver_object'))
+    .map((f) => f.slice(0, -'._S3rver_object'.length));
+}
+
+beforeAll(async () => {
+  const certs = join(root, 'certs');
+  mkdirSync(certs, { recursive: true });
+  chmodSync(root, 0o755);
+  chmodSync(certs, 0o755);
+  makeCertificates(certs);
+  s3Dir = join(root, 's3');
+  mkdirSync(s3Dir);
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory: s3Dir,
+    key: readFileSync(join(certs, 'server.key')),
+    cert: readFileSync(join(certs, 'server.pem')),
+    configureBuckets: [{ name: 'pitr' }],
+  });
+  const { port } = (await server.run()) as { port: number };
+  s3 = server;
+  servicesPort = await freePort();
+  const dataDir = join(root, 'data');
+  mkdirSync(dataDir);
+  env = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    SERVICES_PGDATA: join(dataDir, 'services-pgdata'),
+    SERVICES_PORT: String(servicesPort),
+    PITR_REPOSITORY: 's3://pitr/archive/one',
+    S3_ENDPOINT: `https://localhost:${port}`,
+    S3_REGION: 'us-east-1',
+    S3_ACCESS_KEY_ID: 'S3RVER',
+    S3_SECRET_ACCESS_KEY: 'S3RVER',
+    S3_CA_FILE: join(certs, 'ca.pem'),
+  };
+}, 120_000);
+
+afterAll(async () => {
+  if (postgres?.pid && postgres.exitCode === null) {
+    // a fast shutdown; an immediate one if the archiver holds it up
+    const exited = new Promise((r) => postgres!.once('exit', r));
+    postgres.kill('SIGINT');
+    const late = setTimeout(() => postgres?.kill('SIGQUIT'), 30_000);
+    await exited;
+    clearTimeout(late);
+  }
+  // pgBackRest's async archive-push runs on beside the server: ended (stop --force) before its store goes
+  if (archived) await pgbackrest(archived.server, archived.env, ['stop', '--force']).catch(() => undefined);
+  await s3?.close().catch(() => undefined);
+  rmSync(root, { recursive: true, force: true });
+}, 120_000);
+
+describe('PITR_REPOSITORY as s3://bucket/prefix over https', () => {
+  it('archives WAL and a full backup into the bucket, encrypted, and pgbackrest info reads them', async () => {
+    const config = loadConfig(env);
+    const secrets = loadSecrets(config.dataDir);
+    const { spec, url, server } = await servicesPostgresChild(config, secrets, () => undefined);
+    password = decodeURIComponent(new URL(url).password);
+    postgres = spawn(spec.command, spec.args, {
+      env: spec.env,
+      uid: spec.uid,
+      gid: spec.gid,
+      stdio: spec.stdio,
+    });
+    await spec.ready!(postgres.pid!);
+    await setUpServicesServer(server, url, secrets, () => undefined);
+
+    // a table, then the WAL switched: archive-push puts the segment into the bucket
+    const c = new pg.Client({
+      host: '127.0.0.1',
+      port: servicesPort,
+      user: 'postgres',
+      password,
+      database: 'postgres',
+    });
+    await c.connect();
+    await c.query('CREATE TABLE marker (v text)');
+    await c.query("INSERT INTO marker VALUES ('plain-text-marker-in-the-archive')");
+    await c.query('SELECT pg_switch_wal()');
+    await c.end();
+
+    // as the worker sees it under npm start: the server's URL beside SERVICES_PGDATA
+    const { archive } = openArchive(loadConfig({ ...env, SERVICES_DATABASE_URL: url }), secrets);
+    archived = archive;
+    await takeArchiveBackup(archive!, 'full');
+
+    const stored = objects(join(s3Dir, 'pitr'));
+    const prefix = 'archive/one/';
+    expect(stored.some((f) => f.startsWith(`${prefix}backup/services/`) && f.includes('backup.manifest'))).toBe(true);
+    expect(stored.some((f) => f.startsWith(`${prefix}archive/services/`) && /\/[0-9A-F]{24}-/.test(f))).toBe(true);
+    // encrypted: no stored object reads as what was written (nor as a manifest's plain INI)
+    expect(stored.length).toBeGreaterThan(2);
+    for (const key of stored) {
+      const body = readFileSync(join(s3Dir, 'pitr', `${key}._S3rver_object`));
+      expect(body.subarray(0, 8).toString('latin1'), key).toBe('Salted__');
+      expect(body.includes('plain-text-marker-in-the-archive'), key).toBe(false);
+    }
+
+    expect(readFileSync(archive!.server.configFile, 'utf8')).toContain(`repo1-s3-ca-file=${env.S3_CA_FILE}`);
+    const info = JSON.parse(await pgbackrest(archive!.server, archive!.env, ['info', '--output=json']));
+    expect(info[0].status.code, JSON.stringify(info[0].status)).toBe(0);
+    expect(info[0].cipher).toBe('aes-256-cbc');
+    expect(info[0].backup.map((b: { type: string }) => b.type)).toEqual(['full']);
+    expect(info[0].archive[0].max).toMatch(/^[0-9A-F]{24}$/);
+
+    // the same repository without the passphrase cannot be read
+    const wrong = { ...archive!.env, PGBACKREST_REPO1_CIPHER_PASS: 'not-the-passphrase' };
+    const refused = await pgbackrest(archive!.server, wrong, ['info', '--output=json']).then(
+      (out) => out,
+      (err: Error) => err.message,
+    );
+    expect(refused).not.toContain('"status":{"code":0');
+    expect(refused).not.toContain('"label"');
+    expect(refused).toMatch(/"code":99,"message":"\[FormatError\] unable to load info file/);
+
+    // without S3_CA_FILE, pgBackRest does not trust the endpoint's certificate (the case before the setting)
+    const untrusted = pitrServer(loadConfig({ ...env, S3_CA_FILE: '' }))!;
+    preparePitr(untrusted);
+    expect(readFileSync(untrusted.configFile, 'utf8')).not.toContain('repo1-s3-ca-file');
+    const tls = await pgbackrest(untrusted, archive!.env, ['info', '--output=json']).then(
+      (out) => out,
+      (err: Error) => err.message,
+    );
+    expect(tls).toMatch(/unable to verify certificate|certificate verify failed/);
+    preparePitr(archive!.server); // the trusted config back, for the server's last archive-push at its stop
+    expect(readFileSync(archive!.server.configFile, 'utf8')).toContain('repo1-s3-ca-file');
+  }, 300_000);
+});
