@@ -21,13 +21,11 @@ export const ERROR_CODES = {
   token_not_allowed: { status: 403, message: 'A personal access token cannot be used here; sign in instead' },
   reauthentication_required: {
     status: 403,
-    message:
-      'This change needs a recent sign-in: confirm your password with POST /session/reauthenticate, then repeat the request',
+    message: 'This change needs a recent sign-in: confirm your password, then repeat the change',
   },
   email_not_confirmed: {
     status: 403,
-    message:
-      'Confirm your e-mail address first: enter the code we sent (POST /signup/confirm), or ask for a new one (POST /signup/resend)',
+    message: 'Confirm your e-mail address first: enter the code we sent, or ask for a new one',
   },
   not_found: { status: 404, message: 'No such resource' },
   method_not_allowed: { status: 405, message: 'This method is not allowed here' },
@@ -39,7 +37,7 @@ export const ERROR_CODES = {
   domain_taken: { status: 409, message: 'That hostname is already verified on an environment' },
   domain_allowance_spent: {
     status: 409,
-    message: 'The project has used its allowance of domains; remove one or raise domain_allowance',
+    message: "The project has used its allowance of domains; remove one, or raise the project's allowance",
   },
   project_not_empty: { status: 409, message: 'The project still has environments; delete them first' },
   team_not_empty: { status: 409, message: 'The team is not empty; it still holds other resources. Remove them first.' },
@@ -48,10 +46,10 @@ export const ERROR_CODES = {
   last_owner: { status: 409, message: 'A team keeps at least one owner: make someone else owner first' },
   no_repository: {
     status: 409,
-    message: 'The project has no repository connected: connect one with POST /projects/{id}/repository',
+    message: 'The project has no repository connected: connect one to the project first',
   },
   repository_unreachable: { status: 409, message: 'The repository cannot be read right now' },
-  ref_not_found: { status: 409, message: 'The git ref is not in the repository' },
+  ref_not_found: { status: 409, message: 'That branch, tag or commit is not in the repository' },
   no_port_available: { status: 409, message: 'No port could be given to the environment; try again' },
   nothing_to_redeploy: { status: 409, message: 'Nothing is live on this environment yet: deploy it first' },
   nothing_to_roll_back: { status: 409, message: 'There is no earlier release on this environment to roll back to' },
@@ -68,8 +66,7 @@ export const ERROR_CODES = {
   services_unreachable: { status: 409, message: "The environments' sandboxes cannot reach the services server" },
   old_database_kept: {
     status: 409,
-    message:
-      'The database the last reshape left behind is still kept: discard it first with POST /environments/{id}/discard-old-database',
+    message: 'The database the last reshape left behind is still kept: discard it first',
   },
   no_old_database: { status: 409, message: 'The environment keeps no old database: nothing to discard' },
   payload_too_large: { status: 413, message: 'The request body is too large' },

@@ -22,7 +22,13 @@ function newest(path) {
 export function consoleBuildReason() {
   const built = join(consoleDist, 'index.html');
   if (!existsSync(built)) return 'its files are missing';
-  const sources = [join(consoleDir, 'src'), join(consoleDir, 'index.html'), join(consoleDir, 'vite.config.ts')];
+  // db/vocabulary.ts: the console imports the task registry's labels from it.
+  const sources = [
+    join(consoleDir, 'src'),
+    join(consoleDir, 'index.html'),
+    join(consoleDir, 'vite.config.ts'),
+    join(root, 'db', 'vocabulary.ts'),
+  ];
   const lock = join(root, 'package-lock.json');
   if (existsSync(lock)) sources.push(lock);
   const sourceTime = Math.max(...sources.filter((s) => existsSync(s)).map(newest));

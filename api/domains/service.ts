@@ -111,7 +111,7 @@ export async function addDomain(deps: Deps, actor: Actor, environmentId: string,
       if (used >= limit) {
         throw errors.conflict(
           'domain_allowance_spent',
-          `The project has used its allowance of ${limit} domains; remove one or raise domain_allowance`,
+          `The project has used its allowance of ${limit} domains; remove one, or raise the project's allowance`,
           {
             allowance: { used, limit },
           },

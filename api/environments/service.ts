@@ -46,7 +46,7 @@ export async function environmentChoices(deps: Deps, actor: Actor, projectId: st
     return {
       blocked: true,
       reason: 'no_repository',
-      message: 'Connect a git repository to the project first (POST /projects/{id}/repository)',
+      message: 'Connect a git repository to the project first',
     };
   }
   const remote = await lsRemote((await projectRepositoryOf(deps.knex, deps.secrets, project))!, deps.config);

@@ -24,10 +24,7 @@ interface EnvRow {
 }
 
 const noService = () =>
-  errors.conflict(
-    'no_database_service',
-    'The environment has no postgresql service to reshape: add one with POST /environments/{id}/services',
-  );
+  errors.conflict('no_database_service', 'The environment has no postgresql service to reshape: add one first');
 const oldKept = () => errors.conflict('old_database_kept');
 
 async function loadState(deps: Deps, envId: string) {
@@ -125,7 +122,7 @@ export async function previewReshape(deps: Deps, env: EnvRow, input: { shape: Sh
   changes.push(
     'The data is copied into a new database with a new login; writes pause during the copy, reads go on',
     'DATABASE_URL and PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE change; the web process restarts with them',
-    'The old database is kept until POST /environments/{id}/discard-old-database',
+    'The old database is kept until you discard it',
   );
   return { shape: input.shape, plan: plan?.id ?? null, monthly_price_delta: delta, currency: list.currency, changes };
 }

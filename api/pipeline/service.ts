@@ -133,10 +133,7 @@ export async function deployChoices(deps: Deps, actor: Actor, environmentId: str
   if (!role || !can(role, 'deploy')) return blocked('forbidden', 'Your role in this team does not allow deploys');
   const project = await Project.query(knex).findById(env.project_id);
   if (!project?.repository_url) {
-    return blocked(
-      'no_repository',
-      'The project has no repository connected: connect one with POST /projects/{id}/repository',
-    );
+    return blocked('no_repository', 'The project has no repository connected: connect one to the project first');
   }
   const running = await runningExclusiveTask(knex, env.id);
   if (running)

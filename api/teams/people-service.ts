@@ -196,7 +196,7 @@ export async function acceptInvitation(deps: Deps, actor: Actor, id: string) {
     if (!user.email_confirmed_at) {
       throw appError(
         'email_not_confirmed',
-        'Confirm your e-mail address first (POST /signup/confirm), then accept the invitation',
+        'Confirm your e-mail address first (enter the code we sent), then accept the invitation',
       );
     }
     const status = invitationStatus(inv);

@@ -306,13 +306,14 @@ describe.sequential('the environment overview', () => {
     await page.keyboard.press('Enter');
     await page.waitForURL(/\/variables$/);
     await tabTo('name');
-    await page.keyboard.type('SET_BY_KEYBOARD');
+    // A name that does not look secret (SET_BY_KEYBOARD would: *KEY*), so the value stays plain.
+    await page.keyboard.type('TYPED_NOT_CLICKED');
     await page.keyboard.press('Tab');
     await page.keyboard.type('yes');
     await page.keyboard.press('Enter');
-    await page.getByRole('table', { name: 'Variables' }).getByText('SET_BY_KEYBOARD').waitFor();
+    await page.getByRole('table', { name: 'Variables' }).getByText('TYPED_NOT_CLICKED').waitFor();
     expect(
-      await t.deps.knex('variables').where({ environment_id: w.environment.id, name: 'SET_BY_KEYBOARD' }).first(),
+      await t.deps.knex('variables').where({ environment_id: w.environment.id, name: 'TYPED_NOT_CLICKED' }).first(),
     ).toMatchObject({ secret: false });
 
     await tabTo('Domains');

@@ -101,7 +101,7 @@ describe.sequential('more environment screens', () => {
     expect(resized.params).toMatchObject({ plan: bigger.plan });
 
     await go(`/environments/${production.id}/services`);
-    await page.getByText('No services.').waitFor();
+    await page.getByText('No services yet: add one below.').waitFor();
     const choices = (await agent.get(`/environments/${production.id}/services/choices`)).body.data[0];
     const plan = choices.plans[choices.plans.length - 1].id as string;
     await page.getByLabel('Plan').selectOption(plan);

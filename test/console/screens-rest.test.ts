@@ -104,9 +104,13 @@ describe.sequential('the rest of the console screens', () => {
     await go(`/environments/${review.id}/variables`);
     const table = page.getByRole('table', { name: 'Variables' });
     await table.getByRole('row').filter({ hasText: 'REGION' }).getByText('project', { exact: true }).waitFor();
+    // "Secret" follows the name as it is typed (the import preview's pattern): not for PORT, yes for API_KEY.
+    const secretBox = page.getByLabel('Secret (write-only)');
+    await page.getByLabel('Name', { exact: true }).fill('PORT');
+    expect(await secretBox.isChecked()).toBe(false);
     await page.getByLabel('Name', { exact: true }).fill('API_KEY');
+    expect(await secretBox.isChecked()).toBe(true);
     await page.getByLabel('Value', { exact: true }).fill('kept-out-of-pages');
-    await page.getByLabel('Secret (write-only)').check();
     await page.getByRole('button', { name: 'Save', exact: true }).click();
     const secretRow = table.getByRole('row').filter({ hasText: 'API_KEY' });
     await secretRow.getByText('secret (write-only)').waitFor();
@@ -120,6 +124,22 @@ describe.sequential('the rest of the console screens', () => {
     const applyId = (await follow.getAttribute('href'))!.split('/').pop();
     const applied = await t.deps.knex('tasks').where({ id: applyId }).first();
     expect(applied).toMatchObject({ environment_id: review.id, type: 'apply_variables', status: 'pending' });
+    // The form is empty again; API_TOKEN checks the box, which the user can uncheck, and it stays so.
+    await page.getByLabel('Name', { exact: true }).waitFor();
+    expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe('');
+    expect(await secretBox.isChecked()).toBe(false);
+    await page.getByLabel('Name', { exact: true }).fill('API_TOKEN');
+    expect(await secretBox.isChecked()).toBe(true);
+    await secretBox.uncheck();
+    await page.getByLabel('Name', { exact: true }).fill('API_TOKEN_2');
+    expect(await secretBox.isChecked()).toBe(false);
+    // Tasks are named by the registry's label, not by their type.
+    await follow.click();
+    await page.getByRole('heading', { name: 'Task: Apply variables' }).waitFor();
+    await go(`/environments/${review.id}`);
+    const recent = page.getByRole('region', { name: 'Recent tasks' });
+    await recent.getByRole('link', { name: 'Apply variables', exact: true }).waitFor();
+    expect(await recent.textContent()).not.toContain('apply_variables');
 
     await go(`/teams/${team.id}/settings`);
     await page.getByLabel('Team name').fill('Rest team, renamed');

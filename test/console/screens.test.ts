@@ -82,7 +82,12 @@ describe.sequential('the console screens', () => {
     await page.getByRole('link', { name: 'Screens team' }).waitFor();
     await page.getByRole('link', { name: 'screens-shop' }).waitFor();
     await page.getByRole('heading', { name: 'Latest tasks' }).waitFor();
-    await page.getByRole('link', { name: 'deploy', exact: true }).first().waitFor();
+    // Each task by the registry's label (db/vocabulary.ts), not its type.
+    await page
+      .getByRole('region', { name: 'Latest tasks' })
+      .getByRole('link', { name: 'Deploy', exact: true })
+      .first()
+      .waitFor();
     // The bell: one task waiting (running), from GET /teams/{id}/notifications.
     const bell = page.getByRole('button', { name: /Notifications/ });
     await expect.poll(() => bell.textContent(), { timeout: 30_000 }).toMatch(/Waiting tasks: 1/);
@@ -254,7 +259,7 @@ describe.sequential('the console screens', () => {
     const link = page.getByRole('alert').getByRole('link', { name: scaleTask.id });
     await link.waitFor();
     expect(await link.getAttribute('href')).toBe(`/tasks/${scaleTask.id}`);
-    await expect.poll(() => link.textContent()).toBe(`scale (pending, asked by Olive Owner), ${scaleTask.id}`);
+    await expect.poll(() => link.textContent()).toBe(`Scale (pending, asked by Olive Owner), ${scaleTask.id}`);
     await page.getByText('Another change runs on this environment').waitFor();
     expect(await t.deps.knex('tasks').where({ environment_id: environment.id, type: 'scale' })).toHaveLength(1);
     expect(c.problems).toEqual([]);

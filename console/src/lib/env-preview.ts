@@ -40,7 +40,7 @@ export function previewImport(parsed: ParsedLine[], existing: ExistingVariable[]
   });
 }
 
-/** Names that look like they hold a secret: pre-checked as secret in the import's preview. */
+/** Names that look like they hold a secret: pre-checked as secret in the import's preview and in "Set a variable". */
 export function looksSecret(name: string): boolean {
   return /SECRET|TOKEN|KEY|PASSWORD/i.test(name) || /_DSN$/i.test(name);
 }

@@ -7,6 +7,7 @@ import { Check, ErrorNote, Field, Loading, Section, when } from '../ui/parts';
 import { duration, shortSha } from '../ui/names';
 import { Sparkline } from '../ui/sparkline';
 import { DrillFailureNotice } from './backups';
+import { accountWords, taskLabel } from '../lib/task-label';
 
 type Choices = Answer<'getEnvironmentDeployChoices'>;
 type Allowed = Extract<Choices, { allowed: true }>;
@@ -172,9 +173,6 @@ function Live({ choices, error, env }: { choices: Choices | undefined; error: un
   );
 }
 
-const accountWords = (via: string) =>
-  via === 'auto_deploy' ? 'an automatic deploy' : via === 'schedule' ? 'a schedule' : 'the system';
-
 const BLOCKED: Record<string, string> = {
   no_repository: 'Connect a repository to the project to deploy.',
   deploy_in_progress: 'A deploy is running on this environment: the next one can start when it ends.',
@@ -315,7 +313,7 @@ function RecentTasks({ tasks }: { tasks: TaskSummary[] }) {
         {tasks.map((t) => (
           <tr key={t.id}>
             <td>
-              <a href={`/tasks/${t.id}`}>{t.type.replaceAll('_', ' ')}</a>
+              <a href={`/tasks/${t.id}`}>{taskLabel(t.type)}</a>
             </td>
             <td>
               <span class={`status ${t.status}`}>{t.status}</span>

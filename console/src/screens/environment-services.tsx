@@ -30,7 +30,7 @@ export function EnvironmentServices({ id }: { id: string }) {
     <>
       <Section title="Services">
         <LoadState load={list} what="services" />
-        {list.data?.data.length === 0 && <p class="muted">No services.</p>}
+        {list.data?.data.length === 0 && <p class="muted">No services yet: add one below.</p>}
         <ul class="list">
           {list.data?.data.map((s) => (
             <li key={s.id}>

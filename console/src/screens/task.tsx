@@ -4,6 +4,7 @@ import { LogFollower } from '../lib/log-follower';
 import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Loading, Section, when } from '../ui/parts';
 import { PhaseTimeline } from '../ui/phases';
+import { taskLabel } from '../lib/task-label';
 
 const HOW: Record<string, string> = {
   session: 'in the console',
@@ -56,7 +57,7 @@ export function TaskPage({ id }: { id: string }) {
   }, [stopping, rereads]);
   return (
     <>
-      <h1>Task {t ? t.type : ''}</h1>
+      <h1>{t ? `Task: ${taskLabel(t.type)}` : 'Task'}</h1>
       {task.loading && !t ? <Loading what="the task" /> : <ErrorNote error={task.error} />}
       {t && (
         <Section title="Status">

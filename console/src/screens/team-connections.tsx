@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
+import { accountWords, taskLabel } from '../lib/task-label';
 import { KindForm } from '../ui/choice-fields';
 import { useAction, useLoad } from '../ui/hooks';
 import { CopyButton, ErrorNote, LoadState, Section, Select, when } from '../ui/parts';
@@ -26,7 +27,7 @@ export function RepositoryHosts({ id }: { id: string }) {
     <>
       <Section title="Repository hosts">
         <LoadState load={list} what="hosts" />
-        {list.data?.data.length === 0 && <p class="muted">None yet.</p>}
+        {list.data?.data.length === 0 && <p class="muted">No repository hosts yet: add one below.</p>}
         {list.data?.data.map((h) => (
           <div key={h.id} class="card inset">
             <p>
@@ -88,7 +89,7 @@ export function Activity({ id }: { id: string }) {
           onChange={(e) => setKind((e.target as HTMLSelectElement).value)}
           options={['', 'deployments', 'backups', 'machines', 'configuration', 'maintenance'].map((k) => ({
             value: k,
-            label: k || 'all',
+            label: k ? k[0].toUpperCase() + k.slice(1) : 'All',
           }))}
           error={list.error}
         />
@@ -99,7 +100,7 @@ export function Activity({ id }: { id: string }) {
           onChange={(e) => setType((e.target as HTMLSelectElement).value)}
           options={['', 'deploy', 'redeploy', 'rollback', 'build', 'backup', 'restore', 'verify', 'scale'].map((k) => ({
             value: k,
-            label: k || 'all',
+            label: k ? taskLabel(k) : 'All',
           }))}
           error={list.error}
         />
@@ -110,7 +111,7 @@ export function Activity({ id }: { id: string }) {
           <li key={a.id}>
             {a.task_id ? <a href={`/tasks/${a.task_id}`}>{a.summary}</a> : a.summary}{' '}
             <span class="muted">
-              {when(a.at)}, {a.actor.name ?? a.actor.via}
+              {when(a.at)}, {a.actor.name ?? accountWords(a.actor.via)}
             </span>
           </li>
         ))}

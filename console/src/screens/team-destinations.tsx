@@ -59,7 +59,7 @@ export function BackupDestinations({ id }: { id: string }) {
             </li>
           ))}
         </ul>
-        {list.data?.data.length === 0 && <p class="muted">None yet.</p>}
+        {list.data?.data.length === 0 && <p class="muted">No backup destinations yet: add one below.</p>}
       </Section>
       <Section title="Add a destination">
         <ErrorNote error={choices.error} />

@@ -73,7 +73,9 @@ export function Integrations({ id }: { id: string }) {
     <>
       <Section title="Integrations">
         <LoadState load={list} what="integrations" />
-        {list.data?.data.length === 0 && <p class="muted">None yet.</p>}
+        {list.data?.data.length === 0 && (
+          <p class="muted">No integrations yet: add one to hear of events in Slack or elsewhere.</p>
+        )}
         {list.data?.data.map((i) => (
           <IntegrationCard key={i.id} teamId={id} integration={i} events={all} onChanged={list.reload} />
         ))}
@@ -212,7 +214,7 @@ function IntegrationEdit(props: {
       </ActionForm>
       <h3>Last deliveries</h3>
       <LoadState load={detail} what="deliveries" />
-      {detail.data?.deliveries?.length === 0 && <p class="muted">None yet.</p>}
+      {detail.data?.deliveries?.length === 0 && <p class="muted">Nothing sent yet.</p>}
       <ul class="list">
         {detail.data?.deliveries?.map((d) => (
           <li key={d.id}>

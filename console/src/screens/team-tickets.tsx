@@ -103,7 +103,7 @@ export function Tickets({ id }: { id: string }) {
       </Section>
       <Section title="Tickets">
         <LoadState load={list} what="tickets" />
-        {list.data?.data.length === 0 && <p class="muted">No tickets.</p>}
+        {list.data?.data.length === 0 && <p class="muted">No tickets yet.</p>}
         <ul class="list">
           {list.data?.data.map((t) => (
             <li key={t.id}>

@@ -108,6 +108,8 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
   const [name, setName] = useState('');
   const [val, setVal] = useState('');
   const [secret, setSecret] = useState(false);
+  // Until the user ticks or unticks "Secret" themselves, it follows the name (checked when it looks secret).
+  const [secretChosen, setSecretChosen] = useState(false);
   const [text, setText] = useState('');
   const [parsed, setParsed] = useState<ParsedLine[]>();
   const [overwrite, setOverwrite] = useState(false);
@@ -120,6 +122,8 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
     else await ok(api.POST('/environments/{id}/variables', { ...path, body }));
     setName('');
     setVal('');
+    setSecret(false);
+    setSecretChosen(false);
     await list.reload();
   });
   const preview = useAction(async () => {
@@ -223,11 +227,22 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
               name="name"
               required
               value={name}
-              onInput={(e) => setName(value(e))}
+              onInput={(e) => {
+                setName(value(e));
+                if (!secretChosen) setSecret(looksSecret(value(e)));
+              }}
               error={save.error}
             />
             <Field label="Value" name="value" value={val} onInput={(e) => setVal(value(e))} error={save.error} />
-            <Check label="Secret (write-only)" name="secret" checked={secret} onChange={setSecret} />
+            <Check
+              label="Secret (write-only)"
+              name="secret"
+              checked={secret}
+              onChange={(on) => {
+                setSecret(on);
+                setSecretChosen(true);
+              }}
+            />
             <button type="submit" disabled={save.busy}>
               Save
             </button>

@@ -18,7 +18,12 @@ export function ErrorNote({ error }: { error: unknown }) {
             Try again {error.retryAfter !== undefined ? `in ${formatWait(error.retryAfter)}` : 'in a little while'}.
           </p>
         )}
-        {fields.length > 0 && <p class="muted">See the fields marked below: {fields.join(', ')}.</p>}
+        {fields.length > 0 && (
+          <p class="muted">
+            {fields.length === 1 ? 'One field needs a change' : `${fields.length} fields need a change`}: see the marks
+            below.
+          </p>
+        )}
       </div>
     );
   }

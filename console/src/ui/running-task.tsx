@@ -1,5 +1,6 @@
 import { api, ok } from '../api/client';
 import { useLoad } from './hooks';
+import { taskLabel } from '../lib/task-label';
 
 /** The task a 409 names, as a link: its type and status once read (its id until then, or if it cannot be). */
 export function RunningTask({ id }: { id: string }) {
@@ -9,7 +10,7 @@ export function RunningTask({ id }: { id: string }) {
     <p>
       Running task:{' '}
       <a href={`/tasks/${id}`}>
-        {t ? `${t.type} (${t.status}${t.account.name ? `, asked by ${t.account.name}` : ''}), ` : ''}
+        {t ? `${taskLabel(t.type)} (${t.status}${t.account.name ? `, asked by ${t.account.name}` : ''}), ` : ''}
         {id}
       </a>
     </p>

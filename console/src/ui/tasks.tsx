@@ -1,6 +1,7 @@
 import { useLocation } from 'preact-iso';
 import type { TaskSummary } from '../api/types';
 import { when } from './parts';
+import { accountWords, taskLabel } from '../lib/task-label';
 
 /** A list of tasks, each a link to its page. */
 export function TaskList({ tasks }: { tasks: TaskSummary[] }) {
@@ -9,9 +10,9 @@ export function TaskList({ tasks }: { tasks: TaskSummary[] }) {
     <ul class="list">
       {tasks.map((t) => (
         <li key={t.id}>
-          <a href={`/tasks/${t.id}`}>{t.type}</a> <span class={`status ${t.status}`}>{t.status}</span>{' '}
+          <a href={`/tasks/${t.id}`}>{taskLabel(t.type)}</a> <span class={`status ${t.status}`}>{t.status}</span>{' '}
           <span class="muted">
-            {when(t.created_at)} by {t.account.name ?? t.account.via}
+            {when(t.created_at)} by {t.account.name ?? accountWords(t.account.via)}
           </span>
         </li>
       ))}
