@@ -134,16 +134,19 @@ describe('POST /environments/{id}/cdn/clear', () => {
       verified_at: new Date(),
       verification_value: 'x',
     });
+    // another edge of the same system: on a loopback address of its own (HAProxy binds with noreuseport, so two
+    // edges never share a port, as two machines would not)
     const second = await startEdge({
       knex: c.t.deps.knex,
       databaseUrl: c.t.config.databaseUrl!,
-      host: '127.0.0.1',
+      host: '127.0.0.2',
       edgePort: 0,
       dataDir: `${c.t.dataDir}/second-edge`,
       secrets: c.t.deps.secrets,
     });
     try {
-      const viaSecond = (url: string) => request(second.port, url, { headers: { host: 'cdn.example.test' } });
+      const viaSecond = (url: string) =>
+        request(second.port, url, { address: '127.0.0.2', headers: { host: 'cdn.example.test' } });
       const url = `/second${cc('public, max-age=600')}`;
       const first = await viaSecond(url);
       expect(first.headers['x-cache']).toBe('MISS');
@@ -168,13 +171,14 @@ describe('POST /environments/{id}/cdn/clear', () => {
     const third = await startEdge({
       knex,
       databaseUrl: c.t.config.databaseUrl!,
-      host: '127.0.0.1',
+      host: '127.0.0.3',
       edgePort: 0,
       dataDir: `${c.t.dataDir}/third-edge`,
       secrets: c.t.deps.secrets,
     });
     try {
-      const via = (url: string) => request(third.port, url, { headers: { host: 'cdn.example.test' } });
+      const via = (url: string) =>
+        request(third.port, url, { address: '127.0.0.3', headers: { host: 'cdn.example.test' } });
       const url = `/cut-off${cc('public, max-age=600')}`;
       const first = await via(url);
       expect((await via(url)).text).toBe(first.text);

@@ -38,13 +38,14 @@ export interface CdnWorld {
   developer: Agent;
 }
 
-/** A request to `port` (from a loopback address of choice). */
+/** A request to `port` of 127.0.0.1, or of the edge's `address` (from a loopback address of choice). */
 export function request(
   port: number,
   url: string,
-  opts: { method?: string; headers?: Record<string, string>; localAddress?: string } = {},
+  opts: { method?: string; headers?: Record<string, string>; localAddress?: string; address?: string } = {},
 ): Promise<Answer> {
-  return send({ port, path: url, ...opts });
+  const { address, ...rest } = opts;
+  return send({ port, path: url, ...rest, ...(address ? { host: address } : {}) });
 }
 
 /** The world, set up in the file's beforeAll (read its fields in tests). */

@@ -78,7 +78,7 @@ describe('/projects/{id}/notifications', () => {
       url: 'https://example.test/h',
     });
     const rules = await agent.get(`/projects/${project.id}/notifications`);
-    expect(rules.body.rules).toHaveLength(5);
+    expect(rules.body.rules).toHaveLength(6);
     expect(rules.body.rules.find((r: { event: string }) => r.event === 'task.failed')).toEqual({
       event: 'task.failed',
       email: 'none',
