@@ -55,7 +55,7 @@ describe('auto_deploy', () => {
     await until(
       'v1 resolved',
       () => taskLog(t, w.api, first.id),
-      (log) => log.includes('main is at'),
+      (log) => log.includes('which needs a build'), // the first line: its commit resolved, a build due
       60_000,
     );
     const v2 = w.repo.commit('v2');
