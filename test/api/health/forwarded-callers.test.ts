@@ -11,7 +11,7 @@ const t = useTestContext();
 describe('/health and /metrics to a loopback caller, TRUST_PROXY_HOPS 0, no METRICS_TOKEN', () => {
   it('shows the details to a loopback request that names no forwarded client', async () => {
     const res = await t.agent().get('/health');
-    expect(Object.keys(res.body).sort()).toEqual(['components', 'processes', 'settings', 'status']);
+    expect(Object.keys(res.body).sort()).toEqual(['components', 'hosts', 'processes', 'settings', 'status']);
     expect((await fetch(`${t.baseUrl}/metrics`)).status).toBe(200);
   });
 
@@ -21,7 +21,7 @@ describe('/health and /metrics to a loopback caller, TRUST_PROXY_HOPS 0, no METR
   ])('gives statuses only, and no metrics, to a request with %s', async (name, value) => {
     const res = await t.agent().get('/health', { headers: { [name]: value } });
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual(['components', 'status']);
+    expect(Object.keys(res.body).sort()).toEqual(['components', 'hosts', 'status']);
     const metrics = await fetch(`${t.baseUrl}/metrics`, { headers: { [name]: value } });
     expect(metrics.status).toBe(403);
   });

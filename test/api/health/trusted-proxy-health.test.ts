@@ -11,7 +11,7 @@ describe('/health and /metrics with TRUST_PROXY_HOPS=1, no METRICS_TOKEN', () =>
   it('gives a loopback caller statuses only, and no metrics, even with no forwarded header', async () => {
     const res = await t.agent().get('/health');
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual(['components', 'status']);
+    expect(Object.keys(res.body).sort()).toEqual(['components', 'hosts', 'status']);
     expect((await fetch(`${t.baseUrl}/metrics`)).status).toBe(403);
   });
 });
