@@ -8,13 +8,13 @@
  * Their configuration lines go into haproxy.cfg through `fragments` (edge/haproxy/config.ts).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
-import net from 'node:net';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
 import type { Secrets } from '../system/secrets';
 import type { LogShipper } from '../logs/shipper';
 import { type BasicAuth, startBasicAuth } from './basic-auth/control';
 import { basicAuthRules, basicAuthSections, basicAuthUseBackend } from './basic-auth/haproxy';
+import { freeListenPort } from './listen-ports';
 import { startRequestLog } from './request-log/control';
 import { requestLogFrontend, requestLogGlobal, requestLogRules, requestLogSections } from './request-log/haproxy';
 import { VarnishPurger } from './cdn/bans';
@@ -42,17 +42,6 @@ export interface EdgeParts {
 }
 
 /** A free port on loopback. */
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, host, () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** HAProxy's origin listener for the CDN: one port, kept across restarts (an adopted Varnish's VCL names it). */
 async function originPortOf(dir: string): Promise<number> {
   const file = join(dir, 'origin-port');
@@ -62,7 +51,7 @@ async function originPortOf(dir: string): Promise<number> {
   } catch {
     // none yet
   }
-  const port = await freePort();
+  const port = await freeListenPort();
   writeAtomic(file, String(port), 0o600);
   return port;
 }

@@ -23,7 +23,8 @@ import { join } from 'node:path';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { type EdgeState, loadEdgeState } from './state';
-import { freePort, startEdgeParts } from './parts';
+import { freeListenPort } from './listen-ports';
+import { startEdgeParts } from './parts';
 import type { Secrets } from '../system/secrets';
 import { LogShipper, type ShipperOptions } from '../logs/shipper';
 import { CertificateFiles, type CertificateFilesOptions, CRT_LIST } from './certificate-files';
@@ -177,7 +178,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       later();
     });
 
-  const edgePort = o.edgePort || (await freePort(o.host === '0.0.0.0' ? '127.0.0.1' : o.host));
+  const edgePort = o.edgePort || (await freeListenPort(o.host === '0.0.0.0' ? '127.0.0.1' : o.host));
   const configOptions = {
     paths,
     host: o.host,

@@ -28,6 +28,7 @@ import path from 'node:path';
 import { closedAboveSync } from '../../host/traversable';
 import { adminCommand, type AdminAddress } from './admin';
 import { alive, sleep, stop } from './pids';
+import { freeListenPort } from '../listen-ports';
 import { renderVcl } from './vcl';
 
 export const INSTALL_HINT = 'apt-get install -y varnish';
@@ -55,18 +56,6 @@ interface State {
 }
 
 type Resolved = VarnishOptions & State;
-
-/** A port that was free a moment ago on 127.0.0.1. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function readState(file: string): Partial<State> {
   try {
@@ -125,8 +114,8 @@ export class Varnish {
   /** Adopts the running varnishd of this directory, or starts one; the cache serves once `resume()` is called. */
   static async start(o: VarnishOptions): Promise<Varnish> {
     const saved = readState(path.join(o.dir, 'state.json'));
-    const port = o.port ?? saved.port ?? (await freePort());
-    const adminPort = o.adminPort ?? saved.adminPort ?? (await freePort());
+    const port = o.port ?? saved.port ?? (await freeListenPort());
+    const adminPort = o.adminPort ?? saved.adminPort ?? (await freeListenPort());
     const v = new Varnish({ ...o, port, adminPort });
     try {
       await v.begin();

@@ -1,0 +1,42 @@
+/**
+ * Ports the edge picks for its own listeners (HAProxy's CDN origin, Varnish's HTTP and admin ports, and the
+ * edge port when none is configured).
+ *
+ * A port found free by listening on port 0 comes from the kernel's ephemeral range, where every outgoing
+ * connection also takes its local port. Between the look and the listener's bind, a connection (or another
+ * process's port-0 listener) can take it, and HAProxy, which binds without SO_REUSEPORT, then exits with
+ * "Address already in use". So these ports come from below that range: 10000-19999, under the default
+ * ENVIRONMENT_PORTS (20000-20999), each tried before it is handed out.
+ */
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+
+const LOW = 10_000;
+const HIGH = 19_999;
+
+function ephemeralLow(): number {
+  try {
+    const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    return Number.isInteger(low) && low > 1024 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+function tryListen(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen({ port, host, exclusive: true }, () => s.close(() => resolve(true)));
+  });
+}
+
+/** A port free a moment ago on `host`, outside the kernel's ephemeral range. */
+export async function freeListenPort(host = '127.0.0.1'): Promise<number> {
+  const high = Math.min(HIGH, ephemeralLow() - 1);
+  for (let i = 0; i < 200; i++) {
+    const port = LOW + Math.floor(Math.random() * (high - LOW + 1));
+    if (await tryListen(port, host)) return port;
+  }
+  throw new Error(`no free port in ${LOW}-${high} on ${host}: free some, or set the edge's ports explicitly`);
+}
