@@ -25,7 +25,10 @@ export interface ResponseDef {
   contentType?: string;
 }
 
-/** What a handler returns: nothing (it set the answer), or for a `startsTask` route the task(s) it started. */
+/**
+ * What a handler returns: nothing (it set the answer); for a `startsTask` route the task(s) it started; for a
+ * route with `present`, the record (or the list of records) that the router presents.
+ */
 export type Started = Task | Task[] | undefined | void;
 
 export interface RouteInput<P, Q, B> {
@@ -46,7 +49,7 @@ export interface RouteContext<P, Q, B, R extends ScopeRow = ScopeRow> extends Co
  * One endpoint. `RouteDef` alone (the route table's element) is any route: its handler and signature check are
  * methods, so a route typed for its own params, query, body and scope row is one of them.
  */
-export interface RouteDef<P = unknown, Q = unknown, B = unknown, R extends ScopeRow = ScopeRow> {
+export interface RouteDef<P = unknown, Q = unknown, B = unknown, R extends ScopeRow = ScopeRow, T = unknown> {
   method: Method;
   /** OpenAPI-style path relative to /api/vc/v1, e.g. `/teams/{id}`. */
   path: string;
@@ -87,8 +90,17 @@ export interface RouteDef<P = unknown, Q = unknown, B = unknown, R extends Scope
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
   responses: Record<number, ResponseDef>;
-  /** Sets the answer on ctx, or (a `startsTask` route) returns the task (or the tasks) it started. */
-  handler(ctx: RouteContext<P, Q, B, R>): Started | Promise<Started>;
+  /**
+   * Presents the record the handler returned (STYLE: services return records, routes present them). A list
+   * is answered as `{data: [...]}`, each element presented. The status is the handler's (`ctx.status = 201`
+   * before it returns), else 200.
+   */
+  present?(record: T, ctx: RouteContext<P, Q, B, R>): unknown;
+  /**
+   * Sets the answer on ctx; or (a `startsTask` route) returns the task (or the tasks) it started; or (a route
+   * with `present`) returns the record or the list of records to present.
+   */
+  handler(ctx: RouteContext<P, Q, B, R>): Started | T | T[] | Promise<Started | T | T[]>;
 }
 
 /** Declares one endpoint; the same schemas validate requests and build the OpenAPI document. */
@@ -97,12 +109,16 @@ export function defineRoute<
   Q = Record<string, never>,
   B = undefined,
   R extends ScopeRow = ScopeRow,
->(def: RouteDef<P, Q, B, R>): RouteDef<P, Q, B, R> {
+  T = unknown,
+>(def: RouteDef<P, Q, B, R, T>): RouteDef<P, Q, B, R, T> {
   if (!def.operationId || !def.summary || Object.keys(def.responses).length === 0) {
     throw new Error(`route ${def.method.toUpperCase()} ${def.path} needs an operationId, a summary and its responses`);
   }
   if ((def.auth === 'signature') !== Boolean(def.signature)) {
     throw new Error(`route ${def.method.toUpperCase()} ${def.path}: auth 'signature' goes with a signature check`);
+  }
+  if (def.present && def.startsTask) {
+    throw new Error(`route ${def.method.toUpperCase()} ${def.path}: a task-starting route is presented by the router`);
   }
   return def;
 }

@@ -204,10 +204,14 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string, task
         const started = await def.handler(ctx as never);
         if (started && def.startsTask && actor) {
           const account = { id: actor.user.id, name: actor.user.name };
+          const task = started as Task | Task[];
           ctx.status = 202;
-          ctx.body = Array.isArray(started)
-            ? { data: started.map((task) => tasks.present(task, account)) }
-            : tasks.present(started, account);
+          ctx.body = Array.isArray(task)
+            ? { data: task.map((t) => tasks.present(t, account)) }
+            : tasks.present(task, account);
+        } else if (def.present && started !== undefined) {
+          const present = (record: unknown) => def.present!(record as never, ctx as never);
+          ctx.body = Array.isArray(started) ? { data: started.map(present) } : present(started);
         }
       };
       if (def.startsTask && actor)

@@ -19,7 +19,7 @@ import {
   roleIn,
   type Role,
 } from '../lib/policy';
-import { invitationStatus, presentInvitation, presentMembership } from './presenter';
+import { invitationStatus } from './presenter';
 
 export const INVITATION_DAYS = 7;
 
@@ -44,19 +44,8 @@ export async function listPeople(deps: Deps, actor: Actor, teamId: string) {
     .whereNull('revoked_at')
     .orderBy([{ column: 'created_at' }, { column: 'id' }]);
   return {
-    data: rows.map((r) => {
-      const row = r as Membership & { user_name: string; user_email: string };
-      const {
-        team_id: _t,
-        created_at: _c,
-        ...m
-      } = presentMembership(row, { name: row.user_name, email: row.user_email });
-      return m;
-    }),
-    invitations: invitations.map((i) => {
-      const { id, email, role: r, status, expires_at } = presentInvitation(i);
-      return { id, email, role: r, status, expires_at };
-    }),
+    members: rows as Array<Membership & { user_name: string; user_email: string }>,
+    invitations,
     assignable_roles: assignableRoles(role),
   };
 }
@@ -126,7 +115,7 @@ export async function createInvitation(deps: Deps, actor: Actor, teamId: string,
         summary: `${input.email} invited as ${input.role}`,
       });
       await sendInvitation(deps, actor, team, inv);
-      return presentInvitation(inv);
+      return inv;
     });
   } catch (err) {
     if (err instanceof UniqueViolationError) {
@@ -160,7 +149,7 @@ export async function renewInvitation(deps: Deps, actor: Actor, id: string) {
       updated_at: new Date(),
     } as Partial<Invitation>);
     await sendInvitation(deps, actor, team!, renewed);
-    return presentInvitation(renewed);
+    return renewed;
   });
 }
 
@@ -219,7 +208,7 @@ export async function acceptInvitation(deps: Deps, actor: Actor, id: string) {
       type: 'member_joined',
       summary: `${user.email} joined as ${inv.role}`,
     });
-    return presentMembership(m, user);
+    return { membership: m, user };
   });
 }
 
@@ -260,7 +249,7 @@ export async function updateMembership(deps: Deps, actor: Actor, id: string, inp
         summary: `${user!.email}: ${target.role} -> ${input.role}`,
       });
     }
-    return presentMembership(updated, user!);
+    return { membership: updated, user: user! };
   });
 }
 

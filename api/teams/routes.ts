@@ -4,6 +4,7 @@ import * as s from './schemas';
 import * as teams from './service';
 import * as people from './people-service';
 import { errorResponse as error } from '../lib/responses';
+import { presentInvitation, presentMembership, presentPeople, presentTeam, presentTeamSettings } from './presenter';
 
 const tags = ['teams'];
 
@@ -19,9 +20,8 @@ const teamRoutes = [
     auth: 'token',
     permission: 'team:read',
     responses: { 200: { description: 'Teams', schema: s.teamListSchema } },
-    async handler(ctx) {
-      ctx.body = { data: await teams.listTeams(ctx.deps, ctx.actor) };
-    },
+    handler: (ctx) => teams.listTeams(ctx.deps, ctx.actor),
+    present: ({ team, role }) => presentTeam(team, role),
   }),
   defineRoute({
     method: 'get',
@@ -47,10 +47,11 @@ const teamRoutes = [
     auth: 'session',
     body: s.createTeamBody,
     responses: { 201: { description: 'The team', schema: s.teamSchema }, 422: error('Invalid name') },
-    async handler(ctx) {
+    handler(ctx) {
       ctx.status = 201;
-      ctx.body = await teams.createTeam(ctx.deps, ctx.actor, ctx.input.body);
+      return teams.createTeam(ctx.deps, ctx.actor, ctx.input.body);
     },
+    present: ({ team, role }) => presentTeam(team, role),
   }),
   defineRoute({
     method: 'get',
@@ -65,9 +66,8 @@ const teamRoutes = [
     scope: scopes.team,
     params: s.idParams,
     responses: { 200: { description: 'Settings', schema: s.teamSettingsSchema }, 404: error('No such team') },
-    async handler(ctx) {
-      ctx.body = await teams.getTeamSettings(ctx.deps, ctx.actor, ctx.input.params.id);
-    },
+    handler: (ctx) => teams.getTeamSettings(ctx.deps, ctx.actor, ctx.input.params.id),
+    present: presentTeamSettings,
   }),
   defineRoute({
     method: 'post',
@@ -88,9 +88,8 @@ const teamRoutes = [
       404: error('No such team'),
       422: error('Invalid fields'),
     },
-    async handler(ctx) {
-      ctx.body = await teams.updateTeamSettings(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
-    },
+    handler: (ctx) => teams.updateTeamSettings(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body),
+    present: presentTeamSettings,
   }),
   defineRoute({
     method: 'delete',
@@ -134,8 +133,9 @@ const peopleRoutes = [
     params: s.idParams,
     responses: { 200: { description: 'People', schema: s.peopleSchema }, 404: error('No such team') },
     async handler(ctx) {
-      ctx.body = await people.listPeople(ctx.deps, ctx.actor, ctx.input.params.id);
+      return people.listPeople(ctx.deps, ctx.actor, ctx.input.params.id);
     },
+    present: presentPeople,
   }),
   defineRoute({
     method: 'post',
@@ -164,8 +164,9 @@ const peopleRoutes = [
     async handler(ctx) {
       await ctx.deps.guards.consumeCreation('invitations', ctx.ip);
       ctx.status = 201;
-      ctx.body = await people.createInvitation(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+      return people.createInvitation(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
     },
+    present: presentInvitation,
   }),
   defineRoute({
     method: 'post',
@@ -191,8 +192,9 @@ const peopleRoutes = [
     },
     async handler(ctx) {
       await ctx.deps.guards.consumeCreation('invitations', ctx.ip);
-      ctx.body = await people.renewInvitation(ctx.deps, ctx.actor, ctx.input.params.id);
+      return people.renewInvitation(ctx.deps, ctx.actor, ctx.input.params.id);
     },
+    present: presentInvitation,
   }),
   defineRoute({
     method: 'delete',
@@ -235,8 +237,9 @@ const peopleRoutes = [
       409: error('invitation_not_open'),
     },
     async handler(ctx) {
-      ctx.body = await people.acceptInvitation(ctx.deps, ctx.actor, ctx.input.params.id);
+      return people.acceptInvitation(ctx.deps, ctx.actor, ctx.input.params.id);
     },
+    present: presentMembership,
   }),
   defineRoute({
     method: 'patch',
@@ -259,8 +262,9 @@ const peopleRoutes = [
       422: error('Invalid role'),
     },
     async handler(ctx) {
-      ctx.body = await people.updateMembership(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+      return people.updateMembership(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
     },
+    present: presentMembership,
   }),
   defineRoute({
     method: 'delete',

@@ -5,19 +5,18 @@ import { Team } from '../../db/models/team';
 import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
 import { authorize, reachableMemberships, ROLE_DESCRIPTIONS, ROLES, type Role } from '../lib/policy';
-import { presentTeam, presentTeamSettings } from './presenter';
 import { TEAM_NAME_MAX } from './schemas';
 import { nextStepsFor } from '../../db/queries/next-steps';
 
 /** The teams the caller reaches (a token: only its one team), with the caller's role in each. */
 export async function listTeams(deps: Deps, actor: Actor) {
   const memberships = await reachableMemberships(deps.knex, actor);
-  if (memberships.length === 0) return [];
+  if (memberships.length === 0) return [] as Array<{ team: Team; role: Role }>;
   const roles = new Map(memberships.map((m) => [m.team_id, m.role]));
   const teams = await Team.query(deps.knex)
     .whereIn('id', [...roles.keys()])
     .orderBy([{ column: 'name' }, { column: 'id' }]);
-  return teams.map((t) => presentTeam(t, roles.get(t.id)!));
+  return teams.map((team) => ({ team, role: roles.get(team.id)! }));
 }
 
 /** What creating a team asks for. */
@@ -33,7 +32,7 @@ export async function createTeam(deps: Deps, actor: Actor, input: { name: string
   return deps.knex.transaction(async (trx) => {
     const team = await Team.query(trx).insertAndFetch({ name: input.name, settings: {} });
     await Membership.query(trx).insert({ team_id: team.id, user_id: actor.user.id, role: 'owner' });
-    return presentTeam(team, 'owner');
+    return { team, role: 'owner' as Role };
   });
 }
 
@@ -46,19 +45,18 @@ async function loadTeam(deps: Deps, actor: Actor, id: string, action: Parameters
 
 export async function getTeamSettings(deps: Deps, actor: Actor, id: string) {
   const { team, role } = await loadTeam(deps, actor, id, 'team:read');
-  return { ...presentTeamSettings(team, role), next_steps: await nextStepsFor(deps.knex, id, actor.user.id) };
+  return { team, role, next_steps: await nextStepsFor(deps.knex, id, actor.user.id) };
 }
 
 export async function updateTeamSettings(deps: Deps, actor: Actor, id: string, input: { name?: string }) {
   const { team, role } = await loadTeam(deps, actor, id, 'team:update');
   const steps = () => nextStepsFor(deps.knex, id, actor.user.id);
-  if (input.name === undefined || input.name === team.name)
-    return { ...presentTeamSettings(team, role), next_steps: await steps() };
+  if (input.name === undefined || input.name === team.name) return { team, role, next_steps: await steps() };
   const updated = await Team.query(deps.knex).patchAndFetchById(id, {
     name: input.name,
     updated_at: new Date(),
   } as Partial<Team>);
-  return { ...presentTeamSettings(updated, role), next_steps: await steps() };
+  return { team: updated, role, next_steps: await steps() };
 }
 
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
