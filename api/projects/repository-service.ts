@@ -11,33 +11,18 @@ import type { Deps } from '../../system/deps';
 import { open, seal } from '../../system/crypto';
 import { projectRepositoryOf } from '../../core/repository';
 import { appError, errors } from '../../core/errors';
-import { API_PREFIX } from '../lib/paths';
-import { isoOrNull } from '../../core/time';
-import { displayUrl, lsRemote } from '../../core/ls-remote';
+import { lsRemote } from '../../core/ls-remote';
 import { aad } from '../../db/aad';
 
 export const SIGNATURE_HEADER = 'x-hub-signature-256';
 
-interface RepositoryRow {
+export interface RepositoryRow {
   id: string;
   repository_url: string | null;
   repository_credentials?: string | null;
   repository_reachable: boolean | null;
   repository_default_branch: string | null;
   repository_checked_at: Date | null;
-}
-
-export const webhookUrl = (deps: Deps, projectId: string) =>
-  `${deps.config.baseUrl.replace(/\/+$/, '')}${API_PREFIX}/hooks/git/${projectId}`;
-
-export function presentRepository(deps: Deps, p: RepositoryRow) {
-  return {
-    url: p.repository_url ? displayUrl(p.repository_url) : null,
-    default_branch: p.repository_default_branch,
-    reachable: p.repository_url ? p.repository_reachable : null,
-    checked_at: isoOrNull(p.repository_checked_at),
-    webhook_url: p.repository_url ? webhookUrl(deps, p.id) : null,
-  };
 }
 
 /** A new webhook secret and its sealed form (kept on the project). */
@@ -49,7 +34,7 @@ export function newWebhookSecret(deps: Deps, projectId: string): { secret: strin
 export async function getRepository(deps: Deps, projectId: string) {
   const row = await deps.knex('projects').where({ id: projectId }).first();
   if (!row) throw errors.notFound('project');
-  return presentRepository(deps, row);
+  return row as RepositoryRow;
 }
 
 /**
@@ -73,7 +58,7 @@ export async function reconnectRepository(deps: Deps, projectId: string) {
       repository_checked_at: deps.knex.fn.now(),
     })
     .returning('*');
-  return { ...presentRepository(deps, updated), ...(check.ok ? {} : { reason: check.reason }) };
+  return { ...(updated as RepositoryRow), ...(check.ok ? {} : { reason: check.reason }) };
 }
 
 /**

@@ -4,6 +4,7 @@ import * as s from './schemas';
 import * as projects from './service';
 import { errorResponse as error } from '../lib/responses';
 import { getRepository, reconnectRepository } from './repository-service';
+import { presentProject, presentRepository } from './presenter';
 
 const tags = ['projects'];
 
@@ -20,9 +21,8 @@ export const routes: RouteDef[] = [
     permission: 'project:read',
     query: s.listProjectsQuery,
     responses: { 200: { description: 'Projects', schema: s.projectListSchema }, 422: error('Invalid filter') },
-    async handler(ctx) {
-      ctx.body = { data: await projects.listProjects(ctx.deps, ctx.actor, ctx.input.query) };
-    },
+    handler: (ctx) => projects.listProjects(ctx.deps, ctx.actor, ctx.input.query),
+    present: presentProject,
   }),
   defineRoute({
     method: 'get',
@@ -57,8 +57,9 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 201;
-      ctx.body = await projects.createProject(ctx.deps, ctx.actor, ctx.input.body);
+      return projects.createProject(ctx.deps, ctx.actor, ctx.input.body);
     },
+    present: presentProject,
   }),
   defineRoute({
     method: 'delete',
@@ -97,8 +98,9 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: { 200: { description: 'Repository', schema: s.repositorySchema }, 404: error('No such project') },
     async handler(ctx) {
-      ctx.body = await getRepository(ctx.deps, ctx.input.params.id);
+      return getRepository(ctx.deps, ctx.input.params.id);
     },
+    present: (row, ctx) => presentRepository(ctx.deps.config, row),
   }),
   defineRoute({
     method: 'post',
@@ -120,8 +122,9 @@ export const routes: RouteDef[] = [
       409: error('no_repository'),
     },
     async handler(ctx) {
-      ctx.body = await reconnectRepository(ctx.deps, ctx.input.params.id);
+      return reconnectRepository(ctx.deps, ctx.input.params.id);
     },
+    present: (row, ctx) => presentRepository(ctx.deps.config, row),
   }),
   defineRoute({
     method: 'post',
@@ -148,7 +151,8 @@ export const routes: RouteDef[] = [
       422: error('Not a repository git can read'),
     },
     async handler(ctx) {
-      ctx.body = await projects.connectRepository(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+      return projects.connectRepository(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
     },
+    present: (row, ctx) => presentRepository(ctx.deps.config, row),
   }),
 ] as RouteDef[];

@@ -9,8 +9,7 @@ import { parseRepositoryUrl } from '../../host/git-remote';
 import { sealCredentials } from '../../core/repository';
 import { lsRemote } from '../../core/ls-remote';
 import { withHostCredentials } from '../../core/repository-hosts';
-import { newWebhookSecret, presentRepository } from './repository-service';
-import { presentProject } from './presenter';
+import { newWebhookSecret, type RepositoryRow } from './repository-service';
 import { NAME_RULES } from './schemas';
 
 const nameTaken = () =>
@@ -33,7 +32,7 @@ export async function listProjects(deps: Deps, actor: Actor, query: { team_id?: 
   const projects = await Project.query(deps.knex)
     .whereIn('team_id', teamIds)
     .orderBy([{ column: 'name' }, { column: 'id' }]);
-  return projects.map(presentProject);
+  return projects;
 }
 
 /** The teams the caller may create projects in, and the name rules; blocked when there is none. */
@@ -71,7 +70,7 @@ export async function createProject(deps: Deps, actor: Actor, input: { team_id: 
       name: input.name,
       repository_url: null,
     } as Partial<Project>);
-    return presentProject(project);
+    return project;
   } catch (err) {
     if (err instanceof UniqueViolationError) throw nameTaken();
     throw err;
@@ -138,5 +137,5 @@ export async function connectRepository(deps: Deps, actor: Actor, id: string, in
     })
     .returning('*');
   if (!row) throw errors.notFound('project');
-  return { ...presentRepository(deps, row), webhook_secret: webhook.secret };
+  return { ...(row as RepositoryRow), webhook_secret_shown: webhook.secret };
 }

@@ -5,6 +5,7 @@ import { scopes } from '../lib/scopes';
 import { resourceName } from './schemas';
 import { getSettings, updateSettings } from './settings-service';
 import { idParams } from '../lib/params';
+import { presentSettings } from './presenter';
 
 const settingsSchema = z.strictObject({
   name: z.string(),
@@ -42,8 +43,9 @@ export const routes: RouteDef[] = [
     params: idParams,
     responses: { 200: { description: 'Settings', schema: settingsSchema }, 404: error('No such project') },
     async handler(ctx) {
-      ctx.body = await getSettings(ctx.deps, ctx.input.params.id);
+      return getSettings(ctx.deps, ctx.input.params.id);
     },
+    present: (row, ctx) => presentSettings(ctx.deps.config, row),
   }),
   defineRoute({
     method: 'post',
@@ -66,7 +68,8 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      ctx.body = await updateSettings(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+      return updateSettings(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
     },
+    present: (row, ctx) => presentSettings(ctx.deps.config, row),
   }),
 ] as RouteDef[];

@@ -8,25 +8,17 @@ import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
 
-interface ProjectRow {
+export interface ProjectSettingsRow {
   id: string;
   team_id: string;
   name: string;
   domain_allowance: number | null;
 }
 
-export function presentSettings(deps: Deps, p: ProjectRow) {
-  return {
-    name: p.name,
-    domain_allowance: p.domain_allowance ?? deps.config.domainAllowance,
-    domain_allowance_is_default: p.domain_allowance === null,
-  };
-}
-
 export async function getSettings(deps: Deps, projectId: string) {
   const p = await deps.knex('projects').where({ id: projectId }).first();
   if (!p) throw errors.notFound('project');
-  return presentSettings(deps, p);
+  return p as ProjectSettingsRow;
 }
 
 export async function updateSettings(
@@ -53,9 +45,9 @@ export async function updateSettings(
         projectId,
         summary: `changed ${Object.keys(patch).join(', ')} of project ${updated.name}`,
       });
-      return updated as ProjectRow;
+      return updated as ProjectSettingsRow;
     });
-    return presentSettings(deps, row);
+    return row;
   } catch (err) {
     if (err instanceof UniqueViolationError || (err as { code?: string }).code === '23505') {
       throw appError('conflict', 'A project of that name exists in this team', {
