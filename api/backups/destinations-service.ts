@@ -9,7 +9,6 @@ import { seal } from '../../system/crypto';
 import { BackupDestination } from '../../db/models/backup-destination';
 import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
-import { iso } from '../../core/time';
 import { DESTINATION_KINDS, probeStoreFault, type DestinationSpec } from '../../host/destinations';
 import {
   destinationRefusal,
@@ -22,7 +21,7 @@ import type { CreateDestination, UpdateDestination } from './schemas';
 import { recordBackupsEvent } from './events';
 import { aad } from '../../db/aad';
 
-const SECRET_FIELDS = ['access_key_id', 'secret_access_key'] as const;
+export const SECRET_FIELDS = ['access_key_id', 'secret_access_key'] as const;
 const FIELDS: Record<'local' | 's3', readonly string[]> = {
   local: ['path'],
   s3: ['endpoint', 'region', 'bucket', 'prefix', ...SECRET_FIELDS],
@@ -38,7 +37,15 @@ export function destinationKinds(deps: Pick<Deps, 'config'>) {
   };
 }
 
-export async function presentDestination(deps: Deps, row: BackupDestination) {
+/** A destination with what its presenter shows beside it: its snapshots, the bytes they use, and why it is refused. */
+export interface DestinationRecord {
+  row: BackupDestination;
+  snapshots: number;
+  used_bytes: number;
+  refusal: string | null;
+}
+
+async function withUsage(deps: Deps, row: BackupDestination): Promise<DestinationRecord> {
   const usage = (await deps
     .knex('backups')
     .where({ destination_id: row.id, status: 'available' })
@@ -47,17 +54,10 @@ export async function presentDestination(deps: Deps, row: BackupDestination) {
       deps.knex.raw('coalesce(sum(size_bytes), 0)::bigint AS used'),
     )) as { snapshots: number; used: string };
   return {
-    id: row.id,
-    team_id: row.team_id,
-    name: row.name,
-    kind: row.kind,
-    settings: row.settings,
-    secret_fields: row.secrets_sealed ? [...SECRET_FIELDS] : [],
+    row,
     snapshots: usage.snapshots,
     used_bytes: Number(usage.used),
-    last_error: (await destinationRefusal(deps, row)) ?? row.last_error ?? null,
-    created_at: iso(row.created_at),
-    updated_at: iso(row.updated_at),
+    refusal: (await destinationRefusal(deps, row)) ?? row.last_error ?? null,
   };
 }
 
@@ -106,11 +106,11 @@ async function loadDestination(deps: Deps, id: string) {
 /** The team's destinations (the route's scope and permission already hold for `teamId`). */
 export async function listDestinations(deps: Deps, teamId: string) {
   const rows = await BackupDestination.query(deps.knex).where({ team_id: teamId }).orderBy('created_at');
-  return { data: await Promise.all(rows.map((r) => presentDestination(deps, r))) };
+  return Promise.all(rows.map((r) => withUsage(deps, r)));
 }
 
 export async function getDestination(deps: Deps, id: string) {
-  return presentDestination(deps, await loadDestination(deps, id));
+  return withUsage(deps, await loadDestination(deps, id));
 }
 
 const nameTaken = () =>
@@ -167,7 +167,7 @@ export async function createDestination(
       });
       return r;
     });
-    return presentDestination(deps, row);
+    return withUsage(deps, row);
   } catch (err) {
     if (err instanceof UniqueViolationError) throw nameTaken();
     throw err;
@@ -231,7 +231,7 @@ export async function updateDestination(
       });
       return r;
     });
-    return presentDestination(deps, updated);
+    return withUsage(deps, updated);
   } catch (err) {
     if (err instanceof UniqueViolationError) throw nameTaken();
     throw err;

@@ -5,6 +5,7 @@ import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as destinations from './destinations-service';
 import * as backups from './service';
+import { presentBackup, presentDestination, presentWindow } from './presenter';
 
 const tags = ['backups'];
 /** The environment the route's scope found (in the caller's team, the route's permission checked). */
@@ -45,8 +46,9 @@ const destinationRoutes = [
     params: s.idParams,
     responses: { 200: { description: 'Destinations', schema: s.destinationListSchema }, 404: error('No such team') },
     async handler(ctx) {
-      ctx.body = await destinations.listDestinations(ctx.deps, ctx.input.params.id);
+      return destinations.listDestinations(ctx.deps, ctx.input.params.id);
     },
+    present: presentDestination,
   }),
   defineRoute({
     method: 'post',
@@ -71,8 +73,9 @@ const destinationRoutes = [
     },
     async handler(ctx) {
       ctx.status = 201;
-      ctx.body = await destinations.createDestination(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body, ctx.ip);
+      return destinations.createDestination(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body, ctx.ip);
     },
+    present: presentDestination,
   }),
   defineRoute({
     method: 'get',
@@ -90,8 +93,9 @@ const destinationRoutes = [
       404: error('No such destination'),
     },
     async handler(ctx) {
-      ctx.body = await destinations.getDestination(ctx.deps, ctx.input.params.id);
+      return destinations.getDestination(ctx.deps, ctx.input.params.id);
     },
+    present: presentDestination,
   }),
   defineRoute({
     method: 'post',
@@ -114,8 +118,9 @@ const destinationRoutes = [
       422: error('Invalid fields, or the probe failed'),
     },
     async handler(ctx) {
-      ctx.body = await destinations.updateDestination(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body, ctx.ip);
+      return destinations.updateDestination(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body, ctx.ip);
     },
+    present: presentDestination,
   }),
 ];
 
@@ -134,8 +139,9 @@ const windowRoutes = [
     params: projectParams,
     responses: { 200: { description: 'The window', schema: s.backupWindowSchema }, 404: error('No such project') },
     async handler(ctx) {
-      ctx.body = await backups.getBackupWindow(ctx.deps, ctx.actor, ctx.input.params.id);
+      return backups.getBackupWindow(ctx.deps, ctx.actor, ctx.input.params.id);
     },
+    present: presentWindow,
   }),
   defineRoute({
     method: 'post',
@@ -158,8 +164,9 @@ const windowRoutes = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      ctx.body = await backups.setBackupWindow(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body, ctx.ip);
+      return backups.setBackupWindow(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body, ctx.ip);
     },
+    present: presentWindow,
   }),
   defineRoute({
     method: 'delete',
@@ -179,8 +186,9 @@ const windowRoutes = [
       404: error('No such project'),
     },
     async handler(ctx) {
-      ctx.body = await backups.resetBackupWindow(ctx.deps, ctx.actor, ctx.input.params.id, ctx.ip);
+      return backups.resetBackupWindow(ctx.deps, ctx.actor, ctx.input.params.id, ctx.ip);
     },
+    present: presentWindow,
   }),
 ];
 
@@ -199,8 +207,9 @@ const snapshotRoutes = [
     params: s.idParams,
     responses: { 200: { description: 'Snapshots', schema: s.backupListSchema }, 404: error('No such environment') },
     async handler(ctx) {
-      ctx.body = await backups.listBackups(ctx.deps, ctx.scope.row);
+      return backups.listBackups(ctx.deps, ctx.scope.row);
     },
+    present: presentBackup,
   }),
   defineRoute({
     method: 'delete',

@@ -11,7 +11,7 @@ import { BackupWindow } from '../../db/models/backup-window';
 import type { Environment } from '../../db/models/environment';
 import type { Actor } from '../../core/actor';
 import { errors } from '../../core/errors';
-import { iso, isoOrNull } from '../../core/time';
+import { isoOrNull } from '../../core/time';
 import { findProject } from '../projects/service';
 import type { Readable } from 'node:stream';
 import { ObjectMismatch, openStore, storedObject } from '../../host/destinations';
@@ -22,28 +22,8 @@ import { syncBackupSchedule, deleteBackupSchedule } from '../../core/temporal-st
 import { isKeptDeletedEnvironment } from '../../db/queries/deleted-environments';
 
 export const DOWNLOAD_TTL_SECONDS = 15 * 60;
-export const DEFAULT_WINDOW = { hour_utc: 3, retention_days: 7 };
 
 type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
-
-export function presentBackup(row: Backup) {
-  return {
-    id: row.id,
-    status: row.status,
-    trigger: row.trigger,
-    created_at: iso(row.created_at),
-    finished_at: isoOrNull(row.finished_at),
-    size_bytes: row.size_bytes === null ? null : Number(row.size_bytes),
-    sha256: row.sha256,
-    destination_id: row.destination_id,
-    contents: row.contents as Array<'database' | 'files'>,
-    key_fingerprint: row.key_fingerprint,
-    task_id: row.task_id,
-    error: row.error,
-    verified_at: isoOrNull(row.verified_at),
-    verify_error: row.verify_error,
-  };
-}
 
 export async function listBackups(deps: Deps, env: EnvRow) {
   const rows = await Backup.query(deps.knex)
@@ -52,7 +32,7 @@ export async function listBackups(deps: Deps, env: EnvRow) {
       { column: 'created_at', order: 'desc' },
       { column: 'id', order: 'desc' },
     ]);
-  return { data: rows.map(presentBackup) };
+  return rows;
 }
 
 /**
@@ -196,15 +176,9 @@ export async function revealBackupKey(deps: Deps, actor: Actor, env: EnvRow, add
 
 // ---- backup window --------------------------------------------------------------------------------
 
-function presentWindow(w: BackupWindow | undefined) {
-  return w
-    ? { hour_utc: w.hour_utc, retention_days: w.retention_days, destination_id: w.destination_id, default: false }
-    : { ...DEFAULT_WINDOW, destination_id: null, default: true };
-}
-
 export async function getBackupWindow(deps: Deps, actor: Actor, projectId: string) {
   await findProject(deps, actor, projectId, 'data:read');
-  return presentWindow(await BackupWindow.query(deps.knex).findById(projectId));
+  return { window: await BackupWindow.query(deps.knex).findById(projectId) };
 }
 
 export async function setBackupWindow(
@@ -234,7 +208,7 @@ export async function setBackupWindow(
     return BackupWindow.query(trx).findById(projectId);
   });
   await syncBackupSchedule(deps, projectId, input.hour_utc);
-  return presentWindow(row);
+  return { window: row };
 }
 
 export async function resetBackupWindow(deps: Deps, actor: Actor, projectId: string, address: string) {
@@ -252,5 +226,5 @@ export async function resetBackupWindow(deps: Deps, actor: Actor, projectId: str
       });
   });
   await deleteBackupSchedule(deps, projectId);
-  return presentWindow(undefined);
+  return { window: undefined };
 }

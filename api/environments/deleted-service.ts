@@ -6,7 +6,7 @@
 import type { Deps } from '../../system/deps';
 import { Backup } from '../../db/models/backup';
 import { DELETED_ENVIRONMENT_KEEP_DAYS, keptDeletedEnvironments } from '../../db/queries/deleted-environments';
-import { presentBackup } from '../backups/service';
+import { presentBackup } from '../backups/presenter';
 import { iso } from '../../core/time';
 
 const DAY_MS = 86_400_000;
