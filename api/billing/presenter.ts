@@ -1,8 +1,6 @@
 import type { BillingDetails } from '../../db/models/billing-details';
 import type { Subscription } from '../../db/models/subscription';
-
-/** Money kept as numeric(12,2) strings; answers carry numbers with at most two decimals. */
-export const money = (s: string | number) => Math.round(Number(s) * 100) / 100;
+import { money } from './money';
 
 export function presentSubscription(s: Subscription) {
   return {
@@ -21,4 +19,19 @@ export function presentSubscription(s: Subscription) {
 export function presentBillingDetails(d: BillingDetails | undefined) {
   if (!d) return null;
   return { name: d.name, email: d.email, country: d.country, vat_id: d.vat_id, ...d.address };
+}
+
+/** The team's billing details, what it pays for, and the monthly total of what still runs. */
+export function presentBilling(b: {
+  details: BillingDetails | undefined;
+  currency: string;
+  monthly_total: number;
+  subscriptions: Subscription[];
+}) {
+  return {
+    details: presentBillingDetails(b.details),
+    currency: b.currency,
+    monthly_total: money(b.monthly_total),
+    subscriptions: b.subscriptions.map(presentSubscription),
+  };
 }

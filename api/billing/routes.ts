@@ -4,6 +4,7 @@ import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as billing from './service';
 import * as subscriptions from './subscriptions-service';
+import { presentBilling, presentSubscription } from './presenter';
 
 const tags = ['billing'];
 
@@ -42,8 +43,9 @@ export const routes: RouteDef[] = [
       404: error('No such team'),
     },
     async handler(ctx) {
-      ctx.body = await billing.getBilling(ctx.deps, ctx.scope.teamId);
+      return billing.getBilling(ctx.deps, ctx.scope.teamId);
     },
+    present: presentBilling,
   }),
   defineRoute({
     method: 'post',
@@ -66,8 +68,9 @@ export const routes: RouteDef[] = [
       422: error('Missing or invalid fields'),
     },
     async handler(ctx) {
-      ctx.body = await billing.saveBilling(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.body);
+      return billing.saveBilling(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.body);
     },
+    present: presentBilling,
   }),
   defineRoute({
     method: 'get',
@@ -110,7 +113,8 @@ export const routes: RouteDef[] = [
       422: error('confirm is not true'),
     },
     async handler(ctx) {
-      ctx.body = await subscriptions.cancelSubscription(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.params.order);
+      return subscriptions.cancelSubscription(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.params.order);
     },
+    present: presentSubscription,
   }),
 ] as RouteDef[];

@@ -5,7 +5,6 @@ import type { Actor } from '../../core/actor';
 import { errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
 import { addressFormat, checkAddress, knownCountry, ADDRESS_FIELDS } from './address-format';
-import { money, presentBillingDetails, presentSubscription } from './presenter';
 import type { BillingBody } from './schemas';
 import { billingCurrency } from './currency';
 
@@ -27,10 +26,10 @@ export async function getBilling(deps: Deps, teamId: string) {
     .filter((s) => s.status !== 'ended')
     .reduce((sum, s) => sum + Math.round(Number(s.monthly_price) * 100), 0);
   return {
-    details: presentBillingDetails(details),
+    details,
     currency: billingCurrency(deps),
-    monthly_total: money(cents / 100),
-    subscriptions: subs.map(presentSubscription),
+    monthly_total: cents / 100,
+    subscriptions: subs,
   };
 }
 

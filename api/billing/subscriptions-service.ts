@@ -5,7 +5,7 @@ import { startSubscriptionEnd } from '../../core/temporal-starts';
 import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
-import { money, presentSubscription } from './presenter';
+import { money } from './money';
 
 async function load(deps: Deps, teamId: string, order: string) {
   const sub = await Subscription.query(deps.knex).findOne({ team_id: teamId, order });
@@ -79,5 +79,5 @@ export async function cancelSubscription(deps: Deps, actor: Actor, teamId: strin
     await startSubscriptionEnd(deps, { order, item: locked.item, endsAt: cancelAt.toISOString() });
     return updated;
   });
-  return presentSubscription(sub);
+  return sub;
 }

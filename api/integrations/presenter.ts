@@ -6,7 +6,16 @@ import { shownWebhookUrl } from '../../db/queries/integrations';
  * Never a sealed secret: a webhook shows its URL without userinfo and with query values "redacted" (a token
  * in the query is a credential), a Slack integration nothing of its URL.
  */
-export function presentIntegration(i: Integration, deliveries?: IntegrationDelivery[]) {
+export function presentIntegration({
+  integration: i,
+  deliveries,
+  secret,
+}: {
+  integration: Integration;
+  deliveries?: IntegrationDelivery[];
+  /** Only at creation: the webhook's signing secret, shown once. */
+  secret?: string;
+}) {
   return {
     id: i.id,
     team_id: i.team_id,
@@ -17,6 +26,7 @@ export function presentIntegration(i: Integration, deliveries?: IntegrationDeliv
     created_at: i.created_at.toISOString(),
     updated_at: i.updated_at.toISOString(),
     ...(deliveries ? { deliveries: deliveries.map(presentDelivery) } : {}),
+    ...(secret ? { secret } : {}),
   };
 }
 

@@ -3,6 +3,7 @@ import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as integrations from './service';
+import { presentIntegration } from './presenter';
 
 const tags = ['integrations'];
 
@@ -74,8 +75,9 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 201;
-      ctx.body = await integrations.createIntegration(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.body);
+      return integrations.createIntegration(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.body);
     },
+    present: presentIntegration,
   }),
   defineRoute({
     method: 'get',
@@ -96,8 +98,9 @@ export const routes: RouteDef[] = [
       404: error('No such team'),
     },
     async handler(ctx) {
-      ctx.body = await integrations.listIntegrations(ctx.deps, ctx.scope.teamId);
+      return integrations.listIntegrations(ctx.deps, ctx.scope.teamId);
     },
+    present: presentIntegration,
   }),
   defineRoute({
     method: 'get',
@@ -117,8 +120,9 @@ export const routes: RouteDef[] = [
       404: error('No such integration'),
     },
     async handler(ctx) {
-      ctx.body = await integrations.getIntegration(ctx.deps, ctx.input.params.id);
+      return integrations.getIntegration(ctx.deps, ctx.input.params.id);
     },
+    present: presentIntegration,
   }),
   defineRoute({
     method: 'post',
@@ -140,8 +144,9 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      ctx.body = await integrations.updateIntegration(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
+      return integrations.updateIntegration(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
+    present: presentIntegration,
   }),
   defineRoute({
     method: 'delete',

@@ -8,7 +8,6 @@ import { sealWebhookUrls, webhookUrlColumns } from '../../db/queries/integration
 import type { Actor } from '../../core/actor';
 import { errors } from '../../core/errors';
 import { INTEGRATION_EVENTS, INTEGRATION_KINDS, KIND_NAMES, type IntegrationKind } from '../../core/integration-kinds';
-import { presentIntegration } from './presenter';
 import type { CreateBody, UpdateBody } from './schemas';
 import { aad } from '../../db/aad';
 import type { ModelObject } from 'objection';
@@ -51,7 +50,7 @@ export async function createIntegration(deps: Deps, actor: Actor, teamId: string
     });
     return inserted;
   });
-  return { ...presentIntegration(row), ...(body.kind === 'webhook' ? { secret } : {}) };
+  return { integration: row, ...(body.kind === 'webhook' ? { secret } : {}) };
 }
 
 /** The team's integrations, oldest first (no deliveries: GET /integrations/{id} has them). */
@@ -67,7 +66,7 @@ export async function listIntegrations(deps: Deps, teamId: string) {
     )) > 0
   )
     rows = await read();
-  return { data: rows.map((r) => presentIntegration(r)) };
+  return rows.map((integration) => ({ integration }));
 }
 
 /** One integration with its last 20 deliveries, newest first. A clear URL of an older row is sealed now. */
@@ -82,7 +81,7 @@ export async function getIntegration(deps: Deps, id: string) {
       { column: 'id', order: 'desc' },
     ])
     .limit(20);
-  return presentIntegration(row, deliveries);
+  return { integration: row, deliveries };
 }
 
 export async function updateIntegration(deps: Deps, actor: Actor, row: ModelObject<Integration>, body: UpdateBody) {

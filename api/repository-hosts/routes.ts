@@ -3,6 +3,7 @@ import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as hosts from './service';
+import { presentRepositoryHost } from './presenter';
 
 const tags = ['repository hosts'];
 
@@ -46,8 +47,9 @@ export const routes: RouteDef[] = [
       404: error('No such team'),
     },
     async handler(ctx) {
-      ctx.body = await hosts.listRepositoryHosts(ctx.deps, ctx.scope.teamId);
+      return hosts.listRepositoryHosts(ctx.deps, ctx.scope.teamId);
     },
+    present: presentRepositoryHost,
   }),
   defineRoute({
     method: 'post',
@@ -72,8 +74,9 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 201;
-      ctx.body = await hosts.createRepositoryHost(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.body);
+      return hosts.createRepositoryHost(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.body);
     },
+    present: presentRepositoryHost,
   }),
   defineRoute({
     method: 'delete',

@@ -7,7 +7,6 @@ import { sealHostSecret } from '../../core/repository-hosts';
 import type { Actor } from '../../core/actor';
 import { errors } from '../../core/errors';
 import { newSshKeyPair } from './keys';
-import { presentRepositoryHost } from './presenter';
 import { HOST_KINDS, KIND_FIELDS, type CreateBody } from './schemas';
 import type { ModelObject } from 'objection';
 
@@ -17,7 +16,7 @@ export function newHostChoices() {
 
 export async function listRepositoryHosts(deps: Deps, teamId: string) {
   const rows = await RepositoryHost.query(deps.knex).where({ team_id: teamId }).orderBy(['host', 'kind']);
-  return { data: rows.map(presentRepositoryHost) };
+  return rows;
 }
 
 /**
@@ -51,7 +50,7 @@ export async function createRepositoryHost(deps: Deps, actor: Actor, teamId: str
       });
       return inserted;
     });
-    return presentRepositoryHost(row);
+    return row;
   } catch (err) {
     if (err instanceof UniqueViolationError)
       throw errors.invalid({ host: `already has a ${body.kind} repository host in this team` });

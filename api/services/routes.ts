@@ -4,6 +4,7 @@ import { scopes } from '../lib/scopes';
 import { taskSchema } from '../tasks/presenter';
 import * as s from './schemas';
 import * as services from './service';
+import { presentService } from './presenter';
 
 const tags = ['services'];
 
@@ -86,7 +87,8 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: { 200: { description: 'Services', schema: s.serviceListSchema }, 404: error('No such environment') },
     async handler(ctx) {
-      ctx.body = await services.listServices(ctx.deps, ctx.input.params.id);
+      return services.listServices(ctx.deps, ctx.input.params.id);
     },
+    present: presentService,
   }),
 ] as RouteDef[];

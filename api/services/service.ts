@@ -9,7 +9,6 @@ import type { Actor } from '../../core/actor';
 import type { Environment } from '../../db/models/environment';
 import { Service } from '../../db/models/service';
 import { errors } from '../../core/errors';
-import { iso } from '../../core/time';
 import { loadPriceList, monthlyPriceDelta, planById } from '../../core/pricing';
 import { startTask } from '../../core/tasks';
 import { seal } from '../../system/crypto';
@@ -64,21 +63,9 @@ export async function previewService(
   };
 }
 
-export function presentService(row: Service) {
-  return {
-    id: row.id,
-    kind: row.kind,
-    version: row.version,
-    plan: row.plan,
-    status: row.status,
-    server_id: row.server_id,
-    created_at: iso(row.created_at),
-  };
-}
-
 export async function listServices(deps: Deps, envId: string) {
   const rows = await Service.query(deps.knex).where({ environment_id: envId }).orderBy('created_at');
-  return { data: rows.map(presentService) };
+  return rows;
 }
 
 export async function createService(
