@@ -1,6 +1,11 @@
-import type { Domain } from '../../db/models/domain';
 import { VERIFY_PREFIX } from '../../core/domains';
 import type { CertificateSummary } from '../../db/queries/certificates';
+
+/** The environment's domains, and how many of its project's allowance are used. */
+export function presentDomainList(l: { domains: DomainRecord[]; allowance: { used: number; limit: number } }) {
+  return { data: l.domains.map(presentDomain), allowance: l.allowance };
+}
+import type { DomainRecord } from './service';
 import { iso, isoOrNull } from '../../core/time';
 
 export const HTTPS_NOT_CONFIGURED = 'HTTPS is not configured on this console (ACME_DIRECTORY_URL is not set)';
@@ -29,12 +34,7 @@ export function presentCertificate(cert: CertificateSummary | undefined, httpsCo
 }
 
 /** `checksLeft`: POST /domains/{id}/verify calls left this hour for the hostname by the domain's team. */
-export function presentDomain(
-  d: Domain,
-  checksLeft: number,
-  cert: CertificateSummary | undefined,
-  httpsConfigured: boolean,
-) {
+export function presentDomain({ domain: d, checksLeft, cert, httpsConfigured }: DomainRecord) {
   return {
     id: d.id,
     environment_id: d.environment_id,

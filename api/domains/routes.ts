@@ -3,6 +3,7 @@ import { errorResponse as error } from '../lib/responses';
 import * as s from './schemas';
 import * as domains from './service';
 import { scopes } from '../lib/scopes';
+import { presentDomain, presentDomainList } from './presenter';
 
 const tags = ['domains'];
 
@@ -21,8 +22,9 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: { 200: { description: 'Domains', schema: s.domainListSchema }, 404: error('No such environment') },
     async handler(ctx) {
-      ctx.body = await domains.listDomains(ctx.deps, ctx.actor, ctx.input.params.id);
+      return domains.listDomains(ctx.deps, ctx.actor, ctx.input.params.id);
     },
+    present: presentDomainList,
   }),
   defineRoute({
     method: 'post',
@@ -50,8 +52,9 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 201;
-      ctx.body = await domains.addDomain(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+      return domains.addDomain(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
     },
+    present: presentDomain,
   }),
   defineRoute({
     method: 'post',
@@ -79,8 +82,9 @@ export const routes: RouteDef[] = [
       503: error('edge_unavailable: an edge did not apply the change within 10 s; the change is saved'),
     },
     async handler(ctx) {
-      ctx.body = await domains.verifyDomain(ctx.deps, ctx.actor, ctx.input.params.id);
+      return domains.verifyDomain(ctx.deps, ctx.actor, ctx.input.params.id);
     },
+    present: presentDomain,
   }),
   defineRoute({
     method: 'patch',
@@ -103,8 +107,9 @@ export const routes: RouteDef[] = [
       503: error('edge_unavailable: an edge did not apply the change within 10 s; the change is saved'),
     },
     async handler(ctx) {
-      ctx.body = await domains.moveDomain(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+      return domains.moveDomain(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
     },
+    present: presentDomain,
   }),
   defineRoute({
     method: 'delete',

@@ -18,8 +18,7 @@ import { authorize, type Action } from '../lib/policy';
 import { randomToken } from '../lib/token-format';
 import { findEnvironment } from '../environments/service';
 import { startDomainRecheck, stopDomainRecheck } from '../../core/temporal-starts';
-import { presentDomain } from './presenter';
-import { certificateSummaries } from '../../db/queries/certificates';
+import { certificateSummaries, type CertificateSummary } from '../../db/queries/certificates';
 import { requestFirstCertificate } from '../../core/certificate-tasks';
 import { recordActivity } from '../../db/queries/activity';
 import { untilEdgesServe } from '../../core/edge-wait';
@@ -65,6 +64,14 @@ async function allowance(deps: Deps, projectId: string, knex = deps.knex) {
   };
 }
 
+/** A domain with what its answer shows beside it (the service reads them). */
+export interface DomainRecord {
+  domain: Domain;
+  checksLeft: number;
+  cert: CertificateSummary | undefined;
+  httpsConfigured: boolean;
+}
+
 export async function listDomains(deps: Deps, actor: Actor, environmentId: string) {
   const env = await findEnvironment(deps, actor, environmentId, 'environment:read');
   const rows = await Domain.query(deps.knex).where({ environment_id: env.id }).orderBy('hostname');
@@ -81,18 +88,30 @@ export async function listDomains(deps: Deps, actor: Actor, environmentId: strin
   ]);
   const https = Boolean(deps.config.acme.directoryUrl);
   return {
-    data: rows.map((d) => presentDomain(d, left.get(d.hostname) ?? 0, certs.get(d.id), https)),
+    domains: rows.map(
+      (domain): DomainRecord => ({
+        domain,
+        checksLeft: left.get(domain.hostname) ?? 0,
+        cert: certs.get(domain.id),
+        httpsConfigured: https,
+      }),
+    ),
     allowance: await allowance(deps, env.project_id),
   };
 }
 
-/** One domain as answers show it, with its verify checks left and its certificate. */
-async function present(deps: Deps, d: Domain) {
+/** One domain with its verify checks left and its certificate. */
+async function withChecks(deps: Deps, d: Domain): Promise<DomainRecord> {
   const [left, certs] = await Promise.all([
     checksLeft(deps.knex, d.team_id, [d.hostname]),
     certificateSummaries(deps.knex, [d.id]),
   ]);
-  return presentDomain(d, left.get(d.hostname) ?? 0, certs.get(d.id), Boolean(deps.config.acme.directoryUrl));
+  return {
+    domain: d,
+    checksLeft: left.get(d.hostname) ?? 0,
+    cert: certs.get(d.id),
+    httpsConfigured: Boolean(deps.config.acme.directoryUrl),
+  };
 }
 
 export async function addDomain(deps: Deps, actor: Actor, environmentId: string, input: { hostname: string }) {
@@ -139,7 +158,7 @@ export async function addDomain(deps: Deps, actor: Actor, environmentId: string,
       throw err instanceof UniqueViolationError ? taken() : err;
     });
   await startRecheck(deps, domain);
-  return present(deps, domain);
+  return withChecks(deps, domain);
 }
 
 /** The background re-check; if Temporal cannot be reached now, POST /domains/{id}/verify still works. */
@@ -191,7 +210,7 @@ export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
     if (outcome.status === 'gone' && found.created_at.getTime() > Date.now() - WEEK_MS) throw lost();
     throw errors.notFound('domain');
   }
-  return present(deps, domain);
+  return withChecks(deps, domain);
 }
 
 /** Moves a domain to another environment of the same project. */
@@ -219,7 +238,7 @@ export async function moveDomain(deps: Deps, actor: Actor, id: string, input: { 
   if (!moved) throw errors.notFound('domain');
   // a served domain is served by its new environment (its certificate along) on every live edge when this answers
   if (domain.status === 'verified') await untilEdgesServe(deps.knex);
-  return present(deps, moved);
+  return withChecks(deps, moved);
 }
 
 export async function deleteDomain(deps: Deps, actor: Actor, id: string): Promise<void> {

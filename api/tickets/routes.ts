@@ -4,6 +4,7 @@ import { scopes } from '../lib/scopes';
 import { checkAttachments, type UploadedFile } from './attachments';
 import * as s from './schemas';
 import * as tickets from './service';
+import { presentReply, presentTicket } from './presenter';
 
 const tags = ['tickets'];
 
@@ -59,8 +60,9 @@ export const routes: RouteDef[] = [
         (ctx.request as { files?: Record<string, UploadedFile | UploadedFile[]> }).files,
       );
       ctx.status = 201;
-      ctx.body = await tickets.createTicket(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.body, files);
+      return tickets.createTicket(ctx.deps, ctx.actor, ctx.scope.teamId, ctx.input.body, files);
     },
+    present: presentTicket,
   }),
   defineRoute({
     method: 'get',
@@ -75,8 +77,9 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: { 200: { description: 'Tickets', schema: s.ticketListSchema }, 404: error('No such team') },
     async handler(ctx) {
-      ctx.body = await tickets.listTickets(ctx.deps, ctx.scope.teamId);
+      return tickets.listTickets(ctx.deps, ctx.scope.teamId);
     },
+    present: presentTicket,
   }),
   defineRoute({
     method: 'get',
@@ -91,8 +94,9 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: { 200: { description: 'The ticket', schema: s.ticketSchema }, 404: error('No such ticket') },
     async handler(ctx) {
-      ctx.body = await tickets.getTicket(ctx.deps, ctx.input.params.id);
+      return tickets.getTicket(ctx.deps, ctx.input.params.id);
     },
+    present: presentTicket,
   }),
   defineRoute({
     method: 'post',
@@ -116,7 +120,8 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 201;
-      ctx.body = await tickets.replyToTicket(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+      return tickets.replyToTicket(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
     },
+    present: presentReply,
   }),
 ] as RouteDef[];

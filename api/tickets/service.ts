@@ -19,46 +19,6 @@ export function newTicketChoices() {
   };
 }
 
-interface AttachmentRow {
-  ticket_id: string;
-  name: string;
-  type: string;
-  bytes: number;
-}
-
-function present(t: Ticket, attachments: AttachmentRow[], replies?: ReplyRow[]) {
-  return {
-    id: t.id,
-    team_id: t.team_id,
-    environment_id: t.environment_id,
-    subject: t.subject,
-    body: t.body,
-    category: t.category,
-    status: t.status,
-    attachments: attachments
-      .filter((a) => a.ticket_id === t.id)
-      .map((a) => ({ name: a.name, bytes: a.bytes, type: a.type })),
-    created_at: t.created_at.toISOString(),
-    resolved_at: t.resolved_at?.toISOString() ?? null,
-    ...(replies ? { replies: replies.map(presentReply) } : {}),
-  };
-}
-
-type ReplyRow = Pick<TicketReply, 'id' | 'ticket_id' | 'user_id' | 'body' | 'resolved' | 'created_at'> & {
-  user_name?: string | null;
-};
-
-function presentReply(r: ReplyRow) {
-  return {
-    id: r.id,
-    ticket_id: r.ticket_id,
-    body: r.body,
-    by: r.user_id ? { id: r.user_id, name: r.user_name ?? '' } : null,
-    resolved: r.resolved,
-    created_at: r.created_at.toISOString(),
-  };
-}
-
 const attachmentRows = (knex: Knex, ticketIds: string[]) =>
   knex('ticket_attachments')
     .whereIn('ticket_id', ticketIds)
@@ -80,6 +40,17 @@ async function send(deps: Deps, message: Parameters<Deps['mailer']['send']>[0]) 
  * Opens a ticket and e-mails it, attachments included, to SUPPORT_EMAIL. The e-mail goes out inside the
  * transaction: when it cannot be sent the answer is 503 mail_not_sent and nothing is kept.
  */
+export interface AttachmentRow {
+  ticket_id: string;
+  name: string;
+  type: string;
+  bytes: number;
+}
+
+export type ReplyRow = Pick<TicketReply, 'id' | 'ticket_id' | 'user_id' | 'body' | 'resolved' | 'created_at'> & {
+  user_name?: string | null;
+};
+
 export async function createTicket(
   deps: Deps,
   actor: Actor,
@@ -137,10 +108,7 @@ export async function createTicket(
     });
     return row;
   });
-  return present(
-    ticket,
-    files.map((f) => ({ ticket_id: ticket.id, ...f })),
-  );
+  return { ticket, attachments: files.map((f) => ({ ticket_id: ticket.id, ...f })) };
 }
 
 export async function listTickets(deps: Deps, teamId: string) {
@@ -156,7 +124,7 @@ export async function listTickets(deps: Deps, teamId: string) {
         tickets.map((t) => t.id),
       )
     : [];
-  return { data: tickets.map((t) => present(t, attachments)) };
+  return tickets.map((ticket) => ({ ticket, attachments }));
 }
 
 export async function getTicket(deps: Deps, id: string) {
@@ -170,7 +138,7 @@ export async function getTicket(deps: Deps, id: string) {
       .select('ticket_replies.*', 'users.name as user_name')
       .orderBy([{ column: 'ticket_replies.created_at' }, { column: 'ticket_replies.id' }]),
   ]);
-  return present(ticket, attachments, replies as unknown as ReplyRow[]);
+  return { ticket, attachments, replies: replies as unknown as ReplyRow[] };
 }
 
 /** A reply, e-mailed to support; `resolved: true` resolves the ticket (a later reply opens it again). */
@@ -205,5 +173,5 @@ export async function replyToTicket(
     });
     return row;
   });
-  return presentReply({ ...reply, user_name: actor.user.name });
+  return { ...reply, user_name: actor.user.name } as ReplyRow;
 }

@@ -7,6 +7,7 @@ import { scopes, type Scope, type ScopeRow } from '../lib/scopes';
 import type { Scope as VariableScope } from './service';
 import { z } from 'zod';
 import { taskSchema } from '../tasks/schemas';
+import { presentEffective, presentVariable } from './presenter';
 import { applyToEnvironment, applyToProject } from './apply-service';
 
 const tags = ['variables'];
@@ -59,8 +60,9 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       const scope = projectScope(ctx.scope.row);
-      ctx.body = { data: await variables.listOwn(ctx.deps, scope) };
+      return variables.listOwn(ctx.deps, scope);
     },
+    present: presentVariable,
   }),
   ...ownVariableRoutes('project', scopes.project, projectScope),
 
@@ -83,8 +85,9 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       const scope = environmentScope(ctx.scope.row);
-      ctx.body = { data: await variables.listEffective(ctx.deps, scope.environmentId!) };
+      return variables.listEffective(ctx.deps, scope.environmentId!);
     },
+    present: presentEffective,
   }),
   defineRoute({
     method: 'get',
@@ -104,8 +107,9 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       const scope = environmentScope(ctx.scope.row);
-      ctx.body = await variables.getEffective(ctx.deps, scope.environmentId!, ctx.input.params.name);
+      return variables.getEffective(ctx.deps, scope.environmentId!, ctx.input.params.name);
     },
+    present: presentEffective,
   }),
   ...ownVariableRoutes('environment', scopes.environment, environmentScope),
 ] as RouteDef[];
@@ -201,8 +205,9 @@ function ownVariableRoutes<R extends ScopeRow>(
       async handler(ctx) {
         const r = await variables.setVariable(ctx.deps, ctx.actor, scopeOf(ctx.scope.row), ctx.input.body);
         ctx.status = r.created ? 201 : 200;
-        ctx.body = r.variable;
+        return r.variable;
       },
+      present: presentVariable,
     }),
     defineRoute({
       ...common,

@@ -13,7 +13,6 @@ import { recordActivity } from '../../db/queries/activity';
 import { parseDotenv } from './dotenv';
 import { MAX_PER_SCOPE } from './rules';
 import { assertEnvironmentsFit } from './env-size';
-import { presentEffective, presentVariable } from './presenter';
 
 /** A scope the caller has been authorized for (see ./scopes.ts). */
 export interface Scope extends VariableScope {
@@ -40,18 +39,18 @@ const tooMany = (field: string, count: number) =>
 /** The scope's own variables, by name (GET /projects/{id}/variables). */
 export async function listOwn(deps: Deps, scope: Scope) {
   const rows = (await scoped(deps.knex('variables'), scope).orderBy('name')) as Variable[];
-  return rows.map((row) => presentVariable(row, openVariable(deps.secrets, row)));
+  return rows.map((row) => ({ ...row, value: openVariable(deps.secrets, row) }));
 }
 
 /** The set the environment's processes get, each with its source (GET /environments/{id}/variables). */
 export async function listEffective(deps: Deps, environmentId: string) {
-  return (await effectiveVariables(deps.knex, deps.secrets, environmentId)).map(presentEffective);
+  return effectiveVariables(deps.knex, deps.secrets, environmentId);
 }
 
 export async function getEffective(deps: Deps, environmentId: string, name: string) {
   const found = (await effectiveVariables(deps.knex, deps.secrets, environmentId)).find((v) => v.name === name);
   if (!found) throw errors.notFound('variable');
-  return presentEffective(found);
+  return found;
 }
 
 const where = (scope: Scope) => (scope.environmentId ? 'the environment' : 'the project');
@@ -89,7 +88,7 @@ export async function setVariable(
         .update({ value_sealed, secret: input.secret ?? existing.secret, updated_at: trx.fn.now() })
         .returning('*');
       await assertEnvironmentsFit(trx, scope, 'value');
-      return { created: false, variable: presentVariable(row, input.value) };
+      return { created: false, variable: { ...row, value: input.value } };
     }
     const count = await countIn(trx, scope);
     if (count + 1 > MAX_PER_SCOPE) throw tooMany('name', count + 1);
@@ -104,7 +103,7 @@ export async function setVariable(
       })
       .returning('*');
     await assertEnvironmentsFit(trx, scope, 'value');
-    return { created: true, variable: presentVariable(row, input.value) };
+    return { created: true, variable: { ...row, value: input.value } };
   });
 }
 
