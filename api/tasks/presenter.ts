@@ -2,6 +2,8 @@ import { z } from 'zod';
 import type { Task } from '../../db/models/task';
 import { iso, isoOrNull } from '../../core/time';
 import { ACCOUNT_VIA, TASK_KINDS, TASK_STATUSES } from '../../db/vocabulary';
+import { taskPhases } from '../../db/queries/task-phases';
+import type { TaskRow } from './service';
 
 export const taskSchema = z.strictObject({
   id: z.string(),
@@ -42,5 +44,18 @@ export function presentTask(
     created_at: iso(task.created_at),
     started_at: isoOrNull(task.started_at),
     finished_at: isoOrNull(task.finished_at),
+  };
+}
+
+/** A task read with its account's name (api/tasks/service.ts). */
+export const presentTaskRow = (row: TaskRow) =>
+  presentTask(row, { id: row.account_user_id, name: row.account_name ?? null });
+
+/** One task with its phases; with `tail`, the end of its log and the seq to read on from. */
+export function presentTaskDetail({ row, tail }: { row: TaskRow; tail?: { text: string; seq: number } }) {
+  return {
+    ...presentTaskRow(row),
+    phases: taskPhases(row),
+    ...(tail ? { log_tail: tail.text, log_seq: tail.seq } : {}),
   };
 }

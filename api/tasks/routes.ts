@@ -5,6 +5,7 @@ import { sendWithEtag } from '../lib/etag';
 import * as s from './schemas';
 import { cancelTask, getTask, listTasks, readTaskLog } from './service';
 import { errorResponse as error } from '../lib/responses';
+import { presentTaskDetail, presentTaskRow } from './presenter';
 
 const tags = ['tasks'];
 
@@ -28,8 +29,8 @@ export const routes: RouteDef[] = [
       422: error('Invalid filters, limit or cursor (`fields` names each)'),
     },
     async handler(ctx) {
-      const { etag, body } = await listTasks(ctx.deps, ctx.actor, ctx.input.query);
-      sendWithEtag(ctx, etag, body);
+      const { etag, rows, next_before } = await listTasks(ctx.deps, ctx.actor, ctx.input.query);
+      sendWithEtag(ctx, etag, { data: rows.map(presentTaskRow), next_before });
     },
   }),
   defineRoute({
@@ -52,8 +53,9 @@ export const routes: RouteDef[] = [
       422: error('Invalid include'),
     },
     async handler(ctx) {
-      ctx.body = await getTask(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.query.include);
+      return getTask(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.query.include);
     },
+    present: presentTaskDetail,
   }),
   defineRoute({
     method: 'get',
@@ -104,7 +106,8 @@ export const routes: RouteDef[] = [
       409: error('task_not_cancellable (with `status`): something has started the task, or it has ended'),
     },
     async handler(ctx) {
-      ctx.body = await cancelTask(ctx.deps, ctx.actor, ctx.input.params.id);
+      return cancelTask(ctx.deps, ctx.actor, ctx.input.params.id);
     },
+    present: presentTaskRow,
   }),
 ] as RouteDef[];

@@ -13,11 +13,9 @@ import { authorize, can, reachableMemberships, type Action } from '../lib/policy
 import { strongEtag } from '../lib/etag';
 import { encodeCursor, pageOf } from '../lib/pagination';
 import { isoOrNull } from '../../core/time';
-import { presentTask } from './presenter';
-import { taskPhases } from '../../db/queries/task-phases';
 import { TASKS_CURSOR } from './schemas';
 
-type TaskRow = Task & { account_name: string | null };
+export type TaskRow = Task & { account_name: string | null };
 
 export interface ListTasksQuery {
   team?: string;
@@ -38,8 +36,6 @@ const withAccount = (knex: Knex) =>
   Task.query(knex)
     .select('tasks.*', 'users.name as account_name')
     .leftJoin('users', 'users.id', 'tasks.account_user_id');
-
-const present = (row: TaskRow) => presentTask(row, { id: row.account_user_id, name: row.account_name ?? null });
 
 /**
  * A page of the caller's tasks, newest first, and its strong ETag: a hash of the rows' ids, statuses and
@@ -65,7 +61,7 @@ export async function listTasks(deps: Deps, actor: Actor, query: ListTasksQuery)
   const { page, more } = pageOf(rows, query.limit);
   const nextBefore = more ? encodeCursor(TASKS_CURSOR, [page.at(-1)!.seq]) : null;
   const etag = strongEtag([...page.flatMap((r) => [r.id, r.status, isoOrNull(r.finished_at) ?? '']), nextBefore]);
-  return { etag, body: { data: page.map(present), next_before: nextBefore } };
+  return { etag, rows: page, next_before: nextBefore };
 }
 
 /** A task the caller may act on; another team's task answers 404. */
@@ -102,10 +98,8 @@ export async function logTail(knex: Knex, taskId: string): Promise<{ text: strin
 
 export async function getTask(deps: Deps, actor: Actor, id: string, include: string | undefined) {
   const row = await findTask(deps, actor, id, 'task:read');
-  const task = { ...present(row), phases: taskPhases(row) };
-  if (!include) return task;
-  const tail = await logTail(deps.knex, row.id);
-  return { ...task, log_tail: tail.text, log_seq: tail.seq };
+  if (!include) return { row };
+  return { row, tail: await logTail(deps.knex, row.id) };
 }
 
 /**
@@ -140,5 +134,5 @@ export async function cancelTask(deps: Deps, actor: Actor, id: string) {
     );
   }
   const fresh = (await withAccount(deps.knex).where('tasks.id', row.id).first()) as TaskRow;
-  return present(fresh);
+  return fresh;
 }

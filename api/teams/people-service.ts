@@ -19,9 +19,16 @@ import {
   roleIn,
   type Role,
 } from '../lib/policy';
-import { invitationStatus } from './presenter';
 
 export const INVITATION_DAYS = 7;
+
+/** Where an invitation stands: accepted or revoked for good, else open until it expires. */
+export function invitationStatus(inv: Invitation, now = new Date()): 'open' | 'expired' | 'accepted' | 'revoked' {
+  if (inv.accepted_at) return 'accepted';
+  if (inv.revoked_at) return 'revoked';
+  if (new Date(inv.expires_at).getTime() <= now.getTime()) return 'expired';
+  return 'open';
+}
 
 const notOpen = (status: string) =>
   appError('invitation_not_open', `The invitation is ${status}; only an open invitation can be used`, {

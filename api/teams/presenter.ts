@@ -3,6 +3,7 @@ import type { Membership } from '../../db/models/membership';
 import type { Team } from '../../db/models/team';
 import type { User } from '../../db/models/user';
 import type { Role } from '../lib/policy';
+import { invitationStatus } from './people-service';
 import { iso } from '../../core/time';
 
 export function presentTeam(team: Team, role: Role) {
@@ -40,13 +41,6 @@ export function presentMembership({
     role: m.role,
     created_at: iso(m.created_at),
   };
-}
-
-export function invitationStatus(inv: Invitation, now = new Date()): 'open' | 'expired' | 'accepted' | 'revoked' {
-  if (inv.accepted_at) return 'accepted';
-  if (inv.revoked_at) return 'revoked';
-  if (new Date(inv.expires_at).getTime() <= now.getTime()) return 'expired';
-  return 'open';
 }
 
 export function presentInvitation(inv: Invitation) {
