@@ -79,3 +79,9 @@ export function monthlyPriceDelta(from: number, to: number): number {
 export function storagePrice(list: PriceList, gb: number, what: 'storage' | 'backups' = 'storage'): number {
   return Math.round(gb * list[what].monthly_price_per_gb * 100) / 100;
 }
+
+/** A server's monthly price on `plan` with `instances` instances (null when the plan is off the list). */
+export function serverMonthlyPrice(list: PriceList, plan: string, instances: number): number | null {
+  const price = planById(list, plan)?.monthly_price;
+  return price === undefined ? null : Math.round(price * instances * 100) / 100;
+}

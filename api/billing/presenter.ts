@@ -16,7 +16,7 @@ export function presentSubscription(s: Subscription) {
   };
 }
 
-export function presentBillingDetails(d: BillingDetails | undefined) {
+function presentBillingDetails(d: BillingDetails | undefined) {
   if (!d) return null;
   return { name: d.name, email: d.email, country: d.country, vat_id: d.vat_id, ...d.address };
 }

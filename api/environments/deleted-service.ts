@@ -6,8 +6,6 @@
 import type { Deps } from '../../system/deps';
 import { Backup } from '../../db/models/backup';
 import { DELETED_ENVIRONMENT_KEEP_DAYS, keptDeletedEnvironments } from '../../db/queries/deleted-environments';
-import { presentBackup } from '../backups/presenter';
-import { iso } from '../../core/time';
 
 const DAY_MS = 86_400_000;
 
@@ -24,14 +22,12 @@ export async function listDeletedEnvironments(deps: Deps, projectId: string) {
           { column: 'id', order: 'desc' },
         ])
     : [];
-  return {
-    data: rows.map((r) => ({
-      id: r.id as string,
-      name: r.name as string,
-      protected: r.protected as boolean,
-      deleted_at: iso(r.deleted_at),
-      kept_until: iso(new Date(new Date(r.deleted_at).getTime() + DELETED_ENVIRONMENT_KEEP_DAYS * DAY_MS)),
-      snapshots: snapshots.filter((b) => b.environment_id === r.id).map(presentBackup),
-    })),
-  };
+  return rows.map((r) => ({
+    id: r.id as string,
+    name: r.name as string,
+    protected: r.protected as boolean,
+    deleted_at: new Date(r.deleted_at),
+    kept_until: new Date(new Date(r.deleted_at).getTime() + DELETED_ENVIRONMENT_KEEP_DAYS * DAY_MS),
+    snapshots: snapshots.filter((b) => b.environment_id === r.id),
+  }));
 }

@@ -1,14 +1,9 @@
-import type { Environment } from '../../db/models/environment';
-import { environmentUrl, type Config } from '../../system/config';
+import type { Backup } from '../../db/models/backup';
+import { presentBackup } from '../backups/presenter';
+import type { EnvironmentRecord } from './service';
 import { iso, isoOrNull } from '../../core/time';
 
 /** An environment as the services hand it out: the row plus its public address. */
-export type EnvironmentRecord = Environment & { url: string };
-
-/** Attaches the address to a loaded row (see findEnvironment in ./service). */
-export function withUrl(config: Pick<Config, 'environmentHost'>, env: Environment): EnvironmentRecord {
-  return Object.assign(env, { url: environmentUrl(config, env.port) });
-}
 
 /**
  * The one presenter of an environment. Other areas add their fields through `extra` (e.g. the deploy
@@ -31,5 +26,24 @@ export function presentEnvironment(env: EnvironmentRecord, extra: Record<string,
       since: isoOrNull(env.maintenance_since),
     },
     ...extra,
+  };
+}
+
+/** A deleted environment still kept, with its snapshots (any may be restored into another environment). */
+export function presentDeletedEnvironment(e: {
+  id: string;
+  name: string;
+  protected: boolean;
+  deleted_at: Date;
+  kept_until: Date;
+  snapshots: Backup[];
+}) {
+  return {
+    id: e.id,
+    name: e.name,
+    protected: e.protected,
+    deleted_at: iso(e.deleted_at),
+    kept_until: iso(e.kept_until),
+    snapshots: e.snapshots.map(presentBackup),
   };
 }

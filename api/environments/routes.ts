@@ -1,7 +1,7 @@
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { scopes } from '../lib/scopes';
 import { idParams as projectParams } from '../projects/schemas';
-import { presentEnvironment } from './presenter';
+import { presentDeletedEnvironment, presentEnvironment } from './presenter';
 import * as s from './schemas';
 import * as environments from './service';
 import { errorResponse as error } from '../lib/responses';
@@ -57,8 +57,9 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 201;
-      ctx.body = await environments.createEnvironment(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+      return environments.createEnvironment(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
     },
+    present: (env) => presentEnvironment(env),
   }),
   defineRoute({
     method: 'get',
@@ -77,7 +78,8 @@ export const routes: RouteDef[] = [
       422: error('Invalid filter or cursor'),
     },
     async handler(ctx) {
-      ctx.body = await environments.listEnvironments(ctx.deps, ctx.actor, ctx.input.query);
+      const page = await environments.listEnvironments(ctx.deps, ctx.actor, ctx.input.query);
+      ctx.body = { data: page.rows.map((env) => presentEnvironment(env)), next_before: page.next_before };
     },
   }),
   defineRoute({
@@ -96,10 +98,9 @@ export const routes: RouteDef[] = [
       404: error('No such environment'),
     },
     async handler(ctx) {
-      ctx.body = presentEnvironment(
-        await environments.findEnvironment(ctx.deps, ctx.actor, ctx.input.params.id, 'environment:read'),
-      );
+      return environments.findEnvironment(ctx.deps, ctx.actor, ctx.input.params.id, 'environment:read');
     },
+    present: (env) => presentEnvironment(env),
   }),
   defineRoute({
     method: 'patch',
@@ -121,8 +122,9 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields'),
     },
     async handler(ctx) {
-      ctx.body = await environments.updateEnvironment(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
+      return environments.updateEnvironment(ctx.deps, ctx.actor, ctx.input.params.id, ctx.input.body);
     },
+    present: (env) => presentEnvironment(env),
   }),
   defineRoute({
     method: 'delete',
@@ -170,7 +172,8 @@ export const routes: RouteDef[] = [
       404: error('No such project'),
     },
     async handler(ctx) {
-      ctx.body = await listDeletedEnvironments(ctx.deps, ctx.input.params.id);
+      return listDeletedEnvironments(ctx.deps, ctx.input.params.id);
     },
+    present: presentDeletedEnvironment,
   }),
 ] as RouteDef[];

@@ -13,12 +13,19 @@ import { NAME_RULES } from '../projects/schemas';
 import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
 import { ENVIRONMENTS_CURSOR } from './schemas';
 import { findProject } from '../projects/service';
-import { presentEnvironment, withUrl, type EnvironmentRecord } from './presenter';
+import { environmentUrl, type Config } from '../../system/config';
 import { createEnvironmentMachines } from '../machines/service';
 import { dropEnvironmentServices, startRetire } from '../../core/environment-retire';
 import { DELETED_ENVIRONMENT_KEEP_DAYS, tombstoneEnvironment } from '../../db/queries/deleted-environments';
 import { recordActivity } from '../../db/queries/activity';
 import { assertRecentSignIn, DELETE_PROTECTED_SIGN_IN_MINUTES } from '../lib/recent-sign-in';
+
+export type EnvironmentRecord = Environment & { url: string };
+
+/** Attaches the address to a loaded row (see findEnvironment in ./service). */
+export function withUrl(config: Pick<Config, 'environmentHost'>, env: Environment): EnvironmentRecord {
+  return Object.assign(env, { url: environmentUrl(config, env.port) });
+}
 
 const nameTaken = () =>
   appError('conflict', 'An environment of that name exists in this project', {
@@ -143,7 +150,7 @@ export async function createEnvironment(
         await createEnvironmentMachines(trx, deps, created);
         return created;
       });
-      return presentEnvironment(withUrl(deps.config, env));
+      return withUrl(deps.config, env);
     } catch (err) {
       if (err instanceof UniqueViolationError) {
         if (err.columns?.includes('port') || err.constraint?.includes('port')) continue;
@@ -180,7 +187,7 @@ export async function listEnvironments(
 ) {
   let teamIds = await reachableTeamIds(deps.knex, actor);
   if (query.team_id) teamIds = teamIds.filter((id) => id === query.team_id);
-  if (teamIds.length === 0) return { data: [], next_before: null };
+  if (teamIds.length === 0) return { rows: [] as EnvironmentRecord[], next_before: null };
   // Plain rows of the columns the presenter shows (a page of 100 model instances costs more than the query).
   const q = deps
     .knex('environments')
@@ -196,7 +203,7 @@ export async function listEnvironments(
   const { page, more } = pageOf((await q) as Array<Environment & { cursor_at: string }>, query.limit);
   const last = page.at(-1);
   return {
-    data: page.map((row) => presentEnvironment(withUrl(deps.config, row))),
+    rows: page.map((row) => withUrl(deps.config, row)),
     next_before: more && last ? encodeCursor(ENVIRONMENTS_CURSOR, [last.cursor_at, last.id]) : null,
   };
 }
@@ -218,10 +225,10 @@ export async function updateEnvironment(
     patch.git_ref = input.git_ref;
   }
   if (input.auto_deploy !== undefined) patch.auto_deploy = input.auto_deploy;
-  if (Object.keys(patch).length === 0) return presentEnvironment(env);
+  if (Object.keys(patch).length === 0) return env;
   const updated = await Environment.query(deps.knex).patchAndFetchById(id, { ...patch, updated_at: new Date() });
   if (!updated) throw errors.notFound('environment');
-  return presentEnvironment(withUrl(deps.config, updated));
+  return withUrl(deps.config, updated);
 }
 
 /**

@@ -1,12 +1,12 @@
 import type { Server } from '../../db/models/server';
-import { planById, type PriceList } from '../../core/pricing';
+import { serverMonthlyPrice, type PriceList } from '../../core/pricing';
 import { iso } from '../../core/time';
 
 /**
  * A server as clients see it: its size, how many instances run, and its monthly price from the price list
  * (the plan's price for each instance).
  */
-export function presentServer(server: Server, list: PriceList) {
+export function presentServer({ server, list }: { server: Server; list: PriceList }) {
   return {
     id: server.id,
     name: server.name,
@@ -24,10 +24,4 @@ export function presentServer(server: Server, list: PriceList) {
     currency: list.currency,
     created_at: iso(server.created_at),
   };
-}
-
-/** A server's monthly price on `plan` with `instances` instances (null when the plan is off the list). */
-export function serverMonthlyPrice(list: PriceList, plan: string, instances: number): number | null {
-  const price = planById(list, plan)?.monthly_price;
-  return price === undefined ? null : Math.round(price * instances * 100) / 100;
 }

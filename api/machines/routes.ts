@@ -6,6 +6,7 @@ import { Server } from '../../db/models/server';
 import * as s from './schemas';
 import * as machines from './service';
 import { getScale, requestScale } from './scale-service';
+import { presentServer } from './presenter';
 
 /** Tasks that restart web processes wait for the environment's exclusive changes (db/queries/task-gate.ts). */
 const WAITS =
@@ -28,8 +29,9 @@ export const routes: RouteDef[] = [
     query: s.listServersQuery,
     responses: { 200: { description: 'Servers', schema: s.serverListSchema }, 422: error('Invalid filter') },
     async handler(ctx) {
-      ctx.body = await machines.listServers(ctx.deps, ctx.actor, ctx.input.query);
+      return machines.listServers(ctx.deps, ctx.actor, ctx.input.query);
     },
+    present: presentServer,
   }),
   defineRoute({
     method: 'get',

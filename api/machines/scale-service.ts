@@ -10,7 +10,7 @@ import type { Actor } from '../../core/actor';
 import { errors } from '../../core/errors';
 import { loadPriceList, monthlyPriceDelta } from '../../core/pricing';
 import { startTask } from '../../core/tasks';
-import { serverMonthlyPrice } from './presenter';
+import { serverMonthlyPrice } from '../../core/pricing';
 
 async function webServer(deps: Deps, environmentId: string): Promise<Server> {
   const server = await Server.query(deps.knex).findOne({ environment_id: environmentId, role: 'web' });

@@ -13,7 +13,7 @@ import { loadPriceList, monthlyPriceDelta, planById, type PriceList } from '../.
 import { errors } from '../../core/errors';
 import type { Actor } from '../../core/actor';
 import { reachableTeamIds } from '../lib/policy';
-import { presentServer, serverMonthlyPrice } from './presenter';
+import { serverMonthlyPrice } from '../../core/pricing';
 import { startTask } from '../../core/tasks';
 import { recordActivity } from '../../db/queries/activity';
 import type { Task } from '../../db/models/task';
@@ -61,12 +61,12 @@ export async function createEnvironmentMachines(
 export async function listServers(deps: Deps, actor: Actor, query: { team?: string }) {
   let teamIds = await reachableTeamIds(deps.knex, actor);
   if (query.team) teamIds = teamIds.filter((id) => id === query.team);
-  if (teamIds.length === 0) return { data: [] };
+  if (teamIds.length === 0) return [];
   const rows = await Server.query(deps.knex)
     .whereIn('team_id', teamIds)
     .orderBy([{ column: 'created_at' }, { column: 'id' }]);
   const list = priceList(deps);
-  return { data: rows.map((s) => presentServer(s, list)) };
+  return rows.map((server) => ({ server, list }));
 }
 
 /**
