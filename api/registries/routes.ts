@@ -3,6 +3,7 @@ import { errorResponse as error } from '../lib/responses';
 import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import * as registries from './service';
+import { presentRegistry } from './presenter';
 
 const tags = ['projects'];
 
@@ -22,8 +23,9 @@ export const routes: RouteDef[] = [
     params: s.idParams,
     responses: { 200: { description: 'Registries', schema: s.registryListSchema }, 404: error('No such project') },
     async handler(ctx) {
-      ctx.body = await registries.listRegistries(ctx.deps, ctx.input.params.id);
+      return registries.listRegistries(ctx.deps, ctx.input.params.id);
     },
+    present: presentRegistry,
   }),
   defineRoute({
     method: 'post',
@@ -47,8 +49,9 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       ctx.status = 201;
-      ctx.body = await registries.saveRegistry(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
+      return registries.saveRegistry(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
+    present: presentRegistry,
   }),
   defineRoute({
     method: 'delete',

@@ -5,15 +5,16 @@ import type { Actor } from '../../core/actor';
 import { errors } from '../../core/errors';
 import { aad } from '../../db/aad';
 
-const present = (r: { host: string; username: string; created_at: Date }) => ({
-  host: r.host,
-  username: r.username,
-  created_at: r.created_at.toISOString(),
-});
+/** A registry's credentials as kept: the password sealed. */
+export interface RegistryRow {
+  host: string;
+  username: string;
+  created_at: Date;
+}
 
 export async function listRegistries(deps: Deps, projectId: string) {
   const rows = await deps.knex('project_registries').where({ project_id: projectId }).orderBy('host');
-  return { data: rows.map(present) };
+  return rows as RegistryRow[];
 }
 
 /** Adds (or replaces) the credentials of one host; the password is sealed and never shown again. */
@@ -45,7 +46,7 @@ export async function saveRegistry(
     });
     return r;
   });
-  return present(saved);
+  return saved as RegistryRow;
 }
 
 export async function deleteRegistry(deps: Deps, actor: Actor, project: { id: string; team_id: string }, host: string) {
