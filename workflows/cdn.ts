@@ -13,7 +13,6 @@ export async function clearCdn(input: TaskWorkflowInput<'cdn_clear'>) {
     if (!environmentId) failure('the task names no environment');
     const prefixes = params.paths;
     const recorded = await acts.recordCdnPurge({ taskId: input.task.id, environmentId, prefixes });
-    if (!recorded.ok) failure('the environment no longer exists');
     const applied = await acts.awaitCdnPurge({ taskId: input.task.id, purgeId: recorded.purgeId });
     return { paths: prefixes, edges: applied.edges };
   });

@@ -26,8 +26,7 @@ export async function issueCertificate(input: IssueCertificateInput) {
     await start();
     const taskId = input.task.id;
     const domainId = params.domain_id;
-    const begun = await acts.beginCertificate({ taskId, domainId });
-    if (!begun.ok) failure(begun.reason ?? 'the domain cannot have a certificate');
+    await acts.beginCertificate({ taskId, domainId });
     let wait = input.retrySeconds;
     let reason = '';
     for (let attempt = 1; attempt <= input.attempts; attempt++) {

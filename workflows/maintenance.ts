@@ -13,8 +13,7 @@ export async function setMaintenance(input: TaskWorkflowInput<'maintenance_on' |
     if (!environmentId) failure('the task names no environment');
     const on = input.task.type === 'maintenance_on';
     const note = ('note' in params ? params.note : undefined) ?? null;
-    const r = await acts.setEnvironmentMaintenance({ taskId: input.task.id, environmentId, on, note });
-    if (!r.ok) failure('the environment no longer exists');
+    await acts.setEnvironmentMaintenance({ taskId: input.task.id, environmentId, on, note });
     return { maintenance: on };
   });
 }

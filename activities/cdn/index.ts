@@ -17,9 +17,9 @@ export function createCdnActivities(deps: Deps) {
       taskId: string;
       environmentId: string;
       prefixes: string[];
-    }): Promise<{ ok: boolean; purgeId: number }> {
+    }): Promise<{ purgeId: number }> {
       const env = await deps.knex('environments').where({ id: input.environmentId }).first('id');
-      if (!env) return { ok: false, purgeId: 0 };
+      if (!env) throw userFault('EnvironmentMissing', 'the environment no longer exists');
       const purgeId = await recordCdnPurge(deps.knex, input);
       await withTaskLog(deps, input.taskId, async (log) =>
         log.line(
@@ -28,7 +28,7 @@ export function createCdnActivities(deps: Deps) {
             : '==> Clearing everything the CDN holds',
         ),
       );
-      return { ok: true, purgeId };
+      return { purgeId };
     },
 
     /** Waits until every live edge has applied the purge; the number of edges that had to apply it. */

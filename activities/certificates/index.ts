@@ -4,6 +4,7 @@
  */
 import type { Deps } from '../../system/deps';
 import { withTaskLog } from '../toolkit/task-log';
+import { userFault } from '../toolkit/failures';
 import { acmeReason, obtainCertificate } from './acme';
 import { requestCertificate } from '../../core/certificate-tasks';
 import { claimCertificate, dueCertificates, recordFailedAttempt, recordIssued } from '../../db/queries/certificates';
@@ -17,17 +18,16 @@ export function createCertificateActivities(deps: Deps) {
   const { knex } = deps;
   return {
     /** The task's first step: the certificate row is this task's (pending, unless one is already served). */
-    async beginCertificate(input: { taskId: string; domainId: string }): Promise<{ ok: boolean; reason?: string }> {
+    async beginCertificate(input: { taskId: string; domainId: string }): Promise<void> {
       const domain = await knex('domains').where({ id: input.domainId }).first('id', 'status');
-      if (!domain) return { ok: false, reason: 'the domain was deleted' };
-      if (domain.status !== 'verified') return { ok: false, reason: 'the domain is not verified' };
+      if (!domain) throw userFault('DomainMissing', 'the domain was deleted');
+      if (domain.status !== 'verified') throw userFault('DomainNotVerified', 'the domain is not verified');
       try {
         await claimCertificate(knex, input.domainId, input.taskId);
       } catch (err) {
-        if ((err as { code?: string }).code === '23503') return { ok: false, reason: 'the domain was deleted' };
+        if ((err as { code?: string }).code === '23503') throw userFault('DomainMissing', 'the domain was deleted');
         throw err;
       }
-      return { ok: true };
     },
 
     /**

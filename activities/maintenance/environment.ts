@@ -5,6 +5,7 @@
  */
 import type { Deps } from '../../system/deps';
 import { withTaskLog } from '../toolkit/task-log';
+import { userFault } from '../toolkit/failures';
 import { untilEdgesApply } from '../toolkit/edge-wait';
 
 export function createEnvironmentMaintenanceActivities(deps: Deps) {
@@ -14,7 +15,7 @@ export function createEnvironmentMaintenanceActivities(deps: Deps) {
       environmentId: string;
       on: boolean;
       note: string | null;
-    }): Promise<{ ok: boolean }> {
+    }): Promise<void> {
       return withTaskLog(deps, input.taskId, async (log) => {
         const n = await deps
           .knex('environments')
@@ -30,7 +31,7 @@ export function createEnvironmentMaintenanceActivities(deps: Deps) {
                 }
               : { maintenance_on: false, maintenance_note: null, maintenance_since: null },
           );
-        if (n === 0) return { ok: false };
+        if (n === 0) throw userFault('EnvironmentMissing', 'the environment no longer exists');
         // done once every edge answers accordingly (the page, or traffic again); else the task fails, naming it
         await untilEdgesApply({ knex: deps.knex, seconds: deps.config.edgeTaskWaitSeconds }, (l) => log.line(l));
         log.line(
@@ -38,7 +39,6 @@ export function createEnvironmentMaintenanceActivities(deps: Deps) {
             ? '==> Maintenance on: the edge answers 503 with the maintenance page'
             : '==> Maintenance off: traffic flows again',
         );
-        return { ok: true };
       });
     },
   };

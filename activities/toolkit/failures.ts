@@ -15,6 +15,8 @@ export const USER_FAULTS = {
   EdgeUnavailable: 'an edge did not apply the change within EDGE_TASK_WAIT_SECONDS',
   ServerMissing: 'the server was deleted meanwhile',
   EnvironmentMissing: 'the environment was deleted meanwhile',
+  DomainMissing: 'the domain was deleted meanwhile',
+  DomainNotVerified: 'the domain is not verified, so it cannot have a certificate',
   ReleaseMissing: 'the release was deleted meanwhile',
   NoRepository: 'the project has no repository connected',
   RefNotFound: 'the git ref does not exist in the repository',
