@@ -32,7 +32,9 @@ export function DrillResult({ b }: { b: { verified_at: string | null; verify_err
 
 /** On the environment's overview: the newest snapshot's last drill, when it failed. */
 export function DrillFailureNotice({ id }: { id: string }) {
-  const list = useLoad(() => ok(api.GET('/environments/{id}/backups', { params: { path: { id } } })), [id]);
+  const list = useLoad(() => ok(api.GET('/environments/{id}/backups', { params: { path: { id } } })), [id], {
+    later: true,
+  });
   const drilled = list.data?.data.find((b) => b.verified_at);
   if (!drilled?.verify_error) return null;
   return (

@@ -31,6 +31,7 @@ export function Overview({ id, env, onEnded }: { id: string; env: Environment | 
   const usage = useLoad(
     () => ok(api.GET('/environments/{id}/resources', { params: { path: { id }, query: { window: '1h' } } })),
     [id],
+    { later: true },
   );
   const list = tasks.data?.data ?? [];
   const running = list.some((t) => !ENDED.has(t.status));
@@ -53,7 +54,7 @@ export function Overview({ id, env, onEnded }: { id: string; env: Environment | 
     <>
       <DrillFailureNotice id={id} />
       <div class="grid">
-        <Live choices={c} error={choices.error} env={env} />
+        <Live choices={c} error={choices.error} env={env} recent={tasks.data?.data} />
         <Section title="Address">
           <dl>
             <dt>App</dt>
@@ -127,14 +128,25 @@ function certificateWords(status: string | undefined): string {
 }
 
 /** What is live: the release's commit and message, who put it live, when, and how long the deploy took. */
-function Live({ choices, error, env }: { choices: Choices | undefined; error: unknown; env: Environment | undefined }) {
+function Live(props: {
+  choices: Choices | undefined;
+  error: unknown;
+  env: Environment | undefined;
+  recent: TaskSummary[] | undefined;
+}) {
+  const { choices, error, env } = props;
   const live = choices?.allowed ? choices.live_release : undefined;
   const taskId = live?.went_live?.task_id;
+  // Its deploy is usually among the recent tasks: read on its own only when it is not (or they are not there yet).
+  const listed = props.recent?.find((t) => t.id === taskId);
   const task = useLoad(
-    () => (taskId ? ok(api.GET('/tasks/{id}', { params: { path: { id: taskId } } })) : Promise.resolve(undefined)),
-    [taskId],
+    () =>
+      taskId && props.recent && !listed
+        ? ok(api.GET('/tasks/{id}', { params: { path: { id: taskId } } }))
+        : Promise.resolve(undefined),
+    [taskId, !!props.recent, !!listed],
   );
-  const t = task.data;
+  const t = listed ?? task.data;
   return (
     <Section title="Live now">
       {!choices ? (

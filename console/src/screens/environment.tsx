@@ -16,7 +16,7 @@ import { EnvironmentLogs, EnvironmentServices } from './environment-services';
 
 export function EnvironmentPage({ id, tab }: { id: string; tab?: string }) {
   const env = useLoad(() => ok(api.GET('/environments/{id}', { params: { path: { id } } })), [id]);
-  const teams = useLoad(() => ok(api.GET('/teams')), []);
+  const teams = useLoad(() => ok(api.GET('/teams')), [], { later: true });
   const projectId = env.data?.project_id;
   const project = useLoad(
     () =>
@@ -24,6 +24,7 @@ export function EnvironmentPage({ id, tab }: { id: string; tab?: string }) {
         ? ok(api.GET('/projects/{id}/settings', { params: { path: { id: projectId } } }))
         : Promise.resolve(undefined),
     [projectId],
+    { later: true },
   );
   const team = teams.data?.data.find((t) => t.id === env.data?.team_id);
   const current = tab ? `/${tab}` : '';
