@@ -47,7 +47,7 @@ export async function getReshape(deps: Deps, envId: string) {
   const shape: Shape = service?.shape ?? 'combined';
   const current = currentPrice(list, server);
   const reason = !service
-    ? 'The environment has no postgresql service'
+    ? 'The environment has no PostgreSQL database service: add one (Services) to give it a server of its own.'
     : service.old_database_name
       ? 'The old database of the last reshape is still kept: discard it first'
       : null;

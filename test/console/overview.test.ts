@@ -2,6 +2,7 @@ import { copyFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertSamples } from '../../db/queries/resources';
+import { createEnvironmentMachines } from '../../api/machines/service';
 import { useTestContext } from '../helpers/context';
 import { commitAll, createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
 import { PASSWORD, sessionAgent } from '../helpers/fixtures';
@@ -12,6 +13,7 @@ import {
   type ConsoleBrowser,
   checkNarrow,
   eachTestAnswersForProblems,
+  horizontalOverflow,
   openConsoleAs,
 } from '../helpers/console-browser';
 
@@ -33,6 +35,9 @@ const env = () => `/environments/${w.environment.id}`;
 
 beforeAll(async () => {
   w = await createDeployWorld(t, { gatedFirstCommit: true });
+  // Its web server and build machine, as creating the environment through the API records them (the overview's
+  // "Machines" names its instances and plan).
+  await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, w.environment));
   await t.deps.knex('projects').where({ id: w.project.id }).update({ name: 'storefront' });
   await t.deps.knex('teams').where({ id: w.team.id }).update({ name: 'Acme team' });
   await t.deps.knex('users').where({ id: w.owner.id }).update({ name: 'Olive Owner' });
@@ -329,7 +334,29 @@ describe.sequential('the environment overview', () => {
     expect(c.problems).toEqual([]);
   });
 
-  it('every screen has no serious or critical axe violation, in both colour schemes, at 1280 px', async () => {
+  it('names tasks and events in words: the activity, the bell, the notification rules', async () => {
+    const { page } = c;
+    await c.go(`/teams/${w.team.id}/activity`);
+    const activity = page.getByRole('list', { name: 'Activity' });
+    await activity.getByText('Maintenance off on production (succeeded)').waitFor();
+    expect(await activity.textContent()).not.toMatch(/maintenance_off|maintenance_on/);
+    await page.getByRole('button', { name: /^Notifications/ }).click();
+    const bell = page.getByRole('dialog', { name: 'Notifications' });
+    await bell
+      .getByText(/^Maintenance off of storefront/)
+      .first()
+      .waitFor();
+    expect(await bell.textContent()).not.toContain('_');
+    await c.go(`/projects/${w.project.id}/settings`);
+    await page.getByRole('group', { name: 'Restore drill failed' }).waitFor();
+    await page.getByLabel('Whom to e-mail (access token expiring)').waitFor();
+    expect(await page.getByRole('region', { name: 'Notification rules' }).textContent()).not.toMatch(
+      /task\.failed|backup\.verify_failed|token\.expiring/,
+    );
+    expect(c.problems).toEqual([]);
+  });
+
+  it('every screen has no serious or critical axe violation, in both colour schemes, at 1280 px; none scrolls sideways at 390 px', async () => {
     const { page } = c;
     const task = await t.deps.knex('tasks').where({ environment_id: w.environment.id }).first('id');
     const paths = [
@@ -343,12 +370,23 @@ describe.sequential('the environment overview', () => {
       ...ENVIRONMENT_TABS.map(([p]) => `${env()}${p}`),
     ];
     const found: string[] = [];
+    const sideways: string[] = [];
     for (const p of paths) {
       await c.go(p);
       await page.waitForLoadState('networkidle');
       found.push(...(await axeViolations(page, p)));
+      // Each screen as a person sees it, at both widths (looked at before issue 31 closed).
+      const name = `every${p
+        .replace(/[0-9a-f-]{36}/g, '')
+        .replace(/\/+/g, '-')
+        .replace(/-$/, '')}`;
+      await c.screenshot(name);
+      await page.setViewportSize({ width: 390, height: 844 });
+      if ((await horizontalOverflow(page)) > 0) sideways.push(p);
+      await page.setViewportSize({ width: 1280, height: 900 });
     }
     expect(found).toEqual([]);
+    expect(sideways).toEqual([]);
     expect(c.problems).toEqual([]);
   });
 });

@@ -3,7 +3,8 @@ import { useLocation } from 'preact-iso';
 import { ApiError, api, ok } from '../api/client';
 import type { Environment } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, LoadState, Section, Select, when } from '../ui/parts';
+import { ErrorNote, LoadState, Section, Select, when } from '../ui/parts';
+import { YourPassword } from '../ui/reauth';
 import { ActionForm } from '../ui/action-form';
 import { SyncSection } from './environment-more';
 import { BackupKey, ResetDatabase } from './backup-key';
@@ -155,16 +156,7 @@ export function BackupsPage({ env }: { env: Environment }) {
         {asking?.what === 'restore' && (
           <ActionForm class="card inset" onSubmit={() => restore.run(asking.snapshot, password)}>
             <p>Restoring replaces the environment's data. Confirm with your password.</p>
-            <Field
-              label="Your password"
-              name="password"
-              type="password"
-              autocomplete="current-password"
-              required
-              value={password}
-              onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
-              error={restore.error}
-            />
+            <YourPassword value={password} onChange={setPassword} error={restore.error} />
             <button type="submit" disabled={restore.busy}>
               Restore
             </button>

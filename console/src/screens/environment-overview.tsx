@@ -97,7 +97,7 @@ export function Overview({ id, env, onEnded }: { id: string; env: Environment | 
               <a href={`/environments/${id}/machines`}>Change</a>
             </p>
           ) : scale.error instanceof ApiError && scale.error.status === 404 ? (
-            <p class="muted">No web server yet: the first deploy starts one.</p>
+            <p class="muted">No web server is recorded for this environment.</p>
           ) : (
             <ErrorNote error={scale.error} />
           )}
@@ -312,34 +312,36 @@ function Maintenance({ id, env }: { id: string; env: Environment | undefined }) 
 function RecentTasks({ tasks }: { tasks: TaskSummary[] }) {
   if (tasks.length === 0) return <p class="muted">No tasks yet.</p>;
   return (
-    <table>
-      <thead>
-        <tr>
-          <th>Task</th>
-          <th>Status</th>
-          <th>Asked</th>
-          <th>Took</th>
-        </tr>
-      </thead>
-      <tbody>
-        {tasks.map((t) => (
-          <tr key={t.id}>
-            <td>
-              <a href={`/tasks/${t.id}`}>{taskLabel(t.type)}</a>
-            </td>
-            <td>
-              <span class={`status ${t.status}`}>{t.status}</span>
-            </td>
-            <td>
-              {when(t.created_at)} by {t.account.name ?? accountWords(t.account.via)}
-            </td>
-            <td>
-              {duration(t.started_at, t.finished_at) ??
-                (ENDED.has(t.status) ? '—' : t.status === 'pending' ? 'waiting…' : 'running…')}
-            </td>
+    <div class="scroll">
+      <table>
+        <thead>
+          <tr>
+            <th>Task</th>
+            <th>Status</th>
+            <th>Asked</th>
+            <th>Took</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {tasks.map((t) => (
+            <tr key={t.id}>
+              <td>
+                <a href={`/tasks/${t.id}`}>{taskLabel(t.type)}</a>
+              </td>
+              <td>
+                <span class={`status ${t.status}`}>{t.status}</span>
+              </td>
+              <td>
+                {when(t.created_at)} by {t.account.name ?? accountWords(t.account.via)}
+              </td>
+              <td>
+                {duration(t.started_at, t.finished_at) ??
+                  (ENDED.has(t.status) ? '—' : t.status === 'pending' ? 'waiting…' : 'running…')}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }

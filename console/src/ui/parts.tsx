@@ -156,7 +156,7 @@ export function Tabs({ base, tabs, current }: { base: string; tabs: [string, str
 }
 
 export function when(iso: string | null | undefined): string {
-  return iso ? new Date(iso).toLocaleString() : '—';
+  return iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '—';
 }
 
 /** The label of a tab path among a resource's tabs ("backup-window" -> "Backup window"). */
