@@ -119,9 +119,11 @@ export function BackupsPage({ env }: { env: Environment }) {
             error={backUp.error}
           />
         )}
-        <button type="button" onClick={() => backUp.run()} disabled={backUp.busy || !destinations.data}>
-          Back up now
-        </button>
+        {destinations.data && destinations.data.data.length > 0 && (
+          <button type="button" onClick={() => backUp.run()} disabled={backUp.busy}>
+            Back up now
+          </button>
+        )}
         <ErrorNote error={backUp.error} />
         <LoadState load={list} what="backups" />
         <ul class="list">

@@ -54,7 +54,7 @@ export function Overview({ id, env, onEnded }: { id: string; env: Environment | 
     <>
       <DrillFailureNotice id={id} />
       <div class="grid">
-        <Live choices={c} error={choices.error} env={env} recent={tasks.data?.data} />
+        <Live choices={c} error={choices.error} recent={tasks.data?.data} />
         <Section title="Address">
           <dl>
             <dt>App</dt>
@@ -128,13 +128,8 @@ function certificateWords(status: string | undefined): string {
 }
 
 /** What is live: the release's commit and message, who put it live, when, and how long the deploy took. */
-function Live(props: {
-  choices: Choices | undefined;
-  error: unknown;
-  env: Environment | undefined;
-  recent: TaskSummary[] | undefined;
-}) {
-  const { choices, error, env } = props;
+function Live(props: { choices: Choices | undefined; error: unknown; recent: TaskSummary[] | undefined }) {
+  const { choices, error } = props;
   const live = choices?.allowed ? choices.live_release : undefined;
   const taskId = live?.went_live?.task_id;
   // Its deploy is usually among the recent tasks: read on its own only when it is not (or they are not there yet).
@@ -156,7 +151,7 @@ function Live(props: {
           <Loading what="the live release" />
         )
       ) : !choices.allowed ? (
-        <p class="muted">{env ? `Branch ${env.git_ref}.` : ''} The live release shows once a deploy can be asked.</p>
+        <p class="muted">{NOT_SHOWN[choices.reason] ?? `The live release is not shown: ${choices.message}`}</p>
       ) : !live ? (
         <p>No deploys yet: deploy {choices.git_ref} to start.</p>
       ) : (
@@ -184,6 +179,13 @@ function Live(props: {
     </Section>
   );
 }
+
+/** Why "Live now" shows no release (the deploy choices, which name it, answered blocked). */
+const NOT_SHOWN: Record<string, string> = {
+  deploy_in_progress: 'A deploy is running: what it puts live shows here when it ends.',
+  no_repository: 'Nothing is live: the project has no repository yet.',
+  forbidden: 'Your role in this team does not show the live release here; the recent tasks say what was deployed.',
+};
 
 const BLOCKED: Record<string, string> = {
   no_repository: 'Connect a repository to the project to deploy.',
@@ -313,7 +315,7 @@ function RecentTasks({ tasks }: { tasks: TaskSummary[] }) {
   if (tasks.length === 0) return <p class="muted">No tasks yet.</p>;
   return (
     <div class="scroll">
-      <table>
+      <table class="stack">
         <thead>
           <tr>
             <th>Task</th>
@@ -331,7 +333,7 @@ function RecentTasks({ tasks }: { tasks: TaskSummary[] }) {
               <td>
                 <span class={`status ${t.status}`}>{t.status}</span>
               </td>
-              <td>
+              <td class="wide">
                 {when(t.created_at)} by {t.account.name ?? accountWords(t.account.via)}
               </td>
               <td>
