@@ -10,7 +10,7 @@ export const INTEGRATION_EVENTS = [
 export type IntegrationEvent = (typeof INTEGRATION_EVENTS)[number];
 
 /** Each event in words, for people: the console's rules and integrations, and the activity's summaries. */
-export const INTEGRATION_EVENT_LABELS: Record<IntegrationEvent, string> = {
+const INTEGRATION_EVENT_LABELS: Record<IntegrationEvent, string> = {
   'task.succeeded': 'Task succeeded',
   'task.failed': 'Task failed',
   'domain.verified': 'Domain verified',

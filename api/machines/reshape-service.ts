@@ -24,7 +24,10 @@ interface EnvRow {
 }
 
 const noService = () =>
-  errors.conflict('no_database_service', 'The environment has no PostgreSQL database service to reshape: add one first');
+  errors.conflict(
+    'no_database_service',
+    'The environment has no PostgreSQL database service to reshape: add one first',
+  );
 const oldKept = () => errors.conflict('old_database_kept');
 
 async function loadState(deps: Deps, envId: string) {

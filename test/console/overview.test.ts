@@ -41,6 +41,7 @@ beforeAll(async () => {
   await t.deps.knex('projects').where({ id: w.project.id }).update({ name: 'storefront' });
   await t.deps.knex('teams').where({ id: w.team.id }).update({ name: 'Acme team' });
   await t.deps.knex('users').where({ id: w.owner.id }).update({ name: 'Olive Owner' });
+  await t.deps.knex('users').where({ id: w.developer.id }).update({ name: 'Dev Deployer' });
   agent = await sessionAgent(t, w.owner);
   c = await openConsoleAs(t, agent);
   await c.page.setViewportSize({ width: 1280, height: 900 });
@@ -142,7 +143,21 @@ describe.sequential('the environment overview', () => {
         disk_bytes: 200 * 1024 * 1024,
       })),
     );
+    expect((await agent.post(`${env()}/domains`, { hostname: 'shop.example.test' })).status).toBe(201);
     await c.go(env());
+    // The app's address, and each domain with its state and its certificate's.
+    const address = page.getByRole('region', { name: 'Address' });
+    const url = (await agent.get(env())).body.url as string;
+    expect(await address.getByRole('link', { name: url }).getAttribute('href')).toBe(url);
+    const domain = address.getByRole('listitem').filter({ hasText: 'shop.example.test' });
+    await domain.getByText('pending', { exact: true }).waitFor();
+    await domain.getByText('certificate: none yet').waitFor();
+    // Instances and plan, from GET .../scale.
+    const scale = (await agent.get(`${env()}/scale`)).body as { instances: number; plan: string };
+    await page
+      .getByRole('region', { name: 'Machines' })
+      .getByText(`${scale.instances} instance of plan ${scale.plan}.`)
+      .waitFor();
     // The last hour's CPU as a small line, named by its latest and highest values.
     const series = (await agent.get(`${env()}/resources?window=1h`)).body.series.cpu as { value: number }[];
     const spark = page.getByRole('img', { name: /^CPU over the last hour/ });
@@ -387,6 +402,34 @@ describe.sequential('the environment overview', () => {
     }
     expect(found).toEqual([]);
     expect(sideways).toEqual([]);
+    expect(c.problems).toEqual([]);
+  });
+
+  it('lists the last 10 tasks, newest first, each with its status and how long it took', async () => {
+    const { page } = c;
+    const base = { team_id: w.team.id, project_id: w.project.id, environment_id: w.environment.id };
+    // Newer than every task before (the newest come first).
+    const started = Date.now() + 1_000;
+    await t.deps.knex('tasks').insert(
+      Array.from({ length: 11 }, (_, i) => ({
+        ...base,
+        kind: 'backups',
+        type: 'backup',
+        status: i === 10 ? 'failed' : 'succeeded',
+        account_user_id: w.owner.id,
+        account_via: 'session',
+        workflow_id: `overview-ten-${i}`,
+        created_at: new Date(started + i * 1_000),
+        started_at: new Date(started + i * 1_000),
+        finished_at: new Date(started + i * 1_000 + 3_000),
+      })),
+    );
+    await c.go(env());
+    const rows = page.getByRole('region', { name: 'Recent tasks' }).getByRole('row');
+    await rows.nth(1).getByText('failed').waitFor();
+    // A header row and ten tasks: the newest (the failed backup) first.
+    expect(await rows.count()).toBe(11);
+    expect(await rows.nth(1).textContent()).toMatch(/^Back up\s*failed.*3 s$/);
     expect(c.problems).toEqual([]);
   });
 });

@@ -78,7 +78,8 @@ export function Overview({ id, env, onEnded }: { id: string; env: Environment | 
                   <ul class="plain">
                     {domains.data.data.map((d) => (
                       <li key={d.id}>
-                        <span class="break">{d.hostname}</span> <span class={`status ${d.status}`}>{d.status}</span>{' '}
+                        <span class="break">{d.hostname}</span> <span class={`status ${d.status}`}>{d.status}</span>
+                        <br />
                         <span class="muted">certificate: {certificateWords(d.certificate?.status)}</span>
                       </li>
                     ))}
