@@ -4,6 +4,7 @@ import { useLoad } from '../ui/hooks';
 import { ErrorNote, Loading, Tabs } from '../ui/parts';
 import { Crumbs } from '../ui/crumbs';
 import { usePageTitle } from '../ui/names';
+import { readTeams } from '../lib/current-team';
 import { Overview } from './environment-overview';
 import { VariablesEditor } from './variables';
 import { DomainsPage } from './domains';
@@ -16,7 +17,7 @@ import { EnvironmentLogs, EnvironmentServices } from './environment-services';
 
 export function EnvironmentPage({ id, tab }: { id: string; tab?: string }) {
   const env = useLoad(() => ok(api.GET('/environments/{id}', { params: { path: { id } } })), [id]);
-  const teams = useLoad(() => ok(api.GET('/teams')), [], { later: true });
+  const teams = useLoad(readTeams, [], { later: true });
   const projectId = env.data?.project_id;
   const project = useLoad(
     () =>

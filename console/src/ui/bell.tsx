@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { API_BASE, api, ok, quiet } from '../api/client';
 import type { Answer } from '../api/types';
 import { EtagReader } from '../lib/etag-poll';
-import { currentTeamId } from '../lib/current-team';
+import { currentTeamId, readTeams } from '../lib/current-team';
 
 type Notifications = Answer<'getTeamNotifications'>;
 
@@ -17,7 +17,7 @@ export function Bell() {
   useEffect(() => {
     if (teamId) return;
     quiet()
-      .then(() => ok(api.GET('/teams')))
+      .then(readTeams)
       .then((t) => setTeamId(t.data[0]?.id))
       .catch(() => undefined);
   }, [teamId]);
