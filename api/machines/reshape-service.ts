@@ -119,7 +119,7 @@ export async function previewReshape(deps: Deps, env: EnvRow, input: { shape: Sh
   const changes =
     input.shape === 'separate'
       ? [
-          `A database server ${env.name}-database on plan ${plan!.id} (${plan!.cpu} CPU, ${plan!.memory_mb} MB, ${plan!.disk_gb} GB) for ${plan!.monthly_price} ${list.currency} a month`,
+          `A database server ${env.name}-database on plan ${plan!.id} (${plan!.cpu} CPU, ${plan!.memory_mb} MB, ${plan!.disk_gb} GB) for ${Number(plan!.monthly_price).toFixed(2)} ${list.currency} a month`,
         ]
       : [`The database server ${server?.name ?? 'of the environment'} ends once the old database is discarded`];
   changes.push(
