@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { SlowestFiles } from './test/helpers/slowest-files';
+import { ConsoleScreenshots } from './test/helpers/console-screenshots';
 
 export default defineConfig({
   test: {
@@ -12,7 +13,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 180_000,
     teardownTimeout: 60_000,
-    // the default output, then the 10 slowest files
-    reporters: ['default', new SlowestFiles()],
+    // the default output, then the 10 slowest files and where the console's screenshots are
+    reporters: ['default', new SlowestFiles(), new ConsoleScreenshots()],
   },
 });

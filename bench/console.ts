@@ -75,9 +75,18 @@ export async function run(): Promise<{ firstLoadKb: number; p50Ms: number }> {
         await browser.context.addCookies([{ name: cookie[0], value: cookie[1], url: base }]);
         const page = browser.context.pages()[0] ?? (await browser.context.newPage());
         await page.goto(`${base}/environments/${environment.id}`);
-        await page.waitForSelector('a[href^="http://"][target="_blank"]', { timeout: 30_000 });
-        await page.waitForSelector('.status.succeeded', { timeout: 30_000 });
-        times.push(await page.evaluate(() => performance.now()));
+        // Read in the page at the first frame that shows both (each frame is checked): the moment a person sees
+        // them, not when the bench's next round trip to the browser comes back (on a loaded machine that added
+        // ~250 ms to a page whose data was all there).
+        const shown = await page.waitForFunction(
+          () =>
+            document.querySelector('a[href^="http://"][target="_blank"]') && document.querySelector('.status.succeeded')
+              ? performance.now()
+              : false,
+          undefined,
+          { polling: 'raf', timeout: 30_000 },
+        );
+        times.push((await shown.jsonValue()) as number);
         if (i === runs - 1) {
           const nav = await page.evaluate(() => {
             const n = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;

@@ -9,6 +9,20 @@ export const INTEGRATION_EVENTS = [
 ] as const;
 export type IntegrationEvent = (typeof INTEGRATION_EVENTS)[number];
 
+/** Each event in words, for people: the console's rules and integrations, and the activity's summaries. */
+const INTEGRATION_EVENT_LABELS: Record<IntegrationEvent, string> = {
+  'task.succeeded': 'Task succeeded',
+  'task.failed': 'Task failed',
+  'domain.verified': 'Domain verified',
+  'backup.failed': 'Backup failed',
+  'backup.verify_failed': 'Restore drill failed',
+  'token.expiring': 'Access token expiring',
+};
+
+/** An event's label; an event this build does not know keeps its name. */
+export const eventLabel = (event: string): string =>
+  (INTEGRATION_EVENT_LABELS as Record<string, string | undefined>)[event] ?? event;
+
 export interface KindField {
   name: string;
   type: 'url' | 'string';

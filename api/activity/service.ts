@@ -6,6 +6,7 @@ import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
 import { ACTIVITY_CURSOR, type ActivityQuery } from './schemas';
+import { TASK_TYPES } from '../../db/vocabulary';
 
 interface Row {
   id: string;
@@ -99,8 +100,15 @@ export async function listActivity(deps: Deps, teamId: string, q: ActivityQuery)
       environment_id: r.environment_id,
       task_id: r.task_id,
       address: r.address,
-      summary: r.summary,
+      summary: taskWords(r),
     })),
     next_before: more && last ? encodeCursor(ACTIVITY_CURSOR, [last.cursor_at, last.id]) : null,
   };
+}
+
+/** A task's summary ("<type> on <environment> (<status>)") names its type as the task registry labels it. */
+function taskWords(r: Row): string {
+  const label =
+    r.id === r.task_id ? (TASK_TYPES as Record<string, { label: string } | undefined>)[r.type]?.label : undefined;
+  return label && r.summary.startsWith(r.type) ? label + r.summary.slice(r.type.length) : r.summary;
 }

@@ -20,13 +20,15 @@ const WHAT_ENDS: Record<string, string> = {
   volume: 'the volume size beyond the allowance is given back',
 };
 
+/** A moment as a person reads it in a message: "2026-12-29 05:44 UTC". */
+const moment = (d: Date) => `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+
 function endsSentence(sub: Subscription, endsAt: Date): string {
   const what = WHAT_ENDS[sub.kind] ?? 'it is given back';
-  if (sub.status === 'ended') return `${sub.item} ended on ${endsAt.toISOString()}.`;
-  if (sub.status === 'cancelling')
-    return `${sub.item} is cancelled and runs until ${endsAt.toISOString()}; then ${what}.`;
+  if (sub.status === 'ended') return `${sub.item} ended on ${moment(endsAt)}.`;
+  if (sub.status === 'cancelling') return `${sub.item} is cancelled and runs until ${moment(endsAt)}; then ${what}.`;
   return (
-    `${sub.item} runs until the end of its period, ${endsAt.toISOString()}; then ${what} and it is no longer billed. ` +
+    `${sub.item} runs until the end of its period, ${moment(endsAt)}; then ${what} and it is no longer billed. ` +
     'Send {"confirm": true} to cancel.'
   );
 }
@@ -74,7 +76,7 @@ export async function cancelSubscription(deps: Deps, actor: Actor, teamId: strin
       type: 'subscription_cancelled',
       projectId: locked.project_id,
       environmentId: locked.environment_id,
-      summary: `Cancelled ${locked.item} (${order}); it ends ${cancelAt.toISOString()}`,
+      summary: `Cancelled ${locked.item} (${order}); it ends ${moment(cancelAt)}`,
     });
     await startSubscriptionEnd(deps, { order, item: locked.item, endsAt: cancelAt.toISOString() });
     return updated;

@@ -24,7 +24,10 @@ interface EnvRow {
 }
 
 const noService = () =>
-  errors.conflict('no_database_service', 'The environment has no postgresql service to reshape: add one first');
+  errors.conflict(
+    'no_database_service',
+    'The environment has no PostgreSQL database service to reshape: add one first',
+  );
 const oldKept = () => errors.conflict('old_database_kept');
 
 async function loadState(deps: Deps, envId: string) {
@@ -47,7 +50,7 @@ export async function getReshape(deps: Deps, envId: string) {
   const shape: Shape = service?.shape ?? 'combined';
   const current = currentPrice(list, server);
   const reason = !service
-    ? 'The environment has no postgresql service'
+    ? 'The environment has no PostgreSQL database service: add one (Services) to give it a server of its own.'
     : service.old_database_name
       ? 'The old database of the last reshape is still kept: discard it first'
       : null;
@@ -116,7 +119,7 @@ export async function previewReshape(deps: Deps, env: EnvRow, input: { shape: Sh
   const changes =
     input.shape === 'separate'
       ? [
-          `A database server ${env.name}-database on plan ${plan!.id} (${plan!.cpu} CPU, ${plan!.memory_mb} MB, ${plan!.disk_gb} GB) for ${plan!.monthly_price} ${list.currency} a month`,
+          `A database server ${env.name}-database on plan ${plan!.id} (${plan!.cpu} CPU, ${plan!.memory_mb} MB, ${plan!.disk_gb} GB) for ${Number(plan!.monthly_price).toFixed(2)} ${list.currency} a month`,
         ]
       : [`The database server ${server?.name ?? 'of the environment'} ends once the old database is discarded`];
   changes.push(

@@ -9,7 +9,7 @@ import type { Deps } from '../../system/deps';
 import { recordActivity } from '../../db/queries/activity';
 import type { Actor } from '../../core/actor';
 import { errors } from '../../core/errors';
-import { INTEGRATION_EVENTS, type IntegrationEvent } from '../../core/integration-kinds';
+import { eventLabel, INTEGRATION_EVENTS, type IntegrationEvent } from '../../core/integration-kinds';
 
 export const EMAIL_CHOICES = ['members', 'admins', 'none'] as const;
 
@@ -88,7 +88,7 @@ export async function saveRules(deps: Deps, actor: Actor, project: { id: string;
       kind: 'configuration',
       type: 'notification_rules_changed',
       projectId: project.id,
-      summary: `Notification rules changed for ${body.rules.map((r) => r.event).join(', ') || 'no event'}`,
+      summary: `Notification rules changed for ${body.rules.map((r) => `“${eventLabel(r.event)}”`).join(', ') || 'no event'}`,
     });
   });
   return { rules: await projectRules(deps.knex, project) };

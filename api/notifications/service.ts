@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
-import { FINAL_TASK_STATUSES } from '../../db/vocabulary';
+import { FINAL_TASK_STATUSES, TASK_TYPES } from '../../db/vocabulary';
 import { markMemberState } from '../../db/queries/next-steps';
 import { strongEtag } from '../lib/etag';
 
@@ -26,7 +26,7 @@ const present = (r: Row) => ({
   status: r.status,
   project_id: r.project_id,
   environment_id: r.environment_id,
-  summary: `${r.type[0].toUpperCase()}${r.type.slice(1).replace(/_/g, ' ')}${
+  summary: `${(TASK_TYPES as Record<string, { label: string } | undefined>)[r.type]?.label ?? r.type.replace(/_/g, ' ')}${
     r.project_name ? ` of ${[r.project_name, r.environment_name].filter(Boolean).join(' / ')}` : ''
   } ${r.status}`,
   created_at: r.created_at.toISOString(),

@@ -57,7 +57,7 @@ export async function cancelChoices(deps: Deps, projectId: string) {
     })),
     message: project.cancelled_at
       ? `The project was cancelled; its data is deleted after ${iso(deleteAfter!)}`
-      : `Cancelling ends ${subscriptions.length} subscription(s) now and stops ${environments.length} environment(s); ` +
+      : `Cancelling ends ${count(subscriptions.length, 'subscription')} now and stops ${count(environments.length, 'environment')}; ` +
         `their data is kept ${CANCELLED_PROJECT_KEEP_DAYS} days, then deleted`,
   };
 }
@@ -102,7 +102,7 @@ export async function cancelProject(deps: Deps, actor: Actor, projectId: string)
       kind: 'configuration',
       type: 'project_cancelled',
       projectId,
-      summary: `cancelled project ${project.name}: ${ended.length} subscription(s) ended, ${envIds.length} environment(s) stopped`,
+      summary: `cancelled project ${project.name}: ${count(ended.length, 'subscription')} ended, ${count(envIds.length, 'environment')} stopped`,
       details: { orders: ended.map((r: { order: string }) => r.order), environment_ids: envIds },
     });
     // The stop is started before the commit: a refused start leaves nothing changed.
@@ -114,3 +114,6 @@ export async function cancelProject(deps: Deps, actor: Actor, projectId: string)
   }
   return cancelChoices(deps, projectId);
 }
+
+/** "1 environment", "2 environments". */
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;

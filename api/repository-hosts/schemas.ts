@@ -40,7 +40,8 @@ export const KIND_FIELDS: Record<
       type: 'string',
       required: true,
       secret: false,
-      description: 'the host name; the console makes an Ed25519 key pair and answers its public_key to add on the host',
+      description:
+        'the host name (e.g. github.com); the console makes a key pair and shows its public key, to add at the host as a deploy key',
     },
   ],
 };

@@ -4,12 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { repositoriesDir, useTestContext } from '../helpers/context';
 import { type AppRepo, createAppRepo } from '../helpers/deploy-fixtures';
-import {
-  type ConsoleBrowser,
-  eachTestAnswersForProblems,
-  horizontalOverflow,
-  openConsole,
-} from '../helpers/console-browser';
+import { type ConsoleBrowser, eachTestAnswersForProblems, checkNarrow, openConsole } from '../helpers/console-browser';
 
 /**
  * The console's main flow in Debian's chromium against the real system (API, Temporal worker, edge,
@@ -329,7 +324,6 @@ describe.sequential('the console, end to end', () => {
 
   it('is usable at 390 px wide: the main pages do not scroll sideways; every field is labelled', async () => {
     const { page } = c;
-    await page.setViewportSize({ width: 390, height: 844 });
     for (const [name, url] of [
       ['dashboard', '/'],
       ['environment', `/environments/${ids.environment}`],
@@ -345,17 +339,8 @@ describe.sequential('the console, end to end', () => {
       await page.goto(t.baseUrl + url);
       await page.locator('h1').first().waitFor();
       await page.waitForLoadState('networkidle');
-      expect(await horizontalOverflow(page), name).toBeLessThanOrEqual(0);
-      // Every field has a visible label.
-      const unlabelled = await page.evaluate(() =>
-        [...document.querySelectorAll<HTMLInputElement>('input, select, textarea')]
-          .filter((el) => el.type !== 'hidden' && ![...(el.labels ?? [])].some((l) => l.textContent?.trim()))
-          .map((el) => el.outerHTML),
-      );
-      expect(unlabelled, name).toEqual([]);
-      await c.screenshot(`narrow-${name}`);
+      await checkNarrow(c, `flow-${name}`);
     }
-    await page.setViewportSize({ width: 1280, height: 900 });
     expect(c.problems).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@ import { copyFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertSamples } from '../../db/queries/resources';
+import { createEnvironmentMachines } from '../../api/machines/service';
 import { useTestContext } from '../helpers/context';
 import { commitAll, createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
 import { PASSWORD, sessionAgent } from '../helpers/fixtures';
@@ -12,6 +13,7 @@ import {
   type ConsoleBrowser,
   checkNarrow,
   eachTestAnswersForProblems,
+  horizontalOverflow,
   openConsoleAs,
 } from '../helpers/console-browser';
 
@@ -33,9 +35,13 @@ const env = () => `/environments/${w.environment.id}`;
 
 beforeAll(async () => {
   w = await createDeployWorld(t, { gatedFirstCommit: true });
+  // Its web server and build machine, as creating the environment through the API records them (the overview's
+  // "Machines" names its instances and plan).
+  await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, w.environment));
   await t.deps.knex('projects').where({ id: w.project.id }).update({ name: 'storefront' });
   await t.deps.knex('teams').where({ id: w.team.id }).update({ name: 'Acme team' });
   await t.deps.knex('users').where({ id: w.owner.id }).update({ name: 'Olive Owner' });
+  await t.deps.knex('users').where({ id: w.developer.id }).update({ name: 'Dev Deployer' });
   agent = await sessionAgent(t, w.owner);
   c = await openConsoleAs(t, agent);
   await c.page.setViewportSize({ width: 1280, height: 900 });
@@ -137,7 +143,21 @@ describe.sequential('the environment overview', () => {
         disk_bytes: 200 * 1024 * 1024,
       })),
     );
+    expect((await agent.post(`${env()}/domains`, { hostname: 'shop.example.test' })).status).toBe(201);
     await c.go(env());
+    // The app's address, and each domain with its state and its certificate's.
+    const address = page.getByRole('region', { name: 'Address' });
+    const url = (await agent.get(env())).body.url as string;
+    expect(await address.getByRole('link', { name: url }).getAttribute('href')).toBe(url);
+    const domain = address.getByRole('listitem').filter({ hasText: 'shop.example.test' });
+    await domain.getByText('pending', { exact: true }).waitFor();
+    await domain.getByText('certificate: none yet').waitFor();
+    // Instances and plan, from GET .../scale.
+    const scale = (await agent.get(`${env()}/scale`)).body as { instances: number; plan: string };
+    await page
+      .getByRole('region', { name: 'Machines' })
+      .getByText(`${scale.instances} instance of plan ${scale.plan}.`)
+      .waitFor();
     // The last hour's CPU as a small line, named by its latest and highest values.
     const series = (await agent.get(`${env()}/resources?window=1h`)).body.series.cpu as { value: number }[];
     const spark = page.getByRole('img', { name: /^CPU over the last hour/ });
@@ -329,7 +349,29 @@ describe.sequential('the environment overview', () => {
     expect(c.problems).toEqual([]);
   });
 
-  it('every screen has no serious or critical axe violation, in both colour schemes, at 1280 px', async () => {
+  it('names tasks and events in words: the activity, the bell, the notification rules', async () => {
+    const { page } = c;
+    await c.go(`/teams/${w.team.id}/activity`);
+    const activity = page.getByRole('list', { name: 'Activity' });
+    await activity.getByText('Maintenance off on production (succeeded)').waitFor();
+    expect(await activity.textContent()).not.toMatch(/maintenance_off|maintenance_on/);
+    await page.getByRole('button', { name: /^Notifications/ }).click();
+    const bell = page.getByRole('dialog', { name: 'Notifications' });
+    await bell
+      .getByText(/^Maintenance off of storefront/)
+      .first()
+      .waitFor();
+    expect(await bell.textContent()).not.toContain('_');
+    await c.go(`/projects/${w.project.id}/settings`);
+    await page.getByRole('group', { name: 'Restore drill failed' }).waitFor();
+    await page.getByLabel('Whom to e-mail (access token expiring)').waitFor();
+    expect(await page.getByRole('region', { name: 'Notification rules' }).textContent()).not.toMatch(
+      /task\.failed|backup\.verify_failed|token\.expiring/,
+    );
+    expect(c.problems).toEqual([]);
+  });
+
+  it('every screen has no serious or critical axe violation, in both colour schemes, at 1280 px; none scrolls sideways at 390 px', async () => {
     const { page } = c;
     const task = await t.deps.knex('tasks').where({ environment_id: w.environment.id }).first('id');
     const paths = [
@@ -343,12 +385,51 @@ describe.sequential('the environment overview', () => {
       ...ENVIRONMENT_TABS.map(([p]) => `${env()}${p}`),
     ];
     const found: string[] = [];
+    const sideways: string[] = [];
     for (const p of paths) {
       await c.go(p);
       await page.waitForLoadState('networkidle');
       found.push(...(await axeViolations(page, p)));
+      // Each screen as a person sees it, at both widths (looked at before issue 31 closed).
+      const name = `every${p
+        .replace(/[0-9a-f-]{36}/g, '')
+        .replace(/\/+/g, '-')
+        .replace(/-$/, '')}`;
+      await c.screenshot(name);
+      await page.setViewportSize({ width: 390, height: 844 });
+      if ((await horizontalOverflow(page)) > 0) sideways.push(p);
+      await page.setViewportSize({ width: 1280, height: 900 });
     }
     expect(found).toEqual([]);
+    expect(sideways).toEqual([]);
+    expect(c.problems).toEqual([]);
+  });
+
+  it('lists the last 10 tasks, newest first, each with its status and how long it took', async () => {
+    const { page } = c;
+    const base = { team_id: w.team.id, project_id: w.project.id, environment_id: w.environment.id };
+    // Newer than every task before (the newest come first).
+    const started = Date.now() + 1_000;
+    await t.deps.knex('tasks').insert(
+      Array.from({ length: 11 }, (_, i) => ({
+        ...base,
+        kind: 'backups',
+        type: 'backup',
+        status: i === 10 ? 'failed' : 'succeeded',
+        account_user_id: w.owner.id,
+        account_via: 'session',
+        workflow_id: `overview-ten-${i}`,
+        created_at: new Date(started + i * 1_000),
+        started_at: new Date(started + i * 1_000),
+        finished_at: new Date(started + i * 1_000 + 3_000),
+      })),
+    );
+    await c.go(env());
+    const rows = page.getByRole('region', { name: 'Recent tasks' }).getByRole('row');
+    await rows.nth(1).getByText('failed').waitFor();
+    // A header row and ten tasks: the newest (the failed backup) first.
+    expect(await rows.count()).toBe(11);
+    expect(await rows.nth(1).textContent()).toMatch(/^Back up\s*failed.*3 s$/);
     expect(c.problems).toEqual([]);
   });
 });

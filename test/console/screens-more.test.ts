@@ -132,7 +132,7 @@ describe.sequential('more console screens', () => {
     await page.getByLabel('Kind').selectOption('webhook');
     await page.getByLabel('Name', { exact: true }).fill('CI hook');
     await page.getByLabel('URL', { exact: true }).fill('https://hooks.example.test/vc');
-    await page.getByLabel('task.failed').check();
+    await page.getByLabel('Task failed', { exact: true }).check();
     await page.getByRole('button', { name: 'Add integration' }).click();
     await page.getByText(/whsec_/).waitFor();
     const [row] = await t.deps.knex('integrations').where({ team_id: team.id });
@@ -140,11 +140,13 @@ describe.sequential('more console screens', () => {
     await page.getByRole('button', { name: 'Change CI hook' }).click();
     const form = page.locator('form', { has: page.getByRole('button', { name: 'Disconnect' }) });
     await form.getByLabel('Name', { exact: true }).fill('Deploy hook');
-    await form.getByLabel('task.succeeded').check();
+    await form.getByLabel('Task succeeded', { exact: true }).check();
     await page.getByRole('heading', { name: 'Last deliveries' }).waitFor();
     await c.screenshot('team-integrations-edit');
     await form.getByRole('button', { name: 'Save' }).click();
     await page.getByText('Deploy hook').waitFor();
+    // Its events in words, as everywhere events are shown.
+    await page.getByText(/Hears of: .*Task succeeded/).waitFor();
     const changed = await t.deps.knex('integrations').where({ id: row.id }).first();
     expect(changed.name).toBe('Deploy hook');
     expect([...changed.events].sort()).toEqual(['task.failed', 'task.succeeded']);
@@ -205,8 +207,8 @@ describe.sequential('more console screens', () => {
     });
     expect(hook.status, hook.text).toBe(201);
     await go(`/projects/${project.id}/settings`);
-    await page.getByLabel('E-mail for task.failed').selectOption('none');
-    await page.getByRole('group', { name: 'task.failed' }).getByLabel('Team chat (slack)').check();
+    await page.getByLabel('Whom to e-mail (task failed)').selectOption('none');
+    await page.getByRole('group', { name: 'Task failed', exact: true }).getByLabel('Team chat (slack)').check();
     await page.getByRole('button', { name: 'Save rules' }).click();
     await page.getByText('Rules saved.').waitFor();
     const rules = (await agent.get(`/projects/${project.id}/notifications`)).body.rules;

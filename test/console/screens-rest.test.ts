@@ -74,7 +74,10 @@ describe.sequential('the rest of the console screens', () => {
     await row.getByRole('button', { name: 'Cancel subscription' }).click();
     const dialog = page.getByRole('alertdialog', { name: 'Cancel the subscription' });
     await dialog.getByText(`Cancel ${sub.item}?`).waitFor();
-    expect(await dialog.textContent()).toContain(preview.ends_at);
+    // When it ends, as a person reads it (to the minute, in UTC), not as an ISO timestamp.
+    const ends = new Date(preview.ends_at as string).toISOString();
+    expect(await dialog.textContent()).toContain(`${ends.slice(0, 10)} ${ends.slice(11, 16)} UTC`);
+    expect(await dialog.textContent()).not.toContain(preview.ends_at);
     // The API's instruction to its clients is not the person's to read.
     expect(preview.ends).toContain('{"confirm": true}');
     expect(await dialog.textContent()).not.toContain('"confirm"');

@@ -197,6 +197,9 @@ describe.sequential('the console screens', () => {
     expect(Object.keys(refused).length).toBeGreaterThanOrEqual(2);
     // Every refused field of the one save shows its reason, beside the input it names.
     for (const reason of Object.values(refused)) await page.getByText(reason).first().waitFor();
+    // Each under its field, placed in words ("Line 2: ..."), not by the API's field path.
+    await page.getByText(`Line 2: ${refused['blocked_addresses.1']}`).waitFor();
+    expect(await page.getByText('blocked_addresses').count()).toBe(0);
     expect(await page.getByLabel('Requests').getAttribute('aria-invalid')).toBe('true');
     await c.screenshot('project-edge-refused');
     expect((await agent.get(`/projects/${project.id}/edge`)).body.blocked_addresses).toEqual([]);

@@ -12,17 +12,20 @@ import { ensureChromium, launchBrowser } from './browser';
 import { ensureConsoleBuilt } from './console';
 import type { TestContext } from './context';
 import { PASSWORD } from './fixtures';
+import { SCREENSHOTS } from './console-screenshots';
 import type { Agent } from './http';
-
-/** Where the screenshots go (kept after the run; var/ is not committed). */
-export const SCREENSHOTS = join(process.cwd(), 'var', 'console-screenshots');
 
 export interface ConsoleBrowser {
   page: Page;
   context: BrowserContext;
   problems: string[];
-  /** Saves a full-page screenshot as SCREENSHOTS/<name>.png and answers its path. */
+  /**
+   * Saves full-page screenshots of the page as it is at 1280 px and at 390 px wide (SCREENSHOTS/1280/<name>.png
+   * and SCREENSHOTS/390/<name>.png; the viewport is then as it was) and answers the first's path.
+   */
   screenshot(name: string): Promise<string>;
+  /** The page as it is when a test failed: SCREENSHOTS/failed/<name>.png. */
+  failed(name: string): Promise<void>;
   /** Opens a console path (`/environments/...`) and waits for its heading. */
   go(path: string): Promise<void>;
   close(): Promise<void>;
@@ -52,15 +55,28 @@ export async function openConsole(t: TestContext): Promise<ConsoleBrowser> {
   page.on('response', (res) => {
     if (res.status() >= 500) problems.push(`${res.status()} from ${res.request().method()} ${res.url()}`);
   });
-  mkdirSync(SCREENSHOTS, { recursive: true });
+  for (const dir of ['1280', '390', 'failed']) mkdirSync(join(SCREENSHOTS, dir), { recursive: true });
   return {
     page,
     context: browser.context,
     problems,
     async screenshot(name) {
-      const file = join(SCREENSHOTS, `${name}.png`);
-      await page.screenshot({ path: file, fullPage: true });
-      return file;
+      const was = page.viewportSize() ?? { width: 1280, height: 900 };
+      const files: string[] = [];
+      for (const [width, height] of [
+        [1280, 900],
+        [390, 844],
+      ]) {
+        if (page.viewportSize()?.width !== width) await page.setViewportSize({ width, height });
+        const file = join(SCREENSHOTS, String(width), `${name}.png`);
+        await page.screenshot({ path: file, fullPage: true });
+        files.push(file);
+      }
+      await page.setViewportSize(was);
+      return files[0];
+    },
+    async failed(name) {
+      await page.screenshot({ path: join(SCREENSHOTS, 'failed', `${name}.png`), fullPage: true });
     },
     async go(path) {
       await page.goto(t.baseUrl + path);
@@ -112,18 +128,18 @@ export function eachTestAnswersForProblems(c: () => ConsoleBrowser): void {
     c().problems.length = 0;
     onTestFailed(async ({ task }) => {
       console.log(`[console test] problems during "${task.name}":`, c().problems);
-      await c().screenshot(`failed-${task.name.slice(0, 40)}`);
+      await c().failed(task.name.slice(0, 40));
     });
   });
 }
 
-/** At 390 px the page does not scroll sideways and every field on it has a visible label; saves narrow-<name>.png. */
+/** At 390 px the page does not scroll sideways and every field on it has a visible label; saves its screenshots. */
 export async function checkNarrow(c: ConsoleBrowser, name: string): Promise<void> {
   await c.page.setViewportSize({ width: 390, height: 844 });
   expect(await horizontalOverflow(c.page), name).toBeLessThanOrEqual(0);
   expect(await unlabelledFields(c.page), name).toEqual([]);
-  await c.screenshot(`narrow-${name}`);
   await c.page.setViewportSize({ width: 1280, height: 900 });
+  await c.screenshot(name);
 }
 
 /**

@@ -57,7 +57,40 @@ const csrfMiddleware: Middleware = {
   },
 };
 
-export const api = createClient<paths>({ baseUrl: API_BASE, credentials: 'same-origin' });
+let inFlight = 0;
+let waiting: (() => void)[] = [];
+
+/** The API's calls, counted while they are in flight (see `quiet`). */
+function counted(request: Request, init?: RequestInit): Promise<Response> {
+  inFlight++;
+  return globalThis.fetch(request, init).finally(() => {
+    inFlight--;
+    // A macrotask later: a page's next calls (started when these answers render) count first.
+    if (inFlight === 0) setTimeout(release, 0);
+  });
+}
+
+function release() {
+  if (inFlight > 0) return;
+  const now = waiting;
+  waiting = [];
+  for (const go of now) go();
+}
+
+/**
+ * Resolves when no call of the API is in flight: what a page shows beside its main data (a notice, a chart,
+ * the bell, the breadcrumb's names) waits for it, so that it does not slow the main data down (the browser
+ * opens 6 connections at most, and the API answers them on one thread).
+ */
+export function quiet(): Promise<void> {
+  return new Promise((resolve) => {
+    waiting.push(resolve);
+    // The calls started by the same render have not been counted yet: look again after them.
+    setTimeout(release, 0);
+  });
+}
+
+export const api = createClient<paths>({ baseUrl: API_BASE, credentials: 'same-origin', fetch: counted });
 api.use(csrfMiddleware);
 
 /** The data of an openapi-fetch answer, or its refusal thrown as an ApiError. */

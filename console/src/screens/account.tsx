@@ -133,7 +133,8 @@ function Tokens() {
             <li key={t.id}>
               <strong>{t.purpose}</strong> <span class={`status ${t.status}`}>{t.status}</span>{' '}
               <span class="muted">
-                {teamName(t.team_id)}; expires {when(t.expires_at)}; last used {when(t.last_used_at)}
+                {teamName(t.team_id)}; expires {when(t.expires_at)};{' '}
+                {t.last_used_at ? `last used ${when(t.last_used_at)}` : 'never used'}
               </span>{' '}
               {t.status === 'active' && (
                 <button type="button" class="danger" onClick={() => revoke.run(t.id)}>

@@ -22,7 +22,7 @@ export function BackupKey({ id }: { id: string }) {
       {key.data ? (
         <p>
           {key.data.algorithm}, fingerprint <code class="break">{key.data.fingerprint}</code>; opens{' '}
-          {key.data.opens.snapshots} backups.
+          {key.data.opens.snapshots} backup{key.data.opens.snapshots === 1 ? '' : 's'}.
         </p>
       ) : (
         <ErrorNote error={key.error} />

@@ -3,7 +3,8 @@ import { useLocation } from 'preact-iso';
 import { ApiError, api, ok } from '../api/client';
 import type { Environment } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, LoadState, Section, Select, when } from '../ui/parts';
+import { ErrorNote, LoadState, Section, Select, when } from '../ui/parts';
+import { YourPassword } from '../ui/reauth';
 import { ActionForm } from '../ui/action-form';
 import { SyncSection } from './environment-more';
 import { BackupKey, ResetDatabase } from './backup-key';
@@ -32,7 +33,9 @@ export function DrillResult({ b }: { b: { verified_at: string | null; verify_err
 
 /** On the environment's overview: the newest snapshot's last drill, when it failed. */
 export function DrillFailureNotice({ id }: { id: string }) {
-  const list = useLoad(() => ok(api.GET('/environments/{id}/backups', { params: { path: { id } } })), [id]);
+  const list = useLoad(() => ok(api.GET('/environments/{id}/backups', { params: { path: { id } } })), [id], {
+    later: true,
+  });
   const drilled = list.data?.data.find((b) => b.verified_at);
   if (!drilled?.verify_error) return null;
   return (
@@ -116,9 +119,11 @@ export function BackupsPage({ env }: { env: Environment }) {
             error={backUp.error}
           />
         )}
-        <button type="button" onClick={() => backUp.run()} disabled={backUp.busy || !destinations.data}>
-          Back up now
-        </button>
+        {destinations.data && destinations.data.data.length > 0 && (
+          <button type="button" onClick={() => backUp.run()} disabled={backUp.busy}>
+            Back up now
+          </button>
+        )}
         <ErrorNote error={backUp.error} />
         <LoadState load={list} what="backups" />
         <ul class="list">
@@ -153,16 +158,7 @@ export function BackupsPage({ env }: { env: Environment }) {
         {asking?.what === 'restore' && (
           <ActionForm class="card inset" onSubmit={() => restore.run(asking.snapshot, password)}>
             <p>Restoring replaces the environment's data. Confirm with your password.</p>
-            <Field
-              label="Your password"
-              name="password"
-              type="password"
-              autocomplete="current-password"
-              required
-              value={password}
-              onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
-              error={restore.error}
-            />
+            <YourPassword value={password} onChange={setPassword} error={restore.error} />
             <button type="submit" disabled={restore.busy}>
               Restore
             </button>

@@ -31,6 +31,7 @@ export function Overview({ id, env, onEnded }: { id: string; env: Environment | 
   const usage = useLoad(
     () => ok(api.GET('/environments/{id}/resources', { params: { path: { id }, query: { window: '1h' } } })),
     [id],
+    { later: true },
   );
   const list = tasks.data?.data ?? [];
   const running = list.some((t) => !ENDED.has(t.status));
@@ -53,7 +54,7 @@ export function Overview({ id, env, onEnded }: { id: string; env: Environment | 
     <>
       <DrillFailureNotice id={id} />
       <div class="grid">
-        <Live choices={c} error={choices.error} env={env} />
+        <Live choices={c} error={choices.error} recent={tasks.data?.data} />
         <Section title="Address">
           <dl>
             <dt>App</dt>
@@ -77,7 +78,8 @@ export function Overview({ id, env, onEnded }: { id: string; env: Environment | 
                   <ul class="plain">
                     {domains.data.data.map((d) => (
                       <li key={d.id}>
-                        <span class="break">{d.hostname}</span> <span class={`status ${d.status}`}>{d.status}</span>{' '}
+                        <span class="break">{d.hostname}</span> <span class={`status ${d.status}`}>{d.status}</span>
+                        <br />
                         <span class="muted">certificate: {certificateWords(d.certificate?.status)}</span>
                       </li>
                     ))}
@@ -96,7 +98,7 @@ export function Overview({ id, env, onEnded }: { id: string; env: Environment | 
               <a href={`/environments/${id}/machines`}>Change</a>
             </p>
           ) : scale.error instanceof ApiError && scale.error.status === 404 ? (
-            <p class="muted">No web server yet: the first deploy starts one.</p>
+            <p class="muted">No web server is recorded for this environment.</p>
           ) : (
             <ErrorNote error={scale.error} />
           )}
@@ -127,14 +129,20 @@ function certificateWords(status: string | undefined): string {
 }
 
 /** What is live: the release's commit and message, who put it live, when, and how long the deploy took. */
-function Live({ choices, error, env }: { choices: Choices | undefined; error: unknown; env: Environment | undefined }) {
+function Live(props: { choices: Choices | undefined; error: unknown; recent: TaskSummary[] | undefined }) {
+  const { choices, error } = props;
   const live = choices?.allowed ? choices.live_release : undefined;
   const taskId = live?.went_live?.task_id;
+  // Its deploy is usually among the recent tasks: read on its own only when it is not (or they are not there yet).
+  const listed = props.recent?.find((t) => t.id === taskId);
   const task = useLoad(
-    () => (taskId ? ok(api.GET('/tasks/{id}', { params: { path: { id: taskId } } })) : Promise.resolve(undefined)),
-    [taskId],
+    () =>
+      taskId && props.recent && !listed
+        ? ok(api.GET('/tasks/{id}', { params: { path: { id: taskId } } }))
+        : Promise.resolve(undefined),
+    [taskId, !!props.recent, !!listed],
   );
-  const t = task.data;
+  const t = listed ?? task.data;
   return (
     <Section title="Live now">
       {!choices ? (
@@ -144,7 +152,7 @@ function Live({ choices, error, env }: { choices: Choices | undefined; error: un
           <Loading what="the live release" />
         )
       ) : !choices.allowed ? (
-        <p class="muted">{env ? `Branch ${env.git_ref}.` : ''} The live release shows once a deploy can be asked.</p>
+        <p class="muted">{NOT_SHOWN[choices.reason] ?? `The live release is not shown: ${choices.message}`}</p>
       ) : !live ? (
         <p>No deploys yet: deploy {choices.git_ref} to start.</p>
       ) : (
@@ -172,6 +180,13 @@ function Live({ choices, error, env }: { choices: Choices | undefined; error: un
     </Section>
   );
 }
+
+/** Why "Live now" shows no release (the deploy choices, which name it, answered blocked). */
+const NOT_SHOWN: Record<string, string> = {
+  deploy_in_progress: 'A deploy is running: what it puts live shows here when it ends.',
+  no_repository: 'Nothing is live: the project has no repository yet.',
+  forbidden: 'Your role in this team does not show the live release here; the recent tasks say what was deployed.',
+};
 
 const BLOCKED: Record<string, string> = {
   no_repository: 'Connect a repository to the project to deploy.',
@@ -300,34 +315,36 @@ function Maintenance({ id, env }: { id: string; env: Environment | undefined }) 
 function RecentTasks({ tasks }: { tasks: TaskSummary[] }) {
   if (tasks.length === 0) return <p class="muted">No tasks yet.</p>;
   return (
-    <table>
-      <thead>
-        <tr>
-          <th>Task</th>
-          <th>Status</th>
-          <th>Asked</th>
-          <th>Took</th>
-        </tr>
-      </thead>
-      <tbody>
-        {tasks.map((t) => (
-          <tr key={t.id}>
-            <td>
-              <a href={`/tasks/${t.id}`}>{taskLabel(t.type)}</a>
-            </td>
-            <td>
-              <span class={`status ${t.status}`}>{t.status}</span>
-            </td>
-            <td>
-              {when(t.created_at)} by {t.account.name ?? accountWords(t.account.via)}
-            </td>
-            <td>
-              {duration(t.started_at, t.finished_at) ??
-                (ENDED.has(t.status) ? '—' : t.status === 'pending' ? 'waiting…' : 'running…')}
-            </td>
+    <div class="scroll">
+      <table class="stack">
+        <thead>
+          <tr>
+            <th>Task</th>
+            <th>Status</th>
+            <th>Asked</th>
+            <th>Took</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {tasks.map((t) => (
+            <tr key={t.id}>
+              <td>
+                <a href={`/tasks/${t.id}`}>{taskLabel(t.type)}</a>
+              </td>
+              <td>
+                <span class={`status ${t.status}`}>{t.status}</span>
+              </td>
+              <td class="wide">
+                {when(t.created_at)} by {t.account.name ?? accountWords(t.account.via)}
+              </td>
+              <td>
+                {duration(t.started_at, t.finished_at) ??
+                  (ENDED.has(t.status) ? '—' : t.status === 'pending' ? 'waiting…' : 'running…')}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }

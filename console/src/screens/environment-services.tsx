@@ -46,7 +46,7 @@ export function EnvironmentServices({ id }: { id: string }) {
         </ul>
       </Section>
       {kind && (
-        <Section title={`New ${kind.kind} service`}>
+        <Section title={`New ${kind.kind === 'postgresql' ? 'PostgreSQL database' : kind.kind} service`}>
           <Select
             label="Plan"
             name="plan"

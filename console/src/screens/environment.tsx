@@ -4,6 +4,7 @@ import { useLoad } from '../ui/hooks';
 import { ErrorNote, Loading, Tabs } from '../ui/parts';
 import { Crumbs } from '../ui/crumbs';
 import { usePageTitle } from '../ui/names';
+import { readTeams } from '../lib/current-team';
 import { Overview } from './environment-overview';
 import { VariablesEditor } from './variables';
 import { DomainsPage } from './domains';
@@ -16,7 +17,7 @@ import { EnvironmentLogs, EnvironmentServices } from './environment-services';
 
 export function EnvironmentPage({ id, tab }: { id: string; tab?: string }) {
   const env = useLoad(() => ok(api.GET('/environments/{id}', { params: { path: { id } } })), [id]);
-  const teams = useLoad(() => ok(api.GET('/teams')), []);
+  const teams = useLoad(readTeams, [], { later: true });
   const projectId = env.data?.project_id;
   const project = useLoad(
     () =>
@@ -24,6 +25,7 @@ export function EnvironmentPage({ id, tab }: { id: string; tab?: string }) {
         ? ok(api.GET('/projects/{id}/settings', { params: { path: { id: projectId } } }))
         : Promise.resolve(undefined),
     [projectId],
+    { later: true },
   );
   const team = teams.data?.data.find((t) => t.id === env.data?.team_id);
   const current = tab ? `/${tab}` : '';

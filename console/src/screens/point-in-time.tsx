@@ -5,6 +5,7 @@ import type { Environment } from '../api/types';
 import { ActionForm } from '../ui/action-form';
 import { useAction, useLoad } from '../ui/hooks';
 import { Check, Field, Section } from '../ui/parts';
+import { YourPassword } from '../ui/reauth';
 
 /** The browser's time zone ("Europe/Paris"), or "local time" when it does not say. */
 const localZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone || 'local time';
@@ -107,18 +108,7 @@ export function PointInTimeRestore({ env }: { env: Environment }) {
             onChange={setConfirmed}
           />
           <ConfirmError error={restore.error} />
-          {askPassword && (
-            <Field
-              label="Your password"
-              name="password"
-              type="password"
-              autocomplete="current-password"
-              required
-              value={password}
-              onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
-              error={restore.error}
-            />
-          )}
+          {askPassword && <YourPassword value={password} onChange={setPassword} error={restore.error} />}
           <button type="submit" disabled={restore.busy}>
             Restore to this second
           </button>

@@ -3,6 +3,7 @@ import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
 import { Check, ErrorNote, FieldErrors, LoadState, Section, Select, when } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
+import { eventLabel } from '../../../core/integration-kinds';
 
 type Email = 'members' | 'admins' | 'none';
 type Event =
@@ -56,9 +57,9 @@ export function NotificationRules({ id, teamId }: { id: string; teamId?: string 
         <ActionForm action={save}>
           {draft.map((r, i) => (
             <fieldset key={r.event} class="plain rule">
-              <legend>{r.event}</legend>
+              <legend>{eventLabel(r.event)}</legend>
               <Select
-                label={`E-mail for ${r.event}`}
+                label={`Whom to e-mail (${eventLabel(r.event).toLowerCase()})`}
                 name={`rules.${i}.email`}
                 value={r.email}
                 onChange={(e) => change(i, { email: (e.target as HTMLSelectElement).value as Email })}

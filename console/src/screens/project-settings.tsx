@@ -73,8 +73,10 @@ export function ProjectSettings({ id, onSaved }: { id: string; onSaved(): void }
             ) : (
               <>
                 <p>
-                  Stops {cancelInfo.environments.map((e) => e.name).join(', ') || 'no environments'}; ends{' '}
-                  {cancelInfo.subscriptions.length} subscriptions; data kept {cancelInfo.data_kept_days} days.
+                  Stops {cancelInfo.environments.map((e) => e.name).join(', ') || 'no environments'}
+                  {cancelInfo.subscriptions.length > 0 &&
+                    `; ends ${cancelInfo.subscriptions.map((x) => x.item).join(', ')}`}
+                  .
                 </p>
                 <button type="button" class="danger" onClick={() => cancel.run()} disabled={cancel.busy}>
                   Confirm cancellation

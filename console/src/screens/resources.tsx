@@ -45,7 +45,11 @@ function Chart(props: { label: string; points: { at: string; value: number }[]; 
   const { label, points, scale } = props;
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
-    let chart: { destroy(): void } | undefined;
+    let chart: { destroy(): void; setSize(size: { width: number; height: number }): void } | undefined;
+    // The chart follows its box's width (a phone turned, a window resized): uPlot draws at a fixed size.
+    const follow = new ResizeObserver(() => {
+      if (chart && box.current) chart.setSize({ width: Math.max(240, box.current.clientWidth), height: 180 });
+    });
     let gone = false;
     void Promise.all([import('uplot'), import('uplot/dist/uPlot.min.css')]).then(([{ default: UPlot }]) => {
       if (gone || !box.current) return;
@@ -64,9 +68,11 @@ function Chart(props: { label: string; points: { at: string; value: number }[]; 
         [xs, ys],
         box.current,
       );
+      follow.observe(box.current);
     });
     return () => {
       gone = true;
+      follow.disconnect();
       chart?.destroy();
     };
   }, [label, points, scale]);

@@ -11,7 +11,10 @@ export function BackupDestinations({ id }: { id: string }) {
   const path = { params: { path: { id } } };
   const list = useLoad(() => ok(api.GET('/teams/{id}/backup-destinations', path)), [id]);
   const choices = useLoad(() => ok(api.GET('/teams/{id}/backup-destinations/new', path)), [id]);
-  const [kind, setKind] = useState('local');
+  const [picked, setKind] = useState('local');
+  // The kind picked, or the first one offered (local is offered only where BACKUP_LOCAL_ROOTS is set).
+  const offered = choices.data?.kinds ?? [];
+  const kind = offered.some((k) => k.kind === picked) ? picked : (offered[0]?.kind ?? picked);
   const [values, setValues] = useState<Record<string, string>>({});
   const [editing, setEditing] = useState<string>();
   const create = useAction(async () => {

@@ -5,6 +5,7 @@ import { type ChoiceField, ChoiceFields } from '../ui/choice-fields';
 import { useAction, useLoad } from '../ui/hooks';
 import { Check, CopyButton, ErrorNote, Field, FieldErrors, LoadState, Section, Select, when } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
+import { eventLabel } from '../../../core/integration-kinds';
 
 type Integration = Answer<'listIntegrations'>['data'][number];
 type Kind = 'webhook' | 'slack';
@@ -36,7 +37,7 @@ function Events(props: { all: string[]; chosen: string[]; onChange(v: string[]):
       {props.all.map((ev) => (
         <Check
           key={ev}
-          label={ev}
+          label={eventLabel(ev)}
           name={`event-${ev}`}
           checked={props.chosen.includes(ev)}
           onChange={(on) => props.onChange(on ? [...props.chosen, ev] : props.chosen.filter((x) => x !== ev))}
@@ -144,7 +145,7 @@ function IntegrationCard(props: {
       <p>
         <strong>{i.name}</strong> <span class="muted">{i.kind}</span> {i.url && <code class="break">{i.url}</code>}
       </p>
-      <p class="muted">Hears of: {i.events.join(', ') || 'nothing'}</p>
+      <p class="muted">Hears of: {i.events.map(eventLabel).join(', ') || 'nothing'}</p>
       {!open && (
         <button type="button" class="secondary" onClick={() => setOpen(true)} aria-label={`Change ${i.name}`}>
           Change
@@ -218,7 +219,7 @@ function IntegrationEdit(props: {
       <ul class="list">
         {detail.data?.deliveries?.map((d) => (
           <li key={d.id}>
-            {d.event} <span class={`status ${d.status}`}>{d.status}</span>{' '}
+            {eventLabel(d.event)} <span class={`status ${d.status}`}>{d.status}</span>{' '}
             <span class="muted">
               {d.attempts} attempt{d.attempts === 1 ? '' : 's'}
               {d.response_status !== null && `, answered ${d.response_status}`}, {when(d.created_at)}

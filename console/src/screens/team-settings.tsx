@@ -107,7 +107,7 @@ export function TeamBilling({ id }: { id: string }) {
             <ErrorNote error={layout.error} />
             {format && format.country === country && (
               <fieldset class="plain">
-                <legend>Address in {format.country_name}</legend>
+                <legend>Address in {countryWords(format.country, format.country_name)}</legend>
                 {format.fields
                   .filter((f) => !['name', 'country'].includes(f.name))
                   .map((f) =>
@@ -214,4 +214,13 @@ function Subscriptions(props: { teamId: string; billing: Answer<'getTeamBilling'
       )}
     </Section>
   );
+}
+
+/** A country as people write it ("United States"; the address data names it in capitals), from its code. */
+function countryWords(code: string, name: string): string {
+  try {
+    return new Intl.DisplayNames(undefined, { type: 'region' }).of(code) ?? name;
+  } catch {
+    return name;
+  }
 }

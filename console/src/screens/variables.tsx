@@ -49,7 +49,7 @@ export function EnvPreview({
   if (rows.length === 0) return <p class="muted">No variables in the text.</p>;
   return (
     <div class="scroll">
-      <table aria-label="Preview of the import">
+      <table class="stack" aria-label="Preview of the import">
         <thead>
           <tr>
             <th>Line</th>
@@ -167,7 +167,7 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
         {list.data?.length === 0 && <p class="muted">No variables yet: set one or paste a .env below.</p>}
         {list.data && list.data.length > 0 && (
           <div class="scroll">
-            <table aria-label="Variables">
+            <table class="stack" aria-label="Variables">
               <thead>
                 <tr>
                   <th>Name</th>
@@ -189,7 +189,7 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
                       <MaskedValue name={v.name} value={v.secret ? null : v.value} />
                     </td>
                     {scope === 'environments' && <td>{v.source}</td>}
-                    <td>{when(v.updated_at)}</td>
+                    <td class="wide">{when(v.updated_at)}</td>
                     <td>
                       {(scope === 'projects' || v.source === 'environment') && (
                         <button

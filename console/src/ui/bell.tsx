@@ -1,19 +1,23 @@
 import { useEffect, useState } from 'preact/hooks';
-import { API_BASE, api, ok } from '../api/client';
+import { API_BASE, api, ok, quiet } from '../api/client';
 import type { Answer } from '../api/types';
 import { EtagReader } from '../lib/etag-poll';
-import { currentTeamId } from '../lib/current-team';
+import { currentTeamId, readTeams } from '../lib/current-team';
 
 type Notifications = Answer<'getTeamNotifications'>;
 
-/** The notifications bell: tasks waiting and new ends (each shown when there are some), refreshed every 20 s with the ETag. */
+/**
+ * The notifications bell: tasks waiting and new ends (each shown when there are some), read once the page's own
+ * calls have answered, then every 20 s with the ETag.
+ */
 export function Bell() {
   const [teamId, setTeamId] = useState<string | undefined>(currentTeamId());
   const [data, setData] = useState<Notifications>();
   const [open, setOpen] = useState(false);
   useEffect(() => {
     if (teamId) return;
-    ok(api.GET('/teams'))
+    quiet()
+      .then(readTeams)
       .then((t) => setTeamId(t.data[0]?.id))
       .catch(() => undefined);
   }, [teamId]);
@@ -26,7 +30,8 @@ export function Bell() {
         .read()
         .then((r) => !stop && r.changed && setData(r.data))
         .catch(() => undefined);
-    void tick();
+    // After the page's own calls: the bell does not hold them up.
+    void quiet().then(tick);
     const timer = setInterval(tick, 20_000);
     return () => {
       stop = true;

@@ -45,6 +45,14 @@ export function ChoiceFields(props: {
 }
 
 /** A form to add one of several kinds: the kind chosen, then that kind's fields, then `submit`. */
+/** The kinds of backup destination and repository host, in words. */
+const KIND_WORDS: Record<string, string> = {
+  local: 'A folder on this machine',
+  s3: 'S3-compatible storage',
+  ssh: 'SSH (a deploy key)',
+  https: 'HTTPS (a token)',
+};
+
 export function KindForm(props: {
   action: Action<[]>;
   kinds: { kind: string }[];
@@ -63,7 +71,7 @@ export function KindForm(props: {
         name="kind"
         value={kind}
         onChange={(e) => props.onKind((e.target as HTMLSelectElement).value)}
-        options={props.kinds.map((k) => ({ value: k.kind, label: k.kind }))}
+        options={props.kinds.map((k) => ({ value: k.kind, label: KIND_WORDS[k.kind] ?? k.kind }))}
         error={action.error}
       />
       <ChoiceFields

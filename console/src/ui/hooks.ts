@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError } from '../api/client';
+import { ApiError, quiet } from '../api/client';
 
 export interface Loaded<T> {
   data?: T;
@@ -8,8 +8,11 @@ export interface Loaded<T> {
   reload(): Promise<void>;
 }
 
-/** Loads data when the keys change; `reload` loads again. Answers to an older key are dropped. */
-export function useLoad<T>(load: () => Promise<T>, keys: unknown[]): Loaded<T> {
+/**
+ * Loads data when the keys change; `reload` loads again. Answers to an older key are dropped. `later`: the
+ * first load waits until the page's other calls have answered (`quiet`), for what is shown beside the main data.
+ */
+export function useLoad<T>(load: () => Promise<T>, keys: unknown[], o: { later?: boolean } = {}): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
   const generation = useRef(0);
   const reload = useCallback(async () => {
@@ -23,7 +26,7 @@ export function useLoad<T>(load: () => Promise<T>, keys: unknown[]): Loaded<T> {
     }
   }, keys);
   useEffect(() => {
-    void reload();
+    void (o.later ? quiet().then(reload) : reload());
   }, [reload]);
   return { ...state, reload };
 }

@@ -156,7 +156,7 @@ export function Tabs({ base, tabs, current }: { base: string; tabs: [string, str
 }
 
 export function when(iso: string | null | undefined): string {
-  return iso ? new Date(iso).toLocaleString() : '—';
+  return iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '—';
 }
 
 /** The label of a tab path among a resource's tabs ("backup-window" -> "Backup window"). */
@@ -173,13 +173,24 @@ export function FieldErrors({ error, prefix, exact }: { error: unknown; prefix: 
   if (hits.length === 0) return null;
   return (
     <ul class="field-error list" aria-label={`Refused: ${prefix}`}>
-      {hits.map(([k, v]) => (
-        <li key={k}>
-          {k}: {v}
-        </li>
-      ))}
+      {hits.map(([k, v]) => {
+        const where = placeWords(k.slice(prefix.length));
+        return (
+          <li key={k}>
+            {where && `${where}: `}
+            {v}
+          </li>
+        );
+      })}
     </ul>
   );
+}
+
+/** Where in a field a refusal points, in words: ".1" is "Line 2", ".0.email" is "Line 1, email"; "" is nothing. */
+function placeWords(rest: string): string {
+  const parts = rest.split(/[.[\]]+/).filter(Boolean);
+  const words = parts.map((p) => (/^\d+$/.test(p) ? `line ${Number(p) + 1}` : p.replaceAll('_', ' '))).join(', ');
+  return words && words[0].toUpperCase() + words.slice(1);
 }
 
 /** A labelled textarea. */

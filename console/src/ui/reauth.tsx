@@ -40,6 +40,29 @@ export function useReauth(askFirst = false): Reauth {
   };
 }
 
+/** "Your password": the field of a call that confirms who asks with the password (a restore, a reauthentication). */
+export function YourPassword(props: {
+  value: string;
+  onChange(v: string): void;
+  error?: unknown;
+  name?: string;
+  hint?: string;
+}) {
+  return (
+    <Field
+      label="Your password"
+      name={props.name ?? 'password'}
+      type="password"
+      autocomplete="current-password"
+      required
+      hint={props.hint}
+      value={props.value}
+      onInput={(e) => props.onChange((e.target as HTMLInputElement).value)}
+      error={props.error}
+    />
+  );
+}
+
 /** The password field of a call that needs it: shown once the API asked for it (or from the start). */
 export function PasswordField({
   reauth,
@@ -52,15 +75,11 @@ export function PasswordField({
 }) {
   if (!reauth.asking) return null;
   return (
-    <Field
-      label="Your password"
+    <YourPassword
       name={name}
-      type="password"
-      autocomplete="current-password"
-      required
       hint="This needs a recent sign-in: confirm it with your password."
       value={reauth.password}
-      onInput={(e) => reauth.setPassword((e.target as HTMLInputElement).value)}
+      onChange={reauth.setPassword}
       error={error}
     />
   );

@@ -81,12 +81,12 @@ describe('an environment without a database service', () => {
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({ shape: 'combined', service_id: null, server_id: null, old_database: null });
     expect(got.body.choices).toEqual([]);
-    expect(got.body.unavailable_reason).toMatch(/no postgresql service/);
+    expect(got.body.unavailable_reason).toMatch(/no PostgreSQL database service/);
     for (const path of [`${env()}/reshape`, `${env()}/reshape/preview`]) {
       const res = await owner.post(path, { shape: 'separate' });
       expect(res.status, path).toBe(409);
       expect(res.body.error.code).toBe('no_database_service');
-      expect(res.body.error.message).toMatch(/no postgresql service/);
+      expect(res.body.error.message).toMatch(/no PostgreSQL database service/);
     }
     const discard = await owner.post(`${env()}/discard-old-database`, { confirm: true });
     expect(discard.status).toBe(409);
