@@ -52,6 +52,22 @@ export function BackupKey({ id }: { id: string }) {
 
 /** Reset the database: the environment's name typed to confirm; the password over a protected environment. */
 export function ResetDatabase({ env }: { env: Environment }) {
+  // Offered only where there is a database to reset: the environment's PostgreSQL service.
+  const services = useLoad(
+    () => ok(api.GET('/environments/{id}/services', { params: { path: { id: env.id } } })),
+    [env.id],
+  );
+  if (!services.data) return null;
+  if (!services.data.data.some((s) => s.kind === 'postgresql' && s.status === 'available'))
+    return (
+      <Section title="Reset the database">
+        <p>There is no database to reset: {env.name} has no PostgreSQL database service ready. Add one under Services.</p>
+      </Section>
+    );
+  return <ResetDatabaseForm env={env} />;
+}
+
+function ResetDatabaseForm({ env }: { env: Environment }) {
   const toTask = useTaskRoute();
   const [typed, setTyped] = useState('');
   // Over a protected environment the API asks for the password (reauthentication_required): then it is asked.
