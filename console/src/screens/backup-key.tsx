@@ -61,7 +61,9 @@ export function ResetDatabase({ env }: { env: Environment }) {
   if (!services.data.data.some((s) => s.kind === 'postgresql' && s.status === 'available'))
     return (
       <Section title="Reset the database">
-        <p>There is no database to reset: {env.name} has no PostgreSQL database service ready. Add one under Services.</p>
+        <p>
+          There is no database to reset: {env.name} has no PostgreSQL database service ready. Add one under Services.
+        </p>
       </Section>
     );
   return <ResetDatabaseForm env={env} />;

@@ -8,6 +8,7 @@ import { YourPassword } from '../ui/reauth';
 import { ActionForm } from '../ui/action-form';
 import { SyncSection } from './environment-more';
 import { BackupKey, ResetDatabase } from './backup-key';
+import { kindWords } from '../ui/choice-fields';
 import { PointInTimeRestore } from './point-in-time';
 
 /** "3 h ago", from an ISO time. */
@@ -115,7 +116,7 @@ export function BackupsPage({ env }: { env: Environment }) {
             name="destination_id"
             value={destination || destinations.data.data[0].id}
             onChange={(e) => setDestination((e.target as HTMLSelectElement).value)}
-            options={destinations.data.data.map((d) => ({ value: d.id, label: `${d.name} (${d.kind})` }))}
+            options={destinations.data.data.map((d) => ({ value: d.id, label: `${d.name} (${kindWords(d.kind)})` }))}
             error={backUp.error}
           />
         )}

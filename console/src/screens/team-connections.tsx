@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { accountWords, taskLabel } from '../lib/task-label';
-import { KindForm } from '../ui/choice-fields';
+import { KindForm, kindWords } from '../ui/choice-fields';
 import { useAction, useLoad } from '../ui/hooks';
 import { CopyButton, ErrorNote, LoadState, Section, Select, when } from '../ui/parts';
 
@@ -31,7 +31,7 @@ export function RepositoryHosts({ id }: { id: string }) {
         {list.data?.data.map((h) => (
           <div key={h.id} class="card inset">
             <p>
-              <strong>{h.host}</strong> <span class="muted">{h.kind}</span>
+              <strong>{h.host}</strong> <span class="muted">{kindWords(h.kind)}</span>
               {h.username && <span class="muted"> as {h.username}</span>}
             </p>
             {h.public_key && (

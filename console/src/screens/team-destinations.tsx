@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
-import { type ChoiceField, ChoiceFields, KindForm } from '../ui/choice-fields';
+import { type ChoiceField, ChoiceFields, KindForm, kindWords } from '../ui/choice-fields';
 import { ActionForm } from '../ui/action-form';
 import type { Answer } from '../api/types';
 import { ErrorNote, LoadState, Section } from '../ui/parts';
@@ -35,7 +35,7 @@ export function BackupDestinations({ id }: { id: string }) {
         <ul class="list">
           {list.data?.data.map((d) => (
             <li key={d.id}>
-              <strong>{d.name}</strong> <span class="muted">{d.kind}</span>{' '}
+              <strong>{d.name}</strong> <span class="muted">{kindWords(d.kind)}</span>{' '}
               <span class="muted">
                 {d.snapshots} backups, {Math.ceil(d.used_bytes / 1024)} KB
               </span>

@@ -44,7 +44,6 @@ export function ChoiceFields(props: {
   );
 }
 
-/** A form to add one of several kinds: the kind chosen, then that kind's fields, then `submit`. */
 /** The kinds of backup destination and repository host, in words. */
 const KIND_WORDS: Record<string, string> = {
   local: 'A folder on this machine',
@@ -53,6 +52,10 @@ const KIND_WORDS: Record<string, string> = {
   https: 'HTTPS (a token)',
 };
 
+/** A kind in words (the kind itself when it has none). */
+export const kindWords = (kind: string) => KIND_WORDS[kind] ?? kind;
+
+/** A form to add one of several kinds: the kind chosen, then that kind's fields, then `submit`. */
 export function KindForm(props: {
   action: Action<[]>;
   kinds: { kind: string }[];
@@ -71,7 +74,7 @@ export function KindForm(props: {
         name="kind"
         value={kind}
         onChange={(e) => props.onKind((e.target as HTMLSelectElement).value)}
-        options={props.kinds.map((k) => ({ value: k.kind, label: KIND_WORDS[k.kind] ?? k.kind }))}
+        options={props.kinds.map((k) => ({ value: k.kind, label: kindWords(k.kind) }))}
         error={action.error}
       />
       <ChoiceFields
