@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { SlowestFiles } from './test/helpers/slowest-files';
+import { SlowestFirst } from './test/helpers/slowest-first';
 
 export default defineConfig({
   test: {
@@ -12,6 +13,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 180_000,
     teardownTimeout: 60_000,
+    // the slowest files first (test/durations.json on a clean clone), so that both workers end together
+    sequence: { sequencer: SlowestFirst },
     // the default output, then the 10 slowest files
     reporters: ['default', new SlowestFiles()],
   },
