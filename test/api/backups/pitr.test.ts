@@ -323,6 +323,8 @@ describe('POST /environments/{id}/restore', () => {
     expect(Date.parse(w.body.earliest)).toBeGreaterThan(Date.parse(target));
   }, 400_000);
 
+  // At the real heartbeat timeout (the `long` profile's 15 s; this npm start sets no ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS):
+  // the file's one wait on it, and the one test of a killed restore's replay through npm start.
   it('finishes a restore whose worker was killed mid-way on the next worker; the app never sees a half-restored database', async () => {
     const db = envs[1].database!;
     const before = await nextSecond();
