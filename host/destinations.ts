@@ -9,8 +9,7 @@ import { type FileHandle, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { createHash, randomBytes } from 'node:crypto';
-import { DeleteObjectCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import type { S3Client } from '@aws-sdk/client-s3';
 import http from 'node:http';
 import https from 'node:https';
 import { checkOutboundHost, guardedLookup, type OutboundConfig } from './outbound';
@@ -206,22 +205,31 @@ async function ownedByUs(dir: Dir): Promise<void> {
  * unless OUTBOUND_ALLOWED_HOSTS lists it.
  */
 class S3Store implements ObjectStore {
-  private readonly client: S3Client;
+  /**
+   * The AWS SDK, loaded and its client made at the first request: the SDK is a third of a second to load, which
+   * every process that imports the backups (and every test file) paid without an S3 destination.
+   */
+  private sdk: Promise<{ s3: typeof import('@aws-sdk/client-s3'); client: S3Client }> | undefined;
   private checked: Promise<unknown> | undefined;
   constructor(
     private readonly settings: S3Settings,
-    secrets: S3Secrets,
+    private readonly secrets: S3Secrets,
     private readonly outbound: OutboundConfig,
-  ) {
-    const lookup = guardedLookup(outbound);
-    this.client = new S3Client({
-      requestHandler: { httpAgent: new http.Agent({ lookup }), httpsAgent: new https.Agent({ lookup }) },
-      endpoint: settings.endpoint,
-      region: settings.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: secrets.access_key_id, secretAccessKey: secrets.secret_access_key },
-      maxAttempts: 2,
+  ) {}
+  private connect() {
+    this.sdk ??= import('@aws-sdk/client-s3').then((s3) => {
+      const lookup = guardedLookup(this.outbound);
+      const client = new s3.S3Client({
+        requestHandler: { httpAgent: new http.Agent({ lookup }), httpsAgent: new https.Agent({ lookup }) },
+        endpoint: this.settings.endpoint,
+        region: this.settings.region,
+        forcePathStyle: true,
+        credentials: { accessKeyId: this.secrets.access_key_id, secretAccessKey: this.secrets.secret_access_key },
+        maxAttempts: 2,
+      });
+      return { s3, client };
     });
+    return this.sdk;
   }
   private guard(): Promise<unknown> {
     this.checked ??= checkOutboundHost(new URL(this.settings.endpoint).hostname.replace(/^\[|\]$/g, ''), this.outbound);
@@ -233,13 +241,15 @@ class S3Store implements ObjectStore {
   }
   async put(key: string, body: AsyncIterable<Buffer> | Readable, signal?: AbortSignal): Promise<number> {
     await this.guard();
+    // before the body is read from: its 'data' listener below sets it flowing, and the Upload must be there to take it
+    const [{ client }, { Upload }] = await Promise.all([this.connect(), import('@aws-sdk/lib-storage')]);
     let bytes = 0;
     const counted = (body instanceof Readable ? body : Readable.from(body)).on(
       'data',
       (c: Buffer) => (bytes += c.length),
     );
     const upload = new Upload({
-      client: this.client,
+      client,
       params: { Bucket: this.settings.bucket, Key: this.key(key), Body: counted },
       queueSize: 2,
       partSize: 8 * 1024 * 1024,
@@ -256,7 +266,8 @@ class S3Store implements ObjectStore {
   }
   async get(key: string, expected?: StoredObject): Promise<Readable> {
     await this.guard();
-    const out = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
+    const { s3, client } = await this.connect();
+    const out = await client.send(new s3.GetObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
     const body = out.Body as Readable;
     if (!expected) return body;
     if (out.ContentLength !== undefined && out.ContentLength !== expected.size) {
@@ -282,10 +293,11 @@ class S3Store implements ObjectStore {
   }
   async delete(key: string): Promise<void> {
     await this.guard();
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
+    const { s3, client } = await this.connect();
+    await client.send(new s3.DeleteObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
   }
   close() {
-    this.client.destroy();
+    void this.sdk?.then(({ client }) => client.destroy());
   }
 }
 

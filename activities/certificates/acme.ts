@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import { rootCertificates } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
-import acme from 'acme-client';
+import type AcmeClient from 'acme-client';
 import type { Knex } from 'knex';
 import type { AcmeConfig } from '../../system/config';
 import { open, seal } from '../../system/crypto';
@@ -16,9 +16,16 @@ import { putChallenge, removeChallenge, type IssuedCertificate } from '../../db/
 import { aad } from '../../db/aad';
 import { awaitEdges } from '../../db/queries/edge-routes';
 
+/**
+ * acme-client, loaded at the first certificate: its axios and crypto stack are a third of a second to load, which
+ * every process that imports the activities (and every test file) paid without asking for a certificate.
+ */
+let loaded: Promise<typeof AcmeClient> | undefined;
+const loadAcme = () => (loaded ??= import('acme-client').then((m) => m.default));
+
 let trusted: string | undefined;
 /** ACME_CA_FILE: the directory's CA is trusted besides the system's (a private CA, or Pebble in tests). */
-function trustCa(caFile: string | undefined): void {
+function trustCa(acme: typeof AcmeClient, caFile: string | undefined): void {
   if (!caFile || trusted === caFile) return;
   const extra = readFileSync(caFile, 'utf8');
   acme.axios.defaults.httpsAgent = new https.Agent({ ca: [...rootCertificates, extra], keepAlive: true });
@@ -26,7 +33,12 @@ function trustCa(caFile: string | undefined): void {
 }
 
 /** The account key of the directory: made and sealed on first use (one row per directory URL). */
-async function accountKey(knex: Knex, secrets: Secrets, directoryUrl: string): Promise<string> {
+async function accountKey(
+  acme: typeof AcmeClient,
+  knex: Knex,
+  secrets: Secrets,
+  directoryUrl: string,
+): Promise<string> {
   const row = await knex('acme_accounts').where({ directory_url: directoryUrl }).first('account_key_sealed');
   if (row) return open(secrets, row.account_key_sealed, aad.acmeAccount(directoryUrl));
   const key = (await acme.crypto.createPrivateEcdsaKey('P-256')).toString();
@@ -75,10 +87,11 @@ export interface ObtainInput {
 export async function obtainCertificate(o: ObtainInput): Promise<IssuedCertificate> {
   const directoryUrl = o.acme.directoryUrl;
   if (!directoryUrl) throw new Error('HTTPS is not configured: ACME_DIRECTORY_URL is not set');
-  trustCa(o.acme.caFile);
+  const acme = await loadAcme();
+  trustCa(acme, o.acme.caFile);
   const client = new acme.Client({
     directoryUrl,
-    accountKey: await accountKey(o.knex, o.secrets, directoryUrl),
+    accountKey: await accountKey(acme, o.knex, o.secrets, directoryUrl),
     backoffAttempts: 12,
     backoffMin: 500,
     backoffMax: 10_000,

@@ -186,9 +186,17 @@ async function nextSecond(): Promise<string> {
   return `${new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().slice(0, 19)}Z`;
 }
 
-/** The archive is forced to take the WAL so far (pg_switch_wal), and the window to reach `at`. */
+/**
+ * The archive is forced to take the WAL so far (pg_switch_wal), and the window to reach `at`. A transaction of
+ * its own writes a commit record first: one query string is one transaction, whose commit would come after the
+ * switch, and a switch with nothing written since the last one (a backup's) does nothing, which left the window
+ * to archive_timeout's 60 s.
+ */
 async function archivedPast(envId: string, at: string) {
-  await services('postgres', (c) => c.query('SELECT pg_catalog.txid_current(); SELECT pg_catalog.pg_switch_wal()'));
+  await services('postgres', async (c) => {
+    await c.query('SELECT pg_catalog.txid_current()');
+    await c.query('SELECT pg_catalog.pg_switch_wal()');
+  });
   return until(`the recovery window to reach ${at}`, async () => {
     const w = await api.get(`/environments/${envId}/recovery-window`);
     return w.status === 200 && Date.parse(w.body.latest) >= Date.parse(at) && w.body;
@@ -315,6 +323,8 @@ describe('POST /environments/{id}/restore', () => {
     expect(Date.parse(w.body.earliest)).toBeGreaterThan(Date.parse(target));
   }, 400_000);
 
+  // At the real heartbeat timeout (the `long` profile's 15 s; this npm start sets no ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS):
+  // the file's one wait on it, and the one test of a killed restore's replay through npm start.
   it('finishes a restore whose worker was killed mid-way on the next worker; the app never sees a half-restored database', async () => {
     const db = envs[1].database!;
     const before = await nextSecond();

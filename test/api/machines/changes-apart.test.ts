@@ -146,8 +146,8 @@ describe('reboot and maintenance during a deploy', () => {
       );
       const reboot = await start(`/servers/${server.id}/reboot`);
       const maintenance = await start(`${env()}/maintenance`, { maintenance: true, note: 'later' });
-      await staysPending(reboot, 'deploy');
-      await staysPending(maintenance, 'deploy');
+      // both held at once: the same seconds prove each of them waiting
+      await Promise.all([staysPending(reboot, 'deploy'), staysPending(maintenance, 'deploy')]);
       writeFileSync(w.repo.gate, '');
       const deployed = await succeeded(deploy);
       for (const id of [reboot, maintenance]) {
