@@ -1,16 +1,18 @@
 /**
- * haproxy.cfg from the model (model.ts). One frontend binds EDGE_PORT and every environment's port; the
- * environment is found by `dst_port` (ports.map) or, on EDGE_PORT, by Host (domains.map). The rules of CONTRACT
- * "The edge" run in the frontend, in the Node edge's order, for every request (upgrades included): blocked
- * addresses and agents (project), the rate limit (a stick table per window), allowed addresses (environment),
- * then maintenance; HSTS on HTTPS answers; then the environment's backend (least connections, health checks,
- * the `vc_instance` cookie, gzip, the error page). What changes often lives in map and ACL files (runtime API);
- * the rest is structure (a reload).
+ * haproxy.cfg from the model (model.ts). One frontend binds EDGE_PORT and the whole ENVIRONMENT_PORTS range
+ * (one range bind); the environment is found by `dst_port` (ports.map) or, on EDGE_PORT, by Host
+ * (domains.map). The rules of CONTRACT "The edge" run in the frontend, in the Node edge's order, for every
+ * request (upgrades included): blocked addresses and agents (project), the rate limit (one stick table, the
+ * window a variable), allowed addresses (environment), then maintenance; HSTS on HTTPS answers; then the
+ * port's backend (`p<port>`: least connections, health checks, SCALE_MAX slots, the `vc_instance` cookie when
+ * the environment is sticky), through `be_gz` when its project compresses. Everything an environment or a
+ * project sets lives in map and ACL files (runtime API), except its pages (files: a reload).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { aclFile, backendName, type EdgeModel, mapFile, serverName, slotCookie } from './model';
 import type { HaproxyPaths } from './paths';
+import { heldPortsLine } from './held-ports';
 
 /** Lines other parts of the edge add to the configuration (the password check, the request log, ...). */
 export interface ConfigFragments {
@@ -34,6 +36,12 @@ export interface ConfigOptions {
   /** ENVIRONMENT_BIND. */
   host: string;
   edgePort: number;
+  /** ENVIRONMENT_PORTS: bound as one range, one backend per port. */
+  environmentPorts: { from: number; to: number };
+  /** Ports of the range another program holds: left out of the bind (tried again by the control plane). */
+  heldPorts?: number[];
+  /** Server slots per backend (SCALE_MAX, model.slotsFor). */
+  slots: number;
   trustProxyHops: number;
   /** What one client address may hold: concurrent connections, new connections per 10 s (a stick table). */
   perAddress: { connections: number; connectionRate: number };
@@ -55,9 +63,13 @@ export const DEFAULT_PER_ADDRESS = { connections: 100, connectionRate: 200 };
  * Connections: the process's own (`global maxconn`: 10,000, or what the open-files limit HAProxy inherits
  * allows, two descriptors a connection), and each bind's, below it (EDGE_PORT and EDGE_TLS_PORT: 40 %,
  * an environment's port: 10 %), so no one port (one tenant's, or the domains') takes every slot of the process.
+ * `descriptors`: what HAProxy holds besides connections (a listener per port, a health check per server).
  */
-function connectionLimits(openFiles = openFilesLimit()): { total: number; domains: number; env: number } {
-  const total = Math.max(100, Math.min(10_000, Math.floor((openFiles - 500) / 2)));
+function connectionLimits(
+  descriptors: number,
+  openFiles = openFilesLimit(),
+): { total: number; domains: number; env: number } {
+  const total = Math.max(100, Math.min(10_000, Math.floor((openFiles - 500 - descriptors) / 2)));
   return { total, domains: Math.floor(total * 0.4), env: Math.floor(total * 0.1) };
 }
 
@@ -73,6 +85,62 @@ function openFilesLimit(): number {
 }
 /** The stick table of the client addresses' connections (conn_cur, conn_rate over 10 s). */
 const ADDRESS_TABLE = 'vc_addresses';
+/**
+ * The rate limit's tables, by window length (an entry lasts two windows of the longest it holds): `[name,
+ * longest window in seconds]`.
+ */
+const RATE_TABLES: [string, number][] = [
+  ['rl_short', 60],
+  ['rl_mid', 3600],
+  ['rl_long', 86_400],
+];
+
+/** The ranges of `from-to` without `held`, as bind addresses. */
+export function rangeAddresses(host: string, from: number, to: number, held: number[] = []): string[] {
+  const out: string[] = [];
+  let start = from;
+  for (const port of [...new Set(held)].filter((p) => p >= from && p <= to).sort((a, b) => a - b)) {
+    if (port > start) out.push(port - 1 > start ? `${host}:${start}-${port - 1}` : `${host}:${start}`);
+    start = port + 1;
+  }
+  if (start <= to) out.push(to > start ? `${host}:${start}-${to}` : `${host}:${start}`);
+  return out;
+}
+
+/**
+ * The rate limit without a table per window: requests per `<project>|<client>` in the project's window of
+ * `txn.rl` seconds, HAProxy's own sliding estimate (the current window's count, plus the previous window's
+ * for the part of it still within the last `txn.rl` seconds). gpt(0): the window's number, gpc(0): its
+ * count, gpt(1): the previous window's count.
+ */
+function rateLimitRules(map: (name: string) => string): string[] {
+  const rl = 'if { var(txn.rl) -m found }';
+  const track = RATE_TABLES.map(([table, longest], i) => {
+    const shorter = i ? ` { var(txn.rl) -m int gt ${RATE_TABLES[i - 1][1]} }` : '';
+    return `  http-request track-sc0 var(txn.rlkey) table ${table} ${rl} { var(txn.rl) -m int le ${longest} }${shorter}`;
+  });
+  return [
+    `  http-request set-var(txn.rl) var(txn.p),map_str_int(${map('rate-period')})`,
+    `  http-request set-var(txn.rlmax) var(txn.p),map_str_int(${map('rate-requests')}) ${rl}`,
+    `  http-request set-var(txn.rlms) var(txn.rl),mul(1000) ${rl}`,
+    `  http-request set-var(txn.rlkey) var(txn.p),concat(|,txn.client) ${rl}`,
+    ...track,
+    `  http-request set-var(txn.now) date(0,ms) ${rl}`,
+    `  http-request set-var(txn.rlw) var(txn.now),div(txn.rlms) ${rl}`,
+    `  http-request set-var(txn.rlg) sc_get_gpt(0,0) ${rl}`,
+    `  http-request set-var(txn.rld) var(txn.rlw),sub(txn.rlg) ${rl}`,
+    // a new window: the one just ended becomes the previous one (an older one counts nothing)
+    `  http-request set-var(txn.rlc) sc_clr_gpc(0,0) ${rl} !{ var(txn.rld) -m int 0 }`,
+    `  http-request sc-set-gpt(1,0) var(txn.rlc) ${rl} { var(txn.rld) -m int 1 }`,
+    `  http-request sc-set-gpt(1,0) int(0) ${rl} { var(txn.rld) -m int gt 1 }`,
+    `  http-request sc-set-gpt(0,0) var(txn.rlw) ${rl} !{ var(txn.rld) -m int 0 }`,
+    `  http-request sc-inc-gpc(0,0) ${rl}`,
+    `  http-request set-var(txn.rlcur) sc_get_gpc(0,0) ${rl}`,
+    `  http-request set-var(txn.rlrem) var(txn.now),mod(txn.rlms),neg,add(txn.rlms) ${rl}`,
+    `  http-request set-var(txn.rlest) sc_get_gpt(1,0),mul(txn.rlrem),div(txn.rlms),add(txn.rlcur) ${rl}`,
+    `  http-request return status 429 ${PLAIN} string "too many requests; slow down" ${NO_STORE} hdr Retry-After "%[var(txn.rl)]" ${rl} { var(txn.rlest),sub(txn.rlmax) gt 0 }`,
+  ];
+}
 const TEXT_TYPES = [
   'text/',
   'application/json',
@@ -151,7 +219,8 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
   const fragments = o.fragments?.(p) ?? {};
   const out: string[] = [];
   const add = (...lines: string[]) => out.push(...lines);
-  const limits = connectionLimits();
+  const ports = o.environmentPorts.to - o.environmentPorts.from + 1;
+  const limits = connectionLimits(ports * (1 + 2 * o.slots));
 
   add(
     'global',
@@ -192,7 +261,10 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
           `  bind ${o.host}:${o.tls.port} name tls maxconn ${limits.domains} ssl crt ${o.tls.defaultCert} crt-list ${o.tls.crtList} ssl-min-ver TLSv1.2`,
         ]
       : []),
-    ...model.envPorts.map((port) => `  bind ${o.host}:${port} name p${port} maxconn ${limits.env}`),
+    // every port of ENVIRONMENT_PORTS, one listener each (maxconn is each one's), whether an environment has it
+    // yet or not: an environment added or removed is a map entry
+    ...heldPortsLine(o.heldPorts ?? []),
+    `  bind ${rangeAddresses(o.host, o.environmentPorts.from, o.environmentPorts.to, o.heldPorts).join(',')} name envs maxconn ${limits.env}`,
     ...perAddressLimits(o),
     '  option forwardfor',
     '  option http-ignore-probes',
@@ -236,29 +308,22 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     `  http-request set-var(txn.hsts) var(txn.p),map(${map('hsts')}) if { var(txn.https) -m bool }`,
     '  http-after-response set-header Strict-Transport-Security "%[var(txn.hsts)]" if { var(txn.hsts) -m found }',
   );
-  for (const projectId of model.blockProjects)
-    add(
-      `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.p) -m str ${projectId} } { var(txn.client) -m ip -f ${acl(`blocked-${projectId}`)} }`,
-    );
-  for (const projectId of model.agentProjects)
-    add(
-      `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.p) -m str ${projectId} } { req.fhdr(user-agent) -m sub -i -f ${acl(`agents-${projectId}`)} }`,
-    );
-  // the rate limit: requests per client address and project in a sliding window (one table per window length)
+  // blocked addresses (the longest listed network holding the client, then whether the project lists it) and
+  // agents (one regex per agent on `<project>|<User-Agent>`, for the projects that block some)
   add(
-    `  http-request set-var(txn.rl) var(txn.p),map_str_int(${map('rate-period')})`,
-    `  http-request set-var(txn.rlmax) var(txn.p),map_str_int(${map('rate-requests')})`,
-    '  http-request set-var(txn.rlkey) var(txn.p),concat(|,txn.client)',
+    `  http-request set-var(txn.bn) var(txn.client),map_ip(${map('blocked-net')})`,
+    `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.bn) -m found } { var(txn.p),concat(|,txn.bn),map(${map('blocked')}) -m found }`,
+    `  http-request set-var(txn.ua) req.fhdr(user-agent) if { var(txn.p),map(${map('agent-projects')}) -m found }`,
+    `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.ua) -m found } { var(txn.p),concat(|,txn.ua) -m reg -i -f ${acl('agents')} }`,
   );
-  for (const period of model.ratePeriods)
-    add(`  http-request track-sc0 var(txn.rlkey) table rl_${period} if { var(txn.rl) -m int ${period} }`);
+  // the rate limit: requests per client address and project in a sliding window
+  add(...rateLimitRules(map));
+  // allowed addresses: an environment with a list answers only the addresses it holds
   add(
-    `  http-request return status 429 ${PLAIN} string "too many requests; slow down" ${NO_STORE} hdr Retry-After "%[var(txn.rl)]" if { var(txn.rl) -m found } { sc0_http_req_rate,sub(txn.rlmax) gt 0 }`,
+    `  http-request set-var(txn.al) var(txn.env),map(${map('allowlisted')})`,
+    `  http-request set-var(txn.an) var(txn.client),map_ip(${map('allowed-net')}) if { var(txn.al) -m found }`,
+    `  http-request deny deny_${own(403, 'forbidden: your address may not reach this site')} if { var(txn.al) -m found } !{ var(txn.env),concat(|,txn.an),map(${map('allowed')}) -m found }`,
   );
-  for (const envId of model.ruleEnvs)
-    add(
-      `  http-request deny deny_${own(403, 'forbidden: your address may not reach this site')} if { var(txn.env) -m str ${envId} } !{ var(txn.client) -m ip -f ${acl(`allowed-${envId}`)} }`,
-    );
   add(...(fragments.frontend ?? []).map((l) => `  ${l}`));
   add(`  http-request set-var(txn.maint) var(txn.env),map(${map('maintenance')})`);
   const maintenance = (file: string) =>
@@ -280,13 +345,23 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       '  http-request set-header X-VC-Env "%[var(txn.env)]" if { var(txn.cdn) -m found }',
       '  http-request set-header X-VC-Default-TTL "%[var(txn.cdn)]" if { var(txn.cdn) -m found }',
     );
+  // the sticky environments' cookie (every backend has it; `ignore-persist` unless the environment is sticky)
+  add(`  http-request set-var(txn.sticky) var(txn.env),map(${map('sticky')})`);
+  add(`  http-request set-var(txn.gz) var(txn.env),map(${map('compressed')})`);
   add(...(fragments.useBackend ?? []).map((l) => `  ${l}`));
   if (o.cdn)
     add(
-      `  use_backend be_cdn_gz if { var(txn.cdn) -m found } { var(txn.env),map(${map('compressed')}) -m found }`,
+      '  use_backend be_cdn_gz if { var(txn.cdn) -m found } { var(txn.gz) -m found }',
       '  use_backend be_cdn if { var(txn.cdn) -m found }',
     );
-  add('  use_backend e_%[var(txn.env)]', '  default_backend be_none', '');
+  // a project that compresses: through be_gz (gzip) to fe_origin, which serves the environment's backend
+  if (o.cdn) add('  use_backend be_gz if { var(txn.gz) -m found }');
+  add(
+    '  use_backend p%[dst_port] if !by_host',
+    `  use_backend p%[var(txn.env),map(${map('env-port')})]`,
+    '  default_backend be_none',
+    '',
+  );
 
   if (o.cdn)
     add(
@@ -295,10 +370,17 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       // only the CDN tier reaches this loopback listener: it says which environment, and no rule runs again
       '  http-request set-var(txn.env) req.hdr(x-vc-env)',
       `  http-request set-var(txn.unavail) var(txn.env),map(${map('unavailable')})`,
+      `  http-request set-var(txn.sticky) var(txn.env),map(${map('sticky')})`,
       '  http-request del-header X-VC-Env',
       '  http-request del-header X-VC-Default-TTL',
-      '  use_backend e_%[var(txn.env)]',
+      `  use_backend p%[var(txn.env),map(${map('env-port')})]`,
       '  default_backend be_none',
+      '',
+      'backend be_gz',
+      '  compression algo gzip',
+      `  compression type ${TEXT_TYPES.join(' ')}`,
+      '  http-request set-header X-VC-Env "%[var(txn.env)]"',
+      `  server origin 127.0.0.1:${o.cdn.originPort}`,
       '',
       'backend be_cdn',
       `  server cdn 127.0.0.1:${o.cdn.port}`,
@@ -312,45 +394,46 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
   add('backend be_none', `  http-request return ${own(404, 'no site is served at this address')}`, '');
   if (o.trustProxyHops === 0)
     add(`backend ${ADDRESS_TABLE}`, '  stick-table type ipv6 size 1m expire 60s store conn_cur,conn_rate(10s)', '');
-  for (const period of model.ratePeriods)
-    add(
-      `backend rl_${period}`,
-      `  stick-table type string len 96 size 1m expire ${period}s store http_req_rate(${period}s)`,
-      '',
-    );
+  for (const [table, longest] of RATE_TABLES)
+    add(`backend ${table}`, `  stick-table type string len 96 size 1m expire ${2 * longest}s store gpt(2),gpc(1)`, '');
 
-  for (const env of model.envs.values()) {
-    add(`backend ${backendName(env.envId)}`, '  balance leastconn');
-    if (env.sticky) add('  cookie vc_instance insert indirect httponly attr "SameSite=Lax"');
-    if (env.compression) add('  compression algo gzip', `  compression type ${TEXT_TYPES.join(' ')}`);
-    if (env.errorPage)
+  for (let port = o.environmentPorts.from; port <= o.environmentPorts.to; port++) {
+    const env = model.envs.get(port);
+    add(
+      `backend ${backendName(port)}`,
+      '  balance leastconn',
+      '  cookie vc_instance insert indirect httponly attr "SameSite=Lax"',
+      '  ignore-persist unless { var(txn.sticky) -m found }',
+    );
+    if (env?.errorPage)
       for (const status of [502, 503, 504])
         add(
           `  http-error status ${status} content-type "text/html; charset=utf-8" file ${join(p.dir, env.errorPage)} ${NO_STORE}`,
         );
     // no release is live: 503 with why (the route's text), or the project's error page
     add(
-      env.errorPage
+      env?.errorPage
         ? `  http-request return status 503 content-type "text/html; charset=utf-8" file ${join(p.dir, env.errorPage)} ${NO_STORE} if { var(txn.unavail) -m found }`
         : `  http-request return status 503 ${PLAIN} lf-string "%[var(txn.unavail),b64dec]" ${NO_STORE} if { var(txn.unavail) -m found }`,
     );
     // a refused connection marks the instance down at once; checks bring it back
     add('  default-server check inter 2s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down');
-    env.slots.forEach((slot, i) => {
+    for (let i = 0; i < o.slots; i++) {
+      const slot = env?.slots[i];
       for (const side of ['a', 'b'] as const) {
         const name = serverName(i, side);
-        const cookie = `cookie ${slotCookie(env.envId, i)}`;
+        const cookie = `cookie ${slotCookie(port, i)}`;
         if (skeleton) {
           add(`  server ${name} ${cookie}`);
           continue;
         }
-        const addr = slot[side];
-        const serving = slot.on && slot.active === side && addr;
+        const addr = slot?.[side];
+        const serving = slot?.on && slot.active === side && addr;
         add(
           `  server ${name} ${addr ? `${addr.host}:${addr.port}` : '127.0.0.1:1'} ${cookie}${serving ? '' : ' disabled'}`,
         );
       }
-    });
+    }
     add('');
   }
   add(...(fragments.sections ?? []));
