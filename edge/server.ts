@@ -254,7 +254,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       if (again && !closed) return false;
       await haproxy.reload();
     } else {
-      await applyFiles(paths.admin, paths.dir, next, changedFiles(before, next));
+      await applyFiles(paths.admin, paths.dir, next, changedFiles(before, next), before);
       await applyServers(paths.admin, serverCommands(before, next));
     }
     loaded = skeleton;

@@ -61,10 +61,11 @@ export const slotsFor = (scaleMax: number) => Math.max(MIN_SLOTS, scaleMax);
 
 /**
  * Address lists as two maps, changed at runtime whatever they hold (no rule per list): `<name>-net.map` maps
- * every network of every list to an id (HAProxy's `map_ip` answers the longest network holding the client),
- * `<name>.map` holds `<owner>|<id>` for each owner one of whose networks contains that network. The longest
- * network holding an address lies inside every listed network that holds it, so one lookup in each map says
- * whether an owner's list holds the client.
+ * every network of every list to itself (HAProxy's `map_ip` answers the longest network holding the client),
+ * `<name>.map` holds `<owner>|<network>` for each owner one of whose networks contains that network. The
+ * longest network holding an address lies inside every listed network that holds it, so one lookup in each
+ * map says whether an owner's list holds the client. A network names itself, so the two maps, replaced one
+ * after the other, agree on every network both the old and the new lists have.
  */
 export function addressLists(lists: Map<string, string[]>): { nets: [string, string][]; pairs: [string, string][] } {
   const parse = (cidr: string) => {
@@ -73,7 +74,6 @@ export function addressLists(lists: Map<string, string[]>): { nets: [string, str
     return { addr, v4, len: len === undefined ? (v4 ? 32 : 128) : Number(len) };
   };
   const networks = [...new Set([...lists.values()].flat())].sort();
-  const ids = new Map(networks.map((cidr, i) => [cidr, `n${i}`]));
   const parsed = networks.map((cidr) => ({ cidr, ...parse(cidr) }));
   const pairs: [string, string][] = [];
   for (const [owner, cidrs] of lists) {
@@ -86,9 +86,9 @@ export function addressLists(lists: Map<string, string[]>): { nets: [string, str
       // a network lies inside X: same family, a prefix no shorter, its first address in X
       for (const y of parsed) if (y.v4 === x.v4 && y.len >= x.len && net.check(y.addr, family)) inside.add(y.cidr);
     }
-    for (const cidr of [...inside].sort()) pairs.push([`${owner}|${ids.get(cidr)}`, '1']);
+    for (const cidr of [...inside].sort()) pairs.push([`${owner}|${cidr}`, '1']);
   }
-  return { nets: networks.map((c) => [c, ids.get(c)!]), pairs };
+  return { nets: networks.map((c) => [c, c]), pairs };
 }
 
 /** A blocked agent (a case-insensitive substring) as a regex on `<project>|<User-Agent>`. */
@@ -179,9 +179,10 @@ export function buildModel(
   }
   files.set(mapFile('maintenance'), lines(maintenance));
   const allowedLists = addressLists(allowed);
-  files.set(mapFile('allowlisted'), lines([...allowed.keys()].map((env) => [env, '1'])));
   files.set(mapFile('allowed-net'), lines(allowedLists.nets));
   files.set(mapFile('allowed'), lines(allowedLists.pairs));
+  // after its networks (runtime.ts applies in this order: a list that appears is whole when it starts to count)
+  files.set(mapFile('allowlisted'), lines([...allowed.keys()].map((env) => [env, '1'])));
   files.set(
     mapFile('cdn'),
     lines([...state.cdn].filter(([env]) => state.projectOf.has(env)).map(([env, c]) => [env, String(c.defaultTtl)])),

@@ -44,8 +44,27 @@ export function changedFiles(before: EdgeModel | null, after: EdgeModel): string
   return [...after.files].filter(([file, text]) => before?.files.get(file) !== text).map(([file]) => file);
 }
 
-/** Applies the changed map and ACL files. */
-export async function applyFiles(socket: string, dir: string, model: EdgeModel, files: string[]): Promise<void> {
+/**
+ * The map whose environments answer only their allowed addresses: before the lists change, it loses the
+ * environments whose list goes away (so none answers 403 to everyone meanwhile); it gains the new ones after.
+ */
+const GATE = 'maps/allowlisted.map';
+
+/** Applies the changed map and ACL files (in the model's order); `before`: what HAProxy held. */
+export async function applyFiles(
+  socket: string,
+  dir: string,
+  model: EdgeModel,
+  files: string[],
+  before: EdgeModel | null = null,
+): Promise<void> {
+  const gate = before?.files.get(GATE);
+  const next = model.files.get(GATE);
+  if (files.includes(GATE) && gate !== undefined && next !== undefined) {
+    const kept = new Set(next.split('\n'));
+    const both = gate.split('\n').filter((l) => l && kept.has(l));
+    await replaceEntries(socket, 'map', join(dir, GATE), both.map((l) => `${l}\n`).join(''));
+  }
   for (const file of files) {
     const kind = file.startsWith('maps/') ? 'map' : 'acl';
     await replaceEntries(socket, kind, join(dir, file), model.files.get(file) ?? '');
