@@ -96,7 +96,7 @@ const RATE_TABLES: [string, number][] = [
 ];
 
 /** The ranges of `from-to` without `held`, as bind addresses. */
-export function rangeAddresses(host: string, from: number, to: number, held: number[] = []): string[] {
+function rangeAddresses(host: string, from: number, to: number, held: number[] = []): string[] {
   const out: string[] = [];
   let start = from;
   for (const port of [...new Set(held)].filter((p) => p >= from && p <= to).sort((a, b) => a - b)) {

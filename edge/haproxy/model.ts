@@ -67,7 +67,7 @@ export const slotsFor = (scaleMax: number) => Math.max(MIN_SLOTS, scaleMax);
  * map says whether an owner's list holds the client. A network names itself, so the two maps, replaced one
  * after the other, agree on every network both the old and the new lists have.
  */
-export function addressLists(lists: Map<string, string[]>): { nets: [string, string][]; pairs: [string, string][] } {
+function addressLists(lists: Map<string, string[]>): { nets: [string, string][]; pairs: [string, string][] } {
   const parse = (cidr: string) => {
     const [addr, len] = cidr.split('/');
     const v4 = isIPv4(addr);
