@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { aclFile, backendName, type EdgeModel, mapFile, serverName, slotCookie } from './model';
 import type { HaproxyPaths } from './paths';
 import { heldPortsLine } from './held-ports';
+import { rateLimitRules, rateLimitTables } from './rate-limit';
 
 /** Lines other parts of the edge add to the configuration (the password check, the request log, ...). */
 export interface ConfigFragments {
@@ -85,16 +86,6 @@ function openFilesLimit(): number {
 }
 /** The stick table of the client addresses' connections (conn_cur, conn_rate over 10 s). */
 const ADDRESS_TABLE = 'vc_addresses';
-/**
- * The rate limit's tables, by window length (an entry lasts two windows of the longest it holds): `[name,
- * longest window in seconds]`.
- */
-const RATE_TABLES: [string, number][] = [
-  ['rl_short', 60],
-  ['rl_mid', 3600],
-  ['rl_long', 86_400],
-];
-
 /** The ranges of `from-to` without `held`, as bind addresses. */
 function rangeAddresses(host: string, from: number, to: number, held: number[] = []): string[] {
   const out: string[] = [];
@@ -107,40 +98,6 @@ function rangeAddresses(host: string, from: number, to: number, held: number[] =
   return out;
 }
 
-/**
- * The rate limit without a table per window: requests per `<project>|<client>` in the project's window of
- * `txn.rl` seconds, HAProxy's own sliding estimate (the current window's count, plus the previous window's
- * for the part of it still within the last `txn.rl` seconds). gpt(0): the window's number, gpc(0): its
- * count, gpt(1): the previous window's count.
- */
-function rateLimitRules(map: (name: string) => string): string[] {
-  const rl = 'if { var(txn.rl) -m found }';
-  const track = RATE_TABLES.map(([table, longest], i) => {
-    const shorter = i ? ` { var(txn.rl) -m int gt ${RATE_TABLES[i - 1][1]} }` : '';
-    return `  http-request track-sc0 var(txn.rlkey) table ${table} ${rl} { var(txn.rl) -m int le ${longest} }${shorter}`;
-  });
-  return [
-    `  http-request set-var(txn.rl) var(txn.p),map_str_int(${map('rate-period')})`,
-    `  http-request set-var(txn.rlmax) var(txn.p),map_str_int(${map('rate-requests')}) ${rl}`,
-    `  http-request set-var(txn.rlms) var(txn.rl),mul(1000) ${rl}`,
-    `  http-request set-var(txn.rlkey) var(txn.p),concat(|,txn.client) ${rl}`,
-    ...track,
-    `  http-request set-var(txn.now) date(0,ms) ${rl}`,
-    `  http-request set-var(txn.rlw) var(txn.now),div(txn.rlms) ${rl}`,
-    `  http-request set-var(txn.rlg) sc_get_gpt(0,0) ${rl}`,
-    `  http-request set-var(txn.rld) var(txn.rlw),sub(txn.rlg) ${rl}`,
-    // a new window: the one just ended becomes the previous one (an older one counts nothing)
-    `  http-request set-var(txn.rlc) sc_clr_gpc(0,0) ${rl} !{ var(txn.rld) -m int 0 }`,
-    `  http-request sc-set-gpt(1,0) var(txn.rlc) ${rl} { var(txn.rld) -m int 1 }`,
-    `  http-request sc-set-gpt(1,0) int(0) ${rl} { var(txn.rld) -m int gt 1 }`,
-    `  http-request sc-set-gpt(0,0) var(txn.rlw) ${rl} !{ var(txn.rld) -m int 0 }`,
-    `  http-request sc-inc-gpc(0,0) ${rl}`,
-    `  http-request set-var(txn.rlcur) sc_get_gpc(0,0) ${rl}`,
-    `  http-request set-var(txn.rlrem) var(txn.now),mod(txn.rlms),neg,add(txn.rlms) ${rl}`,
-    `  http-request set-var(txn.rlest) sc_get_gpt(1,0),mul(txn.rlrem),div(txn.rlms),add(txn.rlcur) ${rl}`,
-    `  http-request return status 429 ${PLAIN} string "too many requests; slow down" ${NO_STORE} hdr Retry-After "%[var(txn.rl)]" ${rl} { var(txn.rlest),sub(txn.rlmax) gt 0 }`,
-  ];
-}
 const TEXT_TYPES = [
   'text/',
   'application/json',
@@ -317,7 +274,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.ua) -m found } { var(txn.p),concat(|,txn.ua) -m reg -i -f ${acl('agents')} }`,
   );
   // the rate limit: requests per client address and project in a sliding window
-  add(...rateLimitRules(map));
+  add(...rateLimitRules(map, `status 429 ${PLAIN} string "too many requests; slow down" ${NO_STORE}`));
   // allowed addresses: an environment with a list answers only the addresses it holds
   add(
     `  http-request set-var(txn.al) var(txn.env),map(${map('allowlisted')})`,
@@ -394,8 +351,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
   add('backend be_none', `  http-request return ${own(404, 'no site is served at this address')}`, '');
   if (o.trustProxyHops === 0)
     add(`backend ${ADDRESS_TABLE}`, '  stick-table type ipv6 size 1m expire 60s store conn_cur,conn_rate(10s)', '');
-  for (const [table, longest] of RATE_TABLES)
-    add(`backend ${table}`, `  stick-table type string len 96 size 1m expire ${2 * longest}s store gpt(2),gpc(1)`, '');
+  add(...rateLimitTables());
 
   for (let port = o.environmentPorts.from; port <= o.environmentPorts.to; port++) {
     const env = model.envs.get(port);
