@@ -177,6 +177,8 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
   const out: string[] = [];
   const add = (...lines: string[]) => out.push(...lines);
   const ports = o.environmentPorts.to - o.environmentPorts.from + 1;
+  // the edge's own listeners are never also environment ports (a range overlapping them leaves them out)
+  const ownPorts = [o.edgePort, o.tls?.port, o.cdn?.originPort].filter((p): p is number => p !== undefined);
   const limits = connectionLimits(ports * (1 + 2 * o.slots));
 
   add(
@@ -221,7 +223,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     // every port of ENVIRONMENT_PORTS, one listener each (maxconn is each one's), whether an environment has it
     // yet or not: an environment added or removed is a map entry
     ...heldPortsLine(o.heldPorts ?? []),
-    `  bind ${rangeAddresses(o.host, o.environmentPorts.from, o.environmentPorts.to, o.heldPorts).join(',')} name envs maxconn ${limits.env}`,
+    `  bind ${rangeAddresses(o.host, o.environmentPorts.from, o.environmentPorts.to, [...(o.heldPorts ?? []), ...ownPorts]).join(',')} name envs maxconn ${limits.env}`,
     ...perAddressLimits(o),
     '  option forwardfor',
     '  option http-ignore-probes',
