@@ -212,10 +212,16 @@ export class HaproxyProcess {
  * How many times the master has reloaded since it started (`show proc`: the master's `<reloads>`), or null when
  * none answers on `paths.master`. The edge reloads only for pages and HAProxy's own upgrade (docs/edge.md).
  */
-export async function masterReloads(paths: HaproxyPaths): Promise<number | null> {
-  const proc = await command(paths.master, 'show proc').catch(() => '');
-  const n = /^\d+\s+master\s+(\d+)/m.exec(proc)?.[1];
-  return n === undefined ? null : Number(n);
+export async function masterReloads(paths: HaproxyPaths, waitMs = 3000): Promise<number | null> {
+  // the master executes itself again on a reload: its socket answers again a moment later
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const proc = await command(paths.master, 'show proc').catch(() => '');
+    const n = /^\d+\s+master\s+(\d+)/m.exec(proc)?.[1];
+    if (n !== undefined) return Number(n);
+    if (Date.now() > deadline) return null;
+    await pause(50);
+  }
 }
 
 /**
