@@ -221,9 +221,19 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   }
 
   /** The model of `state`, with the other parts' files. */
+  /** Ports outside ENVIRONMENT_PORTS already named in a warning (an environment left from a wider range). */
+  const outside = new Set<number>();
   const modelOf = (state: EdgeState, previous: EdgeModel | null) => {
     const m = buildModel(state, previous, certified(), slots);
     for (const [file, text] of o.files?.(state) ?? []) m.files.set(file, text);
+    // HAProxy has a backend for the range's ports only: another port is not served (and names no server)
+    for (const port of m.envs.keys()) {
+      if (port >= o.environmentPorts.from && port <= o.environmentPorts.to) continue;
+      m.envs.delete(port);
+      if (!outside.has(port))
+        o.logger?.warn({ port }, 'an environment has a port outside ENVIRONMENT_PORTS: not served');
+      outside.add(port);
+    }
     return m;
   };
 

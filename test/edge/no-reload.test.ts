@@ -107,6 +107,17 @@ describe('the edge without reloads', () => {
     const masterBefore = await masterReloads(paths);
     expect(masterBefore).not.toBeNull();
 
+    // an environment on a port outside ENVIRONMENT_PORTS (left from a wider range) is not served, and holds
+    // nothing up: every change below is applied
+    const { to } = t.config.environmentPorts;
+    const [stray] = await t.deps
+      .knex('environments')
+      .insert({ team_id: team.id, project_id: project.id, name: 'stray', git_ref: 'main', port: to + 1 })
+      .returning(['id', 'port']);
+    expect(stray.port).toBeGreaterThan(to);
+    await t.deps.knex('edge_routes').insert({ environment_id: stray.id, upstreams: route([appPorts[0]]) });
+    await awaitEdges(t.deps.knex);
+
     const client = keptAlive(kept.port);
     await new Promise((r) => client.socket.once('connect', r));
     const localPort = client.socket.localPort;
