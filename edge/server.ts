@@ -31,7 +31,8 @@ import { LogShipper, type ShipperOptions } from '../logs/shipper';
 import { CertificateFiles, type CertificateFilesOptions, CRT_LIST } from './certificate-files';
 import { applyCertificateChanges, HaproxyCertificates } from './haproxy-certificates';
 import { defaultCertificate, hostsOf } from './haproxy/tls';
-import { buildModel, type EdgeModel, slotsFor } from './haproxy/model';
+import { buildModel, type EdgeModel, mapFile, slotsFor } from './haproxy/model';
+import { MAINTENANCE_LUA, maintenanceLua } from './haproxy/maintenance-page';
 import { bindable, findHeldPorts, heldPortsOf } from './haproxy/held-ports';
 import { DEFAULT_PER_ADDRESS, renderConfig } from './haproxy/config';
 import { ensureDirs, haproxyPaths, writeAtomic } from './haproxy/paths';
@@ -225,6 +226,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   const outside = new Set<number>();
   const modelOf = (state: EdgeState, previous: EdgeModel | null) => {
     const m = buildModel(state, previous, certified(), slots);
+    m.pages.set(MAINTENANCE_LUA, maintenanceLua(join(paths.dir, mapFile('pages'))));
     for (const [file, text] of o.files?.(state) ?? []) m.files.set(file, text);
     // HAProxy has a backend for the range's ports only: another port is not served (and names no server)
     for (const port of m.envs.keys()) {

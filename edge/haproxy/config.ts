@@ -14,6 +14,7 @@ import { aclFile, backendName, type EdgeModel, mapFile, serverName, slotCookie }
 import type { HaproxyPaths } from './paths';
 import { heldPortsLine } from './held-ports';
 import { rateLimitRules, rateLimitTables } from './rate-limit';
+import { MAINTENANCE_LUA } from './maintenance-page';
 
 /** Lines other parts of the edge add to the configuration (the password check, the request log, ...). */
 export interface ConfigFragments {
@@ -57,7 +58,6 @@ export interface ConfigOptions {
   fragments?: (paths: HaproxyPaths) => ConfigFragments;
 }
 
-export const MAINTENANCE_RETRY_SECONDS = 300;
 /** EDGE_CONNECTIONS_PER_ADDRESS and EDGE_CONNECTION_RATE_PER_ADDRESS (new connections per 10 s) unset. */
 export const DEFAULT_PER_ADDRESS = { connections: 100, connectionRate: 200 };
 /**
@@ -190,6 +190,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  noreuseport',
     `  pidfile ${p.pidfile}`,
     `  tune.bufsize ${bufsizeFor(model.pageBytes)}`,
+    `  lua-load ${join(p.dir, MAINTENANCE_LUA)}`,
     // after a reload, the old worker finishes what it was doing, at most this long
     '  hard-stop-after 60s',
     ...(fragments.global ?? []).map((l) => `  ${l}`),
@@ -284,13 +285,10 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     `  http-request deny deny_${own(403, 'forbidden: your address may not reach this site')} if { var(txn.al) -m found } !{ var(txn.env),concat(|,txn.an),map(${map('allowed')}) -m found }`,
   );
   add(...(fragments.frontend ?? []).map((l) => `  ${l}`));
-  add(`  http-request set-var(txn.maint) var(txn.env),map(${map('maintenance')})`);
-  const maintenance = (file: string) =>
-    `status 503 content-type "text/html; charset=utf-8" lf-file ${join(p.dir, file)} ${NO_STORE} hdr Retry-After ${MAINTENANCE_RETRY_SECONDS}`;
-  for (const [projectId, file] of model.maintenancePages)
-    add(`  http-request return ${maintenance(file)} if { var(txn.maint) -m found } { var(txn.p) -m str ${projectId} }`);
+  // maintenance: the project's page (or the default one) with the note, from pages.map (maintenance-page.ts)
   add(
-    `  http-request return ${maintenance('pages/maintenance-default.html')} if { var(txn.maint) -m found }`,
+    `  http-request set-var(txn.maint) var(txn.env),map(${map('maintenance')})`,
+    '  http-request use-service lua.vc_maintenance if { var(txn.maint) -m found }',
     // the client's own were removed above (forwardedHeaders), unless a trusted proxy in front set these
     '  http-request set-header X-Forwarded-Proto http if !{ req.hdr(x-forwarded-proto) -m found }',
     '  http-request set-header X-Forwarded-Host "%[req.hdr(host)]" if { req.hdr(host) -m found } !{ req.hdr(x-forwarded-host) -m found }',

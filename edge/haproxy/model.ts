@@ -14,6 +14,7 @@ import { MAX_SERVED_PAGE_BYTES, maintenancePageBytes } from '../../core/edge-pag
 import { DEFAULT_MAINTENANCE_PAGE, hstsValue } from '../rules';
 import { escapeHtml } from '../../system/mail/layout';
 import type { EdgeState } from '../state';
+import { pageEntries, pageKey } from './maintenance-page';
 
 export interface Address {
   host: string;
@@ -44,8 +45,6 @@ export interface EnvBackend {
 export interface EdgeModel {
   /** The environments' backends by port (the ports in use; the others' servers are all in maintenance). */
   envs: Map<number, EnvBackend>;
-  /** Projects with a maintenance page of their own (its file). */
-  maintenancePages: Map<string, string>;
   /** Map and ACL files: path relative to the data plane's dir -> content. */
   files: Map<string, string>;
   /** Page files (read when HAProxy loads: a change needs a reload). */
@@ -104,11 +103,6 @@ const digest = (text: string) => createHash('sha256').update(text).digest('hex')
 /** A map or ACL entry stays on one line. */
 const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ').trim();
 
-/** A page as an `lf-file`: every `%` doubled (log-format), `{{note}}` the environment's note. */
-function lfPage(page: string): string {
-  return page.replaceAll('%', '%%').replaceAll('{{note}}', '%[var(txn.maint),bytes(1),b64dec]');
-}
-
 /**
  * The model for `state`; `certified`: the hostnames whose certificate HAProxy serves. `previous` keeps each environment's slots (which server of each slot serves, at which
  * address), so that a change moves as little as possible.
@@ -123,11 +117,12 @@ export function buildModel(
   const files = new Map<string, string>();
   const pages = new Map<string, string>();
   const envs = new Map<number, EnvBackend>();
-  const maintenancePages = new Map<string, string>();
+  const maintenancePages: [string, string][] = pageEntries(pageKey(null), DEFAULT_MAINTENANCE_PAGE);
   const blocked = new Map<string, string[]>();
   const agents: string[] = [];
   const agentProjects: [string, string][] = [];
-  let pageBytes = maintenancePageBytes(DEFAULT_MAINTENANCE_PAGE);
+  // the error pages' (a maintenance page is sent by Lua, whatever its size)
+  let pageBytes = 0;
 
   files.set(mapFile('ports'), lines([...state.envByPort].map(([port, env]) => [String(port), env])));
   files.set(mapFile('domains'), lines([...state.domains].map(([host, env]) => [host.toLowerCase(), env])));
@@ -151,14 +146,10 @@ export function buildModel(
     }
     if (rules.hsts) hsts.push([projectId, hstsValue(rules.hsts)]);
     const maintenanceBytes = rules.maintenancePage === null ? 0 : maintenancePageBytes(rules.maintenancePage);
-    if (rules.maintenancePage !== null && maintenanceBytes <= MAX_SERVED_PAGE_BYTES) {
-      const file = pageFile(`maintenance-${digest(rules.maintenancePage)}`);
-      pages.set(file, lfPage(rules.maintenancePage));
-      pageBytes = Math.max(pageBytes, maintenanceBytes);
-      maintenancePages.set(projectId, file);
-    }
+    if (rules.maintenancePage !== null && maintenanceBytes <= MAX_SERVED_PAGE_BYTES)
+      maintenancePages.push(...pageEntries(pageKey(projectId), rules.maintenancePage));
   }
-  pages.set(pageFile('maintenance-default'), lfPage(DEFAULT_MAINTENANCE_PAGE));
+  files.set(mapFile('pages'), lines(maintenancePages));
   files.set(mapFile('rate-requests'), lines(rates));
   files.set(mapFile('rate-period'), lines(periods));
   files.set(mapFile('hsts'), lines(hsts));
@@ -260,7 +251,6 @@ export function buildModel(
 
   return {
     envs,
-    maintenancePages,
     files,
     pages,
     pageBytes,

@@ -21,8 +21,17 @@ export async function replaceEntries(socket: string, kind: 'map' | 'acl', file: 
   if (!version) throw new RuntimeError(`prepare ${kind} ${file}: ${prepared.split('\n')[0]}`);
   const entries = content.trim();
   if (entries && kind === 'map') {
-    const added = await command(socket, `add map @${version} ${file}`, entries);
-    if (added) throw new RuntimeError(`add map ${file}: ${added.split('\n')[0]}`);
+    // a payload is read into one buffer (tune.bufsize, 32 KiB at least): 16,000 characters to a command
+    const batches: string[] = [];
+    for (const line of entries.split('\n')) {
+      const last = batches.length - 1;
+      if (last >= 0 && batches[last].length + line.length < 16_000) batches[last] += `\n${line}`;
+      else batches.push(line);
+    }
+    for (const batch of batches) {
+      const added = await command(socket, `add map @${version} ${file}`, batch);
+      if (added) throw new RuntimeError(`add map ${file}: ${added.split('\n')[0]}`);
+    }
   } else if (entries) {
     // `add acl` takes no payload in 2.6: one command per pattern, many to a connection (`;`, escaped)
     const patterns = entries.split('\n');

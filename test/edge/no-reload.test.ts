@@ -1,10 +1,10 @@
 /**
  * Structural changes do not reload HAProxy (issue 28 item 5): environments added and removed, stickiness and
- * compression toggled, a new rate-limit window, a blocked list that appears and is emptied, an allow list, and
- * more instances than an environment had, each in force when its write answers (or once the edges applied
+ * compression toggled, a new rate-limit window, a blocked list that appears and is emptied, an allow list, a
+ * maintenance page, and more instances than an environment had, each in force when its write answers (or once the edges applied
  * it), while one kept-alive client connection to another environment stays open: the same socket answers
- * after every change, and neither the control plane nor HAProxy's master counts a reload. A page change, which
- * still reloads, is counted by both.
+ * after every change, and neither the control plane nor HAProxy's master counts a reload. An error page change,
+ * which still reloads, is counted by both.
  */
 import http from 'node:http';
 import net from 'node:net';
@@ -188,6 +188,23 @@ describe('the edge without reloads', () => {
     expect((await api.patch(`/environments/${added.id}/edge`, { allowed_addresses: [] })).status).toBe(200);
     await stillServed();
 
+    // a maintenance page of the project's own (a map entry; Lua answers with it), with the note
+    const page = '<html><body>\n<h1>Back soon</h1>\n<p>{{note}}</p>\n</body></html>\n';
+    expect((await api.patch(`/projects/${project.id}/edge`, { pages: { maintenance: page } })).status).toBe(200);
+    await t.deps
+      .knex('environments')
+      .where({ id: added.id })
+      .update({ maintenance_on: true, maintenance_note: 'a & b' });
+    await awaitEdges(t.deps.knex);
+    const down = await get(added.port);
+    expect(down.status).toBe(503);
+    expect(down.headers['retry-after']).toBe('300');
+    expect(down.body.toString()).toBe('<html><body>\n<h1>Back soon</h1>\n<p>a &amp; b</p>\n</body></html>\n');
+    await t.deps.knex('environments').where({ id: added.id }).update({ maintenance_on: false });
+    await awaitEdges(t.deps.knex);
+    expect((await get(added.port)).status).toBe(200);
+    await stillServed();
+
     // four instances where there was one: each of them answers
     await t.deps
       .knex('edge_routes')
@@ -210,9 +227,9 @@ describe('the edge without reloads', () => {
     expect(await masterReloads(paths)).toBe(masterBefore);
     client.socket.destroy();
 
-    // what still reloads, and is counted: a project's pages (files HAProxy reads when it loads)
-    const page = '<html><body>down for a moment</body></html>';
-    expect((await api.patch(`/projects/${project.id}/edge`, { pages: { maintenance: page } })).status).toBe(200);
+    // what still reloads, and is counted: a project's error page (a file HAProxy reads when it loads)
+    const error = '<html><body>something went wrong</body></html>';
+    expect((await api.patch(`/projects/${project.id}/edge`, { pages: { error } })).status).toBe(200);
     expect(t.edge!.reloads()).toBe(reloadsBefore + 1);
     expect(await masterReloads(paths)).toBe(masterBefore! + 1);
   });
