@@ -4,10 +4,11 @@
  * passes through Node. The control plane reads PostgreSQL, refreshes on the `vc_edge` notification (triggers
  * on the tables it reads) and periodically in case one was lost, and tells HAProxy:
  * - every change of environments, rules and routes (environments and ports added or removed, addresses, agents,
- *   rate limits and their windows, HSTS, stickiness, compression, maintenance, domains, instances moving) goes
+ *   rate limits and their windows, HSTS, stickiness, compression, maintenance and its pages, domains,
+ *   instances moving) goes
  *   to the map and ACL files first, then through the runtime API, without a reload: HAProxy binds the whole
  *   ENVIRONMENT_PORTS range and has a backend with SCALE_MAX slots for each of its ports;
- * - the project's pages (files HAProxy reads when it loads) rewrite haproxy.cfg and reload hitlessly
+ * - a project's error page (a file HAProxy reads when it loads) rewrites haproxy.cfg and reloads hitlessly
  *   (SIGUSR2, coalesced), as does a port of the range another program held that became free.
  * Each applied state is checked in (`edge_instances.applied_at`, the database clock when it was read), so a
  * deploy or a maintenance switch waits until every live edge serves it (db/queries/edge-routes.ts).
@@ -93,7 +94,7 @@ export interface Edge {
   adopted: boolean;
   /** The request log shipper, for the request log's reader (null without `logs`). */
   shipper: LogShipper | null;
-  /** The reloads this control plane made HAProxy do (pages, a held port freed; never a rule or a route). */
+  /** The reloads this control plane made HAProxy do (an error page, a held port freed; never a rule, a route or a maintenance page). */
   reloads(): number;
   reload(): Promise<void>;
   close(): Promise<void>;

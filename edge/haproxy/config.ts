@@ -6,7 +6,7 @@
  * window a variable), allowed addresses (environment), then maintenance; HSTS on HTTPS answers; then the
  * port's backend (`p<port>`: least connections, health checks, SCALE_MAX slots, the `vc_instance` cookie when
  * the environment is sticky), through `be_gz` when its project compresses. Everything an environment or a
- * project sets lives in map and ACL files (runtime API), except its pages (files: a reload).
+ * project sets lives in map and ACL files (runtime API), except its error page (a file: a reload).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -113,13 +113,14 @@ const PLAIN = 'content-type "text/plain; charset=utf-8"';
 const NO_STORE = 'hdr Cache-Control no-store';
 
 /**
- * HAProxy's buffer size: 32 KiB (requests' headers up to ~31 KiB), or 64 or 128 KiB when the largest page the
- * edge answers with (model.pageBytes; the console's pages, up to MAX_EDGE_PAGE characters) needs it: a page
+ * HAProxy's buffer size: 32 KiB (requests' headers up to ~31 KiB), or 64 or 128 KiB when the largest error
+ * page (model.pageBytes; the console's pages, up to MAX_EDGE_PAGE characters; a maintenance page is sent by
+ * Lua, maintenance-page.ts, whatever its size) needs it: a page
  * is served whole only a little under the buffer's size (headers, HAProxy's own overhead), and one that does
  * not fit gets a 500 (or HAProxy refuses the configuration). Not larger than needed: the L7 retry (`retry-on`,
  * below) copies one whole buffer per request (at 128 KiB about half of HAProxy's CPU per request in
- * `npm run bench -- edge`, docs/benchmarks.md). Pages are read when HAProxy loads, so a size that changes
- * comes with the reload their change makes.
+ * `npm run bench -- edge`, docs/benchmarks.md). Error pages are read when HAProxy loads, so a size that
+ * changes comes with the reload their change makes.
  */
 export function bufsizeFor(pageBytes: number): number {
   let size = 32_768;

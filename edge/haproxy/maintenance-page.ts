@@ -7,7 +7,7 @@
  * read only when HAProxy loads. Lua sends a page of any size, so a maintenance page no longer sizes the buffer.
  */
 
-export const MAINTENANCE_RETRY_SECONDS = 300;
+const MAINTENANCE_RETRY_SECONDS = 300;
 const CHUNK = 8000; // a multiple of 4: each chunk is base64 of its own
 
 /** The map entries of a page under `key` (`m<project>`, or `mdefault`). */
