@@ -1,7 +1,7 @@
 /**
  * The maintenance pages without a reload (issue 28 item 5): each page is in `maps/pages.map` (base64, in
- * chunks of 8,000 characters, `<key>.<n>`: a map line is read whole when HAProxy loads the file, and sent
- * whole through the runtime API), and a Lua service of HAProxy answers the 503 from it: the project's page, or
+ * chunks of 8,000 characters, `<key>.<n>`: HAProxy 2.6 cuts a map file's line past ~16,380 characters into
+ * two entries when it loads the file, and a runtime API payload must fit one buffer), and a Lua service of HAProxy answers the 503 from it: the project's page, or
  * the default one, with the environment's note (HTML-escaped, from `maintenance.map`) at each `{{note}}`.
  * Not a log-format (`lf-file`) answer: HAProxy 2.6 escapes the line feeds a sample gives there, and a file is
  * read only when HAProxy loads. Lua sends a page of any size, so a maintenance page no longer sizes the buffer.
