@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { haproxyPaths } from '../edge/haproxy/paths';
 import { command } from '../edge/haproxy/runtime';
+import { masterReloads } from '../edge/haproxy/process';
 import { printTable } from './harness';
 import { sized } from './quick';
 import { ensureWrk, processCpuMicros, wrk, type WrkResult } from './edge/wrk';
@@ -146,6 +147,8 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number; httpsRat
 
     const check = await fetch(`http://127.0.0.1:${envPort}/`);
     if (check.status !== 200) throw new Error(`the edge answered ${check.status}`);
+    // HAProxy's master counts its reloads: none is expected during the run (only pages and an upgrade reload)
+    const reloadsBefore = await masterReloads(haproxyPaths(dataDir));
 
     console.log('[bench] edge: warming up...');
     wrk('warm-up', `http://127.0.0.1:${appPort}/`, 1);
@@ -234,6 +237,10 @@ export async function run(): Promise<{ ratio: number; cdnRatio: number; httpsRat
 
     await new Promise((r) => setTimeout(r, 3000));
     console.log(`request log: ${world.shipped()} lines reached the project's syslog destination during the bench`);
+    const reloads = ((await masterReloads(haproxyPaths(dataDir))) ?? 0) - (reloadsBefore ?? 0);
+    console.log(
+      `HAProxy reloads during the bench (its master's count; the domain, certificate and CDN changes made): ${reloads}`,
+    );
     return { ratio, cdnRatio: cached.ratio, httpsRatio: secure.ratio };
   } finally {
     await world.close();

@@ -64,6 +64,7 @@ export async function run(): Promise<void> {
     databaseUrl: deps.config.databaseUrl!,
     host: '127.0.0.1',
     edgePort: 0,
+    environmentPorts: deps.config.environmentPorts,
     dataDir: sys.dataDir,
     secrets: deps.secrets,
   });

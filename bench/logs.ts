@@ -8,7 +8,7 @@ import { migrateLatest } from '../db/migrate';
 import { destinationColumns } from '../db/queries/log-settings';
 import { startEdge } from '../edge/server';
 import { loadSecrets } from '../system/secrets';
-import { freePort } from '../test/helpers/ports';
+import { freePortRange } from '../test/helpers/ports';
 import { ADMIN_DATABASE_URL, load, printTable } from './harness';
 
 /**
@@ -46,7 +46,8 @@ export async function run(): Promise<{ ratio: number }> {
 
   const [team] = await knex('teams').insert({ name: 'Bench', settings: {} }).returning('id');
   const [project] = await knex('projects').insert({ team_id: team.id, name: 'bench' }).returning('id');
-  const envPort = await freePort();
+  const ports = await freePortRange(1);
+  const envPort = ports.from;
   const [env] = await knex('environments')
     .insert({ team_id: team.id, project_id: project.id, name: 'production', git_ref: 'main', port: envPort })
     .returning('id');
@@ -62,7 +63,15 @@ export async function run(): Promise<{ ratio: number }> {
   });
   const url = `http://127.0.0.1:${envPort}/`;
   try {
-    let edge = await startEdge({ knex, databaseUrl, host: '127.0.0.1', edgePort: 0, dataDir, secrets });
+    let edge = await startEdge({
+      knex,
+      databaseUrl,
+      host: '127.0.0.1',
+      edgePort: 0,
+      environmentPorts: ports,
+      dataDir,
+      secrets,
+    });
     console.log('[bench] logs: measuring the edge without, then with log shipping (8 s each, 10 connections)...');
     await load('warm-up', url, {}, 2);
     const without = await load('edge, no request log', url, {});
@@ -72,6 +81,7 @@ export async function run(): Promise<{ ratio: number }> {
       databaseUrl,
       host: '127.0.0.1',
       edgePort: 0,
+      environmentPorts: ports,
       dataDir,
       secrets,
       logs: { dataDir, secrets, outbound: { outboundAllowedHosts: ['127.0.0.1'] } },

@@ -3,10 +3,13 @@
  * which answers every request to an environment on its own port and on EDGE_PORT by Host. No tenant request
  * passes through Node. The control plane reads PostgreSQL, refreshes on the `vc_edge` notification (triggers
  * on the tables it reads) and periodically in case one was lost, and tells HAProxy:
- * - rule changes (addresses, agents, rate limits, HSTS, maintenance, domains, instances moving) go to the map
- *   and ACL files first, then through the runtime API, without a reload;
- * - structural ones (an environment or port added or removed, more instances than server slots, stickiness,
- *   compression, pages) rewrite haproxy.cfg and reload hitlessly (SIGUSR2, coalesced).
+ * - every change of environments, rules and routes (environments and ports added or removed, addresses, agents,
+ *   rate limits and their windows, HSTS, stickiness, compression, maintenance and its pages, domains,
+ *   instances moving) goes
+ *   to the map and ACL files first, then through the runtime API, without a reload: HAProxy binds the whole
+ *   ENVIRONMENT_PORTS range and has a backend with SCALE_MAX slots for each of its ports;
+ * - a project's error page (a file HAProxy reads when it loads) rewrites haproxy.cfg and reloads hitlessly
+ *   (SIGUSR2, coalesced), as does a port of the range another program held that became free.
  * Each applied state is checked in (`edge_instances.applied_at`, the database clock when it was read), so a
  * deploy or a maintenance switch waits until every live edge serves it (db/queries/edge-routes.ts).
  *
@@ -17,7 +20,6 @@
  * log (HAProxy's ring -> the reader -> the shipper) and the CDN tier (Varnish behind HAProxy, the purge
  * follower's bans); their lines go into haproxy.cfg.
  */
-import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
@@ -30,7 +32,9 @@ import { LogShipper, type ShipperOptions } from '../logs/shipper';
 import { CertificateFiles, type CertificateFilesOptions, CRT_LIST } from './certificate-files';
 import { applyCertificateChanges, HaproxyCertificates } from './haproxy-certificates';
 import { defaultCertificate, hostsOf } from './haproxy/tls';
-import { buildModel, type EdgeModel } from './haproxy/model';
+import { buildModel, type EdgeModel, mapFile, slotsFor } from './haproxy/model';
+import { MAINTENANCE_LUA, maintenanceLua } from './haproxy/maintenance-page';
+import { bindable, findHeldPorts, heldPortsOf } from './haproxy/held-ports';
 import { DEFAULT_PER_ADDRESS, renderConfig } from './haproxy/config';
 import { ensureDirs, haproxyPaths, writeAtomic } from './haproxy/paths';
 import { DataPlaneFiles } from './haproxy/files';
@@ -49,6 +53,10 @@ export interface EdgeOptions {
   host: string;
   /** EDGE_PORT; 0: a free port chosen at start (tests). */
   edgePort: number;
+  /** ENVIRONMENT_PORTS: HAProxy binds the whole range, with one backend per port. */
+  environmentPorts: { from: number; to: number };
+  /** SCALE_MAX: each backend's server slots (default 4). */
+  scaleMax?: number;
   /** DATA_DIR: the data plane's files go under DATA_DIR/edge/haproxy. */
   dataDir: string;
   logger?: { warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
@@ -86,6 +94,8 @@ export interface Edge {
   adopted: boolean;
   /** The request log shipper, for the request log's reader (null without `logs`). */
   shipper: LogShipper | null;
+  /** The reloads this control plane made HAProxy do (an error page, a held port freed; never a rule, a route or a maintenance page). */
+  reloads(): number;
   reload(): Promise<void>;
   close(): Promise<void>;
 }
@@ -93,25 +103,6 @@ export interface Edge {
 const CHANNEL = EDGE_CHANNEL;
 const WATCH_MS = 500;
 const RELOAD_DEBOUNCE_MS = 100;
-
-/** Whether a port can be bound now (a port some other program holds would make HAProxy refuse the reload). */
-function bindable(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, host, () => s.close(() => resolve(true)));
-  });
-}
-
-/** The environment ports the running HAProxy's configuration binds (after an adoption). */
-function boundPortsOf(config: string): Set<number> {
-  try {
-    const text = readFileSync(config, 'utf8');
-    return new Set([...text.matchAll(/^\s*bind \S+:(\d+) name p\d+/gm)].map((m) => Number(m[1])));
-  } catch {
-    return new Set();
-  }
-}
 
 export async function startEdge(o: EdgeOptions): Promise<Edge> {
   const paths = haproxyPaths(o.dataDir);
@@ -179,10 +170,23 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     });
 
   const edgePort = o.edgePort || (await freeListenPort(o.host === '0.0.0.0' ? '127.0.0.1' : o.host));
+  const slots = slotsFor(o.scaleMax ?? 4);
+  // the ports of the range another program holds: an adopted HAProxy's configuration names them
+  const adoptable = await new HaproxyProcess(paths).running();
+  // not adoptable: the workers of a master that died may still hold the ports (they would look held)
+  if (!adoptable) await new HaproxyProcess(paths).killLeftovers();
+  const heldPorts =
+    (adoptable ? heldPortsOf(paths.config) : null) ??
+    (await findHeldPorts(o.host, o.environmentPorts.from, o.environmentPorts.to));
+  if (heldPorts.length)
+    o.logger?.warn({ ports: heldPorts }, 'another program holds ports of ENVIRONMENT_PORTS: the edge leaves them out');
   const configOptions = {
     paths,
     host: o.host,
     edgePort,
+    environmentPorts: o.environmentPorts,
+    heldPorts,
+    slots,
     trustProxyHops: o.trustProxyHops ?? 0,
     perAddress: o.perAddress ?? DEFAULT_PER_ADDRESS,
     cdn: parts.cdn,
@@ -193,7 +197,6 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   let model: EdgeModel | null = null;
   /** The skeleton HAProxy runs (config without servers' addresses, plus pages): a change means a reload. */
   let loaded: string | null = null;
-  let boundPorts = boundPortsOf(paths.config);
   let closed = false;
   let retry: NodeJS.Timeout | null = null;
 
@@ -220,9 +223,20 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
   }
 
   /** The model of `state`, with the other parts' files. */
+  /** Ports outside ENVIRONMENT_PORTS already named in a warning (an environment left from a wider range). */
+  const outside = new Set<number>();
   const modelOf = (state: EdgeState, previous: EdgeModel | null) => {
-    const m = buildModel(state, previous, certified());
+    const m = buildModel(state, previous, certified(), slots);
+    m.pages.set(MAINTENANCE_LUA, maintenanceLua(join(paths.dir, mapFile('pages'))));
     for (const [file, text] of o.files?.(state) ?? []) m.files.set(file, text);
+    // HAProxy has a backend for the range's ports only: another port is not served (and names no server)
+    for (const port of m.envs.keys()) {
+      if (port >= o.environmentPorts.from && port <= o.environmentPorts.to) continue;
+      m.envs.delete(port);
+      if (!outside.has(port))
+        o.logger?.warn({ port }, 'an environment has a port outside ENVIRONMENT_PORTS: not served');
+      outside.add(port);
+    }
     return m;
   };
 
@@ -231,12 +245,12 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
 
   /** Makes HAProxy hold `next`: runtime changes, or a reload for structural ones (or a start). */
   async function apply(next: EdgeModel): Promise<boolean> {
-    // an environment port something else holds would fail the whole reload: left out, tried again later
-    for (const port of next.envPorts) {
-      if (boundPorts.has(port)) continue;
-      if (!(await bindable(o.host, port))) {
+    // a held port an environment has: bound (a reload) once the other program lets it go
+    for (const port of [...configOptions.heldPorts]) {
+      if (!next.envs.has(port)) continue;
+      if (await bindable(o.host, port)) configOptions.heldPorts = configOptions.heldPorts.filter((p) => p !== port);
+      else {
         o.logger?.warn({ port }, 'the edge cannot listen on an environment port yet; retrying in a second');
-        next.envPorts = next.envPorts.filter((p) => p !== port);
         later();
       }
     }
@@ -253,11 +267,10 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       if (again && !closed) return false;
       await haproxy.reload();
     } else {
-      await applyFiles(paths.admin, paths.dir, next, changedFiles(before, next));
+      await applyFiles(paths.admin, paths.dir, next, changedFiles(before, next), before);
       await applyServers(paths.admin, serverCommands(before, next));
     }
     loaded = skeleton;
-    boundPorts = new Set(next.envPorts);
     model = next;
     return true;
   }
@@ -322,10 +335,9 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     // and servers are brought in line through the runtime API (no reload: kept-alive clients stay connected).
     if (adopted && running === renderConfig(first, configOptions)) {
       await applyFiles(paths.admin, paths.dir, first, [...first.files.keys()]);
-      await applyServers(paths.admin, allServerCommands(first));
+      await applyServers(paths.admin, allServerCommands(first, o.environmentPorts, slots));
     } else if (adopted) await haproxy.reload();
     loaded = skeletonOf(first);
-    boundPorts = new Set(first.envPorts);
     model = first;
     await parts.sync();
     await edgeApplied(o.knex, edgeRow.id, rows[0].at);
@@ -392,6 +404,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     haproxyPid: () => haproxy.pid,
     adopted: adoptedAtStart,
     shipper,
+    reloads: () => haproxy.reloads,
     reload,
     async close() {
       closed = true;

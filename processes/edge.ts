@@ -23,6 +23,8 @@ const edge = await startEdge({
   databaseUrl: config.databaseUrl,
   host: config.environmentBind,
   edgePort: config.edgePort,
+  environmentPorts: config.environmentPorts,
+  scaleMax: config.scaleMax,
   dataDir: config.dataDir,
   secrets,
   logger,

@@ -17,6 +17,7 @@ const edge = await startEdge({
   // EDGE_PORT is Pebble's HTTP-01 port (bench/edge/https.ts); unset: any free port.
   edgePort: Number(process.env.EDGE_PORT ?? 0),
   dataDir,
+  environmentPorts: (([from, to]) => ({ from, to }))(process.env.ENVIRONMENT_PORTS!.split('-').map(Number)),
   secrets,
   // EDGE_CONNECTION_RATE_PER_ADDRESS set by the world (wrk and the TLS handshakes come from one loopback address)
   perAddress: {

@@ -45,8 +45,8 @@ const all =
 const noLog = drop(/^\s+log ring@/);
 const noLogRules = drop(/^\s+log ring@/, /^\s+log-format/, /set-var\(txn\.vc_log_/, /track-sc1/);
 const noRetry = drop(/^\s+retry-on /);
-const noRate = drop(/txn\.rl/, /track-sc0/);
-const noLists = drop(/http-request deny deny_status 403/);
+const noRate = drop(/txn\.(rl|now)/, /track-sc0/, /sc-(set-gpt|inc-gpc)/);
+const noLists = drop(/http-request deny deny_status 403/, /set-var\(txn\.(bn|ua|al|an)\)/);
 const noPassword = drop(/vc_pw_/);
 const noCookie = drop(/^\s+cookie vc_instance/);
 const noForwardfor = drop(/option forwardfor/, /X-Forwarded-(Proto|Host)/);
@@ -62,7 +62,7 @@ const VARIANTS: Record<string, Edit> = {
   'tune.bufsize 65536': bufsize(65536),
   'tune.bufsize 16384': bufsize(16384),
   'no rate limit (track-sc0, 429)': noRate,
-  'no address/agent lists (3 deny rules)': noLists,
+  'no address/agent lists (their 3 deny rules and 4 lookups)': noLists,
   'no password rules': noPassword,
   'no vc_instance cookie': noCookie,
   'no forwardfor, X-Forwarded-*': noForwardfor,

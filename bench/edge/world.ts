@@ -19,7 +19,7 @@ import { stopLeftVarnish } from '../../edge/cdn/pids';
 import { haproxyPaths } from '../../edge/haproxy/paths';
 import { stopLeftDataPlane } from '../../edge/haproxy/process';
 import { loadSecrets, type Secrets } from '../../system/secrets';
-import { freePort } from '../../test/helpers/ports';
+import { freePortRange } from '../../test/helpers/ports';
 import { ADMIN_DATABASE_URL } from '../harness';
 import { type AcmeWorld, startAcmeWorld } from './https';
 
@@ -94,8 +94,9 @@ export async function startEdgeWorld(name: string, o: { acme: boolean }): Promis
 
     const [team] = await knex('teams').insert({ name: 'Bench', settings: {} }).returning('id');
     const [project] = await knex('projects').insert({ team_id: team.id, name: 'bench' }).returning('id');
-    const envPort = await freePort();
-    const cdnPort = await freePort();
+    // the edge binds ENVIRONMENT_PORTS whole: these two ports
+    const ports = await freePortRange(2);
+    const [envPort, cdnPort] = [ports.from, ports.to];
     const [env, cdnEnv] = await knex('environments')
       .insert([
         { team_id: team.id, project_id: project.id, name: 'production', git_ref: 'main', port: envPort },
@@ -146,6 +147,7 @@ export async function startEdgeWorld(name: string, o: { acme: boolean }): Promis
         ...process.env,
         DATABASE_URL: databaseUrl,
         DATA_DIR: dataDir,
+        ENVIRONMENT_PORTS: `${ports.from}-${ports.to}`,
         // every client of the bench is on loopback: wrk's connections and the TLS handshakes (hundreds of new
         // connections in seconds) from one address. The concurrent limit stays at its default (100): the
         // slowloris case measures another address's p99 under it.

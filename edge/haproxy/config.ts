@@ -1,16 +1,20 @@
 /**
- * haproxy.cfg from the model (model.ts). One frontend binds EDGE_PORT and every environment's port; the
- * environment is found by `dst_port` (ports.map) or, on EDGE_PORT, by Host (domains.map). The rules of CONTRACT
- * "The edge" run in the frontend, in the Node edge's order, for every request (upgrades included): blocked
- * addresses and agents (project), the rate limit (a stick table per window), allowed addresses (environment),
- * then maintenance; HSTS on HTTPS answers; then the environment's backend (least connections, health checks,
- * the `vc_instance` cookie, gzip, the error page). What changes often lives in map and ACL files (runtime API);
- * the rest is structure (a reload).
+ * haproxy.cfg from the model (model.ts). One frontend binds EDGE_PORT and the whole ENVIRONMENT_PORTS range
+ * (one range bind); the environment is found by `dst_port` (ports.map) or, on EDGE_PORT, by Host
+ * (domains.map). The rules of CONTRACT "The edge" run in the frontend, in the Node edge's order, for every
+ * request (upgrades included): blocked addresses and agents (project), the rate limit (one stick table, the
+ * window a variable), allowed addresses (environment), then maintenance; HSTS on HTTPS answers; then the
+ * port's backend (`p<port>`: least connections, health checks, SCALE_MAX slots, the `vc_instance` cookie when
+ * the environment is sticky), through `be_gz` when its project compresses. Everything an environment or a
+ * project sets lives in map and ACL files (runtime API), except its error page (a file: a reload).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { aclFile, backendName, type EdgeModel, mapFile, serverName, slotCookie } from './model';
 import type { HaproxyPaths } from './paths';
+import { heldPortsLine } from './held-ports';
+import { rateLimitRules, rateLimitTables } from './rate-limit';
+import { MAINTENANCE_LUA } from './maintenance-page';
 
 /** Lines other parts of the edge add to the configuration (the password check, the request log, ...). */
 export interface ConfigFragments {
@@ -34,6 +38,12 @@ export interface ConfigOptions {
   /** ENVIRONMENT_BIND. */
   host: string;
   edgePort: number;
+  /** ENVIRONMENT_PORTS: bound as one range, one backend per port. */
+  environmentPorts: { from: number; to: number };
+  /** Ports of the range another program holds: left out of the bind (tried again by the control plane). */
+  heldPorts?: number[];
+  /** Server slots per backend (SCALE_MAX, model.slotsFor). */
+  slots: number;
   trustProxyHops: number;
   /** What one client address may hold: concurrent connections, new connections per 10 s (a stick table). */
   perAddress: { connections: number; connectionRate: number };
@@ -48,16 +58,19 @@ export interface ConfigOptions {
   fragments?: (paths: HaproxyPaths) => ConfigFragments;
 }
 
-export const MAINTENANCE_RETRY_SECONDS = 300;
 /** EDGE_CONNECTIONS_PER_ADDRESS and EDGE_CONNECTION_RATE_PER_ADDRESS (new connections per 10 s) unset. */
 export const DEFAULT_PER_ADDRESS = { connections: 100, connectionRate: 200 };
 /**
  * Connections: the process's own (`global maxconn`: 10,000, or what the open-files limit HAProxy inherits
  * allows, two descriptors a connection), and each bind's, below it (EDGE_PORT and EDGE_TLS_PORT: 40 %,
  * an environment's port: 10 %), so no one port (one tenant's, or the domains') takes every slot of the process.
+ * `descriptors`: what HAProxy holds besides connections (a listener per port, a health check per server).
  */
-function connectionLimits(openFiles = openFilesLimit()): { total: number; domains: number; env: number } {
-  const total = Math.max(100, Math.min(10_000, Math.floor((openFiles - 500) / 2)));
+function connectionLimits(
+  descriptors: number,
+  openFiles = openFilesLimit(),
+): { total: number; domains: number; env: number } {
+  const total = Math.max(100, Math.min(10_000, Math.floor((openFiles - 500 - descriptors) / 2)));
   return { total, domains: Math.floor(total * 0.4), env: Math.floor(total * 0.1) };
 }
 
@@ -73,6 +86,18 @@ function openFilesLimit(): number {
 }
 /** The stick table of the client addresses' connections (conn_cur, conn_rate over 10 s). */
 const ADDRESS_TABLE = 'vc_addresses';
+/** The ranges of `from-to` without `held`, as bind addresses. */
+function rangeAddresses(host: string, from: number, to: number, held: number[] = []): string[] {
+  const out: string[] = [];
+  let start = from;
+  for (const port of [...new Set(held)].filter((p) => p >= from && p <= to).sort((a, b) => a - b)) {
+    if (port > start) out.push(port - 1 > start ? `${host}:${start}-${port - 1}` : `${host}:${start}`);
+    start = port + 1;
+  }
+  if (start <= to) out.push(to > start ? `${host}:${start}-${to}` : `${host}:${start}`);
+  return out;
+}
+
 const TEXT_TYPES = [
   'text/',
   'application/json',
@@ -88,13 +113,14 @@ const PLAIN = 'content-type "text/plain; charset=utf-8"';
 const NO_STORE = 'hdr Cache-Control no-store';
 
 /**
- * HAProxy's buffer size: 32 KiB (requests' headers up to ~31 KiB), or 64 or 128 KiB when the largest page the
- * edge answers with (model.pageBytes; the console's pages, up to MAX_EDGE_PAGE characters) needs it: a page
+ * HAProxy's buffer size: 32 KiB (requests' headers up to ~31 KiB), or 64 or 128 KiB when the largest error
+ * page (model.pageBytes; the console's pages, up to MAX_EDGE_PAGE characters; a maintenance page is sent by
+ * Lua, maintenance-page.ts, whatever its size) needs it: a page
  * is served whole only a little under the buffer's size (headers, HAProxy's own overhead), and one that does
  * not fit gets a 500 (or HAProxy refuses the configuration). Not larger than needed: the L7 retry (`retry-on`,
  * below) copies one whole buffer per request (at 128 KiB about half of HAProxy's CPU per request in
- * `npm run bench -- edge`, docs/benchmarks.md). Pages are read when HAProxy loads, so a size that changes
- * comes with the reload their change makes.
+ * `npm run bench -- edge`, docs/benchmarks.md). Error pages are read when HAProxy loads, so a size that
+ * changes comes with the reload their change makes.
  */
 export function bufsizeFor(pageBytes: number): number {
   let size = 32_768;
@@ -151,7 +177,10 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
   const fragments = o.fragments?.(p) ?? {};
   const out: string[] = [];
   const add = (...lines: string[]) => out.push(...lines);
-  const limits = connectionLimits();
+  const ports = o.environmentPorts.to - o.environmentPorts.from + 1;
+  // the edge's own listeners are never also environment ports (a range overlapping them leaves them out)
+  const ownPorts = [o.edgePort, o.tls?.port, o.cdn?.originPort].filter((p): p is number => p !== undefined);
+  const limits = connectionLimits(ports * (1 + 2 * o.slots));
 
   add(
     'global',
@@ -162,6 +191,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  noreuseport',
     `  pidfile ${p.pidfile}`,
     `  tune.bufsize ${bufsizeFor(model.pageBytes)}`,
+    `  lua-load ${join(p.dir, MAINTENANCE_LUA)}`,
     // after a reload, the old worker finishes what it was doing, at most this long
     '  hard-stop-after 60s',
     ...(fragments.global ?? []).map((l) => `  ${l}`),
@@ -192,7 +222,10 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
           `  bind ${o.host}:${o.tls.port} name tls maxconn ${limits.domains} ssl crt ${o.tls.defaultCert} crt-list ${o.tls.crtList} ssl-min-ver TLSv1.2`,
         ]
       : []),
-    ...model.envPorts.map((port) => `  bind ${o.host}:${port} name p${port} maxconn ${limits.env}`),
+    // every port of ENVIRONMENT_PORTS, one listener each (maxconn is each one's), whether an environment has it
+    // yet or not: an environment added or removed is a map entry
+    ...heldPortsLine(o.heldPorts ?? []),
+    `  bind ${rangeAddresses(o.host, o.environmentPorts.from, o.environmentPorts.to, [...(o.heldPorts ?? []), ...ownPorts]).join(',')} name envs maxconn ${limits.env}`,
     ...perAddressLimits(o),
     '  option forwardfor',
     '  option http-ignore-probes',
@@ -236,37 +269,27 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     `  http-request set-var(txn.hsts) var(txn.p),map(${map('hsts')}) if { var(txn.https) -m bool }`,
     '  http-after-response set-header Strict-Transport-Security "%[var(txn.hsts)]" if { var(txn.hsts) -m found }',
   );
-  for (const projectId of model.blockProjects)
-    add(
-      `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.p) -m str ${projectId} } { var(txn.client) -m ip -f ${acl(`blocked-${projectId}`)} }`,
-    );
-  for (const projectId of model.agentProjects)
-    add(
-      `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.p) -m str ${projectId} } { req.fhdr(user-agent) -m sub -i -f ${acl(`agents-${projectId}`)} }`,
-    );
-  // the rate limit: requests per client address and project in a sliding window (one table per window length)
+  // blocked addresses (the longest listed network holding the client, then whether the project lists it) and
+  // agents (one regex per agent on `<project>|<User-Agent>`, for the projects that block some)
   add(
-    `  http-request set-var(txn.rl) var(txn.p),map_str_int(${map('rate-period')})`,
-    `  http-request set-var(txn.rlmax) var(txn.p),map_str_int(${map('rate-requests')})`,
-    '  http-request set-var(txn.rlkey) var(txn.p),concat(|,txn.client)',
+    `  http-request set-var(txn.bn) var(txn.client),map_ip(${map('blocked-net')})`,
+    `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.bn) -m found } { var(txn.p),concat(|,txn.bn),map(${map('blocked')}) -m found }`,
+    `  http-request set-var(txn.ua) req.fhdr(user-agent) if { var(txn.p),map(${map('agent-projects')}) -m found }`,
+    `  http-request deny deny_${own(403, 'forbidden')} if { var(txn.ua) -m found } { var(txn.p),concat(|,txn.ua) -m reg -i -f ${acl('agents')} }`,
   );
-  for (const period of model.ratePeriods)
-    add(`  http-request track-sc0 var(txn.rlkey) table rl_${period} if { var(txn.rl) -m int ${period} }`);
+  // the rate limit: requests per client address and project in a sliding window
+  add(...rateLimitRules(map, `status 429 ${PLAIN} string "too many requests; slow down" ${NO_STORE}`));
+  // allowed addresses: an environment with a list answers only the addresses it holds
   add(
-    `  http-request return status 429 ${PLAIN} string "too many requests; slow down" ${NO_STORE} hdr Retry-After "%[var(txn.rl)]" if { var(txn.rl) -m found } { sc0_http_req_rate,sub(txn.rlmax) gt 0 }`,
+    `  http-request set-var(txn.al) var(txn.env),map(${map('allowlisted')})`,
+    `  http-request set-var(txn.an) var(txn.client),map_ip(${map('allowed-net')}) if { var(txn.al) -m found }`,
+    `  http-request deny deny_${own(403, 'forbidden: your address may not reach this site')} if { var(txn.al) -m found } !{ var(txn.env),concat(|,txn.an),map(${map('allowed')}) -m found }`,
   );
-  for (const envId of model.ruleEnvs)
-    add(
-      `  http-request deny deny_${own(403, 'forbidden: your address may not reach this site')} if { var(txn.env) -m str ${envId} } !{ var(txn.client) -m ip -f ${acl(`allowed-${envId}`)} }`,
-    );
   add(...(fragments.frontend ?? []).map((l) => `  ${l}`));
-  add(`  http-request set-var(txn.maint) var(txn.env),map(${map('maintenance')})`);
-  const maintenance = (file: string) =>
-    `status 503 content-type "text/html; charset=utf-8" lf-file ${join(p.dir, file)} ${NO_STORE} hdr Retry-After ${MAINTENANCE_RETRY_SECONDS}`;
-  for (const [projectId, file] of model.maintenancePages)
-    add(`  http-request return ${maintenance(file)} if { var(txn.maint) -m found } { var(txn.p) -m str ${projectId} }`);
+  // maintenance: the project's page (or the default one) with the note, from pages.map (maintenance-page.ts)
   add(
-    `  http-request return ${maintenance('pages/maintenance-default.html')} if { var(txn.maint) -m found }`,
+    `  http-request set-var(txn.maint) var(txn.env),map(${map('maintenance')})`,
+    '  http-request use-service lua.vc_maintenance if { var(txn.maint) -m found }',
     // the client's own were removed above (forwardedHeaders), unless a trusted proxy in front set these
     '  http-request set-header X-Forwarded-Proto http if !{ req.hdr(x-forwarded-proto) -m found }',
     '  http-request set-header X-Forwarded-Host "%[req.hdr(host)]" if { req.hdr(host) -m found } !{ req.hdr(x-forwarded-host) -m found }',
@@ -280,13 +303,23 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       '  http-request set-header X-VC-Env "%[var(txn.env)]" if { var(txn.cdn) -m found }',
       '  http-request set-header X-VC-Default-TTL "%[var(txn.cdn)]" if { var(txn.cdn) -m found }',
     );
+  // the sticky environments' cookie (every backend has it; `ignore-persist` unless the environment is sticky)
+  add(`  http-request set-var(txn.sticky) var(txn.env),map(${map('sticky')})`);
+  add(`  http-request set-var(txn.gz) var(txn.env),map(${map('compressed')})`);
   add(...(fragments.useBackend ?? []).map((l) => `  ${l}`));
   if (o.cdn)
     add(
-      `  use_backend be_cdn_gz if { var(txn.cdn) -m found } { var(txn.env),map(${map('compressed')}) -m found }`,
+      '  use_backend be_cdn_gz if { var(txn.cdn) -m found } { var(txn.gz) -m found }',
       '  use_backend be_cdn if { var(txn.cdn) -m found }',
     );
-  add('  use_backend e_%[var(txn.env)]', '  default_backend be_none', '');
+  // a project that compresses: through be_gz (gzip) to fe_origin, which serves the environment's backend
+  if (o.cdn) add('  use_backend be_gz if { var(txn.gz) -m found }');
+  add(
+    '  use_backend p%[dst_port] if !by_host',
+    `  use_backend p%[var(txn.env),map(${map('env-port')})]`,
+    '  default_backend be_none',
+    '',
+  );
 
   if (o.cdn)
     add(
@@ -295,10 +328,17 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       // only the CDN tier reaches this loopback listener: it says which environment, and no rule runs again
       '  http-request set-var(txn.env) req.hdr(x-vc-env)',
       `  http-request set-var(txn.unavail) var(txn.env),map(${map('unavailable')})`,
+      `  http-request set-var(txn.sticky) var(txn.env),map(${map('sticky')})`,
       '  http-request del-header X-VC-Env',
       '  http-request del-header X-VC-Default-TTL',
-      '  use_backend e_%[var(txn.env)]',
+      `  use_backend p%[var(txn.env),map(${map('env-port')})]`,
       '  default_backend be_none',
+      '',
+      'backend be_gz',
+      '  compression algo gzip',
+      `  compression type ${TEXT_TYPES.join(' ')}`,
+      '  http-request set-header X-VC-Env "%[var(txn.env)]"',
+      `  server origin 127.0.0.1:${o.cdn.originPort}`,
       '',
       'backend be_cdn',
       `  server cdn 127.0.0.1:${o.cdn.port}`,
@@ -312,45 +352,45 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
   add('backend be_none', `  http-request return ${own(404, 'no site is served at this address')}`, '');
   if (o.trustProxyHops === 0)
     add(`backend ${ADDRESS_TABLE}`, '  stick-table type ipv6 size 1m expire 60s store conn_cur,conn_rate(10s)', '');
-  for (const period of model.ratePeriods)
-    add(
-      `backend rl_${period}`,
-      `  stick-table type string len 96 size 1m expire ${period}s store http_req_rate(${period}s)`,
-      '',
-    );
+  add(...rateLimitTables());
 
-  for (const env of model.envs.values()) {
-    add(`backend ${backendName(env.envId)}`, '  balance leastconn');
-    if (env.sticky) add('  cookie vc_instance insert indirect httponly attr "SameSite=Lax"');
-    if (env.compression) add('  compression algo gzip', `  compression type ${TEXT_TYPES.join(' ')}`);
-    if (env.errorPage)
+  for (let port = o.environmentPorts.from; port <= o.environmentPorts.to; port++) {
+    const env = model.envs.get(port);
+    add(
+      `backend ${backendName(port)}`,
+      '  balance leastconn',
+      '  cookie vc_instance insert indirect httponly attr "SameSite=Lax"',
+      '  ignore-persist unless { var(txn.sticky) -m found }',
+    );
+    if (env?.errorPage)
       for (const status of [502, 503, 504])
         add(
           `  http-error status ${status} content-type "text/html; charset=utf-8" file ${join(p.dir, env.errorPage)} ${NO_STORE}`,
         );
     // no release is live: 503 with why (the route's text), or the project's error page
     add(
-      env.errorPage
+      env?.errorPage
         ? `  http-request return status 503 content-type "text/html; charset=utf-8" file ${join(p.dir, env.errorPage)} ${NO_STORE} if { var(txn.unavail) -m found }`
         : `  http-request return status 503 ${PLAIN} lf-string "%[var(txn.unavail),b64dec]" ${NO_STORE} if { var(txn.unavail) -m found }`,
     );
     // a refused connection marks the instance down at once; checks bring it back
     add('  default-server check inter 2s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down');
-    env.slots.forEach((slot, i) => {
+    for (let i = 0; i < o.slots; i++) {
+      const slot = env?.slots[i];
       for (const side of ['a', 'b'] as const) {
         const name = serverName(i, side);
-        const cookie = `cookie ${slotCookie(env.envId, i)}`;
+        const cookie = `cookie ${slotCookie(port, i)}`;
         if (skeleton) {
           add(`  server ${name} ${cookie}`);
           continue;
         }
-        const addr = slot[side];
-        const serving = slot.on && slot.active === side && addr;
+        const addr = slot?.[side];
+        const serving = slot?.on && slot.active === side && addr;
         add(
           `  server ${name} ${addr ? `${addr.host}:${addr.port}` : '127.0.0.1:1'} ${cookie}${serving ? '' : ' disabled'}`,
         );
       }
-    });
+    }
     add('');
   }
   add(...(fragments.sections ?? []));

@@ -38,6 +38,8 @@ function alive(pid: number): boolean {
 export class HaproxyProcess {
   private child: ChildProcess | null = null;
   pid: number | null = null;
+  /** Reloads this object made (its master's own count: masterReloads). */
+  reloads = 0;
 
   /** `more`: configuration files read after haproxy.cfg (the password's key: edge/basic-auth/). */
   constructor(
@@ -115,7 +117,7 @@ export class HaproxyProcess {
   }
 
   /** Ends every HAProxy process of this configuration (none is adoptable when this runs). */
-  private async killLeftovers(): Promise<void> {
+  async killLeftovers(): Promise<void> {
     const pids: number[] = [];
     for (const entry of readdirSync('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
@@ -173,6 +175,7 @@ export class HaproxyProcess {
     const before = await this.workerPid();
     const failedBefore = await this.failedReloads();
     process.kill(this.pid, 'SIGUSR2');
+    this.reloads++;
     const deadline = Date.now() + 20_000;
     for (;;) {
       const now = await this.workerPid();
@@ -202,6 +205,22 @@ export class HaproxyProcess {
     while (worker && alive(worker) && Date.now() < deadline) await pause(20);
     if (worker && alive(worker)) process.kill(worker, 'SIGKILL');
     rmSync(this.paths.pidfile, { force: true });
+  }
+}
+
+/**
+ * How many times the master has reloaded since it started (`show proc`: the master's `<reloads>`), or null when
+ * none answers on `paths.master`. The edge reloads only for pages and HAProxy's own upgrade (docs/edge.md).
+ */
+export async function masterReloads(paths: HaproxyPaths, waitMs = 3000): Promise<number | null> {
+  // the master executes itself again on a reload: its socket answers again a moment later
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const proc = await command(paths.master, 'show proc').catch(() => '');
+    const n = /^\d+\s+master\s+(\d+)/m.exec(proc)?.[1];
+    if (n !== undefined) return Number(n);
+    if (Date.now() > deadline) return null;
+    await pause(50);
   }
 }
 

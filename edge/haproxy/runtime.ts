@@ -21,8 +21,17 @@ export async function replaceEntries(socket: string, kind: 'map' | 'acl', file: 
   if (!version) throw new RuntimeError(`prepare ${kind} ${file}: ${prepared.split('\n')[0]}`);
   const entries = content.trim();
   if (entries && kind === 'map') {
-    const added = await command(socket, `add map @${version} ${file}`, entries);
-    if (added) throw new RuntimeError(`add map ${file}: ${added.split('\n')[0]}`);
+    // a payload is read into one buffer (tune.bufsize, 32 KiB at least): 16,000 characters to a command
+    const batches: string[] = [];
+    for (const line of entries.split('\n')) {
+      const last = batches.length - 1;
+      if (last >= 0 && batches[last].length + line.length < 16_000) batches[last] += `\n${line}`;
+      else batches.push(line);
+    }
+    for (const batch of batches) {
+      const added = await command(socket, `add map @${version} ${file}`, batch);
+      if (added) throw new RuntimeError(`add map ${file}: ${added.split('\n')[0]}`);
+    }
   } else if (entries) {
     // `add acl` takes no payload in 2.6: one command per pattern, many to a connection (`;`, escaped)
     const patterns = entries.split('\n');
@@ -44,8 +53,27 @@ export function changedFiles(before: EdgeModel | null, after: EdgeModel): string
   return [...after.files].filter(([file, text]) => before?.files.get(file) !== text).map(([file]) => file);
 }
 
-/** Applies the changed map and ACL files. */
-export async function applyFiles(socket: string, dir: string, model: EdgeModel, files: string[]): Promise<void> {
+/**
+ * The map whose environments answer only their allowed addresses: before the lists change, it loses the
+ * environments whose list goes away (so none answers 403 to everyone meanwhile); it gains the new ones after.
+ */
+const GATE = 'maps/allowlisted.map';
+
+/** Applies the changed map and ACL files (in the model's order); `before`: what HAProxy held. */
+export async function applyFiles(
+  socket: string,
+  dir: string,
+  model: EdgeModel,
+  files: string[],
+  before: EdgeModel | null = null,
+): Promise<void> {
+  const gate = before?.files.get(GATE);
+  const next = model.files.get(GATE);
+  if (files.includes(GATE) && gate !== undefined && next !== undefined) {
+    const kept = new Set(next.split('\n'));
+    const both = gate.split('\n').filter((l) => l && kept.has(l));
+    await replaceEntries(socket, 'map', join(dir, GATE), both.map((l) => `${l}\n`).join(''));
+  }
   for (const file of files) {
     const kind = file.startsWith('maps/') ? 'map' : 'acl';
     await replaceEntries(socket, kind, join(dir, file), model.files.get(file) ?? '');
@@ -53,18 +81,20 @@ export async function applyFiles(socket: string, dir: string, model: EdgeModel, 
 }
 
 /**
- * The `set server` commands that take the servers from `before` to `after` (same backends, same slot counts):
+ * The `set server` commands that take the servers from `before` to `after` (every backend has the same slots):
  * the new server is given its address and made ready (up at once: the instance answered before it was
- * published; checks take it down if it stops) before the old one goes to maintenance.
+ * published; checks take it down if it stops) before the old one goes to maintenance. A port no environment
+ * holds any more has its servers put in maintenance; a port taken anew gets its servers from its slots.
  */
 export function serverCommands(before: EdgeModel, after: EdgeModel): string[] {
   const out: string[] = [];
-  for (const [envId, env] of after.envs) {
-    const old = before.envs.get(envId);
-    if (!old) continue;
-    const be = backendName(envId);
-    env.slots.forEach((slot: Slot, i) => {
-      const was = old.slots[i];
+  const ports = new Set([...before.envs.keys(), ...after.envs.keys()]);
+  for (const port of [...ports].sort((a, b) => a - b)) {
+    const be = backendName(port);
+    const oldSlots = before.envs.get(port)?.slots ?? [];
+    const newSlots = after.envs.get(port)?.slots ?? oldSlots.map((s) => ({ ...s, on: false }));
+    newSlots.forEach((slot: Slot, i) => {
+      const was = oldSlots[i];
       const serving = (s: Slot | undefined) => (s?.on ? s.active : null);
       const now = serving(slot);
       const then = serving(was);
@@ -83,21 +113,30 @@ export function serverCommands(before: EdgeModel, after: EdgeModel): string[] {
   return out;
 }
 
+/** Runs the `set server` commands, 200 to a connection (`;`). */
 export async function applyServers(socket: string, commands: string[]): Promise<void> {
-  for (const line of commands) {
-    const answer = await command(socket, line);
+  for (let i = 0; i < commands.length; i += 200) {
+    const batch = commands.slice(i, i + 200);
+    const answer = await command(socket, batch.join('; '));
     // `set server ... addr` answers what changed; the others answer nothing
-    if (answer && !/changed|no need to change/i.test(answer))
-      throw new RuntimeError(`${line.split(' ').slice(0, 3).join(' ')}: ${answer.split('\n')[0]}`);
+    const bad = answer.split('\n').find((l) => l.trim() && !/changed|no need to change/i.test(l));
+    if (bad) throw new RuntimeError(`set server (${batch[0].split(' ')[2]}, ...): ${bad}`);
   }
 }
 
-/** Every server's address and state as `model` says (after an adoption: whatever the runtime held). */
-export function allServerCommands(model: EdgeModel): string[] {
+/**
+ * Every server's address and state as `model` says, every port of `ports` (after an adoption: whatever the
+ * runtime held); `slots`: the servers per backend.
+ */
+export function allServerCommands(model: EdgeModel, ports: { from: number; to: number }, slots: number): string[] {
   const out: string[] = [];
-  for (const [envId, env] of model.envs) {
-    const be = backendName(envId);
-    env.slots.forEach((slot: Slot, i) => {
+  for (let port = ports.from; port <= ports.to; port++) {
+    const be = backendName(port);
+    const env = model.envs.get(port);
+    Array.from(
+      { length: slots },
+      (_, i): Slot => env?.slots[i] ?? { active: 'a', a: null, b: null, on: false },
+    ).forEach((slot: Slot, i) => {
       for (const side of ['a', 'b'] as const) {
         const name = `${be}/${serverName(i, side)}`;
         const addr = slot[side];

@@ -141,6 +141,7 @@ describe('POST /environments/{id}/cdn/clear', () => {
       databaseUrl: c.t.config.databaseUrl!,
       host: '127.0.0.2',
       edgePort: 0,
+      environmentPorts: c.t.config.environmentPorts,
       dataDir: `${c.t.dataDir}/second-edge`,
       secrets: c.t.deps.secrets,
     });
@@ -173,6 +174,7 @@ describe('POST /environments/{id}/cdn/clear', () => {
       databaseUrl: c.t.config.databaseUrl!,
       host: '127.0.0.3',
       edgePort: 0,
+      environmentPorts: c.t.config.environmentPorts,
       dataDir: `${c.t.dataDir}/third-edge`,
       secrets: c.t.deps.secrets,
     });

@@ -161,14 +161,23 @@ describe('the edge under faults', () => {
       expect(saved.status, saved.text).toBe(200);
       const allowed = await owner.patch(envEdge, { allowed_addresses: ['127.0.0.0/8', `10.1.${i}.0/24`] });
       expect(allowed.status, allowed.text).toBe(200);
-      // stickiness is structural: a reload (hitless)
-      if (i === 3) expect((await owner.patch(envEdge, { stickiness: true })).status).toBe(200);
+      // a page is a file HAProxy reads when it loads: a reload (hitless); stickiness is a map entry
+      if (i === 3) {
+        expect((await owner.patch(envEdge, { stickiness: true })).status).toBe(200);
+        const page = await owner.patch(projectEdge, { pages: { error: '<p>a moment</p>' } });
+        expect(page.status, page.text).toBe(200);
+      }
       await pause(1000);
     }
     const statuses = await traffic.stop();
     expect(statuses.length).toBeGreaterThan(100);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
-    await owner.patch(projectEdge, { blocked_addresses: [], blocked_user_agents: [], rate_limit: null });
+    await owner.patch(projectEdge, {
+      blocked_addresses: [],
+      blocked_user_agents: [],
+      rate_limit: null,
+      pages: { error: null },
+    });
     await owner.patch(envEdge, { allowed_addresses: [], stickiness: false });
   });
 

@@ -113,6 +113,8 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
             // EDGE_PORT in `env` (a port the test chose, e.g. for an ACME CA's HTTP-01); else any free port.
             edgePort: opts.env?.EDGE_PORT ? config.edgePort : 0,
             dataDir,
+            environmentPorts: config.environmentPorts,
+            scaleMax: config.scaleMax,
             secrets: deps.secrets,
             trustProxyHops: config.trustProxyHops,
             perAddress: config.edgePerAddress,
