@@ -11,6 +11,7 @@ import { ActivityFailure, TimeoutFailure, proxyActivities } from '@temporalio/wo
 import type { DataActivities } from '../activities/data';
 import { runTask, failure, describeError, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
+import { onEnvironmentHost } from './host-queue';
 import { afterSwap, restorePointInTimeStep } from './pitr';
 
 const acts = proxyActivities<DataActivities>(profiles.long);
@@ -72,7 +73,11 @@ export async function backupEnvironment(input: TaskWorkflowInput<'backup'>) {
     await start();
     const backupId = params.backup_id;
     try {
-      return await acts.takeBackup({
+      // the volume is on the environment's host: the snapshot is taken there (host-queue.ts)
+      const onHost = proxyActivities<DataActivities>(
+        await onEnvironmentHost(input.task.environment_id!, profiles.long),
+      );
+      return await onHost.takeBackup({
         taskId: input.task.id,
         backupId,
         environmentId: input.task.environment_id!,
@@ -94,8 +99,9 @@ export async function restoreBackup(input: TaskWorkflowInput<'restore'>) {
     await start();
     if ('point_in_time' in params)
       return putBackStep(input, 'restore', () => restorePointInTimeStep(input, params.point_in_time));
+    const onHost = proxyActivities<DataActivities>(await onEnvironmentHost(input.task.environment_id!, profiles.long));
     const restored = await putBackStep(input, 'restore', () =>
-      acts.restoreBackup({
+      onHost.restoreBackup({
         taskId: input.task.id,
         backupId: params.backup_id,
         environmentId: input.task.environment_id!,

@@ -16,6 +16,7 @@ import type { DeployOutcome, DeployType, DeployWorkflowInput } from './deploys-s
 import { buildTaskQueue, shortSha } from '../db/workflow-names';
 import { cancelled, failure, runTask, type TaskContext } from './task-runner';
 import { profiles, stepProfile } from './profiles';
+import { onEnvironmentHost } from './host-queue';
 
 export const deployActs = proxyActivities<DeployActivities>(profiles.quick);
 /** Choosing the release of a redeploy or rollback reads the database only: a local activity. */
@@ -31,8 +32,10 @@ export function buildActivities() {
   return proxyActivities<BuildActivities>(stepProfile('7d', buildTaskQueue(workflowInfo().taskQueue)));
 }
 
-function stepActivities(stepTimeoutSeconds: number) {
-  return proxyActivities<DeployActivities>(stepProfile(`${stepTimeoutSeconds * 20 + 300}s`));
+/** The deploy steps and the go-live run in the environment's sandbox: on its host's queue (host-queue.ts). */
+async function stepActivities(environmentId: string, stepTimeoutSeconds: number) {
+  const options = await onEnvironmentHost(environmentId, stepProfile(`${stepTimeoutSeconds * 20 + 300}s`));
+  return { steps: proxyActivities<DeployActivities>(options) };
 }
 
 /**
@@ -70,7 +73,6 @@ export async function buildHead(
 export async function deployEnvironment(input: DeployWorkflowInput<DeployType>): Promise<DeployOutcome> {
   const { task, environment, skipSteps } = input;
   const type = task.type;
-  const steps = stepActivities(input.stepTimeoutSeconds);
 
   return runTask(input, async ({ params, log, start }) => {
     let releaseId: string;
@@ -86,6 +88,7 @@ export async function deployEnvironment(input: DeployWorkflowInput<DeployType>):
       ({ releaseId, sha, gitRef } = chosen);
     }
 
+    const { steps } = await stepActivities(environment.id, input.stepTimeoutSeconds);
     if (type === 'rollback') await log('==> Skipping deploy steps: a rollback deploys code only');
     else if (skipSteps) await log('==> Skipping deploy steps (skip_steps)');
     else {

@@ -39,6 +39,15 @@ export function createTaskActivities(deps: Deps) {
       const at = new Date().toISOString();
       await recordTaskPhases(knex, input.taskId, Object.fromEntries(input.phases.map((p) => [p, at])));
     },
+    /**
+     * The host an environment's machine work runs on (CONTRACT "Hosts"): its `web` server's placement. A server
+     * placed before placement existed (host null), or none, is this worker's own host (npm start's worker adopts
+     * those at its start). With HOST_LOST_SECONDS: work waits that long plus 30 s for the host to take it.
+     */
+    async environmentHost(input: { environmentId: string }): Promise<{ host: string; lostSeconds: number }> {
+      const row = await knex('servers').where({ environment_id: input.environmentId, role: 'web' }).first('host');
+      return { host: row?.host ?? deps.config.hostName, lostSeconds: deps.config.hostLostSeconds };
+    },
     /** A few lines of the workflow's own (headings, the final outcome) appended to the task log, even beyond its cap. */
     async appendTaskLog(input: { taskId: string; lines: string[] }): Promise<void> {
       if (input.lines.length === 0) return;
