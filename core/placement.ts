@@ -84,3 +84,48 @@ export async function assertGrowthFits(
     throw noCapacity(settings.plans, room, what);
   });
 }
+
+type Replacement =
+  | { status: 'kept' }
+  | { status: 'moved'; from: string; to: string }
+  | { status: 'refused'; from: string; message: string };
+
+/**
+ * A deploy whose environment's host is lost re-places it (CONTRACT "Hosts"): its `web` server goes where a new
+ * one would (placeWebServer), never back to the lost host, and `servers.host` says so; the deploy then starts it
+ * there. `kept`: its host is alive (or it has none recorded: the control plane's own). `refused`: no other host
+ * has room (the refusal's message, naming the largest plan that fits).
+ */
+export async function replaceFromLostHost(
+  knex: Knex,
+  settings: PlacementSettings,
+  environmentId: string,
+): Promise<Replacement> {
+  return knex.transaction(async (trx) => {
+    await lockPlacement(trx);
+    const server = await trx({ s: 'servers' })
+      .join({ h: 'hosts' }, 'h.name', 's.host')
+      .where({ 's.environment_id': environmentId, 's.role': 'web' })
+      .first(
+        's.id',
+        's.host',
+        's.plan',
+        's.memory_mb',
+        's.instances',
+        trx.raw('h.heartbeat_at < now() - make_interval(secs => ?::double precision) AS lost', [
+          settings.hostLostSeconds,
+        ]),
+      );
+    if (!server?.lost) return { status: 'kept' };
+    const need = { id: server.plan as string, memory_mb: server.memory_mb * server.instances };
+    const hosts = await placeableHosts(trx, settings.hostLostSeconds, [server.host]);
+    if (!hosts[0] || hosts[0].free_memory_mb < need.memory_mb)
+      return {
+        status: 'refused',
+        from: server.host,
+        message: noCapacity(settings.plans, hosts[0]?.free_memory_mb ?? 0, 'this environment').message,
+      };
+    await trx('servers').where({ id: server.id }).update({ host: hosts[0].name, updated_at: trx.fn.now() });
+    return { status: 'moved', from: server.host, to: hosts[0].name };
+  });
+}

@@ -14,7 +14,7 @@ import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio
 import type { BuildActivities, DeployActivities } from '../activities/deploys';
 import type { DeployOutcome, DeployType, DeployWorkflowInput } from './deploys-shared';
 import { buildTaskQueue, shortSha } from '../db/workflow-names';
-import { cancelled, failure, runTask, type TaskContext } from './task-runner';
+import { cancelled, failure, runTask, taskActs, type TaskContext } from './task-runner';
 import { profiles, stepProfile } from './profiles';
 import { onEnvironmentHost } from './host-queue';
 
@@ -88,6 +88,16 @@ export async function deployEnvironment(input: DeployWorkflowInput<DeployType>):
       ({ releaseId, sha, gitRef } = chosen);
     }
 
+    // a deploy succeeds elsewhere when the machine its environment ran on is down: placed again first
+    const placed = await taskActs.replaceLostHost({ environmentId: environment.id });
+    if (placed.status === 'refused')
+      failure(
+        `host_unavailable: the machine this environment runs on (${placed.from}) is down, and ${placed.message.charAt(0).toLowerCase()}${placed.message.slice(1)}`,
+      );
+    if (placed.status === 'moved')
+      await log(
+        `==> host_unavailable: the machine this environment ran on (${placed.from}) is down; placed on ${placed.to}`,
+      );
     const { steps } = await stepActivities(environment.id, input.stepTimeoutSeconds);
     if (type === 'rollback') await log('==> Skipping deploy steps: a rollback deploys code only');
     else if (skipSteps) await log('==> Skipping deploy steps (skip_steps)');

@@ -4,6 +4,8 @@ import { appendLogChunk } from '../toolkit/task-log';
 import { finishTask, insertTask } from '../../db/queries/tasks';
 import { recordTaskPhases, type TaskPhase } from '../../db/queries/task-phases';
 import { type GateBlocker, type GatedStart, startTaskGated } from '../../db/queries/task-gate';
+import { replaceFromLostHost } from '../../core/placement';
+import { loadPriceList } from '../../core/pricing';
 
 /** Task activities: the workflow records every transition of its task through these (all idempotent). */
 export function createTaskActivities(deps: Deps) {
@@ -47,6 +49,11 @@ export function createTaskActivities(deps: Deps) {
     async environmentHost(input: { environmentId: string }): Promise<{ host: string; lostSeconds: number }> {
       const row = await knex('servers').where({ environment_id: input.environmentId, role: 'web' }).first('host');
       return { host: row?.host ?? deps.config.hostName, lostSeconds: deps.config.hostLostSeconds };
+    },
+    /** A deploy's environment on a lost host is placed again elsewhere (core/placement.ts). */
+    async replaceLostHost(input: { environmentId: string }) {
+      const settings = { hostLostSeconds: deps.config.hostLostSeconds, plans: loadPriceList(deps.config).plans };
+      return replaceFromLostHost(knex, settings, input.environmentId);
     },
     /** A few lines of the workflow's own (headings, the final outcome) appended to the task log, even beyond its cap. */
     async appendTaskLog(input: { taskId: string; lines: string[] }): Promise<void> {
