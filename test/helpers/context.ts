@@ -44,6 +44,11 @@ export interface TestContextOptions {
   smtp?: boolean;
   /** Environment overrides (as the process environment would give them). */
   env?: Record<string, string>;
+  /**
+   * Register the file's host (this machine's HOST_NAME) and heartbeat it while the file runs, as npm start's worker
+   * does (default true): placement puts the file's environments there. false: the registry starts empty.
+   */
+  host?: boolean;
 }
 
 /**
@@ -106,10 +111,11 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     const deps = await createDeps(config, { name: 'test', credentialCache: true });
     // The file's host, registered and heartbeating while the file runs (as npm start's worker does): placement puts
     // every environment there, and a worker polls its queue.
-    host = await registerHost(deps.knex, config, {
-      onLostName: () => deps.logger.error('the test host lost its name'),
-      onError: () => undefined,
-    });
+    if (opts.host !== false)
+      host = await registerHost(deps.knex, config, {
+        onLostName: () => deps.logger.error('the test host lost its name'),
+        onError: () => undefined,
+      });
     const server = await startApiServer(deps, 0, '127.0.0.1');
     const port = (server.address() as { port: number }).port;
     const baseUrl = `http://127.0.0.1:${port}`;
