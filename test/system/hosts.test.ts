@@ -24,7 +24,8 @@ import { until as untilHolds } from '../helpers/until';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
-const t = useTestContext();
+// npm start runs on this file's database: its worker registers the host (the file registers none of its own)
+const t = useTestContext({ host: false });
 const root = path.resolve(__dirname, '../..');
 const CP = 'ha-cp';
 const H2 = 'ha-h2';
