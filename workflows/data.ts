@@ -14,7 +14,6 @@ import { profiles } from './profiles';
 import { onEnvironmentHost } from './host-queue';
 import { afterSwap, restorePointInTimeStep } from './pitr';
 
-const acts = proxyActivities<DataActivities>(profiles.long);
 const quick = proxyActivities<DataActivities>(profiles.quick);
 
 /** Why a long step failed; a heartbeat timeout means its worker stopped answering (killed, or its host gone). */
@@ -58,7 +57,11 @@ export async function createService(input: TaskWorkflowInput<'service_create'>) 
     await start();
     const serviceId = params.service_id;
     try {
-      const created = await quick.createServiceDatabase({ taskId: input.task.id, serviceId });
+      // the web process restarts on the environment's host with the service's variables (host-queue.ts)
+      const onHost = proxyActivities<DataActivities>(
+        await onEnvironmentHost(input.task.environment_id!, profiles.quick),
+      );
+      const created = await onHost.createServiceDatabase({ taskId: input.task.id, serviceId });
       await afterSwap(input.task.id);
       return created;
     } catch (err) {
@@ -115,8 +118,10 @@ export async function restoreBackup(input: TaskWorkflowInput<'restore'>) {
 export async function syncEnvironment(input: TaskWorkflowInput<'sync'>) {
   return runTask(input, async ({ params, start }) => {
     await start();
+    // the target's web process restarts on its host (host-queue.ts)
+    const onHost = proxyActivities<DataActivities>(await onEnvironmentHost(input.task.environment_id!, profiles.long));
     const synced = await putBackStep(input, 'sync', () =>
-      acts.syncData({
+      onHost.syncData({
         taskId: input.task.id,
         fromEnvironmentId: params.from_environment_id,
         environmentId: input.task.environment_id!,
@@ -130,8 +135,10 @@ export async function syncEnvironment(input: TaskWorkflowInput<'sync'>) {
 export async function resetDatabase(input: TaskWorkflowInput<'reset_database'>) {
   return runTask(input, async ({ start }) => {
     await start();
+    // the web process restarts on the environment's host (host-queue.ts)
+    const onHost = proxyActivities<DataActivities>(await onEnvironmentHost(input.task.environment_id!, profiles.long));
     const reset = await step(() =>
-      acts.resetDatabase({ taskId: input.task.id, environmentId: input.task.environment_id! }),
+      onHost.resetDatabase({ taskId: input.task.id, environmentId: input.task.environment_id! }),
     );
     await afterSwap(input.task.id);
     return reset;
