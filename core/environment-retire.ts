@@ -20,12 +20,12 @@ export async function dropEnvironmentServices(deps: Deps, envId: string, names: 
 }
 
 /**
- * The environment's processes, network and files are taken off the host by a workflow (the worker holds
- * them); if Temporal cannot be reached now, the worker retires what is left in retiring_ports when it starts.
+ * The environment's processes, network and files are taken off its host (`host`: where its web server was placed;
+ * null: the worker that takes it) by a workflow (the worker holds them); if Temporal cannot be reached now, the worker retires what is left in retiring_ports when it starts.
  */
-export async function startRetire(deps: Deps, environmentId: string, port: number): Promise<void> {
+export async function startRetire(deps: Deps, environmentId: string, port: number, host: string | null): Promise<void> {
   try {
-    await startEnvironmentRetire(deps, environmentId, port);
+    await startEnvironmentRetire(deps, environmentId, port, host);
   } catch (err) {
     deps.logger.warn({ err, environmentId }, 'could not start retiring a deleted environment');
   }

@@ -154,11 +154,16 @@ export async function startSubscriptionEnd(
 }
 
 /** Takes a deleted environment's processes, network and files off the host. */
-export async function startEnvironmentRetire(deps: TemporalDeps, environmentId: string, port: number): Promise<void> {
+export async function startEnvironmentRetire(
+  deps: TemporalDeps,
+  environmentId: string,
+  port: number,
+  host: string | null,
+): Promise<void> {
   await startWorkflow(deps, {
     workflow: 'retireEnvironment',
     workflowId: workflowIds.environmentRetire(environmentId),
-    args: [{ environmentId, port }],
+    args: [{ environmentId, port, ...(host ? { host } : {}) }],
   });
 }
 

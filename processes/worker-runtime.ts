@@ -56,7 +56,7 @@ export async function startWorker(
     taskQueue?: string;
     workflowBundle?: WorkflowBundleOption;
     identity?: string;
-    /** This process's host: it also polls the host's own queue (hostTaskQueue) with the same activities. */
+    /** This process's host (default: HOST_NAME): it also polls the host's own queue (hostTaskQueue) with the same activities. */
     hostName?: string;
   } = {},
 ): Promise<RunningWorker> {
@@ -95,19 +95,17 @@ export async function startWorker(
     maxHeartbeatThrottleInterval: '1s',
     shutdownGraceTime: '5s',
   });
-  // The host's own queue (CONTRACT "Hosts"): work that must run on this machine. Activities only; nothing
-  // is routed to it yet (placement and moves, issue 26, will), but it is polled from the start.
-  const host = opts.hostName
-    ? await Worker.create({
-        connection,
-        namespace: deps.config.temporalNamespace,
-        taskQueue: hostTaskQueue(opts.taskQueue ?? deps.config.taskQueue, opts.hostName),
-        ...(opts.identity ? { identity: `${opts.identity}-host` } : {}),
-        activities: activities.activities,
-        shutdownGraceTime: '5s',
-      })
-    : null;
-  const workers = [worker, builds, ...(host ? [host] : [])];
+  // The host's own queue (CONTRACT "Hosts"): the work that must run on this machine (the environments placed
+  // here: their instances, volumes, usage). Activities only.
+  const host = await Worker.create({
+    connection,
+    namespace: deps.config.temporalNamespace,
+    taskQueue: hostTaskQueue(opts.taskQueue ?? deps.config.taskQueue, opts.hostName ?? deps.config.hostName),
+    ...(opts.identity ? { identity: `${opts.identity}-host` } : {}),
+    activities: activities.activities,
+    shutdownGraceTime: '5s',
+  });
+  const workers = [worker, builds, host];
   await activities.onWorkerStart?.();
   // what the worker runs on this host (the tenants' processes, ...): stopped once, by whichever comes first
   let hostStopped: Promise<void> | undefined;

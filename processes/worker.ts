@@ -8,6 +8,7 @@ import { checkHostSettings } from '../host/provider/host-settings';
 import { ensureSystemSchedules } from '../core/temporal-starts';
 import { HostNameInUse, registerHost } from '../core/host-registration';
 import { onStopSignals, parentGone } from './stop-signals';
+import { adoptUnplacedServers } from '../db/queries/hosts';
 
 // The worker process: `tsx processes/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
@@ -36,6 +37,11 @@ const host = await registerHost(deps.knex, config, {
   await deps.close();
   process.exit(1);
 });
+// npm start's own host takes the web servers created before placement existed (servers.host null): they run here.
+if (process.env.VC_HOST_AGENT !== '1') {
+  const adopted = await adoptUnplacedServers(deps.knex, config.hostName);
+  if (adopted > 0) deps.logger.info({ host: config.hostName, servers: adopted }, 'servers placed before hosts adopted');
+}
 const running = await startWorker(deps, { hostName: config.hostName });
 deps.logger.info(
   { taskQueue: config.taskQueue, namespace: config.temporalNamespace, host: config.hostName },

@@ -3,6 +3,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllowList } from './allow-list';
 import { type HostConfig, loadHostConfig } from './host-config';
+import { DEFAULT_TASK_QUEUE, hostTaskQueue } from './task-queues';
 
 export interface Config extends HostConfig {
   port: number;
@@ -260,12 +261,8 @@ export function parseSandboxNetwork(cidr: string): { base: number; cidr: string 
   return { base, cidr: cidr.trim() };
 }
 
-/** The worker's task queue unless TEMPORAL_TASK_QUEUE says otherwise. */
-export const DEFAULT_TASK_QUEUE = 'vc-console';
-
-/** A host's own task queue: `host-NAME`, or `<TEMPORAL_TASK_QUEUE>-host-NAME` when the task queue is not the default. */
-export const hostTaskQueue = (taskQueue: string, hostName: string) =>
-  taskQueue === DEFAULT_TASK_QUEUE ? `host-${hostName}` : `${taskQueue}-host-${hostName}`;
+// the queue names are in their own file, which the workflow bundle imports too
+export { DEFAULT_TASK_QUEUE, hostTaskQueue };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int(env, 'PORT', 8080);

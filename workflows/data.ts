@@ -11,9 +11,9 @@ import { ActivityFailure, TimeoutFailure, proxyActivities } from '@temporalio/wo
 import type { DataActivities } from '../activities/data';
 import { runTask, failure, describeError, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
+import { onEnvironmentHost } from './host-queue';
 import { afterSwap, restorePointInTimeStep } from './pitr';
 
-const acts = proxyActivities<DataActivities>(profiles.long);
 const quick = proxyActivities<DataActivities>(profiles.quick);
 
 /** Why a long step failed; a heartbeat timeout means its worker stopped answering (killed, or its host gone). */
@@ -57,7 +57,11 @@ export async function createService(input: TaskWorkflowInput<'service_create'>) 
     await start();
     const serviceId = params.service_id;
     try {
-      const created = await quick.createServiceDatabase({ taskId: input.task.id, serviceId });
+      // the web process restarts on the environment's host with the service's variables (host-queue.ts)
+      const onHost = proxyActivities<DataActivities>(
+        await onEnvironmentHost(input.task.environment_id!, profiles.quick),
+      );
+      const created = await onHost.createServiceDatabase({ taskId: input.task.id, serviceId });
       await afterSwap(input.task.id);
       return created;
     } catch (err) {
@@ -72,7 +76,11 @@ export async function backupEnvironment(input: TaskWorkflowInput<'backup'>) {
     await start();
     const backupId = params.backup_id;
     try {
-      return await acts.takeBackup({
+      // the volume is on the environment's host: the snapshot is taken there (host-queue.ts)
+      const onHost = proxyActivities<DataActivities>(
+        await onEnvironmentHost(input.task.environment_id!, profiles.long),
+      );
+      return await onHost.takeBackup({
         taskId: input.task.id,
         backupId,
         environmentId: input.task.environment_id!,
@@ -94,8 +102,9 @@ export async function restoreBackup(input: TaskWorkflowInput<'restore'>) {
     await start();
     if ('point_in_time' in params)
       return putBackStep(input, 'restore', () => restorePointInTimeStep(input, params.point_in_time));
+    const onHost = proxyActivities<DataActivities>(await onEnvironmentHost(input.task.environment_id!, profiles.long));
     const restored = await putBackStep(input, 'restore', () =>
-      acts.restoreBackup({
+      onHost.restoreBackup({
         taskId: input.task.id,
         backupId: params.backup_id,
         environmentId: input.task.environment_id!,
@@ -109,8 +118,10 @@ export async function restoreBackup(input: TaskWorkflowInput<'restore'>) {
 export async function syncEnvironment(input: TaskWorkflowInput<'sync'>) {
   return runTask(input, async ({ params, start }) => {
     await start();
+    // the target's web process restarts on its host (host-queue.ts)
+    const onHost = proxyActivities<DataActivities>(await onEnvironmentHost(input.task.environment_id!, profiles.long));
     const synced = await putBackStep(input, 'sync', () =>
-      acts.syncData({
+      onHost.syncData({
         taskId: input.task.id,
         fromEnvironmentId: params.from_environment_id,
         environmentId: input.task.environment_id!,
@@ -124,8 +135,10 @@ export async function syncEnvironment(input: TaskWorkflowInput<'sync'>) {
 export async function resetDatabase(input: TaskWorkflowInput<'reset_database'>) {
   return runTask(input, async ({ start }) => {
     await start();
+    // the web process restarts on the environment's host (host-queue.ts)
+    const onHost = proxyActivities<DataActivities>(await onEnvironmentHost(input.task.environment_id!, profiles.long));
     const reset = await step(() =>
-      acts.resetDatabase({ taskId: input.task.id, environmentId: input.task.environment_id! }),
+      onHost.resetDatabase({ taskId: input.task.id, environmentId: input.task.environment_id! }),
     );
     await afterSwap(input.task.id);
     return reset;

@@ -14,8 +14,9 @@ import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio
 import type { BuildActivities, DeployActivities } from '../activities/deploys';
 import type { DeployOutcome, DeployType, DeployWorkflowInput } from './deploys-shared';
 import { buildTaskQueue, shortSha } from '../db/workflow-names';
-import { cancelled, failure, runTask, type TaskContext } from './task-runner';
+import { cancelled, failure, runTask, taskActs, type TaskContext } from './task-runner';
 import { profiles, stepProfile } from './profiles';
+import { onEnvironmentHost } from './host-queue';
 
 export const deployActs = proxyActivities<DeployActivities>(profiles.quick);
 /** Choosing the release of a redeploy or rollback reads the database only: a local activity. */
@@ -31,8 +32,10 @@ export function buildActivities() {
   return proxyActivities<BuildActivities>(stepProfile('7d', buildTaskQueue(workflowInfo().taskQueue)));
 }
 
-function stepActivities(stepTimeoutSeconds: number) {
-  return proxyActivities<DeployActivities>(stepProfile(`${stepTimeoutSeconds * 20 + 300}s`));
+/** The deploy steps and the go-live run in the environment's sandbox: on its host's queue (host-queue.ts). */
+async function stepActivities(environmentId: string, stepTimeoutSeconds: number) {
+  const options = await onEnvironmentHost(environmentId, stepProfile(`${stepTimeoutSeconds * 20 + 300}s`));
+  return { steps: proxyActivities<DeployActivities>(options) };
 }
 
 /**
@@ -70,7 +73,6 @@ export async function buildHead(
 export async function deployEnvironment(input: DeployWorkflowInput<DeployType>): Promise<DeployOutcome> {
   const { task, environment, skipSteps } = input;
   const type = task.type;
-  const steps = stepActivities(input.stepTimeoutSeconds);
 
   return runTask(input, async ({ params, log, start }) => {
     let releaseId: string;
@@ -86,6 +88,17 @@ export async function deployEnvironment(input: DeployWorkflowInput<DeployType>):
       ({ releaseId, sha, gitRef } = chosen);
     }
 
+    // a deploy succeeds elsewhere when the machine its environment ran on is down: placed again first
+    const placed = await taskActs.replaceLostHost({ environmentId: environment.id });
+    if (placed.status === 'refused')
+      failure(
+        `host_unavailable: the machine this environment runs on (${placed.from}) is down, and ${placed.message.charAt(0).toLowerCase()}${placed.message.slice(1)}`,
+      );
+    if (placed.status === 'moved')
+      await log(
+        `==> host_unavailable: the machine this environment ran on (${placed.from}) is down; placed on ${placed.to}`,
+      );
+    const { steps } = await stepActivities(environment.id, input.stepTimeoutSeconds);
     if (type === 'rollback') await log('==> Skipping deploy steps: a rollback deploys code only');
     else if (skipSteps) await log('==> Skipping deploy steps (skip_steps)');
     else {

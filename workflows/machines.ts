@@ -9,11 +9,18 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { MachineActivities } from '../activities/machines';
 import { failure, runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
+import { onEnvironmentHost } from './host-queue';
 
 const acts = proxyActivities<MachineActivities>(profiles.bookkeeping);
 
-/** Restarting waits for health checks (up to a minute an instance); heartbeats say the worker lives. */
-const restartActs = proxyActivities<MachineActivities>(profiles.heartbeating);
+/**
+ * Restarting waits for health checks (up to a minute an instance); heartbeats say the worker lives. The instances
+ * are on the environment's host: its queue (host-queue.ts).
+ */
+async function restartActs(environmentId: string) {
+  // wrapped: a proxy itself is never what a promise resolves to (its `then` would be taken for an activity)
+  return { onHost: proxyActivities<MachineActivities>(await onEnvironmentHost(environmentId, profiles.heartbeating)) };
+}
 
 /** Holds the server in `status` while `fn` runs, and back to `running` whatever happens. */
 async function whileMarked<T>(serverId: string, status: 'resizing' | 'rebooting', fn: () => Promise<T>): Promise<T> {
@@ -32,7 +39,8 @@ export async function resizeServer(input: TaskWorkflowInput<'resize'>) {
       `==> Resizing ${p.server_name} from ${p.from_plan} to ${p.plan} (${p.cpu} CPU, ${p.memory_mb} MB, ${p.disk_gb} GB)`,
     );
     return whileMarked(p.server_id, 'resizing', async () => {
-      const r = await restartActs.restartServerInstances({
+      const { onHost } = await restartActs(input.task.environment_id!);
+      const r = await onHost.restartServerInstances({
         taskId: input.task.id,
         serverId: p.server_id,
         size: { cpu: p.cpu, memoryMb: p.memory_mb, plan: p.plan },
@@ -56,7 +64,8 @@ export async function rebootServer(input: TaskWorkflowInput<'reboot'>) {
     await start();
     await log(`==> Rebooting ${p.server_name}`);
     return whileMarked(p.server_id, 'rebooting', async () => {
-      const r = await restartActs.restartServerInstances({ taskId: input.task.id, serverId: p.server_id });
+      const { onHost } = await restartActs(input.task.environment_id!);
+      const r = await onHost.restartServerInstances({ taskId: input.task.id, serverId: p.server_id });
       if (!r.ok) failure(r.message);
       await log(`==> ${p.server_name} rebooted`);
       return { server_id: p.server_id, instances_restarted: r.restarted };
@@ -68,7 +77,8 @@ export async function scaleEnvironment(input: TaskWorkflowInput<'scale'>) {
   return runTask(input, async ({ params: p, log, start }) => {
     await start();
     await log(`==> Scaling ${p.server_name} from ${p.from} to ${p.instances} instance${p.instances === 1 ? '' : 's'}`);
-    const r = await restartActs.scaleWebInstances({
+    const { onHost } = await restartActs(input.task.environment_id!);
+    const r = await onHost.scaleWebInstances({
       taskId: input.task.id,
       serverId: p.server_id,
       instances: p.instances,

@@ -6,13 +6,18 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { ProjectStopActivities } from '../activities/auto-deploy/project-stop';
 import { profiles } from './profiles';
-
-const { stopEnvironment } = proxyActivities<ProjectStopActivities>(profiles.untilDone);
+import { onEnvironmentHost } from './host-queue';
 
 export async function stopProjectEnvironments(input: {
   projectId: string;
   environmentIds: string[];
 }): Promise<{ stopped: number }> {
-  for (const id of input.environmentIds) await stopEnvironment({ environmentId: id });
+  // each on its host's queue, waiting for a host that is down to come back (the stop must happen in the end)
+  for (const id of input.environmentIds) {
+    const acts = proxyActivities<ProjectStopActivities>(
+      await onEnvironmentHost(id, profiles.untilDone, { bounded: false }),
+    );
+    await acts.stopEnvironment({ environmentId: id });
+  }
   return { stopped: input.environmentIds.length };
 }

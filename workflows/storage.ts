@@ -9,17 +9,21 @@ import type { StorageActivities } from '../activities/storage';
 import { runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
 import { afterSwap } from './pitr';
+import { onEnvironmentHost } from './host-queue';
 
 /** Copies take as long as the data: heartbeats say the worker lives. */
 const longActs = proxyActivities<StorageActivities>(profiles.long);
-
-const acts = proxyActivities<StorageActivities>(profiles.quick);
 
 export async function moveStorage(input: TaskWorkflowInput<'storage_move'>) {
   return runTask(input, async ({ params: p, log, start }) => {
     await start();
     await log(`==> Moving the ${p.disk} disk from ${p.from} to ${p.to}`);
-    const moved = await longActs.moveStorageDisk({
+    // the files disk is on the environment's host (host-queue.ts); the database disk is the services server's
+    const mover =
+      p.disk === 'files'
+        ? proxyActivities<StorageActivities>(await onEnvironmentHost(input.task.environment_id!, profiles.long))
+        : longActs;
+    const moved = await mover.moveStorageDisk({
       taskId: input.task.id,
       environmentId: input.task.environment_id!,
       disk: p.disk,
@@ -41,6 +45,10 @@ export async function growVolume(input: TaskWorkflowInput<'volume_grow'>) {
   return runTask(input, async ({ params: p, log, start }) => {
     await start();
     await log(`==> Growing the volume from ${p.from_gb} GB to ${p.size_gb} GB`);
-    return acts.growVolume({ taskId: input.task.id, volumeId: p.volume_id, sizeGb: p.size_gb });
+    // the volume is on the environment's host (host-queue.ts)
+    const onHost = proxyActivities<StorageActivities>(
+      await onEnvironmentHost(input.task.environment_id!, profiles.quick),
+    );
+    return onHost.growVolume({ taskId: input.task.id, volumeId: p.volume_id, sizeGb: p.size_gb });
   });
 }

@@ -63,10 +63,16 @@ export function cancelled(): never {
   throw new TaskCancelled('cancelled');
 }
 
+/** A step sent to a host's queue that no agent took in time (workflows/host-queue.ts): its machine is down. */
+const HOST_UNAVAILABLE =
+  'host_unavailable: the machine this environment runs on is down: no one took up the work in time, so it was not done. ' +
+  'Try again once the machine is back';
+
 /** A readable reason out of what a workflow step threw. */
 export function describeError(err: unknown): string {
   let e: unknown = err;
   while (e instanceof ActivityFailure && e.cause) e = e.cause;
+  if (e instanceof TimeoutFailure && e.timeoutType === 'SCHEDULE_TO_START') return HOST_UNAVAILABLE;
   if (e instanceof TimeoutFailure) return 'a step did not finish in time';
   if (e instanceof Error) return e.message || e.name;
   return String(e);

@@ -14,6 +14,8 @@ import { removeTree } from '../../host/no-follow';
 export interface RetireInput {
   environmentId: string;
   port: number;
+  /** The host its web server was placed on: the retire runs on that host's queue (unset: the shared queue). */
+  host?: string;
 }
 
 export function createEnvironmentActivities(deps: Deps, provider: Provider) {

@@ -4,6 +4,8 @@ import { appendLogChunk } from '../toolkit/task-log';
 import { finishTask, insertTask } from '../../db/queries/tasks';
 import { recordTaskPhases, type TaskPhase } from '../../db/queries/task-phases';
 import { type GateBlocker, type GatedStart, startTaskGated } from '../../db/queries/task-gate';
+import { replaceFromLostHost } from '../../core/placement';
+import { loadPriceList } from '../../core/pricing';
 
 /** Task activities: the workflow records every transition of its task through these (all idempotent). */
 export function createTaskActivities(deps: Deps) {
@@ -38,6 +40,20 @@ export function createTaskActivities(deps: Deps) {
     async recordPhases(input: { taskId: string; phases: TaskPhase[] }): Promise<void> {
       const at = new Date().toISOString();
       await recordTaskPhases(knex, input.taskId, Object.fromEntries(input.phases.map((p) => [p, at])));
+    },
+    /**
+     * The host an environment's machine work runs on (CONTRACT "Hosts"): its `web` server's placement. A server
+     * placed before placement existed (host null), or none, is this worker's own host (npm start's worker adopts
+     * those at its start). With HOST_LOST_SECONDS: work waits that long plus 30 s for the host to take it.
+     */
+    async environmentHost(input: { environmentId: string }): Promise<{ host: string; lostSeconds: number }> {
+      const row = await knex('servers').where({ environment_id: input.environmentId, role: 'web' }).first('host');
+      return { host: row?.host ?? deps.config.hostName, lostSeconds: deps.config.hostLostSeconds };
+    },
+    /** A deploy's environment on a lost host is placed again elsewhere (core/placement.ts). */
+    async replaceLostHost(input: { environmentId: string }) {
+      const settings = { hostLostSeconds: deps.config.hostLostSeconds, plans: loadPriceList(deps.config).plans };
+      return replaceFromLostHost(knex, settings, input.environmentId);
     },
     /** A few lines of the workflow's own (headings, the final outcome) appended to the task log, even beyond its cap. */
     async appendTaskLog(input: { taskId: string; lines: string[] }): Promise<void> {

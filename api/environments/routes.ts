@@ -41,7 +41,8 @@ export const routes: RouteDef[] = [
     description:
       'Names follow the project name rules and are unique in the project (409 on name). git_ref must be a branch, tag or commit id of the ' +
       'connected repository (422 on git_ref); no repository: 409 no_repository; repository unreadable: 409 repository_unreachable. ' +
-      'The environment gets the lowest free port of the range (409 no_port_available when spent); `url` is where it is served.',
+      'The environment gets the lowest free port of the range (409 no_port_available when spent); `url` is where it is served. ' +
+      'Its web server is placed on a machine with room for its plan; none has: 409 no_capacity, naming the largest plan that fits now.',
     tags,
     auth: 'session',
     permission: 'environment:create',
@@ -52,7 +53,7 @@ export const routes: RouteDef[] = [
       201: { description: 'The environment', schema: s.environmentSchema },
       403: error('Role may not'),
       404: error('No such project'),
-      409: error('Name taken, no_repository, repository_unreachable or no_port_available'),
+      409: error('Name taken, no_repository, repository_unreachable, no_port_available or no_capacity'),
       422: error('Invalid fields'),
     },
     async handler(ctx) {

@@ -279,5 +279,5 @@ export async function deleteEnvironment(
     return out;
   });
   await dropEnvironmentServices(deps, id, gone.databases);
-  await startRetire(deps, id, gone.port);
+  await startRetire(deps, id, gone.port, gone.host);
 }

@@ -62,7 +62,8 @@ export const routes: RouteDef[] = [
       'Answers 202 with the task (`machines`/`resize`). Each instance is replaced by one on the new plan that must answer ' +
       'its health check before the old one stops; if it does not, the old one keeps serving and the plan stays. ' +
       'Unknown plan or the current one: 422 on `plan`. One change at a time per environment: 409 `deploy_in_progress` ' +
-      'or `task_in_progress` with `task_id`.',
+      'or `task_in_progress` with `task_id`. A larger plan that no longer fits on the machine it runs on: 409 ' +
+      '`no_capacity`, naming the largest plan that fits now.',
     tags,
     auth: 'session',
     permission: 'machines:write',
@@ -74,7 +75,7 @@ export const routes: RouteDef[] = [
       202: { description: 'The task', schema: taskSchema },
       403: error("forbidden: the caller's role may not change machines"),
       404: error('No such server'),
-      409: error('deploy_in_progress or task_in_progress (with task_id)', inProgress),
+      409: error('deploy_in_progress, task_in_progress (with task_id) or no_capacity', inProgress),
       422: error('Unknown plan, or the current one'),
     },
     async handler(ctx) {
@@ -139,7 +140,7 @@ export const routes: RouteDef[] = [
       "sends them requests; extra instances leave the edge first, then stop. With the edge's `stickiness`, the " +
       '`vc_instance` cookie keeps a client on one instance while it lives. 0, more than `max` or the current count: ' +
       '422 on `instances`. One change at a time per environment: 409 `deploy_in_progress` or `task_in_progress` with ' +
-      '`task_id`.',
+      '`task_id`. More instances than the machine it runs on has room for: 409 `no_capacity`.',
     tags,
     auth: 'session',
     permission: 'machines:write',
@@ -151,7 +152,7 @@ export const routes: RouteDef[] = [
       202: { description: 'The task', schema: taskSchema },
       403: error("forbidden: the caller's role may not change machines"),
       404: error('No such environment'),
-      409: error('deploy_in_progress or task_in_progress (with task_id)', inProgress),
+      409: error('deploy_in_progress, task_in_progress (with task_id) or no_capacity', inProgress),
       422: error('instances out of 1..max, or the current count'),
     },
     async handler(ctx) {

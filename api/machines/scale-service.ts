@@ -11,6 +11,8 @@ import { errors } from '../../core/errors';
 import { loadPriceList, monthlyPriceDelta } from '../../core/pricing';
 import { startTask } from '../../core/tasks';
 import { serverMonthlyPrice } from '../../core/pricing';
+import { assertGrowthFits } from '../../core/placement';
+import { placementSettings } from './service';
 
 async function webServer(deps: Deps, environmentId: string): Promise<Server> {
   const server = await Server.query(deps.knex).findOne({ environment_id: environmentId, role: 'web' });
@@ -45,6 +47,8 @@ export async function requestScale(deps: Deps, actor: Actor, environmentId: stri
   if (instances < 1 || instances > max) throw errors.invalid({ instances: `must be from 1 to ${max}` });
   if (instances === server.instances)
     throw errors.invalid({ instances: `is the number of instances the environment runs (${instances})` });
+  const plan = { id: server.plan, memory_mb: server.memory_mb };
+  await assertGrowthFits(deps.knex, placementSettings(deps), server, { plan, instances });
   return startTask(deps, actor, {
     type: 'scale',
     teamId: server.team_id,

@@ -17,6 +17,14 @@ import { serverMonthlyPrice } from '../../core/pricing';
 import { startTask } from '../../core/tasks';
 import { recordActivity } from '../../db/queries/activity';
 import type { Task } from '../../db/models/task';
+import { assertGrowthFits, placeWebServer } from '../../core/placement';
+
+/** What placement needs of the settings: the lost-host delay, the plans, and this process's own host. */
+export const placementSettings = (deps: Deps) => ({
+  hostLostSeconds: deps.config.hostLostSeconds,
+  plans: priceList(deps).plans,
+  ownHost: deps.config.hostName,
+});
 
 const priceList = (deps: Deps): PriceList => loadPriceList(deps.config);
 
@@ -26,7 +34,10 @@ function defaultBuildPlan(list: PriceList) {
   return { provider, plan: plans[0] };
 }
 
-/** The environment's `web` server on the price list's default plan, and its build machine on the default build plan. */
+/**
+ * The environment's `web` server on the price list's default plan, placed on a host (core/placement.ts: 409
+ * no_capacity when none has room), and its build machine on the default build plan.
+ */
 export async function createEnvironmentMachines(
   trx: Knex.Transaction,
   deps: Deps,
@@ -34,6 +45,7 @@ export async function createEnvironmentMachines(
 ): Promise<void> {
   const list = priceList(deps);
   const plan = planById(list, list.default_plan)!;
+  const host = await placeWebServer(trx, placementSettings(deps), plan);
   await Server.query(trx).insert({
     team_id: env.team_id,
     project_id: env.project_id,
@@ -44,6 +56,7 @@ export async function createEnvironmentMachines(
     cpu: plan.cpu,
     memory_mb: plan.memory_mb,
     disk_gb: plan.disk_gb,
+    host,
   } as Partial<Server>);
   const build = defaultBuildPlan(list);
   await BuildMachine.query(trx).insert({
@@ -113,6 +126,8 @@ export function resizeTarget(deps: Deps, server: Server, planId: string) {
  */
 export async function requestResize(deps: Deps, actor: Actor, server: Server, planId: string): Promise<Task> {
   const plan = resizeTarget(deps, server, planId);
+  if (server.role === 'web')
+    await assertGrowthFits(deps.knex, placementSettings(deps), server, { plan, instances: server.instances ?? 1 });
   return startTask(deps, actor, {
     type: 'resize',
     teamId: server.team_id,

@@ -43,7 +43,7 @@ export async function deleteCancelledEnvironments(deps: Deps, asOf: Date): Promi
     if (!gone) continue;
     deleted++;
     await dropEnvironmentServices(deps, id, gone.databases);
-    await startRetire(deps, id, gone.port);
+    await startRetire(deps, id, gone.port, gone.host);
   }
   return deleted;
 }

@@ -17,6 +17,8 @@ export class Server extends BaseModel {
   instances!: number;
   /** `old`: a database server whose database moved away, kept until discard-old-database (migration 515). */
   status!: 'running' | 'resizing' | 'rebooting' | 'old';
+  /** The host a `web` server is placed on (core/placement.ts); null: created before placement (migration 670). */
+  host!: string | null;
   created_at!: Date;
   updated_at!: Date;
 }

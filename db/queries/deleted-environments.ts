@@ -20,7 +20,10 @@ export async function tombstoneEnvironment(
   trx: Knex.Transaction,
   id: string,
   deletedBy: string | null,
-): Promise<{ port: number; databases: string[]; name: string; team_id: string; project_id: string } | undefined> {
+): Promise<
+  | { port: number; databases: string[]; name: string; team_id: string; project_id: string; host: string | null }
+  | undefined
+> {
   const env = await trx('environments').where({ id }).forUpdate().first();
   if (!env) return undefined;
   const rows = await trx('services')
@@ -47,10 +50,19 @@ export async function tombstoneEnvironment(
     })
     .onConflict('id')
     .ignore();
+  // the host its web server was placed on (its servers go with it): its processes are retired there
+  const web = await trx('servers').where({ environment_id: id, role: 'web' }).first('host');
   await trx('environments').where({ id }).delete();
   // Held until the sandbox is gone: its uid and network derive from the port.
   await trx('retiring_ports').insert({ port: env.port, environment_id: id }).onConflict('port').ignore();
-  return { port: env.port as number, databases, name: env.name, team_id: env.team_id, project_id: env.project_id };
+  return {
+    port: env.port as number,
+    databases,
+    name: env.name,
+    team_id: env.team_id,
+    project_id: env.project_id,
+    host: (web?.host as string | null | undefined) ?? null,
+  };
 }
 
 /** The project's deleted environments still kept as of `asOf`, newest first. */

@@ -171,3 +171,51 @@ export async function hostCounts(knex: Knex, lostSeconds: number): Promise<Recor
 export async function setHostStatus(knex: Knex, name: string, status: StoredHostStatus): Promise<boolean> {
   return (await knex('hosts').where({ name }).update({ status })) > 0;
 }
+
+/** Memory a host's placed web servers take (each instance its size), by host name. */
+const webMemoryUsed = (knex: Knex) =>
+  knex('servers')
+    .where('role', 'web')
+    .whereNotNull('host')
+    .groupBy('host')
+    .select('host', knex.raw('sum(memory_mb * instances)::int AS used'))
+    .as('u');
+
+/**
+ * The hosts open to placement (stored `ready`, heartbeat younger than `lostSeconds` by the database's clock),
+ * most free memory first (then by name), with what each has free. `exclude` leaves hosts out (a move's source).
+ */
+export async function placeableHosts(
+  knex: Knex,
+  lostSeconds: number,
+  exclude: string[] = [],
+): Promise<Array<{ name: string; free_memory_mb: number }>> {
+  const rows = await knex({ h: 'hosts' })
+    .leftJoin(webMemoryUsed(knex), 'u.host', 'h.name')
+    .where('h.status', 'ready')
+    .where('h.heartbeat_at', '>=', lostAfter(knex, lostSeconds))
+    .whereNotIn('h.name', exclude)
+    .select('h.name', knex.raw('(h.memory_mb - coalesce(u.used, 0))::int AS free_memory_mb'))
+    .orderBy([
+      { column: 'free_memory_mb', order: 'desc' },
+      { column: 'h.name', order: 'asc' },
+    ]);
+  return rows.map((r: { name: string; free_memory_mb: number }) => ({
+    name: r.name,
+    free_memory_mb: Number(r.free_memory_mb),
+  }));
+}
+
+/** One host's free memory (capacity less its placed web servers'), whatever its status; undefined: no such host. */
+export async function hostFreeMemory(knex: Knex, name: string): Promise<number | undefined> {
+  const row = await knex({ h: 'hosts' })
+    .leftJoin(webMemoryUsed(knex), 'u.host', 'h.name')
+    .where('h.name', name)
+    .first(knex.raw('(h.memory_mb - coalesce(u.used, 0))::int AS free_memory_mb'));
+  return row ? Number(row.free_memory_mb) : undefined;
+}
+
+/** Web servers created before placement (host null) are the control plane's own host's: given it at its start. */
+export async function adoptUnplacedServers(knex: Knex, hostName: string): Promise<number> {
+  return knex('servers').where('role', 'web').whereNull('host').update({ host: hostName });
+}

@@ -15,6 +15,7 @@ import { killProcessesUnder, killProcessesMentioning } from './processes';
 import { startEdge, type Edge } from '../../edge/server';
 import { removeNetworksInRange } from '../../host/provider/sandbox';
 import { certificateDir } from '../../edge/certificate-files';
+import { registerHost } from '../../core/host-registration';
 
 export interface TestContext {
   deps: Deps;
@@ -43,6 +44,11 @@ export interface TestContextOptions {
   smtp?: boolean;
   /** Environment overrides (as the process environment would give them). */
   env?: Record<string, string>;
+  /**
+   * Register the file's host (this machine's HOST_NAME) and heartbeat it while the file runs, as npm start's worker
+   * does (default true): placement puts the file's environments there. false: the registry starts empty.
+   */
+  host?: boolean;
 }
 
 /**
@@ -63,6 +69,7 @@ export function repositoriesDir(): string {
 export function useTestContext(opts: TestContextOptions = {}): TestContext {
   const ctx = {} as TestContext;
   let tornDown = false;
+  let host: Awaited<ReturnType<typeof registerHost>> | undefined;
   const dbName = `vc_t_${randomBytes(6).toString('hex')}`;
   beforeAll(async () => {
     const admin = inject('adminDatabaseUrl');
@@ -96,10 +103,19 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       // are proved where a test sets them, and through npm start with their defaults (edge-guard-start.test.ts)
       EDGE_CONNECTIONS_PER_ADDRESS: '10000',
       EDGE_CONNECTION_RATE_PER_ADDRESS: '1000000',
+      // the file's one host (this machine's name), roomy: placement never refuses a test that does not ask it to
+      HOST_CAPACITY: 'cpu=1000,memory_mb=10000000,disk_gb=1000000',
       ...(smtp ? { SMTP_URL: smtp.url } : {}),
       ...(opts.env ?? {}),
     });
     const deps = await createDeps(config, { name: 'test', credentialCache: true });
+    // The file's host, registered and heartbeating while the file runs (as npm start's worker does): placement puts
+    // every environment there, and a worker polls its queue.
+    if (opts.host !== false)
+      host = await registerHost(deps.knex, config, {
+        onLostName: () => deps.logger.error('the test host lost its name'),
+        onError: () => undefined,
+      });
     const server = await startApiServer(deps, 0, '127.0.0.1');
     const port = (server.address() as { port: number }).port;
     const baseUrl = `http://127.0.0.1:${port}`;
@@ -129,7 +145,10 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
           })
         : undefined;
     const worker = opts.worker
-      ? await startWorker(deps, { workflowBundle: { code: readFileSync(inject('workflowBundlePath'), 'utf8') } })
+      ? await startWorker(deps, {
+          workflowBundle: { code: readFileSync(inject('workflowBundlePath'), 'utf8') },
+          hostName: config.hostName,
+        })
       : undefined;
     Object.assign(ctx, {
       deps,
@@ -158,6 +177,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     });
   });
   afterAll(async () => {
+    host?.stop();
     await ctx.worker?.shutdown().catch(() => undefined);
     await ctx.edge?.close().catch(() => undefined);
     if (ctx.server) {

@@ -33,7 +33,8 @@ import {
 import { processesMentioning } from '../helpers/processes';
 import { until as untilHolds } from '../helpers/until';
 
-const t = useTestContext();
+// npm start runs on this file's database: its worker registers the host (the file registers none of its own)
+const t = useTestContext({ host: false });
 
 /** Says what the edge told it (X-Forwarded-*), with a counter: a cached answer repeats its number. */
 const ECHO_APP = `

@@ -28,7 +28,8 @@ import { startReceiver, type Receiver } from '../helpers/receiver';
 import { startSyslog, type SyslogListener } from '../helpers/syslog';
 import { until as untilHolds } from '../helpers/until';
 
-const t = useTestContext();
+// npm start runs on this file's database: its worker registers the host (the file registers none of its own)
+const t = useTestContext({ host: false });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** EDGE_TASK_WAIT_SECONDS of this npm start: long enough for a restarted control plane, short for a test. */
 const TASK_WAIT_SECONDS = 30;

@@ -3,14 +3,17 @@
  * runs: `npm start` (its own machine's host) and one `npm run host` agent, `ha-h2` at 127.0.0.2 with its own
  * DATA_DIR, joined with what `npm run hosts -- join --env-file` wrote; `npm run hosts -- list --json`,
  * /health's counts and /metrics' gauges; a second agent with the name refused while the first heartbeats, its
- * supervised restart not; a SIGKILLed agent `lost` after HOST_LOST_SECONDS (3 here).
+ * supervised restart not; placement over both hosts (environments created through the API land on the host with
+ * the most free memory, `list` counts them, 409 no_capacity once neither has room); a SIGKILLed agent `lost` after
+ * HOST_LOST_SECONDS (3 here).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { useTestContext } from '../helpers/context';
+import { repositoriesDir, useTestContext } from '../helpers/context';
+import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import {
   type NpmStartPorts,
   npmStartDataDir,
@@ -24,7 +27,8 @@ import { until as untilHolds } from '../helpers/until';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
-const t = useTestContext();
+// npm start runs on this file's database: its worker registers the host (the file registers none of its own)
+const t = useTestContext({ host: false });
 const root = path.resolve(__dirname, '../..');
 const CP = 'ha-cp';
 const H2 = 'ha-h2';
@@ -121,7 +125,12 @@ const metrics = async () => (await fetch(api('/metrics'))).text();
 beforeAll(async () => {
   dataDir = npmStartDataDir(t);
   ports = await npmStartPorts();
-  startEnv = await npmStartEnv(t, ports, dataDir, { HOST_NAME: CP, HOST_LOST_SECONDS: String(LOST) });
+  startEnv = await npmStartEnv(t, ports, dataDir, {
+    HOST_NAME: CP,
+    HOST_LOST_SECONDS: String(LOST),
+    // room for two environments of the default plan (small, 512 MB); the agent has room for four
+    HOST_CAPACITY: 'cpu=2,memory_mb=1024,disk_gb=20',
+  });
   start = spawnNpmStart(startEnv, (text) => (out += text));
   await until('"Hosting Console is running."', () => out.includes('Hosting Console is running.'), 240_000);
 }, 300_000);
@@ -238,6 +247,40 @@ describe('hosts', () => {
     expect(first.out).toContain('restarting it');
     expect(first.out).not.toContain('is in use');
   }, 240_000);
+
+  it('places each new environment on the host with the most free memory; 409 no_capacity once none has room', async () => {
+    const repository = mkdtempSync(path.join(repositoriesDir(), 'hosts-placement-'));
+    execFileSync('git', ['init', '-q', '-b', 'main', repository]);
+    execFileSync(
+      'git',
+      ['-c', 'user.email=t@e.test', '-c', 'user.name=T', 'commit', '-q', '--allow-empty', '-m', 'a'],
+      {
+        cwd: repository,
+      },
+    );
+    const owner = await createUser(t);
+    const project = await createProject(t, await createTeam(t, owner), { repository_url: repository });
+    const agent = await sessionAgent(t, owner);
+    const placedOn: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await agent.post(`/projects/${project.id}/environments`, { name: `placed-${i}`, git_ref: 'main' });
+      expect(res.status, res.text).toBe(201);
+      placedOn.push((await t.deps.knex('servers').where({ environment_id: res.body.id, role: 'web' }).first()).host);
+    }
+    // free memory: H2 2048, CP 1024 -> H2, H2, then 1024 each (a tie: by name) CP, H2, 512 each: CP, H2
+    expect(placedOn).toEqual([H2, H2, CP, H2, CP, H2]);
+    const refused = await agent.post(`/projects/${project.id}/environments`, { name: 'one-too-many', git_ref: 'main' });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('no_capacity');
+    expect(refused.body.error.message).toContain('no plan fits now');
+    expect(refused.body.error.message).not.toContain(H2);
+    const list = await listed();
+    expect(list.map((h) => [h.name, h.used.memory_mb, h.environments])).toEqual([
+      [CP, 1024, 2],
+      [H2, 2048, 4],
+    ]);
+    expect(await metrics()).toContain(`vc_host_environments{host="${H2}"} 4`);
+  }, 120_000);
 
   it('drain and undrain set the status', async () => {
     expect((await hosts('drain', H2)).code).toBe(0);

@@ -25,7 +25,8 @@ import { startReceiver, type Receiver } from '../helpers/receiver';
 import { startSyslog, type SyslogListener } from '../helpers/syslog';
 import { until as untilHolds } from '../helpers/until';
 
-const t = useTestContext();
+// npm start runs on this file's database: its worker registers the host (the file registers none of its own)
+const t = useTestContext({ host: false });
 
 let start: ChildProcess;
 let out = '';

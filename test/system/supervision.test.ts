@@ -26,7 +26,8 @@ import {
 import { processesMentioning } from '../helpers/processes';
 import { until as untilHolds } from '../helpers/until';
 
-const t = useTestContext();
+// npm start runs on this file's database: its worker registers the host (the file registers none of its own)
+const t = useTestContext({ host: false });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let start: ChildProcess;

@@ -803,7 +803,7 @@ export interface paths {
         put?: never;
         /**
          * Runs that many web instances of the live release behind the edge, balanced and sticky when asked (a task)
-         * @description Answers 202 with the task (`machines`/`scale`). New instances must answer their health check before the edge sends them requests; extra instances leave the edge first, then stop. With the edge's `stickiness`, the `vc_instance` cookie keeps a client on one instance while it lives. 0, more than `max` or the current count: 422 on `instances`. One change at a time per environment: 409 `deploy_in_progress` or `task_in_progress` with `task_id`.
+         * @description Answers 202 with the task (`machines`/`scale`). New instances must answer their health check before the edge sends them requests; extra instances leave the edge first, then stop. With the edge's `stickiness`, the `vc_instance` cookie keeps a client on one instance while it lives. 0, more than `max` or the current count: 422 on `instances`. One change at a time per environment: 409 `deploy_in_progress` or `task_in_progress` with `task_id`. More instances than the machine it runs on has room for: 409 `no_capacity`.
          */
         post: operations["scaleEnvironment"];
         delete?: never;
@@ -1571,7 +1571,7 @@ export interface paths {
         put?: never;
         /**
          * Creates an environment of the project, served on a port of its own
-         * @description Names follow the project name rules and are unique in the project (409 on name). git_ref must be a branch, tag or commit id of the connected repository (422 on git_ref); no repository: 409 no_repository; repository unreadable: 409 repository_unreachable. The environment gets the lowest free port of the range (409 no_port_available when spent); `url` is where it is served.
+         * @description Names follow the project name rules and are unique in the project (409 on name). git_ref must be a branch, tag or commit id of the connected repository (422 on git_ref); no repository: 409 no_repository; repository unreadable: 409 repository_unreachable. The environment gets the lowest free port of the range (409 no_port_available when spent); `url` is where it is served. Its web server is placed on a machine with room for its plan; none has: 409 no_capacity, naming the largest plan that fits now.
          */
         post: operations["createEnvironment"];
         delete?: never;
@@ -1983,7 +1983,7 @@ export interface paths {
         put?: never;
         /**
          * Moves the server to another plan: its instances restart one at a time on the new limits (a task)
-         * @description Answers 202 with the task (`machines`/`resize`). Each instance is replaced by one on the new plan that must answer its health check before the old one stops; if it does not, the old one keeps serving and the plan stays. Unknown plan or the current one: 422 on `plan`. One change at a time per environment: 409 `deploy_in_progress` or `task_in_progress` with `task_id`.
+         * @description Answers 202 with the task (`machines`/`resize`). Each instance is replaced by one on the new plan that must answer its health check before the old one stops; if it does not, the old one keeps serving and the plan stays. Unknown plan or the current one: 422 on `plan`. One change at a time per environment: 409 `deploy_in_progress` or `task_in_progress` with `task_id`. A larger plan that no longer fits on the machine it runs on: 409 `no_capacity`, naming the largest plan that fits now.
          */
         post: operations["resizeServer"];
         delete?: never;
@@ -7923,7 +7923,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description deploy_in_progress or task_in_progress (with task_id) */
+            /** @description deploy_in_progress, task_in_progress (with task_id) or no_capacity */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12669,7 +12669,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Name taken, no_repository, repository_unreachable or no_port_available */
+            /** @description Name taken, no_repository, repository_unreachable, no_port_available or no_capacity */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14956,7 +14956,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description deploy_in_progress or task_in_progress (with task_id) */
+            /** @description deploy_in_progress, task_in_progress (with task_id) or no_capacity */
             409: {
                 headers: {
                     [name: string]: unknown;

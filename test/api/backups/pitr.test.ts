@@ -27,7 +27,8 @@ import { processesMentioning } from '../../helpers/processes';
 import { createHash } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 
-const t = useTestContext();
+// npm start runs on this file's database: its worker registers the host (the file registers none of its own)
+const t = useTestContext({ host: false });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let start: ChildProcess;

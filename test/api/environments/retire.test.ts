@@ -7,12 +7,16 @@ import { sessionAgent } from '../../helpers/fixtures';
 import { environmentDir, sandboxMode, tenantUid } from '../../../host/provider/sandbox';
 import { volumePath } from '../../../db/queries/storage';
 import { workflowIds } from '../../../db/workflow-names';
+import { createEnvironmentMachines } from '../../../api/machines/service';
+import { hostTaskQueue } from '../../../system/task-queues';
 
 const t = useTestContext({ worker: true });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 
 beforeAll(async () => {
   w = await createDeployWorld(t);
+  // placed as the API places it: its retire goes to its host's queue (the file's host, which its worker polls)
+  await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, w.environment));
   writeFileSync(w.repo.gate, '');
 });
 
@@ -49,7 +53,13 @@ describe('DELETE /environments/{id} takes the environment off the host', () => {
     const held = await t.deps.knex('retiring_ports').where({ environment_id: w.environment.id }).first();
     expect(held?.port ?? port).toBe(port);
 
-    await t.deps.temporal.workflow.getHandle(workflowIds.environmentRetire(w.environment.id)).result();
+    const retire = t.deps.temporal.workflow.getHandle(workflowIds.environmentRetire(w.environment.id));
+    await retire.result();
+    // on the queue of the host the environment was placed on
+    const scheduled = (await retire.fetchHistory()).events?.flatMap((e) =>
+      e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.taskQueue?.name] : [],
+    );
+    expect(scheduled).toEqual([hostTaskQueue(t.config.taskQueue, t.config.hostName)]);
     expect(await t.deps.knex('retiring_ports').where({ port })).toEqual([]);
     expect(processesOf(tenantUid(port))).toEqual([]);
     expect(existsSync(envDir)).toBe(false);

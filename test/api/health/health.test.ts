@@ -6,7 +6,8 @@ import { useTestContext } from '../../helpers/context';
 import { killAndWait, spawnSystemProcess, stopChildren } from '../../helpers/processes';
 import { until } from '../../helpers/until';
 
-const t = useTestContext();
+// no host registered by the file: the worker's own registration is what /health counts
+const t = useTestContext({ host: false });
 const children: ChildProcess[] = [];
 afterAll(() => stopChildren(children));
 

@@ -1,0 +1,32 @@
+/**
+ * Work that touches an environment's machine runs on its host's own task queue (CONTRACT "Hosts"), the shape of
+ * Temporal's `worker-specific-task-queues` sample: the workflow learns the host (a local activity reading the
+ * environment's placement), then sends those activities to `hostTaskQueue(...)` with a schedule-to-start
+ * timeout of HOST_LOST_SECONDS + 30 s. Work sent to a host whose agent is down is never taken: it times out
+ * and the task ends `failed` with `host_unavailable: ...` (describeError, task-runner.ts) instead of waiting.
+ * With one host this is the same path: that host's queue. Deterministic: no I/O here.
+ */
+import { type ActivityOptions, workflowInfo } from '@temporalio/workflow';
+import { hostTaskQueue } from '../system/task-queues';
+import { taskActs } from './task-runner';
+
+/** How long work waits for a host to take it beyond HOST_LOST_SECONDS: the contract's "+ 30 s". */
+const HOST_GRACE_SECONDS = 30;
+
+/**
+ * `profile` aimed at the environment's host queue, for proxyActivities (`proxyActivities<A>(await onEnvironmentHost(...))`:
+ * a proxy itself is never awaited, its `then` would be taken for an activity). `bounded: false` leaves out the
+ * schedule-to-start timeout: work that must happen in the end (stopping an environment) waits for the host.
+ */
+export async function onEnvironmentHost(
+  environmentId: string,
+  profile: ActivityOptions,
+  o: { bounded?: boolean } = {},
+): Promise<ActivityOptions> {
+  const { host, lostSeconds } = await taskActs.environmentHost({ environmentId });
+  return {
+    ...profile,
+    taskQueue: hostTaskQueue(workflowInfo().taskQueue, host),
+    ...(o.bounded === false ? {} : { scheduleToStartTimeout: `${lostSeconds + HOST_GRACE_SECONDS}s` }),
+  };
+}
