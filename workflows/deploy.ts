@@ -10,13 +10,13 @@
  * The task row is recorded and moved by idempotent activities; whatever fails, the previous release keeps
  * serving and the task ends `failed` with a readable error. Cancelled while pending: ends `cancelled`.
  */
-import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { BuildActivities, DeployActivities } from '../activities/deploys';
 import type { DeployOutcome, DeployType, DeployWorkflowInput } from './deploys-shared';
 import { buildTaskQueue, shortSha } from '../db/workflow-names';
 import { cancelled, failure, runTask, taskActs, type TaskContext } from './task-runner';
 import { profiles, stepProfile } from './profiles';
-import { onEnvironmentHost } from './host-queue';
+import { HOST_QUEUES_PATCH, onEnvironmentHost } from './host-queue';
 
 export const deployActs = proxyActivities<DeployActivities>(profiles.quick);
 /** Choosing the release of a redeploy or rollback reads the database only: a local activity. */
@@ -89,15 +89,16 @@ export async function deployEnvironment(input: DeployWorkflowInput<DeployType>):
     }
 
     // a deploy succeeds elsewhere when the machine its environment ran on is down: placed again first
-    const placed = await taskActs.replaceLostHost({ environmentId: environment.id });
+    // (host names are the operator's, CONTRACT "Hosts": the team's log says what happened, not where)
+    const placed = patched(HOST_QUEUES_PATCH)
+      ? await taskActs.replaceLostHost({ environmentId: environment.id })
+      : { status: 'stays' as const };
     if (placed.status === 'refused')
       failure(
-        `host_unavailable: the machine this environment runs on (${placed.from}) is down, and ${placed.message.charAt(0).toLowerCase()}${placed.message.slice(1)}`,
+        `host_unavailable: the machine this environment runs on is down, and ${placed.message.charAt(0).toLowerCase()}${placed.message.slice(1)}`,
       );
     if (placed.status === 'moved')
-      await log(
-        `==> host_unavailable: the machine this environment ran on (${placed.from}) is down; placed on ${placed.to}`,
-      );
+      await log('==> host_unavailable: the machine this environment ran on is down; it now runs on another machine');
     const { steps } = await stepActivities(environment.id, input.stepTimeoutSeconds);
     if (type === 'rollback') await log('==> Skipping deploy steps: a rollback deploys code only');
     else if (skipSteps) await log('==> Skipping deploy steps (skip_steps)');

@@ -6,9 +6,15 @@
  * and the task ends `failed` with `host_unavailable: ...` (describeError, task-runner.ts) instead of waiting.
  * With one host this is the same path: that host's queue. Deterministic: no I/O here.
  */
-import { type ActivityOptions, workflowInfo } from '@temporalio/workflow';
+import { type ActivityOptions, patched, workflowInfo } from '@temporalio/workflow';
 import { hostTaskQueue } from '../system/task-queues';
 import { taskActs } from './task-runner';
+
+/**
+ * The patch that brought host queues: a workflow started before it (its history has no host lookup) replays
+ * on the shared queue as it ran; every later one looks its host up (Temporal's `patched`).
+ */
+export const HOST_QUEUES_PATCH = 'host-queues';
 
 /** How long work waits for a host to take it beyond HOST_LOST_SECONDS: the contract's "+ 30 s". */
 const HOST_GRACE_SECONDS = 30;
@@ -23,6 +29,7 @@ export async function onEnvironmentHost(
   profile: ActivityOptions,
   o: { bounded?: boolean } = {},
 ): Promise<ActivityOptions> {
+  if (!patched(HOST_QUEUES_PATCH)) return profile;
   const { host, lostSeconds } = await taskActs.environmentHost({ environmentId });
   return {
     ...profile,
