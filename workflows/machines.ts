@@ -7,7 +7,7 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { MachineActivities } from '../activities/machines';
-import { failure, runTask, type TaskWorkflowInput } from './task-runner';
+import { runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
 import { onEnvironmentHost } from './host-queue';
 
@@ -45,7 +45,6 @@ export async function resizeServer(input: TaskWorkflowInput<'resize'>) {
         serverId: p.server_id,
         size: { cpu: p.cpu, memoryMb: p.memory_mb, plan: p.plan },
       });
-      if (!r.ok) failure(`${r.message}; ${p.server_name} stays on ${p.from_plan}`);
       await acts.recordServerPlan({
         serverId: p.server_id,
         plan: p.plan,
@@ -66,7 +65,6 @@ export async function rebootServer(input: TaskWorkflowInput<'reboot'>) {
     return whileMarked(p.server_id, 'rebooting', async () => {
       const { onHost } = await restartActs(input.task.environment_id!);
       const r = await onHost.restartServerInstances({ taskId: input.task.id, serverId: p.server_id });
-      if (!r.ok) failure(r.message);
       await log(`==> ${p.server_name} rebooted`);
       return { server_id: p.server_id, instances_restarted: r.restarted };
     });
@@ -83,7 +81,6 @@ export async function scaleEnvironment(input: TaskWorkflowInput<'scale'>) {
       serverId: p.server_id,
       instances: p.instances,
     });
-    if (!r.ok) failure(r.message);
     await log(`==> ${p.server_name} runs ${r.instances} instance${r.instances === 1 ? '' : 's'}`);
     return { server_id: p.server_id, instances: r.instances };
   });

@@ -17,7 +17,6 @@ export async function applyVariables(input: TaskWorkflowInput<'apply_variables'>
     // the web process is on the environment's host: its queue (host-queue.ts)
     const acts = proxyActivities<VariableActivities>(await onEnvironmentHost(environmentId, profiles.heartbeating));
     const r = await acts.restartWithVariables({ taskId: input.task.id, environmentId });
-    if (!r.ok) failure(r.message);
     return { restarted: r.restarted, variables: r.variables };
   });
 }

@@ -57,7 +57,7 @@ export function createMachineActivities(deps: Deps, provider: Provider) {
       taskId: string;
       serverId: string;
       size?: Size;
-    }): Promise<{ ok: true; restarted: number } | { ok: false; message: string }> {
+    }): Promise<{ restarted: number }> {
       return withTaskLog(deps, input.taskId, async (log) => {
         return await withHeartbeat(async (signal) => {
           const server = await loadServer(input.serverId);
@@ -69,7 +69,7 @@ export function createMachineActivities(deps: Deps, provider: Provider) {
             // The local provider keeps every service database in the one services cluster (see
             // activities/data/reshape-db.ts): a database server is its plan and price; no instance of its own.
             log.line(`==> ${server.name}: its database lives in the shared services cluster; no instance to restart`);
-            return { ok: true, restarted: 0 };
+            return { restarted: 0 };
           }
           const count = supervisor.status(server.environment_id)?.instances.length ?? 0;
           log.line(
@@ -85,13 +85,18 @@ export function createMachineActivities(deps: Deps, provider: Provider) {
               onPhase: (phase) => phases.mark(phase),
             });
           });
-          if (!r.ok) return { ok: false, message: r.message };
+          // a resize names the plan the server keeps (its row changes only once every instance is healthy)
+          if (!r.ok)
+            throw userFault(
+              'RestartFailed',
+              input.size ? `${r.message}; ${server.name} stays on ${server.plan}` : r.message,
+            );
           log.line(
             r.restarted
               ? `==> ${server.name}: ${count} instance${count === 1 ? '' : 's'} restarted and healthy`
               : `==> ${server.name}: nothing is live; no instance to restart`,
           );
-          return { ok: true, restarted: r.restarted ? count : 0 };
+          return { restarted: r.restarted ? count : 0 };
         });
       });
     },
@@ -105,7 +110,7 @@ export function createMachineActivities(deps: Deps, provider: Provider) {
       taskId: string;
       serverId: string;
       instances: number;
-    }): Promise<{ ok: true; instances: number; changed: boolean } | { ok: false; message: string }> {
+    }): Promise<{ instances: number; changed: boolean }> {
       return withTaskLog(deps, input.taskId, async (log) => {
         return await withHeartbeat(async (signal) => {
           const server = await loadServer(input.serverId);
@@ -119,10 +124,10 @@ export function createMachineActivities(deps: Deps, provider: Provider) {
               onPhase: (phase) => phases.mark(phase),
             });
           });
-          if (!r.ok) return r;
+          if (!r.ok) throw userFault('RestartFailed', r.message);
           if (!r.changed) log.line(`==> ${server.name}: nothing is live; the next deploy starts ${r.instances}`);
           await knex('servers').where({ id: server.id }).update({ instances: r.instances, updated_at: knex.fn.now() });
-          return r;
+          return { instances: r.instances, changed: r.changed };
         });
       });
     },

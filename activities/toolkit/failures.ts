@@ -30,6 +30,7 @@ export const USER_FAULTS = {
   VerifyFailed: 'a restore drill found that the snapshot does not restore as its backup recorded',
   StorageTaskFailed: 'a storage move or growth cannot go on',
   ReshapeFailed: 'a reshape cannot go on',
+  RestartFailed: 'a new instance did not come up healthy (the running ones keep serving)',
   // Thrown by workflows (workflows/profiles.ts `fault`):
   TaskFailed: 'a task workflow ends failed with its reason',
   RemindersFailed: 'some token reminders could not be sent; the next run tries them again',

@@ -6,6 +6,7 @@
 import type { Deps } from '../../system/deps';
 import type { Provider } from '../../host/provider';
 import { withTaskLog } from '../toolkit/task-log';
+import { userFault } from '../toolkit/failures';
 import { effectiveVariables } from '../../db/queries/variables';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
 import { withHeartbeat } from '../toolkit/heartbeat';
@@ -20,7 +21,7 @@ export function createVariableActivities(deps: Deps, provider: Provider) {
     async restartWithVariables(input: {
       taskId: string;
       environmentId: string;
-    }): Promise<{ ok: true; restarted: boolean; variables: number } | { ok: false; message: string }> {
+    }): Promise<{ restarted: boolean; variables: number }> {
       return withTaskLog(deps, input.taskId, async (log) => {
         return await withPhases(deps, input.taskId, (phases) =>
           withHeartbeat(async (signal) => {
@@ -37,8 +38,8 @@ export function createVariableActivities(deps: Deps, provider: Provider) {
               signal,
               onPhase: (phase) => phases.mark(phase),
             });
-            if (!r.ok) return { ok: false, message: r.message };
-            return { ok: true, restarted: !r.alreadyLive, variables: names.length };
+            if (!r.ok) throw userFault('RestartFailed', r.message);
+            return { restarted: !r.alreadyLive, variables: names.length };
           }),
         );
       });
