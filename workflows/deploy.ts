@@ -65,7 +65,6 @@ export async function buildHead(
     await log('==> Waiting for build capacity');
     const built = await buildActivities().buildTaskRelease({ taskId: task.id, releaseId: prepared.releaseId });
     if (!built.started) cancelled();
-    if (!built.ok) failure(`build failed: ${built.message}`);
   }
   return { releaseId: prepared.releaseId, sha, gitRef };
 }
@@ -83,9 +82,11 @@ export async function deployEnvironment(input: DeployWorkflowInput<DeployType>):
       ({ releaseId, sha, gitRef } = await buildHead(input, ref, { log, start }));
     } else {
       await start();
-      const chosen = await localDeployActs.chooseRelease({ taskId: task.id, environmentId: environment.id, type });
-      if (!chosen.ok) failure(chosen.message);
-      ({ releaseId, sha, gitRef } = chosen);
+      ({ releaseId, sha, gitRef } = await localDeployActs.chooseRelease({
+        taskId: task.id,
+        environmentId: environment.id,
+        type,
+      }));
     }
 
     // a deploy succeeds elsewhere when the machine its environment ran on is down: placed again first
@@ -103,12 +104,10 @@ export async function deployEnvironment(input: DeployWorkflowInput<DeployType>):
     if (type === 'rollback') await log('==> Skipping deploy steps: a rollback deploys code only');
     else if (skipSteps) await log('==> Skipping deploy steps (skip_steps)');
     else {
-      const ran = await steps.runDeploySteps({ taskId: task.id, releaseId });
-      if (!ran.ok) failure(`deploy steps failed: ${ran.message}; the previous release keeps serving`);
+      await steps.runDeploySteps({ taskId: task.id, releaseId });
     }
 
     const live = await steps.goLive({ taskId: task.id, releaseId, type, skipSteps: type === 'rollback' || skipSteps });
-    if (!live.ok) failure(live.message);
     return { release_id: releaseId, commit_sha: sha, git_ref: gitRef, deployment_id: live.deploymentId, url: live.url };
   });
 }

@@ -1,8 +1,8 @@
 /**
  * Deploy activities on the local provider: resolve the commit, pick or create the release, build it (on
  * the builds task queue, at most config.buildConcurrency at once across the system: build-gate.ts), run
- * the deploy steps, go live. Faults of the user's making come back as `{ok: false, message}`; faults of the
- * host are thrown and retried.
+ * the deploy steps, go live. Faults of the user's making are thrown as user faults (activities/toolkit/failures.ts: not
+ * retried, their message the task's error); faults of the host are thrown and retried.
  */
 import { Context } from '@temporalio/activity';
 import { randomUUID } from 'node:crypto';
@@ -35,8 +35,6 @@ import { buildMachineSize, webServerInstances, webServerSize } from '../../db/qu
 import { heldSteps, planLimits } from '../machines/limits';
 import { hostFault, userFault } from '../toolkit/failures';
 import { withPhases } from '../toolkit/phases';
-
-export type StepOutcome = { ok: true } | { ok: false; message: string };
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
@@ -208,16 +206,16 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
       taskId: string;
       environmentId: string;
       type: Exclude<DeployType, 'deploy'>;
-    }): Promise<{ ok: true; releaseId: string; sha: string; gitRef: string } | { ok: false; message: string }> {
+    }): Promise<{ releaseId: string; sha: string; gitRef: string }> {
       const release =
         input.type === 'redeploy'
           ? await liveRelease(knex, input.environmentId)
           : await rollbackTarget(knex, input.environmentId);
       if (!release) {
-        return {
-          ok: false,
-          message: input.type === 'redeploy' ? 'nothing is live to redeploy' : 'no earlier release to roll back to',
-        };
+        throw userFault(
+          'NoReleaseToDeploy',
+          input.type === 'redeploy' ? 'nothing is live to redeploy' : 'no earlier release to roll back to',
+        );
       }
       await withTaskLog(deps, input.taskId, async (log) => {
         log.line(
@@ -226,20 +224,22 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
             : `==> Rolling back to release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)}); code only, no deploy steps`,
         );
       });
-      return { ok: true, releaseId: release.id, sha: release.commit_sha, gitRef: release.git_ref };
+      return { releaseId: release.id, sha: release.commit_sha, gitRef: release.git_ref };
     },
 
     /** The manifest's deploy steps, run in the release directory before it goes live. */
-    async runDeploySteps(input: { taskId: string; releaseId: string }): Promise<StepOutcome> {
+    async runDeploySteps(input: { taskId: string; releaseId: string }): Promise<void> {
+      const failed = (message: string) =>
+        userFault('DeployStepsFailed', `deploy steps failed: ${message}; the previous release keeps serving`);
       return withTaskLog(deps, input.taskId, (log) =>
         withHeartbeat(async (signal) => {
           const release = await loadRelease(deps, input.releaseId);
           const tenant = await tenantEnv(deps, release.environment_id);
           const opened = await openRelease(deps, release, log, tenant, signal);
-          if (!opened.ok) return { ok: false, message: opened.message };
+          if (!opened.ok) throw failed(opened.message);
           if (opened.manifest.deploy.length === 0) {
             log.line('==> No deploy steps in service.yaml');
-            return { ok: true };
+            return;
           }
           log.line('==> Running deploy steps');
           const env = await knex('environments').where({ id: release.environment_id }).first('port');
@@ -259,7 +259,7 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
             signal,
             onLine: logLines(log, tenant.redact),
           });
-          return r.ok ? { ok: true } : { ok: false, message: r.message };
+          if (!r.ok) throw failed(r.message);
         }),
       );
     },
@@ -274,7 +274,7 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
       releaseId: string;
       type: DeployType;
       skipSteps: boolean;
-    }): Promise<{ ok: true; deploymentId: string; url: string } | { ok: false; message: string }> {
+    }): Promise<{ deploymentId: string; url: string }> {
       return withTaskLog(deps, input.taskId, (log) =>
         withPhases(deps, input.taskId, (phases) =>
           withHeartbeat(async (signal) => {
@@ -283,7 +283,7 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
             if (!env) throw userFault('EnvironmentMissing', 'the environment no longer exists');
             const url = environmentUrl(deps.config, env.port);
             const done = await knex('deployments').where({ task_id: input.taskId }).first('id');
-            if (done) return { ok: true, deploymentId: done.id, url };
+            if (done) return { deploymentId: done.id, url };
 
             // what the processes get, read at once (each a query)
             const [tenant, given, size, instances] = await Promise.all([
@@ -293,7 +293,7 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
               webServerInstances(knex, env.id),
             ]);
             const opened = await openRelease(deps, release, log, tenant, signal);
-            if (!opened.ok) return { ok: false, message: opened.message };
+            if (!opened.ok) throw userFault('GoLiveFailed', opened.message);
             phases.mark('release_ready');
             log.line(`==> Starting release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)})`);
             const live = await supervisor.goLive({
@@ -311,7 +311,7 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
               taskId: input.taskId,
               onPhase: (phase) => phases.mark(phase),
             });
-            if (!live.ok) return { ok: false, message: `${live.message}; the previous release keeps serving` };
+            if (!live.ok) throw userFault('GoLiveFailed', `${live.message}; the previous release keeps serving`);
 
             const deploymentId = await knex.transaction(async (trx) => {
               await trx.raw(
@@ -325,7 +325,7 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
               return (await trx('deployments').where({ task_id: input.taskId }).first('id')).id as string;
             });
             log.line(`==> Live: release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)}) at ${url}`);
-            return { ok: true, deploymentId, url };
+            return { deploymentId, url };
           }),
         ),
       );
@@ -348,9 +348,8 @@ export function createBuildActivities(deps: Deps) {
     async buildTaskRelease(input: {
       taskId: string;
       releaseId: string;
-    }): Promise<
-      { started: false } | { started: true; ok: true; reused: boolean } | { started: true; ok: false; message: string }
-    > {
+    }): Promise<{ started: false } | { started: true; reused: boolean }> {
+      const failed = (message: string) => userFault('BuildFailed', `build failed: ${message}`);
       const slot = await acquireBuildSlot({
         knex,
         databaseUrl: deps.config.databaseUrl!,
@@ -365,8 +364,7 @@ export function createBuildActivities(deps: Deps) {
             const tooLong = AbortSignal.timeout(buildTimeoutMs);
             const signal = AbortSignal.any([cancelled, slot.lost, tooLong]);
             const release = await loadRelease(deps, input.releaseId);
-            if (release.status === 'failed')
-              return { started: true, ok: false, message: 'the build of this release failed' };
+            if (release.status === 'failed') throw failed('the build of this release failed');
             log.line(`==> Building ${release.git_ref}@${shortSha(release.commit_sha)} (release ${release.id})`);
             const r = await openRelease(deps, release, log, await tenantEnv(deps, release.environment_id), signal);
             if (!r.ok) {
@@ -374,15 +372,11 @@ export function createBuildActivities(deps: Deps) {
                 // Lost its slot (the database connection dropped): build again with a slot of its own.
                 if (!tooLong.aborted) throw hostFault('BuildSlotLost', 'the build lost its build slot');
                 await knex('releases').where({ id: release.id }).update({ status: 'failed' });
-                return {
-                  started: true,
-                  ok: false,
-                  message: `the build did not finish within ${buildTimeoutMs / 1000} s`,
-                };
+                throw failed(`the build did not finish within ${buildTimeoutMs / 1000} s`);
               }
               if (r.reason !== 'cancelled')
                 await knex('releases').where({ id: release.id }).update({ status: 'failed' });
-              return { started: true, ok: false, message: r.reason === 'cancelled' ? 'cancelled' : r.message };
+              throw failed(r.reason === 'cancelled' ? 'cancelled' : r.message);
             }
             await knex('releases')
               .where({ id: release.id })
@@ -392,7 +386,7 @@ export function createBuildActivities(deps: Deps) {
                 commit_message: await commitMessageOf(deps, release),
               });
             await recordTaskPhases(knex, input.taskId, { build_done: new Date().toISOString() });
-            return { started: true, ok: true, reused: r.reused };
+            return { started: true, reused: r.reused };
           }),
         );
       } finally {

@@ -31,6 +31,10 @@ export const USER_FAULTS = {
   StorageTaskFailed: 'a storage move or growth cannot go on',
   ReshapeFailed: 'a reshape cannot go on',
   RestartFailed: 'a new instance did not come up healthy (the running ones keep serving)',
+  NoReleaseToDeploy: 'nothing is live to redeploy, or there is no earlier release to roll back to',
+  BuildFailed: 'the build failed (a step, the checkout, its time limit) or was cancelled',
+  DeployStepsFailed: "the manifest's deploy steps failed; the previous release keeps serving",
+  GoLiveFailed: 'the new release did not start healthy; the previous release keeps serving',
   // Thrown by workflows (workflows/profiles.ts `fault`):
   TaskFailed: 'a task workflow ends failed with its reason',
   RemindersFailed: 'some token reminders could not be sent; the next run tries them again',
