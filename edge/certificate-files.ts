@@ -14,6 +14,7 @@ import { dirname, join } from 'node:path';
 import type { Knex } from 'knex';
 import { open } from '../system/crypto';
 import type { Secrets } from '../system/secrets';
+import { servedCertificates } from '../db/queries/certificates';
 
 export const CRT_LIST = 'crt-list.txt';
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/;
@@ -61,20 +62,7 @@ export class CertificateFiles {
   }
 
   async sync(): Promise<CertificateFileChanges> {
-    const rows: Array<{
-      domain_id: string;
-      hostname: string;
-      serial: string;
-      certificate_pem: string;
-      private_key_sealed: string;
-    }> = await this.o
-      .knex('certificates as c')
-      .join('domains as d', 'd.id', 'c.domain_id')
-      .where('d.status', 'verified')
-      .whereNotNull('c.certificate_pem')
-      .whereNotNull('c.private_key_sealed')
-      .andWhere('c.expires_at', '>', this.o.knex.fn.now())
-      .select('c.domain_id', 'd.hostname', 'c.serial', 'c.certificate_pem', 'c.private_key_sealed');
+    const rows = await servedCertificates(this.o.knex);
     this.prepare();
     const changes: CertificateFileChanges = { written: [], removed: [] };
     const wanted = new Set<string>();

@@ -5,6 +5,7 @@
 import type { Knex } from 'knex';
 import type { Upstream } from './balance';
 import { loadChallenges } from './acme-challenges';
+import { allEnvironmentEdges, allProjectEdges, edgeEnvironments, verifiedDomains } from '../db/queries/edge-settings';
 
 /** The environment edge's rules, ready to check. */
 export interface EnvironmentRules {
@@ -60,25 +61,19 @@ function toRoute(row: {
 
 export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
   const [envs, routes, domains, edges, projectEdges, cdns, challenges] = await Promise.all([
-    knex('environments').select('id', 'port', 'project_id', 'maintenance_on', 'maintenance_note'),
+    edgeEnvironments(knex),
     knex('edge_routes').select('environment_id', 'upstream_host', 'upstream_port', 'upstreams', 'unavailable'),
-    knex('domains').where({ status: 'verified' }).select('hostname', 'environment_id'),
-    knex('environment_edges').select(
-      'environment_id',
-      'allowed_addresses',
-      'password_username',
-      'password_hash',
-      'stickiness',
-    ),
-    knex('project_edges').select('*'),
+    verifiedDomains(knex),
+    allEnvironmentEdges(knex),
+    allProjectEdges(knex),
     knex('environment_cdns').where({ enabled: true }).select('environment_id', 'default_ttl_seconds'),
     loadChallenges(knex),
   ]);
   const projectRules = new Map<string, ProjectRules>();
   for (const p of projectEdges) {
     projectRules.set(p.project_id, {
-      blocked: p.blocked_addresses as string[],
-      agents: (p.blocked_user_agents as string[]).map((a) => a.toLowerCase()),
+      blocked: p.blocked_addresses,
+      agents: p.blocked_user_agents.map((a) => a.toLowerCase()),
       rateLimit: p.rate_limit,
       hsts: p.hsts,
       compression: p.compression,
@@ -87,13 +82,7 @@ export async function loadEdgeState(knex: Knex): Promise<EdgeState> {
     });
   }
   const rules = new Map<string, EnvironmentRules>();
-  for (const e of edges as Array<{
-    environment_id: string;
-    allowed_addresses: string[];
-    password_username: string | null;
-    password_hash: string | null;
-    stickiness: boolean;
-  }>) {
+  for (const e of edges) {
     rules.set(e.environment_id, {
       allowed: e.allowed_addresses,
       password:

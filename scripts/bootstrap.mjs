@@ -130,6 +130,12 @@ switch (command) {
       stdio: 'inherit',
     });
     if (exportsCheck.status !== 0) process.exit(exportsCheck.status ?? 1);
+    say('Checking that no new table is queried directly by two folders outside db/ (scripts/shared-tables.mjs)...');
+    const tablesCheck = spawnSync(process.execPath, [join(root, 'scripts', 'shared-tables.mjs')], {
+      cwd: root,
+      stdio: 'inherit',
+    });
+    if (tablesCheck.status !== 0) process.exit(tablesCheck.status ?? 1);
     say("Checking the console's API client against the API (scripts/gen-console-client.mjs --check)...");
     const gen = spawnSync(
       process.execPath,

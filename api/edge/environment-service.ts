@@ -9,24 +9,10 @@ import { hashPassword } from '../../core/passwords';
 import { recordActivity } from '../../db/queries/activity';
 import { edgePasswordDigest, edgePasswordKey } from '../../system/edge-password';
 import { untilEdgesServe } from '../../core/edge-wait';
-
-interface EdgeRow {
-  allowed_addresses: string[];
-  password_username: string | null;
-  password_hash: string | null;
-  stickiness: boolean;
-}
-
-function present(row: EdgeRow | undefined) {
-  return {
-    allowed_addresses: row?.allowed_addresses ?? [],
-    password: { enabled: Boolean(row?.password_hash), username: row?.password_hash ? row.password_username : null },
-    stickiness: row?.stickiness ?? false,
-  };
-}
+import { environmentEdgeOf, saveEnvironmentEdge, type EnvironmentEdgePatch } from '../../db/queries/edge-settings';
 
 export async function getEnvironmentEdge(deps: Deps, environmentId: string) {
-  return present(await deps.knex('environment_edges').where({ environment_id: environmentId }).first());
+  return { edge: await environmentEdgeOf(deps.knex, environmentId) };
 }
 
 export async function updateEnvironmentEdge(
@@ -39,7 +25,7 @@ export async function updateEnvironmentEdge(
     stickiness?: boolean;
   },
 ) {
-  const patch: Record<string, unknown> = {};
+  const patch: EnvironmentEdgePatch = {};
   if (input.allowed_addresses !== undefined)
     patch.allowed_addresses = JSON.stringify([...new Set(input.allowed_addresses)]);
   if (input.password === null)
@@ -60,11 +46,7 @@ export async function updateEnvironmentEdge(
   }
   if (input.stickiness !== undefined) patch.stickiness = input.stickiness;
   const row = await deps.knex.transaction(async (trx) => {
-    const [saved] = await trx('environment_edges')
-      .insert({ environment_id: env.id, ...patch, updated_at: trx.fn.now() })
-      .onConflict('environment_id')
-      .merge({ ...patch, updated_at: trx.fn.now() })
-      .returning('*');
+    const saved = await saveEnvironmentEdge(trx, env.id, patch);
     await recordActivity(trx, {
       teamId: env.team_id,
       actor,
@@ -74,9 +56,9 @@ export async function updateEnvironmentEdge(
       environmentId: env.id,
       summary: `changed ${Object.keys(input).join(', ')} of the edge of ${env.name}`,
     });
-    return saved as EdgeRow;
+    return saved;
   });
   // answered once every edge serves it (503 edge_unavailable after 10 s: the change stays saved)
   await untilEdgesServe(deps.knex);
-  return present(row);
+  return { edge: row };
 }

@@ -3,30 +3,15 @@ import type { Deps } from '../../system/deps';
 import type { Actor } from '../../core/actor';
 import { recordActivity } from '../../db/queries/activity';
 import { untilEdgesServe } from '../../core/edge-wait';
-
-interface Row {
-  blocked_addresses: string[];
-  blocked_user_agents: string[];
-  rate_limit: { requests: number; per_seconds: number } | null;
-  hsts: { max_age: number; include_subdomains: boolean; preload: boolean } | null;
-  compression: boolean;
-  maintenance_page: string | null;
-  error_page: string | null;
-}
-
-function present(row: Row | undefined) {
-  return {
-    blocked_addresses: row?.blocked_addresses ?? [],
-    blocked_user_agents: row?.blocked_user_agents ?? [],
-    rate_limit: row?.rate_limit ?? null,
-    hsts: row?.hsts ?? null,
-    compression: row?.compression ?? false,
-    pages: { maintenance: row?.maintenance_page ?? null, error: row?.error_page ?? null },
-  };
-}
+import {
+  projectEdgeOf,
+  saveProjectEdge,
+  type ProjectEdgePatch,
+  type ProjectEdgeRow,
+} from '../../db/queries/edge-settings';
 
 export async function getProjectEdge(deps: Deps, projectId: string) {
-  return present(await deps.knex('project_edges').where({ project_id: projectId }).first());
+  return { edge: await projectEdgeOf(deps.knex, projectId) };
 }
 
 export async function updateProjectEdge(
@@ -36,13 +21,13 @@ export async function updateProjectEdge(
   input: {
     blocked_addresses?: string[];
     blocked_user_agents?: string[];
-    rate_limit?: Row['rate_limit'];
-    hsts?: Row['hsts'];
+    rate_limit?: ProjectEdgeRow['rate_limit'];
+    hsts?: ProjectEdgeRow['hsts'];
     compression?: boolean;
     pages?: { maintenance?: string | null; error?: string | null };
   },
 ) {
-  const patch: Record<string, unknown> = {};
+  const patch: ProjectEdgePatch = {};
   if (input.blocked_addresses !== undefined)
     patch.blocked_addresses = JSON.stringify([...new Set(input.blocked_addresses)]);
   if (input.blocked_user_agents !== undefined)
@@ -54,11 +39,7 @@ export async function updateProjectEdge(
   if (input.pages?.maintenance !== undefined) patch.maintenance_page = input.pages.maintenance;
   if (input.pages?.error !== undefined) patch.error_page = input.pages.error;
   const row = await deps.knex.transaction(async (trx) => {
-    const [saved] = await trx('project_edges')
-      .insert({ project_id: project.id, ...patch, updated_at: trx.fn.now() })
-      .onConflict('project_id')
-      .merge({ ...patch, updated_at: trx.fn.now() })
-      .returning('*');
+    const saved = await saveProjectEdge(trx, project.id, patch);
     await recordActivity(trx, {
       teamId: project.team_id,
       actor,
@@ -67,9 +48,9 @@ export async function updateProjectEdge(
       projectId: project.id,
       summary: `changed ${Object.keys(input).join(', ')} of the edge of project ${project.name}`,
     });
-    return saved as Row;
+    return saved;
   });
   // answered once every edge serves it (503 edge_unavailable after 10 s: the change stays saved)
   await untilEdgesServe(deps.knex);
-  return present(row);
+  return { edge: row };
 }

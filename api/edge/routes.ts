@@ -5,6 +5,7 @@ import * as s from './schemas';
 import { getEnvironmentEdge, updateEnvironmentEdge } from './environment-service';
 import { getProjectEdge, updateProjectEdge } from './project-service';
 import { idParams } from '../lib/params';
+import { presentEnvironmentEdge, presentProjectEdge } from './presenter';
 
 const tags = ['edge'];
 const EDGE_UNAVAILABLE = 'edge_unavailable: an edge did not apply the change within 10 s; the change is saved';
@@ -24,8 +25,9 @@ export const routes: RouteDef[] = [
     params: idParams,
     responses: { 200: { description: 'The edge', schema: s.environmentEdgeSchema }, 404: error('No such environment') },
     async handler(ctx) {
-      ctx.body = await getEnvironmentEdge(ctx.deps, ctx.input.params.id);
+      return getEnvironmentEdge(ctx.deps, ctx.input.params.id);
     },
+    present: presentEnvironmentEdge,
   }),
   defineRoute({
     method: 'patch',
@@ -50,8 +52,9 @@ export const routes: RouteDef[] = [
       503: error(EDGE_UNAVAILABLE),
     },
     async handler(ctx) {
-      ctx.body = await updateEnvironmentEdge(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
+      return updateEnvironmentEdge(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
+    present: presentEnvironmentEdge,
   }),
   defineRoute({
     method: 'get',
@@ -67,8 +70,9 @@ export const routes: RouteDef[] = [
     params: idParams,
     responses: { 200: { description: 'The edge', schema: s.projectEdgeSchema }, 404: error('No such project') },
     async handler(ctx) {
-      ctx.body = await getProjectEdge(ctx.deps, ctx.input.params.id);
+      return getProjectEdge(ctx.deps, ctx.input.params.id);
     },
+    present: presentProjectEdge,
   }),
   defineRoute({
     method: 'patch',
@@ -95,7 +99,8 @@ export const routes: RouteDef[] = [
       503: error(EDGE_UNAVAILABLE),
     },
     async handler(ctx) {
-      ctx.body = await updateProjectEdge(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
+      return updateProjectEdge(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
+    present: presentProjectEdge,
   }),
 ] as RouteDef[];

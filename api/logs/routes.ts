@@ -4,6 +4,7 @@ import { scopes } from '../lib/scopes';
 import * as s from './schemas';
 import { getEnvironmentLogs, getProjectLogs, updateProjectLogs } from './service';
 import { idParams } from '../lib/params';
+import { presentProjectLogs } from './presenter';
 
 const tags = ['logs'];
 
@@ -22,8 +23,9 @@ export const routes: RouteDef[] = [
     params: idParams,
     responses: { 200: { description: 'Log forwarding', schema: s.projectLogsSchema }, 404: error('No such project') },
     async handler(ctx) {
-      ctx.body = await getProjectLogs(ctx.deps, ctx.input.params.id);
+      return getProjectLogs(ctx.deps, ctx.input.params.id);
     },
+    present: presentProjectLogs,
   }),
   defineRoute({
     method: 'post',
@@ -48,8 +50,9 @@ export const routes: RouteDef[] = [
       422: error('Invalid fields, each named (destination.url, destination.port, keep_days_on_machine)'),
     },
     async handler(ctx) {
-      ctx.body = await updateProjectLogs(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
+      return updateProjectLogs(ctx.deps, ctx.actor, ctx.scope.row, ctx.input.body);
     },
+    present: presentProjectLogs,
   }),
   defineRoute({
     method: 'get',

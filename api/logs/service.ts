@@ -17,25 +17,23 @@ import { describeFailure, sendLines, type Destination } from '../../logs/send';
 import type { Deps } from '../../system/deps';
 import type { Actor } from '../../core/actor';
 import { errors } from '../../core/errors';
-import { isoOrNull } from '../../core/time';
-import { displayUrl } from '../../system/display-url';
 import { awaitEdges } from '../../db/queries/edge-routes';
 
 const LOG_DESTINATION_WAIT_MS = 2000;
 
-function present(deps: Deps, row: LogSettingsRow | undefined) {
-  const dest = openDestination(deps.secrets, row);
-  return {
-    destination: dest ? (dest.kind === 'http' ? { ...dest, url: displayUrl(dest.url) } : dest) : null,
-    can_send: row?.can_send ?? false,
-    last_sent_at: isoOrNull(row?.last_sent_at),
-    last_error: row?.last_error ?? null,
-    keep_days_on_machine: row?.keep_days_on_machine ?? DEFAULT_KEEP_DAYS,
-  };
+/** A project's log settings with its destination opened (its URL still holds its credentials: the presenter hides them). */
+export interface LogSettingsRecord {
+  row: LogSettingsRow | undefined;
+  destination: Destination | null;
 }
 
+const withDestination = (deps: Deps, row: LogSettingsRow | undefined): LogSettingsRecord => ({
+  row,
+  destination: openDestination(deps.secrets, row) ?? null,
+});
+
 export async function getProjectLogs(deps: Deps, projectId: string) {
-  return present(deps, await getLogSettings(deps.knex, projectId));
+  return withDestination(deps, await getLogSettings(deps.knex, projectId));
 }
 
 /** 422 naming the field when the guard refuses the destination's host. */
@@ -111,7 +109,7 @@ export async function updateProjectLogs(
   // the edges' request log uses it for the next line: answered once every edge has read it, or after 2 s (an
   // edge away reads it when it is back; CONTRACT "Logs" has no 503 here)
   await awaitEdges(deps.knex, LOG_DESTINATION_WAIT_MS);
-  return present(deps, row);
+  return withDestination(deps, row);
 }
 
 export async function getEnvironmentLogs(deps: Deps, env: { id: string; project_id: string }) {

@@ -161,3 +161,23 @@ export async function putChallenge(knex: Knex, c: { token: string; hostname: str
 export async function removeChallenge(knex: Knex, token: string): Promise<void> {
   await knex('acme_challenges').where({ token }).delete();
 }
+
+/** A served certificate as the edge writes it to HAProxy's files (edge/certificate-files.ts): the key still sealed. */
+interface ServedCertificate {
+  domain_id: string;
+  hostname: string;
+  serial: string;
+  certificate_pem: string;
+  private_key_sealed: string;
+}
+
+/** The certificates the edge serves: issued, unexpired, of verified domains. */
+export async function servedCertificates(knex: Knex): Promise<ServedCertificate[]> {
+  return knex('certificates as c')
+    .join('domains as d', 'd.id', 'c.domain_id')
+    .where('d.status', 'verified')
+    .whereNotNull('c.certificate_pem')
+    .whereNotNull('c.private_key_sealed')
+    .andWhere('c.expires_at', '>', knex.fn.now())
+    .select('c.domain_id', 'd.hostname', 'c.serial', 'c.certificate_pem', 'c.private_key_sealed');
+}

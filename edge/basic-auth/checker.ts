@@ -19,6 +19,7 @@ import type { Knex } from 'knex';
 import { edgePasswordDigest, edgePasswordKey } from '../../system/edge-password';
 import type { Secrets } from '../../system/secrets';
 import { WWW_AUTHENTICATE } from './haproxy';
+import { environmentEdgeOf, recordPasswordDigest } from '../../db/queries/edge-settings';
 
 export interface PasswordCheckerOptions {
   knex: Knex;
@@ -65,10 +66,7 @@ export async function startPasswordChecker(o: PasswordCheckerOptions): Promise<P
     const envId = String(req.headers['x-vc-environment'] ?? '');
     const given = credentials(req.headers.authorization);
     if (!UUID.test(envId) || !given) return 'no';
-    const row: { password_username: string | null; password_hash: string | null } | undefined = await o
-      .knex('environment_edges')
-      .where({ environment_id: envId })
-      .first('password_username', 'password_hash');
+    const row = await environmentEdgeOf(o.knex, envId);
     // No password any more: HAProxy's map is about to lose the entry; the retry meets the new state.
     if (!row?.password_hash) return 'again';
     if (row.password_username !== given.username) return 'no';
@@ -79,10 +77,7 @@ export async function startPasswordChecker(o: PasswordCheckerOptions): Promise<P
     });
     if (!ok) return 'no';
     const digest = edgePasswordDigest(key, given.username, given.password);
-    await o
-      .knex('environment_edges')
-      .where({ environment_id: envId, password_hash: hash })
-      .update({ password_digest: digest, password_digest_key_id: key.id });
+    await recordPasswordDigest(o.knex, envId, hash, { value: digest, keyId: key.id });
     await o.onDigest(envId, digest);
     return 'again';
   }

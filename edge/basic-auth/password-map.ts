@@ -10,13 +10,11 @@ import { dirname } from 'node:path';
 import type { Knex } from 'knex';
 import { runtimeCommand } from '../runtime-command';
 import { LEGACY } from './haproxy';
+import { passwordDigests } from '../../db/queries/edge-settings';
 
 /** environment id -> digest hex, or `legacy` for rows with no digest under the current key. */
 export async function loadPasswordEntries(knex: Knex, keyId: string): Promise<Map<string, string>> {
-  const rows: { environment_id: string; password_digest: string | null; password_digest_key_id: string | null }[] =
-    await knex('environment_edges')
-      .whereNotNull('password_hash')
-      .select('environment_id', 'password_digest', 'password_digest_key_id');
+  const rows = await passwordDigests(knex);
   const out = new Map<string, string>();
   for (const r of rows)
     out.set(
