@@ -14,7 +14,7 @@ import { cliHome, ROOT, runCli } from '../helpers/cli';
 import { storeCliSession } from '../helpers/cli-session';
 import { dropServiceDatabase } from '../../host/pg-server';
 
-const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
+const t = useTestContext({ worker: true, edge: false, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 vi.setConfig({ testTimeout: 120_000 });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 let home: Record<string, string>;

@@ -25,7 +25,7 @@ import {
  * import, plain words in the bell, focus on a refused field; axe-core on each screen in both colour
  * schemes, and each at 390 px.
  */
-const t = useTestContext({ worker: true, env: { CONSOLE_NAME: 'Acme Hosting' } });
+const t = useTestContext({ worker: true, edge: false, env: { CONSOLE_NAME: 'Acme Hosting' } });
 let c: ConsoleBrowser;
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 let agent: Agent;

@@ -11,7 +11,7 @@ import { createDeployWorld, taskLog, waitForTask } from '../helpers/deploy-fixtu
  * line's end (holding all of it) to pass it on. On code that joins chunks until a newline, nothing of that line
  * reaches the log before the step ends, and the worker holds all 60 MB meanwhile.
  */
-const t = useTestContext({ worker: true });
+const t = useTestContext({ worker: true, edge: false });
 const SIXTY_MB = 60 * 1024 * 1024;
 
 describe('a build step printing 60 MB without a newline', () => {

@@ -14,7 +14,7 @@ import { createDeployWorld, createEnvironment, waitForTask } from '../helpers/de
 import { Agent } from '../helpers/http';
 import { searchAttributeKeys } from '../../core/temporal-starts';
 
-const t = useTestContext({ worker: true });
+const t = useTestContext({ worker: true, edge: false });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const children: ChildProcess[] = [];
 const FINAL = ['succeeded', 'failed', 'cancelled'];

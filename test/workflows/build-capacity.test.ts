@@ -7,7 +7,7 @@ import { allRoutes } from '../../api/routes';
 import { cancelPendingTask } from '../../db/queries/tasks';
 import { until } from '../helpers/until';
 
-const t = useTestContext({ worker: true, env: { BUILD_CONCURRENCY: '1' } });
+const t = useTestContext({ worker: true, edge: false, env: { BUILD_CONCURRENCY: '1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const url = () => `/environments/${w.environment.id}`;
 

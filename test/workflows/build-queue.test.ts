@@ -16,7 +16,7 @@ import { buildTaskQueue } from '../../db/workflow-names';
 import { BUILD_SLOT_LOCK_KEY } from '../../activities/deploys/build-gate';
 import { until } from '../helpers/until';
 
-const t = useTestContext({ worker: true, env: { BUILD_CONCURRENCY: '1' } });
+const t = useTestContext({ worker: true, edge: false, env: { BUILD_CONCURRENCY: '1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 let child: ChildProcess;
 const children: ChildProcess[] = [];

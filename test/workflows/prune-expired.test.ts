@@ -6,7 +6,7 @@ import { ensurePruneSchedule } from '../../core/temporal-starts';
 import { SCHEDULE_PRUNE_EXPIRED } from '../../db/workflow-names';
 import { until } from '../helpers/until';
 
-const t = useTestContext({ worker: true });
+const t = useTestContext({ worker: true, edge: false });
 const DAY = 86_400_000;
 const ago = (ms: number) => new Date(Date.now() - ms);
 const ahead = (ms: number) => new Date(Date.now() + ms);

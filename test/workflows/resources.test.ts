@@ -6,7 +6,7 @@ import { SCHEDULE_RESOURCE_SAMPLES_PRUNE } from '../../db/workflow-names';
 import { resourceSeries } from '../../db/queries/resources';
 import { until } from '../helpers/until';
 
-const t = useTestContext({ worker: true, env: { RESOURCE_SAMPLE_SECONDS: '1' } });
+const t = useTestContext({ worker: true, edge: false, env: { RESOURCE_SAMPLE_SECONDS: '1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const DAY = 86_400_000;
 

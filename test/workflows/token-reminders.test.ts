@@ -11,7 +11,7 @@ import { SCHEDULE_TOKEN_EXPIRY_REMINDERS } from '../../db/workflow-names';
 import type { SendTokenExpiryRemindersResult } from '../../workflows/token-reminders';
 import { until } from '../helpers/until';
 
-const t = useTestContext({ worker: true, smtp: true });
+const t = useTestContext({ worker: true, edge: false, smtp: true });
 
 const DAY = 86_400_000;
 

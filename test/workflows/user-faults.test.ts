@@ -12,7 +12,7 @@ import { createProject, createTeam, createUser } from '../helpers/fixtures';
 import { until } from '../helpers/until';
 import { requestCertificate } from '../../core/certificate-tasks';
 
-const t = useTestContext({ worker: true, env: { ACME_DIRECTORY_URL: 'https://127.0.0.1:9/dir' } });
+const t = useTestContext({ worker: true, edge: false, env: { ACME_DIRECTORY_URL: 'https://127.0.0.1:9/dir' } });
 
 async function world(status: 'pending' | 'verified', hostname: string) {
   const owner = await createUser(t);

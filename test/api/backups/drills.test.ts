@@ -21,7 +21,7 @@ import { startS3 } from '../../helpers/s3';
  * into scratch, compares, and removes its scratch; a snapshot corrupted at its destination fails its drill,
  * which the snapshot, the activity and the team's webhook say.
  */
-const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
+const t = useTestContext({ worker: true, edge: false, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 let owner: Agent;
 let destinationDir: string;

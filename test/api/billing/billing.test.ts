@@ -6,7 +6,7 @@ import { BillingDetails } from '../../../db/models/billing-details';
 import { Subscription } from '../../../db/models/subscription';
 import { until } from '../../helpers/until';
 
-const t = useTestContext({ worker: true });
+const t = useTestContext({ worker: true, edge: false });
 
 async function owner() {
   const user = await createUser(t);

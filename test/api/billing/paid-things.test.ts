@@ -7,7 +7,7 @@ import { createProject, createTeam, createUser, sessionAgent } from '../../helpe
  * Every paid thing opens a subscription (CONTRACT "Teams: billing"): a server moved to a plan, a service
  * when it is created; GET /teams/{id}/billing shows them and their monthly total.
  */
-const t = useTestContext({ worker: true });
+const t = useTestContext({ worker: true, edge: false });
 
 async function world() {
   const owner = await createUser(t);

@@ -21,7 +21,7 @@ beforeAll(async () => {
 });
 afterAll(() => dns?.close());
 
-const t = useTestContext({ worker: true, env });
+const t = useTestContext({ worker: true, edge: false, env });
 const DAY = 86_400_000;
 
 async function team(label: string) {

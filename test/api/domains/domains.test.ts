@@ -14,7 +14,7 @@ beforeAll(async () => {
 });
 afterAll(() => dns?.close());
 
-const t = useTestContext({ worker: true, env });
+const t = useTestContext({ worker: true, edge: false, env });
 
 async function world() {
   const owner = await createUser(t);

@@ -28,7 +28,7 @@ afterAll(async () => {
   await dns?.close();
 });
 
-const t = useTestContext({ worker: true, env });
+const t = useTestContext({ worker: true, edge: false, env });
 
 async function world() {
   const owner = await createUser(t);

@@ -10,7 +10,7 @@ import { createAccessToken } from '../../helpers/fixtures';
 import { Integration } from '../../../db/models/integration';
 import { until } from '../../helpers/until';
 
-const t = useTestContext({ worker: true, smtp: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
+const t = useTestContext({ worker: true, edge: false, smtp: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 const receivers: Receiver[] = [];
 afterAll(async () => {
   await Promise.all(receivers.map((r) => r.stop()));

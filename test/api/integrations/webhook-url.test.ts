@@ -11,7 +11,7 @@ import { emitIntegrationEvent } from '../../../core/integration-events';
 import { seal } from '../../../system/crypto';
 import { aad } from '../../../db/aad';
 
-const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
+const t = useTestContext({ worker: true, edge: false, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 const receivers: Receiver[] = [];
 afterAll(async () => {
   await Promise.all(receivers.map((r) => r.stop()));

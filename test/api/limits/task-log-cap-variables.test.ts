@@ -8,7 +8,7 @@ import { createDeployWorld, taskLog, waitForTask } from '../../helpers/deploy-fi
 import { sessionAgent } from '../../helpers/fixtures';
 
 const LIMIT = 2 * 1024;
-const t = useTestContext({ worker: true, env: { TASK_LOG_LIMIT_BYTES: String(LIMIT) } });
+const t = useTestContext({ worker: true, edge: false, env: { TASK_LOG_LIMIT_BYTES: String(LIMIT) } });
 
 describe('GET /tasks/{id}/log of a configuration task that printed more than TASK_LOG_LIMIT_BYTES', () => {
   it('keeps the head within the cap and one marker line where the rest was dropped', async () => {

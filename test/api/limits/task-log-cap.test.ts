@@ -3,7 +3,7 @@ import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 
 const LIMIT = 64 * 1024;
-const t = useTestContext({ worker: true, env: { TASK_LOG_LIMIT_BYTES: String(LIMIT) } });
+const t = useTestContext({ worker: true, edge: false, env: { TASK_LOG_LIMIT_BYTES: String(LIMIT) } });
 
 describe('GET /tasks/{id}/log of a task that printed more than TASK_LOG_LIMIT_BYTES', () => {
   it('serves the head up to the cap, one marker line saying how much was dropped, and how the task ended', async () => {

@@ -5,7 +5,7 @@ import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, waitForTask } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 
-const t = useTestContext({ worker: true, env: { RATE_LIMIT_PER_MINUTE: '100000' } });
+const t = useTestContext({ worker: true, edge: false, env: { RATE_LIMIT_PER_MINUTE: '100000' } });
 const count = async (q: { count(c: Record<string, string>): Promise<Array<{ n: unknown }>> }) =>
   Number((await q.count({ n: '*' }))[0].n);
 

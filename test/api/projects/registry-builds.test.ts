@@ -6,7 +6,7 @@ import { createDeployWorld, getTask } from '../../helpers/deploy-fixtures';
 import { sessionAgent } from '../../helpers/fixtures';
 import { releaseDirFor } from '../../../host/provider/releases';
 
-const t = useTestContext({ worker: true });
+const t = useTestContext({ worker: true, edge: false });
 
 describe('POST /projects/{id}/registries reaching builds', () => {
   it('gives build steps an .npmrc and a container auth file, and keeps the password out of the task log', async () => {

@@ -17,7 +17,7 @@ import { ensureMirror } from '../../../host/git';
 import { Project } from '../../../db/models/project';
 import { repositoryOf } from '../../../core/repository';
 
-const t = useTestContext({ worker: true });
+const t = useTestContext({ worker: true, edge: false });
 const roots = () => mkdtempSync(join(repositoriesDir(), 'safety-'));
 
 function sh(cwd: string, ...args: string[]): string {

@@ -10,7 +10,7 @@ import { taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { startGitHttpServer, type GitHttpServer } from '../../helpers/git-http-server';
 import { ensureSshd, startSshd, type SshServer } from '../../helpers/sshd';
 
-const t = useTestContext({ worker: true });
+const t = useTestContext({ worker: true, edge: false });
 
 function sh(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' } }).trim();

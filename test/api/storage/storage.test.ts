@@ -11,7 +11,7 @@ import type { Agent } from '../../helpers/http';
  * GB), split between the database and files disks, 409 storage_allowance_spent past it, the part beyond
  * the plan a priced subscription, the volume growing (a task) and never shrinking.
  */
-const t = useTestContext({ worker: true });
+const t = useTestContext({ worker: true, edge: false });
 
 let owner: Agent;
 let viewer: Agent;

@@ -8,7 +8,7 @@ import type { Agent } from '../../helpers/http';
 import { until } from '../../helpers/until';
 
 // One build slot: a build whose step waits for a gate file holds it, so the next build waits `pending`.
-const t = useTestContext({ worker: true, env: { BUILD_CONCURRENCY: '1' } });
+const t = useTestContext({ worker: true, edge: false, env: { BUILD_CONCURRENCY: '1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 let session: Agent;
 let holder: string;
