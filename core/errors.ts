@@ -51,6 +51,11 @@ export const ERROR_CODES = {
   repository_unreachable: { status: 409, message: 'The repository cannot be read right now' },
   ref_not_found: { status: 409, message: 'That branch, tag or commit is not in the repository' },
   no_port_available: { status: 409, message: 'No port could be given to the environment; try again' },
+  local_destination_elsewhere: {
+    status: 409,
+    message:
+      "A local backup destination is on the control plane's machine, and this environment runs on another: use an s3 destination",
+  },
   no_capacity: { status: 409, message: 'No host has room for this now; try a smaller plan, or try again later' },
   nothing_to_redeploy: { status: 409, message: 'Nothing is live on this environment yet: deploy it first' },
   nothing_to_roll_back: { status: 409, message: 'There is no earlier release on this environment to roll back to' },

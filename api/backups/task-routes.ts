@@ -15,7 +15,10 @@ export const routes: RouteDef[] = [
     path: '/environments/{id}/backups',
     operationId: 'createBackup',
     summary: 'Takes a snapshot of the environment (database and files): 202 with the backups/backup task',
-    description: "Without destination_id, the backup window's destination; none set: 422 on destination_id.",
+    description:
+      "Without destination_id, the backup window's destination; none set: 422 on destination_id. A `local` " +
+      "destination is on the control plane's machine: for an environment running on another machine, 409 " +
+      '`local_destination_elsewhere` naming the destination.',
     tags,
     auth: 'session',
     permission: 'data:write',
@@ -27,6 +30,7 @@ export const routes: RouteDef[] = [
       202: { description: 'The task', schema: taskSchema },
       403: error('Role may not'),
       404: error('No such environment'),
+      409: error('local_destination_elsewhere: a local destination, and the environment runs on another machine'),
       422: error('Invalid fields'),
     },
     async handler(ctx) {
@@ -39,7 +43,10 @@ export const routes: RouteDef[] = [
     operationId: 'restoreBackup',
     summary:
       "Puts the snapshot's database and files back and restarts the web processes: 202 with the backups/restore task",
-    description: `Never by a personal access token. ${PROTECTED} A wrong password counts as a failed credential of the address.`,
+    description:
+      `Never by a personal access token. ${PROTECTED} A wrong password counts as a failed credential of the address. ` +
+      "A snapshot in a `local` destination (on the control plane's machine) into an environment running on another " +
+      'machine: 409 `local_destination_elsewhere` naming the destination.',
     tags,
     auth: 'session',
     permission: 'data:restore',
@@ -51,7 +58,7 @@ export const routes: RouteDef[] = [
       202: { description: 'The task', schema: taskSchema },
       403: error('Role may not, token_not_allowed or reauthentication_required'),
       404: error('No such snapshot'),
-      409: error('task_in_progress, deploy_in_progress or snapshot_not_available'),
+      409: error('task_in_progress, deploy_in_progress, snapshot_not_available or local_destination_elsewhere'),
       422: error('Invalid fields'),
       429: error('Too many failed credentials from this address (a wrong password counts)'),
     },

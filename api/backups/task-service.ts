@@ -14,7 +14,11 @@ import type { Environment } from '../../db/models/environment';
 import type { Actor } from '../../core/actor';
 import { verifyPassword } from '../../core/passwords';
 import { availableSnapshot } from './service';
-import { destinationRefusal, recordDestinationError } from '../../core/backups/destinations';
+import {
+  assertDestinationReachable,
+  destinationRefusal,
+  recordDestinationError,
+} from '../../core/backups/destinations';
 import { startVerifyTask } from '../../core/backups/drills';
 
 type EnvRow = Pick<Environment, 'id' | 'team_id' | 'project_id' | 'name'>;
@@ -30,6 +34,7 @@ export async function requestBackup(deps: Deps, actor: Actor, env: EnvRow, input
   const destination = await BackupDestination.query(deps.knex).findById(destinationId);
   if (!destination || destination.team_id !== env.team_id)
     throw errors.invalid({ destination_id: "is not a backup destination of the environment's team" });
+  await assertDestinationReachable(deps, env.id, destination, `No backup of ${env.name}`);
   const refusal = await destinationRefusal(deps, destination);
   if (refusal) {
     await recordDestinationError(deps.knex, destination.id, refusal);
@@ -96,7 +101,8 @@ export async function requestRestore(
   address: string,
 ) {
   // its own snapshot, or one a deleted environment of the project left (kept 30 days)
-  const { row } = await availableSnapshot(deps, env, snapshotId, true);
+  const { row, destination } = await availableSnapshot(deps, env, snapshotId, true);
+  await assertDestinationReachable(deps, env.id, destination, `No restore of ${env.name} from snapshot ${row.id}`);
   const from = row.environment_id === env.id ? '' : ` of deleted environment ${row.environment_id}`;
   return startOverwrite(deps, actor, env, input.password, address, {
     type: 'restore',

@@ -144,7 +144,8 @@ export const routes: RouteDef[] = [
       'Answers 202 with the task (`machines`/`storage_move`). The web process is stopped while the data is copied; ' +
       "the copy is verified (files: every path, size, mode and SHA-256; database: every table's row count) before the " +
       'disk switches and the web process starts again. The old copy is kept until POST /environments/{id}/storage/discard. ' +
-      'A location that is not a root, or the current one: 422 on `location`; a database disk without a service: 422 ' +
+      "A location that is not a root of the machine the disk is on (the volume: the environment's host; the database " +
+      'disk: the services server), or the current one: 422 on `location`; a database disk without a service: 422 ' +
       'on `disk`. One change at a time per environment: 409 `deploy_in_progress` or `task_in_progress` with `task_id`.',
     permission: 'machines:write',
     startsTask: true,

@@ -51,7 +51,11 @@ export const diskSchema = z.strictObject({
     .nullable()
     .describe('Where the copy left by the last move is kept until POST /environments/{id}/storage/discard; null: none'),
   used_bytes: z.number().int(),
-  roots: z.array(z.string()).describe('The roots of STORAGE_ROOTS, where the disk may move'),
+  roots: z
+    .array(z.string())
+    .describe(
+      "Where the disk may move: the roots of STORAGE_ROOTS of the machine it is on (the volume's: the environment's host; the database disk's: the services server)",
+    ),
 });
 export const diskBody = z.strictObject({ size_gb: gb('a disk') });
 export const moveBody = z.strictObject({

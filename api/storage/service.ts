@@ -25,6 +25,7 @@ import {
   type StoragePricing,
 } from '../../db/queries/storage';
 import type { DiskName, StorageDisk } from '../../db/models/storage-disk';
+import { environmentHost } from '../../db/queries/hosts';
 import { withAdmin } from '../../host/pg-server';
 import { MAX_ALLOWANCE_GB } from './schemas';
 
@@ -38,7 +39,29 @@ export interface Env {
   name: string;
 }
 
-const roots = (deps: Deps) => deps.config.storageRoots;
+/**
+ * The roots the `files` disk (the volume) may live under: the STORAGE_ROOTS of the machine the environment's web
+ * server is placed on, as its host published them (db/queries/hosts.ts). The control plane's own host shares this
+ * process's config (`npm start` runs both), and an environment with no host recorded runs on that machine: both
+ * read this process's STORAGE_ROOTS. A recorded host that is not registered has none.
+ */
+async function volumeRoots(deps: Deps, envId: string): Promise<string[]> {
+  const host = await environmentHost(deps.knex, envId);
+  if (!host || host.name === deps.config.hostName) return deps.config.storageRoots;
+  return host.roots ?? [];
+}
+
+/**
+ * The roots a disk may move to: the volume's are its host's (above); the `database` disk is a tablespace of the
+ * services server, the control plane's PostgreSQL, so its roots are the control plane's (this process's).
+ */
+const diskRoots = (deps: Deps, envId: string, disk: DiskName) =>
+  disk === 'database' ? Promise.resolve(deps.config.storageRoots) : volumeRoots(deps, envId);
+
+/** The environment's storage; made on first use on the first root of its volume's host. */
+async function storageOf(deps: Deps, envId: string) {
+  return environmentStorage(deps.knex, await volumeRoots(deps, envId), envId);
+}
 const pricing = (deps: Deps): StoragePricing => {
   const list = loadPriceList(deps.config);
   return { currency: list.currency, price: (gb) => storagePrice(list, gb) };
@@ -88,7 +111,7 @@ function minimumGb(disk: StorageDisk, used: number): number {
 // ---- allowance ----------------------------------------------------------------------------------
 
 export async function getAllowance(deps: Deps, env: Env) {
-  const s = await environmentStorage(deps.knex, roots(deps), env.id);
+  const s = await storageOf(deps, env.id);
   const included = await includedStorageGb(deps.knex, env.id);
   const p = pricing(deps);
   const sub = s.subscription_id
@@ -109,7 +132,7 @@ export async function getAllowance(deps: Deps, env: Env) {
  * must keep what its database holds (else 409 storage_allowance_spent: the volume never shrinks).
  */
 export async function changeAllowance(deps: Deps, actor: Actor, env: Env, allowanceGb: number) {
-  const used = await usedBytes(deps, env.id, await environmentStorage(deps.knex, roots(deps), env.id));
+  const used = await usedBytes(deps, env.id, await storageOf(deps, env.id));
   await applySizes(deps, actor, env, (s) => {
     const diff = allowanceGb - s.allowance_gb;
     const shrunk = s.database.size_gb + Math.min(0, diff);
@@ -147,8 +170,9 @@ interface Sizes {
  * then writes them, the allowance with its subscription, and the activity, in that one transaction.
  */
 async function applySizes(deps: Deps, actor: Actor, env: Env, decide: (s: EnvironmentStorage) => Sizes) {
+  const roots = await volumeRoots(deps, env.id);
   await deps.knex.transaction(async (trx) => {
-    const o = decide(await environmentStorage(trx, roots(deps), env.id, { forUpdate: true }));
+    const o = decide(await environmentStorage(trx, roots, env.id, { forUpdate: true }));
     await setAllowance(trx, env.id, o.allowance, pricing(deps));
     for (const [disk, size] of [
       ['database', o.database],
@@ -173,13 +197,13 @@ async function applySizes(deps: Deps, actor: Actor, env: Env, decide: (s: Enviro
 // ---- split and disks ----------------------------------------------------------------------------
 
 export async function getSplit(deps: Deps, env: Env) {
-  const s = await environmentStorage(deps.knex, roots(deps), env.id);
+  const s = await storageOf(deps, env.id);
   return { database_gb: s.database.size_gb, files_gb: s.files.size_gb };
 }
 
 /** Both sizes at once; they must sum to the allowance (more: 409; less: 422), each at least its minimum. */
 export async function changeSplit(deps: Deps, actor: Actor, env: Env, body: { database_gb: number; files_gb: number }) {
-  const used = await usedBytes(deps, env.id, await environmentStorage(deps.knex, roots(deps), env.id));
+  const used = await usedBytes(deps, env.id, await storageOf(deps, env.id));
   await applySizes(deps, actor, env, (s) => {
     const sum = body.database_gb + body.files_gb;
     if (sum > s.allowance_gb) {
@@ -206,7 +230,7 @@ export async function changeSplit(deps: Deps, actor: Actor, env: Env, body: { da
 }
 
 export async function getDisk(deps: Deps, env: Env, disk: DiskName) {
-  const s = await environmentStorage(deps.knex, roots(deps), env.id);
+  const s = await storageOf(deps, env.id);
   const row = s[disk];
   const used = await usedBytes(deps, env.id, s);
   return {
@@ -216,13 +240,13 @@ export async function getDisk(deps: Deps, env: Env, disk: DiskName) {
     volume_id: disk === 'files' ? row.id : null,
     old_location: row.old_location,
     used_bytes: used[disk],
-    roots: roots(deps),
+    roots: await diskRoots(deps, env.id, disk),
   };
 }
 
 /** One disk's size; the other disk gets the rest of the allowance, which must hold it (else 409). */
 export async function changeDisk(deps: Deps, actor: Actor, env: Env, disk: DiskName, sizeGb: number) {
-  const used = await usedBytes(deps, env.id, await environmentStorage(deps.knex, roots(deps), env.id));
+  const used = await usedBytes(deps, env.id, await storageOf(deps, env.id));
   await applySizes(deps, actor, env, (s) => {
     const min = minimumGb(s[disk], used[disk]);
     if (sizeGb < min) {
@@ -256,10 +280,16 @@ export async function changeDisk(deps: Deps, actor: Actor, env: Env, disk: DiskN
 
 /** Starts moving the disk to another root (`machines`/`storage_move`, one change at a time per environment). */
 export async function requestMove(deps: Deps, actor: Actor, env: Env, disk: DiskName, location: string) {
-  const s = await environmentStorage(deps.knex, roots(deps), env.id);
+  const s = await storageOf(deps, env.id);
   const row = s[disk];
-  const root = roots(deps).find((r) => r === location || r === location.replace(/\/+$/, ''));
-  if (!root) throw errors.invalid({ location: `is not a root of STORAGE_ROOTS (${roots(deps).join(', ')})` });
+  const roots = await diskRoots(deps, env.id, disk);
+  const root = roots.find((r) => r === location || r === location.replace(/\/+$/, ''));
+  if (!root) {
+    const where = disk === 'database' ? 'the services server' : 'the machine this environment runs on';
+    throw errors.invalid({
+      location: `is not a root of STORAGE_ROOTS on ${where} (${roots.join(', ') || 'it publishes none'})`,
+    });
+  }
   if (root === row.location) throw errors.invalid({ location: `is where the ${disk} disk is` });
   if (row.old_location) {
     throw errors.invalid({
@@ -288,7 +318,7 @@ export async function requestDiscard(deps: Deps, actor: Actor, env: Env, confirm
   if (confirm !== true) {
     throw errors.invalid({ confirm: 'must be true: the copies the last moves left are deleted for good' });
   }
-  const s = await environmentStorage(deps.knex, roots(deps), env.id);
+  const s = await storageOf(deps, env.id);
   const kept = [s.database, s.files].filter((d) => d.old_location).map((d) => `${d.disk} at ${d.old_location}`);
   return startTask(deps, actor, {
     type: 'storage_discard',
@@ -316,7 +346,7 @@ async function growDelta(deps: Deps, envId: string, s: EnvironmentStorage, sizeG
 }
 
 export async function growChoices(deps: Deps, volume: StorageDisk) {
-  const s = await environmentStorage(deps.knex, roots(deps), volume.environment_id);
+  const s = await storageOf(deps, volume.environment_id);
   const room = MAX_ALLOWANCE_GB - s.allowance_gb;
   const choices = [];
   for (const step of GROW_STEPS.filter((n) => n <= room)) {
@@ -328,7 +358,7 @@ export async function growChoices(deps: Deps, volume: StorageDisk) {
 
 /** Starts growing the volume (`machines`/`volume_grow`): larger only (422 on size_gb), the allowance with it. */
 export async function requestGrow(deps: Deps, actor: Actor, volume: StorageDisk, sizeGb: number) {
-  const s = await environmentStorage(deps.knex, roots(deps), volume.environment_id);
+  const s = await storageOf(deps, volume.environment_id);
   if (sizeGb <= s.files.size_gb) {
     throw errors.invalid({
       size_gb: `a volume never shrinks: it has ${s.files.size_gb} GB; ask for more`,

@@ -8,6 +8,8 @@ import type { BackupDestination } from '../../db/models/backup-destination';
 import { type DestinationSpec, openStore } from '../../host/destinations';
 import { checkLocalDestination } from '../../host/local-destination';
 import { aad } from '../../db/aad';
+import { environmentHost } from '../../db/queries/hosts';
+import { errors } from '../errors';
 
 /** The store spec of a destination row, secrets opened (worker and API only; never shown). */
 export function destinationSpec(deps: Pick<Deps, 'secrets'>, row: BackupDestination): DestinationSpec {
@@ -26,6 +28,28 @@ export async function destinationRefusal(deps: Pick<Deps, 'config' | 'knex'>, ro
   const { refusal } = await checkLocalDestination(deps, row.settings.path);
   const overlap = refusal ? null : await otherTeamsOverlap(deps.knex, row.team_id, row.settings.path, row);
   return (refusal ?? overlap) && `backups to this local destination are refused: its path ${refusal ?? overlap}`;
+}
+
+/**
+ * A `local` destination is a directory on the control plane's machine (the API's HOST_NAME): snapshots stream
+ * through it. An environment placed on another host backs up to and restores from it never: 409
+ * `local_destination_elsewhere` naming the destination (`what` says what was asked, for the message). An
+ * environment with no host recorded runs on the control plane's machine.
+ */
+export async function assertDestinationReachable(
+  deps: Pick<Deps, 'config' | 'knex'>,
+  environmentId: string,
+  row: Pick<BackupDestination, 'id' | 'name' | 'kind'>,
+  what: string,
+) {
+  if (row.kind !== 'local') return;
+  const host = await environmentHost(deps.knex, environmentId);
+  if (!host || host.name === deps.config.hostName) return;
+  throw errors.conflict(
+    'local_destination_elsewhere',
+    `${what}: the local backup destination "${row.name}" (${row.id}) is on the control plane's machine, and this ` +
+      'environment runs on another machine. Use an s3 destination.',
+  );
 }
 
 const OTHER_TEAMS_PATH =

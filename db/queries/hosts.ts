@@ -219,3 +219,19 @@ export async function hostFreeMemory(knex: Knex, name: string): Promise<number |
 export async function adoptUnplacedServers(knex: Knex, hostName: string): Promise<number> {
   return knex('servers').where('role', 'web').whereNull('host').update({ host: hostName });
 }
+
+/**
+ * Where an environment's web server is placed: its host's name and the STORAGE_ROOTS that host published
+ * (`roots` null when no such host is registered), or null when it has no host recorded (created before placement).
+ */
+export async function environmentHost(
+  knex: Knex | Knex.Transaction,
+  environmentId: string,
+): Promise<{ name: string; roots: string[] | null } | null> {
+  const row = await knex({ s: 'servers' })
+    .leftJoin({ h: 'hosts' }, 'h.name', 's.host')
+    .where({ 's.environment_id': environmentId, 's.role': 'web' })
+    .whereNotNull('s.host')
+    .first('s.host', 'h.storage_roots');
+  return row ? { name: row.host, roots: row.storage_roots ?? null } : null;
+}

@@ -295,7 +295,7 @@ export interface paths {
         put?: never;
         /**
          * Takes a snapshot of the environment (database and files): 202 with the backups/backup task
-         * @description Without destination_id, the backup window's destination; none set: 422 on destination_id.
+         * @description Without destination_id, the backup window's destination; none set: 422 on destination_id. A `local` destination is on the control plane's machine: for an environment running on another machine, 409 `local_destination_elsewhere` naming the destination.
          */
         post: operations["createBackup"];
         delete?: never;
@@ -355,7 +355,7 @@ export interface paths {
         put?: never;
         /**
          * Puts the snapshot's database and files back and restarts the web processes: 202 with the backups/restore task
-         * @description Never by a personal access token. Over a protected environment the body needs `password` and a recent sign-in, else 403 reauthentication_required. A wrong password counts as a failed credential of the address.
+         * @description Never by a personal access token. Over a protected environment the body needs `password` and a recent sign-in, else 403 reauthentication_required. A wrong password counts as a failed credential of the address. A snapshot in a `local` destination (on the control plane's machine) into an environment running on another machine: 409 `local_destination_elsewhere` naming the destination.
          */
         post: operations["restoreBackup"];
         delete?: never;
@@ -931,7 +931,7 @@ export interface paths {
         put?: never;
         /**
          * Moves a disk to another root of STORAGE_ROOTS (a task): stopped, copied, verified, switched, started
-         * @description Answers 202 with the task (`machines`/`storage_move`). The web process is stopped while the data is copied; the copy is verified (files: every path, size, mode and SHA-256; database: every table's row count) before the disk switches and the web process starts again. The old copy is kept until POST /environments/{id}/storage/discard. A location that is not a root, or the current one: 422 on `location`; a database disk without a service: 422 on `disk`. One change at a time per environment: 409 `deploy_in_progress` or `task_in_progress` with `task_id`.
+         * @description Answers 202 with the task (`machines`/`storage_move`). The web process is stopped while the data is copied; the copy is verified (files: every path, size, mode and SHA-256; database: every table's row count) before the disk switches and the web process starts again. The old copy is kept until POST /environments/{id}/storage/discard. A location that is not a root of the machine the disk is on (the volume: the environment's host; the database disk: the services server), or the current one: 422 on `location`; a database disk without a service: 422 on `disk`. One change at a time per environment: 409 `deploy_in_progress` or `task_in_progress` with `task_id`.
          */
         post: operations["moveStorageDisk"];
         delete?: never;
@@ -4419,6 +4419,28 @@ export interface operations {
                     };
                 };
             };
+            /** @description local_destination_elsewhere: a local destination, and the environment runs on another machine */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description snake_case error code */
+                            code: string;
+                            /** @description The reason per failing field */
+                            fields?: {
+                                [key: string]: string;
+                            };
+                            /** @description A sentence for people */
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
             /** @description Invalid fields */
             422: {
                 headers: {
@@ -4727,7 +4749,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description task_in_progress, deploy_in_progress or snapshot_not_available */
+            /** @description task_in_progress, deploy_in_progress, snapshot_not_available or local_destination_elsewhere */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8415,7 +8437,7 @@ export interface operations {
                         location: string;
                         /** @description Where the copy left by the last move is kept until POST /environments/{id}/storage/discard; null: none */
                         old_location: string | null;
-                        /** @description The roots of STORAGE_ROOTS, where the disk may move */
+                        /** @description Where the disk may move: the roots of STORAGE_ROOTS of the machine it is on (the volume's: the environment's host; the database disk's: the services server) */
                         roots: string[];
                         size_gb: number;
                         used_bytes: number;
@@ -8501,7 +8523,7 @@ export interface operations {
                         location: string;
                         /** @description Where the copy left by the last move is kept until POST /environments/{id}/storage/discard; null: none */
                         old_location: string | null;
-                        /** @description The roots of STORAGE_ROOTS, where the disk may move */
+                        /** @description Where the disk may move: the roots of STORAGE_ROOTS of the machine it is on (the volume's: the environment's host; the database disk's: the services server) */
                         roots: string[];
                         size_gb: number;
                         used_bytes: number;
