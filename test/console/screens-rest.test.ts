@@ -139,6 +139,8 @@ describe.sequential('the rest of the console screens', () => {
     // Tasks are named by the registry's label, not by their type.
     await follow.click();
     await page.getByRole('heading', { name: 'Task: Apply variables' }).waitFor();
+    // the tab names the task, its environment and its project: people keep many tabs open
+    await expect.poll(() => page.title()).toBe('Apply variables · review · rest-shop');
     await go(`/environments/${review.id}`);
     const recent = page.getByRole('region', { name: 'Recent tasks' });
     await recent.getByRole('link', { name: 'Apply variables', exact: true }).waitFor();

@@ -5,6 +5,7 @@ import { useAction, useLoad } from '../ui/hooks';
 import { ErrorNote, Loading, Section, when } from '../ui/parts';
 import { PhaseTimeline } from '../ui/phases';
 import { taskLabel } from '../lib/task-label';
+import { usePageTitle } from '../ui/names';
 
 const HOW: Record<string, string> = {
   session: 'in the console',
@@ -41,6 +42,19 @@ export function TaskPage({ id }: { id: string }) {
   });
   const t = task.data;
   const shown = status ?? t?.status;
+  // the tab says which task of which environment ("Deploy · production · storefront"): people keep many open
+  const envId = t?.environment_id;
+  const place = useLoad(
+    () =>
+      envId
+        ? ok(api.GET('/environments/{id}', { params: { path: { id: envId } } })).then(async (env) => ({
+            env: env.name,
+            project: (await ok(api.GET('/projects/{id}/settings', { params: { path: { id: env.project_id } } }))).name,
+          }))
+        : Promise.resolve(null),
+    [envId],
+  );
+  usePageTitle(t && taskLabel(t.type), place.data?.env, place.data?.project);
   // the old instance stops after the task succeeded: read its phases again until that shows (a few times)
   const [rereads, setRereads] = useState(0);
   const stopping =
