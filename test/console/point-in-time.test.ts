@@ -8,7 +8,7 @@ import {
   openConsoleAs,
 } from '../helpers/console-browser';
 import { createEnvironment } from '../helpers/deploy-fixtures';
-import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import { availableServiceRow, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 
 /**
@@ -50,18 +50,7 @@ describe.sequential('Restore to a point in time', () => {
     expect(await section.getByRole('button', { name: 'Restore to this second' }).count()).toBe(0);
     expect(await section.locator('input').count()).toBe(0);
 
-    await t.deps.knex('services').insert({
-      team_id: environment.team_id,
-      project_id: environment.project_id,
-      environment_id: environment.id,
-      kind: 'postgresql',
-      version: '15',
-      plan: 'small',
-      status: 'available',
-      database_name: 'svc_pitr_screen',
-      role_name: 'svc_pitr_screen',
-      password_sealed: 'x',
-    });
+    await t.deps.knex('services').insert(availableServiceRow(environment, 'svc_pitr_screen'));
     const refused = (await agent.get(`/environments/${environment.id}/recovery-window`)).body.error;
     expect(refused.code).toBe('pitr_unavailable');
     expect(refused.reason).toMatch(/SERVICES_DATABASE_URL/);

@@ -9,7 +9,7 @@ import {
   openConsoleAs,
 } from '../helpers/console-browser';
 import { createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
-import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import { availableServiceRow, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import { type Receiver, startReceiver } from '../helpers/receiver';
 
@@ -58,20 +58,6 @@ const go = (path: string) => c.go(path);
 const pendingTask = (type: string, environmentId = production.id) =>
   cancelPendingTask(c, t, agent, type, environmentId);
 
-/** A PostgreSQL service row, available (no database behind it: no worker runs here to use it). */
-const serviceRow = (environmentId: string, name: string) => ({
-  team_id: team.id,
-  project_id: project.id,
-  environment_id: environmentId,
-  kind: 'postgresql',
-  version: '16',
-  plan: 'small',
-  status: 'available',
-  database_name: `${name}_${Date.now()}`,
-  role_name: `${name}_${Date.now()}`,
-  password_sealed: 'not used here',
-});
-
 describe.sequential('more environment screens', () => {
   eachTestAnswersForProblems(() => c);
 
@@ -118,7 +104,7 @@ describe.sequential('more environment screens', () => {
     expect(service.params).toMatchObject({ plan });
 
     // Sync copies another environment's data here: staging has a database to copy.
-    await t.deps.knex('services').insert(serviceRow(staging.id, 'env_staging'));
+    await t.deps.knex('services').insert(availableServiceRow(staging, `env_staging_${Date.now()}`));
     await go(`/environments/${production.id}/backups`);
     await page.getByLabel('Copy the data of').selectOption(staging.id);
     await page.getByRole('button', { name: 'Sync', exact: true }).click();
@@ -178,7 +164,7 @@ describe.sequential('more environment screens', () => {
     // An environment with its machines and a PostgreSQL service on the web machine (combined).
     const db = await createEnvironment(t, project, { name: 'database' });
     await t.deps.knex.transaction((trx) => createEnvironmentMachines(trx, t.deps, db));
-    await t.deps.knex('services').insert(serviceRow(db.id, 'rest_database'));
+    await t.deps.knex('services').insert(availableServiceRow(db, `rest_database_${Date.now()}`));
     const choice = (await agent.get(`/environments/${db.id}/reshape`)).body.choices[0];
     const priced = (
       await agent.post(`/environments/${db.id}/reshape/preview`, { shape: 'separate', plan: choice.plan })

@@ -10,7 +10,14 @@ import {
   openConsoleAs,
 } from '../helpers/console-browser';
 import { createEnvironment } from '../helpers/deploy-fixtures';
-import { createProject, createTeam, createUser, PASSWORD, sessionAgent } from '../helpers/fixtures';
+import {
+  availableServiceRow,
+  createProject,
+  createTeam,
+  createUser,
+  PASSWORD,
+  sessionAgent,
+} from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import { makeStorageRoots } from '../helpers/storage-roots';
 
@@ -266,18 +273,7 @@ describe.sequential('more console screens', () => {
     await c.screenshot('environment-backups-key');
     const [service] = await t.deps
       .knex('services')
-      .insert({
-        team_id: environment.team_id,
-        project_id: environment.project_id,
-        environment_id: environment.id,
-        kind: 'postgresql',
-        version: '15',
-        plan: 'small',
-        status: 'available',
-        database_name: 'svc_reset_screen',
-        role_name: 'svc_reset_screen',
-        password_sealed: 'x',
-      })
+      .insert(availableServiceRow(environment, 'svc_reset_screen'))
       .returning('id');
     await go(`/environments/${environment.id}/backups`);
     const reset = page.getByRole('button', { name: 'Reset database' });

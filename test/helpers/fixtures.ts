@@ -83,3 +83,22 @@ export async function createProject(
     repository_url: attrs.repository_url ?? null,
   });
 }
+
+/**
+ * A PostgreSQL service row of the environment, `available`, with no database behind it: for screens and
+ * refusals that only read the row (nothing here connects to it).
+ */
+export function availableServiceRow(env: { id: string; team_id: string; project_id: string }, name: string) {
+  return {
+    team_id: env.team_id,
+    project_id: env.project_id,
+    environment_id: env.id,
+    kind: 'postgresql',
+    version: '16',
+    plan: 'small',
+    status: 'available',
+    database_name: name,
+    role_name: name,
+    password_sealed: 'not used here',
+  };
+}

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repositoriesDir, useTestContext } from '../helpers/context';
 import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
-import { createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import { createDeployWorld, fetchEnvironment, taskLog, waitForTask, commitAll } from '../helpers/deploy-fixtures';
 import { createEnvironmentMachines } from '../../api/machines/service';
 import type { Agent } from '../helpers/http';
 
@@ -24,11 +24,7 @@ let projectId: string;
 beforeAll(async () => {
   const repository = join(scratch, 'repo');
   execFileSync('git', ['init', '-q', '-b', 'main', repository]);
-  execFileSync(
-    'git',
-    ['-c', 'user.email=t@example.test', '-c', 'user.name=T', 'commit', '-q', '--allow-empty', '-m', 'a'],
-    { cwd: repository },
-  );
+  commitAll(repository, 'a');
   const owner = await createUser(t);
   const team = await createTeam(t, owner);
   projectId = (await createProject(t, team, { repository_url: repository })).id;

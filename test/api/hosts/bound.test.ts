@@ -11,6 +11,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { repositoriesDir, useTestContext } from '../../helpers/context';
 import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
+import { commitAll } from '../../helpers/deploy-fixtures';
 
 const t = useTestContext();
 const scratch = mkdtempSync(join(repositoriesDir(), 'vc-bound-test-'));
@@ -18,13 +19,7 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const repository = join(scratch, 'repo');
 execFileSync('git', ['init', '-q', '-b', 'main', repository]);
-execFileSync(
-  'git',
-  ['-c', 'user.email=t@example.test', '-c', 'user.name=T', 'commit', '-q', '--allow-empty', '-m', 'a'],
-  {
-    cwd: repository,
-  },
-);
+commitAll(repository, 'a');
 
 /** The other host's STORAGE_ROOTS, as its agent would publish them. */
 const awayRoots = [join(scratch, 'away-first'), join(scratch, 'away-second')];

@@ -10,6 +10,7 @@ import { repositoriesDir, useTestContext } from '../../helpers/context';
 import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { listHosts } from '../../../db/queries/hosts';
 import type { Agent } from '../../helpers/http';
+import { commitAll } from '../../helpers/deploy-fixtures';
 
 const t = useTestContext();
 const scratch = mkdtempSync(join(repositoriesDir(), 'vc-placement-test-'));
@@ -17,13 +18,7 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const repository = join(scratch, 'repo');
 execFileSync('git', ['init', '-q', '-b', 'main', repository]);
-execFileSync(
-  'git',
-  ['-c', 'user.email=t@example.test', '-c', 'user.name=T', 'commit', '-q', '--allow-empty', '-m', 'a'],
-  {
-    cwd: repository,
-  },
-);
+commitAll(repository, 'a');
 
 /** A host row as an agent would register it; `heartbeat` is how many seconds ago it last beat. */
 async function host(name: string, memoryMb: number, o: { status?: string; heartbeat?: number } = {}) {
