@@ -1,6 +1,6 @@
 /**
  * The resource sampler of the local provider: every RESOURCE_SAMPLE_SECONDS the worker writes one sample per
- * environment: CPU (percent of one core, averaged since the previous sample), memory (bytes) and disk (bytes
+ * environment placed on its host (servers.host): CPU (percent of one core, averaged since the previous sample), memory (bytes) and disk (bytes
  * of the environment's directories on this host). CPU and memory come from the environment's cgroup
  * (the provider's `usage`: host/provider/usage.ts), disk from its directories. Samples are rows of
  * resource_samples.
@@ -30,7 +30,13 @@ export function startResourceSampler(
   let running: Promise<number> | null = null;
 
   const round = async (): Promise<number> => {
-    const envs: Array<{ id: string }> = await deps.knex('environments').select('id');
+    // only the environments placed on this host (or not placed, or with no web server yet): another host's agent samples its own, and a
+    // sample written here of an environment that runs elsewhere would read nothing (no process, no volume)
+    const envs: Array<{ id: string }> = await deps
+      .knex({ e: 'environments' })
+      .leftJoin({ s: 'servers' }, (j) => j.on('s.environment_id', 'e.id').andOnVal('s.role', 'web'))
+      .where((q) => q.where('s.host', provider.host.name).orWhereNull('s.host'))
+      .distinct('e.id');
     const at = new Date(Math.floor(Date.now() / 1000) * 1000);
     const rows: SampleRow[] = [];
     for (const { id } of envs) {

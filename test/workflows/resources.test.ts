@@ -5,6 +5,7 @@ import { ensureResourcePruneSchedule } from '../../core/temporal-starts';
 import { SCHEDULE_RESOURCE_SAMPLES_PRUNE } from '../../db/workflow-names';
 import { resourceSeries } from '../../db/queries/resources';
 import { until } from '../helpers/until';
+import { sessionAgent } from '../helpers/fixtures';
 
 const t = useTestContext({ worker: true, edge: false, env: { RESOURCE_SAMPLE_SECONDS: '1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
@@ -42,6 +43,31 @@ describe('the resource sampler (RESOURCE_SAMPLE_SECONDS)', () => {
     expect(rows.every((r: { cpu: number }) => r.cpu >= 0)).toBe(true);
     const seconds = rows.map((r: { at: Date }) => r.at.getTime() / 1000);
     expect(new Set(seconds).size).toBe(seconds.length);
+  });
+
+  it("samples only the environments placed on its own host: another host's agent samples its own", async () => {
+    // a second environment, placed on another host (a row heartbeating as its agent would)
+    await t.deps.knex('hosts').insert({
+      name: 'sampler-away',
+      address: '127.0.0.9',
+      cpu: 2,
+      memory_mb: 4096,
+      disk_gb: 50,
+      instance_ports_from: 30000,
+      instance_ports_to: 30999,
+      instance_token: 'token-sampler-away',
+    });
+    const owner = await sessionAgent(t, w.owner);
+    const made = await owner.post(`/projects/${w.project.id}/environments`, { name: 'away', git_ref: 'main' });
+    expect(made.status, made.text).toBe(201);
+    await t.deps.knex('servers').where({ environment_id: made.body.id, role: 'web' }).update({ host: 'sampler-away' });
+    const since = new Date();
+    // two rounds of this worker's sampler after the placement: its own environment sampled, the other not
+    await until('two more samples of the environment on this host', async () => {
+      const r = await t.deps.knex('resource_samples').where({ environment_id: w.environment.id }).where('at', '>', since);
+      return r.length >= 2 ? r : undefined;
+    });
+    expect(await t.deps.knex('resource_samples').where({ environment_id: made.body.id })).toEqual([]);
   });
 });
 
