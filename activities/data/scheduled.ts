@@ -2,16 +2,30 @@
  * What the backup window's schedule runs (workflows/backups.ts scheduledBackups): a backup task of every
  * environment of the project that has data, and the deletion of snapshots past the retention.
  */
+import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import { BackupWindow } from '../../db/models/backup-window';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { startBackupTask } from '../../core/backups/tasks';
-import { deleteFromDestination } from '../../core/backups/destinations';
+import { assertDestinationReachable, deleteFromDestination } from '../../core/backups/destinations';
+import { ensureBackupKey } from '../../core/backups/keys';
+import { AppError } from '../../core/errors';
+import { keyFingerprint } from '../../host/snapshot-format';
 import { volumeHasFiles } from '../../db/queries/storage';
+import { environmentHost } from '../../db/queries/hosts';
+import { lastVolumeBytes } from '../../db/queries/resources';
 
+/**
+ * The schedule runs in the control plane's worker (npm start's: its HOST_NAME is the API's). A `local` window
+ * destination is on this machine: for an environment placed on another host, no task is started (as the API
+ * refuses one, `local_destination_elsewhere`), and the refusal is kept as a failed scheduled snapshot with its
+ * reason, so that the team sees in its backups why the night's snapshot is missing.
+ */
 export async function startScheduledBackups(deps: Deps, projectId: string): Promise<string[]> {
   const window = await BackupWindow.query(deps.knex).findById(projectId);
   if (!window?.destination_id) return [];
+  const destination = await BackupDestination.query(deps.knex).findById(window.destination_id);
+  if (!destination) return [];
   const envs = await deps
     .knex('environments')
     .where({ project_id: projectId })
@@ -28,7 +42,17 @@ export async function startScheduledBackups(deps: Deps, projectId: string): Prom
   );
   const started: string[] = [];
   for (const env of envs) {
-    if (!withService.has(env.id) && !(await volumeHasFiles(deps.knex, deps.config.storageRoots, env.id))) continue;
+    if (!withService.has(env.id) && !(await volumeHoldsData(deps, env.id))) continue;
+    const refusal = await assertDestinationReachable(deps, env.id, destination, `No scheduled backup of ${env.name}`)
+      .then(() => null)
+      .catch((err) => {
+        if (err instanceof AppError) return err.message;
+        throw err;
+      });
+    if (refusal) {
+      await recordRefusedBackup(deps, env, destination.id, refusal);
+      continue;
+    }
     const task = await startBackupTask(
       deps,
       { via: 'schedule', userId: null },
@@ -62,4 +86,40 @@ export async function pruneSnapshots(deps: Deps, projectId: string): Promise<num
     deleted++;
   }
   return deleted;
+}
+
+/** A scheduled snapshot that was not taken, kept `failed` with the reason (no object is written). */
+async function recordRefusedBackup(
+  deps: Deps,
+  env: { id: string; team_id: string; project_id: string },
+  destinationId: string,
+  reason: string,
+) {
+  const id = randomUUID();
+  const key = await ensureBackupKey(deps.knex, deps.secrets, env.id);
+  await deps.knex('backups').insert({
+    id,
+    team_id: env.team_id,
+    project_id: env.project_id,
+    environment_id: env.id,
+    destination_id: destinationId,
+    status: 'failed',
+    trigger: 'scheduled',
+    object_key: `${env.id}/${id}.vcb`,
+    key_fingerprint: keyFingerprint(key),
+    error: reason,
+    finished_at: deps.knex.fn.now(),
+  });
+}
+
+/**
+ * Whether the environment's volume holds anything: read here for an environment on this machine (or not
+ * placed); for one on another host, from its last sample (written by that host's sampler). No such sample: it
+ * may hold data, so it is backed up.
+ */
+async function volumeHoldsData(deps: Deps, envId: string): Promise<boolean> {
+  const host = await environmentHost(deps.knex, envId);
+  if (!host || host.name === deps.config.hostName) return volumeHasFiles(deps.knex, deps.config.storageRoots, envId);
+  const bytes = await lastVolumeBytes(deps.knex, envId);
+  return bytes === null || bytes > 0;
 }

@@ -46,15 +46,15 @@ export function startResourceSampler(
       last.set(id, { cpuNs: usage.cpuNs, atNs: nowNs });
       const cpu =
         prev && usage.cpuNs >= prev.cpuNs ? ((usage.cpuNs - prev.cpuNs) / Number(nowNs - prev.atNs)) * 100 : 0;
+      const volumeBytes = await provider.contentBytes(await environmentVolume(deps.knex, deps.config.storageRoots, id));
       rows.push({
         environment_id: id,
         at,
         cpu: Math.round(cpu * 100) / 100,
         memory_bytes: usage.memoryBytes,
         // its directory (releases, HOME) and its volume, which lives under a root of STORAGE_ROOTS
-        disk_bytes:
-          (await provider.diskBytes(provider.environmentDir(id))) +
-          (await provider.diskBytes(await environmentVolume(deps.knex, deps.config.storageRoots, id))),
+        disk_bytes: (await provider.diskBytes(provider.environmentDir(id))) + volumeBytes,
+        volume_bytes: volumeBytes,
       });
     }
     // An environment deleted during the round fails the insert (foreign key): write the others.

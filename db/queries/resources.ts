@@ -110,6 +110,20 @@ export interface SampleRow {
   cpu: number;
   memory_bytes: number;
   disk_bytes: number;
+  /** The volume's own bytes (part of disk_bytes; the sampler always writes it). */
+  volume_bytes?: number;
+}
+
+/**
+ * The volume's bytes at the environment's last sample (written by the sampler of the host it runs on), or null
+ * when it has no sample that says (never sampled, or sampled before volumes were counted apart).
+ */
+export async function lastVolumeBytes(knex: Knex, envId: string): Promise<number | null> {
+  const row = await knex('resource_samples')
+    .where({ environment_id: envId })
+    .orderBy('at', 'desc')
+    .first('volume_bytes');
+  return row?.volume_bytes == null ? null : Number(row.volume_bytes);
 }
 
 /** Writes one round of samples (a retried round writes nothing twice). */

@@ -26,7 +26,7 @@ import {
 } from './sandbox';
 import { Supervisor } from './supervisor';
 import type { SupervisorOptions } from './supervisor-types';
-import { diskBytes, processUsage, type Usage } from './usage';
+import { contentBytes, diskBytes, processUsage, type Usage } from './usage';
 import { prepareVolume } from './volume';
 
 export interface Provider {
@@ -52,6 +52,8 @@ export interface Provider {
   usage(envId: string): Usage;
   /** Bytes under a directory of this host (0 when it does not exist). */
   diskBytes(dir: string): Promise<number>;
+  /** Bytes of a directory's contents on this host (0 when it is empty or does not exist). */
+  contentBytes(dir: string): Promise<number>;
 }
 
 interface LocalProviderOptions {
@@ -87,5 +89,6 @@ export function createLocalProvider(o: LocalProviderOptions): Provider {
     prepareVolume: async (envId, port, dir) => prepareVolume(await openJail(config.dataDir, envId, port), dir),
     usage: (envId) => processUsage(envId, supervisor.status(envId)?.pid ?? null),
     diskBytes,
+    contentBytes,
   };
 }

@@ -5,6 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { environmentUsage, sweep } from './cgroups';
 
@@ -35,6 +36,12 @@ export async function diskBytes(dir: string): Promise<number> {
     const out = (err as { stdout?: string }).stdout ?? '';
     return Number(out.split(/\s/)[0]) || 0;
   }
+}
+
+/** The bytes a directory's contents take: 0 when it is empty or missing (du counts an empty directory's own block). */
+export async function contentBytes(dir: string): Promise<number> {
+  const entries = await readdir(dir).catch(() => []);
+  return entries.length === 0 ? 0 : diskBytes(dir);
 }
 
 /** Without cgroups: the live web process group's resident memory and CPU time, from /proc. */

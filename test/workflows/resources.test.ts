@@ -1,9 +1,12 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
 import { ensureResourcePruneSchedule } from '../../core/temporal-starts';
 import { SCHEDULE_RESOURCE_SAMPLES_PRUNE } from '../../db/workflow-names';
 import { resourceSeries } from '../../db/queries/resources';
+import { environmentVolume } from '../../db/queries/storage';
 import { until } from '../helpers/until';
 import { sessionAgent } from '../helpers/fixtures';
 
@@ -40,9 +43,28 @@ describe('the resource sampler (RESOURCE_SAMPLE_SECONDS)', () => {
     // a node web server holds well over 10 MB resident; the release directory holds the checked-out app
     expect(Number(rows.at(-1).memory_bytes)).toBeGreaterThan(10 * 1024 * 1024);
     expect(Number(rows.at(-1).disk_bytes)).toBeGreaterThan(1000);
+    // the volume apart (part of the disk's bytes): empty until the app writes to it
+    expect(Number(rows.at(-1).volume_bytes)).toBe(0);
     expect(rows.every((r: { cpu: number }) => r.cpu >= 0)).toBe(true);
     const seconds = rows.map((r: { at: Date }) => r.at.getTime() / 1000);
     expect(new Set(seconds).size).toBe(seconds.length);
+  });
+
+  it("counts the volume's own bytes apart once it holds a file", async () => {
+    const dir = await environmentVolume(t.deps.knex, t.deps.config.storageRoots, w.environment.id);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'upload.bin'), Buffer.alloc(20_000, 1));
+    const since = new Date();
+    const row = await until('a sample counting the file', async () =>
+      t.deps
+        .knex('resource_samples')
+        .where({ environment_id: w.environment.id })
+        .where('at', '>', since)
+        .where('volume_bytes', '>=', 20_000)
+        .first(),
+    );
+    expect(Number(row.disk_bytes)).toBeGreaterThan(Number(row.volume_bytes));
+    rmSync(join(dir, 'upload.bin'));
   });
 
   it("samples only the environments placed on its own host: another host's agent samples its own", async () => {
@@ -64,7 +86,10 @@ describe('the resource sampler (RESOURCE_SAMPLE_SECONDS)', () => {
     const since = new Date();
     // two rounds of this worker's sampler after the placement: its own environment sampled, the other not
     await until('two more samples of the environment on this host', async () => {
-      const r = await t.deps.knex('resource_samples').where({ environment_id: w.environment.id }).where('at', '>', since);
+      const r = await t.deps
+        .knex('resource_samples')
+        .where({ environment_id: w.environment.id })
+        .where('at', '>', since);
       return r.length >= 2 ? r : undefined;
     });
     expect(await t.deps.knex('resource_samples').where({ environment_id: made.body.id })).toEqual([]);

@@ -203,6 +203,45 @@ describe('the backup window schedule', () => {
     expect(task).toBeTruthy();
     await owner.delete(`/projects/${w.project.id}/backup-window`);
   });
+
+  it('starts no snapshot to the local destination of an environment on another host; the refusal shows in its backups', async () => {
+    // an environment placed on another host (a host row, as its agent registers it), whose volume's last sample
+    // (written by that host's sampler) holds files: a local destination is on this machine, so nothing starts
+    await t.deps.knex('hosts').insert({
+      name: 'backups-away',
+      address: '127.0.0.9',
+      cpu: 2,
+      memory_mb: 4096,
+      disk_gb: 50,
+      instance_ports_from: 30000,
+      instance_ports_to: 30999,
+      instance_token: 'token-backups-away',
+    });
+    const made = await owner.post(`/projects/${w.project.id}/environments`, { name: 'away', git_ref: 'main' });
+    expect(made.status, made.text).toBe(201);
+    const away = made.body.id as string;
+    await t.deps.knex('servers').where({ environment_id: away, role: 'web' }).update({ host: 'backups-away' });
+    await t.deps
+      .knex('resource_samples')
+      .insert({ environment_id: away, at: new Date(), cpu: 0, memory_bytes: 0, disk_bytes: 9000, volume_bytes: 5000 });
+    const set = await owner.post(`/projects/${w.project.id}/backup-window`, {
+      hour_utc: 4,
+      retention_days: 2,
+      destination_id: destinationId,
+    });
+    expect(set.status, set.text).toBe(200);
+    await t.deps.temporal.schedule.getHandle(`backups-${w.project.id}`).trigger();
+    const refused = await until('the scheduled snapshot of the environment on another host, refused', async () => {
+      const list = (await owner.get(`/environments/${away}/backups`)).body.data as Array<Record<string, unknown>>;
+      return list.find((b) => b.trigger === 'scheduled');
+    });
+    expect(refused.status).toBe('failed');
+    expect(String(refused.error)).toContain('"disk"');
+    expect(String(refused.error)).toContain('Use an s3 destination');
+    expect(String(refused.error)).not.toContain('backups-away');
+    expect(await t.deps.knex('tasks').where({ environment_id: away, type: 'backup' })).toEqual([]);
+    await owner.delete(`/projects/${w.project.id}/backup-window`);
+  });
 });
 
 describe('a destination that stops answering', () => {
