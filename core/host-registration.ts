@@ -12,7 +12,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
 import type { Config } from '../system/config';
-import { claimHost, hostHeartbeat } from '../db/queries/hosts';
+import { claimHost, hostHeartbeat, markServicesHost } from '../db/queries/hosts';
 
 /** The heartbeat's period: 5 s, or a third of HOST_LOST_SECONDS when that is shorter. */
 const hostHeartbeatMs = (lostSeconds: number) => Math.min(5_000, Math.floor((lostSeconds * 1000) / 3));
@@ -61,7 +61,12 @@ export async function registerHost(
     Config,
     'hostName' | 'hostAddress' | 'hostCapacity' | 'storageRoots' | 'instancePorts' | 'hostLostSeconds' | 'dataDir'
   >,
-  o: { onLostName: () => void; onError: (err: unknown) => void },
+  o: {
+    onLostName: () => void;
+    onError: (err: unknown) => void;
+    /** This host's machine runs the services server (npm start's own host): its work goes to this queue. */
+    runsServices?: boolean;
+  },
 ): Promise<RegisteredHost> {
   const token = agentToken(config.dataDir);
   const claim = await claimHost(
@@ -77,6 +82,7 @@ export async function registerHost(
     config.hostLostSeconds,
   );
   if (!claim.claimed) throw new HostNameInUse(config.hostName, claim.heartbeatAgeSeconds, config.hostLostSeconds);
+  if (o.runsServices) await markServicesHost(knex, config.hostName);
   const timer = setInterval(() => {
     hostHeartbeat(knex, config.hostName, token).then(
       (ours) => {

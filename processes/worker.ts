@@ -31,6 +31,8 @@ const host = await registerHost(deps.knex, config, {
     process.kill(process.pid, 'SIGTERM');
   },
   onError: (err) => deps.logger.warn({ err }, 'host heartbeat failed'),
+  // npm start's worker runs beside the services server; an agent (`npm run host`) never does
+  runsServices: process.env.VC_HOST_AGENT !== '1',
 }).catch(async (err) => {
   if (!(err instanceof HostNameInUse)) throw err;
   console.error(err.message);

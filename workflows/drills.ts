@@ -8,9 +8,9 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { DataActivities } from '../activities/data';
 import { describeError, failure, runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
+import { onServicesHost } from './host-queue';
 import { ActivityFailure, TimeoutFailure } from '@temporalio/workflow';
 
-const acts = proxyActivities<DataActivities>(profiles.long);
 const quick = proxyActivities<DataActivities>(profiles.quick);
 
 function reasonOf(err: unknown): string {
@@ -26,6 +26,8 @@ export async function verifyBackup(input: TaskWorkflowInput<'verify'>) {
     await start();
     const backupId = params.backup_id;
     try {
+      // a drill restores beside the services server (its scratch server and the archive's restores)
+      const acts = proxyActivities<DataActivities>(await onServicesHost(profiles.long));
       return await acts.verifySnapshot({ taskId: input.task.id, backupId });
     } catch (err) {
       const reason = reasonOf(err);

@@ -37,3 +37,25 @@ export async function onEnvironmentHost(
     ...(o.bounded === false ? {} : { scheduleToStartTimeout: `${lostSeconds + HOST_GRACE_SECONDS}s` }),
   };
 }
+
+/**
+ * The patch that sent the services server's work to its host's queue: a workflow started before it replays on
+ * the shared queue as it ran.
+ */
+export const SERVICES_HOST_PATCH = 'services-host-queue';
+
+/**
+ * `profile` aimed at the queue of the host whose machine runs the services server (`hosts.runs_services`, npm
+ * start's own): the work on that server's files (a database disk's move, the WAL archive's backups, point-in-time
+ * restores, restore drills). No such host registered: the shared queue, as before.
+ */
+export async function onServicesHost(profile: ActivityOptions): Promise<ActivityOptions> {
+  if (!patched(SERVICES_HOST_PATCH)) return profile;
+  const { host, lostSeconds } = await taskActs.servicesHost();
+  if (!host) return profile;
+  return {
+    ...profile,
+    taskQueue: hostTaskQueue(workflowInfo().taskQueue, host),
+    scheduleToStartTimeout: `${lostSeconds + HOST_GRACE_SECONDS}s`,
+  };
+}

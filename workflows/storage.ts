@@ -4,12 +4,12 @@
  * discardStorage (`storage_discard`) deletes the copies moves left; growVolume (`volume_grow`) grows the
  * environment's volume and its allowance. The work is in activities/storage.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type { StorageActivities } from '../activities/storage';
 import { runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
 import { afterSwap } from './pitr';
-import { onEnvironmentHost } from './host-queue';
+import { onEnvironmentHost, onServicesHost, SERVICES_HOST_PATCH } from './host-queue';
 
 /** Copies take as long as the data: heartbeats say the worker lives. */
 const longActs = proxyActivities<StorageActivities>(profiles.long);
@@ -18,18 +18,27 @@ export async function moveStorage(input: TaskWorkflowInput<'storage_move'>) {
   return runTask(input, async ({ params: p, log, start }) => {
     await start();
     await log(`==> Moving the ${p.disk} disk from ${p.from} to ${p.to}`);
-    // the files disk is on the environment's host (host-queue.ts); the database disk is the services server's
-    const mover =
-      p.disk === 'files'
-        ? proxyActivities<StorageActivities>(await onEnvironmentHost(input.task.environment_id!, profiles.long))
-        : longActs;
-    const moved = await mover.moveStorageDisk({
-      taskId: input.task.id,
-      environmentId: input.task.environment_id!,
-      disk: p.disk,
-      to: p.to,
-    });
-    if (p.disk === 'database') await afterSwap(input.task.id);
+    const environmentId = input.task.environment_id!;
+    // the files disk is on the environment's host (host-queue.ts)
+    if (p.disk === 'files') {
+      const onHost = proxyActivities<StorageActivities>(await onEnvironmentHost(environmentId, profiles.long));
+      return onHost.moveStorageDisk({ taskId: input.task.id, environmentId, disk: p.disk, to: p.to });
+    }
+    // the database disk is the services server's: moved on its host, the web process stopped meanwhile on its own
+    let moved: Awaited<ReturnType<StorageActivities['moveStorageDisk']>>;
+    if (!patched(SERVICES_HOST_PATCH)) {
+      moved = await longActs.moveStorageDisk({ taskId: input.task.id, environmentId, disk: p.disk, to: p.to });
+    } else {
+      const onEnvHost = proxyActivities<StorageActivities>(await onEnvironmentHost(environmentId, profiles.long));
+      const onServices = proxyActivities<StorageActivities>(await onServicesHost(profiles.long));
+      const { stopped } = await onEnvHost.stopWebForMove({ taskId: input.task.id, environmentId });
+      try {
+        moved = await onServices.moveDatabaseDisk({ taskId: input.task.id, environmentId, to: p.to });
+      } finally {
+        if (stopped) await onEnvHost.startWebAfterMove({ taskId: input.task.id, environmentId });
+      }
+    }
+    await afterSwap(input.task.id);
     return moved;
   });
 }

@@ -77,7 +77,72 @@ export function createStorageActivities(deps: Deps, provider: Provider) {
     });
   }
 
+  /** Copies the service database into a tablespace at `to` (the services server's files: its host), switches it. */
+  async function moveDatabase(
+    envId: string,
+    row: { id: string; location: string; generation: number },
+    to: string,
+    log: TaskLog,
+  ): Promise<{ rows: number }> {
+    const login = await serviceLogin(deps, envId);
+    if (!login) throw fail('the environment has no database service: nothing to move');
+    const generation = row.generation + 1;
+    const r = await moveServiceDatabase(config, login, {
+      envId,
+      root: to,
+      generation,
+      say: (line) => log.line(line),
+    });
+    await knex('storage_disks').where({ id: row.id }).update({
+      location: to,
+      old_location: row.location,
+      generation,
+      old_generation: row.generation,
+      updated_at: knex.fn.now(),
+    });
+    return { rows: r.rows };
+  }
+
   return {
+    /**
+     * The web process stopped on the environment's host, while its `database` disk moves on the services server's
+     * host (`moveDatabaseDisk`); `startWebAfterMove` starts it again, also when the move failed.
+     */
+    async stopWebForMove(input: { taskId: string; environmentId: string }): Promise<{ stopped: boolean }> {
+      return withLog(input.taskId, async (log) => {
+        log.line('==> Stopping the web process while the database disk moves');
+        const stopped = await supervisor.stopWeb(input.environmentId);
+        if (!stopped) log.line('==> No web process runs here');
+        return { stopped };
+      });
+    },
+
+    async startWebAfterMove(input: { taskId: string; environmentId: string }): Promise<void> {
+      return withLog(input.taskId, (log) => startWeb(input.environmentId, log));
+    },
+
+    /**
+     * The `database` disk's move on the services server's host (workflows/storage.ts sends it there), its web
+     * process stopped meanwhile on its own host. A retry after the switch finds it done.
+     */
+    async moveDatabaseDisk(input: { taskId: string; environmentId: string; to: string }) {
+      return withLog(input.taskId, async (log) => {
+        const envId = input.environmentId;
+        const row = (await environmentStorage(knex, roots(), envId)).database;
+        if (row.location === input.to && row.old_location) {
+          log.line(`==> The database disk already lives under ${input.to}`);
+          return { disk: 'database' as const, location: row.location, old_location: row.old_location };
+        }
+        if (!roots().includes(input.to)) throw fail(`${input.to} is not a root of STORAGE_ROOTS`);
+        log.line(`==> Moving the database disk from ${row.location} to ${input.to}`);
+        const measured = await moveDatabase(envId, row, input.to, log);
+        log.line(
+          `==> The database disk lives under ${input.to}; the old copy stays under ${row.location} until discarded`,
+        );
+        return { disk: 'database' as const, location: input.to, old_location: row.location, ...measured };
+      });
+    },
+
     /**
      * Moves one disk to `to`: the web process is stopped, the data copied and verified, the disk switched to
      * the new root (its old copy kept), and the web process started again (also when the move failed).
@@ -111,23 +176,7 @@ export function createStorageActivities(deps: Deps, provider: Provider) {
               .where({ id: row.id })
               .update({ location: input.to, old_location: from, updated_at: knex.fn.now() });
           } else {
-            const login = await serviceLogin(deps, envId);
-            if (!login) throw fail('the environment has no database service: nothing to move');
-            const generation = row.generation + 1;
-            const r = await moveServiceDatabase(config, login, {
-              envId,
-              root: input.to,
-              generation,
-              say: (line) => log.line(line),
-            });
-            measured = { rows: r.rows };
-            await knex('storage_disks').where({ id: row.id }).update({
-              location: input.to,
-              old_location: from,
-              generation,
-              old_generation: row.generation,
-              updated_at: knex.fn.now(),
-            });
+            measured = await moveDatabase(envId, row, input.to, log);
           }
           log.line(
             `==> The ${input.disk} disk lives under ${input.to}; the old copy stays under ${from} until discarded`,

@@ -6,6 +6,7 @@ import { recordTaskPhases, type TaskPhase } from '../../db/queries/task-phases';
 import { type GateBlocker, type GatedStart, startTaskGated } from '../../db/queries/task-gate';
 import { replaceFromLostHost } from '../../core/placement';
 import { loadPriceList } from '../../core/pricing';
+import { servicesHost } from '../../db/queries/hosts';
 
 /** Task activities: the workflow records every transition of its task through these (all idempotent). */
 export function createTaskActivities(deps: Deps) {
@@ -49,6 +50,10 @@ export function createTaskActivities(deps: Deps) {
     async environmentHost(input: { environmentId: string }): Promise<{ host: string; lostSeconds: number }> {
       const row = await knex('servers').where({ environment_id: input.environmentId, role: 'web' }).first('host');
       return { host: row?.host ?? deps.config.hostName, lostSeconds: deps.config.hostLostSeconds };
+    },
+    /** The host whose machine runs the services server (null: none registered as such, any worker may). */
+    async servicesHost(): Promise<{ host: string | null; lostSeconds: number }> {
+      return { host: await servicesHost(knex), lostSeconds: deps.config.hostLostSeconds };
     },
     /** A deploy's environment on a lost host is placed again elsewhere (core/placement.ts). */
     async replaceLostHost(input: { environmentId: string }) {

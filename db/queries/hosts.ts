@@ -106,6 +106,20 @@ export async function claimHost(
   return { claimed: false, heartbeatAgeSeconds: Math.max(0, Number(held?.age ?? 0)) };
 }
 
+/** Marks `name` as the host whose machine runs the services server (npm start's own; at most one). */
+export async function markServicesHost(knex: Knex, name: string): Promise<void> {
+  await knex.transaction(async (trx) => {
+    await trx('hosts').whereNot({ name }).where({ runs_services: true }).update({ runs_services: false });
+    await trx('hosts').where({ name }).update({ runs_services: true });
+  });
+}
+
+/** The host whose machine runs the services server, or null when none registered as such. */
+export async function servicesHost(knex: Knex): Promise<string | null> {
+  const row = await knex('hosts').where({ runs_services: true }).first('name');
+  return row?.name ?? null;
+}
+
 /** The agent's heartbeat: false when its row is no longer its own (another agent took the name). */
 export async function hostHeartbeat(knex: Knex, name: string, token: string): Promise<boolean> {
   const n = await knex('hosts').where({ name, instance_token: token }).update({ heartbeat_at: knex.fn.now() });

@@ -115,6 +115,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       host = await registerHost(deps.knex, config, {
         onLostName: () => deps.logger.error('the test host lost its name'),
         onError: () => undefined,
+        runsServices: true,
       });
     const server = await startApiServer(deps, 0, '127.0.0.1');
     const port = (server.address() as { port: number }).port;

@@ -10,6 +10,7 @@ import { sessionAgent } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { dropServiceDatabase, servicesAdminUrl } from '../../../host/pg-server';
 import { tenantUid } from '../../../host/provider/sandbox';
+import { hostTaskQueue } from '../../../system/task-queues';
 
 /**
  * The environment's disks through the real stack: an app deployed in its sandbox writes into VC_VOLUME_PATH
@@ -160,6 +161,26 @@ describe('POST /environments/{id}/storage/database/move', () => {
     expect((await app('/write?body=three')).text).toBe('one,two,three');
     const disk = (await owner.get(`${env()}/storage/database/disk`)).body;
     expect(disk).toMatchObject({ location: roots[1], old_location: roots[0] });
+    // the copy ran on the queue of the host that runs the services server (npm start's own: the file's host, as
+    // its registration marks it), the web process's stop and start on the environment's host's queue, none on
+    // the shared queue that any host's worker polls
+    const { workflow_id } = await t.deps.knex('tasks').where({ id: task.id }).first('workflow_id');
+    const history = await t.deps.temporal.workflow.getHandle(workflow_id).fetchHistory();
+    const scheduled = Object.fromEntries(
+      (history.events ?? []).flatMap((e) => {
+        const a = e.activityTaskScheduledEventAttributes;
+        return a ? [[a.activityType?.name, a.taskQueue?.name]] : [];
+      }),
+    );
+    const services = (await t.deps.knex('hosts').where({ runs_services: true }).first('name')).name;
+    expect(services).toBe(t.config.hostName);
+    const hostQueue = hostTaskQueue(t.config.taskQueue, t.config.hostName);
+    expect(scheduled).toMatchObject({
+      stopWebForMove: hostQueue,
+      moveDatabaseDisk: hostTaskQueue(t.config.taskQueue, services),
+      startWebAfterMove: hostQueue,
+    });
+    expect(scheduled.moveStorageDisk).toBeUndefined();
   });
 
   it('a move run again after its swap, as when its worker died before recording it, ends the same move', async () => {
