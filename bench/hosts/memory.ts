@@ -21,7 +21,7 @@ const field = (text: string, name: string) => {
 };
 
 /** One process's memory, or null when it is gone (or not readable). */
-export function processMemory(pid: number): ProcessMemory | null {
+function processMemory(pid: number): ProcessMemory | null {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
