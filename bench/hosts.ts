@@ -21,6 +21,7 @@ import { startWorker } from '../processes/worker-runtime';
 import { startEdge } from '../edge/server';
 import { registerHost } from '../core/host-registration';
 import { tenantUid } from '../host/provider/sandbox';
+import { removeCgroupBase, removeEnvironmentCgroups } from '../host/provider/cgroups';
 import { createAppRepo } from '../test/helpers/deploy-fixtures';
 import { Session } from '../db/models/session';
 import { randomToken, sessionDigest } from '../api/lib/token-format';
@@ -84,6 +85,7 @@ export async function run(): Promise<void> {
     hostName: deps.config.hostName,
   });
   const uids = new Set<number>();
+  const envIds: string[] = [];
   const rows: Array<Record<string, string | number>> = [];
   try {
     const repo = createAppRepo(mkdtempSync(path.join(reposDir, 'repo-')));
@@ -139,6 +141,7 @@ export async function run(): Promise<void> {
         201,
       );
       placed.push(now() - t0);
+      envIds.push(envId);
       const taskId = await post(`/environments/${envId}/deploy`, {}, asToken, 202);
       const { port } = await knex('environments').where({ id: envId }).first('port');
       ports.push(port);
@@ -239,7 +242,7 @@ export async function run(): Promise<void> {
     worker = null;
     await edge.close();
     edge = null;
-    stopTenants(uids);
+    await stopTenants(uids, envIds);
     host.stop();
 
     // ---- (b) placement over 10 registered hosts; (c) the edge with 1,000 backends --------------------------
@@ -248,15 +251,18 @@ export async function run(): Promise<void> {
   } finally {
     await worker?.shutdown().catch(() => undefined);
     await edge?.close().catch(() => undefined);
-    stopTenants(uids);
+    await stopTenants(uids, envIds);
     host.stop();
     await sys.close();
     rmSync(reposDir, { recursive: true, force: true });
   }
 }
 
-/** Kills every process running under the bench's tenants' uids (its environments' sandboxes). */
-function stopTenants(uids: Set<number>): void {
+/**
+ * Kills every process running under the bench's tenants' uids (its environments' sandboxes), then takes their
+ * cgroups away (the bench host's `vc-console-<HOST_NAME>` subtree).
+ */
+async function stopTenants(uids: Set<number>, envIds: string[]): Promise<void> {
   for (const p of allProcesses()) {
     if (!uids.has(p.uid)) continue;
     try {
@@ -265,4 +271,6 @@ function stopTenants(uids: Set<number>): void {
       // gone
     }
   }
+  for (const id of envIds) await removeEnvironmentCgroups(id);
+  removeCgroupBase();
 }
