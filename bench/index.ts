@@ -8,6 +8,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = 
   environments: () => import('./environments'),
   deploys: () => import('./deploys'),
   golive: () => import('./golive'),
+  hosts: () => import('./hosts'),
   edge: () => import('./edge'),
   'edge-variants': () => import('./edge/variants'),
   cdn: () => import('./edge/cdn'),

@@ -13,6 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import type { Knex } from 'knex';
 import type { Deps } from '../system/deps';
 import type { Actor } from './actor';
 import { errors } from './errors';
@@ -133,17 +134,29 @@ export async function startTask<T extends TaskType>(deps: Deps, by: TaskRequeste
   // Usually: the row is written in a transaction that overlaps the workflow start and commits only once
   // the start has succeeded. A refused start rolls it back (neither exists); a crash before the commit
   // leaves the workflow, whose first activity inserts the same row (waiting on this transaction's row
-  // lock, if any, then upserting).
-  const trx = await deps.knex.transaction();
+  // lock, if any, then upserting). The start is sent first, and the transaction's BEGIN and insert go
+  // meanwhile, so that only the COMMIT follows the start on the request's path. The commit does not wait
+  // for the WAL flush (synchronous_commit off, this transaction only): the row is visible at once, and
+  // should PostgreSQL crash before the flush, the workflow's first activity inserts it again from its input,
+  // as after an API crash.
+  const started = start();
+  started.catch(() => undefined); // awaited below; a refusal before the transaction opened is not unhandled
+  let trx: Knex.Transaction | undefined;
   try {
-    // run_id is left to the workflow's first activity (it records its own run); until then a cancel
-    // addresses the workflow id, whose one open run is this task's.
-    const [row] = await Promise.all([insertTask(trx, task), start()]);
+    trx = await deps.knex.transaction();
+    const open = trx;
+    const insert = async () => {
+      await open.raw('SET LOCAL synchronous_commit TO OFF');
+      // run_id is left to the workflow's first activity (it records its own run); until then a cancel
+      // addresses the workflow id, whose one open run is this task's.
+      return insertTask(open, task);
+    };
+    const [row] = await Promise.all([insert(), started]);
     if (KILL_AFTER_WORKFLOW_START) process.kill(process.pid, 'SIGKILL');
     await trx.commit();
     return row;
   } catch (err) {
-    await trx.rollback().catch(() => undefined);
+    await trx?.rollback().catch(() => undefined);
     if (!(err instanceof WorkflowExecutionAlreadyStartedError) || !spec.environmentId) throw err;
   }
 
