@@ -37,3 +37,12 @@ export async function onEnvironmentHost(
     ...(o.bounded === false ? {} : { scheduleToStartTimeout: `${lostSeconds + HOST_GRACE_SECONDS}s` }),
   };
 }
+
+/** `profile` aimed at a named host's queue (a move's new and old hosts), bounded like onEnvironmentHost's. */
+export function onHost(host: string, lostSeconds: number, profile: ActivityOptions): ActivityOptions {
+  return {
+    ...profile,
+    taskQueue: hostTaskQueue(workflowInfo().taskQueue, host),
+    scheduleToStartTimeout: `${lostSeconds + HOST_GRACE_SECONDS}s`,
+  };
+}

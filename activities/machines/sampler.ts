@@ -6,7 +6,8 @@
  * resource_samples.
  */
 import type { Deps } from '../../system/deps';
-import { insertSamples, type SampleRow } from '../../db/queries/resources';
+import { readdir } from 'node:fs/promises';
+import { environmentsSampledOn, insertSamples, type SampleRow } from '../../db/queries/resources';
 import { environmentVolume } from '../../db/queries/storage';
 import type { Provider } from '../../host/provider';
 
@@ -30,7 +31,8 @@ export function startResourceSampler(
   let running: Promise<number> | null = null;
 
   const round = async (): Promise<number> => {
-    const envs: Array<{ id: string }> = await deps.knex('environments').select('id');
+    // the environments of this host (those with no host recorded too): another host samples its own
+    const envs: Array<{ id: string }> = await environmentsSampledOn(deps.knex, deps.config.hostName);
     const at = new Date(Math.floor(Date.now() / 1000) * 1000);
     const rows: SampleRow[] = [];
     for (const { id } of envs) {
@@ -40,6 +42,7 @@ export function startResourceSampler(
       last.set(id, { cpuNs: usage.cpuNs, atNs: nowNs });
       const cpu =
         prev && usage.cpuNs >= prev.cpuNs ? ((usage.cpuNs - prev.cpuNs) / Number(nowNs - prev.atNs)) * 100 : 0;
+      const volume = await environmentVolume(deps.knex, deps.config.storageRoots, id);
       rows.push({
         environment_id: id,
         at,
@@ -48,7 +51,8 @@ export function startResourceSampler(
         // its directory (releases, HOME) and its volume, which lives under a root of STORAGE_ROOTS
         disk_bytes:
           (await provider.diskBytes(provider.environmentDir(id))) +
-          (await provider.diskBytes(await environmentVolume(deps.knex, deps.config.storageRoots, id))),
+          (await provider.diskBytes(volume)),
+        volume_held: (await readdir(volume).catch(() => [])).length > 0,
       });
     }
     // An environment deleted during the round fails the insert (foreign key): write the others.

@@ -110,6 +110,8 @@ export interface SampleRow {
   cpu: number;
   memory_bytes: number;
   disk_bytes: number;
+  /** Whether its volume held anything (migration 700): what a lost host's move decides on. */
+  volume_held?: boolean;
 }
 
 /** Writes one round of samples (a retried round writes nothing twice). */
@@ -129,4 +131,17 @@ export async function deleteOldSamples(knex: Knex, batch = 50_000): Promise<numb
     RESOURCE_RETENTION_DAYS,
   ]);
   return rowCount ?? 0;
+}
+
+/** The environments a host samples: those whose `web` server is placed on it, or on no host recorded. */
+export async function environmentsSampledOn(knex: Knex, host: string): Promise<Array<{ id: string }>> {
+  return knex({ e: 'environments' })
+    .whereNotExists(
+      knex('servers')
+        .whereRaw('servers.environment_id = e.id')
+        .where('servers.role', 'web')
+        .whereNotNull('servers.host')
+        .whereNot('servers.host', host),
+    )
+    .select('e.id');
 }
