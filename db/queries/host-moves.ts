@@ -107,12 +107,16 @@ export async function clearHostLoss(knex: Db, name: string): Promise<void> {
   await knex('hosts').where({ name }).update({ lost_at: null });
 }
 
-/** Draining hosts with no environment left become `drained`; their names. */
+/**
+ * Draining hosts with no environment left become `drained`; their names. A move places the environment on its
+ * new host before it starts there: while any move is pending or running, no drain is taken as finished.
+ */
 export async function finishDrains(knex: Db): Promise<string[]> {
   const { rows } = await knex.raw(
     `UPDATE hosts h SET status = 'drained'
       WHERE h.status = 'draining'
         AND NOT EXISTS (SELECT 1 FROM servers s WHERE s.host = h.name AND s.role = 'web')
+        AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.type = 'move' AND t.status IN ('pending', 'running'))
       RETURNING h.name`,
   );
   return rows.map((r: { name: string }) => r.name);
