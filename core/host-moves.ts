@@ -27,10 +27,10 @@ import {
 } from '../db/queries/host-moves';
 import { publishEdgeRoute } from '../db/queries/edge-routes';
 
-export type MoveReason = 'drain' | 'lost' | 'evacuate';
+type MoveReason = 'drain' | 'lost' | 'evacuate';
 
 /** What the edge answers for an environment whose host is lost and whose data is there (CONTRACT "Hosts"). */
-export const HOST_DOWN_TEXT = 'the machine this environment runs on is down';
+const HOST_DOWN_TEXT = 'the machine this environment runs on is down';
 
 const SUMMARIES: Record<MoveReason, string> = {
   drain: 'its machine is drained',
@@ -70,7 +70,9 @@ export async function startMove(
 export async function drainHost(
   deps: Deps,
   name: string,
-): Promise<{ found: false } | { found: true; moves: Array<{ environment: string; taskId?: string; refused?: string }> }> {
+): Promise<
+  { found: false } | { found: true; moves: Array<{ environment: string; taskId?: string; refused?: string }> }
+> {
   if (!(await setHostStatus(deps.knex, name, 'draining'))) return { found: false };
   const moves = [];
   for (const env of await environmentsOnHost(deps.knex, name)) {
@@ -113,7 +115,7 @@ export async function sweepHosts(deps: Deps): Promise<{ lost: string[]; drained:
 }
 
 /** An environment an evacuation would restore, with the snapshot it would restore (null: no readable one). */
-export interface Evacuee {
+interface Evacuee {
   environment: PlacedEnvironment;
   snapshot: { id: string; finished_at: Date; age_seconds: number } | null;
 }

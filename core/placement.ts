@@ -130,7 +130,7 @@ export async function replaceFromLostHost(
   });
 }
 
-export type MovePlacement =
+type MovePlacement =
   | { status: 'placed'; from: string; to: string; fromLost: boolean }
   | { status: 'refused'; from: string; message: string };
 

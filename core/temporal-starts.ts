@@ -348,7 +348,11 @@ export const hostWatchScheduleId = (taskQueue: string) =>
  * drains with nothing left end `drained`, rejoined hosts stop their stale instances (workflows/moves.ts). Often
  * enough that a stateless environment answers again within 60 s of its host's loss (HOST_LOST_SECONDS 30).
  */
-export async function ensureHostWatchSchedule(client: Client, taskQueue: string, every = '5s'): Promise<EnsuredSchedule> {
+export async function ensureHostWatchSchedule(
+  client: Client,
+  taskQueue: string,
+  every = '5s',
+): Promise<EnsuredSchedule> {
   const scheduleId = hostWatchScheduleId(taskQueue);
   return ensureSchedule(client, {
     scheduleId,

@@ -49,9 +49,7 @@ export function startResourceSampler(
         cpu: Math.round(cpu * 100) / 100,
         memory_bytes: usage.memoryBytes,
         // its directory (releases, HOME) and its volume, which lives under a root of STORAGE_ROOTS
-        disk_bytes:
-          (await provider.diskBytes(provider.environmentDir(id))) +
-          (await provider.diskBytes(volume)),
+        disk_bytes: (await provider.diskBytes(provider.environmentDir(id))) + (await provider.diskBytes(volume)),
         volume_held: (await readdir(volume).catch(() => [])).length > 0,
       });
     }

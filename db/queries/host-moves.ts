@@ -36,19 +36,6 @@ export async function environmentsOnHost(knex: Db, host: string): Promise<Placed
     );
 }
 
-/** Where the environment's `web` server is placed (null: no host recorded), and whether that host is lost. */
-export async function webPlacement(
-  knex: Db,
-  environmentId: string,
-  lostSeconds: number,
-): Promise<{ host: string | null; lost: boolean } | null> {
-  const row = await knex({ s: 'servers' })
-    .leftJoin({ h: 'hosts' }, 'h.name', 's.host')
-    .where({ 's.environment_id': environmentId, 's.role': 'web' })
-    .first('s.host', knex.raw('coalesce(h.heartbeat_at < ?, false) AS lost', [lostAfter(knex, lostSeconds)]));
-  return row ? { host: row.host ?? null, lost: Boolean(row.lost) } : null;
-}
-
 /** Places the environment's `web` server on `host` (a move, or a failed move put back). */
 export async function setWebPlacement(knex: Db, environmentId: string, host: string | null): Promise<void> {
   await knex('servers')
@@ -124,7 +111,11 @@ export async function finishDrains(knex: Db): Promise<string[]> {
 
 /** Environments whose `web` server is placed on another host than `host` (a rejoining host stops them). */
 export async function environmentsPlacedElsewhere(knex: Db, host: string): Promise<string[]> {
-  const rows = await knex('servers').where({ role: 'web' }).whereNotNull('host').whereNot({ host }).select('environment_id');
+  const rows = await knex('servers')
+    .where({ role: 'web' })
+    .whereNotNull('host')
+    .whereNot({ host })
+    .select('environment_id');
   return rows.map((r: { environment_id: string }) => r.environment_id);
 }
 

@@ -158,7 +158,12 @@ function removeHostNetworks(tag: string): void {
     run('ip', ['netns', 'delete', name]);
     run('ip', ['link', 'delete', `v${tag}-${name.slice(`vc-${tag}-`.length)}`]);
   }
-  for (const table of [`inet vc_sandbox_${tag}`, `ip vc_sandbox_nat_${tag}`, `ip vc_services_${tag}`, `ip vc_instances_${tag}`])
+  for (const table of [
+    `inet vc_sandbox_${tag}`,
+    `ip vc_sandbox_nat_${tag}`,
+    `ip vc_services_${tag}`,
+    `ip vc_instances_${tag}`,
+  ])
     run('nft', ['delete', 'table', ...table.split(' ')]);
 }
 
@@ -249,10 +254,14 @@ describe('moving environments between hosts', () => {
     // the host's agent dies (its instances run on: they are stale once their environment runs elsewhere)
     await killAndWait(children.at(-1)!, 'SIGKILL');
     lostAt = Date.now();
-    const move = await until('the move of one', async () => {
-      const m = await newestMove(one.id);
-      return m?.status === 'succeeded' && JSON.parse(JSON.stringify(m.params)).reason === 'lost' && m;
-    }, { timeoutMs: 60_000 });
+    const move = await until(
+      'the move of one',
+      async () => {
+        const m = await newestMove(one.id);
+        return m?.status === 'succeeded' && JSON.parse(JSON.stringify(m.params)).reason === 'lost' && m;
+      },
+      { timeoutMs: 60_000 },
+    );
     expect((await placement(one.id)).host).toBe(here);
     expect(await fetchEnvironment(one.port)).toEqual({ status: 200, text: 'v1' });
     const took = (Date.now() - lostAt) / 1000;
@@ -270,9 +279,12 @@ describe('moving environments between hosts', () => {
     });
     expect(down.text).toContain('the machine this environment runs on is down');
     // the team sees the server's status
-    const machines = await agent.get(`/environments/${two.id}/machines`);
-    expect(machines.status, machines.text).toBe(200);
-    expect(JSON.stringify(machines.body)).toContain('host_lost');
+    const servers = await agent.get('/servers');
+    expect(servers.status, servers.text).toBe(200);
+    const web = (servers.body.data as Array<{ environment_id: string; role: string; status: string }>).find(
+      (x) => x.environment_id === two.id && x.role === 'web',
+    );
+    expect(web?.status).toBe('host_lost');
   }, 180_000);
 
   it('evacuate lists each host_lost environment with the age of its snapshot, or no readable snapshot', async () => {
