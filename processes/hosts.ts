@@ -14,7 +14,7 @@ import { type Host, listHosts, setHostStatus } from '../db/queries/hosts';
 import { embeddedPassword } from './embedded-postgres';
 import { createDeps } from './deps';
 import type { Deps } from '../system/deps';
-import { drainHost, evacuationList } from '../core/host-moves';
+import { drainHost, evacuationList, startMove } from '../core/host-moves';
 
 const config = loadConfig();
 
@@ -189,7 +189,7 @@ function age(seconds: number): string {
 program
   .command('evacuate <name>')
   .description("List a lost host's environments that kept data there, with the snapshot each would restore")
-  .option('--confirm', 'restore each onto another host (not built yet)')
+  .option('--confirm', 'restore each from that snapshot onto another host, and e-mail its team what was lost')
   .action(async (name: string, o: { confirm?: boolean }) => {
     const list = await withKnex(async (knex) => {
       const host = (await listHosts(knex, config.hostLostSeconds)).find((h) => h.name === name);
@@ -205,11 +205,24 @@ program
             : 'no readable snapshot'
         }`,
       );
-    if (o.confirm)
-      throw new Error(
-        'evacuate --confirm is not built yet: nothing was restored. Bring the host back (it stops its stale instances ' +
-          'and serves these environments again), or restore a snapshot onto each yourself.',
-      );
+    if (!o.confirm) {
+      if (list.length) console.log('Run again with --confirm to restore each from that snapshot onto another host.');
+      return;
+    }
+    await withDeps(async (deps) => {
+      for (const e of list) {
+        if (!e.snapshot) {
+          console.log(`${e.environment.name}: not restored: no readable snapshot (it waits for its host)`);
+          continue;
+        }
+        const r = await startMove(deps, e.environment, 'evacuate', e.snapshot.id);
+        console.log(
+          'taskId' in r
+            ? `${e.environment.name}: restoring onto another host (task ${r.taskId})`
+            : `${e.environment.name}: not restored now (${r.refused})`,
+        );
+      }
+    });
   });
 
 program

@@ -18,6 +18,7 @@
  * instances stopped on its own queue.
  */
 import { proxyActivities } from '@temporalio/workflow';
+import type { DataActivities } from '../activities/data';
 import type { DeployActivities } from '../activities/deploys';
 import type { MoveActivities } from '../activities/machines/moves';
 import { failure, runTask, type TaskWorkflowInput } from './task-runner';
@@ -51,6 +52,11 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
       return failure(`no_capacity: ${placed.message}`);
     }
     try {
+      if (params.reason === 'evacuate' && params.backup_id) {
+        // its data first, from the snapshot, on the new host: the release then starts with it
+        const onNewData = proxyActivities<DataActivities>(onHost(placed.to, placed.lostSeconds, profiles.long));
+        await onNewData.restoreBackup({ taskId, backupId: params.backup_id, environmentId });
+      }
       if (facts.liveReleaseId) {
         const onNew = proxyActivities<DeployActivities>(onHost(placed.to, placed.lostSeconds, stepProfile('15m')));
         await onNew.goLive({ taskId, releaseId: facts.liveReleaseId, type: 'move', skipSteps: true });
@@ -65,6 +71,10 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
     }
     await acts.markMoved({ environmentId });
     await log('==> This environment now runs on another machine');
+    if (params.reason === 'evacuate' && params.backup_id) {
+      const told = await acts.mailEvacuation({ taskId, environmentId, backupId: params.backup_id });
+      await log(`==> The team's owners and admins were told what was lost (${told} e-mail${told === 1 ? '' : 's'})`);
+    }
     if (!placed.fromLost) leave = { host: placed.from, lostSeconds: placed.lostSeconds };
     return { moved: true, reason: params.reason };
   });

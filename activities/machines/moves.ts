@@ -5,6 +5,8 @@
  * go-live that deploys use (activities/deploys), sent to the new host's queue.
  */
 import { existsSync } from 'node:fs';
+import { Context } from '@temporalio/activity';
+import { evacuationEmail } from '../../system/mail';
 import type { Deps } from '../../system/deps';
 import type { Provider } from '../../host/provider';
 import { loadPriceList } from '../../core/pricing';
@@ -14,8 +16,10 @@ import {
   clearHostLoss,
   environmentsOnHost,
   environmentsPlacedElsewhere,
+  evacuationFacts,
   setWebPlacement,
   setWebStatus,
+  teamAdminEmails,
   volumeHeldAtLastSample,
 } from '../../db/queries/host-moves';
 import { liveRelease } from '../../db/queries/releases';
@@ -93,6 +97,26 @@ export function createMoveActivities(deps: Deps, provider: Provider) {
       }
       if (stopped + back > 0) deps.logger.info({ stopped, back }, 'rejoined: stale instances stopped');
       return { stopped, back };
+    },
+
+    /** An evacuated environment's team owners and admins hear what was lost: the writes since its snapshot. */
+    async mailEvacuation(input: { taskId: string; environmentId: string; backupId: string }): Promise<number> {
+      const facts = await evacuationFacts(knex, input.environmentId, input.backupId);
+      if (!facts) return 0;
+      const mail = evacuationEmail({
+        project: facts.project,
+        environment: facts.environment,
+        snapshotAt: new Date(facts.snapshot_at).toISOString().replace('.000Z', 'Z'),
+        taskUrl: `${deps.config.baseUrl}/api/vc/v1/tasks/${input.taskId}`,
+      });
+      const people = await teamAdminEmails(knex, facts.team_id);
+      // an attempt after a partial send would send twice: only the first attempt sends
+      if (Context.current().info.attempt > 1) return 0;
+      for (const to of people)
+        await deps.mailer
+          .send({ to, ...mail })
+          .catch((err) => deps.logger.warn({ err: String(err), taskId: input.taskId }, 'evacuation e-mail not sent'));
+      return people.length;
     },
 
     /** The rejoined host's loss is over (it stays `drained` until the operator undrains it). */

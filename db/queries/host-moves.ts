@@ -145,3 +145,32 @@ export async function newestReadableSnapshot(
     );
   return row ? { id: row.id, finished_at: row.finished_at, age_seconds: Number(row.age_seconds) } : null;
 }
+
+/** The e-mail addresses of the team's owners and admins (an evacuation tells them what was lost). */
+export async function teamAdminEmails(knex: Db, teamId: string): Promise<string[]> {
+  const rows = await knex({ m: 'memberships' })
+    .join({ u: 'users' }, 'u.id', 'm.user_id')
+    .where('m.team_id', teamId)
+    .whereIn('m.role', ['owner', 'admin'])
+    .orderBy('u.email')
+    .select('u.email');
+  return rows.map((r: { email: string }) => r.email);
+}
+
+/** What an evacuation's e-mail names: the environment, its project and team, and when its snapshot was taken. */
+export async function evacuationFacts(
+  knex: Db,
+  environmentId: string,
+  backupId: string,
+): Promise<{ team_id: string; project: string; environment: string; snapshot_at: Date } | undefined> {
+  return knex({ e: 'environments' })
+    .join({ p: 'projects' }, 'p.id', 'e.project_id')
+    .join({ b: 'backups' }, 'b.environment_id', 'e.id')
+    .where({ 'e.id': environmentId, 'b.id': backupId })
+    .first(
+      'p.team_id',
+      { project: 'p.name' },
+      { environment: 'e.name' },
+      { snapshot_at: knex.raw('coalesce(b.finished_at, b.created_at)') },
+    );
+}

@@ -12,7 +12,7 @@
  * instances and comes back `drained`.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
@@ -20,6 +20,7 @@ import { createProject, createTeam, createUser, sessionAgent } from '../helpers/
 import { createSharedAppRepo, fetchEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
 import { until } from '../helpers/until';
+import { startS3 } from '../helpers/s3';
 import type { Agent } from '../helpers/http';
 import { startMove } from '../../core/host-moves';
 import { ensureHostWatchSchedule, hostWatchScheduleId } from '../../core/temporal-starts';
@@ -28,7 +29,12 @@ import { environmentVolume } from '../../db/queries/storage';
 import { hostTag } from '../../host/provider/host-identity';
 
 const LOST = 3;
-const t = useTestContext({ worker: true, env: { HOST_LOST_SECONDS: String(LOST), RESOURCE_SAMPLE_SECONDS: '1' } });
+const t = useTestContext({
+  worker: true,
+  smtp: true,
+  // the snapshots' S3 store (s3rver) is on loopback
+  env: { HOST_LOST_SECONDS: String(LOST), RESOURCE_SAMPLE_SECONDS: '1', OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
+});
 const root = path.resolve(__dirname, '../..');
 const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
 /** The second host: a name of this file's own (its cgroup subtree and sandbox tag are named after it). */
@@ -36,7 +42,9 @@ let other: string;
 let here: string;
 const children: ChildProcess[] = [];
 let agent: Agent;
+let owner: Awaited<ReturnType<typeof createUser>>;
 let project: { id: string; team_id: string };
+let s3: Awaited<ReturnType<typeof startS3>>;
 
 function startOtherHost(): ChildProcess {
   const child = spawnSystemProcess(t, 'processes/worker.ts', {
@@ -47,6 +55,7 @@ function startOtherHost(): ChildProcess {
     RESOURCE_SAMPLE_SECONDS: '1',
     // more room than the file's host: new environments land here
     HOST_CAPACITY: 'cpu=1000,memory_mb=20000000,disk_gb=1000000',
+    SMTP_URL: t.smtp!.url,
   });
   children.push(child);
   return child;
@@ -126,7 +135,8 @@ beforeAll(async () => {
   other = `moves-${t.config.taskQueue.slice(-8)}`;
   const repo = createSharedAppRepo();
   repo.commit('v1');
-  const owner = await createUser(t);
+  owner = await createUser(t);
+  s3 = await startS3();
   const team = await createTeam(t, owner);
   project = await createProject(t, team, { repository_url: repo.dir });
   agent = await sessionAgent(t, owner);
@@ -142,6 +152,7 @@ afterAll(async () => {
     .delete()
     .catch(() => undefined);
   await stopChildren(children);
+  await s3?.stop();
   removeHostNetworks(hostTag(other));
 });
 
@@ -232,6 +243,7 @@ describe('moving environments between hosts', () => {
   }, 240_000);
 
   let staleOne: string[] = [];
+  let staleTwo: string[] = [];
   let lostAt = 0;
 
   it(`a lost host's stateless environment answers from the other host within 60 s; a stateful one is host_lost and answers 503`, async () => {
@@ -250,6 +262,24 @@ describe('moving environments between hosts', () => {
     });
     staleOne = instancesOn(other, one.id);
     expect(staleOne.length).toBe(1);
+    staleTwo = instancesOn(other, two.id);
+    expect(staleTwo.length).toBe(1);
+    // a snapshot of two (taken on its host, to S3), then a write after it: what an evacuation loses
+    const dest = await agent.post(`/teams/${project.team_id}/backup-destinations`, {
+      kind: 's3',
+      name: 'moves',
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      bucket: 'backups',
+      access_key_id: s3.accessKeyId,
+      secret_access_key: s3.secretAccessKey,
+    });
+    expect(dest.status, dest.text).toBe(201);
+    const backup = await agent.post(`/environments/${two.id}/backups`, { destination_id: dest.body.id });
+    expect(backup.status, backup.text).toBe(202);
+    const backedUp = await waitForTask(t, agent, backup.body.id, { timeoutMs: 60_000 });
+    expect(backedUp.status, `${backedUp.error}\n${await taskLog(t, agent, backedUp.id)}`).toBe('succeeded');
+    writeFileSync(path.join(volume, 'after.txt'), 'written after the snapshot');
 
     // the host's agent dies (its instances run on: they are stale once their environment runs elsewhere)
     await killAndWait(children.at(-1)!, 'SIGKILL');
@@ -287,27 +317,48 @@ describe('moving environments between hosts', () => {
     expect(web?.status).toBe('host_lost');
   }, 180_000);
 
-  it('evacuate lists each host_lost environment with the age of its snapshot, or no readable snapshot', async () => {
+  it('evacuate lists each host_lost environment with its snapshot age; --confirm restores it elsewhere and tells its admins', async () => {
     const listed = await hostsCli('evacuate', other);
     expect(listed.code, listed.stderr).toBe(0);
-    expect(listed.stdout).toContain(`two (${two.id}): no readable snapshot`);
+    expect(listed.stdout).toMatch(new RegExp(`two \\(${two.id}\\): snapshot [0-9a-f-]+, \\d+ s old`));
     expect(listed.stdout).not.toContain('one (');
-  }, 60_000);
+
+    const confirmed = await hostsCli('evacuate', other, '--confirm');
+    expect(confirmed.code, confirmed.stderr).toBe(0);
+    const taskId = /two: restoring onto another host \(task ([0-9a-f-]+)\)/.exec(confirmed.stdout)?.[1];
+    expect(taskId, confirmed.stdout).toBeDefined();
+    const task = await waitForTask(t, agent, taskId!, { timeoutMs: 90_000 });
+    const log = await taskLog(t, agent, taskId!);
+    expect(task.status, `${task.error}\n${log}`).toBe('succeeded');
+    expect(await placement(two.id)).toMatchObject({ host: here, status: 'running' });
+    expect(await fetchEnvironment(two.port)).toEqual({ status: 200, text: 'v1' });
+    // its volume is the snapshot's: the write after it is gone
+    const volume = await environmentVolume(t.deps.knex, t.config.storageRoots, two.id);
+    expect(readFileSync(path.join(volume, 'upload.txt'), 'utf8')).toBe('kept here');
+    expect(existsSync(path.join(volume, 'after.txt'))).toBe(false);
+    // the team's owner hears what was lost
+    const mail = await t.smtp!.waitFor(
+      (m) => m.to.includes(owner.email) && m.subject.includes('restored from its snapshot'),
+    );
+    expect(mail.text).toContain('is lost');
+    expect(mail.text).not.toContain(other);
+    expect(log).not.toContain(other);
+  }, 180_000);
 
   it('the lost host rejoining stops its stale instances and comes back drained', async () => {
     expect(instancesOn(other, one.id)).toEqual(staleOne); // still running
+    expect(instancesOn(other, two.id)).toEqual(staleTwo);
     startOtherHost();
-    await until('the stale instance of one to stop', () => instancesOn(other, one.id).length === 0, {
-      timeoutMs: 60_000,
-    });
+    await until(
+      'the stale instances to stop',
+      () => instancesOn(other, one.id).length === 0 && instancesOn(other, two.id).length === 0,
+      { timeoutMs: 60_000 },
+    );
     await until('the loss cleared', async () => !(await t.deps.knex('hosts').where({ name: other }).first()).lost_at, {
       timeoutMs: 30_000,
     });
     expect(await statusOf(other)).toBe('drained');
-    expect((await placement(one.id)).host).toBe(here);
     expect(await fetchEnvironment(one.port)).toEqual({ status: 200, text: 'v1' });
-    // the environment whose data stayed there is served by it again
-    expect((await placement(two.id)).status).toBe('running');
     expect(await fetchEnvironment(two.port)).toEqual({ status: 200, text: 'v1' });
     const undrained = await hostsCli('undrain', other);
     expect(undrained.code).toBe(0);
