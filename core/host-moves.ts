@@ -17,6 +17,7 @@ import { startTask } from './tasks';
 import { setHostStatus } from '../db/queries/hosts';
 import {
   environmentsOnHost,
+  environmentsOnLostHosts,
   finishDrains,
   newestReadableSnapshot,
   type PlacedEnvironment,
@@ -96,18 +97,17 @@ export async function markHostLost(deps: Pick<Deps, 'knex'>, environmentId: stri
  */
 export async function sweepHosts(deps: Deps): Promise<{ lost: string[]; drained: string[]; rejoined: string[] }> {
   const lost = await takeLostHosts(deps.knex, deps.config.hostLostSeconds);
-  for (const host of lost) {
-    for (const env of await environmentsOnHost(deps.knex, host)) {
-      const held = await volumeHeldAtLastSample(deps.knex, env.environment_id);
-      if (held === false) {
-        const r = await startMove(deps, env, 'lost');
-        if ('taskId' in r) continue;
-        deps.logger.warn({ host, environmentId: env.environment_id }, `a lost host's move was refused: ${r.refused}`);
-      }
-      // its volume held data (or no sample says it did not): it waits for its host, or an evacuation
-      await markHostLost(deps, env.environment_id);
+  for (const host of lost) deps.logger.warn({ host }, 'host lost: its environments move or are marked host_lost');
+  // every round (a round that failed half-way, or a move refused now, is taken up by the next)
+  for (const env of await environmentsOnLostHosts(deps.knex, deps.config.hostLostSeconds)) {
+    const held = await volumeHeldAtLastSample(deps.knex, env.environment_id);
+    if (held === false) {
+      const r = await startMove(deps, env, 'lost');
+      if ('refused' in r) deps.logger.info({ environmentId: env.environment_id }, `its move waits: ${r.refused}`);
+      continue;
     }
-    deps.logger.warn({ host }, 'host lost: its environments moved or marked host_lost; it is drained');
+    // its volume held data (or no sample says it did not): it waits for its host, or an evacuation
+    await markHostLost(deps, env.environment_id);
   }
   const drained = await finishDrains(deps.knex);
   const rejoined = await rejoinedHosts(deps.knex, deps.config.hostLostSeconds);

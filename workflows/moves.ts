@@ -26,6 +26,8 @@ import { profiles, stepProfile } from './profiles';
 import { onHost } from './host-queue';
 
 const acts = proxyActivities<MoveActivities>(profiles.bookkeeping);
+/** A host watch round starts a task per environment of a lost host: more than bookkeeping's 30 s may pass. */
+const sweep = proxyActivities<MoveActivities>(profiles.quick);
 
 const WHY = {
   drain: 'its machine is being drained',
@@ -89,9 +91,10 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
 
 /** One round of the host watch (the `host-watch` schedule, every few seconds on npm start's worker). */
 export async function watchHosts(): Promise<{ lost: string[]; drained: string[]; rejoined: string[] }> {
-  const round = await acts.sweepHosts();
+  const round = await sweep.sweepHosts();
   for (const host of round.rejoined) {
-    const onRejoined = proxyActivities<MoveActivities>(onHost(host, 0, profiles.untilDone));
+    // a few attempts: the watch's next round asks again, and a long wait here would hold every round up
+    const onRejoined = proxyActivities<MoveActivities>(onHost(host, 0, profiles.quick));
     try {
       await onRejoined.stopStaleInstances();
       await acts.rejoinDone({ host });

@@ -79,6 +79,31 @@ export async function takeLostHosts(knex: Db, lostSeconds: number): Promise<stri
   return rows.map((r: { name: string }) => r.name);
 }
 
+/**
+ * The environments still to handle on hosts taken as lost (and still lost): their `web` server is placed there
+ * and `running` (not yet moved, nor marked `host_lost`). Asked again every round: a move refused now (another
+ * change runs) is started by a later one.
+ */
+export async function environmentsOnLostHosts(knex: Db, lostSeconds: number): Promise<PlacedEnvironment[]> {
+  return knex({ s: 'servers' })
+    .join({ h: 'hosts' }, 'h.name', 's.host')
+    .join({ e: 'environments' }, 'e.id', 's.environment_id')
+    .join({ p: 'projects' }, 'p.id', 'e.project_id')
+    .where({ 's.role': 'web', 's.status': 'running' })
+    .whereNotNull('h.lost_at')
+    .where('h.heartbeat_at', '<', lostAfter(knex, lostSeconds))
+    .orderBy(['h.name', 'e.name'])
+    .select(
+      's.environment_id',
+      'p.team_id',
+      'e.project_id',
+      'e.name',
+      { server_id: 's.id' },
+      { server_status: 's.status' },
+      { host: 'h.name' },
+    );
+}
+
 /** Hosts taken as lost whose heartbeat is fresh again: they rejoined (their stale instances are to stop). */
 export async function rejoinedHosts(knex: Db, lostSeconds: number): Promise<string[]> {
   const rows = await knex('hosts')
