@@ -12,9 +12,7 @@ import { loadSecrets } from '../system/secrets';
 import { createKnex } from '../db/knex';
 import { type Host, listHosts, setHostStatus } from '../db/queries/hosts';
 import { embeddedPassword } from './embedded-postgres';
-import { createDeps } from './deps';
 import type { Deps } from '../system/deps';
-import { drainHost, evacuationList, startMove } from '../core/host-moves';
 
 const config = loadConfig();
 
@@ -133,6 +131,8 @@ program
 
 /** The control plane's Deps (its database and Temporal, as npm start runs them), for the commands that start tasks. */
 async function withDeps<T>(work: (deps: Deps) => Promise<T>): Promise<T> {
+  // loaded here: list, undrain and join need none of it
+  const { createDeps } = await import('./deps');
   const deps = await createDeps(
     {
       ...config,
@@ -153,6 +153,7 @@ program
   .command('drain <name>')
   .description('Close a host to placement and move every environment off it')
   .action(async (name: string) => {
+    const { drainHost } = await import('../core/host-moves');
     const r = await withDeps((deps) => drainHost(deps, name));
     if (!r.found) throw new Error(`No host is named ${name} (npm run hosts -- list).`);
     console.log(`Host ${name} is draining: no new environment is placed on it.`);
@@ -191,6 +192,7 @@ program
   .description("List a lost host's environments that kept data there, with the snapshot each would restore")
   .option('--confirm', 'restore each from that snapshot onto another host, and e-mail its team what was lost')
   .action(async (name: string, o: { confirm?: boolean }) => {
+    const { evacuationList, startMove } = await import('../core/host-moves');
     const list = await withKnex(async (knex) => {
       const host = (await listHosts(knex, config.hostLostSeconds)).find((h) => h.name === name);
       if (!host) throw new Error(`No host is named ${name} (npm run hosts -- list).`);

@@ -27,7 +27,7 @@ export function taskEventEmail(input: TaskEventEmailInput): RenderedEmail {
   });
 }
 
-export interface EvacuationEmailInput {
+interface EvacuationEmailInput {
   project: string;
   environment: string;
   /** When the snapshot it was restored from was taken (ISO). */
@@ -43,7 +43,12 @@ export function evacuationEmail(input: EvacuationEmailInput): RenderedEmail {
     preheader: `The machine it ran on is down: what it wrote after ${input.snapshotAt} is lost.`,
     greeting: 'Hi,',
     blocks: [
-      p(strong(where), ' ran on a machine that is down. It now runs on another machine, restored from its snapshot of ', strong(input.snapshotAt), '.'),
+      p(
+        strong(where),
+        ' ran on a machine that is down. It now runs on another machine, restored from its snapshot of ',
+        strong(input.snapshotAt),
+        '.',
+      ),
       p(`What it wrote after ${input.snapshotAt} (its database and its files) was on that machine only, and is lost.`),
       { kind: 'button', label: 'See the task', url: input.taskUrl },
     ],

@@ -345,7 +345,7 @@ describe('moving environments between hosts', () => {
     expect(log).not.toContain(other);
   }, 180_000);
 
-  it('the lost host rejoining stops its stale instances and comes back drained', async () => {
+  it('the lost host rejoining stops its stale instances and comes back drained; with no host open, a move fails no_capacity', async () => {
     expect(instancesOn(other, one.id)).toEqual(staleOne); // still running
     expect(instancesOn(other, two.id)).toEqual(staleTwo);
     startOtherHost();
@@ -360,6 +360,17 @@ describe('moving environments between hosts', () => {
     expect(await statusOf(other)).toBe('drained');
     expect(await fetchEnvironment(one.port)).toEqual({ status: 200, text: 'v1' });
     expect(await fetchEnvironment(two.port)).toEqual({ status: 200, text: 'v1' });
+
+    // no other host open to placement (the other one is drained): the move fails no_capacity, naming no host
+    const refused = await startMove(t.deps, envRef(one), 'drain');
+    const failed = await waitForTask(t, agent, (refused as { taskId: string }).taskId, { timeoutMs: 30_000 });
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatch(/^no_capacity: No host has room for this environment: /);
+    expect(failed.error).not.toContain(other);
+    expect(failed.error).not.toContain(here);
+    expect(await placement(one.id)).toMatchObject({ host: here, status: 'running' });
+    expect(await fetchEnvironment(one.port)).toEqual({ status: 200, text: 'v1' });
+
     const undrained = await hostsCli('undrain', other);
     expect(undrained.code).toBe(0);
     expect(await statusOf(other)).toBe('ready');
