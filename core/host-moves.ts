@@ -96,7 +96,7 @@ export async function markHostLost(deps: Pick<Deps, 'knex'>, environmentId: stri
  * have nothing left finished. Answers the hosts that rejoined (their stale instances are to stop, on their queue).
  */
 export async function sweepHosts(deps: Deps): Promise<{ lost: string[]; drained: string[]; rejoined: string[] }> {
-  const lost = await takeLostHosts(deps.knex, deps.config.hostLostSeconds);
+  const lost = await takeLostHosts(deps.knex, deps.config.hostLostSeconds, deps.config.hostName);
   for (const host of lost) deps.logger.warn({ host }, 'host lost: its environments move or are marked host_lost');
   // every round (a round that failed half-way, or a move refused now, is taken up by the next)
   for (const env of await environmentsOnLostHosts(deps.knex, deps.config.hostLostSeconds)) {

@@ -68,13 +68,16 @@ export async function volumeHeldAtLastSample(knex: Db, environmentId: string): P
  * Takes the lost hosts (heartbeat older than `lostSeconds`) that have environments placed on them and were not
  * taken yet: each is `drained` and its `lost_at` set, once per loss (a concurrent sweep takes none twice).
  */
-export async function takeLostHosts(knex: Db, lostSeconds: number): Promise<string[]> {
+export async function takeLostHosts(knex: Db, lostSeconds: number, sweeper: string): Promise<string[]> {
+  // The sweeper's own host is alive (it runs this); and while its own heartbeat is stale too, the database or
+  // the clock was away for everyone: nobody is taken as lost until the sweeper's heartbeat is fresh again.
   const { rows } = await knex.raw(
     `UPDATE hosts h SET lost_at = now(), status = 'drained'
-      WHERE h.lost_at IS NULL AND h.heartbeat_at < ?
+      WHERE h.lost_at IS NULL AND h.heartbeat_at < :after AND h.name <> :sweeper
         AND EXISTS (SELECT 1 FROM servers s WHERE s.host = h.name AND s.role = 'web')
+        AND EXISTS (SELECT 1 FROM hosts o WHERE o.name = :sweeper AND o.heartbeat_at >= :after)
       RETURNING h.name`,
-    [lostAfter(knex, lostSeconds)],
+    { after: lostAfter(knex, lostSeconds), sweeper },
   );
   return rows.map((r: { name: string }) => r.name);
 }
