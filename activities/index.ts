@@ -3,6 +3,7 @@ import type { Deps } from '../system/deps';
 import { open, seal } from '../system/crypto';
 import { aad } from '../db/aad';
 import { publishEdgeRoute } from '../db/queries/edge-routes';
+import { placedOn } from '../db/queries/host-moves';
 import { untilEdgesApply } from './toolkit/edge-wait';
 import { prepareServicesServer, tenantServicesPort } from '../host/pg-server';
 import { ensureAutoDeployPoller } from '../core/temporal-starts';
@@ -22,6 +23,7 @@ import { createDomainActivities } from './domains';
 import { createEnvironmentActivities } from './environments';
 import { createIntegrationActivities } from './integrations';
 import { createMachineActivities } from './machines';
+import { createMoveActivities } from './machines/moves';
 import { createReshapeActivities } from './machines/reshape';
 import { createResourceActivities } from './machines/resources';
 import { startResourceSampler, type ResourceSampler } from './machines/sampler';
@@ -95,6 +97,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createMaintenanceActivities(deps),
       ...createResourceActivities(deps),
       ...createMachineActivities(deps, provider),
+      ...createMoveActivities(deps, provider),
       ...createStorageActivities(deps, provider),
       ...createReshapeActivities(deps, provider),
       ...createBillingActivities(deps),
@@ -107,7 +110,11 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       await provider.prepare();
       await environments.retireLeftovers();
       // with where each volume and database lives now: a move or reshape may have ended after the last restart
-      const restored = await supervisor.restoreAll({ current: (envId) => consoleEnv(deps, provider, envId) });
+      // not those placed on another host meanwhile (moved while this host was lost): their instances here stop
+      const restored = await supervisor.restoreAll({
+        current: (envId) => consoleEnv(deps, provider, envId),
+        placedHere: (envId) => placedOn(deps.knex, envId, deps.config.hostName),
+      });
       for (const r of restored.filter((x) => !x.ok))
         deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
       sampler = startResourceSampler(deps, provider, { intervalSeconds: deps.config.resourceSampleSeconds });

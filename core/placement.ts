@@ -129,3 +129,48 @@ export async function replaceFromLostHost(
     return { status: 'moved', from: server.host, to: hosts[0].name };
   });
 }
+
+type MovePlacement =
+  | { status: 'placed'; from: string; to: string; fromLost: boolean }
+  | { status: 'refused'; from: string; message: string };
+
+/**
+ * A move (CONTRACT "Hosts": a drain, a lost host, an evacuation) places the environment's `web` server again as
+ * a new one would be placed (placeWebServer: a `ready` host, not lost, with room for its plan times its
+ * instances), never on the host it is on now, and records it. `refused`: no other host has room (the refusal's
+ * message names the largest plan that fits, never a host). A server with no host recorded is on `ownHost`.
+ */
+export async function placeMove(
+  knex: Knex,
+  settings: PlacementSettings & { ownHost: string },
+  environmentId: string,
+): Promise<MovePlacement> {
+  return knex.transaction(async (trx) => {
+    await lockPlacement(trx);
+    const server = await trx({ s: 'servers' })
+      .leftJoin({ h: 'hosts' }, 'h.name', 's.host')
+      .where({ 's.environment_id': environmentId, 's.role': 'web' })
+      .first(
+        's.id',
+        's.host',
+        's.plan',
+        's.memory_mb',
+        's.instances',
+        trx.raw('coalesce(h.heartbeat_at < now() - make_interval(secs => ?::double precision), false) AS lost', [
+          settings.hostLostSeconds,
+        ]),
+      );
+    if (!server) throw appError('not_found', 'This environment has no web server to move');
+    const from: string = server.host ?? settings.ownHost;
+    const need = server.memory_mb * server.instances;
+    const hosts = await placeableHosts(trx, settings.hostLostSeconds, [from]);
+    if (!hosts[0] || hosts[0].free_memory_mb < need)
+      return {
+        status: 'refused',
+        from,
+        message: noCapacity(settings.plans, hosts[0]?.free_memory_mb ?? 0, 'this environment').message,
+      };
+    await trx('servers').where({ id: server.id }).update({ host: hosts[0].name, updated_at: trx.fn.now() });
+    return { status: 'placed', from, to: hosts[0].name, fromLost: Boolean(server.lost) };
+  });
+}

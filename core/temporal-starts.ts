@@ -339,6 +339,31 @@ export async function ensureCertificateRenewalSchedule(
   });
 }
 
+/** One host watch per task queue (the default queue's is plainly `host-watch`). */
+export const hostWatchScheduleId = (taskQueue: string) =>
+  taskQueue === DEFAULT_TASK_QUEUE ? 'host-watch' : `host-watch-${taskQueue}`;
+
+/**
+ * The host watch (CONTRACT "Hosts"): every few seconds, lost hosts' environments move or are marked `host_lost`,
+ * drains with nothing left end `drained`, rejoined hosts stop their stale instances (workflows/moves.ts). Often
+ * enough that a stateless environment answers again within 60 s of its host's loss (HOST_LOST_SECONDS 30).
+ */
+export async function ensureHostWatchSchedule(
+  client: Client,
+  taskQueue: string,
+  every = '5s',
+): Promise<EnsuredSchedule> {
+  const scheduleId = hostWatchScheduleId(taskQueue);
+  return ensureSchedule(client, {
+    scheduleId,
+    spec: { intervals: [{ every }] },
+    action: systemAction({ scheduleId, workflowType: 'watchHosts', taskQueue, args: [] }),
+    // a missed round is not made up: the next one sees everything as it is then
+    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '10s', pauseOnFailure: false },
+    note: 'Moves the environments of lost hosts, finishes drains, stops the stale instances of rejoined hosts.',
+  });
+}
+
 /** The archive's schedules of one task queue (the default queue's are plainly `pitr-full` and `pitr-diff`). */
 const pitrScheduleId = (type: 'full' | 'diff', taskQueue: string) =>
   taskQueue === DEFAULT_TASK_QUEUE ? `pitr-${type}` : `pitr-${type}-${taskQueue}`;
@@ -417,6 +442,11 @@ export async function ensureSystemSchedules(
     ['resource sample prune', () => ensureResourcePruneSchedule(temporal, config.taskQueue), 'old samples stay'],
     ['certificate renewal', () => ensureCertificateRenewalSchedule(temporal, config.taskQueue), 'no renewals run'],
     ['restore drill', () => ensureRestoreDrillSchedule(temporal, config.taskQueue), 'no restore drills run'],
+    [
+      'host watch',
+      () => ensureHostWatchSchedule(temporal, config.taskQueue),
+      "lost hosts' environments do not move and drains do not end",
+    ],
   ];
   if (config.servicesPgdata)
     schedules.push([

@@ -59,6 +59,8 @@ export const TASK_PARAMS = {
   storage_move: z.object({ disk: z.enum(['database', 'files']), disk_id: id, from: z.string(), to: z.string() }),
   storage_discard: none,
   volume_grow: z.object({ volume_id: id, from_gb: z.number(), size_gb: z.number(), monthly_price_delta: z.number() }),
+  // why the environment moves (CONTRACT "Hosts"); never a host's name: those are the operator's
+  move: z.object({ reason: z.enum(['drain', 'lost', 'evacuate']), backup_id: id.optional() }),
 } as const satisfies Record<TaskType, z.ZodType>;
 
 /** The params a task of type T is started with (what its caller gives). */

@@ -102,6 +102,7 @@ export const TASK_TYPES = {
   storage_move: { kind: 'machines', exclusive: true, workflow: 'moveStorage', label: 'Move a disk' },
   storage_discard: { kind: 'machines', exclusive: false, workflow: 'discardStorage', label: 'Discard old copies' },
   volume_grow: { kind: 'machines', exclusive: false, workflow: 'growVolume', label: 'Grow the volume' },
+  move: { kind: 'machines', exclusive: true, workflow: 'moveEnvironment', label: 'Move to another machine' },
 } as const satisfies Record<string, TaskTypeDef>;
 
 export type TaskType = keyof typeof TASK_TYPES;

@@ -1,5 +1,5 @@
 /**
- * `npm run hosts -- list|drain|undrain|join` (CONTRACT "Hosts", docs/hosts.md): the operator's view of the
+ * `npm run hosts -- list|drain|undrain|evacuate|join` (CONTRACT "Hosts", docs/hosts.md): the operator's view of the
  * host registry, run on the control plane's machine with its settings (DATABASE_URL, else the embedded
  * server under DATA_DIR; DATA_DIR's keys).
  */
@@ -12,6 +12,7 @@ import { loadSecrets } from '../system/secrets';
 import { createKnex } from '../db/knex';
 import { type Host, listHosts, setHostStatus } from '../db/queries/hosts';
 import { embeddedPassword } from './embedded-postgres';
+import type { Deps } from '../system/deps';
 
 const config = loadConfig();
 
@@ -128,22 +129,103 @@ program
     else console.log(hosts.length ? table(hosts) : 'No host has joined yet (npm start registers its own machine).');
   });
 
-for (const [verb, status, said] of [
-  [
-    'drain',
-    'draining',
-    'no new environment is placed on it. Its environments are not moved off yet (this version only marks it).',
-  ],
-  ['undrain', 'ready', 'it is open to placement again.'],
-] as const)
-  program
-    .command(`${verb} <name>`)
-    .description(verb === 'drain' ? 'Close a host to placement' : 'Open a drained host to placement again')
-    .action(async (name: string) => {
-      const found = await withKnex((knex) => setHostStatus(knex, name, status));
-      if (!found) throw new Error(`No host is named ${name} (npm run hosts -- list).`);
-      console.log(`Host ${name} is ${status}: ${said}`);
+/** The control plane's Deps (its database and Temporal, as npm start runs them), for the commands that start tasks. */
+async function withDeps<T>(work: (deps: Deps) => Promise<T>): Promise<T> {
+  // loaded here: list, undrain and join need none of it
+  const { createDeps } = await import('./deps');
+  const deps = await createDeps(
+    {
+      ...config,
+      databaseUrl: databaseUrl(config),
+      temporalAddress: config.temporalAddress ?? `127.0.0.1:${config.temporalPort}`,
+      logLevel: 'silent',
+    },
+    { name: 'hosts' },
+  );
+  try {
+    return await work(deps);
+  } finally {
+    await deps.close();
+  }
+}
+
+program
+  .command('drain <name>')
+  .description('Close a host to placement and move every environment off it')
+  .action(async (name: string) => {
+    const { drainHost } = await import('../core/host-moves');
+    const r = await withDeps((deps) => drainHost(deps, name));
+    if (!r.found) throw new Error(`No host is named ${name} (npm run hosts -- list).`);
+    console.log(`Host ${name} is draining: no new environment is placed on it.`);
+    for (const m of r.moves)
+      console.log(
+        'taskId' in m
+          ? `  ${m.environment}: moving (task ${m.taskId})`
+          : `  ${m.environment}: not moved now (${m.refused}); drain it again once that ends`,
+      );
+    console.log(
+      r.moves.length
+        ? `It becomes drained once every environment has moved (npm run hosts -- list).`
+        : `Nothing runs on it: it is drained.`,
+    );
+  });
+
+program
+  .command('undrain <name>')
+  .description('Open a draining or drained host to placement again')
+  .action(async (name: string) => {
+    const found = await withKnex((knex) => setHostStatus(knex, name, 'ready'));
+    if (!found) throw new Error(`No host is named ${name} (npm run hosts -- list).`);
+    console.log(`Host ${name} is ready: it is open to placement again.`);
+  });
+
+/** An age as people say it: 40 s, 12 min, 3 h, 2 d. */
+function age(seconds: number): string {
+  if (seconds < 90) return `${Math.round(seconds)} s`;
+  if (seconds < 90 * 60) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 36 * 3600) return `${Math.round(seconds / 3600)} h`;
+  return `${Math.round(seconds / 86400)} d`;
+}
+
+program
+  .command('evacuate <name>')
+  .description("List a lost host's environments that kept data there, with the snapshot each would restore")
+  .option('--confirm', 'restore each from that snapshot onto another host, and e-mail its team what was lost')
+  .action(async (name: string, o: { confirm?: boolean }) => {
+    const { evacuationList, startMove } = await import('../core/host-moves');
+    const list = await withKnex(async (knex) => {
+      const host = (await listHosts(knex, config.hostLostSeconds)).find((h) => h.name === name);
+      if (!host) throw new Error(`No host is named ${name} (npm run hosts -- list).`);
+      return evacuationList({ knex }, name);
     });
+    if (list.length === 0) console.log(`No environment of ${name} waits for an evacuation (none is host_lost).`);
+    for (const e of list)
+      console.log(
+        `${e.environment.name} (${e.environment.environment_id}): ${
+          e.snapshot
+            ? `snapshot ${e.snapshot.id}, ${age(e.snapshot.age_seconds)} old (${e.snapshot.finished_at.toISOString()})`
+            : 'no readable snapshot'
+        }`,
+      );
+    if (!o.confirm) {
+      if (list.length) console.log('Run again with --confirm to restore each from that snapshot onto another host.');
+      return;
+    }
+    await withDeps(async (deps) => {
+      for (const e of list) {
+        if (!e.snapshot) {
+          console.log(`${e.environment.name}: not restored: no readable snapshot (it waits for its host)`);
+          continue;
+        }
+        const r = await startMove(deps, e.environment, 'evacuate', e.snapshot.id);
+        console.log(
+          'taskId' in r
+            ? `${e.environment.name}: restoring onto another host (task ${r.taskId})`
+            : `${e.environment.name}: not restored now (${r.refused})`,
+        );
+      }
+    });
+  });
 
 program
   .command('join <name>')

@@ -108,6 +108,12 @@ export async function deployEnvironment(input: DeployWorkflowInput<DeployType>):
     }
 
     const live = await steps.goLive({ taskId: task.id, releaseId, type, skipSteps: type === 'rollback' || skipSteps });
-    return { release_id: releaseId, commit_sha: sha, git_ref: gitRef, deployment_id: live.deploymentId, url: live.url };
+    return {
+      release_id: releaseId,
+      commit_sha: sha,
+      git_ref: gitRef,
+      deployment_id: live.deploymentId ?? undefined,
+      url: live.url,
+    };
   });
 }

@@ -38,6 +38,15 @@ export async function onEnvironmentHost(
   };
 }
 
+/** `profile` aimed at a named host's queue (a move's new and old hosts), bounded like onEnvironmentHost's. */
+export function onHost(host: string, lostSeconds: number, profile: ActivityOptions): ActivityOptions {
+  return {
+    ...profile,
+    taskQueue: hostTaskQueue(workflowInfo().taskQueue, host),
+    scheduleToStartTimeout: `${lostSeconds + HOST_GRACE_SECONDS}s`,
+  };
+}
+
 /**
  * The patch that sent the services server's work to its host's queue: a workflow started before it replays on
  * the shared queue as it ran.
@@ -53,9 +62,5 @@ export async function onServicesHost(profile: ActivityOptions): Promise<Activity
   if (!patched(SERVICES_HOST_PATCH)) return profile;
   const { host, lostSeconds } = await taskActs.servicesHost();
   if (!host) return profile;
-  return {
-    ...profile,
-    taskQueue: hostTaskQueue(workflowInfo().taskQueue, host),
-    scheduleToStartTimeout: `${lostSeconds + HOST_GRACE_SECONDS}s`,
-  };
+  return onHost(host, lostSeconds, profile);
 }

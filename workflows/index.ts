@@ -20,6 +20,7 @@ export { pruneResourceSamples } from './resources';
 export { reshapeEnvironment, discardOldDatabase } from './reshape';
 export { resizeServer, rebootServer, scaleEnvironment } from './machines';
 export { moveStorage, discardStorage, growVolume } from './storage';
+export { moveEnvironment, watchHosts } from './moves';
 export { endSubscription } from './subscriptions';
 export { deliverIntegrationEvent } from './integrations';
 export { pollAutoDeploys } from './auto-deploy';

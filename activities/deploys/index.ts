@@ -272,9 +272,10 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
     async goLive(input: {
       taskId: string;
       releaseId: string;
-      type: DeployType;
+      /** `move`: the live release started on the environment's new host (CONTRACT "Hosts"): no deployment. */
+      type: DeployType | 'move';
       skipSteps: boolean;
-    }): Promise<{ deploymentId: string; url: string }> {
+    }): Promise<{ deploymentId: string | null; url: string }> {
       return withTaskLog(deps, input.taskId, (log) =>
         withPhases(deps, input.taskId, (phases) =>
           withHeartbeat(async (signal) => {
@@ -284,6 +285,7 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
             const url = environmentUrl(deps.config, env.port);
             const done = await knex('deployments').where({ task_id: input.taskId }).first('id');
             if (done) return { deploymentId: done.id, url };
+            const type = input.type;
 
             // what the processes get, read at once (each a query)
             const [tenant, given, size, instances] = await Promise.all([
@@ -312,12 +314,13 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
               onPhase: (phase) => phases.mark(phase),
             });
             if (!live.ok) throw userFault('GoLiveFailed', `${live.message}; the previous release keeps serving`);
+            if (type === 'move') return { deploymentId: null, url };
 
             const deploymentId = await knex.transaction(async (trx) => {
               await trx.raw(
                 `INSERT INTO deployments (id, environment_id, release_id, task_id, type, skip_steps)
                VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO NOTHING`,
-                [randomUUID(), env.id, release.id, input.taskId, input.type, input.skipSteps],
+                [randomUUID(), env.id, release.id, input.taskId, type, input.skipSteps],
               );
               await trx('environments')
                 .where({ id: env.id })

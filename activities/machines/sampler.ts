@@ -6,7 +6,7 @@
  * resource_samples.
  */
 import type { Deps } from '../../system/deps';
-import { insertSamples, type SampleRow } from '../../db/queries/resources';
+import { environmentsSampledOn, insertSamples, type SampleRow } from '../../db/queries/resources';
 import { environmentVolume } from '../../db/queries/storage';
 import type { Provider } from '../../host/provider';
 
@@ -30,13 +30,8 @@ export function startResourceSampler(
   let running: Promise<number> | null = null;
 
   const round = async (): Promise<number> => {
-    // only the environments placed on this host (or not placed, or with no web server yet): another host's agent samples its own, and a
-    // sample written here of an environment that runs elsewhere would read nothing (no process, no volume)
-    const envs: Array<{ id: string }> = await deps
-      .knex({ e: 'environments' })
-      .leftJoin({ s: 'servers' }, (j) => j.on('s.environment_id', 'e.id').andOnVal('s.role', 'web'))
-      .where((q) => q.where('s.host', provider.host.name).orWhereNull('s.host'))
-      .distinct('e.id');
+    // the environments of this host (those with no host recorded too): another host samples its own
+    const envs: Array<{ id: string }> = await environmentsSampledOn(deps.knex, deps.config.hostName);
     const at = new Date(Math.floor(Date.now() / 1000) * 1000);
     const rows: SampleRow[] = [];
     for (const { id } of envs) {

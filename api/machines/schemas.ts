@@ -20,8 +20,10 @@ export const serverSchema = z.strictObject({
   memory_mb: z.number().int(),
   disk_gb: z.number().int(),
   status: z
-    .enum(['running', 'resizing', 'rebooting', 'old'])
-    .describe('old: a database server whose database moved away, until discard-old-database'),
+    .enum(['running', 'resizing', 'rebooting', 'old', 'host_lost'])
+    .describe(
+      'old: a database server whose database moved away, until discard-old-database; host_lost: a web server whose host is lost while its volume held data (the edge answers 503 until the host is back or it is evacuated)',
+    ),
   instances: z.number().int().describe('Web instances behind the edge (POST /environments/{id}/scale)'),
   monthly_price: z
     .number()

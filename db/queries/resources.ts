@@ -121,6 +121,7 @@ export interface SampleRow {
 export async function lastVolumeBytes(knex: Knex, envId: string): Promise<number | null> {
   const row = await knex('resource_samples')
     .where({ environment_id: envId })
+    .whereNotNull('volume_bytes')
     .orderBy('at', 'desc')
     .first('volume_bytes');
   return row?.volume_bytes == null ? null : Number(row.volume_bytes);
@@ -143,4 +144,17 @@ export async function deleteOldSamples(knex: Knex, batch = 50_000): Promise<numb
     RESOURCE_RETENTION_DAYS,
   ]);
   return rowCount ?? 0;
+}
+
+/** The environments a host samples: those whose `web` server is placed on it, or on no host recorded. */
+export async function environmentsSampledOn(knex: Knex, host: string): Promise<Array<{ id: string }>> {
+  return knex({ e: 'environments' })
+    .whereNotExists(
+      knex('servers')
+        .whereRaw('servers.environment_id = e.id')
+        .where('servers.role', 'web')
+        .whereNotNull('servers.host')
+        .whereNot('servers.host', host),
+    )
+    .select('e.id');
 }

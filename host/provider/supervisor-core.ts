@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import type { Limits } from './cgroups';
+import { hostIdentity } from './host-identity';
 import { type StateFile, writeStateFile } from './supervisor-state';
 import type { OnPhase, Runtime, SupervisorOptions, SupervisorPhase } from './supervisor-types';
 import { publishedRoute, spawnWeb } from './supervisor-web';
@@ -225,6 +226,7 @@ export abstract class SupervisorCore {
       instances: live.instances,
       limits: live.limits,
       ...(live.taskId ? { taskId: live.taskId } : {}),
+      host: hostIdentity().name,
     };
     await writeStateFile(this.dataDir, state);
   }

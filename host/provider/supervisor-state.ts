@@ -34,6 +34,11 @@ export interface StateFile extends CurrentRelease {
   limits?: Limits;
   /** The task that put the release live (a retry of its go-live switches nothing). */
   taskId?: string;
+  /**
+   * The host that wrote it (HOST_NAME; absent in files from before hosts moved environments): a worker restores
+   * only its own, so agents that share a DATA_DIR (tests) never start each other's environments.
+   */
+  host?: string;
 }
 
 export const STATE_FILE = 'current.json';

@@ -22,6 +22,7 @@ import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { removeCgroupBase, removeEnvironmentCgroups } from './cgroups';
 import { closeJail } from './sandbox';
+import { hostIdentity } from './host-identity';
 import { slotsOf, tell } from './supervisor-core';
 import { SupervisorInstances } from './supervisor-instances';
 import { readState, STATE_FILE, type StateFile, statePath } from './supervisor-state';
@@ -139,8 +140,15 @@ export class Supervisor extends SupervisorInstances {
    * the web process.
    */
   async restoreAll(
-    o: { current?: (envId: string) => Promise<Record<string, string>> } = {},
-  ): Promise<{ envId: string; releaseId: string; ok: boolean; message?: string }[]> {
+    o: {
+      current?: (envId: string) => Promise<Record<string, string>>;
+      /**
+       * Whether the environment is still placed on this host: one placed elsewhere meanwhile (moved while this
+       * host was lost) is not restored: its orphans stop and its record goes (`left`), the edge untouched.
+       */
+      placedHere?: (envId: string) => Promise<boolean>;
+    } = {},
+  ): Promise<{ envId: string; releaseId: string; ok: boolean; message?: string; left?: true }[]> {
     const root = path.join(this.dataDir, 'environments');
     let names: string[] = [];
     try {
@@ -151,7 +159,12 @@ export class Supervisor extends SupervisorInstances {
     return Promise.all(
       names.map(async (envId) => {
         const state = await readState(path.join(root, envId, STATE_FILE));
-        if (!state) return null;
+        // another host's record (agents sharing a DATA_DIR): not this host's to restore
+        if (!state || (state.host && state.host !== hostIdentity().name)) return null;
+        if (o.placedHere && !(await o.placedHere(envId).catch(() => true))) {
+          await this.leave(envId);
+          return { envId, releaseId: state.releaseId, ok: true, left: true as const };
+        }
         return this.exclusive(envId, () => this.restore(state, o.current));
       }),
     ).then((all) => all.filter((r): r is NonNullable<typeof r> => r !== null));
@@ -283,6 +296,35 @@ export class Supervisor extends SupervisorInstances {
   }
 
   /**
+   * Stops this host's instances of an environment that now runs on another host (a move's old host, a rejoining
+   * lost host): its supervised instances, the orphans its record names and whatever else runs in its cgroups
+   * here; its record (when this host wrote it), network and cgroups go. The edge is left alone: it serves the
+   * environment from its new host. True when something was running here.
+   */
+  async leave(envId: string): Promise<boolean> {
+    return this.exclusive(envId, async () => {
+      const rt = this.runtime(envId);
+      const file = statePath(this.dataDir, envId);
+      const state = await readState(file);
+      const mine = state !== null && (!state.host || state.host === hostIdentity().name);
+      const webs = rt.live?.webs ?? [];
+      const port = rt.served?.port ?? (mine ? state?.port : undefined);
+      await Promise.all(webs.map((w) => w.stop(this.graceMs)));
+      await this.settle(envId);
+      const orphans = mine && !rt.live ? (state?.pids ?? [state?.pid]).filter((p): p is number => !!p && p > 0) : [];
+      await Promise.all(orphans.map((pid) => killOrphan(pid, state!.releaseDir, this.graceMs)));
+      const strays = await killStrays(envId, [], this.graceMs);
+      this.unservePort(rt);
+      rt.live = null;
+      if (mine) await rm(file, { force: true });
+      if (port) await closeJail(this.dataDir, envId, port);
+      await removeEnvironmentCgroups(envId);
+      this.envs.delete(envId);
+      return webs.length + orphans.length + strays > 0;
+    });
+  }
+
+  /**
    * Stops an environment for good (its project cancelled): like retire, but the edge keeps answering its
    * port and domains with 503 and `text` instead of forgetting it. Nothing comes back on a worker start.
    * The route goes from the web processes straight to `text`, never through no route at all (which the edge
@@ -290,6 +332,14 @@ export class Supervisor extends SupervisorInstances {
    */
   async stop(envId: string, text = 'stopped'): Promise<void> {
     await this.retire(envId, undefined, { kind: 'unavailable', text, releaseId: null });
+  }
+
+  /** Publishes the environment's route again as this host serves it (a rejoined host's environments). */
+  async republish(envId: string): Promise<void> {
+    await this.exclusive(envId, async () => {
+      const rt = this.runtime(envId);
+      if (rt.live) await this.publish(rt);
+    });
   }
 
   /** Maintenance on: recorded for the environment (the edge answers 503 from PostgreSQL's state); off: traffic flows again. Recorded in current.json. */

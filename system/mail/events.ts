@@ -26,3 +26,32 @@ export function taskEventEmail(input: TaskEventEmailInput): RenderedEmail {
     footer: `You're receiving this because the project's notification rules on ${PRODUCT_NAME} send these events to you.`,
   });
 }
+
+interface EvacuationEmailInput {
+  project: string;
+  environment: string;
+  /** When the snapshot it was restored from was taken (ISO). */
+  snapshotAt: string;
+  taskUrl: string;
+}
+
+/** An environment restored from its newest snapshot onto another machine: the writes since that snapshot are lost. */
+export function evacuationEmail(input: EvacuationEmailInput): RenderedEmail {
+  const where = `${input.project} / ${input.environment}`;
+  return renderEmail({
+    subject: `${where} was restored from its snapshot of ${input.snapshotAt}`,
+    preheader: `The machine it ran on is down: what it wrote after ${input.snapshotAt} is lost.`,
+    greeting: 'Hi,',
+    blocks: [
+      p(
+        strong(where),
+        ' ran on a machine that is down. It now runs on another machine, restored from its snapshot of ',
+        strong(input.snapshotAt),
+        '.',
+      ),
+      p(`What it wrote after ${input.snapshotAt} (its database and its files) was on that machine only, and is lost.`),
+      { kind: 'button', label: 'See the task', url: input.taskUrl },
+    ],
+    footer: `You're receiving this because you are an owner or an admin of the team on ${PRODUCT_NAME}.`,
+  });
+}

@@ -1,2 +1,2 @@
 export { supportReplyEmail, supportTicketEmail } from './support';
-export { taskEventEmail } from './events';
+export { evacuationEmail, taskEventEmail } from './events';

@@ -14691,10 +14691,10 @@ export interface operations {
                             /** @enum {string} */
                             role: "web" | "database";
                             /**
-                             * @description old: a database server whose database moved away, until discard-old-database
+                             * @description old: a database server whose database moved away, until discard-old-database; host_lost: a web server whose host is lost while its volume held data (the edge answers 503 until the host is back or it is evacuated)
                              * @enum {string}
                              */
-                            status: "running" | "resizing" | "rebooting" | "old";
+                            status: "running" | "resizing" | "rebooting" | "old" | "host_lost";
                             /** Format: uuid */
                             team_id: string;
                         }[];

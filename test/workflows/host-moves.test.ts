@@ -1,0 +1,379 @@
+/**
+ * Moving environments between hosts (CONTRACT "Hosts", issue 26 items 7 and 8), with two hosts: the file's own
+ * (its in-process worker, `t.config.hostName`) and a worker process for another (HOST_NAME below, its own sandbox
+ * tag and SANDBOX_NETWORK block). Until releases are kept in a store every host reads, the second host shares the
+ * file's DATA_DIR (a release built by either is where both look for it), and until instances are exposed on
+ * HOST_ADDRESS ports the edge reaches both hosts' sandboxes on this machine.
+ *
+ * Proved: a move of a stateless environment answers every request meanwhile and stops the old instance; a drain
+ * (`npm run hosts -- drain`) moves every environment and ends `drained`, `undrain` opens it; a lost host's
+ * stateless environment answers from the other host within 60 s of the loss (HOST_LOST_SECONDS 3), its stateful
+ * one is `host_lost` and the edge answers it 503; `evacuate` lists it; the host rejoining stops its stale
+ * instances and comes back `drained`.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestContext } from '../helpers/context';
+import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import { createSharedAppRepo, fetchEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
+import { until } from '../helpers/until';
+import { startS3 } from '../helpers/s3';
+import type { Agent } from '../helpers/http';
+import { startMove } from '../../core/host-moves';
+import { ensureHostWatchSchedule, hostWatchScheduleId } from '../../core/temporal-starts';
+import { listHosts } from '../../db/queries/hosts';
+import { environmentVolume } from '../../db/queries/storage';
+import { hostTag } from '../../host/provider/host-identity';
+
+const LOST = 3;
+const t = useTestContext({
+  worker: true,
+  smtp: true,
+  // the snapshots' S3 store (s3rver) is on loopback
+  env: { HOST_LOST_SECONDS: String(LOST), RESOURCE_SAMPLE_SECONDS: '1', OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
+});
+const root = path.resolve(__dirname, '../..');
+const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
+/** The second host: a name of this file's own (its cgroup subtree and sandbox tag are named after it). */
+let other: string;
+let here: string;
+const children: ChildProcess[] = [];
+let agent: Agent;
+let owner: Awaited<ReturnType<typeof createUser>>;
+let project: { id: string; team_id: string };
+let s3: Awaited<ReturnType<typeof startS3>>;
+
+function startOtherHost(): ChildProcess {
+  const child = spawnSystemProcess(t, 'processes/worker.ts', {
+    HOST_NAME: other,
+    // its own block of sandbox addresses (the file's host has the default 10.200.0.0/14)
+    SANDBOX_NETWORK: `10.${120 + (slot % 8) * 4}.0.0/14`,
+    HOST_LOST_SECONDS: String(LOST),
+    RESOURCE_SAMPLE_SECONDS: '1',
+    // more room than the file's host: new environments land here
+    HOST_CAPACITY: 'cpu=1000,memory_mb=20000000,disk_gb=1000000',
+    SMTP_URL: t.smtp!.url,
+  });
+  children.push(child);
+  return child;
+}
+
+const hostsNow = () => listHosts(t.deps.knex, LOST);
+const statusOf = async (name: string) => (await hostsNow()).find((h) => h.name === name)?.status;
+const placement = async (envId: string) =>
+  (await t.deps.knex('servers').where({ environment_id: envId, role: 'web' }).first()) as {
+    host: string;
+    status: string;
+  };
+
+/** `npm run hosts -- ...args` with this file's settings. */
+function hostsCli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'processes/hosts.ts', ...args], {
+      cwd: root,
+      env: {
+        ...process.env,
+        DATABASE_URL: t.databaseUrl,
+        TEMPORAL_ADDRESS: t.config.temporalAddress,
+        TEMPORAL_TASK_QUEUE: t.config.taskQueue,
+        DATA_DIR: t.dataDir,
+        HOST_LOST_SECONDS: String(LOST),
+        LOG_LEVEL: 'silent',
+      },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d));
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The environment's web instances running in `host`'s cgroup subtree: their cgroup leaves (`web-<pid>`). */
+function instancesOn(host: string, envId: string): string[] {
+  const leaves = new Set<string>();
+  const leaf = new RegExp(`/vc-console-${host}/${envId}/(web-\\d+)$`, 'm');
+  for (const entry of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const m = leaf.exec(readFileSync(`/proc/${entry}/cgroup`, 'utf8'));
+      if (m) leaves.add(m[1]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return [...leaves];
+}
+
+async function deployedEnvironment(name: string): Promise<{ id: string; port: number; name: string }> {
+  const res = await agent.post(`/projects/${project.id}/environments`, { name, git_ref: 'main' });
+  expect(res.status, res.text).toBe(201);
+  const deploy = await agent.post(`/environments/${res.body.id}/deploy`);
+  expect(deploy.status, deploy.text).toBe(202);
+  const task = await waitForTask(t, agent, deploy.body.id, { timeoutMs: 90_000 });
+  expect(task.status, `${task.error}\n${await taskLog(t, agent, task.id)}`).toBe('succeeded');
+  const env = await t.deps.knex('environments').where({ id: res.body.id }).first('id', 'port', 'name');
+  expect(await fetchEnvironment(env.port)).toEqual({ status: 200, text: 'v1' });
+  return env;
+}
+
+const envRef = (env: { id: string; name: string }) => ({
+  environment_id: env.id,
+  team_id: project.team_id,
+  project_id: project.id,
+  name: env.name,
+});
+
+/** The newest move task of the environment. */
+const newestMove = (envId: string) =>
+  t.deps.knex('tasks').where({ environment_id: envId, type: 'move' }).orderBy('created_at', 'desc').first();
+
+beforeAll(async () => {
+  here = t.config.hostName;
+  other = `moves-${t.config.taskQueue.slice(-8)}`;
+  const repo = createSharedAppRepo();
+  repo.commit('v1');
+  owner = await createUser(t);
+  s3 = await startS3();
+  const team = await createTeam(t, owner);
+  project = await createProject(t, team, { repository_url: repo.dir });
+  agent = await sessionAgent(t, owner);
+  startOtherHost();
+  await until('the second host to join', async () => (await statusOf(other)) === 'ready', { timeoutMs: 60_000 });
+  // the host watch, as npm start's worker runs it (every 5 s there), every second here
+  await ensureHostWatchSchedule(t.deps.temporal, t.config.taskQueue, '1s');
+}, 120_000);
+
+afterAll(async () => {
+  await t.deps.temporal.schedule
+    .getHandle(hostWatchScheduleId(t.config.taskQueue))
+    .delete()
+    .catch(() => undefined);
+  await stopChildren(children);
+  await s3?.stop();
+  removeHostNetworks(hostTag(other));
+});
+
+/** The second host's network namespaces, veths and nft tables (its agent was killed: nothing else removes them). */
+function removeHostNetworks(tag: string): void {
+  const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { stdio: 'ignore' });
+  let names: string[] = [];
+  try {
+    names = readdirSync('/run/netns');
+  } catch {
+    // none
+  }
+  for (const name of names.filter((n) => n.startsWith(`vc-${tag}-`))) {
+    run('ip', ['netns', 'delete', name]);
+    run('ip', ['link', 'delete', `v${tag}-${name.slice(`vc-${tag}-`.length)}`]);
+  }
+  for (const table of [
+    `inet vc_sandbox_${tag}`,
+    `ip vc_sandbox_nat_${tag}`,
+    `ip vc_services_${tag}`,
+    `ip vc_instances_${tag}`,
+  ])
+    run('nft', ['delete', 'table', ...table.split(' ')]);
+}
+
+describe('moving environments between hosts', () => {
+  let one: { id: string; port: number; name: string };
+  let two: { id: string; port: number; name: string };
+
+  it('a move starts the environment on the other host, switches the edge with no failed request, then stops the old instance', async () => {
+    one = await deployedEnvironment('one');
+    const from = (await placement(one.id)).host;
+    expect(from).toBe(other); // the host with the most free memory
+    const before = (await fetchEnvironment(one.port, '/boot')).text;
+    expect(instancesOn(other, one.id).length).toBe(1);
+
+    // requests all along the move, one after another
+    const answers: Array<{ status: number; text: string } | string> = [];
+    let polling = true;
+    const poller = (async () => {
+      while (polling) answers.push(await fetchEnvironment(one.port).catch((e: Error) => e.message));
+    })();
+    const started = await startMove(t.deps, envRef(one), 'drain');
+    expect(started).toHaveProperty('taskId');
+    const taskId = (started as { taskId: string }).taskId;
+    const task = await waitForTask(t, agent, taskId, { timeoutMs: 60_000 });
+    const log = await taskLog(t, agent, taskId);
+    expect(task.status, `${task.error}\n${log}`).toBe('succeeded');
+    await until('the old instance to stop', () => instancesOn(other, one.id).length === 0, { timeoutMs: 20_000 });
+    polling = false;
+    await poller;
+
+    expect(answers.length).toBeGreaterThan(10);
+    expect(answers.filter((a) => typeof a === 'string' || a.status !== 200 || a.text !== 'v1')).toEqual([]);
+    expect((await placement(one.id)).host).toBe(here);
+    expect((await fetchEnvironment(one.port, '/boot')).text).not.toBe(before); // a new process answers
+    expect(instancesOn(here, one.id).length).toBe(1);
+    // the team's task: machines/move via system, with phases; host names are the operator's
+    const row = await t.deps.knex('tasks').where({ id: taskId }).first();
+    expect(row).toMatchObject({ kind: 'machines', type: 'move', account_via: 'system' });
+    const phases = await until('old_stopped', async () => {
+      const res = await agent.get(`/tasks/${taskId}`);
+      const names = (res.body.phases as Array<{ name: string }>).map((p) => p.name);
+      return names.includes('old_stopped') && names;
+    });
+    expect(phases).toEqual(expect.arrayContaining(['started', 'release_ready', 'healthy', 'edge_switched']));
+    expect(log).toContain('now runs on another machine');
+    expect(log).not.toContain(other);
+    expect(log).not.toContain(here);
+  }, 180_000);
+
+  it('drain moves every environment off a host, which ends drained; undrain opens it again', async () => {
+    two = await deployedEnvironment('two');
+    expect((await placement(two.id)).host).toBe(other);
+    const drained = await hostsCli('drain', here);
+    expect(drained.code, drained.stderr).toBe(0);
+    expect(drained.stdout).toContain(`Host ${here} is draining`);
+    expect(drained.stdout).toMatch(/one: moving \(task /);
+    await until('the drained host', async () => (await statusOf(here)) === 'drained', { timeoutMs: 90_000 });
+    expect((await placement(one.id)).host).toBe(other);
+    expect((await newestMove(one.id)).status).toBe('succeeded');
+    expect(await fetchEnvironment(one.port)).toEqual({ status: 200, text: 'v1' });
+    await until('the old instance to stop', () => instancesOn(here, one.id).length === 0, { timeoutMs: 20_000 });
+
+    const undrained = await hostsCli('undrain', here);
+    expect(undrained.code, undrained.stderr).toBe(0);
+    expect(await statusOf(here)).toBe('ready');
+  }, 240_000);
+
+  let staleOne: string[] = [];
+  let staleTwo: string[] = [];
+  let lostAt = 0;
+
+  it(`a lost host's stateless environment answers from the other host within 60 s; a stateful one is host_lost and answers 503`, async () => {
+    // `two` holds data in its volume; the other host's sampler says so (and that `one`'s is empty)
+    const volume = await environmentVolume(t.deps.knex, t.config.storageRoots, two.id);
+    mkdirSync(volume, { recursive: true });
+    writeFileSync(path.join(volume, 'upload.txt'), 'kept here');
+    const sampled = (envId: string, held: boolean) =>
+      t.deps
+        .knex('resource_samples')
+        .where({ environment_id: envId })
+        .where('volume_bytes', held ? '>' : '=', 0)
+        .where('at', '>', t.deps.knex.raw("now() - interval '5 seconds'"))
+        .first();
+    await until('samples of both', async () => (await sampled(two.id, true)) && (await sampled(one.id, false)), {
+      timeoutMs: 30_000,
+    });
+    staleOne = instancesOn(other, one.id);
+    expect(staleOne.length).toBe(1);
+    staleTwo = instancesOn(other, two.id);
+    expect(staleTwo.length).toBe(1);
+    // a snapshot of two (taken on its host, to S3), then a write after it: what an evacuation loses
+    const dest = await agent.post(`/teams/${project.team_id}/backup-destinations`, {
+      kind: 's3',
+      name: 'moves',
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      bucket: 'backups',
+      access_key_id: s3.accessKeyId,
+      secret_access_key: s3.secretAccessKey,
+    });
+    expect(dest.status, dest.text).toBe(201);
+    const backup = await agent.post(`/environments/${two.id}/backups`, { destination_id: dest.body.id });
+    expect(backup.status, backup.text).toBe(202);
+    const backedUp = await waitForTask(t, agent, backup.body.id, { timeoutMs: 60_000 });
+    expect(backedUp.status, `${backedUp.error}\n${await taskLog(t, agent, backedUp.id)}`).toBe('succeeded');
+    writeFileSync(path.join(volume, 'after.txt'), 'written after the snapshot');
+
+    // the host's agent dies (its instances run on: they are stale once their environment runs elsewhere)
+    await killAndWait(children.at(-1)!, 'SIGKILL');
+    lostAt = Date.now();
+    const move = await until(
+      'the move of one',
+      async () => {
+        const m = await newestMove(one.id);
+        return m?.status === 'succeeded' && JSON.parse(JSON.stringify(m.params)).reason === 'lost' && m;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect((await placement(one.id)).host).toBe(here);
+    expect(await fetchEnvironment(one.port)).toEqual({ status: 200, text: 'v1' });
+    const took = (Date.now() - lostAt) / 1000;
+    expect(took).toBeLessThan(60);
+    console.log(`host lost -> stateless environment answering from the other host: ${took.toFixed(1)} s`);
+    expect(move.account_via).toBe('system');
+
+    expect(await statusOf(other)).toBe('lost');
+    expect((await t.deps.knex('hosts').where({ name: other }).first()).status).toBe('drained');
+    expect((await placement(two.id)).status).toBe('host_lost');
+    expect((await placement(two.id)).host).toBe(other);
+    const down = await until('503 for two', async () => {
+      const r = await fetchEnvironment(two.port);
+      return r.status === 503 && r;
+    });
+    expect(down.text).toContain('the machine this environment runs on is down');
+    // the team sees the server's status
+    const servers = await agent.get('/servers');
+    expect(servers.status, servers.text).toBe(200);
+    const web = (servers.body.data as Array<{ environment_id: string; role: string; status: string }>).find(
+      (x) => x.environment_id === two.id && x.role === 'web',
+    );
+    expect(web?.status).toBe('host_lost');
+  }, 180_000);
+
+  it('evacuate lists each host_lost environment with its snapshot age; --confirm restores it elsewhere and tells its admins', async () => {
+    const listed = await hostsCli('evacuate', other);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`two \\(${two.id}\\): snapshot [0-9a-f-]+, \\d+ s old`));
+    expect(listed.stdout).not.toContain('one (');
+
+    const confirmed = await hostsCli('evacuate', other, '--confirm');
+    expect(confirmed.code, confirmed.stderr).toBe(0);
+    const taskId = /two: restoring onto another host \(task ([0-9a-f-]+)\)/.exec(confirmed.stdout)?.[1];
+    expect(taskId, confirmed.stdout).toBeDefined();
+    const task = await waitForTask(t, agent, taskId!, { timeoutMs: 90_000 });
+    const log = await taskLog(t, agent, taskId!);
+    expect(task.status, `${task.error}\n${log}`).toBe('succeeded');
+    expect(await placement(two.id)).toMatchObject({ host: here, status: 'running' });
+    expect(await fetchEnvironment(two.port)).toEqual({ status: 200, text: 'v1' });
+    // its volume is the snapshot's: the write after it is gone
+    const volume = await environmentVolume(t.deps.knex, t.config.storageRoots, two.id);
+    expect(readFileSync(path.join(volume, 'upload.txt'), 'utf8')).toBe('kept here');
+    expect(existsSync(path.join(volume, 'after.txt'))).toBe(false);
+    // the team's owner hears what was lost
+    const mail = await t.smtp!.waitFor(
+      (m) => m.to.includes(owner.email) && m.subject.includes('restored from its snapshot'),
+    );
+    expect(mail.text).toContain('is lost');
+    expect(mail.text).not.toContain(other);
+    expect(log).not.toContain(other);
+  }, 180_000);
+
+  it('the lost host rejoining stops its stale instances and comes back drained; with no host open, a move fails no_capacity', async () => {
+    expect(instancesOn(other, one.id)).toEqual(staleOne); // still running
+    expect(instancesOn(other, two.id)).toEqual(staleTwo);
+    startOtherHost();
+    await until(
+      'the stale instances to stop',
+      () => instancesOn(other, one.id).length === 0 && instancesOn(other, two.id).length === 0,
+      { timeoutMs: 60_000 },
+    );
+    await until('the loss cleared', async () => !(await t.deps.knex('hosts').where({ name: other }).first()).lost_at, {
+      timeoutMs: 30_000,
+    });
+    expect(await statusOf(other)).toBe('drained');
+    expect(await fetchEnvironment(one.port)).toEqual({ status: 200, text: 'v1' });
+    expect(await fetchEnvironment(two.port)).toEqual({ status: 200, text: 'v1' });
+
+    // no other host open to placement (the other one is drained): the move fails no_capacity, naming no host
+    const refused = await startMove(t.deps, envRef(one), 'drain');
+    const failed = await waitForTask(t, agent, (refused as { taskId: string }).taskId, { timeoutMs: 30_000 });
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatch(/^no_capacity: No host has room for this environment: /);
+    expect(failed.error).not.toContain(other);
+    expect(failed.error).not.toContain(here);
+    expect(await placement(one.id)).toMatchObject({ host: here, status: 'running' });
+    expect(await fetchEnvironment(one.port)).toEqual({ status: 200, text: 'v1' });
+
+    const undrained = await hostsCli('undrain', other);
+    expect(undrained.code).toBe(0);
+    expect(await statusOf(other)).toBe('ready');
+  }, 120_000);
+});

@@ -1,0 +1,106 @@
+/**
+ * moveEnvironment (`machines`/`move`, exclusive on the environment, CONTRACT "Hosts"): the environment goes to
+ * another host, as a drain, a lost host or an evacuation asks.
+ *
+ *   1. placed again as a new environment would be (never its current host, nor a draining, drained or lost one);
+ *      no room: the task fails `no_capacity: ...`, naming the largest plan that fits, never a host;
+ *   2. its live release started on the new host by the go-live that deploys use, on that host's queue
+ *      (`release_ready`, `process_started`, `healthy`, `edge_switched`): the edge serves the new instances before
+ *      the old ones leave, so a request is never dropped; the task succeeds there;
+ *   3. then the old host's instances stop, on the old host's queue (`old_stopped`), unless that host is lost
+ *      (it stops them itself when it rejoins).
+ *
+ * A move that fails before the switch puts the placement back (the old instances keep serving). An environment
+ * whose volume held data at the last usage sample is not moved from a host that is up (its data would stay
+ * behind): the task fails saying so. Host names are the operator's: the log says "another machine".
+ *
+ * watchHosts: the `host-watch` schedule's run: one sweep (core/host-moves.ts), then each rejoined host's stale
+ * instances stopped on its own queue.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { DataActivities } from '../activities/data';
+import type { DeployActivities } from '../activities/deploys';
+import type { MoveActivities } from '../activities/machines/moves';
+import { failure, runTask, type TaskWorkflowInput } from './task-runner';
+import { profiles, stepProfile } from './profiles';
+import { onHost } from './host-queue';
+
+const acts = proxyActivities<MoveActivities>(profiles.bookkeeping);
+/** A host watch round starts a task per environment of a lost host: more than bookkeeping's 30 s may pass. */
+const sweep = proxyActivities<MoveActivities>(profiles.quick);
+
+const WHY = {
+  drain: 'its machine is being drained',
+  lost: 'the machine it ran on is down',
+  evacuate: 'the machine it ran on is down',
+} as const;
+
+export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
+  const environmentId = input.task.environment_id!;
+  const taskId = input.task.id;
+  let leave: { host: string; lostSeconds: number } | null = null;
+  const outcome = await runTask(input, async ({ params, log, start }) => {
+    await start();
+    await log(`==> Moving this environment to another machine: ${WHY[params.reason]}`);
+    const facts = await acts.moveFacts({ environmentId });
+    if (params.reason === 'drain' && facts.volumeHeld === true)
+      failure(
+        'move_unavailable: the volume of this environment held data at its last usage sample, and a move does not ' +
+          'copy a volume yet: it stays where it is',
+      );
+    const placed = await acts.placeMove({ environmentId });
+    if (placed.status === 'refused') {
+      if (params.reason === 'lost') await acts.markHostLost({ environmentId });
+      return failure(`no_capacity: ${placed.message}`);
+    }
+    try {
+      if (params.reason === 'evacuate' && params.backup_id) {
+        // its data first, from the snapshot, on the new host: the release then starts with it
+        const onNewData = proxyActivities<DataActivities>(onHost(placed.to, placed.lostSeconds, profiles.long));
+        await onNewData.restoreBackup({ taskId, backupId: params.backup_id, environmentId });
+      }
+      if (facts.liveReleaseId) {
+        const onNew = proxyActivities<DeployActivities>(onHost(placed.to, placed.lostSeconds, stepProfile('15m')));
+        await onNew.goLive({ taskId, releaseId: facts.liveReleaseId, type: 'move', skipSteps: true });
+      } else {
+        await log('==> No release is live: nothing to start');
+      }
+    } catch (err) {
+      // the old instances still serve (a lost host's do not: it waits for its host, or an evacuation)
+      if (!placed.fromLost) await acts.revertMove({ environmentId, host: placed.from });
+      else await acts.markHostLost({ environmentId });
+      throw err;
+    }
+    await acts.markMoved({ environmentId });
+    await log('==> This environment now runs on another machine');
+    if (params.reason === 'evacuate' && params.backup_id) {
+      const told = await acts.mailEvacuation({ taskId, environmentId, backupId: params.backup_id });
+      await log(`==> The team's owners and admins were told what was lost (${told} e-mail${told === 1 ? '' : 's'})`);
+    }
+    if (!placed.fromLost) leave = { host: placed.from, lostSeconds: placed.lostSeconds };
+    return { moved: true, reason: params.reason };
+  });
+  // after the task succeeded at edge_switched (CONTRACT "Tasks"): the old instances stop (`old_stopped`)
+  const from = leave as { host: string; lostSeconds: number } | null;
+  if (outcome.status === 'succeeded' && from) {
+    const onOld = proxyActivities<MoveActivities>(onHost(from.host, from.lostSeconds, profiles.untilDone));
+    await onOld.leaveHost({ taskId, environmentId }).catch(() => undefined); // a host lost meanwhile stops them when it rejoins
+  }
+  return outcome;
+}
+
+/** One round of the host watch (the `host-watch` schedule, every few seconds on npm start's worker). */
+export async function watchHosts(): Promise<{ lost: string[]; drained: string[]; rejoined: string[] }> {
+  const round = await sweep.sweepHosts();
+  for (const host of round.rejoined) {
+    // a few attempts: the watch's next round asks again, and a long wait here would hold every round up
+    const onRejoined = proxyActivities<MoveActivities>(onHost(host, 0, profiles.quick));
+    try {
+      await onRejoined.stopStaleInstances();
+      await acts.rejoinDone({ host });
+    } catch {
+      // its agent did not take the work within the grace: the next round asks again
+    }
+  }
+  return round;
+}
