@@ -169,7 +169,7 @@ export class Supervisor extends SupervisorInstances {
     // The previous worker's instances, and whatever else runs in the environment's web cgroups but `keep`
     // (an instance it started and recorded nowhere: killed in the middle of a restart or a move).
     const killOrphans = async (keep: number[]) => {
-      await Promise.all(orphans.map((pid) => killOrphan(pid, s.releaseDir, this.graceMs)));
+      await Promise.all(orphans.map((pid) => killOrphan(pid, s.releaseDir, this.graceMs, s.envId)));
       await killStrays(s.envId, keep, this.graceMs);
     };
     // Behind the edge, the orphans of the previous worker keep serving until their successors are ready.
