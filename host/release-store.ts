@@ -12,6 +12,7 @@
  */
 import { createReadStream, createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { chmod, copyFile, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import https from 'node:https';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -169,8 +170,10 @@ class S3ReleaseStore implements ReleaseStore {
   private connect() {
     // The operator's endpoint, as PITR_REPOSITORY's: not a tenant's, so not through the outbound guard.
     this.sdk ??= import('@aws-sdk/client-s3').then((s3) => {
-      const { endpoint, region, accessKeyId, secretAccessKey } = this.config.s3;
+      const { endpoint, region, accessKeyId, secretAccessKey, caFile } = this.config.s3;
       const client = new s3.S3Client({
+        // S3_CA_FILE: the CA of a store of the operator's own
+        ...(caFile ? { requestHandler: { httpsAgent: new https.Agent({ ca: readFileSync(caFile) }) } } : {}),
         endpoint,
         region: region ?? 'us-east-1',
         forcePathStyle: true,

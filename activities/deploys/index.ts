@@ -87,6 +87,8 @@ async function openRelease(
   const here = await ensureRelease(provider, release, env.port);
   if (here) {
     if (here.fetched) log.line(`==> Release ${release.id} fetched from the release store`);
+    // built here before the store, or pruned from it past RELEASE_KEEP: the release put live is kept there again
+    else if (!release.archive_sha256) await storeRelease(deps, provider, release, log);
     return { ok: true, manifest: here.marker.manifest, releaseDir: here.releaseDir, reused: true };
   }
   const held = heldSteps(
