@@ -177,6 +177,9 @@ class S3ReleaseStore implements ReleaseStore {
         endpoint,
         region: region ?? 'us-east-1',
         forcePathStyle: true,
+        // plain bodies (no aws-chunked trailers): S3-compatible stores that do not speak them keep the bytes as sent
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
         credentials: { accessKeyId: accessKeyId ?? '', secretAccessKey: secretAccessKey ?? '' },
         maxAttempts: 3,
       });
@@ -251,4 +254,3 @@ class S3ReleaseStore implements ReleaseStore {
     }
   }
 }
-

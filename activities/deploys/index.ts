@@ -9,11 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import { commitSubject, displayUrl, GitError, resolveRef, type GitRepo } from '../../host/git';
 import { projectRepository } from '../../core/repository';
-import {
-  buildRelease,
-  runDeploySteps as runManifestDeploySteps,
-  type BuildResult,
-} from '../../host/provider/releases';
+import { buildRelease, runDeploySteps as runManifestDeploySteps, type BuildResult } from '../../host/provider/releases';
 import type { OnLine } from '../../host/provider/run-step';
 import { openJail } from '../../host/provider/sandbox';
 import type { Provider } from '../../host/provider';

@@ -116,8 +116,7 @@ export function createLocalProvider(o: LocalProviderOptions): Provider {
     usage: (envId) => processUsage(envId, supervisor.status(envId)?.pid ?? null),
     diskBytes,
     releaseStore,
-    storeRelease: (envId, releaseId) =>
-      packRelease({ dataDir: config.dataDir, store: releaseStore, envId, releaseId }),
+    storeRelease: (envId, releaseId) => packRelease({ dataDir: config.dataDir, store: releaseStore, envId, releaseId }),
     async ensureRelease(r) {
       const releaseDir = releaseDirFor(config.dataDir, r.envId, r.releaseId);
       const here = await readReleaseMarker(releaseDir);

@@ -69,7 +69,8 @@ export async function packRelease(o: {
       const closed = once(tar, 'close') as Promise<[number | null, string | null]>;
       await pipeline(tar.stdout, hashing(hash), createWriteStream(file, { mode: 0o600 }));
       const [code, signal] = await closed;
-      if (code !== 0) throw new Error(`tar -c of release ${o.releaseId} failed (${signal ?? `exit ${code}`}): ${stderr}`);
+      if (code !== 0)
+        throw new Error(`tar -c of release ${o.releaseId} failed (${signal ?? `exit ${code}`}): ${stderr}`);
     });
     const { size } = await stat(file);
     await o.store.put(releaseKey(o.envId, o.releaseId), file);

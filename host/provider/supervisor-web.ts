@@ -114,7 +114,9 @@ export async function killOrphan(pid: number, releaseDir: string, graceMs: numbe
 
 function inCgroupsOf(pid: number, envId: string): boolean {
   try {
-    return readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n').some((l) => l.split('/').includes(envId));
+    return readFileSync(`/proc/${pid}/cgroup`, 'utf8')
+      .split('\n')
+      .some((l) => l.split('/').includes(envId));
   } catch {
     return false;
   }

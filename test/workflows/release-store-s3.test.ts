@@ -13,7 +13,14 @@ import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } fr
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { sessionAgent } from '../helpers/fixtures';
-import { commitAll, createDeployWorld, fetchEnvironment, runTaskOk, taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import {
+  commitAll,
+  createDeployWorld,
+  fetchEnvironment,
+  runTaskOk,
+  taskLog,
+  waitForTask,
+} from '../helpers/deploy-fixtures';
 import { startS3 } from '../helpers/s3';
 import { type SecondHost, startSecondHost } from '../helpers/second-host';
 import { until } from '../helpers/until';
@@ -87,6 +94,8 @@ beforeAll(() => {
     endpoint: s3.endpoint,
     region: 'us-east-1',
     forcePathStyle: true,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
     credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
   });
 });
@@ -158,7 +167,7 @@ describe('releases in an s3:// RELEASE_STORE', () => {
   it('keeps the live release and the RELEASE_KEEP newest; a rollback to a pruned one builds it again', async () => {
     const ids = [first];
     for (const v of ['v2', 'v3']) {
-          writeFileSync(path.join(w.repo.dir, 'VERSION'), `${v}\n`);
+      writeFileSync(path.join(w.repo.dir, 'VERSION'), `${v}\n`);
       commitAll(w.repo.dir, v);
       await runTaskOk(t, w.api, `/environments/${w.environment.id}/deploy`, {}, 120_000);
       ids.push((await t.deps.knex('environments').where({ id: w.environment.id }).first()).live_release_id);
@@ -179,7 +188,7 @@ describe('releases in an s3:// RELEASE_STORE', () => {
     expect(await object(`${w.environment.id}/${ids[0]}.tar.gz`)).toBeNull();
   }, 360_000);
 
-  it("deleting an environment deletes its releases from the store", async () => {
+  it('deleting an environment deletes its releases from the store', async () => {
     const owner = await sessionAgent(t, w.owner);
     const res = await owner.delete(`/environments/${w.environment.id}`, { confirm: w.environment.name });
     expect(res.status, res.text).toBeLessThan(300);
