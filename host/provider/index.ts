@@ -68,7 +68,7 @@ export interface Provider {
   ensureRelease(r: EnsureRelease): Promise<{ releaseDir: string; marker: ReleaseMarker; fetched: boolean } | null>;
 }
 
-export interface EnsureRelease {
+interface EnsureRelease {
   envId: string;
   port: number;
   releaseId: string;

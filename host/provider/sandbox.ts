@@ -328,7 +328,7 @@ export const RELEASE_MOUNT = '/app';
  * RELEASE_MOUNT when `dir` is one of the environment's release trees on this host (`<env dir>/releases/<id>`, or
  * the temporary tree of a build in progress), else null.
  */
-export function releaseMount(jail: Pick<Jail, 'home'>, dir: string): string | null {
+function releaseMount(jail: Pick<Jail, 'home'>, dir: string): string | null {
   const releases = path.join(path.dirname(jail.home), 'releases');
   return path.dirname(dir) === releases && path.basename(dir) !== '' ? RELEASE_MOUNT : null;
 }

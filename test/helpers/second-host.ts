@@ -24,7 +24,7 @@ export interface SecondHost {
 }
 
 /** The settings `hosts -- join` gives a new machine, from the file's own. */
-export function joinedSettings(t: TestContext): NodeJS.ProcessEnv {
+function joinedSettings(t: TestContext): NodeJS.ProcessEnv {
   const key = JSON.parse(readFileSync(path.join(t.dataDir, 'secrets', 'encryption-key.json'), 'utf8'));
   return {
     TEMPORAL_ADDRESS: t.config.temporalAddress,

@@ -164,7 +164,7 @@ describe('releases in an s3:// RELEASE_STORE', () => {
     expect(await fetchEnvironment(w2.environment.port)).toEqual({ status: 200, text: 'v1' });
   }, 240_000);
 
-  it('keeps the live release and the RELEASE_KEEP newest; a rollback to a pruned one builds it again', async () => {
+  it('keeps the live release and the RELEASE_KEEP newest; a rollback to a pruned one puts it back', async () => {
     const ids = [first];
     for (const v of ['v2', 'v3']) {
       writeFileSync(path.join(w.repo.dir, 'VERSION'), `${v}\n`);
@@ -179,7 +179,7 @@ describe('releases in an s3:// RELEASE_STORE', () => {
       expect(await object(`${w.environment.id}/${id}.tar.gz`)).toBeNull();
       expect((await release(id)).archive_sha256).toBeNull();
     }
-    // back to v2: pruned, so built again from its commit and put back; live v2 and newest v3 both kept
+    // back to v2: pruned from the store, so put back there (B's copy, or one built again); live v2 and newest v3 kept
     const task = await runTaskOk(t, w.api, `/environments/${w.environment.id}/rollback`, {}, 120_000);
     expect(await taskLog(t, w.api, task.id)).toContain(`==> Release ${ids[1]} put in the release store`);
     expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v2' });
