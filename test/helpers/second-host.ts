@@ -4,10 +4,11 @@
  * Temporal and task queue with the file's encryption key, as `npm run hosts -- join` would set it. Its blocks come
  * from VC_TEST_PORT_SLOT, so runs side by side never share them.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync } from 'node:fs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
+import { hostTag } from '../../host/provider/host-identity';
 import { repositoriesDir, type TestContext } from './context';
 import { killProcessesUnder } from './processes';
 import { until } from './until';
@@ -21,6 +22,12 @@ export interface SecondHost {
   output(): string;
   exit: Promise<number | null>;
   stop(): Promise<void>;
+}
+
+/** The second octet of the slot's sandbox block `block` (a /14 of 10.0.0.0/8: 10.128.0.0 onwards, 8 per slot). */
+export function sandboxBlock(block: 0 | 1): number {
+  const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
+  return (128 + slot * 8 + block * 4) % 256;
 }
 
 /** The settings `hosts -- join` gives a new machine, from the file's own. */
@@ -37,7 +44,13 @@ function joinedSettings(t: TestContext): NodeJS.ProcessEnv {
 }
 
 /** Starts the agent (not waiting for it); `extra` overrides its settings. */
-export function spawnSecondHost(t: TestContext, name: string, extra: NodeJS.ProcessEnv = {}): SecondHost {
+export function spawnSecondHost(
+  t: TestContext,
+  name: string,
+  extra: NodeJS.ProcessEnv = {},
+  /** Which of the slot's two sandbox blocks (files whose agents share environment ports take different ones). */
+  block: 0 | 1 = 0,
+): SecondHost {
   const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
   const dataDir = mkdtempSync(path.join(inject('runDir'), 'host-b-'));
   chmodSync(dataDir, 0o711);
@@ -51,7 +64,7 @@ export function spawnSecondHost(t: TestContext, name: string, extra: NodeJS.Proc
     HOST_CAPACITY: 'cpu=100,memory_mb=1000000,disk_gb=1000',
     INSTANCE_PORTS: `${ports}-${ports + 39}`,
     DATA_DIR: dataDir,
-    SANDBOX_NETWORK: `10.${(128 + slot * 4) % 256}.0.0/14`,
+    SANDBOX_NETWORK: `10.${sandboxBlock(block)}.0.0/14`,
     SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
     ENVIRONMENT_PORTS: `${t.config.environmentPorts.from}-${t.config.environmentPorts.to}`,
     LOCAL_REPOSITORY_ROOTS: repositoriesDir(),
@@ -86,13 +99,35 @@ export function spawnSecondHost(t: TestContext, name: string, extra: NodeJS.Proc
         await Promise.race([exit, new Promise((r) => setTimeout(r, 20_000))]);
       }
       killProcessesUnder(dataDir);
+      removeHostNetworks(name);
     },
   };
 }
 
+/**
+ * What the agent's sandboxes left on this machine's kernel (their networks stay when an agent stops, as a
+ * worker's do): its network namespaces (their veths go with them) and its nftables tables, found by its tag.
+ */
+function removeHostNetworks(name: string): void {
+  const tag = hostTag(name);
+  let names: string[] = [];
+  try {
+    names = readdirSync('/run/netns');
+  } catch {
+    // none
+  }
+  for (const ns of names.filter((n) => n.startsWith(`vc-${tag}-`)))
+    spawnSync('ip', ['netns', 'delete', ns], { stdio: 'ignore' });
+  const tables = spawnSync('nft', ['list', 'tables'], { encoding: 'utf8' }).stdout ?? '';
+  for (const line of tables.split('\n')) {
+    const [, family, table] = /^table (\w+) (\S+)$/.exec(line.trim()) ?? [];
+    if (table?.endsWith(`_${tag}`)) spawnSync('nft', ['delete', 'table', family, table], { stdio: 'ignore' });
+  }
+}
+
 /** Starts the agent and waits for `Host NAME joined`; fails at once when it exits instead. */
-export async function startSecondHost(t: TestContext, name: string, extra: NodeJS.ProcessEnv = {}) {
-  const host = spawnSecondHost(t, name, extra);
+export async function startSecondHost(t: TestContext, name: string, extra: NodeJS.ProcessEnv = {}, block: 0 | 1 = 0) {
+  const host = spawnSecondHost(t, name, extra, block);
   let exited = false;
   void host.exit.then(() => (exited = true));
   await until(

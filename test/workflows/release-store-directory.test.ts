@@ -49,7 +49,8 @@ describe('releases in a directory RELEASE_STORE', () => {
   }, 120_000);
 
   it('a second agent on this machine starts a release it did not build, fetched into its DATA_DIR', async () => {
-    const b = await startSecondHost(t, B);
+    // the other block of the slot: the s3 file's agent runs the same environment ports
+    const b = await startSecondHost(t, B, {}, 1);
     hosts.push(b);
     await t.deps.knex('servers').where({ environment_id: w.environment.id, role: 'web' }).update({ host: B });
     const task = await runTaskOk(t, w.api, `/environments/${w.environment.id}/redeploy`, {}, 90_000);
