@@ -86,7 +86,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createReminderActivities(deps),
       ...createTaskActivities(deps),
       ...createDeployActivities(deps, provider),
-      ...createBuildActivities(deps),
+      ...createBuildActivities(deps, provider),
       ...createDataActivities(deps, provider),
       ...createPitrActivities(deps, provider),
       ...createVariableActivities(deps, provider),

@@ -9,6 +9,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../system/config';
+import { checkReleaseStore } from '../host/release-store';
 import { createKnex } from '../db/knex';
 import { runDir } from '../system/run-state';
 import { Supervision } from './supervision';
@@ -40,6 +41,13 @@ if (missing.length > 0) {
     `A host agent needs the control plane's ${missing.join(', ')}: run \`npm run hosts -- join ${config.hostName}\` on ` +
       'the control plane and start this one with what it prints. A host agent never generates a key.',
   );
+  process.exit(1);
+}
+// A directory release store serves one machine only: this agent starts nothing on another machine's.
+try {
+  await checkReleaseStore(config.releaseStore, { create: false });
+} catch (err) {
+  say(`Could not start: ${(err as Error).message}`);
   process.exit(1);
 }
 mkdirSync(config.dataDir, { recursive: true });

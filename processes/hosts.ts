@@ -88,14 +88,10 @@ function joinEnv(name: string): Array<[string, string]> {
   ];
   if (config.temporalNamespace !== 'default') env.push(['TEMPORAL_NAMESPACE', config.temporalNamespace]);
   if (config.taskQueue !== DEFAULT_TASK_QUEUE) env.push(['TEMPORAL_TASK_QUEUE', config.taskQueue]);
-  for (const key of [
-    'HOST_LOST_SECONDS',
-    'RELEASE_STORE',
-    'S3_ENDPOINT',
-    'S3_REGION',
-    'S3_ACCESS_KEY_ID',
-    'S3_SECRET_ACCESS_KEY',
-  ])
+  if (process.env.HOST_LOST_SECONDS) env.push(['HOST_LOST_SECONDS', process.env.HOST_LOST_SECONDS]);
+  // always: a host's default store would be its own DATA_DIR's, which no other host sees
+  env.push(['RELEASE_STORE', config.releaseStore.location]);
+  for (const key of ['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_CA_FILE'])
     if (process.env[key]) env.push([key, process.env[key]!]);
   return env;
 }

@@ -7,6 +7,7 @@ import { createActivities } from '../activities';
 import { BUILD_ACTIVITY_NAMES } from '../activities/deploys';
 import { buildTaskQueue } from '../db/workflow-names';
 import { hostTaskQueue } from '../system/config';
+import { checkReleaseStore } from '../host/release-store';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 export const WORKFLOWS_PATH = join(root, 'workflows', 'index.ts');
@@ -60,6 +61,8 @@ export async function startWorker(
     hostName?: string;
   } = {},
 ): Promise<RunningWorker> {
+  // npm start's worker (and a test's) makes a directory release store and its machine marker when absent
+  if (process.env.VC_HOST_AGENT !== '1') await checkReleaseStore(deps.config.releaseStore, { create: true });
   const connection = await NativeConnection.connect({ address: deps.config.temporalAddress });
   const activities = await createActivities(deps);
   // A prebuilt bundle (tests run worker processes with the run's bundle instead of bundling again).

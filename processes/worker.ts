@@ -9,6 +9,7 @@ import { ensureSystemSchedules } from '../core/temporal-starts';
 import { HostNameInUse, registerHost } from '../core/host-registration';
 import { onStopSignals, parentGone } from './stop-signals';
 import { adoptUnplacedServers } from '../db/queries/hosts';
+import { checkReleaseStore } from '../host/release-store';
 
 // The worker process: `tsx processes/worker.ts`, configured by the environment (see README).
 const config = loadConfig();
@@ -19,6 +20,11 @@ if (process.env.VC_HOST_AGENT === '1' && !config.encryptionKey) {
   );
   process.exit(1);
 }
+// The release store: a directory serves one machine only, and a host agent alone never makes one (docs/hosts.md).
+await checkReleaseStore(config.releaseStore, { create: process.env.VC_HOST_AGENT !== '1' }).catch((err) => {
+  console.error((err as Error).message);
+  process.exit(1);
+});
 Runtime.install({ logger: new DefaultLogger(config.logLevel === 'debug' ? 'DEBUG' : 'WARN') });
 const deps = await createDeps(config, { name: 'worker' });
 // This machine's host in the registry (refused while another agent with the name heartbeats), before any work.

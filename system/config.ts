@@ -107,6 +107,8 @@ export interface Config extends HostConfig {
   servicesPort: number;
   /** Point-in-time recovery of the console's services server (host/pitr.ts). */
   pitr: PitrConfig;
+  /** Where built releases are kept for every host to start (host/release-store.ts, docs/hosts.md). */
+  releaseStore: ReleaseStoreConfig;
   /** Directories local repository paths and `file://` URLs may be under (LOCAL_REPOSITORY_ROOTS); none: refused. */
   localRepositoryRoots: string[];
   /** Directories local backup destinations may be under (BACKUP_LOCAL_ROOTS); none: no local destinations. */
@@ -126,6 +128,15 @@ interface PitrConfig {
   days: number;
   /** The operator's S3_* settings, for an `s3://` repository. */
   s3: { endpoint?: string; region?: string; accessKeyId?: string; secretAccessKey?: string; caFile?: string };
+}
+
+export interface ReleaseStoreConfig {
+  /** RELEASE_STORE: a directory (default DATA_DIR/releases, one machine only) or `s3://bucket/prefix`. */
+  location: string;
+  /** RELEASE_KEEP (default 5): the releases of each environment kept besides its live one. */
+  keep: number;
+  /** The operator's S3_* settings, for an `s3://` store. */
+  s3: PitrConfig['s3'];
 }
 
 export interface AcmeConfig {
@@ -201,6 +212,28 @@ function pitrRepository(raw: string | undefined, dataDir: string): string {
   if (raw.startsWith('s3://')) {
     if (!/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[^\s]*)?$/.test(raw))
       throw new Error(`PITR_REPOSITORY must be a directory or s3://bucket/prefix, got "${raw}"`);
+    return raw.replace(/\/+$/, '');
+  }
+  return resolve(raw);
+}
+
+/** The operator's S3_* settings (PITR_REPOSITORY and RELEASE_STORE when they are `s3://`). */
+function operatorS3(env: NodeJS.ProcessEnv): PitrConfig['s3'] {
+  return {
+    endpoint: env.S3_ENDPOINT || undefined,
+    region: env.S3_REGION || undefined,
+    accessKeyId: env.S3_ACCESS_KEY_ID || undefined,
+    secretAccessKey: env.S3_SECRET_ACCESS_KEY || undefined,
+    caFile: env.S3_CA_FILE ? resolve(env.S3_CA_FILE) : undefined,
+  };
+}
+
+/** RELEASE_STORE: `s3://bucket/prefix`, or a directory (default DATA_DIR/releases). */
+function releaseStoreLocation(raw: string | undefined, dataDir: string): string {
+  if (!raw) return resolve(dataDir, 'releases');
+  if (raw.startsWith('s3://')) {
+    if (!/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[^\s]*)?$/.test(raw))
+      throw new Error(`RELEASE_STORE must be a directory or s3://bucket/prefix, got "${raw}"`);
     return raw.replace(/\/+$/, '');
   }
   return resolve(raw);
@@ -343,13 +376,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pitr: {
       repository: pitrRepository(env.PITR_REPOSITORY, resolve(env.DATA_DIR || 'var')),
       days: Math.max(1, int(env, 'PITR_DAYS', 7)),
-      s3: {
-        endpoint: env.S3_ENDPOINT || undefined,
-        region: env.S3_REGION || undefined,
-        accessKeyId: env.S3_ACCESS_KEY_ID || undefined,
-        secretAccessKey: env.S3_SECRET_ACCESS_KEY || undefined,
-        caFile: env.S3_CA_FILE ? resolve(env.S3_CA_FILE) : undefined,
-      },
+      s3: operatorS3(env),
+    },
+    releaseStore: {
+      location: releaseStoreLocation(env.RELEASE_STORE, resolve(env.DATA_DIR || 'var')),
+      keep: Math.max(0, int(env, 'RELEASE_KEEP', 5)),
+      s3: operatorS3(env),
     },
     checkResponses: env.VC_CHECK_RESPONSES === '1',
     priceList: env.PRICE_LIST || undefined,

@@ -9,18 +9,13 @@ import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import { commitSubject, displayUrl, GitError, resolveRef, type GitRepo } from '../../host/git';
 import { projectRepository } from '../../core/repository';
-import {
-  buildRelease,
-  readReleaseMarker,
-  releaseDirFor,
-  runDeploySteps as runManifestDeploySteps,
-  type BuildResult,
-} from '../../host/provider/releases';
+import { buildRelease, runDeploySteps as runManifestDeploySteps, type BuildResult } from '../../host/provider/releases';
 import type { OnLine } from '../../host/provider/run-step';
 import { openJail } from '../../host/provider/sandbox';
 import type { Provider } from '../../host/provider';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
+import { ensureRelease, pruneReleaseArchives, storeRelease } from './release-archives';
 import { recordTaskPhases } from '../../db/queries/task-phases';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
 import { withHeartbeat } from '../toolkit/heartbeat';
@@ -71,21 +66,27 @@ async function repository(deps: Deps, projectId: string): Promise<GitRepo> {
 
 /**
  * The built release on this host: its directory and manifest. A release built on this host is reused at
- * once; one whose directory is gone (another host, a cleaned disk) is built again from its commit.
+ * once; one built elsewhere is fetched from the release store (provider.ensureRelease: its digest checked,
+ * unpacked in place); one the store does not have (built before the store, or pruned past RELEASE_KEEP) is built
+ * again from its commit, and put in the store.
  */
 async function openRelease(
   deps: Deps,
+  provider: Provider,
   release: ReleaseRow,
   log: TaskLog,
   tenant: TenantEnv,
   signal?: AbortSignal,
 ): Promise<BuildResult> {
-  const releaseDir = releaseDirFor(deps.config.dataDir, release.environment_id, release.id);
-  const marker = await readReleaseMarker(releaseDir);
-  // Built here already (the usual case): open it quietly; the build phase has said so in the log.
-  if (marker?.sha === release.commit_sha) return { ok: true, manifest: marker.manifest, releaseDir, reused: true };
   const env = await deps.knex('environments').where({ id: release.environment_id }).first('port');
   if (!env) throw userFault('EnvironmentMissing', 'the environment no longer exists');
+  const here = await ensureRelease(provider, release, env.port);
+  if (here) {
+    if (here.fetched) log.line(`==> Release ${release.id} fetched from the release store`);
+    // built here before the store, or pruned from it past RELEASE_KEEP: the release put live is kept there again
+    else if (!release.archive_sha256) await storeRelease(deps, provider, release, log);
+    return { ok: true, manifest: here.marker.manifest, releaseDir: here.releaseDir, reused: true };
+  }
   const held = heldSteps(
     release.environment_id,
     'build',
@@ -94,8 +95,9 @@ async function openRelease(
   const jail = await openJail(deps.config.dataDir, release.environment_id, env.port);
   // The project's registry credentials reach the build steps as files, never their output.
   const auth = await prepareRegistryAuth(deps, release.project_id, jail);
+  let built: BuildResult;
   try {
-    return await buildRelease({
+    built = await buildRelease({
       dataDir: deps.config.dataDir,
       jail,
       envId: release.environment_id,
@@ -112,6 +114,8 @@ async function openRelease(
   } finally {
     await auth.cleanup();
   }
+  if (built.ok) await storeRelease(deps, provider, release, log);
+  return built;
 }
 
 /** The commit `gitRef` names now in the project's repository; `resolving` is the line that says so. */
@@ -235,7 +239,7 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
         withHeartbeat(async (signal) => {
           const release = await loadRelease(deps, input.releaseId);
           const tenant = await tenantEnv(deps, release.environment_id);
-          const opened = await openRelease(deps, release, log, tenant, signal);
+          const opened = await openRelease(deps, provider, release, log, tenant, signal);
           if (!opened.ok) throw failed(opened.message);
           if (opened.manifest.deploy.length === 0) {
             log.line('==> No deploy steps in service.yaml');
@@ -294,7 +298,7 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
               webServerSize(knex, env.id),
               webServerInstances(knex, env.id),
             ]);
-            const opened = await openRelease(deps, release, log, tenant, signal);
+            const opened = await openRelease(deps, provider, release, log, tenant, signal);
             if (!opened.ok) throw userFault('GoLiveFailed', opened.message);
             phases.mark('release_ready');
             log.line(`==> Starting release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)})`);
@@ -328,6 +332,7 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
               return (await trx('deployments').where({ task_id: input.taskId }).first('id')).id as string;
             });
             log.line(`==> Live: release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)}) at ${url}`);
+            await pruneReleaseArchives(deps, provider, env.id);
             return { deploymentId, url };
           }),
         ),
@@ -343,7 +348,7 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
  * the task to `running` (a task cancelled meanwhile is not built). The slot is given back when the build
  * ends, fails or is cancelled, and frees itself if this worker dies.
  */
-export function createBuildActivities(deps: Deps) {
+export function createBuildActivities(deps: Deps, provider: Provider) {
   const { knex } = deps;
   // The build itself (checkout and up to 20 steps); the wait for a slot before it is not limited.
   const buildTimeoutMs = (deps.config.stepTimeoutSeconds * 20 + 600) * 1000;
@@ -369,7 +374,8 @@ export function createBuildActivities(deps: Deps) {
             const release = await loadRelease(deps, input.releaseId);
             if (release.status === 'failed') throw failed('the build of this release failed');
             log.line(`==> Building ${release.git_ref}@${shortSha(release.commit_sha)} (release ${release.id})`);
-            const r = await openRelease(deps, release, log, await tenantEnv(deps, release.environment_id), signal);
+            const tenant = await tenantEnv(deps, release.environment_id);
+            const r = await openRelease(deps, provider, release, log, tenant, signal);
             if (!r.ok) {
               if (r.reason === 'cancelled' && !cancelled.aborted) {
                 // Lost its slot (the database connection dropped): build again with a slot of its own.
@@ -388,6 +394,8 @@ export function createBuildActivities(deps: Deps) {
                 built_at: knex.raw('COALESCE(built_at, now())'),
                 commit_message: await commitMessageOf(deps, release),
               });
+            // built here earlier (a retry), or fetched: in the store once all the same
+            await storeRelease(deps, provider, release, log);
             await recordTaskPhases(knex, input.taskId, { build_done: new Date().toISOString() });
             return { started: true, reused: r.reused };
           }),

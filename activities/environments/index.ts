@@ -1,7 +1,7 @@
 /**
  * Taking a deleted environment off this host: its web process, its sandbox network, any process still
- * running as its uid, its cgroups and its files (releases, home, volume). Until this has run, the port (and
- * so the uid and the network namespace that derive from it) stays in retiring_ports and no new
+ * running as its uid, its cgroups and its files (releases, home, volume), and its releases in the release
+ * store. Until this has run, the port (and so the uid and the network namespace that derive from it) stays in retiring_ports and no new
  * environment gets it. Idempotent: the workflow retries it, and the worker runs it at start for rows left.
  */
 import { execFile } from 'node:child_process';
@@ -10,6 +10,7 @@ import type { Deps } from '../../system/deps';
 import type { Provider } from '../../host/provider';
 import { volumePath } from '../../db/queries/storage';
 import { removeTree } from '../../host/no-follow';
+import { environmentKey } from '../../host/release-store';
 
 export interface RetireInput {
   environmentId: string;
@@ -36,6 +37,8 @@ export function createEnvironmentActivities(deps: Deps, provider: Provider) {
       for (const suffix of ['', '.restore', '.old', '.put-back'])
         await removeTree(volumes, `${environmentId}${suffix}`);
     }
+    // its releases in the release store (RELEASE_STORE): the environment's rows went with it
+    await provider.releaseStore.deleteUnder(environmentKey(environmentId));
     await deps.knex('retiring_ports').where({ port, environment_id: environmentId }).delete();
     deps.logger.info({ environmentId, port }, 'deleted environment taken off this host');
     return { killed };

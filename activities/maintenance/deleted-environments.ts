@@ -1,12 +1,14 @@
 /**
  * The daily prune's part for deleted environments (CONTRACT "Running"): once a tombstone is
- * DELETED_ENVIRONMENT_KEEP_DAYS old, its snapshots are deleted from their destinations, and its snapshot rows,
- * tasks (with their logs), activity events and the tombstone itself (its backup key with it) go.
+ * DELETED_ENVIRONMENT_KEEP_DAYS old, its snapshots are deleted from their destinations, what the release
+ * store still holds of it goes (its retirement deleted that, unless its host never came back), and its
+ * snapshot rows, tasks (with their logs), activity events and the tombstone itself (its backup key with it) go.
  */
 import type { Deps } from '../../system/deps';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { keptSince } from '../../db/queries/deleted-environments';
 import { deleteFromDestination } from '../../core/backups/destinations';
+import { createReleaseStore, environmentKey } from '../../host/release-store';
 
 /** Deletes the environment's snapshot objects where they are (a destination that fails is logged, not retried). */
 async function deleteSnapshotObjects(deps: Deps, environmentId: string): Promise<void> {
@@ -37,6 +39,11 @@ export async function pruneDeletedEnvironments(deps: Deps, asOf: Date): Promise<
     .select('id');
   for (const { id } of due) {
     await deleteSnapshotObjects(deps, id);
+    await createReleaseStore(deps.config.releaseStore)
+      .deleteUnder(environmentKey(id))
+      .catch((err) =>
+        deps.logger.warn({ environmentId: id, err: (err as Error).message }, 'release archives could not be deleted'),
+      );
     await deps.knex.transaction(async (trx) => {
       await trx('backups').where({ environment_id: id }).delete();
       await trx('tasks').where({ environment_id: id }).delete();

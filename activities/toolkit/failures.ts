@@ -45,6 +45,8 @@ export const HOST_FAULTS = {
   DeliveryFailed: 'the integration endpoint failed; the delivery is retried with backoff',
   BuildSlotLost: 'the build lost its build slot',
   WorkerStopped: 'the worker stopped while a build waited for capacity',
+  ReleaseTampered: "a release's archive in the release store is not the one recorded at its build: refused",
+  ReleaseStoreUnavailable: 'the release store (RELEASE_STORE) failed: unreachable, refused, or full',
 } as const;
 export type HostFault = keyof typeof HOST_FAULTS;
 

@@ -11,6 +11,9 @@ export interface ReleaseRow {
   commit_message?: string | null;
   status: 'building' | 'ready' | 'failed';
   task_id: string | null;
+  /** The archive's digest in the release store (null: not there). */
+  archive_sha256?: string | null;
+  archive_bytes?: number | string | null;
 }
 
 /** The live release of the environment (redeploy), or undefined. */
@@ -41,4 +44,38 @@ export async function rollbackTarget(knex: Knex, environmentId: string): Promise
     .andWhere('r.status', 'ready')
     .orderBy('d.went_live_at', 'desc')
     .first('r.*');
+}
+
+/** Records the release's archive in the release store (its digest and size). */
+export async function recordReleaseArchive(
+  knex: Knex,
+  releaseId: string,
+  archive: { sha256: string; bytes: number },
+): Promise<void> {
+  await knex('releases')
+    .where({ id: releaseId })
+    .update({ archive_sha256: archive.sha256, archive_bytes: archive.bytes });
+}
+
+/**
+ * The releases of the environment whose archives the store no longer keeps (RELEASE_KEEP): those with an
+ * archive but the live one and the `keep` newest.
+ */
+export async function releasesPastKeep(knex: Knex, environmentId: string, keep: number): Promise<string[]> {
+  const env = await knex('environments').where({ id: environmentId }).first('live_release_id');
+  const rows: Array<{ id: string }> = await knex('releases')
+    .where({ environment_id: environmentId })
+    .whereNotNull('archive_sha256')
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .offset(keep)
+    .select('id');
+  return rows.map((r) => r.id).filter((id) => id !== env?.live_release_id);
+}
+
+/** The release's archive is gone from the store (pruned): a host without it builds it again. */
+export async function forgetReleaseArchive(knex: Knex, releaseId: string): Promise<void> {
+  await knex('releases').where({ id: releaseId }).update({ archive_sha256: null, archive_bytes: null });
 }

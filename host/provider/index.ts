@@ -4,15 +4,20 @@
  * sandboxes (sandbox.ts, sandbox-network.ts), web processes (supervisor*.ts), cgroups (cgroups.ts), volumes
  * (volume.ts) and usage (usage.ts), every machine object named after the host (host-identity.ts).
  *
- * Not behind it yet (activities import the local implementation's modules directly): the build and release
- * steps of activities/deploys (releases.ts, run-step.ts, sandbox.ts `openJail`, cgroups through
- * machines/limits.ts) and the volume tar of a snapshot (volume.ts `volumeTar`, from data/backup-engine.ts).
+ * Releases built here go to the release store (release-archive.ts, host/release-store.ts), and a release this host
+ * does not have is fetched from it (`ensureRelease`). Not behind it yet (activities import the local
+ * implementation's modules directly): the build and deploy steps of activities/deploys (releases.ts, run-step.ts,
+ * sandbox.ts `openJail`, cgroups through machines/limits.ts) and the volume tar of a snapshot (volume.ts
+ * `volumeTar`, from data/backup-engine.ts).
  *
  * One process holds one host's provider: the local provider configures the process's host identity and
  * sandbox when it is created.
  */
 import type { Config } from '../../system/config';
+import { createReleaseStore, type ReleaseStore } from '../release-store';
 import { configureHostIdentity, type HostIdentity } from './host-identity';
+import { fetchRelease, packRelease, type PackedRelease } from './release-archive';
+import { type ReleaseMarker, readReleaseMarker, releaseDirFor } from './releases';
 import {
   configureSandbox,
   environmentDir,
@@ -54,10 +59,32 @@ export interface Provider {
   diskBytes(dir: string): Promise<number>;
   /** Bytes of a directory's contents on this host (0 when it is empty or does not exist). */
   contentBytes(dir: string): Promise<number>;
+  /** The operator's release store (RELEASE_STORE), as this host reaches it. */
+  readonly releaseStore: ReleaseStore;
+  /** Packs a release built on this host and puts it in the release store: its digest and size. */
+  storeRelease(envId: string, releaseId: string): Promise<PackedRelease>;
+  /**
+   * The release on this host: here already, or fetched from the release store (its digest checked against
+   * `sha256`, throws ReleaseDigestMismatch) and unpacked. null when it is not here and the store has none.
+   */
+  ensureRelease(r: EnsureRelease): Promise<{ releaseDir: string; marker: ReleaseMarker; fetched: boolean } | null>;
+}
+
+interface EnsureRelease {
+  envId: string;
+  port: number;
+  releaseId: string;
+  /** The commit it was built from. */
+  sha: string;
+  /** The archive's digest recorded with the release (null: never put in the store). */
+  sha256: string | null;
 }
 
 interface LocalProviderOptions {
-  config: Pick<Config, 'dataDir' | 'hostName' | 'sandboxNetwork' | 'sandboxSharedDirs' | 'environmentBind'>;
+  config: Pick<
+    Config,
+    'dataDir' | 'hostName' | 'sandboxNetwork' | 'sandboxSharedDirs' | 'environmentBind' | 'releaseStore'
+  >;
   /** The services server's loopback port sandboxes may reach at their gateway, and one kept closed (trusting). */
   services?: { port: number | null; trusting: number | null };
   /** The supervisor's options but where it runs (DATA_DIR, ENVIRONMENT_BIND). */
@@ -77,6 +104,7 @@ export function createLocalProvider(o: LocalProviderOptions): Provider {
   });
   const supervisor = new Supervisor({ ...o.supervisor, dataDir: config.dataDir, listenHost: config.environmentBind });
   const isolation = () => sandboxMode(warn);
+  const releaseStore = createReleaseStore(config.releaseStore);
   return {
     host,
     supervisor,
@@ -90,5 +118,23 @@ export function createLocalProvider(o: LocalProviderOptions): Provider {
     usage: (envId) => processUsage(envId, supervisor.status(envId)?.pid ?? null),
     diskBytes,
     contentBytes,
+    releaseStore,
+    storeRelease: (envId, releaseId) => packRelease({ dataDir: config.dataDir, store: releaseStore, envId, releaseId }),
+    async ensureRelease(r) {
+      const releaseDir = releaseDirFor(config.dataDir, r.envId, r.releaseId);
+      const here = await readReleaseMarker(releaseDir);
+      if (here?.sha === r.sha && here.releaseId === r.releaseId) return { releaseDir, marker: here, fetched: false };
+      if (!r.sha256) return null;
+      const marker = await fetchRelease({
+        dataDir: config.dataDir,
+        store: releaseStore,
+        envId: r.envId,
+        releaseId: r.releaseId,
+        sha: r.sha,
+        sha256: r.sha256,
+        jail: await openJail(config.dataDir, r.envId, r.port),
+      });
+      return marker ? { releaseDir, marker, fetched: true } : null;
+    },
   };
 }

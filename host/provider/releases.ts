@@ -112,7 +112,7 @@ export async function readReleaseMarker(releaseDir: string): Promise<ReleaseMark
 }
 
 /** Writes the marker into a tree the tenant owned while its steps ran: whatever it left under that name goes first. */
-async function writeReleaseMarker(dir: string, marker: ReleaseMarker): Promise<void> {
+export async function writeReleaseMarker(dir: string, marker: ReleaseMarker): Promise<void> {
   await withDir(path.dirname(dir), [path.basename(dir)], async (tree) => {
     await tree.remove(RELEASE_MARKER);
     await tree.writeNew(RELEASE_MARKER, JSON.stringify(marker, null, 2), 0o644);

@@ -269,7 +269,13 @@ export function launch(
   // The environment's volume (VC_VOLUME_PATH, set by the console: VC_ names are reserved to it), bound at its
   // real path so the variable says the same inside and out; only ever this environment's (volume.ts).
   const volume = volumeOf(jail, o.env);
-  const writable = [...new Set([jail.home, path.resolve(o.cwd), ...(volume ? [volume] : [])])];
+  // A release tree (being built, or built) is seen at RELEASE_MOUNT on every host, whatever its DATA_DIR: the
+  // absolute paths its build wrote keep working where another host unpacked it (release-archive.ts).
+  const cwd = path.resolve(o.cwd);
+  const inside = releaseMount(jail, cwd) ?? cwd;
+  const binds = new Map<string, string>([[jail.home, jail.home]]);
+  binds.set(inside, cwd);
+  if (volume) binds.set(volume, volume);
   const args = [
     `--net=/run/netns/${jail.netns}`,
     `--setuid=${jail.uid}`,
@@ -304,15 +310,27 @@ export function launch(
     '../run',
     '/var/run',
     ...sharedDirs.flatMap((d) => ['--ro-bind-try', d, d]),
-    ...writable.flatMap((d) => ['--bind', d, d]),
+    ...[...binds].flatMap(([dest, src]) => ['--bind', src, dest]),
     '--chdir',
-    path.resolve(o.cwd),
+    inside,
     '--',
     '/bin/sh',
     '-c',
     command,
   ];
   return { file: 'nsenter', args, cwd: o.cwd, env };
+}
+
+/** Where a sandbox sees its release tree (namespaces mode): one path on every host. */
+export const RELEASE_MOUNT = '/app';
+
+/**
+ * RELEASE_MOUNT when `dir` is one of the environment's release trees on this host (`<env dir>/releases/<id>`, or
+ * the temporary tree of a build in progress), else null.
+ */
+function releaseMount(jail: Pick<Jail, 'home'>, dir: string): string | null {
+  const releases = path.join(path.dirname(jail.home), 'releases');
+  return path.dirname(dir) === releases && path.basename(dir) !== '' ? RELEASE_MOUNT : null;
 }
 
 /** The read-only system a sandbox sees: /usr, /etc, /opt, /sys and the merged-/usr links (or directories). */

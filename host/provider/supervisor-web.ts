@@ -4,13 +4,13 @@
  * route published to the edge).
  */
 import { appendFile, chmod, realpath } from 'node:fs/promises';
-import { closeSync, openSync, readlinkSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { holdProcess, limitEnv, type Limits, strayProcesses } from './cgroups';
 import { webErrorLogPath } from '../environment-dir';
 import { environmentDir } from './releases';
 import { groupAlive, killGroup, type OnLine, processAlive } from './run-step';
-import { openJail } from './sandbox';
+import { openJail, RELEASE_MOUNT } from './sandbox';
 import type { PublishedRoute, Runtime } from './supervisor-types';
 import { delay, freePort, WebProcess, type Backoff } from './web-process';
 
@@ -95,7 +95,7 @@ export async function killStrays(envId: string, keep: number[], graceMs: number)
 }
 
 /** A web process group left by a previous worker: killed if its pid still runs in that release dir. */
-export async function killOrphan(pid: number, releaseDir: string, graceMs: number): Promise<void> {
+export async function killOrphan(pid: number, releaseDir: string, graceMs: number, envId: string): Promise<void> {
   let cwd: string;
   try {
     cwd = readlinkSync(`/proc/${pid}/cwd`);
@@ -103,11 +103,23 @@ export async function killOrphan(pid: number, releaseDir: string, graceMs: numbe
     return;
   }
   const dir = await realpath(releaseDir).catch(() => releaseDir);
-  if (cwd !== dir || !groupAlive(pid)) return;
+  // in a sandbox, the release is at RELEASE_MOUNT: then the process must also be in the environment's cgroups
+  const sandboxed = cwd === RELEASE_MOUNT && inCgroupsOf(pid, envId);
+  if ((cwd !== dir && !sandboxed) || !groupAlive(pid)) return;
   killGroup(pid, 'SIGTERM');
   const deadline = Date.now() + graceMs;
   while (groupAlive(pid) && Date.now() < deadline) await delay(25);
   killGroup(pid, 'SIGKILL');
+}
+
+function inCgroupsOf(pid: number, envId: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cgroup`, 'utf8')
+      .split('\n')
+      .some((l) => l.split('/').includes(envId));
+  } catch {
+    return false;
+  }
 }
 
 /** Where the edge should send the environment's requests now: every instance, slot 1 first. */

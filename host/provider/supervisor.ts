@@ -182,7 +182,7 @@ export class Supervisor extends SupervisorInstances {
     // The previous worker's instances, and whatever else runs in the environment's web cgroups but `keep`
     // (an instance it started and recorded nowhere: killed in the middle of a restart or a move).
     const killOrphans = async (keep: number[]) => {
-      await Promise.all(orphans.map((pid) => killOrphan(pid, s.releaseDir, this.graceMs)));
+      await Promise.all(orphans.map((pid) => killOrphan(pid, s.releaseDir, this.graceMs, s.envId)));
       await killStrays(s.envId, keep, this.graceMs);
     };
     // Behind the edge, the orphans of the previous worker keep serving until their successors are ready.
@@ -312,7 +312,7 @@ export class Supervisor extends SupervisorInstances {
       await Promise.all(webs.map((w) => w.stop(this.graceMs)));
       await this.settle(envId);
       const orphans = mine && !rt.live ? (state?.pids ?? [state?.pid]).filter((p): p is number => !!p && p > 0) : [];
-      await Promise.all(orphans.map((pid) => killOrphan(pid, state!.releaseDir, this.graceMs)));
+      await Promise.all(orphans.map((pid) => killOrphan(pid, state!.releaseDir, this.graceMs, envId)));
       const strays = await killStrays(envId, [], this.graceMs);
       this.unservePort(rt);
       rt.live = null;

@@ -177,6 +177,8 @@ describe('hosts', () => {
       ENCRYPTION_KEY_ID: key.id,
       ENCRYPTION_KEY: Buffer.from(key.key, 'base64').toString('hex'),
       HOST_LOST_SECONDS: String(LOST),
+      // npm start's directory store: this machine's (an agent on another machine refuses it)
+      RELEASE_STORE: path.join(dataDir, 'releases'),
     });
 
     const dir = agentDir();
