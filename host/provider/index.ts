@@ -13,6 +13,7 @@
  */
 import type { Config } from '../../system/config';
 import { configureHostIdentity, type HostIdentity } from './host-identity';
+import { type InstancePortBook, memoryInstancePorts, pruneInstanceForwards } from './instance-ports';
 import {
   configureSandbox,
   environmentDir,
@@ -52,10 +53,20 @@ export interface Provider {
   usage(envId: string): Usage;
   /** Bytes under a directory of this host (0 when it does not exist). */
   diskBytes(dir: string): Promise<number>;
+  /**
+   * Takes away the forwards of this host's instance ports (INSTANCE_PORTS on HOST_ADDRESS) that no instance
+   * holds: what instances gone without a stop left (a worker's start), or every one (after stopAll, a clean stop).
+   */
+  pruneInstanceForwards(): Promise<number[]>;
 }
 
 interface LocalProviderOptions {
-  config: Pick<Config, 'dataDir' | 'hostName' | 'sandboxNetwork' | 'sandboxSharedDirs' | 'environmentBind'>;
+  config: Pick<
+    Config,
+    'dataDir' | 'hostName' | 'sandboxNetwork' | 'sandboxSharedDirs' | 'environmentBind' | 'hostAddress' | 'instancePorts'
+  >;
+  /** Who hands out this host's instance ports (the worker's: the `instance_ports` table); default, this process alone. */
+  instancePorts?: InstancePortBook;
   /** The services server's loopback port sandboxes may reach at their gateway, and one kept closed (trusting). */
   services?: { port: number | null; trusting: number | null };
   /** The supervisor's options but where it runs (DATA_DIR, ENVIRONMENT_BIND). */
@@ -73,7 +84,14 @@ export function createLocalProvider(o: LocalProviderOptions): Provider {
     servicesPort: o.services?.port ?? null,
     trustingPort: o.services?.trusting ?? null,
   });
-  const supervisor = new Supervisor({ ...o.supervisor, dataDir: config.dataDir, listenHost: config.environmentBind });
+  // the edge reaches every instance at HOST_ADDRESS:<instance port>, never at a sandbox address
+  const exposure = { address: config.hostAddress, book: o.instancePorts ?? memoryInstancePorts(config.instancePorts) };
+  const supervisor = new Supervisor({
+    ...o.supervisor,
+    dataDir: config.dataDir,
+    listenHost: config.environmentBind,
+    exposure,
+  });
   const isolation = () => sandboxMode(warn);
   return {
     host,
@@ -87,5 +105,9 @@ export function createLocalProvider(o: LocalProviderOptions): Provider {
     prepareVolume: async (envId, port, dir) => prepareVolume(await openJail(config.dataDir, envId, port), dir),
     usage: (envId) => processUsage(envId, supervisor.status(envId)?.pid ?? null),
     diskBytes,
+    pruneInstanceForwards: async () =>
+      isolation().mode === 'namespaces'
+        ? pruneInstanceForwards(exposure.address, config.instancePorts, supervisor.instancePortsHeld())
+        : [],
   };
 }

@@ -103,6 +103,7 @@ table inet ${t.filter} {
     type filter hook forward priority filter - 10; policy accept;
     iifname "${v}" oifname "${v}" drop
     oifname "${v}" ct state established,related accept
+    oifname "${v}" ct status dnat accept
     oifname "${v}" drop
     iifname "${v}" ct state established,related accept
     iifname "${v}" meta nfproto ipv6 drop
