@@ -1,3 +1,4 @@
+import { lookup } from 'node:dns/promises';
 import { consoleEnv } from './storage/volume-env';
 import type { Deps } from '../system/deps';
 import { open, seal } from '../system/crypto';
@@ -5,7 +6,7 @@ import { aad } from '../db/aad';
 import { publishEdgeRoute } from '../db/queries/edge-routes';
 import { releaseInstancePort, releaseInstancePortsExcept, takeInstancePort } from '../db/queries/instance-ports';
 import { untilEdgesApply } from './toolkit/edge-wait';
-import { prepareServicesServer, tenantServicesPort } from '../host/pg-server';
+import { prepareServicesServer, servicesTarget, tenantServicesPort } from '../host/pg-server';
 import { ensureAutoDeployPoller } from '../core/temporal-starts';
 import { LogShipper } from '../logs/shipper';
 import { ErrorTail } from '../logs/error-tail';
@@ -52,6 +53,14 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
   );
   const services = await tenantServicesPort(deps.config);
   if (services.reason) deps.logger.warn(services.reason);
+  // the services server's address as this host sees it (SERVICES_HOST): where the sandboxes' gateway port goes
+  const servicesAt = await lookup(servicesTarget(deps.config), { family: 4 }).then(
+    (r) => r.address,
+    (err) => {
+      deps.logger.warn(`SERVICES_HOST ${deps.config.servicesHost} has no IPv4 address: ${(err as Error).message}`);
+      return undefined;
+    },
+  );
   // The provider (host/provider/): every machine object it makes carries this host's name.
   const host = deps.config.hostName;
   const provider = createLocalProvider({
@@ -62,7 +71,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
         takeInstancePort(deps.knex, { host, range: deps.config.instancePorts, environmentId: envId, slot, skip }),
       release: (port) => releaseInstancePort(deps.knex, host, port),
     },
-    services: { port: services.port, trusting: services.trusting ?? null },
+    services: { port: services.port, trusting: services.trusting ?? null, target: servicesAt },
     warn: (m) => deps.logger.warn(m),
     supervisor: {
       // current.json keeps the web processes' variables: sealed, like every value at rest

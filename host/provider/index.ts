@@ -43,7 +43,7 @@ export interface Provider {
   openJail(envId: string, port: number): Promise<Jail>;
   /** The uid the environment's processes run as here; null when they run as the worker. */
   tenantUid(port: number): number | null;
-  /** Where the environment's processes reach this host's loopback services port (its gateway); null without namespaces. */
+  /** Where the environment's processes reach the services server's port (its gateway); null without namespaces. */
   gateway(port: number): string | null;
   /** The environment's directory on this host (releases, HOME, logs). */
   environmentDir(envId: string): string;
@@ -67,8 +67,11 @@ interface LocalProviderOptions {
   >;
   /** Who hands out this host's instance ports (the worker's: the `instance_ports` table); default, this process alone. */
   instancePorts?: InstancePortBook;
-  /** The services server's loopback port sandboxes may reach at their gateway, and one kept closed (trusting). */
-  services?: { port: number | null; trusting: number | null };
+  /**
+   * The services server's port sandboxes may reach at their gateway, and one kept closed (trusting); `target`: its
+   * IPv4 address as this host sees it (SERVICES_HOST, resolved), default 127.0.0.1.
+   */
+  services?: { port: number | null; trusting: number | null; target?: string };
   /** The supervisor's options but where it runs (DATA_DIR, ENVIRONMENT_BIND). */
   supervisor?: Omit<SupervisorOptions, 'dataDir' | 'listenHost'>;
   warn?: (message: string) => void;
@@ -83,6 +86,7 @@ export function createLocalProvider(o: LocalProviderOptions): Provider {
     sharedDirs: config.sandboxSharedDirs,
     servicesPort: o.services?.port ?? null,
     trustingPort: o.services?.trusting ?? null,
+    servicesTarget: o.services?.target,
   });
   // the edge reaches every instance at HOST_ADDRESS:<instance port>, never at a sandbox address
   const exposure = { address: config.hostAddress, book: o.instancePorts ?? memoryInstancePorts(config.instancePorts) };
