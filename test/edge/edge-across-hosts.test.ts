@@ -6,7 +6,8 @@
  * own host; every server of their HAProxy backends, read through HAProxy's runtime API, is a HOST_ADDRESS and an
  * instance port of its host's range, never a sandbox address; the app sees its host's veth address as the source
  * (a loopback source is SNATed); a redeploy gives the old instance's port back; a clean stop of the agent takes
- * every forward of its instance ports away.
+ * every forward of its instance ports away. The second host reaches no services server (its SERVICES_HOST is an
+ * address nothing listens on): a database service for its environment is refused `services_unreachable`, naming it.
  *
  * The second host shares the file's DATA_DIR: until releases are kept in a store both can read (RELEASE_STORE), an
  * environment on a host with another DATA_DIR cannot find the release the build made. Everything else of it is
@@ -23,6 +24,7 @@ import {
   taskLog,
   waitForTask,
 } from '../helpers/deploy-fixtures';
+import { sessionAgent } from '../helpers/fixtures';
 import { spawnSystemProcess } from '../helpers/processes';
 import { until } from '../helpers/until';
 import { createEnvironmentMachines } from '../../api/machines/service';
@@ -33,7 +35,12 @@ import { hostTag } from '../../host/provider/host-identity';
 
 const t = useTestContext({ worker: true });
 const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
-const B = { name: `s${slot}h2`, address: `127.0.${10 + slot}.2`, network: `10.${64 + slot * 4}.0.0/14` };
+const B = {
+  name: `s${slot}h2`,
+  address: `127.0.${10 + slot}.2`,
+  network: `10.${64 + slot * 4}.0.0/14`,
+  nowhere: `127.0.${10 + slot}.9`,
+};
 // above the context's ranges (62000 + 95 per run and worker), a few ports per slot
 const bPorts = { from: 65420 + slot * 6, to: 65420 + slot * 6 + 5 };
 const SANDBOX_BLOCKS = [
@@ -108,6 +115,8 @@ beforeAll(async () => {
     HOST_ADDRESS: B.address,
     INSTANCE_PORTS: `${bPorts.from}-${bPorts.to}`,
     SANDBOX_NETWORK: B.network,
+    // where this host would reach the services server: an address nothing listens on (its check fails)
+    SERVICES_HOST: B.nowhere,
     HOST_CAPACITY: 'cpu=2,memory_mb=4096,disk_gb=20',
   });
   agentExit = new Promise((r) => agent.once('exit', r));
@@ -200,6 +209,20 @@ describe('the edge across hosts', () => {
     expect(forwarded(hostTag(B.name), B.address)).toEqual(after);
     expect(await answer(onB.port)).toMatch(/^v1 /);
   }, 120_000);
+
+  it('refuses a database service with services_unreachable naming the host whose sandboxes cannot reach it', async () => {
+    const owner = await sessionAgent(t, world.owner);
+    const choices = await owner.get(`/environments/${onB.id}/services/choices`);
+    expect(choices.status, choices.text).toBe(200);
+    const plan = choices.body.data[0].plans[0].id;
+    const res = await owner.post(`/environments/${onB.id}/services`, { kind: 'postgresql', plan });
+    expect(res.status, res.text).toBe(409);
+    expect(res.body.error.code).toBe('services_unreachable');
+    expect(res.body.error.message).toContain(`on host ${B.name} cannot reach the services server`);
+    expect(res.body.error.message).toContain(B.nowhere);
+    expect(res.body.error.host).toBe(B.name);
+    expect(await t.deps.knex('services').where({ environment_id: onB.id })).toHaveLength(0);
+  });
 
   it("a clean stop of the agent takes its forwards and ports away, and leaves the other host's", async () => {
     const aPorts = forwarded(hostTag(t.config.hostName), '127.0.0.1');
