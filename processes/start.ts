@@ -106,7 +106,8 @@ try {
     );
   if (!databaseUrl) {
     const port = Number(process.env.EMBEDDED_POSTGRES_PORT || 54329);
-    say(`Starting embedded PostgreSQL under ${join(config.dataDir, 'postgres')} on 127.0.0.1:${port}...`);
+    const on = config.controlPlaneBind === '127.0.0.1' ? '127.0.0.1' : `127.0.0.1 and ${config.controlPlaneBind}`;
+    say(`Starting embedded PostgreSQL under ${join(config.dataDir, 'postgres')} on ${on}:${port}...`);
     const embeddedServes = !config.servicesPgdata && !config.servicesDatabaseUrl;
     const server = embeddedServes
       ? pitrServer({ ...config, servicesPgdata: join(config.dataDir, 'postgres'), servicesPort: port })
@@ -117,6 +118,7 @@ try {
       port,
       say,
       server ? () => archiveSettings(server, secrets) : undefined,
+      config.controlPlaneBind,
     );
     await supervision.start(pg.spec);
     databaseUrl = await pg.setUp();
@@ -149,6 +151,8 @@ try {
       port: config.temporalPort,
       uiPort: config.temporalPort + 1000,
       namespace: config.temporalNamespace,
+      // where hosts reach it (CONTROL_PLANE_BIND): it has no authentication (docs/hosts.md)
+      ip: config.controlPlaneBind,
     });
     await supervision.start(dev.spec);
     temporalAddress = dev.address;

@@ -17,13 +17,7 @@ import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
-import {
-  commitServer,
-  createDeployWorld,
-  createEnvironment,
-  taskLog,
-  waitForTask,
-} from '../helpers/deploy-fixtures';
+import { commitServer, createDeployWorld, createEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
 import { spawnSystemProcess } from '../helpers/processes';
 import { until } from '../helpers/until';
@@ -71,7 +65,10 @@ const inBlock = (ip: string, [base, bits]: readonly [string, number]) =>
 async function backendServers(port: number): Promise<{ name: string; addr: string; port: number; on: boolean }[]> {
   const text = await runtimeCommand(haproxyPaths(t.dataDir).admin, 'show servers state');
   const lines = text.split('\n').filter((l) => l.trim());
-  const header = lines.find((l) => l.startsWith('# be_id'))!.slice(2).split(' ');
+  const header = lines
+    .find((l) => l.startsWith('# be_id'))!
+    .slice(2)
+    .split(' ');
   const col = (name: string) => header.indexOf(name);
   return lines
     .filter((l) => !l.startsWith('#') && /^\d+ /.test(l))
@@ -153,7 +150,7 @@ afterAll(async () => {
 }, 60_000);
 
 describe('the edge across hosts', () => {
-  it("serves each environment from its own host at HOST_ADDRESS:<instance port>, never at a sandbox address", async () => {
+  it('serves each environment from its own host at HOST_ADDRESS:<instance port>, never at a sandbox address', async () => {
     await deploy(world.environment.id);
     await deploy(onB.id);
 
@@ -170,7 +167,10 @@ describe('the edge across hosts', () => {
       const servers = await backendServers(Number(port));
       expect(servers.length).toBeGreaterThan(0);
       for (const s of servers) {
-        expect(SANDBOX_BLOCKS.some((block) => inBlock(s.addr, block)), `${s.name} ${s.addr}`).toBe(false);
+        expect(
+          SANDBOX_BLOCKS.some((block) => inBlock(s.addr, block)),
+          `${s.name} ${s.addr}`,
+        ).toBe(false);
         if (s.addr === '127.0.0.1' && s.port === 1) continue; // an idle slot's placeholder, never used
         const range = ranges[s.addr];
         expect(range, `${s.name} ${s.addr}:${s.port}`).toBeDefined();

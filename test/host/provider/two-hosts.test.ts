@@ -261,15 +261,16 @@ describe('SERVICES_HOST on another machine', () => {
   it("DNATs the gateway's services port to SERVICES_HOST, and lets exactly that address and port through", async () => {
     const jail = await host.ask<Live>('live', { envId: svcEnv, port: svcPort(), releaseDir });
     const gateway = jail.address.replace(/\d+$/, (n) => String(Number(n) - 1));
-    const connect = (to: string, toPort: number) => host.ask<string>('connect', { envId: svcEnv, port: svcPort(), to, toPort });
+    const connect = (to: string, toPort: number) =>
+      host.ask<string>('connect', { envId: svcEnv, port: svcPort(), to, toPort });
     expect(await connect(gateway, ports[0])).toBe('connected');
     // the address itself, or another of its ports, stays a private address the sandbox cannot reach
     expect(await connect(server, ports[0])).toBe('timeout');
     expect(await connect(server, ports[1])).toBe('timeout');
     expect(await connect(gateway, ports[1])).not.toBe('connected');
-    expect(execFileSync('nft', ['list', 'table', 'ip', `vc_services_${hostTag(name)}`], { encoding: 'utf8' })).toContain(
-      `dnat to ${server}`,
-    );
+    expect(
+      execFileSync('nft', ['list', 'table', 'ip', `vc_services_${hostTag(name)}`], { encoding: 'utf8' }),
+    ).toContain(`dnat to ${server}`);
   }, 60_000);
 });
 
