@@ -5,13 +5,6 @@
  */
 import type { Knex } from 'knex';
 
-export interface InstancePortRow {
-  host: string;
-  port: number;
-  environment_id: string;
-  slot: number;
-}
-
 /**
  * Takes the lowest port of `range` that no instance of `host` holds and that is not in `skip`, for the
  * environment's instance `slot`. Serialized per host (an advisory lock for the transaction). Throws when every
@@ -46,9 +39,4 @@ export async function releaseInstancePortsExcept(knex: Knex, host: string, keep:
   const q = knex('instance_ports').where({ host });
   if (keep.length) q.whereNotIn('port', keep);
   return (await q.delete().returning('port')).map((r: { port: number }) => Number(r.port));
-}
-
-/** The ports `host`'s instances hold now, lowest first. */
-export async function instancePortsOf(knex: Knex, host: string): Promise<InstancePortRow[]> {
-  return knex('instance_ports').where({ host }).orderBy('port').select('host', 'port', 'environment_id', 'slot');
 }

@@ -63,7 +63,13 @@ export interface Provider {
 interface LocalProviderOptions {
   config: Pick<
     Config,
-    'dataDir' | 'hostName' | 'sandboxNetwork' | 'sandboxSharedDirs' | 'environmentBind' | 'hostAddress' | 'instancePorts'
+    | 'dataDir'
+    | 'hostName'
+    | 'sandboxNetwork'
+    | 'sandboxSharedDirs'
+    | 'environmentBind'
+    | 'hostAddress'
+    | 'instancePorts'
   >;
   /** Who hands out this host's instance ports (the worker's: the `instance_ports` table); default, this process alone. */
   instancePorts?: InstancePortBook;
