@@ -1,11 +1,13 @@
+import { lookup } from 'node:dns/promises';
 import { consoleEnv } from './storage/volume-env';
 import type { Deps } from '../system/deps';
 import { open, seal } from '../system/crypto';
 import { aad } from '../db/aad';
 import { publishEdgeRoute } from '../db/queries/edge-routes';
 import { placedOn } from '../db/queries/host-moves';
+import { releaseInstancePort, releaseInstancePortsExcept, takeInstancePort } from '../db/queries/instance-ports';
 import { untilEdgesApply } from './toolkit/edge-wait';
-import { prepareServicesServer, tenantServicesPort } from '../host/pg-server';
+import { prepareServicesServer, servicesTarget, tenantServicesPort } from '../host/pg-server';
 import { ensureAutoDeployPoller } from '../core/temporal-starts';
 import { LogShipper } from '../logs/shipper';
 import { ErrorTail } from '../logs/error-tail';
@@ -53,10 +55,25 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
   );
   const services = await tenantServicesPort(deps.config);
   if (services.reason) deps.logger.warn(services.reason);
+  // the services server's address as this host sees it (SERVICES_HOST): where the sandboxes' gateway port goes
+  const servicesAt = await lookup(servicesTarget(deps.config), { family: 4 }).then(
+    (r) => r.address,
+    (err) => {
+      deps.logger.warn(`SERVICES_HOST ${deps.config.servicesHost} has no IPv4 address: ${(err as Error).message}`);
+      return undefined;
+    },
+  );
   // The provider (host/provider/): every machine object it makes carries this host's name.
+  const host = deps.config.hostName;
   const provider = createLocalProvider({
     config: deps.config,
-    services: { port: services.port, trusting: services.trusting ?? null },
+    // each instance's port on HOST_ADDRESS, recorded per host where everyone sees it (docs/hosts.md)
+    instancePorts: {
+      take: (envId, slot, skip) =>
+        takeInstancePort(deps.knex, { host, range: deps.config.instancePorts, environmentId: envId, slot, skip }),
+      release: (port) => releaseInstancePort(deps.knex, host, port),
+    },
+    services: { port: services.port, trusting: services.trusting ?? null, target: servicesAt },
     warn: (m) => deps.logger.warn(m),
     supervisor: {
       // current.json keeps the web processes' variables: sealed, like every value at rest
@@ -75,6 +92,14 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       },
     },
   });
+  const releaseUnheldInstancePorts = async () => {
+    try {
+      await provider.pruneInstanceForwards();
+      await releaseInstancePortsExcept(deps.knex, host, provider.supervisor.instancePortsHeld());
+    } catch (err) {
+      deps.logger.warn({ err: (err as Error).message }, 'instance ports could not be cleaned up');
+    }
+  };
   const isolation = provider.isolation();
   if (isolation.mode === 'namespaces') deps.logger.info(`tenant isolation: ${isolation.reason}`);
   const { supervisor } = provider;
@@ -117,6 +142,8 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       });
       for (const r of restored.filter((x) => !x.ok))
         deps.logger.warn({ envId: r.envId, releaseId: r.releaseId }, `could not restore: ${r.message}`);
+      // instance ports no instance holds any more (their instances went with no stop: a host restart)
+      await releaseUnheldInstancePorts();
       sampler = startResourceSampler(deps, provider, { intervalSeconds: deps.config.resourceSampleSeconds });
       // The auto-deploy poller; a failure here is logged and the worker goes on (the next start tries again).
       await ensureAutoDeployPoller(deps).catch((err) =>
@@ -138,6 +165,8 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       await errorLogs?.tail.stop();
       await errorLogs?.shipper.close();
       await supervisor.stopAll();
+      // a clean stop: every instance is stopped, so none of this host's instance ports stays forwarded
+      await releaseUnheldInstancePorts();
     },
   };
 }

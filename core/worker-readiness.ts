@@ -19,10 +19,12 @@ export async function announceReady(
   taskQueue: string,
   identity = workerIdentity(),
   settings: HostSettings | null = null,
+  /** The worker's host (HOST_NAME): whose settings they are. */
+  host: string | null = null,
 ): Promise<{ stop(): Promise<void> }> {
   const now = new Date();
   await WorkerHeartbeat.query(knex)
-    .insert({ identity, task_queue: taskQueue, started_at: now, ready_at: now, seen_at: now, settings })
+    .insert({ identity, task_queue: taskQueue, started_at: now, ready_at: now, seen_at: now, settings, host })
     .onConflict('identity')
     .merge();
   const timer = setInterval(() => {

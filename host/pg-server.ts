@@ -2,7 +2,8 @@
  * The local provider's database services: each `postgresql` service is a database of its own with a login
  * role of its own on the SERVICES_DATABASE_URL server (default: the console's own server). CONNECT is revoked
  * from PUBLIC, so only the service's role (and superusers) can open it. The environment's processes reach it at
- * SERVICES_HOST and the server's port, or, sandboxed, at their gateway (sandbox-network.ts lets that port in).
+ * SERVICES_HOST and the server's port, or, sandboxed, at their gateway (sandbox-network.ts DNATs that port to
+ * SERVICES_HOST, the server's address as this host sees it).
  * Since tenants reach its port, the server must demand a password: `tenantServicesPort` opens it only then.
  */
 import pg from 'pg';
@@ -92,18 +93,40 @@ export function serviceVariables(
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
-/** Whether the services server listens on this host's loopback (sandboxes then reach it at their gateway). */
-export function servicesOnLoopback(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>): boolean {
+/** Whether a host name or address is this machine's loopback. */
+const isLoopback = (host: string) => LOOPBACK.has(host) || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+
+/** Whether the services server listens on this host's loopback. */
+function servicesOnLoopback(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>): boolean {
   const url = config.servicesDatabaseUrl ?? config.databaseUrl;
   return Boolean(url && LOOPBACK.has(new URL(url).hostname));
 }
 
 /**
- * The services server's port when it listens on this host's loopback and demands a password (a wrong one
- * is refused): the one host port sandboxed environments may reach. Else null (nothing is opened), with why.
+ * Whether sandboxed environments reach the services server at their gateway: it listens on this host's loopback,
+ * or SERVICES_HOST names it elsewhere (the gateway's port is DNATed there, sandbox-network.ts).
+ */
+export function servicesThroughGateway(
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl' | 'servicesHost'>,
+): boolean {
+  return servicesOnLoopback(config) || !isLoopback(config.servicesHost);
+}
+
+/**
+ * Where this host reaches the services server for its sandboxes (the gateway's DNAT target): SERVICES_HOST
+ * (default 127.0.0.1: the server on this host's loopback, as `npm start` runs it, or a tunnel's end).
+ */
+export function servicesTarget(config: Pick<Config, 'servicesHost'>): string {
+  return config.servicesHost === 'localhost' ? '127.0.0.1' : config.servicesHost;
+}
+
+/**
+ * The services server's port when this host reaches it at SERVICES_HOST (its loopback by default) and it
+ * demands a password (a wrong one is refused): the one port sandboxed environments may reach, at their gateway.
+ * Else null (nothing is opened), with why.
  */
 export async function tenantServicesPort(
-  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>,
+  config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl' | 'servicesHost'>,
 ): Promise<{ port: number | null; trusting?: number; reason?: string }> {
   let admin: URL;
   try {
@@ -111,10 +134,15 @@ export async function tenantServicesPort(
   } catch {
     return { port: null, reason: 'no services server is set' };
   }
-  if (!LOOPBACK.has(admin.hostname)) return { port: null };
   const port = Number(admin.port || 5432);
+  const target = servicesTarget(config);
+  if (!servicesThroughGateway(config))
+    return {
+      port: null,
+      reason: `the services server ${admin.hostname}:${port} is not on this host's loopback, and SERVICES_HOST (${config.servicesHost}) does not say where this host reaches it`,
+    };
   const probe = new pg.Client({
-    host: '127.0.0.1',
+    host: target,
     port,
     user: decodeURIComponent(admin.username) || 'postgres',
     password: `wrong-${Date.now()}`,
@@ -127,13 +155,13 @@ export async function tenantServicesPort(
     return {
       port: null,
       trusting: port,
-      reason: `the services server 127.0.0.1:${port} accepts a wrong password (trust auth): sandboxed environments cannot reach it`,
+      reason: `the services server ${target}:${port} accepts a wrong password (trust auth): sandboxed environments cannot reach it`,
     };
   } catch (err) {
     if ((err as { code?: string }).code === '28P01') return { port };
     return {
       port: null,
-      reason: `the services server 127.0.0.1:${port} did not answer as expected: ${(err as Error).message}`,
+      reason: `the services server ${target}:${port} did not answer as expected: ${(err as Error).message}`,
     };
   }
 }

@@ -25,6 +25,34 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
 
 export const FLAGS = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='];
 
+/**
+ * The server's flags when it listens for hosts too (CONTROL_PLANE_BIND): loopback and that address (0.0.0.0: every
+ * address). Every connection needs the password either way (scram-sha-256, `allowHosts`).
+ */
+export function listenFlags(bind: string): string[] {
+  if (bind.startsWith('127.')) return bind === '127.0.0.1' ? FLAGS : withListen(`127.0.0.1,${bind}`);
+  return withListen(bind === '0.0.0.0' ? '*' : `127.0.0.1,${bind}`);
+}
+
+const withListen = (addresses: string) => ['-c', `listen_addresses=${addresses}`, '-c', 'unix_socket_directories='];
+
+/**
+ * pg_hba.conf lets hosts in from anywhere that reaches CONTROL_PLANE_BIND, with the password (scram-sha-256):
+ * an agent on another machine connects from its own address (its sandboxes' too, masqueraded). Reaching the
+ * address at all is the private network's or the tunnel's to limit (docs/hosts.md). Idempotent.
+ */
+export function allowHosts(databaseDir: string, bind: string): void {
+  if (bind === '127.0.0.1') return;
+  const file = join(databaseDir, 'pg_hba.conf');
+  const line = 'host    all             all             0.0.0.0/0               scram-sha-256';
+  if (
+    !readFileSync(file, 'utf8')
+      .split('\n')
+      .some((l) => l.trim().split(/\s+/).join(' ') === line.split(/\s+/).join(' '))
+  )
+    appendFileSync(file, `${line}\n`);
+}
+
 /** The cluster, created (initdb) when it does not exist yet, with its pg_hba.conf checked. */
 async function initialiseEmbeddedPostgres(dataDir: string, port: number, log: (m: string) => void) {
   mkdirSync(dataDir, { recursive: true });
@@ -65,14 +93,17 @@ export async function initialiseCluster(
  * (the `postgres` binary of the package, run as the postgres user when root, its log under dataDir/run), and
  * `setUp` to run once it first answers (password, database). The URL is the app's database on it. `servicesOf`:
  * it is also the services server the console runs (its WAL archived: host/pitr.ts's flags and environment).
+ * `bind`: CONTROL_PLANE_BIND, where it listens for hosts besides loopback.
  */
 export async function embeddedPostgresChild(
   dataDir: string,
   port: number,
   log: (m: string) => void,
   servicesOf?: () => { flags: string[]; env: Record<string, string> },
+  bind = '127.0.0.1',
 ): Promise<{ spec: ChildSpec; url: string; setUp(): Promise<string> }> {
   await initialiseEmbeddedPostgres(dataDir, port, log);
+  allowHosts(join(dataDir, 'postgres'), bind);
   // once the cluster exists: its owner owns the archive's directories
   const services = servicesOf?.();
   const password = embeddedPassword(dataDir);
@@ -82,7 +113,7 @@ export async function embeddedPostgresChild(
     logFile: join(dataDir, 'run', 'postgres.log'),
     port,
     password,
-    flags: [...FLAGS, ...(services?.flags ?? [])],
+    flags: [...listenFlags(bind), ...(services?.flags ?? [])],
     env: services?.env ?? {},
   });
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/vc_console`;

@@ -79,10 +79,13 @@ function joinEnv(name: string): Array<[string, string]> {
     encryptionKey: config.encryptionKey,
     encryptionKeyId: config.encryptionKeyId,
   });
+  // npm start's own servers, where it listens for hosts (CONTROL_PLANE_BIND; every address: still loopback here)
+  const bind = config.controlPlaneBind;
+  const reachable = bind === '0.0.0.0' ? '127.0.0.1' : bind;
   const env: Array<[string, string]> = [
     ['HOST_NAME', name],
-    ['TEMPORAL_ADDRESS', config.temporalAddress ?? `127.0.0.1:${config.temporalPort}`],
-    ['DATABASE_URL', databaseUrl(config)],
+    ['TEMPORAL_ADDRESS', config.temporalAddress ?? `${reachable}:${config.temporalPort}`],
+    ['DATABASE_URL', config.databaseUrl ?? databaseUrl(config).replace('@127.0.0.1:', `@${reachable}:`)],
     ['ENCRYPTION_KEY_ID', secrets.encryptionKey.id],
     ['ENCRYPTION_KEY', secrets.encryptionKey.key.toString('hex')],
   ];

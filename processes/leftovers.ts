@@ -8,14 +8,16 @@
  *   so the edge could not serve them; before, both served, and the other answered half the requests). Not
  *   checked while this DATA_DIR's own HAProxy runs: the new edge adopts it with its listeners.
  * - `removeKernelState`: at a clean stop, once the worker has stopped the tenants, what the sandboxes made in
- *   the kernel: their network namespaces and veths (the environment ports' range), and the services port's
- *   element in nft's `vc_services` set. Root only (nothing was made otherwise).
+ *   the kernel: their network namespaces and veths (the environment ports' range), the services port's
+ *   element in nft's `vc_services` set, and the forwards of the host's instance ports (`vc_instances`). Root
+ *   only (nothing was made otherwise).
  */
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { closeServicesPort, removeNetworksInRange } from '../host/provider/sandbox-network';
 import { tenantServicesPort } from '../host/pg-server';
+import { pruneInstanceForwards } from '../host/provider/instance-ports';
 import { HaproxyProcess } from '../edge/haproxy/process';
 import { haproxyPaths } from '../edge/haproxy/paths';
 import type { Config } from '../system/config';
@@ -76,6 +78,8 @@ export async function removeKernelState(config: Config): Promise<void> {
   // only a port this system opened (a server that demands a password); a trusting one was never added
   const services = await tenantServicesPort(config).catch(() => ({ port: null }));
   if (services.port) await closeServicesPort(services.port).catch(() => undefined);
+  // the forwards of this host's instance ports (a worker killed before it could take them away)
+  await pruneInstanceForwards(config.hostAddress, config.instancePorts, []).catch(() => undefined);
 }
 
 function bindable(host: string, port: number): Promise<boolean> {

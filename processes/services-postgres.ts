@@ -18,7 +18,7 @@ import {
   preparePitr,
   type PitrServer,
 } from '../host/pitr';
-import { clusterChild, embeddedPassword, FLAGS, initialiseCluster } from './embedded-postgres';
+import { allowHosts, clusterChild, embeddedPassword, initialiseCluster, listenFlags } from './embedded-postgres';
 import type { ChildSpec } from './supervision';
 
 /** pgBackRest on PATH, else an error naming the command that installs it. */
@@ -45,6 +45,8 @@ export async function servicesPostgresChild(
   const server = pitrServer(config)!;
   const password = embeddedPassword(config.dataDir, 'services-postgres-password');
   await initialiseCluster(server.pgdata, password, server.port, log);
+  // the services server of every host's sandboxes: it listens for hosts on CONTROL_PLANE_BIND too
+  allowHosts(server.pgdata, config.controlPlaneBind);
   const archive = archiveSettings(server, secrets);
   const spec = await clusterChild({
     name: 'services-postgres',
@@ -52,7 +54,7 @@ export async function servicesPostgresChild(
     logFile: join(config.dataDir, 'run', 'services-postgres.log'),
     port: server.port,
     password,
-    flags: [...FLAGS, ...archive.flags],
+    flags: [...listenFlags(config.controlPlaneBind), ...archive.flags],
     env: archive.env,
   });
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${server.port}/postgres`;

@@ -5,6 +5,7 @@ import { loadConfig } from '../system/config';
 import { loadSecrets } from '../system/secrets';
 import { embeddedPostgresChild } from './embedded-postgres';
 import { temporalDevServerChild, ensureSearchAttributes } from './temporal';
+import { startTcpRelay, type TcpRelay } from './tcp-relay';
 import { createKnex } from '../db/knex';
 import { migrateLatest } from '../db/migrate';
 import { Connection } from '@temporalio/client';
@@ -54,6 +55,7 @@ const secrets = loadSecrets(config.dataDir, {
 const supervision = new Supervision({ runDir: runDir(config.dataDir), say });
 const STOP_ORDER = ['api', 'edge', 'worker', 'temporal', 'services-postgres', 'postgres'];
 let knex: Knex | null = null;
+let temporalRelay: TcpRelay | null = null;
 let stopping = false;
 
 async function shutdown(code: number) {
@@ -76,6 +78,7 @@ async function shutdown(code: number) {
     say(`Could not remove the sandboxes' networks: ${err.message}`),
   );
   await closing;
+  await temporalRelay?.close();
   await supervision.stop(STOP_ORDER.slice(3));
   supervision.clear();
   say('Stopped.');
@@ -106,7 +109,8 @@ try {
     );
   if (!databaseUrl) {
     const port = Number(process.env.EMBEDDED_POSTGRES_PORT || 54329);
-    say(`Starting embedded PostgreSQL under ${join(config.dataDir, 'postgres')} on 127.0.0.1:${port}...`);
+    const on = config.controlPlaneBind === '127.0.0.1' ? '127.0.0.1' : `127.0.0.1 and ${config.controlPlaneBind}`;
+    say(`Starting embedded PostgreSQL under ${join(config.dataDir, 'postgres')} on ${on}:${port}...`);
     const embeddedServes = !config.servicesPgdata && !config.servicesDatabaseUrl;
     const server = embeddedServes
       ? pitrServer({ ...config, servicesPgdata: join(config.dataDir, 'postgres'), servicesPort: port })
@@ -117,6 +121,7 @@ try {
       port,
       say,
       server ? () => archiveSettings(server, secrets) : undefined,
+      config.controlPlaneBind,
     );
     await supervision.start(pg.spec);
     databaseUrl = await pg.setUp();
@@ -149,10 +154,21 @@ try {
       port: config.temporalPort,
       uiPort: config.temporalPort + 1000,
       namespace: config.temporalNamespace,
+      // where hosts reach it (CONTROL_PLANE_BIND): it has no authentication (docs/hosts.md). Every address, or
+      // loopback and a relay on the one address (the dev server cannot listen on it alone: processes/tcp-relay.ts)
+      ip: config.controlPlaneBind === '0.0.0.0' ? '0.0.0.0' : '127.0.0.1',
     });
     await supervision.start(dev.spec);
     temporalAddress = dev.address;
     uiUrl = dev.uiUrl;
+    if (!['127.0.0.1', '0.0.0.0'].includes(config.controlPlaneBind)) {
+      say(`Relaying ${config.controlPlaneBind}:${config.temporalPort} to the Temporal dev server for hosts...`);
+      temporalRelay = await startTcpRelay({
+        host: config.controlPlaneBind,
+        port: config.temporalPort,
+        to: { host: '127.0.0.1', port: config.temporalPort },
+      });
+    }
   } else {
     const connection = await Connection.connect({ address: temporalAddress });
     await ensureSearchAttributes(connection, config.temporalNamespace);

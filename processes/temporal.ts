@@ -53,7 +53,8 @@ export function temporalDevServerChild(opts: DevServerOptions): { spec: ChildSpe
     ...SEARCH_ATTRIBUTES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
   ];
   const log = openSync(join(dir, 'server.log'), 'a');
-  const address = `${ip}:${opts.port}`;
+  // this machine's own processes reach it on loopback when it listens on every address
+  const address = `${ip === '0.0.0.0' ? '127.0.0.1' : ip}:${opts.port}`;
   return {
     address,
     uiUrl: `http://${ip === '0.0.0.0' ? 'localhost' : ip}:${uiPort}`,

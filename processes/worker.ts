@@ -69,7 +69,7 @@ await sealWebhookUrls(deps.knex, deps.secrets).then(
 const settings = await checkHostSettings(config);
 for (const [name, check] of Object.entries(settings))
   if (check.status !== 'ok') deps.logger.warn({ setting: name, change: check.change }, check.reason ?? name);
-const readiness = await announceReady(deps.knex, config.taskQueue, undefined, settings);
+const readiness = await announceReady(deps.knex, config.taskQueue, undefined, settings, config.hostName);
 deps.logger.info('worker ready');
 let stopping = false;
 const supervisor = process.ppid;

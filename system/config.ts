@@ -36,6 +36,11 @@ export interface Config extends HostConfig {
   environmentHost: string;
   /** Address the environments' proxies listen on (0.0.0.0 in a container). */
   environmentBind: string;
+  /**
+   * Where `npm start`'s embedded PostgreSQL and Temporal dev server listen for hosts (CONTROL_PLANE_BIND, default
+   * 127.0.0.1: this machine only); another address: loopback and that address (0.0.0.0: every address).
+   */
+  controlPlaneBind: string;
   /** Range of ports the local provider gives environments. */
   environmentPorts: { from: number; to: number };
   /** Host directories every environment's sandbox sees read-only at the same path (shared toolchains). */
@@ -96,7 +101,11 @@ export interface Config extends HostConfig {
   edgeTaskWaitSeconds: number;
   /** PostgreSQL server (superuser URL) that environments' database services are created on; default: databaseUrl. */
   servicesDatabaseUrl: string | undefined;
-  /** Host the environments' processes reach their database service at (DATABASE_URL, PGHOST). */
+  /**
+   * The services server's address as this host sees it (SERVICES_HOST, default 127.0.0.1): the environments'
+   * processes reach it there (DATABASE_URL, PGHOST) without a network namespace; sandboxed, at their gateway,
+   * whose services port this host DNATs there.
+   */
   servicesHost: string;
   /**
    * The data directory of the services server the console runs itself (SERVICES_PGDATA; `npm start` sets it for
@@ -297,6 +306,15 @@ export function parseSandboxNetwork(cidr: string): { base: number; cidr: string 
 // the queue names are in their own file, which the workflow bundle imports too
 export { DEFAULT_TASK_QUEUE, hostTaskQueue };
 
+/** CONTROL_PLANE_BIND: an IPv4 address of this machine (default 127.0.0.1), or 0.0.0.0 for every one. */
+function controlPlaneBindOf(raw: string | undefined): string {
+  const value = raw?.trim() || '127.0.0.1';
+  const octets = value.split('.');
+  if (octets.length !== 4 || !octets.every((o) => /^\d{1,3}$/.test(o) && Number(o) <= 255))
+    throw new Error(`CONTROL_PLANE_BIND must be an IPv4 address of this machine (or 0.0.0.0), got "${raw}"`);
+  return value;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int(env, 'PORT', 8080);
   const ports = (env.ENVIRONMENT_PORTS ?? '20000-20999').split('-').map(Number);
@@ -327,6 +345,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     environmentHost: env.ENVIRONMENT_HOST || 'localhost',
     environmentBind: env.ENVIRONMENT_BIND || '127.0.0.1',
+    controlPlaneBind: controlPlaneBindOf(env.CONTROL_PLANE_BIND),
     environmentPorts: { from: ports[0], to: ports[1] },
     sandboxSharedDirs: sharedDirs(env.SANDBOX_SHARED_DIRS),
     hostName: hostNameOf(env.HOST_NAME),

@@ -5,7 +5,7 @@
 import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
 import type { Provider } from '../../host/provider';
-import { serviceVariables, servicesOnLoopback, type ServiceLogin } from '../../host/pg-server';
+import { serviceVariables, servicesThroughGateway, type ServiceLogin } from '../../host/pg-server';
 import { aad } from '../../db/aad';
 
 /** The login of the environment's postgresql service (password opened), or null. */
@@ -29,15 +29,16 @@ export async function serviceLogin(
 
 /**
  * Where the environment's processes reach the services server: from inside its network namespace, its
- * gateway (the host side of its veth, whose services port the host DNATs to loopback) when the server is on
- * this host's loopback; else SERVICES_HOST.
+ * gateway (the host side of its veth, whose services port the host DNATs to SERVICES_HOST, the server's address as
+ * this host sees it); without a namespace, SERVICES_HOST itself.
  */
 export async function serviceHost(
   deps: Pick<Deps, 'knex' | 'config'>,
   provider: Provider,
   envId: string,
 ): Promise<string> {
-  if (provider.isolation().mode !== 'namespaces' || !servicesOnLoopback(deps.config)) return deps.config.servicesHost;
+  if (provider.isolation().mode !== 'namespaces' || !servicesThroughGateway(deps.config))
+    return deps.config.servicesHost;
   const env = await deps.knex('environments').where({ id: envId }).first('port');
   return (env && provider.gateway(env.port)) || deps.config.servicesHost;
 }

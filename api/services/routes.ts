@@ -54,7 +54,7 @@ export const routes: RouteDef[] = [
     summary: 'Adds a database service to the environment: 202 with the machines/service_create task',
     description:
       'A postgresql service is a database with its own login; the environment gets DATABASE_URL and PG* for it. One per kind (409 service_exists). ' +
-      'A services server the sandboxes cannot reach (as the worker found it at its start) is refused with 409 services_unreachable, saying why and which setting to change.',
+      "A services server the sandboxes cannot reach (as the worker of the environment's host found it at its start) is refused with 409 services_unreachable, naming that host and saying why and which setting to change.",
     tags,
     auth: 'session',
     permission: 'data:write',

@@ -15,6 +15,7 @@ import { seal } from '../../system/crypto';
 import { serverMajorVersion } from '../../host/pg-server';
 import { openSubscription, subscriptionItem } from '../../db/queries/subscriptions';
 import { workerSettings } from '../../db/queries/worker-settings';
+import { environmentHost } from '../../db/queries/hosts';
 import { WORKER_STALE_MS } from '../../core/worker-readiness';
 import { aad } from '../../db/aad';
 
@@ -75,7 +76,7 @@ export async function createService(
   input: { kind: 'postgresql'; plan: string; version?: string },
 ) {
   const { plan, version } = await checkChoice(deps, input);
-  await checkServicesReachable(deps);
+  await checkServicesReachable(deps, env);
   const existing = await Service.query(deps.knex)
     .findOne({ environment_id: env.id, kind: input.kind })
     .whereNot({ status: 'failed' });
@@ -135,16 +136,20 @@ export async function createService(
 }
 
 /**
- * The services server as the running worker found it at its start (its readiness row): one the sandboxes
- * cannot reach is refused now, rather than a service whose connections time out.
+ * The services server as the worker of the environment's host found it at its start (its readiness row; no
+ * host recorded, or no row of it: the freshest worker's): one that host's sandboxes cannot reach is refused now,
+ * naming the host, rather than a service whose connections time out.
  */
-async function checkServicesReachable(deps: Deps): Promise<void> {
-  const settings = await workerSettings(deps.knex, { staleMs: WORKER_STALE_MS });
+async function checkServicesReachable(deps: Deps, env: EnvRow): Promise<void> {
+  const host = (await environmentHost(deps.knex, env.id))?.name;
+  const settings =
+    (host ? await workerSettings(deps.knex, { staleMs: WORKER_STALE_MS, host }) : null) ??
+    (await workerSettings(deps.knex, { staleMs: WORKER_STALE_MS }));
   const services = settings?.services;
   if (services && services.status !== 'ok')
     throw errors.conflict(
       'services_unreachable',
-      `The environments' sandboxes cannot reach the services server: ${services.reason}. To change: ${services.change}`,
-      { reason: services.reason, setting: services.change },
+      `The environments' sandboxes${host ? ` on host ${host}` : ''} cannot reach the services server: ${services.reason}. To change${host ? ` on ${host}` : ''}: ${services.change}`,
+      { reason: services.reason, setting: services.change, host: host ?? null },
     );
 }

@@ -12,4 +12,6 @@ export class WorkerHeartbeat extends Model {
   seen_at!: Date;
   /** What it found about the host's settings at its start (migration 550). */
   settings!: HostSettings | null;
+  /** Its host, HOST_NAME (migration 691); null: a worker of before. */
+  host!: string | null;
 }

@@ -16,14 +16,18 @@ export interface HostSettings {
   services: SettingCheck;
 }
 
-/** The settings of the freshest ready worker (seen within `staleMs`), or of the given one; null when none. */
+/**
+ * The settings of the freshest ready worker (seen within `staleMs`), of the given one, or of the freshest of
+ * `host` (HOST_NAME); null when none.
+ */
 export async function workerSettings(
   knex: Knex,
-  opts: { staleMs: number; identity?: string },
+  opts: { staleMs: number; identity?: string; host?: string },
 ): Promise<HostSettings | null> {
   const q = knex('worker_heartbeats').whereNotNull('settings').orderBy('seen_at', 'desc').first('settings');
   if (opts.identity) q.where({ identity: opts.identity });
   else q.where('seen_at', '>', knex.raw(`now() - make_interval(secs => ?)`, [opts.staleMs / 1000]));
+  if (opts.host) q.where({ host: opts.host });
   const row = (await q) as { settings: HostSettings } | undefined;
   return row?.settings ?? null;
 }

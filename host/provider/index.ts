@@ -18,6 +18,7 @@ import { createReleaseStore, type ReleaseStore } from '../release-store';
 import { configureHostIdentity, type HostIdentity } from './host-identity';
 import { fetchRelease, packRelease, type PackedRelease } from './release-archive';
 import { type ReleaseMarker, readReleaseMarker, releaseDirFor } from './releases';
+import { type InstancePortBook, memoryInstancePorts, pruneInstanceForwards } from './instance-ports';
 import {
   configureSandbox,
   environmentDir,
@@ -47,7 +48,7 @@ export interface Provider {
   openJail(envId: string, port: number): Promise<Jail>;
   /** The uid the environment's processes run as here; null when they run as the worker. */
   tenantUid(port: number): number | null;
-  /** Where the environment's processes reach this host's loopback services port (its gateway); null without namespaces. */
+  /** Where the environment's processes reach the services server's port (its gateway); null without namespaces. */
   gateway(port: number): string | null;
   /** The environment's directory on this host (releases, HOME, logs). */
   environmentDir(envId: string): string;
@@ -68,6 +69,11 @@ export interface Provider {
    * `sha256`, throws ReleaseDigestMismatch) and unpacked. null when it is not here and the store has none.
    */
   ensureRelease(r: EnsureRelease): Promise<{ releaseDir: string; marker: ReleaseMarker; fetched: boolean } | null>;
+  /**
+   * Takes away the forwards of this host's instance ports (INSTANCE_PORTS on HOST_ADDRESS) that no instance
+   * holds: what instances gone without a stop left (a worker's start), or every one (after stopAll, a clean stop).
+   */
+  pruneInstanceForwards(): Promise<number[]>;
 }
 
 interface EnsureRelease {
@@ -83,10 +89,22 @@ interface EnsureRelease {
 interface LocalProviderOptions {
   config: Pick<
     Config,
-    'dataDir' | 'hostName' | 'sandboxNetwork' | 'sandboxSharedDirs' | 'environmentBind' | 'releaseStore'
+    | 'dataDir'
+    | 'hostName'
+    | 'sandboxNetwork'
+    | 'sandboxSharedDirs'
+    | 'environmentBind'
+    | 'hostAddress'
+    | 'instancePorts'
+    | 'releaseStore'
   >;
-  /** The services server's loopback port sandboxes may reach at their gateway, and one kept closed (trusting). */
-  services?: { port: number | null; trusting: number | null };
+  /** Who hands out this host's instance ports (the worker's: the `instance_ports` table); default, this process alone. */
+  instancePorts?: InstancePortBook;
+  /**
+   * The services server's port sandboxes may reach at their gateway, and one kept closed (trusting); `target`: its
+   * IPv4 address as this host sees it (SERVICES_HOST, resolved), default 127.0.0.1.
+   */
+  services?: { port: number | null; trusting: number | null; target?: string };
   /** The supervisor's options but where it runs (DATA_DIR, ENVIRONMENT_BIND). */
   supervisor?: Omit<SupervisorOptions, 'dataDir' | 'listenHost'>;
   warn?: (message: string) => void;
@@ -101,8 +119,16 @@ export function createLocalProvider(o: LocalProviderOptions): Provider {
     sharedDirs: config.sandboxSharedDirs,
     servicesPort: o.services?.port ?? null,
     trustingPort: o.services?.trusting ?? null,
+    servicesTarget: o.services?.target,
   });
-  const supervisor = new Supervisor({ ...o.supervisor, dataDir: config.dataDir, listenHost: config.environmentBind });
+  // the edge reaches every instance at HOST_ADDRESS:<instance port>, never at a sandbox address
+  const exposure = { address: config.hostAddress, book: o.instancePorts ?? memoryInstancePorts(config.instancePorts) };
+  const supervisor = new Supervisor({
+    ...o.supervisor,
+    dataDir: config.dataDir,
+    listenHost: config.environmentBind,
+    exposure,
+  });
   const isolation = () => sandboxMode(warn);
   const releaseStore = createReleaseStore(config.releaseStore);
   return {
@@ -136,5 +162,9 @@ export function createLocalProvider(o: LocalProviderOptions): Provider {
       });
       return marker ? { releaseDir, marker, fetched: true } : null;
     },
+    pruneInstanceForwards: async () =>
+      isolation().mode === 'namespaces'
+        ? pruneInstanceForwards(exposure.address, config.instancePorts, supervisor.instancePortsHeld())
+        : [],
   };
 }

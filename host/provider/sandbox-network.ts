@@ -6,10 +6,11 @@
  * loopback services, its other addresses), another environment, or a private, link-local or loopback address,
  * except the IPv4 resolvers of /etc/resolv.conf on port 53; everything else is masqueraded out. `<tag>` names
  * the host (host-identity.ts), so that agents of several hosts on one kernel never touch each other's objects.
- * The one host port an environment does reach is the database services server's (when it listens on the
- * host's loopback): TCP to its gateway (the host side of its veth) on that port is DNATed to 127.0.0.1
- * (route_localnet on the host-side veth; table `ip vc_services_<tag>`); that server demands a password
- * (host/pg-server.ts). Inside, TCP arriving on eth0 goes to 127.0.0.1 (route_localnet), so a web process bound
+ * The one host port an environment does reach is the database services server's: TCP to its gateway (the host
+ * side of its veth) on that port is DNATed to the server's address as this host sees it, SERVICES_HOST (default
+ * 127.0.0.1: route_localnet on the host-side veth; another machine's address: a forward exception for exactly
+ * that address and port; table `ip vc_services_<tag>`); that server demands a password (host/pg-server.ts).
+ * Connections to this host's instance ports are DNATed the other way (instance-ports.ts) and let through. Inside, TCP arriving on eth0 goes to 127.0.0.1 (route_localnet), so a web process bound
  * to 127.0.0.1 or to every address is reached at `<env address>:PORT`. Everything is idempotent.
  */
 import { execFile } from 'node:child_process';
@@ -61,7 +62,14 @@ function tables(): { filter: string; nat: string; services: string } {
 }
 
 let hostNetwork: Promise<void> | null = null;
-let servicesPorts: { open: number | null; close: number | null } = { open: null, close: null };
+let servicesPorts: { open: number | null; close: number | null; target: string } = {
+  open: null,
+  close: null,
+  target: '127.0.0.1',
+};
+
+/** Whether the services DNAT's target is this host's loopback (let in by the input chain) or another machine's. */
+const onLoopback = (address: string) => address.startsWith('127.');
 
 /**
  * The loopback port of the services server environments may reach at their gateway (`open`), and one that
@@ -69,9 +77,11 @@ let servicesPorts: { open: number | null; close: number | null } = { open: null,
  * table of its own, `ip vc_services_<tag>`, never flushed, so workers of one host (test files) do not close
  * each other's; `closeServicesPort` takes one out when its server goes away.
  */
-export function setServicesPorts(ports: { open: number | null; close: number | null }): void {
-  if (ports.open !== servicesPorts.open || ports.close !== servicesPorts.close) hostNetwork = null;
-  servicesPorts = ports;
+export function setServicesPorts(ports: { open: number | null; close: number | null; target?: string }): void {
+  const next = { ...ports, target: ports.target ?? '127.0.0.1' };
+  if (next.open !== servicesPorts.open || next.close !== servicesPorts.close || next.target !== servicesPorts.target)
+    hostNetwork = null;
+  servicesPorts = next;
 }
 
 /** Takes a services port out of the set (its server stopped: the port may be reused by anything). */
@@ -89,6 +99,12 @@ export function ensureHostNetwork(): Promise<void> {
     const resolvers = readResolvers();
     const t = tables();
     const v = `${vethPrefix()}*`;
+    const { target, open } = servicesPorts;
+    // the services server on another machine: exactly its address and port are let through, once DNATed there
+    const servicesOut =
+      open && !onLoopback(target)
+        ? `    iifname "${v}" ip daddr ${target} tcp dport ${open} ct status dnat accept\n`
+        : '';
     const rules = `
 table inet ${t.filter} {}
 flush table inet ${t.filter}
@@ -96,17 +112,18 @@ table inet ${t.filter} {
   chain input {
     type filter hook input priority filter - 10; policy accept;
     iifname "${v}" ct state established,related accept
-    iifname "${v}" ip daddr 127.0.0.1 ct status dnat accept
-    iifname "${v}" drop
+    iifname "${v}" ip daddr ${onLoopback(target) ? target : '127.0.0.1'} ct status dnat accept
+${servicesOut}    iifname "${v}" drop
   }
   chain forward {
     type filter hook forward priority filter - 10; policy accept;
     iifname "${v}" oifname "${v}" drop
     oifname "${v}" ct state established,related accept
+    oifname "${v}" ct status dnat accept
     oifname "${v}" drop
     iifname "${v}" ct state established,related accept
     iifname "${v}" meta nfproto ipv6 drop
-${resolvers.length ? `    iifname "${v}" ip daddr { ${resolvers.join(', ')} } meta l4proto { tcp, udp } th dport 53 accept\n` : ''}    iifname "${v}" ip daddr { ${PRIVATE_RANGES.join(', ')} } drop
+${resolvers.length ? `    iifname "${v}" ip daddr { ${resolvers.join(', ')} } meta l4proto { tcp, udp } th dport 53 accept\n` : ''}${servicesOut}    iifname "${v}" ip daddr { ${PRIVATE_RANGES.join(', ')} } drop
     iifname "${v}" accept
   }
 }
@@ -130,8 +147,10 @@ table ip ${t.nat} {
 }
 
 /**
- * The only DNAT from a veth to the host's loopback (the input chain lets exactly those in): the services
- * ports, from this host's block. Each host has its own table, so every host's block is let through.
+ * The only DNAT from a veth out of the sandbox: the services ports, from this host's block, to the services
+ * server's address as this host sees it (SERVICES_HOST; default 127.0.0.1, which the input chain lets exactly
+ * those in; another address: the forward chain lets exactly it and its port through, and the input chain too
+ * when it is one of this host's own). Each host has its own table, so every host's block is let through.
  */
 function servicesTable(): string {
   const t = tables().services;
@@ -139,7 +158,7 @@ function servicesTable(): string {
 add set ip ${t} ports { type inet_service; }
 add chain ip ${t} prerouting { type nat hook prerouting priority dstnat; policy accept; }
 flush chain ip ${t} prerouting
-add rule ip ${t} prerouting iifname "${vethPrefix()}*" ip daddr ${sandboxNetworkCidr()} tcp dport @ports dnat to 127.0.0.1
+add rule ip ${t} prerouting iifname "${vethPrefix()}*" ip daddr ${sandboxNetworkCidr()} tcp dport @ports dnat to ${servicesPorts.target}
 `;
 }
 

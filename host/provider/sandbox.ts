@@ -146,17 +146,19 @@ const opened = new Map<string, Promise<Jail>>();
 let sharedDirs: string[] = [];
 
 /**
- * Host directories every sandbox sees read-only (SANDBOX_SHARED_DIRS), and the loopback port of the
- * password-protected services server environments reach at their gateway (and one that trusts, kept
- * closed); set by the worker.
+ * Host directories every sandbox sees read-only (SANDBOX_SHARED_DIRS), and the port of the password-protected
+ * services server environments reach at their gateway (and one that trusts, kept closed), DNATed to
+ * `servicesTarget`; set by the worker.
  */
 export function configureSandbox(o: {
   sharedDirs: string[];
   servicesPort?: number | null;
   trustingPort?: number | null;
+  /** The services server's IPv4 address as this host sees it (SERVICES_HOST); default 127.0.0.1. */
+  servicesTarget?: string;
 }): void {
   sharedDirs = o.sharedDirs.map((d) => path.resolve(d));
-  setServicesPorts({ open: o.servicesPort ?? null, close: o.trustingPort ?? null });
+  setServicesPorts({ open: o.servicesPort ?? null, close: o.trustingPort ?? null, target: o.servicesTarget });
 }
 
 /**

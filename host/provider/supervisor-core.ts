@@ -6,6 +6,7 @@
 import path from 'node:path';
 import type { Limits } from './cgroups';
 import { hostIdentity } from './host-identity';
+import { unforwardInstancePort } from './instance-ports';
 import { type StateFile, writeStateFile } from './supervisor-state';
 import type { OnPhase, Runtime, SupervisorOptions, SupervisorPhase } from './supervisor-types';
 import { publishedRoute, spawnWeb } from './supervisor-web';
@@ -29,6 +30,9 @@ export abstract class SupervisorCore {
   protected readonly protectEnv: SupervisorOptions['protectEnv'];
   protected readonly publishRoute: SupervisorOptions['publish'];
   protected readonly drainMs: number;
+  protected readonly exposure: SupervisorOptions['exposure'];
+  /** Instance ports a previous worker's instances still hold (restoreAll), until they are stopped. */
+  protected readonly reserved = new Set<number>();
   /** Per environment, the instances out of the route that drain, then stop, off their change's path. */
   protected readonly leaving = new Map<string, Map<WebProcess, Promise<void>>>();
 
@@ -41,6 +45,7 @@ export abstract class SupervisorCore {
     this.protectEnv = opts.protectEnv;
     this.publishRoute = opts.publish;
     this.drainMs = opts.drainMs ?? 1000;
+    this.exposure = opts.exposure;
   }
 
   protected runtime(envId: string): Runtime {
@@ -107,6 +112,8 @@ export abstract class SupervisorCore {
       slot,
       backoff: this.backoff,
       taken: [...current, ...taken],
+      exposure: this.exposure,
+      reserved: [...this.reserved],
       onPid: (web) => {
         // record the new pid so that a later worker can find an orphaned group
         const rt = this.envs.get(envId);
@@ -202,6 +209,29 @@ export abstract class SupervisorCore {
     return done;
   }
 
+  /**
+   * Gives back the instance ports a previous worker's instances held (restoreAll, once they are stopped): their
+   * forwards go, and the ports may be taken again.
+   */
+  protected async releaseOrphanPorts(ports: (number | null | undefined)[]): Promise<void> {
+    const exposure = this.exposure;
+    if (!exposure) return;
+    for (const port of ports) {
+      if (typeof port !== 'number') continue;
+      await unforwardInstancePort(exposure.address, port).catch(() => undefined);
+      await exposure.book.release(port).catch(() => undefined);
+      this.reserved.delete(port);
+    }
+  }
+
+  /** Every instance port this supervisor's instances hold now (live, leaving, and a previous worker's). */
+  instancePortsHeld(): number[] {
+    const held = new Set(this.reserved);
+    for (const rt of this.envs.values()) for (const w of rt.live?.webs ?? []) held.add(w.exposed.port);
+    for (const leaving of this.leaving.values()) for (const w of leaving.keys()) held.add(w.exposed.port);
+    return this.exposure ? [...held] : [];
+  }
+
   /** Waits until the environment's leaving instances (stopLater) are stopped. */
   protected async settle(envId: string): Promise<void> {
     await Promise.all([...(this.leaving.get(envId)?.values() ?? [])]);
@@ -223,6 +253,7 @@ export abstract class SupervisorCore {
       ...(this.protectEnv ? { envSealed: this.protectEnv.seal(JSON.stringify(live.env)) } : { env: live.env }),
       pid: live.webs[0]?.pid ?? null,
       pids: live.webs.map((w) => w.pid),
+      instancePorts: live.webs.map((w) => (this.exposure ? w.exposed.port : null)),
       instances: live.instances,
       limits: live.limits,
       ...(live.taskId ? { taskId: live.taskId } : {}),

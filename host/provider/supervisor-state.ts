@@ -30,6 +30,8 @@ export interface StateFile extends CurrentRelease {
   pid: number | null;
   /** Every instance's pid, slot 1 first. */
   pids?: (number | null)[];
+  /** Every instance's port on HOST_ADDRESS (instance-ports.ts), slot 1 first; null: published at its sandbox address. */
+  instancePorts?: (number | null)[];
   instances?: number;
   limits?: Limits;
   /** The task that put the release live (a retry of its go-live switches nothing). */

@@ -5,6 +5,7 @@
 import type { Limits } from './cgroups';
 import type { Manifest } from '../manifest';
 import type { OnLine } from './run-step';
+import type { InstanceExposure } from './instance-ports';
 import type { Backoff, WebProcess } from './web-process';
 
 export interface SupervisorOptions {
@@ -34,9 +35,15 @@ export interface SupervisorOptions {
    * of the change by notification) stops sending to it first (default 1000 ms).
    */
   drainMs?: number;
+  /**
+   * Where the edge reaches this host's instances (HOST_ADDRESS) and who hands out their instance ports
+   * (instance-ports.ts): each instance is published as `HOST_ADDRESS:<instance port>`. None: at its sandbox
+   * address (a supervisor with no edge of other machines: a test's).
+   */
+  exposure?: InstanceExposure;
 }
 
-/** Where an environment is served, as the edge needs it: host AND port (the host may be a namespace's). */
+/** Where an environment is served, as the edge needs it: host AND port (HOST_ADDRESS and an instance port). */
 export type PublishedRoute =
   | { kind: 'upstream'; host: string; port: number; releaseId: string; upstreams: Upstream[] }
   | { kind: 'unavailable'; text: string; releaseId: string | null };

@@ -5,12 +5,14 @@
  */
 import { appendFile, chmod, realpath } from 'node:fs/promises';
 import { closeSync, openSync, readFileSync, readlinkSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { holdProcess, limitEnv, type Limits, strayProcesses } from './cgroups';
 import { webErrorLogPath } from '../environment-dir';
 import { environmentDir } from './releases';
 import { groupAlive, killGroup, type OnLine, processAlive } from './run-step';
-import { openJail, RELEASE_MOUNT } from './sandbox';
+import { forwardInstancePort, type InstanceExposure, unforwardInstancePort } from './instance-ports';
+import { type Jail, openJail, RELEASE_MOUNT } from './sandbox';
 import type { PublishedRoute, Runtime } from './supervisor-types';
 import { delay, freePort, WebProcess, type Backoff } from './web-process';
 
@@ -33,6 +35,10 @@ export interface SpawnOptions {
   taken: number[];
   /** Called with each new pid, after the process is held to its plan. */
   onPid: (web: WebProcess) => void;
+  /** Where the edge reaches this host's instances, and who hands out their ports (none: the sandbox address). */
+  exposure?: InstanceExposure;
+  /** Instance ports not to take (a previous worker's instances still hold them). */
+  reserved?: number[];
 }
 
 /** Starts a web process in the environment's sandbox on a fresh internal port; not yet supervised. */
@@ -44,6 +50,8 @@ export async function spawnWeb(o: SpawnOptions): Promise<WebProcess> {
   // Processes still serving keep their ports (same namespace): the new one takes another.
   let internal = await freePort();
   while (o.taken.includes(internal)) internal = await freePort();
+  const exposed = o.exposure ? await exposeInstance(o, o.exposure, jail, internal) : null;
+  if (exposed && jail.mode !== 'namespaces') internal = exposed.port; // it listens on its instance port itself
   const limits = o.limits;
   const web: WebProcess = new WebProcess({
     label: o.slot === 1 ? `release ${o.releaseId}` : `release ${o.releaseId} (instance ${o.slot})`,
@@ -56,6 +64,7 @@ export async function spawnWeb(o: SpawnOptions): Promise<WebProcess> {
     // stderr to its own file, tailed and shipped to the project's log destination (logs/error-tail.ts)
     errorLogPath: webErrorLogPath(o.dataDir, o.envId),
     backoff: o.backoff,
+    ...(exposed ? { exposed: { host: exposed.host, port: exposed.port }, onStopped: exposed.release } : {}),
     onStart: (pid) => {
       if (limits) {
         try {
@@ -70,6 +79,49 @@ export async function spawnWeb(o: SpawnOptions): Promise<WebProcess> {
   });
   web.start();
   return web;
+}
+
+/**
+ * The instance's port on HOST_ADDRESS (instance-ports.ts): taken from the book, and forwarded into the sandbox
+ * when it has a network namespace; without one, a port something of this machine listens on already is skipped
+ * (the process will listen on it). `release` undoes both.
+ */
+async function exposeInstance(
+  o: SpawnOptions,
+  exposure: InstanceExposure,
+  jail: Jail,
+  internal: number,
+): Promise<{ host: string; port: number; release: () => Promise<void> }> {
+  const skip = [...(o.reserved ?? [])];
+  for (;;) {
+    const port = await exposure.book.take(o.envId, o.slot, skip);
+    const release = async () => {
+      if (jail.mode === 'namespaces') await unforwardInstancePort(exposure.address, port);
+      await exposure.book.release(port);
+    };
+    try {
+      if (jail.mode === 'namespaces')
+        await forwardInstancePort(exposure.address, port, { host: jail.address, port: internal });
+      else if (!(await bindable(exposure.address, port))) {
+        await exposure.book.release(port);
+        skip.push(port);
+        continue;
+      }
+    } catch (err) {
+      await release().catch(() => undefined);
+      throw err;
+    }
+    return { host: exposure.address, port, release };
+  }
+}
+
+/** Whether a process of this machine could listen on address:port now. */
+function bindable(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen({ port, host, exclusive: true }, () => srv.close(() => resolve(true)));
+  });
 }
 
 /**
@@ -122,17 +174,17 @@ function inCgroupsOf(pid: number, envId: string): boolean {
   }
 }
 
-/** Where the edge should send the environment's requests now: every instance, slot 1 first. */
+/** Where the edge should send the environment's requests now: every instance (its exposed address), slot 1 first. */
 export function publishedRoute(rt: Runtime): PublishedRoute {
   const live = rt.live;
   const webs = live?.webs ?? [];
   if (live && webs.length > 0)
     return {
       kind: 'upstream',
-      host: webs[0].host,
-      port: webs[0].port,
+      host: webs[0].exposed.host,
+      port: webs[0].exposed.port,
       releaseId: live.releaseId,
-      upstreams: webs.map((w, i) => ({ id: String(i + 1), host: w.host, port: w.port })),
+      upstreams: webs.map((w, i) => ({ id: String(i + 1), host: w.exposed.host, port: w.exposed.port })),
     };
   return {
     kind: 'unavailable',

@@ -16,7 +16,9 @@
  * user's variables, secrets included), and `currentRelease()` never returns that part.
  *
  * Every web process runs in its environment's sandbox (sandbox.ts, set up again by restoreAll after a host
- * restart): the edge reaches it at the sandbox's address; retire() removes the sandbox's network.
+ * restart): the edge reaches it at `HOST_ADDRESS:<instance port>` (instance-ports.ts: a port of INSTANCE_PORTS
+ * forwarded into the sandbox, given back when the instance stops), never at the sandbox's address; retire()
+ * removes the sandbox's network.
  */
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -179,11 +181,15 @@ export class Supervisor extends SupervisorInstances {
     if (rt.live) return { ...base, ok: true };
     const count = Math.max(1, s.instances ?? 1);
     const orphans = (s.pids ?? [s.pid]).filter((p): p is number => typeof p === 'number' && p > 0);
+    // Their instance ports stay theirs (forwarded to them) until they are stopped.
+    const orphanPorts = s.instancePorts ?? [];
+    for (const port of orphanPorts) if (typeof port === 'number') this.reserved.add(port);
     // The previous worker's instances, and whatever else runs in the environment's web cgroups but `keep`
     // (an instance it started and recorded nowhere: killed in the middle of a restart or a move).
     const killOrphans = async (keep: number[]) => {
       await Promise.all(orphans.map((pid) => killOrphan(pid, s.releaseDir, this.graceMs, s.envId)));
       await killStrays(s.envId, keep, this.graceMs);
+      await this.releaseOrphanPorts(orphanPorts);
     };
     // Behind the edge, the orphans of the previous worker keep serving until their successors are ready.
     const handOver = Boolean(this.publishRoute);

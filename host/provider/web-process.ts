@@ -1,7 +1,8 @@
 /**
  * One release's `web` process: `/bin/sh -c <web>` in the environment's sandbox (sandbox.ts) and its own
- * process group, PORT set, output appended to the environment's web.log. It is reached at the sandbox's
- * address (its veth address when it has its own network namespace). Once `supervise()`d, an unexpected exit is followed by a restart on the same
+ * process group, PORT set, output appended to the environment's web.log. The supervisor's probes reach it at the
+ * sandbox's address (its veth address when it has its own network namespace); the edge at `exposed`, its
+ * host's HOST_ADDRESS and instance port (instance-ports.ts). Once `supervise()`d, an unexpected exit is followed by a restart on the same
  * port after a backoff (doubling, capped; reset after a stable run). `stop()` takes the whole group down.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -31,12 +32,18 @@ export interface WebProcessOptions {
   backoff: Backoff;
   /** Called after every (re)start with the new pid. */
   onStart?: (pid: number) => void;
+  /** Where the edge reaches it (HOST_ADDRESS and its instance port); default its own address and port. */
+  exposed?: { host: string; port: number };
+  /** Called once it has stopped for good (stop()): its instance port is given back. */
+  onStopped?: () => Promise<void>;
 }
 
 export class WebProcess {
   readonly port: number;
   /** Where the proxy and the health probes reach it. */
   readonly host: string;
+  /** Where the edge reaches it: HOST_ADDRESS and its instance port (docs/hosts.md), else host and port. */
+  readonly exposed: { host: string; port: number };
   readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   restarts = 0;
   lastExit: { code: number | null; signal: string | null } | null = null;
@@ -51,6 +58,7 @@ export class WebProcess {
   constructor(private readonly opts: WebProcessOptions) {
     this.port = opts.port;
     this.host = opts.jail.address;
+    this.exposed = opts.exposed ?? { host: this.host, port: this.port };
   }
 
   get pid(): number | null {
@@ -116,6 +124,9 @@ export class WebProcess {
       while ((this.running || groupAlive(pgid)) && Date.now() < hard) await delay(25);
     }
     this.agent.destroy();
+    const stopped = this.opts.onStopped;
+    this.opts.onStopped = undefined;
+    await stopped?.().catch((err) => this.note(`its instance port was not given back: ${(err as Error).message}`));
   }
 
   private exited(child: ChildProcess, code: number | null, signal: string | null): void {

@@ -87,6 +87,10 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     const pool = Number(process.env.VITEST_POOL_ID) || 1 + Math.floor(Math.random() * 2);
     const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
     const portBase = 21000 + (slot * 2 + ((pool - 1) % 2)) * 300;
+    // The host's INSTANCE_PORTS (where the edge reaches its instances, forwarded by nft on 127.0.0.1): a range of
+    // the same run and worker above the kernel's ephemeral range, so that files side by side never forward each
+    // other's ports (their hosts share one name, so one nft table).
+    const instanceBase = 62000 + (slot * 2 + ((pool - 1) % 2)) * 95;
     const config = loadConfig({
       PORT: '0',
       DATABASE_URL: withDatabase(admin, dbName),
@@ -96,6 +100,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       VC_CHECK_RESPONSES: '1',
       ENVIRONMENT_PORTS: `${portBase}-${portBase + 299}`,
+      INSTANCE_PORTS: `${instanceBase}-${instanceBase + 94}`,
       LOCAL_REPOSITORY_ROOTS: repositoriesDir(),
       SANDBOX_SHARED_DIRS: join(inject('runDir'), 'shared'),
       SERVICES_DATABASE_URL: inject('servicesDatabaseUrl'),

@@ -69,6 +69,7 @@ export async function npmStartEnv(
     HOST: '127.0.0.1',
     BASE_URL: `http://127.0.0.1:${ports.api}`,
     ENVIRONMENT_PORTS: `${from}-${to}`,
+    INSTANCE_PORTS: `${t.config.instancePorts.from}-${t.config.instancePorts.to}`,
     LOCAL_REPOSITORY_ROOTS: t.config.localRepositoryRoots.join(','),
     SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
     // the services server: this host's 127.0.0.1:5432, which trusts without a password (checked at start)

@@ -101,6 +101,7 @@ export function spawnSystemProcess(
       TEMPORAL_TASK_QUEUE: t.config.taskQueue,
       DATA_DIR: t.dataDir,
       ENVIRONMENT_PORTS: `${from}-${to}`,
+      INSTANCE_PORTS: `${t.config.instancePorts.from}-${t.config.instancePorts.to}`,
       LOCAL_REPOSITORY_ROOTS: t.config.localRepositoryRoots.join(','),
       BACKUP_LOCAL_ROOTS: t.config.backupLocalRoots.join(','),
       OUTBOUND_ALLOWED_HOSTS: t.config.outboundAllowedHosts.join(','),

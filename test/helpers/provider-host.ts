@@ -19,9 +19,11 @@ type Request =
   | { id: number; op: 'stop' };
 
 // the provider a worker makes, from the settings a host agent has
+const config = loadConfig(process.env);
 const provider = createLocalProvider({
-  config: loadConfig(process.env),
-  services: { port: Number(process.env.SERVICES_PORT) || null, trusting: null },
+  config,
+  // SERVICES_HOST: where the gateway's services port goes (an address, as the worker resolves it)
+  services: { port: Number(process.env.SERVICES_PORT) || null, trusting: null, target: config.servicesHost },
   supervisor: { stopGraceMs: 1000, restartBackoff: { initialMs: 100 } },
 });
 const { supervisor } = provider;

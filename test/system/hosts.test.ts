@@ -33,6 +33,7 @@ const root = path.resolve(__dirname, '../..');
 const CP = 'ha-cp';
 const H2 = 'ha-h2';
 const LOST = 3;
+const BIND = `127.0.${10 + Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0))}.1`;
 
 let start: ChildProcess;
 let out = '';
@@ -130,6 +131,8 @@ beforeAll(async () => {
     HOST_LOST_SECONDS: String(LOST),
     // room for two environments of the default plan (small, 512 MB); the agent has room for four
     HOST_CAPACITY: 'cpu=2,memory_mb=1024,disk_gb=20',
+    // hosts reach its Temporal there (an address of this machine's loopback but 127.0.0.1): join prints it
+    CONTROL_PLANE_BIND: BIND,
   });
   start = spawnNpmStart(startEnv, (text) => (out += text));
   await until('"Hosting Console is running."', () => out.includes('Hosting Console is running.'), 240_000);
@@ -172,7 +175,7 @@ describe('hosts', () => {
     const key = JSON.parse(readFileSync(path.join(dataDir, 'secrets', 'encryption-key.json'), 'utf8'));
     expect(joined).toEqual({
       HOST_NAME: H2,
-      TEMPORAL_ADDRESS: `127.0.0.1:${ports.temporal}`,
+      TEMPORAL_ADDRESS: `${BIND}:${ports.temporal}`,
       DATABASE_URL: t.databaseUrl,
       ENCRYPTION_KEY_ID: key.id,
       ENCRYPTION_KEY: Buffer.from(key.key, 'base64').toString('hex'),

@@ -1,22 +1,28 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import pg from 'pg';
 import { describe, expect, it, inject } from 'vitest';
 import { freePort } from '../helpers/ports';
 import { killAndWait, processesMentioning } from '../helpers/processes';
 
 const root = path.resolve(__dirname, '../..');
 
-// npm start's own process (processes/start.ts) on embedded defaults: its embedded PostgreSQL, the tests' Temporal.
+// npm start's own process (processes/start.ts) on embedded defaults: its embedded PostgreSQL (listening for hosts on
+// CONTROL_PLANE_BIND too), the tests' Temporal.
 describe('npm start (processes/start.ts)', () => {
   it('says "Hosting Console is running" only once its worker is ready; Ctrl-C stops everything in order, PostgreSQL last', async () => {
     const port = await freePort();
     const edgePort = await freePort();
     const dataDir = mkdtempSync(path.join(inject('runDir'), 'start-'));
     chmodSync(dataDir, 0o711);
+    const pgPort = await freePort();
+    // where hosts reach the embedded PostgreSQL: an address of this machine's loopback but 127.0.0.1
+    const bind = `127.0.${10 + Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0))}.1`;
     const env: NodeJS.ProcessEnv = {
       ...process.env,
-      EMBEDDED_POSTGRES_PORT: String(await freePort()),
+      EMBEDDED_POSTGRES_PORT: String(pgPort),
+      CONTROL_PLANE_BIND: bind,
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       TEMPORAL_TASK_QUEUE: `start-${path.basename(dataDir)}`,
       DATA_DIR: dataDir,
@@ -71,6 +77,23 @@ describe('npm start (processes/start.ts)', () => {
       // the embedded server demands a password: nothing to change
       expect(health.settings.services.status).toBe('ok');
       expect(out).not.toContain('To change:');
+      // it listens for hosts on CONTROL_PLANE_BIND too, with the password
+      const password = readFileSync(path.join(dataDir, 'secrets', 'postgres-password'), 'utf8').trim();
+      const remote = new pg.Client({ host: bind, port: pgPort, user: 'postgres', password, database: 'vc_console' });
+      await remote.connect();
+      try {
+        expect((await remote.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      } finally {
+        await remote.end();
+      }
+      const wrong = new pg.Client({
+        host: bind,
+        port: pgPort,
+        user: 'postgres',
+        password: 'wrong',
+        database: 'vc_console',
+      });
+      await expect(wrong.connect()).rejects.toMatchObject({ code: '28P01' });
 
       const mark = out.length;
       const exited = new Promise<number | null>((r) => child.once('close', (code: number | null) => r(code)));

@@ -7,7 +7,7 @@
  * first one's retire deleted it, killStrays killed the other agent's instance through the shared cgroup, and
  * each worker flushed the other's nft rules.
  */
-import { type ChildProcess, execFileSync, fork } from 'node:child_process';
+import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -21,6 +21,7 @@ import { closeJail, jailAddresses, netnsName, openJail } from '../../../host/pro
 import { vethName } from '../../../host/provider/sandbox-network';
 import { loadConfig } from '../../../system/config';
 import { useTestContext } from '../../helpers/context';
+import { freePort } from '../../helpers/ports';
 
 const SERVER = `
 require('node:http').createServer((req, res) => {
@@ -73,7 +74,7 @@ let port: number;
 const hosts: Host[] = [];
 const live: Record<string, Live> = {};
 
-async function startHost(name: string, network: string): Promise<Host> {
+async function startHost(name: string, network: string, env: NodeJS.ProcessEnv = {}): Promise<Host> {
   const dataDir = path.join(root, name);
   await mkdir(dataDir, { recursive: true });
   await chmod(dataDir, 0o711);
@@ -85,6 +86,9 @@ async function startHost(name: string, network: string): Promise<Host> {
       SANDBOX_NETWORK: network,
       DATA_DIR: dataDir,
       SERVICES_PORT: String(servicesPort),
+      // each host its own slice of the file's INSTANCE_PORTS (both forward on 127.0.0.1)
+      INSTANCE_PORTS: `${t.config.instancePorts.from + hosts.length * 10}-${t.config.instancePorts.from + hosts.length * 10 + 9}`,
+      ...env,
     },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -100,7 +104,7 @@ async function startHost(name: string, network: string): Promise<Host> {
 /** The nft tables of a host of this test, by its tag. */
 function hostTables(name: string): string[] {
   const tag = hostTag(name);
-  return [`inet vc_sandbox_${tag}`, `ip vc_sandbox_nat_${tag}`, `ip vc_services_${tag}`];
+  return [`inet vc_sandbox_${tag}`, `ip vc_sandbox_nat_${tag}`, `ip vc_services_${tag}`, `ip vc_instances_${tag}`];
 }
 
 function dropTables(name: string): void {
@@ -207,6 +211,66 @@ describe('two hosts on one machine, the same environment on both', () => {
     expect(processAlive(live.a.pid)).toBe(false);
     expect(existsSync(`/run/netns/${live.b.netns}`)).toBe(true);
     expect(await get(live.b.address, live.b.internalPort)).toBe('served by hb');
+  }, 60_000);
+});
+
+describe('SERVICES_HOST on another machine', () => {
+  // "another machine": a network namespace of its own behind a veth, holding the services server's address
+  const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
+  const ns = `vcsvc${slot}`;
+  const hostSide = `10.99.${slot}.1`;
+  const server = `10.99.${slot}.2`;
+  const name = `hs${slot}`;
+  const sh = (cmd: string) => execFileSync('sh', ['-c', cmd], { stdio: 'ignore' });
+  let listener: ChildProcess | undefined;
+  let host: Host;
+  // ports nothing of this machine listens on: a DNAT to the loopback (as without SERVICES_HOST) reaches nothing
+  let ports: [number, number];
+  const svcEnv = randomUUID();
+  const svcPort = () => t.config.environmentPorts.to - 7;
+
+  beforeAll(async () => {
+    ports = [await freePort(), await freePort()];
+    sh(`ip netns delete ${ns} 2>/dev/null; ip link delete ${ns}h 2>/dev/null; true`);
+    sh(`ip netns add ${ns} && ip link add ${ns}h type veth peer name eth0 netns ${ns}`);
+    sh(`ip addr add ${hostSide}/30 dev ${ns}h && ip link set ${ns}h up`);
+    sh(`ip -n ${ns} addr add ${server}/30 dev eth0 && ip -n ${ns} link set eth0 up && ip -n ${ns} link set lo up`);
+    sh(`ip -n ${ns} route add default via ${hostSide}`);
+    // the services server's stand-in there, on the port the sandboxes reach at their gateway, and one more
+    listener = spawn('ip', [
+      'netns',
+      'exec',
+      ns,
+      process.execPath,
+      '-e',
+      `for (const p of [${ports[0]}, ${ports[1]}]) require('net').createServer((s) => s.end()).listen(p, '${server}');`,
+    ]);
+    dropTables(name);
+    host = await startHost(name, `100.${64 + (slot % 16) * 4}.0.0/14`, {
+      SERVICES_HOST: server,
+      SERVICES_PORT: String(ports[0]),
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await host?.ask('retire', { envId: svcEnv, port: svcPort() }).catch(() => undefined);
+    listener?.kill('SIGKILL');
+    sh(`ip netns delete ${ns} 2>/dev/null; ip link delete ${ns}h 2>/dev/null; true`);
+  });
+
+  it("DNATs the gateway's services port to SERVICES_HOST, and lets exactly that address and port through", async () => {
+    const jail = await host.ask<Live>('live', { envId: svcEnv, port: svcPort(), releaseDir });
+    const gateway = jail.address.replace(/\d+$/, (n) => String(Number(n) - 1));
+    const connect = (to: string, toPort: number) =>
+      host.ask<string>('connect', { envId: svcEnv, port: svcPort(), to, toPort });
+    expect(await connect(gateway, ports[0])).toBe('connected');
+    // the address itself, or another of its ports, stays a private address the sandbox cannot reach
+    expect(await connect(server, ports[0])).toBe('timeout');
+    expect(await connect(server, ports[1])).toBe('timeout');
+    expect(await connect(gateway, ports[1])).not.toBe('connected');
+    expect(
+      execFileSync('nft', ['list', 'table', 'ip', `vc_services_${hostTag(name)}`], { encoding: 'utf8' }),
+    ).toContain(`dnat to ${server}`);
   }, 60_000);
 });
 
