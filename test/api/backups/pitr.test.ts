@@ -9,6 +9,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, s
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { axeViolations, openConsoleAs } from '../../helpers/console-browser';
 import { useTestContext } from '../../helpers/context';
 import { createEnvironment } from '../../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
@@ -380,4 +381,68 @@ describe('POST /environments/{id}/restore', () => {
     const after = digest();
     for (const [f, h] of Object.entries(live)) expect(after[f], f).toBe(h);
   }, 500_000);
+});
+
+// The console's "Restore to a point in time" on this npm start (the one services server here with PITR): the form
+// filled in a browser with a second inside the window, the task followed to its end, the rows of that second back.
+describe('the Backups screen’s point-in-time form', () => {
+  it('restores to the second picked in the browser; a second outside the window shows the API’s refusal on the field', async () => {
+    const env = envs[1];
+    const db = env.database!;
+    await services(db, (c) => c.query("INSERT INTO public.r VALUES ('console before')"));
+    const target = await nextSecond();
+    await services(db, (c) => c.query("INSERT INTO public.r VALUES ('console after')"));
+    const window = await archivedPast(env.id, target);
+    expect(Date.parse(window.earliest)).toBeLessThanOrEqual(Date.parse(target));
+
+    const restores = () => t.deps.knex('tasks').where({ environment_id: env.id, type: 'restore' });
+    const earlier = (await restores()).length;
+    const c = await openConsoleAs({ ...t, baseUrl: `http://127.0.0.1:${ports.api}` }, api);
+    try {
+      const { page } = c;
+      await c.go(`/environments/${env.id}/backups`);
+      const section = page.getByRole('region', { name: 'Restore to a point in time' });
+      const field = section.locator('input[name="point_in_time"]');
+      await field.waitFor();
+      // the browser's own time zone decides the datetime-local value; the form shows what it sends in UTC
+      const local = (iso: string) =>
+        page.evaluate((at) => {
+          const d = new Date(at);
+          const p = (n: number) => String(n).padStart(2, '0');
+          return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+        }, iso);
+
+      // outside the window: the API's 422 on point_in_time beside the field, no task
+      const early = '2001-01-01T00:00:00Z';
+      const refused = await api.post(`/environments/${env.id}/restore`, { point_in_time: early, confirm: true });
+      expect(refused.status, refused.text).toBe(422);
+      await field.fill(await local(early));
+      expect(await section.locator('[data-utc]').textContent()).toBe(early);
+      await section.getByLabel('I understand the database is replaced by its past self').check();
+      await section.getByRole('button', { name: 'Restore to this second' }).click();
+      const error = section.locator('.field .field-error');
+      await error.waitFor();
+      expect(await error.textContent()).toBe(refused.body.error.fields.point_in_time);
+      expect(await field.getAttribute('aria-invalid')).toBe('true');
+      expect(await axeViolations(page, 'environment-backups-pitr-form')).toEqual([]);
+      await c.screenshot('environment-backups-pitr-refused');
+      expect(await restores()).toHaveLength(earlier);
+
+      // inside the window: the task, followed on its page to its end
+      await field.fill(await local(target));
+      expect(await section.locator('[data-utc]').textContent()).toBe(target);
+      await section.getByRole('button', { name: 'Restore to this second' }).click();
+      await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
+      const id = page.url().split('/').pop()!;
+      expect(await t.deps.knex('tasks').where({ id }).first()).toMatchObject({
+        environment_id: env.id,
+        type: 'restore',
+      });
+      await page.locator('[data-status="succeeded"]').waitFor({ timeout: 240_000 });
+      expect(await rows(db)).toEqual(['console before', 'other after', 'other before']);
+      expect(c.problems).toEqual([]);
+    } finally {
+      await c.close();
+    }
+  }, 400_000);
 });
