@@ -1,11 +1,13 @@
 /**
  * Point-in-time recovery through an `npm start` that runs its own services server (SERVICES_PGDATA under its
- * DATA_DIR, no SERVICES_DATABASE_URL, PITR_REPOSITORY in the test's directory), WAL switches forced with
- * pg_switch_wal() instead of waiting for archive_timeout: the archive, the recovery window, the restore to a
- * second. One `npm start` is shared by the cases, in order.
+ * DATA_DIR, no SERVICES_DATABASE_URL), WAL switches forced with pg_switch_wal() instead of waiting for
+ * archive_timeout: the archive, the recovery window, the restore to a second, the console's form. PITR_REPOSITORY
+ * is s3://pitr/archive on an s3rver of the test's own over https (S3_* settings, S3_CA_FILE), so the archive and
+ * every restore go through S3 as npm start's own processes reach it (the default directory repository, DATA_DIR/pitr,
+ * is archived to in test/system/embedded-postgres.test.ts). One `npm start` is shared by the cases, in order.
  */
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
@@ -15,6 +17,7 @@ import { createEnvironment } from '../../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { Agent } from '../../helpers/http';
 import { freePort } from '../../helpers/ports';
+import { startHttpsS3 } from '../../helpers/s3';
 import {
   type NpmStartPorts,
   npmStartDataDir,
@@ -36,6 +39,7 @@ let start: ChildProcess;
 let out = '';
 let dataDir: string;
 let repository: string;
+let s3: Awaited<ReturnType<typeof startHttpsS3>>;
 let ports: NpmStartPorts;
 let servicesPort: number;
 let api: Agent;
@@ -86,7 +90,7 @@ async function services<T>(database: string, fn: (c: pg.Client) => Promise<T>): 
 beforeAll(async () => {
   dataDir = npmStartDataDir(t);
   repository = mkdtempSync(path.join(inject('runDir'), 'pitr-repo-'));
-  chmodSync(repository, 0o711);
+  s3 = await startHttpsS3(repository, ['pitr']);
   ports = await npmStartPorts();
   servicesPort = await freePort();
   const owner = await createUser(t);
@@ -101,7 +105,12 @@ beforeAll(async () => {
     SERVICES_DATABASE_URL: '',
     SERVICES_PGDATA: path.join(dataDir, 'services-pgdata'),
     SERVICES_PORT: String(servicesPort),
-    PITR_REPOSITORY: path.join(repository, 'archive'),
+    PITR_REPOSITORY: 's3://pitr/archive',
+    S3_ENDPOINT: s3.endpoint,
+    S3_REGION: 'us-east-1',
+    S3_ACCESS_KEY_ID: s3.accessKeyId,
+    S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    S3_CA_FILE: s3.caFile,
     STORAGE_ROOTS: roots.join(','),
     // this worker ensures the system schedules, the archive's among them
     REMINDER_SCHEDULE: 'on',
@@ -115,6 +124,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopNpmStart(start, dataDir);
+  await s3?.stop();
   rmSync(dataDir, { recursive: true, force: true });
   rmSync(repository, { recursive: true, force: true });
 }, 120_000);
@@ -143,15 +153,15 @@ describe('the services server npm start runs', () => {
     expect(settings.archive_command).toMatch(/^pgbackrest --config=.* --stanza=services archive-push %p$/);
   });
 
-  it('archives into PITR_REPOSITORY, encrypted, lz4; the passphrase is in no file but its sealed one', async () => {
+  it('archives into PITR_REPOSITORY (the S3 bucket), encrypted, lz4; the passphrase is in no file but its sealed one', async () => {
     await services('postgres', (c) => c.query('SELECT pg_catalog.pg_switch_wal()'));
-    const archived = () =>
-      readdirSync(path.join(repository, 'archive', 'archive', 'services'), { recursive: true }).map(String);
+    const archived = () => repositoryKeys('archive/services/');
     const segments = await until('a WAL segment in the repository', () => {
       const files = archived().filter((f) => /[0-9A-F]{24}-[0-9a-f]{40}\.lz4$/.test(f));
       return files.length > 0 && files;
     });
     expect(segments.length).toBeGreaterThan(0);
+    expect(existsSync(path.join(dataDir, 'pitr'))).toBe(false);
     const conf = readFileSync(path.join(dataDir, 'pitr-run', 'pgbackrest.conf'), 'utf8');
     expect(conf).toContain('repo1-cipher-type=aes-256-cbc');
     expect(conf).toContain('compress-type=lz4');
@@ -161,7 +171,7 @@ describe('the services server npm start runs', () => {
     expect(sealed).toMatch(/^v1\./);
     expect(statSync(path.join(dataDir, 'secrets', 'pitr-passphrase.sealed')).mode & 0o777).toBe(0o600);
     // archive.info is encrypted (OpenSSL's salted format), no plain "[db]" section in it
-    const info = readFileSync(path.join(repository, 'archive', 'archive', 'services', 'archive.info'));
+    const info = s3.read('pitr', 'archive/archive/services/archive.info');
     expect(info.subarray(0, 8).toString('latin1')).toBe('Salted__');
     expect(info.toString('latin1')).not.toContain('[db]');
   });
@@ -205,6 +215,13 @@ async function archivedPast(envId: string, at: string) {
   });
 }
 
+/** The keys of the repository's objects under `under` (relative to it), in the bucket. */
+const repositoryKeys = (under: string) =>
+  s3
+    .objects('pitr')
+    .filter((k) => k.startsWith(`archive/${under}`))
+    .map((k) => k.slice(`archive/${under}`.length));
+
 const rows = (db: string, table = 'public.r') =>
   services(db, async (c) => (await c.query(`SELECT t FROM ${table} ORDER BY t`)).rows.map((r) => r.t as string));
 
@@ -225,7 +242,7 @@ describe('the archive schedules', () => {
       expect(JSON.stringify(full.spec.calendars)).not.toContain('MONDAY');
       const diff = client.schedule.getHandle('pitr-diff');
       const backups = () =>
-        readdirSync(path.join(repository, 'archive', 'backup', 'services')).filter((f) => /D$/.test(f));
+        [...new Set(repositoryKeys('backup/services/').map((k) => k.split('/')[0]))].filter((f) => /D$/.test(f));
       const before = backups().length;
       await diff.trigger();
       await until('a differential backup in the repository', () => backups().length > before, 180_000);
