@@ -1,26 +1,16 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// @ts-expect-error s3rver ships no types
-import S3rver from 's3rver';
 import { type Archive, openArchive, takeArchiveBackup } from '../../host/pitr-archive';
 import { pgbackrest, pitrServer, preparePitr } from '../../host/pitr';
 import { servicesPostgresChild, setUpServicesServer } from '../../processes/services-postgres';
 import { loadConfig } from '../../system/config';
 import { loadSecrets } from '../../system/secrets';
 import { freePort } from '../helpers/ports';
+import { startHttpsS3 } from '../helpers/s3';
 
 /**
  * PITR_REPOSITORY as s3://bucket/prefix through the real path: a services server (SERVICES_PGDATA) started as
@@ -30,81 +20,15 @@ import { freePort } from '../helpers/ports';
  * them back. Without the CA file, pgBackRest refuses the endpoint's certificate.
  */
 const root = mkdtempSync(join(tmpdir(), 'vc-pitr-s3-'));
-let s3: { close(): Promise<void> };
-let s3Dir: string;
+let s3: Awaited<ReturnType<typeof startHttpsS3>>;
 let postgres: ChildProcess | undefined;
 let env: NodeJS.ProcessEnv;
 let password: string;
 let servicesPort: number;
 let archived: Archive | null = null;
 
-/** A CA and a certificate for `localhost` it signs (pgBackRest checks the endpoint's DNS name). */
-function makeCertificates(dir: string) {
-  const ossl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  ossl(
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=vc test CA',
-  );
-  ossl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost');
-  writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=DNS:localhost\n');
-  ossl(
-    'x509',
-    '-req',
-    '-in',
-    'server.csr',
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'server.pem',
-    '-days',
-    '2',
-    '-extfile',
-    'ext.cnf',
-  );
-  chmodSync(join(dir, 'ca.pem'), 0o644);
-}
-
-/** The keys of the bucket's objects in s3rver's store (`<key>._S3rver_object` files). */
-function objects(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
-    .filter((f) => f.endsWith('._S3rver_object'))
-    .map((f) => f.slice(0, -'._S3rver_object'.length));
-}
-
 beforeAll(async () => {
-  const certs = join(root, 'certs');
-  mkdirSync(certs, { recursive: true });
-  chmodSync(root, 0o755);
-  chmodSync(certs, 0o755);
-  makeCertificates(certs);
-  s3Dir = join(root, 's3');
-  mkdirSync(s3Dir);
-  const server = new S3rver({
-    address: '127.0.0.1',
-    port: 0,
-    silent: true,
-    directory: s3Dir,
-    key: readFileSync(join(certs, 'server.key')),
-    cert: readFileSync(join(certs, 'server.pem')),
-    configureBuckets: [{ name: 'pitr' }],
-  });
-  const { port } = (await server.run()) as { port: number };
-  s3 = server;
+  s3 = await startHttpsS3(root, ['pitr']);
   servicesPort = await freePort();
   const dataDir = join(root, 'data');
   mkdirSync(dataDir);
@@ -114,11 +38,11 @@ beforeAll(async () => {
     SERVICES_PGDATA: join(dataDir, 'services-pgdata'),
     SERVICES_PORT: String(servicesPort),
     PITR_REPOSITORY: 's3://pitr/archive/one',
-    S3_ENDPOINT: `https://localhost:${port}`,
+    S3_ENDPOINT: s3.endpoint,
     S3_REGION: 'us-east-1',
     S3_ACCESS_KEY_ID: 'S3RVER',
     S3_SECRET_ACCESS_KEY: 'S3RVER',
-    S3_CA_FILE: join(certs, 'ca.pem'),
+    S3_CA_FILE: s3.caFile,
   };
 }, 120_000);
 
@@ -132,7 +56,7 @@ afterAll(async () => {
   }
   // pgBackRest's async archive-push runs on beside the server: ended (stop --force) before its store goes
   if (archived) await pgbackrest(archived.server, archived.env, ['stop', '--force']).catch(() => undefined);
-  await s3?.close().catch(() => undefined);
+  await s3?.stop();
   rmSync(root, { recursive: true, force: true });
 }, 120_000);
 
@@ -170,14 +94,14 @@ describe('PITR_REPOSITORY as s3://bucket/prefix over https', () => {
     archived = archive;
     await takeArchiveBackup(archive!, 'full');
 
-    const stored = objects(join(s3Dir, 'pitr'));
+    const stored = s3.objects('pitr');
     const prefix = 'archive/one/';
     expect(stored.some((f) => f.startsWith(`${prefix}backup/services/`) && f.includes('backup.manifest'))).toBe(true);
     expect(stored.some((f) => f.startsWith(`${prefix}archive/services/`) && /\/[0-9A-F]{24}-/.test(f))).toBe(true);
     // encrypted: no stored object reads as what was written (nor as a manifest's plain INI)
     expect(stored.length).toBeGreaterThan(2);
     for (const key of stored) {
-      const body = readFileSync(join(s3Dir, 'pitr', `${key}._S3rver_object`));
+      const body = s3.read('pitr', key);
       expect(body.subarray(0, 8).toString('latin1'), key).toBe('Salted__');
       expect(body.includes('plain-text-marker-in-the-archive'), key).toBe(false);
     }

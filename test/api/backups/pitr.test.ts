@@ -1,19 +1,23 @@
 /**
  * Point-in-time recovery through an `npm start` that runs its own services server (SERVICES_PGDATA under its
- * DATA_DIR, no SERVICES_DATABASE_URL, PITR_REPOSITORY in the test's directory), WAL switches forced with
- * pg_switch_wal() instead of waiting for archive_timeout: the archive, the recovery window, the restore to a
- * second. One `npm start` is shared by the cases, in order.
+ * DATA_DIR, no SERVICES_DATABASE_URL), WAL switches forced with pg_switch_wal() instead of waiting for
+ * archive_timeout: the archive, the recovery window, the restore to a second, the console's form. PITR_REPOSITORY
+ * is s3://pitr/archive on an s3rver of the test's own over https (S3_* settings, S3_CA_FILE), so the archive and
+ * every restore go through S3 as npm start's own processes reach it (the default directory repository, DATA_DIR/pitr,
+ * is archived to in test/system/embedded-postgres.test.ts). One `npm start` is shared by the cases, in order.
  */
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { axeViolations, openConsoleAs } from '../../helpers/console-browser';
 import { useTestContext } from '../../helpers/context';
 import { createEnvironment } from '../../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { Agent } from '../../helpers/http';
 import { freePort } from '../../helpers/ports';
+import { startHttpsS3 } from '../../helpers/s3';
 import {
   type NpmStartPorts,
   npmStartDataDir,
@@ -35,6 +39,7 @@ let start: ChildProcess;
 let out = '';
 let dataDir: string;
 let repository: string;
+let s3: Awaited<ReturnType<typeof startHttpsS3>>;
 let ports: NpmStartPorts;
 let servicesPort: number;
 let api: Agent;
@@ -85,7 +90,7 @@ async function services<T>(database: string, fn: (c: pg.Client) => Promise<T>): 
 beforeAll(async () => {
   dataDir = npmStartDataDir(t);
   repository = mkdtempSync(path.join(inject('runDir'), 'pitr-repo-'));
-  chmodSync(repository, 0o711);
+  s3 = await startHttpsS3(repository, ['pitr']);
   ports = await npmStartPorts();
   servicesPort = await freePort();
   const owner = await createUser(t);
@@ -100,7 +105,12 @@ beforeAll(async () => {
     SERVICES_DATABASE_URL: '',
     SERVICES_PGDATA: path.join(dataDir, 'services-pgdata'),
     SERVICES_PORT: String(servicesPort),
-    PITR_REPOSITORY: path.join(repository, 'archive'),
+    PITR_REPOSITORY: 's3://pitr/archive',
+    S3_ENDPOINT: s3.endpoint,
+    S3_REGION: 'us-east-1',
+    S3_ACCESS_KEY_ID: s3.accessKeyId,
+    S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    S3_CA_FILE: s3.caFile,
     STORAGE_ROOTS: roots.join(','),
     // this worker ensures the system schedules, the archive's among them
     REMINDER_SCHEDULE: 'on',
@@ -114,6 +124,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopNpmStart(start, dataDir);
+  await s3?.stop();
   rmSync(dataDir, { recursive: true, force: true });
   rmSync(repository, { recursive: true, force: true });
 }, 120_000);
@@ -142,15 +153,15 @@ describe('the services server npm start runs', () => {
     expect(settings.archive_command).toMatch(/^pgbackrest --config=.* --stanza=services archive-push %p$/);
   });
 
-  it('archives into PITR_REPOSITORY, encrypted, lz4; the passphrase is in no file but its sealed one', async () => {
+  it('archives into PITR_REPOSITORY (the S3 bucket), encrypted, lz4; the passphrase is in no file but its sealed one', async () => {
     await services('postgres', (c) => c.query('SELECT pg_catalog.pg_switch_wal()'));
-    const archived = () =>
-      readdirSync(path.join(repository, 'archive', 'archive', 'services'), { recursive: true }).map(String);
+    const archived = () => repositoryKeys('archive/services/');
     const segments = await until('a WAL segment in the repository', () => {
       const files = archived().filter((f) => /[0-9A-F]{24}-[0-9a-f]{40}\.lz4$/.test(f));
       return files.length > 0 && files;
     });
     expect(segments.length).toBeGreaterThan(0);
+    expect(existsSync(path.join(dataDir, 'pitr'))).toBe(false);
     const conf = readFileSync(path.join(dataDir, 'pitr-run', 'pgbackrest.conf'), 'utf8');
     expect(conf).toContain('repo1-cipher-type=aes-256-cbc');
     expect(conf).toContain('compress-type=lz4');
@@ -160,7 +171,7 @@ describe('the services server npm start runs', () => {
     expect(sealed).toMatch(/^v1\./);
     expect(statSync(path.join(dataDir, 'secrets', 'pitr-passphrase.sealed')).mode & 0o777).toBe(0o600);
     // archive.info is encrypted (OpenSSL's salted format), no plain "[db]" section in it
-    const info = readFileSync(path.join(repository, 'archive', 'archive', 'services', 'archive.info'));
+    const info = s3.read('pitr', 'archive/archive/services/archive.info');
     expect(info.subarray(0, 8).toString('latin1')).toBe('Salted__');
     expect(info.toString('latin1')).not.toContain('[db]');
   });
@@ -204,6 +215,13 @@ async function archivedPast(envId: string, at: string) {
   });
 }
 
+/** The keys of the repository's objects under `under` (relative to it), in the bucket. */
+const repositoryKeys = (under: string) =>
+  s3
+    .objects('pitr')
+    .filter((k) => k.startsWith(`archive/${under}`))
+    .map((k) => k.slice(`archive/${under}`.length));
+
 const rows = (db: string, table = 'public.r') =>
   services(db, async (c) => (await c.query(`SELECT t FROM ${table} ORDER BY t`)).rows.map((r) => r.t as string));
 
@@ -224,7 +242,7 @@ describe('the archive schedules', () => {
       expect(JSON.stringify(full.spec.calendars)).not.toContain('MONDAY');
       const diff = client.schedule.getHandle('pitr-diff');
       const backups = () =>
-        readdirSync(path.join(repository, 'archive', 'backup', 'services')).filter((f) => /D$/.test(f));
+        [...new Set(repositoryKeys('backup/services/').map((k) => k.split('/')[0]))].filter((f) => /D$/.test(f));
       const before = backups().length;
       await diff.trigger();
       await until('a differential backup in the repository', () => backups().length > before, 180_000);
@@ -380,4 +398,68 @@ describe('POST /environments/{id}/restore', () => {
     const after = digest();
     for (const [f, h] of Object.entries(live)) expect(after[f], f).toBe(h);
   }, 500_000);
+});
+
+// The console's "Restore to a point in time" on this npm start (the one services server here with PITR): the form
+// filled in a browser with a second inside the window, the task followed to its end, the rows of that second back.
+describe('the Backups screen’s point-in-time form', () => {
+  it('restores to the second picked in the browser; a second outside the window shows the API’s refusal on the field', async () => {
+    const env = envs[1];
+    const db = env.database!;
+    await services(db, (c) => c.query("INSERT INTO public.r VALUES ('console before')"));
+    const target = await nextSecond();
+    await services(db, (c) => c.query("INSERT INTO public.r VALUES ('console after')"));
+    const window = await archivedPast(env.id, target);
+    expect(Date.parse(window.earliest)).toBeLessThanOrEqual(Date.parse(target));
+
+    const restores = () => t.deps.knex('tasks').where({ environment_id: env.id, type: 'restore' });
+    const earlier = (await restores()).length;
+    const c = await openConsoleAs({ ...t, baseUrl: `http://127.0.0.1:${ports.api}` }, api);
+    try {
+      const { page } = c;
+      await c.go(`/environments/${env.id}/backups`);
+      const section = page.getByRole('region', { name: 'Restore to a point in time' });
+      const field = section.locator('input[name="point_in_time"]');
+      await field.waitFor();
+      // the browser's own time zone decides the datetime-local value; the form shows what it sends in UTC
+      const local = (iso: string) =>
+        page.evaluate((at) => {
+          const d = new Date(at);
+          const p = (n: number) => String(n).padStart(2, '0');
+          return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+        }, iso);
+
+      // outside the window: the API's 422 on point_in_time beside the field, no task
+      const early = '2001-01-01T00:00:00Z';
+      const refused = await api.post(`/environments/${env.id}/restore`, { point_in_time: early, confirm: true });
+      expect(refused.status, refused.text).toBe(422);
+      await field.fill(await local(early));
+      expect(await section.locator('[data-utc]').textContent()).toBe(early);
+      await section.getByLabel('I understand the database is replaced by its past self').check();
+      await section.getByRole('button', { name: 'Restore to this second' }).click();
+      const error = section.locator('.field .field-error');
+      await error.waitFor();
+      expect(await error.textContent()).toBe(refused.body.error.fields.point_in_time);
+      expect(await field.getAttribute('aria-invalid')).toBe('true');
+      expect(await axeViolations(page, 'environment-backups-pitr-form')).toEqual([]);
+      await c.screenshot('environment-backups-pitr-refused');
+      expect(await restores()).toHaveLength(earlier);
+
+      // inside the window: the task, followed on its page to its end
+      await field.fill(await local(target));
+      expect(await section.locator('[data-utc]').textContent()).toBe(target);
+      await section.getByRole('button', { name: 'Restore to this second' }).click();
+      await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
+      const id = page.url().split('/').pop()!;
+      expect(await t.deps.knex('tasks').where({ id }).first()).toMatchObject({
+        environment_id: env.id,
+        type: 'restore',
+      });
+      await page.locator('[data-status="succeeded"]').waitFor({ timeout: 240_000 });
+      expect(await rows(db)).toEqual(['console before', 'other after', 'other before']);
+      expect(c.problems).toEqual([]);
+    } finally {
+      await c.close();
+    }
+  }, 400_000);
 });
