@@ -18,6 +18,8 @@ const root = path.resolve(__dirname, '../..');
 export interface SecondHost {
   name: string;
   dataDir: string;
+  /** Its INSTANCE_PORTS, where the edge reaches its instances (on HOST_ADDRESS 127.0.0.1). */
+  instancePorts: { from: number; to: number };
   child: ChildProcess;
   output(): string;
   exit: Promise<number | null>;
@@ -86,6 +88,7 @@ export function spawnSecondHost(
   return {
     name,
     dataDir,
+    instancePorts: { from: ports, to: ports + 39 },
     child,
     output: () => out,
     exit,
