@@ -1,12 +1,12 @@
 // The request log's reader for bench/edge/variants.ts, in a process of its own: a RequestLogReader
-// (edge/request-log/reader.ts) on the ring's socket (argv[2]), its lines counted and dropped.
-import { RequestLogReader } from '../../edge/request-log/reader';
+// (logs/request-reader.ts) on the ring's socket (argv[2]), its lines counted and dropped.
+import { RequestLogReader } from '../../logs/request-reader';
 
 let lines = 0;
 const reader = await new RequestLogReader({
   socketPath: process.argv[2],
   cursorFile: `${process.argv[2]}.cursor.json`,
-  sink: { push: () => void (lines += 1), countDropped: () => undefined },
+  sink: { pushText: () => void (lines += 1), countDropped: () => undefined },
 }).start();
 process.on('message', (m) => m === 'lines' && process.send?.({ lines }));
 process.on('SIGTERM', () => reader.close().then(() => process.exit(0)));

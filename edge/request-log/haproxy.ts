@@ -2,9 +2,10 @@
  * The request log on HAProxy 2.6 (CONTRACT "Logs", docs/edge-password-and-logs.md): the configuration lines.
  *
  * HAProxy writes one JSON line per request (every request of an environment: refused ones, upgrades, the
- * app's answers) into the ring `vc_requests`, which forwards it to the control plane's unix socket
- * (reader.ts). While the control plane is down the lines wait in the ring (its `size`) and are sent when it
- * listens again; what overflows is lost, and the reader counts it from the per-environment sequence number.
+ * app's answers) into the ring `vc_requests`, which forwards it to the shipper process's unix socket
+ * (processes/shipper.ts, logs/request-reader.ts): the edge's control plane reads none of them. While the
+ * shipper is down the lines wait in the ring (its `size`) and are sent when it listens again; what overflows
+ * is lost, and the reader counts it from the per-environment sequence number.
  *
  * Contract with the frontend:
  * - `txn.env` (environment id) and `txn.client` (client address after TRUST_PROXY_HOPS) are set first, then
@@ -16,14 +17,17 @@
  * - no sticky counter is this fragment's: HAProxy 2.6 has three (sc0-sc2), which the rate limit, the
  *   per-address connection limits and the password take. The sequence number comes from a Lua sample fetch.
  *
- * The line (fields are short names; the reader turns them into CONTRACT's): `q` sequence number of the
- * environment in this HAProxy process (taken when the line is written), `e` the process's epoch (a new one at
- * every start and reload), `t` accept time `seconds.ms`, `env`, `m` method, `p` path without the query
- * (at most 2048 bytes), `s` status, `b` bytes sent to the client (headers included), `d` active time in ms,
- * `a` client address, `u` user agent (at most 512 bytes) and `un` how many User-Agent headers there were.
- * Strings go through the `json(utf8s)` converter: quotes, backslashes and control characters are escaped
- * and invalid UTF-8 is dropped, so every line is valid JSON.
+ * The line: `<q> <e> <seconds.ms> <un> <JSON>`, where `q` is the sequence number of the environment in this
+ * HAProxy process (taken when the line is written), `e` the process's epoch (a new one at every start and
+ * reload), then the accept time, how many User-Agent headers there were (`un`), and CONTRACT's line as JSON
+ * without its time: `environment_id`, `type`, `method`, `path` without the query (at most 2048 bytes), `status`,
+ * `bytes` sent to the client (headers included), `duration_ms` (active time), `client_address`, `user_agent`
+ * (at most 512 bytes). Strings go through the `json(utf8s)` converter: quotes, backslashes and control
+ * characters are escaped and invalid UTF-8 is dropped, so the JSON is valid and the shipper's reader
+ * (logs/request-reader.ts) passes it on without parsing it.
  */
+
+import { MAX_LINE } from '../../logs/request-reader';
 
 export const REQUEST_RING = 'vc_requests';
 
@@ -44,32 +48,27 @@ end)
 `;
 
 export interface RequestLogFragment {
-  /** The control plane's unix stream socket (RequestLogReader listens there). */
+  /** The shipper's unix stream socket (its RequestLogReader listens there). */
   socket: string;
   /** Where SEQUENCE_LUA is written (HAProxy's master reads it at each start and reload). */
   sequenceScript: string;
-  /** The ring's size in bytes: what waits while the control plane is down (default 4 MiB, ~15,000 lines). */
+  /** The ring's size in bytes: what waits while the shipper is down (default 4 MiB, ~15,000 lines). */
   ringSize?: number;
 }
 
-/** The longest line: 2048 path bytes and 512 user-agent bytes, escaped at most 6 to 1, fit well within. */
-export const MAX_LINE = 32_768;
 
 const s = (fetch: string) => `%[${fetch},json(utf8s)]`;
 
-export const LOG_FORMAT = `{${[
-  `"q":"%[lua.vc_log_seq]"`,
-  `"e":"%[var(proc.vc_log_epoch)]"`,
-  `"t":"%Ts.%ms"`,
-  `"env":"${s('var(txn.env)')}"`,
-  `"m":"${s('var(txn.vc_log_m)')}"`,
-  `"p":"${s('var(txn.vc_log_p)')}"`,
-  '"s":%ST',
-  '"b":%B',
-  '"d":%Ta',
-  `"a":"${s('var(txn.client)')}"`,
-  `"u":"${s('var(txn.vc_log_u)')}"`,
-  `"un":"%[var(txn.vc_log_un)]"`,
+export const LOG_FORMAT = `%[lua.vc_log_seq] %[var(proc.vc_log_epoch)] %Ts.%ms %[var(txn.vc_log_un)] {${[
+  `"environment_id":"${s('var(txn.env)')}"`,
+  '"type":"request"',
+  `"method":"${s('var(txn.vc_log_m)')}"`,
+  `"path":"${s('var(txn.vc_log_p)')}"`,
+  '"status":%ST',
+  '"bytes":%B',
+  '"duration_ms":%Ta',
+  `"client_address":"${s('var(txn.client)')}"`,
+  `"user_agent":"${s('var(txn.vc_log_u)')}"`,
 ].join(',')}}`;
 
 export function requestLogGlobal(o: Pick<RequestLogFragment, 'sequenceScript'>): string[] {
@@ -79,7 +78,7 @@ export function requestLogGlobal(o: Pick<RequestLogFragment, 'sequenceScript'>):
 export function requestLogSections(o: RequestLogFragment): string[] {
   return [
     `ring ${REQUEST_RING}`,
-    '  description "the request log, read by the edge control plane"',
+    '  description "the request log, read by the request log shipper"',
     '  format raw',
     `  maxlen ${MAX_LINE}`,
     `  size ${o.ringSize ?? 4 * 1024 * 1024}`,

@@ -1,6 +1,6 @@
 /**
  * The request log on HAProxy (issue 18 item 5): a real HAProxy 2.6 run from edge/request-log/haproxy.ts's
- * fragment writes one JSON line per request into its ring, which forwards to the control plane's reader; the
+ * fragment writes one line per request into its ring, which forwards to the shipper's reader; the
  * reader hands CONTRACT's lines to a real LogShipper that sends them to a real HTTP collector (the project's
  * destination, saved through the API).
  */
@@ -11,8 +11,8 @@ import {
   requestLogRules,
   requestLogSections,
 } from '../../edge/request-log/haproxy';
-import { requestLogPaths, startRequestLog, writeSequenceScript } from '../../edge/request-log/control';
-import type { RequestLogReader } from '../../edge/request-log/reader';
+import { requestLogPaths, writeSequenceScript } from '../../edge/request-log/control';
+import { RequestLogReader } from '../../logs/request-reader';
 import { runtimeCommand } from '../../edge/runtime-command';
 import { LogShipper } from '../../logs/shipper';
 import { useTestContext } from '../helpers/context';
@@ -46,9 +46,16 @@ const shipped = () =>
       .map((l) => JSON.parse(l) as Record<string, unknown>),
   );
 const requests = () => shipped().filter((l) => l.type === 'request');
-/** The control plane's reader, as startRequestLog makes it (same socket, same cursor file each time). */
-const startReader = async () =>
-  (await startRequestLog({ dataDir: t.dataDir, shipper, ringSize: 65_536, reorderMs: 300 })).reader;
+/** The shipper's reader, as processes/shipper-runtime.ts makes it (same socket, same cursor file each time). */
+const startReader = () => {
+  const paths = requestLogPaths(t.dataDir);
+  return new RequestLogReader({
+    socketPath: paths.socket,
+    cursorFile: paths.cursorFile,
+    sink: shipper,
+    reorderMs: 300,
+  }).start();
+};
 
 beforeAll(async () => {
   const user = await createUser(t);
