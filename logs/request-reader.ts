@@ -52,6 +52,8 @@ interface Cursor {
   holes?: Map<number, number>;
 }
 
+/** An escape pair: `\\` kept, `\/` made `/` (left to right, so `\\/` is a backslash and a slash). */
+const UNSLASH = /\\([\\/])/g;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const FORGET_MS = 8 * 86_400_000;
 /** HAProxy's JSON starts so; the environment id follows (36 characters), then its closing quote. */
@@ -82,6 +84,17 @@ function repaired(json: string, agents: number): string | null {
   return JSON.stringify(raw);
 }
 
+/**
+ * HAProxy's json converter writes `/` as `\/`: valid JSON, but not what a reader greps for (nor what
+ * JSON.stringify writes). Done once per socket read (many lines), not per line: a plain replace, unless an
+ * escaped backslash could stand before a slash (the line's prefix has no backslash, so the pairs are the JSON's).
+ */
+function unslashed(text: string): string {
+  if (!text.includes('\\/')) return text;
+  if (!text.includes('\\\\')) return text.replaceAll('\\/', '/');
+  return text.replace(UNSLASH, (m, c) => (c === '/' ? '/' : m));
+}
+
 export class RequestLogReader {
   private server: net.Server | null = null;
   private readonly sockets = new Set<net.Socket>();
@@ -91,6 +104,8 @@ export class RequestLogReader {
   private timer: NodeJS.Timeout | null = null;
   /** the last second's `seconds` text and its ISO text up to the dot (`YYYY-MM-DDTHH:MM:SS.`) */
   private second = '';
+  /** the environment id of the last line (checked once while lines of one environment follow) */
+  private lastEnv = '';
   private secondIso = '';
   /** counters for tests and the operator */
   readonly counts = { lines: 0, duplicates: 0, dropped: 0, unreadable: 0, connections: 0 };
@@ -129,7 +144,7 @@ export class RequestLogReader {
     let rest = '';
     s.setEncoding('utf8');
     s.on('data', (chunk: string) => {
-      const text = rest ? rest + chunk : chunk;
+      const text = unslashed(rest ? rest + chunk : chunk);
       let from = 0;
       let nl = text.indexOf('\n');
       while (nl >= 0) {
@@ -144,18 +159,18 @@ export class RequestLogReader {
     s.on('close', () => this.sockets.delete(s));
   }
 
-  /** The ISO time of HAProxy's `seconds.ms` (the second's text kept: lines come in order, a few per ms). */
-  private iso(t: string): string | null {
-    const dot = t.indexOf('.');
-    if (dot < 1 || t.length - dot !== 4) return null;
-    const sec = t.slice(0, dot);
-    if (sec !== this.second) {
+  /** The ISO time of HAProxy's `seconds.ms` at text[from, to) (the second's text kept: lines come in order). */
+  private iso(text: string, from: number, to: number): string | null {
+    const dot = to - 4;
+    if (dot <= from || text.charCodeAt(dot) !== 46) return null;
+    if (dot - from !== this.second.length || !text.startsWith(this.second, from)) {
+      const sec = text.slice(from, dot);
       const when = Number(sec) * 1000;
       if (!Number.isFinite(when)) return null;
       this.second = sec;
       this.secondIso = new Date(when).toISOString().slice(0, 20);
     }
-    return `${this.secondIso}${t.slice(dot + 1)}Z`;
+    return `${this.secondIso}${text.slice(dot + 1, to)}Z`;
   }
 
   private line(text: string): void {
@@ -169,24 +184,27 @@ export class RequestLogReader {
       this.counts.connections += 1;
       return;
     }
-    let json = text.slice(d + 1);
+    const j = d + 1; // where the JSON starts: read in place, sliced once
     // not an environment's request (the edge's own port with an unknown Host)
-    if (json.charCodeAt(ENV_END) !== 34) return;
-    const envId = json.slice(ENV_AT, ENV_END);
-    if (!UUID.test(envId)) return;
-    const time = this.iso(text.slice(b + 1, c));
+    if (text.charCodeAt(j + ENV_END) !== 34) return;
+    const envId = text.slice(j + ENV_AT, j + ENV_END);
+    if (envId !== this.lastEnv) {
+      if (!UUID.test(envId)) return;
+      this.lastEnv = envId;
+    }
+    const time = this.iso(text, b + 1, c);
     // the user agent count is `0` (no header): one character
     const noAgent = d === c + 2 && text.charCodeAt(c + 1) === 48;
-    if (noAgent || json.includes('":-') || json.includes('":"-"')) {
-      const fixed = repaired(json, noAgent ? 0 : 1);
+    let out: string;
+    if (noAgent || text.includes('":-', j) || text.includes('":"-"', j)) {
+      const fixed = repaired(text.slice(j), noAgent ? 0 : 1);
       if (fixed === null || time === null) {
         this.counts.unreadable += 1;
         this.o.logger?.warn({ length: text.length }, 'an unreadable request log line');
         return;
       }
-      json = fixed;
-    }
-    const out = `{"time":"${time ?? new Date().toISOString()}",${json.slice(1)}`;
+      out = `{"time":"${time}",${fixed.slice(1)}`;
+    } else out = `{"time":"${time ?? new Date().toISOString()}",${text.slice(j + 1)}`;
 
     const q = Number(text.slice(0, a));
     if (!Number.isInteger(q) || q < 1) return void this.o.sink.pushText(envId, out);
@@ -269,7 +287,8 @@ export class RequestLogReader {
     if (!this.dirty) return;
     this.dirty = false;
     const out: Record<string, { q: number; at: number }> = {};
-    for (const [epoch, envs] of this.cursors) for (const [envId, c] of envs) out[`${epoch}|${envId}`] = { q: c.q, at: c.at };
+    for (const [epoch, envs] of this.cursors)
+      for (const [envId, c] of envs) out[`${epoch}|${envId}`] = { q: c.q, at: c.at };
     mkdirSync(dirname(this.o.cursorFile), { recursive: true, mode: 0o700 });
     const tmp = `${this.o.cursorFile}.${process.pid}.tmp`;
     writeFileSync(tmp, JSON.stringify(out), { mode: 0o600 });

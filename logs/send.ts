@@ -107,9 +107,16 @@ async function sendUdp(host: string, port: number, messages: string[], outbound:
   const [address] = await checkOutboundHost(host, outbound);
   const socket = dgram.createSocket(address.includes(':') ? 'udp6' : 'udp4');
   try {
+    // connected: each send skips the address's checks (~0.5 µs a datagram here, of ~5.5, most of it the kernel's)
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.connect(port, address, () => {
+        socket.off('error', reject);
+        resolve();
+      });
+    });
     // the datagrams handed to the socket UDP_CHUNK at a time (it sends them in order), one wait per chunk
-    // instead of one callback's promise per line (~0.8 µs a line less here, of ~5); the first error fails
-    // the batch
+    // instead of one callback's promise per line; the first error fails the batch
     for (let i = 0; i < messages.length; i += UDP_CHUNK) {
       const chunk = messages.slice(i, i + UDP_CHUNK);
       await new Promise<void>((resolve, reject) => {
@@ -122,7 +129,7 @@ async function sendUdp(host: string, port: number, messages: string[], outbound:
             reject(err);
           } else if (--left === 0) resolve();
         };
-        for (const m of chunk) socket.send(m, port, address, sent);
+        for (const m of chunk) socket.send(m, sent);
       });
     }
   } finally {

@@ -41,7 +41,7 @@ export interface EdgeWorld {
   ids: { teamId: string; projectId: string; environmentId: string };
   /** Request lines the project's syslog receiver got so far. */
   shipped(): number;
-  /** Stops the edge's control plane (and HAProxy with it); its files stay under dataDir. */
+  /** Stops the edge's control plane (and HAProxy with it) and the shipper; their files stay under dataDir. */
   stopEdge(): Promise<void>;
   /** Stops everything, drops the database and removes dataDir. */
   close(): Promise<void>;
@@ -206,7 +206,10 @@ export async function startEdgeWorld(name: string, o: { acme: boolean }): Promis
       cdnPort,
       ids: { teamId: team.id, projectId: project.id, environmentId: env.id },
       shipped: () => shipped,
-      stopEdge: () => stop(edge),
+      stopEdge: async () => {
+        await stop(edge);
+        await stop(shipper);
+      },
       close,
     };
   } catch (err) {

@@ -56,7 +56,6 @@ export interface RequestLogFragment {
   ringSize?: number;
 }
 
-
 const s = (fetch: string) => `%[${fetch},json(utf8s)]`;
 
 export const LOG_FORMAT = `%[lua.vc_log_seq] %[var(proc.vc_log_epoch)] %Ts.%ms %[var(txn.vc_log_un)] {${[
