@@ -28,13 +28,13 @@ import { dirname } from 'node:path';
 /** The longest line: 2048 path bytes and 512 user-agent bytes, escaped at most 6 to 1, fit well within. */
 export const MAX_LINE = 32_768;
 
-export interface LineSink {
+interface LineSink {
   /** One CONTRACT line of `envId`, as JSON text (no newline), its time first (`{"time":"<ISO>",...`). */
   pushText(envId: string, text: string): void;
   countDropped(envId: string, n: number): void;
 }
 
-export interface RequestLogReaderOptions {
+interface RequestLogReaderOptions {
   socketPath: string;
   /** Where the highest sequence numbers are kept across restarts. */
   cursorFile: string;

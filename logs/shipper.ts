@@ -67,7 +67,7 @@ const TIME_PREFIX = '{"time":"';
 const timeOf = (line: string) =>
   line.startsWith(TIME_PREFIX) ? line.slice(TIME_PREFIX.length, TIME_PREFIX.length + 24) : new Date().toISOString();
 /** A line as the shipper keeps it: JSON, its time first. */
-export const lineText = ({ time, ...rest }: LogLine) => JSON.stringify({ time, ...rest });
+const lineText = ({ time, ...rest }: LogLine) => JSON.stringify({ time, ...rest });
 
 export class LogShipper {
   private targets = new Map<string, ShippingTarget>();

@@ -19,7 +19,7 @@ import { RequestLogReader } from '../logs/request-reader';
 import { LogShipper, type ShipperOptions } from '../logs/shipper';
 import type { Secrets } from '../system/secrets';
 
-export interface RequestShipperOptions {
+interface RequestShipperOptions {
   knex: Knex;
   databaseUrl: string;
   dataDir: string;

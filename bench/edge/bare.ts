@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { HAPROXY_BIN } from '../../edge/haproxy/process';
 import { freePort } from '../../test/helpers/ports';
 
-export interface BareHaproxy {
+interface BareHaproxy {
   port: number;
   pid: number;
   stop(): Promise<void>;

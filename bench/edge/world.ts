@@ -209,6 +209,9 @@ export async function startEdgeWorld(name: string, o: { acme: boolean }): Promis
       stopEdge: async () => {
         await stop(edge);
         await stop(shipper);
+        // the edge process's stop has been seen to leave its HAProxy running (see close() below): its ports must
+        // be free for what runs next (HAProxy binds with noreuseport)
+        await stopLeftDataPlane(haproxyPaths(dataDir)).catch(() => false);
       },
       close,
     };
