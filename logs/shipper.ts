@@ -180,10 +180,16 @@ export class LogShipper {
 
   /** The oldest lines past `maxQueued` lines or `maxQueuedBytes` go, counted as dropped. */
   private trim(q: Queue): void {
-    let drop = Math.max(0, q.lines.length - this.opts.maxQueued);
+    if (q.lines.length <= this.opts.maxQueued && q.bytes <= this.opts.maxQueuedBytes) return;
+    // a large queue drops a sixteenth more at once: a full queue under load splices once per that many lines,
+    // not at every push (a splice of 10,000 lines a request)
+    const slack = this.opts.maxQueued >= 1024 ? this.opts.maxQueued >> 4 : 0;
+    let drop = Math.min(q.lines.length, Math.max(0, q.lines.length - this.opts.maxQueued + slack));
     let bytes = q.bytes;
     for (let i = 0; i < drop; i++) bytes -= sizeOf(q.lines[i]);
-    while (drop < q.lines.length && bytes > this.opts.maxQueuedBytes) bytes -= sizeOf(q.lines[drop++]);
+    const maxBytes = slack ? this.opts.maxQueuedBytes - (this.opts.maxQueuedBytes >> 4) : this.opts.maxQueuedBytes;
+    if (bytes > this.opts.maxQueuedBytes)
+      while (drop < q.lines.length && bytes > maxBytes) bytes -= sizeOf(q.lines[drop++]);
     if (drop === 0) return;
     q.lines.splice(0, drop);
     q.bytes = bytes;
