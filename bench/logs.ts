@@ -7,6 +7,7 @@ import { createKnex } from '../db/knex';
 import { migrateLatest } from '../db/migrate';
 import { destinationColumns } from '../db/queries/log-settings';
 import { startEdge } from '../edge/server';
+import { startRequestShipper } from '../processes/shipper-runtime';
 import { loadSecrets } from '../system/secrets';
 import { freePortRange } from '../test/helpers/ports';
 import { ADMIN_DATABASE_URL, load, printTable } from './harness';
@@ -84,7 +85,15 @@ export async function run(): Promise<{ ratio: number }> {
       environmentPorts: ports,
       dataDir,
       secrets,
-      logs: { dataDir, secrets, outbound: { outboundAllowedHosts: ['127.0.0.1'] } },
+      requestLog: true,
+    });
+    // the request log's shipper beside it, as npm start runs it (here in the bench's process)
+    const shipper = await startRequestShipper({
+      knex,
+      databaseUrl,
+      dataDir,
+      secrets,
+      outbound: { outboundAllowedHosts: ['127.0.0.1'] },
     });
     await load('warm-up', url, {}, 2);
     const before = collected;
@@ -96,6 +105,7 @@ export async function run(): Promise<{ ratio: number }> {
       await new Promise((r) => setTimeout(r, 1500));
     }
     await edge.close();
+    await shipper.close();
     const ratio = shipped.requestsPerSecond / without.requestsPerSecond;
     printTable('A small GET through the edge: without and with the request log shipped', [
       {

@@ -2,7 +2,8 @@
  * The parts of the edge around HAProxy that the control plane (server.ts) starts before it and stops after:
  * - the Basic password (edge/basic-auth/): the key file HAProxy reads (a second `-f`), the password map,
  *   the checker of legacy hashes; `sync()` after every state applied;
- * - the request log (edge/request-log/): the reader HAProxy's ring writes to, handing lines to the shipper;
+ * - the request log (edge/request-log/): HAProxy's lines for its ring, which forwards to the shipper process's
+ *   socket (processes/shipper.ts: the control plane reads no request line);
  * - the CDN tier (edge/cdn/): Varnish behind HAProxy (be_cdn), which fetches its misses from HAProxy's
  *   loopback origin listener (fe_origin), and the purge follower that turns `cdn/clear` into bans.
  * Their configuration lines go into haproxy.cfg through `fragments` (edge/haproxy/config.ts).
@@ -11,11 +12,10 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
 import type { Secrets } from '../system/secrets';
-import type { LogShipper } from '../logs/shipper';
 import { type BasicAuth, startBasicAuth } from './basic-auth/control';
 import { basicAuthRules, basicAuthSections, basicAuthUseBackend } from './basic-auth/haproxy';
 import { freeListenPort } from './listen-ports';
-import { startRequestLog } from './request-log/control';
+import { requestLogFragment } from './request-log/control';
 import { requestLogFrontend, requestLogGlobal, requestLogRules, requestLogSections } from './request-log/haproxy';
 import { VarnishPurger } from './cdn/bans';
 import { Varnish, writeAtomic } from './cdn/varnish';
@@ -61,7 +61,8 @@ export async function startEdgeParts(o: {
   dataDir: string;
   paths: HaproxyPaths;
   secrets: Pick<Secrets, 'encryptionKey'>;
-  shipper: LogShipper | null;
+  /** The request log on: HAProxy writes its lines to the ring the shipper process reads. */
+  requestLog: boolean;
   /** Varnish's directory (default DATA_DIR/edge/varnish) and storage size. */
   cdn?: { dir?: string; storage?: string };
   /** The edge's row (edge/edge-id.ts): the purge follower checks in on it; server.ts deletes it. */
@@ -79,9 +80,8 @@ export async function startEdgeParts(o: {
     adminSocket: o.paths.admin,
     logger: o.logger,
   });
-  const log = o.shipper ? await startRequestLog({ dataDir: o.dataDir, shipper: o.shipper, logger: o.logger }) : null;
+  const log = o.requestLog ? { fragment: requestLogFragment(o.dataDir) } : null;
   shareSocket(auth.paths.checkerSocket, dataPlane.user);
-  if (log) shareSocket(log.fragment.socket, dataPlane.user);
   let varnish: Varnish | null = null;
   let purges: PurgeFollower | null = null;
   let originPort = 0;
@@ -100,7 +100,6 @@ export async function startEdgeParts(o: {
     await purges.start();
   } catch (err) {
     await varnish?.close().catch(() => undefined);
-    await log?.close().catch(() => undefined);
     await auth.close().catch(() => undefined);
     throw err;
   }
@@ -126,7 +125,6 @@ export async function startEdgeParts(o: {
       await follower.close();
       if (keep) await v.detach();
       else await v.close();
-      await log?.close();
       await auth.close();
     },
   };

@@ -17,7 +17,8 @@
  * started again within a second. `close()` stops it.
  *
  * Around HAProxy (edge/parts.ts): the Basic password (its map synced after every state applied), the request
- * log (HAProxy's ring -> the reader -> the shipper) and the CDN tier (Varnish behind HAProxy, the purge
+ * log's lines (HAProxy's ring -> the shipper process, processes/shipper.ts: this process reads no request line)
+ * and the CDN tier (Varnish behind HAProxy, the purge
  * follower's bans); their lines go into haproxy.cfg.
  */
 import { readFileSync } from 'node:fs';
@@ -28,7 +29,6 @@ import { type EdgeState, loadEdgeState } from './state';
 import { freeListenPort } from './listen-ports';
 import { startEdgeParts } from './parts';
 import type { Secrets } from '../system/secrets';
-import { LogShipper, type ShipperOptions } from '../logs/shipper';
 import { CertificateFiles, type CertificateFilesOptions, CRT_LIST } from './certificate-files';
 import { applyCertificateChanges, HaproxyCertificates } from './haproxy-certificates';
 import { defaultCertificate, hostsOf } from './haproxy/tls';
@@ -75,8 +75,11 @@ export interface EdgeOptions {
    * the state read: written and changed at runtime like the edge's own (prepare/commit), no reload.
    */
   files?: (state: EdgeState) => Map<string, string>;
-  /** Request log shipping (logs/): where machine copies go, the key that opens destinations, the guard. */
-  logs?: Omit<ShipperOptions, 'knex' | 'source' | 'logger'>;
+  /**
+   * The request log on: HAProxy writes a line per request into its ring, which forwards to the shipper
+   * process's socket under DATA_DIR (processes/shipper.ts; lines wait in the ring while it is away).
+   */
+  requestLog?: boolean;
   /** Where the certificates' PEM files for HAProxy go (edge/certificate-files.ts); unset: none are written. */
   certificateFiles?: Omit<CertificateFilesOptions, 'knex'>;
   /** HTTPS on EDGE_TLS_PORT (needs `certificateFiles`): the certificates by SNI, 308 from plain HTTP. */
@@ -92,8 +95,6 @@ export interface Edge {
   haproxyPid(): number | null;
   /** Whether this control plane adopted an HAProxy left running. */
   adopted: boolean;
-  /** The request log shipper, for the request log's reader (null without `logs`). */
-  shipper: LogShipper | null;
   /** The reloads this control plane made HAProxy do (an error page, a held port freed; never a rule, a route or a maintenance page). */
   reloads(): number;
   reload(): Promise<void>;
@@ -135,9 +136,6 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     await applyCertificateChanges(runtime, path, { ...changes, removed: [] }).catch(failed);
     return () => applyCertificateChanges(runtime, path, { ...changes, written: [] }).catch(failed);
   }
-  const shipper = o.logs
-    ? await new LogShipper({ ...o.logs, knex: o.knex, source: 'requests', logger: o.logger }).start()
-    : null;
   // The password, the request log and the CDN tier (Varnish and its purge follower, whose id is this edge's
   // in edge_instances: its purges and its applied_at), before HAProxy starts.
   // The edge's row is its data plane's (edge-id.ts): an adopted HAProxy's row is carried on, and deleted only
@@ -152,12 +150,11 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     dataDir: o.dataDir,
     paths,
     secrets: o.secrets,
-    shipper,
+    requestLog: o.requestLog ?? false,
     cdn: o.cdn,
     edge: edgeRow,
     logger: o.logger,
   }).catch(async (err) => {
-    await shipper?.close();
     await forgetIfStopped();
     throw err;
   });
@@ -290,8 +287,6 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
         const readAt: Date = rows[0].at;
         const dropRemovedCertificates = await syncCertificates();
         const state = await loadEdgeState(o.knex);
-        // the request log's destinations as of readAt too (a changed one is used for the next line)
-        await shipper?.refresh().catch(() => undefined);
         if (closed) break;
         try {
           let applied = false;
@@ -344,7 +339,6 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     adoptedAtStart = adopted;
   } catch (err) {
     await parts.close(false).catch(() => undefined);
-    await shipper?.close().catch(() => undefined);
     await forgetIfStopped();
     throw err;
   }
@@ -403,7 +397,6 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     port: edgePort,
     haproxyPid: () => haproxy.pid,
     adopted: adoptedAtStart,
-    shipper,
     reloads: () => haproxy.reloads,
     reload,
     async close() {
@@ -419,7 +412,6 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
         o.keepDataPlane ? undefined : haproxy.stop(),
         parts.close(o.keepDataPlane ?? false),
       ]);
-      await shipper?.close();
       // its row goes once its HAProxy has stopped (kept for a successor that adopts it)
       if (!o.keepDataPlane && stopped[0].status === 'fulfilled') await unregisterEdge(o.knex, edgeRow.id);
       const failed = stopped.find((r): r is PromiseRejectedResult => r.status === 'rejected');

@@ -10,7 +10,6 @@ import type { Knex } from 'knex';
 import { openVariable } from '../db/queries/variables';
 import { secretRedactor } from '../system/redact';
 import type { Secrets } from '../system/secrets';
-import type { LogLine } from './send';
 
 const KEEP_MS = 86_400_000;
 /** Fields that the console writes itself (never a tenant's text). */
@@ -30,11 +29,6 @@ export class LineRedactor {
   private readonly seen = new Map<string, Map<string, number>>();
   /** environment -> what hides its values (null: it has none, its lines go as they are) */
   private readonly redactors = new Map<string, ((text: string) => string) | null>();
-  /**
-   * line -> its redacted copy and the function that made it: a line is written to the machine file and sent
-   * (again after a failure) with one redaction, made again only once its environment's values changed.
-   */
-  private readonly done = new WeakMap<LogLine, { hide: (text: string) => string; out: LogLine }>();
 
   constructor(
     private readonly knex: Knex,
@@ -78,18 +72,25 @@ export class LineRedactor {
     }
   }
 
-  /** The line with every secret value of its environment hidden in each of its text fields. */
-  redact(line: LogLine): LogLine {
-    const hide = line.environment_id ? this.redactors.get(line.environment_id) : undefined;
-    if (!hide) return line;
-    const done = this.done.get(line);
-    if (done?.hide === hide) return done.out;
-    const out: LogLine = { ...line };
-    for (const key in line) {
-      const value = line[key];
-      if (typeof value === 'string' && !OWN_FIELDS.has(key)) out[key] = hide(value);
-    }
-    this.done.set(line, { hide, out });
-    return out;
+  /**
+   * What hides every secret value of the environment in each text field of a line given as JSON text (the
+   * shipper's lines), or null when it has none: its lines go as they are, never parsed.
+   */
+  textRedactor(envId: string): ((line: string) => string) | null {
+    const hide = this.redactors.get(envId);
+    if (!hide) return null;
+    return (text) => {
+      let line: Record<string, unknown>;
+      try {
+        line = JSON.parse(text);
+      } catch {
+        return hide(text);
+      }
+      for (const key in line) {
+        const value = line[key];
+        if (typeof value === 'string' && !OWN_FIELDS.has(key)) line[key] = hide(value);
+      }
+      return JSON.stringify(line);
+    };
   }
 }

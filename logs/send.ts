@@ -33,13 +33,21 @@ const TIMEOUT_MS = 10_000;
 const UDP_CHUNK = 64;
 const HOSTNAME = (os.hostname() || 'vc').replace(/[^\x21-\x7e]/g, '').slice(0, 255) || 'vc';
 
-/** RFC 5424: `<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID [SD] MSG`; facility local0, info or err. */
-export function syslogMessage(line: LogLine): string {
-  const severity = line.type === 'stderr' ? 3 : 6;
-  const pri = 16 * 8 + severity;
-  const app = line.type === 'stderr' ? 'web' : 'edge';
-  const sd = line.environment_id ? `[vc@32473 environment_id="${line.environment_id}"]` : '-';
-  return `<${pri}>1 ${line.time} ${HOSTNAME} ${app} - ${line.type} ${sd} ${JSON.stringify(line)}`;
+const TYPE_KEY = '"type":"';
+const TIME_PREFIX = '{"time":"';
+
+/**
+ * RFC 5424: `<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID [SD] MSG`; facility local0, info or err. The line
+ * is JSON text, its time first, its type among the first fields (logs/shipper.ts `lineText`, the request log's
+ * reader): both are read from the text, never parsed.
+ */
+function syslogText(envId: string | null, text: string): string {
+  const time = text.startsWith(TIME_PREFIX) ? text.slice(TIME_PREFIX.length, TIME_PREFIX.length + 24) : '-';
+  const at = text.indexOf(TYPE_KEY);
+  const type = at < 0 ? 'log' : text.slice(at + TYPE_KEY.length, text.indexOf('"', at + TYPE_KEY.length));
+  const stderr = type === 'stderr';
+  const sd = envId ? `[vc@32473 environment_id="${envId}"]` : '-';
+  return `<${stderr ? 131 : 134}>1 ${time} ${HOSTNAME} ${stderr ? 'web' : 'edge'} - ${type} ${sd} ${text}`;
 }
 
 /** A short reason fit for `last_error` (never the URL). */
@@ -55,10 +63,26 @@ export function describeFailure(err: unknown): string {
 }
 
 /** Sends the lines; resolves when the destination took them, throws (with a describable error) otherwise. */
-export async function sendLines(dest: Destination, lines: LogLine[], outbound: OutboundConfig): Promise<void> {
+export function sendLines(dest: Destination, lines: LogLine[], outbound: OutboundConfig): Promise<void> {
+  const texts = lines.map(({ time, environment_id, type, ...rest }) =>
+    JSON.stringify({ time, environment_id, type, ...rest }),
+  );
+  return sendTexts(dest, lines[0]?.environment_id ?? null, texts, outbound);
+}
+
+/**
+ * Sends lines of one environment (`envId`; null: the console's own test line) given as JSON text, their time
+ * first: an http batch is their text joined, a syslog message their text behind its header.
+ */
+export async function sendTexts(
+  dest: Destination,
+  envId: string | null,
+  lines: string[],
+  outbound: OutboundConfig,
+): Promise<void> {
   if (lines.length === 0) return;
   if (dest.kind === 'http') {
-    const body = `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
+    const body = `${lines.join('\n')}\n`;
     const res = await outboundRequest(
       dest.url,
       {
@@ -74,7 +98,7 @@ export async function sendLines(dest: Destination, lines: LogLine[], outbound: O
     if (res.status < 200 || res.status > 299) throw new Error(`the collector answered ${res.status}`);
     return;
   }
-  const messages = lines.map(syslogMessage);
+  const messages = lines.map((l) => syslogText(envId, l));
   if (dest.protocol === 'udp') return sendUdp(dest.host, dest.port, messages, outbound);
   return sendTcp(dest.host, dest.port, messages, outbound);
 }
@@ -83,9 +107,16 @@ async function sendUdp(host: string, port: number, messages: string[], outbound:
   const [address] = await checkOutboundHost(host, outbound);
   const socket = dgram.createSocket(address.includes(':') ? 'udp6' : 'udp4');
   try {
+    // connected: each send skips the address's checks (~0.5 µs a datagram here, of ~5.5, most of it the kernel's)
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.connect(port, address, () => {
+        socket.off('error', reject);
+        resolve();
+      });
+    });
     // the datagrams handed to the socket UDP_CHUNK at a time (it sends them in order), one wait per chunk
-    // instead of one callback's promise per line (~0.8 µs a line less here, of ~5); the first error fails
-    // the batch
+    // instead of one callback's promise per line; the first error fails the batch
     for (let i = 0; i < messages.length; i += UDP_CHUNK) {
       const chunk = messages.slice(i, i + UDP_CHUNK);
       await new Promise<void>((resolve, reject) => {
@@ -98,7 +129,7 @@ async function sendUdp(host: string, port: number, messages: string[], outbound:
             reject(err);
           } else if (--left === 0) resolve();
         };
-        for (const m of chunk) socket.send(m, port, address, sent);
+        for (const m of chunk) socket.send(m, sent);
       });
     }
   } finally {

@@ -2,16 +2,18 @@
  * The log shipper: one per process that produces log lines (the edge: request lines; the worker: the web
  * processes' error output). It never blocks the caller: `push` only appends to memory.
  *
- * Every `flushMs` it appends the buffered lines to the machine's own day files (machine-files.ts) and sends
+ * Lines are kept as JSON text (CONTRACT's line, its time first): the request log's reader hands them so
+ * (logs/request-reader.ts, never parsed), `push` turns a web process's line into it once. Every `flushMs` it
+ * appends the buffered lines to the machine's own day files (machine-files.ts) and sends
  * each environment's queued lines, in batches of at most `batchMax`, to its project's destination (send.ts).
  * A batch that fails goes back to the head of its queue and is retried after a backoff (1 s doubling up to
  * `maxBackoffMs`). Memory is bounded: an environment's queue holds at most `maxQueued` lines and about
  * `maxQueuedBytes` of them (a web process's error lines are up to 16 KiB each); past that the oldest are dropped
  * and counted, and the next batch that goes through starts with a `dropped` line saying
  * how many. Destinations and keep-days come from PostgreSQL, re-read every `refreshMs` (a saved change
- * applies within that time, to lines already queued too), and at once when the edge is told of a change
- * (`project_log_settings` notifies `vc_edge`; edge/server.ts refreshes its shipper before it checks in, so
- * the save answers once the next request line goes to the new destination). The lines of an environment without a destination
+ * applies within that time, to lines already queued too), and at once when its process is told of a change
+ * (`project_log_settings` notifies `vc_edge`, which the request log's shipper process listens on:
+ * processes/shipper-runtime.ts). The lines of an environment without a destination
  * are held for two refreshes, then forgotten: a destination saved now gets the lines of the requests made
  * just after the save, before this process reads it (a new user's first try).
  *
@@ -23,7 +25,7 @@ import type { OutboundConfig } from '../host/outbound';
 import { loadShippingTargets, openDestination, recordDelivery, type ShippingTarget } from '../db/queries/log-settings';
 import type { Secrets } from '../system/secrets';
 import { appendMachineLines, dayOf, sweep } from './machine-files';
-import { describeFailure, sendLines, type Destination, type LogLine } from './send';
+import { describeFailure, sendTexts, type Destination, type LogLine } from './send';
 import { LineRedactor } from './redaction';
 
 export interface ShipperOptions {
@@ -44,7 +46,8 @@ export interface ShipperOptions {
 }
 
 interface Queue {
-  lines: LogLine[];
+  /** JSON texts */
+  lines: string[];
   /** about how much memory `lines` takes (sizeOf) */
   bytes: number;
   dropped: number;
@@ -56,22 +59,21 @@ interface Queue {
 const SWEEP_EVERY_MS = 3_600_000;
 const REPORT_EVERY_MS = 30_000;
 
-/** About what a line takes in memory: its fields' names and strings, and a fixed overhead (cheap: every request). */
-function sizeOf(line: LogLine): number {
-  let n = 64;
-  for (const key in line) {
-    const v = line[key];
-    n += key.length + (typeof v === 'string' ? v.length : 8);
-  }
-  return n;
-}
-const sizeOfAll = (lines: LogLine[]) => lines.reduce((n, l) => n + sizeOf(l), 0);
+/** About what a line takes in memory: its text and a fixed overhead (cheap: every request). */
+const sizeOf = (line: string) => 64 + line.length;
+const sizeOfAll = (lines: string[]) => lines.reduce((n, l) => n + sizeOf(l), 0);
+const TIME_PREFIX = '{"time":"';
+/** A line's time (ISO): its first field. */
+const timeOf = (line: string) =>
+  line.startsWith(TIME_PREFIX) ? line.slice(TIME_PREFIX.length, TIME_PREFIX.length + 24) : new Date().toISOString();
+/** A line as the shipper keeps it: JSON, its time first. */
+const lineText = ({ time, ...rest }: LogLine) => JSON.stringify({ time, ...rest });
 
 export class LogShipper {
   private targets = new Map<string, ShippingTarget>();
   private readonly queues = new Map<string, Queue>();
   /** envId -> day -> lines waiting for the machine file */
-  private readonly machine = new Map<string, Map<string, LogLine[]>>();
+  private readonly machine = new Map<string, Map<string, string[]>>();
   private readonly redactor: LineRedactor;
   private readonly swept = new Map<string, { at: number; keepDays: number }>();
   private readonly reported = new Map<string, { at: number; ok: boolean }>();
@@ -108,9 +110,13 @@ export class LogShipper {
 
   /** Takes one line (its environment_id says where it belongs). Never throws, never waits. */
   push(line: LogLine): void {
-    const envId = line.environment_id;
+    if (line.environment_id) this.pushText(line.environment_id, lineText(line));
+  }
+
+  /** Takes one line of `envId` as JSON text, its time first (`lineText`). Never throws, never waits. */
+  pushText(envId: string, line: string): void {
     if (!envId || this.closed) return;
-    const day = dayOf(line.time);
+    const day = dayOf(timeOf(line));
     let days = this.machine.get(envId);
     if (!days) this.machine.set(envId, (days = new Map()));
     let text = days.get(day);
@@ -164,8 +170,9 @@ export class LogShipper {
    * counts as dropped.
    */
   private hold(envId: string, q: Queue): void {
-    const since = Date.now() - 2 * this.opts.refreshMs;
-    q.lines = q.lines.filter((l) => Date.parse(l.time) >= since);
+    // ISO times compare as text
+    const since = new Date(Date.now() - 2 * this.opts.refreshMs).toISOString();
+    q.lines = q.lines.filter((l) => timeOf(l) >= since);
     q.bytes = sizeOfAll(q.lines);
     q.dropped = 0;
     if (q.lines.length === 0) this.queues.delete(envId);
@@ -173,10 +180,16 @@ export class LogShipper {
 
   /** The oldest lines past `maxQueued` lines or `maxQueuedBytes` go, counted as dropped. */
   private trim(q: Queue): void {
-    let drop = Math.max(0, q.lines.length - this.opts.maxQueued);
+    if (q.lines.length <= this.opts.maxQueued && q.bytes <= this.opts.maxQueuedBytes) return;
+    // a large queue drops a sixteenth more at once: a full queue under load splices once per that many lines,
+    // not at every push (a splice of 10,000 lines a request)
+    const slack = this.opts.maxQueued >= 1024 ? this.opts.maxQueued >> 4 : 0;
+    let drop = Math.min(q.lines.length, Math.max(0, q.lines.length - this.opts.maxQueued + slack));
     let bytes = q.bytes;
     for (let i = 0; i < drop; i++) bytes -= sizeOf(q.lines[i]);
-    while (drop < q.lines.length && bytes > this.opts.maxQueuedBytes) bytes -= sizeOf(q.lines[drop++]);
+    const maxBytes = slack ? this.opts.maxQueuedBytes - (this.opts.maxQueuedBytes >> 4) : this.opts.maxQueuedBytes;
+    if (bytes > this.opts.maxQueuedBytes)
+      while (drop < q.lines.length && bytes > maxBytes) bytes -= sizeOf(q.lines[drop++]);
     if (drop === 0) return;
     q.lines.splice(0, drop);
     q.bytes = bytes;
@@ -255,24 +268,22 @@ export class LogShipper {
         const batchBytes = sizeOfAll(batch);
         q.bytes -= batchBytes;
         const dropped = q.dropped;
-        const lines: LogLine[] = dropped
+        const lines = dropped
           ? [
-              {
+              lineText({
                 time: new Date().toISOString(),
                 environment_id: envId,
                 type: 'dropped',
                 dropped,
                 message: `${dropped} lines were dropped (the destination could not be reached, or the edge's buffer was full)`,
-              },
+              }),
               ...batch,
             ]
           : batch;
         try {
-          await sendLines(
-            dest,
-            lines.map((l) => this.redactor.redact(l)),
-            this.opts.outbound,
-          );
+          // the secret values as read at this flush (only an environment with secret values pays for it)
+          const redact = this.redactor.textRedactor(envId);
+          await sendTexts(dest, envId, redact ? lines.map(redact) : lines, this.opts.outbound);
         } catch (err) {
           q.lines = batch.concat(q.lines);
           q.bytes += batchBytes;
@@ -318,12 +329,15 @@ export class LogShipper {
       );
   }
 
+  /** Writes the lines waiting for the machine files (redacted: only an environment with secret values is). */
   private async writeMachineFiles(): Promise<void> {
     const pending = [...this.machine];
     this.machine.clear();
     for (const [envId, days] of pending) {
+      const redact = this.redactor.textRedactor(envId);
       for (const [day, lines] of days) {
-        const text = lines.map((l) => `${JSON.stringify(this.redactor.redact(l))}\n`).join('');
+        let text = '';
+        for (const l of lines) text += `${redact ? redact(l) : l}\n`;
         await appendMachineLines(this.opts.dataDir, envId, this.opts.source, day, text);
       }
       const keepDays = this.targets.get(envId)?.keepDays;

@@ -30,11 +30,8 @@ const edge = await startEdge({
   logger,
   trustProxyHops: config.trustProxyHops,
   perAddress: config.edgePerAddress,
-  logs: {
-    dataDir: config.dataDir,
-    secrets,
-    outbound: config,
-  },
+  // HAProxy's request lines go to the shipper process's socket (processes/shipper.ts): none passes through here
+  requestLog: true,
   // The one exception to "sealed at rest": HAProxy reads the certificates' keys from these files (docs/https.md).
   certificateFiles: { dir: certificateDir(config.dataDir), secrets },
   // HTTPS by SNI with the certificates above; plain HTTP requests of their domains get 308 there

@@ -1,6 +1,6 @@
 /**
- * The console's own processes as `npm start` supervises them (processes/supervision.ts): the edge, the worker
- * and the API, each `node --import tsx system/<name>.ts` with the same environment, and how each says it is
+ * The console's own processes as `npm start` supervises them (processes/supervision.ts): the request log's
+ * shipper, the edge, the worker and the API, each `node --import tsx system/<name>.ts` with the same environment, and how each says it is
  * ready. The edge's spec is generic on purpose: whatever runs the edge, it is ready once EDGE_PORT accepts
  * connections.
  */
@@ -11,6 +11,7 @@ import { WorkerHeartbeat } from '../db/models/worker-heartbeat';
 import type { Config } from '../system/config';
 import type { ChildSpec } from './supervision';
 import { workerIdentity } from '../core/worker-readiness';
+import { requestLogPaths } from '../edge/request-log/control';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const local = (host: string) => (['0.0.0.0', '::', ''].includes(host) ? '127.0.0.1' : host);
@@ -20,7 +21,7 @@ export function consoleChildren(o: {
   env: NodeJS.ProcessEnv;
   config: Config;
   knex: Knex;
-}): Record<'edge' | 'worker' | 'api', ChildSpec> {
+}): Record<'shipper' | 'edge' | 'worker' | 'api', ChildSpec> {
   const node = (script: string) => ({
     command: process.execPath,
     args: ['--import', 'tsx', join(o.root, script)],
@@ -28,12 +29,20 @@ export function consoleChildren(o: {
     env: o.env,
   });
   return {
+    // The request log's shipper (processes/shipper-runtime.ts): reads HAProxy's ring on its socket, writes the
+    // machine files, sends to the projects' destinations. Ready once the socket takes connections.
+    shipper: {
+      name: 'shipper',
+      ...node('processes/shipper.ts'),
+      ready: () => untilConnects({ path: requestLogPaths(o.config.dataDir).socket }),
+      stopTimeoutMs: 15_000,
+    },
     // Serves the environments' ports and EDGE_PORT from PostgreSQL alone: tenants stay served while the
     // worker or the API is away.
     edge: {
       name: 'edge',
       ...node('processes/edge.ts'),
-      ready: () => untilConnects(local(o.config.environmentBind), o.config.edgePort),
+      ready: () => untilConnects({ host: local(o.config.environmentBind), port: o.config.edgePort }),
       stopTimeoutMs: 15_000,
     },
     // Runs the tasks and owns the tenants' web processes; ready once it has written its readiness row
@@ -73,10 +82,10 @@ export function consoleChildren(o: {
   };
 }
 
-async function untilConnects(host: string, port: number): Promise<void> {
+async function untilConnects(to: { host: string; port: number } | { path: string }): Promise<void> {
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, host);
+      const s = net.connect(to);
       s.setTimeout(2000, () => {
         s.destroy();
         resolve(false);

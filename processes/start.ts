@@ -53,7 +53,8 @@ const secrets = loadSecrets(config.dataDir, {
 });
 
 const supervision = new Supervision({ runDir: runDir(config.dataDir), say });
-const STOP_ORDER = ['api', 'edge', 'worker', 'temporal', 'services-postgres', 'postgres'];
+// the shipper after the edge: HAProxy's last lines reach it before it stops
+const STOP_ORDER = ['api', 'edge', 'shipper', 'worker', 'temporal', 'services-postgres', 'postgres'];
 let knex: Knex | null = null;
 let temporalRelay: TcpRelay | null = null;
 let stopping = false;
@@ -61,8 +62,8 @@ let stopping = false;
 async function shutdown(code: number) {
   if (stopping) return;
   stopping = true;
-  say('Stopping (API and edge, the worker with its tenants’ processes, Temporal, PostgreSQL)...');
-  await supervision.stop(STOP_ORDER.slice(0, 3));
+  say('Stopping (API, edge and request log shipper, the worker with its tenants’ processes, Temporal, PostgreSQL)...');
+  await supervision.stop(STOP_ORDER.slice(0, 4));
   // the edge's HAProxy outlives a killed edge (tenants stay served): a stop of the whole leaves none behind
   if (await stopLeftDataPlane(haproxyPaths(config.dataDir)).catch(() => false))
     say('Stopped the edge’s HAProxy left running.');
@@ -79,7 +80,7 @@ async function shutdown(code: number) {
   );
   await closing;
   await temporalRelay?.close();
-  await supervision.stop(STOP_ORDER.slice(3));
+  await supervision.stop(STOP_ORDER.slice(4));
   supervision.clear();
   say('Stopped.');
   releaseDataDir(config.dataDir);
@@ -191,13 +192,16 @@ try {
       ...services,
     },
   });
-  // The edge first (it serves the environments' ports and EDGE_PORT, needing only PostgreSQL), then the
-  // worker (ready once environments are restored and schedules ensured), then the API.
-  for (const name of ['edge', 'worker', 'api'] as const) {
+  // The request log's shipper (HAProxy's ring connects to it), the edge (it serves the environments' ports and
+  // EDGE_PORT, needing only PostgreSQL), then the worker (ready once environments are restored and schedules
+  // ensured), then the API.
+  for (const name of ['shipper', 'edge', 'worker', 'api'] as const) {
     say(
       name === 'worker'
         ? 'Starting the worker process and waiting for it to be ready (schedules, environments restored)...'
-        : `Starting the ${name} process...`,
+        : name === 'shipper'
+          ? 'Starting the request log shipper process...'
+          : `Starting the ${name} process...`,
     );
     await supervision.start(children[name]);
   }

@@ -33,8 +33,8 @@ const edge = await startEdge({
         tls: { port: Number(process.env.EDGE_TLS_PORT), publicPort: Number(process.env.EDGE_TLS_PORT) },
       }
     : {}),
-  // The request log shipped, as under npm start: the bench's project sends it to a syslog receiver on loopback.
-  logs: { dataDir, secrets, outbound: { outboundAllowedHosts: ['127.0.0.1'] } },
+  // The request log on, as under npm start: its lines go to the shipper process (bench/edge/world.ts starts it).
+  requestLog: true,
 });
 process.send?.({ port: edge.port });
 process.on('SIGTERM', async () => {

@@ -45,6 +45,15 @@ const all =
 const noLog = drop(/^\s+log ring@/);
 const noLogRules = drop(/^\s+log ring@/, /^\s+log-format/, /set-var\(txn\.vc_log_/, /track-sc1/);
 const noRetry = drop(/^\s+retry-on /);
+/** The request log line without its Lua sequence number (taken under HAProxy's Lua lock for every request). */
+const noLuaSeq: Edit = (cfg) => cfg.replace('%[lua.vc_log_seq]', '0');
+/** The sequence numbers per thread (lua-load-per-thread: no Lua lock), the thread in the line's epoch. */
+const luaPerThread: Edit = (cfg) =>
+  cfg
+    .replace(/lua-load (\S+sequence\.lua)/, 'lua-load-per-thread $1')
+    .replace('%[var(proc.vc_log_epoch)]', '%[var(proc.vc_log_epoch)]-%[thread]');
+/** The request log line without its five json(utf8s) conversions (the strings as they are: measure only). */
+const noJson: Edit = (cfg) => cfg.replaceAll(',json(utf8s)]', ']');
 const noRate = drop(/txn\.(rl|now)/, /track-sc0/, /sc-(set-gpt|inc-gpc)/);
 const noLists = drop(/http-request deny deny_status 403/, /set-var\(txn\.(bn|ua|al|an)\)/);
 const noPassword = drop(/vc_pw_/);
@@ -56,6 +65,9 @@ const VARIANTS: Record<string, Edit> = {
   'as generated': (c) => c,
   'no request log line (log ring@)': noLog,
   'no request log at all (ring, seq table, set-vars)': noLogRules,
+  'no Lua sequence number in the line': noLuaSeq,
+  'Lua sequence per thread (lua-load-per-thread)': luaPerThread,
+  'no json() conversions in the line': noJson,
   'no retry-on': noRetry,
   'tune.bufsize 131072 (the edge before bufsizeFor)': bufsize(131072),
   'tune.bufsize 131072, no retry-on': all(bufsize(131072), noRetry),

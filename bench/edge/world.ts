@@ -8,6 +8,7 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import dgram from 'node:dgram';
+import net from 'node:net';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +18,7 @@ import { createKnex } from '../../db/knex';
 import { migrateLatest } from '../../db/migrate';
 import { stopLeftVarnish } from '../../edge/cdn/pids';
 import { haproxyPaths } from '../../edge/haproxy/paths';
+import { requestLogPaths } from '../../edge/request-log/control';
 import { stopLeftDataPlane } from '../../edge/haproxy/process';
 import { loadSecrets, type Secrets } from '../../system/secrets';
 import { freePortRange } from '../../test/helpers/ports';
@@ -32,15 +34,35 @@ export interface EdgeWorld {
   appPort: number;
   /** The edge's control plane (HAProxy is its child). */
   edge: ChildProcess;
+  /** The request log's shipper (processes/shipper.ts), its own process as under npm start. */
+  shipper: ChildProcess;
   envPort: number;
   cdnPort: number;
   ids: { teamId: string; projectId: string; environmentId: string };
   /** Request lines the project's syslog receiver got so far. */
   shipped(): number;
-  /** Stops the edge's control plane (and HAProxy with it); its files stay under dataDir. */
+  /** Stops the edge's control plane (and HAProxy with it) and the shipper; their files stay under dataDir. */
   stopEdge(): Promise<void>;
   /** Stops everything, drops the database and removes dataDir. */
   close(): Promise<void>;
+}
+
+/** Resolves once the unix socket takes connections (the shipper's, which sends no message). */
+async function untilListening(path: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`the shipper exited (${child.exitCode})`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect({ path });
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the shipper did not listen within 60 s');
 }
 
 /** Resolves with the port a bench child sends once ready. */
@@ -140,6 +162,20 @@ export async function startEdgeWorld(name: string, o: { acme: boolean }): Promis
       protocol: 'udp',
       can_send: true,
     });
+    // The request log's shipper, as npm start runs it (processes/shipper.ts): HAProxy's ring forwards to it.
+    const shipper = fork(join(import.meta.dirname, '..', '..', 'processes', 'shipper.ts'), [], {
+      stdio: 'inherit',
+      execArgv: ['--import', 'tsx'],
+      env: {
+        ...process.env,
+        DATABASE_URL: databaseUrl,
+        DATA_DIR: dataDir,
+        LOG_LEVEL: process.env.BENCH_DEBUG ? 'info' : 'warn',
+        OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+      },
+    });
+    children.push(shipper);
+    await untilListening(requestLogPaths(dataDir).socket, shipper);
     const edge = fork(join(import.meta.dirname, 'edge-process.ts'), [], {
       stdio: 'inherit',
       execArgv: ['--import', 'tsx'],
@@ -165,11 +201,18 @@ export async function startEdgeWorld(name: string, o: { acme: boolean }): Promis
       app,
       appPort,
       edge,
+      shipper,
       envPort,
       cdnPort,
       ids: { teamId: team.id, projectId: project.id, environmentId: env.id },
       shipped: () => shipped,
-      stopEdge: () => stop(edge),
+      stopEdge: async () => {
+        await stop(edge);
+        await stop(shipper);
+        // the edge process's stop has been seen to leave its HAProxy running (see close() below): its ports must
+        // be free for what runs next (HAProxy binds with noreuseport)
+        await stopLeftDataPlane(haproxyPaths(dataDir)).catch(() => false);
+      },
       close,
     };
   } catch (err) {

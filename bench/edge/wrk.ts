@@ -1,6 +1,7 @@
 /** wrk (Debian's `wrk`, installed with apt as root when missing) and HAProxy's CPU time, for bench/edge.ts. */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 export function ensureWrk(): void {
   const has = () => spawnSync('sh', ['-c', 'command -v wrk'], { stdio: 'ignore' }).status === 0;
@@ -64,4 +65,17 @@ export function processCpuMicros(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const ticks = Number(fields[11]) + Number(fields[12]);
   return (ticks / 100) * 1e6;
+}
+
+/**
+ * wrk at about `rate` requests a second (wrk has no rate of its own): each connection waits `DELAY_MS` after
+ * each answer (a script's `delay()`), so `rate * DELAY_MS / 1000` connections make it. Latency is measured per
+ * request, the waits left out. The rate reached is in the result (`requestsPerSecond`).
+ */
+const DELAY_MS = 10;
+export function wrkAtRate(name: string, url: string, seconds: number, rate: number, dir: string): WrkResult {
+  const script = join(dir, `wrk-delay-${DELAY_MS}.lua`);
+  writeFileSync(script, `function delay()\n  return ${DELAY_MS}\nend\n`);
+  const connections = Math.max(2, Math.min(1000, Math.round((rate * DELAY_MS) / 1000)));
+  return wrk(name, url, seconds, connections, script);
 }

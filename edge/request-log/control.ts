@@ -1,13 +1,13 @@
 /**
- * The request log's control-plane side in one call (docs/edge-password-and-logs.md): the reader on its unix
- * socket, handing lines to the edge's LogShipper. Start it before HAProxy (the ring connects to it; lines
- * wait in the ring until it listens).
+ * Where the request log's files are (docs/edge-password-and-logs.md): the unix socket HAProxy's ring forwards
+ * to, which the shipper process listens on (processes/shipper.ts), its cursor, and the Lua script of the
+ * sequence numbers. The edge's control plane writes the script and HAProxy's lines (`requestLogFragment`); it
+ * reads no line itself.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeAtomic } from '../haproxy/paths';
 import { type RequestLogFragment, SEQUENCE_LUA } from './haproxy';
-import { type LineSink, RequestLogReader } from './reader';
 
 export function requestLogPaths(dataDir: string) {
   const dir = join(dataDir, 'edge', 'request-log');
@@ -26,27 +26,9 @@ export function writeSequenceScript(file: string): string {
   return file;
 }
 
-export async function startRequestLog(o: {
-  dataDir: string;
-  /** The edge's LogShipper (source `requests`). */
-  shipper: LineSink;
-  ringSize?: number;
-  /** How long a gap may stay open before it counts as lost (2 s). */
-  reorderMs?: number;
-  logger?: { warn(obj: unknown, msg?: string): void };
-}): Promise<{ fragment: RequestLogFragment; reader: RequestLogReader; close(): Promise<void> }> {
-  const paths = requestLogPaths(o.dataDir);
-  const reader = await new RequestLogReader({
-    socketPath: paths.socket,
-    cursorFile: paths.cursorFile,
-    sink: o.shipper,
-    reorderMs: o.reorderMs,
-    logger: o.logger,
-  }).start();
+/** HAProxy's side of the request log: the script written, the lines' fragment (the shipper may start later). */
+export function requestLogFragment(dataDir: string, ringSize?: number): RequestLogFragment {
+  const paths = requestLogPaths(dataDir);
   writeSequenceScript(paths.sequenceScript);
-  return {
-    fragment: { socket: paths.socket, sequenceScript: paths.sequenceScript, ringSize: o.ringSize },
-    reader,
-    close: () => reader.close(),
-  };
+  return { socket: paths.socket, sequenceScript: paths.sequenceScript, ringSize };
 }

@@ -13,6 +13,7 @@ import { startSmtpServer } from './smtp';
 import { Agent } from './http';
 import { killProcessesUnder, killProcessesMentioning } from './processes';
 import { startEdge, type Edge } from '../../edge/server';
+import { type RequestShipper, startRequestShipper } from '../../processes/shipper-runtime';
 import { removeNetworksInRange } from '../../host/provider/sandbox';
 import { certificateDir } from '../../edge/certificate-files';
 import { registerHost } from '../../core/host-registration';
@@ -28,6 +29,8 @@ export interface TestContext {
   worker?: RunningWorker;
   /** The edge, serving the environments' ports and (on edge.port) verified domains by Host. */
   edge?: Edge;
+  /** The request log's shipper beside the edge (processes/shipper-runtime.ts, as npm start's shipper process). */
+  shipper?: RequestShipper;
   smtp?: Awaited<ReturnType<typeof startSmtpServer>>;
   databaseUrl: string;
   dataDir: string;
@@ -142,7 +145,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
             perAddress: config.edgePerAddress,
             refreshMs: 5000,
             logger: deps.logger,
-            logs: { dataDir, secrets: deps.secrets, outbound: deps.config, refreshMs: 1000, maxBackoffMs: 4000 },
+            requestLog: true,
             certificateFiles: { dir: certificateDir(dataDir), secrets: deps.secrets },
             // HTTPS only where the test chose its port (EDGE_TLS_PORT in `env`)
             ...(opts.env?.EDGE_TLS_PORT
@@ -150,6 +153,18 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
               : {}),
           })
         : undefined;
+    // the request log's lines: the shipper beside the edge, as npm start runs it
+    const shipper = edge
+      ? await startRequestShipper({
+          knex: deps.knex,
+          databaseUrl: config.databaseUrl!,
+          dataDir,
+          secrets: deps.secrets,
+          outbound: deps.config,
+          logger: deps.logger,
+          shipper: { refreshMs: 1000, maxBackoffMs: 4000 },
+        })
+      : undefined;
     const worker = opts.worker
       ? await startWorker(deps, {
           workflowBundle: { code: readFileSync(inject('workflowBundlePath'), 'utf8') },
@@ -164,6 +179,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       server,
       worker,
       edge,
+      shipper,
       smtp,
       databaseUrl: config.databaseUrl,
       dataDir,
@@ -186,6 +202,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     host?.stop();
     await ctx.worker?.shutdown().catch(() => undefined);
     await ctx.edge?.close().catch(() => undefined);
+    await ctx.shipper?.close().catch(() => undefined);
     if (ctx.server) {
       ctx.server.closeAllConnections();
       await new Promise((r) => ctx.server.close(r));

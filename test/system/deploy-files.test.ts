@@ -81,6 +81,7 @@ describe('deploy/systemd', () => {
       'vc-console-api.service',
       'vc-console-edge.service',
       'vc-console-migrate.service',
+      'vc-console-shipper.service',
       'vc-console-temporal.service',
       'vc-console-worker.service',
     ]);

@@ -1,10 +1,13 @@
 /**
  * The request log shipped for real under `npm start` (issue 18 item 5), tried as a new user would: `npm start`'s
  * own processes, an http collector and a syslog listener on loopback, the project's destination saved with a
- * good test send, then requests to the environment's URL: their lines arrive over http, then over syslog.
+ * good test send, then requests to the environment's URL: their lines arrive over http, then over syslog (the
+ * very next request after the change), keep arriving when the shipper process is SIGKILLed (npm start restarts
+ * it; HAProxy's ring keeps the lines meanwhile), and go nowhere but the machine file once the destination is
+ * removed.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { environmentHome } from '../../host/provider/sandbox';
@@ -144,16 +147,67 @@ describe('npm start ships the request log to the project destination', () => {
     });
     expect(saved.status, saved.text).toBe(200);
     expect(saved.body.can_send).toBe(true);
-    // A change of destination applies within the edge's refresh (seconds): lines made before it still go to
-    // the collector. Requests until one arrives over syslog.
-    const message = await until('a request line over syslog', async () => {
-      expect(await visit('/over-syslog')).toBe(200);
-      return syslog.messages.find((m) => m.includes('"path":"/over-syslog"'));
-    });
+    // A changed destination is used for the next line (the shipper reads it at the save's notification, and
+    // every second): the very request made after the answer goes over syslog, not to the collector.
+    expect(await visit('/over-syslog')).toBe(200);
+    const message = await until(
+      'the next request line over syslog (within 5 s: the shipper flushes every second)',
+      () => syslog.messages.find((m) => m.includes('"path":"/over-syslog"')),
+      5_000,
+    );
+    expect(receiver.received.map((r) => r.body).join('')).not.toContain('/over-syslog');
     expect(message).toMatch(/^<\d+>1 \S+ \S+ edge - request \[vc@32473 environment_id="[0-9a-f-]{36}"\] \{/);
     const line = JSON.parse(message.slice(message.indexOf('{')));
     expect(line).toMatchObject({ environment_id: env.id, status: 200, user_agent: AGENT });
   }, 90_000);
+
+  it('keeps the lines flowing when the shipper process is killed: npm start restarts it, the ring kept them', async () => {
+    const pidFile = join(dataDir, 'run', 'shipper.pid');
+    const first = Number(readFileSync(pidFile, 'utf8').trim());
+    expect(readFileSync(`/proc/${first}/cmdline`, 'utf8')).toContain('processes/shipper.ts');
+    process.kill(first, 'SIGKILL');
+    // HAProxy notices the closed connection (a line it wrote into it before it did is lost, and counted)
+    await new Promise((r) => setTimeout(r, 1000));
+    // requests while it is away: HAProxy's ring keeps their lines (the edge's control plane reads none)
+    for (let i = 0; i < 3; i++) expect(await visit(`/while-shipper-away/${i}`)).toBe(200);
+    const second = await until('the shipper restarted by npm start', () => {
+      const pid = Number(readFileSync(pidFile, 'utf8').trim());
+      return pid !== first && existsSync(`/proc/${pid}`) ? pid : undefined;
+    });
+    expect(out).toMatch(/The shipper process exited unexpectedly \(killed by SIGKILL\); restarting it/);
+    // the next lines, through the new process
+    expect(await visit('/after-shipper-restart')).toBe(200);
+    await until('a line after the restart', () =>
+      syslog.messages.some((m) => m.includes('"path":"/after-shipper-restart"')),
+    );
+    expect(existsSync(`/proc/${second}`)).toBe(true);
+    // every line made while it was away arrived once, or is counted in a `dropped` line (none is lost unsaid)
+    const lines = () => syslog.messages.map((m) => JSON.parse(m.slice(m.indexOf('{'))) as Record<string, unknown>);
+    const away = () => lines().filter((l) => String(l.path).startsWith('/while-shipper-away/')).length;
+    const dropped = () =>
+      lines()
+        .filter((l) => l.type === 'dropped')
+        .reduce((n, l) => n + Number(l.dropped), 0);
+    await untilHolds('the three lines arrived or counted', () => away() + dropped() === 3, {
+      timeoutMs: 30_000,
+      detail: () => `arrived ${away()}, dropped ${dropped()}\n${out.slice(-2000)}`,
+    });
+    expect(away()).toBe(3); // after the pause, the ring kept them all
+  }, 90_000);
+
+  it('sends nothing once the destination is removed; the machine file still gets the line', async () => {
+    const saved = await owners.post(`/projects/${project.id}/logs`, { destination: null });
+    expect(saved.status, saved.text).toBe(200);
+    expect(await visit('/after-removal')).toBe(200);
+    const file = join(dataDir, 'logs', env.id, `${new Date().toISOString().slice(0, 10)}.requests.ndjson`);
+    await until(
+      'the line in the machine file',
+      () => existsSync(file) && readFileSync(file, 'utf8').includes('"path":"/after-removal"'),
+    );
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(syslog.messages.some((m) => m.includes('/after-removal'))).toBe(false);
+    expect(receiver.received.map((r) => r.body).join('')).not.toContain('/after-removal');
+  }, 60_000);
 });
 
 /** The user name of a process's real uid (/proc/<pid>/status, /etc/passwd). */

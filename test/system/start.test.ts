@@ -73,7 +73,13 @@ describe('npm start (processes/start.ts)', () => {
         status: 'ok',
         components: { database: { status: 'ok' }, temporal: { status: 'ok' }, worker: { status: 'ok', ready: 1 } },
       });
-      expect(health.processes.map((p: { name: string }) => p.name)).toEqual(['postgres', 'edge', 'worker', 'api']);
+      expect(health.processes.map((p: { name: string }) => p.name)).toEqual([
+        'postgres',
+        'shipper',
+        'edge',
+        'worker',
+        'api',
+      ]);
       // the embedded server demands a password: nothing to change
       expect(health.settings.services.status).toBe('ok');
       expect(out).not.toContain('To change:');

@@ -181,7 +181,7 @@ describe('npm start supervises its processes', () => {
 
   it('writes a pid file per child and lists them in /health; says in its banner which settings to change', async () => {
     const listed = (await health()).processes as ProcessState[];
-    expect(listed.map((p) => p.name).sort()).toEqual(['api', 'edge', 'temporal', 'worker']);
+    expect(listed.map((p) => p.name).sort()).toEqual(['api', 'edge', 'shipper', 'temporal', 'worker']);
     for (const p of listed) {
       expect(p.status).toBe('running');
       expect(Number(readFileSync(path.join(dataDir, 'run', `${p.name}.pid`), 'utf8'))).toBe(p.pid);
@@ -328,7 +328,9 @@ describe('npm start supervises its processes', () => {
     process.kill(-start.pid!, 'SIGINT');
     expect(await Promise.race([exited, pause(120_000).then(() => 'still running')])).toBe(0);
     const tail = out.slice(mark);
-    const order = ['api', 'edge', 'worker', 'temporal'].map((n) => tail.indexOf(`[start] Stopped the ${n} process`));
+    const order = ['api', 'edge', 'shipper', 'worker', 'temporal'].map((n) =>
+      tail.indexOf(`[start] Stopped the ${n} process`),
+    );
     expect(
       order.every((i) => i >= 0),
       tail,

@@ -1,0 +1,314 @@
+/**
+ * The request log shipper's side of HAProxy's ring (docs/edge-password-and-logs.md): a unix stream socket that
+ * HAProxy's ring `vc_requests` forwards to (edge/request-log/haproxy.ts), one line per request, handed to the
+ * shipper's LogShipper as CONTRACT's line, already JSON (machine files and the project's destination). It runs in
+ * the shipper process (processes/shipper.ts), never in the edge's control plane.
+ *
+ * HAProxy writes `<q> <e> <seconds.ms> <user-agent count> {"environment_id":"...",...}`: the JSON is CONTRACT's
+ * line but its time, written by HAProxy with its strings escaped (`json(utf8s)`). The reader reads no JSON: it
+ * takes the fields of the prefix and the environment id at its fixed place, puts the time in front (ISO, the
+ * second's text made once per second) and passes the text on as it is. Only a line with a negative number (a
+ * status or a time HAProxy could not give), an empty field (HAProxy writes `-`) or no User-Agent header (null,
+ * not `-`) is parsed and written again with CONTRACT's defaults.
+ *
+ * Every line carries a sequence number per environment and HAProxy process (`q`, with the process's epoch
+ * `e`). The reader keeps the highest number seen per epoch and environment, in memory and in `cursorFile`
+ * (written at most once a second), so that:
+ * - a line seen before is not shipped twice (the ring sends again what was not acknowledged on a reconnect);
+ * - a number skipped is a line lost (the ring overflowed while the shipper was down, or it was cut):
+ *   counted in the shipper's `dropped` line of that environment. Two HAProxy threads may write their lines in
+ *   the other order, so a gap is counted once it has stayed open `reorderMs`; a gap over 1000 at once.
+ * - a number 1 in a known epoch starts the environment again (its counter expired in HAProxy after 7 idle
+ *   days).
+ */
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { dirname } from 'node:path';
+
+/** How long the socket rests after a small read (ms), and what counts as small (characters). */
+const READ_EVERY_MS = 10;
+const BATCH_BYTES = 32_768;
+
+/** The longest line: 2048 path bytes and 512 user-agent bytes, escaped at most 6 to 1, fit well within. */
+export const MAX_LINE = 32_768;
+
+interface LineSink {
+  /** One CONTRACT line of `envId`, as JSON text (no newline), its time first (`{"time":"<ISO>",...`). */
+  pushText(envId: string, text: string): void;
+  countDropped(envId: string, n: number): void;
+}
+
+interface RequestLogReaderOptions {
+  socketPath: string;
+  /** Where the highest sequence numbers are kept across restarts. */
+  cursorFile: string;
+  sink: LineSink;
+  reorderMs?: number;
+  logger?: { warn(obj: unknown, msg?: string): void };
+}
+
+interface Cursor {
+  /** highest sequence number seen */
+  q: number;
+  /** last time a line came (ms), to forget old epochs */
+  at: number;
+  /** numbers below `q` not seen yet -> when the gap opened */
+  holes?: Map<number, number>;
+}
+
+/** An escape pair: `\\` kept, `\/` made `/` (left to right, so `\\/` is a backslash and a slash). */
+const UNSLASH = /\\([\\/])/g;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const FORGET_MS = 8 * 86_400_000;
+/** HAProxy's JSON starts so; the environment id follows (36 characters), then its closing quote. */
+const ENV_PREFIX = '{"environment_id":"';
+const ENV_AT = ENV_PREFIX.length;
+const ENV_END = ENV_AT + 36;
+
+/**
+ * A line HAProxy could not fill (a negative status or time, an empty field: HAProxy writes `-`), or of a request
+ * without a User-Agent (`agents` 0): parsed, given CONTRACT's defaults, written again.
+ */
+function repaired(json: string, agents: number): string | null {
+  let raw: Record<string, unknown>;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    return null;
+  }
+  const text = (v: unknown) => (typeof v === 'string' && v !== '-' ? v : null);
+  raw.method = text(raw.method) ?? 'GET';
+  raw.path = text(raw.path) ?? '/';
+  raw.client_address = text(raw.client_address);
+  if (!(agents > 0)) raw.user_agent = null;
+  const status = Number(raw.status);
+  raw.status = Number.isFinite(status) && status > 0 ? status : 499;
+  raw.bytes = Math.max(0, Number(raw.bytes) || 0);
+  raw.duration_ms = Math.max(0, Number(raw.duration_ms) || 0);
+  return JSON.stringify(raw);
+}
+
+/**
+ * HAProxy's json converter writes `/` as `\/`: valid JSON, but not what a reader greps for (nor what
+ * JSON.stringify writes). Done once per socket read (many lines), not per line: a plain replace, unless an
+ * escaped backslash could stand before a slash (the line's prefix has no backslash, so the pairs are the JSON's).
+ */
+function unslashed(text: string): string {
+  if (!text.includes('\\/')) return text;
+  if (!text.includes('\\\\')) return text.replaceAll('\\/', '/');
+  return text.replace(UNSLASH, (m, c) => (c === '/' ? '/' : m));
+}
+
+export class RequestLogReader {
+  private server: net.Server | null = null;
+  private readonly sockets = new Set<net.Socket>();
+  /** epoch -> environment -> cursor */
+  private cursors = new Map<string, Map<string, Cursor>>();
+  private dirty = false;
+  private timer: NodeJS.Timeout | null = null;
+  /** the last second's `seconds` text and its ISO text up to the dot (`YYYY-MM-DDTHH:MM:SS.`) */
+  private second = '';
+  /** the environment id of the last line (checked once while lines of one environment follow) */
+  private lastEnv = '';
+  private secondIso = '';
+  /** counters for tests and the operator */
+  readonly counts = { lines: 0, duplicates: 0, dropped: 0, unreadable: 0, connections: 0 };
+  private readonly reorderMs: number;
+
+  constructor(private readonly o: RequestLogReaderOptions) {
+    this.reorderMs = o.reorderMs ?? 2000;
+  }
+
+  async start(): Promise<this> {
+    this.load();
+    mkdirSync(dirname(this.o.socketPath), { recursive: true, mode: 0o700 });
+    rmSync(this.o.socketPath, { force: true });
+    // a small high-water mark: a paused socket stops reading at once (readStop), so the kernel gathers the lines
+    const server = net.createServer({ highWaterMark: 1024 }, (s) => this.accept(s));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.o.socketPath, resolve);
+    });
+    chmodSync(this.o.socketPath, 0o600);
+    this.server = server;
+    this.timer = setInterval(() => this.tick(), 1000);
+    this.timer.unref();
+    return this;
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+    this.server = null;
+    this.save();
+  }
+
+  private accept(s: net.Socket): void {
+    this.sockets.add(s);
+    let rest = '';
+    let resting = false;
+    s.setEncoding('utf8');
+    s.on('data', (chunk: string) => {
+      const text = unslashed(rest ? rest + chunk : chunk);
+      let from = 0;
+      let nl = text.indexOf('\n');
+      while (nl >= 0) {
+        if (nl > from) this.line(text.slice(from, nl));
+        from = nl + 1;
+        nl = text.indexOf('\n', from);
+      }
+      rest = from < text.length ? text.slice(from) : '';
+      if (rest.length > MAX_LINE * 2) rest = ''; // never a line: HAProxy cuts at MAX_LINE
+      // Read in batches: after a small read, the socket rests READ_EVERY_MS while the kernel (then HAProxy's
+      // ring) gathers lines, so that a read brings many lines instead of one (a read costs microseconds; at a
+      // line per read that was most of the shipper's CPU per line). A large read goes on at once.
+      if (chunk.length < BATCH_BYTES && !resting) {
+        resting = true;
+        s.pause();
+        setTimeout(() => {
+          resting = false;
+          s.resume();
+        }, READ_EVERY_MS).unref();
+      }
+    });
+    s.on('error', () => undefined);
+    s.on('close', () => this.sockets.delete(s));
+  }
+
+  /** The ISO time of HAProxy's `seconds.ms` at text[from, to) (the second's text kept: lines come in order). */
+  private iso(text: string, from: number, to: number): string | null {
+    const dot = to - 4;
+    if (dot <= from || text.charCodeAt(dot) !== 46) return null;
+    if (dot - from !== this.second.length || !text.startsWith(this.second, from)) {
+      const sec = text.slice(from, dot);
+      const when = Number(sec) * 1000;
+      if (!Number.isFinite(when)) return null;
+      this.second = sec;
+      this.secondIso = new Date(when).toISOString().slice(0, 20);
+    }
+    return `${this.secondIso}${text.slice(dot + 1, to)}Z`;
+  }
+
+  private line(text: string): void {
+    const a = text.indexOf(' ');
+    const b = a < 0 ? -1 : text.indexOf(' ', a + 1);
+    const c = b < 0 ? -1 : text.indexOf(' ', b + 1);
+    const d = c < 0 ? -1 : text.indexOf(' ', c + 1);
+    // HAProxy's own line about a connection that never sent a request (a TLS handshake given up, a probe):
+    // not a request, so not a request line, and nothing to warn about
+    if (d < 0 || !text.startsWith(ENV_PREFIX, d + 1)) {
+      this.counts.connections += 1;
+      return;
+    }
+    const j = d + 1; // where the JSON starts: read in place, sliced once
+    // not an environment's request (the edge's own port with an unknown Host)
+    if (text.charCodeAt(j + ENV_END) !== 34) return;
+    const envId = text.slice(j + ENV_AT, j + ENV_END);
+    if (envId !== this.lastEnv) {
+      if (!UUID.test(envId)) return;
+      this.lastEnv = envId;
+    }
+    const time = this.iso(text, b + 1, c);
+    // the user agent count is `0` (no header): one character
+    const noAgent = d === c + 2 && text.charCodeAt(c + 1) === 48;
+    let out: string;
+    if (noAgent || text.includes('":-', j) || text.includes('":"-"', j)) {
+      const fixed = repaired(text.slice(j), noAgent ? 0 : 1);
+      if (fixed === null || time === null) {
+        this.counts.unreadable += 1;
+        this.o.logger?.warn({ length: text.length }, 'an unreadable request log line');
+        return;
+      }
+      out = `{"time":"${time}",${fixed.slice(1)}`;
+    } else out = `{"time":"${time ?? new Date().toISOString()}",${text.slice(j + 1)}`;
+
+    const q = Number(text.slice(0, a));
+    if (!Number.isInteger(q) || q < 1) return void this.o.sink.pushText(envId, out);
+    const epoch = text.slice(a + 1, b);
+    const now = Date.now();
+    let envs = this.cursors.get(epoch);
+    if (!envs) this.cursors.set(epoch, (envs = new Map()));
+    let cur = envs.get(envId);
+    if (!cur) envs.set(envId, (cur = { q: 0, at: now }));
+    this.dirty = true;
+    cur.at = now;
+    if (q > cur.q) {
+      const gap = q - cur.q - 1;
+      if (gap > 1000) this.drop(envId, gap);
+      else if (gap > 0) {
+        cur.holes ??= new Map();
+        for (let i = cur.q + 1; i < q; i++) cur.holes.set(i, now);
+      }
+      cur.q = q;
+    } else if (cur.holes?.delete(q)) {
+      // a line written out of order by another thread
+    } else if (q === 1) {
+      cur.q = 1; // the environment's counter started again
+      delete cur.holes;
+    } else {
+      this.counts.duplicates += 1;
+      return;
+    }
+    this.counts.lines += 1;
+    this.o.sink.pushText(envId, out);
+  }
+
+  private drop(envId: string, n: number): void {
+    this.counts.dropped += n;
+    this.o.sink.countDropped(envId, n);
+  }
+
+  /** Gaps that stayed open are lines lost; old epochs are forgotten; the cursor is saved. */
+  private tick(): void {
+    const now = Date.now();
+    for (const [epoch, envs] of this.cursors) {
+      for (const [envId, c] of envs) {
+        if (now - c.at > FORGET_MS) {
+          envs.delete(envId);
+          this.dirty = true;
+          continue;
+        }
+        if (!c.holes) continue;
+        let lost = 0;
+        for (const [q, at] of c.holes)
+          if (now - at >= this.reorderMs) {
+            c.holes.delete(q);
+            lost += 1;
+          }
+        if (lost) this.drop(envId, lost);
+        if (c.holes.size === 0) delete c.holes;
+      }
+      if (envs.size === 0) this.cursors.delete(epoch);
+    }
+    this.save();
+  }
+
+  private load(): void {
+    this.cursors = new Map();
+    try {
+      const saved = JSON.parse(readFileSync(this.o.cursorFile, 'utf8')) as Record<string, { q: number; at: number }>;
+      for (const [key, v] of Object.entries(saved)) {
+        const bar = key.indexOf('|');
+        const epoch = key.slice(0, bar);
+        let envs = this.cursors.get(epoch);
+        if (!envs) this.cursors.set(epoch, (envs = new Map()));
+        envs.set(key.slice(bar + 1), { q: v.q, at: v.at });
+      }
+    } catch {
+      this.cursors = new Map();
+    }
+  }
+
+  private save(): void {
+    if (!this.dirty) return;
+    this.dirty = false;
+    const out: Record<string, { q: number; at: number }> = {};
+    for (const [epoch, envs] of this.cursors)
+      for (const [envId, c] of envs) out[`${epoch}|${envId}`] = { q: c.q, at: c.at };
+    mkdirSync(dirname(this.o.cursorFile), { recursive: true, mode: 0o700 });
+    const tmp = `${this.o.cursorFile}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(out), { mode: 0o600 });
+    renameSync(tmp, this.o.cursorFile);
+  }
+}

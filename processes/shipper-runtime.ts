@@ -1,0 +1,109 @@
+/**
+ * The request log's shipper (docs/edge-password-and-logs.md): its own process under `npm start`
+ * (processes/shipper.ts), beside the edge's control plane, which reads no request line. It listens on the unix
+ * socket HAProxy's ring `vc_requests` forwards to (logs/request-reader.ts), and hands each line, unparsed, to a
+ * LogShipper (logs/shipper.ts) that writes the machine's day files and sends batches to each project's
+ * destination. While it is away (a crash, a restart) the lines wait in HAProxy's ring.
+ *
+ * A destination saved, changed or removed is used for the next line within 2 s (issue 28 item 2): the shipper
+ * LISTENs on `vc_edge` (`project_log_settings` notifies it) and reads the destinations again at once, and every
+ * `refreshMs` (1 s) in case a notification was lost.
+ */
+import type { Knex } from 'knex';
+import pg from 'pg';
+import { EDGE_CHANNEL } from '../db/queries/edge-routes';
+import { requestLogPaths } from '../edge/request-log/control';
+import { dataPlaneUser, openEdgeDir, shareSocket } from '../edge/privileges';
+import type { OutboundConfig } from '../host/outbound';
+import { RequestLogReader } from '../logs/request-reader';
+import { LogShipper, type ShipperOptions } from '../logs/shipper';
+import type { Secrets } from '../system/secrets';
+
+interface RequestShipperOptions {
+  knex: Knex;
+  databaseUrl: string;
+  dataDir: string;
+  secrets: Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>;
+  outbound: OutboundConfig;
+  logger?: { warn(obj: unknown, msg?: string): void };
+  /** LogShipper's settings (default: a flush a second, the destinations read again every second). */
+  shipper?: Partial<Pick<ShipperOptions, 'flushMs' | 'refreshMs' | 'maxBackoffMs' | 'batchMax'>>;
+  /** How long a gap in the sequence numbers may stay open before it counts as lost (2 s). */
+  reorderMs?: number;
+}
+
+export interface RequestShipper {
+  shipper: LogShipper;
+  reader: RequestLogReader;
+  close(): Promise<void>;
+}
+
+export async function startRequestShipper(o: RequestShipperOptions): Promise<RequestShipper> {
+  const shipper = await new LogShipper({
+    knex: o.knex,
+    secrets: o.secrets,
+    outbound: o.outbound,
+    dataDir: o.dataDir,
+    source: 'requests',
+    logger: o.logger,
+    refreshMs: 1000,
+    ...o.shipper,
+  }).start();
+  const paths = requestLogPaths(o.dataDir);
+  let reader: RequestLogReader;
+  try {
+    openEdgeDir(o.dataDir);
+    reader = await new RequestLogReader({
+      socketPath: paths.socket,
+      cursorFile: paths.cursorFile,
+      sink: shipper,
+      reorderMs: o.reorderMs,
+      logger: o.logger,
+    }).start();
+    // HAProxy's workers (the data plane's user) connect to it
+    shareSocket(paths.socket, dataPlaneUser(o.dataDir).user);
+  } catch (err) {
+    await shipper.close();
+    throw err;
+  }
+
+  // A changed destination: read again at once (LISTEN on a connection of its own, reconnected when it drops).
+  let closed = false;
+  let client: pg.Client | null = null;
+  const listen = async (): Promise<void> => {
+    while (!closed) {
+      const c = new pg.Client({ connectionString: o.databaseUrl, application_name: 'vc-request-log-shipper' });
+      try {
+        await c.connect();
+        c.on('notification', () => void shipper.refresh().catch(() => undefined));
+        c.on('error', () => {
+          client = null;
+          void c.end().catch(() => undefined);
+          if (!closed) setTimeout(() => void listen(), 1000);
+        });
+        await c.query(`LISTEN ${EDGE_CHANNEL}`);
+        client = c;
+        // what changed while it was not listening
+        await shipper.refresh().catch(() => undefined);
+        return;
+      } catch {
+        await c.end().catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  };
+  await listen();
+
+  return {
+    shipper,
+    reader,
+    async close() {
+      closed = true;
+      await client?.end().catch(() => undefined);
+      // the lines already read are written and sent; what HAProxy still holds waits in its ring
+      await reader.close();
+      await shipper.flush().catch(() => undefined);
+      await shipper.close();
+    },
+  };
+}
