@@ -230,7 +230,10 @@ describe('moving environments between hosts', () => {
     await poller;
 
     expect(answers.length).toBeGreaterThan(10);
-    expect(answers.filter((a) => typeof a === 'string' || a.status !== 200 || a.text !== 'v1')).toEqual([]);
+    expect(
+      answers.filter((a) => typeof a === 'string' || a.status !== 200 || a.text !== 'v1'),
+      log,
+    ).toEqual([]);
     expect((await placement(one.id)).host).toBe(here);
     expect((await fetchEnvironment(one.port, '/boot')).text).not.toBe(before); // a new process answers
     expect(instancesOn(here, one.id).length).toBe(1);
