@@ -24,7 +24,13 @@ import { ensureBackupKey } from '../../core/backups/keys';
 import { decryptSnapshot, encryptSnapshot } from '../../host/snapshot-format';
 import { ReleaseStoreError } from '../../host/release-store';
 import { removeTree } from '../../host/no-follow';
-import { environmentVolume, volumeHasFiles, volumePath } from '../../db/queries/storage';
+import {
+  environmentVolume,
+  setVolumeLocation,
+  volumeHasFiles,
+  volumeLocation,
+  volumePath,
+} from '../../db/queries/storage';
 import { recordTaskPhases } from '../../db/queries/task-phases';
 import { dataParts, putBack } from '../data/backup-engine';
 import { volumeOwner } from '../storage/volume-env';
@@ -106,9 +112,8 @@ export function createMoveVolumeActivities(deps: Deps, provider: Provider) {
       return withTaskLog(deps, input.taskId, (log) =>
         withHeartbeat(async () => {
           const envId = input.environmentId;
-          const row = await knex('storage_disks').where({ environment_id: envId, disk: 'files' }).first('location');
-          const previousLocation: string | null = row?.location ?? null;
-          const moveRoot = row && !config.storageRoots.includes(row.location);
+          const previousLocation = await volumeLocation(knex, envId);
+          const moveRoot = previousLocation !== null && !config.storageRoots.includes(previousLocation);
           const volume = moveRoot
             ? volumePath(config.storageRoots[0], envId)
             : await environmentVolume(knex, config.storageRoots, envId);
@@ -124,10 +129,7 @@ export function createMoveVolumeActivities(deps: Deps, provider: Provider) {
             });
           });
           // recorded once complete: a failed put-back leaves the record as it was
-          if (moveRoot)
-            await knex('storage_disks')
-              .where({ environment_id: envId, disk: 'files' })
-              .update({ location: config.storageRoots[0], updated_at: knex.fn.now() });
+          if (moveRoot) await setVolumeLocation(knex, envId, config.storageRoots[0]);
           log.line('==> The volume was put back on another machine');
           return { volume, previousLocation };
         }),
@@ -136,10 +138,7 @@ export function createMoveVolumeActivities(deps: Deps, provider: Provider) {
 
     /** The move failed after the copy was put back: the volume's recorded root is what it was. */
     async restoreVolumeLocation(input: { environmentId: string; location: string | null }): Promise<void> {
-      if (input.location === null) return;
-      await knex('storage_disks')
-        .where({ environment_id: input.environmentId, disk: 'files' })
-        .update({ location: input.location, updated_at: knex.fn.now() });
+      if (input.location !== null) await setVolumeLocation(knex, input.environmentId, input.location);
     },
 
     /** The copy in the store is deleted (the move succeeded, or failed after the copy). */

@@ -27,7 +27,7 @@ export interface SecondHost {
 }
 
 /** The second octet of the slot's sandbox block `block` (a /14 of 10.0.0.0/8: 10.128.0.0 onwards, 8 per slot). */
-export function sandboxBlock(block: 0 | 1): number {
+function sandboxBlock(block: 0 | 1): number {
   const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
   return (128 + slot * 8 + block * 4) % 256;
 }

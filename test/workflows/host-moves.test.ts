@@ -1,8 +1,9 @@
 /**
  * Moving environments between hosts (CONTRACT "Hosts", issue 26 items 7 and 8), with two hosts: the file's own
  * (its in-process worker, `t.config.hostName`) and a worker process for another (HOST_NAME below, its own sandbox
- * tag and SANDBOX_NETWORK block, and STORAGE_ROOTS of its own: a volume moved between them is copied). It shares the
- * file's DATA_DIR (and so its release store directory), and the edge reaches both hosts' sandboxes on this machine.
+ * tag, SANDBOX_NETWORK block and INSTANCE_PORTS, and STORAGE_ROOTS of its own: a volume moved between them is
+ * copied). It shares the file's DATA_DIR (and so its release store directory), and the edge reaches both hosts'
+ * sandboxes on this machine.
  *
  * Proved: a move of a stateless environment answers every request meanwhile and stops the old instance; a drain
  * (`npm run hosts -- drain`) moves every environment and ends `drained`, `undrain` opens it; a lost host's
@@ -12,7 +13,7 @@
  * the volume through the release store (none of it left there), the app reads the file on the new host, the old
  * copy is deleted, and the host ends `drained`.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -35,6 +36,7 @@ import { ensureHostWatchSchedule, hostWatchScheduleId } from '../../core/tempora
 import { listHosts } from '../../db/queries/hosts';
 import { environmentVolume, volumePath } from '../../db/queries/storage';
 import { hostTag } from '../../host/provider/host-identity';
+import { instancesOn, removeHostNetworks, runHostsCli } from '../helpers/host-moves';
 
 const LOST = 3;
 const t = useTestContext({
@@ -43,8 +45,8 @@ const t = useTestContext({
   // the snapshots' S3 store (s3rver) is on loopback
   env: { HOST_LOST_SECONDS: String(LOST), RESOURCE_SAMPLE_SECONDS: '1', OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
 });
-const root = path.resolve(__dirname, '../..');
 const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
+const hostsCli = (...args: string[]) => runHostsCli(t, LOST, ...args);
 /** The second host: a name of this file's own (its cgroup subtree and sandbox tag are named after it). */
 let other: string;
 let here: string;
@@ -65,6 +67,9 @@ function startOtherHost(): ChildProcess {
     HOST_LOST_SECONDS: String(LOST),
     RESOURCE_SAMPLE_SECONDS: '1',
     STORAGE_ROOTS: otherRoot,
+    // its own INSTANCE_PORTS (instances are reached at HOST_ADDRESS:<instance port>, and both hosts are this
+    // machine): between the tests' environment ports (up to 31799) and second-host.ts's (32000 on)
+    INSTANCE_PORTS: `${31800 + slot * 11}-${31800 + slot * 11 + 10}`,
     // more room than the file's host: new environments land here
     HOST_CAPACITY: 'cpu=1000,memory_mb=20000000,disk_gb=1000000',
     SMTP_URL: t.smtp!.url,
@@ -80,44 +85,6 @@ const placement = async (envId: string) =>
     host: string;
     status: string;
   };
-
-/** `npm run hosts -- ...args` with this file's settings. */
-function hostsCli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'processes/hosts.ts', ...args], {
-      cwd: root,
-      env: {
-        ...process.env,
-        DATABASE_URL: t.databaseUrl,
-        TEMPORAL_ADDRESS: t.config.temporalAddress,
-        TEMPORAL_TASK_QUEUE: t.config.taskQueue,
-        DATA_DIR: t.dataDir,
-        HOST_LOST_SECONDS: String(LOST),
-        LOG_LEVEL: 'silent',
-      },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d));
-    child.stderr.on('data', (d: Buffer) => (stderr += d));
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** The environment's web instances running in `host`'s cgroup subtree: their cgroup leaves (`web-<pid>`). */
-function instancesOn(host: string, envId: string): string[] {
-  const leaves = new Set<string>();
-  const leaf = new RegExp(`/vc-console-${host}/${envId}/(web-\\d+)$`, 'm');
-  for (const entry of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const m = leaf.exec(readFileSync(`/proc/${entry}/cgroup`, 'utf8'));
-      if (m) leaves.add(m[1]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return [...leaves];
-}
 
 async function deployedEnvironment(
   name: string,
@@ -179,28 +146,6 @@ afterAll(async () => {
   await s3?.stop();
   removeHostNetworks(hostTag(other));
 });
-
-/** The second host's network namespaces, veths and nft tables (its agent was killed: nothing else removes them). */
-function removeHostNetworks(tag: string): void {
-  const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { stdio: 'ignore' });
-  let names: string[] = [];
-  try {
-    names = readdirSync('/run/netns');
-  } catch {
-    // none
-  }
-  for (const name of names.filter((n) => n.startsWith(`vc-${tag}-`))) {
-    run('ip', ['netns', 'delete', name]);
-    run('ip', ['link', 'delete', `v${tag}-${name.slice(`vc-${tag}-`.length)}`]);
-  }
-  for (const table of [
-    `inet vc_sandbox_${tag}`,
-    `ip vc_sandbox_nat_${tag}`,
-    `ip vc_services_${tag}`,
-    `ip vc_instances_${tag}`,
-  ])
-    run('nft', ['delete', 'table', ...table.split(' ')]);
-}
 
 describe('moving environments between hosts', () => {
   let one: { id: string; port: number; name: string };
