@@ -26,6 +26,7 @@ import { createEnvironmentActivities } from './environments';
 import { createIntegrationActivities } from './integrations';
 import { createMachineActivities } from './machines';
 import { createMoveActivities } from './machines/moves';
+import { createMoveVolumeActivities } from './machines/move-volume';
 import { createReshapeActivities } from './machines/reshape';
 import { createResourceActivities } from './machines/resources';
 import { startResourceSampler, type ResourceSampler } from './machines/sampler';
@@ -123,6 +124,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createResourceActivities(deps),
       ...createMachineActivities(deps, provider),
       ...createMoveActivities(deps, provider),
+      ...createMoveVolumeActivities(deps, provider),
       ...createStorageActivities(deps, provider),
       ...createReshapeActivities(deps, provider),
       ...createBillingActivities(deps),

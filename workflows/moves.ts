@@ -10,22 +10,29 @@
  *   3. then the old host's instances stop, on the old host's queue (`old_stopped`), unless that host is lost
  *      (it stops them itself when it rejoins).
  *
- * A move that fails before the switch puts the placement back (the old instances keep serving). An environment
- * whose volume held data at the last usage sample is not moved from a host that is up (its data would stay
- * behind): the task fails saying so. Host names are the operator's: the log says "another machine".
+ * A drained environment whose volume held data at the last usage sample (or of which no sample says) has its
+ * volume copied first (activities/machines/move-volume.ts): stopped on the old host (as a storage move stops it),
+ * a files-only snapshot under its backup key put in the release store, put back on the new host; the store's
+ * object is deleted once the move ended (succeeded or failed), the old host's copy once it succeeded.
+ *
+ * A move that fails before the switch puts the placement back (the old instances keep serving, or start again
+ * when they were stopped for the copy). Host names are the operator's: the log says "another machine".
  *
  * watchHosts: the `host-watch` schedule's run: one sweep (core/host-moves.ts), then each rejoined host's stale
  * instances stopped on its own queue.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { type ActivityOptions, proxyActivities } from '@temporalio/workflow';
 import type { DataActivities } from '../activities/data';
 import type { DeployActivities } from '../activities/deploys';
 import type { MoveActivities } from '../activities/machines/moves';
+import type { MoveVolumeActivities } from '../activities/machines/move-volume';
+import type { StorageActivities } from '../activities/storage';
 import { failure, runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles, stepProfile } from './profiles';
 import { onHost } from './host-queue';
 
 const acts = proxyActivities<MoveActivities>(profiles.bookkeeping);
+const volumeActs = proxyActivities<MoveVolumeActivities>(profiles.bookkeeping);
 /** A host watch round starts a task per environment of a lost host: more than bookkeeping's 30 s may pass. */
 const sweep = proxyActivities<MoveActivities>(profiles.quick);
 
@@ -38,22 +45,37 @@ const WHY = {
 export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
   const environmentId = input.task.environment_id!;
   const taskId = input.task.id;
-  let leave: { host: string; lostSeconds: number } | null = null;
+  let leave: { host: string; lostSeconds: number; volume: string | null; newVolume: string | null } | null = null;
   const outcome = await runTask(input, async ({ params, log, start }) => {
     await start();
     await log(`==> Moving this environment to another machine: ${WHY[params.reason]}`);
     const facts = await acts.moveFacts({ environmentId });
-    if (params.reason === 'drain' && facts.volumeHeld === true)
-      failure(
-        'move_unavailable: the volume of this environment held data at its last usage sample, and a move does not ' +
-          'copy a volume yet: it stays where it is',
-      );
     const placed = await acts.placeMove({ environmentId });
     if (placed.status === 'refused') {
       if (params.reason === 'lost') await acts.markHostLost({ environmentId });
       return failure(`no_capacity: ${placed.message}`);
     }
+    // a drain from a host that is up: a volume that held data is copied (no sample says: its host is asked)
+    const onOldHost = <A>(profile: ActivityOptions) =>
+      proxyActivities<A>(onHost(placed.from, placed.lostSeconds, profile));
+    let copyVolume = params.reason === 'drain' && facts.volumeHeld !== false && !placed.fromLost;
+    if (copyVolume && facts.volumeHeld === null) {
+      const held = await onOldHost<MoveVolumeActivities>(profiles.quick)
+        .volumeHoldsFiles({ environmentId })
+        .catch(async (err) => {
+          await acts.revertMove({ environmentId, host: placed.from });
+          throw err;
+        });
+      copyVolume = held;
+    }
+    let copied: { volume: string; bytes: number; stopped: boolean; stoppedAt: number } | null = null;
+    let putBack: { volume: string; previousLocation: string | null } | null = null;
     try {
+      if (copyVolume) {
+        copied = await onOldHost<MoveVolumeActivities>(profiles.long).copyVolumeOut({ taskId, environmentId });
+        const onNewVolume = proxyActivities<MoveVolumeActivities>(onHost(placed.to, placed.lostSeconds, profiles.long));
+        putBack = await onNewVolume.copyVolumeIn({ taskId, environmentId });
+      }
       if (params.reason === 'evacuate' && params.backup_id) {
         // its data first, from the snapshot, on the new host: the release then starts with it
         const onNewData = proxyActivities<DataActivities>(onHost(placed.to, placed.lostSeconds, profiles.long));
@@ -67,24 +89,51 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
       }
     } catch (err) {
       // the old instances still serve (a lost host's do not: it waits for its host, or an evacuation)
+      if (putBack) await volumeActs.restoreVolumeLocation({ environmentId, location: putBack.previousLocation });
       if (!placed.fromLost) await acts.revertMove({ environmentId, host: placed.from });
       else await acts.markHostLost({ environmentId });
+      if (copyVolume) {
+        // stopped for the copy: they start again where the volume still is; no copy stays in the store
+        if (facts.liveReleaseId)
+          await onOldHost<StorageActivities>(profiles.untilDone)
+            .startWebAfterMove({ taskId, environmentId })
+            .catch(() => log('==> The previous instances did not start again'));
+        await volumeActs.dropVolumeCopy({ taskId, environmentId });
+      }
       throw err;
     }
     await acts.markMoved({ environmentId });
     await log('==> This environment now runs on another machine');
+    if (copied) {
+      await volumeActs.dropVolumeCopy({ taskId, environmentId });
+      const stoppedFor = Math.max(0, Math.round((Date.now() - copied.stoppedAt) / 1000));
+      await log(
+        `==> Its volume was copied (${copied.bytes} bytes through the store, deleted from it since); ` +
+          `it was stopped for ${stoppedFor} s`,
+      );
+    }
     if (params.reason === 'evacuate' && params.backup_id) {
       const told = await acts.mailEvacuation({ taskId, environmentId, backupId: params.backup_id });
       await log(`==> The team's owners and admins were told what was lost (${told} e-mail${told === 1 ? '' : 's'})`);
     }
-    if (!placed.fromLost) leave = { host: placed.from, lostSeconds: placed.lostSeconds };
+    if (!placed.fromLost)
+      leave = {
+        host: placed.from,
+        lostSeconds: placed.lostSeconds,
+        volume: copied?.volume ?? null,
+        newVolume: putBack?.volume ?? null,
+      };
     return { moved: true, reason: params.reason };
   });
   // after the task succeeded at edge_switched (CONTRACT "Tasks"): the old instances stop (`old_stopped`)
-  const from = leave as { host: string; lostSeconds: number } | null;
+  const from = leave as { host: string; lostSeconds: number; volume: string | null; newVolume: string | null } | null;
   if (outcome.status === 'succeeded' && from) {
-    const onOld = proxyActivities<MoveActivities>(onHost(from.host, from.lostSeconds, profiles.untilDone));
+    const onOld = proxyActivities<MoveActivities & MoveVolumeActivities>(
+      onHost(from.host, from.lostSeconds, profiles.untilDone),
+    );
     await onOld.leaveHost({ taskId, environmentId }).catch(() => undefined); // a host lost meanwhile stops them when it rejoins
+    if (from.volume && from.newVolume)
+      await onOld.removeOldVolume({ taskId, volume: from.volume, newVolume: from.newVolume }).catch(() => undefined); // a host lost meanwhile keeps its copy
   }
   return outcome;
 }

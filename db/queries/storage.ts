@@ -108,6 +108,19 @@ export async function environmentVolume(
   return volumePath(files?.location ?? roots[0], envId);
 }
 
+/** The root its `files` disk is recorded under (null: none recorded yet, each host takes its first root). */
+export async function volumeLocation(knex: Knex | Knex.Transaction, envId: string): Promise<string | null> {
+  const row = await knex('storage_disks').where({ environment_id: envId, disk: 'files' }).first('location');
+  return row?.location ?? null;
+}
+
+/** Records the root of its `files` disk (a move put its volume under another host's root, or failed and put it back). */
+export async function setVolumeLocation(knex: Knex | Knex.Transaction, envId: string, location: string): Promise<void> {
+  await knex('storage_disks')
+    .where({ environment_id: envId, disk: 'files' })
+    .update({ location, updated_at: knex.fn.now() });
+}
+
 /** Whether the environment's volume holds anything (backups skip environments with no data at all). */
 export async function volumeHasFiles(knex: Knex | Knex.Transaction, roots: string[], envId: string): Promise<boolean> {
   const dir = await environmentVolume(knex, roots, envId);

@@ -1,23 +1,32 @@
 /**
  * Moving environments between hosts (CONTRACT "Hosts", issue 26 items 7 and 8), with two hosts: the file's own
  * (its in-process worker, `t.config.hostName`) and a worker process for another (HOST_NAME below, its own sandbox
- * tag and SANDBOX_NETWORK block). Until releases are kept in a store every host reads, the second host shares the
- * file's DATA_DIR (a release built by either is where both look for it), and until instances are exposed on
- * HOST_ADDRESS ports the edge reaches both hosts' sandboxes on this machine.
+ * tag, SANDBOX_NETWORK block and INSTANCE_PORTS, and STORAGE_ROOTS of its own: a volume moved between them is
+ * copied). It shares the file's DATA_DIR (and so its release store directory), and the edge reaches both hosts'
+ * sandboxes on this machine.
  *
  * Proved: a move of a stateless environment answers every request meanwhile and stops the old instance; a drain
  * (`npm run hosts -- drain`) moves every environment and ends `drained`, `undrain` opens it; a lost host's
  * stateless environment answers from the other host within 60 s of the loss (HOST_LOST_SECONDS 3), its stateful
  * one is `host_lost` and the edge answers it 503; `evacuate` lists it; the host rejoining stops its stale
- * instances and comes back `drained`.
+ * instances and comes back `drained`; a drain of a host holding an environment whose volume holds a file copies
+ * the volume through the release store (none of it left there), the app reads the file on the new host, the old
+ * copy is deleted, and the host ends `drained`.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
-import { createSharedAppRepo, fetchEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import {
+  commitServer,
+  createSharedAppRepo,
+  fetchEnvironment,
+  heldVolumeApp,
+  taskLog,
+  waitForTask,
+} from '../helpers/deploy-fixtures';
 import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
 import { until } from '../helpers/until';
 import { startS3 } from '../helpers/s3';
@@ -25,8 +34,9 @@ import type { Agent } from '../helpers/http';
 import { startMove } from '../../core/host-moves';
 import { ensureHostWatchSchedule, hostWatchScheduleId } from '../../core/temporal-starts';
 import { listHosts } from '../../db/queries/hosts';
-import { environmentVolume } from '../../db/queries/storage';
+import { environmentVolume, volumePath } from '../../db/queries/storage';
 import { hostTag } from '../../host/provider/host-identity';
+import { instancesOn, removeHostNetworks, runHostsCli } from '../helpers/host-moves';
 
 const LOST = 3;
 const t = useTestContext({
@@ -35,8 +45,8 @@ const t = useTestContext({
   // the snapshots' S3 store (s3rver) is on loopback
   env: { HOST_LOST_SECONDS: String(LOST), RESOURCE_SAMPLE_SECONDS: '1', OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
 });
-const root = path.resolve(__dirname, '../..');
 const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
+const hostsCli = (...args: string[]) => runHostsCli(t, LOST, ...args);
 /** The second host: a name of this file's own (its cgroup subtree and sandbox tag are named after it). */
 let other: string;
 let here: string;
@@ -44,7 +54,10 @@ const children: ChildProcess[] = [];
 let agent: Agent;
 let owner: Awaited<ReturnType<typeof createUser>>;
 let project: { id: string; team_id: string };
+let volumeProject: { id: string; team_id: string };
 let s3: Awaited<ReturnType<typeof startS3>>;
+/** The second host's STORAGE_ROOTS: its volumes are apart from the file's host's. */
+let otherRoot: string;
 
 function startOtherHost(): ChildProcess {
   const child = spawnSystemProcess(t, 'processes/worker.ts', {
@@ -53,6 +66,10 @@ function startOtherHost(): ChildProcess {
     SANDBOX_NETWORK: `10.${120 + (slot % 8) * 4}.0.0/14`,
     HOST_LOST_SECONDS: String(LOST),
     RESOURCE_SAMPLE_SECONDS: '1',
+    STORAGE_ROOTS: otherRoot,
+    // its own INSTANCE_PORTS (instances are reached at HOST_ADDRESS:<instance port>, and both hosts are this
+    // machine): between the tests' environment ports (up to 31799) and second-host.ts's (32000 on)
+    INSTANCE_PORTS: `${31800 + slot * 11}-${31800 + slot * 11 + 10}`,
     // more room than the file's host: new environments land here
     HOST_CAPACITY: 'cpu=1000,memory_mb=20000000,disk_gb=1000000',
     SMTP_URL: t.smtp!.url,
@@ -69,46 +86,11 @@ const placement = async (envId: string) =>
     status: string;
   };
 
-/** `npm run hosts -- ...args` with this file's settings. */
-function hostsCli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'processes/hosts.ts', ...args], {
-      cwd: root,
-      env: {
-        ...process.env,
-        DATABASE_URL: t.databaseUrl,
-        TEMPORAL_ADDRESS: t.config.temporalAddress,
-        TEMPORAL_TASK_QUEUE: t.config.taskQueue,
-        DATA_DIR: t.dataDir,
-        HOST_LOST_SECONDS: String(LOST),
-        LOG_LEVEL: 'silent',
-      },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d));
-    child.stderr.on('data', (d: Buffer) => (stderr += d));
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** The environment's web instances running in `host`'s cgroup subtree: their cgroup leaves (`web-<pid>`). */
-function instancesOn(host: string, envId: string): string[] {
-  const leaves = new Set<string>();
-  const leaf = new RegExp(`/vc-console-${host}/${envId}/(web-\\d+)$`, 'm');
-  for (const entry of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const m = leaf.exec(readFileSync(`/proc/${entry}/cgroup`, 'utf8'));
-      if (m) leaves.add(m[1]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return [...leaves];
-}
-
-async function deployedEnvironment(name: string): Promise<{ id: string; port: number; name: string }> {
-  const res = await agent.post(`/projects/${project.id}/environments`, { name, git_ref: 'main' });
+async function deployedEnvironment(
+  name: string,
+  projectId = project.id,
+): Promise<{ id: string; port: number; name: string }> {
+  const res = await agent.post(`/projects/${projectId}/environments`, { name, git_ref: 'main' });
   expect(res.status, res.text).toBe(201);
   const deploy = await agent.post(`/environments/${res.body.id}/deploy`);
   expect(deploy.status, deploy.text).toBe(202);
@@ -139,7 +121,16 @@ beforeAll(async () => {
   s3 = await startS3();
   const team = await createTeam(t, owner);
   project = await createProject(t, team, { repository_url: repo.dir });
+  // an app that stores a file in its volume and reads it back (`/put`, `/get`)
+  const volumeRepo = createSharedAppRepo();
+  volumeRepo.commit('v1');
+  commitServer(volumeRepo, heldVolumeApp(path.join(volumeRepo.gate, 'never'), 'v1'), 'volume app');
+  volumeProject = await createProject(t, team, { name: 'volumes', repository_url: volumeRepo.dir });
   agent = await sessionAgent(t, owner);
+  const base = mkdtempSync(path.join(t.dataDir, '..', 'roots-b-'));
+  chmodSync(base, 0o711);
+  otherRoot = path.join(base, 'disks');
+  mkdirSync(otherRoot, { mode: 0o755 });
   startOtherHost();
   await until('the second host to join', async () => (await statusOf(other)) === 'ready', { timeoutMs: 60_000 });
   // the host watch, as npm start's worker runs it (every 5 s there), every second here
@@ -155,28 +146,6 @@ afterAll(async () => {
   await s3?.stop();
   removeHostNetworks(hostTag(other));
 });
-
-/** The second host's network namespaces, veths and nft tables (its agent was killed: nothing else removes them). */
-function removeHostNetworks(tag: string): void {
-  const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { stdio: 'ignore' });
-  let names: string[] = [];
-  try {
-    names = readdirSync('/run/netns');
-  } catch {
-    // none
-  }
-  for (const name of names.filter((n) => n.startsWith(`vc-${tag}-`))) {
-    run('ip', ['netns', 'delete', name]);
-    run('ip', ['link', 'delete', `v${tag}-${name.slice(`vc-${tag}-`.length)}`]);
-  }
-  for (const table of [
-    `inet vc_sandbox_${tag}`,
-    `ip vc_sandbox_nat_${tag}`,
-    `ip vc_services_${tag}`,
-    `ip vc_instances_${tag}`,
-  ])
-    run('nft', ['delete', 'table', ...table.split(' ')]);
-}
 
 describe('moving environments between hosts', () => {
   let one: { id: string; port: number; name: string };
@@ -206,7 +175,10 @@ describe('moving environments between hosts', () => {
     await poller;
 
     expect(answers.length).toBeGreaterThan(10);
-    expect(answers.filter((a) => typeof a === 'string' || a.status !== 200 || a.text !== 'v1')).toEqual([]);
+    expect(
+      answers.filter((a) => typeof a === 'string' || a.status !== 200 || a.text !== 'v1'),
+      log,
+    ).toEqual([]);
     expect((await placement(one.id)).host).toBe(here);
     expect((await fetchEnvironment(one.port, '/boot')).text).not.toBe(before); // a new process answers
     expect(instancesOn(here, one.id).length).toBe(1);
@@ -248,7 +220,7 @@ describe('moving environments between hosts', () => {
 
   it(`a lost host's stateless environment answers from the other host within 60 s; a stateful one is host_lost and answers 503`, async () => {
     // `two` holds data in its volume; the other host's sampler says so (and that `one`'s is empty)
-    const volume = await environmentVolume(t.deps.knex, t.config.storageRoots, two.id);
+    const volume = await environmentVolume(t.deps.knex, [otherRoot], two.id);
     mkdirSync(volume, { recursive: true });
     writeFileSync(path.join(volume, 'upload.txt'), 'kept here');
     const sampled = (envId: string, held: boolean) =>
@@ -376,4 +348,53 @@ describe('moving environments between hosts', () => {
     expect(undrained.code).toBe(0);
     expect(await statusOf(other)).toBe('ready');
   }, 120_000);
+  it('a drain copies a volume that holds data to the other host through the store, deletes the old copy, and ends drained', async () => {
+    const three = await deployedEnvironment('three', volumeProject.id);
+    expect((await placement(three.id)).host).toBe(other);
+    expect(await fetchEnvironment(three.port, '/put?name=upload.txt&body=carried%20over')).toEqual({
+      status: 200,
+      text: 'stored',
+    });
+    const oldVolume = await environmentVolume(t.deps.knex, [otherRoot], three.id);
+    expect(readFileSync(path.join(oldVolume, 'upload.txt'), 'utf8')).toBe('carried over');
+    // the other host's sampler says its volume holds data
+    await until(
+      'a sample of the volume',
+      async () =>
+        !!(await t.deps
+          .knex('resource_samples')
+          .where({ environment_id: three.id })
+          .where('volume_bytes', '>', 0)
+          .first()),
+      { timeoutMs: 30_000 },
+    );
+
+    const drained = await hostsCli('drain', other);
+    expect(drained.code, drained.stderr).toBe(0);
+    expect(drained.stdout).toMatch(/three: moving \(task /);
+    await until('the drained host', async () => (await statusOf(other)) === 'drained', { timeoutMs: 120_000 });
+    const move = await newestMove(three.id);
+    const log = await taskLog(t, agent, move.id);
+    expect(move.status, `${move.error}\n${log}`).toBe('succeeded');
+    expect(await placement(three.id)).toMatchObject({ host: here, status: 'running' });
+    // the app reads the same file on the new host, from its volume under this host's STORAGE_ROOTS
+    const newVolume = await environmentVolume(t.deps.knex, t.config.storageRoots, three.id);
+    expect((await fetchEnvironment(three.port, '/where')).text).toBe(newVolume);
+    expect(await fetchEnvironment(three.port, '/get?name=upload.txt')).toEqual({ status: 200, text: 'carried over' });
+    // the copy went through the store and is deleted from it; the old host's copy is deleted
+    const copied =
+      /Its volume was copied \((\d+) bytes through the store, deleted from it since\); it was stopped for (\d+) s/.exec(
+        log,
+      );
+    expect(copied, log).not.toBeNull();
+    expect(Number(copied![1])).toBeGreaterThan(0);
+    expect(readdirSync(path.join(t.config.releaseStore.location, 'moves', three.id))).toEqual([]);
+    await until('the old copy deleted', () => !existsSync(volumePath(otherRoot, three.id)), { timeoutMs: 30_000 });
+    expect(newVolume).not.toBe(oldVolume);
+    expect(log).not.toContain(other);
+    expect(log).not.toContain(here);
+
+    const undrained = await hostsCli('undrain', other);
+    expect(undrained.code).toBe(0);
+  }, 240_000);
 });

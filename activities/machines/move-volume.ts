@@ -1,0 +1,164 @@
+/**
+ * The volume of a moving environment (workflows/moves.ts, CONTRACT "Hosts", issue 26 item 7): copied through the
+ * release store (host/release-store.ts, reachable from every host) as a files-only snapshot encrypted under the
+ * environment's backup key (host/snapshot-format.ts), under a key prefix of its own (`moves/<env>/<task>.vcb`).
+ *
+ *   - on the old host's queue: its web process stopped (as a storage move stops it), the snapshot taken and put
+ *     in the store (`copyVolumeOut`); a move that fails after it starts the web process again there;
+ *   - on the new host's queue: the object fetched and put back into the environment's volume under that host's
+ *     STORAGE_ROOTS, swapped in only once complete (`copyVolumeIn`, backup-engine.ts putBack);
+ *   - anywhere: the object deleted (`dropVolumeCopy`), whether the move succeeded or failed after the copy;
+ *   - on the old host's queue, once the move succeeded: its copy of the volume deleted (`removeOldVolume`).
+ *
+ * Host names never reach the task: the log says how many bytes were copied and how long it was stopped.
+ */
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Deps } from '../../system/deps';
+import type { Provider } from '../../host/provider';
+import { ensureBackupKey } from '../../core/backups/keys';
+import { decryptSnapshot, encryptSnapshot } from '../../host/snapshot-format';
+import { ReleaseStoreError } from '../../host/release-store';
+import { removeTree } from '../../host/no-follow';
+import {
+  environmentVolume,
+  setVolumeLocation,
+  volumeHasFiles,
+  volumeLocation,
+  volumePath,
+} from '../../db/queries/storage';
+import { recordTaskPhases } from '../../db/queries/task-phases';
+import { dataParts, putBack } from '../data/backup-engine';
+import { volumeOwner } from '../storage/volume-env';
+import { withTaskLog } from '../toolkit/task-log';
+import { withHeartbeat } from '../toolkit/heartbeat';
+import { hostFault, userFault } from '../toolkit/failures';
+
+/** The store key of a move's copy: its own prefix, apart from the releases (`<env>/<release>.tar.gz`). */
+function moveCopyKey(envId: string, taskId: string): string {
+  const seg = (s: string) => {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(s)) throw new Error(`not a store key segment: ${s}`);
+    return s;
+  };
+  return `moves/${seg(envId)}/${seg(taskId)}.vcb`;
+}
+
+const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+
+/** A scratch directory for the encrypted copy, removed after `fn`. */
+async function withScratch<T>(fn: (file: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'vc-move-'));
+  try {
+    return await fn(path.join(dir, 'copy.vcb'));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const storeFault = (err: unknown): never => {
+  if (err instanceof ReleaseStoreError) throw hostFault('ReleaseStoreUnavailable', err.message);
+  throw err;
+};
+
+export function createMoveVolumeActivities(deps: Deps, provider: Provider) {
+  const { knex, config } = deps;
+  const { supervisor, releaseStore } = provider;
+  return {
+    /** On the old host's queue, when no usage sample says: whether the environment's volume holds anything here. */
+    async volumeHoldsFiles(input: { environmentId: string }): Promise<boolean> {
+      return volumeHasFiles(knex, config.storageRoots, input.environmentId);
+    },
+
+    /**
+     * On the old host's queue: the web process stops (the edge's route stays, as during a storage move), and a
+     * files-only snapshot of the volume goes to the store. Answers where the volume is here and the copy's size.
+     */
+    async copyVolumeOut(input: { taskId: string; environmentId: string }) {
+      return withTaskLog(deps, input.taskId, (log) =>
+        withHeartbeat(async () => {
+          const envId = input.environmentId;
+          log.line('==> Stopping this environment while its volume is copied');
+          const stopped = await supervisor.stopWeb(envId);
+          const stoppedAt = Date.now();
+          if (!stopped) log.line('==> No web process runs here');
+          await recordTaskPhases(knex, input.taskId, { old_stopped: new Date(stoppedAt).toISOString() });
+          const volume = await environmentVolume(knex, config.storageRoots, envId);
+          const key = await ensureBackupKey(knex, deps.secrets, envId);
+          const objectKey = moveCopyKey(envId, input.taskId);
+          const bytes = await withScratch(async (file) => {
+            await pipeline(
+              Readable.from(encryptSnapshot(key, dataParts(config, { login: null, volume }))),
+              createWriteStream(file, { mode: 0o600 }),
+            );
+            await releaseStore.put(objectKey, file).catch(storeFault);
+            return (await stat(file)).size;
+          });
+          log.line(`==> The volume was copied out, encrypted under this environment's backup key (${mib(bytes)})`);
+          return { volume, bytes, stopped, stoppedAt };
+        }),
+      );
+    },
+
+    /**
+     * On the new host's queue: the copy fetched from the store and put back into the environment's volume under
+     * this host's STORAGE_ROOTS (its recorded root when this host has it, else this host's first root, recorded).
+     * Answers the volume's path here and the root it was recorded under before (to put back if the move fails).
+     */
+    async copyVolumeIn(input: { taskId: string; environmentId: string }) {
+      return withTaskLog(deps, input.taskId, (log) =>
+        withHeartbeat(async () => {
+          const envId = input.environmentId;
+          const previousLocation = await volumeLocation(knex, envId);
+          const moveRoot = previousLocation !== null && !config.storageRoots.includes(previousLocation);
+          const volume = moveRoot
+            ? volumePath(config.storageRoots[0], envId)
+            : await environmentVolume(knex, config.storageRoots, envId);
+          const key = await ensureBackupKey(knex, deps.secrets, envId);
+          await withScratch(async (file) => {
+            const found = await releaseStore.get(moveCopyKey(envId, input.taskId), file).catch(storeFault);
+            if (!found) throw userFault('StorageTaskFailed', 'the copy of the volume is not in the release store');
+            await putBack({
+              config,
+              target: { login: null, volume, owner: await volumeOwner(deps, provider, envId) },
+              parts: decryptSnapshot(key, createReadStream(file)),
+              marker: input.taskId,
+            });
+          });
+          // recorded once complete: a failed put-back leaves the record as it was
+          if (moveRoot) await setVolumeLocation(knex, envId, config.storageRoots[0]);
+          log.line('==> The volume was put back on another machine');
+          return { volume, previousLocation };
+        }),
+      );
+    },
+
+    /** The move failed after the copy was put back: the volume's recorded root is what it was. */
+    async restoreVolumeLocation(input: { environmentId: string; location: string | null }): Promise<void> {
+      if (input.location !== null) await setVolumeLocation(knex, input.environmentId, input.location);
+    },
+
+    /** The copy in the store is deleted (the move succeeded, or failed after the copy). */
+    async dropVolumeCopy(input: { taskId: string; environmentId: string }): Promise<void> {
+      await releaseStore.delete(moveCopyKey(input.environmentId, input.taskId)).catch(storeFault);
+    },
+
+    /**
+     * On the old host's queue, once the move succeeded: its copy of the volume is deleted, unless it is the very
+     * directory the new host now uses (two hosts sharing a STORAGE_ROOTS directory).
+     */
+    async removeOldVolume(input: { taskId: string; volume: string; newVolume: string }): Promise<void> {
+      if (path.resolve(input.volume) === path.resolve(input.newVolume)) return;
+      const envId = path.basename(input.volume);
+      const root = path.dirname(path.dirname(input.volume));
+      if (volumePath(root, envId) !== input.volume) return;
+      await removeTree(path.dirname(input.volume), envId);
+      await withTaskLog(deps, input.taskId, async (log) => log.line('==> The previous copy of the volume was deleted'));
+    },
+  };
+}
+
+export type MoveVolumeActivities = ReturnType<typeof createMoveVolumeActivities>;
