@@ -27,7 +27,7 @@ export interface SecondHost {
 }
 
 /** The second octet of the slot's sandbox block `block` (a /14 of 10.0.0.0/8: 10.128.0.0 onwards, 8 per slot). */
-export function sandboxBlock(block: 0 | 1): number {
+function sandboxBlock(block: 0 | 1): number {
   const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
   return (128 + slot * 8 + block * 4) % 256;
 }
@@ -111,7 +111,7 @@ export function spawnSecondHost(
  * What the agent's sandboxes left on this machine's kernel (their networks stay when an agent stops, as a
  * worker's do): its network namespaces (their veths go with them) and its nftables tables, found by its tag.
  */
-function removeHostNetworks(name: string): void {
+export function removeHostNetworks(name: string): void {
   const tag = hostTag(name);
   let names: string[] = [];
   try {
