@@ -125,7 +125,14 @@ export async function replaceFromLostHost(
         from: server.host,
         message: noCapacity(settings.plans, hosts[0]?.free_memory_mb ?? 0, 'this environment').message,
       };
-    await trx('servers').where({ id: server.id }).update({ host: hosts[0].name, updated_at: trx.fn.now() });
+    // no longer on the lost host: not `host_lost` either (the deploy starts it there)
+    await trx('servers')
+      .where({ id: server.id })
+      .update({
+        host: hosts[0].name,
+        status: trx.raw("CASE WHEN status = 'host_lost' THEN 'running' ELSE status END"),
+        updated_at: trx.fn.now(),
+      });
     return { status: 'moved', from: server.host, to: hosts[0].name };
   });
 }

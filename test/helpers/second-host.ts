@@ -111,7 +111,7 @@ export function spawnSecondHost(
  * What the agent's sandboxes left on this machine's kernel (their networks stay when an agent stops, as a
  * worker's do): its network namespaces (their veths go with them) and its nftables tables, found by its tag.
  */
-function removeHostNetworks(name: string): void {
+export function removeHostNetworks(name: string): void {
   const tag = hostTag(name);
   let names: string[] = [];
   try {
