@@ -57,12 +57,15 @@ export interface InstanceExposure {
 
 const table = () => `vc_instances_${hostIdentity().tag}`;
 
-let ensured: Promise<void> | null = null;
+/** Per table: a process whose host identity is configured again (a bench, a test) ensures the new host's table too. */
+const ensured = new Map<string, Promise<void>>();
 
 /** This host's table, map and chains (idempotent; the map's elements are kept). */
 function ensureInstanceTable(): Promise<void> {
-  ensured ??= (async () => {
-    const t = table();
+  const t = table();
+  let made = ensured.get(t);
+  if (made) return made;
+  made = (async () => {
     await nft(`add table ip ${t}
 add map ip ${t} forwards { type ipv4_addr . inet_service : ipv4_addr . inet_service; }
 add chain ip ${t} prerouting { type nat hook prerouting priority dstnat; policy accept; }
@@ -76,10 +79,9 @@ add rule ip ${t} output meta l4proto tcp dnat ip to ip daddr . tcp dport map @fo
 add rule ip ${t} postrouting oifname "v${hostIdentity().tag}-*" ip saddr 127.0.0.0/8 ct status dnat masquerade
 `);
   })();
-  ensured.catch(() => {
-    ensured = null;
-  });
-  return ensured;
+  ensured.set(t, made);
+  made.catch(() => ensured.delete(t));
+  return made;
 }
 
 const resolved = new Map<string, Promise<string>>();

@@ -225,12 +225,16 @@ describe('the edge across hosts', () => {
   });
 
   it("a clean stop of the agent takes its forwards and ports away, and leaves the other host's", async () => {
-    const aPorts = forwarded(hostTag(t.config.hostName), '127.0.0.1');
+    // the file's own host's forwards in its own INSTANCE_PORTS: other test files share the machine's host tag
+    const ours = (ports: number[]) =>
+      ports.filter((p) => p >= t.config.instancePorts.from && p <= t.config.instancePorts.to).sort();
+    const aPorts = ours(forwarded(hostTag(t.config.hostName), '127.0.0.1'));
     process.kill(agent.pid!, 'SIGTERM');
     expect(await agentExit).toBe(0);
     expect(forwarded(hostTag(B.name), B.address)).toEqual([]);
     expect(await t.deps.knex('instance_ports').where({ host: B.name })).toEqual([]);
-    expect(forwarded(hostTag(t.config.hostName), '127.0.0.1')).toEqual(aPorts);
+    expect(ours(forwarded(hostTag(t.config.hostName), '127.0.0.1'))).toEqual(aPorts);
+    expect(aPorts.length).toBeGreaterThan(0);
     expect(await answer(world.environment.port)).toMatch(/^v1 /);
   }, 60_000);
 });
