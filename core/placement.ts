@@ -90,6 +90,38 @@ type Replacement =
   | { status: 'moved'; from: string; to: string }
   | { status: 'refused'; from: string; message: string };
 
+/** The environment's `web` server, with whether its host is lost (false: alive, or none recorded). */
+async function webServerToPlace(trx: Knex.Transaction, environmentId: string, lostSeconds: number) {
+  return trx({ s: 'servers' })
+    .leftJoin({ h: 'hosts' }, 'h.name', 's.host')
+    .where({ 's.environment_id': environmentId, 's.role': 'web' })
+    .first(
+      's.id',
+      's.host',
+      's.memory_mb',
+      's.instances',
+      trx.raw('coalesce(h.heartbeat_at < now() - make_interval(secs => ?::double precision), false) AS lost', [
+        lostSeconds,
+      ]),
+    );
+}
+
+/**
+ * The host a server of `needMb` goes to, never `from` (as placeWebServer places a new one), or the refusal's
+ * message naming the largest plan that fits.
+ */
+async function otherHostWithRoom(
+  trx: Knex.Transaction,
+  settings: PlacementSettings,
+  from: string,
+  needMb: number,
+): Promise<{ host: string } | { refused: string }> {
+  const hosts = await placeableHosts(trx, settings.hostLostSeconds, [from]);
+  if (!hosts[0] || hosts[0].free_memory_mb < needMb)
+    return { refused: noCapacity(settings.plans, hosts[0]?.free_memory_mb ?? 0, 'this environment').message };
+  return { host: hosts[0].name };
+}
+
 /**
  * A deploy whose environment's host is lost re-places it (CONTRACT "Hosts"): its `web` server goes where a new
  * one would (placeWebServer), never back to the lost host, and `servers.host` says so; the deploy then starts it
@@ -103,37 +135,19 @@ export async function replaceFromLostHost(
 ): Promise<Replacement> {
   return knex.transaction(async (trx) => {
     await lockPlacement(trx);
-    const server = await trx({ s: 'servers' })
-      .join({ h: 'hosts' }, 'h.name', 's.host')
-      .where({ 's.environment_id': environmentId, 's.role': 'web' })
-      .first(
-        's.id',
-        's.host',
-        's.plan',
-        's.memory_mb',
-        's.instances',
-        trx.raw('h.heartbeat_at < now() - make_interval(secs => ?::double precision) AS lost', [
-          settings.hostLostSeconds,
-        ]),
-      );
+    const server = await webServerToPlace(trx, environmentId, settings.hostLostSeconds);
     if (!server?.lost) return { status: 'kept' };
-    const need = { id: server.plan as string, memory_mb: server.memory_mb * server.instances };
-    const hosts = await placeableHosts(trx, settings.hostLostSeconds, [server.host]);
-    if (!hosts[0] || hosts[0].free_memory_mb < need.memory_mb)
-      return {
-        status: 'refused',
-        from: server.host,
-        message: noCapacity(settings.plans, hosts[0]?.free_memory_mb ?? 0, 'this environment').message,
-      };
+    const to = await otherHostWithRoom(trx, settings, server.host, server.memory_mb * server.instances);
+    if ('refused' in to) return { status: 'refused', from: server.host, message: to.refused };
     // no longer on the lost host: not `host_lost` either (the deploy starts it there)
     await trx('servers')
       .where({ id: server.id })
       .update({
-        host: hosts[0].name,
+        host: to.host,
         status: trx.raw("CASE WHEN status = 'host_lost' THEN 'running' ELSE status END"),
         updated_at: trx.fn.now(),
       });
-    return { status: 'moved', from: server.host, to: hosts[0].name };
+    return { status: 'moved', from: server.host, to: to.host };
   });
 }
 
@@ -154,30 +168,12 @@ export async function placeMove(
 ): Promise<MovePlacement> {
   return knex.transaction(async (trx) => {
     await lockPlacement(trx);
-    const server = await trx({ s: 'servers' })
-      .leftJoin({ h: 'hosts' }, 'h.name', 's.host')
-      .where({ 's.environment_id': environmentId, 's.role': 'web' })
-      .first(
-        's.id',
-        's.host',
-        's.plan',
-        's.memory_mb',
-        's.instances',
-        trx.raw('coalesce(h.heartbeat_at < now() - make_interval(secs => ?::double precision), false) AS lost', [
-          settings.hostLostSeconds,
-        ]),
-      );
+    const server = await webServerToPlace(trx, environmentId, settings.hostLostSeconds);
     if (!server) throw appError('not_found', 'This environment has no web server to move');
     const from: string = server.host ?? settings.ownHost;
-    const need = server.memory_mb * server.instances;
-    const hosts = await placeableHosts(trx, settings.hostLostSeconds, [from]);
-    if (!hosts[0] || hosts[0].free_memory_mb < need)
-      return {
-        status: 'refused',
-        from,
-        message: noCapacity(settings.plans, hosts[0]?.free_memory_mb ?? 0, 'this environment').message,
-      };
-    await trx('servers').where({ id: server.id }).update({ host: hosts[0].name, updated_at: trx.fn.now() });
-    return { status: 'placed', from, to: hosts[0].name, fromLost: Boolean(server.lost) };
+    const to = await otherHostWithRoom(trx, settings, from, server.memory_mb * server.instances);
+    if ('refused' in to) return { status: 'refused', from, message: to.refused };
+    await trx('servers').where({ id: server.id }).update({ host: to.host, updated_at: trx.fn.now() });
+    return { status: 'placed', from, to: to.host, fromLost: Boolean(server.lost) };
   });
 }

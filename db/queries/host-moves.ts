@@ -20,13 +20,12 @@ export interface PlacedEnvironment {
   server_status: string;
 }
 
-/** The environments whose `web` server is placed on `host`, by name. */
-export async function environmentsOnHost(knex: Db, host: string): Promise<PlacedEnvironment[]> {
-  return knex({ s: 'servers' })
+/** The environments of `web` servers with their team and project (a host's, or a lost host's, below). */
+const placedEnvironments = (knex: Db) =>
+  knex({ s: 'servers' })
     .join({ e: 'environments' }, 'e.id', 's.environment_id')
     .join({ p: 'projects' }, 'p.id', 'e.project_id')
-    .where({ 's.role': 'web', 's.host': host })
-    .orderBy('e.name')
+    .where({ 's.role': 'web' })
     .select(
       's.environment_id',
       'p.team_id',
@@ -35,6 +34,10 @@ export async function environmentsOnHost(knex: Db, host: string): Promise<Placed
       { server_id: 's.id' },
       { server_status: 's.status' },
     );
+
+/** The environments whose `web` server is placed on `host`, by name. */
+export async function environmentsOnHost(knex: Db, host: string): Promise<PlacedEnvironment[]> {
+  return placedEnvironments(knex).where({ 's.host': host }).orderBy('e.name');
 }
 
 /** Places the environment's `web` server on `host` (a move, or a failed move put back). */
@@ -85,23 +88,13 @@ export async function takeLostHosts(knex: Db, lostSeconds: number, sweeper: stri
  * change runs) is started by a later one.
  */
 export async function environmentsOnLostHosts(knex: Db, lostSeconds: number): Promise<PlacedEnvironment[]> {
-  return knex({ s: 'servers' })
+  return placedEnvironments(knex)
     .join({ h: 'hosts' }, 'h.name', 's.host')
-    .join({ e: 'environments' }, 'e.id', 's.environment_id')
-    .join({ p: 'projects' }, 'p.id', 'e.project_id')
-    .where({ 's.role': 'web', 's.status': 'running' })
+    .where({ 's.status': 'running' })
     .whereNotNull('h.lost_at')
     .where('h.heartbeat_at', '<', lostAfter(knex, lostSeconds))
     .orderBy(['h.name', 'e.name'])
-    .select(
-      's.environment_id',
-      'p.team_id',
-      'e.project_id',
-      'e.name',
-      { server_id: 's.id' },
-      { server_status: 's.status' },
-      { host: 'h.name' },
-    );
+    .select({ host: 'h.name' });
 }
 
 /** Hosts taken as lost whose heartbeat is fresh again: they rejoined (their stale instances are to stop). */
