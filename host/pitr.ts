@@ -28,6 +28,8 @@ export interface PitrServer {
   socketDir: string;
   repository: string;
   days: number;
+  /** archive_timeout, seconds (PITR_ARCHIVE_TIMEOUT). */
+  archiveTimeout: number;
   s3: Config['pitr']['s3'];
   /** pgBackRest's config file (no secret in it). */
   configFile: string;
@@ -55,6 +57,7 @@ export function pitrServer(config: PitrConfig): PitrServer | null {
     socketDir: join(config.dataDir, 'services-socket'),
     repository: config.pitr.repository,
     days: config.pitr.days,
+    archiveTimeout: config.pitr.archiveTimeout,
     s3: config.pitr.s3,
     configFile: join(runDir, 'pgbackrest.conf'),
     runDir,
@@ -162,7 +165,8 @@ const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /**
  * The server's settings on every path that starts it: WAL archived by pgBackRest's archive-push, a segment at
- * least every 60 s, and the private socket directory pgBackRest reaches it through.
+ * least every PITR_ARCHIVE_TIMEOUT (60 s; processes/embedded-postgres.ts wakes the checkpointer so that it holds
+ * from the start), and the private socket directory pgBackRest reaches it through.
  */
 export function archiveFlags(server: PitrServer): string[] {
   const push = `pgbackrest --config=${shellQuote(server.configFile)} --stanza=${STANZA} archive-push %p`;
@@ -172,7 +176,7 @@ export function archiveFlags(server: PitrServer): string[] {
     '-c',
     `archive_command=${push}`,
     '-c',
-    'archive_timeout=60',
+    `archive_timeout=${server.archiveTimeout}`,
     '-c',
     `unix_socket_directories=${server.socketDir}`,
     '-c',

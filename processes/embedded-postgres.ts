@@ -120,6 +120,22 @@ export async function embeddedPostgresChild(
   return { spec, url, setUp: () => setUpEmbeddedPostgres(dataDir, port, log) };
 }
 
+/**
+ * After every start of a server whose WAL is archived: its configuration reloaded (SIGHUP to the postmaster, as
+ * `pg_reload_conf()`), so that `archive_timeout` is in force at once. PostgreSQL's checkpointer takes its first
+ * sleep while the server is still starting up, when it does not yet count archive_timeout, and sleeps the whole
+ * checkpoint_timeout (5 min): measured here, a fresh server switched no WAL segment for 225 s of steady writes
+ * (archive_timeout 60), and one reloaded right after its start switched every archive_timeout. Without this, the
+ * writes of the first minutes after a start could be lost on a restore, past the minute PITR promises.
+ */
+function wakeCheckpointer(pid: number): void {
+  try {
+    process.kill(pid, 'SIGHUP');
+  } catch {
+    // gone already: its supervisor starts it again, and this runs again then
+  }
+}
+
 /** A cluster's server as a supervised child: ready once it answers on its port (even to a wrong password). */
 export async function clusterChild(o: {
   name: string;
@@ -141,6 +157,7 @@ export async function clusterChild(o: {
   mkdirSync(dirname(o.logFile), { recursive: true });
   const logFd = openSync(o.logFile, 'a');
   const { port, password } = o;
+  const archives = o.flags.includes('archive_mode=on');
   return {
     name: o.name,
     command: binaries.postgres,
@@ -149,19 +166,20 @@ export async function clusterChild(o: {
     ...ids,
     stdio: ['ignore', logFd, logFd],
     // A server that answers, even with a wrong password (the password is set right by setUp).
-    ready: async () => {
+    ready: async (pid) => {
       for (;;) {
         const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' });
         try {
           await client.connect();
-          return;
+          break;
         } catch (err) {
-          if ((err as { code?: string }).code === '28P01') return;
+          if ((err as { code?: string }).code === '28P01') break;
           await new Promise((r) => setTimeout(r, 200));
         } finally {
           await client.end().catch(() => undefined);
         }
       }
+      if (archives) wakeCheckpointer(pid);
     },
     // fast shutdown: clients are disconnected, nothing is lost
     stopSignal: 'SIGINT',

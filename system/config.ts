@@ -135,6 +135,8 @@ interface PitrConfig {
   repository: string;
   /** PITR_DAYS (default 7): how deep the archive is kept. */
   days: number;
+  /** PITR_ARCHIVE_TIMEOUT (default 60, CONTRACT's archive_timeout): seconds at most before a WAL segment is archived. */
+  archiveTimeout: number;
   /** The operator's S3_* settings, for an `s3://` repository. */
   s3: { endpoint?: string; region?: string; accessKeyId?: string; secretAccessKey?: string; caFile?: string };
 }
@@ -395,6 +397,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pitr: {
       repository: pitrRepository(env.PITR_REPOSITORY, resolve(env.DATA_DIR || 'var')),
       days: Math.max(1, int(env, 'PITR_DAYS', 7)),
+      archiveTimeout: Math.min(3600, Math.max(1, int(env, 'PITR_ARCHIVE_TIMEOUT', 60))),
       s3: operatorS3(env),
     },
     releaseStore: {
