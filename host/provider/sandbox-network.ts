@@ -14,7 +14,7 @@
  * to 127.0.0.1 or to every address is reached at `<env address>:PORT`. Everything is idempotent.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { hostIdentity } from './host-identity';
 
@@ -209,12 +209,30 @@ export function ensureNetwork(port: number): Promise<void> {
 async function networkReady(port: number): Promise<boolean> {
   const ns = netnsName(port);
   const { host, env } = jailAddresses(port);
-  if (!existsSync(`/run/netns/${ns}`)) return false;
+  const seen = networkIdentity(port);
+  if (!seen || !routeLocalnet(vethName(port))) return false;
+  // Checked already, and the very same namespace and veth are still there (a namespace or veth made again has
+  // another inode or ifindex): no `ip` to spawn, which every step of every task touching the environment paid.
+  if (checkedNetworks.get(port) === seen) return true;
   const outside = await run('ip', ['-4', '-o', 'addr', 'show', 'dev', vethName(port)]).catch(() => null);
   const inside = await run('ip', ['-n', ns, '-4', '-o', 'addr', 'show', 'dev', 'eth0']).catch(() => null);
-  return Boolean(
-    outside?.stdout.includes(`${host}/30`) && inside?.stdout.includes(`${env}/30`) && routeLocalnet(vethName(port)),
-  );
+  const ready = Boolean(outside?.stdout.includes(`${host}/30`) && inside?.stdout.includes(`${env}/30`));
+  if (ready) checkedNetworks.set(port, seen);
+  return ready;
+}
+
+/** Per port, the namespace and veth (networkIdentity) whose addresses this process has seen right. */
+const checkedNetworks = new Map<number, string>();
+
+/** The environment's namespace file's inode and its host-side veth's ifindex; null when either is missing. */
+function networkIdentity(port: number): string | null {
+  try {
+    const ino = statSync(`/run/netns/${netnsName(port)}`).ino;
+    const ifindex = readFileSync(`/sys/class/net/${vethName(port)}/ifindex`, 'utf8').trim();
+    return `${ino}:${ifindex}`;
+  } catch {
+    return null;
+  }
 }
 
 /** The host-side veth lets DNATed packets to 127.0.0.1 (the services server) in, and their replies out. */
@@ -268,6 +286,7 @@ async function removeLegacyNetwork(port: number, host: string): Promise<void> {
 
 /** Removes the namespace and the host end of the veth pair (absent ones are fine). */
 export async function removeNetwork(port: number): Promise<void> {
+  checkedNetworks.delete(port);
   await run('ip', ['netns', 'delete', netnsName(port)]).catch(() => undefined);
   await run('ip', ['link', 'delete', vethName(port)]).catch(() => undefined);
 }

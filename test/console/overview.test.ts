@@ -403,7 +403,8 @@ describe.sequential('the environment overview', () => {
     expect(found).toEqual([]);
     expect(sideways).toEqual([]);
     expect(c.problems).toEqual([]);
-  });
+    // ~30 screens, each waited to network idle, checked in two schemes and photographed: ~35 s on a quiet machine
+  }, 180_000);
 
   it('lists the last 10 tasks, newest first, each with its status and how long it took', async () => {
     const { page } = c;

@@ -53,12 +53,14 @@ interface WrkResult {
   output: string;
 }
 
-/** `wrk -t1 -c4 -dSECONDSs --latency URL`: the requests it completed, its non-2xx/3xx answers and socket errors. */
-export function runWrk(url: string, seconds: number): Promise<WrkResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('wrk', ['-t1', '-c4', `-d${seconds}s`, '--latency', url], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+/**
+ * `wrk -t1 -c4 --latency URL` (the requests it completed, its non-2xx/3xx answers and socket errors) until
+ * `stop()`, or `seconds` at most; `stop()` ends it as Ctrl-C does (wrk prints its figures for the requests it made)
+ * and resolves with them.
+ */
+export function runWrk(url: string, seconds: number): { done: Promise<WrkResult>; stop: () => Promise<WrkResult> } {
+  const child = spawn('wrk', ['-t1', '-c4', `-d${seconds}s`, '--latency', url], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const done = new Promise<WrkResult>((resolve, reject) => {
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d));
     child.stderr.on('data', (d: Buffer) => (output += d));
@@ -72,4 +74,11 @@ export function runWrk(url: string, seconds: number): Promise<WrkResult> {
       resolve({ requests, non2xx, socketErrors, output });
     });
   });
+  return {
+    done,
+    stop: () => {
+      if (child.exitCode === null) child.kill('SIGINT');
+      return done;
+    },
+  };
 }
