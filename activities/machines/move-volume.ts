@@ -91,7 +91,7 @@ export function createMoveVolumeActivities(deps: Deps, provider: Provider) {
           const objectKey = moveCopyKey(envId, input.taskId);
           const bytes = await withScratch(async (file) => {
             await pipeline(
-              Readable.from(encryptSnapshot(key, dataParts(config, { login: null, volume }))),
+              Readable.from(encryptSnapshot(key, dataParts(config, provider, { login: null, volume }))),
               createWriteStream(file, { mode: 0o600 }),
             );
             await releaseStore.put(objectKey, file).catch(storeFault);
