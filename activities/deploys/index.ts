@@ -313,7 +313,12 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
               taskId: input.taskId,
               onPhase: (phase) => phases.mark(phase),
             });
-            if (!live.ok) throw userFault('GoLiveFailed', `${live.message}; the previous release keeps serving`);
+            // a move's error says itself where the environment serves (workflows/moves.ts)
+            if (!live.ok)
+              throw userFault(
+                'GoLiveFailed',
+                type === 'move' ? live.message : `${live.message}; the previous release keeps serving`,
+              );
             if (type === 'move') return { deploymentId: null, url };
 
             const deploymentId = await knex.transaction(async (trx) => {
