@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { takeSnapshot } from '../activities/data/backup-engine';
 import { openStore } from '../host/destinations';
+import { volumeTar } from '../host/provider/volume';
 
 const input = JSON.parse(process.env.BENCH_CONFIG ?? '{}');
 const config = { servicesDatabaseUrl: input.adminUrl as string, databaseUrl: undefined };
@@ -15,6 +16,7 @@ const store = openStore({ kind: 'local', settings: { path: input.dir } }, { outb
 const began = performance.now();
 const r = await takeSnapshot({
   config,
+  volumes: { volumeTar },
   source: { login: input.login, volume: join(input.dir, 'no-volume') },
   key: randomBytes(32),
   store,

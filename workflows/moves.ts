@@ -16,18 +16,20 @@
  * object is deleted once the move ended (succeeded or failed), the old host's copy once it succeeded.
  *
  * A move that fails before the switch puts the placement back (the old instances keep serving, or start again
- * when they were stopped for the copy). Host names are the operator's: the log says "another machine".
+ * when they were stopped for the copy; the edge serves them again), and, once it reached the new host, cleans up
+ * there: what started stops, the volume copied there is deleted. Its error says why, where the environment is
+ * now and what to do (moveFailed). Host names are the operator's: the log says "another machine".
  *
  * watchHosts: the `host-watch` schedule's run: one sweep (core/host-moves.ts), then each rejoined host's stale
  * instances stopped on its own queue.
  */
-import { type ActivityOptions, proxyActivities } from '@temporalio/workflow';
+import { type ActivityOptions, patched, proxyActivities } from '@temporalio/workflow';
 import type { DataActivities } from '../activities/data';
 import type { DeployActivities } from '../activities/deploys';
 import type { MoveActivities } from '../activities/machines/moves';
 import type { MoveVolumeActivities } from '../activities/machines/move-volume';
 import type { StorageActivities } from '../activities/storage';
-import { failure, runTask, type TaskWorkflowInput } from './task-runner';
+import { describeError, failure, runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles, stepProfile } from './profiles';
 import { onHost } from './host-queue';
 
@@ -35,6 +37,33 @@ const acts = proxyActivities<MoveActivities>(profiles.bookkeeping);
 const volumeActs = proxyActivities<MoveVolumeActivities>(profiles.bookkeeping);
 /** A host watch round starts a task per environment of a lost host: more than bookkeeping's 30 s may pass. */
 const sweep = proxyActivities<MoveActivities>(profiles.quick);
+
+/**
+ * The patch that made a move failing on its new host clean up there (what it started stops, its copy of the
+ * volume goes), serve the old host's instances again and say so in plain words: a move started before it replays
+ * as it ran.
+ */
+const MOVE_FAILURE_PATCH = 'move-failure-clean-up';
+
+/**
+ * A move that failed once it reached its new host: why, where the environment is now, and what to do. Host names
+ * are the operator's: the other machine, its previous machine.
+ */
+function moveFailed(cause: string, o: { fromLost: boolean; copied: boolean; backUp: boolean }): string {
+  const unavailable = cause.startsWith('host_unavailable:');
+  const why = unavailable
+    ? 'host_unavailable: the machine this environment was moving to stopped answering, so the move did not finish'
+    : `this environment did not start on another machine: ${cause}`;
+  if (o.fromLost)
+    return `${why}. It stays on its machine, which is down: the edge answers it 503 until that machine is back or it is evacuated.`;
+  const now = o.backUp
+    ? `It serves from its previous machine again${o.copied ? ', with its volume as it was' : ''}; nothing else changed`
+    : 'It is back on its previous machine, but its web process did not start again there: reboot it';
+  const todo = unavailable
+    ? 'The move runs again when its machine is drained again'
+    : 'Fix what stops it from starting on another machine; the move runs again when its machine is drained again';
+  return `${why}. ${now}. ${todo}.`;
+}
 
 const WHY = {
   drain: 'its machine is being drained',
@@ -70,19 +99,24 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
     }
     let copied: { volume: string; bytes: number; stopped: boolean; stoppedAt: number } | null = null;
     let putBack: { volume: string; previousLocation: string | null } | null = null;
+    /** Work was sent to the new host: a failure from then on cleans up there. */
+    let reachedNew = false;
     try {
       if (copyVolume) {
         copied = await onOldHost<MoveVolumeActivities>(profiles.long).copyVolumeOut({ taskId, environmentId });
         const onNewVolume = proxyActivities<MoveVolumeActivities>(onHost(placed.to, placed.lostSeconds, profiles.long));
+        reachedNew = true;
         putBack = await onNewVolume.copyVolumeIn({ taskId, environmentId });
       }
       if (params.reason === 'evacuate' && params.backup_id) {
         // its data first, from the snapshot, on the new host: the release then starts with it
         const onNewData = proxyActivities<DataActivities>(onHost(placed.to, placed.lostSeconds, profiles.long));
+        reachedNew = true;
         await onNewData.restoreBackup({ taskId, backupId: params.backup_id, environmentId });
       }
       if (facts.liveReleaseId) {
         const onNew = proxyActivities<DeployActivities>(onHost(placed.to, placed.lostSeconds, stepProfile('15m')));
+        reachedNew = true;
         await onNew.goLive({ taskId, releaseId: facts.liveReleaseId, type: 'move', skipSteps: true });
       } else {
         await log('==> No release is live: nothing to start');
@@ -92,15 +126,39 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
       if (putBack) await volumeActs.restoreVolumeLocation({ environmentId, location: putBack.previousLocation });
       if (!placed.fromLost) await acts.revertMove({ environmentId, host: placed.from });
       else await acts.markHostLost({ environmentId });
+      const cleanUp = patched(MOVE_FAILURE_PATCH);
+      let backUp = true;
       if (copyVolume) {
         // stopped for the copy: they start again where the volume still is; no copy stays in the store
         if (facts.liveReleaseId)
           await onOldHost<StorageActivities>(profiles.untilDone)
             .startWebAfterMove({ taskId, environmentId })
-            .catch(() => log('==> The previous instances did not start again'));
+            .catch(() => {
+              backUp = false;
+              return log('==> The previous instances did not start again');
+            });
         await volumeActs.dropVolumeCopy({ taskId, environmentId });
+      } else if (cleanUp && !placed.fromLost && facts.liveReleaseId) {
+        // the edge serves the old instances, whatever the new host published before it failed
+        await onOldHost<MoveActivities>(profiles.quick)
+          .serveHereAgain({ environmentId })
+          .catch(() => log('==> The edge could not be pointed at the previous instances again'));
       }
-      throw err;
+      if (!cleanUp || !reachedNew) throw err;
+      const cause = describeError(err);
+      // the new host: what started there stops, and the volume copied there goes (unless it is the old one's
+      // very directory); a new host that did not take the work in time is down: no one would take this either
+      if (!cause.startsWith('host_unavailable:')) {
+        const onNew = proxyActivities<MoveActivities & MoveVolumeActivities>(
+          onHost(placed.to, placed.lostSeconds, profiles.quick),
+        );
+        await onNew.leaveAfterFailedMove({ taskId, environmentId }).catch(() => undefined);
+        if (putBack && copied)
+          await onNew
+            .removeCopiedVolume({ taskId, volume: putBack.volume, oldVolume: copied.volume })
+            .catch(() => log('==> The copy of the volume on the other machine could not be deleted'));
+      }
+      return failure(moveFailed(cause, { fromLost: placed.fromLost, copied: copyVolume, backUp }));
     }
     await acts.markMoved({ environmentId });
     await log('==> This environment now runs on another machine');

@@ -26,7 +26,8 @@ import {
 import { decryptSnapshot, encryptSnapshot, type PartName } from '../../host/snapshot-format';
 import type { ObjectStore, StoredObject } from '../../host/destinations';
 import { Dir, spawnIn } from '../../host/no-follow';
-import { childOutput as output, volumeTar } from '../../host/provider/volume';
+import { childOutput as output } from '../../host/child-output';
+import type { Provider } from '../../host/provider';
 import type { SnapshotCounts } from '../../db/models/backup';
 import { countTarEntries, dumpInExportedSnapshot } from './snapshot-counts';
 
@@ -82,41 +83,50 @@ async function volumesDir(volume: string): Promise<{ dir: Dir; name: string }> {
   return { dir: await Dir.open(path.dirname(volume)), name: path.basename(volume) };
 }
 
+/** What reads an environment's volume on this host: the provider (its `volumeTar`). */
+type VolumeReader = Pick<Provider, 'volumeTar'>;
+
+type DataPart = { part: PartName; source: () => AsyncIterable<Buffer> };
+
+/** The `database` part of a login's data (pg_dump -Fc), read lazily; with `record`, as dataParts says. */
+function databasePart(config: PgConfig, login: ServiceLogin, record?: SnapshotCounts): DataPart {
+  const { args, env } = pgLogin(config, login);
+  const dump = (extra: string[]) =>
+    output(spawn('pg_dump', ['-Fc', '--no-owner', '--no-acl', ...extra, ...args], { env }), 'pg_dump');
+  return {
+    part: 'database',
+    source: () =>
+      record
+        ? dumpInExportedSnapshot(
+            config,
+            login,
+            (id) => dump([`--snapshot=${id}`]),
+            (t) => (record.tables = t),
+          )
+        : dump([]),
+  };
+}
+
 /**
- * The parts of an environment's data, each read lazily when the consumer gets to it. With `record` (a backup),
- * the dump runs in an exported snapshot whose row counts go to `record.tables`, and the tar's entry count to
- * `record.files` (snapshot-counts.ts), for the restore drills to compare with.
+ * The parts of an environment's data, each read lazily when the consumer gets to it: its database, and its
+ * volume as `volumes` (the provider of the host it is on) reads it. With `record` (a backup), the dump runs in an
+ * exported snapshot whose row counts go to `record.tables`, and the tar's entry count to `record.files`
+ * (snapshot-counts.ts), for the restore drills to compare with.
  */
 export function dataParts(
   config: PgConfig,
+  volumes: VolumeReader,
   src: DataSource,
   record?: SnapshotCounts,
-): Array<{ part: PartName; source: () => AsyncIterable<Buffer> }> {
-  const parts: Array<{ part: PartName; source: () => AsyncIterable<Buffer> }> = [];
-  if (src.login) {
-    const login = src.login;
-    const { args, env } = pgLogin(config, login);
-    const dump = (extra: string[]) =>
-      output(spawn('pg_dump', ['-Fc', '--no-owner', '--no-acl', ...extra, ...args], { env }), 'pg_dump');
-    parts.push({
-      part: 'database',
-      source: () =>
-        record
-          ? dumpInExportedSnapshot(
-              config,
-              login,
-              (id) => dump([`--snapshot=${id}`]),
-              (t) => (record.tables = t),
-            )
-          : dump([]),
-    });
-  }
-  const tar = () => volumeTar(src.volume);
+): DataPart[] {
+  const parts: DataPart[] = [];
+  if (src.login) parts.push(databasePart(config, src.login, record));
+  const tar = () => volumes.volumeTar(src.volume);
   parts.push({ part: 'files', source: record ? () => countTarEntries(tar(), (n) => (record.files = n)) : tar });
   return parts;
 }
 
-async function* flatten(parts: ReturnType<typeof dataParts>): AsyncGenerator<{ part: PartName; data: Buffer }> {
+async function* flatten(parts: DataPart[]): AsyncGenerator<{ part: PartName; data: Buffer }> {
   for (const { part, source } of parts) for await (const data of source()) yield { part, data };
 }
 
@@ -126,6 +136,8 @@ async function* flatten(parts: ReturnType<typeof dataParts>): AsyncGenerator<{ p
  */
 export async function takeSnapshot(opts: {
   config: PgConfig;
+  /** Reads the source's volume: the provider of this host. */
+  volumes: VolumeReader;
   source: DataSource;
   key: Buffer;
   store: ObjectStore;
@@ -135,7 +147,7 @@ export async function takeSnapshot(opts: {
   if (opts.source.login) await checkClientVersion(opts.config, 'pg_dump');
   const hash = createHash('sha256');
   const counts: SnapshotCounts = { tables: null, files: null };
-  const parts = dataParts(opts.config, opts.source, counts);
+  const parts = dataParts(opts.config, opts.volumes, opts.source, counts);
   async function* hashed() {
     for await (const chunk of encryptSnapshot(opts.key, parts)) {
       hash.update(chunk);
@@ -350,6 +362,8 @@ export async function restoreSnapshot(opts: {
 /** Copies one environment's data into another (sync), no snapshot in between. */
 export async function copyData(opts: {
   config: PgConfig;
+  /** Reads the source's volume: the provider of this host. */
+  volumes: VolumeReader;
   source: DataSource;
   target: DataSource;
   marker?: string;
@@ -359,7 +373,7 @@ export async function copyData(opts: {
   return putBack({
     config: opts.config,
     target: opts.target,
-    parts: flatten(dataParts(opts.config, opts.source)),
+    parts: flatten(dataParts(opts.config, opts.volumes, opts.source)),
     marker: opts.marker,
     onLine: opts.onLine,
   });
@@ -376,11 +390,10 @@ export async function copyDatabase(opts: {
   onLine?: (line: string) => void;
 }): Promise<void> {
   await checkClientVersion(opts.config, 'pg_dump');
-  const parts = dataParts(opts.config, { login: opts.from, volume: '' }).filter((p) => p.part === 'database');
   await putBack({
     config: opts.config,
     target: { login: opts.to, volume: '' },
-    parts: flatten(parts),
+    parts: flatten([databasePart(opts.config, opts.from)]),
     onLine: opts.onLine,
   });
 }

@@ -149,7 +149,7 @@ export function createDataActivities(deps: Deps, provider: Provider) {
           );
           const store = openStore(destinationSpec(deps, destination), deps.config);
           try {
-            const taken = await takeSnapshot({ config, source: src, key, store, objectKey, signal });
+            const taken = await takeSnapshot({ config, volumes: provider, source: src, key, store, objectKey, signal });
             await knex('backups')
               .where({ id: input.backupId })
               .update({
@@ -234,6 +234,7 @@ export function createDataActivities(deps: Deps, provider: Provider) {
           try {
             const parts = await copyData({
               config,
+              volumes: provider,
               source: await source(input.fromEnvironmentId),
               target: await source(input.environmentId),
               marker: input.taskId,

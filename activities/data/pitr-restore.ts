@@ -26,7 +26,7 @@ import type { Archive } from '../../host/pitr-archive';
 import { isoSeconds, recoveryWindow } from '../../core/pitr-window';
 import { withAdmin } from '../../host/pg-server';
 import type { PartName } from '../../host/snapshot-format';
-import { childOutput as output } from '../../host/provider/volume';
+import { childOutput as output } from '../../host/child-output';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SCRATCH_PORT = 5432;

@@ -9,10 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import { commitSubject, displayUrl, GitError, resolveRef, type GitRepo } from '../../host/git';
 import { projectRepository } from '../../core/repository';
-import { buildRelease, runDeploySteps as runManifestDeploySteps, type BuildResult } from '../../host/provider/releases';
-import type { OnLine } from '../../host/provider/run-step';
-import { openJail } from '../../host/provider/sandbox';
-import type { Provider } from '../../host/provider';
+import type { BuildResult, OnLine, Provider } from '../../host/provider';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
 import { ensureRelease, pruneReleaseArchives, storeRelease } from './release-archives';
@@ -27,7 +24,7 @@ import { shortSha } from '../../db/workflow-names';
 import type { DeployType } from '../../db/vocabulary';
 import { environmentUrl } from '../../system/config';
 import { buildMachineSize, webServerInstances, webServerSize } from '../../db/queries/machines';
-import { heldSteps, planLimits } from '../machines/limits';
+import { planLimits } from '../machines/limits';
 import { hostFault, userFault } from '../toolkit/failures';
 import { withPhases } from '../toolkit/phases';
 
@@ -87,18 +84,17 @@ async function openRelease(
     else if (!release.archive_sha256) await storeRelease(deps, provider, release, log);
     return { ok: true, manifest: here.marker.manifest, releaseDir: here.releaseDir, reused: true };
   }
-  const held = heldSteps(
+  const held = provider.heldSteps(
     release.environment_id,
     'build',
     planLimits(deps.config, await buildMachineSize(deps.knex, release.environment_id)),
   );
-  const jail = await openJail(deps.config.dataDir, release.environment_id, env.port);
+  const jail = await provider.openJail(release.environment_id, env.port);
   // The project's registry credentials reach the build steps as files, never their output.
   const auth = await prepareRegistryAuth(deps, release.project_id, jail);
   let built: BuildResult;
   try {
-    built = await buildRelease({
-      dataDir: deps.config.dataDir,
+    built = await provider.buildRelease({
       jail,
       envId: release.environment_id,
       releaseId: release.id,
@@ -248,13 +244,13 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
           log.line('==> Running deploy steps');
           const env = await knex('environments').where({ id: release.environment_id }).first('port');
           if (!env) throw userFault('EnvironmentMissing', 'the environment no longer exists');
-          const held = heldSteps(
+          const held = provider.heldSteps(
             release.environment_id,
             'deploy',
             planLimits(deps.config, await webServerSize(knex, release.environment_id)),
           );
-          const r = await runManifestDeploySteps({
-            jail: await openJail(deps.config.dataDir, release.environment_id, env.port),
+          const r = await provider.runDeploySteps({
+            jail: await provider.openJail(release.environment_id, env.port),
             releaseDir: opened.releaseDir,
             manifest: opened.manifest,
             onSpawn: held.onSpawn,
@@ -317,7 +313,12 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
               taskId: input.taskId,
               onPhase: (phase) => phases.mark(phase),
             });
-            if (!live.ok) throw userFault('GoLiveFailed', `${live.message}; the previous release keeps serving`);
+            // a move's error says itself where the environment serves (workflows/moves.ts)
+            if (!live.ok)
+              throw userFault(
+                'GoLiveFailed',
+                type === 'move' ? live.message : `${live.message}; the previous release keeps serving`,
+              );
             if (type === 'move') return { deploymentId: null, url };
 
             const deploymentId = await knex.transaction(async (trx) => {

@@ -17,10 +17,9 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { Jail } from '../../host/provider/sandbox';
+import type { Jail, OnLine } from '../../host/provider';
 import type { Deps } from '../../system/deps';
 import { open } from '../../system/crypto';
-import type { OnLine } from '../../host/provider/run-step';
 import { secretRedactor } from '../../system/redact';
 import { Dir } from '../../host/no-follow';
 import { aad } from '../../db/aad';

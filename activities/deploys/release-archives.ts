@@ -4,8 +4,7 @@
  * ensureRelease); each environment keeps its live release and the RELEASE_KEEP newest there.
  */
 import type { Deps } from '../../system/deps';
-import type { Provider } from '../../host/provider';
-import { ReleaseDigestMismatch } from '../../host/provider/release-archive';
+import { type Provider, ReleaseDigestMismatch } from '../../host/provider';
 import { releaseKey, ReleaseStoreError } from '../../host/release-store';
 import {
   forgetReleaseArchive,

@@ -8,7 +8,8 @@
  *   - on the new host's queue: the object fetched and put back into the environment's volume under that host's
  *     STORAGE_ROOTS, swapped in only once complete (`copyVolumeIn`, backup-engine.ts putBack);
  *   - anywhere: the object deleted (`dropVolumeCopy`), whether the move succeeded or failed after the copy;
- *   - on the old host's queue, once the move succeeded: its copy of the volume deleted (`removeOldVolume`).
+ *   - on the old host's queue, once the move succeeded: its copy of the volume deleted (`removeOldVolume`); on the
+ *     new host's, once it failed after the copy was put back there: that copy deleted (`removeCopiedVolume`).
  *
  * Host names never reach the task: the log says how many bytes were copied and how long it was stopped.
  */
@@ -59,6 +60,19 @@ async function withScratch<T>(fn: (file: string) => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Deletes one host's copy of an environment's volume (`<root>/volumes/<environment id>`), unless it is the very
+ * directory `kept` (two hosts sharing a STORAGE_ROOTS directory). False when nothing was deleted.
+ */
+async function removeVolumeCopy(volume: string, kept: string): Promise<boolean> {
+  if (path.resolve(volume) === path.resolve(kept)) return false;
+  const envId = path.basename(volume);
+  const root = path.dirname(path.dirname(volume));
+  if (volumePath(root, envId) !== volume) return false;
+  await removeTree(path.dirname(volume), envId);
+  return true;
+}
+
 const storeFault = (err: unknown): never => {
   if (err instanceof ReleaseStoreError) throw hostFault('ReleaseStoreUnavailable', err.message);
   throw err;
@@ -91,7 +105,7 @@ export function createMoveVolumeActivities(deps: Deps, provider: Provider) {
           const objectKey = moveCopyKey(envId, input.taskId);
           const bytes = await withScratch(async (file) => {
             await pipeline(
-              Readable.from(encryptSnapshot(key, dataParts(config, { login: null, volume }))),
+              Readable.from(encryptSnapshot(key, dataParts(config, provider, { login: null, volume }))),
               createWriteStream(file, { mode: 0o600 }),
             );
             await releaseStore.put(objectKey, file).catch(storeFault);
@@ -151,12 +165,19 @@ export function createMoveVolumeActivities(deps: Deps, provider: Provider) {
      * directory the new host now uses (two hosts sharing a STORAGE_ROOTS directory).
      */
     async removeOldVolume(input: { taskId: string; volume: string; newVolume: string }): Promise<void> {
-      if (path.resolve(input.volume) === path.resolve(input.newVolume)) return;
-      const envId = path.basename(input.volume);
-      const root = path.dirname(path.dirname(input.volume));
-      if (volumePath(root, envId) !== input.volume) return;
-      await removeTree(path.dirname(input.volume), envId);
+      if (!(await removeVolumeCopy(input.volume, input.newVolume))) return;
       await withTaskLog(deps, input.taskId, async (log) => log.line('==> The previous copy of the volume was deleted'));
+    },
+
+    /**
+     * On the new host's queue, once a move failed after the copy was put back there: that copy is deleted (the
+     * environment's volume is the old host's still), unless it is the very directory the old host uses.
+     */
+    async removeCopiedVolume(input: { taskId: string; volume: string; oldVolume: string }): Promise<void> {
+      if (!(await removeVolumeCopy(input.volume, input.oldVolume))) return;
+      await withTaskLog(deps, input.taskId, async (log) =>
+        log.line('==> The copy of the volume on the other machine was deleted'),
+      );
     },
   };
 }

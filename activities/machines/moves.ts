@@ -73,6 +73,28 @@ export function createMoveActivities(deps: Deps, provider: Provider) {
       });
     },
 
+    /**
+     * On the old host's queue, after a move that did not finish: the edge serves this host's instances again (a
+     * new host that published its own before failing, or died after, no longer has the route).
+     */
+    async serveHereAgain(input: { environmentId: string }): Promise<void> {
+      await supervisor.republish(input.environmentId);
+    },
+
+    /**
+     * On the new host's queue, after a move that did not finish there: what it started of the environment stops,
+     * and its sandbox's network goes; the edge is left alone (it serves the old host). Its files stay, as on a
+     * host a move left.
+     */
+    async leaveAfterFailedMove(input: { taskId: string; environmentId: string }): Promise<void> {
+      const env = await knex('environments').where({ id: input.environmentId }).first('port');
+      const stopped = await supervisor.leave(input.environmentId, env?.port);
+      if (stopped)
+        await withTaskLog(deps, input.taskId, async (log) =>
+          log.line('==> What had started on the other machine stopped'),
+        );
+    },
+
     /** One round of the host watch (core/host-moves.ts sweepHosts). */
     async sweepHosts() {
       return sweepHosts(deps);

@@ -1,14 +1,15 @@
 /**
  * The provider: what touches the machine an environment runs on, behind one interface that activities call
  * (given to them by createActivities). `createLocalProvider` is the one implementation: this machine, its
- * sandboxes (sandbox.ts, sandbox-network.ts), web processes (supervisor*.ts), cgroups (cgroups.ts), volumes
- * (volume.ts) and usage (usage.ts), every machine object named after the host (host-identity.ts).
+ * sandboxes (sandbox.ts, sandbox-network.ts), web processes (supervisor*.ts), cgroups (cgroups.ts), the build
+ * and deploy steps (releases.ts, run-step.ts), volumes (volume.ts) and usage (usage.ts), every machine object
+ * named after the host (host-identity.ts).
  *
  * Releases built here go to the release store (release-archive.ts, host/release-store.ts), and a release this host
- * does not have is fetched from it (`ensureRelease`). Not behind it yet (activities import the local
- * implementation's modules directly): the build and deploy steps of activities/deploys (releases.ts, run-step.ts,
- * sandbox.ts `openJail`, cgroups through machines/limits.ts) and the volume tar of a snapshot (volume.ts
- * `volumeTar`, from data/backup-engine.ts).
+ * does not have is fetched from it (`ensureRelease`).
+ *
+ * This file is the provider's whole surface: activities import nothing else of host/provider/ (a Biome rule,
+ * biome.json), so the types and the errors they see are exported here.
  *
  * One process holds one host's provider: the local provider configures the process's host identity and
  * sandbox when it is created.
@@ -16,8 +17,19 @@
 import type { Config } from '../../system/config';
 import { createReleaseStore, type ReleaseStore } from '../release-store';
 import { configureHostIdentity, type HostIdentity } from './host-identity';
+import { holdProcess, type Limits, limitEnv } from './cgroups';
 import { fetchRelease, packRelease, type PackedRelease } from './release-archive';
-import { type ReleaseMarker, readReleaseMarker, releaseDirFor } from './releases';
+import {
+  type BuildReleaseOptions,
+  type BuildResult,
+  buildRelease,
+  type DeployStepsOptions,
+  type ReleaseMarker,
+  readReleaseMarker,
+  releaseDirFor,
+  runDeploySteps,
+  type StepsResult,
+} from './releases';
 import { type InstancePortBook, memoryInstancePorts, pruneInstanceForwards } from './instance-ports';
 import {
   configureSandbox,
@@ -33,7 +45,13 @@ import {
 import { Supervisor } from './supervisor';
 import type { SupervisorOptions } from './supervisor-types';
 import { contentBytes, diskBytes, processUsage, type Usage } from './usage';
-import { prepareVolume } from './volume';
+import { prepareVolume, volumeTar } from './volume';
+
+export type { Limits } from './cgroups';
+export { ReleaseDigestMismatch } from './release-archive';
+export type { BuildResult } from './releases';
+export type { OnLine } from './run-step';
+export type { Jail } from './sandbox';
 
 export interface Provider {
   /** The host this provider is: its name, the tag its machine objects carry, its sandboxes' block. */
@@ -54,6 +72,20 @@ export interface Provider {
   environmentDir(envId: string): string;
   /** Makes the environment's volume directory exist, owned by its uid. */
   prepareVolume(envId: string, port: number, dir: string): Promise<void>;
+  /** A tar of the environment's volume directory on this host (the files part of a snapshot); nothing when absent. */
+  volumeTar(volume: string): AsyncIterable<Buffer>;
+  /**
+   * Builds a release from its commit in the environment's sandbox (`jail`, from openJail): checked out, its
+   * manifest's build steps run, renamed in complete with its marker. A failure of the user's making is a result.
+   */
+  buildRelease(o: Omit<BuildReleaseOptions, 'dataDir'>): Promise<BuildResult>;
+  /** The manifest's deploy steps, run in the release directory in the sandbox, stopping at the first that fails. */
+  runDeploySteps(o: DeployStepsOptions): Promise<StepsResult>;
+  /**
+   * What a build or deploy step of the environment needs to be held to a plan: the variables that tell it the
+   * plan (VC_CPU, VC_MEMORY_MB) and the hook that places it in its cgroup right after spawn. Without a plan: nothing.
+   */
+  heldSteps(envId: string, role: 'build' | 'deploy', limits: Limits | null): HeldSteps;
   /** What the environment's processes use now (CPU time, memory). */
   usage(envId: string): Usage;
   /** Bytes under a directory of this host (0 when it does not exist). */
@@ -74,6 +106,11 @@ export interface Provider {
    * holds: what instances gone without a stop left (a worker's start), or every one (after stopAll, a clean stop).
    */
   pruneInstanceForwards(): Promise<number[]>;
+}
+
+interface HeldSteps {
+  env: Record<string, string>;
+  onSpawn: ((pid: number) => void) | undefined;
 }
 
 interface EnsureRelease {
@@ -141,6 +178,13 @@ export function createLocalProvider(o: LocalProviderOptions): Provider {
     gateway: (port) => (isolation().mode === 'namespaces' ? jailAddresses(port).host : null),
     environmentDir: (envId) => environmentDir(config.dataDir, envId),
     prepareVolume: async (envId, port, dir) => prepareVolume(await openJail(config.dataDir, envId, port), dir),
+    volumeTar,
+    buildRelease: (b) => buildRelease({ ...b, dataDir: config.dataDir }),
+    runDeploySteps,
+    heldSteps: (envId, role, limits) =>
+      limits
+        ? { env: limitEnv(limits), onSpawn: (pid: number) => void holdProcess(envId, role, pid, limits) }
+        : { env: {}, onSpawn: undefined },
     usage: (envId) => processUsage(envId, supervisor.status(envId)?.pid ?? null),
     diskBytes,
     contentBytes,

@@ -305,16 +305,17 @@ export class Supervisor extends SupervisorInstances {
    * Stops this host's instances of an environment that now runs on another host (a move's old host, a rejoining
    * lost host): its supervised instances, the orphans its record names and whatever else runs in its cgroups
    * here; its record (when this host wrote it), network and cgroups go. The edge is left alone: it serves the
-   * environment from its new host. True when something was running here.
+   * environment from its new host. True when something was running here. `knownPort`: the environment's port, for
+   * its network, when nothing here records it (a move's new host whose start failed: nothing was recorded).
    */
-  async leave(envId: string): Promise<boolean> {
+  async leave(envId: string, knownPort?: number): Promise<boolean> {
     return this.exclusive(envId, async () => {
       const rt = this.runtime(envId);
       const file = statePath(this.dataDir, envId);
       const state = await readState(file);
       const mine = state !== null && (!state.host || state.host === hostIdentity().name);
       const webs = rt.live?.webs ?? [];
-      const port = rt.served?.port ?? (mine ? state?.port : undefined);
+      const port = rt.served?.port ?? (mine ? state?.port : undefined) ?? knownPort;
       await Promise.all(webs.map((w) => w.stop(this.graceMs)));
       await this.settle(envId);
       const orphans = mine && !rt.live ? (state?.pids ?? [state?.pid]).filter((p): p is number => !!p && p > 0) : [];

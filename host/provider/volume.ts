@@ -3,10 +3,9 @@
  * where) owned by the environment's uid, given to its web processes and deploy steps as VC_VOLUME_PATH and,
  * under bwrap, bound read-write at that same real path (sandbox.ts `launch`).
  */
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { once } from 'node:events';
 import { chmod, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { childOutput } from '../child-output';
 import { Dir, spawnIn, withDir } from '../no-follow';
 import { assertTraversable } from '../traversable';
 
@@ -69,20 +68,5 @@ export async function* volumeTar(volume: string): AsyncGenerator<Buffer> {
     yield* childOutput(child, 'tar');
   } finally {
     await dir.close();
-  }
-}
-
-/** Yields a child's stdout, then throws unless it exited 0 (with the end of its stderr). */
-export async function* childOutput(child: ChildProcessWithoutNullStreams, what: string): AsyncGenerator<Buffer> {
-  let stderr = '';
-  child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
-  const exited = once(child, 'close') as Promise<[number | null, string | null]>;
-  try {
-    for await (const chunk of child.stdout) yield chunk as Buffer;
-    const [code, sig] = await exited;
-    if (code !== 0)
-      throw new Error(`${what} failed (${sig ?? `exit ${code}`}): ${stderr.trim().split('\n').slice(-3).join(' ')}`);
-  } finally {
-    if (child.exitCode === null) child.kill('SIGKILL');
   }
 }

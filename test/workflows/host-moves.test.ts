@@ -11,7 +11,9 @@
  * one is `host_lost` and the edge answers it 503; `evacuate` lists it; the host rejoining stops its stale
  * instances and comes back `drained`; a drain of a host holding an environment whose volume holds a file copies
  * the volume through the release store (none of it left there), the app reads the file on the new host, the old
- * copy is deleted, and the host ends `drained`.
+ * copy is deleted, and the host ends `drained`; a move that fails after that copy (the app does not start on the new
+ * host) leaves the environment serving from its host with its data, the task `failed` saying so and what to do,
+ * and nothing of it on the other host or in the store.
  */
 import type { ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -53,6 +55,7 @@ let here: string;
 const children: ChildProcess[] = [];
 let agent: Agent;
 let owner: Awaited<ReturnType<typeof createUser>>;
+let team: Awaited<ReturnType<typeof createTeam>>;
 let project: { id: string; team_id: string };
 let volumeProject: { id: string; team_id: string };
 let s3: Awaited<ReturnType<typeof startS3>>;
@@ -119,7 +122,7 @@ beforeAll(async () => {
   repo.commit('v1');
   owner = await createUser(t);
   s3 = await startS3();
-  const team = await createTeam(t, owner);
+  team = await createTeam(t, owner);
   project = await createProject(t, team, { repository_url: repo.dir });
   // an app that stores a file in its volume and reads it back (`/put`, `/get`)
   const volumeRepo = createSharedAppRepo();
@@ -397,4 +400,61 @@ describe('moving environments between hosts', () => {
     const undrained = await hostsCli('undrain', other);
     expect(undrained.code).toBe(0);
   }, 240_000);
+
+  it('a move that fails after the volume copy (the app does not start on the new host) serves from the old host again, with its data, and leaves nothing on the new one', async () => {
+    // the volume app, which exits at start anywhere but under the other host's STORAGE_ROOTS
+    const repo = createSharedAppRepo();
+    repo.commit('v1');
+    const onlyThere = `if (!String(process.env.VC_VOLUME_PATH).startsWith(${JSON.stringify(otherRoot + path.sep)})) process.exit(3);\n`;
+    commitServer(repo, onlyThere + heldVolumeApp(path.join(repo.gate, 'never'), 'v1'), 'starts on one host only');
+    const stuckProject = await createProject(t, team, { name: 'one-host-only', repository_url: repo.dir });
+    const four = await deployedEnvironment('four', stuckProject.id);
+    expect((await placement(four.id)).host).toBe(other);
+    expect(await fetchEnvironment(four.port, '/put?name=upload.txt&body=kept')).toEqual({
+      status: 200,
+      text: 'stored',
+    });
+    await until(
+      'a sample of the volume',
+      async () =>
+        !!(await t.deps
+          .knex('resource_samples')
+          .where({ environment_id: four.id })
+          .where('volume_bytes', '>', 0)
+          .first()),
+      { timeoutMs: 30_000 },
+    );
+
+    const started = await startMove(
+      t.deps,
+      { environment_id: four.id, team_id: team.id, project_id: stuckProject.id, name: four.name },
+      'drain',
+    );
+    const taskId = (started as { taskId: string }).taskId;
+    const task = await waitForTask(t, agent, taskId, { timeoutMs: 60_000 });
+    const log = await taskLog(t, agent, taskId);
+    expect(task.status, log).toBe('failed');
+    // why, where it is now, what to do; never a host's name
+    expect(task.error).toMatch(
+      /^this environment did not start on another machine: .*exited with code 3 before it was ready\. It serves from its previous machine again, with its volume as it was; nothing else changed\. Fix what stops it from starting on another machine; the move runs again when its machine is drained again\.$/,
+    );
+    expect(log).toContain('The volume was put back on another machine');
+    expect(log).toContain('The copy of the volume on the other machine was deleted');
+    for (const text of [task.error, log]) {
+      expect(text).not.toContain(other);
+      expect(text).not.toContain(here);
+    }
+    // no half state: placed on its host, running, served by the edge from there with its data
+    expect(await placement(four.id)).toMatchObject({ host: other, status: 'running' });
+    // its volume's record is its host's root (none recorded, or put back), never the new host's
+    expect(await environmentVolume(t.deps.knex, [otherRoot], four.id)).toBe(volumePath(otherRoot, four.id));
+    expect(await fetchEnvironment(four.port, '/get?name=upload.txt')).toEqual({ status: 200, text: 'kept' });
+    expect((await fetchEnvironment(four.port, '/where')).text).toBe(volumePath(otherRoot, four.id));
+    expect(instancesOn(other, four.id).length).toBe(1);
+    expect(instancesOn(here, four.id)).toEqual([]);
+    // nothing of its data left on the new host, nor in the store
+    expect(existsSync(volumePath(t.config.storageRoots[0], four.id))).toBe(false);
+    const copies = path.join(t.config.releaseStore.location, 'moves', four.id);
+    expect(existsSync(copies) ? readdirSync(copies) : []).toEqual([]);
+  }, 120_000);
 });

@@ -23,6 +23,7 @@ import {
 import { listLocal, openStore, probeStore } from '../../../host/destinations';
 import { decryptSnapshot } from '../../../host/snapshot-format';
 import { startS3 } from '../../helpers/s3';
+import { volumeTar } from '../../../host/provider/volume';
 
 const config = { servicesDatabaseUrl: inject('adminDatabaseUrl'), databaseUrl: undefined };
 const tag = randomBytes(4).toString('hex');
@@ -35,6 +36,8 @@ const a = login('a');
 const b = login('b');
 const root = mkdtempSync(join(tmpdir(), 'vc-engine-'));
 const key = randomBytes(32);
+/** The volume reader a provider gives the engine: this machine's. */
+const volumes = { volumeTar };
 /** The loopback S3 server is listed, as an operator would list an internal store. */
 const outbound = { outboundAllowedHosts: ['127.0.0.1'] };
 let s3: Awaited<ReturnType<typeof startS3>>;
@@ -80,7 +83,7 @@ describe('snapshots', () => {
 
   it('round-trip through a local destination: database and files come back after a change', async () => {
     const store = openStore({ kind: 'local', settings: { path: join(root, 'dest') } }, outbound);
-    const taken = await takeSnapshot({ config, source, key, store, objectKey: 'env/one.vcb' });
+    const taken = await takeSnapshot({ config, volumes, source, key, store, objectKey: 'env/one.vcb' });
     expect(taken.contents).toEqual(['database', 'files']);
     expect(taken.sizeBytes).toBe(readFileSync(join(root, 'dest', 'env', 'one.vcb')).length);
     expect(readFileSync(join(root, 'dest', 'env', 'one.vcb')).includes(Buffer.from('original'))).toBe(false);
@@ -155,7 +158,7 @@ describe('snapshots', () => {
       /NoSuchBucket/,
     );
     const store = openStore(spec, outbound);
-    const taken = await takeSnapshot({ config, source, key, store, objectKey: 'env/two.vcb' });
+    const taken = await takeSnapshot({ config, volumes, source, key, store, objectKey: 'env/two.vcb' });
     const chunks: Buffer[] = [];
     for await (const p of decryptSnapshot(key, await store.get('env/two.vcb')))
       if (p.part === 'database') chunks.push(p.data);
@@ -170,6 +173,7 @@ describe('snapshots', () => {
     await expect(
       takeSnapshot({
         config,
+        volumes,
         source: { login: gone, volume: join(root, 'nothing') },
         key,
         store,
@@ -187,7 +191,7 @@ describe('snapshots', () => {
   });
 
   it('sync copies one database and volume into another', async () => {
-    const parts = await copyData({ config, source, target: { login: b, volume: join(root, 'vol-b') } });
+    const parts = await copyData({ config, volumes, source, target: { login: b, volume: join(root, 'vol-b') } });
     expect(parts).toEqual(['database', 'files']);
     expect(await sql(b, 'SELECT count(*)::int AS n FROM notes')).toEqual([{ n: 2 }]);
     expect(readFileSync(join(root, 'vol-b', 'uploads', 'cat.txt'), 'utf8')).toBe('meow');
@@ -230,6 +234,7 @@ describe('settling a put-back that did not complete (its last attempt failed or 
     // The database part completed and was swapped in under this task's mark...
     const parts = await copyData({
       config,
+      volumes,
       source: { login: a, volume: join(root, 'vol-a') },
       target: target(),
       marker: 'task-2',
@@ -250,7 +255,13 @@ describe('settling a put-back that did not complete (its last attempt failed or 
   });
 
   it('after a complete put-back of that task: says both parts are the new ones', async () => {
-    await copyData({ config, source: { login: a, volume: join(root, 'vol-a') }, target: target(), marker: 'task-3' });
+    await copyData({
+      config,
+      volumes,
+      source: { login: a, volume: join(root, 'vol-a') },
+      target: target(),
+      marker: 'task-3',
+    });
     expect(await settlePutBack({ config, target: target(), marker: 'task-3' })).toEqual({
       database: 'put_back',
       files: 'put_back',

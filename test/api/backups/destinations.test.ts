@@ -12,6 +12,7 @@ import type { Agent } from '../../helpers/http';
 import { ensureBackupKey } from '../../../core/backups/keys';
 import { openStore } from '../../../host/destinations';
 import { takeSnapshot } from '../../../activities/data/backup-engine';
+import { volumeTar } from '../../../host/provider/volume';
 import { keyFingerprint } from '../../../host/snapshot-format';
 
 const root = mkdtempSync(join(tmpdir(), 'vc-dest-'));
@@ -253,6 +254,7 @@ describe('backup key and downloads', () => {
     writeFileSync(join(vol, 'hello.txt'), 'hello');
     const taken = await takeSnapshot({
       config: t.config,
+      volumes: { volumeTar },
       source: { login: null, volume: vol },
       key,
       store: openStore({ kind: 'local', settings: { path: dir } }, { outboundAllowedHosts: [] }),
