@@ -161,10 +161,18 @@ export async function takeSnapshot(opts: {
 /** Writes to a child's stdin with back-pressure; rejects when the child is gone. */
 export async function write(child: ChildProcessWithoutNullStreams, data: Buffer): Promise<void> {
   if (child.stdin.write(data)) return;
-  await Promise.race([
-    once(child.stdin, 'drain'),
-    once(child, 'close').then(() => Promise.reject(new Error('the restoring process ended early'))),
-  ]);
+  // the listeners of the wait that lost are taken away: a restore waits on drain thousands of times
+  const done = new AbortController();
+  try {
+    await Promise.race([
+      once(child.stdin, 'drain', { signal: done.signal }),
+      once(child, 'close', { signal: done.signal }).then(() =>
+        Promise.reject(new Error('the restoring process ended early')),
+      ),
+    ]);
+  } finally {
+    done.abort();
+  }
 }
 
 export async function finish(child: ChildProcessWithoutNullStreams, what: string, stderr: () => string): Promise<void> {
