@@ -26,8 +26,11 @@ interface RequestShipperOptions {
   secrets: Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>;
   outbound: OutboundConfig;
   logger?: { warn(obj: unknown, msg?: string): void };
-  /** LogShipper's settings (default: a flush a second, the destinations read again every second). */
-  shipper?: Partial<Pick<ShipperOptions, 'flushMs' | 'refreshMs' | 'maxBackoffMs' | 'batchMax'>>;
+  /**
+   * LogShipper's settings (default: a flush a second, batches of 2,000 lines, 40,000 lines queued at most, the
+   * destinations read again every second).
+   */
+  shipper?: Partial<Pick<ShipperOptions, 'flushMs' | 'refreshMs' | 'maxBackoffMs' | 'batchMax' | 'maxQueued'>>;
   /** How long a gap in the sequence numbers may stay open before it counts as lost (2 s). */
   reorderMs?: number;
 }
@@ -47,6 +50,10 @@ export async function startRequestShipper(o: RequestShipperOptions): Promise<Req
     source: 'requests',
     logger: o.logger,
     refreshMs: 1000,
+    // a flush's lines go in few sends: an http batch is one POST (a connection each), a syslog batch one socket;
+    // a second of a busy environment's lines (tens of thousands) fits its queue (maxQueuedBytes bounds it too)
+    batchMax: 2000,
+    maxQueued: 40_000,
     ...o.shipper,
   }).start();
   const paths = requestLogPaths(o.dataDir);
