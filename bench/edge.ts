@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { haproxyPaths } from '../edge/haproxy/paths';
 import { command } from '../edge/haproxy/runtime';
 import { masterReloads } from '../edge/haproxy/process';
+import { REQUEST_BATCH_LINES } from '../processes/shipper-runtime';
 import { printTable } from './harness';
 import { sized } from './quick';
 import { ensureWrk, processCpuMicros, wrk, wrkAtRate, type WrkResult } from './edge/wrk';
@@ -343,7 +344,7 @@ async function shipperCost(
 ) {
   const httpPerLine = round2(http.cpu / Math.max(1, http.lines));
   const lineBytes = Math.max(1, Math.round(http.bytes / Math.max(1, http.lines)));
-  const httpFloor = httpFloorNode(world.collector.httpPort, http.lines, lineBytes, 500);
+  const httpFloor = httpFloorNode(world.collector.httpPort, http.lines, lineBytes, REQUEST_BATCH_LINES);
 
   console.log(`[bench] edge: the request log to a syslog udp destination (${ROUNDS} x ${SECONDS} s, wrk -t1 -c32)...`);
   await world.useDestination('udp');
@@ -363,7 +364,7 @@ async function shipperCost(
   const verdict = (x: number | null) => (x === null ? '' : x <= 3 ? 'met' : 'NOT met');
   printTable('The request log shipper: CPU per line by destination, against the sends alone (µs)', [
     {
-      destination: `http, NDJSON batches of <= 500 (${http.lines} lines, ~${lineBytes} bytes each)`,
+      destination: `http, NDJSON batches of <= ${REQUEST_BATCH_LINES} (${http.lines} lines, ~${lineBytes} bytes each)`,
       'shipper µs/line': httpPerLine,
       'floor: the sends alone': httpFloor === null ? 'n/a' : `${httpFloor} (Node http.request, a connection a batch)`,
       'shipper above the floor': httpAbove ?? 'n/a',

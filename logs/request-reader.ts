@@ -69,6 +69,9 @@ const FORGET_MS = 8 * 86_400_000;
 const ENV_PREFIX = '{"environment_id":"';
 const ENV_AT = ENV_PREFIX.length;
 const ENV_END = ENV_AT + 36;
+/** The line's last field when the request had no User-Agent header (HAProxy's `-`), and what it becomes. */
+const NO_AGENT = ',"user_agent":"-"}';
+const NULL_AGENT = ',"user_agent":null}';
 
 /**
  * A line HAProxy could not fill (a negative status or time, an empty field: HAProxy writes `-`), or of a request
@@ -233,16 +236,22 @@ export class RequestLogReader {
     // the user agent count is `0` (no header): one character
     const noAgent = d === c + 2 && text.charCodeAt(c + 1) === 48;
     let out: string;
-    const json = text.slice(j, to);
-    if (noAgent || json.includes('":-') || json.includes('":"-"')) {
-      const fixed = repaired(json, noAgent ? 0 : 1);
+    let json = text.slice(j, to);
+    // no User-Agent header: HAProxy wrote `-` for the last field, which is null (no parse for it)
+    let tail = '';
+    if (noAgent && json.endsWith(NO_AGENT)) {
+      json = json.slice(0, -NO_AGENT.length);
+      tail = NULL_AGENT;
+    }
+    if ((noAgent && !tail) || json.includes('":-') || json.includes('":"-"')) {
+      const fixed = repaired(`${json}${tail}`, noAgent ? 0 : 1);
       if (fixed === null || time === null) {
         this.counts.unreadable += 1;
         this.o.logger?.warn({ length: to - from }, 'an unreadable request log line');
         return;
       }
       out = `{"time":"${time}",${fixed.slice(1)}`;
-    } else out = `{"time":"${time ?? new Date().toISOString()}",${json.slice(1)}`;
+    } else out = `{"time":"${time ?? new Date().toISOString()}",${json.slice(1)}${tail}`;
     const day = time === null ? undefined : this.day;
 
     // the sequence number, read in place

@@ -35,6 +35,9 @@ interface RequestShipperOptions {
   reorderMs?: number;
 }
 
+/** Lines of a batch to a destination: an http batch is one POST (a connection each), a syslog batch one socket. */
+export const REQUEST_BATCH_LINES = 2000;
+
 export interface RequestShipper {
   shipper: LogShipper;
   reader: RequestLogReader;
@@ -50,9 +53,9 @@ export async function startRequestShipper(o: RequestShipperOptions): Promise<Req
     source: 'requests',
     logger: o.logger,
     refreshMs: 1000,
-    // a flush's lines go in few sends: an http batch is one POST (a connection each), a syslog batch one socket;
-    // a second of a busy environment's lines (tens of thousands) fits its queue (maxQueuedBytes bounds it too)
-    batchMax: 2000,
+    // a flush's lines go in few sends; a second of a busy environment's lines (tens of thousands) fits its queue
+    // (maxQueuedBytes bounds it too)
+    batchMax: REQUEST_BATCH_LINES,
     maxQueued: 40_000,
     ...o.shipper,
   }).start();

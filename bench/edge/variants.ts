@@ -13,6 +13,7 @@
  */
 import { type ChildProcess, fork, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { join } from 'node:path';
 import { HAPROXY_BIN } from '../../edge/haproxy/process';
 import { QUICK, sized } from '../quick';
@@ -20,6 +21,15 @@ import { ensureWrk, processCpuMicros, wrk } from './wrk';
 import { startEdgeWorld } from './world';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const listening = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
 
 type Edit = (cfg: string) => string;
 const drop =
@@ -194,7 +204,8 @@ async function measure(
         stdio: ['ignore', 'ignore', 'ignore'],
       });
       children.push(haproxy);
-      await pause(300);
+      // listening (a loaded machine may take more than a moment)
+      for (let i = 0; i < 100 && !(await listening(port)); i++) await pause(100);
       wrk('warm-up', url, 1);
       await pause(200);
       const before = processCpuMicros(haproxy.pid!);
