@@ -41,6 +41,8 @@ export interface ShipperOptions {
   /** What an environment's queue may hold, in bytes (about: each line's strings and a fixed overhead). */
   maxQueuedBytes?: number;
   refreshMs?: number;
+  /** How long the lines of an environment without a destination are held (default: two refreshes). */
+  holdMs?: number;
   maxBackoffMs?: number;
   logger?: { warn(obj: unknown, msg?: string): void };
 }
@@ -91,7 +93,7 @@ export class LogShipper {
     machine: string[];
     queue: Queue;
   } | null = null;
-  readonly opts: Required<Omit<ShipperOptions, 'logger'>> & Pick<ShipperOptions, 'logger'>;
+  readonly opts: Required<Omit<ShipperOptions, 'logger' | 'holdMs'>> & Pick<ShipperOptions, 'logger' | 'holdMs'>;
 
   constructor(o: ShipperOptions) {
     this.opts = {
@@ -191,7 +193,7 @@ export class LogShipper {
    */
   private hold(envId: string, q: Queue): void {
     // ISO times compare as text
-    const since = new Date(Date.now() - 2 * this.opts.refreshMs).toISOString();
+    const since = new Date(Date.now() - (this.opts.holdMs ?? 2 * this.opts.refreshMs)).toISOString();
     q.lines = q.lines.filter((l) => timeOf(l) >= since);
     q.bytes = sizeOfAll(q.lines);
     q.dropped = 0;
