@@ -27,7 +27,7 @@ import { ADMIN_DATABASE_URL } from '../harness';
 import { type AcmeWorld, startAcmeWorld } from './https';
 
 /** What the collector process got so far: http lines and bytes, udp datagrams and bytes. */
-export interface Received {
+interface Received {
   http: number;
   httpBytes: number;
   udp: number;
