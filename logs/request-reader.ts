@@ -26,15 +26,20 @@ import net from 'node:net';
 import { dirname } from 'node:path';
 
 /** How long the socket rests after a small read (ms), and what counts as small (characters). */
-const READ_EVERY_MS = 10;
+const READ_EVERY_MS = 50;
 const BATCH_BYTES = 32_768;
+/** How many epochs (HAProxy threads) of the current environment the reader keeps at hand. */
+const RECENT = 8;
 
 /** The longest line: 2048 path bytes and 512 user-agent bytes, escaped at most 6 to 1, fit well within. */
 export const MAX_LINE = 32_768;
 
 interface LineSink {
-  /** One CONTRACT line of `envId`, as JSON text (no newline), its time first (`{"time":"<ISO>",...`). */
-  pushText(envId: string, text: string): void;
+  /**
+   * One CONTRACT line of `envId`, as JSON text (no newline), its time first (`{"time":"<ISO>",...`), and its
+   * UTC day (`YYYY-MM-DD`) when known.
+   */
+  pushText(envId: string, text: string, day?: string): void;
   countDropped(envId: string, n: number): void;
 }
 
@@ -64,6 +69,9 @@ const FORGET_MS = 8 * 86_400_000;
 const ENV_PREFIX = '{"environment_id":"';
 const ENV_AT = ENV_PREFIX.length;
 const ENV_END = ENV_AT + 36;
+/** The line's last field when the request had no User-Agent header (HAProxy's `-`), and what it becomes. */
+const NO_AGENT = ',"user_agent":"-"}';
+const NULL_AGENT = ',"user_agent":null}';
 
 /**
  * A line HAProxy could not fill (a negative status or time, an empty field: HAProxy writes `-`), or of a request
@@ -110,7 +118,13 @@ export class RequestLogReader {
   private second = '';
   /** the environment id of the last line (checked once while lines of one environment follow) */
   private lastEnv = '';
+  /** the last epochs seen for `lastEnv`, and its cursor in each (at most RECENT) */
+  private recent: Array<{ epoch: string; cursor: Cursor }> = [];
   private secondIso = '';
+  /** the day (YYYY-MM-DD) of `secondIso` */
+  private day = '';
+  /** Date.now() at the socket read being handled */
+  private now = 0;
   /** counters for tests and the operator */
   readonly counts = { lines: 0, duplicates: 0, dropped: 0, unreadable: 0, connections: 0 };
   private readonly reorderMs: number;
@@ -151,10 +165,11 @@ export class RequestLogReader {
     s.setEncoding('utf8');
     s.on('data', (chunk: string) => {
       const text = unslashed(rest ? rest + chunk : chunk);
+      this.now = Date.now(); // one clock read per socket read, not per line
       let from = 0;
       let nl = text.indexOf('\n');
       while (nl >= 0) {
-        if (nl > from) this.line(text.slice(from, nl));
+        if (nl > from) this.line(text, from, nl);
         from = nl + 1;
         nl = text.indexOf('\n', from);
       }
@@ -176,7 +191,10 @@ export class RequestLogReader {
     s.on('close', () => this.sockets.delete(s));
   }
 
-  /** The ISO time of HAProxy's `seconds.ms` at text[from, to) (the second's text kept: lines come in order). */
+  /**
+   * The ISO time of HAProxy's `seconds.ms` at text[from, to) (the second's text kept: lines come in order), and
+   * `this.day` its day.
+   */
   private iso(text: string, from: number, to: number): string | null {
     const dot = to - 4;
     if (dot <= from || text.charCodeAt(dot) !== 46) return null;
@@ -186,59 +204,95 @@ export class RequestLogReader {
       if (!Number.isFinite(when)) return null;
       this.second = sec;
       this.secondIso = new Date(when).toISOString().slice(0, 20);
+      this.day = this.secondIso.slice(0, 10);
     }
     return `${this.secondIso}${text.slice(dot + 1, to)}Z`;
   }
 
-  private line(text: string): void {
-    const a = text.indexOf(' ');
-    const b = a < 0 ? -1 : text.indexOf(' ', a + 1);
-    const c = b < 0 ? -1 : text.indexOf(' ', b + 1);
-    const d = c < 0 ? -1 : text.indexOf(' ', c + 1);
+  /** The line at text[from, to): read in place (a chunk of many lines is never cut into lines first). */
+  private line(text: string, from: number, to: number): void {
+    const a = text.indexOf(' ', from);
+    const b = a < 0 || a >= to ? -1 : text.indexOf(' ', a + 1);
+    const c = b < 0 || b >= to ? -1 : text.indexOf(' ', b + 1);
+    const d = c < 0 || c >= to ? -1 : text.indexOf(' ', c + 1);
     // HAProxy's own line about a connection that never sent a request (a TLS handshake given up, a probe):
     // not a request, so not a request line, and nothing to warn about
-    if (d < 0 || !text.startsWith(ENV_PREFIX, d + 1)) {
+    if (d < 0 || d >= to || !text.startsWith(ENV_PREFIX, d + 1)) {
       this.counts.connections += 1;
       return;
     }
-    const j = d + 1; // where the JSON starts: read in place, sliced once
+    const j = d + 1; // where the JSON starts
     // not an environment's request (the edge's own port with an unknown Host)
-    if (text.charCodeAt(j + ENV_END) !== 34) return;
-    const envId = text.slice(j + ENV_AT, j + ENV_END);
-    if (envId !== this.lastEnv) {
+    if (j + ENV_END >= to || text.charCodeAt(j + ENV_END) !== 34) return;
+    // the environment: the last line's (compared in place), else read and checked
+    let envId = this.lastEnv;
+    if (!text.startsWith(envId, j + ENV_AT) || envId === '') {
+      envId = text.slice(j + ENV_AT, j + ENV_END);
       if (!UUID.test(envId)) return;
       this.lastEnv = envId;
+      this.recent = [];
     }
     const time = this.iso(text, b + 1, c);
     // the user agent count is `0` (no header): one character
     const noAgent = d === c + 2 && text.charCodeAt(c + 1) === 48;
     let out: string;
-    if (noAgent || text.includes('":-', j) || text.includes('":"-"', j)) {
-      const fixed = repaired(text.slice(j), noAgent ? 0 : 1);
+    let json = text.slice(j, to);
+    // no User-Agent header: HAProxy wrote `-` for the last field, which is null (no parse for it)
+    let tail = '';
+    if (noAgent && json.endsWith(NO_AGENT)) {
+      json = json.slice(0, -NO_AGENT.length);
+      tail = NULL_AGENT;
+    }
+    if ((noAgent && !tail) || json.includes('":-') || json.includes('":"-"')) {
+      const fixed = repaired(`${json}${tail}`, noAgent ? 0 : 1);
       if (fixed === null || time === null) {
         this.counts.unreadable += 1;
-        this.o.logger?.warn({ length: text.length }, 'an unreadable request log line');
+        this.o.logger?.warn({ length: to - from }, 'an unreadable request log line');
         return;
       }
       out = `{"time":"${time}",${fixed.slice(1)}`;
-    } else out = `{"time":"${time ?? new Date().toISOString()}",${text.slice(j + 1)}`;
+    } else out = `{"time":"${time ?? new Date().toISOString()}",${json.slice(1)}${tail}`;
+    const day = time === null ? undefined : this.day;
 
-    const q = Number(text.slice(0, a));
-    if (!Number.isInteger(q) || q < 1) return void this.o.sink.pushText(envId, out);
-    const epoch = text.slice(a + 1, b);
-    const now = Date.now();
-    let envs = this.cursors.get(epoch);
-    if (!envs) this.cursors.set(epoch, (envs = new Map()));
-    let cur = envs.get(envId);
-    if (!cur) envs.set(envId, (cur = { q: 0, at: now }));
+    // the sequence number, read in place
+    let q = 0;
+    for (let i = from; i < a; i++) {
+      const digit = text.charCodeAt(i) - 48;
+      if (digit < 0 || digit > 9) {
+        q = -1;
+        break;
+      }
+      q = q * 10 + digit;
+    }
+    if (q < 1 || a === from) return void this.o.sink.pushText(envId, out, day);
+    // the epoch's cursor of this environment: one of the last lines' (an epoch per HAProxy thread: their lines
+    // interleave), compared in place, else looked up
+    let cur: Cursor | null = null;
+    const recent = this.recent;
+    for (let i = 0; i < recent.length; i++) {
+      const r = recent[i];
+      if (b - a - 1 === r.epoch.length && text.startsWith(r.epoch, a + 1)) {
+        cur = r.cursor;
+        break;
+      }
+    }
+    if (cur === null) {
+      const epoch = text.slice(a + 1, b);
+      let envs = this.cursors.get(epoch);
+      if (!envs) this.cursors.set(epoch, (envs = new Map()));
+      cur = envs.get(envId) ?? null;
+      if (!cur) envs.set(envId, (cur = { q: 0, at: this.now }));
+      if (recent.length >= RECENT) recent.shift();
+      recent.push({ epoch, cursor: cur });
+    }
     this.dirty = true;
-    cur.at = now;
+    cur.at = this.now;
     if (q > cur.q) {
       const gap = q - cur.q - 1;
       if (gap > 1000) this.drop(envId, gap);
       else if (gap > 0) {
         cur.holes ??= new Map();
-        for (let i = cur.q + 1; i < q; i++) cur.holes.set(i, now);
+        for (let i = cur.q + 1; i < q; i++) cur.holes.set(i, this.now);
       }
       cur.q = q;
     } else if (cur.holes?.delete(q)) {
@@ -251,7 +305,7 @@ export class RequestLogReader {
       return;
     }
     this.counts.lines += 1;
-    this.o.sink.pushText(envId, out);
+    this.o.sink.pushText(envId, out, day);
   }
 
   private drop(envId: string, n: number): void {
@@ -262,6 +316,7 @@ export class RequestLogReader {
   /** Gaps that stayed open are lines lost; old epochs are forgotten; the cursor is saved. */
   private tick(): void {
     const now = Date.now();
+    this.recent = []; // a cursor may be forgotten below
     for (const [epoch, envs] of this.cursors) {
       for (const [envId, c] of envs) {
         if (now - c.at > FORGET_MS) {

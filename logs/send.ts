@@ -115,21 +115,17 @@ async function sendUdp(host: string, port: number, messages: string[], outbound:
         resolve();
       });
     });
-    // the datagrams handed to the socket UDP_CHUNK at a time (it sends them in order), one wait per chunk
-    // instead of one callback's promise per line; the first error fails the batch
+    // the datagrams handed to the socket UDP_CHUNK at a time (it sends them in order), one wait per chunk: only
+    // a chunk's last datagram has a callback, an earlier one's error comes as the socket's 'error'; the first
+    // error fails the batch
+    let fail: ((err: Error) => void) | null = null;
+    socket.on('error', (err) => fail?.(err));
     for (let i = 0; i < messages.length; i += UDP_CHUNK) {
-      const chunk = messages.slice(i, i + UDP_CHUNK);
+      const end = Math.min(messages.length, i + UDP_CHUNK);
       await new Promise<void>((resolve, reject) => {
-        let left = chunk.length;
-        let failed = false;
-        const sent = (err: Error | null) => {
-          if (failed) return;
-          if (err) {
-            failed = true;
-            reject(err);
-          } else if (--left === 0) resolve();
-        };
-        for (const m of chunk) socket.send(m, sent);
+        fail = reject;
+        for (let k = i; k < end - 1; k++) socket.send(messages[k]);
+        socket.send(messages[end - 1], (err) => (err ? reject(err) : resolve()));
       });
     }
   } finally {

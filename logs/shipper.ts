@@ -41,6 +41,8 @@ export interface ShipperOptions {
   /** What an environment's queue may hold, in bytes (about: each line's strings and a fixed overhead). */
   maxQueuedBytes?: number;
   refreshMs?: number;
+  /** How long the lines of an environment without a destination are held (default: two refreshes). */
+  holdMs?: number;
   maxBackoffMs?: number;
   logger?: { warn(obj: unknown, msg?: string): void };
 }
@@ -83,7 +85,15 @@ export class LogShipper {
   private sweptAll = 0;
   private flushing: Promise<void> | null = null;
   private closed = false;
-  readonly opts: Required<Omit<ShipperOptions, 'logger'>> & Pick<ShipperOptions, 'logger'>;
+  /** The last line's environment and day, and where its lines go (forgotten when either list is let go). */
+  private last: {
+    envId: string;
+    day: string;
+    targets: Map<string, ShippingTarget>;
+    machine: string[];
+    queue: Queue;
+  } | null = null;
+  readonly opts: Required<Omit<ShipperOptions, 'logger' | 'holdMs'>> & Pick<ShipperOptions, 'logger' | 'holdMs'>;
 
   constructor(o: ShipperOptions) {
     this.opts = {
@@ -113,20 +123,27 @@ export class LogShipper {
     if (line.environment_id) this.pushText(line.environment_id, lineText(line));
   }
 
-  /** Takes one line of `envId` as JSON text, its time first (`lineText`). Never throws, never waits. */
-  pushText(envId: string, line: string): void {
+  /**
+   * Takes one line of `envId` as JSON text, its time first (`lineText`), and its UTC day when the caller knows it
+   * (the request log's reader does). Never throws, never waits. Lines of one environment and day come in runs
+   * (the request log): the last one's machine-file list and queue are kept at hand.
+   */
+  pushText(envId: string, line: string, day?: string): void {
     if (!envId || this.closed) return;
-    const day = dayOf(timeOf(line));
-    let days = this.machine.get(envId);
-    if (!days) this.machine.set(envId, (days = new Map()));
-    let text = days.get(day);
-    if (!text) days.set(day, (text = []));
-    text.push(line);
-
-    // A new environment: learn its project at the next flush. An environment without a destination keeps
-    // its lines a short while too (hold): a destination saved now is known at the next refresh only.
-    if (!this.targets.has(envId)) this.refreshWanted = true;
-    const q = this.queueOf(envId);
+    const d = day ?? dayOf(timeOf(line));
+    let last = this.last;
+    if (last === null || last.envId !== envId || last.day !== d || last.targets !== this.targets) {
+      let days = this.machine.get(envId);
+      if (!days) this.machine.set(envId, (days = new Map()));
+      let text = days.get(d);
+      if (!text) days.set(d, (text = []));
+      // A new environment: learn its project at the next flush. An environment without a destination keeps
+      // its lines a short while too (hold): a destination saved now is known at the next refresh only.
+      if (!this.targets.has(envId)) this.refreshWanted = true;
+      this.last = last = { envId, day: d, targets: this.targets, machine: text, queue: this.queueOf(envId) };
+    }
+    last.machine.push(line);
+    const q = last.queue;
     q.lines.push(line);
     q.bytes += sizeOf(line);
     this.trim(q);
@@ -142,6 +159,11 @@ export class LogShipper {
     if (!target) this.refreshWanted = true;
     else if (!target.row?.kind) return;
     this.queueOf(envId).dropped += n;
+  }
+
+  private forgetQueue(envId: string): void {
+    this.queues.delete(envId);
+    if (this.last?.envId === envId) this.last = null;
   }
 
   private queueOf(envId: string): Queue {
@@ -171,11 +193,11 @@ export class LogShipper {
    */
   private hold(envId: string, q: Queue): void {
     // ISO times compare as text
-    const since = new Date(Date.now() - 2 * this.opts.refreshMs).toISOString();
+    const since = new Date(Date.now() - (this.opts.holdMs ?? 2 * this.opts.refreshMs)).toISOString();
     q.lines = q.lines.filter((l) => timeOf(l) >= since);
     q.bytes = sizeOfAll(q.lines);
     q.dropped = 0;
-    if (q.lines.length === 0) this.queues.delete(envId);
+    if (q.lines.length === 0) this.forgetQueue(envId);
   }
 
   /** The oldest lines past `maxQueued` lines or `maxQueuedBytes` go, counted as dropped. */
@@ -235,7 +257,7 @@ export class LogShipper {
         if (q.sending || q.retryAt > now || (q.lines.length === 0 && q.dropped === 0)) continue;
         const target = this.targets.get(envId);
         if (!target) {
-          if (!this.refreshWanted) this.queues.delete(envId); // read again after the push: no such environment
+          if (!this.refreshWanted) this.forgetQueue(envId); // read again after the push: no such environment
           continue;
         }
         let dest: Destination | null = null;
@@ -333,11 +355,11 @@ export class LogShipper {
   private async writeMachineFiles(): Promise<void> {
     const pending = [...this.machine];
     this.machine.clear();
+    this.last = null;
     for (const [envId, days] of pending) {
       const redact = this.redactor.textRedactor(envId);
       for (const [day, lines] of days) {
-        let text = '';
-        for (const l of lines) text += `${redact ? redact(l) : l}\n`;
+        const text = `${(redact ? lines.map(redact) : lines).join('\n')}\n`;
         await appendMachineLines(this.opts.dataDir, envId, this.opts.source, day, text);
       }
       const keepDays = this.targets.get(envId)?.keepDays;

@@ -6,8 +6,12 @@
  * destination. While it is away (a crash, a restart) the lines wait in HAProxy's ring.
  *
  * A destination saved, changed or removed is used for the next line within 2 s (issue 28 item 2): the shipper
- * LISTENs on `vc_edge` (`project_log_settings` notifies it) and reads the destinations again at once, and every
- * `refreshMs` (1 s) in case a notification was lost.
+ * LISTENs on `vc_edge` (`project_log_settings` notifies it) and reads the destinations again at once, and again
+ * when its LISTEN connection is back after a loss (what changed meanwhile). PostgreSQL loses no notification
+ * while the connection is up, so the periodic read is only a safety net: every `refreshMs` (10 s). Reading every
+ * second was most of an idle shipper's CPU (two queries through knex a second: ~10 ms/s here under load), which
+ * `npm run bench -- edge` counts in the CPU per line. Lines of an environment without a destination are held 2 s
+ * (`holdMs`), as before.
  */
 import type { Knex } from 'knex';
 import pg from 'pg';
@@ -26,11 +30,19 @@ interface RequestShipperOptions {
   secrets: Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>;
   outbound: OutboundConfig;
   logger?: { warn(obj: unknown, msg?: string): void };
-  /** LogShipper's settings (default: a flush a second, the destinations read again every second). */
-  shipper?: Partial<Pick<ShipperOptions, 'flushMs' | 'refreshMs' | 'maxBackoffMs' | 'batchMax'>>;
+  /**
+   * LogShipper's settings (default: a flush a second, batches of 2,000 lines, 40,000 lines queued at most, the
+   * destinations read again every 10 s and at each notification).
+   */
+  shipper?: Partial<
+    Pick<ShipperOptions, 'flushMs' | 'refreshMs' | 'holdMs' | 'maxBackoffMs' | 'batchMax' | 'maxQueued'>
+  >;
   /** How long a gap in the sequence numbers may stay open before it counts as lost (2 s). */
   reorderMs?: number;
 }
+
+/** Lines of a batch to a destination: an http batch is one POST (a connection each), a syslog batch one socket. */
+export const REQUEST_BATCH_LINES = 2000;
 
 export interface RequestShipper {
   shipper: LogShipper;
@@ -46,7 +58,12 @@ export async function startRequestShipper(o: RequestShipperOptions): Promise<Req
     dataDir: o.dataDir,
     source: 'requests',
     logger: o.logger,
-    refreshMs: 1000,
+    refreshMs: 10_000,
+    holdMs: 2000,
+    // a flush's lines go in few sends; a second of a busy environment's lines (tens of thousands) fits its queue
+    // (maxQueuedBytes bounds it too)
+    batchMax: REQUEST_BATCH_LINES,
+    maxQueued: 40_000,
     ...o.shipper,
   }).start();
   const paths = requestLogPaths(o.dataDir);

@@ -13,6 +13,7 @@
  */
 import { type ChildProcess, fork, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { join } from 'node:path';
 import { HAPROXY_BIN } from '../../edge/haproxy/process';
 import { QUICK, sized } from '../quick';
@@ -20,6 +21,15 @@ import { ensureWrk, processCpuMicros, wrk } from './wrk';
 import { startEdgeWorld } from './world';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const listening = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
 
 type Edit = (cfg: string) => string;
 const drop =
@@ -45,13 +55,25 @@ const all =
 const noLog = drop(/^\s+log ring@/);
 const noLogRules = drop(/^\s+log ring@/, /^\s+log-format/, /set-var\(txn\.vc_log_/, /track-sc1/);
 const noRetry = drop(/^\s+retry-on /);
-/** The request log line without its Lua sequence number (taken under HAProxy's Lua lock for every request). */
-const noLuaSeq: Edit = (cfg) => cfg.replace('%[lua.vc_log_seq]', '0');
-/** The sequence numbers per thread (lua-load-per-thread: no Lua lock), the thread in the line's epoch. */
-const luaPerThread: Edit = (cfg) =>
+/** The request log line without its Lua sequence number (a Lua converter per thread, edge/request-log/haproxy.ts). */
+const noLuaSeq: Edit = (cfg) => cfg.replace('%[var(txn.env),lua.vc_log_seq]', '0');
+/**
+ * The sequence number taken as before, by a Lua sample fetch (HAProxy hands it a `txn` object built for each
+ * call; it reads the variable): FETCH_LUA, written beside the edge's script.
+ */
+const luaFetch: Edit = (cfg) =>
   cfg
-    .replace(/lua-load (\S+sequence\.lua)/, 'lua-load-per-thread $1')
-    .replace('%[var(proc.vc_log_epoch)]', '%[var(proc.vc_log_epoch)]-%[thread]');
+    .replace(/(lua-load-per-thread \S+)sequence\.lua/, '$1sequence-fetch.lua')
+    .replace('%[var(txn.env),lua.vc_log_seq]', '%[lua.vc_log_seq]');
+const FETCH_LUA = `local seq = {}
+core.register_fetches("vc_log_seq", function(txn)
+  local env = txn:get_var("txn.env")
+  if env == nil then return nil end
+  local n = (seq[env] or 0) + 1
+  seq[env] = n
+  return n
+end)
+`;
 /** The request log line without its five json(utf8s) conversions (the strings as they are: measure only). */
 const noJson: Edit = (cfg) => cfg.replaceAll(',json(utf8s)]', ']');
 const noRate = drop(/txn\.(rl|now)/, /track-sc0/, /sc-(set-gpt|inc-gpc)/);
@@ -66,8 +88,11 @@ const VARIANTS: Record<string, Edit> = {
   'no request log line (log ring@)': noLog,
   'no request log at all (ring, seq table, set-vars)': noLogRules,
   'no Lua sequence number in the line': noLuaSeq,
-  'Lua sequence per thread (lua-load-per-thread)': luaPerThread,
+  'Lua sequence by a sample fetch (as before)': luaFetch,
   'no json() conversions in the line': noJson,
+  // the ring's forwarder sends a line as it comes while its socket has room: a small send buffer makes the lines
+  // written while the shipper rests wait in the ring, then go in one write
+  'tune.sndbuf.server 16384 (the ring forwarder writes in batches)': set('tune.sndbuf.server 16384'),
   'no retry-on': noRetry,
   'tune.bufsize 131072 (the edge before bufsizeFor)': bufsize(131072),
   'tune.bufsize 131072, no retry-on': all(bufsize(131072), noRetry),
@@ -146,6 +171,7 @@ async function measure(
   const scratch = join(dir, 'variants');
   rmSync(scratch, { recursive: true, force: true });
   mkdirSync(scratch, { recursive: true });
+  writeFileSync(join(dir, 'edge/request-log/sequence-fetch.lua'), FETCH_LUA);
   const socket = join(dir, 'edge/request-log/reader.sock');
   rmSync(socket, { force: true });
   const reader = fork(join(import.meta.dirname, 'variants-reader.ts'), [socket], {
@@ -178,7 +204,8 @@ async function measure(
         stdio: ['ignore', 'ignore', 'ignore'],
       });
       children.push(haproxy);
-      await pause(300);
+      // listening (a loaded machine may take more than a moment)
+      for (let i = 0; i < 100 && !(await listening(port)); i++) await pause(100);
       wrk('warm-up', url, 1);
       await pause(200);
       const before = processCpuMicros(haproxy.pid!);

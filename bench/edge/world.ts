@@ -2,12 +2,12 @@
  * The edge benches' world (bench/edge.ts, bench/edge/variants.ts): a database of its own, the app
  * (bench/edge/app.cjs) and the edge's control plane (bench/edge/edge-process.ts, which starts HAProxy), each its
  * own process. One project with every rule on: allowed addresses, blocked addresses and agents, a rate limit
- * set high, HSTS, stickiness, and its request log shipped to a syslog (UDP) receiver on loopback that counts
- * the lines; a second environment with the CDN on. `acme`: the edge answers HTTP-01 on Pebble's port and serves
- * HTTPS (bench/edge/https.ts); without it the edge takes free ports.
+ * set high, HSTS, stickiness, and its request log shipped; a second environment with the CDN on. `acme`: the edge
+ * answers HTTP-01 on Pebble's port and serves HTTPS (bench/edge/https.ts); without it the edge takes free ports.
+ * The request log's destination is an http collector (NDJSON batches) or a syslog udp receiver, both in a process
+ * of their own (bench/edge/collector.cjs), switched with `useDestination`.
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import dgram from 'node:dgram';
 import net from 'node:net';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import type { Knex } from 'knex';
 import { createDatabase, dropDatabase, withDatabase } from '../../db/database';
 import { createKnex } from '../../db/knex';
+import { destinationColumns } from '../../db/queries/log-settings';
 import { migrateLatest } from '../../db/migrate';
 import { stopLeftVarnish } from '../../edge/cdn/pids';
 import { haproxyPaths } from '../../edge/haproxy/paths';
@@ -24,6 +25,14 @@ import { loadSecrets, type Secrets } from '../../system/secrets';
 import { freePortRange } from '../../test/helpers/ports';
 import { ADMIN_DATABASE_URL } from '../harness';
 import { type AcmeWorld, startAcmeWorld } from './https';
+
+/** What the collector process got so far: http lines and bytes, udp datagrams and bytes. */
+interface Received {
+  http: number;
+  httpBytes: number;
+  udp: number;
+  udpBytes: number;
+}
 
 export interface EdgeWorld {
   knex: Knex;
@@ -39,8 +48,13 @@ export interface EdgeWorld {
   envPort: number;
   cdnPort: number;
   ids: { teamId: string; projectId: string; environmentId: string };
-  /** Request lines the project's syslog receiver got so far. */
-  shipped(): number;
+  /** Request lines the project's current destination (http collector or syslog receiver) got so far. */
+  shipped(): Promise<number>;
+  received(): Promise<Received>;
+  /** The collector's ports (the floors of bench/edge/floors.ts send there). */
+  collector: { httpPort: number; udpPort: number; pid: number };
+  /** Makes the project's destination the http collector or the syslog udp receiver (the shipper reads it at once). */
+  useDestination(kind: 'http' | 'udp'): Promise<void>;
   /** Stops the edge's control plane (and HAProxy with it) and the shipper; their files stay under dataDir. */
   stopEdge(): Promise<void>;
   /** Stops everything, drops the database and removes dataDir. */
@@ -147,25 +161,40 @@ export async function startEdgeWorld(name: string, o: { acme: boolean }): Promis
       hsts: JSON.stringify({ max_age: 31536000, include_subdomains: true, preload: false }),
       compression: false,
     });
-    // Every rule on AND the request log shipped: a syslog (UDP) receiver on loopback counts the lines.
-    const receiver = dgram.createSocket('udp4');
-    let shipped = 0;
-    receiver.on('message', (m) => (shipped += m.toString().split('\n').filter(Boolean).length));
-    await new Promise<void>((resolve) => receiver.bind(0, '127.0.0.1', resolve));
-    closers.push(() => receiver.close());
-    await knex('project_log_settings').insert({
-      project_id: project.id,
-      kind: 'syslog',
-      name: 'bench receiver',
-      host: '127.0.0.1',
-      port: receiver.address().port,
-      protocol: 'udp',
-      can_send: true,
+    // Every rule on AND the request log shipped: to an http collector (or a syslog udp receiver), its own process.
+    const collectorProcess = fork(join(import.meta.dirname, 'collector.cjs'), [], { stdio: 'inherit' });
+    children.push(collectorProcess);
+    const listening = await new Promise<{ httpPort: number; udpPort: number }>((resolve, reject) => {
+      collectorProcess.once('message', (m: { httpPort: number; udpPort: number }) => resolve(m));
+      collectorProcess.once('exit', (code) => reject(new Error(`the collector exited (${code})`)));
     });
+    const collector = { ...listening, pid: collectorProcess.pid! };
+    const received = () =>
+      new Promise<Received>((resolve) => {
+        const answer = (m: { counts?: Received }) => {
+          if (!m.counts) return;
+          collectorProcess.off('message', answer);
+          resolve(m.counts);
+        };
+        collectorProcess.on('message', answer);
+        collectorProcess.send('counts');
+      });
+    let kind: 'http' | 'udp' = 'http';
+    const destination = (k: 'http' | 'udp') =>
+      destinationColumns(
+        secrets,
+        project.id,
+        k === 'http'
+          ? { kind: 'http', name: 'bench collector', url: `http://127.0.0.1:${collector.httpPort}/ingest` }
+          : { kind: 'syslog', name: 'bench receiver', host: '127.0.0.1', port: collector.udpPort, protocol: 'udp' },
+      );
+    await knex('project_log_settings').insert({ project_id: project.id, ...destination(kind), can_send: true });
     // The request log's shipper, as npm start runs it (processes/shipper.ts): HAProxy's ring forwards to it.
+    // BENCH_SHIPPER_PROF=<dir>: the shipper writes a CPU profile there when it stops (node --cpu-prof)
+    const prof = process.env.BENCH_SHIPPER_PROF;
     const shipper = fork(join(import.meta.dirname, '..', '..', 'processes', 'shipper.ts'), [], {
       stdio: 'inherit',
-      execArgv: ['--import', 'tsx'],
+      execArgv: ['--import', 'tsx', ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [])],
       env: {
         ...process.env,
         DATABASE_URL: databaseUrl,
@@ -205,7 +234,15 @@ export async function startEdgeWorld(name: string, o: { acme: boolean }): Promis
       envPort,
       cdnPort,
       ids: { teamId: team.id, projectId: project.id, environmentId: env.id },
-      shipped: () => shipped,
+      shipped: async () => (await received())[kind],
+      received,
+      collector,
+      useDestination: async (k) => {
+        kind = k;
+        // project_log_settings notifies vc_edge: the shipper reads it at once (and every second)
+        await knex('project_log_settings').where({ project_id: project.id }).update(destination(k));
+        await new Promise((r) => setTimeout(r, 1500));
+      },
       stopEdge: async () => {
         await stop(edge);
         await stop(shipper);

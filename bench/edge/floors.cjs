@@ -1,0 +1,48 @@
+// The floors of the request log shipper's sends (bench/edge.ts), each in this process of its own so that its CPU
+// time is its own: argv `udp <port> <count> <bytes>` sends `count` datagrams of `bytes` bytes from Node's dgram (a
+// connected socket, a wait every 64 as logs/send.ts does); `http <port> <lines> <bytes per line> <batch>` POSTs
+// the same lines in batches of `batch` (a connection each, as the shipper does). It answers with its CPU time
+// (user + system, microseconds) over the loop.
+const dgram = require('node:dgram');
+const http = require('node:http');
+
+const [kind, port, count, bytes, batch] = process.argv.slice(2).map((x, i) => (i === 0 ? x : Number(x)));
+
+async function udp() {
+  const socket = dgram.createSocket('udp4');
+  await new Promise((r) => socket.connect(port, '127.0.0.1', r));
+  const message = Buffer.alloc(bytes, 'x');
+  for (let i = 0; i < count; i += 64) {
+    const n = Math.min(64, count - i);
+    await new Promise((resolve, reject) => {
+      for (let k = 0; k < n - 1; k++) socket.send(message);
+      socket.send(message, (err) => (err ? reject(err) : resolve()));
+    });
+  }
+  socket.close();
+}
+
+async function post() {
+  const body = Buffer.alloc(bytes * batch, 'x');
+  for (let sent = 0; sent < count; sent += batch) {
+    const size = Math.min(batch, count - sent) * bytes;
+    await new Promise((resolve, reject) => {
+      const req = http.request(
+        { host: '127.0.0.1', port, path: '/ingest', method: 'POST', agent: false, headers: { 'content-type': 'application/x-ndjson' } },
+        (res) => {
+          res.resume();
+          res.on('end', resolve);
+        },
+      );
+      req.on('error', reject);
+      req.end(body.subarray(0, size));
+    });
+  }
+}
+
+(async () => {
+  const before = process.cpuUsage();
+  await (kind === 'udp' ? udp() : post());
+  const used = process.cpuUsage(before);
+  process.stdout.write(`${used.user + used.system}\n`);
+})();
