@@ -144,6 +144,18 @@ describe('certificate_renew: the renewal schedule', { timeout: 180_000 }, () => 
       edgeOpen = await keptAlive(edgeTls, hostname, pebbleRoot);
       expect(await edgeOpen.request()).toMatch(/^HTTP\/1\.1 200/);
       const worker = await edgeWorker();
+      // The edge closes a connection idle for `timeout http-keep-alive` (5 s), which a renewal under load outlasts:
+      // the connection is used every second until the renewed certificate is served, each answer a 200.
+      const kept = edgeOpen;
+      let keeping = true;
+      const keeper = (async () => {
+        const answers: string[] = [];
+        while (keeping) {
+          answers.push(await kept.request());
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+        return answers;
+      })();
 
       await applyCertificateChanges(runtime, (h) => files.path(h), firstSync);
       expect(await served()).toBe(first.serial);
@@ -164,6 +176,10 @@ describe('certificate_renew: the renewal schedule', { timeout: 180_000 }, () => 
         'the edge to serve the renewed certificate',
         async () => (await tlsPeer(edgeTls, hostname, pebbleRoot)).serialNumber === renewed.serial,
       );
+      keeping = false;
+      const answers = await keeper;
+      expect(answers.length).toBeGreaterThan(0);
+      for (const answer of answers) expect(answer).toMatch(/^HTTP\/1\.1 200/);
       expect(await edgeOpen.request()).toMatch(/^HTTP\/1\.1 200/);
       expect(edgeOpen.closed()).toBe(false);
       expect(await edgeWorker()).toBe(worker);
