@@ -361,16 +361,7 @@ describe('moving environments between hosts', () => {
     const oldVolume = await environmentVolume(t.deps.knex, [otherRoot], three.id);
     expect(readFileSync(path.join(oldVolume, 'upload.txt'), 'utf8')).toBe('carried over');
     // the other host's sampler says its volume holds data
-    await until(
-      'a sample of the volume',
-      async () =>
-        !!(await t.deps
-          .knex('resource_samples')
-          .where({ environment_id: three.id })
-          .where('volume_bytes', '>', 0)
-          .first()),
-      { timeoutMs: 30_000 },
-    );
+    await volumeSampled(three.id);
 
     const drained = await hostsCli('drain', other);
     expect(drained.code, drained.stderr).toBe(0);
@@ -414,16 +405,7 @@ describe('moving environments between hosts', () => {
       status: 200,
       text: 'stored',
     });
-    await until(
-      'a sample of the volume',
-      async () =>
-        !!(await t.deps
-          .knex('resource_samples')
-          .where({ environment_id: four.id })
-          .where('volume_bytes', '>', 0)
-          .first()),
-      { timeoutMs: 30_000 },
-    );
+    await volumeSampled(four.id);
 
     const started = await startMove(
       t.deps,
@@ -458,3 +440,17 @@ describe('moving environments between hosts', () => {
     expect(existsSync(copies) ? readdirSync(copies) : []).toEqual([]);
   }, 120_000);
 });
+
+/** Until the other host's sampler has recorded the environment's volume as holding data (a move then copies it). */
+async function volumeSampled(environmentId: string) {
+  await until(
+    'a sample of the volume',
+    async () =>
+      !!(await t.deps
+        .knex('resource_samples')
+        .where({ environment_id: environmentId })
+        .where('volume_bytes', '>', 0)
+        .first()),
+    { timeoutMs: 30_000 },
+  );
+}
