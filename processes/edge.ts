@@ -1,23 +1,11 @@
-import { loadConfig } from '../system/config';
-import { createKnex } from '../db/knex';
-import { createLogger } from '../system/logger';
 import { startEdge } from '../edge/server';
-import { loadSecrets } from '../system/secrets';
 import { certificateDir } from '../edge/certificate-files';
-import { onStopSignals } from './stop-signals';
+import { closeOnStopSignals, databaseProcess } from './database-process';
 
 // The edge's control plane: `tsx processes/edge.ts`. It needs PostgreSQL only (not Temporal, not the worker),
 // and drives HAProxy (its child, in a session of its own), which serves every environment: tenants stay
 // served while the worker, or this process itself, is down or restarting (docs/edge.md).
-const config = loadConfig();
-if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
-const logger = createLogger(config.logLevel, 'edge');
-const knex = createKnex(config.databaseUrl);
-const secrets = loadSecrets(config.dataDir, {
-  tokenHmacKey: config.tokenHmacKey,
-  encryptionKey: config.encryptionKey,
-  encryptionKeyId: config.encryptionKeyId,
-});
+const { config, logger, knex, secrets } = databaseProcess('edge');
 const edge = await startEdge({
   knex,
   databaseUrl: config.databaseUrl,
@@ -38,16 +26,4 @@ const edge = await startEdge({
   tls: { port: config.acme.tlsPort, publicPort: config.acme.tlsPublicPort },
 });
 logger.info({ port: edge.port }, 'edge running');
-let stopping = false;
-const stop = async () => {
-  if (stopping) return; // a repeated signal (processes/stop-signals.ts)
-  stopping = true;
-  let code = 0;
-  await edge.close().catch((err: Error) => {
-    logger.error({ err: err.message }, 'the edge did not stop cleanly');
-    code = 1;
-  });
-  await knex.destroy();
-  process.exit(code);
-};
-onStopSignals(() => void stop());
+closeOnStopSignals({ what: 'edge', close: () => edge.close(), knex, logger });
