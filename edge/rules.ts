@@ -1,5 +1,5 @@
 /** The edge's own answers' texts and header values, shared by the HAProxy configuration (edge/haproxy/). */
-import { escapeHtml } from '../system/mail/layout';
+import { escapeHtml } from '../system/html';
 
 export function hstsValue(h: { max_age: number; include_subdomains: boolean; preload: boolean }): string {
   return `max-age=${h.max_age}${h.include_subdomains ? '; includeSubDomains' : ''}${h.preload ? '; preload' : ''}`;

@@ -192,19 +192,21 @@ try {
       ...services,
     },
   });
-  // The request log's shipper (HAProxy's ring connects to it), the edge (it serves the environments' ports and
-  // EDGE_PORT, needing only PostgreSQL), then the worker (ready once environments are restored and schedules
-  // ensured), then the API.
-  for (const name of ['shipper', 'edge', 'worker', 'api'] as const) {
-    say(
-      name === 'worker'
-        ? 'Starting the worker process and waiting for it to be ready (schedules, environments restored)...'
-        : name === 'shipper'
-          ? 'Starting the request log shipper process...'
-          : `Starting the ${name} process...`,
-    );
-    await supervision.start(children[name]);
-  }
+  // The request log's shipper first (HAProxy's ring connects to it); then the edge (it serves the environments'
+  // ports and EDGE_PORT, needing only PostgreSQL), the worker (ready once environments are restored and
+  // schedules ensured: a restore waits for the edge to apply it) and the API, side by side: each loads and
+  // connects on its own, and "running" is said once all of them are ready.
+  say('Starting the request log shipper process...');
+  await supervision.start(children.shipper);
+  say('Starting the edge process...');
+  const edge = supervision.start(children.edge);
+  say('Starting the worker process and waiting for it to be ready (schedules, environments restored)...');
+  const worker = supervision.start(children.worker);
+  say('Starting the api process...');
+  const api = supervision.start(children.api);
+  const starts = await Promise.allSettled([edge, worker, api]);
+  const refused = starts.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (refused) throw refused.reason;
   const advice = await settingsAdvice(knex, workerIdentity(supervision.pid('worker') ?? 0));
   const mail = config.smtpUrl ? describeSmtpUrl(config.smtpUrl) : `.eml files under ${join(config.dataDir, 'mail')}`;
   console.log(

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { User } from '../../db/models/user';
 import { API_PREFIX } from '../lib/paths';
 import { groupByFour, normalizeCode } from './codes';
-import { escapeHtml as esc } from '../../system/mail/layout';
+import { escapeHtml as esc } from '../../system/html';
 
 /** The page a person opens to approve a command-line sign-in (RFC 8628 verification_uri). */
 

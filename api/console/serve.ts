@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Middleware } from 'koa';
 import send from 'koa-send';
 import { API_PREFIX } from '../lib/paths';
+import { escapeHtml } from '../../system/html';
 
 const YEAR_MS = 365 * 24 * 3600 * 1000;
 
@@ -77,10 +78,6 @@ function namedIndex(file: string, name: string): () => string {
     }
     return cached.html;
   };
-}
-
-function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 function decodeSafe(path: string): string | undefined {

@@ -1,4 +1,4 @@
-import { escapeHtml as esc } from '../../system/mail/layout';
+import { escapeHtml as esc } from '../../system/html';
 
 type Doc = ReturnType<typeof import('../lib/openapi').buildOpenApi>;
 

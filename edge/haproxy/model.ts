@@ -12,7 +12,7 @@ import { BlockList, isIPv4 } from 'node:net';
 import { stickyToken } from '../balance';
 import { MAX_SERVED_PAGE_BYTES, maintenancePageBytes } from '../../core/edge-pages';
 import { DEFAULT_MAINTENANCE_PAGE, hstsValue } from '../rules';
-import { escapeHtml } from '../../system/mail/layout';
+import { escapeHtml } from '../../system/html';
 import type { EdgeState } from '../state';
 import { pageEntries, pageKey } from './maintenance-page';
 

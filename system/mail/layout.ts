@@ -1,5 +1,7 @@
-// Shared building blocks for e-mail: HTML escaping, one HTML layout, and a small block model that
+// Shared building blocks for e-mail: one HTML layout, and a small block model that
 // renders the same content as a plain text part (which must read well on its own) and as HTML.
+
+import { escapeHtml } from '../html';
 
 export const PRODUCT_NAME = 'Hosting Console';
 
@@ -7,18 +9,6 @@ export interface RenderedEmail {
   subject: string;
   text: string;
   html: string;
-}
-
-const HTML_ESCAPES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
-
-export function escapeHtml(value: unknown): string {
-  return String(value ?? '').replace(/[&<>"']/g, (ch) => HTML_ESCAPES[ch]);
 }
 
 /** HTML that is already safe; only `html` and `layout` make these. */

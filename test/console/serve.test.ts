@@ -27,7 +27,7 @@ describe('the web console at /', () => {
 
   it("names the console (CONSOLE_NAME) in index.html's title and meta, as text; the default is Hosting Console", async () => {
     const html = await (await get('/environments/8c0e7a36-0d2e-4e0a-9d53-1b2b1f9f5a11')).text();
-    const escaped = 'Acme &#60;Hosting&#62; &#38; &#34;Co&#34;';
+    const escaped = 'Acme &lt;Hosting&gt; &amp; &quot;Co&quot;';
     expect(html).toContain(`<title>${escaped}</title>`);
     expect(html).toContain(`<meta name="console-name" content="${escaped}" />`);
     expect(html.match(/<title>/g)).toHaveLength(1);

@@ -8,14 +8,12 @@ import { loadConfig, type Config } from '../../system/config';
 import type { Deps } from '../../system/deps';
 import { createDeps } from '../../processes/deps';
 import { startApiServer } from '../../processes/api-server';
-import { startWorker, type RunningWorker } from '../../processes/worker-runtime';
+import type { RunningWorker } from '../../processes/worker-runtime';
 import { startSmtpServer } from './smtp';
 import { Agent } from './http';
 import { killProcessesUnder, killProcessesMentioning } from './processes';
-import { startEdge, type Edge } from '../../edge/server';
-import { type RequestShipper, startRequestShipper } from '../../processes/shipper-runtime';
-import { removeNetworksInRange } from '../../host/provider/sandbox';
-import { certificateDir } from '../../edge/certificate-files';
+import type { Edge } from '../../edge/server';
+import type { RequestShipper } from '../../processes/shipper-runtime';
 import { registerHost } from '../../core/host-registration';
 
 export interface TestContext {
@@ -129,33 +127,38 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     const port = (server.address() as { port: number }).port;
     const baseUrl = `http://127.0.0.1:${port}`;
     deps.config.baseUrl = baseUrl;
-    const edge =
+    // The worker, the edge and the sandboxes' modules load only in the files that run them: most files need none,
+    // and each file's process imports what it names (about a second for a worker's).
+    const edgeModules =
       (opts.edge ?? opts.worker)
-        ? await startEdge({
-            knex: deps.knex,
-            databaseUrl: config.databaseUrl!,
-            host: '127.0.0.1',
-            // EDGE_PORT in `env` (a port the test chose, e.g. for an ACME CA's HTTP-01); else any free port.
-            edgePort: opts.env?.EDGE_PORT ? config.edgePort : 0,
-            dataDir,
-            environmentPorts: config.environmentPorts,
-            scaleMax: config.scaleMax,
-            secrets: deps.secrets,
-            trustProxyHops: config.trustProxyHops,
-            perAddress: config.edgePerAddress,
-            refreshMs: 5000,
-            logger: deps.logger,
-            requestLog: true,
-            certificateFiles: { dir: certificateDir(dataDir), secrets: deps.secrets },
-            // HTTPS only where the test chose its port (EDGE_TLS_PORT in `env`)
-            ...(opts.env?.EDGE_TLS_PORT
-              ? { tls: { port: config.acme.tlsPort, publicPort: config.acme.tlsPublicPort } }
-              : {}),
-          })
+        ? await Promise.all([import('../../edge/server'), import('../../edge/certificate-files')])
         : undefined;
+    const edge = edgeModules
+      ? await edgeModules[0].startEdge({
+          knex: deps.knex,
+          databaseUrl: config.databaseUrl!,
+          host: '127.0.0.1',
+          // EDGE_PORT in `env` (a port the test chose, e.g. for an ACME CA's HTTP-01); else any free port.
+          edgePort: opts.env?.EDGE_PORT ? config.edgePort : 0,
+          dataDir,
+          environmentPorts: config.environmentPorts,
+          scaleMax: config.scaleMax,
+          secrets: deps.secrets,
+          trustProxyHops: config.trustProxyHops,
+          perAddress: config.edgePerAddress,
+          refreshMs: 5000,
+          logger: deps.logger,
+          requestLog: true,
+          certificateFiles: { dir: edgeModules[1].certificateDir(dataDir), secrets: deps.secrets },
+          // HTTPS only where the test chose its port (EDGE_TLS_PORT in `env`)
+          ...(opts.env?.EDGE_TLS_PORT
+            ? { tls: { port: config.acme.tlsPort, publicPort: config.acme.tlsPublicPort } }
+            : {}),
+        })
+      : undefined;
     // the request log's lines: the shipper beside the edge, as npm start runs it
     const shipper = edge
-      ? await startRequestShipper({
+      ? await (await import('../../processes/shipper-runtime')).startRequestShipper({
           knex: deps.knex,
           databaseUrl: config.databaseUrl!,
           dataDir,
@@ -166,7 +169,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
         })
       : undefined;
     const worker = opts.worker
-      ? await startWorker(deps, {
+      ? await (await import('../../processes/worker-runtime')).startWorker(deps, {
           workflowBundle: { code: readFileSync(inject('workflowBundlePath'), 'utf8') },
           hostName: config.hostName,
         })
@@ -210,7 +213,11 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     await ctx.deps?.close().catch(() => undefined);
     await ctx.smtp?.stop();
     await dropDatabase(inject('adminDatabaseUrl'), dbName).catch(() => undefined);
-    if (ctx.config) await removeNetworksInRange(ctx.config.environmentPorts.from, ctx.config.environmentPorts.to);
+    if (ctx.config) {
+      // the networks that sandboxes made in the file's range: its worker's, or an npm start's the file ran there
+      const { removeNetworksInRange } = await import('../../host/provider/sandbox');
+      await removeNetworksInRange(ctx.config.environmentPorts.from, ctx.config.environmentPorts.to);
+    }
     if (ctx.dataDir) {
       killProcessesUnder(ctx.dataDir); // what a worker killed on purpose left behind
       rmSync(ctx.dataDir, { recursive: true, force: true });

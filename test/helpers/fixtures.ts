@@ -17,6 +17,8 @@ import type { Agent } from './http';
  */
 let counter = 0;
 export const PASSWORD = 'correct horse battery staple';
+/** PASSWORD's argon2id hash, made once per file's process (each hash costs tens of milliseconds of CPU). */
+let passwordHash: Promise<string> | undefined;
 
 export async function createUser(
   t: TestContext,
@@ -26,7 +28,7 @@ export async function createUser(
   return User.query(t.deps.knex).insertAndFetch({
     email: attrs.email ?? `user${counter}-${Date.now()}@example.test`,
     name: attrs.name ?? `User ${counter}`,
-    password_hash: await hashPassword(PASSWORD),
+    password_hash: await (passwordHash ??= hashPassword(PASSWORD)),
     email_confirmed_at: attrs.confirmed === false ? null : new Date(),
   });
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { escapeHtml, html, layout } from '../../../system/mail/layout';
+import { html, layout } from '../../../system/mail/layout';
+import { escapeHtml } from '../../../system/html';
 import {
   confirmationEmail,
   expiryPhrase,
