@@ -6,7 +6,7 @@ import { closeOnStopSignals, databaseProcess } from './database-process';
 // and drives HAProxy (its child, in a session of its own), which serves every environment: tenants stay
 // served while the worker, or this process itself, is down or restarting (docs/edge.md).
 const { config, logger, knex, secrets } = databaseProcess('edge');
-const edge = await startEdge({
+const starting = startEdge({
   knex,
   databaseUrl: config.databaseUrl,
   host: config.environmentBind,
@@ -25,5 +25,9 @@ const edge = await startEdge({
   // HTTPS by SNI with the certificates above; plain HTTP requests of their domains get 308 there
   tls: { port: config.acme.tlsPort, publicPort: config.acme.tlsPublicPort },
 });
+// A stop signal may come as soon as EDGE_PORT accepts (the supervisor's readiness), before the start has
+// resolved (the default action would leave HAProxy and Varnish to npm start's clean-up): it waits for the start,
+// then closes.
+closeOnStopSignals({ what: 'edge', close: async () => (await starting).close(), knex, logger });
+const edge = await starting;
 logger.info({ port: edge.port }, 'edge running');
-closeOnStopSignals({ what: 'edge', close: () => edge.close(), knex, logger });

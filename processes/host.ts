@@ -15,6 +15,7 @@ import { runDir } from '../system/run-state';
 import { Supervision } from './supervision';
 import { consoleChildren } from './start-children';
 import { claimDataDir, releaseDataDir } from './start-lock';
+import { bundleAhead, type WorkflowBundleAhead } from './bundle-ahead';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const say = (m: string) => console.log(`[host] ${m}`);
@@ -63,9 +64,11 @@ if (holder) {
 const knex = createKnex(config.databaseUrl!);
 const supervision = new Supervision({ runDir: runDir(config.dataDir), say });
 let stopping = false;
+let workflowBundle: WorkflowBundleAhead | null = null;
 async function shutdown(code: number) {
   if (stopping) return;
   stopping = true;
+  workflowBundle?.stop();
   say(`Stopping host ${config.hostName} (the worker with its tenants’ processes)...`);
   await supervision.stop(['worker']);
   supervision.clear();
@@ -80,6 +83,7 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 }
 
 try {
+  workflowBundle = bundleAhead({ root, runDir: runDir(config.dataDir), say });
   const { worker } = consoleChildren({
     root,
     config,
@@ -90,11 +94,13 @@ try {
       DATA_DIR: config.dataDir,
       VC_HOST_AGENT: '1',
       REMINDER_SCHEDULE: process.env.REMINDER_SCHEDULE || 'off',
+      VC_WORKFLOW_BUNDLE_PATH: workflowBundle.file,
     },
   });
   say(
     `Starting host agent ${config.hostName} (${config.hostAddress}) against Temporal at ${config.temporalAddress}...`,
   );
+  await workflowBundle.done;
   await supervision.start(worker);
   say(`Host ${config.hostName} joined`);
 } catch (err) {

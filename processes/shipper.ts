@@ -4,7 +4,7 @@ import { closeOnStopSignals, databaseProcess } from './database-process';
 // The request log's shipper: `tsx processes/shipper.ts` (processes/shipper-runtime.ts). It needs PostgreSQL only;
 // HAProxy's ring forwards the request lines to its socket under DATA_DIR, and keeps them while it is away.
 const { config, logger, knex, secrets } = databaseProcess('shipper');
-const running = await startRequestShipper({
+const starting = startRequestShipper({
   knex,
   databaseUrl: config.databaseUrl,
   dataDir: config.dataDir,
@@ -12,5 +12,8 @@ const running = await startRequestShipper({
   outbound: config,
   logger,
 });
+// A stop signal may come as soon as the socket accepts (the supervisor's readiness), before the start has
+// resolved: it waits for the start, then closes.
+closeOnStopSignals({ what: 'shipper', close: async () => (await starting).close(), knex, logger });
+await starting;
 logger.info({}, 'request log shipper running');
-closeOnStopSignals({ what: 'shipper', close: () => running.close(), knex, logger });

@@ -14,6 +14,7 @@ import type { Knex } from 'knex';
 import { Supervision } from './supervision';
 import { runDir } from '../system/run-state';
 import { consoleChildren } from './start-children';
+import { bundleAhead, type WorkflowBundleAhead } from './bundle-ahead';
 import { settingsAdvice } from './host-settings';
 import { workerIdentity } from '../core/worker-readiness';
 import { HaproxyProcess, stopLeftDataPlane } from '../edge/haproxy/process';
@@ -58,8 +59,10 @@ const STOP_ORDER = ['api', 'edge', 'shipper', 'worker', 'temporal', 'services-po
 let knex: Knex | null = null;
 let temporalRelay: TcpRelay | null = null;
 let stopping = false;
+let workflowBundle: WorkflowBundleAhead | null = null;
 
 async function shutdown(code: number) {
+  workflowBundle?.stop();
   if (stopping) return;
   stopping = true;
   say('Stopping (API, edge and request log shipper, the worker with its tenants’ processes, Temporal, PostgreSQL)...');
@@ -100,6 +103,7 @@ try {
   const taken = await takenEdgePorts(config);
   if (taken.length)
     throw new Error(`another program holds ${taken.join(' and ')}: stop it, or set these to free ports`);
+  workflowBundle = bundleAhead({ root, runDir: runDir(config.dataDir), say });
   let databaseUrl = config.databaseUrl;
   // The services server the console runs (its WAL archived): SERVICES_PGDATA, else the embedded server when
   // nothing else is set. The worker and the API are told with SERVICES_PGDATA, SERVICES_PORT, SERVICES_DATABASE_URL.
@@ -190,6 +194,7 @@ try {
       TEMPORAL_ADDRESS: temporalAddress,
       DATA_DIR: config.dataDir,
       ...services,
+      VC_WORKFLOW_BUNDLE_PATH: workflowBundle.file,
     },
   });
   // The request log's shipper first (HAProxy's ring connects to it); then the edge (it serves the environments'
@@ -200,6 +205,9 @@ try {
   await supervision.start(children.shipper);
   say('Starting the edge process...');
   const edge = supervision.start(children.edge);
+  edge.catch(() => undefined); // settled below
+  // the worker loads the workflows' bundle, begun before PostgreSQL (usually made by now)
+  await workflowBundle.done;
   say('Starting the worker process and waiting for it to be ready (schedules, environments restored)...');
   const worker = supervision.start(children.worker);
   say('Starting the api process...');

@@ -1,36 +1,12 @@
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Deps } from '../system/deps';
 import { createActivities } from '../activities';
 import { BUILD_ACTIVITY_NAMES } from '../activities/deploys';
 import { buildTaskQueue } from '../db/workflow-names';
 import { hostTaskQueue } from '../system/config';
 import { checkReleaseStore } from '../host/release-store';
-
-const root = dirname(dirname(fileURLToPath(import.meta.url)));
-export const WORKFLOWS_PATH = join(root, 'workflows', 'index.ts');
-/** The workflow interceptors, bundled with the workflows (a prebuilt bundle holds them already). */
-const INTERCEPTORS_PATH = join(root, 'workflows', 'interceptors.ts');
-
-/** Bundles the workflow code once (webpack); tests share one bundle across files. */
-export async function bundleWorkflows(): Promise<{ code: string }> {
-  return bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
-    workflowInterceptorModules: [INTERCEPTORS_PATH],
-    logger: quietBundlerLogger,
-  });
-}
-
-const quietBundlerLogger = {
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (m: string) => console.warn(m),
-  error: (m: string) => console.error(m),
-  log: () => undefined,
-};
+import { INTERCEPTORS_PATH, WORKFLOWS_PATH, quietBundlerLogger } from './workflow-bundle';
 
 /** Build activities one worker process holds at once, waiting for a slot or building. */
 const BUILDS_TAKEN_PER_WORKER = 200;
@@ -65,9 +41,11 @@ export async function startWorker(
   if (process.env.VC_HOST_AGENT !== '1') await checkReleaseStore(deps.config.releaseStore, { create: true });
   const connection = await NativeConnection.connect({ address: deps.config.temporalAddress });
   const activities = await createActivities(deps);
-  // A prebuilt bundle (tests run worker processes with the run's bundle instead of bundling again).
+  // A prebuilt bundle: npm start's, made once per start (processes/workflow-bundle.ts), or the tests' run's. Where
+  // it could not be made (its file is missing), the worker bundles for itself.
   const prebuilt = process.env.VC_WORKFLOW_BUNDLE_PATH;
-  if (!opts.workflowBundle && prebuilt) opts = { ...opts, workflowBundle: { code: readFileSync(prebuilt, 'utf8') } };
+  if (!opts.workflowBundle && prebuilt && existsSync(prebuilt))
+    opts = { ...opts, workflowBundle: { code: readFileSync(prebuilt, 'utf8') } };
   const worker = await Worker.create({
     connection,
     namespace: deps.config.temporalNamespace,

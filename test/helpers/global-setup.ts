@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startTemporalDevServer, type DevServer } from '../../processes/temporal';
-import { bundleWorkflows } from '../../processes/worker-runtime';
+import { bundleWorkflows } from '../../processes/workflow-bundle';
 import { createDatabase, dropDatabase, withDatabase } from '../../db/database';
 import { createKnex } from '../../db/knex';
 import { migrateLatest } from '../../db/migrate';

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it, inject } from 'vitest';
@@ -33,9 +33,10 @@ describe('npm start (processes/start.ts)', () => {
       BASE_URL: `http://127.0.0.1:${port}`,
       LOG_LEVEL: 'warn',
       REMINDER_SCHEDULE: 'off',
-      VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
     };
     delete env.DATABASE_URL;
+    // as a user runs it: npm start bundles the workflows itself (once, ahead, for every start of its worker)
+    delete env.VC_WORKFLOW_BUNDLE_PATH;
     delete env.SERVICES_DATABASE_URL;
     const child = spawn(process.execPath, ['--import', 'tsx', 'processes/start.ts'], {
       cwd: root,
@@ -80,6 +81,16 @@ describe('npm start (processes/start.ts)', () => {
         'worker',
         'api',
       ]);
+      // the workflows were bundled once, ahead, into the run directory, and the worker was given that file
+      const bundle = path.join(dataDir, 'run', 'workflow-bundle.js');
+      expect(statSync(bundle).size).toBeGreaterThan(100_000);
+      const workerPid = (health.processes as Array<{ name: string; pid: number }>).find(
+        (p) => p.name === 'worker',
+      )!.pid;
+      expect(readFileSync(`/proc/${workerPid}/environ`, 'utf8').split('\0')).toContain(
+        `VC_WORKFLOW_BUNDLE_PATH=${bundle}`,
+      );
+      expect(out).not.toContain('Could not bundle');
       // the embedded server demands a password: nothing to change
       expect(health.settings.services.status).toBe('ok');
       expect(out).not.toContain('To change:');
