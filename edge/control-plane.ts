@@ -31,7 +31,7 @@ const WATCH_MS = 500;
 const RELOAD_DEBOUNCE_MS = 100;
 
 /** What edge/server.ts set up before the control plane runs. */
-export interface ControlPlaneParts {
+interface ControlPlaneParts {
   paths: HaproxyPaths;
   parts: EdgeParts;
   haproxy: HaproxyProcess;

@@ -5,7 +5,7 @@ import { startWorker } from './worker-runtime';
 import { announceReady } from '../core/worker-readiness';
 import { sealWebhookUrls } from '../db/queries/integrations';
 import { checkHostSettings } from '../host/provider/host-settings';
-import { ensureSystemSchedules } from '../core/temporal-starts';
+import { ensureSystemSchedules } from '../core/schedules';
 import { HostNameInUse, registerHost } from '../core/host-registration';
 import { onStopSignals, parentGone } from './stop-signals';
 import { adoptUnplacedServers } from '../db/queries/hosts';

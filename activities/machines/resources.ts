@@ -1,7 +1,7 @@
 /**
  * The daily prune of resource samples older than 90 days (CONTRACT "Resources"): the Temporal schedule
  * `resource-samples-prune` starts the workflow `pruneResourceSamples`, whose one activity deletes in batches.
- * The schedule is core/temporal-starts.ts's.
+ * The schedule is core/schedules.ts's.
  */
 import { Context } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';

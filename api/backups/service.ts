@@ -18,7 +18,7 @@ import { ObjectMismatch, openStore, storedObject } from '../../host/destinations
 import { deleteFromDestination, destinationSpec } from '../../core/backups/destinations';
 import { ensureBackupKey, keyFingerprint } from '../../core/backups/keys';
 import { recordBackupsEvent } from './events';
-import { syncBackupSchedule, deleteBackupSchedule } from '../../core/temporal-starts';
+import { syncBackupSchedule, deleteBackupSchedule } from '../../core/schedules';
 import { isKeptDeletedEnvironment } from '../../db/queries/deleted-environments';
 
 export const DOWNLOAD_TTL_SECONDS = 15 * 60;

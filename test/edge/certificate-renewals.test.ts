@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { useAcmeWorld, type World } from '../helpers/acme-world';
-import { ensureCertificateRenewalSchedule } from '../../core/temporal-starts';
+import { ensureCertificateRenewalSchedule } from '../../core/schedules';
 import { CertificateFiles, CRT_LIST } from '../../edge/certificate-files';
 import { applyCertificateChanges, HaproxyCertificates, runtimeCommand } from '../../edge/haproxy-certificates';
 import { keptAlive, startHaproxy, tlsPeer } from '../helpers/haproxy';

@@ -34,7 +34,7 @@ import { until } from '../helpers/until';
 import { startS3 } from '../helpers/s3';
 import type { Agent } from '../helpers/http';
 import { startMove } from '../../core/host-moves';
-import { ensureHostWatchSchedule, hostWatchScheduleId } from '../../core/temporal-starts';
+import { ensureHostWatchSchedule, hostWatchScheduleId } from '../../core/schedules';
 import { listHosts } from '../../db/queries/hosts';
 import { environmentVolume, volumePath } from '../../db/queries/storage';
 import { hostTag } from '../../host/provider/host-identity';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createAccessToken, createTeam, createUser } from '../helpers/fixtures';
-import { ensurePruneSchedule } from '../../core/temporal-starts';
+import { ensurePruneSchedule } from '../../core/schedules';
 import { SCHEDULE_PRUNE_EXPIRED } from '../../db/workflow-names';
 import { until } from '../helpers/until';
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
 import { createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
-import { ensureResourcePruneSchedule } from '../../core/temporal-starts';
+import { ensureResourcePruneSchedule } from '../../core/schedules';
 import { SCHEDULE_RESOURCE_SAMPLES_PRUNE } from '../../db/workflow-names';
 import { resourceSeries } from '../../db/queries/resources';
 import { environmentVolume } from '../../db/queries/storage';

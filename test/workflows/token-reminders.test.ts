@@ -6,7 +6,7 @@ import { createAccessToken, createTeam, createUser } from '../helpers/fixtures';
 import { AccessToken } from '../../db/models/access-token';
 import { Membership } from '../../db/models/membership';
 import { formatUtc } from '../../system/mail/layout';
-import { ensureReminderSchedule } from '../../core/temporal-starts';
+import { ensureReminderSchedule } from '../../core/schedules';
 import { SCHEDULE_TOKEN_EXPIRY_REMINDERS } from '../../db/workflow-names';
 import type { SendTokenExpiryRemindersResult } from '../../workflows/token-reminders';
 import { until } from '../helpers/until';

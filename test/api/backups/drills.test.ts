@@ -12,7 +12,7 @@ import { dropServiceDatabase, serviceUrl } from '../../../host/pg-server';
 import { scratchExists, scratchName } from '../../../host/pg-scratch';
 import { serviceLogin } from '../../../activities/data/service-env';
 import { environmentVolume } from '../../../db/queries/storage';
-import { ensureRestoreDrillSchedule } from '../../../core/temporal-starts';
+import { ensureRestoreDrillSchedule } from '../../../core/schedules';
 import { startS3 } from '../../helpers/s3';
 
 /**
