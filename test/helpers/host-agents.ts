@@ -22,7 +22,7 @@ export function readEnvFile(file: string): Record<string, string> {
 export async function backendServers(
   dataDir: string,
   port: number,
-): Promise<{ addr: string; port: number; on: boolean }[]> {
+): Promise<{ name: string; addr: string; port: number; on: boolean }[]> {
   const text = await runtimeCommand(haproxyPaths(dataDir).admin, 'show servers state');
   const lines = text.split('\n').filter((l) => l.trim());
   const header = lines
@@ -36,6 +36,7 @@ export async function backendServers(
       .map((l) => l.split(' '))
       .filter((f) => f[col('be_name')] === backendName(port))
       .map((f) => ({
+        name: f[col('srv_name')],
         addr: f[col('srv_addr')],
         port: Number(f[col('srv_port')]),
         // srv_admin_state: bit 0x01 is maintenance forced from the configuration, 0x20 from the runtime
