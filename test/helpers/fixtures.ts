@@ -104,3 +104,28 @@ export function availableServiceRow(env: { id: string; team_id: string; project_
     password_sealed: 'not used here',
   };
 }
+
+/**
+ * A host row as its agent registers it (address 127.0.0.9, 2 CPUs, 4,096 MB, 50 GB, instance ports 30000-30999):
+ * another machine, for placement and for what is bound to it. `heartbeatSecondsAgo`: when it last beat (default
+ * now: ready); `status` and `storageRoots` as its agent would set them.
+ */
+export async function insertHost(
+  t: TestContext,
+  name: string,
+  o: { memoryMb?: number; status?: string; heartbeatSecondsAgo?: number; storageRoots?: string[] } = {},
+): Promise<void> {
+  await t.deps.knex('hosts').insert({
+    name,
+    address: '127.0.0.9',
+    ...(o.status ? { status: o.status } : {}),
+    cpu: 2,
+    memory_mb: o.memoryMb ?? 4096,
+    disk_gb: 50,
+    ...(o.storageRoots ? { storage_roots: o.storageRoots } : {}),
+    instance_ports_from: 30000,
+    instance_ports_to: 30999,
+    instance_token: `token-${name}`,
+    heartbeat_at: t.deps.knex.raw('now() - make_interval(secs => ?)', [o.heartbeatSecondsAgo ?? 0]),
+  });
+}

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repositoriesDir, useTestContext } from '../helpers/context';
-import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import { createProject, createTeam, createUser, sessionAgent, insertHost } from '../helpers/fixtures';
 import { createDeployWorld, fetchEnvironment, taskLog, waitForTask, commitAll } from '../helpers/deploy-fixtures';
 import { createEnvironmentMachines } from '../../api/machines/service';
 import type { Agent } from '../helpers/http';
@@ -30,17 +30,7 @@ beforeAll(async () => {
   projectId = (await createProject(t, team, { repository_url: repository })).id;
   agent = await sessionAgent(t, owner);
   // a host that registered once and has not beaten since: lost, and no worker polls its queue
-  await t.deps.knex('hosts').insert({
-    name: 'gone-host',
-    address: '127.0.0.9',
-    cpu: 2,
-    memory_mb: 4096,
-    disk_gb: 50,
-    instance_ports_from: 30000,
-    instance_ports_to: 30999,
-    instance_token: 'gone',
-    heartbeat_at: t.deps.knex.raw("now() - interval '1 hour'"),
-  });
+  await insertHost(t, 'gone-host', { heartbeatSecondsAgo: 3600 });
 });
 
 async function environmentWithServer(name: string) {

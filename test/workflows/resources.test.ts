@@ -8,7 +8,7 @@ import { SCHEDULE_RESOURCE_SAMPLES_PRUNE } from '../../db/workflow-names';
 import { resourceSeries } from '../../db/queries/resources';
 import { environmentVolume } from '../../db/queries/storage';
 import { until } from '../helpers/until';
-import { sessionAgent } from '../helpers/fixtures';
+import { sessionAgent, insertHost } from '../helpers/fixtures';
 
 const t = useTestContext({ worker: true, edge: false, env: { RESOURCE_SAMPLE_SECONDS: '1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
@@ -69,16 +69,7 @@ describe('the resource sampler (RESOURCE_SAMPLE_SECONDS)', () => {
 
   it("samples only the environments placed on its own host: another host's agent samples its own", async () => {
     // a second environment, placed on another host (a row heartbeating as its agent would)
-    await t.deps.knex('hosts').insert({
-      name: 'sampler-away',
-      address: '127.0.0.9',
-      cpu: 2,
-      memory_mb: 4096,
-      disk_gb: 50,
-      instance_ports_from: 30000,
-      instance_ports_to: 30999,
-      instance_token: 'token-sampler-away',
-    });
+    await insertHost(t, 'sampler-away');
     const owner = await sessionAgent(t, w.owner);
     const made = await owner.post(`/projects/${w.project.id}/environments`, { name: 'away', git_ref: 'main' });
     expect(made.status, made.text).toBe(201);

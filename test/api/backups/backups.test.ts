@@ -5,7 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { createDeployWorld, createEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
-import { PASSWORD, sessionAgent } from '../../helpers/fixtures';
+import { PASSWORD, sessionAgent, insertHost } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { until } from '../../helpers/until';
 import { dropServiceDatabase, serviceUrl } from '../../../host/pg-server';
@@ -207,16 +207,7 @@ describe('the backup window schedule', () => {
   it('starts no snapshot to the local destination of an environment on another host; the refusal shows in its backups', async () => {
     // an environment placed on another host (a host row, as its agent registers it), whose volume's last sample
     // (written by that host's sampler) holds files: a local destination is on this machine, so nothing starts
-    await t.deps.knex('hosts').insert({
-      name: 'backups-away',
-      address: '127.0.0.9',
-      cpu: 2,
-      memory_mb: 4096,
-      disk_gb: 50,
-      instance_ports_from: 30000,
-      instance_ports_to: 30999,
-      instance_token: 'token-backups-away',
-    });
+    await insertHost(t, 'backups-away');
     const made = await owner.post(`/projects/${w.project.id}/environments`, { name: 'away', git_ref: 'main' });
     expect(made.status, made.text).toBe(201);
     const away = made.body.id as string;

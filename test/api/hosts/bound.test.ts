@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { repositoriesDir, useTestContext } from '../../helpers/context';
-import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
+import { createProject, createTeam, createUser, sessionAgent, insertHost } from '../../helpers/fixtures';
 import type { Agent } from '../../helpers/http';
 import { commitAll } from '../../helpers/deploy-fixtures';
 
@@ -72,18 +72,7 @@ beforeAll(async () => {
   expect(first.status, first.text).toBe(201);
   home = first.body;
   await t.deps.knex('hosts').where({ name: t.config.hostName }).update({ status: 'drained' });
-  await t.deps.knex('hosts').insert({
-    name: 'b-away',
-    address: '127.0.0.9',
-    status: 'ready',
-    cpu: 2,
-    memory_mb: 4096,
-    disk_gb: 50,
-    storage_roots: awayRoots,
-    instance_ports_from: 30000,
-    instance_ports_to: 30999,
-    instance_token: 'token-b-away',
-  });
+  await insertHost(t, 'b-away', { status: 'ready', storageRoots: awayRoots });
   const second = await agent.post(`/projects/${projectId}/environments`, { name: 'away', git_ref: 'main' });
   expect(second.status, second.text).toBe(201);
   away = second.body;

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { repositoriesDir, useTestContext } from '../../helpers/context';
-import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
+import { createProject, createTeam, createUser, sessionAgent, insertHost } from '../../helpers/fixtures';
 import { listHosts } from '../../../db/queries/hosts';
 import type { Agent } from '../../helpers/http';
 import { commitAll } from '../../helpers/deploy-fixtures';
@@ -22,18 +22,7 @@ commitAll(repository, 'a');
 
 /** A host row as an agent would register it; `heartbeat` is how many seconds ago it last beat. */
 async function host(name: string, memoryMb: number, o: { status?: string; heartbeat?: number } = {}) {
-  await t.deps.knex('hosts').insert({
-    name,
-    address: '127.0.0.9',
-    status: o.status ?? 'ready',
-    cpu: 2,
-    memory_mb: memoryMb,
-    disk_gb: 50,
-    instance_ports_from: 30000,
-    instance_ports_to: 30999,
-    instance_token: `token-${name}`,
-    heartbeat_at: t.deps.knex.raw('now() - make_interval(secs => ?)', [o.heartbeat ?? 0]),
-  });
+  await insertHost(t, name, { memoryMb, status: o.status ?? 'ready', heartbeatSecondsAgo: o.heartbeat });
 }
 
 /** The test's hosts heartbeat now (all but the lost one), as their agents would. */
