@@ -19,7 +19,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { environmentHome, tenantUid } from '../../host/provider/sandbox';
 import { netnsName } from '../../host/provider/sandbox-network';
 import { useTestContext } from '../helpers/context';
-import { type AppRepo, commitServer, createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
+import {
+  type AppRepo,
+  commitServer,
+  createEnvironment,
+  createSharedAppRepo,
+  runTaskOk,
+} from '../helpers/deploy-fixtures';
 import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import { Agent } from '../helpers/http';
 import {
@@ -117,17 +123,7 @@ afterAll(async () => {
 
 describe('the edge under npm start', () => {
   it('deploys the app, which answers through the edge with the CDN on', async () => {
-    const res = await api.post(`/environments/${env.id}/deploy`);
-    expect(res.status, res.text).toBe(202);
-    const task = await until(
-      'the deploy',
-      async () => {
-        const r = await api.get(`/tasks/${res.body.id}`);
-        return r.status === 200 && !['pending', 'running'].includes(r.body.status) ? r.body : undefined;
-      },
-      180_000,
-    );
-    expect(task.status).toBe('succeeded');
+    await runTaskOk(t, api, `/environments/${env.id}/deploy`, undefined, 180_000);
     const cdn = await owners.patch(`/environments/${env.id}/cdn`, { enabled: true });
     expect(cdn.status, cdn.text).toBe(200);
     let probe = 0;

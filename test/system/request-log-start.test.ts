@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { environmentHome } from '../../host/provider/sandbox';
 import { useTestContext } from '../helpers/context';
-import { type AppRepo, createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
+import { type AppRepo, createEnvironment, createSharedAppRepo, runTaskOk } from '../helpers/deploy-fixtures';
 import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import { Agent } from '../helpers/http';
 import {
@@ -99,17 +99,7 @@ afterAll(async () => {
 // wired by the lead with the HAProxy edge
 describe('npm start ships the request log to the project destination', () => {
   it('deploys the app, which answers through the edge', async () => {
-    const res = await api.post(`/environments/${env.id}/deploy`);
-    expect(res.status, res.text).toBe(202);
-    const task = await until(
-      'the deploy',
-      async () => {
-        const r = await api.get(`/tasks/${res.body.id}`);
-        return r.status === 200 && !['pending', 'running'].includes(r.body.status) ? r.body : undefined;
-      },
-      180_000,
-    );
-    expect(task.status).toBe('succeeded');
+    await runTaskOk(t, api, `/environments/${env.id}/deploy`, undefined, 180_000);
     expect(await visit('/')).toBe(200);
   }, 200_000);
 
