@@ -6,7 +6,7 @@ import { BUILD_ACTIVITY_NAMES } from '../activities/deploys';
 import { buildTaskQueue } from '../db/workflow-names';
 import { hostTaskQueue } from '../system/config';
 import { checkReleaseStore } from '../host/release-store';
-import { INTERCEPTORS_PATH, WORKFLOWS_PATH, quietBundlerLogger } from './workflow-bundle';
+import { bundleWorkflows } from './workflow-bundle';
 
 /** Build activities one worker process holds at once, waiting for a slot or building. */
 const BUILDS_TAKEN_PER_WORKER = 200;
@@ -42,22 +42,17 @@ export async function startWorker(
   const connection = await NativeConnection.connect({ address: deps.config.temporalAddress });
   const activities = await createActivities(deps);
   // A prebuilt bundle: npm start's, made once per start (processes/workflow-bundle.ts), or the tests' run's. Where
-  // it could not be made (its file is missing), the worker bundles for itself.
+  // there is none (its file is missing: it could not be made), the worker bundles for itself, the same way.
   const prebuilt = process.env.VC_WORKFLOW_BUNDLE_PATH;
-  if (!opts.workflowBundle && prebuilt && existsSync(prebuilt))
-    opts = { ...opts, workflowBundle: { code: readFileSync(prebuilt, 'utf8') } };
+  const workflowBundle =
+    opts.workflowBundle ??
+    (prebuilt && existsSync(prebuilt) ? { code: readFileSync(prebuilt, 'utf8') } : await bundleWorkflows());
   const worker = await Worker.create({
     connection,
     namespace: deps.config.temporalNamespace,
     taskQueue: opts.taskQueue ?? deps.config.taskQueue,
     ...(opts.identity ? { identity: opts.identity } : {}),
-    ...(opts.workflowBundle
-      ? { workflowBundle: opts.workflowBundle }
-      : {
-          workflowsPath: WORKFLOWS_PATH,
-          interceptors: { workflowModules: [INTERCEPTORS_PATH] },
-          bundlerOptions: { logger: quietBundlerLogger } as never,
-        }),
+    workflowBundle,
     activities: activities.activities,
     shutdownGraceTime: '5s',
   });

@@ -10,11 +10,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
-export const WORKFLOWS_PATH = join(root, 'workflows', 'index.ts');
+const WORKFLOWS_PATH = join(root, 'workflows', 'index.ts');
 /** The workflow interceptors, bundled with the workflows (a prebuilt bundle holds them already). */
-export const INTERCEPTORS_PATH = join(root, 'workflows', 'interceptors.ts');
+const INTERCEPTORS_PATH = join(root, 'workflows', 'interceptors.ts');
 
-export const quietBundlerLogger = {
+const quietBundlerLogger = {
   trace: () => undefined,
   debug: () => undefined,
   info: () => undefined,
