@@ -3,6 +3,9 @@
  *  (a) POST /environments/{id}/deploy latency (30 deploys on 30 environments, a token) against a bare
  *      client.workflow.start of the same workflow, with the same options, on the same Temporal server.
  *      Target (issue 30): p50 ratio <= 1.3. Measured with no worker polling, so both sides time the start alone.
+ *      The POST is sent two ways: with fetch (undici), as the `service` client and most scripts do, and with
+ *      node:http on a kept-alive connection, whose own cost is a fraction of fetch's (~0.15 against ~1 ms a
+ *      request here): the second is the API's share without the client's.
  *      BENCH_DEPLOYS_STARTS_ONLY=1 runs (a) alone; BENCH_DEPLOYS sets its rounds (30).
  *  (b) A no-op deploy end to end (skip_steps, the commit's release already built): POST to `succeeded`
  *      seen by polling GET /tasks/{id} every 20 ms. Target: p50 under 1.5 s.
@@ -10,6 +13,7 @@
  *      p50 over 200 sequential requests against the same SQL through a bare pg query. Target: p50 under 20 ms.
  */
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -42,7 +46,7 @@ export async function run(): Promise<void> {
   // The repository lives outside DATA_DIR, under a directory listed in LOCAL_REPOSITORY_ROOTS.
   const reposDir = mkdtempSync(path.join(os.tmpdir(), 'vc-bench-repos-'));
   const sys = await startBenchSystem('deploys', {
-    ENVIRONMENT_PORTS: `${portBase}-${portBase + 99}`,
+    ENVIRONMENT_PORTS: `${portBase}-${portBase + 4 * DEPLOYS}`,
     LOCAL_REPOSITORY_ROOTS: reposDir,
   });
   const { deps } = sys;
@@ -56,7 +60,7 @@ export async function run(): Promise<void> {
     const { user, team, project, token } = await seedDeveloperWithToken(sys, repo.dir);
     const envs = await knex('environments')
       .insert(
-        Array.from({ length: 2 * DEPLOYS + 1 }, (_, i) => ({
+        Array.from({ length: 4 * DEPLOYS + 1 }, (_, i) => ({
           team_id: team.id,
           project_id: project.id,
           name: `env-${i}`,
@@ -124,20 +128,48 @@ export async function run(): Promise<void> {
       const task = await post(`/environments/${envs[i].id}/deploy`, {}, apiUrl);
       return { ms: since(started), workflowId: `env-change-${envs[i].id}`, taskId: task.id };
     };
+    // The same POST with node:http on a kept-alive connection (the client's own cost left out, see the header).
+    const keptAlive = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const postKeptAlive = (url: string, body: string) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = http.request(url, { method: 'POST', agent: keptAlive, headers: auth }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    const apiStartHttp = async (i: number, apiUrl: string) => {
+      const started = process.hrtime.bigint();
+      const res = await postKeptAlive(`${apiUrl}/environments/${envs[i].id}/deploy`, '{}');
+      const ms = since(started);
+      if (res.status !== 202) throw new Error(`POST deploy answered ${res.status}: ${res.text}`);
+      return { ms, workflowId: `env-change-${envs[i].id}` };
+    };
     // The API also as its own process, as in production (the in-process API shares this event loop
     // with the load generator and the bare client).
     const apiProcess = await spawnApiProcess(sys);
     // Warm-up (connections, JIT), on the spare environment; its workflows are terminated like the others.
     const toTerminate: string[] = [];
-    for (let i = 0; i < 3; i++) toTerminate.push((await bareStart(2 * DEPLOYS)).workflowId);
+    for (let i = 0; i < 3; i++) toTerminate.push((await bareStart(4 * DEPLOYS)).workflowId);
     for (const url of [sys.apiUrl, apiProcess.apiUrl]) {
-      await apiStart(2 * DEPLOYS, url);
-      await deps.temporal.workflow.getHandle(`env-change-${envs[2 * DEPLOYS].id}`).terminate('bench warm-up');
+      await apiStart(4 * DEPLOYS, url);
+      await deps.temporal.workflow.getHandle(`env-change-${envs[4 * DEPLOYS].id}`).terminate('bench warm-up');
+      await apiStartHttp(4 * DEPLOYS, url);
+      await deps.temporal.workflow.getHandle(`env-change-${envs[4 * DEPLOYS].id}`).terminate('bench warm-up');
     }
-    const times = { bare: [] as number[], api: [] as number[], apiProcess: [] as number[] };
+    const times = {
+      bare: [] as number[],
+      api: [] as number[],
+      apiProcess: [] as number[],
+      apiHttp: [] as number[],
+      apiProcessHttp: [] as number[],
+    };
     // Rotate which goes first: a start leaves the server busy for a moment (history, visibility),
     // which would otherwise always fall on the same one.
-    const kinds = ['bare', 'api', 'apiProcess'] as const;
+    const kinds = ['bare', 'api', 'apiProcess', 'apiHttp', 'apiProcessHttp'] as const;
     for (let i = 0; i < DEPLOYS; i++) {
       for (let j = 0; j < kinds.length; j++) {
         const which = kinds[(i + j) % kinds.length];
@@ -146,12 +178,17 @@ export async function run(): Promise<void> {
             ? await bareStart(i)
             : which === 'api'
               ? await apiStart(i)
-              : await apiStart(DEPLOYS + i, apiProcess.apiUrl);
+              : which === 'apiProcess'
+                ? await apiStart(DEPLOYS + i, apiProcess.apiUrl)
+                : which === 'apiHttp'
+                  ? await apiStartHttp(2 * DEPLOYS + i, sys.apiUrl)
+                  : await apiStartHttp(3 * DEPLOYS + i, apiProcess.apiUrl);
         times[which].push(r.ms);
         toTerminate.push(r.workflowId);
       }
     }
     await apiProcess.stop();
+    keptAlive.destroy();
     await Promise.all(
       toTerminate.map((id) =>
         deps.temporal.workflow
@@ -192,6 +229,22 @@ export async function run(): Promise<void> {
         target: 'p50 <= 1.3x bare',
         result: verdict(ratioOf(times.apiProcess)),
       },
+      {
+        case: '(a) the same, node:http kept alive, API in this process',
+        n: DEPLOYS,
+        'p50 ms': ms(percentile(times.apiHttp, 0.5)),
+        'p99 ms': ms(percentile(times.apiHttp, 0.99)),
+        target: 'p50 <= 1.3x bare',
+        result: verdict(ratioOf(times.apiHttp)),
+      },
+      {
+        case: '(a) the same, node:http kept alive, API as its own process',
+        n: DEPLOYS,
+        'p50 ms': ms(percentile(times.apiProcessHttp, 0.5)),
+        'p99 ms': ms(percentile(times.apiProcessHttp, 0.99)),
+        target: 'p50 <= 1.3x bare',
+        result: verdict(ratioOf(times.apiProcessHttp)),
+      },
     );
 
     if (STARTS_ONLY) {
@@ -203,7 +256,7 @@ export async function run(): Promise<void> {
       '[bench] deploys: (b) starting a worker (bundles the workflows) and deploying once to build the release...',
     );
     worker = await startWorker(deps);
-    const env = envs[2 * DEPLOYS]; // the spare: only warmed up above
+    const env = envs[4 * DEPLOYS]; // the spare: only warmed up above
     const waitDone = async (taskId: string, deadlineMs: number) => {
       const deadline = Date.now() + deadlineMs;
       for (;;) {
