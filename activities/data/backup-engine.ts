@@ -3,7 +3,7 @@
  * - take: `pg_dump -Fc` of the service's database and a tar of the environment's volume, as the parts of
  *   snapshot-format.ts, encrypted, hashed (SHA-256 of the stored bytes) and streamed to the object store;
  * - put back: the decrypted parts streamed into `pg_restore` (into a fresh database swapped in only when
- *   the restore completed, pg-server.ts) and `tar -x` (into a fresh directory swapped in the same way);
+ *   the restore completed, pg-restore.ts) and `tar -x` (into a fresh directory swapped in the same way);
  * - sync: the same parts of one environment streamed straight into the other's put back.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -13,16 +13,8 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { Config } from '../../system/config';
-import {
-  createRestoreTarget,
-  SAFE_SESSION_OPTIONS,
-  serverMajorVersion,
-  servicesAdminUrl,
-  settleRestoreTarget,
-  swapInRestored,
-  swapInRestoredKeeping,
-  type ServiceLogin,
-} from '../../host/pg-server';
+import { SAFE_SESSION_OPTIONS, serverMajorVersion, servicesAdminUrl, type ServiceLogin } from '../../host/pg-server';
+import { createRestoreTarget, settleRestoreTarget, swapInRestored, swapInRestoredKeeping } from '../../host/pg-restore';
 import { decryptSnapshot, encryptSnapshot, type PartName } from '../../host/snapshot-format';
 import type { ObjectStore, StoredObject } from '../../host/destinations';
 import { Dir, spawnIn } from '../../host/no-follow';

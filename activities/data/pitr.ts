@@ -11,7 +11,7 @@ import { withHeartbeat } from '../toolkit/heartbeat';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { userFault } from '../toolkit/failures';
 import { openArchive, takeArchiveBackup } from '../../host/pitr-archive';
-import { dropKeptDatabase } from '../../host/pg-server';
+import { dropKeptDatabase } from '../../host/pg-restore';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { destinationSpec } from '../../core/backups/destinations';
 import { snapshotKey } from '../../core/backups/keys';

@@ -10,9 +10,9 @@ import {
   dropServiceDatabase,
   serviceUrl,
   withAdmin,
-  createRestoreTarget,
   type ServiceLogin,
 } from '../../../host/pg-server';
+import { createRestoreTarget } from '../../../host/pg-restore';
 import {
   copyData,
   describePutBackState,
