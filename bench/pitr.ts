@@ -15,7 +15,7 @@ import { archiveBackupList, openArchive, takeArchiveBackup } from '../host/pitr-
 import { createServiceDatabase, serviceUrl, withAdmin, type ServiceLogin } from '../host/pg-server';
 import { dropKeptDatabase } from '../host/pg-restore';
 import { commitAfter, keptDatabaseName, replayInScratch } from '../activities/data/pitr-restore';
-import { putBack } from '../activities/data/backup-engine';
+import { putBack } from '../activities/data/put-back';
 import { freePort } from '../test/helpers/ports';
 
 /**

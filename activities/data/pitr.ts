@@ -21,7 +21,7 @@ import { startWorkflow } from '../../core/temporal-starts';
 import { environmentVolume } from '../../db/queries/storage';
 import { consoleEnv, volumeOwner } from '../storage/volume-env';
 import { serviceLogin } from './service-env';
-import { putBack } from './backup-engine';
+import { putBack } from './put-back';
 import { clearScratch, keptDatabaseName, replayToSecond } from './pitr-restore';
 import { isoSeconds } from '../../core/pitr-window';
 

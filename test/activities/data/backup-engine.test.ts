@@ -13,13 +13,8 @@ import {
   type ServiceLogin,
 } from '../../../host/pg-server';
 import { createRestoreTarget } from '../../../host/pg-restore';
-import {
-  copyData,
-  describePutBackState,
-  restoreSnapshot,
-  settlePutBack,
-  takeSnapshot,
-} from '../../../activities/data/backup-engine';
+import { copyData, restoreSnapshot, takeSnapshot } from '../../../activities/data/backup-engine';
+import { describePutBackState, settlePutBack } from '../../../activities/data/put-back';
 import { listLocal, openStore, probeStore } from '../../../host/destinations';
 import { decryptSnapshot } from '../../../host/snapshot-format';
 import { startS3 } from '../../helpers/s3';
