@@ -12,9 +12,10 @@ import { Supervision } from '../processes/supervision';
 import { clusterChild, embeddedPassword, FLAGS } from '../processes/embedded-postgres';
 import { servicesPostgresChild, setUpServicesServer } from '../processes/services-postgres';
 import { archiveBackupList, openArchive, takeArchiveBackup } from '../host/pitr-archive';
-import { createServiceDatabase, dropKeptDatabase, serviceUrl, withAdmin, type ServiceLogin } from '../host/pg-server';
+import { createServiceDatabase, serviceUrl, withAdmin, type ServiceLogin } from '../host/pg-server';
+import { dropKeptDatabase } from '../host/pg-restore';
 import { commitAfter, keptDatabaseName, replayInScratch } from '../activities/data/pitr-restore';
-import { putBack } from '../activities/data/backup-engine';
+import { putBack } from '../activities/data/put-back';
 import { freePort } from '../test/helpers/ports';
 
 /**

@@ -111,6 +111,35 @@ function inNamespace(client: Client, namespace: string | undefined): Client {
     : client;
 }
 
+/** A system schedule's id on `taskQueue`: the default queue's is plainly `name`, another queue's `<name>-<queue>`. */
+const queueScheduleId = (name: string, taskQueue: string) =>
+  taskQueue === DEFAULT_TASK_QUEUE ? name : `${name}-${taskQueue}`;
+
+/**
+ * A system schedule whose runs start `workflowType` on `taskQueue` with no arguments; the system's policies unless
+ * `policies` are given.
+ */
+function ensureQueueSchedule(
+  client: Client,
+  taskQueue: string,
+  s: {
+    scheduleId: string;
+    spec: ScheduleSpec;
+    workflowType: WorkflowName;
+    note: string;
+    policies?: ScheduleOptions['policies'];
+  },
+): Promise<EnsuredSchedule> {
+  const { scheduleId, workflowType } = s;
+  return ensureSchedule(client, {
+    scheduleId,
+    spec: s.spec,
+    action: systemAction({ scheduleId, workflowType, taskQueue, args: [] }),
+    policies: s.policies,
+    note: s.note,
+  });
+}
+
 /** `token-expiry-reminders` (CONTRACT: at least daily), at REMINDER_HOUR_UTC. */
 export async function ensureReminderSchedule(client: Client, settings: DailySettings): Promise<EnsuredSchedule> {
   checkHour('REMINDER_HOUR_UTC', settings.hourUtc);
@@ -137,18 +166,16 @@ export async function ensurePruneSchedule(client: Client, settings: DailySetting
 
 /** `resource-samples-prune` (CONTRACT "Resources"), daily at 04:00 UTC. */
 export async function ensureResourcePruneSchedule(client: Client, taskQueue: string): Promise<EnsuredSchedule> {
-  const scheduleId = SCHEDULE_RESOURCE_SAMPLES_PRUNE;
-  return ensureSchedule(client, {
-    scheduleId,
+  return ensureQueueSchedule(client, taskQueue, {
+    scheduleId: SCHEDULE_RESOURCE_SAMPLES_PRUNE,
     spec: dailySpec(4),
-    action: systemAction({ scheduleId, workflowType: 'pruneResourceSamples', taskQueue, args: [] }),
+    workflowType: 'pruneResourceSamples',
     note: 'Deletes resource samples older than 90 days.',
   });
 }
 
 /** One renewal schedule per task queue (the default queue's is plainly `certificate-renewals`). */
-const certificateRenewalScheduleId = (taskQueue: string) =>
-  taskQueue === DEFAULT_TASK_QUEUE ? 'certificate-renewals' : `certificate-renewals-${taskQueue}`;
+const certificateRenewalScheduleId = (taskQueue: string) => queueScheduleId('certificate-renewals', taskQueue);
 
 /** The hourly certificate renewals (CONTRACT "Certificates"). */
 export async function ensureCertificateRenewalSchedule(
@@ -156,18 +183,16 @@ export async function ensureCertificateRenewalSchedule(
   taskQueue: string,
   every = '1h',
 ): Promise<EnsuredSchedule> {
-  const scheduleId = certificateRenewalScheduleId(taskQueue);
-  return ensureSchedule(client, {
-    scheduleId,
+  return ensureQueueSchedule(client, taskQueue, {
+    scheduleId: certificateRenewalScheduleId(taskQueue),
     spec: { intervals: [{ every }] },
-    action: systemAction({ scheduleId, workflowType: 'renewCertificates', taskQueue, args: [] }),
+    workflowType: 'renewCertificates',
     note: 'Renews certificates near their end and retries failed ones once a day.',
   });
 }
 
 /** One host watch per task queue (the default queue's is plainly `host-watch`). */
-export const hostWatchScheduleId = (taskQueue: string) =>
-  taskQueue === DEFAULT_TASK_QUEUE ? 'host-watch' : `host-watch-${taskQueue}`;
+export const hostWatchScheduleId = (taskQueue: string) => queueScheduleId('host-watch', taskQueue);
 
 /**
  * The host watch (CONTRACT "Hosts"): every few seconds, lost hosts' environments move or are marked `host_lost`,
@@ -179,11 +204,10 @@ export async function ensureHostWatchSchedule(
   taskQueue: string,
   every = '5s',
 ): Promise<EnsuredSchedule> {
-  const scheduleId = hostWatchScheduleId(taskQueue);
-  return ensureSchedule(client, {
-    scheduleId,
+  return ensureQueueSchedule(client, taskQueue, {
+    scheduleId: hostWatchScheduleId(taskQueue),
     spec: { intervals: [{ every }] },
-    action: systemAction({ scheduleId, workflowType: 'watchHosts', taskQueue, args: [] }),
+    workflowType: 'watchHosts',
     // a missed round is not made up: the next one sees everything as it is then
     policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '10s', pauseOnFailure: false },
     note: 'Moves the environments of lost hosts, finishes drains, stops the stale instances of rejoined hosts.',
@@ -191,8 +215,7 @@ export async function ensureHostWatchSchedule(
 }
 
 /** The archive's schedules of one task queue (the default queue's are plainly `pitr-full` and `pitr-diff`). */
-const pitrScheduleId = (type: 'full' | 'diff', taskQueue: string) =>
-  taskQueue === DEFAULT_TASK_QUEUE ? `pitr-${type}` : `pitr-${type}-${taskQueue}`;
+const pitrScheduleId = (type: 'full' | 'diff', taskQueue: string) => queueScheduleId(`pitr-${type}`, taskQueue);
 
 /**
  * The WAL archive's backups (CONTRACT "Point-in-time recovery"): a full one weekly (Sunday 01:00 UTC) and a
@@ -226,16 +249,14 @@ async function ensurePitrSchedules(client: Client, taskQueue: string): Promise<E
 }
 
 /** One restore-drill schedule per task queue (the default queue's is plainly `restore-drills`). */
-const restoreDrillScheduleId = (taskQueue: string) =>
-  taskQueue === DEFAULT_TASK_QUEUE ? 'restore-drills' : `restore-drills-${taskQueue}`;
+const restoreDrillScheduleId = (taskQueue: string) => queueScheduleId('restore-drills', taskQueue);
 
 /** The daily restore drills (CONTRACT "Point-in-time recovery"), at 05:00 UTC: after the default backup window. */
 export async function ensureRestoreDrillSchedule(client: Client, taskQueue: string): Promise<EnsuredSchedule> {
-  const scheduleId = restoreDrillScheduleId(taskQueue);
-  return ensureSchedule(client, {
-    scheduleId,
+  return ensureQueueSchedule(client, taskQueue, {
+    scheduleId: restoreDrillScheduleId(taskQueue),
     spec: dailySpec(5),
-    action: systemAction({ scheduleId, workflowType: 'runRestoreDrills', taskQueue, args: [] }),
+    workflowType: 'runRestoreDrills',
     note: "Restores every environment's newest snapshot into scratch and compares it with what its backup recorded.",
   });
 }

@@ -10,7 +10,7 @@
  *    invalid page of the included one fails the restore), with no TCP listener and a private socket;
  * 4. the database is copied (pg_dump | pg_restore) into a fresh database on the live server, with the volume
  *    from the newest snapshot before the second when there is one, and both are swapped in as the snapshot
- *    restore does (backup-engine.ts putBack); the replaced database is kept 24 h as `<name>_kept_<time>`.
+ *    restore does (put-back.ts putBack); the replaced database is kept 24 h as `<name>_kept_<time>`.
  * A rerun (its worker killed) starts over from a fresh scratch directory; whatever an earlier attempt left
  * running there is stopped first. The scratch directory and server are always removed.
  */

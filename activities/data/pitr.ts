@@ -11,7 +11,7 @@ import { withHeartbeat } from '../toolkit/heartbeat';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { userFault } from '../toolkit/failures';
 import { openArchive, takeArchiveBackup } from '../../host/pitr-archive';
-import { dropKeptDatabase } from '../../host/pg-server';
+import { dropKeptDatabase } from '../../host/pg-restore';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { destinationSpec } from '../../core/backups/destinations';
 import { snapshotKey } from '../../core/backups/keys';
@@ -21,7 +21,7 @@ import { startWorkflow } from '../../core/temporal-starts';
 import { environmentVolume } from '../../db/queries/storage';
 import { consoleEnv, volumeOwner } from '../storage/volume-env';
 import { serviceLogin } from './service-env';
-import { putBack } from './backup-engine';
+import { putBack } from './put-back';
 import { clearScratch, keptDatabaseName, replayToSecond } from './pitr-restore';
 import { isoSeconds } from '../../core/pitr-window';
 

@@ -15,7 +15,7 @@ import type { ObjectStore, StoredObject } from '../../host/destinations';
 import { Dir, spawnIn } from '../../host/no-follow';
 import { createScratchDatabase, dropScratchDatabase } from '../../host/pg-scratch';
 import type { ServiceLogin } from '../../host/pg-server';
-import { checkClientVersion, finish, pgLogin, spawnSink, watchSink, write } from './backup-engine';
+import { checkClientVersion, finish, pgLogin, spawnSink, watchSink, write } from './child-streams';
 import { tableCounts } from './row-counts';
 
 type DrillConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl' | 'dataDir'>;

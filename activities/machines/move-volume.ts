@@ -6,7 +6,7 @@
  *   - on the old host's queue: its web process stopped (as a storage move stops it), the snapshot taken and put
  *     in the store (`copyVolumeOut`); a move that fails after it starts the web process again there;
  *   - on the new host's queue: the object fetched and put back into the environment's volume under that host's
- *     STORAGE_ROOTS, swapped in only once complete (`copyVolumeIn`, backup-engine.ts putBack);
+ *     STORAGE_ROOTS, swapped in only once complete (`copyVolumeIn`, data/put-back.ts putBack);
  *   - anywhere: the object deleted (`dropVolumeCopy`), whether the move succeeded or failed after the copy;
  *   - on the old host's queue, once the move succeeded: its copy of the volume deleted (`removeOldVolume`); on the
  *     new host's, once it failed after the copy was put back there: that copy deleted (`removeCopiedVolume`).
@@ -33,7 +33,8 @@ import {
   volumePath,
 } from '../../db/queries/storage';
 import { recordTaskPhases } from '../../db/queries/task-phases';
-import { dataParts, putBack } from '../data/backup-engine';
+import { dataParts } from '../data/backup-engine';
+import { putBack } from '../data/put-back';
 import { volumeOwner } from '../storage/volume-env';
 import { withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';

@@ -10,16 +10,11 @@ import {
   dropServiceDatabase,
   serviceUrl,
   withAdmin,
-  createRestoreTarget,
   type ServiceLogin,
 } from '../../../host/pg-server';
-import {
-  copyData,
-  describePutBackState,
-  restoreSnapshot,
-  settlePutBack,
-  takeSnapshot,
-} from '../../../activities/data/backup-engine';
+import { createRestoreTarget } from '../../../host/pg-restore';
+import { copyData, restoreSnapshot, takeSnapshot } from '../../../activities/data/backup-engine';
+import { describePutBackState, settlePutBack } from '../../../activities/data/put-back';
 import { listLocal, openStore, probeStore } from '../../../host/destinations';
 import { decryptSnapshot } from '../../../host/snapshot-format';
 import { startS3 } from '../../helpers/s3';
