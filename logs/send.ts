@@ -82,7 +82,9 @@ export async function sendTexts(
 ): Promise<void> {
   if (lines.length === 0) return;
   if (dest.kind === 'http') {
-    const body = `${lines.join('\n')}\n`;
+    // one flat string (the trailing '' gives the last newline: no second string to flatten), encoded once: a Buffer
+    // body is not measured and encoded again by node:http (~2.2 -> ~1.1 µs a line of the bench)
+    const body = Buffer.from(lines.concat('').join('\n'));
     const res = await outboundRequest(
       dest.url,
       {

@@ -359,7 +359,8 @@ export class LogShipper {
     for (const [envId, days] of pending) {
       const redact = this.redactor.textRedactor(envId);
       for (const [day, lines] of days) {
-        const text = `${(redact ? lines.map(redact) : lines).join('\n')}\n`;
+        // one flat string, its last newline from the trailing '' (as logs/send.ts's http batch)
+        const text = (redact ? lines.map(redact) : lines).concat('').join('\n');
         await appendMachineLines(this.opts.dataDir, envId, this.opts.source, day, text);
       }
       const keepDays = this.targets.get(envId)?.keepDays;
