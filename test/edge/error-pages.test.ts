@@ -9,6 +9,8 @@
  * one request line with the status the client got.
  */
 import http from 'node:http';
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPLY_MAX_BYTES } from '../../edge/haproxy/pages';
 import { awaitEdges } from '../../db/queries/edge-routes';
@@ -24,6 +26,8 @@ let app: http.Server;
 let owner: Agent;
 let project: { id: string; team_id: string };
 let receiver: Receiver;
+/** The app's upgraded connections (the server no longer tracks them). */
+const upgraded: Duplex[] = [];
 /** live: the app; dead: an instance that does not listen (HAProxy's own 503); idle: no release is live. */
 const envs: Record<'live' | 'dead' | 'idle', { id: string; port: number }> = {} as never;
 
@@ -36,12 +40,25 @@ beforeAll(async () => {
   expect(Buffer.byteLength(BIG)).toBeGreaterThan(2 * 32_768);
   app = http.createServer((req, res) => {
     if (req.url?.startsWith('/close')) return req.socket.destroy();
+    if (req.url?.startsWith('/forwarded')) {
+      const h = req.headers;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify([h['x-forwarded-for'], h['x-forwarded-proto'], h['x-forwarded-host']]));
+    }
     if (req.url?.startsWith('/own503')) {
       res.writeHead(503, { 'content-type': 'text/plain', 'x-app': 'own' });
       return res.end('the app is busy\n');
     }
     res.writeHead(200, { 'content-type': 'text/plain' });
     res.end('hello\n');
+  });
+  app.on('upgrade', (_req, socket) => {
+    upgraded.push(socket);
+    socket.write(
+      'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+        'Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n',
+    );
+    socket.on('data', (d) => socket.write(d));
   });
   await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
   const appPort = (app.address() as { port: number }).port;
@@ -64,6 +81,7 @@ beforeAll(async () => {
   await awaitEdges(t.deps.knex);
 }, 60_000);
 afterAll(async () => {
+  for (const socket of upgraded) socket.destroy();
   app?.closeAllConnections();
   await new Promise((r) => app?.close(r));
   await receiver?.stop();
@@ -78,19 +96,15 @@ interface Answer {
 function request(
   port: number,
   path: string,
-  o: { method?: string; headers?: Record<string, string> } = {},
+  o: { method?: string; headers?: Record<string, string>; localAddress?: string } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port, path, method: o.method ?? 'GET', headers: o.headers, agent: false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
-        );
-      },
-    );
+    const { method = 'GET', headers, localAddress } = o;
+    const req = http.request({ host: '127.0.0.1', port, path, method, headers, localAddress, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
     req.on('error', reject);
     req.end();
   });
@@ -121,6 +135,34 @@ async function expectAppAnswers() {
     'the app is busy\n',
   ]);
   expect((await request(envs.live.port, '/')).body.toString()).toBe('hello\n');
+  // the edge's X-Forwarded-*, the client's own removed, whichever pass the request took
+  const forwarded = await request(envs.live.port, '/forwarded', {
+    headers: { 'x-forwarded-for': '6.6.6.6', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'evil.example' },
+  });
+  expect(JSON.parse(forwarded.body.toString())).toEqual(['127.0.0.1', 'http', `127.0.0.1:${envs.live.port}`]);
+}
+
+/** An upgrade (WebSocket) on `port`: the app's 101, then its echo. */
+function upgrade(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () =>
+      socket.write(
+        'GET /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+          'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+      ),
+    );
+    let got = '';
+    socket.on('data', (d) => {
+      got += d.toString();
+      if (got.includes('\r\n\r\n') && !got.endsWith('ping')) socket.write('ping');
+      if (got.endsWith('ping')) {
+        socket.destroy();
+        resolve(`${got.split('\r\n')[0]} ${got.slice(-4)}`);
+      }
+    });
+    socket.on('error', reject);
+    setTimeout(() => reject(new Error(`no echo: ${JSON.stringify(got)}`)), 5000);
+  });
 }
 
 /** Every answer the page replaces, as the client gets it (GET and HEAD). */
@@ -184,6 +226,31 @@ describe("a project's error page", () => {
     } finally {
       await owner.patch(`/projects/${project.id}/edge`, { compression: false });
       await owner.patch(`/environments/${envs.live.id}/cdn`, { enabled: false });
+    }
+  });
+
+  it('on the hop, the rest is as without a page: the rate limit counts each request once, stickiness, an upgrade', async () => {
+    const projectEdge = `/projects/${project.id}/edge`;
+    const envEdge = `/environments/${envs.live.id}/edge`;
+    try {
+      for (const page of [SMALL, BIG]) {
+        await setPage(page);
+        const client = page === SMALL ? '127.0.0.7' : '127.0.0.8';
+        const limited = await owner.patch(projectEdge, { rate_limit: { requests: 4, per_seconds: 60 } });
+        expect(limited.status, limited.text).toBe(200);
+        const statuses = [];
+        for (let i = 0; i < 5; i++)
+          statuses.push((await request(envs.live.port, '/', { localAddress: client })).status);
+        expect(statuses).toEqual([200, 200, 200, 200, 429]);
+        expect((await owner.patch(projectEdge, { rate_limit: null })).status).toBe(200);
+        expect((await owner.patch(envEdge, { stickiness: true })).status).toBe(200);
+        expect(String((await request(envs.live.port, '/')).headers['set-cookie'])).toMatch(/^vc_instance=[0-9a-f]+;/);
+        expect((await owner.patch(envEdge, { stickiness: false })).status).toBe(200);
+        expect(await upgrade(envs.live.port)).toBe('HTTP/1.1 101 Switching Protocols ping');
+      }
+    } finally {
+      await owner.patch(projectEdge, { rate_limit: null });
+      await owner.patch(envEdge, { stickiness: false });
     }
   });
 
