@@ -1,7 +1,7 @@
 /**
  * Limits of what the edge answers with on its own (CONTRACT "The edge"): a project's maintenance and error
  * pages, and the maintenance note shown where a maintenance page has `{{note}}`. The API refuses more; the
- * edge sizes HAProxy's buffers for them (edge/haproxy/config.ts).
+ * edge serves them from a map through Lua (edge/haproxy/pages.ts).
  */
 
 /** A project's maintenance or error page, in characters. */
@@ -17,9 +17,10 @@ export const MAX_MAINTENANCE_NOTE = 2000;
 export const MAX_NOTE_BYTES = MAX_MAINTENANCE_NOTE * 6;
 
 /**
- * The most bytes a page may take served: what HAProxy's largest buffer (128 KiB) holds with room for the
- * answer's headers. The API refuses a page past it; the edge does not use one (edge/haproxy/model.ts), so that
- * no project's page can make HAProxy refuse the whole configuration.
+ * The most bytes a page may take served (what HAProxy's largest buffer, 128 KiB, held with room for the answer's
+ * headers, when pages were files HAProxy read). The API refuses a page past it; the edge does not serve one
+ * stored before that check (edge/haproxy/model.ts): each page the edge holds is in its pages.map, which every
+ * change of a page replaces whole through the runtime API.
  */
 export const MAX_SERVED_PAGE_BYTES = 131_072 - 1024;
 

@@ -16,7 +16,7 @@ import type { EdgeParts } from './parts';
 import { applyCertificateChanges, HaproxyCertificates } from './haproxy-certificates';
 import type { CertificateFileChanges } from './certificate-files';
 import { buildModel, type EdgeModel, mapFile } from './haproxy/model';
-import { MAINTENANCE_LUA, maintenanceLua } from './haproxy/maintenance-page';
+import { PAGES_LUA, pagesLua } from './haproxy/pages';
 import { bindable } from './haproxy/held-ports';
 import { type ConfigOptions, renderConfig } from './haproxy/config';
 import { type HaproxyPaths, writeAtomic } from './haproxy/paths';
@@ -236,7 +236,8 @@ export class EdgeControlPlane implements Edge {
   private modelOf(state: EdgeState, previous: EdgeModel | null): EdgeModel {
     const { o, p } = this;
     const m = buildModel(state, previous, p.certificates.hosts(), p.slots);
-    m.pages.set(MAINTENANCE_LUA, maintenanceLua(join(p.paths.dir, mapFile('pages'))));
+    const map = (name: string) => join(p.paths.dir, mapFile(name));
+    m.pages.set(PAGES_LUA, pagesLua({ pages: map('pages'), projects: map('env-project') }));
     for (const [file, text] of o.files?.(state) ?? []) m.files.set(file, text);
     // HAProxy has a backend for the range's ports only: another port is not served (and names no server)
     for (const port of m.envs.keys()) {

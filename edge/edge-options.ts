@@ -53,7 +53,7 @@ export interface Edge {
   haproxyPid(): number | null;
   /** Whether this control plane adopted an HAProxy left running. */
   adopted: boolean;
-  /** The reloads this control plane made HAProxy do (an error page, a held port freed; never a rule, a route or a maintenance page). */
+  /** The reloads this control plane made HAProxy do (a held port freed; never a rule, a route or a page). */
   reloads(): number;
   reload(): Promise<void>;
   close(): Promise<void>;

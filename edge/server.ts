@@ -4,12 +4,12 @@
  * passes through Node. The control plane reads PostgreSQL, refreshes on the `vc_edge` notification (triggers
  * on the tables it reads) and periodically in case one was lost, and tells HAProxy:
  * - every change of environments, rules and routes (environments and ports added or removed, addresses, agents,
- *   rate limits and their windows, HSTS, stickiness, compression, maintenance and its pages, domains,
- *   instances moving) goes
+ *   rate limits and their windows, HSTS, stickiness, compression, maintenance, the maintenance and error pages,
+ *   domains, instances moving) goes
  *   to the map and ACL files first, then through the runtime API, without a reload: HAProxy binds the whole
  *   ENVIRONMENT_PORTS range and has a backend with SCALE_MAX slots for each of its ports;
- * - a project's error page (a file HAProxy reads when it loads) rewrites haproxy.cfg and reloads hitlessly
- *   (SIGUSR2, coalesced), as does a port of the range another program held that became free.
+ * - a port of the range another program held that became free rewrites haproxy.cfg and reloads hitlessly
+ *   (SIGUSR2, coalesced).
  * Each applied state is checked in (`edge_instances.applied_at`, the database clock when it was read), so a
  * deploy or a maintenance switch waits until every live edge serves it (db/queries/edge-routes.ts).
  *

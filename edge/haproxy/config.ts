@@ -5,8 +5,9 @@
  * request (upgrades included): blocked addresses and agents (project), the rate limit (one stick table, the
  * window a variable), allowed addresses (environment), then maintenance; HSTS on HTTPS answers; then the
  * port's backend (`p<port>`: least connections, health checks, SCALE_MAX slots, the `vc_instance` cookie when
- * the environment is sticky), through `be_gz` when its project compresses. Everything an environment or a
- * project sets lives in map and ACL files (runtime API), except its error page (a file: a reload).
+ * the environment is sticky), or through a loopback hop (hops.ts: be_gz when its project compresses, the CDN
+ * tier, be_err when its project has an error page). Everything an environment or a project sets lives in map
+ * and ACL files (runtime API), its pages included (pages.ts): none of it reloads HAProxy.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +15,8 @@ import { aclFile, backendName, type EdgeModel, mapFile, serverName, slotCookie }
 import type { HaproxyPaths } from './paths';
 import { heldPortsLine } from './held-ports';
 import { rateLimitRules, rateLimitTables } from './rate-limit';
-import { MAINTENANCE_LUA } from './maintenance-page';
+import { PAGES_LUA } from './pages';
+import { EDGE_ERROR, hopRoutes, hopSections, hopVariables } from './hops';
 
 /** Lines other parts of the edge add to the configuration (the password check, the request log, ...). */
 export interface ConfigFragments {
@@ -98,35 +100,15 @@ function rangeAddresses(host: string, from: number, to: number, held: number[] =
   return out;
 }
 
-const TEXT_TYPES = [
-  'text/',
-  'application/json',
-  'application/javascript',
-  'application/xml',
-  'application/xhtml+xml',
-  'application/rss+xml',
-  'application/atom+xml',
-  'application/ld+json',
-  'image/svg+xml',
-];
 const PLAIN = 'content-type "text/plain; charset=utf-8"';
 const NO_STORE = 'hdr Cache-Control no-store';
 
 /**
- * HAProxy's buffer size: 32 KiB (requests' headers up to ~31 KiB), or 64 or 128 KiB when the largest error
- * page (model.pageBytes; the console's pages, up to MAX_EDGE_PAGE characters; a maintenance page is sent by
- * Lua, maintenance-page.ts, whatever its size) needs it: a page
- * is served whole only a little under the buffer's size (headers, HAProxy's own overhead), and one that does
- * not fit gets a 500 (or HAProxy refuses the configuration). Not larger than needed: the L7 retry (`retry-on`,
- * below) copies one whole buffer per request (at 128 KiB about half of HAProxy's CPU per request in
- * `npm run bench -- edge`, docs/benchmarks.md). Error pages are read when HAProxy loads, so a size that
- * changes comes with the reload their change makes.
+ * HAProxy's buffer: 32 KiB (requests' headers up to ~31 KiB). Not larger: the L7 retry (`retry-on`, below)
+ * copies one whole buffer per request (at 128 KiB about half of HAProxy's CPU per request in
+ * `npm run bench -- edge`, docs/benchmarks.md). No page sizes it: Lua sends them (pages.ts).
  */
-export function bufsizeFor(pageBytes: number): number {
-  let size = 32_768;
-  while (size < 131_072 && pageBytes + 1024 > size) size *= 2;
-  return size;
-}
+const BUFSIZE = 32_768;
 
 /**
  * The headers the edge owns. X-Forwarded-For (`option forwardfor`: the client's address), -Proto and -Host are
@@ -190,8 +172,9 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     // listeners over from the old worker (`expose-fd listeners` above) instead of binding them again
     '  noreuseport',
     `  pidfile ${p.pidfile}`,
-    `  tune.bufsize ${bufsizeFor(model.pageBytes)}`,
-    `  lua-load ${join(p.dir, MAINTENANCE_LUA)}`,
+    `  tune.bufsize ${BUFSIZE}`,
+    // per thread: the error page's filter runs on every request of the hops it is on, with no lock
+    `  lua-load-per-thread ${join(p.dir, PAGES_LUA)}`,
     // after a reload, the old worker finishes what it was doing, at most this long
     '  hard-stop-after 60s',
     ...(fragments.global ?? []).map((l) => `  ${l}`),
@@ -209,11 +192,12 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  option redispatch',
     '  retries 2',
     // a GET sent on a kept-alive connection to an instance that just went away is sent again (this L7 retry
-    // keeps a copy of each request: one whole buffer, see bufsizeFor)
+    // keeps a copy of each request: one whole buffer, see BUFSIZE)
     '  retry-on conn-failure empty-response',
-    `  http-error ${own(502, 'bad gateway: the web process is not answering')}`,
-    `  http-error ${own(503, 'service unavailable: no web process is answering')}`,
-    `  http-error ${own(504, 'gateway timeout: the web process did not answer in time')}`,
+    // HAProxy's own, marked: on a hop, the project's error page replaces them (hops.ts); never sent to a client
+    `  http-error ${own(502, 'bad gateway: the web process is not answering')} hdr ${EDGE_ERROR} 1`,
+    `  http-error ${own(503, 'service unavailable: no web process is answering')} hdr ${EDGE_ERROR} 1`,
+    `  http-error ${own(504, 'gateway timeout: the web process did not answer in time')} hdr ${EDGE_ERROR} 1`,
     '',
     'frontend fe_edge',
     `  bind ${o.host}:${o.edgePort} name edge maxconn ${limits.domains}`,
@@ -268,6 +252,8 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
   add(
     `  http-request set-var(txn.hsts) var(txn.p),map(${map('hsts')}) if { var(txn.https) -m bool }`,
     '  http-after-response set-header Strict-Transport-Security "%[var(txn.hsts)]" if { var(txn.hsts) -m found }',
+    // HAProxy's own errors' marker (above), whichever pass made them
+    `  http-after-response del-header ${EDGE_ERROR} if { status 502:504 }`,
   );
   // blocked addresses (the longest listed network holding the client, then whether the project lists it) and
   // agents (one regex per agent on `<project>|<User-Agent>`, for the projects that block some)
@@ -306,14 +292,10 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
   // the sticky environments' cookie (every backend has it; `ignore-persist` unless the environment is sticky)
   add(`  http-request set-var(txn.sticky) var(txn.env),map(${map('sticky')})`);
   add(`  http-request set-var(txn.gz) var(txn.env),map(${map('compressed')})`);
+  if (o.cdn) add(...hopVariables(map));
   add(...(fragments.useBackend ?? []).map((l) => `  ${l}`));
-  if (o.cdn)
-    add(
-      '  use_backend be_cdn_gz if { var(txn.cdn) -m found } { var(txn.gz) -m found }',
-      '  use_backend be_cdn if { var(txn.cdn) -m found }',
-    );
-  // a project that compresses: through be_gz (gzip) to fe_origin, which serves the environment's backend
-  if (o.cdn) add('  use_backend be_gz if { var(txn.gz) -m found }');
+  // the hops (hops.ts): the CDN tier, compression, the error page; they need fe_origin, the CDN tier's listener
+  if (o.cdn) add(...hopRoutes());
   add(
     '  use_backend p%[dst_port] if !by_host',
     `  use_backend p%[var(txn.env),map(${map('env-port')})]`,
@@ -321,34 +303,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '',
   );
 
-  if (o.cdn)
-    add(
-      'frontend fe_origin',
-      `  bind 127.0.0.1:${o.cdn.originPort} name origin`,
-      // only the CDN tier reaches this loopback listener: it says which environment, and no rule runs again
-      '  http-request set-var(txn.env) req.hdr(x-vc-env)',
-      `  http-request set-var(txn.unavail) var(txn.env),map(${map('unavailable')})`,
-      `  http-request set-var(txn.sticky) var(txn.env),map(${map('sticky')})`,
-      '  http-request del-header X-VC-Env',
-      '  http-request del-header X-VC-Default-TTL',
-      `  use_backend p%[var(txn.env),map(${map('env-port')})]`,
-      '  default_backend be_none',
-      '',
-      'backend be_gz',
-      '  compression algo gzip',
-      `  compression type ${TEXT_TYPES.join(' ')}`,
-      '  http-request set-header X-VC-Env "%[var(txn.env)]"',
-      `  server origin 127.0.0.1:${o.cdn.originPort}`,
-      '',
-      'backend be_cdn',
-      `  server cdn 127.0.0.1:${o.cdn.port}`,
-      '',
-      'backend be_cdn_gz',
-      '  compression algo gzip',
-      `  compression type ${TEXT_TYPES.join(' ')}`,
-      `  server cdn 127.0.0.1:${o.cdn.port}`,
-      '',
-    );
+  if (o.cdn) add(...hopSections(o.cdn, map));
   add('backend be_none', `  http-request return ${own(404, 'no site is served at this address')}`, '');
   if (o.trustProxyHops === 0)
     add(`backend ${ADDRESS_TABLE}`, '  stick-table type ipv6 size 1m expire 60s store conn_cur,conn_rate(10s)', '');
@@ -362,16 +317,10 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
       '  cookie vc_instance insert indirect httponly attr "SameSite=Lax"',
       '  ignore-persist unless { var(txn.sticky) -m found }',
     );
-    if (env?.errorPage)
-      for (const status of [502, 503, 504])
-        add(
-          `  http-error status ${status} content-type "text/html; charset=utf-8" file ${join(p.dir, env.errorPage)} ${NO_STORE}`,
-        );
-    // no release is live: 503 with why (the route's text), or the project's error page
+    // no release is live: 503 with the project's error page (Lua, pages.ts), or with why (the route's text)
     add(
-      env?.errorPage
-        ? `  http-request return status 503 content-type "text/html; charset=utf-8" file ${join(p.dir, env.errorPage)} ${NO_STORE} if { var(txn.unavail) -m found }`
-        : `  http-request return status 503 ${PLAIN} lf-string "%[var(txn.unavail),b64dec]" ${NO_STORE} if { var(txn.unavail) -m found }`,
+      `  http-request use-service lua.vc_unavailable if { var(txn.unavail) -m found } { var(txn.env),map(${map('error-page')}) -m found }`,
+      `  http-request return status 503 ${PLAIN} lf-string "%[var(txn.unavail),b64dec]" ${NO_STORE} if { var(txn.unavail) -m found }`,
     );
     // a refused connection marks the instance down at once; checks bring it back
     add('  default-server check inter 2s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down');

@@ -1,20 +1,19 @@
 /**
  * What HAProxy should hold, derived from the EdgeState read from PostgreSQL (edge/state.ts): the map and ACL
- * files (changed at runtime, no reload), the pages (files read at load), and the backends in use with their
+ * files (changed at runtime, no reload; the pages too, in pages.map), and the backends in use with their
  * server slots. HAProxy has one backend per port of ENVIRONMENT_PORTS (`p<port>`), each with SCALE_MAX slots
  * (config.ts), so an environment added or removed, or scaled, changes maps and servers only. Each instance slot
  * has two servers, `s<N>a` and `s<N>b`, with the same cookie: a new address goes to the idle one, which is
  * made ready before the other is put in maintenance, so a deploy never reuses a kept-alive connection to the
  * old release and never leaves the slot without a server.
  */
-import { createHash } from 'node:crypto';
 import { BlockList, isIPv4 } from 'node:net';
 import { stickyToken } from '../balance';
 import { MAX_SERVED_PAGE_BYTES, maintenancePageBytes } from '../../core/edge-pages';
 import { DEFAULT_MAINTENANCE_PAGE, hstsValue } from '../rules';
 import { escapeHtml } from '../../system/html';
 import type { EdgeState } from '../state';
-import { pageEntries, pageKey } from './maintenance-page';
+import { errorPageKey, errorPageMode, pageEntries, pageKey } from './pages';
 
 export interface Address {
   host: string;
@@ -37,8 +36,6 @@ export interface EnvBackend {
   projectId: string;
   sticky: boolean;
   compression: boolean;
-  /** The project's error page file (relative), if it has one. */
-  errorPage: string | null;
   slots: Slot[];
 }
 
@@ -47,10 +44,8 @@ export interface EdgeModel {
   envs: Map<number, EnvBackend>;
   /** Map and ACL files: path relative to the data plane's dir -> content. */
   files: Map<string, string>;
-  /** Page files (read when HAProxy loads: a change needs a reload). */
+  /** Files HAProxy reads when it loads (a change needs a reload): the control plane adds the pages' Lua. */
   pages: Map<string, string>;
-  /** The most bytes a page can take when served (a maintenance page with the longest note at each `{{note}}`). */
-  pageBytes: number;
 }
 
 export const MIN_SLOTS = 2;
@@ -96,10 +91,8 @@ const agentPattern = (projectId: string, agent: string) =>
 
 export const mapFile = (name: string) => `maps/${name}.map`;
 export const aclFile = (name: string) => `acls/${name}.acl`;
-const pageFile = (name: string) => `pages/${name}.html`;
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
-const digest = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 16);
 /** A map or ACL entry stays on one line. */
 const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ').trim();
 
@@ -117,12 +110,13 @@ export function buildModel(
   const files = new Map<string, string>();
   const pages = new Map<string, string>();
   const envs = new Map<number, EnvBackend>();
-  const maintenancePages: [string, string][] = pageEntries(pageKey(null), DEFAULT_MAINTENANCE_PAGE);
+  // the maintenance pages (`m<project>`, `mdefault`) and the error pages (`e<project>`), served by Lua
+  const servedPages: [string, string][] = pageEntries(pageKey(null), DEFAULT_MAINTENANCE_PAGE);
+  /** projectId -> how its environments are served with its error page (pages.ts errorPageMode) */
+  const errorPages = new Map<string, 'r' | 's'>();
   const blocked = new Map<string, string[]>();
   const agents: string[] = [];
   const agentProjects: [string, string][] = [];
-  // the error pages' (a maintenance page is sent by Lua, whatever its size)
-  let pageBytes = 0;
 
   files.set(mapFile('ports'), lines([...state.envByPort].map(([port, env]) => [String(port), env])));
   files.set(mapFile('domains'), lines([...state.domains].map(([host, env]) => [host.toLowerCase(), env])));
@@ -147,9 +141,15 @@ export function buildModel(
     if (rules.hsts) hsts.push([projectId, hstsValue(rules.hsts)]);
     const maintenanceBytes = rules.maintenancePage === null ? 0 : maintenancePageBytes(rules.maintenancePage);
     if (rules.maintenancePage !== null && maintenanceBytes <= MAX_SERVED_PAGE_BYTES)
-      maintenancePages.push(...pageEntries(pageKey(projectId), rules.maintenancePage));
+      servedPages.push(...pageEntries(pageKey(projectId), rules.maintenancePage));
+    // a page past the API's limit (stored before it was checked) is not served: HAProxy's own answers are
+    const errorBytes = rules.errorPage ? Buffer.byteLength(rules.errorPage) : 0;
+    if (rules.errorPage && errorBytes <= MAX_SERVED_PAGE_BYTES) {
+      servedPages.push(...pageEntries(errorPageKey(projectId), rules.errorPage));
+      errorPages.set(projectId, errorPageMode(errorBytes));
+    }
   }
-  files.set(mapFile('pages'), lines(maintenancePages));
+  files.set(mapFile('pages'), lines(servedPages));
   files.set(mapFile('rate-requests'), lines(rates));
   files.set(mapFile('rate-period'), lines(periods));
   files.set(mapFile('hsts'), lines(hsts));
@@ -187,8 +187,6 @@ export function buildModel(
   }
   files.set(mapFile('unavailable'), lines(unavailable));
 
-  /** projectId -> its error page's file (null: none, or one HAProxy could not hold) */
-  const errorPages = new Map<string, string | null>();
   const portOf = new Map([...state.envByPort].map(([port, env]) => [env, port]));
   for (const [envId, projectId] of state.projectOf) {
     const port = portOf.get(envId);
@@ -216,25 +214,12 @@ export function buildModel(
         slots.push({ ...old, active: idle, [idle]: want, on: true });
       }
     }
-    // once per project, not per environment: a page is up to 100,000 characters to measure and digest
-    let errorPage = errorPages.get(projectId);
-    if (errorPage === undefined) {
-      errorPage = null;
-      const bytes = project?.errorPage ? Buffer.byteLength(project.errorPage) : 0;
-      if (project?.errorPage && bytes <= MAX_SERVED_PAGE_BYTES) {
-        errorPage = pageFile(`error-${digest(project.errorPage)}`);
-        pages.set(errorPage, project.errorPage);
-        pageBytes = Math.max(pageBytes, bytes);
-      }
-      errorPages.set(projectId, errorPage);
-    }
     envs.set(port, {
       envId,
       port,
       projectId,
       sticky: state.rules.get(envId)?.stickiness ?? false,
       compression: project?.compression ?? false,
-      errorPage,
       slots,
     });
   }
@@ -248,13 +233,19 @@ export function buildModel(
     mapFile('compressed'),
     lines([...envs.values()].filter((e) => e.compression).map((e): [string, string] => [e.envId, '1'])),
   );
+  // the environments whose project has an error page: through a hop (hops.ts), `r` or `s`; after pages.map
+  // (runtime.ts applies in this order: an environment takes the hop once its page is there)
+  files.set(
+    mapFile('error-page'),
+    lines(
+      [...envs.values()].flatMap((e): [string, string][] => {
+        const mode = errorPages.get(e.projectId);
+        return mode ? [[e.envId, mode]] : [];
+      }),
+    ),
+  );
 
-  return {
-    envs,
-    files,
-    pages,
-    pageBytes,
-  };
+  return { envs, files, pages };
 }
 
 /**

@@ -210,7 +210,8 @@ export class HaproxyProcess {
 
 /**
  * How many times the master has reloaded since it started (`show proc`: the master's `<reloads>`), or null when
- * none answers on `paths.master`. The edge reloads only for pages and HAProxy's own upgrade (docs/edge.md).
+ * none answers on `paths.master`. The edge reloads only for a held port freed and HAProxy's own upgrade
+ * (docs/edge.md).
  */
 export async function masterReloads(paths: HaproxyPaths, waitMs = 3000): Promise<number | null> {
   // the master executes itself again on a reload: its socket answers again a moment later

@@ -17,7 +17,7 @@ import { sessionAgent } from '../helpers/fixtures';
 import { freePort } from '../helpers/ports';
 import { haproxyPaths } from '../../edge/haproxy/paths';
 import { command } from '../../edge/haproxy/runtime';
-import { HAPROXY_BIN } from '../../edge/haproxy/process';
+import { HAPROXY_BIN, masterReloads } from '../../edge/haproxy/process';
 import { awaitEdges } from '../../db/queries/edge-routes';
 
 const t = useTestContext();
@@ -161,11 +161,15 @@ describe('the edge under faults', () => {
       expect(saved.status, saved.text).toBe(200);
       const allowed = await owner.patch(envEdge, { allowed_addresses: ['127.0.0.0/8', `10.1.${i}.0/24`] });
       expect(allowed.status, allowed.text).toBe(200);
-      // a page is a file HAProxy reads when it loads: a reload (hitless); stickiness is a map entry
+      // stickiness and an error page are map entries (the project's requests take the error page's hop from
+      // now on); then a reload, as the edge makes one for a held port freed or HAProxy's own upgrade
       if (i === 3) {
         expect((await owner.patch(envEdge, { stickiness: true })).status).toBe(200);
         const page = await owner.patch(projectEdge, { pages: { error: '<p>a moment</p>' } });
         expect(page.status, page.text).toBe(200);
+        const before = await masterReloads(haproxyPaths(t.dataDir));
+        process.kill(masterPid(), 'SIGUSR2');
+        await until('the reload', async () => (await masterReloads(haproxyPaths(t.dataDir))) === before! + 1);
       }
       await pause(1000);
     }

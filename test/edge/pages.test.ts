@@ -1,8 +1,9 @@
 /**
  * The edge's own pages at the console's limits (CONTRACT "The edge"): a project's maintenance page of
  * MAX_EDGE_PAGE characters showing the longest note (every character one that HTML escapes to 6 bytes), and
- * an error page of MAX_EDGE_PAGE characters, are served whole. HAProxy's buffer is sized for the pages the
- * edge holds (edge/haproxy/config.ts `bufsizeFor`): the pages' change reloads HAProxy with a larger one.
+ * an error page of MAX_EDGE_PAGE characters, are served whole, from pages.map through Lua (edge/haproxy/pages.ts),
+ * HAProxy's buffer staying 32 KiB: the error page for "no release is live" and streamed in place of HAProxy's
+ * own 503.
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -54,6 +55,16 @@ describe("the edge's pages at the console's limits", () => {
     expect(failed.status).toBe(503);
     expect(failed.text.length).toBe(error.length);
     expect(failed.text).toBe(error);
+    // in place of HAProxy's own 503 (an instance that does not listen): larger than a buffer, streamed
+    const dead = await createEnvironment(t, w.project, { name: 'dead' });
+    const upstreams = JSON.stringify([{ id: '1', host: '127.0.0.1', port: 1 }]);
+    await t.deps.knex('edge_routes').insert({ environment_id: dead.id, upstreams });
+    await t.edge!.reload();
+    const own = await until(
+      () => get(dead.port),
+      (r) => r.text === error,
+    );
+    expect(own.status).toBe(503);
 
     // the maintenance page with the longest note, escaped: 6 bytes each
     const note = '"'.repeat(MAX_MAINTENANCE_NOTE);
@@ -69,11 +80,11 @@ describe("the edge's pages at the console's limits", () => {
     expect(res.text.length).toBe(shown.length);
     expect(res.text).toBe(shown);
   });
-  it('a page HAProxy could not hold is refused (422 naming it); one stored before is not used: the default page is, and every other environment is served', async () => {
+  it('a page past the served limit (MAX_SERVED_PAGE_BYTES) is refused (422 naming it); one stored before is not used: the default page is, and every other environment is served', async () => {
     const owner = await sessionAgent(t, w.owner);
     // within the console's limit in characters, but twelve longest notes take ~144 KB served
     const maintenance = `<html><body>${'<p>{{note}}</p>'.repeat(12)}</body></html>`;
-    // and an error page of 90,000 characters of 3 bytes each: a file HAProxy would refuse to load at all
+    // and an error page of 90,000 characters of 3 bytes each: past MAX_SERVED_PAGE_BYTES too
     const error = `<p>${'€'.repeat(90_000)}</p>`;
     const before = await t.deps.knex('project_edges').where({ project_id: w.project.id }).first();
     const refused = await owner.patch(`/projects/${w.project.id}/edge`, { pages: { maintenance, error } });
