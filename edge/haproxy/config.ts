@@ -16,7 +16,7 @@ import type { HaproxyPaths } from './paths';
 import { heldPortsLine } from './held-ports';
 import { rateLimitRules, rateLimitTables } from './rate-limit';
 import { PAGES_LUA } from './pages';
-import { EDGE_ERROR, hopRoutes, hopSections, hopVariables } from './hops';
+import { EDGE_ERROR, hopRoutes, hopSections, hopVariables, NOT_RETRIED } from './hops';
 
 /** Lines other parts of the edge add to the configuration (the password check, the request log, ...). */
 export interface ConfigFragments {
@@ -192,7 +192,8 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  option redispatch',
     '  retries 2',
     // a GET sent on a kept-alive connection to an instance that just went away is sent again (this L7 retry
-    // keeps a copy of each request: one whole buffer, see BUFSIZE)
+    // keeps a copy of each request: one whole buffer, see BUFSIZE); only a request safe to send twice
+    // (NOT_RETRIED, in each frontend)
     '  retry-on conn-failure empty-response',
     // HAProxy's own, marked: on a hop, the project's error page replaces them (hops.ts); never sent to a client
     `  http-error ${own(502, 'bad gateway: the web process is not answering')} hdr ${EDGE_ERROR} 1`,
@@ -215,6 +216,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  option http-ignore-probes',
     // a connection that sent no request (a TLS handshake given up, a port scan) is not a request line
     '  option dontlognull',
+    NOT_RETRIED,
     // only the loopback listener of the CDN tier (fe_origin) believes these
     '  http-request del-header X-VC-Env',
     '  http-request del-header X-VC-Default-TTL',

@@ -26,6 +26,14 @@ const TEXT_TYPES = [
   'image/svg+xml',
 ];
 
+/**
+ * A request the app may have acted on is never sent to it twice: the L7 retry (`retry-on ... empty-response`)
+ * is for GET, HEAD and OPTIONS only. A POST, PUT, PATCH or DELETE whose connection closed without an answer gets
+ * the 502 (a connection that failed before the request was sent is still tried again: `conn-failure`). Each
+ * frontend a request passes has it (fe_edge, config.ts, and fe_origin behind a hop, here).
+ */
+export const NOT_RETRIED = '  http-request disable-l7-retry if !METH_GET !METH_HEAD !METH_OPTIONS';
+
 /** HAProxy's own errors, as `http-error` marks them. */
 export const EDGE_ERROR = 'x-vc-edge-error';
 const MARKED = `{ res.hdr(${EDGE_ERROR}) -m found }`;
@@ -87,6 +95,7 @@ export function hopSections(o: { port: number; originPort: number }, map: (name:
     // only the CDN tier and the hops reach this loopback listener: they say which environment, and no rule
     // runs again (no request line is logged here: the frontend that took the request logs it)
     '  http-request set-var(txn.env) req.hdr(x-vc-env)',
+    NOT_RETRIED,
     `  http-request set-var(txn.unavail) var(txn.env),map(${map('unavailable')})`,
     `  http-request set-var(txn.sticky) var(txn.env),map(${map('sticky')})`,
     '  http-request del-header X-VC-Env',
