@@ -204,47 +204,20 @@ export async function run(): Promise<void> {
     const bareP50 = percentile(times.bare, 0.5);
     const ratioOf = (xs: number[]) => percentile(xs, 0.5) / bareP50;
     const verdict = (r: number) => `${r.toFixed(2)}x ${r <= 1.3 ? 'met' : 'NOT met'}`;
+    const postRow = (label: string, xs: number[]) => ({
+      case: `(a) ${label}`,
+      n: DEPLOYS,
+      'p50 ms': ms(percentile(xs, 0.5)),
+      'p99 ms': ms(percentile(xs, 0.99)),
+      target: 'p50 <= 1.3x bare',
+      result: verdict(ratioOf(xs)),
+    });
     rows.push(
-      {
-        case: '(a) bare client.workflow.start',
-        n: DEPLOYS,
-        'p50 ms': ms(bareP50),
-        'p99 ms': ms(percentile(times.bare, 0.99)),
-        target: '',
-        result: '',
-      },
-      {
-        case: '(a) POST deploy, API in this process',
-        n: DEPLOYS,
-        'p50 ms': ms(percentile(times.api, 0.5)),
-        'p99 ms': ms(percentile(times.api, 0.99)),
-        target: 'p50 <= 1.3x bare',
-        result: verdict(ratioOf(times.api)),
-      },
-      {
-        case: '(a) POST deploy, API as its own process',
-        n: DEPLOYS,
-        'p50 ms': ms(percentile(times.apiProcess, 0.5)),
-        'p99 ms': ms(percentile(times.apiProcess, 0.99)),
-        target: 'p50 <= 1.3x bare',
-        result: verdict(ratioOf(times.apiProcess)),
-      },
-      {
-        case: '(a) the same, node:http kept alive, API in this process',
-        n: DEPLOYS,
-        'p50 ms': ms(percentile(times.apiHttp, 0.5)),
-        'p99 ms': ms(percentile(times.apiHttp, 0.99)),
-        target: 'p50 <= 1.3x bare',
-        result: verdict(ratioOf(times.apiHttp)),
-      },
-      {
-        case: '(a) the same, node:http kept alive, API as its own process',
-        n: DEPLOYS,
-        'p50 ms': ms(percentile(times.apiProcessHttp, 0.5)),
-        'p99 ms': ms(percentile(times.apiProcessHttp, 0.99)),
-        target: 'p50 <= 1.3x bare',
-        result: verdict(ratioOf(times.apiProcessHttp)),
-      },
+      { ...postRow('bare client.workflow.start', times.bare), target: '', result: '' },
+      postRow('POST deploy, API in this process', times.api),
+      postRow('POST deploy, API as its own process', times.apiProcess),
+      postRow('the same, node:http kept alive, API in this process', times.apiHttp),
+      postRow('the same, node:http kept alive, API as its own process', times.apiProcessHttp),
     );
 
     if (STARTS_ONLY) {
