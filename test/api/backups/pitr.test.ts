@@ -209,10 +209,15 @@ async function archivedPast(envId: string, at: string) {
     await c.query('SELECT pg_catalog.txid_current()');
     await c.query('SELECT pg_catalog.pg_switch_wal()');
   });
-  return until(`the recovery window to reach ${at}`, async () => {
-    const w = await api.get(`/environments/${envId}/recovery-window`);
-    return w.status === 200 && Date.parse(w.body.latest) >= Date.parse(at) && w.body;
-  });
+  // the archive pushes to S3 through pgBackRest: seconds when quiet, longer when the suite loads both cores
+  return until(
+    `the recovery window to reach ${at}`,
+    async () => {
+      const w = await api.get(`/environments/${envId}/recovery-window`);
+      return w.status === 200 && Date.parse(w.body.latest) >= Date.parse(at) && w.body;
+    },
+    { timeoutMs: 120_000 },
+  );
 }
 
 /** The keys of the repository's objects under `under` (relative to it), in the bucket. */
@@ -417,6 +422,8 @@ describe('the Backups screen’s point-in-time form', () => {
     const c = await openConsoleAs({ ...t, baseUrl: `http://127.0.0.1:${ports.api}` }, api);
     try {
       const { page } = c;
+      // a loaded machine (the slowest files run side by side): each wait below may take more than Playwright's 30 s
+      page.setDefaultTimeout(120_000);
       await c.go(`/environments/${env.id}/backups`);
       const section = page.getByRole('region', { name: 'Restore to a point in time' });
       const field = section.locator('input[name="point_in_time"]');
