@@ -216,7 +216,7 @@ async function archivedPast(envId: string, at: string) {
       const w = await api.get(`/environments/${envId}/recovery-window`);
       return w.status === 200 && Date.parse(w.body.latest) >= Date.parse(at) && w.body;
     },
-    { timeoutMs: 120_000 },
+    120_000,
   );
 }
 
