@@ -13,6 +13,7 @@ import { useTestContext } from '../helpers/context';
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser } from '../helpers/fixtures';
 import { until } from '../helpers/until';
+import { send } from '../helpers/cdn-answers';
 
 const t = useTestContext({ edge: true });
 let app: http.Server;
@@ -50,32 +51,20 @@ afterAll(async () => {
   await new Promise((r) => app?.close(r));
 });
 
-function send(method: string, path: string, body?: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port: env.port, method, path, agent: false, headers: { host: 'retries.example' } },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+/** A request of `method` to the environment's port, on a connection of its own. */
+const sendTo = (method: string, path: string, body?: string) =>
+  send({ port: env.port, method, path, headers: { host: 'retries.example' } }, body);
 
 /** The instance answers again (a dropped connection may have marked it down until its next check). */
 async function appAnswers(): Promise<void> {
-  await until('the instance to answer', async () => (await send('GET', '/')).status === 200, { timeoutMs: 15_000 });
+  await until('the instance to answer', async () => (await sendTo('GET', '/')).status === 200, { timeoutMs: 15_000 });
 }
 
 describe('a request the app received and dropped without answering', () => {
   it('is sent again when it is a GET, and the app sees it more than once', async () => {
     await appAnswers();
     received.clear();
-    const r = await send('GET', '/drop');
+    const r = await sendTo('GET', '/drop');
     expect(r.status).toBeGreaterThanOrEqual(502);
     expect(received.get('GET')).toBeGreaterThan(1);
   });
@@ -84,7 +73,7 @@ describe('a request the app received and dropped without answering', () => {
     it(`is never sent again when it is a ${method}: the app sees it once, the client gets the edge's 502`, async () => {
       await appAnswers();
       received.clear();
-      const r = await send(method, '/drop', '{"charge":"once"}');
+      const r = await sendTo(method, '/drop', '{"charge":"once"}');
       expect([r.status, r.text]).toEqual([502, 'bad gateway: the web process is not answering']);
       // every retry would have come within the request; a moment more for one that would come late
       await new Promise((res) => setTimeout(res, 300));
@@ -94,7 +83,7 @@ describe('a request the app received and dropped without answering', () => {
 
   it('leaves the other requests as they were: a POST the app answers gets its answer', async () => {
     await appAnswers();
-    const r = await send('POST', '/', '{}');
+    const r = await sendTo('POST', '/', '{}');
     expect([r.status, r.text]).toEqual([200, 'POST ok\n']);
   });
 });
