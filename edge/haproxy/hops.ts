@@ -96,6 +96,9 @@ export function hopSections(o: { port: number; originPort: number }, map: (name:
     // runs again (no request line is logged here: the frontend that took the request logs it)
     '  http-request set-var(txn.env) req.hdr(x-vc-env)',
     NOT_RETRIED,
+    // an app's answer never carries the marker (http-response rules see servers' answers only, never HAProxy's
+    // own errors): a forged one would have the hop replace the app's own answer with the error page
+    `  http-response del-header ${EDGE_ERROR}`,
     `  http-request set-var(txn.unavail) var(txn.env),map(${map('unavailable')})`,
     `  http-request set-var(txn.sticky) var(txn.env),map(${map('sticky')})`,
     '  http-request del-header X-VC-Env',

@@ -46,7 +46,8 @@ beforeAll(async () => {
       return res.end(JSON.stringify([h['x-forwarded-for'], h['x-forwarded-proto'], h['x-forwarded-host']]));
     }
     if (req.url?.startsWith('/own503')) {
-      res.writeHead(503, { 'content-type': 'text/plain', 'x-app': 'own' });
+      // with the marker of HAProxy's own errors, forged: the app's answer is still its own
+      res.writeHead(503, { 'content-type': 'text/plain', 'x-app': 'own', 'x-vc-edge-error': '1' });
       return res.end('the app is busy\n');
     }
     res.writeHead(200, { 'content-type': 'text/plain' });
@@ -134,6 +135,7 @@ async function expectAppAnswers() {
     'own',
     'the app is busy\n',
   ]);
+  expect(own.headers['x-vc-edge-error']).toBeUndefined();
   expect((await request(envs.live.port, '/')).body.toString()).toBe('hello\n');
   // the edge's X-Forwarded-*, the client's own removed, whichever pass the request took
   const forwarded = await request(envs.live.port, '/forwarded', {
