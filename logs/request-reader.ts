@@ -44,7 +44,11 @@ interface LineSink {
 }
 
 interface RequestLogReaderOptions {
-  socketPath: string;
+  /**
+   * The unix socket it listens on; none when its process is handed HAProxy's connections instead (`adopt`: under
+   * `npm start`, the supervisor holds the socket, processes/request-log-socket.ts).
+   */
+  socketPath?: string;
   /** Where the highest sequence numbers are kept across restarts. */
   cursorFile: string;
   sink: LineSink;
@@ -128,6 +132,7 @@ export class RequestLogReader {
   /** counters for tests and the operator */
   readonly counts = { lines: 0, duplicates: 0, dropped: 0, unreadable: 0, connections: 0 };
   private readonly reorderMs: number;
+  private closed = false;
 
   constructor(private readonly o: RequestLogReaderOptions) {
     this.reorderMs = o.reorderMs ?? 2000;
@@ -135,22 +140,26 @@ export class RequestLogReader {
 
   async start(): Promise<this> {
     this.load();
-    mkdirSync(dirname(this.o.socketPath), { recursive: true, mode: 0o700 });
-    rmSync(this.o.socketPath, { force: true });
-    // a small high-water mark: a paused socket stops reading at once (readStop), so the kernel gathers the lines
-    const server = net.createServer({ highWaterMark: 1024 }, (s) => this.accept(s));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.o.socketPath, resolve);
-    });
-    chmodSync(this.o.socketPath, 0o600);
-    this.server = server;
+    const path = this.o.socketPath;
+    if (path) {
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      rmSync(path, { force: true });
+      // a small high-water mark: a paused socket stops reading at once (readStop), so the kernel gathers the lines
+      const server = net.createServer({ highWaterMark: 1024 }, (s) => this.adopt(s));
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(path, resolve);
+      });
+      chmodSync(path, 0o600);
+      this.server = server;
+    }
     this.timer = setInterval(() => this.tick(), 1000);
     this.timer.unref();
     return this;
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     if (this.timer) clearInterval(this.timer);
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
@@ -158,7 +167,12 @@ export class RequestLogReader {
     this.save();
   }
 
-  private accept(s: net.Socket): void {
+  /** Reads HAProxy's lines from `s`: a connection to its own socket, or one handed to its process. */
+  adopt(s: net.Socket): void {
+    if (this.closed) {
+      s.destroy();
+      return;
+    }
     this.sockets.add(s);
     let rest = '';
     let resting = false;

@@ -39,6 +39,11 @@ interface RequestShipperOptions {
   >;
   /** How long a gap in the sequence numbers may stay open before it counts as lost (2 s). */
   reorderMs?: number;
+  /**
+   * `listen` (default): the shipper listens on the request log's socket itself. `handed`: its supervisor holds the
+   * socket and hands each of HAProxy's connections to `reader.adopt` (processes/request-log-socket.ts).
+   */
+  socket?: 'listen' | 'handed';
 }
 
 /** Lines of a batch to a destination: an http batch is one POST (a connection each), a syslog batch one socket. */
@@ -70,15 +75,16 @@ export async function startRequestShipper(o: RequestShipperOptions): Promise<Req
   let reader: RequestLogReader;
   try {
     openEdgeDir(o.dataDir);
+    const listen = o.socket !== 'handed';
     reader = await new RequestLogReader({
-      socketPath: paths.socket,
+      socketPath: listen ? paths.socket : undefined,
       cursorFile: paths.cursorFile,
       sink: shipper,
       reorderMs: o.reorderMs,
       logger: o.logger,
     }).start();
     // HAProxy's workers (the data plane's user) connect to it
-    shareSocket(paths.socket, dataPlaneUser(o.dataDir).user);
+    if (listen) shareSocket(paths.socket, dataPlaneUser(o.dataDir).user);
   } catch (err) {
     await shipper.close();
     throw err;

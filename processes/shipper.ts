@@ -1,8 +1,13 @@
+import type { Socket } from 'node:net';
 import { startRequestShipper } from './shipper-runtime';
 import { closeOnStopSignals, databaseProcess } from './database-process';
+import { SHIPPER_CONNECTION, SHIPPER_ENDED, SHIPPER_READY } from './request-log-socket';
 
 // The request log's shipper: `tsx processes/shipper.ts` (processes/shipper-runtime.ts). It needs PostgreSQL only;
 // HAProxy's ring forwards the request lines to its socket under DATA_DIR, and keeps them while it is away.
+// Under `npm start` (an IPC channel) the supervisor holds that socket and hands it HAProxy's connections
+// (processes/request-log-socket.ts); run alone, it listens itself.
+const handed = typeof process.send === 'function';
 const { config, logger, knex, secrets } = databaseProcess('shipper');
 const starting = startRequestShipper({
   knex,
@@ -11,9 +16,22 @@ const starting = startRequestShipper({
   secrets,
   outbound: config,
   logger,
+  socket: handed ? 'handed' : 'listen',
 });
-// A stop signal may come as soon as the socket accepts (the supervisor's readiness), before the start has
-// resolved: it waits for the start, then closes.
+// A stop signal may come as soon as it is ready (the supervisor's readiness), before the start has resolved: it
+// waits for the start, then closes.
 closeOnStopSignals({ what: 'shipper', close: async () => (await starting).close(), knex, logger });
-await starting;
+const { reader } = await starting;
+if (handed) {
+  process.on('message', (m: { type?: string; id?: number }, handle) => {
+    if (m?.type !== SHIPPER_CONNECTION || !handle) return;
+    const socket = handle as Socket;
+    // the supervisor keeps its copy of the connection until it hears that it ended
+    socket.once('close', () => {
+      if (process.connected) process.send?.({ type: SHIPPER_ENDED, id: m.id }, undefined, undefined, () => undefined);
+    });
+    reader.adopt(socket);
+  });
+  process.send?.(SHIPPER_READY);
+}
 logger.info({}, 'request log shipper running');

@@ -11,7 +11,7 @@ import { WorkerHeartbeat } from '../db/models/worker-heartbeat';
 import type { Config } from '../system/config';
 import type { ChildSpec } from './supervision';
 import { workerIdentity } from '../core/worker-readiness';
-import { requestLogPaths } from '../edge/request-log/control';
+import type { RequestLogSocket } from './request-log-socket';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const local = (host: string) => (['0.0.0.0', '::', ''].includes(host) ? '127.0.0.1' : host);
@@ -21,22 +21,9 @@ export function consoleChildren(o: {
   env: NodeJS.ProcessEnv;
   config: Config;
   knex: Knex;
-}): Record<'shipper' | 'edge' | 'worker' | 'api', ChildSpec> {
-  const node = (script: string) => ({
-    command: process.execPath,
-    args: ['--import', 'tsx', join(o.root, script)],
-    cwd: o.root,
-    env: o.env,
-  });
+}): Record<'edge' | 'worker' | 'api', ChildSpec> {
+  const node = nodeChild(o);
   return {
-    // The request log's shipper (processes/shipper-runtime.ts): reads HAProxy's ring on its socket, writes the
-    // machine files, sends to the projects' destinations. Ready once the socket takes connections.
-    shipper: {
-      name: 'shipper',
-      ...node('processes/shipper.ts'),
-      ready: () => untilConnects({ path: requestLogPaths(o.config.dataDir).socket }),
-      stopTimeoutMs: 15_000,
-    },
     // Serves the environments' ports and EDGE_PORT from PostgreSQL alone: tenants stay served while the
     // worker or the API is away.
     edge: {
@@ -82,7 +69,32 @@ export function consoleChildren(o: {
   };
 }
 
-async function untilConnects(to: { host: string; port: number } | { path: string }): Promise<void> {
+/**
+ * The request log's shipper (processes/shipper-runtime.ts): reads HAProxy's ring through the connections the
+ * supervisor hands it (an IPC channel; `requestLog`, the socket the supervisor holds), writes the machine files,
+ * sends to the projects' destinations. Ready once it says so on that channel.
+ */
+export function shipperChild(o: { root: string; env: NodeJS.ProcessEnv; requestLog: RequestLogSocket }): ChildSpec {
+  return {
+    name: 'shipper',
+    ...nodeChild(o)('processes/shipper.ts'),
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    spawned: (child) => o.requestLog.adopt(child),
+    ready: (pid) => o.requestLog.ready(pid),
+    stopTimeoutMs: 15_000,
+  };
+}
+
+function nodeChild(o: { root: string; env: NodeJS.ProcessEnv }) {
+  return (script: string) => ({
+    command: process.execPath,
+    args: ['--import', 'tsx', join(o.root, script)],
+    cwd: o.root,
+    env: o.env,
+  });
+}
+
+async function untilConnects(to: { host: string; port: number }): Promise<void> {
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
       const s = net.connect(to);

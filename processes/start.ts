@@ -13,7 +13,8 @@ import { describeSmtpUrl } from '../system/mail/transport';
 import type { Knex } from 'knex';
 import { Supervision } from './supervision';
 import { runDir } from '../system/run-state';
-import { consoleChildren } from './start-children';
+import { consoleChildren, shipperChild } from './start-children';
+import { holdRequestLogSocket, type RequestLogSocket } from './request-log-socket';
 import { bundleAhead, type WorkflowBundleAhead } from './bundle-ahead';
 import { settingsAdvice } from './host-settings';
 import { workerIdentity } from '../core/worker-readiness';
@@ -60,6 +61,7 @@ let knex: Knex | null = null;
 let temporalRelay: TcpRelay | null = null;
 let stopping = false;
 let workflowBundle: WorkflowBundleAhead | null = null;
+let requestLog: RequestLogSocket | null = null;
 
 async function shutdown(code: number) {
   workflowBundle?.stop();
@@ -67,6 +69,7 @@ async function shutdown(code: number) {
   stopping = true;
   say('Stopping (API, edge and request log shipper, the worker with its tenants’ processes, Temporal, PostgreSQL)...');
   await supervision.stop(STOP_ORDER.slice(0, 4));
+  await requestLog?.close();
   // the edge's HAProxy outlives a killed edge (tenants stay served): a stop of the whole leaves none behind
   if (await stopLeftDataPlane(haproxyPaths(config.dataDir)).catch(() => false))
     say('Stopped the edge’s HAProxy left running.');
@@ -184,25 +187,23 @@ try {
   const applied = await migrateLatest(knex);
   say(applied.length ? `Applied ${applied.length} migration(s).` : 'Database is up to date.');
 
-  const children = consoleChildren({
-    root,
-    config,
-    knex,
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      TEMPORAL_ADDRESS: temporalAddress,
-      DATA_DIR: config.dataDir,
-      ...services,
-      VC_WORKFLOW_BUNDLE_PATH: workflowBundle.file,
-    },
-  });
+  const env = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    DATA_DIR: config.dataDir,
+    ...services,
+    VC_WORKFLOW_BUNDLE_PATH: workflowBundle.file,
+  };
+  const children = consoleChildren({ root, config, knex, env });
   // The request log's shipper first (HAProxy's ring connects to it); then the edge (it serves the environments'
   // ports and EDGE_PORT, needing only PostgreSQL), the worker (ready once environments are restored and
   // schedules ensured: a restore waits for the edge to apply it) and the API, side by side: each loads and
   // connects on its own, and "running" is said once all of them are ready.
   say('Starting the request log shipper process...');
-  await supervision.start(children.shipper);
+  // its socket is this process's: HAProxy's ring always finds it, and rests while no shipper reads it
+  requestLog = await holdRequestLogSocket(config.dataDir);
+  await supervision.start(shipperChild({ root, env, requestLog }));
   say('Starting the edge process...');
   const edge = supervision.start(children.edge);
   edge.catch(() => undefined); // settled below

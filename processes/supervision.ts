@@ -29,6 +29,8 @@ export interface ChildSpec {
   gid?: number;
   /** Default: no stdin, stdout and stderr shared with the supervisor. */
   stdio?: StdioOptions;
+  /** Told of every process spawned for it (its first start and each restart), before its readiness. */
+  spawned?: (child: ChildProcess) => void;
   /** Resolves once the process serves (called after every start); the supervisor bounds it. */
   ready?: (pid: number) => Promise<void>;
   readyTimeoutMs?: number;
@@ -157,6 +159,7 @@ export class Supervision {
       ...(spec.uid !== undefined ? { uid: spec.uid, gid: spec.gid } : {}),
     });
     entry.child = child;
+    spec.spawned?.(child);
     entry.state = { ...entry.state, status: 'starting', pid: child.pid ?? null, since: now() };
     child.on('error', (err) => this.opts.say(`The ${spec.name} process could not start: ${err.message}`));
     child.once('exit', (code, sig) => this.exited(entry, child, code, sig));

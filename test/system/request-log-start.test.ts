@@ -4,7 +4,7 @@
  * good test send, then requests to the environment's URL: their lines arrive over http, then over syslog (the
  * very next request after the change), keep arriving when the shipper process is SIGKILLed (npm start restarts
  * it; HAProxy's ring keeps the lines meanwhile), and go nowhere but the machine file once the destination is
- * removed.
+ * removed. A shipper that stays away leaves HAProxy at rest: the ring's connection waits on npm start's socket.
  */
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -156,7 +156,8 @@ describe('npm start ships the request log to the project destination', () => {
     const first = Number(readFileSync(pidFile, 'utf8').trim());
     expect(readFileSync(`/proc/${first}/cmdline`, 'utf8')).toContain('processes/shipper.ts');
     process.kill(first, 'SIGKILL');
-    // HAProxy notices the closed connection (a line it wrote into it before it did is lost, and counted)
+    // HAProxy's connection stays open on the socket npm start holds (processes/request-log-socket.ts): the next
+    // shipper is handed it and reads on
     await new Promise((r) => setTimeout(r, 1000));
     // requests while it is away: HAProxy's ring keeps their lines (the edge's control plane reads none)
     for (let i = 0; i < 3; i++) expect(await visit(`/while-shipper-away/${i}`)).toBe(200);
@@ -269,4 +270,50 @@ describe('a second npm start on the same DATA_DIR', () => {
     expect(dataPlane()).toEqual(before);
     expect(await visit('/after-second-start')).toBe(200);
   }, 120_000);
+});
+
+/** CPU seconds (user and system) the processes have used so far (/proc/<pid>/stat, 100 ticks a second). */
+function cpuSeconds(pids: string[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks / 100;
+}
+
+describe('a shipper that stays away (npm start gave up on it)', () => {
+  it("leaves HAProxy at rest: the ring's connection waits on the socket npm start holds; tenants are served", async () => {
+    const pidFile = join(dataDir, 'run', 'shipper.pid');
+    const livePid = () => {
+      const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : 0;
+      return pid && existsSync(`/proc/${pid}`) ? pid : undefined;
+    };
+    // a crash loop: killed each time it is back, until supervision gives up on it
+    let last = 0;
+    while (!out.includes('Giving up on the shipper process')) {
+      const pid = await until(
+        'a shipper process to kill, or npm start giving up',
+        () => (out.includes('Giving up on the shipper process') ? -1 : livePid() !== last && livePid()),
+        60_000,
+      );
+      if (pid === -1) break;
+      process.kill(pid, 'SIGKILL');
+      last = pid;
+    }
+    expect(out).toMatch(/Giving up on the shipper process: it exited \d+ times within 60 s/);
+    expect(await visit('/while-no-shipper')).toBe(200);
+    // HAProxy's workers, with nothing reading the request log: before this, a ring reconnecting to a socket no
+    // one listened on took ~95 % of a core (thousands of failed connects a second)
+    const workers = processesMentioning(dataDir)
+      .filter((p) => /^\d+ \/usr\/sbin\/haproxy /.test(p))
+      .map((p) => p.split(' ')[0])
+      .filter((pid) => userOf(pid) === 'haproxy');
+    expect(workers.length).toBeGreaterThan(0);
+    const before = cpuSeconds(workers);
+    await new Promise((r) => setTimeout(r, 4000));
+    const used = cpuSeconds(workers) - before;
+    expect(used, `HAProxy's workers used ${used.toFixed(2)} s of CPU in 4 s with no shipper`).toBeLessThan(1);
+    expect(await visit('/still-no-shipper')).toBe(200);
+  }, 150_000);
 });
