@@ -49,6 +49,8 @@ interface RequestLogReaderOptions {
    * `npm start`, the supervisor holds the socket, processes/request-log-socket.ts).
    */
   socketPath?: string;
+  /** A listening socket it was given instead (systemd's socket activation: fd 3), kept by whoever gave it. */
+  listenFd?: number;
   /** Where the highest sequence numbers are kept across restarts. */
   cursorFile: string;
   sink: LineSink;
@@ -151,6 +153,15 @@ export class RequestLogReader {
         server.listen(path, resolve);
       });
       chmodSync(path, 0o600);
+      this.server = server;
+    }
+    if (this.o.listenFd !== undefined) {
+      const fd = this.o.listenFd;
+      const server = net.createServer({ highWaterMark: 1024 }, (s) => this.adopt(s));
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen({ fd }, resolve);
+      });
       this.server = server;
     }
     this.timer = setInterval(() => this.tick(), 1000);

@@ -42,8 +42,9 @@ interface RequestShipperOptions {
   /**
    * `listen` (default): the shipper listens on the request log's socket itself. `handed`: its supervisor holds the
    * socket and hands each of HAProxy's connections to `reader.adopt` (processes/request-log-socket.ts).
+   * `{fd}`: systemd's socket activation gave it the listening socket (deploy/systemd/vc-console-shipper.socket).
    */
-  socket?: 'listen' | 'handed';
+  socket?: 'listen' | 'handed' | { fd: number };
 }
 
 /** Lines of a batch to a destination: an http batch is one POST (a connection each), a syslog batch one socket. */
@@ -75,16 +76,18 @@ export async function startRequestShipper(o: RequestShipperOptions): Promise<Req
   let reader: RequestLogReader;
   try {
     openEdgeDir(o.dataDir);
-    const listen = o.socket !== 'handed';
+    const listen = o.socket === undefined || o.socket === 'listen';
+    const given = typeof o.socket === 'object' ? o.socket.fd : undefined;
     reader = await new RequestLogReader({
       socketPath: listen ? paths.socket : undefined,
+      listenFd: given,
       cursorFile: paths.cursorFile,
       sink: shipper,
       reorderMs: o.reorderMs,
       logger: o.logger,
     }).start();
     // HAProxy's workers (the data plane's user) connect to it
-    if (listen) shareSocket(paths.socket, dataPlaneUser(o.dataDir).user);
+    if (listen || given !== undefined) shareSocket(paths.socket, dataPlaneUser(o.dataDir).user);
   } catch (err) {
     await shipper.close();
     throw err;

@@ -7,7 +7,10 @@ import { SHIPPER_CONNECTION, SHIPPER_ENDED, SHIPPER_READY } from './request-log-
 // HAProxy's ring forwards the request lines to its socket under DATA_DIR, and keeps them while it is away.
 // Under `npm start` (an IPC channel) the supervisor holds that socket and hands it HAProxy's connections
 // (processes/request-log-socket.ts); run alone, it listens itself.
+// Under systemd (deploy/systemd/vc-console-shipper.socket) the socket is systemd's, given as fd 3 (sd_listen_fds).
 const handed = typeof process.send === 'function';
+const activated = process.env.LISTEN_PID === String(process.pid) && Number(process.env.LISTEN_FDS) >= 1;
+for (const name of ['LISTEN_PID', 'LISTEN_FDS', 'LISTEN_FDNAMES']) delete process.env[name];
 const { config, logger, knex, secrets } = databaseProcess('shipper');
 const starting = startRequestShipper({
   knex,
@@ -16,7 +19,7 @@ const starting = startRequestShipper({
   secrets,
   outbound: config,
   logger,
-  socket: handed ? 'handed' : 'listen',
+  socket: handed ? 'handed' : activated ? { fd: 3 } : 'listen',
 });
 // A stop signal may come as soon as it is ready (the supervisor's readiness), before the start has resolved: it
 // waits for the start, then closes.

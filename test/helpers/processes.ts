@@ -86,33 +86,33 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
  */
 export function spawnSystemProcess(
   t: TestContext,
-  script: 'processes/worker.ts' | 'processes/api.ts' | 'processes/edge.ts',
+  script: 'processes/worker.ts' | 'processes/api.ts' | 'processes/edge.ts' | 'processes/shipper.ts',
   env: Record<string, string> = {},
+  /** A launcher that runs the process, given its environment's names (`systemd-socket-activate -l <path>`). */
+  via?: string[],
 ): ChildProcess {
   const { from, to } = t.config.environmentPorts;
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    cwd: root,
-    detached: true,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: {
-      ...process.env,
-      DATABASE_URL: t.databaseUrl,
-      TEMPORAL_ADDRESS: t.config.temporalAddress,
-      TEMPORAL_TASK_QUEUE: t.config.taskQueue,
-      DATA_DIR: t.dataDir,
-      ENVIRONMENT_PORTS: `${from}-${to}`,
-      INSTANCE_PORTS: `${t.config.instancePorts.from}-${t.config.instancePorts.to}`,
-      LOCAL_REPOSITORY_ROOTS: t.config.localRepositoryRoots.join(','),
-      BACKUP_LOCAL_ROOTS: t.config.backupLocalRoots.join(','),
-      OUTBOUND_ALLOWED_HOSTS: t.config.outboundAllowedHosts.join(','),
-      SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
-      SERVICES_DATABASE_URL: t.config.servicesDatabaseUrl ?? '',
-      LOG_LEVEL: 'silent',
-      REMINDER_SCHEDULE: 'off',
-      VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
-      ...env,
-    },
-  });
+  const node = [process.execPath, '--import', 'tsx', script];
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: t.databaseUrl,
+    TEMPORAL_ADDRESS: t.config.temporalAddress,
+    TEMPORAL_TASK_QUEUE: t.config.taskQueue,
+    DATA_DIR: t.dataDir,
+    ENVIRONMENT_PORTS: `${from}-${to}`,
+    INSTANCE_PORTS: `${t.config.instancePorts.from}-${t.config.instancePorts.to}`,
+    LOCAL_REPOSITORY_ROOTS: t.config.localRepositoryRoots.join(','),
+    BACKUP_LOCAL_ROOTS: t.config.backupLocalRoots.join(','),
+    OUTBOUND_ALLOWED_HOSTS: t.config.outboundAllowedHosts.join(','),
+    SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
+    SERVICES_DATABASE_URL: t.config.servicesDatabaseUrl ?? '',
+    LOG_LEVEL: 'silent',
+    REMINDER_SCHEDULE: 'off',
+    VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+    ...env,
+  };
+  const [command, ...args] = via ? [...via, ...Object.keys(childEnv).flatMap((k) => ['-E', k]), ...node] : node;
+  const child = spawn(command, args, { cwd: root, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: childEnv });
   child.stderr?.resume();
   return child;
 }

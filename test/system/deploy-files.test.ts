@@ -2,6 +2,7 @@
  * The production shapes shipped in the repository, checked for their facts without an engine:
  * docker-compose.yml (parsed with `yaml`) and the systemd units of deploy/systemd (systemd-analyze verify).
  */
+import { requestLogPaths } from '../../edge/request-log/control';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -90,9 +91,25 @@ describe('deploy/systemd', () => {
     expect(readFileSync(path.join(dir, 'vc-console-worker.service'), 'utf8')).toMatch(/^KillMode=process$/m);
   });
 
+  it("holds the request log's socket in a socket unit, at the path the edge gives HAProxy for DATA_DIR", () => {
+    const socket = readFileSync(path.join(dir, 'vc-console-shipper.socket'), 'utf8');
+    // the DATA_DIR of the units (the Temporal dev server's database is under it too)
+    expect(readFileSync(path.join(dir, 'vc-console-temporal.service'), 'utf8')).toContain(
+      '/var/lib/vc-console/temporal',
+    );
+    expect(socket).toMatch(new RegExp(`^ListenStream=${requestLogPaths('/var/lib/vc-console').socket}$`, 'm'));
+    expect(socket).toMatch(/^Service=vc-console-shipper\.service$/m);
+    const service = readFileSync(path.join(dir, 'vc-console-shipper.service'), 'utf8');
+    expect(service).toMatch(/^Requires=.*\bvc-console-shipper\.socket\b/m);
+    expect(readFileSync(path.join(dir, 'vc-console.target'), 'utf8')).toContain('vc-console-shipper.socket');
+  });
+
   it('passes systemd-analyze verify without a warning', () => {
     execFileSync('sh', ['-c', 'command -v systemd-analyze']); // installed by scripts/bootstrap.mjs for the tests
-    const r = spawnSync('systemd-analyze', ['verify', ...units, 'vc-console.target'], { cwd: dir, encoding: 'utf8' });
+    const r = spawnSync('systemd-analyze', ['verify', ...units, 'vc-console-shipper.socket', 'vc-console.target'], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
     expect(r.stderr.trim()).toBe('');
     expect(r.status).toBe(0);
   });
