@@ -21,6 +21,8 @@ import { dirname } from 'node:path';
 import { dataPlaneUser, openEdgeDir, shareSocket } from '../edge/privileges';
 import { requestLogPaths } from '../edge/request-log/control';
 
+/** Set to `handed` in the shipper's environment: its connections come from this socket, over its IPC channel. */
+export const HANDED_ENV = 'VC_REQUEST_LOG_SOCKET';
 /** What the shipper says on its IPC channel once it reads (processes/shipper.ts). */
 export const SHIPPER_READY = 'vc-request-log-ready';
 /** A connection handed to the shipper: `{type, id}` with the socket. */

@@ -1,14 +1,16 @@
 import type { Socket } from 'node:net';
 import { startRequestShipper } from './shipper-runtime';
 import { closeOnStopSignals, databaseProcess } from './database-process';
-import { SHIPPER_CONNECTION, SHIPPER_ENDED, SHIPPER_READY } from './request-log-socket';
+import { HANDED_ENV, SHIPPER_CONNECTION, SHIPPER_ENDED, SHIPPER_READY } from './request-log-socket';
 
 // The request log's shipper: `tsx processes/shipper.ts` (processes/shipper-runtime.ts). It needs PostgreSQL only;
 // HAProxy's ring forwards the request lines to its socket under DATA_DIR, and keeps them while it is away.
-// Under `npm start` (an IPC channel) the supervisor holds that socket and hands it HAProxy's connections
+// Under `npm start` (VC_REQUEST_LOG_SOCKET=handed, an IPC channel) the supervisor holds that socket and hands it HAProxy's connections
 // (processes/request-log-socket.ts); run alone, it listens itself.
 // Under systemd (deploy/systemd/vc-console-shipper.socket) the socket is systemd's, given as fd 3 (sd_listen_fds).
-const handed = typeof process.send === 'function';
+const handed = process.env[HANDED_ENV] === 'handed';
+if (handed && typeof process.send !== 'function')
+  throw new Error(`${HANDED_ENV}=handed: the connections come over an IPC channel, and this process has none`);
 const activated = process.env.LISTEN_PID === String(process.pid) && Number(process.env.LISTEN_FDS) >= 1;
 for (const name of ['LISTEN_PID', 'LISTEN_FDS', 'LISTEN_FDNAMES']) delete process.env[name];
 const { config, logger, knex, secrets } = databaseProcess('shipper');

@@ -11,7 +11,7 @@ import { WorkerHeartbeat } from '../db/models/worker-heartbeat';
 import type { Config } from '../system/config';
 import type { ChildSpec } from './supervision';
 import { workerIdentity } from '../core/worker-readiness';
-import type { RequestLogSocket } from './request-log-socket';
+import { HANDED_ENV, type RequestLogSocket } from './request-log-socket';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const local = (host: string) => (['0.0.0.0', '::', ''].includes(host) ? '127.0.0.1' : host);
@@ -77,7 +77,7 @@ export function consoleChildren(o: {
 export function shipperChild(o: { root: string; env: NodeJS.ProcessEnv; requestLog: RequestLogSocket }): ChildSpec {
   return {
     name: 'shipper',
-    ...nodeChild(o)('processes/shipper.ts'),
+    ...nodeChild({ ...o, env: { ...o.env, [HANDED_ENV]: 'handed' } })('processes/shipper.ts'),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     spawned: (child) => o.requestLog.adopt(child),
     ready: (pid) => o.requestLog.ready(pid),
