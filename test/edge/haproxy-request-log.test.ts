@@ -182,7 +182,11 @@ describe('the request log from HAProxy', () => {
     await reader.close();
     for (let i = 0; i < 5; i++) expect((await get(`/while-down/${i}`)).status).toBe(200);
     reader = await startReader();
-    await until('the 5 lines', () => requests().filter((l) => String(l.path).startsWith('/while-down/')).length === 5);
+    const whileDown = () => requests().filter((l) => String(l.path).startsWith('/while-down/'));
+    await until('the 5 lines', () => whileDown().length === 5, {
+      detail: () =>
+        `arrived: ${JSON.stringify(whileDown().map((l) => l.path))}; reader ${JSON.stringify(reader.counts)}`,
+    });
     await new Promise((r) => setTimeout(r, 800));
     const paths = requests().map((l) => l.path);
     expect(new Set(paths).size).toBe(paths.length); // every path of this file is used once
@@ -249,7 +253,12 @@ describe('the request log from HAProxy', () => {
         await new Promise((r) => setTimeout(r, 500));
         return false;
       },
-      { timeoutMs: 30_000, intervalMs: 100 },
+      {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+        detail: () =>
+          `made ${n + after}, arrived ${arrived()}, counted dropped ${droppedTotal()}; reader ${JSON.stringify(reader.counts)}`,
+      },
     );
     await new Promise((r) => setTimeout(r, 1000));
     expect(dropped).toBeGreaterThan(0);
