@@ -146,22 +146,16 @@ export class RequestLogReader {
     if (path) {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
       rmSync(path, { force: true });
+    }
+    const on = path ?? (this.o.listenFd !== undefined ? { fd: this.o.listenFd } : null);
+    if (on !== null) {
       // a small high-water mark: a paused socket stops reading at once (readStop), so the kernel gathers the lines
       const server = net.createServer({ highWaterMark: 1024 }, (s) => this.adopt(s));
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(path, resolve);
+        server.listen(on, resolve);
       });
-      chmodSync(path, 0o600);
-      this.server = server;
-    }
-    if (this.o.listenFd !== undefined) {
-      const fd = this.o.listenFd;
-      const server = net.createServer({ highWaterMark: 1024 }, (s) => this.adopt(s));
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen({ fd }, resolve);
-      });
+      if (path) chmodSync(path, 0o600);
       this.server = server;
     }
     this.timer = setInterval(() => this.tick(), 1000);

@@ -33,7 +33,6 @@ export const SHIPPER_ENDED = 'vc-request-log-ended';
 const MAX_KEPT = 32;
 
 export interface RequestLogSocket {
-  readonly path: string;
   /** Give it every spawned shipper process: its connections go to it once it is ready. */
   adopt(child: ChildProcess): void;
   /** Resolves once the shipper process `pid` has said it is ready (its readiness for supervision). */
@@ -81,7 +80,6 @@ export async function holdRequestLogSocket(dataDir: string): Promise<RequestLogS
   shareSocket(path, dataPlaneUser(dataDir).user);
 
   return {
-    path,
     adopt(child) {
       child.on('message', (m) => {
         if (isEnded(m)) {

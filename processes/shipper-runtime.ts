@@ -76,18 +76,17 @@ export async function startRequestShipper(o: RequestShipperOptions): Promise<Req
   let reader: RequestLogReader;
   try {
     openEdgeDir(o.dataDir);
-    const listen = o.socket === undefined || o.socket === 'listen';
-    const given = typeof o.socket === 'object' ? o.socket.fd : undefined;
+    const socket = o.socket ?? 'listen';
     reader = await new RequestLogReader({
-      socketPath: listen ? paths.socket : undefined,
-      listenFd: given,
+      socketPath: socket === 'listen' ? paths.socket : undefined,
+      listenFd: typeof socket === 'object' ? socket.fd : undefined,
       cursorFile: paths.cursorFile,
       sink: shipper,
       reorderMs: o.reorderMs,
       logger: o.logger,
     }).start();
-    // HAProxy's workers (the data plane's user) connect to it
-    if (listen || given !== undefined) shareSocket(paths.socket, dataPlaneUser(o.dataDir).user);
+    // HAProxy's workers (the data plane's user) connect to it (a handed one is shared by whoever holds it)
+    if (socket !== 'handed') shareSocket(paths.socket, dataPlaneUser(o.dataDir).user);
   } catch (err) {
     await shipper.close();
     throw err;

@@ -1,7 +1,8 @@
 /** wrk (Debian's `wrk`, installed with apt as root when missing) and HAProxy's CPU time, for bench/edge.ts. */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { processCpuNs } from '../../host/provider/usage';
 
 export function ensureWrk(): void {
   const has = () => spawnSync('sh', ['-c', 'command -v wrk'], { stdio: 'ignore' }).status === 0;
@@ -59,13 +60,8 @@ export function wrk(name: string, url: string, seconds: number, connections = 32
   };
 }
 
-/** CPU time (user + system, microseconds) of a process so far, from /proc (clock ticks of 10 ms... or less). */
-export function processCpuMicros(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks / 100) * 1e6;
-}
+/** CPU time (user + system, microseconds) of a process so far, from /proc (host/provider/usage.ts). */
+export const processCpuMicros = (pid: number): number => processCpuNs(pid) / 1000;
 
 /**
  * wrk at about `rate` requests a second (wrk has no rate of its own): each connection waits a few ms after each

@@ -44,6 +44,18 @@ export async function contentBytes(dir: string): Promise<number> {
   return entries.length === 0 ? 0 : diskBytes(dir);
 }
 
+/** A process's fields of /proc/<pid>/stat after its name: its state at [0], its group at [2], utime [11], stime [12]. */
+function statFields(pid: number | string): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** CPU time (user + system, nanoseconds) a process has used so far, from /proc (in clock ticks: 10 ms steps). */
+export function processCpuNs(pid: number | string): number {
+  const f = statFields(pid);
+  return ((Number(f[11]) + Number(f[12])) / CLOCK_TICKS) * 1e9;
+}
+
 /** Without cgroups: the live web process group's resident memory and CPU time, from /proc. */
 function procUsage(pgid: number | null): Usage {
   if (!pgid) return { memoryBytes: 0, cpuNs: 0 };
@@ -52,8 +64,7 @@ function procUsage(pgid: number | null): Usage {
   for (const entry of safeReaddir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const f = statFields(entry);
       if (Number(f[2]) !== pgid) continue;
       ticks += Number(f[11]) + Number(f[12]);
       memoryBytes += Number(readFileSync(`/proc/${entry}/statm`, 'utf8').split(' ')[1]) * PAGE;

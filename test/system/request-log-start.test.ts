@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { environmentHome } from '../../host/provider/sandbox';
+import { processCpuNs } from '../../host/provider/usage';
 import { useTestContext } from '../helpers/context';
 import { type AppRepo, createEnvironment, createSharedAppRepo, runTaskOk } from '../helpers/deploy-fixtures';
 import { createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
@@ -272,15 +273,8 @@ describe('a second npm start on the same DATA_DIR', () => {
   }, 120_000);
 });
 
-/** CPU seconds (user and system) the processes have used so far (/proc/<pid>/stat, 100 ticks a second). */
-function cpuSeconds(pids: string[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    ticks += Number(fields[11]) + Number(fields[12]);
-  }
-  return ticks / 100;
-}
+/** CPU seconds (user and system) the processes have used so far. */
+const cpuSeconds = (pids: string[]) => pids.reduce((s, pid) => s + processCpuNs(pid) / 1e9, 0);
 
 describe('a shipper that stays away (npm start gave up on it)', () => {
   it("leaves HAProxy at rest: the ring's connection waits on the socket npm start holds; tenants are served", async () => {
@@ -291,10 +285,14 @@ describe('a shipper that stays away (npm start gave up on it)', () => {
     };
     // a crash loop: killed each time it is back, until supervision gives up on it
     let last = 0;
-    while (!out.includes('Giving up on the shipper process')) {
+    for (;;) {
       const pid = await until(
         'a shipper process to kill, or npm start giving up',
-        () => (out.includes('Giving up on the shipper process') ? -1 : livePid() !== last && livePid()),
+        () => {
+          if (out.includes('Giving up on the shipper process')) return -1;
+          const live = livePid();
+          return live !== last && live;
+        },
         60_000,
       );
       if (pid === -1) break;
