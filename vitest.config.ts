@@ -8,9 +8,15 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
     // a GET on a kept-alive connection the edge closed at a reload is sent again, as browsers do
-    setupFiles: ['test/helpers/fetch-resend.ts'],
+    // and what an earlier file of the same process left running, when its teardown did not run, is stopped
+    setupFiles: ['test/helpers/fetch-resend.ts', 'test/helpers/between-files.ts'],
     pool: 'forks',
     maxWorkers: 2,
+    // each worker process runs its files one after another, loading the modules once: every file's own
+    // import (1-3 s) was a fifth of the suite's time. Each file still has its own database, port range,
+    // DATA_DIR and task queue (test/helpers/context.ts); module-level state that held a file's resources
+    // follows the file (core/metrics.ts reads the last database given, deploy-fixtures counts ports per file)
+    isolate: false,
     testTimeout: 60_000,
     hookTimeout: 180_000,
     teardownTimeout: 60_000,

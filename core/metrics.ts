@@ -35,9 +35,16 @@ export const metrics = {
 };
 
 let tasksGauge: client.Gauge<'kind' | 'type' | 'status'> | undefined;
+/**
+ * The database the gauges read: the last one given (one per process in the product; a test worker that runs
+ * several files in one process gives each file's in turn, and the metrics are module-level, registered once).
+ */
+let tasksKnex: Knex | undefined;
+let hostsSource: { knex: Knex; lostSeconds: number } | undefined;
 
 /** The tasks gauge reads its values from the database at scrape time (one GROUP BY). */
 export function watchTasks(knex: Knex): void {
+  tasksKnex = knex;
   if (tasksGauge) return;
   tasksGauge = new client.Gauge({
     name: 'vc_tasks',
@@ -45,7 +52,7 @@ export function watchTasks(knex: Knex): void {
     labelNames: ['kind', 'type', 'status'] as const,
     registers: [registry],
     async collect() {
-      const rows: Array<{ kind: string; type: string; status: string; n: number }> = await knex('tasks')
+      const rows: Array<{ kind: string; type: string; status: string; n: number }> = await tasksKnex!('tasks')
         .select('kind', 'type', 'status')
         .count<Array<{ kind: string; type: string; status: string; n: number }>>({ n: '*' })
         .groupBy('kind', 'type', 'status');
@@ -63,11 +70,13 @@ let hostGauges = false;
  * `vc_host_environments`. A scrape collects every metric at once: the four share one read of the registry.
  */
 export function watchHosts(knex: Knex, lostSeconds: number): void {
+  hostsSource = { knex, lostSeconds };
   if (hostGauges) return;
   hostGauges = true;
   let reading: Promise<Host[]> | null = null;
   const read = () => {
-    reading ??= listHosts(knex, lostSeconds).finally(() => {
+    const { knex: db, lostSeconds: lost } = hostsSource!;
+    reading ??= listHosts(db, lost).finally(() => {
       reading = null;
     });
     return reading;

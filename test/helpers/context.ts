@@ -12,6 +12,7 @@ import type { RunningWorker } from '../../processes/worker-runtime';
 import { startSmtpServer } from './smtp';
 import { Agent } from './http';
 import { killProcessesUnder, killProcessesMentioning } from './processes';
+import { notTornDown } from './torn-down';
 import type { Edge } from '../../edge/server';
 import type { RequestShipper } from '../../processes/shipper-runtime';
 import { registerHost } from '../../core/host-registration';
@@ -72,6 +73,8 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
   let tornDown = false;
   let host: Awaited<ReturnType<typeof registerHost>> | undefined;
   const dbName = `vc_t_${randomBytes(6).toString('hex')}`;
+  let onExit: (() => void) | undefined;
+  let onTerm: (() => void) | undefined;
   beforeAll(async () => {
     const admin = inject('adminDatabaseUrl');
     await createDatabase(admin, dbName, inject('templateDatabase'));
@@ -194,12 +197,15 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     const leftBehind = () => {
       if (!tornDown) killProcessesMentioning(dataDir);
     };
-    process.once('exit', leftBehind);
+    notTornDown.add(dataDir);
+    onExit = leftBehind;
     // vitest ends a file's process with SIGTERM, whose default ends it without 'exit'
-    process.once('SIGTERM', () => {
+    onTerm = () => {
       leftBehind();
       process.exit(143);
-    });
+    };
+    process.once('exit', onExit);
+    process.once('SIGTERM', onTerm);
   });
   afterAll(async () => {
     host?.stop();
@@ -223,6 +229,9 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       rmSync(ctx.dataDir, { recursive: true, force: true });
     }
     tornDown = true;
+    if (ctx.dataDir) notTornDown.delete(ctx.dataDir);
+    if (onExit) process.off('exit', onExit);
+    if (onTerm) process.off('SIGTERM', onTerm);
   });
   return ctx;
 }

@@ -138,7 +138,11 @@ export function commitServer(repo: AppRepo, serverJs: string, message: string): 
   sh(repo.dir, 'git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', message]);
 }
 
-let portCounter = 0;
+/**
+ * Environments made so far, per file (its config): each file's first one takes the lowest port of its range, also
+ * when a vitest worker runs several files in one process.
+ */
+const portCounters = new WeakMap<object, number>();
 
 export async function createEnvironment(
   t: TestContext,
@@ -146,11 +150,13 @@ export async function createEnvironment(
   attrs: Partial<{ name: string; git_ref: string }> = {},
 ) {
   const { from, to } = t.config.environmentPorts;
-  const port = from + (portCounter++ % (to - from + 1));
+  const made = portCounters.get(t.config) ?? 0;
+  portCounters.set(t.config, made + 1);
+  const port = from + (made % (to - from + 1));
   return Environment.query(t.deps.knex).insertAndFetch({
     team_id: project.team_id,
     project_id: project.id,
-    name: attrs.name ?? `env-${portCounter}`,
+    name: attrs.name ?? `env-${made + 1}`,
     git_ref: attrs.git_ref ?? 'main',
     port,
   });

@@ -6,14 +6,17 @@
  * a reason no tenant's browser sees. Anything else (another method, another error, a second failure) is
  * the test's to see.
  */
-const send = globalThis.fetch;
+// A vitest worker that runs several files in one process (isolate: false) runs this file before each: wrap once.
+const RESENDS = Symbol.for('vc.fetch-resend');
+const send: typeof fetch =
+  (globalThis.fetch as typeof fetch & { [RESENDS]?: typeof fetch })[RESENDS] ?? globalThis.fetch;
 
 function methodOf(input: Parameters<typeof fetch>[0], init?: RequestInit): string {
   if (init?.method) return init.method.toUpperCase();
   return input instanceof Request ? input.method.toUpperCase() : 'GET';
 }
 
-globalThis.fetch = async (input, init) => {
+const resending: typeof fetch = async (input, init) => {
   try {
     return await send(input, init);
   } catch (err) {
@@ -23,3 +26,5 @@ globalThis.fetch = async (input, init) => {
     return send(input, init);
   }
 };
+(resending as typeof fetch & { [RESENDS]?: typeof fetch })[RESENDS] = send;
+globalThis.fetch = resending;
