@@ -11,8 +11,8 @@ import { startApiServer } from '../../processes/api-server';
 import type { RunningWorker } from '../../processes/worker-runtime';
 import { startSmtpServer } from './smtp';
 import { Agent } from './http';
-import { killProcessesUnder, killProcessesMentioning } from './processes';
-import { notTornDown } from './torn-down';
+import { killProcessesUnder } from './processes';
+import { settingUp, tornDown } from './torn-down';
 import type { Edge } from '../../edge/server';
 import type { RequestShipper } from '../../processes/shipper-runtime';
 import { registerHost } from '../../core/host-registration';
@@ -70,11 +70,8 @@ export function repositoriesDir(): string {
  */
 export function useTestContext(opts: TestContextOptions = {}): TestContext {
   const ctx = {} as TestContext;
-  let tornDown = false;
   let host: Awaited<ReturnType<typeof registerHost>> | undefined;
   const dbName = `vc_t_${randomBytes(6).toString('hex')}`;
-  let onExit: (() => void) | undefined;
-  let onTerm: (() => void) | undefined;
   beforeAll(async () => {
     const admin = inject('adminDatabaseUrl');
     await createDatabase(admin, dbName, inject('templateDatabase'));
@@ -192,20 +189,8 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       agent: () => new Agent(`${baseUrl}/api/vc/v1`),
     });
     // A file's own afterAll that throws makes vitest skip the teardown below: whatever it would have stopped (the
-    // edge's HAProxy and Varnish, a worker's children) is killed when the file's process exits, rather than
-    // spinning and answering on environment ports the next files reuse.
-    const leftBehind = () => {
-      if (!tornDown) killProcessesMentioning(dataDir);
-    };
-    notTornDown.add(dataDir);
-    onExit = leftBehind;
-    // vitest ends a file's process with SIGTERM, whose default ends it without 'exit'
-    onTerm = () => {
-      leftBehind();
-      process.exit(143);
-    };
-    process.once('exit', onExit);
-    process.once('SIGTERM', onTerm);
+    // edge's HAProxy and Varnish, a worker's children) is stopped before the next file or when the process exits
+    settingUp(dataDir);
   });
   afterAll(async () => {
     host?.stop();
@@ -228,10 +213,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       killProcessesUnder(ctx.dataDir); // what a worker killed on purpose left behind
       rmSync(ctx.dataDir, { recursive: true, force: true });
     }
-    tornDown = true;
-    if (ctx.dataDir) notTornDown.delete(ctx.dataDir);
-    if (onExit) process.off('exit', onExit);
-    if (onTerm) process.off('SIGTERM', onTerm);
+    if (ctx.dataDir) tornDown(ctx.dataDir);
   });
   return ctx;
 }
