@@ -34,19 +34,20 @@ export const metrics = {
   }),
 };
 
-let tasksGauge: client.Gauge<'kind' | 'type' | 'status'> | undefined;
 /**
  * The database the gauges read: the last one given (one per process in the product; a test worker that runs
- * several files in one process gives each file's in turn, and the metrics are module-level, registered once).
+ * several files in one process gives each file's in turn, and the metrics are module-level, registered at the
+ * first).
  */
 let tasksKnex: Knex | undefined;
 let hostsSource: { knex: Knex; lostSeconds: number } | undefined;
 
 /** The tasks gauge reads its values from the database at scrape time (one GROUP BY). */
 export function watchTasks(knex: Knex): void {
+  const registered = tasksKnex !== undefined;
   tasksKnex = knex;
-  if (tasksGauge) return;
-  tasksGauge = new client.Gauge({
+  if (registered) return;
+  new client.Gauge({
     name: 'vc_tasks',
     help: 'Tasks by kind, type and status',
     labelNames: ['kind', 'type', 'status'] as const,
@@ -62,17 +63,15 @@ export function watchTasks(knex: Knex): void {
   });
 }
 
-let hostGauges = false;
-
 /**
  * Per-host gauges (CONTRACT "Hosts"), read from the host registry at scrape time: `vc_host_ready` (1 when
  * ready, else 0: draining, drained, lost), `vc_host_capacity_memory_mb`, `vc_host_used_memory_mb` and
  * `vc_host_environments`. A scrape collects every metric at once: the four share one read of the registry.
  */
 export function watchHosts(knex: Knex, lostSeconds: number): void {
+  const registered = hostsSource !== undefined;
   hostsSource = { knex, lostSeconds };
-  if (hostGauges) return;
-  hostGauges = true;
+  if (registered) return;
   let reading: Promise<Host[]> | null = null;
   const read = () => {
     const { knex: db, lostSeconds: lost } = hostsSource!;
