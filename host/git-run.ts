@@ -19,6 +19,7 @@ import {
   type GitRepo,
   type PreparedRemote,
 } from './git-remote';
+import { MadeOnce } from './made-once';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 
@@ -96,25 +97,20 @@ case "$1" in
 esac
 `;
 
-const homes = new Map<string, Promise<GitHome>>();
+/** Each DATA_DIR's git home, made once (host/made-once.ts: the value is kept, not the first caller's context). */
+const homes = new MadeOnce<GitHome>();
 function gitHome(dataDir: string): Promise<GitHome> {
   const base = path.join(path.resolve(dataDir), 'git');
-  let ready = homes.get(base);
-  if (!ready) {
-    ready = (async () => {
-      const home = path.join(base, 'home');
-      await mkdir(home, { recursive: true, mode: 0o700 });
-      const knownHosts = path.join(base, 'known_hosts');
-      await writeFile(knownHosts, '', { flag: 'a', mode: 0o600 });
-      const askpass = path.join(base, 'askpass');
-      await writeFile(askpass, ASKPASS, { mode: 0o700 });
-      await chmod(askpass, 0o700);
-      return { home, knownHosts, askpass };
-    })();
-    ready.catch(() => homes.delete(base));
-    homes.set(base, ready);
-  }
-  return ready;
+  return homes.get(base, async () => {
+    const home = path.join(base, 'home');
+    await mkdir(home, { recursive: true, mode: 0o700 });
+    const knownHosts = path.join(base, 'known_hosts');
+    await writeFile(knownHosts, '', { flag: 'a', mode: 0o600 });
+    const askpass = path.join(base, 'askpass');
+    await writeFile(askpass, ASKPASS, { mode: 0o700 });
+    await chmod(askpass, 0o700);
+    return { home, knownHosts, askpass };
+  });
 }
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { git, GitError, gitRemote, type GitOptions } from './git-run';
 import type { GitRepo } from './git-remote';
+import { MadeOnce } from './made-once';
 
 export { git, GitError, type GitOptions } from './git-run';
 export type { GitAccess, GitRepo } from './git-remote';
@@ -251,27 +252,22 @@ export async function ensureMirror(repo: GitRepo, opts: GitOptions): Promise<str
   });
 }
 
-const swept = new Map<string, Promise<void>>();
+const swept = new MadeOnce<void>();
 
 /**
  * Mirrors cloned before credentials were kept apart (their config holds a URL with user info) are
  * removed once per process: nothing uses them any more (mirror keys now include the project).
  */
 function sweepLegacyMirrors(cacheDir: string): Promise<void> {
-  let done = swept.get(cacheDir);
-  if (!done) {
-    done = (async () => {
-      const names = await readdir(cacheDir).catch(() => [] as string[]);
-      for (const name of names.filter((n) => n.endsWith('.git'))) {
-        const config = await readFile(path.join(cacheDir, name, 'config'), 'utf8').catch(() => '');
-        if (/^\s*url\s*=\s*(https?:\/\/[^/\s]*@|[a-z][a-z0-9+.-]*:\/\/[^/\s@:]*:[^/\s@]*@)/im.test(config)) {
-          await rm(path.join(cacheDir, name), { recursive: true, force: true });
-        }
+  return swept.get(cacheDir, async () => {
+    const names = await readdir(cacheDir).catch(() => [] as string[]);
+    for (const name of names.filter((n) => n.endsWith('.git'))) {
+      const config = await readFile(path.join(cacheDir, name, 'config'), 'utf8').catch(() => '');
+      if (/^\s*url\s*=\s*(https?:\/\/[^/\s]*@|[a-z][a-z0-9+.-]*:\/\/[^/\s@:]*:[^/\s@]*@)/im.test(config)) {
+        await rm(path.join(cacheDir, name), { recursive: true, force: true });
       }
-    })();
-    swept.set(cacheDir, done);
-  }
-  return done;
+    }
+  });
 }
 
 /** `git fetch --prune` of every ref into the mirror, from the checked location. */

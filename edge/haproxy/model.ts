@@ -252,7 +252,18 @@ export function buildModel(
  * The cookie a slot's servers carry (the same for `a` and `b`): a token of the port's backend and the slot,
  * fixed in the configuration (HAProxy cannot change a server's cookie at runtime), the same on every edge.
  */
-export const slotCookie = (port: number, slot: number) => stickyToken(`port ${port}`, String(slot + 1));
+export function slotCookie(port: number, slot: number): string {
+  // every render names every slot of every port (ENVIRONMENT_PORTS x SCALE_MAX x 2 servers), twice an apply: a
+  // digest each was most of a render's CPU. Bounded by the range and SCALE_MAX.
+  const key = port * 1_000_000 + slot;
+  let cookie = slotCookies.get(key);
+  if (cookie === undefined) {
+    cookie = stickyToken(`port ${port}`, String(slot + 1));
+    slotCookies.set(key, cookie);
+  }
+  return cookie;
+}
+const slotCookies = new Map<number, string>();
 
 export const backendName = (port: number) => `p${port}`;
 export const serverName = (slot: number, side: 'a' | 'b') => `s${slot + 1}${side}`;

@@ -199,10 +199,12 @@ export function ensureNetwork(port: number): Promise<void> {
       throw err;
     }
   });
-  networkLocks.set(
-    port,
-    next.catch(() => undefined),
-  );
+  const tail = next.catch(() => undefined);
+  networkLocks.set(port, tail);
+  // the last one out forgets the port: a settled promise kept would keep its caller's async context (its worker)
+  void tail.then(() => {
+    if (networkLocks.get(port) === tail) networkLocks.delete(port);
+  });
   return next;
 }
 

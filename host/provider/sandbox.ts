@@ -31,6 +31,7 @@ import { volumeOf } from './volume';
 import { assertTraversable } from '../traversable';
 import { withDir } from '../no-follow';
 import { environmentDir, safeSegment } from '../environment-dir';
+import { MadeOnce } from '../made-once';
 
 export { environmentDir, safeSegment };
 
@@ -142,7 +143,8 @@ function onPath(tool: string): boolean {
 // ------------------------------------------------------------------------------------------------------
 // Setting an environment up
 
-const opened = new Map<string, Promise<Jail>>();
+/** Each environment's sandbox once set up (host/made-once.ts: the jail is kept, not the first caller's context). */
+const opened = new MadeOnce<Jail>();
 let sharedDirs: string[] = [];
 
 /**
@@ -169,13 +171,7 @@ export function configureSandbox(o: {
  */
 export async function openJail(dataDir: string, envId: string, port: number): Promise<Jail> {
   const key = `${path.resolve(dataDir)}\0${envId}\0${port}`;
-  let jail = opened.get(key);
-  if (!jail) {
-    jail = setUp(path.resolve(dataDir), envId, port);
-    opened.set(key, jail);
-    jail.catch(() => opened.delete(key));
-  }
-  const ready = await jail;
+  const ready = await opened.get(key, () => setUp(path.resolve(dataDir), envId, port));
   if (ready.mode === 'namespaces') {
     await ensureHostNetwork();
     await ensureNetwork(port);
@@ -185,7 +181,7 @@ export async function openJail(dataDir: string, envId: string, port: number): Pr
 
 /** Takes the environment's network off this host (the environment is retired). Its files stay. */
 export async function closeJail(dataDir: string, envId: string, port: number): Promise<void> {
-  opened.delete(`${path.resolve(dataDir)}\0${envId}\0${port}`);
+  opened.forget(`${path.resolve(dataDir)}\0${envId}\0${port}`);
   if (sandboxMode().mode === 'namespaces') await removeNetwork(port);
 }
 
