@@ -19,7 +19,7 @@ import {
   type GitRepo,
   type PreparedRemote,
 } from './git-remote';
-import { MadeOnce } from './made-once';
+import { MadeOnce } from './per-key';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 
@@ -97,7 +97,7 @@ case "$1" in
 esac
 `;
 
-/** Each DATA_DIR's git home, made once (host/made-once.ts: the value is kept, not the first caller's context). */
+/** Each DATA_DIR's git home, made once (host/per-key.ts: the value is kept, not the first caller's context). */
 const homes = new MadeOnce<GitHome>();
 function gitHome(dataDir: string): Promise<GitHome> {
   const base = path.join(path.resolve(dataDir), 'git');

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { git, GitError, gitRemote, type GitOptions } from './git-run';
 import type { GitRepo } from './git-remote';
-import { MadeOnce } from './made-once';
+import { MadeOnce, OneAtATime } from './per-key';
 
 export { git, GitError, type GitOptions } from './git-run';
 export type { GitAccess, GitRepo } from './git-remote';
@@ -209,17 +209,7 @@ export function mirrorPath(cacheDir: string, repo: GitRepo): string {
 }
 
 // One git operation at a time per mirror within this process (fetches take ref locks).
-const locks = new Map<string, Promise<unknown>>();
-function withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  const prev = locks.get(key) ?? Promise.resolve();
-  const next = prev.then(fn, fn);
-  const tail = next.catch(() => undefined);
-  locks.set(key, tail);
-  void tail.then(() => {
-    if (locks.get(key) === tail) locks.delete(key);
-  });
-  return next;
-}
+const mirrors = new OneAtATime();
 
 /**
  * Creates the mirror with `git clone --mirror` of the bare URL or real path (into a temp dir, renamed
@@ -229,7 +219,7 @@ export async function ensureMirror(repo: GitRepo, opts: GitOptions): Promise<str
   const cacheDir = mirrorsDir(opts.access.dataDir);
   const mirror = mirrorPath(cacheDir, repo);
   await sweepLegacyMirrors(cacheDir);
-  return withLock(mirror, async () => {
+  return mirrors.run(mirror, async () => {
     if (await exists(path.join(mirror, 'HEAD'))) return mirror;
     await mkdir(cacheDir, { recursive: true });
     const tmp = `${mirror}.tmp-${randomBytes(4).toString('hex')}`;
@@ -272,7 +262,7 @@ function sweepLegacyMirrors(cacheDir: string): Promise<void> {
 
 /** `git fetch --prune` of every ref into the mirror, from the checked location. */
 export function fetchMirror(mirror: string, repo: GitRepo, opts: GitOptions): Promise<void> {
-  return withLock(mirror, async () => {
+  return mirrors.run(mirror, async () => {
     await gitRemote(repo, opts, (target) => [
       '--git-dir',
       mirror,
@@ -287,7 +277,7 @@ export function fetchMirror(mirror: string, repo: GitRepo, opts: GitOptions): Pr
 
 /** Fetches one commit by sha (servers that allow it); failure is not an error here. */
 function fetchSha(mirror: string, repo: GitRepo, sha: string, opts: GitOptions): Promise<void> {
-  return withLock(mirror, async () => {
+  return mirrors.run(mirror, async () => {
     await gitRemote(repo, opts, (target) => ['--git-dir', mirror, 'fetch', '--quiet', target, sha]).catch(
       () => undefined,
     );

@@ -17,6 +17,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { hostIdentity } from './host-identity';
+import { OneAtATime } from '../per-key';
 
 const run = promisify(execFile);
 
@@ -183,12 +184,11 @@ function readResolvers(): string[] {
   }
 }
 
-const networkLocks = new Map<number, Promise<void>>();
+const networks = new OneAtATime();
 
 /** The environment's namespace and veth pair, as they should be; a half-made one is made again. */
 export function ensureNetwork(port: number): Promise<void> {
-  const prev = networkLocks.get(port) ?? Promise.resolve();
-  const next = prev.then(async () => {
+  return networks.run(port, async () => {
     if (await networkReady(port)) return;
     await removeNetwork(port);
     try {
@@ -199,13 +199,6 @@ export function ensureNetwork(port: number): Promise<void> {
       throw err;
     }
   });
-  const tail = next.catch(() => undefined);
-  networkLocks.set(port, tail);
-  // the last one out forgets the port: a settled promise kept would keep its caller's async context (its worker)
-  void tail.then(() => {
-    if (networkLocks.get(port) === tail) networkLocks.delete(port);
-  });
-  return next;
 }
 
 async function networkReady(port: number): Promise<boolean> {

@@ -31,7 +31,7 @@ import { volumeOf } from './volume';
 import { assertTraversable } from '../traversable';
 import { withDir } from '../no-follow';
 import { environmentDir, safeSegment } from '../environment-dir';
-import { MadeOnce } from '../made-once';
+import { MadeOnce } from '../per-key';
 
 export { environmentDir, safeSegment };
 
@@ -143,7 +143,7 @@ function onPath(tool: string): boolean {
 // ------------------------------------------------------------------------------------------------------
 // Setting an environment up
 
-/** Each environment's sandbox once set up (host/made-once.ts: the jail is kept, not the first caller's context). */
+/** Each environment's sandbox once set up (host/per-key.ts: the jail is kept, not the first caller's context). */
 const opened = new MadeOnce<Jail>();
 let sharedDirs: string[] = [];
 

@@ -1,9 +1,12 @@
-/** host/made-once.ts: a value made once per key; callers meanwhile share the try; a failed try is made again. */
+/**
+ * host/per-key.ts: MadeOnce (a value made once per key; callers meanwhile share the try; a failed try is made again)
+ * and OneAtATime (one task per key at a time, in order); neither keeps a caller's async context.
+ */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { runInNewContext } from 'node:vm';
 import { setFlagsFromString } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { MadeOnce } from '../../host/made-once';
+import { MadeOnce, OneAtATime } from '../../host/per-key';
 
 describe('MadeOnce', () => {
   it('makes a key once; callers during the make share it', async () => {
@@ -52,5 +55,43 @@ describe('MadeOnce', () => {
     (runInNewContext('gc') as () => void)();
     expect(ref.deref()).toBeUndefined();
     expect(await once.get('a', async () => 'again')).toBe('made');
+  });
+});
+
+describe('OneAtATime', () => {
+  it('runs one task per key at a time, in the order asked; a failed one does not stop the next', async () => {
+    const queue = new OneAtATime();
+    const seen: string[] = [];
+    const task =
+      (name: string, ms: number, fail = false) =>
+      async () => {
+        seen.push(`${name} start`);
+        await new Promise((r) => setTimeout(r, ms));
+        seen.push(`${name} end`);
+        if (fail) throw new Error(`${name} failed`);
+        return name;
+      };
+    const first = queue.run('m', task('a', 30, true));
+    const second = queue.run('m', task('b', 5));
+    const other = queue.run('n', task('c', 5));
+    await expect(first).rejects.toThrow('a failed');
+    expect(await second).toBe('b');
+    expect(await other).toBe('c');
+    expect(seen.indexOf('b start')).toBeGreaterThan(seen.indexOf('a end'));
+    expect(seen.indexOf('c start')).toBeLessThan(seen.indexOf('a end'));
+  });
+
+  it("keeps no caller's async context once its tasks are done", async () => {
+    const queue = new OneAtATime();
+    const contexts = new AsyncLocalStorage<object>();
+    const ref = await (async () => {
+      const store = { worker: new Uint8Array(1024) };
+      await contexts.run(store, () => queue.run(21000, async () => undefined));
+      return new WeakRef(store);
+    })();
+    await new Promise((r) => setTimeout(r, 10));
+    setFlagsFromString('--expose-gc');
+    (runInNewContext('gc') as () => void)();
+    expect(ref.deref()).toBeUndefined();
   });
 });

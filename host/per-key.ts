@@ -1,4 +1,9 @@
 /**
+ * Per-key state a process keeps for as long as it runs (one DATA_DIR's, one environment's, one port's). A settled
+ * promise is never kept: a promise holds the async context it was made in for as long as it lives.
+ */
+
+/**
  * What a process makes once per key (a DATA_DIR's git home, an environment's sandbox) and keeps: the value, once
  * made, and not the promise that made it. A promise holds the async context it was made in for as long as it lives:
  * the first caller's Temporal activity, and through it that activity's whole worker. A process that serves one
@@ -33,5 +38,24 @@ export class MadeOnce<T> {
   forget(key: string): void {
     this.made.delete(key);
     this.making.delete(key);
+  }
+}
+
+/**
+ * One task at a time per key (a git mirror, an environment's network), in the order asked; a failed one does not
+ * stop the next. The last one out forgets the key: its settled promise would keep its caller's context.
+ */
+export class OneAtATime {
+  private readonly tails = new Map<string | number, Promise<unknown>>();
+
+  run<T>(key: string | number, task: () => Promise<T>): Promise<T> {
+    const prev = this.tails.get(key) ?? Promise.resolve();
+    const next = prev.then(task, task);
+    const tail = next.catch(() => undefined);
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return next;
   }
 }
