@@ -13,7 +13,13 @@ import { join } from 'node:path';
 import type { Knex } from 'knex';
 import type { Secrets } from '../system/secrets';
 import { type BasicAuth, startBasicAuth } from './basic-auth/control';
-import { basicAuthRules, basicAuthSections, basicAuthUseBackend } from './basic-auth/haproxy';
+import {
+  basicAuthRules,
+  basicAuthSections,
+  basicAuthTakesSc2,
+  basicAuthUseBackend,
+  basicAuthVerdict,
+} from './basic-auth/haproxy';
 import { freeListenPort } from './listen-ports';
 import { requestLogFragment } from './request-log/control';
 import { requestLogFrontend, requestLogGlobal, requestLogRules, requestLogSections } from './request-log/haproxy';
@@ -106,8 +112,12 @@ export async function startEdgeParts(o: {
   const v = varnish;
   const follower = purges;
   const fragments: ConfigFragments = {
-    global: [...dataPlaneUserLines(dataPlane.user), ...(log ? requestLogGlobal(log.fragment) : [])],
-    frontendStart: log ? [...requestLogFrontend(), ...requestLogRules()] : [],
+    global: [...dataPlaneUserLines(dataPlane.user), ...(log ? requestLogGlobal() : [])],
+    // the password's verdict first: the request log's sequence takes sc2 unless the password needs it
+    frontendStart: [
+      ...basicAuthVerdict(auth.fragment),
+      ...(log ? [...requestLogFrontend(), ...requestLogRules({ unless: basicAuthTakesSc2() })] : []),
+    ],
     frontend: basicAuthRules(auth.fragment),
     useBackend: basicAuthUseBackend(),
     sections: [...basicAuthSections(auth.fragment), ...(log ? requestLogSections(log.fragment) : [])],

@@ -15,6 +15,8 @@
  * `e`). The reader keeps the highest number seen per epoch and environment, in memory and in `cursorFile`
  * (written at most once a second), so that:
  * - a line seen before is not shipped twice (the ring sends again what was not acknowledged on a reconnect);
+ * - a line without a number (`0` or `-`: a failed password attempt, whose sticky counter is the password's) is
+ *   shipped as it is;
  * - a number skipped is a line lost (the ring overflowed while the shipper was down, or it was cut):
  *   counted in the shipper's `dropped` line of that environment. Two HAProxy threads may write their lines in
  *   the other order, so a gap is counted once it has stayed open `reorderMs`; a gap over 1000 at once.
@@ -28,7 +30,7 @@ import { dirname } from 'node:path';
 /** How long the socket rests after a small read (ms), and what counts as small (characters). */
 const READ_EVERY_MS = 50;
 const BATCH_BYTES = 32_768;
-/** How many epochs (HAProxy threads) of the current environment the reader keeps at hand. */
+/** How many epochs (HAProxy processes: a reload's old one still writes a while) the reader keeps at hand. */
 const RECENT = 8;
 
 /** The longest line: 2048 path bytes and 512 user-agent bytes, escaped at most 6 to 1, fit well within. */
@@ -284,8 +286,8 @@ export class RequestLogReader {
       q = q * 10 + digit;
     }
     if (q < 1 || a === from) return void this.o.sink.pushText(envId, out, day);
-    // the epoch's cursor of this environment: one of the last lines' (an epoch per HAProxy thread: their lines
-    // interleave), compared in place, else looked up
+    // the epoch's cursor of this environment: one of the last lines' (the old and the new process's lines
+    // interleave for a moment after a reload), compared in place, else looked up
     let cur: Cursor | null = null;
     const recent = this.recent;
     for (let i = 0; i < recent.length; i++) {

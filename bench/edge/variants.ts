@@ -53,22 +53,22 @@ const all =
     edits.reduce((c, e) => e(c), cfg);
 
 const noLog = drop(/^\s+log ring@/);
-const noLogRules = drop(/^\s+log ring@/, /^\s+log-format/, /set-var\(txn\.vc_log_/, /track-sc1/);
+const noLogRules = drop(/^\s+log ring@/, /^\s+log-format/, /set-var\(txn\.vc_log_/, /table vc_log_seq/);
 const noRetry = drop(/^\s+retry-on /);
-/** The request log line without its Lua sequence number (a Lua converter per thread, edge/request-log/haproxy.ts). */
-const noLuaSeq: Edit = (cfg) => cfg.replace('%[var(txn.env),lua.vc_log_seq]', '0');
+const SEQ = '%[sc2_inc_gpc0]';
+/** The request log line without its sequence number (the stick table's counter, edge/request-log/haproxy.ts). */
+const noSeq: Edit = (cfg) => drop(/table vc_log_seq/)(cfg).replace(SEQ, '0');
 /**
- * The sequence number taken as before, by a Lua sample fetch (HAProxy hands it a `txn` object built for each
- * call; it reads the variable): FETCH_LUA, written beside the edge's script.
+ * The sequence number as it was before the stick table: a Lua converter given the environment, loaded per thread
+ * (each thread counting its own), CONVERTER_LUA written beside the request log's files.
  */
-const luaFetch: Edit = (cfg) =>
-  cfg
-    .replace(/(lua-load-per-thread \S+)sequence\.lua/, '$1sequence-fetch.lua')
-    .replace('%[var(txn.env),lua.vc_log_seq]', '%[lua.vc_log_seq]');
-const FETCH_LUA = `local seq = {}
-core.register_fetches("vc_log_seq", function(txn)
-  local env = txn:get_var("txn.env")
-  if env == nil then return nil end
+const luaSeq: Edit = (cfg) =>
+  drop(/table vc_log_seq/)(cfg)
+    .replace(SEQ, '%[var(txn.env),lua.vc_log_seq]')
+    .replace(/^global\n/, `global\n  lua-load-per-thread ${CONVERTER_FILE}\n`);
+let CONVERTER_FILE = '';
+const CONVERTER_LUA = `local seq = {}
+core.register_converters("vc_log_seq", function(env)
   local n = (seq[env] or 0) + 1
   seq[env] = n
   return n
@@ -87,8 +87,8 @@ const VARIANTS: Record<string, Edit> = {
   'as generated': (c) => c,
   'no request log line (log ring@)': noLog,
   'no request log at all (ring, seq table, set-vars)': noLogRules,
-  'no Lua sequence number in the line': noLuaSeq,
-  'Lua sequence by a sample fetch (as before)': luaFetch,
+  'no sequence number in the line': noSeq,
+  'Lua sequence per thread (before the stick table)': luaSeq,
   'no json() conversions in the line': noJson,
   // the ring's forwarder sends a line as it comes while its socket has room: a small send buffer makes the lines
   // written while the shipper rests wait in the ring, then go in one write
@@ -171,7 +171,8 @@ async function measure(
   const scratch = join(dir, 'variants');
   rmSync(scratch, { recursive: true, force: true });
   mkdirSync(scratch, { recursive: true });
-  writeFileSync(join(dir, 'edge/request-log/sequence-fetch.lua'), FETCH_LUA);
+  CONVERTER_FILE = join(dir, 'edge/request-log/sequence-converter.lua');
+  writeFileSync(CONVERTER_FILE, CONVERTER_LUA);
   const socket = join(dir, 'edge/request-log/reader.sock');
   rmSync(socket, { force: true });
   const reader = fork(join(import.meta.dirname, 'variants-reader.ts'), [socket], {

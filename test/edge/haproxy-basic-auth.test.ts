@@ -1,7 +1,8 @@
 /**
  * The environment's Basic password on HAProxy (issue 18 items 3 and 6): a real HAProxy 2.6 run from the
  * fragment of edge/basic-auth/haproxy.ts, the password map and the legacy checker of the control plane,
- * the API's PATCH, PostgreSQL, and a tiny real app behind it.
+ * the API's PATCH, PostgreSQL, and a tiny real app behind it. The request log's fragment is in the frontend as the
+ * edge has it: its sequence numbers share sticky counter 2 with the password's failed attempts.
  */
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,9 +11,19 @@ import { type BasicAuth, startBasicAuth } from '../../edge/basic-auth/control';
 import {
   basicAuthRules,
   basicAuthSections,
+  basicAuthTakesSc2,
   basicAuthUseBackend,
+  basicAuthVerdict,
   WWW_AUTHENTICATE,
 } from '../../edge/basic-auth/haproxy';
+import {
+  REQUEST_SEQUENCE_TABLE,
+  requestLogFrontend,
+  requestLogGlobal,
+  requestLogRules,
+  requestLogSections,
+} from '../../edge/request-log/haproxy';
+import { RequestLogReader } from '../../logs/request-reader';
 import { runtimeCommand } from '../../edge/runtime-command';
 import { edgePasswordKey } from '../../system/edge-password';
 import { useTestContext } from '../helpers/context';
@@ -27,12 +38,17 @@ import {
   startTinyApp,
 } from '../helpers/haproxy-config';
 import type { Agent } from '../helpers/http';
+import { until } from '../helpers/until';
 
 const t = useTestContext();
 let haproxy: ConfiguredHaproxy;
 let app: Awaited<ReturnType<typeof startTinyApp>>;
 let auth: BasicAuth;
 let owner: Agent;
+let reader: RequestLogReader;
+/** The request log's lines as the reader hands them on, and what it counted lost. */
+const lines: { envId: string; line: { path: string; status: number; client_address: string } }[] = [];
+let dropped = 0;
 const envs: Record<'a' | 'b' | 'legacy', { id: string }> = {} as never;
 const PASS = 'open sesame 1';
 
@@ -60,6 +76,18 @@ beforeAll(async () => {
   app = await startTinyApp();
   const adminSocket = join(t.dataDir, 'haproxy-admin.sock');
   auth = await startBasicAuth({ knex: t.deps.knex, secrets: t.deps.secrets, dataDir: t.dataDir, adminSocket });
+  const readerSocket = join(t.dataDir, 'request-log.sock');
+  reader = await new RequestLogReader({
+    socketPath: readerSocket,
+    cursorFile: join(t.dataDir, 'request-log-cursor.json'),
+    reorderMs: 300,
+    sink: {
+      pushText: (envId, text) => lines.push({ envId, line: JSON.parse(text) }),
+      countDropped: (_envId, n) => {
+        dropped += n;
+      },
+    },
+  }).start();
   haproxy = await startConfiguredHaproxy(
     ({ port, socket, dir }) => {
       const hosts = join(dir, 'hosts.map');
@@ -72,12 +100,17 @@ beforeAll(async () => {
       return [
         'global',
         `  stats socket ${socket} level admin`,
+        ...requestLogGlobal().map((l) => `  ${l}`),
         ...DEFAULTS,
         ...basicAuthSections(auth.fragment),
+        ...requestLogSections({ socket: readerSocket }),
         'frontend web',
         `  bind 127.0.0.1:${port}`,
+        ...requestLogFrontend().map((l) => `  ${l}`),
         `  http-request set-var(txn.env) req.hdr(host),host_only,map(${hosts})`,
         '  http-request set-var(txn.client) src',
+        ...basicAuthVerdict(auth.fragment).map((l) => `  ${l}`),
+        ...requestLogRules({ unless: basicAuthTakesSc2() }).map((l) => `  ${l}`),
         ...basicAuthRules(auth.fragment).map((l) => `  ${l}`),
         ...basicAuthUseBackend().map((l) => `  ${l}`),
         '  default_backend app',
@@ -93,6 +126,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await auth?.close();
   await haproxy?.stop();
+  await reader?.close();
   await app?.close();
 });
 
@@ -135,6 +169,37 @@ describe('the Basic password on HAProxy', () => {
     // A request without credentials is not an attempt: a fresh address may ask any number of times.
     for (let i = 0; i < 12; i++) expect((await get('b', '127.0.0.25')).status).toBe(401);
     expect((await get('b', '127.0.0.25', basic('team', PASS))).status).toBe(200);
+  });
+
+  it("logs every request, failed attempts too; the request log's sequence counts the rest, the password only the failures", async () => {
+    const from = '127.0.0.61';
+    const seqOf = async (envId: string) => {
+      const shown = await runtimeCommand(haproxy.socket, `show table ${REQUEST_SEQUENCE_TABLE} key ${envId}`);
+      return Number(/gpc0=(\d+)/.exec(shown)?.[1] ?? 0);
+    };
+    const before = await seqOf(envs.a.id);
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await get('a', from, basic('team', PASS))).status);
+    for (let i = 0; i < 4; i++) statuses.push((await get('a', from, basic('team', `guess ${i}`))).status);
+    for (let i = 0; i < 2; i++) statuses.push((await get('a', from)).status);
+    // on connections of their own, at once: HAProxy's threads share the environment's counter
+    statuses.push(
+      ...(await Promise.all(Array.from({ length: 30 }, () => get('a', from, basic('team', PASS))))).map(
+        (r) => r.status,
+      ),
+    );
+    expect(statuses.filter((x) => x === 200)).toHaveLength(33);
+    expect(statuses.filter((x) => x === 401)).toHaveLength(6);
+    const mine = () => lines.filter((l) => l.envId === envs.a.id && l.line.client_address === from);
+    await until('every line', () => mine().length === 39, { detail: () => `${mine().length} lines` });
+    await new Promise((r) => setTimeout(r, 600)); // past the reader's reorderMs: a gap would be counted by now
+    expect(mine().filter((l) => l.line.status === 401)).toHaveLength(6);
+    expect(dropped).toBe(0);
+    expect(reader.counts.duplicates).toBe(0);
+    // numbered: the 33 answered and the 2 without credentials; the 4 failed attempts count for the password only
+    expect((await seqOf(envs.a.id)) - before).toBe(35);
+    const fails = await runtimeCommand(haproxy.socket, `show table vc_pw_fails key ${from}/${envs.a.id}`);
+    expect(fails).toMatch(/gpc1=4\b/);
   });
 
   it('checks a legacy (argon2id-only) row once: 307 to the same URL, then HAProxy alone from the digest', async () => {
