@@ -24,6 +24,8 @@ export interface EdgeOptions {
   trustProxyHops?: number;
   /** What one client address may hold (default 100 connections, 200 new ones per 10 s; edge/haproxy/config.ts). */
   perAddress?: { connections: number; connectionRate: number };
+  /** HAProxy's threads (EDGE_THREADS); unset: HAProxy's own default, one per core. */
+  threads?: number;
   /** The key the environments' passwords' digests are made with (edge/basic-auth/). */
   secrets: Pick<Secrets, 'encryptionKey'>;
   /** The CDN tier's Varnish: its directory (default DATA_DIR/edge/varnish; one per live edge) and storage. */

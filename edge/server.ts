@@ -100,6 +100,7 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
       slots,
       trustProxyHops: o.trustProxyHops ?? 0,
       perAddress: o.perAddress ?? DEFAULT_PER_ADDRESS,
+      threads: o.threads,
       cdn: parts.cdn,
       fragments: () => parts.fragments,
       tls: tlsOptions,

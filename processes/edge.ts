@@ -18,6 +18,7 @@ const starting = startEdge({
   logger,
   trustProxyHops: config.trustProxyHops,
   perAddress: config.edgePerAddress,
+  threads: config.edgeThreads,
   // HAProxy's request lines go to the shipper process's socket (processes/shipper.ts): none passes through here
   requestLog: true,
   // The one exception to "sealed at rest": HAProxy reads the certificates' keys from these files (docs/https.md).

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -99,6 +100,11 @@ export interface Config extends HostConfig {
    * (EDGE_CONNECTIONS_PER_ADDRESS) and new connections per 10 s (EDGE_CONNECTION_RATE_PER_ADDRESS).
    */
   edgePerAddress: { connections: number; connectionRate: number };
+  /**
+   * HAProxy's threads (EDGE_THREADS): by default one less than the machine's cores, at least one, so that a core is
+   * left to the tenants and the control plane (docs/edge.md "Threads").
+   */
+  edgeThreads: number;
   /** Resolvers of domain verification (`ip` or `ip:port`); undefined: the system's. */
   dnsServers: string[] | undefined;
   /** Domains a project may have unless its settings say otherwise. */
@@ -199,6 +205,11 @@ export { DEFAULT_TASK_QUEUE, hostTaskQueue };
 // the settings' readers other modules use
 export { DEFAULT_SANDBOX_NETWORK, hostNameOf, parseSandboxNetwork };
 
+/** EDGE_THREADS: HAProxy's threads, by default one less than the cores (at least one). */
+export function edgeThreads(env: NodeJS.ProcessEnv): number {
+  return Math.min(64, Math.max(1, int(env, 'EDGE_THREADS', availableParallelism() - 1)));
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int(env, 'PORT', 8080);
   const ports = (env.ENVIRONMENT_PORTS ?? '20000-20999').split('-').map(Number);
@@ -265,6 +276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connections: Math.max(1, int(env, 'EDGE_CONNECTIONS_PER_ADDRESS', 100)),
       connectionRate: Math.max(1, int(env, 'EDGE_CONNECTION_RATE_PER_ADDRESS', 200)),
     },
+    edgeThreads: edgeThreads(env),
     dnsServers: dnsServers(env.DNS_SERVERS),
     domainAllowance: int(env, 'DOMAIN_ALLOWANCE', 10),
     domainRecheckSeconds: Math.max(1, int(env, 'DOMAIN_RECHECK_SECONDS', 60)),

@@ -1,12 +1,13 @@
 /**
  * The edge bench's baseline (bench/edge.ts): a bare HAProxy in front of the same app, in the same run. The same
- * HAProxy binary and threads (its default: one per core, as the edge's), keep-alive both ways, no rule, no log,
- * no map: what proxying a request costs here at all.
+ * HAProxy binary and threads (EDGE_THREADS as the edge takes it: one less than the cores by default), keep-alive
+ * both ways, no rule, no log, no map: what proxying a request costs here at all.
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HAPROXY_BIN } from '../../edge/haproxy/process';
+import { edgeThreads } from '../../system/config';
 import { freePort } from '../../test/helpers/ports';
 
 interface BareHaproxy {
@@ -23,6 +24,7 @@ export async function startBareHaproxy(dir: string, appPort: number): Promise<Ba
     [
       'global',
       '  maxconn 4000',
+      `  nbthread ${edgeThreads(process.env)}`,
       'defaults',
       '  mode http',
       '  option http-keep-alive',

@@ -3,6 +3,7 @@
 import { createKnex } from '../../db/knex';
 import { certificateDir } from '../../edge/certificate-files';
 import { startEdge } from '../../edge/server';
+import { edgeThreads } from '../../system/config';
 import { createLogger } from '../../system/logger';
 import { loadSecrets } from '../../system/secrets';
 
@@ -19,6 +20,8 @@ const edge = await startEdge({
   dataDir,
   environmentPorts: (([from, to]) => ({ from, to }))(process.env.ENVIRONMENT_PORTS!.split('-').map(Number)),
   secrets,
+  // EDGE_THREADS as npm start takes it (the bare HAProxy gets the same, bench/edge/bare.ts)
+  threads: edgeThreads(process.env),
   // EDGE_CONNECTION_RATE_PER_ADDRESS set by the world (wrk and the TLS handshakes come from one loopback address)
   perAddress: {
     connections: Number(process.env.EDGE_CONNECTIONS_PER_ADDRESS || 100),

@@ -43,6 +43,13 @@ const set =
   (line: string): Edit =>
   (cfg) =>
     cfg.replace(/^global\n/, `global\n  ${line}\n`);
+/** HAProxy's threads: `n`, or its own default (one per core) when 0. */
+const threads =
+  (n: number): Edit =>
+  (cfg) => {
+    const without = drop(/^\s+nbthread /)(cfg);
+    return n ? set(`nbthread ${n}`)(without) : without;
+  };
 const bufsize =
   (n: number): Edit =>
   (cfg) =>
@@ -104,7 +111,8 @@ const VARIANTS: Record<string, Edit> = {
   'no vc_instance cookie': noCookie,
   'no forwardfor, X-Forwarded-*': noForwardfor,
   'no health checks': noChecks,
-  'nbthread 1': set('nbthread 1'),
+  'nbthread 1': threads(1),
+  "one thread per core (HAProxy's default)": threads(0),
   'all of the above out (nbthread 1)': all(
     noLogRules,
     noRetry,
@@ -114,7 +122,7 @@ const VARIANTS: Record<string, Edit> = {
     noCookie,
     noForwardfor,
     noChecks,
-    set('nbthread 1'),
+    threads(1),
   ),
 };
 

@@ -49,6 +49,8 @@ export interface ConfigOptions {
   trustProxyHops: number;
   /** What one client address may hold: concurrent connections, new connections per 10 s (a stick table). */
   perAddress: { connections: number; connectionRate: number };
+  /** HAProxy's threads (EDGE_THREADS); unset: one per core. */
+  threads?: number;
   /**
    * HTTPS (CONTRACT "Certificates"): EDGE_TLS_PORT with the certificates' crt-list (SNI) and a self-signed
    * default certificate, and the port named in the 308 redirects (EDGE_TLS_PUBLIC_PORT).
@@ -168,6 +170,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     'global',
     `  stats socket ${p.admin} mode 600 level admin expose-fd listeners`,
     `  maxconn ${limits.total}`,
+    ...(o.threads ? [`  nbthread ${o.threads}`] : []),
     // a port another process holds fails the start (SO_REUSEPORT would let both serve it); a reload takes the
     // listeners over from the old worker (`expose-fd listeners` above) instead of binding them again
     '  noreuseport',

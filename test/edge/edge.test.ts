@@ -11,8 +11,11 @@ import { useTestContext } from '../helpers/context';
 import { createDeployWorld, createEnvironment, fetchEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
 import { sessionAgent } from '../helpers/fixtures';
+import { runtimeCommand } from '../../edge/runtime-command';
+import { haproxyPaths } from '../../edge/haproxy/paths';
 
-const t = useTestContext({ edge: true });
+// three HAProxy threads: not HAProxy's default here, nor EDGE_THREADS' (one less than the cores)
+const t = useTestContext({ edge: true, env: { EDGE_THREADS: '3' } });
 const children: ChildProcess[] = [];
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 
@@ -84,6 +87,11 @@ const until = <T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): P
   untilHolds('the edge to serve the change', read, ok, { timeoutMs: ms, intervalMs: 50 });
 
 describe('the edge', () => {
+  it('runs HAProxy with EDGE_THREADS threads', async () => {
+    const info = await runtimeCommand(haproxyPaths(t.dataDir).admin, 'show info');
+    expect(/^Nbthread: (\d+)/m.exec(info)?.[1]).toBe('3');
+  });
+
   it('serves the environment on its own port', async () => {
     expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v1' });
   });

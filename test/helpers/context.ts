@@ -146,6 +146,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
           secrets: deps.secrets,
           trustProxyHops: config.trustProxyHops,
           perAddress: config.edgePerAddress,
+          threads: config.edgeThreads,
           refreshMs: 5000,
           logger: deps.logger,
           requestLog: true,

@@ -1,5 +1,5 @@
 /** The host agent's settings (system/host-config.ts): what each accepts, its default, and what a mistake says. */
-import { cpus, totalmem } from 'node:os';
+import { availableParallelism, cpus, totalmem } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { hostTaskQueue, loadConfig } from '../../system/config';
 
@@ -12,6 +12,13 @@ describe('host settings', () => {
     expect(c.hostCapacity.cpu).toBe(cpus().length);
     expect(c.hostCapacity.memory_mb).toBe(Math.floor(totalmem() / 1024 ** 2));
     expect(c.hostCapacity.disk_gb).toBeGreaterThan(0);
+  });
+
+  it('give HAProxy one thread less than the cores, at least one (EDGE_THREADS to set it)', () => {
+    expect(loadConfig({}).edgeThreads).toBe(Math.max(1, availableParallelism() - 1));
+    expect(loadConfig({ EDGE_THREADS: '3' }).edgeThreads).toBe(3);
+    expect(loadConfig({ EDGE_THREADS: '0' }).edgeThreads).toBe(1);
+    expect(() => loadConfig({ EDGE_THREADS: 'many' })).toThrow(/EDGE_THREADS/);
   });
 
   it('take HOST_CAPACITY key by key (a key left out: the machine’s), INSTANCE_PORTS and HOST_LOST_SECONDS', () => {
