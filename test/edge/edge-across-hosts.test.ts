@@ -24,9 +24,10 @@ import { until } from '../helpers/until';
 import { backendServers } from '../helpers/host-agents';
 import { createEnvironmentMachines } from '../../api/machines/service';
 import { hostTag } from '../../host/provider/host-identity';
+import { testPortSlot } from '../helpers/test-workers';
 
 const t = useTestContext({ worker: true });
-const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
+const slot = testPortSlot();
 const B = {
   name: `s${slot}h2`,
   address: `127.0.${10 + slot}.2`,

@@ -16,6 +16,7 @@ import { settingUp, tornDown } from './torn-down';
 import type { Edge } from '../../edge/server';
 import type { RequestShipper } from '../../processes/shipper-runtime';
 import { registerHost } from '../../core/host-registration';
+import { TEST_WORKERS, workerPortRanges } from './test-workers';
 
 export interface TestContext {
   deps: Deps;
@@ -79,19 +80,10 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     // as npm start's DATA_DIR: others may pass (HAProxy's workers, Varnish's cache, edge/privileges.ts)
     chmodSync(dataDir, 0o711);
     const smtp = opts.smtp ? await startSmtpServer() : undefined;
-    // Below the kernel's ephemeral range (32768-60999): a port the edge must listen on is never a web
-    // process's internal port (port 0) or a connection's local port.
-    // One range per vitest worker (VITEST_POOL_ID): files running at the same time never share a range,
-    // so one file's teardown (which removes the networks of its range) never takes another file's.
-    // VC_TEST_PORT_SLOT (0-17) moves a whole run to ranges of its own, for runs side by side on one host
-    // (separate checkouts); each vitest worker of a run then takes one of the slot's two ranges.
-    const pool = Number(process.env.VITEST_POOL_ID) || 1 + Math.floor(Math.random() * 2);
-    const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
-    const portBase = 21000 + (slot * 2 + ((pool - 1) % 2)) * 300;
-    // The host's INSTANCE_PORTS (where the edge reaches its instances, forwarded by nft on 127.0.0.1): a range of
-    // the same run and worker above the kernel's ephemeral range, so that files side by side never forward each
-    // other's ports (their hosts share one name, so one nft table).
-    const instanceBase = 62000 + (slot * 2 + ((pool - 1) % 2)) * 95;
+    // One range per vitest worker (VITEST_POOL_ID, test-workers.ts): files running at the same time never share a
+    // range, so one file's teardown (which removes the networks of its range) never takes another file's.
+    const pool = Number(process.env.VITEST_POOL_ID) || 1 + Math.floor(Math.random() * TEST_WORKERS);
+    const ranges = workerPortRanges(pool);
     const config = loadConfig({
       PORT: '0',
       DATABASE_URL: withDatabase(admin, dbName),
@@ -100,8 +92,8 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
       DATA_DIR: dataDir,
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       VC_CHECK_RESPONSES: '1',
-      ENVIRONMENT_PORTS: `${portBase}-${portBase + 299}`,
-      INSTANCE_PORTS: `${instanceBase}-${instanceBase + 94}`,
+      ENVIRONMENT_PORTS: `${ranges.environment.from}-${ranges.environment.to}`,
+      INSTANCE_PORTS: `${ranges.instance.from}-${ranges.instance.to}`,
       LOCAL_REPOSITORY_ROOTS: repositoriesDir(),
       SANDBOX_SHARED_DIRS: join(inject('runDir'), 'shared'),
       SERVICES_DATABASE_URL: inject('servicesDatabaseUrl'),

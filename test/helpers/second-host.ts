@@ -12,6 +12,7 @@ import { hostTag } from '../../host/provider/host-identity';
 import { repositoriesDir, type TestContext } from './context';
 import { killProcessesUnder } from './processes';
 import { until } from './until';
+import { testPortSlot } from './test-workers';
 
 const root = path.resolve(__dirname, '../..');
 
@@ -28,7 +29,7 @@ export interface SecondHost {
 
 /** The second octet of the slot's sandbox block `block` (a /14 of 10.0.0.0/8: 10.128.0.0 onwards, 8 per slot). */
 function sandboxBlock(block: 0 | 1): number {
-  const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
+  const slot = testPortSlot();
   return (128 + slot * 8 + block * 4) % 256;
 }
 
@@ -53,7 +54,7 @@ export function spawnSecondHost(
   /** Which of the slot's two sandbox blocks (files whose agents share environment ports take different ones). */
   block: 0 | 1 = 0,
 ): SecondHost {
-  const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
+  const slot = testPortSlot();
   const dataDir = mkdtempSync(path.join(inject('runDir'), 'host-b-'));
   chmodSync(dataDir, 0o711);
   const ports = 32000 + slot * 40;

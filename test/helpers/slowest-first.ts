@@ -35,7 +35,7 @@ export function recordDurations(root: string, files: ReadonlyArray<{ file: strin
 }
 
 /**
- * The slowest files first, so that the two workers end together instead of one running a 2-minute file alone at
+ * The slowest files first, so that the workers end together instead of one running a 2-minute file alone at
  * the end: each file's time from this checkout's last run of it (vitest's cache), else from test/durations.json;
  * a file known to neither (a new one) counts as the median of the known ones. Ties: the larger file first.
  */

@@ -43,6 +43,7 @@ import { environmentVolume } from '../../db/queries/storage';
 import { until as untilHolds } from '../helpers/until';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { testPortSlot } from '../helpers/test-workers';
 
 // npm start runs on this file's database: its worker registers the host (the file registers none of its own)
 const t = useTestContext({ host: false });
@@ -53,7 +54,7 @@ const H3 = 'ha-h3';
 /** H3's own address, instance ports and sandbox block (H2 has 127.0.0.2, 31000-31099, 10.204.0.0/14). */
 const H3_ENV = { HOST_ADDRESS: '127.0.0.3', INSTANCE_PORTS: '31100-31199', SANDBOX_NETWORK: '10.212.0.0/14' };
 const LOST = 3;
-const BIND = `127.0.${10 + Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0))}.1`;
+const BIND = `127.0.${10 + testPortSlot()}.1`;
 
 let start: ChildProcess;
 let out = '';

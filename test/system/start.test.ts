@@ -5,6 +5,7 @@ import pg from 'pg';
 import { describe, expect, it, inject } from 'vitest';
 import { freePort } from '../helpers/ports';
 import { killAndWait, processesMentioning } from '../helpers/processes';
+import { testPortSlot } from '../helpers/test-workers';
 
 const root = path.resolve(__dirname, '../..');
 
@@ -18,7 +19,7 @@ describe('npm start (processes/start.ts)', () => {
     chmodSync(dataDir, 0o711);
     const pgPort = await freePort();
     // where hosts reach the embedded PostgreSQL: an address of this machine's loopback but 127.0.0.1
-    const bind = `127.0.${10 + Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0))}.1`;
+    const bind = `127.0.${10 + testPortSlot()}.1`;
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       EMBEDDED_POSTGRES_PORT: String(pgPort),

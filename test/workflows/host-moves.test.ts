@@ -39,6 +39,7 @@ import { listHosts } from '../../db/queries/hosts';
 import { environmentVolume, volumePath } from '../../db/queries/storage';
 import { hostTag } from '../../host/provider/host-identity';
 import { instancesOn, removeHostNetworks, runHostsCli } from '../helpers/host-moves';
+import { testPortSlot } from '../helpers/test-workers';
 
 const LOST = 3;
 const t = useTestContext({
@@ -47,7 +48,7 @@ const t = useTestContext({
   // the snapshots' S3 store (s3rver) is on loopback
   env: { HOST_LOST_SECONDS: String(LOST), RESOURCE_SAMPLE_SECONDS: '1', OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
 });
-const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
+const slot = testPortSlot();
 const hostsCli = (...args: string[]) => runHostsCli(t, LOST, ...args);
 /** The second host: a name of this file's own (its cgroup subtree and sandbox tag are named after it). */
 let other: string;

@@ -15,9 +15,10 @@ import { type SecondHost, spawnSecondHost, startSecondHost } from '../helpers/se
 import { createEnvironmentMachines } from '../../api/machines/service';
 import { releaseDirFor } from '../../host/provider/releases';
 import { machineId, STORE_MARKER } from '../../host/release-store';
+import { testPortSlot } from '../helpers/test-workers';
 
 const t = useTestContext({ worker: true });
-const slot = Number(process.env.VC_TEST_PORT_SLOT) || 0;
+const slot = testPortSlot();
 const B = `rsd-b-${slot}`;
 const hosts: SecondHost[] = [];
 

@@ -26,6 +26,7 @@ import { type SecondHost, startSecondHost } from '../helpers/second-host';
 import { until } from '../helpers/until';
 import { createEnvironmentMachines } from '../../api/machines/service';
 import { releaseDirFor } from '../../host/provider/releases';
+import { testPortSlot } from '../helpers/test-workers';
 
 const env: Record<string, string> = { RELEASE_KEEP: '1' };
 let s3: Awaited<ReturnType<typeof startS3>>;
@@ -43,7 +44,7 @@ beforeAll(async () => {
 afterAll(() => s3?.stop());
 const t = useTestContext({ worker: true, env });
 
-const slot = Number(process.env.VC_TEST_PORT_SLOT) || 0;
+const slot = testPortSlot();
 const B = `rs3-b-${slot}`;
 let hostB: SecondHost;
 let client: S3Client;

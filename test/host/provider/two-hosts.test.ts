@@ -22,6 +22,7 @@ import { vethName } from '../../../host/provider/sandbox-network';
 import { loadConfig } from '../../../system/config';
 import { useTestContext } from '../../helpers/context';
 import { freePort } from '../../helpers/ports';
+import { testPortSlot } from '../../helpers/test-workers';
 
 const SERVER = `
 require('node:http').createServer((req, res) => {
@@ -216,7 +217,7 @@ describe('two hosts on one machine, the same environment on both', () => {
 
 describe('SERVICES_HOST on another machine', () => {
   // "another machine": a network namespace of its own behind a veth, holding the services server's address
-  const slot = Math.min(17, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
+  const slot = testPortSlot();
   const ns = `vcsvc${slot}`;
   const hostSide = `10.99.${slot}.1`;
   const server = `10.99.${slot}.2`;

@@ -1,0 +1,41 @@
+/**
+ * How many vitest workers a run has, and each worker's port ranges. vitest.config.ts reads the count; the test
+ * context (context.ts) gives each file the ranges of the worker that runs it.
+ *
+ * VC_TEST_WORKERS (2-4, default 3): the workers of one run. Each worker runs its files one after another; three on a
+ * 2-core machine, because the suite spends a third of its time waiting (Temporal's timers, the apps' boots, the
+ * edge's reloads) with two.
+ *
+ * VC_TEST_PORT_SLOT (0-17) moves a whole run to ranges of its own, for runs side by side on one host (separate
+ * checkouts); each worker of a run takes one of the slot's ranges.
+ */
+export const TEST_WORKERS = Math.min(4, Math.max(2, Number(process.env.VC_TEST_WORKERS) || 3));
+
+const SLOTS = 18;
+
+export function testPortSlot(): number {
+  return Math.min(SLOTS - 1, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
+}
+
+/**
+ * The ENVIRONMENT_PORTS and INSTANCE_PORTS of worker `pool` (VITEST_POOL_ID, 1-based) in the run's slot.
+ * Environment ports lie in 21000-31799, below the kernel's ephemeral range (32768-60999): a port the edge must
+ * listen on is never a web process's internal port or a connection's local port. Instance ports (where the edge
+ * reaches its instances, forwarded by nft on 127.0.0.1) lie in 62000-65419, above it: files side by side never
+ * forward each other's ports (their hosts share one name, so one nft table). With 2 workers a range holds 300
+ * environment ports and 95 instance ports; with 3, 200 and 63.
+ */
+export function workerPortRanges(pool: number): {
+  environment: { from: number; to: number };
+  instance: { from: number; to: number };
+} {
+  const index = testPortSlot() * TEST_WORKERS + ((pool - 1) % TEST_WORKERS);
+  const environmentSize = Math.floor(10_800 / (SLOTS * TEST_WORKERS) / 10) * 10;
+  const instanceSize = Math.floor(3_420 / (SLOTS * TEST_WORKERS));
+  const environment = 21_000 + index * environmentSize;
+  const instance = 62_000 + index * instanceSize;
+  return {
+    environment: { from: environment, to: environment + environmentSize - 1 },
+    instance: { from: instance, to: instance + instanceSize - 1 },
+  };
+}
