@@ -2,9 +2,10 @@
  * How many vitest workers a run has, and each worker's port ranges. vitest.config.ts reads the count; the test
  * context (context.ts) gives each file the ranges of the worker that runs it.
  *
- * VC_TEST_WORKERS (2-4, default 3): the workers of one run. Each worker runs its files one after another; three on a
- * 2-core machine, because the suite spends a third of its time waiting (Temporal's timers, the apps' boots, the
- * edge's reloads) with two.
+ * VC_TEST_WORKERS (2-4, default 3): the workers of one run. Each worker runs its files one after another. Three on a
+ * 2-core machine: with two, 42 % of the CPU sat idle while the files waited (Temporal's dispatch, the apps' boots,
+ * the edge's reloads), and the run took 794 s against 625 s; a fourth found no idle CPU left (589 s, every file
+ * slower). docs/benchmarks.md, "The test suite's time".
  *
  * VC_TEST_PORT_SLOT (0-17) moves a whole run to ranges of its own, for runs side by side on one host (separate
  * checkouts); each worker of a run takes one of the slot's ranges.
