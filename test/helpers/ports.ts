@@ -1,15 +1,26 @@
 import { createServer } from 'node:net';
 
-/** A port that was free a moment ago on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Whether `port` can be listened on at 127.0.0.1 right now. */
+const free = (port: number) =>
+  new Promise<boolean>((resolve) => {
     const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => resolve(true)));
   });
+
+/**
+ * A port that was free a moment ago on 127.0.0.1, below the kernel's ephemeral range (32768-60999), as every
+ * port a test binds later (an EDGE_PORT, npm start's PORT): a port the kernel gave out (listen on port 0) is
+ * one it gives again to any outgoing connection's local end, which then holds it when the process that was to
+ * listen there starts (seen: HAProxy's `cannot bind socket` for npm start's EDGE_PORT, 20 s after it was chosen,
+ * with three test workers connecting meanwhile).
+ */
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = 10_000 + Math.floor(Math.random() * 10_000);
+    if (await free(port)) return port;
+  }
+  throw new Error('no free port in 10000-19999');
 }
 
 /**
@@ -17,12 +28,6 @@ export function freePort(): Promise<number> {
  * connection could take one before the edge binds it): an ENVIRONMENT_PORTS range for an edge.
  */
 export async function freePortRange(n: number): Promise<{ from: number; to: number }> {
-  const free = (port: number) =>
-    new Promise<boolean>((resolve) => {
-      const srv = createServer();
-      srv.once('error', () => resolve(false));
-      srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => resolve(true)));
-    });
   for (let i = 0; i < 200; i++) {
     const from = 10_000 + Math.floor(Math.random() * (19_999 - 10_000 - n));
     let ok = true;
