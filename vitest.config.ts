@@ -12,7 +12,7 @@ export default defineConfig({
     // and what an earlier file of the same process left running, when its teardown did not run, is stopped
     setupFiles: ['test/helpers/fetch-resend.ts', 'test/helpers/between-files.ts'],
     pool: 'forks',
-    // three on a 2-core machine: with two, a third of the run's CPU time was idle (test/helpers/test-workers.ts)
+    // three on a 2-core machine: with two, 42 % of the run's CPU time was idle (test/helpers/test-workers.ts)
     maxWorkers: TEST_WORKERS,
     // each worker process runs its files one after another, loading the modules once: every file's own
     // import (1-3 s) was a fifth of the suite's time. Each file still has its own database, port range,
