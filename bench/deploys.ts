@@ -25,6 +25,7 @@ import { searchAttributeKeys } from '../core/temporal-starts';
 import { createAppRepo } from '../test/helpers/deploy-fixtures';
 import type { DeployWorkflowInput } from '../workflows/deploys-shared';
 import { sized } from './quick';
+import { freePortRange } from '../test/helpers/ports';
 
 const DEPLOYS = Number(process.env.BENCH_DEPLOYS) || sized(30, 2);
 const NOOP_DEPLOYS = sized(10, 1);
@@ -42,7 +43,7 @@ const since = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 
 export async function run(): Promise<void> {
   console.log('[bench] deploys: starting a Temporal dev server, a database and the API...');
-  const portBase = 31000 + Math.floor(Math.random() * 200) * 100;
+  const portBase = (await freePortRange(4 * DEPLOYS + 1)).from;
   // The repository lives outside DATA_DIR, under a directory listed in LOCAL_REPOSITORY_ROOTS.
   const reposDir = mkdtempSync(path.join(os.tmpdir(), 'vc-bench-repos-'));
   const sys = await startBenchSystem('deploys', {

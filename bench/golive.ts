@@ -22,6 +22,7 @@ import { createAppRepo } from '../test/helpers/deploy-fixtures';
 import { Session } from '../db/models/session';
 import { randomToken, sessionDigest } from '../api/lib/token-format';
 import { sized } from './quick';
+import { freePortRange } from '../test/helpers/ports';
 
 const ROUNDS = Number(process.env.BENCH_GOLIVE_ROUNDS) || sized(20, 1);
 const POLL_MS = 10;
@@ -51,7 +52,8 @@ type TaskView = { status: string; error: string | null; finished_at: string | nu
 
 export async function run(): Promise<void> {
   console.log('[bench] golive: starting a Temporal dev server, a database, the API, a worker and the edge...');
-  const portBase = 33000 + Math.floor(Math.random() * 100) * 10;
+  // below the kernel's ephemeral range and free: a port an outgoing connection holds, the edge leaves out
+  const portBase = (await freePortRange(10)).from;
   const reposDir = mkdtempSync(path.join(os.tmpdir(), 'vc-bench-repos-'));
   const sys = await startBenchSystem('golive', {
     ENVIRONMENT_PORTS: `${portBase}-${portBase + 9}`,
@@ -119,8 +121,12 @@ export async function run(): Promise<void> {
 
     /** POST, then the first request the new process serves through the edge, and the task's success. */
     const goLive = async (start: () => Promise<string>) => {
-      const before = await read(boot);
-      if (!before) throw new Error('nothing answers through the edge before the change');
+      let before = await read(boot);
+      for (let i = 0; !before && i < 50; i++) {
+        await pause(100);
+        before = await read(boot);
+      }
+      if (!before) throw new Error(`nothing answers 200 at ${boot} (through the edge) for 5 s before the change`);
       const t0 = now();
       const id = await start();
       let served = 0;

@@ -29,11 +29,10 @@ import { allProcesses, heapAfterGc, type ProcessMemory, processTree, sum } from 
 import { benchPlacement } from './hosts/placement';
 import { benchEdgeApply } from './hosts/edge-apply';
 import { sized } from './quick';
+import { freePortRange } from '../test/helpers/ports';
 
 const ENVIRONMENTS = sized(100, 5);
 /** Ports of (a)'s environments, and of (b)'s and (c)'s (1,000 backends): away from the tests' 21000-31799. */
-const PORTS_A = 34100;
-const PORTS_C = 35000;
 const MB = 1024;
 /** What a sandbox wraps the app in: everything else under the tenant's uid is the app. */
 const WRAPPERS = new Set(['bwrap', 'nsenter', 'sh', 'dash']);
@@ -56,9 +55,14 @@ async function read(url: string): Promise<string | null> {
 
 export async function run(): Promise<void> {
   console.log('[bench] hosts: starting a Temporal dev server, a database, the API, a worker and the edge...');
+  // (a)'s environment ports, then (b)'s and (c)'s (1,000; 50 with --quick): below the kernel's ephemeral range
+  // and free, as a port an outgoing connection holds is one the edge leaves out
+  const A_PORTS = ENVIRONMENTS + 40;
+  const { from: PORTS_A } = await freePortRange(A_PORTS + sized(1000, 50));
+  const PORTS_C = PORTS_A + A_PORTS;
   const reposDir = mkdtempSync(path.join(os.tmpdir(), 'vc-bench-repos-'));
   const sys = await startBenchSystem('hosts', {
-    ENVIRONMENT_PORTS: `${PORTS_A}-${PORTS_A + ENVIRONMENTS + 39}`,
+    ENVIRONMENT_PORTS: `${PORTS_A}-${PORTS_A + A_PORTS - 1}`,
     LOCAL_REPOSITORY_ROOTS: reposDir,
     // a host of its own: its sandboxes, cgroups and nft tables are named after it, apart from any test's
     HOST_NAME: `bench-hosts-${process.pid}`,

@@ -27,7 +27,7 @@ import { startEdgeParts } from './parts';
 import { CertificateFiles, CRT_LIST } from './certificate-files';
 import { defaultCertificate, hostsOf } from './haproxy/tls';
 import { slotsFor } from './haproxy/model';
-import { findHeldPorts, heldPortsOf } from './haproxy/held-ports';
+import { ephemeralOverlap, findHeldPorts, heldPortsOf } from './haproxy/held-ports';
 import { DEFAULT_PER_ADDRESS } from './haproxy/config';
 import { ensureDirs, haproxyPaths } from './haproxy/paths';
 import { HaproxyProcess } from './haproxy/process';
@@ -87,6 +87,12 @@ export async function startEdge(o: EdgeOptions): Promise<Edge> {
     (await findHeldPorts(o.host, o.environmentPorts.from, o.environmentPorts.to));
   if (heldPorts.length)
     o.logger?.warn({ ports: heldPorts }, 'another program holds ports of ENVIRONMENT_PORTS: the edge leaves them out');
+  const ephemeral = ephemeralOverlap(o.environmentPorts.from, o.environmentPorts.to);
+  if (ephemeral)
+    o.logger?.warn(
+      { ports: `${ephemeral.from}-${ephemeral.to}` },
+      "ENVIRONMENT_PORTS reaches into the kernel's ephemeral range (net.ipv4.ip_local_port_range), whose ports any outgoing connection may hold: an environment given one is not served while it is held. Choose a range below it, such as the default 20000-20999",
+    );
   const edge = new EdgeControlPlane(o, {
     paths,
     parts,

@@ -45,3 +45,20 @@ export function heldPortsOf(config: string): number[] | null {
   const line = text.split('\n').find((l) => l.trim().startsWith(HELD));
   return line ? line.trim().slice(HELD.length).trim().split(/\s+/).map(Number) : [];
 }
+
+/**
+ * The part of `from`-`to` inside the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), or null: the
+ * kernel gives those ports to outgoing connections as their local end, and a port held so is one the edge
+ * leaves out until that connection ends (a database pool's may last for days).
+ */
+export function ephemeralOverlap(from: number, to: number): { from: number; to: number } | null {
+  let low = 32768;
+  let high = 60999;
+  try {
+    [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+  } catch {
+    // not Linux's /proc: its default range
+  }
+  const overlap = { from: Math.max(from, low), to: Math.min(to, high) };
+  return overlap.from <= overlap.to ? overlap : null;
+}
