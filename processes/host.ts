@@ -14,6 +14,7 @@ import { createKnex } from '../db/knex';
 import { runDir } from '../system/run-state';
 import { Supervision } from './supervision';
 import { consoleChildren } from './start-children';
+import { processBundlesAhead } from './process-bundles';
 import { claimDataDir, releaseDataDir } from './start-lock';
 import { bundleAhead, type WorkflowBundleAhead } from './bundle-ahead';
 
@@ -84,6 +85,7 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 
 try {
   workflowBundle = bundleAhead({ root, runDir: runDir(config.dataDir), say });
+  const processBundles = processBundlesAhead(root, say);
   const { worker } = consoleChildren({
     root,
     config,
@@ -95,6 +97,7 @@ try {
       VC_HOST_AGENT: '1',
       REMINDER_SCHEDULE: process.env.REMINDER_SCHEDULE || 'off',
       VC_WORKFLOW_BUNDLE_PATH: workflowBundle.file,
+      ...(await processBundles),
     },
   });
   say(

@@ -1,17 +1,17 @@
 /**
  * The console's own processes as `npm start` supervises them (processes/supervision.ts): the request log's
- * shipper, the edge, the worker and the API, each `node --import tsx system/<name>.ts` with the same environment, and how each says it is
- * ready. The edge's spec is generic on purpose: whatever runs the edge, it is ready once EDGE_PORT accepts
+ * shipper, the edge, the worker and the API, each `node processes/<name>.ts`'s bundle (process-bundles.ts; else the
+ * TypeScript through tsx) with the same environment, and how each says it is ready. The edge's spec is generic on purpose: whatever runs the edge, it is ready once EDGE_PORT accepts
  * connections.
  */
 import net from 'node:net';
-import { join } from 'node:path';
 import type { Knex } from 'knex';
 import { WorkerHeartbeat } from '../db/models/worker-heartbeat';
 import type { Config } from '../system/config';
 import type { ChildSpec } from './supervision';
 import { workerIdentity } from '../core/worker-readiness';
 import { HANDED_ENV, type RequestLogSocket } from './request-log-socket';
+import { givenProcessBundles, nodeArgs } from './process-bundles';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const local = (host: string) => (['0.0.0.0', '::', ''].includes(host) ? '127.0.0.1' : host);
@@ -88,7 +88,7 @@ export function shipperChild(o: { root: string; env: NodeJS.ProcessEnv; requestL
 function nodeChild(o: { root: string; env: NodeJS.ProcessEnv }) {
   return (script: string) => ({
     command: process.execPath,
-    args: ['--import', 'tsx', join(o.root, script)],
+    args: nodeArgs(o.root, script, givenProcessBundles(o.env)),
     cwd: o.root,
     env: o.env,
   });

@@ -16,6 +16,7 @@ import { runDir } from '../system/run-state';
 import { consoleChildren, shipperChild } from './start-children';
 import { holdRequestLogSocket, type RequestLogSocket } from './request-log-socket';
 import { bundleAhead, type WorkflowBundleAhead } from './bundle-ahead';
+import { processBundlesAhead } from './process-bundles';
 import { settingsAdvice } from './host-settings';
 import { workerIdentity } from '../core/worker-readiness';
 import { HaproxyProcess, stopLeftDataPlane } from '../edge/haproxy/process';
@@ -107,6 +108,7 @@ try {
   if (taken.length)
     throw new Error(`another program holds ${taken.join(' and ')}: stop it, or set these to free ports`);
   workflowBundle = bundleAhead({ root, runDir: runDir(config.dataDir), say });
+  const processBundles = processBundlesAhead(root, say);
   let databaseUrl = config.databaseUrl;
   // The services server the console runs (its WAL archived): SERVICES_PGDATA, else the embedded server when
   // nothing else is set. The worker and the API are told with SERVICES_PGDATA, SERVICES_PORT, SERVICES_DATABASE_URL.
@@ -194,6 +196,7 @@ try {
     DATA_DIR: config.dataDir,
     ...services,
     VC_WORKFLOW_BUNDLE_PATH: workflowBundle.file,
+    ...(await processBundles),
   };
   const children = consoleChildren({ root, config, knex, env });
   // The request log's shipper first (HAProxy's ring connects to it); then the edge (it serves the environments'

@@ -1,9 +1,11 @@
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startTemporalDevServer, type DevServer } from '../../processes/temporal';
 import { bundleWorkflows } from '../../processes/workflow-bundle';
+import { processBundles } from '../../processes/process-bundles';
 import { createDatabase, dropDatabase, withDatabase } from '../../db/database';
 import { createKnex } from '../../db/knex';
 import { migrateLatest } from '../../db/migrate';
@@ -28,6 +30,8 @@ declare module 'vitest' {
     /** TEST_REDIS_URL, or the run's own redis-server when nothing answers there. */
     redisUrl: string;
     workflowBundlePath: string;
+    /** VC_PROCESS_BUNDLES of the processes the tests start: the run's bundles (processes/process-bundles.ts). */
+    processBundles: string;
     runDir: string;
   }
 }
@@ -61,8 +65,9 @@ export async function setup(project: TestProject) {
   const admin = adminDatabaseUrl;
   // side by side (about 12 s one after the other, 5 s together): the bundle, the services server, the Temporal
   // dev server, the migrated template
-  const [bundle] = await Promise.all([
+  const [bundle, bundles] = await Promise.all([
     bundleWorkflows(),
+    processBundles(fileURLToPath(new URL('../..', import.meta.url))),
     startServicesServer(runDir, servicesPort).then((s) => {
       services = s;
     }),
@@ -87,6 +92,7 @@ export async function setup(project: TestProject) {
   project.provide('servicesDatabaseUrl', services!.url);
   project.provide('redisUrl', redis.url);
   project.provide('workflowBundlePath', workflowBundlePath);
+  project.provide('processBundles', JSON.stringify(bundles));
   project.provide('runDir', runDir);
 }
 

@@ -77,6 +77,7 @@ export async function npmStartEnv(
     LOG_LEVEL: 'warn',
     REMINDER_SCHEDULE: 'off',
     VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+    VC_PROCESS_BUNDLES: inject('processBundles'),
     ...extra,
   };
   delete environ.TEMPORAL_ADDRESS;

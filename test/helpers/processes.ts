@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { cgroupSubtree } from '../../host/provider/host-identity';
 import type { TestContext } from './context';
+import { nodeArgs } from '../../processes/process-bundles';
 
 /**
  * The host's processes whose command line, environment or working directory mention `dir` (what a system
@@ -92,7 +93,8 @@ export function spawnSystemProcess(
   via?: string[],
 ): ChildProcess {
   const { from, to } = t.config.environmentPorts;
-  const node = [process.execPath, '--import', 'tsx', script];
+  // its bundle, as npm start runs it (processes/process-bundles.ts)
+  const node = [process.execPath, ...nodeArgs(root, script, JSON.parse(inject('processBundles')))];
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: t.databaseUrl,
@@ -109,6 +111,7 @@ export function spawnSystemProcess(
     LOG_LEVEL: 'silent',
     REMINDER_SCHEDULE: 'off',
     VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+    VC_PROCESS_BUNDLES: inject('processBundles'),
     ...env,
   };
   const [command, ...args] = via ? [...via, ...Object.keys(childEnv).flatMap((k) => ['-E', k]), ...node] : node;

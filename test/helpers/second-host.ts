@@ -73,6 +73,7 @@ export function spawnSecondHost(
     LOCAL_REPOSITORY_ROOTS: repositoriesDir(),
     SERVICES_DATABASE_URL: t.config.servicesDatabaseUrl,
     VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+    VC_PROCESS_BUNDLES: inject('processBundles'),
     LOG_LEVEL: 'warn',
     ...extra,
   };

@@ -128,6 +128,7 @@ function startAgent(dir: string, extra: NodeJS.ProcessEnv = {}, settings = joine
     // its environments' usage samples (volume_held: which of them a lost host's watch may move) every second
     RESOURCE_SAMPLE_SECONDS: '1',
     VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+    VC_PROCESS_BUNDLES: inject('processBundles'),
     LOG_LEVEL: 'warn',
     ...extra,
   };

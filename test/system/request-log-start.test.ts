@@ -155,7 +155,8 @@ describe('npm start ships the request log to the project destination', () => {
   it('keeps the lines flowing when the shipper process is killed: npm start restarts it, the ring kept them', async () => {
     const pidFile = join(dataDir, 'run', 'shipper.pid');
     const first = Number(readFileSync(pidFile, 'utf8').trim());
-    expect(readFileSync(`/proc/${first}/cmdline`, 'utf8')).toContain('processes/shipper.ts');
+    // npm start runs the shipper's bundle (processes/process-bundles.ts)
+    expect(readFileSync(`/proc/${first}/cmdline`, 'utf8')).toMatch(/processes\/shipper-[0-9a-f]{16}\.mjs\0/);
     process.kill(first, 'SIGKILL');
     // HAProxy's connection stays open on the socket npm start holds (processes/request-log-socket.ts): the next
     // shipper is handed it and reads on

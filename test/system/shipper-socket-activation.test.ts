@@ -66,7 +66,7 @@ describe('the shipper under systemd socket activation', () => {
 
     // the process reading is the shipper, in the launcher's place, on the launcher's socket: the file is the one
     // systemd-socket-activate made (a shipper listening itself would have replaced it), and its fd 3 is a socket
-    const shipper = processesMentioning(t.dataDir).find((p) => p.includes('processes/shipper.ts'));
+    const shipper = processesMentioning(t.dataDir).find((p) => /processes\/shipper(\.ts|-[0-9a-f]{16}\.mjs)/.test(p));
     expect(shipper?.split(' ')[0]).toBe(String(launcher.pid));
     expect(statSync(socket).ino).toBe(inode);
     expect(readlinkSync(`/proc/${launcher.pid}/fd/3`)).toMatch(/^socket:/);
