@@ -10,6 +10,7 @@ import { loadConfig } from '../system/config';
 import type { Deps } from '../system/deps';
 import { createDeps } from '../processes/deps';
 import { startApiServer } from '../processes/api-server';
+import { nodeArgs, processBundles } from '../processes/process-bundles';
 import { startTemporalDevServer, type DevServer } from '../processes/temporal';
 import { spawn } from 'node:child_process';
 import { User } from '../db/models/user';
@@ -127,8 +128,10 @@ export function printTable(title: string, rows: Array<Record<string, string | nu
 export async function spawnApiProcess(sys: BenchSystem): Promise<{ apiUrl: string; stop(): Promise<void> }> {
   const port = await freePort();
   const c = sys.deps.config;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'processes/api.ts'], {
-    cwd: join(import.meta.dirname ?? '.', '..'),
+  // as npm start runs it: its bundle (processes/process-bundles.ts)
+  const root = join(import.meta.dirname ?? '.', '..');
+  const child = spawn(process.execPath, nodeArgs(root, 'processes/api.ts', await processBundles(root)), {
+    cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {
       ...process.env,
