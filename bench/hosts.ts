@@ -32,7 +32,6 @@ import { sized } from './quick';
 import { freePortRange } from '../test/helpers/ports';
 
 const ENVIRONMENTS = sized(100, 5);
-/** Ports of (a)'s environments, and of (b)'s and (c)'s (1,000 backends): away from the tests' 21000-31799. */
 const MB = 1024;
 /** What a sandbox wraps the app in: everything else under the tenant's uid is the app. */
 const WRAPPERS = new Set(['bwrap', 'nsenter', 'sh', 'dash']);

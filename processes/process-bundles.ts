@@ -1,8 +1,8 @@
 /**
  * The console's own processes, bundled (esbuild): what the supervisor starts (processes/start-children.ts) runs as
  * one JavaScript file under plain `node` instead of TypeScript through tsx's loader. tsx's hooks run for every
- * module the process loads, its dependencies' included: a worker process spent ~2.2 s of CPU on its imports
- * that way, ~1.0 s bundled (docs/benchmarks.md "The test suite's time"). The suite starts ~125 such processes;
+ * module the process loads, its dependencies' included: a worker process spent ~1.9 s of CPU on its imports
+ * that way, ~0.95 s bundled (docs/benchmarks.md "The console's processes bundled"). The suite starts ~125 such processes;
  * npm start's supervisor starts one again on every crash, so a restart heals sooner too.
  *
  * Like the workflows' bundle (workflow-bundle.ts), the bundles are made once per start, from the checkout's
@@ -35,6 +35,9 @@ const BUNDLED_SCRIPTS = ['processes/worker.ts', 'processes/api.ts', 'processes/e
 
 const KEEP_MS = 7 * 86_400_000;
 
+/** A script's bundle name: `processes/worker.ts` -> `worker`. */
+const nameOf = (script: string) => script.replace(/^processes\//, '').replace(/\.ts$/, '');
+
 type ProcessBundles = Record<string, string>;
 
 /** The bundles a parent handed down (VC_PROCESS_BUNDLES), each file there; null when none or one is missing. */
@@ -65,9 +68,7 @@ export async function processBundles(root: string): Promise<ProcessBundles> {
   prune(dir);
   const result = await build({
     absWorkingDir: root,
-    entryPoints: Object.fromEntries(
-      BUNDLED_SCRIPTS.map((s) => [s.replace(/^processes\//, '').replace(/\.ts$/, ''), s]),
-    ),
+    entryPoints: Object.fromEntries(BUNDLED_SCRIPTS.map((s) => [nameOf(s), s])),
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -82,7 +83,7 @@ export async function processBundles(root: string): Promise<ProcessBundles> {
   const bundles: ProcessBundles = {};
   const files = new Map(result.outputFiles.map((f) => [f.path, f]));
   for (const script of BUNDLED_SCRIPTS) {
-    const name = script.replace(/^processes\//, '').replace(/\.ts$/, '');
+    const name = nameOf(script);
     const code = files.get(join(dir, `${name}.js`));
     const map = files.get(join(dir, `${name}.js.map`));
     if (!code || !map) throw new Error(`esbuild made no bundle of ${script}`);

@@ -1,12 +1,7 @@
-import { createServer } from 'node:net';
+import { bindable } from '../../edge/haproxy/held-ports';
 
 /** Whether `port` can be listened on at 127.0.0.1 right now. */
-const free = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const srv = createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => resolve(true)));
-  });
+const free = (port: number) => bindable('127.0.0.1', port);
 
 /**
  * A port that was free a moment ago on 127.0.0.1, below the kernel's ephemeral range (32768-60999), as every

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { cgroupSubtree } from '../../host/provider/host-identity';
 import type { TestContext } from './context';
-import { nodeArgs } from '../../processes/process-bundles';
+import { givenProcessBundles, nodeArgs } from '../../processes/process-bundles';
 
 /**
  * The host's processes whose command line, environment or working directory mention `dir` (what a system
@@ -93,8 +93,6 @@ export function spawnSystemProcess(
   via?: string[],
 ): ChildProcess {
   const { from, to } = t.config.environmentPorts;
-  // its bundle, as npm start runs it (processes/process-bundles.ts)
-  const node = [process.execPath, ...nodeArgs(root, script, JSON.parse(inject('processBundles')))];
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: t.databaseUrl,
@@ -114,6 +112,8 @@ export function spawnSystemProcess(
     VC_PROCESS_BUNDLES: inject('processBundles'),
     ...env,
   };
+  // its bundle, as npm start runs it (processes/process-bundles.ts: start-children.ts reads it the same way)
+  const node = [process.execPath, ...nodeArgs(root, script, givenProcessBundles(childEnv))];
   const [command, ...args] = via ? [...via, ...Object.keys(childEnv).flatMap((k) => ['-E', k]), ...node] : node;
   const child = spawn(command, args, { cwd: root, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: childEnv });
   child.stderr?.resume();
