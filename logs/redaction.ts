@@ -72,6 +72,11 @@ export class LineRedactor {
     }
   }
 
+  /** Whether the environment's secret values were read (textRedactor's null means "none" only then). */
+  loaded(envId: string): boolean {
+    return this.redactors.has(envId);
+  }
+
   /**
    * What hides every secret value of the environment in each text field of a line given as JSON text (the
    * shipper's lines), or null when it has none: its lines go as they are, never parsed.

@@ -22,7 +22,13 @@
  */
 import type { Knex } from 'knex';
 import type { OutboundConfig } from '../host/outbound';
-import { loadShippingTargets, openDestination, recordDelivery, type ShippingTarget } from '../db/queries/log-settings';
+import {
+  loadShippingTargets,
+  openDestination,
+  projectsOfEnvironments,
+  recordDelivery,
+  type ShippingTarget,
+} from '../db/queries/log-settings';
 import type { Secrets } from '../system/secrets';
 import { appendMachineLines, dayOf, sweep } from './machine-files';
 import { describeFailure, sendTexts, type Destination, type LogLine } from './send';
@@ -303,7 +309,9 @@ export class LogShipper {
             ]
           : batch;
         try {
-          // the secret values as read at this flush (only an environment with secret values pays for it)
+          // the secret values as read at this flush (only an environment with secret values pays for it), or now
+          // when its destination was learnt after that read
+          if (!this.redactor.loaded(envId)) await this.redactor.load(new Map([[envId, projectId]]));
           const redact = this.redactor.textRedactor(envId);
           await sendTexts(dest, envId, redact ? lines.map(redact) : lines, this.opts.outbound);
         } catch (err) {
@@ -351,8 +359,20 @@ export class LogShipper {
       );
   }
 
+  /**
+   * Reads the secret values of those of `envIds` never read (an environment whose destination this process learnt
+   * after the flush's read, or that has none): its lines never leave before they are known. Throws when the
+   * database cannot be read; the lines then wait.
+   */
+  private async loadUnread(envIds: string[]): Promise<void> {
+    const unread = envIds.filter((id) => !this.redactor.loaded(id));
+    if (unread.length === 0) return;
+    await this.redactor.load(await projectsOfEnvironments(this.opts.knex, unread));
+  }
+
   /** Writes the lines waiting for the machine files (redacted: only an environment with secret values is). */
   private async writeMachineFiles(): Promise<void> {
+    await this.loadUnread([...this.machine.keys()]);
     const pending = [...this.machine];
     this.machine.clear();
     this.last = null;

@@ -91,3 +91,11 @@ export async function recordDelivery(knex: Knex, projectId: string, error: strin
     .where({ project_id: projectId })
     .update(error ? { last_error: error } : { last_sent_at: knex.fn.now(), last_error: null });
 }
+
+/** The project of each environment of `envIds` that exists (a shipper reads the secret values of its lines by it). */
+export async function projectsOfEnvironments(knex: Knex, envIds: string[]): Promise<Map<string, string>> {
+  const rows: Array<{ id: string; project_id: string }> = await knex('environments')
+    .whereIn('id', envIds)
+    .select('id', 'project_id');
+  return new Map(rows.map((r) => [r.id, r.project_id]));
+}
