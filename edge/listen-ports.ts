@@ -40,3 +40,19 @@ export async function freeListenPort(host = '127.0.0.1'): Promise<number> {
   }
   throw new Error(`no free port in ${LOW}-${high} on ${host}: free some, or set the edge's ports explicitly`);
 }
+
+/**
+ * The port that HAProxy or varnishd could not listen on because another program held it, from the error of a
+ * failed start; null for any other failure. A port the edge picked itself (freeListenPort) can be taken between
+ * the look and the bind: the start is then tried again with a new pick (server.ts).
+ */
+export function takenPortOf(message: string): number | null {
+  const m =
+    // HAProxy: "cannot bind socket (Address already in use) for [127.0.0.1:17237]"
+    /cannot bind socket \(Address already in use\) for \[[^\]]*:(\d+)\]/.exec(message) ??
+    // varnishd -a: "Could not get socket 127.0.0.1:17001: Address already in use"
+    /Could not get socket \S*:(\d+): Address already in use/.exec(message) ??
+    // varnishd -T: "-T 127.0.0.1:17002 could not be listened on."
+    /-T \S*:(\d+) could not be listened on/.exec(message);
+  return m ? Number(m[1]) : null;
+}

@@ -8,7 +8,7 @@
  *   loopback origin listener (fe_origin), and the purge follower that turns `cdn/clear` into bans.
  * Their configuration lines go into haproxy.cfg through `fragments` (edge/haproxy/config.ts).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
 import type { Secrets } from '../system/secrets';
@@ -47,7 +47,6 @@ export interface EdgeParts {
   close(keep: boolean): Promise<void>;
 }
 
-/** A free port on loopback. */
 /** HAProxy's origin listener for the CDN: one port, kept across restarts (an adopted Varnish's VCL names it). */
 async function originPortOf(dir: string): Promise<number> {
   const file = join(dir, 'origin-port');
@@ -60,6 +59,31 @@ async function originPortOf(dir: string): Promise<number> {
   const port = await freeListenPort();
   writeAtomic(file, String(port), 0o600);
   return port;
+}
+
+/** The CDN tier's directory: Varnish's files and the origin listener's port. */
+function cdnDir(dataDir: string, cdn?: { dir?: string }): string {
+  return cdn?.dir ?? join(dataDir, 'edge', 'varnish');
+}
+
+/**
+ * Forgets `port` where the edge kept it as a pick of its own (the origin listener's, Varnish's listener or admin
+ * port), so that the next start picks another; whether it was one. An operator's port (EDGE_PORT, ENVIRONMENT_PORTS)
+ * never is.
+ */
+export function forgetPickedPort(dataDir: string, cdn: { dir?: string } | undefined, port: number): boolean {
+  const dir = cdnDir(dataDir, cdn);
+  let forgot = Varnish.forgetPort(dir, port);
+  const file = join(dir, 'origin-port');
+  try {
+    if (Number(readFileSync(file, 'utf8').trim()) === port) {
+      rmSync(file, { force: true });
+      forgot = true;
+    }
+  } catch {
+    // none kept
+  }
+  return forgot;
 }
 
 export async function startEdgeParts(o: {
@@ -92,7 +116,7 @@ export async function startEdgeParts(o: {
   let purges: PurgeFollower | null = null;
   let originPort = 0;
   try {
-    const dir = o.cdn?.dir ?? join(o.dataDir, 'edge', 'varnish');
+    const dir = cdnDir(o.dataDir, o.cdn);
     mkdirSync(dir, { recursive: true, mode: 0o755 });
     originPort = await originPortOf(dir);
     varnish = await Varnish.start({ dir, originPort, storage: o.cdn?.storage, logger: o.logger });

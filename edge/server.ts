@@ -22,8 +22,8 @@
  * follower's bans); their lines go into haproxy.cfg.
  */
 import { join } from 'node:path';
-import { freeListenPort } from './listen-ports';
-import { startEdgeParts } from './parts';
+import { freeListenPort, takenPortOf } from './listen-ports';
+import { forgetPickedPort, startEdgeParts } from './parts';
 import { CertificateFiles, CRT_LIST } from './certificate-files';
 import { defaultCertificate, hostsOf } from './haproxy/tls';
 import { slotsFor } from './haproxy/model';
@@ -40,12 +40,33 @@ export { maintenancePage } from './rules';
 
 export type { Edge, EdgeOptions } from './edge-options';
 
+/** Starts of the edge that lost a port it picked itself, before it gives up. */
+const PICK_ATTEMPTS = 3;
+
 /**
  * Starts the edge: the certificates' files, the parts around HAProxy (edge/parts.ts), the ports, then the control
  * plane (edge/control-plane.ts) with its first state. A start that fails leaves no row behind unless an HAProxy
  * (adopted) still serves.
+ *
+ * The ports the edge picks for itself (listen-ports.ts: the CDN's origin listener, Varnish's, EDGE_PORT when
+ * unset) are free when picked, but another program can take one before HAProxy or varnishd binds it (as it can
+ * take a port of ENVIRONMENT_PORTS found free). A start that fails so starts again, with that port picked anew or
+ * left out (held-ports.ts), at most PICK_ATTEMPTS times; EDGE_PORT or the TLS port, the operator's, fail it.
  */
 export async function startEdge(o: EdgeOptions): Promise<Edge> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startEdgeOnce(o);
+    } catch (err) {
+      const port = takenPortOf((err as Error).message);
+      if (port === null || port === o.edgePort || port === o.tls?.port || attempt >= PICK_ATTEMPTS) throw err;
+      forgetPickedPort(o.dataDir, o.cdn, port);
+      o.logger?.warn({ port, attempt }, 'another program took a port before the edge bound it: starting again');
+    }
+  }
+}
+
+async function startEdgeOnce(o: EdgeOptions): Promise<Edge> {
   const paths = haproxyPaths(o.dataDir);
   ensureDirs(paths);
   // Automatic HTTPS: the certificates' files (the console's HTTP-01 answers are a map: acme-challenges.ts).

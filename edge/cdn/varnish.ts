@@ -126,6 +126,18 @@ export class Varnish {
     return v;
   }
 
+  /**
+   * Forgets the ports kept in `dir` when `port` is one of them (another program took it before varnishd bound it):
+   * the next start picks new ones. Whether it was. A running varnishd holds its ports, so none runs with them.
+   */
+  static forgetPort(dir: string, port: number): boolean {
+    const file = path.join(dir, 'state.json');
+    const saved = readState(file);
+    if (saved.port !== port && saved.adminPort !== port) return false;
+    rmSync(file, { force: true });
+    return true;
+  }
+
   /** Where HAProxy sends the CDN's requests (127.0.0.1). */
   get port(): number {
     return this.o.port;

@@ -3,12 +3,15 @@
  * is under the prefixes goes, the task succeeds only once every live edge applied the purge, a second edge
  * (its own Varnish) drops its entries too, and an edge that lost its database serves nothing cached.
  */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { startEdge } from '../../edge/server';
 import { createKnex } from '../../db/knex';
 import { cc, clearCdn, patchCdn, request, useCdnWorld } from '../helpers/cdn-world';
 import { taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { until } from '../helpers/until';
+import { freePort } from '../helpers/ports';
 
 const c = useCdnWorld();
 const get = (url: string, opts: Parameters<typeof request>[2] = {}) => request(c.w.environment.port, url, opts);
@@ -201,4 +204,66 @@ describe('POST /environments/{id}/cdn/clear', () => {
         .delete();
     }
   }, 60_000);
+
+  it('an edge whose picked ports another program took meanwhile picks others and serves through its CDN', async () => {
+    // the ports an edge kept for its CDN tier (its origin listener's, varnishd's), each taken by another program
+    // before the start (as a connection or another edge may take one between the look and the bind)
+    const held = await Promise.all([freePort(), freePort(), freePort()]);
+    const holders = await Promise.all(
+      held.map(
+        (port) =>
+          new Promise<net.Server>((resolve) => {
+            const s = net.createServer();
+            s.listen({ port, host: '127.0.0.1' }, () => resolve(s));
+          }),
+      ),
+    );
+    const dataDir = `${c.t.dataDir}/fourth-edge`;
+    const cdnDir = `${dataDir}/edge/varnish`;
+    mkdirSync(cdnDir, { recursive: true });
+    writeFileSync(`${cdnDir}/origin-port`, String(held[0]));
+    writeFileSync(`${cdnDir}/state.json`, JSON.stringify({ port: held[1], adminPort: held[2] }));
+    const before = new Set((await c.t.deps.knex('edge_instances').select('id')).map((r) => r.id));
+    const warned: unknown[] = [];
+    const fourth = await startEdge({
+      knex: c.t.deps.knex,
+      databaseUrl: c.t.config.databaseUrl!,
+      host: '127.0.0.4',
+      edgePort: 0,
+      environmentPorts: c.t.config.environmentPorts,
+      dataDir,
+      secrets: c.t.deps.secrets,
+      logger: { warn: (o: unknown) => warned.push(o), info: () => undefined },
+    });
+    try {
+      // varnishd's listener, then HAProxy's origin listener: two starts lost a port, the third served
+      expect(warned).toEqual(
+        expect.arrayContaining([
+          { port: held[1], attempt: 1 },
+          { port: held[0], attempt: 2 },
+        ]),
+      );
+      const origin = Number(readFileSync(`${cdnDir}/origin-port`, 'utf8'));
+      const varnish = JSON.parse(readFileSync(`${cdnDir}/state.json`, 'utf8'));
+      expect(held).not.toContain(origin);
+      expect(held).not.toContain(varnish.port);
+      expect(held).not.toContain(varnish.adminPort);
+      const via = (url: string) =>
+        request(fourth.port, url, { address: '127.0.0.4', headers: { host: 'cdn.example.test' } });
+      const url = `/picked-again${cc('public, max-age=600')}`;
+      const first = await via(url);
+      expect(first.status).toBe(200);
+      expect(first.headers['x-cache']).toBe('MISS');
+      const again = await via(url);
+      expect(again.headers['x-cache']).toBe('HIT');
+      expect(again.text).toBe(first.text);
+    } finally {
+      await fourth.close().catch(() => undefined);
+      for (const h of holders) await new Promise((r) => h.close(r));
+      await c.t.deps
+        .knex('edge_instances')
+        .whereNotIn('id', [...before])
+        .delete();
+    }
+  }, 90_000);
 });

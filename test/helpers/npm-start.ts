@@ -5,7 +5,6 @@
  * a terminal's Ctrl-C does, with what still runs under its DATA_DIR killed after.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { chmodSync, cpSync, mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
@@ -34,20 +33,7 @@ export function npmStartDataDir(t: TestContext): string {
 
 /** Free ports for the API and the edge, and `temporal` with `temporal + 1000` free too (the dev server's Web UI). */
 export async function npmStartPorts(): Promise<NpmStartPorts> {
-  return { api: await freePort(), edge: await freePort(), temporal: await temporalPorts() };
-}
-
-/** Two free ports `p` and `p + 1000` (the dev server's gRPC and Web UI). */
-async function temporalPorts(): Promise<number> {
-  for (;;) {
-    const p = await freePort();
-    if (p + 1000 > 65535) continue;
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = net.createServer().once('error', () => resolve(false));
-      s.listen(p + 1000, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (ok) return p;
-  }
+  return { api: await freePort(), edge: await freePort(), temporal: await freePort({ plusThousand: true }) };
 }
 
 export async function npmStartEnv(

@@ -18,6 +18,11 @@ export function testPortSlot(): number {
   return Math.min(SLOTS - 1, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
 }
 
+/** Worker `pool`'s place among every worker of every slot: 0 to SLOTS * TEST_WORKERS - 1 (at most 71). */
+export function workerIndex(pool: number): number {
+  return testPortSlot() * TEST_WORKERS + ((pool - 1) % TEST_WORKERS);
+}
+
 /**
  * The ENVIRONMENT_PORTS and INSTANCE_PORTS of worker `pool` (VITEST_POOL_ID, 1-based) in the run's slot.
  * Environment ports lie in 21000-31799, below the kernel's ephemeral range (32768-60999): a port the edge must
@@ -30,7 +35,7 @@ export function workerPortRanges(pool: number): {
   environment: { from: number; to: number };
   instance: { from: number; to: number };
 } {
-  const index = testPortSlot() * TEST_WORKERS + ((pool - 1) % TEST_WORKERS);
+  const index = workerIndex(pool);
   const environmentSize = Math.floor(10_800 / (SLOTS * TEST_WORKERS) / 10) * 10;
   const instanceSize = Math.floor(3_420 / (SLOTS * TEST_WORKERS));
   const environment = 21_000 + index * environmentSize;
