@@ -26,6 +26,8 @@ export interface RunningWorker {
  */
 /** How long shutdown() waits for the Temporal workers to drain before it stops the host's processes anyway. */
 const SHUTDOWN_WAIT_MS = 15_000;
+/** How long shutdown() then waits for the activities the host's stop ended to finish (and flush their logs). */
+const AFTER_STOP_WAIT_MS = 5_000;
 
 export async function startWorker(
   deps: Deps,
@@ -107,7 +109,16 @@ export async function startWorker(
         done.then(() => true),
         new Promise<false>((r) => (timer = setTimeout(() => r(false), SHUTDOWN_WAIT_MS))),
       ]).finally(() => clearTimeout(timer));
-      if (!drained) await stopHost();
+      if (!drained) {
+        await stopHost();
+        // the activities that the host's stop ended (their waits aborted) write their last lines to their task
+        // logs on the way out: the caller closes the database once this returns, and a line written after that
+        // is lost (seen: a restart's "the task was cancelled or its worker is stopping" missing)
+        await Promise.race([
+          done.catch(() => undefined),
+          new Promise((r) => setTimeout(r, AFTER_STOP_WAIT_MS).unref()),
+        ]);
+      }
     },
     stopHost,
   };

@@ -4,13 +4,16 @@
  * so those made before the shipper reads the new destination are sent; older ones are forgotten, never
  * counted as dropped.
  */
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dayOf, machineFile } from '../../logs/machine-files';
 import { LogShipper } from '../../logs/shipper';
 import { useTestContext } from '../helpers/context';
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
 import { startReceiver, type Receiver } from '../helpers/receiver';
+import { until } from '../helpers/until';
 
 const t = useTestContext({ env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 let receiver: Receiver;
@@ -90,5 +93,79 @@ describe('LogShipper and a destination saved a moment ago', () => {
     shipper.countDropped(env.id, 5); // no destination: nothing to count for
     await shipper.flush();
     expect(shipper.queued(env.id).dropped).toBe(0);
+  });
+});
+
+describe('LogShipper and an environment it learns while a flush runs', () => {
+  it('never writes or sends its lines before it read its secret values', async () => {
+    const racing = await new LogShipper({
+      knex: t.deps.knex,
+      secrets: t.deps.secrets,
+      outbound: t.deps.config,
+      dataDir: t.dataDir,
+      source: 'race',
+      // no flush nor refresh but those the test calls
+      flushMs: 600_000,
+      refreshMs: 600_000,
+    }).start();
+    // an environment made after the shipper's last read, with a secret value and a destination
+    const { project, env } = await newEnvironment();
+    const SECRET = 'sk_live_race_Q8w3Zr5vN2';
+    const set = await owner.post(`/environments/${env.id}/variables`, {
+      name: 'API_TOKEN',
+      value: SECRET,
+      secret: true,
+    });
+    expect(set.status, set.text).toBe(201);
+    const saved = await owner.post(`/projects/${project.id}/logs`, {
+      destination: { kind: 'http', name: 'collector', url: receiver.url },
+    });
+    expect(saved.body.can_send).toBe(true);
+    const before = receiver.received.length;
+    racing.push(line(env.id, `/leak/${SECRET}`));
+
+    // A read of the destinations under way (as the shipper's timer starts one) while a flush begins: the flush
+    // does not know the environment yet, and learns it before it sends. Locks hold each read where it is.
+    const settings = await t.deps.knex.transaction();
+    const variables = await t.deps.knex.transaction();
+    const waitingFor = (table: string) =>
+      until(
+        `a read of ${table} to wait for its lock`,
+        () =>
+          t.deps.knex.raw(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE ?`,
+            [`%"${table}"%`],
+          ),
+        (r) => r.rows[0].n > 0,
+        { timeoutMs: 10_000 },
+      );
+    try {
+      await settings.raw('LOCK TABLE project_log_settings IN ACCESS EXCLUSIVE MODE');
+      await variables.raw('LOCK TABLE variables IN ACCESS EXCLUSIVE MODE');
+      const refreshing = racing.refresh();
+      await waitingFor('project_log_settings');
+      const flushing = racing.flush();
+      // the flush reads the environment's secret values before it writes or sends a line of it
+      await waitingFor('variables');
+      await settings.commit();
+      await refreshing;
+      await variables.commit();
+      await flushing;
+      const got = await receiver.waitFor(before + 1);
+      const sent = got
+        .slice(before)
+        .flatMap((r) => r.body.split('\n').filter(Boolean))
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.type === 'request');
+      expect(sent.map((l) => l.path)).toEqual(['/leak/[secret]']);
+      const file = readFileSync(machineFile(t.dataDir, env.id, 'race', dayOf(new Date())), 'utf8');
+      expect(file).toContain('/leak/[secret]');
+      expect(file).not.toContain(SECRET);
+    } finally {
+      await settings.rollback().catch(() => undefined);
+      await variables.rollback().catch(() => undefined);
+      await racing.close();
+    }
   });
 });
