@@ -263,7 +263,8 @@ export class LogShipper {
         if (q.sending || q.retryAt > now || (q.lines.length === 0 && q.dropped === 0)) continue;
         const target = this.targets.get(envId);
         if (!target) {
-          if (!this.refreshWanted) this.forgetQueue(envId); // read again after the push: no such environment
+          // read again after the push, and no such environment; a read under way may yet learn it
+          if (!this.refreshWanted && !this.refreshing) this.forgetQueue(envId);
           continue;
         }
         let dest: Destination | null = null;

@@ -96,6 +96,20 @@ describe('LogShipper and a destination saved a moment ago', () => {
   });
 });
 
+/** Until a query of this database on `table` waits for a lock. */
+const waitingFor = (table: string) =>
+  until(
+    `a read of ${table} to wait for its lock`,
+    () =>
+      t.deps.knex.raw(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE ?`,
+        [`%"${table}"%`],
+      ),
+    (r) => r.rows[0].n > 0,
+    { timeoutMs: 10_000 },
+  );
+
 describe('LogShipper and an environment it learns while a flush runs', () => {
   it('never writes or sends its lines before it read its secret values', async () => {
     const racing = await new LogShipper({
@@ -128,18 +142,6 @@ describe('LogShipper and an environment it learns while a flush runs', () => {
     // does not know the environment yet, and learns it before it sends. Locks hold each read where it is.
     const settings = await t.deps.knex.transaction();
     const variables = await t.deps.knex.transaction();
-    const waitingFor = (table: string) =>
-      until(
-        `a read of ${table} to wait for its lock`,
-        () =>
-          t.deps.knex.raw(
-            `SELECT count(*)::int AS n FROM pg_stat_activity
-              WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE ?`,
-            [`%"${table}"%`],
-          ),
-        (r) => r.rows[0].n > 0,
-        { timeoutMs: 10_000 },
-      );
     try {
       await settings.raw('LOCK TABLE project_log_settings IN ACCESS EXCLUSIVE MODE');
       await variables.raw('LOCK TABLE variables IN ACCESS EXCLUSIVE MODE');
@@ -165,6 +167,45 @@ describe('LogShipper and an environment it learns while a flush runs', () => {
     } finally {
       await settings.rollback().catch(() => undefined);
       await variables.rollback().catch(() => undefined);
+      await racing.close();
+    }
+  });
+
+  it('keeps the lines of an environment that a read under way is to learn, and sends them once it is read', async () => {
+    const racing = await new LogShipper({
+      knex: t.deps.knex,
+      secrets: t.deps.secrets,
+      outbound: t.deps.config,
+      dataDir: t.dataDir,
+      source: 'race',
+      flushMs: 600_000,
+      refreshMs: 600_000,
+    }).start();
+    const { project, env } = await newEnvironment();
+    const saved = await owner.post(`/projects/${project.id}/logs`, {
+      destination: { kind: 'http', name: 'collector', url: receiver.url },
+    });
+    expect(saved.body.can_send).toBe(true);
+    const before = receiver.received.length;
+    racing.push(line(env.id, '/first-of-a-new-environment'));
+    const settings = await t.deps.knex.transaction();
+    try {
+      await settings.raw('LOCK TABLE project_log_settings IN ACCESS EXCLUSIVE MODE');
+      const refreshing = racing.refresh();
+      await waitingFor('project_log_settings');
+      await racing.flush(); // the environment is not known yet, but the read under way may know it
+      expect(racing.queued(env.id)).toEqual({ lines: 1, dropped: 0 });
+      await settings.commit();
+      await refreshing;
+      await racing.flush();
+      const got = await receiver.waitFor(before + 1);
+      const paths = got
+        .slice(before)
+        .flatMap((r) => r.body.split('\n').filter(Boolean))
+        .map((l) => JSON.parse(l).path);
+      expect(paths).toEqual(['/first-of-a-new-environment']);
+    } finally {
+      await settings.rollback().catch(() => undefined);
       await racing.close();
     }
   });
