@@ -89,7 +89,15 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       publish: async (envId, route, o) => {
         await publishEdgeRoute(deps.knex, envId, route);
         if (o?.wait === false) return;
-        await untilEdgesApply({ knex: deps.knex, seconds: deps.config.edgeTaskWaitSeconds }, o?.say);
+        await untilEdgesApply(
+          // a route that serves the app: also until every edge listens on the environment's port
+          {
+            knex: deps.knex,
+            seconds: deps.config.edgeTaskWaitSeconds,
+            environmentId: route?.kind === 'upstream' ? envId : undefined,
+          },
+          o?.say,
+        );
       },
     },
   });

@@ -113,7 +113,7 @@ export class EdgeControlPlane implements Edge {
       this.loaded = this.skeletonOf(first);
       this.model = first;
       await p.parts.sync();
-      await edgeApplied(o.knex, p.edgeRow.id, rows[0].at);
+      await edgeApplied(o.knex, p.edgeRow.id, rows[0].at, p.configOptions.heldPorts);
       this.adopted = adopted;
     } catch (err) {
       await p.parts.close(false).catch(() => undefined);
@@ -176,7 +176,7 @@ export class EdgeControlPlane implements Edge {
         }
         if (applied) {
           await this.syncPasswords();
-          await edgeApplied(o.knex, p.edgeRow.id, readAt);
+          await edgeApplied(o.knex, p.edgeRow.id, readAt, p.configOptions.heldPorts);
         }
       } catch (err) {
         o.logger?.warn({ err: (err as Error).message }, 'the edge could not apply the new state; retrying');

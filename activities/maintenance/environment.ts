@@ -33,7 +33,10 @@ export function createEnvironmentMaintenanceActivities(deps: Deps) {
           );
         if (n === 0) throw userFault('EnvironmentMissing', 'the environment no longer exists');
         // done once every edge answers accordingly (the page, or traffic again); else the task fails, naming it
-        await untilEdgesApply({ knex: deps.knex, seconds: deps.config.edgeTaskWaitSeconds }, (l) => log.line(l));
+        await untilEdgesApply(
+          { knex: deps.knex, seconds: deps.config.edgeTaskWaitSeconds, environmentId: input.environmentId },
+          (l) => log.line(l),
+        );
         log.line(
           input.on
             ? '==> Maintenance on: the edge answers 503 with the maintenance page'

@@ -13,6 +13,7 @@ export const USER_FAULTS = {
   DeliveryRefused: 'the integration endpoint refused the delivery for good',
   PurgeIncomplete: 'an edge did not apply a CDN purge in time',
   EdgeUnavailable: 'an edge did not apply the change within EDGE_TASK_WAIT_SECONDS',
+  EdgePortHeld: "another program on an edge's host holds the environment's port",
   ServerMissing: 'the server was deleted meanwhile',
   EnvironmentMissing: 'the environment was deleted meanwhile',
   DomainMissing: 'the domain was deleted meanwhile',

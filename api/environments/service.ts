@@ -18,6 +18,7 @@ import { createEnvironmentMachines } from '../machines/service';
 import { dropEnvironmentServices, startRetire } from '../../core/environment-retire';
 import { DELETED_ENVIRONMENT_KEEP_DAYS, tombstoneEnvironment } from '../../db/queries/deleted-environments';
 import { recordActivity } from '../../db/queries/activity';
+import { edgesHoldingOut } from '../../db/queries/edge-routes';
 import { assertRecentSignIn, DELETE_PROTECTED_SIGN_IN_MINUTES } from '../lib/recent-sign-in';
 
 export type EnvironmentRecord = Environment & { url: string };
@@ -100,7 +101,7 @@ async function checkRef(deps: Deps, repo: GitRepo, gitRef: string): Promise<void
     throw errors.invalid({ git_ref: 'is not a branch, tag or commit id of the repository' });
 }
 
-/** The lowest port of the range no environment uses; undefined when the range is spent. */
+/** The lowest port of the range no environment uses and every edge can listen on; undefined when none is left. */
 async function lowestFreePort(deps: Deps): Promise<number | undefined> {
   const { from, to } = deps.config.environmentPorts;
   const row = await deps.knex
@@ -108,6 +109,8 @@ async function lowestFreePort(deps: Deps): Promise<number | undefined> {
     .from(deps.knex.raw('generate_series(?::int, ?::int) as p', [from, to]))
     .whereNotExists(deps.knex('environments').where('port', deps.knex.raw('p')))
     .whereNotExists(deps.knex('retiring_ports').where('port', deps.knex.raw('p')))
+    // nor one that another program holds where an edge runs (that edge could not serve it)
+    .whereNotExists(edgesHoldingOut(deps.knex, deps.knex.raw('p')))
     .first();
   return row?.port ?? undefined;
 }

@@ -55,9 +55,22 @@ export interface EdgeRouteRow {
   unavailable: string | null;
 }
 
-/** The edge `id` now serves the state read at `readAt` (the database clock before it read it). */
-export async function edgeApplied(knex: Knex, id: string, readAt: Date): Promise<void> {
-  await knex('edge_instances').where({ id }).update({ applied_at: readAt, seen_at: knex.fn.now() });
+/**
+ * The edge `id` now serves the state read at `readAt` (the database clock before it read it), on every port of
+ * ENVIRONMENT_PORTS but `heldPorts` (another program on its host holds them).
+ */
+export async function edgeApplied(knex: Knex, id: string, readAt: Date, heldPorts: number[]): Promise<void> {
+  await knex('edge_instances')
+    .where({ id })
+    .update({ applied_at: readAt, seen_at: knex.fn.now(), held_ports: [...heldPorts].sort((a, b) => a - b) });
+}
+
+/**
+ * The edges that cannot listen on `port` (an SQL expression: a column, `p` of a series) because another program on
+ * their host holds it: a subquery for WHERE NOT EXISTS (a new environment is never given such a port).
+ */
+export function edgesHoldingOut(knex: Knex, port: Knex.Raw): Knex.QueryBuilder {
+  return knex('edge_instances').whereRaw('? = ANY(held_ports)', [port]);
 }
 
 /** The channel the edges LISTEN on (the triggers on what they read notify it too). */
@@ -74,6 +87,8 @@ interface EdgeBehind {
   name: string | null;
   /** When it last applied a state (null: never). */
   applied_at: Date | null;
+  /** The environment's port, when the edge applied the change but cannot listen on it (another program holds it). */
+  held: number | null;
 }
 
 /** How an edge is named in a task's log or an error: its host and DATA_DIR, else its id. */
@@ -91,23 +106,36 @@ async function databaseNow(knex: Knex): Promise<Date> {
  * A row whose control plane vanished (SIGKILLed) has an HAProxy serving what it last applied, so it counts as
  * behind until a control plane adopts that HAProxy and applies a newer state.
  */
-async function edgesBehind(knex: Knex, since: Date): Promise<EdgeBehind[]> {
-  return knex('edge_instances')
-    .where((q) => q.whereNull('applied_at').orWhere('applied_at', '<', since))
+async function edgesBehind(knex: Knex, since: Date, port: number | null): Promise<EdgeBehind[]> {
+  const rows: Array<Omit<EdgeBehind, 'held'> & { held_ports: number[] }> = await knex('edge_instances')
+    .where((q) => {
+      q.whereNull('applied_at').orWhere('applied_at', '<', since);
+      if (port !== null) q.orWhereRaw('? = ANY(held_ports)', [port]);
+    })
     .orderBy('id')
-    .select('id', 'name', 'applied_at');
+    .select('id', 'name', 'applied_at', 'held_ports');
+  return rows.map(({ held_ports, ...r }) => ({
+    ...r,
+    held: port !== null && r.applied_at !== null && r.applied_at >= since && held_ports.includes(port) ? port : null,
+  }));
 }
 
 /**
  * Waits until every edge serves a state read after now (the database clock, after the caller's change
  * committed), at most `timeoutMs`. Returns the edges still behind then (none: the change is in force).
- * `waiting` is told once which edges it waits for, when one is not there at once.
+ * `waiting` is told once which edges it waits for, when one is not there at once. With `environmentId`, an edge
+ * that cannot listen on that environment's port (another program on its host holds it) is behind until it can.
  */
 export async function awaitEdges(
   knex: Knex,
   timeoutMs = 15_000,
   waiting?: (behind: EdgeBehind[]) => void,
+  environmentId?: string,
 ): Promise<EdgeBehind[]> {
+  const port = environmentId
+    ? (((await knex('environments').where({ id: environmentId }).first('port')) as { port: number } | undefined)
+        ?.port ?? null)
+    : null;
   const since = await databaseNow(knex);
   // An edge may have read the change (its notification) and checked in just BEFORE `since`: asked to read
   // again, it checks in after it, without waiting for an unrelated change (or the timeout).
@@ -115,7 +143,7 @@ export async function awaitEdges(
   const deadline = Date.now() + timeoutMs;
   let told = false;
   for (let round = 0; ; round++) {
-    const behind = await edgesBehind(knex, since);
+    const behind = await edgesBehind(knex, since, port);
     if (behind.length === 0 || Date.now() > deadline) return behind;
     // not at once: an edge's apply takes milliseconds, a reload a second or so
     if (!told && waiting && round === 40) {

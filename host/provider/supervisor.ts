@@ -248,9 +248,11 @@ export class Supervisor extends SupervisorInstances {
     const readyAll = () => Promise.all(webs.map((w) => waitReady(w, s.manifest.health, this.restoreTimeoutMs)));
     const ready = webs.length && handOver ? await readyAll() : null;
     await this.writeState(rt);
-    // a worker start does not fail on an edge that is away: the route is recorded, the edge applies it when back
+    // a worker start does not fail on an edge that is away (or cannot listen on the port yet): the route is
+    // recorded, the edge applies it when back
     await this.publish(rt).catch((err) => {
-      if ((err as { type?: string }).type !== 'EdgeUnavailable') throw err;
+      const type = (err as { type?: string }).type;
+      if (type !== 'EdgeUnavailable' && type !== 'EdgePortHeld') throw err;
     });
     if (handOver) {
       // the edge learns the new upstreams before the previous worker's instances leave: no failed request

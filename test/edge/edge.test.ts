@@ -4,6 +4,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
+import net from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until as untilHolds } from '../helpers/until';
@@ -12,16 +13,19 @@ import { createDeployWorld, createEnvironment, fetchEnvironment, waitForTask } f
 import { killAndWait, spawnSystemProcess, stopChildren } from '../helpers/processes';
 import { sessionAgent } from '../helpers/fixtures';
 import { runtimeCommand } from '../../edge/runtime-command';
+import { startEdge } from '../../edge/server';
 import { haproxyPaths } from '../../edge/haproxy/paths';
 
 // three HAProxy threads: not HAProxy's default here, nor EDGE_THREADS' (one less than the cores)
 const t = useTestContext({ edge: true, env: { EDGE_THREADS: '3' } });
 const children: ChildProcess[] = [];
+// a task waits this long for an edge (EDGE_TASK_WAIT_SECONDS): the held port's test waits it out once
+const WORKER_ENV = { EDGE_TASK_WAIT_SECONDS: '10' };
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 
 beforeAll(async () => {
   w = await createDeployWorld(t);
-  children.push(spawnSystemProcess(t, 'processes/worker.ts'));
+  children.push(spawnSystemProcess(t, 'processes/worker.ts', WORKER_ENV));
   const res = await w.api.post(`/environments/${w.environment.id}/deploy`);
   expect(res.status, res.text).toBe(202);
   const task = await waitForTask(t, w.api, res.body.id, { timeoutMs: 90_000 });
@@ -430,7 +434,7 @@ describe('the edge', () => {
     await new Promise((r) => setTimeout(r, 300));
     await killAndWait(children[0], 'SIGKILL');
     await new Promise((r) => setTimeout(r, 1000)); // the worker is down: the edge serves on
-    children.push(spawnSystemProcess(t, 'processes/worker.ts'));
+    children.push(spawnSystemProcess(t, 'processes/worker.ts', WORKER_ENV));
     await new Promise((r) => setTimeout(r, 3000)); // the new worker restores the web process and publishes it
     stop = true;
     await load;
@@ -443,4 +447,97 @@ describe('the edge', () => {
     expect(task.status, task.error ?? '').toBe('succeeded');
     expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v2' });
   });
+
+  it("a task of an environment whose port another program holds on an edge's host fails naming it, and succeeds once it is free", async () => {
+    const env = `/environments/${w.environment.id}`;
+    const port = w.environment.port;
+    const owner = await sessionAgent(t, w.owner);
+    // a second edge on an address of its own, where another program listens on the environment's port first
+    const address = '127.0.0.6';
+    const hold = async (p: number) => {
+      const server = net.createServer((s) => s.end('HTTP/1.1 418 Not the edge\r\ncontent-length: 0\r\n\r\n'));
+      await new Promise<void>((r) => server.listen({ port: p, host: address }, () => r()));
+      return server;
+    };
+    const holder = await hold(port);
+    let holding = true;
+    // and the port a new environment would be given next
+    const { from, to } = t.config.environmentPorts;
+    const { rows } = await t.deps.knex.raw(
+      `SELECT min(p)::int AS p FROM generate_series(?::int, ?::int) p
+        WHERE NOT EXISTS (SELECT 1 FROM environments WHERE port = p) AND NOT EXISTS (SELECT 1 FROM retiring_ports WHERE port = p)`,
+      [from, to],
+    );
+    const next: number = rows[0].p;
+    const nextHolder = await hold(next);
+    const before = new Set((await t.deps.knex('edge_instances').select('id')).map((r) => r.id));
+    const second = await startEdge({
+      knex: t.deps.knex,
+      databaseUrl: t.config.databaseUrl!,
+      host: address,
+      edgePort: 0,
+      environmentPorts: t.config.environmentPorts,
+      dataDir: `${t.dataDir}/held-port-edge`,
+      secrets: t.deps.secrets,
+    });
+    try {
+      const row = await t.deps
+        .knex('edge_instances')
+        .whereNotIn('id', [...before])
+        .first('held_ports');
+      expect(row.held_ports).toEqual([port, next].sort((a, b) => a - b));
+      // a new environment is not given a port that edge cannot listen on
+      const created = await owner.post(`/projects/${w.project.id}/environments`, {
+        name: 'held-next',
+        git_ref: 'main',
+      });
+      expect(created.status, created.text).toBe(201);
+      const given = await t.deps.knex('environments').where({ id: created.body.id }).first('port');
+      expect(given.port).toBeGreaterThan(next);
+      const on = await owner.post(`${env}/maintenance`, { maintenance: true });
+      expect(on.status, on.text).toBe(202);
+      const failed = await waitForTask(t, w.api, on.body.id, { timeoutMs: 40_000 });
+      expect(failed.status).toBe('failed');
+      expect(failed.error).toContain(
+        `cannot listen on the environment's port ${port}: another program on its host holds it`,
+      );
+      expect(failed.error).toContain(`ss -ltnp 'sport = :${port}'`);
+      expect(failed.error).toContain('held-port-edge'); // the edge's name: its host and DATA_DIR
+      // the change is saved: the edge that can serve the port answers with the maintenance page
+      expect((await fetchEnvironment(port)).status).toBe(503);
+
+      await new Promise((r) => holder.close(r));
+      holding = false;
+      const off = await owner.post(`${env}/maintenance`, { maintenance: false });
+      expect(off.status, off.text).toBe(202);
+      const done = await waitForTask(t, w.api, off.body.id, { timeoutMs: 40_000 });
+      expect(done.status, done.error ?? '').toBe('succeeded');
+      // the second edge listens on the port now, and serves the app there
+      const served = await new Promise<number>((resolve, reject) =>
+        http
+          .get({ host: address, port, path: '/', agent: false }, (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          })
+          .on('error', reject),
+      );
+      expect(served).toBe(200);
+      expect(
+        (
+          await t.deps
+            .knex('edge_instances')
+            .whereNotIn('id', [...before])
+            .first('held_ports')
+        ).held_ports,
+      ).toEqual([next]);
+    } finally {
+      await second.close().catch(() => undefined);
+      if (holding) await new Promise((r) => holder.close(r));
+      await new Promise((r) => nextHolder.close(r));
+      await t.deps
+        .knex('edge_instances')
+        .whereNotIn('id', [...before])
+        .delete();
+    }
+  }, 120_000);
 });
