@@ -14,6 +14,21 @@ import { until } from '../helpers/until';
 import { freePort } from '../helpers/ports';
 
 const c = useCdnWorld();
+/**
+ * Another edge of the same system, on a loopback address of its own (HAProxy binds with noreuseport, so two edges
+ * never share a port, as two machines would not), with its own DATA_DIR (so its own Varnish).
+ */
+const edgeOn = (host: string, dataDir: string, more: Partial<Parameters<typeof startEdge>[0]> = {}) =>
+  startEdge({
+    knex: c.t.deps.knex,
+    databaseUrl: c.t.config.databaseUrl!,
+    host,
+    edgePort: 0,
+    environmentPorts: c.t.config.environmentPorts,
+    dataDir,
+    secrets: c.t.deps.secrets,
+    ...more,
+  });
 const get = (url: string, opts: Parameters<typeof request>[2] = {}) => request(c.w.environment.port, url, opts);
 
 beforeAll(async () => {
@@ -137,17 +152,7 @@ describe('POST /environments/{id}/cdn/clear', () => {
       verified_at: new Date(),
       verification_value: 'x',
     });
-    // another edge of the same system: on a loopback address of its own (HAProxy binds with noreuseport, so two
-    // edges never share a port, as two machines would not)
-    const second = await startEdge({
-      knex: c.t.deps.knex,
-      databaseUrl: c.t.config.databaseUrl!,
-      host: '127.0.0.2',
-      edgePort: 0,
-      environmentPorts: c.t.config.environmentPorts,
-      dataDir: `${c.t.dataDir}/second-edge`,
-      secrets: c.t.deps.secrets,
-    });
+    const second = await edgeOn('127.0.0.2', `${c.t.dataDir}/second-edge`);
     try {
       const viaSecond = (url: string) =>
         request(second.port, url, { address: '127.0.0.2', headers: { host: 'cdn.example.test' } });
@@ -172,15 +177,7 @@ describe('POST /environments/{id}/cdn/clear', () => {
   it('an edge that lost its database serves nothing from its cache', async () => {
     const knex = createKnex(c.t.config.databaseUrl!);
     const before = new Set((await c.t.deps.knex('edge_instances').select('id')).map((r) => r.id));
-    const third = await startEdge({
-      knex,
-      databaseUrl: c.t.config.databaseUrl!,
-      host: '127.0.0.3',
-      edgePort: 0,
-      environmentPorts: c.t.config.environmentPorts,
-      dataDir: `${c.t.dataDir}/third-edge`,
-      secrets: c.t.deps.secrets,
-    });
+    const third = await edgeOn('127.0.0.3', `${c.t.dataDir}/third-edge`, { knex });
     try {
       const via = (url: string) =>
         request(third.port, url, { address: '127.0.0.3', headers: { host: 'cdn.example.test' } });
@@ -225,14 +222,7 @@ describe('POST /environments/{id}/cdn/clear', () => {
     writeFileSync(`${cdnDir}/state.json`, JSON.stringify({ port: held[1], adminPort: held[2] }));
     const before = new Set((await c.t.deps.knex('edge_instances').select('id')).map((r) => r.id));
     const warned: unknown[] = [];
-    const fourth = await startEdge({
-      knex: c.t.deps.knex,
-      databaseUrl: c.t.config.databaseUrl!,
-      host: '127.0.0.4',
-      edgePort: 0,
-      environmentPorts: c.t.config.environmentPorts,
-      dataDir,
-      secrets: c.t.deps.secrets,
+    const fourth = await edgeOn('127.0.0.4', dataDir, {
       logger: { warn: (o: unknown) => warned.push(o), info: () => undefined },
     });
     try {

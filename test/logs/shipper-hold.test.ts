@@ -110,18 +110,21 @@ const waitingFor = (table: string) =>
     { timeoutMs: 10_000 },
   );
 
+/** A shipper that flushes and reads the destinations only when the test says (its lines' source: `race`). */
+const quietShipper = () =>
+  new LogShipper({
+    knex: t.deps.knex,
+    secrets: t.deps.secrets,
+    outbound: t.deps.config,
+    dataDir: t.dataDir,
+    source: 'race',
+    flushMs: 600_000,
+    refreshMs: 600_000,
+  }).start();
+
 describe('LogShipper and an environment it learns while a flush runs', () => {
   it('never writes or sends its lines before it read its secret values', async () => {
-    const racing = await new LogShipper({
-      knex: t.deps.knex,
-      secrets: t.deps.secrets,
-      outbound: t.deps.config,
-      dataDir: t.dataDir,
-      source: 'race',
-      // no flush nor refresh but those the test calls
-      flushMs: 600_000,
-      refreshMs: 600_000,
-    }).start();
+    const racing = await quietShipper();
     // an environment made after the shipper's last read, with a secret value and a destination
     const { project, env } = await newEnvironment();
     const SECRET = 'sk_live_race_Q8w3Zr5vN2';
@@ -172,15 +175,7 @@ describe('LogShipper and an environment it learns while a flush runs', () => {
   });
 
   it('keeps the lines of an environment that a read under way is to learn, and sends them once it is read', async () => {
-    const racing = await new LogShipper({
-      knex: t.deps.knex,
-      secrets: t.deps.secrets,
-      outbound: t.deps.config,
-      dataDir: t.dataDir,
-      source: 'race',
-      flushMs: 600_000,
-      refreshMs: 600_000,
-    }).start();
+    const racing = await quietShipper();
     const { project, env } = await newEnvironment();
     const saved = await owner.post(`/projects/${project.id}/logs`, {
       destination: { kind: 'http', name: 'collector', url: receiver.url },
