@@ -31,11 +31,35 @@ function tryListen(port: number, host: string): Promise<boolean> {
   });
 }
 
-/** A port free a moment ago on `host`, outside the kernel's ephemeral range. */
-export async function freeListenPort(host = '127.0.0.1'): Promise<number> {
+/**
+ * A port free a moment ago on `host`, outside the kernel's ephemeral range and outside `avoid` (ENVIRONMENT_PORTS,
+ * which the edge listens on whole).
+ */
+export async function freeListenPort(
+  host = '127.0.0.1',
+  avoid: { from: number; to: number } | null = null,
+): Promise<number> {
   const high = Math.min(HIGH, ephemeralLow() - 1);
-  for (let i = 0; i < 200; i++) {
-    const port = LOW + Math.floor(Math.random() * (high - LOW + 1));
+  // what is left of LOW-high once `avoid` is taken out: at most two spans
+  const spans = (
+    avoid
+      ? [
+          [LOW, Math.min(high, avoid.from - 1)],
+          [Math.max(LOW, avoid.to + 1), high],
+        ]
+      : [[LOW, high]]
+  ).filter(([a, b]) => a <= b);
+  const size = spans.reduce((n, [a, b]) => n + b - a + 1, 0);
+  for (let i = 0; i < 200 && size > 0; i++) {
+    let k = Math.floor(Math.random() * size);
+    let port = 0;
+    for (const [a, b] of spans) {
+      if (k <= b - a) {
+        port = a + k;
+        break;
+      }
+      k -= b - a + 1;
+    }
     if (await tryListen(port, host)) return port;
   }
   throw new Error(`no free port in ${LOW}-${high} on ${host}: free some, or set the edge's ports explicitly`);

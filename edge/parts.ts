@@ -48,7 +48,7 @@ export interface EdgeParts {
 }
 
 /** HAProxy's origin listener for the CDN: one port, kept across restarts (an adopted Varnish's VCL names it). */
-async function originPortOf(dir: string): Promise<number> {
+async function originPortOf(dir: string, avoid: { from: number; to: number }): Promise<number> {
   const file = join(dir, 'origin-port');
   try {
     const port = Number(readFileSync(file, 'utf8').trim());
@@ -56,7 +56,7 @@ async function originPortOf(dir: string): Promise<number> {
   } catch {
     // none yet
   }
-  const port = await freeListenPort();
+  const port = await freeListenPort('127.0.0.1', avoid);
   writeAtomic(file, String(port), 0o600);
   return port;
 }
@@ -95,6 +95,8 @@ export async function startEdgeParts(o: {
   requestLog: boolean;
   /** Varnish's directory (default DATA_DIR/edge/varnish) and storage size. */
   cdn?: { dir?: string; storage?: string };
+  /** The range HAProxy listens on whole: the ports the CDN tier picks lie outside it. */
+  environmentPorts: { from: number; to: number };
   /** The edge's row (edge/edge-id.ts): the purge follower checks in on it; server.ts deletes it. */
   edge: { id: string; name: string };
   logger?: Logger;
@@ -118,8 +120,14 @@ export async function startEdgeParts(o: {
   try {
     const dir = cdnDir(o.dataDir, o.cdn);
     mkdirSync(dir, { recursive: true, mode: 0o755 });
-    originPort = await originPortOf(dir);
-    varnish = await Varnish.start({ dir, originPort, storage: o.cdn?.storage, logger: o.logger });
+    originPort = await originPortOf(dir, o.environmentPorts);
+    varnish = await Varnish.start({
+      dir,
+      originPort,
+      storage: o.cdn?.storage,
+      avoidPorts: o.environmentPorts,
+      logger: o.logger,
+    });
     purges = new PurgeFollower(
       o.knex,
       new VarnishPurger(varnish),

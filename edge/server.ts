@@ -90,6 +90,7 @@ async function startEdgeOnce(o: EdgeOptions): Promise<Edge> {
     secrets: o.secrets,
     requestLog: o.requestLog ?? false,
     cdn: o.cdn,
+    environmentPorts: o.environmentPorts,
     edge: edgeRow,
     logger: o.logger,
   }).catch(async (err) => {
@@ -97,7 +98,8 @@ async function startEdgeOnce(o: EdgeOptions): Promise<Edge> {
     throw err;
   });
 
-  const edgePort = o.edgePort || (await freeListenPort(o.host === '0.0.0.0' ? '127.0.0.1' : o.host));
+  const edgePort =
+    o.edgePort || (await freeListenPort(o.host === '0.0.0.0' ? '127.0.0.1' : o.host, o.environmentPorts));
   const slots = slotsFor(o.scaleMax ?? 4);
   // the ports of the range another program holds: an adopted HAProxy's configuration names them
   const adoptable = await new HaproxyProcess(paths).running();

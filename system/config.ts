@@ -216,7 +216,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (ports.length !== 2 || !ports.every(Number.isInteger) || ports[0] > ports[1]) {
     throw new Error(`ENVIRONMENT_PORTS must look like 20000-20999, got "${env.ENVIRONMENT_PORTS}"`);
   }
-  return {
+  const config: Config = {
     port,
     host: env.HOST ?? '0.0.0.0',
     baseUrl: (env.BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
@@ -317,6 +317,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       attempts: 5,
     },
   };
+  outsideEnvironmentPorts(config);
+  return config;
+}
+
+/**
+ * The console's own ports never lie inside ENVIRONMENT_PORTS: the edge listens on that whole range, one port per
+ * environment, and the environment given a port that the API, the edge's EDGE_PORT or EDGE_TLS_PORT holds would
+ * never be served. Nor do the instance ports (INSTANCE_PORTS, forwarded to the sandboxes on HOST_ADDRESS).
+ */
+function outsideEnvironmentPorts(c: Config): void {
+  const range = c.environmentPorts;
+  const inside = (p: number) => p >= range.from && p <= range.to;
+  const named = `ENVIRONMENT_PORTS (${range.from}-${range.to})`;
+  for (const [name, p] of [
+    ['PORT', c.port],
+    ['EDGE_PORT', c.edgePort],
+    ['EDGE_TLS_PORT', c.acme.tlsPort],
+  ] as const)
+    if (inside(p))
+      throw new Error(
+        `${name} (${p}) lies inside ${named}: the environment given that port would never be served. Choose a port outside the range, or move the range`,
+      );
+  const instance = c.instancePorts;
+  if (instance.from <= range.to && instance.to >= range.from)
+    throw new Error(
+      `INSTANCE_PORTS (${instance.from}-${instance.to}) overlaps ${named}: the edge listens on every port of that range. Choose ranges apart`,
+    );
 }
 
 /** `http://{environmentHost}:{port}`: where the local provider serves an environment. */

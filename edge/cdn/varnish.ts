@@ -47,6 +47,8 @@ export interface VarnishOptions {
   originPort: number;
   /** -s malloc,<size> (default 256m). */
   storage?: string;
+  /** Ports not to pick (ENVIRONMENT_PORTS, which HAProxy listens on whole). */
+  avoidPorts?: { from: number; to: number };
   logger?: { warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
 }
 
@@ -114,8 +116,9 @@ export class Varnish {
   /** Adopts the running varnishd of this directory, or starts one; the cache serves once `resume()` is called. */
   static async start(o: VarnishOptions): Promise<Varnish> {
     const saved = readState(path.join(o.dir, 'state.json'));
-    const port = o.port ?? saved.port ?? (await freeListenPort());
-    const adminPort = o.adminPort ?? saved.adminPort ?? (await freeListenPort());
+    const avoid = o.avoidPorts ?? null;
+    const port = o.port ?? saved.port ?? (await freeListenPort('127.0.0.1', avoid));
+    const adminPort = o.adminPort ?? saved.adminPort ?? (await freeListenPort('127.0.0.1', avoid));
     const v = new Varnish({ ...o, port, adminPort });
     try {
       await v.begin();

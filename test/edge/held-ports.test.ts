@@ -3,6 +3,7 @@ import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ephemeralOverlap, findHeldPorts } from '../../edge/haproxy/held-ports';
 import { freePortRange } from '../helpers/ports';
+import { freeListenPort } from '../../edge/listen-ports';
 
 describe('ports of ENVIRONMENT_PORTS another program holds', () => {
   it('finds a port a listener holds, and no other of the range', async () => {
@@ -22,5 +23,15 @@ describe('ports of ENVIRONMENT_PORTS another program holds', () => {
     expect(ephemeralOverlap(20000, 20999)).toBeNull();
     expect(ephemeralOverlap(low - 10, low + 9)).toEqual({ from: low, to: low + 9 });
     expect(ephemeralOverlap(high - 4, high + 5)).toEqual({ from: high - 4, to: high });
+  });
+
+  it('picks the ports of its own listeners outside ENVIRONMENT_PORTS', async () => {
+    const picked = new Set<number>();
+    for (let i = 0; i < 20; i++) picked.add(await freeListenPort('127.0.0.1', { from: 10_000, to: 19_989 }));
+    expect([...picked].every((p) => p >= 19_990 && p <= 19_999)).toBe(true);
+    for (let i = 0; i < 20; i++) {
+      const p = await freeListenPort('127.0.0.1', { from: 12_000, to: 17_999 });
+      expect(p < 12_000 || p > 17_999).toBe(true);
+    }
   });
 });

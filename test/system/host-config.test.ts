@@ -49,4 +49,20 @@ describe('host settings', () => {
     expect(hostTaskQueue('vc-console', 'web-2')).toBe('host-web-2');
     expect(hostTaskQueue('staging', 'web-2')).toBe('staging-host-web-2');
   });
+
+  it("refuse the console's ports and INSTANCE_PORTS inside ENVIRONMENT_PORTS, naming both", () => {
+    const range = { ENVIRONMENT_PORTS: '20000-20999' };
+    for (const name of ['PORT', 'EDGE_PORT', 'EDGE_TLS_PORT'])
+      expect(() => loadConfig({ ...range, [name]: '20500' })).toThrow(
+        `${name} (20500) lies inside ENVIRONMENT_PORTS (20000-20999)`,
+      );
+    expect(() => loadConfig({ ...range, INSTANCE_PORTS: '20900-21099' })).toThrow(
+      'INSTANCE_PORTS (20900-21099) overlaps ENVIRONMENT_PORTS (20000-20999)',
+    );
+    // the defaults: 8080, 8000, 8443 and 30000-30999 beside an ENVIRONMENT_PORTS over them
+    expect(() => loadConfig({ ENVIRONMENT_PORTS: '30500-30599' })).toThrow(/INSTANCE_PORTS \(30000-30999\) overlaps/);
+    expect(() => loadConfig({ ENVIRONMENT_PORTS: '7990-8010' })).toThrow(/EDGE_PORT \(8000\)/);
+    // ranges side by side are fine
+    expect(loadConfig({ ...range, EDGE_PORT: '19999', INSTANCE_PORTS: '21000-21099' }).edgePort).toBe(19999);
+  });
 });
