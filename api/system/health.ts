@@ -52,7 +52,7 @@ export const healthSchema = z.strictObject({
     .nullable()
     .optional()
     .describe(
-      "The host's settings as the freshest ready worker found them at its start (null: no worker). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN)",
+      "The host's settings as the freshest ready worker found them at its start (null: no worker, or the database did not answer within 2 s). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN)",
     ),
   processes: z
     .array(processSchema)

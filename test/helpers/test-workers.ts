@@ -25,18 +25,20 @@ export function workerIndex(pool: number): number {
 
 /**
  * The ENVIRONMENT_PORTS and INSTANCE_PORTS of worker `pool` (VITEST_POOL_ID, 1-based) in the run's slot.
- * Environment ports lie in 21000-31799, below the kernel's ephemeral range (32768-60999): a port the edge must
+ * Environment ports lie in 21000-30999, below the kernel's ephemeral range (32768-60999): a port the edge must
  * listen on is never a web process's internal port or a connection's local port. Instance ports (where the edge
  * reaches its instances, forwarded by nft on 127.0.0.1) lie in 62000-65419, above it: files side by side never
- * forward each other's ports (their hosts share one name, so one nft table). With 2 workers a range holds 300
- * environment ports and 95 instance ports; with 3, 200 and 63.
+ * forward each other's ports (their hosts share one name, so one nft table). With 2 workers a range holds 270
+ * environment ports and 95 instance ports; with 3, 180 and 63. 31000-32767 stays for the fixed INSTANCE_PORTS of
+ * the files that start more hosts (hosts.test.ts, host-moves.test.ts, second-host.ts): an INSTANCE_PORTS that
+ * overlaps ENVIRONMENT_PORTS is refused (system/config.ts).
  */
 export function workerPortRanges(pool: number): {
   environment: { from: number; to: number };
   instance: { from: number; to: number };
 } {
   const index = workerIndex(pool);
-  const environmentSize = Math.floor(10_800 / (SLOTS * TEST_WORKERS) / 10) * 10;
+  const environmentSize = Math.floor(10_000 / (SLOTS * TEST_WORKERS) / 10) * 10;
   const instanceSize = Math.floor(3_420 / (SLOTS * TEST_WORKERS));
   const environment = 21_000 + index * environmentSize;
   const instance = 62_000 + index * instanceSize;

@@ -13,18 +13,18 @@ import { killAndWait, spawnSystemProcess } from '../helpers/processes';
 import { createDeployWorld, createEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { Agent } from '../helpers/http';
 import { searchAttributeKeys } from '../../core/temporal-starts';
+import { freePort } from '../helpers/ports';
 
 const t = useTestContext({ worker: true, edge: false });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const children: ChildProcess[] = [];
 const FINAL = ['succeeded', 'failed', 'cancelled'];
 
-/** `tsx processes/api.ts` on a port of this file's range, with this file's database, Temporal task queue and data directory. */
+/** `processes/api.ts` on a free port, with this file's database, Temporal task queue and data directory. */
 async function startApiProcess(env: Record<string, string> = {}): Promise<{ child: ChildProcess; api: Agent }> {
-  const { to } = t.config.environmentPorts;
-  // From the top of this file's own range of environment ports (environments take them from the bottom):
-  // an ephemeral port could be another test file's environment port.
-  const port = to - children.length;
+  // from this worker's own share (test/helpers/ports.ts): never an environment port (refused: system/config.ts),
+  // nor one another file could take before the process binds it
+  const port = await freePort();
   const child = spawnSystemProcess(t, 'processes/api.ts', {
     PORT: String(port),
     HOST: '127.0.0.1',

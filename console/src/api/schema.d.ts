@@ -10170,7 +10170,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "starting" | "running" | "restarting" | "failed" | "stopped";
                         }[] | null;
-                        /** @description The host's settings as the freshest ready worker found them at its start (null: no worker). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN) */
+                        /** @description The host's settings as the freshest ready worker found them at its start (null: no worker, or the database did not answer within 2 s). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN) */
                         settings?: {
                             services: {
                                 /** @description The setting to change */
@@ -10236,7 +10236,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "starting" | "running" | "restarting" | "failed" | "stopped";
                         }[] | null;
-                        /** @description The host's settings as the freshest ready worker found them at its start (null: no worker). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN) */
+                        /** @description The host's settings as the freshest ready worker found them at its start (null: no worker, or the database did not answer within 2 s). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN) */
                         settings?: {
                             services: {
                                 /** @description The setting to change */
