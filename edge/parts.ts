@@ -47,17 +47,25 @@ export interface EdgeParts {
   close(keep: boolean): Promise<void>;
 }
 
+/** The file that keeps HAProxy's origin listener port for the CDN tier of `dir`. */
+const originPortFile = (dir: string) => join(dir, 'origin-port');
+
+/** The origin listener's port kept in `dir`, if a valid one is. */
+function keptOriginPort(dir: string): number | null {
+  try {
+    const port = Number(readFileSync(originPortFile(dir), 'utf8').trim());
+    return Number.isInteger(port) && port > 0 && port < 65536 ? port : null;
+  } catch {
+    return null; // none yet
+  }
+}
+
 /** HAProxy's origin listener for the CDN: one port, kept across restarts (an adopted Varnish's VCL names it). */
 async function originPortOf(dir: string, avoid: { from: number; to: number }): Promise<number> {
-  const file = join(dir, 'origin-port');
-  try {
-    const port = Number(readFileSync(file, 'utf8').trim());
-    if (Number.isInteger(port) && port > 0 && port < 65536) return port;
-  } catch {
-    // none yet
-  }
+  const kept = keptOriginPort(dir);
+  if (kept !== null) return kept;
   const port = await freeListenPort('127.0.0.1', avoid);
-  writeAtomic(file, String(port), 0o600);
+  writeAtomic(originPortFile(dir), String(port), 0o600);
   return port;
 }
 
@@ -68,22 +76,12 @@ function cdnDir(dataDir: string, cdn?: { dir?: string }): string {
 
 /**
  * Forgets `port` where the edge kept it as a pick of its own (the origin listener's, Varnish's listener or admin
- * port), so that the next start picks another; whether it was one. An operator's port (EDGE_PORT, ENVIRONMENT_PORTS)
- * never is.
+ * port), so that the next start picks another. An operator's port (EDGE_PORT, ENVIRONMENT_PORTS) is never kept so.
  */
-export function forgetPickedPort(dataDir: string, cdn: { dir?: string } | undefined, port: number): boolean {
+export function forgetPickedPort(dataDir: string, cdn: { dir?: string } | undefined, port: number): void {
   const dir = cdnDir(dataDir, cdn);
-  let forgot = Varnish.forgetPort(dir, port);
-  const file = join(dir, 'origin-port');
-  try {
-    if (Number(readFileSync(file, 'utf8').trim()) === port) {
-      rmSync(file, { force: true });
-      forgot = true;
-    }
-  } catch {
-    // none kept
-  }
-  return forgot;
+  Varnish.forgetPort(dir, port);
+  if (keptOriginPort(dir) === port) rmSync(originPortFile(dir), { force: true });
 }
 
 export async function startEdgeParts(o: {

@@ -65,12 +65,15 @@ export async function edgeApplied(knex: Knex, id: string, readAt: Date, heldPort
     .update({ applied_at: readAt, seen_at: knex.fn.now(), held_ports: [...heldPorts].sort((a, b) => a - b) });
 }
 
+/** An `edge_instances` row's condition: it cannot listen on the port bound to `?`. */
+const HOLDS_OUT = '? = ANY(held_ports)';
+
 /**
  * The edges that cannot listen on `port` (an SQL expression: a column, `p` of a series) because another program on
  * their host holds it: a subquery for WHERE NOT EXISTS (a new environment is never given such a port).
  */
 export function edgesHoldingOut(knex: Knex, port: Knex.Raw): Knex.QueryBuilder {
-  return knex('edge_instances').whereRaw('? = ANY(held_ports)', [port]);
+  return knex('edge_instances').whereRaw(HOLDS_OUT, [port]);
 }
 
 /** The channel the edges LISTEN on (the triggers on what they read notify it too). */
@@ -110,7 +113,7 @@ async function edgesBehind(knex: Knex, since: Date, port: number | null): Promis
   const rows: Array<Omit<EdgeBehind, 'held'> & { held_ports: number[] }> = await knex('edge_instances')
     .where((q) => {
       q.whereNull('applied_at').orWhere('applied_at', '<', since);
-      if (port !== null) q.orWhereRaw('? = ANY(held_ports)', [port]);
+      if (port !== null) q.orWhereRaw(HOLDS_OUT, [port]);
     })
     .orderBy('id')
     .select('id', 'name', 'applied_at', 'held_ports');

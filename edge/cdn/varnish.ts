@@ -131,14 +131,12 @@ export class Varnish {
 
   /**
    * Forgets the ports kept in `dir` when `port` is one of them (another program took it before varnishd bound it):
-   * the next start picks new ones. Whether it was. A running varnishd holds its ports, so none runs with them.
+   * the next start picks new ones. A running varnishd holds its ports, so none runs with them.
    */
-  static forgetPort(dir: string, port: number): boolean {
+  static forgetPort(dir: string, port: number): void {
     const file = path.join(dir, 'state.json');
     const saved = readState(file);
-    if (saved.port !== port && saved.adminPort !== port) return false;
-    rmSync(file, { force: true });
-    return true;
+    if (saved.port === port || saved.adminPort === port) rmSync(file, { force: true });
   }
 
   /** Where HAProxy sends the CDN's requests (127.0.0.1). */
