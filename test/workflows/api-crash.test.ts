@@ -45,6 +45,17 @@ async function startApiProcess(env: Record<string, string> = {}): Promise<{ chil
   }
 }
 
+/** `work`, or a failure saying `what` did not happen within `ms`. */
+async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    work,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} within ${ms / 1000} s`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
 async function workflowExists(workflowId: string, runId: string | null): Promise<boolean> {
   try {
     await t.deps.temporal.workflow.getHandle(workflowId, runId ?? undefined).describe();
@@ -71,12 +82,17 @@ describe('the API killed right after accepting a deploy', () => {
       child.once('exit', (code, signal) => r(signal ?? code)),
     );
 
-    const answer = await api.post(`/environments/${env.id}/deploy`).then(
-      (res) => res,
-      (err: Error) => err,
+    // each wait bounded, so that what did not happen is named rather than waited for until the test's timeout
+    const answer = await within(
+      20_000,
+      'the POST got neither an answer nor a reset',
+      api.post(`/environments/${env.id}/deploy`).then(
+        (res) => res,
+        (err: Error) => err,
+      ),
     );
     expect(answer).toBeInstanceOf(Error); // the connection was reset: no status at all
-    await exited;
+    await within(20_000, 'the API process did not kill itself after the workflow start', exited);
 
     // The workflow's first activity inserts the row the API never did, and the deploy runs to its end.
     const deadline = Date.now() + 20_000;
@@ -94,7 +110,9 @@ describe('the API killed right after accepting a deploy', () => {
     const desc = await handle.describe();
     expect(desc.status.name).toBe('COMPLETED');
     expect(desc.typedSearchAttributes.get(searchAttributeKeys.TaskId)).toBe(row.id);
-  });
+    // the sum of its own bounded waits (the POST and the process's exit 20 s each, the row 20 s, the task 45 s):
+    // one of them names what did not happen, rather than the test's timeout (seen once in CI: 60 s, no step named)
+  }, 100_000);
 
   it('killed at a random instant among 20 concurrent deploys and builds: every row has its workflow, every workflow its row, none stays pending', async () => {
     const envs = [];
