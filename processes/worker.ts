@@ -1,7 +1,7 @@
 import { loadConfig } from '../system/config';
 import { createDeps } from './deps';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { startWorker } from './worker-runtime';
+import { type RunningWorker, startWorker } from './worker-runtime';
 import { announceReady } from '../core/worker-readiness';
 import { sealWebhookUrls } from '../db/queries/integrations';
 import { checkHostSettings } from '../host/provider/host-settings';
@@ -50,27 +50,13 @@ if (process.env.VC_HOST_AGENT !== '1') {
   const adopted = await adoptUnplacedServers(deps.knex, config.hostName);
   if (adopted > 0) deps.logger.info({ host: config.hostName, servers: adopted }, 'servers placed before hosts adopted');
 }
-const running = await startWorker(deps, { hostName: config.hostName });
-deps.logger.info(
-  { taskQueue: config.taskQueue, namespace: config.temporalNamespace, host: config.hostName },
-  'worker running',
-);
-// The system's schedules (token-expiry reminders, prune-expired, resource-sample prune, certificate renewals):
-// created once, brought up to the current settings on every start (an operator's pause is kept); a failure
-// leaves the worker running and is logged. REMINDER_SCHEDULE=off leaves them to another worker.
-if (config.reminderSchedule) await ensureSystemSchedules(deps);
-// Webhook URLs kept in the clear by an older version are sealed now (migration 547).
-await sealWebhookUrls(deps.knex, deps.secrets).then(
-  (n) => n > 0 && deps.logger.info({ sealed: n }, 'webhook URLs sealed'),
-  (err) => deps.logger.error({ err }, 'webhook URLs could not be sealed; they are sealed when read'),
-);
-// Ready: environments restored (startWorker) and schedules ensured. `npm start` waits for this row.
-// With what it found about the host's settings (GET /health, npm start's banner, POST .../services).
-const settings = await checkHostSettings(config);
-for (const [name, check] of Object.entries(settings))
-  if (check.status !== 'ok') deps.logger.warn({ setting: name, change: check.change }, check.reason ?? name);
-const readiness = await announceReady(deps.knex, config.taskQueue, undefined, settings, config.hostName);
-deps.logger.info('worker ready');
+// Stop signals are taken from here on, before the worker takes its first task: a SIGTERM while the rest of the
+// start runs (the schedules, the settings' checks) stops it as cleanly as later, never by the signal's default
+// action in the middle of a task (seen: a restart's activity ended with no line, its new instance left running).
+let running: RunningWorker | undefined;
+let readiness: { stop(): Promise<void> } | undefined;
+/** The rest of the start once the worker runs (schedules, settings, the readiness row): a stop lets it end first. */
+let startRest: Promise<unknown> = Promise.resolve();
 let stopping = false;
 const supervisor = process.ppid;
 // npm start's supervisor died (the kernel sent the signal, setpriv --pdeathsig): Temporal and the edge are being
@@ -79,7 +65,7 @@ const supervisor = process.ppid;
 // A worker that dies alone (a crash, SIGKILL) stops nothing: its tenants keep serving, the next worker adopts them.
 let tenantsStopped: Promise<void> | undefined;
 const stopTenantsIfOrphaned = () => {
-  if (!tenantsStopped && parentGone(supervisor))
+  if (!tenantsStopped && running && parentGone(supervisor))
     tenantsStopped = running
       .stopHost()
       .catch((err) =>
@@ -91,11 +77,39 @@ const stop = async () => {
   await stopTenantsIfOrphaned();
   if (stopping) return;
   stopping = true;
-  await readiness.stop();
+  await startRest.catch(() => undefined);
+  await readiness?.stop().catch((err) => deps.logger.warn({ err: (err as Error).message }, 'readiness not withdrawn'));
   host.stop();
-  await running.shutdown();
+  // before startWorker returned (no task taken yet): nothing to drain
+  await running
+    ?.shutdown()
+    .catch((err) => deps.logger.error({ err: (err as Error).message }, 'the worker did not stop cleanly'));
   await deps.close();
   process.exit(0);
 };
 onStopSignals(() => void stop());
+running = await startWorker(deps, { hostName: config.hostName });
+startRest = (async () => {
+  deps.logger.info(
+    { taskQueue: config.taskQueue, namespace: config.temporalNamespace, host: config.hostName },
+    'worker running',
+  );
+  // The system's schedules (token-expiry reminders, prune-expired, resource-sample prune, certificate renewals):
+  // created once, brought up to the current settings on every start (an operator's pause is kept); a failure
+  // leaves the worker running and is logged. REMINDER_SCHEDULE=off leaves them to another worker.
+  if (config.reminderSchedule) await ensureSystemSchedules(deps);
+  // Webhook URLs kept in the clear by an older version are sealed now (migration 547).
+  await sealWebhookUrls(deps.knex, deps.secrets).then(
+    (n) => n > 0 && deps.logger.info({ sealed: n }, 'webhook URLs sealed'),
+    (err) => deps.logger.error({ err }, 'webhook URLs could not be sealed; they are sealed when read'),
+  );
+  // Ready: environments restored (startWorker) and schedules ensured. `npm start` waits for this row.
+  // With what it found about the host's settings (GET /health, npm start's banner, POST .../services).
+  const settings = await checkHostSettings(config);
+  for (const [name, check] of Object.entries(settings))
+    if (check.status !== 'ok') deps.logger.warn({ setting: name, change: check.change }, check.reason ?? name);
+  readiness = await announceReady(deps.knex, config.taskQueue, undefined, settings, config.hostName);
+})();
+await startRest;
+deps.logger.info('worker ready');
 await running.done;

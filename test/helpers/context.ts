@@ -11,7 +11,7 @@ import { startApiServer } from '../../processes/api-server';
 import type { RunningWorker } from '../../processes/worker-runtime';
 import { startSmtpServer } from './smtp';
 import { Agent } from './http';
-import { killProcessesUnder } from './processes';
+import { killProcessesUnder, killTenantsOfPorts } from './processes';
 import { settingUp, tornDown } from './torn-down';
 import type { Edge } from '../../edge/server';
 import type { RequestShipper } from '../../processes/shipper-runtime';
@@ -198,6 +198,8 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
     await ctx.smtp?.stop();
     await dropDatabase(inject('adminDatabaseUrl'), dbName).catch(() => undefined);
     if (ctx.config) {
+      // the sandboxes of the file's environments a worker left serving (a worker killed on purpose)
+      killTenantsOfPorts(ctx.config.environmentPorts.from, ctx.config.environmentPorts.to);
       // the networks that sandboxes made in the file's range: its worker's, or an npm start's the file ran there
       const { removeNetworksInRange } = await import('../../host/provider/sandbox');
       await removeNetworksInRange(ctx.config.environmentPorts.from, ctx.config.environmentPorts.to);

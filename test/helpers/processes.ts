@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { cgroupSubtree } from '../../host/provider/host-identity';
+import { tenantUid } from '../../host/provider/sandbox';
 import type { TestContext } from './context';
 import { givenProcessBundles, nodeArgs } from '../../processes/process-bundles';
 
@@ -77,6 +78,27 @@ export function killProcessesUnder(dir: string): number {
   return killed;
 }
 
+/**
+ * Kills every process running under a tenant uid of the ports `from`-`to` (host/provider/sandbox.ts tenantUid):
+ * the sandboxes of a test file's environments, whose working directory (/app, in their own mount namespace) tells
+ * nothing. A worker killed on purpose, or stopped by a signal's default action, leaves them serving; the next file
+ * of the same vitest worker takes the same port range, so the same uids.
+ */
+export function killTenantsOfPorts(from: number, to: number): number {
+  let killed = 0;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+      if (uid < tenantUid(from) || uid > tenantUid(to)) continue;
+      process.kill(Number(pid), 'SIGKILL');
+      killed++;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return killed;
+}
+
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /**
@@ -106,7 +128,7 @@ export function spawnSystemProcess(
     OUTBOUND_ALLOWED_HOSTS: t.config.outboundAllowedHosts.join(','),
     SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
     SERVICES_DATABASE_URL: t.config.servicesDatabaseUrl ?? '',
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: 'warn', // its warnings and errors, kept for a failure's message (childReport)
     REMINDER_SCHEDULE: 'off',
     VC_WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
     VC_PROCESS_BUNDLES: inject('processBundles'),
@@ -115,9 +137,38 @@ export function spawnSystemProcess(
   // its bundle, as npm start runs it (processes/process-bundles.ts: start-children.ts reads it the same way)
   const node = [process.execPath, ...nodeArgs(root, script, givenProcessBundles(childEnv))];
   const [command, ...args] = via ? [...via, ...Object.keys(childEnv).flatMap((k) => ['-E', k]), ...node] : node;
-  const child = spawn(command, args, { cwd: root, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: childEnv });
-  child.stderr?.resume();
+  const child = spawn(command, args, { cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv });
+  keepTail(child);
   return child;
+}
+
+const tails = new WeakMap<ChildProcess, string[]>();
+
+/**
+ * Keeps the last ~8 KB of a system process's output (its log's warnings and errors, a crash, Temporal's warnings)
+ * for a failure's message.
+ */
+function keepTail(child: ChildProcess): void {
+  const chunks: string[] = [];
+  let size = 0;
+  tails.set(child, chunks);
+  for (const stream of [child.stdout, child.stderr]) {
+    stream?.setEncoding('utf8');
+    stream?.on('data', (chunk: string) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      while (size > 8192 && chunks.length > 1) size -= chunks.shift()!.length;
+    });
+  }
+}
+
+/** How a system process ended (or that it runs) and the end of its output: for a failed assertion's message. */
+export function childReport(child: ChildProcess): string {
+  const state =
+    child.exitCode !== null || child.signalCode !== null
+      ? `pid ${child.pid} exited (code ${child.exitCode}, signal ${child.signalCode})`
+      : `pid ${child.pid} runs`;
+  return `${state}; its output ended with:\n${(tails.get(child) ?? []).join('').slice(-8192)}`;
 }
 
 /** Sends a signal to the child's whole process group. */

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
-import { killAndWait, spawnSystemProcess, stopChildren, webLeaves } from '../helpers/processes';
+import { childReport, killAndWait, spawnSystemProcess, stopChildren, webLeaves } from '../helpers/processes';
 import {
   commitServer,
   createDeployWorld,
@@ -140,10 +140,12 @@ describe('a worker stopped (SIGTERM) while variables are applied and a server re
     process.kill(-worker.pid!, 'SIGTERM');
     // Well inside one restart's health timeout (60 s): the worker did not wait for any of them.
     const timer = new Promise<'still running'>((r) => setTimeout(() => r('still running'), 40_000).unref());
-    expect(await Promise.race([exited, timer])).toBe('exited');
+    expect(await Promise.race([exited, timer]), childReport(worker)).toBe('exited');
+    // it stopped as asked (its stop handler ran to its exit), not by the signal's default action
+    expect(worker.exitCode, childReport(worker)).toBe(0);
     expect(existsSync(hold)).toBe(true);
     const said = (await logs()).join('\n');
-    expect(said).toContain('the task was cancelled or its worker is stopping');
+    expect(said, childReport(worker)).toContain('the task was cancelled or its worker is stopping');
     for (const id of applies) expect((await w.api.get(`/tasks/${id}`)).body.status).toBe('running');
 
     rmSync(hold);
