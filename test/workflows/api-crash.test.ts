@@ -9,7 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
-import { killAndWait, spawnSystemProcess } from '../helpers/processes';
+import { childReport, killAndWait, spawnSystemProcess } from '../helpers/processes';
 import { createDeployWorld, createEnvironment, waitForTask } from '../helpers/deploy-fixtures';
 import { Agent } from '../helpers/http';
 import { searchAttributeKeys } from '../../core/temporal-starts';
@@ -35,12 +35,14 @@ async function startApiProcess(env: Record<string, string> = {}): Promise<{ chil
   const api = new Agent(`http://127.0.0.1:${port}/api/vc/v1`).withBearer(w.api.bearer!);
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const ok = await api.get('/health').then(
+    // each look bounded: a connection that is never answered would otherwise hold the loop past its deadline
+    const ok = await within(5_000, 'no answer', api.get('/health')).then(
       (r) => r.status === 200,
       () => false,
     );
     if (ok) return { child, api };
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error('the API process did not start');
+    if (child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`the API process did not start: ${childReport(child)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
