@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { loadConfig } from '../system/config';
 import { createDeps } from './deps';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -51,8 +52,9 @@ if (process.env.VC_HOST_AGENT !== '1') {
   if (adopted > 0) deps.logger.info({ host: config.hostName, servers: adopted }, 'servers placed before hosts adopted');
 }
 // Stop signals are taken from here on, before the worker takes its first task: a SIGTERM while the rest of the
-// start runs (the schedules, the settings' checks) stops it as cleanly as later, never by the signal's default
-// action in the middle of a task (seen: a restart's activity ended with no line, its new instance left running).
+// start runs (the schedules, the settings' checks) stops it as cleanly as later. Before, only the Temporal
+// runtime's own handler took it there: it stopped the Temporal workers, and the process then stayed, neither
+// ready nor exiting, until its supervisor killed it (test/system/worker-stop.test.ts).
 let running: RunningWorker | undefined;
 let readiness: { stop(): Promise<void> } | undefined;
 /** The rest of the start once the worker runs (schedules, settings, the readiness row): a stop lets it end first. */
@@ -88,8 +90,19 @@ const stop = async () => {
   process.exit(0);
 };
 onStopSignals(() => void stop());
+/**
+ * Test hook, nothing else reads it: VC_FAULT_INJECT=hold-start:<file> holds the rest of the start (after the worker
+ * takes tasks, before it announces itself ready) while <file> exists (test/system/worker-stop.test.ts).
+ */
+async function heldByTest(): Promise<void> {
+  const fault = process.env.VC_FAULT_INJECT ?? '';
+  if (!fault.startsWith('hold-start:')) return;
+  const file = fault.slice('hold-start:'.length);
+  while (existsSync(file)) await new Promise((r) => setTimeout(r, 100));
+}
 running = await startWorker(deps, { hostName: config.hostName });
 startRest = (async () => {
+  await heldByTest();
   deps.logger.info(
     { taskQueue: config.taskQueue, namespace: config.temporalNamespace, host: config.hostName },
     'worker running',
