@@ -1,6 +1,6 @@
 /**
  * The host agent's own settings (CONTRACT "Hosts", docs/hosts.md), parsed for system/config.ts:
- * HOST_ADDRESS, HOST_CAPACITY, INSTANCE_PORTS and HOST_LOST_SECONDS. Each is checked at start, saying what is wrong.
+ * HOST_ADDRESS, HOST_CAPACITY, INSTANCE_PORTS, HOST_LOST_SECONDS and HOST_GRACE_SECONDS. Each is checked at start, saying what is wrong.
  */
 import { statfsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -15,6 +15,11 @@ export interface HostConfig {
   instancePorts: { from: number; to: number };
   /** A host whose heartbeat is older than this is `lost` (HOST_LOST_SECONDS, default 30). */
   hostLostSeconds: number;
+  /**
+   * How long work sent to a host waits beyond HOST_LOST_SECONDS for its agent to take it, before its task fails
+   * `host_unavailable` (HOST_GRACE_SECONDS, default 30: CONTRACT "Hosts").
+   */
+  hostGraceSeconds: number;
 }
 
 /** What the machine has: its CPUs, its memory, and the size of the file system holding `dataDir`. */
@@ -74,10 +79,16 @@ export function loadHostConfig(env: NodeJS.ProcessEnv, dataDir: string): HostCon
   const lost = env.HOST_LOST_SECONDS?.trim() || '30';
   if (!/^\d+$/.test(lost) || Number(lost) < 1)
     throw new Error(`HOST_LOST_SECONDS must be a whole number of seconds, at least 1, got "${env.HOST_LOST_SECONDS}"`);
+  const grace = env.HOST_GRACE_SECONDS?.trim() || '30';
+  if (!/^\d+$/.test(grace) || Number(grace) < 1)
+    throw new Error(
+      `HOST_GRACE_SECONDS must be a whole number of seconds, at least 1, got "${env.HOST_GRACE_SECONDS}"`,
+    );
   return {
     hostAddress: parseHostAddress(env.HOST_ADDRESS),
     hostCapacity: parseHostCapacity(env.HOST_CAPACITY, dataDir),
     instancePorts: parseInstancePorts(env.INSTANCE_PORTS),
     hostLostSeconds: Number(lost),
+    hostGraceSeconds: Number(grace),
   };
 }

@@ -2,7 +2,7 @@
  * Work that touches an environment's machine runs on its host's own task queue (CONTRACT "Hosts"), the shape of
  * Temporal's `worker-specific-task-queues` sample: the workflow learns the host (a local activity reading the
  * environment's placement), then sends those activities to `hostTaskQueue(...)` with a schedule-to-start
- * timeout of HOST_LOST_SECONDS + 30 s. Work sent to a host whose agent is down is never taken: it times out
+ * timeout of HOST_LOST_SECONDS + HOST_GRACE_SECONDS (30 s). Work sent to a host whose agent is down is never taken: it times out
  * and the task ends `failed` with `host_unavailable: ...` (describeError, task-runner.ts) instead of waiting.
  * With one host this is the same path: that host's queue. Deterministic: no I/O here.
  */
@@ -16,7 +16,11 @@ import { taskActs } from './task-runner';
  */
 export const HOST_QUEUES_PATCH = 'host-queues';
 
-/** How long work waits for a host to take it beyond HOST_LOST_SECONDS: the contract's "+ 30 s". */
+/**
+ * How long work waits for a host to take it beyond HOST_LOST_SECONDS: the contract's "+ 30 s", HOST_GRACE_SECONDS
+ * where the activity that gave HOST_LOST_SECONDS gives it too (a history recorded before that setting has none:
+ * its replay waits the 30 s it waited).
+ */
 const HOST_GRACE_SECONDS = 30;
 
 /**
@@ -30,20 +34,27 @@ export async function onEnvironmentHost(
   o: { bounded?: boolean } = {},
 ): Promise<ActivityOptions> {
   if (!patched(HOST_QUEUES_PATCH)) return profile;
-  const { host, lostSeconds } = await taskActs.environmentHost({ environmentId });
+  const { host, lostSeconds, graceSeconds } = await taskActs.environmentHost({ environmentId });
   return {
     ...profile,
     taskQueue: hostTaskQueue(workflowInfo().taskQueue, host),
-    ...(o.bounded === false ? {} : { scheduleToStartTimeout: `${lostSeconds + HOST_GRACE_SECONDS}s` }),
+    ...(o.bounded === false
+      ? {}
+      : { scheduleToStartTimeout: `${lostSeconds + (graceSeconds ?? HOST_GRACE_SECONDS)}s` }),
   };
 }
 
 /** `profile` aimed at a named host's queue (a move's new and old hosts), bounded like onEnvironmentHost's. */
-export function onHost(host: string, lostSeconds: number, profile: ActivityOptions): ActivityOptions {
+export function onHost(
+  host: string,
+  lostSeconds: number,
+  profile: ActivityOptions,
+  graceSeconds: number = HOST_GRACE_SECONDS,
+): ActivityOptions {
   return {
     ...profile,
     taskQueue: hostTaskQueue(workflowInfo().taskQueue, host),
-    scheduleToStartTimeout: `${lostSeconds + HOST_GRACE_SECONDS}s`,
+    scheduleToStartTimeout: `${lostSeconds + graceSeconds}s`,
   };
 }
 
@@ -60,7 +71,7 @@ export const SERVICES_HOST_PATCH = 'services-host-queue';
  */
 export async function onServicesHost(profile: ActivityOptions): Promise<ActivityOptions> {
   if (!patched(SERVICES_HOST_PATCH)) return profile;
-  const { host, lostSeconds } = await taskActs.servicesHost();
+  const { host, lostSeconds, graceSeconds } = await taskActs.servicesHost();
   if (!host) return profile;
-  return onHost(host, lostSeconds, profile);
+  return onHost(host, lostSeconds, profile, graceSeconds);
 }

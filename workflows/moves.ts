@@ -74,7 +74,13 @@ const WHY = {
 export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
   const environmentId = input.task.environment_id!;
   const taskId = input.task.id;
-  let leave: { host: string; lostSeconds: number; volume: string | null; newVolume: string | null } | null = null;
+  let leave: {
+    host: string;
+    lostSeconds: number;
+    graceSeconds?: number;
+    volume: string | null;
+    newVolume: string | null;
+  } | null = null;
   const outcome = await runTask(input, async ({ params, log, start }) => {
     await start();
     await log(`==> Moving this environment to another machine: ${WHY[params.reason]}`);
@@ -86,7 +92,7 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
     }
     // a drain from a host that is up: a volume that held data is copied (no sample says: its host is asked)
     const onOldHost = <A>(profile: ActivityOptions) =>
-      proxyActivities<A>(onHost(placed.from, placed.lostSeconds, profile));
+      proxyActivities<A>(onHost(placed.from, placed.lostSeconds, profile, placed.graceSeconds));
     let copyVolume = params.reason === 'drain' && facts.volumeHeld !== false && !placed.fromLost;
     if (copyVolume && facts.volumeHeld === null) {
       const held = await onOldHost<MoveVolumeActivities>(profiles.quick)
@@ -104,18 +110,24 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
     try {
       if (copyVolume) {
         copied = await onOldHost<MoveVolumeActivities>(profiles.long).copyVolumeOut({ taskId, environmentId });
-        const onNewVolume = proxyActivities<MoveVolumeActivities>(onHost(placed.to, placed.lostSeconds, profiles.long));
+        const onNewVolume = proxyActivities<MoveVolumeActivities>(
+          onHost(placed.to, placed.lostSeconds, profiles.long, placed.graceSeconds),
+        );
         reachedNew = true;
         putBack = await onNewVolume.copyVolumeIn({ taskId, environmentId });
       }
       if (params.reason === 'evacuate' && params.backup_id) {
         // its data first, from the snapshot, on the new host: the release then starts with it
-        const onNewData = proxyActivities<DataActivities>(onHost(placed.to, placed.lostSeconds, profiles.long));
+        const onNewData = proxyActivities<DataActivities>(
+          onHost(placed.to, placed.lostSeconds, profiles.long, placed.graceSeconds),
+        );
         reachedNew = true;
         await onNewData.restoreBackup({ taskId, backupId: params.backup_id, environmentId });
       }
       if (facts.liveReleaseId) {
-        const onNew = proxyActivities<DeployActivities>(onHost(placed.to, placed.lostSeconds, stepProfile('15m')));
+        const onNew = proxyActivities<DeployActivities>(
+          onHost(placed.to, placed.lostSeconds, stepProfile('15m'), placed.graceSeconds),
+        );
         reachedNew = true;
         await onNew.goLive({ taskId, releaseId: facts.liveReleaseId, type: 'move', skipSteps: true });
       } else {
@@ -150,7 +162,7 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
       // very directory); a new host that did not take the work in time is down: no one would take this either
       if (!cause.startsWith('host_unavailable:')) {
         const onNew = proxyActivities<MoveActivities & MoveVolumeActivities>(
-          onHost(placed.to, placed.lostSeconds, profiles.quick),
+          onHost(placed.to, placed.lostSeconds, profiles.quick, placed.graceSeconds),
         );
         await onNew.leaveAfterFailedMove({ taskId, environmentId }).catch(() => undefined);
         if (putBack && copied)
@@ -178,16 +190,23 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
       leave = {
         host: placed.from,
         lostSeconds: placed.lostSeconds,
+        graceSeconds: placed.graceSeconds,
         volume: copied?.volume ?? null,
         newVolume: putBack?.volume ?? null,
       };
     return { moved: true, reason: params.reason };
   });
   // after the task succeeded at edge_switched (CONTRACT "Tasks"): the old instances stop (`old_stopped`)
-  const from = leave as { host: string; lostSeconds: number; volume: string | null; newVolume: string | null } | null;
+  const from = leave as {
+    host: string;
+    lostSeconds: number;
+    graceSeconds?: number;
+    volume: string | null;
+    newVolume: string | null;
+  } | null;
   if (outcome.status === 'succeeded' && from) {
     const onOld = proxyActivities<MoveActivities & MoveVolumeActivities>(
-      onHost(from.host, from.lostSeconds, profiles.untilDone),
+      onHost(from.host, from.lostSeconds, profiles.untilDone, from.graceSeconds),
     );
     await onOld.leaveHost({ taskId, environmentId }).catch(() => undefined); // a host lost meanwhile stops them when it rejoins
     if (from.volume && from.newVolume)
@@ -198,10 +217,10 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
 
 /** One round of the host watch (the `host-watch` schedule, every few seconds on npm start's worker). */
 export async function watchHosts(): Promise<{ lost: string[]; drained: string[]; rejoined: string[] }> {
-  const round = await sweep.sweepHosts();
+  const { graceSeconds, ...round } = await sweep.sweepHosts();
   for (const host of round.rejoined) {
     // a few attempts: the watch's next round asks again, and a long wait here would hold every round up
-    const onRejoined = proxyActivities<MoveActivities>(onHost(host, 0, profiles.quick));
+    const onRejoined = proxyActivities<MoveActivities>(onHost(host, 0, profiles.quick, graceSeconds));
     try {
       await onRejoined.stopStaleInstances();
       await acts.rejoinDone({ host });

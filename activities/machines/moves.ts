@@ -46,7 +46,11 @@ export function createMoveActivities(deps: Deps, provider: Provider) {
         plans: loadPriceList(deps.config).plans,
         ownHost: deps.config.hostName,
       };
-      return { ...(await placeMove(knex, settings, input.environmentId)), lostSeconds: deps.config.hostLostSeconds };
+      return {
+        ...(await placeMove(knex, settings, input.environmentId)),
+        lostSeconds: deps.config.hostLostSeconds,
+        graceSeconds: deps.config.hostGraceSeconds,
+      };
     },
 
     /** A move that did not start on its new host: the environment is placed back where it still runs. */
@@ -97,7 +101,7 @@ export function createMoveActivities(deps: Deps, provider: Provider) {
 
     /** One round of the host watch (core/host-moves.ts sweepHosts). */
     async sweepHosts() {
-      return sweepHosts(deps);
+      return { ...(await sweepHosts(deps)), graceSeconds: deps.config.hostGraceSeconds };
     },
 
     /**

@@ -45,15 +45,25 @@ export function createTaskActivities(deps: Deps) {
     /**
      * The host an environment's machine work runs on (CONTRACT "Hosts"): its `web` server's placement. A server
      * placed before placement existed (host null), or none, is this worker's own host (npm start's worker adopts
-     * those at its start). With HOST_LOST_SECONDS: work waits that long plus 30 s for the host to take it.
+     * those at its start). With HOST_LOST_SECONDS: work waits that long plus HOST_GRACE_SECONDS (30) for the host to take it.
      */
-    async environmentHost(input: { environmentId: string }): Promise<{ host: string; lostSeconds: number }> {
+    async environmentHost(input: {
+      environmentId: string;
+    }): Promise<{ host: string; lostSeconds: number; graceSeconds: number }> {
       const row = await knex('servers').where({ environment_id: input.environmentId, role: 'web' }).first('host');
-      return { host: row?.host ?? deps.config.hostName, lostSeconds: deps.config.hostLostSeconds };
+      return {
+        host: row?.host ?? deps.config.hostName,
+        lostSeconds: deps.config.hostLostSeconds,
+        graceSeconds: deps.config.hostGraceSeconds,
+      };
     },
     /** The host whose machine runs the services server (null: none registered as such, any worker may). */
-    async servicesHost(): Promise<{ host: string | null; lostSeconds: number }> {
-      return { host: await servicesHost(knex), lostSeconds: deps.config.hostLostSeconds };
+    async servicesHost(): Promise<{ host: string | null; lostSeconds: number; graceSeconds: number }> {
+      return {
+        host: await servicesHost(knex),
+        lostSeconds: deps.config.hostLostSeconds,
+        graceSeconds: deps.config.hostGraceSeconds,
+      };
     },
     /** A deploy's environment on a lost host is placed again elsewhere (core/placement.ts). */
     async replaceLostHost(input: { environmentId: string }) {

@@ -21,18 +21,21 @@ describe('host settings', () => {
     expect(() => loadConfig({ EDGE_THREADS: 'many' })).toThrow(/EDGE_THREADS/);
   });
 
-  it('take HOST_CAPACITY key by key (a key left out: the machine’s), INSTANCE_PORTS and HOST_LOST_SECONDS', () => {
+  it('take HOST_CAPACITY key by key (a key left out: the machine’s), INSTANCE_PORTS, HOST_LOST_SECONDS and HOST_GRACE_SECONDS', () => {
     const c = loadConfig({
       HOST_ADDRESS: '10.0.0.12',
       HOST_CAPACITY: 'cpu=1.5, memory_mb=2048',
       INSTANCE_PORTS: '31000-31099',
       HOST_LOST_SECONDS: '3',
+      HOST_GRACE_SECONDS: '7',
     });
     expect(c.hostAddress).toBe('10.0.0.12');
     expect(c.hostCapacity).toMatchObject({ cpu: 1.5, memory_mb: 2048 });
     expect(c.hostCapacity.disk_gb).toBe(loadConfig({}).hostCapacity.disk_gb);
     expect(c.instancePorts).toEqual({ from: 31000, to: 31099 });
     expect(c.hostLostSeconds).toBe(3);
+    expect(c.hostGraceSeconds).toBe(7);
+    expect(loadConfig({}).hostGraceSeconds).toBe(30); // CONTRACT "Hosts": HOST_LOST_SECONDS + 30 s
   });
 
   it('refuse a wrong value, naming the setting', () => {
@@ -42,6 +45,8 @@ describe('host settings', () => {
       expect(() => loadConfig({ INSTANCE_PORTS: ports })).toThrow(/INSTANCE_PORTS/);
     for (const lost of ['0', '-1', '2.5', 'soon'])
       expect(() => loadConfig({ HOST_LOST_SECONDS: lost })).toThrow(/HOST_LOST_SECONDS/);
+    for (const grace of ['0', '-1', '2.5', 'soon'])
+      expect(() => loadConfig({ HOST_GRACE_SECONDS: grace })).toThrow(/HOST_GRACE_SECONDS/);
     expect(() => loadConfig({ HOST_ADDRESS: 'a b' })).toThrow(/HOST_ADDRESS/);
   });
 
