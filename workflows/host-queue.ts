@@ -23,6 +23,11 @@ export const HOST_QUEUES_PATCH = 'host-queues';
  */
 const HOST_GRACE_SECONDS = 30;
 
+/** How long work waits for a host to take it: HOST_LOST_SECONDS + HOST_GRACE_SECONDS, as an activity gave them. */
+export function hostWaitSeconds(given: { lostSeconds: number; graceSeconds?: number }): number {
+  return given.lostSeconds + (given.graceSeconds ?? HOST_GRACE_SECONDS);
+}
+
 /**
  * `profile` aimed at the environment's host queue, for proxyActivities (`proxyActivities<A>(await onEnvironmentHost(...))`:
  * a proxy itself is never awaited, its `then` would be taken for an activity). `bounded: false` leaves out the
@@ -34,27 +39,23 @@ export async function onEnvironmentHost(
   o: { bounded?: boolean } = {},
 ): Promise<ActivityOptions> {
   if (!patched(HOST_QUEUES_PATCH)) return profile;
-  const { host, lostSeconds, graceSeconds } = await taskActs.environmentHost({ environmentId });
+  const given = await taskActs.environmentHost({ environmentId });
   return {
     ...profile,
-    taskQueue: hostTaskQueue(workflowInfo().taskQueue, host),
-    ...(o.bounded === false
-      ? {}
-      : { scheduleToStartTimeout: `${lostSeconds + (graceSeconds ?? HOST_GRACE_SECONDS)}s` }),
+    taskQueue: hostTaskQueue(workflowInfo().taskQueue, given.host),
+    ...(o.bounded === false ? {} : { scheduleToStartTimeout: `${hostWaitSeconds(given)}s` }),
   };
 }
 
-/** `profile` aimed at a named host's queue (a move's new and old hosts), bounded like onEnvironmentHost's. */
-export function onHost(
-  host: string,
-  lostSeconds: number,
-  profile: ActivityOptions,
-  graceSeconds: number = HOST_GRACE_SECONDS,
-): ActivityOptions {
+/**
+ * `profile` aimed at a named host's queue (a move's new and old hosts), bounded like onEnvironmentHost's:
+ * `waitSeconds` from hostWaitSeconds.
+ */
+export function onHost(host: string, waitSeconds: number, profile: ActivityOptions): ActivityOptions {
   return {
     ...profile,
     taskQueue: hostTaskQueue(workflowInfo().taskQueue, host),
-    scheduleToStartTimeout: `${lostSeconds + graceSeconds}s`,
+    scheduleToStartTimeout: `${waitSeconds}s`,
   };
 }
 
@@ -71,7 +72,7 @@ export const SERVICES_HOST_PATCH = 'services-host-queue';
  */
 export async function onServicesHost(profile: ActivityOptions): Promise<ActivityOptions> {
   if (!patched(SERVICES_HOST_PATCH)) return profile;
-  const { host, lostSeconds, graceSeconds } = await taskActs.servicesHost();
-  if (!host) return profile;
-  return onHost(host, lostSeconds, profile, graceSeconds);
+  const given = await taskActs.servicesHost();
+  if (!given.host) return profile;
+  return onHost(given.host, hostWaitSeconds(given), profile);
 }

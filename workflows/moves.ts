@@ -31,7 +31,7 @@ import type { MoveVolumeActivities } from '../activities/machines/move-volume';
 import type { StorageActivities } from '../activities/storage';
 import { describeError, failure, runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles, stepProfile } from './profiles';
-import { onHost } from './host-queue';
+import { hostWaitSeconds, onHost } from './host-queue';
 
 const acts = proxyActivities<MoveActivities>(profiles.bookkeeping);
 const volumeActs = proxyActivities<MoveVolumeActivities>(profiles.bookkeeping);
@@ -74,13 +74,7 @@ const WHY = {
 export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
   const environmentId = input.task.environment_id!;
   const taskId = input.task.id;
-  let leave: {
-    host: string;
-    lostSeconds: number;
-    graceSeconds?: number;
-    volume: string | null;
-    newVolume: string | null;
-  } | null = null;
+  let leave: { host: string; waitSeconds: number; volume: string | null; newVolume: string | null } | null = null;
   const outcome = await runTask(input, async ({ params, log, start }) => {
     await start();
     await log(`==> Moving this environment to another machine: ${WHY[params.reason]}`);
@@ -90,9 +84,10 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
       if (params.reason === 'lost') await acts.markHostLost({ environmentId });
       return failure(`no_capacity: ${placed.message}`);
     }
+    // how long work sent to the old or the new host waits for it to take it
+    const wait = hostWaitSeconds(placed);
     // a drain from a host that is up: a volume that held data is copied (no sample says: its host is asked)
-    const onOldHost = <A>(profile: ActivityOptions) =>
-      proxyActivities<A>(onHost(placed.from, placed.lostSeconds, profile, placed.graceSeconds));
+    const onOldHost = <A>(profile: ActivityOptions) => proxyActivities<A>(onHost(placed.from, wait, profile));
     let copyVolume = params.reason === 'drain' && facts.volumeHeld !== false && !placed.fromLost;
     if (copyVolume && facts.volumeHeld === null) {
       const held = await onOldHost<MoveVolumeActivities>(profiles.quick)
@@ -110,24 +105,18 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
     try {
       if (copyVolume) {
         copied = await onOldHost<MoveVolumeActivities>(profiles.long).copyVolumeOut({ taskId, environmentId });
-        const onNewVolume = proxyActivities<MoveVolumeActivities>(
-          onHost(placed.to, placed.lostSeconds, profiles.long, placed.graceSeconds),
-        );
+        const onNewVolume = proxyActivities<MoveVolumeActivities>(onHost(placed.to, wait, profiles.long));
         reachedNew = true;
         putBack = await onNewVolume.copyVolumeIn({ taskId, environmentId });
       }
       if (params.reason === 'evacuate' && params.backup_id) {
         // its data first, from the snapshot, on the new host: the release then starts with it
-        const onNewData = proxyActivities<DataActivities>(
-          onHost(placed.to, placed.lostSeconds, profiles.long, placed.graceSeconds),
-        );
+        const onNewData = proxyActivities<DataActivities>(onHost(placed.to, wait, profiles.long));
         reachedNew = true;
         await onNewData.restoreBackup({ taskId, backupId: params.backup_id, environmentId });
       }
       if (facts.liveReleaseId) {
-        const onNew = proxyActivities<DeployActivities>(
-          onHost(placed.to, placed.lostSeconds, stepProfile('15m'), placed.graceSeconds),
-        );
+        const onNew = proxyActivities<DeployActivities>(onHost(placed.to, wait, stepProfile('15m')));
         reachedNew = true;
         await onNew.goLive({ taskId, releaseId: facts.liveReleaseId, type: 'move', skipSteps: true });
       } else {
@@ -161,9 +150,7 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
       // the new host: what started there stops, and the volume copied there goes (unless it is the old one's
       // very directory); a new host that did not take the work in time is down: no one would take this either
       if (!cause.startsWith('host_unavailable:')) {
-        const onNew = proxyActivities<MoveActivities & MoveVolumeActivities>(
-          onHost(placed.to, placed.lostSeconds, profiles.quick, placed.graceSeconds),
-        );
+        const onNew = proxyActivities<MoveActivities & MoveVolumeActivities>(onHost(placed.to, wait, profiles.quick));
         await onNew.leaveAfterFailedMove({ taskId, environmentId }).catch(() => undefined);
         if (putBack && copied)
           await onNew
@@ -189,24 +176,17 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
     if (!placed.fromLost)
       leave = {
         host: placed.from,
-        lostSeconds: placed.lostSeconds,
-        graceSeconds: placed.graceSeconds,
+        waitSeconds: wait,
         volume: copied?.volume ?? null,
         newVolume: putBack?.volume ?? null,
       };
     return { moved: true, reason: params.reason };
   });
   // after the task succeeded at edge_switched (CONTRACT "Tasks"): the old instances stop (`old_stopped`)
-  const from = leave as {
-    host: string;
-    lostSeconds: number;
-    graceSeconds?: number;
-    volume: string | null;
-    newVolume: string | null;
-  } | null;
+  const from = leave as { host: string; waitSeconds: number; volume: string | null; newVolume: string | null } | null;
   if (outcome.status === 'succeeded' && from) {
     const onOld = proxyActivities<MoveActivities & MoveVolumeActivities>(
-      onHost(from.host, from.lostSeconds, profiles.untilDone, from.graceSeconds),
+      onHost(from.host, from.waitSeconds, profiles.untilDone),
     );
     await onOld.leaveHost({ taskId, environmentId }).catch(() => undefined); // a host lost meanwhile stops them when it rejoins
     if (from.volume && from.newVolume)
@@ -218,9 +198,10 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
 /** One round of the host watch (the `host-watch` schedule, every few seconds on npm start's worker). */
 export async function watchHosts(): Promise<{ lost: string[]; drained: string[]; rejoined: string[] }> {
   const { graceSeconds, ...round } = await sweep.sweepHosts();
+  const wait = hostWaitSeconds({ lostSeconds: 0, graceSeconds });
   for (const host of round.rejoined) {
     // a few attempts: the watch's next round asks again, and a long wait here would hold every round up
-    const onRejoined = proxyActivities<MoveActivities>(onHost(host, 0, profiles.quick, graceSeconds));
+    const onRejoined = proxyActivities<MoveActivities>(onHost(host, wait, profiles.quick));
     try {
       await onRejoined.stopStaleInstances();
       await acts.rejoinDone({ host });

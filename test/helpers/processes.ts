@@ -79,18 +79,35 @@ export function killProcessesUnder(dir: string): number {
 }
 
 /**
- * Kills every process running under a tenant uid of the ports `from`-`to` (host/provider/sandbox.ts tenantUid):
- * the sandboxes of a test file's environments, whose working directory (/app, in their own mount namespace) tells
- * nothing. A worker killed on purpose, or stopped by a signal's default action, leaves them serving; the next file
- * of the same vitest worker takes the same port range, so the same uids.
+ * The processes (`pid cmdline`, zombies left out) running under a tenant uid of the ports `from`-`to`
+ * (host/provider/sandbox.ts tenantUid): the sandboxes of those environments, whose working directory (/app, in
+ * their own mount namespace) tells nothing.
+ */
+export function tenantProcessesOfPorts(from: number, to: number): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
+      if (uid < tenantUid(from) || uid > tenantUid(to) || /^State:\s+[ZX]/m.test(status)) continue;
+      found.push(`${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim()}`);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+/**
+ * Kills the sandboxes of a test file's environments (tenantProcessesOfPorts). A worker killed on purpose leaves
+ * them serving, and a test that fails before its worker stops them too; the next file of the same vitest worker
+ * takes the same port range, so the same uids.
  */
 export function killTenantsOfPorts(from: number, to: number): number {
   let killed = 0;
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+  for (const line of tenantProcessesOfPorts(from, to)) {
     try {
-      const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
-      if (uid < tenantUid(from) || uid > tenantUid(to)) continue;
-      process.kill(Number(pid), 'SIGKILL');
+      process.kill(Number(line.split(' ')[0]), 'SIGKILL');
       killed++;
     } catch {
       // gone meanwhile

@@ -11,12 +11,12 @@
  * - a clean stop removes the sandbox's network namespace; a port another program holds fails the start.
  */
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { environmentHome, tenantUid } from '../../host/provider/sandbox';
+import { environmentHome } from '../../host/provider/sandbox';
 import { netnsName } from '../../host/provider/sandbox-network';
 import { useTestContext } from '../helpers/context';
 import {
@@ -36,7 +36,7 @@ import {
   spawnNpmStart,
   stopNpmStart,
 } from '../helpers/npm-start';
-import { processesMentioning } from '../helpers/processes';
+import { processesMentioning, tenantProcessesOfPorts } from '../helpers/processes';
 import { until as untilHolds } from '../helpers/until';
 
 // npm start runs on this file's database: its worker registers the host (the file registers none of its own)
@@ -198,20 +198,7 @@ describe('the edge under npm start', () => {
 });
 
 /** The tenant's processes (its uid), not zombies. */
-function tenantProcesses(): string[] {
-  const found: string[] = [];
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-      const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
-      if (uid !== tenantUid(env.port) || /^State:\s+[ZX]/m.test(status)) continue;
-      found.push(`${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim()}`);
-    } catch {
-      // gone
-    }
-  }
-  return found;
-}
+const tenantProcesses = () => tenantProcessesOfPorts(env.port, env.port);
 
 /** What runs for this DATA_DIR (zombies, dead already, not counted). */
 function systemProcesses(): string[] {
