@@ -136,6 +136,17 @@ export class Dir {
 
   /** Removes `name` and everything under it, whatever it is (`rm -rf` from this descriptor); nothing when absent. */
   async remove(name: string): Promise<void> {
+    // Nothing there, or no directory: no `rm` to spawn (a spawn forks the worker, a large process). What lstat saw
+    // may change before the unlink; then rm does it, as it would have.
+    const st = await this.lstat(name);
+    if (st === null) return;
+    if (!st.isDirectory()) {
+      const gone = await unlink(this.at(name)).then(
+        () => true,
+        (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
+      );
+      if (gone) return;
+    }
     await runIn([this], 'rm', ['-rf', '--one-file-system', '--', checkName(name)]);
   }
 

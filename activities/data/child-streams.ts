@@ -26,7 +26,12 @@ export function pgLogin(config: PgConfig, login: ServiceLogin) {
   };
 }
 
+/** The client tools' major versions this process has seen suffice (a tool is not asked at every backup and restore). */
+const sufficient = new Map<string, number>();
+
 async function clientMajor(tool: string): Promise<number> {
+  const known = sufficient.get(tool);
+  if (known !== undefined) return known;
   const child = spawn(tool, ['--version']);
   let out = '';
   child.stdout.on('data', (c) => (out += c));
@@ -37,7 +42,9 @@ async function clientMajor(tool: string): Promise<number> {
 /** pg_dump (or pg_restore) must be at least the server's major version; says so plainly when not. */
 export async function checkClientVersion(config: PgConfig, tool: 'pg_dump' | 'pg_restore'): Promise<void> {
   const [client, server] = await Promise.all([clientMajor(tool), serverMajorVersion(config).then(Number)]);
-  if (client < server) {
+  // kept only once it sufficed: a tool found too old is asked again (it may have been upgraded meanwhile)
+  if (client >= server) sufficient.set(tool, client);
+  else {
     throw new Error(
       `${tool} ${client} cannot work with the PostgreSQL ${server} server of the services: install the PostgreSQL ${server} client tools`,
     );

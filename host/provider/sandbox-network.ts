@@ -190,7 +190,9 @@ const networks = new OneAtATime();
 export function ensureNetwork(port: number): Promise<void> {
   return networks.run(port, async () => {
     if (await networkReady(port)) return;
-    await removeNetwork(port);
+    // a half-made one goes first (nothing there: nothing to spawn for)
+    if (existsSync(`/run/netns/${netnsName(port)}`) || existsSync(`/sys/class/net/${vethName(port)}`))
+      await removeNetwork(port);
     try {
       await createNetwork(port);
     } catch (err) {
@@ -239,31 +241,61 @@ function routeLocalnet(veth: string): boolean {
   }
 }
 
+/**
+ * The steps that make an environment's network, as one shell script (`sh -e`, each step traced): one process
+ * spawned by the worker instead of one per step. The worker is a large process, and every spawn forks it: ~13
+ * steps took ~250 ms of its event loop and ~120 ms of its CPU at 700 MB (docs/benchmarks.md, "Spawns from a large
+ * process"); the shell's own forks are cheap. The names and addresses come as arguments ($1..$5), the namespace's
+ * nft rules on standard input. Steps that a kernel without IPv6 refuses may fail (`|| true`).
+ */
+const CREATE_NETWORK = `ns=$1 veth=$2 host=$3 env=$4
+ip netns add "$ns"
+ip link add "$veth" type veth peer name eth0 netns "$ns"
+sysctl -qw "net.ipv6.conf.$veth.disable_ipv6=1" || true
+sysctl -qw "net.ipv4.conf.$veth.route_localnet=1"
+ip addr add "$host/30" dev "$veth"
+ip link set "$veth" up
+nsenter --net="/run/netns/$ns" -- sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 || true
+nsenter --net="/run/netns/$ns" -- sysctl -qw net.ipv4.conf.all.route_localnet=1 net.ipv4.conf.eth0.route_localnet=1
+ip -n "$ns" addr add "$env/30" dev eth0
+ip -n "$ns" link set lo up
+ip -n "$ns" link set eth0 up
+ip -n "$ns" route add default via "$host"
+nsenter --net="/run/netns/$ns" -- nft -f -
+`;
+
+/** The web process may listen on 127.0.0.1: what the host sends to the env address goes there. */
+const NAMESPACE_NFT = `table ip vc_env {}\nflush table ip vc_env\ntable ip vc_env {\n  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n    iifname "eth0" meta l4proto tcp dnat to 127.0.0.1\n  }\n}\n`;
+
 async function createNetwork(port: number): Promise<void> {
   const ns = netnsName(port);
   const veth = vethName(port);
   const { host, env } = jailAddresses(port);
   await removeLegacyNetwork(port, host);
-  await ip(['netns', 'add', ns]);
-  await ip(['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
-  await run('sysctl', ['-qw', `net.ipv6.conf.${veth}.disable_ipv6=1`]).catch(() => undefined);
-  await run('sysctl', ['-qw', `net.ipv4.conf.${veth}.route_localnet=1`]);
-  await ip(['addr', 'add', `${host}/30`, 'dev', veth]);
-  await ip(['link', 'set', veth, 'up']);
-  const inNs = (file: string, args: string[]) => run('nsenter', [`--net=/run/netns/${ns}`, '--', file, ...args]);
-  await inNs('sysctl', ['-qw', 'net.ipv6.conf.all.disable_ipv6=1', 'net.ipv6.conf.default.disable_ipv6=1']).catch(
-    () => undefined,
-  );
-  await inNs('sysctl', ['-qw', 'net.ipv4.conf.all.route_localnet=1', 'net.ipv4.conf.eth0.route_localnet=1']);
-  await ip(['-n', ns, 'addr', 'add', `${env}/30`, 'dev', 'eth0']);
-  await ip(['-n', ns, 'link', 'set', 'lo', 'up']);
-  await ip(['-n', ns, 'link', 'set', 'eth0', 'up']);
-  await ip(['-n', ns, 'route', 'add', 'default', 'via', host]);
-  // The web process may listen on 127.0.0.1: what the host sends to the env address goes there.
-  await nft(
-    `table ip vc_env {}\nflush table ip vc_env\ntable ip vc_env {\n  chain prerouting {\n    type nat hook prerouting priority dstnat; policy accept;\n    iifname "eth0" meta l4proto tcp dnat to 127.0.0.1\n  }\n}\n`,
-    ns,
-  );
+  await script(CREATE_NETWORK, [ns, veth, host, env], NAMESPACE_NFT).catch((err: Error) => {
+    throw new Error(`could not make the network of port ${port}: ${err.message}`);
+  });
+}
+
+/**
+ * Runs `text` with `sh -ex` (arguments as $1...; `input` on its standard input). A failure names the step that
+ * failed (the trace's last command) and what it said.
+ */
+function script(text: string, args: string[], input = ''): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('sh', ['-exc', text, 'sh', ...args], (err, _out, stderr) => {
+      if (!err) return resolve();
+      const lines = String(stderr).trim().split('\n');
+      let at = -1;
+      for (let i = lines.length - 1; i >= 0 && at < 0; i--) if (lines[i].startsWith('+ ')) at = i;
+      const step = at >= 0 ? lines[at].slice(2) : '';
+      const said = (at >= 0 ? lines.slice(at + 1) : lines).join(' ').trim() || err.message;
+      reject(new Error(step ? `${step} failed: ${said}` : said));
+    });
+    // a script that reads nothing may be gone before its input is written: its exit says how it went
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(input);
+  });
 }
 
 /**
@@ -282,18 +314,11 @@ async function removeLegacyNetwork(port: number, host: string): Promise<void> {
 /** Removes the namespace and the host end of the veth pair (absent ones are fine). */
 export async function removeNetwork(port: number): Promise<void> {
   checkedNetworks.delete(port);
-  await run('ip', ['netns', 'delete', netnsName(port)]).catch(() => undefined);
-  await run('ip', ['link', 'delete', vethName(port)]).catch(() => undefined);
-}
-
-async function ip(args: string[]): Promise<void> {
-  try {
-    await run('ip', args);
-  } catch (err) {
-    throw new Error(
-      `ip ${args.join(' ')} failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}`,
-    );
-  }
+  // one spawn for both (script above); either may be gone already
+  await script('ip netns delete "$1" 2>/dev/null || true; ip link delete "$2" 2>/dev/null || true', [
+    netnsName(port),
+    vethName(port),
+  ]);
 }
 
 function nft(rules: string, netns?: string): Promise<void> {

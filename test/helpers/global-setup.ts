@@ -71,7 +71,14 @@ export async function setup(project: TestProject) {
     startServicesServer(runDir, servicesPort).then((s) => {
       services = s;
     }),
-    startTemporalDevServer({ cliPath: cli, dataDir: runDir, port, namespace: 'default', headless: true }).then((s) => {
+    startTemporalDevServer({
+      cliPath: cli,
+      dataDir: runDir,
+      port,
+      namespace: 'default',
+      headless: true,
+      inMemory: true,
+    }).then((s) => {
       server = s;
     }),
     (async () => {

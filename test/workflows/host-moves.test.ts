@@ -261,13 +261,17 @@ describe('moving environments between hosts', () => {
     // the host's agent dies (its instances run on: they are stale once their environment runs elsewhere)
     await killAndWait(children.at(-1)!, 'SIGKILL');
     lostAt = Date.now();
+    // what a timeout shows: the lost host's row and one's newest move, as last read
+    let seen = '';
     const move = await until(
       'the move of one',
       async () => {
         const m = await newestMove(one.id);
+        const h = await t.deps.knex('hosts').where({ name: other }).first();
+        seen = `host ${other}: ${JSON.stringify(h)}; newest move: ${JSON.stringify(m ?? null)}`;
         return m?.status === 'succeeded' && JSON.parse(JSON.stringify(m.params)).reason === 'lost' && m;
       },
-      { timeoutMs: 60_000 },
+      { timeoutMs: 60_000, detail: () => seen },
     );
     expect((await placement(one.id)).host).toBe(here);
     expect(await fetchEnvironment(one.port)).toEqual({ status: 200, text: 'v1' });
