@@ -61,26 +61,31 @@ export function createEnvironmentActivities(deps: Deps, provider: Provider) {
   };
 }
 
-/** SIGKILL to every process running as the uid, then waits until they are gone; true when there was one. */
-async function killUid(uid: number): Promise<boolean> {
-  const killed = await pkill(uid);
-  const deadline = Date.now() + 10_000;
-  while (await pkill(uid, '0')) {
-    if (Date.now() > deadline) throw new Error(`processes of uid ${uid} are still there after SIGKILL`);
-    await new Promise((r) => setTimeout(r, 100));
-    await pkill(uid);
-  }
-  return killed;
-}
+/**
+ * SIGKILL to every process running as $1, again every 100 ms until none is left (at most 10 s): one shell for the
+ * whole wait instead of a pkill spawned by the worker, a large process, at every look. Exits 0 when one was
+ * killed, 1 when there was none, 3 when some are still there, or pkill's own code when pkill failed.
+ */
+const KILL_UID = `pkill -KILL -U "$1"; found=$?
+[ "$found" -gt 1 ] && exit "$found"
+n=0
+while pkill -0 -U "$1"; do
+  n=$((n + 1))
+  [ "$n" -ge 100 ] && exit 3
+  sleep 0.1
+  pkill -KILL -U "$1" || true
+done
+exit "$found"`;
 
-/** pkill with a signal (0: only asks whether one matches); true when a process matched. */
-function pkill(uid: number, signal = 'KILL'): Promise<boolean> {
+/** SIGKILL to every process running as the uid, then waits until they are gone; true when there was one. */
+function killUid(uid: number): Promise<boolean> {
   return new Promise((resolve, reject) => {
-    execFile('pkill', [`-${signal}`, '-U', String(uid)], (err) => {
+    execFile('sh', ['-c', KILL_UID, 'sh', String(uid)], (err, _out, stderr) => {
       if (!err) return resolve(true);
-      // pkill: 1 = nothing matched
-      if ((err as { code?: number }).code === 1) return resolve(false);
-      reject(new Error(`pkill failed: ${err.message}`));
+      const code = (err as { code?: number }).code;
+      if (code === 1) return resolve(false);
+      if (code === 3) return reject(new Error(`processes of uid ${uid} are still there after SIGKILL`));
+      reject(new Error(`pkill failed: ${String(stderr).trim() || err.message}`));
     });
   });
 }

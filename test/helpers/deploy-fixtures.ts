@@ -128,9 +128,13 @@ export function createSharedAppRepo(): AppRepo {
 /** Commits `serverJs` as the app's server.js, the rest of the repository as it is (a test's own app). */
 /** Commits everything in the repository `dir` (an empty commit when nothing changed); its sha. */
 export function commitAll(dir: string, message: string): string {
-  sh(dir, 'git', ['add', '-A']);
-  sh(dir, 'git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', message, '--allow-empty']);
-  return sh(dir, 'git', ['rev-parse', 'HEAD']);
+  // one spawn for the three (each spawn forks this test process, a large one: docs/benchmarks.md)
+  return sh(dir, 'sh', [
+    '-ec',
+    'git add -A; git -c user.name=t -c user.email=t@example.com commit -qm "$1" --allow-empty; git rev-parse HEAD',
+    'sh',
+    message,
+  ]);
 }
 
 export function commitServer(repo: AppRepo, serverJs: string, message: string): void {
