@@ -64,6 +64,24 @@ export function repositoriesDir(): string {
   return dir;
 }
 
+let runtimeInstalled = false;
+
+/**
+ * The Temporal runtime of this test process logs warnings and errors, as npm start's worker does
+ * (processes/worker.ts), not every worker's state changes at INFO (about 4,500 lines a run). Once per process: its
+ * files share it (isolate: false). A runtime made already (by a file that made a connection first) is kept.
+ */
+async function quietTemporalRuntime(): Promise<void> {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  const { DefaultLogger, Runtime } = await import('@temporalio/worker');
+  try {
+    Runtime.install({ logger: new DefaultLogger(process.env.TEST_LOG_LEVEL === 'debug' ? 'DEBUG' : 'WARN') });
+  } catch {
+    // installed already
+  }
+}
+
 /**
  * Per test file: a database cloned from the migrated template, the API on an ephemeral port, and
  * optionally a worker (own task queue on the run's Temporal dev server) and an SMTP server.
@@ -161,6 +179,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
           shipper: { refreshMs: 1000, maxBackoffMs: 4000 },
         })
       : undefined;
+    if (opts.worker) await quietTemporalRuntime();
     const worker = opts.worker
       ? await (await import('../../processes/worker-runtime')).startWorker(deps, {
           workflowBundle: { code: readFileSync(inject('workflowBundlePath'), 'utf8') },
