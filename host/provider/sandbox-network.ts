@@ -245,7 +245,7 @@ function routeLocalnet(veth: string): boolean {
  * The steps that make an environment's network, as one shell script (`sh -e`, each step traced): one process
  * spawned by the worker instead of one per step. The worker is a large process, and every spawn forks it: ~13
  * steps took ~250 ms of its event loop and ~120 ms of its CPU at 700 MB (docs/benchmarks.md, "Spawns from a large
- * process"); the shell's own forks are cheap. The names and addresses come as arguments ($1..$5), the namespace's
+ * process"); the shell's own forks are cheap. The names and addresses come as arguments ($1..$4), the namespace's
  * nft rules on standard input. Steps that a kernel without IPv6 refuses may fail (`|| true`).
  */
 const CREATE_NETWORK = `ns=$1 veth=$2 host=$3 env=$4
@@ -318,7 +318,7 @@ export async function removeNetwork(port: number): Promise<void> {
   await script('ip netns delete "$1" 2>/dev/null || true; ip link delete "$2" 2>/dev/null || true', [
     netnsName(port),
     vethName(port),
-  ]);
+  ]).catch(() => undefined);
 }
 
 function nft(rules: string, netns?: string): Promise<void> {
