@@ -34,6 +34,7 @@ export function startResourceSampler(
     const envs: Array<{ id: string }> = await environmentsSampledOn(deps.knex, deps.config.hostName);
     const at = new Date(Math.floor(Date.now() / 1000) * 1000);
     const rows: SampleRow[] = [];
+    const dirs: Array<{ envDir: string; volume: string }> = [];
     for (const { id } of envs) {
       const nowNs = process.hrtime.bigint();
       const usage = provider.usage(id);
@@ -41,16 +42,26 @@ export function startResourceSampler(
       last.set(id, { cpuNs: usage.cpuNs, atNs: nowNs });
       const cpu =
         prev && usage.cpuNs >= prev.cpuNs ? ((usage.cpuNs - prev.cpuNs) / Number(nowNs - prev.atNs)) * 100 : 0;
-      const volumeBytes = await provider.contentBytes(await environmentVolume(deps.knex, deps.config.storageRoots, id));
+      const volume = await environmentVolume(deps.knex, deps.config.storageRoots, id);
+      dirs.push({ envDir: provider.environmentDir(id), volume });
       rows.push({
         environment_id: id,
         at,
         cpu: Math.round(cpu * 100) / 100,
         memory_bytes: usage.memoryBytes,
-        // its directory (releases, HOME) and its volume, which lives under a root of STORAGE_ROOTS
-        disk_bytes: (await provider.diskBytes(provider.environmentDir(id))) + volumeBytes,
-        volume_bytes: volumeBytes,
+        disk_bytes: 0,
+        volume_bytes: 0,
       });
+    }
+    // every environment's directories at once (one du): its directory (releases, HOME) and its volume, which
+    // lives under a root of STORAGE_ROOTS and counts only when it holds something
+    const bytes = await provider.diskBytesOf(
+      dirs.flatMap((d) => [{ dir: d.envDir }, { dir: d.volume, content: true }]),
+    );
+    for (const [i, d] of dirs.entries()) {
+      const volumeBytes = bytes.get(d.volume) ?? 0;
+      rows[i].disk_bytes = (bytes.get(d.envDir) ?? 0) + volumeBytes;
+      rows[i].volume_bytes = volumeBytes;
     }
     // An environment deleted during the round fails the insert (foreign key): write the others.
     try {

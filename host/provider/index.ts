@@ -44,7 +44,7 @@ import {
 } from './sandbox';
 import { Supervisor } from './supervisor';
 import type { SupervisorOptions } from './supervisor-types';
-import { contentBytes, diskBytes, processUsage, type Usage } from './usage';
+import { diskBytesOf, processUsage, type Usage } from './usage';
 import { prepareVolume, volumeTar } from './volume';
 
 export type { Limits } from './cgroups';
@@ -88,10 +88,11 @@ export interface Provider {
   heldSteps(envId: string, role: 'build' | 'deploy', limits: Limits | null): HeldSteps;
   /** What the environment's processes use now (CPU time, memory). */
   usage(envId: string): Usage;
-  /** Bytes under a directory of this host (0 when it does not exist). */
-  diskBytes(dir: string): Promise<number>;
-  /** Bytes of a directory's contents on this host (0 when it is empty or does not exist). */
-  contentBytes(dir: string): Promise<number>;
+  /**
+   * Bytes under each directory of this host (0 when it does not exist, or, with `content`, is empty), measured
+   * together (usage.ts diskBytesOf).
+   */
+  diskBytesOf(dirs: Array<{ dir: string; content?: boolean }>): Promise<Map<string, number>>;
   /** The operator's release store (RELEASE_STORE), as this host reaches it. */
   readonly releaseStore: ReleaseStore;
   /** Packs a release built on this host and puts it in the release store: its digest and size. */
@@ -186,8 +187,7 @@ export function createLocalProvider(o: LocalProviderOptions): Provider {
         ? { env: limitEnv(limits), onSpawn: (pid: number) => void holdProcess(envId, role, pid, limits) }
         : { env: {}, onSpawn: undefined },
     usage: (envId) => processUsage(envId, supervisor.status(envId)?.pid ?? null),
-    diskBytes,
-    contentBytes,
+    diskBytesOf,
     releaseStore,
     storeRelease: (envId, releaseId) => packRelease({ dataDir: config.dataDir, store: releaseStore, envId, releaseId }),
     async ensureRelease(r) {

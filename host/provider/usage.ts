@@ -25,23 +25,35 @@ export function processUsage(envId: string, webPgid: number | null): Usage {
   return environmentUsage(envId) ?? procUsage(webPgid);
 }
 
-/** Bytes under a directory (`du -sb`, which counts hard-linked files once); 0 when it does not exist. */
-export async function diskBytes(dir: string): Promise<number> {
-  if (!existsSync(dir)) return 0;
+/**
+ * Bytes under each of `dirs`, and only those whose `content` is asked when they hold something (`du -sb`, which
+ * counts a hard-linked file once): 0 for one that does not exist, or (`content`) is empty, where du would count the
+ * empty directory's own block. One du for all of them: a spawn forks the worker, a large process (docs/benchmarks.md
+ * "Spawns from a large process"), and the sampler measured two directories of every environment each round. A file
+ * with links in two of them is counted in the first only.
+ */
+export async function diskBytesOf(dirs: Array<{ dir: string; content?: boolean }>): Promise<Map<string, number>> {
+  const bytes = new Map<string, number>();
+  const measured: string[] = [];
+  for (const { dir, content } of dirs) {
+    bytes.set(dir, 0);
+    if (!existsSync(dir)) continue;
+    if (content && (await readdir(dir).catch(() => [])).length === 0) continue;
+    if (!measured.includes(dir)) measured.push(dir);
+  }
+  if (measured.length === 0) return bytes;
+  let out: string;
   try {
-    const { stdout } = await run('du', ['-sb', dir], { timeout: 30_000 });
-    return Number(stdout.split(/\s/)[0]) || 0;
+    out = (await run('du', ['-sb0', '--', ...measured], { timeout: 30_000, maxBuffer: 16 * 1024 * 1024 })).stdout;
   } catch (err) {
     // du prints what it counted even when a file vanished under it
-    const out = (err as { stdout?: string }).stdout ?? '';
-    return Number(out.split(/\s/)[0]) || 0;
+    out = (err as { stdout?: string }).stdout ?? '';
   }
-}
-
-/** The bytes a directory's contents take: 0 when it is empty or missing (du counts an empty directory's own block). */
-export async function contentBytes(dir: string): Promise<number> {
-  const entries = await readdir(dir).catch(() => []);
-  return entries.length === 0 ? 0 : diskBytes(dir);
+  for (const entry of out.split('\0')) {
+    const tab = entry.indexOf('\t');
+    if (tab > 0) bytes.set(entry.slice(tab + 1), Number(entry.slice(0, tab)) || 0);
+  }
+  return bytes;
 }
 
 /** A process's fields of /proc/<pid>/stat after its name: its state at [0], its group at [2], utime [11], stime [12]. */
