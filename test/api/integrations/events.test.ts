@@ -121,7 +121,7 @@ describe('domain.verified', () => {
 describe('backup.failed', () => {
   it('is sent when a backup task fails, with the task and the reason, beside task.failed', async () => {
     const { team, project, environment, agent } = await world();
-    const { r, hook } = await webhook(agent, team.id, ['backup.failed', 'task.failed']);
+    const { r, hook, id: hookId } = await webhook(agent, team.id, ['backup.failed', 'task.failed']);
     const quiet = await webhook(agent, team.id, ['task.succeeded']);
     // A local destination (allowed: under BACKUP_LOCAL_ROOTS, root's) where the environment's directory
     // cannot be made: a file stands where it should be.
@@ -137,7 +137,9 @@ describe('backup.failed', () => {
     const task = await waitForTask(t, agent, started.body.id, { timeoutMs: 90_000 });
     expect(task.status).toBe('failed');
 
-    const got = await r.waitFor(2, 30_000);
+    // a delivery refused once is tried again after 1, 2, 4, 8 and 16 s: a minute covers a first attempt that failed
+    // on a loaded machine
+    const got = await r.waitFor(2, 60_000);
     const events = got.map(
       (g) =>
         hook.verify(g.body, g.headers as Record<string, string>) as {
@@ -157,7 +159,14 @@ describe('backup.failed', () => {
       },
     });
     expect(typeof failed!.data.backup.id).toBe('string');
-    expect(events.map((e) => e.event).sort()).toEqual(['backup.failed', 'task.failed']);
+    // what a failure shows: the integration's deliveries (event, status, attempts, last error)
+    const rows = (await deliveries(hookId)).map((d) => ({
+      event: d.event,
+      status: d.status,
+      attempts: d.attempts,
+      last_error: d.last_error,
+    }));
+    expect(events.map((e) => e.event).sort(), JSON.stringify(rows)).toEqual(['backup.failed', 'task.failed']);
     expect(await deliveries(quiet.id)).toEqual([]);
   });
 });
