@@ -259,6 +259,43 @@ describe.sequential('the environment overview', () => {
     expect(c.problems).toEqual([]);
   });
 
+  it('asks a read the network dropped once more; a write the network dropped is not sent again', async () => {
+    const { page } = c;
+    // what Chromium does to what is in flight when the machine's network changes (net::ERR_NETWORK_CHANGED)
+    const url = '**/api/vc/v1/environments/*/domains';
+    let gets = 0;
+    let posts = 0;
+    await page.route(url, async (route) => {
+      const method = route.request().method();
+      if (method === 'GET' && ++gets === 1) return route.abort('internetdisconnected');
+      if (method === 'POST') {
+        posts++;
+        return route.abort('internetdisconnected');
+      }
+      return route.continue();
+    });
+    try {
+      await c.go(`${env()}/domains`);
+      await page.getByText(/\d+ of \d+ domains used/).waitFor();
+      expect(gets).toBe(2);
+      expect(await page.getByText('Failed to fetch').count()).toBe(0);
+      await page.getByLabel('Hostname').fill('dropped.example.test');
+      await page.getByRole('button', { name: 'Add domain' }).click();
+      await page.getByText('Failed to fetch').waitFor();
+      expect(posts).toBe(1);
+      expect(await t.deps.knex('domains').where({ hostname: 'dropped.example.test' })).toEqual([]);
+    } finally {
+      await page.unroute(url);
+    }
+    // the browser's own line for each request dropped, and nothing else
+    expect(c.problems.length).toBe(2);
+    expect(
+      c.problems.every((p) => p.includes('ERR_INTERNET_DISCONNECTED')),
+      c.problems.join('\n'),
+    ).toBe(true);
+    c.problems.length = 0;
+  });
+
   it('the bell reads as words: "Waiting tasks: 1", nothing for none', async () => {
     const { page } = c;
     await c.go('/');

@@ -60,14 +60,26 @@ const csrfMiddleware: Middleware = {
 let inFlight = 0;
 let waiting: (() => void)[] = [];
 
-/** The API's calls, counted while they are in flight (see `quiet`). */
-function counted(request: Request, init?: RequestInit): Promise<Response> {
+/**
+ * The API's calls, counted while they are in flight (see `quiet`). A read that the network dropped (the browser
+ * aborts what is in flight when the machine's network changes: `net::ERR_NETWORK_CHANGED`, a laptop moving to
+ * another Wi-Fi) is asked once more after a moment: it changes nothing. A write is never sent twice.
+ */
+async function counted(request: Request, init?: RequestInit): Promise<Response> {
   inFlight++;
-  return globalThis.fetch(request, init).finally(() => {
+  try {
+    try {
+      return await globalThis.fetch(request, init);
+    } catch (err) {
+      if (!SAFE.has(request.method) || request.signal.aborted || (err as Error).name === 'AbortError') throw err;
+      await new Promise((r) => setTimeout(r, 250));
+      return await globalThis.fetch(request, init);
+    }
+  } finally {
     inFlight--;
     // A macrotask later: a page's next calls (started when these answers render) count first.
     if (inFlight === 0) setTimeout(release, 0);
-  });
+  }
 }
 
 function release() {
