@@ -321,12 +321,10 @@ export async function removeNetwork(port: number): Promise<void> {
   ]).catch(() => undefined);
 }
 
-function nft(rules: string, netns?: string): Promise<void> {
-  const [file, args] = netns
-    ? ['nsenter', [`--net=/run/netns/${netns}`, '--', 'nft', '-f', '-']]
-    : ['nft', ['-f', '-']];
+/** Applies `rules` in the host's own namespace (a sandbox's rules go with its network's script). */
+function nft(rules: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = execFile(file, args, (err, _out, stderr) =>
+    const child = execFile('nft', ['-f', '-'], (err, _out, stderr) =>
       err ? reject(new Error(`nft failed: ${String(stderr || err.message).trim()}`)) : resolve(),
     );
     child.stdin?.end(rules);

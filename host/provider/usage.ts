@@ -34,14 +34,14 @@ export function processUsage(envId: string, webPgid: number | null): Usage {
  */
 export async function diskBytesOf(dirs: Array<{ dir: string; content?: boolean }>): Promise<Map<string, number>> {
   const bytes = new Map<string, number>();
-  const measured: string[] = [];
+  const measured = new Set<string>();
   for (const { dir, content } of dirs) {
     bytes.set(dir, 0);
     if (!existsSync(dir)) continue;
     if (content && (await readdir(dir).catch(() => [])).length === 0) continue;
-    if (!measured.includes(dir)) measured.push(dir);
+    measured.add(dir);
   }
-  if (measured.length === 0) return bytes;
+  if (measured.size === 0) return bytes;
   let out: string;
   try {
     out = (await run('du', ['-sb0', '--', ...measured], { timeout: 30_000, maxBuffer: 16 * 1024 * 1024 })).stdout;
