@@ -35,8 +35,12 @@ import { hostWaitSeconds, onHost } from './host-queue';
 
 const acts = proxyActivities<MoveActivities>(profiles.bookkeeping);
 const volumeActs = proxyActivities<MoveVolumeActivities>(profiles.bookkeeping);
-/** A host watch round starts a task per environment of a lost host: more than bookkeeping's 30 s may pass. */
-const sweep = proxyActivities<MoveActivities>(profiles.quick);
+/**
+ * The host watch's steps heartbeat: a round starts a task per environment of a lost host (more than bookkeeping's
+ * 30 s may pass), and a step taken by a host that dies meanwhile is run again elsewhere within the heartbeat
+ * timeout (10 s) instead of holding every later round until its start-to-close timeout.
+ */
+const sweep = proxyActivities<MoveActivities>(profiles.heartbeating);
 
 /**
  * The patch that made a move failing on its new host clean up there (what it started stops, its copy of the
@@ -201,10 +205,10 @@ export async function watchHosts(): Promise<{ lost: string[]; drained: string[];
   const wait = hostWaitSeconds({ lostSeconds: 0, graceSeconds });
   for (const host of round.rejoined) {
     // a few attempts: the watch's next round asks again, and a long wait here would hold every round up
-    const onRejoined = proxyActivities<MoveActivities>(onHost(host, wait, profiles.quick));
+    const onRejoined = proxyActivities<MoveActivities>(onHost(host, wait, profiles.heartbeating));
     try {
       await onRejoined.stopStaleInstances();
-      await acts.rejoinDone({ host });
+      await sweep.rejoinDone({ host });
     } catch {
       // its agent did not take the work within the grace: the next round asks again
     }

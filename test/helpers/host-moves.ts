@@ -70,3 +70,43 @@ export function removeHostNetworks(tag: string): void {
   ])
     run('nft', ['delete', 'table', ...table.split(' ')]);
 }
+
+/**
+ * What the host watch was doing, for a wait's timeout: every host's row (the sweeper's heartbeat decides whether
+ * anyone is taken as lost), the schedule's last actions and running round, and that round's pending activities
+ * (an activity retrying holds every round up: the schedule skips while one runs).
+ */
+export async function hostWatchDiagnosis(t: TestContext, scheduleId: string): Promise<string> {
+  const lines: string[] = [];
+  try {
+    const hosts = await t.deps.knex('hosts').select('name', 'status', 'heartbeat_at', 'lost_at');
+    const now = (await t.deps.knex.raw('SELECT now() AS now')).rows[0].now;
+    lines.push(`database now ${new Date(now).toISOString()}; hosts: ${JSON.stringify(hosts)}`);
+    const schedule = await t.deps.temporal.schedule.getHandle(scheduleId).describe();
+    const recent = schedule.info.recentActions.slice(-5).map((a) => ({
+      scheduled: a.scheduledAt.toISOString(),
+      taken: a.takenAt.toISOString(),
+      workflow: a.action.workflow.workflowId,
+    }));
+    lines.push(`schedule ${scheduleId}: paused ${schedule.state.paused}; recent rounds ${JSON.stringify(recent)}`);
+    for (const running of schedule.info.runningActions) {
+      const handle = t.deps.temporal.workflow.getHandle(
+        running.workflow.workflowId,
+        running.workflow.firstExecutionRunId,
+      );
+      const described = await handle.describe();
+      const pending = (described.raw.pendingActivities ?? []).map((p) => ({
+        type: p.activityType?.name,
+        state: p.state,
+        attempt: p.attempt,
+        failure: p.lastFailure?.message,
+      }));
+      lines.push(
+        `running round ${running.workflow.workflowId} since ${described.startTime.toISOString()}: ${JSON.stringify(pending)}`,
+      );
+    }
+  } catch (err) {
+    lines.push(`(diagnosis failed: ${(err as Error).message})`);
+  }
+  return lines.join('\n');
+}

@@ -16,7 +16,16 @@
  * and nothing of it on the other host or in the store.
  */
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
@@ -38,7 +47,7 @@ import { ensureHostWatchSchedule, hostWatchScheduleId } from '../../core/schedul
 import { listHosts } from '../../db/queries/hosts';
 import { environmentVolume, volumePath } from '../../db/queries/storage';
 import { hostTag } from '../../host/provider/host-identity';
-import { instancesOn, removeHostNetworks, runHostsCli } from '../helpers/host-moves';
+import { hostWatchDiagnosis, instancesOn, removeHostNetworks, runHostsCli } from '../helpers/host-moves';
 import { testPortSlot } from '../helpers/test-workers';
 
 const LOST = 3;
@@ -62,6 +71,8 @@ let volumeProject: { id: string; team_id: string };
 let s3: Awaited<ReturnType<typeof startS3>>;
 /** The second host's STORAGE_ROOTS: its volumes are apart from the file's host's. */
 let otherRoot: string;
+/** While this file exists, the second host holds the host watch rounds it takes (VC_FAULT_INJECT hold-sweep). */
+let holdSweep: string;
 
 function startOtherHost(): ChildProcess {
   const child = spawnSystemProcess(t, 'processes/worker.ts', {
@@ -77,6 +88,8 @@ function startOtherHost(): ChildProcess {
     // more room than the file's host: new environments land here
     HOST_CAPACITY: 'cpu=1000,memory_mb=20000000,disk_gb=1000000',
     SMTP_URL: t.smtp!.url,
+    // holds the host watch rounds it takes while holdSweep exists (activities/machines/moves.ts)
+    VC_FAULT_INJECT: `hold-sweep:${holdSweep}`,
   });
   children.push(child);
   return child;
@@ -116,6 +129,20 @@ const envRef = (env: { id: string; name: string }) => ({
 const newestMove = (envId: string) =>
   t.deps.knex('tasks').where({ environment_id: envId, type: 'move' }).orderBy('created_at', 'desc').first();
 
+/** A wait on the host watch's work: a timeout also says what the watch was doing (hostWatchDiagnosis). */
+async function untilWatched<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  o: { timeoutMs: number; detail?: () => string },
+): Promise<T> {
+  try {
+    return await until(what, fn, o);
+  } catch (err) {
+    const diagnosis = await hostWatchDiagnosis(t, hostWatchScheduleId(t.config.taskQueue));
+    throw new Error(`${(err as Error).message}\n${diagnosis}`);
+  }
+}
+
 beforeAll(async () => {
   here = t.config.hostName;
   other = `moves-${t.config.taskQueue.slice(-8)}`;
@@ -134,6 +161,7 @@ beforeAll(async () => {
   const base = mkdtempSync(path.join(t.dataDir, '..', 'roots-b-'));
   chmodSync(base, 0o711);
   otherRoot = path.join(base, 'disks');
+  holdSweep = path.join(base, 'hold-sweep');
   mkdirSync(otherRoot, { mode: 0o755 });
   startOtherHost();
   await until('the second host to join', async () => (await statusOf(other)) === 'ready', { timeoutMs: 60_000 });
@@ -258,12 +286,19 @@ describe('moving environments between hosts', () => {
     expect(backedUp.status, `${backedUp.error}\n${await taskLog(t, agent, backedUp.id)}`).toBe('succeeded');
     writeFileSync(path.join(volume, 'after.txt'), 'written after the snapshot');
 
-    // the host's agent dies (its instances run on: they are stale once their environment runs elsewhere)
+    // the host's agent dies in the middle of a host watch round it took (every host polls the shared queue): the
+    // round is run again on this host within its heartbeat timeout; it held every later round for minutes before
+    // (its instances run on: they are stale once their environment runs elsewhere)
+    writeFileSync(holdSweep, '');
+    await until('a host watch round held on the other host', () => existsSync(`${holdSweep}.held`), {
+      timeoutMs: 60_000,
+    });
     await killAndWait(children.at(-1)!, 'SIGKILL');
     lostAt = Date.now();
+    rmSync(holdSweep);
     // what a timeout shows: the lost host's row and one's newest move, as last read
     let seen = '';
-    const move = await until(
+    const move = await untilWatched(
       'the move of one',
       async () => {
         const m = await newestMove(one.id);
@@ -330,7 +365,7 @@ describe('moving environments between hosts', () => {
     expect(instancesOn(other, one.id)).toEqual(staleOne); // still running
     expect(instancesOn(other, two.id)).toEqual(staleTwo);
     startOtherHost();
-    await until(
+    await untilWatched(
       'the stale instances to stop',
       () => instancesOn(other, one.id).length === 0 && instancesOn(other, two.id).length === 0,
       { timeoutMs: 60_000 },
