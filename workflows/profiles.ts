@@ -9,6 +9,15 @@ import type { UserFault } from '../activities/toolkit/failures';
 
 const nonRetryable = (...types: UserFault[]): string[] => types;
 
+/**
+ * The heartbeat timeout of the steps that do not heartbeat in their own code (untilDone, quick, remote): the worker
+ * heartbeats for them (activities/toolkit/keep-alive.ts), so that a step whose worker died (its host lost: every
+ * host polls the shared queues) runs again elsewhere after this, not after its start-to-close timeout (3-5 min).
+ * Not shortened by ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS (workflows/interceptors.ts): a step's event loop may be busy
+ * for seconds on a loaded machine, and a timeout then would run it twice at once.
+ */
+const STEP_HEARTBEAT = '20s';
+
 export const profiles = {
   /** Bookkeeping in the database (task rows, records, a DNS look-up): short, retried until it works. */
   bookkeeping: {
@@ -18,16 +27,19 @@ export const profiles = {
   /** A change on the host that must happen in the end (stop, retire, close): retried until it does. */
   untilDone: {
     startToCloseTimeout: '5m',
+    heartbeatTimeout: STEP_HEARTBEAT,
     retry: { initialInterval: '2s', maximumInterval: '5m' },
   },
   /** A bounded step of a task: a few attempts, then the task fails with the reason. */
   quick: {
     startToCloseTimeout: '3m',
+    heartbeatTimeout: STEP_HEARTBEAT,
     retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: 5 },
   },
   /** A call to another service that may be slow (the ACME CA): a few attempts, a longer wait between. */
   remote: {
     startToCloseTimeout: '5m',
+    heartbeatTimeout: STEP_HEARTBEAT,
     retry: { initialInterval: '5s', maximumInterval: '1m', maximumAttempts: 5 },
   },
   /** Minutes of work that heartbeat every second (restarts, applies, purges): a dead worker shows in 10s. */

@@ -4,7 +4,7 @@
  * serves the new host's), and the host watch's sweep and a rejoining host's clean-up. The new host's start is the
  * go-live that deploys use (activities/deploys), sent to the new host's queue.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { Context } from '@temporalio/activity';
 import { evacuationEmail } from '../../system/mail';
 import type { Deps } from '../../system/deps';
@@ -25,21 +25,6 @@ import {
 import { liveRelease } from '../../db/queries/releases';
 import { recordTaskPhases } from '../../db/queries/task-phases';
 import { withTaskLog } from '../toolkit/task-log';
-import { withHeartbeat } from '../toolkit/heartbeat';
-
-/**
- * Test hook, nothing else reads it: VC_FAULT_INJECT=hold-sweep:<file> holds this process's host watch rounds (their
- * sweep, heartbeating) while <file> exists, and says so by creating <file>.held (test/workflows/host-moves.test.ts:
- * a host that dies in the middle of a round).
- */
-async function sweepHeldByTest(): Promise<void> {
-  const fault = process.env.VC_FAULT_INJECT ?? '';
-  if (!fault.startsWith('hold-sweep:')) return;
-  const file = fault.slice('hold-sweep:'.length);
-  if (!existsSync(file)) return;
-  writeFileSync(`${file}.held`, String(process.pid));
-  while (existsSync(file)) await new Promise((r) => setTimeout(r, 100));
-}
 
 export function createMoveActivities(deps: Deps, provider: Provider) {
   const { knex } = deps;
@@ -115,15 +100,11 @@ export function createMoveActivities(deps: Deps, provider: Provider) {
     },
 
     /**
-     * One round of the host watch (core/host-moves.ts sweepHosts). It heartbeats: a round taken by a host that dies
-     * meanwhile (every host polls the shared queue) runs again elsewhere within the heartbeat timeout, instead of
-     * holding every later round (the schedule skips while one runs) until its start-to-close timeout.
+     * One round of the host watch (core/host-moves.ts sweepHosts). Scheduled with a heartbeat timeout, it heartbeats
+     * (activities/toolkit/keep-alive.ts): a round taken by a host that dies meanwhile runs again elsewhere.
      */
     async sweepHosts() {
-      return withHeartbeat(async () => {
-        await sweepHeldByTest();
-        return { ...(await sweepHosts(deps)), graceSeconds: deps.config.hostGraceSeconds };
-      });
+      return { ...(await sweepHosts(deps)), graceSeconds: deps.config.hostGraceSeconds };
     },
 
     /**
@@ -131,22 +112,20 @@ export function createMoveActivities(deps: Deps, provider: Provider) {
      * here: its directory is on this host), and serves again the ones still placed here that were `host_lost`.
      */
     async stopStaleInstances(): Promise<{ stopped: number; back: number }> {
-      return withHeartbeat(async () => {
-        let stopped = 0;
-        for (const envId of await environmentsPlacedElsewhere(knex, deps.config.hostName)) {
-          if (!existsSync(provider.environmentDir(envId)) && !supervisor.status(envId)) continue;
-          if (await supervisor.leave(envId)) stopped++;
-        }
-        let back = 0;
-        for (const env of await environmentsOnHost(knex, deps.config.hostName)) {
-          if (env.server_status !== 'host_lost' || !supervisor.status(env.environment_id)) continue;
-          await supervisor.republish(env.environment_id);
-          await setWebStatus(knex, env.environment_id, 'running');
-          back++;
-        }
-        if (stopped + back > 0) deps.logger.info({ stopped, back }, 'rejoined: stale instances stopped');
-        return { stopped, back };
-      });
+      let stopped = 0;
+      for (const envId of await environmentsPlacedElsewhere(knex, deps.config.hostName)) {
+        if (!existsSync(provider.environmentDir(envId)) && !supervisor.status(envId)) continue;
+        if (await supervisor.leave(envId)) stopped++;
+      }
+      let back = 0;
+      for (const env of await environmentsOnHost(knex, deps.config.hostName)) {
+        if (env.server_status !== 'host_lost' || !supervisor.status(env.environment_id)) continue;
+        await supervisor.republish(env.environment_id);
+        await setWebStatus(knex, env.environment_id, 'running');
+        back++;
+      }
+      if (stopped + back > 0) deps.logger.info({ stopped, back }, 'rejoined: stale instances stopped');
+      return { stopped, back };
     },
 
     /** An evacuated environment's team owners and admins hear what was lost: the writes since its snapshot. */
@@ -171,7 +150,7 @@ export function createMoveActivities(deps: Deps, provider: Provider) {
 
     /** The rejoined host's loss is over (it stays `drained` until the operator undrains it). */
     async rejoinDone(input: { host: string }): Promise<void> {
-      await withHeartbeat(() => clearHostLoss(knex, input.host));
+      await clearHostLoss(knex, input.host);
     },
   };
 }

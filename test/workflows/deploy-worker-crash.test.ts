@@ -25,8 +25,8 @@ let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const children: ChildProcess[] = [];
 let roots: [string, string];
 
-function startWorkerProcess(): ChildProcess {
-  const child = spawnSystemProcess(t, 'processes/worker.ts', { STORAGE_ROOTS: roots.join(',') });
+function startWorkerProcess(env: Record<string, string> = {}): ChildProcess {
+  const child = spawnSystemProcess(t, 'processes/worker.ts', { STORAGE_ROOTS: roots.join(','), ...env });
   children.push(child);
   return child;
 }
@@ -217,5 +217,35 @@ describe('a worker killed after a storage move switched the disk, before the app
     expect(timeouts).toContain(4);
     expect(timeouts).not.toContain(15);
     expect(timeouts).not.toContain(10);
+  }, 240_000);
+});
+
+// Every host's worker polls the shared queues, so a host lost in the middle of a shared step (here a deploy's
+// resolveRelease: the commit fetched, its release looked up) took the step with it. The task then waited for the
+// step's start-to-close timeout (the `quick` profile's 3 minutes) and showed nothing meanwhile. The worker now
+// heartbeats for every step scheduled with a heartbeat timeout (activities/toolkit/keep-alive.ts), and the next
+// worker takes the step once that timeout (20 s, at its real value: this file's shortening leaves it alone) passed.
+describe('a worker killed in the middle of a shared step whose own code does not heartbeat', () => {
+  it('the next worker runs the step again after its heartbeat timeout, not its start-to-close timeout', async () => {
+    await killAndWait(children.at(-1)!, 'SIGKILL');
+    const hold = path.join(path.dirname(w.repo.gate), 'hold-resolve');
+    writeFileSync(hold, '');
+    const held = startWorkerProcess({ VC_FAULT_INJECT: `hold-activity:resolveRelease:${hold}` });
+    w.repo.commit('v4');
+    const deploy = await w.api.post(`/environments/${w.environment.id}/deploy`);
+    expect(deploy.status, deploy.text).toBe(202);
+    await until('the worker to hold the deploy step', () => existsSync(`${hold}.held`), { timeoutMs: 60_000 });
+    await killAndWait(held, 'SIGKILL');
+    const killedAt = Date.now();
+    rmSync(hold);
+    startWorkerProcess();
+    const done = await waitForTask(t, w.api, deploy.body.id, { timeoutMs: 150_000 });
+    expect(done.status, `${done.error ?? ''}\n${await taskLog(t, w.api, deploy.body.id)}`).toBe('succeeded');
+    expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v4' });
+    // the step was taken again after its 20 s heartbeat timeout: well before the 180 s of its start-to-close
+    const took = (Date.now() - killedAt) / 1000;
+    console.log(`worker killed in a shared step -> the deploy succeeded on the next worker: ${took.toFixed(1)} s`);
+    expect(took).toBeLessThan(90);
+    expect(await scheduledHeartbeatTimeouts(t, deploy.body.id)).toContain(20);
   }, 240_000);
 });

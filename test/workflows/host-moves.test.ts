@@ -71,7 +71,7 @@ let volumeProject: { id: string; team_id: string };
 let s3: Awaited<ReturnType<typeof startS3>>;
 /** The second host's STORAGE_ROOTS: its volumes are apart from the file's host's. */
 let otherRoot: string;
-/** While this file exists, the second host holds the host watch rounds it takes (VC_FAULT_INJECT hold-sweep). */
+/** While this file exists, the second host holds the host watch rounds it takes (VC_FAULT_INJECT hold-activity). */
 let holdSweep: string;
 
 function startOtherHost(): ChildProcess {
@@ -88,8 +88,8 @@ function startOtherHost(): ChildProcess {
     // more room than the file's host: new environments land here
     HOST_CAPACITY: 'cpu=1000,memory_mb=20000000,disk_gb=1000000',
     SMTP_URL: t.smtp!.url,
-    // holds the host watch rounds it takes while holdSweep exists (activities/machines/moves.ts)
-    VC_FAULT_INJECT: `hold-sweep:${holdSweep}`,
+    // holds the host watch rounds it takes while holdSweep exists (activities/toolkit/keep-alive.ts)
+    VC_FAULT_INJECT: `hold-activity:sweepHosts:${holdSweep}`,
   });
   children.push(child);
   return child;
