@@ -10,11 +10,12 @@ import type { UserFault } from '../activities/toolkit/failures';
 const nonRetryable = (...types: UserFault[]): string[] => types;
 
 /**
- * The heartbeat timeout of the steps that do not heartbeat in their own code (untilDone, quick, remote): the worker
- * heartbeats for them (activities/toolkit/keep-alive.ts), so that a step whose worker died (its host lost: every
- * host polls the shared queues) runs again elsewhere after this, not after its start-to-close timeout (3-5 min).
- * Not shortened by ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS (workflows/interceptors.ts): a step's event loop may be busy
- * for seconds on a loaded machine, and a timeout then would run it twice at once.
+ * The heartbeat timeout of the steps that do not heartbeat in their own code (untilDone, quick, remote, daily, mail;
+ * bookkeeping and delivery take 30 s in all): the worker heartbeats for them (activities/toolkit/keep-alive.ts), so
+ * that a step whose worker died (its host lost: every host polls the shared queues) runs again elsewhere after this,
+ * not after its start-to-close timeout (3 minutes to half an hour). Not shortened by
+ * ACTIVITY_HEARTBEAT_TIMEOUT_SECONDS (workflows/interceptors.ts): a step's event loop may be busy for seconds on a
+ * loaded machine, and a timeout then would run it twice at once.
  */
 const STEP_HEARTBEAT = '20s';
 
@@ -60,9 +61,10 @@ export const profiles = {
     heartbeatTimeout: '2m',
     retry: { initialInterval: '5s', maximumInterval: '5m', maximumAttempts: 10 },
   },
-  /** A daily job of a system schedule (no heartbeat): patient retries, well inside the day. */
+  /** A daily job of a system schedule (the worker heartbeats for it): patient retries, well inside the day. */
   daily: {
     startToCloseTimeout: '30m',
+    heartbeatTimeout: STEP_HEARTBEAT,
     retry: {
       initialInterval: '5s',
       backoffCoefficient: 2,
@@ -79,6 +81,7 @@ export const profiles = {
   /** An e-mail: retried through a mail outage for up to 12 hours; a permanent refusal is not retried. */
   mail: {
     startToCloseTimeout: '3m',
+    heartbeatTimeout: STEP_HEARTBEAT,
     scheduleToCloseTimeout: '12h',
     retry: {
       initialInterval: '2s',
