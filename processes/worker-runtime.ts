@@ -9,6 +9,9 @@ import { checkReleaseStore } from '../host/release-store';
 import { bundleWorkflows } from './workflow-bundle';
 import { keepAlive } from '../activities/toolkit/keep-alive';
 
+/** Every worker's: an activity scheduled with a heartbeat timeout heartbeats while it runs (a dead worker's runs again). */
+const interceptors = { activity: [keepAlive] };
+
 /** Build activities one worker process holds at once, waiting for a slot or building. */
 const BUILDS_TAKEN_PER_WORKER = 200;
 
@@ -58,8 +61,7 @@ export async function startWorker(
     workflowBundle,
     activities: activities.activities,
     shutdownGraceTime: '5s',
-    // an activity scheduled with a heartbeat timeout heartbeats while it runs (a dead worker's is run again)
-    interceptors: { activity: [keepAlive] },
+    interceptors,
   });
   // Builds: their own task queue (waiting builds do not take the main worker's activity slots). How many
   // run at once across the system, and in which order, is decided in PostgreSQL (build-gate.ts): a build
@@ -75,8 +77,7 @@ export async function startWorker(
     maxConcurrentActivityTaskExecutions: Math.max(BUILDS_TAKEN_PER_WORKER, deps.config.buildConcurrency),
     maxHeartbeatThrottleInterval: '1s',
     shutdownGraceTime: '5s',
-    // an activity scheduled with a heartbeat timeout heartbeats while it runs (a dead worker's is run again)
-    interceptors: { activity: [keepAlive] },
+    interceptors,
   });
   // The host's own queue (CONTRACT "Hosts"): the work that must run on this machine (the environments placed
   // here: their instances, volumes, usage). Activities only.
@@ -87,8 +88,7 @@ export async function startWorker(
     ...(opts.identity ? { identity: `${opts.identity}-host` } : {}),
     activities: activities.activities,
     shutdownGraceTime: '5s',
-    // an activity scheduled with a heartbeat timeout heartbeats while it runs (a dead worker's is run again)
-    interceptors: { activity: [keepAlive] },
+    interceptors,
   });
   const workers = [worker, builds, host];
   await activities.onWorkerStart?.();

@@ -12,13 +12,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 export async function withHeartbeat<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const ctx = Context.current();
   ctx.heartbeat();
-  const timer = setInterval(() => {
-    try {
-      ctx.heartbeat();
-    } catch {
-      // heartbeating stops being possible once the activity is done
-    }
-  }, 1000);
+  const stopBeating = heartbeatEvery(ctx, 1000);
   let result: T;
   try {
     result = await fn(ctx.cancellationSignal);
@@ -26,10 +20,22 @@ export async function withHeartbeat<T>(fn: (signal: AbortSignal) => Promise<T>):
     if (ctx.cancellationSignal.aborted) throw stopped(ctx);
     throw err;
   } finally {
-    clearInterval(timer);
+    stopBeating();
   }
   if (ctx.cancellationSignal.aborted) throw stopped(ctx);
   return result;
+}
+
+/** Heartbeats `ctx`'s activity every `ms` until the function it answers is called. */
+export function heartbeatEvery(ctx: Context, ms: number): () => void {
+  const timer = setInterval(() => {
+    try {
+      ctx.heartbeat();
+    } catch {
+      // heartbeating stops being possible once the activity is done
+    }
+  }, ms);
+  return () => clearInterval(timer);
 }
 
 function stopped(ctx: Context): Error {

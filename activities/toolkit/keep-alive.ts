@@ -11,32 +11,20 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import type { Context } from '@temporalio/activity';
 import type { ActivityInterceptors } from '@temporalio/worker';
+import { heartbeatEvery } from './heartbeat';
 
 export function keepAlive(ctx: Context): ActivityInterceptors {
   return {
     inbound: {
       async execute(input, next) {
-        const timeoutMs = ctx.info.heartbeatTimeoutMs;
         if (ctx.info.isLocal) return next(input);
-        if (!timeoutMs) {
-          await heldByTest(ctx.info.activityType);
-          return next(input);
-        }
-        const timer = setInterval(
-          () => {
-            try {
-              ctx.heartbeat();
-            } catch {
-              // heartbeating stops being possible once the activity is done
-            }
-          },
-          Math.max(500, Math.floor(timeoutMs / 3)),
-        );
+        const timeoutMs = ctx.info.heartbeatTimeoutMs;
+        const stopBeating = timeoutMs ? heartbeatEvery(ctx, Math.max(500, Math.floor(timeoutMs / 3))) : undefined;
         try {
           await heldByTest(ctx.info.activityType);
           return await next(input);
         } finally {
-          clearInterval(timer);
+          stopBeating?.();
         }
       },
     },
