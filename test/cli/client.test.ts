@@ -106,29 +106,42 @@ describe('credentials', () => {
 
 describe('429 and network failures', () => {
   it('waits out a 429 per Retry-After and repeats the request', async () => {
-    // Credentials that do not work block this address for 3 s (429 with Retry-After on every credential);
-    // they are sent until the client has met the 429, however slowly it starts.
+    // Credentials that do not work block this address for 3 s (429 with Retry-After on every credential). The
+    // client reaches the API through a loopback relay that holds its first connection until a block has at least
+    // a second left, however slowly the client starts.
     const bad = () => fetch(`${t.apiUrl}/me`, { headers: { authorization: 'Bearer vcp_doesnotwork' } });
     await bad();
     expect((await bad()).status).toBe(401);
     const blocked = await fetch(`${t.apiUrl}/me`, { headers: { authorization: `Bearer ${token}` } });
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
-    const run = runCli(t, ['teams', '--json'], asToken());
-    let met = false;
-    const keepBlocked = (async () => {
-      while (!met) {
-        await bad();
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    })();
-    await run
-      .waitFor(/Rate limited by the console: waiting \d+ s \(Retry-After\)/, 'stderr')
-      .finally(() => (met = true));
-    await keepBlocked;
-    const res = await run;
-    expect(res.code, res.stderr).toBe(0);
-    expect(JSON.parse(res.stdout).data).toHaveLength(1);
+    const apiPort = Number(new URL(t.baseUrl).port);
+    let held = false;
+    const relay: Server = createServer((socket) => {
+      const first = !held;
+      held = true;
+      socket.pause();
+      void (async () => {
+        while (first) {
+          const r = await bad();
+          if (r.status === 429 && Number(r.headers.get('retry-after')) >= 2) break;
+          await new Promise((ok) => setTimeout(ok, 50));
+        }
+        socket.pipe(connect(apiPort, '127.0.0.1')).pipe(socket);
+        socket.resume();
+      })();
+    });
+    const port = await freePort();
+    await new Promise<void>((r) => relay.listen(port, '127.0.0.1', r));
+    try {
+      const run = runCli(t, ['teams', '--json'], { ...asToken(), VC_API: `http://127.0.0.1:${port}` });
+      await run.waitFor(/Rate limited by the console: waiting \d+ s \(Retry-After\)/, 'stderr');
+      const res = await run;
+      expect(res.code, res.stderr).toBe(0);
+      expect(JSON.parse(res.stdout).data).toHaveLength(1);
+    } finally {
+      relay.close();
+    }
   });
 
   it('retries a read with backoff while the console cannot be reached', async () => {

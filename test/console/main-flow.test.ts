@@ -338,7 +338,7 @@ describe.sequential('the console, end to end', () => {
     ]) {
       await page.goto(t.baseUrl + url);
       await page.locator('h1').first().waitFor();
-      await page.waitForLoadState('networkidle');
+      await c.settled();
       await checkNarrow(c, `flow-${name}`);
     }
     expect(c.problems).toEqual([]);

@@ -6,7 +6,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page, Request } from 'playwright-core';
 import { beforeEach, expect, onTestFailed } from 'vitest';
 import { ensureChromium, launchBrowser } from './browser';
 import { ensureConsoleBuilt } from './console';
@@ -28,6 +28,11 @@ export interface ConsoleBrowser {
   failed(name: string): Promise<void>;
   /** Opens a console path (`/environments/...`) and waits for its heading. */
   go(path: string): Promise<void>;
+  /**
+   * Resolves once no request of the page has been in flight for `quietMs` (150 by default): the page has loaded
+   * what it shows. Playwright's `networkidle` waits 500 ms for the same, which was a third of a screen walk's time.
+   */
+  settled(quietMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -39,6 +44,14 @@ export async function openConsole(t: TestContext): Promise<ConsoleBrowser> {
   const page = browser.context.pages()[0] ?? (await browser.context.newPage());
   const origin = new URL(t.baseUrl).origin;
   const problems: string[] = [];
+  const inFlight = new Set<Request>();
+  let lastChange = Date.now();
+  const done = (req: Request) => {
+    inFlight.delete(req);
+    lastChange = Date.now();
+  };
+  page.on('requestfinished', done);
+  page.on('requestfailed', done);
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
   page.on('console', (msg) => {
     if (
@@ -52,6 +65,8 @@ export async function openConsole(t: TestContext): Promise<ConsoleBrowser> {
       problems.push(`console error: ${msg.text()}`);
   });
   page.on('request', (req) => {
+    inFlight.add(req);
+    lastChange = Date.now();
     const url = req.url();
     if (url.startsWith('data:') || url.startsWith('blob:')) return;
     if (new URL(url).origin !== origin) problems.push(`request to another origin: ${req.method()} ${url}`);
@@ -85,6 +100,14 @@ export async function openConsole(t: TestContext): Promise<ConsoleBrowser> {
     async go(path) {
       await page.goto(t.baseUrl + path);
       await page.locator('h1').first().waitFor();
+    },
+    async settled(quietMs = 150) {
+      const deadline = Date.now() + 30_000;
+      while (inFlight.size > 0 || Date.now() - lastChange < quietMs) {
+        if (Date.now() > deadline)
+          throw new Error(`the page still loads after 30 s: ${[...inFlight].map((r) => r.url()).join(', ')}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
     },
     close: () => browser.close(),
   };

@@ -154,9 +154,17 @@ export async function createEnvironment(
   attrs: Partial<{ name: string; git_ref: string }> = {},
 ) {
   const { from, to } = t.config.environmentPorts;
+  const size = to - from + 1;
   const made = portCounters.get(t.config) ?? 0;
   portCounters.set(t.config, made + 1);
-  const port = from + (made % (to - from + 1));
+  // The next port of the range that no environment of the file's database holds (the API's own and those of a
+  // range that wrapped around included): with 4 workers a range holds 130 ports, fewer than some files make.
+  const taken = new Set<number>(
+    (await t.deps.knex('environments').whereBetween('port', [from, to]).pluck('port')).map(Number),
+  );
+  const offset = Array.from({ length: size }, (_, i) => (made + i) % size).find((i) => !taken.has(from + i));
+  if (offset === undefined) throw new Error(`every port of the file's range ${from}-${to} is held by an environment`);
+  const port = from + offset;
   return Environment.query(t.deps.knex).insertAndFetch({
     team_id: project.team_id,
     project_id: project.id,

@@ -2,15 +2,16 @@
  * How many vitest workers a run has, and each worker's port ranges. vitest.config.ts reads the count; the test
  * context (context.ts) gives each file the ranges of the worker that runs it.
  *
- * VC_TEST_WORKERS (2-4, default 3): the workers of one run. Each worker runs its files one after another. Three on a
- * 2-core machine: with two, 42 % of the CPU sat idle while the files waited (Temporal's dispatch, the apps' boots,
- * the edge's reloads), and the run took 794 s against 625 s; a fourth found no idle CPU left (589 s, every file
- * slower). docs/benchmarks.md, "The test suite's time".
+ * VC_TEST_WORKERS (2 or 3, the default): the workers of one run. Each worker runs its files one after another. Three
+ * on a 2-core machine: with two, 42 % of the CPU sat idle while the files waited (Temporal's dispatch, the apps' boots,
+ * the edge's reloads), and the run took 794 s against 625 s. A fourth found no idle CPU left: 589 s there, every file
+ * slower; on a slower machine 1,535 s against 1,288-1,445 s with three, 12 tests failing on their time limits, and
+ * role-walk.test.ts's 141 environments past a range of 130 ports. docs/benchmarks.md, "The test suite's time".
  *
  * VC_TEST_PORT_SLOT (0-17) moves a whole run to ranges of its own, for runs side by side on one host (separate
  * checkouts); each worker of a run takes one of the slot's ranges.
  */
-export const TEST_WORKERS = Math.min(4, Math.max(2, Number(process.env.VC_TEST_WORKERS) || 3));
+export const TEST_WORKERS = Math.min(3, Math.max(2, Number(process.env.VC_TEST_WORKERS) || 3));
 
 const SLOTS = 18;
 
@@ -18,7 +19,7 @@ export function testPortSlot(): number {
   return Math.min(SLOTS - 1, Math.max(0, Number(process.env.VC_TEST_PORT_SLOT) || 0));
 }
 
-/** Worker `pool`'s place among every worker of every slot: 0 to SLOTS * TEST_WORKERS - 1 (at most 71). */
+/** Worker `pool`'s place among every worker of every slot: 0 to SLOTS * TEST_WORKERS - 1 (at most 53). */
 export function workerIndex(pool: number): number {
   return testPortSlot() * TEST_WORKERS + ((pool - 1) % TEST_WORKERS);
 }
