@@ -1,11 +1,10 @@
 #!/usr/bin/env node
-// Launcher of the `service` client (the package's `bin`). It loads tsx's module hooks in this process
-// and imports the TypeScript entry point: no build step and no compiled copy that could drift from the
-// source, one process (signals and exit codes are the client's own), and it works the same from a
-// fresh clone after `npm install`, through `npx service`, `npm link` or `npm install -g` (tsx is a
-// runtime dependency). The rest of the system runs its TypeScript the same way.
-import { register } from 'tsx/esm/api';
+// Launcher of the `service` client (the package's `bin`). It imports the TypeScript entry point in this process
+// from one esbuild bundle, made again whenever a source file in it changed (scripts/entry-bundles.mjs): no build
+// step and no compiled copy that could drift from the source, one process (signals and exit codes are the
+// client's own), and it works the same from a fresh clone after `npm install`, through `npx service`, `npm link`
+// or `npm install -g`. Where no bundle can be made it runs the TypeScript through tsx (a runtime dependency).
+import { checkoutRoot, importEntry } from '../scripts/entry-bundles.mjs';
 
-register();
-const { main } = await import('./main.ts');
+const { main } = await importEntry(checkoutRoot, 'cli/main.ts');
 await main(process.argv);

@@ -30,7 +30,7 @@ Examples:
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
   .version;
 
-export function buildProgram(): Command {
+function buildProgram(): Command {
   const program = new Command('service')
     .version(VERSION, '-V, --version', "print the client's version")
     .description('The hosting console from the command line: sign in, deploy and watch, tasks, variables')
@@ -48,7 +48,7 @@ export function buildProgram(): Command {
 }
 
 /** One sentence (and the fields at fault) on stderr; the exit code of the refusal. */
-export function report(err: unknown): number {
+function report(err: unknown): number {
   if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.ok : EXIT.refused;
   if (err instanceof CliError) {
     note(`${red('Error:', process.stderr)} ${err.message}`);

@@ -16,19 +16,9 @@
  * runs migrations (start.ts, migrate.ts: knex imports them as TypeScript) stays under tsx.
  */
 import { createHash } from 'node:crypto';
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { ownUrls, writeWhole } from '../scripts/entry-bundles.mjs';
 
 /** The scripts the supervisors start that run bundled. */
 const BUNDLED_SCRIPTS = ['processes/worker.ts', 'processes/api.ts', 'processes/edge.ts', 'processes/shipper.ts'];
@@ -117,30 +107,6 @@ export async function processBundlesAhead(root: string, say: (m: string) => void
     say(`Could not bundle the console's processes (${(err as Error).message}); they run their TypeScript through tsx.`);
     return {};
   }
-}
-
-/** Each source file's `import.meta.url` (and `dirname`) stays its own: a bundle holds many files. */
-const ownUrls = {
-  name: 'own-import-meta',
-  setup(b: import('esbuild').PluginBuild) {
-    b.onLoad({ filter: /\.ts$/ }, (args) => {
-      const source = readFileSync(args.path, 'utf8');
-      if (!source.includes('import.meta')) return { contents: source, loader: 'ts' };
-      const url = pathToFileURL(args.path).href;
-      return {
-        contents: source
-          .replaceAll('import.meta.url', JSON.stringify(url))
-          .replaceAll('import.meta.dirname', JSON.stringify(join(args.path, '..'))),
-        loader: 'ts',
-      };
-    });
-  },
-};
-
-function writeWhole(file: string, contents: Uint8Array | string): void {
-  const aside = `${file}.${process.pid}.tmp`;
-  writeFileSync(aside, contents);
-  renameSync(aside, file);
 }
 
 /** Removes bundles (and maps, and leftovers of a write) not used for a week. */

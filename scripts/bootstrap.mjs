@@ -201,8 +201,16 @@ switch (command) {
   case 'hosts':
     // Node 20 reads `--env-file` anywhere before a `--` (even after the script): `join --env-file PATH` reaches
     // the command behind one (package.json's script and here; processes/hosts.ts drops it).
+    // A short command an operator (or a script) runs often: in this process, from its bundle
+    // (scripts/entry-bundles.mjs), as if node had been given processes/hosts.ts.
     ensureNodeModules();
-    run('tsx', ['processes/hosts.ts', '--', ...(rest[0] === '--' ? rest.slice(1) : rest)]);
+    process.argv = [
+      process.argv[0],
+      join(root, 'processes/hosts.ts'),
+      '--',
+      ...(rest[0] === '--' ? rest.slice(1) : rest),
+    ];
+    await (await import('./entry-bundles.mjs')).importEntry(root, 'processes/hosts.ts');
     break;
   default:
     console.error('usage: node scripts/bootstrap.mjs start|host|hosts|test|bench|typecheck|check');

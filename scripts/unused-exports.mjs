@@ -22,6 +22,8 @@ const ENTRY = [
   /^console\/vite\.config\.ts$/,
   /^scripts\/[^/]+\.(ts|mjs)$/,
   /^cli\/bin\.mjs$/,
+  // the client's entry, imported by its path through its bundle (scripts/entry-bundles.mjs)
+  /^cli\/main\.ts$/,
   /^bench\/index\.ts$/,
   /^db\/migrations\//,
 ];

@@ -7,14 +7,14 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TestContext } from './context';
 
-/** `npm run hosts -- ...args` with the file's settings (`t`, its HOST_LOST_SECONDS). */
+/** What `npm run hosts -- ...args` runs (scripts/bootstrap.mjs, the command's bundle) with the file's settings. */
 export function runHostsCli(
   t: TestContext,
   lost: number,
   ...args: string[]
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'processes/hosts.ts', ...args], {
+    const child = spawn(process.execPath, ['scripts/bootstrap.mjs', 'hosts', '--', ...args], {
       cwd: path.resolve(__dirname, '../..'),
       env: {
         ...process.env,

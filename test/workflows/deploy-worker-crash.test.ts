@@ -99,7 +99,8 @@ describe('a worker killed in the middle of a build', () => {
     const timeouts = await scheduledHeartbeatTimeouts(t, v2.body.id);
     expect(timeouts).toContain(10);
     expect(timeouts).not.toContain(4);
-  });
+    // two deploys, a worker's restart and a real heartbeat timeout: its waits alone allow 150 s, as its siblings'
+  }, 240_000);
 });
 
 const holdFile = () => path.join(path.dirname(w.repo.gate), 'hold');
