@@ -4,10 +4,8 @@
  * browser can be had the caller skips, printing why.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { existsSync } from 'node:fs';
+import { type Browser, type BrowserContext, chromium } from 'playwright-core';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -55,17 +53,24 @@ export function ensureChromium(): { path: string } | { reason: string } {
     : { reason: `apt-get installed chromium but ${CHROMIUM} is still missing` };
 }
 
-/** A headless chromium with a fresh profile; `close` ends it and removes the profile. */
+/**
+ * The headless chromium of this test process, started at its first use: files one after another in a vitest
+ * worker (`isolate: false`) share it, as a start and stop cost ~2.8 s of CPU here (docs/benchmarks.md). Playwright
+ * stops it when the process ends.
+ */
+let shared: Promise<Browser> | undefined;
+
+/** A fresh browser context (its own cookies, storage and cache) in the shared chromium; `close` ends the context. */
 export async function launchBrowser(
   executablePath: string,
 ): Promise<{ context: BrowserContext; close(): Promise<void> }> {
-  const profile = mkdtempSync(path.join(tmpdir(), 'vc-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath, headless: true, args: ARGS });
-  return {
-    context,
-    async close() {
-      await context.close();
-      rmSync(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
-    },
-  };
+  const launch = () => chromium.launch({ executablePath, headless: true, args: ARGS });
+  shared ??= launch();
+  let browser = await shared.catch(() => undefined);
+  if (!browser?.isConnected()) {
+    shared = launch();
+    browser = await shared;
+  }
+  const context = await browser.newContext();
+  return { context, close: () => context.close() };
 }
