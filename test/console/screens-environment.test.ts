@@ -86,10 +86,22 @@ describe.sequential('more environment screens', () => {
     const resized = await pendingTask('resize', staging.id);
     expect(resized.params).toMatchObject({ plan: bigger.plan });
 
-    await go(`/environments/${production.id}/services`);
-    await page.getByText('No services yet: add one below.').waitFor();
+    // The first plan's price (asked when the screen opens) answers only after the picked plan's: the picked one's
+    // stays shown (a quick pick on a slow network once showed the first plan's price).
     const choices = (await agent.get(`/environments/${production.id}/services/choices`)).body.data[0];
     const plan = choices.plans[choices.plans.length - 1].id as string;
+    let releaseFirst = () => {};
+    const firstHeld = new Promise<void>((r) => (releaseFirst = r));
+    let firstAnswered = false;
+    const previews = `**/environments/${production.id}/services/preview`;
+    await page.route(previews, async (route) => {
+      if (route.request().postDataJSON()?.plan === plan) return route.continue();
+      await firstHeld;
+      await route.continue();
+      firstAnswered = true;
+    });
+    await go(`/environments/${production.id}/services`);
+    await page.getByText('No services yet: add one below.').waitFor();
     await page.getByLabel('Plan').selectOption(plan);
     const priced = (await agent.post(`/environments/${production.id}/services/preview`, { kind: 'postgresql', plan }))
       .body;
@@ -98,6 +110,11 @@ describe.sequential('more environment screens', () => {
     );
     const preview = page.getByRole('status', { name: 'Price preview' });
     await expect.poll(() => preview.textContent(), { timeout: 30_000 }).toContain(`+${money} a month`);
+    releaseFirst();
+    await expect.poll(() => firstAnswered, { timeout: 30_000 }).toBe(true);
+    await c.settled();
+    expect(await preview.textContent()).toContain(`+${money} a month`);
+    await page.unroute(previews);
     await checkNarrow(c, 'environment-services');
     await page.getByRole('button', { name: 'Create service' }).click();
     const service = await pendingTask('service_create');

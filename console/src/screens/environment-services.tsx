@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, ok } from '../api/client';
 import type { Answer } from '../api/types';
@@ -16,12 +16,23 @@ export function EnvironmentServices({ id }: { id: string }) {
   const [preview, setPreview] = useState<Answer<'previewService'>>();
   const kind = choices.data?.data[0];
   const body = { kind: 'postgresql' as const, plan: plan || kind?.plans[0]?.id || '' };
-  const ask = useAction(async () =>
-    setPreview(await ok(api.POST('/environments/{id}/services/preview', { ...path, body }))),
-  );
+  // The plan whose price is asked last: the answers of two quick picks may come back in either order, and only the
+  // last pick's is shown (or its refusal).
+  const asked = useRef('');
+  const ask = useAction(async (wanted: string) => {
+    try {
+      const answer = await ok(
+        api.POST('/environments/{id}/services/preview', { ...path, body: { ...body, plan: wanted } }),
+      );
+      if (asked.current === wanted) setPreview(answer);
+    } catch (err) {
+      if (asked.current === wanted) throw err;
+    }
+  });
   useEffect(() => {
     setPreview(undefined);
-    if (body.plan) void ask.run();
+    asked.current = body.plan;
+    if (body.plan) void ask.run(body.plan);
   }, [body.plan]);
   const create = useAction(async () => {
     route(`/tasks/${(await ok(api.POST('/environments/{id}/services', { ...path, body }))).id}`);

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import type { Answer } from '../api/types';
 import { formatMonthly } from '../lib/price';
@@ -51,10 +51,14 @@ export function TeamBilling({ id }: { id: string }) {
   const [format, setFormat] = useState<Format>();
   const [saved, setSaved] = useState(false);
   const country = (values.country ?? billing.data?.details?.country ?? '').toUpperCase();
+  // Only the last country's layout is shown: the answers of two quick changes may come back in either order.
+  const asked = useRef('');
   const layout = useAction(async (code: string) => {
-    setFormat(await ok(api.POST('/billing/address-format', { body: { country: code } })));
+    const answer = await ok(api.POST('/billing/address-format', { body: { country: code } }));
+    if (asked.current === code) setFormat(answer);
   });
   useEffect(() => {
+    asked.current = country;
     if (/^[A-Z]{2}$/.test(country)) void layout.run(country);
   }, [country]);
   const save = useAction(async () => {
