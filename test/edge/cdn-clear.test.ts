@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { startEdge } from '../../edge/server';
-import { createKnex } from '../../db/knex';
+import knexFactory from 'knex';
 import { cc, clearCdn, patchCdn, request, useCdnWorld } from '../helpers/cdn-world';
 import { taskLog, waitForTask } from '../helpers/deploy-fixtures';
 import { until } from '../helpers/until';
@@ -175,7 +175,14 @@ describe('POST /environments/{id}/cdn/clear', () => {
   });
 
   it('an edge that lost its database serves nothing from its cache', async () => {
-    const knex = createKnex(c.t.config.databaseUrl!);
+    // A connection asked for when the pool is destroyed waits out its acquire timeout (knex's 60 s) in destroy() and
+    // in the follower's check, which the edge's close() waits for: here it gives up after a second.
+    const knex = knexFactory({
+      client: 'pg',
+      connection: c.t.config.databaseUrl!,
+      pool: { min: 0, max: 10 },
+      acquireConnectionTimeout: 1_000,
+    });
     const before = new Set((await c.t.deps.knex('edge_instances').select('id')).map((r) => r.id));
     const third = await edgeOn('127.0.0.3', `${c.t.dataDir}/third-edge`, { knex });
     try {
