@@ -158,7 +158,7 @@ export async function createEnvironment(
   const made = portCounters.get(t.config) ?? 0;
   portCounters.set(t.config, made + 1);
   // The next port of the range that no environment of the file's database holds (the API's own and those of a
-  // range that wrapped around included): with 4 workers a range holds 130 ports, fewer than some files make.
+  // range that wrapped around included). With 3 workers a range holds 180 ports (test-workers.ts).
   const taken = new Set<number>(
     (await t.deps.knex('environments').whereBetween('port', [from, to]).pluck('port')).map(Number),
   );
