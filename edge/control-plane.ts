@@ -25,6 +25,7 @@ import type { HaproxyProcess } from './haproxy/process';
 import { allServerCommands, applyFiles, applyServers, changedFiles, serverCommands } from './haproxy/runtime';
 import { EDGE_CHANNEL, edgeApplied, edgeSessionName } from '../db/queries/edge-routes';
 import { unregisterEdge } from '../db/queries/cdn';
+import { SERVES_WITHOUT_DATABASE } from '../db/knex';
 import type { Edge, EdgeOptions } from './edge-options';
 
 const WATCH_MS = 500;
@@ -321,7 +322,12 @@ export class EdgeControlPlane implements Edge {
     while (!this.closed) {
       // named after this edge's row: while it is connected, deploys wait for this edge (awaitEdges); once the
       // process is gone (a SIGKILL closes it), they do not wait out the row's 15 s
-      const c = new pg.Client({ connectionString: o.databaseUrl, application_name: edgeSessionName(p.edgeRow.id) });
+      const c = new pg.Client({
+        connectionString: o.databaseUrl,
+        application_name: edgeSessionName(p.edgeRow.id),
+        // a database host cut off drops packets: try again rather than wait on the connect for good
+        connectionTimeoutMillis: SERVES_WITHOUT_DATABASE.connectTimeoutMs,
+      });
       try {
         await c.connect();
         c.on('notification', (n) => {

@@ -5,7 +5,7 @@
  */
 import type { Knex } from 'knex';
 import { type Config, loadConfig } from '../system/config';
-import { createKnex } from '../db/knex';
+import { createKnex, SERVES_WITHOUT_DATABASE } from '../db/knex';
 import { createLogger, type Logger } from '../system/logger';
 import { loadSecrets, type Secrets } from '../system/secrets';
 import { onStopSignals } from './stop-signals';
@@ -19,7 +19,8 @@ export function databaseProcess(name: string): {
   const config = loadConfig();
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const logger = createLogger(config.logLevel, name);
-  const knex = createKnex(config.databaseUrl);
+  // both go on serving (the edge its sites, the shipper its lines) while PostgreSQL is away
+  const knex = createKnex(config.databaseUrl, SERVES_WITHOUT_DATABASE);
   const secrets = loadSecrets(config.dataDir, {
     tokenHmacKey: config.tokenHmacKey,
     encryptionKey: config.encryptionKey,
