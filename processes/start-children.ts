@@ -23,6 +23,7 @@ export function consoleChildren(o: {
   knex: Knex;
 }): Record<'edge' | 'worker' | 'api', ChildSpec> {
   const node = nodeChild(o);
+  let apiProbe: string | null = null;
   return {
     // Serves the environments' ports and EDGE_PORT from PostgreSQL alone: tenants stay served while the
     // worker or the API is away.
@@ -56,14 +57,20 @@ export function consoleChildren(o: {
       ready: async () => {
         const url = `http://${local(o.config.host)}:${o.config.port}/api/vc/v1/health`;
         for (;;) {
+          const began = Date.now();
           const ok = await fetch(url, { signal: AbortSignal.timeout(5000) }).then(
             () => true,
-            () => false,
+            (err: Error) => {
+              const cause = (err.cause as Error | undefined)?.message ?? err.message;
+              apiProbe = `its last probe of ${url}: ${cause} after ${Date.now() - began} ms`;
+              return false;
+            },
           );
           if (ok) return;
           await pause(300);
         }
       },
+      notReadyDetail: () => apiProbe,
       stopTimeoutMs: 15_000,
     },
   };

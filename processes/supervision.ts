@@ -34,6 +34,8 @@ export interface ChildSpec {
   /** Resolves once the process serves (called after every start); the supervisor bounds it. */
   ready?: (pid: number) => Promise<void>;
   readyTimeoutMs?: number;
+  /** What the readiness check saw last (e.g. its last probe's error), said when it is not ready in time. */
+  notReadyDetail?: () => string | null;
   /** Sent to the process itself to stop it (default SIGTERM); its group gets SIGKILL after stopTimeoutMs. */
   stopSignal?: NodeJS.Signals;
   stopTimeoutMs?: number;
@@ -175,10 +177,14 @@ export class Supervision {
       await Promise.race([
         spec.ready(child.pid),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new Error(`the ${spec.name} process was not ready within ${timeoutMs / 1000} s`)),
-            timeoutMs,
-          );
+          timer = setTimeout(() => {
+            const detail = spec.notReadyDetail?.();
+            reject(
+              new Error(
+                `the ${spec.name} process was not ready within ${timeoutMs / 1000} s${detail ? ` (${detail})` : ''}`,
+              ),
+            );
+          }, timeoutMs);
         }),
       ]).finally(() => clearTimeout(timer));
     }

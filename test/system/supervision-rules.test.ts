@@ -8,6 +8,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Supervision } from '../../processes/supervision';
+import { consoleChildren } from '../../processes/start-children';
+import type { Config } from '../../system/config';
+import { freePort } from '../helpers/ports';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'vc-supervision-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -61,5 +64,23 @@ describe('Supervision', () => {
     expect(lines.at(-1)).toMatch(/^Stopped the steady process \(\d+\.\d s\)\.$/);
     expect(() => process.kill(steady.pid!, 0)).toThrow();
     expect(s.states().map((p) => p.status)).toEqual(['stopped', 'stopped']);
+  });
+
+  it("says what the API's readiness probe saw last when the API is not ready in time", async () => {
+    // npm start's own check of the API (processes/start-children.ts), on a port nothing listens on
+    const port = await freePort();
+    const { api } = consoleChildren({
+      root: process.cwd(),
+      env: {},
+      config: { host: '127.0.0.1', port } as Config,
+      knex: null as never,
+    });
+    const s = new Supervision({ runDir: path.join(dir, 'c'), say: () => undefined });
+    await expect(
+      s.start({ ...api, ...node('api', 'setInterval(() => {}, 1000)'), readyTimeoutMs: 1500 }),
+    ).rejects.toThrow(
+      `the api process was not ready within 1.5 s (its last probe of http://127.0.0.1:${port}/api/vc/v1/health: connect ECONNREFUSED 127.0.0.1:${port} after`,
+    );
+    await s.stop(['api']);
   });
 });
