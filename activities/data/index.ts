@@ -9,7 +9,6 @@ import type { Deps } from '../../system/deps';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { type UserFault, userFault } from '../toolkit/failures';
 import { withHeartbeat } from '../toolkit/heartbeat';
-import { withPhases } from '../toolkit/phases';
 import type { Provider } from '../../host/provider';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { destinationRefusal, destinationSpec, recordDestinationError } from '../../core/backups/destinations';
@@ -20,7 +19,8 @@ import { openStore, storedObject } from '../../host/destinations';
 import { copyData, restoreSnapshot, takeSnapshot } from './backup-engine';
 import { describePutBackState, settlePutBack } from './put-back';
 import { environmentVolume } from '../../db/queries/storage';
-import { consoleEnv, volumeOwner } from '../storage/volume-env';
+import { volumeOwner } from '../storage/volume-env';
+import { restartWebAfterData } from './restart-web';
 import { createServiceDatabase } from '../../host/pg-server';
 import { recreateServiceDatabase } from '../../host/pg-restore';
 import { serviceLogin } from './service-env';
@@ -33,7 +33,6 @@ const withLog = <T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>
 const fail = (message: string, type: UserFault = 'DataTaskFailed') => userFault(type, message);
 
 export function createDataActivities(deps: Deps, provider: Provider) {
-  const { supervisor } = provider;
   const { knex, config } = deps;
   const source = async (envId: string) => ({
     login: await serviceLogin(deps, envId),
@@ -41,26 +40,8 @@ export function createDataActivities(deps: Deps, provider: Provider) {
     owner: await volumeOwner(deps, provider, envId),
   });
 
-  /**
-   * Restarts the environment's web process with its current service variables (when it runs here); with
-   * `taskId` (a restore), recording the task's phases.
-   */
-  const restartWeb = async (envId: string, log: TaskLog, taskId?: string) => {
-    const env = await consoleEnv(deps, provider, envId);
-    const r = taskId
-      ? await withPhases(deps, taskId, (phases) => {
-          phases.mark('release_ready');
-          return supervisor.restartWeb(envId, { env, healthTimeoutMs: 30_000, onPhase: (p) => phases.mark(p) });
-        })
-      : await supervisor.restartWeb(envId, { env, healthTimeoutMs: 30_000 });
-    log.line(
-      r.ok
-        ? r.restarted
-          ? '==> Web process restarted'
-          : '==> No web process runs here'
-        : `==> Web process not restarted: ${r.message}`,
-    );
-  };
+  const restartWeb = (envId: string, log: TaskLog, taskId?: string) =>
+    restartWebAfterData(deps, provider, envId, log, taskId);
 
   return {
     async createServiceDatabase(input: { taskId: string; serviceId: string }): Promise<{ database: string }> {

@@ -8,7 +8,7 @@ import { Context } from '@temporalio/activity';
 import type { Deps } from '../../system/deps';
 import type { Provider } from '../../host/provider';
 import { withHeartbeat } from '../toolkit/heartbeat';
-import { type TaskLog, withTaskLog } from '../toolkit/task-log';
+import { withTaskLog } from '../toolkit/task-log';
 import { userFault } from '../toolkit/failures';
 import { openArchive, takeArchiveBackup } from '../../host/pitr-archive';
 import { dropKeptDatabase } from '../../host/pg-restore';
@@ -19,7 +19,8 @@ import { keyFingerprint, decryptSnapshot, type PartName } from '../../host/snaps
 import { openStore, storedObject, type ObjectStore } from '../../host/destinations';
 import { startWorkflow } from '../../core/temporal-starts';
 import { environmentVolume } from '../../db/queries/storage';
-import { consoleEnv, volumeOwner } from '../storage/volume-env';
+import { volumeOwner } from '../storage/volume-env';
+import { restartWebAfterData } from './restart-web';
 import { serviceLogin } from './service-env';
 import { putBack } from './put-back';
 import { clearScratch, keptDatabaseName, replayToSecond } from './pitr-restore';
@@ -28,7 +29,6 @@ import { isoSeconds } from '../../core/pitr-window';
 const KEEP_HOURS = 24;
 
 export function createPitrActivities(deps: Deps, provider: Provider) {
-  const { supervisor } = provider;
   const { knex, config } = deps;
 
   /** The newest available snapshot of the environment taken before `at` that holds files, or null. */
@@ -48,20 +48,6 @@ export function createPitrActivities(deps: Deps, provider: Provider) {
     } finally {
       body.destroy();
     }
-  }
-
-  async function restartWeb(envId: string, log: TaskLog) {
-    const r = await supervisor.restartWeb(envId, {
-      env: await consoleEnv(deps, provider, envId),
-      healthTimeoutMs: 30_000,
-    });
-    log.line(
-      r.ok
-        ? r.restarted
-          ? '==> Web process restarted'
-          : '==> No web process runs here'
-        : `==> Web process not restarted: ${r.message}`,
-    );
   }
 
   return {
@@ -139,7 +125,7 @@ export function createPitrActivities(deps: Deps, provider: Provider) {
               args: [{ database: keepAs, dropAt: new Date(Date.now() + KEEP_HOURS * 3600_000).toISOString() }],
               summary: `Drop ${keepAs}, kept ${KEEP_HOURS} h after a point-in-time restore`,
             });
-            await restartWeb(input.environmentId, log);
+            await restartWebAfterData(deps, provider, input.environmentId, log);
             return { point_in_time: input.pointInTime, restored: put, kept: keepAs, timings_ms: timings };
           } catch (err) {
             throw userFault('RestoreFailed', `the restore failed: ${(err as Error).message}`);

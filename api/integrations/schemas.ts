@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { INTEGRATION_EVENTS, KIND_NAMES, type IntegrationKind } from '../../core/integration-kinds';
 import { idParams } from '../lib/params';
+import { formFieldsSchema } from '../lib/responses';
 
 export { idParams };
 
@@ -53,17 +54,7 @@ export const newIntegrationSchema = z.strictObject({
   kinds: z.array(z.strictObject({ kind: z.string(), name: z.string() })),
   events: z.array(z.string()),
 });
-export const fieldsSchema = z.strictObject({
-  fields: z.array(
-    z.strictObject({
-      name: z.string(),
-      type: z.string(),
-      required: z.boolean(),
-      secret: z.boolean(),
-      description: z.string(),
-    }),
-  ),
-});
+export const fieldsSchema = z.strictObject({ fields: formFieldsSchema });
 
 export const deliverySchema = z.strictObject({
   id: z.uuid(),

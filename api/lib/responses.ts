@@ -16,3 +16,14 @@ export const errorBodySchema = z.object({
 export function errorResponse(description: string, schema: z.ZodType = errorBodySchema): ResponseDef {
   return { description, schema };
 }
+
+/** The fields of a form the console draws from the API (an integration's, a repository host's kind). */
+export const formFieldsSchema = z.array(
+  z.strictObject({
+    name: z.string(),
+    type: z.string(),
+    required: z.boolean(),
+    secret: z.boolean(),
+    description: z.string(),
+  }),
+);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { idParams } from '../lib/params';
+import { formFieldsSchema } from '../lib/responses';
 
 export { idParams };
 
@@ -101,15 +102,7 @@ export const newHostSchema = z.strictObject({
   kinds: z.array(
     z.strictObject({
       kind: z.enum(HOST_KINDS),
-      fields: z.array(
-        z.strictObject({
-          name: z.string(),
-          type: z.string(),
-          required: z.boolean(),
-          secret: z.boolean(),
-          description: z.string(),
-        }),
-      ),
+      fields: formFieldsSchema,
     }),
   ),
 });

@@ -3,16 +3,9 @@ import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
 import { Check, ErrorNote, FieldErrors, LoadState, Section, Select, when } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
-import { eventLabel } from '../../../core/integration-kinds';
+import { eventLabel, type IntegrationEvent } from '../../../core/integration-kinds';
 
 type Email = 'members' | 'admins' | 'none';
-type Event =
-  | 'task.succeeded'
-  | 'task.failed'
-  | 'domain.verified'
-  | 'backup.failed'
-  | 'backup.verify_failed'
-  | 'token.expiring';
 interface Rule {
   event: string;
   email: Email;
@@ -41,7 +34,7 @@ export function NotificationRules({ id, teamId }: { id: string; teamId?: string 
   useEffect(() => setDraft(rules.data?.rules ?? []), [rules.data]);
   const save = useAction(async () => {
     setSaved(false);
-    const body = { rules: draft.map((r) => ({ ...r, event: r.event as Event })) };
+    const body = { rules: draft.map((r) => ({ ...r, event: r.event as IntegrationEvent })) };
     setDraft((await ok(api.POST('/projects/{id}/notifications', { ...path, body }))).rules);
     setSaved(true);
   });

@@ -5,17 +5,10 @@ import { type ChoiceField, ChoiceFields } from '../ui/choice-fields';
 import { useAction, useLoad } from '../ui/hooks';
 import { Check, CopyButton, ErrorNote, Field, FieldErrors, LoadState, Section, Select, when } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
-import { eventLabel } from '../../../core/integration-kinds';
+import { eventLabel, type IntegrationEvent } from '../../../core/integration-kinds';
 
 type Integration = Answer<'listIntegrations'>['data'][number];
 type Kind = 'webhook' | 'slack';
-type Event =
-  | 'task.succeeded'
-  | 'task.failed'
-  | 'domain.verified'
-  | 'backup.failed'
-  | 'backup.verify_failed'
-  | 'token.expiring';
 
 /** The fields one kind asks for (POST /teams/{id}/integrations/fields), without those the form has itself. */
 function useKindFields(teamId: string, kind: string) {
@@ -172,7 +165,9 @@ function IntegrationEdit(props: {
   const path = { params: { path: { id: i.id } } };
   const save = useAction(async () => {
     const given = Object.fromEntries(Object.entries(values).filter(([, v]) => v !== ''));
-    await ok(api.POST('/integrations/{id}', { ...path, body: { name, events: events as Event[], ...given } }));
+    await ok(
+      api.POST('/integrations/{id}', { ...path, body: { name, events: events as IntegrationEvent[], ...given } }),
+    );
     props.onClose();
     await props.onChanged();
   });
