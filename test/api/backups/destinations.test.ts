@@ -107,7 +107,7 @@ describe('GET /teams/{id}/backup-destinations/new', () => {
 describe('POST /teams/{id}/backup-destinations', () => {
   it('adds an S3 destination after a probe, and never shows its secrets', async () => {
     const res = await owner.post(`/teams/${teamId}/backup-destinations`, s3Body());
-    expect(res.status).toBe(201);
+    expect(res.status, res.text).toBe(201);
     expect(res.text).not.toContain(s3.secretAccessKey);
     expect(res.body).toMatchObject({
       kind: 's3',
