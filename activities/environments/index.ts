@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { Deps } from '../../system/deps';
 import type { Provider } from '../../host/provider';
 import { volumePath } from '../../db/queries/storage';
+import { releaseRetiringPort, retiringPortsLeft } from '../../db/queries/deleted-environments';
 import { removeTree } from '../../host/no-follow';
 import { environmentKey } from '../../host/release-store';
 
@@ -39,7 +40,7 @@ export function createEnvironmentActivities(deps: Deps, provider: Provider) {
     }
     // its releases in the release store (RELEASE_STORE): the environment's rows went with it
     await provider.releaseStore.deleteUnder(environmentKey(environmentId));
-    await deps.knex('retiring_ports').where({ port, environment_id: environmentId }).delete();
+    await releaseRetiringPort(deps.knex, port, environmentId);
     deps.logger.info({ environmentId, port }, 'deleted environment taken off this host');
     return { killed };
   }
@@ -47,10 +48,7 @@ export function createEnvironmentActivities(deps: Deps, provider: Provider) {
     retireEnvironmentHost,
     /** At worker start: what was deleted while no worker (or no Temporal) could take it off. */
     async retireLeftovers(): Promise<number> {
-      const rows: RetireInput[] = await deps
-        .knex('retiring_ports')
-        .select({ environmentId: 'environment_id', port: 'port' })
-        .where('created_at', '<', deps.knex.raw("now() - interval '1 minute'"));
+      const rows: RetireInput[] = await retiringPortsLeft(deps.knex);
       for (const row of rows) {
         await retireEnvironmentHost(row).catch((err) =>
           deps.logger.warn({ err, environmentId: row.environmentId }, 'could not retire a deleted environment'),

@@ -10,6 +10,7 @@ import { OutboundRefused, outboundRequest } from '../../host/outbound';
 import { Task } from '../../db/models/task';
 import { emitIntegrationEvent } from '../../core/integration-events';
 import { storedRule } from '../../db/queries/notification-rules';
+import { memberEmails } from '../../db/queries/memberships';
 import { taskEventEmail } from '../../system/mail';
 import { aad } from '../../db/aad';
 import { hostFault, userFault } from '../toolkit/failures';
@@ -155,12 +156,7 @@ export function createIntegrationActivities(deps: Deps) {
       }
       if (rule && rule.email !== 'none' && Context.current().info.attempt === 1) {
         const roles = rule.email === 'admins' ? ['owner', 'admin'] : ['owner', 'admin', 'developer', 'viewer'];
-        const people = await deps
-          .knex('memberships as m')
-          .join('users as u', 'u.id', 'm.user_id')
-          .where('m.team_id', task.team_id)
-          .whereIn('m.role', roles)
-          .select('u.email');
+        const people = await memberEmails(deps.knex, task.team_id, roles);
         const mail = taskEventEmail({
           outcome: task.status,
           taskType: task.type,

@@ -6,7 +6,8 @@
  */
 import type { Deps } from '../../system/deps';
 import { BackupDestination } from '../../db/models/backup-destination';
-import { keptSince } from '../../db/queries/deleted-environments';
+import { deleteTombstone, tombstonesPastKeeping } from '../../db/queries/deleted-environments';
+import { deleteEnvironmentActivity } from '../../db/queries/activity';
 import { deleteFromDestination } from '../../core/backups/destinations';
 import { createReleaseStore, environmentKey } from '../../host/release-store';
 
@@ -33,10 +34,7 @@ async function deleteSnapshotObjects(deps: Deps, environmentId: string): Promise
 
 /** Removes what deleted environments left once their keeping has ended as of `asOf`. Returns how many went. */
 export async function pruneDeletedEnvironments(deps: Deps, asOf: Date): Promise<number> {
-  const due: Array<{ id: string }> = await deps
-    .knex('deleted_environments')
-    .where('deleted_at', '<=', keptSince(asOf))
-    .select('id');
+  const due = await tombstonesPastKeeping(deps.knex, asOf);
   for (const { id } of due) {
     await deleteSnapshotObjects(deps, id);
     await createReleaseStore(deps.config.releaseStore)
@@ -47,8 +45,8 @@ export async function pruneDeletedEnvironments(deps: Deps, asOf: Date): Promise<
     await deps.knex.transaction(async (trx) => {
       await trx('backups').where({ environment_id: id }).delete();
       await trx('tasks').where({ environment_id: id }).delete();
-      await trx('activity_events').where({ environment_id: id }).delete();
-      await trx('deleted_environments').where({ id }).delete();
+      await deleteEnvironmentActivity(trx, id);
+      await deleteTombstone(trx, id);
     });
   }
   return due.length;

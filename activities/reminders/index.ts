@@ -2,7 +2,7 @@
 // sending one reminder exactly once. The workflow `sendTokenExpiryReminders` drives these.
 
 import { emitIntegrationEvent } from '../../core/integration-events';
-import type { Knex } from 'knex';
+import { dueReminderToken, dueReminderTokens } from '../../db/queries/token-reminders';
 import type { Deps } from '../../system/deps';
 import { isPermanentMailError } from '../../system/mail/transport';
 import { tokenExpiryReminderEmail } from '../../system/mail/templates';
@@ -39,37 +39,9 @@ function parseInstant(value: string, field: string): Date {
   return at;
 }
 
-/**
- * A token is due at `asOf` when it is active (not revoked; not expired, neither at asOf nor now), its
- * issuer is still in its team, it expires within REMINDER_LEAD_DAYS of asOf, and no reminder for it
- * was sent on asOf's UTC day or the REMINDER_INTERVAL_DAYS - 1 days before (`excludeKey`: the
- * reminder being sent, which does not count against itself).
- */
-function dueTokens(knex: Knex, asOf: Date, excludeKey: string | null) {
-  const day = utcDay(asOf);
-  return knex('access_tokens as t')
-    .whereNull('t.revoked_at')
-    .where('t.expires_at', '>', knex.raw('greatest(?::timestamptz, now())', [asOf.toISOString()]))
-    .where(
-      't.expires_at',
-      '<=',
-      knex.raw(`?::timestamptz + make_interval(days => ?)`, [asOf.toISOString(), REMINDER_LEAD_DAYS]),
-    )
-    .whereExists((q) =>
-      q
-        .select(knex.raw('1'))
-        .from('memberships as m')
-        .whereRaw('m.team_id = t.team_id')
-        .whereRaw('m.user_id = t.user_id'),
-    )
-    .whereNotExists((q) => {
-      q.select(knex.raw('1'))
-        .from('token_reminders as r')
-        .whereRaw('r.token_id = t.id')
-        .whereNotNull('r.sent_at')
-        .whereRaw('r.reminder_date > ?::date - ?::int', [day, REMINDER_INTERVAL_DAYS]);
-      if (excludeKey) q.whereNot('r.reminder_key', excludeKey);
-    });
+/** The window a reminder run at `asOf` looks through (keys.ts). */
+function dueWindow(asOf: Date) {
+  return { asOf, day: utcDay(asOf), leadDays: REMINDER_LEAD_DAYS, intervalDays: REMINDER_INTERVAL_DAYS };
 }
 
 export function createReminderActivities(deps: Deps) {
@@ -78,9 +50,7 @@ export function createReminderActivities(deps: Deps) {
     async findDueReminders(input: FindDueRemindersInput): Promise<DueReminder[]> {
       const asOf = parseInstant(input.asOf, 'asOf');
       const limit = Math.min(Math.max(input.limit ?? 200, 1), 1000);
-      const query = dueTokens(deps.knex, asOf, null).select('t.id', 't.expires_at').orderBy('t.id').limit(limit);
-      if (input.after) query.where('t.id', '>', input.after);
-      const rows: Array<{ id: string; expires_at: Date }> = await query;
+      const rows = await dueReminderTokens(deps.knex, dueWindow(asOf), { after: input.after, limit });
       return rows.map((row) => ({
         key: reminderKey(row.id, asOf),
         token_id: row.id,
@@ -128,29 +98,7 @@ export function createReminderActivities(deps: Deps) {
         if (!claim) return 'not_due'; // the token is gone (claims go with it)
         if (claim.sent_at) return 'already_sent';
 
-        const token:
-          | {
-              id: string;
-              purpose: string;
-              expires_at: Date;
-              email: string;
-              user_name: string;
-              team_name: string;
-              team_id: string;
-            }
-          | undefined = await dueTokens(trx, asOf, input.key)
-          .where('t.id', tokenId)
-          .join('users as u', 'u.id', 't.user_id')
-          .join('teams as tm', 'tm.id', 't.team_id')
-          .first(
-            't.id',
-            't.purpose',
-            't.expires_at',
-            'u.email',
-            'u.name as user_name',
-            'tm.name as team_name',
-            't.team_id',
-          );
+        const token = await dueReminderToken(trx, dueWindow(asOf), tokenId, input.key);
         if (!token) {
           await trx('token_reminders').where('reminder_key', input.key).whereNull('sent_at').delete();
           deps.logger.info({ tokenId, key: input.key }, 'token reminder no longer due');

@@ -6,7 +6,7 @@ import type { Deps } from '../../system/deps';
 import { Project } from '../../db/models/project';
 import { GitError, resolveRef, type GitRepo } from '../../host/git';
 import { projectRepositoryOf } from '../../core/repository';
-import { liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
+import { lastWentLive, liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
 import { runningExclusiveTask } from '../../core/tasks';
 import type { Actor } from '../../core/actor';
 import { can, roleIn } from '../lib/policy';
@@ -108,14 +108,8 @@ const releaseRef = (r: (ReleaseRow & { built_at?: Date | string | null }) | unde
 async function liveRef(knex: Deps['knex'], envId: string, r: ReleaseRow | undefined) {
   const ref = releaseRef(r);
   if (!ref) return null;
-  const d = await knex('deployments')
-    .where({ environment_id: envId, release_id: ref.id })
-    .orderBy([
-      { column: 'went_live_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
-    .first('task_id', 'went_live_at');
-  return { ...ref, went_live: d?.task_id ? { task_id: d.task_id as string, at: iso(d.went_live_at) } : null };
+  const d = await lastWentLive(knex, envId, ref.id);
+  return { ...ref, went_live: d?.task_id ? { task_id: d.task_id, at: iso(d.went_live_at) } : null };
 }
 
 /** What a deploy of the environment would do now, or why none can be asked. */

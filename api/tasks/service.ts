@@ -14,6 +14,7 @@ import { strongEtag } from '../lib/etag';
 import { encodeCursor, pageOf } from '../lib/pagination';
 import { isoOrNull } from '../../core/time';
 import { TASKS_CURSOR } from './schemas';
+import { taskLogChunks } from '../../db/queries/task-logs';
 
 export type TaskRow = Task & { account_name: string | null };
 
@@ -109,12 +110,7 @@ export async function getTask(deps: Deps, actor: Actor, id: string, include: str
 export async function readTaskLog(deps: Deps, actor: Actor, id: string, after: number | undefined) {
   // findTask read the row (its status) before the chunks below are read.
   const row = await findTask(deps, actor, id, 'task:read');
-  const chunks: Array<{ seq: number; chunk: string }> = await deps
-    .knex('task_logs')
-    .where({ task_id: row.id })
-    .andWhere('seq', '>', after ?? 0)
-    .orderBy('seq')
-    .select('seq', 'chunk');
+  const chunks = await taskLogChunks(deps.knex, row.id, after ?? 0);
   return { status: row.status, seq: chunks.at(-1)?.seq ?? after ?? 0, text: chunks.map((c) => c.chunk).join('') };
 }
 

@@ -7,7 +7,7 @@
  */
 import type { Deps } from '../../system/deps';
 import type { Environment } from '../../db/models/environment';
-import { recordActivity } from '../../db/queries/activity';
+import { recordActivity, taskActivityRecorded } from '../../db/queries/activity';
 import { storedRule } from '../../db/queries/notification-rules';
 import { emitIntegrationEvent } from '../integration-events';
 import { startTask, type TaskRequester } from '../tasks';
@@ -79,7 +79,7 @@ export async function recordDrillFailed(
   if (!row) return; // the snapshot was deleted meanwhile: nothing is left to be wrong
   await knex.transaction(async (trx) => {
     await trx('backups').where({ id: row.id }).update({ verified_at: trx.fn.now(), verify_error: e.reason });
-    const recorded = await trx('activity_events').where({ task_id: e.taskId, type: 'verify_failed' }).first('id');
+    const recorded = await taskActivityRecorded(trx, e.taskId, 'verify_failed');
     if (!recorded)
       await recordActivity(trx, {
         teamId: row.team_id,

@@ -8,6 +8,7 @@ import type { Secrets } from '../../system/secrets';
 import { open, seal } from '../../system/crypto';
 import { keyFingerprint } from '../../host/snapshot-format';
 import { aad } from '../../db/aad';
+import { tombstoneBackupKey } from '../../db/queries/deleted-environments';
 
 /** The environment's key, generated and stored once (a concurrent first use keeps the first one written). */
 export async function ensureBackupKey(knex: Knex, secrets: Secrets, envId: string): Promise<Buffer> {
@@ -28,9 +29,9 @@ export async function ensureBackupKey(knex: Knex, secrets: Secrets, envId: strin
  */
 export async function snapshotKey(knex: Knex, secrets: Secrets, envId: string): Promise<Buffer> {
   if (await knex('environments').where({ id: envId }).first('id')) return ensureBackupKey(knex, secrets, envId);
-  const kept = await knex('deleted_environments').where({ id: envId }).first('backup_key_sealed');
-  if (!kept?.backup_key_sealed) throw new Error('the environment that took the snapshot left no backup key');
-  return Buffer.from(open(secrets, kept.backup_key_sealed, aad.backupKey(envId)), 'base64');
+  const kept = await tombstoneBackupKey(knex, envId);
+  if (!kept) throw new Error('the environment that took the snapshot left no backup key');
+  return Buffer.from(open(secrets, kept, aad.backupKey(envId)), 'base64');
 }
 
 export { keyFingerprint };

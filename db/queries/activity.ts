@@ -38,3 +38,14 @@ export async function recordActivity(knex: Knex, e: ActivityInput): Promise<void
     details: JSON.stringify(e.details ?? {}),
   });
 }
+
+/** Whether an event of `type` was recorded for the task. */
+export async function taskActivityRecorded(knex: Knex, taskId: string, type: string): Promise<boolean> {
+  const row = await knex('activity_events').where({ task_id: taskId, type }).first('id');
+  return Boolean(row);
+}
+
+/** Removes the (deleted) environment's events; inside the prune's transaction. */
+export async function deleteEnvironmentActivity(trx: Knex.Transaction, environmentId: string): Promise<void> {
+  await trx('activity_events').where({ environment_id: environmentId }).delete();
+}

@@ -9,7 +9,7 @@ export const DELETED_ENVIRONMENT_KEEP_DAYS = 30;
 const DAY_MS = 86_400_000;
 
 /** The instant before which a tombstone is past keeping, as of `asOf`. */
-export const keptSince = (asOf: Date) => new Date(asOf.getTime() - DELETED_ENVIRONMENT_KEEP_DAYS * DAY_MS);
+const keptSince = (asOf: Date) => new Date(asOf.getTime() - DELETED_ENVIRONMENT_KEEP_DAYS * DAY_MS);
 
 /**
  * Deletes the environment's row inside `trx` (the caller has locked it and checked nothing runs there), leaving
@@ -84,4 +84,32 @@ export async function isKeptDeletedEnvironment(knex: Knex, projectId: string, en
     .where('deleted_at', '>', keptSince(new Date()))
     .first('id');
   return Boolean(row);
+}
+
+/** The tombstones whose keeping has ended as of `asOf` (the daily prune removes them). */
+export async function tombstonesPastKeeping(knex: Knex, asOf: Date): Promise<Array<{ id: string }>> {
+  return knex('deleted_environments').where('deleted_at', '<=', keptSince(asOf)).select('id');
+}
+
+/** Removes the tombstone (its backup key with it); inside the prune's transaction. */
+export async function deleteTombstone(trx: Knex.Transaction, id: string): Promise<void> {
+  await trx('deleted_environments').where({ id }).delete();
+}
+
+/** The sealed backup key the environment's tombstone kept (null: no tombstone, or it kept none). */
+export async function tombstoneBackupKey(knex: Knex, environmentId: string): Promise<string | null> {
+  const kept = await knex('deleted_environments').where({ id: environmentId }).first('backup_key_sealed');
+  return (kept?.backup_key_sealed as string | null | undefined) ?? null;
+}
+
+/** The environment's sandbox is gone from its host: its port is free for a new environment. */
+export async function releaseRetiringPort(knex: Knex, port: number, environmentId: string): Promise<void> {
+  await knex('retiring_ports').where({ port, environment_id: environmentId }).delete();
+}
+
+/** The ports still held for deleted environments more than a minute ago (what no worker has retired yet). */
+export async function retiringPortsLeft(knex: Knex): Promise<Array<{ environmentId: string; port: number }>> {
+  return knex('retiring_ports')
+    .select({ environmentId: 'environment_id', port: 'port' })
+    .where('created_at', '<', knex.raw("now() - interval '1 minute'"));
 }

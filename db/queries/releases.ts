@@ -46,6 +46,21 @@ export async function rollbackTarget(knex: Knex, environmentId: string): Promise
     .first('r.*');
 }
 
+/** The deployment that last put the release live on the environment (its task and when), or undefined. */
+export async function lastWentLive(
+  knex: Knex,
+  environmentId: string,
+  releaseId: string,
+): Promise<{ task_id: string | null; went_live_at: Date } | undefined> {
+  return knex('deployments')
+    .where({ environment_id: environmentId, release_id: releaseId })
+    .orderBy([
+      { column: 'went_live_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .first('task_id', 'went_live_at');
+}
+
 /** Records the release's archive in the release store (its digest and size). */
 export async function recordReleaseArchive(
   knex: Knex,
