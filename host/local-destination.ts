@@ -10,6 +10,7 @@ import { lstat, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import type { Config } from '../system/config';
+import { diskLocations } from '../db/queries/storage';
 
 type Sources = { config: Pick<Config, 'backupLocalRoots' | 'dataDir' | 'storageRoots'>; knex: Knex };
 
@@ -47,9 +48,7 @@ export async function checkLocalDestination(
   if (!allowed.some((root) => within(dir, root))) {
     return { refusal: `must be a directory under BACKUP_LOCAL_ROOTS (${roots.join(', ')})` };
   }
-  const rows: Array<{ location: string; old_location: string | null }> = await deps
-    .knex('storage_disks')
-    .distinct('location', 'old_location');
+  const rows = await diskLocations(deps.knex);
   const locations = [...new Set(rows.flatMap((r) => [r.location, r.old_location ?? r.location]))];
   const forbidden = await Promise.all(
     [deps.config.dataDir, ...deps.config.storageRoots, ...locations].map((d) => real(d)),

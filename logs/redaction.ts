@@ -7,20 +7,13 @@
  * a value that was changed or deleted is still hidden for a day (a running process may still hold it).
  */
 import type { Knex } from 'knex';
-import { openVariable } from '../db/queries/variables';
+import { openVariable, secretVariableRows } from '../db/queries/variables';
 import { secretRedactor } from '../system/redact';
 import type { Secrets } from '../system/secrets';
 
 const KEEP_MS = 86_400_000;
 /** Fields that the console writes itself (never a tenant's text). */
 const OWN_FIELDS = new Set(['time', 'environment_id', 'type']);
-
-interface SecretRow {
-  project_id: string;
-  environment_id: string | null;
-  name: string;
-  value_sealed: string;
-}
 
 export class LineRedactor {
   /** sealed text -> value, for the rows read last (a value is opened once). */
@@ -38,10 +31,7 @@ export class LineRedactor {
   /** Reads the secret values reaching these environments (environment id -> project id). */
   async load(environments: Map<string, string>): Promise<void> {
     if (environments.size === 0) return;
-    const rows = (await this.knex('variables')
-      .where({ secret: true })
-      .whereIn('project_id', [...new Set(environments.values())])
-      .select('project_id', 'environment_id', 'name', 'value_sealed')) as SecretRow[];
+    const rows = await secretVariableRows(this.knex, [...new Set(environments.values())]);
     const opened = new Map<string, string>();
     for (const row of rows) {
       let value = this.opened.get(row.value_sealed);

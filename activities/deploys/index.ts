@@ -9,7 +9,14 @@ import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../system/deps';
 import type { Provider } from '../../host/provider';
 import { withTaskLog } from '../toolkit/task-log';
-import { liveRelease, rollbackTarget } from '../../db/queries/releases';
+import {
+  failRelease,
+  liveRelease,
+  readyReleaseOf,
+  releaseBuilt,
+  rollbackTarget,
+  taskRelease,
+} from '../../db/queries/releases';
 import { pruneReleaseArchives, storeRelease } from './release-archives';
 import { recordTaskPhases } from '../../db/queries/task-phases';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
@@ -72,19 +79,10 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
      */
     async prepareRelease(input: PrepareInput): Promise<{ releaseId: string; ready: boolean }> {
       if (input.reuseReady) {
-        const ready = await knex('releases')
-          .where({ environment_id: input.environmentId, commit_sha: input.sha, status: 'ready' })
-          .orderBy('built_at', 'desc')
-          .first('id');
-        if (ready) return { releaseId: ready.id, ready: true };
+        const ready = await readyReleaseOf(knex, input.environmentId, input.sha);
+        if (ready) return { releaseId: ready, ready: true };
       }
-      await knex.raw(
-        `INSERT INTO releases (id, team_id, project_id, environment_id, git_ref, commit_sha, status, task_id)
-         VALUES (?, ?, ?, ?, ?, ?, 'building', ?)
-         ON CONFLICT (task_id) WHERE task_id IS NOT NULL DO NOTHING`,
-        [randomUUID(), input.teamId, input.projectId, input.environmentId, input.gitRef, input.sha, input.taskId],
-      );
-      const mine = await knex('releases').where({ task_id: input.taskId }).first('id', 'status');
+      const mine = await taskRelease(knex, input);
       return { releaseId: mine.id, ready: mine.status === 'ready' };
     },
 
@@ -268,20 +266,13 @@ export function createBuildActivities(deps: Deps, provider: Provider) {
               if (r.reason === 'cancelled' && !cancelled.aborted) {
                 // Lost its slot (the database connection dropped): build again with a slot of its own.
                 if (!tooLong.aborted) throw hostFault('BuildSlotLost', 'the build lost its build slot');
-                await knex('releases').where({ id: release.id }).update({ status: 'failed' });
+                await failRelease(knex, release.id);
                 throw failed(`the build did not finish within ${buildTimeoutMs / 1000} s`);
               }
-              if (r.reason !== 'cancelled')
-                await knex('releases').where({ id: release.id }).update({ status: 'failed' });
+              if (r.reason !== 'cancelled') await failRelease(knex, release.id);
               throw failed(r.reason === 'cancelled' ? 'cancelled' : r.message);
             }
-            await knex('releases')
-              .where({ id: release.id })
-              .update({
-                status: 'ready',
-                built_at: knex.raw('COALESCE(built_at, now())'),
-                commit_message: await commitMessageOf(deps, release),
-              });
+            await releaseBuilt(knex, release.id, await commitMessageOf(deps, release));
             // built here earlier (a retry), or fetched: in the store once all the same
             await storeRelease(deps, provider, release, log);
             await recordTaskPhases(knex, input.taskId, { build_done: new Date().toISOString() });

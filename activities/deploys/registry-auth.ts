@@ -23,6 +23,7 @@ import { open } from '../../system/crypto';
 import { secretRedactor } from '../../system/redact';
 import { Dir } from '../../host/no-follow';
 import { aad } from '../../db/aad';
+import { projectRegistries } from '../../db/queries/registries';
 
 export interface RegistryAuth {
   env: Record<string, string>;
@@ -33,7 +34,7 @@ export interface RegistryAuth {
 const NONE: RegistryAuth = { env: {}, redact: (f) => f, async cleanup() {} };
 
 export async function prepareRegistryAuth(deps: Deps, projectId: string, jail?: Jail): Promise<RegistryAuth> {
-  const rows = await deps.knex('project_registries').where({ project_id: projectId }).orderBy('host');
+  const rows = await projectRegistries(deps.knex, projectId);
   if (rows.length === 0) return NONE;
   const secrets: string[] = [];
   const npmrc: string[] = [];

@@ -9,6 +9,7 @@ import { releaseKey, ReleaseStoreError } from '../../host/release-store';
 import {
   forgetReleaseArchive,
   recordReleaseArchive,
+  releaseArchiveDigest,
   releasesPastKeep,
   type ReleaseRow,
 } from '../../db/queries/releases';
@@ -34,8 +35,7 @@ export async function ensureRelease(provider: Provider, release: ReleaseRow, por
 
 /** Puts the release built here in the release store, once (a retry finds its digest recorded), and records it. */
 export async function storeRelease(deps: Deps, provider: Provider, release: ReleaseRow, log: TaskLog): Promise<void> {
-  const row = await deps.knex('releases').where({ id: release.id }).first('archive_sha256');
-  if (row?.archive_sha256) return;
+  if (await releaseArchiveDigest(deps.knex, release.id)) return;
   try {
     const packed = await provider.storeRelease(release.environment_id, release.id);
     await recordReleaseArchive(deps.knex, release.id, packed);

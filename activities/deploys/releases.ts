@@ -10,7 +10,7 @@ import { commitSubject, displayUrl, GitError, resolveRef, type GitRepo } from '.
 import { projectRepository } from '../../core/repository';
 import type { BuildResult, OnLine, Provider } from '../../host/provider';
 import type { TaskLog } from '../toolkit/task-log';
-import type { ReleaseRow } from '../../db/queries/releases';
+import { releaseById, type ReleaseRow } from '../../db/queries/releases';
 import { ensureRelease, storeRelease } from './release-archives';
 import { stepEnv, type tenantEnv } from '../toolkit/step-env';
 import { prepareRegistryAuth } from './registry-auth';
@@ -28,7 +28,7 @@ type TenantEnv = Awaited<ReturnType<typeof tenantEnv>>;
 
 /** The release's row; a user fault when it is gone. */
 export async function loadRelease(deps: Deps, releaseId: string): Promise<ReleaseRow> {
-  const release = await deps.knex('releases').where({ id: releaseId }).first();
+  const release = await releaseById(deps.knex, releaseId);
   if (!release) throw userFault('ReleaseMissing', `release ${releaseId} no longer exists`);
   return release;
 }

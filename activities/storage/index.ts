@@ -9,7 +9,15 @@ import type { Deps } from '../../system/deps';
 import type { Provider } from '../../host/provider';
 import { type TaskLog, withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';
-import { environmentStorage, setAllowance, volumePath } from '../../db/queries/storage';
+import {
+  environmentStorage,
+  forgetOldCopy,
+  recordDiskMove,
+  setAllowance,
+  setDiskSize,
+  volumeById,
+  volumePath,
+} from '../../db/queries/storage';
 import type { DiskName } from '../../db/models/storage-disk';
 import { loadPriceList, storagePrice } from '../../core/pricing';
 import { serviceLogin } from '../data/service-env';
@@ -93,12 +101,11 @@ export function createStorageActivities(deps: Deps, provider: Provider) {
       generation,
       say: (line) => log.line(line),
     });
-    await knex('storage_disks').where({ id: row.id }).update({
+    await recordDiskMove(knex, row.id, {
       location: to,
       old_location: row.location,
       generation,
       old_generation: row.generation,
-      updated_at: knex.fn.now(),
     });
     return { rows: r.rows };
   }
@@ -172,9 +179,7 @@ export function createStorageActivities(deps: Deps, provider: Provider) {
         try {
           if (input.disk === 'files') {
             measured = await moveFiles(envId, from, input.to, log);
-            await knex('storage_disks')
-              .where({ id: row.id })
-              .update({ location: input.to, old_location: from, updated_at: knex.fn.now() });
+            await recordDiskMove(knex, row.id, { location: input.to, old_location: from });
           } else {
             measured = await moveDatabase(envId, row, input.to, log);
           }
@@ -198,9 +203,7 @@ export function createStorageActivities(deps: Deps, provider: Provider) {
           const dir = volumePath(s.files.old_location, envId);
           log.line(`==> Deleting the old copy of the volume at ${dir}`);
           await removeTree(path.dirname(dir), envId);
-          await knex('storage_disks')
-            .where({ id: s.files.id })
-            .update({ old_location: null, updated_at: knex.fn.now() });
+          await forgetOldCopy(knex, s.files);
           discarded.push(`files@${s.files.old_location}`);
         }
         if (s.database.old_location) {
@@ -219,9 +222,7 @@ export function createStorageActivities(deps: Deps, provider: Provider) {
               },
             );
           }
-          await knex('storage_disks')
-            .where({ id: s.database.id })
-            .update({ old_location: null, old_generation: null, updated_at: knex.fn.now() });
+          await forgetOldCopy(knex, s.database);
           discarded.push(`database@${s.database.old_location}`);
         }
         log.line(discarded.length ? `==> Discarded: ${discarded.join(', ')}` : '==> Nothing to discard');
@@ -236,7 +237,7 @@ export function createStorageActivities(deps: Deps, provider: Provider) {
       sizeGb: number;
     }): Promise<{ size_gb: number; allowance_gb: number }> {
       return withLog(input.taskId, async (log) => {
-        const volume = await knex('storage_disks').where({ id: input.volumeId, disk: 'files' }).first();
+        const volume = await volumeById(knex, input.volumeId);
         if (!volume) throw fail('the volume no longer exists');
         const list = loadPriceList(config);
         const out = await knex.transaction(async (trx) => {
@@ -246,9 +247,7 @@ export function createStorageActivities(deps: Deps, provider: Provider) {
             currency: list.currency,
             price: (gb) => storagePrice(list, gb),
           });
-          await trx('storage_disks')
-            .where({ id: s.files.id })
-            .update({ size_gb: s.files.size_gb + grow, updated_at: trx.fn.now() });
+          await setDiskSize(trx, { id: s.files.id }, s.files.size_gb + grow);
           return { size_gb: s.files.size_gb + grow, allowance_gb: s.allowance_gb + grow, grew: grow };
         });
         log.line(

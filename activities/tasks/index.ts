@@ -7,6 +7,7 @@ import { type GateBlocker, type GatedStart, startTaskGated } from '../../db/quer
 import { replaceFromLostHost } from '../../core/placement';
 import { loadPriceList } from '../../core/pricing';
 import { servicesHost } from '../../db/queries/hosts';
+import { failTaskBuildingRelease } from '../../db/queries/releases';
 
 /** Task activities: the workflow records every transition of its task through these (all idempotent). */
 export function createTaskActivities(deps: Deps) {
@@ -31,8 +32,7 @@ export function createTaskActivities(deps: Deps) {
     }): Promise<string | undefined> {
       const status = await finishTask(knex, input.taskId, input);
       // A release this task began and did not finish is not going to be: it failed.
-      if (status !== 'succeeded')
-        await knex('releases').where({ task_id: input.taskId, status: 'building' }).update({ status: 'failed' });
+      if (status !== 'succeeded') await failTaskBuildingRelease(knex, input.taskId);
       // Nor is it waiting for build capacity any more.
       await knex('build_queue').where({ task_id: input.taskId }).del();
       return status;

@@ -20,6 +20,7 @@ import {
   environmentStorage,
   includedStorageGb,
   setAllowance,
+  setDiskSize,
   volumePath,
   type EnvironmentStorage,
   type StoragePricing,
@@ -178,9 +179,7 @@ async function applySizes(deps: Deps, actor: Actor, env: Env, decide: (s: Enviro
       ['database', o.database],
       ['files', o.files],
     ] as const) {
-      await trx('storage_disks')
-        .where({ environment_id: env.id, disk })
-        .update({ size_gb: size, updated_at: trx.fn.now() });
+      await setDiskSize(trx, { environment_id: env.id, disk }, size);
     }
     await recordActivity(trx, {
       teamId: env.team_id,

@@ -1,4 +1,9 @@
-/** Which release a redeploy or a rollback puts live; shared by the API (to refuse early) and the activities. */
+/**
+ * Which release a redeploy or a rollback puts live (shared by the API, to refuse early, and the activities), and
+ * the deploy and build activities' reads and writes of a release: created `building` for a task, then ready or
+ * failed, its archive in the release store.
+ */
+import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 
 export interface ReleaseRow {
@@ -93,4 +98,62 @@ export async function releasesPastKeep(knex: Knex, environmentId: string, keep: 
 /** The release's archive is gone from the store (pruned): a host without it builds it again. */
 export async function forgetReleaseArchive(knex: Knex, releaseId: string): Promise<void> {
   await knex('releases').where({ id: releaseId }).update({ archive_sha256: null, archive_bytes: null });
+}
+
+/** The release's row, or undefined when it is gone. */
+export async function releaseById(knex: Knex, releaseId: string): Promise<ReleaseRow | undefined> {
+  return knex('releases').where({ id: releaseId }).first();
+}
+
+/** The digest of the release's archive recorded in the release store (null or undefined: not there). */
+export async function releaseArchiveDigest(knex: Knex, releaseId: string): Promise<string | null | undefined> {
+  const row = await knex('releases').where({ id: releaseId }).first('archive_sha256');
+  return row?.archive_sha256;
+}
+
+/** The newest-built ready release of the environment for this commit (its id), or undefined. */
+export async function readyReleaseOf(knex: Knex, environmentId: string, sha: string): Promise<string | undefined> {
+  const ready = await knex('releases')
+    .where({ environment_id: environmentId, commit_sha: sha, status: 'ready' })
+    .orderBy('built_at', 'desc')
+    .first('id');
+  return ready?.id;
+}
+
+/**
+ * The release this task creates: a new `building` one, unless the task created one already (a retry); either
+ * way the task's release as it is now.
+ */
+export async function taskRelease(
+  knex: Knex,
+  input: { taskId: string; teamId: string; projectId: string; environmentId: string; gitRef: string; sha: string },
+): Promise<Pick<ReleaseRow, 'id' | 'status'>> {
+  await knex.raw(
+    `INSERT INTO releases (id, team_id, project_id, environment_id, git_ref, commit_sha, status, task_id)
+     VALUES (?, ?, ?, ?, ?, ?, 'building', ?)
+     ON CONFLICT (task_id) WHERE task_id IS NOT NULL DO NOTHING`,
+    [randomUUID(), input.teamId, input.projectId, input.environmentId, input.gitRef, input.sha, input.taskId],
+  );
+  return knex('releases').where({ task_id: input.taskId }).first('id', 'status');
+}
+
+/** The build of the release failed. */
+export async function failRelease(knex: Knex, releaseId: string): Promise<void> {
+  await knex('releases').where({ id: releaseId }).update({ status: 'failed' });
+}
+
+/** A release the task began building and did not finish is not going to be: it failed. */
+export async function failTaskBuildingRelease(knex: Knex, taskId: string): Promise<void> {
+  await knex('releases').where({ task_id: taskId, status: 'building' }).update({ status: 'failed' });
+}
+
+/** The release is built: ready, its built_at kept when it had one, its commit's subject recorded. */
+export async function releaseBuilt(knex: Knex, releaseId: string, commitMessage: string | null): Promise<void> {
+  await knex('releases')
+    .where({ id: releaseId })
+    .update({
+      status: 'ready',
+      built_at: knex.raw('COALESCE(built_at, now())'),
+      commit_message: commitMessage,
+    });
 }

@@ -174,3 +174,64 @@ export async function setAllowance(
 }
 
 const storageItem = (envName: string, gb: number) => `Storage beyond the plan, ${gb} GB (${envName})`;
+
+/** Sets a disk's size (the disk by its id, or the environment's disk of that name). */
+export async function setDiskSize(
+  knex: Knex | Knex.Transaction,
+  where: { id: string } | { environment_id: string; disk: DiskName },
+  sizeGb: number,
+): Promise<void> {
+  await knex('storage_disks').where(where).update({ size_gb: sizeGb, updated_at: knex.fn.now() });
+}
+
+/** Records a disk's move to another root: where it lives now, where its old copy stays (and their generations). */
+export async function recordDiskMove(
+  knex: Knex | Knex.Transaction,
+  diskId: string,
+  move: { location: string; old_location: string; generation?: number; old_generation?: number },
+): Promise<void> {
+  await knex('storage_disks')
+    .where({ id: diskId })
+    .update({ ...move, updated_at: knex.fn.now() });
+}
+
+/** The old copy a move left of the disk is gone (a database disk's old generation with it). */
+export async function forgetOldCopy(
+  knex: Knex | Knex.Transaction,
+  disk: { id: string; disk: DiskName },
+): Promise<void> {
+  await knex('storage_disks')
+    .where({ id: disk.id })
+    .update(
+      disk.disk === 'database'
+        ? { old_location: null, old_generation: null, updated_at: knex.fn.now() }
+        : { old_location: null, updated_at: knex.fn.now() },
+    );
+}
+
+interface StorageDiskRow {
+  id: string;
+  team_id: string;
+  project_id: string;
+  environment_id: string;
+  disk: DiskName;
+  size_gb: number;
+  location: string;
+  old_location: string | null;
+  generation: number;
+  old_generation: number | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The volume (the `files` disk) of that id, or undefined. */
+export async function volumeById(knex: Knex | Knex.Transaction, volumeId: string): Promise<StorageDiskRow | undefined> {
+  return knex('storage_disks').where({ id: volumeId, disk: 'files' }).first();
+}
+
+/** Every root a disk lives under or keeps an old copy under (location, old_location pairs, distinct). */
+export async function diskLocations(
+  knex: Knex | Knex.Transaction,
+): Promise<Array<{ location: string; old_location: string | null }>> {
+  return knex('storage_disks').distinct('location', 'old_location');
+}

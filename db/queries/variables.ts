@@ -78,3 +78,18 @@ export async function processVariables(
     secretValues: all.filter((v) => v.secret).map((v) => v.value),
   };
 }
+
+interface SecretVariableRow {
+  project_id: string;
+  environment_id: string | null;
+  name: string;
+  value_sealed: string;
+}
+
+/** The secret variables of these projects, each project's own and its environments' (logs/redaction.ts). */
+export async function secretVariableRows(knex: Knex, projectIds: string[]): Promise<SecretVariableRow[]> {
+  return (await knex('variables')
+    .where({ secret: true })
+    .whereIn('project_id', projectIds)
+    .select('project_id', 'environment_id', 'name', 'value_sealed')) as SecretVariableRow[];
+}
