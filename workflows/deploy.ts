@@ -58,6 +58,8 @@ export async function buildHead(
     reuseReady: true,
   });
   const sha = prepared.sha;
+  // the task was cancelled before its release was begun
+  if (prepared.releaseId === null) cancelled();
   if (prepared.ready) {
     await start();
     await log(`==> Release ${prepared.releaseId} of ${gitRef}@${shortSha(sha)} is already built; skipping the build`);

@@ -60,14 +60,16 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
      */
     async resolveRelease(
       input: Omit<PrepareInput, 'sha'>,
-    ): Promise<{ sha: string; releaseId: string; ready: boolean }> {
+    ): Promise<{ sha: string; releaseId: string | null; ready: boolean }> {
       return withTaskLog(deps, input.taskId, async (log) => {
         const { sha, resolving } = await resolveSha(deps, log, input, true);
         const prepared = await activities.prepareRelease({ ...input, sha });
         log.line(
           prepared.ready
             ? `${resolving}: ${shortSha(sha)}, release ${prepared.releaseId} is built already; no build needed`
-            : `${resolving}: ${shortSha(sha)}, which needs a build`,
+            : prepared.releaseId
+              ? `${resolving}: ${shortSha(sha)}, which needs a build`
+              : `${resolving}: ${shortSha(sha)}; the task was cancelled, so nothing is built`,
         );
         return { sha, ...prepared };
       });
@@ -75,15 +77,16 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
 
     /**
      * The release to deploy for this commit: a ready one of the environment (no build then), else the one
-     * this task already created (a retry), else a new `building` one.
+     * this task already created (a retry), else a new `building` one; none (null) when the task has ended
+     * meanwhile (cancelled while pending).
      */
-    async prepareRelease(input: PrepareInput): Promise<{ releaseId: string; ready: boolean }> {
+    async prepareRelease(input: PrepareInput): Promise<{ releaseId: string | null; ready: boolean }> {
       if (input.reuseReady) {
         const ready = await readyReleaseOf(knex, input.environmentId, input.sha);
         if (ready) return { releaseId: ready, ready: true };
       }
       const mine = await taskRelease(knex, input);
-      return { releaseId: mine.id, ready: mine.status === 'ready' };
+      return mine ? { releaseId: mine.id, ready: mine.status === 'ready' } : { releaseId: null, ready: false };
     },
 
     /** The release a redeploy (the live one) or a rollback (the one before the last deployment) puts live. */

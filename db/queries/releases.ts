@@ -127,12 +127,24 @@ export async function readyReleaseOf(knex: Knex, environmentId: string, sha: str
 export async function taskRelease(
   knex: Knex,
   input: { taskId: string; teamId: string; projectId: string; environmentId: string; gitRef: string; sha: string },
-): Promise<Pick<ReleaseRow, 'id' | 'status'>> {
+): Promise<Pick<ReleaseRow, 'id' | 'status'> | undefined> {
+  // Only while the task is pending or running: a task cancelled meanwhile begins no release (its cancel fails
+  // the one it began: db/queries/tasks.ts). The task row's share lock orders this with a cancel in flight.
   await knex.raw(
     `INSERT INTO releases (id, team_id, project_id, environment_id, git_ref, commit_sha, status, task_id)
-     VALUES (?, ?, ?, ?, ?, ?, 'building', ?)
+     SELECT ?, ?, ?, ?, ?, ?, 'building', ?
+     WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ? AND status IN ('pending', 'running') FOR SHARE)
      ON CONFLICT (task_id) WHERE task_id IS NOT NULL DO NOTHING`,
-    [randomUUID(), input.teamId, input.projectId, input.environmentId, input.gitRef, input.sha, input.taskId],
+    [
+      randomUUID(),
+      input.teamId,
+      input.projectId,
+      input.environmentId,
+      input.gitRef,
+      input.sha,
+      input.taskId,
+      input.taskId,
+    ],
   );
   return knex('releases').where({ task_id: input.taskId }).first('id', 'status');
 }

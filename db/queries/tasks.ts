@@ -8,6 +8,7 @@
 import type { Knex } from 'knex';
 import type { TaskRecord } from '../task-record';
 import { Task } from '../models/task';
+import { failTaskBuildingRelease } from './releases';
 
 import type { TaskStatus } from '../vocabulary';
 
@@ -54,10 +55,14 @@ export async function markTaskRunning(knex: Knex, taskId: string): Promise<boole
 
 /** pending -> cancelled. True when this call cancelled it; false when something had started it (or it ended). */
 export async function cancelPendingTask(knex: Knex, taskId: string): Promise<boolean> {
-  const moved = await knex('tasks')
-    .where({ id: taskId, status: 'pending' })
-    .update({ status: 'cancelled', finished_at: knex.fn.now(), error: 'cancelled before it started' });
-  return moved > 0;
+  return knex.transaction(async (trx) => {
+    const moved = await trx('tasks')
+      .where({ id: taskId, status: 'pending' })
+      .update({ status: 'cancelled', finished_at: trx.fn.now(), error: 'cancelled before it started' });
+    // with the cancel, not when the workflow gets to it: a build waiting for capacity began its release
+    if (moved > 0) await failTaskBuildingRelease(trx, taskId);
+    return moved > 0;
+  });
 }
 
 /** pending|running -> a final status. A task that already ended keeps its first ending. */

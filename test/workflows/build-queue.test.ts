@@ -145,6 +145,28 @@ describe('build capacity across the system (BUILD_CONCURRENCY=1)', () => {
     }
   });
 
+  it('a build cancelled while it waits for a slot: its release has failed when the cancel answers', async () => {
+    rmSync(w.repo.gate, { force: true });
+    w.repo.commit('v2c', { gated: true });
+    const a = await requestBuild(w, 'cancel-a');
+    await waitForTask(t, w.api, a.id, { until: (x) => x.status === 'running' });
+    const b = await requestBuild(w, 'cancel-b');
+    await until('B to wait for a slot', () => inQueue(b.id));
+    const release = await t.deps.knex('releases').where({ task_id: b.id }).first('id', 'status');
+    expect(release.status).toBe('building');
+    const owner = await sessionAgent(t, w.owner);
+    const cancelled = await owner.post(`/tasks/${b.id}/cancel`);
+    expect(cancelled.status, cancelled.text).toBe(200);
+    expect(cancelled.body.status).toBe('cancelled');
+    // the very next read: not a release still building for a task that will never build it
+    const listed = (await w.api.get(`/projects/${w.project.id}/releases`)).body.data;
+    expect(listed.find((r: { id: string }) => r.id === release.id)).toMatchObject({ status: 'failed' });
+    writeFileSync(w.repo.gate, '');
+    expect((await waitForTask(t, w.api, a.id)).status).toBe('succeeded');
+    expect((await waitForTask(t, w.api, b.id)).status).toBe('cancelled');
+    expect((await t.deps.knex('releases').where({ task_id: b.id }).first('status')).status).toBe('failed');
+  });
+
   it('never runs more than BUILD_CONCURRENCY builds at once with two worker processes, in request order', async () => {
     rmSync(w.repo.gate, { force: true });
     w.repo.commit('v3', { gated: true, buildSteps: ['sleep 0.2'] });
