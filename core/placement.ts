@@ -20,6 +20,7 @@ import type { Knex } from 'knex';
 import { appError } from './errors';
 import type { Plan } from './pricing';
 import { hostFreeMemory, placeableHosts } from '../db/queries/hosts';
+import { moveServerFromLostHost, setServerHost } from '../db/queries/machines';
 
 /** The advisory lock every placement and capacity check takes (a constant of this module: "placement"). */
 const PLACEMENT_LOCK = 0x706c6163;
@@ -140,13 +141,7 @@ export async function replaceFromLostHost(
     const to = await otherHostWithRoom(trx, settings, server.host, server.memory_mb * server.instances);
     if ('refused' in to) return { status: 'refused', from: server.host, message: to.refused };
     // no longer on the lost host: not `host_lost` either (the deploy starts it there)
-    await trx('servers')
-      .where({ id: server.id })
-      .update({
-        host: to.host,
-        status: trx.raw("CASE WHEN status = 'host_lost' THEN 'running' ELSE status END"),
-        updated_at: trx.fn.now(),
-      });
+    await moveServerFromLostHost(trx, server.id, to.host);
     return { status: 'moved', from: server.host, to: to.host };
   });
 }
@@ -173,7 +168,7 @@ export async function placeMove(
     const from: string = server.host ?? settings.ownHost;
     const to = await otherHostWithRoom(trx, settings, from, server.memory_mb * server.instances);
     if ('refused' in to) return { status: 'refused', from, message: to.refused };
-    await trx('servers').where({ id: server.id }).update({ host: to.host, updated_at: trx.fn.now() });
+    await setServerHost(trx, server.id, to.host);
     return { status: 'placed', from, to: to.host, fromLost: Boolean(server.lost) };
   });
 }

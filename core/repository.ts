@@ -9,6 +9,7 @@ import { open, seal } from '../system/crypto';
 import type { Secrets } from '../system/secrets';
 import { withHostCredentials } from './repository-hosts';
 import { aad } from '../db/aad';
+import { projectRepositoryColumns } from '../db/queries/projects';
 
 export interface ProjectRepositoryRow {
   id: string;
@@ -47,8 +48,6 @@ export function repositoryOf(secrets: Keys, project: ProjectRepositoryRow): GitR
 
 /** The repository of a project by id (null when the project has none or is gone). */
 export async function projectRepository(knex: Knex, secrets: Keys, projectId: string): Promise<GitRepo | null> {
-  const row = await knex('projects')
-    .where({ id: projectId })
-    .first('id', 'team_id', 'repository_url', 'repository_credentials');
+  const row = await projectRepositoryColumns(knex, projectId);
   return row ? projectRepositoryOf(knex, secrets, row) : null;
 }

@@ -19,27 +19,12 @@ import type { Actor } from './actor';
 import { errors } from './errors';
 import { Task } from '../db/models/task';
 import { FINAL_TASK_STATUSES, TASK_TYPES, type AccountVia, type TaskType } from '../db/vocabulary';
-import { cancelPendingTask, insertTask } from '../db/queries/tasks';
+import { cancelPendingTask, insertTask, runningExclusiveTask } from '../db/queries/tasks';
 import { workflowIds } from '../db/workflow-names';
 import type { TaskRecord } from '../db/task-record';
 import type { TaskParamsInput } from '../db/task-params';
 import { metrics } from './metrics';
 import { searchAttributeKeys, startWorkflow, type WorkflowArgs } from './temporal-starts';
-
-/**
- * The exclusive task (deploy, restore, resize...) pending or running on the environment, newest first (they
- * share the environment's one change workflow id), as far as the tasks table knows.
- */
-export async function runningExclusiveTask(
-  knex: Deps['knex'],
-  environmentId: string,
-): Promise<{ id: string; workflow_id: string; kind: Task['kind']; type: string } | undefined> {
-  return knex('tasks')
-    .where({ workflow_id: workflowIds.environmentChange(environmentId) })
-    .whereIn('status', ['pending', 'running'])
-    .orderBy('seq', 'desc')
-    .first('id', 'workflow_id', 'kind', 'type');
-}
 
 /**
  * Test hook, nothing else reads it: VC_FAULT_INJECT=kill-after-workflow-start makes this API process SIGKILL

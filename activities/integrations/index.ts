@@ -11,6 +11,7 @@ import { Task } from '../../db/models/task';
 import { emitIntegrationEvent } from '../../core/integration-events';
 import { storedRule } from '../../db/queries/notification-rules';
 import { memberEmails } from '../../db/queries/memberships';
+import { projectName } from '../../db/queries/projects';
 import { taskEventEmail } from '../../system/mail';
 import { aad } from '../../db/aad';
 import { hostFault, userFault } from '../toolkit/failures';
@@ -100,7 +101,7 @@ export function createIntegrationActivities(deps: Deps) {
       const task = await Task.query(deps.knex).findById(input.taskId);
       if (!task || (task.status !== 'succeeded' && task.status !== 'failed')) return 0;
       const [project, environment] = await Promise.all([
-        task.project_id ? deps.knex('projects').where({ id: task.project_id }).first('id', 'name') : undefined,
+        task.project_id ? projectName(deps.knex, task.project_id) : undefined,
         task.environment_id
           ? deps.knex('environments').where({ id: task.environment_id }).first('id', 'name')
           : undefined,

@@ -8,6 +8,7 @@ import type { Deps } from '../../system/deps';
 import { BackupDestination } from '../../db/models/backup-destination';
 import { deleteTombstone, tombstonesPastKeeping } from '../../db/queries/deleted-environments';
 import { deleteEnvironmentActivity } from '../../db/queries/activity';
+import { deleteEnvironmentTasks } from '../../db/queries/tasks';
 import { deleteFromDestination } from '../../core/backups/destinations';
 import { createReleaseStore, environmentKey } from '../../host/release-store';
 
@@ -44,7 +45,7 @@ export async function pruneDeletedEnvironments(deps: Deps, asOf: Date): Promise<
       );
     await deps.knex.transaction(async (trx) => {
       await trx('backups').where({ environment_id: id }).delete();
-      await trx('tasks').where({ environment_id: id }).delete();
+      await deleteEnvironmentTasks(trx, id);
       await deleteEnvironmentActivity(trx, id);
       await deleteTombstone(trx, id);
     });

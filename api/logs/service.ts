@@ -18,6 +18,7 @@ import type { Deps } from '../../system/deps';
 import type { Actor } from '../../core/actor';
 import { errors } from '../../core/errors';
 import { awaitEdges } from '../../db/queries/edge-routes';
+import { environmentServerIds } from '../../db/queries/machines';
 
 const LOG_DESTINATION_WAIT_MS = 2000;
 
@@ -114,7 +115,7 @@ export async function updateProjectLogs(
 
 export async function getEnvironmentLogs(deps: Deps, env: { id: string; project_id: string }) {
   const row = await getLogSettings(deps.knex, env.project_id);
-  const servers = await deps.knex('servers').where({ environment_id: env.id }).orderBy('created_at').select('id');
+  const servers = await environmentServerIds(deps.knex, env.id);
   const keep = row?.keep_days_on_machine ?? DEFAULT_KEEP_DAYS;
   return {
     destination: row?.kind && row.name ? { kind: row.kind, name: row.name } : null,

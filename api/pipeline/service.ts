@@ -7,7 +7,7 @@ import { Project } from '../../db/models/project';
 import { GitError, resolveRef, type GitRepo } from '../../host/git';
 import { projectRepositoryOf } from '../../core/repository';
 import { lastWentLive, liveRelease, rollbackTarget, type ReleaseRow } from '../../db/queries/releases';
-import { runningExclusiveTask } from '../../core/tasks';
+import { runningExclusiveTask } from '../../db/queries/tasks';
 import type { Actor } from '../../core/actor';
 import { can, roleIn } from '../lib/policy';
 import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';

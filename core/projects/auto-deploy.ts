@@ -9,6 +9,7 @@
 import type { Deps } from '../../system/deps';
 import { AppError } from '../errors';
 import { liveRelease } from '../../db/queries/releases';
+import { projectRepositoryAndCancelled, recordRepositoryReachable } from '../../db/queries/projects';
 import { projectRepositoryOf } from '../repository';
 import { environmentWithProject, requestTask } from '../deploys';
 import { lsRemote } from '../ls-remote';
@@ -47,15 +48,11 @@ export async function autoDeployProject(deps: Deps, projectId: string): Promise<
     .orderBy('name')
     .select('id', 'git_ref', 'auto_deploy_sha');
   if (envs.length === 0) return [];
-  const project = await knex('projects')
-    .where({ id: projectId })
-    .first('id', 'team_id', 'repository_url', 'repository_credentials', 'cancelled_at');
+  const project = await projectRepositoryAndCancelled(knex, projectId);
   const repo = project && !project.cancelled_at ? await projectRepositoryOf(knex, deps.secrets, project) : null;
   if (!repo) return [];
   const ls = await lsRemote(repo, deps.config);
-  await knex('projects')
-    .where({ id: projectId })
-    .update({ repository_reachable: ls.ok, repository_checked_at: knex.fn.now() });
+  await recordRepositoryReachable(knex, projectId, ls.ok);
   const outcomes: AutoDeployOutcome[] = [];
   for (const env of envs as Array<{ id: string; git_ref: string; auto_deploy_sha: string | null }>) {
     const out = (status: AutoDeployStatus, commit: string | null, taskId: string | null = null) =>

@@ -1,4 +1,4 @@
-/** What the machines of an environment are: shared by the API (reads) and the provider's activities (limits). */
+/** What the machines of an environment are: read by the API, limited by the provider's activities, placed by core. */
 import type { Knex } from 'knex';
 
 export interface Size {
@@ -41,4 +41,28 @@ export async function buildMachineSize(knex: Knex, environmentId: string): Promi
 export async function webServerInstances(knex: Knex, environmentId: string): Promise<number> {
   const row = await knex('servers').where({ environment_id: environmentId, role: 'web' }).first('instances');
   return row?.instances ?? 1;
+}
+
+/** The ids of the environment's servers, oldest first (the log settings' machines). */
+export async function environmentServerIds(knex: Knex, environmentId: string): Promise<Array<{ id: string }>> {
+  return knex('servers').where({ environment_id: environmentId }).orderBy('created_at').select('id');
+}
+
+/**
+ * Records the server placed on `host` away from a lost one (core/placement.ts, in its placement's transaction):
+ * no longer `host_lost` either, since the deploy starts it there.
+ */
+export async function moveServerFromLostHost(trx: Knex.Transaction, serverId: string, host: string): Promise<void> {
+  await trx('servers')
+    .where({ id: serverId })
+    .update({
+      host,
+      status: trx.raw("CASE WHEN status = 'host_lost' THEN 'running' ELSE status END"),
+      updated_at: trx.fn.now(),
+    });
+}
+
+/** Records the server placed on `host` (a move, core/placement.ts, in its placement's transaction). */
+export async function setServerHost(trx: Knex.Transaction, serverId: string, host: string): Promise<void> {
+  await trx('servers').where({ id: serverId }).update({ host, updated_at: trx.fn.now() });
 }

@@ -9,6 +9,7 @@ import type { Knex } from 'knex';
 import type { TaskRecord } from '../task-record';
 import { Task } from '../models/task';
 import { failTaskBuildingRelease } from './releases';
+import { workflowIds } from '../workflow-names';
 
 import type { TaskStatus } from '../vocabulary';
 
@@ -86,4 +87,24 @@ export async function finishTask(
     });
   const row = await knex('tasks').where({ id: taskId }).first('status');
   return row?.status;
+}
+
+/**
+ * The exclusive task (deploy, restore, resize...) pending or running on the environment, newest first (they
+ * share the environment's one change workflow id), as far as the tasks table knows.
+ */
+export async function runningExclusiveTask(
+  knex: Knex,
+  environmentId: string,
+): Promise<{ id: string; workflow_id: string; kind: Task['kind']; type: string } | undefined> {
+  return knex('tasks')
+    .where({ workflow_id: workflowIds.environmentChange(environmentId) })
+    .whereIn('status', ['pending', 'running'])
+    .orderBy('seq', 'desc')
+    .first('id', 'workflow_id', 'kind', 'type');
+}
+
+/** Deletes every task row of the environment (the prune of a deleted environment; their logs go with them). */
+export async function deleteEnvironmentTasks(knex: Knex, environmentId: string): Promise<void> {
+  await knex('tasks').where({ environment_id: environmentId }).delete();
 }
