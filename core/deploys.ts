@@ -6,24 +6,11 @@
 import type { Deps } from '../system/deps';
 import { errors } from './errors';
 import { assertNoExclusiveTask, startTask, type TaskRequester } from './tasks';
-import type { Environment } from '../db/models/environment';
+import type { EnvironmentWithProject } from '../db/queries/environments';
 import { liveRelease, rollbackTarget } from '../db/queries/releases';
 import type { DeployType } from '../db/vocabulary';
 import type { TaskParamsInput } from '../db/task-params';
 import type { DeployWorkflowInput } from '../workflows/deploys-shared';
-
-export type EnvironmentWithProject = Environment & { project_name: string; repository_url: string | null };
-
-/** The environment with its project's name and repository: one query (the deploy routes' scope). */
-export async function environmentWithProject(
-  knex: Deps['knex'],
-  id: string,
-): Promise<EnvironmentWithProject | undefined> {
-  return knex('environments')
-    .join('projects', 'projects.id', 'environments.project_id')
-    .where('environments.id', id)
-    .first('environments.*', 'projects.name as project_name', 'projects.repository_url');
-}
 
 export async function requestTask(
   deps: Deps,

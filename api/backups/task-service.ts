@@ -3,6 +3,7 @@
  * restore, sync and reset-database (exclusive: one change at a time per environment).
  */
 import { volumeHasFiles } from '../../db/queries/storage';
+import { otherProjectEnvironments, projectEnvironment } from '../../db/queries/environments';
 import type { Deps } from '../../system/deps';
 import { startTask } from '../../core/tasks';
 import type { TaskParamsInput } from '../../db/task-params';
@@ -122,18 +123,7 @@ export async function requestVerify(deps: Deps, actor: Actor, env: EnvRow, snaps
 
 /** The project's other environments with data (a database service or files). */
 export async function syncSources(deps: Deps, env: EnvRow) {
-  const rows: Array<{ id: string; name: string; has_service: boolean }> = await deps
-    .knex('environments as e')
-    .where({ 'e.project_id': env.project_id })
-    .whereNot({ 'e.id': env.id })
-    .orderBy('e.name')
-    .select(
-      'e.id',
-      'e.name',
-      deps.knex.raw(
-        `EXISTS (SELECT 1 FROM services s WHERE s.environment_id = e.id AND s.status = 'available') AS has_service`,
-      ),
-    );
+  const rows = await otherProjectEnvironments(deps.knex, env.project_id, env.id);
   const withData = [];
   for (const r of rows) {
     if (r.has_service || (await volumeHasFiles(deps.knex, deps.config.storageRoots, r.id))) withData.push(r);
@@ -150,10 +140,7 @@ export async function requestSync(
 ) {
   if (input.confirm !== true)
     throw errors.invalid({ confirm: "must be true: the environment's data is replaced by the other's" });
-  const from = await deps
-    .knex('environments')
-    .where({ id: input.from_environment_id, project_id: env.project_id })
-    .first('id', 'name');
+  const from = await projectEnvironment(deps.knex, input.from_environment_id, env.project_id);
   if (!from || from.id === env.id)
     throw errors.invalid({ from_environment_id: 'is not another environment of the project' });
   return startOverwrite(deps, actor, env, input.password, address, {

@@ -2,7 +2,8 @@ import type { z } from 'zod';
 import { defineRoute, type RouteDef } from '../lib/define-route';
 import { errorBodySchema, errorResponse } from '../lib/responses';
 import * as s from './schemas';
-import { environmentWithProject, requestTask, type EnvironmentWithProject } from '../../core/deploys';
+import { requestTask } from '../../core/deploys';
+import { environmentWithProject, type EnvironmentWithProject } from '../../db/queries/environments';
 import type { DeployType } from '../../db/vocabulary';
 import { defineScope } from '../lib/scopes';
 

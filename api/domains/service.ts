@@ -21,6 +21,7 @@ import { startDomainRecheck, stopDomainRecheck } from '../../core/temporal-start
 import { certificateSummaries, type CertificateSummary } from '../../db/queries/certificates';
 import { requestFirstCertificate } from '../../core/certificate-tasks';
 import { recordActivity } from '../../db/queries/activity';
+import { environmentProject } from '../../db/queries/environments';
 import { untilEdgesServe } from '../../core/edge-wait';
 
 export const VERIFY_CALLS_PER_HOUR = 12;
@@ -216,7 +217,7 @@ export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
 /** Moves a domain to another environment of the same project. */
 export async function moveDomain(deps: Deps, actor: Actor, id: string, input: { environment_id: string }) {
   const domain = await findDomain(deps, actor, id, 'config:write');
-  const target = await deps.knex('environments').where({ id: input.environment_id }).first('id', 'project_id');
+  const target = await environmentProject(deps.knex, input.environment_id);
   if (!target || target.project_id !== domain.project_id) {
     throw errors.invalid({ environment_id: 'must be an environment of the same project' });
   }

@@ -18,7 +18,7 @@ import { createEnvironmentMachines } from '../machines/service';
 import { dropEnvironmentServices, startRetire } from '../../core/environment-retire';
 import { DELETED_ENVIRONMENT_KEEP_DAYS, tombstoneEnvironment } from '../../db/queries/deleted-environments';
 import { recordActivity } from '../../db/queries/activity';
-import { edgesHoldingOut } from '../../db/queries/edge-routes';
+import { lockEnvironment, lowestFreePort } from '../../db/queries/environments';
 import { assertRecentSignIn, DELETE_PROTECTED_SIGN_IN_MINUTES } from '../lib/recent-sign-in';
 
 export type EnvironmentRecord = Environment & { url: string };
@@ -101,20 +101,6 @@ async function checkRef(deps: Deps, repo: GitRepo, gitRef: string): Promise<void
     throw errors.invalid({ git_ref: 'is not a branch, tag or commit id of the repository' });
 }
 
-/** The lowest port of the range no environment uses and every edge can listen on; undefined when none is left. */
-async function lowestFreePort(deps: Deps): Promise<number | undefined> {
-  const { from, to } = deps.config.environmentPorts;
-  const row = await deps.knex
-    .select(deps.knex.raw('min(p) as port'))
-    .from(deps.knex.raw('generate_series(?::int, ?::int) as p', [from, to]))
-    .whereNotExists(deps.knex('environments').where('port', deps.knex.raw('p')))
-    .whereNotExists(deps.knex('retiring_ports').where('port', deps.knex.raw('p')))
-    // nor one that another program holds where an edge runs (that edge could not serve it)
-    .whereNotExists(edgesHoldingOut(deps.knex, deps.knex.raw('p')))
-    .first();
-  return row?.port ?? undefined;
-}
-
 /**
  * Creates an environment in the project on a port of its own: the lowest free one of the range,
  * retried when another creation took it meanwhile; 409 no_port_available when the range is spent.
@@ -131,7 +117,7 @@ export async function createEnvironment(
   if (await Environment.query(deps.knex).findOne({ project_id: projectId, name: input.name })) throw nameTaken();
   await checkRef(deps, (await projectRepositoryOf(deps.knex, deps.secrets, project))!, input.git_ref);
   for (let attempt = 0; attempt < 20; attempt++) {
-    const port = await lowestFreePort(deps);
+    const port = await lowestFreePort(deps.knex, deps.config.environmentPorts.from, deps.config.environmentPorts.to);
     if (port === undefined) {
       throw appError(
         'no_port_available',
@@ -254,7 +240,7 @@ export async function deleteEnvironment(
     assertRecentSignIn(actor, DELETE_PROTECTED_SIGN_IN_MINUTES);
   }
   const gone = await deps.knex.transaction(async (trx) => {
-    await trx('environments').where({ id }).forUpdate().first();
+    await lockEnvironment(trx, id);
     const running = await Task.query(trx)
       .where({ environment_id: id })
       .whereIn('status', ['pending', 'running'])

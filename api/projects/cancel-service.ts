@@ -10,6 +10,7 @@ import type { Deps } from '../../system/deps';
 import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
 import { recordActivity } from '../../db/queries/activity';
+import { projectEnvironmentsStopped, stopProjectEnvironments } from '../../db/queries/environments';
 import { startProjectStop } from '../../core/temporal-starts';
 import { iso, isoOrNull } from '../../core/time';
 import { CANCELLED_PROJECT_KEEP_DAYS } from '../../core/projects/cancel';
@@ -29,11 +30,7 @@ export async function cancelChoices(deps: Deps, projectId: string) {
   const project = await deps.knex('projects').where({ id: projectId }).first('id', 'name', 'cancelled_at');
   if (!project) throw errors.notFound('project');
   const subscriptions = await subscriptionsOf(deps.knex, projectId);
-  const environments = await deps
-    .knex('environments')
-    .where({ project_id: projectId })
-    .orderBy('name')
-    .select('id', 'name', 'stopped_at');
+  const environments = await projectEnvironmentsStopped(deps.knex, projectId);
   const deleteAfter = project.cancelled_at
     ? new Date(new Date(project.cancelled_at).getTime() + CANCELLED_PROJECT_KEEP_DAYS * DAY_MS)
     : null;
@@ -90,11 +87,7 @@ export async function cancelProject(deps: Deps, actor: Actor, projectId: string)
       .whereIn('status', ['active', 'cancelling'])
       .update({ status: 'ended', ended_at: trx.fn.now(), cancelled_by: actor.user.id })
       .returning('order');
-    const envIds: string[] = await trx('environments')
-      .where({ project_id: projectId })
-      .update({ stopped_at: trx.fn.now() })
-      .returning('id')
-      .then((rows: Array<{ id: string }>) => rows.map((r) => r.id));
+    const envIds = await stopProjectEnvironments(trx, projectId);
     await trx('projects').where({ id: projectId }).update({ cancelled_at: trx.fn.now(), updated_at: trx.fn.now() });
     await recordActivity(trx, {
       teamId: project.team_id,

@@ -2,6 +2,7 @@ import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
 import { Project } from '../../db/models/project';
 import { Team } from '../../db/models/team';
+import { projectEnvironmentCount } from '../../db/queries/environments';
 import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
 import { authorize, can, reachableMemberships, reachableTeamIds, type Action } from '../lib/policy';
@@ -86,9 +87,7 @@ export async function deleteProject(deps: Deps, actor: Actor, id: string): Promi
   await findProject(deps, actor, id, 'project:delete');
   await deps.knex.transaction(async (trx) => {
     await trx('projects').where({ id }).forUpdate().first();
-    const envs = Number(
-      ((await trx('environments').where({ project_id: id }).count<{ n: string }[]>({ n: '*' }))[0] as { n: string }).n,
-    );
+    const envs = await projectEnvironmentCount(trx, id);
     if (envs > 0) {
       throw errors.conflict(
         'project_not_empty',

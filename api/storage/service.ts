@@ -27,6 +27,7 @@ import {
 } from '../../db/queries/storage';
 import type { DiskName, StorageDisk } from '../../db/models/storage-disk';
 import { environmentHost } from '../../db/queries/hosts';
+import { environmentName } from '../../db/queries/environments';
 import { withAdmin } from '../../host/pg-server';
 import { MAX_ALLOWANCE_GB } from './schemas';
 
@@ -366,7 +367,7 @@ export async function requestGrow(deps: Deps, actor: Actor, volume: StorageDisk,
   if (s.allowance_gb + (sizeGb - s.files.size_gb) > MAX_ALLOWANCE_GB) {
     throw errors.invalid({ size_gb: `takes the allowance past ${MAX_ALLOWANCE_GB} GB` });
   }
-  const env = await deps.knex('environments').where({ id: volume.environment_id }).first('name');
+  const env = await environmentName(deps.knex, volume.environment_id);
   return startTask(deps, actor, {
     type: 'volume_grow',
     teamId: volume.team_id,

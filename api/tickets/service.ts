@@ -3,6 +3,7 @@ import type { Deps } from '../../system/deps';
 import { supportReplyEmail, supportTicketEmail } from '../../system/mail';
 import { Ticket } from '../../db/models/ticket';
 import { TicketReply } from '../../db/models/ticket-reply';
+import { teamEnvironment } from '../../db/queries/environments';
 import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
 import type { CheckedAttachment } from './attachments';
@@ -60,12 +61,7 @@ export async function createTicket(
 ) {
   let environment: { id: string; name: string } | null = null;
   if (body.environment_id) {
-    environment =
-      (await deps
-        .knex('environments as e')
-        .join('projects as p', 'p.id', 'e.project_id')
-        .where({ 'e.id': body.environment_id, 'p.team_id': teamId })
-        .first('e.id', 'e.name')) ?? null;
+    environment = (await teamEnvironment(deps.knex, body.environment_id, teamId)) ?? null;
     if (!environment) throw errors.invalid({ environment_id: 'is not an environment of this team' });
   }
   const team = await deps.knex('teams').where({ id: teamId }).first('name');

@@ -7,6 +7,7 @@ import type { Deps } from '../../system/deps';
 import type { Actor } from '../../core/actor';
 import { startTask } from '../../core/tasks';
 import type { Task } from '../../db/models/task';
+import { liveProjectEnvironments } from '../../db/queries/environments';
 
 export function applyToEnvironment(
   deps: Deps,
@@ -24,11 +25,7 @@ export function applyToEnvironment(
 }
 
 export async function applyToProject(deps: Deps, actor: Actor, projectId: string): Promise<Task[]> {
-  const envs = await deps
-    .knex('environments')
-    .where({ project_id: projectId })
-    .whereNotNull('live_release_id')
-    .orderBy('name');
+  const envs = await liveProjectEnvironments(deps.knex, projectId);
   const tasks: Task[] = [];
   for (const env of envs) tasks.push(await applyToEnvironment(deps, actor, env));
   return tasks;

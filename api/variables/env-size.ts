@@ -7,6 +7,7 @@
  */
 import type { Knex } from 'knex';
 import type { VariableScope } from '../../db/queries/variables';
+import { scopeEnvironments } from '../../db/queries/environments';
 import { sealedLength } from '../../system/crypto';
 import { errors } from '../../core/errors';
 import { environmentEntryBytes, MAX_ENVIRONMENT_BYTES, MAX_USER_ENVIRONMENT_BYTES } from './rules';
@@ -33,10 +34,7 @@ export async function assertEnvironmentsFit(trx: Knex.Transaction, scope: Variab
       m.set(r.name, bytes);
     }
   }
-  const reached = (await trx('environments')
-    .where({ project_id: scope.projectId })
-    .modify((q) => (scope.environmentId ? q.where({ id: scope.environmentId }) : q))
-    .select('id', 'name')) as Array<{ id: string; name: string }>;
+  const reached = await scopeEnvironments(trx, scope.projectId, scope.environmentId);
   const sets: Array<{ label: string; names: Map<string, number> }> = reached.map((e) => ({
     label: `the variables of environment "${e.name}"`,
     names: new Map([...project, ...(own.get(e.id) ?? [])]),

@@ -10,8 +10,15 @@ import type { Deps } from '../../system/deps';
 import { AppError } from '../errors';
 import { liveRelease } from '../../db/queries/releases';
 import { projectRepositoryAndCancelled, recordRepositoryReachable } from '../../db/queries/projects';
+import {
+  autoDeployEnvironments,
+  autoDeployProjectIds,
+  environmentWithProject,
+  markAutoDeployChecked,
+  setAutoDeploySha,
+} from '../../db/queries/environments';
 import { projectRepositoryOf } from '../repository';
-import { environmentWithProject, requestTask } from '../deploys';
+import { requestTask } from '../deploys';
 import { lsRemote } from '../ls-remote';
 import { shaOfRef } from '../../host/git';
 
@@ -42,11 +49,7 @@ export function headOf(refs: Array<{ sha: string; ref: string }>, gitRef: string
  */
 export async function autoDeployProject(deps: Deps, projectId: string): Promise<AutoDeployOutcome[]> {
   const { knex } = deps;
-  const envs = await knex('environments')
-    .where({ project_id: projectId, auto_deploy: true })
-    .whereNull('stopped_at')
-    .orderBy('name')
-    .select('id', 'git_ref', 'auto_deploy_sha');
+  const envs = await autoDeployEnvironments(knex, projectId);
   if (envs.length === 0) return [];
   const project = await projectRepositoryAndCancelled(knex, projectId);
   const repo = project && !project.cancelled_at ? await projectRepositoryOf(knex, deps.secrets, project) : null;
@@ -54,14 +57,14 @@ export async function autoDeployProject(deps: Deps, projectId: string): Promise<
   const ls = await lsRemote(repo, deps.config);
   await recordRepositoryReachable(knex, projectId, ls.ok);
   const outcomes: AutoDeployOutcome[] = [];
-  for (const env of envs as Array<{ id: string; git_ref: string; auto_deploy_sha: string | null }>) {
+  for (const env of envs) {
     const out = (status: AutoDeployStatus, commit: string | null, taskId: string | null = null) =>
       outcomes.push({ environment_id: env.id, status, commit, task_id: taskId });
     if (!ls.ok) {
       out('unreachable', null);
       continue;
     }
-    await knex('environments').where({ id: env.id }).update({ auto_deploy_checked_at: knex.fn.now() });
+    await markAutoDeployChecked(knex, env.id);
     const head = headOf(ls.refs, env.git_ref);
     if (!head) {
       out('ref_not_found', null);
@@ -79,7 +82,7 @@ export async function autoDeployProject(deps: Deps, projectId: string): Promise<
     if (!row?.auto_deploy) continue; // turned off or deleted meanwhile
     try {
       const task = await requestTask(deps, { via: 'auto_deploy', userId: null }, row, { type: 'deploy' });
-      await knex('environments').where({ id: env.id }).update({ auto_deploy_sha: head });
+      await setAutoDeploySha(knex, env.id, head);
       deps.logger.info({ environmentId: env.id, taskId: task.id, commit: head }, 'auto-deploy started');
       out('started', head, task.id);
     } catch (err) {
@@ -93,13 +96,5 @@ export async function autoDeployProject(deps: Deps, projectId: string): Promise<
 
 /** Every project with an environment whose auto_deploy is on (the poller's round). */
 export async function autoDeployProjects(deps: Deps): Promise<string[]> {
-  return deps
-    .knex('environments')
-    .join('projects', 'projects.id', 'environments.project_id')
-    .where('environments.auto_deploy', true)
-    .whereNull('environments.stopped_at')
-    .whereNull('projects.cancelled_at')
-    .whereNotNull('projects.repository_url')
-    .distinct('environments.project_id')
-    .pluck('environments.project_id');
+  return autoDeployProjectIds(deps.knex);
 }

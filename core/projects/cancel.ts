@@ -5,6 +5,7 @@
 import type { Deps } from '../../system/deps';
 import { recordActivity } from '../../db/queries/activity';
 import { tombstoneEnvironment } from '../../db/queries/deleted-environments';
+import { environmentsCancelledBefore } from '../../db/queries/environments';
 import { dropEnvironmentServices, startRetire } from '../environment-retire';
 
 export const CANCELLED_PROJECT_KEEP_DAYS = 30;
@@ -17,13 +18,12 @@ const DAY_MS = 86_400_000;
  * (its host side retired by the retireEnvironment workflow). Returns how many environments went.
  */
 export async function deleteCancelledEnvironments(deps: Deps, asOf: Date): Promise<number> {
-  const due = await deps
-    .knex('environments')
-    .join('projects', 'projects.id', 'environments.project_id')
-    .where('projects.cancelled_at', '<', new Date(asOf.getTime() - CANCELLED_PROJECT_KEEP_DAYS * DAY_MS))
-    .select('environments.id', 'environments.port');
+  const due = await environmentsCancelledBefore(
+    deps.knex,
+    new Date(asOf.getTime() - CANCELLED_PROJECT_KEEP_DAYS * DAY_MS),
+  );
   let deleted = 0;
-  for (const { id } of due as Array<{ id: string }>) {
+  for (const { id } of due) {
     // As DELETE /environments/{id} takes it: a tombstone keeps its tasks, activity and snapshots 30 days more.
     const gone = await deps.knex.transaction(async (trx) => {
       const out = await tombstoneEnvironment(trx, id, null);
