@@ -10,6 +10,7 @@
 import type { Knex } from 'knex';
 import { lookupTxt } from './dns';
 import { recordActivity } from '../db/queries/activity';
+import type { DomainRow } from '../db/queries/domains';
 
 export const VERIFY_PREFIX = '_vc-verify.';
 export const PENDING_CLAIM_DAYS = 7;
@@ -19,17 +20,6 @@ export type CheckOutcome =
   | { status: 'verified' /** This check made it verified (it was pending). */; changed: boolean }
   | { status: 'pending'; reason?: string }
   | { status: 'gone' };
-
-interface DomainRow {
-  id: string;
-  team_id: string;
-  project_id: string;
-  environment_id: string;
-  hostname: string;
-  status: 'pending' | 'verified';
-  verification_value: string;
-  created_at: Date;
-}
 
 /** Serializes every change of one hostname's claims (adding, verifying, expiring) until the transaction ends. */
 export async function lockHostname(trx: Knex.Transaction, hostname: string): Promise<void> {

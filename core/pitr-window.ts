@@ -8,6 +8,7 @@ import type { Knex } from 'knex';
 import type { Secrets } from '../system/secrets';
 import { errors } from './errors';
 import { withAdmin } from '../host/pg-server';
+import { postgresqlDatabaseName } from '../db/queries/services';
 import {
   archiveBackupDetail,
   archiveBackupList,
@@ -33,11 +34,9 @@ export const isoSeconds = (d: Date) => `${d.toISOString().slice(0, 19)}Z`;
 
 /** The environment's postgresql service's database, or 409 no_database_service. */
 async function serviceDatabase(knex: Knex, envId: string): Promise<string> {
-  const row = await knex('services')
-    .where({ environment_id: envId, kind: 'postgresql', status: 'available' })
-    .first('database_name');
-  if (!row) throw errors.conflict('no_database_service');
-  return row.database_name as string;
+  const name = await postgresqlDatabaseName(knex, envId);
+  if (name === undefined) throw errors.conflict('no_database_service');
+  return name;
 }
 
 const unavailable = (reason: string) =>

@@ -7,6 +7,7 @@ import { withTaskLog } from '../toolkit/task-log';
 import { userFault } from '../toolkit/failures';
 import { acmeReason, obtainCertificate } from './acme';
 import { requestCertificate } from '../../core/certificate-tasks';
+import { domainById } from '../../db/queries/domains';
 import { claimCertificate, dueCertificates, recordFailedAttempt, recordIssued } from '../../db/queries/certificates';
 
 export type AttemptOutcome =
@@ -19,7 +20,7 @@ export function createCertificateActivities(deps: Deps) {
   return {
     /** The task's first step: the certificate row is this task's (pending, unless one is already served). */
     async beginCertificate(input: { taskId: string; domainId: string }): Promise<void> {
-      const domain = await knex('domains').where({ id: input.domainId }).first('id', 'status');
+      const domain = await domainById(knex, input.domainId, 'id', 'status');
       if (!domain) throw userFault('DomainMissing', 'the domain was deleted');
       if (domain.status !== 'verified') throw userFault('DomainNotVerified', 'the domain is not verified');
       try {
@@ -41,7 +42,7 @@ export function createCertificateActivities(deps: Deps) {
       attempts: number;
     }): Promise<AttemptOutcome> {
       return withTaskLog(deps, input.taskId, async (log) => {
-        const domain = await knex('domains').where({ id: input.domainId }).first('id', 'hostname', 'status');
+        const domain = await domainById(knex, input.domainId, 'id', 'hostname', 'status');
         if (!domain) return { outcome: 'gone', reason: 'the domain was deleted' };
         const mine = await knex('certificates').where({ domain_id: input.domainId, task_id: input.taskId }).first();
         if (!mine) return { outcome: 'gone', reason: 'another task now looks after this certificate' };
@@ -64,7 +65,7 @@ export function createCertificateActivities(deps: Deps) {
             serial: issued.serial,
           };
         } catch (err) {
-          const gone = !(await knex('domains').where({ id: input.domainId }).first('id'));
+          const gone = !(await domainById(knex, input.domainId, 'id'));
           if (gone) return { outcome: 'gone', reason: 'the domain was deleted' };
           const reason = acmeReason(err, domain.hostname);
           const final = input.attempt >= input.attempts;

@@ -20,6 +20,7 @@ import { checkLocalDestination, LOCAL_NOT_ENABLED, localDestinationsEnabled } fr
 import type { CreateDestination, UpdateDestination } from './schemas';
 import { recordBackupsEvent } from './events';
 import { aad } from '../../db/aad';
+import { destinationUsage } from '../../db/queries/backups';
 
 export const SECRET_FIELDS = ['access_key_id', 'secret_access_key'] as const;
 const FIELDS: Record<'local' | 's3', readonly string[]> = {
@@ -46,13 +47,7 @@ export interface DestinationRecord {
 }
 
 async function withUsage(deps: Deps, row: BackupDestination): Promise<DestinationRecord> {
-  const usage = (await deps
-    .knex('backups')
-    .where({ destination_id: row.id, status: 'available' })
-    .first(
-      deps.knex.raw('count(*)::int AS snapshots'),
-      deps.knex.raw('coalesce(sum(size_bytes), 0)::bigint AS used'),
-    )) as { snapshots: number; used: string };
+  const usage = await destinationUsage(deps.knex, row.id);
   return {
     row,
     snapshots: usage.snapshots,

@@ -20,6 +20,7 @@ import { ensureBackupKey, keyFingerprint } from '../../core/backups/keys';
 import { recordBackupsEvent } from './events';
 import { syncBackupSchedule, deleteBackupSchedule } from '../../core/schedules';
 import { isKeptDeletedEnvironment } from '../../db/queries/deleted-environments';
+import { deleteSnapshotRow, snapshotsUnderKey } from '../../db/queries/backups';
 
 export const DOWNLOAD_TTL_SECONDS = 15 * 60;
 
@@ -71,7 +72,7 @@ export async function deleteBackup(deps: Deps, actor: Actor, env: EnvRow, snapsh
     await deleteFromDestination(deps, destination, row.object_key);
   }
   await deps.knex.transaction(async (trx) => {
-    await trx('backups').where({ id: row.id }).delete();
+    await deleteSnapshotRow(trx, row.id);
     await recordBackupsEvent(trx, {
       teamId: env.team_id,
       actor,
@@ -139,18 +140,7 @@ export async function openDownload(deps: Deps, snapshotId: string, q: { expires:
 
 export async function describeBackupKey(deps: Deps, env: EnvRow) {
   const fingerprint = keyFingerprint(await ensureBackupKey(deps.knex, deps.secrets, env.id));
-  const opens = (await deps
-    .knex('backups')
-    .where({ environment_id: env.id, status: 'available', key_fingerprint: fingerprint })
-    .first(
-      deps.knex.raw('count(*)::int AS snapshots'),
-      deps.knex.raw('min(created_at) AS oldest'),
-      deps.knex.raw('max(created_at) AS newest'),
-    )) as {
-    snapshots: number;
-    oldest: Date | null;
-    newest: Date | null;
-  };
+  const opens = await snapshotsUnderKey(deps.knex, env.id, fingerprint);
   return {
     algorithm: 'AES-256-GCM' as const,
     fingerprint,

@@ -4,6 +4,7 @@
  */
 import { volumeHasFiles } from '../../db/queries/storage';
 import { otherProjectEnvironments, projectEnvironment } from '../../db/queries/environments';
+import { hasAvailableService } from '../../db/queries/services';
 import type { Deps } from '../../system/deps';
 import { startTask } from '../../core/tasks';
 import type { TaskParamsInput } from '../../db/task-params';
@@ -158,8 +159,8 @@ export async function requestResetDatabase(
   address: string,
 ) {
   if (input.confirm !== env.name) throw errors.invalid({ confirm: `must be the environment's name (${env.name})` });
-  const service = await deps.knex('services').where({ environment_id: env.id, status: 'available' }).first('id');
-  if (!service) throw errors.conflict('no_database_service', 'The environment has no database service to reset');
+  if (!(await hasAvailableService(deps.knex, env.id)))
+    throw errors.conflict('no_database_service', 'The environment has no database service to reset');
   return startOverwrite(deps, actor, env, input.password, address, {
     type: 'reset_database',
     params: {},

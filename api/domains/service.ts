@@ -22,6 +22,7 @@ import { certificateSummaries, type CertificateSummary } from '../../db/queries/
 import { requestFirstCertificate } from '../../core/certificate-tasks';
 import { recordActivity } from '../../db/queries/activity';
 import { environmentProject } from '../../db/queries/environments';
+import { deleteDomainRow, hostnameVerified, projectDomainCount, teamClaimsHostname } from '../../db/queries/domains';
 import { untilEdgesServe } from '../../core/edge-wait';
 
 export const VERIFY_CALLS_PER_HOUR = 12;
@@ -58,9 +59,8 @@ export async function findDomain(deps: Deps, actor: Actor, id: string, action: A
 
 async function allowance(deps: Deps, projectId: string, knex = deps.knex) {
   const project = await knex('projects').where({ id: projectId }).first('domain_allowance');
-  const row = await knex('domains').where({ project_id: projectId }).count<{ n: string }[]>({ n: '*' }).first();
   return {
-    used: Number(row?.n ?? 0),
+    used: await projectDomainCount(knex, projectId),
     limit: (project?.domain_allowance as number | null) ?? deps.config.domainAllowance,
   };
 }
@@ -123,8 +123,8 @@ export async function addDomain(deps: Deps, actor: Actor, environmentId: string,
     .transaction(async (trx) => {
       await trx('projects').where({ id: env.project_id }).forUpdate().first('id');
       await lockHostname(trx, input.hostname);
-      if (await trx('domains').where({ hostname: input.hostname, status: 'verified' }).first('id')) throw taken();
-      if (await trx('domains').where({ hostname: input.hostname, team_id: env.team_id }).first('id')) {
+      if (await hostnameVerified(trx, input.hostname)) throw taken();
+      if (await teamClaimsHostname(trx, input.hostname, env.team_id)) {
         throw claimedByTeam();
       }
       const { used, limit } = await allowance(deps, env.project_id, trx);
@@ -245,7 +245,7 @@ export async function moveDomain(deps: Deps, actor: Actor, id: string, input: { 
 export async function deleteDomain(deps: Deps, actor: Actor, id: string): Promise<void> {
   const domain = await findDomain(deps, actor, id, 'config:write');
   await deps.knex.transaction(async (trx) => {
-    await trx('domains').where({ id }).delete();
+    await deleteDomainRow(trx, id);
     await recordActivity(trx, {
       teamId: domain.team_id,
       actor,

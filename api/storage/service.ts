@@ -28,6 +28,7 @@ import {
 import type { DiskName, StorageDisk } from '../../db/models/storage-disk';
 import { environmentHost } from '../../db/queries/hosts';
 import { environmentName } from '../../db/queries/environments';
+import { hasPostgresqlService, postgresqlDatabaseName } from '../../db/queries/services';
 import { withAdmin } from '../../host/pg-server';
 import { MAX_ALLOWANCE_GB } from './schemas';
 
@@ -83,14 +84,11 @@ async function duBytes(dir: string): Promise<number> {
 
 /** Bytes the environment's service database takes (pg_database_size); 0 without an available service. */
 async function databaseBytes(deps: Deps, envId: string): Promise<number> {
-  const service = await deps
-    .knex('services')
-    .where({ environment_id: envId, kind: 'postgresql', status: 'available' })
-    .first('database_name');
-  if (!service) return 0;
+  const databaseName = await postgresqlDatabaseName(deps.knex, envId);
+  if (databaseName === undefined) return 0;
   return withAdmin(deps.config, async (c) => {
     const r = await c.query('SELECT pg_database_size(datname)::bigint AS n FROM pg_database WHERE datname = $1', [
-      service.database_name,
+      databaseName,
     ]);
     return Number(r.rows[0]?.n ?? 0);
   }).catch(() => 0);
@@ -297,11 +295,8 @@ export async function requestMove(deps: Deps, actor: Actor, env: Env, disk: Disk
     });
   }
   if (disk === 'database') {
-    const service = await deps
-      .knex('services')
-      .where({ environment_id: env.id, kind: 'postgresql', status: 'available' })
-      .first('id');
-    if (!service) throw errors.invalid({ disk: 'the environment has no database service: nothing to move' });
+    if (!(await hasPostgresqlService(deps.knex, env.id)))
+      throw errors.invalid({ disk: 'the environment has no database service: nothing to move' });
   }
   return startTask(deps, actor, {
     type: 'storage_move',

@@ -9,6 +9,7 @@ import type { Deps } from '../../system/deps';
 import type { Environment } from '../../db/models/environment';
 import { recordActivity, taskActivityRecorded } from '../../db/queries/activity';
 import { storedRule } from '../../db/queries/notification-rules';
+import { drilledSnapshot, recordDrillError } from '../../db/queries/backups';
 import { emitIntegrationEvent } from '../integration-events';
 import { startTask, type TaskRequester } from '../tasks';
 
@@ -48,11 +49,6 @@ export async function startRestoreDrills(deps: Deps): Promise<string[]> {
   return started;
 }
 
-/** A drill passed: the snapshot is verified now, and its last error is cleared. */
-export async function recordDrillPassed(knex: Deps['knex'], backupId: string): Promise<void> {
-  await knex('backups').where({ id: backupId }).update({ verified_at: knex.fn.now(), verify_error: null });
-}
-
 /**
  * A drill failed (its task `taskId`): the snapshot keeps why, the team's activity says so, and the integrations
  * the project's rule for `backup.verify_failed` names hear of it. Recording it again (a retried step) changes
@@ -63,22 +59,10 @@ export async function recordDrillFailed(
   e: { taskId: string; backupId: string; reason: string },
 ): Promise<void> {
   const { knex } = deps;
-  const row = await knex('backups as b')
-    .join('environments as en', 'en.id', 'b.environment_id')
-    .join('projects as p', 'p.id', 'b.project_id')
-    .where('b.id', e.backupId)
-    .first(
-      'b.id',
-      'b.team_id',
-      'b.project_id',
-      'b.environment_id',
-      'b.created_at',
-      'en.name as environment_name',
-      'p.name as project_name',
-    );
+  const row = await drilledSnapshot(knex, e.backupId);
   if (!row) return; // the snapshot was deleted meanwhile: nothing is left to be wrong
   await knex.transaction(async (trx) => {
-    await trx('backups').where({ id: row.id }).update({ verified_at: trx.fn.now(), verify_error: e.reason });
+    await recordDrillError(trx, row.id, e.reason);
     const recorded = await taskActivityRecorded(trx, e.taskId, 'verify_failed');
     if (!recorded)
       await recordActivity(trx, {
