@@ -4,7 +4,8 @@ import type { Knex } from 'knex';
  * that is not a task (activity_events), newest first, one keyset page at a time over (at, id).
  */
 import type { Deps } from '../../system/deps';
-import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
+import { encodeCursor, pageOf } from '../lib/pagination';
+import { cursorTimeSql } from '../../db/cursor-sql';
 import { ACTIVITY_CURSOR, type ActivityQuery } from './schemas';
 import { TASK_TYPES } from '../../db/vocabulary';
 

@@ -10,7 +10,7 @@ import { branchesOf, lsRemote, refExists } from '../../core/ls-remote';
 import { projectRepositoryOf } from '../../core/repository';
 import type { GitRepo } from '../../host/git';
 import { NAME_RULES } from '../projects/schemas';
-import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
+import { encodeCursor, pageOf } from '../lib/pagination';
 import { ENVIRONMENTS_CURSOR } from './schemas';
 import { findProject } from '../projects/service';
 import { environmentUrl, type Config } from '../../system/config';
@@ -18,7 +18,7 @@ import { createEnvironmentMachines } from '../machines/service';
 import { dropEnvironmentServices, startRetire } from '../../core/environment-retire';
 import { DELETED_ENVIRONMENT_KEEP_DAYS, tombstoneEnvironment } from '../../db/queries/deleted-environments';
 import { recordActivity } from '../../db/queries/activity';
-import { lockEnvironment, lowestFreePort } from '../../db/queries/environments';
+import { environmentPage, lockEnvironment, lowestFreePort } from '../../db/queries/environments';
 import { assertRecentSignIn, DELETE_PROTECTED_SIGN_IN_MINUTES } from '../lib/recent-sign-in';
 
 export type EnvironmentRecord = Environment & { url: string };
@@ -178,18 +178,13 @@ export async function listEnvironments(
   if (query.team_id) teamIds = teamIds.filter((id) => id === query.team_id);
   if (teamIds.length === 0) return { rows: [] as EnvironmentRecord[], next_before: null };
   // Plain rows of the columns the presenter shows (a page of 100 model instances costs more than the query).
-  const q = deps
-    .knex('environments')
-    .select(...LIST_COLUMNS, deps.knex.raw(`${cursorTimeSql('created_at')} as cursor_at`))
-    .whereIn('team_id', teamIds)
-    .orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
-    .limit(query.limit + 1);
-  if (query.project_id) q.where('project_id', query.project_id);
-  if (query.before) q.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [query.before.at, query.before.id]);
-  const { page, more } = pageOf((await q) as Array<Environment & { cursor_at: string }>, query.limit);
+  const rows = await environmentPage(deps.knex, LIST_COLUMNS, {
+    teamIds,
+    projectId: query.project_id,
+    before: query.before,
+    limit: query.limit + 1,
+  });
+  const { page, more } = pageOf(rows as Array<Environment & { cursor_at: string }>, query.limit);
   const last = page.at(-1);
   return {
     rows: page.map((row) => withUrl(deps.config, row)),

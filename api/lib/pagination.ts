@@ -71,7 +71,3 @@ export function timeIdCursorParam(kind: string) {
 export function pageOf<T>(rows: T[], limit: number): { page: T[]; more: boolean } {
   return { page: rows.slice(0, limit), more: rows.length > limit };
 }
-
-/** SQL expression giving a timestamptz column as the exact text a time cursor carries. */
-export const cursorTimeSql = (column: string) =>
-  `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;

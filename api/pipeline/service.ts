@@ -10,7 +10,8 @@ import { lastWentLive, liveRelease, rollbackTarget, type ReleaseRow } from '../.
 import { runningExclusiveTask } from '../../db/queries/tasks';
 import type { Actor } from '../../core/actor';
 import { can, roleIn } from '../lib/policy';
-import { cursorTimeSql, encodeCursor, pageOf } from '../lib/pagination';
+import { encodeCursor, pageOf } from '../lib/pagination';
+import { cursorTimeSql } from '../../db/cursor-sql';
 import { displayUrl } from '../../core/ls-remote';
 import { findProject } from '../projects/service';
 import { findEnvironment } from '../environments/service';

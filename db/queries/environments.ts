@@ -5,6 +5,7 @@
 import type { Knex } from 'knex';
 import type { Environment } from '../models/environment';
 import { edgesHoldingOut } from './edge-routes';
+import { cursorTimeSql } from '../cursor-sql';
 
 type EnvironmentRow = Pick<
   Environment,
@@ -221,4 +222,26 @@ export async function autoDeployProjectIds(knex: Knex): Promise<string[]> {
     .whereNotNull('projects.repository_url')
     .distinct('environments.project_id')
     .pluck('environments.project_id');
+}
+
+/**
+ * A page of the teams' environments (of one project, when given), newest first, before the cursor `before`:
+ * `columns` and `cursor_at` (the created_at text a time cursor carries), at most `limit` rows.
+ */
+export async function environmentPage(
+  knex: Knex,
+  columns: readonly string[],
+  o: { teamIds: string[]; projectId?: string; before?: { at: string; id: string }; limit: number },
+): Promise<Array<Partial<Environment> & { cursor_at: string }>> {
+  const q = knex('environments')
+    .select(...columns, knex.raw(`${cursorTimeSql('created_at')} as cursor_at`))
+    .whereIn('team_id', o.teamIds)
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(o.limit);
+  if (o.projectId) q.where('project_id', o.projectId);
+  if (o.before) q.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [o.before.at, o.before.id]);
+  return q;
 }
