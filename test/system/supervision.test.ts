@@ -24,6 +24,8 @@ import {
   stopNpmStart,
 } from '../helpers/npm-start';
 import { processesMentioning } from '../helpers/processes';
+import { startEmbeddedCluster } from '../helpers/services-server';
+import { freePort } from '../helpers/ports';
 import { until as untilHolds } from '../helpers/until';
 
 // npm start runs on this file's database: its worker registers the host (the file registers none of its own)
@@ -41,6 +43,8 @@ let repo: AppRepo;
 let env: { id: string; port: number };
 let owner: Awaited<ReturnType<typeof createUser>>;
 const backIn: Record<string, number> = {};
+let trusting: Awaited<ReturnType<typeof startEmbeddedCluster>> | undefined;
+let trustingAt = '';
 
 /** A process's process group (field 5 of /proc/<pid>/stat). */
 function processGroup(pid: number): number {
@@ -157,7 +161,14 @@ beforeAll(async () => {
   mkdirSync(environmentHome(dataDir, env.id), { recursive: true });
   api = new Agent(`http://127.0.0.1:${ports.api}/api/vc/v1`).withBearer(await createAccessToken(t, owner, team));
 
-  start = spawnNpmStart(await npmStartEnv(t, ports, dataDir), (text) => {
+  // a services server that accepts a wrong password, of this file's own (not whatever this machine runs on 5432)
+  const trustingPort = await freePort();
+  trusting = await startEmbeddedCluster(path.join(t.dataDir, 'trusting-pg'), trustingPort, {
+    sandboxes: false,
+    trusting: true,
+  });
+  trustingAt = `127.0.0.1:${trustingPort}`;
+  start = spawnNpmStart(await npmStartEnv(t, ports, dataDir, { SERVICES_DATABASE_URL: trusting.url }), (text) => {
     out += text;
   });
   startStartedAt = stateOf(start.pid!).startedAt;
@@ -167,6 +178,7 @@ beforeAll(async () => {
 afterAll(async () => {
   writeFileSync(repo.gate, '');
   await stopNpmStart(start, dataDir);
+  await trusting?.stop();
   if (Object.keys(backIn).length)
     console.log(
       `[supervision] back after SIGKILL: ${Object.entries(backIn)
@@ -191,7 +203,11 @@ describe('npm start supervises its processes', () => {
       expect(processGroup(p.pid!)).not.toBe(processGroup(start.pid!));
     }
     // the services server trusts without a password: said at start, reported by /health
-    expect(out).toMatch(/To change: +the services server 127\.0\.0\.1:5432 accepts a wrong password.*scram-sha-256/);
+    expect(out).toMatch(
+      new RegExp(
+        `To change: +the services server ${trustingAt.replaceAll('.', '\\.')} accepts a wrong password.*scram-sha-256`,
+      ),
+    );
     const h = await health();
     expect(h.settings.services).toMatchObject({
       status: 'problem',
