@@ -7,7 +7,6 @@ import { type GateBlocker, type GatedStart, startTaskGated } from '../../db/quer
 import { replaceFromLostHost } from '../../core/placement';
 import { loadPriceList } from '../../core/pricing';
 import { servicesHost } from '../../db/queries/hosts';
-import { failTaskBuildingRelease } from '../../db/queries/releases';
 
 /** Task activities: the workflow records every transition of its task through these (all idempotent). */
 export function createTaskActivities(deps: Deps) {
@@ -30,10 +29,9 @@ export function createTaskActivities(deps: Deps) {
       result?: Record<string, unknown> | null;
       error?: string | null;
     }): Promise<string | undefined> {
+      // (a release it began and did not finish fails with it: db/queries/tasks.ts)
       const status = await finishTask(knex, input.taskId, input);
-      // A release this task began and did not finish is not going to be: it failed.
-      if (status !== 'succeeded') await failTaskBuildingRelease(knex, input.taskId);
-      // Nor is it waiting for build capacity any more.
+      // It is not waiting for build capacity any more.
       await knex('build_queue').where({ task_id: input.taskId }).del();
       return status;
     },

@@ -60,13 +60,18 @@ export async function cancelPendingTask(knex: Knex, taskId: string): Promise<boo
     const moved = await trx('tasks')
       .where({ id: taskId, status: 'pending' })
       .update({ status: 'cancelled', finished_at: trx.fn.now(), error: 'cancelled before it started' });
-    // with the cancel, not when the workflow gets to it: a build waiting for capacity began its release
+    // as finishTask does, with the cancel, not when the workflow gets to it: a build waiting for capacity began
+    // its release
     if (moved > 0) await failTaskBuildingRelease(trx, taskId);
     return moved > 0;
   });
 }
 
-/** pending|running -> a final status. A task that already ended keeps its first ending. */
+/**
+ * pending|running -> a final status. A task that already ended keeps its first ending. One that did not succeed
+ * fails the release it began building, in the same transaction: no reader sees the task ended and its release
+ * still `building`.
+ */
 export async function finishTask(
   knex: Knex,
   taskId: string,
@@ -76,17 +81,20 @@ export async function finishTask(
     error?: string | null;
   },
 ): Promise<TaskStatus | undefined> {
-  await knex('tasks')
-    .where({ id: taskId })
-    .whereIn('status', ['pending', 'running'])
-    .update({
-      status: outcome.status,
-      result: outcome.result ? JSON.stringify(outcome.result) : null,
-      error: outcome.error ?? null,
-      finished_at: knex.fn.now(),
-    });
-  const row = await knex('tasks').where({ id: taskId }).first('status');
-  return row?.status;
+  return knex.transaction(async (trx) => {
+    await trx('tasks')
+      .where({ id: taskId })
+      .whereIn('status', ['pending', 'running'])
+      .update({
+        status: outcome.status,
+        result: outcome.result ? JSON.stringify(outcome.result) : null,
+        error: outcome.error ?? null,
+        finished_at: trx.fn.now(),
+      });
+    const row = await trx('tasks').where({ id: taskId }).first('status');
+    if (row?.status !== 'succeeded') await failTaskBuildingRelease(trx, taskId);
+    return row?.status;
+  });
 }
 
 /**
