@@ -9,7 +9,7 @@
 import type { Deps } from '../../system/deps';
 import { AppError } from '../errors';
 import { liveRelease } from '../../db/queries/releases';
-import { projectRepositoryAndCancelled, recordRepositoryReachable } from '../../db/queries/projects';
+import { projectRepositoryColumns, recordRepositoryReachable } from '../../db/queries/projects';
 import {
   autoDeployEnvironments,
   autoDeployProjectIds,
@@ -51,7 +51,7 @@ export async function autoDeployProject(deps: Deps, projectId: string): Promise<
   const { knex } = deps;
   const envs = await autoDeployEnvironments(knex, projectId);
   if (envs.length === 0) return [];
-  const project = await projectRepositoryAndCancelled(knex, projectId);
+  const project = await projectRepositoryColumns(knex, projectId);
   const repo = project && !project.cancelled_at ? await projectRepositoryOf(knex, deps.secrets, project) : null;
   if (!repo) return [];
   const ls = await lsRemote(repo, deps.config);

@@ -7,12 +7,16 @@ interface ProjectNameRow {
   name: string;
 }
 
-/** The columns git needs of a project: its repository URL and sealed credentials (core/repository.ts opens them). */
+/**
+ * The columns git needs of a project: its repository URL and sealed credentials (core/repository.ts opens them),
+ * and whether it is cancelled (auto-deploy looks at no cancelled project).
+ */
 interface ProjectRepositoryColumns {
   id: string;
   team_id: string;
   repository_url: string | null;
   repository_credentials: string | null;
+  cancelled_at: Date | null;
 }
 
 /** The project's id and name, or undefined when it is gone. */
@@ -25,14 +29,6 @@ export async function projectRepositoryColumns(
   knex: Knex,
   projectId: string,
 ): Promise<ProjectRepositoryColumns | undefined> {
-  return knex('projects').where({ id: projectId }).first('id', 'team_id', 'repository_url', 'repository_credentials');
-}
-
-/** The project's repository columns and whether it is cancelled (auto-deploy's look), or undefined when it is gone. */
-export async function projectRepositoryAndCancelled(
-  knex: Knex,
-  projectId: string,
-): Promise<(ProjectRepositoryColumns & { cancelled_at: Date | null }) | undefined> {
   return knex('projects')
     .where({ id: projectId })
     .first('id', 'team_id', 'repository_url', 'repository_credentials', 'cancelled_at');
