@@ -20,7 +20,7 @@ import type { Knex } from 'knex';
 import { appError } from './errors';
 import type { Plan } from './pricing';
 import { hostFreeMemory, placeableHosts } from '../db/queries/hosts';
-import { moveServerFromLostHost, setServerHost } from '../db/queries/machines';
+import { moveServerFromLostHost, setServerHost, webServerToPlace } from '../db/queries/machines';
 
 /** The advisory lock every placement and capacity check takes (a constant of this module: "placement"). */
 const PLACEMENT_LOCK = 0x706c6163;
@@ -91,22 +91,6 @@ type Replacement =
   | { status: 'moved'; from: string; to: string }
   | { status: 'refused'; from: string; message: string };
 
-/** The environment's `web` server, with whether its host is lost (false: alive, or none recorded). */
-async function webServerToPlace(trx: Knex.Transaction, environmentId: string, lostSeconds: number) {
-  return trx({ s: 'servers' })
-    .leftJoin({ h: 'hosts' }, 'h.name', 's.host')
-    .where({ 's.environment_id': environmentId, 's.role': 'web' })
-    .first(
-      's.id',
-      's.host',
-      's.memory_mb',
-      's.instances',
-      trx.raw('coalesce(h.heartbeat_at < now() - make_interval(secs => ?::double precision), false) AS lost', [
-        lostSeconds,
-      ]),
-    );
-}
-
 /**
  * The host a server of `needMb` goes to, never `from` (as placeWebServer places a new one), or the refusal's
  * message naming the largest plan that fits.
@@ -137,7 +121,8 @@ export async function replaceFromLostHost(
   return knex.transaction(async (trx) => {
     await lockPlacement(trx);
     const server = await webServerToPlace(trx, environmentId, settings.hostLostSeconds);
-    if (!server?.lost) return { status: 'kept' };
+    // lost means its host is recorded (and its heartbeat stale)
+    if (!server?.lost || server.host === null) return { status: 'kept' };
     const to = await otherHostWithRoom(trx, settings, server.host, server.memory_mb * server.instances);
     if ('refused' in to) return { status: 'refused', from: server.host, message: to.refused };
     // no longer on the lost host: not `host_lost` either (the deploy starts it there)

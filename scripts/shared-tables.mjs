@@ -13,8 +13,10 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const FOLDERS = ['api', 'activities', 'cli', 'core', 'edge', 'host', 'logs', 'processes', 'system', 'workflows'];
-// a knex call on a table name: knex('t'), trx('t'), deps.knex('t'), o.knex('t'), tx('t'), knex('t as x')
-const CALL = /\b(?:knex|trx|tx)\(\s*'([a-z_][a-z0-9_]*)(?:\s+as\s+[a-z_]+)?'\s*\)/g;
+// a knex call on a table name: knex('t'), trx('t'), deps.knex('t'), o.knex('t'), tx('t'), knex('t as x'),
+// knex({ x: 't' })
+const CALL =
+  /\b(?:knex|trx|tx)\(\s*(?:'([a-z_][a-z0-9_]*)(?:\s+as\s+[a-z_]+)?'|\{\s*[a-z_]+:\s*'([a-z_][a-z0-9_]*)'\s*\})\s*\)/g;
 
 function* files(dir) {
   for (const name of readdirSync(dir)) {
@@ -30,8 +32,9 @@ for (const folder of FOLDERS) {
   for (const file of files(join(root, folder))) {
     const text = readFileSync(file, 'utf8');
     for (const m of text.matchAll(CALL)) {
-      const byFolder = uses.get(m[1]) ?? new Map();
-      uses.set(m[1], byFolder);
+      const table = m[1] ?? m[2];
+      const byFolder = uses.get(table) ?? new Map();
+      uses.set(table, byFolder);
       const set = byFolder.get(folder) ?? new Set();
       byFolder.set(folder, set);
       set.add(relative(root, file));

@@ -66,3 +66,23 @@ export async function moveServerFromLostHost(trx: Knex.Transaction, serverId: st
 export async function setServerHost(trx: Knex.Transaction, serverId: string, host: string): Promise<void> {
   await trx('servers').where({ id: serverId }).update({ host, updated_at: trx.fn.now() });
 }
+
+/** The environment's `web` server, with whether its host is lost (false: alive, or none recorded) (core/placement.ts). */
+export async function webServerToPlace(
+  trx: Knex.Transaction,
+  environmentId: string,
+  lostSeconds: number,
+): Promise<{ id: string; host: string | null; memory_mb: number; instances: number; lost: boolean } | undefined> {
+  return trx({ s: 'servers' })
+    .leftJoin({ h: 'hosts' }, 'h.name', 's.host')
+    .where({ 's.environment_id': environmentId, 's.role': 'web' })
+    .first(
+      's.id',
+      's.host',
+      's.memory_mb',
+      's.instances',
+      trx.raw('coalesce(h.heartbeat_at < now() - make_interval(secs => ?::double precision), false) AS lost', [
+        lostSeconds,
+      ]),
+    );
+}
