@@ -19,6 +19,9 @@ let cursor = -1;
 
 const recent = (port: number) => Date.now() - (handedOut.get(port) ?? 0) < AGAIN_AFTER_MS;
 
+/** The ports of the share that fetch refuses to reach ("bad port", the Fetch standard's port blocking). */
+const FETCH_BLOCKED = new Set([3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697]);
+
 /** The next port of this worker's share not handed out lately, claimed at once (calls side by side get different ones). */
 function nextOfShare(index: number): number | null {
   const count = Math.floor((HIGH - LOW - index) / STRIDE) + 1;
@@ -26,7 +29,7 @@ function nextOfShare(index: number): number | null {
   for (let i = 0; i < count; i++) {
     cursor = (cursor + 1) % count;
     const port = LOW + index + cursor * STRIDE;
-    if (!recent(port)) {
+    if (!recent(port) && !FETCH_BLOCKED.has(port)) {
       handedOut.set(port, Date.now());
       return port;
     }
@@ -63,7 +66,7 @@ export async function freePort(o: { plusThousand?: boolean } = {}): Promise<numb
       throw new Error(
         `every port of this vitest worker's share (${LOW}-${HIGH}, index ${index}) was handed out lately`,
       );
-    if (o.plusThousand && (port + 1000 > HIGH || recent(port + 1000))) continue;
+    if (o.plusThousand && (port + 1000 > HIGH || recent(port + 1000) || FETCH_BLOCKED.has(port + 1000))) continue;
     if (!(await free(port))) continue;
     if (o.plusThousand) {
       if (!(await free(port + 1000))) continue;
