@@ -33,8 +33,14 @@ const BATCH_BYTES = 32_768;
 /** How many epochs (HAProxy processes: a reload's old one still writes a while) the reader keeps at hand. */
 const RECENT = 8;
 
-/** The longest line: 2048 path bytes and 512 user-agent bytes, escaped at most 6 to 1, fit well within. */
-export const MAX_LINE = 32_768;
+/**
+ * The longest line HAProxy writes (its ring's `maxlen`, and the log's `len`: HAProxy cuts a longer one). HAProxy's
+ * ring forwarder sends a line from one buffer (16 KiB, edge/haproxy/buffer.ts), so it stays below that. The line
+ * fits well within: its method is at most 64 bytes, its path 2048 and its user agent 512, and an escape takes at
+ * most 3 characters a byte there (HAProxy's parser refuses control characters other than a tab; a code point
+ * above U+00FF is `\uXXXX` for its 2 or 3 bytes): ~8,100 characters with the rest of the line.
+ */
+export const MAX_LINE = 14_336;
 
 interface LineSink {
   /**

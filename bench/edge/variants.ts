@@ -104,7 +104,7 @@ const VARIANTS: Record<string, Edit> = {
   'tune.bufsize 131072 (the edge before bufsizeFor)': bufsize(131072),
   'tune.bufsize 131072, no retry-on': all(bufsize(131072), noRetry),
   'tune.bufsize 65536': bufsize(65536),
-  'tune.bufsize 16384': bufsize(16384),
+  'tune.bufsize 32768 (the edge before buffer.ts)': bufsize(32768),
   'no rate limit (track-sc0, 429)': noRate,
   'no address/agent lists (their 3 deny rules and 4 lookups)': noLists,
   'no password rules': noPassword,

@@ -16,6 +16,7 @@ import type { HaproxyPaths } from './paths';
 import { heldPortsLine } from './held-ports';
 import { rateLimitRules, rateLimitTables } from './rate-limit';
 import { PAGES_LUA } from './pages';
+import { BUFSIZE } from './buffer';
 import { EDGE_ERROR, hopRoutes, hopSections, hopVariables, NOT_RETRIED } from './hops';
 
 /** Lines other parts of the edge add to the configuration (the password check, the request log, ...). */
@@ -106,13 +107,6 @@ const PLAIN = 'content-type "text/plain; charset=utf-8"';
 const NO_STORE = 'hdr Cache-Control no-store';
 
 /**
- * HAProxy's buffer: 32 KiB (requests' headers up to ~31 KiB). Not larger: the L7 retry (`retry-on`, below)
- * copies one whole buffer per request (at 128 KiB about half of HAProxy's CPU per request in
- * `npm run bench -- edge`, docs/benchmarks.md). No page sizes it: Lua sends them (pages.ts).
- */
-const BUFSIZE = 32_768;
-
-/**
  * The headers the edge owns. X-Forwarded-For (`option forwardfor`: the client's address), -Proto and -Host are
  * the edge's to set: a client's own are removed, never appended to or kept, unless TRUST_PROXY_HOPS says a
  * proxy in front sets them (then its chain is kept and the edge's peer appended). `Forwarded` says the same
@@ -195,7 +189,7 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  option redispatch',
     '  retries 2',
     // a GET sent on a kept-alive connection to an instance that just went away is sent again (this L7 retry
-    // keeps a copy of each request: one whole buffer, see BUFSIZE); only a request safe to send twice
+    // keeps a copy of each request: one whole buffer, buffer.ts); only a request safe to send twice
     // (NOT_RETRIED, in each frontend)
     '  retry-on conn-failure empty-response',
     // HAProxy's own, marked: on a hop, the project's error page replaces them (hops.ts); never sent to a client

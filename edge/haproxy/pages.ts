@@ -16,15 +16,17 @@
  * so no page sizes HAProxy's buffer.
  */
 
+import { BUFSIZE } from './buffer';
+
 const MAINTENANCE_RETRY_SECONDS = 300;
 const CHUNK = 8000; // a multiple of 4: each chunk is base64 of its own
 
 /**
- * The largest error page the action answers with in one reply: HAProxy 2.6 builds it in one buffer
- * (`tune.bufsize` 32,768; a 32,400-byte page fits with its headers and HSTS, 32,500 gets a 500), with room
- * left for the headers `http-after-response` adds.
+ * The largest error page the action answers with in one reply: HAProxy 2.6 builds it in one buffer (buffer.ts;
+ * at 32 KiB a 32,400-byte page fitted with its headers and HSTS, 32,500 got a 500), with room left for the headers
+ * `http-after-response` adds.
  */
-export const REPLY_MAX_BYTES = 28_672;
+export const REPLY_MAX_BYTES = BUFSIZE - 4096;
 
 /** The map entries of a page under `key` (`m<project>`, `mdefault`, `e<project>`). */
 export function pageEntries(key: string, page: string): [string, string][] {

@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import { runtimeCommand } from '../haproxy-certificates';
 import { backendName, type EdgeModel, serverName, type Slot } from './model';
+import { RUNTIME_PAYLOAD_MAX } from './buffer';
 
 export class RuntimeError extends Error {}
 
@@ -21,11 +22,11 @@ export async function replaceEntries(socket: string, kind: 'map' | 'acl', file: 
   if (!version) throw new RuntimeError(`prepare ${kind} ${file}: ${prepared.split('\n')[0]}`);
   const entries = content.trim();
   if (entries && kind === 'map') {
-    // a payload is read into one buffer (tune.bufsize, 32 KiB at least): 16,000 characters to a command
+    // a command and its payload are read into one buffer (buffer.ts): RUNTIME_PAYLOAD_MAX characters to a command
     const batches: string[] = [];
     for (const line of entries.split('\n')) {
       const last = batches.length - 1;
-      if (last >= 0 && batches[last].length + line.length < 16_000) batches[last] += `\n${line}`;
+      if (last >= 0 && batches[last].length + line.length < RUNTIME_PAYLOAD_MAX) batches[last] += `\n${line}`;
       else batches.push(line);
     }
     for (const batch of batches) {

@@ -22,9 +22,10 @@
  * The line: `<q> <e> <seconds.ms> <un> <JSON>`, where `q` is the sequence number of the environment in this
  * HAProxy process (taken when the line is written; `0` or `-` for a line that has none), `e` the process's epoch
  * (a new one at every start and reload), then the accept time, how many User-Agent headers there were (`un`), and CONTRACT's line as JSON
- * without its time: `environment_id`, `type`, `method`, `path` without the query (at most 2048 bytes), `status`,
+ * without its time: `environment_id`, `type`, `method` (at most 64 bytes), `path` without the query (at most 2048
+ * bytes), `status`,
  * `bytes` sent to the client (headers included), `duration_ms` (active time), `client_address`, `user_agent`
- * (at most 512 bytes). Strings go through the `json(utf8s)` converter: quotes, backslashes and control
+ * (at most 512 bytes). The strings a client writes go through the `json(utf8s)` converter: quotes, backslashes and control
  * characters are escaped and invalid UTF-8 is dropped, so the JSON is valid and the shipper's reader
  * (logs/request-reader.ts) passes it on without parsing it.
  */
@@ -52,10 +53,15 @@ export interface RequestLogFragment {
 
 const s = (fetch: string) => `%[${fetch},json(utf8s)]`;
 
+/**
+ * The environment id (a UUID from the edge's own map) and the method (a token: HAProxy refuses a method with a
+ * quote or a backslash, and the line takes 64 bytes of it) need no escaping: two `json` conversions fewer a
+ * request.
+ */
 export const LOG_FORMAT = `%[sc2_inc_gpc0] %[var(proc.vc_log_epoch)] %Ts.%ms %[var(txn.vc_log_un)] {${[
-  `"environment_id":"${s('var(txn.env)')}"`,
+  '"environment_id":"%[var(txn.env)]"',
   '"type":"request"',
-  `"method":"${s('var(txn.vc_log_m)')}"`,
+  '"method":"%[var(txn.vc_log_m)]"',
   `"path":"${s('var(txn.vc_log_p)')}"`,
   '"status":%ST',
   '"bytes":%B',
@@ -95,7 +101,7 @@ export function requestLogFrontend(): string[] {
  */
 export function requestLogRules(o: { unless?: string } = {}): string[] {
   return [
-    'http-request set-var(txn.vc_log_m) method',
+    'http-request set-var(txn.vc_log_m) method,bytes(0,64)',
     'http-request set-var(txn.vc_log_p) path,bytes(0,2048)',
     'http-request set-var(txn.vc_log_u) req.fhdr(user-agent),bytes(0,512)',
     'http-request set-var(txn.vc_log_un) req.hdr_cnt(user-agent)',

@@ -100,6 +100,12 @@ describe('the edge', () => {
     expect(await fetchEnvironment(w.environment.port)).toEqual({ status: 200, text: 'v1' });
   });
 
+  it("takes a request with ~15 KiB of headers (HAProxy's 16 KiB buffer); a larger one gets the edge's 400", async () => {
+    const filler = (n: number) => ({ 'x-filler': 'f'.repeat(n) });
+    expect(await fromAddress('127.0.0.1', filler(14_500))).toMatchObject({ status: 200, text: 'v1' });
+    expect((await fromAddress('127.0.0.1', filler(16_500))).status).toBe(400);
+  });
+
   it('serves a verified domain on EDGE_PORT by Host; pending, unknown and deleted ones get 404', async () => {
     const base = {
       team_id: w.team.id,

@@ -200,6 +200,15 @@ describe("a project's error page", () => {
     await expectPageEverywhere(SMALL);
   });
 
+  it('at the one-reply limit and a byte past it: each answered whole (the reply, then the stream)', async () => {
+    const at = `<!doctype html>\n${'x'.repeat(REPLY_MAX_BYTES - 16)}`;
+    expect(Buffer.byteLength(at)).toBe(REPLY_MAX_BYTES);
+    for (const page of [at, `${at}y`]) {
+      await setPage(page);
+      await expectPageEverywhere(page);
+    }
+  });
+
   it('one larger than a buffer is streamed whole, for the same answers', async () => {
     await setPage(BIG);
     await expectPageEverywhere(BIG);

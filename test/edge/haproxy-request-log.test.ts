@@ -127,7 +127,7 @@ afterAll(async () => {
   await receiver?.stop();
 });
 
-const get = (path: string, o: { from?: string; headers?: Record<string, string> } = {}) =>
+const get = (path: string, o: { from?: string; headers?: Record<string, string>; method?: string } = {}) =>
   request(haproxy.port, { host: 'logged.test', path, ...o });
 
 describe('the request log from HAProxy', () => {
@@ -168,6 +168,20 @@ describe('the request log from HAProxy', () => {
     await request(haproxy.port, { host: 'logged.test', path: '/none' });
     const none = await until('the line without an agent', () => requests().find((l) => l.path === '/none'));
     expect(none.user_agent).toBeNull();
+  });
+
+  it('the longest line: the method cut at 64 bytes, the path at 2048, a user agent of quotes at 512; still JSON', async () => {
+    // a method no app knows (Node's server refuses it): the edge's own 403 answers it, and logs it
+    const method = `LONG${'X'.repeat(196)}`;
+    const path = `/forbidden/${'p'.repeat(3000)}`;
+    const res = await get(path, { method, headers: { 'user-agent': `"\\${'"'.repeat(998)}` } });
+    expect(res.status).toBe(403);
+    const line = await until('the long line', () => requests().find((l) => String(l.path).startsWith('/forbidden/p')));
+    expect([line.method, line.path, line.user_agent]).toEqual([
+      method.slice(0, 64),
+      path.slice(0, 2048),
+      `"\\${'"'.repeat(510)}`,
+    ]);
   });
 
   it('logs requests refused by rules (403, 429) and upgrade requests', async () => {
