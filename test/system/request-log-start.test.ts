@@ -157,6 +157,9 @@ describe('npm start ships the request log to the project destination', () => {
     const first = Number(readFileSync(pidFile, 'utf8').trim());
     // npm start runs the shipper's bundle (processes/process-bundles.ts)
     expect(readFileSync(`/proc/${first}/cmdline`, 'utf8')).toMatch(/processes\/shipper-[0-9a-f]{16}\.mjs\0/);
+    // it yields the CPU to HAProxy and the apps (niceness 5; everything else npm start runs has 0)
+    const niceness = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[16]);
+    expect([niceness(first), niceness(start.pid!)]).toEqual([5, 0]);
     process.kill(first, 'SIGKILL');
     // HAProxy's connection stays open on the socket npm start holds (processes/request-log-socket.ts): the next
     // shipper is handed it and reads on
