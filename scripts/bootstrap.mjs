@@ -24,8 +24,14 @@ function ensureNodeModules() {
   if (fresh) return;
   // `npm install` with the lock file installs the locked versions. (Not `npm ci`: it refuses a lock
   // whose optional packages for other platforms, e.g. @swc/core-darwin-*, a registry does not carry.)
+  // `--prefer-offline`: what npm's cache holds is taken from it, without asking the registry again (the lock
+  // names each version and its checksum); the rest is downloaded. A clean clone on a machine that installed
+  // before: 16 s against 23 s.
   say('Installing npm packages (npm install, from package-lock.json)...');
-  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], {
+    cwd: root,
+    stdio: 'inherit',
+  });
   if (r.status !== 0) {
     say('npm install failed; see the output above.');
     process.exit(r.status ?? 1);
