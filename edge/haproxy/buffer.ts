@@ -6,8 +6,8 @@
  *
  * Not larger: every request pays for the buffer's size. The L7 retry (`retry-on`, config.ts) copies one whole
  * buffer per request, and the rest of HAProxy's work touches more memory with a larger one. In
- * `npm run bench -- edge-variants` (docs/benchmarks.md "The edge's buffer"), 32 KiB cost HAProxy 5.5 µs a request
- * more than 16 KiB, of 29 µs; 128 KiB about twice the CPU.
+ * `npm run bench -- edge-variants` (docs/benchmarks.md "The edge's buffer"), 32 KiB cost HAProxy 5.5-6.2 µs a
+ * request more than 16 KiB, of 24-30 µs; 128 KiB about twice the CPU.
  *
  * What else a buffer bounds, each sized from this: an error page HAProxy answers in one reply (pages.ts,
  * REPLY_MAX_BYTES; a larger one is streamed), a runtime API command with its payload (runtime.ts), and a request

@@ -21,13 +21,12 @@
  *
  * The line: `<q> <e> <seconds.ms> <un> <JSON>`, where `q` is the sequence number of the environment in this
  * HAProxy process (taken when the line is written; `0` or `-` for a line that has none), `e` the process's epoch
- * (a new one at every start and reload), then the accept time, how many User-Agent headers there were (`un`), and CONTRACT's line as JSON
- * without its time: `environment_id`, `type`, `method` (at most 64 bytes), `path` without the query (at most 2048
- * bytes), `status`,
- * `bytes` sent to the client (headers included), `duration_ms` (active time), `client_address`, `user_agent`
- * (at most 512 bytes). The strings a client writes go through the `json(utf8s)` converter: quotes, backslashes and control
- * characters are escaped and invalid UTF-8 is dropped, so the JSON is valid and the shipper's reader
- * (logs/request-reader.ts) passes it on without parsing it.
+ * (a new one at every start and reload), then the accept time, how many User-Agent headers there were (`un`), and
+ * CONTRACT's line as JSON without its time: `environment_id`, `type`, `method` (at most 64 bytes), `path` without
+ * the query (at most 2048 bytes), `status`, `bytes` sent to the client (headers included), `duration_ms` (active
+ * time), `client_address`, `user_agent` (at most 512 bytes). The strings a client writes go through the
+ * `json(utf8s)` converter: quotes, backslashes and control characters are escaped and invalid UTF-8 is dropped,
+ * so the JSON is valid and the shipper's reader (logs/request-reader.ts) passes it on without parsing it.
  */
 
 import { MAX_LINE } from '../../logs/request-reader';
