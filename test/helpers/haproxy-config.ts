@@ -3,11 +3,11 @@
  * master-worker mode with an admin socket and a master socket, in the foreground (-db); stopped by its pid.
  * Plus a tiny real app (node:http) that answers `app <path>` for the configuration to proxy to.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnHaproxy } from './haproxy';
+import { runtimeAnswers, spawnHaproxy } from './haproxy';
 import { freePort } from './ports';
 
 export interface ConfiguredHaproxy {
@@ -42,7 +42,7 @@ export async function startConfiguredHaproxy(
   writeFileSync(cfg, build({ port, socket, dir }));
   const args = ['-W', '-db', '-S', master, '-f', cfg];
   for (const path of o.files ?? []) args.push('-f', path);
-  const child = await spawnHaproxy(args, () => existsSync(socket));
+  const child = await spawnHaproxy(args, () => runtimeAnswers(socket));
   return {
     port,
     dir,

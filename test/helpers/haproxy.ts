@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { defaultCertificate } from '../../edge/haproxy/tls';
+import { runtimeCommand } from '../../edge/runtime-command';
 import { freePort } from './ports';
 
 export interface Haproxy {
@@ -47,7 +48,7 @@ export async function startHaproxy(o: { crtList?: string } = {}): Promise<Haprox
       '',
     ].join('\n'),
   );
-  const child = await spawnHaproxy(['-f', join(dir, 'haproxy.cfg'), '-db'], () => existsSync(socket));
+  const child = await spawnHaproxy(['-f', join(dir, 'haproxy.cfg'), '-db'], () => runtimeAnswers(socket));
   return {
     port,
     socket,
@@ -116,6 +117,19 @@ export interface HaproxyChild {
 }
 
 /** HAProxy in the foreground with `args`, once `ready()` holds; its output is in the error when it does not start. */
+/**
+ * Whether HAProxy's runtime API answers on `socket`. Not the socket file's existence: HAProxy binds it while it
+ * reads its configuration and listens only once it starts, and a command in between is refused (ECONNREFUSED, seen
+ * in a loaded run). The edge waits the same way (edge/haproxy/process.ts).
+ */
+export const runtimeAnswers = (socket: string): Promise<boolean> =>
+  existsSync(socket)
+    ? runtimeCommand(socket, 'show info', 1000).then(
+        (info) => info.includes('Pid:'),
+        () => false,
+      )
+    : Promise.resolve(false);
+
 export async function spawnHaproxy(args: string[], ready: () => boolean | Promise<boolean>): Promise<HaproxyChild> {
   let output = '';
   const child = spawn('haproxy', args, { stdio: ['ignore', 'pipe', 'pipe'] });
