@@ -309,6 +309,47 @@ describe('the shipper', () => {
     }
   });
 
+  it('sends a full batch at once, without waiting for the next flush', async () => {
+    const collector = await startReceiver(0, '/ingest');
+    await t.deps
+      .knex('project_log_settings')
+      .where({ project_id: w.project.id })
+      .update({
+        url_sealed: destinationColumns(t.deps.secrets, w.project.id, {
+          kind: 'http',
+          name: 'batches',
+          url: collector.url,
+        }).url_sealed,
+      });
+    // no flush within the test: only a full batch (20 lines) is sent
+    const shipper = await new LogShipper({
+      knex: t.deps.knex,
+      secrets: t.deps.secrets,
+      outbound: t.deps.config,
+      dataDir: t.dataDir,
+      source: 'test',
+      flushMs: 600_000,
+      batchMax: 20,
+    }).start();
+    const line = (n: number) => ({ time: new Date().toISOString(), environment_id: w.environment.id, type: 'x', n });
+    try {
+      await shipper.refresh();
+      for (let i = 0; i < 19; i++) shipper.push(line(i));
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(collector.received).toHaveLength(0);
+      for (let i = 19; i < 45; i++) shipper.push(line(i));
+      // the 20th line starts the send, which then takes what came meanwhile, batch after batch
+      await collector.waitFor(3);
+      expect(collector.received.map((r) => r.body.split('\n').filter(Boolean).length)).toEqual([20, 20, 5]);
+      expect(lines(collector).map((l) => l.n)).toEqual([...Array(45).keys()]);
+      expect(shipper.queued(w.environment.id)).toEqual({ lines: 0, dropped: 0 });
+    } finally {
+      await shipper.close();
+      await collector.stop();
+      await restoreCollector();
+    }
+  });
+
   it('bounds its queue in bytes too: long error lines past maxQueuedBytes drop the oldest, counted', async () => {
     const { port, shipper } = await shipperToNowhere({ maxQueuedBytes: 64 * 1024 });
     try {
