@@ -253,22 +253,16 @@ describe('keep_days_on_machine', () => {
   });
 });
 
-/** A shipper whose project's destination is a port nobody listens on (yet), bounded as `bounds` say. */
-async function shipperToNowhere(bounds: { maxQueued?: number; maxQueuedBytes?: number }) {
-  const down = await startReceiver(0, '/ingest');
-  const port = down.port;
-  await down.stop();
-  await t.deps
+/** The project's http destination set in the database (what a save writes), for a shipper of the test's own. */
+const setDestination = (name: string, url: string) =>
+  t.deps
     .knex('project_log_settings')
     .where({ project_id: w.project.id })
-    .update({
-      url_sealed: destinationColumns(t.deps.secrets, w.project.id, {
-        kind: 'http',
-        name: 'bounded',
-        url: `http://127.0.0.1:${port}/ingest`,
-      }).url_sealed,
-    });
-  const shipper = await new LogShipper({
+    .update({ url_sealed: destinationColumns(t.deps.secrets, w.project.id, { kind: 'http', name, url }).url_sealed });
+
+/** A shipper of the test's own (source `test`), with `o` over its defaults. */
+const testShipper = (o: { flushMs?: number; batchMax?: number; maxQueued?: number; maxQueuedBytes?: number }) =>
+  new LogShipper({
     knex: t.deps.knex,
     secrets: t.deps.secrets,
     outbound: t.deps.config,
@@ -276,9 +270,16 @@ async function shipperToNowhere(bounds: { maxQueued?: number; maxQueuedBytes?: n
     source: 'test',
     flushMs: 100,
     maxBackoffMs: 500,
-    ...bounds,
+    ...o,
   }).start();
-  return { port, shipper };
+
+/** A shipper whose project's destination is a port nobody listens on (yet), bounded as `bounds` say. */
+async function shipperToNowhere(bounds: { maxQueued?: number; maxQueuedBytes?: number }) {
+  const down = await startReceiver(0, '/ingest');
+  const port = down.port;
+  await down.stop();
+  await setDestination('bounded', `http://127.0.0.1:${port}/ingest`);
+  return { port, shipper: await testShipper(bounds) };
 }
 
 /** The project's destination back to the file's collector. */
@@ -311,26 +312,9 @@ describe('the shipper', () => {
 
   it('sends a full batch at once, without waiting for the next flush', async () => {
     const collector = await startReceiver(0, '/ingest');
-    await t.deps
-      .knex('project_log_settings')
-      .where({ project_id: w.project.id })
-      .update({
-        url_sealed: destinationColumns(t.deps.secrets, w.project.id, {
-          kind: 'http',
-          name: 'batches',
-          url: collector.url,
-        }).url_sealed,
-      });
+    await setDestination('batches', collector.url);
     // no flush within the test: only a full batch (20 lines) is sent
-    const shipper = await new LogShipper({
-      knex: t.deps.knex,
-      secrets: t.deps.secrets,
-      outbound: t.deps.config,
-      dataDir: t.dataDir,
-      source: 'test',
-      flushMs: 600_000,
-      batchMax: 20,
-    }).start();
+    const shipper = await testShipper({ flushMs: 600_000, batchMax: 20 });
     const line = (n: number) => ({ time: new Date().toISOString(), environment_id: w.environment.id, type: 'x', n });
     try {
       await shipper.refresh();
