@@ -116,7 +116,6 @@ export interface HaproxyChild {
   stop(): Promise<void>;
 }
 
-/** HAProxy in the foreground with `args`, once `ready()` holds; its output is in the error when it does not start. */
 /**
  * Whether HAProxy's runtime API answers on `socket`. Not the socket file's existence: HAProxy binds it while it
  * reads its configuration and listens only once it starts, and a command in between is refused (ECONNREFUSED, seen
@@ -130,6 +129,7 @@ export const runtimeAnswers = (socket: string): Promise<boolean> =>
       )
     : Promise.resolve(false);
 
+/** HAProxy in the foreground with `args`, once `ready()` holds; its output is in the error when it does not start. */
 export async function spawnHaproxy(args: string[], ready: () => boolean | Promise<boolean>): Promise<HaproxyChild> {
   let output = '';
   const child = spawn('haproxy', args, { stdio: ['ignore', 'pipe', 'pipe'] });
