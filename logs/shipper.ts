@@ -134,9 +134,8 @@ export class LogShipper {
     q.bytes += sizeOf(line);
     // A full batch goes at once, not at the next flush: a busy environment's queue then never fills between two
     // flushes (it held ~30,000 request lines, and `npm run bench -- edge` at the edge's saturating rate lost ~10 %
-    // of its lines to `trim` before this). Not while a send or a backoff is under way: `send` takes what came.
-    if (q.lines.length >= this.opts.batchMax && !q.sending && !this.closed && q.retryAt <= Date.now())
-      this.startSending(envId, q, false);
+    // of its lines to `trim` before this). A send under way takes what came (startSending).
+    if (q.lines.length >= this.opts.batchMax) this.startSending(envId, q, false);
     this.trim(q);
   }
 
@@ -230,11 +229,7 @@ export class LogShipper {
       await this.writeMachineFiles().catch((err) =>
         this.opts.logger?.warn({ err: (err as Error).message }, 'could not write the machine log files'),
       );
-      const now = Date.now();
-      for (const [envId, q] of this.queues) {
-        if (q.sending || q.retryAt > now || (q.lines.length === 0 && q.dropped === 0)) continue;
-        this.startSending(envId, q, true);
-      }
+      for (const [envId, q] of this.queues) if (q.lines.length > 0 || q.dropped > 0) this.startSending(envId, q, true);
     })().finally(() => {
       this.flushing = null;
     });
@@ -242,10 +237,12 @@ export class LogShipper {
   }
 
   /**
-   * Begins sending the queue to its environment's destination as last read. `atFlush`: a flush asks, which also
-   * forgets a queue whose environment is unknown, and holds one without a destination (`hold`).
+   * Begins sending the queue to its environment's destination as last read, unless a send (which takes what comes
+   * meanwhile) or a backoff is under way. `atFlush`: a flush asks, which also forgets a queue whose environment is
+   * unknown, and holds one without a destination (`hold`).
    */
   private startSending(envId: string, q: Queue, atFlush: boolean): void {
+    if (q.sending || q.retryAt > Date.now()) return;
     const target = this.targets.get(envId);
     if (!target) {
       // read again after the push, and no such environment; a read under way may yet learn it
