@@ -9,6 +9,16 @@ import type { TestContext } from './context';
 import { givenProcessBundles, nodeArgs } from '../../processes/process-bundles';
 
 /**
+ * The fields of /proc/<pid>/stat after the command name, which may itself hold spaces and parentheses (cut at
+ * its last `)`): [0] is field 3 of proc(5), the state; [1] the parent's pid, [2] the process group, [16] the
+ * niceness, [19] the start time.
+ */
+export function procStat(pid: number | string): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/**
  * The host's processes whose command line, environment or working directory mention `dir` (what a system
  * started with DATA_DIR=dir, and its tenants' processes working there), as `pid command`. Linux only.
  */
@@ -265,8 +275,7 @@ export function sandboxedProcess(
         const environ = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0');
         if (!wanted.every((w) => environ.includes(w))) continue;
       }
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const start = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+      const start = Number(procStat(entry)[19]);
       if (!found || start > found.start) found = { pid: Number(entry), cgroup, start };
     } catch {
       // gone meanwhile

@@ -24,7 +24,7 @@ import {
   spawnNpmStart,
   stopNpmStart,
 } from '../helpers/npm-start';
-import { processesMentioning } from '../helpers/processes';
+import { processesMentioning, procStat } from '../helpers/processes';
 import { startReceiver, type Receiver } from '../helpers/receiver';
 import { startSyslog, type SyslogListener } from '../helpers/syslog';
 import { until as untilHolds } from '../helpers/until';
@@ -158,8 +158,7 @@ describe('npm start ships the request log to the project destination', () => {
     // npm start runs the shipper's bundle (processes/process-bundles.ts)
     expect(readFileSync(`/proc/${first}/cmdline`, 'utf8')).toMatch(/processes\/shipper-[0-9a-f]{16}\.mjs\0/);
     // it yields the CPU to HAProxy and the apps (niceness 5; everything else npm start runs has 0)
-    const niceness = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[16]);
-    expect([niceness(first), niceness(start.pid!)]).toEqual([5, 0]);
+    expect([procStat(first)[16], procStat(start.pid!)[16]]).toEqual(['5', '0']);
     process.kill(first, 'SIGKILL');
     // HAProxy's connection stays open on the socket npm start holds (processes/request-log-socket.ts): the next
     // shipper is handed it and reads on
@@ -227,8 +226,7 @@ describe("npm start's data plane runs unprivileged (edge/privileges.ts)", () => 
     expect(haproxy.map((p) => p.user).sort()).toEqual(expect.arrayContaining(['haproxy', 'root']));
     expect(haproxy.filter((p) => p.user === 'root')).toHaveLength(1);
     // Varnish's cache (the child of its manager) serves the requests
-    const parentOf = (pid: string) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1];
-    const cache = varnish.filter((p) => varnish.some((m) => m.pid === parentOf(p.pid)));
+    const cache = varnish.filter((p) => varnish.some((m) => m.pid === procStat(p.pid)[1]));
     expect(cache.map((p) => p.user)).toEqual(['vcache']);
   });
 

@@ -23,7 +23,7 @@ import {
   spawnNpmStart,
   stopNpmStart,
 } from '../helpers/npm-start';
-import { processesMentioning } from '../helpers/processes';
+import { processesMentioning, procStat } from '../helpers/processes';
 import { startEmbeddedCluster } from '../helpers/services-server';
 import { freePort } from '../helpers/ports';
 import { until as untilHolds } from '../helpers/until';
@@ -48,14 +48,12 @@ let trustingAt = '';
 
 /** A process's process group (field 5 of /proc/<pid>/stat). */
 function processGroup(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  return Number(procStat(pid)[2]);
 }
 
 /** A process's state letter and start time (clock ticks after boot), from /proc/<pid>/stat. */
 function stateOf(pid: number | string): { state: string; startedAt: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = procStat(pid);
   return { state: fields[0], startedAt: Number(fields[19]) };
 }
 
