@@ -11,6 +11,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = 
   hosts: () => import('./hosts'),
   edge: () => import('./edge'),
   'edge-variants': () => import('./edge/variants'),
+  shipper: () => import('./edge/shipper'),
   cdn: () => import('./edge/cdn'),
   logs: () => import('./logs'),
   resources: () => import('./resources'),

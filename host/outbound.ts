@@ -144,7 +144,8 @@ export interface OutboundResponse {
 export interface OutboundRequestOptions {
   method?: string;
   headers?: Record<string, string>;
-  body?: string | Buffer;
+  /** A list of Buffers is sent one after the other, with their length (no copy into one). */
+  body?: string | Buffer | Buffer[];
   timeoutMs?: number;
   /** Redirects followed (each one checked again); default 5, 0 returns the 3xx as it is. */
   maxRedirects?: number;
@@ -194,7 +195,7 @@ function once(
   opts: {
     method: string;
     headers?: Record<string, string>;
-    body?: string | Buffer;
+    body?: string | Buffer | Buffer[];
     timeoutMs: number;
     maxBytes: number;
   },
@@ -202,9 +203,13 @@ function once(
 ): Promise<Omit<OutboundResponse, 'url'>> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
+    const parts = Array.isArray(opts.body) ? opts.body : null;
+    const headers = parts
+      ? { ...opts.headers, 'content-length': String(parts.reduce((n, b) => n + b.length, 0)) }
+      : opts.headers;
     const req = client.request(
       url,
-      { method: opts.method, headers: opts.headers, lookup, agent: false, timeout: opts.timeoutMs },
+      { method: opts.method, headers, lookup, agent: false, timeout: opts.timeoutMs },
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
@@ -220,6 +225,9 @@ function once(
     );
     req.on('timeout', () => req.destroy(new Error('the request timed out')));
     req.on('error', reject);
-    req.end(opts.body);
+    if (parts) {
+      for (const b of parts) req.write(b);
+      req.end();
+    } else req.end(opts.body);
   });
 }

@@ -4,7 +4,7 @@
  * line each, UTC days; the directory is the console's alone (0700, files 0600), never a tenant's.
  * A file whose day is `keep_days` or more days before today is deleted by `sweep`.
  */
-import { appendFile, mkdir, readdir, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 
 const FILE = /^(\d{4}-\d{2}-\d{2})\.[a-z]+\.ndjson$/;
@@ -29,17 +29,22 @@ export function machineFile(dataDir: string, envId: string, source: string, day:
   return path.join(logsDir(dataDir, envId), `${day}.${source}.ndjson`);
 }
 
-/** Appends lines (already JSON, newline-terminated) to the environment's file of that day. */
+/** Appends lines (already JSON, newline-terminated; blocks of them, logs/queue.ts) to the environment's file of that day. */
 export async function appendMachineLines(
   dataDir: string,
   envId: string,
   source: string,
   day: string,
-  text: string,
+  blocks: Buffer[],
 ): Promise<void> {
   const dir = logsDir(dataDir, envId);
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  await appendFile(machineFile(dataDir, envId, source, day), text, { mode: 0o600 });
+  const file = await open(machineFile(dataDir, envId, source, day), 'a', 0o600);
+  try {
+    await file.writev(blocks);
+  } finally {
+    await file.close();
+  }
 }
 
 /** Deletes the environment's day files older than `keepDays`; returns the names deleted. */

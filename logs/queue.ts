@@ -1,13 +1,21 @@
 /**
  * An environment's queue of lines in the shipper (shipper.ts): JSON texts, their time first, bounded in lines and
- * in bytes.
+ * in bytes. Lines are kept in blocks: one or more lines, each ended by a newline, as UTF-8 in a Buffer, as the
+ * request log's reader hands a socket read's lines of one environment (request-reader.ts). A block is what a machine
+ * file and an http batch are made of, encoded once: a line is never kept, joined, encoded or counted on its own. At
+ * the edge's rate, one string per line kept a second (tens of thousands of them), joined and encoded once for the
+ * machine file and once for the http batch, was most of the shipper's CPU after the reading.
  */
 import type { LogLine } from './send';
 
 export interface Queue {
-  /** JSON texts */
-  lines: string[];
-  /** about how much memory `lines` takes (sizeOf) */
+  /** blocks of lines, UTF-8, each line ended by '\n' (oldest first) */
+  blocks: Buffer[];
+  /** the lines of each block (same index) */
+  counts: number[];
+  /** the lines of all blocks */
+  lines: number;
+  /** about how much memory `blocks` takes (sizeOf) */
   bytes: number;
   dropped: number;
   failures: number;
@@ -15,29 +23,110 @@ export interface Queue {
   sending: boolean;
 }
 
-/** About what a line takes in memory: its text and a fixed overhead (cheap: every request). */
-export const sizeOf = (line: string) => 64 + line.length;
-export const sizeOfAll = (lines: string[]) => lines.reduce((n, l) => n + sizeOf(l), 0);
+export const newQueue = (): Queue => ({
+  blocks: [],
+  counts: [],
+  lines: 0,
+  bytes: 0,
+  dropped: 0,
+  failures: 0,
+  retryAt: 0,
+  sending: false,
+});
+
+/** About what a block of `lines` lines takes in memory: its text and a fixed overhead a line (cheap: every read). */
+export const sizeOf = (block: Buffer, lines: number) => 64 * lines + block.length;
 const TIME_PREFIX = '{"time":"';
-/** A line's time (ISO): its first field. */
-export const timeOf = (line: string) =>
-  line.startsWith(TIME_PREFIX) ? line.slice(TIME_PREFIX.length, TIME_PREFIX.length + 24) : new Date().toISOString();
-/** A line as the shipper keeps it: JSON, its time first. */
+const TIME_BYTES = Buffer.from(TIME_PREFIX);
+/** A block's time: its first line's. */
+export const blockTime = (block: Buffer) =>
+  block.length > TIME_BYTES.length + 24 && block.subarray(0, TIME_BYTES.length).equals(TIME_BYTES)
+    ? block.toString('latin1', TIME_BYTES.length, TIME_BYTES.length + 24)
+    : new Date().toISOString();
+/** A block of lines given as text (each ended by '\n'). */
+export const blockOf = (text: string) => Buffer.from(text);
+/** A line as the shipper keeps it: JSON, its time first (no newline). */
 export const lineText = ({ time, ...rest }: LogLine) => JSON.stringify({ time, ...rest });
+
+/** Appends a block of `lines` lines. */
+export function enqueue(q: Queue, block: Buffer, lines: number): void {
+  q.blocks.push(block);
+  q.counts.push(lines);
+  q.lines += lines;
+  q.bytes += sizeOf(block, lines);
+}
+
+/**
+ * Takes the oldest `max` lines at most off the queue, as blocks (a block is cut at a line's end when only part of
+ * it fits).
+ */
+export function dequeue(q: Queue, max: number): { blocks: Buffer[]; lines: number; bytes: number } {
+  let n = 0;
+  let lines = 0;
+  while (n < q.blocks.length && lines + q.counts[n] <= max) lines += q.counts[n++];
+  const blocks = q.blocks.splice(0, n);
+  q.counts.splice(0, n);
+  if (lines < max && q.blocks.length > 0) {
+    // the next block's first lines
+    const block = q.blocks[0];
+    let at = -1;
+    for (let k = max - lines; k > 0; k--) at = block.indexOf(10, at + 1);
+    const head = block.subarray(0, at + 1);
+    q.blocks[0] = block.subarray(at + 1);
+    q.counts[0] -= max - lines;
+    blocks.push(head);
+    lines = max;
+  }
+  let bytes = 0;
+  for (const b of blocks) bytes += b.length;
+  bytes += 64 * lines;
+  q.lines -= lines;
+  q.bytes -= bytes;
+  return { blocks, lines, bytes };
+}
+
+/** Puts blocks taken by `dequeue` back at the head of the queue (a send failed). */
+export function requeue(q: Queue, taken: { blocks: Buffer[]; lines: number; bytes: number }): void {
+  q.blocks = taken.blocks.concat(q.blocks);
+  q.counts = taken.blocks.map(linesOf).concat(q.counts);
+  q.lines += taken.lines;
+  q.bytes += taken.bytes;
+}
+
+/** The lines of a block (its newlines). */
+export function linesOf(block: Buffer): number {
+  let n = 0;
+  for (let at = block.indexOf(10); at >= 0; at = block.indexOf(10, at + 1)) n++;
+  return n;
+}
+
+/** The lines of a block as text, without their newlines. */
+export const splitLines = (block: Buffer): string[] => block.toString('utf8', 0, block.length - 1).split('\n');
 
 /** The oldest lines past `maxQueued` lines or `maxQueuedBytes` go, counted as dropped. */
 export function trimQueue(q: Queue, maxQueued: number, maxQueuedBytes: number): void {
-  if (q.lines.length <= maxQueued && q.bytes <= maxQueuedBytes) return;
-  // a large queue drops a sixteenth more at once: a full queue under load splices once per that many lines,
-  // not at every push (a splice of 10,000 lines a request)
+  if (q.lines <= maxQueued && q.bytes <= maxQueuedBytes) return;
+  // a large queue drops a sixteenth more at once: a full queue under load trims once per that many lines, not at
+  // every read
   const slack = maxQueued >= 1024 ? maxQueued >> 4 : 0;
-  let drop = Math.min(q.lines.length, Math.max(0, q.lines.length - maxQueued + slack));
-  let bytes = q.bytes;
-  for (let i = 0; i < drop; i++) bytes -= sizeOf(q.lines[i]);
+  const maxLines = maxQueued - slack;
   const maxBytes = slack ? maxQueuedBytes - (maxQueuedBytes >> 4) : maxQueuedBytes;
-  if (bytes > maxQueuedBytes) while (drop < q.lines.length && bytes > maxBytes) bytes -= sizeOf(q.lines[drop++]);
-  if (drop === 0) return;
-  q.lines.splice(0, drop);
-  q.bytes = bytes;
+  let lines = q.lines;
+  let bytes = q.bytes;
+  let drop = 0;
+  while (lines > maxLines || bytes > maxBytes) {
+    // the oldest block whole, or its first lines when they are enough (dequeue cuts it)
+    const over = Math.max(lines - maxLines, 0);
+    const count = q.counts[0];
+    if (bytes <= maxBytes && over < count) {
+      dequeue(q, over);
+      drop += over;
+      break;
+    }
+    dequeue(q, count);
+    drop += count;
+    lines = q.lines;
+    bytes = q.bytes;
+  }
   q.dropped += drop;
 }

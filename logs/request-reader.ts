@@ -26,6 +26,7 @@
 import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { dirname } from 'node:path';
+import { ENV_AT, ENV_END, ENV_PREFIX, NO_AGENT, NULL_AGENT, repaired, unslashed, UUID } from './request-line';
 
 /** How long the socket rests after a small read (ms), and what counts as small (characters). */
 const READ_EVERY_MS = 50;
@@ -44,10 +45,11 @@ export const MAX_LINE = 14_336;
 
 interface LineSink {
   /**
-   * One CONTRACT line of `envId`, as JSON text (no newline), its time first (`{"time":"<ISO>",...`), and its
-   * UTC day (`YYYY-MM-DD`) when known.
+   * `lines` CONTRACT lines of `envId` as one block of JSON texts, each its time first (`{"time":"<ISO>",...`) and
+   * ended by a newline (logs/queue.ts), and their UTC day (`YYYY-MM-DD`) when known: a socket read's lines of one
+   * environment and day, as UTF-8.
    */
-  pushText(envId: string, text: string, day?: string): void;
+  pushBlock(envId: string, block: Buffer, lines: number, day?: string): void;
   countDropped(envId: string, n: number): void;
 }
 
@@ -75,51 +77,7 @@ interface Cursor {
   holes?: Map<number, number>;
 }
 
-/** An escape pair: `\\` kept, `\/` made `/` (left to right, so `\\/` is a backslash and a slash). */
-const UNSLASH = /\\([\\/])/g;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const FORGET_MS = 8 * 86_400_000;
-/** HAProxy's JSON starts so; the environment id follows (36 characters), then its closing quote. */
-const ENV_PREFIX = '{"environment_id":"';
-const ENV_AT = ENV_PREFIX.length;
-const ENV_END = ENV_AT + 36;
-/** The line's last field when the request had no User-Agent header (HAProxy's `-`), and what it becomes. */
-const NO_AGENT = ',"user_agent":"-"}';
-const NULL_AGENT = ',"user_agent":null}';
-
-/**
- * A line HAProxy could not fill (a negative status or time, an empty field: HAProxy writes `-`), or of a request
- * without a User-Agent (`agents` 0): parsed, given CONTRACT's defaults, written again.
- */
-function repaired(json: string, agents: number): string | null {
-  let raw: Record<string, unknown>;
-  try {
-    raw = JSON.parse(json);
-  } catch {
-    return null;
-  }
-  const text = (v: unknown) => (typeof v === 'string' && v !== '-' ? v : null);
-  raw.method = text(raw.method) ?? 'GET';
-  raw.path = text(raw.path) ?? '/';
-  raw.client_address = text(raw.client_address);
-  if (!(agents > 0)) raw.user_agent = null;
-  const status = Number(raw.status);
-  raw.status = Number.isFinite(status) && status > 0 ? status : 499;
-  raw.bytes = Math.max(0, Number(raw.bytes) || 0);
-  raw.duration_ms = Math.max(0, Number(raw.duration_ms) || 0);
-  return JSON.stringify(raw);
-}
-
-/**
- * HAProxy's json converter writes `/` as `\/`: valid JSON, but not what a reader greps for (nor what
- * JSON.stringify writes). Done once per socket read (many lines), not per line: a plain replace, unless an
- * escaped backslash could stand before a slash (the line's prefix has no backslash, so the pairs are the JSON's).
- */
-function unslashed(text: string): string {
-  if (!text.includes('\\/')) return text;
-  if (!text.includes('\\\\')) return text.replaceAll('\\/', '/');
-  return text.replace(UNSLASH, (m, c) => (c === '/' ? '/' : m));
-}
 
 export class RequestLogReader {
   private server: net.Server | null = null;
@@ -139,6 +97,10 @@ export class RequestLogReader {
   private day = '';
   /** Date.now() at the socket read being handled */
   private now = 0;
+  /** the block being made of the read's lines: their environment and day, the lines (each with its newline) */
+  private blockEnv = '';
+  private blockDay: string | undefined = undefined;
+  private block: string[] = [];
   /** counters for tests and the operator */
   readonly counts = { lines: 0, duplicates: 0, dropped: 0, unreadable: 0, connections: 0 };
   private readonly reorderMs: number;
@@ -200,6 +162,7 @@ export class RequestLogReader {
         from = nl + 1;
         nl = text.indexOf('\n', from);
       }
+      this.endBlock();
       rest = from < text.length ? text.slice(from) : '';
       if (rest.length > MAX_LINE * 2) rest = ''; // never a line: HAProxy cuts at MAX_LINE
       // Read in batches: after a small read, the socket rests READ_EVERY_MS while the kernel (then HAProxy's
@@ -263,22 +226,26 @@ export class RequestLogReader {
     // the user agent count is `0` (no header): one character
     const noAgent = d === c + 2 && text.charCodeAt(c + 1) === 48;
     let out: string;
-    let json = text.slice(j, to);
     // no User-Agent header: HAProxy wrote `-` for the last field, which is null (no parse for it)
+    let end = to;
     let tail = '';
-    if (noAgent && json.endsWith(NO_AGENT)) {
-      json = json.slice(0, -NO_AGENT.length);
+    if (noAgent && text.endsWith(NO_AGENT, to)) {
+      end = to - NO_AGENT.length;
       tail = NULL_AGENT;
     }
-    if ((noAgent && !tail) || json.includes('":-') || json.includes('":"-"')) {
-      const fixed = repaired(`${json}${tail}`, noAgent ? 0 : 1);
+    // a field HAProxy could not fill holds `-`: only a line with a `-` after its environment id (one memchr) is
+    // searched for one
+    const dash = text.indexOf('-', j + ENV_END);
+    const json = dash >= 0 && dash < end ? text.slice(j, end) : '';
+    if ((noAgent && !tail) || (json && (json.includes('":-') || json.includes('":"-"')))) {
+      const fixed = repaired(`${text.slice(j, end)}${tail}`, noAgent ? 0 : 1);
       if (fixed === null || time === null) {
         this.counts.unreadable += 1;
         this.o.logger?.warn({ length: to - from }, 'an unreadable request log line');
         return;
       }
       out = `{"time":"${time}",${fixed.slice(1)}`;
-    } else out = `{"time":"${time ?? new Date().toISOString()}",${json.slice(1)}${tail}`;
+    } else out = `{"time":"${time ?? new Date().toISOString()}",${text.slice(j + 1, end)}${tail}`;
     const day = time === null ? undefined : this.day;
 
     // the sequence number, read in place
@@ -291,7 +258,7 @@ export class RequestLogReader {
       }
       q = q * 10 + digit;
     }
-    if (q < 1 || a === from) return void this.o.sink.pushText(envId, out, day);
+    if (q < 1 || a === from) return void this.toBlock(envId, out, day);
     // the epoch's cursor of this environment: one of the last lines' (the old and the new process's lines
     // interleave for a moment after a reload), compared in place, else looked up
     let cur: Cursor | null = null;
@@ -332,7 +299,27 @@ export class RequestLogReader {
       return;
     }
     this.counts.lines += 1;
-    this.o.sink.pushText(envId, out, day);
+    this.toBlock(envId, out, day);
+  }
+
+  /** A line (no newline) into the read's block: a new block when its environment or day is another. */
+  private toBlock(envId: string, line: string, day: string | undefined): void {
+    if (envId !== this.blockEnv || day !== this.blockDay) {
+      this.endBlock();
+      this.blockEnv = envId;
+      this.blockDay = day;
+    }
+    this.block.push(line);
+  }
+
+  /** The block made so far, to the sink: UTF-8, encoded once (its last newline from the trailing ''). */
+  private endBlock(): void {
+    const lines = this.block.length;
+    if (lines === 0) return;
+    this.block.push('');
+    const block = Buffer.from(this.block.join('\n'));
+    this.block = [];
+    this.o.sink.pushBlock(this.blockEnv, block, lines, this.blockDay);
   }
 
   private drop(envId: string, n: number): void {

@@ -67,24 +67,25 @@ export function sendLines(dest: Destination, lines: LogLine[], outbound: Outboun
   const texts = lines.map(({ time, environment_id, type, ...rest }) =>
     JSON.stringify({ time, environment_id, type, ...rest }),
   );
-  return sendTexts(dest, lines[0]?.environment_id ?? null, texts, outbound);
+  const blocks = texts.length ? [Buffer.from(`${texts.join('\n')}\n`)] : [];
+  return sendBlocks(dest, lines[0]?.environment_id ?? null, blocks, outbound);
 }
 
 /**
- * Sends lines of one environment (`envId`; null: the console's own test line) given as JSON text, their time
- * first: an http batch is their text joined, a syslog message their text behind its header.
+ * Sends blocks of lines of one environment (`envId`; null: the console's own test line; logs/queue.ts: JSON texts, their time first, each line ended by a
+ * newline): an http batch is the blocks as they are, a syslog message a line behind its header.
  */
-export async function sendTexts(
+export async function sendBlocks(
   dest: Destination,
   envId: string | null,
-  lines: string[],
+  blocks: Buffer[],
   outbound: OutboundConfig,
 ): Promise<void> {
-  if (lines.length === 0) return;
+  if (blocks.length === 0) return;
   if (dest.kind === 'http') {
-    // one flat string (the trailing '' gives the last newline: no second string to flatten), encoded once: a Buffer
-    // body is not measured and encoded again by node:http (~2.2 -> ~1.1 µs a line of the bench)
-    const body = Buffer.from(lines.concat('').join('\n'));
+    // the blocks as they are, one after the other (Buffers: not measured and encoded again by node:http; not copied
+    // into one: each copy was memory outside the heap to collect)
+    const body = blocks;
     const res = await outboundRequest(
       dest.url,
       {
@@ -92,15 +93,17 @@ export async function sendTexts(
         headers: { 'content-type': 'application/x-ndjson', 'user-agent': 'vc-log-shipper' },
         body,
         timeoutMs: TIMEOUT_MS,
-        maxRedirects: 0,
         maxBytes: 4096,
+        maxRedirects: 0,
       },
       outbound,
     );
     if (res.status < 200 || res.status > 299) throw new Error(`the collector answered ${res.status}`);
     return;
   }
-  const messages = lines.map((l) => syslogText(envId, l));
+  const messages: string[] = [];
+  for (const block of blocks)
+    for (const l of block.toString('utf8', 0, block.length - 1).split('\n')) messages.push(syslogText(envId, l));
   if (dest.protocol === 'udp') return sendUdp(dest.host, dest.port, messages, outbound);
   return sendTcp(dest.host, dest.port, messages, outbound);
 }

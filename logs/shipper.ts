@@ -2,8 +2,10 @@
  * The log shipper: one per process that produces log lines (the edge: request lines; the worker: the web
  * processes' error output). It never blocks the caller: `push` only appends to memory.
  *
- * Lines are kept as JSON text (CONTRACT's line, its time first): the request log's reader hands them so
- * (logs/request-reader.ts, never parsed), `push` turns a web process's line into it once. Every `flushMs` it
+ * Lines are kept as JSON text (CONTRACT's line, its time first) in blocks of UTF-8 (queue.ts): the request log's
+ * reader hands a socket read's lines of one environment as one block (logs/request-reader.ts, never parsed), `push`
+ * turns a web process's line into a block of one. A block is written to the machine file and sent as it is, never
+ * copied into a larger one (writev). Every `flushMs` it
  * appends the buffered lines to the machine's own day files (machine-files.ts) and sends
  * each environment's queued lines, in batches of at most `batchMax`, to its project's destination (send.ts).
  * A batch that fails goes back to the head of its queue and is retried after a backoff (1 s doubling up to
@@ -31,9 +33,20 @@ import {
 } from '../db/queries/log-settings';
 import type { Secrets } from '../system/secrets';
 import { appendMachineLines, dayOf, sweep } from './machine-files';
-import { describeFailure, sendTexts, type Destination, type LogLine } from './send';
+import { describeFailure, sendBlocks, type Destination, type LogLine } from './send';
 import { LineRedactor } from './redaction';
-import { type Queue, lineText, sizeOf, sizeOfAll, timeOf, trimQueue } from './queue';
+import {
+  type Queue,
+  dequeue,
+  enqueue,
+  lineText,
+  newQueue,
+  requeue,
+  splitLines,
+  blockTime,
+  blockOf,
+  trimQueue,
+} from './queue';
 
 export interface ShipperOptions {
   knex: Knex;
@@ -60,8 +73,8 @@ const REPORT_EVERY_MS = 30_000;
 export class LogShipper {
   private targets = new Map<string, ShippingTarget>();
   private readonly queues = new Map<string, Queue>();
-  /** envId -> day -> lines waiting for the machine file */
-  private readonly machine = new Map<string, Map<string, string[]>>();
+  /** envId -> day -> blocks of lines waiting for the machine file (queue.ts) */
+  private readonly machine = new Map<string, Map<string, Buffer[]>>();
   private readonly redactor: LineRedactor;
   private readonly swept = new Map<string, { at: number; keepDays: number }>();
   private readonly reported = new Map<string, { at: number; ok: boolean }>();
@@ -76,7 +89,7 @@ export class LogShipper {
     envId: string;
     day: string;
     targets: Map<string, ShippingTarget>;
-    machine: string[];
+    machine: Buffer[];
     queue: Queue;
   } | null = null;
   readonly opts: Required<Omit<ShipperOptions, 'logger' | 'holdMs'>> & Pick<ShipperOptions, 'logger' | 'holdMs'>;
@@ -106,17 +119,18 @@ export class LogShipper {
 
   /** Takes one line (its environment_id says where it belongs). Never throws, never waits. */
   push(line: LogLine): void {
-    if (line.environment_id) this.pushText(line.environment_id, lineText(line));
+    if (line.environment_id) this.pushBlock(line.environment_id, blockOf(`${lineText(line)}\n`), 1);
   }
 
   /**
-   * Takes one line of `envId` as JSON text, its time first (`lineText`), and its UTC day when the caller knows it
-   * (the request log's reader does). Never throws, never waits. Lines of one environment and day come in runs
-   * (the request log): the last one's machine-file list and queue are kept at hand.
+   * Takes `lines` lines of `envId` as one block of JSON texts, each its time first (`lineText`) and ended by a
+   * newline, and their UTC day when the caller knows it (the request log's reader does; else the first line's).
+   * Never throws, never waits. Blocks of one environment and day come in runs (the request log): the last one's
+   * machine-file list and queue are kept at hand.
    */
-  pushText(envId: string, line: string, day?: string): void {
-    if (!envId || this.closed) return;
-    const d = day ?? dayOf(timeOf(line));
+  pushBlock(envId: string, block: Buffer, lines: number, day?: string): void {
+    if (!envId || this.closed || lines <= 0) return;
+    const d = day ?? dayOf(blockTime(block));
     let last = this.last;
     if (last === null || last.envId !== envId || last.day !== d || last.targets !== this.targets) {
       let days = this.machine.get(envId);
@@ -128,14 +142,13 @@ export class LogShipper {
       if (!this.targets.has(envId)) this.refreshWanted = true;
       this.last = last = { envId, day: d, targets: this.targets, machine: text, queue: this.queueOf(envId) };
     }
-    last.machine.push(line);
+    last.machine.push(block);
     const q = last.queue;
-    q.lines.push(line);
-    q.bytes += sizeOf(line);
+    enqueue(q, block, lines);
     // A full batch goes at once, not at the next flush: a busy environment's queue then never fills between two
     // flushes (it held ~30,000 request lines, and `npm run bench -- edge` at the edge's saturating rate lost ~10 %
     // of its lines to `trim` before this). A send under way takes what came (startSending).
-    if (q.lines.length >= this.opts.batchMax) this.startSending(envId, q, false);
+    if (q.lines >= this.opts.batchMax) this.startSending(envId, q, false);
     this.trim(q);
   }
 
@@ -158,14 +171,14 @@ export class LogShipper {
 
   private queueOf(envId: string): Queue {
     let q = this.queues.get(envId);
-    if (!q) this.queues.set(envId, (q = { lines: [], bytes: 0, dropped: 0, failures: 0, retryAt: 0, sending: false }));
+    if (!q) this.queues.set(envId, (q = newQueue()));
     return q;
   }
 
   /** Lines queued (not yet sent) for an environment, and how many were dropped. */
   queued(envId: string): { lines: number; dropped: number } {
     const q = this.queues.get(envId);
-    return { lines: q?.lines.length ?? 0, dropped: q?.dropped ?? 0 };
+    return { lines: q?.lines ?? 0, dropped: q?.dropped ?? 0 };
   }
 
   async close(): Promise<void> {
@@ -184,10 +197,16 @@ export class LogShipper {
   private hold(envId: string, q: Queue): void {
     // ISO times compare as text
     const since = new Date(Date.now() - (this.opts.holdMs ?? 2 * this.opts.refreshMs)).toISOString();
-    q.lines = q.lines.filter((l) => timeOf(l) >= since);
-    q.bytes = sizeOfAll(q.lines);
+    // a block's lines came in one read: its first line's time is theirs
+    let old = 0;
+    while (old < q.blocks.length && blockTime(q.blocks[old]) < since) old++;
+    if (old > 0)
+      dequeue(
+        q,
+        q.counts.slice(0, old).reduce((a, b) => a + b, 0),
+      );
     q.dropped = 0;
-    if (q.lines.length === 0) this.forgetQueue(envId);
+    if (q.lines === 0) this.forgetQueue(envId);
   }
 
   /** The oldest lines past `maxQueued` lines or `maxQueuedBytes` go, counted as dropped (queue.ts). */
@@ -229,7 +248,7 @@ export class LogShipper {
       await this.writeMachineFiles().catch((err) =>
         this.opts.logger?.warn({ err: (err as Error).message }, 'could not write the machine log files'),
       );
-      for (const [envId, q] of this.queues) if (q.lines.length > 0 || q.dropped > 0) this.startSending(envId, q, true);
+      for (const [envId, q] of this.queues) if (q.lines > 0 || q.dropped > 0) this.startSending(envId, q, true);
     })().finally(() => {
       this.flushing = null;
     });
@@ -269,32 +288,32 @@ export class LogShipper {
     // left wait for the next flush, which opens what is read then
     const target = this.targets;
     try {
-      while ((q.lines.length > 0 || q.dropped > 0) && !this.closed && this.targets === target) {
-        const batch = q.lines.splice(0, this.opts.batchMax);
-        const batchBytes = sizeOfAll(batch);
-        q.bytes -= batchBytes;
+      while ((q.lines > 0 || q.dropped > 0) && !this.closed && this.targets === target) {
+        const batch = dequeue(q, this.opts.batchMax);
         const dropped = q.dropped;
-        const lines = dropped
+        const blocks = dropped
           ? [
-              lineText({
-                time: new Date().toISOString(),
-                environment_id: envId,
-                type: 'dropped',
-                dropped,
-                message: `${dropped} lines were dropped (the destination could not be reached, or the edge's buffer was full)`,
-              }),
-              ...batch,
+              blockOf(
+                `${lineText({
+                  time: new Date().toISOString(),
+                  environment_id: envId,
+                  type: 'dropped',
+                  dropped,
+                  message: `${dropped} lines were dropped (the destination could not be reached, or the edge's buffer was full)`,
+                })}\n`,
+              ),
+              ...batch.blocks,
             ]
-          : batch;
+          : batch.blocks;
         try {
           // the secret values as read at this flush (only an environment with secret values pays for it), or now
           // when its destination was learnt after that read
           if (!this.redactor.loaded(envId)) await this.redactor.load(new Map([[envId, projectId]]));
           const redact = this.redactor.textRedactor(envId);
-          await sendTexts(dest, envId, redact ? lines.map(redact) : lines, this.opts.outbound);
+          const texts = redact ? blocks.map((b) => redactBlock(redact, b)) : blocks;
+          await sendBlocks(dest, envId, texts, this.opts.outbound);
         } catch (err) {
-          q.lines = batch.concat(q.lines);
-          q.bytes += batchBytes;
+          requeue(q, batch);
           this.trim(q);
           q.failures += 1;
           q.retryAt = Date.now() + Math.min(this.opts.maxBackoffMs, 1000 * 2 ** (q.failures - 1));
@@ -357,8 +376,8 @@ export class LogShipper {
     for (const [envId, days] of pending) {
       const redact = this.redactor.textRedactor(envId);
       for (const [day, lines] of days) {
-        // one flat string, its last newline from the trailing '' (as logs/send.ts's http batch)
-        const text = (redact ? lines.map(redact) : lines).concat('').join('\n');
+        // one write of the blocks as they are (each ends with its newline)
+        const text = redact ? lines.map((b) => redactBlock(redact, b)) : lines;
         await appendMachineLines(this.opts.dataDir, envId, this.opts.source, day, text);
       }
       const keepDays = this.targets.get(envId)?.keepDays;
@@ -370,4 +389,9 @@ export class LogShipper {
       }
     }
   }
+}
+
+/** A block with each of its lines redacted (an environment with secret values). */
+function redactBlock(redact: (line: string) => string, block: Buffer): Buffer {
+  return blockOf(`${splitLines(block).map(redact).join('\n')}\n`);
 }

@@ -7,7 +7,7 @@ let lines = 0;
 const reader = await new RequestLogReader({
   socketPath: process.argv[2],
   cursorFile: `${process.argv[2]}.cursor.json`,
-  sink: { pushText: () => void (lines += 1), countDropped: () => undefined },
+  sink: { pushBlock: (_env, _block, n) => void (lines += n), countDropped: () => undefined },
 }).start();
 // HAProxy's workers run as the data plane's user: they may connect (the directory is theirs to pass, privileges.ts)
 chmodSync(process.argv[2], 0o666);

@@ -82,7 +82,9 @@ beforeAll(async () => {
     cursorFile: join(t.dataDir, 'request-log-cursor.json'),
     reorderMs: 300,
     sink: {
-      pushText: (envId, text) => lines.push({ envId, line: JSON.parse(text) }),
+      pushBlock: (envId, block) => {
+        for (const text of block.toString().slice(0, -1).split('\n')) lines.push({ envId, line: JSON.parse(text) });
+      },
       countDropped: (_envId, n) => {
         dropped += n;
       },

@@ -92,7 +92,8 @@ describe('domain.verified', () => {
     const { r, hook } = await webhook(agent, team.id, ['domain.verified', 'task.failed']);
     const added = await agent.post(`/environments/${environment.id}/domains`, { hostname: hostname() });
     dns.set(added.body.verification.name, [added.body.verification.value]);
-    const [got] = await r.waitFor(1, 30_000);
+    // the re-checks come 5, 15, 35 s after the domain was added (the wait doubles): a loaded machine may miss the first
+    const [got] = await r.waitFor(1, 60_000);
     const event = hook.verify(got.body, got.headers as Record<string, string>) as {
       event: string;
       data: { domain: { hostname: string } };
@@ -100,7 +101,7 @@ describe('domain.verified', () => {
     expect(event.event).toBe('domain.verified');
     expect(event.data.domain.hostname).toBe(added.body.hostname);
     expect((await t.deps.knex('domains').where({ id: added.body.id }).first()).status).toBe('verified');
-  });
+  }, 90_000);
 
   it("reaches only the integrations the project's rule names", async () => {
     const { team, project, environment, agent } = await world();
