@@ -33,15 +33,15 @@ export function rateLimitRules(map: (name: string) => string, tooMany: string): 
     ...track,
     `  http-request set-var(txn.now) date(0,ms) ${rl}`,
     `  http-request set-var(txn.rlw) var(txn.now),div(txn.rlms) ${rl}`,
-    `  http-request set-var(txn.rlg) sc_get_gpt(0,0) ${rl}`,
-    `  http-request set-var(txn.rld) var(txn.rlw),sub(txn.rlg) ${rl}`,
+    // the windows since the stored one's (its number minus the stored number)
+    `  http-request set-var(txn.rld) sc_get_gpt(0,0),neg,add(txn.rlw) ${rl}`,
     // a new window: the one just ended becomes the previous one (an older one counts nothing)
     `  http-request set-var(txn.rlc) sc_clr_gpc(0,0) ${rl} !{ var(txn.rld) -m int 0 }`,
     `  http-request sc-set-gpt(1,0) var(txn.rlc) ${rl} { var(txn.rld) -m int 1 }`,
     `  http-request sc-set-gpt(1,0) int(0) ${rl} { var(txn.rld) -m int gt 1 }`,
     `  http-request sc-set-gpt(0,0) var(txn.rlw) ${rl} !{ var(txn.rld) -m int 0 }`,
-    `  http-request sc-inc-gpc(0,0) ${rl}`,
-    `  http-request set-var(txn.rlcur) sc_get_gpc(0,0) ${rl}`,
+    // the window's count, counting this request (the fetch increments and answers the new value: one rule)
+    `  http-request set-var(txn.rlcur) sc_inc_gpc(0,0) ${rl}`,
     `  http-request set-var(txn.rlrem) var(txn.now),mod(txn.rlms),neg,add(txn.rlms) ${rl}`,
     `  http-request set-var(txn.rlest) sc_get_gpt(1,0),mul(txn.rlrem),div(txn.rlms),add(txn.rlcur) ${rl}`,
     `  http-request return ${tooMany} hdr Retry-After "%[var(txn.rl)]" ${rl} { var(txn.rlest),sub(txn.rlmax) gt 0 }`,
