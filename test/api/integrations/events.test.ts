@@ -89,11 +89,25 @@ describe('domain.verified', () => {
 
   it('is sent by the background re-check when the record appears later', async () => {
     const { team, environment, agent } = await world();
-    const { r, hook } = await webhook(agent, team.id, ['domain.verified', 'task.failed']);
+    const { r, id, hook } = await webhook(agent, team.id, ['domain.verified', 'task.failed']);
+    const asked = dns.questions();
     const added = await agent.post(`/environments/${environment.id}/domains`, { hostname: hostname() });
     dns.set(added.body.verification.name, [added.body.verification.value]);
     // the re-checks come 5, 15, 35 s after the domain was added (the wait doubles): a loaded machine may miss the first
     const [got] = await r.waitFor(1, 60_000);
+    if (!got) {
+      // what the background re-check did, to say why nothing came (two CI runs on a slower machine saw this)
+      const recheck = await t.deps.temporal.workflow
+        .getHandle(workflowIds.domainRecheck(added.body.id))
+        .describe()
+        .then((d) => ({ status: d.status.name, historyLength: d.historyLength }))
+        .catch((err: Error) => ({ error: err.message }));
+      const domain = await t.deps.knex('domains').where({ id: added.body.id }).first('status', 'last_checked_at');
+      const sent = await deliveries(id).select('status', 'attempts', 'last_error');
+      expect.fail(
+        `no domain.verified webhook in 60 s: ${JSON.stringify({ recheck, domain, dnsQuestions: dns.questions() - asked, deliveries: sent })}`,
+      );
+    }
     const event = hook.verify(got.body, got.headers as Record<string, string>) as {
       event: string;
       data: { domain: { hostname: string } };
