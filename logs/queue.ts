@@ -56,16 +56,24 @@ export function enqueue(q: Queue, block: Buffer, lines: number): void {
   q.bytes += sizeOf(block, lines);
 }
 
+/** Blocks taken off a queue: their lines (each block's, and in all) and their size (sizeOf). */
+interface Taken {
+  blocks: Buffer[];
+  counts: number[];
+  lines: number;
+  bytes: number;
+}
+
 /**
  * Takes the oldest `max` lines at most off the queue, as blocks (a block is cut at a line's end when only part of
  * it fits).
  */
-export function dequeue(q: Queue, max: number): { blocks: Buffer[]; lines: number; bytes: number } {
+export function dequeue(q: Queue, max: number): Taken {
   let n = 0;
   let lines = 0;
   while (n < q.blocks.length && lines + q.counts[n] <= max) lines += q.counts[n++];
   const blocks = q.blocks.splice(0, n);
-  q.counts.splice(0, n);
+  const counts = q.counts.splice(0, n);
   if (lines < max && q.blocks.length > 0) {
     // the next block's first lines
     const block = q.blocks[0];
@@ -75,6 +83,7 @@ export function dequeue(q: Queue, max: number): { blocks: Buffer[]; lines: numbe
     q.blocks[0] = block.subarray(at + 1);
     q.counts[0] -= max - lines;
     blocks.push(head);
+    counts.push(max - lines);
     lines = max;
   }
   let bytes = 0;
@@ -82,22 +91,15 @@ export function dequeue(q: Queue, max: number): { blocks: Buffer[]; lines: numbe
   bytes += 64 * lines;
   q.lines -= lines;
   q.bytes -= bytes;
-  return { blocks, lines, bytes };
+  return { blocks, counts, lines, bytes };
 }
 
 /** Puts blocks taken by `dequeue` back at the head of the queue (a send failed). */
-export function requeue(q: Queue, taken: { blocks: Buffer[]; lines: number; bytes: number }): void {
+export function requeue(q: Queue, taken: Taken): void {
   q.blocks = taken.blocks.concat(q.blocks);
-  q.counts = taken.blocks.map(linesOf).concat(q.counts);
+  q.counts = taken.counts.concat(q.counts);
   q.lines += taken.lines;
   q.bytes += taken.bytes;
-}
-
-/** The lines of a block (its newlines). */
-export function linesOf(block: Buffer): number {
-  let n = 0;
-  for (let at = block.indexOf(10); at >= 0; at = block.indexOf(10, at + 1)) n++;
-  return n;
 }
 
 /** The lines of a block as text, without their newlines. */

@@ -14,6 +14,7 @@ import {
   outboundRequest,
   type OutboundConfig,
 } from '../host/outbound';
+import { blockOf, splitLines } from './queue';
 
 export type Destination =
   | { kind: 'http'; name: string; url: string }
@@ -67,13 +68,14 @@ export function sendLines(dest: Destination, lines: LogLine[], outbound: Outboun
   const texts = lines.map(({ time, environment_id, type, ...rest }) =>
     JSON.stringify({ time, environment_id, type, ...rest }),
   );
-  const blocks = texts.length ? [Buffer.from(`${texts.join('\n')}\n`)] : [];
+  const blocks = texts.length ? [blockOf(`${texts.join('\n')}\n`)] : [];
   return sendBlocks(dest, lines[0]?.environment_id ?? null, blocks, outbound);
 }
 
 /**
- * Sends blocks of lines of one environment (`envId`; null: the console's own test line; logs/queue.ts: JSON texts, their time first, each line ended by a
- * newline): an http batch is the blocks as they are, a syslog message a line behind its header.
+ * Sends blocks of lines of one environment (`envId`; null: the console's own test line). A block (logs/queue.ts) is
+ * JSON texts, their time first, each ended by a newline: an http batch is the blocks as they are, a syslog message a
+ * line behind its header.
  */
 export async function sendBlocks(
   dest: Destination,
@@ -85,13 +87,12 @@ export async function sendBlocks(
   if (dest.kind === 'http') {
     // the blocks as they are, one after the other (Buffers: not measured and encoded again by node:http; not copied
     // into one: each copy was memory outside the heap to collect)
-    const body = blocks;
     const res = await outboundRequest(
       dest.url,
       {
         method: 'POST',
         headers: { 'content-type': 'application/x-ndjson', 'user-agent': 'vc-log-shipper' },
-        body,
+        body: blocks,
         timeoutMs: TIMEOUT_MS,
         maxBytes: 4096,
         maxRedirects: 0,
@@ -102,8 +103,7 @@ export async function sendBlocks(
     return;
   }
   const messages: string[] = [];
-  for (const block of blocks)
-    for (const l of block.toString('utf8', 0, block.length - 1).split('\n')) messages.push(syslogText(envId, l));
+  for (const block of blocks) for (const l of splitLines(block)) messages.push(syslogText(envId, l));
   if (dest.protocol === 'udp') return sendUdp(dest.host, dest.port, messages, outbound);
   return sendTcp(dest.host, dest.port, messages, outbound);
 }
