@@ -13,7 +13,7 @@ import { Domain } from '../../db/models/domain';
 import { checkDomain, expirePendingDomains, lockHostname } from '../../core/domains';
 import { emitDomainVerified } from '../../core/integration-events';
 import type { Actor } from '../../core/actor';
-import { errors } from '../../core/errors';
+import { appError, errors } from '../../core/errors';
 import { authorize, type Action } from '../lib/policy';
 import { randomToken } from '../lib/token-format';
 import { findEnvironment } from '../environments/service';
@@ -146,7 +146,7 @@ export async function addDomain(deps: Deps, actor: Actor, environmentId: string,
         environmentId: env.id,
         summary: `added ${input.hostname} to ${env.name}`,
       });
-      return Domain.query(trx).insertAndFetch({
+      const added = await Domain.query(trx).insertAndFetch({
         team_id: env.team_id,
         project_id: env.project_id,
         environment_id: env.id,
@@ -154,15 +154,21 @@ export async function addDomain(deps: Deps, actor: Actor, environmentId: string,
         verification_value: `vc-verify=${randomToken(18)}`,
         status: 'pending',
       } as Partial<Domain>);
+      // The commit waits for the re-check's start: a domain is never left pending with nothing to check it.
+      await startRecheck(deps, added);
+      return added;
     })
     .catch((err) => {
       throw err instanceof UniqueViolationError ? taken() : err;
     });
-  await startRecheck(deps, domain);
   return withChecks(deps, domain);
 }
 
-/** The background re-check; if Temporal cannot be reached now, POST /domains/{id}/verify still works. */
+/**
+ * The background re-check, started before the domain's row commits. Refused (Temporal cannot be reached), the
+ * domain is not added and the answer is 503; a re-check whose row then fails to commit finds the domain gone at
+ * its first look and ends.
+ */
 async function startRecheck(deps: Deps, domain: Domain): Promise<void> {
   try {
     await startDomainRecheck(deps, {
@@ -172,6 +178,10 @@ async function startRecheck(deps: Deps, domain: Domain): Promise<void> {
     });
   } catch (err) {
     deps.logger.warn({ err, domainId: domain.id }, 'could not start the background re-check of a domain');
+    throw appError(
+      'unavailable',
+      'The background DNS check of the domain could not be scheduled, so the domain was not added; try again shortly',
+    );
   }
 }
 
