@@ -1,4 +1,5 @@
 import type { Middleware } from 'koa';
+import { isGrpcServiceError, ServiceError } from '@temporalio/client';
 import { ZodError } from 'zod';
 import {
   NotFoundError,
@@ -28,6 +29,15 @@ function toAppError(err: unknown): AppError | undefined {
   return undefined;
 }
 
+/** gRPC's DEADLINE_EXCEEDED and UNAVAILABLE: the Temporal server did not answer (down, restarting, unreachable). */
+const NO_ANSWER = new Set([4, 14]);
+
+/** Whether a call to Temporal failed because its server did not answer (the client's retries spent). */
+function temporalUnreachable(err: unknown): boolean {
+  const grpc = err instanceof ServiceError ? err.cause : err;
+  return isGrpcServiceError(grpc) && NO_ANSWER.has(grpc.code);
+}
+
 /** Maps every error to the one error body; unknown errors are 500, logged with the request id. */
 export function errorHandler(logger: Logger): Middleware {
   return async (ctx, next) => {
@@ -45,6 +55,16 @@ export function errorHandler(logger: Logger): Middleware {
       }
     } catch (err) {
       let appErr = toAppError(err);
+      if (!appErr && temporalUnreachable(err)) {
+        logger.warn(
+          { err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path },
+          'Temporal did not answer',
+        );
+        appErr = appError(
+          'unavailable',
+          'The task service (Temporal) does not answer right now, so this could not be done; try again shortly',
+        );
+      }
       if (!appErr) {
         const dbError =
           err instanceof ForeignKeyViolationError || err instanceof CheckViolationError || err instanceof DataError;

@@ -1,10 +1,9 @@
-import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { addMember, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { createEnvironment } from '../../helpers/deploy-fixtures';
 import { startTxtServer, type TxtServer } from '../../helpers/dns';
-import { freePort } from '../../helpers/ports';
+import { whileTemporalUnreachable } from '../../helpers/temporal-unreachable';
 import { domainListSchema, domainSchema } from '../../../api/domains/schemas';
 
 // A real DNS server on loopback, started before the system so DNS_SERVERS can point at it.
@@ -166,22 +165,11 @@ describe('POST /domains/{id}/verify', () => {
 describe('background re-check', () => {
   it('is started before the domain is added: with Temporal unreachable the answer is 503 and nothing is added', async () => {
     const { environment, agent } = await world();
-    // a real client whose server is not there (a port nothing listens on), giving up after two tries, not ten
-    const connection = await Connection.lazy({
-      address: `127.0.0.1:${await freePort()}`,
-      connectTimeout: '1s',
-      interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 2 }))],
-    });
-    const temporal = t.deps.temporal;
-    t.deps.temporal = new Client({ connection });
-    try {
-      const res = await agent.post(`/environments/${environment.id}/domains`, { hostname: host() });
-      expect(res.status, res.text).toBe(503);
-      expect(res.body.error.message).toMatch(/not added; try again/);
-    } finally {
-      t.deps.temporal = temporal;
-      await connection.close().catch(() => undefined);
-    }
+    const res = await whileTemporalUnreachable(t, () =>
+      agent.post(`/environments/${environment.id}/domains`, { hostname: host() }),
+    );
+    expect(res.status, res.text).toBe(503);
+    expect(res.body.error.message).toMatch(/not added; try again/);
     expect(await t.deps.knex('domains').where({ environment_id: environment.id })).toEqual([]);
     expect(
       await t.deps.knex('activity_events').where({ environment_id: environment.id, type: 'domain_added' }),

@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
-import { addMember, createAccessToken, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
+import {
+  addMember,
+  createAccessToken,
+  createProject,
+  createTeam,
+  createUser,
+  sessionAgent,
+} from '../../helpers/fixtures';
+import { createEnvironment } from '../../helpers/deploy-fixtures';
+import { whileTemporalUnreachable } from '../../helpers/temporal-unreachable';
 import type { Agent } from '../../helpers/http';
 
 const t = useTestContext();
@@ -183,5 +192,24 @@ describe('GET /tasks/{id}/log', () => {
     const session = await sessionAgent(t, await t.deps.knex('users').where({ id: owner.user_id }).first());
     const res = await session.get(`/tasks/${taskId}/log?after=29`);
     expect(res.text).toBe(LINES.slice(290).join('\n') + '\n');
+  });
+});
+
+describe('a task asked for while Temporal does not answer', () => {
+  it('is refused with 503 saying to try again shortly, and no task is recorded', async () => {
+    const owner = await createUser(t);
+    const team = await createTeam(t, owner);
+    const project = await createProject(t, team);
+    const environment = await createEnvironment(t, project);
+    const agent = await sessionAgent(t, owner);
+    const res = await whileTemporalUnreachable(t, () =>
+      agent.post(`/environments/${environment.id}/maintenance`, { maintenance: true }),
+    );
+    expect(res.status, res.text).toBe(503);
+    expect(res.body.error).toMatchObject({ code: 'unavailable', message: expect.stringMatching(/try again shortly/) });
+    expect(await t.deps.knex('tasks').where({ environment_id: environment.id })).toEqual([]);
+    // and with Temporal back, the same request starts the task
+    const again = await agent.post(`/environments/${environment.id}/maintenance`, { maintenance: true });
+    expect(again.status, again.text).toBe(202);
   });
 });
