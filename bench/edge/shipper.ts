@@ -24,11 +24,13 @@ import { RequestLogReader } from '../../logs/request-reader';
 import { REQUEST_BATCH_LINES } from '../../processes/shipper-runtime';
 import { printTable } from '../harness';
 import { sized } from '../quick';
-import { httpFloorNode } from './floors';
+import { httpFloorNode, udpFloorNode } from './floors';
 import { startEdgeWorld } from './world';
 import { processCpuMicros } from './wrk';
 
 const RATE = Number(process.env.BENCH_SHIPPER_RATE ?? 30_000);
+/** `BENCH_SHIPPER_DESTINATION=udp`: the project's destination a syslog udp receiver (a datagram a line), not http. */
+const DESTINATION: 'http' | 'udp' = process.env.BENCH_SHIPPER_DESTINATION === 'udp' ? 'udp' : 'http';
 const TARGET_US = 3;
 
 /** HAProxy's line for a request of wrk (bench/edge.ts's load): `GET /`, no User-Agent. */
@@ -94,9 +96,16 @@ async function readerAlone(lines: number): Promise<number> {
 
 export async function run(): Promise<{ perLine: number }> {
   const lines = sized(600_000, 30_000);
-  console.log(`[bench] shipper: ${lines} request lines at ${RATE}/s into the shipper's socket, an http destination...`);
+  console.log(
+    `[bench] shipper: ${lines} request lines at ${RATE}/s into the shipper's socket, ${DESTINATION === 'udp' ? 'a syslog udp' : 'an http'} destination...`,
+  );
   const world = await startEdgeWorld('shipper', { acme: false });
   try {
+    if (DESTINATION === 'udp') await world.useDestination('udp');
+    const sentBytes = async () => {
+      const r = await world.received();
+      return DESTINATION === 'udp' ? r.udpBytes : r.httpBytes;
+    };
     const writer = join(world.dataDir, 'writer.cjs');
     writeFileSync(writer, WRITER);
     const socket = requestLogPaths(world.dataDir).socket;
@@ -115,16 +124,25 @@ export async function run(): Promise<{ perLine: number }> {
     await feed(Math.min(RATE, lines));
     await new Promise((r) => setTimeout(r, sized(10_000, 2000)));
     const cpu0 = processCpuMicros(world.shipper.pid!);
-    const bytes0 = (await world.received()).httpBytes;
+    const bytes0 = await sentBytes();
     await feed(lines);
     const perLine = (processCpuMicros(world.shipper.pid!) - cpu0) / lines;
-    const bytes = (await world.received()).httpBytes - bytes0;
-    const floor = httpFloorNode(world.collector.httpPort, lines, Math.round(bytes / lines), REQUEST_BATCH_LINES);
+    const bytes = (await sentBytes()) - bytes0;
+    const floor =
+      DESTINATION === 'udp'
+        ? udpFloorNode(world.collector.udpPort, lines, Math.round(bytes / lines))
+        : httpFloorNode(world.collector.httpPort, lines, Math.round(bytes / lines), REQUEST_BATCH_LINES);
     const reader = await readerAlone(lines);
     const f = (x: number | null) => (x === null ? '-' : Number(x.toFixed(2)));
     printTable(`The request log shipper alone, CPU µs a line (${lines} lines at ${RATE}/s; target ${TARGET_US})`, [
-      { part: 'the shipper (its process: read, machine file, http batches)', 'µs a line': f(perLine) },
-      { part: 'floor: the same batches POSTed by a process doing nothing else', 'µs a line': f(floor) },
+      { part: `the shipper (its process: read, machine file, ${DESTINATION} sends)`, 'µs a line': f(perLine) },
+      {
+        part:
+          DESTINATION === 'udp'
+            ? "floor: as many datagrams of the same size sent by Node's dgram in a process doing nothing else"
+            : 'floor: the same batches POSTed by a process doing nothing else',
+        'µs a line': f(floor),
+      },
       { part: 'the shipper above that floor', 'µs a line': f(floor === null ? null : perLine - floor) },
       { part: 'the reader alone (in this process)', 'µs a line': f(reader) },
     ]);
