@@ -50,7 +50,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = allRoutes()): Koa {
   app.use(measureRequests());
   app.use(metricsEndpoint(deps.config));
   app.use(requestLog(deps.logger));
-  app.use(errorHandler(deps.logger));
+  app.use(errorHandler(deps.logger, () => deps.knex));
   app.use(serveConsole(deps.config.consoleDir, deps.config.consoleName));
   app.use(async (ctx, next) => {
     ctx.state.routeTable = routes;

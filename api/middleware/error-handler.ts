@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Middleware } from 'koa';
 import { isGrpcServiceError, ServiceError } from '@temporalio/client';
 import { ZodError } from 'zod';
@@ -38,8 +39,51 @@ function temporalUnreachable(err: unknown): boolean {
   return isGrpcServiceError(grpc) && NO_ANSWER.has(grpc.code);
 }
 
+/** PostgreSQL's SQLSTATEs of a server that cannot serve: class 08 (connection), 57P01-57P03, 53300 (too many). */
+const SERVER_AWAY = /^(08...|57P0[123]|53300)$/;
+/** A connection to the server that failed, from node's sockets. */
+const SOCKET_FAILED = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOENT']);
+
+/** Where `knex` connects: its URL's host and port (host: a socket's directory for a unix socket). */
+function databaseAddress(knex: Knex): { host: string; port: number } {
+  const c = knex.client.config.connection as string | { connectionString?: string; host?: string; port?: number };
+  const url = typeof c === 'string' ? c : c?.connectionString;
+  if (url) {
+    const u = new URL(url);
+    return { host: u.searchParams.get('host') ?? decodeURIComponent(u.hostname), port: Number(u.port || 5432) };
+  }
+  return { host: typeof c === 'object' ? (c.host ?? '') : '', port: Number((typeof c === 'object' && c.port) || 5432) };
+}
+
+/**
+ * Whether a query failed because the API's PostgreSQL could not be reached or would not serve: no connection of the
+ * pool in time, a SQLSTATE above, or a socket error on a connection to the database's own address (the same codes
+ * from another connection, such as an outbound request, are not the database's).
+ */
+function databaseUnreachable(err: unknown, knex: Knex): boolean {
+  const e = err as {
+    name?: string;
+    code?: unknown;
+    address?: unknown;
+    port?: unknown;
+    nativeError?: { code?: unknown };
+  };
+  if (e?.name === 'KnexTimeoutError') return true;
+  const code = String(e?.nativeError?.code ?? e?.code ?? '');
+  if (SERVER_AWAY.test(code)) return true;
+  if (!SOCKET_FAILED.has(code)) return false;
+  const db = databaseAddress(knex);
+  return (
+    (typeof e.port === 'number' && e.port === db.port) ||
+    (typeof e.address === 'string' && db.host.startsWith('/') && e.address.startsWith(db.host))
+  );
+}
+
+/** A 503 of a service that does not answer: a client may try again in a few seconds. */
+const RETRY_AFTER = { 'Retry-After': '5' };
+
 /** Maps every error to the one error body; unknown errors are 500, logged with the request id. */
-export function errorHandler(logger: Logger): Middleware {
+export function errorHandler(logger: Logger, knexOf: () => Knex): Middleware {
   return async (ctx, next) => {
     try {
       await next();
@@ -63,6 +107,18 @@ export function errorHandler(logger: Logger): Middleware {
         appErr = appError(
           'unavailable',
           'The task service (Temporal) does not answer right now, so this could not be done; try again shortly',
+          { headers: RETRY_AFTER },
+        );
+      }
+      if (!appErr && databaseUnreachable(err, knexOf())) {
+        logger.warn(
+          { err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path },
+          'the database did not answer',
+        );
+        appErr = appError(
+          'unavailable',
+          'The database does not answer right now, so this could not be done; try again shortly',
+          { headers: RETRY_AFTER },
         );
       }
       if (!appErr) {

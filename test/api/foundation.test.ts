@@ -1,6 +1,9 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
+import { createUser, sessionAgent } from '../helpers/fixtures';
+import { freePort } from '../helpers/ports';
+import { createKnex } from '../../db/knex';
 
 const t = useTestContext();
 
@@ -107,5 +110,29 @@ describe('GET /openapi.json', () => {
     );
     expect(errorAnswers.length).toBeGreaterThan(50);
     for (const r of errorAnswers) expect(r.content?.['application/json']?.schema).toBeDefined();
+  });
+});
+
+describe('a request while the database does not answer', () => {
+  it('is 503 saying to try again shortly, not 500; with the database back the same request works', async () => {
+    const user = await createUser(t);
+    const agent = await sessionAgent(t, user);
+    // a real pool whose server is not there: a port nothing listens on, a connection given up on after a second
+    const away = createKnex(`postgres://postgres@127.0.0.1:${await freePort()}/nowhere`, { acquireTimeoutMs: 1_000 });
+    const knex = t.deps.knex;
+    t.deps.knex = away;
+    try {
+      const res = await agent.get('/teams');
+      expect(res.status, res.text).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('5');
+      expect(res.body.error).toMatchObject({
+        code: 'unavailable',
+        message: 'The database does not answer right now, so this could not be done; try again shortly',
+      });
+    } finally {
+      t.deps.knex = knex;
+      await away.destroy();
+    }
+    expect((await agent.get('/teams')).status).toBe(200);
   });
 });

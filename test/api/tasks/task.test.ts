@@ -206,6 +206,7 @@ describe('a task asked for while Temporal does not answer', () => {
       agent.post(`/environments/${environment.id}/maintenance`, { maintenance: true }),
     );
     expect(res.status, res.text).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
     expect(res.body.error).toMatchObject({ code: 'unavailable', message: expect.stringMatching(/try again shortly/) });
     expect(await t.deps.knex('tasks').where({ environment_id: environment.id })).toEqual([]);
     // and with Temporal back, the same request starts the task
