@@ -104,22 +104,18 @@ export function errorHandler(logger: Logger, knexOf: () => Knex): Middleware {
           { err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path },
           'Temporal did not answer',
         );
-        appErr = appError(
-          'unavailable',
-          'The task service (Temporal) does not answer right now, so this could not be done; try again shortly',
-          { headers: RETRY_AFTER },
-        );
+        appErr = appError('unavailable', 'The task service (Temporal) does not answer right now; try again shortly', {
+          headers: RETRY_AFTER,
+        });
       }
       if (!appErr && databaseUnreachable(err, knexOf())) {
         logger.warn(
           { err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path },
           'the database did not answer',
         );
-        appErr = appError(
-          'unavailable',
-          'The database does not answer right now, so this could not be done; try again shortly',
-          { headers: RETRY_AFTER },
-        );
+        appErr = appError('unavailable', 'The database does not answer right now; try again shortly', {
+          headers: RETRY_AFTER,
+        });
       }
       if (!appErr) {
         const dbError =

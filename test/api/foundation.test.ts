@@ -127,7 +127,7 @@ describe('a request while the database does not answer', () => {
       expect(res.headers.get('retry-after')).toBe('5');
       expect(res.body.error).toMatchObject({
         code: 'unavailable',
-        message: 'The database does not answer right now, so this could not be done; try again shortly',
+        message: 'The database does not answer right now; try again shortly',
       });
     } finally {
       t.deps.knex = knex;
