@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ApiError, CliError } from './errors';
 
 /** Every path of the API is under this prefix of the console's origin (CONTRACT). */
@@ -19,6 +20,11 @@ export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
   /** Send this bearer instead of the client's (logout sends the stored session, whatever VC_TOKEN says). */
   bearer?: string | null;
+  /**
+   * An `Idempotency-Key` for a task-starting POST, the same on every try: the API gives the same task back for it
+   * rather than start a second, so such a write is retried like a read.
+   */
+  idempotencyKey?: string;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -34,8 +40,8 @@ export function retryAfterSeconds(value: string | null): number {
 /**
  * The API as the client sees it: JSON both ways, a bearer when there is one. Every 429 is waited out
  * per Retry-After and sent again (the API refused it whole, so repeating any method is safe); reads
- * are retried with backoff when the network fails or a proxy answers 502-504. A write whose request
- * may have arrived is never repeated.
+ * are retried with backoff when the network fails or a proxy answers 502-504, and so are task starts, which
+ * carry an Idempotency-Key (`startTask`). Any other write whose request may have arrived is never repeated.
  */
 export class Client {
   constructor(
@@ -61,6 +67,11 @@ export class Client {
     return (await this.request<T>('POST', path, { body })).body;
   }
 
+  /** A task-starting POST, with an Idempotency-Key of its own: sent again if the answer is lost, it starts one task. */
+  async startTask<T = unknown>(path: string, body: unknown = {}): Promise<T> {
+    return (await this.request<T>('POST', path, { body, idempotencyKey: randomUUID() })).body;
+  }
+
   async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<Answer<T>> {
     const url = new URL(this.apiUrl + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
@@ -68,8 +79,10 @@ export class Client {
     const bearer = opts.bearer === undefined ? this.credential : opts.bearer;
     if (bearer) headers.authorization = `Bearer ${bearer}`;
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
+    if (opts.idempotencyKey) headers['idempotency-key'] = opts.idempotencyKey;
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-    const read = method === 'GET' || method === 'HEAD';
+    // a task start under its key may be sent again: the API answers a repeat with the task it started
+    const read = method === 'GET' || method === 'HEAD' || opts.idempotencyKey !== undefined;
     let networkFailures = 0;
     let rateLimited = 0;
     for (;;) {
@@ -94,6 +107,22 @@ export class Client {
         this.notice(`Rate limited by the console: waiting ${wait} s (Retry-After) before trying again`);
         await sleep(wait * 1000);
         continue;
+      }
+      if (opts.idempotencyKey && res.status === 409 && networkFailures < NETWORK_RETRIES) {
+        // the same key's first try is still under way on the API (its answer was lost on the way): ask again
+        const code = (
+          (await res
+            .clone()
+            .json()
+            .catch(() => undefined)) as { error?: { code?: string } } | undefined
+        )?.error?.code;
+        if (code === 'idempotency_key_in_use') {
+          const wait = 500 * 2 ** networkFailures++;
+          await res.arrayBuffer().catch(() => undefined);
+          this.notice(`The console is still starting this task; asking again in ${wait / 1000} s`);
+          await sleep(wait);
+          continue;
+        }
       }
       if (read && RETRIED_STATUSES.has(res.status) && networkFailures < NETWORK_RETRIES) {
         const wait = 500 * 2 ** networkFailures++;

@@ -106,7 +106,7 @@ export function register(program: Command): void {
       const ctx = contextOf(cmd);
       const env = await resolveEnvironment(ctx.client, ref);
       const body = opts.destination ? { destination_id: opts.destination } : {};
-      const task = await ctx.client.post<Task>(`/environments/${env.id}/backups`, body);
+      const task = await ctx.client.startTask<Task>(`/environments/${env.id}/backups`, body);
       if (!opts.wait) {
         if (ctx.json) return printJson(task);
         out(`Task ${task.id} (backup of ${env.name}) is ${status(task.status)}.`);

@@ -30,7 +30,7 @@ async function requestTask(ctx: Ctx, env: Environment, type: TaskType, opts: Sta
   const body = opts.skipSteps ? { skip_steps: true } : {};
   for (;;) {
     try {
-      return await ctx.client.post<Task>(`/environments/${env.id}/${type}`, body);
+      return await ctx.client.startTask<Task>(`/environments/${env.id}/${type}`, body);
     } catch (err) {
       const running = err instanceof ApiError ? err.runningTaskId : undefined;
       if (!running) throw err;

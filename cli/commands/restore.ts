@@ -67,7 +67,7 @@ async function startRestore(ctx: Ctx, env: Environment & { protected?: boolean }
   const asks = env.protected === true && ctx.target.via !== 'VC_TOKEN';
   const password = asks ? await readPassword(`Password (${env.name} is protected): `) : undefined;
   try {
-    return await ctx.client.post<Task>(path, password === undefined ? body : { ...body, password });
+    return await ctx.client.startTask<Task>(path, password === undefined ? body : { ...body, password });
   } catch (err) {
     if (err instanceof ApiError && err.code === 'reauthentication_required') {
       throw new CliError(
@@ -122,7 +122,7 @@ export function register(backup: Command): void {
     .action(async (ref: string, snapshot: string, opts: { wait?: boolean }, cmd: Command) => {
       const ctx = contextOf(cmd);
       const env = await resolveEnvironment(ctx.client, ref);
-      const task = await ctx.client.post<Task>(
+      const task = await ctx.client.startTask<Task>(
         `/environments/${env.id}/backups/${encodeURIComponent(snapshot)}/verify`,
         {},
       );

@@ -115,7 +115,7 @@ export function register(program: Command): void {
     .action(async (ref: string, opts: { wait?: boolean }, cmd: Command) => {
       const ctx = contextOf(cmd);
       const env = await resolveEnvironment(ctx.client, ref);
-      const task = await ctx.client.post<Task>(`/environments/${env.id}/variables/apply`);
+      const task = await ctx.client.startTask<Task>(`/environments/${env.id}/variables/apply`);
       if (!opts.wait) {
         if (ctx.json) return printJson(task);
         return out(`Task ${task.id} (apply_variables of ${env.name}) is ${status(task.status)}.`);

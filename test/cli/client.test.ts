@@ -14,6 +14,7 @@ import { createEnvironment } from '../helpers/deploy-fixtures';
 import { freePort } from '../helpers/ports';
 import { cliHome, runCli } from '../helpers/cli';
 import { storeCliSession } from '../helpers/cli-session';
+import { readStore, writeStore } from '../../cli/config';
 import { generateSecret } from '../../api/lib/token-format';
 
 const t = useTestContext({ env: { FAILED_CREDENTIALS_LIMIT: '2', FAILED_CREDENTIALS_BLOCK_SECONDS: '3' } });
@@ -156,6 +157,51 @@ describe('429 and network failures', () => {
       const res = await run;
       expect(res.code, res.stderr).toBe(0);
       expect(JSON.parse(res.stdout).data.map((p: { name: string }) => p.name)).toEqual(['shop']);
+    } finally {
+      relay.close();
+    }
+  });
+
+  it('a task start whose answer was lost is sent again with its Idempotency-Key, and starts one task', async () => {
+    // A loopback relay to the API that drops the connection when the answer to the first POST comes back (the task
+    // started, the client never heard); everything else (the client's reads first) is relayed as it is.
+    const apiPort = Number(new URL(t.baseUrl).port);
+    let posts = 0;
+    let dropped = false;
+    const relay: Server = createServer((socket) => {
+      const upstream = connect(apiPort, '127.0.0.1');
+      let dropAnswer = false;
+      socket.on('data', (chunk: Buffer) => {
+        if (chunk.toString('latin1').startsWith('POST ') && ++posts === 1) dropAnswer = true;
+        upstream.write(chunk);
+      });
+      upstream.on('data', (chunk: Buffer) => {
+        if (!dropAnswer) return void socket.write(chunk);
+        dropped = true;
+        socket.destroy();
+        upstream.destroy();
+      });
+      socket.on('error', () => upstream.destroy());
+      upstream.on('error', () => socket.destroy());
+      socket.on('close', () => upstream.destroy());
+    });
+    const port = await freePort();
+    await new Promise<void>((r) => relay.listen(port, '127.0.0.1', r));
+    // a person's sign-in (an apply is not a token's), stored for the relay's origin as `service login` there would
+    const relayed = `http://127.0.0.1:${port}`;
+    await storeCliSession(t, owner, home);
+    const store = readStore({ ...process.env, ...home });
+    store.sessions[relayed] = store.sessions[t.baseUrl];
+    writeStore(store, { ...process.env, ...home });
+    try {
+      const res = await runCli(t, ['vars', 'apply', envLabel, '--json'], { ...home, VC_API: relayed });
+      expect(res.code, res.stderr).toBe(0);
+      expect(res.stderr).toMatch(/trying again/);
+      const tasks = await t.deps.knex('tasks').where({ environment_id: envId, type: 'apply_variables' }).select('id');
+      expect(tasks).toHaveLength(1);
+      expect(JSON.parse(res.stdout).id).toBe(tasks[0].id);
+      expect(dropped).toBe(true);
+      expect(posts).toBeGreaterThanOrEqual(2);
     } finally {
       relay.close();
     }
