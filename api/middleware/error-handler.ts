@@ -79,6 +79,13 @@ function databaseUnreachable(err: unknown, knex: Knex): boolean {
   );
 }
 
+/** The service behind the API that did not answer, named for the 503 (to be tried again, never a 500); else none. */
+function serviceAway(err: unknown, knex: Knex): string | undefined {
+  if (temporalUnreachable(err)) return 'The task service (Temporal)';
+  if (databaseUnreachable(err, knex)) return 'The database';
+  return undefined;
+}
+
 /** A 503 of a service that does not answer: a client may try again in a few seconds. */
 const RETRY_AFTER = { 'Retry-After': '5' };
 
@@ -99,21 +106,13 @@ export function errorHandler(logger: Logger, knexOf: () => Knex): Middleware {
       }
     } catch (err) {
       let appErr = toAppError(err);
-      if (!appErr && temporalUnreachable(err)) {
+      const away = appErr ? undefined : serviceAway(err, knexOf());
+      if (away) {
         logger.warn(
           { err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path },
-          'Temporal did not answer',
+          `${away} did not answer`,
         );
-        appErr = appError('unavailable', 'The task service (Temporal) does not answer right now; try again shortly', {
-          headers: RETRY_AFTER,
-        });
-      }
-      if (!appErr && databaseUnreachable(err, knexOf())) {
-        logger.warn(
-          { err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path },
-          'the database did not answer',
-        );
-        appErr = appError('unavailable', 'The database does not answer right now; try again shortly', {
+        appErr = appError('unavailable', `${away} does not answer right now; try again shortly`, {
           headers: RETRY_AFTER,
         });
       }
