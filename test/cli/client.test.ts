@@ -12,6 +12,7 @@ import { useTestContext } from '../helpers/context';
 import { createAccessToken, createProject, createTeam, createUser } from '../helpers/fixtures';
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { freePort } from '../helpers/ports';
+import { answerDroppingRelay } from '../helpers/answer-dropping-relay';
 import { cliHome, runCli } from '../helpers/cli';
 import { storeCliSession } from '../helpers/cli-session';
 import { readStore, writeStore } from '../../cli/config';
@@ -165,30 +166,9 @@ describe('429 and network failures', () => {
   it('a task start whose answer was lost is sent again with its Idempotency-Key, and starts one task', async () => {
     // A loopback relay to the API that drops the connection when the answer to the first POST comes back (the task
     // started, the client never heard); everything else (the client's reads first) is relayed as it is.
-    const apiPort = Number(new URL(t.baseUrl).port);
-    let posts = 0;
-    let dropped = false;
-    const relay: Server = createServer((socket) => {
-      const upstream = connect(apiPort, '127.0.0.1');
-      let dropAnswer = false;
-      socket.on('data', (chunk: Buffer) => {
-        if (chunk.toString('latin1').startsWith('POST ') && ++posts === 1) dropAnswer = true;
-        upstream.write(chunk);
-      });
-      upstream.on('data', (chunk: Buffer) => {
-        if (!dropAnswer) return void socket.write(chunk);
-        dropped = true;
-        socket.destroy();
-        upstream.destroy();
-      });
-      socket.on('error', () => upstream.destroy());
-      upstream.on('error', () => socket.destroy());
-      socket.on('close', () => upstream.destroy());
-    });
-    const port = await freePort();
-    await new Promise<void>((r) => relay.listen(port, '127.0.0.1', r));
+    const relay = await answerDroppingRelay(Number(new URL(t.baseUrl).port), (head) => head.startsWith('POST '));
     // a person's sign-in (an apply is not a token's), stored for the relay's origin as `service login` there would
-    const relayed = `http://127.0.0.1:${port}`;
+    const relayed = relay.url;
     await storeCliSession(t, owner, home);
     const store = readStore({ ...process.env, ...home });
     store.sessions[relayed] = store.sessions[t.baseUrl];
@@ -200,8 +180,8 @@ describe('429 and network failures', () => {
       const tasks = await t.deps.knex('tasks').where({ environment_id: envId, type: 'apply_variables' }).select('id');
       expect(tasks).toHaveLength(1);
       expect(JSON.parse(res.stdout).id).toBe(tasks[0].id);
-      expect(dropped).toBe(true);
-      expect(posts).toBeGreaterThanOrEqual(2);
+      expect(relay.dropped()).toBe(true);
+      expect(relay.matched()).toBeGreaterThanOrEqual(2);
     } finally {
       relay.close();
     }

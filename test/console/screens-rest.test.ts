@@ -12,6 +12,7 @@ import {
 import { type AppRepo, createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
 import { addMember, createAccessToken, createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import type { Agent } from '../helpers/http';
+import { answerDroppingRelay } from '../helpers/answer-dropping-relay';
 
 /**
  * The team, project and account screens that the other screen tests leave out: subscriptions and their
@@ -167,6 +168,31 @@ describe.sequential('the rest of the console screens', () => {
     await page.getByText('Leaving Colleague').waitFor({ state: 'detached' });
     expect(await t.deps.knex('memberships').where({ team_id: team.id, user_id: colleague.id })).toEqual([]);
     expect(c.problems).toEqual([]);
+  });
+
+  it('"Apply" whose answer the network lost is sent again under its Idempotency-Key: one task, and the page follows it', async () => {
+    const env = await createEnvironment(t, project, { name: 'lost-answer' });
+    // The browser reaches the API through a relay that drops the connection when the apply's first answer comes back:
+    // the task started, the page never heard.
+    const relay = await answerDroppingRelay(Number(new URL(t.baseUrl).port), (head) =>
+      head.startsWith(`POST /api/vc/v1/environments/${env.id}/variables/apply `),
+    );
+    const lossy = await openConsoleAs(t, agent, { via: relay.url });
+    try {
+      await lossy.go(`/environments/${env.id}/variables`);
+      await lossy.page.getByRole('button', { name: 'Apply', exact: true }).click();
+      const follow = lossy.page.getByRole('link', { name: 'follow the task' });
+      await follow.waitFor();
+      expect(relay.dropped()).toBe(true);
+      expect(relay.matched()).toBeGreaterThanOrEqual(2);
+      const tasks = await t.deps.knex('tasks').where({ environment_id: env.id, type: 'apply_variables' });
+      expect(tasks).toHaveLength(1);
+      expect(await follow.getAttribute('href')).toBe(`/tasks/${tasks[0].id}`);
+      expect(lossy.problems).toEqual([]);
+    } finally {
+      await lossy.close();
+      relay.close();
+    }
   });
 
   it('project: the repository checked again; a registry refused beside its field, saved, removed; the backup window', async () => {

@@ -36,13 +36,15 @@ export interface ConsoleBrowser {
   close(): Promise<void>;
 }
 
-export async function openConsole(t: TestContext): Promise<ConsoleBrowser> {
+/** `via`: the address the browser uses instead of the context's API (a relay in front of it); its origin is the page's. */
+export async function openConsole(t: TestContext, o: { via?: string } = {}): Promise<ConsoleBrowser> {
+  const base = o.via ?? t.baseUrl;
   ensureConsoleBuilt();
   const chromium = ensureChromium();
   if ('reason' in chromium) throw new Error(`No browser for the console tests: ${chromium.reason}`);
   const browser = await launchBrowser(chromium.path);
   const page = browser.context.pages()[0] ?? (await browser.context.newPage());
-  const origin = new URL(t.baseUrl).origin;
+  const origin = new URL(base).origin;
   const problems: string[] = [];
   const inFlight = new Set<Request>();
   let lastChange = Date.now();
@@ -98,7 +100,7 @@ export async function openConsole(t: TestContext): Promise<ConsoleBrowser> {
       await page.screenshot({ path: join(SCREENSHOTS, 'failed', `${name}.png`), fullPage: true });
     },
     async go(path) {
-      await page.goto(t.baseUrl + path);
+      await page.goto(base + path);
       await page.locator('h1').first().waitFor();
     },
     async settled(quietMs = 150) {
@@ -120,10 +122,12 @@ export async function openConsole(t: TestContext): Promise<ConsoleBrowser> {
 export async function openConsoleAs(
   t: TestContext,
   agent: Agent,
-  o: { acceptDialogs?: boolean } = {},
+  o: { acceptDialogs?: boolean; via?: string } = {},
 ): Promise<ConsoleBrowser> {
-  const c = await openConsole(t);
-  await c.context.addCookies([{ name: 'vc_session', value: agent.cookies.get('vc_session')!, url: t.baseUrl }]);
+  const c = await openConsole(t, o);
+  await c.context.addCookies([
+    { name: 'vc_session', value: agent.cookies.get('vc_session')!, url: o.via ?? t.baseUrl },
+  ]);
   if (o.acceptDialogs) c.page.on('dialog', (d) => void d.accept());
   return c;
 }

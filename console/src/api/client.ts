@@ -1,5 +1,6 @@
 import createClient, { type Middleware } from 'openapi-fetch';
 import type { paths } from './schema';
+import { TASK_STARTS } from './task-starts';
 
 export const API_BASE = '/api/vc/v1';
 
@@ -57,22 +58,43 @@ const csrfMiddleware: Middleware = {
   },
 };
 
+/** The header under which a task start may be sent again (api/lib/idempotency.ts). */
+const IDEMPOTENCY_KEY = 'Idempotency-Key';
+
+/** A fresh key: 128 random bits in hex (crypto.randomUUID needs a secure context; the console may be served over http). */
+function newKey(): string {
+  return [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** A task start carries a key of its own, so that it can be sent again when its answer is lost (see `counted`). */
+const idempotencyMiddleware: Middleware = {
+  onRequest({ request, schemaPath }) {
+    if (TASK_STARTS.has(`${request.method} ${schemaPath}`) && !request.headers.has(IDEMPOTENCY_KEY))
+      request.headers.set(IDEMPOTENCY_KEY, newKey());
+    return request;
+  },
+};
+
 let inFlight = 0;
 let waiting: (() => void)[] = [];
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The API's calls, counted while they are in flight (see `quiet`). A read that the network dropped (the browser
  * aborts what is in flight when the machine's network changes: `net::ERR_NETWORK_CHANGED`, a laptop moving to
- * another Wi-Fi) is asked once more after a moment: it changes nothing. A write is never sent twice.
+ * another Wi-Fi) is asked once more after a moment: it changes nothing. A task start is sent again under its
+ * Idempotency-Key (`sendKept`). Any other write is never sent twice.
  */
 async function counted(request: Request, init?: RequestInit): Promise<Response> {
   inFlight++;
   try {
+    if (request.headers.has(IDEMPOTENCY_KEY)) return await sendKept(request, init);
     try {
       return await globalThis.fetch(request, init);
     } catch (err) {
       if (!SAFE.has(request.method) || request.signal.aborted || (err as Error).name === 'AbortError') throw err;
-      await new Promise((r) => setTimeout(r, 250));
+      await pause(250);
       return await globalThis.fetch(request, init);
     }
   } finally {
@@ -80,6 +102,42 @@ async function counted(request: Request, init?: RequestInit): Promise<Response> 
     // A macrotask later: a page's next calls (started when these answers render) count first.
     if (inFlight === 0) setTimeout(release, 0);
   }
+}
+
+/** The waits before each new send of a task start: ~12 s in all, then what came last is shown. */
+const RESEND_WAITS_MS = [250, 500, 1000, 2000, 3000, 5000];
+
+/**
+ * A task start, sent again under the same Idempotency-Key while its answer is lost (the network dropped it), a
+ * proxy answers 502 or 504, the API answers 503 (Temporal or the database away; its Retry-After is followed, up to
+ * 5 s), or 409 `idempotency_key_in_use` (the first send is still under way). The API answers a repeat with the
+ * task it started, so a click starts one task however often its request is sent.
+ */
+async function sendKept(request: Request, init?: RequestInit): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    const last = attempt >= RESEND_WAITS_MS.length;
+    let wait = RESEND_WAITS_MS[attempt];
+    try {
+      const res = await globalThis.fetch(request.clone(), init);
+      if (last || !(await worthAgain(res))) return res;
+      const after = Number(res.headers.get('retry-after'));
+      if (Number.isFinite(after) && after > 0) wait = Math.min(after * 1000, 5000);
+    } catch (err) {
+      if (last || request.signal.aborted || (err as Error).name === 'AbortError') throw err;
+    }
+    await pause(wait);
+  }
+}
+
+/** Whether an answer to a task start says to send it again (see `sendKept`). */
+async function worthAgain(res: Response): Promise<boolean> {
+  if ([502, 503, 504].includes(res.status)) return true;
+  if (res.status !== 409) return false;
+  const body = (await res
+    .clone()
+    .json()
+    .catch(() => undefined)) as { error?: { code?: string } } | undefined;
+  return body?.error?.code === 'idempotency_key_in_use';
 }
 
 function release() {
@@ -103,7 +161,7 @@ export function quiet(): Promise<void> {
 }
 
 export const api = createClient<paths>({ baseUrl: API_BASE, credentials: 'same-origin', fetch: counted });
-api.use(csrfMiddleware);
+api.use(csrfMiddleware, idempotencyMiddleware);
 
 /** The data of an openapi-fetch answer, or its refusal thrown as an ApiError. */
 export async function ok<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<NonNullable<T>> {

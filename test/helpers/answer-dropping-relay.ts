@@ -1,0 +1,52 @@
+/**
+ * A loopback relay to a real server that drops the connection when the answer to the first request whose head
+ * matches comes back: the server did the work, and the client never hears of it (a network that failed on the way
+ * back, a proxy restarted). Everything else is relayed as it is, the same request sent again included.
+ */
+import { createServer } from 'node:net';
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+
+interface AnswerDroppingRelay {
+  /** `http://127.0.0.1:<port>`. */
+  url: string;
+  /** How many requests matched: the first, whose answer was dropped, and any sent again. */
+  matched(): number;
+  /** Whether the answer to the first match was dropped. */
+  dropped(): boolean;
+  close(): void;
+}
+
+/** `match` sees the start of a request as it arrives (`POST /api/vc/v1/... HTTP/1.1`, headers after it). */
+export async function answerDroppingRelay(
+  port: number,
+  match: (head: string) => boolean,
+): Promise<AnswerDroppingRelay> {
+  let matched = 0;
+  let dropped = false;
+  const server = createServer((socket) => {
+    const upstream = connect(port, '127.0.0.1');
+    let dropAnswer = false;
+    socket.on('data', (chunk: Buffer) => {
+      if (match(chunk.toString('latin1')) && ++matched === 1) dropAnswer = true;
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (!dropAnswer) return void socket.write(chunk);
+      dropped = true;
+      socket.destroy();
+      upstream.destroy();
+    });
+    socket.on('error', () => upstream.destroy());
+    upstream.on('error', () => socket.destroy());
+    socket.on('close', () => upstream.destroy());
+    upstream.on('close', () => socket.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    matched: () => matched,
+    dropped: () => dropped,
+    close: () => void server.close(),
+  };
+}
