@@ -72,10 +72,16 @@ export async function expirePendingDomains(knex: Knex, opts: { asOf?: Date; host
 }
 
 /**
+ * What is done in the transaction that verifies a domain, before it commits (domain.verified announced): when it
+ * fails, the domain stays pending, so that the next check verifies and announces it again.
+ */
+type OnVerified = (trx: Knex.Transaction) => Promise<unknown>;
+
+/**
  * Makes a pending claim verified, unless another claim of the hostname was verified first (then this one
  * is deleted, and the answer is 'gone'); the other pending claims of the hostname are deleted.
  */
-async function claimVerified(knex: Knex, domainId: string): Promise<CheckOutcome> {
+async function claimVerified(knex: Knex, domainId: string, onVerified: OnVerified): Promise<CheckOutcome> {
   return knex.transaction(async (trx) => {
     const first = (await trx('domains').where({ id: domainId }).first('hostname')) as { hostname: string } | undefined;
     if (!first) return { status: 'gone' } as const;
@@ -111,6 +117,7 @@ async function claimVerified(knex: Knex, domainId: string): Promise<CheckOutcome
         `removed ${o.hostname}: another team verified it first, and a hostname is served by one environment`,
       );
     }
+    await onVerified(trx);
     return { status: 'verified', changed: true } as const;
   });
 }
@@ -119,6 +126,7 @@ export async function checkDomain(
   knex: Knex,
   dnsServers: string[] | undefined,
   domainId: string,
+  onVerified: OnVerified,
 ): Promise<CheckOutcome> {
   const domain = (await knex('domains').where({ id: domainId }).first()) as DomainRow | undefined;
   if (!domain) return { status: 'gone' };
@@ -129,7 +137,7 @@ export async function checkDomain(
   }
   const answer = await lookupTxt(dnsServers, `${VERIFY_PREFIX}${domain.hostname}`);
   const verified = answer.ok && answer.values.includes(domain.verification_value);
-  if (verified) return claimVerified(knex, domainId);
+  if (verified) return claimVerified(knex, domainId, onVerified);
   await knex('domains').where({ id: domainId }).update({ last_checked_at: knex.fn.now(), updated_at: knex.fn.now() });
   return {
     status: 'pending',

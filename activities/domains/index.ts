@@ -8,12 +8,14 @@ import { requestFirstCertificate } from '../../core/certificate-tasks';
 export function createDomainActivities(deps: Deps) {
   return {
     async recheckDomainNow(input: { domainId: string }): Promise<CheckOutcome['status']> {
-      const outcome = await checkDomain(deps.knex, deps.config.dnsServers, input.domainId);
-      // Announced when this check verified it, and again on a retry (the event id makes it once).
-      if (outcome.status === 'verified' && (outcome.changed || Context.current().info.attempt > 1)) {
-        await emitDomainVerified(deps, input.domainId);
+      // Announced in the transaction that verifies it: should that fail, the domain stays pending and the retry
+      // verifies and announces it (the event id makes it once).
+      const outcome = await checkDomain(deps.knex, deps.config.dnsServers, input.domainId, (trx) =>
+        emitDomainVerified({ ...deps, knex: trx }, input.domainId),
+      );
+      // the first certificate, also on a retry of a check that verified it (a certificate task is started once)
+      if (outcome.status === 'verified' && (outcome.changed || Context.current().info.attempt > 1))
         await requestFirstCertificate(deps, input.domainId);
-      }
       return outcome.status;
     },
   };

@@ -22,6 +22,9 @@ export interface DeliveryInput {
 
 const TIMEOUT_MS = 10_000;
 
+/** The attempts (1 s, then 2 s and 4 s apart: profiles.delivery) that wait for a delivery's row to be committed. */
+const UNCOMMITTED_ATTEMPTS = 3;
+
 /**
  * One attempt at a delivery. A webhook gets the event as JSON, signed as Standard Webhooks specify
  * (`webhook-id` is the event id, the same on every attempt, so receivers can drop repeats); Slack
@@ -32,6 +35,10 @@ export function createIntegrationActivities(deps: Deps) {
   return {
     async sendIntegrationDelivery(input: DeliveryInput): Promise<'delivered' | 'gone'> {
       const delivery = await IntegrationDelivery.query(deps.knex).findById(input.deliveryId);
+      // The row is written in the transaction that starts this workflow, which commits after the start: the first
+      // attempts may run before it. Only a row still missing after them (~7 s) is gone (its integration deleted).
+      if (!delivery && Context.current().info.attempt <= UNCOMMITTED_ATTEMPTS)
+        throw hostFault('DeliveryNotCommitted', `delivery ${input.deliveryId} is not committed yet`);
       if (!delivery) return 'gone';
       if (delivery.status === 'delivered') return 'delivered';
       await sealWebhookUrls(deps.knex, deps.secrets, [delivery.integration_id]);

@@ -44,6 +44,8 @@ export type UserFault = keyof typeof USER_FAULTS;
 
 export const HOST_FAULTS = {
   DeliveryFailed: 'the integration endpoint failed; the delivery is retried with backoff',
+  DeliveryNotCommitted:
+    "a delivery's row is not there yet: the transaction that started its workflow commits after the start",
   BuildSlotLost: 'the build lost its build slot',
   WorkerStopped: 'the worker stopped while a build waited for capacity',
   ReleaseTampered: "a release's archive in the release store is not the one recorded at its build: refused",

@@ -207,13 +207,13 @@ export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
     }
     await trx('domain_verify_calls').insert({ domain_id: id, team_id: found.team_id, hostname: found.hostname });
   });
-  const outcome = await checkDomain(deps.knex, deps.config.dnsServers, id);
-  if (outcome.status === 'verified' && outcome.changed) {
-    await emitDomainVerified(deps, id).catch((err) =>
-      deps.logger.warn({ err: String(err), domainId: id }, 'domain.verified not announced'),
-    );
-    await requestFirstCertificate(deps, id);
-  }
+  // domain.verified is announced in the transaction that verifies the domain: when that cannot be done (Temporal
+  // away: 503), the domain stays pending, and the next check (this call again, or the background re-check) verifies
+  // and announces it
+  const outcome = await checkDomain(deps.knex, deps.config.dnsServers, id, (trx) =>
+    emitDomainVerified({ ...deps, knex: trx }, id),
+  );
+  if (outcome.status === 'verified' && outcome.changed) await requestFirstCertificate(deps, id);
   // a domain verified now is served by every edge when this answers (503 edge_unavailable after 10 s)
   if (outcome.status === 'verified' && outcome.changed) await untilEdgesServe(deps.knex);
   const domain = await Domain.query(deps.knex).findById(id);

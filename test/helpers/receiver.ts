@@ -18,6 +18,7 @@ export interface Receiver {
   /** Status of the next answers, in order; then `fallback`. */
   answers: number[];
   fallback: number;
+  /** Everything received, once `n` requests have come; fails after `timeoutMs` (20 s) saying how many came. */
   waitFor(n: number, timeoutMs?: number): Promise<Received[]>;
   stop(): Promise<void>;
 }
@@ -47,6 +48,8 @@ export async function startReceiver(port = 0, path = '/hook'): Promise<Receiver>
     async waitFor(n: number, timeoutMs = 20_000) {
       const end = Date.now() + timeoutMs;
       while (received.length < n && Date.now() < end) await new Promise((res) => setTimeout(res, 50));
+      if (received.length < n)
+        throw new Error(`${n} requests expected at ${path} within ${timeoutMs} ms; ${received.length} came`);
       return received;
     },
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),

@@ -72,6 +72,10 @@ export async function startSyslog(protocol: 'udp' | 'tcp', port = 0): Promise<Sy
     async waitFor(predicate, timeoutMs = 20_000) {
       const end = Date.now() + timeoutMs;
       while (!predicate(messages) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      if (!predicate(messages))
+        throw new Error(
+          `the syslog ${protocol} listener's messages did not match within ${timeoutMs} ms; ${messages.length} came`,
+        );
       return messages;
     },
     stop: () => close(),

@@ -8,6 +8,9 @@ import { startTxtServer, type TxtServer } from '../../helpers/dns';
 import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { startReceiver, type Receiver } from '../../helpers/receiver';
 import { workflowIds } from '../../../db/workflow-names';
+import { emitIntegrationEvent } from '../../../core/integration-events';
+import { whileTemporalUnreachable } from '../../helpers/temporal-unreachable';
+import { until } from '../../helpers/until';
 
 /**
  * domain.verified and backup.failed reach a webhook (a real HTTP receiver on loopback), signed as Standard
@@ -94,8 +97,7 @@ describe('domain.verified', () => {
     const added = await agent.post(`/environments/${environment.id}/domains`, { hostname: hostname() });
     dns.set(added.body.verification.name, [added.body.verification.value]);
     // the re-checks come 5, 15, 35 s after the domain was added (the wait doubles): a loaded machine may miss the first
-    const [got] = await r.waitFor(1, 60_000);
-    if (!got) {
+    const [got] = await r.waitFor(1, 60_000).catch(async () => {
       // what the background re-check did, to say why nothing came (two CI runs on a slower machine saw this)
       const recheck = await t.deps.temporal.workflow
         .getHandle(workflowIds.domainRecheck(added.body.id))
@@ -104,10 +106,10 @@ describe('domain.verified', () => {
         .catch((err: Error) => ({ error: err.message }));
       const domain = await t.deps.knex('domains').where({ id: added.body.id }).first('status', 'last_checked_at');
       const sent = await deliveries(id).select('status', 'attempts', 'last_error');
-      expect.fail(
+      return expect.fail(
         `no domain.verified webhook in 60 s: ${JSON.stringify({ recheck, domain, dnsQuestions: dns.questions() - asked, deliveries: sent })}`,
       );
-    }
+    });
     const event = hook.verify(got.body, got.headers as Record<string, string>) as {
       event: string;
       data: { domain: { hostname: string } };
@@ -116,6 +118,27 @@ describe('domain.verified', () => {
     expect(event.data.domain.hostname).toBe(added.body.hostname);
     expect((await t.deps.knex('domains').where({ id: added.body.id }).first()).status).toBe('verified');
   }, 90_000);
+
+  it('is announced as the domain is verified: with Temporal unreachable the verify is 503 and the domain stays pending; the next one sends it', async () => {
+    const { team, environment, agent } = await world();
+    const { r, id } = await webhook(agent, team.id, ['domain.verified']);
+    const added = await agent.post(`/environments/${environment.id}/domains`, { hostname: hostname() });
+    expect(added.status, added.text).toBe(201);
+    // the API's verify is the only check here: the background re-check is stopped
+    await t.deps.temporal.workflow.getHandle(workflowIds.domainRecheck(added.body.id)).terminate('the test verifies');
+    dns.set(added.body.verification.name, [added.body.verification.value]);
+    const refused = await whileTemporalUnreachable(t, () => agent.post(`/domains/${added.body.id}/verify`));
+    expect(refused.status, refused.text).toBe(503);
+    expect(refused.body.error.message).toMatch(/Temporal\) does not answer right now; try again shortly/);
+    expect((await t.deps.knex('domains').where({ id: added.body.id }).first()).status).toBe('pending');
+    expect(await deliveries(id)).toEqual([]);
+    // the next verify (Temporal back) verifies it and announces it, once
+    const verified = await agent.post(`/domains/${added.body.id}/verify`);
+    expect(verified.body.status, verified.text).toBe('verified');
+    const [got] = await r.waitFor(1);
+    expect(JSON.parse(got.body)).toMatchObject({ event: 'domain.verified', data: { domain: { id: added.body.id } } });
+    expect(await deliveries(id)).toHaveLength(1);
+  });
 
   it("reaches only the integrations the project's rule names", async () => {
     const { team, project, environment, agent } = await world();
@@ -130,6 +153,36 @@ describe('domain.verified', () => {
     expect((await agent.post(`/domains/${added.body.id}/verify`)).body.status).toBe('verified');
     await named.r.waitFor(1);
     expect(await deliveries(left.id)).toEqual([]);
+  });
+});
+
+describe('a delivery', () => {
+  it('whose row commits after its workflow started is still sent (its first attempts wait for the row)', async () => {
+    const { team, agent } = await world();
+    const { r, id } = await webhook(agent, team.id, ['domain.verified']);
+    await t.deps.knex.transaction(async (trx) => {
+      const [delivery] = await emitIntegrationEvent(
+        { ...t.deps, knex: trx },
+        { teamId: team.id, event: 'domain.verified', data: { note: 'committed late' } },
+      );
+      // the transaction stays open until the delivery's first attempt has run (and found no row)
+      const handle = t.deps.temporal.workflow.getHandle(workflowIds.integrationDelivery(delivery));
+      await until(
+        "the delivery's first attempt",
+        async () => {
+          const d = await handle.describe();
+          return d.status.name !== 'RUNNING' || (d.raw.pendingActivities?.[0]?.attempt ?? 1) > 1;
+        },
+        { timeoutMs: 30_000 },
+      );
+    });
+    const [got] = await r.waitFor(1, 30_000);
+    expect(got, 'no delivery arrived').toBeDefined();
+    expect(JSON.parse(got.body)).toMatchObject({ event: 'domain.verified', data: { note: 'committed late' } });
+    await until(
+      'the delivery recorded as delivered',
+      async () => (await deliveries(id).first()).status === 'delivered',
+    );
   });
 });
 
