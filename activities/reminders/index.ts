@@ -65,8 +65,8 @@ export function createReminderActivities(deps: Deps) {
      * 2. in one transaction holding an advisory lock on the token (overlapping runs wait here, so two
      *    runs never send for one token at once), skips a claim already sent, re-checks the token is
      *    still due (revoked/expired/left the team/reminded meanwhile: the claim is dropped), sends
-     *    the e-mail and sets sent_at.
-     * A failed send rolls back step 2 and throws: Temporal retries with the same key. A mail server's
+     *    the e-mail, sets sent_at and announces token.expiring to the team's integrations.
+     * A failed announcement or send rolls back step 2 and throws: Temporal retries with the same key. A mail server's
      * permanent refusal (5xx) is not retried. The one gap no SMTP client can close: a send that
      * succeeds followed by a crash before the commit is sent again on retry (at least once).
      */
@@ -125,16 +125,22 @@ export function createReminderActivities(deps: Deps) {
         }
         await trx('token_reminders').where('reminder_key', input.key).update({ sent_at: trx.fn.now() });
         deps.logger.info({ tokenId, key: input.key }, 'token reminder sent');
-        // The team's integrations hear of it too (token.expiring; the reminder key makes it once only).
-        await emitIntegrationEvent(deps, {
-          teamId: token.team_id,
-          event: 'token.expiring',
-          eventId: `evt_token_${input.key}`,
-          data: {
-            token: { id: token.id, purpose: token.purpose, expires_at: token.expires_at.toISOString() },
-            team: { id: token.team_id, name: token.team_name },
+        // The team's integrations hear of it too (token.expiring; the reminder key makes it once only), announced in
+        // this transaction: should Temporal not answer, sent_at is not set and the retry announces it (and sends the
+        // e-mail again: at least once, as said above). After the e-mail, so that a mail outage's
+        // retries start no delivery.
+        await emitIntegrationEvent(
+          { ...deps, knex: trx },
+          {
+            teamId: token.team_id,
+            event: 'token.expiring',
+            eventId: `evt_token_${input.key}`,
+            data: {
+              token: { id: token.id, purpose: token.purpose, expires_at: token.expires_at.toISOString() },
+              team: { id: token.team_id, name: token.team_name },
+            },
           },
-        }).catch((err) => deps.logger.warn({ err: String(err), tokenId }, 'token.expiring not announced'));
+        );
         return 'sent';
       });
     },

@@ -9,6 +9,7 @@ import { createDeployWorld } from '../../helpers/deploy-fixtures';
 import { createAccessToken } from '../../helpers/fixtures';
 import { Integration } from '../../../db/models/integration';
 import { until } from '../../helpers/until';
+import { whileTemporalUnreachable } from '../../helpers/temporal-unreachable';
 
 const t = useTestContext({ worker: true, edge: false, smtp: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 const receivers: Receiver[] = [];
@@ -315,6 +316,39 @@ describe('token.expiring', () => {
     expect(JSON.parse(got.body).text).toMatch(
       new RegExp(`^:hourglass: Access token "CI deploys" of \\*${team.name}\\* expires on \\d{4}-\\d{2}-\\d{2}$`),
     );
+  });
+
+  it('is announced by the retry when Temporal did not answer as the reminder was sent', async () => {
+    const { user, team, agent } = await admin();
+    const r = await receiver();
+    await agent.post(`/teams/${team.id}/integrations`, {
+      kind: 'slack',
+      name: 'Ops',
+      events: ['token.expiring'],
+      webhook_url: r.url,
+    });
+    await createAccessToken(t, user, team, 7, 'CI retried');
+    const handle = await t.deps.temporal.workflow.start('sendTokenExpiryReminders', {
+      taskQueue: t.config.taskQueue,
+      workflowId: `reminders-retry-test-${team.id}`,
+      args: [{}],
+    });
+    // the worker's activities reach Temporal through the context's client: while it does not answer, the announcement
+    // fails; the reminder's activity is then retried (or, where the failure was swallowed, the run ends)
+    await whileTemporalUnreachable(t, () =>
+      until(
+        'the reminder to fail once, or the run to end',
+        async () => {
+          const d = await handle.describe();
+          const pending = d.raw.pendingActivities?.find((a) => a.activityType?.name === 'sendTokenReminder');
+          return d.status.name !== 'RUNNING' || (pending?.attempt ?? 0) >= 2;
+        },
+        { timeoutMs: 30_000 },
+      ),
+    );
+    await handle.result();
+    const got = (await r.waitFor(1)).filter((m) => m.body.includes('CI retried'));
+    expect(got).toHaveLength(1);
   });
 });
 
