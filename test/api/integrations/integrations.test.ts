@@ -297,7 +297,8 @@ describe('delivering events', () => {
 });
 
 describe('token.expiring', () => {
-  it('is posted to Slack when the expiry reminder of a team token is sent', async () => {
+  /** A team with a Slack integration that hears token.expiring, and a 7-day token of `purpose` in it. */
+  async function teamTokenHeard(purpose: string) {
     const { user, team, agent } = await admin();
     const r = await receiver();
     await agent.post(`/teams/${team.id}/integrations`, {
@@ -306,7 +307,12 @@ describe('token.expiring', () => {
       events: ['token.expiring'],
       webhook_url: r.url,
     });
-    await createAccessToken(t, user, team, 7, 'CI deploys');
+    await createAccessToken(t, user, team, 7, purpose);
+    return { team, r };
+  }
+
+  it('is posted to Slack when the expiry reminder of a team token is sent', async () => {
+    const { team, r } = await teamTokenHeard('CI deploys');
     await t.deps.temporal.workflow.execute('sendTokenExpiryReminders', {
       taskQueue: t.config.taskQueue,
       workflowId: `reminders-test-${team.id}`,
@@ -319,15 +325,7 @@ describe('token.expiring', () => {
   });
 
   it('is announced by the retry when Temporal did not answer as the reminder was sent', async () => {
-    const { user, team, agent } = await admin();
-    const r = await receiver();
-    await agent.post(`/teams/${team.id}/integrations`, {
-      kind: 'slack',
-      name: 'Ops',
-      events: ['token.expiring'],
-      webhook_url: r.url,
-    });
-    await createAccessToken(t, user, team, 7, 'CI retried');
+    const { team, r } = await teamTokenHeard('CI retried');
     const handle = await t.deps.temporal.workflow.start('sendTokenExpiryReminders', {
       taskQueue: t.config.taskQueue,
       workflowId: `reminders-retry-test-${team.id}`,
