@@ -9,6 +9,7 @@
  */
 import type { Knex } from 'knex';
 import { lookupTxt } from './dns';
+import { emitDomainVerified } from './integration-events';
 import { recordActivity } from '../db/queries/activity';
 import type { DomainRow } from '../db/queries/domains';
 
@@ -71,18 +72,17 @@ export async function expirePendingDomains(knex: Knex, opts: { asOf?: Date; host
   return removed;
 }
 
-/**
- * What is done in the transaction that verifies a domain, before it commits (domain.verified announced): when it
- * fails, the domain stays pending, so that the next check verifies and announces it again.
- */
-type OnVerified = (trx: Knex.Transaction) => Promise<unknown>;
+/** What a check needs: the database, and Temporal with its queue for the domain.verified announcement. */
+type CheckDeps = Parameters<typeof emitDomainVerified>[0] & { config: { dnsServers?: string[] } };
 
 /**
  * Makes a pending claim verified, unless another claim of the hostname was verified first (then this one
- * is deleted, and the answer is 'gone'); the other pending claims of the hostname are deleted.
+ * is deleted, and the answer is 'gone'); the other pending claims of the hostname are deleted. domain.verified is
+ * announced in the same transaction, before it commits: when that fails (Temporal away), the domain stays pending,
+ * so that the next check verifies and announces it again.
  */
-async function claimVerified(knex: Knex, domainId: string, onVerified: OnVerified): Promise<CheckOutcome> {
-  return knex.transaction(async (trx) => {
+async function claimVerified(deps: CheckDeps, domainId: string): Promise<CheckOutcome> {
+  return deps.knex.transaction(async (trx) => {
     const first = (await trx('domains').where({ id: domainId }).first('hostname')) as { hostname: string } | undefined;
     if (!first) return { status: 'gone' } as const;
     await lockHostname(trx, first.hostname);
@@ -117,17 +117,13 @@ async function claimVerified(knex: Knex, domainId: string, onVerified: OnVerifie
         `removed ${o.hostname}: another team verified it first, and a hostname is served by one environment`,
       );
     }
-    await onVerified(trx);
+    await emitDomainVerified({ ...deps, knex: trx }, d.id);
     return { status: 'verified', changed: true } as const;
   });
 }
 
-export async function checkDomain(
-  knex: Knex,
-  dnsServers: string[] | undefined,
-  domainId: string,
-  onVerified: OnVerified,
-): Promise<CheckOutcome> {
+export async function checkDomain(deps: CheckDeps, domainId: string): Promise<CheckOutcome> {
+  const { knex } = deps;
   const domain = (await knex('domains').where({ id: domainId }).first()) as DomainRow | undefined;
   if (!domain) return { status: 'gone' };
   if (domain.status === 'verified') return { status: 'verified', changed: false };
@@ -135,9 +131,9 @@ export async function checkDomain(
     await expirePendingDomains(knex, { hostname: domain.hostname });
     if (!(await knex('domains').where({ id: domainId }).first('id'))) return { status: 'gone' };
   }
-  const answer = await lookupTxt(dnsServers, `${VERIFY_PREFIX}${domain.hostname}`);
+  const answer = await lookupTxt(deps.config.dnsServers, `${VERIFY_PREFIX}${domain.hostname}`);
   const verified = answer.ok && answer.values.includes(domain.verification_value);
-  if (verified) return claimVerified(knex, domainId, onVerified);
+  if (verified) return claimVerified(deps, domainId);
   await knex('domains').where({ id: domainId }).update({ last_checked_at: knex.fn.now(), updated_at: knex.fn.now() });
   return {
     status: 'pending',

@@ -1,6 +1,5 @@
 import type { Deps } from '../../system/deps';
 import { Context } from '@temporalio/activity';
-import { emitDomainVerified } from '../../core/integration-events';
 import { checkDomain, type CheckOutcome } from '../../core/domains';
 import { requestFirstCertificate } from '../../core/certificate-tasks';
 
@@ -8,11 +7,9 @@ import { requestFirstCertificate } from '../../core/certificate-tasks';
 export function createDomainActivities(deps: Deps) {
   return {
     async recheckDomainNow(input: { domainId: string }): Promise<CheckOutcome['status']> {
-      // Announced in the transaction that verifies it: should that fail, the domain stays pending and the retry
+      // domain.verified is announced as it is verified: should that fail, the domain stays pending and the retry
       // verifies and announces it (the event id makes it once).
-      const outcome = await checkDomain(deps.knex, deps.config.dnsServers, input.domainId, (trx) =>
-        emitDomainVerified({ ...deps, knex: trx }, input.domainId),
-      );
+      const outcome = await checkDomain(deps, input.domainId);
       // the first certificate, also on a retry of a check that verified it (a certificate task is started once)
       if (outcome.status === 'verified' && (outcome.changed || Context.current().info.attempt > 1))
         await requestFirstCertificate(deps, input.domainId);

@@ -11,7 +11,6 @@ import { UniqueViolationError } from 'objection';
 import type { Deps } from '../../system/deps';
 import { Domain } from '../../db/models/domain';
 import { checkDomain, expirePendingDomains, lockHostname } from '../../core/domains';
-import { emitDomainVerified } from '../../core/integration-events';
 import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
 import { authorize, type Action } from '../lib/policy';
@@ -207,12 +206,9 @@ export async function verifyDomain(deps: Deps, actor: Actor, id: string) {
     }
     await trx('domain_verify_calls').insert({ domain_id: id, team_id: found.team_id, hostname: found.hostname });
   });
-  // domain.verified is announced in the transaction that verifies the domain: when that cannot be done (Temporal
-  // away: 503), the domain stays pending, and the next check (this call again, or the background re-check) verifies
-  // and announces it
-  const outcome = await checkDomain(deps.knex, deps.config.dnsServers, id, (trx) =>
-    emitDomainVerified({ ...deps, knex: trx }, id),
-  );
+  // domain.verified is announced as the domain is verified: when that cannot be done (Temporal away: 503), the
+  // domain stays pending, and the next check (this call again, or the background re-check) announces it
+  const outcome = await checkDomain(deps, id);
   if (outcome.status === 'verified' && outcome.changed) await requestFirstCertificate(deps, id);
   // a domain verified now is served by every edge when this answers (503 edge_unavailable after 10 s)
   if (outcome.status === 'verified' && outcome.changed) await untilEdgesServe(deps.knex);
