@@ -3,9 +3,7 @@
  * matches comes back: the server did the work, and the client never hears of it (a network that failed on the way
  * back, a proxy restarted). Everything else is relayed as it is, the same request sent again included.
  */
-import { createServer } from 'node:net';
-import { connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect, createServer } from 'node:net';
 
 interface AnswerDroppingRelay {
   /** `http://127.0.0.1:<port>`. */

@@ -177,7 +177,6 @@ describe('a delivery', () => {
       );
     });
     const [got] = await r.waitFor(1, 30_000);
-    expect(got, 'no delivery arrived').toBeDefined();
     expect(JSON.parse(got.body)).toMatchObject({ event: 'domain.verified', data: { note: 'committed late' } });
     await until(
       'the delivery recorded as delivered',
