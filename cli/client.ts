@@ -7,6 +7,8 @@ export const API_PATH = '/api/vc/v1';
 const NETWORK_RETRIES = 5;
 const RATE_LIMIT_RETRIES = 20;
 const RETRIED_STATUSES = new Set([502, 503, 504]);
+/** What a proxy answers when the API's answer did not reach it. */
+const PROXY_STATUSES = new Set([502, 504]);
 
 export interface Answer<T = unknown> {
   status: number;
@@ -22,7 +24,7 @@ export interface RequestOptions {
   bearer?: string | null;
   /**
    * An `Idempotency-Key` for a task-starting POST, the same on every try: the API gives the same task back for it
-   * rather than start a second, so such a write is retried like a read.
+   * rather than start a second, so such a write is retried like a read, 503 included (nothing started).
    */
   idempotencyKey?: string;
 }
@@ -41,7 +43,10 @@ export function retryAfterSeconds(value: string | null): number {
  * The API as the client sees it: JSON both ways, a bearer when there is one. Every 429 is waited out
  * per Retry-After and sent again (the API refused it whole, so repeating any method is safe); reads
  * are retried with backoff when the network fails or a proxy answers 502-504, and so are task starts, which
- * carry an Idempotency-Key (`startTask`). Any other write whose request may have arrived is never repeated.
+ * carry an Idempotency-Key (`startTask`). Every other write of a signed-in caller carries a key too, so it is
+ * retried on a network failure, a proxy's 502 or 504 and while its first try is under way: the API answers a
+ * repeat with the first try's answer (api/lib/idempotency.ts). A write without a caller (signing in) is never
+ * repeated.
  */
 export class Client {
   constructor(
@@ -79,10 +84,14 @@ export class Client {
     const bearer = opts.bearer === undefined ? this.credential : opts.bearer;
     if (bearer) headers.authorization = `Bearer ${bearer}`;
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
-    if (opts.idempotencyKey) headers['idempotency-key'] = opts.idempotencyKey;
+    const write = method !== 'GET' && method !== 'HEAD';
+    // a write under its key may be sent again: the API answers a repeat with what the first try got
+    const key = opts.idempotencyKey ?? (write && bearer ? randomUUID() : undefined);
+    if (key) headers['idempotency-key'] = key;
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-    // a task start under its key may be sent again: the API answers a repeat with the task it started
-    const read = method === 'GET' || method === 'HEAD' || opts.idempotencyKey !== undefined;
+    const read = !write || key !== undefined;
+    // a 503 of a write that starts no task may come after its change was kept (an edge that did not apply it in time)
+    const retried = !write || opts.idempotencyKey ? RETRIED_STATUSES : PROXY_STATUSES;
     let networkFailures = 0;
     let rateLimited = 0;
     for (;;) {
@@ -108,7 +117,7 @@ export class Client {
         await sleep(wait * 1000);
         continue;
       }
-      if (opts.idempotencyKey && res.status === 409 && networkFailures < NETWORK_RETRIES) {
+      if (key && res.status === 409 && networkFailures < NETWORK_RETRIES) {
         // the same key's first try is still under way on the API (its answer was lost on the way): ask again
         const code = (
           (await res
@@ -119,12 +128,12 @@ export class Client {
         if (code === 'idempotency_key_in_use') {
           const wait = 500 * 2 ** networkFailures++;
           await res.arrayBuffer().catch(() => undefined);
-          this.notice(`The console is still starting this task; asking again in ${wait / 1000} s`);
+          this.notice(`The console is still working on this request; asking again in ${wait / 1000} s`);
           await sleep(wait);
           continue;
         }
       }
-      if (read && RETRIED_STATUSES.has(res.status) && networkFailures < NETWORK_RETRIES) {
+      if (read && retried.has(res.status) && networkFailures < NETWORK_RETRIES) {
         const wait = 500 * 2 ** networkFailures++;
         await res.arrayBuffer().catch(() => undefined);
         this.notice(`The console answered ${res.status}; trying again in ${wait / 1000} s`);

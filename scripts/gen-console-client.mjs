@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The console's typed client: the OpenAPI document built in-process from the API's route table (no
 // server), turned into TypeScript types by openapi-typescript, written to console/src/api/schema.d.ts; beside it
-// console/src/api/task-starts.ts, the operations that start tasks (they honour Idempotency-Key, so the console
-// may send them again under the same key when an answer is lost).
+// console/src/api/keyed-writes.ts, the writes that honour an Idempotency-Key (api/lib/idempotency.ts), so that the
+// console may send them again under the same key when an answer is lost: the task starts and the other writes.
 // `--check` writes nothing and fails when a checked-in file differs from a fresh generation, so an API
 // change that breaks the console breaks `npm run check` (which then type-checks the console against it).
 // Run with the tsx loader (it imports the TypeScript route table): node --import tsx scripts/gen-console-client.mjs
@@ -20,13 +20,26 @@ async function generate() {
   const { buildOpenApi } = await import('../api/lib/openapi.ts');
   const routes = allRoutes();
   const ast = await openapiTS(buildOpenApi(routes, 'http://localhost'), { alphabetize: true });
-  const starts = routes
-    .filter((r) => r.startsTask)
-    .map((r) => `  '${r.method.toUpperCase()} ${r.path}',`)
-    .sort();
+  const { keepsAnswers } = await import('../api/lib/idempotency.ts');
+  const list = (pick) =>
+    routes
+      .filter(pick)
+      .map((r) => `  '${r.method.toUpperCase()} ${r.path}',`)
+      .sort()
+      .join('\n');
+  const set = (doc, name, pick) =>
+    `/** ${doc} */\nexport const ${name}: ReadonlySet<string> = new Set([\n${list(pick)}\n]);\n`;
   return {
     'schema.d.ts': `${HEADER}${astToString(ast)}`,
-    'task-starts.ts': `${HEADER}/** The operations that start tasks: each honours an Idempotency-Key (CONTRACT "Tasks"). */\nexport const TASK_STARTS: ReadonlySet<string> = new Set([\n${starts.join('\n')}\n]);\n`,
+    'keyed-writes.ts': `${HEADER}${set(
+      'The operations that start tasks: each honours an Idempotency-Key, and a repeat answers its task (CONTRACT "Tasks").',
+      'TASK_STARTS',
+      (r) => r.startsTask,
+    )}\n${set(
+      "The other writes that honour an Idempotency-Key: a repeat answers the first request's answer.",
+      'KEPT_WRITES',
+      (r) => !r.startsTask && keepsAnswers(r),
+    )}`,
   };
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { RouteDef } from './define-route';
+import { keepsAnswers } from './idempotency';
 import { TAG_DESCRIPTIONS } from './openapi-tags';
 import { API_PREFIX } from './paths';
 import { errorBodySchema } from './responses';
@@ -64,13 +65,14 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
       ...(parameters.length ? { parameters } : {}),
       responses,
     };
-    if (r.startsTask) {
+    if (r.startsTask || keepsAnswers(r)) {
       parameters.push({
         name: 'Idempotency-Key',
         in: 'header',
         required: false,
-        description:
-          'The same key with the same request within 24 hours answers the same task (200) instead of starting another; with another request, 422.',
+        description: r.startsTask
+          ? 'The same key with the same request within 24 hours answers the same task (200) instead of starting another; with another request, 422.'
+          : 'The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422.',
         schema: { type: 'string', minLength: 1, maxLength: 255 },
       });
       if (!op.parameters) op.parameters = parameters;

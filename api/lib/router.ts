@@ -11,7 +11,7 @@ import { issuesToFields, type RouteDef } from './define-route';
 import { toRouterPath } from './paths';
 import { can, roleIn } from './policy';
 import type { ResolvedScope } from './scopes';
-import { withIdempotency } from './idempotency';
+import { keepsAnswers, withIdempotency } from './idempotency';
 import { nulFields } from './nul-bytes';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -215,7 +215,8 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string, task
         }
       };
       if (def.startsTask && actor)
-        await withIdempotency(ctx, deps.knex, actor, body, run, (ids, single) => tasks.replay(deps, ids, single));
+        await withIdempotency(ctx, deps, actor, body, run, (ids, single) => tasks.replay(deps, ids, single));
+      else if (keepsAnswers(def) && actor) await withIdempotency(ctx, deps, actor, body, run);
       else await run();
       if (deps.config.checkResponses) checkResponse(def, ctx);
       void next;

@@ -26,12 +26,13 @@ let home: Record<string, string>;
 let envLabel: string;
 let envId: string;
 let owner: Awaited<ReturnType<typeof createUser>>;
+let project: Awaited<ReturnType<typeof createProject>>;
 const asToken = () => ({ ...home, VC_TOKEN: token });
 
 beforeAll(async () => {
   owner = await createUser(t);
   const team = await createTeam(t, owner);
-  const project = await createProject(t, team, { name: 'shop' });
+  project = await createProject(t, team, { name: 'shop' });
   const env = await createEnvironment(t, project, { name: 'staging' });
   envId = env.id;
   envLabel = 'shop/staging';
@@ -187,9 +188,36 @@ describe('429 and network failures', () => {
     }
   });
 
-  it('a write is not repeated when the console cannot be reached: exit 4 naming --api', async () => {
+  it('a write whose answer was lost is sent again with its Idempotency-Key, and changes things once', async () => {
+    const env = await createEnvironment(t, project, { name: 'lost-answer' });
+    const relay = await answerDroppingRelay(Number(new URL(t.baseUrl).port), (head) =>
+      head.startsWith(`POST /api/vc/v1/environments/${env.id}/variables `),
+    );
+    const relayed = relay.url;
+    await storeCliSession(t, owner, home);
+    const store = readStore({ ...process.env, ...home });
+    store.sessions[relayed] = store.sessions[t.baseUrl];
+    writeStore(store, { ...process.env, ...home });
+    try {
+      const res = await runCli(t, ['vars', 'set', 'shop/lost-answer', 'LOST_ANSWER=kept', '--json'], {
+        ...home,
+        VC_API: relayed,
+      });
+      expect(res.code, res.stderr).toBe(0);
+      expect(res.stderr).toMatch(/trying again/);
+      expect(JSON.parse(res.stdout).data.map((v: { name: string }) => v.name)).toEqual(['LOST_ANSWER']);
+      const rows = await t.deps.knex('variables').where({ environment_id: env.id, name: 'LOST_ANSWER' });
+      expect(rows).toHaveLength(1);
+      expect(relay.dropped()).toBe(true);
+      expect(relay.matched()).toBeGreaterThanOrEqual(2);
+    } finally {
+      relay.close();
+    }
+  });
+
+  it('signing in is not repeated when the console cannot be reached: exit 4 naming --api', async () => {
     const port = await freePort();
-    const res = await runCli(t, ['validate'], { ...asToken(), VC_API: `http://127.0.0.1:${port}` }, { cwd: home.HOME });
+    const res = await runCli(t, ['login', '--no-browser'], { ...home, VC_API: `http://127.0.0.1:${port}` });
     expect(res.code).toBe(4);
     expect(res.stderr).toContain(`Cannot reach the console at http://127.0.0.1:${port}`);
     expect(res.stderr).not.toContain('trying again');

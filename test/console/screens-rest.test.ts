@@ -195,6 +195,31 @@ describe.sequential('the rest of the console screens', () => {
     }
   });
 
+  it('a token whose answer the network lost is sent again under its Idempotency-Key: one token, shown once', async () => {
+    const purpose = `lost answer ${Date.now()}`;
+    const relay = await answerDroppingRelay(Number(new URL(t.baseUrl).port), (head) =>
+      head.startsWith('POST /api/vc/v1/me/tokens '),
+    );
+    const lossy = await openConsoleAs(t, agent, { via: relay.url });
+    try {
+      await lossy.go('/account/tokens');
+      await lossy.page.getByLabel('What it is for').fill(purpose);
+      await lossy.page.getByRole('button', { name: 'Create token' }).click();
+      const shown = (await lossy.page.locator('[data-token]').textContent())!;
+      expect(relay.dropped()).toBe(true);
+      expect(relay.matched()).toBeGreaterThanOrEqual(2);
+      const rows = await t.deps.knex('access_tokens').where({ user_id: owner.id, purpose });
+      expect(rows).toHaveLength(1);
+      // the string shown is the one token's: the API knows its owner by it
+      const me = await fetch(`${t.apiUrl}/me`, { headers: { authorization: `Bearer ${shown}` } });
+      expect((await me.json()).id).toBe(owner.id);
+      expect(lossy.problems).toEqual([]);
+    } finally {
+      await lossy.close();
+      relay.close();
+    }
+  });
+
   it('project: the repository checked again; a registry refused beside its field, saved, removed; the backup window', async () => {
     const { page } = c;
     await go(`/projects/${project.id}`);

@@ -1,6 +1,6 @@
 import createClient, { type Middleware } from 'openapi-fetch';
 import type { paths } from './schema';
-import { TASK_STARTS } from './task-starts';
+import { KEPT_WRITES, TASK_STARTS } from './keyed-writes';
 
 export const API_BASE = '/api/vc/v1';
 
@@ -58,7 +58,7 @@ const csrfMiddleware: Middleware = {
   },
 };
 
-/** The header under which a task start may be sent again (api/lib/idempotency.ts). */
+/** The header under which a write may be sent again (api/lib/idempotency.ts). */
 const IDEMPOTENCY_KEY = 'Idempotency-Key';
 
 /** A fresh key: 128 random bits in hex (crypto.randomUUID needs a secure context; the console may be served over http). */
@@ -66,14 +66,22 @@ function newKey(): string {
   return [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-/** A task start carries a key of its own, so that it can be sent again when its answer is lost (see `counted`). */
+/**
+ * A write carries a key of its own (every one the API keeps under a key: all but signing in and uploads), so that it
+ * can be sent again when its answer is lost (see `counted`), by the console or by the browser itself.
+ */
 const idempotencyMiddleware: Middleware = {
   onRequest({ request, schemaPath }) {
-    if (TASK_STARTS.has(`${request.method} ${schemaPath}`) && !request.headers.has(IDEMPOTENCY_KEY))
+    const operation = `${request.method} ${schemaPath}`;
+    if (TASK_STARTS.has(operation)) taskStarts.add(request);
+    if ((TASK_STARTS.has(operation) || KEPT_WRITES.has(operation)) && !request.headers.has(IDEMPOTENCY_KEY))
       request.headers.set(IDEMPOTENCY_KEY, newKey());
     return request;
   },
 };
+
+/** The requests that start tasks (openapi-fetch sends the request its middlewares return). */
+const taskStarts = new WeakSet<Request>();
 
 let inFlight = 0;
 let waiting: (() => void)[] = [];
@@ -83,8 +91,8 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * The API's calls, counted while they are in flight (see `quiet`). A read that the network dropped (the browser
  * aborts what is in flight when the machine's network changes: `net::ERR_NETWORK_CHANGED`, a laptop moving to
- * another Wi-Fi) is asked once more after a moment: it changes nothing. A task start is sent again under its
- * Idempotency-Key (`sendKept`). Any other write is never sent twice.
+ * another Wi-Fi) is asked once more after a moment: it changes nothing. A write is sent again under its
+ * Idempotency-Key (`sendKept`); one without a key (signing in, an upload) is never sent twice by the console.
  */
 async function counted(request: Request, init?: RequestInit): Promise<Response> {
   inFlight++;
@@ -104,14 +112,15 @@ async function counted(request: Request, init?: RequestInit): Promise<Response> 
   }
 }
 
-/** The waits before each new send of a task start: ~12 s in all, then what came last is shown. */
+/** The waits before each new send of a write: ~12 s in all, then what came last is shown. */
 const RESEND_WAITS_MS = [250, 500, 1000, 2000, 3000, 5000];
 
 /**
- * A task start, sent again under the same Idempotency-Key while its answer is lost (the network dropped it), a
- * proxy answers 502 or 504, the API answers 503 (Temporal or the database away; its Retry-After is followed, up to
- * 5 s), or 409 `idempotency_key_in_use` (the first send is still under way). The API answers a repeat with the
- * task it started, so a click starts one task however often its request is sent.
+ * A write, sent again under the same Idempotency-Key while its answer is lost (the network dropped it), a proxy
+ * answers 502 or 504, or the API answers 409 `idempotency_key_in_use` (the first send is still under way); a task
+ * start also while the API answers 503 (Temporal or the database away: nothing started; its Retry-After is
+ * followed, up to 5 s). The API answers a repeat with what the first send got (a task start: the task it started),
+ * so a click changes things once however often its request is sent.
  */
 async function sendKept(request: Request, init?: RequestInit): Promise<Response> {
   for (let attempt = 0; ; attempt++) {
@@ -119,7 +128,7 @@ async function sendKept(request: Request, init?: RequestInit): Promise<Response>
     let wait = RESEND_WAITS_MS[attempt];
     try {
       const res = await globalThis.fetch(request.clone(), init);
-      if (last || !(await worthAgain(res))) return res;
+      if (last || !(await worthAgain(request, res))) return res;
       const after = Number(res.headers.get('retry-after'));
       if (Number.isFinite(after) && after > 0) wait = Math.min(after * 1000, 5000);
     } catch (err) {
@@ -129,9 +138,11 @@ async function sendKept(request: Request, init?: RequestInit): Promise<Response>
   }
 }
 
-/** Whether an answer to a task start says to send it again (see `sendKept`). */
-async function worthAgain(res: Response): Promise<boolean> {
-  if ([502, 503, 504].includes(res.status)) return true;
+/** Whether an answer to a keyed write says to send it again (see `sendKept`). */
+async function worthAgain(request: Request, res: Response): Promise<boolean> {
+  if ([502, 504].includes(res.status)) return true;
+  // a 503 of another write may come after its change was saved (an edge that did not apply it in time): shown as is
+  if (res.status === 503) return taskStarts.has(request);
   if (res.status !== 409) return false;
   const body = (await res
     .clone()

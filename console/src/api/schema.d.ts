@@ -2872,7 +2872,10 @@ export interface operations {
     updateBackupDestination: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3017,7 +3020,10 @@ export interface operations {
     getAddressFormat: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3130,7 +3136,10 @@ export interface operations {
     approveCliDeviceAuthorization: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3182,7 +3191,10 @@ export interface operations {
     denyCliDeviceAuthorization: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3351,7 +3363,10 @@ export interface operations {
     deleteDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3437,7 +3452,10 @@ export interface operations {
     moveDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3581,7 +3599,10 @@ export interface operations {
     verifyDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3874,7 +3895,10 @@ export interface operations {
     deleteEnvironment: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3989,7 +4013,10 @@ export interface operations {
     updateEnvironment: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4180,7 +4207,10 @@ export interface operations {
     revealBackupKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4468,7 +4498,10 @@ export interface operations {
     deleteBackup: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
                 snapshot: string;
@@ -4555,7 +4588,10 @@ export interface operations {
     createBackupDownload: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
                 snapshot: string;
@@ -5172,7 +5208,10 @@ export interface operations {
     setEnvironmentBuildMachine: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5286,7 +5325,10 @@ export interface operations {
     listBuildMachineOptions: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5418,7 +5460,10 @@ export interface operations {
     updateEnvironmentCdn: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -6132,7 +6177,10 @@ export interface operations {
     addEnvironmentDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -6326,7 +6374,10 @@ export interface operations {
     updateEnvironmentEdge: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -7252,7 +7303,10 @@ export interface operations {
     previewEnvironmentReshape: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -8257,7 +8311,10 @@ export interface operations {
     previewService: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -8495,7 +8552,10 @@ export interface operations {
     setStorageDisk: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 disk: "database" | "files";
                 id: string;
@@ -8832,7 +8892,10 @@ export interface operations {
     setStorageAllowance: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -9135,7 +9198,10 @@ export interface operations {
     setStorageSplit: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -9476,7 +9542,10 @@ export interface operations {
     validateEnvironmentManifest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -9663,7 +9732,10 @@ export interface operations {
     setEnvironmentVariable: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -9856,7 +9928,10 @@ export interface operations {
     deleteEnvironmentVariable: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
                 name: string;
@@ -10017,7 +10092,10 @@ export interface operations {
     importEnvironmentVariables: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -10457,7 +10535,10 @@ export interface operations {
     updateIntegration: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -10579,7 +10660,10 @@ export interface operations {
     deleteIntegration: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -10643,7 +10727,10 @@ export interface operations {
     revokeInvitation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -10729,7 +10816,10 @@ export interface operations {
     acceptInvitation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -10829,7 +10919,10 @@ export interface operations {
     renewInvitation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -11064,7 +11157,10 @@ export interface operations {
     createSshKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11144,7 +11240,10 @@ export interface operations {
     deleteSshKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -11218,7 +11317,10 @@ export interface operations {
     createAccessToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11304,7 +11406,10 @@ export interface operations {
     revokeAccessToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -11358,7 +11463,10 @@ export interface operations {
     deleteMembership: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -11444,7 +11552,10 @@ export interface operations {
     updateMembership: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -11653,7 +11764,10 @@ export interface operations {
     createProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11779,7 +11893,10 @@ export interface operations {
     deleteProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -11914,7 +12031,10 @@ export interface operations {
     setBackupWindow: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -12016,7 +12136,10 @@ export interface operations {
     resetBackupWindow: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -12175,7 +12298,10 @@ export interface operations {
     cancelProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -12452,7 +12578,10 @@ export interface operations {
     updateProjectEdge: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -12602,7 +12731,10 @@ export interface operations {
     createEnvironment: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -12900,7 +13032,10 @@ export interface operations {
     updateProjectLogs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -13082,7 +13217,10 @@ export interface operations {
     saveProjectNotificationRules: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -13239,7 +13377,10 @@ export interface operations {
     saveProjectRegistry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -13339,7 +13480,10 @@ export interface operations {
     deleteProjectRegistry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 host: string;
                 id: string;
@@ -13547,7 +13691,10 @@ export interface operations {
     connectProjectRepository: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -13654,7 +13801,10 @@ export interface operations {
     reconnectProjectRepository: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -13803,7 +13953,10 @@ export interface operations {
     updateProjectSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -13983,7 +14136,10 @@ export interface operations {
     acceptProjectTerms: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -14164,7 +14320,10 @@ export interface operations {
     setProjectVariable: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -14282,7 +14441,10 @@ export interface operations {
     deleteProjectVariable: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
                 name: string;
@@ -14445,7 +14607,10 @@ export interface operations {
     importProjectVariables: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -14591,7 +14756,10 @@ export interface operations {
     deleteRepositoryHost: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -15151,7 +15319,10 @@ export interface operations {
     deleteSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -15191,7 +15362,10 @@ export interface operations {
     reauthenticateSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -15816,7 +15990,10 @@ export interface operations {
     cancelTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -16028,7 +16205,10 @@ export interface operations {
     createTeam: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -16083,7 +16263,10 @@ export interface operations {
     deleteTeam: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -16261,7 +16444,10 @@ export interface operations {
     markTeamActivitySeen: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -16370,7 +16556,10 @@ export interface operations {
     createBackupDestination: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -16665,7 +16854,10 @@ export interface operations {
     saveTeamBilling: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -16888,7 +17080,10 @@ export interface operations {
     createIntegration: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -17019,7 +17214,10 @@ export interface operations {
     getIntegrationFields: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -17194,7 +17392,10 @@ export interface operations {
     createTeamInvitation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -17368,7 +17569,10 @@ export interface operations {
     hideTeamNextSteps: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -17645,7 +17849,10 @@ export interface operations {
     createRepositoryHost: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -17900,7 +18107,10 @@ export interface operations {
     updateTeamSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -18089,7 +18299,10 @@ export interface operations {
     cancelSubscription: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
                 order: string;
@@ -18664,7 +18877,10 @@ export interface operations {
     replyToTicket: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -18795,7 +19011,10 @@ export interface operations {
     endOtherSessions: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -18864,7 +19083,10 @@ export interface operations {
     validateManifest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -18929,7 +19151,10 @@ export interface operations {
     parseVariables: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The same key with the same request within 24 hours answers what the first request answered (`Idempotent-Replayed: true`) instead of changing anything again; with another request, 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
