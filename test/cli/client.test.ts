@@ -41,6 +41,18 @@ beforeAll(async () => {
   writeFileSync(path.join(home.HOME, 'service.yaml'), 'build: ["npm ci"]\nweb: node server.js\n');
 });
 
+/**
+ * A person's sign-in (an apply is not a token's), stored for a relay's origin as `service login` there would; the
+ * relay's origin is answered.
+ */
+async function signedInThrough(relayed: string): Promise<string> {
+  await storeCliSession(t, owner, home);
+  const store = readStore({ ...process.env, ...home });
+  store.sessions[relayed] = store.sessions[t.baseUrl];
+  writeStore(store, { ...process.env, ...home });
+  return relayed;
+}
+
 describe('the service bin', () => {
   it('`npx service --help` works from the repository', async () => {
     const res = await runCli(t, [], {}, { command: ['npx', '--offline', 'service', '--help'] });
@@ -168,12 +180,7 @@ describe('429 and network failures', () => {
     // A loopback relay to the API that drops the connection when the answer to the first POST comes back (the task
     // started, the client never heard); everything else (the client's reads first) is relayed as it is.
     const relay = await answerDroppingRelay(Number(new URL(t.baseUrl).port), (head) => head.startsWith('POST '));
-    // a person's sign-in (an apply is not a token's), stored for the relay's origin as `service login` there would
-    const relayed = relay.url;
-    await storeCliSession(t, owner, home);
-    const store = readStore({ ...process.env, ...home });
-    store.sessions[relayed] = store.sessions[t.baseUrl];
-    writeStore(store, { ...process.env, ...home });
+    const relayed = await signedInThrough(relay.url);
     try {
       const res = await runCli(t, ['vars', 'apply', envLabel, '--json'], { ...home, VC_API: relayed });
       expect(res.code, res.stderr).toBe(0);
@@ -193,11 +200,7 @@ describe('429 and network failures', () => {
     const relay = await answerDroppingRelay(Number(new URL(t.baseUrl).port), (head) =>
       head.startsWith(`POST /api/vc/v1/environments/${env.id}/variables `),
     );
-    const relayed = relay.url;
-    await storeCliSession(t, owner, home);
-    const store = readStore({ ...process.env, ...home });
-    store.sessions[relayed] = store.sessions[t.baseUrl];
-    writeStore(store, { ...process.env, ...home });
+    const relayed = await signedInThrough(relay.url);
     try {
       const res = await runCli(t, ['vars', 'set', 'shop/lost-answer', 'LOST_ANSWER=kept', '--json'], {
         ...home,
