@@ -56,9 +56,9 @@ export interface IdempotencyDeps {
 export type ReplayTasks = (taskIds: string[], single: boolean) => Promise<unknown>;
 
 /** A keyed digest of the request: a body may hold a password or a secret value, so no plain hash of it is kept. */
-function requestHash(deps: IdempotencyDeps, method: string, path: string, body: unknown): string {
+function requestHash(deps: IdempotencyDeps, ctx: Context, body: unknown): string {
   return createHmac('sha256', deps.secrets.encryptionKey.key)
-    .update(`idempotency\n${method} ${path}\n${JSON.stringify(body ?? null)}`)
+    .update(`idempotency\n${ctx.method} ${ctx.path}?${ctx.querystring}\n${JSON.stringify(body ?? null)}`)
     .digest('hex');
 }
 
@@ -131,7 +131,7 @@ export async function withIdempotency(
   if (!key) return run();
   if (!KEY_RE.test(key)) throw errors.invalid({ [IDEMPOTENCY_HEADER]: 'must be 1 to 255 visible ASCII characters' });
   const { knex } = deps;
-  const hash = requestHash(deps, ctx.method, ctx.path, body);
+  const hash = requestHash(deps, ctx, body);
   const owner = actor.user.id;
   // Keys (and the answers kept under them) last 24 hours, for every caller.
   await knex('idempotency_keys').where('created_at', '<', knex.raw("now() - interval '24 hours'")).del();
