@@ -12,17 +12,17 @@ import { startSession } from './sessions-service';
 
 /** Command-line sign-in through the browser: the OAuth 2.0 device authorization grant (RFC 8628). */
 
-export const DEVICE_INTERVAL_SECONDS = 5;
-export const DEVICE_EXPIRES_IN_SECONDS = 900;
+const DEVICE_INTERVAL_SECONDS = 5;
+const DEVICE_EXPIRES_IN_SECONDS = 900;
 const USER_CODE_LENGTH = 8;
 const SLOW_DOWN_STEP_SECONDS = 5; // RFC 8628 section 3.5
 
-export type DevicePollError = 'authorization_pending' | 'slow_down' | 'expired_token' | 'access_denied';
+type DevicePollError = 'authorization_pending' | 'slow_down' | 'expired_token' | 'access_denied';
 
 /** The poll's answer while there is no session yet (RFC 8628 section 3.5); messages from the catalogue. */
-export const pollError = (code: DevicePollError) => appError(code);
+const pollError = (code: DevicePollError) => appError(code);
 
-export function verificationUri(deps: Deps): string {
+function verificationUri(deps: Deps): string {
   return `${deps.config.baseUrl}${API_PREFIX}/cli/verify`;
 }
 

@@ -79,7 +79,7 @@ async function sendCode(deps: Deps, user: User, code: string, expiresAt: Date): 
  * An expired sign-up is removed by the next sign-up for its address (and by the daily `prune-expired`
  * schedule).
  */
-export async function pendingSignUpUntil(knex: Knex, userId: string): Promise<Date | undefined> {
+async function pendingSignUpUntil(knex: Knex, userId: string): Promise<Date | undefined> {
   const row = await EmailConfirmation.query(knex)
     .where({ user_id: userId })
     .whereNull('used_at')
@@ -90,7 +90,7 @@ export async function pendingSignUpUntil(knex: Knex, userId: string): Promise<Da
 }
 
 /** Removes an unconfirmed account whose sign-up has expired (no live code); answers whether it did. */
-export async function removeExpiredSignUp(knex: Knex, userId: string): Promise<boolean> {
+async function removeExpiredSignUp(knex: Knex, userId: string): Promise<boolean> {
   const removed = await User.query(knex)
     .findById(userId)
     .whereNull('email_confirmed_at')

@@ -11,7 +11,7 @@ export interface SshPublicKey {
   fingerprint: string;
 }
 
-export type ParseResult = { ok: true; key: SshPublicKey } | { ok: false; reason: string };
+type ParseResult = { ok: true; key: SshPublicKey } | { ok: false; reason: string };
 
 const CURVES: Record<string, { jwk: string; pointBytes: number }> = {
   nistp256: { jwk: 'P-256', pointBytes: 65 },
@@ -19,7 +19,7 @@ const CURVES: Record<string, { jwk: string; pointBytes: number }> = {
   nistp521: { jwk: 'P-521', pointBytes: 133 },
 };
 
-export const SUPPORTED_TYPES = [
+const SUPPORTED_TYPES = [
   'ssh-ed25519',
   'ssh-rsa',
   'ecdsa-sha2-nistp256',

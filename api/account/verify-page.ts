@@ -7,7 +7,7 @@ import { escapeHtml as esc } from '../../system/html';
 
 /** The page a person opens to approve a command-line sign-in (RFC 8628 verification_uri). */
 
-export type VerifyState =
+type VerifyState =
   | { kind: 'signed-out'; userCode?: string }
   | { kind: 'enter-code'; user: User; userCode?: string; unknown: boolean }
   | { kind: 'confirm'; user: User; userCode: string };
@@ -64,7 +64,7 @@ function codeForm(userCode?: string): string {
 <input type="submit" value="Continue"></p></form>`;
 }
 
-export function renderVerifyPage(state: VerifyState, nonce: string): string {
+function renderVerifyPage(state: VerifyState, nonce: string): string {
   let body: string;
   let extra = '';
   switch (state.kind) {

@@ -21,7 +21,7 @@ const API_NAMES = {
   sortingCode: 'sorting_code',
 } as const;
 type LibField = keyof typeof API_NAMES;
-export type AddressField = (typeof API_NAMES)[LibField];
+type AddressField = (typeof API_NAMES)[LibField];
 const LIB_NAMES = Object.fromEntries(Object.entries(API_NAMES).map(([lib, api]) => [api, lib])) as Record<
   AddressField,
   LibField
@@ -60,7 +60,7 @@ const LABELS: Record<string, string> = {
   pin: 'PIN code',
 };
 
-export interface AddressFormat {
+interface AddressFormat {
   country: string;
   country_name: string;
   fields: Array<{ name: AddressField; label: string; required: boolean; choices?: string[]; examples?: string[] }>;

@@ -8,13 +8,13 @@ export function presentDomainList(l: { domains: DomainRecord[]; allowance: { use
 import type { DomainRecord } from './service';
 import { iso, isoOrNull } from '../../core/time';
 
-export const HTTPS_NOT_CONFIGURED = 'HTTPS is not configured on this console (ACME_DIRECTORY_URL is not set)';
+const HTTPS_NOT_CONFIGURED = 'HTTPS is not configured on this console (ACME_DIRECTORY_URL is not set)';
 
 /**
  * The domain's certificate (CONTRACT "Certificates"): `none` until one is asked for; without
  * ACME_DIRECTORY_URL none ever is, and last_error says so. Never the key.
  */
-export function presentCertificate(cert: CertificateSummary | undefined, httpsConfigured: boolean) {
+function presentCertificate(cert: CertificateSummary | undefined, httpsConfigured: boolean) {
   if (!cert) {
     return {
       status: 'none' as const,

@@ -30,7 +30,7 @@ export function presentIntegration({
   };
 }
 
-export function presentDelivery(d: IntegrationDelivery) {
+function presentDelivery(d: IntegrationDelivery) {
   return {
     id: d.id,
     event: d.event,

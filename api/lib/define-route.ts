@@ -16,8 +16,8 @@ import type { Task } from '../../db/models/task';
  *   check authenticates the request from its raw body before anything else (401 without one, 403 wrong).
  *   No CSRF, no token reach, no actor.
  */
-export type AuthMode = 'none' | 'session' | 'token' | 'signature';
-export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+type AuthMode = 'none' | 'session' | 'token' | 'signature';
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 export interface ResponseDef {
   description: string;
@@ -29,15 +29,15 @@ export interface ResponseDef {
  * What a handler returns: nothing (it set the answer); for a `startsTask` route the task(s) it started; for a
  * route with `present`, the record (or the list of records) that the router presents.
  */
-export type Started = Task | Task[] | undefined | void;
+type Started = Task | Task[] | undefined | void;
 
-export interface RouteInput<P, Q, B> {
+interface RouteInput<P, Q, B> {
   params: P;
   query: Q;
   body: B;
 }
 
-export interface RouteContext<P, Q, B, R extends ScopeRow = ScopeRow> extends Context {
+interface RouteContext<P, Q, B, R extends ScopeRow = ScopeRow> extends Context {
   input: RouteInput<P, Q, B>;
   actor: Actor;
   deps: Deps;

@@ -15,7 +15,7 @@ export function strongEtag(parts: Array<string | number | null | undefined>): st
 const opaque = (tag: string) => tag.trim().replace(/^W\//, '');
 
 /** True when the request's If-None-Match names `etag` (or is `*`). */
-export function ifNoneMatch(header: string | undefined, etag: string): boolean {
+function ifNoneMatch(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   if (header.trim() === '*') return true;
   const want = opaque(etag);

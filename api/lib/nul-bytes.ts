@@ -3,7 +3,7 @@
  * end as a 500 at the database. One rule for every route, applied by the router before the route's own
  * schema: each string (or object key) with a NUL is refused with 422 under its field path.
  */
-export const NUL_REASON = 'must not contain the NUL character (\\u0000)';
+const NUL_REASON = 'must not contain the NUL character (\\u0000)';
 
 /** The field paths (dotted, `body` for the whole value) of every string holding a NUL, at most `max`. */
 export function nulFields(value: unknown, prefix = '', max = 20): Record<string, string> {

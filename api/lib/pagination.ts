@@ -22,7 +22,7 @@ export function encodeCursor(kind: string, parts: Array<string | number>): strin
 }
 
 /** The parts of a cursor of `kind`, or undefined when it is not one. */
-export function decodeCursor(kind: string, cursor: string): string[] | undefined {
+function decodeCursor(kind: string, cursor: string): string[] | undefined {
   if (!/^[A-Za-z0-9_-]{1,300}$/.test(cursor)) return undefined;
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!text.startsWith(`${kind}:`)) return undefined;

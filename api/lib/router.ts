@@ -23,7 +23,7 @@ function sameSecret(a: string, b: string): boolean {
 }
 
 /** Who may call, decided from the route's `auth` (token reach), CSRF and the recent sign-in rule. */
-export function checkCaller(def: RouteDef, ctx: Context): Actor | undefined {
+function checkCaller(def: RouteDef, ctx: Context): Actor | undefined {
   const actor = ctx.state.actor as Actor | undefined;
   if (def.auth === 'none') return actor;
   if (def.auth === 'signature') return undefined; // the route's signature check authenticates it

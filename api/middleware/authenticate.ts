@@ -22,10 +22,7 @@ function pick(row: Record<string, unknown>, prefix: string, columns: string[]): 
 }
 
 /** A live session (browser or command line) by its secret, with its user: one query. */
-export async function findLiveSession(
-  deps: Deps,
-  secret: string,
-): Promise<{ session: Session; user: User } | undefined> {
+async function findLiveSession(deps: Deps, secret: string): Promise<{ session: Session; user: User } | undefined> {
   const row = await deps
     .knex('sessions as s')
     .join('users as u', 'u.id', 's.user_id')

@@ -10,7 +10,7 @@ import type { CreationKind, Guards } from '../../system/guards';
  * The key an address is counted under: IPv4 (also IPv4-mapped IPv6) as is; IPv6 by its /64 prefix,
  * since one subscriber usually holds a whole /64 and could otherwise rotate through addresses.
  */
-export function addressKey(address: string): string {
+function addressKey(address: string): string {
   const a = address.trim().toLowerCase().replace(/%.*$/, '');
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
   if (mapped) return mapped[1];

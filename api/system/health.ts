@@ -62,7 +62,7 @@ export const healthSchema = z.strictObject({
       'The processes `npm start` supervises (null when it does not run this system). Shown to the operator only (loopback with no forwarded header while TRUST_PROXY_HOPS is 0, or METRICS_TOKEN)',
     ),
 });
-export type Health = z.infer<typeof healthSchema>;
+type Health = z.infer<typeof healthSchema>;
 
 function within<T>(ms: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout;

@@ -18,7 +18,7 @@ import { taskLogChunks } from '../../db/queries/task-logs';
 
 export type TaskRow = Task & { account_name: string | null };
 
-export interface ListTasksQuery {
+interface ListTasksQuery {
   team?: string;
   project?: string;
   environment?: string;
@@ -66,17 +66,17 @@ export async function listTasks(deps: Deps, actor: Actor, query: ListTasksQuery)
 }
 
 /** A task the caller may act on; another team's task answers 404. */
-export async function findTask(deps: Deps, actor: Actor, id: string, action: Action): Promise<TaskRow> {
+async function findTask(deps: Deps, actor: Actor, id: string, action: Action): Promise<TaskRow> {
   const row = (await withAccount(deps.knex).where('tasks.id', id).first()) as TaskRow | undefined;
   if (!row) throw errors.notFound('task');
   await authorize(deps.knex, actor, row.team_id, action, 'task');
   return row;
 }
 
-export const LOG_TAIL_CHARS = 4096;
+const LOG_TAIL_CHARS = 4096;
 
 /** The last ~4 KB of the log, starting at a line start, and the seq of its last chunk (0: nothing yet). */
-export async function logTail(knex: Knex, taskId: string): Promise<{ text: string; seq: number }> {
+async function logTail(knex: Knex, taskId: string): Promise<{ text: string; seq: number }> {
   // The shortest run of newest chunks holding at least LOG_TAIL_CHARS characters (or the whole log).
   const { rows } = await knex.raw<{ rows: Array<{ seq: number; chunk: string }> }>(
     `SELECT seq, chunk FROM (

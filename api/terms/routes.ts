@@ -8,7 +8,7 @@ import type { Deps } from '../../system/deps';
 import { idParams } from '../lib/params';
 
 /** The version of the project terms in force; accepting means accepting this one. */
-export const TERMS_VERSION = '2026-01-01';
+const TERMS_VERSION = '2026-01-01';
 
 const tags = ['projects'];
 const acceptBody = z.strictObject({ version: z.string().trim().min(1, 'must not be empty').max(40) });

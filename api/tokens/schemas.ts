@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-export const TOKEN_LIFETIMES = [7, 30, 90] as const;
+const TOKEN_LIFETIMES = [7, 30, 90] as const;
 
 export const tokenIdParams = z.object({ id: z.uuid() });
 

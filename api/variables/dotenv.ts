@@ -8,14 +8,14 @@
  */
 import { checkVariableName, checkVariableValue } from './rules';
 
-export interface ParsedVariable {
+interface ParsedVariable {
   name: string;
   value: string;
   /** 1-based; a multi-line value has the line it starts on. */
   line: number;
 }
 
-export type ParseResult = { ok: true; data: ParsedVariable[] } | { ok: false; line: number; reason: string };
+type ParseResult = { ok: true; data: ParsedVariable[] } | { ok: false; line: number; reason: string };
 
 const ASSIGNMENT = /^\s*(?:export\s+)?([^=\s#]+)\s*=(.*)$/;
 

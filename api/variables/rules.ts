@@ -1,11 +1,11 @@
 /** The variable rules of CONTRACT "Variables", shared by the request schemas and the `.env` reading. */
-export const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
-export const MAX_NAME_LENGTH = 128;
-export const MAX_VALUE_BYTES = 64 * 1024;
+const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const MAX_NAME_LENGTH = 128;
+const MAX_VALUE_BYTES = 64 * 1024;
 export const MAX_PER_SCOPE = 500;
 
 /** Reserved: the platform sets them (PORT) or keeps them for itself (VC_*). */
-export function isReserved(name: string): boolean {
+function isReserved(name: string): boolean {
   return name === 'PORT' || name.startsWith('VC_');
 }
 
@@ -30,7 +30,7 @@ export const MAX_ENVIRONMENT_BYTES = 1024 * 1024;
  * Kept for the built-ins (PATH, LANG, HOME, PORT, a service's DATABASE_URL, the volume's path, VC_*): they
  * are a few hundred bytes, and the user's variables may use the rest.
  */
-export const BUILT_IN_RESERVE_BYTES = 16 * 1024;
+const BUILT_IN_RESERVE_BYTES = 16 * 1024;
 export const MAX_USER_ENVIRONMENT_BYTES = MAX_ENVIRONMENT_BYTES - BUILT_IN_RESERVE_BYTES;
 
 /** What one variable adds to a process's environment block (`NAME=value` and its NUL). */
