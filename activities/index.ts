@@ -37,7 +37,7 @@ import { createStorageActivities } from './storage';
 import { createTaskActivities } from './tasks';
 import { createVariableActivities } from './variables';
 
-export interface ActivitySet {
+interface ActivitySet {
   /** Every activity function by name, as the workflows' proxyActivities see them. */
   activities: Record<string, (...args: any[]) => Promise<unknown>>;
   /** Called once the worker exists (e.g. bring supervised web processes back). */

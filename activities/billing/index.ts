@@ -1,7 +1,7 @@
 import type { Deps } from '../../system/deps';
 import { Subscription } from '../../db/models/subscription';
 
-export interface EndSubscriptionInput {
+interface EndSubscriptionInput {
   order: string;
 }
 

@@ -73,7 +73,7 @@ export function acmeReason(err: unknown, hostname: string): string {
   return `the CA refused the request: ${message}`;
 }
 
-export interface ObtainInput {
+interface ObtainInput {
   knex: Knex;
   secrets: Secrets;
   acme: AcmeConfig;

@@ -10,7 +10,7 @@ import { requestCertificate } from '../../core/certificate-tasks';
 import { domainById } from '../../db/queries/domains';
 import { claimCertificate, dueCertificates, recordFailedAttempt, recordIssued } from '../../db/queries/certificates';
 
-export type AttemptOutcome =
+type AttemptOutcome =
   | { outcome: 'issued'; issuer: string; expires_at: string; serial: string }
   | { outcome: 'failed'; reason: string }
   | { outcome: 'gone'; reason: string };

@@ -25,14 +25,14 @@ import { hostFault } from '../toolkit/failures';
 /** First key of the advisory locks that are build slots ("vc", builds); the second key is the slot number. */
 export const BUILD_SLOT_LOCK_KEY = 0x76630b01;
 /** How often a waiting build looks at the queue: the first two in line often, the others less. */
-export const BUILD_QUEUE_POLL_MS = 200;
+const BUILD_QUEUE_POLL_MS = 200;
 const BUILD_QUEUE_FAR_POLL_MS = 1000;
 /** A waiting row not refreshed for this long is passed over until its task's retry refreshes it. */
-export const BUILD_QUEUE_LEASE_SECONDS = 30;
+const BUILD_QUEUE_LEASE_SECONDS = 30;
 /** Once its task is found cancelled, how long the activity waits for the workflow's cancellation to reach it. */
 const CANCEL_GRACE_MS = 5000;
 
-export interface BuildSlot {
+interface BuildSlot {
   slot: number;
   /** Aborted when the slot's connection is lost: the slot may then be another build's. */
   lost: AbortSignal;

@@ -25,7 +25,7 @@ import { Dir } from '../../host/no-follow';
 import { aad } from '../../db/aad';
 import { projectRegistries } from '../../db/queries/registries';
 
-export interface RegistryAuth {
+interface RegistryAuth {
   env: Record<string, string>;
   redact(onLine: OnLine): OnLine;
   cleanup(): Promise<void>;

@@ -16,7 +16,7 @@ import { taskEventEmail } from '../../system/mail';
 import { aad } from '../../db/aad';
 import { hostFault, userFault } from '../toolkit/failures';
 
-export interface DeliveryInput {
+interface DeliveryInput {
   deliveryId: string;
 }
 

@@ -16,7 +16,7 @@ import { withPhases } from '../toolkit/phases';
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
-export interface ServerPlan {
+interface ServerPlan {
   plan: string;
   cpu: number;
   memory_mb: number;

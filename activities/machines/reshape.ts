@@ -23,7 +23,7 @@ import { userFault } from '../toolkit/failures';
 
 const HEALTH_TIMEOUT_MS = 60_000;
 
-export interface ReshapeTarget {
+interface ReshapeTarget {
   shape: 'combined' | 'separate';
   /** With `separate`: the plan of the new `database` server and its price (from the price list at the request). */
   plan?: { id: string; cpu: number; memory_mb: number; disk_gb: number; monthly_price: number; currency: string };

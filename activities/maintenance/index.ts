@@ -11,12 +11,12 @@ import { deleteQueuedSnapshotObjects } from './snapshot-objects';
 import { userFault } from '../toolkit/failures';
 
 /** Ended sessions are kept a day (a session list may still show "ended just now"), then pruned. */
-export const ENDED_SESSION_RETENTION_DAYS = 1;
+const ENDED_SESSION_RETENTION_DAYS = 1;
 /**
  * Reminder rows are the once-only keys of token-expiry reminders; a reminder looks back 7 days
  * (REMINDER_INTERVAL_DAYS), so rows well past that have no use.
  */
-export const REMINDER_RETENTION_DAYS = 30;
+const REMINDER_RETENTION_DAYS = 30;
 const BATCH = 5_000;
 const DAY_MS = 86_400_000;
 

@@ -9,26 +9,26 @@ import { tokenExpiryReminderEmail } from '../../system/mail/templates';
 import { REMINDER_INTERVAL_DAYS, REMINDER_LEAD_DAYS, parseReminderKey, reminderKey, utcDay } from './keys';
 import { userFault } from '../toolkit/failures';
 
-export interface DueReminder {
+interface DueReminder {
   /** `<token id>:<UTC day of asOf>`; see keys.ts. */
   key: string;
   token_id: string;
   expires_at: string;
 }
 
-export interface FindDueRemindersInput {
+interface FindDueRemindersInput {
   asOf: string;
   /** Keyset cursor: only tokens whose id sorts after this one. */
   after?: string;
   limit?: number;
 }
 
-export interface SendTokenReminderInput {
+interface SendTokenReminderInput {
   key: string;
   asOf: string;
 }
 
-export type SendTokenReminderOutcome = 'sent' | 'already_sent' | 'not_due';
+type SendTokenReminderOutcome = 'sent' | 'already_sent' | 'not_due';
 
 /** Advisory-lock class of this area (first half of the two-int lock key); the token id's hash is the second. */
 const LOCK_CLASS = 4050;

@@ -20,7 +20,7 @@ const ident = (name: string) => {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`not a database identifier: ${name}`);
   return `"${name}"`;
 };
-export const keptName = (database: string) => `${database}_kept`;
+const keptName = (database: string) => `${database}_kept`;
 const stagingName = (database: string) => `${database}_moving`;
 
 /** The OS user owning the services server's data directory: it must own a tablespace's directory. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Dir } from '../../host/no-follow';
 
-export interface TreeDigest {
+interface TreeDigest {
   digest: string;
   files: number;
   bytes: number;

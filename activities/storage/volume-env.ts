@@ -7,7 +7,7 @@ import { serviceEnv } from '../data/service-env';
  * What the environment's web processes and deploy steps get for its volume: VC_VOLUME_PATH, the directory
  * of its `files` disk where it lives now, made ready (owned by the environment's uid) first.
  */
-export async function volumeEnv(
+async function volumeEnv(
   deps: Pick<Deps, 'knex' | 'config'>,
   provider: Provider,
   envId: string,

@@ -7,7 +7,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 
-export const USER_FAULTS = {
+const USER_FAULTS = {
   InvalidInput: 'an input the activity cannot use (a date, a key)',
   MailRefused: 'the mail server refused the message for good',
   DeliveryRefused: 'the integration endpoint refused the delivery for good',
@@ -42,7 +42,7 @@ export const USER_FAULTS = {
 } as const;
 export type UserFault = keyof typeof USER_FAULTS;
 
-export const HOST_FAULTS = {
+const HOST_FAULTS = {
   DeliveryFailed: 'the integration endpoint failed; the delivery is retried with backoff',
   DeliveryNotCommitted:
     "a delivery's row is not there yet: the transaction that started its workflow commits after the start",
@@ -51,7 +51,7 @@ export const HOST_FAULTS = {
   ReleaseTampered: "a release's archive in the release store is not the one recorded at its build: refused",
   ReleaseStoreUnavailable: 'the release store (RELEASE_STORE) failed: unreachable, refused, or full',
 } as const;
-export type HostFault = keyof typeof HOST_FAULTS;
+type HostFault = keyof typeof HOST_FAULTS;
 
 /** A user fault: non-retryable, its message shown as the task's reason. */
 export function userFault(type: UserFault, message: string): ApplicationFailure {

@@ -22,9 +22,9 @@ export interface TaskLog {
 }
 
 const MAX_LINE = 8192;
-export const DEFAULT_TASK_LOG_LIMIT_BYTES = 10 * 1024 * 1024;
+const DEFAULT_TASK_LOG_LIMIT_BYTES = 10 * 1024 * 1024;
 
-export interface AppendOptions {
+interface AppendOptions {
   /** The cap of the task's log (TASK_LOG_LIMIT_BYTES). */
   limitBytes?: number;
   /** Kept even beyond the cap: the workflow's own headings and outcome (a few short lines). */
@@ -37,7 +37,7 @@ function readableSize(bytes: number): string {
   return `${bytes} bytes`;
 }
 
-export function droppedMarker(dropped: number, limitBytes: number): string {
+function droppedMarker(dropped: number, limitBytes: number): string {
   return `[... ${dropped} bytes of output dropped: the task log is limited to ${readableSize(limitBytes)} (TASK_LOG_LIMIT_BYTES) ...]\n`;
 }
 
@@ -94,7 +94,7 @@ export async function appendLogChunk(
  * faster than the database takes it beyond this is dropped (counted, and said in one line once the log has
  * caught up), so a step's output never grows the worker without bound.
  */
-export const MAX_BACKLOG_BYTES = 4 * 1024 * 1024;
+const MAX_BACKLOG_BYTES = 4 * 1024 * 1024;
 
 export function createTaskLog(
   knex: Knex,
@@ -167,7 +167,7 @@ export function createTaskLog(
 }
 
 /** What a task log needs: the database, and the cap of each task's log (TASK_LOG_LIMIT_BYTES). */
-export interface TaskLogDeps {
+interface TaskLogDeps {
   knex: Knex;
   config: { taskLogLimitBytes: number };
 }
