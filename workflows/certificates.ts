@@ -14,7 +14,7 @@ import { profiles } from './profiles';
 
 const acts = proxyActivities<CertificateActivities>(profiles.remote);
 
-export interface IssueCertificateInput extends TaskWorkflowInput<'certificate_issue' | 'certificate_renew'> {
+interface IssueCertificateInput extends TaskWorkflowInput<'certificate_issue' | 'certificate_renew'> {
   /** Attempts before the certificate is failed (5). */
   attempts: number;
   /** The first wait between two attempts, in seconds (doubling). */

@@ -18,7 +18,7 @@ import { cancelled, failure, runTask, taskActs, type TaskContext } from './task-
 import { profiles, stepProfile } from './profiles';
 import { HOST_QUEUES_PATCH, onEnvironmentHost } from './host-queue';
 
-export const deployActs = proxyActivities<DeployActivities>(profiles.quick);
+const deployActs = proxyActivities<DeployActivities>(profiles.quick);
 /** Choosing the release of a redeploy or rollback reads the database only: a local activity. */
 const localDeployActs = proxyLocalActivities<DeployActivities>(profiles.quick);
 
@@ -28,7 +28,7 @@ const localDeployActs = proxyLocalActivities<DeployActivities>(profiles.quick);
  * (checkout and up to 20 steps); so only the heartbeat bounds the attempt, and a worker killed while
  * waiting or building is noticed within heartbeatTimeout and the build retried on another worker.
  */
-export function buildActivities() {
+function buildActivities() {
   return proxyActivities<BuildActivities>(stepProfile('7d', buildTaskQueue(workflowInfo().taskQueue)));
 }
 

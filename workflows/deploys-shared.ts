@@ -3,10 +3,10 @@
  * names they share are in db/workflow-names.ts). Deterministic: no I/O here (imported by the workflow bundle).
  */
 
-import type { DeployType, TaskType } from '../db/vocabulary';
-import type { TaskOutcome, TaskRecord, TaskResult, TaskWorkflowInput } from '../db/task-record';
+import type { DeployType } from '../db/vocabulary';
+import type { TaskOutcome, TaskResult, TaskWorkflowInput } from '../db/task-record';
 
-export type { DeployType, TaskRecord, TaskType };
+export type { DeployType };
 
 /** Input of deployEnvironment and buildEnvironment. No secret (repository URLs are read by activities). */
 export interface DeployWorkflowInput<T extends DeployType | 'build' = DeployType | 'build'>
@@ -20,7 +20,7 @@ export interface DeployWorkflowInput<T extends DeployType | 'build' = DeployType
 
 export type DeployOutcome = TaskOutcome & { result?: DeployResult };
 
-export interface DeployResult extends TaskResult {
+interface DeployResult extends TaskResult {
   release_id?: string;
   commit_sha?: string;
   git_ref?: string;

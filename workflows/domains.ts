@@ -9,7 +9,7 @@ import { profiles } from './profiles';
 
 const { recheckDomainNow } = proxyActivities<DomainActivities>(profiles.bookkeeping);
 
-export interface RecheckDomainInput {
+interface RecheckDomainInput {
   domainId: string;
   firstWaitSeconds: number;
   /** ISO 8601: when to give up (a week after the domain was added). */

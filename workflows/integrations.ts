@@ -8,7 +8,7 @@ import { profiles } from './profiles';
 const { sendIntegrationDelivery } = proxyActivities<IntegrationActivities>(profiles.delivery);
 const { failIntegrationDelivery } = proxyActivities<IntegrationActivities>(profiles.bookkeeping);
 
-export interface DeliverIntegrationEventInput {
+interface DeliverIntegrationEventInput {
   deliveryId: string;
 }
 

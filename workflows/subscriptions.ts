@@ -7,7 +7,7 @@ import { profiles } from './profiles';
 
 const { closeSubscription } = proxyActivities<BillingActivities>(profiles.untilDone);
 
-export interface EndSubscriptionWorkflowInput {
+interface EndSubscriptionWorkflowInput {
   order: string;
   /** ISO 8601: the end of the period the subscription was cancelled in. */
   endsAt: string;

@@ -16,7 +16,7 @@ const DEFAULT_PAGE_SIZE = 200;
 /** Reminders in flight at once. */
 const CONCURRENCY = 10;
 
-export interface SendTokenExpiryRemindersInput {
+interface SendTokenExpiryRemindersInput {
   /** The instant the run acts for (ISO 8601); the workflow's start time when omitted. */
   asOf?: string;
   /** Tokens looked at per run (1-1000; 200 when omitted); a full page continues as new with the rest. */
