@@ -11,17 +11,10 @@
  */
 import type { Knex } from 'knex';
 
-export const ACME_CHALLENGE_PREFIX = '/.well-known/acme-challenge/';
+const ACME_CHALLENGE_PREFIX = '/.well-known/acme-challenge/';
 /** RFC 8555 8.3: base64url characters only. */
 const TOKEN = /^[A-Za-z0-9_-]{1,256}$/;
 const KEY_AUTHORIZATION = /^[A-Za-z0-9_.-]{1,1024}$/;
-
-/** The token of a challenge path, or null for any other path. */
-export function challengeToken(url: string | undefined): string | null {
-  if (!url?.startsWith(ACME_CHALLENGE_PREFIX)) return null;
-  const token = url.slice(ACME_CHALLENGE_PREFIX.length).split('?')[0];
-  return TOKEN.test(token) ? token : null;
-}
 
 /** The challenges as map entries: `<hostname><path>` -> key authorization (well-formed ones only). */
 export async function loadChallenges(knex: Knex): Promise<Map<string, string>> {

@@ -13,8 +13,6 @@ export interface Upstream {
   port: number;
 }
 
-export const STICKY_COOKIE = 'vc_instance';
-
 /** The cookie value that names an environment's instance (not guessable across environments). */
 export function stickyToken(envId: string, id: string): string {
   return createHash('sha256').update(`${envId}\0instance\0${id}`).digest('hex').slice(0, 16);

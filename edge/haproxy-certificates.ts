@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import type { CertificateFileChanges } from './certificate-files';
 
-export class HaproxyRuntimeError extends Error {}
+class HaproxyRuntimeError extends Error {}
 
 /** One command on the runtime socket (non-interactive: one command per connection); its whole answer. */
 export function runtimeCommand(socketPath: string, command: string, payload?: string, timeoutMs = 10_000) {

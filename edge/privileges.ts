@@ -14,14 +14,14 @@ import { chmodSync, chownSync, mkdirSync, readFileSync } from 'node:fs';
 import { closedAboveSync } from '../host/traversable';
 import path from 'node:path';
 
-export interface DataPlaneUser {
+interface DataPlaneUser {
   user: string;
   group: string;
   uid: number;
   gid: number;
 }
 
-export const DATA_PLANE_USER = 'haproxy';
+const DATA_PLANE_USER = 'haproxy';
 
 /** `name`'s id in /etc/passwd or /etc/group (the 3rd field), or null. */
 function idOf(file: string, name: string): number | null {

@@ -8,7 +8,7 @@ import { loadChallenges } from './acme-challenges';
 import { allEnvironmentEdges, allProjectEdges, edgeEnvironments, verifiedDomains } from '../db/queries/edge-settings';
 
 /** The environment edge's rules, ready to check. */
-export interface EnvironmentRules {
+interface EnvironmentRules {
   /** CIDRs; empty: everyone may connect. */
   allowed: string[];
   password: { username: string; hash: string } | null;
@@ -16,10 +16,10 @@ export interface EnvironmentRules {
 }
 
 /** Where an environment is served: its web instances (slot 1 first), or why nothing answers. */
-export type EdgeRoute = { kind: 'upstream'; upstreams: Upstream[] } | { kind: 'unavailable'; text: string };
+type EdgeRoute = { kind: 'upstream'; upstreams: Upstream[] } | { kind: 'unavailable'; text: string };
 
 /** The project edge's rules, ready to check. */
-export interface ProjectRules {
+interface ProjectRules {
   /** CIDRs. */
   blocked: string[];
   /** Lower-cased substrings. */

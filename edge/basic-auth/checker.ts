@@ -21,7 +21,7 @@ import type { Secrets } from '../../system/secrets';
 import { WWW_AUTHENTICATE } from './haproxy';
 import { environmentEdgeOf, recordPasswordDigest } from '../../db/queries/edge-settings';
 
-export interface PasswordCheckerOptions {
+interface PasswordCheckerOptions {
   knex: Knex;
   secrets: Pick<Secrets, 'encryptionKey'>;
   socketPath: string;

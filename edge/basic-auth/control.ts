@@ -13,14 +13,14 @@ import { startPasswordChecker, type PasswordChecker } from './checker';
 import { basicAuthKeyConfig, type BasicAuthFragment } from './haproxy';
 import { loadPasswordEntries, PasswordMap } from './password-map';
 
-export interface BasicAuthPaths {
+interface BasicAuthPaths {
   dir: string;
   mapFile: string;
   checkerSocket: string;
   keyConfig: string;
 }
 
-export function basicAuthPaths(dataDir: string): BasicAuthPaths {
+function basicAuthPaths(dataDir: string): BasicAuthPaths {
   const dir = join(dataDir, 'edge', 'auth');
   return {
     dir,

@@ -22,8 +22,8 @@
  * as a failed attempt, a missing one does not (a browser's first request has none).
  */
 
-export const PW_FAILS_TABLE = 'vc_pw_fails';
-export const PW_CHECK_BACKEND = 'vc_pw_check';
+const PW_FAILS_TABLE = 'vc_pw_fails';
+const PW_CHECK_BACKEND = 'vc_pw_check';
 /** The map value of an environment whose digest is not known yet (its row has the argon2id hash only). */
 export const LEGACY = 'legacy';
 

@@ -26,7 +26,7 @@ export async function loadPasswordEntries(knex: Knex, keyId: string): Promise<Ma
   return out;
 }
 
-export function mapFileText(entries: Map<string, string>): string {
+function mapFileText(entries: Map<string, string>): string {
   return [...entries]
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([k, v]) => `${k} ${v}\n`)
@@ -34,7 +34,7 @@ export function mapFileText(entries: Map<string, string>): string {
 }
 
 /** `show map <file>` lines: `0x55d0... <key> <value>`. */
-export function parseShowMap(text: string): Map<string, string> {
+function parseShowMap(text: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const line of text.split('\n')) {
     const m = /^0x[0-9a-f]+ (\S+) (\S+)$/.exec(line.trim());

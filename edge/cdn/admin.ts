@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import net from 'node:net';
 
-export class VarnishAdminError extends Error {
+class VarnishAdminError extends Error {
   constructor(
     message: string,
     readonly status?: number,
@@ -17,7 +17,7 @@ export class VarnishAdminError extends Error {
 }
 
 /** A word of a CLI command, quoted when it must be (varnish-cli(7) "Quoting pitfalls"). */
-export function cliWord(word: string): string {
+function cliWord(word: string): string {
   if (word !== '' && /^[\x21-\x7e]+$/.test(word) && !/["\\]/.test(word)) return word;
   const escaped = word
     .replace(/[\\"]/g, (c) => `\\${c}`)

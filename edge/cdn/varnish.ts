@@ -31,9 +31,9 @@ import { alive, sleep, stop } from './pids';
 import { freeListenPort } from '../listen-ports';
 import { renderVcl } from './vcl';
 
-export const INSTALL_HINT = 'apt-get install -y varnish';
+const INSTALL_HINT = 'apt-get install -y varnish';
 
-export interface VarnishOptions {
+interface VarnishOptions {
   /** `<DATA_DIR>/edge/varnish`. */
   dir: string;
   /**

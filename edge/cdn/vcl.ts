@@ -17,7 +17,7 @@
  */
 
 /** An answer larger than this (by Content-Length) is passed on but not kept. */
-export const MAX_ENTRY_BYTES = 8 * 1024 * 1024;
+const MAX_ENTRY_BYTES = 8 * 1024 * 1024;
 /**
  * How often Varnish asks the lease. Two good answers in a row make it healthy, two failed ones sick: a cache resumed
  * (every edge start waits for it before HAProxy starts) serves within ~2 of these, and one whose control plane died
@@ -27,7 +27,7 @@ const LEASE_PROBE_MS = 200;
 /** Seconds an uncacheable answer marks its key as hit-for-miss (requests go to the origin at once). */
 const HIT_FOR_MISS_SECONDS = 10;
 
-export interface VclOptions {
+interface VclOptions {
   /** HAProxy's internal origin listener on 127.0.0.1. */
   originPort: number;
   /** The control plane's lease socket (an absolute path without quotes). */

@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { writeAtomic } from './paths';
 
 /** The folders under the data plane's dir whose every file belongs to the model. */
-export const MODEL_DIRS = ['pages', 'maps', 'acls'] as const;
+const MODEL_DIRS = ['pages', 'maps', 'acls'] as const;
 
 export class DataPlaneFiles {
   /** Relative path -> the content this writer wrote there (null: found on disk, content not known). */

@@ -15,7 +15,7 @@ import { escapeHtml } from '../../system/html';
 import type { EdgeState } from '../state';
 import { errorPageKey, errorPageMode, pageEntries, pageKey } from './pages';
 
-export interface Address {
+interface Address {
   host: string;
   port: number;
 }
@@ -29,7 +29,7 @@ export interface Slot {
   on: boolean;
 }
 
-export interface EnvBackend {
+interface EnvBackend {
   envId: string;
   /** The environment's port: its backend is `p<port>`. */
   port: number;
@@ -48,7 +48,7 @@ export interface EdgeModel {
   pages: Map<string, string>;
 }
 
-export const MIN_SLOTS = 2;
+const MIN_SLOTS = 2;
 
 /** Server slots per backend: SCALE_MAX (at least MIN_SLOTS). */
 export const slotsFor = (scaleMax: number) => Math.max(MIN_SLOTS, scaleMax);

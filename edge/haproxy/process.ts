@@ -15,7 +15,7 @@ const run = promisify(execFile);
 export const HAPROXY_BIN = process.env.HAPROXY_BIN || '/usr/sbin/haproxy';
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export class HaproxyMissingError extends Error {
+class HaproxyMissingError extends Error {
   constructor() {
     super(`HAProxy (${HAPROXY_BIN}) is not installed: the edge's data plane needs it (apt-get install -y haproxy)`);
   }

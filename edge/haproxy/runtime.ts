@@ -9,14 +9,14 @@ import { runtimeCommand } from '../haproxy-certificates';
 import { backendName, type EdgeModel, serverName, type Slot } from './model';
 import { RUNTIME_PAYLOAD_MAX } from './buffer';
 
-export class RuntimeError extends Error {}
+class RuntimeError extends Error {}
 
 export async function command(socket: string, line: string, payload?: string): Promise<string> {
   return runtimeCommand(socket, line, payload);
 }
 
 /** Replaces the entries of a map (`kind` map) or ACL file loaded by HAProxy, atomically. */
-export async function replaceEntries(socket: string, kind: 'map' | 'acl', file: string, content: string) {
+async function replaceEntries(socket: string, kind: 'map' | 'acl', file: string, content: string) {
   const prepared = await command(socket, `prepare ${kind} ${file}`);
   const version = /New version created: (\d+)/.exec(prepared)?.[1];
   if (!version) throw new RuntimeError(`prepare ${kind} ${file}: ${prepared.split('\n')[0]}`);

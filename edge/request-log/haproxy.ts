@@ -31,7 +31,7 @@
 
 import { MAX_LINE } from '../../logs/request-reader';
 
-export const REQUEST_RING = 'vc_requests';
+const REQUEST_RING = 'vc_requests';
 
 /**
  * The sequence numbers: an entry per environment in this stick table, its gpc0 incremented when the line is
@@ -57,7 +57,7 @@ const s = (fetch: string) => `%[${fetch},json(utf8s)]`;
  * quote or a backslash, and the line takes 64 bytes of it) need no escaping: two `json` conversions fewer a
  * request.
  */
-export const LOG_FORMAT = `%[sc2_inc_gpc0] %[var(proc.vc_log_epoch)] %Ts.%ms %[var(txn.vc_log_un)] {${[
+const LOG_FORMAT = `%[sc2_inc_gpc0] %[var(proc.vc_log_epoch)] %Ts.%ms %[var(txn.vc_log_un)] {${[
   '"environment_id":"%[var(txn.env)]"',
   '"type":"request"',
   '"method":"%[var(txn.vc_log_m)]"',
