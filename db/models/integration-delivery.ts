@@ -1,6 +1,6 @@
 import { BaseModel } from './base-model';
 
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 
 /** One event sent to one integration, by its own workflow (workflows/integrations.ts), retried with backoff. */
 export class IntegrationDelivery extends BaseModel {

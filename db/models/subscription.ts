@@ -1,6 +1,6 @@
 import { BaseModel } from './base-model';
 
-export type SubscriptionStatus = 'active' | 'cancelling' | 'ended';
+type SubscriptionStatus = 'active' | 'cancelling' | 'ended';
 
 /**
  * One paid thing (a server plan, a service, storage beyond the allowance), known to the team by its

@@ -5,7 +5,7 @@
 import type { Knex } from 'knex';
 import type { AccountVia, ActivityKind } from '../vocabulary';
 
-export interface ActivityInput {
+interface ActivityInput {
   teamId: string;
   /** Who: a user and how they came (session, cli, token); null for the system. */
   actor: { user: { id: string }; via: AccountVia } | null;

@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 
-export const CDN_DEFAULTS = { enabled: false, default_ttl_seconds: 3600 };
+const CDN_DEFAULTS = { enabled: false, default_ttl_seconds: 3600 };
 
 /** An edge that has not checked in for this long is gone (killed): it has no cache a purge must wait for. */
 export const EDGE_GONE_SECONDS = 15;
@@ -32,7 +32,7 @@ export async function saveCdnSettings(
   return { enabled: row.enabled, default_ttl_seconds: row.default_ttl_seconds };
 }
 
-export interface CdnPurge {
+interface CdnPurge {
   id: number;
   environment_id: string;
   prefixes: string[];

@@ -5,7 +5,7 @@
  */
 import type { Knex } from 'knex';
 
-export type CertificateStatus = 'pending' | 'issued' | 'failed';
+type CertificateStatus = 'pending' | 'issued' | 'failed';
 
 /** What a domain answer shows of its certificate (never the key). */
 export interface CertificateSummary {
@@ -104,7 +104,7 @@ export async function recordFailedAttempt(
     });
 }
 
-export interface DueCertificate {
+interface DueCertificate {
   domain_id: string;
   hostname: string;
   team_id: string;

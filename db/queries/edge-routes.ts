@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
  * Where an environment is served, as the supervisor publishes it (the shape of its PublishedRoute,
  * host/provider/supervisor-types.ts, declared here so that db/ imports nothing above it).
  */
-export type PublishedRoute =
+type PublishedRoute =
   | {
       kind: 'upstream';
       host: string;
@@ -45,14 +45,6 @@ export async function publishEdgeRoute(knex: Knex, envId: string, route: Publish
     .insert({ environment_id: envId, ...row, updated_at: knex.fn.now() })
     .onConflict('environment_id')
     .merge();
-}
-
-export interface EdgeRouteRow {
-  environment_id: string;
-  upstream_host: string | null;
-  upstream_port: number | null;
-  upstreams: { id: string; host: string; port: number }[] | null;
-  unavailable: string | null;
 }
 
 /**

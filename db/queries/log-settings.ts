@@ -8,7 +8,7 @@ import type { Secrets } from '../../system/secrets';
 import { aad } from '../aad';
 
 /** A project's log destination, opened: the shape logs/send.ts sends (declared here: db/ imports nothing above). */
-export type Destination =
+type Destination =
   | { kind: 'http'; name: string; url: string }
   | { kind: 'syslog'; name: string; host: string; port: number; protocol: 'udp' | 'tcp' };
 

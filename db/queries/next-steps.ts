@@ -4,14 +4,8 @@
  */
 import type { Knex } from 'knex';
 
-export const NEXT_STEPS = [
-  'connect_repository',
-  'first_deploy',
-  'add_domain',
-  'create_token',
-  'invite_teammate',
-] as const;
-export type NextStep = (typeof NEXT_STEPS)[number];
+const NEXT_STEPS = ['connect_repository', 'first_deploy', 'add_domain', 'create_token', 'invite_teammate'] as const;
+type NextStep = (typeof NEXT_STEPS)[number];
 
 const exists = async (q: Knex.QueryBuilder) => (await q.first(q.client.raw('1 AS one'))) !== undefined;
 

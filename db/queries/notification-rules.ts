@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 
-export interface StoredRule {
+interface StoredRule {
   event: string;
   email: 'members' | 'admins' | 'none';
   integration_ids: string[];

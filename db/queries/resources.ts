@@ -14,11 +14,11 @@ export const WINDOW_SECONDS: Record<ResourceWindow, number> = {
   '90d': 90 * 86_400,
 };
 /** Samples are kept this long (CONTRACT: three months), then deleted by the daily prune. */
-export const RESOURCE_RETENTION_DAYS = 90;
-export const MAX_POINTS = 500;
+const RESOURCE_RETENTION_DAYS = 90;
+const MAX_POINTS = 500;
 
 /** Windows of days are read from the hourly sums (migration 501), shorter ones from the minute samples. */
-export const HOURLY_WINDOWS: readonly ResourceWindow[] = ['7d', '30d', '90d'];
+const HOURLY_WINDOWS: readonly ResourceWindow[] = ['7d', '30d', '90d'];
 
 /**
  * Seconds each point averages: the window over 499 (so that, with bins aligned on the epoch and stable
@@ -30,19 +30,19 @@ export function stepSeconds(window: ResourceWindow): number {
   return Math.max(unit, Math.ceil(WINDOW_SECONDS[window] / (MAX_POINTS - 1) / unit) * unit);
 }
 
-export interface Point {
+interface Point {
   at: string;
   value: number;
 }
 
-export interface ResourceSeries {
+interface ResourceSeries {
   window: ResourceWindow;
   step: number;
   series: { cpu: Point[]; memory: Point[]; disk: Point[] };
 }
 
 /** Minute samples averaged per bin: one range scan of the primary key (index only: the values are INCLUDEd). */
-export const MINUTE_SERIES_SQL = `
+const MINUTE_SERIES_SQL = `
   SELECT date_bin(make_interval(secs => :step), at, TIMESTAMPTZ 'epoch') AS bucket,
          CAST(avg(cpu) AS float8) AS cpu, CAST(avg(memory_bytes) AS float8) AS memory, CAST(avg(disk_bytes) AS float8) AS disk
     FROM resource_samples
@@ -54,7 +54,7 @@ export const MINUTE_SERIES_SQL = `
  * Hourly sums per bin, the average of every sample in it: at most 2,161 rows of the primary key for 90 days.
  * The hour the window starts in counts whole.
  */
-export const HOURLY_SERIES_SQL = `
+const HOURLY_SERIES_SQL = `
   SELECT date_bin(make_interval(secs => :step), hour, TIMESTAMPTZ 'epoch') AS bucket,
          sum(cpu_sum) / sum(samples) AS cpu,
          CAST(sum(memory_sum) AS float8) / sum(samples) AS memory,
@@ -89,7 +89,7 @@ export async function resourceSeries(
 }
 
 /** Rows of a series statement as the API answers them. */
-export function toSeries(
+function toSeries(
   window: ResourceWindow,
   step: number,
   rows: Array<{ bucket: Date; cpu: number; memory: number; disk: number }>,

@@ -7,12 +7,12 @@ import type { Knex } from 'knex';
 import { Subscription } from '../models/subscription';
 
 /** A readable order id: `ord_` and 12 base32 characters. */
-export function newOrderId(): string {
+function newOrderId(): string {
   const alphabet = 'abcdefghijkmnpqrstuvwxyz23456789';
   return `ord_${[...randomBytes(12)].map((b) => alphabet[b % alphabet.length]).join('')}`;
 }
 
-export interface OpenSubscription {
+interface OpenSubscription {
   teamId: string;
   projectId?: string | null;
   environmentId?: string | null;
@@ -72,7 +72,7 @@ export async function subscriptionItem(
 }
 
 /** `date` plus `months` calendar months (UTC), the day clamped to the month's last (Jan 31 + 1 = Feb 28/29). */
-export function addMonths(date: Date, months: number): Date {
+function addMonths(date: Date, months: number): Date {
   const y = date.getUTCFullYear();
   const m = date.getUTCMonth() + months;
   const last = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();

@@ -23,7 +23,7 @@ export interface GateBlocker {
 export type GatedStart = boolean | { waiting: GateBlocker };
 
 /** The types a task of `type` may not run beside on its environment (none for most types). */
-export function typesKeptApart(type: string): readonly TaskType[] {
+function typesKeptApart(type: string): readonly TaskType[] {
   const def = TASK_TYPES[type as TaskType];
   if (!def) return [];
   if (def.exclusive) return WAITING_TASK_TYPES;

@@ -13,8 +13,6 @@ import { workflowIds } from '../workflow-names';
 
 import type { TaskStatus } from '../vocabulary';
 
-export type { TaskStatus };
-
 /** Inserts the task row unless it exists (the API and the workflow both call this with the same record). */
 export async function insertTask(knex: Knex, task: TaskRecord & { run_id?: string | null }): Promise<Task> {
   // One statement whoever comes first (the API after starting the workflow, or the workflow's first
