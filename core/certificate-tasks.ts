@@ -8,7 +8,7 @@ import type { Deps } from '../system/deps';
 import { startTask, type TaskRequester } from './tasks';
 import { certificateTaskRunning, claimCertificate } from '../db/queries/certificates';
 
-export interface CertificateDomain {
+interface CertificateDomain {
   id: string;
   hostname: string;
   team_id: string;

@@ -4,7 +4,7 @@
  */
 import { Resolver } from 'node:dns/promises';
 
-export type TxtAnswer = { ok: true; values: string[] } | { ok: false; reason: string };
+type TxtAnswer = { ok: true; values: string[] } | { ok: false; reason: string };
 
 const ABSENT = new Set(['ENOTFOUND', 'ENODATA', 'NXDOMAIN']);
 

@@ -14,7 +14,7 @@ import { recordActivity } from '../db/queries/activity';
 import type { DomainRow } from '../db/queries/domains';
 
 export const VERIFY_PREFIX = '_vc-verify.';
-export const PENDING_CLAIM_DAYS = 7;
+const PENDING_CLAIM_DAYS = 7;
 const DAY_MS = 86_400_000;
 
 export type CheckOutcome =

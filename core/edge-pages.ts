@@ -14,7 +14,7 @@ export const MAX_MAINTENANCE_NOTE = 2000;
  * The most bytes one `{{note}}` becomes on a page: the note escaped for HTML (`"` -> `&quot;`: 6 bytes for one
  * character; no UTF-16 unit takes more than 3 bytes of UTF-8).
  */
-export const MAX_NOTE_BYTES = MAX_MAINTENANCE_NOTE * 6;
+const MAX_NOTE_BYTES = MAX_MAINTENANCE_NOTE * 6;
 
 /**
  * The most bytes a page may take served (what HAProxy's largest buffer, 128 KiB, held with room for the answer's

@@ -4,7 +4,7 @@
  * how the refusal reads wherever the caller has nothing more particular to say, so that the same refusal
  * reads the same everywhere.
  */
-export const ERROR_CODES = {
+const ERROR_CODES = {
   malformed_body: { status: 400, message: 'The request body is not valid JSON' },
   authorization_pending: {
     status: 400,
@@ -89,7 +89,7 @@ export const ERROR_CODES = {
   },
 } as const satisfies Record<string, { status: number; message: string }>;
 
-export type ErrorCode = keyof typeof ERROR_CODES;
+type ErrorCode = keyof typeof ERROR_CODES;
 
 export class AppError extends Error {
   constructor(

@@ -8,12 +8,11 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Client } from '@temporalio/client';
 import { Integration } from '../db/models/integration';
-import type { IntegrationDelivery } from '../db/models/integration-delivery';
 import { storedRule } from '../db/queries/notification-rules';
 import { startIntegrationDelivery } from './temporal-starts';
 import type { IntegrationEvent } from './integration-kinds';
 
-export interface EmittedEvent {
+interface EmittedEvent {
   teamId: string;
   event: IntegrationEvent;
   /** What happened, e.g. `{task: {...}, project: {...}, environment: {...}}`; never a secret. */
@@ -59,8 +58,6 @@ export async function emitIntegrationEvent(
   }
   return started;
 }
-
-export type { IntegrationDelivery };
 
 /**
  * domain.verified for a domain that has just become verified (POST /domains/{id}/verify or the background

@@ -23,7 +23,7 @@ const INTEGRATION_EVENT_LABELS: Record<IntegrationEvent, string> = {
 export const eventLabel = (event: string): string =>
   (INTEGRATION_EVENT_LABELS as Record<string, string | undefined>)[event] ?? event;
 
-export interface KindField {
+interface KindField {
   name: string;
   type: 'url' | 'string';
   required: boolean;

@@ -7,9 +7,9 @@ import { displayUrl, GitError, lsRemoteRefs, type GitAccess, type GitRepo } from
 
 export { displayUrl };
 
-export const GIT_TIMEOUT_MS = 20_000;
+const GIT_TIMEOUT_MS = 20_000;
 
-export type LsRemote =
+type LsRemote =
   | { ok: true; refs: Array<{ sha: string; ref: string }>; head?: string }
   | { ok: false; code: GitError['code']; reason: string; fieldReason: string };
 

@@ -28,7 +28,7 @@ const planSchema = z.object({
 });
 const buildPlanSchema = planSchema.omit({ disk_gb: true });
 
-export const priceListSchema = z.object({
+const priceListSchema = z.object({
   currency: z.string().regex(/^[A-Z]{3}$/),
   plans: z.array(planSchema).min(1),
   default_plan: z.string(),

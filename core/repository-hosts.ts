@@ -22,7 +22,7 @@ export function sealHostSecret(secrets: Keys, id: string, secret: string): strin
 }
 
 /** The kind of host and the host key a repository URL is looked up by, or null (local, git://, unparsable). */
-export function hostKeyOf(url: string): { kind: 'https' | 'ssh'; host: string } | null {
+function hostKeyOf(url: string): { kind: 'https' | 'ssh'; host: string } | null {
   const parsed = parseRepositoryUrl(url);
   if (!parsed.ok) return null;
   if (parsed.kind === 'http') return { kind: 'https', host: new URL(parsed.url).host.toLowerCase() };

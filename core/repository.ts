@@ -11,7 +11,7 @@ import { withHostCredentials } from './repository-hosts';
 import { aad } from '../db/aad';
 import { projectRepositoryColumns } from '../db/queries/projects';
 
-export interface ProjectRepositoryRow {
+interface ProjectRepositoryRow {
   id: string;
   team_id: string;
   repository_url: string | null;

@@ -41,7 +41,7 @@ export type TaskRequester =
 /** The workflow that runs tasks of type T (db/vocabulary.ts), by name. */
 type TaskWorkflowName<T extends TaskType> = (typeof TASK_TYPES)[T]['workflow'];
 /** What the workflow of type T takes beside the task record. */
-export type TaskExtraInput<T extends TaskType> = Omit<WorkflowArgs<TaskWorkflowName<T>>[0], 'task'>;
+type TaskExtraInput<T extends TaskType> = Omit<WorkflowArgs<TaskWorkflowName<T>>[0], 'task'>;
 
 /**
  * A task to start, typed from the task registry: `params` by the type's schema (db/task-params.ts), `input` by its
@@ -69,7 +69,7 @@ const account = (by: TaskRequester) =>
     : { account_user_id: by.userId, account_via: by.via };
 
 /** The workflow id a task of this type gets. */
-export function taskWorkflowId(type: TaskType, taskId: string, environmentId: string | null): string {
+function taskWorkflowId(type: TaskType, taskId: string, environmentId: string | null): string {
   if (TASK_TYPES[type].exclusive) {
     if (!environmentId) throw new Error(`a ${type} task needs its environment`);
     return workflowIds.environmentChange(environmentId);
@@ -161,7 +161,7 @@ export async function startTask<T extends TaskType>(deps: Deps, by: TaskRequeste
 }
 
 /** 409 naming the running exclusive task: `deploy_in_progress` for a deployment, else `task_in_progress`. */
-export function inProgress(running: { id: string; kind: string } | null) {
+function inProgress(running: { id: string; kind: string } | null) {
   if (!running || running.kind === 'deployments') {
     return errors.refusal('deploy_in_progress', {
       task_id: running?.id ?? null,

@@ -25,7 +25,7 @@ export type TemporalDeps = {
 
 // ---- Search attributes -------------------------------------------------------------------------------------
 
-export type SearchAttributeName = (typeof SEARCH_ATTRIBUTES)[number];
+type SearchAttributeName = (typeof SEARCH_ATTRIBUTES)[number];
 
 const keyword = (name: SearchAttributeName) => defineSearchAttributeKey(name, SearchAttributeType.KEYWORD);
 
@@ -50,7 +50,7 @@ export type WorkflowName = keyof typeof workflows;
 /** The arguments the workflow named N takes. */
 export type WorkflowArgs<N extends WorkflowName> = Parameters<(typeof workflows)[N]>;
 
-export interface WorkflowStart<N extends WorkflowName> {
+interface WorkflowStart<N extends WorkflowName> {
   workflow: N;
   workflowId: string;
   args: WorkflowArgs<N>;

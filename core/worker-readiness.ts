@@ -4,7 +4,7 @@ import { WorkerHeartbeat } from '../db/models/worker-heartbeat';
 import type { HostSettings } from '../db/queries/worker-settings';
 
 /** A worker refreshes its row this often; GET /health counts a worker alive while its row is fresher than WORKER_STALE_MS. */
-export const WORKER_HEARTBEAT_MS = 5_000;
+const WORKER_HEARTBEAT_MS = 5_000;
 export const WORKER_STALE_MS = 20_000;
 
 export const workerIdentity = (pid = process.pid) => `${hostname()}:${pid}`;

@@ -22,9 +22,9 @@ import { requestTask } from '../deploys';
 import { lsRemote } from '../ls-remote';
 import { shaOfRef } from '../../host/git';
 
-export type AutoDeployStatus = 'started' | 'busy' | 'up_to_date' | 'already_started' | 'ref_not_found' | 'unreachable';
+type AutoDeployStatus = 'started' | 'busy' | 'up_to_date' | 'already_started' | 'ref_not_found' | 'unreachable';
 
-export interface AutoDeployOutcome {
+interface AutoDeployOutcome {
   environment_id: string;
   status: AutoDeployStatus;
   /** The head of the environment's git_ref, when it was read. */
@@ -36,7 +36,7 @@ export interface AutoDeployOutcome {
 const FULL_SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/i;
 
 /** The commit a git ref names among the remote's refs (as resolveRef reads them); null when none matches. */
-export function headOf(refs: Array<{ sha: string; ref: string }>, gitRef: string): string | null {
+function headOf(refs: Array<{ sha: string; ref: string }>, gitRef: string): string | null {
   const want = gitRef.trim() || 'HEAD';
   if (FULL_SHA.test(want)) return want.toLowerCase(); // a fixed commit never moves
   return shaOfRef(refs, want);
