@@ -15,16 +15,16 @@ import https from 'node:https';
 import { checkOutboundHost, guardedLookup, type OutboundConfig } from './outbound';
 import { Dir } from './no-follow';
 
-export interface LocalSettings {
+interface LocalSettings {
   path: string;
 }
-export interface S3Settings {
+interface S3Settings {
   endpoint: string;
   region: string;
   bucket: string;
   prefix?: string;
 }
-export interface S3Secrets {
+interface S3Secrets {
   access_key_id: string;
   secret_access_key: string;
 }
@@ -316,7 +316,7 @@ export async function probeStore(spec: DestinationSpec, outbound: OutboundConfig
 }
 
 /** The fields of an S3 destination a store failure points at. */
-export type StoreField = 'endpoint' | 'bucket' | 'access_key_id' | 'secret_access_key';
+type StoreField = 'endpoint' | 'bucket' | 'access_key_id' | 'secret_access_key';
 
 /** probeStore, with the fields at fault: null when the probe worked. */
 export async function probeStoreFault(
@@ -347,7 +347,7 @@ export async function probeStoreFault(
  * `endpoint`; NoSuchBucket the `bucket`; an unknown key id `access_key_id`; a bad signature
  * `secret_access_key`; any other refusal of the credentials (401/403) both keys.
  */
-export function storeErrorFields(err: unknown): StoreField[] {
+function storeErrorFields(err: unknown): StoreField[] {
   const e = err as { name?: string; Code?: string; $metadata?: { httpStatusCode?: number }; $response?: unknown };
   const name = e.Code ?? e.name ?? '';
   const status = e.$metadata?.httpStatusCode;
@@ -360,7 +360,7 @@ export function storeErrorFields(err: unknown): StoreField[] {
 }
 
 /** A readable reason for a store failure that names no credential. */
-export function describeStoreError(err: unknown): string {
+function describeStoreError(err: unknown): string {
   const e = err as { name?: string; code?: string; message?: string; $metadata?: { httpStatusCode?: number } };
   const status = e.$metadata?.httpStatusCode;
   const what = e.code ?? e.name ?? 'Error';

@@ -32,9 +32,9 @@ export interface GitRepo {
   scope?: string;
 }
 
-export type RemoteKind = 'local' | 'http' | 'ssh' | 'git';
+type RemoteKind = 'local' | 'http' | 'ssh' | 'git';
 
-export type ParsedRepositoryUrl =
+type ParsedRepositoryUrl =
   | { ok: true; url: string; credentials: Credentials | null; kind: RemoteKind }
   | { ok: false; reason: string };
 
@@ -214,7 +214,7 @@ async function realOrNull(p: string): Promise<string | null> {
  * common dir) must be under a root and outside DATA_DIR. A path that does not exist is refused the
  * same way as one outside the roots unless it would be under a root (nothing is told about the rest).
  */
-export async function checkLocalRepository(p: string, access: GitAccess): Promise<string> {
+async function checkLocalRepository(p: string, access: GitAccess): Promise<string> {
   if (access.localRepositoryRoots.length === 0) {
     throw new LocationRefused('is a local path, which this console does not allow (LOCAL_REPOSITORY_ROOTS is not set)');
   }

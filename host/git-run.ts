@@ -23,7 +23,7 @@ import { MadeOnce } from './per-key';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 
-export type GitErrorCode =
+type GitErrorCode =
   | 'ref_not_found'
   | 'repository_unreachable'
   | 'repository_not_found'
@@ -33,10 +33,7 @@ export type GitErrorCode =
   | 'git_failed';
 
 /** The only things said about a failing repository (API answers and task logs alike). */
-export const GIT_FAILURES: Record<
-  Exclude<GitErrorCode, 'ref_not_found' | 'location_refused' | 'git_failed'>,
-  string
-> = {
+const GIT_FAILURES: Record<Exclude<GitErrorCode, 'ref_not_found' | 'location_refused' | 'git_failed'>, string> = {
   repository_unreachable: 'the repository could not be reached',
   repository_not_found: 'no git repository was found at this address',
   authentication_failed: 'authentication failed: the repository refused the credentials, or needs some',
@@ -238,7 +235,7 @@ function run(args: string[], opts: RunOpts, env: NodeJS.ProcessEnv, timeout: num
 }
 
 /** Checks and pins the repository's location for one call; a refused location is a GitError. */
-export async function remoteFor(repo: GitRepo, opts: GitOptions): Promise<PreparedRemote> {
+async function remoteFor(repo: GitRepo, opts: GitOptions): Promise<PreparedRemote> {
   try {
     return await prepareRemote(repo, opts.access);
   } catch (err) {

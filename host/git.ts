@@ -34,7 +34,7 @@ export function displayUrl(url: string): string {
   return user ? `${scheme}${user}@${rest}` : scheme + rest;
 }
 
-export interface RemoteRef {
+interface RemoteRef {
   ref: string;
   sha: string;
 }
@@ -54,7 +54,7 @@ export async function lsRemoteRefs(repo: GitRepo, opts: GitOptions): Promise<{ r
 }
 
 /** Every ref the remote advertises. */
-export async function lsRemote(repo: GitRepo, opts: GitOptions): Promise<RemoteRef[]> {
+async function lsRemote(repo: GitRepo, opts: GitOptions): Promise<RemoteRef[]> {
   return (await lsRemoteRefs(repo, opts)).refs;
 }
 
@@ -99,7 +99,7 @@ export async function resolveRef(repo: GitRepo, ref: string, opts: GitOptions): 
   throw new GitError('ref_not_found', `no branch, tag or commit named "${want}" in the repository`);
 }
 
-export interface BranchCommit {
+interface BranchCommit {
   sha: string;
   author: string;
   committedAt: string;
@@ -140,7 +140,7 @@ export async function listBranchCommits(
     });
 }
 
-export interface CheckoutOptions extends GitOptions {
+interface CheckoutOptions extends GitOptions {
   repo: GitRepo;
   sha: string;
   /** Created (with parents) if missing; should be empty. Receives the tree of `sha`, without .git. */
@@ -195,12 +195,12 @@ export async function mirrorWithCommit(repo: GitRepo, sha: string, opts: GitOpti
 }
 
 /** Where bare mirrors are kept under DATA_DIR. */
-export function mirrorsDir(dataDir: string): string {
+function mirrorsDir(dataDir: string): string {
   return path.join(path.resolve(dataDir), 'git-mirrors');
 }
 
 /** Path of the bare mirror of a repository: one per project and URL, whatever the credentials. */
-export function mirrorPath(cacheDir: string, repo: GitRepo): string {
+function mirrorPath(cacheDir: string, repo: GitRepo): string {
   const key = createHash('sha256')
     .update(`${repo.scope ?? ''}\n${repo.url}`)
     .digest('hex')
@@ -261,7 +261,7 @@ function sweepLegacyMirrors(cacheDir: string): Promise<void> {
 }
 
 /** `git fetch --prune` of every ref into the mirror, from the checked location. */
-export function fetchMirror(mirror: string, repo: GitRepo, opts: GitOptions): Promise<void> {
+function fetchMirror(mirror: string, repo: GitRepo, opts: GitOptions): Promise<void> {
   return mirrors.run(mirror, async () => {
     await gitRemote(repo, opts, (target) => [
       '--git-dir',

@@ -18,7 +18,7 @@ export const MANIFEST_FILE = 'service.yaml';
 
 const command = z.string().trim().min(1);
 
-export const manifestSchema = z.strictObject({
+const manifestSchema = z.strictObject({
   build: z.array(command).default([]),
   deploy: z.array(command).default([]),
   web: command.optional(),
@@ -30,12 +30,12 @@ export const manifestSchema = z.strictObject({
 
 export type Manifest = z.output<typeof manifestSchema>;
 
-export type ManifestResult = { ok: true; manifest: Manifest } | { ok: false; fields: Record<string, string> };
+type ManifestResult = { ok: true; manifest: Manifest } | { ok: false; fields: Record<string, string> };
 
-export const emptyManifest = (): Manifest => ({ build: [], deploy: [] });
+const emptyManifest = (): Manifest => ({ build: [], deploy: [] });
 
 /** The largest manifest read (pasted or from a commit): a service.yaml is a few lines. */
-export const MAX_MANIFEST_BYTES = 64 * 1024;
+const MAX_MANIFEST_BYTES = 64 * 1024;
 /**
  * Aliases expanded at most when the document is read: a handful is plenty for a manifest, and a
  * "billion laughs" document (aliases of aliases) is refused instead of expanded.
@@ -128,7 +128,7 @@ export async function readManifest(dir: string): Promise<ManifestResult & { pres
   });
 }
 
-export type ManifestFileKind = 'file' | 'symlink' | 'other';
+type ManifestFileKind = 'file' | 'symlink' | 'other';
 
 /**
  * service.yaml is read only as a regular file of the commit: a symlink could point anywhere on the host

@@ -21,7 +21,7 @@ const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
 const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 
 /** One name inside a directory: never empty, `.`, `..` or containing a slash. */
-export function checkName(name: string): string {
+function checkName(name: string): string {
   if (!name || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
     throw new Error(`not a single file name: ${JSON.stringify(name)}`);
   }
@@ -192,7 +192,7 @@ export function spawnIn(dirs: Dir[], cmd: string, args: string[]): ChildProcessW
 }
 
 /** Runs `cmd` as spawnIn does and waits; a non-zero exit is an error with the end of its stderr. */
-export async function runIn(dirs: Dir[], cmd: string, args: string[]): Promise<void> {
+async function runIn(dirs: Dir[], cmd: string, args: string[]): Promise<void> {
   const child = spawnIn(dirs, cmd, args);
   child.stdin.end();
   let stderr = '';

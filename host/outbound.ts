@@ -22,7 +22,7 @@ export type OutboundConfig = Pick<Config, 'outboundAllowedHosts'>;
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 
-export type OutboundRefusalReason = 'internal_address' | 'unresolvable' | 'invalid_host';
+type OutboundRefusalReason = 'internal_address' | 'unresolvable' | 'invalid_host';
 
 /** A connection the guard will not make; `message` is a phrase fit for `error.fields` and task logs. */
 export class OutboundRefused extends Error {
@@ -133,7 +133,7 @@ export function guardedLookup(config: OutboundConfig): LookupFunction {
   }) as LookupFunction;
 }
 
-export interface OutboundResponse {
+interface OutboundResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: Buffer;
@@ -141,7 +141,7 @@ export interface OutboundResponse {
   url: string;
 }
 
-export interface OutboundRequestOptions {
+interface OutboundRequestOptions {
   method?: string;
   headers?: Record<string, string>;
   /** A list of Buffers is sent one after the other, with their length (no copy into one). */

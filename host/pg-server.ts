@@ -32,7 +32,7 @@ export function servicesAdminUrl(config: Pick<Config, 'servicesDatabaseUrl' | 'd
 export const SAFE_SESSION_OPTIONS = '-c search_path=';
 
 /** `url` with the safe session options added to any it has (libpq and node-postgres both read `options`). */
-export function withSafeOptions(url: string): string {
+function withSafeOptions(url: string): string {
   const u = new URL(url);
   const had = u.searchParams.get('options');
   u.searchParams.set('options', had ? `${had} ${SAFE_SESSION_OPTIONS}` : SAFE_SESSION_OPTIONS);
@@ -44,7 +44,7 @@ export function withSafeOptions(url: string): string {
  * or `postgres`), never into a tenant's database, with an empty search_path. Nothing of a tenant runs there:
  * CONNECT on it is revoked from PUBLIC (`prepareServicesServer`).
  */
-export function adminUrl(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>): string {
+function adminUrl(config: Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>): string {
   return withSafeOptions(servicesAdminUrl(config));
 }
 

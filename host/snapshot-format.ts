@@ -13,9 +13,9 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 
-export const MAGIC = Buffer.from('VCBACKUP', 'ascii');
-export const VERSION = 1;
-export const PART = { database: 1, files: 2, end: 255 } as const;
+const MAGIC = Buffer.from('VCBACKUP', 'ascii');
+const VERSION = 1;
+const PART = { database: 1, files: 2, end: 255 } as const;
 export type PartName = 'database' | 'files';
 const HEADER_LENGTH = MAGIC.length + 1 + 16 + 8;
 const MAX_FRAME = 1024 * 1024;
@@ -101,10 +101,10 @@ class ByteReader {
   }
 }
 
-export class SnapshotFormatError extends Error {}
+class SnapshotFormatError extends Error {}
 
 /** Reads the header only: the key fingerprint a snapshot needs. */
-export function readHeader(header: Buffer): { version: number; fingerprint: string } {
+function readHeader(header: Buffer): { version: number; fingerprint: string } {
   if (header.length < HEADER_LENGTH || !header.subarray(0, MAGIC.length).equals(MAGIC)) {
     throw new SnapshotFormatError('not a snapshot of this console (bad magic)');
   }

@@ -9,7 +9,7 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 
 /** A directory that other users may not pass through, and its mode (0o750, say). */
-export interface ClosedDir {
+interface ClosedDir {
   dir: string;
   mode: number;
 }

@@ -35,11 +35,11 @@ export interface Limits {
 }
 
 /** The pids limit a process tree held to `limits` gets. */
-export function processLimit(limits: Limits): number {
+function processLimit(limits: Limits): number {
   return limits.maxProcesses ?? defaultMaxProcesses(limits.memoryMb);
 }
 
-export type CgroupHost =
+type CgroupHost =
   | { kind: 'v1'; memory: string; cpu: string; cpuacct: string; pids: string | null }
   | { kind: 'v2'; dir: string; pids: boolean }
   | { kind: 'none'; reason: string };
@@ -161,7 +161,7 @@ function envDirs(h: CgroupHost, envId: string): string[] {
   return [];
 }
 
-export interface Placement {
+interface Placement {
   /** The leaf directories the process tree was placed in. */
   dirs: string[];
   pids: number[];
@@ -318,7 +318,7 @@ export function removeCgroupBase(): void {
   detected = undefined; // created again on the next placement
 }
 
-export interface CgroupUsage {
+interface CgroupUsage {
   memoryBytes: number;
   /** CPU time used by the environment's processes since its cgroup was created, in nanoseconds. */
   cpuNs: number;
@@ -345,7 +345,7 @@ export function environmentUsage(envId: string): CgroupUsage | null {
 }
 
 /** The pids of a process's living descendants, from /proc (children before grandchildren). */
-export function descendants(pid: number): number[] {
+function descendants(pid: number): number[] {
   const children = new Map<number, number[]>();
   let entries: string[];
   try {

@@ -20,7 +20,7 @@ import { removeTree, withDir } from '../no-follow';
 
 export { environmentDir };
 
-export const RELEASE_MARKER = '.vc-release.json';
+const RELEASE_MARKER = '.vc-release.json';
 
 export interface ReleaseMarker {
   releaseId: string;
@@ -30,7 +30,7 @@ export interface ReleaseMarker {
   builtAt: string;
 }
 
-export interface FailedStep {
+interface FailedStep {
   phase: 'build' | 'deploy';
   index: number;
   command: string;

@@ -10,10 +10,10 @@ import { StringDecoder } from 'node:string_decoder';
 import type { Readable } from 'node:stream';
 import { launch, type Jail } from './sandbox';
 
-export type OutputStream = 'stdout' | 'stderr';
+type OutputStream = 'stdout' | 'stderr';
 export type OnLine = (stream: OutputStream, line: string) => void;
 
-export interface RunStepOptions {
+interface RunStepOptions {
   command: string;
   cwd: string;
   /** The complete environment of the step (the caller merges). Its values are never printed. */

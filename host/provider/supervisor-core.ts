@@ -13,7 +13,7 @@ import { publishedRoute, spawnWeb } from './supervisor-web';
 import { delay, STOPPED_WAITING, waitReady, type Backoff, type WebProcess } from './web-process';
 
 /** A change that did not run: its signal aborted (task cancelled, worker stopping) while it waited its turn. */
-export class SupervisorStopped extends Error {
+class SupervisorStopped extends Error {
   constructor() {
     super(`not started: ${STOPPED_WAITING}`);
     this.name = 'SupervisorStopped';
@@ -264,7 +264,7 @@ export abstract class SupervisorCore {
 }
 
 /** What an instance runs. */
-export interface WebSpec {
+interface WebSpec {
   releaseId: string;
   releaseDir: string;
   command: string;

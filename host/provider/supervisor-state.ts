@@ -10,7 +10,7 @@ import type { Limits } from './cgroups';
 import type { Manifest } from '../manifest';
 import { environmentDir } from './releases';
 
-export interface CurrentRelease {
+interface CurrentRelease {
   envId: string;
   releaseId: string;
   releaseDir: string;

@@ -49,7 +49,7 @@ export type PublishedRoute =
   | { kind: 'unavailable'; text: string; releaseId: string | null };
 
 /** One web instance as the edge reaches it; `id` (its slot, "1".."N") names it in the stickiness cookie. */
-export interface Upstream {
+interface Upstream {
   id: string;
   host: string;
   port: number;
@@ -101,7 +101,7 @@ export type RestartResult = { ok: true; restarted: boolean } | { ok: false; mess
 
 export type ScaleResult = { ok: true; instances: number; changed: boolean } | { ok: false; message: string };
 
-export interface InstanceStatus {
+interface InstanceStatus {
   slot: number;
   pid: number | null;
   internalPort: number;

@@ -18,7 +18,7 @@ import { delay, freePort, WebProcess, type Backoff } from './web-process';
 
 export const WEB_LOG = 'web.log';
 
-export interface SpawnOptions {
+interface SpawnOptions {
   dataDir: string;
   envId: string;
   /** The environment's public port (its sandbox is keyed by it). */

@@ -33,7 +33,7 @@ import { killOrphan, killStrays, safe, WEB_LOG } from './supervisor-web';
 import { waitReady, type WebProcess } from './web-process';
 
 export { currentRelease, statePath } from './supervisor-state';
-export type { EnvironmentStatus, GoLiveOptions, GoLiveResult, PublishedRoute } from './supervisor-types';
+export type { PublishedRoute } from './supervisor-types';
 
 export class Supervisor extends SupervisorInstances {
   /**

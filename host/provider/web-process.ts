@@ -19,7 +19,7 @@ export interface Backoff {
   stableMs: number;
 }
 
-export interface WebProcessOptions {
+interface WebProcessOptions {
   label: string;
   command: string;
   cwd: string;
@@ -184,7 +184,7 @@ export function freePort(): Promise<number> {
 }
 
 /** One health probe: the status of GET path (or 'connected' for a bare TCP check), or an error text. */
-export function probe(
+function probe(
   host: string,
   port: number,
   pathname: string | undefined,
