@@ -33,7 +33,7 @@ export interface CredentialCache<T> {
   close(): Promise<void>;
 }
 
-export interface CredentialIds {
+interface CredentialIds {
   tokenId: string;
   userId: string;
   teamId: string;
@@ -44,7 +44,7 @@ interface Entry<T> extends CredentialIds {
   until: number;
 }
 
-export const CREDENTIALS_CHANNEL = 'vc_credentials';
+const CREDENTIALS_CHANNEL = 'vc_credentials';
 const HEARTBEAT_MS = 5_000;
 const HEARTBEAT_TIMEOUT_MS = 2_000;
 const MAX_ENTRIES = 10_000;

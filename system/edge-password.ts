@@ -9,7 +9,7 @@
 import { createHmac, hkdfSync } from 'node:crypto';
 import type { Secrets } from './secrets';
 
-export interface EdgePasswordKey {
+interface EdgePasswordKey {
   id: string;
   key: Buffer;
 }

@@ -1,6 +1,6 @@
 export type CreationKind = 'invitations' | 'device-codes';
 
-export interface RateHeaders {
+interface RateHeaders {
   'RateLimit-Limit': string;
   'RateLimit-Remaining': string;
   'RateLimit-Reset': string;

@@ -8,7 +8,7 @@
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The strings that stand for a secret value in text. */
-export function secretForms(value: string): string[] {
+function secretForms(value: string): string[] {
   const forms = value.split('\n').filter((p) => p.length > 0);
   if (value.length >= 3) {
     const b64 = Buffer.from(value).toString('base64');

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-export interface KeyRecord {
+interface KeyRecord {
   id: string;
   key: Buffer;
 }
@@ -18,7 +18,7 @@ export interface Secrets {
   previousEncryptionKeys: Map<string, Buffer>;
 }
 
-export interface SecretOverrides {
+interface SecretOverrides {
   tokenHmacKey?: string;
   encryptionKey?: string;
   /** ENCRYPTION_KEY's id (default `env`): the control plane's, on a host agent (values sealed under it name it). */

@@ -2,7 +2,7 @@
 
 import { p, PRODUCT_NAME, renderEmail, strong, type RenderedEmail } from './layout';
 
-export interface TaskEventEmailInput {
+interface TaskEventEmailInput {
   outcome: 'succeeded' | 'failed';
   taskType: string;
   taskUrl: string;

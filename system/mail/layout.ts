@@ -12,7 +12,7 @@ export interface RenderedEmail {
 }
 
 /** HTML that is already safe; only `html` and `layout` make these. */
-export class SafeHtml {
+class SafeHtml {
   constructor(readonly value: string) {}
   toString(): string {
     return this.value;
@@ -41,7 +41,7 @@ export function html(strings: TemplateStringsArray, ...values: HtmlValue[]): Saf
 // Content model
 
 /** A run of text inside a paragraph: plain, emphasised, or a link. */
-export type Inline = string | { strong: string } | { link: string; label?: string };
+type Inline = string | { strong: string } | { link: string; label?: string };
 
 export type Block =
   | { kind: 'p'; content: Inline[] }
@@ -53,7 +53,7 @@ export type Block =
   /** A command or request to type, monospaced. */
   | { kind: 'command'; text: string };
 
-export interface EmailContent {
+interface EmailContent {
   subject: string;
   /** The short summary mail clients show after the subject. */
   preheader: string;
@@ -65,7 +65,6 @@ export interface EmailContent {
 
 export const p = (...content: Inline[]): Block => ({ kind: 'p', content });
 export const strong = (text: string): Inline => ({ strong: text });
-export const link = (url: string, label?: string): Inline => ({ link: url, label });
 
 // ---------------------------------------------------------------------------------------------
 // Plain text
@@ -98,7 +97,7 @@ function blockText(block: Block): string {
   }
 }
 
-export function renderText(content: EmailContent): string {
+function renderText(content: EmailContent): string {
   const parts = [content.greeting, ...content.blocks.map(blockText), `— ${PRODUCT_NAME}`];
   return `${parts.join('\n\n')}\n\n--\n${content.footer}\n`;
 }

@@ -2,7 +2,7 @@
 
 import { p, PRODUCT_NAME, renderEmail, strong, type RenderedEmail } from './layout';
 
-export interface SupportTicketEmailInput {
+interface SupportTicketEmailInput {
   ticketId: string;
   teamName: string;
   teamId: string;
@@ -47,7 +47,7 @@ export function supportTicketEmail(input: SupportTicketEmailInput): RenderedEmai
   });
 }
 
-export interface SupportReplyEmailInput {
+interface SupportReplyEmailInput {
   ticketId: string;
   subject: string;
   from: { name: string; email: string };

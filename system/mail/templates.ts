@@ -13,9 +13,7 @@ import {
   type RenderedEmail,
 } from './layout';
 
-export type { RenderedEmail } from './layout';
-
-export type TeamRole = 'owner' | 'admin' | 'developer' | 'viewer';
+type TeamRole = 'owner' | 'admin' | 'developer' | 'viewer';
 
 const API_PATH = '/api/vc/v1';
 
@@ -26,7 +24,7 @@ function greeting(name: string | null | undefined): string {
 
 // ---------------------------------------------------------------------------------------------
 
-export interface ConfirmationEmailInput {
+interface ConfirmationEmailInput {
   name: string;
   code: string;
   baseUrl: string;
@@ -61,7 +59,7 @@ export function confirmationEmail(input: ConfirmationEmailInput): RenderedEmail 
 
 // ---------------------------------------------------------------------------------------------
 
-export interface InvitationEmailInput {
+interface InvitationEmailInput {
   teamName: string;
   inviterName: string;
   role: TeamRole;
@@ -119,7 +117,7 @@ export function invitationEmail(input: InvitationEmailInput): RenderedEmail {
 
 // ---------------------------------------------------------------------------------------------
 
-export interface TokenExpiryReminderInput {
+interface TokenExpiryReminderInput {
   userName: string;
   purpose: string;
   teamName: string;

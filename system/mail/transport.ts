@@ -6,7 +6,7 @@ import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
 
-export interface MailMessage {
+interface MailMessage {
   to: string;
   subject: string;
   text: string;
@@ -16,7 +16,7 @@ export interface MailMessage {
   replyTo?: string;
 }
 
-export interface SendResult {
+interface SendResult {
   messageId: string;
 }
 
@@ -33,7 +33,7 @@ export interface MailLogger {
   warn(obj: object, msg?: string): void;
 }
 
-export interface MailerOptions {
+interface MailerOptions {
   /** smtp://user:pass@host:port or smtps://...; query options such as `?tls.rejectUnauthorized=false`. */
   smtpUrl?: string;
   /** Used when smtpUrl is unset: one `<timestamp>-<messageId>.eml` file per message. */
