@@ -41,7 +41,7 @@ export interface ChildSpec {
   stopTimeoutMs?: number;
 }
 
-export const CRASH_LOOP = { exits: 5, windowMs: 60_000 };
+const CRASH_LOOP = { exits: 5, windowMs: 60_000 };
 const SETPRIV = '/usr/bin/setpriv';
 
 /** The command line that runs `spec` with its stop signal as its parent-death signal (when setpriv is here). */
@@ -49,7 +49,7 @@ function orphanProof(spec: Pick<ChildSpec, 'command' | 'args' | 'stopSignal'>): 
   if (!existsSync(SETPRIV)) return [spec.command, spec.args];
   return [SETPRIV, ['--pdeathsig', spec.stopSignal ?? 'SIGTERM', '--', spec.command, ...spec.args]];
 }
-export const BACKOFF = { initialMs: 500, maxMs: 5_000 };
+const BACKOFF = { initialMs: 500, maxMs: 5_000 };
 
 interface Entry {
   spec: ChildSpec;
@@ -259,7 +259,7 @@ function now(): string {
   return new Date().toISOString();
 }
 
-export function describeExit(code: number | null, sig: NodeJS.Signals | null): string {
+function describeExit(code: number | null, sig: NodeJS.Signals | null): string {
   return sig ? `killed by ${sig}` : `exit code ${code}`;
 }
 
