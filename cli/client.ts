@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ApiError, CliError } from './errors';
 
 /** Every path of the API is under this prefix of the console's origin (CONTRACT). */
-export const API_PATH = '/api/vc/v1';
+const API_PATH = '/api/vc/v1';
 
 const NETWORK_RETRIES = 5;
 const RATE_LIMIT_RETRIES = 20;
@@ -10,14 +10,14 @@ const RETRIED_STATUSES = new Set([502, 503, 504]);
 /** What a proxy answers when the API's answer did not reach it. */
 const PROXY_STATUSES = new Set([502, 504]);
 
-export interface Answer<T = unknown> {
+interface Answer<T = unknown> {
   status: number;
   headers: Headers;
   body: T;
   text: string;
 }
 
-export interface RequestOptions {
+interface RequestOptions {
   body?: unknown;
   query?: Record<string, string | number | boolean | undefined>;
   /** Send this bearer instead of the client's (logout sends the stored session, whatever VC_TOKEN says). */
@@ -32,7 +32,7 @@ export interface RequestOptions {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Seconds to wait from a Retry-After header (seconds or an HTTP date); 1 when absent or unreadable. */
-export function retryAfterSeconds(value: string | null): number {
+function retryAfterSeconds(value: string | null): number {
   if (!value) return 1;
   if (/^\d+$/.test(value.trim())) return Math.max(1, Number(value));
   const at = Date.parse(value);

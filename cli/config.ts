@@ -8,21 +8,21 @@ import { CliError } from './errors';
  * `~/.config/...`), one `vcs_` credential per console origin, the file mode 0600 and its folder 0700.
  */
 
-export const DEFAULT_ORIGIN = 'http://localhost:8080';
+const DEFAULT_ORIGIN = 'http://localhost:8080';
 
-export interface StoredSession {
+interface StoredSession {
   token: string;
   user: { id: string; email: string; name: string };
   signed_in_at: string;
 }
 
-export interface Store {
+interface Store {
   /** The console of the last `service login`: used when neither --api nor VC_API says. */
   default_api?: string;
   sessions: Record<string, StoredSession>;
 }
 
-export function configDir(env: NodeJS.ProcessEnv = process.env): string {
+function configDir(env: NodeJS.ProcessEnv = process.env): string {
   const base = env.XDG_CONFIG_HOME?.trim() ? env.XDG_CONFIG_HOME : join(env.HOME || homedir(), '.config');
   return join(base, 'vc-console');
 }
@@ -52,7 +52,7 @@ export function writeStore(store: Store, env: NodeJS.ProcessEnv = process.env): 
 }
 
 /** `http://host:port` from what a person types (a trailing slash or /api/vc/v1 tolerated). */
-export function normalizeOrigin(raw: string): string {
+function normalizeOrigin(raw: string): string {
   let url: URL;
   try {
     url = new URL(raw.trim());

@@ -25,7 +25,7 @@ export interface Task {
 const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
 const POLL_MS = 500;
 
-export const hasEnded = (s: string) => ENDED.has(s);
+const hasEnded = (s: string) => ENDED.has(s);
 
 /** 0 succeeded, 1 failed, 2 cancelled (CONTRACT); a task still going is not an outcome. */
 export function exitCodeOf(task: Pick<Task, 'status'>): number {

@@ -8,7 +8,7 @@ import yoctoSpinner, { type Spinner } from 'yocto-spinner';
 
 const env = process.env;
 
-export function colourOn(stream: NodeJS.WriteStream): boolean {
+function colourOn(stream: NodeJS.WriteStream): boolean {
   return Boolean(stream.isTTY) && !env.NO_COLOR && env.TERM !== 'dumb';
 }
 
@@ -18,10 +18,10 @@ const paint =
     colourOn(stream) ? `\u001b[${code}m${text}\u001b[0m` : text;
 
 export const bold = paint(1);
-export const dim = paint(2);
+const dim = paint(2);
 export const red = paint(31);
-export const green = paint(32);
-export const yellow = paint(33);
+const green = paint(32);
+const yellow = paint(33);
 
 export function out(line = ''): void {
   process.stdout.write(line + '\n');

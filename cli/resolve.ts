@@ -5,7 +5,7 @@ import { CliError } from './errors';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export interface Project {
+interface Project {
   id: string;
   team_id: string;
   name: string;
@@ -24,7 +24,7 @@ export interface Environment {
   created_at: string;
 }
 
-export const isId = (s: string) => UUID.test(s);
+const isId = (s: string) => UUID.test(s);
 
 export async function listProjects(client: Client, teamId?: string): Promise<Project[]> {
   return (await client.get<{ data: Project[] }>('/projects', { team_id: teamId })).data;

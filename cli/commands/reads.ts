@@ -7,7 +7,7 @@ import { environmentLabels, listEnvironments, listProjects, resolveEnvironment, 
 
 /** Reads: tables for people, the API's JSON with --json. */
 
-export function positiveInt(value: string): number {
+function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 100) throw new InvalidArgumentError('must be a whole number from 1 to 100');
   return n;
