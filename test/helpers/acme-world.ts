@@ -141,5 +141,5 @@ export function useAcmeWorld(o: { env?: Record<string, string> } = {}) {
   };
 }
 
-export type AcmeWorld = ReturnType<typeof useAcmeWorld>;
+type AcmeWorld = ReturnType<typeof useAcmeWorld>;
 export type World = Awaited<ReturnType<AcmeWorld['world']>>;

@@ -34,7 +34,7 @@ export function send(options: http.RequestOptions, body?: string): Promise<Answe
 }
 
 /** How a test asks its tier for a URL. */
-export type Get<O = { method?: string; headers?: Record<string, string> }> = (url: string, o?: O) => Promise<Answer>;
+type Get<O = { method?: string; headers?: Record<string, string> }> = (url: string, o?: O) => Promise<Answer>;
 
 /** The same request twice: both answers. */
 export async function twice<O>(get: Get<O>, url: string, o?: O): Promise<[Answer, Answer]> {

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnHaproxy } from './haproxy';
 
-export interface CdnHaproxyEnv {
+interface CdnHaproxyEnv {
   id: string;
   /** The environment's port (HAProxy binds it). */
   port: number;
@@ -21,7 +21,7 @@ export interface CdnHaproxyEnv {
   defaultTtl: number;
 }
 
-export function cdnHaproxyConfig(o: { envs: CdnHaproxyEnv[]; cdnPort: number; originPort: number; map: string }) {
+function cdnHaproxyConfig(o: { envs: CdnHaproxyEnv[]; cdnPort: number; originPort: number; map: string }) {
   const lines = [
     'global',
     '  maxconn 4096',

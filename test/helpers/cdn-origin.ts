@@ -11,7 +11,7 @@ import path from 'node:path';
 import { type Answer, send } from './cdn-answers';
 import { freePort } from './ports';
 
-export { type Answer, cc, sleep } from './cdn-answers';
+export { cc, sleep } from './cdn-answers';
 
 export interface Origin {
   port: number;

@@ -13,7 +13,7 @@ import { sessionAgent } from './fixtures';
 import type { Agent } from './http';
 import { type Answer, send } from './cdn-answers';
 
-export { type Answer, cc } from './cdn-answers';
+export { cc } from './cdn-answers';
 
 const APP = `
 const http = require('node:http');
@@ -31,7 +31,7 @@ http.createServer((req, res) => {
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
-export interface CdnWorld {
+interface CdnWorld {
   t: TestContext;
   w: Awaited<ReturnType<typeof createDeployWorld>>;
   owner: Agent;

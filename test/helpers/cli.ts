@@ -8,9 +8,9 @@ import path from 'node:path';
 import type { TestContext } from './context';
 
 export const ROOT = path.resolve(__dirname, '../..');
-export const BIN = path.join(ROOT, 'cli/bin.mjs');
+const BIN = path.join(ROOT, 'cli/bin.mjs');
 
-export interface CliResult {
+interface CliResult {
   code: number | null;
   stdout: string;
   stderr: string;

@@ -145,7 +145,7 @@ export async function horizontalOverflow(page: Page): Promise<number> {
 }
 
 /** The fields (input, select, textarea) of the page that have no visible label: [] when every one has. */
-export async function unlabelledFields(page: Page): Promise<string[]> {
+async function unlabelledFields(page: Page): Promise<string[]> {
   return page.evaluate(() =>
     [...document.querySelectorAll<HTMLInputElement>('input, select, textarea')]
       .filter((el) => el.type !== 'hidden' && ![...(el.labels ?? [])].some((l) => l.textContent?.trim()))

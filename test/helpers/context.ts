@@ -38,7 +38,7 @@ export interface TestContext {
   agent(): Agent;
 }
 
-export interface TestContextOptions {
+interface TestContextOptions {
   /** Run a Temporal worker in this process on the file's own task queue. */
   worker?: boolean;
   /** Run the edge in this process (default: with a worker). */

@@ -24,7 +24,7 @@ http.createServer((req, res) => {
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
-export interface DatabaseAppOptions {
+interface DatabaseAppOptions {
   /** Another server.js (a test's own app on the same `notes` table). */
   server?: string;
   /** A file whose existence the build step waits for. */

@@ -20,7 +20,7 @@ export interface ConfiguredHaproxy {
   stop(): Promise<void>;
 }
 
-export interface ConfigInput {
+interface ConfigInput {
   port: number;
   socket: string;
   dir: string;
@@ -86,7 +86,7 @@ export async function startTinyApp(): Promise<{ port: number; close(): Promise<v
   };
 }
 
-export interface Answer {
+interface Answer {
   status: number;
   headers: http.IncomingHttpHeaders;
   text: string;

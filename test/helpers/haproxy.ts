@@ -108,7 +108,7 @@ export async function keptAlive(port: number, servername: string, ca?: string) {
   };
 }
 
-export interface HaproxyChild {
+interface HaproxyChild {
   pid: number;
   output(): string;
   exited(): boolean;

@@ -26,7 +26,7 @@ export interface Pebble {
   stop(): Promise<void>;
 }
 
-export interface PebbleOptions {
+interface PebbleOptions {
   /** Resolver of the CA's validations: the tests' DNS server, "127.0.0.1:port". */
   dnsServer: string;
   /** Where HTTP-01 is validated: the edge's EDGE_PORT. */

@@ -3,7 +3,7 @@
 
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 
-export interface Received {
+interface Received {
   /** The request's path and query. */
   url: string;
   headers: IncomingMessage['headers'];

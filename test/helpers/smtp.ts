@@ -21,7 +21,7 @@ export interface ReceivedMessage {
   raw: string;
 }
 
-export interface MailAttachment {
+interface MailAttachment {
   filename: string;
   type: string;
   content: Buffer;
@@ -126,7 +126,7 @@ export async function startSmtpServer(opts: { failFirst?: number } = {}): Promis
 // A small MIME reader: enough for what nodemailer produces (nested multiparts, quoted-printable,
 // base64, 7bit/8bit, RFC 2047 encoded-words in headers). Also used to read `.eml` files.
 
-export interface ParsedMessage {
+interface ParsedMessage {
   headers: Record<string, string>;
   text: string | null;
   html: string | null;

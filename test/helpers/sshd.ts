@@ -12,7 +12,7 @@ import path from 'node:path';
 import { freePort } from './ports';
 import { killAndWait } from './processes';
 
-export const SSHD = '/usr/sbin/sshd';
+const SSHD = '/usr/sbin/sshd';
 
 /** sshd's path, installing Debian's openssh-server when missing (as root); or why there is none. */
 export function ensureSshd(): { path: string } | { reason: string } {

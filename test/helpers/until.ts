@@ -7,7 +7,7 @@
  * A probe is ready when it gives anything but `undefined`, `null` or `false`. With a check, the value read is
  * returned once the check holds; on timeout the error shows the last value read.
  */
-export interface UntilOptions {
+interface UntilOptions {
   /** How long to wait in all (default 20 s). */
   timeoutMs?: number;
   /** Pause between tries (default 100 ms). */
