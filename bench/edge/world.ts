@@ -34,7 +34,7 @@ interface Received {
   udpBytes: number;
 }
 
-export interface EdgeWorld {
+interface EdgeWorld {
   knex: Knex;
   dataDir: string;
   secrets: Secrets;
@@ -80,7 +80,7 @@ async function untilListening(path: string, child: ChildProcess): Promise<void> 
 }
 
 /** Resolves with the port a bench child sends once ready. */
-export function started(child: ChildProcess): Promise<number> {
+function started(child: ChildProcess): Promise<number> {
   return new Promise((resolve, reject) => {
     child.once('message', (m: { port: number }) => resolve(m.port));
     child.once('exit', (code) => reject(new Error(`a bench process exited (${code})`)));
