@@ -135,15 +135,18 @@ export async function insertSamples(knex: Knex, rows: SampleRow[]): Promise<void
 
 /** Deletes samples (and hourly sums) older than the retention, a batch at a time; returns how many samples went. */
 export async function deleteOldSamples(knex: Knex, batch = 50_000): Promise<number> {
-  const { rowCount } = await knex.raw(
-    `DELETE FROM resource_samples WHERE ctid IN (
-       SELECT ctid FROM resource_samples WHERE at < now() - make_interval(days => ?) LIMIT ?)`,
-    [RESOURCE_RETENTION_DAYS, batch],
-  );
-  await knex.raw(`DELETE FROM resource_hourly WHERE hour < now() - make_interval(days => ?) - INTERVAL '1 hour'`, [
-    RESOURCE_RETENTION_DAYS,
-  ]);
-  return rowCount ?? 0;
+  // one transaction: a reader never sees the samples gone and their hours still there
+  return knex.transaction(async (trx) => {
+    const { rowCount } = await trx.raw(
+      `DELETE FROM resource_samples WHERE ctid IN (
+         SELECT ctid FROM resource_samples WHERE at < now() - make_interval(days => ?) LIMIT ?)`,
+      [RESOURCE_RETENTION_DAYS, batch],
+    );
+    await trx.raw(`DELETE FROM resource_hourly WHERE hour < now() - make_interval(days => ?) - INTERVAL '1 hour'`, [
+      RESOURCE_RETENTION_DAYS,
+    ]);
+    return (rowCount as number | null) ?? 0;
+  });
 }
 
 /** The environments a host samples: those whose `web` server is placed on it, or on no host recorded. */
