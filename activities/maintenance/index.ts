@@ -9,6 +9,7 @@ import { expirePendingDomains } from '../../core/domains';
 import { pruneDeletedEnvironments } from './deleted-environments';
 import { deleteQueuedSnapshotObjects } from './snapshot-objects';
 import { userFault } from '../toolkit/failures';
+import { pruneExpiredKeys } from '../../db/queries/idempotency-keys';
 
 /** Ended sessions are kept a day (a session list may still show "ended just now"), then pruned. */
 const ENDED_SESSION_RETENTION_DAYS = 1;
@@ -42,6 +43,8 @@ export interface PruneExpiredResult {
   deletedEnvironments: number;
   /** Snapshot objects of deleted projects deleted from their destinations. */
   snapshotObjects: number;
+  /** Idempotency-Keys (and the answers kept under them) older than 24 hours, every caller's. */
+  idempotencyKeys: number;
 }
 
 /** Deletes up to BATCH rows of `table` matching `where`, again and again until none is left. */
@@ -99,6 +102,7 @@ export function createMaintenanceActivities(deps: Deps) {
       );
       const deletedEnvironments = await pruneDeletedEnvironments(deps, asOf);
       const snapshotObjects = await deleteQueuedSnapshotObjects(deps, asOf);
+      const idempotencyKeys = await pruneExpiredKeys(knex, asOf);
       const result = {
         asOf: asOf.toISOString(),
         cancelledEnvironments,
@@ -106,6 +110,7 @@ export function createMaintenanceActivities(deps: Deps) {
         domainVerifyCalls,
         deletedEnvironments,
         snapshotObjects,
+        idempotencyKeys,
         sessions,
         deviceCodes,
         emailConfirmations,

@@ -15,6 +15,14 @@ import type { Context } from 'koa';
 import type { Knex } from 'knex';
 import type { Actor } from '../../core/actor';
 import { appError, errors } from '../../core/errors';
+import {
+  claimKey,
+  findKey,
+  type IdempotencyKeyRow,
+  type KeptAnswer,
+  keepAnswer,
+  releaseKey,
+} from '../../db/queries/idempotency-keys';
 import { open, seal } from '../../system/crypto';
 import type { Secrets } from '../../system/secrets';
 import type { RouteDef } from './define-route';
@@ -24,16 +32,6 @@ const KEY_RE = /^[\x21-\x7e]{1,255}$/;
 const WAIT_MS = 10_000;
 /** An answer larger than this is not kept: its key is given back. */
 const MAX_KEPT_BYTES = 1024 * 1024;
-
-interface KeyRow {
-  id: string;
-  request_hash: string;
-  status: 'pending' | 'done';
-  task_ids: string[] | null;
-  single: boolean | null;
-  answer_status: number | null;
-  answer_sealed: string | null;
-}
 
 /**
  * A write whose answer is kept under its Idempotency-Key (api/lib/idempotency.ts): every write of a signed-in caller
@@ -80,7 +78,7 @@ function keepable(body: unknown): string | null {
   return Buffer.byteLength(text) <= MAX_KEPT_BYTES ? text : null;
 }
 
-const aadOf = (row: { id: string }) => `idempotency:${row.id}`;
+const aadOf = (id: string) => `idempotency:${id}`;
 
 /** What the first request answered, kept under its key; null when there is nothing to keep (the key is given back). */
 function answerToKeep(
@@ -88,7 +86,7 @@ function answerToKeep(
   id: string,
   ctx: Context,
   replayTasks: ReplayTasks | undefined,
-): Partial<KeyRow> | null {
+): KeptAnswer | null {
   if (ctx.status < 200 || ctx.status >= 300) return null;
   // an answer that sets a cookie (a session's) does its work in the header, which is not kept
   if (ctx.response.headers['set-cookie']) return null;
@@ -98,18 +96,23 @@ function answerToKeep(
   }
   const text = keepable(ctx.body);
   if (text === null) return null;
-  return { answer_status: ctx.status, answer_sealed: seal(deps.secrets, text, aadOf({ id })) };
+  return { answer_status: ctx.status, answer_sealed: seal(deps.secrets, text, aadOf(id)) };
 }
 
 /** Answers a repeat with what the first request answered. */
-async function replay(deps: IdempotencyDeps, ctx: Context, row: KeyRow, replayTasks: ReplayTasks | undefined) {
+async function replay(
+  deps: IdempotencyDeps,
+  ctx: Context,
+  row: IdempotencyKeyRow,
+  replayTasks: ReplayTasks | undefined,
+) {
   ctx.set('Idempotent-Replayed', 'true');
   if (row.task_ids && replayTasks) {
     ctx.status = 200;
     ctx.body = await replayTasks(row.task_ids, row.single ?? true);
     return;
   }
-  const body = JSON.parse(open(deps.secrets, row.answer_sealed as string, aadOf(row))) as unknown;
+  const body = JSON.parse(open(deps.secrets, row.answer_sealed as string, aadOf(row.id))) as unknown;
   ctx.set('Cache-Control', 'no-store');
   if (body !== null) ctx.body = body;
   ctx.status = row.answer_status as number;
@@ -133,32 +136,22 @@ export async function withIdempotency(
   const { knex } = deps;
   const hash = requestHash(deps, ctx, body);
   const owner = actor.user.id;
-  // Keys (and the answers kept under them) last 24 hours, for every caller.
-  await knex('idempotency_keys').where('created_at', '<', knex.raw("now() - interval '24 hours'")).del();
-  const inserted = await knex('idempotency_keys')
-    .insert({ user_id: owner, key, request_hash: hash, status: 'pending' })
-    .onConflict(['user_id', 'key'])
-    .ignore()
-    .returning('id');
-  if (inserted.length > 0) {
-    const id = (inserted[0] as { id: string }).id;
+  const id = await claimKey(knex, owner, key, hash);
+  if (id) {
     try {
       await run();
     } catch (err) {
-      await knex('idempotency_keys').where({ id }).del();
+      await releaseKey(knex, id);
       throw err;
     }
     const kept = answerToKeep(deps, id, ctx, replayTasks);
-    if (kept)
-      await knex('idempotency_keys')
-        .where({ id })
-        .update({ status: 'done', ...kept });
-    else await knex('idempotency_keys').where({ id }).del();
+    if (kept) await keepAnswer(knex, id, kept);
+    else await releaseKey(knex, id);
     return;
   }
   const deadline = Date.now() + WAIT_MS;
   for (;;) {
-    const row = (await knex('idempotency_keys').where({ user_id: owner, key }).first()) as KeyRow | undefined;
+    const row = await findKey(knex, owner, key);
     if (!row) return withIdempotency(ctx, deps, actor, body, run, replayTasks); // given back meanwhile: ours now
     if (row.request_hash !== hash) {
       throw errors.invalid({

@@ -214,10 +214,12 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string, task
           ctx.body = Array.isArray(started) ? { data: started.map(present) } : present(started);
         }
       };
-      if (def.startsTask && actor)
-        await withIdempotency(ctx, deps, actor, body, run, (ids, single) => tasks.replay(deps, ids, single));
-      else if (keepsAnswers(def) && actor) await withIdempotency(ctx, deps, actor, body, run);
-      else await run();
+      if (actor && (def.startsTask || keepsAnswers(def))) {
+        const replayTasks = def.startsTask
+          ? (ids: string[], single: boolean) => tasks.replay(deps, ids, single)
+          : undefined;
+        await withIdempotency(ctx, deps, actor, body, run, replayTasks);
+      } else await run();
       if (deps.config.checkResponses) checkResponse(def, ctx);
       void next;
     };

@@ -84,8 +84,22 @@ async function seed() {
       sent_at: ago(2 * DAY),
     },
   ]);
+  // Idempotency-Keys: one past its 24 hours, one fresh.
+  const idempotencyKey = (hoursAgo: number) =>
+    knex('idempotency_keys')
+      .insert({
+        user_id: user.id,
+        key: randomUUID(),
+        request_hash: 'x',
+        status: 'done',
+        created_at: ago(hoursAgo * 3_600_000),
+      })
+      .returning('id');
+  const [[oldKey], [liveKey]] = await Promise.all([idempotencyKey(25), idempotencyKey(23)]);
   return {
     user,
+    oldKey,
+    liveKey,
     expired,
     endedLongAgo,
     live,
@@ -140,6 +154,8 @@ describe('the prune-expired schedule (workflow pruneExpiredRecords)', () => {
     expect(await knex('users').where({ id: s.waiting.id }).first()).toBeDefined();
     expect(await knex('email_confirmations').where({ id: s.liveConfirmation.id }).first()).toBeDefined();
     expect(await knex('email_confirmations').where({ id: s.usedConfirmation.id }).first()).toBeUndefined();
+    expect(await knex('idempotency_keys').where({ id: s.oldKey.id }).first()).toBeUndefined();
+    expect(await knex('idempotency_keys').where({ id: s.liveKey.id }).first()).toBeDefined();
     const [kept] = await knex('token_reminders').where({ token_id: s.token.id });
     expect(kept.reminder_date.getTime()).toBeGreaterThan(Date.now() - 3 * DAY);
     // The run is a workflow of its own, listed with the maintenance tasks.

@@ -87,6 +87,37 @@ describe('Idempotency-Key on a write that starts no task', () => {
     expect(await count(t.deps.knex('access_tokens').where({ user_id: user.id, purpose: 'two' }))).toBe(0);
   });
 
+  it('takes a key back after 24 hours: the same key then starts a new request, and another caller’s old key stays', async () => {
+    const { user, team, agent } = await signedIn();
+    const other = await signedIn();
+    const key = randomUUID();
+    const token = (purpose: string) => ({ purpose, team_id: team.id, expires_in_days: 7 });
+    expect((await agent.post('/me/tokens', token('first'), keyed(key))).status).toBe(201);
+    expect(
+      (
+        await other.agent.post(
+          '/me/tokens',
+          { purpose: 'theirs', team_id: other.team.id, expires_in_days: 7 },
+          keyed(key),
+        )
+      ).status,
+    ).toBe(201);
+    const age = (userId: string) =>
+      t.deps
+        .knex('idempotency_keys')
+        .where({ user_id: userId, key })
+        .update({ created_at: t.deps.knex.raw("now() - interval '25 hours'") });
+    await age(user.id);
+    await age(other.user.id);
+    // another request under the old key is no longer refused: the key is new again
+    const later = await agent.post('/me/tokens', token('second'), keyed(key));
+    expect(later.status).toBe(201);
+    expect(later.headers.get('idempotent-replayed')).toBeNull();
+    expect(await count(t.deps.knex('access_tokens').where({ user_id: user.id, purpose: 'second' }))).toBe(1);
+    // the table-wide prune is the daily schedule's (test/workflows/prune-expired.test.ts), not a request's
+    expect(await count(t.deps.knex('idempotency_keys').where({ user_id: other.user.id, key }))).toBe(1);
+  });
+
   it('gives the key back when the write is refused, and another caller’s key is its own', async () => {
     const { user, team, agent } = await signedIn();
     const key = randomUUID();

@@ -1,0 +1,71 @@
+/**
+ * `Idempotency-Key`s and the answers kept under them (api/lib/idempotency.ts), 24 hours each. The API writes and
+ * reads them; the daily prune (activities/maintenance) deletes the expired ones.
+ */
+import type { Knex } from 'knex';
+
+/** How long a key, and the answer kept under it, lasts (the request path says it in SQL: `interval '24 hours'`). */
+const KEY_LIFETIME_MS = 24 * 3_600_000;
+const PRUNE_BATCH = 5_000;
+
+export interface IdempotencyKeyRow {
+  id: string;
+  request_hash: string;
+  status: 'pending' | 'done';
+  task_ids: string[] | null;
+  single: boolean | null;
+  answer_status: number | null;
+  answer_sealed: string | null;
+}
+
+/** What a finished request keeps under its key. */
+export type KeptAnswer = Partial<Pick<IdempotencyKeyRow, 'task_ids' | 'single' | 'answer_status' | 'answer_sealed'>>;
+
+const expiredBefore = (asOf: Date) => new Date(asOf.getTime() - KEY_LIFETIME_MS);
+
+/**
+ * Takes `key` for `userId`'s request: its id, or null when the key is held (by a request under way or a kept answer).
+ * The same caller's expired key is deleted first, so a key reused after 24 hours is a new one.
+ */
+export async function claimKey(knex: Knex, userId: string, key: string, requestHash: string): Promise<string | null> {
+  await knex('idempotency_keys')
+    .where({ user_id: userId, key })
+    .where('created_at', '<', knex.raw("now() - interval '24 hours'"))
+    .del();
+  const inserted = await knex('idempotency_keys')
+    .insert({ user_id: userId, key, request_hash: requestHash, status: 'pending' })
+    .onConflict(['user_id', 'key'])
+    .ignore()
+    .returning('id');
+  return inserted.length > 0 ? (inserted[0] as { id: string }).id : null;
+}
+
+export async function findKey(knex: Knex, userId: string, key: string): Promise<IdempotencyKeyRow | undefined> {
+  return (await knex('idempotency_keys').where({ user_id: userId, key }).first()) as IdempotencyKeyRow | undefined;
+}
+
+/** Keeps the answer of the request that holds key `id`. */
+export async function keepAnswer(knex: Knex, id: string, kept: KeptAnswer): Promise<void> {
+  await knex('idempotency_keys')
+    .where({ id })
+    .update({ status: 'done', ...kept });
+}
+
+/** Gives a key back: its request was refused, or its answer is not one to keep. */
+export async function releaseKey(knex: Knex, id: string): Promise<void> {
+  await knex('idempotency_keys').where({ id }).del();
+}
+
+/** Deletes every caller's keys older than 24 hours at `asOf`, in batches; answers how many went. */
+export async function pruneExpiredKeys(knex: Knex, asOf: Date): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await knex('idempotency_keys')
+      .whereIn('id', (q) =>
+        q.select('id').from('idempotency_keys').where('created_at', '<', expiredBefore(asOf)).limit(PRUNE_BATCH),
+      )
+      .del();
+    total += n;
+    if (n < PRUNE_BATCH) return total;
+  }
+}
