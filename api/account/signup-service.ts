@@ -5,7 +5,7 @@ import { User } from '../../db/models/user';
 import { EmailConfirmation } from '../../db/models/email-confirmation';
 import { confirmationEmail } from '../../system/mail/templates';
 import { appError, errors } from '../../core/errors';
-import { hashPassword } from '../../core/passwords';
+import { hashPassword, verifyPassword } from '../../core/passwords';
 import { CONFIRMATION_ALPHABET, groupByFour, normalizeCode, randomCode } from './codes';
 import { sha256Hex } from '../lib/token-format';
 
@@ -13,6 +13,11 @@ const CODE_LENGTH = 12; // 22^12: about 53 bits
 const CODE_TTL_MS = 24 * 3600_000;
 /** Fresh codes an account may be sent per hour (sign-up included), so resend cannot flood a mailbox. */
 const CODES_PER_HOUR = 5;
+/**
+ * The same sign-up sent again this soon after its code (a browser sending the POST again when its answer was lost,
+ * a double click) is the same sign-up: it is answered again, with no second code.
+ */
+const REPEAT_WINDOW_MS = 30_000;
 
 const emailTaken = () =>
   appError('email_taken', 'An account with this e-mail address already exists; sign in instead', {
@@ -77,7 +82,8 @@ async function sendCode(deps: Deps, user: User, code: string, expiresAt: Date): 
  * locked out by someone who signed it up without owning it. The new sign-up's password and name wait with
  * its code, and the older codes stop working, so only the code mailed for a sign-up confirms its password.
  * An expired sign-up is removed by the next sign-up for its address (and by the daily `prune-expired`
- * schedule).
+ * schedule). The same sign-up sent again within REPEAT_WINDOW_MS of its code replaces nothing: it is answered
+ * again, and its code still works.
  */
 async function pendingSignUpUntil(knex: Knex, userId: string): Promise<Date | undefined> {
   const row = await EmailConfirmation.query(knex)
@@ -87,6 +93,25 @@ async function pendingSignUpUntil(knex: Knex, userId: string): Promise<Date | un
     .first();
   const until = (row as unknown as { until: Date | null } | undefined)?.until;
   return until && until.getTime() > Date.now() ? until : undefined;
+}
+
+/**
+ * Whether `input` repeats the waiting sign-up whose code was sent in the last REPEAT_WINDOW_MS: the same name and
+ * password (checked against the digest kept with the code).
+ */
+async function repeatsWaitingSignUp(knex: Knex, userId: string, input: { password: string; name: string }) {
+  const newest = await EmailConfirmation.query(knex)
+    .where({ user_id: userId })
+    .whereNull('used_at')
+    .where('expires_at', '>', new Date())
+    .where('created_at', '>', new Date(Date.now() - REPEAT_WINDOW_MS))
+    .orderBy('created_at', 'desc')
+    .first();
+  return (
+    !!newest?.password_hash &&
+    newest.name === input.name &&
+    (await verifyPassword(newest.password_hash, input.password))
+  );
 }
 
 /** Removes an unconfirmed account whose sign-up has expired (no live code); answers whether it did. */
@@ -101,13 +126,17 @@ async function removeExpiredSignUp(knex: Knex, userId: string): Promise<boolean>
   return removed > 0;
 }
 
-export async function signUp(deps: Deps, input: { email: string; password: string; name: string }): Promise<User> {
+export async function signUp(
+  deps: Deps,
+  input: { email: string; password: string; name: string },
+  retried = false,
+): Promise<User> {
   const existing = await User.query(deps.knex).findOne({ email: input.email });
   if (existing?.email_confirmed_at) throw emailTaken();
   const passwordHash = await hashPassword(input.password);
   const signUpFor = { passwordHash, name: input.name };
   let user: User;
-  let issued: { code: string; expiresAt: Date };
+  let issued: { code: string; expiresAt: Date } | null;
   try {
     ({ user, issued } = await deps.knex.transaction(async (trx) => {
       if (existing) {
@@ -115,6 +144,7 @@ export async function signUp(deps: Deps, input: { email: string; password: strin
         const pending = await User.query(trx).findById(existing.id).forUpdate();
         if (pending?.email_confirmed_at) throw emailTaken();
         if (pending && (await pendingSignUpUntil(trx, pending.id))) {
+          if (await repeatsWaitingSignUp(trx, pending.id, input)) return { user: pending, issued: null };
           // Replaces the waiting sign-up, within the mails an address may get in an hour.
           const wait = await codeWait(trx, pending.id);
           if (wait > 0) {
@@ -142,10 +172,14 @@ export async function signUp(deps: Deps, input: { email: string; password: strin
       return { user: u, issued: await issueCode(trx, u.id, signUpFor) };
     }));
   } catch (err) {
-    if (err instanceof UniqueViolationError) throw emailTaken();
+    // Another sign-up for the address was made meanwhile: answered as one made just before (once).
+    if (err instanceof UniqueViolationError) {
+      if (retried) throw emailTaken();
+      return signUp(deps, input, true);
+    }
     throw err;
   }
-  await sendCode(deps, user, issued.code, issued.expiresAt);
+  if (issued) await sendCode(deps, user, issued.code, issued.expiresAt);
   return user;
 }
 

@@ -115,6 +115,44 @@ describe('POST /signup for an address with an unconfirmed sign-up', () => {
     expect((await t.agent().post('/session', { email, password: PASSWORD })).status).toBe(201);
   });
 
+  it('answers the same sign-up sent twice (at once, and again 1 s later) as one: one code e-mail, and it confirms', async () => {
+    const email = uniqueEmail('twice');
+    const body = { email, password: PASSWORD, name: 'Twice' };
+    // a browser sending the POST again because its answer was lost; a double click
+    const [a, b] = await Promise.all([t.agent().post('/signup', body), t.agent().post('/signup', body)]);
+    expect([a.status, b.status], `${a.text} ${b.text}`).toEqual([201, 201]);
+    expect(a.body.id).toBe(b.body.id);
+    const mail = await t.smtp!.waitFor((m) => m.to.includes(email));
+    await new Promise((r) => setTimeout(r, 1000));
+    const again = await t.agent().post('/signup', body);
+    expect(again.status, again.text).toBe(201);
+    expect(again.body).toEqual(a.body);
+    // a second e-mail, were one sent, would be here by now (the first came within the same second)
+    await new Promise((r) => setTimeout(r, 500));
+    expect(t.smtp!.messages.filter((m) => m.to.includes(email))).toHaveLength(1);
+    expect(await t.deps.knex('email_confirmations').where({ user_id: a.body.id })).toHaveLength(1);
+    const confirmed = await t.agent().post('/signup/confirm', { code: codeFrom(mail) });
+    expect(confirmed.status).toBe(200);
+    expect((await t.agent().post('/session', { email, password: PASSWORD })).status).toBe(201);
+  });
+
+  it('sends a new code to the same sign-up made again 30 s after its code, and to another password at once', async () => {
+    const email = uniqueEmail('later');
+    const first = await signUp(t.agent(), email, 'Later');
+    await t.deps
+      .knex('email_confirmations')
+      .where({ user_id: first.user.id })
+      .update({ created_at: new Date(Date.now() - 31_000) });
+    const again = await t.agent().post('/signup', { email, password: PASSWORD, name: 'Later' });
+    expect(again.status).toBe(201);
+    const second = await t.smtp!.waitFor((m) => m.to.includes(email) && codeFrom(m) !== first.code);
+    const other = await t.agent().post('/signup', { email, password: 'another password entirely', name: 'Later' });
+    expect(other.status).toBe(201);
+    await t.smtp!.waitFor((m) => m.to.includes(email) && ![first.code, codeFrom(second)].includes(codeFrom(m)));
+    expect((await t.agent().post('/signup/confirm', { code: first.code })).status).toBe(422);
+    expect((await t.agent().post('/signup/confirm', { code: codeFrom(second) })).status).toBe(422);
+  });
+
   it('confirms with each code only the password of the sign-up it was sent for', async () => {
     const email = uniqueEmail('bound');
     const first = await signUp(t.agent(), email, 'First');
