@@ -15,7 +15,8 @@ const CODE_TTL_MS = 24 * 3600_000;
 const CODES_PER_HOUR = 5;
 /**
  * The same sign-up sent again this soon after its code (a browser sending the POST again when its answer was lost,
- * a double click) is the same sign-up: it is answered again, with no second code.
+ * a double click) is the same sign-up: it is answered again, with no second code. The same holds for a code's
+ * confirmation sent again this soon after it was used.
  */
 const REPEAT_WINDOW_MS = 30_000;
 
@@ -183,7 +184,22 @@ export async function signUp(
   return user;
 }
 
-/** A code that is wrong, used or expired answers 422 on `code`, and counts as a failed credential. */
+/**
+ * The account a code confirmed in the last REPEAT_WINDOW_MS: the same confirmation sent again (a browser sending the
+ * POST again when its answer was lost) is answered as the first was, not as a used code.
+ */
+async function repeatedConfirmation(knex: Knex, digest: string, now: Date): Promise<User | undefined> {
+  const used = await EmailConfirmation.query(knex)
+    .where({ code_digest: digest })
+    .where('used_at', '>', new Date(now.getTime() - REPEAT_WINDOW_MS))
+    .first();
+  return used ? User.query(knex).findById(used.user_id).whereNotNull('email_confirmed_at') : undefined;
+}
+
+/**
+ * A code that is wrong, used (more than REPEAT_WINDOW_MS ago) or expired answers 422 on `code`, and counts as a
+ * failed credential.
+ */
 export async function confirmEmail(deps: Deps, address: string, input: { code: string }): Promise<User> {
   await deps.guards.assertAddressAllowed(address);
   const digest = sha256Hex(normalizeCode(input.code));
@@ -196,7 +212,7 @@ export async function confirmEmail(deps: Deps, address: string, input: { code: s
       .patch({ used_at: now })
       .returning(['user_id', 'password_hash', 'name']);
     const row = (used as unknown as EmailConfirmation[])[0];
-    if (!row) return undefined;
+    if (!row) return repeatedConfirmation(trx, digest, now);
     // The code confirms the sign-up it was sent for: its password and name become the account's.
     await User.query(trx)
       .findById(row.user_id)

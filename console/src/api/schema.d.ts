@@ -2067,7 +2067,7 @@ export interface paths {
         put?: never;
         /**
          * Sign up; e-mails a confirmation code (the line "Confirmation code: <code>")
-         * @description Passwords are 10 to 200 characters. The account can sign in once its address is confirmed. A sign-up for an address whose account is not confirmed yet replaces that sign-up (its codes stop working) and mails a new code, at most five codes an hour per address; a code confirms the password and name of the sign-up it was sent for.
+         * @description Passwords are 10 to 200 characters. The account can sign in once its address is confirmed. A sign-up for an address whose account is not confirmed yet replaces that sign-up (its codes stop working) and mails a new code, at most five codes an hour per address; a code confirms the password and name of the sign-up it was sent for. The same sign-up (name and password) sent again within 30 s of its code is answered again, with no second code.
          */
         post: operations["createAccount"];
         delete?: never;
@@ -2087,7 +2087,7 @@ export interface paths {
         put?: never;
         /**
          * Confirm the e-mail address with the code it received
-         * @description Codes work once, for 24 hours; a newer code replaces older ones. Dashes and case do not matter. A wrong code counts as a failed credential for the address.
+         * @description Codes work once, for 24 hours; a newer code replaces older ones. Dashes and case do not matter. A wrong code counts as a failed credential for the address. The same confirmation sent again within 30 s of the code’s use is answered as the first was.
          */
         post: operations["confirmAccountEmail"];
         delete?: never;
