@@ -24,6 +24,7 @@ import {
   releaseKey,
 } from '../../db/queries/idempotency-keys';
 import { open, seal } from '../../system/crypto';
+import type { Logger } from '../../system/logger';
 import type { Secrets } from '../../system/secrets';
 import type { RouteDef } from './define-route';
 
@@ -47,6 +48,7 @@ export function keepsAnswers(def: RouteDef): boolean {
 /** What withIdempotency needs of the process. */
 export interface IdempotencyDeps {
   knex: Knex;
+  logger: Pick<Logger, 'warn'>;
   secrets: Pick<Secrets, 'encryptionKey' | 'previousEncryptionKeys'>;
 }
 
@@ -141,12 +143,19 @@ export async function withIdempotency(
     try {
       await run();
     } catch (err) {
-      await releaseKey(knex, id);
+      // the request's own error is its answer, whether or not its key can be given back
+      await releaseKey(knex, id).catch((e) => deps.logger.warn({ err: (e as Error).message }, 'key not given back'));
       throw err;
     }
-    const kept = answerToKeep(deps, id, ctx, replayTasks);
-    if (kept) await keepAnswer(knex, id, kept);
-    else await releaseKey(knex, id);
+    // The change is made, so its answer goes out even when the key's record fails: a repeat then waits on the
+    // pending key (409 idempotency_key_in_use) and never makes the change twice.
+    try {
+      const kept = answerToKeep(deps, id, ctx, replayTasks);
+      if (kept) await keepAnswer(knex, id, kept);
+      else await releaseKey(knex, id);
+    } catch (e) {
+      deps.logger.warn({ err: (e as Error).message, keyId: id }, 'the answer was not kept under its Idempotency-Key');
+    }
     return;
   }
   const deadline = Date.now() + WAIT_MS;

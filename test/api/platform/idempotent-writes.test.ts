@@ -118,6 +118,30 @@ describe('Idempotency-Key on a write that starts no task', () => {
     expect(await count(t.deps.knex('idempotency_keys').where({ user_id: other.user.id, key }))).toBe(1);
   });
 
+  it('answers a write that was made even when its key cannot be recorded done, and keeps the key from making it twice', async () => {
+    const { user, team, agent } = await signedIn();
+    const { knex } = t.deps;
+    // the database refuses to record this key's answer (as when it fails between the write and that record)
+    await knex.raw(`CREATE OR REPLACE FUNCTION refuse_idempotency_done() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'refused by the test'; END $$`);
+    await knex.raw(`CREATE TRIGGER refuse_idempotency_done BEFORE UPDATE ON idempotency_keys FOR EACH ROW
+      WHEN (NEW.key LIKE 'refuse-%') EXECUTE FUNCTION refuse_idempotency_done()`);
+    try {
+      const key = `refuse-${randomUUID()}`;
+      const body = { purpose: `made ${key}`, team_id: team.id, expires_in_days: 7 };
+      const res = await agent.post('/me/tokens', body, keyed(key));
+      expect(res.status, res.text).toBe(201);
+      expect(res.body.token).toMatch(/^vcp_/);
+      const me = await fetch(`${t.apiUrl}/me`, { headers: { authorization: `Bearer ${res.body.token}` } });
+      expect(me.status).toBe(200);
+      expect(await count(knex('access_tokens').where({ user_id: user.id, purpose: body.purpose }))).toBe(1);
+      // the key stays held: a repeat would wait on it (409 idempotency_key_in_use), not issue a second token
+      expect((await knex('idempotency_keys').where({ user_id: user.id, key }).first()).status).toBe('pending');
+    } finally {
+      await knex.raw('DROP TRIGGER refuse_idempotency_done ON idempotency_keys');
+    }
+  });
+
   it('gives the key back when the write is refused, and another caller’s key is its own', async () => {
     const { user, team, agent } = await signedIn();
     const key = randomUUID();
