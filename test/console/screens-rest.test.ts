@@ -7,6 +7,7 @@ import {
   type ConsoleBrowser,
   checkNarrow,
   eachTestAnswersForProblems,
+  openConsole,
   openConsoleAs,
 } from '../helpers/console-browser';
 import { type AppRepo, createEnvironment, createSharedAppRepo } from '../helpers/deploy-fixtures';
@@ -21,7 +22,7 @@ import { answerDroppingRelay } from '../helpers/answer-dropping-relay';
  * confirmations, an expired token still listed (the environment's: screens-environment.test.ts). Each is
  * done in chromium and checked in PostgreSQL or the API. No worker runs: tasks stay pending.
  */
-const t = useTestContext();
+const t = useTestContext({ smtp: true });
 let c: ConsoleBrowser;
 let owner: Awaited<ReturnType<typeof createUser>>;
 let agent: Agent;
@@ -213,6 +214,40 @@ describe.sequential('the rest of the console screens', () => {
       // the string shown is the one token's: the API knows its owner by it
       const me = await fetch(`${t.apiUrl}/me`, { headers: { authorization: `Bearer ${shown}` } });
       expect((await me.json()).id).toBe(owner.id);
+      expect(lossy.problems).toEqual([]);
+    } finally {
+      await lossy.close();
+      relay.close();
+    }
+  });
+
+  it('signs up and confirms through a network that loses the first answer of each: one e-mail, then the dashboard', async () => {
+    const email = `lost-signup-${Date.now()}@example.test`;
+    const relay = await answerDroppingRelay(Number(new URL(t.baseUrl).port), (head) =>
+      head.startsWith('POST /api/vc/v1/signup/confirm ')
+        ? 'confirm'
+        : head.startsWith('POST /api/vc/v1/signup ')
+          ? 'signup'
+          : false,
+    );
+    const lossy = await openConsole(t, { via: relay.url });
+    try {
+      await lossy.page.goto(`${relay.url}/sign-up`);
+      await lossy.page.getByLabel('Name').fill('Lou Lost');
+      await lossy.page.getByLabel('E-mail address').fill(email);
+      await lossy.page.getByLabel('Password').fill('a long lost password');
+      await lossy.page.getByRole('button', { name: 'Sign up', exact: true }).click();
+      const mail = await t.smtp!.waitFor((m) => m.to.includes(email));
+      const code = /^Confirmation code: (\S+)$/m.exec(mail.text)![1];
+      await lossy.page.getByLabel('Confirmation code').fill(code);
+      await lossy.page.getByRole('button', { name: 'Confirm', exact: true }).click();
+      await lossy.page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+      // Chromium sent each POST again by itself; before, the second sign-up was 409 and the second confirm 422
+      expect([relay.matchedOf('signup'), relay.matchedOf('confirm')]).toEqual([2, 2]);
+      expect(t.smtp!.messages.filter((m) => m.to.includes(email))).toHaveLength(1);
+      const users = await t.deps.knex('users').where({ email });
+      expect(users).toHaveLength(1);
+      expect(users[0].email_confirmed_at).not.toBeNull();
       expect(lossy.problems).toEqual([]);
     } finally {
       await lossy.close();

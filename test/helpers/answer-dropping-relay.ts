@@ -10,23 +10,33 @@ interface AnswerDroppingRelay {
   url: string;
   /** How many requests matched: the first, whose answer was dropped, and any sent again. */
   matched(): number;
-  /** Whether the answer to the first match was dropped. */
+  /** Whether the answer to a first match was dropped. */
   dropped(): boolean;
   close(): void;
 }
 
-/** `match` sees the start of a request as it arrives (`POST /api/vc/v1/... HTTP/1.1`, headers after it). */
+/**
+ * `match` sees the start of a request as it arrives (`POST /api/vc/v1/... HTTP/1.1`, headers after it). It may name
+ * the request's kind (a string) instead of answering true: the answer to the first request of each kind is dropped.
+ */
 export async function answerDroppingRelay(
   port: number,
-  match: (head: string) => boolean,
-): Promise<AnswerDroppingRelay> {
+  match: (head: string) => boolean | string,
+): Promise<AnswerDroppingRelay & { matchedOf(kind: string): number }> {
+  const byKind = new Map<string, number>();
   let matched = 0;
   let dropped = false;
   const server = createServer((socket) => {
     const upstream = connect(port, '127.0.0.1');
     let dropAnswer = false;
     socket.on('data', (chunk: Buffer) => {
-      if (match(chunk.toString('latin1')) && ++matched === 1) dropAnswer = true;
+      const kind = match(chunk.toString('latin1'));
+      if (kind !== false) {
+        matched++;
+        const n = (byKind.get(String(kind)) ?? 0) + 1;
+        byKind.set(String(kind), n);
+        if (n === 1) dropAnswer = true;
+      }
       upstream.write(chunk);
     });
     upstream.on('data', (chunk: Buffer) => {
@@ -44,6 +54,7 @@ export async function answerDroppingRelay(
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     matched: () => matched,
+    matchedOf: (kind: string) => byKind.get(kind) ?? 0,
     dropped: () => dropped,
     close: () => void server.close(),
   };
