@@ -2,7 +2,6 @@
 // no request can use any more and that nothing shows. Each kind is deleted in batches, so no statement
 // holds many locks or runs long on a large table.
 
-import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import { deleteCancelledEnvironments } from '../../core/projects/cancel';
 import { expirePendingDomains } from '../../core/domains';
@@ -10,6 +9,7 @@ import { pruneDeletedEnvironments } from './deleted-environments';
 import { deleteQueuedSnapshotObjects } from './snapshot-objects';
 import { userFault } from '../toolkit/failures';
 import { pruneExpiredKeys } from '../../db/queries/idempotency-keys';
+import { deleteInBatches } from '../../db/queries/batches';
 
 /** Ended sessions are kept a day (a session list may still show "ended just now"), then pruned. */
 const ENDED_SESSION_RETENTION_DAYS = 1;
@@ -18,7 +18,6 @@ const ENDED_SESSION_RETENTION_DAYS = 1;
  * (REMINDER_INTERVAL_DAYS), so rows well past that have no use.
  */
 const REMINDER_RETENTION_DAYS = 30;
-const BATCH = 5_000;
 const DAY_MS = 86_400_000;
 
 export interface PruneExpiredInput {
@@ -45,21 +44,6 @@ export interface PruneExpiredResult {
   snapshotObjects: number;
   /** Idempotency-Keys (and the answers kept under them) older than 24 hours, every caller's. */
   idempotencyKeys: number;
-}
-
-/** Deletes up to BATCH rows of `table` matching `where`, again and again until none is left. */
-async function deleteInBatches(knex: Knex, table: string, where: (q: Knex.QueryBuilder) => void): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const n = await knex(table)
-      .whereIn('ctid', (q) => {
-        q.select('ctid').from(table).limit(BATCH);
-        where(q);
-      })
-      .delete();
-    total += n;
-    if (n < BATCH) return total;
-  }
 }
 
 export function createMaintenanceActivities(deps: Deps) {

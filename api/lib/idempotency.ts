@@ -45,6 +45,11 @@ export function keepsAnswers(def: RouteDef): boolean {
   );
 }
 
+/** A write that honours Idempotency-Key: a task start (its task is answered again) or one whose answer is kept. */
+export function takesIdempotencyKey(def: RouteDef): boolean {
+  return !!def.startsTask || keepsAnswers(def);
+}
+
 /** What withIdempotency needs of the process. */
 export interface IdempotencyDeps {
   knex: Knex;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { RouteDef } from './define-route';
-import { keepsAnswers } from './idempotency';
+import { takesIdempotencyKey } from './idempotency';
 import { TAG_DESCRIPTIONS } from './openapi-tags';
 import { API_PREFIX } from './paths';
 import { errorBodySchema } from './responses';
@@ -65,7 +65,7 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
       ...(parameters.length ? { parameters } : {}),
       responses,
     };
-    if (r.startsTask || keepsAnswers(r)) {
+    if (takesIdempotencyKey(r)) {
       parameters.push({
         name: 'Idempotency-Key',
         in: 'header',

@@ -11,7 +11,7 @@ import { issuesToFields, type RouteDef } from './define-route';
 import { toRouterPath } from './paths';
 import { can, roleIn } from './policy';
 import type { ResolvedScope } from './scopes';
-import { keepsAnswers, withIdempotency } from './idempotency';
+import { takesIdempotencyKey, withIdempotency } from './idempotency';
 import { nulFields } from './nul-bytes';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -214,7 +214,7 @@ export function buildRouter(deps: Deps, routes: RouteDef[], prefix: string, task
           ctx.body = Array.isArray(started) ? { data: started.map(present) } : present(started);
         }
       };
-      if (actor && (def.startsTask || keepsAnswers(def))) {
+      if (actor && takesIdempotencyKey(def)) {
         const replayTasks = def.startsTask
           ? (ids: string[], single: boolean) => tasks.replay(deps, ids, single)
           : undefined;

@@ -3,10 +3,10 @@
  * reads them; the daily prune (activities/maintenance) deletes the expired ones.
  */
 import type { Knex } from 'knex';
+import { deleteInBatches } from './batches';
 
-/** How long a key, and the answer kept under it, lasts (the request path says it in SQL: `interval '24 hours'`). */
-const KEY_LIFETIME_MS = 24 * 3_600_000;
-const PRUNE_BATCH = 5_000;
+/** How long a key, and the answer kept under it, lasts (a PostgreSQL interval). */
+const KEY_LIFETIME = '24 hours';
 
 export interface IdempotencyKeyRow {
   id: string;
@@ -21,8 +21,6 @@ export interface IdempotencyKeyRow {
 /** What a finished request keeps under its key. */
 export type KeptAnswer = Partial<Pick<IdempotencyKeyRow, 'task_ids' | 'single' | 'answer_status' | 'answer_sealed'>>;
 
-const expiredBefore = (asOf: Date) => new Date(asOf.getTime() - KEY_LIFETIME_MS);
-
 /**
  * Takes `key` for `userId`'s request: its id, or null when the key is held (by a request under way or a kept answer).
  * The same caller's expired key is deleted first, so a key reused after 24 hours is a new one.
@@ -30,7 +28,7 @@ const expiredBefore = (asOf: Date) => new Date(asOf.getTime() - KEY_LIFETIME_MS)
 export async function claimKey(knex: Knex, userId: string, key: string, requestHash: string): Promise<string | null> {
   await knex('idempotency_keys')
     .where({ user_id: userId, key })
-    .where('created_at', '<', knex.raw("now() - interval '24 hours'"))
+    .where('created_at', '<', knex.raw('now() - ?::interval', [KEY_LIFETIME]))
     .del();
   const inserted = await knex('idempotency_keys')
     .insert({ user_id: userId, key, request_hash: requestHash, status: 'pending' })
@@ -57,15 +55,8 @@ export async function releaseKey(knex: Knex, id: string): Promise<void> {
 }
 
 /** Deletes every caller's keys older than 24 hours at `asOf`, in batches; answers how many went. */
-export async function pruneExpiredKeys(knex: Knex, asOf: Date): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const n = await knex('idempotency_keys')
-      .whereIn('id', (q) =>
-        q.select('id').from('idempotency_keys').where('created_at', '<', expiredBefore(asOf)).limit(PRUNE_BATCH),
-      )
-      .del();
-    total += n;
-    if (n < PRUNE_BATCH) return total;
-  }
+export function pruneExpiredKeys(knex: Knex, asOf: Date): Promise<number> {
+  return deleteInBatches(knex, 'idempotency_keys', (q) =>
+    q.where('created_at', '<', knex.raw('?::timestamptz - ?::interval', [asOf.toISOString(), KEY_LIFETIME])),
+  );
 }
