@@ -75,7 +75,8 @@ const signupRoutes = [
     path: '/signup/resend',
     operationId: 'resendAccountConfirmation',
     summary: 'Send a new confirmation code (answers 202 whether or not the account exists)',
-    description: 'A new code is sent when an unconfirmed account has this address, at most five codes an hour.',
+    description:
+      'A new code is sent when an unconfirmed account has this address, at most five codes an hour. The sign-up’s earlier codes keep working until one of its codes confirms it.',
     tags,
     auth: 'none',
     body: s.resendBody,

@@ -34,8 +34,9 @@ interface SignUpFor {
 }
 
 /**
- * Stores the digest of a new code (older unused codes stop working), bound to the sign-up it is sent for,
- * and returns the code.
+ * Stores the digest of a new code, bound to the sign-up it is sent for, and returns the code. The unused codes of
+ * other sign-ups stop working. Those of the same sign-up (a resend's: the same password digest and name) keep
+ * working, so whichever of its e-mails the owner opens confirms it.
  */
 async function issueCode(trx: Knex, userId: string, signUp: SignUpFor): Promise<{ code: string; expiresAt: Date }> {
   const now = new Date();
@@ -43,6 +44,13 @@ async function issueCode(trx: Knex, userId: string, signUp: SignUpFor): Promise<
     .where({ user_id: userId })
     .whereNull('used_at')
     .where('expires_at', '>', now)
+    .where((q) =>
+      q
+        .whereNull('password_hash')
+        .orWhereNot('password_hash', signUp.passwordHash)
+        .orWhereNull('name')
+        .orWhereNot('name', signUp.name),
+    )
     .patch({ expires_at: now });
   const code = randomCode(CONFIRMATION_ALPHABET, CODE_LENGTH);
   const expiresAt = new Date(now.getTime() + CODE_TTL_MS);
@@ -213,6 +221,12 @@ export async function confirmEmail(deps: Deps, address: string, input: { code: s
       .returning(['user_id', 'password_hash', 'name']);
     const row = (used as unknown as EmailConfirmation[])[0];
     if (!row) return repeatedConfirmation(trx, digest, now);
+    // The sign-up's other codes (a resend's) have done their work.
+    await EmailConfirmation.query(trx)
+      .where({ user_id: row.user_id })
+      .whereNull('used_at')
+      .where('expires_at', '>', now)
+      .patch({ expires_at: now });
     // The code confirms the sign-up it was sent for: its password and name become the account's.
     await User.query(trx)
       .findById(row.user_id)
@@ -236,12 +250,13 @@ export async function confirmEmail(deps: Deps, address: string, input: { code: s
  * happens here, and does not wait for it, so neither the answer nor its timing reveals the account.
  */
 export async function resendConfirmation(deps: Deps, input: { email: string }): Promise<void> {
-  const user = await User.query(deps.knex).findOne({ email: input.email });
-  if (!user || user.email_confirmed_at) return;
-  if ((await codeWait(deps.knex, user.id)) > 0) return;
-  // The same sign-up again: the code confirms the password and name it was made with.
-  const issued = await deps.knex.transaction((trx) =>
-    issueCode(trx, user.id, { passwordHash: user.password_hash, name: user.name }),
-  );
-  await sendCode(deps, user, issued.code, issued.expiresAt);
+  const sent = await deps.knex.transaction(async (trx) => {
+    // Under the row's lock, as a sign-up that replaces this one takes it: the code is for the waiting sign-up.
+    const user = await User.query(trx).findOne({ email: input.email }).forUpdate();
+    if (!user || user.email_confirmed_at) return undefined;
+    if ((await codeWait(trx, user.id)) > 0) return undefined;
+    // The same sign-up again: the code confirms the password and name it was made with, as its earlier codes do.
+    return { user, ...(await issueCode(trx, user.id, { passwordHash: user.password_hash, name: user.name })) };
+  });
+  if (sent) await sendCode(deps, sent.user, sent.code, sent.expiresAt);
 }
