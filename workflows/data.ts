@@ -7,7 +7,7 @@
  * A restore or sync that still fails (its last attempt's worker killed too) is settled: staging copies removed,
  * a swap cut half way rolled back, and the task's error says whether the data is the new or the previous one.
  */
-import { ActivityFailure, TimeoutFailure, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, TimeoutFailure, patched, proxyActivities } from '@temporalio/workflow';
 import type { DataActivities } from '../activities/data';
 import { runTask, failure, describeError, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
@@ -25,14 +25,17 @@ function reasonOf(err: unknown): string {
   return describeError(err);
 }
 
-/** Runs the activity; its failure ends the task failed with the activity's own reason. */
-async function step<T>(fn: () => Promise<T>): Promise<T> {
+/** Runs the activity; its failure ends the task failed with the activity's own reason (after `what:`, if given). */
+async function step<T>(fn: () => Promise<T>, what?: string): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    return failure(reasonOf(err));
+    return failure(what ? `${what}: ${reasonOf(err)}` : reasonOf(err));
   }
 }
+
+/** The patch that settled a failed put-back on the environment's host: one failed before it replays as it ran. */
+const SETTLE_ON_HOST_PATCH = 'settle-on-host';
 
 /**
  * Runs a put-back (restore, sync); when it fails, settles the environment's data and ends the task failed
@@ -43,12 +46,17 @@ async function putBackStep<T>(input: TaskWorkflowInput, what: 'restore' | 'sync'
     return await fn();
   } catch (err) {
     const reason = reasonOf(err);
-    const settled = await quick.settlePutBack({
-      taskId: input.task.id,
-      environmentId: input.task.environment_id!,
-      what,
-    });
-    return failure(`${reason}; ${settled.summary}`);
+    const envId = input.task.environment_id!;
+    // the staging copies and the swap are in the environment's volume, on its host's disk
+    const settle = patched(SETTLE_ON_HOST_PATCH)
+      ? proxyActivities<DataActivities>(await onEnvironmentHost(envId, profiles.quick))
+      : quick;
+    const settled = await settle.settlePutBack({ taskId: input.task.id, environmentId: envId, what }).then(
+      (state) => state.summary,
+      (e) =>
+        `what the environment's data is now could not be checked (${reasonOf(e)}); run the ${what} again once that is fixed`,
+    );
+    return failure(`${reason}; ${settled}`);
   }
 }
 
@@ -115,20 +123,38 @@ export async function restoreBackup(input: TaskWorkflowInput<'restore'>) {
   });
 }
 
+/**
+ * The patch that carried a sync's source files across hosts: a sync started before it replays reading them on the
+ * target's host, as it ran.
+ */
+const SYNC_ACROSS_HOSTS_PATCH = 'sync-across-hosts';
+
 export async function syncEnvironment(input: TaskWorkflowInput<'sync'>) {
   return runTask(input, async ({ params, start }) => {
     await start();
+    const ids = {
+      taskId: input.task.id,
+      fromEnvironmentId: params.from_environment_id,
+      environmentId: input.task.environment_id!,
+    };
     // the target's web process restarts on its host (host-queue.ts)
-    const onHost = proxyActivities<DataActivities>(await onEnvironmentHost(input.task.environment_id!, profiles.long));
-    const synced = await putBackStep(input, 'sync', () =>
-      onHost.syncData({
-        taskId: input.task.id,
-        fromEnvironmentId: params.from_environment_id,
-        environmentId: input.task.environment_id!,
-      }),
-    );
-    await afterSwap(input.task.id);
-    return synced;
+    const targetHost = await onEnvironmentHost(ids.environmentId, profiles.long);
+    const onHost = proxyActivities<DataActivities>(targetHost);
+    // the source's volume is on its own host's disk: from another host, its files come through the release store
+    const sourceHost = patched(SYNC_ACROSS_HOSTS_PATCH)
+      ? await onEnvironmentHost(ids.fromEnvironmentId, profiles.long)
+      : targetHost;
+    const across = sourceHost.taskQueue !== targetHost.taskQueue;
+    try {
+      if (across)
+        await step(() => proxyActivities<DataActivities>(sourceHost).copySyncFilesOut(ids), "the source's files");
+      const synced = await putBackStep(input, 'sync', () => onHost.syncData({ ...ids, filesThroughStore: across }));
+      await afterSwap(input.task.id);
+      return synced;
+    } finally {
+      // a store failing now leaves the copy (encrypted) behind; the task's own outcome stands
+      if (across) await quick.dropSyncCopy(ids).catch(() => undefined);
+    }
   });
 }
 

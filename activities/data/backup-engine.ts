@@ -125,21 +125,33 @@ export async function restoreSnapshot(opts: {
   }
 }
 
+/** The parts of `first`, then those of `then`. */
+async function* concat<T>(first: AsyncIterable<T>, then: AsyncIterable<T>): AsyncGenerator<T> {
+  yield* first;
+  yield* then;
+}
+
 /** Copies one environment's data into another (sync), no snapshot in between. */
 export async function copyData(opts: {
   config: PgConfig;
   /** Reads the source's volume: the provider of this host. */
   volumes: VolumeReader;
   source: DataSource;
+  /**
+   * The source's files when its volume is on another host (its copy through the release store, store-copies.ts):
+   * put back instead of reading `source.volume` here.
+   */
+  files?: AsyncIterable<{ part: PartName; data: Buffer }>;
   target: DataSource;
   marker?: string;
   onLine?: (line: string) => void;
 }) {
   if (opts.source.login) await checkClientVersion(opts.config, 'pg_dump');
+  const parts = dataParts(opts.config, opts.volumes, opts.source);
   return putBack({
     config: opts.config,
     target: opts.target,
-    parts: flatten(dataParts(opts.config, opts.volumes, opts.source)),
+    parts: opts.files ? concat(flatten(parts.filter((p) => p.part !== 'files')), opts.files) : flatten(parts),
     marker: opts.marker,
     onLine: opts.onLine,
   });

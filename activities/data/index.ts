@@ -14,7 +14,7 @@ import { BackupDestination } from '../../db/models/backup-destination';
 import { destinationRefusal, destinationSpec, recordDestinationError } from '../../core/backups/destinations';
 import { ensureBackupKey, snapshotKey } from '../../core/backups/keys';
 import { isKeptDeletedEnvironment } from '../../db/queries/deleted-environments';
-import { keyFingerprint } from '../../host/snapshot-format';
+import { keyFingerprint, type PartName } from '../../host/snapshot-format';
 import { openStore, storedObject } from '../../host/destinations';
 import { copyData, restoreSnapshot, takeSnapshot } from './backup-engine';
 import { describePutBackState, settlePutBack } from './put-back';
@@ -27,6 +27,11 @@ import { serviceLogin } from './service-env';
 import { startScheduledBackups, pruneSnapshots } from './scheduled';
 import { endSubscriptionsOf } from '../../db/queries/subscriptions';
 import { createDrillActivities } from './drills';
+import { dropStoreCopy, mib, putVolumeCopy, storeCopyKey, withVolumeCopy } from './store-copies';
+
+/** The store key of a sync's copy of its source's files (`syncs/<target>/<task>.vcb`). */
+const syncCopyKey = (input: { taskId: string; environmentId: string }) =>
+  storeCopyKey('syncs', input.environmentId, input.taskId);
 
 const withLog = <T>(deps: Deps, taskId: string, fn: (log: TaskLog) => Promise<T>) => withTaskLog(deps, taskId, fn);
 
@@ -208,25 +213,68 @@ export function createDataActivities(deps: Deps, provider: Provider) {
       );
     },
 
-    async syncData(input: { taskId: string; fromEnvironmentId: string; environmentId: string }) {
+    /**
+     * On the source's host, when the target is on another: a copy of the source's files goes to the release store
+     * for the target's host (its web process keeps running, as for a sync on one host).
+     */
+    async copySyncFilesOut(input: { taskId: string; fromEnvironmentId: string; environmentId: string }) {
+      return withLog(deps, input.taskId, (log) =>
+        withHeartbeat(async () => {
+          const volume = await environmentVolume(knex, config.storageRoots, input.fromEnvironmentId);
+          const storeKey = syncCopyKey(input);
+          const bytes = await putVolumeCopy(deps, provider, { volume, keyOf: input.fromEnvironmentId, storeKey });
+          log.line(`==> The source's files were copied out on its machine, through the release store (${mib(bytes)})`);
+          return { bytes };
+        }),
+      );
+    },
+
+    /** The copy of a sync's source files is deleted from the store (the sync ended, either way). */
+    async dropSyncCopy(input: { taskId: string; environmentId: string }): Promise<void> {
+      await dropStoreCopy(provider, syncCopyKey(input));
+    },
+
+    /**
+     * Puts the source's data into the environment: its database, and its files from its volume here, or from the
+     * copy copySyncFilesOut made (`filesThroughStore`: the source is on another host).
+     */
+    async syncData(input: {
+      taskId: string;
+      fromEnvironmentId: string;
+      environmentId: string;
+      filesThroughStore?: boolean;
+    }) {
       return withLog(deps, input.taskId, (log) =>
         withHeartbeat(async () => {
           const from = await knex('environments').where({ id: input.fromEnvironmentId }).first('name');
           if (!from) throw fail('the source environment no longer exists');
           log.line(`==> Copying the data of ${from.name} in; the live data stays until the copy is complete`);
           try {
-            const parts = await copyData({
-              config,
-              volumes: provider,
-              source: await source(input.fromEnvironmentId),
-              target: await source(input.environmentId),
-              marker: input.taskId,
-              onLine: (l) => log.line(l),
-            });
+            const copy = async (files?: AsyncIterable<{ part: PartName; data: Buffer }>) =>
+              copyData({
+                config,
+                volumes: provider,
+                source: await source(input.fromEnvironmentId),
+                files,
+                target: await source(input.environmentId),
+                marker: input.taskId,
+                onLine: (l) => log.line(l),
+              });
+            const missing = () => fail("the copy of the source's files is not in the release store", 'SyncFailed');
+            const parts = input.filesThroughStore
+              ? await withVolumeCopy(
+                  deps,
+                  provider,
+                  { keyOf: input.fromEnvironmentId, storeKey: syncCopyKey(input), missing },
+                  copy,
+                )
+              : await copy();
             log.line(`==> Copied: ${parts.join(' and ')}`);
             await restartWeb(input.environmentId, log);
             return { from_environment_id: input.fromEnvironmentId, copied: parts };
           } catch (err) {
+            // the release store's failures are the host's: retried as they are
+            if (err instanceof ApplicationFailure && !err.nonRetryable) throw err;
             throw fail(`the sync failed: ${(err as Error).message}`, 'SyncFailed');
           }
         }),

@@ -1,7 +1,8 @@
 /**
  * The volume of a moving environment (workflows/moves.ts, CONTRACT "Hosts", issue 26 item 7): copied through the
  * release store (host/release-store.ts, reachable from every host) as a files-only snapshot encrypted under the
- * environment's backup key (host/snapshot-format.ts), under a key prefix of its own (`moves/<env>/<task>.vcb`).
+ * environment's backup key (host/snapshot-format.ts), under a key prefix of its own (`moves/<env>/<task>.vcb`;
+ * ../data/store-copies.ts, which a sync from another host uses too).
  *
  *   - on the old host's queue: its web process stopped (as a storage move stops it), the snapshot taken and put
  *     in the store (`copyVolumeOut`); a move that fails after it starts the web process again there;
@@ -13,17 +14,9 @@
  *
  * Host names never reach the task: the log says how many bytes were copied and how long it was stopped.
  */
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { Deps } from '../../system/deps';
 import type { Provider } from '../../host/provider';
-import { ensureBackupKey } from '../../core/backups/keys';
-import { decryptSnapshot, encryptSnapshot } from '../../host/snapshot-format';
-import { ReleaseStoreError } from '../../host/release-store';
 import { removeTree } from '../../host/no-follow';
 import {
   environmentVolume,
@@ -33,33 +26,14 @@ import {
   volumePath,
 } from '../../db/queries/storage';
 import { recordTaskPhases } from '../../db/queries/task-phases';
-import { dataParts } from '../data/backup-engine';
 import { putBack } from '../data/put-back';
 import { volumeOwner } from '../storage/volume-env';
 import { withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';
-import { hostFault, userFault } from '../toolkit/failures';
+import { userFault } from '../toolkit/failures';
+import { dropStoreCopy, mib, putVolumeCopy, storeCopyKey, withVolumeCopy } from '../data/store-copies';
 
-/** The store key of a move's copy: its own prefix, apart from the releases (`<env>/<release>.tar.gz`). */
-function moveCopyKey(envId: string, taskId: string): string {
-  const seg = (s: string) => {
-    if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(s)) throw new Error(`not a store key segment: ${s}`);
-    return s;
-  };
-  return `moves/${seg(envId)}/${seg(taskId)}.vcb`;
-}
-
-const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
-
-/** A scratch directory for the encrypted copy, removed after `fn`. */
-async function withScratch<T>(fn: (file: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'vc-move-'));
-  try {
-    return await fn(path.join(dir, 'copy.vcb'));
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
+const moveCopyKey = (envId: string, taskId: string) => storeCopyKey('moves', envId, taskId);
 
 /**
  * Deletes one host's copy of an environment's volume (`<root>/volumes/<environment id>`), unless it is the very
@@ -74,14 +48,9 @@ async function removeVolumeCopy(volume: string, kept: string): Promise<boolean> 
   return true;
 }
 
-const storeFault = (err: unknown): never => {
-  if (err instanceof ReleaseStoreError) throw hostFault('ReleaseStoreUnavailable', err.message);
-  throw err;
-};
-
 export function createMoveVolumeActivities(deps: Deps, provider: Provider) {
   const { knex, config } = deps;
-  const { supervisor, releaseStore } = provider;
+  const { supervisor } = provider;
   return {
     /** On the old host's queue, when no usage sample says: whether the environment's volume holds anything here. */
     async volumeHoldsFiles(input: { environmentId: string }): Promise<boolean> {
@@ -102,16 +71,8 @@ export function createMoveVolumeActivities(deps: Deps, provider: Provider) {
           if (!stopped) log.line('==> No web process runs here');
           await recordTaskPhases(knex, input.taskId, { old_stopped: new Date(stoppedAt).toISOString() });
           const volume = await environmentVolume(knex, config.storageRoots, envId);
-          const key = await ensureBackupKey(knex, deps.secrets, envId);
-          const objectKey = moveCopyKey(envId, input.taskId);
-          const bytes = await withScratch(async (file) => {
-            await pipeline(
-              Readable.from(encryptSnapshot(key, dataParts(config, provider, { login: null, volume }))),
-              createWriteStream(file, { mode: 0o600 }),
-            );
-            await releaseStore.put(objectKey, file).catch(storeFault);
-            return (await stat(file)).size;
-          });
+          const storeKey = moveCopyKey(envId, input.taskId);
+          const bytes = await putVolumeCopy(deps, provider, { volume, keyOf: envId, storeKey });
           log.line(`==> The volume was copied out, encrypted under this environment's backup key (${mib(bytes)})`);
           return { volume, bytes, stopped, stoppedAt };
         }),
@@ -132,17 +93,19 @@ export function createMoveVolumeActivities(deps: Deps, provider: Provider) {
           const volume = moveRoot
             ? volumePath(config.storageRoots[0], envId)
             : await environmentVolume(knex, config.storageRoots, envId);
-          const key = await ensureBackupKey(knex, deps.secrets, envId);
-          await withScratch(async (file) => {
-            const found = await releaseStore.get(moveCopyKey(envId, input.taskId), file).catch(storeFault);
-            if (!found) throw userFault('StorageTaskFailed', 'the copy of the volume is not in the release store');
-            await putBack({
+          const copy = {
+            keyOf: envId,
+            storeKey: moveCopyKey(envId, input.taskId),
+            missing: () => userFault('StorageTaskFailed', 'the copy of the volume is not in the release store'),
+          };
+          await withVolumeCopy(deps, provider, copy, async (parts) =>
+            putBack({
               config,
               target: { login: null, volume, owner: await volumeOwner(deps, provider, envId) },
-              parts: decryptSnapshot(key, createReadStream(file)),
+              parts,
               marker: input.taskId,
-            });
-          });
+            }),
+          );
           // recorded once complete: a failed put-back leaves the record as it was
           if (moveRoot) await setVolumeLocation(knex, envId, config.storageRoots[0]);
           log.line('==> The volume was put back on another machine');
@@ -158,7 +121,7 @@ export function createMoveVolumeActivities(deps: Deps, provider: Provider) {
 
     /** The copy in the store is deleted (the move succeeded, or failed after the copy). */
     async dropVolumeCopy(input: { taskId: string; environmentId: string }): Promise<void> {
-      await releaseStore.delete(moveCopyKey(input.environmentId, input.taskId)).catch(storeFault);
+      await dropStoreCopy(provider, moveCopyKey(input.environmentId, input.taskId));
     },
 
     /**

@@ -121,7 +121,7 @@ export const routes: RouteDef[] = [
     path: '/environments/{id}/sync',
     operationId: 'syncEnvironment',
     summary: "Replaces the environment's database and files by another environment's: 202 with the backups/sync task",
-    description: `Needs confirm: true (else 422 on confirm, nothing changes). ${PROTECTED}`,
+    description: `Needs confirm: true (else 422 on confirm, nothing changes). A source with a database needs one in this environment too (else 422 on from_environment_id). From an environment on another host, its files come through the release store. ${PROTECTED}`,
     tags,
     auth: 'session',
     permission: 'data:restore',

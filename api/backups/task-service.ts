@@ -3,8 +3,9 @@
  * restore, sync and reset-database (exclusive: one change at a time per environment).
  */
 import { volumeHasFiles } from '../../db/queries/storage';
+import { placedOn, volumeHeldAtLastSample } from '../../db/queries/host-moves';
 import { otherProjectEnvironments, projectEnvironment } from '../../db/queries/environments';
-import { hasAvailableService } from '../../db/queries/services';
+import { hasAvailableService, hasPostgresqlService } from '../../db/queries/services';
 import type { Deps } from '../../system/deps';
 import { startTask } from '../../core/tasks';
 import type { TaskParamsInput } from '../../db/task-params';
@@ -122,12 +123,22 @@ export async function requestVerify(deps: Deps, actor: Actor, env: EnvRow, snaps
   return startVerifyTask(deps, actor, env, row.id);
 }
 
+/**
+ * Whether the environment's volume holds files: looked at here when it is on this machine's host, else as its own
+ * host's sampler last recorded it (no disk is shared between hosts).
+ */
+async function holdsFiles(deps: Deps, envId: string): Promise<boolean> {
+  if (await placedOn(deps.knex, envId, deps.config.hostName))
+    return volumeHasFiles(deps.knex, deps.config.storageRoots, envId);
+  return (await volumeHeldAtLastSample(deps.knex, envId)) ?? false;
+}
+
 /** The project's other environments with data (a database service or files). */
 export async function syncSources(deps: Deps, env: EnvRow) {
   const rows = await otherProjectEnvironments(deps.knex, env.project_id, env.id);
   const withData = [];
   for (const r of rows) {
-    if (r.has_service || (await volumeHasFiles(deps.knex, deps.config.storageRoots, r.id))) withData.push(r);
+    if (r.has_service || (await holdsFiles(deps, r.id))) withData.push(r);
   }
   return { sources: withData.map((r) => ({ environment_id: r.id, name: r.name })) };
 }
@@ -144,6 +155,14 @@ export async function requestSync(
   const from = await projectEnvironment(deps.knex, input.from_environment_id, env.project_id);
   if (!from || from.id === env.id)
     throw errors.invalid({ from_environment_id: 'is not another environment of the project' });
+  // its database has nowhere to go: said now, not by a task that fails
+  if ((await hasPostgresqlService(deps.knex, from.id)) && !(await hasPostgresqlService(deps.knex, env.id)))
+    throw errors.invalid(
+      {
+        from_environment_id: `has a database and ${env.name} has none: add a PostgreSQL service to ${env.name} first`,
+      },
+      `No sync of ${env.name} from ${from.name}`,
+    );
   return startOverwrite(deps, actor, env, input.password, address, {
     type: 'sync',
     params: { from_environment_id: from.id },

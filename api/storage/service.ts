@@ -27,6 +27,8 @@ import {
 } from '../../db/queries/storage';
 import type { DiskName, StorageDisk } from '../../db/models/storage-disk';
 import { environmentHost } from '../../db/queries/hosts';
+import { placedOn } from '../../db/queries/host-moves';
+import { lastVolumeBytes } from '../../db/queries/resources';
 import { environmentName } from '../../db/queries/environments';
 import { hasPostgresqlService, postgresqlDatabaseName } from '../../db/queries/services';
 import { withAdmin } from '../../host/pg-server';
@@ -94,11 +96,17 @@ async function databaseBytes(deps: Deps, envId: string): Promise<number> {
   }).catch(() => 0);
 }
 
+/**
+ * Bytes the environment's volume takes: measured here when it is on this machine's host, else what its own host's
+ * sampler last recorded (resource_samples.volume_bytes; 0 before any sample), as no disk is shared between hosts.
+ */
+async function volumeBytes(deps: Deps, envId: string, location: string): Promise<number> {
+  if (await placedOn(deps.knex, envId, deps.config.hostName)) return duBytes(volumePath(location, envId));
+  return (await lastVolumeBytes(deps.knex, envId)) ?? 0;
+}
+
 async function usedBytes(deps: Deps, envId: string, s: EnvironmentStorage) {
-  const [database, files] = await Promise.all([
-    databaseBytes(deps, envId),
-    duBytes(volumePath(s.files.location, envId)),
-  ]);
+  const [database, files] = await Promise.all([databaseBytes(deps, envId), volumeBytes(deps, envId, s.files.location)]);
   return { database, files };
 }
 

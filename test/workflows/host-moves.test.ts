@@ -13,7 +13,9 @@
  * the volume through the release store (none of it left there), the app reads the file on the new host, the old
  * copy is deleted, and the host ends `drained`; a move that fails after that copy (the app does not start on the new
  * host) leaves the environment serving from its host with its data, the task `failed` saying so and what to do,
- * and nothing of it on the other host or in the store.
+ * and nothing of it on the other host or in the store; a sync into an environment on the other host from one on
+ * this host copies the source's files through the store (the target's own files replaced, none left in the store),
+ * and the API offers the other host's environment as a sync source and shows its volume's size, from its samples.
  */
 import type { ChildProcess } from 'node:child_process';
 import {
@@ -431,6 +433,42 @@ describe('moving environments between hosts', () => {
     const undrained = await hostsCli('undrain', other);
     expect(undrained.code).toBe(0);
   }, 240_000);
+
+  it("a sync from an environment on another host copies its files through the store: the target's files become the source's", async () => {
+    // three is on this host since the drain, with its file; five lands on the other host (more room)
+    const three = await t.deps.knex('environments').where({ project_id: volumeProject.id, name: 'three' }).first();
+    expect((await placement(three.id)).host).toBe(here);
+    const five = await deployedEnvironment('five', volumeProject.id);
+    expect((await placement(five.id)).host).toBe(other);
+    expect((await fetchEnvironment(five.port, '/put?name=own.txt&body=mine')).text).toBe('stored');
+    // the API's machine has no copy of five's volume: it is offered as a source, and its size shown, from what
+    // its own host's sampler recorded
+    await volumeSampled(five.id);
+    const sources = await agent.get(`/environments/${three.id}/sync`);
+    expect(sources.body.sources).toContainEqual({ environment_id: five.id, name: 'five' });
+    const disk = await agent.get(`/environments/${five.id}/storage/files/disk`);
+    expect(disk.status, disk.text).toBe(200);
+    expect(disk.body.used_bytes).toBeGreaterThan(0);
+
+    const res = await agent.post(`/environments/${five.id}/sync`, { from_environment_id: three.id, confirm: true });
+    expect(res.status, res.text).toBe(202);
+    const task = await waitForTask(t, agent, res.body.id, { timeoutMs: 90_000 });
+    const log = await taskLog(t, agent, task.id);
+    expect(task.status, `${task.error}\n${log}`).toBe('succeeded');
+    expect(task.result).toMatchObject({ copied: ['files'] });
+    // the app on the other host reads the source's file; its own is gone, as a sync replaces the files
+    expect(await fetchEnvironment(five.port, '/get?name=upload.txt')).toEqual({ status: 200, text: 'carried over' });
+    expect((await fetchEnvironment(five.port, '/get?name=own.txt')).status).toBe(500);
+    expect((await fetchEnvironment(five.port, '/where')).text).toBe(volumePath(otherRoot, five.id));
+    expect(readFileSync(path.join(volumePath(otherRoot, five.id), 'upload.txt'), 'utf8')).toBe('carried over');
+    // the source is untouched, and the copy is gone from the store
+    expect(await fetchEnvironment(three.port, '/get?name=upload.txt')).toEqual({ status: 200, text: 'carried over' });
+    expect(log).toMatch(/The source's files were copied out on its machine, through the release store \(\d+\.\d MiB\)/);
+    const copies = path.join(t.config.releaseStore.location, 'syncs', five.id);
+    expect(existsSync(copies) ? readdirSync(copies) : []).toEqual([]);
+    expect(log).not.toContain(other);
+    expect(log).not.toContain(here);
+  }, 180_000);
 
   it('a move that fails after the volume copy (the app does not start on the new host) serves from the old host again, with its data, and leaves nothing on the new one', async () => {
     // the volume app, which exits at start anywhere but under the other host's STORAGE_ROOTS

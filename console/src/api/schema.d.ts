@@ -1023,7 +1023,7 @@ export interface paths {
         put?: never;
         /**
          * Replaces the environment's database and files by another environment's: 202 with the backups/sync task
-         * @description Needs confirm: true (else 422 on confirm, nothing changes). Over a protected environment the body needs `password` and a recent sign-in, else 403 reauthentication_required.
+         * @description Needs confirm: true (else 422 on confirm, nothing changes). A source with a database needs one in this environment too (else 422 on from_environment_id). From an environment on another host, its files come through the release store. Over a protected environment the body needs `password` and a recent sign-in, else 403 reauthentication_required.
          */
         post: operations["syncEnvironment"];
         delete?: never;

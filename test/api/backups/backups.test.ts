@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -114,6 +114,33 @@ describe('backups, restore and reset', () => {
     ]);
   });
 
+  it('a restore of a snapshot whose stored bytes changed fails, saying why and that the data is as it was', async () => {
+    expect(await app('/write?body=after')).toEqual({ status: 200, text: 'original,after' });
+    const row = await t.deps.knex('backups').where({ id: snapshotId }).first();
+    const object = join(t.dataDir, '..', `dest-${w.environment.id}`, row.object_key);
+    const stored = readFileSync(object);
+    const changed = Buffer.from(stored);
+    changed[changed.length - 1] ^= 0xff;
+    writeFileSync(object, changed);
+    try {
+      const res = await owner.post(`${env()}/backups/${snapshotId}/restore`, { password: PASSWORD });
+      expect(res.status, res.text).toBe(202);
+      const task = await waitForTask(t, owner, res.body.id, { timeoutMs: 90_000 });
+      expect(task.status).toBe('failed');
+      // settled on the environment's host: nothing was swapped in
+      expect(task.error).toMatch(/is not the snapshot that was stored \(its SHA-256 differs\)/);
+      expect(task.error).toMatch(
+        /; the environment's database and files are as they were before the restore \(nothing was changed\)$/,
+      );
+      expect(await app('/')).toEqual({ status: 200, text: 'original,after' });
+    } finally {
+      writeFileSync(object, stored);
+      // the rows as the next tests expect them
+      await app('/clear');
+      expect(await app('/write?body=original')).toEqual({ status: 200, text: 'original' });
+    }
+  });
+
   it("sync copies production's database into another environment of the project", async () => {
     const staging = await createEnvironment(t, w.project, { name: 'staging' });
     const path = `/environments/${staging.id}`;
@@ -161,6 +188,19 @@ describe('backups, restore and reset', () => {
     const res = await owner.post(`${env()}/sync`, { from_environment_id: w.environment.id });
     expect(res.status).toBe(422);
     expect(res.body.error.fields).toHaveProperty('confirm');
+  });
+
+  it('sync from an environment with a database into one without is 422 on from_environment_id and starts nothing', async () => {
+    const bare = await createEnvironment(t, w.project, { name: 'bare' });
+    const res = await owner.post(`/environments/${bare.id}/sync`, {
+      from_environment_id: w.environment.id,
+      confirm: true,
+    });
+    expect(res.status, res.text).toBe(422);
+    expect(res.body.error.fields.from_environment_id).toBe(
+      'has a database and bare has none: add a PostgreSQL service to bare first',
+    );
+    expect(await t.deps.knex('tasks').where({ environment_id: bare.id })).toEqual([]);
   });
 });
 
