@@ -4,7 +4,7 @@
  * snapshot's verify_error recorded, the team told (`backup.verify_failed`); the task ends failed with the reason.
  * runRestoreDrills: one run of the daily `restore-drills` schedule (a drill of every environment's newest snapshot).
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type { DataActivities } from '../activities/data';
 import { describeError, failure, runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
@@ -12,6 +12,9 @@ import { onServicesHost } from './host-queue';
 import { ActivityFailure, TimeoutFailure } from '@temporalio/workflow';
 
 const quick = proxyActivities<DataActivities>(profiles.quick);
+
+/** The patch that settled a failed drill on the services server's host: one failed before it replays as it ran. */
+const SETTLE_DRILL_ON_HOST_PATCH = 'settle-drill-on-host';
 
 function reasonOf(err: unknown): string {
   let e: unknown = err;
@@ -31,7 +34,14 @@ export async function verifyBackup(input: TaskWorkflowInput<'verify'>) {
       return await acts.verifySnapshot({ taskId: input.task.id, backupId });
     } catch (err) {
       const reason = reasonOf(err);
-      await quick.settleDrill({ taskId: input.task.id, backupId, reason });
+      const settlement = { taskId: input.task.id, backupId, reason };
+      if (!patched(SETTLE_DRILL_ON_HOST_PATCH)) await quick.settleDrill(settlement);
+      else {
+        // its scratch directory is on the services server's host; with that host away, the failure is still
+        // recorded and told from any worker
+        const onServices = proxyActivities<DataActivities>(await onServicesHost(profiles.quick));
+        await onServices.settleDrill(settlement).catch(() => quick.settleDrill(settlement));
+      }
       return failure(reason);
     }
   });

@@ -43,10 +43,25 @@ export async function moveStorage(input: TaskWorkflowInput<'storage_move'>) {
   });
 }
 
+/**
+ * The patch that discarded each old copy on the machine holding it: one started before it replays on the shared
+ * queue, as it ran.
+ */
+const DISCARD_ON_HOSTS_PATCH = 'discard-on-hosts';
+
 export async function discardStorage(input: TaskWorkflowInput<'storage_discard'>) {
-  return runTask(input, async ({ start }) => {
+  return runTask(input, async ({ log, start }) => {
     await start();
-    return longActs.discardOldStorage({ taskId: input.task.id, environmentId: input.task.environment_id! });
+    const ids = { taskId: input.task.id, environmentId: input.task.environment_id! };
+    if (!patched(DISCARD_ON_HOSTS_PATCH)) return longActs.discardOldStorage(ids);
+    // the volume's old copy is on the environment's host; the kept database's tablespace on the services server's
+    const onEnvHost = proxyActivities<StorageActivities>(await onEnvironmentHost(ids.environmentId, profiles.long));
+    const onServices = proxyActivities<StorageActivities>(await onServicesHost(profiles.long));
+    const files = await onEnvHost.discardOldStorage({ ...ids, disks: ['files'] });
+    const database = await onServices.discardOldStorage({ ...ids, disks: ['database'] });
+    const discarded = [...files.discarded, ...database.discarded];
+    await log(discarded.length ? `==> Discarded: ${discarded.join(', ')}` : '==> Nothing to discard');
+    return { discarded };
   });
 }
 

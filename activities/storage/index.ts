@@ -193,20 +193,29 @@ export function createStorageActivities(deps: Deps, provider: Provider) {
       });
     },
 
-    /** Deletes the copies moves left (volume directory, kept database and its tablespace). */
-    async discardOldStorage(input: { taskId: string; environmentId: string }): Promise<{ discarded: string[] }> {
+    /**
+     * Deletes the copies moves left of `disks` (default both): the volume directory (on the environment's host),
+     * the kept database and its tablespace (on the services server's host). With `disks`, the workflow says what
+     * was discarded in the end.
+     */
+    async discardOldStorage(input: {
+      taskId: string;
+      environmentId: string;
+      disks?: DiskName[];
+    }): Promise<{ discarded: string[] }> {
       return withLog(input.taskId, async (log) => {
         const envId = input.environmentId;
+        const disks = input.disks ?? ['files', 'database'];
         const s = await environmentStorage(knex, roots(), envId);
         const discarded: string[] = [];
-        if (s.files.old_location) {
+        if (disks.includes('files') && s.files.old_location) {
           const dir = volumePath(s.files.old_location, envId);
           log.line(`==> Deleting the old copy of the volume at ${dir}`);
           await removeTree(path.dirname(dir), envId);
           await forgetOldCopy(knex, s.files);
           discarded.push(`files@${s.files.old_location}`);
         }
-        if (s.database.old_location) {
+        if (disks.includes('database') && s.database.old_location) {
           const service = await knex('services')
             .where({ environment_id: envId, kind: 'postgresql' })
             .first('database_name');
@@ -225,7 +234,8 @@ export function createStorageActivities(deps: Deps, provider: Provider) {
           await forgetOldCopy(knex, s.database);
           discarded.push(`database@${s.database.old_location}`);
         }
-        log.line(discarded.length ? `==> Discarded: ${discarded.join(', ')}` : '==> Nothing to discard');
+        if (!input.disks)
+          log.line(discarded.length ? `==> Discarded: ${discarded.join(', ')}` : '==> Nothing to discard');
         return { discarded };
       });
     },

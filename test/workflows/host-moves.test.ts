@@ -15,7 +15,8 @@
  * host) leaves the environment serving from its host with its data, the task `failed` saying so and what to do,
  * and nothing of it on the other host or in the store; a sync into an environment on the other host from one on
  * this host copies the source's files through the store (the target's own files replaced, none left in the store),
- * and the API offers the other host's environment as a sync source and shows its volume's size, from its samples.
+ * and the API offers the other host's environment as a sync source and shows its volume's size, from its samples;
+ * the old copy a storage move left on the other host is discarded there (its queue, as both hosts share this disk).
  */
 import type { ChildProcess } from 'node:child_process';
 import {
@@ -51,6 +52,7 @@ import { environmentVolume, volumePath } from '../../db/queries/storage';
 import { hostTag } from '../../host/provider/host-identity';
 import { hostWatchDiagnosis, instancesOn, removeHostNetworks, runHostsCli } from '../helpers/host-moves';
 import { testPortSlot } from '../helpers/test-workers';
+import { hostTaskQueue } from '../../system/task-queues';
 
 const LOST = 3;
 const t = useTestContext({
@@ -73,6 +75,7 @@ let volumeProject: { id: string; team_id: string };
 let s3: Awaited<ReturnType<typeof startS3>>;
 /** The second host's STORAGE_ROOTS: its volumes are apart from the file's host's. */
 let otherRoot: string;
+let otherRoot2: string;
 /** While this file exists, the second host holds the host watch rounds it takes (VC_FAULT_INJECT hold-activity). */
 let holdSweep: string;
 
@@ -83,7 +86,7 @@ function startOtherHost(): ChildProcess {
     SANDBOX_NETWORK: `10.${120 + (slot % 8) * 4}.0.0/14`,
     HOST_LOST_SECONDS: String(LOST),
     RESOURCE_SAMPLE_SECONDS: '1',
-    STORAGE_ROOTS: otherRoot,
+    STORAGE_ROOTS: `${otherRoot},${otherRoot2}`,
     // its own INSTANCE_PORTS (instances are reached at HOST_ADDRESS:<instance port>, and both hosts are this
     // machine): between the tests' environment ports (up to 31799) and second-host.ts's (32000 on)
     INSTANCE_PORTS: `${31800 + slot * 11}-${31800 + slot * 11 + 10}`,
@@ -163,8 +166,10 @@ beforeAll(async () => {
   const base = mkdtempSync(path.join(t.dataDir, '..', 'roots-b-'));
   chmodSync(base, 0o711);
   otherRoot = path.join(base, 'disks');
+  otherRoot2 = path.join(base, 'disks-2');
   holdSweep = path.join(base, 'hold-sweep');
   mkdirSync(otherRoot, { mode: 0o755 });
+  mkdirSync(otherRoot2, { mode: 0o755 });
   startOtherHost();
   await until('the second host to join', async () => (await statusOf(other)) === 'ready', { timeoutMs: 60_000 });
   // the host watch, as npm start's worker runs it (every 5 s there), every second here
@@ -468,6 +473,34 @@ describe('moving environments between hosts', () => {
     expect(existsSync(copies) ? readdirSync(copies) : []).toEqual([]);
     expect(log).not.toContain(other);
     expect(log).not.toContain(here);
+  }, 180_000);
+
+  it("discarding the old copy a storage move left deletes it on the environment's host", async () => {
+    const five = await t.deps.knex('environments').where({ project_id: volumeProject.id, name: 'five' }).first();
+    expect((await placement(five.id)).host).toBe(other);
+    const moved = await agent.post(`/environments/${five.id}/storage/files/move`, { location: otherRoot2 });
+    expect(moved.status, moved.text).toBe(202);
+    const move = await waitForTask(t, agent, moved.body.id, { timeoutMs: 90_000 });
+    expect(move.status, `${move.error}\n${await taskLog(t, agent, move.id)}`).toBe('succeeded');
+    expect(await fetchEnvironment(five.port, '/get?name=upload.txt')).toEqual({ status: 200, text: 'carried over' });
+    expect(existsSync(volumePath(otherRoot, five.id))).toBe(true);
+
+    const res = await agent.post(`/environments/${five.id}/storage/discard`, { confirm: true });
+    expect(res.status, res.text).toBe(202);
+    const task = await waitForTask(t, agent, res.body.id, { timeoutMs: 60_000 });
+    expect(task.status, `${task.error}\n${await taskLog(t, agent, task.id)}`).toBe('succeeded');
+    expect(task.result.discarded).toEqual([`files@${otherRoot}`]);
+    expect(await taskLog(t, agent, task.id)).toContain(`==> Discarded: files@${otherRoot}`);
+    expect(existsSync(volumePath(otherRoot, five.id))).toBe(false);
+    expect(await fetchEnvironment(five.port, '/get?name=upload.txt')).toEqual({ status: 200, text: 'carried over' });
+    // both hosts are this machine here: what proves the machine is the queue the deletion was sent to
+    const { workflow_id } = await t.deps.knex('tasks').where({ id: task.id }).first('workflow_id');
+    const history = await t.deps.temporal.workflow.getHandle(workflow_id).fetchHistory();
+    const queues = (history.events ?? []).flatMap((e) => {
+      const a = e.activityTaskScheduledEventAttributes;
+      return a?.activityType?.name === 'discardOldStorage' ? [a.taskQueue?.name] : [];
+    });
+    expect(queues[0]).toBe(hostTaskQueue(t.config.taskQueue, other));
   }, 180_000);
 
   it('a move that fails after the volume copy (the app does not start on the new host) serves from the old host again, with its data, and leaves nothing on the new one', async () => {
