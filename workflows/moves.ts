@@ -50,6 +50,12 @@ const sweep = proxyActivities<MoveActivities>(profiles.heartbeating);
 const MOVE_FAILURE_PATCH = 'move-failure-clean-up';
 
 /**
+ * The patch that asks a drained host whether the volume holds anything, whatever the last usage sample said: a move
+ * started before it replays as it ran.
+ */
+const ASK_OLD_HOST_PATCH = 'ask-old-host-volume';
+
+/**
  * A move that failed once it reached its new host: why, where the environment is now, and what to do. Host names
  * are the operator's: the other machine, its previous machine.
  */
@@ -90,10 +96,13 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
     }
     // how long work sent to the old or the new host waits for it to take it
     const wait = hostWaitSeconds(placed);
-    // a drain from a host that is up: a volume that held data is copied (no sample says: its host is asked)
+    // a drain from a host that is up: a volume that holds data is copied. Its host is asked: the last usage sample
+    // may be RESOURCE_SAMPLE_SECONDS old, and a file written since would stay behind (a move started before this
+    // asked only when no sample said)
     const onOldHost = <A>(profile: ActivityOptions) => proxyActivities<A>(onHost(placed.from, wait, profile));
-    let copyVolume = params.reason === 'drain' && facts.volumeHeld !== false && !placed.fromLost;
-    if (copyVolume && facts.volumeHeld === null) {
+    const askOldHost = patched(ASK_OLD_HOST_PATCH);
+    let copyVolume = params.reason === 'drain' && (askOldHost || facts.volumeHeld !== false) && !placed.fromLost;
+    if (copyVolume && (askOldHost || facts.volumeHeld === null)) {
       const held = await onOldHost<MoveVolumeActivities>(profiles.quick)
         .volumeHoldsFiles({ environmentId })
         .catch(async (err) => {

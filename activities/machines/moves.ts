@@ -30,7 +30,10 @@ export function createMoveActivities(deps: Deps, provider: Provider) {
   const { knex } = deps;
   const { supervisor } = provider;
   return {
-    /** What the move starts from: the live release (none: nothing to start) and the last sample's volume. */
+    /**
+     * What the move starts from: the live release (none: nothing to start) and the last sample's volume (what moves
+     * started before the old host was always asked go by).
+     */
     async moveFacts(input: { environmentId: string }) {
       const release = await liveRelease(knex, input.environmentId);
       return {
