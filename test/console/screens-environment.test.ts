@@ -120,8 +120,11 @@ describe.sequential('more environment screens', () => {
     const service = await pendingTask('service_create');
     expect(service.params).toMatchObject({ plan });
 
-    // Sync copies another environment's data here: staging has a database to copy.
+    // Sync copies another environment's data here: staging has a database to copy, and production one to take it
+    // (a source's database needs one here, else the sync is 422): the service whose creation was asked above, as
+    // if its task had run (this file has no worker)
     await t.deps.knex('services').insert(availableServiceRow(staging, `env_staging_${Date.now()}`));
+    await t.deps.knex('services').where({ id: service.params.service_id }).update({ status: 'available' });
     await go(`/environments/${production.id}/backups`);
     await page.getByLabel('Copy the data of').selectOption(staging.id);
     await page.getByRole('button', { name: 'Sync', exact: true }).click();
