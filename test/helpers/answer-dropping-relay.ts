@@ -18,10 +18,13 @@ interface AnswerDroppingRelay {
 /**
  * `match` sees the start of a request as it arrives (`POST /api/vc/v1/... HTTP/1.1`, headers after it). It may name
  * the request's kind (a string) instead of answering true: the answer to the first request of each kind is dropped.
+ * `closeIdleMs`: a connection quiet that long after an answer is closed. Chromium sends a POST again by itself only when a kept-alive
+ * connection it reused closes before any answer; with every request on a fresh connection, it never does.
  */
 export async function answerDroppingRelay(
   port: number,
   match: (head: string) => boolean | string,
+  o: { closeIdleMs?: number } = {},
 ): Promise<AnswerDroppingRelay & { matchedOf(kind: string): number }> {
   const byKind = new Map<string, number>();
   let matched = 0;
@@ -29,6 +32,14 @@ export async function answerDroppingRelay(
   const server = createServer((socket) => {
     const upstream = connect(port, '127.0.0.1');
     let dropAnswer = false;
+    // closeIdleMs: a connection quiet that long after an answer is closed, so every request goes out on a fresh one
+    let idle: NodeJS.Timeout | undefined;
+    socket.on('data', () => clearTimeout(idle));
+    upstream.on('data', () => {
+      if (!o.closeIdleMs) return;
+      clearTimeout(idle);
+      idle = setTimeout(() => socket.destroy(), o.closeIdleMs);
+    });
     socket.on('data', (chunk: Buffer) => {
       const kind = match(chunk.toString('latin1'));
       if (kind !== false) {

@@ -185,7 +185,8 @@ describe('a control plane that cannot apply (frozen: SIGSTOP) while HAProxy serv
     await until('the kept rule in force', async () => (await visit('/', { 'user-agent': 'FrozenBot' })).status === 403);
     const cleared = await api.patch(`/projects/${project.id}/edge`, { blocked_user_agents: [] });
     expect(cleared.status, cleared.text).toBe(200);
-  }, 60_000);
+    // room for the write's 10 s, the wait's own 60 s (its message says what it saw) and the clearing write
+  }, 150_000);
 
   it(`a task waits EDGE_TASK_WAIT_SECONDS, its log naming the edge, then ends failed`, async () => {
     const edge = edgeProcess();

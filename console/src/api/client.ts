@@ -89,15 +89,24 @@ let waiting: (() => void)[] = [];
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
+ * The writes without a key that the API answers as one when they come again within 30 s (the same sign-up, a code's
+ * confirmation): sent again as a keyed write is, its sends ending well within that window.
+ */
+const REPEATABLE = new Set([`${API_BASE}/signup`, `${API_BASE}/signup/confirm`]);
+
+const repeatable = (request: Request) => request.method === 'POST' && REPEATABLE.has(new URL(request.url).pathname);
+
+/**
  * The API's calls, counted while they are in flight (see `quiet`). A read that the network dropped (the browser
  * aborts what is in flight when the machine's network changes: `net::ERR_NETWORK_CHANGED`, a laptop moving to
  * another Wi-Fi) is asked once more after a moment: it changes nothing. A write is sent again under its
- * Idempotency-Key (`sendKept`); one without a key (signing in, an upload) is never sent twice by the console.
+ * Idempotency-Key (`sendKept`), and so are a sign-up and a confirmation (REPEATABLE); one without a key otherwise
+ * (signing in, an upload) is never sent twice by the console.
  */
 async function counted(request: Request, init?: RequestInit): Promise<Response> {
   inFlight++;
   try {
-    if (request.headers.has(IDEMPOTENCY_KEY)) return await sendKept(request, init);
+    if (request.headers.has(IDEMPOTENCY_KEY) || repeatable(request)) return await sendKept(request, init);
     try {
       return await globalThis.fetch(request, init);
     } catch (err) {
