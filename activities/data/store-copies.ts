@@ -1,7 +1,7 @@
 /**
  * Data carried from one host to another through the release store (host/release-store.ts, reachable from every
  * host, so nothing relies on a shared disk): a moving environment's volume (machines/move-volume.ts) and the files
- * of a sync's source on another host (data/sync-copy.ts). Each copy is a files-only snapshot encrypted under an
+ * of a sync's source on another host (data/index.ts `copySyncFilesOut`, `syncData`). Each copy is a files-only snapshot encrypted under an
  * environment's backup key (host/snapshot-format.ts), written through a scratch file, under a key prefix of its
  * own (`<kind>/<environment id>/<task id>.vcb`), apart from the releases (`<env>/<release>.tar.gz`).
  */

@@ -52,7 +52,7 @@ export function createMoveVolumeActivities(deps: Deps, provider: Provider) {
   const { knex, config } = deps;
   const { supervisor } = provider;
   return {
-    /** On the old host's queue, when no usage sample says: whether the environment's volume holds anything here. */
+    /** On the old host's queue, when a drain starts: whether the environment's volume holds anything here. */
     async volumeHoldsFiles(input: { environmentId: string }): Promise<boolean> {
       return volumeHasFiles(knex, config.storageRoots, input.environmentId);
     },
