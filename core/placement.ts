@@ -8,7 +8,8 @@
  *   sandbox's cgroup caps its share) and disk is the volumes' quota within STORAGE_ROOTS.
  * - Nothing fits: 409 `no_capacity`, naming the largest plan that fits now. Host names and free memory are the
  *   operator's (`npm run hosts -- list`), never in a tenant's answer.
- * - A resize or scale that would no longer fit on the server's host: 409 `no_capacity`.
+ * - A resize or scale that would no longer fit on the server's host: 409 `no_capacity`. Its room is checked and
+ *   taken in the transaction that inserts its task, and held while the task is open.
  * - Placements are serialized by a transaction-scoped advisory lock, so two creations at once never both take
  *   the last room on a host: the caller places inside the transaction that inserts the server.
  *
@@ -61,29 +62,29 @@ export async function placeWebServer(
 
 /**
  * Checks that a web server may grow from `from` to `to` MB in all (plan memory times instances) on its host;
- * 409 no_capacity when the host lacks the difference. A server whose host is null is on `ownHost`. A host no
- * longer registered refuses nothing here (the work sent to it fails as host_unavailable).
+ * 409 no_capacity when the host lacks the difference. Run as the task's guard (core/tasks.ts): in the transaction
+ * that inserts the resize or scale task, under the placement lock, so that the room is held from then on (the
+ * host's used memory counts an open task's growth, db/queries/hosts.ts). A server whose host is null is on
+ * `ownHost`. A host no longer registered refuses nothing here (the work sent to it fails as host_unavailable).
  */
 export async function assertGrowthFits(
-  knex: Knex,
+  trx: Knex.Transaction,
   settings: PlacementSettings & { ownHost: string },
-  server: { host?: string | null; memory_mb: number; instances: number },
+  server: { id: string; host?: string | null; memory_mb: number; instances: number },
   to: { plan: Pick<Plan, 'id' | 'memory_mb'>; instances: number },
 ): Promise<void> {
   const grow = to.plan.memory_mb * to.instances - server.memory_mb * server.instances;
   if (grow <= 0) return;
-  await knex.transaction(async (trx) => {
-    await lockPlacement(trx);
-    const free = await hostFreeMemory(trx, server.host ?? settings.ownHost);
-    if (free === undefined || free >= grow) return;
-    // what fits is what this server's share could become: its current memory plus the host's free memory
-    const room = Math.floor((server.memory_mb * server.instances + free) / to.instances);
-    const what =
-      to.instances === server.instances
-        ? `this server on plan ${to.plan.id}`
-        : `${to.instances} instances of plan ${to.plan.id}`;
-    throw noCapacity(settings.plans, room, what);
-  });
+  await lockPlacement(trx);
+  const free = await hostFreeMemory(trx, server.host ?? settings.ownHost, server.id);
+  if (free === undefined || free >= grow) return;
+  // what fits is what this server's share could become: its current memory plus the host's free memory
+  const room = Math.floor((server.memory_mb * server.instances + free) / to.instances);
+  const what =
+    to.instances === server.instances
+      ? `this server on plan ${to.plan.id}`
+      : `${to.instances} instances of plan ${to.plan.id}`;
+  throw noCapacity(settings.plans, room, what);
 }
 
 type Replacement =

@@ -56,6 +56,11 @@ export type TaskSpec<T extends TaskType> = {
   params: TaskParamsInput<T>;
   /** One readable line for the Temporal Web UI. */
   summary: string;
+  /**
+   * A check that must hold when the row commits (a resize's room on its host): run in the transaction that
+   * inserts the row, before the workflow starts; what it locks is held until the commit. It throws to refuse.
+   */
+  guard?: (trx: Knex.Transaction) => Promise<void>;
 } & ({} extends TaskExtraInput<T>
   ? { input?: undefined }
   : {
@@ -124,12 +129,18 @@ export async function startTask<T extends TaskType>(deps: Deps, by: TaskRequeste
   // for the WAL flush (synchronous_commit off, this transaction only): the row is visible at once, and
   // should PostgreSQL crash before the flush, the workflow's first activity inserts it again from its input,
   // as after an API crash.
-  const started = start();
-  started.catch(() => undefined); // awaited below; a refusal before the transaction opened is not unhandled
+  // With a guard, the start waits for it: a workflow already started could not be taken back by its refusal.
+  let started = spec.guard ? undefined : start();
+  started?.catch(() => undefined); // awaited below; a refusal before the transaction opened is not unhandled
   let trx: Knex.Transaction | undefined;
   try {
     trx = await deps.knex.transaction();
     const open = trx;
+    if (spec.guard) {
+      await spec.guard(open);
+      started = start();
+      started.catch(() => undefined);
+    }
     const insert = async () => {
       await open.raw('SET LOCAL synchronous_commit TO OFF');
       // run_id is left to the workflow's first activity (it records its own run); until then a cancel
@@ -151,13 +162,28 @@ export async function startTask<T extends TaskType>(deps: Deps, by: TaskRequeste
     const running = await runningTask(deps, spec.environmentId);
     if (!(attempt < 3 && running && (await workflowClosing(deps, workflowId, running.id)))) throw inProgress(running);
     try {
-      const runId = await start();
-      if (KILL_AFTER_WORKFLOW_START) process.kill(process.pid, 'SIGKILL');
-      return await insertTask(deps.knex, { ...task, run_id: runId });
+      return await startAndInsert(deps.knex, spec.guard, async (db) => {
+        const runId = await start();
+        if (KILL_AFTER_WORKFLOW_START) process.kill(process.pid, 'SIGKILL');
+        return insertTask(db, { ...task, run_id: runId });
+      });
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     }
   }
+}
+
+/** Runs `startThenInsert` as is, or, with a guard, in a transaction that the guard checks first. */
+async function startAndInsert(
+  knex: Knex,
+  guard: ((trx: Knex.Transaction) => Promise<void>) | undefined,
+  startThenInsert: (db: Knex) => Promise<Task>,
+): Promise<Task> {
+  if (!guard) return startThenInsert(knex);
+  return knex.transaction(async (trx) => {
+    await guard(trx);
+    return startThenInsert(trx);
+  });
 }
 
 /** 409 naming the running exclusive task: `deploy_in_progress` for a deployment, else `task_in_progress`. */

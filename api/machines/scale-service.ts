@@ -48,7 +48,6 @@ export async function requestScale(deps: Deps, actor: Actor, environmentId: stri
   if (instances === server.instances)
     throw errors.invalid({ instances: `is the number of instances the environment runs (${instances})` });
   const plan = { id: server.plan, memory_mb: server.memory_mb };
-  await assertGrowthFits(deps.knex, placementSettings(deps), server, { plan, instances });
   return startTask(deps, actor, {
     type: 'scale',
     teamId: server.team_id,
@@ -56,5 +55,6 @@ export async function requestScale(deps: Deps, actor: Actor, environmentId: stri
     environmentId,
     params: { server_id: server.id, server_name: server.name, from: server.instances, instances },
     summary: `scale ${server.name} from ${server.instances} to ${instances} instance${instances === 1 ? '' : 's'}`,
+    guard: (trx) => assertGrowthFits(trx, placementSettings(deps), server, { plan, instances }),
   });
 }

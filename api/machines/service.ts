@@ -126,8 +126,6 @@ export function resizeTarget(deps: Deps, server: Server, planId: string) {
  */
 export async function requestResize(deps: Deps, actor: Actor, server: Server, planId: string): Promise<Task> {
   const plan = resizeTarget(deps, server, planId);
-  if (server.role === 'web')
-    await assertGrowthFits(deps.knex, placementSettings(deps), server, { plan, instances: server.instances ?? 1 });
   return startTask(deps, actor, {
     type: 'resize',
     teamId: server.team_id,
@@ -143,6 +141,10 @@ export async function requestResize(deps: Deps, actor: Actor, server: Server, pl
       disk_gb: plan.disk_gb,
     },
     summary: `resize ${server.name} from ${server.plan} to ${plan.id}`,
+    guard:
+      server.role === 'web'
+        ? (trx) => assertGrowthFits(trx, placementSettings(deps), server, { plan, instances: server.instances ?? 1 })
+        : undefined,
   });
 }
 

@@ -186,13 +186,42 @@ export async function setHostStatus(knex: Knex, name: string, status: StoredHost
   return (await knex('hosts').where({ name }).update({ status })) > 0;
 }
 
-/** Memory a host's placed web servers take (each instance its size), by host name. */
-const webMemoryUsed = (knex: Knex) =>
-  knex('servers')
-    .where('role', 'web')
-    .whereNotNull('host')
-    .groupBy('host')
-    .select('host', knex.raw('sum(memory_mb * instances)::int AS used'))
+/**
+ * The size in all (MB, instances) that each open (pending or running) resize or scale asks for its server, by
+ * server id; `exceptServer`: that server's own task is left out (it is refused as in progress elsewhere).
+ */
+const openGrowth = (knex: Knex, exceptServer?: string) => {
+  const q = knex('tasks')
+    .whereIn('status', ['pending', 'running'])
+    .whereIn('type', ['resize', 'scale'])
+    .groupByRaw("params->>'server_id'")
+    .select(
+      knex.raw("params->>'server_id' AS server_id"),
+      knex.raw("max((params->>'memory_mb')::int) AS memory_mb"),
+      knex.raw("max((params->>'instances')::int) AS instances"),
+    );
+  if (exceptServer) q.whereRaw("params->>'server_id' <> ?", [exceptServer]);
+  return q.as('g');
+};
+
+/**
+ * Memory a host's placed web servers take (each instance its size), by host name. A server that an open resize or
+ * scale grows counts at its new size: the task applies it at its end, and until then the room it was granted is
+ * held for it (two asked one after the other never both take the last room).
+ */
+const webMemoryUsed = (knex: Knex, exceptServer?: string) =>
+  knex({ s: 'servers' })
+    .leftJoin(openGrowth(knex, exceptServer), 'g.server_id', knex.raw('s.id::text'))
+    .where('s.role', 'web')
+    .whereNotNull('s.host')
+    .groupBy('s.host')
+    .select(
+      's.host',
+      knex.raw(
+        `sum(greatest(s.memory_mb, coalesce(g.memory_mb, 0)) * greatest(s.instances, coalesce(g.instances, 0)))::int
+          AS used`,
+      ),
+    )
     .as('u');
 
 /**
@@ -220,10 +249,13 @@ export async function placeableHosts(
   }));
 }
 
-/** One host's free memory (capacity less its placed web servers'), whatever its status; undefined: no such host. */
-export async function hostFreeMemory(knex: Knex, name: string): Promise<number | undefined> {
+/**
+ * One host's free memory (capacity less its placed web servers', as webMemoryUsed counts them), whatever its status;
+ * undefined: no such host. `exceptServer`: that server's own open resize or scale is not counted.
+ */
+export async function hostFreeMemory(knex: Knex, name: string, exceptServer?: string): Promise<number | undefined> {
   const row = await knex({ h: 'hosts' })
-    .leftJoin(webMemoryUsed(knex), 'u.host', 'h.name')
+    .leftJoin(webMemoryUsed(knex, exceptServer), 'u.host', 'h.name')
     .where('h.name', name)
     .first(knex.raw('(h.memory_mb - coalesce(u.used, 0))::int AS free_memory_mb'));
   return row ? Number(row.free_memory_mb) : undefined;

@@ -126,4 +126,32 @@ describe('placement', () => {
     const onC = await t.deps.knex('servers').where({ host: 'p-c' }).count<{ count: string }[]>({ count: '*' });
     expect(Number(onC[0].count)).toBe(2);
   });
+
+  it('grants the last room to one of a resize and a scale asked at once, and holds it while its task is open', async () => {
+    await t.deps.knex('hosts').whereLike('name', 'p-%').update({ status: 'drained' });
+    await host('p-d', 1536);
+    const envs = [await create(), await create()].map((r) => r.body.id as string);
+    expect([await hostOf(envs[0]), await hostOf(envs[1])]).toEqual(['p-d', 'p-d']); // 512 MB left
+    const server = await t.deps.knex('servers').where({ environment_id: envs[0], role: 'web' }).first();
+    // each grows by 512 MB: only one fits
+    const [resize, scale] = await Promise.all([
+      agent.post(`/servers/${server.id}/resize`, { plan: 'medium' }),
+      agent.post(`/environments/${envs[1]}/scale`, { instances: 2 }),
+    ]);
+    expect([resize.status, scale.status].sort()).toEqual([202, 409]);
+    const [granted, refused] = resize.status === 202 ? [resize, scale] : [scale, resize];
+    expect(refused.body.error.code).toBe('no_capacity');
+    // the granted task has not resized anything yet (its host p-d has no agent): its room stays taken
+    expect((await agent.get(`/tasks/${granted.body.id}`)).body.status).toMatch(/^(pending|running)$/);
+    const again =
+      resize.status === 202
+        ? await agent.post(`/environments/${envs[1]}/scale`, { instances: 2 })
+        : await agent.post(`/servers/${server.id}/resize`, { plan: 'medium' });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('no_capacity');
+    // and so does a new environment's placement
+    expect((await create()).status).toBe(409);
+    const open = await t.deps.knex('tasks').whereIn('environment_id', envs).whereIn('status', ['pending', 'running']);
+    expect(open.map((task) => task.id)).toEqual([granted.body.id]);
+  });
 });
