@@ -9,9 +9,10 @@
  */
 import { ActivityFailure, TimeoutFailure, patched, proxyActivities } from '@temporalio/workflow';
 import type { DataActivities } from '../activities/data';
+import type { MoveVolumeActivities } from '../activities/machines/move-volume';
 import { runTask, failure, describeError, type TaskWorkflowInput } from './task-runner';
 import { profiles } from './profiles';
-import { onEnvironmentHost } from './host-queue';
+import { hostWaitSeconds, onEnvironmentHost, onHost } from './host-queue';
 import { afterSwap, restorePointInTimeStep } from './pitr';
 
 const quick = proxyActivities<DataActivities>(profiles.quick);
@@ -171,9 +172,30 @@ export async function resetDatabase(input: TaskWorkflowInput<'reset_database'>) 
   });
 }
 
-/** One run of the `backups-<project_id>` schedule. */
+/** The patch that asks a volume's own host whether it holds files: a run before it replays as it ran. */
+const ASK_VOLUME_HOSTS_PATCH = 'scheduled-backup-asks-host';
+
+/**
+ * One run of the `backups-<project_id>` schedule. An environment on another host whose last usage sample says its
+ * volume is empty is asked on its host first (the sample may predate its first files); a host that does not
+ * answer within its wait leaves the sample's word.
+ */
 export async function scheduledBackups(input: { projectId: string }): Promise<{ started: string[]; pruned: number }> {
-  const started = await quick.startScheduledBackups({ projectId: input.projectId });
+  let answered: Record<string, boolean> | undefined;
+  if (patched(ASK_VOLUME_HOSTS_PATCH)) {
+    const { ask, lostSeconds } = await quick.volumesToAsk({ projectId: input.projectId });
+    const wait = hostWaitSeconds({ lostSeconds });
+    const answers = await Promise.all(
+      ask.map(({ environmentId, host }) =>
+        proxyActivities<MoveVolumeActivities>(onHost(host, wait, profiles.quick))
+          .volumeHoldsFiles({ environmentId })
+          .then((held) => [environmentId, held] as const)
+          .catch(() => null),
+      ),
+    );
+    answered = Object.fromEntries(answers.filter((a) => a !== null));
+  }
+  const started = await quick.startScheduledBackups({ projectId: input.projectId, answered });
   const pruned = await quick.pruneSnapshots({ projectId: input.projectId });
   return { started, pruned };
 }

@@ -24,7 +24,7 @@ import { restartWebAfterData } from './restart-web';
 import { createServiceDatabase } from '../../host/pg-server';
 import { recreateServiceDatabase } from '../../host/pg-restore';
 import { serviceLogin } from './service-env';
-import { startScheduledBackups, pruneSnapshots } from './scheduled';
+import { startScheduledBackups, pruneSnapshots, volumesToAsk } from './scheduled';
 import { endSubscriptionsOf } from '../../db/queries/subscriptions';
 import { createDrillActivities } from './drills';
 import { dropStoreCopy, mib, putVolumeCopy, storeCopyKey, withVolumeCopy } from './store-copies';
@@ -306,7 +306,9 @@ export function createDataActivities(deps: Deps, provider: Provider) {
     },
 
     ...createDrillActivities(deps),
-    startScheduledBackups: (input: { projectId: string }) => startScheduledBackups(deps, input.projectId),
+    volumesToAsk: (input: { projectId: string }) => volumesToAsk(deps, input.projectId),
+    startScheduledBackups: (input: { projectId: string; answered?: Record<string, boolean> }) =>
+      startScheduledBackups(deps, input.projectId, input.answered),
     pruneSnapshots: (input: { projectId: string }) => pruneSnapshots(deps, input.projectId),
   };
 }

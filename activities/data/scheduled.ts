@@ -21,28 +21,20 @@ import { lastVolumeBytes } from '../../db/queries/resources';
  * refuses one, `local_destination_elsewhere`), and the refusal is kept as a failed scheduled snapshot with its
  * reason, so that the team sees in its backups why the night's snapshot is missing.
  */
-export async function startScheduledBackups(deps: Deps, projectId: string): Promise<string[]> {
+export async function startScheduledBackups(
+  deps: Deps,
+  projectId: string,
+  /** What the environments' own hosts answered (volumesToAsk): whether each volume holds files, by environment id. */
+  answered: Record<string, boolean> = {},
+): Promise<string[]> {
   const window = await BackupWindow.query(deps.knex).findById(projectId);
   if (!window?.destination_id) return [];
   const destination = await BackupDestination.query(deps.knex).findById(window.destination_id);
   if (!destination) return [];
-  const envs = await deps
-    .knex('environments')
-    .where({ project_id: projectId })
-    .select('id', 'team_id', 'project_id', 'name');
-  const withService = new Set(
-    (await deps
-      .knex('services')
-      .whereIn(
-        'environment_id',
-        envs.map((e: { id: string }) => e.id),
-      )
-      .where({ status: 'available' })
-      .pluck('environment_id')) as string[],
-  );
+  const { envs, withService } = await projectEnvironments(deps, projectId);
   const started: string[] = [];
   for (const env of envs) {
-    if (!withService.has(env.id) && !(await volumeHoldsData(deps, env.id))) continue;
+    if (!withService.has(env.id) && !(answered[env.id] ?? (await volumeHoldsData(deps, env.id)))) continue;
     const refusal = await assertDestinationReachable(deps, env.id, destination, `No scheduled backup of ${env.name}`)
       .then(() => null)
       .catch((err) => {
@@ -112,10 +104,55 @@ async function recordRefusedBackup(
   });
 }
 
+/** The project's environments, and those of them with an available database service. */
+async function projectEnvironments(deps: Deps, projectId: string) {
+  const envs: Array<{ id: string; team_id: string; project_id: string; name: string }> = await deps
+    .knex('environments')
+    .where({ project_id: projectId })
+    .select('id', 'team_id', 'project_id', 'name');
+  const withService = new Set(
+    (await deps
+      .knex('services')
+      .whereIn(
+        'environment_id',
+        envs.map((e) => e.id),
+      )
+      .where({ status: 'available' })
+      .pluck('environment_id')) as string[],
+  );
+  return { envs, withService };
+}
+
+/**
+ * The environments of a project with a backup window whose volume's own host must be asked whether it holds files
+ * (workflows/data.ts scheduledBackups asks each on its host queue): those without a database whose last sample
+ * does not say the volume holds files. Samples come every RESOURCE_SAMPLE_SECONDS: a volume that got its first
+ * files since would be skipped for the night. Every host's worker polls the shared queue this runs on, so the
+ * question goes to the volume's host whichever machine runs this. `lostSeconds` bounds how long it waits.
+ */
+export async function volumesToAsk(
+  deps: Deps,
+  projectId: string,
+): Promise<{ ask: Array<{ environmentId: string; host: string }>; lostSeconds: number }> {
+  const window = await BackupWindow.query(deps.knex).findById(projectId);
+  const ask: Array<{ environmentId: string; host: string }> = [];
+  if (window?.destination_id) {
+    const { envs, withService } = await projectEnvironments(deps, projectId);
+    for (const env of envs) {
+      if (withService.has(env.id)) continue;
+      const host = await environmentHost(deps.knex, env.id);
+      if (!host) continue;
+      const bytes = await lastVolumeBytes(deps.knex, env.id);
+      if (bytes === null || bytes === 0) ask.push({ environmentId: env.id, host: host.name });
+    }
+  }
+  return { ask, lostSeconds: deps.config.hostLostSeconds };
+}
+
 /**
  * Whether the environment's volume holds anything: read here for an environment on this machine (or not
- * placed); for one on another host, from its last sample (written by that host's sampler). No such sample: it
- * may hold data, so it is backed up.
+ * placed); for one on another host, from its last sample (written by that host's sampler), when its host was not
+ * asked or did not answer. No such sample: it may hold data, so it is backed up.
  */
 async function volumeHoldsData(deps: Deps, envId: string): Promise<boolean> {
   const host = await environmentHost(deps.knex, envId);

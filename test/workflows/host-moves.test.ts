@@ -511,6 +511,66 @@ describe('moving environments between hosts', () => {
     expect(queues[0]).toBe(hostTaskQueue(t.config.taskQueue, other));
   }, 180_000);
 
+  it("the night's backup asks the other host whether a volume holds files when its last sample says it is empty", async () => {
+    const five = await t.deps.knex('environments').where({ project_id: volumeProject.id, name: 'five' }).first();
+    expect((await placement(five.id)).host).toBe(other);
+    // five has no database; its last usage sample says its volume is empty, as one taken just before the volume's
+    // first files does (samples come every RESOURCE_SAMPLE_SECONDS, 60 by default): its host is asked
+    await t.deps.knex('resource_samples').insert({
+      environment_id: five.id,
+      at: new Date(Date.now() + 3600_000),
+      cpu: 0,
+      memory_bytes: 0,
+      disk_bytes: 0,
+      volume_bytes: 0,
+    });
+    const dest = await agent.post(`/teams/${team.id}/backup-destinations`, {
+      kind: 's3',
+      name: 'nightly',
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      bucket: 'backups',
+      access_key_id: s3.accessKeyId,
+      secret_access_key: s3.secretAccessKey,
+    });
+    expect(dest.status, dest.text).toBe(201);
+    const window = `/projects/${volumeProject.id}/backup-window`;
+    const set = await agent.post(window, { hour_utc: 4, retention_days: 2, destination_id: dest.body.id });
+    expect(set.status, set.text).toBe(200);
+    try {
+      await t.deps.temporal.schedule.getHandle(`backups-${volumeProject.id}`).trigger();
+      const snapshot = await until(
+        "five's scheduled snapshot, taken",
+        async () => {
+          const list = (await agent.get(`/environments/${five.id}/backups`)).body.data as Array<
+            Record<string, unknown>
+          >;
+          const taken = list.find((b) => b.trigger === 'scheduled');
+          return taken && taken.status !== 'pending' && taken.status !== 'running' && taken;
+        },
+        { timeoutMs: 90_000 },
+      );
+      expect(snapshot.status, String(snapshot.error)).toBe('available');
+      expect(snapshot.contents).toEqual(['files']);
+      // every host's worker polls the shared queue, and the one on five's machine reads its disk: what proves that
+      // five's host was asked, whichever worker ran the run, is the queue the question went to
+      const runs = t.deps.temporal.workflow.list({
+        query: `WorkflowType='scheduledBackups' AND WorkflowId STARTS_WITH 'scheduled-backups-${volumeProject.id}'`,
+      });
+      const queues: Array<string | null | undefined> = [];
+      for await (const run of runs) {
+        const history = await t.deps.temporal.workflow.getHandle(run.workflowId, run.runId).fetchHistory();
+        for (const e of history.events ?? []) {
+          const a = e.activityTaskScheduledEventAttributes;
+          if (a?.activityType?.name === 'volumeHoldsFiles') queues.push(a.taskQueue?.name);
+        }
+      }
+      expect(queues).toContain(hostTaskQueue(t.config.taskQueue, other));
+    } finally {
+      await agent.delete(window);
+    }
+  }, 150_000);
+
   it('a move that fails after the volume copy (the app does not start on the new host) serves from the old host again, with its data, and leaves nothing on the new one', async () => {
     // the volume app, which exits at start anywhere but under the other host's STORAGE_ROOTS
     const repo = createSharedAppRepo();
