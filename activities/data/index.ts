@@ -27,7 +27,7 @@ import { serviceLogin } from './service-env';
 import { startScheduledBackups, pruneSnapshots, volumesToAsk } from './scheduled';
 import { endSubscriptionsOf } from '../../db/queries/subscriptions';
 import { createDrillActivities } from './drills';
-import { dropStoreCopy, mib, putVolumeCopy, storeCopyKey, withVolumeCopy } from './store-copies';
+import { dropStoreCopies, mib, putVolumeCopy, storeCopyKey, withVolumeCopy } from './store-copies';
 
 /** The store key of a sync's copy of its source's files (`syncs/<target>/<task>.vcb`). */
 const syncCopyKey = (input: { taskId: string; environmentId: string }) =>
@@ -229,9 +229,12 @@ export function createDataActivities(deps: Deps, provider: Provider) {
       );
     },
 
-    /** The copy of a sync's source files is deleted from the store (the sync ended, either way). */
+    /**
+     * The copy of a sync's source files is deleted from the store (the sync ended, either way), with any copy an
+     * earlier sync into the same environment left there.
+     */
     async dropSyncCopy(input: { taskId: string; environmentId: string }): Promise<void> {
-      await dropStoreCopy(provider, syncCopyKey(input));
+      await dropStoreCopies(provider, 'syncs', input.environmentId);
     },
 
     /**

@@ -19,8 +19,11 @@ import { decryptSnapshot, encryptSnapshot, type PartName } from '../../host/snap
 import { hostFault } from '../toolkit/failures';
 import { dataParts } from './backup-engine';
 
+/** What a copy carries: a moving environment's volume, or a sync's source files (keyed by the sync's target). */
+export type CopyKind = 'moves' | 'syncs';
+
 /** The store key of a task's copy: `moves/<env>/<task>.vcb` or `syncs/<env>/<task>.vcb`. */
-export function storeCopyKey(kind: 'moves' | 'syncs', envId: string, taskId: string): string {
+export function storeCopyKey(kind: CopyKind, envId: string, taskId: string): string {
   const seg = (s: string) => {
     if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(s)) throw new Error(`not a store key segment: ${s}`);
     return s;
@@ -84,7 +87,14 @@ export async function withVolumeCopy<T>(
   });
 }
 
-/** Deletes the copy under `storeKey` (nothing when it is not there). */
-export async function dropStoreCopy(provider: Provider, storeKey: string): Promise<void> {
-  await provider.releaseStore.delete(storeKey).catch(storeFault);
+/** The store prefix of an environment's copies of one kind (`moves/<env>`, `syncs/<env>`). */
+export const storeCopiesOf = (kind: CopyKind, envId: string) => path.posix.dirname(storeCopyKey(kind, envId, 'x'));
+
+/**
+ * Deletes the environment's copies of `kind` (nothing when there are none): the ending task's own, and any an
+ * earlier task left when the store failed at its drop. Moves and syncs are exclusive (one change at a time per
+ * environment), so no other task's copy is there to lose.
+ */
+export async function dropStoreCopies(provider: Provider, kind: CopyKind, envId: string): Promise<void> {
+  await provider.releaseStore.deleteUnder(storeCopiesOf(kind, envId)).catch(storeFault);
 }

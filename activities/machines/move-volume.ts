@@ -31,7 +31,7 @@ import { volumeOwner } from '../storage/volume-env';
 import { withTaskLog } from '../toolkit/task-log';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { userFault } from '../toolkit/failures';
-import { dropStoreCopy, mib, putVolumeCopy, storeCopyKey, withVolumeCopy } from '../data/store-copies';
+import { dropStoreCopies, mib, putVolumeCopy, storeCopyKey, withVolumeCopy } from '../data/store-copies';
 
 const moveCopyKey = (envId: string, taskId: string) => storeCopyKey('moves', envId, taskId);
 
@@ -119,9 +119,12 @@ export function createMoveVolumeActivities(deps: Deps, provider: Provider) {
       if (input.location !== null) await setVolumeLocation(knex, input.environmentId, input.location);
     },
 
-    /** The copy in the store is deleted (the move succeeded, or failed after the copy). */
+    /**
+     * The copy in the store is deleted (the move succeeded, or failed after the copy), with any copy an earlier
+     * move of the environment left there.
+     */
     async dropVolumeCopy(input: { taskId: string; environmentId: string }): Promise<void> {
-      await dropStoreCopy(provider, moveCopyKey(input.environmentId, input.taskId));
+      await dropStoreCopies(provider, 'moves', input.environmentId);
     },
 
     /**

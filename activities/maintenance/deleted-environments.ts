@@ -1,8 +1,9 @@
 /**
  * The daily prune's part for deleted environments (CONTRACT "Running"): once a tombstone is
  * DELETED_ENVIRONMENT_KEEP_DAYS old, its snapshots are deleted from their destinations, what the release
- * store still holds of it goes (its retirement deleted that, unless its host never came back), and its
- * snapshot rows, tasks (with their logs), activity events and the tombstone itself (its backup key with it) go.
+ * store still holds of it goes (its retirement deleted that, unless its host never came back; and a move's or a
+ * sync's copy that a store failure left), and its snapshot rows, tasks (with their logs), activity events and the
+ * tombstone itself (its backup key with it) go.
  */
 import type { Deps } from '../../system/deps';
 import { BackupDestination } from '../../db/models/backup-destination';
@@ -11,6 +12,7 @@ import { deleteEnvironmentActivity } from '../../db/queries/activity';
 import { deleteEnvironmentTasks } from '../../db/queries/tasks';
 import { deleteFromDestination } from '../../core/backups/destinations';
 import { createReleaseStore, environmentKey } from '../../host/release-store';
+import { storeCopiesOf } from '../data/store-copies';
 
 /** Deletes the environment's snapshot objects where they are (a destination that fails is logged, not retried). */
 async function deleteSnapshotObjects(deps: Deps, environmentId: string): Promise<void> {
@@ -38,11 +40,18 @@ export async function pruneDeletedEnvironments(deps: Deps, asOf: Date): Promise<
   const due = await tombstonesPastKeeping(deps.knex, asOf);
   for (const { id } of due) {
     await deleteSnapshotObjects(deps, id);
-    await createReleaseStore(deps.config.releaseStore)
-      .deleteUnder(environmentKey(id))
-      .catch((err) =>
-        deps.logger.warn({ environmentId: id, err: (err as Error).message }, 'release archives could not be deleted'),
-      );
+    // its releases, and any copy of its volume (a move's) or of a sync's files into it that a store failure left
+    const store = createReleaseStore(deps.config.releaseStore);
+    for (const prefix of [environmentKey(id), storeCopiesOf('moves', id), storeCopiesOf('syncs', id)]) {
+      await store
+        .deleteUnder(prefix)
+        .catch((err) =>
+          deps.logger.warn(
+            { environmentId: id, prefix, err: (err as Error).message },
+            'release store objects could not be deleted',
+          ),
+        );
+    }
     await deps.knex.transaction(async (trx) => {
       await trx('backups').where({ environment_id: id }).delete();
       await deleteEnvironmentTasks(trx, id);

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../../helpers/context';
@@ -184,11 +184,18 @@ describe('the daily prune', () => {
     expect((await prune()).deletedEnvironments).toBe(0);
     expect((await owner.get(`/projects/${w.project.id}/deleted-environments`)).body.data).toHaveLength(1);
 
+    // copies of its volume and of a sync's files that a failing store left behind (store-copies.ts)
+    const leftovers = ['moves', 'syncs'].map((kind) => join(t.config.releaseStore.location, kind, id));
+    for (const dir of leftovers) {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'task.vcb'), 'left behind');
+    }
     await t.deps
       .knex('deleted_environments')
       .where({ id })
       .update({ deleted_at: new Date(Date.now() - 31 * 86_400_000) });
     expect((await prune()).deletedEnvironments).toBe(1);
+    expect(leftovers.filter((dir) => existsSync(dir))).toEqual([]);
     expect((await owner.get(`/projects/${w.project.id}/deleted-environments`)).body).toEqual({ data: [] });
     expect((await owner.get(`/tasks/${snapshot.task_id}`)).status).toBe(404);
     expect(await t.deps.knex('tasks').where({ environment_id: id }).first()).toBeUndefined();
