@@ -11,7 +11,7 @@ import { assertDestinationReachable, deleteFromDestination } from '../../core/ba
 import { ensureBackupKey } from '../../core/backups/keys';
 import { AppError } from '../../core/errors';
 import { keyFingerprint } from '../../host/snapshot-format';
-import { volumeHasFiles } from '../../db/queries/storage';
+import { volumeHasFiles, volumeReading } from '../../db/queries/storage';
 import { environmentHost } from '../../db/queries/hosts';
 import { lastVolumeBytes } from '../../db/queries/resources';
 
@@ -155,8 +155,7 @@ export async function volumesToAsk(
  * asked or did not answer. No such sample: it may hold data, so it is backed up.
  */
 async function volumeHoldsData(deps: Deps, envId: string): Promise<boolean> {
-  const host = await environmentHost(deps.knex, envId);
-  if (!host || host.name === deps.config.hostName) return volumeHasFiles(deps.knex, deps.config.storageRoots, envId);
-  const bytes = await lastVolumeBytes(deps.knex, envId);
-  return bytes === null || bytes > 0;
+  const volume = await volumeReading(deps.knex, deps.config.hostName, envId);
+  if (volume.here) return volumeHasFiles(deps.knex, deps.config.storageRoots, envId);
+  return volume.sampledBytes === null || volume.sampledBytes > 0;
 }

@@ -20,7 +20,7 @@ import { hostFault } from '../toolkit/failures';
 import { dataParts } from './backup-engine';
 
 /** What a copy carries: a moving environment's volume, or a sync's source files (keyed by the sync's target). */
-export type CopyKind = 'moves' | 'syncs';
+type CopyKind = 'moves' | 'syncs';
 
 /** The store key of a task's copy: `moves/<env>/<task>.vcb` or `syncs/<env>/<task>.vcb`. */
 export function storeCopyKey(kind: CopyKind, envId: string, taskId: string): string {

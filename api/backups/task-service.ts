@@ -2,8 +2,7 @@
  * The data area's tasks, started through the task platform (core/tasks.ts): backup (not exclusive),
  * restore, sync and reset-database (exclusive: one change at a time per environment).
  */
-import { volumeHasFiles } from '../../db/queries/storage';
-import { placedOn, volumeHeldAtLastSample } from '../../db/queries/host-moves';
+import { volumeHasFiles, volumeReading } from '../../db/queries/storage';
 import { otherProjectEnvironments, projectEnvironment } from '../../db/queries/environments';
 import { hasAvailableService, hasPostgresqlService } from '../../db/queries/services';
 import type { Deps } from '../../system/deps';
@@ -128,9 +127,9 @@ export async function requestVerify(deps: Deps, actor: Actor, env: EnvRow, snaps
  * host's sampler last recorded it (no disk is shared between hosts).
  */
 async function holdsFiles(deps: Deps, envId: string): Promise<boolean> {
-  if (await placedOn(deps.knex, envId, deps.config.hostName))
-    return volumeHasFiles(deps.knex, deps.config.storageRoots, envId);
-  return (await volumeHeldAtLastSample(deps.knex, envId)) ?? false;
+  const volume = await volumeReading(deps.knex, deps.config.hostName, envId);
+  if (volume.here) return volumeHasFiles(deps.knex, deps.config.storageRoots, envId);
+  return (volume.sampledBytes ?? 0) > 0;
 }
 
 /** The project's other environments with data (a database service or files). */

@@ -22,13 +22,12 @@ import {
   setAllowance,
   setDiskSize,
   volumePath,
+  volumeReading,
   type EnvironmentStorage,
   type StoragePricing,
 } from '../../db/queries/storage';
 import type { DiskName, StorageDisk } from '../../db/models/storage-disk';
 import { environmentHost } from '../../db/queries/hosts';
-import { placedOn } from '../../db/queries/host-moves';
-import { lastVolumeBytes } from '../../db/queries/resources';
 import { environmentName } from '../../db/queries/environments';
 import { hasPostgresqlService, postgresqlDatabaseName } from '../../db/queries/services';
 import { withAdmin } from '../../host/pg-server';
@@ -101,8 +100,8 @@ async function databaseBytes(deps: Deps, envId: string): Promise<number> {
  * sampler last recorded (resource_samples.volume_bytes; 0 before any sample), as no disk is shared between hosts.
  */
 async function volumeBytes(deps: Deps, envId: string, location: string): Promise<number> {
-  if (await placedOn(deps.knex, envId, deps.config.hostName)) return duBytes(volumePath(location, envId));
-  return (await lastVolumeBytes(deps.knex, envId)) ?? 0;
+  const volume = await volumeReading(deps.knex, deps.config.hostName, envId);
+  return volume.here ? duBytes(volumePath(location, envId)) : (volume.sampledBytes ?? 0);
 }
 
 async function usedBytes(deps: Deps, envId: string, s: EnvironmentStorage) {

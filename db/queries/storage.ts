@@ -12,6 +12,8 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import { StorageDisk, type DiskName } from '../models/storage-disk';
 import { openSubscription } from './subscriptions';
+import { placedOn } from './host-moves';
+import { lastVolumeBytes } from './resources';
 
 export const DISKS = ['database', 'files'] as const satisfies readonly DiskName[];
 
@@ -119,6 +121,21 @@ export async function setVolumeLocation(knex: Knex | Knex.Transaction, envId: st
   await knex('storage_disks')
     .where({ environment_id: envId, disk: 'files' })
     .update({ location, updated_at: knex.fn.now() });
+}
+
+/**
+ * Where this process can learn of an environment's volume, which may be on another machine (no disk is shared
+ * between hosts): `here` when the environment is placed on `hostName` (or not placed: the control plane's own
+ * host), so this machine's disk is read; else the bytes its own host's sampler last recorded
+ * (resource_samples.volume_bytes; null when no sample says). Each caller decides what an unknown means.
+ */
+export async function volumeReading(
+  knex: Knex,
+  hostName: string,
+  envId: string,
+): Promise<{ here: true } | { here: false; sampledBytes: number | null }> {
+  if (await placedOn(knex, envId, hostName)) return { here: true };
+  return { here: false, sampledBytes: await lastVolumeBytes(knex, envId) };
 }
 
 /** Whether the environment's volume holds anything (backups skip environments with no data at all). */
