@@ -29,6 +29,7 @@ import type { DeployActivities } from '../activities/deploys';
 import type { MoveActivities } from '../activities/machines/moves';
 import type { MoveVolumeActivities } from '../activities/machines/move-volume';
 import type { StorageActivities } from '../activities/storage';
+import type { TaskActivities } from '../activities/tasks';
 import { describeError, failure, runTask, type TaskWorkflowInput } from './task-runner';
 import { profiles, stepProfile } from './profiles';
 import { hostWaitSeconds, onHost } from './host-queue';
@@ -41,6 +42,7 @@ const volumeActs = proxyActivities<MoveVolumeActivities>(profiles.bookkeeping);
  * timeout (10 s) instead of holding every later round until its start-to-close timeout.
  */
 const sweep = proxyActivities<MoveActivities>(profiles.heartbeating);
+const taskActs = proxyActivities<TaskActivities>(profiles.quick);
 
 /**
  * The patch that made a move failing on its new host clean up there (what it started stops, its copy of the
@@ -208,8 +210,19 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
   return outcome;
 }
 
-/** One round of the host watch (the `host-watch` schedule, every few seconds on npm start's worker). */
-export async function watchHosts(): Promise<{ lost: string[]; drained: string[]; rejoined: string[] }> {
+/** The patch that closes tasks whose workflow ended without them, in each round: a round before it replays as it ran. */
+const CLOSE_ORPHANED_TASKS_PATCH = 'close-orphaned-tasks';
+
+/**
+ * One round of the host watch (the `host-watch` schedule, every few seconds on npm start's worker). It also ends
+ * the tasks whose workflow was ended outside the console (activities/tasks closeOrphanedTasks).
+ */
+export async function watchHosts(): Promise<{
+  lost: string[];
+  drained: string[];
+  rejoined: string[];
+  orphaned?: string[];
+}> {
   const { graceSeconds, ...round } = await sweep.sweepHosts();
   const wait = hostWaitSeconds({ lostSeconds: 0, graceSeconds });
   for (const host of round.rejoined) {
@@ -222,5 +235,9 @@ export async function watchHosts(): Promise<{ lost: string[]; drained: string[];
       // its agent did not take the work within the grace: the next round asks again
     }
   }
-  return round;
+  // after the hosts' part, which it never holds up: a round that could not ask leaves it to the next
+  const orphaned = patched(CLOSE_ORPHANED_TASKS_PATCH)
+    ? await taskActs.closeOrphanedTasks().catch(() => [] as string[])
+    : undefined;
+  return { ...round, orphaned };
 }

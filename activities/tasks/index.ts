@@ -1,12 +1,17 @@
 import type { Deps } from '../../system/deps';
 import type { TaskRecord } from '../../db/task-record';
 import { appendLogChunk } from '../toolkit/task-log';
-import { finishTask, insertTask } from '../../db/queries/tasks';
+import { finishTask, insertTask, someOpenTasks } from '../../db/queries/tasks';
 import { recordTaskPhases, type TaskPhase } from '../../db/queries/task-phases';
 import { type GateBlocker, type GatedStart, startTaskGated } from '../../db/queries/task-gate';
 import { replaceFromLostHost } from '../../core/placement';
 import { loadPriceList } from '../../core/pricing';
 import { servicesHost } from '../../db/queries/hosts';
+
+/** The error of a task whose workflow ended without it (closeOrphanedTasks). */
+const ORPHANED =
+  'This task stopped: its workflow was ended from outside the console (terminated or timed out in Temporal) ' +
+  'before it finished, so nothing more runs for it. Look at what it changed, then start it again if it is still needed.';
 
 /** Task activities: the workflow records every transition of its task through these (all idempotent). */
 export function createTaskActivities(deps: Deps) {
@@ -68,6 +73,30 @@ export function createTaskActivities(deps: Deps) {
       const settings = { hostLostSeconds: deps.config.hostLostSeconds, plans: loadPriceList(deps.config).plans };
       return replaceFromLostHost(knex, settings, input.environmentId);
     },
+    /**
+     * Ends the open tasks whose workflow ended without them: an operator terminated it in Temporal's Web UI, or it
+     * timed out, so no activity of its own will ever record an outcome, and the row would say `running` for good
+     * (holding, for a resize or scale, its room on the host). Each is `failed` with why and what to do; a task is
+     * asked about once it is a minute old, a few at random per call (db/queries/tasks.ts someOpenTasks). A task
+     * whose workflow Temporal cannot describe for another reason is left as it is.
+     */
+    async closeOrphanedTasks(): Promise<string[]> {
+      const closed: string[] = [];
+      for (const task of await someOpenTasks(knex, 60, 5)) {
+        if (await workflowRuns(deps, task)) continue;
+        if ((await finishTask(knex, task.id, { status: 'failed', error: ORPHANED })) !== 'failed') continue;
+        await appendLogChunk(knex, task.id, `==> ${ORPHANED}\n`, {
+          always: true,
+          limitBytes: deps.config.taskLogLimitBytes,
+        });
+        deps.logger.warn(
+          { taskId: task.id, workflowId: task.workflow_id },
+          'a task whose workflow had ended was failed',
+        );
+        closed.push(task.id);
+      }
+      return closed;
+    },
     /** A few lines of the workflow's own (headings, the final outcome) appended to the task log, even beyond its cap. */
     async appendTaskLog(input: { taskId: string; lines: string[] }): Promise<void> {
       if (input.lines.length === 0) return;
@@ -85,7 +114,7 @@ export function gatedStart(deps: Deps, taskId: string): Promise<GatedStart> {
 }
 
 /** Whether the blocker's workflow run is open; when Temporal cannot say, it is taken as running (wait, ask again). */
-async function workflowRuns(deps: Deps, b: GateBlocker): Promise<boolean> {
+async function workflowRuns(deps: Deps, b: Pick<GateBlocker, 'workflow_id' | 'run_id'>): Promise<boolean> {
   try {
     const desc = await deps.temporal.workflow.getHandle(b.workflow_id, b.run_id ?? undefined).describe();
     return desc.status.name === 'RUNNING';

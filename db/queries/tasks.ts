@@ -3,6 +3,7 @@
  *   pending -> running            (only from pending: a task cancelled while pending is never started)
  *   pending -> cancelled          (only from pending: "cancellable only while nothing has started it")
  *   pending|running -> succeeded|failed|cancelled   (sets finished_at once)
+ *   pending|running -> failed     (its workflow ended without it: terminated or timed out in Temporal)
  * Used by the workflows' activities and by the API's cancel.
  */
 import type { Knex } from 'knex';
@@ -113,4 +114,22 @@ export async function runningExclusiveTask(
 /** Deletes every task row of the environment (the prune of a deleted environment; their logs go with them). */
 export async function deleteEnvironmentTasks(knex: Knex, environmentId: string): Promise<void> {
   await knex('tasks').where({ environment_id: environmentId }).delete();
+}
+
+/**
+ * A few open tasks (pending or running) created more than `seconds` ago, picked at random: each round of the
+ * orphan check (activities/tasks closeOrphanedTasks) asks Temporal about these, so that every open task is asked
+ * about in time at a bounded cost, however long some tasks legitimately run.
+ */
+export async function someOpenTasks(
+  knex: Knex,
+  seconds: number,
+  limit: number,
+): Promise<Array<{ id: string; workflow_id: string; run_id: string | null }>> {
+  return knex('tasks')
+    .whereIn('status', ['pending', 'running'])
+    .where('created_at', '<', knex.raw('now() - make_interval(secs => ?)', [seconds]))
+    .orderByRaw('random()')
+    .limit(limit)
+    .select('id', 'workflow_id', 'run_id');
 }

@@ -3,16 +3,18 @@
  * heartbeat the test sets (the file's own host is drained, so only these are open to placement).
  */
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { repositoriesDir, useTestContext } from '../../helpers/context';
 import { createProject, createTeam, createUser, sessionAgent, insertHost } from '../../helpers/fixtures';
 import { listHosts } from '../../../db/queries/hosts';
-import type { Agent } from '../../helpers/http';
+import type { Agent, Res } from '../../helpers/http';
 import { commitAll } from '../../helpers/deploy-fixtures';
 
-const t = useTestContext();
+// a worker runs the tasks' workflows (their host's work waits: no agent polls the test's hosts) and the host watch
+const t = useTestContext({ worker: true });
 const scratch = mkdtempSync(join(repositoriesDir(), 'vc-placement-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -52,6 +54,9 @@ beforeEach(beat);
 
 describe('placement', () => {
   const placed: Array<{ id: string; host: string }> = [];
+  /** The task granted the last room on p-d, and the refused request, to ask again. */
+  let granted: { id: string };
+  let askAgain: () => Promise<Res>;
 
   it('puts each new web server on the ready host with the most free memory, never on a lost or draining one', async () => {
     await host('p-a', 2048);
@@ -139,19 +144,44 @@ describe('placement', () => {
       agent.post(`/environments/${envs[1]}/scale`, { instances: 2 }),
     ]);
     expect([resize.status, scale.status].sort()).toEqual([202, 409]);
-    const [granted, refused] = resize.status === 202 ? [resize, scale] : [scale, resize];
+    const [grant, refused] = resize.status === 202 ? [resize, scale] : [scale, resize];
     expect(refused.body.error.code).toBe('no_capacity');
-    // the granted task has not resized anything yet (its host p-d has no agent): its room stays taken
-    expect((await agent.get(`/tasks/${granted.body.id}`)).body.status).toMatch(/^(pending|running)$/);
-    const again =
+    granted = grant.body;
+    askAgain = () =>
       resize.status === 202
-        ? await agent.post(`/environments/${envs[1]}/scale`, { instances: 2 })
-        : await agent.post(`/servers/${server.id}/resize`, { plan: 'medium' });
+        ? agent.post(`/environments/${envs[1]}/scale`, { instances: 2 })
+        : agent.post(`/servers/${server.id}/resize`, { plan: 'medium' });
+    // the granted task has not resized anything yet (its host p-d has no agent): its room stays taken
+    expect((await agent.get(`/tasks/${granted.id}`)).body.status).toMatch(/^(pending|running)$/);
+    const again = await askAgain();
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('no_capacity');
     // and so does a new environment's placement
     expect((await create()).status).toBe(409);
     const open = await t.deps.knex('tasks').whereIn('environment_id', envs).whereIn('status', ['pending', 'running']);
-    expect(open.map((task) => task.id)).toEqual([granted.body.id]);
+    expect(open.map((task) => task.id)).toEqual([granted.id]);
+  });
+
+  it("gives the room back when the granted task's workflow is ended in Temporal: the host watch fails the task", async () => {
+    const row = await t.deps.knex('tasks').where({ id: granted.id }).first();
+    await t.deps.temporal.workflow.getHandle(row.workflow_id).terminate('ended by an operator in the Web UI');
+    // nothing of the task's own will close it: it still says so, and still holds its room
+    expect((await agent.get(`/tasks/${granted.id}`)).body.status).toMatch(/^(pending|running)$/);
+    expect((await askAgain()).status).toBe(409);
+    // a round of the host watch (every 5 s under npm start) asks about open tasks once they are a minute old
+    await t.deps
+      .knex('tasks')
+      .where({ id: granted.id })
+      .update({ created_at: new Date(Date.now() - 120_000) });
+    const round = await t.deps.temporal.workflow.execute('watchHosts', {
+      taskQueue: t.config.taskQueue,
+      workflowId: `host-watch-${randomUUID()}`,
+    });
+    expect(round.orphaned).toEqual([granted.id]);
+    const task = (await agent.get(`/tasks/${granted.id}`)).body;
+    expect(task.status).toBe('failed');
+    expect(task.error).toMatch(/^This task stopped: its workflow was ended from outside the console .*start it again/);
+    // its room is free again
+    expect((await askAgain()).status).toBe(202);
   });
 });
