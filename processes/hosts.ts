@@ -49,7 +49,8 @@ function table(hosts: Host[]): string {
       h.address,
       h.status,
       `${h.capacity.cpu} / ${mb(h.capacity.memory_mb)} / ${h.capacity.disk_gb} GB`,
-      `${h.used.cpu} / ${mb(h.used.memory_mb)} / ${h.used.disk_gb} GB`,
+      `${h.used.cpu} / ${mb(h.used.memory_mb)} / ${h.used.disk_gb} GB` +
+        (h.held.memory_mb > 0 ? ` (+${mb(h.held.memory_mb)} held for open resizes)` : ''),
       String(h.environments),
       h.heartbeat_at,
     ]),

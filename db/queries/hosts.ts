@@ -43,6 +43,11 @@ export interface Host {
   capacity: HostCapacity;
   /** What the servers placed on it take (a web server's size times its instances). */
   used: HostCapacity;
+  /**
+   * Memory held beyond `used` for the open resizes and scales of its web servers (they apply their size at their
+   * end): placement counts it as taken.
+   */
+  held: { memory_mb: number };
   /** Environments with a server placed on it. */
   environments: number;
   storage_roots: string[];
@@ -143,8 +148,16 @@ export async function listHosts(knex: Knex, lostSeconds: number): Promise<Host[]
       knex.raw('count(DISTINCT environment_id)::int AS environments'),
     )
     .as('u');
+  const held = knex({ s: 'servers' })
+    .join(openGrowth(knex), 'g.server_id', knex.raw('s.id::text'))
+    .where('s.role', 'web')
+    .whereNotNull('s.host')
+    .groupBy('s.host')
+    .select('s.host', knex.raw(`sum(${GROWN} - s.memory_mb * s.instances)::int AS memory_mb`))
+    .as('r');
   const rows = await knex({ h: 'hosts' })
     .leftJoin(used, 'u.host', 'h.name')
+    .leftJoin(held, 'r.host', 'h.name')
     .orderBy('h.name')
     .select(
       'h.*',
@@ -153,14 +166,24 @@ export async function listHosts(knex: Knex, lostSeconds: number): Promise<Host[]
       knex.raw('coalesce(u.memory_mb, 0) AS used_memory_mb'),
       knex.raw('coalesce(u.disk_gb, 0) AS used_disk_gb'),
       knex.raw('coalesce(u.environments, 0) AS environments'),
+      knex.raw('coalesce(r.memory_mb, 0) AS held_memory_mb'),
     );
   return rows.map(
-    (r: HostRow & { used_cpu: number; used_memory_mb: number; used_disk_gb: number; environments: number }) => ({
+    (
+      r: HostRow & {
+        used_cpu: number;
+        used_memory_mb: number;
+        used_disk_gb: number;
+        environments: number;
+        held_memory_mb: number;
+      },
+    ) => ({
       name: r.name,
       address: r.address,
       status: r.status as HostStatus,
       capacity: { cpu: Number(r.cpu), memory_mb: r.memory_mb, disk_gb: r.disk_gb },
       used: { cpu: Number(r.used_cpu), memory_mb: Number(r.used_memory_mb), disk_gb: Number(r.used_disk_gb) },
+      held: { memory_mb: Number(r.held_memory_mb) },
       environments: Number(r.environments),
       storage_roots: r.storage_roots,
       instance_ports: { from: r.instance_ports_from, to: r.instance_ports_to },
@@ -204,6 +227,9 @@ const openGrowth = (knex: Knex, exceptServer?: string) => {
   return q.as('g');
 };
 
+/** A web server's memory in all (MB) at the larger of its size and the one its open task asks for (`g`, openGrowth). */
+const GROWN = 'greatest(s.memory_mb, coalesce(g.memory_mb, 0)) * greatest(s.instances, coalesce(g.instances, 0))';
+
 /**
  * Memory a host's placed web servers take (each instance its size), by host name. A server that an open resize or
  * scale grows counts at its new size: the task applies it at its end, and until then the room it was granted is
@@ -215,13 +241,7 @@ const webMemoryUsed = (knex: Knex, exceptServer?: string) =>
     .where('s.role', 'web')
     .whereNotNull('s.host')
     .groupBy('s.host')
-    .select(
-      's.host',
-      knex.raw(
-        `sum(greatest(s.memory_mb, coalesce(g.memory_mb, 0)) * greatest(s.instances, coalesce(g.instances, 0)))::int
-          AS used`,
-      ),
-    )
+    .select('s.host', knex.raw(`sum(${GROWN})::int AS used`))
     .as('u');
 
 /**

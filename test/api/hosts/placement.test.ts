@@ -39,6 +39,11 @@ let agent: Agent;
 let projectId: string;
 let n = 0;
 const create = () => agent.post(`/projects/${projectId}/environments`, { name: `env-${++n}`, git_ref: 'main' });
+/** A host's memory as `npm run hosts -- list` shows it: what its servers use, and what open tasks hold beyond. */
+const hostMemory = async (name: string) => {
+  const h = (await listHosts(t.deps.knex, t.config.hostLostSeconds)).find((x) => x.name === name)!;
+  return { used: h.used.memory_mb, held: h.held.memory_mb };
+};
 const hostOf = async (environmentId: string) =>
   (await t.deps.knex('servers').where({ environment_id: environmentId, role: 'web' }).first('host')).host as string;
 
@@ -158,6 +163,8 @@ describe('placement', () => {
     expect(again.body.error.code).toBe('no_capacity');
     // and so does a new environment's placement
     expect((await create()).status).toBe(409);
+    // the operator's list shows the room held beside what the servers use now
+    expect(await hostMemory('p-d')).toEqual({ used: 1024, held: 512 });
     const open = await t.deps.knex('tasks').whereIn('environment_id', envs).whereIn('status', ['pending', 'running']);
     expect(open.map((task) => task.id)).toEqual([granted.id]);
   });
@@ -181,6 +188,7 @@ describe('placement', () => {
     const task = (await agent.get(`/tasks/${granted.id}`)).body;
     expect(task.status).toBe('failed');
     expect(task.error).toMatch(/^This task stopped: its workflow was ended from outside the console .*start it again/);
+    expect(await hostMemory('p-d')).toEqual({ used: 1024, held: 0 });
     // its room is free again
     expect((await askAgain()).status).toBe(202);
   });
