@@ -277,15 +277,7 @@ describe('moving environments between hosts', () => {
     staleTwo = instancesOn(other, two.id);
     expect(staleTwo.length).toBe(1);
     // a snapshot of two (taken on its host, to S3), then a write after it: what an evacuation loses
-    const dest = await agent.post(`/teams/${project.team_id}/backup-destinations`, {
-      kind: 's3',
-      name: 'moves',
-      endpoint: s3.endpoint,
-      region: 'us-east-1',
-      bucket: 'backups',
-      access_key_id: s3.accessKeyId,
-      secret_access_key: s3.secretAccessKey,
-    });
+    const dest = await s3Destination('moves');
     expect(dest.status, dest.text).toBe(201);
     const backup = await agent.post(`/environments/${two.id}/backups`, { destination_id: dest.body.id });
     expect(backup.status, backup.text).toBe(202);
@@ -409,14 +401,7 @@ describe('moving environments between hosts', () => {
     expect(readFileSync(path.join(oldVolume, 'upload.txt'), 'utf8')).toBe('carried over');
     // the last usage sample says the volume is empty, as one taken just before the write does (they come every
     // RESOURCE_SAMPLE_SECONDS, 60 by default): the host itself is asked, and the file is copied all the same
-    await t.deps.knex('resource_samples').insert({
-      environment_id: three.id,
-      at: new Date(Date.now() + 3600_000),
-      cpu: 0,
-      memory_bytes: 0,
-      disk_bytes: 0,
-      volume_bytes: 0,
-    });
+    await sampledEmpty(three.id);
 
     const drained = await hostsCli('drain', other);
     expect(drained.code, drained.stderr).toBe(0);
@@ -520,23 +505,8 @@ describe('moving environments between hosts', () => {
     expect((await placement(five.id)).host).toBe(other);
     // five has no database; its last usage sample says its volume is empty, as one taken just before the volume's
     // first files does (samples come every RESOURCE_SAMPLE_SECONDS, 60 by default): its host is asked
-    await t.deps.knex('resource_samples').insert({
-      environment_id: five.id,
-      at: new Date(Date.now() + 3600_000),
-      cpu: 0,
-      memory_bytes: 0,
-      disk_bytes: 0,
-      volume_bytes: 0,
-    });
-    const dest = await agent.post(`/teams/${team.id}/backup-destinations`, {
-      kind: 's3',
-      name: 'nightly',
-      endpoint: s3.endpoint,
-      region: 'us-east-1',
-      bucket: 'backups',
-      access_key_id: s3.accessKeyId,
-      secret_access_key: s3.secretAccessKey,
-    });
+    await sampledEmpty(five.id);
+    const dest = await s3Destination('nightly');
     expect(dest.status, dest.text).toBe(201);
     const window = `/projects/${volumeProject.id}/backup-window`;
     const set = await agent.post(window, { hour_utc: 4, retention_days: 2, destination_id: dest.body.id });
@@ -623,6 +593,29 @@ describe('moving environments between hosts', () => {
     expect(existsSync(copies) ? readdirSync(copies) : []).toEqual([]);
   }, 120_000);
 });
+
+/** A usage sample of the environment, newer than any its host takes, that says its volume is empty. */
+const sampledEmpty = (environmentId: string) =>
+  t.deps.knex('resource_samples').insert({
+    environment_id: environmentId,
+    at: new Date(Date.now() + 3600_000),
+    cpu: 0,
+    memory_bytes: 0,
+    disk_bytes: 0,
+    volume_bytes: 0,
+  });
+
+/** A backup destination of the team in the file's S3 store (s3rver). */
+const s3Destination = (name: string) =>
+  agent.post(`/teams/${team.id}/backup-destinations`, {
+    kind: 's3',
+    name,
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+    bucket: 'backups',
+    access_key_id: s3.accessKeyId,
+    secret_access_key: s3.secretAccessKey,
+  });
 
 /** Until the other host's sampler has recorded the environment's volume as holding data (a move then copies it). */
 async function volumeSampled(environmentId: string) {
