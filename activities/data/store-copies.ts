@@ -22,13 +22,18 @@ import { dataParts } from './backup-engine';
 /** What a copy carries: a moving environment's volume, or a sync's source files (keyed by the sync's target). */
 type CopyKind = 'moves' | 'syncs';
 
+/** An id as one segment of a store key (never a path of its own). */
+function seg(s: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(s)) throw new Error(`not a store key segment: ${s}`);
+  return s;
+}
+
+/** The store prefix of an environment's copies of one kind: `moves/<env>` or `syncs/<env>`. */
+export const storeCopiesOf = (kind: CopyKind, envId: string) => `${kind}/${seg(envId)}`;
+
 /** The store key of a task's copy: `moves/<env>/<task>.vcb` or `syncs/<env>/<task>.vcb`. */
 export function storeCopyKey(kind: CopyKind, envId: string, taskId: string): string {
-  const seg = (s: string) => {
-    if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(s)) throw new Error(`not a store key segment: ${s}`);
-    return s;
-  };
-  return `${kind}/${seg(envId)}/${seg(taskId)}.vcb`;
+  return `${storeCopiesOf(kind, envId)}/${seg(taskId)}.vcb`;
 }
 
 export const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
@@ -86,9 +91,6 @@ export async function withVolumeCopy<T>(
     return fn(decryptSnapshot(key, createReadStream(file)));
   });
 }
-
-/** The store prefix of an environment's copies of one kind (`moves/<env>`, `syncs/<env>`). */
-export const storeCopiesOf = (kind: CopyKind, envId: string) => path.posix.dirname(storeCopyKey(kind, envId, 'x'));
 
 /**
  * Deletes the environment's copies of `kind` (nothing when there are none): the ending task's own, and any an
