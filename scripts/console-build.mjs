@@ -26,6 +26,7 @@ export function consoleBuildReason() {
   const sources = [
     join(consoleDir, 'src'),
     join(consoleDir, 'index.html'),
+    join(consoleDir, 'public'),
     join(consoleDir, 'vite.config.ts'),
     join(root, 'db', 'vocabulary.ts'),
   ];
