@@ -1,6 +1,6 @@
 /**
- * What test/workflows/host-moves.test.ts uses beside its tests: the operator's `hosts` command, the instances a
- * host runs (from /proc's cgroups), and a killed worker's sandbox networks removed.
+ * What the files with two hosts (test/helpers/two-hosts.ts) use beside their tests: the operator's `hosts` command,
+ * the instances a host runs (from /proc's cgroups), and a killed worker's sandbox networks removed.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';

@@ -31,7 +31,7 @@ export function workerIndex(pool: number): number {
  * reaches its instances, forwarded by nft on 127.0.0.1) lie in 62000-65419, above it: files side by side never
  * forward each other's ports (their hosts share one name, so one nft table). With 2 workers a range holds 270
  * environment ports and 95 instance ports; with 3, 180 and 63. 31000-32767 stays for the fixed INSTANCE_PORTS of
- * the files that start more hosts (hosts.test.ts, host-moves.test.ts, second-host.ts): an INSTANCE_PORTS that
+ * the files that start more hosts (hosts.test.ts, two-hosts.ts, second-host.ts): an INSTANCE_PORTS that
  * overlaps ENVIRONMENT_PORTS is refused (system/config.ts).
  */
 export function workerPortRanges(pool: number): {
