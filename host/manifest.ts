@@ -9,7 +9,7 @@
  * `build` and `deploy` may be left out (they mean "no steps"). Unknown keys and wrong types are refused;
  * every fault is reported, each under its dotted key path, with the line it sits on.
  */
-import { withDir } from './no-follow';
+import { type Dir, withDir } from './no-follow';
 import path from 'node:path';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import { z } from 'zod';
@@ -108,11 +108,13 @@ export function parseManifest(text: string): ManifestResult {
  * steps, no web process): the release is still built and recorded live; the environment then answers
  * 503 "no web process". A file that exists but is invalid is a failure with fields.
  */
-export async function readManifest(dir: string): Promise<ManifestResult & { present: boolean }> {
+export async function readManifest(
+  dir: string,
+): Promise<ManifestResult & { present: boolean; packageStart?: boolean }> {
   // the tree is the tenant's: read from its descriptor, the file with O_NOFOLLOW (no-follow.ts)
   return withDir(path.dirname(dir), [path.basename(dir)], async (tree) => {
     const st = await tree.lstat(MANIFEST_FILE);
-    if (!st) return { ok: true, manifest: emptyManifest(), present: false };
+    if (!st) return { ok: true, manifest: emptyManifest(), present: false, packageStart: await hasStartScript(tree) };
     const kind: ManifestFileKind = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : 'other';
     const refused = manifestFileFault(kind);
     if (refused) return { ok: false, fields: refused, present: true };
@@ -129,6 +131,34 @@ export async function readManifest(dir: string): Promise<ManifestResult & { pres
 }
 
 type ManifestFileKind = 'file' | 'symlink' | 'other';
+
+/** The largest package.json read to tell whether it has a start script. */
+const MAX_PACKAGE_JSON_BYTES = 256 * 1024;
+
+/**
+ * Whether the tree's package.json (a regular file of the commit, read without following a link) names a `start`
+ * script: a repository without service.yaml is then told how to serve it (`web: "npm start"`). Anything unreadable
+ * is no.
+ */
+async function hasStartScript(tree: Dir): Promise<boolean> {
+  const st = await tree.lstat('package.json');
+  if (!st?.isFile() || st.size > MAX_PACKAGE_JSON_BYTES) return false;
+  try {
+    const fh = await tree.file('package.json');
+    const text = await fh.readFile('utf8').finally(() => fh.close());
+    const start = (JSON.parse(text) as { scripts?: { start?: unknown } } | null)?.scripts?.start;
+    return typeof start === 'string' && start.trim() !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** What a build's log says of a commit without service.yaml: what it gets, and how to serve it. */
+export function absentManifestAdvice(packageStart: boolean): string {
+  return packageStart
+    ? `No ${MANIFEST_FILE}: no build or deploy steps, no web process. package.json has a start script: to serve this app, add a ${MANIFEST_FILE} at the repository root with build: ["npm ci"] and web: "npm start"`
+    : `No ${MANIFEST_FILE}: no build or deploy steps, no web process. To serve this app, add a ${MANIFEST_FILE} at the repository root with web: "<the command that starts it>" (it gets PORT)`;
+}
 
 /**
  * service.yaml is read only as a regular file of the commit: a symlink could point anywhere on the host

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { checkout, displayUrl, type GitAccess, type GitRepo } from '../git';
-import { describeManifestFaults, readManifest, type Manifest } from '../manifest';
+import { absentManifestAdvice, describeManifestFaults, readManifest, type Manifest } from '../manifest';
 import { runStep, type OnLine, type RunStepResult } from './run-step';
 import { environmentDir, giveTree, safeSegment, type Jail } from './sandbox';
 import { removeTree, withDir } from '../no-follow';
@@ -170,7 +170,7 @@ async function buildOnce(opts: BuildReleaseOptions, finalDir: string): Promise<B
       return { ok: false, reason: 'manifest_invalid', message, fields: read.fields };
     }
     const manifest = read.manifest;
-    if (!read.present) say('No service.yaml: no build or deploy steps, no web process');
+    if (!read.present) say(absentManifestAdvice(read.packageStart === true));
 
     const steps = await runSteps('build', manifest.build, tmpDir, opts);
     if (!steps.ok) return { ...steps, manifest };

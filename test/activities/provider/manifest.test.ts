@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -55,7 +55,19 @@ describe('service.yaml', () => {
   it('reads an absent file as an empty manifest and an invalid one as a failure', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'vc-manifest-'));
     try {
-      expect(await readManifest(dir)).toEqual({ ok: true, manifest: { build: [], deploy: [] }, present: false });
+      const absent = { ok: true, manifest: { build: [], deploy: [] }, present: false };
+      expect(await readManifest(dir)).toEqual({ ...absent, packageStart: false });
+      // a package.json with a start script is noticed (the build's log then says how to serve it), through no link
+      await writeFile(path.join(dir, 'package.json'), '{"scripts": {"test": "vitest"}}');
+      expect(await readManifest(dir)).toEqual({ ...absent, packageStart: false });
+      await writeFile(path.join(dir, 'elsewhere.json'), '{"scripts": {"start": "node server.js"}}');
+      await symlink('elsewhere.json', path.join(dir, 'package.json.link'));
+      await rm(path.join(dir, 'package.json'));
+      await rename(path.join(dir, 'package.json.link'), path.join(dir, 'package.json'));
+      expect(await readManifest(dir)).toEqual({ ...absent, packageStart: false });
+      await rm(path.join(dir, 'package.json'));
+      await writeFile(path.join(dir, 'package.json'), '{"scripts": {"start": "node server.js"}}');
+      expect(await readManifest(dir)).toEqual({ ...absent, packageStart: true });
       await writeFile(path.join(dir, 'service.yaml'), 'build: [1]\n');
       expect(await readManifest(dir)).toEqual({
         ok: false,

@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it, beforeAll } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { commitAll, createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
@@ -157,5 +158,21 @@ describe('commit_message', () => {
     const releases = releasePageSchema.parse((await w.api.get(`/projects/${w.project.id}/releases`)).body).data;
     const ready = releases.filter((r) => r.status === 'ready');
     expect(ready.map((r) => r.commit_message)).toEqual([[...subject].slice(0, 200).join(''), 'v2', 'v1']);
+  });
+});
+
+describe('a commit without service.yaml', () => {
+  it('goes live with no web process (503), and its log says how to serve the app', async () => {
+    rmSync(path.join(w.repo.dir, 'service.yaml'));
+    writeFileSync(path.join(w.repo.dir, 'package.json'), '{"name": "shop", "scripts": {"start": "node server.js"}}\n');
+    commitAll(w.repo.dir, 'no manifest');
+    const task = await run(`${url()}/deploy`);
+    expect(task.status, task.error ?? '').toBe('succeeded');
+    expect((await fetchEnvironment(w.environment.port)).status).toBe(503);
+    const log = await taskLog(t, w.api, task.id);
+    expect(log).toContain(
+      '==> No service.yaml: no build or deploy steps, no web process. package.json has a start script: to serve this app, add a service.yaml at the repository root with build: ["npm ci"] and web: "npm start"',
+    );
+    expect(log).toContain('==> No web command in service.yaml: the environment answers 503 "no web process"');
   });
 });
