@@ -110,11 +110,11 @@ export function parseManifest(text: string): ManifestResult {
  */
 export async function readManifest(
   dir: string,
-): Promise<ManifestResult & { present: boolean; packageStart?: boolean }> {
+): Promise<ManifestResult & { present: boolean; suggested?: SuggestedManifest | null }> {
   // the tree is the tenant's: read from its descriptor, the file with O_NOFOLLOW (no-follow.ts)
   return withDir(path.dirname(dir), [path.basename(dir)], async (tree) => {
     const st = await tree.lstat(MANIFEST_FILE);
-    if (!st) return { ok: true, manifest: emptyManifest(), present: false, packageStart: await hasStartScript(tree) };
+    if (!st) return { ok: true, manifest: emptyManifest(), present: false, suggested: await suggestManifest(tree) };
     const kind: ManifestFileKind = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : 'other';
     const refused = manifestFileFault(kind);
     if (refused) return { ok: false, fields: refused, present: true };
@@ -135,29 +135,36 @@ type ManifestFileKind = 'file' | 'symlink' | 'other';
 /** The largest package.json read to tell whether it has a start script. */
 const MAX_PACKAGE_JSON_BYTES = 256 * 1024;
 
+/** The lines a repository without service.yaml is told to add. */
+type SuggestedManifest = { build: string; web: string };
+
 /**
- * Whether the tree's package.json (a regular file of the commit, read without following a link) names a `start`
- * script: a repository without service.yaml is then told how to serve it (`web: "npm start"`). Anything unreadable
- * is no.
+ * What a repository without service.yaml could add to be served: when its package.json (a regular file of the
+ * commit, read without following a link) names a `start` script, `web: "npm start"`, built with `npm ci` where a
+ * lockfile is committed (it needs one), else `npm install`. Anything unreadable is null.
  */
-async function hasStartScript(tree: Dir): Promise<boolean> {
+async function suggestManifest(tree: Dir): Promise<SuggestedManifest | null> {
   const st = await tree.lstat('package.json');
-  if (!st?.isFile() || st.size > MAX_PACKAGE_JSON_BYTES) return false;
+  if (!st?.isFile() || st.size > MAX_PACKAGE_JSON_BYTES) return null;
   try {
     const fh = await tree.file('package.json');
     const text = await fh.readFile('utf8').finally(() => fh.close());
     const start = (JSON.parse(text) as { scripts?: { start?: unknown } } | null)?.scripts?.start;
-    return typeof start === 'string' && start.trim() !== '';
+    if (typeof start !== 'string' || start.trim() === '') return null;
   } catch {
-    return false;
+    return null;
   }
+  const locked =
+    (await tree.lstat('package-lock.json'))?.isFile() || (await tree.lstat('npm-shrinkwrap.json'))?.isFile();
+  return { build: locked ? 'npm ci' : 'npm install', web: 'npm start' };
 }
 
 /** What a build's log says of a commit without service.yaml: what it gets, and how to serve it. */
-export function absentManifestAdvice(packageStart: boolean): string {
-  return packageStart
-    ? `No ${MANIFEST_FILE}: no build or deploy steps, no web process. package.json has a start script: to serve this app, add a ${MANIFEST_FILE} at the repository root with build: ["npm ci"] and web: "npm start"`
-    : `No ${MANIFEST_FILE}: no build or deploy steps, no web process. To serve this app, add a ${MANIFEST_FILE} at the repository root with web: "<the command that starts it>" (it gets PORT)`;
+export function absentManifestAdvice(suggested: SuggestedManifest | null | undefined): string {
+  const what = `No ${MANIFEST_FILE}: no build or deploy steps, no web process.`;
+  return suggested
+    ? `${what} package.json has a start script: to serve this app, add a ${MANIFEST_FILE} at the repository root with build: ["${suggested.build}"] and web: "${suggested.web}"`
+    : `${what} To serve this app, add a ${MANIFEST_FILE} at the repository root with web: "<the command that starts it>" (it gets PORT)`;
 }
 
 /**

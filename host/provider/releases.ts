@@ -170,7 +170,7 @@ async function buildOnce(opts: BuildReleaseOptions, finalDir: string): Promise<B
       return { ok: false, reason: 'manifest_invalid', message, fields: read.fields };
     }
     const manifest = read.manifest;
-    if (!read.present) say(absentManifestAdvice(read.packageStart === true));
+    if (!read.present) say(absentManifestAdvice(read.suggested));
 
     const steps = await runSteps('build', manifest.build, tmpDir, opts);
     if (!steps.ok) return { ...steps, manifest };

@@ -56,18 +56,21 @@ describe('service.yaml', () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'vc-manifest-'));
     try {
       const absent = { ok: true, manifest: { build: [], deploy: [] }, present: false };
-      expect(await readManifest(dir)).toEqual({ ...absent, packageStart: false });
+      expect(await readManifest(dir)).toEqual({ ...absent, suggested: null });
       // a package.json with a start script is noticed (the build's log then says how to serve it), through no link
       await writeFile(path.join(dir, 'package.json'), '{"scripts": {"test": "vitest"}}');
-      expect(await readManifest(dir)).toEqual({ ...absent, packageStart: false });
+      expect(await readManifest(dir)).toEqual({ ...absent, suggested: null });
       await writeFile(path.join(dir, 'elsewhere.json'), '{"scripts": {"start": "node server.js"}}');
       await symlink('elsewhere.json', path.join(dir, 'package.json.link'));
       await rm(path.join(dir, 'package.json'));
       await rename(path.join(dir, 'package.json.link'), path.join(dir, 'package.json'));
-      expect(await readManifest(dir)).toEqual({ ...absent, packageStart: false });
+      expect(await readManifest(dir)).toEqual({ ...absent, suggested: null });
       await rm(path.join(dir, 'package.json'));
       await writeFile(path.join(dir, 'package.json'), '{"scripts": {"start": "node server.js"}}');
-      expect(await readManifest(dir)).toEqual({ ...absent, packageStart: true });
+      // npm ci needs a lockfile: without one, npm install
+      expect(await readManifest(dir)).toEqual({ ...absent, suggested: { build: 'npm install', web: 'npm start' } });
+      await writeFile(path.join(dir, 'package-lock.json'), '{}');
+      expect(await readManifest(dir)).toEqual({ ...absent, suggested: { build: 'npm ci', web: 'npm start' } });
       await writeFile(path.join(dir, 'service.yaml'), 'build: [1]\n');
       expect(await readManifest(dir)).toEqual({
         ok: false,

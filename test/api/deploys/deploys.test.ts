@@ -162,7 +162,7 @@ describe('commit_message', () => {
 });
 
 describe('a commit without service.yaml', () => {
-  it('goes live with no web process (503), and its log says how to serve the app', async () => {
+  it('goes live with no web process (503), and its log says how to serve the app (npm install: no lockfile)', async () => {
     rmSync(path.join(w.repo.dir, 'service.yaml'));
     writeFileSync(path.join(w.repo.dir, 'package.json'), '{"name": "shop", "scripts": {"start": "node server.js"}}\n');
     commitAll(w.repo.dir, 'no manifest');
@@ -171,7 +171,7 @@ describe('a commit without service.yaml', () => {
     expect((await fetchEnvironment(w.environment.port)).status).toBe(503);
     const log = await taskLog(t, w.api, task.id);
     expect(log).toContain(
-      '==> No service.yaml: no build or deploy steps, no web process. package.json has a start script: to serve this app, add a service.yaml at the repository root with build: ["npm ci"] and web: "npm start"',
+      '==> No service.yaml: no build or deploy steps, no web process. package.json has a start script: to serve this app, add a service.yaml at the repository root with build: ["npm install"] and web: "npm start"',
     );
     expect(log).toContain('==> No web command in service.yaml: the environment answers 503 "no web process"');
   });
