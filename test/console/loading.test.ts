@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
-import { type ConsoleBrowser, openConsole } from '../helpers/console-browser';
+import { useConsole } from '../helpers/console-browser';
 
 /**
  * The console's own files dropped on the way (a changed network aborts what is in flight; a proxy restarted): the
@@ -8,15 +8,7 @@ import { type ConsoleBrowser, openConsole } from '../helpers/console-browser';
  * staying blank.
  */
 const t = useTestContext({ edge: false });
-let c: ConsoleBrowser;
-
-beforeAll(async () => {
-  c = await openConsole(t);
-}, 180_000);
-
-afterAll(async () => {
-  await c?.close();
-});
+const browser = useConsole(t);
 
 const MAIN_JS = /\/assets\/index-[\w-]+\.js$/;
 const DROPPED = 'console error: Failed to load resource: net::ERR_CONNECTION_RESET';
@@ -24,27 +16,34 @@ const DROPPED = 'console error: Failed to load resource: net::ERR_CONNECTION_RES
 /** Drops the console's main script `times` times (Infinity: always), counting every request for it. */
 async function dropMainScript(times: number) {
   const seen = { requests: 0 };
-  await c.page.route(MAIN_JS, (route) =>
+  await browser().page.route(MAIN_JS, (route) =>
     ++seen.requests <= times ? route.abort('connectionreset') : route.continue(),
   );
   return seen;
 }
 
+/** The sign-up page, its script dropped once: the page loads once more by itself and shows its form. */
+async function signUpAfterOneDrop() {
+  const c = browser();
+  const seen = await dropMainScript(1);
+  try {
+    await c.page.goto(`${t.baseUrl}/sign-up`);
+    await c.page.getByLabel('Name').waitFor();
+    expect(seen.requests).toBe(2);
+    expect(c.problems).toEqual([DROPPED]);
+  } finally {
+    await c.page.unrouteAll();
+    c.problems.length = 0;
+  }
+}
+
 describe('the console when its files are dropped on the way', () => {
   it('loads the page once more when its script was dropped, and works', async () => {
-    const seen = await dropMainScript(1);
-    try {
-      await c.page.goto(`${t.baseUrl}/sign-up`);
-      await c.page.getByLabel('Name').waitFor();
-      expect(seen.requests).toBe(2);
-      expect(c.problems).toEqual([DROPPED]);
-    } finally {
-      await c.page.unrouteAll();
-      c.problems.length = 0;
-    }
+    await signUpAfterOneDrop();
   });
 
   it('says what to do when the second load fails too, and loads no more by itself', async () => {
+    const c = browser();
     const seen = await dropMainScript(Number.POSITIVE_INFINITY);
     try {
       await c.page.goto(`${t.baseUrl}/sign-in`);
@@ -61,14 +60,6 @@ describe('the console when its files are dropped on the way', () => {
     // dropped file is again loaded once more.
     await c.page.reload();
     await c.page.getByLabel('Password').waitFor();
-    const again = await dropMainScript(1);
-    try {
-      await c.page.goto(`${t.baseUrl}/sign-up`);
-      await c.page.getByLabel('Name').waitFor();
-      expect(again.requests).toBe(2);
-      expect(c.problems).toEqual([DROPPED]);
-    } finally {
-      await c.page.unrouteAll();
-    }
+    await signUpAfterOneDrop();
   });
 });

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
-import { type ConsoleBrowser, openConsole, signIn } from '../helpers/console-browser';
+import { signIn, useConsole } from '../helpers/console-browser';
 import { createUser } from '../helpers/fixtures';
 
 /**
@@ -8,19 +8,12 @@ import { createUser } from '../helpers/fixtures';
  * Two wrong passwords block the address here.
  */
 const t = useTestContext({ env: { FAILED_CREDENTIALS_LIMIT: '2', FAILED_CREDENTIALS_BLOCK_SECONDS: '600' } });
-let c: ConsoleBrowser;
-
-beforeAll(async () => {
-  c = await openConsole(t);
-}, 180_000);
-
-afterAll(async () => {
-  await c?.close();
-});
+const browser = useConsole(t);
 
 describe('refusals in the console', () => {
   it("shows the API's message, then when to try again once the address is blocked (429)", async () => {
     const user = await createUser(t);
+    const c = browser();
     const { page } = c;
     const post = () =>
       fetch(`${t.apiUrl}/session`, {

@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { BrowserContext, Page, Request } from 'playwright-core';
-import { beforeEach, expect, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect, onTestFailed } from 'vitest';
 import { ensureChromium, launchBrowser } from './browser';
 import { ensureConsoleBuilt } from './console';
 import type { TestContext } from './context';
@@ -151,6 +151,18 @@ async function unlabelledFields(page: Page): Promise<string[]> {
       .filter((el) => el.type !== 'hidden' && ![...(el.labels ?? [])].some((l) => l.textContent?.trim()))
       .map((el) => el.outerHTML),
   );
+}
+
+/** A browser on the file's console (signed out), opened before its tests and closed after them. */
+export function useConsole(t: TestContext): () => ConsoleBrowser {
+  let c: ConsoleBrowser | undefined;
+  beforeAll(async () => {
+    c = await openConsole(t);
+  }, 180_000);
+  afterAll(async () => {
+    await c?.close();
+  });
+  return () => c!;
 }
 
 /** Each test answers for what happened during it: the page's problems are cleared before it, and on failure shown with a screenshot. */

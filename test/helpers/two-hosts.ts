@@ -58,7 +58,15 @@ interface TwoHosts {
 /** Which part of the slot's ports and sandbox addresses the file's other host takes. */
 type Part = 0 | 1;
 
-export const LOST = 3;
+const LOST = 3;
+
+/** The test context of a file with two hosts: its worker, SMTP, and the host watch's and samplers' short times. */
+export const twoHostsContext = {
+  worker: true,
+  smtp: true,
+  // the snapshots' S3 store (s3rver) is on loopback
+  env: { HOST_LOST_SECONDS: String(LOST), RESOURCE_SAMPLE_SECONDS: '1', OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
+};
 
 /** The file's two hosts; `part` is the file's own (no two files of a run share one). */
 export function useTwoHosts(t: TestContext, part: Part) {

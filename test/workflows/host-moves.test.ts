@@ -22,14 +22,9 @@ import type { Agent } from '../helpers/http';
 import { startMove } from '../../core/host-moves';
 import { environmentVolume } from '../../db/queries/storage';
 import { instancesOn } from '../helpers/host-moves';
-import { LOST, type Env, useTwoHosts } from '../helpers/two-hosts';
+import { type Env, twoHostsContext, useTwoHosts } from '../helpers/two-hosts';
 
-const t = useTestContext({
-  worker: true,
-  smtp: true,
-  // the snapshots' S3 store (s3rver) is on loopback
-  env: { HOST_LOST_SECONDS: String(LOST), RESOURCE_SAMPLE_SECONDS: '1', OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
-});
+const t = useTestContext(twoHostsContext);
 const {
   h,
   startOtherHost,

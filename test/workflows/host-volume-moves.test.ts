@@ -31,15 +31,10 @@ import { createProject } from '../helpers/fixtures';
 import { startMove } from '../../core/host-moves';
 import { environmentVolume, volumePath } from '../../db/queries/storage';
 import { instancesOn } from '../helpers/host-moves';
-import { LOST, useTwoHosts } from '../helpers/two-hosts';
+import { twoHostsContext, useTwoHosts } from '../helpers/two-hosts';
 import { hostTaskQueue } from '../../system/task-queues';
 
-const t = useTestContext({
-  worker: true,
-  smtp: true,
-  // the snapshots' S3 store (s3rver) is on loopback
-  env: { HOST_LOST_SECONDS: String(LOST), RESOURCE_SAMPLE_SECONDS: '1', OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
-});
+const t = useTestContext(twoHostsContext);
 const {
   h,
   hostsCli,
