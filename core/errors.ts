@@ -129,7 +129,7 @@ export const errors = {
   unauthenticated: (message?: string) => appError('unauthenticated', message),
   forbidden: (message?: string) => appError('forbidden', message),
   tokenNotAllowed: () => appError('token_not_allowed'),
-  reauthenticationRequired: () => appError('reauthentication_required'),
+  reauthenticationRequired: (message?: string) => appError('reauthentication_required', message),
   notFound: (what = 'resource') => appError('not_found', `No such ${what}`),
   invalid: (fields: Record<string, string>, message?: string) => appError('invalid', message, { fields }),
   /** A refusal of the catalogue: its default message unless one is given, and what the body adds (`extra`). */

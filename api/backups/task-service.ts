@@ -59,11 +59,19 @@ export async function assertMayOverwrite(
   if (!env.protected) return;
   if (actor.kind !== 'session') throw errors.tokenNotAllowed();
   const recent = Date.now() - actor.session.authenticated_at.getTime() <= RECENT_SIGN_IN_MINUTES * 60_000;
-  if (password === undefined || !recent) throw errors.reauthenticationRequired();
+  // each refusal says what is missing: the password in the body, a recent sign-in, or the right password
+  if (password === undefined)
+    throw errors.reauthenticationRequired(
+      'This environment is protected: send your password as `password` in the body with this change',
+    );
+  if (!recent)
+    throw errors.reauthenticationRequired(
+      `This change needs a sign-in of the last ${RECENT_SIGN_IN_MINUTES} minutes: confirm your password (POST /session/reauthenticate), then repeat the change with it`,
+    );
   await deps.guards.assertAddressAllowed(address);
   if (!(await verifyPassword(actor.user.password_hash, password))) {
     await deps.guards.recordFailure(address);
-    throw errors.reauthenticationRequired();
+    throw errors.reauthenticationRequired('That is not your password: repeat the change with your own as `password`');
   }
 }
 export const RECENT_SIGN_IN_MINUTES = 60;

@@ -87,8 +87,23 @@ describe('backups, restore and reset', () => {
     const noPassword = await owner.post(`${env()}/backups/${snapshotId}/restore`, {});
     expect(noPassword.status).toBe(403);
     expect(noPassword.body.error.code).toBe('reauthentication_required');
+    // each refusal says what to send: a caller who only confirmed the password was refused again before
+    expect(noPassword.body.error.message).toBe(
+      'This environment is protected: send your password as `password` in the body with this change',
+    );
     const wrong = await owner.post(`${env()}/backups/${snapshotId}/restore`, { password: 'not it at all' });
     expect(wrong.body.error.code).toBe('reauthentication_required');
+    expect(wrong.body.error.message).toBe('That is not your password: repeat the change with your own as `password`');
+    // the right password with a sign-in past the window: confirm it, then repeat
+    const sessions = t.deps.knex('sessions').where({ user_id: w.owner.id });
+    await sessions.clone().update({ authenticated_at: new Date(Date.now() - 2 * 3600_000) });
+    const stale = await owner.post(`${env()}/backups/${snapshotId}/restore`, { password: PASSWORD });
+    expect(stale.body.error).toMatchObject({
+      code: 'reauthentication_required',
+      message:
+        'This change needs a sign-in of the last 60 minutes: confirm your password (POST /session/reauthenticate), then repeat the change with it',
+    });
+    await sessions.clone().update({ authenticated_at: new Date() });
     expect(Number((await t.deps.knex('tasks').where({ type: 'restore' }).count({ n: '*' }).first())?.n)).toBe(0);
   });
 
