@@ -100,6 +100,17 @@ describe.sequential('the environment overview', () => {
     await page.getByRole('button', { name: 'Deploy', exact: true }).click();
     await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
     const taskId = page.url().split('/').pop()!;
+    // the task's page says where it is, as the environment's does: team › project › environment › the task
+    const crumbs = page.getByRole('navigation', { name: 'Breadcrumb' });
+    for (const name of ['Acme team', 'storefront', 'production']) await crumbs.getByRole('link', { name }).waitFor();
+    expect(
+      await crumbs.getByRole('link').evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute('href')])),
+    ).toEqual([
+      ['Acme team', `/teams/${w.team.id}`],
+      ['storefront', `/projects/${w.project.id}`],
+      ['production', env()],
+      ['Deploy', `/tasks/${taskId}`],
+    ]);
     await c.go(env());
     // While it runs: no Deploy button, the reason instead, and the task in the list as running or waiting.
     await page.getByText('A deploy is running on this environment').waitFor();

@@ -6,6 +6,8 @@ import { ErrorNote, Loading, Section, when } from '../ui/parts';
 import { PhaseTimeline } from '../ui/phases';
 import { taskLabel } from '../lib/task-label';
 import { usePageTitle } from '../ui/names';
+import { Crumbs } from '../ui/crumbs';
+import { readTeams } from '../lib/current-team';
 
 const HOW: Record<string, string> = {
   session: 'in the console',
@@ -42,18 +44,18 @@ export function TaskPage({ id }: { id: string }) {
   });
   const t = task.data;
   const shown = status ?? t?.status;
-  // the tab says which task of which environment ("Deploy · production · storefront"): people keep many open
+  // the tab says which task of which environment ("Deploy · production · storefront"): people keep many open; the
+  // crumbs say the same as links (team › project › environment › the task)
   const envId = t?.environment_id;
-  const place = useLoad(
-    () =>
-      envId
-        ? ok(api.GET('/environments/{id}', { params: { path: { id: envId } } })).then(async (env) => ({
-            env: env.name,
-            project: (await ok(api.GET('/projects/{id}/settings', { params: { path: { id: env.project_id } } }))).name,
-          }))
-        : Promise.resolve(null),
-    [envId],
-  );
+  const projectId = t?.project_id;
+  const place = useLoad(async () => {
+    const [env, project, teams] = await Promise.all([
+      envId ? ok(api.GET('/environments/{id}', { params: { path: { id: envId } } })) : undefined,
+      projectId ? ok(api.GET('/projects/{id}/settings', { params: { path: { id: projectId } } })) : undefined,
+      readTeams(),
+    ]);
+    return { env: env?.name, project: project?.name, team: teams.data.find((x) => x.id === t?.team_id)?.name };
+  }, [envId, projectId, t?.team_id]);
   usePageTitle(t && taskLabel(t.type), place.data?.env, place.data?.project);
   // the old instance stops after the task succeeded: read its phases again until that shows (a few times)
   const [rereads, setRereads] = useState(0);
@@ -71,6 +73,16 @@ export function TaskPage({ id }: { id: string }) {
   }, [stopping, rereads]);
   return (
     <>
+      {t && (
+        <Crumbs
+          items={[
+            ...(t.team_id ? [{ href: `/teams/${t.team_id}`, name: place.data?.team }] : []),
+            ...(t.project_id ? [{ href: `/projects/${t.project_id}`, name: place.data?.project }] : []),
+            ...(t.environment_id ? [{ href: `/environments/${t.environment_id}`, name: place.data?.env }] : []),
+            { href: `/tasks/${id}`, name: taskLabel(t.type) },
+          ]}
+        />
+      )}
       <h1>{t ? `Task: ${taskLabel(t.type)}` : 'Task'}</h1>
       {task.loading && !t ? <Loading what="the task" /> : <ErrorNote error={task.error} />}
       {t && (
