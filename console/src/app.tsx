@@ -5,7 +5,7 @@ import { SessionContext } from './session';
 import { useLoad } from './ui/hooks';
 import { ErrorNote } from './ui/parts';
 import { Layout } from './ui/layout';
-import { SignIn, SignUp } from './screens/auth';
+import { nextPage, SignIn, SignUp } from './screens/auth';
 import { Dashboard } from './screens/dashboard';
 import { TeamPage } from './screens/team';
 import { ProjectPage } from './screens/project';
@@ -69,7 +69,7 @@ function SignedIn() {
 
 function SignInPage() {
   const { route, query } = useLocation();
-  const next = query.next?.startsWith('/') && !query.next.startsWith('//') ? query.next : '/';
+  const next = nextPage(query);
   return <SignIn onSignedIn={() => route(next, true)} returnTo={next} />;
 }
 

@@ -7,6 +7,15 @@ import { ActionForm } from '../ui/action-form';
 
 const value = (e: Event) => (e.target as HTMLInputElement).value;
 
+/** Where to go once signed in: the `next` of the query when it is a path of this console, else the dashboard. */
+export function nextPage(query: Record<string, string>): string {
+  const next = query.next;
+  return next?.startsWith('/') && !next.startsWith('//') ? next : '/';
+}
+
+/** `?next=...` for a link to the other form, keeping where the person was going. */
+const carried = (next: string) => (next !== '/' ? `?next=${encodeURIComponent(next)}` : '');
+
 /** The e-mail address and password fields of the sign-in and sign-up forms. */
 function Credentials(p: {
   email: string;
@@ -67,14 +76,16 @@ export function SignIn({ onSignedIn, returnTo }: { onSignedIn(): void; returnTo:
         </button>
       </ActionForm>
       <p>
-        New here? <a href={`/sign-up${returnTo !== '/' ? `?next=${encodeURIComponent(returnTo)}` : ''}`}>Sign up</a>
+        New here? <a href={`/sign-up${carried(returnTo)}`}>Sign up</a>
       </p>
     </section>
   );
 }
 
+/** Signing up, then the code from the e-mail; then signed in, on to `next` (an invitation's link comes back to it). */
 export function SignUp() {
-  const { route } = useLocation();
+  const { route, query } = useLocation();
+  const next = nextPage(query);
   const [name, setName] = useState('');
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
@@ -88,7 +99,7 @@ export function SignUp() {
     await ok(api.POST('/signup/confirm', { body: { code: code.trim() } }));
     await ok(api.POST('/session', { body: { email, password } }));
     forgetSession();
-    route('/', true);
+    route(next, true);
   });
   const resend = useAction(async () => {
     await ok(api.POST('/signup/resend', { body: { email } }));
@@ -136,7 +147,7 @@ export function SignUp() {
         </button>
       </ActionForm>
       <p>
-        Have an account? <a href="/sign-in">Sign in</a>
+        Have an account? <a href={`/sign-in${carried(next)}`}>Sign in</a>
       </p>
     </section>
   );
