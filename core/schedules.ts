@@ -128,13 +128,15 @@ function ensureQueueSchedule(
     workflowType: WorkflowName;
     note: string;
     policies?: ScheduleOptions['policies'];
+    /** The workflow's arguments (none by default). */
+    args?: unknown[];
   },
 ): Promise<EnsuredSchedule> {
   const { scheduleId, workflowType } = s;
   return ensureSchedule(client, {
     scheduleId,
     spec: s.spec,
-    action: systemAction({ scheduleId, workflowType, taskQueue, args: [] }),
+    action: systemAction({ scheduleId, workflowType, taskQueue, args: s.args ?? [] }),
     policies: s.policies,
     note: s.note,
   });
@@ -197,20 +199,24 @@ export const hostWatchScheduleId = (taskQueue: string) => queueScheduleId('host-
 /**
  * The host watch (CONTRACT "Hosts"): every few seconds, lost hosts' environments move or are marked `host_lost`,
  * drains with nothing left end `drained`, rejoined hosts stop their stale instances (workflows/moves.ts). Often
- * enough that a stateless environment answers again within 60 s of its host's loss (HOST_LOST_SECONDS 30).
+ * enough that a stateless environment answers again within 60 s of its host's loss (HOST_LOST_SECONDS 30). The
+ * schedule fires every `everySeconds`; a run does its rounds for `forSeconds` (5 minutes), and the fires meanwhile
+ * are skipped: Temporal's list holds a run every few minutes instead of one per round (17,280 a day at 5 s).
  */
 export async function ensureHostWatchSchedule(
   client: Client,
   taskQueue: string,
-  every = '5s',
+  o: { everySeconds?: number; forSeconds?: number } = {},
 ): Promise<EnsuredSchedule> {
+  const everySeconds = o.everySeconds ?? 5;
   return ensureQueueSchedule(client, taskQueue, {
     scheduleId: hostWatchScheduleId(taskQueue),
-    spec: { intervals: [{ every }] },
+    spec: { intervals: [{ every: `${everySeconds}s` }] },
     workflowType: 'watchHosts',
+    args: [{ everySeconds, forSeconds: o.forSeconds ?? 300 }],
     // a missed round is not made up: the next one sees everything as it is then
     policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '10s', pauseOnFailure: false },
-    note: 'Moves the environments of lost hosts, finishes drains, stops the stale instances of rejoined hosts.',
+    note: 'Moves the environments of lost hosts, finishes drains, stops the stale instances of rejoined hosts. A run does its rounds for a few minutes; Pause stops the next run, Terminate the one under way.',
   });
 }
 

@@ -23,7 +23,7 @@
  * watchHosts: the `host-watch` schedule's run: one sweep (core/host-moves.ts), then each rejoined host's stale
  * instances stopped on its own queue.
  */
-import { type ActivityOptions, patched, proxyActivities } from '@temporalio/workflow';
+import { type ActivityOptions, patched, proxyActivities, sleep } from '@temporalio/workflow';
 import type { DataActivities } from '../activities/data';
 import type { DeployActivities } from '../activities/deploys';
 import type { MoveActivities } from '../activities/machines/moves';
@@ -213,16 +213,41 @@ export async function moveEnvironment(input: TaskWorkflowInput<'move'>) {
 /** The patch that closes tasks whose workflow ended without them, in each round: a round before it replays as it ran. */
 const CLOSE_ORPHANED_TASKS_PATCH = 'close-orphaned-tasks';
 
+type WatchRound = { lost: string[]; drained: string[]; rejoined: string[]; orphaned?: string[] };
+
 /**
- * One round of the host watch (the `host-watch` schedule, every few seconds on npm start's worker). It also ends
- * the tasks whose workflow was ended outside the console (activities/tasks closeOrphanedTasks).
+ * The host watch (the `host-watch` schedule on npm start's worker). With `forSeconds`, a run does a round every
+ * `everySeconds` for that long, so that Temporal's list holds one run every few minutes and not one per round (the
+ * schedule fires every `everySeconds` and skips while a run is under way, so the next run starts within a round's
+ * time of this one's end). Without it (a run by hand, or of a schedule made before), one round. It answers what
+ * its rounds did, each host or task once.
  */
-export async function watchHosts(): Promise<{
-  lost: string[];
-  drained: string[];
-  rejoined: string[];
-  orphaned?: string[];
-}> {
+export async function watchHosts(input?: {
+  everySeconds?: number;
+  forSeconds?: number;
+}): Promise<WatchRound & { rounds: number }> {
+  const every = Math.max(1, input?.everySeconds ?? 5) * 1000;
+  const end = Date.now() + (input?.forSeconds ?? 0) * 1000;
+  const seen: Required<WatchRound> = { lost: [], drained: [], rejoined: [], orphaned: [] };
+  let rounds = 0;
+  let orphanedAsked = false;
+  for (;;) {
+    const round = await watchRound();
+    rounds++;
+    for (const key of ['lost', 'drained', 'rejoined', 'orphaned'] as const)
+      for (const x of round[key] ?? []) if (!seen[key].includes(x)) seen[key].push(x);
+    orphanedAsked ||= round.orphaned !== undefined;
+    if (Date.now() + every >= end) break;
+    await sleep(every);
+  }
+  return { ...seen, orphaned: orphanedAsked ? seen.orphaned : undefined, rounds };
+}
+
+/**
+ * One round of the host watch: one sweep (core/host-moves.ts), then each rejoined host's stale instances stopped.
+ * It also ends the tasks whose workflow was ended outside the console (activities/tasks closeOrphanedTasks).
+ */
+async function watchRound(): Promise<WatchRound> {
   const { graceSeconds, ...round } = await sweep.sweepHosts();
   const wait = hostWaitSeconds({ lostSeconds: 0, graceSeconds });
   for (const host of round.rejoined) {

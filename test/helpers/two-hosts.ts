@@ -203,14 +203,11 @@ export function useTwoHosts(t: TestContext, part: Part) {
     startOtherHost();
     await until('the second host to join', async () => (await statusOf(h.other)) === 'ready', { timeoutMs: 60_000 });
     // the host watch, as npm start's worker runs it (every 5 s there), every second here
-    await ensureHostWatchSchedule(t.deps.temporal, t.config.taskQueue, '1s');
+    await ensureHostWatchSchedule(t.deps.temporal, t.config.taskQueue, { everySeconds: 1 });
   }, 120_000);
 
   afterAll(async () => {
-    await t.deps.temporal.schedule
-      .getHandle(hostWatchScheduleId(t.config.taskQueue))
-      .delete()
-      .catch(() => undefined);
+    await stopHostWatch(t);
     await stopChildren(h.children);
     await h.s3?.stop();
     removeHostNetworks(hostTag(h.other));
@@ -230,4 +227,19 @@ export function useTwoHosts(t: TestContext, part: Part) {
     s3Destination,
     volumeSampled,
   };
+}
+
+/** The file's host watch gone: its schedule deleted, and the run under way (it does rounds for minutes) ended. */
+export async function stopHostWatch(t: TestContext): Promise<void> {
+  const handle = t.deps.temporal.schedule.getHandle(hostWatchScheduleId(t.config.taskQueue));
+  const running = await handle.describe().then(
+    (d) => d.info.runningActions,
+    () => [],
+  );
+  await handle.delete().catch(() => undefined);
+  for (const run of running)
+    await t.deps.temporal.workflow
+      .getHandle(run.workflow.workflowId, run.workflow.firstExecutionRunId)
+      .terminate('the test file ended')
+      .catch(() => undefined);
 }
