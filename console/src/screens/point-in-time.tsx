@@ -26,7 +26,12 @@ export function toUtc(local: string): string | undefined {
   return Number.isNaN(d.getTime()) ? undefined : utcSeconds(d);
 }
 
-const shown = (iso: string) => `${localValue(new Date(iso)).replace('T', ' ')} (${iso.replace('T', ' ')} UTC)`;
+/** A second of the window as a person reads it: in the browser's time zone, with its UTC beside it when they differ. */
+const shown = (iso: string) => {
+  const utc = iso.replace('T', ' ').replace(/Z$/, '');
+  const local = localValue(new Date(iso)).replace('T', ' ');
+  return local === utc ? `${utc} UTC` : `${local} (${utc} UTC)`;
+};
 
 /**
  * "Restore to a point in time": the recovery window (GET /environments/{id}/recovery-window), a local date and

@@ -435,6 +435,12 @@ describe('the Backups screen’s point-in-time form', () => {
           const p = (n: number) => String(n).padStart(2, '0');
           return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
         }, iso);
+      // the window's start as a person reads it: in the browser's zone, with its UTC beside it only when they differ
+      // (it read "16:47:24 (2026-12-02 16:47:24Z UTC)" in a browser on UTC)
+      const earliest = (await api.get(`/environments/${env.id}/recovery-window`)).body.earliest as string;
+      const utc = earliest.replace('T', ' ').replace(/Z$/, '');
+      const there = (await local(earliest)).replace('T', ' ');
+      await section.getByText(`from ${there === utc ? `${utc} UTC` : `${there} (${utc} UTC)`} to`).waitFor();
 
       // outside the window: the API's 422 on point_in_time beside the field, no task
       const early = '2001-01-01T00:00:00Z';
