@@ -52,6 +52,22 @@ afterAll(async () => {
 });
 
 /** axe on the page as it is now, in both schemes; collected, and asserted empty by each test. */
+/** The team, project and environment as the breadcrumb links them. */
+const place = () => [
+  ['Acme team', `/teams/${w.team.id}`],
+  ['storefront', `/projects/${w.project.id}`],
+  ['production', env()],
+];
+
+/** The breadcrumb's links, [text, href], once the team's, project's and environment's names have loaded. */
+async function crumbLinks(): Promise<string[][]> {
+  const crumbs = c.page.getByRole('navigation', { name: 'Breadcrumb' });
+  for (const name of ['Acme team', 'storefront', 'production']) await crumbs.getByRole('link', { name }).waitFor();
+  return crumbs
+    .getByRole('link')
+    .evaluateAll((as) => as.map((a) => [a.textContent ?? '', a.getAttribute('href') ?? '']));
+}
+
 async function checkA11y(name: string) {
   const found = await axeViolations(c.page, name);
   a11y.push(...found);
@@ -64,16 +80,7 @@ describe.sequential('the environment overview', () => {
   it('names the place: team › project › environment as links, the tab title, the console in the header', async () => {
     const { page } = c;
     await c.go(env());
-    const crumbs = page.getByRole('navigation', { name: 'Breadcrumb' });
-    await crumbs.getByRole('link', { name: 'storefront' }).waitFor();
-    await crumbs.getByRole('link', { name: 'Acme team' }).waitFor();
-    expect(
-      await crumbs.getByRole('link').evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute('href')])),
-    ).toEqual([
-      ['Acme team', `/teams/${w.team.id}`],
-      ['storefront', `/projects/${w.project.id}`],
-      ['production', env()],
-    ]);
+    expect(await crumbLinks()).toEqual(place());
     await expect.poll(() => page.title()).toBe('production · storefront');
     expect(await page.locator('header .brand').textContent()).toBe('Acme Hosting');
     // Nothing live yet: the overview says how to start, and offers only what can be asked.
@@ -101,16 +108,7 @@ describe.sequential('the environment overview', () => {
     await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/);
     const taskId = page.url().split('/').pop()!;
     // the task's page says where it is, as the environment's does: team › project › environment › the task
-    const crumbs = page.getByRole('navigation', { name: 'Breadcrumb' });
-    for (const name of ['Acme team', 'storefront', 'production']) await crumbs.getByRole('link', { name }).waitFor();
-    expect(
-      await crumbs.getByRole('link').evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute('href')])),
-    ).toEqual([
-      ['Acme team', `/teams/${w.team.id}`],
-      ['storefront', `/projects/${w.project.id}`],
-      ['production', env()],
-      ['Deploy', `/tasks/${taskId}`],
-    ]);
+    expect(await crumbLinks()).toEqual([...place(), ['Deploy', `/tasks/${taskId}`]]);
     await c.go(env());
     // While it runs: no Deploy button, the reason instead, and the task in the list as running or waiting.
     await page.getByText('A deploy is running on this environment').waitFor();
