@@ -474,7 +474,8 @@ describe.sequential('the environment overview', () => {
         workflow_id: `overview-ten-${i}`,
         created_at: new Date(started + i * 1_000),
         started_at: new Date(started + i * 1_000),
-        finished_at: new Date(started + i * 1_000 + 3_000),
+        // the one before the newest took 560 ms: a tenth of a second is shown under 10 s (never "0 s")
+        finished_at: new Date(started + i * 1_000 + (i === 9 ? 560 : 3_000)),
       })),
     );
     await c.go(env());
@@ -482,7 +483,8 @@ describe.sequential('the environment overview', () => {
     await rows.nth(1).getByText('failed').waitFor();
     // A header row and ten tasks: the newest (the failed backup) first.
     expect(await rows.count()).toBe(11);
-    expect(await rows.nth(1).textContent()).toMatch(/^Back up\s*failed.*3 s$/);
+    expect(await rows.nth(1).textContent()).toMatch(/^Back up\s*failed.*[^.]3 s$/);
+    expect(await rows.nth(2).textContent()).toMatch(/^Back up\s*succeeded.*[^.]0\.6 s$/);
     expect(c.problems).toEqual([]);
   });
 });

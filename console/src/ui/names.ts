@@ -22,10 +22,15 @@ export function usePageTitle(...parts: (string | undefined | null)[]) {
   );
 }
 
-/** How long a task took, in words ("1 min 5 s"); undefined while it has not ended. */
+/**
+ * How long a task took, in words ("0.6 s", "1 min 5 s"); undefined while it has not ended. Under 10 s to a tenth of
+ * a second: most deploys without a build take well under one, and "0 s" read as if nothing had run.
+ */
 export function duration(start: string | null | undefined, end: string | null | undefined): string | undefined {
   if (!start || !end) return undefined;
-  const s = Math.max(0, Math.round((Date.parse(end) - Date.parse(start)) / 1000));
+  const ms = Math.max(0, Date.parse(end) - Date.parse(start));
+  if (ms < 9_950) return `${Number((ms / 1000).toFixed(1))} s`;
+  const s = Math.round(ms / 1000);
   if (s < 60) return `${s} s`;
   const m = Math.floor(s / 60);
   if (m < 60) return `${m} min ${s % 60} s`;
