@@ -127,9 +127,9 @@ describe.sequential('the environment overview', () => {
     await live.getByText(v1.slice(0, 7)).waitFor({ timeout: 30_000 });
     await live.getByText('v1', { exact: true }).waitFor();
     await live.getByText(/by Olive Owner/).waitFor();
-    await live.getByText(/^\d+ (s|min \d+ s) \(its task\)$/).waitFor();
+    await live.getByText(/^(\d+(\.\d)? s|\d+ min \d+ s) \(its task\)$/).waitFor();
     await row.getByText('succeeded').waitFor();
-    expect(await row.locator('td').last().textContent()).toMatch(/^\d+ (s|min \d+ s)$/);
+    expect(await row.locator('td').last().textContent()).toMatch(/^(\d+(\.\d)? s|\d+ min \d+ s)$/);
     await page.getByRole('button', { name: 'Redeploy' }).waitFor();
     expect(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed)).toBe(true);
     expect(c.problems).toEqual([]);
