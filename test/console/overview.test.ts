@@ -51,7 +51,6 @@ afterAll(async () => {
   await c?.close();
 });
 
-/** axe on the page as it is now, in both schemes; collected, and asserted empty by each test. */
 /** The team, project and environment as the breadcrumb links them. */
 const place = () => [
   ['Acme team', `/teams/${w.team.id}`],
@@ -62,12 +61,13 @@ const place = () => [
 /** The breadcrumb's links, [text, href], once the team's, project's and environment's names have loaded. */
 async function crumbLinks(): Promise<string[][]> {
   const crumbs = c.page.getByRole('navigation', { name: 'Breadcrumb' });
-  for (const name of ['Acme team', 'storefront', 'production']) await crumbs.getByRole('link', { name }).waitFor();
+  for (const [name] of place()) await crumbs.getByRole('link', { name }).waitFor();
   return crumbs
     .getByRole('link')
     .evaluateAll((as) => as.map((a) => [a.textContent ?? '', a.getAttribute('href') ?? '']));
 }
 
+/** axe on the page as it is now, in both schemes; collected, and asserted empty by each test. */
 async function checkA11y(name: string) {
   const found = await axeViolations(c.page, name);
   a11y.push(...found);
