@@ -423,6 +423,68 @@ describe.sequential('the environment overview', () => {
     expect(c.problems).toEqual([]);
   });
 
+  it("says at a glance on the project's page what is live in each environment, its last task and its address", async () => {
+    const { page } = c;
+    const staging = await agent.post(`/projects/${w.project.id}/environments`, { name: 'staging', git_ref: 'main' });
+    expect(staging.status, staging.text).toBe(201);
+    const on = await agent.post(`${env()}/maintenance`, { maintenance: true, note: 'Back at noon' });
+    expect((await waitForTask(t, w.api, on.body.id)).status).toBe('succeeded');
+    const live = (await agent.get(`${env()}/deploy`)).body.live_release as { commit_sha: string };
+    const url = (await agent.get(env())).body.url as string;
+    await c.go(`/projects/${w.project.id}`);
+    const table = page.getByRole('region', { name: 'Environments' }).getByRole('table');
+    const production = table.getByRole('row').filter({ has: page.getByRole('link', { name: 'production' }) });
+    await production.getByText('Maintenance on', { exact: true }).waitFor();
+    // What is live: the commit and its message as text (never markup), the maintenance page, the last task.
+    expect(await production.locator('code').textContent()).toBe(live.commit_sha.slice(0, 7));
+    await production.getByText('Checkout <b>faster</b> & safer').waitFor();
+    expect(await production.locator('b').count()).toBe(0);
+    await production.getByText('maintenance page on').waitFor();
+    expect(await production.getByRole('link', { name: 'Maintenance on' }).getAttribute('href')).toBe(
+      `/tasks/${on.body.id}`,
+    );
+    await production.getByText('succeeded').waitFor();
+    expect(await production.getByRole('link', { name: url }).getAttribute('href')).toBe(url);
+    // A new environment: nothing live, no task.
+    const fresh = table.getByRole('row').filter({ has: page.getByRole('link', { name: 'staging' }) });
+    await fresh.getByText('Nothing live yet').waitFor();
+    await fresh.getByText('No tasks yet').waitFor();
+    expect(await fresh.getByRole('link', { name: 'staging' }).getAttribute('href')).toBe(
+      `/environments/${staging.body.id}`,
+    );
+    await c.screenshot('project-at-a-glance');
+    await checkA11y('project, environments at a glance');
+    await checkNarrow(c, 'project-at-a-glance');
+    // A task that runs: the table follows it to its end with no reload (a row of the tasks table, as the bell's test).
+    const [running] = await t.deps
+      .knex('tasks')
+      .insert({
+        team_id: w.team.id,
+        project_id: w.project.id,
+        environment_id: w.environment.id,
+        kind: 'backups',
+        type: 'backup',
+        status: 'running',
+        account_user_id: w.owner.id,
+        account_via: 'session',
+        workflow_id: `overview-glance-${Date.now()}`,
+        started_at: new Date(),
+      })
+      .returning('id');
+    try {
+      await c.go(`/projects/${w.project.id}`);
+      await production.getByRole('link', { name: 'Back up' }).waitFor();
+      await production.getByText('running', { exact: true }).waitFor();
+      await t.deps.knex('tasks').where({ id: running.id }).update({ status: 'succeeded', finished_at: new Date() });
+      await production.getByText('succeeded', { exact: true }).waitFor({ timeout: 10_000 });
+    } finally {
+      await t.deps.knex('tasks').where({ id: running.id }).delete();
+    }
+    const off = await agent.post(`${env()}/maintenance`, { maintenance: false });
+    expect((await waitForTask(t, w.api, off.body.id)).status).toBe('succeeded');
+    expect(c.problems).toEqual([]);
+  });
+
   it('every screen has no serious or critical axe violation, in both colour schemes, at 1280 px; none scrolls sideways at 390 px', async () => {
     const { page } = c;
     const task = await t.deps.knex('tasks').where({ environment_id: w.environment.id }).first('id');

@@ -7,6 +7,7 @@ import { ErrorNote, Field, LoadState, Section, Tabs, when } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
 import { ProjectSubPage } from './project-more';
 import { Crumbs } from '../ui/crumbs';
+import { EnvironmentsAtAGlance } from './project-environments';
 import { usePageTitle } from '../ui/names';
 
 const value = (e: Event) => (e.target as HTMLInputElement).value;
@@ -66,89 +67,87 @@ function ProjectOverview({ id }: { id: string }) {
     route(`/environments/${env.id}`);
   });
   return (
-    <div class="grid">
-      <Section title="Repository">
-        {repo.data ? (
-          <dl>
-            <dt>Address</dt>
-            <dd>{repo.data.url ?? 'Not connected'}</dd>
-            <dt>Reachable</dt>
-            <dd>
-              {repo.data.reachable === null ? 'not checked' : repo.data.reachable ? 'yes' : 'no'}
-              {repo.data.reason ? ` (${repo.data.reason})` : ''}
-            </dd>
-            <dt>Checked</dt>
-            <dd>{when(repo.data.checked_at)}</dd>
-            {repo.data.webhook_url && (
-              <>
-                <dt>Webhook</dt>
-                <dd class="break">{repo.data.webhook_url}</dd>
-              </>
-            )}
-          </dl>
-        ) : (
-          <ErrorNote error={repo.error} />
-        )}
-        {secret && (
-          <p class="notice">
-            The webhook secret, shown once: <code class="break">{secret}</code>
-          </p>
-        )}
-        <ActionForm action={connect}>
-          <Field
-            label="Repository address"
-            name="url"
-            required
-            value={url}
-            onInput={(e) => setUrl(value(e))}
-            error={connect.error}
-            hint="An https, ssh or local git address"
-          />
-          <button type="submit" disabled={connect.busy}>
-            Connect
-          </button>{' '}
-          {repo.data?.url && (
-            <button type="button" class="secondary" onClick={() => reconnect.run()} disabled={reconnect.busy}>
-              Reconnect
-            </button>
-          )}
-          <ErrorNote error={reconnect.error} />
-        </ActionForm>
-      </Section>
+    <>
       <Section title="Environments">
         <LoadState load={envs} what="environments" />
-        <ul class="list">
-          {envs.data?.data.map((e) => (
-            <li key={e.id}>
-              <a href={`/environments/${e.id}`}>{e.name}</a> <span class="muted">{e.git_ref}</span>
-            </li>
-          ))}
-        </ul>
-        {choices.data?.blocked ? (
-          <p class="notice">{choices.data.message}</p>
-        ) : (
-          <ActionForm action={create}>
-            <Field
-              label="Environment name"
-              name="name"
-              required
-              value={name}
-              onInput={(e) => setName(value(e))}
-              error={create.error}
-            />
-            <Field
-              label="Git branch or tag"
-              name="git_ref"
-              value={gitRef}
-              onInput={(e) => setGitRef(value(e))}
-              error={create.error}
-            />
-            <button type="submit" disabled={create.busy}>
-              Create environment
-            </button>
-          </ActionForm>
-        )}
+        {envs.data && <EnvironmentsAtAGlance envs={envs.data.data} onEnded={() => void envs.reload()} />}
       </Section>
-    </div>
+      <div class="grid">
+        <Section title="Repository">
+          {repo.data ? (
+            <dl>
+              <dt>Address</dt>
+              <dd>{repo.data.url ?? 'Not connected'}</dd>
+              <dt>Reachable</dt>
+              <dd>
+                {repo.data.reachable === null ? 'not checked' : repo.data.reachable ? 'yes' : 'no'}
+                {repo.data.reason ? ` (${repo.data.reason})` : ''}
+              </dd>
+              <dt>Checked</dt>
+              <dd>{when(repo.data.checked_at)}</dd>
+              {repo.data.webhook_url && (
+                <>
+                  <dt>Webhook</dt>
+                  <dd class="break">{repo.data.webhook_url}</dd>
+                </>
+              )}
+            </dl>
+          ) : (
+            <ErrorNote error={repo.error} />
+          )}
+          {secret && (
+            <p class="notice">
+              The webhook secret, shown once: <code class="break">{secret}</code>
+            </p>
+          )}
+          <ActionForm action={connect}>
+            <Field
+              label="Repository address"
+              name="url"
+              required
+              value={url}
+              onInput={(e) => setUrl(value(e))}
+              error={connect.error}
+              hint="An https, ssh or local git address"
+            />
+            <button type="submit" disabled={connect.busy}>
+              Connect
+            </button>{' '}
+            {repo.data?.url && (
+              <button type="button" class="secondary" onClick={() => reconnect.run()} disabled={reconnect.busy}>
+                Reconnect
+              </button>
+            )}
+            <ErrorNote error={reconnect.error} />
+          </ActionForm>
+        </Section>
+        <Section title="New environment">
+          {choices.data?.blocked ? (
+            <p class="notice">{choices.data.message}</p>
+          ) : (
+            <ActionForm action={create}>
+              <Field
+                label="Environment name"
+                name="name"
+                required
+                value={name}
+                onInput={(e) => setName(value(e))}
+                error={create.error}
+              />
+              <Field
+                label="Git branch or tag"
+                name="git_ref"
+                value={gitRef}
+                onInput={(e) => setGitRef(value(e))}
+                error={create.error}
+              />
+              <button type="submit" disabled={create.busy}>
+                Create environment
+              </button>
+            </ActionForm>
+          )}
+        </Section>
+      </div>
+    </>
   );
 }
