@@ -164,6 +164,7 @@ export abstract class SupervisorCore {
     if (bad >= 0) {
       await Promise.all(webs.map((w) => w.stop(this.graceMs)));
       const r = ready[bad] as { ok: false; message: string };
+      if (!signal?.aborted) tellLastOutput(webs[bad], slots[bad], r.message, say);
       return { ok: false, message: `instance ${slots[bad]} did not become ready: ${r.message}` };
     }
     tell(onPhase, 'healthy');
@@ -282,4 +283,31 @@ export function tell(onPhase: OnPhase | undefined, phase: SupervisorPhase): void
 /** The slots from..to, in order. */
 export function slotsOf(from: number, to: number): number[] {
   return Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
+}
+
+/**
+ * What an instance that did not become ready printed last (the task log redacts it, as every line of a tenant's
+ * output), and what to do: a person whose app does not start has no other place to read why when the project
+ * sends its logs nowhere.
+ */
+function tellLastOutput(web: WebProcess, slot: number, why: string, say: (line: string) => void): void {
+  const { stdout, stderr } = web.lastOutput();
+  if (stdout.length + stderr.length === 0) say(`Instance ${slot} printed nothing before it stopped`);
+  for (const [name, lines] of [
+    ['output', stdout],
+    ['error output', stderr],
+  ] as const) {
+    if (lines.length === 0) continue;
+    // one entry: the header (which `say` marks) and the lines as they were printed, indented
+    say(
+      `Instance ${slot}'s last ${name} (${lines.length} line${lines.length === 1 ? '' : 's'}):\n${lines.map((l) => `    ${l}`).join('\n')}`,
+    );
+  }
+  say(
+    why.startsWith('web process exited')
+      ? 'The app stopped before it answered: fix what it printed, then deploy again'
+      : why.startsWith('health check')
+        ? 'Its health check did not answer 2xx in time: make that path answer 2xx once the app is up, then deploy again'
+        : 'The app did not answer in time: it must listen on the port in $PORT, on every address (0.0.0.0), not only 127.0.0.1; fix it, then deploy again',
+  );
 }

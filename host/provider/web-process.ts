@@ -6,7 +6,7 @@
  * port after a backoff (doubling, capped; reset after a stable run). `stop()` takes the whole group down.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, closeSync, openSync } from 'node:fs';
+import { appendFileSync, closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { groupAlive, killGroup } from './run-step';
@@ -54,6 +54,8 @@ export class WebProcess {
   private timer: NodeJS.Timeout | null = null;
   private failures = 0;
   private startedAt = 0;
+  /** Where its last start's output begins in web.log and in the error log (their sizes then). */
+  private outputFrom = { log: 0, err: 0 };
 
   constructor(private readonly opts: WebProcessOptions) {
     this.port = opts.port;
@@ -74,6 +76,7 @@ export class WebProcess {
     this.note(`starting "${this.opts.command}" on internal port ${this.port}`);
     const fd = openSync(this.opts.logPath, 'a');
     const errFd = this.opts.errorLogPath ? openSync(this.opts.errorLogPath, 'a', 0o600) : fd;
+    this.outputFrom = { log: fstatSync(fd).size, err: errFd === fd ? -1 : fstatSync(errFd).size };
     let child: ChildProcess;
     try {
       const how = launch(this.opts.jail, this.opts.command, {
@@ -127,6 +130,41 @@ export class WebProcess {
     const stopped = this.opts.onStopped;
     this.opts.onStopped = undefined;
     await stopped?.().catch((err) => this.note(`its instance port was not given back: ${(err as Error).message}`));
+  }
+
+  /**
+   * The last lines it printed since its last start (stdout's, then stderr's; at most `maxLines` of each, from the
+   * last 8 KiB of each, each line cut at 300 characters), without the supervisor's own notes. For a start that
+   * failed: what the app said before it exited or while it did not answer. Not redacted: the caller does that.
+   */
+  lastOutput(maxLines = 20): { stdout: string[]; stderr: string[] } {
+    // the supervisor's notes of every instance: "[2026-12-04T03:30:32.489Z] release <id> (instance 2): stopped"
+    const note = /^\[\d{4}-\d\d-\d\dT[\d:.]+Z\] release \S+( \(instance \d+\))?: /;
+    const read = (file: string | undefined, from: number): string[] => {
+      if (!file || from < 0) return [];
+      let fd: number | undefined;
+      try {
+        fd = openSync(file, 'r');
+        const size = fstatSync(fd).size;
+        const start = Math.max(from, size - 8192);
+        const buf = Buffer.alloc(Math.max(0, size - start));
+        const n = buf.length ? readSync(fd, buf, 0, buf.length, start) : 0;
+        const lines = buf.subarray(0, n).toString('utf8').split('\n');
+        if (start > from) lines.shift(); // a line cut by the 8 KiB window
+        return lines
+          .filter((l) => l.trim() !== '' && !note.test(l))
+          .slice(-maxLines)
+          .map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l));
+      } catch {
+        return [];
+      } finally {
+        if (fd !== undefined) closeSync(fd);
+      }
+    };
+    return {
+      stdout: read(this.opts.logPath, this.outputFrom.log),
+      stderr: read(this.opts.errorLogPath, this.outputFrom.err),
+    };
   }
 
   private exited(child: ChildProcess, code: number | null, signal: string | null): void {

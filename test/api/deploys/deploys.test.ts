@@ -2,6 +2,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, beforeAll } from 'vitest';
 import { useTestContext } from '../../helpers/context';
+import { sessionAgent } from '../../helpers/fixtures';
 import { commitAll, createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { deployChoicesSchema, releasePageSchema } from '../../../api/pipeline/schemas';
 
@@ -174,5 +175,38 @@ describe('a commit without service.yaml', () => {
       '==> No service.yaml: no build or deploy steps, no web process. package.json has a start script: to serve this app, add a service.yaml at the repository root with build: ["npm install"] and web: "npm start"',
     );
     expect(log).toContain('==> No web command in service.yaml: the environment answers 503 "no web process"');
+  });
+});
+
+describe('a web process that stops before it answers', () => {
+  it("fails the deploy with the app's last output in the task log, its secrets hidden, and what to do", async () => {
+    const owner = await sessionAgent(t, w.owner);
+    const secret = 'sk_live_Zq7-only-the-app-knows';
+    const set = await owner.post(`${url()}/variables`, { name: 'PAYMENTS_KEY', value: secret, secret: true });
+    expect(set.status, set.text).toBe(201);
+    writeFileSync(
+      path.join(w.repo.dir, 'server.js'),
+      "console.log('booting with ' + process.env.PAYMENTS_KEY);\n" +
+        "console.error('Error: the payments API refused the key');\nprocess.exit(2);\n",
+    );
+    writeFileSync(path.join(w.repo.dir, 'service.yaml'), 'web: node server.js\n');
+    commitAll(w.repo.dir, 'crashes at boot');
+    const task = await run(`${url()}/deploy`);
+    expect(task.status).toBe('failed');
+    expect(task.error).toMatch(
+      /web process exited with code 2 before it was ready; the previous release keeps serving$/,
+    );
+    const log = await taskLog(t, w.api, task.id);
+    expect(log).toContain(
+      [
+        "==> Instance 1's last output (1 line):",
+        '    booting with [secret]',
+        "==> Instance 1's last error output (1 line):",
+        '    Error: the payments API refused the key',
+        '==> The app stopped before it answered: fix what it printed, then deploy again',
+      ].join('\n'),
+    );
+    expect(log).not.toContain(secret);
+    expect(task.error).not.toContain(secret);
   });
 });

@@ -262,6 +262,10 @@ describe('releases and the supervisor', () => {
     const r = await goLive(ids.prod, port, 'r3', v3, 800);
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.message).toMatch(/health check \/broken did not answer 2xx .*status 500/);
+    // what to do, in the task's log
+    expect(lines).toContain(
+      '==> Its health check did not answer 2xx in time: make that path answer 2xx once the app is up, then deploy again',
+    );
     expect((await get(port)).text).toBe('v2 hello built=true');
     expect((await currentRelease(dataDir, ids.prod))?.releaseId).toBe('r2');
   });
