@@ -23,12 +23,14 @@ export function usePageTitle(...parts: (string | undefined | null)[]) {
 }
 
 /**
- * How long a task took, in words ("0.6 s", "1 min 5 s"); undefined while it has not ended. Under 10 s to a tenth of
+ * How long a task took, in words ("< 0.1 s", "0.6 s", "1 min 5 s"); undefined while it has not ended. Under 10 s to a tenth of
  * a second: most deploys without a build take well under one, and "0 s" read as if nothing had run.
  */
 export function duration(start: string | null | undefined, end: string | null | undefined): string | undefined {
   if (!start || !end) return undefined;
   const ms = Math.max(0, Date.parse(end) - Date.parse(start));
+  // a task that took under 50 ms ("0 s" when rounded) took less than a tenth of a second, not nothing
+  if (ms < 50) return '< 0.1 s';
   if (ms < 9_950) return `${Number((ms / 1000).toFixed(1))} s`;
   const s = Math.round(ms / 1000);
   if (s < 60) return `${s} s`;
