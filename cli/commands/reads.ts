@@ -15,6 +15,22 @@ function positiveInt(value: string): number {
 
 const when = (iso: string | null | undefined) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '');
 
+/** What each environment serves, as its `live` column: the live commit, `none`, `deploying`, or `-` (not shown). */
+async function liveCommits(ctx: ReturnType<typeof contextOf>, envs: { id: string }[]): Promise<string[]> {
+  type Choices = { allowed: true; live_release: { commit_sha: string } | null } | { allowed: false; reason: string };
+  return Promise.all(
+    envs.map(async (e) => {
+      try {
+        const c = await ctx.client.get<Choices>(`/environments/${e.id}/deploy`);
+        if (!c.allowed) return c.reason === 'deploy_in_progress' ? 'deploying' : '-';
+        return c.live_release ? c.live_release.commit_sha.slice(0, 7) : 'none';
+      } catch {
+        return '-';
+      }
+    }),
+  );
+}
+
 function morePages(next: string | null, command: string): void {
   if (next) note(`More: ${command} --before ${next}`);
 }
@@ -77,12 +93,13 @@ export function register(program: Command): void {
       const project = opts.project ? await resolveProject(ctx.client, opts.project, opts.team) : undefined;
       const envs = await listEnvironments(ctx.client, { project_id: project?.id, team_id: opts.team });
       if (ctx.json) return printJson({ data: envs });
-      const names = new Map((await listProjects(ctx.client)).map((p) => [p.id, p.name]));
+      const [projects, live] = await Promise.all([listProjects(ctx.client), liveCommits(ctx, envs)]);
+      const names = new Map(projects.map((p) => [p.id, p.name]));
       table(
-        ['name', 'id', 'git ref', 'auto deploy', 'url'],
-        envs.map((e) => {
+        ['name', 'id', 'git ref', 'live', 'auto deploy', 'url'],
+        envs.map((e, i) => {
           const label = `${names.get(e.project_id) ?? e.project_id}/${e.name}`;
-          return [label, e.id, e.git_ref, e.auto_deploy ? 'on' : 'off', e.url];
+          return [label, e.id, e.git_ref, live[i], e.auto_deploy ? 'on' : 'off', e.url];
         }),
         'No environments',
       );

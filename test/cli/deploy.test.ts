@@ -153,8 +153,12 @@ describe('reads', () => {
   it('tables name environments as project/environment; colour only on a terminal without NO_COLOR', async () => {
     const plain = await runCli(t, ['environments'], asToken());
     expect(plain.code).toBe(0);
-    expect(plain.stdout).toMatch(/^NAME\s+ID\s+GIT REF/);
-    expect(plain.stdout).toContain(`${w.project.name}/production`);
+    expect(plain.stdout).toMatch(/^NAME\s+ID\s+GIT REF\s+LIVE\s+AUTO DEPLOY/);
+    // what each serves: the live release's commit
+    const live = (await w.api.get(`/environments/${w.environment.id}/deploy`)).body.live_release.commit_sha as string;
+    expect(plain.stdout).toMatch(
+      new RegExp(`${w.project.name}/production\\s+${w.environment.id}\\s+main\\s+${live.slice(0, 7)}\\s`),
+    );
     expect(plain.stdout).not.toMatch(/\u001b\[/);
     const cmd = `${JSON.stringify(process.execPath)} cli/bin.mjs tasks --limit 2`;
     const tty = await runCli(t, [], asToken(), { command: ['script', '-qefc', cmd, '/dev/null'] });
