@@ -67,6 +67,29 @@ async function crumbLinks(): Promise<string[][]> {
     .evaluateAll((as) => as.map((a) => [a.textContent ?? '', a.getAttribute('href') ?? '']));
 }
 
+/**
+ * A backup task of production's that runs, as a row of the tasks table only (no workflow): what the console shows
+ * of a running task, which the test ends or deletes itself.
+ */
+async function runningBackupRow(name: string): Promise<{ id: string }> {
+  const [row] = await t.deps
+    .knex('tasks')
+    .insert({
+      team_id: w.team.id,
+      project_id: w.project.id,
+      environment_id: w.environment.id,
+      kind: 'backups',
+      type: 'backup',
+      status: 'running',
+      account_user_id: w.owner.id,
+      account_via: 'session',
+      workflow_id: `overview-${name}-${Date.now()}`,
+      started_at: new Date(),
+    })
+    .returning('id');
+  return row;
+}
+
 /** axe on the page as it is now, in both schemes; collected, and asserted empty by each test. */
 async function checkA11y(name: string) {
   const found = await axeViolations(c.page, name);
@@ -315,20 +338,7 @@ describe.sequential('the environment overview', () => {
     await bell.waitFor();
     await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     expect(await bell.textContent()).not.toMatch(/\b0\b|waiting \d|\d new/);
-    const [task] = await t.deps
-      .knex('tasks')
-      .insert({
-        team_id: w.team.id,
-        project_id: w.project.id,
-        environment_id: w.environment.id,
-        kind: 'backups',
-        type: 'backup',
-        status: 'running',
-        account_user_id: w.owner.id,
-        account_via: 'session',
-        workflow_id: `overview-bell-${Date.now()}`,
-      })
-      .returning('id');
+    const task = await runningBackupRow('bell');
     try {
       await page.reload();
       await expect.poll(() => bell.textContent(), { timeout: 30_000 }).toMatch(/Waiting tasks: 1/);
@@ -456,21 +466,7 @@ describe.sequential('the environment overview', () => {
     await checkA11y('project, environments at a glance');
     await checkNarrow(c, 'project-at-a-glance');
     // A task that runs: the table follows it to its end with no reload (a row of the tasks table, as the bell's test).
-    const [running] = await t.deps
-      .knex('tasks')
-      .insert({
-        team_id: w.team.id,
-        project_id: w.project.id,
-        environment_id: w.environment.id,
-        kind: 'backups',
-        type: 'backup',
-        status: 'running',
-        account_user_id: w.owner.id,
-        account_via: 'session',
-        workflow_id: `overview-glance-${Date.now()}`,
-        started_at: new Date(),
-      })
-      .returning('id');
+    const running = await runningBackupRow('glance');
     try {
       await c.go(`/projects/${w.project.id}`);
       await production.getByRole('link', { name: 'Back up' }).waitFor();
