@@ -61,7 +61,7 @@ export function EnvironmentsAtAGlance({ envs, onEnded }: { envs: Environment[]; 
   if (envs.length === 0) return <p class="muted">No environments yet: create the first one below.</p>;
   return (
     <div class="scroll">
-      <table class="stack glance">
+      <table class="stack">
         <thead>
           <tr>
             <th>Environment</th>
@@ -72,7 +72,7 @@ export function EnvironmentsAtAGlance({ envs, onEnded }: { envs: Environment[]; 
         </thead>
         <tbody>
           {envs.map((e) => (
-            <tr key={e.id} data-environment={e.name}>
+            <tr key={e.id}>
               <td>
                 <a href={`/environments/${e.id}`}>{e.name}</a> <span class="muted">{e.git_ref}</span>
               </td>
