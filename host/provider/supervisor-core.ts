@@ -10,7 +10,7 @@ import { unforwardInstancePort } from './instance-ports';
 import { type StateFile, writeStateFile } from './supervisor-state';
 import type { OnPhase, Runtime, SupervisorOptions, SupervisorPhase } from './supervisor-types';
 import { publishedRoute, spawnWeb } from './supervisor-web';
-import { delay, STOPPED_WAITING, waitReady, type Backoff, type WebProcess } from './web-process';
+import { delay, STOPPED_WAITING, waitReady, type Backoff, type NotReadyReason, type WebProcess } from './web-process';
 
 /** A change that did not run: its signal aborted (task cancelled, worker stopping) while it waited its turn. */
 class SupervisorStopped extends Error {
@@ -163,8 +163,8 @@ export abstract class SupervisorCore {
     const bad = ready.findIndex((r) => !r.ok);
     if (bad >= 0) {
       await Promise.all(webs.map((w) => w.stop(this.graceMs)));
-      const r = ready[bad] as { ok: false; message: string };
-      if (!signal?.aborted) tellLastOutput(webs[bad], slots[bad], r.message, say);
+      const r = ready[bad] as { ok: false; reason: NotReadyReason; message: string };
+      if (!signal?.aborted && r.reason !== 'stopped') tellLastOutput(webs[bad], slots[bad], r.reason, say);
       return { ok: false, message: `instance ${slots[bad]} did not become ready: ${r.message}` };
     }
     tell(onPhase, 'healthy');
@@ -290,7 +290,20 @@ export function slotsOf(from: number, to: number): number[] {
  * output), and what to do: a person whose app does not start has no other place to read why when the project
  * sends its logs nowhere.
  */
-function tellLastOutput(web: WebProcess, slot: number, why: string, say: (line: string) => void): void {
+/** What to do when a process was not ready, by why. */
+const NOT_READY_ADVICE: Record<Exclude<NotReadyReason, 'stopped'>, string> = {
+  exited: 'The app stopped before it answered: fix what it printed, then deploy again',
+  health:
+    'Its health check did not answer 2xx in time: make that path answer 2xx once the app is up, then deploy again',
+  port: 'The app did not answer in time: it must listen on the port in $PORT, on every address (0.0.0.0), not only 127.0.0.1; fix it, then deploy again',
+};
+
+function tellLastOutput(
+  web: WebProcess,
+  slot: number,
+  why: Exclude<NotReadyReason, 'stopped'>,
+  say: (line: string) => void,
+): void {
   const { stdout, stderr } = web.lastOutput();
   if (stdout.length + stderr.length === 0) say(`Instance ${slot} printed nothing before it stopped`);
   for (const [name, lines] of [
@@ -303,11 +316,5 @@ function tellLastOutput(web: WebProcess, slot: number, why: string, say: (line: 
       `Instance ${slot}'s last ${name} (${lines.length} line${lines.length === 1 ? '' : 's'}):\n${lines.map((l) => `    ${l}`).join('\n')}`,
     );
   }
-  say(
-    why.startsWith('web process exited')
-      ? 'The app stopped before it answered: fix what it printed, then deploy again'
-      : why.startsWith('health check')
-        ? 'Its health check did not answer 2xx in time: make that path answer 2xx once the app is up, then deploy again'
-        : 'The app did not answer in time: it must listen on the port in $PORT, on every address (0.0.0.0), not only 127.0.0.1; fix it, then deploy again',
-  );
+  say(NOT_READY_ADVICE[why]);
 }

@@ -138,8 +138,6 @@ export class WebProcess {
    * failed: what the app said before it exited or while it did not answer. Not redacted: the caller does that.
    */
   lastOutput(maxLines = 20): { stdout: string[]; stderr: string[] } {
-    // the supervisor's notes of every instance: "[2026-12-04T03:30:32.489Z] release <id> (instance 2): stopped"
-    const note = /^\[\d{4}-\d\d-\d\dT[\d:.]+Z\] release \S+( \(instance \d+\))?: /;
     const read = (file: string | undefined, from: number): string[] => {
       if (!file || from < 0) return [];
       let fd: number | undefined;
@@ -152,7 +150,7 @@ export class WebProcess {
         const lines = buf.subarray(0, n).toString('utf8').split('\n');
         if (start > from) lines.shift(); // a line cut by the 8 KiB window
         return lines
-          .filter((l) => l.trim() !== '' && !note.test(l))
+          .filter((l) => l.trim() !== '' && !SUPERVISOR_NOTE.test(l))
           .slice(-maxLines)
           .map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l));
       } catch {
@@ -195,6 +193,7 @@ export class WebProcess {
     }, wait);
   }
 
+  /** A line of the supervisor's own in the app's log (SUPERVISOR_NOTE matches it). */
   private note(text: string): void {
     try {
       appendFileSync(this.opts.logPath, `[${new Date().toISOString()}] ${this.opts.label}: ${text}\n`);
@@ -203,6 +202,12 @@ export class WebProcess {
     }
   }
 }
+
+/**
+ * A line `note()` writes, with the label supervisor-web.ts gives: "[2026-12-04T03:30:32.489Z] release <id> (instance 2): stopped".
+ * lastOutput() leaves these out of what the app printed.
+ */
+const SUPERVISOR_NOTE = /^\[\d{4}-\d\d-\d\dT[\d:.]+Z\] release \S+( \(instance \d+\))?: /;
 
 export function delay(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
@@ -259,6 +264,12 @@ function probe(
 export const STOPPED_WAITING = 'the task was cancelled or its worker is stopping';
 
 /**
+ * Why a process was not ready: it `exited`, its `health` path never answered 2xx, its `port` never accepted a
+ * connection, or the wait was `stopped` (cancelled task, stopping worker). The supervisor picks its advice from it.
+ */
+export type NotReadyReason = 'exited' | 'health' | 'port' | 'stopped';
+
+/**
  * Waits until the process answers: `health` with 2xx, or (no health) until the port accepts connections.
  * Fails early when the process exits, or once `signal` aborts. Probes every `intervalMs` (a go-live: 50 ms).
  */
@@ -268,15 +279,17 @@ export async function waitReady(
   timeoutMs: number,
   signal?: AbortSignal,
   intervalMs = 100,
-): Promise<{ ok: true; status: number | null } | { ok: false; message: string }> {
+): Promise<{ ok: true; status: number | null } | { ok: false; reason: NotReadyReason; message: string }> {
   const deadline = Date.now() + timeoutMs;
   let last = 'no answer';
   for (;;) {
-    if (signal?.aborted) return { ok: false, message: `stopped waiting (last: ${last}): ${STOPPED_WAITING}` };
+    if (signal?.aborted)
+      return { ok: false, reason: 'stopped', message: `stopped waiting (last: ${last}): ${STOPPED_WAITING}` };
     if (!proc.isRunning) {
       const e = proc.lastExit;
       return {
         ok: false,
+        reason: 'exited',
         message: `web process exited ${e?.code !== null && e?.code !== undefined ? `with code ${e.code}` : `on ${e?.signal ?? 'an error'}`} before it was ready`,
       };
     }
@@ -290,5 +303,5 @@ export async function waitReady(
     await delay(intervalMs);
   }
   const what = health ? `health check ${health} did not answer 2xx` : `port ${proc.port} did not accept connections`;
-  return { ok: false, message: `${what} within ${timeoutMs} ms (last: ${last})` };
+  return { ok: false, reason: health ? 'health' : 'port', message: `${what} within ${timeoutMs} ms (last: ${last})` };
 }
