@@ -6,6 +6,7 @@ import { aad } from '../db/aad';
 import { publishEdgeRoute } from '../db/queries/edge-routes';
 import { placedOn } from '../db/queries/host-moves';
 import { releaseInstancePort, releaseInstancePortsExcept, takeInstancePort } from '../db/queries/instance-ports';
+import { setWebCrash } from '../db/queries/machines';
 import { untilEdgesApply } from './toolkit/edge-wait';
 import { prepareServicesServer, servicesTarget, tenantServicesPort } from '../host/pg-server';
 import { ensureAutoDeployPoller } from '../core/temporal-starts';
@@ -77,6 +78,8 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     services: { port: services.port, trusting: services.trusting ?? null, target: servicesAt },
     warn: (m) => deps.logger.warn(m),
     supervisor: {
+      // a live app that keeps exiting, on its web server for the API and the console (servers.crash)
+      onWebCrash: (envId, crash) => setWebCrash(deps.knex, envId, host, crash),
       // current.json keeps the web processes' variables: sealed, like every value at rest
       protectEnv: {
         seal: (text) => seal(deps.secrets, text, aad.supervisorEnv()),

@@ -19,6 +19,7 @@ export function presentServer({ server, list }: { server: Server; list: PriceLis
     memory_mb: server.memory_mb,
     disk_gb: server.disk_gb,
     status: server.status,
+    crash: server.role === 'web' ? (server.crash ?? null) : null,
     instances: server.instances,
     monthly_price: serverMonthlyPrice(list, server.plan, server.instances),
     currency: list.currency,

@@ -24,6 +24,18 @@ export const serverSchema = z.strictObject({
     .describe(
       'old: a database server whose database moved away, until discard-old-database; host_lost: a web server whose host is lost while its volume held data (the edge answers 503 until the host is back or it is evacuated)',
     ),
+  crash: z
+    .strictObject({
+      since: z.string().describe('When the first exit of this run of exits was seen'),
+      exit_code: z.number().int().nullable().describe("The last exit's code (null: it ended on a signal)"),
+      signal: z.string().nullable().describe("The signal that ended it (SIGKILL when it ran out of its plan's memory)"),
+      exits: z.number().int().describe('Exits since `since`, over every instance'),
+      last_exit_at: z.string(),
+    })
+    .nullable()
+    .describe(
+      "A web server whose live processes keep exiting: its host restarts them (0.5 s, doubling to 30 s) and the edge answers 503 meanwhile. null once each has stayed up 30 s, or a new release went live. The app's output goes to the project's log destination.",
+    ),
   instances: z.number().int().describe('Web instances behind the edge (POST /environments/{id}/scale)'),
   monthly_price: z
     .number()

@@ -1,3 +1,4 @@
+import type { WebCrash } from '../queries/machines';
 import { BaseModel } from './base-model';
 
 /** A machine an environment runs on (migration 500): its plan, and the size that plan gave it. */
@@ -19,6 +20,8 @@ export class Server extends BaseModel {
   status!: 'running' | 'resizing' | 'rebooting' | 'old';
   /** The host a `web` server is placed on (core/placement.ts); null: created before placement (migration 670). */
   host!: string | null;
+  /** While its live web processes keep exiting: what its host last saw (migration 770, db/queries/machines.ts). */
+  crash!: WebCrash | null;
   created_at!: Date;
   updated_at!: Date;
 }

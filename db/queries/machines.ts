@@ -86,3 +86,25 @@ export async function webServerToPlace(
       ]),
     );
 }
+
+/** A web server's crash record (servers.crash; migration 770): its live processes keep exiting. */
+export interface WebCrash {
+  /** When the first exit of this run of exits was seen. */
+  since: string;
+  exit_code: number | null;
+  signal: string | null;
+  /** Exits since `since`, over every instance. */
+  exits: number;
+  last_exit_at: string;
+}
+
+/**
+ * Sets (or clears, with null) the crash record of the environment's `web` server, by the host that runs it: a host
+ * the environment has left does not write it.
+ */
+export async function setWebCrash(knex: Knex, environmentId: string, host: string, crash: WebCrash | null) {
+  await knex('servers')
+    .where({ environment_id: environmentId, role: 'web' })
+    .where((q) => q.where({ host }).orWhereNull('host'))
+    .update({ crash: crash === null ? null : JSON.stringify(crash) });
+}

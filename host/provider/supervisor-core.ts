@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Limits } from './cgroups';
 import { hostIdentity } from './host-identity';
 import { unforwardInstancePort } from './instance-ports';
+import { CrashReports } from './supervisor-crash';
 import { type StateFile, writeStateFile } from './supervisor-state';
 import type { OnPhase, Runtime, SupervisorOptions, SupervisorPhase } from './supervisor-types';
 import { publishedRoute, spawnWeb } from './supervisor-web';
@@ -35,6 +36,8 @@ export abstract class SupervisorCore {
   protected readonly reserved = new Set<number>();
   /** Per environment, the instances out of the route that drain, then stop, off their change's path. */
   protected readonly leaving = new Map<string, Map<WebProcess, Promise<void>>>();
+  /** Live instances that keep exiting, told to onWebCrash (supervisor-crash.ts). */
+  protected readonly crashes: CrashReports;
 
   constructor(opts: SupervisorOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -46,6 +49,12 @@ export abstract class SupervisorCore {
     this.publishRoute = opts.publish;
     this.drainMs = opts.drainMs ?? 1000;
     this.exposure = opts.exposure;
+    this.crashes = new CrashReports(opts.onWebCrash);
+  }
+
+  /** Tells onWebCrash whether the environment's live instances keep exiting, when that changed. */
+  protected reportCrash(envId: string): Promise<void> {
+    return this.crashes.report(envId, this.envs.get(envId)?.live?.webs ?? []);
   }
 
   protected runtime(envId: string): Runtime {
@@ -114,6 +123,8 @@ export abstract class SupervisorCore {
       taken: [...current, ...taken],
       exposure: this.exposure,
       reserved: [...this.reserved],
+      // only the live instances count: one that exits before it is supervised fails its task instead
+      onCrashChange: () => void this.reportCrash(envId),
       onPid: (web) => {
         // record the new pid so that a later worker can find an orphaned group
         const rt = this.envs.get(envId);
@@ -239,6 +250,8 @@ export abstract class SupervisorCore {
   }
 
   protected async writeState(rt: Runtime): Promise<void> {
+    // every change of what is live comes here: new instances start with no crash (told before the task ends)
+    await this.reportCrash(rt.envId);
     const live = rt.live;
     if (!live || !rt.served) return;
     const state: StateFile = {

@@ -2,6 +2,7 @@
  * The supervisor's options, results and in-memory records (supervisor.ts). Kept apart so that the state file,
  * the process set and the publishing code can share them without importing the class.
  */
+import type { OnWebCrash } from './supervisor-crash';
 import type { Limits } from './cgroups';
 import type { Manifest } from '../manifest';
 import type { OnLine } from './run-step';
@@ -41,6 +42,12 @@ export interface SupervisorOptions {
    * address (a supervisor with no edge of other machines: a test's).
    */
   exposure?: InstanceExposure;
+  /**
+   * Told, in order, when the live web instances of an environment start to keep exiting (each exit updates the
+   * record) and when they are steady again (null: each restarted one stayed up `restartBackoff.stableMs`, or new
+   * instances went live). The worker writes it to the environment's `web` server (servers.crash).
+   */
+  onWebCrash?: OnWebCrash;
 }
 
 /** Where an environment is served, as the edge needs it: host AND port (HOST_ADDRESS and an instance port). */

@@ -35,6 +35,8 @@ interface SpawnOptions {
   taken: number[];
   /** Called with each new pid, after the process is held to its plan. */
   onPid: (web: WebProcess) => void;
+  /** WebProcessOptions.onCrashChange. */
+  onCrashChange?: () => void;
   /** Where the edge reaches this host's instances, and who hands out their ports (none: the sandbox address). */
   exposure?: InstanceExposure;
   /** Instance ports not to take (a previous worker's instances still hold them). */
@@ -64,6 +66,7 @@ export async function spawnWeb(o: SpawnOptions): Promise<WebProcess> {
     // stderr to its own file, tailed and shipped to the project's log destination (logs/error-tail.ts)
     errorLogPath: webErrorLogPath(o.dataDir, o.envId),
     backoff: o.backoff,
+    onCrashChange: o.onCrashChange,
     ...(exposed ? { exposed: { host: exposed.host, port: exposed.port }, onStopped: exposed.release } : {}),
     onStart: (pid) => {
       if (limits) {

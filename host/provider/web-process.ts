@@ -36,6 +36,17 @@ interface WebProcessOptions {
   exposed?: { host: string; port: number };
   /** Called once it has stopped for good (stop()): its instance port is given back. */
   onStopped?: () => Promise<void>;
+  /** Called when `crash` changes: a supervised exit, or a restart that stayed up `backoff.stableMs`. */
+  onCrashChange?: () => void;
+}
+
+/** A supervised process that keeps exiting: since its first exit of the run, the last one, and how many. */
+export interface Crash {
+  since: Date;
+  code: number | null;
+  signal: string | null;
+  exits: number;
+  lastAt: Date;
 }
 
 export class WebProcess {
@@ -47,6 +58,9 @@ export class WebProcess {
   readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   restarts = 0;
   lastExit: { code: number | null; signal: string | null } | null = null;
+  /** Set at a supervised exit; null again once a restart has stayed up `backoff.stableMs`. */
+  crash: Crash | null = null;
+  private steadyTimer: NodeJS.Timeout | null = null;
   private child: ChildProcess | null = null;
   private running = false;
   private supervised = false;
@@ -104,6 +118,16 @@ export class WebProcess {
     });
     child.on('exit', (code, signal) => this.exited(child, code, signal));
     if (child.pid) this.opts.onStart?.(child.pid);
+    // a restart after exits: steady again once it has stayed up as long as the backoff counts a run as stable
+    if (this.crash) {
+      this.steadyTimer = setTimeout(() => {
+        this.steadyTimer = null;
+        if (this.child !== child || !this.running || this.stopped) return;
+        this.crash = null;
+        this.opts.onCrashChange?.();
+      }, this.opts.backoff.stableMs);
+      this.steadyTimer.unref();
+    }
   }
 
   /** From now on an exit is restarted. */
@@ -117,6 +141,8 @@ export class WebProcess {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.steadyTimer) clearTimeout(this.steadyTimer);
+    this.steadyTimer = null;
     const pgid = this.child?.pid;
     if (pgid !== undefined && (this.running || groupAlive(pgid))) {
       killGroup(pgid, 'SIGTERM');
@@ -176,7 +202,13 @@ export class WebProcess {
       return;
     }
     this.note(`exited ${code !== null ? `with code ${code}` : `on ${signal}`}`);
-    if (this.supervised) this.scheduleRestart();
+    if (!this.supervised) return;
+    if (this.steadyTimer) clearTimeout(this.steadyTimer);
+    this.steadyTimer = null;
+    const now = new Date();
+    this.crash = { since: this.crash?.since ?? now, code, signal, exits: (this.crash?.exits ?? 0) + 1, lastAt: now };
+    this.opts.onCrashChange?.();
+    this.scheduleRestart();
   }
 
   private scheduleRestart(): void {

@@ -545,4 +545,49 @@ describe.sequential('the environment overview', () => {
     expect(await rows.nth(2).textContent()).toMatch(/^Back up\s*succeeded.*[^.]0\.6 s$/);
     expect(c.problems).toEqual([]);
   });
+  it('says when a live app keeps exiting, on the project page and the environment page, until a release that stays up is live', async () => {
+    const { page } = c;
+    const made = await agent.post(`/projects/${w.project.id}/environments`, { name: 'flaky', git_ref: 'main' });
+    expect(made.status, made.text).toBe(201);
+    const flaky = made.body as { id: string };
+    const deploy = async () => {
+      const res = await agent.post(`/environments/${flaky.id}/deploy`);
+      expect(res.status, res.text).toBe(202);
+      const task = await waitForTask(t, w.api, res.body.id);
+      expect(task.status, task.error ?? '').toBe('succeeded');
+    };
+    // it answers, so it goes live, then exits with code 5, and so does every restart
+    writeFileSync(
+      path.join(w.repo.dir, 'server.js'),
+      "require('http').createServer((q, s) => s.end('briefly')).listen(process.env.PORT, '0.0.0.0');\n" +
+        'setTimeout(() => process.exit(5), 700);\n',
+    );
+    writeFileSync(path.join(w.repo.dir, 'service.yaml'), 'web: node server.js\n');
+    commitAll(w.repo.dir, 'exits after 0.7 s');
+    await deploy();
+    await c.go(`/projects/${w.project.id}`);
+    const row = page
+      .getByRole('region', { name: 'Environments' })
+      .getByRole('row')
+      .filter({ has: page.getByRole('link', { name: 'flaky' }) });
+    // the table reads the records again every 15 s: at most that long after the first exit
+    await row.getByText('keeps exiting', { exact: true }).waitFor({ timeout: 20_000 });
+    expect(await row.textContent()).toMatch(/keeps exiting code 5 · \d+ exits? since /);
+    await c.go(`/environments/${flaky.id}`);
+    const notice = page.getByRole('alert').filter({ hasText: 'The app keeps exiting' });
+    await notice.waitFor();
+    expect(await notice.textContent()).toMatch(
+      /^The app keeps exiting \(code 5, \d+ exits? since .+, the last at .+\)\. Its host restarts it, waiting up to 30 s between tries, and visitors get 503 meanwhile\. What it printed goes to the project's log destination: fix it and deploy, or roll back to the release before\.$/,
+    );
+    expect(await notice.getByRole('link', { name: "project's log destination" }).getAttribute('href')).toBe(
+      `/projects/${w.project.id}/logs`,
+    );
+    await c.screenshot('app-keeps-exiting');
+    await checkA11y('environment, an app that keeps exiting');
+    // a release that stays up: the notice goes (it is read every 5 s while shown), with no reload
+    w.repo.commit('steady');
+    await deploy();
+    await notice.waitFor({ state: 'detached', timeout: 10_000 });
+    expect(c.problems).toEqual([]);
+  });
 });

@@ -14840,6 +14840,18 @@ export interface operations {
                     "application/json": {
                         data: {
                             cpu: number;
+                            /** @description A web server whose live processes keep exiting: its host restarts them (0.5 s, doubling to 30 s) and the edge answers 503 meanwhile. null once each has stayed up 30 s, or a new release went live. The app's output goes to the project's log destination. */
+                            crash: {
+                                /** @description The last exit's code (null: it ended on a signal) */
+                                exit_code: number | null;
+                                /** @description Exits since `since`, over every instance */
+                                exits: number;
+                                last_exit_at: string;
+                                /** @description The signal that ended it (SIGKILL when it ran out of its plan's memory) */
+                                signal: string | null;
+                                /** @description When the first exit of this run of exits was seen */
+                                since: string;
+                            } | null;
                             created_at: string;
                             currency: string;
                             disk_gb: number;

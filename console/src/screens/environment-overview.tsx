@@ -5,6 +5,7 @@ import type { Answer, Environment, TaskSummary } from '../api/types';
 import { useAction, useLoad } from '../ui/hooks';
 import { Check, ErrorNote, Field, Loading, Section, when } from '../ui/parts';
 import { duration, shortSha } from '../ui/names';
+import { CrashNotice, useCrashes } from '../ui/crash';
 import { Sparkline } from '../ui/sparkline';
 import { DrillFailureNotice } from './backups';
 import { accountWords, taskLabel } from '../lib/task-label';
@@ -17,7 +18,8 @@ const FOLLOW_MS = 2000;
 const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
 
 /**
- * The environment's overview, answering "what is live, and is it healthy?": the live release (commit,
+ * The environment's overview, answering "what is live, and is it healthy?": a notice while the app keeps exiting,
+ * the live release (commit,
  * message, who put it live, when, how long it took), the app's address and domains, instances and usage,
  * the deploy actions the API allows now, maintenance, and the last 10 tasks. While a task of the
  * environment runs, the page follows it and loads again when it ends (no reload).
@@ -33,6 +35,7 @@ export function Overview({ id, env, onEnded }: { id: string; env: Environment | 
     [id],
     { later: true },
   );
+  const crashes = useCrashes(env?.team_id);
   const list = tasks.data?.data ?? [];
   const running = list.some((t) => !ENDED.has(t.status));
   const wasRunning = useRef(false);
@@ -53,6 +56,7 @@ export function Overview({ id, env, onEnded }: { id: string; env: Environment | 
   return (
     <>
       <DrillFailureNotice id={id} />
+      {env && <CrashNotice crash={crashes.get(id)} projectId={env.project_id} />}
       <div class="grid">
         <Live choices={c} error={choices.error} recent={tasks.data?.data} />
         <Section title="Address">

@@ -2,6 +2,7 @@ import { useEffect, useRef } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import type { Answer, Environment, TaskSummary } from '../api/types';
 import { useLoad } from '../ui/hooks';
+import { CrashMark, useCrashes } from '../ui/crash';
 import { when } from '../ui/parts';
 import { shortSha } from '../ui/names';
 import { accountWords, taskLabel } from '../lib/task-label';
@@ -24,8 +25,8 @@ const NOT_SHOWN: Record<string, string> = {
 };
 
 /**
- * A project's environments at a glance: for each, what is live (commit, message, since when), whether
- * visitors see the maintenance page, its last task and how it went, and its address. While a task of one of
+ * A project's environments at a glance: for each, what is live (commit, message, since when), whether it keeps
+ * exiting (restarted by its host), whether visitors see the maintenance page, its last task and how it went, and its address. While a task of one of
  * them runs, the table reads them again every 2 s, and `onEnded` (the environments' own reload) follows its end.
  */
 export function EnvironmentsAtAGlance({ envs, onEnded }: { envs: Environment[]; onEnded(): void }) {
@@ -47,6 +48,8 @@ export function EnvironmentsAtAGlance({ envs, onEnded }: { envs: Environment[]; 
       ),
     [ids],
   );
+  // the apps that keep exiting after they went live (their web servers' crash records)
+  const crashes = useCrashes(envs[0]?.team_id);
   const running = [...(glance.data?.values() ?? [])].some(
     (g) => g.task && !(g.task instanceof Error) && !ENDED.has(g.task.status),
   );
@@ -78,6 +81,12 @@ export function EnvironmentsAtAGlance({ envs, onEnded }: { envs: Environment[]; 
               </td>
               <td class="line">
                 <LiveCell answer={glance.data?.get(e.id)?.live} />
+                {crashes.has(e.id) && (
+                  <>
+                    {' '}
+                    <CrashMark crash={crashes.get(e.id)!} />
+                  </>
+                )}
                 {e.maintenance.on && (
                   <>
                     {' '}

@@ -2,6 +2,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, beforeAll } from 'vitest';
 import { useTestContext } from '../../helpers/context';
+import { until } from '../../helpers/until';
 import { sessionAgent } from '../../helpers/fixtures';
 import { commitAll, createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
 import { deployChoicesSchema, releasePageSchema } from '../../../api/pipeline/schemas';
@@ -175,6 +176,62 @@ describe('a commit without service.yaml', () => {
       '==> No service.yaml: no build or deploy steps, no web process. package.json has a start script: to serve this app, add a service.yaml at the repository root with build: ["npm install"] and web: "npm start"',
     );
     expect(log).toContain('==> No web command in service.yaml: the environment answers 503 "no web process"');
+  });
+});
+
+describe('a live web process that keeps exiting', () => {
+  it("shows on its web server as crash, with the exit's code, until a release that stays up goes live", async () => {
+    const owner = await sessionAgent(t, w.owner);
+    // an environment made through the API, so that it has its web server (the world's is the fixtures')
+    const made = await owner.post(`/projects/${w.project.id}/environments`, { name: 'exits', git_ref: 'main' });
+    expect(made.status, made.text).toBe(201);
+    const env = made.body;
+    const webServer = async () => {
+      const res = await owner.get(`/servers?team=${w.team.id}`);
+      expect(res.status, res.text).toBe(200);
+      return res.body.data.find(
+        (s: { environment_id: string; role: string }) => s.environment_id === env.id && s.role === 'web',
+      );
+    };
+    expect((await webServer()).crash).toBeNull();
+    // it answers, so it goes live; then it exits, and every restart does the same
+    writeFileSync(
+      path.join(w.repo.dir, 'server.js'),
+      "require('http').createServer((q, s) => s.end('briefly')).listen(process.env.PORT, '0.0.0.0');\n" +
+        "setTimeout(() => { console.error('lost the database'); process.exit(5); }, 700);\n",
+    );
+    writeFileSync(path.join(w.repo.dir, 'service.yaml'), 'web: node server.js\n');
+    commitAll(w.repo.dir, 'exits after 0.7 s');
+    const start = async () => {
+      const res = await owner.post(`/environments/${env.id}/deploy`);
+      expect(res.status, res.text).toBe(202);
+      return waitForTask(t, owner, res.body.id);
+    };
+    const bad = await start();
+    expect(bad.status, bad.error ?? '').toBe('succeeded');
+    const crashed = await until(
+      'the web server to show two exits',
+      async () => {
+        const s = await webServer();
+        return s.crash?.exits >= 2 ? s : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    expect(crashed.status).toBe('running');
+    expect(crashed.crash).toEqual({
+      since: expect.any(String),
+      exit_code: 5,
+      signal: null,
+      exits: expect.any(Number),
+      last_exit_at: expect.any(String),
+    });
+    expect(Date.parse(crashed.crash.last_exit_at)).toBeGreaterThan(Date.parse(crashed.crash.since));
+    w.repo.commit('steady');
+    const good = await start();
+    expect(good.status, good.error ?? '').toBe('succeeded');
+    // the answer means it is done: the very next read has no crash
+    expect((await webServer()).crash).toBeNull();
+    expect((await fetch(env.url)).status).toBe(200);
   });
 });
 

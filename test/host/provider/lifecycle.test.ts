@@ -1,3 +1,4 @@
+import type { WebCrash } from '../../../db/queries/machines';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -118,6 +119,9 @@ const goLive = (
     ...(taskId ? { taskId } : {}),
   });
 
+/** What the supervisor told onWebCrash, in order. */
+const crashReports: Array<{ envId: string; crash: WebCrash | null }> = [];
+
 beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'vc-provider-'));
   await chmod(root, 0o711); // the environments' uids pass through to their own directories
@@ -139,8 +143,12 @@ beforeAll(async () => {
   supervisor = new Supervisor({
     dataDir,
     stopGraceMs: 1000,
-    restartBackoff: { initialMs: 100 },
+    // a restart counts as steady after 1.5 s up (30 s by default)
+    restartBackoff: { initialMs: 100, stableMs: 1500 },
     publish: served.publish,
+    onWebCrash: async (envId, crash) => {
+      crashReports.push({ envId, crash });
+    },
   });
 });
 
@@ -315,6 +323,20 @@ describe('releases and the supervisor', () => {
     }
     expect(text).toBe('v2 hello built=true');
     expect(supervisor.status(ids.prod)!.restarts).toBe(1);
+  });
+
+  it('tells onWebCrash of the exit (SIGKILL), then null once the restart has stayed up its steady time', async () => {
+    const mine = () => crashReports.filter((r) => r.envId === ids.prod).map((r) => r.crash);
+    expect(mine()[0]).toEqual({
+      since: expect.any(String),
+      exit_code: null,
+      signal: 'SIGKILL',
+      exits: 1,
+      last_exit_at: expect.any(String),
+    });
+    const deadline = Date.now() + 5000;
+    while (mine().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(mine()).toEqual([expect.objectContaining({ exits: 1 }), null]);
   });
 
   it('records a release without web as live and answers 503 "no web process"', async () => {
