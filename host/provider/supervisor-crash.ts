@@ -9,7 +9,7 @@ import type { WebProcess } from './web-process';
 export type OnWebCrash = (envId: string, crash: WebCrash | null) => Promise<void>;
 
 /** The record of an environment's instances: null when none of them is crashing. */
-export function crashOf(webs: readonly WebProcess[]): WebCrash | null {
+function crashOf(webs: readonly WebProcess[]): WebCrash | null {
   const crashed = webs.flatMap((w) => (w.crash ? [w.crash] : []));
   if (crashed.length === 0) return null;
   const last = crashed.reduce((a, b) => (b.lastAt > a.lastAt ? b : a));
@@ -29,14 +29,16 @@ export class CrashReports {
   constructor(private readonly tell: OnWebCrash | undefined) {}
 
   /**
-   * Sends the environment's record when it differs from the last one sent; resolves once it is sent (a failed send
+   * Sends the environment's record when it differs from the last one sent (always the first); resolves once it is sent (a failed send
    * is forgotten, and tried again at the next report).
    */
   report(envId: string, webs: readonly WebProcess[]): Promise<void> {
     if (!this.tell) return Promise.resolve();
     const crash = crashOf(webs);
     const key = JSON.stringify(crash);
-    if ((this.sent.get(envId) ?? 'null') === key) return this.chain;
+    // the first report of an environment in this process is sent even when null: a record a previous worker (or
+    // host) left for processes that are gone is cleared once this one has the environment live
+    if (this.sent.get(envId) === key) return this.chain;
     this.sent.set(envId, key);
     const tell = this.tell;
     this.chain = this.chain.then(() =>

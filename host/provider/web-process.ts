@@ -41,7 +41,7 @@ interface WebProcessOptions {
 }
 
 /** A supervised process that keeps exiting: since its first exit of the run, the last one, and how many. */
-export interface Crash {
+interface Crash {
   since: Date;
   code: number | null;
   signal: string | null;

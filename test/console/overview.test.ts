@@ -577,7 +577,7 @@ describe.sequential('the environment overview', () => {
     const notice = page.getByRole('alert').filter({ hasText: 'The app keeps exiting' });
     await notice.waitFor();
     expect(await notice.textContent()).toMatch(
-      /^The app keeps exiting \(code 5, \d+ exits? since .+, the last at .+\)\. Its host restarts it, waiting up to 30 s between tries, and visitors get 503 meanwhile\. What it printed goes to the project's log destination: fix it and deploy, or roll back to the release before\.$/,
+      /^The app keeps exiting \(code 5, \d+ exits? since .+, the last at .+\)\. Its host restarts it, waiting up to 30 s between tries, and visitors get 503 meanwhile\. What it printed goes to the project's log destination: fix it and deploy\.$/,
     );
     expect(await notice.getByRole('link', { name: "project's log destination" }).getAttribute('href')).toBe(
       `/projects/${w.project.id}/logs`,

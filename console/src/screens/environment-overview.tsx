@@ -56,7 +56,13 @@ export function Overview({ id, env, onEnded }: { id: string; env: Environment | 
   return (
     <>
       <DrillFailureNotice id={id} />
-      {env && <CrashNotice crash={crashes.get(id)} projectId={env.project_id} />}
+      {env && (
+        <CrashNotice
+          crash={crashes.get(id)}
+          projectId={env.project_id}
+          rollback={Boolean(c?.allowed && c.rollback_release)}
+        />
+      )}
       <div class="grid">
         <Live choices={c} error={choices.error} recent={tasks.data?.data} />
         <Section title="Address">

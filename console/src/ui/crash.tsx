@@ -49,15 +49,24 @@ export function CrashMark({ crash }: { crash: Crash }) {
 }
 
 /** The environment overview's notice while its app keeps exiting: what is happening, and what to do. */
-export function CrashNotice({ crash, projectId }: { crash: Crash | undefined; projectId: string }) {
+export function CrashNotice({
+  crash,
+  projectId,
+  rollback,
+}: {
+  crash: Crash | undefined;
+  projectId: string;
+  /** Whether a release before the live one can be put back (the deploy choices' rollback_release). */
+  rollback: boolean;
+}) {
   if (!crash) return null;
   return (
     <p class="notice" role="alert">
       The app keeps exiting ({exitWords(crash)}, {crash.exits} {crash.exits === 1 ? 'exit' : 'exits'} since{' '}
       {when(crash.since)}, the last at {when(crash.last_exit_at)}). Its host restarts it, waiting up to 30 s between
       tries, and visitors get 503 meanwhile. What it printed goes to the{' '}
-      <a href={`/projects/${projectId}/logs`}>project's log destination</a>: fix it and deploy, or roll back to the
-      release before.
+      <a href={`/projects/${projectId}/logs`}>project's log destination</a>: fix it and deploy
+      {rollback ? ', or roll back to the release before' : ''}.
     </p>
   );
 }

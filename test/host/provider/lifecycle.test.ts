@@ -327,7 +327,10 @@ describe('releases and the supervisor', () => {
 
   it('tells onWebCrash of the exit (SIGKILL), then null once the restart has stayed up its steady time', async () => {
     const mine = () => crashReports.filter((r) => r.envId === ids.prod).map((r) => r.crash);
-    expect(mine()[0]).toEqual({
+    // the first go-live of the environment in this process cleared whatever an earlier worker left
+    expect(mine()[0]).toBeNull();
+    const at = mine().findIndex((c) => c !== null);
+    expect(mine()[at]).toEqual({
       since: expect.any(String),
       exit_code: null,
       signal: 'SIGKILL',
@@ -335,8 +338,8 @@ describe('releases and the supervisor', () => {
       last_exit_at: expect.any(String),
     });
     const deadline = Date.now() + 5000;
-    while (mine().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(mine()).toEqual([expect.objectContaining({ exits: 1 }), null]);
+    while (mine().length < at + 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(mine().slice(at)).toEqual([expect.objectContaining({ exits: 1 }), null]);
   });
 
   it('records a release without web as live and answers 503 "no web process"', async () => {
