@@ -31,6 +31,30 @@ async function liveCommits(ctx: ReturnType<typeof contextOf>, envs: { id: string
   );
 }
 
+/**
+ * Per environment, its live app's crash record in a few words ("exiting: code 5, 7 times"), from GET /servers: a
+ * person's sign-in reads it; with a token (403) nothing is added.
+ */
+async function crashWords(ctx: ReturnType<typeof contextOf>): Promise<Map<string, string>> {
+  type Server = {
+    environment_id: string;
+    role: string;
+    crash: { exit_code: number | null; signal: string | null; exits: number } | null;
+  };
+  const words = new Map<string, string>();
+  try {
+    const servers = await ctx.client.get<{ data: Server[] }>('/servers');
+    for (const s of servers.data) {
+      if (s.role !== 'web' || !s.crash) continue;
+      const how = s.crash.exit_code !== null ? `code ${s.crash.exit_code}` : (s.crash.signal ?? 'a signal');
+      words.set(s.environment_id, `exiting: ${how}, ${s.crash.exits} time${s.crash.exits === 1 ? '' : 's'}`);
+    }
+  } catch {
+    // not this caller's to read
+  }
+  return words;
+}
+
 function morePages(next: string | null, command: string): void {
   if (next) note(`More: ${command} --before ${next}`);
 }
@@ -93,13 +117,25 @@ export function register(program: Command): void {
       const project = opts.project ? await resolveProject(ctx.client, opts.project, opts.team) : undefined;
       const envs = await listEnvironments(ctx.client, { project_id: project?.id, team_id: opts.team });
       if (ctx.json) return printJson({ data: envs });
-      const [projects, live] = await Promise.all([listProjects(ctx.client), liveCommits(ctx, envs)]);
+      const [projects, live, crashes] = await Promise.all([
+        listProjects(ctx.client),
+        liveCommits(ctx, envs),
+        crashWords(ctx),
+      ]);
       const names = new Map(projects.map((p) => [p.id, p.name]));
       table(
         ['name', 'id', 'git ref', 'live', 'auto deploy', 'url'],
         envs.map((e, i) => {
           const label = `${names.get(e.project_id) ?? e.project_id}/${e.name}`;
-          return [label, e.id, e.git_ref, live[i], e.auto_deploy ? 'on' : 'off', e.url];
+          const crash = crashes.get(e.id);
+          return [
+            label,
+            e.id,
+            e.git_ref,
+            crash ? `${live[i]} (${crash})` : live[i],
+            e.auto_deploy ? 'on' : 'off',
+            e.url,
+          ];
         }),
         'No environments',
       );

@@ -4,9 +4,12 @@
  * describe share the environment and run in order.
  */
 import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { useTestContext } from '../helpers/context';
-import { createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import { commitAll, createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import { sessionAgent } from '../helpers/fixtures';
+import { until } from '../helpers/until';
 import { runCli, cliHome, type CliRun } from '../helpers/cli';
 import { storeCliSession } from '../helpers/cli-session';
 
@@ -179,5 +182,40 @@ describe('reads', () => {
     expect(res.code).toBe(4);
     expect(res.stderr).toContain('No environment "staging"');
     expect(res.stderr).toContain('service environments');
+  });
+  it('marks an environment whose live app keeps exiting in the LIVE column, for a signed-in person', async () => {
+    const owner = await sessionAgent(t, w.owner);
+    const made = await owner.post(`/projects/${w.project.id}/environments`, { name: 'exits', git_ref: 'main' });
+    expect(made.status, made.text).toBe(201);
+    writeFileSync(
+      path.join(w.repo.dir, 'server.js'),
+      "require('http').createServer((q, s) => s.end('briefly')).listen(process.env.PORT, '0.0.0.0');\n" +
+        'setTimeout(() => process.exit(5), 700);\n',
+    );
+    writeFileSync(path.join(w.repo.dir, 'service.yaml'), 'web: node server.js\n');
+    const sha = commitAll(w.repo.dir, 'exits after 0.7 s');
+    const res = await owner.post(`/environments/${made.body.id}/deploy`);
+    expect(res.status, res.text).toBe(202);
+    expect((await waitForTask(t, owner, res.body.id)).status).toBe('succeeded');
+    await until('an exit on record', async () => {
+      const servers = (await owner.get(`/servers?team=${w.team.id}`)).body.data as Array<{
+        environment_id: string;
+        crash: unknown;
+      }>;
+      return servers.find((s) => s.environment_id === made.body.id)?.crash;
+    });
+    await storeCliSession(t, w.owner, home);
+    const signedIn = await runCli(t, ['environments'], { ...home });
+    expect(signedIn.code, signedIn.stderr).toBe(0);
+    expect(signedIn.stdout).toMatch(
+      new RegExp(
+        `${w.project.name}/exits\\s+${made.body.id}\\s+main\\s+${sha.slice(0, 7)} \\(exiting: code 5, \\d+ times?\\)\\s`,
+      ),
+    );
+    // a token may not read the servers: the column shows the commit alone
+    const withToken = await runCli(t, ['environments'], asToken());
+    expect(withToken.code, withToken.stderr).toBe(0);
+    expect(withToken.stdout).toMatch(new RegExp(`${made.body.id}\\s+main\\s+${sha.slice(0, 7)}\\s`));
+    expect(withToken.stdout).not.toContain('exiting');
   });
 });
