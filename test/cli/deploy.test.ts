@@ -4,10 +4,16 @@
  * describe share the environment and run in order.
  */
 import { rmSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { useTestContext } from '../helpers/context';
-import { commitAll, createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../helpers/deploy-fixtures';
+import {
+  commitWebApp,
+  createDeployWorld,
+  EXITS_AFTER_A_MOMENT,
+  fetchEnvironment,
+  taskLog,
+  waitForTask,
+} from '../helpers/deploy-fixtures';
 import { sessionAgent } from '../helpers/fixtures';
 import { until } from '../helpers/until';
 import { runCli, cliHome, type CliRun } from '../helpers/cli';
@@ -187,13 +193,7 @@ describe('reads', () => {
     const owner = await sessionAgent(t, w.owner);
     const made = await owner.post(`/projects/${w.project.id}/environments`, { name: 'exits', git_ref: 'main' });
     expect(made.status, made.text).toBe(201);
-    writeFileSync(
-      path.join(w.repo.dir, 'server.js'),
-      "require('http').createServer((q, s) => s.end('briefly')).listen(process.env.PORT, '0.0.0.0');\n" +
-        'setTimeout(() => process.exit(5), 700);\n',
-    );
-    writeFileSync(path.join(w.repo.dir, 'service.yaml'), 'web: node server.js\n');
-    const sha = commitAll(w.repo.dir, 'exits after 0.7 s');
+    const sha = commitWebApp(w.repo.dir, EXITS_AFTER_A_MOMENT, 'exits after 0.7 s');
     const res = await owner.post(`/environments/${made.body.id}/deploy`);
     expect(res.status, res.text).toBe(202);
     expect((await waitForTask(t, owner, res.body.id)).status).toBe('succeeded');

@@ -4,7 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertSamples } from '../../db/queries/resources';
 import { createEnvironmentMachines } from '../../api/machines/service';
 import { useTestContext } from '../helpers/context';
-import { commitAll, createDeployWorld, waitForTask } from '../helpers/deploy-fixtures';
+import {
+  commitAll,
+  commitWebApp,
+  createDeployWorld,
+  EXITS_AFTER_A_MOMENT,
+  waitForTask,
+} from '../helpers/deploy-fixtures';
 import { PASSWORD, sessionAgent } from '../helpers/fixtures';
 import { ENVIRONMENT_TABS, PROJECT_TABS, TEAM_TABS } from '../../console/src/screens/tabs';
 import type { Agent } from '../helpers/http';
@@ -557,13 +563,7 @@ describe.sequential('the environment overview', () => {
       expect(task.status, task.error ?? '').toBe('succeeded');
     };
     // it answers, so it goes live, then exits with code 5, and so does every restart
-    writeFileSync(
-      path.join(w.repo.dir, 'server.js'),
-      "require('http').createServer((q, s) => s.end('briefly')).listen(process.env.PORT, '0.0.0.0');\n" +
-        'setTimeout(() => process.exit(5), 700);\n',
-    );
-    writeFileSync(path.join(w.repo.dir, 'service.yaml'), 'web: node server.js\n');
-    commitAll(w.repo.dir, 'exits after 0.7 s');
+    commitWebApp(w.repo.dir, EXITS_AFTER_A_MOMENT, 'exits after 0.7 s');
     await deploy();
     await c.go(`/projects/${w.project.id}`);
     const row = page

@@ -137,6 +137,21 @@ export function commitAll(dir: string, message: string): string {
   ]);
 }
 
+/**
+ * Commits `server` as the app's server.js, served with `web: node server.js` and no health check (ready once its
+ * port takes connections), the rest of the repository as it is; its sha.
+ */
+export function commitWebApp(dir: string, server: string, message: string): string {
+  writeFileSync(path.join(dir, 'server.js'), server);
+  writeFileSync(path.join(dir, 'service.yaml'), 'web: node server.js\n');
+  return commitAll(dir, message);
+}
+
+/** An app that answers, so it goes live, then exits with code 5 after 0.7 s, and so does every restart. */
+export const EXITS_AFTER_A_MOMENT =
+  "require('http').createServer((q, s) => s.end('briefly')).listen(process.env.PORT, '0.0.0.0');\n" +
+  "setTimeout(() => { console.error('lost the database'); process.exit(5); }, 700);\n";
+
 export function commitServer(repo: AppRepo, serverJs: string, message: string): void {
   writeFileSync(path.join(repo.dir, 'server.js'), serverJs);
   sh(repo.dir, 'git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', message]);

@@ -4,7 +4,15 @@ import { describe, expect, it, beforeAll } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { until } from '../../helpers/until';
 import { sessionAgent } from '../../helpers/fixtures';
-import { commitAll, createDeployWorld, fetchEnvironment, taskLog, waitForTask } from '../../helpers/deploy-fixtures';
+import {
+  commitAll,
+  commitWebApp,
+  createDeployWorld,
+  EXITS_AFTER_A_MOMENT,
+  fetchEnvironment,
+  taskLog,
+  waitForTask,
+} from '../../helpers/deploy-fixtures';
 import { deployChoicesSchema, releasePageSchema } from '../../../api/pipeline/schemas';
 
 const t = useTestContext({ worker: true });
@@ -195,13 +203,7 @@ describe('a live web process that keeps exiting', () => {
     };
     expect((await webServer()).crash).toBeNull();
     // it answers, so it goes live; then it exits, and every restart does the same
-    writeFileSync(
-      path.join(w.repo.dir, 'server.js'),
-      "require('http').createServer((q, s) => s.end('briefly')).listen(process.env.PORT, '0.0.0.0');\n" +
-        "setTimeout(() => { console.error('lost the database'); process.exit(5); }, 700);\n",
-    );
-    writeFileSync(path.join(w.repo.dir, 'service.yaml'), 'web: node server.js\n');
-    commitAll(w.repo.dir, 'exits after 0.7 s');
+    commitWebApp(w.repo.dir, EXITS_AFTER_A_MOMENT, 'exits after 0.7 s');
     const start = async () => {
       const res = await owner.post(`/environments/${env.id}/deploy`);
       expect(res.status, res.text).toBe(202);
@@ -241,13 +243,12 @@ describe('a web process that stops before it answers', () => {
     const secret = 'sk_live_Zq7-only-the-app-knows';
     const set = await owner.post(`${url()}/variables`, { name: 'PAYMENTS_KEY', value: secret, secret: true });
     expect(set.status, set.text).toBe(201);
-    writeFileSync(
-      path.join(w.repo.dir, 'server.js'),
+    commitWebApp(
+      w.repo.dir,
       "console.log('booting with ' + process.env.PAYMENTS_KEY);\n" +
         "console.error('Error: the payments API refused the key');\nprocess.exit(2);\n",
+      'crashes at boot',
     );
-    writeFileSync(path.join(w.repo.dir, 'service.yaml'), 'web: node server.js\n');
-    commitAll(w.repo.dir, 'crashes at boot');
     const task = await run(`${url()}/deploy`);
     expect(task.status).toBe('failed');
     expect(task.error).toMatch(
