@@ -7,6 +7,7 @@ import { publishEdgeRoute } from '../db/queries/edge-routes';
 import { placedOn } from '../db/queries/host-moves';
 import { releaseInstancePort, releaseInstancePortsExcept, takeInstancePort } from '../db/queries/instance-ports';
 import { setWebCrash } from '../db/queries/machines';
+import { recordAppCrashing } from '../core/app-crashes';
 import { untilEdgesApply } from './toolkit/edge-wait';
 import { prepareServicesServer, servicesTarget, tenantServicesPort } from '../host/pg-server';
 import { ensureAutoDeployPoller } from '../core/temporal-starts';
@@ -79,7 +80,12 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
     warn: (m) => deps.logger.warn(m),
     supervisor: {
       // a live app that keeps exiting, on its web server for the API and the console (servers.crash)
-      onWebCrash: (envId, crash) => setWebCrash(deps.knex, envId, host, crash),
+      // (and when a run of exits begins, the team's activity and the integrations that hear of app.crashing)
+      onWebCrash: async (envId, crash) => {
+        const r = await setWebCrash(deps.knex, envId, host, crash);
+        if (r.began && crash)
+          await recordAppCrashing(deps, { teamId: r.teamId, projectId: r.projectId, environmentId: envId, crash });
+      },
       // current.json keeps the web processes' variables: sealed, like every value at rest
       protectEnv: {
         seal: (text) => seal(deps.secrets, text, aad.supervisorEnv()),

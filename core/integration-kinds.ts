@@ -6,6 +6,7 @@ export const INTEGRATION_EVENTS = [
   'backup.failed',
   'backup.verify_failed',
   'token.expiring',
+  'app.crashing',
 ] as const;
 export type IntegrationEvent = (typeof INTEGRATION_EVENTS)[number];
 
@@ -17,6 +18,7 @@ const INTEGRATION_EVENT_LABELS: Record<IntegrationEvent, string> = {
   'backup.failed': 'Backup failed',
   'backup.verify_failed': 'Restore drill failed',
   'token.expiring': 'Access token expiring',
+  'app.crashing': 'App keeps exiting',
 };
 
 /** An event's label; an event this build does not know keeps its name. */

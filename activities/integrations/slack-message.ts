@@ -17,6 +17,7 @@ interface EventData {
   token?: { purpose?: string; expires_at?: string };
   team?: Named;
   reason?: string;
+  crash?: { exit_code?: number | null; signal?: string | null };
 }
 
 const TASK_WORDS: Record<string, string> = {
@@ -52,6 +53,8 @@ export function slackText(event: string, data: EventData): string {
       return `:warning: Backup${where(data)} failed${data.reason ? `: ${esc(data.reason)}` : ''}`;
     case 'backup.verify_failed':
       return `:rotating_light: Restore drill${where(data)} failed${data.reason ? `: ${esc(data.reason)}` : ''}${data.task?.url ? ` (${link(`task ${data.task.id ?? ''}`.trim(), data.task.url)})` : ''}`;
+    case 'app.crashing':
+      return `:rotating_light: The app${where(data)} keeps exiting (${data.crash?.exit_code != null ? `code ${esc(data.crash.exit_code)}` : esc(data.crash?.signal ?? 'a signal')}): its host restarts it, visitors get 503 meanwhile`;
     case 'token.expiring':
       return `:hourglass: Access token "${esc(data.token?.purpose)}"${data.team?.name ? ` of *${esc(data.team.name)}*` : ''} expires on ${esc(data.token?.expires_at?.slice(0, 10))}`;
     default:

@@ -100,11 +100,25 @@ export interface WebCrash {
 
 /**
  * Sets (or clears, with null) the crash record of the environment's `web` server, by the host that runs it: a host
- * the environment has left does not write it.
+ * the environment has left does not write it. `began`: the server had no record before this one (a run of exits
+ * begins), with its team and project.
  */
-export async function setWebCrash(knex: Knex, environmentId: string, host: string, crash: WebCrash | null) {
-  await knex('servers')
-    .where({ environment_id: environmentId, role: 'web' })
-    .where((q) => q.where({ host }).orWhereNull('host'))
-    .update({ crash: crash === null ? null : JSON.stringify(crash) });
+export async function setWebCrash(
+  knex: Knex,
+  environmentId: string,
+  host: string,
+  crash: WebCrash | null,
+): Promise<{ began: false } | { began: true; teamId: string; projectId: string }> {
+  const { rows } = await knex.raw(
+    `WITH old AS (
+       SELECT id, crash FROM servers
+        WHERE environment_id = ? AND role = 'web' AND (host = ? OR host IS NULL)
+        FOR UPDATE
+     )
+     UPDATE servers s SET crash = ?::jsonb FROM old WHERE s.id = old.id
+     RETURNING old.crash IS NULL AS was_clear, s.team_id, s.project_id`,
+    [environmentId, host, crash === null ? null : JSON.stringify(crash)],
+  );
+  const row = rows[0] as { was_clear: boolean; team_id: string; project_id: string } | undefined;
+  return crash && row?.was_clear ? { began: true, teamId: row.team_id, projectId: row.project_id } : { began: false };
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it, beforeAll } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { until } from '../../helpers/until';
+import { startReceiver } from '../../helpers/receiver';
 import { sessionAgent } from '../../helpers/fixtures';
 import {
   commitAll,
@@ -15,7 +16,8 @@ import {
 } from '../../helpers/deploy-fixtures';
 import { deployChoicesSchema, releasePageSchema } from '../../../api/pipeline/schemas';
 
-const t = useTestContext({ worker: true });
+// the Slack integration's receiver of the crash test is on loopback
+const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const url = () => `/environments/${w.environment.id}`;
 
@@ -188,7 +190,7 @@ describe('a commit without service.yaml', () => {
 });
 
 describe('a live web process that keeps exiting', () => {
-  it("shows on its web server as crash, with the exit's code, until a release that stays up goes live", async () => {
+  it("shows on its web server as crash, with the exit's code, until a release that stays up goes live; the team hears of it once", async () => {
     const owner = await sessionAgent(t, w.owner);
     // an environment made through the API, so that it has its web server (the world's is the fixtures')
     const made = await owner.post(`/projects/${w.project.id}/environments`, { name: 'exits', git_ref: 'main' });
@@ -202,6 +204,14 @@ describe('a live web process that keeps exiting', () => {
       );
     };
     expect((await webServer()).crash).toBeNull();
+    const slack = await startReceiver();
+    const added = await owner.post(`/teams/${w.team.id}/integrations`, {
+      kind: 'slack',
+      name: 'Ops',
+      events: ['app.crashing'],
+      webhook_url: slack.url,
+    });
+    expect(added.status, added.text).toBe(201);
     // it answers, so it goes live; then it exits, and every restart does the same
     commitWebApp(w.repo.dir, EXITS_AFTER_A_MOMENT, 'exits after 0.7 s');
     const start = async () => {
@@ -212,13 +222,26 @@ describe('a live web process that keeps exiting', () => {
     const bad = await start();
     expect(bad.status, bad.error ?? '').toBe('succeeded');
     const crashed = await until(
-      'the web server to show two exits',
+      'the web server to show three exits',
       async () => {
         const s = await webServer();
-        return s.crash?.exits >= 2 ? s : undefined;
+        return s.crash?.exits >= 3 ? s : undefined;
       },
       { timeoutMs: 30_000 },
     );
+    // the run of exits began once: one message, one activity event
+    const [said] = await slack.waitFor(1);
+    expect(JSON.parse(said.body).text).toBe(
+      `:rotating_light: The app of *${w.project.name} / exits* keeps exiting (code 5): its host restarts it, visitors get 503 meanwhile`,
+    );
+    const activity = await owner.get(`/teams/${w.team.id}/activity?kind=machines&type=app_crashing`);
+    expect(activity.body.data).toEqual([
+      expect.objectContaining({
+        environment_id: env.id,
+        summary: `The app of ${w.project.name}/exits keeps exiting (code 5); its host restarts it`,
+      }),
+    ]);
+    expect(slack.received).toHaveLength(1);
     expect(crashed.status).toBe('running');
     expect(crashed.crash).toEqual({
       since: expect.any(String),
@@ -234,6 +257,7 @@ describe('a live web process that keeps exiting', () => {
     // the answer means it is done: the very next read has no crash
     expect((await webServer()).crash).toBeNull();
     expect((await fetch(env.url)).status).toBe(200);
+    await slack.stop();
   });
 });
 

@@ -1,0 +1,50 @@
+/**
+ * A live app that starts to keep exiting (its web server's crash record appears: db/queries/machines.ts): the
+ * team's activity says so, and the integrations the project's rule for `app.crashing` names hear of it, once per
+ * run of exits (its event id is the environment's and the run's start).
+ */
+import type { Knex } from 'knex';
+import type { Client } from '@temporalio/client';
+import type { WebCrash } from '../db/queries/machines';
+import { recordActivity } from '../db/queries/activity';
+import { storedRule } from '../db/queries/notification-rules';
+import { emitIntegrationEvent } from './integration-events';
+
+export async function recordAppCrashing(
+  deps: { knex: Knex; temporal: Client; config: { taskQueue: string; baseUrl: string } },
+  e: { teamId: string; projectId: string; environmentId: string; crash: WebCrash },
+): Promise<void> {
+  const names = await deps
+    .knex('environments as e')
+    .join('projects as p', 'p.id', 'e.project_id')
+    .where('e.id', e.environmentId)
+    .first('e.name as environment', 'p.name as project');
+  if (!names) return; // deleted meanwhile
+  const how = e.crash.exit_code !== null ? `code ${e.crash.exit_code}` : (e.crash.signal ?? 'a signal');
+  await recordActivity(deps.knex, {
+    teamId: e.teamId,
+    actor: null,
+    kind: 'machines',
+    type: 'app_crashing',
+    projectId: e.projectId,
+    environmentId: e.environmentId,
+    summary: `The app of ${names.project}/${names.environment} keeps exiting (${how}); its host restarts it`,
+    details: { crash: e.crash },
+  });
+  const rule = await storedRule(deps.knex, e.projectId, 'app.crashing');
+  await emitIntegrationEvent(
+    deps,
+    {
+      teamId: e.teamId,
+      event: 'app.crashing',
+      eventId: `evt_app_crashing_${e.environmentId}_${Date.parse(e.crash.since)}`,
+      data: {
+        project: { id: e.projectId, name: names.project },
+        environment: { id: e.environmentId, name: names.environment },
+        crash: e.crash,
+        servers_url: `${deps.config.baseUrl}/api/vc/v1/servers?team=${e.teamId}`,
+      },
+    },
+    rule?.integration_ids,
+  );
+}
