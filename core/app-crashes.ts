@@ -7,6 +7,7 @@ import type { Knex } from 'knex';
 import type { Client } from '@temporalio/client';
 import type { WebCrash } from '../db/queries/machines';
 import { recordActivity } from '../db/queries/activity';
+import { environmentWithProject } from '../db/queries/environments';
 import { storedRule } from '../db/queries/notification-rules';
 import { emitIntegrationEvent } from './integration-events';
 
@@ -14,12 +15,9 @@ export async function recordAppCrashing(
   deps: { knex: Knex; temporal: Client; config: { taskQueue: string; baseUrl: string } },
   e: { teamId: string; projectId: string; environmentId: string; crash: WebCrash },
 ): Promise<void> {
-  const names = await deps
-    .knex('environments as e')
-    .join('projects as p', 'p.id', 'e.project_id')
-    .where('e.id', e.environmentId)
-    .first('e.name as environment', 'p.name as project');
-  if (!names) return; // deleted meanwhile
+  const env = await environmentWithProject(deps.knex, e.environmentId);
+  if (!env) return; // deleted meanwhile
+  const names = { environment: env.name, project: env.project_name };
   const how = e.crash.exit_code !== null ? `code ${e.crash.exit_code}` : (e.crash.signal ?? 'a signal');
   await recordActivity(deps.knex, {
     teamId: e.teamId,

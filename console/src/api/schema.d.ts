@@ -10547,7 +10547,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    events?: ("task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "backup.verify_failed" | "token.expiring")[];
+                    events?: ("task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "backup.verify_failed" | "token.expiring" | "app.crashing")[];
                     name?: string;
                     url?: string;
                     webhook_url?: string;
@@ -13233,7 +13233,7 @@ export interface operations {
                         /** @enum {string} */
                         email: "members" | "admins" | "none";
                         /** @enum {string} */
-                        event: "task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "backup.verify_failed" | "token.expiring";
+                        event: "task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "backup.verify_failed" | "token.expiring" | "app.crashing";
                         integration_ids: string[];
                     }[];
                 };
@@ -17104,13 +17104,13 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    events: ("task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "backup.verify_failed" | "token.expiring")[];
+                    events: ("task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "backup.verify_failed" | "token.expiring" | "app.crashing")[];
                     /** @constant */
                     kind: "webhook";
                     name: string;
                     url: string;
                 } | {
-                    events: ("task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "backup.verify_failed" | "token.expiring")[];
+                    events: ("task.succeeded" | "task.failed" | "domain.verified" | "backup.failed" | "backup.verify_failed" | "token.expiring" | "app.crashing")[];
                     /** @constant */
                     kind: "slack";
                     name: string;
