@@ -125,7 +125,6 @@ export function createSharedAppRepo(): AppRepo {
   return createAppRepo(root, gateDir);
 }
 
-/** Commits `serverJs` as the app's server.js, the rest of the repository as it is (a test's own app). */
 /** Commits everything in the repository `dir` (an empty commit when nothing changed); its sha. */
 export function commitAll(dir: string, message: string): string {
   // one spawn for the three (each spawn forks this test process, a large one: docs/benchmarks.md)
@@ -152,6 +151,7 @@ export const EXITS_AFTER_A_MOMENT =
   "require('http').createServer((q, s) => s.end('briefly')).listen(process.env.PORT, '0.0.0.0');\n" +
   "setTimeout(() => { console.error('lost the database'); process.exit(5); }, 700);\n";
 
+/** Commits `serverJs` as the app's server.js, the rest of the repository as it is (a test's own app). */
 export function commitServer(repo: AppRepo, serverJs: string, message: string): void {
   writeFileSync(path.join(repo.dir, 'server.js'), serverJs);
   sh(repo.dir, 'git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qam', message]);
