@@ -185,11 +185,13 @@ describe.sequential('the rest of the console screens', () => {
       const follow = lossy.page.getByRole('link', { name: 'follow the task' });
       await follow.waitFor();
       expect(relay.dropped()).toBe(true);
-      expect(relay.matched()).toBeGreaterThanOrEqual(2);
+      // the console sent it again: on a fresh connection Chromium never does so by itself
+      expect(relay.matched()).toBe(2);
       const tasks = await t.deps.knex('tasks').where({ environment_id: env.id, type: 'apply_variables' });
       expect(tasks).toHaveLength(1);
       expect(await follow.getAttribute('href')).toBe(`/tasks/${tasks[0].id}`);
-      expect(lossy.problems).toEqual([]);
+      // what the browser logs of the answer lost, and nothing else
+      expect(lossy.problems).toEqual(['console error: Failed to load resource: net::ERR_EMPTY_RESPONSE']);
     } finally {
       await lossy.close();
       relay.close();
@@ -208,13 +210,13 @@ describe.sequential('the rest of the console screens', () => {
       await lossy.page.getByRole('button', { name: 'Create token' }).click();
       const shown = (await lossy.page.locator('[data-token]').textContent())!;
       expect(relay.dropped()).toBe(true);
-      expect(relay.matched()).toBeGreaterThanOrEqual(2);
+      expect(relay.matched()).toBe(2);
       const rows = await t.deps.knex('access_tokens').where({ user_id: owner.id, purpose });
       expect(rows).toHaveLength(1);
       // the string shown is the one token's: the API knows its owner by it
       const me = await fetch(`${t.apiUrl}/me`, { headers: { authorization: `Bearer ${shown}` } });
       expect((await me.json()).id).toBe(owner.id);
-      expect(lossy.problems).toEqual([]);
+      expect(lossy.problems).toEqual(['console error: Failed to load resource: net::ERR_EMPTY_RESPONSE']);
     } finally {
       await lossy.close();
       relay.close();
@@ -223,16 +225,12 @@ describe.sequential('the rest of the console screens', () => {
 
   it('signs up and confirms through a network that loses the first answer of each: one e-mail, then the dashboard', async () => {
     const email = `lost-signup-${Date.now()}@example.test`;
-    const relay = await answerDroppingRelay(
-      Number(new URL(t.baseUrl).port),
-      (head) =>
-        head.startsWith('POST /api/vc/v1/signup/confirm ')
-          ? 'confirm'
-          : head.startsWith('POST /api/vc/v1/signup ')
-            ? 'signup'
-            : false,
-      // every request on a fresh connection: Chromium then never sends a POST again by itself, the console must
-      { closeIdleMs: 100 },
+    const relay = await answerDroppingRelay(Number(new URL(t.baseUrl).port), (head) =>
+      head.startsWith('POST /api/vc/v1/signup/confirm ')
+        ? 'confirm'
+        : head.startsWith('POST /api/vc/v1/signup ')
+          ? 'signup'
+          : false,
     );
     const lossy = await openConsole(t, { via: relay.url });
     try {

@@ -18,13 +18,14 @@ interface AnswerDroppingRelay {
 /**
  * `match` sees the start of a request as it arrives (`POST /api/vc/v1/... HTTP/1.1`, headers after it). It may name
  * the request's kind (a string) instead of answering true: the answer to the first request of each kind is dropped.
- * `closeIdleMs`: a connection quiet that long after an answer is closed. Chromium sends a POST again by itself only when a kept-alive
- * connection it reused closes before any answer; with every request on a fresh connection, it never does.
+ * Chromium sends a POST again by itself when a kept-alive connection it reused closes before any answer, so whether the
+ * console's own retry is what sent it again would depend on timing. The relay therefore answers every request with
+ * `Connection: close`: each request goes out on a fresh connection, Chromium never sends one again by itself, and it logs
+ * each lost answer once (`net::ERR_EMPTY_RESPONSE`).
  */
 export async function answerDroppingRelay(
   port: number,
   match: (head: string) => boolean | string,
-  o: { closeIdleMs?: number } = {},
 ): Promise<AnswerDroppingRelay & { matchedOf(kind: string): number }> {
   const byKind = new Map<string, number>();
   let matched = 0;
@@ -32,14 +33,6 @@ export async function answerDroppingRelay(
   const server = createServer((socket) => {
     const upstream = connect(port, '127.0.0.1');
     let dropAnswer = false;
-    // closeIdleMs: a connection quiet that long after an answer is closed, so every request goes out on a fresh one
-    let idle: NodeJS.Timeout | undefined;
-    socket.on('data', () => clearTimeout(idle));
-    upstream.on('data', () => {
-      if (!o.closeIdleMs) return;
-      clearTimeout(idle);
-      idle = setTimeout(() => socket.destroy(), o.closeIdleMs);
-    });
     socket.on('data', (chunk: Buffer) => {
       const kind = match(chunk.toString('latin1'));
       if (kind !== false) {
@@ -51,7 +44,7 @@ export async function answerDroppingRelay(
       upstream.write(chunk);
     });
     upstream.on('data', (chunk: Buffer) => {
-      if (!dropAnswer) return void socket.write(chunk);
+      if (!dropAnswer) return void socket.write(closing(chunk));
       dropped = true;
       socket.destroy();
       upstream.destroy();
@@ -69,4 +62,18 @@ export async function answerDroppingRelay(
     dropped: () => dropped,
     close: () => void server.close(),
   };
+}
+
+/** An answer's head says `Connection: close` (the API's server writes the head and a small body in one chunk). */
+function closing(chunk: Buffer): Buffer {
+  const text = chunk.toString('latin1');
+  if (!text.startsWith('HTTP/1.1 ')) return chunk;
+  const end = text.indexOf('\r\n\r\n');
+  if (end < 0) return chunk;
+  const head = text
+    .slice(0, end)
+    .split('\r\n')
+    .filter((line) => !/^connection:|^keep-alive:/i.test(line));
+  head.push('Connection: close');
+  return Buffer.concat([Buffer.from(head.join('\r\n'), 'latin1'), chunk.subarray(end)]);
 }
