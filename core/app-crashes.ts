@@ -11,6 +11,14 @@ import { environmentWithProject } from '../db/queries/environments';
 import { storedRule } from '../db/queries/notification-rules';
 import { emitIntegrationEvent } from './integration-events';
 
+/**
+ * How a crash's last exit ended, in words: "code 5", "signal SIGKILL". The activity's summary and the Slack line say
+ * it so; the `service` client and the console, which import no server code, word it the same.
+ */
+export function exitWords(crash: { exit_code?: number | null; signal?: string | null }): string {
+  return crash.exit_code != null ? `code ${crash.exit_code}` : `signal ${crash.signal ?? 'unknown'}`;
+}
+
 export async function recordAppCrashing(
   deps: { knex: Knex; temporal: Client; config: { taskQueue: string; baseUrl: string } },
   e: { teamId: string; projectId: string; environmentId: string; crash: WebCrash },
@@ -18,7 +26,7 @@ export async function recordAppCrashing(
   const env = await environmentWithProject(deps.knex, e.environmentId);
   if (!env) return; // deleted meanwhile
   const names = { environment: env.name, project: env.project_name };
-  const how = e.crash.exit_code !== null ? `code ${e.crash.exit_code}` : (e.crash.signal ?? 'a signal');
+  const how = exitWords(e.crash);
   await recordActivity(deps.knex, {
     teamId: e.teamId,
     actor: null,

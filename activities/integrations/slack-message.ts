@@ -1,4 +1,6 @@
 /** One readable Slack line per event (mrkdwn), from the event's data. */
+import { exitWords } from '../../core/app-crashes';
+
 const esc = (s: unknown) =>
   String(s ?? '')
     .replace(/&/g, '&amp;')
@@ -54,7 +56,7 @@ export function slackText(event: string, data: EventData): string {
     case 'backup.verify_failed':
       return `:rotating_light: Restore drill${where(data)} failed${data.reason ? `: ${esc(data.reason)}` : ''}${data.task?.url ? ` (${link(`task ${data.task.id ?? ''}`.trim(), data.task.url)})` : ''}`;
     case 'app.crashing':
-      return `:rotating_light: The app${where(data)} keeps exiting (${data.crash?.exit_code != null ? `code ${esc(data.crash.exit_code)}` : esc(data.crash?.signal ?? 'a signal')}): its host restarts it, visitors get 503 meanwhile`;
+      return `:rotating_light: The app${where(data)} keeps exiting (${esc(exitWords(data.crash ?? {}))}): its host restarts it, visitors get 503 meanwhile`;
     case 'token.expiring':
       return `:hourglass: Access token "${esc(data.token?.purpose)}"${data.team?.name ? ` of *${esc(data.team.name)}*` : ''} expires on ${esc(data.token?.expires_at?.slice(0, 10))}`;
     default:

@@ -46,7 +46,7 @@ async function crashWords(ctx: ReturnType<typeof contextOf>): Promise<Map<string
     const servers = await ctx.client.get<{ data: Server[] }>('/servers');
     for (const s of servers.data) {
       if (s.role !== 'web' || !s.crash) continue;
-      const how = s.crash.exit_code !== null ? `code ${s.crash.exit_code}` : (s.crash.signal ?? 'a signal');
+      const how = s.crash.exit_code !== null ? `code ${s.crash.exit_code}` : `signal ${s.crash.signal ?? 'unknown'}`;
       words.set(s.environment_id, `exiting: ${how}, ${s.crash.exits} time${s.crash.exits === 1 ? '' : 's'}`);
     }
   } catch {

@@ -101,7 +101,8 @@ export interface WebCrash {
 /**
  * Sets (or clears, with null) the crash record of the environment's `web` server, by the host that runs it: a host
  * the environment has left does not write it. `began`: the server had no record before this one (a run of exits
- * begins), with its team and project.
+ * begins), with its team and project. A record already as given is not written again (each worker's first report of an
+ * environment is a null, most often over a null).
  */
 export async function setWebCrash(
   knex: Knex,
@@ -115,7 +116,8 @@ export async function setWebCrash(
         WHERE environment_id = ? AND role = 'web' AND (host = ? OR host IS NULL)
         FOR UPDATE
      )
-     UPDATE servers s SET crash = ?::jsonb FROM old WHERE s.id = old.id
+     UPDATE servers s SET crash = new.crash FROM old, (SELECT ?::jsonb AS crash) new
+      WHERE s.id = old.id AND old.crash IS DISTINCT FROM new.crash
      RETURNING old.crash IS NULL AS was_clear, s.team_id, s.project_id`,
     [environmentId, host, crash === null ? null : JSON.stringify(crash)],
   );
