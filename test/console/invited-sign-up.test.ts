@@ -71,3 +71,57 @@ describe('signing up from an invitation', () => {
     expect(problems).toEqual([]);
   });
 });
+
+describe('an account whose address was never confirmed', () => {
+  it('signs in later: the console asks for the code, sends a new one on request, and goes on signed in', async () => {
+    const { page, problems } = browser();
+    await page.context().clearCookies();
+    const email = `later-${Date.now()}@example.test`;
+    // signed up, then the tab was closed before the code came
+    const signedUp = await t.agent().post('/signup', { name: 'Lena Later', email, password: 'a later long password' });
+    expect(signedUp.status, signedUp.text).toBe(201);
+    await t.smtp!.waitFor((m) => m.to.includes(email) && /Confirmation code:/.test(m.text));
+
+    await page.goto(`${t.baseUrl}/sign-in`);
+    await page.getByLabel('E-mail address').fill(email);
+    await page.getByLabel('Password').fill('a later long password');
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    // before, the form said "enter the code we sent, or ask for a new one" and offered neither
+    await page.getByRole('heading', { name: 'Confirm your e-mail address' }).waitFor();
+    await page.getByText(`We sent a code to ${email}. Type it here.`).waitFor();
+    await page.getByRole('button', { name: 'Send the code again' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `A new code is on its way to ${email}` })
+      .waitFor();
+    await browser().screenshot('sign-in-unconfirmed');
+    const codes = async () => t.smtp!.messages.filter((m) => m.to.includes(email) && /Confirmation code:/.test(m.text));
+    await expect.poll(async () => (await codes()).length).toBe(2);
+    const code = /^Confirmation code: (\S+)$/m.exec((await codes())[1].text)![1];
+    await page.getByLabel('Confirmation code').fill(code);
+    await page.getByRole('button', { name: 'Confirm', exact: true }).click();
+    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    const user = await t.deps.knex('users').where({ email }).first();
+    expect(user.email_confirmed_at).not.toBeNull();
+    expect(await t.deps.knex('sessions').where({ user_id: user.id })).toHaveLength(1);
+    expect(problems).toEqual([]);
+  });
+
+  it('a wrong password is refused as for any account: no code is asked for, nothing is sent', async () => {
+    const { page, problems } = browser();
+    await page.context().clearCookies();
+    const email = `wrong-${Date.now()}@example.test`;
+    expect(
+      (await t.agent().post('/signup', { name: 'Will Wrong', email, password: 'the right long password' })).status,
+    ).toBe(201);
+    await t.smtp!.waitFor((m) => m.to.includes(email));
+    await page.goto(`${t.baseUrl}/sign-in`);
+    await page.getByLabel('E-mail address').fill(email);
+    await page.getByLabel('Password').fill('not the password at all');
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByText('The e-mail address or the password is wrong').waitFor();
+    expect(await page.getByRole('heading', { name: 'Confirm your e-mail address' }).count()).toBe(0);
+    expect(t.smtp!.messages.filter((m) => m.to.includes(email))).toHaveLength(1);
+    expect(problems).toEqual([]);
+  });
+});

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { api, forgetSession, ok } from '../api/client';
+import { api, ApiError, forgetSession, ok } from '../api/client';
 import { useAction } from '../ui/hooks';
 import { ErrorNote, Field } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
@@ -54,11 +54,22 @@ function Credentials(p: {
 export function SignIn({ onSignedIn, returnTo }: { onSignedIn(): void; returnTo: string }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const action = useAction(async () => {
+  const [unconfirmed, setUnconfirmed] = useState(false);
+  const signIn = async () => {
     await ok(api.POST('/session', { body: { email, password } }));
     forgetSession();
     onSignedIn();
+  };
+  const action = useAction(async () => {
+    try {
+      await signIn();
+    } catch (err) {
+      // an account whose address is not confirmed yet: the code it was sent is asked for here, then the sign-in goes on
+      if (err instanceof ApiError && err.code === 'email_not_confirmed') return setUnconfirmed(true);
+      throw err;
+    }
   });
+  if (unconfirmed) return <ConfirmEmail email={email} then={signIn} />;
   return (
     <section class="card narrow">
       <h1>Sign in</h1>
@@ -82,6 +93,49 @@ export function SignIn({ onSignedIn, returnTo }: { onSignedIn(): void; returnTo:
   );
 }
 
+/**
+ * The code the address was sent: confirmed, then `then` (the sign-in with the password just typed). "Send the code
+ * again" says that one is on its way (the API answers the same whether or not the account exists).
+ */
+function ConfirmEmail({ email, then }: { email: string; then(): Promise<void> }) {
+  const [code, setCode] = useState('');
+  const [resent, setResent] = useState(false);
+  const confirm = useAction(async () => {
+    await ok(api.POST('/signup/confirm', { body: { code: code.trim() } }));
+    await then();
+  });
+  const resend = useAction(async () => {
+    setResent(false);
+    await ok(api.POST('/signup/resend', { body: { email } }));
+    setResent(true);
+  });
+  return (
+    <section class="card narrow">
+      <h1>Confirm your e-mail address</h1>
+      <p>We sent a code to {email}. Type it here.</p>
+      <ActionForm action={confirm}>
+        <Field
+          label="Confirmation code"
+          name="code"
+          required
+          autocomplete="one-time-code"
+          value={code}
+          onInput={(e) => setCode(value(e))}
+          error={confirm.error}
+        />
+        <button type="submit" disabled={confirm.busy}>
+          Confirm
+        </button>{' '}
+        <button type="button" class="secondary" onClick={() => resend.run()} disabled={resend.busy}>
+          Send the code again
+        </button>
+        <ErrorNote error={resend.error} />
+        {resent && <p role="status">A new code is on its way to {email}. Codes work for 24 hours.</p>}
+      </ActionForm>
+    </section>
+  );
+}
+
 /** Signing up, then the code from the e-mail; then signed in, on to `next` (an invitation's link comes back to it). */
 export function SignUp() {
   const { route, query } = useLocation();
@@ -89,45 +143,21 @@ export function SignUp() {
   const [name, setName] = useState('');
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [code, setCode] = useState('');
   const [sent, setSent] = useState(false);
   const signUp = useAction(async () => {
     await ok(api.POST('/signup', { body: { name, email, password } }));
     setSent(true);
   });
-  const confirm = useAction(async () => {
-    await ok(api.POST('/signup/confirm', { body: { code: code.trim() } }));
-    await ok(api.POST('/session', { body: { email, password } }));
-    forgetSession();
-    route(next, true);
-  });
-  const resend = useAction(async () => {
-    await ok(api.POST('/signup/resend', { body: { email } }));
-  });
   if (sent)
     return (
-      <section class="card narrow">
-        <h1>Confirm your e-mail address</h1>
-        <p>We sent a code to {email}. Type it here.</p>
-        <ActionForm action={confirm}>
-          <Field
-            label="Confirmation code"
-            name="code"
-            required
-            autocomplete="one-time-code"
-            value={code}
-            onInput={(e) => setCode(value(e))}
-            error={confirm.error}
-          />
-          <button type="submit" disabled={confirm.busy}>
-            Confirm
-          </button>{' '}
-          <button type="button" class="secondary" onClick={() => resend.run()} disabled={resend.busy}>
-            Send the code again
-          </button>
-          <ErrorNote error={resend.error} />
-        </ActionForm>
-      </section>
+      <ConfirmEmail
+        email={email}
+        then={async () => {
+          await ok(api.POST('/session', { body: { email, password } }));
+          forgetSession();
+          route(next, true);
+        }}
+      />
     );
   return (
     <section class="card narrow">
