@@ -52,6 +52,8 @@ describe.sequential('the console, end to end', () => {
     await page.getByLabel('Confirmation code').fill(code);
     await page.getByRole('button', { name: 'Confirm', exact: true }).click();
     await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    // no team yet: the Projects card says what comes first
+    await page.getByText('A project belongs to a team: create a team first, or accept an invitation to one.').waitFor();
     const user = await t.deps.knex('users').where({ email }).first();
     expect(user.email_confirmed_at).not.toBeNull();
     expect(c.problems).toEqual([]);
@@ -64,7 +66,8 @@ describe.sequential('the console, end to end', () => {
     await page.waitForURL(/\/teams\/[0-9a-f-]{36}$/);
     ids.team = idFrom(page.url(), 'teams');
     await c.screenshot('team');
-    await page.getByRole('link', { name: 'Dashboard' }).click();
+    // the team's Projects tab creates the first project where the person is
+    await page.getByText('No projects yet.').waitFor();
     await page.getByLabel("New project's name").fill('shop');
     await page.getByRole('button', { name: 'Create project' }).click();
     await page.waitForURL(/\/projects\/[0-9a-f-]{36}$/);

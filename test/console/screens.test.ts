@@ -107,6 +107,43 @@ describe.sequential('the console screens', () => {
     expect(c.problems).toEqual([]);
   });
 
+  it("projects: created on a team's Projects tab or on the dashboard in the team chosen; a developer is told who creates them", async () => {
+    const { page } = c;
+    const second = await t.deps.knex('teams').where({ name: 'Second team' }).first();
+    await go(`/teams/${second.id}`);
+    await page.getByText('No projects yet.').waitFor();
+    // before, the tab said "create one on the dashboard"; a name the API refuses is marked on the field
+    await page.getByLabel("New project's name").fill('Second API');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    await page.getByLabel("New project's name").and(page.locator('[aria-invalid="true"]')).waitFor();
+    expect(await t.deps.knex('projects').where({ team_id: second.id })).toEqual([]);
+    await page.getByLabel("New project's name").fill('second-api');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    await page.waitForURL(/\/projects\/[0-9a-f-]{36}$/);
+    const fromTab = await t.deps.knex('projects').where({ name: 'second-api' }).first();
+    expect([page.url(), fromTab.team_id]).toEqual([`${t.baseUrl}/projects/${fromTab.id}`, second.id]);
+    await go('/');
+    await page.getByLabel('Team', { exact: true }).selectOption({ label: 'Second team' });
+    await page.getByLabel("New project's name").fill('second-web');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    await page.waitForURL(/\/projects\/[0-9a-f-]{36}$/);
+    expect((await t.deps.knex('projects').where({ name: 'second-web' }).first()).team_id).toBe(second.id);
+
+    // a developer of one team: no form that the API would refuse, and who creates projects instead
+    const dev = await openConsoleAs(t, await sessionAgent(t, developer));
+    try {
+      await dev.go('/');
+      await dev.page.getByText('An admin or owner of your team creates its projects.').waitFor();
+      await dev.go(`/teams/${team.id}`);
+      await dev.page.getByRole('link', { name: 'screens-shop' }).waitFor();
+      expect(await dev.page.getByRole('button', { name: 'Create project' }).count()).toBe(0);
+      expect(dev.problems).toEqual([]);
+    } finally {
+      await dev.close();
+    }
+    expect(c.problems).toEqual([]);
+  });
+
   it('team: invites a colleague, changes a role, keeps the last owner; billing laid out by country', async () => {
     const { page } = c;
     await go(`/teams/${team.id}/people`);

@@ -2,10 +2,11 @@ import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, ok } from '../api/client';
 import { useAction, useLoad } from '../ui/hooks';
-import { ErrorNote, Field, LoadState, Section, Select } from '../ui/parts';
+import { ErrorNote, Field, LoadState, Section } from '../ui/parts';
 import { ActionForm } from '../ui/action-form';
 import { TaskList } from '../ui/tasks';
 import { NextSteps } from '../ui/next-steps';
+import { createsProjects, NewProjectForm } from '../ui/new-project';
 
 const value = (e: Event) => (e.target as HTMLInputElement).value;
 
@@ -15,19 +16,13 @@ export function Dashboard() {
   const projects = useLoad(() => ok(api.GET('/projects')), []);
   const tasks = useLoad(() => ok(api.GET('/tasks', { params: { query: { limit: 10 } } })), []);
   const [teamName, setTeamName] = useState('');
-  const [projectName, setProjectName] = useState('');
-  const [projectTeam, setProjectTeam] = useState('');
   const createTeam = useAction(async () => {
     const team = await ok(api.POST('/teams', { body: { name: teamName } }));
     route(`/teams/${team.id}`);
   });
-  const createProject = useAction(async () => {
-    const team_id = projectTeam || teams.data?.data[0]?.id || '';
-    const project = await ok(api.POST('/projects', { body: { team_id, name: projectName } }));
-    route(`/projects/${project.id}`);
-  });
   const teamList = teams.data?.data ?? [];
   const projectList = projects.data?.data ?? [];
+  const creatable = teamList.filter(createsProjects);
   return (
     <>
       <h1>Dashboard</h1>
@@ -66,28 +61,12 @@ export function Dashboard() {
               </li>
             ))}
           </ul>
-          {teamList.length > 0 && (
-            <ActionForm action={createProject}>
-              <Select
-                label="Team"
-                name="team_id"
-                value={projectTeam || teamList[0]?.id}
-                onChange={(e) => setProjectTeam((e.target as HTMLSelectElement).value)}
-                options={teamList.map((t) => ({ value: t.id, label: t.name }))}
-                error={createProject.error}
-              />
-              <Field
-                label="New project's name"
-                name="name"
-                required
-                value={projectName}
-                onInput={(e) => setProjectName(value(e))}
-                error={createProject.error}
-              />
-              <button type="submit" disabled={createProject.busy}>
-                Create project
-              </button>
-            </ActionForm>
+          {teamList.length === 0 ? (
+            <p class="muted">A project belongs to a team: create a team first, or accept an invitation to one.</p>
+          ) : creatable.length === 0 ? (
+            <p class="muted">An admin or owner of your team creates its projects.</p>
+          ) : (
+            <NewProjectForm teams={creatable} chooseTeam />
           )}
         </Section>
       </div>

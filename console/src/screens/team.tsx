@@ -11,6 +11,7 @@ import { Activity, RepositoryHosts } from './team-connections';
 import { Integrations } from './team-integrations';
 import { Tickets } from './team-tickets';
 import { usePageTitle } from '../ui/names';
+import { createsProjects, NewProjectForm } from '../ui/new-project';
 
 export function TeamPage({ id, tab }: { id: string; tab?: string }) {
   const teams = useLoad(() => ok(api.GET('/teams')), []);
@@ -23,7 +24,7 @@ export function TeamPage({ id, tab }: { id: string; tab?: string }) {
       <h1>{team?.name ?? 'Team'}</h1>
       <Tabs base={`/teams/${id}`} tabs={TEAM_TABS} current={current} />
       {current === '' ? (
-        <TeamProjects id={id} />
+        <TeamProjects id={id} creates={!!team && createsProjects(team)} team={team} />
       ) : current === '/people' ? (
         <People id={id} />
       ) : current === '/backup-destinations' ? (
@@ -47,7 +48,15 @@ export function TeamPage({ id, tab }: { id: string; tab?: string }) {
   );
 }
 
-function TeamProjects({ id }: { id: string }) {
+function TeamProjects({
+  id,
+  team,
+  creates,
+}: {
+  id: string;
+  team?: { id: string; name: string; role: string };
+  creates: boolean;
+}) {
   const projects = useLoad(() => ok(api.GET('/projects', { params: { query: { team_id: id } } })), [id]);
   return (
     <Section title="Projects">
@@ -59,7 +68,10 @@ function TeamProjects({ id }: { id: string }) {
           </li>
         ))}
       </ul>
-      {projects.data?.data.length === 0 && <p class="muted">No projects yet: create one on the dashboard.</p>}
+      {projects.data?.data.length === 0 && (
+        <p class="muted">No projects yet.{!creates && team && ' An admin or owner of the team creates them.'}</p>
+      )}
+      {creates && team && <NewProjectForm teams={[team]} />}
     </Section>
   );
 }
