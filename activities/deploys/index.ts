@@ -275,7 +275,10 @@ export function createBuildActivities(deps: Deps, provider: Provider) {
               if (r.reason !== 'cancelled') await failRelease(knex, release.id);
               throw failed(r.reason === 'cancelled' ? 'cancelled' : r.message);
             }
-            await releaseBuilt(knex, release.id, await commitMessageOf(deps, release));
+            await releaseBuilt(knex, release.id, await commitMessageOf(deps, release), {
+              web: r.manifest.web ?? null,
+              health: r.manifest.health ?? null,
+            });
             // built here earlier (a retry), or fetched: in the store once all the same
             await storeRelease(deps, provider, release, log);
             await recordTaskPhases(knex, input.taskId, { build_done: new Date().toISOString() });

@@ -40,6 +40,18 @@ const releaseRef = z.strictObject({
 });
 
 const liveRef = releaseRef.extend({
+  serving: z
+    .strictObject({
+      web: z
+        .string()
+        .nullable()
+        .describe('The command of its web process; null: none, visitors get 503 "no web process"'),
+      health: z.string().nullable().describe('The path checked before it went live; null: none'),
+    })
+    .nullable()
+    .describe(
+      'What its service.yaml says about serving, read at its build; null for a release built before it was recorded',
+    ),
   went_live: z
     .strictObject({ task_id: z.uuid(), at: z.string() })
     .nullable()

@@ -110,7 +110,11 @@ async function liveRef(knex: Deps['knex'], envId: string, r: ReleaseRow | undefi
   const ref = releaseRef(r);
   if (!ref) return null;
   const d = await lastWentLive(knex, envId, ref.id);
-  return { ...ref, went_live: d?.task_id ? { task_id: d.task_id, at: iso(d.went_live_at) } : null };
+  return {
+    ...ref,
+    serving: r?.serving ?? null,
+    went_live: d?.task_id ? { task_id: d.task_id, at: iso(d.went_live_at) } : null,
+  };
 }
 
 /** What a deploy of the environment would do now, or why none can be asked. */

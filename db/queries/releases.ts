@@ -19,6 +19,14 @@ export interface ReleaseRow {
   /** The archive's digest in the release store (null: not there). */
   archive_sha256?: string | null;
   archive_bytes?: number | string | null;
+  /** What its service.yaml said about serving (null: built before this was recorded). */
+  serving?: ReleaseServing | null;
+}
+
+/** The web command and health path of a release's service.yaml, each null when it names none. */
+interface ReleaseServing {
+  web: string | null;
+  health: string | null;
 }
 
 /** The live release of the environment (redeploy), or undefined. */
@@ -159,13 +167,22 @@ export async function failTaskBuildingRelease(knex: Knex, taskId: string): Promi
   await knex('releases').where({ task_id: taskId, status: 'building' }).update({ status: 'failed' });
 }
 
-/** The release is built: ready, its built_at kept when it had one, its commit's subject recorded. */
-export async function releaseBuilt(knex: Knex, releaseId: string, commitMessage: string | null): Promise<void> {
+/**
+ * The release is built: ready, its built_at kept when it had one, its commit's subject and what its service.yaml said
+ * about serving recorded.
+ */
+export async function releaseBuilt(
+  knex: Knex,
+  releaseId: string,
+  commitMessage: string | null,
+  serving: ReleaseServing,
+): Promise<void> {
   await knex('releases')
     .where({ id: releaseId })
     .update({
       status: 'ready',
       built_at: knex.raw('COALESCE(built_at, now())'),
       commit_message: commitMessage,
+      serving: JSON.stringify(serving),
     });
 }

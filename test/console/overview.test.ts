@@ -1,4 +1,4 @@
-import { copyFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertSamples } from '../../db/queries/resources';
@@ -588,6 +588,42 @@ describe.sequential('the environment overview', () => {
     w.repo.commit('steady');
     await deploy();
     await notice.waitFor({ state: 'detached', timeout: 10_000 });
+    expect(c.problems).toEqual([]);
+  });
+
+  it('says which command serves what is live, and when a release has none, that visitors get 503 and what to do', async () => {
+    const { page } = c;
+    const made = await agent.post(`/projects/${w.project.id}/environments`, { name: 'bare', git_ref: 'main' });
+    expect(made.status, made.text).toBe(201);
+    const bare = made.body as { id: string };
+    const deploy = async () => {
+      const res = await agent.post(`/environments/${bare.id}/deploy`);
+      expect(res.status, res.text).toBe(202);
+      const task = await waitForTask(t, w.api, res.body.id);
+      expect(task.status, task.error ?? '').toBe('succeeded');
+      return task.id as string;
+    };
+    await deploy();
+    await c.go(`/environments/${bare.id}`);
+    const live = page.getByRole('region', { name: 'Live now' });
+    await live.getByText('Web process', { exact: true }).waitFor();
+    expect(await live.locator('dd code').last().textContent()).toBe('node server.js');
+    const notice = live.getByRole('status').filter({ hasText: 'This release has no web process' });
+    expect(await notice.count()).toBe(0);
+    // a commit without service.yaml goes live with no web process: before, "Live now" showed it as any other
+    rmSync(path.join(w.repo.dir, 'service.yaml'));
+    const sha = commitAll(w.repo.dir, 'no manifest');
+    const taskId = await deploy();
+    await c.go(`/environments/${bare.id}`);
+    await live.getByText(sha.slice(0, 7)).waitFor();
+    await notice.waitFor();
+    expect(await notice.textContent()).toBe(
+      'This release has no web process (no web in its service.yaml, or no service.yaml), so visitors get 503 “no web process”. Add web: "<the command that starts it>" (it gets PORT) to service.yaml at the repository root, then deploy; its deploy\'s log says more.',
+    );
+    expect(await notice.getByRole('link', { name: "its deploy's log" }).getAttribute('href')).toBe(`/tasks/${taskId}`);
+    expect(await live.getByText('Web process', { exact: true }).count()).toBe(0);
+    await c.screenshot('live-without-web-process');
+    await checkA11y('environment, a release with no web process');
     expect(c.problems).toEqual([]);
   });
 });

@@ -5739,6 +5739,13 @@ export interface operations {
                             git_ref: string;
                             /** Format: uuid */
                             id: string;
+                            /** @description What its service.yaml says about serving, read at its build; null for a release built before it was recorded */
+                            serving: {
+                                /** @description The path checked before it went live; null: none */
+                                health: string | null;
+                                /** @description The command of its web process; null: none, visitors get 503 "no web process" */
+                                web: string | null;
+                            } | null;
                             /** @description The deployment that last put it live: its task (who asked, how long it took) and when */
                             went_live: {
                                 at: string;

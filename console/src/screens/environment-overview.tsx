@@ -185,7 +185,29 @@ function Live(props: { choices: Choices | undefined; error: unknown; recent: Tas
               </dd>
             </>
           )}
+          {live.serving?.web && (
+            <>
+              <dt>Web process</dt>
+              <dd>
+                <code>{live.serving.web}</code>
+              </dd>
+            </>
+          )}
         </dl>
+      )}
+      {live?.serving && !live.serving.web && (
+        <p class="notice" role="status">
+          This release has no web process (no <code>web</code> in its <code>service.yaml</code>, or no{' '}
+          <code>service.yaml</code>), so visitors get 503 “no web process”. Add{' '}
+          <code>web: "&lt;the command that starts it&gt;"</code> (it gets <code>PORT</code>) to{' '}
+          <code>service.yaml</code> at the repository root, then deploy
+          {taskId && (
+            <>
+              ; <a href={`/tasks/${taskId}`}>its deploy's log</a> says more
+            </>
+          )}
+          .
+        </p>
       )}
     </Section>
   );

@@ -163,6 +163,8 @@ describe('commit_message', () => {
     expect(choices.live_release).toMatchObject({
       commit_sha: sha,
       commit_message: [...subject].slice(0, 200).join(''),
+      // what its service.yaml says about serving, read at its build
+      serving: { web: 'node server.js', health: '/healthz' },
       went_live: { task_id: task.id, at: expect.any(String) },
     });
     // The release before (v1, live again after the rollback and redeploys above) says its own.
@@ -186,6 +188,10 @@ describe('a commit without service.yaml', () => {
       '==> No service.yaml: no build or deploy steps, no web process. package.json has a start script: to serve this app, add a service.yaml at the repository root with build: ["npm install"] and web: "npm start"',
     );
     expect(log).toContain('==> No web command in service.yaml: the environment answers 503 "no web process"');
+    // the deploy choices say so, for the console's "Live now"
+    const choices = deployChoicesSchema.parse((await w.api.get(`${url()}/deploy`)).body);
+    if (!choices.allowed) throw new Error(choices.message);
+    expect(choices.live_release?.serving).toEqual({ web: null, health: null });
   });
 });
 
