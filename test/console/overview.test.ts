@@ -623,6 +623,16 @@ describe.sequential('the environment overview', () => {
     expect(await notice.getByRole('link', { name: "its deploy's log" }).getAttribute('href')).toBe(`/tasks/${taskId}`);
     expect(await live.getByText('Web process', { exact: true }).count()).toBe(0);
     await c.screenshot('live-without-web-process');
+    // and on the project's page, in its row
+    await c.go(`/projects/${w.project.id}`);
+    const row = page
+      .getByRole('region', { name: 'Environments' })
+      .getByRole('row')
+      .filter({ has: page.getByRole('link', { name: 'bare' }) });
+    await row.getByText('no web process', { exact: true }).waitFor();
+    expect(await row.textContent()).toContain('no web process visitors get 503');
+    const others = page.getByRole('region', { name: 'Environments' }).getByRole('row').filter({ hasNotText: 'bare' });
+    expect(await others.getByText('no web process', { exact: true }).count()).toBe(0);
     await checkA11y('environment, a release with no web process');
     expect(c.problems).toEqual([]);
   });

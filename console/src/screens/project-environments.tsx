@@ -121,6 +121,13 @@ function LiveCell({ answer }: { answer: Choices | Error | undefined }) {
       <code>{shortSha(live.commit_sha)}</code>
       {live.commit_message && <> {live.commit_message}</>}
       {live.went_live && <span class="muted"> · since {when(live.went_live.at)}</span>}
+      {live.serving && !live.serving.web && (
+        <>
+          {' '}
+          <span class="status failed">no web process</span>
+          <span class="muted"> visitors get 503</span>
+        </>
+      )}
     </>
   );
 }
