@@ -19,6 +19,7 @@ import {
 } from '../../db/queries/releases';
 import { pruneReleaseArchives, storeRelease } from './release-archives';
 import { recordTaskPhases } from '../../db/queries/task-phases';
+import { recordVariablesLive } from '../../db/queries/variables';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { consoleEnv } from '../storage/volume-env';
@@ -207,7 +208,12 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
                 'GoLiveFailed',
                 type === 'move' ? live.message : `${live.message}; the previous release keeps serving`,
               );
-            if (type === 'move') return { deploymentId: null, url };
+            // what the processes got; a go-live an earlier attempt of this task made read them then: not known
+            const started = live.alreadyLive ? null : tenant.vars;
+            if (type === 'move') {
+              await recordVariablesLive(knex, deps.secrets, env.id, started);
+              return { deploymentId: null, url };
+            }
 
             const deploymentId = await knex.transaction(async (trx) => {
               await trx.raw(
@@ -218,6 +224,7 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
               await trx('environments')
                 .where({ id: env.id })
                 .update({ live_release_id: release.id, updated_at: trx.fn.now() });
+              await recordVariablesLive(trx, deps.secrets, env.id, started);
               return (await trx('deployments').where({ task_id: input.taskId }).first('id')).id as string;
             });
             log.line(`==> Live: release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)}) at ${url}`);

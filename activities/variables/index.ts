@@ -7,7 +7,7 @@ import type { Deps } from '../../system/deps';
 import type { Provider } from '../../host/provider';
 import { withTaskLog } from '../toolkit/task-log';
 import { userFault } from '../toolkit/failures';
-import { effectiveVariables } from '../../db/queries/variables';
+import { effectiveVariables, recordVariablesLive } from '../../db/queries/variables';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { consoleEnv } from '../storage/volume-env';
@@ -39,6 +39,8 @@ export function createVariableActivities(deps: Deps, provider: Provider) {
               onPhase: (phase) => phases.mark(phase),
             });
             if (!r.ok) throw userFault('RestartFailed', r.message);
+            // the processes run with these now (or, with no web process, will at their next start)
+            await recordVariablesLive(deps.knex, deps.secrets, input.environmentId, tenant.vars);
             return { restarted: !r.alreadyLive, variables: names.length };
           }),
         );

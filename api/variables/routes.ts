@@ -85,9 +85,9 @@ export const routes: RouteDef[] = [
     },
     async handler(ctx) {
       const scope = environmentScope(ctx.scope.row);
-      return variables.listEffective(ctx.deps, scope.environmentId!);
+      const { variables: list, live } = await variables.listEffective(ctx.deps, scope.environmentId!);
+      ctx.body = { data: list.map(presentEffective), live };
     },
-    present: presentEffective,
   }),
   defineRoute({
     method: 'get',

@@ -48,7 +48,18 @@ export const variableSchema = z.strictObject({
 });
 export const effectiveVariableSchema = variableSchema.extend({ source: z.enum(['project', 'environment']) });
 export const variableListSchema = z.strictObject({ data: z.array(variableSchema) });
-export const effectiveVariableListSchema = z.strictObject({ data: z.array(effectiveVariableSchema) });
+export const effectiveVariableListSchema = z.strictObject({
+  data: z.array(effectiveVariableSchema),
+  live: z
+    .strictObject({
+      applied: z
+        .boolean()
+        .describe('The live processes run with exactly this set; false after a change, until an apply or a deploy'),
+      since: z.string().describe('When the live processes were started with the variables they have'),
+    })
+    .nullable()
+    .describe('null: nothing is live, or what it was started with is not known (put live before it was recorded)'),
+});
 export const parsedSchema = z.strictObject({
   data: z.array(z.strictObject({ name: z.string(), value: z.string(), line: z.number().int() })),
 });

@@ -6,7 +6,14 @@
 import type { Knex } from 'knex';
 import type { Deps } from '../../system/deps';
 import type { Variable } from '../../db/models/variable';
-import { effectiveVariables, openVariable, sealVariable, type VariableScope } from '../../db/queries/variables';
+import {
+  effectiveVariables,
+  openVariable,
+  sealVariable,
+  type VariableScope,
+  variablesDigest,
+  variablesLive,
+} from '../../db/queries/variables';
 import { errors } from '../../core/errors';
 import type { Actor } from '../../core/actor';
 import { recordActivity } from '../../db/queries/activity';
@@ -43,8 +50,20 @@ export async function listOwn(deps: Deps, scope: Scope) {
 }
 
 /** The set the environment's processes get, each with its source (GET /environments/{id}/variables). */
+/**
+ * The environment's effective set, and whether its live processes run with exactly it: `applied` false after a
+ * change until an apply or a deploy starts them with it; `live` null when nothing is live or it is not known.
+ */
 export async function listEffective(deps: Deps, environmentId: string) {
-  return effectiveVariables(deps.knex, deps.secrets, environmentId);
+  const [list, { live, anythingLive }] = await Promise.all([
+    effectiveVariables(deps.knex, deps.secrets, environmentId),
+    variablesLive(deps.knex, environmentId),
+  ]);
+  const current = variablesDigest(deps.secrets, Object.fromEntries(list.map((v) => [v.name, v.value])));
+  return {
+    variables: list,
+    live: anythingLive && live ? { applied: live.digest === current, since: live.at } : null,
+  };
 }
 
 export async function getEffective(deps: Deps, environmentId: string, name: string) {

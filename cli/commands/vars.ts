@@ -43,13 +43,21 @@ export function register(program: Command): void {
     .action(async (ref: string, _o, cmd: Command) => {
       const ctx = contextOf(cmd);
       const env = await resolveEnvironment(ctx.client, ref);
-      const body = await ctx.client.get<{ data: Variable[] }>(`/environments/${env.id}/variables`);
+      const body = await ctx.client.get<{ data: Variable[]; live: { applied: boolean; since: string } | null }>(
+        `/environments/${env.id}/variables`,
+      );
       if (ctx.json) return printJson(body);
       table(
         ['name', 'value', 'source', 'updated'],
         body.data.map((v) => [v.name, v.secret ? '[secret]' : v.value, v.source, v.updated_at]),
         'No variables',
       );
+      // on stderr: whether the running processes have this set
+      if (body.live?.applied === false)
+        note(
+          `Changed since the app started (${body.live.since}): not live yet; \`service vars apply ${ref}\` restarts it with these.`,
+        );
+      else if (body.live) note(`The app runs with these (started with them ${body.live.since}).`);
     });
 
   vars

@@ -3,6 +3,7 @@
  * set an environment's processes get. Values are sealed with the console's encryption key; the aad binds a
  * sealed value to its scope and name.
  */
+import { createHmac } from 'node:crypto';
 import type { Knex } from 'knex';
 import { open, seal } from '../../system/crypto';
 import type { Secrets } from '../../system/secrets';
@@ -92,4 +93,48 @@ export async function secretVariableRows(knex: Knex, projectIds: string[]): Prom
     .where({ secret: true })
     .whereIn('project_id', projectIds)
     .select('project_id', 'environment_id', 'name', 'value_sealed')) as SecretVariableRow[];
+}
+
+/**
+ * A keyed digest of the variables a process gets (names and values, in name order): equal sets give equal digests,
+ * and it tells nothing of a value (HMAC under a key derived from the encryption key, which every host that starts
+ * processes holds). A rotated encryption key changes it: the set then reads as not applied until the next apply.
+ */
+export function variablesDigest(secrets: Keys, vars: Record<string, string>): string {
+  const key = createHmac('sha256', secrets.encryptionKey.key).update('vc-variables-digest').digest();
+  const entries = Object.entries(vars).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHmac('sha256', key).update(JSON.stringify(entries)).digest('hex');
+}
+
+/** What the environment's live processes were started with (`environments.variables_live`). */
+interface VariablesLive {
+  digest: string;
+  at: string;
+}
+
+/**
+ * Records the variables the environment's processes were just started with; `vars` null: not known (a retried
+ * go-live whose processes an earlier attempt started, with what it read then).
+ */
+export async function recordVariablesLive(
+  knex: Knex,
+  secrets: Keys,
+  environmentId: string,
+  vars: Record<string, string> | null,
+): Promise<void> {
+  const live: VariablesLive | null = vars
+    ? { digest: variablesDigest(secrets, vars), at: new Date().toISOString() }
+    : null;
+  await knex('environments')
+    .where({ id: environmentId })
+    .update({ variables_live: live === null ? null : JSON.stringify(live) });
+}
+
+/** The environment's `variables_live`, and whether anything is live on it. */
+export async function variablesLive(
+  knex: Knex,
+  environmentId: string,
+): Promise<{ live: VariablesLive | null; anythingLive: boolean }> {
+  const row = await knex('environments').where({ id: environmentId }).first('variables_live', 'live_release_id');
+  return { live: (row?.variables_live as VariablesLive | null) ?? null, anythingLive: Boolean(row?.live_release_id) };
 }

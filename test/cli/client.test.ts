@@ -17,6 +17,7 @@ import { cliHome, runCli } from '../helpers/cli';
 import { storeCliSession } from '../helpers/cli-session';
 import { readStore, writeStore } from '../../cli/config';
 import { generateSecret } from '../../api/lib/token-format';
+import { processVariables, recordVariablesLive } from '../../db/queries/variables';
 
 const t = useTestContext({ env: { FAILED_CREDENTIALS_LIMIT: '2', FAILED_CREDENTIALS_BLOCK_SECONDS: '3' } });
 // Each test runs the client (a node process) several times: slow on a busy machine.
@@ -301,5 +302,33 @@ describe('service vars', () => {
     const bad = await runCli(t, ['vars', 'set', envLabel, 'VC_X=1'], asPerson());
     expect(bad.code).toBe(4);
     expect(bad.stderr).toMatch(/name: /);
+  });
+
+  it('list says on stderr whether the running app has the set: after a change, that `vars apply` puts it live', async () => {
+    await storeCliSession(t, owner, home);
+    // the processes as a go-live records them (workflows/variables-reach-processes.test.ts: through a real apply)
+    const env = await t.deps.knex('environments').where({ id: envId }).first();
+    const [release] = await t.deps
+      .knex('releases')
+      .insert({
+        team_id: env.team_id,
+        project_id: env.project_id,
+        environment_id: envId,
+        git_ref: 'main',
+        commit_sha: 'c'.repeat(40),
+        status: 'ready',
+      })
+      .returning('id');
+    await t.deps.knex('environments').where({ id: envId }).update({ live_release_id: release.id });
+    const { vars } = await processVariables(t.deps.knex, t.deps.secrets, envId);
+    await recordVariablesLive(t.deps.knex, t.deps.secrets, envId, vars);
+    const running = await runCli(t, ['vars', 'list', envLabel], home);
+    expect(running.code, running.stderr).toBe(0);
+    expect(running.stderr).toMatch(/^The app runs with these \(started with them \S+\)\.$/m);
+    expect((await runCli(t, ['vars', 'set', envLabel, 'GREETING=changed'], home)).code).toBe(0);
+    const changed = await runCli(t, ['vars', 'list', envLabel], home);
+    expect(changed.stderr).toContain(`not live yet; \`service vars apply ${envLabel}\` restarts it with these.`);
+    // stdout stays the table alone
+    expect(changed.stdout).not.toContain('live');
   });
 });

@@ -636,4 +636,27 @@ describe.sequential('the environment overview', () => {
     await checkA11y('environment, a release with no web process');
     expect(c.problems).toEqual([]);
   });
+
+  it('says whether the app runs with the saved variables; after "Apply" the page says it does, with no reload', async () => {
+    const { page } = c;
+    // production's processes were started before the keyboard test saved TYPED_NOT_CLICKED
+    await c.go(`${env()}/variables`);
+    const changed = page.getByRole('status').filter({ hasText: 'not live yet' });
+    await changed.waitFor();
+    expect(await changed.textContent()).toMatch(
+      /^Changed since the app started \(.+\): not live yet\. “Apply” restarts it with these, one instance at a time; so does the next deploy\.$/,
+    );
+    await c.screenshot('variables-not-live-yet');
+    await checkA11y('variables, saved but not live');
+    await page.getByRole('button', { name: 'Apply', exact: true }).click();
+    await page.getByRole('link', { name: 'follow the task' }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: 'The app runs with these variables' })
+      .waitFor({ timeout: 30_000 });
+    await changed.waitFor({ state: 'detached' });
+    const served = await t.deps.knex('environments').where({ id: w.environment.id }).first('variables_live');
+    expect(served.variables_live).toMatchObject({ digest: expect.any(String) });
+    expect(c.problems).toEqual([]);
+  });
 });

@@ -94,7 +94,17 @@ describe('variables in builds, deploy steps and web processes', () => {
   });
 
   it('POST /environments/{id}/variables/apply restarts the web process with the current variables, without a build', async () => {
+    const live = async () => {
+      const r = await admin.get(`/environments/${env.id}/variables`);
+      expect(r.status, r.text).toBe(200);
+      return r.body.live as { applied: boolean; since: string } | null;
+    };
+    // the deploy above started the processes with the saved set
+    const deployed = await live();
+    expect(deployed).toMatchObject({ applied: true });
     await admin.post(`/environments/${env.id}/variables`, { name: 'GREETING', value: 'applied' });
+    // saved, not live yet: the list says so until an apply
+    expect(await live()).toEqual({ applied: false, since: deployed!.since });
     const res = await admin.post(`/environments/${env.id}/variables/apply`);
     expect(res.status, res.text).toBe(202);
     expect(res.body).toMatchObject({ kind: 'configuration', type: 'apply_variables', environment_id: env.id });
@@ -106,6 +116,23 @@ describe('variables in builds, deploy steps and web processes', () => {
     expect(log).not.toContain('==> Building');
     const served = (await (await fetch(`http://127.0.0.1:${env.port}/`)).json()) as Record<string, string>;
     expect(served.GREETING).toBe('applied');
+    // the task's succeeded: the very next read says the processes have the set
+    const applied = await live();
+    expect(applied?.applied).toBe(true);
+    expect(Date.parse(applied!.since)).toBeGreaterThan(Date.parse(deployed!.since));
+    // a removal is a change too, and a secret's new value (the list never shows it) as well
+    await admin.post(`/environments/${env.id}/variables`, { name: 'API_SECRET', value: `${SECRET}-2`, secret: true });
+    expect((await live())?.applied).toBe(false);
+    await admin.post(`/environments/${env.id}/variables`, { name: 'API_SECRET', value: SECRET, secret: true });
+    expect((await live())?.applied).toBe(true);
+    expect((await admin.delete(`/projects/${projectId}/variables/SHARED`)).status).toBe(204);
+    expect((await live())?.applied).toBe(false);
+    await admin.post(`/projects/${projectId}/variables`, { name: 'SHARED', value: 'project-level' });
+    expect((await live())?.applied).toBe(true);
+    // the stored record is a digest, never a value
+    const row = await t.deps.knex('environments').where({ id: env.id }).first('variables_live');
+    expect(JSON.stringify(row.variables_live)).not.toContain(SECRET);
+    expect(row.variables_live.digest).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('POST /projects/{id}/variables/apply starts one task per environment with a live release', async () => {
@@ -118,5 +145,11 @@ describe('variables in builds, deploy steps and web processes', () => {
     expect(res.status, res.text).toBe(202);
     expect(res.body.data.map((task: { environment_id: string }) => task.environment_id)).toEqual([env.id]);
     expect((await waitForTask(t, api, res.body.data[0].id, { timeoutMs: 60_000 })).status).toBe('succeeded');
+    // nothing is live there: nothing to say of what it runs with
+    const never = await t.deps
+      .knex('environments')
+      .where({ project_id: projectId, name: 'never-deployed' })
+      .first('id');
+    expect((await admin.get(`/environments/${never.id}/variables`)).body.live).toBeNull();
   });
 });

@@ -9687,6 +9687,13 @@ export interface operations {
                             /** @description null for a secret */
                             value: string | null;
                         }[];
+                        /** @description null: nothing is live, or what it was started with is not known (put live before it was recorded) */
+                        live: {
+                            /** @description The live processes run with exactly this set; false after a change, until an apply or a deploy */
+                            applied: boolean;
+                            /** @description When the live processes were started with the variables they have */
+                            since: string;
+                        } | null;
                     };
                 };
             };

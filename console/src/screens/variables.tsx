@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import {
   type ExistingVariable,
@@ -96,15 +96,35 @@ export function EnvPreview({
   );
 }
 
+/** Whether an environment's live processes run with its variables (GET /environments/{id}/variables `live`). */
+type Live = { applied: boolean; since: string } | null;
+
+/** The set against what the app runs with: saved changes are not live until "Apply" or a deploy. */
+function LiveWords({ live }: { live: Live }) {
+  if (!live) return null;
+  return live.applied ? (
+    <p class="muted" role="status">
+      The app runs with these variables (started with them {when(live.since)}).
+    </p>
+  ) : (
+    <p class="notice" role="status">
+      Changed since the app started ({when(live.since)}): not live yet. “Apply” restarts it with these, one instance at
+      a time; so does the next deploy.
+    </p>
+  );
+}
+
 export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environments'; id: string }) {
   const path = { params: { path: { id } } };
-  const list = useLoad(
-    (): Promise<ExistingVariable[]> =>
+  const listed = useLoad(
+    (): Promise<{ rows: ExistingVariable[]; live: Live }> =>
       scope === 'projects'
-        ? ok(api.GET('/projects/{id}/variables', path)).then((r) => r.data)
-        : ok(api.GET('/environments/{id}/variables', path)).then((r) => r.data),
+        ? ok(api.GET('/projects/{id}/variables', path)).then((r) => ({ rows: r.data, live: null }))
+        : ok(api.GET('/environments/{id}/variables', path)).then((r) => ({ rows: r.data, live: r.live })),
     [scope, id],
   );
+  const list = { ...listed, data: listed.data?.rows };
+  const live = listed.data?.live ?? null;
   const [name, setName] = useState('');
   const [val, setVal] = useState('');
   const [secret, setSecret] = useState(false);
@@ -159,6 +179,13 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
       setApplyTask(r.data[0]?.id);
     } else setApplyTask((await ok(api.POST('/environments/{id}/variables/apply', path))).id);
   });
+  // while an apply runs, the set is read again until the processes have it
+  const applying = Boolean(applyTask && live && !live.applied);
+  useEffect(() => {
+    if (!applying) return;
+    const timer = setTimeout(() => void listed.reload(), 2000);
+    return () => clearTimeout(timer);
+  }, [applying, listed.data]);
   const rows = parsed && list.data ? previewImport(parsed, list.data, overwrite) : undefined;
   return (
     <>
@@ -209,6 +236,7 @@ export function VariablesEditor({ scope, id }: { scope: 'projects' | 'environmen
             </table>
           </div>
         )}
+        <LiveWords live={live} />
         <button type="button" onClick={() => apply.run()} disabled={apply.busy}>
           Apply
         </button>
