@@ -103,6 +103,22 @@ async function checkA11y(name: string) {
   expect(found).toEqual([]);
 }
 
+/** Another environment of the project, made through the API (so that it has its web server). */
+async function newEnvironment(name: string): Promise<{ id: string }> {
+  const made = await agent.post(`/projects/${w.project.id}/environments`, { name, git_ref: 'main' });
+  expect(made.status, made.text).toBe(201);
+  return made.body;
+}
+
+/** Deploys the environment's branch through the API and waits for its success; answers the task's id. */
+async function deployTo(environmentId: string): Promise<string> {
+  const res = await agent.post(`/environments/${environmentId}/deploy`);
+  expect(res.status, res.text).toBe(202);
+  const task = await waitForTask(t, w.api, res.body.id);
+  expect(task.status, task.error ?? '').toBe('succeeded');
+  return task.id as string;
+}
+
 describe.sequential('the environment overview', () => {
   eachTestAnswersForProblems(() => c);
 
@@ -553,15 +569,8 @@ describe.sequential('the environment overview', () => {
   });
   it('says when a live app keeps exiting, on the project page and the environment page, until a release that stays up is live', async () => {
     const { page } = c;
-    const made = await agent.post(`/projects/${w.project.id}/environments`, { name: 'flaky', git_ref: 'main' });
-    expect(made.status, made.text).toBe(201);
-    const flaky = made.body as { id: string };
-    const deploy = async () => {
-      const res = await agent.post(`/environments/${flaky.id}/deploy`);
-      expect(res.status, res.text).toBe(202);
-      const task = await waitForTask(t, w.api, res.body.id);
-      expect(task.status, task.error ?? '').toBe('succeeded');
-    };
+    const flaky = await newEnvironment('flaky');
+    const deploy = () => deployTo(flaky.id);
     // it answers, so it goes live, then exits with code 5, and so does every restart
     commitWebApp(w.repo.dir, EXITS_AFTER_A_MOMENT, 'exits after 0.7 s');
     await deploy();
@@ -593,16 +602,8 @@ describe.sequential('the environment overview', () => {
 
   it('says which command serves what is live, and when a release has none, that visitors get 503 and what to do', async () => {
     const { page } = c;
-    const made = await agent.post(`/projects/${w.project.id}/environments`, { name: 'bare', git_ref: 'main' });
-    expect(made.status, made.text).toBe(201);
-    const bare = made.body as { id: string };
-    const deploy = async () => {
-      const res = await agent.post(`/environments/${bare.id}/deploy`);
-      expect(res.status, res.text).toBe(202);
-      const task = await waitForTask(t, w.api, res.body.id);
-      expect(task.status, task.error ?? '').toBe('succeeded');
-      return task.id as string;
-    };
+    const bare = await newEnvironment('bare');
+    const deploy = () => deployTo(bare.id);
     await deploy();
     await c.go(`/environments/${bare.id}`);
     const live = page.getByRole('region', { name: 'Live now' });
