@@ -660,4 +660,28 @@ describe.sequential('the environment overview', () => {
     expect(served.variables_live).toMatchObject({ digest: expect.any(String) });
     expect(c.problems).toEqual([]);
   });
+
+  it('a deploy that failed says on its page what still serves, and what to do next', async () => {
+    const { page } = c;
+    const bare = await t.deps.knex('environments').where({ project_id: w.project.id, name: 'bare' }).first('id');
+    const live = (await agent.get(`/environments/${bare.id}/deploy`)).body.live_release;
+    writeFileSync(path.join(w.repo.dir, 'service.yaml'), 'build: ["exit 3"]\nweb: node server.js\n');
+    commitAll(w.repo.dir, 'a build that fails');
+    const res = await agent.post(`/environments/${bare.id}/deploy`);
+    expect(res.status, res.text).toBe(202);
+    expect((await waitForTask(t, w.api, res.body.id)).status).toBe('failed');
+    await c.go(`/tasks/${res.body.id}`);
+    const after = page.getByRole('status').filter({ hasText: 'keeps serving' });
+    await after.waitFor();
+    expect(await after.textContent()).toBe(
+      `Nothing changed on the environment: ${live.commit_sha.slice(0, 7)} “${live.commit_message}” keeps serving. Fix what the log below shows, commit, and deploy again.`,
+    );
+    await c.screenshot('deploy-failed');
+    await checkA11y('a failed deploy');
+    // a task that succeeded says nothing of the kind
+    await c.go(`/tasks/${live.went_live.task_id}`);
+    await page.getByText('succeeded', { exact: true }).first().waitFor();
+    expect(await page.getByText('keeps serving').count()).toBe(0);
+    expect(c.problems).toEqual([]);
+  });
 });

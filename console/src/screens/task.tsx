@@ -8,6 +8,7 @@ import { taskLabel } from '../lib/task-label';
 import { usePageTitle } from '../ui/names';
 import { Crumbs } from '../ui/crumbs';
 import { readTeams } from '../lib/current-team';
+import { AfterFailure } from '../ui/after-failure';
 
 const HOW: Record<string, string> = {
   session: 'in the console',
@@ -120,6 +121,7 @@ export function TaskPage({ id }: { id: string }) {
             </button>
           )}
           <ErrorNote error={cancel.error} />
+          <AfterFailure taskId={id} type={t.type} status={shown} environmentId={t.environment_id} />
         </Section>
       )}
       {t && t.phases.length > 0 && (
