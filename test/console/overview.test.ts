@@ -640,8 +640,16 @@ describe.sequential('the environment overview', () => {
 
   it('says whether the app runs with the saved variables; after "Apply" the page says it does, with no reload', async () => {
     const { page } = c;
-    // production's processes were started before the keyboard test saved TYPED_NOT_CLICKED
-    await c.go(`${env()}/variables`);
+    // production's processes were started before the keyboard test saved TYPED_NOT_CLICKED: its overview says so
+    await c.go(env());
+    const pending = page
+      .getByRole('region', { name: 'Live now' })
+      .getByRole('status')
+      .filter({ hasText: 'Saved variable changes are not live yet' });
+    await pending.waitFor();
+    expect(await pending.textContent()).toBe('Saved variable changes are not live yet: apply them or deploy.');
+    await pending.getByRole('link', { name: 'apply them' }).click();
+    await page.waitForURL(`${t.baseUrl}${env()}/variables`);
     const changed = page.getByRole('status').filter({ hasText: 'not live yet' });
     await changed.waitFor();
     expect(await changed.textContent()).toMatch(
@@ -656,6 +664,10 @@ describe.sequential('the environment overview', () => {
       .filter({ hasText: 'The app runs with these variables' })
       .waitFor({ timeout: 30_000 });
     await changed.waitFor({ state: 'detached' });
+    await c.go(env());
+    await page.getByRole('region', { name: 'Live now' }).getByText('Web process', { exact: true }).waitFor();
+    await c.settled(); // the variables are read once the page is quiet
+    expect(await pending.count()).toBe(0);
     const served = await t.deps.knex('environments').where({ id: w.environment.id }).first('variables_live');
     expect(served.variables_live).toMatchObject({ digest: expect.any(String) });
     expect(c.problems).toEqual([]);
