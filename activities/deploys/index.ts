@@ -19,7 +19,7 @@ import {
 } from '../../db/queries/releases';
 import { pruneReleaseArchives, storeRelease } from './release-archives';
 import { recordTaskPhases } from '../../db/queries/task-phases';
-import { recordVariablesLive } from '../../db/queries/variables';
+import { recordVariablesLive, variablesLiveColumn } from '../../db/queries/variables';
 import { stepEnv, tenantEnv } from '../toolkit/step-env';
 import { withHeartbeat } from '../toolkit/heartbeat';
 import { consoleEnv } from '../storage/volume-env';
@@ -223,8 +223,11 @@ export function createDeployActivities(deps: Deps, provider: Provider) {
               );
               await trx('environments')
                 .where({ id: env.id })
-                .update({ live_release_id: release.id, updated_at: trx.fn.now() });
-              await recordVariablesLive(trx, deps.secrets, env.id, started);
+                .update({
+                  live_release_id: release.id,
+                  variables_live: variablesLiveColumn(deps.secrets, started),
+                  updated_at: trx.fn.now(),
+                });
               return (await trx('deployments').where({ task_id: input.taskId }).first('id')).id as string;
             });
             log.line(`==> Live: release ${release.id} (${release.git_ref}@${shortSha(release.commit_sha)}) at ${url}`);

@@ -49,10 +49,10 @@ export async function listOwn(deps: Deps, scope: Scope) {
   return rows.map((row) => ({ ...row, value: openVariable(deps.secrets, row) }));
 }
 
-/** The set the environment's processes get, each with its source (GET /environments/{id}/variables). */
 /**
- * The environment's effective set, and whether its live processes run with exactly it: `applied` false after a
- * change until an apply or a deploy starts them with it; `live` null when nothing is live or it is not known.
+ * The set the environment's processes get, each with its source (GET /environments/{id}/variables), and whether its
+ * live processes run with exactly it: `applied` false after a change until an apply or a deploy starts them with
+ * it; `live` null when nothing is live or it is not known.
  */
 export async function listEffective(deps: Deps, environmentId: string) {
   const [list, { live, anythingLive }] = await Promise.all([

@@ -113,21 +113,26 @@ interface VariablesLive {
 }
 
 /**
- * Records the variables the environment's processes were just started with; `vars` null: not known (a retried
- * go-live whose processes an earlier attempt started, with what it read then).
+ * The `variables_live` column's value for processes just started with `vars`; `vars` null: not known (a retried
+ * go-live whose processes an earlier attempt started, with what it read then). For an UPDATE that writes the
+ * environment's row anyway (a go-live's `live_release_id`).
  */
+export function variablesLiveColumn(secrets: Keys, vars: Record<string, string> | null): string | null {
+  if (!vars) return null;
+  const live: VariablesLive = { digest: variablesDigest(secrets, vars), at: new Date().toISOString() };
+  return JSON.stringify(live);
+}
+
+/** Records the variables the environment's processes were just started with (null: not known). */
 export async function recordVariablesLive(
   knex: Knex,
   secrets: Keys,
   environmentId: string,
   vars: Record<string, string> | null,
 ): Promise<void> {
-  const live: VariablesLive | null = vars
-    ? { digest: variablesDigest(secrets, vars), at: new Date().toISOString() }
-    : null;
   await knex('environments')
     .where({ id: environmentId })
-    .update({ variables_live: live === null ? null : JSON.stringify(live) });
+    .update({ variables_live: variablesLiveColumn(secrets, vars) });
 }
 
 /** The environment's `variables_live`, and whether anything is live on it. */
