@@ -9,6 +9,7 @@ import { register as vars } from './commands/vars';
 import { register as backups } from './commands/backups';
 import { register as validate } from './commands/validate';
 import { register as completion } from './commands/completion';
+import { register as api } from './commands/api';
 
 /** `service`: the console from a terminal or a pipeline (CONTRACT "The `service` client"). */
 
@@ -25,7 +26,8 @@ Examples:
   service login
   service deploy shop/production --wait
   VC_TOKEN=vcp_... service deploy production --wait --queue     # in CI
-  service tasks --environment shop/production --json`;
+  service tasks --environment shop/production --json
+  service api /environments/{env}/domains --env shop/production   # any call the console makes`;
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
   .version;
@@ -39,7 +41,7 @@ function buildProgram(): Command {
     .showHelpAfterError('(run `service --help` or `service <command> --help` for usage)')
     .addHelpText('after', HELP_AFTER)
     .exitOverride();
-  for (const register of [auth, reads, deploys, vars, backups, validate, completion]) register(program);
+  for (const register of [auth, reads, deploys, vars, backups, validate, api, completion]) register(program);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();

@@ -15,15 +15,21 @@ function positiveInt(value: string): number {
 
 const when = (iso: string | null | undefined) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '');
 
-/** What each environment serves, as its `live` column: the live commit, `none`, `deploying`, or `-` (not shown). */
+/**
+ * What each environment serves, as its `live` column: the live commit (`(no web process)` after it when its release
+ * runs none, so visitors get 503), `none`, `deploying`, or `-` (not shown).
+ */
 async function liveCommits(ctx: ReturnType<typeof contextOf>, envs: { id: string }[]): Promise<string[]> {
-  type Choices = { allowed: true; live_release: { commit_sha: string } | null } | { allowed: false; reason: string };
+  type Live = { commit_sha: string; serving?: { web: string | null } | null };
+  type Choices = { allowed: true; live_release: Live | null } | { allowed: false; reason: string };
   return Promise.all(
     envs.map(async (e) => {
       try {
         const c = await ctx.client.get<Choices>(`/environments/${e.id}/deploy`);
         if (!c.allowed) return c.reason === 'deploy_in_progress' ? 'deploying' : '-';
-        return c.live_release ? c.live_release.commit_sha.slice(0, 7) : 'none';
+        if (!c.live_release) return 'none';
+        const sha = c.live_release.commit_sha.slice(0, 7);
+        return c.live_release.serving && c.live_release.serving.web === null ? `${sha} (no web process)` : sha;
       } catch {
         return '-';
       }

@@ -94,6 +94,26 @@ describe('service deploy ENV --wait', () => {
     expect(task).toMatchObject({ type: 'redeploy', status: 'succeeded', environment_id: w.environment.id });
     expect(res.stderr).toContain('==> Live: release');
   });
+
+  it('`service api PATH --wait` follows the task a call started: its log on stderr, the ended task on stdout', async () => {
+    const res = await runCli(
+      t,
+      ['api', '/environments/{env}/redeploy', '--env', 'production', '-F', 'skip_steps=true', '--wait'],
+      asToken(),
+    );
+    expect(res.code, res.stderr).toBe(0);
+    const task = JSON.parse(res.stdout);
+    expect(task).toMatchObject({ type: 'redeploy', status: 'succeeded', environment_id: w.environment.id });
+    // the log, whole and in order, between the state lines (`redeploy (task ID): running`) on stderr
+    const states = new RegExp(`^redeploy \\(task ${task.id}\\): \\w+\\n`, 'gm');
+    expect(res.stderr.replace(states, '')).toContain(await taskLog(t, w.api, task.id));
+    expect(res.stderr).toContain(`Task ${task.id} (redeploy) succeeded`);
+    expect((await w.api.get(`/tasks/${task.id}`)).body.params).toMatchObject({ skip_steps: true });
+
+    const noTask = await runCli(t, ['api', `/environments/${w.environment.id}`, '--wait'], asToken());
+    expect(noTask.code).toBe(4);
+    expect(noTask.stderr).toContain('answered no task: leave out --wait');
+  });
 });
 
 describe('service task ID --follow', () => {

@@ -14,6 +14,7 @@ import {
   taskLog,
   waitForTask,
 } from '../../helpers/deploy-fixtures';
+import { cliHome, runCli } from '../../helpers/cli';
 import { deployChoicesSchema, releasePageSchema } from '../../../api/pipeline/schemas';
 
 // the Slack integration's receiver of the crash test is on loopback
@@ -192,6 +193,10 @@ describe('a commit without service.yaml', () => {
     const choices = deployChoicesSchema.parse((await w.api.get(`${url()}/deploy`)).body);
     if (!choices.allowed) throw new Error(choices.message);
     expect(choices.live_release?.serving).toEqual({ web: null, health: null });
+    // and `service environments` marks its LIVE commit
+    const cli = await runCli(t, ['environments'], { ...cliHome(t), VC_TOKEN: w.api.bearer! });
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(cli.stdout).toContain(`${choices.live_release!.commit_sha.slice(0, 7)} (no web process)`);
   });
 });
 
