@@ -49,7 +49,7 @@ export abstract class SupervisorCore {
     this.publishRoute = opts.publish;
     this.drainMs = opts.drainMs ?? 1000;
     this.exposure = opts.exposure;
-    this.crashes = new CrashReports(opts.onWebCrash);
+    this.crashes = new CrashReports(opts.onWebCrash, this.backoff.stableMs);
   }
 
   /** Tells onWebCrash whether the environment's live instances keep exiting, when that changed. */

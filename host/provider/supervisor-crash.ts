@@ -24,9 +24,39 @@ function crashOf(webs: readonly WebProcess[]): WebCrash | null {
 
 export class CrashReports {
   private readonly sent = new Map<string, string>();
+  /** Restored instances still settling: no clear is sent for them before `settleMs` (see `restored`). */
+  private readonly held = new Map<string, { webs: readonly WebProcess[]; timer: NodeJS.Timeout }>();
   private chain: Promise<void> = Promise.resolve();
 
-  constructor(private readonly tell: OnWebCrash | undefined) {}
+  constructor(
+    private readonly tell: OnWebCrash | undefined,
+    /** How long restored instances stay up before they count as steady (the restart backoff's `stableMs`). */
+    private readonly settleMs: number,
+  ) {}
+
+  /**
+   * Instances a worker's start brought back (`restoreAll`): what they did before is unknown, so a record the
+   * previous worker left stands until they have stayed up `settleMs` (then it is cleared), or is replaced by a
+   * record of their own exits. Cleared at once, an app that keeps exiting through a restart would begin a new
+   * run of exits on the server: the team and its integrations would hear of the same crash loop again.
+   */
+  restored(envId: string, webs: readonly WebProcess[]): void {
+    if (!this.tell) return;
+    this.drop(envId);
+    const timer = setTimeout(() => {
+      if (this.held.get(envId)?.webs !== webs) return;
+      this.held.delete(envId);
+      void this.report(envId, webs);
+    }, this.settleMs);
+    timer.unref();
+    this.held.set(envId, { webs, timer });
+  }
+
+  private drop(envId: string): void {
+    const hold = this.held.get(envId);
+    if (hold) clearTimeout(hold.timer);
+    this.held.delete(envId);
+  }
 
   /**
    * Sends the environment's record when it differs from the last one sent (always the first); resolves once it is sent (a failed send
@@ -35,6 +65,9 @@ export class CrashReports {
   report(envId: string, webs: readonly WebProcess[]): Promise<void> {
     if (!this.tell) return Promise.resolve();
     const crash = crashOf(webs);
+    const hold = this.held.get(envId);
+    if (hold?.webs === webs && crash === null) return this.chain; // restored, still settling
+    if (hold) this.drop(envId); // their own exit, or other instances went live
     const key = JSON.stringify(crash);
     // the first report of an environment in this process is sent even when null: a record a previous worker (or
     // host) left for processes that are gone is cleared once this one has the environment live

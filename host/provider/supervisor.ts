@@ -247,6 +247,8 @@ export class Supervisor extends SupervisorInstances {
     for (const web of webs) web.supervise(); // the live release: whatever happens, keep it running
     const readyAll = () => Promise.all(webs.map((w) => waitReady(w, s.manifest.health, this.restoreTimeoutMs)));
     const ready = webs.length && handOver ? await readyAll() : null;
+    // a crash record the previous worker left stands until these have stayed up (supervisor-crash.ts)
+    if (webs.length) this.crashes.restored(rt.envId, webs);
     await this.writeState(rt);
     // a worker start does not fail on an edge that is away (or cannot listen on the port yet): the route is
     // recorded, the edge applies it when back

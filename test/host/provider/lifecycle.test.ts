@@ -12,6 +12,7 @@ import { netnsName, openJail, removeNetwork } from '../../../host/provider/sandb
 import { currentRelease, statePath, Supervisor } from '../../../host/provider/supervisor';
 import { useTestContext } from '../../helpers/context';
 import { servedByEdge } from '../../helpers/served';
+import { until } from '../../helpers/until';
 
 const SERVER = `
 const http = require('node:http');
@@ -121,6 +122,8 @@ const goLive = (
 
 /** What the supervisor told onWebCrash, in order. */
 const crashReports: Array<{ envId: string; crash: WebCrash | null }> = [];
+/** Where the reports of the restored supervisor begin. */
+let restoredAt = 0;
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'vc-provider-'));
@@ -368,9 +371,13 @@ describe('releases and the supervisor', () => {
     supervisor = new Supervisor({
       dataDir,
       stopGraceMs: 1000,
-      restartBackoff: { initialMs: 100 },
+      restartBackoff: { initialMs: 100, stableMs: 6000 },
       publish: served.publish,
+      onWebCrash: async (envId, crash) => {
+        crashReports.push({ envId, crash });
+      },
     });
+    restoredAt = crashReports.length;
     const restored = await supervisor.restoreAll();
     const byId = (a: { envId: string }, b: { envId: string }) => a.envId.localeCompare(b.envId);
     expect(restored.sort(byId)).toEqual(
@@ -383,6 +390,28 @@ describe('releases and the supervisor', () => {
     expect((await get(port)).text).toBe('v2 hello built=true');
     expect((await get(stagingPort)).text).toBe('v1 hello built=true');
     pidsSeen.push(supervisor.status(ids.prod)!.pid!, supervisor.status(ids.staging)!.pid!);
+  });
+
+  it("keeps a restored environment's crash record until its instances have stayed up; their own exit replaces it, no clear between", async () => {
+    // a worker's restart: an app that kept exiting before goes on exiting; cleared at once, the server's record
+    // would begin a new run of exits, and the team would hear of the same crash loop again
+    const since = (envId: string) => crashReports.slice(restoredAt).filter((r) => r.envId === envId);
+    expect(since(ids.prod)).toEqual([]);
+    const pid = supervisor.status(ids.prod)!.pid!;
+    process.kill(pid, 'SIGKILL');
+    await until('the exit of the restored instance', async () => since(ids.prod).length > 0 || undefined, {
+      timeoutMs: 5000,
+    });
+    expect(since(ids.prod)[0].crash).toMatchObject({ signal: 'SIGKILL', exits: 1 });
+    // steady ones are cleared once they have stayed up (6 s here), the restarted one 6 s after its restart
+    await until(
+      'both environments to be cleared',
+      async () => (since(ids.prod).length >= 2 && since(ids.staging).length >= 1) || undefined,
+      { timeoutMs: 25_000 },
+    );
+    expect(since(ids.prod).map((r) => r.crash)).toEqual([expect.objectContaining({ exits: 1 }), null]);
+    expect(since(ids.staging).map((r) => r.crash)).toEqual([null]);
+    expect((await get(port)).text).toBe('v2 hello built=true');
   });
 
   it('scales to 2 instances; restoreAll after stopAll brings both back; scaling to 1 stops the extra one', async () => {
