@@ -10,6 +10,10 @@
 import type { Knex } from 'knex';
 import { lookupTxt } from './dns';
 import { emitDomainVerified } from './integration-events';
+import { mailPeople } from './event-emails';
+import { projectEventEmail } from '../system/mail';
+import type { Logger } from '../system/logger';
+import type { Mailer } from '../system/mail/transport';
 import { recordActivity } from '../db/queries/activity';
 import type { DomainRow } from '../db/queries/domains';
 
@@ -72,17 +76,22 @@ export async function expirePendingDomains(knex: Knex, opts: { asOf?: Date; host
   return removed;
 }
 
-/** What a check needs: the database, and Temporal with its queue for the domain.verified announcement. */
-type CheckDeps = Parameters<typeof emitDomainVerified>[0] & { config: { dnsServers?: string[] } };
+/** What a check needs: the database, Temporal with its queue and the mailer for the domain.verified announcement. */
+type CheckDeps = Parameters<typeof emitDomainVerified>[0] & {
+  config: { dnsServers?: string[]; baseUrl: string };
+  mailer: Mailer;
+  logger: Logger;
+};
 
 /**
  * Makes a pending claim verified, unless another claim of the hostname was verified first (then this one
  * is deleted, and the answer is 'gone'); the other pending claims of the hostname are deleted. domain.verified is
  * announced in the same transaction, before it commits: when that fails (Temporal away), the domain stays pending,
- * so that the next check verifies and announces it again.
+ * so that the next check verifies and announces it again. Its e-mail goes once it has committed.
  */
 async function claimVerified(deps: CheckDeps, domainId: string): Promise<CheckOutcome> {
-  return deps.knex.transaction(async (trx) => {
+  let verified: Awaited<ReturnType<typeof emitDomainVerified>> = null;
+  const outcome = await deps.knex.transaction(async (trx) => {
     const first = (await trx('domains').where({ id: domainId }).first('hostname')) as { hostname: string } | undefined;
     if (!first) return { status: 'gone' } as const;
     await lockHostname(trx, first.hostname);
@@ -117,9 +126,33 @@ async function claimVerified(deps: CheckDeps, domainId: string): Promise<CheckOu
         `removed ${o.hostname}: another team verified it first, and a hostname is served by one environment`,
       );
     }
-    await emitDomainVerified({ ...deps, knex: trx }, d.id);
+    verified = await emitDomainVerified({ ...deps, knex: trx }, d.id);
     return { status: 'verified', changed: true } as const;
   });
+  const v = verified as Awaited<ReturnType<typeof emitDomainVerified>>;
+  if (v) {
+    const where = [v.project_name, v.environment_name].filter(Boolean).join(' / ');
+    // not awaited: the check's answer does not wait on a mail server (mailPeople logs what it cannot send)
+    void mailPeople(deps, {
+      teamId: v.team_id,
+      email: v.email,
+      event: 'domain.verified',
+      mail: projectEventEmail({
+        subject: `${v.hostname} is verified`,
+        what: `${v.hostname} is verified${where ? ` for ${where}` : ''}`,
+        detail:
+          "The edge serves it on the environment from now on: point the domain's A or CNAME record at the edge " +
+          'if it does not already. Where the console has automatic HTTPS, its certificate is on its way.',
+        button: {
+          label: 'See its domains',
+          url: v.environment_id
+            ? `${deps.config.baseUrl}/environments/${v.environment_id}/domains`
+            : deps.config.baseUrl,
+        },
+      }),
+    });
+  }
+  return outcome;
 }
 
 export async function checkDomain(deps: CheckDeps, domainId: string): Promise<CheckOutcome> {

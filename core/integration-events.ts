@@ -62,13 +62,14 @@ export async function emitIntegrationEvent(
 /**
  * domain.verified for a domain that has just become verified (POST /domains/{id}/verify or the background
  * re-check), to the integrations its project's rule names (all of the team's listening ones without a
- * rule). The event id is the domain's: announced twice, it is delivered once.
+ * rule). The event id is the domain's: announced twice, it is delivered once. Answers what the e-mail of the
+ * event needs (sent once the verification has committed: core/domains.ts).
  */
 export async function emitDomainVerified(
   deps: { knex: Knex; temporal: Client; config: { taskQueue: string } },
   domainId: string,
-): Promise<string[]> {
-  const domain = await deps
+): Promise<VerifiedDomain | null> {
+  const domain = (await deps
     .knex('domains as d')
     .leftJoin('projects as p', 'p.id', 'd.project_id')
     .leftJoin('environments as e', 'e.id', 'd.environment_id')
@@ -82,10 +83,10 @@ export async function emitDomainVerified(
       'p.name as project_name',
       'd.environment_id',
       'e.name as environment_name',
-    );
-  if (!domain) return [];
+    )) as Omit<VerifiedDomain, 'email'> | undefined;
+  if (!domain) return null;
   const rule = domain.project_id ? await storedRule(deps.knex, domain.project_id, 'domain.verified') : undefined;
-  return emitIntegrationEvent(
+  await emitIntegrationEvent(
     deps,
     {
       teamId: domain.team_id,
@@ -100,4 +101,18 @@ export async function emitDomainVerified(
     },
     rule?.integration_ids,
   );
+  return { ...domain, email: rule?.email ?? 'none' };
+}
+
+interface VerifiedDomain {
+  id: string;
+  team_id: string;
+  hostname: string;
+  verified_at: Date | null;
+  project_id: string | null;
+  project_name: string | null;
+  environment_id: string | null;
+  environment_name: string | null;
+  /** Who the project's rule e-mails of it. */
+  email: 'members' | 'admins' | 'none';
 }

@@ -10,9 +10,9 @@ import { OutboundRefused, outboundRequest } from '../../host/outbound';
 import { Task } from '../../db/models/task';
 import { emitIntegrationEvent } from '../../core/integration-events';
 import { storedRule } from '../../db/queries/notification-rules';
-import { memberEmails } from '../../db/queries/memberships';
+import { mailPeople } from '../../core/event-emails';
 import { projectName } from '../../db/queries/projects';
-import { taskEventEmail } from '../../system/mail';
+import { projectEventEmail, taskEventEmail } from '../../system/mail';
 import { aad } from '../../db/aad';
 import { hostFault, userFault } from '../toolkit/failures';
 
@@ -139,9 +139,12 @@ export function createIntegrationActivities(deps: Deps) {
         },
         rule?.integration_ids,
       );
-      if (task.type === 'backup' && task.status === 'failed') {
+      const backupFailed = task.type === 'backup' && task.status === 'failed';
+      const backupRule =
+        backupFailed && task.project_id ? await storedRule(deps.knex, task.project_id, 'backup.failed') : undefined;
+      const where = [project?.name, environment?.name].filter(Boolean).join(' / ');
+      if (backupFailed) {
         // A failed backup is its own event too (backup.failed), heard by the integrations its rule names.
-        const backupRule = task.project_id ? await storedRule(deps.knex, task.project_id, 'backup.failed') : undefined;
         const backupId = typeof task.params?.backup_id === 'string' ? task.params.backup_id : null;
         started.push(
           ...(await emitIntegrationEvent(
@@ -162,22 +165,34 @@ export function createIntegrationActivities(deps: Deps) {
           )),
         );
       }
-      if (rule && rule.email !== 'none' && Context.current().info.attempt === 1) {
-        const roles = rule.email === 'admins' ? ['owner', 'admin'] : ['owner', 'admin', 'developer', 'viewer'];
-        const people = await memberEmails(deps.knex, task.team_id, roles);
-        const mail = taskEventEmail({
-          outcome: task.status,
-          taskType: task.type,
-          taskUrl,
-          project: project?.name ?? null,
-          environment: environment?.name ?? null,
-          reason: task.error,
-        });
-        for (const person of people) {
-          await deps.mailer
-            .send({ to: person.email, ...mail })
-            .catch((err) => deps.logger.warn({ err: String(err), taskId: task.id }, 'task e-mail not sent'));
-        }
+      if (Context.current().info.attempt === 1) {
+        // e-mail once (the first attempt): a retried step announces nothing twice
+        if (rule)
+          await mailPeople(deps, {
+            teamId: task.team_id,
+            email: rule.email,
+            event,
+            mail: taskEventEmail({
+              outcome: task.status,
+              taskType: task.type,
+              taskUrl,
+              project: project?.name ?? null,
+              environment: environment?.name ?? null,
+              reason: task.error,
+            }),
+          });
+        if (backupFailed && backupRule)
+          await mailPeople(deps, {
+            teamId: task.team_id,
+            email: backupRule.email,
+            event: 'backup.failed',
+            mail: projectEventEmail({
+              subject: `No new snapshot of ${where}: its backup failed`,
+              what: `The backup of ${where} failed`,
+              detail: `${task.error ?? 'The task says why.'} The snapshots taken before it are kept; start a backup again once this is fixed.`,
+              button: { label: 'See the task', url: taskUrl },
+            }),
+          });
       }
       return started.length;
     },

@@ -9,6 +9,8 @@ import type { Deps } from '../../system/deps';
 import type { Environment } from '../../db/models/environment';
 import { recordActivity, taskActivityRecorded } from '../../db/queries/activity';
 import { storedRule } from '../../db/queries/notification-rules';
+import { mailPeople } from '../event-emails';
+import { projectEventEmail } from '../../system/mail';
 import { drilledSnapshot, recordDrillError } from '../../db/queries/backups';
 import { emitIntegrationEvent } from '../integration-events';
 import { startTask, type TaskRequester } from '../tasks';
@@ -55,13 +57,13 @@ export async function startRestoreDrills(deps: Deps): Promise<string[]> {
  * nothing more: the activity event is written once per task, and the event id is the task's.
  */
 export async function recordDrillFailed(
-  deps: Pick<Deps, 'knex' | 'temporal' | 'config'>,
+  deps: Pick<Deps, 'knex' | 'temporal' | 'config' | 'mailer' | 'logger'>,
   e: { taskId: string; backupId: string; reason: string },
 ): Promise<void> {
   const { knex } = deps;
   const row = await drilledSnapshot(knex, e.backupId);
   if (!row) return; // the snapshot was deleted meanwhile: nothing is left to be wrong
-  await knex.transaction(async (trx) => {
+  const first = await knex.transaction(async (trx) => {
     await recordDrillError(trx, row.id, e.reason);
     const recorded = await taskActivityRecorded(trx, e.taskId, 'verify_failed');
     if (!recorded)
@@ -76,6 +78,7 @@ export async function recordDrillFailed(
         summary: `Restore drill of snapshot ${row.id} of ${row.environment_name} failed: ${e.reason}`.slice(0, 1000),
         details: { backup_id: row.id },
       });
+    return !recorded;
   });
   const rule = await storedRule(knex, row.project_id, 'backup.verify_failed');
   await emitIntegrationEvent(
@@ -94,4 +97,17 @@ export async function recordDrillFailed(
     },
     rule?.integration_ids,
   );
+  // e-mailed once, when the failure is first recorded (a retried step records nothing new)
+  if (first && rule)
+    await mailPeople(deps, {
+      teamId: row.team_id,
+      email: rule.email,
+      event: 'backup.verify_failed',
+      mail: projectEventEmail({
+        subject: `A snapshot of ${row.project_name} / ${row.environment_name} did not restore`,
+        what: `The restore drill of the snapshot of ${new Date(row.created_at).toISOString()} of ${row.project_name} / ${row.environment_name} failed`,
+        detail: `${e.reason.replace(/\.?$/, '.')} Until a snapshot passes its drill, do not count on it: take a backup now, then verify it from the environment's Backups.`,
+        button: { label: 'See the task', url: `${deps.config.baseUrl}/tasks/${e.taskId}` },
+      }),
+    });
 }

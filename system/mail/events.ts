@@ -27,6 +27,27 @@ export function taskEventEmail(input: TaskEventEmailInput): RenderedEmail {
   });
 }
 
+interface ProjectEventEmailInput {
+  /** What happened, as the subject says it: "The app of shop / production keeps exiting". */
+  subject: string;
+  /** The same, with the project and environment in bold where the text names them. */
+  what: string;
+  /** What follows from it, and what to do, in a sentence or two. */
+  detail: string;
+  button: { label: string; url: string };
+}
+
+/** A project's event other than a task's end (app.crashing, domain.verified, backup.failed, backup.verify_failed). */
+export function projectEventEmail(input: ProjectEventEmailInput): RenderedEmail {
+  return renderEmail({
+    subject: input.subject,
+    preheader: input.detail,
+    greeting: 'Hi,',
+    blocks: [p(`${input.what}.`), p(input.detail), { kind: 'button', ...input.button }],
+    footer: `You're receiving this because the project's notification rules on ${PRODUCT_NAME} send these events to you.`,
+  });
+}
+
 interface EvacuationEmailInput {
   project: string;
   environment: string;

@@ -1,2 +1,2 @@
 export { supportReplyEmail, supportTicketEmail } from './support';
-export { evacuationEmail, taskEventEmail } from './events';
+export { evacuationEmail, projectEventEmail, taskEventEmail } from './events';

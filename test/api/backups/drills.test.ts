@@ -21,7 +21,7 @@ import { startS3 } from '../../helpers/s3';
  * into scratch, compares, and removes its scratch; a snapshot corrupted at its destination fails its drill,
  * which the snapshot, the activity and the team's webhook say.
  */
-const t = useTestContext({ worker: true, edge: false, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
+const t = useTestContext({ worker: true, edge: false, smtp: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 let owner: Agent;
 let destinationDir: string;
@@ -83,6 +83,11 @@ beforeAll(async () => {
   });
   expect(integration.status, integration.text).toBe(201);
   hook = new Webhook(integration.body.secret);
+  // the project's rule: the hook hears of a failed drill, and the team's admins get an e-mail of it
+  const rule = await owner.post(`/projects/${w.project.id}/notifications`, {
+    rules: [{ event: 'backup.verify_failed', email: 'admins', integration_ids: [integration.body.id] }],
+  });
+  expect(rule.status, rule.text).toBe(200);
   await runTask(`${env()}/services`, { kind: 'postgresql', plan: 'small' });
   await sql(`CREATE TABLE notes (id serial PRIMARY KEY, body text);
              INSERT INTO notes (body) VALUES ('a'), ('b'), ('c');
@@ -186,6 +191,13 @@ describe('POST /environments/{id}/backups/{snapshot}/verify', () => {
         reason: task.error,
       },
     });
+    // the admins' e-mail: once, with the reason and what to do
+    const mail = await t.smtp!.waitFor((m) => m.text.includes(`/tasks/${task.id}`), 30_000);
+    expect(mail.subject).toBe(`A snapshot of ${w.project.name} / ${w.environment.name} did not restore`);
+    expect(mail.to).toEqual([w.owner.email]);
+    expect(mail.text).toContain('SHA-256 differs');
+    expect(mail.text).toContain('take a backup now');
+    expect(t.smtp!.messages.filter((m) => m.text.includes(`/tasks/${task.id}`))).toHaveLength(1);
     // A drill that passes later clears the error (the object put back as it was stored).
     bytes[Math.floor(bytes.length / 2)] ^= 0xff;
     writeFileSync(file, bytes);

@@ -18,7 +18,7 @@ import { cliHome, runCli } from '../../helpers/cli';
 import { deployChoicesSchema, releasePageSchema } from '../../../api/pipeline/schemas';
 
 // the Slack integration's receiver of the crash test is on loopback
-const t = useTestContext({ worker: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
+const t = useTestContext({ worker: true, smtp: true, env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' } });
 let w: Awaited<ReturnType<typeof createDeployWorld>>;
 const url = () => `/environments/${w.environment.id}`;
 
@@ -223,6 +223,11 @@ describe('a live web process that keeps exiting', () => {
       webhook_url: slack.url,
     });
     expect(added.status, added.text).toBe(201);
+    // the project's rule names the Slack integration, and mails the team's admins
+    const rule = await owner.post(`/projects/${w.project.id}/notifications`, {
+      rules: [{ event: 'app.crashing', email: 'admins', integration_ids: [added.body.id] }],
+    });
+    expect(rule.status, rule.text).toBe(200);
     // it answers, so it goes live; then it exits, and every restart does the same
     commitWebApp(w.repo.dir, EXITS_AFTER_A_MOMENT, 'exits after 0.7 s');
     const start = async () => {
@@ -253,6 +258,12 @@ describe('a live web process that keeps exiting', () => {
       }),
     ]);
     expect(slack.received).toHaveLength(1);
+    const subject = `The app of ${w.project.name} / exits keeps exiting`;
+    const mail = await t.smtp!.waitFor((m) => m.subject === subject, 30_000);
+    expect(mail.to).toEqual([w.owner.email]);
+    expect(mail.text).toContain(`The app of ${w.project.name} / exits keeps exiting (code 5)`);
+    expect(mail.text).toContain(`/environments/${env.id}`);
+    expect(t.smtp!.messages.filter((m) => m.subject === subject)).toHaveLength(1);
     expect(crashed.status).toBe('running');
     expect(crashed.crash).toEqual({
       since: expect.any(String),

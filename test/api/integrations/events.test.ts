@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { useTestContext } from '../../helpers/context';
 import { createEnvironment, waitForTask } from '../../helpers/deploy-fixtures';
 import { startTxtServer, type TxtServer } from '../../helpers/dns';
-import { createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
+import { addMember, createProject, createTeam, createUser, sessionAgent } from '../../helpers/fixtures';
 import { startReceiver, type Receiver } from '../../helpers/receiver';
 import { workflowIds } from '../../../db/workflow-names';
 import { emitIntegrationEvent } from '../../../core/integration-events';
@@ -31,14 +31,14 @@ afterAll(async () => {
   await dns?.close();
 });
 
-const t = useTestContext({ worker: true, edge: false, env });
+const t = useTestContext({ worker: true, edge: false, env, smtp: true });
 
 async function world() {
   const owner = await createUser(t);
   const team = await createTeam(t, owner);
   const project = await createProject(t, team);
   const environment = await createEnvironment(t, project, { name: 'production' });
-  return { team, project, environment, agent: await sessionAgent(t, owner) };
+  return { owner, team, project, environment, agent: await sessionAgent(t, owner) };
 }
 
 async function webhook(agent: Awaited<ReturnType<typeof world>>['agent'], teamId: string, events: string[]) {
@@ -156,6 +156,53 @@ describe('domain.verified', () => {
   });
 });
 
+describe("the e-mail of the project's rule", () => {
+  it('domain.verified: mailed once to the people the rule names (admins), after the verification', async () => {
+    const { owner, team, project, environment, agent } = await world();
+    const developer = await createUser(t);
+    await addMember(t, team, developer, 'developer');
+    const rule = await agent.post(`/projects/${project.id}/notifications`, {
+      rules: [{ event: 'domain.verified', email: 'admins', integration_ids: [] }],
+    });
+    expect(rule.status, rule.text).toBe(200);
+    const added = await agent.post(`/environments/${environment.id}/domains`, { hostname: hostname() });
+    dns.set(added.body.verification.name, [added.body.verification.value]);
+    expect((await agent.post(`/domains/${added.body.id}/verify`)).body.status).toBe('verified');
+    const subject = `${added.body.hostname} is verified`;
+    const mail = await t.smtp!.waitFor((m) => m.subject === subject, 30_000);
+    expect(mail.to).toEqual([owner.email]);
+    expect(mail.text).toContain(`${added.body.hostname} is verified for ${project.name} / production`);
+    expect(mail.text).toContain(`/environments/${environment.id}/domains`);
+    // verified again, and the background re-check finding it verified: nothing more
+    expect((await agent.post(`/domains/${added.body.id}/verify`)).status).toBe(200);
+    const recheck = t.deps.temporal.workflow.getHandle(workflowIds.domainRecheck(added.body.id));
+    expect(await recheck.result()).toBe('verified');
+    expect(t.smtp!.messages.filter((m) => m.subject === subject)).toHaveLength(1);
+    expect(t.smtp!.messages.some((m) => m.to.includes(developer.email))).toBe(false);
+  });
+
+  it('no rule, or email "none": no e-mail', async () => {
+    const { project, environment, agent } = await world();
+    const none = await agent.post(`/projects/${project.id}/notifications`, {
+      rules: [{ event: 'domain.verified', email: 'none', integration_ids: [] }],
+    });
+    expect(none.status, none.text).toBe(200);
+    const added = await agent.post(`/environments/${environment.id}/domains`, { hostname: hostname() });
+    dns.set(added.body.verification.name, [added.body.verification.value]);
+    expect((await agent.post(`/domains/${added.body.id}/verify`)).body.status).toBe('verified');
+    // the same check with a rule that mails, as a marker: once its mail is there, the first would be too
+    const other = await world();
+    await other.agent.post(`/projects/${other.project.id}/notifications`, {
+      rules: [{ event: 'domain.verified', email: 'members', integration_ids: [] }],
+    });
+    const marker = await other.agent.post(`/environments/${other.environment.id}/domains`, { hostname: hostname() });
+    dns.set(marker.body.verification.name, [marker.body.verification.value]);
+    expect((await other.agent.post(`/domains/${marker.body.id}/verify`)).body.status).toBe('verified');
+    await t.smtp!.waitFor((m) => m.subject === `${marker.body.hostname} is verified`, 30_000);
+    expect(t.smtp!.messages.some((m) => m.subject === `${added.body.hostname} is verified`)).toBe(false);
+  });
+});
+
 describe('a delivery', () => {
   it('whose row commits after its workflow started is still sent (its first attempts wait for the row)', async () => {
     const { team, agent } = await world();
@@ -187,9 +234,14 @@ describe('a delivery', () => {
 
 describe('backup.failed', () => {
   it('is sent when a backup task fails, with the task and the reason, beside task.failed', async () => {
-    const { team, project, environment, agent } = await world();
+    const { owner, team, project, environment, agent } = await world();
     const { r, hook, id: hookId } = await webhook(agent, team.id, ['backup.failed', 'task.failed']);
     const quiet = await webhook(agent, team.id, ['task.succeeded']);
+    // the project's rule for backup.failed names the hook and mails the team's members
+    const rule = await agent.post(`/projects/${project.id}/notifications`, {
+      rules: [{ event: 'backup.failed', email: 'members', integration_ids: [hookId] }],
+    });
+    expect(rule.status, rule.text).toBe(200);
     // A local destination (allowed: under BACKUP_LOCAL_ROOTS, root's) where the environment's directory
     // cannot be made: a file stands where it should be.
     const dir = mkdtempSync(join(inject('runDir'), 'dest-'));
@@ -235,5 +287,14 @@ describe('backup.failed', () => {
     }));
     expect(events.map((e) => e.event).sort(), JSON.stringify(rows)).toEqual(['backup.failed', 'task.failed']);
     expect(await deliveries(quiet.id)).toEqual([]);
+    // and its e-mail, with the reason and what to do (task.failed has no rule here: no mail of it)
+    const mail = await t.smtp!.waitFor(
+      (m) => m.subject === `No new snapshot of ${project.name} / production: its backup failed`,
+      30_000,
+    );
+    expect(mail.to).toEqual([owner.email]);
+    expect(mail.text).toContain(task.error);
+    expect(mail.text).toContain('start a backup again');
+    expect(t.smtp!.messages.filter((m) => m.subject.includes(project.name))).toHaveLength(1);
   });
 });
