@@ -10,10 +10,9 @@ import { recordActivity } from '../db/queries/activity';
 import { environmentWithProject } from '../db/queries/environments';
 import { storedRule } from '../db/queries/notification-rules';
 import { emitIntegrationEvent } from './integration-events';
-import { mailPeople } from './event-emails';
+import { mailProjectEvent } from './event-emails';
 import type { Logger } from '../system/logger';
 import type { Mailer } from '../system/mail/transport';
-import { projectEventEmail } from '../system/mail';
 
 /**
  * How a crash's last exit ended, in words: "code 5", "signal SIGKILL". The activity's summary and the Slack line say
@@ -65,17 +64,16 @@ export async function recordAppCrashing(
   );
   const where = `${names.project} / ${names.environment}`;
   if (!rule) return;
-  await mailPeople(deps, {
-    teamId: e.teamId,
-    email: rule.email,
-    event: 'app.crashing',
-    mail: projectEventEmail({
+  await mailProjectEvent(
+    deps,
+    { teamId: e.teamId, email: rule.email, event: 'app.crashing' },
+    {
       subject: `The app of ${where} keeps exiting`,
       what: `The app of ${where} keeps exiting (${how})`,
       detail:
         'Its host restarts it, and visitors get 503 while no instance runs. What it printed goes to the ' +
         "project's log destination: fix what it says and deploy, or roll back to a release that stayed up.",
       button: { label: 'See the environment', url: `${deps.config.baseUrl}/environments/${e.environmentId}` },
-    }),
-  });
+    },
+  );
 }

@@ -10,8 +10,7 @@
 import type { Knex } from 'knex';
 import { lookupTxt } from './dns';
 import { emitDomainVerified } from './integration-events';
-import { mailPeople } from './event-emails';
-import { projectEventEmail } from '../system/mail';
+import { mailProjectEvent } from './event-emails';
 import type { Logger } from '../system/logger';
 import type { Mailer } from '../system/mail/transport';
 import { recordActivity } from '../db/queries/activity';
@@ -133,11 +132,10 @@ async function claimVerified(deps: CheckDeps, domainId: string): Promise<CheckOu
   if (v) {
     const where = [v.project_name, v.environment_name].filter(Boolean).join(' / ');
     // not awaited: the check's answer does not wait on a mail server (mailPeople logs what it cannot send)
-    void mailPeople(deps, {
-      teamId: v.team_id,
-      email: v.email,
-      event: 'domain.verified',
-      mail: projectEventEmail({
+    void mailProjectEvent(
+      deps,
+      { teamId: v.team_id, email: v.email, event: 'domain.verified' },
+      {
         subject: `${v.hostname} is verified`,
         what: `${v.hostname} is verified${where ? ` for ${where}` : ''}`,
         detail:
@@ -149,8 +147,8 @@ async function claimVerified(deps: CheckDeps, domainId: string): Promise<CheckOu
             ? `${deps.config.baseUrl}/environments/${v.environment_id}/domains`
             : deps.config.baseUrl,
         },
-      }),
-    });
+      },
+    );
   }
   return outcome;
 }

@@ -8,6 +8,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../system/logger';
 import type { Mailer } from '../system/mail/transport';
 import type { RenderedEmail } from '../system/mail/layout';
+import { projectEventEmail } from '../system/mail';
 import { memberEmails } from '../db/queries/memberships';
 
 type MailDeps = { knex: Knex; mailer: Mailer; logger: Logger };
@@ -37,4 +38,13 @@ export async function mailPeople(
     deps.logger.warn({ err: (err as Error).message, event: e.event, teamId: e.teamId }, 'event e-mails not sent');
   }
   return sent;
+}
+
+/** A project's event other than a task's end, mailed as projectEventEmail words it. */
+export function mailProjectEvent(
+  deps: MailDeps,
+  to: { teamId: string; email: 'members' | 'admins' | 'none'; event: string },
+  content: Parameters<typeof projectEventEmail>[0],
+): Promise<number> {
+  return mailPeople(deps, { ...to, mail: projectEventEmail(content) });
 }

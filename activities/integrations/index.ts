@@ -10,9 +10,9 @@ import { OutboundRefused, outboundRequest } from '../../host/outbound';
 import { Task } from '../../db/models/task';
 import { emitIntegrationEvent } from '../../core/integration-events';
 import { storedRule } from '../../db/queries/notification-rules';
-import { mailPeople } from '../../core/event-emails';
+import { mailPeople, mailProjectEvent } from '../../core/event-emails';
 import { projectName } from '../../db/queries/projects';
-import { projectEventEmail, taskEventEmail } from '../../system/mail';
+import { taskEventEmail } from '../../system/mail';
 import { aad } from '../../db/aad';
 import { hostFault, userFault } from '../toolkit/failures';
 
@@ -182,17 +182,16 @@ export function createIntegrationActivities(deps: Deps) {
             }),
           });
         if (backupFailed && backupRule)
-          await mailPeople(deps, {
-            teamId: task.team_id,
-            email: backupRule.email,
-            event: 'backup.failed',
-            mail: projectEventEmail({
+          await mailProjectEvent(
+            deps,
+            { teamId: task.team_id, email: backupRule.email, event: 'backup.failed' },
+            {
               subject: `No new snapshot of ${where}: its backup failed`,
               what: `The backup of ${where} failed`,
               detail: `${task.error ?? 'The task says why.'} The snapshots taken before it are kept; start a backup again once this is fixed.`,
               button: { label: 'See the task', url: taskUrl },
-            }),
-          });
+            },
+          );
       }
       return started.length;
     },

@@ -9,8 +9,7 @@ import type { Deps } from '../../system/deps';
 import type { Environment } from '../../db/models/environment';
 import { recordActivity, taskActivityRecorded } from '../../db/queries/activity';
 import { storedRule } from '../../db/queries/notification-rules';
-import { mailPeople } from '../event-emails';
-import { projectEventEmail } from '../../system/mail';
+import { mailProjectEvent } from '../event-emails';
 import { drilledSnapshot, recordDrillError } from '../../db/queries/backups';
 import { emitIntegrationEvent } from '../integration-events';
 import { startTask, type TaskRequester } from '../tasks';
@@ -99,15 +98,14 @@ export async function recordDrillFailed(
   );
   // e-mailed once, when the failure is first recorded (a retried step records nothing new)
   if (first && rule)
-    await mailPeople(deps, {
-      teamId: row.team_id,
-      email: rule.email,
-      event: 'backup.verify_failed',
-      mail: projectEventEmail({
+    await mailProjectEvent(
+      deps,
+      { teamId: row.team_id, email: rule.email, event: 'backup.verify_failed' },
+      {
         subject: `A snapshot of ${row.project_name} / ${row.environment_name} did not restore`,
         what: `The restore drill of the snapshot of ${new Date(row.created_at).toISOString()} of ${row.project_name} / ${row.environment_name} failed`,
         detail: `${e.reason.replace(/\.?$/, '.')} Until a snapshot passes its drill, do not count on it: take a backup now, then verify it from the environment's Backups.`,
         button: { label: 'See the task', url: `${deps.config.baseUrl}/tasks/${e.taskId}` },
-      }),
-    });
+      },
+    );
 }
