@@ -18,8 +18,8 @@ const API_PREFIX = '/api/vc/v1';
 
 interface ApiOptions {
   method?: string;
-  rawField: string[];
-  field: string[];
+  rawField?: string[];
+  field?: string[];
   input?: string;
   env?: string;
   project?: string;
@@ -27,7 +27,7 @@ interface ApiOptions {
   wait?: boolean;
 }
 
-const collect = (value: string, previous: string[]) => [...previous, value];
+const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
 function readInput(file: string, what: string): string {
   try {
@@ -77,7 +77,10 @@ function place(body: Record<string, unknown>, key: string, value: unknown): void
 }
 
 function fieldsOf(o: ApiOptions): Record<string, unknown> | undefined {
-  const pairs = [...o.rawField.map((p) => ({ p, typed: false })), ...o.field.map((p) => ({ p, typed: true }))];
+  const pairs = [
+    ...(o.rawField ?? []).map((p) => ({ p, typed: false })),
+    ...(o.field ?? []).map((p) => ({ p, typed: true })),
+  ];
   if (pairs.length === 0) return undefined;
   const body: Record<string, unknown> = {};
   for (const { p, typed } of pairs) {
@@ -153,12 +156,11 @@ export function register(program: Command): void {
       '-X, --method <method>',
       `${METHODS.join(', ')} (default GET; POST when a field or --input is given, but for --paginate)`,
     )
-    .option('-f, --raw-field <key=value>', 'a string field of the body (the query of a GET); repeat it', collect, [])
+    .option('-f, --raw-field <key=value>', 'a string field of the body (the query of a GET); repeat it', collect)
     .option(
       '-F, --field <key=value>',
       "a typed field: true, false, null and numbers as JSON, @FILE for a file's text; name[key] and name[] nest",
       collect,
-      [],
     )
     .option('--input <file>', 'the request body as JSON, from a file ("-" for standard input)')
     .option('--env <env>', 'fills {env}, {project} and {team} in the path (id or project/environment)')
@@ -179,7 +181,7 @@ Examples:
     )
     .action(async (given: string, o: ApiOptions, cmd: Command) => {
       const ctx = contextOf(cmd);
-      const writes = !o.paginate && (o.rawField.length > 0 || o.field.length > 0 || o.input !== undefined);
+      const writes = !o.paginate && (Boolean(o.rawField?.length) || Boolean(o.field?.length) || o.input !== undefined);
       const method = (o.method ?? (writes ? 'POST' : 'GET')).toUpperCase();
       if (!(METHODS as readonly string[]).includes(method))
         throw new CliError(`-X ${o.method}: the API answers ${METHODS.join(', ')}`);

@@ -448,7 +448,12 @@ describe.sequential('the environment overview', () => {
     expect(await bell.textContent()).not.toContain('_');
     await c.go(`/projects/${w.project.id}/settings`);
     await page.getByRole('group', { name: 'Restore drill failed' }).waitFor();
-    await page.getByLabel('Whom to e-mail (access token expiring)').waitFor();
+    // a token's reminder is the team's: no project rule changes it, so the page offers none and says why
+    const tokens = page.getByRole('group', { name: 'Access token expiring' });
+    await tokens.getByText("A team's event, not a project's").waitFor();
+    expect(await tokens.getByRole('combobox').count()).toBe(0);
+    expect(await tokens.getByRole('checkbox').count()).toBe(0);
+    await page.getByLabel('Whom to e-mail (app keeps exiting)').waitFor();
     expect(await page.getByRole('region', { name: 'Notification rules' }).textContent()).not.toMatch(
       /task\.failed|backup\.verify_failed|token\.expiring/,
     );
