@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebStream } from 'node:stream/web';
 import { ApiError, CliError } from './errors';
 
 /** Every path of the API is under this prefix of the console's origin (CONTRACT). */
@@ -15,7 +17,12 @@ interface Answer<T = unknown> {
   headers: Headers;
   body: T;
   text: string;
+  /** With `stream`: a successful answer that is neither JSON nor text (a snapshot's bytes), unread. */
+  stream?: Readable;
 }
+
+/** Content types read as text; any other answer may be bytes (a snapshot, an image). */
+const TEXTUAL = /json|^text\/|xml|javascript/i;
 
 interface RequestOptions {
   body?: unknown;
@@ -27,6 +34,8 @@ interface RequestOptions {
    * rather than start a second, so such a write is retried like a read, 503 included (nothing started).
    */
   idempotencyKey?: string;
+  /** A successful answer that is not JSON or text comes back as a stream of its bytes, not decoded as text. */
+  stream?: boolean;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -140,11 +149,16 @@ export class Client {
         await sleep(wait);
         continue;
       }
-      return this.answer<T>(res);
+      return this.answer<T>(res, opts.stream);
     }
   }
 
-  private async answer<T>(res: Response): Promise<Answer<T>> {
+  private async answer<T>(res: Response, stream?: boolean): Promise<Answer<T>> {
+    const type = res.headers.get('content-type') ?? '';
+    if (stream && res.ok && res.body && type && !TEXTUAL.test(type)) {
+      const bytes = Readable.fromWeb(res.body as WebStream<Uint8Array>);
+      return { status: res.status, headers: res.headers, body: undefined as T, text: '', stream: bytes };
+    }
     const text = await res.text();
     const json = (res.headers.get('content-type') ?? '').includes('json') && text ? safeJson(text) : undefined;
     if (res.ok) return { status: res.status, headers: res.headers, body: (json ?? text) as T, text };

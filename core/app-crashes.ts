@@ -62,8 +62,8 @@ export async function recordAppCrashing(
     },
     rule?.integration_ids,
   );
+  if (!rule || rule.email === 'none') return;
   const where = `${names.project} / ${names.environment}`;
-  if (!rule) return;
   await mailProjectEvent(
     deps,
     { teamId: e.teamId, email: rule.email, event: 'app.crashing' },

@@ -89,14 +89,15 @@ type CheckDeps = Parameters<typeof emitDomainVerified>[0] & {
  * so that the next check verifies and announces it again. Its e-mail goes once it has committed.
  */
 async function claimVerified(deps: CheckDeps, domainId: string): Promise<CheckOutcome> {
-  let verified: Awaited<ReturnType<typeof emitDomainVerified>> = null;
-  const outcome = await deps.knex.transaction(async (trx) => {
+  type Claimed = { outcome: CheckOutcome; verified: Awaited<ReturnType<typeof emitDomainVerified>> };
+  const gone: Claimed = { outcome: { status: 'gone' }, verified: null };
+  const { outcome, verified: v } = await deps.knex.transaction(async (trx): Promise<Claimed> => {
     const first = (await trx('domains').where({ id: domainId }).first('hostname')) as { hostname: string } | undefined;
-    if (!first) return { status: 'gone' } as const;
+    if (!first) return gone;
     await lockHostname(trx, first.hostname);
     const d = (await trx('domains').where({ id: domainId }).first()) as DomainRow | undefined;
-    if (!d) return { status: 'gone' } as const;
-    if (d.status === 'verified') return { status: 'verified', changed: false } as const;
+    if (!d) return gone;
+    if (d.status === 'verified') return { outcome: { status: 'verified', changed: false }, verified: null };
     const winner = await trx('domains').where({ hostname: d.hostname, status: 'verified' }).first('id');
     if (winner) {
       await removeClaim(
@@ -105,7 +106,7 @@ async function claimVerified(deps: CheckDeps, domainId: string): Promise<CheckOu
         'domain_claim_lost',
         `removed ${d.hostname}: another team verified it first, and a hostname is served by one environment`,
       );
-      return { status: 'gone' } as const;
+      return gone;
     }
     await trx('domains').where({ id: d.id }).update({
       last_checked_at: trx.fn.now(),
@@ -125,10 +126,9 @@ async function claimVerified(deps: CheckDeps, domainId: string): Promise<CheckOu
         `removed ${o.hostname}: another team verified it first, and a hostname is served by one environment`,
       );
     }
-    verified = await emitDomainVerified({ ...deps, knex: trx }, d.id);
-    return { status: 'verified', changed: true } as const;
+    const verified = await emitDomainVerified({ ...deps, knex: trx }, d.id);
+    return { outcome: { status: 'verified', changed: true }, verified };
   });
-  const v = verified as Awaited<ReturnType<typeof emitDomainVerified>>;
   if (v) {
     const where = [v.project_name, v.environment_name].filter(Boolean).join(' / ');
     // not awaited: the check's answer does not wait on a mail server (mailPeople logs what it cannot send)

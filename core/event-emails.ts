@@ -46,5 +46,6 @@ export function mailProjectEvent(
   to: { teamId: string; email: 'members' | 'admins' | 'none'; event: string },
   content: Parameters<typeof projectEventEmail>[0],
 ): Promise<number> {
+  if (to.email === 'none') return Promise.resolve(0);
   return mailPeople(deps, { ...to, mail: projectEventEmail(content) });
 }

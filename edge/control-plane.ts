@@ -30,6 +30,8 @@ import type { Edge, EdgeOptions } from './edge-options';
 
 const WATCH_MS = 500;
 const RELOAD_DEBOUNCE_MS = 100;
+/** A reload still running after this long is logged, naming the step it waits on (and again each time). */
+const SLOW_RELOAD_MS = 20_000;
 
 /** What edge/server.ts set up before the control plane runs. */
 interface ControlPlaneParts {
@@ -62,6 +64,8 @@ export class EdgeControlPlane implements Edge {
   private reloading: Promise<void> | null = null;
   /** A reload was asked while one ran: it reads and applies once more. */
   private again = false;
+  /** The step the running reload is on (for the slow reload's warning). */
+  private step = 'idle';
   private restarting = false;
   private client: pg.Client | null = null;
   private watch: NodeJS.Timeout | null = null;
@@ -160,32 +164,50 @@ export class EdgeControlPlane implements Edge {
 
   private async reloadLoop(): Promise<void> {
     const { o, p } = this;
-    do {
-      this.again = false;
-      // the database clock before the reads: every change committed before it is in what is applied
-      const { rows } = await o.knex.raw('SELECT now() AS at');
-      const readAt: Date = rows[0].at;
-      const dropRemovedCertificates = await this.syncCertificates();
-      const state = await loadEdgeState(o.knex);
-      if (this.closed) break;
-      try {
-        let applied = false;
+    const began = Date.now();
+    // a reload that hangs holds every later one (they join it): say where, so that it can be found
+    const slow = setInterval(
+      () => o.logger?.warn({ step: this.step, waitedMs: Date.now() - began }, 'an edge reload is taking long'),
+      SLOW_RELOAD_MS,
+    );
+    slow.unref();
+    try {
+      do {
+        this.again = false;
+        // the database clock before the reads: every change committed before it is in what is applied
+        this.step = 'reading the database clock';
+        const { rows } = await o.knex.raw('SELECT now() AS at');
+        const readAt: Date = rows[0].at;
+        this.step = 'syncing certificates';
+        const dropRemovedCertificates = await this.syncCertificates();
+        this.step = 'reading the state';
+        const state = await loadEdgeState(o.knex);
+        if (this.closed) break;
         try {
-          applied = await this.apply(this.modelOf(state, this.model));
-        } finally {
-          await dropRemovedCertificates();
+          let applied = false;
+          try {
+            applied = await this.apply(this.modelOf(state, this.model));
+          } finally {
+            this.step = 'dropping removed certificates';
+            await dropRemovedCertificates();
+          }
+          if (applied) {
+            this.step = 'syncing passwords';
+            await this.syncPasswords();
+            this.step = 'checking the applied state in';
+            await edgeApplied(o.knex, p.edgeRow.id, readAt, p.configOptions.heldPorts);
+          }
+        } catch (err) {
+          o.logger?.warn({ err: (err as Error).message }, 'the edge could not apply the new state; retrying');
+          // what HAProxy holds is unknown now: the next apply reloads
+          this.loaded = null;
+          this.later();
         }
-        if (applied) {
-          await this.syncPasswords();
-          await edgeApplied(o.knex, p.edgeRow.id, readAt, p.configOptions.heldPorts);
-        }
-      } catch (err) {
-        o.logger?.warn({ err: (err as Error).message }, 'the edge could not apply the new state; retrying');
-        // what HAProxy holds is unknown now: the next apply reloads
-        this.loaded = null;
-        this.later();
-      }
-    } while (this.again && !this.closed);
+      } while (this.again && !this.closed);
+    } finally {
+      clearInterval(slow);
+      this.step = 'idle';
+    }
   }
 
   /** Makes HAProxy hold `next`: runtime changes, or a reload for structural ones (or a start). */
@@ -202,9 +224,11 @@ export class EdgeControlPlane implements Edge {
       }
     }
     const before = this.model;
+    this.step = 'writing the files';
     this.writeFiles(next);
     const skeleton = this.skeletonOf(next);
     if (!p.haproxy.alive()) {
+      this.step = 'starting HAProxy';
       const adopted = await p.haproxy.ensure();
       // an adopted HAProxy runs what the previous control plane wrote: load this one's files
       if (adopted) await p.haproxy.reload();
@@ -212,9 +236,12 @@ export class EdgeControlPlane implements Edge {
       // debounced: a burst of changes (notifications come per statement) makes one reload, of the last state
       await new Promise((r) => setTimeout(r, RELOAD_DEBOUNCE_MS));
       if (this.again && !this.closed) return false;
+      this.step = 'reloading HAProxy';
       await p.haproxy.reload();
     } else {
+      this.step = "updating HAProxy's maps and ACLs";
       await applyFiles(p.paths.admin, p.paths.dir, next, changedFiles(before, next), before);
+      this.step = "updating HAProxy's servers";
       await applyServers(p.paths.admin, serverCommands(before, next));
     }
     this.loaded = skeleton;

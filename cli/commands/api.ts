@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import type { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { contextOf, type Ctx } from '../context';
 import { CliError } from '../errors';
@@ -211,7 +213,8 @@ Examples:
         if (method !== 'GET') throw new CliError('--paginate follows the pages of a GET');
         return printJson(await allPages(ctx, path));
       }
-      const res = await ctx.client.request<unknown>(method, path, { body });
+      const res = await ctx.client.request<unknown>(method, path, { body, stream: true });
+      if (res.stream) return writeBytes(res.stream, res.headers.get('content-type') ?? '');
       if (o.wait) {
         if (!isTask(res.body)) throw new CliError(`${method} ${path} answered no task: leave out --wait`);
         const ended = await followTask(ctx.client, res.body.id, {
@@ -229,4 +232,13 @@ Examples:
         note(`Task ${res.body.id} started: \`service task ${res.body.id} --follow\` follows it`);
       out(JSON.stringify(res.body, null, 2));
     });
+}
+
+/** A binary answer (a snapshot's file) goes to stdout as its bytes, never to a terminal. */
+async function writeBytes(bytes: Readable, type: string): Promise<void> {
+  if (process.stdout.isTTY) {
+    bytes.destroy();
+    throw new CliError(`The answer is binary (${type}): send it to a file (\`service api PATH > FILE\`)`);
+  }
+  for await (const chunk of bytes) if (!process.stdout.write(chunk)) await once(process.stdout, 'drain');
 }

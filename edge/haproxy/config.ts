@@ -103,6 +103,10 @@ function rangeAddresses(host: string, from: number, to: number, held: number[] =
   return out;
 }
 
+/** The environment ports' bind: none when other programs hold every one of them (each is bound once free). */
+const envBind = (addresses: string[], maxconn: number) =>
+  addresses.length ? [`  bind ${addresses.join(',')} name envs maxconn ${maxconn}`] : [];
+
 const PLAIN = 'content-type "text/plain; charset=utf-8"';
 const NO_STORE = 'hdr Cache-Control no-store';
 
@@ -207,7 +211,10 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     // every port of ENVIRONMENT_PORTS, one listener each (maxconn is each one's), whether an environment has it
     // yet or not: an environment added or removed is a map entry
     ...heldPortsLine(o.heldPorts ?? []),
-    `  bind ${rangeAddresses(o.host, o.environmentPorts.from, o.environmentPorts.to, [...(o.heldPorts ?? []), ...ownPorts]).join(',')} name envs maxconn ${limits.env}`,
+    ...envBind(
+      rangeAddresses(o.host, o.environmentPorts.from, o.environmentPorts.to, [...(o.heldPorts ?? []), ...ownPorts]),
+      limits.env,
+    ),
     ...perAddressLimits(o),
     '  option forwardfor',
     '  option http-ignore-probes',

@@ -51,14 +51,22 @@ export class HaproxyProcess {
     return ['-f', this.paths.config, ...this.more.flatMap((f) => ['-f', f])];
   }
 
-  /** Checks the configuration (`haproxy -c`); throws with HAProxy's own message. */
+  /**
+   * Checks the configuration (`haproxy -c`); throws with HAProxy's own message. Not `-q`: it would hide the
+   * reason too (an ALERT naming the file, line and keyword), leaving only an exit code.
+   */
   async validate(): Promise<void> {
     if (!existsSync(HAPROXY_BIN)) throw new HaproxyMissingError();
     try {
-      await run(HAPROXY_BIN, ['-c', '-q', ...this.files]);
+      await run(HAPROXY_BIN, ['-c', ...this.files]);
     } catch (err) {
       const e = err as { stderr?: string; message: string };
-      throw new Error(`haproxy.cfg is not valid: ${(e.stderr || e.message).trim().slice(0, 2000)}`);
+      const alerts = (e.stderr ?? '')
+        .split('\n')
+        .filter((l) => /\[(ALERT|WARNING)\]/.test(l))
+        .map((l) => l.replace(/^\[(\w+)\]\s+\(\d+\)\s*:\s*/, '$1: '))
+        .join('\n');
+      throw new Error(`haproxy.cfg is not valid: ${(alerts || e.stderr || e.message).trim().slice(0, 2000)}`);
     }
   }
 

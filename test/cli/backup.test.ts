@@ -1,7 +1,7 @@
 /**
  * `service backup ...` against the real stack (API, worker, a postgresql service, a local destination):
  * a person's session takes a backup, lists it, downloads it decrypted to a dump the real pg_restore reads;
- * a token is sent to `service login`.
+ * a token is sent to `service login`; `service api` streams the snapshot's bytes to a file.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -71,6 +71,22 @@ describe('service backup', () => {
     const plain = join(t.dataDir, 'plain');
     execFileSync('node', [join(ROOT, 'scripts/decrypt-backup.mjs'), '--key', key, '--in', vcb, '--out', plain]);
     expect(readFileSync(join(plain, 'database.dump'))).toEqual(readFileSync(file));
+
+    // `service api` asks for the link, then streams the snapshot's bytes to a file (not decoded as text)
+    const link = await runCli(
+      t,
+      ['api', `/environments/{env}/backups/${snapshots[0].id}/download`, '-X', 'POST', '--env', label],
+      home,
+    );
+    expect(link.code, link.stderr).toBe(0);
+    const url = JSON.parse(link.stdout).url as string;
+    const viaApi = join(t.dataDir, 'via-api.vcb');
+    const bin = join(ROOT, 'cli/bin.mjs');
+    const streamed = await runCli(t, [], home, {
+      command: ['sh', '-c', `"${process.execPath}" "${bin}" api "$0" > "${viaApi}"`, url],
+    });
+    expect(streamed.code, streamed.stderr).toBe(0);
+    expect(readFileSync(viaApi).equals(readFileSync(vcb))).toBe(true);
   });
 
   it('a token is refused with exit 4 naming `service login`', async () => {

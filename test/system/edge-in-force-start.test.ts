@@ -44,15 +44,28 @@ let env: { id: string; port: number };
 let project: { id: string; team_id: string };
 
 const until = <T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 60_000) =>
-  untilHolds(what, fn, { timeoutMs: ms, ignoreErrors: true, detail: () => out.slice(-4000) });
+  untilHolds(what, fn, {
+    timeoutMs: ms,
+    ignoreErrors: true,
+    detail: () => `the last visit: ${lastVisit}\n${out.slice(-4000)}`,
+  });
+/** What the last `visit` got (for a wait's timeout: a status and the body's start, or the error). */
+let lastVisit = 'none';
 
 /** One request to the environment's port: its status, body and headers. */
 async function visit(
   pathname = '/',
   headers: Record<string, string> = {},
 ): Promise<{ status: number; text: string; headers: Headers }> {
-  const r = await fetch(`http://127.0.0.1:${env.port}${pathname}`, { headers });
-  return { status: r.status, text: await r.text(), headers: r.headers };
+  try {
+    const r = await fetch(`http://127.0.0.1:${env.port}${pathname}`, { headers });
+    const text = await r.text();
+    lastVisit = `${r.status} ${JSON.stringify(text.slice(0, 120))}`;
+    return { status: r.status, text, headers: r.headers };
+  } catch (err) {
+    lastVisit = `${(err as Error).message} (${String((err as { cause?: unknown }).cause)})`;
+    throw err;
+  }
 }
 
 /** The edge's control plane as npm start's supervisor records it (running). */
