@@ -174,14 +174,17 @@ export class EdgeControlPlane implements Edge {
     try {
       do {
         this.again = false;
-        // the database clock before the reads: every change committed before it is in what is applied
-        this.step = 'reading the database clock';
-        const { rows } = await o.knex.raw('SELECT now() AS at');
-        const readAt: Date = rows[0].at;
-        this.step = 'syncing certificates';
-        const dropRemovedCertificates = await this.syncCertificates();
-        this.step = 'reading the state';
-        const state = await loadEdgeState(o.knex);
+        let read: Awaited<ReturnType<EdgeControlPlane['readState']>>;
+        try {
+          read = await this.readState();
+        } catch (err) {
+          // the database away or slow (a pool's acquire timed out): HAProxy serves on with what it holds. Said and
+          // tried again, never dropped: the change that asked for this reload is not in force yet
+          o.logger?.warn({ err: (err as Error).message }, 'the edge could not read the state to apply; retrying');
+          this.later();
+          break;
+        }
+        const { readAt, state, dropRemovedCertificates } = read;
         if (this.closed) break;
         try {
           let applied = false;
@@ -208,6 +211,19 @@ export class EdgeControlPlane implements Edge {
       clearInterval(slow);
       this.step = 'idle';
     }
+  }
+
+  /** The database clock, then the certificates (loaded at runtime) and the state read after it. */
+  private async readState() {
+    // the database clock before the reads: every change committed before it is in what is applied
+    this.step = 'reading the database clock';
+    const { rows } = await this.o.knex.raw('SELECT now() AS at');
+    const readAt: Date = rows[0].at;
+    this.step = 'syncing certificates';
+    // (should the state's read fail, a certificate just removed stays loaded until a reload: never the other way)
+    const dropRemovedCertificates = await this.syncCertificates();
+    this.step = 'reading the state';
+    return { readAt, state: await loadEdgeState(this.o.knex), dropRemovedCertificates };
   }
 
   /** Makes HAProxy hold `next`: runtime changes, or a reload for structural ones (or a start). */

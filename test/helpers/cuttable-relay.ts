@@ -8,6 +8,8 @@ import net from 'node:net';
 interface CuttableRelay {
   port: number;
   cut(): void;
+  /** Relays new connections again (the held ones stay unanswered, as after a host's packets flow again). */
+  mend(): void;
   close(): void;
 }
 
@@ -35,6 +37,9 @@ export async function cuttableRelay(to: { host: string; port: number }): Promise
     cut() {
       cut = true;
       for (const s of open) s.destroy();
+    },
+    mend() {
+      cut = false;
     },
     close() {
       for (const s of open) s.destroy();
