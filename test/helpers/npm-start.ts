@@ -11,6 +11,7 @@ import { inject } from 'vitest';
 import type { TestContext } from './context';
 import { freePort } from './ports';
 import { killProcessesUnder, processesMentioning } from './processes';
+import { until } from './until';
 
 const root = path.resolve(__dirname, '../..');
 
@@ -82,6 +83,25 @@ export function spawnNpmStart(env: NodeJS.ProcessEnv, onOutput: (text: string) =
   start.stdout!.on('data', (d: Buffer) => onOutput(d.toString()));
   start.stderr!.on('data', (d: Buffer) => onOutput(d.toString()));
   return start;
+}
+
+/**
+ * Waits until `npm start` says "Hosting Console is running." (up to 4 minutes); fails at once, with the tail of its
+ * output, when it exits first (a start that could not start says why and stops: no need to wait the minutes out).
+ */
+export async function untilRunning(start: ChildProcess, output: () => string, what = ''): Promise<void> {
+  const running = 'Hosting Console is running.';
+  await until(
+    `"${running}"${what}`,
+    () => {
+      if (output().includes(running)) return true;
+      const ended = start.exitCode ?? start.signalCode;
+      if (ended !== null)
+        throw new Error(`npm start exited (${ended}) before it was running:\n${output().slice(-4000)}`);
+      return false;
+    },
+    { timeoutMs: 240_000, detail: () => output().slice(-4000) },
+  );
 }
 
 /**

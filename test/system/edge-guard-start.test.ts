@@ -35,6 +35,7 @@ import {
   npmStartPorts,
   spawnNpmStart,
   stopNpmStart,
+  untilRunning,
 } from '../helpers/npm-start';
 import { processesMentioning, tenantProcessesOfPorts } from '../helpers/processes';
 import { until as untilHolds } from '../helpers/until';
@@ -113,7 +114,7 @@ beforeAll(async () => {
   start = spawnNpmStart(startEnv, (text) => {
     out += text;
   });
-  await until('"Hosting Console is running."', () => out.includes('Hosting Console is running.'), 240_000);
+  await untilRunning(start, () => out);
 }, 300_000);
 
 afterAll(async () => {
@@ -234,7 +235,7 @@ describe("npm start's supervisor SIGKILLed", () => {
     start = spawnNpmStart(startEnv, (text) => {
       out += text;
     });
-    await until('"Hosting Console is running." again', () => out.includes('Hosting Console is running.'), 240_000);
+    await untilRunning(start, () => out, ' again');
     const r = await until('the app through the second start', async () => {
       const a = await request('/after-restart');
       return a.status === 200 && a;

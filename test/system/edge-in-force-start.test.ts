@@ -23,6 +23,7 @@ import {
   npmStartPorts,
   spawnNpmStart,
   stopNpmStart,
+  untilRunning,
 } from '../helpers/npm-start';
 import { startReceiver, type Receiver } from '../helpers/receiver';
 import { startSyslog, type SyslogListener } from '../helpers/syslog';
@@ -120,7 +121,7 @@ beforeAll(async () => {
       out += text;
     },
   );
-  await until('"Hosting Console is running."', () => out.includes('Hosting Console is running.'), 240_000);
+  await untilRunning(start, () => out);
   const deploy = await runTask(`/environments/${env.id}/deploy`, {});
   expect(deploy.status, deploy.log).toBe('succeeded');
   expect((await visit('/')).text).toBe('v1');

@@ -32,6 +32,7 @@ import {
   npmStartPorts,
   spawnNpmStart,
   stopNpmStart,
+  untilRunning,
 } from '../helpers/npm-start';
 import { killProcessesMentioning, killProcessesUnder, processesMentioning } from '../helpers/processes';
 import { backendServers, readEnvFile, runWrk } from '../helpers/host-agents';
@@ -179,7 +180,7 @@ beforeAll(async () => {
     S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
   });
   start = spawnNpmStart(startEnv, (text) => (out += text));
-  await until('"Hosting Console is running."', () => out.includes('Hosting Console is running.'), 240_000);
+  await untilRunning(start, () => out);
 }, 300_000);
 
 afterAll(async () => {

@@ -23,6 +23,7 @@ import {
   npmStartPorts,
   spawnNpmStart,
   stopNpmStart,
+  untilRunning,
 } from '../helpers/npm-start';
 import { processesMentioning, procStat } from '../helpers/processes';
 import { startReceiver, type Receiver } from '../helpers/receiver';
@@ -85,7 +86,7 @@ beforeAll(async () => {
       out += text;
     },
   );
-  await until('"Hosting Console is running."', () => out.includes('Hosting Console is running.'), 240_000);
+  await untilRunning(start, () => out);
   receiver = await startReceiver(0, '/ingest');
   syslog = await startSyslog('udp');
 }, 300_000);

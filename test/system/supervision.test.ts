@@ -22,6 +22,7 @@ import {
   npmStartPorts,
   spawnNpmStart,
   stopNpmStart,
+  untilRunning,
 } from '../helpers/npm-start';
 import { processesMentioning, procStat } from '../helpers/processes';
 import { startEmbeddedCluster } from '../helpers/services-server';
@@ -170,7 +171,7 @@ beforeAll(async () => {
     out += text;
   });
   startStartedAt = stateOf(start.pid!).startedAt;
-  await until('"Hosting Console is running."', () => out.includes('Hosting Console is running.'), 240_000);
+  await untilRunning(start, () => out);
 }, 300_000);
 
 afterAll(async () => {

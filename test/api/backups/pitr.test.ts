@@ -25,6 +25,7 @@ import {
   npmStartPorts,
   spawnNpmStart,
   stopNpmStart,
+  untilRunning,
 } from '../../helpers/npm-start';
 import { until as untilHolds } from '../../helpers/until';
 import { processesMentioning } from '../../helpers/processes';
@@ -118,7 +119,7 @@ beforeAll(async () => {
   start = spawnNpmStart(env, (text) => {
     out += text;
   });
-  await until('"Hosting Console is running."', () => out.includes('Hosting Console is running.'), 240_000);
+  await untilRunning(start, () => out);
   api = await startedApi(owner);
 }, 300_000);
 
