@@ -26,6 +26,7 @@ import { createBuildActivities, createDeployActivities } from './deploys';
 import { createDomainActivities } from './domains';
 import { createEnvironmentActivities } from './environments';
 import { createIntegrationActivities } from './integrations';
+import { createEmailActivities } from './emails';
 import { createMachineActivities } from './machines';
 import { createMoveActivities } from './machines/moves';
 import { createMoveVolumeActivities } from './machines/move-volume';
@@ -146,6 +147,7 @@ export async function createActivities(deps: Deps): Promise<ActivitySet> {
       ...createReshapeActivities(deps, provider),
       ...createBillingActivities(deps),
       ...createIntegrationActivities(deps),
+      ...createEmailActivities(deps),
       ...createAutoDeployActivities(deps),
       ...createProjectStopActivities(deps, provider),
       retireEnvironmentHost: environments.retireEnvironmentHost,

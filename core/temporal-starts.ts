@@ -4,7 +4,8 @@
  * db/vocabulary.ts's names.
  *
  * Workflows that are not tasks: stopping a cancelled project, a domain's background re-check, the end of a
- * cancelled subscription, retiring a deleted environment, an integration delivery, the auto-deploy poller.
+ * cancelled subscription, retiring a deleted environment, an integration delivery, an event's e-mail sent again,
+ * the auto-deploy poller.
  */
 import {
   type Client,
@@ -12,6 +13,7 @@ import {
   WorkflowIdConflictPolicy,
   type WorkflowStartOptions,
 } from '@temporalio/client';
+import { createHash } from 'node:crypto';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { SEARCH_ATTRIBUTES } from '../db/vocabulary';
 // Types only: the starts are typed by the workflow functions, and no workflow code is loaded here.
@@ -161,6 +163,31 @@ export async function startIntegrationDelivery(deps: TemporalDeps, deliveryId: s
       workflowId: workflowIds.integrationDelivery(deliveryId),
       args: [{ deliveryId }],
       summary,
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+}
+
+/**
+ * An event's e-mail that the mail server did not take, handed to Temporal to send again (workflows/emails.ts). One
+ * run per mail and address: the same mail handed over twice while its first run retries is sent once.
+ */
+export async function startEventEmailRetry(
+  deps: TemporalDeps,
+  input: WorkflowArgs<'deliverEventEmail'>[0],
+): Promise<void> {
+  const key = createHash('sha256')
+    .update(JSON.stringify([input.event, input.teamId, input.to, input.mail.subject, input.mail.text]))
+    .digest('hex')
+    .slice(0, 32);
+  try {
+    await startWorkflow(deps, {
+      workflow: 'deliverEventEmail',
+      workflowId: workflowIds.eventEmail(key),
+      args: [input],
+      summary: `The ${input.event} e-mail, sent again until the mail server takes it`,
+      searchAttributes: { TeamId: input.teamId },
     });
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;

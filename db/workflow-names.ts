@@ -31,6 +31,8 @@ export const workflowIds = {
   environmentRetire: (environmentId: string) => `environment-retire-${environmentId}`,
   /** One delivery of one event to one integration. */
   integrationDelivery: (deliveryId: string) => `integration-delivery-${deliveryId}`,
+  /** An event's e-mail to one person, sent again until the mail server takes it: one per mail and address. */
+  eventEmail: (key: string) => `event-email-${key}`,
 };
 
 export const SCHEDULE_TOKEN_EXPIRY_REMINDERS = 'token-expiry-reminders';

@@ -23,6 +23,7 @@ export { moveStorage, discardStorage, growVolume } from './storage';
 export { moveEnvironment, watchHosts } from './moves';
 export { endSubscription } from './subscriptions';
 export { deliverIntegrationEvent } from './integrations';
+export { deliverEventEmail } from './emails';
 export { pollAutoDeploys } from './auto-deploy';
 export { stopProjectEnvironments } from './project-stop';
 export { retireEnvironment } from './environments';

@@ -181,6 +181,37 @@ describe("the e-mail of the project's rule", () => {
     expect(t.smtp!.messages.some((m) => m.to.includes(developer.email))).toBe(false);
   });
 
+  it('with the mail server down at the event: sent again by Temporal once the server takes mail, once', async () => {
+    const { owner, team, project, environment, agent } = await world();
+    const rule = await agent.post(`/projects/${project.id}/notifications`, {
+      rules: [{ event: 'domain.verified', email: 'admins', integration_ids: [] }],
+    });
+    expect(rule.status, rule.text).toBe(200);
+    const added = await agent.post(`/environments/${environment.id}/domains`, { hostname: hostname() });
+    dns.set(added.body.verification.name, [added.body.verification.value]);
+    const subject = `${added.body.hostname} is verified`;
+    const retries = async () => {
+      const found: string[] = [];
+      const query = `WorkflowType = 'deliverEventEmail' AND TeamId = '${team.id}'`;
+      for await (const w of t.deps.temporal.workflow.list({ query })) found.push(w.workflowId);
+      return found;
+    };
+    t.smtp!.setDown(true);
+    let handed: string[];
+    try {
+      expect((await agent.post(`/domains/${added.body.id}/verify`)).body.status).toBe('verified');
+      // refused (421): handed to Temporal, which tries again while the server is down
+      handed = await until('the e-mail handed to Temporal', retries, (ids) => ids.length === 1, 20_000);
+      expect(t.smtp!.messages.some((m) => m.subject === subject)).toBe(false);
+    } finally {
+      t.smtp!.setDown(false);
+    }
+    const mail = await t.smtp!.waitFor((m) => m.subject === subject, 30_000);
+    expect(mail.to).toEqual([owner.email]);
+    expect(await t.deps.temporal.workflow.getHandle(handed[0]).result()).toBe('sent');
+    expect(t.smtp!.messages.filter((m) => m.subject === subject)).toHaveLength(1);
+  });
+
   it('no rule, or email "none": no e-mail', async () => {
     const { project, environment, agent } = await world();
     const none = await agent.post(`/projects/${project.id}/notifications`, {
