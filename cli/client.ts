@@ -160,7 +160,7 @@ export class Client {
       return { status: res.status, headers: res.headers, body: undefined as T, text: '', stream: bytes };
     }
     const text = await res.text();
-    const json = (res.headers.get('content-type') ?? '').includes('json') && text ? safeJson(text) : undefined;
+    const json = type.includes('json') && text ? safeJson(text) : undefined;
     if (res.ok) return { status: res.status, headers: res.headers, body: (json ?? text) as T, text };
     const error = (json as { error?: { code?: string; message?: string; fields?: Record<string, string> } } | undefined)
       ?.error;

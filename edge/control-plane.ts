@@ -174,18 +174,15 @@ export class EdgeControlPlane implements Edge {
     try {
       do {
         this.again = false;
-        let read: Awaited<ReturnType<EdgeControlPlane['readState']>>;
-        try {
-          read = await this.readState();
-        } catch (err) {
+        const read = await this.readState().catch((err: Error) => {
           // the database away or slow (a pool's acquire timed out): HAProxy serves on with what it holds. Said and
           // tried again, never dropped: the change that asked for this reload is not in force yet
-          o.logger?.warn({ err: (err as Error).message }, 'the edge could not read the state to apply; retrying');
+          o.logger?.warn({ err: err.message }, 'the edge could not read the state to apply; retrying');
           this.later();
-          break;
-        }
+          return null;
+        });
+        if (!read || this.closed) break;
         const { readAt, state, dropRemovedCertificates } = read;
-        if (this.closed) break;
         try {
           let applied = false;
           try {

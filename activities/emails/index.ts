@@ -6,8 +6,7 @@
  */
 import type { Deps } from '../../system/deps';
 import type { RenderedEmail } from '../../system/mail/layout';
-import { isPermanentMailError } from '../../system/mail/transport';
-import { userFault } from '../toolkit/failures';
+import { sendOrRefuse } from '../toolkit/mail';
 
 export interface EventEmailInput {
   /** The event it tells of (`app.crashing`, `domain.verified`, `task.failed`, ...): for logs. */
@@ -20,13 +19,7 @@ export interface EventEmailInput {
 export function createEmailActivities(deps: Pick<Deps, 'mailer' | 'logger'>) {
   return {
     async sendEventEmail(input: EventEmailInput): Promise<void> {
-      try {
-        await deps.mailer.send({ to: input.to, ...input.mail });
-      } catch (err) {
-        if (isPermanentMailError(err))
-          throw userFault('MailRefused', `the mail server refused the ${input.event} e-mail`);
-        throw err;
-      }
+      await sendOrRefuse(deps.mailer, { to: input.to, ...input.mail }, `the ${input.event} e-mail`);
       deps.logger.info({ event: input.event, teamId: input.teamId }, 'event e-mail sent on a later attempt');
     },
   };

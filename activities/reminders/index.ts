@@ -4,7 +4,7 @@
 import { emitIntegrationEvent } from '../../core/integration-events';
 import { dueReminderToken, dueReminderTokens } from '../../db/queries/token-reminders';
 import type { Deps } from '../../system/deps';
-import { isPermanentMailError } from '../../system/mail/transport';
+import { sendOrRefuse } from '../toolkit/mail';
 import { tokenExpiryReminderEmail } from '../../system/mail/templates';
 import { REMINDER_INTERVAL_DAYS, REMINDER_LEAD_DAYS, parseReminderKey, reminderKey, utcDay } from './keys';
 import { userFault } from '../toolkit/failures';
@@ -115,14 +115,7 @@ export function createReminderActivities(deps: Deps) {
           now,
           baseUrl: deps.config.baseUrl,
         });
-        try {
-          await deps.mailer.send({ to: token.email, ...email });
-        } catch (err) {
-          if (isPermanentMailError(err)) {
-            throw userFault('MailRefused', 'the mail server refused the token reminder');
-          }
-          throw err;
-        }
+        await sendOrRefuse(deps.mailer, { to: token.email, ...email }, 'the token reminder');
         await trx('token_reminders').where('reminder_key', input.key).update({ sent_at: trx.fn.now() });
         deps.logger.info({ tokenId, key: input.key }, 'token reminder sent');
         // The team's integrations hear of it too (token.expiring; the reminder key makes it once only), announced in

@@ -51,46 +51,45 @@ export function NotificationRules({ id, teamId }: { id: string; teamId?: string 
       <LoadState load={rules} what="the rules" />
       {draft.length > 0 && (
         <ActionForm action={save}>
-          {draft.map((r, i) =>
-            r.event === TEAM_EVENT ? (
-              // not a project's event: no rule of a project changes who hears of it
-              <fieldset key={r.event} class="plain rule">
-                <legend>{eventLabel(r.event)}</legend>
+          {draft.map((r, i) => (
+            <fieldset key={r.event} class="plain rule">
+              <legend>{eventLabel(r.event)}</legend>
+              {r.event === TEAM_EVENT ? (
+                // not a project's event: no rule of a project changes who hears of it
                 <p class="muted">
                   A team's event, not a project's: whoever issued the token gets its reminder e-mail, and every
                   integration of the team that listens for it hears of it.
                 </p>
-              </fieldset>
-            ) : (
-              <fieldset key={r.event} class="plain rule">
-                <legend>{eventLabel(r.event)}</legend>
-                <Select
-                  label={`Whom to e-mail (${eventLabel(r.event).toLowerCase()})`}
-                  name={`rules.${i}.email`}
-                  value={r.email}
-                  onChange={(e) => change(i, { email: (e.target as HTMLSelectElement).value as Email })}
-                  options={EMAIL}
-                  error={save.error}
-                />
-                {hooks.map((h) => (
-                  <Check
-                    key={h.id}
-                    label={`${h.name} (${h.kind})`}
-                    name={`rules.${i}.integration_ids`}
-                    checked={r.integration_ids.includes(h.id)}
-                    onChange={(on) =>
-                      change(i, {
-                        integration_ids: on
-                          ? [...r.integration_ids, h.id]
-                          : r.integration_ids.filter((x) => x !== h.id),
-                      })
-                    }
+              ) : (
+                <>
+                  <Select
+                    label={`Whom to e-mail (${eventLabel(r.event).toLowerCase()})`}
+                    name={`rules.${i}.email`}
+                    value={r.email}
+                    onChange={(e) => change(i, { email: (e.target as HTMLSelectElement).value as Email })}
+                    options={EMAIL}
+                    error={save.error}
                   />
-                ))}
-                <FieldErrors error={save.error} prefix={`rules.${i}`} />
-              </fieldset>
-            ),
-          )}
+                  {hooks.map((h) => (
+                    <Check
+                      key={h.id}
+                      label={`${h.name} (${h.kind})`}
+                      name={`rules.${i}.integration_ids`}
+                      checked={r.integration_ids.includes(h.id)}
+                      onChange={(on) =>
+                        change(i, {
+                          integration_ids: on
+                            ? [...r.integration_ids, h.id]
+                            : r.integration_ids.filter((x) => x !== h.id),
+                        })
+                      }
+                    />
+                  ))}
+                  <FieldErrors error={save.error} prefix={`rules.${i}`} />
+                </>
+              )}
+            </fieldset>
+          ))}
           {teamId && hooks.length === 0 && integrations.data && (
             <p class="muted">
               No integration yet: <a href={`/teams/${teamId}/integrations`}>add one</a> to hear of events elsewhere.
