@@ -66,6 +66,8 @@ export class EdgeControlPlane implements Edge {
   private again = false;
   /** The step the running reload is on (for the slow reload's warning). */
   private step = 'idle';
+  /** How the last apply reached HAProxy (a start, a reload, or what it changed at runtime; '' for nothing). */
+  private how = '';
   private restarting = false;
   private client: pg.Client | null = null;
   private watch: NodeJS.Timeout | null = null;
@@ -192,6 +194,7 @@ export class EdgeControlPlane implements Edge {
             await dropRemovedCertificates();
           }
           if (applied) {
+            if (this.how) o.logger?.info({ readAt, how: this.how }, 'the edge applied a change');
             this.step = 'syncing passwords';
             await this.syncPasswords();
             this.step = 'checking the applied state in';
@@ -242,6 +245,7 @@ export class EdgeControlPlane implements Edge {
     const skeleton = this.skeletonOf(next);
     if (!p.haproxy.alive()) {
       this.step = 'starting HAProxy';
+      this.how = 'started HAProxy';
       const adopted = await p.haproxy.ensure();
       // an adopted HAProxy runs what the previous control plane wrote: load this one's files
       if (adopted) await p.haproxy.reload();
@@ -250,12 +254,16 @@ export class EdgeControlPlane implements Edge {
       await new Promise((r) => setTimeout(r, RELOAD_DEBOUNCE_MS));
       if (this.again && !this.closed) return false;
       this.step = 'reloading HAProxy';
+      this.how = 'reloaded HAProxy';
       await p.haproxy.reload();
     } else {
       this.step = "updating HAProxy's maps and ACLs";
-      await applyFiles(p.paths.admin, p.paths.dir, next, changedFiles(before, next), before);
+      const changed = changedFiles(before, next);
+      const servers = serverCommands(before, next);
+      this.how = [...changed, ...(servers.length ? [`${servers.length} server commands`] : [])].join(', ');
+      await applyFiles(p.paths.admin, p.paths.dir, next, changed, before);
       this.step = "updating HAProxy's servers";
-      await applyServers(p.paths.admin, serverCommands(before, next));
+      await applyServers(p.paths.admin, servers);
     }
     this.loaded = skeleton;
     this.model = next;

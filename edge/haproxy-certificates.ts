@@ -11,37 +11,8 @@
  * of HAProxy reads from disk. The PEM (chain + key) only travels over the local socket; it is never logged.
  */
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import type { CertificateFileChanges } from './certificate-files';
-
-class HaproxyRuntimeError extends Error {}
-
-/** One command on the runtime socket (non-interactive: one command per connection); its whole answer. */
-export function runtimeCommand(socketPath: string, command: string, payload?: string, timeoutMs = 10_000) {
-  return new Promise<string>((resolve, reject) => {
-    const socket = net.connect(socketPath);
-    let answer = '';
-    socket.setEncoding('utf8');
-    socket.setTimeout(timeoutMs, () => socket.destroy(new HaproxyRuntimeError(`${verb(command)}: no answer`)));
-    socket.on('data', (chunk) => (answer += chunk));
-    socket.on('error', reject);
-    socket.on('close', () => resolve(answer.trim()));
-    socket.on('connect', () => {
-      // A payload follows `<<` and ends with an empty line (it must hold none itself).
-      const body =
-        payload === undefined
-          ? ''
-          : ` <<\n${payload
-              .replace(/\r/g, '')
-              .replace(/\n{2,}/g, '\n')
-              .trim()}\n`;
-      socket.end(`${command}${body}\n`);
-    });
-  });
-}
-
-/** The command without its arguments (for errors: never the payload). */
-const verb = (command: string) => command.split(' ').slice(0, 3).join(' ');
+import { HaproxyRuntimeError, runtimeCommand, verb } from './runtime-command';
 
 function expect(command: string, answer: string, ok: RegExp): string {
   if (!ok.test(answer)) throw new HaproxyRuntimeError(`${verb(command)}: ${answer.split('\n')[0] || 'no answer'}`);
@@ -56,7 +27,7 @@ export class HaproxyCertificates {
   ) {}
 
   private run(command: string, payload?: string) {
-    return runtimeCommand(this.socketPath, command, payload);
+    return runtimeCommand(this.socketPath, command, { payload });
   }
 
   /** The certificate files HAProxy holds in memory. */

@@ -59,7 +59,7 @@ async function publishAndWait(knex: Knex, routes: Array<[string, number]>): Prom
 
 /** Servers of HAProxy's `show servers state` that serve `host` (addr set, not in maintenance). */
 async function servingServers(socket: string, host: string): Promise<Set<string>> {
-  const out = await runtimeCommand(socket, 'show servers state', 30_000);
+  const out = await runtimeCommand(socket, 'show servers state', { timeoutMs: 30_000 });
   const serving = new Set<string>();
   for (const line of out.split('\n')) {
     const f = line.trim().split(/\s+/);

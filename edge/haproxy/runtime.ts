@@ -5,14 +5,14 @@
  * are written first (model.ts, server.ts), so what the runtime holds is what a reload or a restart reads.
  */
 import { join } from 'node:path';
-import { runtimeCommand } from '../haproxy-certificates';
+import { runtimeCommand } from '../runtime-command';
 import { backendName, type EdgeModel, serverName, type Slot } from './model';
 import { RUNTIME_PAYLOAD_MAX } from './buffer';
 
 class RuntimeError extends Error {}
 
 export async function command(socket: string, line: string, payload?: string): Promise<string> {
-  return runtimeCommand(socket, line, payload);
+  return runtimeCommand(socket, line, { payload });
 }
 
 /** Replaces the entries of a map (`kind` map) or ACL file loaded by HAProxy, atomically. */

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HaproxyCertificates, runtimeCommand } from '../../edge/haproxy-certificates';
+import { HaproxyCertificates } from '../../edge/haproxy-certificates';
+import { runtimeCommand } from '../../edge/runtime-command';
 import { keptAlive, startHaproxy, type Haproxy } from '../helpers/haproxy';
 
 let dir: string;

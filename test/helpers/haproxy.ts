@@ -123,7 +123,7 @@ interface HaproxyChild {
  */
 export const runtimeAnswers = (socket: string): Promise<boolean> =>
   existsSync(socket)
-    ? runtimeCommand(socket, 'show info', 1000).then(
+    ? runtimeCommand(socket, 'show info', { timeoutMs: 1000 }).then(
         (info) => info.includes('Pid:'),
         () => false,
       )

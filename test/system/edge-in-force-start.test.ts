@@ -9,6 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runtimeCommand } from '../../edge/runtime-command';
 import { environmentHome } from '../../host/provider/sandbox';
 import { dayOf, machineFile } from '../../logs/machine-files';
 import { readProcesses } from '../../system/run-state';
@@ -48,7 +49,13 @@ const until = <T>(what: string, fn: () => Promise<T | undefined | false> | T | u
   untilHolds(what, fn, {
     timeoutMs: ms,
     ignoreErrors: true,
-    detail: () => `the last visit: ${lastVisit}\n${out.slice(-4000)}`,
+    // npm start's own lines and the edge's (at info: each change it applied), not the other processes' logs
+    detail: () =>
+      `the last visit: ${lastVisit}\n${out
+        .split('\n')
+        .filter((l) => !l.startsWith('{') || l.includes('"name":"edge"'))
+        .join('\n')
+        .slice(-6000)}`,
   });
 /** What the last `visit` got (for a wait's timeout: a status and the body's start, or the error). */
 let lastVisit = 'none';
@@ -87,6 +94,19 @@ function haproxyMaster(): number {
   return pid;
 }
 
+/** Runtime API answers and the agents file, for a failure's message. */
+async function haproxyView(commands: string[]): Promise<string> {
+  const admin = join(dataDir, 'edge', 'haproxy', 'admin.sock');
+  const parts: string[] = [];
+  for (const c of commands) parts.push(`> ${c}\n${await runtimeCommand(admin, c).catch((e: Error) => e.message)}`);
+  try {
+    parts.push(`agents.acl: ${readFileSync(join(dataDir, 'edge', 'haproxy', 'acls', 'agents.acl'), 'utf8')}`);
+  } catch (err) {
+    parts.push(`agents.acl: ${(err as Error).message}`);
+  }
+  return parts.join('\n');
+}
+
 async function runTask(path: string, body: unknown, timeoutMs = 180_000) {
   const res = await api.post(path, body);
   expect(res.status, res.text).toBe(202);
@@ -116,6 +136,8 @@ beforeAll(async () => {
     await npmStartEnv(t, ports, dataDir, {
       OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
       EDGE_TASK_WAIT_SECONDS: String(TASK_WAIT_SECONDS),
+      // the edge's "applied a change" lines, for a failure's message
+      LOG_LEVEL: 'info',
     }),
     (text) => {
       out += text;
@@ -196,7 +218,17 @@ describe('a control plane that cannot apply (frozen: SIGSTOP) while HAProxy serv
     } finally {
       process.kill(edge.pid, 'SIGCONT');
     }
-    await until('the kept rule in force', async () => (await visit('/', { 'user-agent': 'FrozenBot' })).status === 403);
+    await until(
+      'the kept rule in force',
+      async () => (await visit('/', { 'user-agent': 'FrozenBot' })).status === 403,
+    ).catch(async (err: Error) => {
+      // what HAProxy holds (its runtime API) beside what the files say: which side of the apply went missing
+      const held = await haproxyView([
+        'show acl',
+        `show acl ${join(dataDir, 'edge', 'haproxy', 'acls', 'agents.acl')}`,
+      ]);
+      throw new Error(`${err.message}\n${held}`);
+    });
     const cleared = await api.patch(`/projects/${project.id}/edge`, { blocked_user_agents: [] });
     expect(cleared.status, cleared.text).toBe(200);
     // room for the write's 10 s, the wait's own 60 s (its message says what it saw) and the clearing write

@@ -1,4 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PassThrough } from 'node:stream';
 import { MAX_LINE, pipeLines, processAlive, runStep } from '../../../host/provider/run-step';
@@ -7,19 +9,27 @@ const env = { PATH: process.env.PATH, HOME: process.env.HOME };
 
 describe('runStep', () => {
   it('streams stdout and stderr line by line as they are printed, partial last line included', async () => {
-    const start = Date.now();
-    const seen: { at: number; stream: string; line: string }[] = [];
-    const r = await runStep({
-      command: 'echo one; sleep 0.4; echo two >&2; printf "three"',
-      cwd: os.tmpdir(),
-      env,
-      timeoutMs: 10_000,
-      onLine: (stream, line) => seen.push({ at: Date.now() - start, stream, line }),
-    });
-    expect(r).toEqual({ exitCode: 0, signal: null, timedOut: false, cancelled: false });
-    expect(seen.map((s) => `${s.stream}:${s.line}`)).toEqual(['stdout:one', 'stderr:two', 'stdout:three']);
-    // "one" arrived while the step was still sleeping, not at its end
-    expect(seen[1].at - seen[0].at).toBeGreaterThanOrEqual(300);
+    // the step waits for a file that the test writes only once "one" has reached it: a step whose lines came at
+    // its end would wait out its timeout (no clock involved, so a loaded machine cannot fail it)
+    const dir = mkdtempSync(join(os.tmpdir(), 'run-step-'));
+    const gate = join(dir, 'gate');
+    const seen: string[] = [];
+    try {
+      const r = await runStep({
+        command: `echo one; while [ ! -e '${gate}' ]; do sleep 0.02; done; echo two >&2; printf "three"`,
+        cwd: os.tmpdir(),
+        env,
+        timeoutMs: 10_000,
+        onLine: (stream, line) => {
+          seen.push(`${stream}:${line}`);
+          if (line === 'one') writeFileSync(gate, '');
+        },
+      });
+      expect(r).toEqual({ exitCode: 0, signal: null, timedOut: false, cancelled: false });
+      expect(seen).toEqual(['stdout:one', 'stderr:two', 'stdout:three']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('reports the exit code and runs with the given env and cwd', async () => {
