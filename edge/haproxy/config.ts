@@ -174,6 +174,10 @@ export function renderConfig(model: EdgeModel, o: ConfigOptions, skeleton = fals
     '  noreuseport',
     `  pidfile ${p.pidfile}`,
     `  tune.bufsize ${BUFSIZE}`,
+    // no cache of pattern matches: HAProxy 2.6 keeps a regex's result for a sample across a `commit acl` that only
+    // adds to an empty ACL, so a User-Agent seen while a block was being applied stayed let through after it was
+    // in force (test/edge/agent-pattern-cache.test.ts). Only the agents ACL is matched by a list (maps are trees)
+    '  tune.pattern.cache-size 0',
     // per thread: the error page's filter runs on every request of the hops it is on, with no lock
     `  lua-load-per-thread ${join(p.dir, PAGES_LUA)}`,
     // after a reload, the old worker finishes what it was doing, at most this long
