@@ -6,6 +6,7 @@ Runtime.install({ logger: new DefaultLogger('WARN') });
 // `npm run bench -- environments` runs one by name.
 const benches: Record<string, () => Promise<{ run: () => Promise<unknown> }>> = {
   environments: () => import('./environments'),
+  credentials: () => import('./credentials'),
   deploys: () => import('./deploys'),
   golive: () => import('./golive'),
   hosts: () => import('./hosts'),

@@ -18,8 +18,9 @@ import type { Team } from '../../../db/models/team';
 /**
  * Token look-ups are cached in each API process (system/credential-cache.ts) and invalidated
  * through PostgreSQL LISTEN/NOTIFY. Two real API processes: a change made through one is in force on
- * the other within 100 ms. Process B keeps entries for 60 s, so only the invalidation can explain a
- * refusal that comes sooner.
+ * the other. Process B keeps entries for 60 s, so a refusal within `untilAnswers`' 5 s can only come from the
+ * invalidation. How soon it comes (target: long before its cache would expire) is measured by `npm run bench -- credentials`, not
+ * timed here.
  */
 const t = useTestContext();
 const children: ChildProcess[] = [];
@@ -44,13 +45,16 @@ async function startApi(env: Record<string, string> = {}): Promise<string> {
   return url;
 }
 
-/** Repeats `probe` until it answers `status`; returns the milliseconds that took. */
-async function msUntil(status: number, probe: () => Promise<{ status: number }>, limitMs = 2_000): Promise<number> {
+/**
+ * Repeats `probe` until it answers `status`. Fails after 5 s: far inside the 60 s an entry is kept, so an answer
+ * that changed by then was changed by the invalidation, not by the entry's age.
+ */
+async function untilAnswers(status: number, probe: () => Promise<{ status: number }>, limitMs = 5_000): Promise<void> {
   const start = performance.now();
   for (;;) {
     const res = await probe();
+    if (res.status === status) return;
     const elapsed = performance.now() - start;
-    if (res.status === status) return elapsed;
     if (elapsed > limitMs) throw new Error(`still ${res.status} after ${Math.round(elapsed)} ms`);
   }
 }
@@ -111,36 +115,34 @@ async function world(role: 'developer' | 'admin' = 'developer') {
 }
 
 describe('a token look-up cached by another API process', () => {
-  it('is dropped when the token is revoked on one process: the other refuses it within 100 ms; last_used_at is still written', async () => {
+  it('is dropped when the token is revoked on one process: the other refuses it long before its cache would expire; last_used_at is still written', async () => {
     const w = await world();
     expect((await w.on(b).get('/me')).status).toBe(200);
     expect((await t.deps.knex('access_tokens').where({ id: w.tokenId }).first()).last_used_at).not.toBeNull();
     const revoked = await (await w.devSession(a)).delete(`/me/tokens/${w.tokenId}`);
     expect(revoked.status).toBe(200);
-    const ms = await msUntil(401, () => w.on(b).get('/me'));
-    expect(ms).toBeLessThan(100);
+    await untilAnswers(401, () => w.on(b).get('/me'));
     expect((await w.on(b).get('/me')).body.error.message).toMatch(/revoked/);
   });
 
-  it('follows a role change made on one process: the other enforces the new role within 100 ms', async () => {
+  it('follows a role change made on one process: the other enforces the new role long before its cache would expire', async () => {
     const w = await world('developer');
     // A developer may deploy (this project has no repository, so the answer is 409 and nothing starts).
     expect((await w.on(b).post(`/environments/${w.env.id}/deploy`)).status).toBe(409);
     const changed = await (await w.ownerOn(a)).patch(`/memberships/${w.membership.id}`, { role: 'viewer' });
     expect(changed.status).toBe(200);
-    const ms = await msUntil(403, () => w.on(b).post(`/environments/${w.env.id}/deploy`));
-    expect(ms).toBeLessThan(100);
-    // And back: the promotion is in force as fast.
+    await untilAnswers(403, () => w.on(b).post(`/environments/${w.env.id}/deploy`));
+    // And back: the promotion is in force the same way.
     await (await w.ownerOn(a)).patch(`/memberships/${w.membership.id}`, { role: 'developer' });
-    expect(await msUntil(409, () => w.on(b).post(`/environments/${w.env.id}/deploy`))).toBeLessThan(100);
+    await untilAnswers(409, () => w.on(b).post(`/environments/${w.env.id}/deploy`));
   });
 
-  it('follows a removed membership: the token reaches nothing on the other process within 100 ms', async () => {
+  it('follows a removed membership: the token reaches nothing on the other process long before its cache would expire', async () => {
     const w = await world();
     expect((await w.on(b).get(`/environments/${w.env.id}`)).status).toBe(200);
     const removed = await (await w.ownerOn(a)).delete(`/memberships/${w.membership.id}`);
     expect(removed.status).toBe(204);
-    expect(await msUntil(403, () => w.on(b).get(`/environments/${w.env.id}`))).toBeLessThan(100);
+    await untilAnswers(403, () => w.on(b).get(`/environments/${w.env.id}`));
   });
 
   it('is kept while nothing is notified (it is a cache), and dropped by the notification alone', async () => {
@@ -160,7 +162,7 @@ describe('a token look-up cached by another API process', () => {
       'vc_credentials',
       JSON.stringify({ table: 'access_tokens', id: w.tokenId }),
     ]);
-    expect(await msUntil(401, () => w.on(b).get('/me'))).toBeLessThan(100);
+    await untilAnswers(401, () => w.on(b).get('/me'));
   });
 
   it('is bypassed once the listen connection is lost, until it is back', async () => {
@@ -177,7 +179,7 @@ describe('a token look-up cached by another API process', () => {
     await t.deps.knex.raw(
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'vc-credential-cache' AND datname = current_database()`,
     );
-    expect(await msUntil(401, () => w.on(b).get('/me'))).toBeLessThan(1_000);
+    await untilAnswers(401, () => w.on(b).get('/me'));
     // It listens again, and caches again.
     const deadline = Date.now() + 10_000;
     while ((await listenBackends()).rows.length < 3) {
@@ -187,6 +189,6 @@ describe('a token look-up cached by another API process', () => {
     const next = await world();
     expect((await next.on(b).get('/me')).status).toBe(200);
     await (await next.devSession(a)).delete(`/me/tokens/${next.tokenId}`);
-    expect(await msUntil(401, () => next.on(b).get('/me'))).toBeLessThan(100);
+    await untilAnswers(401, () => next.on(b).get('/me'));
   });
 });
