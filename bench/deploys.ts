@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
-import { startBenchSystem, printTable, seedDeveloperWithToken, spawnApiProcess } from './harness';
+import { startBenchSystem, percentile, printTable, seedDeveloperWithToken, spawnApiProcess } from './harness';
 import { startWorker } from '../processes/worker-runtime';
 import { searchAttributeKeys } from '../core/temporal-starts';
 import { createAppRepo } from '../test/helpers/deploy-fixtures';
@@ -32,11 +32,6 @@ const NOOP_DEPLOYS = sized(10, 1);
 const TASK_ROWS = sized(1_000_000, 2_000);
 const LIST_REQUESTS = sized(200, 10);
 const STARTS_ONLY = process.env.BENCH_DEPLOYS_STARTS_ONLY === '1';
-
-function percentile(values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
-}
 
 const ms = (n: number) => Math.round(n * 10) / 10;
 const since = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;

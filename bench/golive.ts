@@ -13,7 +13,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startBenchSystem, printTable, seedDeveloperWithToken } from './harness';
+import { startBenchSystem, percentile, printTable, seedDeveloperWithToken } from './harness';
 import { startWorker } from '../processes/worker-runtime';
 import { startEdge } from '../edge/server';
 import { spawnWeb } from '../host/provider/supervisor-web';
@@ -26,11 +26,6 @@ import { freePortRange } from '../test/helpers/ports';
 
 const ROUNDS = Number(process.env.BENCH_GOLIVE_ROUNDS) || sized(20, 1);
 const POLL_MS = 10;
-
-function percentile(values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
-}
 
 const ms = (n: number) => Math.round(n);
 const now = () => performance.now();

@@ -116,6 +116,12 @@ export async function load(
   };
 }
 
+/** The nearest-rank percentile `q` (0-1) of `values`. */
+export function percentile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
 export function printTable(title: string, rows: Array<Record<string, string | number>>) {
   console.log(`\n${title}`);
   console.table(rows);

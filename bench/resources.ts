@@ -2,7 +2,7 @@ import pg from 'pg';
 import { Session } from '../db/models/session';
 import { randomToken, generateSecret, sessionDigest } from '../api/lib/token-format';
 import { positional, seriesSql, stepSeconds, WINDOW_SECONDS } from '../db/queries/resources';
-import { printTable, seedDeveloperWithToken, startBenchSystem } from './harness';
+import { percentile, printTable, seedDeveloperWithToken, startBenchSystem } from './harness';
 import { sized } from './quick';
 
 /**
@@ -15,10 +15,6 @@ const ENVIRONMENTS = sized(50, 2);
 const MINUTES = sized(90 * 24 * 60, 24 * 60);
 const REQUESTS = sized(200, 10);
 
-function percentile(values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
-}
 const since = (t: bigint) => Number(process.hrtime.bigint() - t) / 1e6;
 const ms = (x: number) => Math.round(x * 10) / 10;
 

@@ -66,8 +66,6 @@ export class EdgeControlPlane implements Edge {
   private again = false;
   /** The step the running reload is on (for the slow reload's warning). */
   private step = 'idle';
-  /** How the last apply reached HAProxy (a start, a reload, or what it changed at runtime; '' for nothing). */
-  private how = '';
   private restarting = false;
   private client: pg.Client | null = null;
   private watch: NodeJS.Timeout | null = null;
@@ -186,15 +184,15 @@ export class EdgeControlPlane implements Edge {
         if (!read || this.closed) break;
         const { readAt, state, dropRemovedCertificates } = read;
         try {
-          let applied = false;
+          let applied: string | null = null;
           try {
             applied = await this.apply(this.modelOf(state, this.model));
           } finally {
             this.step = 'dropping removed certificates';
             await dropRemovedCertificates();
           }
-          if (applied) {
-            if (this.how) o.logger?.info({ readAt, how: this.how }, 'the edge applied a change');
+          if (applied !== null) {
+            if (applied) o.logger?.info({ readAt, how: applied }, 'the edge applied a change');
             this.step = 'syncing passwords';
             await this.syncPasswords();
             this.step = 'checking the applied state in';
@@ -226,8 +224,11 @@ export class EdgeControlPlane implements Edge {
     return { readAt, state: await loadEdgeState(this.o.knex), dropRemovedCertificates };
   }
 
-  /** Makes HAProxy hold `next`: runtime changes, or a reload for structural ones (or a start). */
-  private async apply(next: EdgeModel): Promise<boolean> {
+  /**
+   * Makes HAProxy hold `next`: runtime changes, or a reload for structural ones (or a start). Resolves with how
+   * (for the log: '' when nothing changed), or null when it gave way to a newer state (a debounced reload).
+   */
+  private async apply(next: EdgeModel): Promise<string | null> {
     const { o, p } = this;
     const options = p.configOptions;
     // a held port an environment has: bound (a reload) once the other program lets it go
@@ -240,34 +241,35 @@ export class EdgeControlPlane implements Edge {
       }
     }
     const before = this.model;
+    let how: string;
     this.step = 'writing the files';
     this.writeFiles(next);
     const skeleton = this.skeletonOf(next);
     if (!p.haproxy.alive()) {
       this.step = 'starting HAProxy';
-      this.how = 'started HAProxy';
+      how = 'started HAProxy';
       const adopted = await p.haproxy.ensure();
       // an adopted HAProxy runs what the previous control plane wrote: load this one's files
       if (adopted) await p.haproxy.reload();
     } else if (skeleton !== this.loaded || !before) {
       // debounced: a burst of changes (notifications come per statement) makes one reload, of the last state
       await new Promise((r) => setTimeout(r, RELOAD_DEBOUNCE_MS));
-      if (this.again && !this.closed) return false;
+      if (this.again && !this.closed) return null;
       this.step = 'reloading HAProxy';
-      this.how = 'reloaded HAProxy';
+      how = 'reloaded HAProxy';
       await p.haproxy.reload();
     } else {
       this.step = "updating HAProxy's maps and ACLs";
       const changed = changedFiles(before, next);
       const servers = serverCommands(before, next);
-      this.how = [...changed, ...(servers.length ? [`${servers.length} server commands`] : [])].join(', ');
+      how = [...changed, ...(servers.length ? [`${servers.length} server commands`] : [])].join(', ');
       await applyFiles(p.paths.admin, p.paths.dir, next, changed, before);
       this.step = "updating HAProxy's servers";
       await applyServers(p.paths.admin, servers);
     }
     this.loaded = skeleton;
     this.model = next;
-    return true;
+    return how;
   }
 
   /**

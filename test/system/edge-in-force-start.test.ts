@@ -9,6 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { haproxyPaths } from '../../edge/haproxy/paths';
 import { runtimeCommand } from '../../edge/runtime-command';
 import { environmentHome } from '../../host/provider/sandbox';
 import { dayOf, machineFile } from '../../logs/machine-files';
@@ -94,17 +95,18 @@ function haproxyMaster(): number {
   return pid;
 }
 
-/** Runtime API answers and the agents file, for a failure's message. */
-async function haproxyView(commands: string[]): Promise<string> {
-  const admin = join(dataDir, 'edge', 'haproxy', 'admin.sock');
-  const parts: string[] = [];
-  for (const c of commands) parts.push(`> ${c}\n${await runtimeCommand(admin, c).catch((e: Error) => e.message)}`);
+/** HAProxy's own agents ACL (its runtime API) beside the file on disk, for a failure's message. */
+async function agentsView(): Promise<string> {
+  const paths = haproxyPaths(dataDir);
+  const file = join(paths.acls, 'agents.acl');
+  const held = await runtimeCommand(paths.admin, `show acl ${file}`).catch((e: Error) => e.message);
+  let onDisk: string;
   try {
-    parts.push(`agents.acl: ${readFileSync(join(dataDir, 'edge', 'haproxy', 'acls', 'agents.acl'), 'utf8')}`);
+    onDisk = readFileSync(file, 'utf8');
   } catch (err) {
-    parts.push(`agents.acl: ${(err as Error).message}`);
+    onDisk = (err as Error).message;
   }
-  return parts.join('\n');
+  return `HAProxy holds (show acl):\n${held}\nagents.acl on disk:\n${onDisk}`;
 }
 
 async function runTask(path: string, body: unknown, timeoutMs = 180_000) {
@@ -222,12 +224,8 @@ describe('a control plane that cannot apply (frozen: SIGSTOP) while HAProxy serv
       'the kept rule in force',
       async () => (await visit('/', { 'user-agent': 'FrozenBot' })).status === 403,
     ).catch(async (err: Error) => {
-      // what HAProxy holds (its runtime API) beside what the files say: which side of the apply went missing
-      const held = await haproxyView([
-        'show acl',
-        `show acl ${join(dataDir, 'edge', 'haproxy', 'acls', 'agents.acl')}`,
-      ]);
-      throw new Error(`${err.message}\n${held}`);
+      // what HAProxy holds beside what the file says: which side of the apply went missing
+      throw new Error(`${err.message}\n${await agentsView()}`);
     });
     const cleared = await api.patch(`/projects/${project.id}/edge`, { blocked_user_agents: [] });
     expect(cleared.status, cleared.text).toBe(200);
