@@ -19,6 +19,7 @@ import { execFile } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
 import { isIPv4 } from 'node:net';
 import { promisify } from 'node:util';
+import { nft } from './exec-input';
 import { hostIdentity } from './host-identity';
 
 const run = promisify(execFile);
@@ -147,13 +148,4 @@ export async function pruneInstanceForwards(
     },
   );
   return ports;
-}
-
-function nft(rules: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = execFile('nft', ['-f', '-'], (err, _out, stderr) =>
-      err ? reject(new Error(`nft failed: ${String(stderr || err.message).trim()}`)) : resolve(),
-    );
-    child.stdin?.end(rules);
-  });
 }

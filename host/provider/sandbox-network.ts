@@ -16,6 +16,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { type ExecInputError, execWithInput, nft } from './exec-input';
 import { hostIdentity } from './host-identity';
 import { OneAtATime } from '../per-key';
 
@@ -281,20 +282,14 @@ async function createNetwork(port: number): Promise<void> {
  * Runs `text` with `sh -ex` (arguments as $1...; `input` on its standard input). A failure names the step that
  * failed (the trace's last command) and what it said.
  */
-function script(text: string, args: string[], input = ''): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = execFile('sh', ['-exc', text, 'sh', ...args], (err, _out, stderr) => {
-      if (!err) return resolve();
-      const lines = String(stderr).trim().split('\n');
-      let at = -1;
-      for (let i = lines.length - 1; i >= 0 && at < 0; i--) if (lines[i].startsWith('+ ')) at = i;
-      const step = at >= 0 ? lines[at].slice(2) : '';
-      const said = (at >= 0 ? lines.slice(at + 1) : lines).join(' ').trim() || err.message;
-      reject(new Error(step ? `${step} failed: ${said}` : said));
-    });
-    // a script that reads nothing may be gone before its input is written: its exit says how it went
-    child.stdin?.on('error', () => undefined);
-    child.stdin?.end(input);
+async function script(text: string, args: string[], input = ''): Promise<void> {
+  await execWithInput('sh', ['-exc', text, 'sh', ...args], input).catch((err: ExecInputError) => {
+    const lines = err.stderr.trim().split('\n');
+    let at = -1;
+    for (let i = lines.length - 1; i >= 0 && at < 0; i--) if (lines[i].startsWith('+ ')) at = i;
+    const step = at >= 0 ? lines[at].slice(2) : '';
+    const said = (at >= 0 ? lines.slice(at + 1) : lines).join(' ').trim() || err.message;
+    throw new Error(step ? `${step} failed: ${said}` : said);
   });
 }
 
@@ -319,16 +314,6 @@ export async function removeNetwork(port: number): Promise<void> {
     netnsName(port),
     vethName(port),
   ]).catch(() => undefined);
-}
-
-/** Applies `rules` in the host's own namespace (a sandbox's rules go with its network's script). */
-function nft(rules: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = execFile('nft', ['-f', '-'], (err, _out, stderr) =>
-      err ? reject(new Error(`nft failed: ${String(stderr || err.message).trim()}`)) : resolve(),
-    );
-    child.stdin?.end(rules);
-  });
 }
 
 function ipv4(n: number): string {
