@@ -4,7 +4,8 @@
  * starts a dead HAProxy again, the LISTEN on `vc_edge` and the periodic refresh. Named parts:
  * - `reload()`: read the state (after the database clock) and `apply` it, then check it in (`edge_instances`);
  * - `apply(next)`: the files, then the runtime API or a debounced reload;
- * - `syncCertificates()`: new certificates into the running HAProxy before the state that names them;
+ * - `syncCertificates()`: new certificates into the running HAProxy before the state that names them
+ *   (edge/haproxy-certificates.ts);
  * - `start()`: the first state (adopting a running HAProxy), the watch, the subscription and the timer;
  * - `close()`: stops them, then HAProxy and the parts side by side, and removes the edge's row.
  */
@@ -13,7 +14,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { type EdgeState, loadEdgeState } from './state';
 import type { EdgeParts } from './parts';
-import { applyCertificateChanges, HaproxyCertificates } from './haproxy-certificates';
+import { loadCertificateChanges } from './haproxy-certificates';
 import type { CertificateFileChanges } from './certificate-files';
 import { buildModel, type EdgeModel, mapFile } from './haproxy/model';
 import { PAGES_LUA, pagesLua } from './haproxy/pages';
@@ -305,28 +306,23 @@ export class EdgeControlPlane implements Edge {
     return renderConfig(m, this.p.configOptions, true) + [...m.pages].map(([f, t]) => `${f}\0${t}`).join('\0');
   }
 
-  /**
-   * Certificates written or removed since: the new ones loaded into the running HAProxy now (no reload), before
-   * the state that redirects their names to HTTPS is applied; the removed ones dropped by the function this
-   * returns, called once that state no longer redirects their names (so no name is redirected to HTTPS while
-   * it has no certificate of its own).
-   */
+  /** The certificates' files synced, and their changes loaded into the running HAProxy (loadCertificateChanges). */
   private async syncCertificates(): Promise<() => Promise<void>> {
     const { o, p } = this;
-    const none = async () => undefined;
     const changes = await p.certificates.sync();
-    const tls = p.configOptions.tls;
+    const crtList = p.configOptions.tls?.crtList;
     const dir = p.certificates.dir;
-    if (!changes || !tls || !dir || !p.haproxy.alive()) return none;
-    if (!changes.written.length && !changes.removed.length) return none;
-    const runtime = new HaproxyCertificates(p.paths.admin, tls.crtList);
-    const path = (h: string) => join(dir, `${h}.pem`);
-    const failed = (err: unknown) => {
-      o.logger?.warn({ err: (err as Error).message }, 'the edge could not load certificates at runtime; reloading');
-      this.loaded = null; // the next apply reloads: HAProxy reads the files
-    };
-    await applyCertificateChanges(runtime, path, { ...changes, removed: [] }).catch(failed);
-    return () => applyCertificateChanges(runtime, path, { ...changes, written: [] }).catch(failed);
+    if (!changes || !crtList || !dir || !p.haproxy.alive()) return async () => undefined;
+    return loadCertificateChanges({
+      admin: p.paths.admin,
+      crtList,
+      dir,
+      changes,
+      failed: (err) => {
+        o.logger?.warn({ err: (err as Error).message }, 'the edge could not load certificates at runtime; reloading');
+        this.loaded = null; // the next apply reloads: HAProxy reads the files
+      },
+    });
   }
 
   /** The password map into the running HAProxy (after every state applied, and every start or reload). */

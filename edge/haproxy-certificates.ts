@@ -11,6 +11,7 @@
  * of HAProxy reads from disk. The PEM (chain + key) only travels over the local socket; it is never logged.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { CertificateFileChanges } from './certificate-files';
 import { HaproxyRuntimeError, runtimeCommand, verb } from './runtime-command';
 
@@ -97,4 +98,26 @@ export async function applyCertificateChanges(
   for (const hostname of changes.written)
     await runtime.load(path(hostname), hostname, readFileSync(path(hostname), 'utf8'));
   for (const hostname of changes.removed) await runtime.remove(path(hostname));
+}
+
+/**
+ * What a sync of the certificates' files wrote and removed, into the running HAProxy (`admin`, its stats socket;
+ * `crtList`, the list its HTTPS bind reads; `dir`, where the files are): the written ones loaded now, before the
+ * state that redirects their names to HTTPS is applied; the removed ones dropped by the function this returns,
+ * to be called once that state no longer redirects their names (so no name is redirected to HTTPS while it has
+ * no certificate of its own). A failure goes to `failed` (the caller reloads: HAProxy then reads the files).
+ */
+export async function loadCertificateChanges(o: {
+  admin: string;
+  crtList: string;
+  dir: string;
+  changes: CertificateFileChanges;
+  failed: (err: unknown) => void;
+}): Promise<() => Promise<void>> {
+  const { changes, failed } = o;
+  if (!changes.written.length && !changes.removed.length) return async () => undefined;
+  const runtime = new HaproxyCertificates(o.admin, o.crtList);
+  const path = (h: string) => join(o.dir, `${h}.pem`);
+  await applyCertificateChanges(runtime, path, { ...changes, removed: [] }).catch(failed);
+  return () => applyCertificateChanges(runtime, path, { ...changes, written: [] }).catch(failed);
 }
