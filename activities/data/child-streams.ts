@@ -7,6 +7,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import type { Config } from '../../system/config';
+import { closed } from '../../host/child-output';
 import { SAFE_SESSION_OPTIONS, serverMajorVersion, servicesAdminUrl, type ServiceLogin } from '../../host/pg-server';
 
 type PgConfig = Pick<Config, 'servicesDatabaseUrl' | 'databaseUrl'>;
@@ -35,7 +36,7 @@ async function clientMajor(tool: string): Promise<number> {
   const child = spawn(tool, ['--version']);
   let out = '';
   child.stdout.on('data', (c) => (out += c));
-  await once(child, 'close');
+  await closed(child, tool);
   return Number(/(\d+)(?:\.\d+)?/.exec(out)?.[1] ?? 0);
 }
 
@@ -68,24 +69,28 @@ export async function write(child: ChildProcessWithoutNullStreams, data: Buffer)
   }
 }
 
-export async function finish(child: ChildProcessWithoutNullStreams, what: string, stderr: () => string): Promise<void> {
-  child.stdin.end();
-  const [code, sig] = (child.exitCode !== null ? [child.exitCode, null] : await once(child, 'close')) as [
-    number | null,
-    string | null,
-  ];
+/** Ends the sink's input and waits for its exit: an error unless it exited 0 (with the end of its stderr). */
+export async function finish(sink: Sink, what: string): Promise<void> {
+  sink.child.stdin.end();
+  const [code, sig] = await sink.ended;
   if (code !== 0)
-    throw new Error(`${what} failed (${sig ?? `exit ${code}`}): ${stderr().trim().split('\n').slice(-3).join(' ')}`);
+    throw new Error(
+      `${what} failed (${sig ?? `exit ${code}`}): ${sink.stderr().trim().split('\n').slice(-3).join(' ')}`,
+    );
 }
 
 export function spawnSink(cmd: string, args: string[], env?: Record<string, string | undefined>) {
   return watchSink(spawn(cmd, args, { env: env ?? { PATH: process.env.PATH } }));
 }
 
+type Sink = ReturnType<typeof watchSink>;
+
+/** A child fed on its stdin: its stderr's end kept, its output drained, its end (`closed`) watched from the start. */
 export function watchSink(child: ChildProcessWithoutNullStreams) {
+  const ended = closed(child, child.spawnfile);
   let stderr = '';
   child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
   child.stdin.on('error', () => undefined); // EPIPE: reported by the exit code
   child.stdout.resume();
-  return { child, stderr: () => stderr };
+  return { child, stderr: () => stderr, ended };
 }

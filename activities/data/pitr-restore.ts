@@ -15,7 +15,7 @@
  * running there is stopped first. The scratch directory and server are always removed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync, readFileSync, readdirSync } from 'node:fs';
+import { appendFileSync, openSync, closeSync, readFileSync, readdirSync } from 'node:fs';
 import { chown, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
@@ -101,7 +101,7 @@ async function startScratch(archive: Archive, scratch: string, logFile: string):
   const owner = clusterOwner(archive.server);
   const fd = openSync(logFile, 'a');
   try {
-    return spawn(
+    const child = spawn(
       binaries.postgres,
       [
         '-D',
@@ -134,6 +134,11 @@ async function startScratch(archive: Archive, scratch: string, logFile: string):
       ],
       { cwd: '/', env: { ...archive.env, LC_MESSAGES: 'C' }, stdio: ['ignore', fd, fd], ...(owner ?? {}) },
     );
+    // a spawn that failed is an 'error' and an exit (which untilPromoted reports from the log): never unhandled
+    child.once('error', (err) =>
+      appendFileSync(logFile, `FATAL:  could not start the scratch server: ${err.message}\n`),
+    );
+    return child;
   } finally {
     closeSync(fd);
   }

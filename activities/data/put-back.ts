@@ -71,7 +71,7 @@ export async function putBack(opts: {
   let sink: ReturnType<typeof spawnSink> | null = null;
   let sinkPart: PartName | null = null;
   const close = async () => {
-    if (sink && sinkPart) await finish(sink.child, sinkPart === 'database' ? 'pg_restore' : 'tar -x', sink.stderr);
+    if (sink && sinkPart) await finish(sink, sinkPart === 'database' ? 'pg_restore' : 'tar -x');
     sink = null;
   };
   const open = async (part: PartName) => {

@@ -82,7 +82,7 @@ export async function drillSnapshot(opts: {
   let sinkPart: PartName | null = null;
   const seen: PartName[] = [];
   const close = async () => {
-    if (sink && sinkPart) await finish(sink.child, sinkPart === 'database' ? 'pg_restore' : 'tar -x', sink.stderr);
+    if (sink && sinkPart) await finish(sink, sinkPart === 'database' ? 'pg_restore' : 'tar -x');
     sink = null;
   };
   try {

@@ -14,11 +14,11 @@ import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { chmod, chown, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
-import { once } from 'node:events';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import { type ReleaseStore, releaseKey } from '../release-store';
+import { closed } from '../child-output';
 import { removeTree, spawnIn, withDir } from '../no-follow';
 import { type ReleaseMarker, readReleaseMarker, releaseDirFor, releasesDir, writeReleaseMarker } from './releases';
 import type { Jail } from './sandbox';
@@ -66,9 +66,9 @@ export async function packRelease(o: {
       tar.stdin.end();
       let stderr = '';
       tar.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
-      const closed = once(tar, 'close') as Promise<[number | null, string | null]>;
+      const ended = closed(tar, 'tar -c');
       await pipeline(tar.stdout, hashing(hash), createWriteStream(file, { mode: 0o600 }));
-      const [code, signal] = await closed;
+      const [code, signal] = await ended;
       if (code !== 0)
         throw new Error(`tar -c of release ${o.releaseId} failed (${signal ?? `exit ${code}`}): ${stderr}`);
     });
@@ -143,9 +143,9 @@ async function untar(file: string, dir: string, jail: Jail): Promise<void> {
   let stderr = '';
   tar.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
   tar.stdin.on('error', () => undefined); // EPIPE: told by the exit code
-  const closed = once(tar, 'close') as Promise<[number | null, string | null]>;
+  const ended = closed(tar, 'tar -x');
   await pipeline(createReadStream(file), tar.stdin).catch(() => undefined);
-  const [code, signal] = await closed;
+  const [code, signal] = await ended;
   if (code !== 0) throw new Error(`tar -x of a release failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`);
 }
 
