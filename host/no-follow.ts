@@ -13,8 +13,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { constants, type Stats } from 'node:fs';
 import { lstat, mkdir, open, readdir, readlink, rename, rmdir, unlink, type FileHandle } from 'node:fs/promises';
-import { once } from 'node:events';
 import path from 'node:path';
+import { closed } from './child-output';
 
 // (libuv opens every file with O_CLOEXEC)
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
@@ -198,7 +198,7 @@ async function runIn(dirs: Dir[], cmd: string, args: string[]): Promise<void> {
   let stderr = '';
   child.stdout.resume();
   child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
-  const [code, signal] = (await once(child, 'close')) as [number | null, string | null];
+  const [code, signal] = await closed(child, cmd);
   if (code !== 0) throw new Error(`${cmd} failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`);
 }
 
@@ -231,7 +231,7 @@ export async function copyTree(from: Dir, to: Dir): Promise<void> {
   const ended = (child: ChildProcessWithoutNullStreams, what: string) => {
     let stderr = '';
     child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
-    return (once(child, 'close') as Promise<[number | null, string | null]>).then(([code, signal]) => {
+    return closed(child, what).then(([code, signal]) => {
       if (code !== 0) throw new Error(`${what} failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`);
     });
   };
