@@ -11,7 +11,7 @@ import { loadSecrets } from '../system/secrets';
 import { Supervision } from '../processes/supervision';
 import { clusterChild, embeddedPassword, FLAGS } from '../processes/embedded-postgres';
 import { servicesPostgresChild, setUpServicesServer } from '../processes/services-postgres';
-import { archiveBackupList, openArchive, takeArchiveBackup } from '../host/pitr-archive';
+import { archiveListing, openArchive, takeArchiveBackup } from '../host/pitr-archive';
 import { createServiceDatabase, serviceUrl, withAdmin, type ServiceLogin } from '../host/pg-server';
 import { dropKeptDatabase } from '../host/pg-restore';
 import { commitAfter, keptDatabaseName, replayInScratch } from '../activities/data/pitr-restore';
@@ -151,7 +151,7 @@ export async function run() {
     let t0 = Date.now();
     await takeArchiveBackup(archive, 'incr');
     const backupSeconds = (Date.now() - t0) / 1000;
-    const backups = await archiveBackupList(archive);
+    const { backups } = await archiveListing(archive);
     await pause(1100);
     const at = new Date(Math.floor(Date.now() / 1000) * 1000);
     await pause(1100);

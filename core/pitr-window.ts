@@ -11,7 +11,7 @@ import { withAdmin } from '../host/pg-server';
 import { postgresqlDatabaseName } from '../db/queries/services';
 import {
   archiveBackupDetail,
-  archiveBackupList,
+  archiveListing,
   newestArchivedAt,
   openArchive,
   type Archive,
@@ -53,15 +53,15 @@ export async function recoveryWindow(deps: WindowDeps, envId: string): Promise<R
   if (oid === null) throw errors.conflict('no_database_service');
   // The backups holding the current database are the newest ones (its OID is its own until a swap): walked
   // from the newest back to the first that does not.
-  const list = await archiveBackupList(archive);
+  const listing = await archiveListing(archive);
   const holding: ArchiveBackup[] = [];
-  for (const b of [...list].reverse()) {
+  for (const b of [...listing.backups].reverse()) {
     const detail = await archiveBackupDetail(archive, b);
     if (!detail.databases.some((d) => d.name === name && d.oid === oid)) break;
     holding.unshift(detail);
   }
   if (holding.length === 0) throw unavailable('no backup of this database yet');
-  const newest = await newestArchivedAt(archive);
+  const newest = await newestArchivedAt(archive, listing);
   const earliest = new Date(holding[0].stop * 1000);
   const latest = new Date(Math.max(newest ?? 0, holding.at(-1)!.stop) * 1000);
   return { earliest, latest, archive, backups: holding, database: { name, oid } };

@@ -79,24 +79,48 @@ async function info(archive: Archive, args: string[] = []): Promise<InfoJson | u
   return (JSON.parse(out) as InfoJson[])[0];
 }
 
-/** The archive's backups, oldest first (without their database lists: archiveBackupDetail). */
-export async function archiveBackupList(archive: Archive): Promise<ArchiveBackup[]> {
-  const stanza = await info(archive);
-  return (stanza?.backup ?? [])
-    .map((b) => ({ label: b.label, type: b.type, start: b.timestamp.start, stop: b.timestamp.stop, databases: [] }))
-    .sort((a, b) => a.stop - b.stop);
+/** What the archive holds now, from one `info`: its backups, oldest first (without their database lists). */
+interface ArchiveListing {
+  backups: ArchiveBackup[];
+  /** The current archive id and its newest WAL segment, if any. */
+  current: { id: string; max: string | null } | undefined;
 }
 
-/** A backup with the databases its manifest names (`info --set`). */
+export async function archiveListing(archive: Archive): Promise<ArchiveListing> {
+  const stanza = await info(archive);
+  return {
+    backups: (stanza?.backup ?? [])
+      .map((b) => ({ label: b.label, type: b.type, start: b.timestamp.start, stop: b.timestamp.stop, databases: [] }))
+      .sort((a, b) => a.stop - b.stop),
+    current: stanza?.archive.at(-1),
+  };
+}
+
+/**
+ * A backup's manifest never changes once written, so the databases each label holds are read once per process
+ * (`info --set`, a pgBackRest run that decrypts the manifest), keyed by the archive's config and the label: a
+ * recovery window asked every second would otherwise run it again for every backup it walks.
+ */
+const detailsRead = new Map<string, ArchiveBackup['databases']>();
+const DETAILS_KEPT = 500;
+
+/** A backup with the databases its manifest names. */
 export async function archiveBackupDetail(archive: Archive, b: ArchiveBackup): Promise<ArchiveBackup> {
-  const detail = (await info(archive, [`--set=${b.label}`]))?.backup.find((x) => x.label === b.label);
-  return { ...b, databases: (detail?.['database-ref'] ?? []).map((d) => ({ name: d.name, oid: Number(d.oid) })) };
+  const key = `${archive.server.configFile}\0${b.label}`;
+  let databases = detailsRead.get(key);
+  if (!databases) {
+    const detail = (await info(archive, [`--set=${b.label}`]))?.backup.find((x) => x.label === b.label);
+    if (!detail) return { ...b, databases: [] };
+    databases = (detail['database-ref'] ?? []).map((d) => ({ name: d.name, oid: Number(d.oid) }));
+    if (detailsRead.size >= DETAILS_KEPT) detailsRead.delete(detailsRead.keys().next().value!);
+    detailsRead.set(key, databases);
+  }
+  return { ...b, databases };
 }
 
-/** When the newest WAL segment reached the repository (seconds), from the repository's own listing; null: none. */
-export async function newestArchivedAt(archive: Archive): Promise<number | null> {
-  const stanza = await info(archive);
-  const current = stanza?.archive.at(-1);
+/** When the listing's newest WAL segment reached the repository (seconds), from the repository's own listing; null: none. */
+export async function newestArchivedAt(archive: Archive, listing: ArchiveListing): Promise<number | null> {
+  const current = listing.current;
   if (!current?.max) return null;
   const dir = `archive/${stanzaPath(current.id, current.max)}`;
   const out = await pgbackrest(archive.server, archive.env, ['repo-ls', '--output=json', dir]);

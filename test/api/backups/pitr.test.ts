@@ -210,14 +210,15 @@ async function archivedPast(envId: string, at: string) {
     await c.query('SELECT pg_catalog.txid_current()');
     await c.query('SELECT pg_catalog.pg_switch_wal()');
   });
-  // the archive pushes to S3 through pgBackRest: seconds when quiet, longer when the suite loads both cores
-  return until(
+  // the archive pushes to S3 through pgBackRest: seconds when quiet, longer when the suite loads both cores. Each
+  // ask of the window runs pgBackRest twice (info, repo-ls), so it is asked twice a second, not ten times.
+  return untilHolds(
     `the recovery window to reach ${at}`,
     async () => {
       const w = await api.get(`/environments/${envId}/recovery-window`);
       return w.status === 200 && Date.parse(w.body.latest) >= Date.parse(at) && w.body;
     },
-    120_000,
+    { timeoutMs: 120_000, intervalMs: 500, ignoreErrors: true, detail: () => out.slice(-4000) },
   );
 }
 
