@@ -19,6 +19,18 @@ export function closed(child: ChildProcess, what: string): Promise<[number | nul
   return ended;
 }
 
+/**
+ * Resolves once the child runs; rejects, naming `what`, when it could not be started (ENOENT, EACCES, EAGAIN under
+ * memory pressure). Its 'error' stays listened to, so that one (or a later one, a failed kill) never ends this
+ * process as an 'error' event nobody listened to.
+ */
+export function started(child: ChildProcess, what: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.on('error', (err) => reject(new Error(`${what} could not be started: ${err.message}`)));
+  });
+}
+
 /** Yields a child's stdout, then throws unless it exited 0 (with the end of its stderr). */
 export async function* childOutput(child: ChildProcessWithoutNullStreams, what: string): AsyncGenerator<Buffer> {
   let stderr = '';

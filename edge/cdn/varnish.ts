@@ -26,6 +26,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { closedAboveSync } from '../../host/traversable';
+import { started } from '../../host/child-output';
 import { adminCommand, type AdminAddress } from './admin';
 import { alive, sleep, stop } from './pids';
 import { freeListenPort } from '../listen-ports';
@@ -50,6 +51,8 @@ interface VarnishOptions {
   /** Ports not to pick (ENVIRONMENT_PORTS, which HAProxy listens on whole). */
   avoidPorts?: { from: number; to: number };
   logger?: { warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
+  /** varnishd's path (default: Debian's, else the one on PATH). */
+  bin?: string;
 }
 
 interface State {
@@ -243,7 +246,7 @@ export class Varnish {
   }
 
   private async spawn(): Promise<void> {
-    const bin = varnishdPath();
+    const bin = this.o.bin ?? varnishdPath();
     mkdirSync(this.files.work, { recursive: true });
     // varnishd's jail user must reach its files: every directory down to them lets others through
     const jail = closedAboveSync(this.o.dir, { self: true }) === null ? [] : ['-j', 'none'];
@@ -283,8 +286,8 @@ export class Varnish {
     child.once('exit', () => {
       exited = true;
     });
-    if (!child.pid) throw new Error('varnishd did not start');
-    this.pid = child.pid;
+    await started(child, 'varnishd');
+    this.pid = child.pid!;
     const deadline = Date.now() + 30_000;
     for (;;) {
       if (exited) throw new Error(`varnishd exited at start: ${this.tail()}`);

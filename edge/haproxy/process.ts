@@ -9,6 +9,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { command } from './runtime';
+import { started } from '../../host/child-output';
 import type { HaproxyPaths } from './paths';
 
 const run = promisify(execFile);
@@ -113,6 +114,7 @@ export class HaproxyProcess {
     this.child = child;
     this.pid = child.pid ?? null;
     try {
+      await started(child, 'haproxy');
       await this.untilServing(() => {
         if (child.exitCode !== null || child.signalCode !== null)
           throw new Error(`haproxy exited: ${output.trim().slice(-2000) || child.exitCode}`);

@@ -3,7 +3,7 @@
  * environment, the lease, and the process's life (a varnishd that dies comes back; a control plane that
  * starts adopts the running one, cache and all).
  */
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VarnishPurger, banWords, escapeRegex } from '../../edge/cdn/bans';
@@ -269,6 +269,23 @@ describe('the process', () => {
       await varnish.resume();
       await second.close();
     }
+  });
+
+  it('fails its start, naming varnishd, when varnishd cannot be started; the control plane goes on', async () => {
+    // a varnishd that is not executable: the spawn's EACCES ('error', no exit code) ended the process it ran in
+    const notRunnable = path.join(path.dirname(dir), 'varnishd-not-executable');
+    writeFileSync(notRunnable, '#!/bin/sh\n', { mode: 0o644 });
+    const other = path.join(path.dirname(dir), 'not-started');
+    const start = Varnish.start({
+      dir: other,
+      port: await freePort(),
+      adminPort: await freePort(),
+      originPort: origin.port,
+      bin: notRunnable,
+    });
+    await expect(start).rejects.toThrow(`varnishd could not be started: spawn ${notRunnable} EACCES`);
+    // the running one is untouched
+    expect(() => process.kill(varnish.processId, 0)).not.toThrow();
   });
 
   it('comes back, empty, when varnishd is killed', async () => {

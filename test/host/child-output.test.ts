@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { childOutput, closed } from '../../host/child-output';
+import { childOutput, closed, started } from '../../host/child-output';
 import { finish, spawnSink } from '../../activities/data/child-streams';
 
 const MISSING = '/nonexistent/vc-no-such-command';
@@ -30,6 +30,15 @@ describe('a child that could not be started', () => {
     const sink = spawnSink(MISSING, []);
     await later();
     await expect(finish(sink, 'pg_restore')).rejects.toThrow(`could not be started: spawn ${MISSING} ENOENT`);
+  });
+
+  it('is an error of started(), naming it; a child that runs is started', async () => {
+    await expect(started(spawn(MISSING, []), 'haproxy')).rejects.toThrow(
+      `haproxy could not be started: spawn ${MISSING} ENOENT`,
+    );
+    const running = spawn('sh', ['-c', 'exit 0']);
+    await expect(started(running, 'sh')).resolves.toBeUndefined();
+    await expect(closed(running, 'sh')).resolves.toEqual([0, null]);
   });
 
   it('does not hide a child that ran: its exit code and signal', async () => {
