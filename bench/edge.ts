@@ -3,7 +3,7 @@ import { haproxyPaths } from '../edge/haproxy/paths';
 import { command } from '../edge/haproxy/runtime';
 import { masterReloads } from '../edge/haproxy/process';
 import { REQUEST_BATCH_LINES } from '../processes/shipper-runtime';
-import { printTable } from './harness';
+import { median, printTable } from './harness';
 import { sized } from './quick';
 import { ensureWrk, processCpuMicros, wrk, wrkAtRate, type WrkResult } from './edge/wrk';
 import { startBareHaproxy } from './edge/bare';
@@ -66,7 +66,6 @@ function alternate(cases: Case[], pids: Pids) {
       cpu[k].shipper += after[2] - before[2];
       cpu[k].control += after[3] - before[3];
     });
-  const median = (xs: number[]) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)];
   const per = (micros: number, n: number) => Math.round((micros / Math.max(1, n)) * 10) / 10;
   const results: CaseResult[] = cases.map((c, k) => {
     const rs = runs[k];
@@ -236,8 +235,7 @@ export async function run(): Promise<{
       calm[0].push(wrkAtRate('bare HAProxy at half rate', bareUrl, SECONDS, half, dataDir));
       calm[1].push(wrkAtRate('the edge at half rate', edgeUrl, SECONDS, half, dataDir));
     }
-    const med = (rs: WrkResult[], k: 'p50' | 'p99' | 'requestsPerSecond') =>
-      [...rs.map((r) => r[k])].sort((p, q) => p - q)[Math.floor(rs.length / 2)];
+    const med = (rs: WrkResult[], k: 'p50' | 'p99' | 'requestsPerSecond') => median(rs.map((r) => r[k]));
     const calmRows = calm.map((rs) => ({
       ...rs[0],
       requestsPerSecond: med(rs, 'requestsPerSecond'),

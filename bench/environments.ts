@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import Koa from 'koa';
 import { startApiServer } from '../processes/api-server';
 import { sized } from './quick';
-import { startBenchSystem, load, printTable, seedDeveloperWithToken, type LoadResult } from './harness';
+import { startBenchSystem, load, median, printTable, seedDeveloperWithToken, type LoadResult } from './harness';
 
 const ROUNDS = sized(4, 1);
 const ROUND_SECONDS = sized(3, 1);
@@ -111,9 +111,4 @@ export async function run(): Promise<{ ratio: number }> {
     }
     await sys.close();
   }
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
 }

@@ -122,6 +122,9 @@ export function percentile(values: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }
 
+/** The median of `values` (the nearest-rank 50th percentile): every bench takes its medians so. */
+export const median = (values: number[]) => percentile(values, 0.5);
+
 export function printTable(title: string, rows: Array<Record<string, string | number>>) {
   console.log(`\n${title}`);
   console.table(rows);

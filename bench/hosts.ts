@@ -16,7 +16,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { printTable, seedDeveloperWithToken, startBenchSystem } from './harness';
+import { median as p50, printTable, seedDeveloperWithToken, startBenchSystem } from './harness';
 import { startWorker } from '../processes/worker-runtime';
 import { startEdge } from '../edge/server';
 import { registerHost } from '../core/host-registration';
@@ -38,7 +38,6 @@ const WRAPPERS = new Set(['bwrap', 'nsenter', 'sh', 'dash']);
 
 const pause = (n: number) => new Promise((r) => setTimeout(r, n));
 const now = () => performance.now();
-const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 
 /** GET `url`'s body, or null when nothing answers 200. */

@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { printTable } from './harness';
+import { median, percentile as pct, printTable } from './harness';
 import { sized } from './quick';
 import { loadConfig } from '../system/config';
 import { loadSecrets } from '../system/secrets';
@@ -32,8 +32,6 @@ import { freePort } from '../test/helpers/ports';
 const base = join(tmpdir(), 'vc-bench-pitr');
 const say = (m: string) => console.log(`[bench] pitr: ${m}`);
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pct = (xs: number[], p: number) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 
 async function sql<T = Record<string, unknown>>(url: string, text: string): Promise<T[]> {
   const c = new pg.Client({ connectionString: url });
@@ -239,7 +237,6 @@ export async function run() {
       }
     }
     await restartWith(true);
-    const median = (xs: number[]) => pct(xs, 0.5);
     printTable('pgbench against the services server (alternating rounds, median tps)', [
       { archiving: 'on', tps: median(tps.on).toFixed(0), runs: tps.on.map((x) => x.toFixed(0)).join(', ') },
       { archiving: 'off', tps: median(tps.off).toFixed(0), runs: tps.off.map((x) => x.toFixed(0)).join(', ') },

@@ -16,6 +16,7 @@ import { pathToFileURL } from 'node:url';
 import { Varnish } from '../../edge/cdn/varnish';
 import { type CdnHaproxy, startCdnHaproxy } from '../../test/helpers/cdn-haproxy';
 import { freePort } from '../../test/helpers/ports';
+import { median } from '../harness';
 import { sized } from '../quick';
 
 export interface WrkResult {
@@ -101,7 +102,6 @@ export async function benchCdnHit(
     runs.push([await wrk(app.url, app.headers ?? {}, seconds), await wrk(hit.url, hit.headers ?? {}, seconds)]);
   const mean = (k: 0 | 1): WrkResult => {
     const rs = runs.map((r) => r[k]);
-    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
     return {
       requestsPerSecond: rs.reduce((n, r) => n + r.requestsPerSecond, 0) / rs.length,
       p50: median(rs.map((r) => r.p50)),
@@ -109,8 +109,8 @@ export async function benchCdnHit(
       errors: rs.reduce((n, r) => n + r.errors, 0),
     };
   };
-  const ratios = runs.map(([a, b]) => b.requestsPerSecond / a.requestsPerSecond).sort((x, y) => x - y);
-  return { app: mean(0), hit: mean(1), ratio: ratios[Math.floor(ratios.length / 2)] };
+  const ratios = runs.map(([a, b]) => b.requestsPerSecond / a.requestsPerSecond);
+  return { app: mean(0), hit: mean(1), ratio: median(ratios) };
 }
 
 export function printCdnResult(r: CdnBenchResult, hitName = 'CDN HIT'): void {

@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import { printTable, type BenchSystem } from '../harness';
+import { percentile as pct, printTable, type BenchSystem } from '../harness';
 import { startEdge, type EdgeOptions } from '../../edge/server';
 import { haproxyPaths } from '../../edge/haproxy/paths';
 import { runtimeCommand } from '../../edge/runtime-command';
@@ -28,10 +28,6 @@ const ONE_CHANGES = sized(20, 3);
 const UPSTREAM_PORTS = 37000;
 
 const now = () => performance.now();
-const pct = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
-};
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 
 const route = (port: number) => ({

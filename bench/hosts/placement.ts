@@ -8,7 +8,7 @@
  *  - the spread: web servers per host afterwards (equal hosts: each within one of the others).
  */
 import { randomBytes } from 'node:crypto';
-import { printTable, type BenchSystem } from '../harness';
+import { percentile as pct, printTable, type BenchSystem } from '../harness';
 import { placeWebServer } from '../../core/placement';
 import { loadPriceList, planById } from '../../core/pricing';
 import { claimHost, hostHeartbeat, listHosts } from '../../db/queries/hosts';
@@ -21,10 +21,6 @@ const API_CREATES = sized(20, 3);
 const HOST_MEMORY_MB = 65_536;
 
 const now = () => performance.now();
-const pct = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
-};
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 
 export async function benchPlacement(
