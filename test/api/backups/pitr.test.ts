@@ -49,8 +49,12 @@ let user: Awaited<ReturnType<typeof createUser>>;
 let projectRow: Awaited<ReturnType<typeof createProject>>;
 const envs: Array<{ id: string; database?: string }> = [];
 
-const until = <T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 120_000) =>
-  untilHolds(what, fn, { timeoutMs: ms, ignoreErrors: true, detail: () => out.slice(-4000) });
+const until = <T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  ms = 120_000,
+  intervalMs = 100,
+) => untilHolds(what, fn, { timeoutMs: ms, intervalMs, ignoreErrors: true, detail: () => out.slice(-4000) });
 
 /** A session on the started API: the context's session cookies and CSRF token. */
 async function startedApi(user: Awaited<ReturnType<typeof createUser>>): Promise<Agent> {
@@ -212,13 +216,14 @@ async function archivedPast(envId: string, at: string) {
   });
   // the archive pushes to S3 through pgBackRest: seconds when quiet, longer when the suite loads both cores. Each
   // ask of the window runs pgBackRest twice (info, repo-ls), so it is asked twice a second, not ten times.
-  return untilHolds(
+  return until(
     `the recovery window to reach ${at}`,
     async () => {
       const w = await api.get(`/environments/${envId}/recovery-window`);
       return w.status === 200 && Date.parse(w.body.latest) >= Date.parse(at) && w.body;
     },
-    { timeoutMs: 120_000, intervalMs: 500, ignoreErrors: true, detail: () => out.slice(-4000) },
+    120_000,
+    500,
   );
 }
 
