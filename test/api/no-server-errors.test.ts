@@ -35,7 +35,11 @@ describe('no client input produces a 500', () => {
         for (const idStyle of ['junk', 'random', 'real'] as const) {
           const path = pathFor(route, idStyle);
           const sends: Array<{ path: string; body?: unknown }> = queriesFor(route).map((q) => ({ path: path + q }));
-          if (method !== 'GET') for (const body of bodiesFor(route)) sends.push({ path, body });
+          // A scoped route answers a path that names nothing it can reach (junk, an unknown id) with 404 before it
+          // reads a body (api/lib/router.ts: the path, then the scope, then the body): there one body, the last
+          // (keyed), is enough; every body goes with the real ids. Nearly half the walk's requests, all 404s.
+          const bodies = method === 'GET' ? [] : bodiesFor(route);
+          for (const body of idStyle !== 'real' && route.scope ? bodies.slice(-1) : bodies) sends.push({ path, body });
           // A few requests at a time: the walk grows with every route.
           for (let i = 0; i < sends.length; i += 8) {
             await Promise.all(
