@@ -9,7 +9,7 @@ import type { RouteDef } from './lib/define-route';
 import { requestId } from './middleware/request-id';
 import { errorHandler, requestLog } from './middleware/error-handler';
 import { authenticate } from './middleware/authenticate';
-import { measureRequests, registry, watchHosts, watchTasks } from '../core/metrics';
+import { measureRequests, registry, watchCredentialCache, watchHosts, watchTasks } from '../core/metrics';
 import { isOperator } from './lib/operator';
 
 /**
@@ -45,6 +45,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = allRoutes()): Koa {
   const router = buildRouter(deps, routes, API_PREFIX, { present: presentTask, replay: replayTasks });
   watchTasks(deps.knex);
   watchHosts(deps.knex, deps.config.hostLostSeconds);
+  watchCredentialCache(deps.credentials);
   app.use(securityHeaders());
   app.use(requestId());
   app.use(measureRequests());

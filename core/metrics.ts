@@ -7,6 +7,7 @@ import type { Knex } from 'knex';
 import type { Middleware } from 'koa';
 import client from 'prom-client';
 import { type Host, listHosts } from '../db/queries/hosts';
+import type { CredentialCache } from '../system/credential-cache';
 
 export const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry });
@@ -41,6 +42,7 @@ export const metrics = {
  */
 let tasksKnex: Knex | undefined;
 let hostsSource: { knex: Knex; lostSeconds: number } | undefined;
+let credentialCache: CredentialCache<unknown> | undefined | null = null;
 
 /** The tasks gauge reads its values from the database at scrape time (one GROUP BY). */
 export function watchTasks(knex: Knex): void {
@@ -98,6 +100,36 @@ export function watchHosts(knex: Knex, lostSeconds: number): void {
   gauge('vc_host_capacity_memory_mb', "The host's memory capacity (HOST_CAPACITY), MB", (h) => h.capacity.memory_mb);
   gauge('vc_host_used_memory_mb', 'Memory of the servers placed on the host, MB', (h) => h.used.memory_mb);
   gauge('vc_host_environments', 'Environments with a server placed on the host', (h) => h.environments);
+}
+
+/**
+ * The token look-up cache (system/credential-cache.ts): `vc_credential_cache_listening` (1 while its LISTEN
+ * connection is up, so entries are kept; 0 while look-ups go to the database) and
+ * `vc_credential_cache_listen_losses_total` (connections lost since the process started). Both are 0 in a
+ * process without the cache.
+ */
+export function watchCredentialCache(cache: CredentialCache<unknown> | undefined): void {
+  const registered = credentialCache !== null;
+  credentialCache = cache;
+  if (registered) return;
+  new client.Gauge({
+    name: 'vc_credential_cache_listening',
+    help: 'Whether the token look-up cache listens for changes (1) and so keeps entries, or is bypassed (0)',
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (credentialCache) this.set(credentialCache.listening ? 1 : 0);
+    },
+  });
+  new client.Counter({
+    name: 'vc_credential_cache_listen_losses_total',
+    help: "Times the token look-up cache's LISTEN connection was lost (each one empties the cache)",
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (credentialCache) this.inc(credentialCache.losses);
+    },
+  });
 }
 
 /** Observes every request (outermost, after the error handler has chosen the status). */

@@ -30,6 +30,8 @@ export interface CredentialCache<T> {
   /** Resolves once every change committed before this call has been applied (tests and tools). */
   settled(): Promise<void>;
   readonly listening: boolean;
+  /** How many times the listen connection was lost since the process started (metrics, and tests). */
+  readonly losses: number;
   close(): Promise<void>;
 }
 
@@ -66,6 +68,7 @@ export function createCredentialCache<T>(opts: {
   let generation = 0;
   let client: pg.Client | undefined;
   let listening = false;
+  let losses = 0;
   let closed = false;
   let retryMs = 250;
   let reconnect: NodeJS.Timeout | undefined;
@@ -108,6 +111,7 @@ export function createCredentialCache<T>(opts: {
     if (client !== c) return;
     client = undefined;
     listening = false;
+    losses += 1;
     clear();
     for (const release of waiters.values()) release();
     waiters.clear();
@@ -197,6 +201,9 @@ export function createCredentialCache<T>(opts: {
     },
     get listening() {
       return listening;
+    },
+    get losses() {
+      return losses;
     },
     async close() {
       closed = true;
