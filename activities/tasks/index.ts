@@ -1,7 +1,7 @@
 import type { Deps } from '../../system/deps';
 import type { TaskRecord } from '../../db/task-record';
 import { appendLogChunk } from '../toolkit/task-log';
-import { finishTask, insertTask, someOpenTasks } from '../../db/queries/tasks';
+import { finishTask, insertTask, openTasksAfter } from '../../db/queries/tasks';
 import { recordTaskPhases, type TaskPhase } from '../../db/queries/task-phases';
 import { type GateBlocker, type GatedStart, startTaskGated } from '../../db/queries/task-gate';
 import { replaceFromLostHost } from '../../core/placement';
@@ -13,9 +13,14 @@ const ORPHANED =
   'This task stopped: its workflow was ended from outside the console (terminated or timed out in Temporal) ' +
   'before it finished, so nothing more runs for it. Look at what it changed, then start it again if it is still needed.';
 
+/** Open tasks the orphan check asks Temporal about per call (a round of the host watch, every 5 s). */
+const ORPHAN_BATCH = 5;
+
 /** Task activities: the workflow records every transition of its task through these (all idempotent). */
 export function createTaskActivities(deps: Deps) {
   const { knex } = deps;
+  /** Where this worker's orphan check goes on from (a task's seq); back to the start after the last open task. */
+  let orphanCursor = 0;
   return {
     /** Inserts the task row unless the API already did (one INSERT ... ON CONFLICT (id) statement). */
     async recordTask(task: TaskRecord & { run_id?: string | null }): Promise<void> {
@@ -77,12 +82,15 @@ export function createTaskActivities(deps: Deps) {
      * Ends the open tasks whose workflow ended without them: an operator terminated it in Temporal's Web UI, or it
      * timed out, so no activity of its own will ever record an outcome, and the row would say `running` for good
      * (holding, for a resize or scale, its room on the host). Each is `failed` with why and what to do; a task is
-     * asked about once it is a minute old, a few at random per call (db/queries/tasks.ts someOpenTasks). A task
-     * whose workflow Temporal cannot describe for another reason is left as it is.
+     * asked about once it is a minute old, a few per call, going on from where the last call of this worker stopped
+     * (db/queries/tasks.ts openTasksAfter): each open task is asked about within ⌈open ÷ 5⌉ calls. A task whose
+     * workflow Temporal cannot describe for another reason is left as it is.
      */
     async closeOrphanedTasks(): Promise<string[]> {
       const closed: string[] = [];
-      for (const task of await someOpenTasks(knex, 60, 5)) {
+      const batch = await openTasksAfter(knex, 60, orphanCursor, ORPHAN_BATCH);
+      orphanCursor = batch.length < ORPHAN_BATCH ? 0 : batch[batch.length - 1]!.seq;
+      for (const task of batch) {
         if (await workflowRuns(deps, task)) continue;
         if ((await finishTask(knex, task.id, { status: 'failed', error: ORPHANED })) !== 'failed') continue;
         await appendLogChunk(knex, task.id, `==> ${ORPHANED}\n`, {

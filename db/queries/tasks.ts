@@ -117,19 +117,23 @@ export async function deleteEnvironmentTasks(knex: Knex, environmentId: string):
 }
 
 /**
- * A few open tasks (pending or running) created more than `seconds` ago, picked at random: each round of the
- * orphan check (activities/tasks closeOrphanedTasks) asks Temporal about these, so that every open task is asked
- * about in time at a bounded cost, however long some tasks legitimately run.
+ * The next few open tasks (pending or running) created more than `seconds` ago, in order of `seq` after
+ * `afterSeq`: each round of the orphan check (activities/tasks closeOrphanedTasks) asks Temporal about these and
+ * goes on from the last, so that every open task is asked about within ⌈open ÷ limit⌉ rounds at a bounded cost,
+ * however many tasks legitimately run for long.
  */
-export async function someOpenTasks(
+export async function openTasksAfter(
   knex: Knex,
   seconds: number,
+  afterSeq: number,
   limit: number,
-): Promise<Array<{ id: string; workflow_id: string; run_id: string | null }>> {
-  return knex('tasks')
+): Promise<Array<{ id: string; workflow_id: string; run_id: string | null; seq: number }>> {
+  const rows = await knex('tasks')
     .whereIn('status', ['pending', 'running'])
     .where('created_at', '<', knex.raw('now() - make_interval(secs => ?)', [seconds]))
-    .orderByRaw('random()')
+    .where('seq', '>', afterSeq)
+    .orderBy('seq')
     .limit(limit)
-    .select('id', 'workflow_id', 'run_id');
+    .select('id', 'workflow_id', 'run_id', 'seq');
+  return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
 }
