@@ -71,6 +71,7 @@ export async function run(): Promise<void> {
   const host = await registerHost(knex, deps.config, {
     onLostName: () => console.error('[bench] hosts: the bench host lost its name'),
     onError: () => undefined,
+    encryptionKeyId: deps.secrets.encryptionKey.id,
   });
   const edgeOptions = {
     knex,

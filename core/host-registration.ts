@@ -66,6 +66,8 @@ export async function registerHost(
     onError: (err: unknown) => void;
     /** This host's machine runs the services server (npm start's own host): its work goes to this queue. */
     runsServices?: boolean;
+    /** The id of the encryption key this process seals under (recorded on the host's row: `npm run keys`). */
+    encryptionKeyId: string;
   },
 ): Promise<RegisteredHost> {
   const token = agentToken(config.dataDir);
@@ -78,6 +80,7 @@ export async function registerHost(
       storageRoots: config.storageRoots,
       instancePorts: config.instancePorts,
       token,
+      encryptionKeyId: o.encryptionKeyId,
     },
     config.hostLostSeconds,
   );

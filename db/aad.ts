@@ -33,4 +33,6 @@ export const aad = {
   acmeAccount: (directoryUrl: string) => `acme-account:${directoryUrl}`,
   /** the supervisor's state file's environment of each web process */
   supervisorEnv: () => 'supervisor-env',
+  /** idempotency_keys.answer_sealed: the answer a repeated request is given again */
+  idempotencyAnswer: (keyId: string) => `idempotency:${keyId}`,
 };

@@ -14,7 +14,7 @@ import { chownSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, w
 import { join } from 'node:path';
 import type { Config } from '../system/config';
 import type { Secrets } from '../system/secrets';
-import { open, seal } from '../system/crypto';
+import { open, seal, sealedKeyId } from '../system/crypto';
 
 /** The one stanza of the archive: the services server. */
 export const STANZA = 'services';
@@ -81,7 +81,15 @@ export function pitrPassphrase(dataDir: string, secrets: Pick<Secrets, 'encrypti
     writeFileSync(tmp, seal(secrets, randomBytes(32).toString('base64url'), 'pitr-passphrase'), { mode: 0o600 });
     renameSync(tmp, file);
   }
-  return open(secrets as Secrets, readFileSync(file, 'utf8').trim(), 'pitr-passphrase');
+  const sealed = readFileSync(file, 'utf8').trim();
+  const passphrase = open(secrets, sealed, 'pitr-passphrase');
+  // sealed under a key since rotated (docs/encryption-keys.md): sealed again under the current one
+  if (sealedKeyId(sealed) !== secrets.encryptionKey.id) {
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, seal(secrets, passphrase, 'pitr-passphrase'), { mode: 0o600 });
+    renameSync(tmp, file);
+  }
+  return passphrase;
 }
 
 /** What PostgreSQL (for archive-push) and every pgBackRest command get in their environment. */

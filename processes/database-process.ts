@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import { type Config, loadConfig } from '../system/config';
 import { createKnex, SERVES_WITHOUT_DATABASE } from '../db/knex';
 import { createLogger, type Logger } from '../system/logger';
-import { loadSecrets, type Secrets } from '../system/secrets';
+import { secretsFor, type Secrets } from '../system/secrets';
 import { onStopSignals } from './stop-signals';
 
 export function databaseProcess(name: string): {
@@ -21,11 +21,7 @@ export function databaseProcess(name: string): {
   const logger = createLogger(config.logLevel, name);
   // both go on serving (the edge its sites, the shipper its lines) while PostgreSQL is away
   const knex = createKnex(config.databaseUrl, SERVES_WITHOUT_DATABASE);
-  const secrets = loadSecrets(config.dataDir, {
-    tokenHmacKey: config.tokenHmacKey,
-    encryptionKey: config.encryptionKey,
-    encryptionKeyId: config.encryptionKeyId,
-  });
+  const secrets = secretsFor(config);
   return { config: config as Config & { databaseUrl: string }, logger, knex, secrets };
 }
 

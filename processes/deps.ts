@@ -3,7 +3,7 @@ import { Client, Connection } from '@temporalio/client';
 import { join } from 'node:path';
 import type { Config } from '../system/config';
 import type { Deps } from '../system/deps';
-import { loadSecrets } from '../system/secrets';
+import { secretsFor } from '../system/secrets';
 import { createLogger } from '../system/logger';
 import { createMailer } from '../system/mail/transport';
 import { createCredentialCache } from '../system/credential-cache';
@@ -19,11 +19,7 @@ export async function createDeps(
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
   if (!config.temporalAddress) throw new Error('TEMPORAL_ADDRESS is not set');
   const logger = createLogger(config.logLevel, opts.name ?? 'vc-console');
-  const secrets = loadSecrets(config.dataDir, {
-    tokenHmacKey: config.tokenHmacKey,
-    encryptionKey: config.encryptionKey,
-    encryptionKeyId: config.encryptionKeyId,
-  });
+  const secrets = secretsFor(config);
   const knex = createKnex(config.databaseUrl);
   Model.knex(knex);
   const connection = await Connection.connect({ address: config.temporalAddress });

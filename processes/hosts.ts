@@ -6,38 +6,13 @@
 import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
-import type { Knex } from 'knex';
-import { DEFAULT_TASK_QUEUE, hostNameOf, loadConfig, type Config } from '../system/config';
-import { loadSecrets } from '../system/secrets';
-import { createKnex } from '../db/knex';
+import { DEFAULT_TASK_QUEUE, hostNameOf, loadConfig } from '../system/config';
+import { secretsFor } from '../system/secrets';
 import { type Host, listHosts, setHostStatus } from '../db/queries/hosts';
-import { embeddedPassword } from './embedded-postgres';
+import { databaseUrl, withKnex } from './operator-database';
 import type { Deps } from '../system/deps';
 
 const config = loadConfig();
-
-function databaseUrl(c: Config): string {
-  if (c.databaseUrl) return c.databaseUrl;
-  const port = Number(process.env.EMBEDDED_POSTGRES_PORT || 54329);
-  if (!existsSync(join(c.dataDir, 'secrets', 'postgres-password')))
-    throw new Error(
-      `No DATABASE_URL, and no embedded PostgreSQL under ${c.dataDir}: run this on the control plane, with its settings.`,
-    );
-  return `postgres://postgres:${encodeURIComponent(embeddedPassword(c.dataDir))}@127.0.0.1:${port}/vc_console`;
-}
-
-async function withKnex<T>(work: (knex: Knex) => Promise<T>): Promise<T> {
-  const knex = createKnex(databaseUrl(config));
-  try {
-    return await work(knex);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ECONNREFUSED')
-      throw new Error(`The database does not answer (${(err as Error).message}): is the control plane running?`);
-    throw err;
-  } finally {
-    await knex.destroy();
-  }
-}
 
 const mb = (n: number) => (n >= 1024 ? `${(n / 1024).toFixed(1)} GB` : `${n} MB`);
 
@@ -75,11 +50,7 @@ function joinEnv(name: string): Array<[string, string]> {
     throw new Error(
       `No encryption key under ${config.dataDir}/secrets and no ENCRYPTION_KEY: run this on the control plane, with its DATA_DIR, after npm start has run once.`,
     );
-  const secrets = loadSecrets(config.dataDir, {
-    tokenHmacKey: config.tokenHmacKey,
-    encryptionKey: config.encryptionKey,
-    encryptionKeyId: config.encryptionKeyId,
-  });
+  const secrets = secretsFor(config);
   // npm start's own servers, where it listens for hosts (CONTROL_PLANE_BIND; every address: still loopback here)
   const bind = config.controlPlaneBind;
   const reachable = bind === '0.0.0.0' ? '127.0.0.1' : bind;
@@ -90,6 +61,9 @@ function joinEnv(name: string): Array<[string, string]> {
     ['ENCRYPTION_KEY_ID', secrets.encryptionKey.id],
     ['ENCRYPTION_KEY', secrets.encryptionKey.key.toString('hex')],
   ];
+  // keys set aside by a rotation still open what they sealed until `npm run keys -- retire` (docs/encryption-keys.md)
+  const previous = [...secrets.previousEncryptionKeys].map(([id, key]) => `${id}:${key.toString('hex')}`);
+  if (previous.length) env.push(['ENCRYPTION_KEYS_PREVIOUS', previous.join(',')]);
   if (config.temporalNamespace !== 'default') env.push(['TEMPORAL_NAMESPACE', config.temporalNamespace]);
   if (config.taskQueue !== DEFAULT_TASK_QUEUE) env.push(['TEMPORAL_TASK_QUEUE', config.taskQueue]);
   if (process.env.HOST_LOST_SECONDS) env.push(['HOST_LOST_SECONDS', process.env.HOST_LOST_SECONDS]);
@@ -110,7 +84,7 @@ program
   .description("Each host's status, capacity, used and environments")
   .option('--json', 'a JSON list of {name, address, status, capacity, used, environments}')
   .action(async (o: { json?: boolean }) => {
-    const hosts = await withKnex((knex) => listHosts(knex, config.hostLostSeconds));
+    const hosts = await withKnex(config, (knex) => listHosts(knex, config.hostLostSeconds));
     if (o.json)
       console.log(
         JSON.stringify(
@@ -174,7 +148,7 @@ program
   .command('undrain <name>')
   .description('Open a draining or drained host to placement again')
   .action(async (name: string) => {
-    const found = await withKnex((knex) => setHostStatus(knex, name, 'ready'));
+    const found = await withKnex(config, (knex) => setHostStatus(knex, name, 'ready'));
     if (!found) throw new Error(`No host is named ${name} (npm run hosts -- list).`);
     console.log(`Host ${name} is ready: it is open to placement again.`);
   });
@@ -193,7 +167,7 @@ program
   .option('--confirm', 'restore each from that snapshot onto another host, and e-mail its team what was lost')
   .action(async (name: string, o: { confirm?: boolean }) => {
     const { evacuationList, startMove } = await import('../core/host-moves');
-    const list = await withKnex(async (knex) => {
+    const list = await withKnex(config, async (knex) => {
       const host = (await listHosts(knex, config.hostLostSeconds)).find((h) => h.name === name);
       if (!host) throw new Error(`No host is named ${name} (npm run hosts -- list).`);
       return evacuationList({ knex }, name);

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../system/config';
-import { loadSecrets } from '../system/secrets';
+import { secretsFor } from '../system/secrets';
 import { embeddedPostgresChild } from './embedded-postgres';
 import { temporalDevServerChild, ensureSearchAttributes } from './temporal';
 import { startTcpRelay, type TcpRelay } from './tcp-relay';
@@ -49,11 +49,7 @@ if (holder) {
   process.exit(1);
 }
 // generated once here, before two processes race for it
-const secrets = loadSecrets(config.dataDir, {
-  tokenHmacKey: config.tokenHmacKey,
-  encryptionKey: config.encryptionKey,
-  encryptionKeyId: config.encryptionKeyId,
-});
+const secrets = secretsFor(config);
 
 const supervision = new Supervision({ runDir: runDir(config.dataDir), say });
 // the shipper after the edge: HAProxy's last lines reach it before it stops

@@ -30,6 +30,7 @@ Runtime.install({ logger: new DefaultLogger(config.logLevel === 'debug' ? 'DEBUG
 const deps = await createDeps(config, { name: 'worker' });
 // This machine's host in the registry (refused while another agent with the name heartbeats), before any work.
 const host = await registerHost(deps.knex, config, {
+  encryptionKeyId: deps.secrets.encryptionKey.id,
   onLostName: () => {
     deps.logger.error(
       { host: config.hostName },

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Entry point of `npm start`, `npm run host`, `npm run hosts`, `npm test`, `npm run bench` and `npm run typecheck`.
+// Entry point of `npm start`, `npm run host`, `npm run hosts`, `npm run keys`, `npm test`, `npm run bench` and `npm run typecheck`.
 // Installs what is missing (npm packages, the Temporal CLI), saying what it does, then runs the command.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
@@ -218,7 +218,12 @@ switch (command) {
     ];
     await (await import('./entry-bundles.mjs')).importEntry(root, 'processes/hosts.ts');
     break;
+  case 'keys':
+    // The encryption key's rotation (processes/keys.ts, docs/encryption-keys.md): run seldom, so through tsx.
+    ensureNodeModules();
+    run('tsx', ['processes/keys.ts', ...(rest[0] === '--' ? rest.slice(1) : rest)]);
+    break;
   default:
-    console.error('usage: node scripts/bootstrap.mjs start|host|hosts|test|bench|typecheck|check');
+    console.error('usage: node scripts/bootstrap.mjs start|host|hosts|keys|test|bench|typecheck|check');
     process.exit(2);
 }

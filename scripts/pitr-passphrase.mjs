@@ -3,9 +3,9 @@
 // somewhere safe off this host: without it the archive cannot be read. Run where npm start runs, with the same
 // DATA_DIR (and ENCRYPTION_KEY, if set): `node --import tsx scripts/pitr-passphrase.mjs`.
 import { loadConfig } from '../system/config.ts';
-import { loadSecrets } from '../system/secrets.ts';
+import { secretsFor } from '../system/secrets.ts';
 import { pitrPassphrase } from '../host/pitr.ts';
 
 const config = loadConfig();
-const secrets = loadSecrets(config.dataDir, { tokenHmacKey: config.tokenHmacKey, encryptionKey: config.encryptionKey });
+const secrets = secretsFor(config);
 process.stdout.write(`${pitrPassphrase(config.dataDir, secrets)}\n`);

@@ -93,6 +93,8 @@ export interface Config extends HostConfig {
   encryptionKey: string | undefined;
   /** ENCRYPTION_KEY's id (ENCRYPTION_KEY_ID, default `env`): a host agent takes the control plane's id with its bytes. */
   encryptionKeyId: string | undefined;
+  /** Older encryption keys that open what they sealed (ENCRYPTION_KEYS_PREVIOUS: `id:key,id:key`; docs/encryption-keys.md). */
+  encryptionKeysPrevious: string | undefined;
   /** Port of the edge's Host-header listener (verified domains); every environment also has its own port. */
   edgePort: number;
   /**
@@ -271,6 +273,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
     encryptionKey: env.ENCRYPTION_KEY || undefined,
     encryptionKeyId: env.ENCRYPTION_KEY_ID || undefined,
+    encryptionKeysPrevious: env.ENCRYPTION_KEYS_PREVIOUS || undefined,
     edgePort: int(env, 'EDGE_PORT', 8000),
     edgePerAddress: {
       connections: Math.max(1, int(env, 'EDGE_CONNECTIONS_PER_ADDRESS', 100)),

@@ -47,6 +47,11 @@ export function open(
   return openBuffer(secrets, sealed, aad).toString('utf8');
 }
 
+/** The id of the key a sealed value was sealed under (`v1.<key id>.…`). */
+export function sealedKeyId(sealed: string): string {
+  return sealed.split('.')[1] ?? '';
+}
+
 /** The byte length of what `sealed` holds, read from its size alone (nothing is opened). */
 export function sealedLength(sealed: string): number {
   const data = sealed.split('.')[2] ?? '';

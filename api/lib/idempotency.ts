@@ -24,6 +24,7 @@ import {
   releaseKey,
 } from '../../db/queries/idempotency-keys';
 import { open, seal } from '../../system/crypto';
+import { aad } from '../../db/aad';
 import type { Logger } from '../../system/logger';
 import type { Secrets } from '../../system/secrets';
 import type { RouteDef } from './define-route';
@@ -85,7 +86,7 @@ function keepable(body: unknown): string | null {
   return Buffer.byteLength(text) <= MAX_KEPT_BYTES ? text : null;
 }
 
-const aadOf = (id: string) => `idempotency:${id}`;
+const aadOf = aad.idempotencyAnswer;
 
 /** What the first request answered, kept under its key; null when there is nothing to keep (the key is given back). */
 function answerToKeep(

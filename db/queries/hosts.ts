@@ -65,6 +65,8 @@ interface HostRegistration {
   instancePorts: { from: number; to: number };
   /** The agent's token (kept in its DATA_DIR): the same agent restarted takes its row again. */
   token: string;
+  /** The id of the encryption key the agent seals under (`npm run keys -- reseal` waits for every host to have it). */
+  encryptionKeyId?: string | null;
 }
 
 const lostAfter = (knex: Knex, lostSeconds: number) =>
@@ -82,13 +84,13 @@ export async function claimHost(
 ): Promise<{ claimed: true } | { claimed: false; heartbeatAgeSeconds: number }> {
   const { rows } = await knex.raw(
     `INSERT INTO hosts AS h (name, address, cpu, memory_mb, disk_gb, storage_roots, instance_ports_from,
-                             instance_ports_to, instance_token, started_at, heartbeat_at)
-     VALUES (?, ?, ?, ?, ?, ?::text[], ?, ?, ?, now(), now())
+                             instance_ports_to, instance_token, encryption_key_id, started_at, heartbeat_at)
+     VALUES (?, ?, ?, ?, ?, ?::text[], ?, ?, ?, ?, now(), now())
      ON CONFLICT (name) DO UPDATE SET
        address = excluded.address, cpu = excluded.cpu, memory_mb = excluded.memory_mb, disk_gb = excluded.disk_gb,
        storage_roots = excluded.storage_roots, instance_ports_from = excluded.instance_ports_from,
        instance_ports_to = excluded.instance_ports_to, instance_token = excluded.instance_token,
-       started_at = now(), heartbeat_at = now()
+       encryption_key_id = excluded.encryption_key_id, started_at = now(), heartbeat_at = now()
      WHERE h.instance_token = excluded.instance_token OR h.heartbeat_at < ?
      RETURNING name`,
     [
@@ -101,6 +103,7 @@ export async function claimHost(
       reg.instancePorts.from,
       reg.instancePorts.to,
       reg.token,
+      reg.encryptionKeyId ?? null,
       lostAfter(knex, lostSeconds),
     ],
   );

@@ -132,6 +132,7 @@ export function useTestContext(opts: TestContextOptions = {}): TestContext {
         onLostName: () => deps.logger.error('the test host lost its name'),
         onError: () => undefined,
         runsServices: true,
+        encryptionKeyId: deps.secrets.encryptionKey.id,
       });
     const server = await startApiServer(deps, 0, '127.0.0.1');
     const port = (server.address() as { port: number }).port;

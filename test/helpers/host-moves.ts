@@ -1,5 +1,6 @@
 /**
- * What the files with two hosts (test/helpers/two-hosts.ts) use beside their tests: the operator's `hosts` command,
+ * What the files with two hosts (test/helpers/two-hosts.ts) use beside their tests: the operator's `hosts` command
+ * (and `keys`, run the same way),
  * the instances a host runs (from /proc's cgroups), and a killed worker's sandbox networks removed.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -13,8 +14,18 @@ export function runHostsCli(
   lost: number,
   ...args: string[]
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return runOperatorCli(t, 'hosts', { HOST_LOST_SECONDS: String(lost) }, ...args);
+}
+
+/** What `npm run <command> -- ...args` runs (scripts/bootstrap.mjs) with the file's settings and `env`. */
+export function runOperatorCli(
+  t: TestContext,
+  command: 'hosts' | 'keys',
+  env: Record<string, string>,
+  ...args: string[]
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['scripts/bootstrap.mjs', 'hosts', '--', ...args], {
+    const child = spawn(process.execPath, ['scripts/bootstrap.mjs', command, '--', ...args], {
       cwd: path.resolve(__dirname, '../..'),
       env: {
         ...process.env,
@@ -22,8 +33,8 @@ export function runHostsCli(
         TEMPORAL_ADDRESS: t.config.temporalAddress,
         TEMPORAL_TASK_QUEUE: t.config.taskQueue,
         DATA_DIR: t.dataDir,
-        HOST_LOST_SECONDS: String(lost),
         LOG_LEVEL: 'silent',
+        ...env,
       },
     });
     let stdout = '';

@@ -1,0 +1,172 @@
+/**
+ * `npm run keys -- status|rotate|reseal|retire <id>` (docs/encryption-keys.md): the encryption key's rotation, run
+ * on the control plane's machine with its settings (DATABASE_URL, else the embedded server under DATA_DIR; the key
+ * from ENCRYPTION_KEY, else DATA_DIR/secrets).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command, CommanderError } from 'commander';
+import type { Knex } from 'knex';
+import { loadConfig } from '../system/config';
+import { sealedKeyId } from '../system/crypto';
+import { retireEncryptionKeyFile, rotateEncryptionKeyFile, secretsFor, type Secrets } from '../system/secrets';
+import { resealColumn, SEALED_COLUMNS, sealedValuesByKey } from '../db/queries/sealed-values';
+import { withKnex } from './operator-database';
+
+const config = loadConfig();
+const fromEnv = Boolean(config.encryptionKey);
+const say = (line: string) => console.log(line);
+
+/** The hosts whose agent is not lost, with the key each loaded at its start. */
+async function hostKeys(knex: Knex): Promise<Array<{ name: string; keyId: string | null }>> {
+  const rows: Array<{ name: string; encryption_key_id: string | null }> = await knex('hosts')
+    .where(
+      'heartbeat_at',
+      '>=',
+      knex.raw('now() - make_interval(secs => ?::double precision)', [config.hostLostSeconds]),
+    )
+    .orderBy('name')
+    .select('name', 'encryption_key_id');
+  return rows.map((r) => ({ name: r.name, keyId: r.encryption_key_id }));
+}
+
+/** The key id the services server's WAL archive passphrase (DATA_DIR/secrets) is sealed under, if there is one. */
+function passphraseKeyId(): string | null {
+  const file = join(config.dataDir, 'secrets', 'pitr-passphrase.sealed');
+  return existsSync(file) ? sealedKeyId(readFileSync(file, 'utf8').trim()) : null;
+}
+
+const program = new Command('keys')
+  .description('The encryption key of values kept encrypted at rest (docs/encryption-keys.md)')
+  .exitOverride()
+  .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+program
+  .command('status')
+  .description('The current and previous keys, the key each host runs with, and the sealed values under each key')
+  .action(async () => {
+    const secrets = secretsFor(config);
+    const current = secrets.encryptionKey.id;
+    const previous = [...secrets.previousEncryptionKeys.keys()];
+    say(`Current key: ${current} (${fromEnv ? 'ENCRYPTION_KEY' : `${config.dataDir}/secrets`})`);
+    say(`Previous keys: ${previous.length ? previous.join(', ') : 'none'}`);
+    const { hosts, values } = await withKnex(config, async (knex) => ({
+      hosts: await hostKeys(knex),
+      values: await sealedValuesByKey(knex),
+    }));
+    for (const h of hosts)
+      say(`Host ${h.name} runs with key ${h.keyId ?? 'unknown (started before keys were recorded)'}`);
+    const byKey = new Map<string, number>();
+    for (const v of values) byKey.set(v.keyId, (byKey.get(v.keyId) ?? 0) + v.values);
+    for (const v of values) if (v.keyId !== current) say(`  ${v.table}.${v.column}: ${v.values} under ${v.keyId}`);
+    const passphrase = passphraseKeyId();
+    if (passphrase) byKey.set(passphrase, (byKey.get(passphrase) ?? 0) + 1);
+    say(`Sealed values: ${[...byKey].map(([id, n]) => `${n} under ${id}`).join(', ') || 'none'}`);
+    const old = [...byKey.keys()].filter((id) => id !== current);
+    if (old.length) say('Run `npm run keys -- reseal` once every process runs with the current key.');
+    else if (previous.length)
+      say(`Nothing is sealed under a previous key: \`npm run keys -- retire ${previous[0]}\` forgets it.`);
+  });
+
+program
+  .command('rotate')
+  .description('Make a new key; the current one opens what it sealed until it is retired')
+  .action(() => {
+    if (fromEnv)
+      throw new Error(
+        'The key comes from ENCRYPTION_KEY: rotate it there. Set the new key in ENCRYPTION_KEY with an ENCRYPTION_KEY_ID ' +
+          'of its own, move the old `id:key` into ENCRYPTION_KEYS_PREVIOUS, restart every process, then run ' +
+          '`npm run keys -- reseal` (docs/encryption-keys.md).',
+      );
+    const { id, previous } = rotateEncryptionKeyFile(config.dataDir);
+    say(`New key ${id}; ${previous} is set aside and still opens what it sealed.`);
+    say('Next: restart npm start, and each other host with the settings `npm run hosts -- join NAME` prints now');
+    say('(its ENCRYPTION_KEY and ENCRYPTION_KEYS_PREVIOUS); then `npm run keys -- reseal`.');
+  });
+
+program
+  .command('reseal')
+  .description('Seal every value under a previous key again under the current key')
+  .option('--batch <n>', 'rows read and written at a time', '200')
+  .action(async (o: { batch: string }) => {
+    const secrets: Secrets = secretsFor(config);
+    const current = secrets.encryptionKey.id;
+    const batch = Number(o.batch);
+    if (!Number.isInteger(batch) || batch < 1) throw new Error('--batch must be a whole number of rows, 1 or more');
+    const unopened = await withKnex(config, async (knex) => {
+      // a value sealed under a key a running process does not hold would stop opening there
+      const behind = (await hostKeys(knex)).filter((h) => h.keyId !== current);
+      if (behind.length)
+        throw new Error(
+          `Not resealed: ${behind.map((h) => `host ${h.name} runs with key ${h.keyId ?? 'unknown'}`).join(', ')}, not ${current}. ` +
+            'Restart it with the current key (npm run hosts -- join NAME prints the settings), then run this again.',
+        );
+      let left = 0;
+      for (const c of SEALED_COLUMNS) {
+        const r = await resealColumn(knex, secrets, c, {
+          batch,
+          // progress on a terminal, rewritten in place; the outcome line below replaces it
+          onBatch: (done) => process.stdout.isTTY && process.stdout.write(`  ${c.table}.${c.column}: ${done} read\r`),
+        });
+        if (r.resealed + r.changed + r.unopened === 0) continue;
+        say(
+          `  ${c.table}.${c.column}: ${r.resealed} resealed` +
+            (r.changed ? `, ${r.changed} written meanwhile by the console (already current)` : '') +
+            (r.unopened ? `, ${r.unopened} no key opens (${r.unopenedRows.join(', ')})` : ''),
+        );
+        left += r.unopened;
+      }
+      return left;
+    });
+    // the WAL archive's passphrase is sealed again by whoever reads it next with the current key (host/pitr.ts)
+    if (passphraseKeyId() && passphraseKeyId() !== current) {
+      const { pitrPassphrase } = await import('../host/pitr');
+      pitrPassphrase(config.dataDir, secrets);
+      say(`  ${config.dataDir}/secrets/pitr-passphrase.sealed: resealed`);
+    }
+    if (unopened)
+      throw new Error(
+        `${unopened} values are sealed under a key this process does not hold: add that key to the previous keys ` +
+          '(ENCRYPTION_KEYS_PREVIOUS) and run this again, or replace those values.',
+      );
+    say(`Every sealed value is under ${current}.`);
+  });
+
+program
+  .command('retire <id>')
+  .description('Forget a previous key once nothing is sealed under it')
+  .action(async (id: string) => {
+    const secrets = secretsFor(config);
+    if (id === secrets.encryptionKey.id) throw new Error(`${id} is the current key: rotate first.`);
+    if (!secrets.previousEncryptionKeys.has(id))
+      throw new Error(`No previous key is named ${id} (npm run keys -- status).`);
+    const { values, hosts } = await withKnex(config, async (knex) => ({
+      values: (await sealedValuesByKey(knex)).filter((v) => v.keyId === id),
+      hosts: (await hostKeys(knex)).filter((h) => h.keyId === id),
+    }));
+    const count = values.reduce((n, v) => n + v.values, 0) + (passphraseKeyId() === id ? 1 : 0);
+    if (count || hosts.length)
+      throw new Error(
+        `Not retired: ${[
+          count ? `${count} values are still sealed under ${id}` : '',
+          hosts.length ? `${hosts.map((h) => `host ${h.name}`).join(', ')} still runs with it` : '',
+        ]
+          .filter(Boolean)
+          .join(', and ')}. Restart what runs with it, run \`npm run keys -- reseal\`, then this again.`,
+      );
+    if (fromEnv) {
+      say(`Nothing is sealed under ${id}: remove it from ENCRYPTION_KEYS_PREVIOUS on every host, and restart them.`);
+      return;
+    }
+    retireEncryptionKeyFile(config.dataDir, id);
+    say(`Key ${id} is forgotten. Hosts started with ENCRYPTION_KEYS_PREVIOUS may drop it from there too.`);
+  });
+
+try {
+  const args = process.argv.slice(2);
+  await program.parseAsync(args[0] === '--' ? args.slice(1) : args, { from: 'user' });
+} catch (err) {
+  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
+  console.error((err as Error).message);
+  process.exit(1);
+}

@@ -1,0 +1,231 @@
+import { randomBytes } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestContext } from '../helpers/context';
+import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
+import { createEnvironment } from '../helpers/deploy-fixtures';
+import { Agent } from '../helpers/http';
+import { freePort } from '../helpers/ports';
+import { spawnSystemProcess, stopChildren } from '../helpers/processes';
+import { runOperatorCli } from '../helpers/host-moves';
+import { seal } from '../../system/crypto';
+import { aad } from '../../db/aad';
+import { SEALED_COLUMNS } from '../../db/queries/sealed-values';
+
+/**
+ * The encryption key's rotation (`npm run keys`, processes/keys.ts, docs/encryption-keys.md), on the file's own
+ * DATA_DIR (its key generated under DATA_DIR/secrets, as npm start's is): values sealed under the old key open
+ * after `rotate`, `reseal` seals them under the new one (never before every host has it), `retire` forgets the old
+ * key only once nothing is sealed under it, and an API process that holds only the new key reads every value.
+ */
+const t = useTestContext();
+const children: ChildProcess[] = [];
+const keys = (...args: string[]) => runOperatorCli(t, 'keys', {}, ...args);
+const keysWith = (env: Record<string, string>, ...args: string[]) => runOperatorCli(t, 'keys', env, ...args);
+
+/** An API process of its own, loading the keys DATA_DIR holds now. */
+async function startApi(): Promise<string> {
+  const port = await freePort();
+  children.push(spawnSystemProcess(t, 'processes/api.ts', { PORT: String(port), HOST: '127.0.0.1' }));
+  const url = `http://127.0.0.1:${port}/api/vc/v1`;
+  const deadline = Date.now() + 60_000;
+  while (
+    !(await fetch(`${url}/health`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
+    if (Date.now() > deadline) throw new Error('the API process did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return url;
+}
+
+/** The key ids the variables' values are sealed under, by name. */
+const variableKeys = async () =>
+  Object.fromEntries(
+    (await t.deps.knex('variables').select('name', 'value_sealed')).map((r) => [r.name, r.value_sealed.split('.')[1]]),
+  );
+
+let owner: Agent;
+let envId: string;
+let projectId: string;
+let teamId: string;
+let first: string;
+
+beforeAll(async () => {
+  const user = await createUser(t);
+  const team = await createTeam(t, user);
+  teamId = team.id;
+  const project = await createProject(t, team);
+  projectId = project.id;
+  envId = (await createEnvironment(t, project, { name: 'production' })).id;
+  owner = await sessionAgent(t, user);
+  first = t.deps.secrets.encryptionKey.id;
+  // sealed under the first key, through the API
+  expect(
+    (await owner.post(`/projects/${projectId}/variables`, { name: 'SHARED', value: 'from-the-project' })).status,
+  ).toBe(201);
+  expect(
+    (await owner.post(`/environments/${envId}/variables`, { name: 'API_URL', value: 'https://a.example' })).status,
+  ).toBe(201);
+  expect(
+    (
+      await owner.post(`/projects/${projectId}/registries`, {
+        host: 'npm.example.com',
+        username: 'ci',
+        password: 's3cret-pass',
+      })
+    ).status,
+  ).toBe(201);
+});
+afterAll(() => stopChildren(children));
+
+/** Reads the environment's variables through `url` as the owner. */
+async function valuesVia(url: string): Promise<Record<string, string>> {
+  const agent = Object.assign(new Agent(url), { cookies: owner.cookies, csrf: owner.csrf });
+  const res = await agent.get(`/environments/${envId}/variables`);
+  expect(res.status).toBe(200);
+  return Object.fromEntries(res.body.data.map((v: { name: string; value: string }) => [v.name, v.value]));
+}
+
+describe('npm run keys', () => {
+  it('knows every sealed column of the schema', async () => {
+    const { rows } = await t.deps.knex.raw(
+      `SELECT table_name, column_name FROM information_schema.columns
+        WHERE table_schema = 'public' AND column_name LIKE '%sealed%' ORDER BY 1, 2`,
+    );
+    const known = new Set(SEALED_COLUMNS.map((c) => `${c.table}.${c.column}`));
+    expect(
+      rows
+        .map((r: { table_name: string; column_name: string }) => `${r.table_name}.${r.column_name}`)
+        .filter((c: string) => !known.has(c)),
+    ).toEqual([]);
+    // and the two sealed columns whose names do not say so
+    expect(known).toContain('projects.webhook_secret');
+    expect(known).toContain('projects.repository_credentials');
+  });
+
+  it('status counts the sealed values by key; with one key, reseal has nothing to do and retire refuses the current key', async () => {
+    const status = await keys('status');
+    expect(status.code, status.stderr + status.stdout).toBe(0);
+    expect(status.stdout).toContain(`Current key: ${first}`);
+    expect(status.stdout).toContain('Previous keys: none');
+    expect(status.stdout).toMatch(new RegExp(`Sealed values: 3 under ${first}`));
+    const reseal = await keys('reseal');
+    expect(reseal.code, reseal.stderr + reseal.stdout).toBe(0);
+    expect(reseal.stdout).toContain(`Every sealed value is under ${first}.`);
+    const retire = await keys('retire', first);
+    expect(retire.code, retire.stderr + retire.stdout).toBe(1);
+    expect(retire.stderr).toContain(`${first} is the current key: rotate first.`);
+  });
+
+  it('rotates: the old key opens what it sealed, reseal waits for every host, then moves every value to the new key', async () => {
+    const rotated = await keys('rotate');
+    expect(rotated.code, rotated.stderr + rotated.stdout).toBe(0);
+    const second = /New key (\S+);/.exec(rotated.stdout)![1]!;
+    expect(second).not.toBe(first);
+    expect(rotated.stdout).toContain(`${first} is set aside`);
+    // a new host's settings carry the old key beside the new one
+    const joined = await runOperatorCli(t, 'hosts', {}, 'join', 'h-new');
+    expect(joined.stdout).toContain(`ENCRYPTION_KEY_ID=${second}`);
+    expect(joined.stdout).toMatch(new RegExp(`ENCRYPTION_KEYS_PREVIOUS=${first}:[0-9a-f]{64}\\b`));
+    // nothing moved yet; the old key cannot be retired while values are under it
+    expect(await variableKeys()).toEqual({ SHARED: first, API_URL: first });
+    const early = await keys('retire', first);
+    expect(early.code, early.stderr + early.stdout).toBe(1);
+    expect(early.stderr).toContain(`3 values are still sealed under ${first}`);
+
+    // an API process started now holds both keys: it reads what the first sealed, and seals under the second
+    const api = await startApi();
+    expect(await valuesVia(api)).toEqual({ SHARED: 'from-the-project', API_URL: 'https://a.example' });
+    const agent = Object.assign(new Agent(api), { cookies: owner.cookies, csrf: owner.csrf });
+    expect(
+      (await agent.post(`/environments/${envId}/variables`, { name: 'NEW_ONE', value: 'sealed-under-the-second' }))
+        .status,
+    ).toBe(201);
+    expect((await variableKeys()).NEW_ONE).toBe(second);
+
+    // the file's own host (test/helpers/context.ts) still runs with the first key: nothing is resealed, and it says so
+    const refused = await keys('reseal');
+    expect(refused.code, refused.stderr + refused.stdout).toBe(1);
+    expect(refused.stderr).toContain(`host ${t.config.hostName} runs with key ${first}, not ${second}`);
+    expect((await variableKeys()).SHARED).toBe(first);
+    // as its restart with the new key records it (core/host-registration.ts); the file seals nothing more in process
+    await t.deps.knex('hosts').where({ name: t.config.hostName }).update({ encryption_key_id: second });
+
+    const resealed = await keys('reseal');
+    expect(resealed.code, resealed.stderr + resealed.stdout).toBe(0);
+    expect(resealed.stdout).toContain('variables.value_sealed: 2 resealed');
+    expect(resealed.stdout).toContain('project_registries.sealed_password: 1 resealed');
+    expect(resealed.stdout).toContain(`Every sealed value is under ${second}.`);
+    expect(await variableKeys()).toEqual({ SHARED: second, API_URL: second, NEW_ONE: second });
+    expect(await valuesVia(api)).toMatchObject({ SHARED: 'from-the-project', API_URL: 'https://a.example' });
+
+    // a value no key here opens is left as it is, named, and the command fails
+    const orphan = seal(
+      { encryptionKey: { id: 'lost-key', key: randomBytes(32) } },
+      'x',
+      aad.variable({ projectId, environmentId: envId }, 'ORPHAN'),
+    );
+    await t.deps
+      .knex('variables')
+      .insert({ team_id: teamId, project_id: projectId, environment_id: envId, name: 'ORPHAN', value_sealed: orphan });
+    const partial = await keys('reseal');
+    expect(partial.code, partial.stderr + partial.stdout).toBe(1);
+    expect(partial.stderr).toContain('1 values are sealed under a key this process does not hold');
+    expect(partial.stdout).toMatch(/variables\.value_sealed: 0 resealed, 1 no key opens \(.+ \(key lost-key\)\)/);
+    expect((await t.deps.knex('variables').where({ name: 'ORPHAN' }).first()).value_sealed).toBe(orphan);
+    await t.deps.knex('variables').where({ name: 'ORPHAN' }).delete();
+
+    // the first key is retired: forgotten from DATA_DIR, and no longer given to new hosts
+    const retired = await keys('retire', first);
+    expect(retired.code, retired.stderr + retired.stdout).toBe(0);
+    expect(retired.stdout).toContain(`Key ${first} is forgotten.`);
+    const previousFile = join(t.dataDir, 'secrets', 'encryption-keys-previous.json');
+    expect(existsSync(previousFile) ? readFileSync(previousFile, 'utf8') : '').not.toContain(first);
+    expect((await runOperatorCli(t, 'hosts', {}, 'join', 'h-new')).stdout).not.toContain('ENCRYPTION_KEYS_PREVIOUS');
+    // an API process holding only the second key reads every value
+    expect(await valuesVia(await startApi())).toEqual({
+      SHARED: 'from-the-project',
+      API_URL: 'https://a.example',
+      NEW_ONE: 'sealed-under-the-second',
+    });
+  });
+
+  it('with ENCRYPTION_KEY: rotate says how; a malformed ENCRYPTION_KEYS_PREVIOUS, or one naming the current id, is refused by name', async () => {
+    const key = randomBytes(32).toString('hex');
+    const rotate = await keysWith({ ENCRYPTION_KEY: key, ENCRYPTION_KEY_ID: 'k2' }, 'rotate');
+    expect(rotate.code, rotate.stderr + rotate.stdout).toBe(1);
+    expect(rotate.stderr).toContain('The key comes from ENCRYPTION_KEY: rotate it there.');
+    const malformed = await keysWith(
+      { ENCRYPTION_KEY: key, ENCRYPTION_KEY_ID: 'k2', ENCRYPTION_KEYS_PREVIOUS: 'no-colon' },
+      'status',
+    );
+    expect(malformed.code, malformed.stderr + malformed.stdout).toBe(1);
+    expect(malformed.stderr).toContain('ENCRYPTION_KEYS_PREVIOUS holds `id:key` pairs');
+    const same = await keysWith(
+      {
+        ENCRYPTION_KEY: key,
+        ENCRYPTION_KEY_ID: 'k2',
+        ENCRYPTION_KEYS_PREVIOUS: `k2:${randomBytes(32).toString('hex')}`,
+      },
+      'status',
+    );
+    expect(same.code, same.stderr + same.stdout).toBe(1);
+    expect(same.stderr).toContain('ENCRYPTION_KEYS_PREVIOUS names k2, the id of the current key');
+    const fine = await keysWith(
+      {
+        ENCRYPTION_KEY: key,
+        ENCRYPTION_KEY_ID: 'k2',
+        ENCRYPTION_KEYS_PREVIOUS: `k1:${randomBytes(32).toString('hex')}`,
+      },
+      'status',
+    );
+    expect(fine.code, fine.stderr + fine.stdout).toBe(0);
+    expect(fine.stdout).toContain('Current key: k2 (ENCRYPTION_KEY)');
+    expect(fine.stdout).toContain('Previous keys: k1');
+  });
+});
