@@ -1,34 +1,23 @@
 /**
- * `npm run keys -- status|rotate|reseal|retire <id>` (docs/encryption-keys.md): the encryption key's rotation, run
- * on the control plane's machine with its settings (DATABASE_URL, else the embedded server under DATA_DIR; the key
- * from ENCRYPTION_KEY, else DATA_DIR/secrets).
+ * `npm run keys -- status|rotate [--token]|reseal|retire <id>` (docs/encryption-keys.md): the rotation of the
+ * encryption key and of the token key, run on the control plane's machine with its settings (DATABASE_URL, else the
+ * embedded server under DATA_DIR; the keys from ENCRYPTION_KEY and TOKEN_HMAC_KEY, else DATA_DIR/secrets).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
-import type { Knex } from 'knex';
 import { loadConfig } from '../system/config';
 import { sealedKeyId } from '../system/crypto';
-import { retireEncryptionKeyFile, rotateEncryptionKeyFile, secretsFor, type Secrets } from '../system/secrets';
+import { retireKeyFile, rotateKeyFile, secretsFor, type Secrets } from '../system/secrets';
 import { resealColumn, SEALED_COLUMNS, sealedValuesByKey } from '../db/queries/sealed-values';
+import { workingTokensByKey } from '../db/queries/access-tokens';
+import { hostKeyIds } from '../db/queries/hosts';
 import { withKnex } from './operator-database';
 
 const config = loadConfig();
 const fromEnv = Boolean(config.encryptionKey);
+const tokenFromEnv = Boolean(config.tokenHmacKey);
 const say = (line: string) => console.log(line);
-
-/** The hosts whose agent is not lost, with the key each loaded at its start. */
-async function hostKeys(knex: Knex): Promise<Array<{ name: string; keyId: string | null }>> {
-  const rows: Array<{ name: string; encryption_key_id: string | null }> = await knex('hosts')
-    .where(
-      'heartbeat_at',
-      '>=',
-      knex.raw('now() - make_interval(secs => ?::double precision)', [config.hostLostSeconds]),
-    )
-    .orderBy('name')
-    .select('name', 'encryption_key_id');
-  return rows.map((r) => ({ name: r.name, keyId: r.encryption_key_id }));
-}
 
 /** The key id the services server's WAL archive passphrase (DATA_DIR/secrets) is sealed under, if there is one. */
 function passphraseKeyId(): string | null {
@@ -50,9 +39,10 @@ program
     const previous = [...secrets.previousEncryptionKeys.keys()];
     say(`Current key: ${current} (${fromEnv ? 'ENCRYPTION_KEY' : `${config.dataDir}/secrets`})`);
     say(`Previous keys: ${previous.length ? previous.join(', ') : 'none'}`);
-    const { hosts, values } = await withKnex(config, async (knex) => ({
-      hosts: await hostKeys(knex),
+    const { hosts, values, tokens } = await withKnex(config, async (knex) => ({
+      hosts: await hostKeyIds(knex, config.hostLostSeconds),
       values: await sealedValuesByKey(knex),
+      tokens: await workingTokensByKey(knex),
     }));
     for (const h of hosts)
       say(`Host ${h.name} runs with key ${h.keyId ?? 'unknown (started before keys were recorded)'}`);
@@ -66,19 +56,44 @@ program
     if (old.length) say('Run `npm run keys -- reseal` once every process runs with the current key.');
     else if (previous.length)
       say(`Nothing is sealed under a previous key: \`npm run keys -- retire ${previous[0]}\` forgets it.`);
+    const tokenKey = secrets.tokenKey.id;
+    const tokenPrevious = [...secrets.previousTokenKeys.keys()];
+    say(`Token key: ${tokenKey} (${tokenFromEnv ? 'TOKEN_HMAC_KEY' : `${config.dataDir}/secrets`})`);
+    say(`Previous token keys: ${tokenPrevious.length ? tokenPrevious.join(', ') : 'none'}`);
+    say(`Working tokens: ${tokens.map((t) => `${t.tokens} under ${t.keyId}`).join(', ') || 'none'}`);
+    for (const t of tokens.filter((t) => t.keyId !== tokenKey))
+      say(
+        `  ${t.tokens} under ${t.keyId} take the current key at their next use` +
+          (t.lastExpiry ? `; the last expires ${t.lastExpiry.toISOString().slice(0, 10)}` : ''),
+      );
   });
 
 program
   .command('rotate')
-  .description('Make a new key; the current one opens what it sealed until it is retired')
-  .action(() => {
+  .description('Make a new key; the current one still works for what it made until it is retired')
+  .option('--token', 'the token key (TOKEN_HMAC_KEY) instead of the encryption key')
+  .action((o: { token?: boolean }) => {
+    if (o.token) {
+      if (tokenFromEnv)
+        throw new Error(
+          'The token key comes from TOKEN_HMAC_KEY: rotate it there. Set the new key in TOKEN_HMAC_KEY with a ' +
+            'TOKEN_HMAC_KEY_ID of its own, move the old `id:key` into TOKEN_HMAC_KEYS_PREVIOUS, and restart the API ' +
+            '(docs/encryption-keys.md).',
+        );
+      const { id, previous } = rotateKeyFile(config.dataDir, 'token');
+      say(
+        `New token key ${id}; ${previous} is set aside: tokens under it still work, and take the new key at their next use.`,
+      );
+      say('Next: restart npm start. `npm run keys -- status` counts the tokens still under the old key.');
+      return;
+    }
     if (fromEnv)
       throw new Error(
         'The key comes from ENCRYPTION_KEY: rotate it there. Set the new key in ENCRYPTION_KEY with an ENCRYPTION_KEY_ID ' +
           'of its own, move the old `id:key` into ENCRYPTION_KEYS_PREVIOUS, restart every process, then run ' +
           '`npm run keys -- reseal` (docs/encryption-keys.md).',
       );
-    const { id, previous } = rotateEncryptionKeyFile(config.dataDir);
+    const { id, previous } = rotateKeyFile(config.dataDir, 'encryption');
     say(`New key ${id}; ${previous} is set aside and still opens what it sealed.`);
     say('Next: restart npm start, and each other host with the settings `npm run hosts -- join NAME` prints now');
     say('(its ENCRYPTION_KEY and ENCRYPTION_KEYS_PREVIOUS); then `npm run keys -- reseal`.');
@@ -95,7 +110,7 @@ program
     if (!Number.isInteger(batch) || batch < 1) throw new Error('--batch must be a whole number of rows, 1 or more');
     const unopened = await withKnex(config, async (knex) => {
       // a value sealed under a key a running process does not hold would stop opening there
-      const behind = (await hostKeys(knex)).filter((h) => h.keyId !== current);
+      const behind = (await hostKeyIds(knex, config.hostLostSeconds)).filter((h) => h.keyId !== current);
       if (behind.length)
         throw new Error(
           `Not resealed: ${behind.map((h) => `host ${h.name} runs with key ${h.keyId ?? 'unknown'}`).join(', ')}, not ${current}. ` +
@@ -134,15 +149,17 @@ program
 
 program
   .command('retire <id>')
-  .description('Forget a previous key once nothing is sealed under it')
+  .description('Forget a previous key once nothing depends on it')
   .action(async (id: string) => {
     const secrets = secretsFor(config);
-    if (id === secrets.encryptionKey.id) throw new Error(`${id} is the current key: rotate first.`);
+    if (id === secrets.encryptionKey.id || id === secrets.tokenKey.id)
+      throw new Error(`${id} is a current key: rotate first.`);
+    if (secrets.previousTokenKeys.has(id)) return retireTokenKey(id);
     if (!secrets.previousEncryptionKeys.has(id))
       throw new Error(`No previous key is named ${id} (npm run keys -- status).`);
     const { values, hosts } = await withKnex(config, async (knex) => ({
       values: (await sealedValuesByKey(knex)).filter((v) => v.keyId === id),
-      hosts: (await hostKeys(knex)).filter((h) => h.keyId === id),
+      hosts: (await hostKeyIds(knex, config.hostLostSeconds)).filter((h) => h.keyId === id),
     }));
     const count = values.reduce((n, v) => n + v.values, 0) + (passphraseKeyId() === id ? 1 : 0);
     if (count || hosts.length)
@@ -158,9 +175,26 @@ program
       say(`Nothing is sealed under ${id}: remove it from ENCRYPTION_KEYS_PREVIOUS on every host, and restart them.`);
       return;
     }
-    retireEncryptionKeyFile(config.dataDir, id);
+    retireKeyFile(config.dataDir, 'encryption', id);
     say(`Key ${id} is forgotten. Hosts started with ENCRYPTION_KEYS_PREVIOUS may drop it from there too.`);
   });
+
+/** A previous token key is forgotten once no working token is under it: the rest would stop working. */
+async function retireTokenKey(id: string): Promise<void> {
+  const left = (await withKnex(config, workingTokensByKey)).find((t) => t.keyId === id);
+  if (left)
+    throw new Error(
+      `Not retired: ${left.tokens} working tokens are still under ${id}; each takes the current key at its next use` +
+        (left.lastExpiry ? `, and the last expires ${left.lastExpiry.toISOString().slice(0, 10)}` : '') +
+        '. Retire it once none is left (npm run keys -- status), or revoke those tokens.',
+    );
+  if (tokenFromEnv) {
+    say(`No working token is under ${id}: remove it from TOKEN_HMAC_KEYS_PREVIOUS, and restart the API.`);
+    return;
+  }
+  retireKeyFile(config.dataDir, 'token', id);
+  say(`Token key ${id} is forgotten.`);
+}
 
 try {
   const args = process.argv.slice(2);

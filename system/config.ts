@@ -83,6 +83,10 @@ export interface Config extends HostConfig {
   reminderSchedule: boolean;
   /** Secrets: given in the environment, or generated once and kept under dataDir (see secrets.ts). */
   tokenHmacKey: string | undefined;
+  /** TOKEN_HMAC_KEY's id (TOKEN_HMAC_KEY_ID, default `env`); a rotated key needs an id of its own. */
+  tokenHmacKeyId: string | undefined;
+  /** Older token keys under which tokens are still found (TOKEN_HMAC_KEYS_PREVIOUS: `id:key,id:key`). */
+  tokenHmacKeysPrevious: string | undefined;
   /** Test hook (VC_CHECK_RESPONSES=1): every 2xx body is checked against its documented schema (api/lib/router.ts). */
   checkResponses: boolean;
   /** Bearer token of GET /metrics; unset: metrics are served to loopback clients only. */
@@ -271,6 +275,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pruneHourUtc: hourOfDay(env, 'PRUNE_HOUR_UTC', 3),
     reminderSchedule: !['0', 'false', 'off', 'no'].includes((env.REMINDER_SCHEDULE ?? 'on').toLowerCase()),
     tokenHmacKey: env.TOKEN_HMAC_KEY || undefined,
+    tokenHmacKeyId: env.TOKEN_HMAC_KEY_ID || undefined,
+    tokenHmacKeysPrevious: env.TOKEN_HMAC_KEYS_PREVIOUS || undefined,
     encryptionKey: env.ENCRYPTION_KEY || undefined,
     encryptionKeyId: env.ENCRYPTION_KEY_ID || undefined,
     encryptionKeysPrevious: env.ENCRYPTION_KEYS_PREVIOUS || undefined,

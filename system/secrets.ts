@@ -20,6 +20,10 @@ export interface Secrets {
 
 interface SecretOverrides {
   tokenHmacKey?: string;
+  /** TOKEN_HMAC_KEY's id (default `env`): tokens' digests name it (access_tokens.key_id). */
+  tokenHmacKeyId?: string;
+  /** TOKEN_HMAC_KEYS_PREVIOUS: `id:key` pairs, comma-separated, under which older tokens' digests are still found. */
+  tokenHmacKeysPrevious?: string;
   encryptionKey?: string;
   /** ENCRYPTION_KEY's id (default `env`): the control plane's, on a host agent (values sealed under it name it). */
   encryptionKeyId?: string;
@@ -54,12 +58,26 @@ function keyFile(dataDir: string, file: string): KeyRecord {
   return { id: record.id, key: Buffer.from(record.key, 'base64') };
 }
 
-const ENCRYPTION_KEY_FILE = 'encryption-key.json';
-/** The generated keys an `npm run keys -- rotate` set aside: they open what they sealed, and seal nothing. */
-const PREVIOUS_KEYS_FILE = 'encryption-keys-previous.json';
+/** The two keys: where each is generated, and where a rotation sets the old one aside (`npm run keys`). */
+const KINDS = {
+  encryption: {
+    env: 'ENCRYPTION_KEY',
+    previousEnv: 'ENCRYPTION_KEYS_PREVIOUS',
+    file: 'encryption-key.json',
+    previousFile: 'encryption-keys-previous.json',
+  },
+  token: {
+    env: 'TOKEN_HMAC_KEY',
+    previousEnv: 'TOKEN_HMAC_KEYS_PREVIOUS',
+    file: 'token-hmac-key.json',
+    previousFile: 'token-hmac-keys-previous.json',
+  },
+} as const;
+type KeyKind = keyof typeof KINDS;
 
-/** ENCRYPTION_KEYS_PREVIOUS: `id:key,id:key` (each key hex or base64, at least 32 bytes). */
-function previousFromEnv(value: string): KeyRecord[] {
+/** `id:key,id:key` (each key hex or base64, at least 32 bytes). */
+function previousFromEnv(kind: KeyKind, value: string): KeyRecord[] {
+  const name = KINDS[kind].previousEnv;
   return value
     .split(',')
     .map((pair) => pair.trim())
@@ -68,52 +86,70 @@ function previousFromEnv(value: string): KeyRecord[] {
       const at = pair.indexOf(':');
       const id = pair.slice(0, at);
       if (at < 1 || !/^[A-Za-z0-9_-]+$/.test(id))
-        throw new Error(
-          'ENCRYPTION_KEYS_PREVIOUS holds `id:key` pairs separated by commas (an id is letters, digits, _ or -)',
-        );
-      const { key } = fromEnv('ENCRYPTION_KEYS_PREVIOUS', pair.slice(at + 1));
-      return { id, key: key.subarray(0, 32) };
+        throw new Error(`${name} holds \`id:key\` pairs separated by commas (an id is letters, digits, _ or -)`);
+      const { key } = fromEnv(name, pair.slice(at + 1));
+      return { id, key: kind === 'encryption' ? key.subarray(0, 32) : key };
     });
 }
 
-function previousFromFile(dataDir: string): KeyRecord[] {
-  const path = join(dataDir, 'secrets', PREVIOUS_KEYS_FILE);
+function previousFromFile(dataDir: string, kind: KeyKind): KeyRecord[] {
+  const path = join(dataDir, 'secrets', KINDS[kind].previousFile);
   if (!existsSync(path)) return [];
   const list = JSON.parse(readFileSync(path, 'utf8')) as Array<{ id: string; key: string }>;
   return list.map((r) => ({ id: r.id, key: Buffer.from(r.key, 'base64') }));
 }
 
-function writeSecretFile(dataDir: string, file: string, contents: string): void {
+function writeSecretFile(dataDir: string, file: string, keys: KeyRecord | KeyRecord[]): void {
   const path = join(dataDir, 'secrets', file);
   const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, contents, { mode: 0o600 });
+  const record = (k: KeyRecord) => ({ id: k.id, key: k.key.toString('base64') });
+  writeFileSync(tmp, JSON.stringify(Array.isArray(keys) ? keys.map(record) : record(keys)), { mode: 0o600 });
   renameSync(tmp, path);
+}
+
+/** A key and the previous ones of its kind, from the environment (both, when the key is there) or DATA_DIR. */
+function keyAndPrevious(
+  dataDir: string,
+  kind: KeyKind,
+  given: { key?: string; id?: string; previous?: string },
+): { current: KeyRecord; previous: Map<string, Buffer> } {
+  const k = KINDS[kind];
+  const current = given.key ? fromEnv(k.env, given.key, given.id) : keyFile(dataDir, k.file);
+  const list = given.key ? previousFromEnv(kind, given.previous ?? '') : previousFromFile(dataDir, kind);
+  const previous = new Map<string, Buffer>();
+  for (const p of list) {
+    if (p.id === current.id)
+      throw new Error(
+        `${k.previousEnv} names ${p.id}, the id of the current key: give the new ${k.env} an ${k.env}_ID of its own`,
+      );
+    previous.set(p.id, p.key);
+  }
+  return { current, previous };
 }
 
 /**
  * A secret that is missing is generated once and kept under dataDir/secrets, never printed.
- * TOKEN_HMAC_KEY and ENCRYPTION_KEY (hex or base64, at least 32 bytes) take precedence; their key id is `env`.
- * Older encryption keys open what they sealed: ENCRYPTION_KEYS_PREVIOUS beside ENCRYPTION_KEY, else the ones
- * `rotateEncryptionKeyFile` set aside (docs/encryption-keys.md).
+ * TOKEN_HMAC_KEY and ENCRYPTION_KEY (hex or base64, at least 32 bytes) take precedence; their key id is
+ * TOKEN_HMAC_KEY_ID and ENCRYPTION_KEY_ID, else `env`. Older keys still work for what they made:
+ * TOKEN_HMAC_KEYS_PREVIOUS and ENCRYPTION_KEYS_PREVIOUS beside the keys, else the ones `rotateKeyFile` set aside
+ * (docs/encryption-keys.md).
  */
 export function loadSecrets(dataDir: string, o: SecretOverrides = {}): Secrets {
-  const encryptionKey = o.encryptionKey
-    ? fromEnv('ENCRYPTION_KEY', o.encryptionKey, o.encryptionKeyId)
-    : keyFile(dataDir, ENCRYPTION_KEY_FILE);
-  const previous = o.encryptionKey ? previousFromEnv(o.encryptionKeysPrevious ?? '') : previousFromFile(dataDir);
-  const previousEncryptionKeys = new Map<string, Buffer>();
-  for (const k of previous) {
-    if (k.id === encryptionKey.id)
-      throw new Error(
-        `ENCRYPTION_KEYS_PREVIOUS names ${k.id}, the id of the current key: give the new ENCRYPTION_KEY an ENCRYPTION_KEY_ID of its own`,
-      );
-    previousEncryptionKeys.set(k.id, k.key);
-  }
+  const token = keyAndPrevious(dataDir, 'token', {
+    key: o.tokenHmacKey,
+    id: o.tokenHmacKeyId,
+    previous: o.tokenHmacKeysPrevious,
+  });
+  const encryption = keyAndPrevious(dataDir, 'encryption', {
+    key: o.encryptionKey,
+    id: o.encryptionKeyId,
+    previous: o.encryptionKeysPrevious,
+  });
   return {
-    tokenKey: o.tokenHmacKey ? fromEnv('TOKEN_HMAC_KEY', o.tokenHmacKey) : keyFile(dataDir, 'token-hmac-key.json'),
-    previousTokenKeys: new Map(),
-    encryptionKey,
-    previousEncryptionKeys,
+    tokenKey: token.current,
+    previousTokenKeys: token.previous,
+    encryptionKey: encryption.current,
+    previousEncryptionKeys: encryption.previous,
   };
 }
 
@@ -121,12 +157,16 @@ export function loadSecrets(dataDir: string, o: SecretOverrides = {}): Secrets {
 export function secretsFor(config: {
   dataDir: string;
   tokenHmacKey?: string;
+  tokenHmacKeyId?: string;
+  tokenHmacKeysPrevious?: string;
   encryptionKey?: string;
   encryptionKeyId?: string;
   encryptionKeysPrevious?: string;
 }): Secrets {
   return loadSecrets(config.dataDir, {
     tokenHmacKey: config.tokenHmacKey,
+    tokenHmacKeyId: config.tokenHmacKeyId,
+    tokenHmacKeysPrevious: config.tokenHmacKeysPrevious,
     encryptionKey: config.encryptionKey,
     encryptionKeyId: config.encryptionKeyId,
     encryptionKeysPrevious: config.encryptionKeysPrevious,
@@ -134,37 +174,30 @@ export function secretsFor(config: {
 }
 
 /**
- * A new generated encryption key (`npm run keys -- rotate`): the current one joins the previous keys, which open
- * what they sealed until `retireEncryptionKeyFile`. Processes running now go on with the key they loaded until
- * they restart. Returns the new key's id and the one set aside.
+ * A new generated key of `kind` (`npm run keys -- rotate`): the current one joins the previous keys, which go on
+ * working for what they made until `retireKeyFile`. Processes running now keep the key they loaded until they
+ * restart. Returns the new key's id and the one set aside.
  */
-export function rotateEncryptionKeyFile(dataDir: string): { id: string; previous: string } {
-  const current = keyFile(dataDir, ENCRYPTION_KEY_FILE);
-  const previous = previousFromFile(dataDir).filter((k) => k.id !== current.id);
+export function rotateKeyFile(dataDir: string, kind: KeyKind): { id: string; previous: string } {
+  const k = KINDS[kind];
+  const current = keyFile(dataDir, k.file);
+  const previous = previousFromFile(dataDir, kind).filter((p) => p.id !== current.id);
   previous.push(current);
-  writeSecretFile(
-    dataDir,
-    PREVIOUS_KEYS_FILE,
-    JSON.stringify(previous.map((k) => ({ id: k.id, key: k.key.toString('base64') }))),
-  );
+  writeSecretFile(dataDir, k.previousFile, previous);
   // a new id even within the same millisecond as the last one's
   let id = `k${Date.now().toString(36)}`;
-  if (id === current.id || previous.some((k) => k.id === id)) id += randomBytes(2).toString('hex');
-  writeSecretFile(dataDir, ENCRYPTION_KEY_FILE, JSON.stringify({ id, key: randomBytes(32).toString('base64') }));
+  if (id === current.id || previous.some((p) => p.id === id)) id += randomBytes(2).toString('hex');
+  writeSecretFile(dataDir, k.file, { id, key: randomBytes(32) });
   return { id, previous: current.id };
 }
 
-/** Forgets a previous generated key (`npm run keys -- retire`); false when no such key is set aside. */
-export function retireEncryptionKeyFile(dataDir: string, id: string): boolean {
-  const previous = previousFromFile(dataDir);
-  const kept = previous.filter((k) => k.id !== id);
+/** Forgets a previous generated key of `kind` (`npm run keys -- retire`); false when no such key is set aside. */
+export function retireKeyFile(dataDir: string, kind: KeyKind, id: string): boolean {
+  const k = KINDS[kind];
+  const previous = previousFromFile(dataDir, kind);
+  const kept = previous.filter((p) => p.id !== id);
   if (kept.length === previous.length) return false;
-  if (kept.length === 0) rmSync(join(dataDir, 'secrets', PREVIOUS_KEYS_FILE), { force: true });
-  else
-    writeSecretFile(
-      dataDir,
-      PREVIOUS_KEYS_FILE,
-      JSON.stringify(kept.map((k) => ({ id: k.id, key: k.key.toString('base64') }))),
-    );
+  if (kept.length === 0) rmSync(join(dataDir, 'secrets', k.previousFile), { force: true });
+  else writeSecretFile(dataDir, k.previousFile, kept);
   return true;
 }

@@ -102,9 +102,11 @@ async function checkAccessToken(deps: Deps, raw: string): Promise<TokenCheck> {
     user: User.fromDatabaseJson(user),
     membership: Membership.fromDatabaseJson(membership),
   };
+  // A token found under a previous key (docs/encryption-keys.md) takes the current key's digest at this use, once
+  // (a compare-and-set: another process's use may have moved it already); the key can be retired once none is left.
+  if (token.digest !== current) await redigestToken(deps, token, current);
   // Kept under the current key's digest only (a token under a previous key is looked up each time).
-  if (token.digest === current)
-    cache?.set(current, found, { tokenId: token.id, userId: token.user_id, teamId: token.team_id }, ticket);
+  else cache?.set(current, found, { tokenId: token.id, userId: token.user_id, teamId: token.team_id }, ticket);
   return verdict(found);
 }
 
@@ -175,4 +177,12 @@ async function touchLastUsed(deps: Deps, token: AccessToken): Promise<void> {
     .where({ id: token.id })
     .andWhere((q) => q.whereNull('last_used_at').orWhere('last_used_at', '<', new Date(now.getTime() - 60_000)))
     .update({ last_used_at: now });
+}
+
+/** A token found under a previous token key takes the current key's digest (at most once: compare-and-set). */
+async function redigestToken(deps: Deps, token: AccessToken, current: string): Promise<void> {
+  await deps
+    .knex('access_tokens')
+    .where({ id: token.id, digest: token.digest })
+    .update({ digest: current, key_id: deps.secrets.tokenKey.id });
 }

@@ -304,3 +304,15 @@ export async function environmentHost(
     .first('s.host', 'h.storage_roots');
   return row ? { name: row.host, roots: row.storage_roots ?? null } : null;
 }
+
+/** The hosts whose agent is not lost, with the id of the encryption key each loaded at its start (`npm run keys`). */
+export async function hostKeyIds(
+  knex: Knex,
+  lostSeconds: number,
+): Promise<Array<{ name: string; keyId: string | null }>> {
+  const rows: Array<{ name: string; encryption_key_id: string | null }> = await knex('hosts')
+    .where('heartbeat_at', '>=', lostAfter(knex, lostSeconds))
+    .orderBy('name')
+    .select('name', 'encryption_key_id');
+  return rows.map((r) => ({ name: r.name, keyId: r.encryption_key_id }));
+}

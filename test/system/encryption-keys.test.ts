@@ -119,7 +119,7 @@ describe('npm run keys', () => {
     expect(reseal.stdout).toContain(`Every sealed value is under ${first}.`);
     const retire = await keys('retire', first);
     expect(retire.code, retire.stderr + retire.stdout).toBe(1);
-    expect(retire.stderr).toContain(`${first} is the current key: rotate first.`);
+    expect(retire.stderr).toContain(`${first} is a current key: rotate first.`);
   });
 
   it('rotates: the old key opens what it sealed, reseal waits for every host, then moves every value to the new key', async () => {
@@ -227,5 +227,48 @@ describe('npm run keys', () => {
     expect(fine.code, fine.stderr + fine.stdout).toBe(0);
     expect(fine.stdout).toContain('Current key: k2 (ENCRYPTION_KEY)');
     expect(fine.stdout).toContain('Previous keys: k1');
+  });
+
+  it('rotates the token key: tokens under the old key work and take the new one at their next use; it is retired once none is left', async () => {
+    const issue = async (purpose: string) => {
+      const res = await owner.post('/me/tokens', { purpose, team_id: teamId, expires_in_days: 7 });
+      expect(res.status).toBe(201);
+      return { id: res.body.id as string, token: res.body.token as string };
+    };
+    const used = await issue('ci-used');
+    const idle = await issue('ci-idle');
+    const oldKey = (await t.deps.knex('access_tokens').where({ id: used.id }).first()).key_id;
+    const rotated = await keys('rotate', '--token');
+    expect(rotated.code, rotated.stderr + rotated.stdout).toBe(0);
+    const newKey = /New token key (\S+);/.exec(rotated.stdout)![1]!;
+    expect(newKey).not.toBe(oldKey);
+
+    // an API process started now finds the token under the old key, and moves it to the new one
+    const api = await startApi();
+    const before = await t.deps.knex('access_tokens').where({ id: used.id }).first();
+    expect((await new Agent(api).withBearer(used.token).get('/me')).status).toBe(200);
+    const after = await t.deps.knex('access_tokens').where({ id: used.id }).first();
+    expect(after.key_id).toBe(newKey);
+    expect(after.digest).not.toBe(before.digest);
+    expect((await new Agent(api).withBearer(used.token).get('/me')).status).toBe(200);
+    const status = await keys('status');
+    expect(status.stdout).toContain(`Token key: ${newKey}`);
+    expect(status.stdout).toContain(`Previous token keys: ${oldKey}`);
+    expect(status.stdout).toMatch(
+      new RegExp(`1 under ${oldKey} take the current key at their next use; the last expires \\d{4}-`),
+    );
+
+    // the idle token still works under the old key: the key is not retired while it does
+    const early = await keys('retire', oldKey);
+    expect(early.code, early.stderr + early.stdout).toBe(1);
+    expect(early.stderr).toContain(`1 working tokens are still under ${oldKey}`);
+    expect((await owner.delete(`/me/tokens/${idle.id}`)).status).toBe(200);
+    const retired = await keys('retire', oldKey);
+    expect(retired.code, retired.stderr + retired.stdout).toBe(0);
+    expect(retired.stdout).toContain(`Token key ${oldKey} is forgotten.`);
+    // an API process holding only the new key: the used token works, the revoked one does not
+    const fresh = await startApi();
+    expect((await new Agent(fresh).withBearer(used.token).get('/me')).status).toBe(200);
+    expect((await new Agent(fresh).withBearer(idle.token).get('/me')).status).toBe(401);
   });
 });
