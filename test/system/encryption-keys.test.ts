@@ -10,7 +10,9 @@ import { Agent } from '../helpers/http';
 import { freePort } from '../helpers/ports';
 import { spawnSystemProcess, stopChildren } from '../helpers/processes';
 import { runOperatorCli } from '../helpers/host-moves';
-import { seal } from '../../system/crypto';
+import { seal, sealedKeyId } from '../../system/crypto';
+import { loadSecrets } from '../../system/secrets';
+import { pitrPassphrase } from '../../host/pitr';
 import { aad } from '../../db/aad';
 import { SEALED_COLUMNS } from '../../db/queries/sealed-values';
 
@@ -54,6 +56,8 @@ let envId: string;
 let projectId: string;
 let teamId: string;
 let first: string;
+let passphrase: string;
+const passphraseFile = () => join(t.dataDir, 'secrets', 'pitr-passphrase.sealed');
 
 beforeAll(async () => {
   const user = await createUser(t);
@@ -64,6 +68,8 @@ beforeAll(async () => {
   envId = (await createEnvironment(t, project, { name: 'production' })).id;
   owner = await sessionAgent(t, user);
   first = t.deps.secrets.encryptionKey.id;
+  // the WAL archive's passphrase, sealed in DATA_DIR as npm start's services server makes it
+  passphrase = pitrPassphrase(t.dataDir, t.deps.secrets);
   // sealed under the first key, through the API
   expect(
     (await owner.post(`/projects/${projectId}/variables`, { name: 'SHARED', value: 'from-the-project' })).status,
@@ -113,7 +119,7 @@ describe('npm run keys', () => {
     expect(status.code, status.stderr + status.stdout).toBe(0);
     expect(status.stdout).toContain(`Current key: ${first}`);
     expect(status.stdout).toContain('Previous keys: none');
-    expect(status.stdout).toMatch(new RegExp(`Sealed values: 3 under ${first}`));
+    expect(status.stdout).toMatch(new RegExp(`Sealed values: 4 under ${first}`));
     const reseal = await keys('reseal');
     expect(reseal.code, reseal.stderr + reseal.stdout).toBe(0);
     expect(reseal.stdout).toContain(`Every sealed value is under ${first}.`);
@@ -136,7 +142,7 @@ describe('npm run keys', () => {
     expect(await variableKeys()).toEqual({ SHARED: first, API_URL: first });
     const early = await keys('retire', first);
     expect(early.code, early.stderr + early.stdout).toBe(1);
-    expect(early.stderr).toContain(`3 values are still sealed under ${first}`);
+    expect(early.stderr).toContain(`4 values are still sealed under ${first}`);
 
     // an API process started now holds both keys: it reads what the first sealed, and seals under the second
     const api = await startApi();
@@ -162,6 +168,9 @@ describe('npm run keys', () => {
     expect(resealed.stdout).toContain('project_registries.sealed_password: 1 resealed');
     expect(resealed.stdout).toContain(`Every sealed value is under ${second}.`);
     expect(await variableKeys()).toEqual({ SHARED: second, API_URL: second, NEW_ONE: second });
+    expect(resealed.stdout).toContain('pitr-passphrase.sealed: resealed');
+    expect(sealedKeyId(readFileSync(passphraseFile(), 'utf8'))).toBe(second);
+    expect(pitrPassphrase(t.dataDir, loadSecrets(t.dataDir))).toBe(passphrase);
     expect(await valuesVia(api)).toMatchObject({ SHARED: 'from-the-project', API_URL: 'https://a.example' });
 
     // a value no key here opens is left as it is, named, and the command fails
