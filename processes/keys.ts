@@ -19,6 +19,20 @@ const fromEnv = Boolean(config.encryptionKey);
 const tokenFromEnv = Boolean(config.tokenHmacKey);
 const say = (line: string) => console.log(line);
 
+/** The keys, as the control plane holds them: never generated here (a key made here would open nothing). */
+function keys(): Secrets {
+  for (const [given, file, name] of [
+    [fromEnv, 'encryption-key.json', 'ENCRYPTION_KEY'],
+    [tokenFromEnv, 'token-hmac-key.json', 'TOKEN_HMAC_KEY'],
+  ] as const)
+    if (!given && !existsSync(join(config.dataDir, 'secrets', file)))
+      throw new Error(
+        `No ${file} under ${config.dataDir}/secrets and no ${name}: run this on the control plane, with its DATA_DIR ` +
+          'and settings, after npm start has run once.',
+      );
+  return secretsFor(config);
+}
+
 /** The key id the services server's WAL archive passphrase (DATA_DIR/secrets) is sealed under, if there is one. */
 function passphraseKeyId(): string | null {
   const file = join(config.dataDir, 'secrets', 'pitr-passphrase.sealed');
@@ -34,11 +48,11 @@ program
   .command('status')
   .description('The current and previous keys, the key each host runs with, and the sealed values under each key')
   .action(async () => {
-    const secrets = secretsFor(config);
+    const secrets = keys();
     const current = secrets.encryptionKey.id;
     const previous = [...secrets.previousEncryptionKeys.keys()];
-    say(`Current key: ${current} (${fromEnv ? 'ENCRYPTION_KEY' : `${config.dataDir}/secrets`})`);
-    say(`Previous keys: ${previous.length ? previous.join(', ') : 'none'}`);
+    say(`Encryption key: ${current} (${fromEnv ? 'ENCRYPTION_KEY' : `${config.dataDir}/secrets`})`);
+    say(`Previous encryption keys: ${previous.length ? previous.join(', ') : 'none'}`);
     const { hosts, values, tokens } = await withKnex(config, async (knex) => ({
       hosts: await hostKeyIds(knex, config.hostLostSeconds),
       values: await sealedValuesByKey(knex),
@@ -73,6 +87,7 @@ program
   .description('Make a new key; the current one still works for what it made until it is retired')
   .option('--token', 'the token key (TOKEN_HMAC_KEY) instead of the encryption key')
   .action((o: { token?: boolean }) => {
+    keys(); // both keys exist here: this is the control plane's DATA_DIR
     if (o.token) {
       if (tokenFromEnv)
         throw new Error(
@@ -104,7 +119,7 @@ program
   .description('Seal every value under a previous key again under the current key')
   .option('--batch <n>', 'rows read and written at a time', '200')
   .action(async (o: { batch: string }) => {
-    const secrets: Secrets = secretsFor(config);
+    const secrets: Secrets = keys();
     const current = secrets.encryptionKey.id;
     const batch = Number(o.batch);
     if (!Number.isInteger(batch) || batch < 1) throw new Error('--batch must be a whole number of rows, 1 or more');
@@ -151,7 +166,7 @@ program
   .command('retire <id>')
   .description('Forget a previous key once nothing depends on it')
   .action(async (id: string) => {
-    const secrets = secretsFor(config);
+    const secrets = keys();
     if (id === secrets.encryptionKey.id || id === secrets.tokenKey.id)
       throw new Error(`${id} is a current key: rotate first.`);
     if (secrets.previousTokenKeys.has(id)) return retireTokenKey(id);

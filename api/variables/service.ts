@@ -11,7 +11,7 @@ import {
   openVariable,
   sealVariable,
   type VariableScope,
-  variablesDigest,
+  variablesDigestMatches,
   variablesLive,
 } from '../../db/queries/variables';
 import { errors } from '../../core/errors';
@@ -59,10 +59,13 @@ export async function listEffective(deps: Deps, environmentId: string) {
     effectiveVariables(deps.knex, deps.secrets, environmentId),
     variablesLive(deps.knex, environmentId),
   ]);
-  const current = variablesDigest(deps.secrets, Object.fromEntries(list.map((v) => [v.name, v.value])));
+  const vars = Object.fromEntries(list.map((v) => [v.name, v.value]));
   return {
     variables: list,
-    live: anythingLive && live ? { applied: live.digest === current, since: live.at } : null,
+    live:
+      anythingLive && live
+        ? { applied: variablesDigestMatches(deps.secrets, vars, live.digest), since: live.at }
+        : null,
   };
 }
 

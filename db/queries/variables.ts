@@ -46,10 +46,9 @@ export async function effectiveVariables(
   secrets: Keys,
   environmentId: string,
 ): Promise<EffectiveVariable[]> {
-  const env = await knex('environments').where({ id: environmentId }).first('project_id');
-  if (!env) return [];
+  // one statement: the environment's project by a subquery (no environment: no rows)
   const rows = await knex('variables')
-    .where({ project_id: env.project_id })
+    .where('project_id', knex('environments').where({ id: environmentId }).select('project_id'))
     .andWhere((q) => q.whereNull('environment_id').orWhere('environment_id', environmentId))
     .orderBy('name');
   const byName = new Map<string, EffectiveVariable>();
@@ -98,12 +97,22 @@ export async function secretVariableRows(knex: Knex, projectIds: string[]): Prom
 /**
  * A keyed digest of the variables a process gets (names and values, in name order): equal sets give equal digests,
  * and it tells nothing of a value (HMAC under a key derived from the encryption key, which every host that starts
- * processes holds). A rotated encryption key changes it: the set then reads as not applied until the next apply.
+ * processes holds). `key` is that encryption key (default: the current one).
  */
-export function variablesDigest(secrets: Keys, vars: Record<string, string>): string {
-  const key = createHmac('sha256', secrets.encryptionKey.key).update('vc-variables-digest').digest();
+function variablesDigest(secrets: Keys, vars: Record<string, string>, key = secrets.encryptionKey.key): string {
+  const derived = createHmac('sha256', key).update('vc-variables-digest').digest();
   const entries = Object.entries(vars).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHmac('sha256', key).update(JSON.stringify(entries)).digest('hex');
+  return createHmac('sha256', derived).update(JSON.stringify(entries)).digest('hex');
+}
+
+/**
+ * Whether `digest` (a `variables_live` record's) is of exactly `vars`: under the current key, or under a previous
+ * one, so that a rotation of the encryption key (docs/encryption-keys.md) leaves applied sets applied.
+ */
+export function variablesDigestMatches(secrets: Keys, vars: Record<string, string>, digest: string): boolean {
+  return [secrets.encryptionKey.key, ...secrets.previousEncryptionKeys.values()].some(
+    (key) => variablesDigest(secrets, vars, key) === digest,
+  );
 }
 
 /** What the environment's live processes were started with (`environments.variables_live`). */

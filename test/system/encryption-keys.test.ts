@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import { loadSecrets } from '../../system/secrets';
 import { pitrPassphrase } from '../../host/pitr';
 import { aad } from '../../db/aad';
 import { SEALED_COLUMNS } from '../../db/queries/sealed-values';
+import { variablesLiveColumn } from '../../db/queries/variables';
 
 /**
  * The encryption key's rotation (`npm run keys`, processes/keys.ts, docs/encryption-keys.md), on the file's own
@@ -77,6 +78,24 @@ beforeAll(async () => {
   expect(
     (await owner.post(`/environments/${envId}/variables`, { name: 'API_URL', value: 'https://a.example' })).status,
   ).toBe(201);
+  // processes live on the environment, started with exactly this set (recorded under the first key, as a go-live does)
+  const release = {
+    id: randomUUID(),
+    team_id: teamId,
+    project_id: projectId,
+    environment_id: envId,
+    git_ref: 'main',
+    commit_sha: 'a'.repeat(40),
+    status: 'ready',
+  };
+  await t.deps.knex('releases').insert(release);
+  await t.deps
+    .knex('environments')
+    .where({ id: envId })
+    .update({
+      live_release_id: release.id,
+      variables_live: variablesLiveColumn(t.deps.secrets, { SHARED: 'from-the-project', API_URL: 'https://a.example' }),
+    });
   expect(
     (
       await owner.post(`/projects/${projectId}/registries`, {
@@ -89,13 +108,17 @@ beforeAll(async () => {
 });
 afterAll(() => stopChildren(children));
 
-/** Reads the environment's variables through `url` as the owner. */
-async function valuesVia(url: string): Promise<Record<string, string>> {
+/** The environment's variables through `url`, as the owner sees them. */
+async function variablesVia(url: string) {
   const agent = Object.assign(new Agent(url), { cookies: owner.cookies, csrf: owner.csrf });
   const res = await agent.get(`/environments/${envId}/variables`);
   expect(res.status).toBe(200);
-  return Object.fromEntries(res.body.data.map((v: { name: string; value: string }) => [v.name, v.value]));
+  return res.body as { data: Array<{ name: string; value: string }>; live: { applied: boolean } | null };
 }
+
+/** Their values by name. */
+const valuesVia = async (url: string): Promise<Record<string, string>> =>
+  Object.fromEntries((await variablesVia(url)).data.map((v) => [v.name, v.value]));
 
 describe('npm run keys', () => {
   it('knows every sealed column of the schema', async () => {
@@ -115,10 +138,12 @@ describe('npm run keys', () => {
   });
 
   it('status counts the sealed values by key; with one key, reseal has nothing to do and retire refuses the current key', async () => {
+    // (the live processes' set reads as applied)
+    expect((await owner.get(`/environments/${envId}/variables`)).body.live).toMatchObject({ applied: true });
     const status = await keys('status');
     expect(status.code, status.stderr + status.stdout).toBe(0);
-    expect(status.stdout).toContain(`Current key: ${first}`);
-    expect(status.stdout).toContain('Previous keys: none');
+    expect(status.stdout).toContain(`Encryption key: ${first}`);
+    expect(status.stdout).toContain('Previous encryption keys: none');
     expect(status.stdout).toMatch(new RegExp(`Sealed values: 4 under ${first}`));
     const reseal = await keys('reseal');
     expect(reseal.code, reseal.stderr + reseal.stdout).toBe(0);
@@ -147,12 +172,15 @@ describe('npm run keys', () => {
     // an API process started now holds both keys: it reads what the first sealed, and seals under the second
     const api = await startApi();
     expect(await valuesVia(api)).toEqual({ SHARED: 'from-the-project', API_URL: 'https://a.example' });
+    // the live processes' set, recorded under the first key, still reads as applied
+    expect((await variablesVia(api)).live).toMatchObject({ applied: true });
     const agent = Object.assign(new Agent(api), { cookies: owner.cookies, csrf: owner.csrf });
     expect(
       (await agent.post(`/environments/${envId}/variables`, { name: 'NEW_ONE', value: 'sealed-under-the-second' }))
         .status,
     ).toBe(201);
     expect((await variableKeys()).NEW_ONE).toBe(second);
+    expect((await variablesVia(api)).live).toMatchObject({ applied: false }); // a change the processes do not have
 
     // the file's own host (test/helpers/context.ts) still runs with the first key: nothing is resealed, and it says so
     const refused = await keys('reseal');
@@ -234,8 +262,14 @@ describe('npm run keys', () => {
       'status',
     );
     expect(fine.code, fine.stderr + fine.stdout).toBe(0);
-    expect(fine.stdout).toContain('Current key: k2 (ENCRYPTION_KEY)');
-    expect(fine.stdout).toContain('Previous keys: k1');
+    expect(fine.stdout).toContain('Encryption key: k2 (ENCRYPTION_KEY)');
+    expect(fine.stdout).toContain('Previous encryption keys: k1');
+    // elsewhere than the control plane's DATA_DIR: no key is made there
+    const elsewhere = join(t.dataDir, 'not-the-control-plane');
+    const lost = await keysWith({ DATA_DIR: elsewhere }, 'rotate');
+    expect(lost.code, lost.stderr + lost.stdout).toBe(1);
+    expect(lost.stderr).toContain(`No encryption-key.json under ${elsewhere}/secrets and no ENCRYPTION_KEY`);
+    expect(existsSync(join(elsewhere, 'secrets', 'encryption-key.json'))).toBe(false);
   });
 
   it('rotates the token key: tokens under the old key work and take the new one at their next use; it is retired once none is left', async () => {
