@@ -115,7 +115,10 @@ function keyAndPrevious(
 ): { current: KeyRecord; previous: Map<string, Buffer> } {
   const k = KINDS[kind];
   const current = given.key ? fromEnv(k.env, given.key, given.id) : keyFile(dataDir, k.file);
-  const list = given.key ? previousFromEnv(kind, given.previous ?? '') : previousFromFile(dataDir, kind);
+  // (a rotation stopped between its two writes leaves the current key in the file of previous ones too)
+  const list = given.key
+    ? previousFromEnv(kind, given.previous ?? '')
+    : previousFromFile(dataDir, kind).filter((p) => p.id !== current.id);
   const previous = new Map<string, Buffer>();
   for (const p of list) {
     if (p.id === current.id)
