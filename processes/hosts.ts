@@ -5,11 +5,10 @@
  */
 import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Command, CommanderError } from 'commander';
 import { DEFAULT_TASK_QUEUE, hostNameOf, loadConfig } from '../system/config';
 import { secretsFor } from '../system/secrets';
 import { type Host, listHosts, setHostStatus } from '../db/queries/hosts';
-import { databaseUrl, withKnex } from './operator-database';
+import { databaseUrl, withKnex, operatorProgram, runCommand } from './operator-command';
 import type { Deps } from '../system/deps';
 
 const config = loadConfig();
@@ -74,10 +73,7 @@ function joinEnv(name: string): Array<[string, string]> {
   return env;
 }
 
-const program = new Command('hosts')
-  .description('The hosts of this console (docs/hosts.md)')
-  .exitOverride()
-  .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+const program = operatorProgram('hosts', 'The hosts of this console (docs/hosts.md)');
 
 program
   .command('list')
@@ -220,12 +216,4 @@ program
     } else console.log([...note, ...lines.map((l) => `export ${l}`), 'npm run host'].join('\n'));
   });
 
-try {
-  // behind a `--` (scripts/bootstrap.mjs: Node 20 would read `--env-file` itself otherwise)
-  const args = process.argv.slice(2);
-  await program.parseAsync(args[0] === '--' ? args.slice(1) : args, { from: 'user' });
-} catch (err) {
-  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
-  console.error((err as Error).message);
-  process.exit(1);
-}
+await runCommand(program);

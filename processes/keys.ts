@@ -5,14 +5,13 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Command, CommanderError } from 'commander';
 import { loadConfig } from '../system/config';
 import { sealedKeyId } from '../system/crypto';
 import { retireKeyFile, rotateKeyFile, secretsFor, type Secrets } from '../system/secrets';
 import { resealColumn, SEALED_COLUMNS, sealedValuesByKey } from '../db/queries/sealed-values';
 import { workingTokensByKey } from '../db/queries/access-tokens';
 import { hostKeyIds } from '../db/queries/hosts';
-import { withKnex } from './operator-database';
+import { withKnex, operatorProgram, runCommand } from './operator-command';
 
 const config = loadConfig();
 const fromEnv = Boolean(config.encryptionKey);
@@ -39,10 +38,10 @@ function passphraseKeyId(): string | null {
   return existsSync(file) ? sealedKeyId(readFileSync(file, 'utf8').trim()) : null;
 }
 
-const program = new Command('keys')
-  .description('The encryption key of values kept encrypted at rest (docs/encryption-keys.md)')
-  .exitOverride()
-  .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+const program = operatorProgram(
+  'keys',
+  "The encryption key of what is kept encrypted at rest, and the key of the tokens' digests (docs/encryption-keys.md)",
+);
 
 program
   .command('status')
@@ -211,11 +210,4 @@ async function retireTokenKey(id: string): Promise<void> {
   say(`Token key ${id} is forgotten.`);
 }
 
-try {
-  const args = process.argv.slice(2);
-  await program.parseAsync(args[0] === '--' ? args.slice(1) : args, { from: 'user' });
-} catch (err) {
-  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
-  console.error((err as Error).message);
-  process.exit(1);
-}
+await runCommand(program);

@@ -156,24 +156,9 @@ export function loadSecrets(dataDir: string, o: SecretOverrides = {}): Secrets {
   };
 }
 
-/** The secrets a process with these settings holds (system/config.ts). */
-export function secretsFor(config: {
-  dataDir: string;
-  tokenHmacKey?: string;
-  tokenHmacKeyId?: string;
-  tokenHmacKeysPrevious?: string;
-  encryptionKey?: string;
-  encryptionKeyId?: string;
-  encryptionKeysPrevious?: string;
-}): Secrets {
-  return loadSecrets(config.dataDir, {
-    tokenHmacKey: config.tokenHmacKey,
-    tokenHmacKeyId: config.tokenHmacKeyId,
-    tokenHmacKeysPrevious: config.tokenHmacKeysPrevious,
-    encryptionKey: config.encryptionKey,
-    encryptionKeyId: config.encryptionKeyId,
-    encryptionKeysPrevious: config.encryptionKeysPrevious,
-  });
+/** The secrets a process with these settings holds (system/config.ts names them as SecretOverrides does). */
+export function secretsFor(config: SecretOverrides & { dataDir: string }): Secrets {
+  return loadSecrets(config.dataDir, config);
 }
 
 /**

@@ -6,6 +6,7 @@ import { inject } from 'vitest';
 import { cgroupSubtree } from '../../host/provider/host-identity';
 import { tenantUid } from '../../host/provider/sandbox';
 import type { TestContext } from './context';
+import { freePort } from './ports';
 import { givenProcessBundles, nodeArgs } from '../../processes/process-bundles';
 
 /**
@@ -167,6 +168,27 @@ export function spawnSystemProcess(
   const child = spawn(command, args, { cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv });
   keepTail(child);
   return child;
+}
+
+/**
+ * An API process of the file's own (processes/api.ts, as npm start runs it) on a free loopback port, pushed on
+ * `children`, once its /health answers: the base URL of its API.
+ */
+export async function spawnApi(t: TestContext, children: ChildProcess[], env: Record<string, string> = {}) {
+  const port = await freePort();
+  children.push(spawnSystemProcess(t, 'processes/api.ts', { PORT: String(port), HOST: '127.0.0.1', ...env }));
+  const url = `http://127.0.0.1:${port}/api/vc/v1`;
+  const deadline = Date.now() + 60_000;
+  while (
+    !(await fetch(`${url}/health`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
+    if (Date.now() > deadline) throw new Error('the API process did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return url;
 }
 
 const tails = new WeakMap<ChildProcess, string[]>();

@@ -7,8 +7,7 @@ import { useTestContext } from '../helpers/context';
 import { createProject, createTeam, createUser, sessionAgent } from '../helpers/fixtures';
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { Agent } from '../helpers/http';
-import { freePort } from '../helpers/ports';
-import { spawnSystemProcess, stopChildren } from '../helpers/processes';
+import { spawnApi, stopChildren } from '../helpers/processes';
 import { runOperatorCli } from '../helpers/host-moves';
 import { seal, sealedKeyId } from '../../system/crypto';
 import { loadSecrets } from '../../system/secrets';
@@ -27,24 +26,6 @@ const t = useTestContext();
 const children: ChildProcess[] = [];
 const keys = (...args: string[]) => runOperatorCli(t, 'keys', {}, ...args);
 const keysWith = (env: Record<string, string>, ...args: string[]) => runOperatorCli(t, 'keys', env, ...args);
-
-/** An API process of its own, loading the keys DATA_DIR holds now. */
-async function startApi(): Promise<string> {
-  const port = await freePort();
-  children.push(spawnSystemProcess(t, 'processes/api.ts', { PORT: String(port), HOST: '127.0.0.1' }));
-  const url = `http://127.0.0.1:${port}/api/vc/v1`;
-  const deadline = Date.now() + 60_000;
-  while (
-    !(await fetch(`${url}/health`).then(
-      (r) => r.ok,
-      () => false,
-    ))
-  ) {
-    if (Date.now() > deadline) throw new Error('the API process did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return url;
-}
 
 /** The key ids the variables' values are sealed under, by name. */
 const variableKeys = async () =>
@@ -170,7 +151,7 @@ describe('npm run keys', () => {
     expect(early.stderr).toContain(`4 values are still sealed under ${first}`);
 
     // an API process started now holds both keys: it reads what the first sealed, and seals under the second
-    const api = await startApi();
+    const api = await spawnApi(t, children);
     expect(await valuesVia(api)).toEqual({ SHARED: 'from-the-project', API_URL: 'https://a.example' });
     // the live processes' set, recorded under the first key, still reads as applied
     expect((await variablesVia(api)).live).toMatchObject({ applied: true });
@@ -225,7 +206,7 @@ describe('npm run keys', () => {
     expect(existsSync(previousFile) ? readFileSync(previousFile, 'utf8') : '').not.toContain(first);
     expect((await runOperatorCli(t, 'hosts', {}, 'join', 'h-new')).stdout).not.toContain('ENCRYPTION_KEYS_PREVIOUS');
     // an API process holding only the second key reads every value
-    expect(await valuesVia(await startApi())).toEqual({
+    expect(await valuesVia(await spawnApi(t, children))).toEqual({
       SHARED: 'from-the-project',
       API_URL: 'https://a.example',
       NEW_ONE: 'sealed-under-the-second',
@@ -234,33 +215,21 @@ describe('npm run keys', () => {
 
   it('with ENCRYPTION_KEY: rotate says how; a malformed ENCRYPTION_KEYS_PREVIOUS, or one naming the current id, is refused by name', async () => {
     const key = randomBytes(32).toString('hex');
-    const rotate = await keysWith({ ENCRYPTION_KEY: key, ENCRYPTION_KEY_ID: 'k2' }, 'rotate');
+    const withKey = (previous?: string) => ({
+      ENCRYPTION_KEY: key,
+      ENCRYPTION_KEY_ID: 'k2',
+      ...(previous ? { ENCRYPTION_KEYS_PREVIOUS: previous } : {}),
+    });
+    const rotate = await keysWith(withKey(), 'rotate');
     expect(rotate.code, rotate.stderr + rotate.stdout).toBe(1);
     expect(rotate.stderr).toContain('The key comes from ENCRYPTION_KEY: rotate it there.');
-    const malformed = await keysWith(
-      { ENCRYPTION_KEY: key, ENCRYPTION_KEY_ID: 'k2', ENCRYPTION_KEYS_PREVIOUS: 'no-colon' },
-      'status',
-    );
+    const malformed = await keysWith(withKey('no-colon'), 'status');
     expect(malformed.code, malformed.stderr + malformed.stdout).toBe(1);
     expect(malformed.stderr).toContain('ENCRYPTION_KEYS_PREVIOUS holds `id:key` pairs');
-    const same = await keysWith(
-      {
-        ENCRYPTION_KEY: key,
-        ENCRYPTION_KEY_ID: 'k2',
-        ENCRYPTION_KEYS_PREVIOUS: `k2:${randomBytes(32).toString('hex')}`,
-      },
-      'status',
-    );
+    const same = await keysWith(withKey(`k2:${randomBytes(32).toString('hex')}`), 'status');
     expect(same.code, same.stderr + same.stdout).toBe(1);
     expect(same.stderr).toContain('ENCRYPTION_KEYS_PREVIOUS names k2, the id of the current key');
-    const fine = await keysWith(
-      {
-        ENCRYPTION_KEY: key,
-        ENCRYPTION_KEY_ID: 'k2',
-        ENCRYPTION_KEYS_PREVIOUS: `k1:${randomBytes(32).toString('hex')}`,
-      },
-      'status',
-    );
+    const fine = await keysWith(withKey(`k1:${randomBytes(32).toString('hex')}`), 'status');
     expect(fine.code, fine.stderr + fine.stdout).toBe(0);
     expect(fine.stdout).toContain('Encryption key: k2 (ENCRYPTION_KEY)');
     expect(fine.stdout).toContain('Previous encryption keys: k1');
@@ -287,7 +256,7 @@ describe('npm run keys', () => {
     expect(newKey).not.toBe(oldKey);
 
     // an API process started now finds the token under the old key, and moves it to the new one
-    const api = await startApi();
+    const api = await spawnApi(t, children);
     const before = await t.deps.knex('access_tokens').where({ id: used.id }).first();
     expect((await new Agent(api).withBearer(used.token).get('/me')).status).toBe(200);
     const after = await t.deps.knex('access_tokens').where({ id: used.id }).first();
@@ -310,7 +279,7 @@ describe('npm run keys', () => {
     expect(retired.code, retired.stderr + retired.stdout).toBe(0);
     expect(retired.stdout).toContain(`Token key ${oldKey} is forgotten.`);
     // an API process holding only the new key: the used token works, the revoked one does not
-    const fresh = await startApi();
+    const fresh = await spawnApi(t, children);
     expect((await new Agent(fresh).withBearer(used.token).get('/me')).status).toBe(200);
     expect((await new Agent(fresh).withBearer(idle.token).get('/me')).status).toBe(401);
   });

@@ -10,8 +10,7 @@ import {
   sessionAgent,
 } from '../../helpers/fixtures';
 import { Agent } from '../../helpers/http';
-import { freePort } from '../../helpers/ports';
-import { spawnSystemProcess, stopChildren } from '../../helpers/processes';
+import { spawnApi, stopChildren } from '../../helpers/processes';
 import { Environment } from '../../../db/models/environment';
 import type { Team } from '../../../db/models/team';
 
@@ -28,23 +27,6 @@ const children: ChildProcess[] = [];
 let a: string;
 let b: string;
 let envs = 0;
-
-async function startApi(env: Record<string, string> = {}): Promise<string> {
-  const port = await freePort();
-  children.push(spawnSystemProcess(t, 'processes/api.ts', { PORT: String(port), HOST: '127.0.0.1', ...env }));
-  const url = `http://127.0.0.1:${port}/api/vc/v1`;
-  const deadline = Date.now() + 60_000;
-  while (
-    !(await fetch(`${url}/health`).then(
-      (r) => r.ok,
-      () => false,
-    ))
-  ) {
-    if (Date.now() > deadline) throw new Error('the API process did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return url;
-}
 
 /**
  * Repeats `probe` until it answers `status`. Fails after 5 s: far inside the 60 s an entry is kept, so an answer
@@ -111,7 +93,7 @@ async function withBListening(scenario: () => Promise<void>): Promise<void> {
 }
 
 beforeAll(async () => {
-  [a, b] = await Promise.all([startApi(), startApi({ CREDENTIAL_CACHE_SECONDS: '60' })]);
+  [a, b] = await Promise.all([spawnApi(t, children), spawnApi(t, children, { CREDENTIAL_CACHE_SECONDS: '60' })]);
   // Both processes listen before the tests start.
   const deadline = Date.now() + 20_000;
   while ((await listenBackends()).rows.length < 3) {
