@@ -219,9 +219,15 @@ switch (command) {
     await (await import('./entry-bundles.mjs')).importEntry(root, 'processes/hosts.ts');
     break;
   case 'keys':
-    // The encryption key's rotation (processes/keys.ts, docs/encryption-keys.md): run seldom, so through tsx.
+    // The keys' rotation (processes/keys.ts, docs/encryption-keys.md), from its bundle as `hosts` runs.
     ensureNodeModules();
-    run('tsx', ['processes/keys.ts', ...(rest[0] === '--' ? rest.slice(1) : rest)]);
+    process.argv = [
+      process.argv[0],
+      join(root, 'processes/keys.ts'),
+      '--',
+      ...(rest[0] === '--' ? rest.slice(1) : rest),
+    ];
+    await (await import('./entry-bundles.mjs')).importEntry(root, 'processes/keys.ts');
     break;
   default:
     console.error('usage: node scripts/bootstrap.mjs start|host|hosts|keys|test|bench|typecheck|check');

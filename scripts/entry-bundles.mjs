@@ -1,7 +1,7 @@
 /**
  * A TypeScript entry point imported as one esbuild bundle under plain node, for the commands a person or a script
- * runs again and again: the `service` client (cli/bin.mjs) and `npm run hosts` (scripts/bootstrap.mjs; `npm run
- * host` still runs through tsx). tsx's hooks run for every module a process loads; `service --help` took 722 ms of
+ * runs again and again: the `service` client (cli/bin.mjs), `npm run hosts` and `npm run keys`
+ * (scripts/bootstrap.mjs; `npm run host` still runs through tsx). tsx's hooks run for every module a process loads; `service --help` took 722 ms of
  * CPU that way and 172 ms bundled (docs/benchmarks.md, "Where this machine's CPU goes, and commands bundled").
  *
  * The bundle is cached under the checkout's node_modules/.cache/vc-console/entries, where its dependencies (left
