@@ -205,30 +205,17 @@ switch (command) {
     run('tsx', ['processes/host.ts', ...rest]);
     break;
   case 'hosts':
-    // Node 20 reads `--env-file` anywhere before a `--` (even after the script): `join --env-file PATH` reaches
-    // the command behind one (package.json's script and here; processes/hosts.ts drops it).
-    // A short command an operator (or a script) runs often: in this process, from its bundle
-    // (scripts/entry-bundles.mjs), as if node had been given processes/hosts.ts.
+  case 'keys': {
+    // The operator's commands (processes/hosts.ts, processes/keys.ts): short, run often by a person or a script, so
+    // in this process from their bundle (scripts/entry-bundles.mjs), as if node had been given the entry.
+    // Node 20 reads `--env-file` anywhere before a `--` (even after the script): `hosts join --env-file PATH` reaches
+    // the command behind one (package.json's script and here; processes/operator-command.ts drops it).
     ensureNodeModules();
-    process.argv = [
-      process.argv[0],
-      join(root, 'processes/hosts.ts'),
-      '--',
-      ...(rest[0] === '--' ? rest.slice(1) : rest),
-    ];
-    await (await import('./entry-bundles.mjs')).importEntry(root, 'processes/hosts.ts');
+    const entry = `processes/${command}.ts`;
+    process.argv = [process.argv[0], join(root, entry), '--', ...(rest[0] === '--' ? rest.slice(1) : rest)];
+    await (await import('./entry-bundles.mjs')).importEntry(root, entry);
     break;
-  case 'keys':
-    // The keys' rotation (processes/keys.ts, docs/encryption-keys.md), from its bundle as `hosts` runs.
-    ensureNodeModules();
-    process.argv = [
-      process.argv[0],
-      join(root, 'processes/keys.ts'),
-      '--',
-      ...(rest[0] === '--' ? rest.slice(1) : rest),
-    ];
-    await (await import('./entry-bundles.mjs')).importEntry(root, 'processes/keys.ts');
-    break;
+  }
   default:
     console.error('usage: node scripts/bootstrap.mjs start|host|hosts|keys|test|bench|typecheck|check');
     process.exit(2);
