@@ -3,12 +3,10 @@
  * host registry, run on the control plane's machine with its settings (DATABASE_URL, else the embedded
  * server under DATA_DIR; DATA_DIR's keys).
  */
-import { chmodSync, existsSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { DEFAULT_TASK_QUEUE, hostNameOf, loadConfig } from '../system/config';
-import { secretsFor } from '../system/secrets';
 import { type Host, listHosts, setHostStatus } from '../db/queries/hosts';
-import { databaseUrl, withKnex, operatorProgram, runCommand } from './operator-command';
+import { controlPlaneSecrets, databaseUrl, operatorProgram, runCommand, withKnex } from './operator-command';
 import type { Deps } from '../system/deps';
 
 const config = loadConfig();
@@ -45,11 +43,7 @@ const quote = (v: string) => (/^[A-Za-z0-9_./:@%+=,-]*$/.test(v) ? v : `'${v.rep
 
 /** What a new machine needs to join as `name`: the control plane's addresses, key and release store. */
 function joinEnv(name: string): Array<[string, string]> {
-  if (!config.encryptionKey && !existsSync(join(config.dataDir, 'secrets', 'encryption-key.json')))
-    throw new Error(
-      `No encryption key under ${config.dataDir}/secrets and no ENCRYPTION_KEY: run this on the control plane, with its DATA_DIR, after npm start has run once.`,
-    );
-  const secrets = secretsFor(config);
+  const secrets = controlPlaneSecrets(config);
   // npm start's own servers, where it listens for hosts (CONTROL_PLANE_BIND; every address: still loopback here)
   const bind = config.controlPlaneBind;
   const reachable = bind === '0.0.0.0' ? '127.0.0.1' : bind;

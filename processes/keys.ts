@@ -7,30 +7,18 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../system/config';
 import { sealedKeyId } from '../system/crypto';
-import { retireKeyFile, rotateKeyFile, secretsFor, type Secrets } from '../system/secrets';
+import { retireKeyFile, rotateKeyFile, type Secrets } from '../system/secrets';
 import { resealColumn, SEALED_COLUMNS, sealedValuesByKey } from '../db/queries/sealed-values';
 import { workingTokensByKey } from '../db/queries/access-tokens';
 import { hostKeyIds } from '../db/queries/hosts';
-import { withKnex, operatorProgram, runCommand } from './operator-command';
+import { controlPlaneSecrets, operatorProgram, runCommand, withKnex } from './operator-command';
 
 const config = loadConfig();
 const fromEnv = Boolean(config.encryptionKey);
 const tokenFromEnv = Boolean(config.tokenHmacKey);
 const say = (line: string) => console.log(line);
 
-/** The keys, as the control plane holds them: never generated here (a key made here would open nothing). */
-function keys(): Secrets {
-  for (const [given, file, name] of [
-    [fromEnv, 'encryption-key.json', 'ENCRYPTION_KEY'],
-    [tokenFromEnv, 'token-hmac-key.json', 'TOKEN_HMAC_KEY'],
-  ] as const)
-    if (!given && !existsSync(join(config.dataDir, 'secrets', file)))
-      throw new Error(
-        `No ${file} under ${config.dataDir}/secrets and no ${name}: run this on the control plane, with its DATA_DIR ` +
-          'and settings, after npm start has run once.',
-      );
-  return secretsFor(config);
-}
+const keys = () => controlPlaneSecrets(config);
 
 /** The key id the services server's WAL archive passphrase (DATA_DIR/secrets) is sealed under, if there is one. */
 function passphraseKeyId(): string | null {
@@ -148,7 +136,8 @@ program
       return left;
     });
     // the WAL archive's passphrase is sealed again by whoever reads it next with the current key (host/pitr.ts)
-    if (passphraseKeyId() && passphraseKeyId() !== current) {
+    const passphrase = passphraseKeyId();
+    if (passphrase && passphrase !== current) {
       const { pitrPassphrase } = await import('../host/pitr');
       pitrPassphrase(config.dataDir, secrets);
       say(`  ${config.dataDir}/secrets/pitr-passphrase.sealed: resealed`);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import type { Knex } from 'knex';
 import type { Config } from '../system/config';
+import { type Secrets, secretsFor } from '../system/secrets';
 import { createKnex } from '../db/knex';
 import { embeddedPassword } from './embedded-postgres';
 
@@ -55,4 +56,21 @@ export async function runCommand(program: Command): Promise<void> {
     console.error((err as Error).message);
     process.exit(1);
   }
+}
+
+/**
+ * The control plane's keys, as its settings or its DATA_DIR hold them: never generated here (a key made elsewhere
+ * than the control plane would open nothing, and a host given it could not read what the console sealed).
+ */
+export function controlPlaneSecrets(config: Config): Secrets {
+  for (const [given, file, name] of [
+    [config.encryptionKey, 'encryption-key.json', 'ENCRYPTION_KEY'],
+    [config.tokenHmacKey, 'token-hmac-key.json', 'TOKEN_HMAC_KEY'],
+  ] as const)
+    if (!given && !existsSync(join(config.dataDir, 'secrets', file)))
+      throw new Error(
+        `No ${file} under ${config.dataDir}/secrets and no ${name}: run this on the control plane, with its DATA_DIR ` +
+          'and settings, after npm start has run once.',
+      );
+  return secretsFor(config);
 }
