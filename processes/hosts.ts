@@ -15,7 +15,16 @@ const mb = (n: number) => (n >= 1024 ? `${(n / 1024).toFixed(1)} GB` : `${n} MB`
 
 function table(hosts: Host[]): string {
   const rows = [
-    ['NAME', 'ADDRESS', 'STATUS', 'CAPACITY (cpu/memory/disk)', 'USED (cpu/memory/disk)', 'ENVIRONMENTS', 'HEARTBEAT'],
+    [
+      'NAME',
+      'ADDRESS',
+      'STATUS',
+      'CAPACITY (cpu/memory/disk)',
+      'USED (cpu/memory/disk)',
+      'ENVIRONMENTS',
+      'KEY',
+      'HEARTBEAT',
+    ],
     ...hosts.map((h) => [
       h.name,
       h.address,
@@ -24,6 +33,7 @@ function table(hosts: Host[]): string {
       `${h.used.cpu} / ${mb(h.used.memory_mb)} / ${h.used.disk_gb} GB` +
         (h.held.memory_mb > 0 ? ` (+${mb(h.held.memory_mb)} held for open resizes)` : ''),
       String(h.environments),
+      h.encryption_key_id ?? '-',
       h.heartbeat_at,
     ]),
   ];
@@ -71,20 +81,22 @@ const program = operatorProgram('hosts', 'The hosts of this console (docs/hosts.
 
 program
   .command('list')
-  .description("Each host's status, capacity, used and environments")
-  .option('--json', 'a JSON list of {name, address, status, capacity, used, environments}')
+  .description("Each host's status, capacity, used, environments and encryption key")
+  .option('--json', 'a JSON list of {name, address, status, capacity, used, held, environments, encryption_key_id}')
   .action(async (o: { json?: boolean }) => {
     const hosts = await withKnex(config, (knex) => listHosts(knex, config.hostLostSeconds));
     if (o.json)
       console.log(
         JSON.stringify(
-          hosts.map(({ name, address, status, capacity, used, environments }) => ({
+          hosts.map(({ name, address, status, capacity, used, held, environments, encryption_key_id }) => ({
             name,
             address,
             status,
             capacity,
             used,
+            held,
             environments,
+            encryption_key_id,
           })),
           null,
           2,

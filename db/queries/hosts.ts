@@ -24,6 +24,7 @@ interface HostRow {
   instance_ports_from: number;
   instance_ports_to: number;
   instance_token: string;
+  encryption_key_id: string | null;
   started_at: Date;
   heartbeat_at: Date;
   created_at: Date;
@@ -52,6 +53,8 @@ export interface Host {
   environments: number;
   storage_roots: string[];
   instance_ports: { from: number; to: number };
+  /** The id of the encryption key its agent loaded at its start (null: an agent from before the column). */
+  encryption_key_id: string | null;
   started_at: string;
   heartbeat_at: string;
 }
@@ -190,6 +193,7 @@ export async function listHosts(knex: Knex, lostSeconds: number): Promise<Host[]
       environments: Number(r.environments),
       storage_roots: r.storage_roots,
       instance_ports: { from: r.instance_ports_from, to: r.instance_ports_to },
+      encryption_key_id: r.encryption_key_id ?? null,
       started_at: new Date(r.started_at).toISOString(),
       heartbeat_at: new Date(r.heartbeat_at).toISOString(),
     }),

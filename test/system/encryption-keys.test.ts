@@ -168,6 +168,14 @@ describe('npm run keys', () => {
     expect(refused.code, refused.stderr + refused.stdout).toBe(1);
     expect(refused.stderr).toContain(`host ${t.config.hostName} runs with key ${first}, not ${second}`);
     expect((await variableKeys()).SHARED).toBe(first);
+    // the operator's list shows the key each host runs with, as JSON and in its table
+    const listed = await runOperatorCli(t, 'hosts', {}, 'list', '--json');
+    expect(JSON.parse(listed.stdout)).toContainEqual(
+      expect.objectContaining({ name: t.config.hostName, encryption_key_id: first }),
+    );
+    const table = (await runOperatorCli(t, 'hosts', {}, 'list')).stdout.split('\n');
+    expect(table[0]).toMatch(/\bKEY\b/);
+    expect(table.find((line) => line.startsWith(`${t.config.hostName} `))).toContain(` ${first} `);
     // as its restart with the new key records it (core/host-registration.ts); the file seals nothing more in process
     await t.deps.knex('hosts').where({ name: t.config.hostName }).update({ encryption_key_id: second });
 
