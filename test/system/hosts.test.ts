@@ -208,7 +208,16 @@ describe('hosts', () => {
     expect(list).toEqual([
       expect.objectContaining({ name: CP, address: '127.0.0.1', status: 'ready', environments: 0 }),
     ]);
-    expect(Object.keys(list[0]).sort()).toEqual(['address', 'capacity', 'environments', 'name', 'status', 'used']);
+    expect(Object.keys(list[0]).sort()).toEqual([
+      'address',
+      'capacity',
+      'encryption_key_id',
+      'environments',
+      'held',
+      'name',
+      'status',
+      'used',
+    ]);
   });
 
   it('join writes the settings a new machine needs to a 0600 file; an agent without the key is refused', async () => {
@@ -254,7 +263,10 @@ describe('hosts', () => {
       status: 'ready',
       capacity: { cpu: 2, memory_mb: 2048, disk_gb: 20 },
       used: { cpu: 0, memory_mb: 0, disk_gb: 0 },
+      held: { memory_mb: 0 },
       environments: 0,
+      // the key it loaded from the joined settings, the control plane's
+      encryption_key_id: joined.ENCRYPTION_KEY_ID,
     });
     const row = await t.deps.knex('hosts').where({ name: H2 }).first();
     expect(row).toMatchObject({
