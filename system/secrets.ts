@@ -38,6 +38,14 @@ function fromEnv(name: string, value: string, id = 'env'): KeyRecord {
   return { id, key: name === 'ENCRYPTION_KEY' ? key.subarray(0, 32) : key };
 }
 
+/**
+ * A new key's id: its time and a random part. The encryption key and the token key are made in the same
+ * millisecond at a first start, and `npm run keys -- retire <id>` names a key by its id alone.
+ */
+function newKeyId(): string {
+  return `k${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+}
+
 /** A key generated once under dataDir/secrets/<file> (mode 0600), never printed. */
 function keyFile(dataDir: string, file: string): KeyRecord {
   const dir = join(dataDir, 'secrets');
@@ -45,7 +53,7 @@ function keyFile(dataDir: string, file: string): KeyRecord {
   const path = join(dir, file);
   if (!existsSync(path)) {
     const tmp = `${path}.${process.pid}.tmp`;
-    const record = { id: `k${Date.now().toString(36)}`, key: randomBytes(32).toString('base64') };
+    const record = { id: newKeyId(), key: randomBytes(32).toString('base64') };
     writeFileSync(tmp, JSON.stringify(record), { mode: 0o600 });
     try {
       // Two processes starting at once: the first rename wins; both then read the same file.
@@ -172,9 +180,8 @@ export function rotateKeyFile(dataDir: string, kind: KeyKind): { id: string; pre
   const previous = previousFromFile(dataDir, kind).filter((p) => p.id !== current.id);
   previous.push(current);
   writeSecretFile(dataDir, k.previousFile, previous);
-  // a new id even within the same millisecond as the last one's
-  let id = `k${Date.now().toString(36)}`;
-  if (id === current.id || previous.some((p) => p.id === id)) id += randomBytes(2).toString('hex');
+  let id = newKeyId();
+  while (id === current.id || previous.some((p) => p.id === id)) id = newKeyId();
   writeSecretFile(dataDir, k.file, { id, key: randomBytes(32) });
   return { id, previous: current.id };
 }
