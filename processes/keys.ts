@@ -155,32 +155,42 @@ program
   .description('Forget a previous key once nothing depends on it')
   .action(async (id: string) => {
     const secrets = keys();
-    if (id === secrets.encryptionKey.id || id === secrets.tokenKey.id)
-      throw new Error(`${id} is a current key: rotate first.`);
-    if (secrets.previousTokenKeys.has(id)) return retireTokenKey(id);
-    if (!secrets.previousEncryptionKeys.has(id))
+    // looked up by kind: a DATA_DIR from before key ids had a random part may hold an encryption key and a token
+    // key under one id, so an id can be a previous key of one kind and the current key of the other
+    const token = secrets.previousTokenKeys.has(id) && id !== secrets.tokenKey.id;
+    const encryption = secrets.previousEncryptionKeys.has(id) && id !== secrets.encryptionKey.id;
+    if (!token && !encryption) {
+      if (id === secrets.encryptionKey.id || id === secrets.tokenKey.id)
+        throw new Error(`${id} is a current key: rotate first.`);
       throw new Error(`No previous key is named ${id} (npm run keys -- status).`);
-    const { values, hosts } = await withKnex(config, async (knex) => ({
-      values: (await sealedValuesByKey(knex)).filter((v) => v.keyId === id),
-      hosts: (await hostKeyIds(knex, config.hostLostSeconds)).filter((h) => h.keyId === id),
-    }));
-    const count = values.reduce((n, v) => n + v.values, 0) + (passphraseKeyId() === id ? 1 : 0);
-    if (count || hosts.length)
-      throw new Error(
-        `Not retired: ${[
-          count ? `${count} values are still sealed under ${id}` : '',
-          hosts.length ? `${hosts.map((h) => `host ${h.name}`).join(', ')} still runs with it` : '',
-        ]
-          .filter(Boolean)
-          .join(', and ')}. Restart what runs with it, run \`npm run keys -- reseal\`, then this again.`,
-      );
-    if (fromEnv) {
-      say(`Nothing is sealed under ${id}: remove it from ENCRYPTION_KEYS_PREVIOUS on every host, and restart them.`);
-      return;
     }
-    retireKeyFile(config.dataDir, 'encryption', id);
-    say(`Key ${id} is forgotten. Hosts started with ENCRYPTION_KEYS_PREVIOUS may drop it from there too.`);
+    if (token) await retireTokenKey(id);
+    if (encryption) await retireEncryptionKey(id);
   });
+
+/** A previous encryption key is forgotten once nothing is sealed under it and no host runs with it. */
+async function retireEncryptionKey(id: string): Promise<void> {
+  const { values, hosts } = await withKnex(config, async (knex) => ({
+    values: (await sealedValuesByKey(knex)).filter((v) => v.keyId === id),
+    hosts: (await hostKeyIds(knex, config.hostLostSeconds)).filter((h) => h.keyId === id),
+  }));
+  const count = values.reduce((n, v) => n + v.values, 0) + (passphraseKeyId() === id ? 1 : 0);
+  if (count || hosts.length)
+    throw new Error(
+      `Not retired: ${[
+        count ? `${count} values are still sealed under ${id}` : '',
+        hosts.length ? `${hosts.map((h) => `host ${h.name}`).join(', ')} still runs with it` : '',
+      ]
+        .filter(Boolean)
+        .join(', and ')}. Restart what runs with it, run \`npm run keys -- reseal\`, then this again.`,
+    );
+  if (fromEnv) {
+    say(`Nothing is sealed under ${id}: remove it from ENCRYPTION_KEYS_PREVIOUS on every host, and restart them.`);
+    return;
+  }
+  retireKeyFile(config.dataDir, 'encryption', id);
+  say(`Key ${id} is forgotten. Hosts started with ENCRYPTION_KEYS_PREVIOUS may drop it from there too.`);
+}
 
 /** A previous token key is forgotten once no working token is under it: the rest would stop working. */
 async function retireTokenKey(id: string): Promise<void> {

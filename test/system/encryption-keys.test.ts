@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestContext } from '../helpers/context';
@@ -247,6 +247,43 @@ describe('npm run keys', () => {
     expect(lost.code, lost.stderr + lost.stdout).toBe(1);
     expect(lost.stderr).toContain(`No encryption-key.json under ${elsewhere}/secrets and no ENCRYPTION_KEY`);
     expect(existsSync(join(elsewhere, 'secrets', 'encryption-key.json'))).toBe(false);
+  });
+
+  it('retire looks an id up by kind: a DATA_DIR whose encryption key and token key share an id retires the previous one', async () => {
+    // a DATA_DIR from before key ids had a random part: both keys made in the same millisecond, under one id
+    const dir = join(t.dataDir, 'colliding-ids');
+    mkdirSync(join(dir, 'secrets'), { recursive: true, mode: 0o700 });
+    const shared = 'kcollided';
+    for (const file of ['encryption-key.json', 'token-hmac-key.json'])
+      writeFileSync(
+        join(dir, 'secrets', file),
+        JSON.stringify({ id: shared, key: randomBytes(32).toString('base64') }),
+        { mode: 0o600 },
+      );
+    const inDir = (...args: string[]) => keysWith({ DATA_DIR: dir }, ...args);
+    const current = await inDir('retire', shared);
+    expect(current.code, current.stderr + current.stdout).toBe(1);
+    expect(current.stderr).toContain(`${shared} is a current key: rotate first.`);
+    const rotated = await inDir('rotate');
+    expect(rotated.code, rotated.stderr + rotated.stdout).toBe(0);
+    const next = /New key (\S+);/.exec(rotated.stdout)![1]!;
+    // the old encryption key is still the token key's id: it is retired as the previous encryption key it is
+    const retired = await inDir('retire', shared);
+    expect(retired.code, retired.stderr + retired.stdout).toBe(0);
+    expect(retired.stdout).toContain(`Key ${shared} is forgotten.`);
+    expect(existsSync(join(dir, 'secrets', 'encryption-keys-previous.json'))).toBe(false);
+    const secrets = loadSecrets(dir);
+    expect([secrets.encryptionKey.id, secrets.tokenKey.id, secrets.previousEncryptionKeys.size]).toEqual([
+      next,
+      shared,
+      0,
+    ]);
+    // the token key under that id is still current
+    const again = await inDir('retire', shared);
+    expect(again.code, again.stderr + again.stdout).toBe(1);
+    expect(again.stderr).toContain(`${shared} is a current key: rotate first.`);
+    const unknown = await inDir('retire', 'knothere');
+    expect(unknown.stderr).toContain('No previous key is named knothere (npm run keys -- status).');
   });
 
   it('rotates the token key: tokens under the old key work and take the new one at their next use; it is retired once none is left', async () => {
