@@ -76,6 +76,9 @@ export function takenPortOf(message: string): number | null {
     /cannot bind socket \(Address already in use\) for \[[^\]]*:(\d+)\]/.exec(message) ??
     // varnishd -a: "Could not get socket 127.0.0.1:17001: Address already in use"
     /Could not get socket \S*:(\d+): Address already in use/.exec(message) ??
+    // varnishd -a again, when its manager opens the listener anew for a child it starts after one stopped (a CI run
+    // saw it at an edge's start under load): "Could not reopen listen socket 127.0.0.1:10125: Address already in use"
+    /Could not reopen listen socket \S*:(\d+): Address already in use/.exec(message) ??
     // varnishd -T: "-T 127.0.0.1:17002 could not be listened on."
     /-T \S*:(\d+) could not be listened on/.exec(message);
   return m ? Number(m[1]) : null;

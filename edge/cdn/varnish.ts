@@ -307,7 +307,8 @@ export class Varnish {
 
   private tail(): string {
     try {
-      return readFileSync(this.files.log, 'utf8').trim().split('\n').slice(-5).join(' | ');
+      // enough lines for the cause as well as the exit (a child that stopped, then the listener not opened again)
+      return readFileSync(this.files.log, 'utf8').trim().split('\n').slice(-12).join(' | ');
     } catch {
       return 'no output';
     }

@@ -4,10 +4,12 @@
  * starts adopts the running one, cache and all).
  */
 import { rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VarnishPurger, banWords, escapeRegex } from '../../edge/cdn/bans';
 import { Varnish } from '../../edge/cdn/varnish';
+import { takenPortOf } from '../../edge/listen-ports';
 import {
   type Answer,
   cc,
@@ -226,6 +228,37 @@ describe('the process', () => {
     const after = await get(url);
     expect(after.headers['x-cache']).toBe('HIT');
     expect(after.text).toBe(first.text);
+  });
+
+  it('fails its start on a port another program holds, and names the port so that the edge picks another', async () => {
+    const held = net.createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => held.listen(port, '127.0.0.1', resolve));
+    const other = varnishDir();
+    try {
+      const err = await Varnish.start({
+        dir: other,
+        port,
+        adminPort: await freePort(),
+        originPort: origin.port,
+        storage: '16m',
+      }).then(
+        () => null,
+        (e: Error) => e,
+      );
+      expect(err?.message).toContain(`127.0.0.1:${port}`);
+      // edge/server.ts starts again with new picks for the port this finds
+      expect(takenPortOf(err!.message)).toBe(port);
+      // the same when varnishd's manager opens the listener anew for a child it starts again (a CI run's message)
+      const reopened =
+        'varnishd exited at start: Debug: Child cleanup complete | Error: Could not reopen listen socket 127.0.0.1:10125: ' +
+        'Address already in use | Error: Could not reopen listening sockets. Exiting.';
+      expect(takenPortOf(reopened)).toBe(10125);
+      expect(takenPortOf('varnishd exited at start: Error: Could not load VCL')).toBeNull();
+    } finally {
+      await new Promise((resolve) => held.close(resolve));
+      rmSync(path.dirname(path.dirname(other)), { recursive: true, force: true });
+    }
   });
 
   it('refuses to take the varnishd of a control plane that is alive', async () => {
