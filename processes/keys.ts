@@ -156,9 +156,10 @@ program
   .action(async (id: string) => {
     const secrets = keys();
     // looked up by kind: a DATA_DIR from before key ids had a random part may hold an encryption key and a token
-    // key under one id, so an id can be a previous key of one kind and the current key of the other
-    const token = secrets.previousTokenKeys.has(id) && id !== secrets.tokenKey.id;
-    const encryption = secrets.previousEncryptionKeys.has(id) && id !== secrets.encryptionKey.id;
+    // key under one id, so an id can be a previous key of one kind and the current key of the other (loadSecrets
+    // keeps each kind's current id out of its previous keys)
+    const token = secrets.previousTokenKeys.has(id);
+    const encryption = secrets.previousEncryptionKeys.has(id);
     if (!token && !encryption) {
       if (id === secrets.encryptionKey.id || id === secrets.tokenKey.id)
         throw new Error(`${id} is a current key: rotate first.`);
