@@ -9,20 +9,24 @@ const env = { PATH: process.env.PATH, HOME: process.env.HOME };
 
 describe('runStep', () => {
   it('streams stdout and stderr line by line as they are printed, partial last line included', async () => {
-    // the step waits for a file that the test writes only once "one" has reached it: a step whose lines came at
-    // its end would wait out its timeout (no clock involved, so a loaded machine cannot fail it)
+    // the step waits for a file that the test writes only once "one" has reached it, and for a second one once
+    // "two" has: a step whose lines came at its end would wait out its timeout (no clock involved, so a loaded
+    // machine cannot fail it). The second gate also orders stderr's line before stdout's last: the two are
+    // separate pipes, and without it a loaded machine may read stdout's end before stderr's line (a CI run did)
     const dir = mkdtempSync(join(os.tmpdir(), 'run-step-'));
     const gate = join(dir, 'gate');
+    const gate2 = join(dir, 'gate2');
     const seen: string[] = [];
     try {
       const r = await runStep({
-        command: `echo one; while [ ! -e '${gate}' ]; do sleep 0.02; done; echo two >&2; printf "three"`,
+        command: `echo one; while [ ! -e '${gate}' ]; do sleep 0.02; done; echo two >&2; while [ ! -e '${gate2}' ]; do sleep 0.02; done; printf "three"`,
         cwd: os.tmpdir(),
         env,
         timeoutMs: 10_000,
         onLine: (stream, line) => {
           seen.push(`${stream}:${line}`);
           if (line === 'one') writeFileSync(gate, '');
+          if (line === 'two') writeFileSync(gate2, '');
         },
       });
       expect(r).toEqual({ exitCode: 0, signal: null, timedOut: false, cancelled: false });
