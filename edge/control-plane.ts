@@ -126,6 +126,8 @@ export class EdgeControlPlane implements Edge {
       throw err;
     }
     this.watchHaproxy();
+    // Varnish moved its port: the configuration names it, so the next apply reloads HAProxy
+    p.parts.onChange = () => void this.reload().catch(() => undefined);
     await this.subscribe();
     this.timer = setInterval(() => void this.reload().catch(() => undefined), o.refreshMs ?? 30_000);
     this.timer.unref();

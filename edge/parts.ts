@@ -37,8 +37,10 @@ export interface EdgeParts {
   fragments: ConfigFragments;
   /** More `-f` files for HAProxy (the password's key). */
   configFiles: string[];
-  /** Varnish's port and HAProxy's origin listener. */
+  /** Varnish's port and HAProxy's origin listener (the port changes when varnishd restarts on another). */
   cdn: { port: number; originPort: number };
+  /** Set by the control plane: called when what HAProxy must hold changed (Varnish moved its port). */
+  onChange: () => void;
   purges: PurgeFollower;
   auth: BasicAuth;
   /** The password map: database -> file -> running HAProxy. */
@@ -141,6 +143,7 @@ export async function startEdgeParts(o: {
   }
   const v = varnish;
   const follower = purges;
+  const cdn = { port: v.port, originPort };
   const fragments: ConfigFragments = {
     global: [...dataPlaneUserLines(dataPlane.user), ...(log ? requestLogGlobal() : [])],
     // the password's verdict first: the request log's sequence takes sc2 unless the password needs it
@@ -152,10 +155,11 @@ export async function startEdgeParts(o: {
     useBackend: basicAuthUseBackend(),
     sections: [...basicAuthSections(auth.fragment), ...(log ? requestLogSections(log.fragment) : [])],
   };
-  return {
+  const parts: EdgeParts = {
     fragments,
     configFiles: [auth.paths.keyConfig],
-    cdn: { port: v.port, originPort },
+    cdn,
+    onChange: () => undefined,
     purges: follower,
     auth,
     async sync() {
@@ -168,4 +172,10 @@ export async function startEdgeParts(o: {
       await auth.close();
     },
   };
+  // a varnishd started again on another port (another program took its own): HAProxy's be_cdn servers follow
+  v.onPortChange = (port) => {
+    cdn.port = port;
+    parts.onChange();
+  };
+  return parts;
 }

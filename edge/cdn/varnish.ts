@@ -29,7 +29,7 @@ import { closedAboveSync } from '../../host/traversable';
 import { started } from '../../host/child-output';
 import { adminCommand, type AdminAddress } from './admin';
 import { alive, sleep, stop } from './pids';
-import { freeListenPort } from '../listen-ports';
+import { freeListenPort, takenPortOf } from '../listen-ports';
 import { renderVcl } from './vcl';
 
 const INSTALL_HINT = 'apt-get install -y varnish';
@@ -60,7 +60,11 @@ interface State {
   adminPort: number;
 }
 
-type Resolved = VarnishOptions & State;
+type Resolved = VarnishOptions &
+  State & {
+    /** Which ports this edge picked itself (no option named them): only those move when another program took one. */
+    picked: { port: boolean; adminPort: boolean };
+  };
 
 function readState(file: string): Partial<State> {
   try {
@@ -99,6 +103,11 @@ export class Varnish {
   private readonly admin: AdminAddress;
   /** Called after varnishd died and was started again (with an empty cache). */
   onRestart: () => void = () => undefined;
+  /**
+   * Called when varnishd, started again, listens on another port than before (another program took its own while
+   * it was down): HAProxy's CDN backend must name the new one.
+   */
+  onPortChange: (port: number) => void = () => undefined;
 
   private constructor(private readonly o: Resolved) {
     const f = (name: string) => path.join(o.dir, name);
@@ -122,7 +131,8 @@ export class Varnish {
     const avoid = o.avoidPorts ?? null;
     const port = o.port ?? saved.port ?? (await freeListenPort('127.0.0.1', avoid));
     const adminPort = o.adminPort ?? saved.adminPort ?? (await freeListenPort('127.0.0.1', avoid));
-    const v = new Varnish({ ...o, port, adminPort });
+    const picked = { port: o.port === undefined, adminPort: o.adminPort === undefined };
+    const v = new Varnish({ ...o, port, adminPort, picked });
     try {
       await v.begin();
     } catch (err) {
@@ -317,6 +327,7 @@ export class Varnish {
   private restart(): Promise<void> {
     this.restarting = (async () => {
       this.o.logger?.warn({ pid: this.pid, output: this.tail() }, 'varnishd died; starting it again');
+      const before = this.o.port;
       for (;;) {
         try {
           await this.spawn();
@@ -324,15 +335,32 @@ export class Varnish {
         } catch (err) {
           if (this.closing) return;
           this.o.logger?.warn({ err: (err as Error).message }, 'varnishd could not start again');
+          // a port of its own that another program took while it was down: another pick, at once
+          if (await this.movePort(takenPortOf((err as Error).message))) continue;
           await sleep(1000);
         }
       }
       if (this.serving) await this.resume().catch(() => undefined);
+      if (this.o.port !== before) this.onPortChange(this.o.port);
       this.onRestart();
     })().finally(() => {
       this.restarting = null;
     });
     return this.restarting;
+  }
+
+  /**
+   * Picks another port for the listener or the admin port when `taken` is one this Varnish picked itself (an
+   * operator's port stays: its start is tried again until it is free); whether it did.
+   */
+  private async movePort(taken: number | null): Promise<boolean> {
+    const which = taken === this.o.port ? 'port' : taken === this.o.adminPort ? 'adminPort' : null;
+    if (taken === null || which === null || !this.o.picked[which]) return false;
+    const port = await freeListenPort('127.0.0.1', this.o.avoidPorts ?? null);
+    this.o[which] = port;
+    if (which === 'adminPort') this.admin.port = port;
+    this.o.logger?.warn({ taken, port, which }, 'another program took a port of varnishd: it listens on another');
+    return true;
   }
 
   /** The cache may serve (the purge follower is up to date): the lease answers and is trusted again. */

@@ -1,7 +1,8 @@
 /**
  * `POST /environments/{id}/cdn/clear` on the real edge (HAProxy, Varnish, the purge follower's bans): what
  * is under the prefixes goes, the task succeeds only once every live edge applied the purge, a second edge
- * (its own Varnish) drops its entries too, and an edge that lost its database serves nothing cached.
+ * (its own Varnish) drops its entries too, and an edge that lost its database serves nothing cached. An edge
+ * whose picked ports another program took, before a start or while its varnishd was down, serves on others.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -31,6 +32,19 @@ const edgeOn = (host: string, dataDir: string, more: Partial<Parameters<typeof s
     ...more,
   });
 const get = (url: string, opts: Parameters<typeof request>[2] = {}) => request(c.w.environment.port, url, opts);
+/** cdn.example.test, verified, on the environment: the name the other edges' requests carry. */
+async function cdnDomain(): Promise<void> {
+  if (await c.t.deps.knex('domains').where({ hostname: 'cdn.example.test' }).first()) return;
+  await c.t.deps.knex('domains').insert({
+    team_id: c.w.team.id,
+    project_id: c.w.project.id,
+    environment_id: c.w.environment.id,
+    hostname: 'cdn.example.test',
+    status: 'verified',
+    verified_at: new Date(),
+    verification_value: 'x',
+  });
+}
 
 beforeAll(async () => {
   expect((await patchCdn(c, { enabled: true, default_ttl_seconds: 600 })).status).toBe(200);
@@ -144,15 +158,7 @@ describe('POST /environments/{id}/cdn/clear', () => {
   });
 
   it('a second edge drops its entries too before the task succeeds', async () => {
-    await c.t.deps.knex('domains').insert({
-      team_id: c.w.team.id,
-      project_id: c.w.project.id,
-      environment_id: c.w.environment.id,
-      hostname: 'cdn.example.test',
-      status: 'verified',
-      verified_at: new Date(),
-      verification_value: 'x',
-    });
+    await cdnDomain();
     const second = await edgeOn('127.0.0.2', `${c.t.dataDir}/second-edge`);
     try {
       const viaSecond = (url: string) =>
@@ -229,6 +235,7 @@ describe('POST /environments/{id}/cdn/clear', () => {
           }),
       ),
     );
+    await cdnDomain();
     const dataDir = `${c.t.dataDir}/fourth-edge`;
     const cdnDir = `${dataDir}/edge/varnish`;
     mkdirSync(cdnDir, { recursive: true });
@@ -270,4 +277,86 @@ describe('POST /environments/{id}/cdn/clear', () => {
         .delete();
     }
   }, 90_000);
+
+  it('an edge whose varnishd died while another program took its port starts it on another, and HAProxy follows', async () => {
+    await cdnDomain();
+    const dataDir = `${c.t.dataDir}/fifth-edge`;
+    const cdnDir = `${dataDir}/edge/varnish`;
+    const before = new Set((await c.t.deps.knex('edge_instances').select('id')).map((r) => r.id));
+    const warned: unknown[] = [];
+    const fifth = await edgeOn('127.0.0.5', dataDir, {
+      logger: { warn: (o: unknown) => warned.push(o), info: () => undefined },
+    });
+    const holders: net.Server[] = [];
+    try {
+      const via = (url: string) =>
+        request(fifth.port, url, { address: '127.0.0.5', headers: { host: 'cdn.example.test' } });
+      const url = `/moved-varnish${cc('public, max-age=600')}`;
+      expect((await via(url)).headers['x-cache']).toBe('MISS');
+      expect((await via(url)).headers['x-cache']).toBe('HIT');
+      const kept = () => JSON.parse(readFileSync(`${cdnDir}/state.json`, 'utf8')) as { port: number };
+      const first = kept().port;
+      // varnishd SIGKILLed, and its port taken by another program the moment it is free; should the varnishd started
+      // again have bound it first (the port was free for a moment), it is killed again
+      const pidOf = () => {
+        try {
+          return Number(readFileSync(`${cdnDir}/varnishd.pid`, 'utf8').trim()) || 0;
+        } catch {
+          return 0;
+        }
+      };
+      let held = 0;
+      for (let attempt = 0; attempt < 5 && !held; attempt++) {
+        const pid = await until('a running varnishd', () => pidOf() > 0 && pidOf());
+        process.kill(pid, 'SIGKILL');
+        const got = await until(
+          'the port of the dead varnishd free, or a varnishd started again on it',
+          async () => (await listenOn(first).catch(() => null)) ?? (![0, pid].includes(pidOf()) && 'restarted'),
+          { timeoutMs: 10_000, intervalMs: 5 },
+        );
+        if (got !== 'restarted') {
+          holders.push(got);
+          held = first;
+        }
+      }
+      expect(held).toBe(first);
+      // it listens on another port, kept for the next start, and HAProxy sends the CDN's requests there
+      const moved = await until(
+        'varnishd on another port',
+        () => kept().port,
+        (p) => p !== held,
+        20_000,
+      );
+      expect(warned).toEqual(expect.arrayContaining([{ taken: held, port: moved, which: 'port' }]));
+      const again = await until(
+        'the CDN served through the edge again',
+        () => via(url).catch(() => null),
+        (a) => a?.status === 200 && a.headers['x-cache'] !== undefined,
+        20_000,
+      );
+      // the new varnishd's cache is empty: a MISS, then a HIT
+      expect(again?.headers['x-cache']).toBe('MISS');
+      expect((await via(url)).headers['x-cache']).toBe('HIT');
+      expect(readFileSync(`${dataDir}/edge/haproxy/haproxy.cfg`, 'utf8')).toContain(`server cdn 127.0.0.1:${moved}`);
+    } finally {
+      await fifth.close().catch(() => undefined);
+      for (const h of holders) await new Promise((r) => h.close(r));
+      await c.t.deps
+        .knex('edge_instances')
+        .whereNotIn('id', [...before])
+        .delete();
+    }
+  }, 90_000);
 });
+
+/**
+ * A listener on 127.0.0.1:port (another program's, which closes what it accepts: a request HAProxy sends there
+ * before it follows Varnish fails at once), or a rejection when the port is held.
+ */
+function listenOn(port: number): Promise<net.Server> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer((socket) => socket.destroy());
+    s.once('error', reject);
+    s.listen({ port, host: '127.0.0.1', exclusive: true }, () => resolve(s));
+  });
+}
