@@ -364,7 +364,8 @@ async function shipperCost(
     {
       destination: `http, NDJSON batches of <= ${REQUEST_BATCH_LINES} (${http.lines} lines, ~${lineBytes} bytes each)`,
       'shipper µs/line': httpPerLine,
-      'floor: the sends alone': httpFloor === null ? 'n/a' : `${httpFloor} (Node http.request, a connection a batch)`,
+      'floor: the sends alone':
+        httpFloor === null ? 'n/a' : `${httpFloor} (Node http.request, one kept-alive connection)`,
       'shipper above the floor': httpAbove ?? 'n/a',
       'target <= 3 µs/line': verdict(httpPerLine),
     },

@@ -151,6 +151,11 @@ interface OutboundRequestOptions {
   maxRedirects?: number;
   /** Largest body read (default 1 MiB); more is cut off. */
   maxBytes?: number;
+  /**
+   * Keep-alive agents (a caller that sends often, such as the log shipper): a connection, checked when it was made,
+   * carries the next requests to the same origin. Default: a connection of its own for each request.
+   */
+  agents?: { http: http.Agent; https: https.Agent };
 }
 
 /**
@@ -172,11 +177,20 @@ export async function outboundRequest(
       throw new OutboundRefused('invalid_host', 'is not an http(s) URL');
     }
     await checkOutboundUrl(current, config);
-    const res = await once(
-      current,
-      { method, headers: opts.headers, body, timeoutMs: opts.timeoutMs ?? 10_000, maxBytes: opts.maxBytes ?? 1 << 20 },
-      lookup,
-    );
+    const request = {
+      method,
+      headers: opts.headers,
+      body,
+      timeoutMs: opts.timeoutMs ?? 10_000,
+      maxBytes: opts.maxBytes ?? 1 << 20,
+    };
+    const agent = opts.agents?.[current.protocol === 'https:' ? 'https' : 'http'];
+    const res = await once(current, { ...request, agent }, lookup).catch((err: Error & { reusedSocket?: boolean }) => {
+      // a kept-alive connection the server closed as it was reused (its idle timeout): sent again on a new one
+      // (the request never reached the server; Node's documented retry for `reusedSocket`)
+      if (!err.reusedSocket || (err as NodeJS.ErrnoException).code !== 'ECONNRESET') throw err;
+      return once(current, { ...request, agent, fresh: true }, lookup);
+    });
     const location = res.headers.location;
     if (res.status >= 300 && res.status < 400 && location && hop < (opts.maxRedirects ?? 5)) {
       current = new URL(location, current);
@@ -198,6 +212,9 @@ function once(
     body?: string | Buffer | Buffer[];
     timeoutMs: number;
     maxBytes: number;
+    agent?: http.Agent;
+    /** A new connection even with an agent (its reused one was reset). */
+    fresh?: boolean;
   },
   lookup: LookupFunction,
 ): Promise<Omit<OutboundResponse, 'url'>> {
@@ -209,7 +226,7 @@ function once(
       : opts.headers;
     const req = client.request(
       url,
-      { method: opts.method, headers, lookup, agent: false, timeout: opts.timeoutMs },
+      { method: opts.method, headers, lookup, agent: (!opts.fresh && opts.agent) || false, timeout: opts.timeoutMs },
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
@@ -224,7 +241,7 @@ function once(
       },
     );
     req.on('timeout', () => req.destroy(new Error('the request timed out')));
-    req.on('error', reject);
+    req.on('error', (err) => reject(Object.assign(err, { reusedSocket: req.reusedSocket })));
     if (parts) {
       for (const b of parts) req.write(b);
       req.end();

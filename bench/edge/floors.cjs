@@ -1,7 +1,7 @@
 // The floors of the request log shipper's sends (bench/edge.ts), each in this process of its own so that its CPU
 // time is its own: argv `udp <port> <count> <bytes>` sends `count` datagrams of `bytes` bytes from Node's dgram (a
 // connected socket, a wait every 64 as logs/send.ts does); `http <port> <lines> <bytes per line> <batch>` POSTs
-// the same lines in batches of `batch` (a connection each, as the shipper does). It answers with its CPU time
+// the same lines in batches of `batch` (on one kept-alive connection, as the shipper does: logs/send.ts). It answers with its CPU time
 // (user + system, microseconds) over the loop.
 const dgram = require('node:dgram');
 const http = require('node:http');
@@ -23,12 +23,13 @@ async function udp() {
 }
 
 async function post() {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const body = Buffer.alloc(bytes * batch, 'x');
   for (let sent = 0; sent < count; sent += batch) {
     const size = Math.min(batch, count - sent) * bytes;
     await new Promise((resolve, reject) => {
       const req = http.request(
-        { host: '127.0.0.1', port, path: '/ingest', method: 'POST', agent: false, headers: { 'content-type': 'application/x-ndjson' } },
+        { host: '127.0.0.1', port, path: '/ingest', method: 'POST', agent, headers: { 'content-type': 'application/x-ndjson' } },
         (res) => {
           res.resume();
           res.on('end', resolve);
@@ -38,6 +39,7 @@ async function post() {
       req.end(body.subarray(0, size));
     });
   }
+  agent.destroy();
 }
 
 (async () => {

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkOutboundHost, guardedLookup, outboundRequest, OutboundRefused } from '../../../host/outbound';
@@ -129,5 +130,45 @@ describe('outboundRequest (the guarded fetch)', () => {
     });
     expect(err).toBeInstanceOf(OutboundRefused);
     expect(targetHits).toBe(1);
+  });
+
+  it('with keep-alive agents, sends on the connection it kept; one the server closes as it is reused is sent again on a new one', async () => {
+    // each request: the connection it came on; the second on the first connection is dropped unanswered (a server
+    // whose idle timeout closed it as the request went out)
+    const seen: number[] = [];
+    const connections = new Map<unknown, number>();
+    const server = http.createServer((req, res) => {
+      if (!connections.has(req.socket)) connections.set(req.socket, connections.size + 1);
+      const conn = connections.get(req.socket)!;
+      seen.push(conn);
+      if (conn === 1 && seen.filter((c) => c === 1).length === 2) return req.socket.destroy();
+      res.end(`ok ${seen.length}`);
+    });
+    const port = await listen(server);
+    const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+    try {
+      const post = () =>
+        outboundRequest(
+          `http://127.0.0.1:${port}/ingest`,
+          { method: 'POST', body: [Buffer.from('line\n')], agents },
+          allow('127.0.0.1'),
+        );
+      expect((await post()).body.toString()).toBe('ok 1');
+      expect((await post()).body.toString()).toBe('ok 3');
+      expect(seen).toEqual([1, 1, 2]);
+      // without agents: a connection each
+      const before = connections.size;
+      await outboundRequest(`http://127.0.0.1:${port}/`, {}, allow('127.0.0.1'));
+      await outboundRequest(`http://127.0.0.1:${port}/`, {}, allow('127.0.0.1'));
+      expect(connections.size).toBe(before + 2);
+      // a refused address is refused with an agent too
+      await expect(outboundRequest(`http://127.0.0.1:${port}/`, { agents }, none)).rejects.toBeInstanceOf(
+        OutboundRefused,
+      );
+    } finally {
+      agents.http.destroy();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });
