@@ -2,11 +2,21 @@
 // time is its own: argv `udp <port> <count> <bytes>` sends `count` datagrams of `bytes` bytes from Node's dgram (a
 // connected socket, a wait every 64 as logs/send.ts does); `http <port> <lines> <bytes per line> <batch>` POSTs
 // the same lines in batches of `batch` (on one kept-alive connection, as the shipper does: logs/send.ts). It answers with its CPU time
-// (user + system, microseconds) over the loop.
+// (user + system, microseconds) over the loop. `file <path> <lines> <bytes per line> <batch>` appends the same lines
+// to a file in writes of `batch` lines (the shipper's machine file: a write a flush, logs/machine-files.ts).
 const dgram = require('node:dgram');
+const fs = require('node:fs');
 const http = require('node:http');
 
-const [kind, port, count, bytes, batch] = process.argv.slice(2).map((x, i) => (i === 0 ? x : Number(x)));
+const [kind, port, count, bytes, batch] = process.argv.slice(2).map((x, i) => (i <= (process.argv[2] === 'file' ? 1 : 0) ? x : Number(x)));
+
+function file() {
+  const fd = fs.openSync(port, 'a', 0o600);
+  const body = Buffer.alloc(bytes * batch, 'x');
+  for (let written = 0; written < count; written += batch) fs.writeSync(fd, body, 0, Math.min(batch, count - written) * bytes);
+  fs.closeSync(fd);
+  fs.rmSync(port, { force: true });
+}
 
 async function udp() {
   const socket = dgram.createSocket('udp4');
@@ -44,7 +54,8 @@ async function post() {
 
 (async () => {
   const before = process.cpuUsage();
-  await (kind === 'udp' ? udp() : post());
+  if (kind === 'file') file();
+  else await (kind === 'udp' ? udp() : post());
   const used = process.cpuUsage(before);
   process.stdout.write(`${used.user + used.system}\n`);
 })();

@@ -30,6 +30,12 @@ export function httpFloorNode(port: number, lines: number, bytesPerLine: number,
   return out === null ? null : per(out, lines);
 }
 
+/** The same lines appended to the file `path` (then removed) in writes of `batch` lines, as the machine file is. */
+export function fileFloorNode(path: string, lines: number, bytesPerLine: number, batch: number): number | null {
+  const out = node(['file', path, lines, bytesPerLine, batch]);
+  return out === null ? null : per(out, lines);
+}
+
 /** The C loop, compiled into `dir` (gcc -O2) the first time; null without gcc. */
 export function udpFloorC(dir: string, port: number, count: number, bytes: number): number | null {
   const bin = join(dir, 'udp-floor');

@@ -8,8 +8,9 @@
  *   here), in writes of 10 ms of lines, as HAProxy's ring forwards them: lines of wrk's requests (`GET /`, no
  *   User-Agent), to an http collector (NDJSON batches, its own process). Its CPU from the first line until the last
  *   arrived, over the lines, after a warm-up (its lazy loads and first compiles are not the figure).
- * - **Beside it, its floor**: the same lines POSTed in the same batches by a Node process doing nothing else
- *   (bench/edge/floors.cjs).
+ * - **Beside it, its floors**: the same lines POSTed in the same batches by a Node process doing nothing else
+ *   (bench/edge/floors.cjs), and the same bytes appended to a file on the same disk, a second of lines a write (the
+ *   machine's day file, which the shipper writes at each flush).
  * - **The reader alone** (logs/request-reader.ts), in this process: its socket reads' text handed to it, the lines
  *   counted; the part of the figure that is per line, not per send.
  */
@@ -24,7 +25,7 @@ import { RequestLogReader } from '../../logs/request-reader';
 import { REQUEST_BATCH_LINES } from '../../processes/shipper-runtime';
 import { printTable } from '../harness';
 import { sized } from '../quick';
-import { httpFloorNode, udpFloorNode } from './floors';
+import { fileFloorNode, httpFloorNode, udpFloorNode } from './floors';
 import { startEdgeWorld } from './world';
 import { processCpuMicros } from './wrk';
 
@@ -132,6 +133,8 @@ export async function run(): Promise<{ perLine: number }> {
       DESTINATION === 'udp'
         ? udpFloorNode(world.collector.udpPort, lines, Math.round(bytes / lines))
         : httpFloorNode(world.collector.httpPort, lines, Math.round(bytes / lines), REQUEST_BATCH_LINES);
+    // the machine's day file: the same bytes written on the same disk, a second of lines a write (a flush)
+    const fileFloor = fileFloorNode(join(world.dataDir, 'floor.ndjson'), lines, Math.round(bytes / lines), RATE);
     const reader = await readerAlone(lines);
     const f = (x: number | null) => (x === null ? '-' : Number(x.toFixed(2)));
     printTable(`The request log shipper alone, CPU µs a line (${lines} lines at ${RATE}/s; target ${TARGET_US})`, [
@@ -143,7 +146,14 @@ export async function run(): Promise<{ perLine: number }> {
             : 'floor: the same batches POSTed by a process doing nothing else',
         'µs a line': f(floor),
       },
-      { part: 'the shipper above that floor', 'µs a line': f(floor === null ? null : perLine - floor) },
+      {
+        part: 'floor: the same bytes appended to a file on its disk, a second of lines a write',
+        'µs a line': f(fileFloor),
+      },
+      {
+        part: 'the shipper above both floors (its sends and its machine file)',
+        'µs a line': f(floor === null || fileFloor === null ? null : perLine - floor - fileFloor),
+      },
       { part: 'the reader alone (in this process)', 'µs a line': f(reader) },
     ]);
     console.log(
