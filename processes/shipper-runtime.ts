@@ -87,6 +87,11 @@ export async function startRequestShipper(o: RequestShipperOptions): Promise<Req
     }).start();
     // HAProxy's workers (the data plane's user) connect to it (a handed one is shared by whoever holds it)
     if (socket !== 'handed') shareSocket(paths.socket, dataPlaneUser(o.dataDir).user);
+    if (socket === 'listen')
+      o.logger?.warn(
+        { socket: paths.socket },
+        "the shipper listens on the request log's socket itself: while it is down, HAProxy's ring forwarder retries without a pause and spins a core. Run it under npm start or systemd (deploy/systemd/vc-console-shipper.socket), which hold the socket while it is away",
+      );
   } catch (err) {
     await shipper.close();
     throw err;

@@ -3,7 +3,8 @@
  * holds the socket HAProxy's ring connects to, so that HAProxy rests while the shipper is away (it reconnects with
  * no pause to a socket no one listens on). Tried with systemd's own launcher, `systemd-socket-activate`, which
  * listens, then runs the shipper with the socket as fd 3 (`LISTEN_FDS`, `LISTEN_PID`) once HAProxy connects: the
- * shipper reads from that socket, never binds one of its own, and its lines reach the machine file.
+ * shipper reads from that socket, never binds one of its own, and its lines reach the machine file. Run alone, it
+ * listens itself and warns that HAProxy spins while it is down.
  */
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { machineFile } from '../../logs/machine-files';
 import { useTestContext } from '../helpers/context';
 import { createEnvironment } from '../helpers/deploy-fixtures';
 import { createProject, createTeam, createUser } from '../helpers/fixtures';
-import { processesMentioning, spawnSystemProcess, stopChildren } from '../helpers/processes';
+import { childReport, processesMentioning, spawnSystemProcess, stopChildren } from '../helpers/processes';
 import { until } from '../helpers/until';
 
 const t = useTestContext({ host: false });
@@ -34,6 +35,28 @@ function haproxyLine(q: number, envId: string, path: string): string {
 }
 
 describe('the shipper under systemd socket activation', () => {
+  it('run alone, listens itself and warns that HAProxy spins while it is down', async () => {
+    const socket = requestLogPaths(t.dataDir).socket;
+    const alone = spawnSystemProcess(t, 'processes/shipper.ts');
+    try {
+      const report = await until(
+        'the warning of a shipper that listens itself',
+        () => childReport(alone),
+        (text) => text.includes('spins a core'),
+        { timeoutMs: 60_000 },
+      );
+      expect(report).toContain('Run it under npm start or systemd');
+      expect(report).toContain(socket);
+      // it listens: a connection is taken
+      await until('its socket', () => existsSync(socket), { timeoutMs: 20_000 });
+      const probe = net.connect(socket);
+      await new Promise<void>((resolve, reject) => probe.once('connect', resolve).once('error', reject));
+      probe.destroy();
+    } finally {
+      await stopChildren([alone]);
+    }
+  }, 120_000);
+
   it('reads from the socket systemd gives it (fd 3) and binds none of its own', async () => {
     const user = await createUser(t);
     const team = await createTeam(t, user);
@@ -70,6 +93,8 @@ describe('the shipper under systemd socket activation', () => {
     expect(shipper?.split(' ')[0]).toBe(String(launcher.pid));
     expect(statSync(socket).ino).toBe(inode);
     expect(readlinkSync(`/proc/${launcher.pid}/fd/3`)).toMatch(/^socket:/);
+    // the socket outlives it: no warning
+    expect(childReport(launcher)).not.toContain('spins a core');
     ring.destroy();
   }, 120_000);
 });
