@@ -46,7 +46,11 @@ export const REQUEST_SEQUENCE_TABLE = 'vc_log_seq';
 export interface RequestLogFragment {
   /** The shipper's unix stream socket (its RequestLogReader listens there). */
   socket: string;
-  /** The ring's size in bytes: what waits while the shipper is down (default 4 MiB, ~15,000 lines). */
+  /**
+   * The ring's size in bytes: what waits while the shipper is down or behind (default 16 MiB, ~60,000 lines: two
+   * seconds at the edge's saturating rate on a 2-core machine, the time a restarted shipper takes to start and warm
+   * up; with 4 MiB, a shipper killed under `wrk` at ~28,000 requests a second lost ~32,000 lines, counted).
+   */
   ringSize?: number;
 }
 
@@ -79,7 +83,7 @@ export function requestLogSections(o: RequestLogFragment): string[] {
     '  description "the request log, read by the request log shipper"',
     '  format raw',
     `  maxlen ${MAX_LINE}`,
-    `  size ${o.ringSize ?? 4 * 1024 * 1024}`,
+    `  size ${o.ringSize ?? 16 * 1024 * 1024}`,
     '  timeout connect 2s',
     '  timeout server 30s',
     `  server control-plane unix@${o.socket}`,
