@@ -32,6 +32,16 @@ const edgeOn = (host: string, dataDir: string, more: Partial<Parameters<typeof s
     ...more,
   });
 const get = (url: string, opts: Parameters<typeof request>[2] = {}) => request(c.w.environment.port, url, opts);
+/** Stops an edge a test started beside the world's, lets go of the ports held for it, and removes the rows it added. */
+async function stopExtraEdge(edge: { close(): Promise<void> }, holders: net.Server[], before: Set<string>) {
+  await edge.close().catch(() => undefined);
+  for (const h of holders) await new Promise((r) => h.close(r));
+  await c.t.deps
+    .knex('edge_instances')
+    .whereNotIn('id', [...before])
+    .delete();
+}
+
 /** cdn.example.test, verified, on the environment: the name the other edges' requests carry. */
 async function cdnDomain(): Promise<void> {
   if (await c.t.deps.knex('domains').where({ hostname: 'cdn.example.test' }).first()) return;
@@ -269,12 +279,7 @@ describe('POST /environments/{id}/cdn/clear', () => {
       expect(again.headers['x-cache']).toBe('HIT');
       expect(again.text).toBe(first.text);
     } finally {
-      await fourth.close().catch(() => undefined);
-      for (const h of holders) await new Promise((r) => h.close(r));
-      await c.t.deps
-        .knex('edge_instances')
-        .whereNotIn('id', [...before])
-        .delete();
+      await stopExtraEdge(fourth, holders, before);
     }
   }, 90_000);
 
@@ -339,12 +344,7 @@ describe('POST /environments/{id}/cdn/clear', () => {
       expect((await via(url)).headers['x-cache']).toBe('HIT');
       expect(readFileSync(`${dataDir}/edge/haproxy/haproxy.cfg`, 'utf8')).toContain(`server cdn 127.0.0.1:${moved}`);
     } finally {
-      await fifth.close().catch(() => undefined);
-      for (const h of holders) await new Promise((r) => h.close(r));
-      await c.t.deps
-        .knex('edge_instances')
-        .whereNotIn('id', [...before])
-        .delete();
+      await stopExtraEdge(fifth, holders, before);
     }
   }, 90_000);
 });
