@@ -153,7 +153,8 @@ interface OutboundRequestOptions {
   maxBytes?: number;
   /**
    * Keep-alive agents (a caller that sends often, such as the log shipper): a connection, checked when it was made,
-   * carries the next requests to the same origin. Default: a connection of its own for each request.
+   * carries the next requests to the same origin, and a request whose reused connection was reset is sent once
+   * more on a new one. Default: a connection of its own for each request.
    */
   agents?: { http: http.Agent; https: https.Agent };
 }
@@ -186,8 +187,9 @@ export async function outboundRequest(
     };
     const agent = opts.agents?.[current.protocol === 'https:' ? 'https' : 'http'];
     const res = await once(current, { ...request, agent }, lookup).catch((err: Error & { reusedSocket?: boolean }) => {
-      // a kept-alive connection the server closed as it was reused (its idle timeout): sent again on a new one
-      // (the request never reached the server; Node's documented retry for `reusedSocket`)
+      // a kept-alive connection the server closed as it was reused (its idle timeout): sent once more on a new one,
+      // Node's documented retry for `reusedSocket`. Usually the server never read it; a caller that passes agents
+      // accepts that it may get a request twice (the shipper's batches: a failed one is sent again anyway)
       if (!err.reusedSocket || (err as NodeJS.ErrnoException).code !== 'ECONNRESET') throw err;
       return once(current, { ...request, agent, fresh: true }, lookup);
     });
