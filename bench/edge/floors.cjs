@@ -1,21 +1,27 @@
-// The floors of the request log shipper's sends (bench/edge.ts), each in this process of its own so that its CPU
-// time is its own: argv `udp <port> <count> <bytes>` sends `count` datagrams of `bytes` bytes from Node's dgram (a
-// connected socket, a wait every 64 as logs/send.ts does); `http <port> <lines> <bytes per line> <batch>` POSTs
-// the same lines in batches of `batch` (on one kept-alive connection, as the shipper does: logs/send.ts). It answers with its CPU time
-// (user + system, microseconds) over the loop. `file <path> <lines> <bytes per line> <batch>` appends the same lines
-// to a file in writes of `batch` lines (the shipper's machine file: a write a flush, logs/machine-files.ts).
+// The floors of the request log shipper's sends and machine file (bench/edge.ts, bench/edge/shipper.ts), each in
+// this process of its own so that its CPU time is its own:
+// - `udp <port> <count> <bytes>` sends `count` datagrams of `bytes` bytes from Node's dgram (a connected socket, a
+//   wait every 64 as logs/send.ts does);
+// - `http <port> <lines> <bytes per line> <batch>` POSTs the same lines in batches of `batch` on one kept-alive
+//   connection, as the shipper does (logs/send.ts);
+// - `file <path> <lines> <bytes per line> <batch>` appends the same lines to a file (removed after) in writes of
+//   `batch` lines, as the shipper writes its machine file at each flush (logs/machine-files.ts).
+// It answers with its CPU time (user + system, microseconds) over the loop.
 const dgram = require('node:dgram');
 const fs = require('node:fs');
 const http = require('node:http');
 
-const [kind, port, count, bytes, batch] = process.argv.slice(2).map((x, i) => (i <= (process.argv[2] === 'file' ? 1 : 0) ? x : Number(x)));
+const [kind, target, ...numbers] = process.argv.slice(2);
+const [count, bytes, batch] = numbers.map(Number);
+const port = Number(target);
 
 function file() {
-  const fd = fs.openSync(port, 'a', 0o600);
+  const fd = fs.openSync(target, 'a', 0o600);
   const body = Buffer.alloc(bytes * batch, 'x');
-  for (let written = 0; written < count; written += batch) fs.writeSync(fd, body, 0, Math.min(batch, count - written) * bytes);
+  for (let written = 0; written < count; written += batch)
+    fs.writeSync(fd, body, 0, Math.min(batch, count - written) * bytes);
   fs.closeSync(fd);
-  fs.rmSync(port, { force: true });
+  fs.rmSync(target, { force: true });
 }
 
 async function udp() {
