@@ -109,6 +109,8 @@ export class EdgeControlPlane implements Edge {
         // none yet
       }
       this.writeFiles(first);
+      // what HAProxy is started with (Varnish may move its port meanwhile: then this differs from what is wanted)
+      const skeleton = this.skeletonOf(first);
       const adopted = await p.haproxy.ensure();
       // An adopted HAProxy runs the configuration a previous control plane wrote. The same one: its maps, ACLs
       // and servers are brought in line through the runtime API (no reload: kept-alive clients stay connected).
@@ -116,7 +118,7 @@ export class EdgeControlPlane implements Edge {
         await applyFiles(p.paths.admin, p.paths.dir, first, [...first.files.keys()]);
         await applyServers(p.paths.admin, allServerCommands(first, o.environmentPorts, p.slots));
       } else if (adopted) await p.haproxy.reload();
-      this.loaded = this.skeletonOf(first);
+      this.loaded = skeleton;
       this.model = first;
       await p.parts.sync();
       await edgeApplied(o.knex, p.edgeRow.id, rows[0].at, p.configOptions.heldPorts);
@@ -126,8 +128,10 @@ export class EdgeControlPlane implements Edge {
       throw err;
     }
     this.watchHaproxy();
-    // Varnish moved its port: the configuration names it, so the next apply reloads HAProxy
+    // Varnish moved its port: the configuration names it, so the next apply reloads HAProxy (at once when it moved
+    // during this start)
     p.parts.onChange = () => void this.reload().catch(() => undefined);
+    if (this.skeletonOf(this.model) !== this.loaded) p.parts.onChange();
     await this.subscribe();
     this.timer = setInterval(() => void this.reload().catch(() => undefined), o.refreshMs ?? 30_000);
     this.timer.unref();
