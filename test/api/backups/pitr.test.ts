@@ -434,7 +434,12 @@ describe('the Backups screen’s point-in-time form', () => {
       await c.go(`/environments/${env.id}/backups`);
       const section = page.getByRole('region', { name: 'Restore to a point in time' });
       const field = section.locator('input[name="point_in_time"]');
-      await field.waitFor();
+      // should the form not come, the failure says what the section shows instead (the window's refusal, or still
+      // loading): a CI run under load once waited out the timeout here with nothing to tell
+      await field.waitFor().catch(async (err: Error) => {
+        const shown = await section.textContent({ timeout: 5000 }).catch(() => 'no section');
+        throw new Error(`${err.message}\nThe section shows: ${shown}`);
+      });
       // the browser's own time zone decides the datetime-local value; the form shows what it sends in UTC
       const local = (iso: string) =>
         page.evaluate((at) => {
