@@ -355,7 +355,7 @@ export class Varnish {
    */
   private async movePort(taken: number | null): Promise<boolean> {
     const which = taken === this.o.port ? 'port' : taken === this.o.adminPort ? 'adminPort' : null;
-    if (taken === null || which === null || !this.o.picked[which]) return false;
+    if (which === null || !this.o.picked[which]) return false;
     const port = await freeListenPort('127.0.0.1', this.o.avoidPorts ?? null);
     this.o[which] = port;
     if (which === 'adminPort') this.admin.port = port;

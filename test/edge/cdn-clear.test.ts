@@ -236,15 +236,7 @@ describe('POST /environments/{id}/cdn/clear', () => {
     // the ports an edge kept for its CDN tier (its origin listener's, varnishd's), each taken by another program
     // before the start (as a connection or another edge may take one between the look and the bind)
     const held = await Promise.all([freePort(), freePort(), freePort()]);
-    const holders = await Promise.all(
-      held.map(
-        (port) =>
-          new Promise<net.Server>((resolve) => {
-            const s = net.createServer();
-            s.listen({ port, host: '127.0.0.1' }, () => resolve(s));
-          }),
-      ),
-    );
+    const holders = await Promise.all(held.map(listenOn));
     await cdnDomain();
     const dataDir = `${c.t.dataDir}/fourth-edge`;
     const cdnDir = `${dataDir}/edge/varnish`;
